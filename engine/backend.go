@@ -1,0 +1,33 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Backend executes the commands a Client queues. The sim backend runs them in a discrete-event
+// simulation; the cuda backend on real GPUs. Both emit the same timeline events.
+//
+// Submit, NewStream and NewEvent are called between runs, from one goroutine; they never block.
+// Run executes everything submitted so far and returns when all of it has completed, when ctx is
+// cancelled (ErrCanceled), when the watchdog fires (*WatchdogError), or when nothing can make
+// progress (*DeadlockError). Futures are completed from Run's goroutine.
+type Backend interface {
+	Name() string
+	Topology() Topology
+	NewStream(dev DeviceID, prio Priority) StreamID
+	NewEvent() EventID
+	Submit(dev DeviceID, cmd Command)
+	Run(ctx context.Context) error
+	// Now returns the backend's clock in ns since the session epoch.
+	Now() int64
+	// SetWatchdog sets how long a transfer may wait for its peer before the run ends with an
+	// alert; 0 disarms it.
+	SetWatchdog(ns int64)
+	// SetBatching sets the batching window of every host thread: ops added with CmdBatch launch as
+	// one group once maxOps are held or windowNs after the first one was added.
+	SetBatching(maxOps int, windowNs int64)
+	// Strings returns the table labels are interned in.
+	Strings() *timeline.Strings
+}

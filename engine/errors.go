@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors that callers branch on with errors.Is.
+var (
+	ErrEmptyDevices    = errors.New("empty device set")
+	ErrSizeMismatch    = errors.New("size mismatch")
+	ErrUnknownPeer     = errors.New("unknown peer")
+	ErrDuplicateDevice = errors.New("duplicate device")
+	ErrPeerTimeout     = errors.New("peer never posted its half")
+	ErrPoolExhausted   = errors.New("receive pool exhausted")
+	ErrCommFailed      = errors.New("communicator failed")
+	ErrCanceled        = errors.New("run canceled")
+)
+
+// GuardError is returned when an API call is given arguments that cannot work: it names the call,
+// the devices involved and what is wrong. errors.Is matches its Kind sentinel.
+type GuardError struct {
+	Op      string     // the API call, e.g. "SendBuffers"
+	Kind    error      // one of the sentinel errors above
+	Devices []DeviceID // the devices concerned
+	Detail  string
+}
+
+func (e *GuardError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("%s: %v: %s (devices %v)", e.Op, e.Kind, e.Detail, e.Devices)
+	}
+	return fmt.Sprintf("%s: %v (devices %v)", e.Op, e.Kind, e.Devices)
+}
+
+// Unwrap returns the sentinel kind.
+func (e *GuardError) Unwrap() error { return e.Kind }
+
+// WatchdogError ends a run whose transfer waited longer than the watchdog timeout for its peer.
+type WatchdogError struct {
+	Op       string // "send", "recv", "all_reduce", ...
+	OpID     uint64
+	Rank     DeviceID // the rank that waited
+	Peer     DeviceID // the rank that never posted its half (-1: several)
+	Bytes    int64
+	WaitedNs int64
+	Missing  []DeviceID // for collectives and barriers: the ranks that never arrived
+}
+
+func (e *WatchdogError) Error() string {
+	if len(e.Missing) > 0 {
+		return fmt.Sprintf("watchdog: %s op %d on rank %d waited %.3f ms for ranks %v that never arrived (%d bytes)",
+			e.Op, e.OpID, e.Rank, float64(e.WaitedNs)/1e6, e.Missing, e.Bytes)
+	}
+	return fmt.Sprintf("watchdog: %s op %d from rank %d waited %.3f ms for rank %d, which never posted its half (%d bytes)",
+		e.Op, e.OpID, e.Rank, float64(e.WaitedNs)/1e6, e.Peer, e.Bytes)
+}
+
+// Unwrap returns ErrPeerTimeout.
+func (e *WatchdogError) Unwrap() error { return ErrPeerTimeout }
+
+// DeadlockError ends a run in which work remains but nothing can make progress (for example a
+// stream waits for an event that nothing will record) and no watchdog was armed.
+type DeadlockError struct {
+	Pending int    // ops that could not run
+	First   string // a description of one of them
+}
+
+func (e *DeadlockError) Error() string {
+	return fmt.Sprintf("deadlock: %d ops can never run; first: %s", e.Pending, e.First)
+}

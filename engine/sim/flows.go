@@ -1,0 +1,304 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+func (s *Sim) newFlow(kind uint8, owner int32, bytes int64) int32 {
+	var fi int32
+	if n := len(s.freeFlows); n > 0 {
+		fi = s.freeFlows[n-1]
+		s.freeFlows = s.freeFlows[:n-1]
+	} else {
+		s.flows = append(s.flows, flow{})
+		fi = int32(len(s.flows) - 1)
+	}
+	ver := s.flows[fi].ver + 1
+	s.flows[fi] = flow{kind: kind, owner: owner, peer: -1, rem: float64(bytes), pos: -1, ver: ver, links: [2]int32{-1, -1}}
+	return fi
+}
+
+// route sets the links a flow crosses and its rate cap (bytes per second).
+func (s *Sim) route(fi, l0, l1 int32, capBps float64) {
+	f := &s.flows[fi]
+	f.links[0], f.links[1] = l0, l1
+	f.nl = 1
+	if l1 >= 0 {
+		f.nl = 2
+	}
+	f.cap = capBps / 1e9
+}
+
+// progress advances every active flow's remaining bytes to s.now at its current rate.
+func (s *Sim) progress() {
+	for _, fi := range s.active {
+		f := &s.flows[fi]
+		if dt := s.now - f.last; dt > 0 {
+			f.rem -= f.rate * float64(dt)
+			if f.rem < 0 {
+				f.rem = 0
+			}
+		}
+		f.last = s.now
+	}
+}
+
+func (s *Sim) dirty() {
+	if !s.armed {
+		s.armed = true
+		s.at(s.now, evRecompute, 0, 0)
+	}
+}
+
+func (s *Sim) flowStart(fi int32) {
+	s.progress()
+	f := &s.flows[fi]
+	f.last, f.rate = s.now, 0
+	f.pos = int32(len(s.active))
+	s.active = append(s.active, fi)
+	s.dirty()
+}
+
+func (s *Sim) removeActive(fi int32) {
+	f := &s.flows[fi]
+	last := s.active[len(s.active)-1]
+	s.active[f.pos] = last
+	s.flows[last].pos = f.pos
+	s.active = s.active[:len(s.active)-1]
+	f.pos = -1
+}
+
+func (s *Sim) flowDone(fi int32) {
+	s.progress()
+	s.removeActive(fi)
+	f := s.flows[fi]
+	s.flows[fi].ver++
+	s.freeFlows = append(s.freeFlows, fi)
+	s.dirty()
+	switch f.kind {
+	case ownerCopy:
+		s.finish(f.owner, true)
+	case ownerP2P:
+		s.finish(f.owner, true)
+		s.finish(f.peer, true)
+	case ownerInst:
+		in := &s.instPool[f.owner]
+		in.flows--
+		if in.flows == 0 {
+			s.instDone(f.owner)
+		}
+	}
+}
+
+// recompute shares link bandwidth among the active flows max-min fairly (progressive filling),
+// each flow also capped by its own protocol limit, then reschedules every flow's completion.
+func (s *Sim) recompute() {
+	s.progress()
+	s.epoch++
+	s.touched = s.touched[:0]
+	for _, fi := range s.active {
+		f := &s.flows[fi]
+		f.frozen = false
+		for k := int8(0); k < f.nl; k++ {
+			l := f.links[k]
+			if s.mark[l] != s.epoch {
+				s.mark[l] = s.epoch
+				s.residual[l] = s.linkBW[l]
+				s.count[l] = 0
+				s.touched = append(s.touched, l)
+			}
+			s.count[l]++
+		}
+	}
+	left := len(s.active)
+	for left > 0 {
+		x := math.Inf(1)
+		for _, l := range s.touched {
+			if s.count[l] > 0 {
+				s.share[l] = s.residual[l] / float64(s.count[l])
+				x = min(x, s.share[l])
+			}
+		}
+		for _, fi := range s.active {
+			if f := &s.flows[fi]; !f.frozen {
+				x = min(x, f.cap)
+			}
+		}
+		lim := x * (1 + 1e-9)
+		for _, fi := range s.active {
+			f := &s.flows[fi]
+			if f.frozen {
+				continue
+			}
+			bottleneck := f.cap <= lim
+			for k := int8(0); k < f.nl && !bottleneck; k++ {
+				l := f.links[k]
+				bottleneck = s.count[l] > 0 && s.share[l] <= lim
+			}
+			if !bottleneck {
+				continue
+			}
+			f.frozen = true
+			left--
+			for k := int8(0); k < f.nl; k++ {
+				l := f.links[k]
+				s.residual[l] -= x
+				s.count[l]--
+			}
+			if f.rate != x || f.ver == 0 {
+				f.rate = x
+			}
+			f.ver++
+			dt := int64(math.Ceil(f.rem / x))
+			s.at(s.now+dt, evFlowDone, fi, f.ver)
+		}
+	}
+}
+
+// ---- collective algorithms ----
+
+// rings returns NCCL-style rings over ranks: inside one host a single ring; across hosts one ring per
+// NIC (the fewest GPUs any host contributes), ring r entering each host at a different GPU so every
+// GPU's NIC carries one ring.
+func (s *Sim) rings(ranks []engine.DeviceID) [][]engine.DeviceID {
+	byHost := map[int][]engine.DeviceID{}
+	var order []int
+	for _, r := range ranks {
+		h := s.topo.HostOf(r)
+		if _, ok := byHost[h]; !ok {
+			order = append(order, h)
+		}
+		byHost[h] = append(byHost[h], r)
+	}
+	if len(order) == 1 {
+		return [][]engine.DeviceID{ranks}
+	}
+	nr := len(ranks)
+	for _, h := range order {
+		nr = min(nr, len(byHost[h]))
+	}
+	out := make([][]engine.DeviceID, nr)
+	for r := range nr {
+		ring := make([]engine.DeviceID, 0, len(ranks))
+		for _, h := range order {
+			g := byHost[h]
+			for i := range g {
+				ring = append(ring, g[(i+r+1)%len(g)])
+			}
+		}
+		out[r] = ring
+	}
+	return out
+}
+
+func (s *Sim) edge(fi int32, src, dst engine.DeviceID) int64 {
+	switch {
+	case src == dst:
+		s.route(fi, int32(src)*linksPerDevice+linkHBM, -1, s.m.HBMBps)
+		return 0
+	case s.topo.HostOf(src) == s.topo.HostOf(dst):
+		s.route(fi, int32(src)*linksPerDevice+linkNVOut, int32(dst)*linksPerDevice+linkNVIn, s.m.NVLinkBps*s.m.NCCLNVLinkEff)
+		return s.m.NVLinkLatencyNs
+	default:
+		s.route(fi, int32(src)*linksPerDevice+linkNICOut, int32(dst)*linksPerDevice+linkNICIn, s.m.NICBps*s.m.NCCLNICEff)
+		return s.m.NICLatencyNs
+	}
+}
+
+// startCollective expands a collective whose ranks have all arrived into flows. The bandwidth part
+// follows the ring algorithm's traffic per edge; the latency part is the cheaper of NCCL's ring and
+// tree latencies for multi-host all-reduce (NCCL's tuner makes the same choice), ring otherwise.
+func (s *Sim) startCollective(ii int32) {
+	in := &s.instPool[ii]
+	o := &s.ops[in.ops[0]]
+	op, ranks, bytes := o.op.Coll, o.op.Ranks, o.op.Bytes
+	n := len(ranks)
+	if n <= 1 || (bytes == 0 && op != timeline.CollRaggedAllToAll) {
+		s.at(s.now+s.m.NCCLBaseNs, evCollStart, ii, 0)
+		return
+	}
+	fn := float64(n)
+	var perEdge float64
+	var steps int64
+	switch op {
+	case timeline.CollAllReduce:
+		perEdge, steps = 2*(fn-1)/fn*float64(bytes), int64(2*(n-1))
+	case timeline.CollAllGather, timeline.CollReduceScatter:
+		perEdge, steps = (fn-1)/fn*float64(bytes), int64(n-1)
+	case timeline.CollBroadcast, timeline.CollReduce:
+		perEdge, steps = float64(bytes), int64(n-1)
+	case timeline.CollAllToAll, timeline.CollRaggedAllToAll, timeline.CollSendRecv:
+		s.startAllToAll(ii)
+		return
+	}
+	var maxHop int64
+	rings := s.rings(ranks)
+	chain := op == timeline.CollBroadcast || op == timeline.CollReduce
+	s.pending = s.pending[:0]
+	for _, ring := range rings {
+		share := int64(math.Ceil(perEdge / float64(len(rings))))
+		for i := range ring {
+			if chain && i == len(ring)-1 {
+				break
+			}
+			fi := s.newFlow(ownerInst, ii, share)
+			maxHop = max(maxHop, s.edge(fi, ring[i], ring[(i+1)%len(ring)]))
+			s.pending = append(s.pending, fi)
+		}
+	}
+	lat := s.m.NCCLBaseNs + steps*maxHop
+	if op == timeline.CollAllReduce && len(rings) > 1 {
+		// Double binary tree: log2(hosts) NIC hops and log2(GPUs per host) NVLink hops, up and down.
+		gpus := float64(len(rings))
+		hosts := fn / gpus
+		tree := s.m.NCCLBaseNs + 2*(int64(math.Ceil(math.Log2(gpus)))*s.m.NVLinkLatencyNs+
+			int64(math.Ceil(math.Log2(hosts)))*s.m.NICLatencyNs)
+		lat = min(lat, tree)
+	}
+	s.startFlows(ii, lat)
+}
+
+// startFlows schedules the flows collected in s.pending to start after lat, owned by instance ii.
+func (s *Sim) startFlows(ii int32, lat int64) {
+	in := &s.instPool[ii]
+	in.flows = int32(len(s.pending))
+	if in.flows == 0 {
+		s.at(s.now+lat, evCollStart, ii, 0)
+		return
+	}
+	for _, fi := range s.pending {
+		s.at(s.now+lat, evFlowStart, fi, 0)
+	}
+}
+
+func (s *Sim) startAllToAll(ii int32) {
+	in := &s.instPool[ii]
+	var maxHop int64
+	s.pending = s.pending[:0]
+	for _, x := range in.ops {
+		o := &s.ops[x]
+		ranks := o.op.Ranks
+		n := len(ranks)
+		for j, dst := range ranks {
+			if dst == o.op.Device {
+				continue
+			}
+			var b int64
+			if o.op.Sizes != nil {
+				b = o.op.Sizes[j]
+			} else {
+				b = o.op.Bytes / int64(n)
+			}
+			if b <= 0 {
+				continue
+			}
+			fi := s.newFlow(ownerInst, ii, b)
+			maxHop = max(maxHop, s.edge(fi, o.op.Device, dst))
+			s.pending = append(s.pending, fi)
+		}
+	}
+	s.startFlows(ii, s.m.NCCLBaseNs+maxHop)
+}

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// DeviceID is a global device id: host × devices-per-host + local index.
+type DeviceID int32
+
+// Topology is the shape of the cluster: hosts, each with the same number of GPUs.
+type Topology struct {
+	Name        string
+	Hosts       int
+	GPUsPerHost int
+}
+
+// Devices returns the number of devices in the job.
+func (t Topology) Devices() int { return t.Hosts * t.GPUsPerHost }
+
+// HostOf returns the host index of a device.
+func (t Topology) HostOf(d DeviceID) int { return int(d) / t.GPUsPerHost }
+
+// Valid reports whether d names a device of the topology.
+func (t Topology) Valid(d DeviceID) bool { return d >= 0 && int(d) < t.Devices() }
+
+// String describes the topology, for example "h100x8x2 (2 hosts × 8 GPUs)".
+func (t Topology) String() string {
+	return fmt.Sprintf("%s (%d hosts × %d GPUs)", t.Name, t.Hosts, t.GPUsPerHost)
+}
+
+// Priority is a stream priority in CUDA's convention: 0 is normal, lower numbers run first.
+type Priority int8
+
+// Stream priorities. The H100 offers 0 (lowest) to -3 (highest), see FACTS.md.
+const (
+	PriorityNormal Priority = 0
+	PriorityHigh   Priority = -3
+)
+
+// StreamID names a stream; ids are unique within a backend.
+type StreamID uint32
+
+// EventID names an event a stream can record and other streams or host threads can wait for.
+type EventID uint32
+
+// MemKind is where a buffer lives.
+type MemKind uint8
+
+// Memory kinds.
+const (
+	MemDevice MemKind = iota
+	MemPinned
+	MemPageable
+)
+
+// OpKind is the kind of work a StreamOp does on its stream.
+type OpKind uint8
+
+// Stream op kinds.
+const (
+	OpKernel     OpKind = iota + 1 // compute for Duration ns
+	OpCopy                         // memcpy; Dir gives the direction
+	OpSend                         // point-to-point send to Peer; ID pairs it with the recv
+	OpRecv                         // point-to-point receive from Peer
+	OpCollective                   // one rank's part of collective instance ID over Comm
+	OpBarrier                      // one rank's arrival at barrier instance ID
+	OpRecord                       // record Event
+	OpWaitEvent                    // wait until Event is recorded
+	OpGroup                        // Parts launched as one fused op
+)
+
+// StreamOp is one piece of work on a stream. Backends execute ops of one stream in order.
+type StreamOp struct {
+	Kind     OpKind
+	Stream   StreamID
+	Device   DeviceID
+	Peer     DeviceID
+	Dir      timeline.CopyDir
+	Pageable bool
+	Bytes    int64
+	Duration int64 // kernels: ns of work
+	Event    EventID
+	ID       uint64 // pairs a send with its recv; names a collective or barrier instance
+	Coll     timeline.CollOp
+	Ranks    []DeviceID // collective / barrier participants, in rank order
+	Sizes    []int64    // ragged all-to-all: bytes this rank sends to each rank of Ranks
+	Comm     uint32
+	Group    uint32
+	Barrier  uint32
+	Label    uint32
+	Future   *Future    // resolved when the op completes (nil: none)
+	Parts    []StreamOp // OpGroup: the fused ops
+}
+
+// CmdKind is the kind of a host-thread command.
+type CmdKind uint8
+
+// Host command kinds.
+const (
+	CmdLaunch   CmdKind = iota + 1 // enqueue Op on its stream (costs a launch on the host)
+	CmdHostWait                    // block the host thread until Event is recorded
+	CmdCommInit                    // create communicator Comm over Devices (costs creation time)
+	CmdSleep                       // the host is busy for Duration ns (a slow data loader, a straggler)
+	CmdBatch                       // add Op to the host thread's batching window
+	CmdFlush                       // launch what the batching window holds now
+)
+
+// Command is one entry of a host thread's queue. Host threads run their commands in order.
+type Command struct {
+	Kind     CmdKind
+	Op       StreamOp
+	Event    EventID
+	Duration int64
+	Comm     uint32
+	Devices  []DeviceID
+	Label    uint32
+}
+
+// sortedKey returns a canonical key for a set of devices: the sorted ids joined by commas.
+func sortedKey(devs []DeviceID) string {
+	s := make([]DeviceID, len(devs))
+	copy(s, devs)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	var b strings.Builder
+	for i, d := range s {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d", d)
+	}
+	return b.String()
+}

@@ -1,0 +1,200 @@
+package timeline
+
+import "fmt"
+
+// Kind says what an Event records. The numbers are part of the recording format: never reuse one.
+type Kind uint8
+
+// Event kinds. Intervals have End > Start; instants have End == Start.
+const (
+	KindNone             Kind = 0
+	KindMemcpy           Kind = 1  // a copy; Sub is the CopyDir
+	KindSend             Kind = 2  // point-to-point send; Peer is the receiver, Op links it to its Recv
+	KindRecv             Kind = 3  // point-to-point receive; Peer is the sender
+	KindCollective       Kind = 4  // one rank's part of a collective; Sub is the CollOp
+	KindKernel           Kind = 5  // a compute kernel
+	KindEventRecord      Kind = 6  // a stream recorded an event (instant); Aux is the event id
+	KindEventWait        Kind = 7  // a stream waited for an event (interval); Aux is the event id
+	KindBarrier          Kind = 8  // one rank at a barrier: Start is its arrival, End its release
+	KindGroupLaunch      Kind = 9  // an NCCL-style group launched; Aux is the number of ops in it
+	KindCommInit         Kind = 10 // a communicator was created (interval = creation cost)
+	KindCommHit          Kind = 11 // the communicator cache returned an existing communicator (instant)
+	KindCommEvict        Kind = 12 // the communicator cache evicted one (instant); Status says why
+	KindPromiseFulfilled Kind = 13 // a future resolved (instant); Op is the transfer it belongs to
+	KindPromiseFailed    Kind = 14 // a future failed (instant); Status is the error code
+	KindBufferAlloc      Kind = 15 // a buffer was allocated (collective memory cache, receive pool)
+	KindBufferFree       Kind = 16 // a buffer was freed
+	KindDeviceSample     Kind = 17 // a device telemetry sample; Sub is the SampleMetric, Bytes the value
+	KindAlert            Kind = 18 // a watchdog or error alert; Label is the message
+	KindMark             Kind = 19 // a user annotation (instant or interval)
+	KindStep             Kind = 20 // one step of the workload (interval)
+	KindPeerWait         Kind = 21 // an op was posted but its peers were not ready (interval)
+	KindRuntime          Kind = 22 // host-side API call (imported traces: cudaLaunchKernel and such)
+	kindCount                 = 23
+)
+
+var kindNames = [kindCount]string{
+	"none", "memcpy", "send", "recv", "collective", "kernel", "event_record", "event_wait",
+	"barrier", "group_launch", "comm_init", "comm_hit", "comm_evict", "promise_fulfilled",
+	"promise_failed", "buffer_alloc", "buffer_free", "device_sample", "alert", "mark", "step",
+	"peer_wait", "runtime",
+}
+
+// String returns the kind's stable lower-case name.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// IsBusy reports whether an event of this kind occupies its stream (idle gaps are the time between
+// busy events). Waits, marks and instants do not.
+func (k Kind) IsBusy() bool {
+	switch k {
+	case KindMemcpy, KindSend, KindRecv, KindCollective, KindKernel:
+		return true
+	}
+	return false
+}
+
+// IsComm reports whether the kind moves data (communication for the overlap analysis).
+func (k Kind) IsComm() bool {
+	switch k {
+	case KindMemcpy, KindSend, KindRecv, KindCollective:
+		return true
+	}
+	return false
+}
+
+// CopyDir is the direction of a KindMemcpy event (its Sub field).
+type CopyDir uint8
+
+// Copy directions.
+const (
+	CopyH2D CopyDir = 1 // host to device
+	CopyD2H CopyDir = 2 // device to host
+	CopyD2D CopyDir = 3 // within one device
+	CopyP2P CopyDir = 4 // device to another device (peer copy)
+	CopySet CopyDir = 5 // memset: bytes written, no source
+)
+
+// String returns the direction's short name (h2d, d2h, d2d, p2p, memset).
+func (d CopyDir) String() string {
+	switch d {
+	case CopyH2D:
+		return "h2d"
+	case CopyD2H:
+		return "d2h"
+	case CopyD2D:
+		return "d2d"
+	case CopyP2P:
+		return "p2p"
+	case CopySet:
+		return "memset"
+	}
+	return fmt.Sprintf("copy(%d)", uint8(d))
+}
+
+// CollOp is the collective operation of a KindCollective event (its Sub field).
+type CollOp uint8
+
+// Collective operations.
+const (
+	CollAllReduce      CollOp = 1
+	CollAllGather      CollOp = 2
+	CollReduceScatter  CollOp = 3
+	CollAllToAll       CollOp = 4
+	CollRaggedAllToAll CollOp = 5
+	CollBroadcast      CollOp = 6
+	CollReduce         CollOp = 7
+	CollSendRecv       CollOp = 8 // imported NCCL SendRecv kernels whose direction is unknown
+	collOpCount               = 9
+)
+
+var collNames = [collOpCount]string{"", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+	"ragged_all_to_all", "broadcast", "reduce", "send_recv"}
+
+// String returns the nccl-tests style name of the operation.
+func (c CollOp) String() string {
+	if c > 0 && int(c) < len(collNames) {
+		return collNames[c]
+	}
+	return fmt.Sprintf("coll(%d)", uint8(c))
+}
+
+// BusFactor is the nccl-tests factor that turns algorithm bandwidth into bus bandwidth for n ranks.
+func (c CollOp) BusFactor(n int) float64 {
+	if n <= 1 {
+		return 0
+	}
+	fn := float64(n)
+	switch c {
+	case CollAllReduce:
+		return 2 * (fn - 1) / fn
+	case CollAllGather, CollReduceScatter, CollAllToAll, CollRaggedAllToAll:
+		return (fn - 1) / fn
+	}
+	return 1
+}
+
+// SampleMetric names what a KindDeviceSample measures (its Sub field).
+type SampleMetric uint8
+
+// Device sample metrics. Throughputs are bytes per second; utilisation is percent.
+const (
+	SampleUtilization SampleMetric = 1
+	SampleMemoryUsed  SampleMetric = 2
+	SamplePCIeRx      SampleMetric = 3
+	SamplePCIeTx      SampleMetric = 4
+	SampleNVLinkRx    SampleMetric = 5
+	SampleNVLinkTx    SampleMetric = 6
+	SamplePowerMilliW SampleMetric = 7
+	SampleSMClockMHz  SampleMetric = 8
+	SampleTempC       SampleMetric = 9
+)
+
+// Status codes carried by events that can fail.
+const (
+	StatusOK       uint8 = 0
+	StatusError    uint8 = 1 // the op failed
+	StatusTimeout  uint8 = 2 // the watchdog gave up on it
+	StatusCanceled uint8 = 3 // the run was cancelled before it completed
+	StatusLRU      uint8 = 4 // comm eviction: least recently used
+	StatusFaulted  uint8 = 5 // comm eviction: the communicator reported an error
+)
+
+// NoDevice marks a Device or Peer field that names no device.
+const NoDevice int32 = -1
+
+// Event is one thing that happened. It is a fixed-size value without pointers (80 bytes).
+//
+// Times are nanoseconds since the session's epoch. Device and Peer are global device ids
+// (host × devices-per-host + local index). Stream ids are unique within the session.
+type Event struct {
+	Start  int64  // ns; for waits, when the wait began
+	End    int64  // ns; == Start for an instant
+	Queued int64  // ns; when the host enqueued the op (HTA's launch time); 0 when unknown
+	Bytes  int64  // bytes moved (nccl-tests "size" for collectives), or a sample's value
+	Op     uint64 // op id: links a send to its recv, a transfer to its promise, rank parts of a collective
+
+	Device int32 // global device id, NoDevice for host-only events
+	Peer   int32 // the other device of a transfer, NoDevice when none
+
+	Stream  uint32 // stream id (0: none)
+	Group   uint32 // group launch id (0: not in a group)
+	Comm    uint32 // communicator id (0: none)
+	Barrier uint32 // barrier id (0: none)
+	Label   uint32 // interned string: kernel name, message, scenario label (0: none)
+	Aux     uint32 // kind-specific: event id, number of ops in a group, step number
+
+	Host     uint16 // host index
+	Ranks    uint16 // ranks taking part in a collective or barrier
+	Kind     Kind
+	Sub      uint8 // CopyDir, CollOp, SampleMetric or wait cause, by Kind
+	Status   uint8
+	Priority int8 // stream priority: 0 normal, negative is higher (CUDA's convention)
+}
+
+// Dur returns the event's duration in nanoseconds.
+func (e *Event) Dur() int64 { return e.End - e.Start }
