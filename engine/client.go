@@ -191,7 +191,7 @@ func (c *Client) streamDev(s StreamID) (DeviceID, error) {
 }
 
 func (c *Client) launch(op StreamOp) {
-	if c.group && (op.Kind == OpSend || op.Kind == OpRecv) {
+	if c.group && (op.Kind == OpSend || op.Kind == OpRecv || op.Kind == OpCollective) {
 		if len(c.groupOps[op.Device]) == 0 {
 			c.groupDevs = append(c.groupDevs, op.Device)
 		}
@@ -302,8 +302,9 @@ func (c *Client) p2p(kind OpKind, s StreamID, peer DeviceID, bytes int64, id uin
 	return f, nil
 }
 
-// GroupStart opens an NCCL-style group: sends and receives issued until GroupEnd are launched as one
-// fused op per device, so the order in which peers post their halves cannot deadlock.
+// GroupStart opens an NCCL-style group: sends, receives and collectives issued until GroupEnd are
+// launched as one fused op per device (one launch), so the order in which peers post their halves
+// cannot deadlock.
 func (c *Client) GroupStart() { c.group = true }
 
 // GroupEnd closes the group and launches it.

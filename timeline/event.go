@@ -197,4 +197,4 @@ type Event struct {
 }
 
 // Dur returns the event's duration in nanoseconds.
-func (e *Event) Dur() int64 { return e.End - e.Start }
+func (e Event) Dur() int64 { return e.End - e.Start }

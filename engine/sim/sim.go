@@ -152,6 +152,7 @@ type Sim struct {
 
 	pendingCmds int
 	pendingOps  int
+	batched     int // ops held in batching windows
 	runErr      error
 	handled     uint64
 
@@ -265,7 +266,7 @@ func (s *Sim) Run(ctx context.Context) error {
 		return s.runErr
 	}
 	wall0, sim0 := time.Now(), s.now
-	for s.pendingCmds+s.pendingOps > 0 {
+	for s.pendingCmds+s.pendingOps+s.batched > 0 {
 		if len(s.q) == 0 {
 			s.runErr = s.deadlock()
 			return s.runErr
@@ -413,6 +414,7 @@ func (s *Sim) hostStep(hi int32) {
 			s.at(s.now+cmd.Duration, evHostDone, hi, 0)
 		case engine.CmdBatch:
 			h.batch = append(h.batch, cmd.Op)
+			s.batched++
 			h.cur, h.busy = cmd, true
 			if len(h.batch) == 1 {
 				h.batchGen++
@@ -435,6 +437,7 @@ func (s *Sim) launchBatch(hi int32) {
 	h := &s.hosts[hi]
 	parts := make([]engine.StreamOp, len(h.batch))
 	copy(parts, h.batch)
+	s.batched -= len(parts)
 	h.batch = h.batch[:0]
 	h.batchGen++
 	g := engine.StreamOp{Kind: engine.OpGroup, Stream: parts[0].Stream, Device: h.dev, Peer: -1, Parts: parts}
@@ -683,8 +686,12 @@ func (s *Sim) matchP2P(oi int32) {
 			Detail: fmt.Sprintf("op %d: send of %d bytes %d→%d does not match recv of %d bytes %d←%d",
 				so.op.ID, so.op.Bytes, so.op.Device, so.op.Peer, ro.op.Bytes, ro.op.Device, ro.op.Peer)}
 		s.alert(snd, err.Error(), timeline.StatusError)
-		s.fail(snd, err)
-		s.fail(rcv, err)
+		for _, x := range [2]int32{snd, rcv} {
+			s.ops[x].matched = true
+			s.ops[x].gen++
+			s.fail(x, err)
+			s.finish(x, true) // the streams go on; the failed op is recorded with an error status
+		}
 		return
 	}
 	for _, x := range [2]int32{snd, rcv} {

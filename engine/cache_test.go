@@ -1,0 +1,85 @@
+package engine
+
+import "testing"
+
+func TestCommCacheLRU(t *testing.T) {
+	c := NewCommCache(2)
+	get := func(devs ...DeviceID) (*Communicator, bool, int) {
+		comm, created, ev := c.Get(devs)
+		return comm, created, len(ev)
+	}
+	a, created, _ := get(0, 1)
+	if !created {
+		t.Fatal("first Get of {0,1} should create")
+	}
+	if b, created, _ := get(1, 0); created || b != a {
+		t.Error("{1,0} should hit the {0,1} entry: the key is the sorted set")
+	}
+	get(2, 3)
+	get(0, 1) // {0,1} is now more recent than {2,3}
+	if _, _, ev := get(4, 5); ev != 1 {
+		t.Errorf("third set evicted %d; want 1", ev)
+	}
+	if _, created, _ := get(0, 1); created {
+		t.Error("{0,1} was used recently and must have survived; {2,3} was the LRU")
+	}
+	if _, created, _ := get(2, 3); !created {
+		t.Error("{2,3} should have been evicted")
+	}
+	st := c.Stats()
+	if st.Hits != 3 || st.Misses != 4 || st.Evictions != 2 || st.Entries != 2 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestCommCacheFault(t *testing.T) {
+	c := NewCommCache(4)
+	a, _, _ := c.Get([]DeviceID{0, 1})
+	if !c.Fault(a) {
+		t.Fatal("Fault of a cached communicator returned false")
+	}
+	b, created, _ := c.Get([]DeviceID{0, 1})
+	if !created || b == a {
+		t.Error("after a fault the next Get must create a fresh communicator")
+	}
+	if st := c.Stats(); st.Faults != 1 || st.Evictions != 1 {
+		t.Errorf("stats %+v; want 1 fault eviction", st)
+	}
+}
+
+func TestCommCacheDisabled(t *testing.T) {
+	c := NewCommCache(0)
+	for range 3 {
+		if _, created, _ := c.Get([]DeviceID{0, 1}); !created {
+			t.Fatal("with no cache every Get creates")
+		}
+	}
+	if st := c.Stats(); st.Hits != 0 || st.Misses != 3 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// The collective memory cache keeps buffers across executions and never frees one in flight, even
+// when over capacity.
+func TestCollMemNeverFreesInFlight(t *testing.T) {
+	m := NewCollMem(1 << 20)
+	var freed []int64
+	m.onFree = func(_ uint32, b int64) { freed = append(freed, b) }
+	a := m.Acquire(1, 1<<20)
+	b := m.Acquire(2, 1<<20) // over capacity, but a is in flight
+	if len(freed) != 0 {
+		t.Fatalf("freed %v while both buffers were in flight", freed)
+	}
+	if st := m.Stats(); st.Protected == 0 {
+		t.Error("want the skipped eviction counted")
+	}
+	m.Release(a) // a is idle now, and the cache is over capacity: a goes
+	if len(freed) != 1 {
+		t.Fatalf("freed %v after releasing a; want a freed", freed)
+	}
+	m.Release(b)
+	again := m.Acquire(2, 1000) // same comm, rounds up to the same size class: reused
+	if again != b || m.Stats().Hits != 1 {
+		t.Errorf("second execution did not reuse the cached buffer")
+	}
+}
