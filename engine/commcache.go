@@ -70,7 +70,7 @@ func (c *CommCache) Get(devs []DeviceID) (comm *Communicator, created bool, evic
 		evicted = append(evicted, lru)
 	}
 	c.entries[key] = comm
-	return comm, true, nil
+	return comm, true, evicted
 }
 
 // Fault evicts comm because it reported an error; the next Get for its devices creates a fresh one.
