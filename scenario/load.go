@@ -1,0 +1,53 @@
+package scenario
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+)
+
+//go:embed builtin/*.yaml
+var builtinFS embed.FS
+
+// DefaultName is the scenario xfertop runs when none is named.
+const DefaultName = "pipeline"
+
+// BuiltinNames returns the names of the built-in scenarios.
+func BuiltinNames() []string {
+	entries, _ := fs.ReadDir(builtinFS, "builtin")
+	var out []string
+	for _, e := range entries {
+		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Builtin returns the built-in scenario with the given name.
+func Builtin(name string) (*File, error) {
+	data, err := builtinFS.ReadFile(path.Join("builtin", name+".yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("unknown scenario %q (built-in: %s; or give a path to a .yaml file)", name, strings.Join(BuiltinNames(), ", "))
+	}
+	return Parse("builtin:"+name, data)
+}
+
+// Load returns a built-in scenario by name, or reads a scenario file when nameOrPath names one (it
+// contains a path separator or ends in .yaml/.yml, or a file of that name exists).
+func Load(nameOrPath string) (*File, error) {
+	isPath := strings.ContainsRune(nameOrPath, os.PathSeparator) || strings.HasSuffix(nameOrPath, ".yaml") || strings.HasSuffix(nameOrPath, ".yml")
+	if !isPath {
+		if _, err := os.Stat(nameOrPath); err != nil {
+			return Builtin(nameOrPath)
+		}
+	}
+	data, err := os.ReadFile(nameOrPath)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	return Parse(nameOrPath, data)
+}
