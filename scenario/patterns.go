@@ -260,10 +260,15 @@ func buildBarrier(p *params, topo engine.Topology) (phase, error) {
 	return ph, nil
 }
 
+// issue runs count iterations of compute then barrier. Each rank's host waits for its previous
+// iteration's barrier before launching the next (as a training loop that reads its loss does), so a
+// host that is late really arrives late.
 func (ph *barrierPhase) issue(r *runner, step int) error {
 	rng := rand.New(rand.NewSource(r.seed*104729 + int64(step)))
+	prev := make([]engine.EventID, len(ph.ranks))
 	for range ph.count {
-		for _, d := range ph.ranks {
+		for i, d := range ph.ranks {
+			r.c.HostWait(d, prev[i])
 			if int(d) == ph.late && ph.delay > 0 {
 				r.c.HostSleep(d, ph.delay, "straggler delay")
 			}
@@ -274,6 +279,9 @@ func (ph *barrierPhase) issue(r *runner, step int) error {
 		}
 		if _, err := r.c.Barrier(ph.ranks, "barrier"); err != nil {
 			return err
+		}
+		for i, d := range ph.ranks {
+			prev[i], _ = r.c.Record(r.c.ComputeStream(d))
 		}
 	}
 	return nil

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/scenario"
+	"github.com/xfertop/xfertop/session"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+	exitAlert   = 3
+)
+
+const usage = `xfertop: see which bytes move between which GPUs, how fast, and where devices wait.
+
+Usage:
+  xfertop [run] [flags]     run a scenario on the embedded engine and print a report
+  xfertop scenarios         list built-in scenarios and their knobs
+  xfertop help              show this help
+
+Run flags:
+`
+
+// xfertop runs the command line args and returns the exit status.
+func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "run":
+		return runCmd(ctx, args, stdout, stderr)
+	case "scenarios":
+		return scenariosCmd(args, stdout, stderr)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		fs, _ := runFlags(stdout)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, scenarios, help)\n", cmd)
+	return exitUsage
+}
+
+// setFlag collects repeated --set key=value flags.
+type setFlag map[string]string
+
+func (s setFlag) String() string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k+"="+s[k])
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
+func (s setFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", v)
+	}
+	s[strings.TrimSpace(k)] = strings.TrimSpace(val)
+	return nil
+}
+
+type runOpts struct {
+	cfg      session.Config
+	headless bool
+	json     bool
+}
+
+func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
+	o := &runOpts{cfg: session.Config{Sets: map[string]string{}}}
+	fs := flag.NewFlagSet("xfertop run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.cfg.Scenario, "scenario", scenario.DefaultName, "built-in scenario name or path to a scenario file")
+	fs.IntVar(&o.cfg.Steps, "steps", 0, "steps to run (0: the scenario's own)")
+	fs.DurationVar(&o.cfg.Duration, "duration", 0, "stop after this much simulated time (0: no limit)")
+	fs.Int64Var(&o.cfg.Seed, "seed", 1, "random seed; the same seed gives the same run")
+	fs.Var(setFlag(o.cfg.Sets), "set", "set a scenario knob, key=value (repeatable)")
+	fs.StringVar(&o.cfg.Topology, "topology", "", "topology preset (h100x1, h100x2, h100x4, h100x8, h100x8x2, h100x8x4; default: the scenario's)")
+	fs.StringVar(&o.cfg.Backend, "backend", "sim", "engine backend")
+	fs.Float64Var(&o.cfg.Speed, "speed", 0, "pace the simulation: simulated seconds per wall second (0: as fast as possible)")
+	fs.BoolVar(&o.headless, "headless", false, "print a report instead of opening the console")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON (with --headless)")
+	return fs, o
+}
+
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, o := runFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "xfertop run: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if o.cfg.Speed < 0 {
+		fmt.Fprintf(stderr, "xfertop run: --speed %v: must be 0 (unpaced) or positive\n", o.cfg.Speed)
+		return exitUsage
+	}
+	if o.cfg.Steps < 0 || o.cfg.Duration < 0 {
+		fmt.Fprintln(stderr, "xfertop run: --steps and --duration must not be negative")
+		return exitUsage
+	}
+	p, err := session.Prepare(o.cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "xfertop: %v\n", err)
+		return exitUsage
+	}
+	out, err := p.Run(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "xfertop: %v\n", err)
+		return exitFailure
+	}
+	r := report.Build(p.Store.Events(), p.Store.Strings, p.Meta(out))
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			fmt.Fprintf(stderr, "xfertop: write report: %v\n", err)
+			return exitFailure
+		}
+	} else if err := report.Text(stdout, r); err != nil {
+		fmt.Fprintf(stderr, "xfertop: write report: %v\n", err)
+		return exitFailure
+	}
+	if out.EndedByAlert() {
+		return exitAlert
+	}
+	if out.Ended != nil {
+		return exitFailure
+	}
+	return exitOK
+}
+
+func scenariosCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "xfertop scenarios: takes no arguments\n")
+		return exitUsage
+	}
+	for _, name := range scenario.BuiltinNames() {
+		f, err := scenario.Builtin(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "xfertop: built-in scenario %s: %v\n", name, err)
+			return exitFailure
+		}
+		def := ""
+		if name == scenario.DefaultName {
+			def = " (default)"
+		}
+		fmt.Fprintf(stdout, "%s%s  [topology %s, %d steps]\n", name, def, f.Topology, f.Steps)
+		fmt.Fprintf(stdout, "  %s\n", wrap(f.Description, 96, "  "))
+		for _, k := range f.Knobs {
+			vals := ""
+			if len(k.Values) > 0 {
+				vals = " (" + strings.Join(k.Values, "|") + ")"
+			}
+			fmt.Fprintf(stdout, "  --set %s=%s%s  %s\n", k.Name, k.Default, vals, k.Help)
+		}
+		fmt.Fprintln(stdout)
+	}
+	return exitOK
+}
+
+func wrap(s string, width int, indent string) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(s) {
+		if i > 0 && n+1+len(w) > width {
+			b.WriteString("\n" + indent)
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}

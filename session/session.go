@@ -1,0 +1,125 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/scenario"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Config is everything a run needs.
+type Config struct {
+	Scenario string            // built-in name or path; "" is scenario.DefaultName
+	Sets     map[string]string // knob overrides
+	Topology string            // "" keeps the scenario's
+	Backend  string            // "" or "sim"
+	Seed     int64
+	Speed    float64       // 0: unpaced
+	Steps    int           // 0: the scenario's
+	Duration time.Duration // 0: no limit
+}
+
+// ConfigError is a problem with the configuration (flags, scenario file, knobs) found before
+// anything ran. The command exits with status 2 on it.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Prepared is a run ready to start: scenario resolved, backend and client built.
+type Prepared struct {
+	Config   Config
+	Scenario *scenario.Scenario
+	Store    *timeline.Store
+	Client   *engine.Client
+	Sim      *sim.Sim
+	Topology engine.Topology
+	fan      *fanout
+}
+
+// Prepare resolves cfg. Extra sinks receive every event besides the store.
+func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
+	if cfg.Scenario == "" {
+		cfg.Scenario = scenario.DefaultName
+	}
+	if cfg.Backend != "" && cfg.Backend != "sim" {
+		return nil, &ConfigError{fmt.Errorf("backend %q is not available in this build (available: sim)", cfg.Backend)}
+	}
+	f, err := scenario.Load(cfg.Scenario)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	topoName := f.Topology
+	if cfg.Topology != "" {
+		topoName = cfg.Topology
+	}
+	if topoName == "" {
+		topoName = "h100x8"
+	}
+	topo, err := sim.TopologyByName(topoName)
+	if err != nil {
+		return nil, &ConfigError{fmt.Errorf("%s: %w", f.Source, err)}
+	}
+	sc, err := scenario.Resolve(f, cfg.Sets, topo)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	store := timeline.NewStore(nil)
+	fan := &fanout{sinks: append([]timeline.Sink{store}, sinks...)}
+	s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.DefaultModel()}, fan, store.Strings)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	c := engine.NewClient(s, fan, sc.Options)
+	return &Prepared{Config: cfg, Scenario: sc, Store: store, Client: c, Sim: s, Topology: topo, fan: fan}, nil
+}
+
+// Outcome is how a run went.
+type Outcome struct {
+	Steps int
+	// Ended is set when the run stopped early: a watchdog alert, a deadlock, a cancellation.
+	Ended error
+}
+
+// Run executes the prepared workload.
+func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
+	res, err := p.Scenario.Run(ctx, p.Client, p.fan, scenario.RunConfig{Steps: p.Config.Steps, Duration: p.Config.Duration, Seed: p.Config.Seed})
+	if err != nil {
+		return Outcome{Steps: res.Steps}, err
+	}
+	return Outcome{Steps: res.Steps, Ended: res.Err}, nil
+}
+
+// Meta describes the run for the report.
+func (p *Prepared) Meta(o Outcome) report.Meta {
+	m := report.Meta{Source: "sim", Scenario: p.Scenario.File.Name, Knobs: p.Scenario.Knobs, Backend: "sim",
+		Topology: p.Topology.Name, Devices: p.Topology.Devices(), Seed: p.Config.Seed, IdleMode: timeline.IdleEngine}
+	if o.Ended != nil {
+		m.Ended = o.Ended.Error()
+	}
+	return m
+}
+
+// EndedByAlert reports whether the outcome is a watchdog alert or a deadlock.
+func (o Outcome) EndedByAlert() bool {
+	var wd *engine.WatchdogError
+	var dl *engine.DeadlockError
+	return errors.As(o.Ended, &wd) || errors.As(o.Ended, &dl)
+}
+
+// fanout hands every event to each sink in turn.
+type fanout struct{ sinks []timeline.Sink }
+
+func (f *fanout) Emit(e *timeline.Event) {
+	for _, s := range f.sinks {
+		s.Emit(e)
+	}
+}

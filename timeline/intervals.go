@@ -1,0 +1,74 @@
+package timeline
+
+import "sort"
+
+// Interval is a half-open time range [Start, End) in ns.
+type Interval struct{ Start, End int64 }
+
+// Merge sorts ivs and merges overlapping or touching intervals in place, returning the union.
+func Merge(ivs []Interval) []Interval {
+	if len(ivs) == 0 {
+		return ivs
+	}
+	sort.Slice(ivs, func(i, j int) bool { return ivs[i].Start < ivs[j].Start })
+	out := ivs[:1]
+	for _, iv := range ivs[1:] {
+		last := &out[len(out)-1]
+		if iv.Start <= last.End {
+			last.End = max(last.End, iv.End)
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// Length returns the total length of merged (disjoint) intervals.
+func Length(merged []Interval) int64 {
+	var n int64
+	for _, iv := range merged {
+		n += iv.End - iv.Start
+	}
+	return n
+}
+
+// IntersectLength returns the length of the intersection of two merged interval lists.
+func IntersectLength(a, b []Interval) int64 {
+	var n int64
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		lo, hi := max(a[i].Start, b[j].Start), min(a[i].End, b[j].End)
+		if hi > lo {
+			n += hi - lo
+		}
+		if a[i].End < b[j].End {
+			i++
+		} else {
+			j++
+		}
+	}
+	return n
+}
+
+// Percentile returns the p-th percentile (0..100) of vals by the nearest-rank method; vals is sorted
+// in place. It returns 0 for no values.
+func Percentile(vals []int64, p float64) int64 {
+	if len(vals) == 0 {
+		return 0
+	}
+	sort.Slice(vals, func(i, j int) bool { return vals[i] < vals[j] })
+	rank := int(p/100*float64(len(vals))+0.9999999) - 1
+	rank = max(0, min(rank, len(vals)-1))
+	return vals[rank]
+}
+
+// PercentileF is Percentile for float64 values.
+func PercentileF(vals []float64, p float64) float64 {
+	if len(vals) == 0 {
+		return 0
+	}
+	sort.Float64s(vals)
+	rank := int(p/100*float64(len(vals))+0.9999999) - 1
+	rank = max(0, min(rank, len(vals)-1))
+	return vals[rank]
+}
