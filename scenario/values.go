@@ -32,7 +32,7 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(strings.ReplaceAll(t, "_", ""), 64)
-	if err != nil || v < 0 || v*mult > 1<<62 {
+	if err != nil || !(v >= 0) || v*mult > 1<<62 { // !(v >= 0) also rejects NaN
 		return 0, fmt.Errorf("%q is not a size (examples: 8, 64KiB, 1GiB)", s)
 	}
 	return int64(v * mult), nil

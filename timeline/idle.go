@@ -87,11 +87,7 @@ func IdleGaps(events []Event, mode IdleMode, kernelWaitNs int64) []Gap {
 		k := streamKey{e.Device, e.Stream}
 		switch {
 		case e.Kind.IsBusy():
-			q := e.Queued
-			if q == 0 {
-				q = e.Start
-			}
-			ops[k] = append(ops[k], opIv{e.Start, e.End, q})
+			ops[k] = append(ops[k], opIv{e.Start, e.End, e.Queued})
 		case e.Kind == KindEventWait:
 			waits[k] = append(waits[k], waitIv{e.Start, e.End, CauseEventWait})
 		case e.Kind == KindBarrier:

@@ -1,0 +1,155 @@
+package report
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// handBuilt is a small timeline whose report numbers are worked out by hand in TestBuild.
+func handBuilt() ([]timeline.Event, *timeline.Strings) {
+	s := timeline.NewStrings()
+	nd := timeline.NoDevice
+	ev := []timeline.Event{
+		// Two steps of 1000 and 3000 ns; a failed step is not counted.
+		{Kind: timeline.KindStep, Start: 0, End: 1000, Device: nd, Peer: nd},
+		{Kind: timeline.KindStep, Start: 1000, End: 4000, Device: nd, Peer: nd},
+		{Kind: timeline.KindStep, Start: 4000, End: 9000, Device: nd, Peer: nd, Status: timeline.StatusError},
+		// H2D copies: 1000 B in 100 ns (10 GB/s), 3000 B in 100 ns (30 GB/s), 2000 B in 100 ns (20 GB/s):
+		// p50 20 GB/s.
+		{Kind: timeline.KindMemcpy, Sub: uint8(timeline.CopyH2D), Device: 0, Stream: 1, Start: 0, End: 100, Bytes: 1000, Peer: nd},
+		{Kind: timeline.KindMemcpy, Sub: uint8(timeline.CopyH2D), Device: 0, Stream: 1, Start: 100, End: 200, Bytes: 3000, Peer: nd},
+		{Kind: timeline.KindMemcpy, Sub: uint8(timeline.CopyH2D), Device: 0, Stream: 1, Start: 200, End: 300, Bytes: 2000, Peer: nd},
+		// One send/recv pair of 500 B in 50 ns: 10 GB/s each.
+		{Kind: timeline.KindSend, Device: 0, Peer: 1, Stream: 2, Start: 300, End: 350, Bytes: 500, Op: 9},
+		{Kind: timeline.KindRecv, Device: 1, Peer: 0, Stream: 3, Start: 300, End: 350, Bytes: 500, Op: 9},
+		// An all-reduce over 4 ranks of 8000 B; instance op 20 spans [1000, 1400) (400 ns), instance 21
+		// spans [2000, 2200) (200 ns): p50 of {400, 200} by nearest rank = 200 ns; algbw 8000/200 = 40
+		// GB/s, busbw 40 × 2·3/4 = 60 GB/s.
+		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 4, Bytes: 8000, Op: 20, Device: 0, Stream: 2, Start: 1000, End: 1300, Peer: nd},
+		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 4, Bytes: 8000, Op: 20, Device: 1, Stream: 3, Start: 1100, End: 1400, Peer: nd},
+		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 4, Bytes: 8000, Op: 21, Device: 0, Stream: 2, Start: 2000, End: 2200, Peer: nd},
+		// Communicator cache: comm 1 created on two ranks (900 and 1000 ns: the comm costs 1000), comm 2
+		// in 20 ns; 3 hits, 1 eviction.
+		{Kind: timeline.KindCommInit, Comm: 1, Device: 0, Start: 0, End: 900, Peer: nd},
+		{Kind: timeline.KindCommInit, Comm: 1, Device: 1, Start: 0, End: 1000, Peer: nd},
+		{Kind: timeline.KindCommInit, Comm: 2, Device: 2, Start: 0, End: 20, Peer: nd},
+		{Kind: timeline.KindCommHit, Device: 0, Peer: nd}, {Kind: timeline.KindCommHit, Device: 0, Peer: nd}, {Kind: timeline.KindCommHit, Device: 0, Peer: nd},
+		{Kind: timeline.KindCommEvict, Device: nd, Peer: nd},
+		// Two group launches fusing 3 and 5 ops.
+		{Kind: timeline.KindGroupLaunch, Aux: 3, Device: 0, Peer: nd}, {Kind: timeline.KindGroupLaunch, Aux: 5, Device: 1, Peer: nd},
+		// Barrier 30 over ranks 0,1,2: arrivals 100, 200, 700, release 710. Waits 610+510+10 = 1130,
+		// max 610; rank 2 last, median arrival 200: lateness 500.
+		// Barrier 31: arrivals 0, 50, 60, release 70; rank 2 last again, median 50: lateness 10.
+		{Kind: timeline.KindBarrier, Op: 30, Device: 0, Start: 100, End: 710, Peer: nd},
+		{Kind: timeline.KindBarrier, Op: 30, Device: 1, Start: 200, End: 710, Peer: nd},
+		{Kind: timeline.KindBarrier, Op: 30, Device: 2, Start: 700, End: 710, Peer: nd},
+		{Kind: timeline.KindBarrier, Op: 31, Device: 0, Start: 0, End: 70, Peer: nd},
+		{Kind: timeline.KindBarrier, Op: 31, Device: 1, Start: 50, End: 70, Peer: nd},
+		{Kind: timeline.KindBarrier, Op: 31, Device: 2, Start: 60, End: 70, Peer: nd},
+		// An alert.
+		{Kind: timeline.KindAlert, Status: timeline.StatusTimeout, Device: 0, Peer: 1, Op: 9, Bytes: 500, Label: s.ID("watchdog: send op 9 ...")},
+	}
+	return ev, s
+}
+
+func TestBuild(t *testing.T) {
+	ev, strs := handBuilt()
+	r := Build(ev, strs, Meta{Source: "test", Backend: "sim", Topology: "h100x8", Devices: 8})
+	if r.Steps != (Steps{Count: 2, MeanNs: 2000, P50Ns: 1000, P99Ns: 3000}) {
+		t.Errorf("steps %+v", r.Steps)
+	}
+	h2d := r.Transfers.ByKind["h2d"]
+	if h2d != (KindStats{Count: 3, Bytes: 6000, GBpsP50: 20}) {
+		t.Errorf("h2d %+v", h2d)
+	}
+	if r.Transfers.Count != 5 || r.Transfers.Bytes != 7000 || r.Transfers.ByKind["send"].GBpsP50 != 10 {
+		t.Errorf("transfers %+v", r.Transfers)
+	}
+	for _, k := range TransferKinds {
+		if _, ok := r.Transfers.ByKind[k]; !ok {
+			t.Errorf("by_kind lacks %q", k)
+		}
+	}
+	want := Collective{Op: "all_reduce", Ranks: 4, Bytes: 8000, Count: 2, TimeNsP50: 200, AlgBW: 40, BusBW: 60}
+	if len(r.Collectives) != 1 || r.Collectives[0] != want {
+		t.Errorf("collectives %+v; want [%+v]", r.Collectives, want)
+	}
+	if r.CommCache != (CommCache{Hits: 3, Misses: 2, Evictions: 1, InitNsTotal: 1020}) {
+		t.Errorf("comm cache %+v", r.CommCache)
+	}
+	if r.Groups != (Groups{Launches: 2, Ops: 8}) {
+		t.Errorf("groups %+v", r.Groups)
+	}
+	b := r.Barriers
+	if b.Count != 2 || b.WaitNs != 1130+(70+20+10) || b.MaxWaitNs != 610 {
+		t.Errorf("barriers %+v", b)
+	}
+	if len(b.Stragglers) != 1 || b.Stragglers[0] != (Straggler{Rank: 2, TimesLast: 2, LatenessNs50: 10}) {
+		t.Errorf("stragglers %+v; want rank 2 last twice, lateness p50 of {500, 10} = 10", b.Stragglers)
+	}
+	if len(r.Alerts) != 1 || r.Alerts[0].Kind != "watchdog" || r.Alerts[0].Bytes != 500 || len(r.Alerts[0].Ranks) != 2 {
+		t.Errorf("alerts %+v", r.Alerts)
+	}
+	if r.DurationNs != 9000 {
+		t.Errorf("duration %d; want 9000", r.DurationNs)
+	}
+}
+
+// The JSON report has every key the issue lists, whatever the events.
+func TestJSONKeys(t *testing.T) {
+	ev, strs := handBuilt()
+	for _, events := range [][]timeline.Event{ev, nil} {
+		data, err := json.Marshal(Build(events, strs, Meta{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		paths := []string{"source", "backend", "topology", "devices", "duration_ns", "events", "dropped_events",
+			"steps.count", "steps.mean_ns", "steps.p50_ns", "steps.p99_ns",
+			"transfers.count", "transfers.bytes", "transfers.by_kind.h2d.gbps_p50", "transfers.by_kind.recv.count",
+			"collectives", "comm_cache.hits", "comm_cache.misses", "comm_cache.evictions", "comm_cache.init_ns_total",
+			"groups.launches", "groups.ops", "barriers.count", "barriers.wait_ns_total", "barriers.max_wait_ns", "barriers.stragglers",
+			"idle.total_ns", "idle.by_cause.host_wait", "idle.by_cause.kernel_wait", "idle.by_cause.event_wait",
+			"idle.by_cause.barrier_wait", "idle.by_cause.peer_wait", "idle.by_cause.other", "idle.devices", "idle.top_gaps",
+			"overlap.comm_compute_pct", "alerts"}
+		for _, p := range paths {
+			var cur any = m
+			for _, part := range strings.Split(p, ".") {
+				obj, ok := cur.(map[string]any)
+				if !ok {
+					t.Fatalf("%s: %v is not an object", p, cur)
+				}
+				if cur, ok = obj[part]; !ok {
+					t.Errorf("JSON report lacks %s", p)
+					break
+				}
+			}
+		}
+		for _, list := range []string{"collectives", "alerts"} {
+			if m[list] == nil {
+				t.Errorf("%s is null; want a list", list)
+			}
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	tests := []struct {
+		ns   int64
+		want string
+	}{{0, "0"}, {999, "999ns"}, {12_400, "12.4µs"}, {336_000_000, "336ms"}, {920_000_000, "920ms"}, {2_500_000_000, "2.5s"}}
+	for _, tc := range tests {
+		if got := Dur(tc.ns); got != tc.want {
+			t.Errorf("Dur(%d) = %q; want %q", tc.ns, got, tc.want)
+		}
+	}
+	if got := Bytes(64 << 20); got != "64MiB" {
+		t.Errorf("Bytes(64MiB) = %q", got)
+	}
+}
