@@ -56,7 +56,7 @@ func (s *Sim) dirty() {
 func (s *Sim) flowStart(fi int32) {
 	s.progress()
 	f := &s.flows[fi]
-	f.last, f.rate = s.now, 0
+	f.last, f.rate, f.scheduled = s.now, 0, false
 	f.pos = int32(len(s.active))
 	s.active = append(s.active, fi)
 	s.dirty()
@@ -148,9 +148,10 @@ func (s *Sim) recompute() {
 				s.residual[l] -= x
 				s.count[l]--
 			}
-			if f.rate != x || f.ver == 0 {
-				f.rate = x
+			if f.rate == x && f.scheduled {
+				continue // same rate: the completion already in the heap still holds
 			}
+			f.rate, f.scheduled = x, true
 			f.ver++
 			dt := int64(math.Ceil(f.rem / x))
 			s.at(s.now+dt, evFlowDone, fi, f.ver)

@@ -25,6 +25,7 @@ const (
 	evCollStart
 )
 
+// queue is a 4-ary min-heap: shallower than a binary heap, so fewer cache misses per operation.
 type queue []item
 
 func (q queue) less(i, j int) bool {
@@ -39,7 +40,7 @@ func (q *queue) push(it item) {
 	h := *q
 	i := len(h) - 1
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / 4
 		if !h.less(i, p) {
 			break
 		}
@@ -56,13 +57,15 @@ func (q *queue) pop() item {
 	h = h[:n]
 	i := 0
 	for {
-		l := 2*i + 1
-		if l >= n {
+		first := 4*i + 1
+		if first >= n {
 			break
 		}
-		m := l
-		if r := l + 1; r < n && h.less(r, l) {
-			m = r
+		m := first
+		for c := first + 1; c < first+4 && c < n; c++ {
+			if h.less(c, m) {
+				m = c
+			}
 		}
 		if !h.less(m, i) {
 			break

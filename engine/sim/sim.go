@@ -85,6 +85,12 @@ type opState struct {
 	failed  bool
 }
 
+type wdEntry struct {
+	deadline int64
+	op       int32
+	gen      uint32
+}
+
 type inst struct {
 	id       uint64
 	n        int
@@ -113,6 +119,8 @@ type flow struct {
 	ver    uint32
 	pos    int32 // index in active, -1 when not active
 	frozen bool
+	// scheduled is true once a completion for the current rate is in the heap.
+	scheduled bool
 }
 
 // Sim is the simulated backend. It implements engine.Backend.
@@ -147,6 +155,11 @@ type Sim struct {
 	nextGroup uint32
 
 	watchdog int64
+	// Watchdog deadlines are now+watchdog with one timeout, so they arrive in order: a FIFO with one
+	// timer in the heap replaces a heap item per waiting op.
+	wdQueue []wdEntry
+	wdHead  int
+	wdArmed bool
 	batchMax int
 	batchWin int64
 
@@ -306,8 +319,7 @@ func (s *Sim) stale(it item) bool {
 		f := &s.flows[it.a]
 		return f.pos < 0 || f.ver != it.ver
 	case evWatchdog:
-		o := &s.ops[it.a]
-		return !o.live || o.gen != it.ver || o.matched
+		return !s.wdDue(it.t)
 	case evBatchTimer:
 		h := &s.hosts[it.a]
 		return h.batchGen != it.ver || len(h.batch) == 0
@@ -339,7 +351,8 @@ func (s *Sim) dispatch(it item) {
 	case evWave:
 		s.wave(engine.DeviceID(it.a))
 	case evWatchdog:
-		s.fireWatchdog(it.a)
+		s.wdArmed = false
+		s.fireWatchdog(s.wdQueue[s.wdHead].op)
 	case evBatchTimer:
 		h := &s.hosts[it.a]
 		if h.busy {
@@ -555,6 +568,12 @@ func (s *Sim) hostOf(d engine.DeviceID) uint16 { return uint16(s.topo.HostOf(d))
 
 func (s *Sim) prioOf(oi int32) engine.Priority { return s.streams[s.ops[oi].op.Stream].prio }
 
+// popFront drops the head of the admission queue, keeping the backing array (no allocation).
+func (dv *device) popFront() {
+	copy(dv.waitq, dv.waitq[1:])
+	dv.waitq = dv.waitq[:len(dv.waitq)-1]
+}
+
 // admit queues a kernel for the device's SMs, ordered by priority, then arrival.
 func (s *Sim) admit(oi int32) {
 	d := s.ops[oi].op.Device
@@ -584,7 +603,7 @@ func (s *Sim) tryAdmit(d engine.DeviceID) {
 			if dv.running >= 0 {
 				return
 			}
-			dv.waitq = dv.waitq[1:]
+			dv.popFront()
 			dv.running, dv.runStart, dv.runPrio = oi, s.now, s.prioOf(oi)
 			o.start = s.now
 			dur := o.op.Duration
@@ -595,7 +614,7 @@ func (s *Sim) tryAdmit(d engine.DeviceID) {
 			continue
 		}
 		if dv.running < 0 {
-			dv.waitq = dv.waitq[1:]
+			dv.popFront()
 			s.launchNCCL(oi)
 			dv = &s.devs[d]
 			continue
@@ -619,7 +638,7 @@ func (s *Sim) wave(d engine.DeviceID) {
 		if s.ops[oi].op.Kind == engine.OpKernel || (dv.running >= 0 && s.prioOf(oi) >= dv.runPrio) {
 			break
 		}
-		dv.waitq = dv.waitq[1:]
+		dv.popFront()
 		s.launchNCCL(oi)
 		dv = &s.devs[d]
 	}
@@ -933,7 +952,35 @@ func (s *Sim) arm(oi int32) {
 	}
 	o := &s.ops[oi]
 	o.gen++
-	s.at(s.now+s.watchdog, evWatchdog, oi, o.gen)
+	s.wdQueue = append(s.wdQueue, wdEntry{deadline: s.now + s.watchdog, op: oi, gen: o.gen})
+	if !s.wdArmed {
+		s.wdArmed = true
+		s.at(s.wdQueue[s.wdHead].deadline, evWatchdog, 0, 0)
+	}
+}
+
+// wdLive reports whether a watchdog entry still stands for an op waiting for its peers.
+func (s *Sim) wdLive(w wdEntry) bool {
+	o := &s.ops[w.op]
+	return o.live && o.gen == w.gen && !o.matched
+}
+
+// wdDue drops watchdog entries whose ops are no longer waiting and reports whether the first live
+// one is due at t. When it is not, the timer is re-armed for it (or disarmed when none is left), and
+// the popped timer item is stale: it must not advance the clock.
+func (s *Sim) wdDue(t int64) bool {
+	for s.wdHead < len(s.wdQueue) && !s.wdLive(s.wdQueue[s.wdHead]) {
+		s.wdHead++
+	}
+	if s.wdHead == len(s.wdQueue) {
+		s.wdQueue, s.wdHead, s.wdArmed = s.wdQueue[:0], 0, false
+		return false
+	}
+	if d := s.wdQueue[s.wdHead].deadline; d > t {
+		s.at(d, evWatchdog, 0, 0)
+		return false
+	}
+	return true
 }
 
 func (s *Sim) alert(oi int32, msg string, status uint8) {

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := xfertop(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestExitStatuses(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: bad\nphases:\n  - compute:\n      duration: soon\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		errHas  string
+		outHas  string
+		outNone bool
+	}{
+		{"default headless", []string{"run", "--headless", "--steps", "2"}, exitOK, "", "xfertop report: pipeline", false},
+		{"no args runs the default", []string{"--steps", "1"}, exitOK, "", "xfertop report: pipeline", false},
+		{"unknown flag", []string{"run", "--frobnicate"}, exitUsage, "flag provided but not defined: -frobnicate", "", true},
+		{"bad flag value", []string{"run", "--steps", "x"}, exitUsage, `invalid value "x" for flag -steps`, "", true},
+		{"negative speed", []string{"run", "--speed", "-1"}, exitUsage, "--speed -1", "", true},
+		{"unknown scenario", []string{"run", "--scenario", "warp"}, exitUsage, `unknown scenario "warp"`, "", true},
+		{"unknown knob", []string{"run", "--set", "warp=9"}, exitUsage, `unknown knob "warp"`, "", true},
+		{"bad knob value", []string{"run", "--set", "d2d_priority=urgent"}, exitUsage, `knob d2d_priority="urgent": must be one of high|normal`, "", true},
+		{"malformed set", []string{"run", "--set", "novalue"}, exitUsage, "want key=value", "", true},
+		{"malformed file", []string{"run", "--scenario", bad}, exitUsage, bad + `:4: compute.duration: "soon" is not a duration`, "", true},
+		{"missing file", []string{"run", "--scenario", "/no/such.yaml"}, exitUsage, "read scenario: open /no/such.yaml", "", true},
+		{"unknown topology", []string{"run", "--topology", "tpu"}, exitUsage, `unknown topology "tpu"`, "", true},
+		{"unknown command", []string{"frob"}, exitUsage, `unknown command "frob"`, "", true},
+		{"watchdog alert", []string{"run", "--headless", "--scenario", "deadlock"}, exitAlert, "", "[watchdog] watchdog: send op", false},
+		{"scenarios", []string{"scenarios"}, exitOK, "", "--set d2d_priority=high (high|normal)", false},
+		{"help", []string{"help"}, exitOK, "", "-scenario string", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d; want %d (stderr %q)", code, tc.code, errs)
+			}
+			if tc.errHas != "" && !strings.Contains(errs, tc.errHas) {
+				t.Errorf("stderr %q lacks %q", errs, tc.errHas)
+			}
+			if tc.outHas != "" && !strings.Contains(out, tc.outHas) {
+				t.Errorf("stdout lacks %q:\n%s", tc.outHas, out)
+			}
+			if tc.outNone && out != "" {
+				t.Errorf("stdout should be empty on error, got %q", out)
+			}
+		})
+	}
+}
+
+func TestJSONReport(t *testing.T) {
+	code, out, errs := runCLI(t, "run", "--headless", "--json", "--scenario", "crosshost", "--steps", "3", "--seed", "5")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if r["scenario"] != "crosshost" || r["topology"] != "h100x8x2" || r["devices"] != 16.0 || r["seed"] != 5.0 {
+		t.Errorf("header fields: %v %v %v %v", r["scenario"], r["topology"], r["devices"], r["seed"])
+	}
+	if steps := r["steps"].(map[string]any); steps["count"] != 3.0 {
+		t.Errorf("steps %v; want 3", steps)
+	}
+	// A user file and a --set override together, with a topology override.
+	f := filepath.Join(t.TempDir(), "mine.yaml")
+	src := "name: mine\ntopology: h100x8\nknobs:\n  n: {default: \"2\", help: copies}\nphases:\n  - copy: {dir: h2d, bytes: 1GiB, count: \"${n}\"}\n"
+	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "run", "--headless", "--json", "--scenario", f, "--set", "n=3", "--topology", "h100x4", "--steps", "1")
+	if code != exitOK {
+		t.Fatalf("user file: exit %d: %s", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	h2d := r["transfers"].(map[string]any)["by_kind"].(map[string]any)["h2d"].(map[string]any)
+	if h2d["count"] != 12.0 || h2d["gbps_p50"].(float64) < 18 {
+		t.Errorf("4 devices × 3 copies sharing nothing: %v", h2d)
+	}
+}

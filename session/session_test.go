@@ -1,0 +1,230 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/report"
+)
+
+// runReport runs a scenario to completion and returns its report.
+func runReport(t *testing.T, cfg Config) (*report.Report, Outcome) {
+	t.Helper()
+	p, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return report.Build(p.Store.Events(), p.Store.Strings, p.Meta(out)), out
+}
+
+// pipeline reproduces the published effect of high-priority D2D streams: the step time with high
+// priority is 15–25% below normal (reference: 336 ms → 273 ms).
+func TestPipelinePriorityEffect(t *testing.T) {
+	high, _ := runReport(t, Config{Scenario: "pipeline", Sets: map[string]string{"d2d_priority": "high"}})
+	normal, _ := runReport(t, Config{Scenario: "pipeline", Sets: map[string]string{"d2d_priority": "normal"}})
+	cut := 1 - float64(high.Steps.P50Ns)/float64(normal.Steps.P50Ns)
+	t.Logf("pipeline step p50: high %s, normal %s (%.1f%% lower)", report.Dur(high.Steps.P50Ns), report.Dur(normal.Steps.P50Ns), 100*cut)
+	if cut < 0.15 || cut > 0.25 {
+		t.Errorf("high priority cuts the step by %.1f%%; want 15–25%%", 100*cut)
+	}
+	if high.Transfers.ByKind["send"].Count == 0 {
+		t.Error("no activation sends")
+	}
+}
+
+// deadlock ends with the watchdog alert naming the op, both ranks and the bytes.
+func TestDeadlockWatchdog(t *testing.T) {
+	r, out := runReport(t, Config{Scenario: "deadlock"})
+	var wd *engine.WatchdogError
+	if !errors.As(out.Ended, &wd) || !out.EndedByAlert() {
+		t.Fatalf("outcome %v; want a watchdog error", out.Ended)
+	}
+	if len(r.Alerts) != 1 {
+		t.Fatalf("alerts %+v; want one", r.Alerts)
+	}
+	a := r.Alerts[0]
+	if a.Kind != "watchdog" || a.Bytes != 16<<20 || len(a.Ranks) != 2 || a.Ranks[0] != 0 || a.Ranks[1] != 1 ||
+		!strings.Contains(a.Message, "send op") {
+		t.Errorf("alert %+v", a)
+	}
+	if r.Steps.Count != 0 {
+		t.Errorf("the failed step was counted: %+v", r.Steps)
+	}
+}
+
+// straggler names the late rank, whichever it is.
+func TestStragglerNamed(t *testing.T) {
+	for _, rank := range []string{"3", "6"} {
+		r, _ := runReport(t, Config{Scenario: "straggler", Sets: map[string]string{"rank": rank}})
+		s := r.Barriers.Stragglers
+		if len(s) == 0 || s[0].TimesLast != r.Barriers.Count {
+			t.Fatalf("rank=%s: stragglers %+v of %d barriers", rank, s, r.Barriers.Count)
+		}
+		if got := s[0].Rank; got != int32(rank[0]-'0') {
+			t.Errorf("rank=%s: straggler is rank %d", rank, got)
+		}
+		if r.Idle.ByCause["barrier_wait"] == 0 {
+			t.Errorf("no barrier wait in idle causes: %v", r.Idle.ByCause)
+		}
+	}
+}
+
+// crosshost: without a cache every transfer creates a communicator; a cache smaller than the
+// communicators in use evicts; prepared plans look communicators up once per pairing.
+func TestCrosshostCommCache(t *testing.T) {
+	on, _ := runReport(t, Config{Scenario: "crosshost"})
+	off, _ := runReport(t, Config{Scenario: "crosshost", Sets: map[string]string{"comm_cache": "off"}})
+	small, _ := runReport(t, Config{Scenario: "crosshost", Sets: map[string]string{"cache_size": "12"}})
+	prep, _ := runReport(t, Config{Scenario: "crosshost", Sets: map[string]string{"prepared": "on"}})
+	t.Logf("cache on %+v; off %+v; size 12 %+v; prepared %+v", on.CommCache, off.CommCache, small.CommCache, prep.CommCache)
+	// A pair's two directions share one device set: 8 GPU pairs × 2 pairings = 16 communicators.
+	if on.CommCache.Misses != 16 || on.CommCache.Evictions != 0 || on.CommCache.Hits == 0 {
+		t.Errorf("cache on: %+v; want 16 misses and hits", on.CommCache)
+	}
+	if off.CommCache.Hits != 0 || off.CommCache.Misses <= on.CommCache.Misses*5 {
+		t.Errorf("cache off: %+v; want no hits and many more misses", off.CommCache)
+	}
+	if off.Steps.P50Ns < on.Steps.P50Ns*3 {
+		t.Errorf("cache off p50 step %s vs on %s: creating communicators should dominate", report.Dur(off.Steps.P50Ns), report.Dur(on.Steps.P50Ns))
+	}
+	if small.CommCache.Evictions == 0 {
+		t.Errorf("cache of 12 for 16 communicators evicted nothing: %+v", small.CommCache)
+	}
+	// A plan's communicator spans all 16 devices: the first pairing's plan creates it, the second's
+	// finds it; executing plans looks nothing up.
+	if prep.CommCache.Misses != 1 || prep.CommCache.Hits != 1 {
+		t.Errorf("prepared: %+v; want one miss and one hit, at planning only", prep.CommCache)
+	}
+}
+
+// overlap: gradients' all-reduces overlap the backward compute; without early send the host waits
+// for each gradient and the compute stream starves.
+func TestOverlapEarlySend(t *testing.T) {
+	early, _ := runReport(t, Config{Scenario: "overlap"})
+	late, _ := runReport(t, Config{Scenario: "overlap", Sets: map[string]string{"early_send": "off"}})
+	t.Logf("overlap %.1f%%; step p50 early %s, late %s; host wait early %s, late %s", early.Overlap.CommComputePct,
+		report.Dur(early.Steps.P50Ns), report.Dur(late.Steps.P50Ns), report.Dur(early.Idle.ByCause["host_wait"]), report.Dur(late.Idle.ByCause["host_wait"]))
+	if early.Overlap.CommComputePct < 50 {
+		t.Errorf("comm/compute overlap %.1f%%; want most communication hidden", early.Overlap.CommComputePct)
+	}
+	if late.Steps.P50Ns <= early.Steps.P50Ns {
+		t.Errorf("early send does not help: p50 %d vs %d", early.Steps.P50Ns, late.Steps.P50Ns)
+	}
+	if early.Groups.Launches == 0 {
+		t.Error("groups=on launched no groups")
+	}
+	nog, _ := runReport(t, Config{Scenario: "overlap", Sets: map[string]string{"groups": "off"}})
+	if nog.Groups.Launches != 0 {
+		t.Errorf("groups=off launched %d groups", nog.Groups.Launches)
+	}
+}
+
+// allreduce-sweep: every size from 8 B to 1 GiB; the 1 GiB row reaches the calibrated ring busbw.
+func TestAllReduceSweep(t *testing.T) {
+	r, _ := runReport(t, Config{Scenario: "allreduce-sweep", Steps: 1})
+	if len(r.Collectives) != 28 {
+		t.Fatalf("%d sizes; want 28 (8 B … 1 GiB)", len(r.Collectives))
+	}
+	last := r.Collectives[len(r.Collectives)-1]
+	if last.Bytes != 1<<30 || last.BusBW < 333 || last.BusBW > 407 {
+		t.Errorf("1 GiB row %+v; want busbw 370 ±10%%", last)
+	}
+	small := r.Collectives[0]
+	if small.TimeNsP50 < 10_000 || small.TimeNsP50 > 40_000 {
+		t.Errorf("8 B all-reduce takes %s; want latency-bound tens of µs", report.Dur(small.TimeNsP50))
+	}
+}
+
+// moe-alltoall: ragged all-to-all with skewed per-rank sizes.
+func TestMoERagged(t *testing.T) {
+	p, err := Prepare(Config{Scenario: "moe-alltoall", Steps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[int64]bool{}
+	for _, e := range p.Store.Events() {
+		if e.Kind == 4 && e.Sub == 5 { // collective, ragged all-to-all
+			sizes[e.Bytes] = true
+		}
+	}
+	if len(sizes) < 4 {
+		t.Errorf("ragged all-to-all ranks sent %d distinct sizes; want skewed, different per rank", len(sizes))
+	}
+}
+
+// The same seed gives the same report; another seed changes the jittered numbers.
+func TestDeterministic(t *testing.T) {
+	js := func(seed int64) string {
+		r, _ := runReport(t, Config{Scenario: "moe-alltoall", Seed: seed})
+		data, _ := json.Marshal(r)
+		return string(data)
+	}
+	a, b, c := js(7), js(7), js(8)
+	if a != b {
+		t.Error("two runs with seed 7 differ")
+	}
+	if a == c {
+		t.Error("seeds 7 and 8 gave identical reports")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Scenario: "nope"}, `unknown scenario "nope"`},
+		{Config{Topology: "h200x3"}, `unknown topology "h200x3"`},
+		{Config{Sets: map[string]string{"stages": "3"}}, `unknown knob "stages"`},
+		{Config{Backend: "cuda"}, `backend "cuda" is not available`},
+		{Config{Scenario: "crosshost", Topology: "h100x8"}, "crosshost needs at least 2 hosts"},
+	}
+	for _, tc := range tests {
+		_, err := Prepare(tc.cfg)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Prepare(%+v) = %v; want a ConfigError containing %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// Every built-in runs to its end (or its alert) and produces a report.
+func TestEveryBuiltinRuns(t *testing.T) {
+	for _, name := range []string{"pipeline", "allreduce-sweep", "moe-alltoall", "straggler", "overlap", "crosshost", "deadlock"} {
+		r, out := runReport(t, Config{Scenario: name, Steps: 2})
+		if r.Events == 0 {
+			t.Errorf("%s: no events", name)
+		}
+		if out.Ended != nil && name != "deadlock" {
+			t.Errorf("%s ended early: %v", name, out.Ended)
+		}
+	}
+}
+
+// A cancelled context stops the run and reports it, with what ran so far kept.
+func TestCancel(t *testing.T) {
+	p, err := Prepare(Config{Scenario: "pipeline", Speed: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out, err := p.Run(ctx)
+	if err != nil || !errors.Is(out.Ended, engine.ErrCanceled) {
+		t.Errorf("cancelled run: out %+v err %v", out, err)
+	}
+	if p.Store.Len() == 0 {
+		t.Error("events before the cancel were lost")
+	}
+}
