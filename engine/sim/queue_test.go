@@ -17,14 +17,18 @@ func TestQueueOrder(t *testing.T) {
 		want = append(want, it)
 		if i%7 == 0 { // interleave pops with pushes
 			got := q.pop()
-			sort.Slice(want, func(a, b int) bool { return want[a].t < want[b].t || (want[a].t == want[b].t && want[a].seq < want[b].seq) })
+			sort.Slice(want, func(a, b int) bool {
+				return want[a].t < want[b].t || (want[a].t == want[b].t && want[a].seq < want[b].seq)
+			})
 			if got != want[0] {
 				t.Fatalf("pop %d = %+v; want %+v", i, got, want[0])
 			}
 			want = want[1:]
 		}
 	}
-	sort.Slice(want, func(a, b int) bool { return want[a].t < want[b].t || (want[a].t == want[b].t && want[a].seq < want[b].seq) })
+	sort.Slice(want, func(a, b int) bool {
+		return want[a].t < want[b].t || (want[a].t == want[b].t && want[a].seq < want[b].seq)
+	})
 	for _, w := range want {
 		if got := q.pop(); got != w {
 			t.Fatalf("pop = %+v; want %+v", got, w)

@@ -157,9 +157,9 @@ type Sim struct {
 	watchdog int64
 	// Watchdog deadlines are now+watchdog with one timeout, so they arrive in order: a FIFO with one
 	// timer in the heap replaces a heap item per waiting op.
-	wdQueue []wdEntry
-	wdHead  int
-	wdArmed bool
+	wdQueue  []wdEntry
+	wdHead   int
+	wdArmed  bool
 	batchMax int
 	batchWin int64
 
