@@ -10,7 +10,6 @@ type Future struct {
 	done   bool
 	err    error
 	at     int64
-	bytes  int64
 	buffer *Buffer
 
 	// OnDone, when set, runs once when the future resolves or fails, on Run's goroutine.

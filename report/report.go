@@ -406,8 +406,7 @@ func idle(events []timeline.Event, mode timeline.IdleMode, kernelWaitNs int64) (
 		out.TotalNs += g.Dur
 		out.ByCause[g.Cause.String()] += g.Dur
 	}
-	sort.SliceStable(gaps, func(i, j int) bool { return gaps[i].Dur > gaps[j].Dur })
-	for _, g := range gaps[:min(len(gaps), TopGaps)] {
+	for _, g := range topGaps(gaps, TopGaps) {
 		out.TopGaps = append(out.TopGaps, GapRow{Device: g.Device, Stream: g.Stream, StartNs: g.Start, DurNs: g.Dur, Cause: g.Cause.String()})
 	}
 	var comm, ov int64
@@ -436,4 +435,29 @@ func round2(x float64) float64 {
 		return -round2(-x)
 	}
 	return float64(int64(x*100+0.5)) / 100
+}
+
+// topGaps returns the k longest gaps, longest first (earliest first among equals), without sorting
+// them all: reports over millions of events have millions of gaps.
+func topGaps(gaps []timeline.Gap, k int) []timeline.Gap {
+	longer := func(a, b timeline.Gap) bool {
+		if a.Dur != b.Dur {
+			return a.Dur > b.Dur
+		}
+		return a.Start < b.Start
+	}
+	top := make([]timeline.Gap, 0, k+1)
+	for _, g := range gaps {
+		if len(top) == k && !longer(g, top[k-1]) {
+			continue
+		}
+		i := sort.Search(len(top), func(i int) bool { return longer(g, top[i]) })
+		top = append(top, timeline.Gap{})
+		copy(top[i+1:], top[i:])
+		top[i] = g
+		if len(top) > k {
+			top = top[:k]
+		}
+	}
+	return top
 }

@@ -1,6 +1,8 @@
 package timeline
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 )
 
@@ -77,8 +79,40 @@ type waitIv struct {
 // op and after its last are not idle time, as in HTA), attributed to causes by mode.
 // kernelWaitNs is the threshold under which a gap is launch overhead.
 func IdleGaps(events []Event, mode IdleMode, kernelWaitNs int64) []Gap {
-	ops := map[streamKey][]opIv{}
-	waits := map[streamKey][]waitIv{}
+	// Count first so each stream's slices are allocated once: over millions of events, growing
+	// them by appending costs more than the analysis itself.
+	type counts struct{ ops, waits int }
+	n := map[streamKey]*counts{}
+	for i := range events {
+		e := &events[i]
+		if e.Stream == 0 {
+			continue
+		}
+		k := streamKey{e.Device, e.Stream}
+		c := n[k]
+		if c == nil {
+			c = &counts{}
+			n[k] = c
+		}
+		switch {
+		case e.Kind.IsBusy():
+			c.ops++
+		case e.Kind == KindEventWait || e.Kind == KindBarrier || e.Kind == KindPeerWait:
+			c.waits++
+		}
+	}
+	ops := make(map[streamKey][]opIv, len(n))
+	waits := make(map[streamKey][]waitIv, len(n))
+	total := 0
+	for k, c := range n {
+		if c.ops > 0 {
+			ops[k] = make([]opIv, 0, c.ops)
+			total += c.ops
+		}
+		if c.waits > 0 {
+			waits[k] = make([]waitIv, 0, c.waits)
+		}
+	}
 	for i := range events {
 		e := &events[i]
 		if e.Stream == 0 {
@@ -106,12 +140,12 @@ func IdleGaps(events []Event, mode IdleMode, kernelWaitNs int64) []Gap {
 		}
 		return keys[i].stream < keys[j].stream
 	})
-	var gaps []Gap
+	gaps := make([]Gap, 0, total)
 	for _, k := range keys {
 		os := ops[k]
-		sort.Slice(os, func(i, j int) bool { return os[i].start < os[j].start })
+		slices.SortFunc(os, func(a, b opIv) int { return cmp.Compare(a.start, b.start) })
 		ws := waits[k]
-		sort.Slice(ws, func(i, j int) bool { return ws[i].start < ws[j].start })
+		slices.SortFunc(ws, func(a, b waitIv) int { return cmp.Compare(a.start, b.start) })
 		prevEnd := os[0].end
 		for _, o := range os[1:] {
 			if o.start > prevEnd {

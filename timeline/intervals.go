@@ -1,6 +1,9 @@
 package timeline
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+)
 
 // Interval is a half-open time range [Start, End) in ns.
 type Interval struct{ Start, End int64 }
@@ -10,7 +13,7 @@ func Merge(ivs []Interval) []Interval {
 	if len(ivs) == 0 {
 		return ivs
 	}
-	sort.Slice(ivs, func(i, j int) bool { return ivs[i].Start < ivs[j].Start })
+	slices.SortFunc(ivs, func(a, b Interval) int { return cmp.Compare(a.Start, b.Start) })
 	out := ivs[:1]
 	for _, iv := range ivs[1:] {
 		last := &out[len(out)-1]
@@ -56,7 +59,7 @@ func Percentile(vals []int64, p float64) int64 {
 	if len(vals) == 0 {
 		return 0
 	}
-	sort.Slice(vals, func(i, j int) bool { return vals[i] < vals[j] })
+	slices.Sort(vals)
 	rank := int(p/100*float64(len(vals))+0.9999999) - 1
 	rank = max(0, min(rank, len(vals)-1))
 	return vals[rank]
@@ -67,7 +70,7 @@ func PercentileF(vals []float64, p float64) float64 {
 	if len(vals) == 0 {
 		return 0
 	}
-	sort.Float64s(vals)
+	slices.Sort(vals)
 	rank := int(p/100*float64(len(vals))+0.9999999) - 1
 	rank = max(0, min(rank, len(vals)-1))
 	return vals[rank]
