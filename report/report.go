@@ -252,7 +252,7 @@ func transfers(events []timeline.Event) Transfers {
 	}
 	for k, rs := range rates {
 		ks := t.ByKind[k]
-		ks.GBpsP50 = round2(timeline.PercentileF(rs, 50))
+		ks.GBpsP50 = round2(timeline.Percentile(rs, 50))
 		t.ByKind[k] = ks
 	}
 	return t

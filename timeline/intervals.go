@@ -54,24 +54,13 @@ func IntersectLength(a, b []Interval) int64 {
 }
 
 // Percentile returns the p-th percentile (0..100) of vals by the nearest-rank method; vals is sorted
-// in place. It returns 0 for no values.
-func Percentile(vals []int64, p float64) int64 {
+// in place. It returns the zero value for no values.
+func Percentile[T cmp.Ordered](vals []T, p float64) T {
+	var zero T
 	if len(vals) == 0 {
-		return 0
+		return zero
 	}
 	slices.Sort(vals)
 	rank := int(p/100*float64(len(vals))+0.9999999) - 1
-	rank = max(0, min(rank, len(vals)-1))
-	return vals[rank]
-}
-
-// PercentileF is Percentile for float64 values.
-func PercentileF(vals []float64, p float64) float64 {
-	if len(vals) == 0 {
-		return 0
-	}
-	slices.Sort(vals)
-	rank := int(p/100*float64(len(vals))+0.9999999) - 1
-	rank = max(0, min(rank, len(vals)-1))
-	return vals[rank]
+	return vals[max(0, min(rank, len(vals)-1))]
 }
