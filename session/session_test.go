@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/report"
@@ -226,5 +227,30 @@ func TestCancel(t *testing.T) {
 	}
 	if p.Store.Len() == 0 {
 		t.Error("events before the cancel were lost")
+	}
+}
+
+// --duration stops the run once that much simulated time has passed.
+func TestDurationLimit(t *testing.T) {
+	r, _ := runReport(t, Config{Scenario: "straggler", Steps: 0, Duration: 50 * time.Millisecond})
+	// Each straggler step takes ~14 ms: the run stops at the first step boundary past 50 ms.
+	if r.Steps.Count < 3 || r.Steps.Count > 5 {
+		t.Errorf("%d steps in 50 ms of ~14 ms steps; want 4", r.Steps.Count)
+	}
+}
+
+// Paced at speed X, a run cannot finish before simulated time / X of wall time has passed.
+func TestPacing(t *testing.T) {
+	p, err := Prepare(Config{Scenario: "straggler", Steps: 2, Speed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wall, simulated := time.Since(begin), time.Duration(p.Sim.Now())
+	if wall < simulated*9/10 {
+		t.Errorf("paced at speed 1, %v of simulated time took only %v", simulated, wall)
 	}
 }
