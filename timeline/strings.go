@@ -36,3 +36,14 @@ func (t *Strings) Len() int { return len(t.list) }
 
 // All returns the table's strings in id order. The slice must not be modified.
 func (t *Strings) All() []string { return t.list }
+
+// Append adds s as the next id even if it is already present (readers rebuilding a table recorded
+// elsewhere need the recorded ids, duplicates included) and returns its id.
+func (t *Strings) Append(s string) uint32 {
+	id := uint32(len(t.list))
+	if _, ok := t.ids[s]; !ok {
+		t.ids[s] = id
+	}
+	t.list = append(t.list, s)
+	return id
+}

@@ -1,0 +1,313 @@
+package recordings
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// sample returns a small, varied set of events and their string table.
+func sample(n int) ([]timeline.Event, *timeline.Strings) {
+	s := timeline.NewStrings()
+	labels := []uint32{0, s.ID("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), s.ID("step"), s.ID("Memcpy HtoD (Pinned -> Device)")}
+	evs := make([]timeline.Event, n)
+	for i := range evs {
+		t := int64(i) * 1_337
+		evs[i] = timeline.Event{Kind: timeline.Kind(1 + i%22), Start: t, End: t + int64(i%7)*100, Queued: t - int64(i%3)*50,
+			Bytes: int64(i) * 4096, Op: uint64(i / 2), Device: int32(i % 16), Peer: int32(i%5) - 1, Stream: uint32(i % 9),
+			Group: uint32(i % 4), Comm: uint32(i % 3), Barrier: uint32(i % 2), Label: labels[i%len(labels)], Aux: uint32(i % 11),
+			Host: uint16(i % 2), Ranks: uint16(i % 17), Sub: uint8(i % 6), Status: uint8(i % 3), Priority: -int8(i % 4)}
+		if i%13 == 0 {
+			evs[i].Queued = -1
+		}
+	}
+	return evs, s
+}
+
+// write builds a complete recording in memory: meta, strings, events in chunks of per, drops, outcome.
+func write(t testing.TB, evs []timeline.Event, s *timeline.Strings, per int) []byte {
+	var buf bytes.Buffer
+	w, err := NewWriter("mem", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteMeta(Meta{Source: "sim", Scenario: "pipeline", Backend: "sim", Topology: "h100x8x2", Devices: 16, Seed: 3,
+		Knobs: map[string]string{"d2d_priority": "high"}, EpochUnixNs: 1_700_000_000_000_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteStrings(1, s.All()[1:]); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(evs); i += per {
+		if err := w.WriteEvents(evs[i:min(i+per, len(evs))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteDropped(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteOutcome([][2]string{{"ended", ""}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestRoundTrip(t *testing.T) {
+	evs, s := sample(1000)
+	data := write(t, evs, s, 128)
+	rec, err := ReadAll("mem", data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rec.Events, evs) {
+		for i := range evs {
+			if rec.Events[i] != evs[i] {
+				t.Fatalf("event %d = %+v\nwant %+v", i, rec.Events[i], evs[i])
+			}
+		}
+	}
+	if !reflect.DeepEqual(rec.Strings.All(), s.All()) || rec.Dropped != 5 || len(rec.Warnings) != 0 {
+		t.Errorf("strings %v dropped %d warnings %v", rec.Strings.All(), rec.Dropped, rec.Warnings)
+	}
+	if rec.Meta.Scenario != "pipeline" || rec.Meta.Devices != 16 || rec.Meta.Knobs["d2d_priority"] != "high" || rec.Meta.EpochUnixNs != 1_700_000_000_000_000_000 {
+		t.Errorf("meta %+v", rec.Meta)
+	}
+}
+
+// chunkBoundaries returns the offset where each chunk starts, and the end of the last.
+func chunkBoundaries(t *testing.T, data []byte) []int64 {
+	out := []int64{headerSize}
+	off := int64(headerSize)
+	for off < int64(len(data))-trailerSize {
+		length, n := binary.Uvarint(data[off+1:])
+		off += 1 + int64(n) + int64(length) + 4
+		out = append(out, off)
+	}
+	return out
+}
+
+// A recording cut at any byte opens and yields every complete chunk before the cut, with a warning
+// saying how much was lost.
+func TestTruncatedAnywhere(t *testing.T) {
+	evs, s := sample(300)
+	data := write(t, evs, s, 50)
+	bounds := chunkBoundaries(t, data)
+	isBoundary := map[int64]bool{}
+	for _, b := range bounds {
+		isBoundary[b] = true
+	}
+	for cut := 0; cut < len(data); cut++ {
+		rec, err := ReadAll("cut.xfr", data[:cut], Options{})
+		if cut < headerSize {
+			if !errors.Is(err, ErrNotRecording) {
+				t.Fatalf("cut at %d: err %v; want ErrNotRecording", cut, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		// Events from complete Events chunks before the cut: chunk i (after meta and strings) holds
+		// events [50(i), 50(i+1)).
+		complete := 0
+		for i, b := range bounds[1:] {
+			if b <= int64(cut) && i >= 2 && i-2 < 6 {
+				complete = min(300, (i-1)*50)
+			}
+		}
+		if len(rec.Events) != complete || (complete > 0 && !reflect.DeepEqual(rec.Events, evs[:complete])) {
+			t.Fatalf("cut at %d: %d events; want the %d of complete chunks", cut, len(rec.Events), complete)
+		}
+		torn := !isBoundary[int64(cut)] && cut < len(data)
+		hasTorn := len(rec.Warnings) > 0 && strings.Contains(strings.Join(rec.Warnings, "\n"), "torn tail at byte offset")
+		if torn && !hasTorn && cut < len(data)-trailerSize {
+			t.Fatalf("cut at %d (inside a chunk): warnings %v; want a torn-tail warning", cut, rec.Warnings)
+		}
+		if cut < len(data) && len(rec.Warnings) == 0 {
+			t.Fatalf("cut at %d: no warning that data was lost", cut)
+		}
+	}
+	if rec, err := ReadAll("whole.xfr", data, Options{}); err != nil || len(rec.Warnings) != 0 {
+		t.Errorf("whole file: %v %v", err, rec.Warnings)
+	}
+}
+
+// A flipped byte in the middle is a CorruptionError naming the file and the chunk's offset; with
+// salvage the damaged chunk is skipped and everything else is read.
+func TestFlippedByte(t *testing.T) {
+	evs, s := sample(300)
+	data := write(t, evs, s, 50)
+	bounds := chunkBoundaries(t, data)
+	// Damage the third Events chunk (events 100..149), which starts at bounds[4].
+	at := bounds[4]
+	for _, pos := range []int64{at, at + 1, at + 5, bounds[5] - 1} {
+		bad := bytes.Clone(data)
+		bad[pos] ^= 0x40
+		_, err := ReadAll("bad.xfr", bad, Options{})
+		var ce *CorruptionError
+		if !errors.As(err, &ce) || ce.Offset != at || ce.File != "bad.xfr" {
+			t.Fatalf("flip at %d: err %v; want CorruptionError at offset %d", pos, err, at)
+		}
+		rec, err := ReadAll("bad.xfr", bad, Options{Salvage: true})
+		if err != nil {
+			t.Fatalf("salvage, flip at %d: %v", pos, err)
+		}
+		want := append(append([]timeline.Event(nil), evs[:100]...), evs[150:]...)
+		if !reflect.DeepEqual(rec.Events, want) {
+			t.Fatalf("salvage, flip at %d: %d events; want %d (all but the damaged chunk)", pos, len(rec.Events), len(want))
+		}
+		if len(rec.Warnings) != 1 || !strings.Contains(rec.Warnings[0], "skipped") {
+			t.Fatalf("salvage warnings %v", rec.Warnings)
+		}
+	}
+}
+
+func TestVersionAndMagic(t *testing.T) {
+	evs, s := sample(10)
+	data := write(t, evs, s, 10)
+	newer := bytes.Clone(data)
+	binary.LittleEndian.PutUint16(newer[8:], Version+1)
+	_, err := ReadAll("new.xfr", newer, Options{})
+	if !errors.Is(err, ErrNewerVersion) || !strings.Contains(err.Error(), "recorded by a newer xfertop (format version 2; this xfertop reads up to 1)") {
+		t.Errorf("newer version: %v", err)
+	}
+	if _, err := ReadAll("x.json", []byte(`{"traceEvents": []}`), Options{}); !errors.Is(err, ErrNotRecording) {
+		t.Errorf("JSON file: %v", err)
+	}
+}
+
+// A length field claiming gigabytes is damage, not an allocation.
+func TestHugeLength(t *testing.T) {
+	data := append(header(), byte(ChunkEvents))
+	data = binary.AppendUvarint(data, 1<<40)
+	data = append(data, make([]byte, 32)...)
+	rec, err := ReadAll("huge.xfr", data, Options{})
+	if err != nil || len(rec.Events) != 0 || len(rec.Warnings) == 0 {
+		t.Errorf("huge length: %v, %d events, warnings %v", err, len(rec.Events), rec.Warnings)
+	}
+}
+
+func TestSeekTime(t *testing.T) {
+	evs, s := sample(1000)
+	data := write(t, evs, s, 100)
+	r, err := NewReader("mem", bytesReaderAt(data), int64(len(data)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Indexed() {
+		t.Fatal("a closed recording has an index")
+	}
+	if !r.SeekTime(evs[550].Start) {
+		t.Fatal("SeekTime")
+	}
+	if !r.Next() {
+		t.Fatal(r.Err())
+	}
+	first := r.At()[0]
+	if first != evs[500] {
+		t.Errorf("after seeking to event 550's time, first event = %+v; want event 500 (start of its chunk)", first)
+	}
+	if r.Strings().Len() != s.Len() || r.Meta().Scenario != "pipeline" {
+		t.Error("seeking skipped the meta or strings")
+	}
+}
+
+// The recorder writes everything a producer emits, strings included, and the file reads back.
+func TestRecorder(t *testing.T) {
+	evs, s := sample(20_000)
+	path := filepath.Join(t.TempDir(), "rec.xfr")
+	w, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewRecorder(w, s, Meta{Source: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range evs {
+		rec.Emit(&evs[i])
+	}
+	if err := rec.Close([][2]string{{"ended", "because"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(got.Events))+got.Dropped != int64(len(evs)) {
+		t.Fatalf("%d events + %d dropped; want %d", len(got.Events), got.Dropped, len(evs))
+	}
+	if got.Dropped == 0 && !reflect.DeepEqual(got.Events, evs) {
+		t.Error("events differ")
+	}
+	if !reflect.DeepEqual(got.Strings.All(), s.All()) || got.Outcome[0][1] != "because" {
+		t.Errorf("strings %v outcome %v", got.Strings.All(), got.Outcome)
+	}
+}
+
+// With a writer that cannot keep up, Emit still never blocks: whole batches are dropped, counted,
+// and the count is in the file. Strings survive a dropped batch.
+func TestRecorderDropsWhenBehind(t *testing.T) {
+	evs, s := sample(5000)
+	path := filepath.Join(t.TempDir(), "slow.xfr")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := &slowWriter{f: f, delay: 20 * time.Millisecond}
+	w, err := NewWriter(path, slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := newRecorder(w, s, Meta{Source: "sim"}, 100, 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	for i := range evs {
+		rec.Emit(&evs[i])
+	}
+	emitting := time.Since(begin)
+	if err := rec.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got, err := ReadFile(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Dropped() == 0 || got.Dropped != rec.Dropped() {
+		t.Errorf("dropped: recorder says %d, file says %d; want the same, non-zero", rec.Dropped(), got.Dropped)
+	}
+	if int64(len(got.Events))+got.Dropped != int64(len(evs)) {
+		t.Errorf("%d written + %d dropped != %d emitted", len(got.Events), got.Dropped, len(evs))
+	}
+	if got.Strings.Len() != s.Len() {
+		t.Errorf("strings lost with dropped batches: %d of %d", got.Strings.Len(), s.Len())
+	}
+	// 50 batches through a writer taking 20 ms per write would take a second if Emit waited.
+	if emitting > 500*time.Millisecond {
+		t.Logf("emitting took %v", emitting)
+	}
+}
+
+type slowWriter struct {
+	f     *os.File
+	delay time.Duration
+}
+
+func (s *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(s.delay)
+	return s.f.Write(p)
+}

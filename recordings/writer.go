@@ -1,0 +1,152 @@
+package recordings
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Writer appends chunks to a recording. It is not safe for concurrent use; Recorder wraps it for a
+// live session.
+type Writer struct {
+	name   string
+	f      *os.File // nil when writing to a plain io.Writer
+	w      *bufio.Writer
+	off    int64
+	index  []IndexEntry
+	buf    []byte
+	chunk  []byte
+	closed bool
+}
+
+// Create creates (truncating) a recording at path and writes its header.
+func Create(path string) (*Writer, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create recording: %w", err)
+	}
+	w, err := newWriter(path, f, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	// Make the new directory entry durable too.
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return w, nil
+}
+
+// NewWriter writes a recording to w (no sync on close). name is used in errors.
+func NewWriter(name string, w io.Writer) (*Writer, error) { return newWriter(name, nil, w) }
+
+func newWriter(name string, f *os.File, w io.Writer) (*Writer, error) {
+	wr := &Writer{name: name, f: f, w: bufio.NewWriterSize(w, 256<<10)}
+	if _, err := wr.w.Write(header()); err != nil {
+		return nil, fmt.Errorf("write %s: %w", name, err)
+	}
+	wr.off = headerSize
+	return wr, nil
+}
+
+func (w *Writer) write(t ChunkType, payload []byte, events int, minStart, maxEnd int64) error {
+	if w.closed {
+		return fmt.Errorf("write %s: recording closed", w.name)
+	}
+	if len(payload) > MaxChunk {
+		return fmt.Errorf("write %s: %s chunk of %d bytes exceeds the %d-byte limit", w.name, t, len(payload), MaxChunk)
+	}
+	w.chunk = appendChunk(w.chunk[:0], t, payload)
+	if _, err := w.w.Write(w.chunk); err != nil {
+		return fmt.Errorf("write %s at offset %d: %w", w.name, w.off, err)
+	}
+	w.index = append(w.index, IndexEntry{Type: t, Offset: w.off, Events: events, MinStart: minStart, MaxEnd: maxEnd})
+	w.off += int64(len(w.chunk))
+	return nil
+}
+
+// WriteMeta writes a Meta chunk.
+func (w *Writer) WriteMeta(m Meta) error {
+	w.buf = appendKV(w.buf[:0], m.pairs())
+	return w.write(ChunkMeta, w.buf, 0, 0, 0)
+}
+
+// WriteOutcome writes an Outcome chunk (key/value pairs such as "ended").
+func (w *Writer) WriteOutcome(kv [][2]string) error {
+	w.buf = appendKV(w.buf[:0], kv)
+	return w.write(ChunkOutcome, w.buf, 0, 0, 0)
+}
+
+// WriteStrings writes string table entries first, first+1, ...
+func (w *Writer) WriteStrings(first uint32, strs []string) error {
+	if len(strs) == 0 {
+		return nil
+	}
+	w.buf = appendStrings(w.buf[:0], first, strs)
+	return w.write(ChunkStrings, w.buf, 0, 0, 0)
+}
+
+// WriteEvents writes one Events chunk holding evs.
+func (w *Writer) WriteEvents(evs []timeline.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	minStart, maxEnd := evs[0].Start, evs[0].End
+	for i := range evs {
+		minStart, maxEnd = min(minStart, evs[i].Start), max(maxEnd, evs[i].End)
+	}
+	w.buf = appendEvents(w.buf[:0], evs)
+	return w.write(ChunkEvents, w.buf, len(evs), minStart, maxEnd)
+}
+
+// WriteDropped records that n events were dropped before reaching the recording.
+func (w *Writer) WriteDropped(n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	w.buf = binary.AppendUvarint(w.buf[:0], uint64(n))
+	return w.write(ChunkDropped, w.buf, 0, 0, 0)
+}
+
+// Flush hands everything written so far to the operating system, so a killed process loses none of it.
+func (w *Writer) Flush() error {
+	if err := w.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", w.name, err)
+	}
+	return nil
+}
+
+// Close writes the index and trailer, flushes, and syncs the file.
+func (w *Writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	idxOff := w.off
+	w.buf = appendIndex(w.buf[:0], w.index)
+	if err := w.write(ChunkIndex, w.buf, 0, 0, 0); err != nil {
+		return err
+	}
+	w.closed = true
+	if _, err := w.w.Write(trailer(idxOff)); err != nil {
+		return fmt.Errorf("write %s: %w", w.name, err)
+	}
+	if err := w.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", w.name, err)
+	}
+	if w.f != nil {
+		if err := w.f.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", w.name, err)
+		}
+		return w.f.Close()
+	}
+	return nil
+}
+
+// Offset returns the number of bytes written so far.
+func (w *Writer) Offset() int64 { return w.off }
