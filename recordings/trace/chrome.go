@@ -1,0 +1,379 @@
+package trace
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// xfrArgs carries an event's fields in an exported slice's args, so an export imports back exactly.
+type xfrArgs struct {
+	K  uint8  `json:"k"`
+	S  int64  `json:"s"`
+	E  int64  `json:"e"`
+	Q  int64  `json:"q"`
+	B  int64  `json:"b"`
+	O  uint64 `json:"o"`
+	D  int32  `json:"d"`
+	P  int32  `json:"p"`
+	St uint32 `json:"st"`
+	G  uint32 `json:"g"`
+	C  uint32 `json:"c"`
+	Ba uint32 `json:"ba"`
+	L  string `json:"l"`
+	A  uint32 `json:"a"`
+	H  uint16 `json:"h"`
+	R  uint16 `json:"r"`
+	Sb uint8  `json:"sb"`
+	Su uint8  `json:"su"`
+	Pr int8   `json:"pr"`
+}
+
+// sessionPid is the Chrome process that holds events tied to no device (steps, marks, alerts).
+const sessionPid = 1 << 20
+
+func tid(dev int32, stream uint32) int64 {
+	if dev < 0 {
+		return int64(stream)
+	}
+	return int64(dev)<<20 | int64(stream)
+}
+
+func pid(e *timeline.Event) int64 {
+	if e.Device < 0 {
+		return sessionPid
+	}
+	return int64(e.Host)
+}
+
+// EventName is how an event is titled in exported traces.
+func EventName(e *timeline.Event, strs *timeline.Strings) string {
+	label := strs.Lookup(e.Label)
+	switch e.Kind {
+	case timeline.KindMemcpy:
+		return "memcpy " + timeline.CopyDir(e.Sub).String()
+	case timeline.KindSend:
+		return fmt.Sprintf("send → %d", e.Peer)
+	case timeline.KindRecv:
+		return fmt.Sprintf("recv ← %d", e.Peer)
+	case timeline.KindCollective:
+		return timeline.CollOp(e.Sub).String()
+	case timeline.KindKernel, timeline.KindRuntime, timeline.KindMark, timeline.KindAlert:
+		if label != "" {
+			return label
+		}
+	case timeline.KindStep:
+		return fmt.Sprintf("step %d", e.Aux)
+	}
+	if label != "" {
+		return e.Kind.String() + " " + label
+	}
+	return e.Kind.String()
+}
+
+// WriteChrome writes events as Chrome trace JSON: one process per host (and one for the session),
+// one thread per device stream, copies, transfers and kernels as slices (async slices where ops
+// overlap on one stream), send→recv flow arrows, and a bandwidth counter per device. meta is stored
+// under "xfertopMetadata" so the file imports back with its description.
+func WriteChrome(w io.Writer, events []timeline.Event, strs *timeline.Strings, meta map[string]string) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	b := make([]byte, 0, 4096)
+	b = append(b, `{"displayTimeUnit":"ns","xfertopMetadata":{`...)
+	keys := make([]string, 0, len(meta))
+	for k := range meta {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, meta[k])
+	}
+	b = append(b, `},"traceEvents":[`...)
+	first := true
+	emit := func() error {
+		if !first {
+			if _, err := bw.WriteString(",\n"); err != nil {
+				return err
+			}
+		}
+		first = false
+		_, err := bw.Write(b)
+		b = b[:0]
+		return err
+	}
+	if _, err := bw.Write(b); err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	b = b[:0]
+
+	// Names for processes and threads.
+	hosts := map[int64]bool{}
+	threads := map[[2]int64]string{}
+	for i := range events {
+		e := &events[i]
+		p := pid(e)
+		hosts[p] = true
+		k := [2]int64{p, tid(e.Device, e.Stream)}
+		if _, ok := threads[k]; !ok {
+			switch {
+			case e.Device < 0:
+				threads[k] = "session"
+			case e.Stream == 0:
+				threads[k] = fmt.Sprintf("device %d host thread", e.Device)
+			default:
+				threads[k] = fmt.Sprintf("device %d stream %d", e.Device, e.Stream)
+			}
+		}
+	}
+	hostIDs := make([]int64, 0, len(hosts))
+	for h := range hosts {
+		hostIDs = append(hostIDs, h)
+	}
+	sort.Slice(hostIDs, func(i, j int) bool { return hostIDs[i] < hostIDs[j] })
+	for _, h := range hostIDs {
+		name := fmt.Sprintf("host %d", h)
+		if h == sessionPid {
+			name = "session"
+		}
+		b = fmt.Appendf(b, `{"ph":"M","name":"process_name","pid":%d,"tid":0,"args":{"name":`, h)
+		b = appendJSONString(b, name)
+		b = append(b, "}}"...)
+		if err := emit(); err != nil {
+			return fmt.Errorf("write trace: %w", err)
+		}
+	}
+	tkeys := make([][2]int64, 0, len(threads))
+	for k := range threads {
+		tkeys = append(tkeys, k)
+	}
+	sort.Slice(tkeys, func(i, j int) bool {
+		if tkeys[i][0] != tkeys[j][0] {
+			return tkeys[i][0] < tkeys[j][0]
+		}
+		return tkeys[i][1] < tkeys[j][1]
+	})
+	for _, k := range tkeys {
+		b = fmt.Appendf(b, `{"ph":"M","name":"thread_name","pid":%d,"tid":%d,"args":{"name":`, k[0], k[1])
+		b = appendJSONString(b, threads[k])
+		b = append(b, "}}"...)
+		if err := emit(); err != nil {
+			return fmt.Errorf("write trace: %w", err)
+		}
+	}
+
+	// Slices: sync where they nest on their stream, async where they overlap without nesting.
+	order := make([]int, len(events))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return events[order[i]].Start < events[order[j]].Start })
+	lastEnd := map[[2]int64]int64{}
+	asyncID := 0
+	for _, i := range order {
+		e := &events[i]
+		name := EventName(e, strs)
+		p, t := pid(e), tid(e.Device, e.Stream)
+		k := [2]int64{p, t}
+		ph := "X"
+		if e.End == e.Start {
+			ph = "i"
+		} else if end, ok := lastEnd[k]; ok && e.Start < end && e.End > end {
+			ph = "b"
+		}
+		if ph == "X" {
+			lastEnd[k] = max(lastEnd[k], e.End)
+		}
+		b = append(b, `{"ph":"`...)
+		b = append(b, ph...)
+		b = append(b, `","name":`...)
+		b = appendJSONString(b, name)
+		b = append(b, `,"cat":"`...)
+		b = append(b, e.Kind.String()...)
+		b = fmt.Appendf(b, `","pid":%d,"tid":%d,"ts":`, p, t)
+		b = appendMicros(b, e.Start)
+		switch ph {
+		case "X":
+			b = append(b, `,"dur":`...)
+			b = appendMicros(b, e.End-e.Start)
+		case "i":
+			b = append(b, `,"s":"t"`...)
+		case "b":
+			asyncID++
+			b = fmt.Appendf(b, `,"id":%d`, asyncID)
+		}
+		b = append(b, `,"args":{`...)
+		if e.Bytes != 0 {
+			b = fmt.Appendf(b, `"bytes":%d,`, e.Bytes)
+			if d := e.End - e.Start; d > 0 && e.Kind.IsComm() {
+				b = append(b, `"GB/s":`...)
+				b = strconv.AppendFloat(b, float64(e.Bytes)/float64(d), 'f', 3, 64)
+				b = append(b, ',')
+			}
+		}
+		b = appendXfr(b, e, strs)
+		b = append(b, "}}"...)
+		if err := emit(); err != nil {
+			return fmt.Errorf("write trace: %w", err)
+		}
+		if ph == "b" {
+			b = fmt.Appendf(b, `{"ph":"e","name":`)
+			b = appendJSONString(b, name)
+			b = fmt.Appendf(b, `,"cat":"%s","pid":%d,"tid":%d,"id":%d,"ts":`, e.Kind, p, t, asyncID)
+			b = appendMicros(b, e.End)
+			b = append(b, '}')
+			if err := emit(); err != nil {
+				return fmt.Errorf("write trace: %w", err)
+			}
+		}
+		// A flow arrow from each send to its receive.
+		if e.Kind == timeline.KindSend || e.Kind == timeline.KindRecv {
+			fph := "s"
+			if e.Kind == timeline.KindRecv {
+				fph = "f"
+			}
+			b = fmt.Appendf(b, `{"ph":"%s","name":"transfer","cat":"flow","id":%d,"pid":%d,"tid":%d,"bp":"e","ts":`, fph, e.Op, p, t)
+			b = appendMicros(b, e.Start)
+			b = append(b, '}')
+			if err := emit(); err != nil {
+				return fmt.Errorf("write trace: %w", err)
+			}
+		}
+	}
+	if err := writeCounters(events, &b, emit); err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	if _, err := bw.WriteString("]}\n"); err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	return nil
+}
+
+// writeCounters emits, per device, a "GB/s" counter of the bytes moving at each moment.
+func writeCounters(events []timeline.Event, b *[]byte, emit func() error) error {
+	type change struct {
+		t    int64
+		rate float64
+	}
+	per := map[int32][]change{}
+	hostOf := map[int32]uint16{}
+	for i := range events {
+		e := &events[i]
+		if !e.Kind.IsComm() || e.Device < 0 || e.End <= e.Start || e.Bytes <= 0 || e.Kind == timeline.KindRecv {
+			continue
+		}
+		r := float64(e.Bytes) / float64(e.End-e.Start)
+		per[e.Device] = append(per[e.Device], change{e.Start, r}, change{e.End, -r})
+		hostOf[e.Device] = e.Host
+	}
+	devs := make([]int32, 0, len(per))
+	for d := range per {
+		devs = append(devs, d)
+	}
+	sort.Slice(devs, func(i, j int) bool { return devs[i] < devs[j] })
+	for _, d := range devs {
+		cs := per[d]
+		sort.Slice(cs, func(i, j int) bool { return cs[i].t < cs[j].t })
+		rate := 0.0
+		for i, c := range cs {
+			rate += c.rate
+			if i+1 < len(cs) && cs[i+1].t == c.t {
+				continue
+			}
+			if rate < 1e-9 {
+				rate = 0
+			}
+			*b = fmt.Appendf(*b, `{"ph":"C","name":"device %d GB/s","pid":%d,"ts":`, d, hostOf[d])
+			*b = appendMicros(*b, c.t)
+			*b = append(*b, `,"args":{"GB/s":`...)
+			*b = strconv.AppendFloat(*b, rate, 'f', 3, 64)
+			*b = append(*b, "}}"...)
+			if err := emit(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func appendXfr(b []byte, e *timeline.Event, strs *timeline.Strings) []byte {
+	b = fmt.Appendf(b, `"xfertop":{"k":%d,"s":%d,"e":%d,"q":%d,"b":%d,"o":%d,"d":%d,"p":%d,"st":%d,"g":%d,"c":%d,"ba":%d,"l":`,
+		e.Kind, e.Start, e.End, e.Queued, e.Bytes, e.Op, e.Device, e.Peer, e.Stream, e.Group, e.Comm, e.Barrier)
+	b = appendJSONString(b, strs.Lookup(e.Label))
+	return fmt.Appendf(b, `,"a":%d,"h":%d,"r":%d,"sb":%d,"su":%d,"pr":%d}`, e.Aux, e.Host, e.Ranks, e.Sub, e.Status, e.Priority)
+}
+
+// appendMicros writes ns as microseconds with nanosecond precision (Chrome's ts unit).
+func appendMicros(b []byte, ns int64) []byte {
+	if ns < 0 {
+		b = append(b, '-')
+		ns = -ns
+	}
+	b = strconv.AppendInt(b, ns/1000, 10)
+	if r := ns % 1000; r != 0 {
+		b = append(b, '.', byte('0'+r/100), byte('0'+r/10%10), byte('0'+r%10))
+	}
+	return b
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+			i++
+		case c < 0x20:
+			b = fmt.Appendf(b, `\u%04x`, c)
+			i++
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				b = append(b, `\ufffd`...)
+			} else {
+				b = append(b, s[i:i+n]...)
+			}
+			i += n
+		}
+	}
+	return append(b, '"')
+}
+
+// convertExported rebuilds the events of a Chrome trace written by WriteChrome from its args.
+func convertExported(im *Imported, t *rawTrace, _ int64) error {
+	devices := map[int32]bool{}
+	for i := range t.TraceEvents {
+		e := &t.TraceEvents[i]
+		x := e.Args.Xfertop
+		if x == nil || (e.Ph != "X" && e.Ph != "i" && e.Ph != "b") {
+			continue
+		}
+		ev := timeline.Event{Kind: timeline.Kind(x.K), Start: x.S, End: x.E, Queued: x.Q, Bytes: x.B, Op: x.O, Device: x.D, Peer: x.P,
+			Stream: x.St, Group: x.G, Comm: x.C, Barrier: x.Ba, Label: im.Strings.ID(x.L), Aux: x.A, Host: x.H, Ranks: x.R,
+			Sub: x.Sb, Status: x.Su, Priority: x.Pr}
+		if ev.Device >= 0 {
+			devices[ev.Device] = true
+		}
+		im.Events = append(im.Events, ev)
+	}
+	im.Devices = len(devices)
+	if v, ok := t.Metadata["epoch_unix_ns"]; ok {
+		im.EpochUnixNs, _ = strconv.ParseInt(v, 10, 64)
+	}
+	return nil
+}
