@@ -64,9 +64,9 @@ type rawArgs struct {
 }
 
 type rawTrace struct {
-	TraceEvents     []rawEvent        `json:"traceEvents"`
+	TraceEvents     []rawEvent           `json:"traceEvents"`
 	DistributedInfo *struct{ Rank *int } `json:"distributedInfo"`
-	Metadata        map[string]string `json:"xfertopMetadata"`
+	Metadata        map[string]string    `json:"xfertopMetadata"`
 }
 
 // ReadFiles imports one or more trace files (.json or .json.gz); several files are the ranks of one

@@ -141,12 +141,12 @@ func TestSampledRanks(t *testing.T) {
 
 func TestNCCLNames(t *testing.T) {
 	tests := map[string]timeline.CollOp{
-		"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)":        timeline.CollAllReduce,
-		"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, ...)":  timeline.CollAllReduce,
-		"ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long)": timeline.CollAllGather,
-		"ncclKernel_ReduceScatter_RING_SIMPLE_Sum_bf16":               timeline.CollReduceScatter,
-		"ncclDevKernel_Broadcast_RING_LL":                             timeline.CollBroadcast,
-		"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)":    timeline.CollSendRecv,
+		"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)":           timeline.CollAllReduce,
+		"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, ...)":     timeline.CollAllReduce,
+		"ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long)":   timeline.CollAllGather,
+		"ncclKernel_ReduceScatter_RING_SIMPLE_Sum_bf16":                  timeline.CollReduceScatter,
+		"ncclDevKernel_Broadcast_RING_LL":                                timeline.CollBroadcast,
+		"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)":       timeline.CollSendRecv,
 		"ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)": timeline.CollSendRecv,
 	}
 	for name, want := range tests {
