@@ -244,8 +244,10 @@ func transfers(events []timeline.Event) Transfers {
 		ks.Count++
 		ks.Bytes += e.Bytes
 		t.ByKind[k] = ks
-		t.Count++
-		t.Bytes += e.Bytes
+		if k != "memset" { // a memset moves no data from one place to another
+			t.Count++
+			t.Bytes += e.Bytes
+		}
 		if d := e.Dur(); d > 0 {
 			rates[k] = append(rates[k], float64(e.Bytes)/float64(d))
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/timeline"
@@ -23,6 +24,10 @@ type Config struct {
 	Speed    float64       // 0: unpaced
 	Steps    int           // 0: the scenario's
 	Duration time.Duration // 0: no limit
+	// Record, when set, records the session to this .xfr file from its first event.
+	Record string
+	// Epoch is the wall-clock time of simulated time 0 (zero: now).
+	Epoch time.Time
 }
 
 // ConfigError is a problem with the configuration (flags, scenario file, knobs) found before
@@ -43,6 +48,7 @@ type Prepared struct {
 	Sim      *sim.Sim
 	Topology engine.Topology
 	fan      *fanout
+	recorder *recordings.Recorder
 }
 
 // Prepare resolves cfg. Extra sinks receive every event besides the store.
@@ -74,12 +80,22 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	}
 	store := timeline.NewStore(nil)
 	fan := &fanout{sinks: append([]timeline.Sink{store}, sinks...)}
+	p := &Prepared{Config: cfg, Scenario: sc, Store: store, Topology: topo, fan: fan}
+	if cfg.Record != "" {
+		if cfg.Epoch.IsZero() {
+			cfg.Epoch = time.Now()
+			p.Config.Epoch = cfg.Epoch
+		}
+		if err := p.startRecording(); err != nil {
+			return nil, &ConfigError{fmt.Errorf("--record: %w", err)}
+		}
+	}
 	s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.DefaultModel()}, fan, store.Strings)
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	c := engine.NewClient(s, fan, sc.Options)
-	return &Prepared{Config: cfg, Scenario: sc, Store: store, Client: c, Sim: s, Topology: topo, fan: fan}, nil
+	p.Sim, p.Client = s, engine.NewClient(s, fan, sc.Options)
+	return p, nil
 }
 
 // Outcome is how a run went.
@@ -90,12 +106,20 @@ type Outcome struct {
 }
 
 // Run executes the prepared workload.
+// When recording, the recording is closed with the outcome whatever happened, so what was
+// recorded is kept; a failure to close it is returned if nothing else failed.
 func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 	res, err := p.Scenario.Run(ctx, p.Client, p.fan, scenario.RunConfig{Steps: p.Config.Steps, Duration: p.Config.Duration, Seed: p.Config.Seed})
+	out := Outcome{Steps: res.Steps, Ended: res.Err}
 	if err != nil {
-		return Outcome{Steps: res.Steps}, err
+		out.Ended = nil
 	}
-	return Outcome{Steps: res.Steps, Ended: res.Err}, nil
+	if p.recorder != nil {
+		if cerr := p.stopRecording(out, err); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return out, err
 }
 
 // Meta describes the run for the report.
@@ -105,6 +129,7 @@ func (p *Prepared) Meta(o Outcome) report.Meta {
 	if o.Ended != nil {
 		m.Ended = o.Ended.Error()
 	}
+	m.DroppedEvents = p.Dropped()
 	return m
 }
 

@@ -26,9 +26,12 @@ const (
 const usage = `xfertop: see which bytes move between which GPUs, how fast, and where devices wait.
 
 Usage:
-  xfertop [run] [flags]     run a scenario on the embedded engine and print a report
-  xfertop scenarios         list built-in scenarios and their knobs
-  xfertop help              show this help
+  xfertop [run] [flags]               run a scenario on the embedded engine and print a report
+  xfertop replay FILE [flags]         replay a recording (.xfr) and print its report
+  xfertop analyze FILE... [flags]     report on a recording, PyTorch profiler (Kineto) traces or a Chrome trace
+  xfertop convert IN OUT              .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON -> .xfr
+  xfertop scenarios                   list built-in scenarios and their knobs
+  xfertop help                        show this help
 
 Run flags:
 `
@@ -44,6 +47,12 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCmd(ctx, args, stdout, stderr)
 	case "scenarios":
 		return scenariosCmd(args, stdout, stderr)
+	case "replay":
+		return replayCmd(ctx, args, stdout, stderr)
+	case "analyze":
+		return analyzeCmd(args, stdout, stderr)
+	case "convert":
+		return convertCmd(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		fs, _ := runFlags(stdout)
@@ -51,7 +60,7 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, scenarios, help)\n", cmd)
+	fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, analyze, convert, scenarios, help)\n", cmd)
 	return exitUsage
 }
 
@@ -80,6 +89,7 @@ type runOpts struct {
 	cfg      session.Config
 	headless bool
 	json     bool
+	record   string
 }
 
 func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
@@ -96,6 +106,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.Float64Var(&o.cfg.Speed, "speed", 0, "pace the simulation: simulated seconds per wall second (0: as fast as possible)")
 	fs.BoolVar(&o.headless, "headless", false, "print a report instead of opening the console")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON (with --headless)")
+	fs.StringVar(&o.record, "record", "", "record the session to this .xfr file while it runs")
 	return fs, o
 }
 
@@ -119,6 +130,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "xfertop run: --steps and --duration must not be negative")
 		return exitUsage
 	}
+	o.cfg.Record = o.record
 	p, err := session.Prepare(o.cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "xfertop: %v\n", err)
@@ -129,17 +141,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "xfertop: %v\n", err)
 		return exitFailure
 	}
-	r := report.Build(p.Store.Events(), p.Store.Strings, p.Meta(out))
-	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
-			fmt.Fprintf(stderr, "xfertop: write report: %v\n", err)
-			return exitFailure
-		}
-	} else if err := report.Text(stdout, r); err != nil {
-		fmt.Fprintf(stderr, "xfertop: write report: %v\n", err)
-		return exitFailure
+	if code := writeReport(stdout, stderr, report.Build(p.Store.Events(), p.Store.Strings, p.Meta(out)), o.json); code != exitOK {
+		return code
 	}
 	if out.EndedByAlert() {
 		return exitAlert
@@ -194,4 +197,21 @@ func wrap(s string, width int, indent string) string {
 		n += len(w)
 	}
 	return b.String()
+}
+
+// writeReport prints r as text or JSON.
+func writeReport(stdout, stderr io.Writer, r *report.Report, asJSON bool) int {
+	var err error
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(r)
+	} else {
+		err = report.Text(stdout, r)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "xfertop: write report: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
 }

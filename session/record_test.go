@@ -1,0 +1,158 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/report"
+)
+
+var update = flag.Bool("update", false, "rewrite recordings/samples from the built-in scenarios")
+
+var builtins = []string{"pipeline", "allreduce-sweep", "moe-alltoall", "straggler", "overlap", "crosshost", "deadlock"}
+
+func reportJSON(t *testing.T, r *report.Report) string {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Replayed headless, a recording gives the same report as the run that made it, for every built-in.
+func TestReplayGivesTheSameReport(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range builtins {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, name+".xfr")
+			p, err := Prepare(Config{Scenario: name, Steps: 3, Record: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := reportJSON(t, report.Build(p.Store.Events(), p.Store.Strings, p.Meta(out)))
+			rp, err := Replay(context.Background(), ReplayConfig{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rp.Warnings) != 0 {
+				t.Errorf("warnings: %v", rp.Warnings)
+			}
+			replayed := reportJSON(t, report.Build(rp.Store.Events(), rp.Store.Strings, rp.ReportMeta()))
+			if live != replayed {
+				t.Errorf("replayed report differs from the live one:\nlive   %s\nreplay %s", live, replayed)
+			}
+			st, _ := os.Stat(path)
+			perEvent := float64(st.Size()) / float64(p.Store.Len())
+			t.Logf("%s: %d events, %d bytes, %.1f bytes/event", name, p.Store.Len(), st.Size(), perEvent)
+			if perEvent > 24 {
+				t.Errorf("%.1f bytes per event; the format's target is ≤ 24", perEvent)
+			}
+		})
+	}
+}
+
+// --from starts the replay at a time into the recording: only events ending after it come back.
+func TestReplayFrom(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.xfr")
+	p, err := Prepare(Config{Scenario: "straggler", Steps: 10, Record: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	from := 70 * time.Millisecond
+	rp, err := Replay(context.Background(), ReplayConfig{Path: path, From: from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, e := range p.Store.Events() {
+		if e.End >= from.Nanoseconds() {
+			want++
+		}
+	}
+	if rp.Store.Len() != want || want == 0 || want == p.Store.Len() {
+		t.Errorf("replay from %v: %d events; want the %d of %d that end after it", from, rp.Store.Len(), want, p.Store.Len())
+	}
+}
+
+// A recording of a killed run (cut mid-chunk) replays what it holds, with a warning.
+func TestReplayTornRecording(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "torn.xfr")
+	// 20 steps of overlap are ~29 000 events: several chunks of at most 8192.
+	p, err := Prepare(Config{Scenario: "overlap", Steps: 20, Record: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, data[:len(data)*2/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := Replay(context.Background(), ReplayConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Store.Len() == 0 || rp.Store.Len() >= p.Store.Len() || len(rp.Warnings) == 0 {
+		t.Errorf("torn replay: %d of %d events, warnings %v", rp.Store.Len(), p.Store.Len(), rp.Warnings)
+	}
+}
+
+// sampleEpoch fixes the samples' wall-clock epoch so they regenerate byte for byte.
+var sampleEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// recordings/samples holds small recordings of the built-ins. This test regenerates them and fails
+// when the bytes differ: a format change must come with new samples (go test ./session -run
+// Samples -update).
+func TestSamplesUpToDate(t *testing.T) {
+	dir := filepath.Join("..", "recordings", "samples")
+	for _, name := range builtins {
+		tmp := filepath.Join(t.TempDir(), name+".xfr")
+		p, err := Prepare(Config{Scenario: name, Steps: 4, Seed: 1, Record: tmp, Epoch: sampleEpoch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := os.ReadFile(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fresh) >= 1<<20 {
+			t.Errorf("%s sample is %d bytes; samples stay under 1 MiB", name, len(fresh))
+		}
+		path := filepath.Join(dir, name+".xfr")
+		if *update {
+			if err := os.WriteFile(path, fresh, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		shipped, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (regenerate with: go test ./session -run Samples -update)", err)
+		}
+		if !bytes.Equal(shipped, fresh) {
+			t.Errorf("%s: the shipped sample differs from a fresh recording of the built-in: the format or the engine changed; regenerate with go test ./session -run Samples -update", path)
+		}
+		if _, err := recordings.ReadFile(path, recordings.Options{}); err != nil {
+			t.Errorf("%s does not read: %v", path, err)
+		}
+	}
+}
