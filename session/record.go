@@ -98,7 +98,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 			}
 			if cfg.Speed > 0 {
 				target := wall0.Add(time.Duration(float64(e.End-from) / cfg.Speed))
-				if d := time.Until(target); d > 2*time.Millisecond {
+				if d := time.Until(target); d > time.Millisecond {
 					select {
 					case <-ctx.Done():
 						return nil, fmt.Errorf("replay %s: %w", cfg.Path, ctx.Err())

@@ -250,7 +250,8 @@ func TestPacing(t *testing.T) {
 		t.Fatal(err)
 	}
 	wall, simulated := time.Since(begin), time.Duration(p.Sim.Now())
-	if wall < simulated*9/10 {
+	// Events less than a millisecond ahead are not waited for, so the run may end up to 1 ms early.
+	if wall < simulated-time.Millisecond {
 		t.Errorf("paced at speed 1, %v of simulated time took only %v", simulated, wall)
 	}
 }

@@ -163,6 +163,8 @@ type Sim struct {
 	batchMax int
 	batchWin int64
 
+	paceWall    time.Time // wall-clock time of simulated time paceSim, when paced
+	paceSim     int64
 	pendingCmds int
 	pendingOps  int
 	batched     int // ops held in batching windows
@@ -278,7 +280,11 @@ func (s *Sim) Run(ctx context.Context) error {
 	if s.runErr != nil {
 		return s.runErr
 	}
-	wall0, sim0 := time.Now(), s.now
+	if s.cfg.Speed > 0 && s.paceWall.IsZero() {
+		// One anchor for the whole session: re-anchoring at every Run (every step) would let each
+		// step finish early by the sleep threshold and the drift add up.
+		s.paceWall, s.paceSim = time.Now(), s.now
+	}
 	for s.pendingCmds+s.pendingOps+s.batched > 0 {
 		if len(s.q) == 0 {
 			s.runErr = s.deadlock()
@@ -295,8 +301,8 @@ func (s *Sim) Run(ctx context.Context) error {
 			}
 		}
 		if s.cfg.Speed > 0 && it.t > s.now {
-			target := wall0.Add(time.Duration(float64(it.t-sim0) / s.cfg.Speed))
-			if d := time.Until(target); d > 2*time.Millisecond {
+			target := s.paceWall.Add(time.Duration(float64(it.t-s.paceSim) / s.cfg.Speed))
+			if d := time.Until(target); d > time.Millisecond {
 				select {
 				case <-ctx.Done():
 					return fmt.Errorf("%w at %.3f ms simulated: %v", engine.ErrCanceled, float64(s.now)/1e6, ctx.Err())
