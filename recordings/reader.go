@@ -55,6 +55,7 @@ type Reader struct {
 	index    []IndexEntry
 	version  uint16
 	unclosed bool
+	into     *[]timeline.Event // when set, Events chunks decode onto it
 }
 
 // Open opens the recording at path.
@@ -254,6 +255,17 @@ func (r *Reader) apply(typ ChunkType, payload []byte) error {
 			r.strs.Append(s)
 		}
 	case ChunkEvents:
+		if r.into != nil {
+			// Reading everything: decode straight into the caller's slice, no copy.
+			n := len(*r.into)
+			evs, err := decodeEvents(*r.into, payload)
+			if err != nil {
+				*r.into = evs[:n]
+				return err
+			}
+			*r.into = evs
+			return nil
+		}
 		evs, err := decodeEvents(r.events[:0], payload)
 		if err != nil {
 			return err
@@ -363,9 +375,10 @@ func readAll(r *Reader) (*Recording, error) {
 		}
 		evs = make([]timeline.Event, 0, n)
 	}
+	r.into = &evs
 	for r.Next() {
-		evs = append(evs, r.At()...)
 	}
+	r.into = nil
 	rec := &Recording{Meta: r.meta, Outcome: r.outcome, Strings: r.strs, Events: evs, Dropped: r.dropped, Warnings: r.warnings}
 	return rec, r.Err()
 }

@@ -443,3 +443,17 @@ func asErr[T error](err error, target *T) bool {
 	}
 	return false
 }
+
+// Import reads one trace from r (gzip or plain JSON) and converts it.
+func Import(name string, r io.Reader, opts Options) (*Imported, error) {
+	t, err := Decode(name, r)
+	if err != nil {
+		return nil, err
+	}
+	im, err := convert([]*rawTrace{t}, []string{name}, opts)
+	if err != nil {
+		return nil, err
+	}
+	im.Source = name
+	return im, nil
+}

@@ -1,0 +1,156 @@
+package recordings_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/recordings/trace"
+	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Run with: go test ./recordings -run '^$' -bench . -cpu 1 (compare runs with benchstat).
+
+// overlapEvents runs the overlap scenario: a realistic mix of kernels, collectives, groups and waits.
+func overlapEvents(b *testing.B, steps int) ([]timeline.Event, *timeline.Strings) {
+	p, err := session.Prepare(session.Config{Scenario: "overlap", Steps: steps})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return p.Store.Events(), p.Store.Strings
+}
+
+func encode(b *testing.B, evs []timeline.Event, strs *timeline.Strings) []byte {
+	var buf bytes.Buffer
+	w, err := recordings.NewWriter("bench", &buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.WriteStrings(1, strs.All()[1:]); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < len(evs); i += recordings.DefaultBatch {
+		if err := w.WriteEvents(evs[i:min(i+recordings.DefaultBatch, len(evs))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkWrite encodes and frames events (goal ≥ 5 M events/s on one core) and reports the size.
+func BenchmarkWrite(b *testing.B) {
+	evs, strs := overlapEvents(b, 30)
+	var size int
+	b.ReportAllocs()
+	for b.Loop() {
+		w, _ := recordings.NewWriter("bench", io.Discard)
+		for i := 0; i < len(evs); i += recordings.DefaultBatch {
+			if err := w.WriteEvents(evs[i:min(i+recordings.DefaultBatch, len(evs))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		_ = w.Close()
+		size = int(w.Offset())
+	}
+	b.ReportMetric(float64(len(evs))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(size)/float64(len(evs)), "B/event")
+	_ = strs
+}
+
+// BenchmarkRead decodes a recording held in memory (goal ≥ 20 M events/s on one core).
+func BenchmarkRead(b *testing.B) {
+	evs, strs := overlapEvents(b, 30)
+	data := encode(b, evs, strs)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		rec, err := recordings.ReadAll("bench", data, recordings.Options{})
+		if err != nil || len(rec.Events) != len(evs) {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(evs))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkChromeJSON is the baseline in the same run: the same events as Chrome trace JSON, written
+// by xfertop's exporter and decoded by encoding/json (into the generic form a JSON tool reads).
+// Compare its B/event and events/s with BenchmarkWrite and BenchmarkRead.
+func BenchmarkChromeJSON(b *testing.B) {
+	evs, strs := overlapEvents(b, 30)
+	var buf bytes.Buffer
+	if err := trace.WriteChrome(&buf, evs, strs, nil); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	b.Run("encode", func(b *testing.B) {
+		for b.Loop() {
+			if err := trace.WriteChrome(io.Discard, evs, strs, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(evs))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		b.ReportMetric(float64(len(data))/float64(len(evs)), "B/event")
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			var v struct {
+				TraceEvents []map[string]any `json:"traceEvents"`
+			}
+			if err := json.Unmarshal(data, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(evs))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	})
+}
+
+// BenchmarkKinetoImport imports the real ResNet-50 trace (uncompressed bytes; goal ≥ 100 MB/s).
+func BenchmarkKinetoImport(b *testing.B) {
+	path := "../../shared/data/kineto/resnet50_v100_worker0.pt.trace.json.gz"
+	f, err := os.Open(path)
+	if err != nil {
+		b.Skipf("real traces not available: %v", err)
+	}
+	defer f.Close()
+	raw := gunzip(b, f)
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := trace.Import("resnet50.json", bytes.NewReader(raw), trace.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadStream decodes chunk by chunk into one reused buffer (Next/At), as replay does.
+func BenchmarkReadStream(b *testing.B) {
+	evs, strs := overlapEvents(b, 30)
+	data := encode(b, evs, strs)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := recordings.NewReader("bench", bytes.NewReader(data), int64(len(data)), recordings.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for r.Next() {
+			n += len(r.At())
+		}
+		if n != len(evs) {
+			b.Fatal(r.Err())
+		}
+	}
+	b.ReportMetric(float64(len(evs))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
