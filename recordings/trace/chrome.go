@@ -13,25 +13,18 @@ import (
 
 // xfrArgs carries an event's fields in an exported slice's args, so an export imports back exactly.
 type xfrArgs struct {
-	K  uint8  `json:"k"`
-	S  int64  `json:"s"`
-	E  int64  `json:"e"`
-	Q  int64  `json:"q"`
-	B  int64  `json:"b"`
-	O  uint64 `json:"o"`
-	D  int32  `json:"d"`
-	P  int32  `json:"p"`
-	St uint32 `json:"st"`
-	G  uint32 `json:"g"`
-	C  uint32 `json:"c"`
-	Ba uint32 `json:"ba"`
-	L  string `json:"l"`
-	A  uint32 `json:"a"`
-	H  uint16 `json:"h"`
-	R  uint16 `json:"r"`
-	Sb uint8  `json:"sb"`
-	Su uint8  `json:"su"`
-	Pr int8   `json:"pr"`
+	K      uint8
+	S, E   int64
+	Q, B   int64
+	O      uint64
+	D, P   int32
+	St, G  uint32
+	C, Ba  uint32
+	L      string
+	A      uint32
+	H, R   uint16
+	Sb, Su uint8
+	Pr     int8
 }
 
 // sessionPid is the Chrome process that holds events tied to no device (steps, marks, alerts).
@@ -360,7 +353,7 @@ func convertExported(im *Imported, t *rawTrace, _ int64) error {
 	for i := range t.TraceEvents {
 		e := &t.TraceEvents[i]
 		x := e.Args.Xfertop
-		if x == nil || (e.Ph != "X" && e.Ph != "i" && e.Ph != "b") {
+		if x == nil || (e.Ph != 'X' && e.Ph != 'i' && e.Ph != 'b') {
 			continue
 		}
 		ev := timeline.Event{Kind: timeline.Kind(x.K), Start: x.S, End: x.E, Queued: x.Q, Bytes: x.B, Op: x.O, Device: x.D, Peer: x.P,

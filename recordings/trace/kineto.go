@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -38,35 +36,48 @@ type Options struct {
 	LikeHTA bool
 }
 
+// rawEvent is the part of a trace event xfertop reads. Name, Pid and Tid alias the input buffer.
 type rawEvent struct {
-	Ph   string          `json:"ph"`
-	Cat  string          `json:"cat"`
-	Name string          `json:"name"`
-	Pid  json.RawMessage `json:"pid"`
-	Tid  json.RawMessage `json:"tid"`
-	Ts   json.Number     `json:"ts"`
-	Dur  json.Number     `json:"dur"`
-	ID   json.RawMessage `json:"id"`
-	Args rawArgs         `json:"args"`
+	Ph    byte
+	Cat   string
+	Name  []byte
+	Pid   []byte
+	Tid   []byte
+	Ts    int64 // ns
+	Dur   int64 // ns
+	HasTs bool
+	Args  rawArgs
 }
 
+// Presence bits of rawArgs fields.
+const (
+	hasDevice = 1 << iota
+	hasStream
+	hasCorrelation
+	hasBytes
+	hasInNelems
+	hasOutNelems
+	hasGroupSize
+)
+
 type rawArgs struct {
-	Device      *int64       `json:"device"`
-	Stream      *int64       `json:"stream"`
-	Correlation *int64       `json:"correlation"`
-	Bytes       *int64       `json:"bytes"`
-	InNelems    *json.Number `json:"In msg nelems"`
-	OutNelems   *json.Number `json:"Out msg nelems"`
-	GroupSize   *int64       `json:"Group size"`
-	DType       string       `json:"dtype"`
-	Xfertop     *xfrArgs     `json:"xfertop"`
-	Name        string       `json:"name"` // metadata events
+	Has         uint8
+	Device      int64
+	Stream      int64
+	Correlation int64
+	Bytes       int64
+	InNelems    int64
+	OutNelems   int64
+	GroupSize   int64
+	DType       string
+	Xfertop     *xfrArgs
 }
 
 type rawTrace struct {
-	TraceEvents     []rawEvent           `json:"traceEvents"`
-	DistributedInfo *struct{ Rank *int } `json:"distributedInfo"`
-	Metadata        map[string]string    `json:"xfertopMetadata"`
+	TraceEvents []rawEvent
+	Rank        int64
+	HasRank     bool
+	Metadata    map[string]string
 }
 
 // ReadFiles imports one or more trace files (.json or .json.gz); several files are the ranks of one
@@ -99,7 +110,7 @@ func readFile(path string) (*rawTrace, error) {
 
 // Decode reads one trace from r, gunzipping it if it starts with the gzip magic.
 func Decode(name string, r io.Reader) (*rawTrace, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
+	br := bufio.NewReaderSize(r, 64<<10)
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
@@ -110,27 +121,223 @@ func Decode(name string, r io.Reader) (*rawTrace, error) {
 	} else {
 		r = br
 	}
-	dec := json.NewDecoder(r)
-	dec.UseNumber()
-	var t rawTrace
-	if err := dec.Decode(&t); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case asErr(err, &se):
-			return nil, fmt.Errorf("%s: not valid JSON at byte offset %d: %v", name, se.Offset, err)
-		case asErr(err, &te):
-			return nil, fmt.Errorf("%s: at byte offset %d: field %s has a %s where a %v belongs", name, te.Offset, te.Field, te.Value, te.Type)
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("%s: the JSON ends before it is complete (is the file truncated?)", name)
-		}
+	data, err := io.ReadAll(r)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if t.TraceEvents == nil {
+	return parse(name, data)
+}
+
+// knownCats avoids allocating a string for the categories every trace repeats.
+var knownCats = map[string]string{}
+
+func init() {
+	for _, c := range []string{"Kernel", "kernel", "Memcpy", "gpu_memcpy", "Memset", "gpu_memset", "Runtime", "cuda_runtime",
+		"cuda_driver", "Operator", "cpu_op", "user_annotation", "gpu_user_annotation", "python_function", "Trace", "async", "flow"} {
+		knownCats[c] = c
+	}
+}
+
+func category(b []byte) string {
+	if c, ok := knownCats[string(b)]; ok { // no allocation: map lookup by converted bytes
+		return c
+	}
+	return string(b)
+}
+
+// parse reads a Chrome/Kineto trace held in data. Events' byte slices alias data.
+func parse(name string, data []byte) (*rawTrace, error) {
+	s := &scanner{b: data, name: name}
+	t := &rawTrace{}
+	seenEvents := false
+	s.object(func(key []byte) {
+		switch string(key) {
+		case "traceEvents":
+			seenEvents = true
+			t.TraceEvents = make([]rawEvent, 0, len(data)/400)
+			s.array(func() {
+				t.TraceEvents = append(t.TraceEvents, rawEvent{})
+				s.event(&t.TraceEvents[len(t.TraceEvents)-1])
+			})
+		case "distributedInfo":
+			if s.peek() != '{' {
+				s.skip()
+				return
+			}
+			s.object(func(k []byte) {
+				if string(k) == "rank" {
+					if v, ok := s.scalar(); ok {
+						t.Rank, t.HasRank = parseInt(v)
+					}
+					return
+				}
+				s.skip()
+			})
+		case "xfertopMetadata":
+			t.Metadata = map[string]string{}
+			s.object(func(k []byte) {
+				v, _ := s.scalar()
+				t.Metadata[string(k)] = string(v)
+			})
+		default:
+			s.skip()
+		}
+	})
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.peek() != 0 {
+		s.fail("data after the trace object")
+		return nil, s.err
+	}
+	if !seenEvents {
 		return nil, fmt.Errorf("%s: no traceEvents array: not a Chrome or PyTorch profiler trace", name)
 	}
-	return &t, nil
+	return t, nil
+}
+
+// event reads one trace event object into e.
+func (s *scanner) event(e *rawEvent) {
+	if s.peek() != '{' {
+		s.fail("a trace event must be an object")
+		return
+	}
+	s.object(func(key []byte) {
+		switch k := string(key); k {
+		case "ph", "cat", "name":
+			if s.peek() != '"' {
+				s.fail("event field %q must be a string", k)
+				return
+			}
+		}
+		switch string(key) {
+		case "ph":
+			if v := s.str(); len(v) > 0 {
+				e.Ph = v[0]
+			}
+		case "cat":
+			e.Cat = category(s.str())
+		case "name":
+			e.Name = s.str()
+		case "pid":
+			e.Pid, _ = s.scalar()
+		case "tid":
+			e.Tid, _ = s.scalar()
+		case "ts":
+			if v, ok := s.scalar(); ok {
+				e.Ts, e.HasTs = parseNs(v)
+			}
+		case "dur":
+			if v, ok := s.scalar(); ok {
+				e.Dur, _ = parseNs(v)
+			}
+		case "args":
+			if s.peek() != '{' {
+				s.skip()
+				return
+			}
+			s.args(&e.Args)
+		default:
+			s.skip()
+		}
+	})
+}
+
+func (s *scanner) args(a *rawArgs) {
+	num := func(bit uint8, dst *int64) {
+		if v, ok := s.scalar(); ok {
+			if n, ok := parseInt(v); ok {
+				*dst = n
+				a.Has |= bit
+			}
+		}
+	}
+	s.object(func(key []byte) {
+		switch string(key) {
+		case "device":
+			num(hasDevice, &a.Device)
+		case "stream":
+			num(hasStream, &a.Stream)
+		case "correlation":
+			num(hasCorrelation, &a.Correlation)
+		case "bytes":
+			num(hasBytes, &a.Bytes)
+		case "In msg nelems":
+			num(hasInNelems, &a.InNelems)
+		case "Out msg nelems":
+			num(hasOutNelems, &a.OutNelems)
+		case "Group size":
+			num(hasGroupSize, &a.GroupSize)
+		case "dtype":
+			if v, ok := s.scalar(); ok {
+				a.DType = string(v)
+			}
+		case "xfertop":
+			if s.peek() != '{' {
+				s.skip()
+				return
+			}
+			a.Xfertop = s.xfr()
+		default:
+			s.skip()
+		}
+	})
+}
+
+// xfr reads the fields WriteChrome stores in an exported slice.
+func (s *scanner) xfr() *xfrArgs {
+	x := &xfrArgs{}
+	s.object(func(key []byte) {
+		v, _ := s.scalar()
+		if string(key) == "l" {
+			x.L = string(v)
+			return
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			s.fail("xfertop.%s: %q is not an integer", key, v)
+			return
+		}
+		switch string(key) {
+		case "k":
+			x.K = uint8(n)
+		case "s":
+			x.S = n
+		case "e":
+			x.E = n
+		case "q":
+			x.Q = n
+		case "b":
+			x.B = n
+		case "o":
+			x.O = uint64(n)
+		case "d":
+			x.D = int32(n)
+		case "p":
+			x.P = int32(n)
+		case "st":
+			x.St = uint32(n)
+		case "g":
+			x.G = uint32(n)
+		case "c":
+			x.C = uint32(n)
+		case "ba":
+			x.Ba = uint32(n)
+		case "a":
+			x.A = uint32(n)
+		case "h":
+			x.H = uint16(n)
+		case "r":
+			x.R = uint16(n)
+		case "sb":
+			x.Sb = uint8(n)
+		case "su":
+			x.Su = uint8(n)
+		case "pr":
+			x.Pr = int8(n)
+		}
+	})
+	return x
 }
 
 var (
@@ -196,35 +403,6 @@ func NCCLOp(name string) (timeline.CollOp, bool) {
 	return timeline.CollSendRecv, true
 }
 
-func numberNs(n json.Number) (int64, bool) {
-	if n == "" {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, false
-	}
-	return int64(math.Round(f * 1000)), true
-}
-
-func rawInt(m json.RawMessage) (int64, bool) {
-	s := strings.Trim(string(bytes.TrimSpace(m)), `"`)
-	if s == "" {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		// Kineto names GPU threads "stream 7".
-		if f := strings.Fields(s); len(f) == 2 {
-			if v, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-				return v, true
-			}
-		}
-		return 0, false
-	}
-	return v, true
-}
-
 type step struct {
 	n          int
 	start, end int64
@@ -236,8 +414,8 @@ func convert(traces []*rawTrace, names []string, opts Options) (*Imported, error
 	base := int64(math.MaxInt64)
 	for _, t := range traces {
 		for i := range t.TraceEvents {
-			if ts, ok := numberNs(t.TraceEvents[i].Ts); ok && t.TraceEvents[i].Ph != "M" {
-				base = min(base, ts)
+			if e := &t.TraceEvents[i]; e.HasTs && e.Ph != 'M' {
+				base = min(base, e.Ts)
 			}
 		}
 	}
@@ -255,8 +433,8 @@ func convert(traces []*rawTrace, names []string, opts Options) (*Imported, error
 			continue
 		}
 		rank := int32(fi)
-		if t.DistributedInfo != nil && t.DistributedInfo.Rank != nil {
-			rank = int32(*t.DistributedInfo.Rank)
+		if t.HasRank {
+			rank = int32(t.Rank)
 		}
 		if !hasGPU(t) {
 			convertGeneric(im, t, base, devices)
@@ -267,20 +445,18 @@ func convert(traces []*rawTrace, names []string, opts Options) (*Imported, error
 		var steps []step
 		for i := range t.TraceEvents {
 			e := &t.TraceEvents[i]
-			if e.Ph != "X" {
+			if e.Ph != 'X' || !e.HasTs {
 				continue
 			}
-			ts, ok := numberNs(e.Ts)
-			if !ok {
-				continue
+			ts := e.Ts
+			if isRuntime(e.Cat) && e.Args.Has&hasCorrelation != 0 {
+				launches[e.Args.Correlation] = ts - base
 			}
-			if isRuntime(e.Cat) && e.Args.Correlation != nil {
-				launches[*e.Args.Correlation] = ts - base
-			}
-			if m := stepName.FindStringSubmatch(e.Name); m != nil {
-				dur, _ := numberNs(e.Dur)
-				n, _ := strconv.Atoi(m[1])
-				steps = append(steps, step{n: n, start: ts - base, end: ts - base + dur})
+			if bytes.HasPrefix(e.Name, []byte("ProfilerStep#")) {
+				if m := stepName.FindSubmatch(e.Name); m != nil {
+					n, _ := strconv.Atoi(string(m[1]))
+					steps = append(steps, step{n: n, start: ts - base, end: ts - base + e.Dur})
+				}
 			}
 		}
 		sort.Slice(steps, func(i, j int) bool { return steps[i].start < steps[j].start })
@@ -297,7 +473,7 @@ func convert(traces []*rawTrace, names []string, opts Options) (*Imported, error
 		}
 		for i := range t.TraceEvents {
 			e := &t.TraceEvents[i]
-			if e.Ph != "X" {
+			if e.Ph != 'X' || !e.HasTs {
 				continue
 			}
 			kind, gpu := gpuCategory(e.Cat)
@@ -305,23 +481,19 @@ func convert(traces []*rawTrace, names []string, opts Options) (*Imported, error
 			if !gpu && !runtime {
 				continue
 			}
-			ts, ok := numberNs(e.Ts)
-			if !ok {
-				continue
-			}
-			dur, _ := numberNs(e.Dur)
-			ev := timeline.Event{Kind: kind, Start: ts - base, End: ts - base + max(dur, 0), Queued: -1, Peer: timeline.NoDevice,
-				Label: im.Strings.ID(e.Name)}
+			ts := e.Ts
+			ev := timeline.Event{Kind: kind, Start: ts - base, End: ts - base + max(e.Dur, 0), Queued: -1, Peer: timeline.NoDevice,
+				Label: im.Strings.ID(string(e.Name))}
 			dev := rank
-			if !multi && e.Args.Device != nil {
-				dev = int32(*e.Args.Device)
+			if !multi && e.Args.Has&hasDevice != 0 {
+				dev = int32(e.Args.Device)
 			}
 			ev.Device = dev
-			if e.Args.Correlation != nil {
-				ev.Op = uint64(*e.Args.Correlation)
+			if e.Args.Has&hasCorrelation != 0 {
+				ev.Op = uint64(e.Args.Correlation)
 			}
 			if runtime {
-				pid, _ := rawInt(e.Pid)
+				pid, _ := parseInt(e.Pid)
 				ev.Kind, ev.Queued, ev.Aux = timeline.KindRuntime, ev.Start, uint32(pid)
 				ev.Device = timeline.NoDevice
 				if multi {
@@ -330,7 +502,7 @@ func convert(traces []*rawTrace, names []string, opts Options) (*Imported, error
 				im.Events = append(im.Events, ev)
 				continue
 			}
-			if q, ok := launches[int64(ev.Op)]; ok && e.Args.Correlation != nil {
+			if q, ok := launches[int64(ev.Op)]; ok && e.Args.Has&hasCorrelation != 0 {
 				ev.Queued = q
 			}
 			if opts.LikeHTA {
@@ -339,9 +511,9 @@ func convert(traces []*rawTrace, names []string, opts Options) (*Imported, error
 					continue
 				}
 			}
-			if e.Args.Stream != nil {
-				ev.Stream = uint32(*e.Args.Stream)
-			} else if tid, ok := rawInt(e.Tid); ok {
+			if e.Args.Has&hasStream != 0 {
+				ev.Stream = uint32(e.Args.Stream)
+			} else if tid, ok := parseInt(e.Tid); ok {
 				ev.Stream = uint32(tid)
 			}
 			if ev.Stream == 0 {
@@ -349,16 +521,18 @@ func convert(traces []*rawTrace, names []string, opts Options) (*Imported, error
 			}
 			switch kind {
 			case timeline.KindMemcpy:
-				ev.Sub = uint8(copyDir(e.Name, e.Cat))
-				if e.Args.Bytes != nil {
-					ev.Bytes = *e.Args.Bytes
+				ev.Sub = uint8(copyDir(string(e.Name), e.Cat))
+				if e.Args.Has&hasBytes != 0 {
+					ev.Bytes = e.Args.Bytes
 				}
 			case timeline.KindKernel:
-				if op, ok := NCCLOp(e.Name); ok {
-					ev.Kind, ev.Sub = timeline.KindCollective, uint8(op)
-					ev.Bytes = ncclBytes(&e.Args)
-					if e.Args.GroupSize != nil {
-						ev.Ranks = uint16(*e.Args.GroupSize)
+				if bytes.HasPrefix(e.Name, []byte("nccl")) {
+					if op, ok := NCCLOp(string(e.Name)); ok {
+						ev.Kind, ev.Sub = timeline.KindCollective, uint8(op)
+						ev.Bytes = ncclBytes(&e.Args)
+						if e.Args.Has&hasGroupSize != 0 {
+							ev.Ranks = uint16(e.Args.GroupSize)
+						}
 					}
 				}
 			}
@@ -390,14 +564,10 @@ func convertGeneric(im *Imported, t *rawTrace, base int64, devices map[int32]boo
 	pids, tids := map[string]int32{}, map[string]uint32{}
 	for i := range t.TraceEvents {
 		e := &t.TraceEvents[i]
-		if e.Ph != "X" {
+		if e.Ph != 'X' || !e.HasTs {
 			continue
 		}
-		ts, ok := numberNs(e.Ts)
-		if !ok {
-			continue
-		}
-		dur, _ := numberNs(e.Dur)
+		ts, dur := e.Ts, e.Dur
 		pk, tk := string(e.Pid), string(e.Pid)+"/"+string(e.Tid)
 		if _, ok := pids[pk]; !ok {
 			pids[pk] = int32(len(pids))
@@ -408,40 +578,18 @@ func convertGeneric(im *Imported, t *rawTrace, base int64, devices map[int32]boo
 		dev := pids[pk]
 		devices[dev] = true
 		im.Events = append(im.Events, timeline.Event{Kind: timeline.KindKernel, Start: ts - base, End: ts - base + max(dur, 0), Queued: -1,
-			Device: dev, Peer: timeline.NoDevice, Stream: tids[tk], Label: im.Strings.ID(e.Name)})
+			Device: dev, Peer: timeline.NoDevice, Stream: tids[tk], Label: im.Strings.ID(string(e.Name))})
 	}
 }
 
 // ncclBytes is the message size newer PyTorch profilers attach to NCCL kernels, when present.
 func ncclBytes(a *rawArgs) int64 {
-	var n int64
-	for _, p := range []*json.Number{a.InNelems, a.OutNelems} {
-		if p != nil {
-			if v, err := p.Int64(); err == nil {
-				n = max(n, v)
-			}
-		}
-	}
+	n := max(a.InNelems, a.OutNelems)
 	size := dtypeSize[a.DType]
 	if size == 0 {
 		size = 1
 	}
 	return n * size
-}
-
-func asErr[T error](err error, target *T) bool {
-	for err != nil {
-		if t, ok := err.(T); ok {
-			*target = t
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
 }
 
 // Import reads one trace from r (gzip or plain JSON) and converts it.

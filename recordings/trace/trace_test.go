@@ -241,9 +241,9 @@ func TestGenericChrome(t *testing.T) {
 func TestDecodeErrors(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{`{"traceEvents": [ {"ph": "X", `, "ends before it is complete"},
-		{`{"traceEvents": [ {"ph": "X",, `, "not valid JSON at byte offset 30"},
+		{`{"traceEvents": [ {"ph": "X",, `, "not valid JSON at byte offset 29: expected a quoted key"},
 		{`{"foo": 1}`, "no traceEvents array"},
-		{`{"traceEvents": [{"ph": 5}]}`, "field traceEvents.ph has a number"},
+		{`{"traceEvents": [{"ph": 5}]}`, `byte offset 24: event field "ph" must be a string`},
 	}
 	for _, tc := range tests {
 		_, err := Decode("bad.json", strings.NewReader(tc.src))
