@@ -39,7 +39,6 @@ type Recorder struct {
 	queue   chan *batch
 	free    chan *batch
 	dropped atomic.Int64
-	pending int64 // drops not yet written (writer goroutine only)
 	done    chan struct{}
 	err     atomic.Pointer[error]
 	closed  bool

@@ -409,6 +409,9 @@ func idle(events []timeline.Event, mode timeline.IdleMode, kernelWaitNs int64) (
 		out.ByCause[g.Cause.String()] += g.Dur
 	}
 	for _, g := range topGaps(gaps, TopGaps) {
+		if g.Dur <= 0 {
+			break
+		}
 		out.TopGaps = append(out.TopGaps, GapRow{Device: g.Device, Stream: g.Stream, StartNs: g.Start, DurNs: g.Dur, Cause: g.Cause.String()})
 	}
 	var comm, ov int64

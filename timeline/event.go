@@ -58,7 +58,17 @@ func (k Kind) IsBusy() bool {
 	return false
 }
 
-// IsComm reports whether the kind moves data (communication for the overlap analysis).
+// IsNCCL reports whether the kind is communication in Holistic Trace Analysis's sense: NCCL
+// kernels (sends, receives, collectives). Copies and memsets are memory operations, not communication.
+func (k Kind) IsNCCL() bool {
+	switch k {
+	case KindSend, KindRecv, KindCollective:
+		return true
+	}
+	return false
+}
+
+// IsComm reports whether the kind moves data (copies included): what bandwidth counters count.
 func (k Kind) IsComm() bool {
 	switch k {
 	case KindMemcpy, KindSend, KindRecv, KindCollective:

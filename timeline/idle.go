@@ -43,9 +43,11 @@ const (
 	// IdleEngine splits each gap by the wait events the engine recorded on the stream; what they do
 	// not cover is host wait (before the next op was launched), kernel wait or other, as in HTA.
 	IdleEngine IdleMode = iota
-	// IdleHTA classifies each whole gap as Holistic Trace Analysis does: host wait when the next op's
-	// launch came after the previous op ended, kernel wait when the gap is below the threshold,
-	// other otherwise. Used for imported traces, which carry no wait events.
+	// IdleHTA classifies each whole gap as Holistic Trace Analysis does: ops of a stream in start
+	// order, each gap the next op's start minus the previous op's end (negative when they overlap,
+	// as in HTA); host wait when the next op's launch came after the previous op ended, kernel wait
+	// when the gap is below the threshold, other otherwise. Used for imported traces, which carry no
+	// wait events.
 	IdleHTA
 )
 
@@ -146,6 +148,24 @@ func IdleGaps(events []Event, mode IdleMode, kernelWaitNs int64) []Gap {
 		slices.SortFunc(os, func(a, b opIv) int { return cmp.Compare(a.start, b.start) })
 		ws := waits[k]
 		slices.SortFunc(ws, func(a, b waitIv) int { return cmp.Compare(a.start, b.start) })
+		if mode == IdleHTA {
+			// HTA pairs each op with the one started just before it and keeps the difference even
+			// when ops overlap (a negative interval); reproduce that so the numbers agree.
+			for i := 1; i < len(os); i++ {
+				prev, o := os[i-1], os[i]
+				if gap := o.start - prev.end; gap != 0 {
+					c := CauseOther
+					switch {
+					case o.queued > prev.end:
+						c = CauseHostWait
+					case gap < kernelWaitNs:
+						c = CauseKernelWait
+					}
+					gaps = append(gaps, Gap{Device: k.dev, Stream: k.stream, Start: prev.end, Dur: gap, Cause: c})
+				}
+			}
+			continue
+		}
 		prevEnd := os[0].end
 		for _, o := range os[1:] {
 			if o.start > prevEnd {
@@ -214,7 +234,7 @@ type DeviceTime struct {
 	IdleNs     int64
 	ComputeNs  int64
 	NonCompNs  int64
-	CommNs     int64 // union of communication ops
+	CommNs     int64 // union of communication (NCCL) ops
 	OverlapNs  int64 // union of (compute ∩ communication)
 	BusyNs     int64
 	FirstStart int64
@@ -239,7 +259,7 @@ func Breakdown(events []Event) []DeviceTime {
 		if e.Kind == KindKernel {
 			a.comp = append(a.comp, iv)
 		}
-		if e.Kind.IsComm() {
+		if e.Kind.IsNCCL() {
 			a.comm = append(a.comm, iv)
 		}
 	}

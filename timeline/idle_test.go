@@ -92,6 +92,17 @@ func TestIdleGaps(t *testing.T) {
 			want: []Gap{{0, 1, 100, 200, CauseOther}},
 		},
 		{
+			// HTA keeps the negative interval of overlapping ops (kernel wait: below 30 ns).
+			name: "hta overlapping ops",
+			mode: IdleHTA,
+			events: []Event{
+				kernel(0, 1, 0, 100, 0),
+				kernel(0, 1, 50, 200, 0),
+				kernel(0, 1, 250, 300, 0),
+			},
+			want: []Gap{{0, 1, 100, -50, CauseKernelWait}, {0, 1, 200, 50, CauseOther}},
+		},
+		{
 			// Overlapping ops on one stream (a group's parts) form one busy stretch.
 			name: "overlapping ops merge",
 			events: []Event{
@@ -124,14 +135,16 @@ func TestIdleGaps(t *testing.T) {
 	}
 }
 
-// Device 0 runs a kernel [0,100) and a copy [50,150), then a kernel [200,300): span 300, busy
-// union [0,150)+[200,300) = 250, idle 50, compute union 200, non-compute 50; communication [50,150)
-// = 100, of which [50,100) overlaps compute: overlap 50.
+// Device 0 runs a kernel [0,100) and an all-reduce [50,150), then a kernel [200,300) with a copy
+// [220,260) under it: span 300, busy union [0,150)+[200,300) = 250, idle 50, compute union 200,
+// non-compute 50; communication (NCCL only, as in HTA: the copy is memory, not communication)
+// [50,150) = 100, of which [50,100) overlaps compute: overlap 50.
 func TestBreakdown(t *testing.T) {
 	events := []Event{
 		kernel(0, 1, 0, 100, 0),
-		{Kind: KindMemcpy, Sub: uint8(CopyH2D), Device: 0, Stream: 2, Start: 50, End: 150},
+		{Kind: KindCollective, Sub: uint8(CollAllReduce), Device: 0, Stream: 2, Start: 50, End: 150},
 		kernel(0, 1, 200, 300, 0),
+		{Kind: KindMemcpy, Sub: uint8(CopyH2D), Device: 0, Stream: 3, Start: 220, End: 260},
 		kernel(1, 3, 1000, 1010, 0),
 		{Kind: KindBarrier, Device: 0, Stream: 1, Start: 150, End: 200},
 	}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/report"
+)
+
+func analyzeJSON(t *testing.T, args ...string) *report.Report {
+	t.Helper()
+	code, out, errs := runCLI(t, append([]string{"analyze", "--json"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("analyze %v: exit %d: %s", args, code, errs)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+// testdata/hta_small.json is a Kineto trace small enough to work out Holistic Trace Analysis's
+// numbers by hand. Times in µs; stream 7 holds gemm_a [10,30) launched at 1, gemm_b [30,50) at 2,
+// relu [70,90) at 60, add [150,160) at 80, late [250,260) at 210; stream 8 small_a [100,110) at 96
+// and small_b [110.01,120) at 97; stream 9 a memcpy [100,110); stream 20 an NCCL all-reduce [20,60).
+//
+// Idle (HTA: consecutive ops per stream, start − previous end): stream 7: gemm_b 0 (no gap);
+// relu 20 µs launched at 60 > 50 → host wait; add 60 µs launched at 80 < 90 and ≥ 30 ns → other;
+// late 90 µs launched at 210 > 160 → host wait. Stream 8: 10 ns launched before 110 → kernel wait.
+// Host wait 110 µs, other 60 µs, kernel wait 10 ns.
+//
+// Temporal breakdown: span 10 → 260 = 250 µs; busy union [10,60) [70,90) [100,110) [110.01,120)
+// [150,160) [250,260) = 109.99 µs; idle 140.01 µs = 56.0%; compute (non-NCCL kernels)
+// 99.99 µs = 40.0%; non-compute 10 µs = 4.0%.
+//
+// Overlap: communication = the NCCL kernel [20,60) = 40 µs (the memcpy is memory, not
+// communication); computation overlapping it [20,50) = 30 µs: 75%.
+//
+// --like-hta drops GPU ops not launched during a ProfilerStep and those of the last step: `late`
+// (launched at 210, in step 3 of 3) goes. Host wait 20 µs, other 60 µs, kernel wait 10 ns; span
+// 10 → 160 = 150 µs, busy 99.99 µs, idle 50.01 µs = 33.34%.
+func TestAnalyzeMatchesHTA(t *testing.T) {
+	path := filepath.Join("testdata", "hta_small.json")
+	r := analyzeJSON(t, path)
+	wantCauses := map[string]int64{"host_wait": 110_000, "kernel_wait": 10, "other": 60_000, "event_wait": 0, "barrier_wait": 0, "peer_wait": 0}
+	for k, v := range wantCauses {
+		if r.Idle.ByCause[k] != v {
+			t.Errorf("idle %s = %d ns; HTA gives %d", k, r.Idle.ByCause[k], v)
+		}
+	}
+	if r.Idle.TotalNs != 170_010 {
+		t.Errorf("idle total %d; want 170010", r.Idle.TotalNs)
+	}
+	if len(r.Idle.Devices) != 1 {
+		t.Fatalf("devices %+v", r.Idle.Devices)
+	}
+	d := r.Idle.Devices[0]
+	if d.IdleNs != 140_010 || d.IdlePct != 56.0 || d.ComputePct != 40.0 || d.NonCompPct != 4.0 {
+		t.Errorf("temporal breakdown %+v; HTA gives idle 140010 ns 56.0%%, compute 40.0%%, non-compute 4.0%%", d)
+	}
+	if r.Overlap.CommComputePct != 75 {
+		t.Errorf("overlap %.2f%%; HTA gives 75%%", r.Overlap.CommComputePct)
+	}
+	if r.Transfers.ByKind["h2d"].Count != 1 || r.Transfers.ByKind["h2d"].GBpsP50 != 100 {
+		t.Errorf("h2d %+v; want 1 copy of 1 MB in 10 µs = 100 GB/s", r.Transfers.ByKind["h2d"])
+	}
+	if len(r.Collectives) != 1 || r.Collectives[0].Op != "all_reduce" || r.Steps.Count != 3 {
+		t.Errorf("collectives %+v, steps %+v", r.Collectives, r.Steps)
+	}
+
+	like := analyzeJSON(t, "--like-hta", path)
+	if like.Idle.ByCause["host_wait"] != 20_000 || like.Idle.ByCause["other"] != 60_000 || like.Idle.ByCause["kernel_wait"] != 10 {
+		t.Errorf("--like-hta idle %v", like.Idle.ByCause)
+	}
+	if d := like.Idle.Devices[0]; d.IdleNs != 50_010 || d.IdlePct != 33.34 {
+		t.Errorf("--like-hta breakdown %+v; want idle 50010 ns, 33.34%%", d)
+	}
+}
+
+func TestRecordReplayConvertCLI(t *testing.T) {
+	dir := t.TempDir()
+	xfr := filepath.Join(dir, "p.xfr")
+	code, live, errs := runCLI(t, "run", "--headless", "--json", "--steps", "2", "--record", xfr)
+	if code != exitOK {
+		t.Fatalf("run --record: %d %s", code, errs)
+	}
+	code, replayed, errs := runCLI(t, "replay", xfr, "--headless", "--json")
+	if code != exitOK || replayed != live {
+		t.Fatalf("replay: exit %d (%s); same report as the run: %v", code, errs, replayed == live)
+	}
+	code, analyzed, _ := runCLI(t, "analyze", "--json", xfr)
+	if code != exitOK || analyzed != live {
+		t.Errorf("analyze of a recording differs from the run's report")
+	}
+	js := filepath.Join(dir, "p.json")
+	if code, out, errs := runCLI(t, "convert", xfr, js); code != exitOK || !strings.Contains(out, "Chrome trace JSON") {
+		t.Fatalf("convert to JSON: %d %s %s", code, out, errs)
+	}
+	back := filepath.Join(dir, "back.xfr")
+	if code, _, errs := runCLI(t, "convert", js, back); code != exitOK {
+		t.Fatalf("convert back: %d %s", code, errs)
+	}
+	code, again, errs := runCLI(t, "analyze", "--json", back)
+	if code != exitOK {
+		t.Fatalf("analyze round trip: %d %s", code, errs)
+	}
+	var a, b map[string]any
+	_ = json.Unmarshal([]byte(live), &a)
+	_ = json.Unmarshal([]byte(again), &b)
+	for _, k := range []string{"steps", "transfers", "collectives", "comm_cache", "idle", "overlap", "events"} {
+		ja, _ := json.Marshal(a[k])
+		jb, _ := json.Marshal(b[k])
+		if string(ja) != string(jb) {
+			t.Errorf("%s changed through .xfr → JSON → .xfr:\n%s\n%s", k, ja, jb)
+		}
+	}
+	// A Kineto trace converts to a recording that analyzes like the trace.
+	kxfr := filepath.Join(dir, "k.xfr")
+	if code, _, errs := runCLI(t, "convert", filepath.Join("testdata", "hta_small.json"), kxfr); code != exitOK {
+		t.Fatalf("convert kineto: %s", errs)
+	}
+	if r := analyzeJSON(t, kxfr); r.Idle.TotalNs != 170_010 || r.Overlap.CommComputePct != 75 {
+		t.Errorf("Kineto → .xfr lost HTA mode: idle %d overlap %v", r.Idle.TotalNs, r.Overlap.CommComputePct)
+	}
+}
+
+func TestFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "g.xfr")
+	if code, _, errs := runCLI(t, "run", "--headless", "--steps", "3", "--scenario", "overlap", "--record", good); code != exitOK {
+		t.Fatal(errs)
+	}
+	data, _ := os.ReadFile(good)
+	bad := filepath.Join(dir, "bad.xfr")
+	flipped := append([]byte(nil), data...)
+	flipped[200] ^= 0xff
+	_ = os.WriteFile(bad, flipped, 0o644)
+	newer := append([]byte(nil), data...)
+	newer[8] = 9
+	future := filepath.Join(dir, "future.xfr")
+	_ = os.WriteFile(future, newer, 0o644)
+	torn := filepath.Join(dir, "torn.xfr")
+	_ = os.WriteFile(torn, data[:len(data)-100], 0o644)
+	notjson := filepath.Join(dir, "x.json")
+	_ = os.WriteFile(notjson, []byte(`{"traceEvents": [ {"ph": "X"`), 0o644)
+	tests := []struct {
+		args   []string
+		code   int
+		errHas string
+	}{
+		{[]string{"replay", bad, "--headless"}, exitUsage, bad + ": corrupt recording at byte offset"},
+		{[]string{"replay", future, "--headless"}, exitUsage, "recorded by a newer xfertop (format version 9; this xfertop reads up to 1)"},
+		{[]string{"replay", torn, "--headless"}, exitOK, "warning: " + torn + ": torn tail at byte offset"},
+		{[]string{"replay", "--headless", filepath.Join(dir, "none.xfr")}, exitUsage, "no such file"},
+		{[]string{"replay"}, exitUsage, "give one recording"},
+		{[]string{"analyze", notjson}, exitUsage, notjson + ": the JSON ends before it is complete"},
+		{[]string{"convert", good}, exitUsage, "usage: xfertop convert IN OUT"},
+		{[]string{"convert", good, filepath.Join(dir, "o.xfr")}, exitUsage, "write it to a .json file"},
+	}
+	for _, tc := range tests {
+		code, _, errs := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.errHas) {
+			t.Errorf("xfertop %v: exit %d, stderr %q; want %d and %q", tc.args, code, errs, tc.code, tc.errHas)
+		}
+	}
+	// --salvage reads past the damage.
+	if code, out, errs := runCLI(t, "replay", bad, "--headless", "--salvage"); code != exitOK || !strings.Contains(errs, "skipped") || out == "" {
+		t.Errorf("--salvage: exit %d, stderr %q", code, errs)
+	}
+}
