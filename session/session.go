@@ -28,6 +28,10 @@ type Config struct {
 	Record string
 	// Epoch is the wall-clock time of simulated time 0 (zero: now).
 	Epoch time.Time
+	// Window, when positive, keeps the most recent events in a bounded, concurrent
+	// timeline.Window (for the console) instead of every event in Store, so a run can go on for
+	// ever in bounded memory.
+	Window int
 }
 
 // ConfigError is a problem with the configuration (flags, scenario file, knobs) found before
@@ -47,6 +51,8 @@ type Prepared struct {
 	Client   *engine.Client
 	Sim      *sim.Sim
 	Topology engine.Topology
+	// Window holds recent events when Config.Window is set (Store then holds only the strings).
+	Window   *timeline.Window
 	fan      *fanout
 	recorder *recordings.Recorder
 }
@@ -79,8 +85,15 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 		return nil, &ConfigError{err}
 	}
 	store := timeline.NewStore(nil)
-	fan := &fanout{sinks: append([]timeline.Sink{store}, sinks...)}
+	fan := &fanout{}
 	p := &Prepared{Config: cfg, Scenario: sc, Store: store, Topology: topo, fan: fan}
+	if cfg.Window > 0 {
+		p.Window = timeline.NewWindow(cfg.Window, store.Strings)
+		fan.sinks = append(fan.sinks, p.Window)
+	} else {
+		fan.sinks = append(fan.sinks, store)
+	}
+	fan.sinks = append(fan.sinks, sinks...)
 	if cfg.Record != "" {
 		if cfg.Epoch.IsZero() {
 			cfg.Epoch = time.Now()

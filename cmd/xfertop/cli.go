@@ -9,10 +9,12 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // Exit statuses.
@@ -90,6 +92,7 @@ type runOpts struct {
 	headless bool
 	json     bool
 	record   string
+	console  consoleOpts
 }
 
 func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
@@ -107,6 +110,8 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.BoolVar(&o.headless, "headless", false, "print a report instead of opening the console")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON (with --headless)")
 	fs.StringVar(&o.record, "record", "", "record the session to this .xfr file while it runs")
+	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
+	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory (older ones are trimmed; the recording keeps all)")
 	return fs, o
 }
 
@@ -131,6 +136,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	o.cfg.Record = o.record
+	if o.console.tick <= 0 || o.console.window <= 0 {
+		fmt.Fprintln(stderr, "xfertop run: --tick and --window must be positive")
+		return exitUsage
+	}
+	if !o.headless {
+		if interactive(stdout) {
+			if !flagSet(fs, "speed") {
+				o.cfg.Speed = 1 // a person watches in real time unless asked otherwise
+			}
+			return liveConsole(ctx, o.cfg, o.console, stderr)
+		}
+		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
+	}
 	p, err := session.Prepare(o.cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "xfertop: %v\n", err)
@@ -214,4 +232,11 @@ func writeReport(stdout, stderr io.Writer, r *report.Report, asJSON bool) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// flagSet reports whether the named flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

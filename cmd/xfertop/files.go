@@ -40,6 +40,8 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	speed := fs.Float64("speed", 0, "replay at this many recorded seconds per wall second (0: as fast as possible)")
 	from := fs.Duration("from", 0, "start at this time into the recording")
 	headless := fs.Bool("headless", false, "print a report instead of opening the console")
+	tick := fs.Duration("tick", 60*time.Millisecond, "console: how often the view refreshes")
+	window := fs.Int("window", timeline.DefaultWindow, "console: events kept in memory")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	salvage := fs.Bool("salvage", false, "skip damaged chunks instead of stopping at the first")
 	pos, err := parseInterspersed(fs, args)
@@ -49,7 +51,6 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return exitUsage
 	}
-	_ = headless
 	if len(pos) != 1 {
 		fmt.Fprintln(stderr, "xfertop replay: give one recording: xfertop replay FILE.xfr [--speed X] [--from T] [--headless [--json]]")
 		return exitUsage
@@ -57,6 +58,16 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *speed < 0 || *from < 0 {
 		fmt.Fprintln(stderr, "xfertop replay: --speed and --from must not be negative")
 		return exitUsage
+	}
+	if !*headless {
+		if interactive(stdout) {
+			if !flagSet(fs, "speed") {
+				*speed = 1
+			}
+			return replayConsole(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage},
+				consoleOpts{tick: *tick, window: *window}, stderr)
+		}
+		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 	}
 	rp, err := session.Replay(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage})
 	if err != nil {

@@ -44,8 +44,11 @@ func pid(e *timeline.Event) int64 {
 	return int64(e.Host)
 }
 
-// EventName is how an event is titled in exported traces.
-func EventName(e *timeline.Event, strs *timeline.Strings) string {
+// Labels resolves label ids: a *timeline.Strings or a *timeline.Snapshot.
+type Labels interface{ Lookup(id uint32) string }
+
+// EventName is how an event is titled in exported traces and in the console.
+func EventName(e *timeline.Event, strs Labels) string {
 	label := strs.Lookup(e.Label)
 	switch e.Kind {
 	case timeline.KindMemcpy:

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui"
+)
+
+// consoleOpts are the flags only the console uses.
+type consoleOpts struct {
+	tick   time.Duration
+	window int
+}
+
+// interactive reports whether the console can run: stdout and stdin are a terminal.
+func interactive(stdout io.Writer) bool {
+	f, ok := stdout.(*os.File)
+	return ok && term.IsTerminal(f.Fd()) && term.IsTerminal(os.Stdin.Fd())
+}
+
+type liveSource struct {
+	l    *session.Live
+	info ui.SourceInfo
+}
+
+func (s liveSource) Info() ui.SourceInfo         { return s.info }
+func (s liveSource) Snapshot() timeline.Snapshot { return s.l.P.Window.Snapshot() }
+func (s liveSource) SetSpeed(float64) bool       { return false }
+func (s liveSource) SeekTo(int64) bool           { return false }
+func (s liveSource) Status() ui.Status {
+	return ui.Status{Speed: s.l.P.Config.Speed, Done: s.l.Done(), Err: s.l.Err(), Dropped: s.l.P.Dropped()}
+}
+
+type replaySource struct {
+	r    *session.ReplaySource
+	info ui.SourceInfo
+}
+
+func (s replaySource) Info() ui.SourceInfo         { return s.info }
+func (s replaySource) Snapshot() timeline.Snapshot { return s.r.Snapshot() }
+func (s replaySource) SetSpeed(x float64) bool     { s.r.SetSpeed(x); return true }
+func (s replaySource) SeekTo(t int64) bool         { s.r.SeekTo(t); return true }
+func (s replaySource) Status() ui.Status {
+	return ui.Status{Speed: s.r.Speed(), Done: s.r.Done(), Err: s.r.Err(), Dropped: s.r.Dropped()}
+}
+
+// runConsole runs the console until the user quits. Bubble Tea restores the terminal on the way out,
+// after a panic too.
+func runConsole(ctx context.Context, src ui.Source, o consoleOpts) error {
+	dark := lipgloss.HasDarkBackground(os.Stdin, os.Stdout)
+	p := tea.NewProgram(ui.New(src, ui.Options{Tick: o.tick, IsDark: dark}), tea.WithContext(ctx))
+	_, err := p.Run()
+	return err
+}
+
+func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, stderr io.Writer) int {
+	if cfg.Steps == 0 && cfg.Duration == 0 {
+		cfg.Steps = math.MaxInt32 // like top: run until the user quits
+	}
+	cfg.Window = o.window
+	l, err := session.StartLive(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "xfertop: %v\n", err)
+		return exitUsage
+	}
+	t := l.P.Topology
+	info := ui.SourceInfo{Name: l.P.Scenario.File.Name, Backend: "sim", Topology: t.Name, Devices: t.Devices(), GPUsPerHost: t.GPUsPerHost,
+		Peak: session.SimPeaks(), IdleMode: timeline.IdleEngine}
+	cerr := runConsole(ctx, liveSource{l: l, info: info}, o)
+	out, rerr := l.Stop()
+	if cerr != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "xfertop: console: %v\n", cerr)
+		return exitFailure
+	}
+	if rerr != nil {
+		fmt.Fprintf(stderr, "xfertop: %v\n", rerr)
+		return exitFailure
+	}
+	if out.EndedByAlert() {
+		fmt.Fprintf(stderr, "xfertop: the run ended early: %v\n", out.Ended)
+		return exitAlert
+	}
+	return exitOK
+}
+
+func replayConsole(ctx context.Context, cfg session.ReplayConfig, o consoleOpts, stderr io.Writer) int {
+	rs, err := session.StartReplay(ctx, cfg, o.window)
+	if err != nil {
+		fmt.Fprintf(stderr, "xfertop: %v\n", err)
+		return exitUsage
+	}
+	defer rs.Stop()
+	m := rs.Meta
+	info := ui.SourceInfo{Replay: true, Name: cfg.Path, Backend: m.Backend, Topology: m.Topology, Devices: m.Devices,
+		GPUsPerHost: gpusPerHost(m.Topology, m.Devices), IdleMode: m.IdleMode, Duration: rs.Duration}
+	if m.Backend == "sim" {
+		info.Peak = session.SimPeaks()
+	}
+	if err := runConsole(ctx, replaySource{r: rs, info: info}, o); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "xfertop: console: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// gpusPerHost reads "h100x8x2"-style names (8 per host); otherwise every device is one host's.
+func gpusPerHost(topo string, devices int) int {
+	var a, b, c int
+	if n, _ := fmt.Sscanf(topo, "h%dx%dx%d", &a, &b, &c); n >= 2 {
+		return b
+	}
+	return max(devices, 1)
+}

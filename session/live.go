@@ -1,0 +1,251 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Live is a run going on in the background, its events flowing into a bounded window that a
+// console reads. The run never waits for its readers.
+type Live struct {
+	P      *Prepared
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	out    Outcome
+	err    error
+	ended  atomic.Bool
+}
+
+// StartLive prepares cfg with a window (DefaultWindow events unless cfg.Window is set) and starts it.
+func StartLive(ctx context.Context, cfg Config) (*Live, error) {
+	if cfg.Window <= 0 {
+		cfg.Window = timeline.DefaultWindow
+	}
+	p, err := Prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	l := &Live{P: p, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		out, err := p.Run(ctx)
+		l.mu.Lock()
+		l.out, l.err = out, err
+		l.mu.Unlock()
+		l.ended.Store(true)
+	}()
+	return l, nil
+}
+
+// Stop cancels the run and waits for it (and its recording) to finish.
+func (l *Live) Stop() (Outcome, error) {
+	l.cancel()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out, l.err
+}
+
+// Done reports whether the run has ended.
+func (l *Live) Done() bool { return l.ended.Load() }
+
+// Err returns what stopped the run early (an alert, a deadlock, a failure), once it has ended.
+// Cancellation by Stop is not an error.
+func (l *Live) Err() error {
+	if !l.ended.Load() {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	if l.out.Ended != nil && !errors.Is(l.out.Ended, engine.ErrCanceled) {
+		return l.out.Ended
+	}
+	return nil
+}
+
+// SimPeaks returns the simulator's per-device link peaks in bytes/s: PCIe, NVLink, NIC, HBM.
+func SimPeaks() [4]float64 {
+	m := sim.DefaultModel()
+	return [4]float64{m.PCIeBps, m.NVLinkBps, m.NICBps, m.HBMBps}
+}
+
+// ReplaySource replays a recording into a bounded window in the background, paced at a speed that
+// can change while it runs, and can seek.
+type ReplaySource struct {
+	Path     string
+	Meta     recordings.Meta
+	Duration int64 // the recording's length (0 when it has no index)
+	win      atomic.Pointer[timeline.Window]
+	limit    int
+	salvage  bool
+	speed    atomic.Uint64 // float64 bits
+	seek     chan int64
+	done     atomic.Bool
+	err      atomic.Pointer[error]
+	dropped  atomic.Int64
+	stop     context.CancelFunc
+	finished chan struct{}
+}
+
+// StartReplay opens a recording and starts replaying it at speed (0: as fast as possible) from from.
+func StartReplay(ctx context.Context, cfg ReplayConfig, window int) (*ReplaySource, error) {
+	r, f, err := recordings.Open(cfg.Path, recordings.Options{Salvage: cfg.Salvage})
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	rs := &ReplaySource{Path: cfg.Path, Meta: r.Meta(), limit: window, salvage: cfg.Salvage,
+		seek: make(chan int64, 1), finished: make(chan struct{})}
+	rs.win.Store(timeline.NewWindow(window, nil))
+	for _, e := range r.Index() {
+		rs.Duration = max(rs.Duration, e.MaxEnd)
+	}
+	rs.SetSpeed(cfg.Speed)
+	ctx, rs.stop = context.WithCancel(ctx)
+	go rs.loop(ctx, cfg.From.Nanoseconds())
+	return rs, nil
+}
+
+// SetSpeed changes the pace; 0 replays as fast as possible.
+func (rs *ReplaySource) SetSpeed(x float64) { rs.speed.Store(mathFloat64bits(max(x, 0))) }
+
+// Speed returns the pace.
+func (rs *ReplaySource) Speed() float64 { return mathFloat64frombits(rs.speed.Load()) }
+
+// SeekTo asks the replay to jump to t (ns).
+func (rs *ReplaySource) SeekTo(t int64) {
+	select {
+	case <-rs.seek:
+	default:
+	}
+	rs.seek <- t
+	rs.done.Store(false)
+}
+
+// Snapshot returns the replayed events held now.
+func (rs *ReplaySource) Snapshot() timeline.Snapshot { return rs.win.Load().Snapshot() }
+
+// Done reports whether the whole recording has been replayed.
+func (rs *ReplaySource) Done() bool { return rs.done.Load() }
+
+// Err returns what stopped the replay, if anything.
+func (rs *ReplaySource) Err() error {
+	if p := rs.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Dropped returns the events the recording says were dropped while it was made.
+func (rs *ReplaySource) Dropped() int64 { return rs.dropped.Load() }
+
+// Stop ends the replay.
+func (rs *ReplaySource) Stop() {
+	rs.stop()
+	<-rs.finished
+}
+
+func (rs *ReplaySource) loop(ctx context.Context, from int64) {
+	defer close(rs.finished)
+	for {
+		next, err := rs.play(ctx, from)
+		if err != nil {
+			rs.err.Store(&err)
+		}
+		if next < 0 {
+			// Played to the end (or failed): wait for a seek or the end of the session.
+			rs.done.Store(true)
+			select {
+			case <-ctx.Done():
+				return
+			case next = <-rs.seek:
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		from = next
+		rs.err.Store(nil)
+	}
+}
+
+// play replays from time from; it returns the time to seek to when asked to, or -1 at the end.
+func (rs *ReplaySource) play(ctx context.Context, from int64) (int64, error) {
+	r, f, err := recordings.Open(rs.Path, recordings.Options{Salvage: rs.salvage})
+	if err != nil {
+		return -1, err
+	}
+	defer f.Close()
+	// A fresh window over this reader's string table: the console starts afresh after a seek.
+	win := timeline.NewWindow(rs.limit, r.Strings())
+	rs.win.Store(win)
+	if from > 0 {
+		r.SeekTime(from)
+	}
+	wall0, sim0 := time.Now(), from
+	for r.Next() {
+		for i := range r.At() {
+			e := &r.At()[i]
+			if e.End < from {
+				continue
+			}
+			for {
+				sp := rs.Speed()
+				if sp <= 0 {
+					break
+				}
+				target := wall0.Add(time.Duration(float64(e.End-sim0) / sp))
+				d := time.Until(target)
+				if d <= time.Millisecond {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return -1, nil
+				case t := <-rs.seek:
+					return t, nil
+				case <-time.After(min(d, 50*time.Millisecond)):
+					// Re-check: the speed may have changed.
+					if rs.Speed() != sp {
+						wall0, sim0 = time.Now(), e.End
+					}
+				}
+			}
+			win.Emit(e)
+		}
+		rs.dropped.Store(r.Dropped())
+		select {
+		case <-ctx.Done():
+			return -1, nil
+		case t := <-rs.seek:
+			return t, nil
+		default:
+		}
+	}
+	rs.dropped.Store(r.Dropped())
+	if err := r.Err(); err != nil {
+		return -1, err
+	}
+	if len(r.Warnings()) > 0 {
+		w := errors.New(r.Warnings()[0])
+		return -1, w
+	}
+	return -1, nil
+}
+
+func mathFloat64bits(f float64) uint64     { return math.Float64bits(f) }
+func mathFloat64frombits(b uint64) float64 { return math.Float64frombits(b) }

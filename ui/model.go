@@ -1,0 +1,480 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/ui/theme"
+)
+
+// Source is what the console shows: a live run or a replay. Implementations are safe for use from
+// the console's goroutines while they produce events on their own.
+type Source interface {
+	Info() SourceInfo
+	Snapshot() timeline.Snapshot
+	Status() Status
+	// SetSpeed changes the pace (replay); it returns false where that is not possible.
+	SetSpeed(x float64) bool
+	// SeekTo jumps to a time in ns (replay); it returns false where that is not possible.
+	SeekTo(t int64) bool
+}
+
+// SourceInfo describes a source; it does not change while it runs.
+type SourceInfo struct {
+	Replay      bool
+	Name        string // scenario or file
+	Backend     string
+	Topology    string
+	Devices     int
+	GPUsPerHost int
+	Peak        [agg.Links]float64
+	IdleMode    timeline.IdleMode
+	Duration    int64 // replay: the recording's length in ns
+}
+
+// Status is how a source is doing now.
+type Status struct {
+	Speed   float64 // 0: as fast as possible
+	Done    bool
+	Err     error
+	Dropped int64 // events lost before reaching the console or the recording
+}
+
+// Views, in tab order.
+const (
+	TabOverview = iota
+	TabTimeline
+	TabTransfers
+	TabBarriers
+	TabIdle
+	TabComms
+	TabEvents
+	tabCount
+)
+
+var tabNames = [tabCount]string{"Overview", "Timeline", "Transfers", "Barriers", "Idle", "Comms", "Events"}
+
+// Minimum terminal size.
+const (
+	MinWidth  = 80
+	MinHeight = 24
+)
+
+// DefaultTick is how often the console reads a new snapshot.
+const DefaultTick = 60 * time.Millisecond
+
+// Options configure the console.
+type Options struct {
+	Tick   time.Duration
+	IsDark bool
+}
+
+// Model is the console's root model.
+type Model struct {
+	src    Source
+	info   SourceInfo
+	keys   KeyMap
+	help   help.Model
+	styles theme.Styles
+	tick   time.Duration
+	tickID int
+
+	width, height int
+	tab           int
+	paused        bool
+	showHelp      bool
+
+	snap   timeline.Snapshot
+	state  *agg.State
+	status Status
+	frames int
+
+	overview  overviewView
+	timeline  timelineView
+	transfers transfersView
+	barriers  barriersView
+	idle      idleView
+	comms     commsView
+	events    eventsView
+}
+
+// New returns a console over src.
+func New(src Source, opts Options) *Model {
+	if opts.Tick <= 0 {
+		opts.Tick = DefaultTick
+	}
+	info := src.Info()
+	m := &Model{src: src, info: info, keys: DefaultKeyMap(), help: help.New(), styles: theme.DefaultStyles(opts.IsDark),
+		tick: opts.Tick, state: agg.New(agg.Info{Devices: info.Devices, GPUsPerHost: info.GPUsPerHost, Peak: info.Peak})}
+	m.help.Styles = help.DefaultStyles(opts.IsDark)
+	m.timeline = newTimelineView()
+	m.transfers = newTransfersView()
+	m.events = newEventsView()
+	m.configureKeys()
+	return m
+}
+
+// configureKeys enables only the keys that work for this source.
+func (m *Model) configureKeys() {
+	m.keys.Slower.SetEnabled(m.info.Replay)
+	m.keys.Faster.SetEnabled(m.info.Replay)
+	m.keys.SeekBack.SetEnabled(m.info.Replay)
+	m.keys.SeekFwd.SetEnabled(m.info.Replay)
+	if m.info.Replay {
+		// ← and → seek in a replay; the timeline cursor keeps H and L.
+		m.keys.SeekBack.SetKeys("left", "<")
+		m.keys.SeekBack.SetHelp("←", "seek back")
+		m.keys.SeekFwd.SetKeys("right", ">")
+		m.keys.SeekFwd.SetHelp("→", "seek forward")
+		m.keys.Left.SetKeys("H")
+		m.keys.Left.SetHelp("H", "cursor left")
+		m.keys.Right.SetKeys("L")
+		m.keys.Right.SetHelp("L", "cursor right")
+	} else {
+		m.keys.Left.SetKeys("left", "H")
+		m.keys.Right.SetKeys("right", "L")
+	}
+}
+
+type tickMsg struct{ id int }
+
+func (m *Model) scheduleTick() tea.Cmd {
+	id := m.tickID
+	return tea.Tick(m.tick, func(time.Time) tea.Msg { return tickMsg{id: id} })
+}
+
+// Init starts the tick.
+func (m *Model) Init() tea.Cmd {
+	m.refresh()
+	return m.scheduleTick()
+}
+
+// refresh reads a new snapshot and folds it in.
+func (m *Model) refresh() {
+	m.snap = m.src.Snapshot()
+	m.state.Update(&m.snap)
+	m.status = m.src.Status()
+}
+
+// Update handles a message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+		return m, nil
+	case tickMsg:
+		if msg.id != m.tickID {
+			return m, nil // a stale tick: a newer chain is running
+		}
+		if !m.paused {
+			m.refresh()
+		}
+		var cmds []tea.Cmd
+		cmds = append(cmds, m.scheduleTick())
+		if m.tab == TabIdle {
+			cmds = append(cmds, m.idle.maybeCompute(m))
+		}
+		return m, tea.Batch(cmds...)
+	case idleResultMsg:
+		m.idle.result(msg)
+		return m, nil
+	case tea.MouseWheelMsg:
+		w := msg.Mouse()
+		switch w.Button {
+		case tea.MouseWheelUp:
+			m.scroll(-3)
+		case tea.MouseWheelDown:
+			m.scroll(3)
+		}
+		return m, nil
+	case tea.KeyPressMsg:
+		return m.key(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) scroll(n int) {
+	switch m.tab {
+	case TabTimeline:
+		m.timeline.moveRow(n)
+	case TabTransfers:
+		m.transfers.move(n)
+	case TabBarriers:
+		m.barriers.move(n)
+	case TabIdle:
+		m.idle.move(n)
+	case TabEvents:
+		m.events.move(n)
+	}
+}
+
+func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	// A text input that is open takes every key but the ones that close it.
+	if m.tab == TabTransfers && m.transfers.filtering {
+		return m, m.transfers.input(msg)
+	}
+	if m.tab == TabEvents && m.events.filtering {
+		return m, m.events.input(msg)
+	}
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m, tea.Quit
+	case key.Matches(msg, k.Help):
+		m.showHelp = !m.showHelp
+		return m, nil
+	case m.showHelp && msg.String() == "esc":
+		m.showHelp = false
+		return m, nil
+	case key.Matches(msg, k.Pause):
+		m.paused = !m.paused
+		if !m.paused {
+			m.refresh()
+		}
+		return m, nil
+	case key.Matches(msg, k.NextTab):
+		m.tab = (m.tab + 1) % tabCount
+	case key.Matches(msg, k.PrevTab):
+		m.tab = (m.tab + tabCount - 1) % tabCount
+	case key.Matches(msg, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7):
+		m.tab = int(msg.String()[0] - '1')
+	case key.Matches(msg, k.Slower):
+		if m.status.Speed > 0 {
+			m.src.SetSpeed(m.status.Speed / 2)
+		}
+		m.status = m.src.Status()
+	case key.Matches(msg, k.Faster):
+		sp := m.status.Speed * 2
+		if sp == 0 {
+			sp = 0 // already as fast as possible
+		}
+		m.src.SetSpeed(sp)
+		m.status = m.src.Status()
+	case key.Matches(msg, k.SeekBack), key.Matches(msg, k.SeekFwd):
+		step := max(m.info.Duration/20, int64(time.Second))
+		t := m.snap.Now
+		if key.Matches(msg, k.SeekBack) {
+			t -= step
+		} else {
+			t += step
+		}
+		m.seek(max(t, 0))
+	case key.Matches(msg, k.Top) && m.info.Replay && m.tab != TabTransfers && m.tab != TabEvents && m.tab != TabBarriers && m.tab != TabIdle:
+		m.seek(0)
+	case key.Matches(msg, k.Bottom) && m.info.Replay && m.tab != TabTransfers && m.tab != TabEvents && m.tab != TabBarriers && m.tab != TabIdle:
+		m.seek(m.info.Duration)
+	default:
+		return m, m.viewKey(msg)
+	}
+	if m.tab == TabIdle {
+		return m, m.idle.maybeCompute(m)
+	}
+	return m, nil
+}
+
+// seek asks the source to jump and starts the aggregate afresh from there.
+func (m *Model) seek(t int64) {
+	if !m.src.SeekTo(t) {
+		return
+	}
+	m.state = agg.New(m.state.Info)
+	m.timeline.follow = true
+	m.refresh()
+}
+
+func (m *Model) viewKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch m.tab {
+	case TabTimeline:
+		m.timeline.key(msg, m)
+	case TabTransfers:
+		return m.transfers.key(msg, m)
+	case TabBarriers:
+		m.barriers.key(msg, m)
+	case TabIdle:
+		return m.idle.key(msg, m)
+	case TabEvents:
+		return m.events.key(msg, m)
+	}
+	return nil
+}
+
+// View draws the console.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "xfertop: " + m.info.Name
+	return v
+}
+
+func (m *Model) render() string {
+	if m.width == 0 || m.height == 0 {
+		return "starting xfertop…"
+	}
+	if m.width < MinWidth || m.height < MinHeight {
+		msg := fmt.Sprintf("xfertop needs at least %d×%d;\nthis terminal is %d×%d.\nEnlarge it, or press q to quit.",
+			MinWidth, MinHeight, m.width, m.height)
+		return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, ansi.Wordwrap(msg, m.width, " "))
+	}
+	m.frames++
+	header := m.header()
+	tabs := m.tabs()
+	footer := m.footer()
+	bodyH := m.height - lipgloss.Height(header) - lipgloss.Height(tabs) - lipgloss.Height(footer)
+	var body string
+	if m.showHelp {
+		m.help.ShowAll = true
+		body = m.styles.Title.Render("Keys") + "\n\n" + m.help.View(m.fullKeys())
+		m.help.ShowAll = false
+	} else {
+		body = m.body(m.width, bodyH)
+	}
+	body = fit(body, m.width, bodyH)
+	return strings.Join([]string{header, tabs, body, footer}, "\n")
+}
+
+func (m *Model) body(w, h int) string {
+	switch m.tab {
+	case TabOverview:
+		return m.overview.view(m, w, h)
+	case TabTimeline:
+		return m.timeline.view(m, w, h)
+	case TabTransfers:
+		return m.transfers.view(m, w, h)
+	case TabBarriers:
+		return m.barriers.view(m, w, h)
+	case TabIdle:
+		return m.idle.view(m, w, h)
+	case TabComms:
+		return m.comms.view(m, w, h)
+	case TabEvents:
+		return m.events.view(m, w, h)
+	}
+	return ""
+}
+
+func (m *Model) header() string {
+	st := m.styles
+	mode := "live"
+	if m.info.Replay {
+		mode = "replay"
+	}
+	state := "▶ running"
+	switch {
+	case m.paused:
+		state = "❚❚ paused (space resumes)"
+	case m.status.Err != nil:
+		state = "✖ stopped"
+	case m.status.Done:
+		state = "■ done"
+	}
+	speed := "max"
+	if m.status.Speed > 0 {
+		speed = fmt.Sprintf("%g×", m.status.Speed)
+	}
+	item := func(k, v string) string { return st.Muted.Render(k+" ") + st.HeaderValue.Render(v) }
+	// Most important first: what is shown, its clock and state, what was lost; then the rest.
+	parts := []string{st.Header.Render("xfertop"), item(mode, m.info.Name), item("t", report.Dur(m.snap.Now)), st.Title.Render(state)}
+	dropped := item("dropped", fmt.Sprint(m.status.Dropped))
+	if m.status.Dropped > 0 {
+		dropped = st.Alert.Render(fmt.Sprintf("dropped %d", m.status.Dropped))
+	}
+	parts = append(parts, dropped)
+	if m.snap.Trimmed > 0 {
+		parts = append(parts, st.Warn.Render(fmt.Sprintf("trimmed %d older", m.snap.Trimmed)))
+	}
+	parts = append(parts, item("speed", speed), item("backend", m.info.Backend), item("topology", m.info.Topology))
+	line := strings.Join(parts, "  ")
+	if m.status.Err != nil {
+		line += "\n" + st.Alert.Render("error: "+m.status.Err.Error())
+	}
+	return ansi.Truncate(line, m.width, "…")
+}
+
+func (m *Model) tabs() string {
+	var parts []string
+	for i, n := range tabNames {
+		label := fmt.Sprintf("%d %s", i+1, n)
+		if i == m.tab {
+			parts = append(parts, m.styles.ActiveTab.Render(label))
+		} else {
+			parts = append(parts, m.styles.Tab.Render(label))
+		}
+	}
+	return ansi.Truncate(strings.Join(parts, ""), m.width, "…")
+}
+
+func (m *Model) footer() string {
+	return ansi.Truncate(m.help.ShortHelpView(m.shortKeys()), m.width, "…")
+}
+
+// shortKeys are the keys the footer lists for the current view.
+func (m *Model) shortKeys() []key.Binding {
+	k := m.keys
+	common := []key.Binding{k.Help, k.Quit, k.Pause, k.NextTab}
+	switch m.tab {
+	case TabTimeline:
+		common = append(common, k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse)
+	case TabTransfers:
+		common = append(common, k.Sort, k.Reverse, k.Filter)
+	case TabIdle:
+		common = append(common, k.Select)
+	case TabEvents:
+		common = append(common, k.Filter)
+	}
+	return append(common, k.Slower, k.Faster, k.SeekBack, k.SeekFwd)
+}
+
+// fullKeys groups every key for the help screen.
+func (m *Model) fullKeys() help.KeyMap { return fullHelp{m.keys} }
+
+type fullHelp struct{ k KeyMap }
+
+func (f fullHelp) ShortHelp() []key.Binding { return nil }
+
+func (f fullHelp) FullHelp() [][]key.Binding {
+	k := f.k
+	return [][]key.Binding{
+		{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.NextTab, k.PrevTab},
+		{k.Up, k.Down, k.Top, k.Bottom, k.Filter, k.Sort, k.Reverse, k.Select},
+		{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse},
+		{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit},
+	}
+}
+
+// fit pads or cuts s to exactly w×h cells, so a view can never push the layout around.
+func fit(s string, w, h int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for i, l := range lines {
+		if lipgloss.Width(l) > w {
+			lines[i] = ansi.Truncate(l, w, "")
+		}
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Frames returns how many frames were drawn (for tests).
+func (m *Model) Frames() int { return m.frames }
+
+// Tab returns the current view.
+func (m *Model) Tab() int { return m.tab }
+
+// Paused reports whether the live view is paused.
+func (m *Model) Paused() bool { return m.paused }

@@ -1,0 +1,254 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+func text(m *Model) string { return ansi.Strip(m.View().Content) }
+
+func TestTabsAndKeys(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 2, "")
+	m := sized(src, 100, 30)
+	tests := []struct {
+		keys []string
+		tab  int
+		has  string
+	}{
+		{[]string{"2"}, TabTimeline, "following"},
+		{[]string{"3"}, TabTransfers, "send"},
+		{[]string{"tab"}, TabBarriers, "no barriers yet"},
+		{[]string{"tab"}, TabIdle, ""},
+		{[]string{"6"}, TabComms, "Communicator cache"},
+		{[]string{"7"}, TabEvents, "promise_fulfilled"},
+		{[]string{"tab"}, TabOverview, "NVLink"},
+		{[]string{"shift+tab"}, TabEvents, "kind"},
+		{[]string{"1"}, TabOverview, "Moved"},
+	}
+	for _, tc := range tests {
+		press(m, tc.keys...)
+		if m.Tab() != tc.tab {
+			t.Fatalf("after %v: tab %d; want %d", tc.keys, m.Tab(), tc.tab)
+		}
+		if tc.has != "" && !strings.Contains(text(m), tc.has) {
+			t.Errorf("view %d lacks %q:\n%s", tc.tab, tc.has, text(m))
+		}
+	}
+	if cmd := press(m, "q"); cmd == nil || cmd() != tea.Quit() {
+		t.Error("q does not quit")
+	}
+	if cmd := press(m, "ctrl+c"); cmd == nil || cmd() != tea.Quit() {
+		t.Error("ctrl+c does not quit")
+	}
+}
+
+// Space pauses the view: ticks stop reading snapshots (the source keeps running), and space again
+// catches up.
+func TestPause(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 2, "")
+	m := sized(src, 100, 30)
+	press(m, "space")
+	if !m.Paused() || !strings.Contains(text(m), "paused") {
+		t.Fatal("space did not pause")
+	}
+	before := src.snaps
+	m.Update(tickMsg{id: m.tickID})
+	if src.snaps != before {
+		t.Error("a paused console read a snapshot on tick")
+	}
+	press(m, "space")
+	if m.Paused() || src.snaps == before {
+		t.Error("space did not resume and catch up")
+	}
+	// A tick from an old chain is ignored.
+	m.tickID++
+	before = src.snaps
+	m.Update(tickMsg{id: m.tickID - 1})
+	if src.snaps != before {
+		t.Error("a stale tick was acted on")
+	}
+}
+
+// Help lists only keys that work: replay keys are absent from a live session's help and present in
+// a replay's.
+func TestHelpNeverLies(t *testing.T) {
+	live := sized(scenarioSource(t, "pipeline", 1, ""), 120, 30)
+	press(live, "?")
+	h := text(live)
+	if !strings.Contains(h, "zoom in") || strings.Contains(h, "slower") || strings.Contains(h, "seek") {
+		t.Errorf("live help:\n%s", h)
+	}
+	press(live, "?")
+	if strings.Contains(text(live), "reverse sort") {
+		t.Error("? did not close help")
+	}
+	src := scenarioSource(t, "pipeline", 1, "")
+	src.info.Replay, src.info.Duration = true, 2_000_000_000
+	rp := sized(src, 120, 30)
+	press(rp, "?")
+	if h := text(rp); !strings.Contains(h, "slower") || !strings.Contains(h, "seek back") {
+		t.Errorf("replay help lacks replay keys:\n%s", h)
+	}
+	press(rp, "esc", "]", "[", "[", "right", "left", "G", "g")
+	if len(src.speeds) != 3 || len(src.seeks) != 4 || src.seeks[3] != 0 || src.seeks[2] != 2_000_000_000 {
+		t.Errorf("replay keys: speeds %v seeks %v", src.speeds, src.seeks)
+	}
+}
+
+func TestTooSmall(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 1, "")
+	for _, sz := range [][2]int{{79, 24}, {80, 23}, {20, 5}, {1, 1}} {
+		m := sized(src, sz[0], sz[1])
+		for tab := range tabCount {
+			m.tab = tab
+			if got := text(m); !strings.Contains(strings.ReplaceAll(got, "\n", " "), "xfertop needs at least 80×24") && sz[0] >= 20 {
+				t.Errorf("%dx%d: %q", sz[0], sz[1], got)
+			}
+		}
+	}
+	// Resizing through many sizes, large and tiny, never panics and always fills the frame.
+	m := sized(src, 80, 24)
+	for w := 1; w < 300; w += 37 {
+		for h := 1; h < 90; h += 13 {
+			m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+			for tab := range tabCount {
+				m.tab = tab
+				frame := m.View().Content
+				if w >= MinWidth && h >= MinHeight {
+					checkFrame(t, frame, w, h)
+				}
+			}
+		}
+	}
+}
+
+func TestTimelineKeys(t *testing.T) {
+	m := sized(scenarioSource(t, "pipeline", 2, ""), 120, 40)
+	press(m, "2")
+	z := m.timeline.nsPerCol
+	press(m, "+")
+	if m.timeline.nsPerCol != z/2 {
+		t.Errorf("+ zoom: %d → %d", z, m.timeline.nsPerCol)
+	}
+	press(m, "-", "-")
+	if m.timeline.nsPerCol != z*2 {
+		t.Errorf("- zoom: %d", m.timeline.nsPerCol)
+	}
+	press(m, "h")
+	if m.timeline.follow {
+		t.Error("panning left should stop following")
+	}
+	press(m, "f")
+	if !m.timeline.follow {
+		t.Error("f should follow again")
+	}
+	// Select device 0's compute stream and walk the cursor left onto its last kernel: the detail
+	// line names the op under it.
+	press(m, "j")
+	rows := m.timeline.rows(m.state)
+	plotW := 120 - labelW
+	t1 := m.snap.Now
+	act, _ := cells(rows[1].track, t1-int64(plotW)*m.timeline.nsPerCol, m.timeline.nsPerCol, plotW)
+	col := -1
+	for c := range act {
+		if act[c] == 1 { // theme.Kernel
+			col = c
+		}
+	}
+	if col < 0 {
+		t.Fatal("no kernel on device 0's compute stream in view")
+	}
+	for range plotW - 1 - col {
+		press(m, "left")
+	}
+	if got := text(m); !strings.Contains(got, "stage0 fwd") {
+		t.Errorf("cursor detail does not show the kernel under it:\n%s", got)
+	}
+	press(m, "k", "c")
+	if got := text(m); !strings.Contains(got, "▸ device 0 (2 streams)") {
+		t.Errorf("c did not collapse device 0:\n%s", got)
+	}
+}
+
+func TestTransfersSortFilter(t *testing.T) {
+	m := sized(scenarioSource(t, "allreduce-sweep", 1, ""), 120, 40)
+	press(m, "3")
+	if got := text(m); !strings.Contains(got, "all_reduce") || !strings.Contains(got, "busbw") {
+		t.Fatalf("transfers:\n%s", got)
+	}
+	col := m.transfers.sortCol
+	press(m, "s")
+	if m.transfers.sortCol != (col+1)%len(transferCols) {
+		t.Error("s does not change the sort column")
+	}
+	press(m, "/", "s", "e", "n", "d", "enter")
+	if got := text(m); strings.Contains(got, "all_reduce") || !strings.Contains(got, "/send") {
+		t.Errorf("filter 'send' still lists all_reduce or is not shown:\n%s", got)
+	}
+	press(m, "/", "esc")
+	if got := text(m); !strings.Contains(got, "all_reduce") {
+		t.Error("esc did not clear the filter")
+	}
+}
+
+func TestIdleJumpsToTimeline(t *testing.T) {
+	m := sized(scenarioSource(t, "straggler", 2, ""), 120, 40)
+	settleIdle(m, press(m, "5"))
+	if got := text(m); !strings.Contains(got, "barrier_wait") {
+		t.Fatalf("idle view:\n%s", got)
+	}
+	g := m.idle.groups[0]
+	press(m, "enter")
+	if m.Tab() != TabTimeline || m.timeline.follow {
+		t.Fatalf("enter did not jump to the timeline (tab %d)", m.Tab())
+	}
+	rows := m.timeline.rows(m.state)
+	if r := rows[m.timeline.row]; r.header || r.track.Device != g.device || r.track.Stream != g.stream {
+		t.Errorf("timeline row %+v; want device %d stream %d", r, g.device, g.stream)
+	}
+}
+
+func TestBarriersView(t *testing.T) {
+	m := sized(scenarioSource(t, "straggler", 2, ""), 120, 40)
+	press(m, "4")
+	got := text(m)
+	if !strings.Contains(got, "Most often last: rank 3 (8×") || !strings.Contains(got, "◀ last (straggler)") {
+		t.Errorf("barriers view:\n%s", got)
+	}
+}
+
+func TestEventsFilter(t *testing.T) {
+	m := sized(scenarioSource(t, "crosshost", 2, ""), 120, 40)
+	press(m, "7", "/", "r", "e", "c", "v", "enter")
+	for _, l := range strings.Split(text(m), "\n")[4:] {
+		if l != "" && !strings.Contains(strings.ToLower(l), "recv") && !strings.HasPrefix(l, "/") && !strings.Contains(l, "help") {
+			t.Errorf("filtered log shows %q", l)
+		}
+	}
+}
+
+// An error from the source shows in the console; the console keeps running.
+func TestErrorShown(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 1, "")
+	src.status.Err = errString("watchdog: send op 1 from rank 0 waited 2000 ms")
+	m := sized(src, 120, 30)
+	if got := text(m); !strings.Contains(got, "error: watchdog: send op 1") || !strings.Contains(got, "stopped") {
+		t.Errorf("error not shown:\n%s", got)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func TestMouseWheel(t *testing.T) {
+	m := sized(scenarioSource(t, "pipeline", 1, ""), 120, 30)
+	press(m, "2")
+	m.Update(tea.MouseWheelMsg{Button: tea.MouseWheelDown})
+	if m.timeline.row != 3 {
+		t.Errorf("wheel down moved the timeline row to %d; want 3", m.timeline.row)
+	}
+}

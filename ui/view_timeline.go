@@ -1,0 +1,332 @@
+package ui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/xfertop/xfertop/recordings/trace"
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/ui/theme"
+)
+
+const labelW = 15
+
+type timelineView struct {
+	follow    bool
+	end       int64 // right edge (ns) when not following
+	nsPerCol  int64
+	cursor    int // column of the cursor in the plot
+	row       int // selected row
+	top       int // first visible row
+	collapsed map[int32]bool
+}
+
+func newTimelineView() timelineView {
+	return timelineView{follow: true, nsPerCol: 2_000_000, cursor: -1, collapsed: map[int32]bool{}}
+}
+
+type tlRow struct {
+	device int32
+	header bool
+	track  *agg.Track
+	n      int // streams of a collapsed device
+}
+
+func (t *timelineView) rows(s *agg.State) []tlRow {
+	var out []tlRow
+	for i, tr := range s.Tracks {
+		if i == 0 || s.Tracks[i-1].Device != tr.Device {
+			n := 0
+			for _, o := range s.Tracks[i:] {
+				if o.Device != tr.Device {
+					break
+				}
+				n++
+			}
+			out = append(out, tlRow{device: tr.Device, header: true, n: n})
+		}
+		if !t.collapsed[tr.Device] {
+			out = append(out, tlRow{device: tr.Device, track: tr})
+		}
+	}
+	return out
+}
+
+func (t *timelineView) moveRow(n int) { t.row = max(0, t.row+n) }
+
+func (t *timelineView) key(msg tea.KeyPressMsg, m *Model) {
+	k := m.keys
+	plotW := m.width - labelW
+	switch {
+	case key.Matches(msg, k.ZoomIn):
+		t.nsPerCol = max(t.nsPerCol/2, 1)
+	case key.Matches(msg, k.ZoomOut):
+		t.nsPerCol = min(t.nsPerCol*2, 1<<40)
+	case key.Matches(msg, k.PanLeft):
+		t.end = t.right(m) - int64(plotW/4)*t.nsPerCol
+		t.follow = false
+	case key.Matches(msg, k.PanRight):
+		t.end = t.right(m) + int64(plotW/4)*t.nsPerCol
+		t.follow = t.end >= m.snap.Now
+	case key.Matches(msg, k.Left):
+		t.cursor = max(t.col(plotW)-1, 0)
+	case key.Matches(msg, k.Right):
+		t.cursor = min(t.col(plotW)+1, plotW-1)
+	case key.Matches(msg, k.Follow):
+		t.follow = !t.follow
+		if !t.follow {
+			t.end = m.snap.Now
+		}
+	case key.Matches(msg, k.Up):
+		t.moveRow(-1)
+	case key.Matches(msg, k.Down):
+		t.moveRow(1)
+	case key.Matches(msg, k.Top):
+		t.row = 0
+	case key.Matches(msg, k.Bottom):
+		t.row = 1 << 30
+	case key.Matches(msg, k.Collapse):
+		rows := t.rows(m.state)
+		if t.row < len(rows) {
+			d := rows[t.row].device
+			t.collapsed[d] = !t.collapsed[d]
+		}
+	}
+}
+
+func (t *timelineView) col(plotW int) int {
+	if t.cursor < 0 || t.cursor >= plotW {
+		return plotW - 1
+	}
+	return t.cursor
+}
+
+func (t *timelineView) right(m *Model) int64 {
+	if t.follow {
+		return m.snap.Now
+	}
+	return t.end
+}
+
+// jump centres the timeline on time at on the given stream (from the idle view).
+func (t *timelineView) jump(m *Model, dev int32, stream uint32, at, dur int64) {
+	plotW := max(m.width-labelW, 1)
+	t.nsPerCol = max(dur*4/int64(plotW), 1)
+	t.end = at + dur/2 + int64(plotW/2)*t.nsPerCol
+	t.follow = false
+	t.cursor = plotW / 2
+	t.collapsed[dev] = false
+	for i, r := range t.rows(m.state) {
+		if !r.header && r.track.Device == dev && r.track.Stream == stream {
+			t.row = i
+		}
+	}
+}
+
+func activityOf(k timeline.Kind, sub uint8) theme.Activity {
+	switch k {
+	case timeline.KindKernel:
+		return theme.Kernel
+	case timeline.KindMemcpy:
+		switch timeline.CopyDir(sub) {
+		case timeline.CopyH2D:
+			return theme.H2D
+		case timeline.CopyD2H:
+			return theme.D2H
+		case timeline.CopyP2P:
+			return theme.P2P
+		}
+		return theme.D2D
+	case timeline.KindSend:
+		return theme.Send
+	case timeline.KindRecv:
+		return theme.Recv
+	case timeline.KindCollective:
+		return theme.Collective
+	case timeline.KindEventWait:
+		return theme.EventWait
+	case timeline.KindBarrier:
+		return theme.BarrierWait
+	case timeline.KindPeerWait:
+		return theme.PeerWait
+	}
+	return theme.None
+}
+
+// cells draws one track over [t0, t0+w·ns): busy ops win over waits, gaps between ops are idle.
+func cells(tr *agg.Track, t0, ns int64, w int) ([]theme.Activity, []int64) {
+	act := make([]theme.Activity, w)
+	which := make([]int64, w)
+	for i := range which {
+		which[i] = -1
+	}
+	t1 := t0 + ns*int64(w)
+	ops := tr.Ops
+	k := sort.Search(len(ops), func(i int) bool { return ops[i].Start >= t0 })
+	for back := 0; k > 0 && back < 64; back++ { // ops that started before t0 but are still running
+		k--
+		if ops[k].End < t0 && back > 8 {
+			k++
+			break
+		}
+	}
+	prevEnd := int64(-1)
+	for ; k < len(ops) && ops[k].Start < t1; k++ {
+		o := ops[k]
+		if o.End < t0 {
+			prevEnd = max(prevEnd, o.End)
+			continue
+		}
+		if prevEnd >= 0 && o.Start > prevEnd {
+			for c := max((prevEnd-t0)/ns, 0); c < min((o.Start-t0)/ns, int64(w)); c++ {
+				if act[c] == theme.None {
+					act[c] = theme.Idle
+				}
+			}
+		}
+		a := activityOf(o.Kind, o.Sub)
+		lo := max((o.Start-t0)/ns, 0)
+		hi := min(max((o.End-t0+ns-1)/ns, lo+1), int64(w))
+		for c := lo; c < hi; c++ {
+			if act[c] == theme.None || act[c] == theme.Idle || a < act[c] {
+				act[c], which[c] = a, o.Index
+			}
+		}
+		prevEnd = max(prevEnd, o.End)
+	}
+	return act, which
+}
+
+func (t *timelineView) view(m *Model, w, h int) string {
+	st, s := m.styles, m.state
+	plotW := w - labelW
+	t1 := t.right(m)
+	t0 := t1 - int64(plotW)*t.nsPerCol
+	cur := t.col(plotW)
+	var b strings.Builder
+	// Ruler: start, cursor and end times.
+	ruler := fmt.Sprintf("%-*s%s", labelW, report.Dur(t.nsPerCol)+"/col", report.Dur(max(t0, 0)))
+	endLbl := report.Dur(t1)
+	if t.follow {
+		endLbl += " (following)"
+	}
+	pad := w - len([]rune(ruler)) - len([]rune(endLbl))
+	b.WriteString(st.Muted.Render(ruler+strings.Repeat(" ", max(pad, 1))+endLbl) + "\n")
+	rows := t.rows(s)
+	t.row = min(t.row, max(len(rows)-1, 0))
+	visible := h - 5 // ruler, detail line, and a legend of up to three lines
+	if t.row < t.top {
+		t.top = t.row
+	}
+	if t.row >= t.top+visible {
+		t.top = t.row - visible + 1
+	}
+	var detail string
+	for i := t.top; i < len(rows) && i < t.top+visible; i++ {
+		r := rows[i]
+		sel := i == t.row
+		if r.header {
+			mark := "▾"
+			if t.collapsed[r.device] {
+				mark = "▸"
+			}
+			lbl := fmt.Sprintf("%s device %d", mark, r.device)
+			if t.collapsed[r.device] {
+				lbl += fmt.Sprintf(" (%d streams)", r.n)
+			}
+			if sel {
+				lbl = st.Selected.Render(lbl)
+			}
+			b.WriteString(st.Title.Render(lbl) + "\n")
+			continue
+		}
+		tr := r.track
+		prio := ""
+		if tr.Priority < 0 {
+			prio = " hi"
+		}
+		lbl := fmt.Sprintf("  s%d%s", tr.Stream, prio)
+		lbl = fmt.Sprintf("%-*s", labelW, lbl)
+		if sel {
+			lbl = st.Selected.Render(lbl)
+		}
+		act, which := cells(tr, t0, t.nsPerCol, plotW)
+		b.WriteString(lbl + drawCells(m, act, cur, sel) + "\n")
+		if sel && which[cur] >= 0 {
+			detail = describe(m, which[cur])
+		}
+	}
+	if detail == "" {
+		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", report.Dur(t0+int64(cur)*t.nsPerCol)))
+	}
+	b.WriteString(detail + "\n")
+	// The legend wraps to the width rather than being cut.
+	line, lineW := "", 0
+	for _, a := range theme.Legend() {
+		item := a.Glyph() + " " + a.Name()
+		if lineW > 0 && lineW+2+len([]rune(item)) > w {
+			b.WriteString(line + "\n")
+			line, lineW = "", 0
+		}
+		if lineW > 0 {
+			line += "  "
+			lineW += 2
+		}
+		line += st.Activity[a].Render(a.Glyph()) + " " + a.Name()
+		lineW += len([]rune(item))
+	}
+	b.WriteString(line)
+	return b.String()
+}
+
+func drawCells(m *Model, act []theme.Activity, cur int, sel bool) string {
+	var b strings.Builder
+	st := m.styles
+	for i := 0; i < len(act); {
+		j := i
+		for j < len(act) && act[j] == act[i] && !(sel && j == cur) {
+			j++
+		}
+		if sel && i == cur {
+			b.WriteString(st.Cursor.Render(act[i].Glyph()))
+			i++
+			continue
+		}
+		b.WriteString(st.Activity[act[i]].Render(strings.Repeat(act[i].Glyph(), j-i)))
+		i = j
+	}
+	return b.String()
+}
+
+// describe is the detail line for the op under the cursor.
+func describe(m *Model, idx int64) string {
+	e := m.snap.At(idx)
+	if e == nil {
+		return m.styles.Muted.Render("(that op has left the window)")
+	}
+	parts := []string{m.styles.Title.Render(trace.EventName(e, &m.snap))}
+	if e.Bytes > 0 {
+		parts = append(parts, report.Bytes(e.Bytes))
+	}
+	if e.Peer >= 0 {
+		parts = append(parts, fmt.Sprintf("peer %d", e.Peer))
+	}
+	parts = append(parts, report.Dur(e.Dur()))
+	if e.Bytes > 0 && e.Dur() > 0 && e.Kind.IsComm() {
+		parts = append(parts, fmt.Sprintf("%.1f GB/s", float64(e.Bytes)/float64(e.Dur())))
+	}
+	if e.Group != 0 {
+		parts = append(parts, fmt.Sprintf("group %d", e.Group))
+	}
+	if e.Comm != 0 {
+		parts = append(parts, fmt.Sprintf("comm %d", e.Comm))
+	}
+	parts = append(parts, "at "+report.Dur(e.Start))
+	return strings.Join(parts, "  ")
+}
