@@ -395,11 +395,11 @@ func (m *Model) header() string {
 		parts = append(parts, st.Warn.Render(fmt.Sprintf("trimmed %d older", m.snap.Trimmed)))
 	}
 	parts = append(parts, item("speed", speed), item("backend", m.info.Backend), item("topology", m.info.Topology))
-	line := strings.Join(parts, "  ")
+	line := ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 	if m.status.Err != nil {
-		line += "\n" + st.Alert.Render("error: "+m.status.Err.Error())
+		line += "\n" + ansi.Truncate(st.Alert.Render("error: "+m.status.Err.Error()), m.width, "…")
 	}
-	return ansi.Truncate(line, m.width, "…")
+	return line
 }
 
 func (m *Model) tabs() string {
