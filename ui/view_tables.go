@@ -440,7 +440,8 @@ func (commsView) view(m *Model, w, h int) string {
 type eventsView struct {
 	filter    textinput.Model
 	filtering bool
-	offset    int // lines scrolled up from the newest
+	offset    int              // lines scrolled up from the newest
+	lines     map[int64]string // formatted lines by event index
 }
 
 func newEventsView() eventsView {
@@ -502,31 +503,48 @@ func (v *eventsView) view(m *Model, w, h int) string {
 	st := m.styles
 	f := strings.ToLower(v.filter.Value())
 	idx := m.state.RecentLog(agg.MaxLog)
-	var lines []string
-	for _, i := range idx {
+	list := h - 2
+	if v.lines == nil || len(v.lines) > 4*agg.MaxLog {
+		v.lines = map[int64]string{} // formatted lines never change: keep them, bounded
+	}
+	line := func(i int64) (string, bool) {
+		if l, ok := v.lines[i]; ok {
+			return l, true
+		}
 		e := m.snap.At(i)
 		if e == nil {
-			continue
+			return "", false
 		}
 		l := eventLine(&m.snap, e)
-		if f != "" && !strings.Contains(strings.ToLower(l), f) {
+		v.lines[i] = l
+		return l, true
+	}
+	// Walk from the newest back, formatting only until the visible lines (and the scroll offset
+	// above them) are found: a frame must not format thousands of lines.
+	want := list + v.offset
+	var picked []string
+	matched := 0
+	for k := len(idx) - 1; k >= 0 && len(picked) < want; k-- {
+		l, ok := line(idx[k])
+		if !ok || (f != "" && !strings.Contains(strings.ToLower(l), f)) {
 			continue
 		}
-		lines = append(lines, l)
+		matched++
+		picked = append(picked, l)
 	}
-	list := h - 2
-	v.offset = min(v.offset, max(len(lines)-list, 0))
-	end := len(lines) - v.offset
-	start := max(end-list, 0)
+	v.offset = min(v.offset, max(len(picked)-list, 0))
 	var b strings.Builder
 	state := "newest last"
 	if m.paused {
 		state = "paused"
 	}
 	b.WriteString(st.Title.Render(fmt.Sprintf("%12s %-17s %-7s %-5s %10s %9s  %s", "start", "kind", "device", "strm", "dur", "bytes", "what")) +
-		st.Muted.Render(fmt.Sprintf("  %d/%d, %s", len(lines), len(idx), state)) + "\n")
-	for _, l := range lines[start:end] {
-		b.WriteString(l + "\n")
+		st.Muted.Render(fmt.Sprintf("  last %d events, %s", len(idx), state)) + "\n")
+	end := len(picked)
+	start := min(v.offset, end)
+	shown := picked[start:min(start+list, end)]
+	for k := len(shown) - 1; k >= 0; k-- {
+		b.WriteString(shown[k] + "\n")
 	}
 	for strings.Count(b.String(), "\n") < h-1 {
 		b.WriteString("\n")
@@ -534,5 +552,6 @@ func (v *eventsView) view(m *Model, w, h int) string {
 	if v.filtering || v.filter.Value() != "" {
 		b.WriteString(v.filter.View())
 	}
+	_ = matched
 	return b.String()
 }

@@ -298,7 +298,11 @@ func drawCells(m *Model, act []theme.Activity, cur int, sel bool) string {
 			i++
 			continue
 		}
-		b.WriteString(st.Activity[act[i]].Render(strings.Repeat(act[i].Glyph(), j-i)))
+		b.WriteString(st.ActivityOn[act[i]])
+		for range j - i {
+			b.WriteString(act[i].Glyph())
+		}
+		b.WriteString(st.ActivityOff[act[i]])
 		i = j
 	}
 	return b.String()

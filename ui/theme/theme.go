@@ -5,6 +5,7 @@ package theme
 
 import (
 	"image/color"
+	"strings"
 
 	"charm.land/lipgloss/v2"
 )
@@ -51,6 +52,9 @@ func Legend() []Activity {
 type Styles struct {
 	App, Header, HeaderValue, Tab, ActiveTab, Muted, Title, Alert, Good, Warn, Selected, Cursor, Border lipgloss.Style
 	Activity                                                                                            [activityCount]lipgloss.Style
+	// ActivityOn and ActivityOff are each activity style's escape sequences, split once so the
+	// timeline can colour thousands of cells a frame without rendering each through lipgloss.
+	ActivityOn, ActivityOff [activityCount]string
 }
 
 // DefaultStyles returns the console's styles for a dark or light terminal.
@@ -95,6 +99,8 @@ func DefaultStyles(isDark bool) Styles {
 			st = st.Foreground(c)
 		}
 		s.Activity[i] = st
+		on, off, _ := strings.Cut(st.Render("\x00"), "\x00")
+		s.ActivityOn[i], s.ActivityOff[i] = on, off
 	}
 	return s
 }
