@@ -429,3 +429,20 @@ func TestBatchingWindow(t *testing.T) {
 		t.Errorf("group sizes on device 0: %v; want a full group of 4 and the rest by the window", sizes)
 	}
 }
+
+// Event slots are recycled in an endless run; waiting on an event whose slot was reused (recorded
+// long ago) returns at once instead of hanging.
+func TestEventRecycling(t *testing.T) {
+	c, _ := newClient(t, "h100x1", engine.DefaultOptions())
+	s := c.ComputeStream(0)
+	first, _ := c.Record(s)
+	run(t, c)
+	for range 70_000 {
+		_, _ = c.Record(s)
+	}
+	run(t, c)
+	_ = c.WaitEvent(s, first)
+	c.HostWait(0, first)
+	_ = c.Kernel(s, 1000, "after")
+	run(t, c) // would be a deadlock if the old id were taken for a new, unrecorded event
+}

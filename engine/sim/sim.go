@@ -56,10 +56,23 @@ type stream struct {
 
 type evState struct {
 	recorded bool
+	gen      uint32
 	at       int64
 	ops      []int32 // stream ops waiting for it
 	hosts    []int32 // host threads waiting for it
 }
+
+// Event ids carry a slot (low bits) and the slot's generation (high bits). A recorded event's slot
+// is reused once many newer events exist, so memory stays bounded in an endless run; an id whose
+// generation no longer matches its slot is an event recorded long ago, and waiting on it returns at
+// once.
+const (
+	evSlotBits  = 20
+	evSlotMask  = 1<<evSlotBits - 1
+	evReuseFrom = 1 << 16 // slots kept before recorded ones are reused, oldest first
+)
+
+var retired = evState{recorded: true}
 
 type device struct {
 	running   int32 // compute kernel holding the SMs, -1 when none
@@ -137,22 +150,24 @@ type Sim struct {
 	q   queue
 	seq uint64
 
-	hosts     []host
-	streams   []stream
-	events    []evState
-	devs      []device
-	linkBW    []float64 // bytes per ns
-	flows     []flow
-	freeFlows []int32
-	active    []int32
-	armed     bool
-	ops       []opState
-	freeOps   []int32
-	pairs     map[uint64]int32
-	insts     map[uint64]int32
-	instPool  []inst
-	freeInsts []int32
-	nextGroup uint32
+	hosts      []host
+	streams    []stream
+	events     []evState
+	evFree     []int32 // recorded slots, oldest first
+	evFreeHead int
+	devs       []device
+	linkBW     []float64 // bytes per ns
+	flows      []flow
+	freeFlows  []int32
+	active     []int32
+	armed      bool
+	ops        []opState
+	freeOps    []int32
+	pairs      map[uint64]int32
+	insts      map[uint64]int32
+	instPool   []inst
+	freeInsts  []int32
+	nextGroup  uint32
 
 	watchdog int64
 	// Watchdog deadlines are now+watchdog with one timeout, so they arrive in order: a FIFO with one
@@ -255,8 +270,35 @@ func (s *Sim) NewStream(dev engine.DeviceID, prio engine.Priority) engine.Stream
 
 // NewEvent creates an unrecorded event.
 func (s *Sim) NewEvent() engine.EventID {
-	s.events = append(s.events, evState{})
-	return engine.EventID(len(s.events) - 1)
+	var slot int
+	if len(s.events) >= evReuseFrom && s.evFreeHead < len(s.evFree) {
+		slot = int(s.evFree[s.evFreeHead])
+		s.evFreeHead++
+		if s.evFreeHead == len(s.evFree) {
+			s.evFree, s.evFreeHead = s.evFree[:0], 0
+		}
+		gen := (s.events[slot].gen + 1) & (1<<(32-evSlotBits) - 1)
+		s.events[slot] = evState{gen: gen}
+	} else {
+		if len(s.events) > evSlotMask {
+			// A million events created and none recorded: the workload is broken. End the run.
+			s.runErr = fmt.Errorf("sim: more than %d events created and not yet recorded", evSlotMask)
+			return 0
+		}
+		s.events = append(s.events, evState{})
+		slot = len(s.events) - 1
+	}
+	return engine.EventID(uint32(slot) | s.events[slot].gen<<evSlotBits)
+}
+
+// event returns the state of id; a retired id reads as recorded long ago.
+func (s *Sim) event(id engine.EventID) *evState {
+	slot, gen := int(uint32(id)&evSlotMask), uint32(id)>>evSlotBits
+	if slot >= len(s.events) || s.events[slot].gen != gen {
+		r := retired
+		return &r
+	}
+	return &s.events[slot]
 }
 
 // Submit queues cmd on dev's host thread.
@@ -409,7 +451,7 @@ func (s *Sim) hostStep(hi int32) {
 			h.cur, h.busy = cmd, true
 			s.at(s.now+s.launchCost(&cmd.Op), evHostDone, hi, 0)
 		case engine.CmdHostWait:
-			ev := &s.events[cmd.Event]
+			ev := s.event(cmd.Event)
 			if ev.recorded {
 				s.pendingCmds--
 				continue
@@ -532,7 +574,7 @@ func (s *Sim) startOp(oi int32) bool {
 		s.record(o.op.Event, oi)
 		return true
 	case engine.OpWaitEvent:
-		ev := &s.events[o.op.Event]
+		ev := s.event(o.op.Event)
 		if ev.recorded && ev.at+s.m.EventLatencyNs <= s.now {
 			return true
 		}
@@ -554,8 +596,12 @@ func (s *Sim) startOp(oi int32) bool {
 }
 
 func (s *Sim) record(evID engine.EventID, oi int32) {
-	ev := &s.events[evID]
+	ev := s.event(evID)
+	if ev.recorded {
+		return // recorded twice: the first recording stands
+	}
 	ev.recorded, ev.at = true, s.now
+	s.evFree = append(s.evFree, int32(uint32(evID)&evSlotMask))
 	o := &s.ops[oi]
 	s.emit(timeline.Event{Kind: timeline.KindEventRecord, Start: s.now, End: s.now, Queued: o.queued, Device: int32(o.op.Device),
 		Peer: timeline.NoDevice, Stream: uint32(o.op.Stream), Aux: uint32(evID), Host: s.hostOf(o.op.Device)})
