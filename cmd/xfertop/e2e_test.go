@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmuxSession drives the real binary in a tmux pane, as a person at a terminal would.
+type tmuxSession struct {
+	t    *testing.T
+	name string
+}
+
+func startTmux(t *testing.T, w, h int, command string) *tmuxSession {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (CI installs it from Debian): the end-to-end console test needs a terminal")
+	}
+	s := &tmuxSession{t: t, name: fmt.Sprintf("xfertop-e2e-%d", time.Now().UnixNano())}
+	out, err := exec.Command("tmux", "new-session", "-d", "-s", s.name, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), command).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tmux: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", s.name).Run() })
+	return s
+}
+
+func (s *tmuxSession) keys(keys ...string) {
+	s.t.Helper()
+	for _, k := range keys {
+		if out, err := exec.Command("tmux", "send-keys", "-t", s.name, k).CombinedOutput(); err != nil {
+			s.t.Fatalf("send-keys %q: %v: %s", k, err, out)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+func (s *tmuxSession) screen() string {
+	out, _ := exec.Command("tmux", "capture-pane", "-p", "-t", s.name).Output()
+	return string(out)
+}
+
+func (s *tmuxSession) format(f string) string {
+	out, _ := exec.Command("tmux", "display-message", "-p", "-t", s.name, f).Output()
+	return strings.TrimSpace(string(out))
+}
+
+// waitFor polls the screen until it contains want.
+func (s *tmuxSession) waitFor(want string, within time.Duration) string {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		scr := s.screen()
+		if strings.Contains(scr, want) {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the screen never showed %q; it shows:\n%s", want, scr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (CI installs it from Debian): the end-to-end console test needs a terminal")
+	}
+	bin := filepath.Join(t.TempDir(), "xfertop")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v: %s", err, out)
+	}
+	return bin
+}
+
+// The real binary, live: every view switched to, pause, help, quit; the terminal comes back.
+func TestConsoleEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	s := startTmux(t, 120, 36, bin+" --scenario pipeline; echo XFERTOP_EXIT=$?; sleep 30")
+	s.waitFor("1 Overview", 10*time.Second)
+	if s.format("#{alternate_on}") != "1" {
+		t.Error("the console did not switch to the alternate screen")
+	}
+	s.waitFor("Moved", 5*time.Second)
+	views := []struct{ key, want string }{
+		{"2", "following"}, {"3", "GB/s"}, {"4", "no barriers yet"}, {"5", "cause"}, {"6", "Communicator cache"},
+		{"7", "promise_fulfilled"}, {"Tab", "NVLink"},
+	}
+	for _, v := range views {
+		s.keys(v.key)
+		s.waitFor(v.want, 5*time.Second)
+	}
+	s.keys("2", "Space")
+	paused := s.waitFor("paused", 3*time.Second)
+	time.Sleep(400 * time.Millisecond)
+	if s.screen() != paused {
+		t.Error("the paused view kept changing")
+	}
+	s.keys("Space")
+	s.waitFor("running", 3*time.Second)
+	s.keys("?")
+	s.waitFor("collapse device", 3*time.Second)
+	s.keys("?", "q")
+	after := s.waitFor("XFERTOP_EXIT=0", 10*time.Second)
+	if strings.Contains(after, "1 Overview") {
+		t.Errorf("the console is still on screen after quitting:\n%s", after)
+	}
+	if s.format("#{alternate_on}") != "0" || s.format("#{mouse_any_flag}") != "0" {
+		t.Errorf("terminal not restored: alternate screen %s, mouse reporting %s", s.format("#{alternate_on}"), s.format("#{mouse_any_flag}"))
+	}
+}
+
+// A replay of a shipped sample opens at once and answers replay keys.
+func TestReplayConsoleEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	sample, _ := filepath.Abs(filepath.Join("..", "..", "recordings", "samples", "straggler.xfr"))
+	if _, err := os.Stat(sample); err != nil {
+		t.Fatal(err)
+	}
+	s := startTmux(t, 120, 36, bin+" replay "+sample+" --speed 0.05; echo XFERTOP_EXIT=$?; sleep 30")
+	s.waitFor("replay", 10*time.Second)
+	s.keys("]")
+	s.waitFor("speed 0.1×", 3*time.Second)
+	s.keys("4")
+	s.waitFor("rank 3", 10*time.Second)
+	s.keys("q")
+	s.waitFor("XFERTOP_EXIT=0", 10*time.Second)
+}
+
+// Below the minimum size the console says what it needs instead of drawing garbage, and a resize
+// brings it back.
+func TestConsoleTooSmallEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	s := startTmux(t, 60, 20, bin+"; echo XFERTOP_EXIT=$?; sleep 30")
+	s.waitFor("needs at least 80×24", 10*time.Second)
+	_ = exec.Command("tmux", "resize-window", "-t", s.name, "-x", "100", "-y", "30").Run()
+	s.waitFor("1 Overview", 5*time.Second)
+	s.keys("C-c")
+	s.waitFor("XFERTOP_EXIT=0", 10*time.Second)
+}
