@@ -96,6 +96,7 @@ type opState struct {
 	live    bool
 	matched bool
 	failed  bool
+	status  uint8 // recorded on the op's event when it did not complete normally
 }
 
 type wdEntry struct {
@@ -961,6 +962,9 @@ func (s *Sim) emitOp(oi int32) {
 	if o.failed {
 		e.Status = timeline.StatusError
 	}
+	if o.status != 0 {
+		e.Status = o.status
+	}
 	switch o.op.Kind {
 	case engine.OpKernel:
 		e.Kind, e.Peer = timeline.KindKernel, timeline.NoDevice
@@ -1079,6 +1083,21 @@ func (s *Sim) fireWatchdog(oi int32) {
 	}
 	s.alert(oi, werr.Error(), timeline.StatusTimeout)
 	s.fail(oi, werr)
+	// Record what the stuck ops did: waited for their peers until now, then failed (an instant, not
+	// busy time), so the timeline, the idle analysis and the exported spans all show it.
+	stuck := []int32{oi}
+	if o := &s.ops[oi]; o.inst >= 0 {
+		stuck = s.instPool[o.inst].ops
+	}
+	for _, x := range stuck {
+		xo := &s.ops[x]
+		if !xo.live {
+			continue
+		}
+		s.peerWait(x)
+		xo.status, xo.start = timeline.StatusTimeout, s.now
+		s.emitOp(x)
+	}
 	s.runErr = werr
 }
 
