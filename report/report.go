@@ -19,6 +19,19 @@ type Meta struct {
 	IdleMode      timeline.IdleMode
 	KernelWaitNs  int64  // 0: timeline.DefaultKernelWaitNs
 	Ended         string // why the run ended early, if it did
+	Export        *Export
+}
+
+// Export is how the OpenTelemetry export went (absent when there was none).
+type Export struct {
+	Endpoint      string `json:"endpoint"`
+	Protocol      string `json:"protocol"`
+	State         string `json:"state"`
+	SpansBuilt    int64  `json:"spans_built"`
+	SpansExported int64  `json:"spans_exported"`
+	SpansDropped  int64  `json:"spans_dropped"`
+	EventsDropped int64  `json:"events_dropped"`
+	StepsSkipped  int64  `json:"steps_skipped"` // by the sampling ratio or the span budget
 }
 
 // Report is the headless report. JSON keys are part of xfertop's interface: add, never rename.
@@ -43,6 +56,7 @@ type Report struct {
 	Idle          Idle              `json:"idle"`
 	Overlap       Overlap           `json:"overlap"`
 	Alerts        []Alert           `json:"alerts"`
+	Export        *Export           `json:"export,omitempty"`
 }
 
 // Steps summarises step durations.
@@ -156,7 +170,7 @@ const TopGaps = 10
 func Build(events []timeline.Event, strs *timeline.Strings, m Meta) *Report {
 	r := &Report{Source: m.Source, Scenario: m.Scenario, Knobs: m.Knobs, Backend: m.Backend, Topology: m.Topology,
 		Devices: m.Devices, Seed: m.Seed, Events: len(events), DroppedEvents: m.DroppedEvents, Ended: m.Ended,
-		Collectives: []Collective{}, Alerts: []Alert{}}
+		Collectives: []Collective{}, Alerts: []Alert{}, Export: m.Export}
 	if len(events) > 0 {
 		lo, hi := events[0].Start, events[0].End
 		for i := range events {

@@ -105,6 +105,10 @@ func Text(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(&b, "\nCommunication overlapped with compute: %.1f%%\n", r.Overlap.CommComputePct)
 
+	if x := r.Export; x != nil {
+		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %d spans built, %d exported, %d dropped; %d events dropped before export\n",
+			x.Endpoint, x.Protocol, x.State, x.SpansBuilt, x.SpansExported, x.SpansDropped, x.EventsDropped)
+	}
 	if len(r.Alerts) > 0 {
 		fmt.Fprintf(&b, "\nALERTS (%d):\n", len(r.Alerts))
 		for _, a := range r.Alerts {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
@@ -61,6 +62,7 @@ func (p *Prepared) Dropped() int64 {
 
 // ReplayConfig says how to replay a recording.
 type ReplayConfig struct {
+	Export  *otel.Config // export the replayed spans over OTLP, on the recording's own epoch
 	Path    string
 	Speed   float64 // simulated seconds per wall second; 0 as fast as possible
 	From    time.Duration
@@ -69,6 +71,7 @@ type ReplayConfig struct {
 
 // Replayed is a recording read back into a store.
 type Replayed struct {
+	Export   *otel.Stats
 	Store    *timeline.Store
 	Meta     recordings.Meta
 	Outcome  map[string]string
@@ -90,6 +93,16 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 	}
 	store := timeline.NewStore(r.Strings())
 	fan := &fanout{sinks: append([]timeline.Sink{store}, sinks...)}
+	var exp *otel.Exporter
+	if cfg.Export != nil {
+		ec := *cfg.Export
+		// Read the meta first: the recording's epoch places its spans in time.
+		ec.Epoch, ec.Scenario = time.Unix(0, r.Meta().EpochUnixNs), r.Meta().Scenario
+		if exp, err = otel.New(ctx, ec, r.Strings()); err != nil {
+			return nil, fmt.Errorf("--otlp: %w", err)
+		}
+		fan.sinks = append(fan.sinks, exp)
+	}
 	wall0 := time.Now()
 	for r.Next() {
 		for i, e := range r.At() {
@@ -116,6 +129,13 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 		return nil, err
 	}
 	out := &Replayed{Store: store, Meta: r.Meta(), Outcome: map[string]string{}, Dropped: r.Dropped(), Warnings: r.Warnings()}
+	if exp != nil {
+		fctx, cancel := context.WithTimeout(context.Background(), ExportFlushTimeout)
+		_ = exp.Close(fctx)
+		cancel()
+		s := exp.Stats()
+		out.Export = &s
+	}
 	for _, kv := range r.Outcome() {
 		out.Outcome[kv[0]] = kv[1]
 	}
@@ -127,5 +147,5 @@ func (r *Replayed) ReportMeta() report.Meta {
 	m := r.Meta
 	return report.Meta{Source: m.Source, Scenario: m.Scenario, Knobs: m.Knobs, Backend: m.Backend, Topology: m.Topology,
 		Devices: m.Devices, Seed: m.Seed, DroppedEvents: r.Dropped, IdleMode: m.IdleMode, KernelWaitNs: m.KernelWaitNs,
-		Ended: r.Outcome["ended"]}
+		Ended: r.Outcome["ended"], Export: reportExport(r.Export)}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
@@ -28,6 +29,8 @@ type Config struct {
 	Record string
 	// Epoch is the wall-clock time of simulated time 0 (zero: now).
 	Epoch time.Time
+	// Export, when set, exports the session's spans over OTLP.
+	Export *otel.Config
 	// Window, when positive, keeps the most recent events in a bounded, concurrent
 	// timeline.Window (for the console) instead of every event in Store, so a run can go on for
 	// ever in bounded memory.
@@ -55,6 +58,7 @@ type Prepared struct {
 	Window   *timeline.Window
 	fan      *fanout
 	recorder *recordings.Recorder
+	exporter *otel.Exporter
 }
 
 // Prepare resolves cfg. Extra sinks receive every event besides the store.
@@ -94,6 +98,20 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 		fan.sinks = append(fan.sinks, store)
 	}
 	fan.sinks = append(fan.sinks, sinks...)
+	if cfg.Export != nil {
+		ec := *cfg.Export
+		if cfg.Epoch.IsZero() {
+			cfg.Epoch = time.Now()
+			p.Config.Epoch = cfg.Epoch
+		}
+		ec.Epoch, ec.Scenario = cfg.Epoch, sc.File.Name
+		x, err := otel.New(context.Background(), ec, store.Strings)
+		if err != nil {
+			return nil, &ConfigError{fmt.Errorf("--otlp: %w", err)}
+		}
+		p.exporter = x
+		fan.sinks = append(fan.sinks, x)
+	}
 	if cfg.Record != "" {
 		if cfg.Epoch.IsZero() {
 			cfg.Epoch = time.Now()
@@ -114,6 +132,8 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 // Outcome is how a run went.
 type Outcome struct {
 	Steps int
+	// Wall is how long the workload ran, before the recording and the export were closed.
+	Wall time.Duration
 	// Ended is set when the run stopped early: a watchdog alert, a deadlock, a cancellation.
 	Ended error
 }
@@ -122,8 +142,9 @@ type Outcome struct {
 // When recording, the recording is closed with the outcome whatever happened, so what was
 // recorded is kept; a failure to close it is returned if nothing else failed.
 func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
+	begin := time.Now()
 	res, err := p.Scenario.Run(ctx, p.Client, p.fan, scenario.RunConfig{Steps: p.Config.Steps, Duration: p.Config.Duration, Seed: p.Config.Seed})
-	out := Outcome{Steps: res.Steps, Ended: res.Err}
+	out := Outcome{Steps: res.Steps, Ended: res.Err, Wall: time.Since(begin)}
 	if err != nil {
 		out.Ended = nil
 	}
@@ -132,7 +153,26 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 			err = cerr
 		}
 	}
+	if p.exporter != nil {
+		// Give the collector a bounded time to take the last spans; what it does not take is counted
+		// as dropped, and the run's result stands.
+		ctx, cancel := context.WithTimeout(context.Background(), ExportFlushTimeout)
+		_ = p.exporter.Close(ctx)
+		cancel()
+	}
 	return out, err
+}
+
+// ExportFlushTimeout bounds how long the end of a run waits for the collector.
+const ExportFlushTimeout = 15 * time.Second
+
+// ExportStats returns the export's counters (nil when not exporting).
+func (p *Prepared) ExportStats() *otel.Stats {
+	if p.exporter == nil {
+		return nil
+	}
+	s := p.exporter.Stats()
+	return &s
 }
 
 // Meta describes the run for the report.
@@ -143,6 +183,7 @@ func (p *Prepared) Meta(o Outcome) report.Meta {
 		m.Ended = o.Ended.Error()
 	}
 	m.DroppedEvents = p.Dropped()
+	m.Export = reportExport(p.ExportStats())
 	return m
 }
 
@@ -160,4 +201,12 @@ func (f *fanout) Emit(e *timeline.Event) {
 	for _, s := range f.sinks {
 		s.Emit(e)
 	}
+}
+
+func reportExport(s *otel.Stats) *report.Export {
+	if s == nil {
+		return nil
+	}
+	return &report.Export{Endpoint: s.Endpoint, Protocol: s.Protocol, State: s.State, SpansBuilt: s.SpansBuilt,
+		SpansExported: s.SpansExported, SpansDropped: s.SpansDropped, EventsDropped: s.EventsDropped, StepsSkipped: s.StepsSkipped + s.StepsOverRate}
 }

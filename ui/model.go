@@ -47,7 +47,8 @@ type Status struct {
 	Speed   float64 // 0: as fast as possible
 	Done    bool
 	Err     error
-	Dropped int64 // events lost before reaching the console or the recording
+	Dropped int64  // events lost before reaching the console or the recording
+	Export  string // the OpenTelemetry export's state, when exporting
 }
 
 // Views, in tab order.
@@ -393,6 +394,13 @@ func (m *Model) header() string {
 	parts = append(parts, dropped)
 	if m.snap.Trimmed > 0 {
 		parts = append(parts, st.Warn.Render(fmt.Sprintf("trimmed %d older", m.snap.Trimmed)))
+	}
+	if m.status.Export != "" {
+		ex := st.Muted.Render(m.status.Export)
+		if strings.Contains(m.status.Export, "failing") {
+			ex = st.Warn.Render(m.status.Export)
+		}
+		parts = append(parts, ex)
 	}
 	parts = append(parts, item("speed", speed), item("backend", m.info.Backend), item("topology", m.info.Topology))
 	line := ansi.Truncate(strings.Join(parts, "  "), m.width, "…")

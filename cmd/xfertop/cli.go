@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
@@ -93,6 +94,7 @@ type runOpts struct {
 	json     bool
 	record   string
 	console  consoleOpts
+	otlp     otlpFlags
 }
 
 func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
@@ -112,6 +114,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.StringVar(&o.record, "record", "", "record the session to this .xfr file while it runs")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
 	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory (older ones are trimmed; the recording keeps all)")
+	o.otlp.register(fs)
 	return fs, o
 }
 
@@ -136,6 +139,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	o.cfg.Record = o.record
+	exp, err := o.otlp.config()
+	if err != nil {
+		fmt.Fprintf(stderr, "xfertop run: %v\n", err)
+		return exitUsage
+	}
+	o.cfg.Export = exp
 	if o.console.tick <= 0 || o.console.window <= 0 {
 		fmt.Fprintln(stderr, "xfertop run: --tick and --window must be positive")
 		return exitUsage
@@ -239,4 +248,38 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// otlpFlags are the OpenTelemetry export flags of run and replay.
+type otlpFlags struct {
+	endpoint string
+	sample   float64
+	minSpan  time.Duration
+	maxRate  float64
+}
+
+func (f *otlpFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.endpoint, "otlp", "", "export spans over OTLP to this endpoint (http://host:4317, https://…, host:port; default: OTEL_EXPORTER_OTLP_ENDPOINT)")
+	fs.Float64Var(&f.sample, "otlp-sample", otel.DefaultSampleRatio, "fraction of steps exported, each step whole")
+	fs.DurationVar(&f.minSpan, "otlp-min-span", otel.DefaultMinSpan, "spans shorter than this are not exported")
+	fs.Float64Var(&f.maxRate, "otlp-max-rate", otel.DefaultMaxRate, "span budget per second: above it whole steps are skipped and counted (0: no limit)")
+}
+
+// config resolves the flags and the OTEL_* environment; nil when no export is asked for.
+func (f *otlpFlags) config() (*otel.Config, error) {
+	if f.sample < 0 || f.sample > 1 {
+		return nil, fmt.Errorf("--otlp-sample %v: give a fraction between 0 and 1", f.sample)
+	}
+	if f.minSpan < 0 {
+		return nil, fmt.Errorf("--otlp-min-span %v: must not be negative", f.minSpan)
+	}
+	cfg, ok, err := otel.Resolve(f.endpoint, nil)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if f.maxRate < 0 {
+		return nil, fmt.Errorf("--otlp-max-rate %v: must not be negative", f.maxRate)
+	}
+	cfg.SampleRatio, cfg.MinSpan, cfg.MaxRate = f.sample, f.minSpan, f.maxRate
+	return &cfg, nil
 }

@@ -39,7 +39,11 @@ func (s liveSource) Snapshot() timeline.Snapshot { return s.l.P.Window.Snapshot(
 func (s liveSource) SetSpeed(float64) bool       { return false }
 func (s liveSource) SeekTo(int64) bool           { return false }
 func (s liveSource) Status() ui.Status {
-	return ui.Status{Speed: s.l.P.Config.Speed, Done: s.l.Done(), Err: s.l.Err(), Dropped: s.l.P.Dropped()}
+	st := ui.Status{Speed: s.l.P.Config.Speed, Done: s.l.Done(), Err: s.l.Err(), Dropped: s.l.P.Dropped()}
+	if x := s.l.P.ExportStats(); x != nil {
+		st.Export = fmt.Sprintf("otlp %s: %d exported, %d dropped", x.State, x.SpansExported, x.SpansDropped+x.EventsDropped)
+	}
+	return st
 }
 
 type replaySource struct {

@@ -44,6 +44,8 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	window := fs.Int("window", timeline.DefaultWindow, "console: events kept in memory")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	salvage := fs.Bool("salvage", false, "skip damaged chunks instead of stopping at the first")
+	var otlp otlpFlags
+	otlp.register(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -59,6 +61,11 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "xfertop replay: --speed and --from must not be negative")
 		return exitUsage
 	}
+	exp, err := otlp.config()
+	if err != nil {
+		fmt.Fprintf(stderr, "xfertop replay: %v\n", err)
+		return exitUsage
+	}
 	if !*headless {
 		if interactive(stdout) {
 			if !flagSet(fs, "speed") {
@@ -69,7 +76,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 	}
-	rp, err := session.Replay(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage})
+	rp, err := session.Replay(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp})
 	if err != nil {
 		fmt.Fprintf(stderr, "xfertop: %v\n", err)
 		return exitUsage

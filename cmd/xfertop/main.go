@@ -17,9 +17,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/xfertop/xfertop/otel"
 )
 
 func main() {
+	otel.QuietErrors()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := xfertop(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -1,0 +1,60 @@
+package otel_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/xfertop/xfertop/otel"
+	"github.com/xfertop/xfertop/session"
+)
+
+// BenchmarkExportOverhead runs the same simulation with export off and on (to a local OTLP
+// HTTP/protobuf receiver that discards what it gets) and reports the simulator's events/s for each and their ratio (goal ≥ 0.9).
+//
+//	go test ./otel -run '^$' -bench ExportOverhead -benchtime 5x
+func BenchmarkExportOverhead(b *testing.B) {
+	r := newReceiver()
+	r.startSink(b)
+	defer r.stop()
+	cfg := configFor(b, r.addr, "http/protobuf") // the defaults, span budget included
+	unlimited := *cfg
+	unlimited.MaxRate = 0
+	var built, exported, overRate int64
+	run := func(export *otel.Config) (events int, d time.Duration) {
+		c := session.Config{Scenario: "overlap", Steps: 200, Window: 1 << 20, Export: export}
+		p, err := session.Prepare(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Outcome.Wall is the simulation itself (what export must not slow down); the final flush to
+		// the collector comes after it.
+		out, err := p.Run(context.Background())
+		if err != nil || out.Ended != nil {
+			b.Fatal(err, out.Ended)
+		}
+		if st := p.ExportStats(); st != nil && export == cfg {
+			built, exported, overRate = built+st.SpansBuilt, exported+st.SpansExported, overRate+st.StepsOverRate
+		}
+		return int(p.Window.Snapshot().Total), out.Wall
+	}
+	var offEv, onEv, allEv int
+	var offT, onT, allT time.Duration
+	for b.Loop() {
+		e, d := run(nil)
+		offEv, offT = offEv+e, offT+d
+		e, d = run(cfg)
+		onEv, onT = onEv+e, onT+d
+		e, d = run(&unlimited)
+		allEv, allT = allEv+e, allT+d
+	}
+	off := float64(offEv) / offT.Seconds()
+	on := float64(onEv) / onT.Seconds()
+	all := float64(allEv) / allT.Seconds()
+	b.ReportMetric(off, "events/s-off")
+	b.ReportMetric(on, "events/s-on")
+	b.ReportMetric(on/off, "on/off")
+	b.ReportMetric(all/off, "unlimited/off")
+	b.ReportMetric(float64(exported)/onT.Seconds(), "spans/s-exported")
+	b.ReportMetric(float64(overRate)/float64(b.N), "steps-over-budget/run")
+}

@@ -1,0 +1,148 @@
+package otel_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/xfertop/xfertop/otel"
+	"github.com/xfertop/xfertop/session"
+)
+
+func TestMain(m *testing.M) {
+	otel.QuietErrors()
+	os.Exit(m.Run())
+}
+
+func exportRun(t testing.TB, scenario string, steps int, speed float64, cfg *otel.Config) (*session.Prepared, session.Outcome) {
+	t.Helper()
+	p, err := session.Prepare(session.Config{Scenario: scenario, Steps: steps, Speed: speed, Export: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, out
+}
+
+func configFor(t testing.TB, endpoint, protocol string) *otel.Config {
+	t.Helper()
+	cfg, ok, err := otel.Resolve(endpoint, func(k string) string {
+		if k == "OTEL_EXPORTER_OTLP_PROTOCOL" {
+			return protocol
+		}
+		return ""
+	})
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	return &cfg
+}
+
+// Over gRPC and over HTTP/protobuf, every span built reaches the collector: one trace per step,
+// hosts as separate resources, send/recv links, nothing dropped.
+func TestExportReachesCollector(t *testing.T) {
+	for _, proto := range []string{"grpc", "http/protobuf"} {
+		t.Run(proto, func(t *testing.T) {
+			r := newReceiver()
+			if proto == "grpc" {
+				r.startGRPC(t, "127.0.0.1:0")
+			} else {
+				r.startHTTP(t)
+			}
+			defer r.stop()
+			p, _ := exportRun(t, "crosshost", 3, 0, configFor(t, r.addr, proto))
+			st := p.ExportStats()
+			if st.SpansBuilt == 0 || st.SpansExported != st.SpansBuilt || st.SpansDropped != 0 || st.EventsDropped != 0 || st.State != "ok" {
+				t.Fatalf("stats %+v", st)
+			}
+			if got := r.count(); int64(got) != st.SpansExported {
+				t.Errorf("collector received %d spans; the run says it exported %d", got, st.SpansExported)
+			}
+			if len(r.traces) != 3 {
+				t.Errorf("%d traces; want one per step (3)", len(r.traces))
+			}
+			if len(r.hosts) != 2 || r.hosts["host-0"] == 0 || r.hosts["host-1"] == 0 {
+				t.Errorf("resources by host.name %v; want host-0 and host-1", r.hosts)
+			}
+			if r.links == 0 {
+				t.Error("no send/recv links")
+			}
+		})
+	}
+}
+
+// The deadlock's timed-out send arrives with error status.
+func TestExportErrorStatus(t *testing.T) {
+	r := newReceiver()
+	r.startGRPC(t, "127.0.0.1:0")
+	defer r.stop()
+	exportRun(t, "deadlock", 3, 0, configFor(t, r.addr, "grpc"))
+	if r.errors < 2 {
+		t.Errorf("%d spans with error status; want the failed send and its step", r.errors)
+	}
+}
+
+// With the collector gone the run is not slowed or stopped: it finishes, the spans that could not be
+// exported are counted as dropped, and everything else (the events, the report) is complete.
+func TestCollectorDown(t *testing.T) {
+	r := newReceiver()
+	r.startGRPC(t, "127.0.0.1:0")
+	cfg := configFor(t, r.addr, "grpc")
+	cfg.RetryFor, cfg.ExportTimeout = 500*time.Millisecond, 300*time.Millisecond
+	p, err := session.Prepare(session.Config{Scenario: "pipeline", Steps: 8, Speed: 4, Export: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(150 * time.Millisecond) // first steps' spans go through; then the collector dies
+		r.stop()
+	}()
+	begin := time.Now()
+	out, err := p.Run(context.Background())
+	if err != nil || out.Steps != 8 {
+		t.Fatalf("run: %d steps, %v", out.Steps, err)
+	}
+	st := p.ExportStats()
+	t.Logf("ran in %v; stats %+v", time.Since(begin), st)
+	if st.SpansDropped+st.EventsDropped == 0 {
+		t.Errorf("collector down, yet nothing counted as dropped: %+v", st)
+	}
+	if st.SpansExported+st.SpansDropped != st.SpansBuilt {
+		t.Errorf("built %d ≠ exported %d + dropped %d", st.SpansBuilt, st.SpansExported, st.SpansDropped)
+	}
+	base, _ := exportRun(t, "pipeline", 8, 0, nil)
+	if p.Store.Len() != base.Store.Len() {
+		t.Errorf("%d events with a dead collector, %d without export: events were lost", p.Store.Len(), base.Store.Len())
+	}
+}
+
+// Export resumes by itself when the collector comes back.
+func TestCollectorComesBack(t *testing.T) {
+	r := newReceiver()
+	r.startGRPC(t, "127.0.0.1:0")
+	addr := r.addr
+	cfg := configFor(t, addr, "grpc")
+	cfg.RetryFor, cfg.ExportTimeout = 0, 300*time.Millisecond
+	back := newReceiver()
+	go func() {
+		time.Sleep(1200 * time.Millisecond) // the first steps are exported
+		r.stop()
+		time.Sleep(1000 * time.Millisecond)
+		back.startGRPC(t, addr) // the same address, as a restarted collector
+	}()
+	// 24 steps at twice real speed: ~3.8 s, the outage in the middle.
+	p, _ := exportRun(t, "pipeline", 24, 2, cfg)
+	defer back.stop()
+	st := p.ExportStats()
+	t.Logf("before the outage %d spans, after %d; stats %+v", r.count(), back.count(), st)
+	if r.count() == 0 || back.count() == 0 {
+		t.Errorf("export did not resume: %d spans before the outage, %d after", r.count(), back.count())
+	}
+	if int64(r.count()+back.count()) != st.SpansExported {
+		t.Errorf("collectors got %d spans; the run says %d", r.count()+back.count(), st.SpansExported)
+	}
+}

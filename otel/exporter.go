@@ -1,0 +1,415 @@
+package otel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	otelapi "go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// QuietErrors makes the OpenTelemetry SDK's global error handler silent. The SDK reports failed
+// exports there, and its default prints to standard error, which would write over the console;
+// the Exporter counts and reports failures itself (Stats.State). The command calls it once at start.
+func QuietErrors() { otelapi.SetErrorHandler(otelapi.ErrorHandlerFunc(func(error) {})) }
+
+// Stats says how the export is going. Every span built is, in the end, exported or dropped.
+type Stats struct {
+	Endpoint      string `json:"endpoint"`
+	Protocol      string `json:"protocol"`
+	State         string `json:"state"` // "ok", "failing: …", "starting"
+	SpansBuilt    int64  `json:"spans_built"`
+	SpansExported int64  `json:"spans_exported"`
+	SpansDropped  int64  `json:"spans_dropped"`  // in exports that failed for good
+	EventsDropped int64  `json:"events_dropped"` // events the queue could not take
+	StepsSampled  int64  `json:"steps_exported"`
+	StepsSkipped  int64  `json:"steps_skipped"`   // by the sampling ratio
+	StepsOverRate int64  `json:"steps_over_rate"` // skipped whole because the span budget was spent
+}
+
+// countingExporter counts what really reached the collector, and what was lost for good.
+type countingExporter struct {
+	next     sdktrace.SpanExporter
+	exported atomic.Int64
+	dropped  atomic.Int64
+	lastErr  atomic.Pointer[string]
+	tried    atomic.Bool
+}
+
+func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := c.next.ExportSpans(ctx, spans)
+	c.tried.Store(true)
+	if err != nil {
+		c.dropped.Add(int64(len(spans)))
+		msg := err.Error()
+		c.lastErr.Store(&msg)
+		return err
+	}
+	c.exported.Add(int64(len(spans)))
+	c.lastErr.Store(nil)
+	return nil
+}
+
+// Shutdown is the Exporter's job, once, after every provider has flushed.
+func (c *countingExporter) Shutdown(context.Context) error { return nil }
+
+type batch struct {
+	events []timeline.Event
+	first  uint32
+	strs   []string
+}
+
+// Exporter turns events into spans and exports them. It is a timeline.Sink: Emit never blocks.
+// Emit must be called from the producer's goroutine; Stats and Close from any.
+type Exporter struct {
+	cfg     Config
+	src     *timeline.Strings
+	known   uint32
+	mu      sync.Mutex
+	cur     *batch
+	queue   chan *batch
+	free    chan *batch
+	closed  bool
+	counter *countingExporter
+	real    sdktrace.SpanExporter
+	hosts   map[uint16]*sdktrace.TracerProvider
+	done    chan struct{}
+
+	labels        []string // the builder's copy of the string table
+	pending       []timeline.Event
+	built         atomic.Int64
+	eventsDropped atomic.Int64
+	stepsKept     atomic.Int64
+	stepsSkipped  atomic.Int64
+	stepsOverRate atomic.Int64
+	tokens        float64 // the span budget (token bucket), refilled at MaxRate per second
+	refilled      time.Time
+}
+
+// New starts an exporter for cfg. src is the session's string table (read only inside Emit).
+func New(ctx context.Context, cfg Config, src *timeline.Strings) (*Exporter, error) {
+	var (
+		exp sdktrace.SpanExporter
+		err error
+	)
+	u, _ := url.Parse(cfg.Endpoint)
+	retry := cfg.RetryFor
+	switch cfg.Protocol {
+	case "http/protobuf":
+		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(cfg.Endpoint), otlptracehttp.WithTimeout(cfg.ExportTimeout),
+			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: retry > 0, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: retry})}
+		if u != nil && u.Path == "" {
+			opts = append(opts, otlptracehttp.WithURLPath("/v1/traces"))
+		}
+		if cfg.Insecure {
+			opts = append(opts, otlptracehttp.WithInsecure())
+		}
+		exp, err = otlptracehttp.New(ctx, opts...)
+	default:
+		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(cfg.Endpoint), otlptracegrpc.WithTimeout(cfg.ExportTimeout),
+			otlptracegrpc.WithReconnectionPeriod(500 * time.Millisecond),
+			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: retry > 0, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: retry})}
+		if cfg.Insecure {
+			opts = append(opts, otlptracegrpc.WithInsecure())
+		}
+		exp, err = otlptracegrpc.New(ctx, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("OTLP exporter for %s: %w", cfg.Endpoint, err)
+	}
+	return NewWithExporter(cfg, exp, src), nil
+}
+
+// NewWithExporter is New over any span exporter (an in-memory one in tests).
+func NewWithExporter(cfg Config, exp sdktrace.SpanExporter, src *timeline.Strings) *Exporter {
+	if cfg.Queue <= 0 {
+		cfg.Queue = DefaultQueue
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultBatch
+	}
+	if cfg.ServiceName == "" {
+		cfg.ServiceName = DefaultServiceName
+	}
+	if src == nil {
+		src = timeline.NewStrings()
+	}
+	x := &Exporter{cfg: cfg, src: src, known: 1, queue: make(chan *batch, cfg.Queue), free: make(chan *batch, cfg.Queue+2),
+		counter: &countingExporter{next: exp}, real: exp, hosts: map[uint16]*sdktrace.TracerProvider{}, done: make(chan struct{}),
+		labels: []string{""}}
+	x.cur = x.newBatch()
+	go x.loop()
+	return x
+}
+
+func (x *Exporter) newBatch() *batch {
+	select {
+	case b := <-x.free:
+		b.events, b.strs = b.events[:0], b.strs[:0]
+		return b
+	default:
+		return &batch{events: make([]timeline.Event, 0, x.cfg.Batch)}
+	}
+}
+
+// Emit queues a copy of e; when the queue is full the batch is dropped and counted. Only events
+// that become or annotate spans (about one in eight) cross to the builder.
+func (x *Exporter) Emit(e *timeline.Event) {
+	if e.Kind != timeline.KindStep && !keep(e) {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	b := x.cur
+	if b == nil {
+		return
+	}
+	if e.Label >= x.known {
+		if len(b.strs) == 0 {
+			b.first = x.known
+		}
+		for id := x.known; id <= e.Label && int(id) < x.src.Len(); id++ {
+			b.strs = append(b.strs, x.src.Lookup(id))
+		}
+		x.known = uint32(max(int(e.Label)+1, int(x.known)))
+	}
+	b.events = append(b.events, *e)
+	// Hand off when full; the ticker sends partial batches within 250 ms. (Handing off at every step
+	// made the producer allocate a fresh batch per step whenever the builder was behind.)
+	if len(b.events) >= x.cfg.Batch {
+		x.handOff()
+	}
+}
+
+// handOff passes the batch on, or drops its events (never its strings) when the queue is full.
+func (x *Exporter) handOff() {
+	select {
+	case x.queue <- x.cur:
+		x.cur = x.newBatch()
+	default:
+		x.eventsDropped.Add(int64(len(x.cur.events)))
+		x.cur.events = x.cur.events[:0]
+	}
+}
+
+func (x *Exporter) loop() {
+	defer close(x.done)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case b, ok := <-x.queue:
+			if !ok {
+				return
+			}
+			x.consume(b)
+		case <-tick.C:
+			x.mu.Lock()
+			if x.cur != nil && (len(x.cur.events) > 0 || len(x.cur.strs) > 0) {
+				x.handOff()
+			}
+			x.mu.Unlock()
+		}
+	}
+}
+
+func (x *Exporter) consume(b *batch) {
+	if len(b.strs) > 0 && int(b.first) == len(x.labels) {
+		x.labels = append(x.labels, b.strs...)
+	}
+	for i := range b.events {
+		e := &b.events[i]
+		if e.Kind == timeline.KindStep {
+			x.flushStep(e, x.pending)
+			x.pending = x.pending[:0]
+			continue
+		}
+		if keep(e) {
+			x.pending = append(x.pending, *e)
+		}
+	}
+	select {
+	case x.free <- b:
+	default:
+	}
+}
+
+// keep reports whether the builder needs an event: span kinds and what annotates them.
+func keep(e *timeline.Event) bool {
+	switch e.Kind {
+	case timeline.KindAlert, timeline.KindPeerWait:
+		return true
+	}
+	return exported(e)
+}
+
+type labelTable []string
+
+func (l labelTable) Lookup(id uint32) string {
+	if int(id) < len(l) {
+		return l[id]
+	}
+	return ""
+}
+
+// sampled decides, the same way every time, whether step n is exported.
+func sampled(n uint32, ratio float64) bool {
+	if ratio >= 1 {
+		return true
+	}
+	h := uint64(n+1) * 0x9E3779B97F4A7C15
+	return float64(h>>11)/float64(1<<53) < ratio
+}
+
+func (x *Exporter) provider(host uint16) *sdktrace.TracerProvider {
+	if tp, ok := x.hosts[host]; ok {
+		return tp
+	}
+	// Defaults first, then OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, then the host: hosts must
+	// stay separate processes in Jaeger whatever the environment says.
+	res, err := resource.New(context.Background(),
+		resource.WithAttributes(attribute.String("service.name", x.cfg.ServiceName)),
+		resource.WithFromEnv(),
+		resource.WithAttributes(attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", fmt.Sprintf("host-%d", host)),
+			attribute.Int("xfertop.host", int(host))))
+	if err != nil {
+		res = resource.NewSchemaless(attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", fmt.Sprintf("host-%d", host)))
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(x.counter, sdktrace.WithBlocking(), sdktrace.WithMaxQueueSize(8192), sdktrace.WithMaxExportBatchSize(1024),
+			sdktrace.WithBatchTimeout(200*time.Millisecond), sdktrace.WithExportTimeout(x.cfg.ExportTimeout+x.cfg.RetryFor)))
+	x.hosts[host] = tp
+	return tp
+}
+
+// budget spends n spans of the rate budget, or reports that the step must be skipped. The bucket
+// holds a tenth of a second's worth, so the rate holds over short stretches too; a step is let
+// through whenever the balance is positive (it may go into debt), so no step is too big to export.
+func (x *Exporter) budget(n int) bool {
+	if x.cfg.MaxRate <= 0 {
+		return true
+	}
+	burst := x.cfg.MaxRate / 10
+	now := time.Now()
+	if x.refilled.IsZero() {
+		x.tokens = burst
+	} else {
+		x.tokens = min(x.tokens+now.Sub(x.refilled).Seconds()*x.cfg.MaxRate, burst)
+	}
+	x.refilled = now
+	if x.tokens <= 0 {
+		return false
+	}
+	x.tokens -= float64(n)
+	return true
+}
+
+func (x *Exporter) wall(ns int64) time.Time { return x.cfg.Epoch.Add(time.Duration(ns)) }
+
+// flushStep builds and ends the spans of one step.
+func (x *Exporter) flushStep(step *timeline.Event, evs []timeline.Event) {
+	if !sampled(step.Aux, x.cfg.SampleRatio) {
+		x.stepsSkipped.Add(1)
+		return
+	}
+	n := 1
+	for i := range evs {
+		if exported(&evs[i]) {
+			n++
+		}
+	}
+	if !x.budget(n) { // decided before building anything: a skipped step costs nothing more
+		x.stepsOverRate.Add(1)
+		return
+	}
+	x.stepsKept.Add(1)
+	specs := buildStep(step, evs, labelTable(x.labels), x.cfg.Scenario, Filter{MinSpanNs: x.cfg.MinSpan.Nanoseconds()})
+	spans := make([]trace.Span, len(specs))
+	for i, sp := range specs {
+		ctx := context.Background()
+		if sp.parent >= 0 {
+			ctx = trace.ContextWithSpan(ctx, spans[sp.parent])
+		}
+		tracer := x.provider(sp.host).Tracer("github.com/xfertop/xfertop/otel")
+		_, spans[i] = tracer.Start(ctx, sp.name, trace.WithTimestamp(x.wall(sp.start)), trace.WithAttributes(sp.attrs...))
+	}
+	for i, sp := range specs {
+		for _, l := range sp.links {
+			spans[i].AddLink(trace.Link{SpanContext: spans[l].SpanContext(), Attributes: []attribute.KeyValue{attribute.String("xfertop.link", "send-recv")}})
+		}
+		if sp.errMsg != "" {
+			spans[i].SetStatus(codes.Error, sp.errMsg)
+		}
+	}
+	// Children end before parents, so every span is complete when its parent is.
+	for i := len(specs) - 1; i >= 0; i-- {
+		spans[i].End(trace.WithTimestamp(x.wall(specs[i].end)))
+	}
+	x.built.Add(int64(len(specs)))
+}
+
+// Close exports what is left (a trailing partial step becomes a trace of its own), waits for the
+// collector up to ctx's deadline, and shuts the exporter down.
+func (x *Exporter) Close(ctx context.Context) error {
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		return nil
+	}
+	x.closed = true
+	last := x.cur
+	x.cur = nil
+	x.mu.Unlock()
+	x.queue <- last // the producer has stopped: wait for room rather than drop the end
+	close(x.queue)
+	<-x.done
+	if len(x.pending) > 0 {
+		tail := timeline.Event{Kind: timeline.KindStep, Start: x.pending[0].Start, End: x.pending[len(x.pending)-1].End, Aux: 1 << 31}
+		for _, e := range x.pending {
+			tail.Start, tail.End = min(tail.Start, e.Start), max(tail.End, e.End)
+		}
+		x.flushStep(&tail, x.pending)
+	}
+	var errs []error
+	for _, tp := range x.hosts {
+		if err := tp.ForceFlush(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if err := tp.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := x.real.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Stats returns the export's counters.
+func (x *Exporter) Stats() Stats {
+	s := Stats{Endpoint: x.cfg.Endpoint, Protocol: x.cfg.Protocol, SpansBuilt: x.built.Load(), SpansExported: x.counter.exported.Load(),
+		SpansDropped: x.counter.dropped.Load(), EventsDropped: x.eventsDropped.Load(), StepsSampled: x.stepsKept.Load(), StepsSkipped: x.stepsSkipped.Load(),
+		StepsOverRate: x.stepsOverRate.Load()}
+	switch {
+	case x.counter.lastErr.Load() != nil:
+		s.State = "failing: " + *x.counter.lastErr.Load()
+	case x.counter.tried.Load():
+		s.State = "ok"
+	default:
+		s.State = "starting"
+	}
+	return s
+}

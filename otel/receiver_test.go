@@ -1,0 +1,132 @@
+package otel_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+// receiver is a minimal OTLP trace collector on loopback (gRPC or HTTP/protobuf) that counts what it
+// receives: spans, traces, and the host.name of each resource.
+type receiver struct {
+	collectortrace.UnimplementedTraceServiceServer
+	mu     sync.Mutex
+	spans  int
+	traces map[string]bool
+	hosts  map[string]int
+	links  int
+	errors int
+	addr   string
+	grpc   *grpc.Server
+	http   *http.Server
+}
+
+func newReceiver() *receiver {
+	return &receiver{traces: map[string]bool{}, hosts: map[string]int{}}
+}
+
+func (r *receiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	r.record(req)
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+func (r *receiver) record(req *collectortrace.ExportTraceServiceRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		host := ""
+		for _, a := range rs.GetResource().GetAttributes() {
+			if a.Key == "host.name" {
+				host = a.GetValue().GetStringValue()
+			}
+		}
+		for _, ss := range rs.ScopeSpans {
+			for _, sp := range ss.Spans {
+				r.spans++
+				r.hosts[host]++
+				r.traces[string(sp.TraceId)] = true
+				r.links += len(sp.Links)
+				if sp.GetStatus().GetCode() == 2 {
+					r.errors++
+				}
+			}
+		}
+	}
+}
+
+func (r *receiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.spans
+}
+
+// startGRPC listens on addr ("127.0.0.1:0" for a free port).
+func (r *receiver) startGRPC(t testing.TB, addr string) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.addr = lis.Addr().String()
+	r.grpc = grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(r.grpc, r)
+	go func() { _ = r.grpc.Serve(lis) }()
+}
+
+func (r *receiver) startHTTP(t testing.TB) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.addr = lis.Addr().String()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/traces", func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		var msg collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &msg); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.record(&msg)
+		out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	})
+	r.http = &http.Server{Handler: mux}
+	go func() { _ = r.http.Serve(lis) }()
+}
+
+func (r *receiver) stop() {
+	if r.grpc != nil {
+		r.grpc.Stop()
+	}
+	if r.http != nil {
+		_ = r.http.Close()
+	}
+}
+
+// startSink is an HTTP/protobuf receiver that accepts and discards, counting requests only: the
+// cheapest possible collector, so a benchmark measures the exporter, not the receiver's decoding.
+func (r *receiver) startSink(t testing.TB) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.addr = lis.Addr().String()
+	ok, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+	r.http = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		r.mu.Lock()
+		r.spans++ // requests, here
+		r.mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(ok)
+	})}
+	go func() { _ = r.http.Serve(lis) }()
+}
