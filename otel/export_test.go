@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,9 +16,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func exportRun(t testing.TB, scenario string, steps int, speed float64, cfg *otel.Config) (*session.Prepared, session.Outcome) {
+func exportRun(t testing.TB, scenario string, steps int, speed float64, cfg *otel.Config, sets ...string) (*session.Prepared, session.Outcome) {
 	t.Helper()
-	p, err := session.Prepare(session.Config{Scenario: scenario, Steps: steps, Speed: speed, Export: cfg})
+	knobs := map[string]string{}
+	for _, kv := range sets {
+		k, v, _ := strings.Cut(kv, "=")
+		knobs[k] = v
+	}
+	p, err := session.Prepare(session.Config{Scenario: scenario, Steps: steps, Speed: speed, Export: cfg, Sets: knobs})
 	if err != nil {
 		t.Fatal(err)
 	}
