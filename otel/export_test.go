@@ -152,3 +152,35 @@ func TestCollectorComesBack(t *testing.T) {
 		t.Errorf("collectors got %d spans; the run says %d", r.count()+back.count(), st.SpansExported)
 	}
 }
+
+// A replay exports the same spans as the run that made the recording, at the recording's own time.
+func TestReplayExport(t *testing.T) {
+	path := t.TempDir() + "/r.xfr"
+	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	live := newReceiver()
+	live.startGRPC(t, "127.0.0.1:0")
+	defer live.stop()
+	p, err := session.Prepare(session.Config{Scenario: "crosshost", Steps: 2, Record: path, Epoch: epoch, Export: configFor(t, live.addr, "grpc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := newReceiver()
+	r.startGRPC(t, "127.0.0.1:0")
+	defer r.stop()
+	rp, err := session.Replay(context.Background(), session.ReplayConfig{Path: path, Export: configFor(t, r.addr, "grpc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Export == nil || rp.Export.SpansExported == 0 || rp.Export.SpansExported != p.ExportStats().SpansExported {
+		t.Fatalf("replay exported %+v; the run exported %+v", rp.Export, p.ExportStats())
+	}
+	if r.count() != live.count() || len(r.traces) != len(live.traces) {
+		t.Errorf("replay sent %d spans in %d traces; the run %d in %d", r.count(), len(r.traces), live.count(), len(live.traces))
+	}
+	if r.first.Before(epoch) || r.first.After(epoch.Add(time.Minute)) {
+		t.Errorf("replayed spans start at %v; the recording's epoch is %v", r.first, epoch)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
@@ -24,6 +25,7 @@ type receiver struct {
 	links  int
 	errors int
 	addr   string
+	first  time.Time // the earliest span start received
 	grpc   *grpc.Server
 	http   *http.Server
 }
@@ -50,6 +52,9 @@ func (r *receiver) record(req *collectortrace.ExportTraceServiceRequest) {
 		for _, ss := range rs.ScopeSpans {
 			for _, sp := range ss.Spans {
 				r.spans++
+				if st := time.Unix(0, int64(sp.StartTimeUnixNano)); r.first.IsZero() || st.Before(r.first) {
+					r.first = st
+				}
 				r.hosts[host]++
 				r.traces[string(sp.TraceId)] = true
 				r.links += len(sp.Links)

@@ -99,6 +99,13 @@ func NewReader(name string, r io.ReaderAt, size int64, opts Options) (*Reader, e
 		return nil, fmt.Errorf("%s: %w (format version 0)", name, ErrNotRecording)
 	}
 	rd.readTrailer()
+	// The Meta chunk comes first: read it now, so Meta is valid as soon as the file is open.
+	if typ, payload, total, err := rd.chunkAt(rd.off, rd.end); err == nil && typ == ChunkMeta {
+		if kv, err := decodeKV(payload); err == nil {
+			rd.meta = metaFrom(kv)
+			rd.off += total
+		}
+	}
 	return rd, nil
 }
 
@@ -292,7 +299,7 @@ func (r *Reader) At() []timeline.Event { return r.events }
 // Err returns the error that stopped reading, if any (a *CorruptionError for damage).
 func (r *Reader) Err() error { return r.err }
 
-// Meta returns the session metadata read so far.
+// Meta returns the session's metadata (read when the file was opened).
 func (r *Reader) Meta() Meta { return r.meta }
 
 // Outcome returns the Outcome chunk's pairs, if one was read.
