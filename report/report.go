@@ -57,6 +57,74 @@ type Report struct {
 	Overlap       Overlap           `json:"overlap"`
 	Alerts        []Alert           `json:"alerts"`
 	Export        *Export           `json:"export,omitempty"`
+	Telemetry     []DeviceTelemetry `json:"telemetry,omitempty"`
+}
+
+// DeviceTelemetry summarises one device's NVML samples: for each metric, the mean and the maximum.
+// Throughputs are bytes/s, memory bytes, power milliwatts.
+type DeviceTelemetry struct {
+	Device  int32              `json:"device"`
+	Samples int                `json:"samples"`
+	Metrics map[string]MeanMax `json:"metrics"`
+}
+
+// MeanMax is a metric's mean and maximum.
+type MeanMax struct {
+	Mean float64 `json:"mean"`
+	Max  int64   `json:"max"`
+}
+
+var sampleNames = map[timeline.SampleMetric]string{
+	timeline.SampleUtilization: "utilization_pct", timeline.SampleMemoryUsed: "memory_used_bytes",
+	timeline.SamplePCIeRx: "pcie_rx_bytes_per_s", timeline.SamplePCIeTx: "pcie_tx_bytes_per_s",
+	timeline.SampleNVLinkRx: "nvlink_rx_bytes_per_s", timeline.SampleNVLinkTx: "nvlink_tx_bytes_per_s",
+	timeline.SamplePowerMilliW: "power_milliwatts", timeline.SampleSMClockMHz: "sm_clock_mhz", timeline.SampleTempC: "temperature_c",
+}
+
+func telemetry(events []timeline.Event) []DeviceTelemetry {
+	type acc struct {
+		sum float64
+		n   int
+		max int64
+	}
+	per := map[int32]map[string]*acc{}
+	count := map[int32]int{}
+	for i := range events {
+		e := &events[i]
+		if e.Kind != timeline.KindDeviceSample {
+			continue
+		}
+		name, ok := sampleNames[timeline.SampleMetric(e.Sub)]
+		if !ok {
+			continue
+		}
+		m := per[e.Device]
+		if m == nil {
+			m = map[string]*acc{}
+			per[e.Device] = m
+		}
+		a := m[name]
+		if a == nil {
+			a = &acc{max: e.Bytes}
+			m[name] = a
+		}
+		a.sum += float64(e.Bytes)
+		a.n++
+		a.max = max(a.max, e.Bytes)
+		if timeline.SampleMetric(e.Sub) == timeline.SampleUtilization {
+			count[e.Device]++
+		}
+	}
+	var out []DeviceTelemetry
+	for d, m := range per {
+		t := DeviceTelemetry{Device: d, Samples: count[d], Metrics: map[string]MeanMax{}}
+		for k, a := range m {
+			t.Metrics[k] = MeanMax{Mean: round2(a.sum / float64(a.n)), Max: a.max}
+		}
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Device < out[j].Device })
+	return out
 }
 
 // Steps summarises step durations.
@@ -188,6 +256,7 @@ func Build(events []timeline.Event, strs *timeline.Strings, m Meta) *Report {
 		kw = timeline.DefaultKernelWaitNs
 	}
 	r.Idle, r.Overlap = idle(events, m.IdleMode, kw)
+	r.Telemetry = telemetry(events)
 	for i := range events {
 		e := &events[i]
 		if e.Kind != timeline.KindAlert {

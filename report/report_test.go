@@ -153,3 +153,16 @@ func TestFormat(t *testing.T) {
 		t.Errorf("Bytes(64MiB) = %q", got)
 	}
 }
+
+func TestTelemetry(t *testing.T) {
+	s := func(dev int32, m timeline.SampleMetric, v int64) timeline.Event {
+		return timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(m), Device: dev, Bytes: v}
+	}
+	evs := []timeline.Event{s(0, timeline.SampleUtilization, 40), s(0, timeline.SampleUtilization, 80), s(0, timeline.SamplePCIeRx, 50e9),
+		s(1, timeline.SampleTempC, 70)}
+	r := Build(evs, timeline.NewStrings(), Meta{})
+	if len(r.Telemetry) != 2 || r.Telemetry[0].Samples != 2 || r.Telemetry[0].Metrics["utilization_pct"] != (MeanMax{Mean: 60, Max: 80}) ||
+		r.Telemetry[0].Metrics["pcie_rx_bytes_per_s"].Max != 50e9 || r.Telemetry[1].Metrics["temperature_c"].Max != 70 {
+		t.Errorf("telemetry %+v", r.Telemetry)
+	}
+}

@@ -105,6 +105,19 @@ func Text(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(&b, "\nCommunication overlapped with compute: %.1f%%\n", r.Overlap.CommComputePct)
 
+	if len(r.Telemetry) > 0 {
+		b.WriteString("\nDevice telemetry (NVML, mean / max):\n")
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "device\tsamples\tutil %\tPCIe rx GB/s\tPCIe tx GB/s\tpower W\ttemp °C\t")
+		for _, t := range r.Telemetry {
+			m := t.Metrics
+			fmt.Fprintf(tw, "%d\t%d\t%.0f / %d\t%.1f / %.1f\t%.1f / %.1f\t%.0f / %.0f\t%.0f / %d\t\n", t.Device, t.Samples,
+				m["utilization_pct"].Mean, m["utilization_pct"].Max, m["pcie_rx_bytes_per_s"].Mean/1e9, float64(m["pcie_rx_bytes_per_s"].Max)/1e9,
+				m["pcie_tx_bytes_per_s"].Mean/1e9, float64(m["pcie_tx_bytes_per_s"].Max)/1e9, m["power_milliwatts"].Mean/1e3,
+				float64(m["power_milliwatts"].Max)/1e3, m["temperature_c"].Mean, m["temperature_c"].Max)
+		}
+		tw.Flush()
+	}
 	if x := r.Export; x != nil {
 		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %d spans built, %d exported, %d dropped; %d events dropped before export\n",
 			x.Endpoint, x.Protocol, x.State, x.SpansBuilt, x.SpansExported, x.SpansDropped, x.EventsDropped)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/sim"
 	"github.com/xfertop/xfertop/otel"
+	"github.com/xfertop/xfertop/probes/nvml"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
@@ -31,6 +34,9 @@ type Config struct {
 	Epoch time.Time
 	// Export, when set, exports the session's spans over OTLP.
 	Export *otel.Config
+	// NVML samples GPU telemetry through NVML every NVMLInterval (default 500 ms) beside the run.
+	NVML         bool
+	NVMLInterval time.Duration
 	// Window, when positive, keeps the most recent events in a bounded, concurrent
 	// timeline.Window (for the console) instead of every event in Store, so a run can go on for
 	// ever in bounded memory.
@@ -98,6 +104,13 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 		fan.sinks = append(fan.sinks, store)
 	}
 	fan.sinks = append(fan.sinks, sinks...)
+	if cfg.NVML {
+		fan.inbox = &inbox{strs: store.Strings}
+		if cfg.Epoch.IsZero() {
+			cfg.Epoch = time.Now()
+			p.Config.Epoch = cfg.Epoch
+		}
+	}
 	if cfg.Export != nil {
 		ec := *cfg.Export
 		if cfg.Epoch.IsZero() {
@@ -142,9 +155,16 @@ type Outcome struct {
 // When recording, the recording is closed with the outcome whatever happened, so what was
 // recorded is kept; a failure to close it is returned if nothing else failed.
 func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
+	var stopProbe func()
+	if p.Config.NVML {
+		stopProbe = p.startProbe(ctx)
+	}
 	begin := time.Now()
 	res, err := p.Scenario.Run(ctx, p.Client, p.fan, scenario.RunConfig{Steps: p.Config.Steps, Duration: p.Config.Duration, Seed: p.Config.Seed})
 	out := Outcome{Steps: res.Steps, Ended: res.Err, Wall: time.Since(begin)}
+	if stopProbe != nil {
+		stopProbe() // before the recording and the export close: its last samples belong to the run
+	}
 	if err != nil {
 		out.Ended = nil
 	}
@@ -194,13 +214,60 @@ func (o Outcome) EndedByAlert() bool {
 	return errors.As(o.Ended, &wd) || errors.As(o.Ended, &dl)
 }
 
-// fanout hands every event to each sink in turn.
-type fanout struct{ sinks []timeline.Sink }
+// fanout hands every event to each sink in turn, on the producer's goroutine. Events from other
+// goroutines (the NVML probe) wait in the inbox and are passed on with the producer's next event.
+type fanout struct {
+	sinks []timeline.Sink
+	inbox *inbox
+}
 
 func (f *fanout) Emit(e *timeline.Event) {
+	if f.inbox != nil && f.inbox.pending.Load() {
+		f.drain()
+	}
 	for _, s := range f.sinks {
 		s.Emit(e)
 	}
+}
+
+func (f *fanout) drain() {
+	evs, msgs := f.inbox.take()
+	for i := range evs {
+		if msgs[i] != "" {
+			evs[i].Label = f.inbox.strs.ID(msgs[i])
+		}
+		for _, s := range f.sinks {
+			s.Emit(&evs[i])
+		}
+	}
+}
+
+// inbox holds events produced off the producer's goroutine until it passes them on.
+type inbox struct {
+	strs    *timeline.Strings // the session's table: only the producer's goroutine touches it
+	mu      sync.Mutex
+	evs     []timeline.Event
+	msgs    []string
+	pending atomic.Bool
+}
+
+func (in *inbox) put(e *timeline.Event, msg string) {
+	in.mu.Lock()
+	if len(in.evs) < 1<<16 { // a stalled producer must not let the inbox grow without bound
+		in.evs = append(in.evs, *e)
+		in.msgs = append(in.msgs, msg)
+	}
+	in.pending.Store(true)
+	in.mu.Unlock()
+}
+
+func (in *inbox) take() ([]timeline.Event, []string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	evs, msgs := in.evs, in.msgs
+	in.evs, in.msgs = nil, nil
+	in.pending.Store(false)
+	return evs, msgs
 }
 
 func reportExport(s *otel.Stats) *report.Export {
@@ -209,4 +276,24 @@ func reportExport(s *otel.Stats) *report.Export {
 	}
 	return &report.Export{Endpoint: s.Endpoint, Protocol: s.Protocol, State: s.State, SpansBuilt: s.SpansBuilt,
 		SpansExported: s.SpansExported, SpansDropped: s.SpansDropped, EventsDropped: s.EventsDropped, StepsSkipped: s.StepsSkipped + s.StepsOverRate}
+}
+
+// startProbe samples NVML beside the run; the returned function stops it and passes on what it
+// sampled last.
+func (p *Prepared) startProbe(ctx context.Context) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	epoch := p.Config.Epoch
+	probe := nvml.New(nvml.NewLibrary(""), p.Config.NVMLInterval, p.fan.inbox.put, func() int64 { return time.Since(epoch).Nanoseconds() })
+	go func() {
+		defer close(done)
+		_ = probe.Run(ctx) // an unusable NVML is reported by the probe as an alert
+	}()
+	return func() {
+		cancel()
+		<-done
+		if p.fan.inbox.pending.Load() {
+			p.fan.drain()
+		}
+	}
 }

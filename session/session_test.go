@@ -255,3 +255,22 @@ func TestPacing(t *testing.T) {
 		t.Errorf("paced at speed 1, %v of simulated time took only %v", simulated, wall)
 	}
 }
+
+// --nvml on a machine without NVML: the run goes on, and the report says once why there is no
+// telemetry.
+func TestNVMLUnavailable(t *testing.T) {
+	t.Setenv("XFER_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+	r, out := runReport(t, Config{Scenario: "straggler", Steps: 3, NVML: true})
+	if out.Ended != nil || r.Steps.Count != 3 {
+		t.Fatalf("run with --nvml: %+v %v", r.Steps, out.Ended)
+	}
+	n := 0
+	for _, a := range r.Alerts {
+		if strings.Contains(a.Message, "NVML library not found (looked for /nonexistent/libnvidia-ml.so.1)") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("alerts %+v; want one saying NVML was not found", r.Alerts)
+	}
+}

@@ -115,6 +115,8 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
 	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory (older ones are trimmed; the recording keeps all)")
 	o.otlp.register(fs)
+	fs.BoolVar(&o.cfg.NVML, "nvml", false, "sample GPU telemetry through NVML beside the run (utilisation, memory, PCIe, NVLink, power, clocks, temperature)")
+	fs.DurationVar(&o.cfg.NVMLInterval, "nvml-interval", 500*time.Millisecond, "how often --nvml samples")
 	return fs, o
 }
 
