@@ -140,6 +140,16 @@ type Transfers struct {
 	Count  int                  `json:"count"`
 	Bytes  int64                `json:"bytes"`
 	ByKind map[string]KindStats `json:"by_kind"`
+	BySize []SizeStats          `json:"by_size"`
+}
+
+// SizeStats is one (kind, size) row: the transfers of exactly that many bytes.
+type SizeStats struct {
+	Kind      string  `json:"kind"`
+	Bytes     int64   `json:"bytes"`
+	Count     int     `json:"count"`
+	TimeNsP50 int64   `json:"time_ns_p50"`
+	GBpsP50   float64 `json:"gbps_p50"`
 }
 
 // KindStats is one transfer kind's totals; GBpsP50 is the median of each transfer's bytes/duration.
@@ -312,8 +322,13 @@ func transferKind(e *timeline.Event) string {
 }
 
 func transfers(events []timeline.Event) Transfers {
-	t := Transfers{ByKind: map[string]KindStats{}}
+	t := Transfers{ByKind: map[string]KindStats{}, BySize: []SizeStats{}}
 	rates := map[string][]float64{}
+	type sk struct {
+		kind  string
+		bytes int64
+	}
+	sizeRates, sizeTimes := map[sk][]float64{}, map[sk][]int64{}
 	for _, k := range TransferKinds {
 		t.ByKind[k] = KindStats{}
 	}
@@ -333,7 +348,23 @@ func transfers(events []timeline.Event) Transfers {
 		}
 		if d := e.Dur(); d > 0 {
 			rates[k] = append(rates[k], float64(e.Bytes)/float64(d))
+			key := sk{k, e.Bytes}
+			sizeRates[key] = append(sizeRates[key], float64(e.Bytes)/float64(d))
+			sizeTimes[key] = append(sizeTimes[key], d)
 		}
+	}
+	if len(sizeRates) <= 512 { // a table per size only where sizes repeat (sweeps), not for ragged traffic
+		for key, rs := range sizeRates {
+			t.BySize = append(t.BySize, SizeStats{Kind: key.kind, Bytes: key.bytes, Count: len(rs),
+				TimeNsP50: timeline.Percentile(sizeTimes[key], 50), GBpsP50: round2(timeline.Percentile(rs, 50))})
+		}
+		sort.Slice(t.BySize, func(i, j int) bool {
+			a, b := t.BySize[i], t.BySize[j]
+			if a.Kind != b.Kind {
+				return a.Kind < b.Kind
+			}
+			return a.Bytes < b.Bytes
+		})
 	}
 	for k, rs := range rates {
 		ks := t.ByKind[k]

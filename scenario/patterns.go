@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"sort"
+	"strings"
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/timeline"
@@ -28,6 +29,7 @@ var builders = map[string]builder{
 	"overlap":         buildOverlap,
 	"crosshost":       buildCrosshost,
 	"sendrecv":        buildSendRecv,
+	"copy_sweep":      buildCopySweep,
 }
 
 // PhaseKinds returns the names of the workload patterns a phase can use.
@@ -529,6 +531,66 @@ func (ph *sendrecvPhase) issue(r *runner, step int) error {
 	if ph.postRecv {
 		if _, err := r.c.Recv(r.c.TransferStream(ph.to), ph.from, ph.bytes, id); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// ---- copy sweep: every direction at every size, like a bandwidth test ----
+
+type copySweepPhase struct {
+	ranks   []engine.DeviceID
+	dirs    []timeline.CopyDir
+	sizes   []int64
+	iters   int
+	streams map[engine.DeviceID]engine.StreamID
+}
+
+func buildCopySweep(p *params, topo engine.Topology) (phase, error) {
+	names := map[string]timeline.CopyDir{"h2d": timeline.CopyH2D, "d2h": timeline.CopyD2H, "d2d": timeline.CopyD2D}
+	ph := &copySweepPhase{ranks: p.ranks("ranks", topo), iters: int(p.integer("iters", 5, 1, 10_000)), streams: map[engine.DeviceID]engine.StreamID{}}
+	dirs := p.str("dirs", "h2d,d2h,d2d")
+	lo, hi := p.size("min_bytes", 4<<10), p.size("max_bytes", 1<<30)
+	factor := p.integer("factor", 4, 2, 1024)
+	if err := p.done(); err != nil {
+		return nil, err
+	}
+	for _, d := range strings.Split(dirs, ",") {
+		dir, ok := names[strings.TrimSpace(d)]
+		if !ok {
+			return nil, errAt(p.src, p.m["dirs"].Line, "copy_sweep.dirs: %q is not one of h2d, d2h, d2d", d)
+		}
+		ph.dirs = append(ph.dirs, dir)
+	}
+	if lo < 1 || hi < lo {
+		return nil, errAt(p.src, p.line, "copy_sweep: need 1 <= min_bytes <= max_bytes, got %d and %d", lo, hi)
+	}
+	for s := lo; s <= hi; s *= factor {
+		ph.sizes = append(ph.sizes, s)
+	}
+	return ph, nil
+}
+
+// issue copies each size iters times in each direction, one after another on one stream per device,
+// so each copy has the link to itself (what a bandwidth test measures).
+func (ph *copySweepPhase) issue(r *runner, _ int) error {
+	for _, d := range ph.ranks {
+		s, ok := ph.streams[d]
+		if !ok {
+			var err error
+			if s, err = r.c.NewStream(d, engine.PriorityNormal); err != nil {
+				return err
+			}
+			ph.streams[d] = s
+		}
+		for _, dir := range ph.dirs {
+			for _, size := range ph.sizes {
+				for range ph.iters {
+					if _, err := r.c.Copy(s, dir, size, -1, false); err != nil {
+						return err
+					}
+				}
+			}
 		}
 	}
 	return nil

@@ -16,7 +16,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite recordings/samples from the built-in scenarios")
 
-var builtins = []string{"pipeline", "allreduce-sweep", "moe-alltoall", "straggler", "overlap", "crosshost", "deadlock"}
+var builtins = []string{"pipeline", "allreduce-sweep", "moe-alltoall", "straggler", "overlap", "crosshost", "deadlock", "copy-sweep"}
 
 func reportJSON(t *testing.T, r *report.Report) string {
 	t.Helper()
