@@ -20,6 +20,7 @@ type Meta struct {
 	KernelWaitNs  int64  // 0: timeline.DefaultKernelWaitNs
 	Ended         string // why the run ended early, if it did
 	Export        *Export
+	Mapping       string // how ranks were placed on GPUs (cuda backend)
 }
 
 // Export is how the OpenTelemetry export went (absent when there was none).
@@ -57,6 +58,7 @@ type Report struct {
 	Overlap       Overlap           `json:"overlap"`
 	Alerts        []Alert           `json:"alerts"`
 	Export        *Export           `json:"export,omitempty"`
+	Mapping       string            `json:"mapping,omitempty"`
 	Telemetry     []DeviceTelemetry `json:"telemetry,omitempty"`
 }
 
@@ -248,7 +250,7 @@ const TopGaps = 10
 func Build(events []timeline.Event, strs *timeline.Strings, m Meta) *Report {
 	r := &Report{Source: m.Source, Scenario: m.Scenario, Knobs: m.Knobs, Backend: m.Backend, Topology: m.Topology,
 		Devices: m.Devices, Seed: m.Seed, Events: len(events), DroppedEvents: m.DroppedEvents, Ended: m.Ended,
-		Collectives: []Collective{}, Alerts: []Alert{}, Export: m.Export}
+		Collectives: []Collective{}, Alerts: []Alert{}, Export: m.Export, Mapping: m.Mapping}
 	if len(events) > 0 {
 		lo, hi := events[0].Start, events[0].End
 		for i := range events {

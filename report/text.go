@@ -33,6 +33,9 @@ func Text(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintf(&b, "knobs: %s\n", strings.Join(kv, " "))
 	}
+	if r.Mapping != "" {
+		fmt.Fprintf(&b, "placement: %s\n", r.Mapping)
+	}
 	if r.Ended != "" {
 		fmt.Fprintf(&b, "run ended early: %s\n", r.Ended)
 	}

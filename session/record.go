@@ -18,7 +18,7 @@ const Writer = "xfertop 0.1"
 // RecordingMeta describes a prepared run for its recording. epoch is the wall-clock time of
 // simulated time 0.
 func (p *Prepared) RecordingMeta(epoch time.Time) recordings.Meta {
-	return recordings.Meta{Source: "sim", Scenario: p.Scenario.File.Name, Backend: "sim", Topology: p.Topology.Name,
+	return recordings.Meta{Source: p.backendName(), Scenario: p.Scenario.File.Name, Backend: p.backendName(), Topology: p.Topology.Name,
 		Devices: p.Topology.Devices(), Seed: p.Config.Seed, IdleMode: timeline.IdleEngine, EpochUnixNs: epoch.UnixNano(),
 		Writer: Writer, Knobs: p.Scenario.Knobs}
 }
@@ -148,4 +148,12 @@ func (r *Replayed) ReportMeta() report.Meta {
 	return report.Meta{Source: m.Source, Scenario: m.Scenario, Knobs: m.Knobs, Backend: m.Backend, Topology: m.Topology,
 		Devices: m.Devices, Seed: m.Seed, DroppedEvents: r.Dropped, IdleMode: m.IdleMode, KernelWaitNs: m.KernelWaitNs,
 		Ended: r.Outcome["ended"], Export: reportExport(r.Export)}
+}
+
+// backendName is the backend's name, known before the backend is built (the recording starts first).
+func (p *Prepared) backendName() string {
+	if p.Config.Backend == "" {
+		return "sim"
+	}
+	return p.Config.Backend
 }

@@ -37,6 +37,8 @@ type Config struct {
 	// NVML samples GPU telemetry through NVML every NVMLInterval (default 500 ms) beside the run.
 	NVML         bool
 	NVMLInterval time.Duration
+	// Fit lets the cuda backend run a topology with more ranks than GPUs (rank r on GPU r mod n).
+	Fit bool
 	// Window, when positive, keeps the most recent events in a bounded, concurrent
 	// timeline.Window (for the console) instead of every event in Store, so a run can go on for
 	// ever in bounded memory.
@@ -58,7 +60,9 @@ type Prepared struct {
 	Scenario *scenario.Scenario
 	Store    *timeline.Store
 	Client   *engine.Client
-	Sim      *sim.Sim
+	Sim      *sim.Sim       // the simulator, when the backend is sim
+	Backend  engine.Backend // sim or cuda
+	Mapping  string         // how ranks were placed on GPUs (cuda)
 	Topology engine.Topology
 	// Window holds recent events when Config.Window is set (Store then holds only the strings).
 	Window   *timeline.Window
@@ -72,8 +76,10 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	if cfg.Scenario == "" {
 		cfg.Scenario = scenario.DefaultName
 	}
-	if cfg.Backend != "" && cfg.Backend != "sim" {
-		return nil, &ConfigError{fmt.Errorf("backend %q is not available in this build (available: sim)", cfg.Backend)}
+	switch cfg.Backend {
+	case "", "sim", "cuda":
+	default:
+		return nil, &ConfigError{fmt.Errorf("unknown backend %q (sim, or cuda in a build with -tags cuda)", cfg.Backend)}
 	}
 	f, err := scenario.Load(cfg.Scenario)
 	if err != nil {
@@ -134,11 +140,22 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 			return nil, &ConfigError{fmt.Errorf("--record: %w", err)}
 		}
 	}
-	s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.DefaultModel()}, fan, store.Strings)
-	if err != nil {
-		return nil, &ConfigError{err}
+	var backend engine.Backend
+	if cfg.Backend == "cuda" {
+		b, mapping, err := newCUDA(cfg, topo, fan, store.Strings)
+		if err != nil {
+			return nil, &ConfigError{err}
+		}
+		backend, p.Mapping = b, mapping
+	} else {
+		s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.DefaultModel()}, fan, store.Strings)
+		if err != nil {
+			return nil, &ConfigError{err}
+		}
+		backend, p.Sim = s, s
 	}
-	p.Sim, p.Client = s, engine.NewClient(s, fan, sc.Options)
+	p.Backend = backend
+	p.Client = engine.NewClient(backend, fan, sc.Options)
 	return p, nil
 }
 
@@ -197,8 +214,8 @@ func (p *Prepared) ExportStats() *otel.Stats {
 
 // Meta describes the run for the report.
 func (p *Prepared) Meta(o Outcome) report.Meta {
-	m := report.Meta{Source: "sim", Scenario: p.Scenario.File.Name, Knobs: p.Scenario.Knobs, Backend: "sim",
-		Topology: p.Topology.Name, Devices: p.Topology.Devices(), Seed: p.Config.Seed, IdleMode: timeline.IdleEngine}
+	m := report.Meta{Source: p.backendName(), Scenario: p.Scenario.File.Name, Knobs: p.Scenario.Knobs, Backend: p.backendName(),
+		Topology: p.Topology.Name, Devices: p.Topology.Devices(), Seed: p.Config.Seed, IdleMode: timeline.IdleEngine, Mapping: p.Mapping}
 	if o.Ended != nil {
 		m.Ended = o.Ended.Error()
 	}

@@ -188,7 +188,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Scenario: "nope"}, `unknown scenario "nope"`},
 		{Config{Topology: "h200x3"}, `unknown topology "h200x3"`},
 		{Config{Sets: map[string]string{"stages": "3"}}, `unknown knob "stages"`},
-		{Config{Backend: "cuda"}, `backend "cuda" is not available`},
+		{Config{Backend: "cuda"}, `backend "cuda" is not available in this build: build with "go build -tags cuda ./cmd/xfertop"`},
+		{Config{Backend: "tpu"}, `unknown backend "tpu"`},
 		{Config{Scenario: "crosshost", Topology: "h100x8"}, "crosshost needs at least 2 hosts"},
 	}
 	for _, tc := range tests {

@@ -79,7 +79,7 @@ func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, stderr 
 		return exitUsage
 	}
 	t := l.P.Topology
-	info := ui.SourceInfo{Name: l.P.Scenario.File.Name, Backend: "sim", Topology: t.Name, Devices: t.Devices(), GPUsPerHost: t.GPUsPerHost,
+	info := ui.SourceInfo{Name: l.P.Scenario.File.Name, Backend: l.P.Backend.Name(), Topology: t.Name, Devices: t.Devices(), GPUsPerHost: t.GPUsPerHost,
 		Peak: session.SimPeaks(), IdleMode: timeline.IdleEngine}
 	cerr := runConsole(ctx, liveSource{l: l, info: info}, o)
 	out, rerr := l.Stop()

@@ -1,0 +1,255 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/nccl"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// spinPTX is the compute step: every thread spins on the GPU's global timer until ns have passed,
+// so a kernel occupies the whole GPU for the time a scenario asks. Loaded through the driver's JIT.
+const spinPTX = `
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry spin(.param .u64 ns)
+{
+	.reg .pred %p;
+	.reg .b64 %t0, %t1, %d, %n;
+	ld.param.u64 %n, [ns];
+	mov.u64 %t0, %globaltimer;
+LOOP:
+	mov.u64 %t1, %globaltimer;
+	sub.u64 %d, %t1, %t0;
+	setp.lt.u64 %p, %d, %n;
+	@%p bra LOOP;
+	ret;
+}
+`
+
+// Config configures the backend.
+type Config struct {
+	Topology engine.Topology
+	Fit      engine.Fit
+	// NCCLPath is where NCCL is loaded from ("" for XFER_NCCL_LIB or libnccl.so.2). NCCL is loaded
+	// on the first communicator, so copy-only workloads run without it.
+	NCCLPath string
+}
+
+type gpu struct {
+	ctx    cu.CUContext
+	start  cu.Event // the session's time 0 on this GPU
+	spin   cu.Function
+	sms    int
+	mu     sync.Mutex
+	dev    map[int64][]cu.DevicePtr // scratch device buffers by size class
+	pinned map[int64]unsafe.Pointer
+}
+
+type streamState struct {
+	rank engine.DeviceID
+	gpu  int
+	s    cu.Stream
+	prio engine.Priority
+}
+
+type eventState struct {
+	ev       cu.Event
+	recorded chan struct{}
+	once     sync.Once
+}
+
+type inflight struct {
+	op         engine.StreamOp
+	rank       engine.DeviceID
+	gpu        int
+	start, end cu.Event
+	queued     time.Duration // host time since the session start
+	group      uint32
+	posted     time.Time
+}
+
+// Backend runs the engine on real GPUs. It implements engine.Backend.
+type Backend struct {
+	cfg   Config
+	topo  engine.Topology
+	fit   engine.Fit
+	sink  timeline.Sink
+	strs  *timeline.Strings
+	gpus  []*gpu
+	wall0 time.Time
+
+	mu        sync.Mutex
+	streams   []streamState
+	events    []*eventState
+	queues    [][]engine.Command // per rank, submitted since the last Run
+	nccl      *nccl.NCCL
+	comms     map[uint32]*commState
+	nextGroup atomic.Uint32
+	watchdog  time.Duration
+
+	done    chan inflight // host threads → poller
+	instant chan timeline.Event
+	err     error
+}
+
+type commState struct {
+	once  sync.Once
+	ranks []engine.DeviceID
+	comms []nccl.Comm
+	err   error
+}
+
+// New opens every GPU the fit uses and loads the compute kernel on each.
+func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Backend, error) {
+	// gorgonia.org/cu initialises the driver when the program starts (and exits if it cannot).
+	b := &Backend{cfg: cfg, topo: cfg.Topology, fit: cfg.Fit, sink: sink, strs: strs, streams: make([]streamState, 1),
+		events: make([]*eventState, 1), queues: make([][]engine.Command, cfg.Topology.Devices()), comms: map[uint32]*commState{},
+		watchdog: 10 * time.Second}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for g := range cfg.Fit.GPUs {
+		dev, err := cu.GetDevice(g)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: GPU %d: %w", g, err)
+		}
+		ctx, err := dev.RetainPrimaryCtx()
+		if err != nil {
+			return nil, fmt.Errorf("cuda: GPU %d context: %w", g, err)
+		}
+		if err := cu.SetCurrentContext(ctx); err != nil {
+			return nil, err
+		}
+		mod, err := cu.LoadData(spinPTX)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: GPU %d: loading the compute kernel (PTX JIT): %w", g, err)
+		}
+		fn, err := mod.Function("spin")
+		if err != nil {
+			return nil, err
+		}
+		sms, _ := dev.Attribute(cu.MultiprocessorCount)
+		start, err := cu.MakeEvent(cu.DefaultEvent)
+		if err != nil {
+			return nil, err
+		}
+		b.gpus = append(b.gpus, &gpu{ctx: ctx, start: start, spin: fn, sms: max(sms, 1), dev: map[int64][]cu.DevicePtr{}, pinned: map[int64]unsafe.Pointer{}})
+	}
+	// Time 0 on every GPU, as close together as the host can make it.
+	b.wall0 = time.Now()
+	for _, g := range b.gpus {
+		if err := cu.SetCurrentContext(g.ctx); err != nil {
+			return nil, err
+		}
+		if err := g.start.Record(cu.Stream{}); err != nil {
+			return nil, fmt.Errorf("cuda: session start event: %w", err)
+		}
+	}
+	return b, nil
+}
+
+// Name returns "cuda".
+func (b *Backend) Name() string { return "cuda" }
+
+// Topology returns the ranks' topology.
+func (b *Backend) Topology() engine.Topology { return b.topo }
+
+// Strings returns the label table.
+func (b *Backend) Strings() *timeline.Strings { return b.strs }
+
+// Now returns host time since the session start.
+func (b *Backend) Now() int64 { return time.Since(b.wall0).Nanoseconds() }
+
+// SetWatchdog sets how long an op may run before the run ends with an alert.
+func (b *Backend) SetWatchdog(ns int64) {
+	if ns > 0 {
+		b.watchdog = time.Duration(ns)
+	}
+}
+
+// SetBatching is accepted; batched ops launch one group per flush on this backend.
+func (b *Backend) SetBatching(int, int64) {}
+
+// NewStream creates a stream on the rank's GPU with the priority (CUDA's range on the H100 is 0..-3).
+func (b *Backend) NewStream(rank engine.DeviceID, prio engine.Priority) engine.StreamID {
+	g := b.fit.GPU(rank)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = cu.SetCurrentContext(b.gpus[g].ctx)
+	s, err := cu.MakeStreamWithPriority(int(prio), cu.NonBlocking)
+	if err != nil && b.err == nil {
+		b.err = fmt.Errorf("cuda: stream on GPU %d: %w", g, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.streams = append(b.streams, streamState{rank: rank, gpu: g, s: s, prio: prio})
+	return engine.StreamID(len(b.streams) - 1)
+}
+
+// NewEvent creates an event (made on first record, on the recording stream's GPU).
+func (b *Backend) NewEvent() engine.EventID {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.events = append(b.events, &eventState{recorded: make(chan struct{})})
+	return engine.EventID(len(b.events) - 1)
+}
+
+// Submit queues cmd for the rank's host thread.
+func (b *Backend) Submit(rank engine.DeviceID, cmd engine.Command) {
+	b.mu.Lock()
+	b.queues[rank] = append(b.queues[rank], cmd)
+	b.mu.Unlock()
+}
+
+// Run executes everything submitted: one goroutine per rank issues its commands on its GPU, and
+// the poller reports each op when the GPU says it is done.
+func (b *Backend) Run(ctx context.Context) error {
+	if b.err != nil {
+		return b.err
+	}
+	b.mu.Lock()
+	queues := b.queues
+	b.queues = make([][]engine.Command, len(queues))
+	b.mu.Unlock()
+	b.done = make(chan inflight, 1024)
+	b.instant = make(chan timeline.Event, 1024)
+	var hosts sync.WaitGroup
+	errs := make(chan error, len(queues))
+	for rank, q := range queues {
+		if len(q) == 0 {
+			continue
+		}
+		hosts.Add(1)
+		go func() {
+			defer hosts.Done()
+			if err := b.host(ctx, engine.DeviceID(rank), q); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	go func() {
+		hosts.Wait()
+		close(b.done)
+	}()
+	err := b.poll(ctx)
+	select {
+	case herr := <-errs:
+		if err == nil {
+			err = herr
+		}
+	default:
+	}
+	return err
+}

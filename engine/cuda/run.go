@@ -1,0 +1,630 @@
+//go:build cuda
+
+package cuda
+
+/*
+#include <cuda.h>
+#include <stdint.h>
+static CUresult xfer_host_alloc2(void** p, size_t n) { return cuMemHostAlloc(p, n, 0); }
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/nccl"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+func sizeClass(n int64) int64 {
+	if n <= 1 {
+		return 1
+	}
+	return 1 << bits.Len64(uint64(n-1))
+}
+
+// scratch returns the k-th device buffer of at least n bytes on g (allocated once, reused).
+func (g *gpu) scratch(n int64, k int) (cu.DevicePtr, error) {
+	c := sizeClass(n)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for len(g.dev[c]) <= k {
+		p, err := cu.MemAlloc(c)
+		if err != nil {
+			return 0, fmt.Errorf("device buffer of %d bytes: %w", c, err)
+		}
+		g.dev[c] = append(g.dev[c], p)
+	}
+	return g.dev[c][k], nil
+}
+
+// host returns a pinned host buffer of at least n bytes on g.
+func (g *gpu) host(n int64) (unsafe.Pointer, error) {
+	c := sizeClass(n)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p, ok := g.pinned[c]; ok {
+		return p, nil
+	}
+	var p unsafe.Pointer
+	if r := C.xfer_host_alloc2(&p, C.size_t(c)); r != 0 {
+		return nil, fmt.Errorf("pinned host buffer of %d bytes: CUDA error %d", c, int(r))
+	}
+	g.pinned[c] = p
+	return p, nil
+}
+
+// host runs one rank's commands in order on an OS thread with the rank's GPU context current.
+func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.Command) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	g := b.fit.GPU(rank)
+	if err := cu.SetCurrentContext(b.gpus[g].ctx); err != nil {
+		return fmt.Errorf("cuda: rank %d: %w", rank, err)
+	}
+	var batch []engine.StreamOp
+	for _, cmd := range cmds {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+		}
+		var err error
+		switch cmd.Kind {
+		case engine.CmdLaunch:
+			err = b.launch(rank, g, cmd.Op)
+		case engine.CmdHostWait:
+			err = b.hostWait(ctx, cmd.Event)
+		case engine.CmdCommInit:
+			err = b.commInit(rank, cmd)
+		case engine.CmdSleep:
+			time.Sleep(time.Duration(cmd.Duration))
+		case engine.CmdBatch:
+			batch = append(batch, cmd.Op)
+		case engine.CmdFlush:
+			if len(batch) > 0 {
+				err = b.launch(rank, g, engine.StreamOp{Kind: engine.OpGroup, Stream: batch[0].Stream, Device: rank, Peer: -1, Parts: batch})
+				batch = nil
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(batch) > 0 {
+		return b.launch(rank, g, engine.StreamOp{Kind: engine.OpGroup, Stream: batch[0].Stream, Device: rank, Peer: -1, Parts: batch})
+	}
+	return nil
+}
+
+func (b *Backend) event(id engine.EventID) *eventState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.events[id]
+}
+
+// hostWait blocks until the event has been recorded and the work before it has finished.
+func (b *Backend) hostWait(ctx context.Context, id engine.EventID) error {
+	ev := b.event(id)
+	select {
+	case <-ev.recorded:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+	}
+	return ev.ev.Synchronize()
+}
+
+// launch enqueues one op on its stream between a start and an end event, and hands it to the poller.
+func (b *Backend) launch(rank engine.DeviceID, g int, op engine.StreamOp) error {
+	b.mu.Lock()
+	st := b.streams[op.Stream]
+	b.mu.Unlock()
+	queued := time.Since(b.wall0)
+	switch op.Kind {
+	case engine.OpRecord:
+		ev := b.event(op.Event)
+		var err error
+		if ev.ev, err = cu.MakeEvent(cu.DisableTiming); err != nil {
+			return err
+		}
+		if err := ev.ev.Record(st.s); err != nil {
+			return err
+		}
+		ev.once.Do(func() { close(ev.recorded) })
+		b.instant <- timeline.Event{Kind: timeline.KindEventRecord, Start: queued.Nanoseconds(), End: queued.Nanoseconds(), Queued: queued.Nanoseconds(),
+			Device: int32(rank), Peer: -1, Stream: uint32(op.Stream), Aux: uint32(op.Event)}
+		return nil
+	case engine.OpWaitEvent:
+		ev := b.event(op.Event)
+		<-ev.recorded // a wait on an event not yet recorded would be a no-op in CUDA: wait for the record
+		return st.s.Wait(ev.ev, 0)
+	}
+	start, err := cu.MakeEvent(cu.DefaultEvent)
+	if err != nil {
+		return err
+	}
+	end, err := cu.MakeEvent(cu.DefaultEvent)
+	if err != nil {
+		return err
+	}
+	if err := start.Record(st.s); err != nil {
+		return err
+	}
+	gid := uint32(0)
+	if op.Kind == engine.OpGroup {
+		gid = b.nextGroup.Add(1)
+	}
+	if err := b.issue(rank, g, st, op); err != nil {
+		return fmt.Errorf("cuda: rank %d: %s: %w", rank, opName(op), err)
+	}
+	if err := end.Record(st.s); err != nil {
+		return err
+	}
+	b.done <- inflight{op: op, rank: rank, gpu: g, start: start, end: end, queued: queued, group: gid, posted: time.Now()}
+	return nil
+}
+
+func opName(op engine.StreamOp) string {
+	switch op.Kind {
+	case engine.OpKernel:
+		return "kernel"
+	case engine.OpCopy:
+		return "copy " + op.Dir.String()
+	case engine.OpSend:
+		return "send"
+	case engine.OpRecv:
+		return "recv"
+	case engine.OpCollective:
+		return op.Coll.String()
+	case engine.OpBarrier:
+		return "barrier"
+	case engine.OpGroup:
+		return "group"
+	}
+	return "op"
+}
+
+// issue puts the op's work on the stream.
+func (b *Backend) issue(rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
+	gp := b.gpus[g]
+	switch op.Kind {
+	case engine.OpKernel:
+		ns := uint64(max(op.Duration, 0))
+		args := []unsafe.Pointer{unsafe.Pointer(&ns)}
+		return gp.spin.Launch(gp.sms*2, 1, 1, 128, 1, 1, 0, st.s, args)
+	case engine.OpCopy:
+		return b.copy(rank, g, st, op)
+	case engine.OpSend, engine.OpRecv:
+		return b.p2p(rank, g, st, op)
+	case engine.OpGroup:
+		n, err := b.ncclLib()
+		if err != nil {
+			return err
+		}
+		if err := n.GroupStart(); err != nil {
+			return err
+		}
+		for _, part := range op.Parts {
+			if part.Kind == engine.OpCollective {
+				err = b.collective(rank, g, st, part)
+			} else {
+				err = b.p2p(rank, g, st, part)
+			}
+			if err != nil {
+				_ = n.GroupEnd()
+				return err
+			}
+		}
+		return n.GroupEnd()
+	case engine.OpCollective, engine.OpBarrier:
+		return b.collective(rank, g, st, op)
+	}
+	return nil
+}
+
+func (b *Backend) copy(rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
+	gp := b.gpus[g]
+	dst, err := gp.scratch(op.Bytes, 0)
+	if err != nil {
+		return err
+	}
+	switch op.Dir {
+	case timeline.CopyH2D, timeline.CopyD2H:
+		var h unsafe.Pointer
+		if op.Pageable {
+			buf := make([]byte, op.Bytes) // pageable: Go memory, staged by the driver
+			h = unsafe.Pointer(&buf[0])
+			defer runtime.KeepAlive(buf)
+		} else if h, err = gp.host(op.Bytes); err != nil {
+			return err
+		}
+		if op.Dir == timeline.CopyH2D {
+			return cu.MemcpyHtoDAsync(dst, h, op.Bytes, st.s)
+		}
+		return cu.MemcpyDtoHAsync(h, dst, op.Bytes, st.s)
+	case timeline.CopyP2P:
+		pg := b.fit.GPU(op.Peer)
+		if pg != g { // a real peer copy; with --fit on one GPU it is a device-to-device copy
+			pdst, err := b.gpus[pg].scratch(op.Bytes, 1)
+			if err != nil {
+				return err
+			}
+			return cu.MemcpyPeerAsync(pdst, b.gpus[pg].ctx, dst, gp.ctx, op.Bytes, st.s)
+		}
+		fallthrough
+	default:
+		src, err := gp.scratch(op.Bytes, 1)
+		if err != nil {
+			return err
+		}
+		return cu.MemcpyDtoDAsync(dst, src, op.Bytes, st.s)
+	}
+}
+
+func (b *Backend) ncclLib() (*nccl.NCCL, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.nccl == nil {
+		n, err := nccl.LoadNCCL(b.cfg.NCCLPath)
+		if err != nil {
+			return nil, err
+		}
+		b.nccl = n
+	}
+	return b.nccl, nil
+}
+
+// comm returns this rank's communicator and its index in it.
+func (b *Backend) comm(id uint32, rank engine.DeviceID) (nccl.Comm, int, error) {
+	b.mu.Lock()
+	cs := b.comms[id]
+	b.mu.Unlock()
+	if cs == nil || cs.err != nil {
+		if cs != nil {
+			return nccl.Comm{}, 0, cs.err
+		}
+		return nccl.Comm{}, 0, fmt.Errorf("communicator %d was not created", id)
+	}
+	for i, r := range cs.ranks {
+		if r == rank {
+			return cs.comms[i], i, nil
+		}
+	}
+	return nccl.Comm{}, 0, fmt.Errorf("rank %d is not in communicator %d", rank, id)
+}
+
+// commInit creates a communicator over its ranks' GPUs (once, by the first rank to get there) and
+// records how long it took.
+func (b *Backend) commInit(rank engine.DeviceID, cmd engine.Command) error {
+	b.mu.Lock()
+	cs := b.comms[cmd.Comm]
+	if cs == nil {
+		cs = &commState{ranks: cmd.Devices}
+		b.comms[cmd.Comm] = cs
+	}
+	b.mu.Unlock()
+	begin := time.Since(b.wall0)
+	cs.once.Do(func() {
+		n, err := b.ncclLib()
+		if err != nil {
+			cs.err = err
+			return
+		}
+		gpus := make([]int, len(cs.ranks))
+		for i, r := range cs.ranks {
+			gpus[i] = b.fit.GPU(r)
+		}
+		if b.fit.Distinct(cs.ranks) < len(cs.ranks) {
+			// Ranks sharing a GPU (--fit) cannot each have an NCCL rank on it; transfers among them
+			// are same-device copies, and collectives run over the distinct GPUs.
+			gpus = distinct(gpus)
+		}
+		cs.comms, cs.err = n.InitAll(gpus)
+	})
+	end := time.Since(b.wall0)
+	b.instant <- timeline.Event{Kind: timeline.KindCommInit, Start: begin.Nanoseconds(), End: end.Nanoseconds(), Queued: begin.Nanoseconds(),
+		Device: int32(rank), Peer: -1, Comm: cmd.Comm, Ranks: uint16(len(cmd.Devices)), Label: cmd.Label}
+	return cs.err
+}
+
+func distinct(xs []int) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (b *Backend) p2p(rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
+	buf, err := b.gpus[g].scratch(max(op.Bytes, 1), 2)
+	if err != nil {
+		return err
+	}
+	if b.fit.Shared(rank, op.Peer) {
+		// Both halves on one GPU (--fit): the send copies; the receive has nothing left to do.
+		if op.Kind == engine.OpSend {
+			dst, err := b.gpus[g].scratch(max(op.Bytes, 1), 3)
+			if err != nil {
+				return err
+			}
+			return cu.MemcpyDtoDAsync(dst, buf, op.Bytes, st.s)
+		}
+		return nil
+	}
+	n, err := b.ncclLib()
+	if err != nil {
+		return err
+	}
+	c, _, err := b.comm(op.Comm, rank)
+	if err != nil {
+		return err
+	}
+	peerIdx := -1
+	b.mu.Lock()
+	for i, r := range b.comms[op.Comm].ranks {
+		if r == op.Peer {
+			peerIdx = i
+		}
+	}
+	b.mu.Unlock()
+	if peerIdx < 0 {
+		return fmt.Errorf("peer %d is not in communicator %d", op.Peer, op.Comm)
+	}
+	stream := uintptr(unsafe.Pointer(st.s.C()))
+	if op.Kind == engine.OpSend {
+		return n.Send(uintptr(buf), op.Bytes, peerIdx, c, stream)
+	}
+	return n.Recv(uintptr(buf), op.Bytes, peerIdx, c, stream)
+}
+
+func (b *Backend) collective(rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
+	if b.fit.Distinct(op.Ranks) <= 1 {
+		return nil // a 1-rank collective: no data moves (reported as such)
+	}
+	if b.fit.GPU(rank) != rank0GPU(b, rank, op.Ranks) {
+		return nil // another rank on this GPU carries the GPU's part (--fit)
+	}
+	n, err := b.ncclLib()
+	if err != nil {
+		return err
+	}
+	bytes := max(op.Bytes, 1)
+	if op.Kind == engine.OpBarrier {
+		bytes = 1
+	}
+	buf, err := b.gpus[g].scratch(bytes, 2)
+	if err != nil {
+		return err
+	}
+	c, idx, err := b.comm(op.Comm, rank)
+	if err != nil && op.Kind == engine.OpBarrier {
+		return fmt.Errorf("barriers need a communicator over their ranks: %w", err)
+	}
+	if err != nil {
+		return err
+	}
+	stream := uintptr(unsafe.Pointer(st.s.C()))
+	ranks := int64(b.fit.Distinct(op.Ranks))
+	switch op.Coll {
+	case timeline.CollBroadcast:
+		return n.Broadcast(uintptr(buf), bytes, 0, c, stream)
+	case timeline.CollAllGather:
+		out, err := b.gpus[g].scratch(bytes, 3)
+		if err != nil {
+			return err
+		}
+		return n.AllGather(uintptr(buf), uintptr(out), bytes/ranks, c, stream)
+	case timeline.CollReduceScatter:
+		out, err := b.gpus[g].scratch(bytes, 3)
+		if err != nil {
+			return err
+		}
+		return n.ReduceScatter(uintptr(buf), uintptr(out), bytes/ranks, c, stream)
+	case timeline.CollAllToAll, timeline.CollRaggedAllToAll:
+		// All-to-all is a group of sends and receives (as NCCL itself builds it).
+		if err := n.GroupStart(); err != nil {
+			return err
+		}
+		for peer := range int(ranks) {
+			part := bytes / ranks
+			if op.Sizes != nil && peer < len(op.Sizes) {
+				part = op.Sizes[peer]
+			}
+			if peer == idx || part == 0 {
+				continue
+			}
+			if err := n.Send(uintptr(buf), part, peer, c, stream); err != nil {
+				_ = n.GroupEnd()
+				return err
+			}
+			if err := n.Recv(uintptr(buf), part, peer, c, stream); err != nil {
+				_ = n.GroupEnd()
+				return err
+			}
+		}
+		return n.GroupEnd()
+	default:
+		return n.AllReduce(uintptr(buf), bytes, c, stream)
+	}
+}
+
+// rank0GPU returns the GPU of the first rank in ranks that shares rank's GPU: with --fit, that rank
+// speaks for the GPU in collectives.
+func rank0GPU(b *Backend, rank engine.DeviceID, ranks []engine.DeviceID) int {
+	g := b.fit.GPU(rank)
+	for _, r := range ranks {
+		if b.fit.GPU(r) == g {
+			if r == rank {
+				return g
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// poll reports ops as the GPU finishes them, in order of completion, and enforces the watchdog. It
+// is the only goroutine that emits events.
+func (b *Backend) poll(ctx context.Context) error {
+	var pending []inflight
+	open := true
+	for open || len(pending) > 0 {
+		select {
+		case e := <-b.instant:
+			b.sink.Emit(&e)
+			continue
+		default:
+		}
+		if open {
+			select {
+			case f, ok := <-b.done:
+				if !ok {
+					open = false
+				} else {
+					pending = append(pending, f)
+				}
+				continue
+			default:
+			}
+		}
+		progressed := false
+		kept := pending[:0]
+		for _, f := range pending {
+			switch err := f.end.Query(); {
+			case err == nil:
+				b.complete(f)
+				progressed = true
+			case errors.Is(err, cu.NotReady):
+				if time.Since(f.posted) > b.watchdog {
+					return b.stuck(f)
+				}
+				kept = append(kept, f)
+			default:
+				b.fail(f, err)
+				progressed = true
+			}
+		}
+		pending = kept
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+		}
+		if !progressed {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	for {
+		select {
+		case e := <-b.instant:
+			b.sink.Emit(&e)
+		default:
+			return nil
+		}
+	}
+}
+
+// gpuTime converts an event to ns since the session start on its GPU.
+func (b *Backend) gpuTime(g int, ev cu.Event) int64 {
+	ms, err := b.gpus[g].start.Elapsed(ev)
+	if err != nil {
+		return time.Since(b.wall0).Nanoseconds()
+	}
+	return int64(ms * 1e6)
+}
+
+func (b *Backend) complete(f inflight) {
+	start, end := b.gpuTime(f.gpu, f.start), b.gpuTime(f.gpu, f.end)
+	op := f.op
+	e := timeline.Event{Start: start, End: end, Queued: f.queued.Nanoseconds(), Bytes: op.Bytes, Op: op.ID, Device: int32(f.rank),
+		Peer: int32(op.Peer), Stream: uint32(op.Stream), Group: f.group, Comm: op.Comm, Barrier: op.Barrier, Label: op.Label,
+		Host: uint16(b.topo.HostOf(f.rank))}
+	b.mu.Lock()
+	e.Priority = int8(b.streams[op.Stream].prio)
+	b.mu.Unlock()
+	switch op.Kind {
+	case engine.OpKernel:
+		e.Kind, e.Peer = timeline.KindKernel, -1
+	case engine.OpCopy:
+		e.Kind, e.Sub = timeline.KindMemcpy, uint8(op.Dir)
+	case engine.OpSend:
+		e.Kind = timeline.KindSend
+	case engine.OpRecv:
+		e.Kind = timeline.KindRecv
+	case engine.OpCollective:
+		e.Kind, e.Sub, e.Ranks, e.Peer = timeline.KindCollective, uint8(op.Coll), uint16(b.fit.Distinct(op.Ranks)), -1
+	case engine.OpBarrier:
+		e.Kind, e.Ranks, e.Peer = timeline.KindBarrier, uint16(len(op.Ranks)), -1
+	case engine.OpGroup:
+		e.Kind, e.Aux, e.Peer = timeline.KindGroupLaunch, uint32(len(op.Parts)), -1
+		for _, part := range op.Parts {
+			pe := e
+			pe.Kind, pe.Op, pe.Peer, pe.Bytes, pe.Aux = timeline.KindSend, part.ID, int32(part.Peer), part.Bytes, 0
+			if part.Kind == engine.OpRecv {
+				pe.Kind = timeline.KindRecv
+			} else if part.Kind == engine.OpCollective {
+				pe.Kind, pe.Sub, pe.Peer = timeline.KindCollective, uint8(part.Coll), -1
+			}
+			b.sink.Emit(&pe)
+			b.resolve(part.Future, part, f.rank, end, nil)
+		}
+	}
+	b.sink.Emit(&e)
+	b.resolve(op.Future, op, f.rank, end, nil)
+}
+
+func (b *Backend) resolve(fut *engine.Future, op engine.StreamOp, rank engine.DeviceID, at int64, err error) {
+	if fut == nil {
+		return
+	}
+	k, st := timeline.KindPromiseFulfilled, timeline.StatusOK
+	if err != nil {
+		k, st = timeline.KindPromiseFailed, timeline.StatusError
+	}
+	e := timeline.Event{Kind: k, Start: at, End: at, Device: int32(rank), Peer: int32(op.Peer), Op: op.ID, Bytes: op.Bytes,
+		Stream: uint32(op.Stream), Status: st, Host: uint16(b.topo.HostOf(rank))}
+	b.sink.Emit(&e)
+	fut.Complete(at, err)
+}
+
+func (b *Backend) fail(f inflight, err error) {
+	msg := fmt.Sprintf("%s on rank %d failed: %v", opName(f.op), f.rank, err)
+	now := time.Since(b.wall0).Nanoseconds()
+	a := timeline.Event{Kind: timeline.KindAlert, Start: now, End: now, Device: int32(f.rank), Peer: int32(f.op.Peer), Op: f.op.ID,
+		Bytes: f.op.Bytes, Status: timeline.StatusError, Label: b.strs.ID(msg)}
+	b.sink.Emit(&a)
+	b.resolve(f.op.Future, f.op, f.rank, now, fmt.Errorf("%s: %w", msg, err))
+}
+
+// stuck ends the run when an op has not finished within the watchdog timeout (a peer that never
+// posted its half hangs an NCCL kernel for ever): its communicators are aborted so the GPU is
+// released, and the alert names the op, the ranks and the bytes.
+func (b *Backend) stuck(f inflight) error {
+	werr := &engine.WatchdogError{Op: opName(f.op), OpID: f.op.ID, Rank: f.rank, Peer: f.op.Peer, Bytes: f.op.Bytes, WaitedNs: time.Since(f.posted).Nanoseconds()}
+	b.mu.Lock()
+	for id, cs := range b.comms {
+		for _, c := range cs.comms {
+			if b.nccl != nil {
+				_ = b.nccl.Abort(c)
+			}
+		}
+		delete(b.comms, id)
+	}
+	b.mu.Unlock()
+	now := time.Since(b.wall0).Nanoseconds()
+	a := timeline.Event{Kind: timeline.KindAlert, Start: now, End: now, Device: int32(f.rank), Peer: int32(f.op.Peer), Op: f.op.ID,
+		Bytes: f.op.Bytes, Status: timeline.StatusTimeout, Label: b.strs.ID(werr.Error())}
+	b.sink.Emit(&a)
+	b.resolve(f.op.Future, f.op, f.rank, now, werr)
+	b.err = werr
+	return werr
+}
