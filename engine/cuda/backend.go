@@ -56,6 +56,27 @@ type gpu struct {
 	mu     sync.Mutex
 	dev    map[int64][]cu.DevicePtr // scratch device buffers by size class
 	pinned map[int64]unsafe.Pointer
+	events []cu.Event // timing events done with, for reuse: creating one per op would leak
+}
+
+// takeEvent returns a timing event of this GPU's context (the caller's current context).
+func (g *gpu) takeEvent() (cu.Event, error) {
+	g.mu.Lock()
+	if n := len(g.events); n > 0 {
+		ev := g.events[n-1]
+		g.events = g.events[:n-1]
+		g.mu.Unlock()
+		return ev, nil
+	}
+	g.mu.Unlock()
+	return cu.MakeEvent(cu.DefaultEvent)
+}
+
+// giveEvent returns an event whose work has completed.
+func (g *gpu) giveEvent(ev cu.Event) {
+	g.mu.Lock()
+	g.events = append(g.events, ev)
+	g.mu.Unlock()
 }
 
 type streamState struct {
@@ -100,9 +121,19 @@ type Backend struct {
 	nextGroup atomic.Uint32
 	watchdog  time.Duration
 
-	done    chan inflight // host threads → poller
-	instant chan timeline.Event
-	err     error
+	done     chan inflight // host threads → poller
+	instant  chan timeline.Event
+	barriers map[uint64]*barrier
+	err      error
+}
+
+// barrier is one barrier instance: each rank's stream records an event where it arrives, and every
+// stream waits for all of them on the device.
+type barrier struct {
+	n       int
+	mu      sync.Mutex
+	events  []cu.Event
+	arrived chan struct{} // closed when all ranks have recorded
 }
 
 type commState struct {
@@ -117,7 +148,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Backend, erro
 	// gorgonia.org/cu initialises the driver when the program starts (and exits if it cannot).
 	b := &Backend{cfg: cfg, topo: cfg.Topology, fit: cfg.Fit, sink: sink, strs: strs, streams: make([]streamState, 1),
 		events: make([]*eventState, 1), queues: make([][]engine.Command, cfg.Topology.Devices()), comms: map[uint32]*commState{},
-		watchdog: 10 * time.Second}
+		watchdog: 10 * time.Second, barriers: map[uint64]*barrier{}}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for g := range cfg.Fit.GPUs {

@@ -6,6 +6,7 @@ package cuda
 #include <cuda.h>
 #include <stdint.h>
 static CUresult xfer_host_alloc2(void** p, size_t n) { return cuMemHostAlloc(p, n, 0); }
+static CUresult xfer_host_free2(void* p) { return cuMemFreeHost(p); }
 */
 import "C"
 
@@ -63,6 +64,19 @@ func (g *gpu) host(n int64) (unsafe.Pointer, error) {
 	return p, nil
 }
 
+// PinnedHost allocates n bytes of page-locked host memory in the current context (for baselines that
+// must copy exactly as the engine does).
+func PinnedHost(n int64) (unsafe.Pointer, error) {
+	var p unsafe.Pointer
+	if r := C.xfer_host_alloc2(&p, C.size_t(n)); r != 0 {
+		return nil, fmt.Errorf("pinned host buffer of %d bytes: CUDA error %d", n, int(r))
+	}
+	return p, nil
+}
+
+// FreePinned frees memory from PinnedHost.
+func FreePinned(p unsafe.Pointer) { C.xfer_host_free2(p) }
+
 // host runs one rank's commands in order on an OS thread with the rank's GPU context current.
 func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.Command) error {
 	runtime.LockOSThread()
@@ -79,7 +93,7 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 		var err error
 		switch cmd.Kind {
 		case engine.CmdLaunch:
-			err = b.launch(rank, g, cmd.Op)
+			err = b.launch(ctx, rank, g, cmd.Op)
 		case engine.CmdHostWait:
 			err = b.hostWait(ctx, cmd.Event)
 		case engine.CmdCommInit:
@@ -90,7 +104,7 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 			batch = append(batch, cmd.Op)
 		case engine.CmdFlush:
 			if len(batch) > 0 {
-				err = b.launch(rank, g, engine.StreamOp{Kind: engine.OpGroup, Stream: batch[0].Stream, Device: rank, Peer: -1, Parts: batch})
+				err = b.launch(ctx, rank, g, engine.StreamOp{Kind: engine.OpGroup, Stream: batch[0].Stream, Device: rank, Peer: -1, Parts: batch})
 				batch = nil
 			}
 		}
@@ -99,7 +113,7 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 		}
 	}
 	if len(batch) > 0 {
-		return b.launch(rank, g, engine.StreamOp{Kind: engine.OpGroup, Stream: batch[0].Stream, Device: rank, Peer: -1, Parts: batch})
+		return b.launch(ctx, rank, g, engine.StreamOp{Kind: engine.OpGroup, Stream: batch[0].Stream, Device: rank, Peer: -1, Parts: batch})
 	}
 	return nil
 }
@@ -113,16 +127,26 @@ func (b *Backend) event(id engine.EventID) *eventState {
 // hostWait blocks until the event has been recorded and the work before it has finished.
 func (b *Backend) hostWait(ctx context.Context, id engine.EventID) error {
 	ev := b.event(id)
-	select {
-	case <-ev.recorded:
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+	if err := b.awaitRecord(ctx, ev, id); err != nil {
+		return err
 	}
 	return ev.ev.Synchronize()
 }
 
+// awaitRecord waits, within the watchdog's time, for another host thread to record the event.
+func (b *Backend) awaitRecord(ctx context.Context, ev *eventState, id engine.EventID) error {
+	select {
+	case <-ev.recorded:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+	case <-time.After(b.watchdog):
+		return &engine.DeadlockError{Pending: 1, First: fmt.Sprintf("a wait for event %d, which nothing recorded within %v", id, b.watchdog)}
+	}
+}
+
 // launch enqueues one op on its stream between a start and an end event, and hands it to the poller.
-func (b *Backend) launch(rank engine.DeviceID, g int, op engine.StreamOp) error {
+func (b *Backend) launch(ctx context.Context, rank engine.DeviceID, g int, op engine.StreamOp) error {
 	b.mu.Lock()
 	st := b.streams[op.Stream]
 	b.mu.Unlock()
@@ -143,19 +167,33 @@ func (b *Backend) launch(rank engine.DeviceID, g int, op engine.StreamOp) error 
 		return nil
 	case engine.OpWaitEvent:
 		ev := b.event(op.Event)
-		<-ev.recorded // a wait on an event not yet recorded would be a no-op in CUDA: wait for the record
+		// A wait on an event not yet recorded would be a no-op in CUDA: wait for the record first.
+		if err := b.awaitRecord(ctx, ev, op.Event); err != nil {
+			return err
+		}
 		return st.s.Wait(ev.ev, 0)
 	}
-	start, err := cu.MakeEvent(cu.DefaultEvent)
+	gp := b.gpus[g]
+	start, err := gp.takeEvent()
 	if err != nil {
 		return err
 	}
-	end, err := cu.MakeEvent(cu.DefaultEvent)
+	end, err := gp.takeEvent()
 	if err != nil {
 		return err
 	}
 	if err := start.Record(st.s); err != nil {
 		return err
+	}
+	if op.Kind == engine.OpBarrier {
+		if err := b.barrier(ctx, st, op); err != nil {
+			return fmt.Errorf("cuda: rank %d: barrier: %w", rank, err)
+		}
+		if err := end.Record(st.s); err != nil {
+			return err
+		}
+		b.done <- inflight{op: op, rank: rank, gpu: g, start: start, end: end, queued: queued, posted: time.Now()}
+		return nil
 	}
 	gid := uint32(0)
 	if op.Kind == engine.OpGroup {
@@ -223,8 +261,49 @@ func (b *Backend) issue(rank engine.DeviceID, g int, st streamState, op engine.S
 			}
 		}
 		return n.GroupEnd()
-	case engine.OpCollective, engine.OpBarrier:
+	case engine.OpCollective:
 		return b.collective(rank, g, st, op)
+	}
+	return nil
+}
+
+// barrier makes the stream wait, on the device, until every rank's stream has reached the barrier:
+// each rank records an event where it arrives; once all have, each stream waits for all of them.
+func (b *Backend) barrier(ctx context.Context, st streamState, op engine.StreamOp) error {
+	ev, err := cu.MakeEvent(cu.DisableTiming)
+	if err != nil {
+		return err
+	}
+	if err := ev.Record(st.s); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	br := b.barriers[op.ID]
+	if br == nil {
+		br = &barrier{n: len(op.Ranks), arrived: make(chan struct{})}
+		b.barriers[op.ID] = br
+	}
+	b.mu.Unlock()
+	br.mu.Lock()
+	br.events = append(br.events, ev)
+	if len(br.events) == br.n {
+		close(br.arrived)
+		b.mu.Lock()
+		delete(b.barriers, op.ID)
+		b.mu.Unlock()
+	}
+	br.mu.Unlock()
+	select {
+	case <-br.arrived:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+	case <-time.After(b.watchdog):
+		return &engine.WatchdogError{Op: "barrier", OpID: op.ID, Rank: op.Device, Peer: -1, WaitedNs: b.watchdog.Nanoseconds()}
+	}
+	for _, e := range br.events {
+		if err := st.s.Wait(e, 0); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -400,17 +479,11 @@ func (b *Backend) collective(rank engine.DeviceID, g int, st streamState, op eng
 		return err
 	}
 	bytes := max(op.Bytes, 1)
-	if op.Kind == engine.OpBarrier {
-		bytes = 1
-	}
 	buf, err := b.gpus[g].scratch(bytes, 2)
 	if err != nil {
 		return err
 	}
 	c, idx, err := b.comm(op.Comm, rank)
-	if err != nil && op.Kind == engine.OpBarrier {
-		return fmt.Errorf("barriers need a communicator over their ranks: %w", err)
-	}
 	if err != nil {
 		return err
 	}
@@ -477,6 +550,16 @@ func rank0GPU(b *Backend, rank engine.DeviceID, ranks []engine.DeviceID) int {
 // poll reports ops as the GPU finishes them, in order of completion, and enforces the watchdog. It
 // is the only goroutine that emits events.
 func (b *Backend) poll(ctx context.Context) error {
+	// Event queries and timings are made with the event's context current; switch as needed.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	current := -1
+	use := func(g int) {
+		if g != current {
+			_ = cu.SetCurrentContext(b.gpus[g].ctx)
+			current = g
+		}
+	}
 	var pending []inflight
 	open := true
 	for open || len(pending) > 0 {
@@ -501,9 +584,12 @@ func (b *Backend) poll(ctx context.Context) error {
 		progressed := false
 		kept := pending[:0]
 		for _, f := range pending {
+			use(f.gpu)
 			switch err := f.end.Query(); {
 			case err == nil:
 				b.complete(f)
+				b.gpus[f.gpu].giveEvent(f.start)
+				b.gpus[f.gpu].giveEvent(f.end)
 				progressed = true
 			case errors.Is(err, cu.NotReady):
 				if time.Since(f.posted) > b.watchdog {
