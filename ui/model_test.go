@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/timeline"
+
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 )
@@ -250,5 +252,21 @@ func TestMouseWheel(t *testing.T) {
 	m.Update(tea.MouseWheelMsg{Button: tea.MouseWheelDown})
 	if m.timeline.row != 3 {
 		t.Errorf("wheel down moved the timeline row to %d; want 3", m.timeline.row)
+	}
+}
+
+// NVML samples show on the overview.
+func TestTelemetryShown(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 1, "")
+	for _, v := range []struct {
+		m timeline.SampleMetric
+		v int64
+	}{{timeline.SampleUtilization, 87}, {timeline.SamplePowerMilliW, 412_000}, {timeline.SampleTempC, 66}} {
+		e := timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(v.m), Device: 0, Bytes: v.v}
+		src.win.Emit(&e)
+	}
+	m := sized(src, 160, 40)
+	if got := text(m); !strings.Contains(got, "gpu0 87% 412W 66°C") {
+		t.Errorf("overview lacks the telemetry:\n%s", got)
 	}
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/xfertop/xfertop/report"
@@ -89,6 +90,20 @@ func (overviewView) view(m *Model, w, h int) string {
 			spark.WriteRune(sparks[min(int(t/peak*float64(len(sparks)-1)+0.5), len(sparks)-1)])
 		}
 		b.WriteString(line + st.Good.Render(spark.String()) + "\n")
+	}
+	if len(s.Telemetry) > 0 {
+		b.WriteString(st.Title.Render("GPU telemetry (NVML):"))
+		devs := make([]int32, 0, len(s.Telemetry))
+		for d := range s.Telemetry {
+			devs = append(devs, d)
+		}
+		slices.Sort(devs)
+		for _, d := range devs {
+			t := s.Telemetry[d]
+			fmt.Fprintf(&b, "  gpu%d %d%% %.0fW %d°C PCIe %.1f/%.1f GB/s", d, t[timeline.SampleUtilization], float64(t[timeline.SamplePowerMilliW])/1e3,
+				t[timeline.SampleTempC], float64(t[timeline.SamplePCIeRx])/1e9, float64(t[timeline.SamplePCIeTx])/1e9)
+		}
+		b.WriteString("\n")
 	}
 	if len(s.Alerts) > 0 {
 		b.WriteString(st.Alert.Render(fmt.Sprintf("Alerts (%d):", len(s.Alerts))) + "\n")

@@ -212,6 +212,8 @@ type State struct {
 	CommEvict int
 	CommInit  int64
 	Alerts    []Alert
+	// Telemetry holds each device's latest NVML readings, by timeline.SampleMetric.
+	Telemetry map[int32]*[10]int64
 	Log       []int64 // recent event indices (ring, newest at Log[(logHead-1)%len])
 	logHead   int
 	Moved     int64
@@ -388,6 +390,19 @@ func (s *State) add(snap *timeline.Snapshot, idx int64, e *timeline.Event) {
 		c := s.comm(e.Comm)
 		c.Evicted = true
 		c.Faulted = e.Status == timeline.StatusFaulted
+		return
+	case timeline.KindDeviceSample:
+		if s.Telemetry == nil {
+			s.Telemetry = map[int32]*[10]int64{}
+		}
+		t := s.Telemetry[e.Device]
+		if t == nil {
+			t = &[10]int64{}
+			s.Telemetry[e.Device] = t
+		}
+		if int(e.Sub) < len(t) {
+			t[e.Sub] = e.Bytes
+		}
 		return
 	case timeline.KindAlert:
 		if len(s.Alerts) == MaxAlerts {

@@ -91,3 +91,12 @@ func TestHistQuantiles(t *testing.T) {
 		}
 	}
 }
+
+func TestTelemetryLatest(t *testing.T) {
+	s := New(Info{Devices: 1})
+	feed(s, timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(timeline.SampleUtilization), Device: 0, Bytes: 30},
+		timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(timeline.SampleUtilization), Device: 0, Bytes: 70})
+	if s.Telemetry[0][timeline.SampleUtilization] != 70 {
+		t.Errorf("latest utilisation %d; want 70", s.Telemetry[0][timeline.SampleUtilization])
+	}
+}
