@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,23 +65,12 @@ func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 // Shutdown is the Exporter's job, once, after every provider has flushed.
 func (c *countingExporter) Shutdown(context.Context) error { return nil }
 
-type batch struct {
-	events []timeline.Event
-	first  uint32
-	strs   []string
-}
-
 // Exporter turns events into spans and exports them. It is a timeline.Sink: Emit never blocks.
 // Emit must be called from the producer's goroutine; Stats and Close from any.
 type Exporter struct {
 	cfg     Config
-	src     *timeline.Strings
-	known   uint32
-	mu      sync.Mutex
-	cur     *batch
-	queue   chan *batch
-	free    chan *batch
-	closed  bool
+	batches *timeline.Batches
+	closed  atomic.Bool
 	counter *countingExporter
 	real    sdktrace.SpanExporter
 	hosts   map[uint16]*sdktrace.TracerProvider
@@ -91,7 +79,6 @@ type Exporter struct {
 	labels        []string // the builder's copy of the string table
 	pending       []timeline.Event
 	built         atomic.Int64
-	eventsDropped atomic.Int64
 	stepsKept     atomic.Int64
 	stepsSkipped  atomic.Int64
 	stepsOverRate atomic.Int64
@@ -144,106 +131,38 @@ func NewWithExporter(cfg Config, exp sdktrace.SpanExporter, src *timeline.String
 	if cfg.ServiceName == "" {
 		cfg.ServiceName = DefaultServiceName
 	}
-	if src == nil {
-		src = timeline.NewStrings()
-	}
-	x := &Exporter{cfg: cfg, src: src, known: 1, queue: make(chan *batch, cfg.Queue), free: make(chan *batch, cfg.Queue+2),
+	// Only events that make or annotate spans (about one in eight) cross to the builder.
+	keepEvent := func(e *timeline.Event) bool { return e.Kind == timeline.KindStep || keep(e) }
+	x := &Exporter{cfg: cfg, batches: timeline.NewBatches(src, cfg.Batch, cfg.Queue, 250*time.Millisecond, keepEvent),
 		counter: &countingExporter{next: exp}, real: exp, hosts: map[uint16]*sdktrace.TracerProvider{}, done: make(chan struct{}),
 		labels: []string{""}}
-	x.cur = x.newBatch()
 	go x.loop()
 	return x
 }
 
-func (x *Exporter) newBatch() *batch {
-	select {
-	case b := <-x.free:
-		b.events, b.strs = b.events[:0], b.strs[:0]
-		return b
-	default:
-		return &batch{events: make([]timeline.Event, 0, x.cfg.Batch)}
-	}
-}
-
-// Emit queues a copy of e; when the queue is full the batch is dropped and counted. Only events
-// that become or annotate spans (about one in eight) cross to the builder.
-func (x *Exporter) Emit(e *timeline.Event) {
-	if e.Kind != timeline.KindStep && !keep(e) {
-		return
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	b := x.cur
-	if b == nil {
-		return
-	}
-	if e.Label >= x.known {
-		if len(b.strs) == 0 {
-			b.first = x.known
-		}
-		for id := x.known; id <= e.Label && int(id) < x.src.Len(); id++ {
-			b.strs = append(b.strs, x.src.Lookup(id))
-		}
-		x.known = uint32(max(int(e.Label)+1, int(x.known)))
-	}
-	b.events = append(b.events, *e)
-	// Hand off when full; the ticker sends partial batches within 250 ms. (Handing off at every step
-	// made the producer allocate a fresh batch per step whenever the builder was behind.)
-	if len(b.events) >= x.cfg.Batch {
-		x.handOff()
-	}
-}
-
-// handOff passes the batch on, or drops its events (never its strings) when the queue is full.
-func (x *Exporter) handOff() {
-	select {
-	case x.queue <- x.cur:
-		x.cur = x.newBatch()
-	default:
-		x.eventsDropped.Add(int64(len(x.cur.events)))
-		x.cur.events = x.cur.events[:0]
-	}
-}
+// Emit queues a copy of e; when the queue is full the batch is dropped and counted. It never blocks.
+func (x *Exporter) Emit(e *timeline.Event) { x.batches.Emit(e) }
 
 func (x *Exporter) loop() {
 	defer close(x.done)
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case b, ok := <-x.queue:
-			if !ok {
-				return
-			}
-			x.consume(b)
-		case <-tick.C:
-			x.mu.Lock()
-			if x.cur != nil && (len(x.cur.events) > 0 || len(x.cur.strs) > 0) {
-				x.handOff()
-			}
-			x.mu.Unlock()
-		}
+	for b := range x.batches.C() {
+		x.consume(b)
+		x.batches.Release(b)
 	}
 }
 
-func (x *Exporter) consume(b *batch) {
-	if len(b.strs) > 0 && int(b.first) == len(x.labels) {
-		x.labels = append(x.labels, b.strs...)
+func (x *Exporter) consume(b *timeline.Batch) {
+	if len(b.Strings) > 0 && int(b.First) == len(x.labels) {
+		x.labels = append(x.labels, b.Strings...)
 	}
-	for i := range b.events {
-		e := &b.events[i]
+	for i := range b.Events {
+		e := &b.Events[i]
 		if e.Kind == timeline.KindStep {
 			x.flushStep(e, x.pending)
 			x.pending = x.pending[:0]
 			continue
 		}
-		if keep(e) {
-			x.pending = append(x.pending, *e)
-		}
-	}
-	select {
-	case x.free <- b:
-	default:
+		x.pending = append(x.pending, *e)
 	}
 }
 
@@ -364,17 +283,10 @@ func (x *Exporter) flushStep(step *timeline.Event, evs []timeline.Event) {
 // Close exports what is left (a trailing partial step becomes a trace of its own), waits for the
 // collector up to ctx's deadline, and shuts the exporter down.
 func (x *Exporter) Close(ctx context.Context) error {
-	x.mu.Lock()
-	if x.closed {
-		x.mu.Unlock()
+	if x.closed.Swap(true) {
 		return nil
 	}
-	x.closed = true
-	last := x.cur
-	x.cur = nil
-	x.mu.Unlock()
-	x.queue <- last // the producer has stopped: wait for room rather than drop the end
-	close(x.queue)
+	x.batches.Close() // the producer has stopped: the last batch waits for room rather than drop
 	<-x.done
 	if len(x.pending) > 0 {
 		tail := timeline.Event{Kind: timeline.KindStep, Start: x.pending[0].Start, End: x.pending[len(x.pending)-1].End, Aux: 1 << 31}
@@ -401,7 +313,7 @@ func (x *Exporter) Close(ctx context.Context) error {
 // Stats returns the export's counters.
 func (x *Exporter) Stats() Stats {
 	s := Stats{Endpoint: x.cfg.Endpoint, Protocol: x.cfg.Protocol, SpansBuilt: x.built.Load(), SpansExported: x.counter.exported.Load(),
-		SpansDropped: x.counter.dropped.Load(), EventsDropped: x.eventsDropped.Load(), StepsSampled: x.stepsKept.Load(), StepsSkipped: x.stepsSkipped.Load(),
+		SpansDropped: x.counter.dropped.Load(), EventsDropped: x.batches.Dropped(), StepsSampled: x.stepsKept.Load(), StepsSkipped: x.stepsSkipped.Load(),
 		StepsOverRate: x.stepsOverRate.Load()}
 	switch {
 	case x.counter.lastErr.Load() != nil:

@@ -3,7 +3,6 @@ package recordings
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,32 +16,18 @@ const (
 	DefaultFlushEvery = 250 * time.Millisecond // the most a killed process can lose
 )
 
-// batch is events with the string table entries they introduced.
-type batch struct {
-	events  []timeline.Event
-	first   uint32 // id of strs[0]
-	strs    []string
-	dropped int64
-}
-
 // Recorder is a timeline.Sink that writes a recording in the background. Emit never blocks: events
-// are gathered in batches handed to a writer goroutine through a bounded queue; when the queue is
-// full a batch is dropped, counted, and the count written into the file (and shown by Dropped).
+// travel in batches through a bounded queue (timeline.Batches) to a writer goroutine; when the
+// queue is full a batch is dropped, counted, and the count written into the file (and shown by
+// Dropped). Every batch, full or not, reaches the file within DefaultFlushEvery.
 //
 // Emit must be called from one goroutine (the producer's); Close from any.
 type Recorder struct {
 	w       *Writer
-	strs    *timeline.Strings
-	known   uint32 // string ids below this are already recorded
-	mu      sync.Mutex
-	cur     *batch
-	queue   chan *batch
-	free    chan *batch
-	dropped atomic.Int64
+	batches *timeline.Batches
 	done    chan struct{}
 	err     atomic.Pointer[error]
-	closed  bool
-	size    int
+	closed  atomic.Bool
 }
 
 // NewRecorder starts recording to w. strs is the session's string table: it is read only from the
@@ -55,126 +40,46 @@ func newRecorder(w *Writer, strs *timeline.Strings, meta Meta, size, queue int, 
 	if err := w.WriteMeta(meta); err != nil {
 		return nil, err
 	}
-	r := &Recorder{w: w, strs: strs, known: 1, queue: make(chan *batch, queue), free: make(chan *batch, queue+2),
-		done: make(chan struct{}), size: size}
-	r.cur = r.newBatch()
-	go r.loop(every)
+	r := &Recorder{w: w, batches: timeline.NewBatches(strs, size, queue, every, nil), done: make(chan struct{})}
+	go r.loop()
 	return r, nil
 }
 
-func (r *Recorder) newBatch() *batch {
-	select {
-	case b := <-r.free:
-		b.events, b.strs, b.dropped = b.events[:0], b.strs[:0], 0
-		return b
-	default:
-		return &batch{events: make([]timeline.Event, 0, r.size)}
-	}
-}
-
 // Emit records a copy of e.
-func (r *Recorder) Emit(e *timeline.Event) {
-	r.mu.Lock()
-	b := r.cur
-	if b == nil { // closed
-		r.mu.Unlock()
-		return
-	}
-	if e.Label >= r.known {
-		// New strings: copy them now, on the producer's goroutine, which owns the table.
-		if len(b.strs) == 0 {
-			b.first = r.known
-		}
-		for id := r.known; id <= e.Label && int(id) < r.strs.Len(); id++ {
-			b.strs = append(b.strs, r.strs.Lookup(id))
-		}
-		r.known = uint32(max(int(e.Label)+1, int(r.known)))
-	}
-	b.events = append(b.events, *e)
-	full := len(b.events) >= r.size
-	if full {
-		r.handOff()
-	}
-	r.mu.Unlock()
-}
+func (r *Recorder) Emit(e *timeline.Event) { r.batches.Emit(e) }
 
-// handOff passes the current batch to the writer, or drops it if the queue is full. Strings are
-// never dropped: a dropped batch's new strings move to the next batch. Called with r.mu held.
-func (r *Recorder) handOff() {
-	b := r.cur
-	select {
-	case r.queue <- b:
-		r.cur = r.newBatch()
-	default:
-		r.dropped.Add(int64(len(b.events)))
-		b.dropped += int64(len(b.events))
-		b.events = b.events[:0]
-	}
-}
-
-func (r *Recorder) loop(every time.Duration) {
+func (r *Recorder) loop() {
 	defer close(r.done)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case b, ok := <-r.queue:
-			if !ok {
-				return
+	for b := range r.batches.C() {
+		if r.err.Load() == nil {
+			err := r.w.WriteStrings(b.First, b.Strings)
+			if err == nil {
+				err = r.w.WriteDropped(b.Dropped)
 			}
-			r.write(b)
-		case <-tick.C:
-			r.mu.Lock()
-			if r.cur != nil && (len(r.cur.events) > 0 || len(r.cur.strs) > 0 || r.cur.dropped > 0) {
-				r.handOff()
+			if err == nil {
+				err = r.w.WriteEvents(b.Events)
 			}
-			r.mu.Unlock()
-			if err := r.w.Flush(); err != nil {
-				r.fail(err)
+			if err == nil {
+				err = r.w.Flush() // into the operating system: a killed process loses none of it
+			}
+			if err != nil {
+				r.err.CompareAndSwap(nil, &err)
 			}
 		}
+		r.batches.Release(b)
 	}
 }
-
-func (r *Recorder) write(b *batch) {
-	if r.err.Load() == nil {
-		err := r.w.WriteStrings(b.first, b.strs)
-		if err == nil {
-			err = r.w.WriteDropped(b.dropped)
-		}
-		if err == nil {
-			err = r.w.WriteEvents(b.events)
-		}
-		if err != nil {
-			r.fail(err)
-		}
-	}
-	select {
-	case r.free <- b:
-	default:
-	}
-}
-
-func (r *Recorder) fail(err error) { r.err.CompareAndSwap(nil, &err) }
 
 // Dropped returns how many events were dropped because the writer fell behind.
-func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
+func (r *Recorder) Dropped() int64 { return r.batches.Dropped() }
 
 // Close writes what is left, the outcome, the index and the trailer, and syncs the file. It returns
 // the first write error, if any.
 func (r *Recorder) Close(outcome [][2]string) error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if r.closed.Swap(true) {
 		return errors.New("recorder already closed")
 	}
-	r.closed = true
-	last := r.cur
-	r.cur = nil
-	r.mu.Unlock()
-	// The producer has stopped: block for the queue to drain instead of dropping the last batch.
-	r.queue <- last
-	close(r.queue)
+	r.batches.Close()
 	<-r.done
 	if p := r.err.Load(); p != nil {
 		_ = r.w.Close()
