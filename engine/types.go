@@ -137,3 +137,28 @@ func sortedKey(devs []DeviceID) string {
 	}
 	return b.String()
 }
+
+// OpName names an op in messages: "send", "all_reduce", "copy h2d", ...
+func OpName(op *StreamOp) string {
+	switch op.Kind {
+	case OpKernel:
+		return "kernel"
+	case OpCopy:
+		return "copy " + op.Dir.String()
+	case OpSend:
+		return "send"
+	case OpRecv:
+		return "recv"
+	case OpCollective:
+		return op.Coll.String()
+	case OpBarrier:
+		return "barrier"
+	case OpGroup:
+		return "group"
+	case OpWaitEvent:
+		return "event wait"
+	case OpRecord:
+		return "event record"
+	}
+	return "op"
+}

@@ -100,15 +100,25 @@ func buildCopy(p *params, topo engine.Topology) (phase, error) {
 	return ph, p.done()
 }
 
+// ownStream returns the phase's own stream on dev, created on first use, so its copies queue behind
+// each other and not behind other phases' work.
+func ownStream(c *engine.Client, streams map[engine.DeviceID]engine.StreamID, dev engine.DeviceID) (engine.StreamID, error) {
+	if s, ok := streams[dev]; ok {
+		return s, nil
+	}
+	s, err := c.NewStream(dev, engine.PriorityNormal)
+	if err != nil {
+		return 0, err
+	}
+	streams[dev] = s
+	return s, nil
+}
+
 func (ph *copyPhase) issue(r *runner, _ int) error {
 	for _, d := range ph.ranks {
-		s, ok := ph.streams[d]
-		if !ok {
-			var err error
-			if s, err = r.c.NewStream(d, engine.PriorityNormal); err != nil {
-				return err
-			}
-			ph.streams[d] = s
+		s, err := ownStream(r.c, ph.streams, d)
+		if err != nil {
+			return err
 		}
 		peer := engine.DeviceID(-1)
 		if ph.dir == timeline.CopyP2P {
@@ -575,13 +585,9 @@ func buildCopySweep(p *params, topo engine.Topology) (phase, error) {
 // so each copy has the link to itself (what a bandwidth test measures).
 func (ph *copySweepPhase) issue(r *runner, _ int) error {
 	for _, d := range ph.ranks {
-		s, ok := ph.streams[d]
-		if !ok {
-			var err error
-			if s, err = r.c.NewStream(d, engine.PriorityNormal); err != nil {
-				return err
-			}
-			ph.streams[d] = s
+		s, err := ownStream(r.c, ph.streams, d)
+		if err != nil {
+			return err
 		}
 		for _, dir := range ph.dirs {
 			for _, size := range ph.sizes {

@@ -222,11 +222,11 @@ func (m *Model) scroll(n int) {
 
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	// A text input that is open takes every key but the ones that close it.
-	if m.tab == TabTransfers && m.transfers.filtering {
-		return m, m.transfers.input(msg)
+	if m.tab == TabTransfers && m.transfers.filter.filtering {
+		return m, m.transfers.filter.key(msg)
 	}
-	if m.tab == TabEvents && m.events.filtering {
-		return m, m.events.input(msg)
+	if m.tab == TabEvents && m.events.filter.filtering {
+		return m, m.events.filter.key(msg)
 	}
 	k := m.keys
 	switch {

@@ -21,37 +21,58 @@ import (
 
 var transferCols = []string{"kind", "size", "ranks", "count", "bytes", "p50", "p99", "GB/s", "busbw"}
 
-type transfersView struct {
-	sortCol   int
-	reverse   bool
-	filter    textinput.Model
+// filterBox is the `/` filter of a list: typing edits it, enter keeps it, esc clears it.
+type filterBox struct {
+	input     textinput.Model
 	filtering bool
-	sel, top  int
 }
 
-func newTransfersView() transfersView {
+func newFilterBox(placeholder string) filterBox {
 	ti := textinput.New()
 	ti.Prompt = "/"
-	ti.Placeholder = "kind, e.g. send or all_reduce"
-	return transfersView{sortCol: 4, reverse: true, filter: ti}
+	ti.Placeholder = placeholder
+	return filterBox{input: ti}
 }
 
-func (v *transfersView) move(n int) { v.sel = max(0, v.sel+n) }
+func (f *filterBox) open() tea.Cmd {
+	f.filtering = true
+	return f.input.Focus()
+}
 
-func (v *transfersView) input(msg tea.KeyPressMsg) tea.Cmd {
+// key takes a key while the filter is open.
+func (f *filterBox) key(msg tea.KeyPressMsg) tea.Cmd {
 	switch msg.String() {
 	case "enter", "esc":
-		v.filtering = false
-		v.filter.Blur()
+		f.filtering = false
+		f.input.Blur()
 		if msg.String() == "esc" {
-			v.filter.SetValue("")
+			f.input.SetValue("")
 		}
 		return nil
 	}
 	var cmd tea.Cmd
-	v.filter, cmd = v.filter.Update(msg)
+	f.input, cmd = f.input.Update(msg)
 	return cmd
 }
+
+// value is the filter in lower case ("" for none).
+func (f *filterBox) value() string { return strings.ToLower(f.input.Value()) }
+
+// shown reports whether the filter line is on screen.
+func (f *filterBox) shown() bool { return f.filtering || f.input.Value() != "" }
+
+type transfersView struct {
+	sortCol  int
+	reverse  bool
+	filter   filterBox
+	sel, top int
+}
+
+func newTransfersView() transfersView {
+	return transfersView{sortCol: 4, reverse: true, filter: newFilterBox("kind, e.g. send or all_reduce")}
+}
+
+func (v *transfersView) move(n int) { v.sel = max(0, v.sel+n) }
 
 func (v *transfersView) key(msg tea.KeyPressMsg, m *Model) tea.Cmd {
 	k := m.keys
@@ -61,8 +82,7 @@ func (v *transfersView) key(msg tea.KeyPressMsg, m *Model) tea.Cmd {
 	case key.Matches(msg, k.Reverse):
 		v.reverse = !v.reverse
 	case key.Matches(msg, k.Filter):
-		v.filtering = true
-		return v.filter.Focus()
+		return v.filter.open()
 	case key.Matches(msg, k.Up):
 		v.move(-1)
 	case key.Matches(msg, k.Down):
@@ -84,7 +104,7 @@ type trow struct {
 func (v *transfersView) view(m *Model, w, h int) string {
 	st := m.styles
 	var rows []trow
-	f := strings.ToLower(v.filter.Value())
+	f := v.filter.value()
 	for _, r := range m.state.Rows {
 		if f != "" && !strings.Contains(strings.ToLower(r.Kind), f) {
 			continue
@@ -168,8 +188,8 @@ func (v *transfersView) view(m *Model, w, h int) string {
 	for strings.Count(b.String(), "\n") < h-1 {
 		b.WriteString("\n")
 	}
-	if v.filtering || v.filter.Value() != "" {
-		b.WriteString(v.filter.View())
+	if v.filter.shown() {
+		b.WriteString(v.filter.input.View())
 	} else {
 		b.WriteString(st.Muted.Render(fmt.Sprintf("%d rows · GB/s is the median per op (algbw for collectives) · latency percentiles are ±3%%", len(rows))))
 	}
@@ -438,41 +458,21 @@ func (commsView) view(m *Model, w, h int) string {
 // ---- events ----
 
 type eventsView struct {
-	filter    textinput.Model
-	filtering bool
-	offset    int              // lines scrolled up from the newest
-	lines     map[int64]string // formatted lines by event index
+	filter filterBox
+	offset int              // lines scrolled up from the newest
+	lines  map[int64]string // formatted lines by event index
 }
 
 func newEventsView() eventsView {
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "search kind, label, device…"
-	return eventsView{filter: ti}
+	return eventsView{filter: newFilterBox("search kind, label, device…")}
 }
 
 func (v *eventsView) move(n int) { v.offset = max(0, v.offset-n) }
 
-func (v *eventsView) input(msg tea.KeyPressMsg) tea.Cmd {
-	switch msg.String() {
-	case "enter", "esc":
-		v.filtering = false
-		v.filter.Blur()
-		if msg.String() == "esc" {
-			v.filter.SetValue("")
-		}
-		return nil
-	}
-	var cmd tea.Cmd
-	v.filter, cmd = v.filter.Update(msg)
-	return cmd
-}
-
 func (v *eventsView) key(msg tea.KeyPressMsg, m *Model) tea.Cmd {
 	switch k := m.keys; {
 	case key.Matches(msg, k.Filter):
-		v.filtering = true
-		return v.filter.Focus()
+		return v.filter.open()
 	case key.Matches(msg, k.Up):
 		v.move(-1)
 	case key.Matches(msg, k.Down):
@@ -501,7 +501,7 @@ func eventLine(snap *timeline.Snapshot, e *timeline.Event) string {
 
 func (v *eventsView) view(m *Model, w, h int) string {
 	st := m.styles
-	f := strings.ToLower(v.filter.Value())
+	f := v.filter.value()
 	idx := m.state.RecentLog(agg.MaxLog)
 	list := h - 2
 	if v.lines == nil || len(v.lines) > 4*agg.MaxLog {
@@ -549,8 +549,8 @@ func (v *eventsView) view(m *Model, w, h int) string {
 	for strings.Count(b.String(), "\n") < h-1 {
 		b.WriteString("\n")
 	}
-	if v.filtering || v.filter.Value() != "" {
-		b.WriteString(v.filter.View())
+	if v.filter.shown() {
+		b.WriteString(v.filter.input.View())
 	}
 	_ = matched
 	return b.String()

@@ -76,7 +76,12 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 	}
-	rp, err := session.Replay(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp})
+	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, stdout, stderr)
+}
+
+// replayReport reads a recording back and prints its report, with the warnings on standard error.
+func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, stdout, stderr io.Writer) int {
+	rp, err := session.Replay(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "xfertop: %v\n", err)
 		return exitUsage
@@ -84,7 +89,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	for _, w := range rp.Warnings {
 		fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
 	}
-	return writeReport(stdout, stderr, report.Build(rp.Store.Events(), rp.Store.Strings, rp.ReportMeta()), *asJSON)
+	return writeReport(stdout, stderr, report.Build(rp.Store.Events(), rp.Store.Strings, rp.ReportMeta()), asJSON)
 }
 
 // isRecording reports whether path starts with the .xfr magic.
@@ -126,15 +131,7 @@ func analyzeCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "xfertop analyze: give one recording at a time")
 			return exitUsage
 		}
-		rp, err := session.Replay(context.Background(), session.ReplayConfig{Path: pos[0], Salvage: *salvage})
-		if err != nil {
-			fmt.Fprintf(stderr, "xfertop: %v\n", err)
-			return exitUsage
-		}
-		for _, w := range rp.Warnings {
-			fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
-		}
-		return writeReport(stdout, stderr, report.Build(rp.Store.Events(), rp.Store.Strings, rp.ReportMeta()), *asJSON)
+		return replayReport(context.Background(), session.ReplayConfig{Path: pos[0], Salvage: *salvage}, *asJSON, stdout, stderr)
 	}
 	im, err := trace.ReadFiles(pos, trace.Options{LikeHTA: *likeHTA})
 	if err != nil {

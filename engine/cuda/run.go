@@ -200,33 +200,13 @@ func (b *Backend) launch(ctx context.Context, rank engine.DeviceID, g int, op en
 		gid = b.nextGroup.Add(1)
 	}
 	if err := b.issue(rank, g, st, op); err != nil {
-		return fmt.Errorf("cuda: rank %d: %s: %w", rank, opName(op), err)
+		return fmt.Errorf("cuda: rank %d: %s: %w", rank, engine.OpName(&op), err)
 	}
 	if err := end.Record(st.s); err != nil {
 		return err
 	}
 	b.done <- inflight{op: op, rank: rank, gpu: g, start: start, end: end, queued: queued, group: gid, posted: time.Now()}
 	return nil
-}
-
-func opName(op engine.StreamOp) string {
-	switch op.Kind {
-	case engine.OpKernel:
-		return "kernel"
-	case engine.OpCopy:
-		return "copy " + op.Dir.String()
-	case engine.OpSend:
-		return "send"
-	case engine.OpRecv:
-		return "recv"
-	case engine.OpCollective:
-		return op.Coll.String()
-	case engine.OpBarrier:
-		return "barrier"
-	case engine.OpGroup:
-		return "group"
-	}
-	return "op"
 }
 
 // issue puts the op's work on the stream.
@@ -683,7 +663,7 @@ func (b *Backend) resolve(fut *engine.Future, op engine.StreamOp, rank engine.De
 }
 
 func (b *Backend) fail(f inflight, err error) {
-	msg := fmt.Sprintf("%s on rank %d failed: %v", opName(f.op), f.rank, err)
+	msg := fmt.Sprintf("%s on rank %d failed: %v", engine.OpName(&f.op), f.rank, err)
 	now := time.Since(b.wall0).Nanoseconds()
 	a := timeline.Event{Kind: timeline.KindAlert, Start: now, End: now, Device: int32(f.rank), Peer: int32(f.op.Peer), Op: f.op.ID,
 		Bytes: f.op.Bytes, Status: timeline.StatusError, Label: b.strs.ID(msg)}
@@ -695,7 +675,7 @@ func (b *Backend) fail(f inflight, err error) {
 // posted its half hangs an NCCL kernel for ever): its communicators are aborted so the GPU is
 // released, and the alert names the op, the ranks and the bytes.
 func (b *Backend) stuck(f inflight) error {
-	werr := &engine.WatchdogError{Op: opName(f.op), OpID: f.op.ID, Rank: f.rank, Peer: f.op.Peer, Bytes: f.op.Bytes, WaitedNs: time.Since(f.posted).Nanoseconds()}
+	werr := &engine.WatchdogError{Op: engine.OpName(&f.op), OpID: f.op.ID, Rank: f.rank, Peer: f.op.Peer, Bytes: f.op.Bytes, WaitedNs: time.Since(f.posted).Nanoseconds()}
 	b.mu.Lock()
 	for id, cs := range b.comms {
 		for _, c := range cs.comms {

@@ -1062,7 +1062,7 @@ func (s *Sim) fail(oi int32, err error) {
 
 func (s *Sim) fireWatchdog(oi int32) {
 	o := &s.ops[oi]
-	werr := &engine.WatchdogError{Op: opName(&o.op), OpID: o.op.ID, Rank: o.op.Device, Peer: o.op.Peer, Bytes: o.op.Bytes, WaitedNs: s.now - o.waitAt}
+	werr := &engine.WatchdogError{Op: engine.OpName(&o.op), OpID: o.op.ID, Rank: o.op.Device, Peer: o.op.Peer, Bytes: o.op.Bytes, WaitedNs: s.now - o.waitAt}
 	if o.inst >= 0 {
 		in := &s.instPool[o.inst]
 		werr.Peer = -1
@@ -1101,26 +1101,6 @@ func (s *Sim) fireWatchdog(oi int32) {
 	s.runErr = werr
 }
 
-func opName(op *engine.StreamOp) string {
-	switch op.Kind {
-	case engine.OpSend:
-		return "send"
-	case engine.OpRecv:
-		return "recv"
-	case engine.OpCollective:
-		return op.Coll.String()
-	case engine.OpBarrier:
-		return "barrier"
-	case engine.OpKernel:
-		return "kernel"
-	case engine.OpCopy:
-		return "copy"
-	case engine.OpWaitEvent:
-		return "event wait"
-	}
-	return "op"
-}
-
 func (s *Sim) deadlock() error {
 	n, first := 0, ""
 	for sid := range s.streams {
@@ -1129,7 +1109,7 @@ func (s *Sim) deadlock() error {
 			n++
 			if first == "" {
 				o := &s.ops[oi]
-				first = fmt.Sprintf("%s on device %d stream %d (op %d)", opName(&o.op), o.op.Device, sid, o.op.ID)
+				first = fmt.Sprintf("%s on device %d stream %d (op %d)", engine.OpName(&o.op), o.op.Device, sid, o.op.ID)
 			}
 		}
 	}
