@@ -311,3 +311,30 @@ func (s *slowWriter) Write(p []byte) (int, error) {
 	time.Sleep(s.delay)
 	return s.f.Write(p)
 }
+
+// What a killed process leaves behind: without Close, the events emitted more than a flush interval
+// ago are already in the file and read back (with the warning that the recording was not closed).
+func TestRecorderFlushesWhileRunning(t *testing.T) {
+	evs, s := sample(300)
+	path := filepath.Join(t.TempDir(), "live.xfr")
+	w, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewRecorder(w, s, Meta{Source: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range evs {
+		rec.Emit(&evs[i])
+	}
+	time.Sleep(2 * DefaultFlushEvery)
+	got, err := ReadFile(path, Options{}) // the recorder is still open, as in a process about to be killed
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Events) != len(evs) || len(got.Warnings) == 0 || !strings.Contains(got.Warnings[0], "not closed cleanly") {
+		t.Errorf("read %d of %d events from the open recording; warnings %v", len(got.Events), len(evs), got.Warnings)
+	}
+	_ = rec.Close(nil)
+}

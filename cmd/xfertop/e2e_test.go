@@ -78,10 +78,12 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// The real binary, live: every view switched to, pause, help, quit; the terminal comes back.
+// The real binary, live: every view switched to, pause, help, quit; the terminal comes back, and
+// the recording made meanwhile is closed and replays.
 func TestConsoleEndToEnd(t *testing.T) {
 	bin := buildBinary(t)
-	s := startTmux(t, 120, 36, bin+" --scenario pipeline; echo XFERTOP_EXIT=$?; sleep 30")
+	rec := filepath.Join(t.TempDir(), "console.xfr")
+	s := startTmux(t, 120, 36, bin+" --scenario pipeline --record "+rec+"; echo XFERTOP_EXIT=$?; sleep 30")
 	s.waitFor("1 Overview", 10*time.Second)
 	if s.format("#{alternate_on}") != "1" {
 		t.Error("the console did not switch to the alternate screen")
@@ -112,6 +114,10 @@ func TestConsoleEndToEnd(t *testing.T) {
 	}
 	if s.format("#{alternate_on}") != "0" || s.format("#{mouse_any_flag}") != "0" {
 		t.Errorf("terminal not restored: alternate screen %s, mouse reporting %s", s.format("#{alternate_on}"), s.format("#{mouse_any_flag}"))
+	}
+	out, err := exec.Command(bin, "replay", rec, "--headless", "--json").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"scenario": "pipeline"`) || strings.Contains(string(out), "warning") {
+		t.Errorf("the console's recording does not replay cleanly: %v\n%s", err, out)
 	}
 }
 
