@@ -1,15 +1,16 @@
+//go:build cgo
+
 package nvml
 
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// DefaultLibrary is the NVML library looked for (XFER_NVML_LIB overrides it).
-const DefaultLibrary = "libnvidia-ml.so.1"
+// Supported reports whether this build can load NVML at all (go-nvml needs cgo).
+const Supported = true
 
 // Library reads devices through the real NVML, loaded from path at Init.
 type Library struct {
@@ -21,13 +22,7 @@ type Library struct {
 
 // NewLibrary returns a Reader over the NVML library at path ("" for XFER_NVML_LIB or the default).
 func NewLibrary(path string) *Library {
-	if path == "" {
-		path = os.Getenv("XFER_NVML_LIB")
-	}
-	if path == "" {
-		path = DefaultLibrary
-	}
-	return &Library{path: path}
+	return &Library{path: libraryPath(path)}
 }
 
 // Init loads the library and finds the devices.

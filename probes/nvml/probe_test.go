@@ -84,13 +84,17 @@ func TestProbeSamples(t *testing.T) {
 
 // Without NVML the probe says why, once, and returns.
 func TestProbeUnavailable(t *testing.T) {
+	missing := "NVML library not found (looked for /nonexistent/libnvidia-ml.so.1)"
+	if !Supported {
+		missing = "needs a build with cgo enabled"
+	}
 	for _, tc := range []struct {
 		r    Reader
 		want string
 	}{
 		{&fakeReader{initErr: errors.New("NVML library not found (looked for libnvidia-ml.so.1)")}, "NVML library not found"},
 		{&fakeReader{n: 0}, "no devices"},
-		{NewLibrary("/nonexistent/libnvidia-ml.so.1"), "NVML library not found (looked for /nonexistent/libnvidia-ml.so.1)"},
+		{NewLibrary("/nonexistent/libnvidia-ml.so.1"), missing},
 	} {
 		c, err := run(t, tc.r, time.Second)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
