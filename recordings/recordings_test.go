@@ -173,6 +173,26 @@ func TestFlippedByte(t *testing.T) {
 	}
 }
 
+// Chunk type 7 (zstd events) is reserved: this version never writes it, and a reader meeting one
+// says so with the offset instead of misreading it; salvage skips it and keeps the rest.
+func TestReservedZstdChunk(t *testing.T) {
+	evs, s := sample(100)
+	data := write(t, evs, s, 50)
+	bounds := chunkBoundaries(t, data)
+	at := bounds[2] // after the meta and strings chunks, before the first Events chunk
+	zstd := appendChunk(nil, ChunkEventsZstd, []byte{0x10, 0x28, 0xb5, 0x2f, 0xfd})
+	bad := append(append(bytes.Clone(data[:at]), zstd...), data[at:]...)
+	_, err := ReadAll("z.xfr", bad, Options{})
+	var ce *CorruptionError
+	if !errors.As(err, &ce) || ce.Offset != at || !strings.Contains(ce.Reason, "events-zstd chunk: zstd-compressed events are not supported") {
+		t.Fatalf("err %v; want a CorruptionError at offset %d naming the events-zstd chunk", err, at)
+	}
+	rec, err := ReadAll("z.xfr", bad, Options{Salvage: true})
+	if err != nil || !reflect.DeepEqual(rec.Events, evs) {
+		t.Fatalf("salvage: %v, %d events; want all %d", err, len(rec.Events), len(evs))
+	}
+}
+
 func TestVersionAndMagic(t *testing.T) {
 	evs, s := sample(10)
 	data := write(t, evs, s, 10)
