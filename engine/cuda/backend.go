@@ -14,6 +14,8 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/xfertop/xfertop/engine"
+	// Checks the driver before gorgonia.org/cu's init can exit the process without a reason.
+	_ "github.com/xfertop/xfertop/engine/cuda/preflight"
 	"github.com/xfertop/xfertop/engine/nccl"
 	"github.com/xfertop/xfertop/timeline"
 )
