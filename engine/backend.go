@@ -31,3 +31,11 @@ type Backend interface {
 	// Strings returns the table labels are interned in.
 	Strings() *timeline.Strings
 }
+
+// CommFault is an error a backend found in a communicator's background work (NCCL's
+// ncclCommGetAsyncError): the communicator was aborted, and the client evicts it so the next use
+// of its devices creates a fresh one.
+type CommFault struct {
+	Comm uint32
+	Err  error
+}

@@ -348,6 +348,7 @@ func (c *Client) commFor(op string, devs []DeviceID) *Communicator {
 	comm, created, evicted := c.comms.Get(devs)
 	for _, e := range evicted {
 		c.emit(timeline.Event{Kind: timeline.KindCommEvict, Device: timeline.NoDevice, Peer: timeline.NoDevice, Comm: e.ID, Status: timeline.StatusLRU, Ranks: uint16(len(e.Devices))})
+		c.release(e)
 	}
 	if !created {
 		c.emit(timeline.Event{Kind: timeline.KindCommHit, Device: int32(devs[0]), Peer: timeline.NoDevice, Comm: comm.ID, Ranks: uint16(len(devs))})
@@ -367,6 +368,25 @@ func (c *Client) CommFault(comm *Communicator, err error) {
 		c.emit(timeline.Event{Kind: timeline.KindCommEvict, Device: timeline.NoDevice, Peer: timeline.NoDevice, Comm: comm.ID, Status: timeline.StatusFaulted, Ranks: uint16(len(comm.Devices))})
 		c.emit(timeline.Event{Kind: timeline.KindAlert, Device: timeline.NoDevice, Peer: timeline.NoDevice, Comm: comm.ID, Status: timeline.StatusError,
 			Label: c.strs.ID(fmt.Sprintf("communicator %d over devices %v evicted: %v", comm.ID, comm.Devices, err))})
+		c.release(comm)
+	}
+}
+
+// commReleaser is a backend holding real resources per communicator (NCCL communicators): it
+// frees one the cache dropped once the ops already submitted on it have run.
+type commReleaser interface {
+	ReleaseComm(id uint32)
+}
+
+// commFaultReporter is a backend whose communicators can fail in the background; it hands over
+// the faults found since the last call.
+type commFaultReporter interface {
+	TakeCommFaults() []CommFault
+}
+
+func (c *Client) release(comm *Communicator) {
+	if r, ok := c.b.(commReleaser); ok {
+		r.ReleaseComm(comm.ID)
 	}
 }
 
@@ -564,7 +584,16 @@ func (c *Client) Run(ctx context.Context) error {
 	if c.group {
 		return fmt.Errorf("run: a group is still open (GroupStart without GroupEnd)")
 	}
-	return c.b.Run(ctx)
+	err := c.b.Run(ctx)
+	if fr, ok := c.b.(commFaultReporter); ok {
+		// Evicted whether or not the run failed, so the next use of the devices starts afresh.
+		for _, f := range fr.TakeCommFaults() {
+			if comm := c.comms.Lookup(f.Comm); comm != nil {
+				c.CommFault(comm, f.Err)
+			}
+		}
+	}
+	return err
 }
 
 // Stats reports the state of the client's caches and pools.

@@ -85,6 +85,16 @@ func (c *CommCache) Fault(comm *Communicator) bool {
 	return false
 }
 
+// Lookup returns the cached communicator with id, or nil when it is no longer cached.
+func (c *CommCache) Lookup(id uint32) *Communicator {
+	for _, e := range c.entries {
+		if e.ID == id {
+			return e
+		}
+	}
+	return nil
+}
+
 // Stats returns the cache's counters.
 func (c *CommCache) Stats() CommCacheStats {
 	s := c.stats

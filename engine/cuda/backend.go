@@ -127,6 +127,9 @@ type Backend struct {
 	instant  chan timeline.Event
 	barriers map[uint64]*barrier
 	err      error
+
+	retired []uint32           // communicators the client dropped: destroyed after the current run
+	faults  []engine.CommFault // communicators NCCL reported an asynchronous error for
 }
 
 // barrier is one barrier instance: each rank's stream records an event where it arrives, and every
@@ -138,10 +141,13 @@ type barrier struct {
 	arrived chan struct{} // closed when all ranks have recorded
 }
 
+// commState is one communicator's NCCL handles. ranks is fixed at creation; comms, err and ready
+// are written under Backend.mu (comms once, when ready is set; err also when NCCL reports a fault).
 type commState struct {
 	once  sync.Once
 	ranks []engine.DeviceID
 	comms []nccl.Comm
+	ready bool
 	err   error
 }
 
@@ -284,5 +290,62 @@ func (b *Backend) Run(ctx context.Context) error {
 		}
 	default:
 	}
+	b.destroyRetired()
 	return err
+}
+
+// The client frees communicators it drops and evicts faulted ones through these methods.
+var _ interface {
+	ReleaseComm(id uint32)
+	TakeCommFaults() []engine.CommFault
+} = (*Backend)(nil)
+
+// ReleaseComm marks a communicator the client's cache dropped. It is destroyed at the end of the
+// next run, since ops already submitted may still use it.
+func (b *Backend) ReleaseComm(id uint32) {
+	b.mu.Lock()
+	b.retired = append(b.retired, id)
+	b.mu.Unlock()
+}
+
+// TakeCommFaults returns the communicators NCCL reported an asynchronous error for since the last
+// call; each was aborted when found.
+func (b *Backend) TakeCommFaults() []engine.CommFault {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.faults
+	b.faults = nil
+	return out
+}
+
+// destroyRetired frees the NCCL communicators the client released. A faulted or stuck one was
+// aborted already; a failure to destroy becomes an alert, never an error that ends the session.
+func (b *Backend) destroyRetired() {
+	b.mu.Lock()
+	ids := b.retired
+	b.retired = nil
+	type retiree struct {
+		id    uint32
+		comms []nccl.Comm
+	}
+	var free []retiree
+	for _, id := range ids {
+		if cs := b.comms[id]; cs != nil {
+			delete(b.comms, id)
+			if cs.err == nil {
+				free = append(free, retiree{id, cs.comms})
+			}
+		}
+	}
+	b.mu.Unlock()
+	for _, r := range free {
+		for _, c := range r.comms {
+			if err := b.nccl.Destroy(c); err != nil {
+				now := b.Now()
+				a := timeline.Event{Kind: timeline.KindAlert, Start: now, End: now, Device: -1, Peer: -1, Comm: r.id, Status: timeline.StatusError,
+					Label: b.strs.ID(fmt.Sprintf("destroying communicator %d: %v", r.id, err))}
+				b.sink.Emit(&a)
+			}
+		}
+	}
 }

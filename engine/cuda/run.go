@@ -344,12 +344,18 @@ func (b *Backend) ncclLib() (*nccl.NCCL, error) {
 func (b *Backend) comm(id uint32, rank engine.DeviceID) (nccl.Comm, int, error) {
 	b.mu.Lock()
 	cs := b.comms[id]
+	var err error
+	switch {
+	case cs == nil:
+		err = fmt.Errorf("communicator %d was not created", id)
+	case cs.err != nil:
+		err = cs.err
+	case !cs.ready:
+		err = fmt.Errorf("communicator %d is not ready", id)
+	}
 	b.mu.Unlock()
-	if cs == nil || cs.err != nil {
-		if cs != nil {
-			return nccl.Comm{}, 0, cs.err
-		}
-		return nccl.Comm{}, 0, fmt.Errorf("communicator %d was not created", id)
+	if err != nil {
+		return nccl.Comm{}, 0, err
 	}
 	for i, r := range cs.ranks {
 		if r == rank {
@@ -370,10 +376,13 @@ func (b *Backend) commInit(rank engine.DeviceID, cmd engine.Command) error {
 	}
 	b.mu.Unlock()
 	begin := time.Since(b.wall0)
+	var initErr error
 	cs.once.Do(func() {
 		n, err := b.ncclLib()
 		if err != nil {
+			b.mu.Lock()
 			cs.err = err
+			b.mu.Unlock()
 			return
 		}
 		gpus := make([]int, len(cs.ranks))
@@ -385,12 +394,78 @@ func (b *Backend) commInit(rank engine.DeviceID, cmd engine.Command) error {
 			// are same-device copies, and collectives run over the distinct GPUs.
 			gpus = distinct(gpus)
 		}
-		cs.comms, cs.err = n.InitAll(gpus)
+		comms, err := n.InitAll(gpus)
+		b.mu.Lock()
+		cs.comms, cs.err, cs.ready = comms, err, err == nil
+		b.mu.Unlock()
 	})
 	end := time.Since(b.wall0)
 	b.instant <- timeline.Event{Kind: timeline.KindCommInit, Start: begin.Nanoseconds(), End: end.Nanoseconds(), Queued: begin.Nanoseconds(),
 		Device: int32(rank), Peer: -1, Comm: cmd.Comm, Ranks: uint16(len(cmd.Devices)), Label: cmd.Label}
-	return cs.err
+	b.mu.Lock()
+	initErr = cs.err
+	b.mu.Unlock()
+	return initErr
+}
+
+// asyncErrors asks NCCL about each ready communicator's background work (ncclCommGetAsyncError,
+// as PyTorch's watchdog does). A communicator with an error is marked failed, so no new op is
+// issued on it, then aborted, so kernels waiting on a dead peer stop; it is handed to the client
+// to evict (TakeCommFaults). The returned set lets the poller fail the ops in flight on it.
+func (b *Backend) asyncErrors() map[uint32]error {
+	type live struct {
+		id uint32
+		cs *commState
+	}
+	b.mu.Lock()
+	n := b.nccl
+	var check []live
+	for id, cs := range b.comms {
+		if cs.ready && cs.err == nil {
+			check = append(check, live{id, cs})
+		}
+	}
+	b.mu.Unlock()
+	if n == nil {
+		return nil
+	}
+	var bad map[uint32]error
+	for _, l := range check {
+		for _, c := range l.cs.comms {
+			err := n.AsyncError(c)
+			if err == nil {
+				continue
+			}
+			ferr := fmt.Errorf("communicator %d: %w", l.id, err)
+			b.mu.Lock()
+			l.cs.err = ferr
+			b.faults = append(b.faults, engine.CommFault{Comm: l.id, Err: ferr})
+			b.mu.Unlock()
+			for _, c := range l.cs.comms {
+				_ = n.Abort(c)
+			}
+			if bad == nil {
+				bad = map[uint32]error{}
+			}
+			bad[l.id] = ferr
+			break
+		}
+	}
+	return bad
+}
+
+// faultOf returns the fault of the communicator op (or, for a group, one of its parts) runs on,
+// or nil when none of them is in faults.
+func faultOf(op *engine.StreamOp, faults map[uint32]error) error {
+	if err := faults[op.Comm]; err != nil && op.Comm != 0 {
+		return err
+	}
+	for i := range op.Parts {
+		if err := faults[op.Parts[i].Comm]; err != nil && op.Parts[i].Comm != 0 {
+			return err
+		}
+	}
+	return nil
 }
 
 func distinct(xs []int) []int {
@@ -529,6 +604,9 @@ func rank0GPU(b *Backend, rank engine.DeviceID, ranks []engine.DeviceID) int {
 
 // poll reports ops as the GPU finishes them, in order of completion, and enforces the watchdog. It
 // is the only goroutine that emits events.
+// asyncErrorPoll is how often the poller asks NCCL for communicators' asynchronous errors.
+const asyncErrorPoll = 10 * time.Millisecond
+
 func (b *Backend) poll(ctx context.Context) error {
 	// Event queries and timings are made with the event's context current; switch as needed.
 	runtime.LockOSThread()
@@ -542,7 +620,23 @@ func (b *Backend) poll(ctx context.Context) error {
 	}
 	var pending []inflight
 	open := true
+	lastCheck := time.Now()
 	for open || len(pending) > 0 {
+		if time.Since(lastCheck) >= asyncErrorPoll {
+			lastCheck = time.Now()
+			if bad := b.asyncErrors(); len(bad) > 0 {
+				kept := pending[:0]
+				for _, f := range pending {
+					// Their timing events are not reused: the aborted work may never complete them.
+					if err := faultOf(&f.op, bad); err != nil {
+						b.fail(f, err)
+						continue
+					}
+					kept = append(kept, f)
+				}
+				pending = kept
+			}
+		}
 		select {
 		case e := <-b.instant:
 			b.sink.Emit(&e)

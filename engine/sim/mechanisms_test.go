@@ -3,9 +3,12 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/sim"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -445,4 +448,78 @@ func TestEventRecycling(t *testing.T) {
 	c.HostWait(0, first)
 	_ = c.Kernel(s, 1000, "after")
 	run(t, c) // would be a deadlock if the old id were taken for a new, unrecorded event
+}
+
+// faultyBackend is the sim with what a real NCCL backend adds: communicators the client releases,
+// and asynchronous communicator errors reported after a run (as ncclCommGetAsyncError does).
+type faultyBackend struct {
+	engine.Backend
+	released []uint32
+	faults   []engine.CommFault
+}
+
+func (f *faultyBackend) ReleaseComm(id uint32) { f.released = append(f.released, id) }
+
+func (f *faultyBackend) TakeCommFaults() []engine.CommFault {
+	out := f.faults
+	f.faults = nil
+	return out
+}
+
+// A communicator that reports an asynchronous error is evicted with an alert and released; the
+// next use of its devices creates a fresh one. LRU evictions are released too.
+func TestCommFaultEvictsAndReleases(t *testing.T) {
+	tp, err := sim.TopologyByName("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := timeline.NewStore(nil)
+	s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: sim.DefaultModel()}, store, store.Strings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := &faultyBackend{Backend: s}
+	opts := engine.DefaultOptions()
+	opts.CommCacheSize = 2
+	c := engine.NewClient(fb, store, opts)
+	devs := []engine.DeviceID{0, 1}
+	first, err := c.Communicator(devs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, c)
+	fb.faults = []engine.CommFault{{Comm: first.ID, Err: errors.New("NCCL async: remote process exited or there was a network error (code 6)")}}
+	run(t, c)
+	if st := c.Stats().CommCache; st.Faults != 1 || st.Entries != 0 {
+		t.Fatalf("after the fault: cache %+v; want 1 fault and nothing cached", st)
+	}
+	var evict, alert bool
+	for _, e := range store.Events() {
+		evict = evict || (e.Kind == timeline.KindCommEvict && e.Comm == first.ID && e.Status == timeline.StatusFaulted)
+		alert = alert || (e.Kind == timeline.KindAlert && e.Comm == first.ID &&
+			strings.Contains(store.Strings.Lookup(e.Label), "evicted: NCCL async: remote process exited"))
+	}
+	if !evict || !alert || !slices.Equal(fb.released, []uint32{first.ID}) {
+		t.Fatalf("faulted eviction event %v, alert %v, released %v; want all, releasing %d", evict, alert, fb.released, first.ID)
+	}
+	second, err := c.Communicator(devs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, c)
+	if second.ID == first.ID || count(store.Events(), timeline.KindCommInit) != 4 {
+		t.Fatalf("after the fault: communicator %d (was %d), %d inits; want a fresh one, created on both ranks", second.ID, first.ID, count(store.Events(), timeline.KindCommInit))
+	}
+	// A fault for a communicator no longer cached changes nothing.
+	fb.faults = []engine.CommFault{{Comm: first.ID, Err: errors.New("late")}}
+	run(t, c)
+	// Two more device sets push {0,1} out by LRU: it is released as well.
+	for _, d := range [][]engine.DeviceID{{2, 3}, {4, 5}} {
+		if _, err := c.Communicator(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := c.Stats().CommCache; st.Faults != 1 || !slices.Equal(fb.released, []uint32{first.ID, second.ID}) {
+		t.Errorf("cache %+v, released %v; want one fault and %d then %d released", st, fb.released, first.ID, second.ID)
+	}
 }
