@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/eventslot"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -56,22 +57,12 @@ type stream struct {
 
 type evState struct {
 	recorded bool
-	gen      uint32
 	at       int64
 	ops      []int32 // stream ops waiting for it
 	hosts    []int32 // host threads waiting for it
 }
 
-// Event ids carry a slot (low bits) and the slot's generation (high bits). A recorded event's slot
-// is reused once many newer events exist, so memory stays bounded in an endless run; an id whose
-// generation no longer matches its slot is an event recorded long ago, and waiting on it returns at
-// once.
-const (
-	evSlotBits  = 20
-	evSlotMask  = 1<<evSlotBits - 1
-	evReuseFrom = 1 << 16 // slots kept before recorded ones are reused, oldest first
-)
-
+// retired is the state of an event recorded so long ago that its slot was reused (eventslot).
 var retired = evState{recorded: true}
 
 type device struct {
@@ -151,24 +142,22 @@ type Sim struct {
 	q   queue
 	seq uint64
 
-	hosts      []host
-	streams    []stream
-	events     []evState
-	evFree     []int32 // recorded slots, oldest first
-	evFreeHead int
-	devs       []device
-	linkBW     []float64 // bytes per ns
-	flows      []flow
-	freeFlows  []int32
-	active     []int32
-	armed      bool
-	ops        []opState
-	freeOps    []int32
-	pairs      map[uint64]int32
-	insts      map[uint64]int32
-	instPool   []inst
-	freeInsts  []int32
-	nextGroup  uint32
+	hosts     []host
+	streams   []stream
+	events    eventslot.Table[evState]
+	devs      []device
+	linkBW    []float64 // bytes per ns
+	flows     []flow
+	freeFlows []int32
+	active    []int32
+	armed     bool
+	ops       []opState
+	freeOps   []int32
+	pairs     map[uint64]int32
+	insts     map[uint64]int32
+	instPool  []inst
+	freeInsts []int32
+	nextGroup uint32
 
 	watchdog int64
 	// Watchdog deadlines are now+watchdog with one timeout, so they arrive in order: a FIFO with one
@@ -214,7 +203,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Sim, error) {
 	}
 	n := t.Devices()
 	s := &Sim{cfg: cfg, m: cfg.Model, topo: t, sink: sink, strs: strs, rng: rand.New(rand.NewSource(cfg.Seed)),
-		hosts: make([]host, n), streams: make([]stream, 1), events: make([]evState, 1), devs: make([]device, n),
+		hosts: make([]host, n), streams: make([]stream, 1), devs: make([]device, n),
 		pairs: map[uint64]int32{}, insts: map[uint64]int32{}, batchMax: 8, batchWin: 50_000}
 	for i := range s.hosts {
 		s.hosts[i].dev = engine.DeviceID(i)
@@ -271,35 +260,22 @@ func (s *Sim) NewStream(dev engine.DeviceID, prio engine.Priority) engine.Stream
 
 // NewEvent creates an unrecorded event.
 func (s *Sim) NewEvent() engine.EventID {
-	var slot int
-	if len(s.events) >= evReuseFrom && s.evFreeHead < len(s.evFree) {
-		slot = int(s.evFree[s.evFreeHead])
-		s.evFreeHead++
-		if s.evFreeHead == len(s.evFree) {
-			s.evFree, s.evFreeHead = s.evFree[:0], 0
-		}
-		gen := (s.events[slot].gen + 1) & (1<<(32-evSlotBits) - 1)
-		s.events[slot] = evState{gen: gen}
-	} else {
-		if len(s.events) > evSlotMask {
-			// A million events created and none recorded: the workload is broken. End the run.
-			s.runErr = fmt.Errorf("sim: more than %d events created and not yet recorded", evSlotMask)
-			return 0
-		}
-		s.events = append(s.events, evState{})
-		slot = len(s.events) - 1
+	id, _, _, ok := s.events.New()
+	if !ok {
+		// A million events created and none recorded: the workload is broken. End the run.
+		s.runErr = fmt.Errorf("sim: more than %d events created and not yet recorded", eventslot.MaxLive)
+		return 0
 	}
-	return engine.EventID(uint32(slot) | s.events[slot].gen<<evSlotBits)
+	return engine.EventID(id)
 }
 
 // event returns the state of id; a retired id reads as recorded long ago.
 func (s *Sim) event(id engine.EventID) *evState {
-	slot, gen := int(uint32(id)&evSlotMask), uint32(id)>>evSlotBits
-	if slot >= len(s.events) || s.events[slot].gen != gen {
-		r := retired
-		return &r
+	if ev := s.events.Get(uint32(id)); ev != nil {
+		return ev
 	}
-	return &s.events[slot]
+	r := retired
+	return &r
 }
 
 // Submit queues cmd on dev's host thread.
@@ -602,7 +578,7 @@ func (s *Sim) record(evID engine.EventID, oi int32) {
 		return // recorded twice: the first recording stands
 	}
 	ev.recorded, ev.at = true, s.now
-	s.evFree = append(s.evFree, int32(uint32(evID)&evSlotMask))
+	s.events.Done(uint32(evID))
 	o := &s.ops[oi]
 	s.emit(timeline.Event{Kind: timeline.KindEventRecord, Start: s.now, End: s.now, Queued: o.queued, Device: int32(o.op.Device),
 		Peer: timeline.NoDevice, Stream: uint32(o.op.Stream), Aux: uint32(evID), Host: s.hostOf(o.op.Device)})

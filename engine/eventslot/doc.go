@@ -1,0 +1,6 @@
+// Package eventslot hands out event ids that carry a slot and the slot's generation, so a backend's
+// per-event state stays bounded in an endless run: once many events exist, the slots of events
+// already recorded are reused, oldest first, and an id whose generation no longer matches its slot
+// names an event recorded long ago (waiting on it returns at once). Both backends keep their events
+// in a Table: the simulator its wait lists, the cuda backend its CUDA events.
+package eventslot

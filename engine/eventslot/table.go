@@ -1,0 +1,69 @@
+package eventslot
+
+const (
+	slotBits = 20
+	slotMask = 1<<slotBits - 1
+	genMask  = 1<<(32-slotBits) - 1
+
+	// ReuseFrom is how many slots exist before those of done events are reused: an id stays valid
+	// for at least this many newer events.
+	ReuseFrom = 1 << 16
+	// MaxLive is how many events may be live (handed out and not yet done) at once.
+	MaxLive = slotMask
+)
+
+// Table holds a state of type T per live event. The zero Table is ready to use. Slot 0 is never
+// handed out, so id 0 can mean "no event".
+type Table[T any] struct {
+	vals []T
+	gens []uint32
+	free []int32 // slots of done events, oldest first, from head on
+	head int
+}
+
+// New returns a fresh id and a pointer to its zeroed state, valid until the next New. prev is what
+// a reused slot held before (the zero T for a new slot), for the caller to recycle. ok is false when
+// MaxLive events are live: the workload creates events it never records.
+func (t *Table[T]) New() (id uint32, state *T, prev T, ok bool) {
+	var zero T
+	if len(t.vals) == 0 {
+		t.vals, t.gens = append(t.vals, zero), append(t.gens, 0) // slot 0: "no event"
+	}
+	var slot int
+	if len(t.vals) >= ReuseFrom && t.head < len(t.free) {
+		slot = int(t.free[t.head])
+		t.head++
+		if t.head == len(t.free) {
+			t.free, t.head = t.free[:0], 0
+		}
+		prev, t.vals[slot] = t.vals[slot], zero
+		t.gens[slot] = (t.gens[slot] + 1) & genMask
+	} else {
+		if len(t.vals) > MaxLive {
+			return 0, nil, prev, false
+		}
+		t.vals, t.gens = append(t.vals, zero), append(t.gens, 0)
+		slot = len(t.vals) - 1
+	}
+	return uint32(slot) | t.gens[slot]<<slotBits, &t.vals[slot], prev, true
+}
+
+// Get returns id's state, or nil when id is retired (its slot was reused after the event was
+// done), is 0, or was never handed out.
+func (t *Table[T]) Get(id uint32) *T {
+	slot, gen := int(id&slotMask), id>>slotBits
+	if slot == 0 || slot >= len(t.vals) || t.gens[slot] != gen {
+		return nil
+	}
+	return &t.vals[slot]
+}
+
+// Done makes id's slot reusable once ReuseFrom slots exist. Call it once per id, when its event is
+// recorded.
+func (t *Table[T]) Done(id uint32) {
+	t.free = append(t.free, int32(id&slotMask))
+}
+
+// Len returns how many slots exist (live and done events, bounded by about ReuseFrom plus the
+// number live).
+func (t *Table[T]) Len() int { return len(t.vals) }

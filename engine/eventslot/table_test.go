@@ -1,0 +1,87 @@
+package eventslot
+
+import "testing"
+
+type state struct {
+	recorded bool
+	waiters  []int
+}
+
+// Ids are unique and non-zero; done slots are reused oldest first only past ReuseFrom slots; a
+// retired id reads as nil; prev hands back what the reused slot held.
+func TestTableReuse(t *testing.T) {
+	var tb Table[state]
+	if tb.Get(0) != nil || tb.Get(5) != nil {
+		t.Fatal("an empty table returned state for ids it never handed out")
+	}
+	seen := map[uint32]bool{}
+	var ids []uint32
+	for i := range ReuseFrom - 1 {
+		id, st, prev, ok := tb.New()
+		if !ok || id == 0 || seen[id] || st == nil || prev.recorded {
+			t.Fatalf("New #%d: id %d ok %v (seen %v)", i, id, ok, seen[id])
+		}
+		seen[id] = true
+		ids = append(ids, id)
+		st.recorded, st.waiters = true, []int{i}
+		tb.Done(id)
+	}
+	if tb.Len() != ReuseFrom {
+		t.Fatalf("Len %d; want %d (slot 0 and %d events)", tb.Len(), ReuseFrom, ReuseFrom-1)
+	}
+	// The table is full enough now: the next New reuses the oldest done slot.
+	id, st, prev, ok := tb.New()
+	if !ok || seen[id] || id&slotMask != ids[0]&slotMask || st.recorded || len(st.waiters) != 0 {
+		t.Fatalf("reuse: id %#x (first was %#x), state %+v", id, ids[0], *st)
+	}
+	if !prev.recorded || len(prev.waiters) != 1 || prev.waiters[0] != 0 {
+		t.Fatalf("prev = %+v; want the first event's state", prev)
+	}
+	if tb.Get(ids[0]) != nil {
+		t.Error("the retired id still has state")
+	}
+	if got := tb.Get(id); got != st {
+		t.Error("Get of the new id is not its state")
+	}
+	if got := tb.Get(ids[1]); got == nil || got.waiters[0] != 1 {
+		t.Error("a done but not yet reused id lost its state")
+	}
+	if tb.Len() != ReuseFrom {
+		t.Errorf("Len grew to %d while reusing", tb.Len())
+	}
+}
+
+// Live events are never reused; generations wrap without colliding with live ids.
+func TestTableLiveNotReused(t *testing.T) {
+	var tb Table[int]
+	live, _, _, _ := tb.New()
+	for range 3 * ReuseFrom {
+		id, _, _, ok := tb.New()
+		if !ok || id&slotMask == live&slotMask {
+			t.Fatalf("id %#x reuses the live event's slot (%#x)", id, live)
+		}
+		tb.Done(id)
+	}
+	if tb.Get(live) == nil {
+		t.Fatal("the live event lost its state")
+	}
+	if tb.Len() > ReuseFrom+1 {
+		t.Errorf("Len %d: done slots were not reused", tb.Len())
+	}
+}
+
+// Past MaxLive live events New refuses instead of growing without bound.
+func TestTableMaxLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates a million events")
+	}
+	var tb Table[struct{}]
+	for range MaxLive {
+		if _, _, _, ok := tb.New(); !ok {
+			t.Fatal("refused before MaxLive")
+		}
+	}
+	if _, _, _, ok := tb.New(); ok {
+		t.Fatal("handed out more than MaxLive live events")
+	}
+}
