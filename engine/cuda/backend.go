@@ -16,6 +16,7 @@ import (
 	"github.com/xfertop/xfertop/engine"
 	// Checks the driver before gorgonia.org/cu's init can exit the process without a reason.
 	_ "github.com/xfertop/xfertop/engine/cuda/preflight"
+	"github.com/xfertop/xfertop/engine/eventslot"
 	"github.com/xfertop/xfertop/engine/nccl"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -58,27 +59,36 @@ type gpu struct {
 	mu     sync.Mutex
 	dev    map[int64][]cu.DevicePtr // scratch device buffers by size class
 	pinned map[int64]unsafe.Pointer
-	events []cu.Event // timing events done with, for reuse: creating one per op would leak
+	timing eventPool // events bracketing each op (timed)
+	marks  eventPool // events the workload records and waits on (no timing)
 }
 
-// takeEvent returns a timing event of this GPU's context (the caller's current context).
-func (g *gpu) takeEvent() (cu.Event, error) {
-	g.mu.Lock()
-	if n := len(g.events); n > 0 {
-		ev := g.events[n-1]
-		g.events = g.events[:n-1]
-		g.mu.Unlock()
+// eventPool keeps one GPU's CUDA events of one kind that are done with, for reuse: creating one per
+// use would leak them in an endless run.
+type eventPool struct {
+	mu    sync.Mutex
+	flags cu.EventFlags
+	free  []cu.Event
+}
+
+// take returns an event of the pool's kind in the caller's current context (the pool's GPU).
+func (p *eventPool) take() (cu.Event, error) {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		ev := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
 		return ev, nil
 	}
-	g.mu.Unlock()
-	return cu.MakeEvent(cu.DefaultEvent)
+	p.mu.Unlock()
+	return cu.MakeEvent(p.flags)
 }
 
-// giveEvent returns an event whose work has completed.
-func (g *gpu) giveEvent(ev cu.Event) {
-	g.mu.Lock()
-	g.events = append(g.events, ev)
-	g.mu.Unlock()
+// give returns an event no one waits on any more.
+func (p *eventPool) give(ev cu.Event) {
+	p.mu.Lock()
+	p.free = append(p.free, ev)
+	p.mu.Unlock()
 }
 
 type streamState struct {
@@ -88,8 +98,11 @@ type streamState struct {
 	prio engine.Priority
 }
 
+// eventState is one workload event: its CUDA event (taken from its GPU's marks pool when first
+// recorded) and a channel closed once it is, since CUDA cannot wait for a record not yet made.
 type eventState struct {
 	ev       cu.Event
+	gpu      int
 	recorded chan struct{}
 	once     sync.Once
 }
@@ -116,7 +129,7 @@ type Backend struct {
 
 	mu        sync.Mutex
 	streams   []streamState
-	events    []*eventState
+	events    eventslot.Table[*eventState]
 	queues    [][]engine.Command // per rank, submitted since the last Run
 	nccl      *nccl.NCCL
 	comms     map[uint32]*commState
@@ -155,7 +168,7 @@ type commState struct {
 func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Backend, error) {
 	// gorgonia.org/cu initialises the driver when the program starts (and exits if it cannot).
 	b := &Backend{cfg: cfg, topo: cfg.Topology, fit: cfg.Fit, sink: sink, strs: strs, streams: make([]streamState, 1),
-		events: make([]*eventState, 1), queues: make([][]engine.Command, cfg.Topology.Devices()), comms: map[uint32]*commState{},
+		queues: make([][]engine.Command, cfg.Topology.Devices()), comms: map[uint32]*commState{},
 		watchdog: 10 * time.Second, barriers: map[uint64]*barrier{}}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -184,7 +197,8 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Backend, erro
 		if err != nil {
 			return nil, err
 		}
-		b.gpus = append(b.gpus, &gpu{ctx: ctx, start: start, spin: fn, sms: max(sms, 1), dev: map[int64][]cu.DevicePtr{}, pinned: map[int64]unsafe.Pointer{}})
+		b.gpus = append(b.gpus, &gpu{ctx: ctx, start: start, spin: fn, sms: max(sms, 1), dev: map[int64][]cu.DevicePtr{}, pinned: map[int64]unsafe.Pointer{},
+			timing: eventPool{flags: cu.DefaultEvent}, marks: eventPool{flags: cu.DisableTiming}})
 	}
 	// Time 0 on every GPU, as close together as the host can make it.
 	b.wall0 = time.Now()
@@ -237,12 +251,26 @@ func (b *Backend) NewStream(rank engine.DeviceID, prio engine.Priority) engine.S
 	return engine.StreamID(len(b.streams) - 1)
 }
 
-// NewEvent creates an event (made on first record, on the recording stream's GPU).
+// NewEvent creates an event; its CUDA event is taken when it is recorded, on the recording stream's
+// GPU. Ids are recycled as the simulator's are (eventslot), so an endless live run holds a bounded
+// number of CUDA events.
 func (b *Backend) NewEvent() engine.EventID {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.events = append(b.events, &eventState{recorded: make(chan struct{})})
-	return engine.EventID(len(b.events) - 1)
+	id, st, prev, ok := b.events.New()
+	if !ok {
+		if b.err == nil {
+			b.err = fmt.Errorf("cuda: more than %d events created and not yet recorded", eventslot.MaxLive)
+		}
+		return 0
+	}
+	*st = &eventState{recorded: make(chan struct{})}
+	if prev != nil {
+		// A slot is reused only once its event was recorded (Done), at least eventslot.ReuseFrom
+		// events ago and in an earlier run: nothing waits on its CUDA event any more.
+		b.gpus[prev.gpu].marks.give(prev.ev)
+	}
+	return engine.EventID(id)
 }
 
 // Submit queues cmd for the rank's host thread.

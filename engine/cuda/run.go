@@ -118,15 +118,22 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 	return nil
 }
 
+// event returns id's state, or nil for an event recorded so long ago that its id was retired.
 func (b *Backend) event(id engine.EventID) *eventState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.events[id]
+	if p := b.events.Get(uint32(id)); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // hostWait blocks until the event has been recorded and the work before it has finished.
 func (b *Backend) hostWait(ctx context.Context, id engine.EventID) error {
 	ev := b.event(id)
+	if ev == nil {
+		return nil
+	}
 	if err := b.awaitRecord(ctx, ev, id); err != nil {
 		return err
 	}
@@ -154,19 +161,37 @@ func (b *Backend) launch(ctx context.Context, rank engine.DeviceID, g int, op en
 	switch op.Kind {
 	case engine.OpRecord:
 		ev := b.event(op.Event)
+		if ev == nil {
+			return nil // retired: recorded long ago, and a second record does not count
+		}
 		var err error
-		if ev.ev, err = cu.MakeEvent(cu.DisableTiming); err != nil {
-			return err
+		recorded := false
+		ev.once.Do(func() {
+			var ce cu.Event
+			if ce, err = b.gpus[g].marks.take(); err != nil {
+				return
+			}
+			if err = ce.Record(st.s); err != nil {
+				b.gpus[g].marks.give(ce)
+				return
+			}
+			ev.ev, ev.gpu, recorded = ce, g, true
+			close(ev.recorded)
+		})
+		if err != nil || !recorded {
+			return err // a failed record, or a second one (the first stands, as in the simulator)
 		}
-		if err := ev.ev.Record(st.s); err != nil {
-			return err
-		}
-		ev.once.Do(func() { close(ev.recorded) })
+		b.mu.Lock()
+		b.events.Done(uint32(op.Event))
+		b.mu.Unlock()
 		b.instant <- timeline.Event{Kind: timeline.KindEventRecord, Start: queued.Nanoseconds(), End: queued.Nanoseconds(), Queued: queued.Nanoseconds(),
 			Device: int32(rank), Peer: -1, Stream: uint32(op.Stream), Aux: uint32(op.Event)}
 		return nil
 	case engine.OpWaitEvent:
 		ev := b.event(op.Event)
+		if ev == nil {
+			return nil // retired: recorded long ago
+		}
 		// A wait on an event not yet recorded would be a no-op in CUDA: wait for the record first.
 		if err := b.awaitRecord(ctx, ev, op.Event); err != nil {
 			return err
@@ -174,11 +199,11 @@ func (b *Backend) launch(ctx context.Context, rank engine.DeviceID, g int, op en
 		return st.s.Wait(ev.ev, 0)
 	}
 	gp := b.gpus[g]
-	start, err := gp.takeEvent()
+	start, err := gp.timing.take()
 	if err != nil {
 		return err
 	}
-	end, err := gp.takeEvent()
+	end, err := gp.timing.take()
 	if err != nil {
 		return err
 	}
@@ -662,8 +687,8 @@ func (b *Backend) poll(ctx context.Context) error {
 			switch err := f.end.Query(); {
 			case err == nil:
 				b.complete(f)
-				b.gpus[f.gpu].giveEvent(f.start)
-				b.gpus[f.gpu].giveEvent(f.end)
+				b.gpus[f.gpu].timing.give(f.start)
+				b.gpus[f.gpu].timing.give(f.end)
 				progressed = true
 			case errors.Is(err, cu.NotReady):
 				if time.Since(f.posted) > b.watchdog {
