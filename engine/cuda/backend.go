@@ -166,7 +166,7 @@ type commState struct {
 
 // New opens every GPU the fit uses and loads the compute kernel on each.
 func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Backend, error) {
-	// gorgonia.org/cu initialises the driver when the program starts (and exits if it cannot).
+	// The driver was initialised when the program started (engine/cuda/preflight, then gorgonia.org/cu).
 	b := &Backend{cfg: cfg, topo: cfg.Topology, fit: cfg.Fit, sink: sink, strs: strs, streams: make([]streamState, 1),
 		queues: make([][]engine.Command, cfg.Topology.Devices()), comms: map[uint32]*commState{},
 		watchdog: 10 * time.Second, barriers: map[uint64]*barrier{}}

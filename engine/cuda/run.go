@@ -401,7 +401,6 @@ func (b *Backend) commInit(rank engine.DeviceID, cmd engine.Command) error {
 	}
 	b.mu.Unlock()
 	begin := time.Since(b.wall0)
-	var initErr error
 	cs.once.Do(func() {
 		n, err := b.ncclLib()
 		if err != nil {
@@ -428,9 +427,8 @@ func (b *Backend) commInit(rank engine.DeviceID, cmd engine.Command) error {
 	b.instant <- timeline.Event{Kind: timeline.KindCommInit, Start: begin.Nanoseconds(), End: end.Nanoseconds(), Queued: begin.Nanoseconds(),
 		Device: int32(rank), Peer: -1, Comm: cmd.Comm, Ranks: uint16(len(cmd.Devices)), Label: cmd.Label}
 	b.mu.Lock()
-	initErr = cs.err
-	b.mu.Unlock()
-	return initErr
+	defer b.mu.Unlock()
+	return cs.err
 }
 
 // asyncErrors asks NCCL about each ready communicator's background work (ncclCommGetAsyncError,
@@ -466,8 +464,8 @@ func (b *Backend) asyncErrors() map[uint32]error {
 			l.cs.err = ferr
 			b.faults = append(b.faults, engine.CommFault{Comm: l.id, Err: ferr})
 			b.mu.Unlock()
-			for _, c := range l.cs.comms {
-				_ = n.Abort(c)
+			for _, rc := range l.cs.comms {
+				_ = n.Abort(rc)
 			}
 			if bad == nil {
 				bad = map[uint32]error{}
@@ -627,11 +625,11 @@ func rank0GPU(b *Backend, rank engine.DeviceID, ranks []engine.DeviceID) int {
 	return -1
 }
 
-// poll reports ops as the GPU finishes them, in order of completion, and enforces the watchdog. It
-// is the only goroutine that emits events.
 // asyncErrorPoll is how often the poller asks NCCL for communicators' asynchronous errors.
 const asyncErrorPoll = 10 * time.Millisecond
 
+// poll reports ops as the GPU finishes them, in order of completion, enforces the watchdog and
+// checks communicators for asynchronous errors. It is the only goroutine that emits events.
 func (b *Backend) poll(ctx context.Context) error {
 	// Event queries and timings are made with the event's context current; switch as needed.
 	runtime.LockOSThread()

@@ -49,6 +49,8 @@ func init() {
 	os.Exit(1)
 }
 
+// isTestBinary tells a `go test` binary by its name. Written out rather than with strings.HasSuffix
+// so the package imports nothing beyond what gorgonia.org/cu imports (see doc.go).
 func isTestBinary(arg0 string) bool {
 	const suffix = ".test"
 	return len(arg0) >= len(suffix) && arg0[len(arg0)-len(suffix):] == suffix
