@@ -1,0 +1,632 @@
+// A stand-in for libcuda.so.1 that runs the part of the CUDA driver API xfertop's cuda backend uses
+// on the host, so that the backend's own logic (streams, events, completion polling, GPU timestamps,
+// barriers, copies, the compute kernel) runs in CI on machines without a GPU. It is built against the
+// real cuda.h, so every function here has the driver's exact signature and exported symbol name.
+//
+// Model: a device is host memory; each stream is a host thread that runs its work in order; an event
+// completes when its stream reaches it and is stamped with CLOCK_MONOTONIC; the compute kernel sleeps
+// for the nanoseconds it is given. What is not modelled returns CUDA_ERROR_NOT_SUPPORTED.
+//
+// Knobs (read when cuInit is called): XFER_FAKE_GPUS (devices, default 2).
+
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_DEVICES 16
+
+struct CUctx_st {
+	int dev;
+};
+
+typedef struct task {
+	void (*run)(struct task *);
+	struct task *next;
+	// work
+	void *dst;
+	const void *src;
+	size_t n;
+	void *staging; // freed after the copy: pageable host memory copied at enqueue time
+	uint64_t ns;   // kernel duration
+	CUevent ev;
+	uint64_t seq; // event record / wait sequence
+	void (*fn)(void *);
+	void *arg;
+	int *done; // set under mu when a synchronous caller waits for this task
+} task;
+
+struct CUstream_st {
+	int dev;
+	int prio;
+	pthread_t thread;
+	task *head, *tail;
+	int busy;
+	uint64_t queued, finished; // tasks enqueued and completed
+	struct CUstream_st *nextStream;
+	pthread_cond_t work; // signalled when a task is queued: each worker sleeps on its own
+};
+
+struct CUevent_st {
+	unsigned flags;
+	uint64_t recorded; // records enqueued
+	uint64_t reached;  // records their stream has reached
+	int64_t stamp;     // CLOCK_MONOTONIC ns of the last reached record
+};
+
+struct CUmod_st {
+	char *ptx;
+};
+
+struct CUfunc_st {
+	struct CUmod_st *mod;
+};
+
+typedef struct pinned {
+	void *p;
+	size_t n;
+	struct pinned *next;
+} pinned;
+
+// One lock for everything, and one condition for whatever waits on progress (an event reached, a
+// task done): the fake is for correctness, not speed. Workers wait for work on their own stream's
+// condition, so that progress does not wake every idle stream of the process.
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t nullMu = PTHREAD_MUTEX_INITIALIZER;
+static int initialised, ndevices;
+static struct CUctx_st primary[MAX_DEVICES];
+static struct CUstream_st *nullStream[MAX_DEVICES];
+static pinned *pinnedList;
+static struct CUstream_st *streams; // every stream, for cuCtxSynchronize
+static __thread CUcontext current;
+
+static int64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void *worker(void *arg) {
+	struct CUstream_st *s = arg;
+	pthread_mutex_lock(&mu);
+	for (;;) {
+		while (!s->head) pthread_cond_wait(&s->work, &mu);
+		task *t = s->head;
+		s->busy = 1;
+		pthread_mutex_unlock(&mu);
+		t->run(t);
+		pthread_mutex_lock(&mu);
+		s->head = t->next;
+		if (!s->head) s->tail = NULL;
+		s->busy = 0;
+		s->finished++;
+		if (t->done) *t->done = 1;
+		else free(t);
+		pthread_cond_broadcast(&cond);
+	}
+	return NULL;
+}
+
+static struct CUstream_st *newStream(int dev, int prio) {
+	struct CUstream_st *s = calloc(1, sizeof *s);
+	s->dev = dev;
+	s->prio = prio;
+	pthread_cond_init(&s->work, NULL);
+	pthread_mutex_lock(&mu);
+	s->nextStream = streams;
+	streams = s;
+	pthread_mutex_unlock(&mu);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_create(&s->thread, &a, worker, s);
+	pthread_attr_destroy(&a);
+	return s;
+}
+
+// stream resolves the null stream to the current device's default stream.
+static struct CUstream_st *stream(CUstream h) {
+	if (h && h != CU_STREAM_LEGACY && h != CU_STREAM_PER_THREAD) return h;
+	int dev = current ? current->dev : 0;
+	pthread_mutex_lock(&nullMu); // not mu: newStream takes it
+	if (!nullStream[dev]) nullStream[dev] = newStream(dev, 0);
+	struct CUstream_st *s = nullStream[dev];
+	pthread_mutex_unlock(&nullMu);
+	return s;
+}
+
+static void enqueueLocked(struct CUstream_st *s, task *t) {
+	t->next = NULL;
+	if (s->tail) s->tail->next = t;
+	else s->head = t;
+	s->tail = t;
+	s->queued++;
+	pthread_cond_signal(&s->work);
+}
+
+static void enqueue(struct CUstream_st *s, task *t) {
+	pthread_mutex_lock(&mu);
+	enqueueLocked(s, t);
+	pthread_mutex_unlock(&mu);
+}
+
+// enqueueAndWait runs t on s and returns once it has run (synchronous copies to pageable memory).
+static void enqueueAndWait(struct CUstream_st *s, task *t) {
+	int done = 0;
+	t->done = &done;
+	pthread_mutex_lock(&mu);
+	enqueueLocked(s, t);
+	while (!done) pthread_cond_wait(&cond, &mu);
+	pthread_mutex_unlock(&mu);
+	free(t);
+}
+
+static int isPinned(const void *p) {
+	int found = 0;
+	pthread_mutex_lock(&mu);
+	for (pinned *q = pinnedList; q; q = q->next)
+		if ((const char *)p >= (const char *)q->p && (const char *)p < (const char *)q->p + q->n) found = 1;
+	pthread_mutex_unlock(&mu);
+	return found;
+}
+
+static void runCopy(task *t) {
+	memcpy(t->dst, t->staging ? t->staging : t->src, t->n);
+	free(t->staging);
+}
+
+static void runSleep(task *t) {
+	struct timespec ts = {(time_t)(t->ns / 1000000000), (long)(t->ns % 1000000000)};
+	while (nanosleep(&ts, &ts) != 0) {
+	}
+}
+
+static void runRecord(task *t) {
+	int64_t stamp = now_ns();
+	pthread_mutex_lock(&mu);
+	if (t->seq > t->ev->reached) {
+		t->ev->reached = t->seq;
+		t->ev->stamp = stamp;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+static void runWait(task *t) {
+	pthread_mutex_lock(&mu);
+	while (t->ev->reached < t->seq) pthread_cond_wait(&cond, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+static void runHostFn(task *t) { t->fn(t->arg); }
+
+#define CHECK_INIT()                                                                               \
+	do {                                                                                           \
+		if (!initialised) return CUDA_ERROR_NOT_INITIALIZED;                                       \
+	} while (0)
+
+CUresult CUDAAPI cuInit(unsigned int flags) {
+	if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	if (!initialised) {
+		const char *n = getenv("XFER_FAKE_GPUS");
+		ndevices = n ? atoi(n) : 2;
+		if (ndevices < 0) ndevices = 0;
+		if (ndevices > MAX_DEVICES) ndevices = MAX_DEVICES;
+		for (int i = 0; i < ndevices; i++) primary[i].dev = i;
+		initialised = 1;
+	}
+	pthread_mutex_unlock(&mu);
+	return ndevices ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int *v) {
+	*v = 12080;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int *n) {
+	CHECK_INIT();
+	*n = ndevices;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal) {
+	CHECK_INIT();
+	if (ordinal < 0 || ordinal >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+	*d = ordinal;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice d) {
+	CHECK_INIT();
+	if (d < 0 || d >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+	snprintf(name, (size_t)len, "xfertop fake GPU %d", d);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice d) {
+	CHECK_INIT();
+	if (d < 0 || d >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+	*bytes = (size_t)80 << 30;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
+	CHECK_INIT();
+	if (d < 0 || d >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+	switch (a) {
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+	default: *v = 0;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+	CHECK_INIT();
+	if (d < 0 || d >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+	*c = &primary[d];
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice d) {
+	CHECK_INIT();
+	return d < 0 || d >= ndevices ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) {
+	CHECK_INIT();
+	current = c;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c) {
+	CHECK_INIT();
+	*c = current;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice *d) {
+	CHECK_INIT();
+	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	*d = current->dev;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+	CHECK_INIT();
+	if (least) *least = 0;
+	if (greatest) *greatest = -5;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemGetInfo(size_t *freeBytes, size_t *total) {
+	CHECK_INIT();
+	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	*freeBytes = *total = (size_t)80 << 30;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) {
+	CHECK_INIT();
+	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	const char *ptx = image;
+	// The driver's JIT accepts PTX text; anything without an entry point is not a module.
+	if (!ptx || !strstr(ptx, ".version") || !strstr(ptx, ".entry")) return CUDA_ERROR_INVALID_IMAGE;
+	struct CUmod_st *mod = calloc(1, sizeof *mod);
+	mod->ptx = strdup(ptx);
+	*m = mod;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v) {
+	(void)n, (void)o, (void)v;
+	return cuModuleLoadData(m, image);
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+	if (!m) return CUDA_ERROR_INVALID_HANDLE;
+	free(m->ptx);
+	free(m);
+	return CUDA_SUCCESS;
+}
+
+// Only the compute step's kernel is modelled: "spin", taking the nanoseconds to occupy the GPU.
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+	CHECK_INIT();
+	if (!m) return CUDA_ERROR_INVALID_HANDLE;
+	char want[256];
+	snprintf(want, sizeof want, ".entry %s(", name);
+	if (strcmp(name, "spin") != 0 || !strstr(m->ptx, want)) return CUDA_ERROR_NOT_FOUND;
+	struct CUfunc_st *fn = calloc(1, sizeof *fn);
+	fn->mod = m;
+	*f = fn;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                unsigned shmem, CUstream h, void **params, void **extra) {
+	(void)shmem, (void)extra;
+	CHECK_INIT();
+	if (!f) return CUDA_ERROR_INVALID_HANDLE;
+	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long)bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+	if (!params || !params[0]) return CUDA_ERROR_INVALID_VALUE;
+	task *t = calloc(1, sizeof *t);
+	t->run = runSleep;
+	t->ns = *(uint64_t *)params[0];
+	enqueue(stream(h), t);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) {
+	CHECK_INIT();
+	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	if (n == 0) return CUDA_ERROR_INVALID_VALUE;
+	void *m = NULL;
+	if (posix_memalign(&m, 256, n) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+	*p = (CUdeviceptr)(uintptr_t)m;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
+	CHECK_INIT();
+	free((void *)(uintptr_t)p);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t n, unsigned int flags) {
+	(void)flags;
+	CHECK_INIT();
+	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	if (n == 0) return CUDA_ERROR_INVALID_VALUE;
+	void *m = NULL;
+	if (posix_memalign(&m, 4096, n) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+	pinned *q = malloc(sizeof *q);
+	q->p = m, q->n = n;
+	pthread_mutex_lock(&mu);
+	q->next = pinnedList;
+	pinnedList = q;
+	pthread_mutex_unlock(&mu);
+	*pp = m;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAllocHost(void **pp, size_t n) { return cuMemHostAlloc(pp, n, 0); }
+
+CUresult CUDAAPI cuMemFreeHost(void *p) {
+	CHECK_INIT();
+	pthread_mutex_lock(&mu);
+	for (pinned **q = &pinnedList; *q; q = &(*q)->next) {
+		if ((*q)->p == p) {
+			pinned *dead = *q;
+			*q = dead->next;
+			free(dead);
+			pthread_mutex_unlock(&mu);
+			free(p);
+			return CUDA_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult copyAsync(void *dst, const void *src, size_t n, CUstream h, int fromHost, int toHost) {
+	CHECK_INIT();
+	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+	task *t = calloc(1, sizeof *t);
+	t->run = runCopy;
+	t->dst = dst, t->src = src, t->n = n;
+	struct CUstream_st *s = stream(h);
+	// As the real driver does with pageable memory: a copy from it is staged before the call
+	// returns; a copy to it completes before the call returns.
+	if (fromHost && !isPinned(src)) {
+		t->staging = malloc(n ? n : 1);
+		memcpy(t->staging, src, n);
+	}
+	if (toHost && !isPinned(dst)) {
+		enqueueAndWait(s, t);
+		return CUDA_SUCCESS;
+	}
+	enqueue(s, t);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream h) {
+	return copyAsync((void *)(uintptr_t)dst, src, n, h, 1, 0);
+}
+
+CUresult CUDAAPI cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream h) {
+	return copyAsync(dst, (const void *)(uintptr_t)src, n, h, 0, 1);
+}
+
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h) {
+	return copyAsync((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, h, 0, 0);
+}
+
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream h) {
+	if (!dctx || !sctx) return CUDA_ERROR_INVALID_CONTEXT;
+	return copyAsync((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, h, 0, 0);
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags) {
+	(void)flags;
+	CHECK_INIT();
+	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	*s = newStream(current->dev, 0);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int prio) {
+	(void)flags;
+	CHECK_INIT();
+	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	// As the driver does, a priority outside the device's range is clamped to it.
+	if (prio > 0) prio = 0;
+	if (prio < -5) prio = -5;
+	*s = newStream(current->dev, prio);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamDestroy(CUstream h) {
+	(void)h; // its thread keeps running: streams are few and live as long as the process
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream h) {
+	CHECK_INIT();
+	struct CUstream_st *s = stream(h);
+	pthread_mutex_lock(&mu);
+	uint64_t target = s->queued;
+	while (s->finished < target) pthread_cond_wait(&cond, &mu);
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamQuery(CUstream h) {
+	CHECK_INIT();
+	struct CUstream_st *s = stream(h);
+	pthread_mutex_lock(&mu);
+	int idle = s->finished == s->queued;
+	pthread_mutex_unlock(&mu);
+	return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags) {
+	(void)flags;
+	CHECK_INIT();
+	if (!ev) return CUDA_ERROR_INVALID_HANDLE;
+	task *t = calloc(1, sizeof *t);
+	t->run = runWait;
+	t->ev = ev;
+	pthread_mutex_lock(&mu);
+	t->seq = ev->recorded; // the record most recently enqueued, as CUDA does; none: no wait
+	enqueueLocked(stream(h), t);
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned int flags) {
+	CHECK_INIT();
+	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	struct CUevent_st *ev = calloc(1, sizeof *ev);
+	ev->flags = flags;
+	*e = ev;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy(CUevent e) {
+	(void)e; // a stream may still hold it: kept, as the driver defers the release
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h) {
+	CHECK_INIT();
+	if (!e) return CUDA_ERROR_INVALID_HANDLE;
+	struct CUstream_st *s = stream(h);
+	task *t = calloc(1, sizeof *t);
+	t->run = runRecord;
+	t->ev = e;
+	pthread_mutex_lock(&mu);
+	t->seq = ++e->recorded;
+	enqueueLocked(s, t);
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventQuery(CUevent e) {
+	CHECK_INIT();
+	if (!e) return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mu);
+	int done = e->reached >= e->recorded;
+	pthread_mutex_unlock(&mu);
+	return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent e) {
+	CHECK_INIT();
+	if (!e) return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mu);
+	uint64_t target = e->recorded;
+	while (e->reached < target) pthread_cond_wait(&cond, &mu);
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+	CHECK_INIT();
+	if (!start || !end) return CUDA_ERROR_INVALID_HANDLE;
+	if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mu);
+	CUresult r = CUDA_SUCCESS;
+	if (!start->recorded || !end->recorded) r = CUDA_ERROR_INVALID_HANDLE;
+	else if (start->reached < start->recorded || end->reached < end->recorded) r = CUDA_ERROR_NOT_READY;
+	else *ms = (float)((double)(end->stamp - start->stamp) / 1e6);
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+CUresult CUDAAPI cuCtxSynchronize(void) {
+	CHECK_INIT();
+	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	int dev = current->dev;
+	pthread_mutex_lock(&mu);
+	for (;;) {
+		int idle = 1;
+		for (struct CUstream_st *s = streams; s; s = s->nextStream)
+			if (s->dev == dev && s->finished < s->queued) idle = 0;
+		if (idle) break;
+		pthread_cond_wait(&cond, &mu);
+	}
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+static const char *errName(CUresult r) {
+	switch (r) {
+	case CUDA_SUCCESS: return "CUDA_SUCCESS";
+	case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+	case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
+	case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
+	case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
+	case CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
+	case CUDA_ERROR_INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
+	case CUDA_ERROR_INVALID_CONTEXT: return "CUDA_ERROR_INVALID_CONTEXT";
+	case CUDA_ERROR_INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
+	case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+	case CUDA_ERROR_NOT_READY: return "CUDA_ERROR_NOT_READY";
+	case CUDA_ERROR_NOT_SUPPORTED: return "CUDA_ERROR_NOT_SUPPORTED";
+	default: return NULL;
+	}
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult r, const char **s) {
+	*s = errName(r);
+	return *s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult r, const char **s) {
+	*s = errName(r);
+	return *s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+// xferFakeEnqueue runs fn(arg) on a stream's thread in the stream's order: the fake NCCL puts its
+// collectives on streams with it, as NCCL's kernels are.
+void xferFakeEnqueue(CUstream h, void (*fn)(void *), void *arg) {
+	task *t = calloc(1, sizeof *t);
+	t->run = runHostFn;
+	t->fn = fn;
+	t->arg = arg;
+	enqueue(stream(h), t);
+}
+
+// xferFakeCurrentDevice is the device of the calling thread's context, or -1 (NCCL uses the current
+// device when a rank joins a communicator).
+int xferFakeCurrentDevice(void) { return current ? current->dev : -1; }
