@@ -16,6 +16,8 @@ typedef int ncclResult_t; // 0 ncclSuccess, 7 ncclInProgress
 typedef ncclResult_t (*fnGetVersion)(int*);
 typedef const char* (*fnGetErrorString)(ncclResult_t);
 typedef ncclResult_t (*fnCommInitAll)(ncclComm_t*, int, const int*);
+typedef ncclResult_t (*fnGetUniqueId)(ncclUniqueId*);
+typedef ncclResult_t (*fnCommInitRank)(ncclComm_t*, int, ncclUniqueId, int);
 typedef ncclResult_t (*fnCommDestroy)(ncclComm_t);
 typedef ncclResult_t (*fnCommAbort)(ncclComm_t);
 typedef ncclResult_t (*fnCommGetAsyncError)(ncclComm_t, ncclResult_t*);
@@ -31,6 +33,8 @@ typedef struct {
 	fnGetVersion getVersion;
 	fnGetErrorString getErrorString;
 	fnCommInitAll commInitAll;
+	fnGetUniqueId getUniqueId;
+	fnCommInitRank commInitRank;
 	fnCommDestroy commDestroy;
 	fnCommAbort commAbort;
 	fnCommGetAsyncError commGetAsyncError;
@@ -49,6 +53,8 @@ static const char* xfer_nccl_open(const char* path, ncclApi* a) {
 	SYM(getVersion, "ncclGetVersion")
 	SYM(getErrorString, "ncclGetErrorString")
 	SYM(commInitAll, "ncclCommInitAll")
+	SYM(getUniqueId, "ncclGetUniqueId")
+	SYM(commInitRank, "ncclCommInitRank")
 	SYM(commDestroy, "ncclCommDestroy")
 	SYM(commAbort, "ncclCommAbort")
 	SYM(commGetAsyncError, "ncclCommGetAsyncError")
@@ -67,6 +73,8 @@ static const char* xfer_nccl_open(const char* path, ncclApi* a) {
 static int xfer_nccl_version(ncclApi* a, int* v) { return a->getVersion(v); }
 static const char* xfer_nccl_error(ncclApi* a, int r) { return a->getErrorString(r); }
 static int xfer_nccl_init_all(ncclApi* a, ncclComm_t* comms, int n, const int* devs) { return a->commInitAll(comms, n, devs); }
+static int xfer_nccl_unique_id(ncclApi* a, ncclUniqueId* id) { return a->getUniqueId(id); }
+static int xfer_nccl_init_rank(ncclApi* a, ncclComm_t* c, int n, ncclUniqueId* id, int rank) { return a->commInitRank(c, n, *id, rank); }
 static int xfer_nccl_destroy(ncclApi* a, ncclComm_t c) { return a->commDestroy(c); }
 static int xfer_nccl_abort(ncclApi* a, ncclComm_t c) { return a->commAbort(c); }
 static int xfer_nccl_async_error(ncclApi* a, ncclComm_t c, int* r) { return a->commGetAsyncError(c, r); }
@@ -167,6 +175,29 @@ func (n *NCCL) InitAll(devs []int) ([]Comm, error) {
 		out[i] = Comm{c}
 	}
 	return out, nil
+}
+
+// UniqueID is what the ranks of one communicator share to find each other (ncclUniqueId).
+type UniqueID struct{ id C.ncclUniqueId }
+
+// NewUniqueID returns a fresh id for a communicator (ncclGetUniqueId).
+func (n *NCCL) NewUniqueID() (*UniqueID, error) {
+	u := new(UniqueID)
+	if err := n.check("ncclGetUniqueId", C.xfer_nccl_unique_id(n.api, &u.id)); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// InitRank joins rank of an nranks communicator on the calling thread's current CUDA device
+// (ncclCommInitRank). It blocks until every rank has joined, unless called inside a group: then
+// GroupEnd waits, which lets one thread create the ranks of several GPUs.
+func (n *NCCL) InitRank(id *UniqueID, nranks, rank int) (Comm, error) {
+	var c C.ncclComm_t
+	if err := n.check("ncclCommInitRank", C.xfer_nccl_init_rank(n.api, &c, C.int(nranks), &id.id, C.int(rank))); err != nil {
+		return Comm{}, err
+	}
+	return Comm{c}, nil
 }
 
 // Destroy frees a communicator.
