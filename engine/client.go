@@ -478,17 +478,21 @@ func (c *Client) collectiveOn(op timeline.CollOp, devs []DeviceID, streams []Str
 			}
 		}
 		futs[i] = f
-		var row []int64
+		var row, col []int64
 		var rb int64 = bytes
 		if sizes != nil {
 			row = sizes[i]
+			col = make([]int64, len(sizes))
+			for j := range sizes {
+				col[j] = sizes[j][i]
+			}
 			rb = 0
 			for _, v := range row {
 				rb += v
 			}
 		}
 		c.launch(StreamOp{Kind: OpCollective, Stream: streams[i], Device: d, Peer: -1, Coll: op, Bytes: rb, ID: id,
-			Ranks: ranks, Sizes: row, Comm: comm.ID, Label: lbl, Future: f})
+			Ranks: ranks, Sizes: row, RecvSizes: col, Comm: comm.ID, Label: lbl, Future: f})
 	}
 	return futs, nil
 }

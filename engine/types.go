@@ -87,12 +87,15 @@ type StreamOp struct {
 	Coll     timeline.CollOp
 	Ranks    []DeviceID // collective / barrier participants, in rank order
 	Sizes    []int64    // ragged all-to-all: bytes this rank sends to each rank of Ranks
-	Comm     uint32
-	Group    uint32
-	Barrier  uint32
-	Label    uint32
-	Future   *Future    // resolved when the op completes (nil: none)
-	Parts    []StreamOp // OpGroup: the fused ops
+	// RecvSizes is, for a ragged all-to-all, the bytes this rank receives from each rank of Ranks
+	// (its column of the size matrix): NCCL needs each receive sized as its peer's send.
+	RecvSizes []int64
+	Comm      uint32
+	Group     uint32
+	Barrier   uint32
+	Label     uint32
+	Future    *Future    // resolved when the op completes (nil: none)
+	Parts     []StreamOp // OpGroup: the fused ops
 }
 
 // CmdKind is the kind of a host-thread command.

@@ -523,3 +523,51 @@ func TestCommFaultEvictsAndReleases(t *testing.T) {
 		t.Errorf("cache %+v, released %v; want one fault and %d then %d released", st, fb.released, first.ID, second.ID)
 	}
 }
+
+// submitLog is the sim, keeping the ops submitted to it.
+type submitLog struct {
+	engine.Backend
+	ops []engine.StreamOp
+}
+
+func (l *submitLog) Submit(rank engine.DeviceID, cmd engine.Command) {
+	if cmd.Kind == engine.CmdLaunch {
+		l.ops = append(l.ops, cmd.Op)
+	}
+	l.Backend.Submit(rank, cmd)
+}
+
+// Each rank of a ragged all-to-all is told what it sends (its row of the size matrix) and what it
+// receives (its column): NCCL needs every receive sized as its peer's send.
+func TestRaggedAllToAllRowsAndColumns(t *testing.T) {
+	tp, err := sim.TopologyByName("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := timeline.NewStore(nil)
+	s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: sim.DefaultModel()}, store, store.Strings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &submitLog{Backend: s}
+	c := engine.NewClient(l, store, engine.DefaultOptions())
+	sizes := [][]int64{{0, 1, 2}, {10, 0, 12}, {20, 21, 0}}
+	if _, err := c.RaggedAllToAll([]engine.DeviceID{0, 1, 2}, sizes, "moe"); err != nil {
+		t.Fatal(err)
+	}
+	run(t, c)
+	want := map[engine.DeviceID][2][]int64{0: {{0, 1, 2}, {0, 10, 20}}, 1: {{10, 0, 12}, {1, 0, 21}}, 2: {{20, 21, 0}, {2, 12, 0}}}
+	for _, op := range l.ops {
+		if op.Kind != engine.OpCollective {
+			continue
+		}
+		w := want[op.Device]
+		if !slices.Equal(op.Sizes, w[0]) || !slices.Equal(op.RecvSizes, w[1]) {
+			t.Errorf("rank %d: sends %v receives %v, want %v and %v", op.Device, op.Sizes, op.RecvSizes, w[0], w[1])
+		}
+		delete(want, op.Device)
+	}
+	if len(want) > 0 {
+		t.Errorf("no collective op for ranks %v", want)
+	}
+}
