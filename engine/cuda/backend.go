@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -49,6 +50,8 @@ type Config struct {
 	// NCCLPath is where NCCL is loaded from ("" for XFER_NCCL_LIB or libnccl.so.2). NCCL is loaded
 	// on the first communicator, so copy-only workloads run without it.
 	NCCLPath string
+	// AnchorEvery is how often each GPU's clock is re-anchored (see clock.go); 0 means every second.
+	AnchorEvery time.Duration
 }
 
 type gpu struct {
@@ -61,6 +64,7 @@ type gpu struct {
 	pinned map[int64]unsafe.Pointer
 	timing eventPool // events bracketing each op (timed)
 	marks  eventPool // events the workload records and waits on (no timing)
+	clock  clock     // written by New, then by the poller alone
 }
 
 // eventPool keeps one GPU's CUDA events of one kind that are done with, for reuse: creating one per
@@ -136,9 +140,12 @@ type Backend struct {
 	nextGroup atomic.Uint32
 	watchdog  time.Duration
 
+	anchorEvery time.Duration
+
 	done     chan inflight // host threads → poller
 	instant  chan timeline.Event
 	barriers map[uint64]*barrier
+	pairs    map[pairKey]*pair // send/receive pairs carried by copies (--fit)
 	err      error
 
 	retired []uint32           // communicators the client dropped: destroyed after the current run
@@ -159,6 +166,7 @@ type barrier struct {
 type commState struct {
 	once  sync.Once
 	ranks []engine.DeviceID
+	gpus  []int // the ranks' GPUs, each once: NCCL rank i is on gpus[i]
 	comms []nccl.Comm
 	ready bool
 	err   error
@@ -169,7 +177,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Backend, erro
 	// The driver was initialised when the program started (engine/cuda/preflight, then gorgonia.org/cu).
 	b := &Backend{cfg: cfg, topo: cfg.Topology, fit: cfg.Fit, sink: sink, strs: strs, streams: make([]streamState, 1),
 		queues: make([][]engine.Command, cfg.Topology.Devices()), comms: map[uint32]*commState{},
-		watchdog: 10 * time.Second, barriers: map[uint64]*barrier{}}
+		watchdog: 10 * time.Second, anchorEvery: cmp.Or(cfg.AnchorEvery, defaultAnchorEvery), barriers: map[uint64]*barrier{}, pairs: map[pairKey]*pair{}}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for g := range cfg.Fit.GPUs {
@@ -209,6 +217,9 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Backend, erro
 		if err := g.start.Record(cu.Stream{}); err != nil {
 			return nil, fmt.Errorf("cuda: session start event: %w", err)
 		}
+	}
+	if err := b.alignClocks(); err != nil {
+		return nil, fmt.Errorf("cuda: aligning the GPUs' clocks: %w", err)
 	}
 	return b, nil
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -224,7 +225,7 @@ func (b *Backend) launch(ctx context.Context, rank engine.DeviceID, g int, op en
 	if op.Kind == engine.OpGroup {
 		gid = b.nextGroup.Add(1)
 	}
-	if err := b.issue(rank, g, st, op); err != nil {
+	if err := b.issue(ctx, rank, g, st, op); err != nil {
 		return fmt.Errorf("cuda: rank %d: %s: %w", rank, engine.OpName(&op), err)
 	}
 	if err := end.Record(st.s); err != nil {
@@ -235,7 +236,7 @@ func (b *Backend) launch(ctx context.Context, rank engine.DeviceID, g int, op en
 }
 
 // issue puts the op's work on the stream.
-func (b *Backend) issue(rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
+func (b *Backend) issue(ctx context.Context, rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
 	gp := b.gpus[g]
 	switch op.Kind {
 	case engine.OpKernel:
@@ -245,31 +246,49 @@ func (b *Backend) issue(rank engine.DeviceID, g int, st streamState, op engine.S
 	case engine.OpCopy:
 		return b.copy(rank, g, st, op)
 	case engine.OpSend, engine.OpRecv:
-		return b.p2p(rank, g, st, op)
+		return b.p2p(ctx, rank, g, st, op)
 	case engine.OpGroup:
-		n, err := b.ncclLib()
-		if err != nil {
+		return b.group(ctx, rank, g, st, op)
+	case engine.OpCollective:
+		return b.collective(ctx, rank, g, st, op)
+	}
+	return nil
+}
+
+// group launches a group's parts as one NCCL group. Sends go first: within a group order does not
+// matter to NCCL, and a receive carried by a copy (--fit) waits for its send, which may be in a
+// peer's group waiting for this one.
+func (b *Backend) group(ctx context.Context, rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
+	var n *nccl.NCCL // nil when every part is a copy (--fit on shared GPUs)
+	if slices.ContainsFunc(op.Parts, func(p engine.StreamOp) bool { return b.usesNCCL(rank, p) }) {
+		var err error
+		if n, err = b.ncclLib(); err != nil {
 			return err
 		}
 		if err := n.GroupStart(); err != nil {
 			return err
 		}
+	}
+	var err error
+	for _, sends := range []bool{true, false} {
 		for _, part := range op.Parts {
-			if part.Kind == engine.OpCollective {
-				err = b.collective(rank, g, st, part)
-			} else {
-				err = b.p2p(rank, g, st, part)
+			if (part.Kind == engine.OpSend) != sends || err != nil {
+				continue
 			}
-			if err != nil {
-				_ = n.GroupEnd()
-				return err
+			if part.Kind == engine.OpCollective {
+				err = b.collective(ctx, rank, g, st, part)
+			} else {
+				err = b.p2p(ctx, rank, g, st, part)
 			}
 		}
-		return n.GroupEnd()
-	case engine.OpCollective:
-		return b.collective(rank, g, st, op)
 	}
-	return nil
+	if n == nil {
+		return err
+	}
+	if gerr := n.GroupEnd(); err == nil {
+		err = gerr
+	}
+	return err
 }
 
 // barrier makes the stream wait, on the device, until every rank's stream has reached the barrier:
@@ -365,7 +384,8 @@ func (b *Backend) ncclLib() (*nccl.NCCL, error) {
 	return b.nccl, nil
 }
 
-// comm returns this rank's communicator and its index in it.
+// comm returns the NCCL communicator that carries rank's part of communicator id, and its NCCL
+// rank (the index of rank's GPU among the communicator's GPUs).
 func (b *Backend) comm(id uint32, rank engine.DeviceID) (nccl.Comm, int, error) {
 	b.mu.Lock()
 	cs := b.comms[id]
@@ -382,43 +402,44 @@ func (b *Backend) comm(id uint32, rank engine.DeviceID) (nccl.Comm, int, error) 
 	if err != nil {
 		return nccl.Comm{}, 0, err
 	}
-	for i, r := range cs.ranks {
-		if r == rank {
-			return cs.comms[i], i, nil
-		}
+	i := cs.ncclRank(b.fit, rank)
+	if i < 0 {
+		return nccl.Comm{}, 0, fmt.Errorf("rank %d is not in communicator %d", rank, id)
 	}
-	return nccl.Comm{}, 0, fmt.Errorf("rank %d is not in communicator %d", rank, id)
+	return cs.comms[i], i, nil
 }
 
+// ncclRank returns the NCCL rank carrying rank's part, or -1 when rank is not a member.
+func (cs *commState) ncclRank(fit engine.Fit, rank engine.DeviceID) int {
+	if !slices.Contains(cs.ranks, rank) {
+		return -1
+	}
+	return slices.Index(cs.gpus, fit.GPU(rank))
+}
+
+// oneToOne reports whether each of the communicator's ranks has a GPU of its own: only then can
+// NCCL carry its point-to-point transfers (NCCL allows one rank per GPU).
+func (cs *commState) oneToOne() bool { return len(cs.gpus) == len(cs.ranks) }
+
 // commInit creates a communicator over its ranks' GPUs (once, by the first rank to get there) and
-// records how long it took.
+// records how long it took. As NCCL does for several GPUs driven by one thread, the ranks are
+// created with ncclGetUniqueId, then ncclCommInitRank per GPU (that GPU current) inside one group.
+// With --fit, ranks sharing a GPU share one NCCL rank: NCCL allows one rank per GPU.
 func (b *Backend) commInit(rank engine.DeviceID, cmd engine.Command) error {
 	b.mu.Lock()
 	cs := b.comms[cmd.Comm]
 	if cs == nil {
-		cs = &commState{ranks: cmd.Devices}
+		gpus := make([]int, len(cmd.Devices))
+		for i, r := range cmd.Devices {
+			gpus[i] = b.fit.GPU(r)
+		}
+		cs = &commState{ranks: cmd.Devices, gpus: distinct(gpus)}
 		b.comms[cmd.Comm] = cs
 	}
 	b.mu.Unlock()
 	begin := time.Since(b.wall0)
 	cs.once.Do(func() {
-		n, err := b.ncclLib()
-		if err != nil {
-			b.mu.Lock()
-			cs.err = err
-			b.mu.Unlock()
-			return
-		}
-		gpus := make([]int, len(cs.ranks))
-		for i, r := range cs.ranks {
-			gpus[i] = b.fit.GPU(r)
-		}
-		if b.fit.Distinct(cs.ranks) < len(cs.ranks) {
-			// Ranks sharing a GPU (--fit) cannot each have an NCCL rank on it; transfers among them
-			// are same-device copies, and collectives run over the distinct GPUs.
-			gpus = distinct(gpus)
-		}
-		comms, err := n.InitAll(gpus)
+		comms, err := b.createComm(cs.gpus, b.fit.GPU(rank))
 		b.mu.Lock()
 		cs.comms, cs.err, cs.ready = comms, err, err == nil
 		b.mu.Unlock()
@@ -429,6 +450,38 @@ func (b *Backend) commInit(rank engine.DeviceID, cmd engine.Command) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return cs.err
+}
+
+// createComm makes one NCCL rank per GPU of gpus, from the calling thread, whose context is
+// restored to home's afterwards.
+func (b *Backend) createComm(gpus []int, home int) ([]nccl.Comm, error) {
+	n, err := b.ncclLib()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = cu.SetCurrentContext(b.gpus[home].ctx) }()
+	id, err := n.NewUniqueID()
+	if err != nil {
+		return nil, err
+	}
+	if err := n.GroupStart(); err != nil {
+		return nil, err
+	}
+	comms := make([]nccl.Comm, len(gpus))
+	for i, g := range gpus {
+		if err := cu.SetCurrentContext(b.gpus[g].ctx); err != nil {
+			_ = n.GroupEnd()
+			return nil, fmt.Errorf("GPU %d: %w", g, err)
+		}
+		if comms[i], err = n.InitRank(id, len(gpus), i); err != nil {
+			_ = n.GroupEnd()
+			return nil, err
+		}
+	}
+	if err := n.GroupEnd(); err != nil {
+		return nil, err
+	}
+	return comms, nil
 }
 
 // asyncErrors asks NCCL about each ready communicator's background work (ncclCommGetAsyncError,
@@ -491,6 +544,14 @@ func faultOf(op *engine.StreamOp, faults map[uint32]error) error {
 	return nil
 }
 
+func sum(xs []int64) int64 {
+	var t int64
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
 func distinct(xs []int) []int {
 	seen := map[int]bool{}
 	var out []int
@@ -503,21 +564,20 @@ func distinct(xs []int) []int {
 	return out
 }
 
-func (b *Backend) p2p(rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
+// p2p puts one half of a send/receive pair on the stream. NCCL carries it when the communicator has
+// a GPU per rank; otherwise (--fit put ranks on one GPU) the send copies into the receiver's buffer
+// (a peer copy, or a device-to-device one on a shared GPU) and the receive waits on the device for
+// that copy, so each half still takes the time it does.
+func (b *Backend) p2p(ctx context.Context, rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
+	b.mu.Lock()
+	cs := b.comms[op.Comm]
+	b.mu.Unlock()
+	if cs == nil || !cs.oneToOne() {
+		return b.p2pCopy(ctx, g, st, op)
+	}
 	buf, err := b.gpus[g].scratch(max(op.Bytes, 1), 2)
 	if err != nil {
 		return err
-	}
-	if b.fit.Shared(rank, op.Peer) {
-		// Both halves on one GPU (--fit): the send copies; the receive has nothing left to do.
-		if op.Kind == engine.OpSend {
-			dst, err := b.gpus[g].scratch(max(op.Bytes, 1), 3)
-			if err != nil {
-				return err
-			}
-			return cu.MemcpyDtoDAsync(dst, buf, op.Bytes, st.s)
-		}
-		return nil
 	}
 	n, err := b.ncclLib()
 	if err != nil {
@@ -527,31 +587,153 @@ func (b *Backend) p2p(rank engine.DeviceID, g int, st streamState, op engine.Str
 	if err != nil {
 		return err
 	}
-	peerIdx := -1
-	b.mu.Lock()
-	for i, r := range b.comms[op.Comm].ranks {
-		if r == op.Peer {
-			peerIdx = i
-		}
-	}
-	b.mu.Unlock()
-	if peerIdx < 0 {
+	peer := cs.ncclRank(b.fit, op.Peer)
+	if peer < 0 {
 		return fmt.Errorf("peer %d is not in communicator %d", op.Peer, op.Comm)
 	}
 	stream := uintptr(unsafe.Pointer(st.s.C()))
 	if op.Kind == engine.OpSend {
-		return n.Send(uintptr(buf), op.Bytes, peerIdx, c, stream)
+		return n.Send(uintptr(buf), op.Bytes, peer, c, stream)
 	}
-	return n.Recv(uintptr(buf), op.Bytes, peerIdx, c, stream)
+	return n.Recv(uintptr(buf), op.Bytes, peer, c, stream)
 }
 
-func (b *Backend) collective(rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
+// usesNCCL reports whether rank's part op of a group goes through NCCL.
+func (b *Backend) usesNCCL(rank engine.DeviceID, op engine.StreamOp) bool {
+	if op.Kind == engine.OpCollective {
+		return b.fit.Distinct(op.Ranks) > 1 && b.fit.GPU(rank) == rank0GPU(b, rank, op.Ranks)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cs := b.comms[op.Comm]
+	return cs != nil && cs.oneToOne()
+}
+
+// pairKey names the halves of a transfer that meet on the device: a send and its receive (gpu -1),
+// or the ranks of a collective sharing a GPU; they carry the same op id.
+type pairKey struct {
+	comm uint32
+	id   uint64
+	gpu  int
+}
+
+// pair is such a meeting point: the side that does the work records ev after it, and each of the
+// waiters makes its stream wait for ev.
+type pair struct {
+	ev       cu.Event
+	gpu      int
+	waiters  int
+	recorded chan struct{}
+}
+
+func (b *Backend) pairFor(k pairKey) *pair {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.pairs[k]
+	if p == nil {
+		p = &pair{recorded: make(chan struct{})}
+		b.pairs[k] = p
+	}
+	return p
+}
+
+// publish records, on st, the event that waiters other streams will wait for.
+func (b *Backend) publish(k pairKey, g int, st streamState, waiters int) error {
+	ev, err := b.gpus[g].marks.take()
+	if err != nil {
+		return err
+	}
+	if err := ev.Record(st.s); err != nil {
+		b.gpus[g].marks.give(ev)
+		return err
+	}
+	p := b.pairFor(k)
+	b.mu.Lock()
+	p.ev, p.gpu, p.waiters = ev, g, waiters
+	b.mu.Unlock()
+	close(p.recorded)
+	return nil
+}
+
+// await makes st wait on the device for k's published event, once the host has seen it published
+// (within the watchdog's time, as a receive with no sender would hang).
+func (b *Backend) await(ctx context.Context, k pairKey, st streamState, op engine.StreamOp) error {
+	p := b.pairFor(k)
+	select {
+	case <-p.recorded:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+	case <-time.After(b.watchdog):
+		return &engine.WatchdogError{Op: engine.OpName(&op), OpID: op.ID, Rank: op.Device, Peer: op.Peer, Bytes: op.Bytes, WaitedNs: b.watchdog.Nanoseconds()}
+	}
+	err := st.s.Wait(p.ev, 0)
+	b.mu.Lock()
+	p.waiters--
+	last := p.waiters == 0
+	if last {
+		delete(b.pairs, k)
+	}
+	b.mu.Unlock()
+	if last {
+		// Every wait has taken the record it needs; the event may be recorded again.
+		b.gpus[p.gpu].marks.give(p.ev)
+	}
+	return err
+}
+
+func (b *Backend) p2pCopy(ctx context.Context, g int, st streamState, op engine.StreamOp) error {
+	k := pairKey{op.Comm, op.ID, -1}
+	if op.Kind != engine.OpSend {
+		return b.await(ctx, k, st, op)
+	}
+	bytes := max(op.Bytes, 1)
+	src, err := b.gpus[g].scratch(bytes, 2)
+	if err != nil {
+		return err
+	}
+	pg := b.fit.GPU(op.Peer)
+	dst, err := b.gpus[pg].scratch(bytes, 3)
+	if err != nil {
+		return err
+	}
+	if pg == g {
+		err = cu.MemcpyDtoDAsync(dst, src, op.Bytes, st.s)
+	} else {
+		err = cu.MemcpyPeerAsync(dst, b.gpus[pg].ctx, src, b.gpus[g].ctx, op.Bytes, st.s)
+	}
+	if err != nil {
+		return err
+	}
+	return b.publish(k, g, st, 1)
+}
+
+// collective runs a collective's part on rank's GPU. With --fit, the first of the ranks sharing a
+// GPU carries the GPU's part through NCCL and the others' streams wait for it on the device; a
+// collective whose ranks all share one GPU moves no data (reported as a 1-rank collective).
+func (b *Backend) collective(ctx context.Context, rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
 	if b.fit.Distinct(op.Ranks) <= 1 {
-		return nil // a 1-rank collective: no data moves (reported as such)
+		return nil
 	}
+	k := pairKey{op.Comm, op.ID, g}
 	if b.fit.GPU(rank) != rank0GPU(b, rank, op.Ranks) {
-		return nil // another rank on this GPU carries the GPU's part (--fit)
+		return b.await(ctx, k, st, op)
 	}
+	if err := b.ncclCollective(rank, g, st, op); err != nil {
+		return err
+	}
+	sharing := 0
+	for _, r := range op.Ranks {
+		if r != rank && b.fit.GPU(r) == g {
+			sharing++
+		}
+	}
+	if sharing == 0 {
+		return nil
+	}
+	return b.publish(k, g, st, sharing)
+}
+
+func (b *Backend) ncclCollective(rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
 	n, err := b.ncclLib()
 	if err != nil {
 		return err
@@ -583,25 +765,39 @@ func (b *Backend) collective(rank engine.DeviceID, g int, st streamState, op eng
 		}
 		return n.ReduceScatter(uintptr(buf), uintptr(out), bytes/ranks, c, stream)
 	case timeline.CollAllToAll, timeline.CollRaggedAllToAll:
-		// All-to-all is a group of sends and receives (as NCCL itself builds it).
+		// All-to-all is a group of sends and receives (as NCCL itself builds it). Each receive must
+		// be the size of its peer's send: a ragged one takes its sizes from both the rank's row
+		// and its column of the size matrix. With --fit sharing GPUs, each GPU pair exchanges an
+		// even share.
+		ragged := len(op.Sizes) == int(ranks) && len(op.RecvSizes) == int(ranks)
+		in, err := b.gpus[g].scratch(max(bytes, sum(op.RecvSizes)), 3)
+		if err != nil {
+			return err
+		}
 		if err := n.GroupStart(); err != nil {
 			return err
 		}
+		var off int64 // receives land one after another
 		for peer := range int(ranks) {
-			part := bytes / ranks
-			if op.Sizes != nil && peer < len(op.Sizes) {
-				part = op.Sizes[peer]
+			send, recv := bytes/ranks, bytes/ranks
+			if ragged {
+				send, recv = op.Sizes[peer], op.RecvSizes[peer]
 			}
-			if peer == idx || part == 0 {
+			if peer == idx {
 				continue
 			}
-			if err := n.Send(uintptr(buf), part, peer, c, stream); err != nil {
-				_ = n.GroupEnd()
-				return err
+			if send > 0 {
+				if err := n.Send(uintptr(buf), send, peer, c, stream); err != nil {
+					_ = n.GroupEnd()
+					return err
+				}
 			}
-			if err := n.Recv(uintptr(buf), part, peer, c, stream); err != nil {
-				_ = n.GroupEnd()
-				return err
+			if recv > 0 {
+				if err := n.Recv(uintptr(in)+uintptr(off), recv, peer, c, stream); err != nil {
+					_ = n.GroupEnd()
+					return err
+				}
+				off += recv
 			}
 		}
 		return n.GroupEnd()
@@ -647,6 +843,10 @@ func (b *Backend) poll(ctx context.Context) error {
 	for open || len(pending) > 0 {
 		if time.Since(lastCheck) >= asyncErrorPoll {
 			lastCheck = time.Now()
+			for g := range b.gpus {
+				use(g)
+				b.tick(g, time.Since(b.wall0))
+			}
 			if bad := b.asyncErrors(); len(bad) > 0 {
 				kept := pending[:0]
 				for _, f := range pending {
@@ -716,17 +916,8 @@ func (b *Backend) poll(ctx context.Context) error {
 	}
 }
 
-// gpuTime converts an event to ns since the session start on its GPU.
-func (b *Backend) gpuTime(g int, ev cu.Event) int64 {
-	ms, err := b.gpus[g].start.Elapsed(ev)
-	if err != nil {
-		return time.Since(b.wall0).Nanoseconds()
-	}
-	return int64(ms * 1e6)
-}
-
 func (b *Backend) complete(f inflight) {
-	start, end := b.gpuTime(f.gpu, f.start), b.gpuTime(f.gpu, f.end)
+	start, end := b.gpuTime(f.gpu, f.start, f.queued), b.gpuTime(f.gpu, f.end, f.queued)
 	op := f.op
 	e := timeline.Event{Start: start, End: end, Queued: f.queued.Nanoseconds(), Bytes: op.Bytes, Op: op.ID, Device: int32(f.rank),
 		Peer: int32(op.Peer), Stream: uint32(op.Stream), Group: f.group, Comm: op.Comm, Barrier: op.Barrier, Label: op.Label,
