@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -95,23 +96,14 @@ func TestCUDAReportHasSimKeys(t *testing.T) {
 
 // hasListParent reports whether p's enclosing list has elements in paths (or p is in no list).
 func hasListParent(paths map[string]bool, p string) bool {
-	i := lastIndex(p, "[]")
+	i := strings.LastIndex(p, "[]")
 	if i < 0 {
 		return true
 	}
 	for q := range paths {
-		if len(q) > i+2 && q[:i+2] == p[:i+2] {
+		if len(q) > i+2 && strings.HasPrefix(q, p[:i+2]) {
 			return true
 		}
 	}
 	return false
-}
-
-func lastIndex(s, sub string) int {
-	for i := len(s) - len(sub); i >= 0; i-- {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
