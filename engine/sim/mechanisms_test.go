@@ -19,6 +19,21 @@ func run(t *testing.T, c *engine.Client) {
 	}
 }
 
+// h100x8 returns a simulated 8-GPU host and the store it emits to, for tests that wrap the backend.
+func h100x8(t *testing.T) (*sim.Sim, *timeline.Store) {
+	t.Helper()
+	tp, err := sim.TopologyByName("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := timeline.NewStore(nil)
+	s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: sim.DefaultModel()}, store, store.Strings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, store
+}
+
 func count(events []timeline.Event, k timeline.Kind) int {
 	n := 0
 	for i := range events {
@@ -469,15 +484,7 @@ func (f *faultyBackend) TakeCommFaults() []engine.CommFault {
 // A communicator that reports an asynchronous error is evicted with an alert and released; the
 // next use of its devices creates a fresh one. LRU evictions are released too.
 func TestCommFaultEvictsAndReleases(t *testing.T) {
-	tp, err := sim.TopologyByName("h100x8")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := timeline.NewStore(nil)
-	s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: sim.DefaultModel()}, store, store.Strings)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, store := h100x8(t)
 	fb := &faultyBackend{Backend: s}
 	opts := engine.DefaultOptions()
 	opts.CommCacheSize = 2
@@ -540,15 +547,7 @@ func (l *submitLog) Submit(rank engine.DeviceID, cmd engine.Command) {
 // Each rank of a ragged all-to-all is told what it sends (its row of the size matrix) and what it
 // receives (its column): NCCL needs every receive sized as its peer's send.
 func TestRaggedAllToAllRowsAndColumns(t *testing.T) {
-	tp, err := sim.TopologyByName("h100x8")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := timeline.NewStore(nil)
-	s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: sim.DefaultModel()}, store, store.Strings)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, store := h100x8(t)
 	l := &submitLog{Backend: s}
 	c := engine.NewClient(l, store, engine.DefaultOptions())
 	sizes := [][]int64{{0, 1, 2}, {10, 0, 12}, {20, 21, 0}}
