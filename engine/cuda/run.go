@@ -569,10 +569,7 @@ func distinct(xs []int) []int {
 // (a peer copy, or a device-to-device one on a shared GPU) and the receive waits on the device for
 // that copy, so each half still takes the time it does.
 func (b *Backend) p2p(ctx context.Context, rank engine.DeviceID, g int, st streamState, op engine.StreamOp) error {
-	b.mu.Lock()
-	cs := b.comms[op.Comm]
-	b.mu.Unlock()
-	if cs == nil || !cs.oneToOne() {
+	if !b.usesNCCL(rank, op) {
 		return b.p2pCopy(ctx, g, st, op)
 	}
 	buf, err := b.gpus[g].scratch(max(op.Bytes, 1), 2)
@@ -587,7 +584,9 @@ func (b *Backend) p2p(ctx context.Context, rank engine.DeviceID, g int, st strea
 	if err != nil {
 		return err
 	}
-	peer := cs.ncclRank(b.fit, op.Peer)
+	b.mu.Lock()
+	peer := b.comms[op.Comm].ncclRank(b.fit, op.Peer) // there: b.comm found it
+	b.mu.Unlock()
 	if peer < 0 {
 		return fmt.Errorf("peer %d is not in communicator %d", op.Peer, op.Comm)
 	}
@@ -598,7 +597,8 @@ func (b *Backend) p2p(ctx context.Context, rank engine.DeviceID, g int, st strea
 	return n.Recv(uintptr(buf), op.Bytes, peer, c, stream)
 }
 
-// usesNCCL reports whether rank's part op of a group goes through NCCL.
+// usesNCCL reports whether rank's part of op goes through NCCL. A send or receive on a communicator
+// not (yet) created does, so that it fails with comm's error rather than quietly becoming a copy.
 func (b *Backend) usesNCCL(rank engine.DeviceID, op engine.StreamOp) bool {
 	if op.Kind == engine.OpCollective {
 		return b.fit.Distinct(op.Ranks) > 1 && b.fit.GPU(rank) == rank0GPU(b, rank, op.Ranks)
@@ -606,7 +606,7 @@ func (b *Backend) usesNCCL(rank engine.DeviceID, op engine.StreamOp) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cs := b.comms[op.Comm]
-	return cs != nil && cs.oneToOne()
+	return cs == nil || cs.oneToOne()
 }
 
 // pairKey names the halves of a transfer that meet on the device: a send and its receive (gpu -1),

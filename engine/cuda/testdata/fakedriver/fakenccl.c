@@ -147,9 +147,13 @@ const char *ncclGetErrorString(ncclResult_t r) {
 	}
 }
 
-static clique *newClique(int n) {
-	clique *c = calloc(1, sizeof *c);
-	c->id = nextID++;
+// cliqueFor returns the clique named key, created for n ranks on first use; the caller holds mu.
+static clique *cliqueFor(unsigned long long key, int n) {
+	clique *c = cliques;
+	while (c && c->id != key) c = c->next;
+	if (c) return c;
+	c = calloc(1, sizeof *c);
+	c->id = key;
 	c->n = n;
 	c->fault = faultFromEnv();
 	c->next = cliques;
@@ -171,16 +175,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
 static ncclResult_t join(ncclComm **out, unsigned long long key, int n, int rank, int dev) {
 	if (n < 1 || n > MAX_RANKS || rank < 0 || rank >= n) return ncclInvalidArgument;
 	if (dev < 0) return ncclInvalidUsage; // no current device
-	clique *c = cliques;
-	while (c && c->id != key) c = c->next;
-	if (!c) {
-		c = calloc(1, sizeof *c);
-		c->id = key;
-		c->n = n;
-		c->fault = faultFromEnv();
-		c->next = cliques;
-		cliques = c;
-	}
+	clique *c = cliqueFor(key, n);
 	if (c->n != n || c->ranks[rank]) return ncclInvalidUsage;
 	if (c->fault == FAULT_INIT) return ncclSystemError;
 	for (int i = 0; i < n; i++)
@@ -216,9 +211,9 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int n, ncclUniqueId id, int rank
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int n, const int *devs) {
 	if (n < 1 || n > MAX_RANKS) return ncclInvalidArgument;
 	pthread_mutex_lock(&mu);
-	clique *c = newClique(n);
+	unsigned long long key = nextID++;
 	ncclResult_t r = ncclSuccess;
-	for (int i = 0; i < n && r == ncclSuccess; i++) r = join(&comms[i], c->id, n, i, devs ? devs[i] : i);
+	for (int i = 0; i < n && r == ncclSuccess; i++) r = join(&comms[i], key, n, i, devs ? devs[i] : i);
 	pthread_mutex_unlock(&mu);
 	return r;
 }
@@ -251,16 +246,6 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t m, ncclResult_t *err) {
 	pthread_mutex_lock(&mu);
 	*err = m->asyncErr;
 	pthread_mutex_unlock(&mu);
-	return ncclSuccess;
-}
-
-ncclResult_t ncclCommCount(const ncclComm_t m, int *n) {
-	*n = m->c->n;
-	return ncclSuccess;
-}
-
-ncclResult_t ncclCommUserRank(const ncclComm_t m, int *r) {
-	*r = m->rank;
 	return ncclSuccess;
 }
 
