@@ -20,6 +20,7 @@ require (
 )
 
 require (
+	github.com/DataDog/sketches-go v1.4.7 // indirect
 	github.com/NVIDIA/go-nvml v0.13.0-1 // indirect
 	github.com/atotto/clipboard v0.1.4 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect

@@ -72,13 +72,9 @@ func exported(e *timeline.Event) bool {
 func spanName(e *timeline.Event) string {
 	switch e.Kind {
 	case timeline.KindMemcpy:
-		return "memcpy " + timeline.CopyDir(e.Sub).String()
-	case timeline.KindSend:
-		return "send"
-	case timeline.KindRecv:
-		return "recv"
-	case timeline.KindCollective:
-		return timeline.CollOp(e.Sub).String()
+		return "memcpy " + e.OpName()
+	case timeline.KindSend, timeline.KindRecv, timeline.KindCollective:
+		return e.OpName()
 	case timeline.KindGroupLaunch:
 		return "group"
 	case timeline.KindBarrier:

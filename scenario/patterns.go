@@ -43,12 +43,8 @@ func PhaseKinds() []string {
 }
 
 func collOp(p *params, key, def string) timeline.CollOp {
-	names := map[string]timeline.CollOp{
-		"all_reduce": timeline.CollAllReduce, "all_gather": timeline.CollAllGather,
-		"reduce_scatter": timeline.CollReduceScatter, "all_to_all": timeline.CollAllToAll,
-		"broadcast": timeline.CollBroadcast, "reduce": timeline.CollReduce,
-	}
-	return names[p.str(key, def, "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce")]
+	op, _ := timeline.ParseCollOp(p.str(key, def, "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce"))
+	return op
 }
 
 // ---- compute ----

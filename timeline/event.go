@@ -208,3 +208,57 @@ type Event struct {
 
 // Dur returns the event's duration in nanoseconds.
 func (e Event) Dur() int64 { return e.End - e.Start }
+
+// OpName is the name xfertop gives the op an event records, the same in the report, the console,
+// the exporter and the importers: a copy's direction (h2d, d2h, d2d, p2p, memset), send, recv, a
+// collective's nccl-tests name (all_reduce, ...), or else the kind's name.
+func (e *Event) OpName() string {
+	switch e.Kind {
+	case KindMemcpy:
+		return CopyDir(e.Sub).String()
+	case KindCollective:
+		return CollOp(e.Sub).String()
+	}
+	return e.Kind.String()
+}
+
+// TransferKinds are the op names of copies and point-to-point transfers, in report order.
+var TransferKinds = []string{"h2d", "d2h", "d2d", "p2p", "memset", "send", "recv"}
+
+// ParseCollOp reads a collective's name in any of the spellings users and tools write: nccl-tests'
+// (all_reduce), NCCL's (AllReduce, as in ncclDevKernel_AllReduce_Sum_f32), or squashed (allreduce).
+// NCCL's SendRecv, Send and Recv kernels are CollSendRecv.
+func ParseCollOp(name string) (CollOp, bool) {
+	var b [32]byte
+	n := 0
+	for i := 0; i < len(name) && n < len(b); i++ {
+		c := name[i]
+		switch {
+		case c == '_' || c == '-' || c == ' ':
+			continue
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b[n] = c
+		n++
+	}
+	switch string(b[:n]) {
+	case "allreduce":
+		return CollAllReduce, true
+	case "allgather":
+		return CollAllGather, true
+	case "reducescatter":
+		return CollReduceScatter, true
+	case "alltoall":
+		return CollAllToAll, true
+	case "raggedalltoall":
+		return CollRaggedAllToAll, true
+	case "broadcast":
+		return CollBroadcast, true
+	case "reduce":
+		return CollReduce, true
+	case "sendrecv", "send", "recv":
+		return CollSendRecv, true
+	}
+	return 0, false
+}

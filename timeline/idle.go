@@ -36,20 +36,6 @@ func Causes() []Cause {
 	return []Cause{CauseHostWait, CauseKernelWait, CauseEventWait, CauseBarrierWait, CausePeerWait, CauseOther}
 }
 
-// IdleMode selects how gaps are attributed.
-type IdleMode uint8
-
-const (
-	// IdleEngine splits each gap by the wait events the engine recorded on the stream; what they do
-	// not cover is host wait (before the next op was launched), kernel wait or other, as in HTA.
-	IdleEngine IdleMode = iota
-	// IdleHTA classifies each whole gap as Holistic Trace Analysis does: ops of a stream in start
-	// order, each gap the next op's start minus the previous op's end (negative when they overlap,
-	// as in HTA); host wait when the next op's launch came after the previous op ended, kernel wait
-	// when the gap is below the threshold, other otherwise. Used for imported traces, which carry no
-	// wait events.
-	IdleHTA
-)
 
 // DefaultKernelWaitNs is HTA's default consecutive_kernel_delay.
 const DefaultKernelWaitNs = 30

@@ -384,21 +384,8 @@ func NCCLOp(name string) (timeline.CollOp, bool) {
 	if m == nil {
 		return 0, false
 	}
-	switch strings.ToLower(m[1]) {
-	case "allreduce":
-		return timeline.CollAllReduce, true
-	case "allgather":
-		return timeline.CollAllGather, true
-	case "reducescatter":
-		return timeline.CollReduceScatter, true
-	case "broadcast":
-		return timeline.CollBroadcast, true
-	case "reduce":
-		return timeline.CollReduce, true
-	case "alltoall":
-		return timeline.CollAllToAll, true
-	case "sendrecv", "send", "recv":
-		return timeline.CollSendRecv, true
+	if op, ok := timeline.ParseCollOp(m[1]); ok {
+		return op, true
 	}
 	return timeline.CollSendRecv, true
 }

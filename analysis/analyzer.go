@@ -1,0 +1,98 @@
+package analysis
+
+import "github.com/xfertop/xfertop/timeline"
+
+// Labels resolves interned label ids (a timeline.Strings, or a console snapshot).
+type Labels interface {
+	Lookup(id uint32) string
+}
+
+// Analyzer runs every accumulator over one event stream. It is a timeline.Sink: the producer (or
+// the console, on its frame tick) hands it each event once, in the order produced. It is not safe
+// for concurrent use; Result copies what it returns, so a result can be read while Emit goes on.
+type Analyzer struct {
+	meta        timeline.Meta
+	events      int64
+	first, last int64
+	seen        bool
+	steps       steps
+	transfers   *transfers
+	colls       *collectives
+	barriers    *barriers
+	comms       *comms
+	links       *links
+	idle        *idleGaps
+	breakdown   breakdown
+	alerts      alerts
+	telemetry   telemetry
+}
+
+// New returns an analyzer for a stream described by m (idle mode, kernel-wait threshold, GPUs per host).
+func New(m timeline.Meta) *Analyzer {
+	a := &Analyzer{meta: m}
+	a.Reset()
+	return a
+}
+
+// Reset forgets everything folded so far (a replay seeking back starts over).
+func (a *Analyzer) Reset() {
+	*a = Analyzer{meta: a.meta, transfers: newTransfers(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
+		links: newLinks(a.meta.HostGPUs()), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
+}
+
+// Meta returns the description the analyzer was made with.
+func (a *Analyzer) Meta() timeline.Meta { return a.meta }
+
+// Emit folds one event.
+func (a *Analyzer) Emit(e *timeline.Event) {
+	a.events++
+	if !a.seen {
+		a.first, a.last, a.seen = e.Start, e.End, true
+	}
+	a.first, a.last = min(a.first, e.Start), max(a.last, e.End)
+	a.steps.add(e)
+	a.transfers.add(e)
+	a.colls.add(e)
+	a.barriers.add(e)
+	a.comms.add(e)
+	a.links.add(e)
+	a.idle.add(e)
+	a.breakdown.add(e)
+	a.alerts.add(e)
+	a.telemetry.add(e)
+}
+
+// Events returns how many events were folded.
+func (a *Analyzer) Events() int64 { return a.events }
+
+// Result is every number xfertop reports about a stream so far.
+type Result struct {
+	Events      int64
+	FirstNs     int64
+	DurationNs  int64 // last event end − first event start
+	Steps       Steps
+	Transfers   Transfers
+	Collectives Collectives
+	CommCache   CommCache
+	Groups      Groups
+	Barriers    Barriers
+	StreamIdle  StreamGaps
+	Breakdown   Breakdown
+	Links       Links
+	Alerts      []Alert
+	AlertCount  int64
+	Telemetry   []DeviceTelemetry
+}
+
+// Result computes the results so far. labels resolves alert messages.
+func (a *Analyzer) Result(labels Labels) *Result {
+	r := &Result{Events: a.events, Steps: a.steps.result(), Transfers: a.transfers.result(), Collectives: a.colls.result(),
+		Barriers: a.barriers.result(), StreamIdle: a.idle.result(), Breakdown: a.breakdown.result(), Links: a.links.result(),
+		Telemetry: a.telemetry.result()}
+	if a.seen {
+		r.FirstNs, r.DurationNs = a.first, a.last-a.first
+	}
+	r.CommCache, r.Groups = a.comms.result()
+	r.Alerts, r.AlertCount = a.alerts.result(labels)
+	return r
+}

@@ -1,0 +1,151 @@
+package analysis
+
+import (
+	"slices"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// RecentBarriersKept is how many finished barriers the analysis keeps for display.
+const RecentBarriersKept = 200
+
+// Arrival is one rank at a barrier; its wait is release − arrival.
+type Arrival struct {
+	Rank   int32 `json:"rank"`
+	Arrive int64 `json:"arrive_ns"`
+	WaitNs int64 `json:"wait_ns"`
+}
+
+// BarrierInstance is one finished barrier: its ranks in rank order and its straggler, the rank that
+// arrived last, LatenessNs after the median arrival.
+type BarrierInstance struct {
+	Op         uint64    `json:"op"`
+	Label      uint32    `json:"-"`
+	Release    int64     `json:"release_ns"`
+	Arrivals   []Arrival `json:"arrivals"`
+	Straggler  int32     `json:"straggler"`
+	LatenessNs int64     `json:"lateness_ns"`
+}
+
+type barrierInst struct {
+	ranks    int
+	label    uint32
+	release  int64
+	arrivals []Arrival
+}
+
+type rankLate struct {
+	times int64
+	late  Quantiles
+}
+
+// barriers groups each barrier's rank events (same op id) into an instance, complete when every
+// rank has arrived, and folds waits and stragglers.
+type barriers struct {
+	open    map[uint64]*barrierInst
+	order   []uint64
+	count   int64
+	waitNs  int64
+	maxWait int64
+	given   int64
+	last    map[int32]*rankLate
+	recent  []BarrierInstance
+}
+
+func newBarriers() *barriers {
+	return &barriers{open: map[uint64]*barrierInst{}, last: map[int32]*rankLate{}}
+}
+
+func (b *barriers) add(e *timeline.Event) {
+	if e.Kind != timeline.KindBarrier {
+		return
+	}
+	in := b.open[e.Op]
+	if in == nil {
+		in = &barrierInst{ranks: int(e.Ranks), label: e.Label}
+		b.open[e.Op] = in
+		b.order = append(b.order, e.Op)
+		for len(b.open) > maxOpenInstances && len(b.order) > 0 {
+			id := b.order[0]
+			b.order = b.order[1:]
+			if _, ok := b.open[id]; ok {
+				delete(b.open, id)
+				b.given++
+			}
+		}
+		if len(b.order) > 4*maxOpenInstances {
+			b.order = slices.DeleteFunc(b.order, func(id uint64) bool { _, ok := b.open[id]; return !ok })
+		}
+	}
+	in.release = max(in.release, e.End)
+	in.arrivals = append(in.arrivals, Arrival{Rank: e.Device, Arrive: e.Start, WaitNs: e.Dur()})
+	if len(in.arrivals) >= max(in.ranks, 1) {
+		delete(b.open, e.Op)
+		b.finish(e.Op, in)
+	}
+}
+
+func (b *barriers) finish(op uint64, in *barrierInst) {
+	as := in.arrivals
+	slices.SortFunc(as, func(x, y Arrival) int { return int(x.Rank) - int(y.Rank) })
+	b.count++
+	lateIdx := 0
+	arr := make([]int64, len(as))
+	for i, a := range as {
+		b.waitNs += a.WaitNs
+		b.maxWait = max(b.maxWait, a.WaitNs)
+		arr[i] = a.Arrive
+		if a.Arrive > as[lateIdx].Arrive {
+			lateIdx = i
+		}
+	}
+	inst := BarrierInstance{Op: op, Label: in.label, Release: in.release, Arrivals: as, Straggler: as[lateIdx].Rank}
+	inst.LatenessNs = as[lateIdx].Arrive - timeline.Percentile(arr, 50)
+	if len(as) > 1 {
+		r := b.last[inst.Straggler]
+		if r == nil {
+			r = &rankLate{}
+			b.last[inst.Straggler] = r
+		}
+		r.times++
+		r.late.Add(float64(inst.LatenessNs))
+	}
+	if len(b.recent) == RecentBarriersKept {
+		b.recent = append(b.recent[:0], b.recent[1:]...)
+	}
+	b.recent = append(b.recent, inst)
+}
+
+// Straggler is a rank that arrived last at barriers: how often, and how late (last arrival − median
+// arrival) at the median.
+type Straggler struct {
+	Rank         int32  `json:"rank"`
+	TimesLast    int64  `json:"times_last"`
+	LatenessNs50 *int64 `json:"lateness_ns_p50"`
+}
+
+// Barriers summarises barrier waits; each rank's wait is release − its arrival.
+type Barriers struct {
+	Count      int64             `json:"count"`
+	WaitNs     int64             `json:"wait_ns_total"`
+	MaxWaitNs  int64             `json:"max_wait_ns"`
+	Stragglers []Straggler       `json:"stragglers"`
+	Open       int               `json:"open"`
+	Incomplete int64             `json:"incomplete"`
+	Recent     []BarrierInstance `json:"-"`
+}
+
+func (b *barriers) result() Barriers {
+	out := Barriers{Count: b.count, WaitNs: b.waitNs, MaxWaitNs: b.maxWait, Stragglers: []Straggler{}, Open: len(b.open),
+		Incomplete: b.given, Recent: slices.Clone(b.recent)}
+	for rank, r := range b.last {
+		out.Stragglers = append(out.Stragglers, Straggler{Rank: rank, TimesLast: r.times, LatenessNs50: r.late.quantileNs(50)})
+	}
+	slices.SortFunc(out.Stragglers, func(x, y Straggler) int {
+		if x.TimesLast != y.TimesLast {
+			return cmpInt(y.TimesLast, x.TimesLast)
+		}
+		return int(x.Rank) - int(y.Rank)
+	})
+	return out
+}

@@ -1,0 +1,163 @@
+package analysis
+
+import (
+	"slices"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// deviceTime folds one device's busy ops into HTA's temporal breakdown: the union of busy time, of
+// compute kernels and of communication, and the intersection of the last two (overlap). State is
+// bounded: when a set grows past maxIntervals, everything before a cut time is committed to totals
+// and forgotten. An op that arrives later and starts before the cut counts only from the cut (its
+// earlier part is LateNs): exact for streams in time order, as every producer emits them.
+type deviceTime struct {
+	busy, comp, comm       intervalSet
+	cutAt                  int64
+	busyNs, compNs, commNs int64 // committed before cutAt
+	overlapNs              int64
+	first, last            int64
+	seen                   bool
+	lateNs                 int64
+}
+
+func (d *deviceTime) add(e *timeline.Event) {
+	s, end := e.Start, e.End
+	if !d.seen {
+		d.first, d.last, d.seen = s, end, true
+	}
+	d.first, d.last = min(d.first, s), max(d.last, end)
+	if s < d.cutAt {
+		d.lateNs += min(end, d.cutAt) - s
+		s = d.cutAt
+	}
+	if end <= s {
+		return
+	}
+	d.busy.add(s, end)
+	if e.Kind == timeline.KindKernel {
+		d.comp.add(s, end)
+	}
+	if e.Kind.IsNCCL() {
+		d.comm.add(s, end)
+	}
+	if len(d.busy.ivs) > maxIntervals || len(d.comp.ivs) > maxIntervals || len(d.comm.ivs) > maxIntervals {
+		d.commit()
+	}
+}
+
+// commit moves the older half of the sets into the totals.
+func (d *deviceTime) commit() {
+	set := &d.busy
+	for _, u := range []*intervalSet{&d.comp, &d.comm} {
+		if len(u.ivs) > len(set.ivs) {
+			set = u
+		}
+	}
+	t := set.ivs[len(set.ivs)/2].Start
+	d.busyNs += timeline.Length(d.busy.cut(t))
+	comp, comm := d.comp.cut(t), d.comm.cut(t)
+	d.compNs += timeline.Length(comp)
+	d.commNs += timeline.Length(comm)
+	d.overlapNs += timeline.IntersectLength(comp, comm)
+	d.cutAt = t
+}
+
+// DeviceTime is one device's temporal breakdown (HTA) over its span, the first op's start to the
+// last op's end: idle is the time no op runs, compute the union of kernels, non-compute the rest of
+// busy time; communication is the union of NCCL ops (sends, receives, collectives) and overlap the
+// union of compute ∩ communication. Percentages are of the span; OverlapPct is of communication
+// time and nil (unknown) when the device did not communicate.
+type DeviceTime struct {
+	Device     int32    `json:"device"`
+	SpanNs     int64    `json:"span_ns"`
+	BusyNs     int64    `json:"busy_ns"`
+	IdleNs     int64    `json:"idle_ns"`
+	ComputeNs  int64    `json:"compute_ns"`
+	NonCompNs  int64    `json:"non_compute_ns"`
+	CommNs     int64    `json:"comm_ns"`
+	OverlapNs  int64    `json:"overlap_ns"`
+	IdlePct    float64  `json:"idle_pct"`
+	ComputePct float64  `json:"compute_pct"`
+	NonCompPct float64  `json:"non_compute_pct"`
+	OverlapPct *float64 `json:"overlap_pct"`
+	LateNs     int64    `json:"late_ns,omitempty"`
+}
+
+func (d *deviceTime) result(dev int32) DeviceTime {
+	busy := d.busyNs + d.busy.length()
+	comp := d.compNs + d.comp.length()
+	comm := d.commNs + d.comm.length()
+	ov := d.overlapNs + timeline.IntersectLength(d.comp.ivs, d.comm.ivs)
+	span := d.last - d.first
+	r := DeviceTime{Device: dev, SpanNs: span, BusyNs: busy, IdleNs: span - busy, ComputeNs: comp, NonCompNs: busy - comp,
+		CommNs: comm, OverlapNs: ov, LateNs: d.lateNs}
+	if span > 0 {
+		r.IdlePct, r.ComputePct, r.NonCompPct = pct(r.IdleNs, span), pct(comp, span), pct(r.NonCompNs, span)
+	}
+	r.OverlapPct = pctOf(ov, comm)
+	return r
+}
+
+// breakdown keeps a deviceTime per device.
+type breakdown struct {
+	devs map[int32]*deviceTime
+}
+
+func (b *breakdown) add(e *timeline.Event) {
+	if !e.Kind.IsBusy() || e.Device < 0 || e.End <= e.Start {
+		return
+	}
+	if b.devs == nil {
+		b.devs = map[int32]*deviceTime{}
+	}
+	d := b.devs[e.Device]
+	if d == nil {
+		d = &deviceTime{}
+		b.devs[e.Device] = d
+	}
+	d.add(e)
+}
+
+// Breakdown is the temporal breakdown per device, and the pooled figures over all devices.
+type Breakdown struct {
+	Devices []DeviceTime `json:"devices"`
+	// IdleNs is the sum over devices of each device's idle time (device time, not stream time).
+	IdleNs int64 `json:"idle_ns"`
+	// OverlapPct pools every device: Σ overlap / Σ communication, nil when nothing communicated.
+	OverlapPct *float64 `json:"overlap_pct"`
+}
+
+func (b *breakdown) result() Breakdown {
+	out := Breakdown{Devices: []DeviceTime{}}
+	var comm, ov int64
+	for dev, d := range b.devs {
+		r := d.result(dev)
+		out.Devices = append(out.Devices, r)
+		out.IdleNs += r.IdleNs
+		comm += r.CommNs
+		ov += r.OverlapNs
+	}
+	slices.SortFunc(out.Devices, func(a, b DeviceTime) int { return int(a.Device) - int(b.Device) })
+	out.OverlapPct = pctOf(ov, comm)
+	return out
+}
+
+// pct is 100·a/b rounded to two decimals.
+func pct(a, b int64) float64 { return round2(100 * float64(a) / float64(b)) }
+
+// pctOf is pct, or nil (unknown) when b is 0.
+func pctOf(a, b int64) *float64 {
+	if b <= 0 {
+		return nil
+	}
+	p := pct(a, b)
+	return &p
+}
+
+func round2(x float64) float64 {
+	if x < 0 {
+		return -round2(-x)
+	}
+	return float64(int64(x*100+0.5)) / 100
+}

@@ -1,0 +1,148 @@
+package analysis
+
+import (
+	"slices"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// maxOpenInstances bounds the collectives and barriers waiting for their other ranks; past it the
+// oldest is given up and counted incomplete (a rank that never reported, a truncated trace).
+const maxOpenInstances = 8192
+
+// collInst is one collective instance: its ranks' parts, grouped by op id.
+type collInst struct {
+	op         timeline.CollOp
+	ranks      int
+	start, end int64
+	sum        int64 // bytes over the parts seen
+	n          int
+}
+
+type collKey struct {
+	op    timeline.CollOp
+	ranks int
+	class int64
+}
+
+type collStats struct {
+	count, bytes, timeNs int64
+	lat                  Quantiles
+}
+
+// collectives groups each collective's rank parts into one instance (same op id; complete when
+// every rank has reported, or at once when the rank count is unknown) and folds instances by
+// (op, ranks, size class). An instance's time is its last rank's end − its first rank's start.
+type collectives struct {
+	open  map[uint64]*collInst
+	order []uint64 // open ids, oldest first (may hold ids already closed)
+	rows  map[collKey]*collStats
+	given int64 // instances given up incomplete
+}
+
+func newCollectives() *collectives {
+	return &collectives{open: map[uint64]*collInst{}, rows: map[collKey]*collStats{}}
+}
+
+func (c *collectives) add(e *timeline.Event) {
+	if e.Kind != timeline.KindCollective || e.Status != timeline.StatusOK {
+		return
+	}
+	op := timeline.CollOp(e.Sub)
+	in := c.open[e.Op]
+	if in == nil {
+		in = &collInst{op: op, ranks: int(e.Ranks), start: e.Start, end: e.End}
+		if e.Op != 0 {
+			c.open[e.Op] = in
+			c.order = append(c.order, e.Op)
+			c.bound()
+		}
+	}
+	in.start, in.end = min(in.start, e.Start), max(in.end, e.End)
+	in.sum += max(e.Bytes, 0)
+	in.n++
+	if in.n >= max(in.ranks, 1) || e.Op == 0 {
+		delete(c.open, e.Op)
+		c.finish(in)
+	}
+}
+
+// bound gives up the oldest open instances past maxOpenInstances.
+func (c *collectives) bound() {
+	for len(c.open) > maxOpenInstances && len(c.order) > 0 {
+		id := c.order[0]
+		c.order = c.order[1:]
+		if _, ok := c.open[id]; ok {
+			delete(c.open, id)
+			c.given++
+		}
+	}
+	if len(c.order) > 4*maxOpenInstances {
+		c.order = slices.DeleteFunc(c.order, func(id uint64) bool { _, ok := c.open[id]; return !ok })
+	}
+}
+
+func (c *collectives) finish(in *collInst) {
+	bytes := in.sum / int64(in.n) // every rank's size for uniform collectives; ragged: the mean a rank sent
+	k := collKey{in.op, in.ranks, SizeClass(bytes)}
+	s := c.rows[k]
+	if s == nil {
+		s = &collStats{}
+		c.rows[k] = s
+	}
+	s.count++
+	s.bytes += bytes
+	t := in.end - in.start
+	s.timeNs += t
+	s.lat.Add(float64(t))
+}
+
+// Collective is one (op, ranks, size class) row of collective instances, with nccl-tests' bytes:
+// algbw = bytes / time over all instances (bytes-weighted), busbw = algbw × the op's bus factor.
+// Bandwidths are nil (unknown) when the size is unknown (imported kernels without sizes).
+type Collective struct {
+	Op        string   `json:"op"`
+	Ranks     int      `json:"ranks"`
+	SizeClass int64    `json:"size_class"`
+	Bytes     int64    `json:"bytes"` // mean bytes per instance (nccl-tests size)
+	Count     int64    `json:"count"`
+	TimeNs    int64    `json:"time_ns_total"`
+	P50Ns     *int64   `json:"time_ns_p50"`
+	P99Ns     *int64   `json:"time_ns_p99"`
+	AlgBW     *float64 `json:"algbw_gbps"`
+	BusBW     *float64 `json:"busbw_gbps"`
+}
+
+// Collectives are the collective rows and what could not be grouped.
+type Collectives struct {
+	Rows []Collective `json:"rows"`
+	// Open counts instances still waiting for ranks; Incomplete those given up.
+	Open       int   `json:"open"`
+	Incomplete int64 `json:"incomplete"`
+}
+
+func (c *collectives) result() Collectives {
+	out := Collectives{Rows: []Collective{}, Open: len(c.open), Incomplete: c.given}
+	for k, s := range c.rows {
+		row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
+			TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs)}
+		if row.AlgBW != nil && k.ranks > 1 {
+			b := round2(*row.AlgBW * k.op.BusFactor(k.ranks))
+			row.BusBW = &b
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	slices.SortFunc(out.Rows, func(a, b Collective) int {
+		if a.Op != b.Op {
+			if a.Op < b.Op {
+				return -1
+			}
+			return 1
+		}
+		if a.Ranks != b.Ranks {
+			return a.Ranks - b.Ranks
+		}
+		return cmpInt(a.SizeClass, b.SizeClass)
+	})
+	return out
+}

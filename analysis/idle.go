@@ -1,0 +1,312 @@
+package analysis
+
+import (
+	"slices"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Cause is why a stream sat idle.
+type Cause uint8
+
+// Idle causes. HTA's split has host wait, kernel wait and other; the engine knows more and names
+// event, barrier and peer waits.
+const (
+	CauseHostWait    Cause = iota // the host launched the next op only after the previous one ended
+	CauseKernelWait               // a whole gap below the kernel-wait threshold: launch overhead
+	CauseEventWait                // the stream waited for an event recorded by another stream
+	CauseBarrierWait              // the stream waited at a barrier for other ranks
+	CausePeerWait                 // a transfer or collective waited for its peers to post
+	CauseOther
+	causeCount
+)
+
+var causeNames = [causeCount]string{"host_wait", "kernel_wait", "event_wait", "barrier_wait", "peer_wait", "other"}
+
+// String returns the cause's report key.
+func (c Cause) String() string {
+	if c < causeCount {
+		return causeNames[c]
+	}
+	return "unknown"
+}
+
+// Causes lists every cause in report order.
+func Causes() []Cause {
+	return []Cause{CauseHostWait, CauseKernelWait, CauseEventWait, CauseBarrierWait, CausePeerWait, CauseOther}
+}
+
+// DefaultKernelWaitNs is the gap under which idle time is launch overhead (kernel wait): 30 µs.
+// Holistic Trace Analysis documents its consecutive_kernel_delay as 30 ns but compares it with
+// durations in microseconds, so the threshold in effect there is 30 µs; xfertop uses the same.
+const DefaultKernelWaitNs = 30_000
+
+// maxPendingWaits bounds the wait events a stream holds until its next op arrives.
+const maxPendingWaits = 256
+
+// TopGapsKept is how many of the longest gaps the analysis keeps.
+const TopGapsKept = 50
+
+// Gap is one idle stretch of a stream attributed to one cause.
+type Gap struct {
+	Device int32  `json:"device"`
+	Stream uint32 `json:"stream"`
+	Start  int64  `json:"start_ns"`
+	Dur    int64  `json:"dur_ns"`
+	Cause  Cause  `json:"-"`
+	// CauseName is Cause's report key.
+	CauseName string `json:"cause"`
+}
+
+type streamKey struct {
+	dev    int32
+	stream uint32
+}
+
+type waitIv struct {
+	start, end int64
+	cause      Cause
+}
+
+// streamGaps is one stream's state: where its last op ended, and the waits recorded since.
+type streamGaps struct {
+	started   bool
+	prevEnd   int64 // engine mode: the latest end so far; HTA mode: the previous op's end
+	prevStart int64
+	waits     []waitIv // sorted by start
+	byCause   [causeCount]int64
+	priority  int8
+}
+
+// idleGaps folds each stream's gaps between busy ops (gaps before a stream's first op and after its
+// last are not idle time, as in HTA) into totals by cause, per stream, and the longest gaps.
+//
+// Engine mode splits a gap by the wait events recorded on the stream; what they do not cover is
+// host wait while the next op had not been launched, then kernel wait if the whole gap is below the
+// threshold, or other. HTA mode classifies each whole gap as Holistic Trace Analysis does: the next
+// op's start minus the previous op's end in start order (negative when they overlap, as in HTA);
+// host wait when the next op was launched after the previous one ended, kernel wait below the
+// threshold, other otherwise.
+//
+// Ops of a stream must arrive in start order, as every producer emits them (a stream runs its ops
+// in order; importers sort). An op that arrives out of order is counted in Reordered.
+type idleGaps struct {
+	mode         timeline.IdleMode
+	kernelWaitNs int64
+	streams      map[streamKey]*streamGaps
+	byCause      [causeCount]int64
+	top          []Gap // longest first
+	reordered    int64
+}
+
+func newIdleGaps(mode timeline.IdleMode, kernelWaitNs int64) *idleGaps {
+	if kernelWaitNs <= 0 {
+		kernelWaitNs = DefaultKernelWaitNs
+	}
+	return &idleGaps{mode: mode, kernelWaitNs: kernelWaitNs, streams: map[streamKey]*streamGaps{}}
+}
+
+func (g *idleGaps) stream(e *timeline.Event) *streamGaps {
+	k := streamKey{e.Device, e.Stream}
+	st := g.streams[k]
+	if st == nil {
+		st = &streamGaps{priority: e.Priority}
+		g.streams[k] = st
+	}
+	return st
+}
+
+func (g *idleGaps) add(e *timeline.Event) {
+	if e.Stream == 0 {
+		return
+	}
+	var c Cause
+	switch {
+	case e.Kind.IsBusy():
+		g.op(g.stream(e), e)
+		return
+	case e.Kind == timeline.KindEventWait:
+		c = CauseEventWait
+	case e.Kind == timeline.KindBarrier:
+		c = CauseBarrierWait
+	case e.Kind == timeline.KindPeerWait:
+		c = CausePeerWait
+	default:
+		return
+	}
+	if g.mode == timeline.IdleHTA || e.End <= e.Start {
+		return
+	}
+	st := g.stream(e)
+	if st.started && e.End <= st.prevEnd {
+		return // entirely before the stream's last op ended: it explains no gap to come
+	}
+	w := waitIv{e.Start, e.End, c}
+	i := len(st.waits)
+	for i > 0 && st.waits[i-1].start > w.start {
+		i--
+	}
+	st.waits = slices.Insert(st.waits, i, w)
+	if len(st.waits) > maxPendingWaits {
+		st.waits = st.waits[1:]
+	}
+}
+
+func (g *idleGaps) op(st *streamGaps, e *timeline.Event) {
+	k := streamKey{e.Device, e.Stream}
+	if !st.started {
+		st.started, st.prevEnd, st.prevStart = true, e.End, e.Start
+		st.dropWaits(e.End)
+		return
+	}
+	if e.Start < st.prevStart {
+		g.reordered++
+	}
+	if g.mode == timeline.IdleHTA {
+		// HTA pairs each op with the one started just before it and keeps the difference even when
+		// ops overlap (a negative interval); reproduce that so the numbers agree.
+		if gap := e.Start - st.prevEnd; gap != 0 {
+			c := CauseOther
+			switch {
+			case e.Queued > st.prevEnd:
+				c = CauseHostWait
+			case gap < g.kernelWaitNs:
+				c = CauseKernelWait
+			}
+			g.record(st, k, st.prevEnd, gap, c)
+		}
+		st.prevEnd, st.prevStart = e.End, e.Start
+		return
+	}
+	if e.Start > st.prevEnd {
+		g.attribute(st, k, st.prevEnd, e.Start, e.Queued)
+	}
+	st.prevEnd, st.prevStart = max(st.prevEnd, e.End), max(st.prevStart, e.Start)
+	st.dropWaits(st.prevEnd)
+}
+
+// dropWaits forgets waits that end by t.
+func (st *streamGaps) dropWaits(t int64) {
+	k := 0
+	for _, w := range st.waits {
+		if w.end > t {
+			st.waits[k] = w
+			k++
+		}
+	}
+	st.waits = st.waits[:k]
+}
+
+// attribute splits the gap [a, b) before an op launched at queued.
+func (g *idleGaps) attribute(st *streamGaps, k streamKey, a, b, queued int64) {
+	leftover := CauseOther
+	if b-a < g.kernelWaitNs {
+		leftover = CauseKernelWait
+	}
+	// Recorded waits are the most specific cause; time they do not cover is host wait while the next
+	// op had not been launched yet, then kernel wait or other.
+	uncovered := func(s, e int64) {
+		if q := min(max(queued, s), e); q > s {
+			g.record(st, k, s, q-s, CauseHostWait)
+			s = q
+		}
+		if e > s {
+			g.record(st, k, s, e-s, leftover)
+		}
+	}
+	cur := a
+	for _, w := range st.waits {
+		if cur >= b || w.start >= b {
+			break
+		}
+		if w.end <= cur {
+			continue
+		}
+		if w.start > cur {
+			uncovered(cur, w.start)
+			cur = w.start
+		}
+		if e := min(w.end, b); e > cur {
+			g.record(st, k, cur, e-cur, w.cause)
+			cur = e
+		}
+	}
+	uncovered(cur, b)
+}
+
+func (g *idleGaps) record(st *streamGaps, k streamKey, start, dur int64, c Cause) {
+	st.byCause[c] += dur
+	g.byCause[c] += dur
+	if dur <= 0 {
+		return
+	}
+	gap := Gap{Device: k.dev, Stream: k.stream, Start: start, Dur: dur, Cause: c, CauseName: c.String()}
+	longer := func(x, y Gap) bool {
+		if x.Dur != y.Dur {
+			return x.Dur > y.Dur
+		}
+		return x.Start < y.Start
+	}
+	if len(g.top) == TopGapsKept && !longer(gap, g.top[len(g.top)-1]) {
+		return
+	}
+	i, _ := slices.BinarySearchFunc(g.top, gap, func(x, y Gap) int {
+		if longer(x, y) {
+			return -1
+		}
+		return 1
+	})
+	g.top = slices.Insert(g.top, i, gap)
+	if len(g.top) > TopGapsKept {
+		g.top = g.top[:TopGapsKept]
+	}
+}
+
+// StreamIdle is one stream's idle time by cause.
+type StreamIdle struct {
+	Device   int32            `json:"device"`
+	Stream   uint32           `json:"stream"`
+	Priority int8             `json:"priority"`
+	TotalNs  int64            `json:"total_ns"`
+	ByCause  map[string]int64 `json:"by_cause"`
+}
+
+// StreamGaps is idle time between ops on streams, summed over streams, by cause.
+type StreamGaps struct {
+	// TotalNs sums every stream's gaps: stream time, so several idle streams of one device each count.
+	TotalNs int64            `json:"total_ns"`
+	ByCause map[string]int64 `json:"by_cause"`
+	Streams []StreamIdle     `json:"streams"`
+	TopGaps []Gap            `json:"top_gaps"`
+	// Reordered counts ops that reached the analysis out of start order on their stream.
+	Reordered int64 `json:"reordered,omitempty"`
+}
+
+func causeMap(v *[causeCount]int64) (map[string]int64, int64) {
+	m := make(map[string]int64, causeCount)
+	var total int64
+	for _, c := range Causes() {
+		m[c.String()] = v[c]
+		total += v[c]
+	}
+	return m, total
+}
+
+func (g *idleGaps) result() StreamGaps {
+	out := StreamGaps{Streams: []StreamIdle{}, TopGaps: slices.Clone(g.top), Reordered: g.reordered}
+	if out.TopGaps == nil {
+		out.TopGaps = []Gap{}
+	}
+	out.ByCause, out.TotalNs = causeMap(&g.byCause)
+	for k, st := range g.streams {
+		m, t := causeMap(&st.byCause)
+		out.Streams = append(out.Streams, StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, TotalNs: t, ByCause: m})
+	}
+	slices.SortFunc(out.Streams, func(a, b StreamIdle) int {
+		if a.Device != b.Device {
+			return int(a.Device) - int(b.Device)
+		}
+		return int(int64(a.Stream) - int64(b.Stream))
+	})
+	return out
+}

@@ -1,0 +1,64 @@
+package analysis
+
+import (
+	"slices"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// maxIntervals bounds how many disjoint intervals a set keeps before it commits the older half.
+const maxIntervals = 1024
+
+// intervalSet is the union of intervals added in any order, kept as sorted disjoint intervals.
+type intervalSet struct {
+	ivs []timeline.Interval
+}
+
+// add merges [s, e) into the set.
+func (u *intervalSet) add(s, e int64) {
+	if e <= s {
+		return
+	}
+	ivs := u.ivs
+	// Most intervals arrive near the end of the set: look there first.
+	if n := len(ivs); n == 0 || s > ivs[n-1].End {
+		u.ivs = append(ivs, timeline.Interval{Start: s, End: e})
+		return
+	}
+	i, _ := slices.BinarySearchFunc(ivs, s, func(iv timeline.Interval, t int64) int {
+		if iv.End < t {
+			return -1
+		}
+		return 1
+	})
+	j, _ := slices.BinarySearchFunc(ivs, e, func(iv timeline.Interval, t int64) int {
+		if iv.Start <= t {
+			return -1
+		}
+		return 1
+	})
+	if i == j {
+		u.ivs = slices.Insert(ivs, i, timeline.Interval{Start: s, End: e})
+		return
+	}
+	merged := timeline.Interval{Start: min(s, ivs[i].Start), End: max(e, ivs[j-1].End)}
+	u.ivs = slices.Replace(ivs, i, j, merged)
+}
+
+// length returns the total length of the set.
+func (u *intervalSet) length() int64 { return timeline.Length(u.ivs) }
+
+// cut removes the part of the set before t and returns it.
+func (u *intervalSet) cut(t int64) []timeline.Interval {
+	k := 0
+	for k < len(u.ivs) && u.ivs[k].End <= t {
+		k++
+	}
+	before := slices.Clone(u.ivs[:k])
+	if k < len(u.ivs) && u.ivs[k].Start < t {
+		before = append(before, timeline.Interval{Start: u.ivs[k].Start, End: t})
+		u.ivs[k].Start = t
+	}
+	u.ivs = append(u.ivs[:0], u.ivs[k:]...)
+	return before
+}

@@ -1,0 +1,61 @@
+package timeline
+
+// IdleMode selects how idle gaps are attributed to causes.
+type IdleMode uint8
+
+const (
+	// IdleEngine splits each gap by the wait events the engine recorded on the stream.
+	IdleEngine IdleMode = iota
+	// IdleHTA classifies each whole gap as Holistic Trace Analysis does; used for imported traces,
+	// which carry no wait events.
+	IdleHTA
+)
+
+// String returns the mode's name in recordings and reports: engine or hta.
+func (m IdleMode) String() string {
+	if m == IdleHTA {
+		return "hta"
+	}
+	return "engine"
+}
+
+// Link peaks are indexed in this order (the order of analysis.Link).
+const (
+	PeakPCIe = iota
+	PeakNVLink
+	PeakNIC
+	PeakHBM
+	NumPeaks
+)
+
+// Meta describes an event stream: where it came from and what produced it. It is the one
+// description of a run that recordings store, reports print and the console shows.
+type Meta struct {
+	Source   string            // "sim", a recording's path, a trace's path
+	Scenario string            // scenario name, when a workload ran
+	Knobs    map[string]string // knob values the run used
+	Backend  string            // sim, cuda, or the trace format
+	Topology string            // the topology's name (for people; nothing parses it)
+	Devices  int               // devices in the job
+	// GPUsPerHost is how many devices each host has (global id = host × GPUsPerHost + local);
+	// 0 when unknown, taken then as every device on one host.
+	GPUsPerHost int
+	// LinkPeaks is each device's peak bandwidth per link in bytes/s (PCIe, NVLink, NIC, HBM);
+	// 0 is unknown.
+	LinkPeaks    [NumPeaks]float64
+	Seed         int64
+	IdleMode     IdleMode
+	KernelWaitNs int64  // the kernel-wait threshold; 0 is the analysis default
+	EpochUnixNs  int64  // wall-clock time of time 0
+	Writer       string // the program that wrote a recording
+	Mapping      string // how ranks were placed on GPUs (cuda backend)
+	Extra        map[string]string
+}
+
+// HostGPUs returns GPUsPerHost, or Devices (one host) when unknown.
+func (m *Meta) HostGPUs() int {
+	if m.GPUsPerHost > 0 {
+		return m.GPUsPerHost
+	}
+	return max(m.Devices, 1)
+}
