@@ -3,9 +3,7 @@ package analysis
 import "github.com/xfertop/xfertop/timeline"
 
 // Labels resolves interned label ids (a timeline.Strings, or a console snapshot).
-type Labels interface {
-	Lookup(id uint32) string
-}
+type Labels = timeline.Labels
 
 // Analyzer runs every accumulator over one event stream. It is a timeline.Sink: the producer (or
 // the console, on its frame tick) hands it each event once, in the order produced. It is not safe

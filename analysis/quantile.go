@@ -68,6 +68,15 @@ func (q *Quantiles) Quantile(p float64) (v float64, ok bool) {
 	return v, true
 }
 
+// clone returns an independent copy.
+func (q *Quantiles) clone() Quantiles {
+	c := Quantiles{n: q.n, exact: append([]float64(nil), q.exact...)}
+	if q.sketch != nil {
+		c.sketch = q.sketch.Copy()
+	}
+	return c
+}
+
 // quantileNs is Quantile for durations: whole nanoseconds, nil when unknown.
 func (q *Quantiles) quantileNs(p float64) *int64 {
 	v, ok := q.Quantile(p)

@@ -2,58 +2,90 @@ package analysis
 
 import "github.com/xfertop/xfertop/timeline"
 
+// maxSetupInits bounds the communicator creations kept to work out the first step's setup time.
+const maxSetupInits = 4096
+
 // steps folds completed steps. Communicators created during the first step are setup, not step
-// time: the first step counts from the end of the last communicator creation that began inside it
-// (or before it), and that time is reported apart as SetupNs. Communicators created in later steps
-// (a cache too small, a fault) stay in their steps: that cost is what the cache exists to avoid.
+// time: the first step (the earliest to start) counts from the end of the last communicator
+// creation that began before it ended, and that time is reported apart as SetupNs. Communicators
+// created in later steps (a cache too small, a fault) stay in their steps: that cost is what the
+// cache exists to avoid. The answer does not depend on the order events arrive in (a replay, an
+// importer sorting by start): the first step is held apart until the result is read.
 type steps struct {
-	durs      Quantiles
-	count     int64
-	sum       int64
-	setupEnd  int64 // the latest comm_init end seen before the first step completed
-	firstDone bool
-	setupNs   int64
+	durs     Quantiles // every completed step but the first
+	count    int64
+	sum      int64 // of durs
+	first    *timeline.Interval
+	inits    []timeline.Interval // communicator creations, earliest kept
+	lastNs   int64
+	lastEnd  int64
+	haveLast bool
 }
 
 func (s *steps) add(e *timeline.Event) {
 	switch e.Kind {
 	case timeline.KindCommInit:
-		if !s.firstDone {
-			s.setupEnd = max(s.setupEnd, e.End)
+		if len(s.inits) < maxSetupInits {
+			s.inits = append(s.inits, timeline.Interval{Start: e.Start, End: e.End})
 		}
 	case timeline.KindStep:
 		if e.Status != timeline.StatusOK {
 			return
 		}
-		d := e.Dur()
-		if !s.firstDone {
-			s.firstDone = true
-			if s.setupEnd > e.Start {
-				s.setupNs = min(s.setupEnd, e.End) - e.Start
-				d -= s.setupNs
-			}
-		}
 		s.count++
-		s.sum += d
-		s.durs.Add(float64(d))
+		if !s.haveLast || e.End >= s.lastEnd {
+			s.lastNs, s.lastEnd, s.haveLast = e.Dur(), e.End, true
+		}
+		iv := timeline.Interval{Start: e.Start, End: e.End}
+		if s.first == nil {
+			s.first = &iv
+			return
+		}
+		if iv.Start < s.first.Start {
+			iv, *s.first = *s.first, iv
+		}
+		s.sum += iv.End - iv.Start
+		s.durs.Add(float64(iv.End - iv.Start))
 	}
 }
 
+// setup is the part of the first step spent before its communicators were created.
+func (s *steps) setup() int64 {
+	if s.first == nil {
+		return 0
+	}
+	end := s.first.Start
+	for _, iv := range s.inits {
+		if iv.Start < s.first.End {
+			end = max(end, min(iv.End, s.first.End))
+		}
+	}
+	return end - s.first.Start
+}
+
 // Steps summarises completed steps (percentiles nearest-rank while exact, then within 1%).
-// Durations are nil when no step completed.
+// Durations are nil when no step completed. The first step's communicator setup (SetupNs) is not
+// in its duration; LastNs is the latest step's own duration as recorded.
 type Steps struct {
 	Count   int64  `json:"count"`
 	MeanNs  *int64 `json:"mean_ns"`
 	P50Ns   *int64 `json:"p50_ns"`
 	P99Ns   *int64 `json:"p99_ns"`
 	SetupNs int64  `json:"setup_ns"`
+	LastNs  *int64 `json:"last_ns"`
 }
 
 func (s *steps) result() Steps {
-	out := Steps{Count: s.count, SetupNs: s.setupNs, P50Ns: s.durs.quantileNs(50), P99Ns: s.durs.quantileNs(99)}
-	if s.count > 0 {
-		m := s.sum / s.count
-		out.MeanNs = &m
+	out := Steps{Count: s.count}
+	if s.first == nil {
+		return out
 	}
+	out.SetupNs = s.setup()
+	first := s.first.End - s.first.Start - out.SetupNs
+	q := s.durs.clone()
+	q.Add(float64(first))
+	mean := (s.sum + first) / s.count
+	last := s.lastNs
+	out.MeanNs, out.LastNs, out.P50Ns, out.P99Ns = &mean, &last, q.quantileNs(50), q.quantileNs(99)
 	return out
 }

@@ -18,14 +18,15 @@ import (
 
 // overlapEvents runs the overlap scenario: a realistic mix of kernels, collectives, groups and waits.
 func overlapEvents(b *testing.B, steps int) ([]timeline.Event, *timeline.Strings) {
-	p, err := session.Prepare(session.Config{Scenario: "overlap", Steps: steps})
+	st := timeline.NewStore(nil)
+	p, err := session.Prepare(session.Config{Scenario: "overlap", Steps: steps}, st)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if _, err := p.Run(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	return p.Store.Events(), p.Store.Strings
+	return st.Events(), p.Strings()
 }
 
 func encode(b *testing.B, evs []timeline.Event, strs *timeline.Strings) []byte {

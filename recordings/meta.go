@@ -1,6 +1,7 @@
 package recordings
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -8,32 +9,29 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// Meta describes the recorded session.
-type Meta struct {
-	Source       string
-	Scenario     string
-	Backend      string
-	Topology     string
-	Devices      int
-	Seed         int64
-	IdleMode     timeline.IdleMode
-	KernelWaitNs int64
-	EpochUnixNs  int64 // wall-clock time of time 0
-	Writer       string
-	Knobs        map[string]string
-	Extra        map[string]string // keys this version does not interpret, kept as found
-}
+// Meta is the recorded session's description: timeline.Meta, the one description of a run that
+// recordings, reports and the console share.
+type Meta = timeline.Meta
 
-func (m Meta) pairs() [][2]string {
-	mode := "engine"
-	if m.IdleMode == timeline.IdleHTA {
-		mode = "hta"
-	}
+// MetaPairs is m as the recording's Meta chunk holds it: key/value pairs, knobs as knob.NAME.
+func MetaPairs(m Meta) [][2]string {
+	mode := m.IdleMode.String()
 	kv := [][2]string{
 		{"source", m.Source}, {"scenario", m.Scenario}, {"backend", m.Backend}, {"topology", m.Topology},
 		{"devices", strconv.Itoa(m.Devices)}, {"seed", strconv.FormatInt(m.Seed, 10)}, {"idle_mode", mode},
 		{"kernel_wait_ns", strconv.FormatInt(m.KernelWaitNs, 10)}, {"epoch_unix_ns", strconv.FormatInt(m.EpochUnixNs, 10)},
 		{"writer", m.Writer},
+	}
+	if m.GPUsPerHost > 0 {
+		kv = append(kv, [2]string{"gpus_per_host", strconv.Itoa(m.GPUsPerHost)})
+	}
+	for i, name := range peakKeys {
+		if m.LinkPeaks[i] > 0 {
+			kv = append(kv, [2]string{name, strconv.FormatFloat(m.LinkPeaks[i], 'g', -1, 64)})
+		}
+	}
+	if m.Mapping != "" {
+		kv = append(kv, [2]string{"mapping", m.Mapping})
 	}
 	keys := make([]string, 0, len(m.Knobs))
 	for k := range m.Knobs {
@@ -81,6 +79,15 @@ func metaFrom(kv [][2]string) Meta {
 			m.EpochUnixNs, _ = strconv.ParseInt(v, 10, 64)
 		case "writer":
 			m.Writer = v
+		case "gpus_per_host":
+			m.GPUsPerHost, _ = strconv.Atoi(v)
+		case "mapping":
+			m.Mapping = v
+		case peakKeys[0], peakKeys[1], peakKeys[2], peakKeys[3]:
+			f, err := strconv.ParseFloat(v, 64)
+			if err == nil && f > 0 {
+				m.LinkPeaks[slices.Index(peakKeys[:], k)] = f
+			}
 		default:
 			if name, ok := strings.CutPrefix(k, "knob."); ok {
 				if m.Knobs == nil {
@@ -97,3 +104,6 @@ func metaFrom(kv [][2]string) Meta {
 	}
 	return m
 }
+
+// peakKeys name the link peaks (bytes/s per device) in timeline.Meta.LinkPeaks order.
+var peakKeys = [timeline.NumPeaks]string{"peak.pcie_bps", "peak.nvlink_bps", "peak.nic_bps", "peak.hbm_bps"}

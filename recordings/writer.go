@@ -73,7 +73,7 @@ func (w *Writer) write(t ChunkType, payload []byte, events int, minStart, maxEnd
 
 // WriteMeta writes a Meta chunk.
 func (w *Writer) WriteMeta(m Meta) error {
-	w.buf = appendKV(w.buf[:0], m.pairs())
+	w.buf = appendKV(w.buf[:0], MetaPairs(m))
 	return w.write(ChunkMeta, w.buf, 0, 0, 0)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/sim"
 	"github.com/xfertop/xfertop/timeline"
@@ -54,14 +55,21 @@ func tiledEvents(b *testing.B, n int) ([]timeline.Event, *timeline.Strings) {
 	return out, store.Strings
 }
 
-// BenchmarkReport10M builds the full report over 10 M events.
+// BenchmarkReport10M builds the full report over 10 M events: every accumulator folds each event,
+// then the report is laid out. Compare with the report of the commit before the analysis layer
+// (report.Build over []Event) by running this benchmark at both commits in one script.
 func BenchmarkReport10M(b *testing.B) {
 	const n = 10_000_000
 	events, strs := tiledEvents(b, n)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		r := Build(events, strs, Meta{Source: "bench"})
+		m := timeline.Meta{Source: "bench", GPUsPerHost: 8, Devices: 8}
+		an := analysis.New(m)
+		for i := range events {
+			an.Emit(&events[i])
+		}
+		r := Build(an.Result(strs), m, Run{})
 		if r.Events != n {
 			b.Fatal("wrong count")
 		}

@@ -1,6 +1,7 @@
-// Package report turns a session's events into the report xfertop prints: steps, transfers by
-// direction, collectives with nccl-tests algbw/busbw, the communicator cache, groups, barriers and
-// stragglers, idle time by cause with HTA's temporal breakdown, communication/computation overlap,
-// and alerts. It is built only from events, so a live run, a replay and an imported trace report
-// alike. Text renders it for people; the Report struct marshals to the documented JSON.
+// Package report formats the analysis of a stream as the report xfertop prints: what ran, steps,
+// transfers by kind and size class, collectives with nccl-tests algbw/busbw, the communicator
+// cache, groups, barriers and stragglers, idle time by cause, HTA's temporal breakdown and overlap
+// per device and pooled, link traffic per device, telemetry and alerts. It computes nothing: every
+// number comes from package analysis, so the report, the console and the exporter agree. Text
+// renders it for people; the Report struct marshals to the JSON documented in docs/report.md.
 package report

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -25,12 +26,13 @@ func handBuilt() ([]timeline.Event, *timeline.Strings) {
 		// One send/recv pair of 500 B in 50 ns: 10 GB/s each.
 		{Kind: timeline.KindSend, Device: 0, Peer: 1, Stream: 2, Start: 300, End: 350, Bytes: 500, Op: 9},
 		{Kind: timeline.KindRecv, Device: 1, Peer: 0, Stream: 3, Start: 300, End: 350, Bytes: 500, Op: 9},
-		// An all-reduce over 4 ranks of 8000 B; instance op 20 spans [1000, 1400) (400 ns), instance 21
-		// spans [2000, 2200) (200 ns): p50 of {400, 200} by nearest rank = 200 ns; algbw 8000/200 = 40
-		// GB/s, busbw 40 × 2·3/4 = 60 GB/s.
-		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 4, Bytes: 8000, Op: 20, Device: 0, Stream: 2, Start: 1000, End: 1300, Peer: nd},
-		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 4, Bytes: 8000, Op: 20, Device: 1, Stream: 3, Start: 1100, End: 1400, Peer: nd},
-		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 4, Bytes: 8000, Op: 21, Device: 0, Stream: 2, Start: 2000, End: 2200, Peer: nd},
+		// An all-reduce over 2 ranks of 8000 B; instance op 20 spans [1000, 1400) (400 ns), instance 21
+		// spans [2000, 2200) (200 ns): p50 of {400, 200} by nearest rank = 200 ns; algbw bytes-weighted
+		// 16000 B / 600 ns = 26.67 GB/s, busbw × 2·1/2 = 26.67 GB/s.
+		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 2, Bytes: 8000, Op: 20, Device: 0, Stream: 2, Start: 1000, End: 1300, Peer: nd},
+		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 2, Bytes: 8000, Op: 20, Device: 1, Stream: 3, Start: 1100, End: 1400, Peer: nd},
+		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 2, Bytes: 8000, Op: 21, Device: 0, Stream: 2, Start: 2000, End: 2200, Peer: nd},
+		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 2, Bytes: 8000, Op: 21, Device: 1, Stream: 3, Start: 2000, End: 2100, Peer: nd},
 		// Communicator cache: comm 1 created on two ranks (900 and 1000 ns: the comm costs 1000), comm 2
 		// in 20 ns; 3 hits, 1 eviction.
 		{Kind: timeline.KindCommInit, Comm: 1, Device: 0, Start: 0, End: 900, Peer: nd},
@@ -43,51 +45,65 @@ func handBuilt() ([]timeline.Event, *timeline.Strings) {
 		// Barrier 30 over ranks 0,1,2: arrivals 100, 200, 700, release 710. Waits 610+510+10 = 1130,
 		// max 610; rank 2 last, median arrival 200: lateness 500.
 		// Barrier 31: arrivals 0, 50, 60, release 70; rank 2 last again, median 50: lateness 10.
-		{Kind: timeline.KindBarrier, Op: 30, Device: 0, Start: 100, End: 710, Peer: nd},
-		{Kind: timeline.KindBarrier, Op: 30, Device: 1, Start: 200, End: 710, Peer: nd},
-		{Kind: timeline.KindBarrier, Op: 30, Device: 2, Start: 700, End: 710, Peer: nd},
-		{Kind: timeline.KindBarrier, Op: 31, Device: 0, Start: 0, End: 70, Peer: nd},
-		{Kind: timeline.KindBarrier, Op: 31, Device: 1, Start: 50, End: 70, Peer: nd},
-		{Kind: timeline.KindBarrier, Op: 31, Device: 2, Start: 60, End: 70, Peer: nd},
+		{Kind: timeline.KindBarrier, Ranks: 3, Op: 30, Device: 0, Start: 100, End: 710, Peer: nd},
+		{Kind: timeline.KindBarrier, Ranks: 3, Op: 30, Device: 1, Start: 200, End: 710, Peer: nd},
+		{Kind: timeline.KindBarrier, Ranks: 3, Op: 30, Device: 2, Start: 700, End: 710, Peer: nd},
+		{Kind: timeline.KindBarrier, Ranks: 3, Op: 31, Device: 0, Start: 0, End: 70, Peer: nd},
+		{Kind: timeline.KindBarrier, Ranks: 3, Op: 31, Device: 1, Start: 50, End: 70, Peer: nd},
+		{Kind: timeline.KindBarrier, Ranks: 3, Op: 31, Device: 2, Start: 60, End: 70, Peer: nd},
 		// An alert.
 		{Kind: timeline.KindAlert, Status: timeline.StatusTimeout, Device: 0, Peer: 1, Op: 9, Bytes: 500, Label: s.ID("watchdog: send op 9 ...")},
 	}
 	return ev, s
 }
 
+// build runs the analysis over events and lays out the report, as every command does.
+func build(events []timeline.Event, strs *timeline.Strings, m timeline.Meta) *Report {
+	an := analysis.New(m)
+	for i := range events {
+		an.Emit(&events[i])
+	}
+	return Build(an.Result(strs), m, Run{})
+}
+
+
 func TestBuild(t *testing.T) {
 	ev, strs := handBuilt()
-	r := Build(ev, strs, Meta{Source: "test", Backend: "sim", Topology: "h100x8", Devices: 8})
-	if r.Steps != (Steps{Count: 2, MeanNs: 2000, P50Ns: 1000, P99Ns: 3000}) {
+	r := build(ev, strs, timeline.Meta{Source: "test", Backend: "sim", Topology: "h100x8", Devices: 8})
+	// The communicators created in [0, 1000) fill the first step: it is all setup (0 ns of its own).
+	if st := r.Steps; st.Count != 2 || st.SetupNs != 1000 || *st.MeanNs != 1500 || *st.P50Ns != 0 || *st.P99Ns != 3000 {
 		t.Errorf("steps %+v", r.Steps)
 	}
 	h2d := r.Transfers.ByKind["h2d"]
-	if h2d != (KindStats{Count: 3, Bytes: 6000, GBpsP50: 20}) {
-		t.Errorf("h2d %+v", h2d)
+	if h2d.Count != 3 || h2d.Bytes != 6000 || h2d.BusyNs != 300 || *h2d.GBps != 20 {
+		t.Errorf("h2d %+v; want 3 copies, 6000 B in 300 ns = 20 GB/s", h2d)
 	}
-	if r.Transfers.Count != 5 || r.Transfers.Bytes != 7000 || r.Transfers.ByKind["send"].GBpsP50 != 10 {
-		t.Errorf("transfers %+v", r.Transfers)
+	if r.Transfers.Count != 4 || r.Transfers.Bytes != 6500 || *r.Transfers.ByKind["send"].GBps != 10 {
+		t.Errorf("transfers %+v; want 3 copies and 1 send, 6500 B (the recv is the send's bytes)", r.Transfers)
 	}
-	for _, k := range TransferKinds {
+	for _, k := range timeline.TransferKinds {
 		if _, ok := r.Transfers.ByKind[k]; !ok {
 			t.Errorf("by_kind lacks %q", k)
 		}
 	}
-	want := Collective{Op: "all_reduce", Ranks: 4, Bytes: 8000, Count: 2, TimeNsP50: 200, AlgBW: 40, BusBW: 60}
-	if len(r.Collectives) != 1 || r.Collectives[0] != want {
-		t.Errorf("collectives %+v; want [%+v]", r.Collectives, want)
+	if len(r.Collectives) != 1 {
+		t.Fatalf("collectives %+v", r.Collectives)
 	}
-	if r.CommCache != (CommCache{Hits: 3, Misses: 2, Evictions: 1, InitNsTotal: 1020}) {
+	c := r.Collectives[0]
+	if c.Op != "all_reduce" || c.Ranks != 2 || c.Bytes != 8000 || c.Count != 2 || *c.P50Ns != 200 || *c.AlgBW != 26.67 || *c.BusBW != 26.67 {
+		t.Errorf("collective %+v", c)
+	}
+	if cc := r.CommCache; cc.Hits != 3 || cc.Misses != 2 || cc.Evictions != 1 || cc.InitNsTotal != 1020 {
 		t.Errorf("comm cache %+v", r.CommCache)
 	}
-	if r.Groups != (Groups{Launches: 2, Ops: 8}) {
+	if r.Groups != (analysis.Groups{Launches: 2, Ops: 8}) {
 		t.Errorf("groups %+v", r.Groups)
 	}
 	b := r.Barriers
 	if b.Count != 2 || b.WaitNs != 1130+(70+20+10) || b.MaxWaitNs != 610 {
 		t.Errorf("barriers %+v", b)
 	}
-	if len(b.Stragglers) != 1 || b.Stragglers[0] != (Straggler{Rank: 2, TimesLast: 2, LatenessNs50: 10}) {
+	if len(b.Stragglers) != 1 || b.Stragglers[0].Rank != 2 || b.Stragglers[0].TimesLast != 2 || *b.Stragglers[0].LatenessNs50 != 10 {
 		t.Errorf("stragglers %+v; want rank 2 last twice, lateness p50 of {500, 10} = 10", b.Stragglers)
 	}
 	if len(r.Alerts) != 1 || r.Alerts[0].Kind != "watchdog" || r.Alerts[0].Bytes != 500 || len(r.Alerts[0].Ranks) != 2 {
@@ -102,7 +118,7 @@ func TestBuild(t *testing.T) {
 func TestJSONKeys(t *testing.T) {
 	ev, strs := handBuilt()
 	for _, events := range [][]timeline.Event{ev, nil} {
-		data, err := json.Marshal(Build(events, strs, Meta{}))
+		data, err := json.Marshal(build(events, strs, timeline.Meta{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,12 +128,12 @@ func TestJSONKeys(t *testing.T) {
 		}
 		paths := []string{"source", "backend", "topology", "devices", "duration_ns", "events", "dropped_events",
 			"steps.count", "steps.mean_ns", "steps.p50_ns", "steps.p99_ns",
-			"transfers.count", "transfers.bytes", "transfers.by_kind.h2d.gbps_p50", "transfers.by_kind.recv.count",
+			"transfers.count", "transfers.bytes", "transfers.by_kind.h2d.gbps", "transfers.by_kind.recv.count",
 			"collectives", "comm_cache.hits", "comm_cache.misses", "comm_cache.evictions", "comm_cache.init_ns_total",
 			"groups.launches", "groups.ops", "barriers.count", "barriers.wait_ns_total", "barriers.max_wait_ns", "barriers.stragglers",
-			"idle.total_ns", "idle.by_cause.host_wait", "idle.by_cause.kernel_wait", "idle.by_cause.event_wait",
+			"idle.total_ns", "idle.stream_gaps_ns", "idle.by_cause.host_wait", "idle.by_cause.kernel_wait", "idle.by_cause.event_wait",
 			"idle.by_cause.barrier_wait", "idle.by_cause.peer_wait", "idle.by_cause.other", "idle.devices", "idle.top_gaps",
-			"overlap.comm_compute_pct", "alerts"}
+			"overlap.comm_compute_pct", "alerts", "links.moved_bytes", "links.devices"}
 		for _, p := range paths {
 			var cur any = m
 			for _, part := range strings.Split(p, ".") {
@@ -139,29 +155,14 @@ func TestJSONKeys(t *testing.T) {
 	}
 }
 
-func TestFormat(t *testing.T) {
-	tests := []struct {
-		ns   int64
-		want string
-	}{{0, "0"}, {999, "999ns"}, {12_400, "12.4µs"}, {336_000_000, "336ms"}, {920_000_000, "920ms"}, {2_500_000_000, "2.5s"}}
-	for _, tc := range tests {
-		if got := Dur(tc.ns); got != tc.want {
-			t.Errorf("Dur(%d) = %q; want %q", tc.ns, got, tc.want)
-		}
-	}
-	if got := Bytes(64 << 20); got != "64MiB" {
-		t.Errorf("Bytes(64MiB) = %q", got)
-	}
-}
-
 func TestTelemetry(t *testing.T) {
 	s := func(dev int32, m timeline.SampleMetric, v int64) timeline.Event {
 		return timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(m), Device: dev, Bytes: v}
 	}
 	evs := []timeline.Event{s(0, timeline.SampleUtilization, 40), s(0, timeline.SampleUtilization, 80), s(0, timeline.SamplePCIeRx, 50e9),
 		s(1, timeline.SampleTempC, 70)}
-	r := Build(evs, timeline.NewStrings(), Meta{})
-	if len(r.Telemetry) != 2 || r.Telemetry[0].Samples != 2 || r.Telemetry[0].Metrics["utilization_pct"] != (MeanMax{Mean: 60, Max: 80}) ||
+	r := build(evs, timeline.NewStrings(), timeline.Meta{})
+	if len(r.Telemetry) != 2 || r.Telemetry[0].Samples != 2 || r.Telemetry[0].Metrics["utilization_pct"] != (analysis.MeanMax{Mean: 60, Max: 80, Latest: 80}) ||
 		r.Telemetry[0].Metrics["pcie_rx_bytes_per_s"].Max != 50e9 || r.Telemetry[1].Metrics["temperature_c"].Max != 70 {
 		t.Errorf("telemetry %+v", r.Telemetry)
 	}

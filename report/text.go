@@ -6,19 +6,68 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
-// Text writes the report for people: one section per topic, numbers with units.
+// Text writes the report for people: one section per topic, numbers in the units a person reads,
+// every percentage with its denominator.
 func Text(w io.Writer, r *Report) error {
 	var b strings.Builder
+	header(&b, r)
+	if r.Steps.Count > 0 {
+		fmt.Fprintf(&b, "\nSteps: %d, mean %s, p50 %s, p99 %s", r.Steps.Count, units.DurP(r.Steps.MeanNs), units.DurP(r.Steps.P50Ns), units.DurP(r.Steps.P99Ns))
+		if r.Steps.SetupNs > 0 {
+			fmt.Fprintf(&b, " (plus %s of communicator setup in the first step)", units.Dur(r.Steps.SetupNs))
+		}
+		b.WriteString("\n")
+	}
+	transfersText(&b, r)
+	collectivesText(&b, r)
+	cc := r.CommCache
+	fmt.Fprintf(&b, "\nCommunicator cache: %d hits, %d misses, %d evictions, %s creating communicators\n",
+		cc.Hits, cc.Misses, cc.Evictions, units.Dur(cc.InitNsTotal))
+	fmt.Fprintf(&b, "Groups: %d launches fusing %d ops\n", r.Groups.Launches, r.Groups.Ops)
+	if r.Barriers.Count > 0 {
+		fmt.Fprintf(&b, "\nBarriers: %d, total wait %s, longest wait %s\n", r.Barriers.Count, units.Dur(r.Barriers.WaitNs), units.Dur(r.Barriers.MaxWaitNs))
+		for i, s := range r.Barriers.Stragglers {
+			if i == 3 {
+				break
+			}
+			fmt.Fprintf(&b, "  rank %d arrived last %d times, %s after the median (p50)\n", s.Rank, s.TimesLast, units.DurP(s.LatenessNs50))
+		}
+	}
+	idleText(&b, r)
+	linksText(&b, r)
+	telemetryText(&b, r)
+	if x := r.Export; x != nil {
+		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %d spans built, %d exported, %d dropped; %d events dropped before export\n",
+			x.Endpoint, x.Protocol, x.State, x.SpansBuilt, x.SpansExported, x.SpansDropped, x.EventsDropped)
+	}
+	if r.AlertCount > 0 {
+		fmt.Fprintf(&b, "\nALERTS (%d):\n", r.AlertCount)
+		for _, a := range r.Alerts {
+			fmt.Fprintf(&b, "  [%s] %s (at %s)\n", a.Kind, a.Message, units.Dur(a.At))
+		}
+		if n := r.AlertCount - int64(len(r.Alerts)); n > 0 {
+			fmt.Fprintf(&b, "  … and %d more\n", n)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func header(b *strings.Builder, r *Report) {
 	title := r.Source
 	if r.Scenario != "" {
 		title = r.Scenario + " on " + r.Source
 	}
-	fmt.Fprintf(&b, "xfertop report: %s\n", title)
-	fmt.Fprintf(&b, "backend %s, topology %s (%d devices), seed %d, %s, %d events", r.Backend, r.Topology, r.Devices, r.Seed, Dur(r.DurationNs), r.Events)
+	fmt.Fprintf(b, "xfertop report: %s\n", title)
+	fmt.Fprintf(b, "backend %s, topology %s (%d devices), seed %d, %s, %d events", r.Backend, r.Topology, r.Devices, r.Seed, units.Dur(r.DurationNs), r.Events)
 	if r.DroppedEvents > 0 {
-		fmt.Fprintf(&b, ", %d DROPPED", r.DroppedEvents)
+		fmt.Fprintf(b, ", %d DROPPED", r.DroppedEvents)
 	}
 	b.WriteString("\n")
 	if len(r.Knobs) > 0 {
@@ -27,142 +76,149 @@ func Text(w io.Writer, r *Report) error {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		var kv []string
+		kv := make([]string, 0, len(keys))
 		for _, k := range keys {
 			kv = append(kv, k+"="+r.Knobs[k])
 		}
-		fmt.Fprintf(&b, "knobs: %s\n", strings.Join(kv, " "))
+		fmt.Fprintf(b, "knobs: %s\n", strings.Join(kv, " "))
 	}
 	if r.Mapping != "" {
-		fmt.Fprintf(&b, "placement: %s\n", r.Mapping)
+		fmt.Fprintf(b, "placement: %s\n", r.Mapping)
 	}
 	if r.Ended != "" {
-		fmt.Fprintf(&b, "run ended early: %s\n", r.Ended)
+		fmt.Fprintf(b, "run ended early: %s\n", r.Ended)
 	}
-	if r.Steps.Count > 0 {
-		fmt.Fprintf(&b, "\nSteps: %d, mean %s, p50 %s, p99 %s\n", r.Steps.Count, Dur(r.Steps.MeanNs), Dur(r.Steps.P50Ns), Dur(r.Steps.P99Ns))
-	}
+}
 
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(&b, "\nTransfers: %d, %s\n", r.Transfers.Count, Bytes(r.Transfers.Bytes))
-	fmt.Fprintln(tw, "kind\tcount\tbytes\tGB/s p50\t")
-	for _, k := range TransferKinds {
+func transfersText(b *strings.Builder, r *Report) {
+	fmt.Fprintf(b, "\nTransfers: %d, %s (copies and sends, each once)\n", r.Transfers.Count, units.Bytes(r.Transfers.Bytes))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "kind\tsize ≤\tcount\tbytes\ttime p50\ttime p99\tGB/s\t")
+	for _, k := range timeline.TransferKinds {
 		ks := r.Transfers.ByKind[k]
 		if ks.Count == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t\n", k, ks.Count, Bytes(ks.Bytes), ks.GBpsP50)
+		fmt.Fprintf(tw, "%s\tall\t%d\t%s\t%s\t%s\t%s\t\n", k, ks.Count, units.Bytes(ks.Bytes), units.DurP(ks.P50Ns), units.DurP(ks.P99Ns), gbps(ks.GBps))
+		for _, s := range r.Transfers.BySize {
+			if s.Kind == k && s.Count < ks.Count {
+				fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s\t%s\t%s\t\n", units.Bytes(s.SizeClass), s.Count, units.Bytes(s.Bytes), units.DurP(s.P50Ns), units.DurP(s.P99Ns), gbps(s.GBps))
+			}
+		}
 	}
 	tw.Flush()
+	b.WriteString("GB/s is bytes-weighted: total bytes / total time of the ops in the row.\n")
+}
 
-	if len(r.Collectives) > 0 {
-		b.WriteString("\nCollectives (nccl-tests algbw/busbw):\n")
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "op\tranks\tbytes\tcount\ttime p50\talgbw GB/s\tbusbw GB/s\t")
-		for _, c := range r.Collectives {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%.2f\t%.2f\t\n", c.Op, c.Ranks, Bytes(c.Bytes), c.Count, Dur(c.TimeNsP50), c.AlgBW, c.BusBW)
-		}
-		tw.Flush()
+func collectivesText(b *strings.Builder, r *Report) {
+	if len(r.Collectives) == 0 {
+		return
 	}
-
-	cc := r.CommCache
-	fmt.Fprintf(&b, "\nCommunicator cache: %d hits, %d misses, %d evictions, %s creating communicators\n",
-		cc.Hits, cc.Misses, cc.Evictions, Dur(cc.InitNsTotal))
-	fmt.Fprintf(&b, "Groups: %d launches fusing %d ops\n", r.Groups.Launches, r.Groups.Ops)
-
-	if r.Barriers.Count > 0 {
-		fmt.Fprintf(&b, "\nBarriers: %d, total wait %s, longest wait %s\n", r.Barriers.Count, Dur(r.Barriers.WaitNs), Dur(r.Barriers.MaxWaitNs))
-		for i, s := range r.Barriers.Stragglers {
-			if i == 3 {
-				break
-			}
-			fmt.Fprintf(&b, "  rank %d arrived last %d times, %s after the median (p50)\n", s.Rank, s.TimesLast, Dur(s.LatenessNs50))
+	b.WriteString("\nCollectives (nccl-tests algbw/busbw, per instance: last rank end − first rank start):\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "op\tranks\tbytes\tcount\ttime p50\talgbw GB/s\tbusbw GB/s\t")
+	for _, c := range r.Collectives {
+		size := units.Unknown
+		if c.Bytes > 0 {
+			size = units.Bytes(c.Bytes)
 		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t\n", c.Op, c.Ranks, size, c.Count, units.DurP(c.P50Ns), gbps(c.AlgBW), gbps(c.BusBW))
 	}
+	tw.Flush()
+	if r.CollIncomplete > 0 {
+		fmt.Fprintf(b, "%d collectives never heard from every rank (not counted)\n", r.CollIncomplete)
+	}
+}
 
-	fmt.Fprintf(&b, "\nIdle time on streams: %s\n", Dur(r.Idle.TotalNs))
-	for _, c := range []string{"host_wait", "kernel_wait", "event_wait", "barrier_wait", "peer_wait", "other"} {
-		v := r.Idle.ByCause[c]
+func gbps(p *float64) string {
+	if p == nil {
+		return units.Unknown
+	}
+	return fmt.Sprintf("%.2f", *p)
+}
+
+func pctOf(a, total int64) string {
+	if total <= 0 {
+		return units.Unknown
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(total))
+}
+
+func idleText(b *strings.Builder, r *Report) {
+	fmt.Fprintf(b, "\nIdle: %s of device time (Σ over devices of the time none of its ops ran)\n", units.Dur(r.Idle.TotalNs))
+	fmt.Fprintf(b, "Gaps between ops on streams: %s (Σ over streams), by cause (%% of that):\n", units.Dur(r.Idle.StreamNs))
+	for _, c := range analysis.Causes() {
+		v := r.Idle.ByCause[c.String()]
 		if v == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "  %-13s %10s  %5.1f%%\n", c, Dur(v), 100*float64(v)/float64(max(r.Idle.TotalNs, 1)))
+		fmt.Fprintf(b, "  %-13s %10s  %6s\n", c, units.Dur(v), pctOf(v, r.Idle.StreamNs))
 	}
 	if len(r.Idle.Devices) > 0 {
-		b.WriteString("Devices (share of each device's span):\n")
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "device\tidle\tidle %\tcompute %\tnon-compute %\t")
+		b.WriteString("Devices (HTA temporal breakdown: % of each device's span; overlap: % of its communication time):\n")
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "device\tspan\tidle\tidle %\tcompute %\tnon-compute %\toverlap %\t")
 		for _, d := range r.Idle.Devices {
-			fmt.Fprintf(tw, "%d\t%s\t%.1f\t%.1f\t%.1f\t\n", d.Device, Dur(d.IdleNs), d.IdlePct, d.ComputePct, d.NonCompPct)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t\n", d.Device, units.Dur(d.SpanNs), units.Dur(d.IdleNs), d.IdlePct, d.ComputePct, d.NonCompPct, pctNum(d.OverlapPct))
 		}
 		tw.Flush()
 	}
 	if len(r.Idle.TopGaps) > 0 {
 		b.WriteString("Largest gaps:\n")
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "device\tstream\tat\tlength\tcause\t")
 		for _, g := range r.Idle.TopGaps {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t\n", g.Device, g.Stream, Dur(g.StartNs), Dur(g.DurNs), g.Cause)
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t\n", g.Device, g.Stream, units.Dur(g.Start), units.Dur(g.Dur), g.CauseName)
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(&b, "\nCommunication overlapped with compute: %.1f%%\n", r.Overlap.CommComputePct)
-
-	if len(r.Telemetry) > 0 {
-		b.WriteString("\nDevice telemetry (NVML, mean / max):\n")
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "device\tsamples\tutil %\tPCIe rx GB/s\tPCIe tx GB/s\tpower W\ttemp °C\t")
-		for _, t := range r.Telemetry {
-			m := t.Metrics
-			fmt.Fprintf(tw, "%d\t%d\t%.0f / %d\t%.1f / %.1f\t%.1f / %.1f\t%.0f / %.0f\t%.0f / %d\t\n", t.Device, t.Samples,
-				m["utilization_pct"].Mean, m["utilization_pct"].Max, m["pcie_rx_bytes_per_s"].Mean/1e9, float64(m["pcie_rx_bytes_per_s"].Max)/1e9,
-				m["pcie_tx_bytes_per_s"].Mean/1e9, float64(m["pcie_tx_bytes_per_s"].Max)/1e9, m["power_milliwatts"].Mean/1e3,
-				float64(m["power_milliwatts"].Max)/1e3, m["temperature_c"].Mean, m["temperature_c"].Max)
-		}
-		tw.Flush()
-	}
-	if x := r.Export; x != nil {
-		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %d spans built, %d exported, %d dropped; %d events dropped before export\n",
-			x.Endpoint, x.Protocol, x.State, x.SpansBuilt, x.SpansExported, x.SpansDropped, x.EventsDropped)
-	}
-	if len(r.Alerts) > 0 {
-		fmt.Fprintf(&b, "\nALERTS (%d):\n", len(r.Alerts))
-		for _, a := range r.Alerts {
-			fmt.Fprintf(&b, "  [%s] %s\n", a.Kind, a.Message)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	fmt.Fprintf(b, "\nCommunication overlapped with compute: %s of communication time, all devices pooled\n", units.Pct(r.Overlap.CommComputePct))
 }
 
-// Dur formats nanoseconds with a unit that keeps three significant figures.
-func Dur(ns int64) string {
-	f := float64(ns)
-	switch {
-	case ns == 0:
-		return "0"
-	case ns < 1_000 && ns > -1_000:
-		return fmt.Sprintf("%dns", ns)
-	case ns < 1_000_000 && ns > -1_000_000:
-		return fmt.Sprintf("%.3gµs", f/1e3)
-	case ns < 1_000_000_000 && ns > -1_000_000_000:
-		return fmt.Sprintf("%.4gms", f/1e6)
+func pctNum(p *float64) string {
+	if p == nil {
+		return units.Unknown
 	}
-	return fmt.Sprintf("%.4gs", f/1e9)
+	return fmt.Sprintf("%.1f", *p)
 }
 
-// Bytes formats a byte count with binary units.
-func Bytes(n int64) string {
-	f := float64(n)
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%dB", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.4gKiB", f/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.4gMiB", f/(1<<20))
-	case n < 1<<40:
-		return fmt.Sprintf("%.4gGiB", f/(1<<30))
+func linksText(b *strings.Builder, r *Report) {
+	if len(r.Links.Devices) == 0 {
+		return
 	}
-	return fmt.Sprintf("%.4gTiB", f/(1<<40))
+	fmt.Fprintf(b, "\nLink traffic (each end on its own device; collectives as bus bytes): %s moved\n", units.Bytes(r.Links.MovedBytes))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "device\tPCIe\tNVLink\tNIC\tHBM\t")
+	for _, d := range r.Links.Devices {
+		if d.Total == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t\n", d.Device, units.Bytes(d.PCIe), units.Bytes(d.NVLink), units.Bytes(d.NIC), units.Bytes(d.HBM))
+	}
+	tw.Flush()
+}
+
+func telemetryText(b *strings.Builder, r *Report) {
+	if len(r.Telemetry) == 0 {
+		return
+	}
+	b.WriteString("\nDevice telemetry (NVML, mean / max):\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "device\tsamples\tutil %\tPCIe rx\tPCIe tx\tpower W\ttemp °C\t")
+	for _, t := range r.Telemetry {
+		m := t.Metrics
+		mm := func(k string, scale float64, rate bool) string {
+			v, ok := m[k]
+			if !ok {
+				return units.Unknown
+			}
+			if rate {
+				return units.Rate(v.Mean) + " / " + units.Rate(float64(v.Max))
+			}
+			return fmt.Sprintf("%.0f / %.0f", v.Mean/scale, float64(v.Max)/scale)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", t.Device, t.Samples, mm("utilization_pct", 1, false),
+			mm("pcie_rx_bytes_per_s", 1, true), mm("pcie_tx_bytes_per_s", 1, true), mm("power_milliwatts", 1e3, false), mm("temperature_c", 1, false))
+	}
+	tw.Flush()
 }

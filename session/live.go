@@ -6,10 +6,10 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -17,7 +17,7 @@ import (
 // Live is a run going on in the background, its events flowing into a bounded window that a
 // console reads. The run never waits for its readers.
 type Live struct {
-	P      *Prepared
+	p      *Prepared
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex
@@ -36,7 +36,7 @@ func StartLive(ctx context.Context, cfg Config) (*Live, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	l := &Live{P: p, cancel: cancel, done: make(chan struct{})}
+	l := &Live{p: p, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		out, err := p.Run(ctx)
@@ -47,6 +47,21 @@ func StartLive(ctx context.Context, cfg Config) (*Live, error) {
 	}()
 	return l, nil
 }
+
+// Snapshot returns the run's recent events.
+func (l *Live) Snapshot() timeline.Snapshot { return l.p.Snapshot() }
+
+// Meta describes the run.
+func (l *Live) Meta() timeline.Meta { return l.p.Meta() }
+
+// Speed is the run's pace (0: unpaced).
+func (l *Live) Speed() float64 { return l.p.Speed() }
+
+// Dropped returns the events the recorder dropped.
+func (l *Live) Dropped() int64 { return l.p.Dropped() }
+
+// ExportStats returns the export's counters (nil when not exporting).
+func (l *Live) ExportStats() *otel.Stats { return l.p.ExportStats() }
 
 // Stop cancels the run and waits for it (and its recording) to finish.
 func (l *Live) Stop() (Outcome, error) {
@@ -78,18 +93,21 @@ func (l *Live) Err() error {
 }
 
 // SimPeaks returns the simulator's per-device link peaks in bytes/s: PCIe, NVLink, NIC, HBM.
-func SimPeaks() [4]float64 {
+func SimPeaks() [timeline.NumPeaks]float64 {
 	m := sim.DefaultModel()
-	return [4]float64{m.PCIeBps, m.NVLinkBps, m.NICBps, m.HBMBps}
+	var p [timeline.NumPeaks]float64
+	p[timeline.PeakPCIe], p[timeline.PeakNVLink], p[timeline.PeakNIC], p[timeline.PeakHBM] = m.PCIeBps, m.NVLinkBps, m.NICBps, m.HBMBps
+	return p
 }
 
 // ReplaySource replays a recording into a bounded window in the background, paced at a speed that
 // can change while it runs, and can seek.
 type ReplaySource struct {
 	Path     string
-	Meta     recordings.Meta
+	Meta     timeline.Meta
 	Duration int64 // the recording's length (0 when it has no index)
 	win      atomic.Pointer[timeline.Window]
+	gen      atomic.Uint64
 	limit    int
 	salvage  bool
 	speed    atomic.Uint64 // float64 bits
@@ -162,7 +180,7 @@ func (rs *ReplaySource) Stop() {
 func (rs *ReplaySource) loop(ctx context.Context, from int64) {
 	defer close(rs.finished)
 	for {
-		next, err := rs.play(ctx, from)
+		next, err := rs.replay(ctx, from)
 		if err != nil {
 			rs.err.Store(&err)
 		}
@@ -183,66 +201,33 @@ func (rs *ReplaySource) loop(ctx context.Context, from int64) {
 	}
 }
 
-// play replays from time from; it returns the time to seek to when asked to, or -1 at the end.
-func (rs *ReplaySource) play(ctx context.Context, from int64) (int64, error) {
+// replay replays from time from into a fresh window; it returns the time to seek to when asked
+// to, or -1 at the end.
+func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 	r, f, err := recordings.Open(rs.Path, recordings.Options{Salvage: rs.salvage})
 	if err != nil {
 		return -1, err
 	}
 	defer f.Close()
-	// A fresh window over this reader's string table: the console starts afresh after a seek.
+	// A fresh window over this reader's string table, of a new generation: the console starts
+	// afresh after a seek.
 	win := timeline.NewWindow(rs.limit, r.Strings())
+	win.SetGeneration(rs.gen.Add(1))
 	rs.win.Store(win)
-	if from > 0 {
-		r.SeekTime(from)
-	}
-	wall0, sim0 := time.Now(), from
-	for r.Next() {
-		for i := range r.At() {
-			e := &r.At()[i]
-			if e.End < from {
-				continue
-			}
-			for {
-				sp := rs.Speed()
-				if sp <= 0 {
-					break
-				}
-				target := wall0.Add(time.Duration(float64(e.End-sim0) / sp))
-				d := time.Until(target)
-				if d <= time.Millisecond {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					return -1, nil
-				case t := <-rs.seek:
-					return t, nil
-				case <-time.After(min(d, 50*time.Millisecond)):
-					// Re-check: the speed may have changed.
-					if rs.Speed() != sp {
-						wall0, sim0 = time.Now(), e.End
-					}
-				}
-			}
-			win.Emit(e)
-		}
+	emit := func(e *timeline.Event) {
+		win.Emit(e)
 		rs.dropped.Store(r.Dropped())
-		select {
-		case <-ctx.Done():
-			return -1, nil
-		case t := <-rs.seek:
-			return t, nil
-		default:
-		}
 	}
+	next, err := play(ctx, r, from, rs.Speed, rs.seek, emit)
 	rs.dropped.Store(r.Dropped())
-	if err := r.Err(); err != nil {
-		return -1, err
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return -1, nil
+	}
+	if err != nil || next >= 0 {
+		return next, err
 	}
 	if len(r.Warnings()) > 0 {
-		w := errors.New(r.Warnings()[0])
-		return -1, w
+		return -1, errors.New(r.Warnings()[0])
 	}
 	return -1, nil
 }

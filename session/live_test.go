@@ -27,7 +27,7 @@ func TestLiveMemoryBounded(t *testing.T) {
 	early := heap()
 	time.Sleep(1500 * time.Millisecond)
 	late := heap()
-	snap := l.P.Window.Snapshot()
+	snap := l.Snapshot()
 	if _, err := l.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,12 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
@@ -15,21 +17,16 @@ import (
 // Writer identifies the xfertop that wrote a recording.
 const Writer = "xfertop 0.1"
 
-// RecordingMeta describes a prepared run for its recording. epoch is the wall-clock time of
-// simulated time 0.
-func (p *Prepared) RecordingMeta(epoch time.Time) recordings.Meta {
-	return recordings.Meta{Source: p.backendName(), Scenario: p.Scenario.File.Name, Backend: p.backendName(), Topology: p.Topology.Name,
-		Devices: p.Topology.Devices(), Seed: p.Config.Seed, IdleMode: timeline.IdleEngine, EpochUnixNs: epoch.UnixNano(),
-		Writer: Writer, Knobs: p.Scenario.Knobs}
-}
+// ErrNoEvents is returned for a recording that holds no events (a header only).
+var ErrNoEvents = errors.New("no events")
 
 // startRecording creates the recording and adds the recorder to the sinks.
 func (p *Prepared) startRecording() error {
-	w, err := recordings.Create(p.Config.Record)
+	w, err := recordings.Create(p.cfg.Record)
 	if err != nil {
 		return err
 	}
-	rec, err := recordings.NewRecorder(w, p.Store.Strings, p.RecordingMeta(p.Config.Epoch))
+	rec, err := recordings.NewRecorder(w, p.strs, p.Meta())
 	if err != nil {
 		return err
 	}
@@ -47,7 +44,7 @@ func (p *Prepared) stopRecording(o Outcome, runErr error) error {
 		ended = runErr.Error()
 	}
 	if err := p.recorder.Close([][2]string{{"ended", ended}, {"steps", strconv.Itoa(o.Steps)}}); err != nil {
-		return fmt.Errorf("recording %s: %w", p.Config.Record, err)
+		return fmt.Errorf("recording %s: %w", p.cfg.Record, err)
 	}
 	return nil
 }
@@ -69,30 +66,28 @@ type ReplayConfig struct {
 	Salvage bool
 }
 
-// Replayed is a recording read back into a store.
+// Replayed is a recording read back and analysed.
 type Replayed struct {
 	Export   *otel.Stats
-	Store    *timeline.Store
-	Meta     recordings.Meta
+	Meta     timeline.Meta
 	Outcome  map[string]string
 	Dropped  int64
 	Warnings []string
+	Strings  *timeline.Strings
+	analyzer *analysis.Analyzer
 }
 
-// Replay reads a recording into a store, emitting its events to the extra sinks too, paced to the
-// wall clock at cfg.Speed and starting at cfg.From. It is the same event stream the live run produced.
+// Replay reads a recording back, analysing its events and emitting them to the extra sinks too,
+// paced to the wall clock at cfg.Speed and starting at cfg.From. It is the same event stream the
+// live run produced. A recording without events is ErrNoEvents.
 func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Replayed, error) {
 	r, f, err := recordings.Open(cfg.Path, recordings.Options{Salvage: cfg.Salvage})
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	from := cfg.From.Nanoseconds()
-	if from > 0 {
-		r.SeekTime(from)
-	}
-	store := timeline.NewStore(r.Strings())
-	fan := &fanout{sinks: append([]timeline.Sink{store}, sinks...)}
+	an := analysis.New(r.Meta())
+	fan := &fanout{sinks: append([]timeline.Sink{an}, sinks...)}
 	var exp *otel.Exporter
 	if cfg.Export != nil {
 		ec := *cfg.Export
@@ -103,32 +98,12 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 		}
 		fan.sinks = append(fan.sinks, exp)
 	}
-	wall0 := time.Now()
-	for r.Next() {
-		for i, e := range r.At() {
-			if e.End < from {
-				continue
-			}
-			if cfg.Speed > 0 {
-				target := wall0.Add(time.Duration(float64(e.End-from) / cfg.Speed))
-				if d := time.Until(target); d > time.Millisecond {
-					select {
-					case <-ctx.Done():
-						return nil, fmt.Errorf("replay %s: %w", cfg.Path, ctx.Err())
-					case <-time.After(d):
-					}
-				}
-			}
-			fan.Emit(&r.At()[i])
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("replay %s: %w", cfg.Path, err)
-		}
+	speed := func() float64 { return cfg.Speed }
+	if _, err := play(ctx, r, cfg.From.Nanoseconds(), speed, nil, fan.Emit); err != nil {
+		return nil, fmt.Errorf("replay %s: %w", cfg.Path, err)
 	}
-	if err := r.Err(); err != nil {
-		return nil, err
-	}
-	out := &Replayed{Store: store, Meta: r.Meta(), Outcome: map[string]string{}, Dropped: r.Dropped(), Warnings: r.Warnings()}
+	out := &Replayed{Meta: r.Meta(), Outcome: map[string]string{}, Dropped: r.Dropped(), Warnings: r.Warnings(),
+		Strings: r.Strings(), analyzer: an}
 	if exp != nil {
 		fctx, cancel := context.WithTimeout(context.Background(), ExportFlushTimeout)
 		_ = exp.Close(fctx)
@@ -139,21 +114,75 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 	for _, kv := range r.Outcome() {
 		out.Outcome[kv[0]] = kv[1]
 	}
+	if an.Events() == 0 && cfg.From == 0 {
+		return out, fmt.Errorf("replay %s: %w", cfg.Path, ErrNoEvents)
+	}
 	return out, nil
 }
 
-// ReportMeta is the report description of a replayed recording: the same as the run that made it.
-func (r *Replayed) ReportMeta() report.Meta {
-	m := r.Meta
-	return report.Meta{Source: m.Source, Scenario: m.Scenario, Knobs: m.Knobs, Backend: m.Backend, Topology: m.Topology,
-		Devices: m.Devices, Seed: m.Seed, DroppedEvents: r.Dropped, IdleMode: m.IdleMode, KernelWaitNs: m.KernelWaitNs,
-		Ended: r.Outcome["ended"], Export: reportExport(r.Export)}
+// Report is the replayed recording's report: the same as the run that made it.
+func (r *Replayed) Report() *report.Report {
+	return report.Build(r.analyzer.Result(r.Strings), r.Meta, report.Run{Ended: r.Outcome["ended"], DroppedEvents: r.Dropped,
+		Export: reportExport(r.Export)})
+}
+
+// play emits a recording's events that end at or after from, pacing each to the wall clock at
+// speed() simulated seconds per wall second (re-read as it changes; 0 as fast as possible). A time
+// received on seek stops it and is returned as next; otherwise next is -1 when the recording ends or
+// ctx is done. It is the one replay loop: the headless replay and the console's replay use it.
+func play(ctx context.Context, r *recordings.Reader, from int64, speed func() float64, seek <-chan int64, emit func(*timeline.Event)) (next int64, err error) {
+	if from > 0 {
+		r.SeekTime(from)
+	}
+	wall0, sim0 := time.Now(), from
+	sp := speed()
+	for r.Next() {
+		evs := r.At()
+		for i := range evs {
+			e := &evs[i]
+			if e.End < from {
+				continue
+			}
+			for {
+				if now := speed(); now != sp {
+					// The pace changed: keep the present where it is.
+					wall0, sim0, sp = time.Now(), e.End, now
+				}
+				if sp <= 0 {
+					break
+				}
+				d := time.Until(wall0.Add(time.Duration(float64(e.End-sim0) / sp)))
+				if d <= time.Millisecond {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return -1, ctx.Err()
+				case t := <-seek:
+					return t, nil
+				case <-time.After(min(d, 50*time.Millisecond)):
+				}
+			}
+			emit(e)
+		}
+		select {
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case t := <-seek:
+			return t, nil
+		default:
+		}
+	}
+	if err := r.Err(); err != nil {
+		return -1, err
+	}
+	return -1, nil
 }
 
 // backendName is the backend's name, known before the backend is built (the recording starts first).
 func (p *Prepared) backendName() string {
-	if p.Config.Backend == "" {
+	if p.cfg.Backend == "" {
 		return "sim"
 	}
-	return p.Config.Backend
+	return p.cfg.Backend
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
 )
 
 var update = flag.Bool("update", false, "rewrite recordings/samples from the built-in scenarios")
@@ -33,7 +34,8 @@ func TestReplayGivesTheSameReport(t *testing.T) {
 	for _, name := range builtins {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name+".xfr")
-			p, err := Prepare(Config{Scenario: name, Steps: 3, Record: path})
+			st := timeline.NewStore(nil)
+			p, err := Prepare(Config{Scenario: name, Steps: 3, Record: path}, st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +43,7 @@ func TestReplayGivesTheSameReport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			live := reportJSON(t, report.Build(p.Store.Events(), p.Store.Strings, p.Meta(out)))
+			live := reportJSON(t, p.Report(out))
 			rp, err := Replay(context.Background(), ReplayConfig{Path: path})
 			if err != nil {
 				t.Fatal(err)
@@ -49,13 +51,13 @@ func TestReplayGivesTheSameReport(t *testing.T) {
 			if len(rp.Warnings) != 0 {
 				t.Errorf("warnings: %v", rp.Warnings)
 			}
-			replayed := reportJSON(t, report.Build(rp.Store.Events(), rp.Store.Strings, rp.ReportMeta()))
+			replayed := reportJSON(t, rp.Report())
 			if live != replayed {
 				t.Errorf("replayed report differs from the live one:\nlive   %s\nreplay %s", live, replayed)
 			}
-			st, _ := os.Stat(path)
-			perEvent := float64(st.Size()) / float64(p.Store.Len())
-			t.Logf("%s: %d events, %d bytes, %.1f bytes/event", name, p.Store.Len(), st.Size(), perEvent)
+			fi, _ := os.Stat(path)
+			perEvent := float64(fi.Size()) / float64(st.Len())
+			t.Logf("%s: %d events, %d bytes, %.1f bytes/event", name, st.Len(), fi.Size(), perEvent)
 			if perEvent > 24 {
 				t.Errorf("%.1f bytes per event; the format's target is ≤ 24", perEvent)
 			}
@@ -66,7 +68,8 @@ func TestReplayGivesTheSameReport(t *testing.T) {
 // --from starts the replay at a time into the recording: only events ending after it come back.
 func TestReplayFrom(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.xfr")
-	p, err := Prepare(Config{Scenario: "straggler", Steps: 10, Record: path})
+	st := timeline.NewStore(nil)
+	p, err := Prepare(Config{Scenario: "straggler", Steps: 10, Record: path}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,18 +77,19 @@ func TestReplayFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	from := 70 * time.Millisecond
-	rp, err := Replay(context.Background(), ReplayConfig{Path: path, From: from})
+	replayed := timeline.NewStore(nil)
+	_, err = Replay(context.Background(), ReplayConfig{Path: path, From: from}, replayed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := 0
-	for _, e := range p.Store.Events() {
+	for _, e := range st.Events() {
 		if e.End >= from.Nanoseconds() {
 			want++
 		}
 	}
-	if rp.Store.Len() != want || want == 0 || want == p.Store.Len() {
-		t.Errorf("replay from %v: %d events; want the %d of %d that end after it", from, rp.Store.Len(), want, p.Store.Len())
+	if replayed.Len() != want || want == 0 || want == st.Len() {
+		t.Errorf("replay from %v: %d events; want the %d of %d that end after it", from, replayed.Len(), want, st.Len())
 	}
 }
 
@@ -93,7 +97,8 @@ func TestReplayFrom(t *testing.T) {
 func TestReplayTornRecording(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "torn.xfr")
 	// 20 steps of overlap are ~29 000 events: several chunks of at most 8192.
-	p, err := Prepare(Config{Scenario: "overlap", Steps: 20, Record: path})
+	st := timeline.NewStore(nil)
+	p, err := Prepare(Config{Scenario: "overlap", Steps: 20, Record: path}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,12 +109,13 @@ func TestReplayTornRecording(t *testing.T) {
 	if err := os.WriteFile(path, data[:len(data)*2/3], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rp, err := Replay(context.Background(), ReplayConfig{Path: path})
+	replayed := timeline.NewStore(nil)
+	rp, err := Replay(context.Background(), ReplayConfig{Path: path}, replayed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rp.Store.Len() == 0 || rp.Store.Len() >= p.Store.Len() || len(rp.Warnings) == 0 {
-		t.Errorf("torn replay: %d of %d events, warnings %v", rp.Store.Len(), p.Store.Len(), rp.Warnings)
+	if replayed.Len() == 0 || replayed.Len() >= st.Len() || len(rp.Warnings) == 0 {
+		t.Errorf("torn replay: %d of %d events, warnings %v", replayed.Len(), st.Len(), rp.Warnings)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/sim"
 	"github.com/xfertop/xfertop/otel"
@@ -54,18 +55,19 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 // Unwrap returns the underlying error.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Prepared is a run ready to start: scenario resolved, backend and client built.
+// Prepared is a run ready to start: scenario resolved, backend and client built. A headless run
+// folds its events into an analyzer as they happen (no event is kept); a console run keeps the most
+// recent in a window instead, and the console analyses them.
 type Prepared struct {
-	Config   Config
-	Scenario *scenario.Scenario
-	Store    *timeline.Store
-	Client   *engine.Client
-	Sim      *sim.Sim       // the simulator, when the backend is sim
-	Backend  engine.Backend // sim or cuda
-	Mapping  string         // how ranks were placed on GPUs (cuda)
-	Topology engine.Topology
-	// Window holds recent events when Config.Window is set (Store then holds only the strings).
-	Window   *timeline.Window
+	cfg      Config
+	scenario *scenario.Scenario
+	strs     *timeline.Strings
+	client   *engine.Client
+	backend  engine.Backend
+	mapping  string // how ranks were placed on GPUs (cuda)
+	topo     engine.Topology
+	window   *timeline.Window   // when Config.Window is set
+	analyzer *analysis.Analyzer // otherwise
 	fan      *fanout
 	recorder *recordings.Recorder
 	exporter *otel.Exporter
@@ -100,31 +102,32 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	store := timeline.NewStore(nil)
+	strs := timeline.NewStrings()
 	fan := &fanout{}
-	p := &Prepared{Config: cfg, Scenario: sc, Store: store, Topology: topo, fan: fan}
+	p := &Prepared{cfg: cfg, scenario: sc, strs: strs, topo: topo, fan: fan}
 	if cfg.Window > 0 {
-		p.Window = timeline.NewWindow(cfg.Window, store.Strings)
-		fan.sinks = append(fan.sinks, p.Window)
+		p.window = timeline.NewWindow(cfg.Window, strs)
+		fan.sinks = append(fan.sinks, p.window)
 	} else {
-		fan.sinks = append(fan.sinks, store)
+		p.analyzer = analysis.New(p.Meta())
+		fan.sinks = append(fan.sinks, p.analyzer)
 	}
 	fan.sinks = append(fan.sinks, sinks...)
 	if cfg.NVML {
-		fan.inbox = &inbox{strs: store.Strings}
+		fan.inbox = &inbox{strs: strs}
 		if cfg.Epoch.IsZero() {
 			cfg.Epoch = time.Now()
-			p.Config.Epoch = cfg.Epoch
+			p.cfg.Epoch = cfg.Epoch
 		}
 	}
 	if cfg.Export != nil {
 		ec := *cfg.Export
 		if cfg.Epoch.IsZero() {
 			cfg.Epoch = time.Now()
-			p.Config.Epoch = cfg.Epoch
+			p.cfg.Epoch = cfg.Epoch
 		}
 		ec.Epoch, ec.Scenario = cfg.Epoch, sc.File.Name
-		x, err := otel.New(context.Background(), ec, store.Strings)
+		x, err := otel.New(context.Background(), ec, strs)
 		if err != nil {
 			return nil, &ConfigError{fmt.Errorf("--otlp: %w", err)}
 		}
@@ -134,7 +137,7 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	if cfg.Record != "" {
 		if cfg.Epoch.IsZero() {
 			cfg.Epoch = time.Now()
-			p.Config.Epoch = cfg.Epoch
+			p.cfg.Epoch = cfg.Epoch
 		}
 		if err := p.startRecording(); err != nil {
 			return nil, &ConfigError{fmt.Errorf("--record: %w", err)}
@@ -142,20 +145,20 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	}
 	var backend engine.Backend
 	if cfg.Backend == "cuda" {
-		b, mapping, err := newCUDA(cfg, topo, fan, store.Strings)
+		b, mapping, err := newCUDA(cfg, topo, fan, strs)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
-		backend, p.Mapping = b, mapping
+		backend, p.mapping = b, mapping
 	} else {
-		s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.DefaultModel()}, fan, store.Strings)
+		s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.DefaultModel()}, fan, strs)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
-		backend, p.Sim = s, s
+		backend = s
 	}
-	p.Backend = backend
-	p.Client = engine.NewClient(backend, fan, sc.Options)
+	p.backend = backend
+	p.client = engine.NewClient(backend, fan, sc.Options)
 	return p, nil
 }
 
@@ -173,11 +176,11 @@ type Outcome struct {
 // recorded is kept; a failure to close it is returned if nothing else failed.
 func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 	var stopProbe func()
-	if p.Config.NVML {
+	if p.cfg.NVML {
 		stopProbe = p.startProbe(ctx)
 	}
 	begin := time.Now()
-	res, err := p.Scenario.Run(ctx, p.Client, p.fan, scenario.RunConfig{Steps: p.Config.Steps, Duration: p.Config.Duration, Seed: p.Config.Seed})
+	res, err := p.scenario.Run(ctx, p.client, p.fan, scenario.RunConfig{Steps: p.cfg.Steps, Duration: p.cfg.Duration, Seed: p.cfg.Seed})
 	out := Outcome{Steps: res.Steps, Ended: res.Err, Wall: time.Since(begin)}
 	if stopProbe != nil {
 		stopProbe() // before the recording and the export close: its last samples belong to the run
@@ -212,17 +215,44 @@ func (p *Prepared) ExportStats() *otel.Stats {
 	return &s
 }
 
-// Meta describes the run for the report.
-func (p *Prepared) Meta(o Outcome) report.Meta {
-	m := report.Meta{Source: p.backendName(), Scenario: p.Scenario.File.Name, Knobs: p.Scenario.Knobs, Backend: p.backendName(),
-		Topology: p.Topology.Name, Devices: p.Topology.Devices(), Seed: p.Config.Seed, IdleMode: timeline.IdleEngine, Mapping: p.Mapping}
-	if o.Ended != nil {
-		m.Ended = o.Ended.Error()
+// Meta describes the run: the same description in its recording, its report and the console.
+func (p *Prepared) Meta() timeline.Meta {
+	m := timeline.Meta{Source: p.backendName(), Scenario: p.scenario.File.Name, Knobs: p.scenario.Knobs, Backend: p.backendName(),
+		Topology: p.topo.Name, Devices: p.topo.Devices(), GPUsPerHost: p.topo.GPUsPerHost, Seed: p.cfg.Seed,
+		IdleMode: timeline.IdleEngine, KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: p.cfg.Epoch.UnixNano(),
+		Writer: Writer, Mapping: p.mapping}
+	if p.backendName() == "sim" {
+		m.LinkPeaks = SimPeaks()
 	}
-	m.DroppedEvents = p.Dropped()
-	m.Export = reportExport(p.ExportStats())
 	return m
 }
+
+// Report is the report of a headless run that ended with o. It is nil for a console run, whose
+// console analyses its window.
+func (p *Prepared) Report(o Outcome) *report.Report {
+	if p.analyzer == nil {
+		return nil
+	}
+	run := report.Run{DroppedEvents: p.Dropped(), Export: reportExport(p.ExportStats())}
+	if o.Ended != nil {
+		run.Ended = o.Ended.Error()
+	}
+	return report.Build(p.analyzer.Result(p.strs), p.Meta(), run)
+}
+
+// Snapshot returns the events a console run holds now (empty for a headless run).
+func (p *Prepared) Snapshot() timeline.Snapshot {
+	if p.window == nil {
+		return timeline.Snapshot{}
+	}
+	return p.window.Snapshot()
+}
+
+// Speed is the pace the run was asked for (0: unpaced).
+func (p *Prepared) Speed() float64 { return p.cfg.Speed }
+
+// Strings is the run's label table. Like the events, it belongs to the producer's goroutine.
+func (p *Prepared) Strings() *timeline.Strings { return p.strs }
 
 // EndedByAlert reports whether the outcome is a watchdog alert or a deadlock.
 func (o Outcome) EndedByAlert() bool {
@@ -300,8 +330,8 @@ func reportExport(s *otel.Stats) *report.Export {
 func (p *Prepared) startProbe(ctx context.Context) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	epoch := p.Config.Epoch
-	probe := nvml.New(nvml.NewLibrary(""), p.Config.NVMLInterval, p.fan.inbox.put, func() int64 { return time.Since(epoch).Nanoseconds() })
+	epoch := p.cfg.Epoch
+	probe := nvml.New(nvml.NewLibrary(""), p.cfg.NVMLInterval, p.fan.inbox.put, func() int64 { return time.Since(epoch).Nanoseconds() })
 	go func() {
 		defer close(done)
 		_ = probe.Run(ctx) // an unusable NVML is reported by the probe as an alert

@@ -11,6 +11,8 @@ import (
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/probes/nvml"
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // runReport runs a scenario to completion and returns its report.
@@ -24,7 +26,7 @@ func runReport(t *testing.T, cfg Config) (*report.Report, Outcome) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return report.Build(p.Store.Events(), p.Store.Strings, p.Meta(out)), out
+	return p.Report(out), out
 }
 
 // pipeline reproduces the published effect of high-priority D2D streams: the step time with high
@@ -32,8 +34,8 @@ func runReport(t *testing.T, cfg Config) (*report.Report, Outcome) {
 func TestPipelinePriorityEffect(t *testing.T) {
 	high, _ := runReport(t, Config{Scenario: "pipeline", Sets: map[string]string{"d2d_priority": "high"}})
 	normal, _ := runReport(t, Config{Scenario: "pipeline", Sets: map[string]string{"d2d_priority": "normal"}})
-	cut := 1 - float64(high.Steps.P50Ns)/float64(normal.Steps.P50Ns)
-	t.Logf("pipeline step p50: high %s, normal %s (%.1f%% lower)", report.Dur(high.Steps.P50Ns), report.Dur(normal.Steps.P50Ns), 100*cut)
+	cut := 1 - float64(*high.Steps.P50Ns)/float64(*normal.Steps.P50Ns)
+	t.Logf("pipeline step p50: high %s, normal %s (%.1f%% lower)", units.Dur(*high.Steps.P50Ns), units.Dur(*normal.Steps.P50Ns), 100*cut)
 	if cut < 0.15 || cut > 0.25 {
 		t.Errorf("high priority cuts the step by %.1f%%; want 15–25%%", 100*cut)
 	}
@@ -94,8 +96,8 @@ func TestCrosshostCommCache(t *testing.T) {
 	if off.CommCache.Hits != 0 || off.CommCache.Misses <= on.CommCache.Misses*5 {
 		t.Errorf("cache off: %+v; want no hits and many more misses", off.CommCache)
 	}
-	if off.Steps.P50Ns < on.Steps.P50Ns*3 {
-		t.Errorf("cache off p50 step %s vs on %s: creating communicators should dominate", report.Dur(off.Steps.P50Ns), report.Dur(on.Steps.P50Ns))
+	if *off.Steps.P50Ns < *on.Steps.P50Ns*3 {
+		t.Errorf("cache off p50 step %s vs on %s: creating communicators should dominate", units.Dur(*off.Steps.P50Ns), units.Dur(*on.Steps.P50Ns))
 	}
 	if small.CommCache.Evictions == 0 {
 		t.Errorf("cache of 12 for 16 communicators evicted nothing: %+v", small.CommCache)
@@ -112,13 +114,13 @@ func TestCrosshostCommCache(t *testing.T) {
 func TestOverlapEarlySend(t *testing.T) {
 	early, _ := runReport(t, Config{Scenario: "overlap"})
 	late, _ := runReport(t, Config{Scenario: "overlap", Sets: map[string]string{"early_send": "off"}})
-	t.Logf("overlap %.1f%%; step p50 early %s, late %s; host wait early %s, late %s", early.Overlap.CommComputePct,
-		report.Dur(early.Steps.P50Ns), report.Dur(late.Steps.P50Ns), report.Dur(early.Idle.ByCause["host_wait"]), report.Dur(late.Idle.ByCause["host_wait"]))
-	if early.Overlap.CommComputePct < 50 {
-		t.Errorf("comm/compute overlap %.1f%%; want most communication hidden", early.Overlap.CommComputePct)
+	t.Logf("overlap %.1f%%; step p50 early %s, late %s; host wait early %s, late %s", *early.Overlap.CommComputePct,
+		units.Dur(*early.Steps.P50Ns), units.Dur(*late.Steps.P50Ns), units.Dur(early.Idle.ByCause["host_wait"]), units.Dur(late.Idle.ByCause["host_wait"]))
+	if *early.Overlap.CommComputePct < 50 {
+		t.Errorf("comm/compute overlap %.1f%%; want most communication hidden", *early.Overlap.CommComputePct)
 	}
-	if late.Steps.P50Ns <= early.Steps.P50Ns {
-		t.Errorf("early send does not help: p50 %d vs %d", early.Steps.P50Ns, late.Steps.P50Ns)
+	if *late.Steps.P50Ns <= *early.Steps.P50Ns {
+		t.Errorf("early send does not help: p50 %d vs %d", *early.Steps.P50Ns, *late.Steps.P50Ns)
 	}
 	if early.Groups.Launches == 0 {
 		t.Error("groups=on launched no groups")
@@ -136,18 +138,19 @@ func TestAllReduceSweep(t *testing.T) {
 		t.Fatalf("%d sizes; want 28 (8 B … 1 GiB)", len(r.Collectives))
 	}
 	last := r.Collectives[len(r.Collectives)-1]
-	if last.Bytes != 1<<30 || last.BusBW < 333 || last.BusBW > 407 {
+	if last.Bytes != 1<<30 || *last.BusBW < 333 || *last.BusBW > 407 {
 		t.Errorf("1 GiB row %+v; want busbw 370 ±10%%", last)
 	}
 	small := r.Collectives[0]
-	if small.TimeNsP50 < 10_000 || small.TimeNsP50 > 40_000 {
-		t.Errorf("8 B all-reduce takes %s; want latency-bound tens of µs", report.Dur(small.TimeNsP50))
+	if *small.P50Ns < 10_000 || *small.P50Ns > 40_000 {
+		t.Errorf("8 B all-reduce takes %s; want latency-bound tens of µs", units.Dur(*small.P50Ns))
 	}
 }
 
 // moe-alltoall: ragged all-to-all with skewed per-rank sizes.
 func TestMoERagged(t *testing.T) {
-	p, err := Prepare(Config{Scenario: "moe-alltoall", Steps: 2})
+	st := timeline.NewStore(nil)
+	p, err := Prepare(Config{Scenario: "moe-alltoall", Steps: 2}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +158,7 @@ func TestMoERagged(t *testing.T) {
 		t.Fatal(err)
 	}
 	sizes := map[int64]bool{}
-	for _, e := range p.Store.Events() {
+	for _, e := range st.Events() {
 		if e.Kind == 4 && e.Sub == 5 { // collective, ragged all-to-all
 			sizes[e.Bytes] = true
 		}
@@ -217,7 +220,8 @@ func TestEveryBuiltinRuns(t *testing.T) {
 
 // A cancelled context stops the run and reports it, with what ran so far kept.
 func TestCancel(t *testing.T) {
-	p, err := Prepare(Config{Scenario: "pipeline", Speed: 0.001})
+	st := timeline.NewStore(nil)
+	p, err := Prepare(Config{Scenario: "pipeline", Speed: 0.001}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +231,7 @@ func TestCancel(t *testing.T) {
 	if err != nil || !errors.Is(out.Ended, engine.ErrCanceled) {
 		t.Errorf("cancelled run: out %+v err %v", out, err)
 	}
-	if p.Store.Len() == 0 {
+	if st.Len() == 0 {
 		t.Error("events before the cancel were lost")
 	}
 }
@@ -243,7 +247,8 @@ func TestDurationLimit(t *testing.T) {
 
 // Paced at speed X, a run cannot finish before simulated time / X of wall time has passed.
 func TestPacing(t *testing.T) {
-	p, err := Prepare(Config{Scenario: "straggler", Steps: 2, Speed: 1})
+	st := timeline.NewStore(nil)
+	p, err := Prepare(Config{Scenario: "straggler", Steps: 2, Speed: 1}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +256,7 @@ func TestPacing(t *testing.T) {
 	if _, err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	wall, simulated := time.Since(begin), time.Duration(p.Sim.Now())
+	wall, simulated := time.Since(begin), time.Duration(st.Events()[st.Len()-1].End)
 	// Events less than a millisecond ahead are not waited for, so the run may end up to 1 ms early.
 	if wall < simulated-time.Millisecond {
 		t.Errorf("paced at speed 1, %v of simulated time took only %v", simulated, wall)

@@ -2,6 +2,9 @@ package timeline
 
 import "fmt"
 
+// Labels resolves interned label ids: a Strings, or a console snapshot.
+type Labels interface{ Lookup(id uint32) string }
+
 // Kind says what an Event records. The numbers are part of the recording format: never reuse one.
 type Kind uint8
 
@@ -261,4 +264,29 @@ func ParseCollOp(name string) (CollOp, bool) {
 		return CollSendRecv, true
 	}
 	return 0, false
+}
+
+// Title is how an event is named to people: in the console, in exported traces and spans.
+func (e *Event) Title(labels Labels) string {
+	label := labels.Lookup(e.Label)
+	switch e.Kind {
+	case KindMemcpy:
+		return "memcpy " + e.OpName()
+	case KindSend:
+		return fmt.Sprintf("send → %d", e.Peer)
+	case KindRecv:
+		return fmt.Sprintf("recv ← %d", e.Peer)
+	case KindCollective:
+		return e.OpName()
+	case KindKernel, KindRuntime, KindMark, KindAlert:
+		if label != "" {
+			return label
+		}
+	case KindStep:
+		return fmt.Sprintf("step %d", e.Aux)
+	}
+	if label != "" {
+		return e.Kind.String() + " " + label
+	}
+	return e.Kind.String()
 }

@@ -33,7 +33,12 @@ type Window struct {
 	known   uint32
 	total   atomic.Int64
 	maxEnd  atomic.Int64
+	gen     atomic.Uint64
 }
+
+// SetGeneration numbers the window's contents: a reader that sees the generation change knows
+// the events it folded before are gone (a replay seeking back) and starts over.
+func (w *Window) SetGeneration(g uint64) { w.gen.Store(g) }
 
 // NewWindow returns a window keeping at most limit events (DefaultWindow when limit <= 0). src is
 // the producer's string table.
@@ -98,6 +103,8 @@ type Snapshot struct {
 	Total   int64 // events emitted since the start (Base + held)
 	Trimmed int64 // events dropped to keep the window bounded
 	Now     int64 // the latest event end: how far the session has got
+	// Generation changes when the window's contents start over (Reset, a replay's seek).
+	Generation uint64
 }
 
 // Snapshot returns the window's current contents.
@@ -116,6 +123,7 @@ func (w *Window) Snapshot() Snapshot {
 	}
 	s.Total = s.Base + held
 	s.Now = w.maxEnd.Load()
+	s.Generation = w.gen.Load()
 	return s
 }
 
@@ -128,6 +136,7 @@ func (w *Window) Reset() {
 	w.chunks, w.last = nil, nil
 	w.lastLen.Store(0)
 	w.maxEnd.Store(0)
+	w.gen.Add(1)
 	w.mu.Unlock()
 }
 

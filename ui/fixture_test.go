@@ -13,7 +13,7 @@ import (
 // fakeSource serves a fixed window and records what the console asked of it.
 type fakeSource struct {
 	info   SourceInfo
-	win    *timeline.Window
+	win    snapshotter
 	status Status
 	seeks  []int64
 	speeds []float64
@@ -52,9 +52,7 @@ func scenarioSource(t testing.TB, name string, steps int, topo string) *fakeSour
 	if _, err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	tp := p.Topology
-	return &fakeSource{win: p.Window, info: SourceInfo{Name: name, Backend: "sim", Topology: tp.Name, Devices: tp.Devices(),
-		GPUsPerHost: tp.GPUsPerHost, Peak: session.SimPeaks(), IdleMode: timeline.IdleEngine}, status: Status{Speed: 1, Done: true}}
+	return &fakeSource{win: p, info: SourceInfo{Name: name, Meta: p.Meta()}, status: Status{Speed: 1, Done: true}}
 }
 
 // sized returns a console over src at w×h with its first snapshot read.
@@ -97,13 +95,5 @@ func press(m *Model, keys ...string) tea.Cmd {
 	return last
 }
 
-// settleIdle runs the idle analysis the console started (cmd, from the key that opened the view) and
-// delivers its result, as the Bubble Tea runtime would.
-func settleIdle(m *Model, cmd tea.Cmd) {
-	if cmd == nil {
-		cmd = m.idle.maybeCompute(m)
-	}
-	if cmd != nil {
-		m.Update(cmd())
-	}
-}
+// snapshotter is what serves a console its events: a timeline.Window, or a prepared run's.
+type snapshotter interface{ Snapshot() timeline.Snapshot }

@@ -28,10 +28,7 @@ func TestGoldenViews(t *testing.T) {
 					s = bar
 				}
 				m := sized(s, sz[0], sz[1])
-				cmd := press(m, fmt.Sprint(tab+1))
-				if tab == TabIdle {
-					settleIdle(m, cmd)
-				}
+				press(m, fmt.Sprint(tab+1))
 				got := m.View().Content
 				checkFrame(t, got, sz[0], sz[1])
 				path := filepath.Join("testdata", name+".golden")

@@ -11,10 +11,11 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/agg"
 	"github.com/xfertop/xfertop/ui/theme"
+	"github.com/xfertop/xfertop/units"
 )
 
 // Source is what the console shows: a live run or a replay. Implementations are safe for use from
@@ -31,15 +32,10 @@ type Source interface {
 
 // SourceInfo describes a source; it does not change while it runs.
 type SourceInfo struct {
-	Replay      bool
-	Name        string // scenario or file
-	Backend     string
-	Topology    string
-	Devices     int
-	GPUsPerHost int
-	Peak        [agg.Links]float64
-	IdleMode    timeline.IdleMode
-	Duration    int64 // replay: the recording's length in ns
+	Replay   bool
+	Name     string        // scenario or file
+	Meta     timeline.Meta // the run's description: backend, topology, devices per host, link peaks
+	Duration int64         // replay: the recording's length in ns
 }
 
 // Status is how a source is doing now.
@@ -96,7 +92,10 @@ type Model struct {
 	showHelp      bool
 
 	snap   timeline.Snapshot
-	state  *agg.State
+	state  *agg.State         // what the timeline and the log draw
+	an     *analysis.Analyzer // every number, folded as events arrive
+	res    *analysis.Result   // the analysis as of the last refresh
+	gen    uint64             // the snapshot generation state and an were folded from
 	status Status
 	frames int
 
@@ -116,7 +115,7 @@ func New(src Source, opts Options) *Model {
 	}
 	info := src.Info()
 	m := &Model{src: src, info: info, keys: DefaultKeyMap(), help: help.New(), styles: theme.DefaultStyles(opts.IsDark),
-		tick: opts.Tick, state: agg.New(agg.Info{Devices: info.Devices, GPUsPerHost: info.GPUsPerHost, Peak: info.Peak})}
+		tick: opts.Tick, state: agg.New(), an: analysis.New(info.Meta)}
 	m.help.Styles = help.DefaultStyles(opts.IsDark)
 	m.timeline = newTimelineView()
 	m.transfers = newTransfersView()
@@ -160,12 +159,22 @@ func (m *Model) Init() tea.Cmd {
 	return m.scheduleTick()
 }
 
-// refresh reads a new snapshot and folds it in.
+// refresh reads a new snapshot and folds its new events into the display state and the analysis.
+// A new generation (a replay that sought) starts both afresh, so nothing is counted twice.
 func (m *Model) refresh() {
 	m.snap = m.src.Snapshot()
-	m.state.Update(&m.snap)
+	if m.snap.Generation != m.gen {
+		m.gen = m.snap.Generation
+		m.state = agg.New()
+		m.an.Reset()
+	}
+	m.state.Update(&m.snap, m.an.Emit)
+	m.res = m.an.Result(&m.snap)
 	m.status = m.src.Status()
 }
+
+// Result is the analysis the console shows now: the same numbers the report gives for these events.
+func (m *Model) Result() *analysis.Result { return m.res }
 
 // Update handles a message.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -181,15 +190,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if !m.paused {
 			m.refresh()
 		}
-		var cmds []tea.Cmd
-		cmds = append(cmds, m.scheduleTick())
-		if m.tab == TabIdle {
-			cmds = append(cmds, m.idle.maybeCompute(m))
-		}
-		return m, tea.Batch(cmds...)
-	case idleResultMsg:
-		m.idle.result(msg)
-		return m, nil
+		return m, m.scheduleTick()
 	case tea.MouseWheelMsg:
 		w := msg.Mouse()
 		switch w.Button {
@@ -278,18 +279,14 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	default:
 		return m, m.viewKey(msg)
 	}
-	if m.tab == TabIdle {
-		return m, m.idle.maybeCompute(m)
-	}
 	return m, nil
 }
 
-// seek asks the source to jump and starts the aggregate afresh from there.
+// seek asks the source to jump; its next generation of events starts the console afresh.
 func (m *Model) seek(t int64) {
 	if !m.src.SeekTo(t) {
 		return
 	}
-	m.state = agg.New(m.state.Info)
 	m.timeline.follow = true
 	m.refresh()
 }
@@ -386,7 +383,7 @@ func (m *Model) header() string {
 	}
 	item := func(k, v string) string { return st.Muted.Render(k+" ") + st.HeaderValue.Render(v) }
 	// Most important first: what is shown, its clock and state, what was lost; then the rest.
-	parts := []string{st.Header.Render("xfertop"), item(mode, m.info.Name), item("t", report.Dur(m.snap.Now)), st.Title.Render(state)}
+	parts := []string{st.Header.Render("xfertop"), item(mode, m.info.Name), item("t", units.Dur(m.snap.Now)), st.Title.Render(state)}
 	dropped := item("dropped", fmt.Sprint(m.status.Dropped))
 	if m.status.Dropped > 0 {
 		dropped = st.Alert.Render(fmt.Sprintf("dropped %d", m.status.Dropped))
@@ -402,7 +399,7 @@ func (m *Model) header() string {
 		}
 		parts = append(parts, ex)
 	}
-	parts = append(parts, item("speed", speed), item("backend", m.info.Backend), item("topology", m.info.Topology))
+	parts = append(parts, item("speed", speed), item("backend", m.info.Meta.Backend), item("topology", m.info.Meta.Topology))
 	line := ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 	if m.status.Err != nil {
 		line += "\n" + ansi.Truncate(st.Alert.Render("error: "+m.status.Err.Error()), m.width, "…")

@@ -198,11 +198,11 @@ func TestTransfersSortFilter(t *testing.T) {
 
 func TestIdleJumpsToTimeline(t *testing.T) {
 	m := sized(scenarioSource(t, "straggler", 2, ""), 120, 40)
-	settleIdle(m, press(m, "5"))
+	press(m, "5")
 	if got := text(m); !strings.Contains(got, "barrier_wait") {
 		t.Fatalf("idle view:\n%s", got)
 	}
-	g := m.idle.groups[0]
+	g := idleGroups(&m.Result().StreamIdle)[0]
 	press(m, "enter")
 	if m.Tab() != TabTimeline || m.timeline.follow {
 		t.Fatalf("enter did not jump to the timeline (tab %d)", m.Tab())
@@ -257,13 +257,14 @@ func TestMouseWheel(t *testing.T) {
 
 // NVML samples show on the overview.
 func TestTelemetryShown(t *testing.T) {
-	src := scenarioSource(t, "pipeline", 1, "")
+	win := timeline.NewWindow(0, nil)
+	src := &fakeSource{win: win, info: SourceInfo{Name: "nvml", Meta: timeline.Meta{Devices: 1}}}
 	for _, v := range []struct {
 		m timeline.SampleMetric
 		v int64
 	}{{timeline.SampleUtilization, 87}, {timeline.SamplePowerMilliW, 412_000}, {timeline.SampleTempC, 66}} {
 		e := timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(v.m), Device: 0, Bytes: v.v}
-		src.win.Emit(&e)
+		win.Emit(&e)
 	}
 	m := sized(src, 160, 40)
 	if got := text(m); !strings.Contains(got, "gpu0 87% 412W 66°C") {

@@ -11,10 +11,10 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/xfertop/xfertop/recordings/trace"
-	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/units"
 )
 
 // ---- transfers ----
@@ -95,30 +95,51 @@ func (v *transfersView) key(msg tea.KeyPressMsg, m *Model) tea.Cmd {
 	return nil
 }
 
+// trow is a transfers-table row: a transfer kind or a collective at a size class.
 type trow struct {
-	r              *agg.Row
-	p50, p99, rate float64
-	bus            float64
+	kind         string
+	size         int64
+	ranks        int
+	count, bytes int64
+	p50, p99     *int64
+	rate, bus    *float64
+}
+
+// transferRows lists the analysis's transfer and collective rows, filtered.
+func transferRows(res *analysis.Result, f string) []trow {
+	var rows []trow
+	for _, r := range res.Transfers.BySize {
+		rows = append(rows, trow{kind: r.Kind, size: r.SizeClass, count: r.Count, bytes: r.Bytes, p50: r.P50Ns, p99: r.P99Ns, rate: r.GBps})
+	}
+	for _, c := range res.Collectives.Rows {
+		rows = append(rows, trow{kind: c.Op, size: c.SizeClass, ranks: c.Ranks, count: c.Count, bytes: c.Bytes * c.Count,
+			p50: c.P50Ns, p99: c.P99Ns, rate: c.AlgBW, bus: c.BusBW})
+	}
+	if f != "" {
+		rows = slices.DeleteFunc(rows, func(t trow) bool { return !strings.Contains(strings.ToLower(t.kind), f) })
+	}
+	return rows
+}
+
+func orZero[T int64 | float64](p *T) T {
+	if p == nil {
+		return -1 // unknown sorts below every known value
+	}
+	return *p
+}
+
+func gbpsCell(p *float64) string {
+	if p == nil {
+		return units.Unknown
+	}
+	return fmt.Sprintf("%.1f", *p)
 }
 
 func (v *transfersView) view(m *Model, w, h int) string {
 	st := m.styles
-	var rows []trow
-	f := v.filter.value()
-	for _, r := range m.state.Rows {
-		if f != "" && !strings.Contains(strings.ToLower(r.Kind), f) {
-			continue
-		}
-		tr := trow{r: r, p50: r.Lat.Quantile(0.5), p99: r.Lat.Quantile(0.99), rate: r.Rate.Quantile(0.5)}
-		if r.Ranks > 0 {
-			op := collByName(r.Kind)
-			tr.rate = float64(r.Size) / tr.p50 * 1e9 // algbw from the median time, as nccl-tests
-			tr.bus = tr.rate * op.BusFactor(r.Ranks)
-		}
-		rows = append(rows, tr)
-	}
+	rows := transferRows(m.res, v.filter.value())
 	keyOf := func(t trow) []any {
-		return []any{t.r.Kind, t.r.Size, t.r.Ranks, t.r.Count, t.r.Bytes, t.p50, t.p99, t.rate, t.bus}
+		return []any{t.kind, t.size, int64(t.ranks), t.count, t.bytes, orZero(t.p50), orZero(t.p99), orZero(t.rate), orZero(t.bus)}
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := keyOf(rows[i])[v.sortCol], keyOf(rows[j])[v.sortCol]
@@ -128,13 +149,11 @@ func (v *transfersView) view(m *Model, w, h int) string {
 			c = cmp.Compare(x, b.(string))
 		case int64:
 			c = cmp.Compare(x, b.(int64))
-		case int:
-			c = cmp.Compare(x, b.(int))
 		case float64:
 			c = cmp.Compare(x, b.(float64))
 		}
 		if c == 0 {
-			c = cmp.Compare(rows[i].r.Kind+fmt.Sprint(rows[i].r.Size), rows[j].r.Kind+fmt.Sprint(rows[j].r.Size))
+			c = cmp.Or(cmp.Compare(rows[i].kind, rows[j].kind), cmp.Compare(rows[i].size, rows[j].size))
 		}
 		if v.reverse {
 			return c > 0
@@ -142,7 +161,7 @@ func (v *transfersView) view(m *Model, w, h int) string {
 		return c < 0
 	})
 	var b strings.Builder
-	widths := []int{18, 9, 6, 8, 10, 10, 10, 9, 9}
+	widths := []int{18, 11, 6, 8, 11, 10, 10, 9, 9}
 	head := ""
 	for i, c := range transferCols {
 		name := c
@@ -171,12 +190,12 @@ func (v *transfersView) view(m *Model, w, h int) string {
 	for i := v.top; i < len(rows) && i < v.top+list; i++ {
 		t := rows[i]
 		ranks, bus := "", ""
-		if t.r.Ranks > 0 {
-			ranks, bus = fmt.Sprint(t.r.Ranks), fmt.Sprintf("%.1f", t.bus/1e9)
+		if t.ranks > 0 {
+			ranks, bus = fmt.Sprint(t.ranks), gbpsCell(t.bus)
 		}
-		line := fmt.Sprintf("%-*s%*s%*s%*d%*s%*s%*s%*.1f%*s", widths[0], t.r.Kind, widths[1], "≤"+report.Bytes(t.r.Size),
-			widths[2], ranks, widths[3], t.r.Count, widths[4], report.Bytes(t.r.Bytes), widths[5], report.Dur(int64(t.p50)),
-			widths[6], report.Dur(int64(t.p99)), widths[7], t.rate/1e9, widths[8], bus)
+		line := fmt.Sprintf("%-*s%*s%*s%*d%*s%*s%*s%*s%*s", widths[0], t.kind, widths[1], "≤"+units.Bytes(t.size),
+			widths[2], ranks, widths[3], t.count, widths[4], units.Bytes(t.bytes), widths[5], units.DurP(t.p50),
+			widths[6], units.DurP(t.p99), widths[7], gbpsCell(t.rate), widths[8], bus)
 		if i == v.sel {
 			line = st.Selected.Render(line)
 		}
@@ -191,18 +210,9 @@ func (v *transfersView) view(m *Model, w, h int) string {
 	if v.filter.shown() {
 		b.WriteString(v.filter.input.View())
 	} else {
-		b.WriteString(st.Muted.Render(fmt.Sprintf("%d rows · GB/s is the median per op (algbw for collectives) · latency percentiles are ±3%%", len(rows))))
+		b.WriteString(st.Muted.Render(fmt.Sprintf("%d rows · GB/s = bytes / time of the row's ops (algbw for collectives)", len(rows))))
 	}
 	return b.String()
-}
-
-func collByName(name string) timeline.CollOp {
-	for op := timeline.CollAllReduce; op <= timeline.CollSendRecv; op++ {
-		if op.String() == name {
-			return op
-		}
-	}
-	return 0
 }
 
 // ---- barriers ----
@@ -223,35 +233,24 @@ func (v *barriersView) key(msg tea.KeyPressMsg, m *Model) {
 }
 
 func (v *barriersView) view(m *Model, w, h int) string {
-	st, s := m.styles, m.state
+	st, bs := m.styles, m.res.Barriers
 	var b strings.Builder
-	if len(s.Barriers) == 0 {
+	if len(bs.Recent) == 0 {
 		return st.Muted.Render("no barriers yet")
 	}
-	// Ranks most often last.
-	type last struct {
-		rank int32
-		n    int
-		p50  int64
-	}
-	var ls []last
-	for r, n := range s.LastAt {
-		ls = append(ls, last{r, n, timeline.Percentile(append([]int64(nil), s.Lateness[r]...), 50)})
-	}
-	slices.SortFunc(ls, func(a, b last) int { return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.rank, b.rank)) })
 	var lp []string
-	for _, l := range ls[:min(len(ls), 4)] {
-		lp = append(lp, fmt.Sprintf("rank %d (%d×, p50 %s late)", l.rank, l.n, report.Dur(l.p50)))
+	for _, l := range bs.Stragglers[:min(len(bs.Stragglers), 4)] {
+		lp = append(lp, fmt.Sprintf("rank %d (%d×, p50 %s late)", l.Rank, l.TimesLast, units.DurP(l.LatenessNs50)))
 	}
 	b.WriteString(st.Title.Render("Most often last: ") + strings.Join(lp, ", ") + "\n")
 	// The selected barrier (newest first) with each rank's wait.
-	v.sel = min(v.sel, len(s.Barriers)-1)
-	br := s.Barriers[len(s.Barriers)-1-v.sel]
+	v.sel = min(v.sel, len(bs.Recent)-1)
+	br := bs.Recent[len(bs.Recent)-1-v.sel]
 	fmt.Fprintf(&b, "%s %d of %d (newest first, j/k): op %d, released at %s, straggler rank %d, %s after the median\n",
-		st.Title.Render("Barrier"), v.sel+1, len(s.Barriers), br.Op, report.Dur(br.Release), br.Straggler, report.Dur(br.Lateness))
+		st.Title.Render("Barrier"), v.sel+1, len(bs.Recent), br.Op, units.Dur(br.Release), br.Straggler, units.Dur(br.LatenessNs))
 	var maxWait int64 = 1
 	for _, a := range br.Arrivals {
-		maxWait = max(maxWait, a.Wait)
+		maxWait = max(maxWait, a.WaitNs)
 	}
 	barW := max(w-40, 10)
 	for i, a := range br.Arrivals {
@@ -259,103 +258,52 @@ func (v *barriersView) view(m *Model, w, h int) string {
 			fmt.Fprintf(&b, "… %d more ranks\n", len(br.Arrivals)-i)
 			break
 		}
-		n := int(float64(a.Wait) / float64(maxWait) * float64(barW))
+		n := int(float64(a.WaitNs) / float64(maxWait) * float64(barW))
 		bar := st.Activity[11].Render(strings.Repeat("|", n))
 		mark := ""
 		if a.Rank == br.Straggler {
 			mark = st.Alert.Render(" ◀ last (straggler)")
 		}
-		fmt.Fprintf(&b, "rank %-4d waited %10s %s%s\n", a.Rank, report.Dur(a.Wait), bar, mark)
+		fmt.Fprintf(&b, "rank %-4d waited %10s %s%s\n", a.Rank, units.Dur(a.WaitNs), bar, mark)
 	}
 	return b.String()
 }
 
 // ---- idle ----
 
+// idleGroup is one stream's idle time of one cause, with its largest gap when among the longest kept.
 type idleGroup struct {
-	cause        timeline.Cause
+	cause        analysis.Cause
 	device       int32
 	stream       uint32
 	total        int64
-	count        int
 	gapAt, gapNs int64
 }
 
-type idleResultMsg struct {
-	groups  []idleGroup
-	byCause map[timeline.Cause]int64
-	total   int64
-	events  int
-	upTo    int64
-}
-
-type idleView struct {
-	groups   []idleGroup
-	byCause  map[timeline.Cause]int64
-	total    int64
-	events   int
-	computed int64 // snapshot Total the result is for
-	running  bool
-	sel, top int
-}
+type idleView struct{ sel, top int }
 
 func (v *idleView) move(n int) { v.sel = max(0, v.sel+n) }
 
-// IdleWindow is how many recent events the idle analysis covers.
-const IdleWindow = 200_000
-
-// maybeCompute starts an idle analysis of the recent events when new ones arrived and none runs.
-func (v *idleView) maybeCompute(m *Model) tea.Cmd {
-	if v.running || m.snap.Total == v.computed {
-		return nil
+// idleGroups ranks every stream's idle time by cause, most costly first.
+func idleGroups(si *analysis.StreamGaps) []idleGroup {
+	var out []idleGroup
+	for _, s := range si.Streams {
+		for _, c := range analysis.Causes() {
+			if n := s.ByCause[c.String()]; n > 0 {
+				g := idleGroup{cause: c, device: s.Device, stream: s.Stream, total: n}
+				for _, gap := range si.TopGaps {
+					if gap.Device == s.Device && gap.Stream == s.Stream && gap.Cause == c && gap.Dur > g.gapNs {
+						g.gapAt, g.gapNs = gap.Start, gap.Dur
+					}
+				}
+				out = append(out, g)
+			}
+		}
 	}
-	v.running = true
-	snap, mode := m.snap, m.info.IdleMode
-	return func() tea.Msg {
-		from := max(snap.Base, snap.Total-IdleWindow)
-		evs := make([]timeline.Event, 0, snap.Total-from)
-		for i := from; i < snap.Total; i++ {
-			evs = append(evs, *snap.At(i))
-		}
-		gaps := timeline.IdleGaps(evs, mode, timeline.DefaultKernelWaitNs)
-		type gk struct {
-			c timeline.Cause
-			d int32
-			s uint32
-		}
-		idx := map[gk]*idleGroup{}
-		res := idleResultMsg{byCause: map[timeline.Cause]int64{}, events: len(evs), upTo: snap.Total}
-		for _, g := range gaps {
-			if g.Dur <= 0 {
-				continue
-			}
-			res.byCause[g.Cause] += g.Dur
-			res.total += g.Dur
-			k := gk{g.Cause, g.Device, g.Stream}
-			ig := idx[k]
-			if ig == nil {
-				ig = &idleGroup{cause: g.Cause, device: g.Device, stream: g.Stream}
-				idx[k] = ig
-			}
-			ig.total += g.Dur
-			ig.count++
-			if g.Dur > ig.gapNs {
-				ig.gapAt, ig.gapNs = g.Start, g.Dur
-			}
-		}
-		for _, g := range idx {
-			res.groups = append(res.groups, *g)
-		}
-		slices.SortFunc(res.groups, func(a, b idleGroup) int {
-			return cmp.Or(cmp.Compare(b.total, a.total), cmp.Compare(a.device, b.device), cmp.Compare(a.stream, b.stream))
-		})
-		return res
-	}
-}
-
-func (v *idleView) result(r idleResultMsg) {
-	v.running = false
-	v.groups, v.byCause, v.total, v.events, v.computed = r.groups, r.byCause, r.total, r.events, r.upTo
+	slices.SortFunc(out, func(a, b idleGroup) int {
+		return cmp.Or(cmp.Compare(b.total, a.total), cmp.Compare(a.device, b.device), cmp.Compare(a.stream, b.stream))
+	})
+	return out
 }
 
 func (v *idleView) key(msg tea.KeyPressMsg, m *Model) tea.Cmd {
@@ -367,8 +315,9 @@ func (v *idleView) key(msg tea.KeyPressMsg, m *Model) tea.Cmd {
 	case key.Matches(msg, k.Top):
 		v.sel = 0
 	case key.Matches(msg, k.Select):
-		if v.sel < len(v.groups) {
-			g := v.groups[v.sel]
+		groups := idleGroups(&m.res.StreamIdle)
+		if v.sel < len(groups) && groups[v.sel].gapNs > 0 {
+			g := groups[v.sel]
 			m.timeline.jump(m, g.device, g.stream, g.gapAt, g.gapNs)
 			m.tab = TabTimeline
 		}
@@ -377,34 +326,37 @@ func (v *idleView) key(msg tea.KeyPressMsg, m *Model) tea.Cmd {
 }
 
 func (v *idleView) view(m *Model, w, h int) string {
-	st := m.styles
-	var b strings.Builder
-	if v.groups == nil {
-		if v.running {
-			return st.Muted.Render("computing idle time…")
-		}
+	st, si := m.styles, &m.res.StreamIdle
+	groups := idleGroups(si)
+	if len(groups) == 0 {
 		return st.Muted.Render("no idle time yet")
 	}
+	var b strings.Builder
 	var causes []string
-	for _, c := range timeline.Causes() {
-		if n := v.byCause[c]; n > 0 {
-			causes = append(causes, fmt.Sprintf("%s %s (%.0f%%)", c, report.Dur(n), 100*float64(n)/float64(v.total)))
+	for _, c := range analysis.Causes() {
+		if n := si.ByCause[c.String()]; n > 0 {
+			causes = append(causes, fmt.Sprintf("%s %s (%.0f%%)", c, units.Dur(n), 100*float64(n)/float64(si.TotalNs)))
 		}
 	}
-	fmt.Fprintf(&b, "%s %s over the last %d events: %s\n", st.Title.Render("Idle"), report.Dur(v.total), v.events, strings.Join(causes, ", "))
-	head := fmt.Sprintf("%-13s%7s%8s%12s%8s  %s", "cause", "device", "stream", "total", "gaps", "largest gap (enter: show in timeline)")
+	fmt.Fprintf(&b, "%s devices %s idle · gaps on streams %s (Σ over streams; %% of that): %s\n", st.Title.Render("Idle"),
+		units.Dur(m.res.Breakdown.IdleNs), units.Dur(si.TotalNs), strings.Join(causes, ", "))
+	head := fmt.Sprintf("%-13s%7s%8s%12s  %s", "cause", "device", "stream", "total", "largest gap (enter: show in timeline)")
 	b.WriteString(st.Title.Render(head) + "\n")
 	list := h - 3
-	v.sel = min(v.sel, max(len(v.groups)-1, 0))
+	v.sel = min(v.sel, max(len(groups)-1, 0))
 	if v.sel < v.top {
 		v.top = v.sel
 	}
 	if v.sel >= v.top+list {
 		v.top = v.sel - list + 1
 	}
-	for i := v.top; i < len(v.groups) && i < v.top+list; i++ {
-		g := v.groups[i]
-		line := fmt.Sprintf("%-13s%7d%8d%12s%8d  %s at %s", g.cause, g.device, g.stream, report.Dur(g.total), g.count, report.Dur(g.gapNs), report.Dur(g.gapAt))
+	for i := v.top; i < len(groups) && i < v.top+list; i++ {
+		g := groups[i]
+		gap := units.Unknown
+		if g.gapNs > 0 {
+			gap = units.Dur(g.gapNs) + " at " + units.Dur(g.gapAt)
+		}
+		line := fmt.Sprintf("%-13s%7d%8d%12s  %s", g.cause, g.device, g.stream, units.Dur(g.total), gap)
 		if i == v.sel {
 			line = st.Selected.Render(line)
 		}
@@ -418,27 +370,20 @@ func (v *idleView) view(m *Model, w, h int) string {
 type commsView struct{}
 
 func (commsView) view(m *Model, w, h int) string {
-	st, s := m.styles, m.state
+	st, cc := m.styles, m.res.CommCache
 	var b strings.Builder
-	lookups := s.CommHits + s.CommMiss
-	rate := 0.0
-	if lookups > 0 {
-		rate = 100 * float64(s.CommHits) / float64(lookups)
+	rate := units.Unknown
+	if lookups := cc.Hits + cc.Misses; lookups > 0 {
+		rate = fmt.Sprintf("%.1f%%", 100*float64(cc.Hits)/float64(lookups))
 	}
-	fmt.Fprintf(&b, "%s %d entries seen · %d hits · %d misses · %d evictions · hit rate %.1f%% · %s spent creating\n",
-		st.Title.Render("Communicator cache"), len(s.Comms), s.CommHits, s.CommMiss, s.CommEvict, rate, report.Dur(s.CommInit))
+	fmt.Fprintf(&b, "%s %d entries seen · %d hits · %d misses · %d evictions · hit rate %s of lookups · %s spent creating\n",
+		st.Title.Render("Communicator cache"), len(cc.Comms), cc.Hits, cc.Misses, cc.Evictions, rate, units.Dur(cc.InitNsTotal))
 	b.WriteString(st.Title.Render(fmt.Sprintf("%6s  %-28s%8s%12s%12s  %s", "id", "devices", "hits", "created", "cost", "state")) + "\n")
-	ids := make([]uint32, 0, len(s.Comms))
-	for id := range s.Comms {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for i, id := range ids {
+	for i, c := range cc.Comms {
 		if i >= h-3 {
-			fmt.Fprintf(&b, "… %d more\n", len(ids)-i)
+			fmt.Fprintf(&b, "… %d more\n", len(cc.Comms)-i)
 			break
 		}
-		c := s.Comms[id]
 		state := st.Good.Render("cached")
 		switch {
 		case c.Faulted:
@@ -446,13 +391,31 @@ func (commsView) view(m *Model, w, h int) string {
 		case c.Evicted:
 			state = st.Muted.Render("evicted")
 		}
-		devs := c.Devices
+		devs := deviceSet(c.Devices)
 		if len(devs) > 28 {
 			devs = devs[:27] + "…"
 		}
-		fmt.Fprintf(&b, "%6d  %-28s%8d%12s%12s  %s\n", c.ID, devs, c.Hits, report.Dur(c.Created), report.Dur(c.InitNs), state)
+		fmt.Fprintf(&b, "%6d  %-28s%8d%12s%12s  %s\n", c.ID, devs, c.Hits, units.Dur(c.CreatedNs), units.Dur(c.InitNs), state)
 	}
 	return b.String()
+}
+
+// deviceSet writes device ids compactly: 0-7,12.
+func deviceSet(ds []int32) string {
+	var parts []string
+	for i := 0; i < len(ds); {
+		j := i
+		for j+1 < len(ds) && ds[j+1] == ds[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", ds[i], ds[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(ds[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 // ---- events ----
@@ -493,10 +456,10 @@ func eventLine(snap *timeline.Snapshot, e *timeline.Event) string {
 	}
 	extra := ""
 	if e.Bytes > 0 {
-		extra = report.Bytes(e.Bytes)
+		extra = units.Bytes(e.Bytes)
 	}
-	return fmt.Sprintf("%12s %-17s dev %-3s s%-4d %10s %9s  %s", report.Dur(e.Start), e.Kind, dev, e.Stream, report.Dur(e.Dur()), extra,
-		trace.EventName(e, snap))
+	return fmt.Sprintf("%12s %-17s dev %-3s s%-4d %10s %9s  %s", units.Dur(e.Start), e.Kind, dev, e.Stream, units.Dur(e.Dur()), extra,
+		e.Title(snap))
 }
 
 func (v *eventsView) view(m *Model, w, h int) string {

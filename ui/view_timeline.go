@@ -8,11 +8,10 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/xfertop/xfertop/recordings/trace"
-	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/agg"
 	"github.com/xfertop/xfertop/ui/theme"
+	"github.com/xfertop/xfertop/units"
 )
 
 const labelW = 15
@@ -211,8 +210,8 @@ func (t *timelineView) view(m *Model, w, h int) string {
 	cur := t.col(plotW)
 	var b strings.Builder
 	// Ruler: start, cursor and end times.
-	ruler := fmt.Sprintf("%-*s%s", labelW, report.Dur(t.nsPerCol)+"/col", report.Dur(max(t0, 0)))
-	endLbl := report.Dur(t1)
+	ruler := fmt.Sprintf("%-*s%s", labelW, units.Dur(t.nsPerCol)+"/col", units.Dur(max(t0, 0)))
+	endLbl := units.Dur(t1)
 	if t.follow {
 		endLbl += " (following)"
 	}
@@ -263,7 +262,7 @@ func (t *timelineView) view(m *Model, w, h int) string {
 		}
 	}
 	if detail == "" {
-		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", report.Dur(t0+int64(cur)*t.nsPerCol)))
+		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.Dur(t0+int64(cur)*t.nsPerCol)))
 	}
 	b.WriteString(detail + "\n")
 	// The legend wraps to the width rather than being cut.
@@ -314,14 +313,14 @@ func describe(m *Model, idx int64) string {
 	if e == nil {
 		return m.styles.Muted.Render("(that op has left the window)")
 	}
-	parts := []string{m.styles.Title.Render(trace.EventName(e, &m.snap))}
+	parts := []string{m.styles.Title.Render(e.Title(&m.snap))}
 	if e.Bytes > 0 {
-		parts = append(parts, report.Bytes(e.Bytes))
+		parts = append(parts, units.Bytes(e.Bytes))
 	}
 	if e.Peer >= 0 {
 		parts = append(parts, fmt.Sprintf("peer %d", e.Peer))
 	}
-	parts = append(parts, report.Dur(e.Dur()))
+	parts = append(parts, units.Dur(e.Dur()))
 	if e.Bytes > 0 && e.Dur() > 0 && e.Kind.IsComm() {
 		parts = append(parts, fmt.Sprintf("%.1f GB/s", float64(e.Bytes)/float64(e.Dur())))
 	}
@@ -331,6 +330,6 @@ func describe(m *Model, idx int64) string {
 	if e.Comm != 0 {
 		parts = append(parts, fmt.Sprintf("comm %d", e.Comm))
 	}
-	parts = append(parts, "at "+report.Dur(e.Start))
+	parts = append(parts, "at "+units.Dur(e.Start))
 	return strings.Join(parts, "  ")
 }

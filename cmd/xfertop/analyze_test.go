@@ -52,8 +52,8 @@ func TestAnalyzeMatchesHTA(t *testing.T) {
 			t.Errorf("idle %s = %d ns; HTA gives %d", k, r.Idle.ByCause[k], v)
 		}
 	}
-	if r.Idle.TotalNs != 170_010 {
-		t.Errorf("idle total %d; want 170010", r.Idle.TotalNs)
+	if r.Idle.StreamNs != 170_010 {
+		t.Errorf("stream idle total %d; want 170010", r.Idle.StreamNs)
 	}
 	if len(r.Idle.Devices) != 1 {
 		t.Fatalf("devices %+v", r.Idle.Devices)
@@ -62,10 +62,10 @@ func TestAnalyzeMatchesHTA(t *testing.T) {
 	if d.IdleNs != 140_010 || d.IdlePct != 56.0 || d.ComputePct != 40.0 || d.NonCompPct != 4.0 {
 		t.Errorf("temporal breakdown %+v; HTA gives idle 140010 ns 56.0%%, compute 40.0%%, non-compute 4.0%%", d)
 	}
-	if r.Overlap.CommComputePct != 75 {
-		t.Errorf("overlap %.2f%%; HTA gives 75%%", r.Overlap.CommComputePct)
+	if *r.Overlap.CommComputePct != 75 {
+		t.Errorf("overlap %.2f%%; HTA gives 75%%", *r.Overlap.CommComputePct)
 	}
-	if r.Transfers.ByKind["h2d"].Count != 1 || r.Transfers.ByKind["h2d"].GBpsP50 != 100 {
+	if r.Transfers.ByKind["h2d"].Count != 1 || *r.Transfers.ByKind["h2d"].GBps != 100 {
 		t.Errorf("h2d %+v; want 1 copy of 1 MB in 10 µs = 100 GB/s", r.Transfers.ByKind["h2d"])
 	}
 	if len(r.Collectives) != 1 || r.Collectives[0].Op != "all_reduce" || r.Steps.Count != 3 {
@@ -123,8 +123,8 @@ func TestRecordReplayConvertCLI(t *testing.T) {
 	if code, _, errs := runCLI(t, "convert", filepath.Join("testdata", "hta_small.json"), kxfr); code != exitOK {
 		t.Fatalf("convert kineto: %s", errs)
 	}
-	if r := analyzeJSON(t, kxfr); r.Idle.TotalNs != 170_010 || r.Overlap.CommComputePct != 75 {
-		t.Errorf("Kineto → .xfr lost HTA mode: idle %d overlap %v", r.Idle.TotalNs, r.Overlap.CommComputePct)
+	if r := analyzeJSON(t, kxfr); r.Idle.StreamNs != 170_010 || *r.Overlap.CommComputePct != 75 {
+		t.Errorf("Kineto → .xfr lost HTA mode: stream idle %d overlap %v", r.Idle.StreamNs, *r.Overlap.CommComputePct)
 	}
 }
 
@@ -154,7 +154,9 @@ func TestFileErrors(t *testing.T) {
 	}{
 		{[]string{"replay", bad, "--headless"}, exitUsage, bad + ": corrupt recording at byte offset"},
 		{[]string{"replay", future, "--headless"}, exitUsage, "recorded by a newer xfertop (format version 9; this xfertop reads up to 1)"},
-		{[]string{"replay", torn, "--headless"}, exitOK, "warning: " + torn + ": torn tail at byte offset"},
+		// Torn before its first chunk ended: the warning says so, and nothing was recorded.
+		{[]string{"replay", torn, "--headless"}, exitData, "warning: " + torn + ": torn tail at byte offset"},
+		{[]string{"replay", torn, "--headless"}, exitData, torn + ": no events"},
 		{[]string{"replay", "--headless", filepath.Join(dir, "none.xfr")}, exitUsage, "no such file"},
 		{[]string{"replay"}, exitUsage, "give one recording"},
 		{[]string{"analyze", notjson}, exitUsage, notjson + ": the JSON ends before it is complete"},

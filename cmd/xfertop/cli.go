@@ -24,6 +24,7 @@ const (
 	exitFailure = 1
 	exitUsage   = 2
 	exitAlert   = 3
+	exitData    = 4 // an input holds nothing usable
 )
 
 const usage = `xfertop: see which bytes move between which GPUs, how fast, and where devices wait.
@@ -171,7 +172,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "xfertop: %v\n", err)
 		return exitFailure
 	}
-	if code := writeReport(stdout, stderr, report.Build(p.Store.Events(), p.Store.Strings, p.Meta(out)), o.json); code != exitOK {
+	if code := writeReport(stdout, stderr, p.Report(out), o.json); code != exitOK {
 		return code
 	}
 	if out.EndedByAlert() {

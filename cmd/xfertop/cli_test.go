@@ -95,7 +95,7 @@ func TestJSONReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	h2d := r["transfers"].(map[string]any)["by_kind"].(map[string]any)["h2d"].(map[string]any)
-	if h2d["count"] != 12.0 || h2d["gbps_p50"].(float64) < 18 {
+	if h2d["count"] != 12.0 || h2d["gbps"].(float64) < 18 {
 		t.Errorf("4 devices × 3 copies sharing nothing: %v", h2d)
 	}
 }

@@ -35,12 +35,12 @@ type liveSource struct {
 }
 
 func (s liveSource) Info() ui.SourceInfo         { return s.info }
-func (s liveSource) Snapshot() timeline.Snapshot { return s.l.P.Window.Snapshot() }
+func (s liveSource) Snapshot() timeline.Snapshot { return s.l.Snapshot() }
 func (s liveSource) SetSpeed(float64) bool       { return false }
 func (s liveSource) SeekTo(int64) bool           { return false }
 func (s liveSource) Status() ui.Status {
-	st := ui.Status{Speed: s.l.P.Config.Speed, Done: s.l.Done(), Err: s.l.Err(), Dropped: s.l.P.Dropped()}
-	if x := s.l.P.ExportStats(); x != nil {
+	st := ui.Status{Speed: s.l.Speed(), Done: s.l.Done(), Err: s.l.Err(), Dropped: s.l.Dropped()}
+	if x := s.l.ExportStats(); x != nil {
 		st.Export = fmt.Sprintf("otlp %s: %d exported, %d dropped", x.State, x.SpansExported, x.SpansDropped+x.EventsDropped)
 	}
 	return st
@@ -78,9 +78,8 @@ func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, stderr 
 		fmt.Fprintf(stderr, "xfertop: %v\n", err)
 		return exitUsage
 	}
-	t := l.P.Topology
-	info := ui.SourceInfo{Name: l.P.Scenario.File.Name, Backend: l.P.Backend.Name(), Topology: t.Name, Devices: t.Devices(), GPUsPerHost: t.GPUsPerHost,
-		Peak: session.SimPeaks(), IdleMode: timeline.IdleEngine}
+	m := l.Meta()
+	info := ui.SourceInfo{Name: m.Scenario, Meta: m}
 	cerr := runConsole(ctx, liveSource{l: l, info: info}, o)
 	out, rerr := l.Stop()
 	if cerr != nil && ctx.Err() == nil {
@@ -105,24 +104,10 @@ func replayConsole(ctx context.Context, cfg session.ReplayConfig, o consoleOpts,
 		return exitUsage
 	}
 	defer rs.Stop()
-	m := rs.Meta
-	info := ui.SourceInfo{Replay: true, Name: cfg.Path, Backend: m.Backend, Topology: m.Topology, Devices: m.Devices,
-		GPUsPerHost: gpusPerHost(m.Topology, m.Devices), IdleMode: m.IdleMode, Duration: rs.Duration}
-	if m.Backend == "sim" {
-		info.Peak = session.SimPeaks()
-	}
+	info := ui.SourceInfo{Replay: true, Name: cfg.Path, Meta: rs.Meta, Duration: rs.Duration}
 	if err := runConsole(ctx, replaySource{r: rs, info: info}, o); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "xfertop: console: %v\n", err)
 		return exitFailure
 	}
 	return exitOK
-}
-
-// gpusPerHost reads "h100x8x2"-style names (8 per host); otherwise every device is one host's.
-func gpusPerHost(topo string, devices int) int {
-	var a, b, c int
-	if n, _ := fmt.Sscanf(topo, "h%dx%dx%d", &a, &b, &c); n >= 2 {
-		return b
-	}
-	return max(devices, 1)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/xfertop/xfertop/analysis"
 	"io"
 	"os"
 	"strconv"
@@ -82,14 +83,19 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // replayReport reads a recording back and prints its report, with the warnings on standard error.
 func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, stdout, stderr io.Writer) int {
 	rp, err := session.Replay(ctx, cfg)
+	if rp != nil {
+		for _, w := range rp.Warnings {
+			fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "xfertop: %v\n", err)
+		if errors.Is(err, session.ErrNoEvents) {
+			return exitData
+		}
 		return exitUsage
 	}
-	for _, w := range rp.Warnings {
-		fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
-	}
-	return writeReport(stdout, stderr, report.Build(rp.Store.Events(), rp.Store.Strings, rp.ReportMeta()), asJSON)
+	return writeReport(stdout, stderr, rp.Report(), asJSON)
 }
 
 // isRecording reports whether path starts with the .xfr magic.
@@ -138,13 +144,23 @@ func analyzeCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "xfertop: %v\n", err)
 		return exitUsage
 	}
-	return writeReport(stdout, stderr, report.Build(im.Events, im.Strings, importedMeta(im)), *asJSON)
+	if len(im.Events) == 0 {
+		fmt.Fprintf(stderr, "xfertop analyze: %s: no events\n", strings.Join(pos, ", "))
+		return exitData
+	}
+	m := importedMeta(im)
+	an := analysis.New(m)
+	for i := range im.Events {
+		an.Emit(&im.Events[i])
+	}
+	return writeReport(stdout, stderr, report.Build(an.Result(im.Strings), m, report.Run{}), *asJSON)
 }
 
 // importedMeta describes an imported trace for the report. Traces carry no engine wait events, so
 // idle time is split as Holistic Trace Analysis does.
-func importedMeta(im *trace.Imported) report.Meta {
-	m := report.Meta{Source: im.Source, Backend: im.Format, Topology: "unknown", Devices: im.Devices, IdleMode: timeline.IdleHTA}
+func importedMeta(im *trace.Imported) timeline.Meta {
+	m := timeline.Meta{Source: im.Source, Backend: im.Format, Topology: "unknown", Devices: im.Devices, IdleMode: timeline.IdleHTA,
+		KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: im.EpochUnixNs, Writer: session.Writer}
 	if im.Exported != nil {
 		x := im.Exported
 		m.Scenario, m.Backend, m.Topology = x["scenario"], x["backend"], x["topology"]
@@ -187,7 +203,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 		meta := map[string]string{}
-		for _, kv := range metaPairs(r.Meta) {
+		for _, kv := range recordings.MetaPairs(r.Meta) {
 			meta[kv[0]] = kv[1]
 		}
 		if err := trace.WriteChrome(f, r.Events, r.Strings, meta); err != nil {
@@ -219,27 +235,13 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func metaPairs(m recordings.Meta) [][2]string {
-	kv := [][2]string{{"source", m.Source}, {"scenario", m.Scenario}, {"backend", m.Backend}, {"topology", m.Topology},
-		{"devices", strconv.Itoa(m.Devices)}, {"seed", strconv.FormatInt(m.Seed, 10)}, {"epoch_unix_ns", strconv.FormatInt(m.EpochUnixNs, 10)}}
-	if m.IdleMode == timeline.IdleHTA {
-		kv = append(kv, [2]string{"idle_mode", "hta"})
-	} else {
-		kv = append(kv, [2]string{"idle_mode", "engine"})
-	}
-	return kv
-}
-
 // writeImported writes an imported trace as a recording.
 func writeImported(path string, im *trace.Imported) error {
 	w, err := recordings.Create(path)
 	if err != nil {
 		return err
 	}
-	m := importedMeta(im)
-	meta := recordings.Meta{Source: im.Source, Scenario: m.Scenario, Backend: m.Backend, Topology: m.Topology, Devices: m.Devices,
-		Seed: m.Seed, IdleMode: m.IdleMode, EpochUnixNs: im.EpochUnixNs, Writer: session.Writer}
-	if err := w.WriteMeta(meta); err != nil {
+	if err := w.WriteMeta(importedMeta(im)); err != nil {
 		return err
 	}
 	if err := w.WriteStrings(1, im.Strings.All()[1:]); err != nil {

@@ -45,33 +45,6 @@ func pid(e *timeline.Event) int64 {
 }
 
 // Labels resolves label ids: a *timeline.Strings or a *timeline.Snapshot.
-type Labels interface{ Lookup(id uint32) string }
-
-// EventName is how an event is titled in exported traces and in the console.
-func EventName(e *timeline.Event, strs Labels) string {
-	label := strs.Lookup(e.Label)
-	switch e.Kind {
-	case timeline.KindMemcpy:
-		return "memcpy " + timeline.CopyDir(e.Sub).String()
-	case timeline.KindSend:
-		return fmt.Sprintf("send → %d", e.Peer)
-	case timeline.KindRecv:
-		return fmt.Sprintf("recv ← %d", e.Peer)
-	case timeline.KindCollective:
-		return timeline.CollOp(e.Sub).String()
-	case timeline.KindKernel, timeline.KindRuntime, timeline.KindMark, timeline.KindAlert:
-		if label != "" {
-			return label
-		}
-	case timeline.KindStep:
-		return fmt.Sprintf("step %d", e.Aux)
-	}
-	if label != "" {
-		return e.Kind.String() + " " + label
-	}
-	return e.Kind.String()
-}
-
 // WriteChrome writes events as Chrome trace JSON: one process per host (and one for the session),
 // one thread per device stream, copies, transfers and kernels as slices (async slices where ops
 // overlap on one stream), send→recv flow arrows, and a bandwidth counter per device. meta is stored
@@ -176,7 +149,7 @@ func WriteChrome(w io.Writer, events []timeline.Event, strs *timeline.Strings, m
 	asyncID := 0
 	for _, i := range order {
 		e := &events[i]
-		name := EventName(e, strs)
+		name := e.Title(strs)
 		p, t := pid(e), tid(e.Device, e.Stream)
 		k := [2]int64{p, t}
 		ph := "X"

@@ -162,14 +162,15 @@ func TestNCCLNames(t *testing.T) {
 // An .xfr session exported to Chrome JSON imports back to the same events. What cannot survive:
 // string ids are renumbered (the text is kept) — every other field is checked.
 func TestChromeRoundTrip(t *testing.T) {
-	p, err := session.Prepare(session.Config{Scenario: "crosshost", Steps: 2})
+	st := timeline.NewStore(nil)
+	p, err := session.Prepare(session.Config{Scenario: "crosshost", Steps: 2}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	evs, strs := p.Store.Events(), p.Store.Strings
+	evs, strs := st.Events(), p.Strings()
 	var buf bytes.Buffer
 	if err := WriteChrome(&buf, evs, strs, map[string]string{"scenario": "crosshost", "epoch_unix_ns": "42"}); err != nil {
 		t.Fatal(err)

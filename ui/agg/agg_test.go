@@ -1,102 +1,57 @@
 package agg
 
 import (
-	"math"
 	"testing"
 
 	"github.com/xfertop/xfertop/timeline"
 )
 
-func feed(s *State, evs ...timeline.Event) *timeline.Window {
+// Each event is folded once, however often Update runs; tracks hold a stream's ops in start order.
+func TestUpdateFoldsEachEventOnce(t *testing.T) {
 	w := timeline.NewWindow(0, nil)
-	for i := range evs {
-		w.Emit(&evs[i])
+	s := New()
+	var folded []int64
+	fold := func(e *timeline.Event) { folded = append(folded, e.Start) }
+	emit := func(start int64) {
+		w.Emit(&timeline.Event{Kind: timeline.KindKernel, Device: 0, Stream: 1, Start: start, End: start + 5, Peer: -1})
 	}
+	emit(10)
+	emit(30)
 	snap := w.Snapshot()
-	s.Update(&snap)
-	return w
-}
-
-// A 1 GB H2D copy over [25 ms, 125 ms) puts a quarter of its bytes in bucket 0 ([0, 50 ms)), half in
-// bucket 1 and a quarter in bucket 2: rates of 5, 10 and 5 GB/s.
-func TestThroughputApportioned(t *testing.T) {
-	s := New(Info{Devices: 1, GPUsPerHost: 1})
-	feed(s, timeline.Event{Kind: timeline.KindMemcpy, Sub: uint8(timeline.CopyH2D), Device: 0, Stream: 1, Start: 25e6, End: 125e6, Bytes: 1e9, Peer: -1})
-	for b, want := range []float64{5e9, 10e9, 5e9, 0} {
-		if got := s.Devices[0].Rate(LinkPCIe, int64(b)); math.Abs(got-want) > 1 {
-			t.Errorf("bucket %d: %.0f B/s; want %.0f", b, got, want)
-		}
+	s.Update(&snap, fold)
+	s.Update(&snap, fold)
+	emit(20) // out of order on its stream
+	snap = w.Snapshot()
+	s.Update(&snap, fold)
+	if len(folded) != 3 || folded[2] != 20 {
+		t.Fatalf("folded %v; want each of 10, 30, 20 once", folded)
 	}
-	if s.Moved != 1e9 {
-		t.Errorf("moved %d", s.Moved)
+	if len(s.Tracks) != 1 {
+		t.Fatalf("tracks %+v", s.Tracks)
 	}
-}
-
-// Rank parts of one collective make one row sample: time = last end − first start, algbw from it.
-func TestCollectiveInstance(t *testing.T) {
-	s := New(Info{Devices: 2, GPUsPerHost: 2})
-	ar := func(dev int32, start, end int64) timeline.Event {
-		return timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 2, Bytes: 1 << 20, Op: 7,
-			Device: dev, Stream: 2, Start: start, End: end, Peer: -1}
+	var starts []int64
+	for _, o := range s.Tracks[0].Ops {
+		starts = append(starts, o.Start)
 	}
-	feed(s, ar(0, 1000, 2000), ar(1, 1500, 3000))
-	r := s.Rows[RowKey{Kind: "all_reduce", Size: 1 << 20, Ranks: 2}]
-	if r == nil || r.Count != 1 {
-		t.Fatalf("rows %+v", s.Rows)
+	if len(starts) != 3 || starts[0] != 10 || starts[1] != 20 || starts[2] != 30 {
+		t.Errorf("track ops start at %v; want 10 20 30", starts)
 	}
-	if got := r.Lat.Quantile(0.5); math.Abs(got-2000)/2000 > 0.04 {
-		t.Errorf("instance time %.0f ns; want 2000 ±3%%", got)
+	if got := s.RecentLog(2); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Errorf("recent log %v; want indices 1 2", got)
 	}
 }
 
-// A barrier's arrivals: waits, the straggler and its lateness over the median arrival.
-func TestBarrierFinish(t *testing.T) {
-	s := New(Info{Devices: 3})
-	b := func(dev int32, arrive int64) timeline.Event {
-		return timeline.Event{Kind: timeline.KindBarrier, Ranks: 3, Op: 9, Device: dev, Stream: 1, Start: arrive, End: 1000, Peer: -1}
-	}
-	feed(s, b(0, 100), b(2, 900), b(1, 200))
-	if len(s.Barriers) != 1 {
-		t.Fatal("barrier not finished")
-	}
-	br := s.Barriers[0]
-	if br.Straggler != 2 || br.Lateness != 700 || br.Arrivals[0].Wait != 900 || s.LastAt[2] != 1 {
-		t.Errorf("barrier %+v", br)
-	}
-}
-
-// Stream activity is dropped as the window trims it.
-func TestTracksFollowTheWindow(t *testing.T) {
-	s := New(Info{Devices: 1})
+// Events trimmed from the window before the console read them are counted, not folded.
+func TestMissedEvents(t *testing.T) {
 	w := timeline.NewWindow(1, nil) // the smallest window: one chunk
+	s := New()
+	n := 0
 	for i := range 3 * 16384 {
-		e := timeline.Event{Kind: timeline.KindKernel, Device: 0, Stream: 1, Start: int64(i), End: int64(i) + 1, Peer: -1}
-		w.Emit(&e)
+		w.Emit(&timeline.Event{Kind: timeline.KindMark, Start: int64(i), End: int64(i), Device: -1, Peer: -1})
 	}
 	snap := w.Snapshot()
-	s.Update(&snap)
-	if n := len(s.Tracks[0].Ops); int64(n) != snap.Total-snap.Base {
-		t.Errorf("track holds %d ops; the window holds %d", n, snap.Total-snap.Base)
-	}
-}
-
-func TestHistQuantiles(t *testing.T) {
-	var h Hist
-	for v := 1; v <= 1000; v++ {
-		h.Add(float64(v) * 1000)
-	}
-	for _, q := range []struct{ q, want float64 }{{0.5, 500_000}, {0.99, 990_000}, {0.01, 10_000}} {
-		if got := h.Quantile(q.q); math.Abs(got-q.want)/q.want > 0.04 {
-			t.Errorf("q%.2f = %.0f; want %.0f ±4%%", q.q, got, q.want)
-		}
-	}
-}
-
-func TestTelemetryLatest(t *testing.T) {
-	s := New(Info{Devices: 1})
-	feed(s, timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(timeline.SampleUtilization), Device: 0, Bytes: 30},
-		timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(timeline.SampleUtilization), Device: 0, Bytes: 70})
-	if s.Telemetry[0][timeline.SampleUtilization] != 70 {
-		t.Errorf("latest utilisation %d; want 70", s.Telemetry[0][timeline.SampleUtilization])
+	s.Update(&snap, func(*timeline.Event) { n++ })
+	if s.Missed == 0 || int64(n)+s.Missed != 3*16384 {
+		t.Errorf("folded %d, missed %d; want all %d accounted for", n, s.Missed, 3*16384)
 	}
 }

@@ -1,0 +1,100 @@
+package units
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Unknown is how a value that is not known is shown.
+const Unknown = "—"
+
+// sig3 formats x with three significant figures for x in [1, 1000).
+func sig3(x float64) string {
+	switch {
+	case x >= 99.95 || x <= -99.95:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case x >= 9.995 || x <= -9.995:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(x, 'f', 2, 64)
+}
+
+// Dur formats nanoseconds: "830 ns", "9.80 µs", "277 ms", "2.00 s"; past 100 s in minutes and hours.
+func Dur(ns int64) string {
+	a := ns
+	if a < 0 {
+		a = -a
+	}
+	f := float64(ns)
+	switch {
+	case ns == 0:
+		return "0 s"
+	case a < 1_000:
+		return fmt.Sprintf("%d ns", ns)
+	case a < 999_500:
+		return sig3(f/1e3) + " µs"
+	case a < 999_500_000:
+		return sig3(f/1e6) + " ms"
+	case a < 100_000_000_000:
+		return sig3(f/1e9) + " s"
+	case a < 3600_000_000_000:
+		return fmt.Sprintf("%dm%02ds", ns/60e9, (a/1e9)%60)
+	}
+	return fmt.Sprintf("%dh%02dm", ns/3600e9, (a/60e9)%60)
+}
+
+// DurP formats a duration that may be unknown (nil).
+func DurP(ns *int64) string {
+	if ns == nil {
+		return Unknown
+	}
+	return Dur(*ns)
+}
+
+// Bytes formats a byte count with binary units: "512 B", "16 MiB", "1.5 GiB".
+func Bytes(n int64) string {
+	a := n
+	if a < 0 {
+		a = -a
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	if a < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f := float64(n) / 1024
+	u := 0
+	for (f >= 1024 || f <= -1024) && u < len(units)-1 {
+		f /= 1024
+		u++
+	}
+	return strconv.FormatFloat(f, 'g', 4, 64) + " " + units[u]
+}
+
+// GBps formats a rate in GB/s (10⁹ bytes per second), "—" when unknown (nil).
+func GBps(r *float64) string {
+	if r == nil {
+		return Unknown
+	}
+	return fmt.Sprintf("%.1f GB/s", *r)
+}
+
+// Rate formats bytes per second: "830 MB/s", "54.8 GB/s" (decimal units, as link speeds are quoted).
+func Rate(bps float64) string {
+	switch {
+	case bps >= 1e9:
+		return sig3(bps/1e9) + " GB/s"
+	case bps >= 1e6:
+		return sig3(bps/1e6) + " MB/s"
+	case bps >= 1e3:
+		return sig3(bps/1e3) + " kB/s"
+	}
+	return fmt.Sprintf("%.0f B/s", bps)
+}
+
+// Pct formats a percentage with one decimal, "—" when unknown (nil).
+func Pct(p *float64) string {
+	if p == nil {
+		return Unknown
+	}
+	return fmt.Sprintf("%.1f%%", *p)
+}

@@ -1,0 +1,36 @@
+package units
+
+import "testing"
+
+func TestFormats(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	n := func(x int64) *int64 { return &x }
+	tests := []struct{ got, want string }{
+		{Dur(0), "0 s"},
+		{Dur(830), "830 ns"},
+		{Dur(9_800), "9.80 µs"},
+		{Dur(999_999), "1.00 ms"},
+		{Dur(277_000_000), "277 ms"},
+		{Dur(2_000_000_000), "2.00 s"},
+		{Dur(-4_147_000), "-4.15 ms"},
+		{Dur(125_000_000_000), "2m05s"},
+		{Dur(7_260_000_000_000), "2h01m"},
+		{DurP(nil), "—"},
+		{DurP(n(1500)), "1.50 µs"},
+		{Bytes(512), "512 B"},
+		{Bytes(16 << 20), "16 MiB"},
+		{Bytes(3 << 29), "1.5 GiB"},
+		{Bytes(18_874_368), "18 MiB"},
+		{GBps(nil), "—"},
+		{GBps(f(54.84)), "54.8 GB/s"},
+		{Rate(54.8e9), "54.8 GB/s"},
+		{Rate(830e6), "830 MB/s"},
+		{Pct(nil), "—"},
+		{Pct(f(15.62)), "15.6%"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q; want %q", tt.got, tt.want)
+		}
+	}
+}
