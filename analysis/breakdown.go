@@ -105,7 +105,9 @@ type breakdown struct {
 }
 
 func (b *breakdown) add(e *timeline.Event) {
-	if !e.Kind.IsBusy() || e.Device < 0 || e.End <= e.Start {
+	// A failed op (a send the watchdog gave up on) still marks how long its device was in play,
+	// even when it ran for no time: the wait before it is idle device time, not nothing.
+	if !e.Kind.IsBusy() || e.Device < 0 || (e.End <= e.Start && e.Status == timeline.StatusOK) {
 		return
 	}
 	if b.devs == nil {

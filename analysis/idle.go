@@ -155,7 +155,15 @@ func (g *idleGaps) add(e *timeline.Event) {
 func (g *idleGaps) op(st *streamGaps, e *timeline.Event) {
 	k := streamKey{e.Device, e.Stream}
 	if !st.started {
+		// Before a stream's first op nothing is idle (as in HTA), except the waits recorded on it:
+		// the stream had that op posted and waited for an event, a barrier or its peers (a send
+		// whose receiver never came waits here until the watchdog fails it).
 		st.started, st.prevEnd, st.prevStart = true, e.End, e.Start
+		for _, w := range st.waits {
+			if s, end := w.start, min(w.end, e.Start); end > s {
+				g.record(st, k, s, end-s, w.cause)
+			}
+		}
 		st.dropWaits(e.End)
 		return
 	}

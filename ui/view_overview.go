@@ -29,6 +29,9 @@ func (overviewView) view(m *Model, w, h int) string {
 	// One row per device: each link's throughput and share of its peak, then a sparkline of the
 	// device's total over recent history.
 	devs := res.Links.Devices
+	for len(devs) < m.info.Meta.Devices { // devices that moved nothing yet still have a row
+		devs = append(devs, analysis.DeviceLinks{Device: int32(len(devs))})
+	}
 	bucket := m.state.Now/analysis.BucketNs - 1
 	const dev, cell, total = 5, 12, 9
 	histW := max(w-dev-int(analysis.NumLinks)*cell-total-2, 8)

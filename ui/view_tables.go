@@ -340,6 +340,22 @@ func (v *idleView) view(m *Model, w, h int) string {
 	}
 	fmt.Fprintf(&b, "%s devices %s idle · gaps on streams %s (Σ over streams; %% of that): %s\n", st.Title.Render("Idle"),
 		units.Dur(m.res.Breakdown.IdleNs), units.Dur(si.TotalNs), strings.Join(causes, ", "))
+	// Per device, HTA's temporal breakdown and overlap, as the report gives them.
+	devs := m.res.Breakdown.Devices
+	shown := min(len(devs), max(h/3, 1))
+	b.WriteString(st.Muted.Render(fmt.Sprintf("%-7s%8s%10s%14s%11s   (%% of each device's span; overlap: %% of its communication; pooled %s)",
+		"device", "idle %", "compute %", "non-compute %", "overlap %", units.Pct(m.res.Breakdown.OverlapPct))) + "\n")
+	for _, d := range devs[:shown] {
+		ov := units.Unknown
+		if d.OverlapPct != nil {
+			ov = fmt.Sprintf("%.1f", *d.OverlapPct)
+		}
+		fmt.Fprintf(&b, "%-7d%8.1f%10.1f%14.1f%11s\n", d.Device, d.IdlePct, d.ComputePct, d.NonCompPct, ov)
+	}
+	if shown < len(devs) {
+		b.WriteString(st.Muted.Render(fmt.Sprintf("… %d more devices", len(devs)-shown)) + "\n")
+	}
+	h -= shown + 1
 	head := fmt.Sprintf("%-13s%7s%8s%12s  %s", "cause", "device", "stream", "total", "largest gap (enter: show in timeline)")
 	b.WriteString(st.Title.Render(head) + "\n")
 	list := h - 3

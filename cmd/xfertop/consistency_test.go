@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/recordings/trace"
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/scenario"
+	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui"
+	"github.com/xfertop/xfertop/units"
+)
+
+// windowSource serves a console the events of a window, all at once.
+type windowSource struct {
+	info ui.SourceInfo
+	snap func() timeline.Snapshot
+}
+
+func (s windowSource) Info() ui.SourceInfo         { return s.info }
+func (s windowSource) Snapshot() timeline.Snapshot { return s.snap() }
+func (s windowSource) Status() ui.Status           { return ui.Status{Done: true} }
+func (s windowSource) SetSpeed(float64) bool       { return false }
+func (s windowSource) SeekTo(int64) bool           { return false }
+
+// console runs the console's model over src as the Bubble Tea runtime would, and returns it.
+func console(src ui.Source) *ui.Model {
+	m := ui.New(src, ui.Options{IsDark: true})
+	m.Init()
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	return m
+}
+
+func press(m *ui.Model, k string) string {
+	m.Update(tea.KeyPressMsg{Code: []rune(k)[0], Text: k})
+	return ansi.Strip(m.View().Content)
+}
+
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// sameNumbers checks every total the console shows against the report of the same events: the
+// analysis behind the console's views field by field, then the numbers as the views print them.
+func sameNumbers(t *testing.T, m *ui.Model, r *report.Report) {
+	t.Helper()
+	res := m.Result()
+	pairs := []struct {
+		what            string
+		console, report any
+	}{
+		{"events", res.Events, r.Events},
+		{"steps (count, p50, p99, setup)", res.Steps, r.Steps},
+		{"transfers by kind and size class (bytes, GB/s, p50/p99)", res.Transfers, r.Transfers},
+		{"collectives (algbw, busbw)", res.Collectives.Rows, r.Collectives},
+		{"communicator cache (hits, misses, evictions)", res.CommCache, r.CommCache},
+		{"groups", res.Groups, r.Groups},
+		{"barrier waits and stragglers", res.Barriers, r.Barriers},
+		{"idle by cause", res.StreamIdle.ByCause, r.Idle.ByCause},
+		{"idle per stream", res.StreamIdle.Streams, r.Idle.Streams},
+		{"temporal breakdown and overlap per device", res.Breakdown.Devices, r.Idle.Devices},
+		{"pooled overlap", res.Breakdown.OverlapPct, r.Overlap.CommComputePct},
+		{"link traffic per device, bytes moved", res.Links, r.Links},
+		{"alerts", res.Alerts, r.Alerts},
+	}
+	for _, p := range pairs {
+		if c, w := asJSON(t, p.console), asJSON(t, p.report); c != w {
+			t.Errorf("%s: the console shows\n%s\nthe report says\n%s", p.what, c, w)
+		}
+	}
+	over := press(m, "1")
+	if want := "Moved " + units.Bytes(r.Links.MovedBytes); !strings.Contains(over, want) {
+		t.Errorf("overview lacks %q:\n%s", want, over)
+	}
+	if r.Steps.Count > 0 && !strings.Contains(over, "steps "+itoa(r.Steps.Count)+", ") {
+		t.Errorf("overview does not show %d steps", r.Steps.Count)
+	}
+	tr := press(m, "3")
+	for _, c := range r.Collectives {
+		if c.BusBW != nil && !strings.Contains(tr, ftoa1(*c.BusBW)) {
+			t.Errorf("transfers view lacks %s busbw %.1f:\n%s", c.Op, *c.BusBW, tr)
+		}
+	}
+	for _, row := range r.Transfers.BySize {
+		if row.GBps != nil && !strings.Contains(tr, ftoa1(*row.GBps)) {
+			t.Errorf("transfers view lacks %s ≤%s at %.1f GB/s", row.Kind, units.Bytes(row.SizeClass), *row.GBps)
+		}
+	}
+	cm := press(m, "6")
+	cc := r.CommCache
+	if !strings.Contains(cm, itoa(cc.Hits)+" hits · "+itoa(cc.Misses)+" misses · "+itoa(cc.Evictions)+" evictions") {
+		t.Errorf("comms view does not show %d hits, %d misses, %d evictions:\n%s", cc.Hits, cc.Misses, cc.Evictions, cm)
+	}
+}
+
+func itoa(n int64) string    { return strconv.FormatInt(n, 10) }
+func ftoa1(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
+
+// The console and the headless report give the same numbers: for every built-in scenario run live,
+// for a recording replayed, and for an imported Kineto trace.
+func TestConsoleEqualsReport(t *testing.T) {
+	for _, name := range scenario.BuiltinNames() {
+		t.Run(name, func(t *testing.T) {
+			cfg := session.Config{Scenario: name, Steps: 3, Seed: 2}
+			p, err := session.Prepare(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := p.Report(out)
+			cfg.Window = 1 << 22
+			live, err := session.Prepare(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := live.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			m := console(windowSource{info: ui.SourceInfo{Name: name, Meta: live.Meta()}, snap: live.Snapshot})
+			sameNumbers(t, m, r)
+		})
+	}
+	t.Run("replayed recording", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "moe.xfr")
+		p, err := session.Prepare(session.Config{Scenario: "moe-alltoall", Steps: 3, Record: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rp, err := session.Replay(context.Background(), session.ReplayConfig{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := session.StartReplay(context.Background(), session.ReplayConfig{Path: path}, 1<<22)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Stop()
+		for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		m := console(replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}})
+		sameNumbers(t, m, rp.Report())
+	})
+	t.Run("imported Kineto trace", func(t *testing.T) {
+		path := filepath.Join("..", "..", "..", "shared", "data", "kineto", "sampled_rank-0.json.gz")
+		if _, err := os.Stat(path); err != nil {
+			path = filepath.Join("testdata", "hta_small.json")
+		}
+		im, err := trace.ReadFiles([]string{path}, trace.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta := importedMeta(im)
+		an := analysis.New(meta)
+		win := timeline.NewWindow(1<<22, im.Strings)
+		for i := range im.Events {
+			an.Emit(&im.Events[i])
+			win.Emit(&im.Events[i])
+		}
+		r := report.Build(an.Result(im.Strings), meta, report.Run{})
+		m := console(windowSource{info: ui.SourceInfo{Name: path, Meta: meta}, snap: win.Snapshot})
+		sameNumbers(t, m, r)
+	})
+}
