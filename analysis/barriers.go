@@ -49,7 +49,10 @@ type barriers struct {
 	maxWait int64
 	given   int64
 	last    map[int32]*rankLate
-	recent  []BarrierInstance
+	recent  []BarrierInstance // a ring of the latest RecentBarriersKept, oldest at head
+	head    int
+	free    []*barrierInst // finished instances, reused so that steady state allocates nothing
+	scratch []int64
 }
 
 func newBarriers() *barriers {
@@ -62,7 +65,12 @@ func (b *barriers) add(e *timeline.Event) {
 	}
 	in := b.open[e.Op]
 	if in == nil {
-		in = &barrierInst{ranks: int(e.Ranks), label: e.Label}
+		if n := len(b.free); n > 0 {
+			in, b.free = b.free[n-1], b.free[:n-1]
+		} else {
+			in = &barrierInst{}
+		}
+		*in = barrierInst{ranks: int(e.Ranks), label: e.Label, arrivals: in.arrivals[:0]}
 		b.open[e.Op] = in
 		b.order = append(b.order, e.Op)
 		for len(b.open) > maxOpenInstances && len(b.order) > 0 {
@@ -82,6 +90,7 @@ func (b *barriers) add(e *timeline.Event) {
 	if len(in.arrivals) >= max(in.ranks, 1) {
 		delete(b.open, e.Op)
 		b.finish(e.Op, in)
+		b.free = append(b.free, in)
 	}
 }
 
@@ -90,16 +99,17 @@ func (b *barriers) finish(op uint64, in *barrierInst) {
 	slices.SortFunc(as, func(x, y Arrival) int { return int(x.Rank) - int(y.Rank) })
 	b.count++
 	lateIdx := 0
-	arr := make([]int64, len(as))
+	arr := b.scratch[:0]
 	for i, a := range as {
 		b.waitNs += a.WaitNs
 		b.maxWait = max(b.maxWait, a.WaitNs)
-		arr[i] = a.Arrive
+		arr = append(arr, a.Arrive)
 		if a.Arrive > as[lateIdx].Arrive {
 			lateIdx = i
 		}
 	}
-	inst := BarrierInstance{Op: op, Label: in.label, Release: in.release, Arrivals: as, Straggler: as[lateIdx].Rank}
+	b.scratch = arr
+	inst := BarrierInstance{Op: op, Label: in.label, Release: in.release, Straggler: as[lateIdx].Rank}
 	inst.LatenessNs = as[lateIdx].Arrive - timeline.Percentile(arr, 50)
 	if len(as) > 1 {
 		r := b.last[inst.Straggler]
@@ -110,10 +120,16 @@ func (b *barriers) finish(op uint64, in *barrierInst) {
 		r.times++
 		r.late.Add(float64(inst.LatenessNs))
 	}
-	if len(b.recent) == RecentBarriersKept {
-		b.recent = append(b.recent[:0], b.recent[1:]...)
+	// Keep it in the ring, reusing the arrivals slice of the one it replaces.
+	if len(b.recent) < RecentBarriersKept {
+		inst.Arrivals = slices.Clone(as)
+		b.recent = append(b.recent, inst)
+		return
 	}
-	b.recent = append(b.recent, inst)
+	old := &b.recent[b.head]
+	inst.Arrivals = append(old.Arrivals[:0], as...)
+	*old = inst
+	b.head = (b.head + 1) % RecentBarriersKept
 }
 
 // Straggler is a rank that arrived last at barriers: how often, and how late (last arrival − median
@@ -137,7 +153,12 @@ type Barriers struct {
 
 func (b *barriers) result() Barriers {
 	out := Barriers{Count: b.count, WaitNs: b.waitNs, MaxWaitNs: b.maxWait, Stragglers: []Straggler{}, Open: len(b.open),
-		Incomplete: b.given, Recent: slices.Clone(b.recent)}
+		Incomplete: b.given, Recent: make([]BarrierInstance, 0, len(b.recent))}
+	for i := range b.recent { // oldest first; the arrivals are copied: the ring reuses them
+		in := b.recent[(b.head+i)%len(b.recent)]
+		in.Arrivals = slices.Clone(in.Arrivals)
+		out.Recent = append(out.Recent, in)
+	}
 	for rank, r := range b.last {
 		out.Stragglers = append(out.Stragglers, Straggler{Rank: rank, TimesLast: r.times, LatenessNs50: r.late.quantileNs(50)})
 	}

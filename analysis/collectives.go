@@ -37,7 +37,8 @@ type collectives struct {
 	open  map[uint64]*collInst
 	order []uint64 // open ids, oldest first (may hold ids already closed)
 	rows  map[collKey]*collStats
-	given int64 // instances given up incomplete
+	given int64       // instances given up incomplete
+	free  []*collInst // finished instances, reused so that steady state allocates nothing
 }
 
 func newCollectives() *collectives {
@@ -51,7 +52,12 @@ func (c *collectives) add(e *timeline.Event) {
 	op := timeline.CollOp(e.Sub)
 	in := c.open[e.Op]
 	if in == nil {
-		in = &collInst{op: op, ranks: int(e.Ranks), start: e.Start, end: e.End}
+		if n := len(c.free); n > 0 {
+			in, c.free = c.free[n-1], c.free[:n-1]
+		} else {
+			in = &collInst{}
+		}
+		*in = collInst{op: op, ranks: int(e.Ranks), start: e.Start, end: e.End}
 		if e.Op != 0 {
 			c.open[e.Op] = in
 			c.order = append(c.order, e.Op)
@@ -64,6 +70,7 @@ func (c *collectives) add(e *timeline.Event) {
 	if in.n >= max(in.ranks, 1) || e.Op == 0 {
 		delete(c.open, e.Op)
 		c.finish(in)
+		c.free = append(c.free, in)
 	}
 }
 
