@@ -21,8 +21,13 @@ func (u *intervalSet) add(s, e int64) {
 	}
 	ivs := u.ivs
 	// Most intervals arrive near the end of the set: look there first.
-	if n := len(ivs); n == 0 || s > ivs[n-1].End {
+	n := len(ivs)
+	if n == 0 || s > ivs[n-1].End {
 		u.ivs = append(ivs, timeline.Interval{Start: s, End: e})
+		return
+	}
+	if last := &ivs[n-1]; s >= last.Start {
+		last.End = max(last.End, e) // overlaps or touches the last: the common case
 		return
 	}
 	i, _ := slices.BinarySearchFunc(ivs, s, func(iv timeline.Interval, t int64) int {
