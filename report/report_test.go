@@ -167,3 +167,34 @@ func TestTelemetry(t *testing.T) {
 		t.Errorf("telemetry %+v", r.Telemetry)
 	}
 }
+
+// Unknown is not zero: a collective of unknown size has no bandwidth ("—", null), and overlap is
+// undefined where nothing communicated.
+func TestUnknownIsNotZero(t *testing.T) {
+	nd := timeline.NoDevice
+	ev := []timeline.Event{
+		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: 1, Op: 1, Device: 0, Stream: 1, Start: 0, End: 100, Peer: nd},
+		{Kind: timeline.KindKernel, Device: 1, Stream: 2, Start: 0, End: 100, Peer: nd},
+	}
+	r := build(ev, timeline.NewStrings(), timeline.Meta{})
+	if len(r.Collectives) != 1 || r.Collectives[0].AlgBW != nil || r.Collectives[0].BusBW != nil {
+		t.Errorf("collective of unknown size: %+v; want no bandwidth", r.Collectives)
+	}
+	var b strings.Builder
+	if err := Text(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "all_reduce      1      —      1") {
+		t.Errorf("text shows the unknown size as a number:\n%s", b.String())
+	}
+	only := build(ev[1:], timeline.NewStrings(), timeline.Meta{})
+	data, _ := json.Marshal(only)
+	if !strings.Contains(string(data), `"overlap":{"comm_compute_pct":null}`) || !strings.Contains(string(data), `"overlap_pct":null`) {
+		t.Errorf("overlap without communication is not null: %s", data)
+	}
+	b.Reset()
+	_ = Text(&b, only)
+	if !strings.Contains(b.String(), "overlapped with compute: — of communication time") {
+		t.Errorf("text shows an undefined overlap as a number:\n%s", b.String())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
 )
 
@@ -147,6 +148,18 @@ func TestFileErrors(t *testing.T) {
 	_ = os.WriteFile(torn, data[:len(data)-100], 0o644)
 	notjson := filepath.Join(dir, "x.json")
 	_ = os.WriteFile(notjson, []byte(`{"traceEvents": [ {"ph": "X"`), 0o644)
+	// A recording with a header and nothing else is not an empty report: it says so.
+	empty := filepath.Join(dir, "empty.xfr")
+	w, err := recordings.Create(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteMeta(recordings.Meta{Source: "sim"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args   []string
 		code   int
@@ -157,6 +170,8 @@ func TestFileErrors(t *testing.T) {
 		// Torn before its first chunk ended: the warning says so, and nothing was recorded.
 		{[]string{"replay", torn, "--headless"}, exitData, "warning: " + torn + ": torn tail at byte offset"},
 		{[]string{"replay", torn, "--headless"}, exitData, torn + ": no events"},
+		{[]string{"replay", empty, "--headless"}, exitData, empty + ": no events"},
+		{[]string{"analyze", empty}, exitData, empty + ": no events"},
 		{[]string{"replay", "--headless", filepath.Join(dir, "none.xfr")}, exitUsage, "no such file"},
 		{[]string{"replay"}, exitUsage, "give one recording"},
 		{[]string{"analyze", notjson}, exitUsage, notjson + ": the JSON ends before it is complete"},

@@ -185,3 +185,45 @@ func TestConsoleEqualsReport(t *testing.T) {
 		sameNumbers(t, m, r)
 	})
 }
+
+// Seeking back in a replay (`g` after the end) starts the console's numbers over: they equal the
+// report's again, not twice its bytes, steps and cache hits.
+func TestReplaySeekBackCountsOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.xfr")
+	p, err := session.Prepare(session.Config{Scenario: "pipeline", Steps: 3, Record: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := session.Replay(context.Background(), session.ReplayConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rp.Report()
+	rs, err := session.StartReplay(context.Background(), session.ReplayConfig{Path: path}, 1<<22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Stop()
+	src := replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}}
+	m := console(src)
+	settle := func() {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		m.Update(tea.KeyPressMsg{Code: ' ', Text: " "}) // pause and resume: a refresh now
+		m.Update(tea.KeyPressMsg{Code: ' ', Text: " "})
+	}
+	settle()
+	if got := m.Result().Links.MovedBytes; got != want.Links.MovedBytes {
+		t.Fatalf("before the seek the console moved %d bytes; the report %d", got, want.Links.MovedBytes)
+	}
+	for range 3 {
+		press(m, "g") // back to the start: the replay plays the whole recording again
+		settle()
+	}
+	sameNumbers(t, m, want)
+}
