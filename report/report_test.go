@@ -66,7 +66,6 @@ func build(events []timeline.Event, strs *timeline.Strings, m timeline.Meta) *Re
 	return Build(an.Result(strs), m, Run{})
 }
 
-
 func TestBuild(t *testing.T) {
 	ev, strs := handBuilt()
 	r := build(ev, strs, timeline.Meta{Source: "test", Backend: "sim", Topology: "h100x8", Devices: 8})
