@@ -76,6 +76,7 @@ type streamGaps struct {
 	waits     []waitIv // sorted by start
 	byCause   [causeCount]int64
 	priority  int8
+	compute   bool // the stream ran kernels: its idle time is idle compute
 }
 
 // idleGaps folds each stream's gaps between busy ops (gaps before a stream's first op and after its
@@ -123,7 +124,9 @@ func (g *idleGaps) add(e *timeline.Event) {
 	var c Cause
 	switch {
 	case e.Kind.IsBusy():
-		g.op(g.stream(e), e)
+		st := g.stream(e)
+		st.compute = st.compute || e.Kind == timeline.KindKernel
+		g.op(st, e)
 		return
 	case e.Kind == timeline.KindEventWait:
 		c = CauseEventWait
@@ -275,8 +278,18 @@ type StreamIdle struct {
 	Device   int32            `json:"device"`
 	Stream   uint32           `json:"stream"`
 	Priority int8             `json:"priority"`
+	// Role is "compute" for a stream that ran kernels, "transfer" for one that only moved data.
+	Role    string `json:"role"`
+	TotalNs int64  `json:"total_ns"`
+	ByCause  map[string]int64 `json:"by_cause"`
+}
+
+// DeviceGaps is the gaps of one device's streams by cause, and the cause with the most time.
+type DeviceGaps struct {
+	Device   int32            `json:"device"`
 	TotalNs  int64            `json:"total_ns"`
 	ByCause  map[string]int64 `json:"by_cause"`
+	TopCause string           `json:"top_cause"`
 }
 
 // StreamGaps is idle time between ops on streams, summed over streams, by cause.
@@ -285,6 +298,7 @@ type StreamGaps struct {
 	TotalNs int64            `json:"total_ns"`
 	ByCause map[string]int64 `json:"by_cause"`
 	Streams []StreamIdle     `json:"streams"`
+	Devices []DeviceGaps     `json:"devices"`
 	TopGaps []Gap            `json:"top_gaps"`
 	// Reordered counts ops that reached the analysis out of start order on their stream.
 	Reordered int64 `json:"reordered,omitempty"`
@@ -301,14 +315,18 @@ func causeMap(v *[causeCount]int64) (map[string]int64, int64) {
 }
 
 func (g *idleGaps) result() StreamGaps {
-	out := StreamGaps{Streams: []StreamIdle{}, TopGaps: slices.Clone(g.top), Reordered: g.reordered}
+	out := StreamGaps{Streams: []StreamIdle{}, Devices: []DeviceGaps{}, TopGaps: slices.Clone(g.top), Reordered: g.reordered}
 	if out.TopGaps == nil {
 		out.TopGaps = []Gap{}
 	}
 	out.ByCause, out.TotalNs = causeMap(&g.byCause)
 	for k, st := range g.streams {
 		m, t := causeMap(&st.byCause)
-		out.Streams = append(out.Streams, StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, TotalNs: t, ByCause: m})
+		role := "transfer"
+		if st.compute {
+			role = "compute"
+		}
+		out.Streams = append(out.Streams, StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, Role: role, TotalNs: t, ByCause: m})
 	}
 	slices.SortFunc(out.Streams, func(a, b StreamIdle) int {
 		if a.Device != b.Device {
@@ -316,5 +334,27 @@ func (g *idleGaps) result() StreamGaps {
 		}
 		return int(int64(a.Stream) - int64(b.Stream))
 	})
+	// Per device, in the same order: the sum of its streams' gaps by cause.
+	var sums [causeCount]int64
+	flush := func(dev int32) {
+		m, t := causeMap(&sums)
+		top := ""
+		var most int64
+		for _, c := range Causes() {
+			if sums[c] > most {
+				top, most = c.String(), sums[c]
+			}
+		}
+		out.Devices = append(out.Devices, DeviceGaps{Device: dev, TotalNs: t, ByCause: m, TopCause: top})
+		sums = [causeCount]int64{}
+	}
+	for i, s := range out.Streams {
+		for _, c := range Causes() {
+			sums[c] += s.ByCause[c.String()]
+		}
+		if i == len(out.Streams)-1 || out.Streams[i+1].Device != s.Device {
+			flush(s.Device)
+		}
+	}
 	return out
 }

@@ -66,7 +66,9 @@ type Idle struct {
 	ByCause  map[string]int64      `json:"by_cause"`
 	Devices  []analysis.DeviceTime `json:"devices"`
 	Streams  []analysis.StreamIdle `json:"streams"`
-	TopGaps  []analysis.Gap        `json:"top_gaps"`
+	// DeviceGaps sums each device's stream gaps by cause, with the cause of most of them.
+	DeviceGaps []analysis.DeviceGaps `json:"device_gaps"`
+	TopGaps    []analysis.Gap        `json:"top_gaps"`
 }
 
 // Overlap is HTA's communication/computation overlap, |union(compute ∩ comm)| / |union(comm)|,
@@ -93,7 +95,7 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		AlertCount: res.AlertCount, Export: run.Export, Mapping: m.Mapping, Telemetry: res.Telemetry}
 	gaps := res.StreamIdle
 	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: res.Breakdown.Devices,
-		Streams: gaps.Streams, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)]}
+		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)]}
 	r.Overlap.CommComputePct = res.Breakdown.OverlapPct
 	return r
 }

@@ -24,23 +24,36 @@ func (overviewView) view(m *Model, w, h int) string {
 		cache = fmt.Sprintf("comm cache %.0f%% hits (%d hits, %d misses, %d evictions)", 100*float64(cc.Hits)/float64(cc.Hits+cc.Misses), cc.Hits, cc.Misses, cc.Evictions)
 	}
 	fmt.Fprintf(&b, "%s %s   %s   %s\n", st.Title.Render("Moved"), units.Bytes(res.Links.MovedBytes), steps, cache)
-	b.WriteString(st.Muted.Render("each link: GB/s now and % of its peak; total GB/s; history of the total") + "\n")
+	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; each link now, % of peak") + "\n")
 
-	// One row per device: each link's throughput and share of its peak, then a sparkline of the
-	// device's total over recent history.
 	devs := res.Links.Devices
 	for len(devs) < m.info.Meta.Devices { // devices that moved nothing yet still have a row
 		devs = append(devs, analysis.DeviceLinks{Device: int32(len(devs))})
 	}
+	times := map[int32]analysis.DeviceTime{}
+	for _, d := range res.Breakdown.Devices {
+		times[d.Device] = d
+	}
+	causes := map[int32]string{}
+	for _, d := range res.StreamIdle.Devices {
+		causes[d.Device] = d.TopCause
+	}
 	bucket := m.state.Now/analysis.BucketNs - 1
-	const dev, cell, total = 5, 12, 9
-	histW := max(w-dev-int(analysis.NumLinks)*cell-total-2, 8)
-	histW = min(histW, analysis.HistoryBuckets)
-	head := fmt.Sprintf("%-*s", dev, "dev")
+	// Wide terminals show each link's GB/s beside its share of peak.
+	cell := 7
+	if w >= 140 {
+		cell = 14
+	}
+	const dev, split, cause, total = 5, 21, 14, 9
+	histW := min(max(w-dev-split-cause-int(analysis.NumLinks)*cell-total-2, 0), analysis.HistoryBuckets)
+	head := fmt.Sprintf("%-*s%7s%7s%7s %-*s", dev, "gpu", "comp%", "xfer%", "idle%", cause, "idle mostly")
 	for l := range analysis.NumLinks {
 		head += fmt.Sprintf("%*s", cell, l)
 	}
-	head += fmt.Sprintf("%*s  %s", total, "total", fmt.Sprintf("last %s", units.Dur(int64(histW)*analysis.BucketNs)))
+	head += fmt.Sprintf("%*s", total, "GB/s")
+	if histW >= 8 {
+		head += "  last " + units.Dur(int64(histW)*analysis.BucketNs)
+	}
 	b.WriteString(st.Muted.Render(head) + "\n")
 	totalAt := func(d *analysis.DeviceLinks, k int64) float64 {
 		var t float64
@@ -64,16 +77,33 @@ func (overviewView) view(m *Model, w, h int) string {
 		}
 		ds := &devs[d]
 		line := fmt.Sprintf("%-*d", dev, ds.Device)
+		if t, ok := times[ds.Device]; ok && t.SpanNs > 0 {
+			idle := fmt.Sprintf("%7.1f", t.IdlePct)
+			if t.IdlePct >= 50 {
+				idle = st.Warn.Render(idle)
+			}
+			line += fmt.Sprintf("%7.1f%7.1f", t.ComputePct, t.NonCompPct) + idle
+		} else {
+			line += st.Muted.Render(fmt.Sprintf("%7s%7s%7s", units.Unknown, units.Unknown, units.Unknown))
+		}
+		c := causes[ds.Device]
+		if c == "" {
+			c = units.Unknown
+		}
+		line += fmt.Sprintf(" %-*s", cause, c)
 		var sum float64
 		for l := range analysis.NumLinks {
 			r, _ := ds.Rate(l, bucket)
 			sum += r
-			pct := ""
 			p := m.info.Meta.LinkPeaks[l]
+			txt := units.Unknown // no peak known for this link: a share of it is unknown
 			if p > 0 {
-				pct = fmt.Sprintf("%3.0f%%", 100*r/p)
+				txt = fmt.Sprintf("%.0f%%", 100*r/p)
 			}
-			txt := fmt.Sprintf("%*s", cell, fmt.Sprintf("%.1f %s", r/1e9, pct))
+			if cell > 7 {
+				txt = fmt.Sprintf("%.1f %s", r/1e9, txt)
+			}
+			txt = fmt.Sprintf("%*s", cell, txt)
 			switch {
 			case p > 0 && r > 0.8*p:
 				txt = st.Warn.Render(txt)
@@ -82,17 +112,20 @@ func (overviewView) view(m *Model, w, h int) string {
 			}
 			line += txt
 		}
-		line += fmt.Sprintf("%*.1f  ", total, sum/1e9)
-		var spark strings.Builder
-		for k := bucket - int64(histW) + 1; k <= bucket; k++ {
-			t := totalAt(ds, k)
-			if t <= 0 || peak <= 0 {
-				spark.WriteRune(' ')
-				continue
+		line += fmt.Sprintf("%*.1f", total, sum/1e9)
+		if histW >= 8 {
+			var spark strings.Builder
+			for k := bucket - int64(histW) + 1; k <= bucket; k++ {
+				t := totalAt(ds, k)
+				if t <= 0 || peak <= 0 {
+					spark.WriteRune(' ')
+					continue
+				}
+				spark.WriteRune(sparks[min(int(t/peak*float64(len(sparks)-1)+0.5), len(sparks)-1)])
 			}
-			spark.WriteRune(sparks[min(int(t/peak*float64(len(sparks)-1)+0.5), len(sparks)-1)])
+			line += "  " + st.Good.Render(spark.String())
 		}
-		b.WriteString(line + st.Good.Render(spark.String()) + "\n")
+		b.WriteString(line + "\n")
 	}
 	if len(res.Telemetry) > 0 {
 		b.WriteString(st.Title.Render("GPU telemetry (NVML):"))

@@ -274,6 +274,7 @@ func (v *barriersView) view(m *Model, w, h int) string {
 // idleGroup is one stream's idle time of one cause, with its largest gap when among the longest kept.
 type idleGroup struct {
 	cause        analysis.Cause
+	role         string
 	device       int32
 	stream       uint32
 	total        int64
@@ -290,7 +291,7 @@ func idleGroups(si *analysis.StreamGaps) []idleGroup {
 	for _, s := range si.Streams {
 		for _, c := range analysis.Causes() {
 			if n := s.ByCause[c.String()]; n > 0 {
-				g := idleGroup{cause: c, device: s.Device, stream: s.Stream, total: n}
+				g := idleGroup{cause: c, role: s.Role, device: s.Device, stream: s.Stream, total: n}
 				for _, gap := range si.TopGaps {
 					if gap.Device == s.Device && gap.Stream == s.Stream && gap.Cause == c && gap.Dur > g.gapNs {
 						g.gapAt, g.gapNs = gap.Start, gap.Dur
@@ -300,8 +301,15 @@ func idleGroups(si *analysis.StreamGaps) []idleGroup {
 			}
 		}
 	}
+	// Idle compute streams first: that is GPU time lost; then by cost.
 	slices.SortFunc(out, func(a, b idleGroup) int {
-		return cmp.Or(cmp.Compare(b.total, a.total), cmp.Compare(a.device, b.device), cmp.Compare(a.stream, b.stream))
+		rank := func(g idleGroup) int {
+			if g.role == "compute" {
+				return 0
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(b.total, a.total), cmp.Compare(a.device, b.device), cmp.Compare(a.stream, b.stream))
 	})
 	return out
 }
@@ -356,7 +364,7 @@ func (v *idleView) view(m *Model, w, h int) string {
 		b.WriteString(st.Muted.Render(fmt.Sprintf("… %d more devices", len(devs)-shown)) + "\n")
 	}
 	h -= shown + 1
-	head := fmt.Sprintf("%-13s%7s%8s%12s  %s", "cause", "device", "stream", "total", "largest gap (enter: show in timeline)")
+	head := fmt.Sprintf("%-13s%7s%8s %-9s%11s  %s", "cause", "device", "stream", "role", "total", "largest gap (enter: show in timeline)")
 	b.WriteString(st.Title.Render(head) + "\n")
 	list := h - 3
 	v.sel = min(v.sel, max(len(groups)-1, 0))
@@ -372,7 +380,7 @@ func (v *idleView) view(m *Model, w, h int) string {
 		if g.gapNs > 0 {
 			gap = units.Dur(g.gapNs) + " at " + units.Dur(g.gapAt)
 		}
-		line := fmt.Sprintf("%-13s%7d%8d%12s  %s", g.cause, g.device, g.stream, units.Dur(g.total), gap)
+		line := fmt.Sprintf("%-13s%7d%8d %-9s%11s  %s", g.cause, g.device, g.stream, g.role, units.Dur(g.total), gap)
 		if i == v.sel {
 			line = st.Selected.Render(line)
 		}
