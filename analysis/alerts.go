@@ -52,7 +52,10 @@ func (a *alerts) result(labels Labels) ([]Alert, int64) {
 		out = []Alert{}
 	}
 	for i := range out {
-		out[i].Message = labels.Lookup(out[i].label)
+		if labels != nil {
+			out[i].Message = labels.Lookup(out[i].label)
+		}
+		out[i].Ranks = slices.Clone(out[i].Ranks)
 	}
 	return out, a.count
 }
@@ -117,7 +120,7 @@ type DeviceTelemetry struct {
 }
 
 func (t *telemetry) result() []DeviceTelemetry {
-	var out []DeviceTelemetry
+	out := []DeviceTelemetry{}
 	for dev, d := range t.devs {
 		row := DeviceTelemetry{Device: dev, Samples: d[timeline.SampleUtilization].n, Metrics: map[string]MeanMax{}}
 		for sub, name := range sampleNames {

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"math"
 	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -19,6 +20,8 @@ type deviceTime struct {
 	first, last            int64
 	seen                   bool
 	lateNs                 int64
+	limit                  int                 // set size that triggers a commit (maxIntervals when 0)
+	buf, bufB              []timeline.Interval // scratch for commits
 }
 
 func (d *deviceTime) add(e *timeline.Event) {
@@ -41,12 +44,22 @@ func (d *deviceTime) add(e *timeline.Event) {
 	if e.Kind.IsNCCL() {
 		d.comm.add(s, end)
 	}
-	if len(d.busy.ivs) > maxIntervals || len(d.comp.ivs) > maxIntervals || len(d.comm.ivs) > maxIntervals {
+	if lim := max(d.limit, maxIntervals); len(d.busy.ivs) > lim || len(d.comp.ivs) > lim || len(d.comm.ivs) > lim {
 		d.commit()
 	}
 }
 
-// commit moves the older half of the sets into the totals.
+// commitLagNs is how much of the latest session time a commit leaves in the sets: producers emit
+// an op when it completes, so an op still running may have started up to its duration before the
+// latest end seen; ops longer than this (or covering more than hardMaxIntervals disjoint
+// intervals) can still arrive late.
+const commitLagNs = 1_000_000_000
+
+// hardMaxIntervals bounds a set whatever the lag.
+const hardMaxIntervals = 16 * maxIntervals
+
+// commit moves the older half of the sets into the totals, keeping the last commitLagNs unless a
+// set outgrew hardMaxIntervals.
 func (d *deviceTime) commit() {
 	set := &d.busy
 	for _, u := range []*intervalSet{&d.comp, &d.comm} {
@@ -55,12 +68,21 @@ func (d *deviceTime) commit() {
 		}
 	}
 	t := set.ivs[len(set.ivs)/2].Start
-	d.busyNs += timeline.Length(d.busy.cut(t))
-	comp, comm := d.comp.cut(t), d.comm.cut(t)
-	d.compNs += timeline.Length(comp)
-	d.commNs += timeline.Length(comm)
-	d.overlapNs += timeline.IntersectLength(comp, comm)
-	d.cutAt = t
+	if len(set.ivs) <= hardMaxIntervals {
+		t = min(t, d.last-commitLagNs)
+	}
+	if t > d.cutAt && t > d.busy.ivs[0].Start {
+		d.buf = d.busy.cut(t, d.buf)
+		d.busyNs += timeline.Length(d.buf)
+		d.buf = d.comp.cut(t, d.buf)
+		d.bufB = d.comm.cut(t, d.bufB)
+		d.compNs += timeline.Length(d.buf)
+		d.commNs += timeline.Length(d.bufB)
+		d.overlapNs += timeline.IntersectLength(d.buf, d.bufB)
+		d.cutAt = t
+	}
+	// When the lag kept most of a set, try again only once it has doubled.
+	d.limit = max(maxIntervals, min(2*max(len(d.busy.ivs), len(d.comp.ivs), len(d.comm.ivs)), hardMaxIntervals))
 }
 
 // DeviceTime is one device's temporal breakdown (HTA) over its span, the first op's start to the
@@ -115,7 +137,7 @@ func (b *breakdown) add(e *timeline.Event) {
 	}
 	d := b.devs[e.Device]
 	if d == nil {
-		d = &deviceTime{}
+		d = &deviceTime{cutAt: math.MinInt64} // nothing committed yet: no time is late
 		b.devs[e.Device] = d
 	}
 	d.add(e)

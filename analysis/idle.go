@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"math"
 	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -162,9 +163,11 @@ func (g *idleGaps) op(st *streamGaps, e *timeline.Event) {
 		// the stream had that op posted and waited for an event, a barrier or its peers (a send
 		// whose receiver never came waits here until the watchdog fails it).
 		st.started, st.prevEnd, st.prevStart = true, e.End, e.Start
+		cur := int64(math.MinInt64) // waits may overlap: count each instant once, the earliest wait's
 		for _, w := range st.waits {
-			if s, end := w.start, min(w.end, e.Start); end > s {
+			if s, end := max(w.start, cur), min(w.end, e.Start); end > s {
 				g.record(st, k, s, end-s, w.cause)
+				cur = end
 			}
 		}
 		st.dropWaits(e.End)
@@ -275,13 +278,13 @@ func (g *idleGaps) record(st *streamGaps, k streamKey, start, dur int64, c Cause
 
 // StreamIdle is one stream's idle time by cause.
 type StreamIdle struct {
-	Device   int32            `json:"device"`
-	Stream   uint32           `json:"stream"`
-	Priority int8             `json:"priority"`
+	Device   int32  `json:"device"`
+	Stream   uint32 `json:"stream"`
+	Priority int8   `json:"priority"`
 	// Role is "compute" for a stream that ran kernels, "transfer" for one that only moved data.
-	Role    string `json:"role"`
-	TotalNs int64  `json:"total_ns"`
-	ByCause  map[string]int64 `json:"by_cause"`
+	Role    string           `json:"role"`
+	TotalNs int64            `json:"total_ns"`
+	ByCause map[string]int64 `json:"by_cause"`
 }
 
 // DeviceGaps is the gaps of one device's streams by cause, and the cause with the most time.

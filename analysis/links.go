@@ -47,6 +47,10 @@ type links struct {
 	moved       float64
 }
 
+// MaxDevices bounds the device ids whose link traffic is counted (per-device state is a dense
+// array: a bogus id from a hostile trace must not allocate gigabytes).
+const MaxDevices = 1 << 14
+
 func newLinks(gpusPerHost int) *links { return &links{gpusPerHost: max(gpusPerHost, 1)} }
 
 func (l *links) device(d int32) *deviceLinks {
@@ -57,7 +61,7 @@ func (l *links) device(d int32) *deviceLinks {
 }
 
 func (l *links) add(e *timeline.Event) {
-	if e.Status != timeline.StatusOK || e.Device < 0 || e.Bytes <= 0 || int(e.Device) > 1<<20 {
+	if e.Status != timeline.StatusOK || e.Device < 0 || e.Bytes <= 0 || e.Device >= MaxDevices {
 		return
 	}
 	b := float64(e.Bytes)
@@ -68,7 +72,7 @@ func (l *links) add(e *timeline.Event) {
 			l.put(e.Device, LinkPCIe, e, b)
 		case timeline.CopyP2P:
 			l.put(e.Device, LinkNVLink, e, b)
-			if e.Peer >= 0 && e.Peer != e.Device && int(e.Peer) <= 1<<20 {
+			if e.Peer >= 0 && e.Peer != e.Device && e.Peer < MaxDevices {
 				l.put(e.Peer, LinkNVLink, e, b)
 			}
 		case timeline.CopySet:
@@ -162,7 +166,9 @@ func (d DeviceLinks) Rate(link Link, k int64) (float64, bool) {
 	}
 	i := int(k % HistoryBuckets)
 	if d.hist.stamp[i] != k {
-		return 0, k >= 0
+		// An older stamp: bucket k had no traffic (a write would have stamped it). A newer one: the
+		// slot was reused and bucket k is no longer held.
+		return 0, d.hist.stamp[i] < k
 	}
 	return d.hist.hist[link][i] / (BucketNs / 1e9), true
 }

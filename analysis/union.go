@@ -53,17 +53,17 @@ func (u *intervalSet) add(s, e int64) {
 // length returns the total length of the set.
 func (u *intervalSet) length() int64 { return timeline.Length(u.ivs) }
 
-// cut removes the part of the set before t and returns it.
-func (u *intervalSet) cut(t int64) []timeline.Interval {
+// cut removes the part of the set before t and returns it, appended to buf[:0].
+func (u *intervalSet) cut(t int64, buf []timeline.Interval) []timeline.Interval {
 	k := 0
 	for k < len(u.ivs) && u.ivs[k].End <= t {
 		k++
 	}
-	before := slices.Clone(u.ivs[:k])
+	before := append(buf[:0], u.ivs[:k]...)
 	if k < len(u.ivs) && u.ivs[k].Start < t {
 		before = append(before, timeline.Interval{Start: u.ivs[k].Start, End: t})
 		u.ivs[k].Start = t
 	}
-	u.ivs = append(u.ivs[:0], u.ivs[k:]...)
+	u.ivs = u.ivs[k:] // no copy: append reallocates (live intervals only) when the capacity runs out
 	return before
 }

@@ -1,5 +1,7 @@
 package timeline
 
+import "math"
+
 // IdleMode selects how idle gaps are attributed to causes.
 type IdleMode uint8
 
@@ -52,10 +54,13 @@ type Meta struct {
 	Extra        map[string]string
 }
 
-// HostGPUs returns GPUsPerHost, or Devices (one host) when unknown.
+// HostGPUs returns GPUsPerHost; when that is unknown, every device is taken as one host's.
 func (m *Meta) HostGPUs() int {
-	if m.GPUsPerHost > 0 {
+	switch {
+	case m.GPUsPerHost > 0:
 		return m.GPUsPerHost
+	case m.Devices > 0:
+		return m.Devices
 	}
-	return max(m.Devices, 1)
+	return math.MaxInt32
 }

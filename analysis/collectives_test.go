@@ -1,0 +1,230 @@
+package analysis
+
+import (
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// instance makes the parts of one collective: rank r on device r, starting and ending at the given
+// times, each with bytes[r] (or bytes[0] for every rank when one size is given).
+func instance(c timeline.CollOp, op uint64, starts, ends []int64, bytes ...int64) []timeline.Event {
+	var evs []timeline.Event
+	for r := range starts {
+		b := bytes[0]
+		if len(bytes) > 1 {
+			b = bytes[r]
+		}
+		evs = append(evs, collEv(c, len(starts), int32(r), op, starts[r], ends[r], b))
+	}
+	return evs
+}
+
+func TestCollectiveInstanceTime(t *testing.T) {
+	// Four ranks start at 100..130 and end at 1050..1100: the instance takes 1100 − 100 = 1000 ns.
+	evs := instance(timeline.CollAllReduce, 7, []int64{110, 100, 130, 120}, []int64{1050, 1100, 1060, 1070}, 1_000_000)
+	c := analyze(timeline.Meta{}, evs...).Collectives
+	if len(c.Rows) != 1 {
+		t.Fatalf("rows = %+v; want one", c.Rows)
+	}
+	r := c.Rows[0]
+	if r.Op != "all_reduce" || r.Ranks != 4 || r.Bytes != 1_000_000 || r.SizeClass != 1<<20 || r.Count != 1 || r.TimeNs != 1000 {
+		t.Errorf("row = %+v", r)
+	}
+	eqPtrI(t, "P50Ns", r.P50Ns, i64(1000))
+	eqPtrI(t, "P99Ns", r.P99Ns, i64(1000))
+	eqPtrF(t, "AlgBW", r.AlgBW, f64(1000)) // 10⁶ B / 1000 ns
+	eqPtrF(t, "BusBW", r.BusBW, f64(1500)) // × 2(n−1)/n = 1.5
+	if c.Open != 0 || c.Incomplete != 0 {
+		t.Errorf("open, incomplete = %d, %d; want 0, 0", c.Open, c.Incomplete)
+	}
+}
+
+func TestCollectiveBusFactors(t *testing.T) {
+	tests := []struct {
+		op     timeline.CollOp
+		ranks  int
+		factor float64 // nccl-tests
+	}{
+		{timeline.CollAllReduce, 2, 1},
+		{timeline.CollAllReduce, 8, 1.75},
+		{timeline.CollAllGather, 4, 0.75},
+		{timeline.CollAllGather, 8, 0.875},
+		{timeline.CollReduceScatter, 2, 0.5},
+		{timeline.CollAllToAll, 4, 0.75},
+		{timeline.CollRaggedAllToAll, 4, 0.75},
+		{timeline.CollBroadcast, 4, 1},
+		{timeline.CollReduce, 8, 1},
+		{timeline.CollSendRecv, 2, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.op.String(), func(t *testing.T) {
+			starts, ends := make([]int64, tc.ranks), make([]int64, tc.ranks)
+			for r := range ends {
+				ends[r] = 500
+			}
+			// Two instances: 4 MB in 500 ns and 4 MB in 1500 ns: algbw = 8 MB / 2000 ns = 4000 GB/s.
+			evs := instance(tc.op, 1, starts, ends, 4_000_000)
+			for r := range ends {
+				starts[r], ends[r] = 1000, 2500
+			}
+			evs = append(evs, instance(tc.op, 2, starts, ends, 4_000_000)...)
+			rows := analyze(timeline.Meta{}, evs...).Collectives.Rows
+			if len(rows) != 1 {
+				t.Fatalf("rows = %+v; want one", rows)
+			}
+			r := rows[0]
+			if r.Op != tc.op.String() || r.Ranks != tc.ranks || r.Count != 2 || r.TimeNs != 2000 || r.Bytes != 4_000_000 {
+				t.Errorf("row = %+v", r)
+			}
+			eqPtrF(t, "AlgBW", r.AlgBW, f64(4000))
+			eqPtrF(t, "BusBW", r.BusBW, f64(4000*tc.factor))
+			eqPtrI(t, "P50Ns", r.P50Ns, i64(500))
+			eqPtrI(t, "P99Ns", r.P99Ns, i64(1500))
+		})
+	}
+}
+
+func TestCollectiveGrouping(t *testing.T) {
+	ar := func(op uint64, dev int32, s, e int64) timeline.Event {
+		return collEv(timeline.CollAllReduce, 2, dev, op, s, e, 1000)
+	}
+	tests := []struct {
+		name       string
+		evs        []timeline.Event
+		rows       int
+		count      int64 // instances over all rows
+		open       int
+		incomplete int64
+	}{
+		{"interleaved instances", []timeline.Event{ar(1, 0, 0, 10), ar(2, 0, 20, 30), ar(2, 1, 20, 30), ar(1, 1, 0, 10)}, 1, 2, 0, 0},
+		{"missing rank stays open", []timeline.Event{ar(1, 0, 0, 10), ar(2, 0, 0, 10), ar(2, 1, 0, 10)}, 1, 1, 1, 0},
+		{"failed part is not counted", []timeline.Event{ar(1, 0, 0, 10), withStatus(ar(1, 1, 0, 10), timeline.StatusError)}, 0, 0, 1, 0},
+		{"op id 0: each part alone", []timeline.Event{ar(0, 0, 0, 10), ar(0, 1, 0, 30)}, 1, 2, 0, 0},
+		{"unknown rank count: complete at once", []timeline.Event{collEv(timeline.CollBroadcast, 0, 0, 5, 0, 10, 8)}, 1, 1, 0, 0},
+		{"different sizes: different rows", []timeline.Event{ar(1, 0, 0, 10), ar(1, 1, 0, 10),
+			collEv(timeline.CollAllReduce, 2, 0, 2, 0, 10, 5000), collEv(timeline.CollAllReduce, 2, 1, 2, 0, 10, 5000)}, 2, 2, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := analyze(timeline.Meta{}, tc.evs...).Collectives
+			var n int64
+			for _, r := range c.Rows {
+				n += r.Count
+			}
+			if len(c.Rows) != tc.rows || n != tc.count || c.Open != tc.open || c.Incomplete != tc.incomplete {
+				t.Errorf("rows %d, instances %d, open %d, incomplete %d; want %d, %d, %d, %d (%+v)",
+					len(c.Rows), n, c.Open, c.Incomplete, tc.rows, tc.count, tc.open, tc.incomplete, c.Rows)
+			}
+		})
+	}
+}
+
+func TestCollectiveOpZeroTimes(t *testing.T) {
+	// Without an op id each part is an instance of its own: times 10 and 30.
+	c := analyze(timeline.Meta{}, collEv(timeline.CollAllReduce, 2, 0, 0, 0, 10, 1000), collEv(timeline.CollAllReduce, 2, 1, 0, 0, 30, 1000)).Collectives
+	if len(c.Rows) != 1 || c.Rows[0].Count != 2 || c.Rows[0].TimeNs != 40 {
+		t.Errorf("rows = %+v; want one row, 2 instances, 40 ns", c.Rows)
+	}
+}
+
+func TestCollectiveRaggedMeanBytes(t *testing.T) {
+	evs := instance(timeline.CollRaggedAllToAll, 3, []int64{0, 0, 0, 0}, []int64{100, 100, 100, 100}, 100, 200, 300, 400)
+	rows := analyze(timeline.Meta{}, evs...).Collectives.Rows
+	if len(rows) != 1 {
+		t.Fatalf("rows = %+v", rows)
+	}
+	r := rows[0]
+	if r.Op != "ragged_all_to_all" || r.Bytes != 250 || r.SizeClass != 256 {
+		t.Errorf("row = %+v; want mean 250 bytes, class 256", r)
+	}
+	eqPtrF(t, "AlgBW", r.AlgBW, f64(2.5))
+	eqPtrF(t, "BusBW", r.BusBW, f64(1.875))
+}
+
+func TestCollectiveRowBytesAreMeanPerInstance(t *testing.T) {
+	// 1000 B and 1024 B share size class 1024: the row's bytes is the mean, algbw bytes-weighted.
+	evs := instance(timeline.CollAllGather, 1, []int64{0, 0}, []int64{100, 100}, 1000)
+	evs = append(evs, instance(timeline.CollAllGather, 2, []int64{0, 0}, []int64{300, 300}, 1024)...)
+	rows := analyze(timeline.Meta{}, evs...).Collectives.Rows
+	if len(rows) != 1 || rows[0].Bytes != 1012 || rows[0].SizeClass != 1024 || rows[0].Count != 2 || rows[0].TimeNs != 400 {
+		t.Fatalf("rows = %+v; want one row, mean 1012 B", rows)
+	}
+	eqPtrF(t, "AlgBW", rows[0].AlgBW, f64(2024.0/400))
+	eqPtrF(t, "BusBW", rows[0].BusBW, f64(2024.0/400/2))
+}
+
+func TestCollectiveUnknownSize(t *testing.T) {
+	evs := instance(timeline.CollAllReduce, 1, []int64{0, 0}, []int64{100, 100}, 0)
+	rows := analyze(timeline.Meta{}, evs...).Collectives.Rows
+	if len(rows) != 1 || rows[0].AlgBW != nil || rows[0].BusBW != nil || rows[0].Count != 1 {
+		t.Errorf("rows = %+v; want one instance, nil bandwidths", rows)
+	}
+	eqPtrI(t, "P50Ns", rows[0].P50Ns, i64(100))
+}
+
+func TestCollectiveSingleRank(t *testing.T) {
+	rows := analyze(timeline.Meta{}, collEv(timeline.CollAllReduce, 1, 0, 1, 0, 100, 1000)).Collectives.Rows
+	if len(rows) != 1 || rows[0].AlgBW == nil || rows[0].BusBW != nil {
+		t.Errorf("rows = %+v; want algbw, no busbw (no bus with one rank)", rows)
+	}
+}
+
+func TestCollectiveRowOrder(t *testing.T) {
+	var evs []timeline.Event
+	evs = append(evs, instance(timeline.CollAllReduce, 1, []int64{0, 0, 0, 0}, []int64{9, 9, 9, 9}, 8)...)
+	evs = append(evs, instance(timeline.CollAllGather, 2, []int64{0, 0}, []int64{9, 9}, 8)...)
+	evs = append(evs, instance(timeline.CollAllReduce, 3, []int64{0, 0}, []int64{9, 9}, 64)...)
+	evs = append(evs, instance(timeline.CollAllReduce, 4, []int64{0, 0}, []int64{9, 9}, 8)...)
+	rows := analyze(timeline.Meta{}, evs...).Collectives.Rows
+	type key struct {
+		op    string
+		ranks int
+		class int64
+	}
+	want := []key{{"all_gather", 2, 8}, {"all_reduce", 2, 8}, {"all_reduce", 2, 64}, {"all_reduce", 4, 8}}
+	if len(rows) != len(want) {
+		t.Fatalf("rows = %+v", rows)
+	}
+	for i, r := range rows {
+		if (key{r.Op, r.Ranks, r.SizeClass}) != want[i] {
+			t.Errorf("row %d = %v; want %v", i, key{r.Op, r.Ranks, r.SizeClass}, want[i])
+		}
+	}
+}
+
+// Instances that never complete are bounded: past maxOpenInstances the oldest are given up.
+func TestCollectiveIncompleteBounded(t *testing.T) {
+	const extra = 10
+	var evs []timeline.Event
+	for op := range uint64(maxOpenInstances + extra) {
+		evs = append(evs, collEv(timeline.CollAllReduce, 2, 0, op+1, int64(op), int64(op)+5, 64))
+	}
+	// The newest open instance still completes.
+	evs = append(evs, collEv(timeline.CollAllReduce, 2, 1, maxOpenInstances+extra, 0, maxOpenInstances+extra+10, 64))
+	a := fold(timeline.Meta{}, evs)
+	c := a.Result(nil).Collectives
+	if c.Open != maxOpenInstances-1 || c.Incomplete != extra {
+		t.Errorf("open, incomplete = %d, %d; want %d, %d", c.Open, c.Incomplete, maxOpenInstances-1, extra)
+	}
+	if len(c.Rows) != 1 || c.Rows[0].Count != 1 {
+		t.Errorf("rows = %+v; want the one completed instance", c.Rows)
+	}
+	if n := len(a.colls.order); n > 4*maxOpenInstances+1 {
+		t.Errorf("order holds %d ids; want it bounded", n)
+	}
+}
+
+// Many completed instances do not grow the state.
+func TestCollectiveStateBounded(t *testing.T) {
+	a := New(timeline.Meta{})
+	for op := range uint64(10 * maxOpenInstances) {
+		for r := range int32(2) {
+			e := collEv(timeline.CollAllReduce, 2, r, op+1, int64(op), int64(op)+5, 64)
+			a.Emit(&e)
+		}
+	}
+	if len(a.colls.open) != 0 || len(a.colls.order) > 4*maxOpenInstances+1 {
+		t.Errorf("open %d, order %d after completed instances; want 0 and bounded", len(a.colls.open), len(a.colls.order))
+	}
+}

@@ -1,0 +1,215 @@
+package analysis
+
+import (
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// linkBytes is one device's bytes per link: PCIe, NVLink, NIC, HBM.
+type linkBytes [NumLinks]int64
+
+func linksOf(l Links) map[int32]linkBytes {
+	out := map[int32]linkBytes{}
+	for _, d := range l.Devices {
+		var b linkBytes
+		for k := range NumLinks {
+			b[k] = d.Bytes(k)
+		}
+		if b != (linkBytes{}) {
+			out[d.Device] = b
+		}
+	}
+	return out
+}
+
+func TestLinkNames(t *testing.T) {
+	for l, want := range map[Link]string{LinkPCIe: "PCIe", LinkNVLink: "NVLink", LinkNIC: "NIC", LinkHBM: "HBM", NumLinks: "link?", -1: "link?"} {
+		if got := l.String(); got != want {
+			t.Errorf("Link(%d) = %q; want %q", l, got, want)
+		}
+	}
+}
+
+func TestLinks(t *testing.T) {
+	twoHosts := timeline.Meta{Devices: 8, GPUsPerHost: 4}
+	tests := []struct {
+		name  string
+		meta  timeline.Meta
+		evs   []timeline.Event
+		want  map[int32]linkBytes // devices with traffic
+		moved int64
+	}{
+		{
+			name:  "send on the sender, recv on the receiver, within a host",
+			meta:  twoHosts,
+			evs:   []timeline.Event{sendEv(0, 1, 0, 10, 1000, 1), recvEv(1, 0, 0, 10, 1000, 1)},
+			want:  map[int32]linkBytes{0: {LinkNVLink: 1000}, 1: {LinkNVLink: 1000}},
+			moved: 1000,
+		},
+		{
+			name:  "across hosts: NIC",
+			meta:  twoHosts,
+			evs:   []timeline.Event{sendEv(3, 4, 0, 10, 2000, 1), recvEv(4, 3, 0, 10, 2000, 1)},
+			want:  map[int32]linkBytes{3: {LinkNIC: 2000}, 4: {LinkNIC: 2000}},
+			moved: 2000,
+		},
+		{
+			name:  "unknown hosts: every device on one host",
+			meta:  timeline.Meta{Devices: 8},
+			evs:   []timeline.Event{sendEv(3, 4, 0, 10, 2000, 1), recvEv(4, 3, 0, 10, 2000, 1)},
+			want:  map[int32]linkBytes{3: {LinkNVLink: 2000}, 4: {LinkNVLink: 2000}},
+			moved: 2000,
+		},
+		{
+			name:  "peer copy on both ends",
+			meta:  twoHosts,
+			evs:   []timeline.Event{copyEv(timeline.CopyP2P, 2, 3, 0, 10, 500)},
+			want:  map[int32]linkBytes{2: {LinkNVLink: 500}, 3: {LinkNVLink: 500}},
+			moved: 500,
+		},
+		{
+			name: "host copies on PCIe, device copies on HBM, memsets nowhere",
+			meta: twoHosts,
+			evs: []timeline.Event{
+				copyEv(timeline.CopyH2D, 0, timeline.NoDevice, 0, 10, 100), copyEv(timeline.CopyD2H, 1, timeline.NoDevice, 0, 10, 200),
+				copyEv(timeline.CopyD2D, 2, timeline.NoDevice, 0, 10, 400), copyEv(timeline.CopySet, 3, timeline.NoDevice, 0, 10, 10_000),
+			},
+			want:  map[int32]linkBytes{0: {LinkPCIe: 100}, 1: {LinkPCIe: 200}, 2: {LinkHBM: 400}},
+			moved: 700,
+		},
+		{
+			name:  "collective within a host: bus bytes on each rank's NVLink",
+			meta:  twoHosts,
+			evs:   instance(timeline.CollAllReduce, 1, []int64{0, 0, 0, 0}, []int64{10, 10, 10, 10}, 1000),
+			want:  map[int32]linkBytes{0: {LinkNVLink: 1500}, 1: {LinkNVLink: 1500}, 2: {LinkNVLink: 1500}, 3: {LinkNVLink: 1500}},
+			moved: 6000,
+		},
+		{
+			name: "collective over more ranks than a host has: NIC",
+			meta: twoHosts,
+			evs:  instance(timeline.CollAllGather, 1, make([]int64, 8), []int64{10, 10, 10, 10, 10, 10, 10, 10}, 1000),
+			want: map[int32]linkBytes{0: {LinkNIC: 875}, 1: {LinkNIC: 875}, 2: {LinkNIC: 875}, 3: {LinkNIC: 875},
+				4: {LinkNIC: 875}, 5: {LinkNIC: 875}, 6: {LinkNIC: 875}, 7: {LinkNIC: 875}},
+			moved: 7000,
+		},
+		{
+			name: "failed ops, unknown sizes and host-only events are not counted",
+			meta: twoHosts,
+			evs: []timeline.Event{
+				withStatus(sendEv(0, 1, 0, 10, 1000, 1), timeline.StatusError),
+				withStatus(copyEv(timeline.CopyH2D, 0, timeline.NoDevice, 0, 10, 100), timeline.StatusCanceled),
+				sendEv(0, 1, 0, 10, 0, 2),
+				copyEv(timeline.CopyH2D, timeline.NoDevice, timeline.NoDevice, 0, 10, 100),
+				kern(0, 1, 0, 10),
+			},
+			want: map[int32]linkBytes{},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := analyze(tc.meta, tc.evs...).Links
+			got := linksOf(l)
+			if len(got) != len(tc.want) {
+				t.Errorf("devices with traffic = %v; want %v", got, tc.want)
+			}
+			for dev, w := range tc.want {
+				if got[dev] != w {
+					t.Errorf("device %d: %v; want %v (PCIe, NVLink, NIC, HBM)", dev, got[dev], w)
+				}
+			}
+			if l.MovedBytes != tc.moved {
+				t.Errorf("MovedBytes = %d; want %d", l.MovedBytes, tc.moved)
+			}
+			for i, d := range l.Devices {
+				if d.Device != int32(i) || d.Total != d.PCIe+d.NVLink+d.NIC+d.HBM {
+					t.Errorf("row %d = %+v; want device %d, total the sum of links", i, d, i)
+				}
+			}
+		})
+	}
+}
+
+func TestLinkRateHistory(t *testing.T) {
+	const b = BucketNs
+	// 1 GB over [b/2, 3b/2): half in bucket 0, half in bucket 1: 0.5 GB per 50 ms = 10 GB/s.
+	evs := []timeline.Event{copyEv(timeline.CopyH2D, 0, timeline.NoDevice, b/2, 3*b/2, 1e9)}
+	// 2 GB over bucket 3 alone on NVLink.
+	evs = append(evs, sendEv(0, 1, 3*b, 4*b, 2e9, 1))
+	// An instant (zero-length) copy lands in one bucket.
+	evs = append(evs, copyEv(timeline.CopyD2D, 0, timeline.NoDevice, 5*b+10, 5*b+10, 1e6))
+	a := fold(timeline.Meta{Devices: 2}, evs)
+	d := a.Result(nil).Links.Devices[0]
+	tests := []struct {
+		link Link
+		k    int64
+		want float64
+	}{
+		{LinkPCIe, 0, 10e9}, {LinkPCIe, 1, 10e9}, {LinkPCIe, 2, 0}, {LinkNVLink, 0, 0},
+		{LinkNVLink, 3, 40e9}, {LinkHBM, 5, 1e6 / 0.05}, {LinkPCIe, 7, 0},
+	}
+	for _, tc := range tests {
+		got, ok := d.Rate(tc.link, tc.k)
+		if !ok || abs(got-tc.want) > 1 {
+			t.Errorf("Rate(%v, %d) = %v, %v; want %v, true", tc.link, tc.k, got, ok, tc.want)
+		}
+	}
+	for _, bad := range []struct {
+		link Link
+		k    int64
+	}{{LinkPCIe, -1}, {NumLinks, 0}, {-1, 0}} {
+		if _, ok := d.Rate(bad.link, bad.k); ok {
+			t.Errorf("Rate(%v, %d) ok; want false", bad.link, bad.k)
+		}
+	}
+	if _, ok := (DeviceLinks{}).Rate(LinkPCIe, 0); ok {
+		t.Error("Rate on a row without history ok; want false")
+	}
+}
+
+// A long op spreads its bytes over the buckets it spans; past the history's length only the last
+// HistoryBuckets keep their share.
+func TestLinkRateLongOp(t *testing.T) {
+	const n = HistoryBuckets + 30
+	dur := int64(n*BucketNs + BucketNs/2) // 1 B/ns = 1 GB/s, ending inside bucket n
+	e := copyEv(timeline.CopyH2D, 0, timeline.NoDevice, 0, dur, dur)
+	d := analyze(timeline.Meta{Devices: 1}, e).Links.Devices[0]
+	if d.PCIe != dur {
+		t.Errorf("PCIe bytes = %d; want %d (totals are not limited by the history)", d.PCIe, dur)
+	}
+	for _, k := range []int64{n - HistoryBuckets + 1, 100, n - 1} {
+		if got, ok := d.Rate(LinkPCIe, k); !ok || abs(got-1e9) > 1 {
+			t.Errorf("Rate(PCIe, %d) = %v, %v; want 1e9", k, got, ok)
+		}
+	}
+	if got, ok := d.Rate(LinkPCIe, n); !ok || abs(got-0.5e9) > 1 {
+		t.Errorf("Rate(PCIe, %d) = %v, %v; want 0.5e9 (half a bucket)", n, got, ok)
+	}
+}
+
+// Once a newer bucket has reused its slot, an old bucket is no longer held: Rate says so rather
+// than reporting 0 B/s for a bucket that had traffic.
+func TestLinkRateEvictedBucket(t *testing.T) {
+	evs := []timeline.Event{
+		copyEv(timeline.CopyH2D, 0, timeline.NoDevice, 0, BucketNs, 1e9),
+		copyEv(timeline.CopyH2D, 0, timeline.NoDevice, HistoryBuckets*BucketNs, HistoryBuckets*BucketNs+10, 100),
+	}
+	d := analyze(timeline.Meta{Devices: 1}, evs...).Links.Devices[0]
+	if got, ok := d.Rate(LinkPCIe, HistoryBuckets); !ok || got <= 0 {
+		t.Errorf("Rate(newest bucket) = %v, %v; want traffic", got, ok)
+	}
+	if got, ok := d.Rate(LinkPCIe, 0); ok {
+		t.Errorf("Rate(bucket 0, evicted by bucket %d) = %v, true; want ok = false (bucket 0 carried 20 GB/s)", HistoryBuckets, got)
+	}
+	// A bucket the ring still covers that had no traffic is a true zero.
+	if got, ok := d.Rate(LinkPCIe, 5); !ok || got != 0 {
+		t.Errorf("Rate(idle bucket 5) = %v, %v; want 0, true", got, ok)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,162 @@
+package analysis
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+func TestSteps(t *testing.T) {
+	tests := []struct {
+		name           string
+		evs            []timeline.Event
+		count          int64
+		mean, p50, p99 *int64
+		setup          int64
+	}{
+		{name: "no steps", evs: []timeline.Event{kern(0, 1, 0, 10)}},
+		{
+			name:  "durations",
+			evs:   []timeline.Event{stepEv(0, 100), stepEv(100, 300), stepEv(300, 600), stepEv(600, 1000)},
+			count: 4, mean: i64(250), p50: i64(200), p99: i64(400),
+		},
+		{
+			name: "comm_init inside the first step is setup",
+			evs: []timeline.Event{
+				commInitEv(1, 0, 10, 60), commInitEv(1, 1, 20, 40), stepEv(0, 1000),
+				commInitEv(2, 0, 1100, 1300), stepEv(1000, 1500),
+			},
+			// Step 1 counts from 60: 940; step 2 keeps its comm_init: 500.
+			count: 2, mean: i64(720), p50: i64(500), p99: i64(940), setup: 60,
+		},
+		{
+			name:  "comm_init before the first step is not setup",
+			evs:   []timeline.Event{commInitEv(1, 0, 0, 50), stepEv(100, 200)},
+			count: 1, mean: i64(100), p50: i64(100), p99: i64(100),
+		},
+		{
+			name:  "comm_init straddling the first step's start",
+			evs:   []timeline.Event{commInitEv(1, 0, 50, 150), stepEv(100, 1000)},
+			count: 1, mean: i64(850), p50: i64(850), p99: i64(850), setup: 50,
+		},
+		{
+			name:  "comm_init past the first step's end: the whole step is setup",
+			evs:   []timeline.Event{commInitEv(1, 0, 50, 1500), stepEv(100, 1000)},
+			count: 1, mean: i64(0), p50: i64(0), p99: i64(0), setup: 900,
+		},
+		{
+			name:  "comm_init in a later step stays in it",
+			evs:   []timeline.Event{stepEv(0, 100), commInitEv(1, 0, 150, 190), stepEv(100, 200)},
+			count: 2, mean: i64(100), p50: i64(100), p99: i64(100),
+		},
+		{
+			name:  "failed steps are not counted",
+			evs:   []timeline.Event{withStatus(stepEv(0, 5000), timeline.StatusError), stepEv(5000, 5100)},
+			count: 1, mean: i64(100), p50: i64(100), p99: i64(100),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := analyze(timeline.Meta{}, tc.evs...).Steps
+			if s.Count != tc.count || s.SetupNs != tc.setup {
+				t.Errorf("count, setup = %d, %d; want %d, %d", s.Count, s.SetupNs, tc.count, tc.setup)
+			}
+			eqPtrI(t, "MeanNs", s.MeanNs, tc.mean)
+			eqPtrI(t, "P50Ns", s.P50Ns, tc.p50)
+			eqPtrI(t, "P99Ns", s.P99Ns, tc.p99)
+		})
+	}
+}
+
+func TestCommCache(t *testing.T) {
+	evict := func(comm uint32, st uint8) timeline.Event {
+		e := instant(timeline.KindCommEvict, 900)
+		e.Comm, e.Status = comm, st
+		return e
+	}
+	hit := func(comm uint32, at int64) timeline.Event {
+		e := instant(timeline.KindCommHit, at)
+		e.Comm, e.Device = comm, 0
+		return e
+	}
+	group := func(ops uint32) timeline.Event {
+		e := instant(timeline.KindGroupLaunch, 5)
+		e.Aux = ops
+		return e
+	}
+	evs := []timeline.Event{
+		// Communicator 1 over devices 2, 0, 1: ranks take 100, 300 and 200 ns; its cost is 300.
+		commInitEv(1, 2, 0, 100), commInitEv(1, 0, 0, 300), commInitEv(1, 1, 10, 210),
+		// Communicator 2 over devices 3 and 4: 50 and 70.
+		commInitEv(2, 4, 400, 470), commInitEv(2, 3, 400, 450),
+		// A host-side event names no device.
+		commInitEv(2, timeline.NoDevice, 400, 420),
+		hit(1, 500), hit(1, 600), hit(2, 700), hit(1, 800),
+		evict(2, timeline.StatusLRU), evict(1, timeline.StatusFaulted),
+		group(3), group(5),
+	}
+	cc, groups := analyze(timeline.Meta{}, evs...).CommCache, analyze(timeline.Meta{}, evs...).Groups
+	if cc.Hits != 4 || cc.Misses != 2 || cc.Evictions != 2 || cc.InitNsTotal != 370 {
+		t.Errorf("cache = %+v; want 4 hits, 2 misses, 2 evictions, 370 ns init", cc)
+	}
+	want := []Comm{
+		{ID: 1, Devices: []int32{0, 1, 2}, CreatedNs: 0, InitNs: 300, Hits: 3, Evicted: true, Faulted: true},
+		{ID: 2, Devices: []int32{3, 4}, CreatedNs: 400, InitNs: 70, Hits: 1, Evicted: true, Faulted: false},
+	}
+	if len(cc.Comms) != len(want) {
+		t.Fatalf("comms = %+v", cc.Comms)
+	}
+	for i, c := range cc.Comms {
+		w := want[i]
+		if c.ID != w.ID || !slices.Equal(c.Devices, w.Devices) || c.CreatedNs != w.CreatedNs || c.InitNs != w.InitNs || c.Hits != w.Hits ||
+			c.Evicted != w.Evicted || c.Faulted != w.Faulted {
+			t.Errorf("comm %d = %+v; want %+v", i, c, w)
+		}
+	}
+	if groups != (Groups{Launches: 2, Ops: 8}) {
+		t.Errorf("groups = %+v; want 2 launches, 8 ops", groups)
+	}
+}
+
+// A communicator's init total follows its slowest rank, whatever order the ranks report in.
+func TestCommInitSlowestRank(t *testing.T) {
+	tests := []struct {
+		name string
+		durs []int64
+		want int64
+	}{
+		{"increasing", []int64{10, 20, 30}, 30},
+		{"decreasing", []int64{30, 20, 10}, 30},
+		{"middle", []int64{10, 40, 20}, 40},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var evs []timeline.Event
+			for r, d := range tc.durs {
+				evs = append(evs, commInitEv(9, int32(r), 0, d))
+			}
+			cc := analyze(timeline.Meta{}, evs...).CommCache
+			if cc.InitNsTotal != tc.want || cc.Misses != 1 || cc.Comms[0].InitNs != tc.want {
+				t.Errorf("init total %d, misses %d, comm %+v; want %d, 1", cc.InitNsTotal, cc.Misses, cc.Comms[0], tc.want)
+			}
+		})
+	}
+}
+
+// The communicators listed are bounded; forgetting one keeps the totals.
+func TestCommsBounded(t *testing.T) {
+	a := New(timeline.Meta{})
+	for id := range uint32(MaxCommsKept + 20) {
+		e := commInitEv(id+1, 0, int64(id), int64(id)+10)
+		a.Emit(&e)
+	}
+	cc := a.Result(nil).CommCache
+	if len(cc.Comms) != MaxCommsKept || cc.Misses != MaxCommsKept+20 || cc.InitNsTotal != 10*(MaxCommsKept+20) {
+		t.Errorf("%d comms, %d misses, init %d; want %d, %d, %d", len(cc.Comms), cc.Misses, cc.InitNsTotal, MaxCommsKept,
+			MaxCommsKept+20, 10*(MaxCommsKept+20))
+	}
+	if cc.Comms[0].ID != 21 {
+		t.Errorf("oldest kept is %d; want 21 (the oldest forgotten first)", cc.Comms[0].ID)
+	}
+}
