@@ -44,7 +44,7 @@ func (p *Prepared) stopRecording(o Outcome, runErr error) error {
 		ended = runErr.Error()
 	}
 	if err := p.recorder.Close([][2]string{{"ended", ended}, {"steps", strconv.Itoa(o.Steps)}}); err != nil {
-		return fmt.Errorf("recording %s: %w", p.cfg.Record, err)
+		return &RecordingError{Path: p.cfg.Record, Err: err}
 	}
 	return nil
 }
