@@ -21,11 +21,15 @@ const (
 // queue is full a batch is dropped, counted, and the count written into the file (and shown by
 // Dropped). Every batch, full or not, reaches the file within DefaultFlushEvery.
 //
-// Emit must be called from one goroutine (the producer's); Close from any.
+// The first write error (a full disk, say) stops writing: later batches are dropped, Failed is
+// closed so the session can stop the run, and what was written before stays readable.
+//
+// Emit must be called from one goroutine (the producer's); Close, Failed and Err from any.
 type Recorder struct {
 	w       *Writer
 	batches *timeline.Batches
 	done    chan struct{}
+	failed  chan struct{}
 	err     atomic.Pointer[error]
 	closed  atomic.Bool
 }
@@ -40,7 +44,7 @@ func newRecorder(w *Writer, strs *timeline.Strings, meta Meta, size, queue int, 
 	if err := w.WriteMeta(meta); err != nil {
 		return nil, err
 	}
-	r := &Recorder{w: w, batches: timeline.NewBatches(strs, size, queue, every, nil), done: make(chan struct{})}
+	r := &Recorder{w: w, batches: timeline.NewBatches(strs, size, queue, every, nil), done: make(chan struct{}), failed: make(chan struct{})}
 	go r.loop()
 	return r, nil
 }
@@ -62,12 +66,23 @@ func (r *Recorder) loop() {
 			if err == nil {
 				err = r.w.Flush() // into the operating system: a killed process loses none of it
 			}
-			if err != nil {
-				r.err.CompareAndSwap(nil, &err)
+			if err != nil && r.err.CompareAndSwap(nil, &err) {
+				close(r.failed)
 			}
 		}
 		r.batches.Release(b)
 	}
+}
+
+// Failed is closed when a write fails; Err then says why.
+func (r *Recorder) Failed() <-chan struct{} { return r.failed }
+
+// Err returns the first write error, or nil while every write has succeeded.
+func (r *Recorder) Err() error {
+	if p := r.err.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Dropped returns how many events were dropped because the writer fell behind.

@@ -127,12 +127,24 @@ func (w *Writer) Close() error {
 	if w.closed {
 		return nil
 	}
+	err := w.finish()
+	w.closed = true
+	if w.f != nil {
+		// Closed even when a write failed (a full disk): what reached the file stays readable.
+		if cerr := w.f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// finish writes the index and trailer, flushes, and syncs.
+func (w *Writer) finish() error {
 	idxOff := w.off
 	w.buf = appendIndex(w.buf[:0], w.index)
 	if err := w.write(ChunkIndex, w.buf, 0, 0, 0); err != nil {
 		return err
 	}
-	w.closed = true
 	if _, err := w.w.Write(trailer(idxOff)); err != nil {
 		return fmt.Errorf("write %s: %w", w.name, err)
 	}
@@ -143,7 +155,6 @@ func (w *Writer) Close() error {
 		if err := w.f.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", w.name, err)
 		}
-		return w.f.Close()
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func (p *Prepared) stopRecording(o Outcome, runErr error) error {
 		ended = runErr.Error()
 	}
 	if err := p.recorder.Close([][2]string{{"ended", ended}, {"steps", strconv.Itoa(o.Steps)}}); err != nil {
-		return fmt.Errorf("recording %s: %w", p.cfg.Record, err)
+		return &RecordingError{Path: p.cfg.Record, Err: err}
 	}
 	return nil
 }
@@ -100,6 +100,10 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 	}
 	speed := func() float64 { return cfg.Speed }
 	if _, err := play(ctx, r, cfg.From.Nanoseconds(), speed, nil, fan.Emit); err != nil {
+		var ce *recordings.CorruptionError
+		if errors.As(err, &ce) {
+			return nil, err // it names the file and the offset already
+		}
 		return nil, fmt.Errorf("replay %s: %w", cfg.Path, err)
 	}
 	out := &Replayed{Meta: r.Meta(), Outcome: map[string]string{}, Dropped: r.Dropped(), Warnings: r.Warnings(),
@@ -115,7 +119,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 		out.Outcome[kv[0]] = kv[1]
 	}
 	if an.Events() == 0 && cfg.From == 0 {
-		return out, fmt.Errorf("replay %s: %w", cfg.Path, ErrNoEvents)
+		return out, fmt.Errorf("%s: %w", cfg.Path, ErrNoEvents)
 	}
 	return out, nil
 }

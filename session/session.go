@@ -55,6 +55,37 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 // Unwrap returns the underlying error.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
+// RecordingError is a recording (Config.Record) that could not be created, or could not be written
+// to the end (a full disk, say). What was written before a write failure stays readable.
+type RecordingError struct {
+	Path   string
+	Create bool // the file could not be created: nothing ran
+	Err    error
+}
+
+// Error names the recording and the root cause ("no space left on device"), without the layers
+// of wrapping in between; Unwrap keeps them.
+func (e *RecordingError) Error() string {
+	if e.Create {
+		return fmt.Sprintf("cannot create recording %s: %v", e.Path, rootCause(e.Err))
+	}
+	return fmt.Sprintf("recording %s failed: %v", e.Path, rootCause(e.Err))
+}
+
+// Unwrap returns the underlying error.
+func (e *RecordingError) Unwrap() error { return e.Err }
+
+// rootCause is the innermost error of a chain of single wraps: the operating system's reason.
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
 // Prepared is a run ready to start: scenario resolved, backend and client built. A headless run
 // folds its events into an analyzer as they happen (no event is kept); a console run keeps the most
 // recent in a window instead, and the console analyses them.
@@ -140,7 +171,8 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 			p.cfg.Epoch = cfg.Epoch
 		}
 		if err := p.startRecording(); err != nil {
-			return nil, &ConfigError{fmt.Errorf("--record: %w", err)}
+			// Not a configuration error: the path is fine, the file system refused it.
+			return nil, &RecordingError{Path: cfg.Record, Create: true, Err: err}
 		}
 	}
 	var backend engine.Backend
@@ -174,7 +206,14 @@ type Outcome struct {
 // Run executes the prepared workload.
 // When recording, the recording is closed with the outcome whatever happened, so what was
 // recorded is kept; a failure to close it is returned if nothing else failed.
+//
+// A recording that can no longer be written (a full disk) stops the run: the outcome's Ended and
+// the returned error are then a *RecordingError, the outcome describes what ran, and the recording
+// keeps every chunk written before the failure.
 func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopWatch := p.watchRecorder(ctx, cancel)
 	var stopProbe func()
 	if p.cfg.NVML {
 		stopProbe = p.startProbe(ctx)
@@ -182,6 +221,7 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 	begin := time.Now()
 	res, err := p.scenario.Run(ctx, p.client, p.fan, scenario.RunConfig{Steps: p.cfg.Steps, Duration: p.cfg.Duration, Seed: p.cfg.Seed})
 	out := Outcome{Steps: res.Steps, Ended: res.Err, Wall: time.Since(begin)}
+	stopWatch()
 	if stopProbe != nil {
 		stopProbe() // before the recording and the export close: its last samples belong to the run
 	}
@@ -189,6 +229,9 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 		out.Ended = nil
 	}
 	if p.recorder != nil {
+		if werr := p.recorder.Err(); werr != nil && errors.Is(out.Ended, engine.ErrCanceled) {
+			out.Ended = &RecordingError{Path: p.cfg.Record, Err: werr} // the recorder stopped the run, not the caller
+		}
 		if cerr := p.stopRecording(out, err); cerr != nil && err == nil {
 			err = cerr
 		}
@@ -201,6 +244,28 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 		cancel()
 	}
 	return out, err
+}
+
+// watchRecorder cancels the run when the recording fails; the returned function stops watching.
+func (p *Prepared) watchRecorder(ctx context.Context, cancel context.CancelFunc) func() {
+	if p.recorder == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-p.recorder.Failed():
+			cancel()
+		case <-ctx.Done():
+		case <-stop:
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
 }
 
 // ExportFlushTimeout bounds how long the end of a run waits for the collector.

@@ -11,20 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
-)
-
-// Exit statuses.
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
-	exitAlert   = 3
-	exitData    = 4 // an input holds nothing usable
 )
 
 const usage = `xfertop: see which bytes move between which GPUs, how fast, and where devices wait.
@@ -40,32 +32,50 @@ Usage:
 Run flags:
 `
 
-// xfertop runs the command line args and returns the exit status.
+// xfertop runs the command line args and returns the exit status. Commands return errors; finish
+// prints them and maps them to the status (exit.go).
 func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := "run"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
+	var err error
 	switch cmd {
 	case "run":
-		return runCmd(ctx, args, stdout, stderr)
+		err = runCmd(ctx, args, stdout, stderr)
 	case "scenarios":
-		return scenariosCmd(args, stdout, stderr)
+		err = scenariosCmd(args, stdout)
 	case "replay":
-		return replayCmd(ctx, args, stdout, stderr)
+		err = replayCmd(ctx, args, stdout, stderr)
 	case "analyze":
-		return analyzeCmd(args, stdout, stderr)
+		err = untilInterrupted(ctx, func() error { return analyzeCmd(ctx, args, stdout, stderr) })
 	case "convert":
-		return convertCmd(args, stdout, stderr)
+		err = untilInterrupted(ctx, func() error { return convertCmd(args, stdout, stderr) })
 	case "help":
 		fmt.Fprint(stdout, usage)
 		fs, _ := runFlags(stdout)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
-		return exitOK
+		fmt.Fprint(stdout, exitHelp)
+	default:
+		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, analyze, convert, scenarios, help)\n", cmd)
+		return exitUsage
 	}
-	fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, analyze, convert, scenarios, help)\n", cmd)
-	return exitUsage
+	return finish(ctx, cmd, err, stderr)
+}
+
+// setUsage makes the help of a command's flags (-h) say how to call it; flagError adds the exit
+// statuses after it.
+func setUsage(fs *flag.FlagSet, synopsis string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+}
+
+// isHelp reports whether args ask for help (-h, -help, --help).
+func isHelp(args []string) bool {
+	return len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help")
 }
 
 // setFlag collects repeated --set key=value flags.
@@ -102,6 +112,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	o := &runOpts{cfg: session.Config{Sets: map[string]string{}}}
 	fs := flag.NewFlagSet("xfertop run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	setUsage(fs, "xfertop [run] [flags]")
 	fs.StringVar(&o.cfg.Scenario, "scenario", scenario.DefaultName, "built-in scenario name or path to a scenario file")
 	fs.IntVar(&o.cfg.Steps, "steps", 0, "steps to run (0: the scenario's own)")
 	fs.DurationVar(&o.cfg.Duration, "duration", 0, "stop after this much simulated time (0: no limit)")
@@ -122,78 +133,93 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	return fs, o
 }
 
-func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, o := runFlags(stderr)
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+		return flagError(fs, err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "xfertop run: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return usageError("unexpected argument %q", fs.Arg(0))
 	}
 	if o.cfg.Speed < 0 {
-		fmt.Fprintf(stderr, "xfertop run: --speed %v: must be 0 (unpaced) or positive\n", o.cfg.Speed)
-		return exitUsage
+		return usageError("--speed %v: must be 0 (unpaced) or positive", o.cfg.Speed)
 	}
 	if o.cfg.Steps < 0 || o.cfg.Duration < 0 {
-		fmt.Fprintln(stderr, "xfertop run: --steps and --duration must not be negative")
-		return exitUsage
+		return usageError("--steps and --duration must not be negative")
 	}
 	o.cfg.Record = o.record
 	exp, err := o.otlp.config()
 	if err != nil {
-		fmt.Fprintf(stderr, "xfertop run: %v\n", err)
-		return exitUsage
+		return usageError("%w", err)
 	}
 	o.cfg.Export = exp
 	if o.console.tick <= 0 || o.console.window <= 0 {
-		fmt.Fprintln(stderr, "xfertop run: --tick and --window must be positive")
-		return exitUsage
+		return usageError("--tick and --window must be positive")
 	}
 	if !o.headless {
 		if interactive(stdout) {
 			if !flagSet(fs, "speed") {
 				o.cfg.Speed = 1 // a person watches in real time unless asked otherwise
 			}
-			return liveConsole(ctx, o.cfg, o.console, stderr)
+			return liveConsole(ctx, o.cfg, o.console)
 		}
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 	}
 	p, err := session.Prepare(o.cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "xfertop: %v\n", err)
-		return exitUsage
+		return prepareError(err)
 	}
 	out, err := p.Run(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "xfertop: %v\n", err)
-		return exitFailure
+	var re *session.RecordingError
+	if err != nil && !errors.As(err, &re) {
+		return err
 	}
-	if code := writeReport(stdout, stderr, p.Report(out), o.json); code != exitOK {
-		return code
+	// A recording that failed stopped the run: what ran is still reported.
+	if err := writeReport(stdout, p.Report(out), o.json); err != nil {
+		return err
 	}
-	if out.EndedByAlert() {
-		return exitAlert
-	}
-	if out.Ended != nil {
-		return exitFailure
-	}
-	return exitOK
+	return runEnded(out, err)
 }
 
-func scenariosCmd(args []string, stdout, stderr io.Writer) int {
+// prepareError is the command's error for a run that could not be prepared.
+func prepareError(err error) error {
+	var re *session.RecordingError
+	if errors.As(err, &re) {
+		return recordingError(re)
+	}
+	return err // a *session.ConfigError is a usage error; the rest are failures
+}
+
+// runEnded is the command's error for how a run ended: a failed recording, an alert or a deadlock,
+// another early end. A run cancelled by its caller (the console's quit, a signal) is not an error
+// here: a signal is reported by finish.
+func runEnded(out session.Outcome, err error) error {
+	var re *session.RecordingError
+	switch {
+	case errors.As(err, &re):
+		return recordingError(re)
+	case err != nil:
+		return err
+	case out.EndedByAlert():
+		return alertError(fmt.Errorf("the run ended early: %w", out.Ended))
+	case out.Ended != nil && !errors.Is(out.Ended, engine.ErrCanceled):
+		return failure(fmt.Errorf("the run ended early: %w", out.Ended))
+	}
+	return nil
+}
+
+func scenariosCmd(args []string, stdout io.Writer) error {
+	if isHelp(args) {
+		fmt.Fprint(stdout, "Usage: xfertop scenarios\n\nLists the built-in scenarios, their topology, steps and knobs (--set key=value).\n"+exitHelp)
+		return nil
+	}
 	if len(args) > 0 {
-		fmt.Fprintf(stderr, "xfertop scenarios: takes no arguments\n")
-		return exitUsage
+		return usageError("takes no arguments")
 	}
 	for _, name := range scenario.BuiltinNames() {
 		f, err := scenario.Builtin(name)
 		if err != nil {
-			fmt.Fprintf(stderr, "xfertop: built-in scenario %s: %v\n", name, err)
-			return exitFailure
+			return failure(fmt.Errorf("built-in scenario %s: %w", name, err))
 		}
 		def := ""
 		if name == scenario.DefaultName {
@@ -210,7 +236,7 @@ func scenariosCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout)
 	}
-	return exitOK
+	return nil
 }
 
 func wrap(s string, width int, indent string) string {
@@ -231,7 +257,7 @@ func wrap(s string, width int, indent string) string {
 }
 
 // writeReport prints r as text or JSON.
-func writeReport(stdout, stderr io.Writer, r *report.Report, asJSON bool) int {
+func writeReport(stdout io.Writer, r *report.Report, asJSON bool) error {
 	var err error
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -241,10 +267,9 @@ func writeReport(stdout, stderr io.Writer, r *report.Report, asJSON bool) int {
 		err = report.Text(stdout, r)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "xfertop: write report: %v\n", err)
-		return exitFailure
+		return failure(fmt.Errorf("write report: %w", err))
 	}
-	return exitOK
+	return nil
 }
 
 // flagSet reports whether the named flag was given on the command line.

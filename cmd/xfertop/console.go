@@ -59,55 +59,47 @@ func (s replaySource) Status() ui.Status {
 	return ui.Status{Speed: s.r.Speed(), Done: s.r.Done(), Err: s.r.Err(), Dropped: s.r.Dropped()}
 }
 
-// runConsole runs the console until the user quits. Bubble Tea restores the terminal on the way out,
-// after a panic too.
+// runConsole runs the console until the user quits or ctx is done (SIGINT, SIGTERM). Bubble Tea
+// restores the terminal on the way out, after a panic too.
+//
+// Signals are main's alone (ctx): Bubble Tea's own handler would race with the context, and when the
+// context wins, its handler blocks for ever sending a quit message that nobody reads while Run waits
+// for it (bubbletea v2.0.2, tea.go handleSignals): the console then hangs on SIGTERM.
 func runConsole(ctx context.Context, src ui.Source, o consoleOpts) error {
 	dark := lipgloss.HasDarkBackground(os.Stdin, os.Stdout)
-	p := tea.NewProgram(ui.New(src, ui.Options{Tick: o.tick, IsDark: dark}), tea.WithContext(ctx))
+	p := tea.NewProgram(ui.New(src, ui.Options{Tick: o.tick, IsDark: dark}), tea.WithContext(ctx), tea.WithoutSignalHandler())
 	_, err := p.Run()
 	return err
 }
 
-func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, stderr io.Writer) int {
+func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts) error {
 	if cfg.Steps == 0 && cfg.Duration == 0 {
 		cfg.Steps = math.MaxInt32 // like top: run until the user quits
 	}
 	cfg.Window = o.window
 	l, err := session.StartLive(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "xfertop: %v\n", err)
-		return exitUsage
+		return prepareError(err)
 	}
 	m := l.Meta()
 	info := ui.SourceInfo{Name: m.Scenario, Meta: m}
 	cerr := runConsole(ctx, liveSource{l: l, info: info}, o)
 	out, rerr := l.Stop()
 	if cerr != nil && ctx.Err() == nil {
-		fmt.Fprintf(stderr, "xfertop: console: %v\n", cerr)
-		return exitFailure
+		return failure(fmt.Errorf("console: %w", cerr))
 	}
-	if rerr != nil {
-		fmt.Fprintf(stderr, "xfertop: %v\n", rerr)
-		return exitFailure
-	}
-	if out.EndedByAlert() {
-		fmt.Fprintf(stderr, "xfertop: the run ended early: %v\n", out.Ended)
-		return exitAlert
-	}
-	return exitOK
+	return runEnded(out, rerr)
 }
 
-func replayConsole(ctx context.Context, cfg session.ReplayConfig, o consoleOpts, stderr io.Writer) int {
+func replayConsole(ctx context.Context, cfg session.ReplayConfig, o consoleOpts) error {
 	rs, err := session.StartReplay(ctx, cfg, o.window)
 	if err != nil {
-		fmt.Fprintf(stderr, "xfertop: %v\n", err)
-		return exitUsage
+		return err // a damaged recording is a data error (exitStatus)
 	}
 	defer rs.Stop()
 	info := ui.SourceInfo{Replay: true, Name: cfg.Path, Meta: rs.Meta, Duration: rs.Duration}
 	if err := runConsole(ctx, replaySource{r: rs, info: info}, o); err != nil && ctx.Err() == nil {
-		fmt.Fprintf(stderr, "xfertop: console: %v\n", err)
-		return exitFailure
+		return failure(fmt.Errorf("console: %w", err))
 	}
-	return exitOK
+	return nil
 }

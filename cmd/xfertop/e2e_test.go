@@ -22,7 +22,15 @@ func startTmux(t *testing.T, w, h int, command string) *tmuxSession {
 		t.Skip("tmux is not installed (CI installs it from Debian): the end-to-end console test needs a terminal")
 	}
 	s := &tmuxSession{t: t, name: fmt.Sprintf("xfertop-e2e-%d", time.Now().UnixNano())}
-	out, err := exec.Command("tmux", "new-session", "-d", "-s", s.name, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), command).CombinedOutput()
+	newSession := func() ([]byte, error) {
+		return exec.Command("tmux", "new-session", "-d", "-s", s.name, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), command).CombinedOutput()
+	}
+	out, err := newSession()
+	if err != nil && strings.Contains(string(out), "server exited unexpectedly") {
+		// The previous test's session was the server's last: it was still exiting. Once more.
+		time.Sleep(200 * time.Millisecond)
+		out, err = newSession()
+	}
 	if err != nil {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
@@ -71,11 +79,7 @@ func buildBinary(t *testing.T) string {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (CI installs it from Debian): the end-to-end console test needs a terminal")
 	}
-	bin := filepath.Join(t.TempDir(), "xfertop")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v: %s", err, out)
-	}
-	return bin
+	return commandBinary(t)
 }
 
 // The real binary, live: every view switched to, pause, help, quit; the terminal comes back, and
@@ -148,4 +152,56 @@ func TestConsoleTooSmallEndToEnd(t *testing.T) {
 	s.waitFor("1 Overview", 5*time.Second)
 	s.keys("C-c")
 	s.waitFor("XFERTOP_EXIT=0", 10*time.Second)
+}
+
+// SIGINT or SIGTERM to the console, live or replaying: it stops, gives the terminal back, says
+// why and exits 130; a live run's recording is closed. (Bubble Tea's own signal handler used to
+// race with the context here and hang the console.)
+func TestConsoleSignalEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	sample, _ := filepath.Abs(filepath.Join("..", "..", "recordings", "samples", "straggler.xfr"))
+	tests := []struct {
+		name, args, sig, wait, record string
+	}{
+		{"live, SIGTERM", "--record", "TERM", "Moved", "run"},
+		{"live, SIGINT", "--record", "INT", "Moved", "run"},
+		{"replay, SIGTERM", "replay " + sample + " --speed 0.05", "TERM", "replay", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			rec, pidFile := filepath.Join(dir, "console.xfr"), filepath.Join(dir, "pid")
+			args := tc.args
+			if tc.record != "" {
+				args += " " + rec
+			}
+			s := startTmux(t, 120, 36, "sh -c 'echo $$ > "+pidFile+"; exec "+bin+" "+args+"'; echo XFERTOP_EXIT=$?; sleep 30")
+			s.waitFor(tc.wait, 10*time.Second)
+			pid, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("kill", "-"+tc.sig, strings.TrimSpace(string(pid))).CombinedOutput(); err != nil {
+				t.Fatalf("kill: %v: %s", err, out)
+			}
+			after := s.waitFor("XFERTOP_EXIT=130", 10*time.Second)
+			cmd := "run"
+			if tc.record == "" {
+				cmd = "replay"
+			}
+			if want := "xfertop " + cmd + ": interrupted by SIG" + tc.sig; !strings.Contains(after, want) || strings.Contains(after, "1 Overview") {
+				t.Errorf("the screen shows:\n%s\nwant %q and no console", after, want)
+			}
+			if s.format("#{alternate_on}") != "0" || s.format("#{mouse_any_flag}") != "0" {
+				t.Errorf("terminal not restored: alternate screen %s, mouse reporting %s", s.format("#{alternate_on}"), s.format("#{mouse_any_flag}"))
+			}
+			if tc.record == "" {
+				return
+			}
+			out, err := exec.Command(bin, "replay", rec, "--headless").CombinedOutput()
+			if err != nil || strings.Contains(string(out), "warning") {
+				t.Errorf("the console's recording does not replay cleanly: %v\n%s", err, out)
+			}
+		})
+	}
 }

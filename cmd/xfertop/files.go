@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"github.com/xfertop/xfertop/analysis"
@@ -35,9 +34,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	setUsage(fs, "xfertop replay FILE.xfr [flags]")
 	speed := fs.Float64("speed", 0, "replay at this many recorded seconds per wall second (0: as fast as possible)")
 	from := fs.Duration("from", 0, "start at this time into the recording")
 	headless := fs.Bool("headless", false, "print a report instead of opening the console")
@@ -49,23 +49,23 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	otlp.register(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+		return flagError(fs, err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "xfertop replay: give one recording: xfertop replay FILE.xfr [--speed X] [--from T] [--headless [--json]]")
-		return exitUsage
+		return usageError("give one recording: xfertop replay FILE.xfr [--speed X] [--from T] [--headless [--json]]")
 	}
 	if *speed < 0 || *from < 0 {
-		fmt.Fprintln(stderr, "xfertop replay: --speed and --from must not be negative")
-		return exitUsage
+		return usageError("--speed and --from must not be negative")
 	}
 	exp, err := otlp.config()
 	if err != nil {
-		fmt.Fprintf(stderr, "xfertop replay: %v\n", err)
-		return exitUsage
+		return usageError("%w", err)
+	}
+	if err := inputFile(pos[0], "a recording"); err != nil {
+		return err
+	}
+	if err := checkFrom(pos[0], *from, *salvage); err != nil {
+		return err
 	}
 	if !*headless {
 		if interactive(stdout) {
@@ -73,15 +73,56 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				*speed = 1
 			}
 			return replayConsole(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage},
-				consoleOpts{tick: *tick, window: *window}, stderr)
+				consoleOpts{tick: *tick, window: *window})
 		}
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 	}
 	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, stdout, stderr)
 }
 
+// checkFrom refuses a --from past the end of the recording at path, saying where it ends.
+func checkFrom(path string, from time.Duration, salvage bool) error {
+	if from <= 0 {
+		return nil
+	}
+	end, events, err := recordingEnd(path, salvage)
+	if err != nil {
+		return err
+	}
+	if events == 0 {
+		return fmt.Errorf("%s: %w", path, session.ErrNoEvents)
+	}
+	if from.Nanoseconds() > end {
+		return usageError("--from %v is past the end of %s: the recording ends at %s", from, path, humanDuration(end))
+	}
+	return nil
+}
+
+// recordingEnd returns when the last event of a recording ends, and how many events it holds: from
+// its index, or by reading it through when it has none (a recording that was not closed).
+func recordingEnd(path string, salvage bool) (end int64, events int, err error) {
+	r, f, err := recordings.Open(path, recordings.Options{Salvage: salvage})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	if r.Indexed() {
+		for _, e := range r.Index() {
+			end, events = max(end, e.MaxEnd), events+e.Events
+		}
+		return end, events, nil
+	}
+	for r.Next() {
+		for _, e := range r.At() {
+			end = max(end, e.End)
+		}
+		events += len(r.At())
+	}
+	return end, events, r.Err()
+}
+
 // replayReport reads a recording back and prints its report, with the warnings on standard error.
-func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, stdout, stderr io.Writer) int {
+func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, stdout, stderr io.Writer) error {
 	rp, err := session.Replay(ctx, cfg)
 	if rp != nil {
 		for _, w := range rp.Warnings {
@@ -89,13 +130,9 @@ func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, st
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "xfertop: %v\n", err)
-		if errors.Is(err, session.ErrNoEvents) {
-			return exitData
-		}
-		return exitUsage
+		return err // a damaged recording or one without events is a data error (exitStatus), an unreadable file a failure
 	}
-	return writeReport(stdout, stderr, rp.Report(), asJSON)
+	return writeReport(stdout, rp.Report(), asJSON)
 }
 
 // isRecording reports whether path starts with the .xfr magic.
@@ -110,50 +147,48 @@ func isRecording(path string) (bool, error) {
 	return n == len(head) && string(head) == recordings.Magic, nil
 }
 
-func analyzeCmd(args []string, stdout, stderr io.Writer) int {
+func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop analyze", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	setUsage(fs, "xfertop analyze FILE... [flags]  (a recording, or trace files: .json, .json.gz, one per rank)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	likeHTA := fs.Bool("like-hta", false, "analyse only what Holistic Trace Analysis does by default: GPU ops launched during ProfilerStep#N, the last step excluded")
 	salvage := fs.Bool("salvage", false, "skip damaged chunks of a recording")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+		return flagError(fs, err)
 	}
 	if len(pos) == 0 {
-		fmt.Fprintln(stderr, "xfertop analyze: give a recording (.xfr), or one or more trace files (.json, .json.gz; one per rank)")
-		return exitUsage
+		return usageError("give a recording (.xfr), or one or more trace files (.json, .json.gz; one per rank)")
+	}
+	for _, p := range pos {
+		if err := inputFile(p, "a recording or a trace"); err != nil {
+			return err
+		}
 	}
 	rec, err := isRecording(pos[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "xfertop analyze: %v\n", err)
-		return exitUsage
+		return failure(err)
 	}
 	if rec {
 		if len(pos) > 1 {
-			fmt.Fprintln(stderr, "xfertop analyze: give one recording at a time")
-			return exitUsage
+			return usageError("give one recording at a time")
 		}
-		return replayReport(context.Background(), session.ReplayConfig{Path: pos[0], Salvage: *salvage}, *asJSON, stdout, stderr)
+		return replayReport(ctx, session.ReplayConfig{Path: pos[0], Salvage: *salvage}, *asJSON, stdout, stderr)
 	}
 	im, err := trace.ReadFiles(pos, trace.Options{LikeHTA: *likeHTA})
 	if err != nil {
-		fmt.Fprintf(stderr, "xfertop: %v\n", err)
-		return exitUsage
+		return readError(err)
 	}
 	if len(im.Events) == 0 {
-		fmt.Fprintf(stderr, "xfertop analyze: %s: no events\n", strings.Join(pos, ", "))
-		return exitData
+		return dataError(fmt.Errorf("%s: no events", strings.Join(pos, ", ")))
 	}
 	m := importedMeta(im)
 	an := analysis.New(m)
 	for i := range im.Events {
 		an.Emit(&im.Events[i])
 	}
-	return writeReport(stdout, stderr, report.Build(an.Result(im.Strings), m, report.Run{}), *asJSON)
+	return writeReport(stdout, report.Build(an.Result(im.Strings), m, report.Run{}), *asJSON)
 }
 
 // importedMeta describes an imported trace for the report. Traces carry no engine wait events, so
@@ -173,66 +208,74 @@ func importedMeta(im *trace.Imported) timeline.Meta {
 	return m
 }
 
-func convertCmd(args []string, stdout, stderr io.Writer) int {
+const convertHelp = `Usage: xfertop convert IN OUT
+
+Converts a recording to a Chrome trace (IN.xfr -> OUT.json, for Perfetto or chrome://tracing), or a
+Kineto or Chrome trace to a recording (IN.json[.gz] -> OUT.xfr).
+`
+
+func convertCmd(args []string, stdout, stderr io.Writer) error {
+	if isHelp(args) {
+		fmt.Fprint(stdout, convertHelp+exitHelp)
+		return nil
+	}
 	if len(args) != 2 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(stderr, "xfertop convert: usage: xfertop convert IN OUT  (IN.xfr -> OUT.json, or IN.json[.gz] -> OUT.xfr)")
-		return exitUsage
+		return usageError("usage: xfertop convert IN OUT  (IN.xfr -> OUT.json, or IN.json[.gz] -> OUT.xfr)")
 	}
 	in, out := args[0], args[1]
+	if err := inputFile(in, "a recording or a trace"); err != nil {
+		return err
+	}
 	rec, err := isRecording(in)
 	if err != nil {
-		fmt.Fprintf(stderr, "xfertop convert: %v\n", err)
-		return exitUsage
+		return failure(err)
 	}
-	if rec {
-		if !strings.HasSuffix(out, ".json") {
-			fmt.Fprintf(stderr, "xfertop convert: %s is a recording; write it to a .json file (Chrome trace), not %q\n", in, out)
-			return exitUsage
-		}
-		r, err := recordings.ReadFile(in, recordings.Options{})
-		if err != nil {
-			fmt.Fprintf(stderr, "xfertop: %v\n", err)
-			return exitUsage
-		}
-		for _, w := range r.Warnings {
-			fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
-		}
-		f, err := os.Create(out)
-		if err != nil {
-			fmt.Fprintf(stderr, "xfertop convert: %v\n", err)
-			return exitFailure
-		}
-		meta := map[string]string{}
-		for _, kv := range recordings.MetaPairs(r.Meta) {
-			meta[kv[0]] = kv[1]
-		}
-		if err := trace.WriteChrome(f, r.Events, r.Strings, meta); err != nil {
-			f.Close()
-			fmt.Fprintf(stderr, "xfertop convert: %s: %v\n", out, err)
-			return exitFailure
-		}
-		if err := f.Close(); err != nil {
-			fmt.Fprintf(stderr, "xfertop convert: %s: %v\n", out, err)
-			return exitFailure
-		}
-		fmt.Fprintf(stdout, "wrote %s: %d events as Chrome trace JSON (open it in Perfetto or chrome://tracing)\n", out, len(r.Events))
-		return exitOK
+	if !rec {
+		return convertTrace(in, out, stdout)
 	}
+	if !strings.HasSuffix(out, ".json") {
+		return usageError("%s is a recording; write it to a .json file (Chrome trace), not %q", in, out)
+	}
+	r, err := recordings.ReadFile(in, recordings.Options{})
+	if err != nil {
+		return err // a damaged recording is a data error (exitStatus)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return failure(err)
+	}
+	meta := map[string]string{}
+	for _, kv := range recordings.MetaPairs(r.Meta) {
+		meta[kv[0]] = kv[1]
+	}
+	if err := trace.WriteChrome(f, r.Events, r.Strings, meta); err != nil {
+		f.Close()
+		return failure(fmt.Errorf("%s: %w", out, err))
+	}
+	if err := f.Close(); err != nil {
+		return failure(fmt.Errorf("%s: %w", out, err))
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d events as Chrome trace JSON (open it in Perfetto or chrome://tracing)\n", out, len(r.Events))
+	return nil
+}
+
+// convertTrace converts a Kineto or Chrome trace to a recording.
+func convertTrace(in, out string, stdout io.Writer) error {
 	if !strings.HasSuffix(out, ".xfr") {
-		fmt.Fprintf(stderr, "xfertop convert: %s is a trace; write it to a .xfr recording, not %q\n", in, out)
-		return exitUsage
+		return usageError("%s is a trace; write it to a .xfr recording, not %q", in, out)
 	}
 	im, err := trace.ReadFiles([]string{in}, trace.Options{})
 	if err != nil {
-		fmt.Fprintf(stderr, "xfertop: %v\n", err)
-		return exitUsage
+		return readError(err)
 	}
 	if err := writeImported(out, im); err != nil {
-		fmt.Fprintf(stderr, "xfertop convert: %v\n", err)
-		return exitFailure
+		return failure(err)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, len(im.Events), in, im.Format)
-	return exitOK
+	return nil
 }
 
 // writeImported writes an imported trace as a recording.

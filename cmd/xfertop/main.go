@@ -4,12 +4,17 @@
 //
 // Usage:
 //
-//	xfertop [run] [flags]        run a scenario and report (headless until the console lands)
+//	xfertop [run] [flags]        run a scenario: the console, or a report with --headless
+//	xfertop replay FILE [flags]  replay a recording (.xfr)
+//	xfertop analyze FILE...      report on a recording or on Kineto / Chrome traces
+//	xfertop convert IN OUT       .xfr <-> Chrome trace JSON
 //	xfertop scenarios            list the built-in scenarios and their knobs
-//	xfertop help                 this text
+//	xfertop help                 the flags and the exit statuses
 //
-// Exit status: 0 success; 1 a runtime failure; 2 bad flags, scenario or knobs; 3 the run ended with
-// a watchdog alert or a deadlock (the report says which).
+// Exit status: 0 success; 1 a runtime failure (a recording that cannot be written, a full disk);
+// 2 a usage error; 3 a watchdog alert or a deadlock ended the run; 4 bad input data (a corrupt
+// recording, a malformed trace); 130 interrupted by SIGINT or SIGTERM (the report of what ran is
+// printed and the recording closed). See exit.go.
 package main
 
 import (
@@ -23,8 +28,21 @@ import (
 
 func main() {
 	otel.QuietErrors()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := xfertop(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	code := xfertop(signalContext(), os.Args[1:], os.Stdout, os.Stderr)
 	os.Exit(code)
+}
+
+// signalContext is cancelled, with an *interruptedError naming the signal as its cause, at the
+// first SIGINT or SIGTERM: the run stops, reports what ran and closes its recording. That signal
+// also restores the default handling, so a second one ends the process at once.
+func signalContext() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		signal.Stop(sigs)
+		cancel(&interruptedError{sig: sig})
+	}()
+	return ctx
 }
