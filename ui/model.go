@@ -216,6 +216,8 @@ func (m *Model) scroll(n int) {
 		m.barriers.move(n)
 	case TabIdle:
 		m.idle.move(n)
+	case TabComms:
+		m.comms.move(n)
 	case TabEvents:
 		m.events.move(n)
 	}
@@ -272,9 +274,9 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			t += step
 		}
 		m.seek(max(t, 0))
-	case key.Matches(msg, k.Top) && m.info.Replay && m.tab != TabTransfers && m.tab != TabEvents && m.tab != TabBarriers && m.tab != TabIdle:
+	case key.Matches(msg, k.Top) && m.info.Replay && m.tab != TabTransfers && m.tab != TabEvents && m.tab != TabBarriers && m.tab != TabIdle && m.tab != TabComms:
 		m.seek(0)
-	case key.Matches(msg, k.Bottom) && m.info.Replay && m.tab != TabTransfers && m.tab != TabEvents && m.tab != TabBarriers && m.tab != TabIdle:
+	case key.Matches(msg, k.Bottom) && m.info.Replay && m.tab != TabTransfers && m.tab != TabEvents && m.tab != TabBarriers && m.tab != TabIdle && m.tab != TabComms:
 		m.seek(m.info.Duration)
 	default:
 		return m, m.viewKey(msg)
@@ -301,6 +303,8 @@ func (m *Model) viewKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.barriers.key(msg, m)
 	case TabIdle:
 		return m.idle.key(msg, m)
+	case TabComms:
+		m.comms.key(msg, m)
 	case TabEvents:
 		return m.events.key(msg, m)
 	}

@@ -271,3 +271,26 @@ func TestTelemetryShown(t *testing.T) {
 		t.Errorf("overview lacks the telemetry:\n%s", got)
 	}
 }
+
+// Every communicator is reachable: the comms view scrolls, cached ones first.
+func TestCommsScroll(t *testing.T) {
+	win := timeline.NewWindow(0, nil)
+	for i := range 60 {
+		e := timeline.Event{Kind: timeline.KindCommInit, Comm: uint32(i + 1), Device: int32(i % 8), Peer: -1, Start: int64(i) * 1000, End: int64(i)*1000 + 500}
+		win.Emit(&e)
+	}
+	ev := timeline.Event{Kind: timeline.KindCommEvict, Comm: 60, Device: -1, Peer: -1, Start: 70_000, End: 70_000, Status: timeline.StatusLRU}
+	win.Emit(&ev)
+	m := sized(&fakeSource{win: win, info: SourceInfo{Name: "comms", Meta: timeline.Meta{Devices: 8}}}, 100, 24)
+	press(m, "6")
+	first := text(m)
+	if !strings.Contains(first, "    59  ") || strings.Contains(first, "    60  ") {
+		t.Errorf("the newest cached communicator is not first, or the evicted one is not last:\n%s", first)
+	}
+	for range 70 {
+		press(m, "j")
+	}
+	if last := text(m); !strings.Contains(last, "    60  ") || !strings.Contains(last, "evicted") {
+		t.Errorf("scrolling to the end does not reach the evicted communicator:\n%s", last)
+	}
+}

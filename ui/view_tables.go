@@ -391,9 +391,41 @@ func (v *idleView) view(m *Model, w, h int) string {
 
 // ---- comms ----
 
-type commsView struct{}
+// commsView lists the communicators, cached ones first (newest first), then evicted ones; j/k
+// scroll, so no entry is out of reach.
+type commsView struct{ sel, top int }
 
-func (commsView) view(m *Model, w, h int) string {
+func (v *commsView) move(n int) { v.sel = max(0, v.sel+n) }
+
+func (v *commsView) key(msg tea.KeyPressMsg, m *Model) {
+	switch k := m.keys; {
+	case key.Matches(msg, k.Up):
+		v.move(-1)
+	case key.Matches(msg, k.Down):
+		v.move(1)
+	case key.Matches(msg, k.Top):
+		v.sel = 0
+	case key.Matches(msg, k.Bottom):
+		v.sel = 1 << 30
+	}
+}
+
+// commsOrder sorts communicators for the view: cached before evicted, newest first.
+func commsOrder(cs []analysis.Comm) []analysis.Comm {
+	out := slices.Clone(cs)
+	slices.SortStableFunc(out, func(a, b analysis.Comm) int {
+		if a.Evicted != b.Evicted {
+			if a.Evicted {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(b.CreatedNs, a.CreatedNs)
+	})
+	return out
+}
+
+func (v *commsView) view(m *Model, w, h int) string {
 	st, cc := m.styles, m.res.CommCache
 	var b strings.Builder
 	rate := units.Unknown
@@ -403,11 +435,17 @@ func (commsView) view(m *Model, w, h int) string {
 	fmt.Fprintf(&b, "%s %d entries seen · %d hits · %d misses · %d evictions · hit rate %s of lookups · %s spent creating\n",
 		st.Title.Render("Communicator cache"), len(cc.Comms), cc.Hits, cc.Misses, cc.Evictions, rate, units.Dur(cc.InitNsTotal))
 	b.WriteString(st.Title.Render(fmt.Sprintf("%6s  %-28s%8s%12s%12s  %s", "id", "devices", "hits", "created", "cost", "state")) + "\n")
-	for i, c := range cc.Comms {
-		if i >= h-3 {
-			fmt.Fprintf(&b, "… %d more\n", len(cc.Comms)-i)
-			break
-		}
+	comms := commsOrder(cc.Comms)
+	list := max(h-3, 1)
+	v.sel = min(v.sel, max(len(comms)-1, 0))
+	if v.sel < v.top {
+		v.top = v.sel
+	}
+	if v.sel >= v.top+list {
+		v.top = v.sel - list + 1
+	}
+	for i := v.top; i < len(comms) && i < v.top+list; i++ {
+		c := comms[i]
 		state := st.Good.Render("cached")
 		switch {
 		case c.Faulted:
@@ -419,7 +457,14 @@ func (commsView) view(m *Model, w, h int) string {
 		if len(devs) > 28 {
 			devs = devs[:27] + "…"
 		}
-		fmt.Fprintf(&b, "%6d  %-28s%8d%12s%12s  %s\n", c.ID, devs, c.Hits, units.Dur(c.CreatedNs), units.Dur(c.InitNs), state)
+		line := fmt.Sprintf("%6d  %-28s%8d%12s%12s  ", c.ID, devs, c.Hits, units.Dur(c.CreatedNs), units.Dur(c.InitNs))
+		if i == v.sel {
+			line = st.Selected.Render(line)
+		}
+		b.WriteString(line + state + "\n")
+	}
+	if len(comms) > list {
+		b.WriteString(st.Muted.Render(fmt.Sprintf("%d–%d of %d (j/k to scroll)", v.top+1, min(v.top+list, len(comms)), len(comms))))
 	}
 	return b.String()
 }
@@ -482,7 +527,9 @@ func eventLine(snap *timeline.Snapshot, e *timeline.Event) string {
 	if e.Bytes > 0 {
 		extra = units.Bytes(e.Bytes)
 	}
-	return fmt.Sprintf("%12s %-17s dev %-3s s%-4d %10s %9s  %s", units.Dur(e.Start), e.Kind, dev, e.Stream, units.Dur(e.Dur()), extra,
+	// Start times to the microsecond, so that neighbours are told apart.
+	at := fmt.Sprintf("%.6f s", float64(e.Start)/1e9)
+	return fmt.Sprintf("%14s %-17s dev %-3s s%-4d %10s %9s  %s", at, e.Kind, dev, e.Stream, units.Dur(e.Dur()), extra,
 		e.Title(snap))
 }
 
