@@ -428,38 +428,50 @@ func (m *Model) footer() string {
 	return ansi.Truncate(m.help.ShortHelpView(m.shortKeys()), m.width, "…")
 }
 
+// viewKeys are the keys that work in the current view, beyond the global ones.
+func (m *Model) viewKeys() []key.Binding {
+	k := m.keys
+	list := []key.Binding{k.Up, k.Down, k.Top, k.Bottom}
+	switch m.tab {
+	case TabTimeline:
+		return []key.Binding{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse, k.Up, k.Down}
+	case TabTransfers:
+		return append([]key.Binding{k.Sort, k.Reverse, k.Filter}, list...)
+	case TabIdle:
+		return append([]key.Binding{k.Select}, list...)
+	case TabEvents:
+		return append([]key.Binding{k.Filter}, list...)
+	case TabBarriers, TabComms:
+		return list
+	}
+	return nil
+}
+
 // shortKeys are the keys the footer lists for the current view.
 func (m *Model) shortKeys() []key.Binding {
 	k := m.keys
-	common := []key.Binding{k.Help, k.Quit, k.Pause, k.NextTab}
-	switch m.tab {
-	case TabTimeline:
-		common = append(common, k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse)
-	case TabTransfers:
-		common = append(common, k.Sort, k.Reverse, k.Filter)
-	case TabIdle:
-		common = append(common, k.Select)
-	case TabEvents:
-		common = append(common, k.Filter)
-	}
+	common := append([]key.Binding{k.Help, k.Quit, k.Pause, k.NextTab}, m.viewKeys()...)
 	return append(common, k.Slower, k.Faster, k.SeekBack, k.SeekFwd)
 }
 
-// fullKeys groups every key for the help screen.
-func (m *Model) fullKeys() help.KeyMap { return fullHelp{m.keys} }
+// fullKeys groups the keys that work now for the help screen: this view's, moving between views,
+// and the session's. Keys that do nothing here are not listed.
+func (m *Model) fullKeys() help.KeyMap { return fullHelp{k: m.keys, view: m.viewKeys()} }
 
-type fullHelp struct{ k KeyMap }
+type fullHelp struct {
+	k    KeyMap
+	view []key.Binding
+}
 
 func (f fullHelp) ShortHelp() []key.Binding { return nil }
 
 func (f fullHelp) FullHelp() [][]key.Binding {
 	k := f.k
-	return [][]key.Binding{
-		{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.NextTab, k.PrevTab},
-		{k.Up, k.Down, k.Top, k.Bottom, k.Filter, k.Sort, k.Reverse, k.Select},
-		{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse},
-		{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit},
+	groups := [][]key.Binding{{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.NextTab, k.PrevTab}}
+	if len(f.view) > 0 {
+		groups = append(groups, f.view)
 	}
+	return append(groups, []key.Binding{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit})
 }
 
 // fit pads or cuts s to exactly w×h cells, so a view can never push the layout around.
@@ -470,7 +482,7 @@ func fit(s string, w, h int) string {
 	}
 	for i, l := range lines {
 		if lipgloss.Width(l) > w {
-			lines[i] = ansi.Truncate(l, w, "")
+			lines[i] = ansi.Truncate(l, w, "…") // a cut line says so, never ends mid-number silently
 		}
 	}
 	for len(lines) < h {

@@ -78,7 +78,7 @@ func TestPause(t *testing.T) {
 // a replay's.
 func TestHelpNeverLies(t *testing.T) {
 	live := sized(scenarioSource(t, "pipeline", 1, ""), 120, 30)
-	press(live, "?")
+	press(live, "2", "?")
 	h := text(live)
 	if !strings.Contains(h, "zoom in") || strings.Contains(h, "slower") || strings.Contains(h, "seek") {
 		t.Errorf("live help:\n%s", h)
@@ -292,5 +292,19 @@ func TestCommsScroll(t *testing.T) {
 	}
 	if last := text(m); !strings.Contains(last, "    60  ") || !strings.Contains(last, "evicted") {
 		t.Errorf("scrolling to the end does not reach the evicted communicator:\n%s", last)
+	}
+}
+
+// Help lists the keys that work in the view it is opened from, and no others.
+func TestHelpFollowsTheView(t *testing.T) {
+	m := sized(scenarioSource(t, "pipeline", 1, ""), 160, 40)
+	press(m, "2", "?")
+	tl := text(m)
+	if !strings.Contains(tl, "zoom in") || strings.Contains(tl, "filter") || strings.Contains(tl, "sort column") {
+		t.Errorf("timeline help lists the wrong keys:\n%s", tl)
+	}
+	press(m, "?", "3", "?")
+	if tr := text(m); !strings.Contains(tr, "filter") || !strings.Contains(tr, "sort column") || strings.Contains(tr, "zoom in") {
+		t.Errorf("transfers help lists the wrong keys:\n%s", tr)
 	}
 }
