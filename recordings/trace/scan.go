@@ -29,6 +29,7 @@ type scanner struct {
 	err      error
 	maxToken int
 	tmp      []byte // a string's unescaped contents
+	key      []byte // the key object passes to its callback
 	stack    []byte // open containers while skipping a value
 }
 
@@ -73,11 +74,17 @@ func (s *scanner) fill() bool {
 		s.mark -= keep
 	}
 	if cap(s.buf)-len(s.buf) < readChunk/2 {
-		// A token fills the window: grow it (a token's length is checked against maxToken by
-		// whoever reads it, so this stops at about twice that).
-		nb := make([]byte, len(s.buf), 2*cap(s.buf))
-		copy(nb, s.buf)
-		s.buf = nb
+		// A token fills the window: grow it, up to the token limit and a chunk (whoever reads the
+		// token checks its length before asking for more, so the window never needs to be larger).
+		if c := min(2*cap(s.buf), s.maxToken+2*readChunk); c > cap(s.buf) {
+			nb := make([]byte, len(s.buf), c)
+			copy(nb, s.buf)
+			s.buf = nb
+		}
+		if len(s.buf) == cap(s.buf) {
+			s.tooLong(s.off, "token")
+			return false
+		}
 	}
 	for {
 		m, err := s.r.Read(s.buf[len(s.buf):cap(s.buf)])
@@ -509,7 +516,7 @@ func (s *scanner) skip() {
 				needValue = false
 				continue
 			}
-			if top == '{' && !s.key() {
+			if top == '{' && !s.skipKey() {
 				return
 			}
 			continue
@@ -518,7 +525,7 @@ func (s *scanner) skip() {
 		switch c := s.peek(); {
 		case c == ',':
 			s.pos++
-			if top == '{' && !s.key() {
+			if top == '{' && !s.skipKey() {
 				return
 			}
 			needValue = true
@@ -538,8 +545,8 @@ func (s *scanner) skip() {
 	}
 }
 
-// key passes over an object key and its colon.
-func (s *scanner) key() bool {
+// skipKey passes over an object key and its colon.
+func (s *scanner) skipKey() bool {
 	if s.peek() != '"' {
 		s.fail("expected a quoted key")
 		return false
@@ -549,7 +556,7 @@ func (s *scanner) key() bool {
 }
 
 // object calls field for each key of an object; field must consume the value. The key is valid
-// only until field reads further.
+// only until field reads further (a nested object reuses it).
 func (s *scanner) object(field func(key []byte)) {
 	if !s.expect('{') {
 		return
@@ -563,11 +570,12 @@ func (s *scanner) object(field func(key []byte)) {
 			s.fail("expected a quoted key")
 			return
 		}
-		key := s.str()
+		// The key is copied: reading on to the colon may move the window.
+		s.key = append(s.key[:0], s.str()...)
 		if !s.expect(':') {
 			return
 		}
-		field(key)
+		field(s.key)
 		switch s.peek() {
 		case ',':
 			s.pos++
