@@ -217,3 +217,19 @@ func TestWarningsCapped(t *testing.T) {
 		t.Errorf("%d warnings, last %q", len(im.Warnings), im.Warnings[len(im.Warnings)-1])
 	}
 }
+
+// The token limit is exact: a string of the limit's length (quotes included) passes, one byte more
+// does not, wherever it lies in the read window.
+func TestTokenLimitBoundary(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{{"12345678901", true}, {"123456789012", false}, {`1234567890\n`, false}, {`123456789\n`, true}} {
+		src := `{"traceEvents":[{"name":"` + tc.name + `"}]}`
+		_, err := Import("b.json", strings.NewReader(src), Options{MaxTokenBytes: 13})
+		var le *LimitError
+		if tc.ok != (err == nil) || (err != nil && (!errors.As(err, &le) || le.Offset != 24)) {
+			t.Errorf("name %s under a 13-byte limit (the length of \"traceEvents\"): %v", tc.name, err)
+		}
+	}
+}

@@ -14,7 +14,8 @@ import (
 // uses and passes over every other value without building it, checking as it goes that the input is
 // JSON, so that a file stops at its first invalid byte. It reads through a window that holds at most
 // one token (plus a read-ahead chunk), so its memory does not depend on the size of the input: a
-// token longer than maxToken is refused instead of buffered.
+// token longer than maxToken bytes (a string's counting its quotes and escapes) is refused instead
+// of buffered.
 //
 // Byte slices it returns (strings, numbers) stay valid only until its next call.
 type scanner struct {
@@ -182,6 +183,10 @@ func (s *scanner) str() []byte {
 			c := b[i]
 			if c == '"' {
 				s.pos = i + 1
+				if s.offset()-startOff > int64(s.maxToken) {
+					s.tooLong(startOff, "string")
+					return nil
+				}
 				return b[s.mark:i]
 			}
 			if c == '\\' || c < 0x20 {
@@ -218,6 +223,10 @@ func (s *scanner) strEscaped(startOff int64) []byte {
 		switch {
 		case c == '"':
 			s.pos++
+			if s.offset()-startOff > int64(s.maxToken) {
+				s.tooLong(startOff, "string")
+				return nil
+			}
 			return s.tmp
 		case c == '\\':
 			r, ok := s.escape()
@@ -345,6 +354,9 @@ func (s *scanner) skipStr() {
 		switch b[i] {
 		case '"':
 			s.pos++
+			if s.offset()-startOff > int64(s.maxToken) {
+				s.tooLong(startOff, "string")
+			}
 			return
 		case '\\':
 			if _, ok := s.escape(); !ok {
