@@ -149,15 +149,18 @@ func (s *scanner) tooLong(start int64, what string) {
 
 // peek returns the next non-space byte without consuming it (0 at the end).
 func (s *scanner) peek() byte {
-	for s.more() {
-		switch c := s.buf[s.pos]; c {
-		case ' ', '\t', '\n', '\r':
+	for {
+		for s.pos < len(s.buf) {
+			c := s.buf[s.pos]
+			if c > ' ' || (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+				return c
+			}
 			s.pos++
-		default:
-			return c
+		}
+		if !s.fill() {
+			return 0
 		}
 	}
-	return 0
 }
 
 func (s *scanner) expect(c byte) bool {
