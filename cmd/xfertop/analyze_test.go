@@ -44,7 +44,8 @@ func analyzeJSON(t *testing.T, args ...string) *report.Report {
 // --like-hta keeps, as HTA does with two or more steps, the ops launched before the last step
 // begins: `late` (launched at 210, after step 3 began at 200) goes. It also rounds timestamps to
 // whole µs as HTA does (start up, end down): small_b becomes [111,120), a 1 µs gap after small_a.
-// Host wait 20 µs, other 60 µs + 1 µs; span 10 → 160 = 150 µs, busy 99 µs, idle 51 µs = 34%.
+// Host wait 20 µs, other 60 µs, kernel wait 1 µs (below 30 µs); span 10 → 160 = 150 µs, busy
+// 99 µs, idle 51 µs = 34%.
 func TestAnalyzeMatchesHTA(t *testing.T) {
 	path := filepath.Join("testdata", "hta_small.json")
 	r := analyzeJSON(t, path)
@@ -75,7 +76,7 @@ func TestAnalyzeMatchesHTA(t *testing.T) {
 	}
 
 	like := analyzeJSON(t, "--like-hta", path)
-	if like.Idle.ByCause["host_wait"] != 20_000 || like.Idle.ByCause["other"] != 61_000 || like.Idle.ByCause["kernel_wait"] != 0 {
+	if like.Idle.ByCause["host_wait"] != 20_000 || like.Idle.ByCause["other"] != 60_000 || like.Idle.ByCause["kernel_wait"] != 1_000 {
 		t.Errorf("--like-hta idle %v", like.Idle.ByCause)
 	}
 	if d := like.Idle.Devices[0]; d.IdleNs != 51_000 || d.IdlePct != 34 {
