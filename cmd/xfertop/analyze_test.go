@@ -208,3 +208,31 @@ func TestFileErrors(t *testing.T) {
 		t.Errorf("--salvage: exit %d, stderr %q", code, errs)
 	}
 }
+
+// The two sampled ranks of Holistic Trace Analysis's test data: per rank overlap as HTA reports it,
+// over every op (14.95% and 19.93%) and over HTA's default selection with --like-hta (11.81% and
+// 20.05%).
+func TestAnalyzeSampledRanksLikeHTA(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "shared", "data", "kineto")
+	r0, r1 := filepath.Join(dir, "sampled_rank-0.json.gz"), filepath.Join(dir, "sampled_rank-1.json.gz")
+	if _, err := os.Stat(r0); err != nil {
+		t.Skipf("real traces not available (%s missing): they live in ../shared/data beside the checkout", r0)
+	}
+	for _, tc := range []struct {
+		args []string
+		want [2]float64
+	}{
+		{[]string{r0, r1}, [2]float64{14.95, 19.93}},
+		{[]string{"--like-hta", r0, r1}, [2]float64{11.81, 20.05}},
+	} {
+		r := analyzeJSON(t, tc.args...)
+		if len(r.Idle.Devices) != 2 {
+			t.Fatalf("%v: %d devices", tc.args, len(r.Idle.Devices))
+		}
+		for i, d := range r.Idle.Devices {
+			if d.OverlapPct == nil || *d.OverlapPct != tc.want[i] {
+				t.Errorf("%v: rank %d overlap %v; HTA gives %.2f%%", tc.args, i, d.OverlapPct, tc.want[i])
+			}
+		}
+	}
+}
