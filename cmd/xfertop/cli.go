@@ -25,7 +25,7 @@ Usage:
   xfertop [run] [flags]               run a scenario on the embedded engine and print a report
   xfertop replay FILE [flags]         replay a recording (.xfr) and print its report
   xfertop analyze FILE... [flags]     report on a recording, PyTorch profiler (Kineto) traces or a Chrome trace
-  xfertop convert IN OUT              .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON -> .xfr
+  xfertop convert IN OUT [flags]      .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON -> .xfr
   xfertop scenarios                   list built-in scenarios and their knobs
   xfertop help                        show this help
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/xfertop/xfertop/analysis"
@@ -14,6 +15,7 @@ import (
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/recordings/trace"
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -152,8 +154,10 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	setUsage(fs, "xfertop analyze FILE... [flags]  (a recording, or trace files: .json, .json.gz, one per rank)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	likeHTA := fs.Bool("like-hta", false, "analyse only what Holistic Trace Analysis does by default: GPU ops launched during ProfilerStep#N, the last step excluded")
+	likeHTA := fs.Bool("like-hta", false, "analyse what Holistic Trace Analysis does by default: with two or more ProfilerStep#N, the ops launched before the last step begins; timestamps rounded to whole µs")
 	salvage := fs.Bool("salvage", false, "skip damaged chunks of a recording")
+	var limits importLimits
+	limits.register(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagError(fs, err)
@@ -176,9 +180,9 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return replayReport(ctx, session.ReplayConfig{Path: pos[0], Salvage: *salvage}, *asJSON, stdout, stderr)
 	}
-	im, err := trace.ReadFiles(pos, trace.Options{LikeHTA: *likeHTA})
+	im, err := readTraces(pos, limits.options(*likeHTA), stderr)
 	if err != nil {
-		return readError(err)
+		return err
 	}
 	if len(im.Events) == 0 {
 		return dataError(fmt.Errorf("%s: no events", strings.Join(pos, ", ")))
@@ -208,21 +212,37 @@ func importedMeta(im *trace.Imported) timeline.Meta {
 	return m
 }
 
-const convertHelp = `Usage: xfertop convert IN OUT
+const convertHelp = `Usage: xfertop convert IN OUT [flags]
 
 Converts a recording to a Chrome trace (IN.xfr -> OUT.json, for Perfetto or chrome://tracing), or a
 Kineto or Chrome trace to a recording (IN.json[.gz] -> OUT.xfr).
+
+Flags:
 `
 
 func convertCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("xfertop convert", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), convertHelp)
+		fs.PrintDefaults()
+	}
+	var limits importLimits
+	limits.register(fs)
 	if isHelp(args) {
-		fmt.Fprint(stdout, convertHelp+exitHelp)
+		fs.SetOutput(stdout)
+		fs.Usage()
+		fmt.Fprint(stdout, exitHelp)
 		return nil
 	}
-	if len(args) != 2 || strings.HasPrefix(args[0], "-") {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagError(fs, err)
+	}
+	if len(pos) != 2 {
 		return usageError("usage: xfertop convert IN OUT  (IN.xfr -> OUT.json, or IN.json[.gz] -> OUT.xfr)")
 	}
-	in, out := args[0], args[1]
+	in, out := pos[0], pos[1]
 	if err := inputFile(in, "a recording or a trace"); err != nil {
 		return err
 	}
@@ -231,7 +251,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 		return failure(err)
 	}
 	if !rec {
-		return convertTrace(in, out, stdout)
+		return convertTrace(in, out, limits.options(false), stdout, stderr)
 	}
 	if !strings.HasSuffix(out, ".json") {
 		return usageError("%s is a recording; write it to a .json file (Chrome trace), not %q", in, out)
@@ -263,13 +283,13 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 // convertTrace converts a Kineto or Chrome trace to a recording.
-func convertTrace(in, out string, stdout io.Writer) error {
+func convertTrace(in, out string, opts trace.Options, stdout, stderr io.Writer) error {
 	if !strings.HasSuffix(out, ".xfr") {
 		return usageError("%s is a trace; write it to a .xfr recording, not %q", in, out)
 	}
-	im, err := trace.ReadFiles([]string{in}, trace.Options{})
+	im, err := readTraces([]string{in}, opts, stderr)
 	if err != nil {
-		return readError(err)
+		return err
 	}
 	if err := writeImported(out, im); err != nil {
 		return failure(err)
@@ -299,4 +319,55 @@ func writeImported(path string, im *trace.Imported) error {
 		return err
 	}
 	return w.Close()
+}
+
+// importLimits are the flags that bound what importing a trace may cost.
+type importLimits struct{ input, token sizeValue }
+
+func (l *importLimits) register(fs *flag.FlagSet) {
+	l.input.n, l.token.n = trace.DefaultMaxInputBytes, int64(trace.DefaultMaxTokenBytes)
+	fs.Var(&l.input, "max-input-bytes", "refuse a trace file holding more JSON than this, after decompression")
+	fs.Var(&l.token, "max-token-bytes", "refuse a trace with a string or number longer than this")
+}
+
+func (l *importLimits) options(likeHTA bool) trace.Options {
+	return trace.Options{LikeHTA: likeHTA, MaxInputBytes: l.input.n, MaxTokenBytes: int(l.token.n)}
+}
+
+// sizeValue is a flag holding a positive byte count such as 64MiB or 16GiB.
+type sizeValue struct{ n int64 }
+
+func (v *sizeValue) String() string { return scenario.FormatSize(v.n) }
+
+func (v *sizeValue) Set(s string) error {
+	n, err := scenario.ParseSize(s)
+	if err != nil {
+		return err
+	}
+	if n <= 0 {
+		return fmt.Errorf("%q: give a size above 0", s)
+	}
+	v.n = n
+	return nil
+}
+
+// readTraces imports trace files, printing their warnings. A trace a limit refused is a data error
+// whose message names the flag that raises the limit.
+func readTraces(paths []string, opts trace.Options, stderr io.Writer) (*trace.Imported, error) {
+	im, err := trace.ReadFiles(paths, opts)
+	if err != nil {
+		var le *trace.LimitError
+		if errors.As(err, &le) {
+			name := "max-token-bytes"
+			if le.What == "input" {
+				name = "max-input-bytes"
+			}
+			return nil, dataError(fmt.Errorf("%w (raise it with --%s)", err, name))
+		}
+		return nil, readError(err)
+	}
+	for _, w := range im.Warnings {
+		fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
+	}
+	return im, nil
 }

@@ -20,11 +20,53 @@ type xfrArgs struct {
 	D, P   int32
 	St, G  uint32
 	C, Ba  uint32
-	L      string
+	L      []byte
 	A      uint32
 	H, R   uint16
 	Sb, Su uint8
 	Pr     int8
+}
+
+// set stores field k of an exported slice's "xfertop" args.
+func (x *xfrArgs) set(k string, n int64) {
+	switch k {
+	case "k":
+		x.K = uint8(n)
+	case "s":
+		x.S = n
+	case "e":
+		x.E = n
+	case "q":
+		x.Q = n
+	case "b":
+		x.B = n
+	case "o":
+		x.O = uint64(n)
+	case "d":
+		x.D = int32(n)
+	case "p":
+		x.P = int32(n)
+	case "st":
+		x.St = uint32(n)
+	case "g":
+		x.G = uint32(n)
+	case "c":
+		x.C = uint32(n)
+	case "ba":
+		x.Ba = uint32(n)
+	case "a":
+		x.A = uint32(n)
+	case "h":
+		x.H = uint16(n)
+	case "r":
+		x.R = uint16(n)
+	case "sb":
+		x.Sb = uint8(n)
+	case "su":
+		x.Su = uint8(n)
+	case "pr":
+		x.Pr = int8(n)
+	}
 }
 
 // sessionPid is the Chrome process that holds events tied to no device (steps, marks, alerts).
@@ -323,26 +365,9 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// convertExported rebuilds the events of a Chrome trace written by WriteChrome from its args.
-func convertExported(im *Imported, t *rawTrace, _ int64) error {
-	devices := map[int32]bool{}
-	for i := range t.TraceEvents {
-		e := &t.TraceEvents[i]
-		x := e.Args.Xfertop
-		if x == nil || (e.Ph != 'X' && e.Ph != 'i' && e.Ph != 'b') {
-			continue
-		}
-		ev := timeline.Event{Kind: timeline.Kind(x.K), Start: x.S, End: x.E, Queued: x.Q, Bytes: x.B, Op: x.O, Device: x.D, Peer: x.P,
-			Stream: x.St, Group: x.G, Comm: x.C, Barrier: x.Ba, Label: im.Strings.ID(x.L), Aux: x.A, Host: x.H, Ranks: x.R,
-			Sub: x.Sb, Status: x.Su, Priority: x.Pr}
-		if ev.Device >= 0 {
-			devices[ev.Device] = true
-		}
-		im.Events = append(im.Events, ev)
-	}
-	im.Devices = len(devices)
-	if v, ok := t.Metadata["epoch_unix_ns"]; ok {
-		im.EpochUnixNs, _ = strconv.ParseInt(v, 10, 64)
-	}
-	return nil
+// exportedEvent rebuilds an event written by WriteChrome from its args.
+func exportedEvent(x *xfrArgs, label uint32) timeline.Event {
+	return timeline.Event{Kind: timeline.Kind(x.K), Start: x.S, End: x.E, Queued: x.Q, Bytes: x.B, Op: x.O, Device: x.D, Peer: x.P,
+		Stream: x.St, Group: x.G, Comm: x.C, Barrier: x.Ba, Label: label, Aux: x.A, Host: x.H, Ranks: x.R,
+		Sub: x.Sb, Status: x.Su, Priority: x.Pr}
 }

@@ -2,12 +2,17 @@ package trace
 
 import (
 	"bytes"
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
-// FuzzImport: the trace importer never panics or hangs on arbitrary input, and its errors name the
-// file.
+// FuzzImport: the trace importer never panics or hangs on arbitrary input, its errors name the
+// file, and the stream it reads does not change what it finds: one byte at a time, it imports the
+// same events or fails with the same error; with a tiny token limit, it does the same or refuses a
+// token.
 func FuzzImport(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.5,"dur":2,"args":{"device":0,"stream":7,"correlation":3}},{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":1,"args":{"correlation":3}}],"distributedInfo":{"rank":2}}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"Memcpy","name":"Memcpy HtoD (Pinned -> Device)","pid":0,"tid":"stream 7","ts":10,"dur":5,"args":{"bytes":1024}}]}`))
@@ -15,18 +20,45 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte(`{"xfertopMetadata":{"scenario":"x"},"traceEvents":[{"ph":"X","name":"k","ts":0,"dur":1,"args":{"xfertop":{"k":5,"s":0,"e":1000,"l":"k\u00e9"}}}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","name":"a\"b\\u0041","pid":"p","tid":"t","ts":1e3,"dur":-1}]}`))
 	f.Add([]byte(`{"traceEvents": [`))
+	// The errors and warnings of hostile input.
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"gpu_memcpy","name":"m","ts":1,"dur":1,"args":{"bytes":9223372036854775807}},{"ph":"X","cat":"gpu_memcpy","name":"m","ts":2,"dur":1,"args":{"bytes":-9.2e18}}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1682725898079292,"dur":1e12},{"ph":"X","cat":"kernel","name":"k","ts":0,"dur":1},{"ph":"X","cat":"kernel","name":"k","ts":1e300,"dur":1}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"ncclKernel_AllGather","ts":1,"dur":1,"args":{"In msg nelems":4611686018427387904,"Group size":70000,"stream":-1,"device":-4}}],"distributedInfo":{"rank":1e99}}`))
+	f.Add([]byte(`{"traceEvents":[{"args":{"a":[[[[[[[[{"b":[1,2,{"c":null}]}]]]]]]]]}}]}`))
+	f.Add([]byte("{\x00\xff junk"))
+	f.Add([]byte(`{"traceEvents":[{"name":"\ud83d\ude00\ud800\u0041"}]} x`))
+	f.Add([]byte(`{"traceEvents":[{"ts":01},{"ts":-},{"ts":1.},{"ts":1e}]}`))
+	f.Add([]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		im, err := Import("fuzz.json", bytes.NewReader(data), Options{})
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "fuzz.json") {
-				t.Fatalf("error does not name the file: %v", err)
-			}
-			return
+		if err != nil && !strings.HasPrefix(err.Error(), "fuzz.json") {
+			t.Fatalf("error does not name the file: %v", err)
 		}
-		for _, e := range im.Events {
-			if int(e.Label) >= im.Strings.Len() {
-				t.Fatalf("event label %d outside the string table (%d)", e.Label, im.Strings.Len())
+		if err == nil {
+			for _, e := range im.Events {
+				if int(e.Label) >= im.Strings.Len() {
+					t.Fatalf("event label %d outside the string table (%d)", e.Label, im.Strings.Len())
+				}
+				if e.End < e.Start {
+					t.Fatalf("event ends before it starts: %+v", e)
+				}
 			}
+		}
+		im1, err1 := Import("fuzz.json", iotest.OneByteReader(bytes.NewReader(data)), Options{})
+		if (err == nil) != (err1 == nil) || (err != nil && err.Error() != err1.Error()) {
+			t.Fatalf("whole: %v; one byte at a time: %v", err, err1)
+		}
+		if err == nil && (!reflect.DeepEqual(im.Events, im1.Events) || !reflect.DeepEqual(im.Strings.All(), im1.Strings.All())) {
+			t.Fatal("one byte at a time imports other events")
+		}
+		im2, err2 := Import("fuzz.json", bytes.NewReader(data), Options{MaxTokenBytes: 4})
+		var le *LimitError
+		if err2 != nil && errors.As(err2, &le) {
+			if le.Limit != 4 {
+				t.Fatalf("limit %d", le.Limit)
+			}
+		} else if (err == nil) != (err2 == nil) || (err == nil && !reflect.DeepEqual(im.Events, im2.Events)) {
+			t.Fatalf("a small window changes the result: %v / %v", err, err2)
 		}
 		_, _ = Import("fuzz.json", bytes.NewReader(data), Options{LikeHTA: true})
 	})

@@ -3,53 +3,164 @@ package trace
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// scanner is a small JSON reader specialised for trace files: it decodes the few fields xfertop
-// uses, slices strings out of the input without copying when they have no escapes, and skips every
-// other value without building it. It is several times faster than encoding/json on profiler traces,
-// whose events carry large fields (call stacks, input shapes) nobody here reads.
+// scanner is a streaming JSON reader specialised for trace files: it decodes the few fields xfertop
+// uses and passes over every other value without building it, checking as it goes that the input is
+// JSON, so that a file stops at its first invalid byte. It reads through a window that holds at most
+// one token (plus a read-ahead chunk), so its memory does not depend on the size of the input: a
+// token longer than maxToken bytes (a string's counting its quotes and escapes) is refused instead
+// of buffered.
+//
+// Byte slices it returns (strings, numbers) stay valid only until its next call.
 type scanner struct {
-	b    []byte
-	pos  int
-	name string
-	err  error
+	r        io.Reader
+	buf      []byte // buf[pos:] is input not yet consumed
+	pos      int
+	mark     int   // index of the first byte a refill must keep (the token being read); -1: none
+	off      int64 // input offset of buf[0]
+	eof      bool
+	rerr     error // a read error to report once the bytes read before it are consumed
+	name     string
+	err      error
+	maxToken int
+	tmp      []byte // a string's unescaped contents
+	key      []byte // the key object passes to its callback
+	stack    []byte // open containers while skipping a value
 }
+
+const (
+	readChunk = 64 << 10
+	// maxDepth bounds the nesting of arrays and objects (encoding/json's limit), so that a file of
+	// brackets cannot grow the stack without bound.
+	maxDepth = 10000
+)
 
 var errTruncated = errors.New("the JSON ends before it is complete (is the file truncated?)")
 
+func newScanner(name string, r io.Reader, maxToken int) *scanner {
+	return &scanner{r: r, buf: make([]byte, 0, readChunk), mark: -1, name: name, maxToken: maxToken}
+}
+
+// offset is the input offset of the next byte.
+func (s *scanner) offset() int64 { return s.off + int64(s.pos) }
+
+// fill reads more input, keeping buf[mark:] (or buf[pos:]) at the front of the window. It reports
+// whether new bytes arrived.
+func (s *scanner) fill() bool {
+	if s.err != nil {
+		return false
+	}
+	if s.rerr != nil {
+		s.readFailed()
+		return false
+	}
+	if s.eof {
+		return false
+	}
+	keep := s.pos
+	if s.mark >= 0 && s.mark < keep {
+		keep = s.mark
+	}
+	n := copy(s.buf[:cap(s.buf)], s.buf[keep:])
+	s.buf = s.buf[:n]
+	s.off += int64(keep)
+	s.pos -= keep
+	if s.mark >= 0 {
+		s.mark -= keep
+	}
+	if cap(s.buf)-len(s.buf) < readChunk/2 {
+		// A token fills the window: grow it, up to the token limit and a chunk (whoever reads the
+		// token checks its length before asking for more, so the window never needs to be larger).
+		if c := min(2*cap(s.buf), s.maxToken+2*readChunk); c > cap(s.buf) {
+			nb := make([]byte, len(s.buf), c)
+			copy(nb, s.buf)
+			s.buf = nb
+		}
+		if len(s.buf) == cap(s.buf) {
+			s.tooLong(s.off, "token")
+			return false
+		}
+	}
+	for {
+		m, err := s.r.Read(s.buf[len(s.buf):cap(s.buf)])
+		s.buf = s.buf[:len(s.buf)+m]
+		if err == io.EOF {
+			s.eof = true
+		} else if err != nil {
+			s.rerr = err
+		}
+		if m > 0 {
+			return true
+		}
+		if s.eof {
+			return false
+		}
+		if s.rerr != nil {
+			s.readFailed()
+			return false
+		}
+	}
+}
+
+// readFailed turns a read error into the scanner's error: a limit refused, or the file unreadable.
+func (s *scanner) readFailed() {
+	if s.err != nil {
+		return
+	}
+	var le *LimitError
+	if errors.As(s.rerr, &le) {
+		le.Name = s.name
+		s.err = le
+		return
+	}
+	s.err = fmt.Errorf("%s: read at byte offset %d: %w", s.name, s.offset(), s.rerr)
+}
+
+// more reports whether a byte is available at buf[pos], reading if needed.
+func (s *scanner) more() bool {
+	return s.pos < len(s.buf) || s.fill()
+}
+
 func (s *scanner) fail(format string, args ...any) {
-	if s.err == nil {
-		if s.pos >= len(s.b) {
+	if s.err != nil {
+		return
+	}
+	if !s.more() {
+		if s.err == nil {
 			s.err = fmt.Errorf("%s: %w", s.name, errTruncated)
-			return
 		}
-		s.err = fmt.Errorf("%s: not valid JSON at byte offset %d: %s", s.name, s.pos, fmt.Sprintf(format, args...))
+		return
+	}
+	s.err = fmt.Errorf("%s: not valid JSON at byte offset %d: %s", s.name, s.offset(), fmt.Sprintf(format, args...))
+}
+
+// tooLong refuses a token that started at offset start.
+func (s *scanner) tooLong(start int64, what string) {
+	if s.err == nil {
+		s.err = &LimitError{Name: s.name, Offset: start, Limit: int64(s.maxToken), What: what}
 	}
 }
 
-func (s *scanner) ws() {
-	for s.pos < len(s.b) {
-		switch s.b[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
-	}
-}
-
-// peek returns the next non-space byte (0 at the end).
+// peek returns the next non-space byte without consuming it (0 at the end).
 func (s *scanner) peek() byte {
-	s.ws()
-	if s.pos < len(s.b) {
-		return s.b[s.pos]
+	for {
+		for s.pos < len(s.buf) {
+			c := s.buf[s.pos]
+			if c > ' ' || (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+				return c
+			}
+			s.pos++
+		}
+		if !s.fill() {
+			return 0
+		}
 	}
-	return 0
 }
 
 func (s *scanner) expect(c byte) bool {
@@ -61,78 +172,78 @@ func (s *scanner) expect(c byte) bool {
 	return true
 }
 
-// str reads a string; the result aliases the input unless it had escapes.
+// str reads a string and returns its contents, which alias the window unless it had escapes.
 func (s *scanner) str() []byte {
 	if !s.expect('"') {
 		return nil
 	}
-	start := s.pos
-	for s.pos < len(s.b) {
-		c := s.b[s.pos]
-		if c == '"' {
-			out := s.b[start:s.pos]
-			s.pos++
-			return out
+	startOff := s.offset() - 1
+	s.mark = s.pos
+	defer func() { s.mark = -1 }()
+	for {
+		b := s.buf
+		for i := s.pos; i < len(b); i++ {
+			c := b[i]
+			if c == '"' {
+				s.pos = i + 1
+				if s.offset()-startOff > int64(s.maxToken) {
+					s.tooLong(startOff, "string")
+					return nil
+				}
+				return b[s.mark:i]
+			}
+			if c == '\\' || c < 0x20 {
+				s.pos = i
+				if c < 0x20 {
+					s.fail("control character in a string")
+					return nil
+				}
+				s.tmp = append(s.tmp[:0], b[s.mark:i]...)
+				s.mark = -1
+				return s.strEscaped(startOff)
+			}
 		}
-		if c == '\\' {
-			return s.strEscaped(start)
-		}
-		if c < 0x20 {
-			s.fail("control character in a string")
+		s.pos = len(b)
+		if s.offset()-startOff > int64(s.maxToken) {
+			s.tooLong(startOff, "string")
 			return nil
 		}
-		s.pos++
+		if !s.fill() {
+			s.fail("unterminated string")
+			return nil
+		}
 	}
-	s.fail("unterminated string")
-	return nil
 }
 
-func (s *scanner) strEscaped(start int) []byte {
-	out := append([]byte(nil), s.b[start:s.pos]...)
-	for s.pos < len(s.b) {
-		c := s.b[s.pos]
+// strEscaped goes on with a string after its first backslash, unescaping into s.tmp.
+func (s *scanner) strEscaped(startOff int64) []byte {
+	for s.more() {
+		if s.offset()-startOff > int64(s.maxToken) {
+			s.tooLong(startOff, "string")
+			return nil
+		}
+		c := s.buf[s.pos]
 		switch {
 		case c == '"':
 			s.pos++
-			return out
-		case c == '\\':
-			if s.pos+1 >= len(s.b) {
-				s.pos = len(s.b)
-				s.fail("unterminated string")
+			if s.offset()-startOff > int64(s.maxToken) {
+				s.tooLong(startOff, "string")
 				return nil
 			}
-			e := s.b[s.pos+1]
-			s.pos += 2
-			switch e {
-			case '"', '\\', '/':
-				out = append(out, e)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r := s.hex4()
-				if utf16.IsSurrogate(r) && s.pos+1 < len(s.b) && s.b[s.pos] == '\\' && s.b[s.pos+1] == 'u' {
-					s.pos += 2
-					r = utf16.DecodeRune(r, s.hex4())
-				}
-				out = utf8.AppendRune(out, r)
-			default:
-				s.pos--
-				s.fail("bad escape \\%c", e)
+			return s.tmp
+		case c == '\\':
+			r, ok := s.escape()
+			if !ok {
 				return nil
+			}
+			if r >= 0 {
+				s.tmp = utf8.AppendRune(s.tmp, r)
 			}
 		case c < 0x20:
 			s.fail("control character in a string")
 			return nil
 		default:
-			out = append(out, c)
+			s.tmp = append(s.tmp, c)
 			s.pos++
 		}
 	}
@@ -140,41 +251,225 @@ func (s *scanner) strEscaped(start int) []byte {
 	return nil
 }
 
-func (s *scanner) hex4() rune {
-	if s.pos+4 > len(s.b) {
-		s.pos = len(s.b)
-		s.fail("short \\u escape")
-		return utf8.RuneError
+// escape reads one escape sequence (the backslash is at pos) and returns the rune it stands for.
+func (s *scanner) escape() (rune, bool) {
+	s.pos++
+	if !s.more() {
+		s.fail("unterminated string")
+		return 0, false
 	}
-	v, err := strconv.ParseUint(string(s.b[s.pos:s.pos+4]), 16, 16)
-	if err != nil {
-		s.fail("bad \\u escape")
-		return utf8.RuneError
+	e := s.buf[s.pos]
+	s.pos++
+	switch e {
+	case '"', '\\', '/':
+		return rune(e), true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	case 'u':
+		r, ok := s.hex4()
+		if !ok {
+			return 0, false
+		}
+		if utf16.IsSurrogate(r) && s.more() && s.buf[s.pos] == '\\' {
+			// Keep the backslash in the window while looking past it: if no \u follows, the next
+			// round reads it as an escape of its own.
+			s.mark = s.pos
+			s.pos++
+			if s.more() && s.buf[s.pos] == 'u' {
+				s.mark = -1
+				s.pos++
+				r2, ok := s.hex4()
+				if !ok {
+					return 0, false
+				}
+				return utf16.DecodeRune(r, r2), true
+			}
+			s.pos, s.mark = s.mark, -1
+		}
+		if utf16.IsSurrogate(r) {
+			return utf8.RuneError, true
+		}
+		return r, true
 	}
-	s.pos += 4
-	return rune(v)
+	s.pos--
+	s.fail("bad escape \\%c", e)
+	return 0, false
 }
 
-// number returns the raw text of a number.
-func (s *scanner) number() []byte {
-	s.ws()
-	start := s.pos
-	for s.pos < len(s.b) {
-		c := s.b[s.pos]
-		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-			s.pos++
+func (s *scanner) hex4() (rune, bool) {
+	var v rune
+	for range 4 {
+		if !s.more() {
+			s.fail("short \\u escape")
+			return 0, false
+		}
+		c := s.buf[s.pos]
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | rune(c-'A'+10)
+		default:
+			s.fail("bad \\u escape")
+			return 0, false
+		}
+		s.pos++
+	}
+	return v, true
+}
+
+// skipStr passes over a string, checking its escapes, without keeping it in the window.
+func (s *scanner) skipStr() {
+	if !s.expect('"') {
+		return
+	}
+	startOff := s.offset() - 1
+	for {
+		b := s.buf
+		i := s.pos
+		for ; i < len(b); i++ {
+			if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+				break
+			}
+		}
+		s.pos = i
+		if s.offset()-startOff > int64(s.maxToken) {
+			s.tooLong(startOff, "string")
+			return
+		}
+		if i == len(b) {
+			if !s.fill() {
+				s.fail("unterminated string")
+				return
+			}
 			continue
 		}
-		break
+		switch b[i] {
+		case '"':
+			s.pos++
+			if s.offset()-startOff > int64(s.maxToken) {
+				s.tooLong(startOff, "string")
+			}
+			return
+		case '\\':
+			if _, ok := s.escape(); !ok {
+				return
+			}
+		default:
+			s.fail("control character in a string")
+			return
+		}
 	}
-	if s.pos == start {
-		s.fail("expected a number")
-		return nil
-	}
-	return s.b[start:s.pos]
 }
 
-// scalar reads a number or a string and returns its text (a string's contents, unquoted).
+// number reads a number and returns its text, checked against JSON's grammar.
+func (s *scanner) number() []byte {
+	s.peek()
+	startOff := s.offset()
+	s.mark = s.pos
+	defer func() { s.mark = -1 }()
+	for {
+		for s.pos < len(s.buf) {
+			c := s.buf[s.pos]
+			if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+				s.pos++
+				continue
+			}
+			goto done
+		}
+		if s.offset()-startOff > int64(s.maxToken) {
+			s.tooLong(startOff, "number")
+			return nil
+		}
+		if !s.fill() {
+			break
+		}
+	}
+done:
+	if s.offset()-startOff > int64(s.maxToken) {
+		s.tooLong(startOff, "number")
+		return nil
+	}
+	num := s.buf[s.mark:s.pos]
+	if n := validNumber(num); n != len(num) {
+		s.pos = s.mark + n
+		s.fail("bad number")
+		return nil
+	}
+	return num
+}
+
+// validNumber returns the length of the longest prefix of b that is a JSON number: len(b) when all
+// of it is one.
+func validNumber(b []byte) int {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return i
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return i
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return i
+		}
+	}
+	return i
+}
+
+// literal reads true, false or null.
+func (s *scanner) literal() {
+	var w string
+	switch s.peek() {
+	case 't':
+		w = "true"
+	case 'f':
+		w = "false"
+	default:
+		w = "null"
+	}
+	for i := 0; i < len(w); i++ {
+		if !s.more() || s.buf[s.pos] != w[i] {
+			s.fail("unexpected literal")
+			return
+		}
+		s.pos++
+	}
+}
+
+// scalar reads a number or a string and returns its text (a string's contents, unquoted); any other
+// value is skipped.
 func (s *scanner) scalar() ([]byte, bool) {
 	switch c := s.peek(); {
 	case c == '"':
@@ -186,49 +481,97 @@ func (s *scanner) scalar() ([]byte, bool) {
 	return nil, false
 }
 
-// skip passes over any value.
-func (s *scanner) skip() {
-	switch c := s.peek(); c {
-	case '"':
-		s.str()
-	case '{', '[':
-		depth := 0
-		for s.pos < len(s.b) && s.err == nil {
-			switch s.b[s.pos] {
-			case '{', '[':
-				depth++
-				s.pos++
-			case '}', ']':
-				depth--
-				s.pos++
-				if depth == 0 {
-					return
-				}
-			case '"':
-				s.str()
-			default:
-				s.pos++
-			}
+// value passes over one scalar, or opens a container (pushed on the stack) and reports it.
+func (s *scanner) value() (opened bool) {
+	switch c := s.peek(); {
+	case c == '"':
+		s.skipStr()
+	case c == '{' || c == '[':
+		if len(s.stack) >= maxDepth {
+			s.fail("nesting deeper than %d", maxDepth)
+			return false
 		}
-		if s.err == nil {
-			s.fail("unterminated %c", c)
-		}
-	case 't', 'f', 'n':
-		for _, w := range []string{"true", "false", "null"} {
-			if len(s.b)-s.pos >= len(w) && string(s.b[s.pos:s.pos+len(w)]) == w {
-				s.pos += len(w)
-				return
-			}
-		}
-		s.fail("unexpected literal")
-	case 0:
+		s.pos++
+		s.stack = append(s.stack, c)
+		return true
+	case c == 't' || c == 'f' || c == 'n':
+		s.literal()
+	case c == '-' || (c >= '0' && c <= '9'):
+		s.number()
+	case c == 0 && !s.more():
 		s.fail("unexpected end")
 	default:
-		s.number()
+		s.fail("unexpected character %q", c)
+	}
+	return false
+}
+
+// skip passes over any value, checking that it is JSON, without building it. Its memory is the
+// nesting depth, bounded by maxDepth.
+func (s *scanner) skip() {
+	s.stack = s.stack[:0]
+	needValue := true
+	for s.err == nil {
+		if needValue {
+			if !s.value() {
+				if len(s.stack) == 0 {
+					return
+				}
+				needValue = false
+				continue
+			}
+			// Just opened a container: it may be empty; an object starts with a key.
+			top := s.stack[len(s.stack)-1]
+			if c := s.peek(); (top == '{' && c == '}') || (top == '[' && c == ']') {
+				s.pos++
+				s.stack = s.stack[:len(s.stack)-1]
+				if len(s.stack) == 0 {
+					return
+				}
+				needValue = false
+				continue
+			}
+			if top == '{' && !s.skipKey() {
+				return
+			}
+			continue
+		}
+		top := s.stack[len(s.stack)-1]
+		switch c := s.peek(); {
+		case c == ',':
+			s.pos++
+			if top == '{' && !s.skipKey() {
+				return
+			}
+			needValue = true
+		case (top == '{' && c == '}') || (top == '[' && c == ']'):
+			s.pos++
+			s.stack = s.stack[:len(s.stack)-1]
+			if len(s.stack) == 0 {
+				return
+			}
+		default:
+			if top == '{' {
+				s.fail("expected ',' or '}'")
+			} else {
+				s.fail("expected ',' or ']'")
+			}
+		}
 	}
 }
 
-// object calls field for each key of an object; field must consume the value.
+// skipKey passes over an object key and its colon.
+func (s *scanner) skipKey() bool {
+	if s.peek() != '"' {
+		s.fail("expected a quoted key")
+		return false
+	}
+	s.skipStr()
+	return s.err == nil && s.expect(':')
+}
+
+// object calls field for each key of an object; field must consume the value. The key is valid
+// only until field reads further (a nested object reuses it).
 func (s *scanner) object(field func(key []byte)) {
 	if !s.expect('{') {
 		return
@@ -242,11 +585,12 @@ func (s *scanner) object(field func(key []byte)) {
 			s.fail("expected a quoted key")
 			return
 		}
-		key := s.str()
+		// The key is copied: reading on to the colon may move the window.
+		s.key = append(s.key[:0], s.str()...)
 		if !s.expect(':') {
 			return
 		}
-		field(key)
+		field(s.key)
 		switch s.peek() {
 		case ',':
 			s.pos++
@@ -285,7 +629,7 @@ func (s *scanner) array(elem func()) {
 }
 
 // parseNs turns a JSON number of microseconds into nanoseconds exactly (no float rounding for
-// plain decimals, which is what profilers write).
+// plain decimals, which is what profilers write). It refuses what does not fit in ±292 years.
 func parseNs(num []byte) (int64, bool) {
 	if len(num) == 0 {
 		return 0, false

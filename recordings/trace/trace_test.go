@@ -223,11 +223,7 @@ func TestChromeRoundTrip(t *testing.T) {
 // A Chrome trace from an unknown tool still imports: slices become kernels on tracks.
 func TestGenericChrome(t *testing.T) {
 	src := `{"traceEvents":[{"ph":"X","name":"a","pid":7,"tid":1,"ts":10,"dur":5},{"ph":"X","name":"b","pid":7,"tid":1,"ts":20.5,"dur":1},{"ph":"X","name":"c","pid":"other","tid":"t","ts":12,"dur":2}]}`
-	tr, err := Decode("g.json", strings.NewReader(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := convert([]*rawTrace{tr}, []string{"g.json"}, Options{})
+	im, err := Import("g.json", strings.NewReader(src), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +243,7 @@ func TestDecodeErrors(t *testing.T) {
 		{`{"traceEvents": [{"ph": 5}]}`, `byte offset 24: event field "ph" must be a string`},
 	}
 	for _, tc := range tests {
-		_, err := Decode("bad.json", strings.NewReader(tc.src))
+		_, err := Import("bad.json", strings.NewReader(tc.src), Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "bad.json") {
 			t.Errorf("Decode(%q) = %v; want an error naming the file and containing %q", tc.src, err, tc.want)
 		}

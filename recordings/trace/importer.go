@@ -1,0 +1,598 @@
+package trace
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Bounds on the numbers a trace may carry. A field outside them is named in a warning and left out
+// of every total (the event is dropped, or the field taken as unknown), so one bad event cannot
+// corrupt a sum.
+const (
+	maxEventBytes = 1 << 40 // one copy or collective message: more than any device holds
+	maxTotalBytes = 1 << 60 // all events together: sums stay in int64 even counted twice (sender and receiver)
+	maxSpan       = int64(24 * time.Hour)
+	maxTime       = 1 << 62 // |ts| in ns (146 years from the epoch): sums and differences stay in int64
+	maxWarnings   = 20
+)
+
+// Sentinels used while a file is read, resolved when it ends.
+const (
+	queuedUnknown = math.MinInt64
+	queuedPending = math.MinInt64 + 1 // has a correlation: the launch is looked up at the end of the file
+	devicePending = math.MinInt32     // the file's rank, known at its end
+)
+
+// origin says where an imported event came from: file, index in traceEvents, and whether Holistic
+// Trace Analysis counts it as a GPU op. It is kept beside each event until the import finishes.
+type origin uint64
+
+const (
+	originGPU   origin = 1 << 63
+	indexBits          = 40
+	originFiles        = 1<<22 - 1
+)
+
+func makeOrigin(file int, index int64, gpu bool) origin {
+	o := origin(uint64(file)&originFiles)<<indexBits | origin(uint64(index)&(1<<indexBits-1))
+	if gpu {
+		o |= originGPU
+	}
+	return o
+}
+
+func (o origin) file() int    { return int(o >> indexBits & originFiles) }
+func (o origin) index() int64 { return int64(o & (1<<indexBits - 1)) }
+func (o origin) gpu() bool    { return o&originGPU != 0 }
+
+// interner interns byte slices without allocating for strings it already holds.
+type interner struct {
+	ids  map[string]uint32
+	strs *timeline.Strings
+}
+
+func newInterner(strs *timeline.Strings) *interner {
+	return &interner{ids: map[string]uint32{"": 0}, strs: strs}
+}
+
+func (n *interner) id(b []byte) uint32 {
+	if id, ok := n.ids[string(b)]; ok {
+		return id
+	}
+	s := string(b)
+	id := n.strs.ID(s)
+	n.ids[s] = id
+	return id
+}
+
+// htaFile is what --like-hta's selection needs of one file, gathered while it is read.
+type htaFile struct {
+	hasCPU, hasStep  bool
+	minCPU, lastStep int64           // earliest CPU op; start of the last ProfilerStep (ns)
+	corrCPU          map[int64]int64 // correlation → earliest CPU op carrying it
+}
+
+// fileState is the state of the file being read.
+type fileState struct {
+	name     string
+	index    int
+	lo       int  // its first event in im.Events
+	gpu      bool // it has GPU ops: a Kineto trace, not a generic Chrome one
+	launches map[int64]int64
+	// Until the first GPU op, the file might be a generic Chrome trace: its slices are kept as such
+	// too, with their own labels, and dropped at the first GPU op.
+	generic    []timeline.Event
+	genOrigins []origin
+	genLabels  *interner
+	pids       map[string]int32
+	tids       map[string]uint32
+	exported   []timeline.Event
+	expOrigins []origin
+}
+
+// importer turns the events of one or more files into timeline events as they are read.
+type importer struct {
+	opts       Options
+	im         *Imported
+	multi      bool
+	labels     *interner
+	origins    []origin // beside im.Events
+	names      []string // file names, by index
+	warnings   []string
+	moreWarn   int
+	totalBytes int64
+	stepNames  map[string]bool // distinct ProfilerStep#N names, as HTA counts them
+	hta        []htaFile
+	f          fileState
+}
+
+func newImporter(opts Options, multi bool) *importer {
+	im := &Imported{Strings: timeline.NewStrings(), Format: "kineto"}
+	return &importer{opts: opts.withDefaults(), im: im, multi: multi, labels: newInterner(im.Strings), stepNames: map[string]bool{}}
+}
+
+func (m *importer) warn(format string, args ...any) {
+	if len(m.warnings) < maxWarnings {
+		m.warnings = append(m.warnings, fmt.Sprintf(format, args...))
+		return
+	}
+	m.moreWarn++
+}
+
+// shortName quotes a name for a message, cut so that a hostile one cannot flood the terminal.
+func shortName(b []byte) string {
+	const most = 80
+	if len(b) > most {
+		return strconv.Quote(string(b[:most])) + "…"
+	}
+	return strconv.Quote(string(b))
+}
+
+func (m *importer) warnEvent(e *rawEvent, format string, args ...any) {
+	m.warn("%s: traceEvents[%d] %s: %s", m.f.name, e.Index, shortName(e.Name), fmt.Sprintf(format, args...))
+}
+
+// read imports one file.
+func (m *importer) read(index int, name string, r io.Reader) error {
+	m.f = fileState{name: name, index: index, lo: len(m.im.Events), launches: map[int64]int64{},
+		genLabels: newInterner(timeline.NewStrings()), pids: map[string]int32{}, tids: map[string]uint32{}}
+	m.names = append(m.names, name)
+	m.hta = append(m.hta, htaFile{corrCPU: map[int64]int64{}})
+	h, err := decode(name, r, m.opts, m.add)
+	if err != nil {
+		return err
+	}
+	m.endFile(h)
+	return nil
+}
+
+// add takes one event of the file being read.
+func (m *importer) add(e *rawEvent, h *header) {
+	f := &m.f
+	kind, gpu := gpuCategory(e.Cat)
+	if gpu && !f.gpu {
+		f.gpu = true
+		f.generic, f.genOrigins, f.genLabels, f.pids, f.tids = nil, nil, nil, nil, nil
+	}
+	if h.Metadata != nil || e.Args.Has&hasXfertop != 0 {
+		if e.Ph == 'X' || e.Ph == 'i' || e.Ph == 'b' {
+			m.addExported(e)
+		}
+		if h.Metadata != nil {
+			return // an xfertop export: its events are all in their args
+		}
+	}
+	if e.Ph != 'X' {
+		return
+	}
+	start, end, ok := m.times(e)
+	if !ok {
+		return
+	}
+	htaGPU := e.Args.Has&hasStream != 0 && e.Args.Stream >= 0 && e.Args.Has&hasCorrelation != 0 && e.Args.Correlation >= 0 ||
+		string(e.Name) == "Event Sync" || string(e.Name) == "Context Sync"
+	if m.opts.LikeHTA {
+		m.htaRow(e, start, htaGPU)
+	}
+	if !f.gpu {
+		m.addGeneric(e, start, end)
+	}
+	if bytes.HasPrefix(e.Name, []byte("ProfilerStep#")) {
+		m.addStep(e, start, end)
+	}
+	if gpu || isRuntime(e.Cat) {
+		m.addKineto(e, kind, gpu, start, end, htaGPU)
+	}
+}
+
+// times validates an event's ts and dur and returns its interval in ns.
+func (m *importer) times(e *rawEvent) (start, end int64, ok bool) {
+	switch {
+	case e.BadTs || (e.HasTs && (e.Ts >= maxTime || e.Ts <= -maxTime)):
+		m.warnEvent(e, "ts is not a time within 146 years of the epoch: event left out")
+		return 0, 0, false
+	case !e.HasTs:
+		return 0, 0, false
+	case e.BadDur:
+		m.warnEvent(e, "dur is not a number of microseconds: event left out")
+		return 0, 0, false
+	case e.Dur > maxSpan:
+		m.warnEvent(e, "dur %s is longer than 24 h: event left out", time.Duration(e.Dur))
+		return 0, 0, false
+	}
+	dur := e.Dur
+	if dur < 0 {
+		m.warnEvent(e, "negative dur %s: taken as 0", time.Duration(dur))
+		dur = 0
+	}
+	if !m.opts.LikeHTA {
+		return e.Ts, e.Ts + dur, true
+	}
+	// Holistic Trace Analysis reads µs as float64 and rounds ns-precision timestamps to whole µs,
+	// the start up and the end down (hta/common/trace_parser.py, round_down_time_stamps); a slice
+	// shorter than a µs may end before it starts there, and is empty here.
+	s, en := math.Ceil(e.TsF), math.Floor(e.TsF+max(e.DurF, 0))
+	start = int64(s) * 1000
+	return start, max(start, int64(en)*1000), true
+}
+
+// htaRow notes what --like-hta's selection needs: HTA's CPU ops (every slice with a category and a
+// duration that is not a GPU op), their correlations, and the ProfilerStep#N annotations.
+func (m *importer) htaRow(e *rawEvent, start int64, gpu bool) {
+	if e.Cat == "" || e.Cat == "Trace" || !e.HasDur {
+		return // HTA drops these rows when it parses
+	}
+	step := bytes.HasPrefix(e.Name, []byte("ProfilerStep#")) && len(e.Name) > len("ProfilerStep#") &&
+		e.Name[len("ProfilerStep#")] >= '0' && e.Name[len("ProfilerStep#")] <= '9'
+	if step && !m.stepNames[string(e.Name)] {
+		m.stepNames[string(e.Name)] = true
+	}
+	if gpu {
+		return
+	}
+	h := &m.hta[m.f.index]
+	if !h.hasCPU || start < h.minCPU {
+		h.hasCPU, h.minCPU = true, start
+	}
+	if step && (!h.hasStep || start > h.lastStep) {
+		h.hasStep, h.lastStep = true, start
+	}
+	if e.Args.Has&hasCorrelation != 0 {
+		if t, ok := h.corrCPU[e.Args.Correlation]; !ok || start < t {
+			h.corrCPU[e.Args.Correlation] = start
+		}
+	}
+}
+
+// addExported keeps an event written by WriteChrome, rebuilt from its args.
+func (m *importer) addExported(e *rawEvent) {
+	x := &e.Args.Xfertop
+	ev := exportedEvent(x, m.labels.id(x.L))
+	switch {
+	case ev.Start >= maxTime || ev.Start <= -maxTime || ev.End >= maxTime || ev.End <= -maxTime:
+		m.warnEvent(e, "xfertop times out of range: event left out")
+		return
+	case ev.End < ev.Start:
+		m.warnEvent(e, "xfertop end before start: taken as an instant")
+		ev.End = ev.Start
+	case ev.End-ev.Start > maxSpan:
+		m.warnEvent(e, "xfertop duration longer than 24 h: event left out")
+		return
+	}
+	ev.Bytes = m.checkBytes(e, "xfertop.b", ev.Bytes)
+	m.f.exported = append(m.f.exported, ev)
+	m.f.expOrigins = append(m.f.expOrigins, makeOrigin(m.f.index, e.Index, false))
+}
+
+// addGeneric keeps a slice of a Chrome trace from a tool xfertop does not know: a kernel on a
+// track, one device per process and one stream per thread, so the timeline and the idle analyses
+// still apply.
+func (m *importer) addGeneric(e *rawEvent, start, end int64) {
+	f := &m.f
+	dev, ok := f.pids[string(e.Pid)]
+	if !ok {
+		dev = int32(len(f.pids))
+		f.pids[string(e.Pid)] = dev
+	}
+	tk := string(e.Pid) + "/" + string(e.Tid)
+	st, ok := f.tids[tk]
+	if !ok {
+		st = uint32(len(f.tids) + 1)
+		f.tids[tk] = st
+	}
+	f.generic = append(f.generic, timeline.Event{Kind: timeline.KindKernel, Start: start, End: end, Queued: queuedUnknown,
+		Device: dev, Peer: timeline.NoDevice, Stream: st, Label: f.genLabels.id(e.Name)})
+	f.genOrigins = append(f.genOrigins, makeOrigin(f.index, e.Index, false))
+}
+
+// addStep keeps a ProfilerStep#N annotation as a step.
+func (m *importer) addStep(e *rawEvent, start, end int64) {
+	sm := stepName.FindSubmatch(e.Name)
+	if sm == nil {
+		return
+	}
+	n, err := strconv.ParseUint(string(sm[1]), 10, 32)
+	if err != nil {
+		m.warnEvent(e, "step number out of range: not taken as a step")
+		return
+	}
+	m.append(timeline.Event{Kind: timeline.KindStep, Start: start, End: end, Queued: queuedUnknown,
+		Device: timeline.NoDevice, Peer: timeline.NoDevice, Aux: uint32(n), Label: m.labels.id(e.Name)}, e.Index, false)
+}
+
+func (m *importer) append(ev timeline.Event, index int64, gpu bool) {
+	m.im.Events = append(m.im.Events, ev)
+	m.origins = append(m.origins, makeOrigin(m.f.index, index, gpu))
+}
+
+// addKineto converts a GPU op or a runtime call of a PyTorch profiler trace.
+func (m *importer) addKineto(e *rawEvent, kind timeline.Kind, gpu bool, start, end int64, htaGPU bool) {
+	a := &e.Args
+	ev := timeline.Event{Kind: kind, Start: start, End: end, Queued: queuedUnknown, Peer: timeline.NoDevice, Label: m.labels.id(e.Name)}
+	if a.Has&hasCorrelation != 0 {
+		ev.Op = uint64(a.Correlation)
+	}
+	if !gpu {
+		pid, _ := parseInt(e.Pid)
+		ev.Kind, ev.Queued, ev.Aux = timeline.KindRuntime, start, uint32(pid)
+		ev.Device = timeline.NoDevice
+		if m.multi {
+			ev.Device = devicePending
+		}
+		if a.Has&hasCorrelation != 0 {
+			m.f.launches[a.Correlation] = start
+		}
+		m.append(ev, e.Index, htaGPU)
+		return
+	}
+	ev.Device = devicePending
+	if !m.multi && a.Has&hasDevice != 0 {
+		if !inRange(a.Device, 0, maxInt32) {
+			m.warnEvent(e, "args.device %d is not a device id: event left out", a.Device)
+			return
+		}
+		ev.Device = int32(a.Device)
+	} else if !m.multi && a.Bad&hasDevice != 0 {
+		m.warnEvent(e, "args.device is not a device id: event left out")
+		return
+	}
+	if a.Has&hasCorrelation != 0 {
+		ev.Queued = queuedPending
+	}
+	switch {
+	case a.Has&hasStream != 0 && inRange(a.Stream, 0, math.MaxUint32):
+		ev.Stream = uint32(a.Stream)
+	case a.Has&hasStream != 0 || a.Bad&hasStream != 0:
+		m.warnEvent(e, "args.stream is not a stream id: taken as the default stream")
+	default:
+		if tid, ok := parseInt(e.Tid); ok && inRange(tid, 0, math.MaxUint32) {
+			ev.Stream = uint32(tid)
+		}
+	}
+	if ev.Stream == 0 {
+		ev.Stream = 1 << 31 // the default stream; 0 means "no stream" in events
+	}
+	switch kind {
+	case timeline.KindMemcpy:
+		ev.Sub = uint8(copyDir(string(e.Name), e.Cat))
+		if a.Bad&hasBytes != 0 {
+			m.warnEvent(e, "args.bytes is not an integer within ±2^62: taken as unknown")
+		} else if a.Has&hasBytes != 0 {
+			ev.Bytes = m.checkBytes(e, "args.bytes", a.Bytes)
+		}
+	case timeline.KindKernel:
+		if bytes.HasPrefix(e.Name, []byte("nccl")) {
+			if op, ok := NCCLOp(string(e.Name)); ok {
+				ev.Kind, ev.Sub = timeline.KindCollective, uint8(op)
+				ev.Bytes = m.ncclBytes(e)
+				if a.Has&hasGroupSize != 0 {
+					if inRange(a.GroupSize, 0, math.MaxUint16) {
+						ev.Ranks = uint16(a.GroupSize)
+					} else {
+						m.warnEvent(e, "args.Group size %d is out of range (0 to 65535): taken as unknown", a.GroupSize)
+					}
+				}
+			}
+		}
+	}
+	m.append(ev, e.Index, htaGPU)
+}
+
+// checkBytes returns b when it is a byte count xfertop can add up, and 0 (unknown) otherwise.
+func (m *importer) checkBytes(e *rawEvent, field string, b int64) int64 {
+	if !inRange(b, 0, maxEventBytes) {
+		m.warnEvent(e, "%s %d is out of range (0 to %s): taken as unknown", field, b, sizeText(maxEventBytes))
+		return 0
+	}
+	if m.totalBytes+b > maxTotalBytes {
+		m.warnEvent(e, "%s %d would take the trace's total past %s: taken as unknown", field, b, sizeText(maxTotalBytes))
+		return 0
+	}
+	m.totalBytes += b
+	return b
+}
+
+// ncclBytes is the message size newer PyTorch profilers attach to NCCL kernels, when present.
+func (m *importer) ncclBytes(e *rawEvent) int64 {
+	a := &e.Args
+	if a.Bad&(hasInNelems|hasOutNelems) != 0 {
+		m.warnEvent(e, "args.In/Out msg nelems is not an integer within ±2^62: size taken as unknown")
+		return 0
+	}
+	n := max(a.InNelems, a.OutNelems)
+	if n == 0 {
+		return 0
+	}
+	size := dtypeSize[a.DType]
+	if size == 0 {
+		size = 1
+	}
+	if !inRange(n, 0, maxEventBytes) || !inRange(min(a.InNelems, a.OutNelems), 0, maxEventBytes) {
+		m.warnEvent(e, "args.In/Out msg nelems %d is out of range (0 to 2^40): size taken as unknown", n)
+		return 0
+	}
+	return m.checkBytes(e, "message size", n*size)
+}
+
+// endFile resolves what the file's end tells: its rank, its kind (Kineto, generic, xfertop's own),
+// and the launch time of each GPU op.
+func (m *importer) endFile(h *header) {
+	f, im := &m.f, m.im
+	if h.Metadata != nil {
+		im.Events, m.origins = im.Events[:f.lo], m.origins[:f.lo]
+		im.Events = append(im.Events, f.exported...)
+		m.origins = append(m.origins, f.expOrigins...)
+		im.Format, im.Exported = "xfertop-chrome", h.Metadata
+		if v, ok := h.Metadata["epoch_unix_ns"]; ok {
+			im.EpochUnixNs, _ = strconv.ParseInt(v, 10, 64)
+		}
+		m.f = fileState{}
+		return
+	}
+	rank := int32(f.index)
+	switch {
+	case h.HasRank && inRange(h.Rank, 0, maxInt32):
+		rank = int32(h.Rank)
+	case h.HasRank || h.BadRank:
+		m.warn("%s: distributedInfo.rank is not a rank: the file's position (%d) is used", f.name, f.index)
+	}
+	if !f.gpu {
+		im.Format = "chrome"
+		im.Events, m.origins = im.Events[:f.lo], m.origins[:f.lo]
+		for i, ev := range f.generic {
+			ev.Label = m.labels.id([]byte(f.genLabels.strs.Lookup(ev.Label)))
+			im.Events = append(im.Events, ev)
+			m.origins = append(m.origins, f.genOrigins[i])
+		}
+		m.f = fileState{}
+		return
+	}
+	for i := f.lo; i < len(im.Events); i++ {
+		ev := &im.Events[i]
+		if ev.Device == devicePending {
+			ev.Device = rank
+		}
+		if ev.Queued == queuedPending {
+			ev.Queued = queuedUnknown
+			if q, ok := f.launches[int64(ev.Op)]; ok {
+				ev.Queued = q
+			}
+		}
+	}
+	m.f = fileState{}
+}
+
+// keep compacts im.Events and m.origins to the events for which ok is true.
+func (m *importer) keep(ok func(i int) bool) {
+	n := 0
+	for i := range m.im.Events {
+		if ok(i) {
+			m.im.Events[n], m.origins[n] = m.im.Events[i], m.origins[i]
+			n++
+		}
+	}
+	m.im.Events, m.origins = m.im.Events[:n], m.origins[:n]
+}
+
+// finish applies what needs every file: --like-hta's selection, the check of timestamps against
+// each other, and time 0.
+func (m *importer) finish() *Imported {
+	im := m.im
+	if m.opts.LikeHTA && len(m.stepNames) >= 2 {
+		m.keep(m.selectedByHTA)
+	}
+	m.dropOutliers()
+	base := int64(math.MaxInt64)
+	last := int64(math.MinInt64)
+	for _, ev := range im.Events {
+		base, last = min(base, ev.Start), max(last, ev.End)
+	}
+	if len(im.Events) == 0 {
+		base = 0
+	}
+	exported := im.Format == "xfertop-chrome"
+	if !exported {
+		im.EpochUnixNs = base // Kineto timestamps are µs since the Unix epoch
+		for i := range im.Events {
+			ev := &im.Events[i]
+			if ev.Queued != queuedUnknown && (ev.Queued < base || ev.Queued > last) {
+				ev.Queued = queuedUnknown // launched by a call that was left out
+			}
+			ev.Start -= base
+			ev.End -= base
+			if ev.Queued == queuedUnknown {
+				ev.Queued = -1
+			} else {
+				ev.Queued -= base
+			}
+		}
+		sort.SliceStable(im.Events, func(i, j int) bool { return im.Events[i].Start < im.Events[j].Start })
+	}
+	devices := map[int32]bool{}
+	for _, ev := range im.Events {
+		if ev.Device >= 0 && ev.Kind != timeline.KindRuntime && ev.Kind != timeline.KindStep {
+			devices[ev.Device] = true
+		}
+	}
+	im.Devices = len(devices)
+	im.Warnings = m.warnings
+	if m.moreWarn > 0 {
+		im.Warnings = append(im.Warnings, fmt.Sprintf("%d more warnings like these", m.moreWarn))
+	}
+	m.origins = nil
+	return im
+}
+
+// selectedByHTA is Holistic Trace Analysis's default selection (hta/common/trace.py,
+// _filter_irrelevant_gpu_kernels): per file, the CPU ops that start before the last ProfilerStep
+// does (before the first CPU op when the file has no step), and the GPU ops launched by one of them,
+// by correlation. A file with no CPU op keeps everything.
+func (m *importer) selectedByHTA(i int) bool {
+	o := m.origins[i]
+	h := &m.hta[o.file()]
+	if !h.hasCPU {
+		return true
+	}
+	cut := h.minCPU
+	if h.hasStep {
+		cut = h.lastStep
+	}
+	if !o.gpu() {
+		return m.im.Events[i].Start < cut
+	}
+	t, ok := h.corrCPU[int64(m.im.Events[i].Op)]
+	return ok && t < cut
+}
+
+// dropOutliers leaves out, with a warning each, events more than 24 h away from the median start:
+// a trace spans seconds to hours, and one timestamp decades away would otherwise make time 0, the
+// span and every idle total meaningless.
+func (m *importer) dropOutliers() {
+	evs := m.im.Events
+	if len(evs) == 0 {
+		return
+	}
+	lo, hi := evs[0].Start, evs[0].Start
+	for _, ev := range evs {
+		lo, hi = min(lo, ev.Start), max(hi, ev.Start)
+	}
+	if hi-lo <= maxSpan {
+		return
+	}
+	starts := make([]int64, len(evs))
+	for i, ev := range evs {
+		starts[i] = ev.Start
+	}
+	slices.Sort(starts)
+	median := starts[len(starts)/2]
+	m.keep(func(i int) bool {
+		ev := &m.im.Events[i]
+		if d := ev.Start - median; d >= -maxSpan && d <= maxSpan {
+			return true
+		}
+		o := m.origins[i]
+		m.warn("%s: traceEvents[%d] %s: ts lies %s from the trace's other events (more than 24 h): event left out",
+			m.names[o.file()], o.index(), shortName([]byte(m.im.Strings.Lookup(ev.Label))), span(ev.Start-median))
+		return false
+	})
+}
+
+// span writes a time difference for a person: days or years when it is that long.
+func span(d int64) string {
+	if d < 0 {
+		d = -d
+	}
+	const day = int64(24 * time.Hour)
+	if d >= 365*day {
+		return fmt.Sprintf("%.1f years", float64(d)/float64(365.25*float64(day)))
+	}
+	return fmt.Sprintf("%.1f days", float64(d)/float64(day))
+}
