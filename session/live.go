@@ -18,7 +18,7 @@ import (
 // console reads. The run never waits for its readers.
 type Live struct {
 	p      *Prepared
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	done   chan struct{}
 	mu     sync.Mutex
 	out    Outcome
@@ -35,7 +35,7 @@ func StartLive(ctx context.Context, cfg Config) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	l := &Live{p: p, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
@@ -65,7 +65,7 @@ func (l *Live) ExportStats() *otel.Stats { return l.p.ExportStats() }
 
 // Stop cancels the run and waits for it (and its recording) to finish.
 func (l *Live) Stop() (Outcome, error) {
-	l.cancel()
+	l.cancel(ErrStopped)
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()

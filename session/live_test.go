@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -37,5 +38,27 @@ func TestLiveMemoryBounded(t *testing.T) {
 	}
 	if late > early+early/2+16<<20 {
 		t.Errorf("heap grew from %d MB to %d MB while the window was full", early>>20, late>>20)
+	}
+}
+
+// Stopping a live run (q in the console) is a normal end: the outcome and the recording say
+// nothing ended early.
+func TestStopIsANormalEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stopped.xfr")
+	l, err := StartLive(context.Background(), Config{Scenario: "pipeline", Steps: 1 << 20, Speed: 1, Record: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	out, err := l.Stop()
+	if err != nil || out.Ended != nil || l.Err() != nil {
+		t.Fatalf("stopped run: outcome %+v, err %v, Err %v; want a normal end", out, err, l.Err())
+	}
+	rp, err := Replay(context.Background(), ReplayConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := rp.Outcome["ended"]; e != "" {
+		t.Errorf("the recording says the run ended early: %q", e)
 	}
 }

@@ -194,6 +194,10 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	return p, nil
 }
 
+// ErrStopped is the cause of a run's cancellation when its user stopped it (Live.Stop): the run
+// then ended normally.
+var ErrStopped = errors.New("stopped by the user")
+
 // Outcome is how a run went.
 type Outcome struct {
 	Steps int
@@ -227,6 +231,9 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 	}
 	if err != nil {
 		out.Ended = nil
+	}
+	if errors.Is(out.Ended, engine.ErrCanceled) && errors.Is(context.Cause(ctx), ErrStopped) {
+		out.Ended = nil // the user ended it (q in the console): a normal end, not an early one
 	}
 	if p.recorder != nil {
 		if werr := p.recorder.Err(); werr != nil && errors.Is(out.Ended, engine.ErrCanceled) {

@@ -45,7 +45,7 @@ func (overviewView) view(m *Model, w, h int) string {
 		cell = 14
 	}
 	const dev, split, cause, total = 5, 21, 14, 9
-	histW := min(max(w-dev-split-cause-int(analysis.NumLinks)*cell-total-2, 0), analysis.HistoryBuckets)
+	histW := min(max(w-dev-split-1-cause-int(analysis.NumLinks)*cell-total-2, 0), analysis.HistoryBuckets)
 	head := fmt.Sprintf("%-*s%7s%7s%7s %-*s", dev, "gpu", "comp%", "xfer%", "idle%", cause, "idle mostly")
 	for l := range analysis.NumLinks {
 		head += fmt.Sprintf("%*s", cell, l)
