@@ -17,6 +17,10 @@ const (
 	DefaultBatch         = 4096             // events per batch
 	DefaultExportTimeout = 3 * time.Second  // one export attempt
 	DefaultRetryFor      = 10 * time.Second // retries of a failed export, then its spans count as dropped
+	// DefaultShutdownTimeout is how long the end of a run waits for the collector to take the spans
+	// still queued; what it has not taken by then is counted as dropped. A collector that refuses
+	// connections is given up at once.
+	DefaultShutdownTimeout = time.Second
 	// DefaultMaxRate is the span budget: above it, whole steps are skipped (and counted) so that
 	// exporting never takes the engine's CPU. A paced run of the default scenario makes ~200 spans/s;
 	// an unpaced simulation can make over 250 000.
@@ -38,7 +42,9 @@ type Config struct {
 	Batch         int
 	ExportTimeout time.Duration
 	RetryFor      time.Duration
-	MaxRate       float64 // spans per second; 0: no limit
+	// ShutdownTimeout bounds how long Close waits for the collector (0: DefaultShutdownTimeout).
+	ShutdownTimeout time.Duration
+	MaxRate         float64 // spans per second; 0: no limit
 }
 
 // Resolve builds a config from the --otlp flag value (may be empty) and the environment:
@@ -51,7 +57,7 @@ func Resolve(flagEndpoint string, getenv func(string) string) (cfg Config, ok bo
 		getenv = os.Getenv
 	}
 	cfg = Config{SampleRatio: DefaultSampleRatio, MinSpan: DefaultMinSpan, Queue: DefaultQueue, Batch: DefaultBatch,
-		ExportTimeout: DefaultExportTimeout, RetryFor: DefaultRetryFor, ServiceName: DefaultServiceName, MaxRate: DefaultMaxRate}
+		ExportTimeout: DefaultExportTimeout, RetryFor: DefaultRetryFor, ShutdownTimeout: DefaultShutdownTimeout, ServiceName: DefaultServiceName, MaxRate: DefaultMaxRate}
 	cfg.Endpoint = flagEndpoint
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
 		if cfg.Endpoint == "" {

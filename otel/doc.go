@@ -11,5 +11,7 @@
 //
 // The Exporter is a timeline.Sink that never blocks its producer: events go through a bounded queue
 // to a goroutine that builds and exports spans; when the collector is slow or down, what does not fit
-// is dropped and counted, and export resumes by itself when the collector comes back.
+// is dropped and counted, and export resumes by itself when the collector comes back. Close waits for
+// the collector at most the shutdown budget (Config.ShutdownTimeout), and not at all once it refuses
+// connections; after Close, every span built has been counted exported or dropped.
 package otel

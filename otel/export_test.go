@@ -2,10 +2,11 @@ package otel_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/session"
@@ -13,7 +14,7 @@ import (
 
 func TestMain(m *testing.M) {
 	otel.QuietErrors()
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func exportRun(t testing.TB, scenario string, steps int, speed float64, cfg *otel.Config, sets ...string) (*session.Prepared, session.Outcome) {

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -25,45 +26,20 @@ import (
 // the Exporter counts and reports failures itself (Stats.State). The command calls it once at start.
 func QuietErrors() { otelapi.SetErrorHandler(otelapi.ErrorHandlerFunc(func(error) {})) }
 
-// Stats says how the export is going. Every span built is, in the end, exported or dropped.
+// Stats says how the export is going. Every span built is, in the end, exported or dropped: once
+// Close has returned, SpansBuilt == SpansExported + SpansDropped (before, the rest is queued).
 type Stats struct {
 	Endpoint      string `json:"endpoint"`
 	Protocol      string `json:"protocol"`
 	State         string `json:"state"` // "ok", "failing: …", "starting"
 	SpansBuilt    int64  `json:"spans_built"`
 	SpansExported int64  `json:"spans_exported"`
-	SpansDropped  int64  `json:"spans_dropped"`  // in exports that failed for good
+	SpansDropped  int64  `json:"spans_dropped"`  // in exports that failed for good, and still queued when shutdown gave up
 	EventsDropped int64  `json:"events_dropped"` // events the queue could not take
 	StepsSampled  int64  `json:"steps_exported"`
 	StepsSkipped  int64  `json:"steps_skipped"`   // by the sampling ratio
 	StepsOverRate int64  `json:"steps_over_rate"` // skipped whole because the span budget was spent
 }
-
-// countingExporter counts what really reached the collector, and what was lost for good.
-type countingExporter struct {
-	next     sdktrace.SpanExporter
-	exported atomic.Int64
-	dropped  atomic.Int64
-	lastErr  atomic.Pointer[string]
-	tried    atomic.Bool
-}
-
-func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	err := c.next.ExportSpans(ctx, spans)
-	c.tried.Store(true)
-	if err != nil {
-		c.dropped.Add(int64(len(spans)))
-		msg := err.Error()
-		c.lastErr.Store(&msg)
-		return err
-	}
-	c.exported.Add(int64(len(spans)))
-	c.lastErr.Store(nil)
-	return nil
-}
-
-// Shutdown is the Exporter's job, once, after every provider has flushed.
-func (c *countingExporter) Shutdown(context.Context) error { return nil }
 
 // Exporter turns events into spans and exports them. It is a timeline.Sink: Emit never blocks.
 // Emit must be called from the producer's goroutine; Stats and Close from any.
@@ -71,7 +47,7 @@ type Exporter struct {
 	cfg     Config
 	batches *timeline.Batches
 	closed  atomic.Bool
-	counter *countingExporter
+	queue   *spanQueue
 	real    sdktrace.SpanExporter
 	hosts   map[uint16]*sdktrace.TracerProvider
 	done    chan struct{}
@@ -94,6 +70,7 @@ func New(ctx context.Context, cfg Config, src *timeline.Strings) (*Exporter, err
 	)
 	u, _ := url.Parse(cfg.Endpoint)
 	retry := cfg.RetryFor
+	q := newSpanQueue(cfg.ExportTimeout + cfg.RetryFor)
 	switch cfg.Protocol {
 	case "http/protobuf":
 		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(cfg.Endpoint), otlptracehttp.WithTimeout(cfg.ExportTimeout),
@@ -108,6 +85,13 @@ func New(ctx context.Context, cfg Config, src *timeline.Strings) (*Exporter, err
 	default:
 		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(cfg.Endpoint), otlptracegrpc.WithTimeout(cfg.ExportTimeout),
 			otlptracegrpc.WithReconnectionPeriod(500 * time.Millisecond),
+			// The exporter retries inside one export; the queue sees each attempt here, so a refused
+			// connection can end the export at shutdown without waiting for the retries to run out.
+			otlptracegrpc.WithDialOption(grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				err := invoke(ctx, method, req, reply, cc, opts...)
+				q.attempt(err)
+				return err
+			})),
 			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: retry > 0, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: retry})}
 		if cfg.Insecure {
 			opts = append(opts, otlptracegrpc.WithInsecure())
@@ -117,11 +101,15 @@ func New(ctx context.Context, cfg Config, src *timeline.Strings) (*Exporter, err
 	if err != nil {
 		return nil, fmt.Errorf("OTLP exporter for %s: %w", cfg.Endpoint, err)
 	}
-	return NewWithExporter(cfg, exp, src), nil
+	return newExporter(cfg, exp, q, src), nil
 }
 
 // NewWithExporter is New over any span exporter (an in-memory one in tests).
 func NewWithExporter(cfg Config, exp sdktrace.SpanExporter, src *timeline.Strings) *Exporter {
+	return newExporter(cfg, exp, newSpanQueue(cfg.ExportTimeout+cfg.RetryFor), src)
+}
+
+func newExporter(cfg Config, exp sdktrace.SpanExporter, q *spanQueue, src *timeline.Strings) *Exporter {
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultQueue
 	}
@@ -131,11 +119,15 @@ func NewWithExporter(cfg Config, exp sdktrace.SpanExporter, src *timeline.String
 	if cfg.ServiceName == "" {
 		cfg.ServiceName = DefaultServiceName
 	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
 	// Only events that make or annotate spans (about one in eight) cross to the builder.
 	keepEvent := func(e *timeline.Event) bool { return e.Kind == timeline.KindStep || keep(e) }
 	x := &Exporter{cfg: cfg, batches: timeline.NewBatches(src, cfg.Batch, cfg.Queue, 250*time.Millisecond, keepEvent),
-		counter: &countingExporter{next: exp}, real: exp, hosts: map[uint16]*sdktrace.TracerProvider{}, done: make(chan struct{}),
+		queue: q, real: exp, hosts: map[uint16]*sdktrace.TracerProvider{}, done: make(chan struct{}),
 		labels: []string{""}}
+	q.start(exp)
 	go x.loop()
 	return x
 }
@@ -208,8 +200,7 @@ func (x *Exporter) provider(host uint16) *sdktrace.TracerProvider {
 		res = resource.NewSchemaless(attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", fmt.Sprintf("host-%d", host)))
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.AlwaysSample()),
-		sdktrace.WithBatcher(x.counter, sdktrace.WithBlocking(), sdktrace.WithMaxQueueSize(8192), sdktrace.WithMaxExportBatchSize(1024),
-			sdktrace.WithBatchTimeout(200*time.Millisecond), sdktrace.WithExportTimeout(x.cfg.ExportTimeout+x.cfg.RetryFor)))
+		sdktrace.WithSpanProcessor(x.queue))
 	x.hosts[host] = tp
 	return tp
 }
@@ -280,12 +271,18 @@ func (x *Exporter) flushStep(step *timeline.Event, evs []timeline.Event) {
 	x.built.Add(int64(len(specs)))
 }
 
-// Close exports what is left (a trailing partial step becomes a trace of its own), waits for the
-// collector up to ctx's deadline, and shuts the exporter down.
+// Close exports what is left (a trailing partial step becomes a trace of its own) and shuts the
+// exporter down. It waits for the collector until ctx ends or the shutdown budget
+// (Config.ShutdownTimeout) is spent, whichever comes first, and gives up at once when the collector
+// refuses connections; spans not exported by then are counted as dropped.
 func (x *Exporter) Close(ctx context.Context) error {
 	if x.closed.Swap(true) {
 		return nil
 	}
+	ctx, cancel := context.WithTimeoutCause(ctx, x.cfg.ShutdownTimeout,
+		fmt.Errorf("the shutdown budget (%v, --otlp-shutdown-timeout) was spent", x.cfg.ShutdownTimeout))
+	defer cancel()
+	defer x.queue.drain(ctx)()
 	x.batches.Close() // the producer has stopped: the last batch waits for room rather than drop
 	<-x.done
 	if len(x.pending) > 0 {
@@ -295,30 +292,25 @@ func (x *Exporter) Close(ctx context.Context) error {
 		}
 		x.flushStep(&tail, x.pending)
 	}
-	var errs []error
+	errs := []error{x.queue.Shutdown(ctx)}
 	for _, tp := range x.hosts {
-		if err := tp.ForceFlush(ctx); err != nil {
-			errs = append(errs, err)
-		}
-		if err := tp.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, tp.Shutdown(ctx))
 	}
-	if err := x.real.Shutdown(ctx); err != nil {
-		errs = append(errs, err)
-	}
+	// The exporter closes its connection even when ctx has ended.
+	errs = append(errs, x.real.Shutdown(ctx))
 	return errors.Join(errs...)
 }
 
 // Stats returns the export's counters.
 func (x *Exporter) Stats() Stats {
-	s := Stats{Endpoint: x.cfg.Endpoint, Protocol: x.cfg.Protocol, SpansBuilt: x.built.Load(), SpansExported: x.counter.exported.Load(),
-		SpansDropped: x.counter.dropped.Load(), EventsDropped: x.batches.Dropped(), StepsSampled: x.stepsKept.Load(), StepsSkipped: x.stepsSkipped.Load(),
+	q := x.queue
+	s := Stats{Endpoint: x.cfg.Endpoint, Protocol: x.cfg.Protocol, SpansBuilt: x.built.Load(), SpansExported: q.exported.Load(),
+		SpansDropped: q.dropped.Load(), EventsDropped: x.batches.Dropped(), StepsSampled: x.stepsKept.Load(), StepsSkipped: x.stepsSkipped.Load(),
 		StepsOverRate: x.stepsOverRate.Load()}
-	switch {
-	case x.counter.lastErr.Load() != nil:
-		s.State = "failing: " + *x.counter.lastErr.Load()
-	case x.counter.tried.Load():
+	switch last := q.lastErr.Load(); {
+	case last != nil:
+		s.State = "failing: " + *last
+	case q.tried.Load():
 		s.State = "ok"
 	default:
 		s.State = "starting"

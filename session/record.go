@@ -109,9 +109,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 	out := &Replayed{Meta: r.Meta(), Outcome: map[string]string{}, Dropped: r.Dropped(), Warnings: r.Warnings(),
 		Strings: r.Strings(), analyzer: an}
 	if exp != nil {
-		fctx, cancel := context.WithTimeout(context.Background(), ExportFlushTimeout)
-		_ = exp.Close(fctx)
-		cancel()
+		_ = exp.Close(context.Background()) // bounded by the export's shutdown budget
 		s := exp.Stats()
 		out.Export = &s
 	}

@@ -244,11 +244,9 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 		}
 	}
 	if p.exporter != nil {
-		// Give the collector a bounded time to take the last spans; what it does not take is counted
-		// as dropped, and the run's result stands.
-		ctx, cancel := context.WithTimeout(context.Background(), ExportFlushTimeout)
-		_ = p.exporter.Close(ctx)
-		cancel()
+		// The collector has the export's shutdown budget (--otlp-shutdown-timeout) to take the last
+		// spans; what it does not take is counted as dropped, and the run's result stands.
+		_ = p.exporter.Close(context.Background())
 	}
 	return out, err
 }
@@ -274,9 +272,6 @@ func (p *Prepared) watchRecorder(ctx context.Context, cancel context.CancelFunc)
 		<-done
 	}
 }
-
-// ExportFlushTimeout bounds how long the end of a run waits for the collector.
-const ExportFlushTimeout = 15 * time.Second
 
 // ExportStats returns the export's counters (nil when not exporting).
 func (p *Prepared) ExportStats() *otel.Stats {

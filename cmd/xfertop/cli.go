@@ -285,6 +285,7 @@ type otlpFlags struct {
 	sample   float64
 	minSpan  time.Duration
 	maxRate  float64
+	shutdown time.Duration
 }
 
 func (f *otlpFlags) register(fs *flag.FlagSet) {
@@ -292,6 +293,7 @@ func (f *otlpFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.sample, "otlp-sample", otel.DefaultSampleRatio, "fraction of steps exported, each step whole")
 	fs.DurationVar(&f.minSpan, "otlp-min-span", otel.DefaultMinSpan, "spans shorter than this are not exported")
 	fs.Float64Var(&f.maxRate, "otlp-max-rate", otel.DefaultMaxRate, "span budget per second: above it whole steps are skipped and counted (0: no limit)")
+	fs.DurationVar(&f.shutdown, "otlp-shutdown-timeout", otel.DefaultShutdownTimeout, "at the end, wait at most this long for the collector to take the spans still queued (they count as dropped after; a collector refusing connections is not waited for)")
 }
 
 // config resolves the flags and the OTEL_* environment; nil when no export is asked for.
@@ -309,6 +311,9 @@ func (f *otlpFlags) config() (*otel.Config, error) {
 	if f.maxRate < 0 {
 		return nil, fmt.Errorf("--otlp-max-rate %v: must not be negative", f.maxRate)
 	}
-	cfg.SampleRatio, cfg.MinSpan, cfg.MaxRate = f.sample, f.minSpan, f.maxRate
+	if f.shutdown <= 0 {
+		return nil, fmt.Errorf("--otlp-shutdown-timeout %v: must be positive", f.shutdown)
+	}
+	cfg.SampleRatio, cfg.MinSpan, cfg.MaxRate, cfg.ShutdownTimeout = f.sample, f.minSpan, f.maxRate, f.shutdown
 	return &cfg, nil
 }

@@ -43,6 +43,9 @@ func TestExitStatuses(t *testing.T) {
 		{"missing file", []string{"run", "--scenario", "/no/such.yaml"}, exitUsage, "read scenario: open /no/such.yaml", "", true},
 		{"unknown topology", []string{"run", "--topology", "tpu"}, exitUsage, `unknown topology "tpu"`, "", true},
 		{"unknown command", []string{"frob"}, exitUsage, `unknown command "frob"`, "", true},
+		{"bad shutdown budget", []string{"run", "--otlp", "127.0.0.1:4317", "--otlp-shutdown-timeout", "0s"}, exitUsage, "--otlp-shutdown-timeout 0s: must be positive", "", true},
+		// Nothing listens on port 1: the run ends without waiting out the budget, and says why.
+		{"refusing collector", []string{"run", "--headless", "--steps", "2", "--otlp", "127.0.0.1:1", "--otlp-shutdown-timeout", "1m"}, exitOK, "", "the collector refuses connections", false},
 		{"watchdog alert", []string{"run", "--headless", "--scenario", "deadlock"}, exitAlert, "", "[watchdog] watchdog: send op", false},
 		{"scenarios", []string{"scenarios"}, exitOK, "", "--set d2d_priority=high (high|normal)", false},
 		{"help", []string{"help"}, exitOK, "", "-scenario string", false},

@@ -1,0 +1,110 @@
+package otel_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xfertop/xfertop/session"
+)
+
+// badCollector is a TCP port that misbehaves the way dead or hung collectors do.
+type badCollector struct {
+	addr  string
+	lis   net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+// startBad opens a port that is silent (accepts connections and never answers), resetting (accepts,
+// then resets each connection) or refusing (nothing listens: connections are refused).
+func startBad(t *testing.T, how string) *badCollector {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &badCollector{addr: lis.Addr().String(), lis: lis}
+	if how == "refusing" {
+		lis.Close() // the port was free a moment ago and nothing listens on it now
+		return b
+	}
+	b.wg.Go(func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			if how == "resetting" {
+				_ = c.(*net.TCPConn).SetLinger(0) // close sends RST
+				c.Close()
+				continue
+			}
+			b.mu.Lock()
+			b.conns = append(b.conns, c)
+			b.mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		lis.Close()
+		b.wg.Wait()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, c := range b.conns {
+			c.Close()
+		}
+	})
+	return b
+}
+
+// With a collector that never answers, resets connections or refuses them, every span built is
+// counted exported or dropped, and the end of the run waits no longer than the shutdown budget: a
+// refusing port is given up at once even with a long budget. Bounds on time are loose (seconds) so
+// that a loaded machine does not fail them; the reason the export gives for stopping is exact. Twenty
+// steps make more spans than one export request takes, so some are still queued at shutdown.
+func TestShutdownAccountsForEverySpan(t *testing.T) {
+	const budget = 500 * time.Millisecond
+	for _, proto := range []string{"grpc", "http/protobuf"} {
+		for _, tc := range []struct {
+			how    string
+			budget time.Duration
+			why    string // what the export's state must say
+		}{
+			{"silent", budget, "shutdown budget (500ms"},
+			{"resetting", budget, ""}, // gRPC retries a reset until the budget ends; HTTP fails each batch at once
+			{"refusing", time.Minute, "the collector refuses connections"},
+		} {
+			t.Run(proto+"/"+tc.how, func(t *testing.T) {
+				bad := startBad(t, tc.how)
+				cfg := configFor(t, bad.addr, proto)
+				cfg.ShutdownTimeout = tc.budget
+				p, err := session.Prepare(session.Config{Scenario: "pipeline", Steps: 20, Export: cfg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				begin := time.Now()
+				out, err := p.Run(context.Background())
+				if err != nil || out.Steps != 20 {
+					t.Fatalf("run: %d steps, %v", out.Steps, err)
+				}
+				shutdown := time.Since(begin) - out.Wall
+				st := p.ExportStats()
+				t.Logf("shutdown took %v; %+v", shutdown, st)
+				if st.SpansBuilt == 0 || st.SpansExported != 0 || st.SpansExported+st.SpansDropped != st.SpansBuilt {
+					t.Errorf("built %d, exported %d, dropped %d; want none exported and built = exported + dropped",
+						st.SpansBuilt, st.SpansExported, st.SpansDropped)
+				}
+				if !strings.HasPrefix(st.State, "failing: ") || !strings.Contains(st.State, tc.why) {
+					t.Errorf("state %q; want failing, saying %q", st.State, tc.why)
+				}
+				if limit := min(tc.budget, 2*time.Second) + 5*time.Second; shutdown > limit {
+					t.Errorf("the end of the run waited %v for the collector; budget %v", shutdown, tc.budget)
+				}
+			})
+		}
+	}
+}
