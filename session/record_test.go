@@ -12,12 +12,15 @@ import (
 
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/timeline"
 )
 
 var update = flag.Bool("update", false, "rewrite recordings/samples from the built-in scenarios")
 
-var builtins = []string{"pipeline", "allreduce-sweep", "moe-alltoall", "straggler", "overlap", "crosshost", "deadlock", "copy-sweep"}
+// builtins are every built-in scenario: a new one is recorded, replayed and shipped as a sample
+// without this list changing.
+var builtins = scenario.BuiltinNames()
 
 func reportJSON(t *testing.T, r *report.Report) string {
 	t.Helper()
