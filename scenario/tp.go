@@ -21,10 +21,11 @@ import (
 // reduce-scatter (waiting on the GEMMs' event), on the transfer stream.
 //
 // overlap=ring (Transformer Engine's ring exchange over userbuffers): rank r computes the blocks in
-// the order r, r−1, …, r−tp+1. The all-gather is tp−1 ring steps on a stream of the transfer
-// priority (high by default): at step i rank r sends block r−i+1 to r+1 and receives block r−i from
-// r−1, both halves in one NCCL group; GEMM i waits (an event) only for step i. The reduce-scatter
-// is the same ring behind the GEMMs: at step i (after GEMM i) rank r sends the partial sum of block
+// the order r, r−1, …, r−tp+1. The all-gather is tp−1 ring steps on a stream of its own, of the
+// transfer priority (high by default): at step i rank r sends block r−i+1 to r+1 and receives block
+// r−i from r−1, both halves in one NCCL group; GEMM i waits (an event) only for step i. The
+// reduce-scatter is the same ring on a second such stream, behind the GEMMs (on the first, it would
+// queue behind the all-gather's steps): at step i (after GEMM i) rank r sends the partial sum of block
 // r−i (its own plus what it received for that block) to r+1 and receives the partial of block r−i−1;
 // the last step brings rank r its own block, summed over all ranks. Only that last transfer
 // follows the last GEMM: the exposed communication is one chunk, not the collective. The
@@ -121,7 +122,6 @@ func (ph *tpPhase) issueBulk(c *engine.Client) error {
 			return err
 		}
 	}
-	// The step ends when the last reduce-scatter has: the next step's first GEMMs need its output.
 	return nil
 }
 
