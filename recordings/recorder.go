@@ -34,10 +34,30 @@ type Recorder struct {
 	closed  atomic.Bool
 }
 
+// RecorderOption changes a Recorder's defaults.
+type RecorderOption func(*recorderConfig)
+
+type recorderConfig struct{ every time.Duration }
+
+// FlushEvery sets how often a partial batch goes to the file (default DefaultFlushEvery; values
+// ≤ 0 keep the default). A period longer than the run makes the chunk boundaries depend on the
+// events alone, not on how fast the run went: what byte-identical sample recordings need.
+func FlushEvery(d time.Duration) RecorderOption {
+	return func(c *recorderConfig) {
+		if d > 0 {
+			c.every = d
+		}
+	}
+}
+
 // NewRecorder starts recording to w. strs is the session's string table: it is read only from the
 // producer's goroutine, inside Emit. meta is written first.
-func NewRecorder(w *Writer, strs *timeline.Strings, meta Meta) (*Recorder, error) {
-	return newRecorder(w, strs, meta, DefaultBatch, DefaultQueue, DefaultFlushEvery)
+func NewRecorder(w *Writer, strs *timeline.Strings, meta Meta, opts ...RecorderOption) (*Recorder, error) {
+	c := recorderConfig{every: DefaultFlushEvery}
+	for _, o := range opts {
+		o(&c)
+	}
+	return newRecorder(w, strs, meta, DefaultBatch, DefaultQueue, c.every)
 }
 
 func newRecorder(w *Writer, strs *timeline.Strings, meta Meta, size, queue int, every time.Duration) (*Recorder, error) {

@@ -358,3 +358,45 @@ func TestRecorderFlushesWhileRunning(t *testing.T) {
 	}
 	_ = rec.Close(nil)
 }
+
+// FlushEvery sets when a partial batch reaches the file: within a short period it does, with a
+// period longer than the run only Close writes it (so chunk boundaries follow the events alone).
+func TestRecorderFlushEvery(t *testing.T) {
+	evs, s := sample(10)
+	for _, tc := range []struct {
+		every   time.Duration
+		flushes bool
+	}{{time.Millisecond, true}, {time.Hour, false}} {
+		path := filepath.Join(t.TempDir(), "flush.xfr")
+		w, err := Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := NewRecorder(w, s, Meta{Source: "sim"}, FlushEvery(tc.every))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, _ := os.Stat(path)
+		before := fi.Size() // the meta chunk, flushed with the first batch at the latest
+		for i := range evs {
+			rec.Emit(&evs[i])
+		}
+		grew, polls := false, 10 // an hour-long period must not fire within these 100 ms
+		if tc.flushes {
+			polls = 100 // up to 1 s for the flusher goroutine to run on a busy machine
+		}
+		for range polls {
+			time.Sleep(10 * time.Millisecond)
+			if fi, _ := os.Stat(path); fi.Size() > before {
+				grew = true
+				break
+			}
+		}
+		if grew != tc.flushes {
+			t.Errorf("FlushEvery(%v): partial batch in the file before Close = %v; want %v", tc.every, grew, tc.flushes)
+		}
+		if err := rec.Close(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

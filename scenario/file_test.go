@@ -93,6 +93,9 @@ func TestResolveErrors(t *testing.T) {
 		{"pipeline too long", "name: x\nphases:\n  - pipeline: {stages: 8, stride: 2}\n", nil, "f.yaml:3: pipeline: stage 4 would be on device 8"},
 		{"bad duration", "name: x\nphases:\n  - compute: {duration: soon}\n", nil, `f.yaml:3: compute.duration: "soon" is not a duration`},
 		{"out of range", "name: x\nphases:\n  - compute: {count: 0}\n", nil, "f.yaml:3: compute.count: 0 is out of range"},
+		{"tp wider than a host", "name: x\nphases:\n  - tp_layers: {tp: 16}\n", nil, "f.yaml:3: tp_layers: tp 16 needs 16 GPUs on one host; topology h100x8 has 8 per host"},
+		{"tp chunks too many", "name: x\nphases:\n  - tp_layers: {shard_bytes: 8, chunks: 16}\n", nil, "f.yaml:3: tp_layers: shard_bytes (8) and gemm (200000 ns) must each be at least chunks (16)"},
+		{"tp overlap unknown", "name: x\nphases:\n  - tp_layers: {overlap: bulk}\n", nil, `f.yaml:3: tp_layers.overlap: "bulk" must be one of off|ring`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,7 +115,7 @@ func TestResolveErrors(t *testing.T) {
 // Every built-in parses and builds on its own topology, and has a description and knob help.
 func TestBuiltins(t *testing.T) {
 	names := BuiltinNames()
-	for _, want := range []string{"pipeline", "allreduce-sweep", "moe-alltoall", "straggler", "overlap", "crosshost", "deadlock"} {
+	for _, want := range []string{"pipeline", "allreduce-sweep", "moe-alltoall", "straggler", "overlap", "crosshost", "deadlock", "copy-sweep", "tp-overlap"} {
 		if !contains(names, want) {
 			t.Errorf("built-in %q missing (have %v)", want, names)
 		}

@@ -30,6 +30,7 @@ var builders = map[string]builder{
 	"crosshost":       buildCrosshost,
 	"sendrecv":        buildSendRecv,
 	"copy_sweep":      buildCopySweep,
+	"tp_layers":       buildTP,
 }
 
 // PhaseKinds returns the names of the workload patterns a phase can use.

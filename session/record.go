@@ -26,7 +26,7 @@ func (p *Prepared) startRecording() error {
 	if err != nil {
 		return err
 	}
-	rec, err := recordings.NewRecorder(w, p.strs, p.Meta())
+	rec, err := recordings.NewRecorder(w, p.strs, p.Meta(), recordings.FlushEvery(p.cfg.RecordFlushEvery))
 	if err != nil {
 		return err
 	}

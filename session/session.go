@@ -31,6 +31,9 @@ type Config struct {
 	Duration time.Duration // 0: no limit
 	// Record, when set, records the session to this .xfr file from its first event.
 	Record string
+	// RecordFlushEvery is how often the recording's partial batches reach the file (0:
+	// recordings.DefaultFlushEvery). Longer than the run, chunks are cut by event count alone.
+	RecordFlushEvery time.Duration
 	// Epoch is the wall-clock time of simulated time 0 (zero: now).
 	Epoch time.Time
 	// Export, when set, exports the session's spans over OTLP.

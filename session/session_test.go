@@ -207,7 +207,7 @@ func TestConfigErrors(t *testing.T) {
 
 // Every built-in runs to its end (or its alert) and produces a report.
 func TestEveryBuiltinRuns(t *testing.T) {
-	for _, name := range []string{"pipeline", "allreduce-sweep", "moe-alltoall", "straggler", "overlap", "crosshost", "deadlock", "copy-sweep"} {
+	for _, name := range builtins {
 		r, out := runReport(t, Config{Scenario: name, Steps: 2})
 		if r.Events == 0 {
 			t.Errorf("%s: no events", name)

@@ -37,8 +37,10 @@ func TestCUDAReportHasSimKeys(t *testing.T) {
 		{"--scenario", "copy-sweep", "--set", "max_bytes=1MiB", "--set", "iters=2"},
 		{"--scenario", "allreduce-sweep", "--set", "max_bytes=64KiB", "--set", "iters=1"},
 		{"--scenario", "crosshost"},
+		{"--scenario", "tp-overlap", "--set", "overlap=ring", "--set", "layers=1", "--set", "shard_bytes=1MiB", "--set", "gemm=100us"},
+		{"--scenario", "tp-overlap", "--set", "overlap=off", "--set", "layers=1", "--set", "shard_bytes=1MiB", "--set", "gemm=100us"},
 	} {
-		t.Run(sc[1], func(t *testing.T) {
+		t.Run(strings.Join(sc[1:], " "), func(t *testing.T) {
 			paths := map[string]map[string]bool{}
 			reports := map[string]map[string]any{}
 			for _, backend := range []string{"sim", "cuda"} {
