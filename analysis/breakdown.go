@@ -123,7 +123,7 @@ func (d *deviceTime) result(dev int32) DeviceTime {
 
 // breakdown keeps a deviceTime per device.
 type breakdown struct {
-	devs map[int32]*deviceTime
+	devs []*deviceTime // by device id (< MaxDevices); nil where a device ran nothing
 }
 
 func (b *breakdown) add(e *timeline.Event) {
@@ -132,8 +132,11 @@ func (b *breakdown) add(e *timeline.Event) {
 	if !e.Kind.IsBusy() || e.Device < 0 || (e.End <= e.Start && e.Status == timeline.StatusOK) {
 		return
 	}
-	if b.devs == nil {
-		b.devs = map[int32]*deviceTime{}
+	if e.Device >= MaxDevices {
+		return
+	}
+	for int(e.Device) >= len(b.devs) {
+		b.devs = append(b.devs, nil)
 	}
 	d := b.devs[e.Device]
 	if d == nil {
@@ -156,7 +159,10 @@ func (b *breakdown) result() Breakdown {
 	out := Breakdown{Devices: []DeviceTime{}}
 	var comm, ov int64
 	for dev, d := range b.devs {
-		r := d.result(dev)
+		if d == nil {
+			continue
+		}
+		r := d.result(int32(dev))
 		out.Devices = append(out.Devices, r)
 		out.IdleNs += r.IdleNs
 		comm += r.CommNs

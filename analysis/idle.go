@@ -96,6 +96,7 @@ type idleGaps struct {
 	mode         timeline.IdleMode
 	kernelWaitNs int64
 	streams      map[streamKey]*streamGaps
+	cache        [streamCacheSize]streamCacheEntry // recently used streams: most events skip the map
 	byCause      [causeCount]int64
 	top          []Gap // longest first
 	reordered    int64
@@ -108,13 +109,25 @@ func newIdleGaps(mode timeline.IdleMode, kernelWaitNs int64) *idleGaps {
 	return &idleGaps{mode: mode, kernelWaitNs: kernelWaitNs, streams: map[streamKey]*streamGaps{}}
 }
 
+const streamCacheSize = 256
+
+type streamCacheEntry struct {
+	key streamKey
+	st  *streamGaps
+}
+
 func (g *idleGaps) stream(e *timeline.Event) *streamGaps {
 	k := streamKey{e.Device, e.Stream}
+	c := &g.cache[(uint32(e.Stream)*2654435761^uint32(e.Device))%streamCacheSize]
+	if c.st != nil && c.key == k {
+		return c.st
+	}
 	st := g.streams[k]
 	if st == nil {
 		st = &streamGaps{priority: e.Priority}
 		g.streams[k] = st
 	}
+	c.key, c.st = k, st
 	return st
 }
 

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"math/bits"
-	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -57,26 +56,52 @@ func (s *opStats) result() Stats {
 		P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99)}
 }
 
-type sizeKey struct {
-	kind  string
-	class int64
+// numKinds is the number of transfer kinds with a fixed slot: timeline.TransferKinds.
+const numKinds = 7
+
+// numClasses is the number of size classes: 0, 1, then 2^1 … 2^63.
+const numClasses = 65
+
+// kindIndex is an event's slot in timeline.TransferKinds, or -1 for a copy of unknown direction.
+func kindIndex(e *timeline.Event) int {
+	switch e.Kind {
+	case timeline.KindSend:
+		return 5
+	case timeline.KindRecv:
+		return 6
+	}
+	if d := int(e.Sub); d >= 1 && d <= 5 { // h2d, d2h, d2d, p2p, memset: TransferKinds' order
+		return d - 1
+	}
+	return -1
 }
 
-// transfers folds copies, sends and receives by kind and by (kind, size class).
+// classIndex is the slot of SizeClass(n).
+func classIndex(n int64) int {
+	switch {
+	case n <= 0:
+		return 0
+	case n == 1:
+		return 1
+	case n > 1<<62:
+		return numClasses - 1
+	}
+	return bits.Len64(uint64(n-1)) + 1
+}
+
+// transfers folds copies, sends and receives by kind and by (kind, size class), in fixed slots so
+// that an event costs no map lookup.
 type transfers struct {
-	byKind map[string]*opStats
-	bySize map[sizeKey]*opStats
-	// moved counts each transfer once: copies (not memsets) and sends; a receive is the same bytes.
+	byKind [numKinds]opStats
+	bySize [numKinds][numClasses]*opStats
+	// odd holds copies of a direction xfertop does not know, by name.
+	odd map[string]*opStats
+	// count and bytes count each transfer once: copies (not memsets) and sends; a receive is the
+	// same bytes as its send.
 	count, bytes int64
 }
 
-func newTransfers() *transfers {
-	t := &transfers{byKind: map[string]*opStats{}, bySize: map[sizeKey]*opStats{}}
-	for _, k := range timeline.TransferKinds {
-		t.byKind[k] = &opStats{}
-	}
-	return t
-}
+func newTransfers() *transfers { return &transfers{odd: map[string]*opStats{}} }
 
 func (t *transfers) add(e *timeline.Event) {
 	switch e.Kind {
@@ -87,18 +112,21 @@ func (t *transfers) add(e *timeline.Event) {
 	if e.Status != timeline.StatusOK {
 		return
 	}
-	name := e.OpName()
-	ks := t.byKind[name]
-	if ks == nil {
-		ks = &opStats{}
-		t.byKind[name] = ks
+	k := kindIndex(e)
+	if k < 0 {
+		name := e.OpName()
+		if t.odd[name] == nil {
+			t.odd[name] = &opStats{}
+		}
+		t.odd[name].add(e.Bytes, e.Dur())
+		return
 	}
-	ks.add(e.Bytes, e.Dur())
-	k := sizeKey{name, SizeClass(e.Bytes)}
-	ss := t.bySize[k]
+	t.byKind[k].add(e.Bytes, e.Dur())
+	c := classIndex(e.Bytes)
+	ss := t.bySize[k][c]
 	if ss == nil {
 		ss = &opStats{}
-		t.bySize[k] = ss
+		t.bySize[k][c] = ss
 	}
 	ss.add(e.Bytes, e.Dur())
 	if e.Kind == timeline.KindSend || (e.Kind == timeline.KindMemcpy && timeline.CopyDir(e.Sub) != timeline.CopySet) {
@@ -125,26 +153,22 @@ type Transfers struct {
 
 func (t *transfers) result() Transfers {
 	out := Transfers{Count: t.count, Bytes: t.bytes, ByKind: map[string]Stats{}, BySize: []SizeRow{}}
-	for k, s := range t.byKind {
-		out.ByKind[k] = s.result()
-	}
-	for k, s := range t.bySize {
-		out.BySize = append(out.BySize, SizeRow{Kind: k.kind, SizeClass: k.class, Stats: s.result()})
-	}
-	slices.SortFunc(out.BySize, func(a, b SizeRow) int {
-		if a.Kind != b.Kind {
-			return kindOrder(a.Kind) - kindOrder(b.Kind)
+	for k, name := range timeline.TransferKinds {
+		out.ByKind[name] = t.byKind[k].result()
+		for c, s := range t.bySize[k] {
+			if s != nil {
+				class := int64(c) // classes 0 and 1
+				if c > 1 {
+					class = 1 << (c - 1)
+				}
+				out.BySize = append(out.BySize, SizeRow{Kind: name, SizeClass: class, Stats: s.result()})
+			}
 		}
-		return cmpInt(a.SizeClass, b.SizeClass)
-	})
-	return out
-}
-
-func kindOrder(k string) int {
-	if i := slices.Index(timeline.TransferKinds, k); i >= 0 {
-		return i
 	}
-	return len(timeline.TransferKinds)
+	for name, s := range t.odd {
+		out.ByKind[name] = s.result()
+	}
+	return out
 }
 
 func cmpInt(a, b int64) int {

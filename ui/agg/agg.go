@@ -37,6 +37,7 @@ type State struct {
 	Events   int64
 	Tracks   []*Track
 	trackIdx map[[2]int64]int
+	recent   [trackCacheSize]*Track // recently used tracks, direct-mapped: most events skip the map
 	Log      []int64 // recent event indices (ring, newest at Log[(logHead-1)%len])
 	logHead  int
 }
@@ -70,9 +71,16 @@ func (s *State) Update(snap *timeline.Snapshot, fold func(*timeline.Event)) {
 	}
 }
 
+const trackCacheSize = 256
+
 func (s *State) track(e *timeline.Event) *Track {
+	slot := &s.recent[(uint32(e.Stream)*2654435761^uint32(e.Device))%trackCacheSize]
+	if t := *slot; t != nil && t.Device == e.Device && t.Stream == e.Stream {
+		return t
+	}
 	k := [2]int64{int64(e.Device), int64(e.Stream)}
 	if i, ok := s.trackIdx[k]; ok {
+		*slot = s.Tracks[i]
 		return s.Tracks[i]
 	}
 	t := &Track{Device: e.Device, Stream: e.Stream, Priority: e.Priority}
