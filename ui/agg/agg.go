@@ -38,7 +38,7 @@ type State struct {
 	Tracks   []*Track
 	trackIdx map[[2]int64]int
 	recent   [trackCacheSize]*Track // recently used tracks, direct-mapped: most events skip the map
-	Log      []int64 // recent event indices (ring, newest at Log[(logHead-1)%len])
+	Log      []int64                // recent event indices (ring, newest at Log[(logHead-1)%len])
 	logHead  int
 }
 
