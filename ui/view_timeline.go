@@ -158,12 +158,23 @@ func activityOf(k timeline.Kind, sub uint8) theme.Activity {
 	return theme.None
 }
 
-// cells draws one track over [t0, t0+w·ns): busy ops win over waits, gaps between ops are idle.
+// cells draws one track over [t0, t0+w·ns). Zoomed out, several ops share a cell: the cell shows
+// the kind that fills most of its time (busy ops before waits when they tie), not whichever op
+// happens to touch it; time between ops is idle.
 func cells(tr *agg.Track, t0, ns int64, w int) ([]theme.Activity, []int64) {
 	act := make([]theme.Activity, w)
 	which := make([]int64, w)
+	whichNs := make([]int64, w)                   // how much of its cell the op named in which fills
+	sums := make([][theme.NumActivities]int64, w) // time each kind fills in each cell
 	for i := range which {
 		which[i] = -1
+	}
+	add := func(c, lo, hi int64, a theme.Activity, idx int64) {
+		n := max(hi-lo, 1)
+		sums[c][a] += n
+		if idx >= 0 && n > whichNs[c] {
+			which[c], whichNs[c] = idx, n
+		}
 	}
 	t1 := t0 + ns*int64(w)
 	ops := tr.Ops
@@ -183,9 +194,9 @@ func cells(tr *agg.Track, t0, ns int64, w int) ([]theme.Activity, []int64) {
 			continue
 		}
 		if prevEnd >= 0 && o.Start > prevEnd {
-			for c := max((prevEnd-t0)/ns, 0); c < min((o.Start-t0)/ns, int64(w)); c++ {
-				if act[c] == theme.None {
-					act[c] = theme.Idle
+			for c := max((prevEnd-t0)/ns, 0); c < min((o.Start-t0+ns-1)/ns, int64(w)); c++ {
+				if lo, hi := max(prevEnd, t0+c*ns), min(o.Start, t0+(c+1)*ns); hi > lo {
+					add(c, lo, hi, theme.Idle, -1)
 				}
 			}
 		}
@@ -193,11 +204,17 @@ func cells(tr *agg.Track, t0, ns int64, w int) ([]theme.Activity, []int64) {
 		lo := max((o.Start-t0)/ns, 0)
 		hi := min(max((o.End-t0+ns-1)/ns, lo+1), int64(w))
 		for c := lo; c < hi; c++ {
-			if act[c] == theme.None || act[c] == theme.Idle || a < act[c] {
-				act[c], which[c] = a, o.Index
-			}
+			add(c, max(o.Start, t0+c*ns), min(o.End, t0+(c+1)*ns), a, o.Index)
 		}
 		prevEnd = max(prevEnd, o.End)
+	}
+	for c := range sums {
+		var best int64
+		for a, n := range sums[c] {
+			if n > best { // strictly more: on a tie the earlier kind (busy before waits) stays
+				act[c], best = theme.Activity(a), n
+			}
+		}
 	}
 	return act, which
 }

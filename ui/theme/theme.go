@@ -29,6 +29,8 @@ const (
 	PeerWait
 	Idle
 	activityCount
+	// NumActivities is how many activities there are.
+	NumActivities = activityCount
 )
 
 // Glyphs are ASCII or single-width box characters that every terminal font has.
