@@ -387,7 +387,16 @@ func (m *Model) header() string {
 	}
 	item := func(k, v string) string { return st.Muted.Render(k+" ") + st.HeaderValue.Render(v) }
 	// Most important first: what is shown, its clock and state, what was lost; then the rest.
-	parts := []string{st.Header.Render("xfertop"), item(mode, m.info.Name), item("t", units.Dur(m.snap.Now)), st.Title.Render(state)}
+	clock := item("t", units.Dur(m.snap.Now))
+	if m.info.Replay && m.info.Duration > 0 {
+		// Where the replay is in the recording: position / total and a bar.
+		frac := min(max(float64(m.snap.Now)/float64(m.info.Duration), 0), 1)
+		const barW = 10
+		full := int(frac*barW + 0.5)
+		bar := strings.Repeat("█", full) + strings.Repeat("░", barW-full)
+		clock = item("t", units.Dur(m.snap.Now)+" / "+units.Dur(m.info.Duration)) + " " + st.HeaderValue.Render(bar)
+	}
+	parts := []string{st.Header.Render("xfertop"), item(mode, m.info.Name), clock, st.Title.Render(state)}
 	dropped := item("dropped", fmt.Sprint(m.status.Dropped))
 	if m.status.Dropped > 0 {
 		dropped = st.Alert.Render(fmt.Sprintf("dropped %d", m.status.Dropped))

@@ -7,6 +7,7 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/agg"
 	"github.com/xfertop/xfertop/ui/theme"
+	"github.com/xfertop/xfertop/units"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -326,5 +327,17 @@ func TestTimelineCellShowsDominantKind(t *testing.T) {
 	}
 	if act[1] != theme.Kernel || which[1] != 4 {
 		t.Errorf("cell 1: %v (op %d); want the kernel (500 ns) over the copy (10 ns) and the idle (490 ns)", act[1], which[1])
+	}
+}
+
+// A replay says where it is in the recording: position / total and a progress bar.
+func TestReplayProgress(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 1, "")
+	src.info.Replay = true
+	src.info.Duration = 2 * src.win.Snapshot().Now
+	m := sized(src, 160, 30)
+	want := " / " + units.Dur(src.info.Duration) + " █████░░░░░"
+	if got := strings.Split(text(m), "\n")[0]; !strings.Contains(got, want) {
+		t.Errorf("replay header %q lacks %q", got, want)
 	}
 }
