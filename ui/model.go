@@ -396,7 +396,7 @@ func (m *Model) header() string {
 		bar := strings.Repeat("█", full) + strings.Repeat("░", barW-full)
 		clock = item("t", units.Dur(m.snap.Now)+" / "+units.Dur(m.info.Duration)) + " " + st.HeaderValue.Render(bar)
 	}
-	parts := []string{st.Header.Render("xfertop"), item(mode, m.info.Name), clock, st.Title.Render(state)}
+	parts := []string{st.Header.Render("xfertop"), item(mode, m.info.Name), clock, st.Title.Render(state), item("speed", speed)}
 	dropped := item("dropped", fmt.Sprint(m.status.Dropped))
 	if m.status.Dropped > 0 {
 		dropped = st.Alert.Render(fmt.Sprintf("dropped %d", m.status.Dropped))
@@ -412,7 +412,7 @@ func (m *Model) header() string {
 		}
 		parts = append(parts, ex)
 	}
-	parts = append(parts, item("speed", speed), item("backend", m.info.Meta.Backend), item("topology", m.info.Meta.Topology))
+	parts = append(parts, item("backend", m.info.Meta.Backend), item("topology", m.info.Meta.Topology))
 	line := ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 	if m.status.Err != nil {
 		line += "\n" + ansi.Truncate(st.Alert.Render("error: "+m.status.Err.Error()), m.width, "…")

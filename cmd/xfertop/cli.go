@@ -135,7 +135,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, o := runFlags(stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return flagError(fs, err)
 	}
 	if fs.NArg() > 0 {

@@ -67,10 +67,22 @@ func alertError(err error) error { return &exitError{code: exitAlert, err: err} 
 // For -h it adds the exit statuses to the help and is no error.
 func flagError(fs *flag.FlagSet, err error) error {
 	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
 		fmt.Fprint(fs.Output(), exitHelp)
 		return nil
 	}
+	// One line naming the flag as typed, not the whole usage.
+	fmt.Fprintf(fs.Output(), "%s: %v (see %s --help)\n", fs.Name(), err, fs.Name())
 	return &exitError{code: exitUsage, err: err, printed: true}
+}
+
+// parseFlags parses args without the flag package's own messages: flagError says what is wrong.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	return err
 }
 
 // exitStatus maps an error to the exit status: an exitError says it; errors of the packages below

@@ -130,7 +130,7 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"disk full: the report of what ran, one message", []string{"run", "--headless", "--steps", "100000", "--record", "/dev/full"}, exitFailure,
 			diskFull, exact, "run ended early: recording /dev/full failed: no space left on device"},
 
-		{"usage: unknown flag", []string{"run", "--frobnicate"}, exitUsage, "flag provided but not defined: -frobnicate\nUsage: xfertop [run] [flags]\n", prefix, ""},
+		{"usage: unknown flag", []string{"run", "--frobnicate"}, exitUsage, "xfertop run: flag provided but not defined: -frobnicate (see xfertop run --help)\n", exact, ""},
 		{"usage: bad value", []string{"run", "--steps", "-1"}, exitUsage, "xfertop run: --steps and --duration must not be negative\n", exact, ""},
 		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, analyze, convert, scenarios, help)\n", exact, ""},
 		{"usage: replay a directory", []string{"replay", dir, "--headless"}, exitUsage, "xfertop replay: " + dir + " is a directory, not a recording\n", exact, ""},
