@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xfertop/xfertop/scenario"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -100,5 +102,18 @@ func TestJSONReport(t *testing.T) {
 	h2d := r["transfers"].(map[string]any)["by_kind"].(map[string]any)["h2d"].(map[string]any)
 	if h2d["count"] != 12.0 || h2d["gbps"].(float64) < 18 {
 		t.Errorf("4 devices × 3 copies sharing nothing: %v", h2d)
+	}
+}
+
+// README's table of built-in scenarios lists every one.
+func TestReadmeListsEveryBuiltin(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range scenario.BuiltinNames() {
+		if !strings.Contains(string(readme), "| `"+name+"`") {
+			t.Errorf("README's scenario table lacks %s", name)
+		}
 	}
 }
