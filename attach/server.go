@@ -26,6 +26,12 @@ type Config struct {
 	// HangTimeout: a collective posted by some of its ranks and not the others for longer raises an
 	// alert (DefaultHangTimeout when 0; negative turns hang detection off).
 	HangTimeout time.Duration
+	// Epoch is the wall-clock time (Unix ns) of session time 0; now when 0. Each rank's clock is
+	// placed on it by the rank's own wall-clock epoch.
+	Epoch int64
+	// Strings is the session's string table the server interns labels into (a new one when nil).
+	// Give it when a sink needs it before Start (a recorder).
+	Strings *timeline.Strings
 	// Queue is how many blocks of events may wait for the merger (64 when 0). When it is full the
 	// connections' readers wait, the sockets fill, and the plugins drop and count.
 	Queue int
@@ -65,7 +71,7 @@ type Server struct {
 	conns    map[net.Conn]struct{}
 	open     int
 	lastOpen time.Time
-	epoch    int64 // wall-clock ns of session time 0; set by the first connection
+	epoch    int64 // wall-clock ns of session time 0
 	meta     timeline.Meta
 	dropped  atomic.Int64
 	events   atomic.Int64
@@ -113,16 +119,23 @@ func Start(ctx context.Context, cfg Config, sinks ...timeline.Sink) (*Server, er
 	if cfg.Queue <= 0 {
 		cfg.Queue = 64
 	}
+	if cfg.Strings == nil {
+		cfg.Strings = timeline.NewStrings()
+	}
+	if cfg.Epoch == 0 {
+		cfg.Epoch = time.Now().UnixNano()
+	}
 	l, err := Listen(cfg.Addr)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Server{cfg: cfg, l: l, sinks: sinks, strs: timeline.NewStrings(), in: make(chan block, cfg.Queue), done: make(chan struct{}),
+	s := &Server{cfg: cfg, l: l, sinks: sinks, strs: cfg.Strings, in: make(chan block, cfg.Queue), done: make(chan struct{}),
 		stop: cancel, conns: map[net.Conn]struct{}{}, peers: map[commRank]int32{}, hosts: map[string]uint16{}, lastOpen: time.Now(),
 		hang: newHangs(cfg.HangTimeout)}
 	s.meta = timeline.Meta{Source: "attach " + cfg.Addr.String(), Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
-		Writer: "xfertop attach", EpochUnixNs: time.Now().UnixNano()}
+		Writer: "xfertop attach", EpochUnixNs: cfg.Epoch}
+	s.epoch = cfg.Epoch
 	s.wg.Add(1)
 	go s.accept(ctx)
 	go s.merge(ctx)
@@ -313,10 +326,6 @@ func (s *Server) apply(b block) {
 func (s *Server) hello(cs *connState, m *recordings.Meta) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.epoch == 0 {
-		s.epoch = m.EpochUnixNs
-		s.meta.EpochUnixNs = m.EpochUnixNs
-	}
 	cs.offset = m.EpochUnixNs - s.epoch
 	r := cs.rank
 	r.Host = m.Extra["nccl.host"]
