@@ -22,6 +22,7 @@ type Writer struct {
 	buf    []byte
 	chunk  []byte
 	closed bool
+	stream bool // no index: a stream is never sought, and a long-lived one must not grow
 }
 
 // Create creates (truncating) a recording at path and writes its header.
@@ -66,7 +67,9 @@ func (w *Writer) write(t ChunkType, payload []byte, events int, minStart, maxEnd
 	if _, err := w.w.Write(w.chunk); err != nil {
 		return fmt.Errorf("write %s at offset %d: %w", w.name, w.off, err)
 	}
-	w.index = append(w.index, IndexEntry{Type: t, Offset: w.off, Events: events, MinStart: minStart, MaxEnd: maxEnd})
+	if !w.stream {
+		w.index = append(w.index, IndexEntry{Type: t, Offset: w.off, Events: events, MinStart: minStart, MaxEnd: maxEnd})
+	}
 	w.off += int64(len(w.chunk))
 	return nil
 }
@@ -122,10 +125,26 @@ func (w *Writer) Flush() error {
 	return nil
 }
 
-// Close writes the index and trailer, flushes, and syncs the file.
+// NewStreamWriter writes a recording as a stream (a socket to a live console): the same header and
+// chunks, but no index is kept or written, so its memory does not grow with the stream's length.
+// Close only flushes. name is used in errors.
+func NewStreamWriter(name string, w io.Writer) (*Writer, error) {
+	wr, err := newWriter(name, nil, w)
+	if err != nil {
+		return nil, err
+	}
+	wr.stream = true
+	return wr, nil
+}
+
+// Close writes the index and trailer, flushes, and syncs the file. A stream writer only flushes.
 func (w *Writer) Close() error {
 	if w.closed {
 		return nil
+	}
+	if w.stream {
+		w.closed = true
+		return w.Flush()
 	}
 	err := w.finish()
 	w.closed = true

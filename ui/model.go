@@ -45,6 +45,7 @@ type Status struct {
 	Err     error
 	Dropped int64  // events lost before reaching the console or the recording
 	Export  string // the OpenTelemetry export's state, when exporting
+	Note    string // a line the source asks to show under the header (attach: waiting for ranks)
 }
 
 // Views, in tab order.
@@ -416,6 +417,9 @@ func (m *Model) header() string {
 	line := ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 	if m.status.Err != nil {
 		line += "\n" + ansi.Truncate(st.Alert.Render("error: "+m.status.Err.Error()), m.width, "…")
+	}
+	if m.status.Note != "" {
+		line += "\n" + ansi.Truncate(st.Muted.Render(m.status.Note), m.width, "…")
 	}
 	return line
 }

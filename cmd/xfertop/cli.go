@@ -26,6 +26,8 @@ Usage:
   xfertop replay FILE [flags]         replay a recording (.xfr) and print its report
   xfertop analyze FILE... [flags]     report on a recording, PyTorch profiler (Kineto) traces or a Chrome trace
   xfertop convert IN OUT [flags]      .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON -> .xfr
+  xfertop attach [flags]              watch a training job live: its ranks' NCCL collectives and transfers
+  xfertop plugin                      print the path of the NCCL profiler plugin attach needs (or how to build it)
   xfertop scenarios                   list built-in scenarios and their knobs
   xfertop help                        show this help
 
@@ -51,6 +53,10 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = untilInterrupted(ctx, func() error { return analyzeCmd(ctx, args, stdout, stderr) })
 	case "convert":
 		err = untilInterrupted(ctx, func() error { return convertCmd(args, stdout, stderr) })
+	case "attach":
+		err = attachCmd(ctx, args, stdout, stderr)
+	case "plugin":
+		err = pluginCmd(args, stdout)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		fs, _ := runFlags(stdout)
@@ -58,7 +64,7 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprint(stdout, exitHelp)
 	default:
-		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, analyze, convert, scenarios, help)\n", cmd)
+		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, analyze, convert, attach, plugin, scenarios, help)\n", cmd)
 		return exitUsage
 	}
 	return finish(ctx, cmd, err, stderr)

@@ -1,0 +1,117 @@
+package attach
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// EnvAttach names the address a rank's plugin sends to (and the console listens on, unless told).
+const EnvAttach = "XFERTOP_ATTACH"
+
+// DefaultSocket is the per-user Unix socket the console listens on and the plugin connects to when
+// XFERTOP_ATTACH is not set: $XDG_RUNTIME_DIR/xfertop/attach.sock, else a directory of the
+// user's own under the temporary directory.
+func DefaultSocket() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "xfertop", "attach.sock")
+	}
+	return filepath.Join(os.TempDir(), "xfertop-"+strconv.Itoa(os.Getuid()), "attach.sock")
+}
+
+// Addr is where ranks connect: a Unix socket path, or a TCP host:port (only when asked for).
+type Addr struct {
+	Network string // unix or tcp
+	Address string
+}
+
+// String is the address as users write it: a path, or tcp:host:port.
+func (a Addr) String() string {
+	if a.Network == "tcp" {
+		return "tcp:" + a.Address
+	}
+	return a.Address
+}
+
+// ParseAddr reads an address: "" (the default socket), a path or unix:PATH, or tcp:HOST:PORT
+// (a TCP address without a host listens on loopback only).
+func ParseAddr(s string) (Addr, error) {
+	switch {
+	case s == "":
+		return Addr{"unix", DefaultSocket()}, nil
+	case strings.HasPrefix(s, "unix:"):
+		if s[5:] == "" {
+			return Addr{}, fmt.Errorf("address %q: give a socket path after the unix: prefix", s)
+		}
+		return Addr{"unix", s[5:]}, nil
+	case strings.HasPrefix(s, "tcp:"):
+		hp := s[4:]
+		host, port, err := net.SplitHostPort(hp)
+		if err != nil {
+			return Addr{}, fmt.Errorf("address %q: want tcp:HOST:PORT: %w", s, err)
+		}
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		return Addr{"tcp", net.JoinHostPort(host, port)}, nil
+	}
+	return Addr{"unix", s}, nil
+}
+
+// Dial connects to a listening console, giving up after timeout.
+func Dial(a Addr, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(a.Network, a.Address, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("connect to xfertop at %s: %w", a, err)
+	}
+	return c, nil
+}
+
+// Listen listens on a. A Unix socket's directory is created (mode 0700) when missing, a stale
+// socket left by a console that died is replaced, and the socket is made private to the user
+// (mode 0600) before any rank can connect.
+func Listen(a Addr) (net.Listener, error) {
+	if a.Network != "unix" {
+		l, err := net.Listen(a.Network, a.Address)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", a, err)
+		}
+		return l, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(a.Address), 0o700); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", a, err)
+	}
+	if _, err := os.Lstat(a.Address); err == nil {
+		if c, err := net.DialTimeout("unix", a.Address, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("listen on %s: another xfertop attach is listening there (give --socket another path)", a)
+		}
+		if err := os.Remove(a.Address); err != nil {
+			return nil, fmt.Errorf("listen on %s: remove the stale socket: %w", a, err)
+		}
+	}
+	// The umask makes the socket private from its creation; Chmod states it.
+	old := umask(0o177)
+	l, err := net.Listen("unix", a.Address)
+	umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", a, err)
+	}
+	if err := os.Chmod(a.Address, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("listen on %s: %w", a, err)
+	}
+	return l, nil
+}
+
+// removeSocket removes the socket a server listened on.
+func removeSocket(path string) error {
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}

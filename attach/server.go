@@ -1,0 +1,465 @@
+package attach
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xfertop/xfertop/probes/ncclprof/fold"
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// DefaultHangTimeout is how long a collective may be posted on some ranks and not others before
+// the console raises a hang alert.
+const DefaultHangTimeout = 30 * time.Second
+
+// Config says where to listen and how to watch.
+type Config struct {
+	Addr Addr
+	// HangTimeout: a collective posted by some of its ranks and not the others for longer raises an
+	// alert (DefaultHangTimeout when 0; negative turns hang detection off).
+	HangTimeout time.Duration
+	// Epoch is the wall-clock time (Unix ns) of session time 0; now when 0. Each rank's clock is
+	// placed on it by the rank's own wall-clock epoch.
+	Epoch int64
+	// Strings is the session's string table the server interns labels into (a new one when nil).
+	// Give it when a sink needs it before Start (a recorder).
+	Strings *timeline.Strings
+	// Queue is how many blocks of events may wait for the merger (64 when 0). When it is full the
+	// connections' readers wait, the sockets fill, and the plugins drop and count.
+	Queue int
+}
+
+// Rank is one connected (or departed) process of the job, as its plugin described itself.
+type Rank struct {
+	Conn      int // connection number, from 1
+	Host      string
+	Pid       int
+	Rank      int // the job's rank (RANK), or its rank in its first communicator
+	Comms     []string
+	Connected bool
+	Events    int64
+	Dropped   int64 // events the process dropped before they reached the console
+	Torn      int64 // bytes of a last chunk lost when its connection ended mid-chunk
+	Err       string
+	Since     time.Time
+}
+
+// Server accepts rank connections and merges their streams into one session event stream: times
+// aligned on each process's wall clock, labels, streams and groups renumbered, hosts indexed, send
+// and receive peers and collective roots translated from communicator ranks to job ranks, and hang
+// alerts added. It hands every event to its sinks on one goroutine.
+type Server struct {
+	cfg   Config
+	l     net.Listener
+	sinks []timeline.Sink
+	strs  *timeline.Strings
+	in    chan block
+	wg    sync.WaitGroup
+	done  chan struct{}
+	stop  context.CancelFunc
+
+	mu       sync.Mutex
+	ranks    []*Rank
+	conns    map[net.Conn]struct{}
+	open     int
+	lastOpen time.Time
+	epoch    int64 // wall-clock ns of session time 0
+	meta     timeline.Meta
+	dropped  atomic.Int64
+	events   atomic.Int64
+	alerts   atomic.Int64
+
+	// merger state (its goroutine only)
+	peers  map[commRank]int32
+	hosts  map[string]uint16
+	hang   *hangs
+	nextID uint32
+}
+
+type commRank struct {
+	comm uint32
+	rank uint32
+}
+
+// block is what a connection's reader hands the merger.
+type block struct {
+	conn    *connState
+	events  []timeline.Event
+	strings []string // entries First… of the connection's table that arrived with this block
+	meta    *recordings.Meta
+	dropped int64 // the connection's total so far
+	end     bool
+	torn    int64
+	err     error
+}
+
+type connState struct {
+	rank    *Rank
+	offset  int64 // add to the connection's times to get session times
+	labels  []uint32
+	streams map[uint32]uint32
+	groups  map[uint32]uint32
+	host    uint16
+	dropped int64
+}
+
+// Start listens on cfg.Addr and merges connections into sinks until Close or ctx ends.
+func Start(ctx context.Context, cfg Config, sinks ...timeline.Sink) (*Server, error) {
+	if cfg.HangTimeout == 0 {
+		cfg.HangTimeout = DefaultHangTimeout
+	}
+	if cfg.Queue <= 0 {
+		cfg.Queue = 64
+	}
+	if cfg.Strings == nil {
+		cfg.Strings = timeline.NewStrings()
+	}
+	if cfg.Epoch == 0 {
+		cfg.Epoch = time.Now().UnixNano()
+	}
+	l, err := Listen(cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Server{cfg: cfg, l: l, sinks: sinks, strs: cfg.Strings, in: make(chan block, cfg.Queue), done: make(chan struct{}),
+		stop: cancel, conns: map[net.Conn]struct{}{}, peers: map[commRank]int32{}, hosts: map[string]uint16{}, lastOpen: time.Now(),
+		hang: newHangs(cfg.HangTimeout)}
+	s.meta = timeline.Meta{Source: "attach " + cfg.Addr.String(), Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
+		Writer: "xfertop attach", EpochUnixNs: cfg.Epoch}
+	s.epoch = cfg.Epoch
+	s.wg.Add(1)
+	go s.accept(ctx)
+	go s.merge(ctx)
+	go func() {
+		<-ctx.Done()
+		s.l.Close()
+		s.mu.Lock()
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+	}()
+	return s, nil
+}
+
+// Strings is the session's string table. It belongs to the merger goroutine: a sink reads it only
+// inside Emit (as timeline.Window and recordings.Recorder do).
+func (s *Server) Strings() *timeline.Strings { return s.strs }
+
+// Addr is where the server listens.
+func (s *Server) Addr() Addr { return s.cfg.Addr }
+
+// Meta describes the session: its devices grow as ranks connect.
+func (s *Server) Meta() timeline.Meta {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.meta
+	return m
+}
+
+// Ranks returns every process that has connected, in connection order.
+func (s *Server) Ranks() []Rank {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Rank, len(s.ranks))
+	for i, r := range s.ranks {
+		out[i] = *r
+		out[i].Comms = slices.Clone(r.Comms)
+	}
+	return out
+}
+
+// Dropped returns the events the ranks reported dropped (a slow or absent console) so far.
+func (s *Server) Dropped() int64 { return s.dropped.Load() }
+
+// Events returns the events merged so far.
+func (s *Server) Events() int64 { return s.events.Load() }
+
+// Alerts returns how many hang alerts were raised.
+func (s *Server) Alerts() int64 { return s.alerts.Load() }
+
+// Quiet reports whether at least one rank has connected and none has been connected for d: the job
+// has ended.
+func (s *Server) Quiet(d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ranks) > 0 && s.open == 0 && time.Since(s.lastOpen) >= d
+}
+
+// Close stops listening, ends every connection, and waits until everything read has reached the sinks.
+func (s *Server) Close() {
+	s.stop()
+	<-s.done
+	if s.cfg.Addr.Network == "unix" {
+		_ = removeSocket(s.cfg.Addr.Address)
+	}
+}
+
+func (s *Server) accept(ctx context.Context) {
+	defer s.wg.Done()
+	n := 0
+	for {
+		c, err := s.l.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		n++
+		r := &Rank{Conn: n, Rank: -1, Connected: true, Since: time.Now()}
+		s.mu.Lock()
+		s.ranks = append(s.ranks, r)
+		s.conns[c] = struct{}{}
+		s.open++
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go s.read(c, &connState{rank: r, streams: map[uint32]uint32{}, groups: map[uint32]uint32{}})
+	}
+}
+
+// read decodes one connection, handing blocks to the merger (waiting when it is behind).
+func (s *Server) read(c net.Conn, cs *connState) {
+	defer s.wg.Done()
+	defer func() {
+		c.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.open--
+		s.lastOpen = time.Now()
+		s.mu.Unlock()
+	}()
+	name := fmt.Sprintf("rank connection %d", cs.rank.Conn)
+	sr, err := recordings.NewStreamReader(name, c)
+	if err != nil {
+		s.in <- block{conn: cs, end: true, err: err}
+		return
+	}
+	known := 1
+	sentMeta := false
+	for sr.Next() {
+		b := block{conn: cs, events: slices.Clone(sr.At()), dropped: sr.Dropped()}
+		if all := sr.Strings().All(); len(all) > known {
+			b.strings = slices.Clone(all[known:])
+			known = len(all)
+		}
+		if m, ok := sr.Meta(); ok && !sentMeta {
+			b.meta, sentMeta = &m, true
+		}
+		s.in <- b
+	}
+	b := block{conn: cs, end: true, dropped: sr.Dropped(), torn: sr.Torn(), err: sr.Err()}
+	if m, ok := sr.Meta(); ok && !sentMeta {
+		b.meta = &m
+	}
+	s.in <- b
+}
+
+// merge is the one goroutine that emits to the sinks.
+func (s *Server) merge(ctx context.Context) {
+	defer close(s.done)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	finished := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		s.wg.Wait() // every reader has handed over its last block
+		close(finished)
+	}()
+	for {
+		select {
+		case b := <-s.in:
+			s.apply(b)
+		case <-tick.C:
+			s.checkHangs(time.Now())
+		case <-finished:
+			for {
+				select {
+				case b := <-s.in:
+					s.apply(b)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (s *Server) apply(b block) {
+	cs := b.conn
+	if b.meta != nil {
+		s.hello(cs, b.meta)
+	}
+	for _, str := range b.strings {
+		cs.labels = append(cs.labels, s.strs.ID(str))
+	}
+	if d := b.dropped - cs.dropped; d > 0 {
+		s.dropped.Add(d)
+		cs.dropped = b.dropped
+	}
+	for i := range b.events {
+		s.emit(cs, &b.events[i])
+	}
+	s.mu.Lock()
+	cs.rank.Events += int64(len(b.events))
+	cs.rank.Dropped = cs.dropped
+	if b.end {
+		cs.rank.Connected, cs.rank.Torn = false, b.torn
+		if b.err != nil {
+			cs.rank.Err = b.err.Error()
+		}
+	}
+	s.mu.Unlock()
+}
+
+// hello takes a connection's description: its host, process, rank, and its clock's epoch.
+func (s *Server) hello(cs *connState, m *recordings.Meta) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs.offset = m.EpochUnixNs - s.epoch
+	r := cs.rank
+	r.Host = m.Extra["nccl.host"]
+	r.Pid, _ = strconv.Atoi(m.Extra["nccl.pid"])
+	if n, err := strconv.Atoi(m.Extra["nccl.rank"]); err == nil {
+		r.Rank = n
+	}
+	h, ok := s.hosts[r.Host]
+	if !ok {
+		h = uint16(len(s.hosts))
+		s.hosts[r.Host] = h
+	}
+	cs.host = h
+}
+
+func (cs *connState) label(id uint32) uint32 {
+	if id == 0 || int(id) > len(cs.labels) {
+		return 0
+	}
+	return cs.labels[id-1]
+}
+
+func (s *Server) emit(cs *connState, e *timeline.Event) {
+	e.Start += cs.offset
+	e.End += cs.offset
+	if e.Queued >= 0 {
+		e.Queued += cs.offset
+	}
+	e.Label = cs.label(e.Label)
+	e.Host = cs.host
+	if e.Stream != 0 {
+		id, ok := cs.streams[e.Stream]
+		if !ok {
+			s.nextID++ // streams and groups share one counter: ids unique in the session
+			id = s.nextID
+			cs.streams[e.Stream] = id
+		}
+		e.Stream = id
+	}
+	if e.Group != 0 {
+		id, ok := cs.groups[e.Group]
+		if !ok {
+			s.nextID++
+			id = s.nextID
+			cs.groups[e.Group] = id
+		}
+		e.Group = id
+	}
+	switch e.Kind {
+	case timeline.KindCommInit:
+		s.peers[commRank{e.Comm, e.Aux}] = e.Device
+		s.mu.Lock()
+		cs.rank.Comms = append(cs.rank.Comms, s.strs.Lookup(e.Label))
+		if cs.rank.Rank < 0 {
+			cs.rank.Rank = int(e.Device)
+		}
+		s.meta.Devices = max(s.meta.Devices, int(e.Device)+1)
+		s.mu.Unlock()
+	case timeline.KindSend, timeline.KindRecv, timeline.KindCollective, timeline.KindPeerWait:
+		e.Peer = s.device(e.Comm, e.Peer)
+	case timeline.KindMark:
+		if s.strs.Lookup(e.Label) == fold.PostedLabel {
+			s.hang.posted(e, time.Now())
+			return // hang detection's input, not an event of the job
+		}
+		e.Peer = s.device(e.Comm, e.Peer)
+	}
+	s.events.Add(1)
+	for _, k := range s.sinks {
+		k.Emit(e)
+	}
+}
+
+// device translates a rank in a communicator to the job's rank (device), when known.
+func (s *Server) device(comm uint32, rank int32) int32 {
+	if rank < 0 {
+		return rank
+	}
+	if d, ok := s.peers[commRank{comm, uint32(rank)}]; ok {
+		return d
+	}
+	return rank
+}
+
+// checkHangs raises an alert for each collective posted by some ranks and not others for too long.
+func (s *Server) checkHangs(now time.Time) {
+	s.mu.Lock()
+	epoch := s.epoch
+	s.mu.Unlock()
+	if epoch == 0 {
+		return
+	}
+	for _, h := range s.hang.due(now) {
+		at := now.UnixNano() - epoch
+		missing := make([]string, 0, len(h.missing))
+		first := timeline.NoDevice
+		for _, r := range h.missing {
+			d := s.device(h.comm, r)
+			if first < 0 {
+				first = d
+			}
+			missing = append(missing, strconv.Itoa(int(d)))
+		}
+		posted := make([]string, 0, len(h.posted))
+		for _, r := range h.posted {
+			posted = append(posted, strconv.Itoa(int(s.device(h.comm, r))))
+		}
+		msg := fmt.Sprintf("hang: %s #%d on communicator %08x posted by ranks %s of %d for %s; not posted by ranks %s",
+			h.op, h.seq, h.comm, list(posted), h.nranks, h.waited.Round(time.Millisecond), list(missing))
+		e := timeline.Event{Kind: timeline.KindAlert, Start: at, End: at, Queued: -1, Op: h.id, Device: first, Peer: timeline.NoDevice,
+			Comm: h.comm, Status: timeline.StatusTimeout, Label: s.strs.ID(msg)}
+		s.alerts.Add(1)
+		s.events.Add(1)
+		for _, k := range s.sinks {
+			k.Emit(&e)
+		}
+	}
+}
+
+func list(xs []string) string {
+	const most = 16
+	if len(xs) > most {
+		return fmt.Sprintf("%s … (%d in all)", joinComma(xs[:most]), len(xs))
+	}
+	return joinComma(xs)
+}
+
+func joinComma(xs []string) string {
+	out := ""
+	for i, x := range xs {
+		if i > 0 {
+			out += ","
+		}
+		out += x
+	}
+	return out
+}

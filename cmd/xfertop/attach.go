@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/attach"
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui"
+)
+
+// PluginName is the NCCL profiler plugin's file name (NCCL_PROFILER_PLUGIN=xfertop finds it on
+// the library path by this name).
+const PluginName = "libnccl-profiler-xfertop.so"
+
+type attachOpts struct {
+	addr     attach.Addr
+	headless bool
+	json     bool
+	record   string
+	hang     time.Duration
+	linger   time.Duration
+	perHost  int
+	console  consoleOpts
+}
+
+func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("xfertop attach", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	setUsage(fs, "xfertop attach [--socket PATH|tcp:HOST:PORT] [--headless [--json]] [--record FILE] [--hang-timeout D]")
+	var o attachOpts
+	sock := fs.String("socket", "", "listen here: a Unix socket path, or tcp:HOST:PORT (default: $XFERTOP_ATTACH, else "+attach.DefaultSocket()+")")
+	fs.BoolVar(&o.headless, "headless", false, "print the report when the job ends instead of opening the console")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON (with --headless)")
+	fs.StringVar(&o.record, "record", "", "record the job's events to this .xfr file")
+	fs.DurationVar(&o.hang, "hang-timeout", attach.DefaultHangTimeout, "alert when a collective has been posted by some ranks and not others for this long (0: never)")
+	fs.IntVar(&o.perHost, "gpus-per-host", 0, "ranks per host, for link traffic (rank r on host r / N); 0: every rank on one host")
+	fs.DurationVar(&o.linger, "linger", time.Second, "headless: the job has ended when no rank has been connected for this long")
+	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
+	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory")
+	if err := fs.Parse(args); err != nil {
+		return flagError(fs, err)
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q", fs.Arg(0))
+	}
+	if *sock == "" {
+		*sock = os.Getenv(attach.EnvAttach)
+	}
+	addr, err := attach.ParseAddr(*sock)
+	if err != nil {
+		return usageError("--socket: %v", err)
+	}
+	o.addr = addr
+	if o.hang == 0 {
+		o.hang = -1
+	}
+	if o.hang < 0 || o.perHost < 0 || o.linger <= 0 || o.console.tick <= 0 || o.console.window <= 0 {
+		return usageError("--hang-timeout and --gpus-per-host must not be negative; --linger, --tick and --window must be positive")
+	}
+	if !o.headless && !interactive(stdout) {
+		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
+		o.headless = true
+	}
+	return runAttach(ctx, o, stdout, stderr)
+}
+
+// pasteLine is what a user puts before their launcher so that every rank streams to this console.
+func pasteLine(a attach.Addr) string {
+	lib := "$(xfertop plugin)"
+	if p, err := findPlugin(); err == nil {
+		lib = p
+	}
+	line := "NCCL_PROFILER_PLUGIN=" + lib
+	if a.String() != attach.DefaultSocket() {
+		line += " " + attach.EnvAttach + "=" + a.String()
+	}
+	return line + " torchrun …"
+}
+
+func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) error {
+	strs := timeline.NewStrings()
+	meta := timeline.Meta{Source: "attach " + o.addr.String(), Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
+		Writer: "xfertop attach", EpochUnixNs: time.Now().UnixNano(), GPUsPerHost: o.perHost}
+	if o.perHost == 0 {
+		// Ranks arrive as the job starts; until told otherwise they share one host.
+		meta.GPUsPerHost = 1 << 15
+	}
+	var sinks []timeline.Sink
+	var an *analysis.Analyzer
+	var win *timeline.Window
+	if o.headless {
+		an = analysis.New(meta)
+		sinks = append(sinks, an)
+	} else {
+		win = timeline.NewWindow(o.console.window, strs)
+		sinks = append(sinks, win)
+	}
+	var rec *recordings.Recorder
+	if o.record != "" {
+		w, err := recordings.Create(o.record)
+		if err != nil {
+			return failure(fmt.Errorf("--record: %w", err))
+		}
+		if rec, err = recordings.NewRecorder(w, strs, meta); err != nil {
+			return failure(fmt.Errorf("--record: %w", err))
+		}
+		sinks = append(sinks, rec)
+	}
+	srv, err := attach.Start(ctx, attach.Config{Addr: o.addr, HangTimeout: o.hang, Strings: strs, Epoch: meta.EpochUnixNs}, sinks...)
+	if err != nil {
+		if rec != nil {
+			_ = rec.Close(nil)
+		}
+		return usageError("%v", err)
+	}
+	waiting := fmt.Sprintf("waiting for NCCL ranks on %s… start your job with: %s", o.addr, pasteLine(o.addr))
+	var cerr error
+	if o.headless {
+		fmt.Fprintf(stderr, "xfertop attach: %s\n", waiting)
+		waitForJob(ctx, srv, o.linger, stderr)
+		srv.Close()
+	} else {
+		info := ui.SourceInfo{Name: "attach " + o.addr.String(), Meta: srv.Meta()}
+		info.Meta.GPUsPerHost = meta.GPUsPerHost
+		src := attachSource{srv: srv, win: win, waiting: waiting, info: info}
+		if err := runConsole(ctx, src, o.console); err != nil && ctx.Err() == nil {
+			cerr = failure(fmt.Errorf("console: %w", err))
+		}
+		srv.Close()
+	}
+	if rec != nil {
+		if err := rec.Close([][2]string{{"ended", ""}}); err != nil && cerr == nil {
+			cerr = failure(fmt.Errorf("--record: %w", err))
+		}
+	}
+	if cerr != nil {
+		return cerr
+	}
+	if o.headless {
+		m := srv.Meta()
+		m.GPUsPerHost = o.perHost
+		if err := writeReport(stdout, report.Build(an.Result(strs), m, report.Run{DroppedEvents: srv.Dropped()}), o.json); err != nil {
+			return err
+		}
+		if len(srv.Ranks()) == 0 {
+			return dataError(errors.New("no rank connected"))
+		}
+	}
+	if n := srv.Alerts(); n > 0 {
+		return alertError(fmt.Errorf("%d hang alert(s): a collective was posted by some ranks and not the others (the report lists them)", n))
+	}
+	return nil
+}
+
+// waitForJob returns when the job has ended (ranks came and all left) or ctx ends, telling stderr
+// as ranks connect and leave.
+func waitForJob(ctx context.Context, srv *attach.Server, linger time.Duration, stderr io.Writer) {
+	told := map[int]bool{}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		for _, r := range srv.Ranks() {
+			if r.Host == "" && r.Connected {
+				continue // not introduced yet
+			}
+			if !told[r.Conn] {
+				told[r.Conn] = true
+				fmt.Fprintf(stderr, "xfertop attach: rank %d connected (host %s, pid %d)\n", r.Rank, r.Host, r.Pid)
+			}
+		}
+		if srv.Quiet(linger) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// attachSource is a live job's ranks as the console reads them.
+type attachSource struct {
+	srv     *attach.Server
+	win     *timeline.Window
+	waiting string
+	info    ui.SourceInfo
+}
+
+func (s attachSource) Info() ui.SourceInfo         { return s.info }
+func (s attachSource) Snapshot() timeline.Snapshot { return s.win.Snapshot() }
+func (s attachSource) SetSpeed(float64) bool       { return false }
+func (s attachSource) SeekTo(int64) bool           { return false }
+func (s attachSource) Status() ui.Status {
+	st := ui.Status{Dropped: s.srv.Dropped()}
+	ranks := s.srv.Ranks()
+	if len(ranks) == 0 {
+		st.Note = s.waiting
+		return st
+	}
+	hosts := map[string][]string{}
+	var order []string
+	open := 0
+	for _, r := range ranks {
+		if r.Connected {
+			open++
+		}
+		if _, ok := hosts[r.Host]; !ok {
+			order = append(order, r.Host)
+		}
+		hosts[r.Host] = append(hosts[r.Host], fmt.Sprint(r.Rank))
+	}
+	parts := make([]string, 0, len(order))
+	for _, h := range order {
+		parts = append(parts, fmt.Sprintf("%s: ranks %s", h, strings.Join(hosts[h], ",")))
+	}
+	st.Note = fmt.Sprintf("%d of %d ranks connected — %s", open, len(ranks), strings.Join(parts, "; "))
+	if open == 0 {
+		st.Done = true
+	}
+	return st
+}
+
+// findPlugin looks for the built plugin: $XFERTOP_PLUGIN, beside the xfertop executable, then in
+// the current directory.
+func findPlugin() (string, error) {
+	var tried []string
+	if p := os.Getenv("XFERTOP_PLUGIN"); p != "" {
+		tried = append(tried, p)
+	}
+	if exe, err := os.Executable(); err == nil {
+		tried = append(tried, filepath.Join(filepath.Dir(exe), PluginName))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		tried = append(tried, filepath.Join(wd, PluginName))
+	}
+	for _, p := range tried {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs, nil
+			}
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found (looked at %s)", PluginName, strings.Join(tried, ", "))
+}
+
+func pluginCmd(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return usageError("takes no arguments")
+	}
+	p, err := findPlugin()
+	if err == nil {
+		fmt.Fprintln(stdout, p)
+		return nil
+	}
+	dir := "."
+	if exe, err := os.Executable(); err == nil {
+		dir = filepath.Dir(exe)
+	}
+	return failure(fmt.Errorf(`%v
+Build it (needs cgo and a C compiler) from the xfertop source tree:
+  go build -buildmode=c-shared -o %s ./probes/ncclprof
+then run your job with NCCL_PROFILER_PLUGIN=$(xfertop plugin) (see docs/attach.md)`, err, filepath.Join(dir, PluginName)))
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xfertop/xfertop/attach"
+	"github.com/xfertop/xfertop/probes/ncclprof/fold"
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+func TestAttachAndPluginCLI(t *testing.T) {
+	lib := filepath.Join(t.TempDir(), PluginName)
+	if err := os.WriteFile(lib, []byte("not really"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XFERTOP_PLUGIN", lib)
+	code, out, _ := runCLI(t, "plugin")
+	if code != exitOK || strings.TrimSpace(out) != lib {
+		t.Errorf("plugin: %d %q, want %s", code, out, lib)
+	}
+	t.Setenv("XFERTOP_PLUGIN", filepath.Join(t.TempDir(), "absent.so"))
+	t.Chdir(t.TempDir())
+	if code, _, errs := runCLI(t, "plugin"); code != exitFailure || !strings.Contains(errs, "go build -buildmode=c-shared") {
+		t.Errorf("plugin without a library: %d %q", code, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		has  string
+	}{
+		{[]string{"attach", "--socket", "tcp:nohost"}, "--socket"},
+		{[]string{"attach", "--hang-timeout", "-1s"}, "--hang-timeout"},
+		{[]string{"attach", "extra"}, `unexpected argument "extra"`},
+		{[]string{"plugin", "x"}, "takes no arguments"},
+	} {
+		if code, _, errs := runCLI(t, c.args...); code != exitUsage || !strings.Contains(errs, c.has) {
+			t.Errorf("%v: %d %q, want status 2 naming %s", c.args, code, errs, c.has)
+		}
+	}
+}
+
+// rankStream sends what a rank's plugin sends: its communicator, the collectives it posted, and
+// those that finished.
+func rankStream(t *testing.T, sock string, rank int, finished int) {
+	c, err := attach.Dial(attach.Addr{Network: "unix", Address: sock}, time.Second)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer c.Close()
+	w, _ := recordings.NewStreamWriter("rank", c)
+	_ = w.WriteMeta(recordings.Meta{EpochUnixNs: time.Now().UnixNano(), Extra: map[string]string{"nccl.host": "h", "nccl.rank": "0"}})
+	strs := timeline.NewStrings()
+	posted := strs.ID(fold.PostedLabel)
+	evs := []timeline.Event{{Kind: timeline.KindCommInit, Device: int32(rank), Peer: -1, Comm: 7, Aux: uint32(rank), Ranks: 2}}
+	for seq := range 3 {
+		op := fold.CollOpID(7, "AllReduce", uint64(seq))
+		if seq > finished && rank == 1 {
+			break // rank 1 never posts it
+		}
+		evs = append(evs, timeline.Event{Kind: timeline.KindMark, Label: posted, Device: int32(rank), Peer: int32(rank), Op: op, Comm: 7, Ranks: 2,
+			Aux: uint32(seq), Sub: uint8(timeline.CollAllReduce)})
+		if seq <= finished {
+			start := int64(seq) * 1e6
+			evs = append(evs, timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: start, End: start + 1e5,
+				Bytes: 1 << 20, Op: op, Device: int32(rank), Peer: -1, Ranks: 2, Comm: 7, Stream: 1, Aux: uint32(seq)})
+		}
+	}
+	_ = w.WriteStrings(1, strs.All()[1:])
+	_ = w.WriteEvents(evs)
+	_ = w.Close()
+}
+
+func TestAttachHeadless(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		finished int
+		code     int
+		count    int
+		alert    string
+	}{
+		{"job ends", 2, exitOK, 3, ""},
+		{"hang", 0, exitAlert, 1, "hang: all_reduce #1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "xa")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			sock := filepath.Join(dir, "s")
+			type result struct {
+				code     int
+				out, err string
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, out, errs := runCLI(t, "attach", "--headless", "--json", "--socket", sock, "--linger", "700ms", "--hang-timeout", "300ms")
+				done <- result{code, out, errs}
+			}()
+			for i := 0; i < 100; i++ {
+				if _, err := os.Stat(sock); err == nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			rankStream(t, sock, 0, c.finished)
+			rankStream(t, sock, 1, c.finished)
+			r := <-done
+			if r.code != c.code || !strings.Contains(r.err, "waiting for NCCL ranks on "+sock) {
+				t.Fatalf("status %d (want %d), stderr %q", r.code, c.code, r.err)
+			}
+			var rep struct {
+				Collectives []struct {
+					Op    string `json:"op"`
+					Ranks int    `json:"ranks"`
+					Count int    `json:"count"`
+				} `json:"collectives"`
+				Alerts []struct {
+					Message string `json:"message"`
+				} `json:"alerts"`
+			}
+			if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+				t.Fatalf("report: %v\n%s", err, r.out)
+			}
+			rows := rep.Collectives
+			if len(rows) != 1 || rows[0].Op != "all_reduce" || rows[0].Ranks != 2 || rows[0].Count != c.count {
+				t.Errorf("collectives %+v, want %d all_reduce instances over 2 ranks", rows, c.count)
+			}
+			if c.alert != "" && (len(rep.Alerts) != 1 || !strings.Contains(rep.Alerts[0].Message, c.alert)) {
+				t.Errorf("alerts %+v, want one saying %q", rep.Alerts, c.alert)
+			}
+		})
+	}
+}

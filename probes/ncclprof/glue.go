@@ -1,0 +1,162 @@
+package main
+
+/*
+#cgo CFLAGS: -O2 -Wall
+#include <stdlib.h>
+#include "ncclprof.h"
+*/
+import "C"
+
+import (
+	"math"
+	"os"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/xfertop/xfertop/probes/ncclprof/fold"
+	"github.com/xfertop/xfertop/probes/ncclprof/sender"
+)
+
+// The plugin is one per process, as NCCL loads it: this is its state (set once, at the first init).
+var plugin struct {
+	cfg    sender.Config
+	sender *sender.Sender
+}
+
+//export xfertopSetup
+func xfertopSetup(out *C.xr_setup) {
+	cfg, err := sender.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		msg := err.Error()
+		n := min(len(msg), len(out.err)-1)
+		for i := 0; i < n; i++ {
+			out.err[i] = C.char(msg[i])
+		}
+		out.err[n] = 0
+		return
+	}
+	plugin.cfg = cfg
+	plugin.sender = sender.New(cfg, int64(C.xr_now()), time.Now().UnixNano())
+	out.mask = C.uint64_t(cfg.Mask)
+	out.ring = C.uint64_t(cfg.Ring)
+	out.flush_ms = C.int64_t(cfg.FlushMs)
+}
+
+//export xfertopStart
+func xfertopStart() {
+	go run(plugin.sender)
+}
+
+//export xfertopComm
+func xfertopComm(ctx C.uint32_t, hash C.uint64_t, name *C.char, nNodes, nranks, rank C.int, t C.int64_t, version C.int) {
+	n := ""
+	if name != nil {
+		n = C.GoString(name)
+	}
+	plugin.sender.Comm(uint32(ctx), fold.Comm{Hash: uint64(hash), Name: n, NNodes: int(nNodes), NRanks: int(nranks), Rank: int(rank)},
+		int64(t), int(version))
+}
+
+// ring is the C ring as Go reads it.
+type ring struct {
+	slots []C.xr_slot
+	mask  uint64
+	head  uint64
+}
+
+func newRing() *ring {
+	n := uint64(C.xr_ring_mask) + 1
+	return &ring{slots: unsafe.Slice(C.xr_ring, n), mask: n - 1}
+}
+
+// drain hands up to max published records to add, in order, and frees their slots. It reports how
+// many it read and whether the job is ending (a last finalize, or exit).
+func (r *ring) drain(max int, add func(*fold.Record)) (n int, final bool) {
+	var rec fold.Record
+	for n < max {
+		s := &r.slots[r.head&r.mask]
+		seq := (*uint64)(unsafe.Pointer(&s.seq))
+		if atomic.LoadUint64(seq) != r.head+1 {
+			break
+		}
+		toRecord(&s.r, &rec)
+		atomic.StoreUint64(seq, r.head+r.mask+1)
+		r.head++
+		n++
+		if rec.Op == fold.RecFinalize && rec.Ctx == math.MaxUint32 {
+			final = true
+		}
+		add(&rec)
+	}
+	return n, final
+}
+
+func toRecord(c *C.xr_rec, r *fold.Record) {
+	r.Op, r.State, r.Ctx = fold.RecOp(c.op), uint16(c.state), uint32(c.ctx)
+	r.Type, r.ID, r.Parent, r.T = uint64(c._type), uint64(c.id), uint64(c.parent), int64(c.t)
+	r.A, r.B, r.C, r.D = uint64(c.a), uint64(c.b), uint64(c.c), uint64(c.d)
+	r.Rank, r.Peer = int32(c.rank), int32(c.peer)
+	if r.Op != fold.RecStart {
+		return
+	}
+	r.Func = *(*[16]byte)(unsafe.Pointer(&c.fn))
+	r.Dtype = *(*[16]byte)(unsafe.Pointer(&c.dtype))
+	r.Algo = *(*[16]byte)(unsafe.Pointer(&c.algo))
+	r.Proto = *(*[8]byte)(unsafe.Pointer(&c.proto))
+}
+
+// run is the sender goroutine: it drains the ring, folds, and sends, sleeping briefly when idle.
+func run(s *sender.Sender) {
+	r := newRing()
+	for {
+		n, final := r.drain(1<<14, s.Add)
+		s.Pump(int64(C.xr_now()), int64(C.xr_dropped_count()), int64(C.xr_unknown_count()), final)
+		C.xr_set_flushed(C.uint64_t(r.head))
+		if n == 0 {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+}
+
+// benchRing is the ring's consumer side for benchmarks: it persists from one run to the next.
+var benchRing *ring
+
+const benchRingSize = 1 << 18
+
+// benchCallbacks runs n callback sequences of kind (0: a collective's start and stop; 1: a proxy
+// step's start, state and stop) through the C callbacks on this thread and returns the nanoseconds
+// per callback and the events dropped. The ring is emptied between timed runs (untimed), so the
+// cost is the enqueue's alone; when full, the ring is kept full and every callback takes the drop
+// path.
+func benchCallbacks(n, kind int, full bool) (float64, uint64) {
+	C.xr_bench_setup(benchRingSize)
+	if benchRing == nil {
+		benchRing = newRing()
+	}
+	r := benchRing
+	calls := 2
+	if kind == 1 {
+		calls = 3
+	}
+	discard := func(*fold.Record) {}
+	before := uint64(C.xr_dropped_count())
+	var ns uint64
+	if full {
+		C.xr_bench(benchRingSize, 0) // fill it
+		before = uint64(C.xr_dropped_count())
+		ns = uint64(C.xr_bench(C.uint64_t(n), C.int(kind)))
+	} else {
+		per := benchRingSize/calls - 1
+		for done := 0; done < n; {
+			for m, _ := r.drain(benchRingSize, discard); m > 0; m, _ = r.drain(benchRingSize, discard) {
+			}
+			k := min(per, n-done)
+			ns += uint64(C.xr_bench(C.uint64_t(k), C.int(kind)))
+			done += k
+		}
+	}
+	for m, _ := r.drain(benchRingSize, discard); m > 0; m, _ = r.drain(benchRingSize, discard) {
+	}
+	return float64(ns) / float64(n*calls), uint64(C.xr_dropped_count()) - before
+}

@@ -1,0 +1,371 @@
+// harness drives an NCCL profiler plugin as NCCL 2.28's core does, without NCCL or a GPU: it loads
+// the library and looks its interface up as NCCL's loader does (src/plugin/profiler.cc), then calls
+// init, startEvent, stopEvent, recordEventState and finalize in the order and with the parent links
+// that NCCL's enqueue (src/enqueue.cc: collTaskAppend, p2pTaskAppend, hostStreamPlanTask), group
+// (src/group.cc: ncclGroupEnd), kernel launch and proxy (src/plugin/profiler.cc,
+// src/transport/profiler.cc) code use, honouring the activation mask the plugin returned. The
+// proxy thread's events (kernel channels, proxy ops and steps) come from a second thread, as in NCCL.
+//
+// One process is one rank. It prints what it issued, one line per op ("coll all_reduce seq 3
+// bytes 4096", "send peer 1 bytes 256", …), for the test to compare with what the console received.
+//
+//   harness -lib PATH -rank R -nranks N [-comm HASH] [-scenario allreduce|sendrecv|alltoall|unknown|hang]
+//           [-iters K] [-lookup 6,5,4] [-pace-us U] [-count C]
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../ncclprof.h"
+
+// Offsets as NCCL's own headers lay them out (profiler_v4/5/6.h, compiled for x86-64).
+_Static_assert(offsetof(xr_descr_v4, rank) == 16, "v4 rank");
+_Static_assert(offsetof(xr_descr_v4, u.coll.proto) == 96, "v4 coll.proto");
+_Static_assert(offsetof(xr_descr_v4, u.p2p.nChannels) == 60, "v4 p2p.nChannels");
+_Static_assert(offsetof(xr_descr_v4, u.proxyOp.isSend) == 44, "v4 proxyOp.isSend");
+_Static_assert(offsetof(xr_descr_v5, u.kernelCh.pTimer) == 32, "v5 kernelCh.pTimer");
+_Static_assert(offsetof(xr_descr_v5, u.coll.parentGroup) == 104, "v5 coll.parentGroup");
+_Static_assert(offsetof(xr_descr_v5, u.p2p.parentGroup) == 64, "v5 p2p.parentGroup");
+_Static_assert(offsetof(xr_descr_v5, u.collApi.graphCaptured) == 64, "v5 collApi.graphCaptured");
+_Static_assert(offsetof(xr_descr_v5, u.groupApi.groupDepth) == 28, "v5 groupApi.groupDepth");
+_Static_assert(offsetof(xr_descr_v6, u.ceColl.stream) == 104, "v6 ceColl.stream");
+_Static_assert(offsetof(xr_descr_v6, u.ceColl.batchSize) == 92, "v6 ceColl.batchSize");
+_Static_assert(offsetof(xr_profiler_v5, finalize) == 40, "v5 finalize");
+_Static_assert(sizeof(xr_state_args) == 8, "state args");
+
+static int version;
+static void* plugin;
+static void* ctx;
+static int mask;
+static int rank_, nranks;
+static uint64_t comm_hash = 0x5eed0fc0ffee1234ULL;
+static uint64_t seq[16];   // per NCCL function, as comm->seqNumber
+static int pace_us;
+static size_t count = 1024;
+
+enum { F_ALLREDUCE = 1, F_SEND = 2, F_RECV = 3 };
+
+// ---- the plugin as NCCL sees it, whatever version was found ----
+
+static void* start(uint64_t type, void* parent, int rank, xr_descr_union* u) {
+  void* h = NULL;
+  if (version == 4) {
+    // NCCL's v4 shim: API and copy-engine events are not passed; a task's parent is its group.
+    if (type > XR_NET_PLUGIN) return NULL;
+    xr_descr_v4 d;
+    memset(&d, 0, sizeof d);
+    d.type = (uint8_t)type;
+    d.parentObj = parent;
+    d.rank = rank;
+    d.u = *u;
+    if (type == XR_COLL) d.parentObj = u->coll.parentGroup;
+    if (type == XR_P2P) d.parentObj = u->p2p.parentGroup;
+    ((xr_profiler_v4*)plugin)->startEvent(ctx, &h, &d);
+  } else {
+    xr_descr_v5 d;
+    memset(&d, 0, sizeof d);
+    d.type = type;
+    d.parentObj = parent;
+    d.rank = rank;
+    d.u = *u;
+    ((xr_profiler_v5*)plugin)->startEvent(ctx, &h, &d);
+  }
+  return h;
+}
+
+static void stop(void* h) {
+  if (h) ((xr_profiler_v5*)plugin)->stopEvent(h);
+}
+
+static void state(void* h, int s, xr_state_args* a) {
+  if (h) ((xr_profiler_v5*)plugin)->recordEventState(h, s, a);
+}
+
+// ---- an NCCL task, as the planner holds it ----
+
+typedef struct {
+  int func;             // F_*
+  const char* name;     // ncclFuncToString
+  const char* api;      // the API call's function (AlltoAll for its sends and receives)
+  int peer;
+  size_t count;
+  uint64_t seq;
+  void* apiHandle;
+  void* handle;
+  int nChannels;
+} task;
+
+#define MAX_TASKS 256
+static task tasks[MAX_TASKS];
+static int ntasks;
+static void* groupApi;
+static int groupApiState; // 0 none, 1 started, 2 start stopped
+static int groupDepth;    // ncclGroupDepth
+static void* stream = (void*)0x7f0000001000;
+
+static int on(int bits) { return (mask & bits) != 0; }
+
+// The group API event: started by the first task appended at the outermost depth.
+static void group_api_start(void) {
+  if (groupApi || groupApiState) return;
+  if (!on(XR_GROUP_API | XR_P2P_API | XR_COLL_API | XR_KERNEL_LAUNCH | XR_GROUP | XR_COLL | XR_P2P | XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH)) return;
+  xr_descr_union u;
+  memset(&u, 0, sizeof u);
+  u.groupApi.groupDepth = groupDepth;
+  groupApi = start(XR_GROUP_API, NULL, 0, &u);
+  groupApiState = 1;
+  state(groupApi, 23 /* GroupStartApiStop */, NULL);
+  groupApiState = 2;
+}
+
+// ncclGroupStart()
+static void group_start(void) { groupDepth++; }
+
+// collTaskAppend / p2pTaskAppend: the API event is started and stopped around the append.
+// ncclEnqueueCheck wraps the append in its own group start and end: the depth the group API event
+// records is 1 for a call outside any group (NCCL's implicit group), 2 inside ncclGroupStart.
+static void append(int func, const char* name, const char* api, int peer, size_t n) {
+  groupDepth++;
+  group_api_start();
+  task* t = &tasks[ntasks++];
+  memset(t, 0, sizeof *t);
+  t->func = func, t->name = name, t->api = api, t->peer = peer, t->count = n, t->nChannels = 2;
+  xr_descr_union u;
+  memset(&u, 0, sizeof u);
+  if (func == F_ALLREDUCE) {
+    if (on(XR_COLL_API | XR_COLL | XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH)) {
+      u.collApi.func = api, u.collApi.count = n, u.collApi.datatype = "ncclFloat32", u.collApi.stream = stream;
+      t->apiHandle = start(XR_COLL_API, groupApi, 0, &u);
+      stop(t->apiHandle);
+    }
+  } else if (on(XR_P2P_API | XR_P2P | XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH)) {
+    u.p2pApi.func = api, u.p2pApi.count = n, u.p2pApi.datatype = "ncclFloat32", u.p2pApi.stream = stream;
+    t->apiHandle = start(XR_P2P_API, groupApi, 0, &u);
+    stop(t->apiHandle);
+  }
+  groupDepth--;
+}
+
+#define MAX_CHANNELS 4
+static void* kch[MAX_TASKS][MAX_CHANNELS];
+static uint64_t kstop[MAX_TASKS][MAX_CHANNELS];
+static uint64_t gpu_launches;
+
+// The proxy thread: kernel channels (profiler proxy progress) and network proxy ops with steps.
+static void* proxy_thread(void* arg) {
+  (void)arg;
+  for (int i = 0; i < ntasks; i++) {
+    task* t = &tasks[i];
+    if (!t->handle) continue;
+    for (int c = 0; c < t->nChannels; c++) {
+      if (on(XR_PROXY_OP) && t->peer != rank_) {
+        for (int dir = 0; dir < 2; dir++) {
+          xr_descr_union u;
+          memset(&u, 0, sizeof u);
+          u.proxyOp.pid = getpid(), u.proxyOp.channelId = (uint8_t)c, u.proxyOp.peer = t->func == F_ALLREDUCE ? (rank_ + 1) % nranks : t->peer;
+          u.proxyOp.nSteps = 2, u.proxyOp.chunkSize = 1 << 20, u.proxyOp.isSend = dir == 0;
+          void* op = start(XR_PROXY_OP, t->handle, rank_, &u);
+          for (int s = 0; s < 2; s++) {
+            memset(&u, 0, sizeof u);
+            u.proxyStep.step = s;
+            void* st = on(XR_PROXY_STEP) ? start(XR_PROXY_STEP, op, rank_, &u) : NULL;
+            xr_state_args a = {{(size_t)(t->count * 4 / 4)}};
+            if (dir == 0) {
+              state(st, XR_STEP_SEND_GPU_WAIT, &a);
+              state(st, XR_STEP_SEND_PEER_WAIT, &a);
+              usleep(50);
+              state(st, XR_STEP_SEND_WAIT, &a);
+            } else {
+              state(st, XR_STEP_RECV_WAIT, &a);
+              usleep(50);
+              state(st, XR_STEP_RECV_FLUSH_WAIT, &a);
+              state(st, XR_STEP_RECV_GPU_WAIT, &a);
+            }
+            stop(st);
+          }
+          stop(op);
+        }
+      }
+      if (on(XR_KERNEL_CH)) {
+        // The kernel's own timers (GPU globaltimer, ns): channel c runs from base + c µs to
+        // base + 100 µs + 10 µs × c, so the collective's kernel takes exactly 100 + 10 × (channels − 1) µs.
+        uint64_t base = 1700000000000000000ULL + (uint64_t)gpu_launches * 1000000000ULL;
+        xr_descr_union u;
+        memset(&u, 0, sizeof u);
+        u.kernelCh.channelId = (uint8_t)c, u.kernelCh.pTimer = base + (uint64_t)c * 1000;
+        kch[i][c] = start(XR_KERNEL_CH, t->handle, 0, &u);
+        kstop[i][c] = base + 100000 + (uint64_t)c * 10000;
+      }
+    }
+    gpu_launches++;
+  }
+  // The proxy sees the kernel finish after it has: its channels' stops come later on the host.
+  usleep(150);
+  for (int i = 0; i < ntasks; i++) {
+    for (int c = 0; c < tasks[i].nChannels; c++) {
+      if (!kch[i][c]) continue;
+      xr_state_args a;
+      memset(&a, 0, sizeof a);
+      a.kernelCh.pTimer = kstop[i][c];
+      state(kch[i][c], XR_KERNEL_CH_STOP, &a);
+      stop(kch[i][c]);
+      kch[i][c] = NULL;
+    }
+  }
+  return NULL;
+}
+
+// The outermost group end (ncclGroupEnd, or the end of a call's implicit group): launch (kernel
+// launch, then hostStreamPlanTask: group, tasks, proxy start, task stops, group stop), the proxy
+// thread's work, and the group API event's stop.
+static void launch(void) {
+  state(groupApi, 24 /* GroupEndApiStart */, NULL);
+  if (ntasks == 0) {
+    stop(groupApi);
+    groupApi = NULL, groupApiState = 0;
+    return;
+  }
+  xr_descr_union u;
+  memset(&u, 0, sizeof u);
+  void* kl = NULL;
+  if (on(XR_KERNEL_LAUNCH)) {
+    u.kernelLaunch.stream = stream;
+    kl = start(XR_KERNEL_LAUNCH, groupApi, 0, &u);
+    stop(kl);
+  }
+  void* group = NULL;
+  if (on(XR_GROUP | XR_COLL | XR_P2P | XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH)) {
+    memset(&u, 0, sizeof u);
+    group = start(XR_GROUP, NULL, 0, &u);
+  }
+  for (int i = 0; i < ntasks; i++) {
+    task* t = &tasks[i];
+    memset(&u, 0, sizeof u);
+    if (t->func == F_ALLREDUCE) {
+      t->seq = seq[F_ALLREDUCE]++;
+      if (!on(XR_COLL | XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH)) continue;
+      u.coll.seqNumber = t->seq, u.coll.func = t->name, u.coll.count = t->count, u.coll.datatype = "ncclFloat32";
+      u.coll.nChannels = (uint8_t)t->nChannels, u.coll.nWarps = 16, u.coll.algo = "RING", u.coll.proto = "SIMPLE";
+      u.coll.parentGroup = group;
+      t->handle = start(XR_COLL, t->apiHandle, rank_, &u);
+    } else {
+      if (!on(XR_P2P | XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH)) continue;
+      u.p2p.func = t->name, u.p2p.count = t->count, u.p2p.datatype = "ncclFloat32", u.p2p.peer = t->peer;
+      u.p2p.nChannels = (uint8_t)t->nChannels, u.p2p.parentGroup = group;
+      t->handle = start(XR_P2P, t->apiHandle, rank_, &u);
+    }
+  }
+  for (int i = 0; i < ntasks; i++) stop(tasks[i].handle);
+  stop(group);
+  pthread_t th;
+  pthread_create(&th, NULL, proxy_thread, NULL);
+  // ncclGroupEnd returns (stopping the group API event) while the proxy thread still works.
+  stop(groupApi);
+  groupApi = NULL, groupApiState = 0;
+  pthread_join(th, NULL);
+  for (int i = 0; i < ntasks; i++) {
+    task* t = &tasks[i];
+    if (t->func == F_ALLREDUCE) {
+      printf("coll all_reduce seq %llu bytes %zu\n", (unsigned long long)t->seq, t->count * 4);
+    } else {
+      printf("%s peer %d bytes %zu api %s\n", t->func == F_SEND ? "send" : "recv", t->peer, t->count * 4, t->api);
+    }
+  }
+  ntasks = 0;
+}
+
+// ncclGroupEnd()
+static void group_end(void) {
+  if (--groupDepth > 0) return;
+  launch();
+}
+
+static void pace(void) {
+  if (pace_us > 0) usleep((useconds_t)pace_us);
+}
+
+int main(int argc, char** argv) {
+  const char* lib = NULL;
+  const char* scenario = "allreduce";
+  const char* lookup = "6,5,4";
+  int iters = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "-lib")) lib = argv[i + 1];
+    else if (!strcmp(argv[i], "-rank")) rank_ = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-nranks")) nranks = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-comm")) comm_hash = strtoull(argv[i + 1], NULL, 0);
+    else if (!strcmp(argv[i], "-scenario")) scenario = argv[i + 1];
+    else if (!strcmp(argv[i], "-iters")) iters = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-lookup")) lookup = argv[i + 1];
+    else if (!strcmp(argv[i], "-pace-us")) pace_us = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-count")) count = (size_t)atoll(argv[i + 1]);
+  }
+  if (!lib || nranks < 1) {
+    fprintf(stderr, "usage: harness -lib PATH -rank R -nranks N [-scenario S] [-iters K] [-lookup 6,5,4]\n");
+    return 2;
+  }
+  void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "harness: dlopen %s: %s\n", lib, dlerror());
+    return 1;
+  }
+  // NCCL's loader: the newest interface it knows first.
+  for (const char* p = lookup; *p && !plugin; p++) {
+    if (*p < '1' || *p > '9') continue;
+    char sym[32];
+    snprintf(sym, sizeof sym, "ncclProfiler_v%c", *p);
+    plugin = dlsym(h, sym);
+    if (plugin) version = *p - '0';
+  }
+  if (!plugin || version < 4 || version > 6) {
+    // An NCCL that finds no interface it supports runs without a profiler.
+    printf("unsupported: no profiler interface among v%s\n", lookup);
+    return 0;
+  }
+  xr_result r;
+  if (version == 4) {
+    r = ((xr_profiler_v4*)plugin)->init(&ctx, &mask, "harness", comm_hash, 1, nranks, rank_, NULL);
+  } else {
+    r = ((xr_profiler_v5*)plugin)->init(&ctx, comm_hash, &mask, "harness", 1, nranks, rank_, NULL);
+  }
+  printf("init v%d result %d mask 0x%x\n", version, r, mask);
+  if (r != 0) return 0; // NCCL goes on without the profiler
+  for (int it = 0; it < iters; it++) {
+    if (!strcmp(scenario, "allreduce") || !strcmp(scenario, "hang")) {
+      if (!strcmp(scenario, "hang") && it == iters - 1 && rank_ == nranks - 1) break; // the last rank never posts it
+      group_start();
+      append(F_ALLREDUCE, "AllReduce", "AllReduce", 0, count);
+      append(F_ALLREDUCE, "AllReduce", "AllReduce", 0, count * 2);
+      group_end();
+    } else if (!strcmp(scenario, "sendrecv")) {
+      // rank 0 sends to 1 (ncclSend, an implicit group); rank 1 receives from 0.
+      if (rank_ == 0) append(F_SEND, "Send", "Send", 1, count);
+      if (rank_ == 1) append(F_RECV, "Recv", "Recv", 0, count);
+      launch();
+    } else if (!strcmp(scenario, "alltoall")) {
+      // ncclAlltoAll in 2.28: one send and one receive task per peer, self included.
+      for (int p = 0; p < nranks; p++) {
+        append(F_SEND, "Send", "AlltoAll", p, count);
+        append(F_RECV, "Recv", "AlltoAll", p, count);
+      }
+      launch();
+    } else if (!strcmp(scenario, "unknown")) {
+      xr_descr_union u;
+      memset(&u, 0, sizeof u);
+      void* x = start(1ULL << 20, NULL, rank_, &u); // a type this plugin was not written for
+      printf("unknown handle %p\n", x);
+      stop(x);
+      group_start();
+      append(F_ALLREDUCE, "AllReduce", "AllReduce", 0, count);
+      group_end();
+    }
+    fflush(stdout);
+    pace();
+  }
+  if (!getenv("HARNESS_NO_FINALIZE")) ((xr_profiler_v5*)plugin)->finalize(ctx);
+  printf("done\n");
+  return 0;
+}
