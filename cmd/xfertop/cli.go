@@ -26,6 +26,7 @@ Usage:
   xfertop replay FILE [flags]         replay a recording (.xfr) and print its report
   xfertop analyze FILE... [flags]     report on a recording, PyTorch profiler (Kineto) traces or a Chrome trace
   xfertop convert IN OUT [flags]      .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON -> .xfr
+  xfertop compare A B [flags]         two recordings or traces side by side (or: run --compare knob=a,b)
   xfertop attach [flags]              watch a training job live: its ranks' NCCL collectives and transfers
   xfertop plugin                      print the path of the NCCL profiler plugin attach needs (or how to build it)
   xfertop scenarios                   list built-in scenarios and their knobs
@@ -53,6 +54,8 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = untilInterrupted(ctx, func() error { return analyzeCmd(ctx, args, stdout, stderr) })
 	case "convert":
 		err = untilInterrupted(ctx, func() error { return convertCmd(args, stdout, stderr) })
+	case "compare":
+		err = untilInterrupted(ctx, func() error { return compareCmd(ctx, args, stdout, stderr) })
 	case "attach":
 		err = attachCmd(ctx, args, stdout, stderr)
 	case "plugin":
@@ -64,7 +67,7 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprint(stdout, exitHelp)
 	default:
-		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, analyze, convert, attach, plugin, scenarios, help)\n", cmd)
+		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, analyze, convert, compare, attach, plugin, scenarios, help)\n", cmd)
 		return exitUsage
 	}
 	return finish(ctx, cmd, err, stderr)
@@ -112,6 +115,7 @@ type runOpts struct {
 	record   string
 	console  consoleOpts
 	otlp     otlpFlags
+	compare  string // knob=a,b
 }
 
 func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
@@ -136,6 +140,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	o.otlp.register(fs)
 	fs.BoolVar(&o.cfg.NVML, "nvml", false, "sample GPU telemetry through NVML beside the run (utilisation, memory, PCIe, NVLink, power, clocks, temperature)")
 	fs.DurationVar(&o.cfg.NVMLInterval, "nvml-interval", 500*time.Millisecond, "how often --nvml samples")
+	fs.StringVar(&o.compare, "compare", "", "run the scenario twice, knob=a,b, with one seed, and compare the two (headless)")
 	return fs, o
 }
 
@@ -161,6 +166,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	o.cfg.Export = exp
 	if o.console.tick <= 0 || o.console.window <= 0 {
 		return usageError("--tick and --window must be positive")
+	}
+	if o.compare != "" {
+		return compareRuns(ctx, o, o.compare, stdout)
 	}
 	if !o.headless {
 		if interactive(stdout) {

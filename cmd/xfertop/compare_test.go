@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/report"
+)
+
+// run --compare runs both variants with one seed; each figure equals that variant's own report, and
+// the difference carries its sign: high-priority D2D streams make the pipeline's step shorter.
+func TestRunCompare(t *testing.T) {
+	code, out, errs := runCLI(t, "run", "--scenario", "pipeline", "--steps", "4", "--compare", "d2d_priority=high,normal", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var c report.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	var high, normal report.Report
+	for v, r := range map[string]*report.Report{"high": &high, "normal": &normal} {
+		_, js, errs := runCLI(t, "run", "--headless", "--json", "--scenario", "pipeline", "--steps", "4", "--set", "d2d_priority="+v)
+		if err := json.Unmarshal([]byte(js), r); err != nil {
+			t.Fatal(err, errs)
+		}
+	}
+	r := c.Rows[0]
+	if r.Name != "step time p50" || *r.A != float64(*high.Steps.P50Ns) || *r.B != float64(*normal.Steps.P50Ns) {
+		t.Fatalf("first row %+v; want step p50 high %d, normal %d", r, *high.Steps.P50Ns, *normal.Steps.P50Ns)
+	}
+	if *r.Diff <= 0 || *r.Better {
+		t.Errorf("normal priority should be slower (a worse, positive difference): %+v", r)
+	}
+	if got := float64(*normal.Steps.P50Ns-*high.Steps.P50Ns) / float64(*high.Steps.P50Ns) * 100; *r.DiffPct < got-0.01 || *r.DiffPct > got+0.01 {
+		t.Errorf("relative change %.2f%%; want %.2f%%", *r.DiffPct, got)
+	}
+	code, text, _ := runCLI(t, "run", "--scenario", "pipeline", "--steps", "4", "--compare", "d2d_priority=high,normal")
+	if code != exitOK || !strings.Contains(text, "step time p50") || !strings.Contains(text, "worse") {
+		t.Errorf("text comparison:\n%s", text)
+	}
+	if code, _, errs := runCLI(t, "run", "--compare", "d2d_priority"); code != exitUsage || !strings.Contains(errs, "give knob=a,b") {
+		t.Errorf("a malformed --compare: exit %d, %s", code, errs)
+	}
+}
+
+// compare A B reads two recordings, and a recording against itself differs by nothing.
+func TestCompareFiles(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.xfr"), filepath.Join(dir, "b.xfr")
+	for p, v := range map[string]string{a: "high", b: "normal"} {
+		if code, _, errs := runCLI(t, "run", "--headless", "--steps", "3", "--set", "d2d_priority="+v, "--record", p); code != exitOK {
+			t.Fatal(errs)
+		}
+	}
+	code, out, errs := runCLI(t, "compare", a, b, "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var c report.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil || len(c.Rows) == 0 || *c.Rows[0].Diff <= 0 {
+		t.Fatalf("compare: %v %+v", err, c)
+	}
+	_, out, _ = runCLI(t, "compare", a, a, "--json")
+	var same report.Comparison
+	_ = json.Unmarshal([]byte(out), &same)
+	for _, r := range same.Rows {
+		if r.Diff != nil && *r.Diff != 0 {
+			t.Errorf("a recording against itself: %s differs by %v", r.Name, *r.Diff)
+		}
+	}
+	if code, _, errs := runCLI(t, "compare", a); code != exitUsage || !strings.Contains(errs, "give two") {
+		t.Errorf("one file: exit %d, %s", code, errs)
+	}
+}
