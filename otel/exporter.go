@@ -32,6 +32,7 @@ type Stats struct {
 	Endpoint      string `json:"endpoint"`
 	Protocol      string `json:"protocol"`
 	State         string `json:"state"` // "ok", "failing: …", "starting"
+	Failing       bool   `json:"failing"` // the last export failed: State says how
 	SpansBuilt    int64  `json:"spans_built"`
 	SpansExported int64  `json:"spans_exported"`
 	SpansDropped  int64  `json:"spans_dropped"`  // in exports that failed for good, and still queued when shutdown gave up
@@ -309,7 +310,7 @@ func (x *Exporter) Stats() Stats {
 		StepsOverRate: x.stepsOverRate.Load()}
 	switch last := q.lastErr.Load(); {
 	case last != nil:
-		s.State = "failing: " + *last
+		s.State, s.Failing = "failing: "+*last, true
 	case q.tried.Load():
 		s.State = "ok"
 	default:

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,13 +39,20 @@ type SourceInfo struct {
 	Duration int64         // replay: the recording's length in ns
 }
 
+// ExportStatus is how the OpenTelemetry export is doing: a line for people, and whether it is
+// failing (shown as a warning).
+type ExportStatus struct {
+	Text    string
+	Failing bool
+}
+
 // Status is how a source is doing now.
 type Status struct {
 	Speed   float64 // 0: as fast as possible
 	Done    bool
 	Err     error
 	Dropped int64  // events lost before reaching the console or the recording
-	Export  string // the OpenTelemetry export's state, when exporting
+	Export  *ExportStatus // the OpenTelemetry export's state, when exporting
 	Note    string // a line the source asks to show under the header (attach: waiting for ranks)
 }
 
@@ -100,6 +108,8 @@ type Model struct {
 	status Status
 	frames int
 
+	// The views, and the same in tab order: the root routes to panes[tab].
+	panes     []pane
 	overview  overviewView
 	timeline  timelineView
 	transfers transfersView
@@ -121,6 +131,7 @@ func New(src Source, opts Options) *Model {
 	m.timeline = newTimelineView()
 	m.transfers = newTransfersView()
 	m.events = newEventsView()
+	m.panes = []pane{&m.overview, &m.timeline, &m.transfers, &m.barriers, &m.idle, &m.comms, &m.events}
 	m.configureKeys()
 	return m
 }
@@ -174,6 +185,21 @@ func (m *Model) refresh() {
 	m.status = m.src.Status()
 }
 
+// frame is what the views draw from now.
+func (m *Model) frame() *Frame {
+	return &Frame{Res: m.res, Snap: &m.snap, State: m.state, Info: m.info, Styles: m.styles, Keys: m.keys, Width: m.width, Paused: m.paused}
+}
+
+// paneHas reports whether the current view uses a key itself.
+func (m *Model) paneHas(b key.Binding) bool {
+	for _, k := range m.panes[m.tab].Keys(m.keys) {
+		if slices.Equal(k.Keys(), b.Keys()) {
+			return true
+		}
+	}
+	return false
+}
+
 // Result is the analysis the console shows now: the same numbers the report gives for these events.
 func (m *Model) Result() *analysis.Result { return m.res }
 
@@ -203,34 +229,20 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tea.KeyPressMsg:
 		return m.key(msg)
+	case JumpToMsg:
+		m.timeline.jump(m.frame(), msg.Device, msg.Stream, msg.Time, msg.Dur)
+		m.tab = TabTimeline
+		return m, nil
 	}
 	return m, nil
 }
 
-func (m *Model) scroll(n int) {
-	switch m.tab {
-	case TabTimeline:
-		m.timeline.moveRow(n)
-	case TabTransfers:
-		m.transfers.move(n)
-	case TabBarriers:
-		m.barriers.move(n)
-	case TabIdle:
-		m.idle.move(n)
-	case TabComms:
-		m.comms.move(n)
-	case TabEvents:
-		m.events.move(n)
-	}
-}
+func (m *Model) scroll(n int) { m.panes[m.tab].Scroll(n) }
 
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	// A text input that is open takes every key but the ones that close it.
-	if m.tab == TabTransfers && m.transfers.filter.filtering {
-		return m, m.transfers.filter.key(msg)
-	}
-	if m.tab == TabEvents && m.events.filter.filtering {
-		return m, m.events.filter.key(msg)
+	if p := m.panes[m.tab]; p.Capturing() {
+		return m, p.CaptureKey(msg)
 	}
 	k := m.keys
 	switch {
@@ -275,9 +287,9 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			t += step
 		}
 		m.seek(max(t, 0))
-	case key.Matches(msg, k.Top) && m.info.Replay && m.tab != TabTransfers && m.tab != TabEvents && m.tab != TabBarriers && m.tab != TabIdle && m.tab != TabComms:
+	case key.Matches(msg, k.Top) && m.info.Replay && !m.paneHas(k.Top):
 		m.seek(0)
-	case key.Matches(msg, k.Bottom) && m.info.Replay && m.tab != TabTransfers && m.tab != TabEvents && m.tab != TabBarriers && m.tab != TabIdle && m.tab != TabComms:
+	case key.Matches(msg, k.Bottom) && m.info.Replay && !m.paneHas(k.Bottom):
 		m.seek(m.info.Duration)
 	default:
 		return m, m.viewKey(msg)
@@ -294,23 +306,7 @@ func (m *Model) seek(t int64) {
 	m.refresh()
 }
 
-func (m *Model) viewKey(msg tea.KeyPressMsg) tea.Cmd {
-	switch m.tab {
-	case TabTimeline:
-		m.timeline.key(msg, m)
-	case TabTransfers:
-		return m.transfers.key(msg, m)
-	case TabBarriers:
-		m.barriers.key(msg, m)
-	case TabIdle:
-		return m.idle.key(msg, m)
-	case TabComms:
-		m.comms.key(msg, m)
-	case TabEvents:
-		return m.events.key(msg, m)
-	}
-	return nil
-}
+func (m *Model) viewKey(msg tea.KeyPressMsg) tea.Cmd { return m.panes[m.tab].Key(msg, m.frame()) }
 
 // View draws the console.
 func (m *Model) View() tea.View {
@@ -347,25 +343,7 @@ func (m *Model) render() string {
 	return strings.Join([]string{header, tabs, body, footer}, "\n")
 }
 
-func (m *Model) body(w, h int) string {
-	switch m.tab {
-	case TabOverview:
-		return m.overview.view(m, w, h)
-	case TabTimeline:
-		return m.timeline.view(m, w, h)
-	case TabTransfers:
-		return m.transfers.view(m, w, h)
-	case TabBarriers:
-		return m.barriers.view(m, w, h)
-	case TabIdle:
-		return m.idle.view(m, w, h)
-	case TabComms:
-		return m.comms.view(m, w, h)
-	case TabEvents:
-		return m.events.view(m, w, h)
-	}
-	return ""
-}
+func (m *Model) body(w, h int) string { return m.panes[m.tab].View(m.frame(), w, h) }
 
 func (m *Model) header() string {
 	st := m.styles
@@ -406,10 +384,10 @@ func (m *Model) header() string {
 	if m.snap.Trimmed > 0 {
 		parts = append(parts, st.Warn.Render(fmt.Sprintf("trimmed %d older", m.snap.Trimmed)))
 	}
-	if m.status.Export != "" {
-		ex := st.Muted.Render(m.status.Export)
-		if strings.Contains(m.status.Export, "failing") {
-			ex = st.Warn.Render(m.status.Export)
+	if x := m.status.Export; x != nil {
+		ex := st.Muted.Render(x.Text)
+		if x.Failing {
+			ex = st.Warn.Render(x.Text)
 		}
 		parts = append(parts, ex)
 	}
@@ -442,23 +420,7 @@ func (m *Model) footer() string {
 }
 
 // viewKeys are the keys that work in the current view, beyond the global ones.
-func (m *Model) viewKeys() []key.Binding {
-	k := m.keys
-	list := []key.Binding{k.Up, k.Down, k.Top, k.Bottom}
-	switch m.tab {
-	case TabTimeline:
-		return []key.Binding{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse, k.Up, k.Down}
-	case TabTransfers:
-		return append([]key.Binding{k.Sort, k.Reverse, k.Filter}, list...)
-	case TabIdle:
-		return append([]key.Binding{k.Select}, list...)
-	case TabEvents:
-		return append([]key.Binding{k.Filter}, list...)
-	case TabBarriers, TabComms:
-		return list
-	}
-	return nil
-}
+func (m *Model) viewKeys() []key.Binding { return m.panes[m.tab].Keys(m.keys) }
 
 // shortKeys are the keys the footer lists for the current view.
 func (m *Model) shortKeys() []key.Binding {

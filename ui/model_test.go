@@ -206,7 +206,15 @@ func TestIdleJumpsToTimeline(t *testing.T) {
 		t.Fatalf("idle view:\n%s", got)
 	}
 	g := idleGroups(&m.Result().StreamIdle)[0]
-	press(m, "enter")
+	cmd := press(m, "enter")
+	if cmd == nil {
+		t.Fatal("enter on an idle row asked for no jump")
+	}
+	jump, ok := cmd().(JumpToMsg)
+	if !ok || jump.Device != g.device || jump.Stream != g.stream {
+		t.Fatalf("enter asked for %#v; want a jump to device %d stream %d", jump, g.device, g.stream)
+	}
+	m.Update(jump) // as the runtime delivers the command's message
 	if m.Tab() != TabTimeline || m.timeline.follow {
 		t.Fatalf("enter did not jump to the timeline (tab %d)", m.Tab())
 	}
@@ -339,5 +347,19 @@ func TestReplayProgress(t *testing.T) {
 	want := " / " + units.Dur(src.info.Duration) + " █████░░░░░"
 	if got := strings.Split(text(m), "\n")[0]; !strings.Contains(got, want) {
 		t.Errorf("replay header %q lacks %q", got, want)
+	}
+}
+
+// A failing export shows as a warning because the source says it fails, not because of its words.
+func TestExportFailureIsTyped(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 1, "")
+	src.status.Export = &ExportStatus{Text: "otlp ok: 10 exported, 0 dropped"}
+	m := sized(src, 200, 30)
+	ok := m.View().Content
+	src.status.Export = &ExportStatus{Text: "otlp ok: 10 exported, 0 dropped", Failing: true}
+	m.refresh()
+	failing := m.View().Content
+	if ansi.Strip(ok) != ansi.Strip(failing) || ok == failing {
+		t.Error("a failing export is not drawn apart from a healthy one with the same words")
 	}
 }

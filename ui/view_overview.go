@@ -8,12 +8,14 @@ import (
 	"github.com/xfertop/xfertop/units"
 )
 
-type overviewView struct{}
+type overviewView struct {
+	noCapture
+}
 
 var sparks = []rune("▁▂▃▄▅▆▇█")
 
-func (overviewView) view(m *Model, w, h int) string {
-	st, res := m.styles, m.res
+func (*overviewView) View(fr *Frame, w, h int) string {
+	st, res := fr.Styles, fr.Res
 	var b strings.Builder
 	steps := "no steps yet"
 	if s := res.Steps; s.Count > 0 {
@@ -27,7 +29,7 @@ func (overviewView) view(m *Model, w, h int) string {
 	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; each link now, % of peak") + "\n")
 
 	devs := res.Links.Devices
-	for len(devs) < m.info.Meta.Devices { // devices that moved nothing yet still have a row
+	for len(devs) < fr.Info.Meta.Devices { // devices that moved nothing yet still have a row
 		devs = append(devs, analysis.DeviceLinks{Device: int32(len(devs))})
 	}
 	times := map[int32]analysis.DeviceTime{}
@@ -38,7 +40,7 @@ func (overviewView) view(m *Model, w, h int) string {
 	for _, d := range res.StreamIdle.Devices {
 		causes[d.Device] = d.TopCause
 	}
-	bucket := m.state.Now/analysis.BucketNs - 1
+	bucket := fr.State.Now/analysis.BucketNs - 1
 	// Wide terminals show each link's GB/s beside its share of peak.
 	cell := 7
 	if w >= 140 {
@@ -95,7 +97,7 @@ func (overviewView) view(m *Model, w, h int) string {
 		for l := range analysis.NumLinks {
 			r, _ := ds.Rate(l, bucket)
 			sum += r
-			p := m.info.Meta.LinkPeaks[l]
+			p := fr.Info.Meta.LinkPeaks[l]
 			txt := units.Unknown // no peak known for this link: a share of it is unknown
 			if p > 0 {
 				txt = fmt.Sprintf("%.0f%%", 100*r/p)
@@ -142,8 +144,8 @@ func (overviewView) view(m *Model, w, h int) string {
 			b.WriteString(st.Alert.Render("  "+units.Dur(a.At)+"  "+a.Message) + "\n")
 		}
 	}
-	if m.state.Missed > 0 {
-		b.WriteString(st.Warn.Render(fmt.Sprintf("%d events went by while the view was behind (still recorded)", m.state.Missed)) + "\n")
+	if fr.State.Missed > 0 {
+		b.WriteString(st.Warn.Render(fmt.Sprintf("%d events went by while the view was behind (still recorded)", fr.State.Missed)) + "\n")
 	}
 	return b.String()
 }

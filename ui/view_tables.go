@@ -72,10 +72,10 @@ func newTransfersView() transfersView {
 	return transfersView{sortCol: 4, reverse: true, filter: newFilterBox("kind, e.g. send or all_reduce")}
 }
 
-func (v *transfersView) move(n int) { v.sel = max(0, v.sel+n) }
+func (v *transfersView) Scroll(n int) { v.sel = max(0, v.sel+n) }
 
-func (v *transfersView) key(msg tea.KeyPressMsg, m *Model) tea.Cmd {
-	k := m.keys
+func (v *transfersView) key(msg tea.KeyPressMsg, fr *Frame) tea.Cmd {
+	k := fr.Keys
 	switch {
 	case key.Matches(msg, k.Sort):
 		v.sortCol = (v.sortCol + 1) % len(transferCols)
@@ -84,9 +84,9 @@ func (v *transfersView) key(msg tea.KeyPressMsg, m *Model) tea.Cmd {
 	case key.Matches(msg, k.Filter):
 		return v.filter.open()
 	case key.Matches(msg, k.Up):
-		v.move(-1)
+		v.Scroll(-1)
 	case key.Matches(msg, k.Down):
-		v.move(1)
+		v.Scroll(1)
 	case key.Matches(msg, k.Top):
 		v.sel = 0
 	case key.Matches(msg, k.Bottom):
@@ -135,9 +135,9 @@ func gbpsCell(p *float64) string {
 	return fmt.Sprintf("%.1f", *p)
 }
 
-func (v *transfersView) view(m *Model, w, h int) string {
-	st := m.styles
-	rows := transferRows(m.res, v.filter.value())
+func (v *transfersView) View(fr *Frame, w, h int) string {
+	st := fr.Styles
+	rows := transferRows(fr.Res, v.filter.value())
 	keyOf := func(t trow) []any {
 		return []any{t.kind, t.size, int64(t.ranks), t.count, t.bytes, orZero(t.p50), orZero(t.p99), orZero(t.rate), orZero(t.bus)}
 	}
@@ -217,23 +217,26 @@ func (v *transfersView) view(m *Model, w, h int) string {
 
 // ---- barriers ----
 
-type barriersView struct{ sel int }
+type barriersView struct {
+	noCapture
+	sel int
+}
 
-func (v *barriersView) move(n int) { v.sel = max(0, v.sel+n) }
+func (v *barriersView) Scroll(n int) { v.sel = max(0, v.sel+n) }
 
-func (v *barriersView) key(msg tea.KeyPressMsg, m *Model) {
-	switch k := m.keys; {
+func (v *barriersView) key(msg tea.KeyPressMsg, fr *Frame) {
+	switch k := fr.Keys; {
 	case key.Matches(msg, k.Up):
-		v.move(-1)
+		v.Scroll(-1)
 	case key.Matches(msg, k.Down):
-		v.move(1)
+		v.Scroll(1)
 	case key.Matches(msg, k.Top):
 		v.sel = 0
 	}
 }
 
-func (v *barriersView) view(m *Model, w, h int) string {
-	st, bs := m.styles, m.res.Barriers
+func (v *barriersView) View(fr *Frame, w, h int) string {
+	st, bs := fr.Styles, fr.Res.Barriers
 	var b strings.Builder
 	if len(bs.Recent) == 0 {
 		return st.Muted.Render("no barriers yet")
@@ -281,9 +284,12 @@ type idleGroup struct {
 	gapAt, gapNs int64
 }
 
-type idleView struct{ sel, top int }
+type idleView struct {
+	noCapture
+	sel, top int
+}
 
-func (v *idleView) move(n int) { v.sel = max(0, v.sel+n) }
+func (v *idleView) Scroll(n int) { v.sel = max(0, v.sel+n) }
 
 // idleGroups ranks every stream's idle time by cause, most costly first.
 func idleGroups(si *analysis.StreamGaps) []idleGroup {
@@ -314,27 +320,26 @@ func idleGroups(si *analysis.StreamGaps) []idleGroup {
 	return out
 }
 
-func (v *idleView) key(msg tea.KeyPressMsg, m *Model) tea.Cmd {
-	switch k := m.keys; {
+func (v *idleView) key(msg tea.KeyPressMsg, fr *Frame) tea.Cmd {
+	switch k := fr.Keys; {
 	case key.Matches(msg, k.Up):
-		v.move(-1)
+		v.Scroll(-1)
 	case key.Matches(msg, k.Down):
-		v.move(1)
+		v.Scroll(1)
 	case key.Matches(msg, k.Top):
 		v.sel = 0
 	case key.Matches(msg, k.Select):
-		groups := idleGroups(&m.res.StreamIdle)
+		groups := idleGroups(&fr.Res.StreamIdle)
 		if v.sel < len(groups) && groups[v.sel].gapNs > 0 {
 			g := groups[v.sel]
-			m.timeline.jump(m, g.device, g.stream, g.gapAt, g.gapNs)
-			m.tab = TabTimeline
+			return jumpTo(JumpToMsg{Device: g.device, Stream: g.stream, Time: g.gapAt, Dur: g.gapNs})
 		}
 	}
 	return nil
 }
 
-func (v *idleView) view(m *Model, w, h int) string {
-	st, si := m.styles, &m.res.StreamIdle
+func (v *idleView) View(fr *Frame, w, h int) string {
+	st, si := fr.Styles, &fr.Res.StreamIdle
 	groups := idleGroups(si)
 	if len(groups) == 0 {
 		return st.Muted.Render("no idle time yet")
@@ -347,12 +352,12 @@ func (v *idleView) view(m *Model, w, h int) string {
 		}
 	}
 	fmt.Fprintf(&b, "%s devices %s idle · gaps on streams %s (Σ over streams; %% of that): %s\n", st.Title.Render("Idle"),
-		units.Dur(m.res.Breakdown.IdleNs), units.Dur(si.TotalNs), strings.Join(causes, ", "))
+		units.Dur(fr.Res.Breakdown.IdleNs), units.Dur(si.TotalNs), strings.Join(causes, ", "))
 	// Per device, HTA's temporal breakdown and overlap, as the report gives them.
-	devs := m.res.Breakdown.Devices
+	devs := fr.Res.Breakdown.Devices
 	shown := min(len(devs), max(h/3, 1))
 	b.WriteString(st.Muted.Render(fmt.Sprintf("%-7s%8s%10s%14s%11s   (%% of each device's span; overlap: %% of its communication; pooled %s)",
-		"device", "idle %", "compute %", "non-compute %", "overlap %", units.Pct(m.res.Breakdown.OverlapPct))) + "\n")
+		"device", "idle %", "compute %", "non-compute %", "overlap %", units.Pct(fr.Res.Breakdown.OverlapPct))) + "\n")
 	for _, d := range devs[:shown] {
 		ov := units.Unknown
 		if d.OverlapPct != nil {
@@ -393,16 +398,19 @@ func (v *idleView) view(m *Model, w, h int) string {
 
 // commsView lists the communicators, cached ones first (newest first), then evicted ones; j/k
 // scroll, so no entry is out of reach.
-type commsView struct{ sel, top int }
+type commsView struct {
+	noCapture
+	sel, top int
+}
 
-func (v *commsView) move(n int) { v.sel = max(0, v.sel+n) }
+func (v *commsView) Scroll(n int) { v.sel = max(0, v.sel+n) }
 
-func (v *commsView) key(msg tea.KeyPressMsg, m *Model) {
-	switch k := m.keys; {
+func (v *commsView) key(msg tea.KeyPressMsg, fr *Frame) {
+	switch k := fr.Keys; {
 	case key.Matches(msg, k.Up):
-		v.move(-1)
+		v.Scroll(-1)
 	case key.Matches(msg, k.Down):
-		v.move(1)
+		v.Scroll(1)
 	case key.Matches(msg, k.Top):
 		v.sel = 0
 	case key.Matches(msg, k.Bottom):
@@ -425,8 +433,8 @@ func commsOrder(cs []analysis.Comm) []analysis.Comm {
 	return out
 }
 
-func (v *commsView) view(m *Model, w, h int) string {
-	st, cc := m.styles, m.res.CommCache
+func (v *commsView) View(fr *Frame, w, h int) string {
+	st, cc := fr.Styles, fr.Res.CommCache
 	var b strings.Builder
 	rate := units.Unknown
 	if lookups := cc.Hits + cc.Misses; lookups > 0 {
@@ -499,16 +507,16 @@ func newEventsView() eventsView {
 	return eventsView{filter: newFilterBox("search kind, label, device…")}
 }
 
-func (v *eventsView) move(n int) { v.offset = max(0, v.offset-n) }
+func (v *eventsView) Scroll(n int) { v.offset = max(0, v.offset-n) }
 
-func (v *eventsView) key(msg tea.KeyPressMsg, m *Model) tea.Cmd {
-	switch k := m.keys; {
+func (v *eventsView) key(msg tea.KeyPressMsg, fr *Frame) tea.Cmd {
+	switch k := fr.Keys; {
 	case key.Matches(msg, k.Filter):
 		return v.filter.open()
 	case key.Matches(msg, k.Up):
-		v.move(-1)
+		v.Scroll(-1)
 	case key.Matches(msg, k.Down):
-		v.move(1)
+		v.Scroll(1)
 	case key.Matches(msg, k.Top):
 		v.offset = 1 << 30
 	case key.Matches(msg, k.Bottom):
@@ -533,10 +541,10 @@ func eventLine(snap *timeline.Snapshot, e *timeline.Event) string {
 		e.Title(snap))
 }
 
-func (v *eventsView) view(m *Model, w, h int) string {
-	st := m.styles
+func (v *eventsView) View(fr *Frame, w, h int) string {
+	st := fr.Styles
 	f := v.filter.value()
-	idx := m.state.RecentLog(agg.MaxLog)
+	idx := fr.State.RecentLog(agg.MaxLog)
 	list := h - 2
 	if v.lines == nil || len(v.lines) > 4*agg.MaxLog {
 		v.lines = map[int64]string{} // formatted lines never change: keep them, bounded
@@ -545,11 +553,11 @@ func (v *eventsView) view(m *Model, w, h int) string {
 		if l, ok := v.lines[i]; ok {
 			return l, true
 		}
-		e := m.snap.At(i)
+		e := fr.Snap.At(i)
 		if e == nil {
 			return "", false
 		}
-		l := eventLine(&m.snap, e)
+		l := eventLine(fr.Snap, e)
 		v.lines[i] = l
 		return l, true
 	}
@@ -569,7 +577,7 @@ func (v *eventsView) view(m *Model, w, h int) string {
 	v.offset = min(v.offset, max(len(picked)-list, 0))
 	var b strings.Builder
 	state := "newest last"
-	if m.paused {
+	if fr.Paused {
 		state = "paused"
 	}
 	b.WriteString(st.Title.Render(fmt.Sprintf("%12s %-17s %-7s %-5s %10s %9s  %s", "start", "kind", "device", "strm", "dur", "bytes", "what")) +

@@ -17,6 +17,7 @@ import (
 const labelW = 15
 
 type timelineView struct {
+	noCapture
 	follow    bool
 	end       int64 // right edge (ns) when not following
 	nsPerCol  int64
@@ -57,22 +58,22 @@ func (t *timelineView) rows(s *agg.State) []tlRow {
 	return out
 }
 
-func (t *timelineView) moveRow(n int) { t.row = max(0, t.row+n) }
+func (t *timelineView) Scroll(n int) { t.row = max(0, t.row+n) }
 
-func (t *timelineView) key(msg tea.KeyPressMsg, m *Model) {
-	k := m.keys
-	plotW := m.width - labelW
+func (t *timelineView) key(msg tea.KeyPressMsg, fr *Frame) {
+	k := fr.Keys
+	plotW := fr.Width - labelW
 	switch {
 	case key.Matches(msg, k.ZoomIn):
 		t.nsPerCol = max(t.nsPerCol/2, 1)
 	case key.Matches(msg, k.ZoomOut):
 		t.nsPerCol = min(t.nsPerCol*2, 1<<40)
 	case key.Matches(msg, k.PanLeft):
-		t.end = t.right(m) - int64(plotW/4)*t.nsPerCol
+		t.end = t.right(fr) - int64(plotW/4)*t.nsPerCol
 		t.follow = false
 	case key.Matches(msg, k.PanRight):
-		t.end = t.right(m) + int64(plotW/4)*t.nsPerCol
-		t.follow = t.end >= m.snap.Now
+		t.end = t.right(fr) + int64(plotW/4)*t.nsPerCol
+		t.follow = t.end >= fr.Snap.Now
 	case key.Matches(msg, k.Left):
 		t.cursor = max(t.col(plotW)-1, 0)
 	case key.Matches(msg, k.Right):
@@ -80,18 +81,18 @@ func (t *timelineView) key(msg tea.KeyPressMsg, m *Model) {
 	case key.Matches(msg, k.Follow):
 		t.follow = !t.follow
 		if !t.follow {
-			t.end = m.snap.Now
+			t.end = fr.Snap.Now
 		}
 	case key.Matches(msg, k.Up):
-		t.moveRow(-1)
+		t.Scroll(-1)
 	case key.Matches(msg, k.Down):
-		t.moveRow(1)
+		t.Scroll(1)
 	case key.Matches(msg, k.Top):
 		t.row = 0
 	case key.Matches(msg, k.Bottom):
 		t.row = 1 << 30
 	case key.Matches(msg, k.Collapse):
-		rows := t.rows(m.state)
+		rows := t.rows(fr.State)
 		if t.row < len(rows) {
 			d := rows[t.row].device
 			t.collapsed[d] = !t.collapsed[d]
@@ -106,22 +107,22 @@ func (t *timelineView) col(plotW int) int {
 	return t.cursor
 }
 
-func (t *timelineView) right(m *Model) int64 {
+func (t *timelineView) right(fr *Frame) int64 {
 	if t.follow {
-		return m.snap.Now
+		return fr.Snap.Now
 	}
 	return t.end
 }
 
 // jump centres the timeline on time at on the given stream (from the idle view).
-func (t *timelineView) jump(m *Model, dev int32, stream uint32, at, dur int64) {
-	plotW := max(m.width-labelW, 1)
+func (t *timelineView) jump(fr *Frame, dev int32, stream uint32, at, dur int64) {
+	plotW := max(fr.Width-labelW, 1)
 	t.nsPerCol = max(dur*4/int64(plotW), 1)
 	t.end = at + dur/2 + int64(plotW/2)*t.nsPerCol
 	t.follow = false
 	t.cursor = plotW / 2
 	t.collapsed[dev] = false
-	for i, r := range t.rows(m.state) {
+	for i, r := range t.rows(fr.State) {
 		if !r.header && r.track.Device == dev && r.track.Stream == stream {
 			t.row = i
 		}
@@ -219,10 +220,10 @@ func cells(tr *agg.Track, t0, ns int64, w int) ([]theme.Activity, []int64) {
 	return act, which
 }
 
-func (t *timelineView) view(m *Model, w, h int) string {
-	st, s := m.styles, m.state
+func (t *timelineView) View(fr *Frame, w, h int) string {
+	st, s := fr.Styles, fr.State
 	plotW := w - labelW
-	t1 := t.right(m)
+	t1 := t.right(fr)
 	t0 := t1 - int64(plotW)*t.nsPerCol
 	cur := t.col(plotW)
 	var b strings.Builder
@@ -273,9 +274,9 @@ func (t *timelineView) view(m *Model, w, h int) string {
 			lbl = st.Selected.Render(lbl)
 		}
 		act, which := cells(tr, t0, t.nsPerCol, plotW)
-		b.WriteString(lbl + drawCells(m, act, cur, sel) + "\n")
+		b.WriteString(lbl + drawCells(fr, act, cur, sel) + "\n")
 		if sel && which[cur] >= 0 {
-			detail = describe(m, which[cur])
+			detail = describe(fr, which[cur])
 		}
 	}
 	if detail == "" {
@@ -301,9 +302,9 @@ func (t *timelineView) view(m *Model, w, h int) string {
 	return b.String()
 }
 
-func drawCells(m *Model, act []theme.Activity, cur int, sel bool) string {
+func drawCells(fr *Frame, act []theme.Activity, cur int, sel bool) string {
 	var b strings.Builder
-	st := m.styles
+	st := fr.Styles
 	for i := 0; i < len(act); {
 		j := i
 		for j < len(act) && act[j] == act[i] && !(sel && j == cur) {
@@ -325,12 +326,12 @@ func drawCells(m *Model, act []theme.Activity, cur int, sel bool) string {
 }
 
 // describe is the detail line for the op under the cursor.
-func describe(m *Model, idx int64) string {
-	e := m.snap.At(idx)
+func describe(fr *Frame, idx int64) string {
+	e := fr.Snap.At(idx)
 	if e == nil {
-		return m.styles.Muted.Render("(that op has left the window)")
+		return fr.Styles.Muted.Render("(that op has left the window)")
 	}
-	parts := []string{m.styles.Title.Render(e.Title(&m.snap))}
+	parts := []string{fr.Styles.Title.Render(e.Title(fr.Snap))}
 	if e.Bytes > 0 {
 		parts = append(parts, units.Bytes(e.Bytes))
 	}

@@ -41,7 +41,8 @@ func (s liveSource) SeekTo(int64) bool           { return false }
 func (s liveSource) Status() ui.Status {
 	st := ui.Status{Speed: s.l.Speed(), Done: s.l.Done(), Err: s.l.Err(), Dropped: s.l.Dropped()}
 	if x := s.l.ExportStats(); x != nil {
-		st.Export = fmt.Sprintf("otlp %s: %d exported, %d dropped", x.State, x.SpansExported, x.SpansDropped+x.EventsDropped)
+		st.Export = &ui.ExportStatus{Text: fmt.Sprintf("otlp %s: %d exported, %d dropped", x.State, x.SpansExported, x.SpansDropped+x.EventsDropped),
+			Failing: x.Failing}
 	}
 	return st
 }
