@@ -31,7 +31,7 @@ func QuietErrors() { otelapi.SetErrorHandler(otelapi.ErrorHandlerFunc(func(error
 type Stats struct {
 	Endpoint      string `json:"endpoint"`
 	Protocol      string `json:"protocol"`
-	State         string `json:"state"` // "ok", "failing: …", "starting"
+	State         string `json:"state"`   // "ok", "failing: …", "starting"
 	Failing       bool   `json:"failing"` // the last export failed: State says how
 	SpansBuilt    int64  `json:"spans_built"`
 	SpansExported int64  `json:"spans_exported"`

@@ -51,9 +51,9 @@ type Status struct {
 	Speed   float64 // 0: as fast as possible
 	Done    bool
 	Err     error
-	Dropped int64  // events lost before reaching the console or the recording
+	Dropped int64         // events lost before reaching the console or the recording
 	Export  *ExportStatus // the OpenTelemetry export's state, when exporting
-	Note    string // a line the source asks to show under the header (attach: waiting for ranks)
+	Note    string        // a line the source asks to show under the header (attach: waiting for ranks)
 }
 
 // Views, in tab order.
