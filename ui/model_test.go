@@ -363,3 +363,26 @@ func TestExportFailureIsTyped(t *testing.T) {
 		t.Error("a failing export is not drawn apart from a healthy one with the same words")
 	}
 }
+
+func TestListWindow(t *testing.T) {
+	tests := []struct {
+		sel, top, n, h       int
+		wantFrom, wantTo, ws int
+	}{
+		{0, 0, 0, 5, 0, 0, 0},    // empty
+		{3, 0, 10, 5, 0, 5, 3},   // selection on screen
+		{7, 0, 10, 5, 3, 8, 7},   // selection below: scroll down to it
+		{2, 5, 10, 5, 2, 7, 2},   // selection above: scroll up to it
+		{99, 0, 10, 5, 5, 10, 9}, // past the end: the last row
+		{4, 8, 10, 5, 4, 9, 4},   // top kept where the selection still shows
+		{0, 0, 3, 5, 0, 3, 0},    // fewer rows than lines
+	}
+	for _, tt := range tests {
+		l := list{sel: tt.sel, top: tt.top}
+		from, to := l.window(tt.n, tt.h)
+		if from != tt.wantFrom || to != tt.wantTo || l.sel != tt.ws {
+			t.Errorf("list{sel %d, top %d}.window(%d, %d) = [%d, %d) sel %d; want [%d, %d) sel %d",
+				tt.sel, tt.top, tt.n, tt.h, from, to, l.sel, tt.wantFrom, tt.wantTo, tt.ws)
+		}
+	}
+}

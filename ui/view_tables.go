@@ -62,35 +62,26 @@ func (f *filterBox) value() string { return strings.ToLower(f.input.Value()) }
 func (f *filterBox) shown() bool { return f.filtering || f.input.Value() != "" }
 
 type transfersView struct {
-	sortCol  int
-	reverse  bool
-	filter   filterBox
-	sel, top int
+	list
+	sortCol int
+	reverse bool
+	filter  filterBox
 }
 
 func newTransfersView() transfersView {
 	return transfersView{sortCol: 4, reverse: true, filter: newFilterBox("kind, e.g. send or all_reduce")}
 }
 
-func (v *transfersView) Scroll(n int) { v.sel = max(0, v.sel+n) }
-
 func (v *transfersView) key(msg tea.KeyPressMsg, fr *Frame) tea.Cmd {
 	k := fr.Keys
 	switch {
+	case v.move(msg, k):
 	case key.Matches(msg, k.Sort):
 		v.sortCol = (v.sortCol + 1) % len(transferCols)
 	case key.Matches(msg, k.Reverse):
 		v.reverse = !v.reverse
 	case key.Matches(msg, k.Filter):
 		return v.filter.open()
-	case key.Matches(msg, k.Up):
-		v.Scroll(-1)
-	case key.Matches(msg, k.Down):
-		v.Scroll(1)
-	case key.Matches(msg, k.Top):
-		v.sel = 0
-	case key.Matches(msg, k.Bottom):
-		v.sel = 1 << 30
 	}
 	return nil
 }
@@ -179,15 +170,8 @@ func (v *transfersView) View(fr *Frame, w, h int) string {
 		}
 	}
 	b.WriteString(st.Title.Render(head) + "\n")
-	list := h - 3
-	v.sel = min(v.sel, max(len(rows)-1, 0))
-	if v.sel < v.top {
-		v.top = v.sel
-	}
-	if v.sel >= v.top+list {
-		v.top = v.sel - list + 1
-	}
-	for i := v.top; i < len(rows) && i < v.top+list; i++ {
+	from, to := v.window(len(rows), h-3)
+	for i := from; i < to; i++ {
 		t := rows[i]
 		ranks, bus := "", ""
 		if t.ranks > 0 {
@@ -217,23 +201,13 @@ func (v *transfersView) View(fr *Frame, w, h int) string {
 
 // ---- barriers ----
 
+// barriersView shows one barrier at a time (the selection, newest first) with each rank's wait.
 type barriersView struct {
 	noCapture
-	sel int
+	list
 }
 
-func (v *barriersView) Scroll(n int) { v.sel = max(0, v.sel+n) }
-
-func (v *barriersView) key(msg tea.KeyPressMsg, fr *Frame) {
-	switch k := fr.Keys; {
-	case key.Matches(msg, k.Up):
-		v.Scroll(-1)
-	case key.Matches(msg, k.Down):
-		v.Scroll(1)
-	case key.Matches(msg, k.Top):
-		v.sel = 0
-	}
-}
+func (v *barriersView) key(msg tea.KeyPressMsg, fr *Frame) { v.move(msg, fr.Keys) }
 
 func (v *barriersView) View(fr *Frame, w, h int) string {
 	st, bs := fr.Styles, fr.Res.Barriers
@@ -247,7 +221,7 @@ func (v *barriersView) View(fr *Frame, w, h int) string {
 	}
 	b.WriteString(st.Title.Render("Most often last: ") + strings.Join(lp, ", ") + "\n")
 	// The selected barrier (newest first) with each rank's wait.
-	v.sel = min(v.sel, len(bs.Recent)-1)
+	v.window(len(bs.Recent), 1)
 	br := bs.Recent[len(bs.Recent)-1-v.sel]
 	fmt.Fprintf(&b, "%s %d of %d (newest first, j/k): op %d, released at %s, straggler rank %d, %s after the median\n",
 		st.Title.Render("Barrier"), v.sel+1, len(bs.Recent), br.Op, units.Dur(br.Release), br.Straggler, units.Dur(br.LatenessNs))
@@ -286,10 +260,8 @@ type idleGroup struct {
 
 type idleView struct {
 	noCapture
-	sel, top int
+	list
 }
-
-func (v *idleView) Scroll(n int) { v.sel = max(0, v.sel+n) }
 
 // idleGroups ranks every stream's idle time by cause, most costly first.
 func idleGroups(si *analysis.StreamGaps) []idleGroup {
@@ -322,12 +294,7 @@ func idleGroups(si *analysis.StreamGaps) []idleGroup {
 
 func (v *idleView) key(msg tea.KeyPressMsg, fr *Frame) tea.Cmd {
 	switch k := fr.Keys; {
-	case key.Matches(msg, k.Up):
-		v.Scroll(-1)
-	case key.Matches(msg, k.Down):
-		v.Scroll(1)
-	case key.Matches(msg, k.Top):
-		v.sel = 0
+	case v.move(msg, k):
 	case key.Matches(msg, k.Select):
 		groups := idleGroups(&fr.Res.StreamIdle)
 		if v.sel < len(groups) && groups[v.sel].gapNs > 0 {
@@ -371,15 +338,8 @@ func (v *idleView) View(fr *Frame, w, h int) string {
 	h -= shown + 1
 	head := fmt.Sprintf("%-13s%7s%8s %-9s%11s  %s", "cause", "device", "stream", "role", "total", "largest gap (enter: show in timeline)")
 	b.WriteString(st.Title.Render(head) + "\n")
-	list := h - 3
-	v.sel = min(v.sel, max(len(groups)-1, 0))
-	if v.sel < v.top {
-		v.top = v.sel
-	}
-	if v.sel >= v.top+list {
-		v.top = v.sel - list + 1
-	}
-	for i := v.top; i < len(groups) && i < v.top+list; i++ {
+	from, to := v.window(len(groups), h-3)
+	for i := from; i < to; i++ {
 		g := groups[i]
 		gap := units.Unknown
 		if g.gapNs > 0 {
@@ -400,23 +360,10 @@ func (v *idleView) View(fr *Frame, w, h int) string {
 // scroll, so no entry is out of reach.
 type commsView struct {
 	noCapture
-	sel, top int
+	list
 }
 
-func (v *commsView) Scroll(n int) { v.sel = max(0, v.sel+n) }
-
-func (v *commsView) key(msg tea.KeyPressMsg, fr *Frame) {
-	switch k := fr.Keys; {
-	case key.Matches(msg, k.Up):
-		v.Scroll(-1)
-	case key.Matches(msg, k.Down):
-		v.Scroll(1)
-	case key.Matches(msg, k.Top):
-		v.sel = 0
-	case key.Matches(msg, k.Bottom):
-		v.sel = 1 << 30
-	}
-}
+func (v *commsView) key(msg tea.KeyPressMsg, fr *Frame) { v.move(msg, fr.Keys) }
 
 // commsOrder sorts communicators for the view: cached before evicted, newest first.
 func commsOrder(cs []analysis.Comm) []analysis.Comm {
@@ -444,15 +391,8 @@ func (v *commsView) View(fr *Frame, w, h int) string {
 		st.Title.Render("Communicator cache"), len(cc.Comms), cc.Hits, cc.Misses, cc.Evictions, rate, units.Dur(cc.InitNsTotal))
 	b.WriteString(st.Title.Render(fmt.Sprintf("%6s  %-28s%8s%12s%12s  %s", "id", "devices", "hits", "created", "cost", "state")) + "\n")
 	comms := commsOrder(cc.Comms)
-	list := max(h-3, 1)
-	v.sel = min(v.sel, max(len(comms)-1, 0))
-	if v.sel < v.top {
-		v.top = v.sel
-	}
-	if v.sel >= v.top+list {
-		v.top = v.sel - list + 1
-	}
-	for i := v.top; i < len(comms) && i < v.top+list; i++ {
+	from, to := v.window(len(comms), h-3)
+	for i := from; i < to; i++ {
 		c := comms[i]
 		state := st.Good.Render("cached")
 		switch {
@@ -471,8 +411,8 @@ func (v *commsView) View(fr *Frame, w, h int) string {
 		}
 		b.WriteString(line + state + "\n")
 	}
-	if len(comms) > list {
-		b.WriteString(st.Muted.Render(fmt.Sprintf("%d–%d of %d (j/k to scroll)", v.top+1, min(v.top+list, len(comms)), len(comms))))
+	if to-from < len(comms) {
+		b.WriteString(st.Muted.Render(fmt.Sprintf("%d–%d of %d (j/k to scroll)", from+1, to, len(comms))))
 	}
 	return b.String()
 }
