@@ -42,55 +42,34 @@ type rankLate struct {
 // barriers groups each barrier's rank events (same op id) into an instance, complete when every
 // rank has arrived, and folds waits and stragglers.
 type barriers struct {
-	open    map[uint64]*barrierInst
-	order   []uint64
+	open    openSet[barrierInst]
 	count   int64
 	waitNs  int64
 	maxWait int64
-	given   int64
 	last    map[int32]*rankLate
 	recent  []BarrierInstance // a ring of the latest RecentBarriersKept, oldest at head
 	head    int
-	free    []*barrierInst // finished instances, reused so that steady state allocates nothing
 	scratch []int64
 }
 
 func newBarriers() *barriers {
-	return &barriers{open: map[uint64]*barrierInst{}, last: map[int32]*rankLate{}}
+	return &barriers{open: newOpenSet[barrierInst](), last: map[int32]*rankLate{}}
 }
 
 func (b *barriers) add(e *timeline.Event) {
 	if e.Kind != timeline.KindBarrier {
 		return
 	}
-	in := b.open[e.Op]
+	in := b.open.get(e.Op)
 	if in == nil {
-		if n := len(b.free); n > 0 {
-			in, b.free = b.free[n-1], b.free[:n-1]
-		} else {
-			in = &barrierInst{}
-		}
+		in = b.open.open(e.Op)
 		*in = barrierInst{ranks: int(e.Ranks), label: e.Label, arrivals: in.arrivals[:0]}
-		b.open[e.Op] = in
-		b.order = append(b.order, e.Op)
-		for len(b.open) > maxOpenInstances && len(b.order) > 0 {
-			id := b.order[0]
-			b.order = b.order[1:]
-			if _, ok := b.open[id]; ok {
-				delete(b.open, id)
-				b.given++
-			}
-		}
-		if len(b.order) > 4*maxOpenInstances {
-			b.order = slices.DeleteFunc(b.order, func(id uint64) bool { _, ok := b.open[id]; return !ok })
-		}
 	}
 	in.release = max(in.release, e.End)
 	in.arrivals = append(in.arrivals, Arrival{Rank: e.Device, Arrive: e.Start, WaitNs: e.Dur()})
-	if len(in.arrivals) >= max(in.ranks, 1) {
-		delete(b.open, e.Op)
+	if len(in.arrivals) >= max(in.ranks, 1) || e.Op == 0 {
 		b.finish(e.Op, in)
-		b.free = append(b.free, in)
+		b.open.done(e.Op, in)
 	}
 }
 
@@ -152,8 +131,8 @@ type Barriers struct {
 }
 
 func (b *barriers) result() Barriers {
-	out := Barriers{Count: b.count, WaitNs: b.waitNs, MaxWaitNs: b.maxWait, Stragglers: []Straggler{}, Open: len(b.open),
-		Incomplete: b.given, Recent: make([]BarrierInstance, 0, len(b.recent))}
+	out := Barriers{Count: b.count, WaitNs: b.waitNs, MaxWaitNs: b.maxWait, Stragglers: []Straggler{}, Open: b.open.len(),
+		Incomplete: b.open.given, Recent: make([]BarrierInstance, 0, len(b.recent))}
 	for i := range b.recent { // oldest first; the arrivals are copied: the ring reuses them
 		in := b.recent[(b.head+i)%len(b.recent)]
 		in.Arrivals = slices.Clone(in.Arrivals)

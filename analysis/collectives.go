@@ -6,10 +6,6 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// maxOpenInstances bounds the collectives and barriers waiting for their other ranks; past it the
-// oldest is given up and counted incomplete (a rank that never reported, a truncated trace).
-const maxOpenInstances = 8192
-
 // collInst is one collective instance: its ranks' parts, grouped by op id.
 type collInst struct {
 	op         timeline.CollOp
@@ -34,58 +30,29 @@ type collStats struct {
 // every rank has reported, or at once when the rank count is unknown) and folds instances by
 // (op, ranks, size class). An instance's time is its last rank's end − its first rank's start.
 type collectives struct {
-	open  map[uint64]*collInst
-	order []uint64 // open ids, oldest first (may hold ids already closed)
-	rows  map[collKey]*collStats
-	given int64       // instances given up incomplete
-	free  []*collInst // finished instances, reused so that steady state allocates nothing
+	open openSet[collInst]
+	rows map[collKey]*collStats
 }
 
 func newCollectives() *collectives {
-	return &collectives{open: map[uint64]*collInst{}, rows: map[collKey]*collStats{}}
+	return &collectives{open: newOpenSet[collInst](), rows: map[collKey]*collStats{}}
 }
 
 func (c *collectives) add(e *timeline.Event) {
 	if e.Kind != timeline.KindCollective || e.Status != timeline.StatusOK {
 		return
 	}
-	op := timeline.CollOp(e.Sub)
-	in := c.open[e.Op]
+	in := c.open.get(e.Op)
 	if in == nil {
-		if n := len(c.free); n > 0 {
-			in, c.free = c.free[n-1], c.free[:n-1]
-		} else {
-			in = &collInst{}
-		}
-		*in = collInst{op: op, ranks: int(e.Ranks), start: e.Start, end: e.End}
-		if e.Op != 0 {
-			c.open[e.Op] = in
-			c.order = append(c.order, e.Op)
-			c.bound()
-		}
+		in = c.open.open(e.Op)
+		*in = collInst{op: timeline.CollOp(e.Sub), ranks: int(e.Ranks), start: e.Start, end: e.End}
 	}
 	in.start, in.end = min(in.start, e.Start), max(in.end, e.End)
 	in.sum += max(e.Bytes, 0)
 	in.n++
 	if in.n >= max(in.ranks, 1) || e.Op == 0 {
-		delete(c.open, e.Op)
 		c.finish(in)
-		c.free = append(c.free, in)
-	}
-}
-
-// bound gives up the oldest open instances past maxOpenInstances.
-func (c *collectives) bound() {
-	for len(c.open) > maxOpenInstances && len(c.order) > 0 {
-		id := c.order[0]
-		c.order = c.order[1:]
-		if _, ok := c.open[id]; ok {
-			delete(c.open, id)
-			c.given++
-		}
-	}
-	if len(c.order) > 4*maxOpenInstances {
-		c.order = slices.DeleteFunc(c.order, func(id uint64) bool { _, ok := c.open[id]; return !ok })
+		c.open.done(e.Op, in)
 	}
 }
 
@@ -129,7 +96,7 @@ type Collectives struct {
 }
 
 func (c *collectives) result() Collectives {
-	out := Collectives{Rows: []Collective{}, Open: len(c.open), Incomplete: c.given}
+	out := Collectives{Rows: []Collective{}, Open: c.open.len(), Incomplete: c.open.given}
 	for k, s := range c.rows {
 		row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
 			TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs)}

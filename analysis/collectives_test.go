@@ -210,7 +210,7 @@ func TestCollectiveIncompleteBounded(t *testing.T) {
 	if len(c.Rows) != 1 || c.Rows[0].Count != 1 {
 		t.Errorf("rows = %+v; want the one completed instance", c.Rows)
 	}
-	if n := len(a.colls.order); n > 4*maxOpenInstances+1 {
+	if n := len(a.colls.open.order); n > 4*maxOpenInstances+1 {
 		t.Errorf("order holds %d ids; want it bounded", n)
 	}
 }
@@ -224,7 +224,7 @@ func TestCollectiveStateBounded(t *testing.T) {
 			a.Emit(&e)
 		}
 	}
-	if len(a.colls.open) != 0 || len(a.colls.order) > 4*maxOpenInstances+1 {
-		t.Errorf("open %d, order %d after completed instances; want 0 and bounded", len(a.colls.open), len(a.colls.order))
+	if a.colls.open.len() != 0 || len(a.colls.open.order) > 4*maxOpenInstances+1 {
+		t.Errorf("open %d, order %d after completed instances; want 0 and bounded", a.colls.open.len(), len(a.colls.open.order))
 	}
 }
