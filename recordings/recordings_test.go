@@ -400,3 +400,34 @@ func TestRecorderFlushEvery(t *testing.T) {
 		}
 	}
 }
+
+// WriteRecording's bytes depend only on the recording's content, not on how the file it was read
+// from was chunked: this is what keeps the shipped samples reproducible.
+func TestWriteRecordingCanonical(t *testing.T) {
+	evs, s := sample(20_000)
+	var canon [][]byte
+	for _, per := range []int{50, 999, 20_000} {
+		rec, err := ReadAll("mem", write(t, evs, s, per), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		w, err := NewWriter("canon", &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteRecording(w, rec); err != nil {
+			t.Fatal(err)
+		}
+		canon = append(canon, buf.Bytes())
+		again, err := ReadAll("canon", buf.Bytes(), Options{})
+		if err != nil || !reflect.DeepEqual(again.Events, evs) || again.Dropped != 5 || !reflect.DeepEqual(again.Outcome, rec.Outcome) {
+			t.Fatalf("chunks of %d: rewritten recording reads back as %d events, dropped %d, err %v", per, len(again.Events), again.Dropped, err)
+		}
+	}
+	for i := 1; i < len(canon); i++ {
+		if !bytes.Equal(canon[i], canon[0]) {
+			t.Errorf("rewriting a recording chunked differently gave different bytes (%d vs %d)", len(canon[i]), len(canon[0]))
+		}
+	}
+}

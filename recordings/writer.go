@@ -180,3 +180,30 @@ func (w *Writer) finish() error {
 
 // Offset returns the number of bytes written so far.
 func (w *Writer) Offset() int64 { return w.off }
+
+// WriteRecording writes rec whole to w in a canonical layout, then closes w: its Meta, one Strings
+// chunk, the events in chunks of DefaultBatch, the drop count and the Outcome. The same recording
+// always gives the same bytes, whatever the chunking of the file it was read from (a live recorder's
+// chunk boundaries depend on timing).
+func WriteRecording(w *Writer, rec *Recording) error {
+	if err := w.WriteMeta(rec.Meta); err != nil {
+		return err
+	}
+	if rec.Strings != nil && rec.Strings.Len() > 1 {
+		if err := w.WriteStrings(1, rec.Strings.All()[1:]); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < len(rec.Events); i += DefaultBatch {
+		if err := w.WriteEvents(rec.Events[i:min(i+DefaultBatch, len(rec.Events))]); err != nil {
+			return err
+		}
+	}
+	if err := w.WriteDropped(rec.Dropped); err != nil {
+		return err
+	}
+	if err := w.WriteOutcome(rec.Outcome); err != nil {
+		return err
+	}
+	return w.Close()
+}
