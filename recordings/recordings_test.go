@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -159,6 +160,10 @@ func TestFlippedByte(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Offset != at || ce.File != "bad.xfr" {
 			t.Fatalf("flip at %d: err %v; want CorruptionError at offset %d", pos, err, at)
 		}
+		// The error says what and where, and nothing about command-line flags: the command adds those.
+		if want := fmt.Sprintf("bad.xfr: corrupt recording at byte offset %d: checksum mismatch", at); err.Error() != want || !errors.Is(err, ErrChecksum) {
+			t.Fatalf("flip at %d: err %q; want %q wrapping ErrChecksum", pos, err, want)
+		}
 		rec, err := ReadAll("bad.xfr", bad, Options{Salvage: true})
 		if err != nil {
 			t.Fatalf("salvage, flip at %d: %v", pos, err)
@@ -184,7 +189,7 @@ func TestReservedZstdChunk(t *testing.T) {
 	bad := append(append(bytes.Clone(data[:at]), zstd...), data[at:]...)
 	_, err := ReadAll("z.xfr", bad, Options{})
 	var ce *CorruptionError
-	if !errors.As(err, &ce) || ce.Offset != at || !strings.Contains(ce.Reason, "events-zstd chunk: zstd-compressed events are not supported") {
+	if !errors.As(err, &ce) || ce.Offset != at || !strings.Contains(ce.Err.Error(), "events-zstd chunk: zstd-compressed events are not supported") {
 		t.Fatalf("err %v; want a CorruptionError at offset %d naming the events-zstd chunk", err, at)
 	}
 	rec, err := ReadAll("z.xfr", bad, Options{Salvage: true})

@@ -62,7 +62,7 @@ func (s *StreamReader) Next() bool {
 		}
 		s.events = s.events[:0]
 		if err := s.apply(typ, payload); err != nil {
-			s.err = &CorruptionError{File: s.name, Offset: s.off, Reason: fmt.Sprintf("%s chunk: %v", typ, err)}
+			s.err = &CorruptionError{File: s.name, Offset: s.off, Err: fmt.Errorf("%s chunk: %w", typ, err)}
 			return false
 		}
 		if typ == ChunkEvents && len(s.events) > 0 {
@@ -86,7 +86,7 @@ func (s *StreamReader) chunk() (ChunkType, []byte, error) {
 		return 0, nil, io.EOF
 	}
 	if length > MaxChunk {
-		return 0, nil, &CorruptionError{File: s.name, Offset: s.off, Reason: fmt.Sprintf("length %d exceeds the %d-byte limit", length, MaxChunk)}
+		return 0, nil, &CorruptionError{File: s.name, Offset: s.off, Err: fmt.Errorf("length %d exceeds the %d-byte limit", length, MaxChunk)}
 	}
 	total := n + int(length) + 4
 	if cap(s.buf) < total {
@@ -100,7 +100,7 @@ func (s *StreamReader) chunk() (ChunkType, []byte, error) {
 		return 0, nil, io.EOF
 	}
 	if crc32.Checksum(b[:total-4], castagnoli) != binary.LittleEndian.Uint32(b[total-4:]) {
-		return 0, nil, &CorruptionError{File: s.name, Offset: s.off, Reason: errChecksum.Error()}
+		return 0, nil, &CorruptionError{File: s.name, Offset: s.off, Err: ErrChecksum}
 	}
 	s.off += int64(total)
 	return ChunkType(typ), b[n : total-4], nil

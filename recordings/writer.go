@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -36,11 +35,7 @@ func Create(path string) (*Writer, error) {
 		f.Close()
 		return nil, err
 	}
-	// Make the new directory entry durable too.
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
+	syncDir(path) // make the new directory entry durable too
 	return w, nil
 }
 

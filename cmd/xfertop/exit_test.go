@@ -198,11 +198,11 @@ func TestExitStatusAndMessage(t *testing.T) {
 // chunk, and returns it and that chunk's offset (where the reader says the damage is).
 func corruptCopy(t *testing.T, path string) (string, int64) {
 	t.Helper()
-	r, f, err := recordings.Open(path, recordings.Options{})
+	r, err := recordings.Open(path, recordings.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	r.Close()
 	at := int64(-1)
 	for _, e := range r.Index() {
 		if e.Events > 0 {
