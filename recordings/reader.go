@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -66,6 +68,8 @@ type Reader struct {
 	into     *[]timeline.Event // when set, Events chunks decode onto it
 	file     *os.File          // closed by Close; nil when the caller owns the source
 	firstBad *damage           // the first damaged chunk met, for Repair
+	dec      *zstd.Decoder     // made at the first compressed chunk, kept for the others
+	zbuf     []byte            // a decompressed chunk; reused
 }
 
 // damage is a bad chunk: where it starts, where the next sound chunk starts (-1: none), and why.
@@ -97,6 +101,10 @@ func Open(path string, opts Options) (*Reader, error) {
 // Close releases what the reader holds: the file when Open opened it. It is safe to call more than
 // once; the reader must not be used after.
 func (r *Reader) Close() error {
+	if r.dec != nil {
+		r.dec.Close()
+		r.dec = nil
+	}
 	f := r.file
 	r.file = nil
 	if f == nil {
@@ -293,7 +301,19 @@ func (r *Reader) apply(typ ChunkType, payload []byte) error {
 		for _, s := range strs {
 			r.strs.Append(s)
 		}
-	case ChunkEvents:
+	case ChunkEvents, ChunkEventsZstd:
+		if typ == ChunkEventsZstd {
+			if r.version < 2 {
+				return fmt.Errorf("compressed events in a format version %d file (they came with version 2)", r.version)
+			}
+			if r.dec == nil {
+				r.dec = newDecoder()
+			}
+			var err error
+			if payload, r.zbuf, err = inflate(r.dec, r.zbuf, payload); err != nil {
+				return err
+			}
+		}
 		if r.into != nil {
 			// Reading everything: decode straight into the caller's slice, no copy.
 			n := len(*r.into)
@@ -319,8 +339,6 @@ func (r *Reader) apply(typ ChunkType, payload []byte) error {
 		r.dropped += int64(n)
 	case ChunkIndex:
 		// Read through as a chunk when scanning; the trailer path uses it for seeking.
-	case ChunkEventsZstd:
-		return errors.New("zstd-compressed events are not supported by this build")
 	}
 	return nil
 }
@@ -428,6 +446,7 @@ func ReadAll(name string, data []byte, opts Options) (*Recording, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer r.Close()
 	return readAll(r)
 }
 

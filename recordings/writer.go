@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -19,18 +21,32 @@ type Writer struct {
 	off    int64
 	index  []IndexEntry
 	buf    []byte
+	zbuf   []byte
 	chunk  []byte
+	enc    *zstd.Encoder // nil: events are written uncompressed
 	closed bool
 	stream bool // no index: a stream is never sought, and a long-lived one must not grow
 }
 
-// Create creates (truncating) a recording at path and writes its header.
-func Create(path string) (*Writer, error) {
+// WriterOption changes how a Writer writes.
+type WriterOption func(*writerConfig)
+
+type writerConfig struct {
+	uncompressed bool
+}
+
+// WithoutCompression writes events uncompressed (Events chunks, format version 1), as xfertop did
+// before compression: larger files that any version of xfertop reads.
+func WithoutCompression() WriterOption { return func(c *writerConfig) { c.uncompressed = true } }
+
+// Create creates (truncating) a recording at path and writes its header. Events are compressed
+// unless an option says otherwise.
+func Create(path string, opts ...WriterOption) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create recording: %w", err)
 	}
-	w, err := newWriter(path, f, f)
+	w, err := newWriter(path, f, f, opts)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -40,11 +56,24 @@ func Create(path string) (*Writer, error) {
 }
 
 // NewWriter writes a recording to w (no sync on close). name is used in errors.
-func NewWriter(name string, w io.Writer) (*Writer, error) { return newWriter(name, nil, w) }
+func NewWriter(name string, w io.Writer, opts ...WriterOption) (*Writer, error) {
+	return newWriter(name, nil, w, opts)
+}
 
-func newWriter(name string, f *os.File, w io.Writer) (*Writer, error) {
+func newWriter(name string, f *os.File, w io.Writer, opts []WriterOption) (*Writer, error) {
+	var c writerConfig
+	for _, o := range opts {
+		o(&c)
+	}
 	wr := &Writer{name: name, f: f, w: bufio.NewWriterSize(w, 256<<10)}
-	if _, err := wr.w.Write(header()); err != nil {
+	version := uint16(Version)
+	if c.uncompressed {
+		// Nothing in the file needs a reader newer than version 1, so say so: older xfertops read it.
+		version = 1
+	} else {
+		wr.enc = newEncoder()
+	}
+	if _, err := wr.w.Write(header(version)); err != nil {
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
 	wr.off = headerSize
@@ -100,6 +129,16 @@ func (w *Writer) WriteEvents(evs []timeline.Event) error {
 		minStart, maxEnd = min(minStart, evs[i].Start), max(maxEnd, evs[i].End)
 	}
 	w.buf = appendEvents(w.buf[:0], evs)
+	if len(w.buf) > MaxEventsPayload {
+		return fmt.Errorf("write %s: %d events take %d bytes, over the %d-byte limit of a chunk: write fewer at a time", w.name, len(evs), len(w.buf), MaxEventsPayload)
+	}
+	if w.enc != nil {
+		w.zbuf = appendZstdEvents(w.zbuf[:0], w.enc, w.buf)
+		// A chunk that does not shrink (a handful of events) stays uncompressed: readers take both.
+		if len(w.zbuf) < len(w.buf) {
+			return w.write(ChunkEventsZstd, w.zbuf, len(evs), minStart, maxEnd)
+		}
+	}
 	return w.write(ChunkEvents, w.buf, len(evs), minStart, maxEnd)
 }
 
