@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/recordings/trace"
@@ -49,6 +50,14 @@ func encode(b *testing.B, evs []timeline.Event, strs *timeline.Strings, opts ...
 	return buf.Bytes()
 }
 
+// reportCPU reports events per CPU-second of the process since cpu0 (when the system measures it):
+// on a shared machine, the wall-clock events/s also counts the time spent waiting for a core.
+func reportCPU(b *testing.B, events int, cpu0 time.Duration) {
+	if cpu := processCPU() - cpu0; cpu0 > 0 && cpu > 0 {
+		b.ReportMetric(float64(events)*float64(b.N)/cpu.Seconds(), "events/cpu-s")
+	}
+}
+
 // codecs are the two ways of writing events: zstd-compressed (the default) and the version 1 layout.
 var codecs = []struct {
 	name string
@@ -66,6 +75,7 @@ func BenchmarkWrite(b *testing.B) {
 func benchWrite(b *testing.B, evs []timeline.Event, opts []recordings.WriterOption) {
 	var size int64
 	b.ReportAllocs()
+	defer reportCPU(b, len(evs), processCPU())
 	for b.Loop() {
 		w, _ := recordings.NewWriter("bench", io.Discard, opts...)
 		for i := 0; i < len(evs); i += recordings.DefaultBatch {
@@ -159,6 +169,7 @@ func BenchmarkReadStream(b *testing.B) {
 
 func benchReadStream(b *testing.B, data []byte, events int) {
 	b.ReportAllocs()
+	defer reportCPU(b, events, processCPU())
 	for b.Loop() {
 		r, err := recordings.NewReader("bench", bytes.NewReader(data), int64(len(data)), recordings.Options{})
 		if err != nil {

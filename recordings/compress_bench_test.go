@@ -6,10 +6,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/recordings/trace"
 	"github.com/xfertop/xfertop/session"
-	"github.com/xfertop/xfertop/timeline"
 )
 
 // Run with: go test ./recordings -run '^$' -bench Sweep -benchtime 3x -cpu 1
@@ -38,6 +36,7 @@ func BenchmarkSweep(b *testing.B) {
 	}
 	b.Run("write/chrome-json-gzip", func(b *testing.B) {
 		var size int64
+		defer reportCPU(b, len(evs), processCPU())
 		for b.Loop() {
 			var cw countWriter
 			gz := gzip.NewWriter(&cw)
@@ -66,6 +65,7 @@ func BenchmarkSweep(b *testing.B) {
 	}
 	_ = gz.Close()
 	b.Run("read/chrome-json-gzip", func(b *testing.B) {
+		defer reportCPU(b, len(part), processCPU())
 		for b.Loop() {
 			zr, err := gzip.NewReader(bytes.NewReader(js.Bytes()))
 			if err != nil {
@@ -78,6 +78,4 @@ func BenchmarkSweep(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(part))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	})
-	_ = timeline.Event{}
-	_ = recordings.DefaultBatch
 }

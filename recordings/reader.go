@@ -70,6 +70,7 @@ type Reader struct {
 	firstBad *damage           // the first damaged chunk met, for Repair
 	dec      *zstd.Decoder     // made at the first compressed chunk, kept for the others
 	zbuf     []byte            // a decompressed chunk; reused
+	hdr      [11]byte          // a chunk's type and length field, read before the rest
 }
 
 // damage is a bad chunk: where it starts, where the next sound chunk starts (-1: none), and why.
@@ -178,7 +179,7 @@ func (r *Reader) readTrailer() {
 
 // chunkAt reads the chunk at off, which must end by limit. It returns the chunk's total size.
 func (r *Reader) chunkAt(off, limit int64) (ChunkType, []byte, int64, error) {
-	var hdr [11]byte
+	hdr := r.hdr[:] // a field, not a local: a slice handed to an interface method escapes
 	n, _ := r.r.ReadAt(hdr[:min(int64(len(hdr)), limit-off)], off)
 	if n < 2 {
 		return 0, nil, 0, io.ErrUnexpectedEOF
@@ -198,7 +199,7 @@ func (r *Reader) chunkAt(off, limit int64) (ChunkType, []byte, int64, error) {
 		return 0, nil, 0, io.ErrUnexpectedEOF
 	}
 	if int64(cap(r.buf)) < total {
-		r.buf = make([]byte, total)
+		r.buf = make([]byte, max(total, 2*int64(cap(r.buf)))) // amortised: chunks vary a little in size
 	}
 	b := r.buf[:total]
 	if _, err := r.r.ReadAt(b, off); err != nil {

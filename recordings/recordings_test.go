@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -261,6 +262,10 @@ func TestRecorder(t *testing.T) {
 	}
 	if got.Dropped == 0 && !reflect.DeepEqual(got.Events, evs) {
 		t.Error("events differ")
+	}
+	// A live recording is compressed by default.
+	if data, _ := os.ReadFile(path); binary.LittleEndian.Uint16(data[8:]) != Version || !slices.Contains(chunkTypes(t, data), ChunkEventsZstd) {
+		t.Errorf("recorder wrote format version %d, chunk types %v; want version %d with compressed events", binary.LittleEndian.Uint16(data[8:]), chunkTypes(t, data), Version)
 	}
 	if !reflect.DeepEqual(got.Strings.All(), s.All()) || got.Outcome[0][1] != "because" {
 		t.Errorf("strings %v outcome %v", got.Strings.All(), got.Outcome)

@@ -68,7 +68,7 @@ func inflate(dec *zstd.Decoder, buf, payload []byte) ([]byte, []byte, error) {
 		return nil, buf, fmt.Errorf("the zstd frame's content size (%d, known %v) is not the declared %d bytes", h.FrameContentSize, h.HasFCS, n)
 	}
 	if uint64(cap(buf)) < n {
-		buf = make([]byte, 0, n)
+		buf = make([]byte, 0, max(n, min(2*uint64(cap(buf)), MaxEventsPayload))) // amortised
 	}
 	out, err := dec.DecodeAll(d.b, buf[:0:n])
 	if err != nil {

@@ -197,3 +197,48 @@ func TestReadsVersion1(t *testing.T) {
 		}
 	}
 }
+
+// The writer keeps one encoder and the reader one decoder for all chunks, and both reuse their
+// buffers: in steady state, writing or reading a compressed chunk allocates nothing.
+func TestNoAllocationPerChunk(t *testing.T) {
+	evs, _ := sample(8192)
+	var buf bytes.Buffer
+	w, err := NewWriter("mem", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = w.WriteEvents(evs) // warm up: buffers grow once
+	if n := testing.AllocsPerRun(20, func() {
+		buf.Reset()
+		w.index = w.index[:0]
+		if err := w.WriteEvents(evs); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("WriteEvents of a compressed chunk: %.1f allocations; want 0", n)
+	}
+	// Reading: the allocations of reading a file do not grow with its number of chunks (buffers
+	// grow a few times, the decoder is made once).
+	readAllocs := func(chunks int) float64 {
+		evs, s := sample(1024 * chunks)
+		data := write(t, evs, s, 1024)
+		return testing.AllocsPerRun(3, func() {
+			r, err := NewReader("mem", bytesReaderAt(data), int64(len(data)), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for r.Next() {
+				n++
+			}
+			if n != chunks {
+				t.Fatalf("read %d chunks of %d: %v", n, chunks, r.Err())
+			}
+			r.Close()
+		})
+	}
+	few, many := readAllocs(8), readAllocs(128)
+	if many-few > 16 {
+		t.Errorf("reading 128 compressed chunks allocates %.0f times, 8 chunks %.0f: want no allocation per chunk", many, few)
+	}
+}
