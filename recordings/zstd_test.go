@@ -201,6 +201,9 @@ func TestReadsVersion1(t *testing.T) {
 // The writer keeps one encoder and the reader one decoder for all chunks, and both reuse their
 // buffers: in steady state, writing or reading a compressed chunk allocates nothing.
 func TestNoAllocationPerChunk(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what allocates")
+	}
 	evs, _ := sample(8192)
 	var buf bytes.Buffer
 	w, err := NewWriter("mem", &buf)
