@@ -8,6 +8,7 @@ import (
 
 	"github.com/xfertop/xfertop/recordings/trace"
 	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // Run with: go test ./recordings -run '^$' -bench Sweep -benchtime 3x -cpu 1
@@ -23,14 +24,15 @@ func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); retur
 // (what `xfertop convert` writes, gzipped as one would to ship it). Each reports B/event and
 // events/s; reading is on one core (zstd decodes with concurrency 1).
 func BenchmarkSweep(b *testing.B) {
-	p, err := session.Prepare(session.Config{Scenario: "allreduce-sweep", Steps: 1000})
+	st := timeline.NewStore(nil)
+	p, err := session.Prepare(session.Config{Scenario: "allreduce-sweep", Steps: 1000}, st)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if _, err := p.Run(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	evs, strs := p.Store.Events(), p.Store.Strings
+	evs, strs := st.Events(), p.Strings()
 	for _, c := range codecs {
 		b.Run("write/xfr-"+c.name, func(b *testing.B) { benchWrite(b, evs, c.opts) })
 	}

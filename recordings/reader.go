@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -68,8 +66,7 @@ type Reader struct {
 	into     *[]timeline.Event // when set, Events chunks decode onto it
 	file     *os.File          // closed by Close; nil when the caller owns the source
 	firstBad *damage           // the first damaged chunk met, for Repair
-	dec      *zstd.Decoder     // made at the first compressed chunk, kept for the others
-	zbuf     []byte            // a decompressed chunk; reused
+	zstd     eventsInflater    // decompresses EventsZstd chunks
 	hdr      [11]byte          // a chunk's type and length field, read before the rest
 }
 
@@ -102,10 +99,7 @@ func Open(path string, opts Options) (*Reader, error) {
 // Close releases what the reader holds: the file when Open opened it. It is safe to call more than
 // once; the reader must not be used after.
 func (r *Reader) Close() error {
-	if r.dec != nil {
-		r.dec.Close()
-		r.dec = nil
-	}
+	r.zstd.close()
 	f := r.file
 	r.file = nil
 	if f == nil {
@@ -304,14 +298,8 @@ func (r *Reader) apply(typ ChunkType, payload []byte) error {
 		}
 	case ChunkEvents, ChunkEventsZstd:
 		if typ == ChunkEventsZstd {
-			if r.version < 2 {
-				return fmt.Errorf("compressed events in a format version %d file (they came with version 2)", r.version)
-			}
-			if r.dec == nil {
-				r.dec = newDecoder()
-			}
 			var err error
-			if payload, r.zbuf, err = inflate(r.dec, r.zbuf, payload); err != nil {
+			if payload, err = r.zstd.payload(r.version, payload); err != nil {
 				return err
 			}
 		}

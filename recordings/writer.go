@@ -161,9 +161,9 @@ func (w *Writer) Flush() error {
 
 // NewStreamWriter writes a recording as a stream (a socket to a live console): the same header and
 // chunks, but no index is kept or written, so its memory does not grow with the stream's length.
-// Close only flushes. name is used in errors.
-func NewStreamWriter(name string, w io.Writer) (*Writer, error) {
-	wr, err := newWriter(name, nil, w)
+// Close only flushes. name is used in errors. Events are compressed unless an option says otherwise.
+func NewStreamWriter(name string, w io.Writer, opts ...WriterOption) (*Writer, error) {
+	wr, err := newWriter(name, nil, w, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -79,3 +79,32 @@ func inflate(dec *zstd.Decoder, buf, payload []byte) ([]byte, []byte, error) {
 	}
 	return out, buf, nil
 }
+
+// eventsInflater decompresses the EventsZstd chunks of one file or stream: it makes its decoder at
+// the first such chunk and keeps it, and its buffer, for the others.
+type eventsInflater struct {
+	dec *zstd.Decoder
+	buf []byte
+}
+
+// payload returns the Events payload of an EventsZstd chunk in a file or stream of the given format
+// version; it is valid until the next call.
+func (z *eventsInflater) payload(version uint16, compressed []byte) ([]byte, error) {
+	if version < 2 {
+		return nil, fmt.Errorf("compressed events in a format version %d file (they came with version 2)", version)
+	}
+	if z.dec == nil {
+		z.dec = newDecoder()
+	}
+	out, buf, err := inflate(z.dec, z.buf, compressed)
+	z.buf = buf
+	return out, err
+}
+
+// close releases the decoder.
+func (z *eventsInflater) close() {
+	if z.dec != nil {
+		z.dec.Close()
+		z.dec = nil
+	}
+}

@@ -16,12 +16,13 @@ import (
 func TestRepairCommand(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "g.xfr")
-	if code, _, errs := runCLI(t, "run", "--headless", "--steps", "3", "--scenario", "overlap", "--record", good); code != exitOK {
+	// Enough steps for several events chunks, so that a cut keeps some.
+	if code, _, errs := runCLI(t, "run", "--headless", "--steps", "60", "--scenario", "overlap", "--record", good); code != exitOK {
 		t.Fatal(errs)
 	}
 	data, _ := os.ReadFile(good)
 	flipped := append([]byte(nil), data...)
-	flipped[200] ^= 0xff
+	flipped[len(data)/2] ^= 0xff
 	bad := filepath.Join(dir, "bad.xfr")
 	_ = os.WriteFile(bad, flipped, 0o644)
 	var ce *recordings.CorruptionError
@@ -29,7 +30,7 @@ func TestRepairCommand(t *testing.T) {
 		t.Fatalf("flipped file reads as %v; want a CorruptionError", err)
 	}
 	torn := filepath.Join(dir, "torn.xfr")
-	_ = os.WriteFile(torn, data[:len(data)-100], 0o644)
+	_ = os.WriteFile(torn, data[:len(data)*3/4], 0o644)
 	tornAt := tornOffset(t, torn)
 
 	code, _, errs := runCLI(t, "replay", bad, "--headless")
@@ -41,7 +42,7 @@ func TestRepairCommand(t *testing.T) {
 	}{
 		{good, fmt.Sprintf("%s: sound (%d bytes, closed cleanly): nothing to repair\n", good, len(data))},
 		{torn, fmt.Sprintf("%s: cut the torn tail: %d bytes at byte offset %d (unexpected EOF); kept %d of %d bytes; the original is in %s.bak\n",
-			torn, int64(len(data)-100)-tornAt, tornAt, tornAt, len(data)-100, torn)},
+			torn, int64(len(data)*3/4)-tornAt, tornAt, tornAt, len(data)*3/4, torn)},
 		{bad, fmt.Sprintf("%s: cut at the damaged chunk at byte offset %d (checksum mismatch): kept %d of %d bytes; the original is in %s.bak\n",
 			bad, ce.Offset, ce.Offset, len(data), bad)},
 		{torn, fmt.Sprintf("%s: every chunk is sound, but the recording was not closed cleanly (no index: replay reads it from the start): nothing to cut\n", torn)},
@@ -57,7 +58,7 @@ func TestRepairCommand(t *testing.T) {
 	if code, _, errs := runCLI(t, "repair", torn); code != exitOK || errs != "" {
 		t.Errorf("repair of a repaired file: exit %d, stderr %q", code, errs)
 	}
-	_ = os.WriteFile(torn, data[:len(data)-50], 0o644)
+	_ = os.WriteFile(torn, data[:len(data)*3/4-50], 0o644)
 	if code, _, errs := runCLI(t, "repair", torn); code != exitFailure || !strings.Contains(errs, ".bak already exists: move it away first") {
 		t.Errorf("repair with a backup in the way: exit %d, stderr %q", code, errs)
 	}
