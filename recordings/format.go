@@ -6,8 +6,9 @@ import (
 	"hash/crc32"
 )
 
-// Version is the format version this package writes and the newest it reads.
-const Version = 1
+// Version is the format version this package writes and the newest it reads. Version 2 added
+// zstd-compressed Events chunks (ChunkEventsZstd); a file written without compression is version 1.
+const Version = 2
 
 // Magic starts every recording.
 const Magic = "XFERTOP\x00"
@@ -57,10 +58,10 @@ func (t ChunkType) String() string {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-func header() []byte {
+func header(version uint16) []byte {
 	h := make([]byte, headerSize)
 	copy(h, Magic)
-	binary.LittleEndian.PutUint16(h[8:], Version)
+	binary.LittleEndian.PutUint16(h[8:], version)
 	return h
 }
 

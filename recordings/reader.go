@@ -12,16 +12,24 @@ import (
 )
 
 // CorruptionError is damage in the middle of a recording: a chunk whose checksum or contents are
-// wrong with more data after it. It names the file and the chunk's byte offset.
+// wrong with more data after it. It names the file and the chunk's byte offset, and wraps what was
+// wrong (errors.Is(err, ErrChecksum), for instance). Reading past it is the caller's choice
+// (Options.Salvage), and so is how to tell a user about it.
 type CorruptionError struct {
 	File   string
 	Offset int64
-	Reason string
+	Err    error
 }
 
 func (e *CorruptionError) Error() string {
-	return fmt.Sprintf("%s: corrupt recording at byte offset %d: %s (use --salvage to skip damaged chunks)", e.File, e.Offset, e.Reason)
+	return fmt.Sprintf("%s: corrupt recording at byte offset %d: %v", e.File, e.Offset, e.Err)
 }
+
+// Unwrap returns what was wrong with the chunk.
+func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// ErrChecksum is wrapped by the error for a chunk whose CRC-32C does not match its bytes.
+var ErrChecksum = errors.New("checksum mismatch")
 
 // ErrNewerVersion is wrapped by the error for a recording made by a newer xfertop.
 var ErrNewerVersion = errors.New("recorded by a newer xfertop")
@@ -56,25 +64,51 @@ type Reader struct {
 	version  uint16
 	unclosed bool
 	into     *[]timeline.Event // when set, Events chunks decode onto it
+	file     *os.File          // closed by Close; nil when the caller owns the source
+	firstBad *damage           // the first damaged chunk met, for Repair
+	zstd     eventsInflater    // decompresses EventsZstd chunks
+	hdr      [11]byte          // a chunk's type and length field, read before the rest
 }
 
-// Open opens the recording at path.
-func Open(path string, opts Options) (*Reader, *os.File, error) {
+// damage is a bad chunk: where it starts, where the next sound chunk starts (-1: none), and why.
+type damage struct {
+	off, next int64
+	err       error
+}
+
+// Open opens the recording at path. The reader owns the file: Close closes it.
+func Open(path string, opts Options) (*Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open recording: %w", err)
+		return nil, fmt.Errorf("open recording: %w", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("open recording: %w", err)
+		return nil, fmt.Errorf("open recording: %w", err)
 	}
 	r, err := NewReader(path, f, st.Size(), opts)
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return r, f, nil
+	r.file = f
+	return r, nil
+}
+
+// Close releases what the reader holds: the file when Open opened it. It is safe to call more than
+// once; the reader must not be used after.
+func (r *Reader) Close() error {
+	r.zstd.close()
+	f := r.file
+	r.file = nil
+	if f == nil {
+		return nil
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close recording %s: %w", r.name, err)
+	}
+	return nil
 }
 
 // NewReader reads a recording of size bytes from r. name is used in errors and warnings.
@@ -139,7 +173,7 @@ func (r *Reader) readTrailer() {
 
 // chunkAt reads the chunk at off, which must end by limit. It returns the chunk's total size.
 func (r *Reader) chunkAt(off, limit int64) (ChunkType, []byte, int64, error) {
-	var hdr [11]byte
+	hdr := r.hdr[:] // a field, not a local: a slice handed to an interface method escapes
 	n, _ := r.r.ReadAt(hdr[:min(int64(len(hdr)), limit-off)], off)
 	if n < 2 {
 		return 0, nil, 0, io.ErrUnexpectedEOF
@@ -159,19 +193,17 @@ func (r *Reader) chunkAt(off, limit int64) (ChunkType, []byte, int64, error) {
 		return 0, nil, 0, io.ErrUnexpectedEOF
 	}
 	if int64(cap(r.buf)) < total {
-		r.buf = make([]byte, total)
+		r.buf = make([]byte, max(total, 2*int64(cap(r.buf)))) // amortised: chunks vary a little in size
 	}
 	b := r.buf[:total]
 	if _, err := r.r.ReadAt(b, off); err != nil {
 		return 0, nil, 0, io.ErrUnexpectedEOF
 	}
 	if crc32.Checksum(b[:total-4], castagnoli) != binary.LittleEndian.Uint32(b[total-4:]) {
-		return 0, nil, 0, errChecksum
+		return 0, nil, 0, ErrChecksum
 	}
 	return ChunkType(b[0]), b[1+ln : total-4], total, nil
 }
-
-var errChecksum = errors.New("checksum mismatch")
 
 // Next reads chunks until it has a block of events, returning false at the end or on error.
 func (r *Reader) Next() bool {
@@ -209,6 +241,9 @@ func (r *Reader) Next() bool {
 func (r *Reader) damaged(err error) bool {
 	at := r.off
 	next := r.resync(at + 1)
+	if r.firstBad == nil {
+		r.firstBad = &damage{off: at, next: next, err: err}
+	}
 	if next < 0 {
 		// Nothing valid follows: the file was cut off (or its end damaged) while being written.
 		r.warnings = append(r.warnings, fmt.Sprintf("%s: torn tail at byte offset %d: the last %d bytes hold no complete chunk (%v) and were not read",
@@ -217,7 +252,7 @@ func (r *Reader) damaged(err error) bool {
 		return false
 	}
 	if !r.opts.Salvage {
-		r.err = &CorruptionError{File: r.name, Offset: at, Reason: err.Error()}
+		r.err = &CorruptionError{File: r.name, Offset: at, Err: err}
 		return false
 	}
 	r.warnings = append(r.warnings, fmt.Sprintf("%s: skipped %d damaged bytes at offset %d (%v)", r.name, next-at, at, err))
@@ -261,7 +296,13 @@ func (r *Reader) apply(typ ChunkType, payload []byte) error {
 		for _, s := range strs {
 			r.strs.Append(s)
 		}
-	case ChunkEvents:
+	case ChunkEvents, ChunkEventsZstd:
+		if typ == ChunkEventsZstd {
+			var err error
+			if payload, err = r.zstd.payload(r.version, payload); err != nil {
+				return err
+			}
+		}
 		if r.into != nil {
 			// Reading everything: decode straight into the caller's slice, no copy.
 			n := len(*r.into)
@@ -287,8 +328,6 @@ func (r *Reader) apply(typ ChunkType, payload []byte) error {
 		r.dropped += int64(n)
 	case ChunkIndex:
 		// Read through as a chunk when scanning; the trailer path uses it for seeking.
-	case ChunkEventsZstd:
-		return errors.New("zstd-compressed events are not supported by this build")
 	}
 	return nil
 }
@@ -365,11 +404,11 @@ type Recording struct {
 
 // ReadFile reads every event of the recording at path.
 func ReadFile(path string, opts Options) (*Recording, error) {
-	r, f, err := Open(path, opts)
+	r, err := Open(path, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer r.Close()
 	return readAll(r)
 }
 
@@ -396,6 +435,7 @@ func ReadAll(name string, data []byte, opts Options) (*Recording, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer r.Close()
 	return readAll(r)
 }
 

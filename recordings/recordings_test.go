@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,9 +35,10 @@ func sample(n int) ([]timeline.Event, *timeline.Strings) {
 }
 
 // write builds a complete recording in memory: meta, strings, events in chunks of per, drops, outcome.
-func write(t testing.TB, evs []timeline.Event, s *timeline.Strings, per int) []byte {
+// Events are compressed unless opts say otherwise.
+func write(t testing.TB, evs []timeline.Event, s *timeline.Strings, per int, opts ...WriterOption) []byte {
 	var buf bytes.Buffer
-	w, err := NewWriter("mem", &buf)
+	w, err := NewWriter("mem", &buf, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +103,13 @@ func chunkBoundaries(t *testing.T, data []byte) []int64 {
 // A recording cut at any byte opens and yields every complete chunk before the cut, with a warning
 // saying how much was lost.
 func TestTruncatedAnywhere(t *testing.T) {
+	t.Run("compressed", func(t *testing.T) { testTruncatedAnywhere(t) })
+	t.Run("uncompressed", func(t *testing.T) { testTruncatedAnywhere(t, WithoutCompression()) })
+}
+
+func testTruncatedAnywhere(t *testing.T, opts ...WriterOption) {
 	evs, s := sample(300)
-	data := write(t, evs, s, 50)
+	data := write(t, evs, s, 50, opts...)
 	bounds := chunkBoundaries(t, data)
 	isBoundary := map[int64]bool{}
 	for _, b := range bounds {
@@ -159,6 +167,10 @@ func TestFlippedByte(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Offset != at || ce.File != "bad.xfr" {
 			t.Fatalf("flip at %d: err %v; want CorruptionError at offset %d", pos, err, at)
 		}
+		// The error says what and where, and nothing about command-line flags: the command adds those.
+		if want := fmt.Sprintf("bad.xfr: corrupt recording at byte offset %d: checksum mismatch", at); err.Error() != want || !errors.Is(err, ErrChecksum) {
+			t.Fatalf("flip at %d: err %q; want %q wrapping ErrChecksum", pos, err, want)
+		}
 		rec, err := ReadAll("bad.xfr", bad, Options{Salvage: true})
 		if err != nil {
 			t.Fatalf("salvage, flip at %d: %v", pos, err)
@@ -173,33 +185,13 @@ func TestFlippedByte(t *testing.T) {
 	}
 }
 
-// Chunk type 7 (zstd events) is reserved: this version never writes it, and a reader meeting one
-// says so with the offset instead of misreading it; salvage skips it and keeps the rest.
-func TestReservedZstdChunk(t *testing.T) {
-	evs, s := sample(100)
-	data := write(t, evs, s, 50)
-	bounds := chunkBoundaries(t, data)
-	at := bounds[2] // after the meta and strings chunks, before the first Events chunk
-	zstd := appendChunk(nil, ChunkEventsZstd, []byte{0x10, 0x28, 0xb5, 0x2f, 0xfd})
-	bad := append(append(bytes.Clone(data[:at]), zstd...), data[at:]...)
-	_, err := ReadAll("z.xfr", bad, Options{})
-	var ce *CorruptionError
-	if !errors.As(err, &ce) || ce.Offset != at || !strings.Contains(ce.Reason, "events-zstd chunk: zstd-compressed events are not supported") {
-		t.Fatalf("err %v; want a CorruptionError at offset %d naming the events-zstd chunk", err, at)
-	}
-	rec, err := ReadAll("z.xfr", bad, Options{Salvage: true})
-	if err != nil || !reflect.DeepEqual(rec.Events, evs) {
-		t.Fatalf("salvage: %v, %d events; want all %d", err, len(rec.Events), len(evs))
-	}
-}
-
 func TestVersionAndMagic(t *testing.T) {
 	evs, s := sample(10)
 	data := write(t, evs, s, 10)
 	newer := bytes.Clone(data)
 	binary.LittleEndian.PutUint16(newer[8:], Version+1)
 	_, err := ReadAll("new.xfr", newer, Options{})
-	if !errors.Is(err, ErrNewerVersion) || !strings.Contains(err.Error(), "recorded by a newer xfertop (format version 2; this xfertop reads up to 1)") {
+	if want := fmt.Sprintf("recorded by a newer xfertop (format version %d; this xfertop reads up to %d)", Version+1, Version); !errors.Is(err, ErrNewerVersion) || !strings.Contains(err.Error(), want) {
 		t.Errorf("newer version: %v", err)
 	}
 	if _, err := ReadAll("x.json", []byte(`{"traceEvents": []}`), Options{}); !errors.Is(err, ErrNotRecording) {
@@ -209,7 +201,7 @@ func TestVersionAndMagic(t *testing.T) {
 
 // A length field claiming gigabytes is damage, not an allocation.
 func TestHugeLength(t *testing.T) {
-	data := append(header(), byte(ChunkEvents))
+	data := append(header(Version), byte(ChunkEvents))
 	data = binary.AppendUvarint(data, 1<<40)
 	data = append(data, make([]byte, 32)...)
 	rec, err := ReadAll("huge.xfr", data, Options{})
@@ -270,6 +262,10 @@ func TestRecorder(t *testing.T) {
 	}
 	if got.Dropped == 0 && !reflect.DeepEqual(got.Events, evs) {
 		t.Error("events differ")
+	}
+	// A live recording is compressed by default.
+	if data, _ := os.ReadFile(path); binary.LittleEndian.Uint16(data[8:]) != Version || !slices.Contains(chunkTypes(t, data), ChunkEventsZstd) {
+		t.Errorf("recorder wrote format version %d, chunk types %v; want version %d with compressed events", binary.LittleEndian.Uint16(data[8:]), chunkTypes(t, data), Version)
 	}
 	if !reflect.DeepEqual(got.Strings.All(), s.All()) || got.Outcome[0][1] != "because" {
 		t.Errorf("strings %v outcome %v", got.Strings.All(), got.Outcome)
@@ -397,6 +393,37 @@ func TestRecorderFlushEvery(t *testing.T) {
 		}
 		if err := rec.Close(nil); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// WriteRecording's bytes depend only on the recording's content, not on how the file it was read
+// from was chunked: this is what keeps the shipped samples reproducible.
+func TestWriteRecordingCanonical(t *testing.T) {
+	evs, s := sample(20_000)
+	var canon [][]byte
+	for _, per := range []int{50, 999, 20_000} {
+		rec, err := ReadAll("mem", write(t, evs, s, per), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		w, err := NewWriter("canon", &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteRecording(w, rec); err != nil {
+			t.Fatal(err)
+		}
+		canon = append(canon, buf.Bytes())
+		again, err := ReadAll("canon", buf.Bytes(), Options{})
+		if err != nil || !reflect.DeepEqual(again.Events, evs) || again.Dropped != 5 || !reflect.DeepEqual(again.Outcome, rec.Outcome) {
+			t.Fatalf("chunks of %d: rewritten recording reads back as %d events, dropped %d, err %v", per, len(again.Events), again.Dropped, err)
+		}
+	}
+	for i := 1; i < len(canon); i++ {
+		if !bytes.Equal(canon[i], canon[0]) {
+			t.Errorf("rewriting a recording chunked differently gave different bytes (%d vs %d)", len(canon[i]), len(canon[0]))
 		}
 	}
 }

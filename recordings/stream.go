@@ -29,6 +29,8 @@ type StreamReader struct {
 	err     error
 	torn    int64
 	ended   bool
+	version uint16
+	zstd    eventsInflater // decompresses EventsZstd chunks
 }
 
 // NewStreamReader reads the header of the stream r. name is used in errors.
@@ -44,6 +46,7 @@ func NewStreamReader(name string, r io.Reader) (*StreamReader, error) {
 	if v := binary.LittleEndian.Uint16(h[8:]); v > Version || v == 0 {
 		return nil, fmt.Errorf("%s: %w (format version %d; this xfertop reads up to %d)", name, ErrNewerVersion, v, Version)
 	}
+	s.version = binary.LittleEndian.Uint16(h[8:])
 	s.off = headerSize
 	return s, nil
 }
@@ -62,10 +65,10 @@ func (s *StreamReader) Next() bool {
 		}
 		s.events = s.events[:0]
 		if err := s.apply(typ, payload); err != nil {
-			s.err = &CorruptionError{File: s.name, Offset: s.off, Reason: fmt.Sprintf("%s chunk: %v", typ, err)}
+			s.err = &CorruptionError{File: s.name, Offset: s.off, Err: fmt.Errorf("%s chunk: %w", typ, err)}
 			return false
 		}
-		if typ == ChunkEvents && len(s.events) > 0 {
+		if (typ == ChunkEvents || typ == ChunkEventsZstd) && len(s.events) > 0 {
 			return true
 		}
 	}
@@ -86,7 +89,7 @@ func (s *StreamReader) chunk() (ChunkType, []byte, error) {
 		return 0, nil, io.EOF
 	}
 	if length > MaxChunk {
-		return 0, nil, &CorruptionError{File: s.name, Offset: s.off, Reason: fmt.Sprintf("length %d exceeds the %d-byte limit", length, MaxChunk)}
+		return 0, nil, &CorruptionError{File: s.name, Offset: s.off, Err: fmt.Errorf("length %d exceeds the %d-byte limit", length, MaxChunk)}
 	}
 	total := n + int(length) + 4
 	if cap(s.buf) < total {
@@ -100,7 +103,7 @@ func (s *StreamReader) chunk() (ChunkType, []byte, error) {
 		return 0, nil, io.EOF
 	}
 	if crc32.Checksum(b[:total-4], castagnoli) != binary.LittleEndian.Uint32(b[total-4:]) {
-		return 0, nil, &CorruptionError{File: s.name, Offset: s.off, Reason: errChecksum.Error()}
+		return 0, nil, &CorruptionError{File: s.name, Offset: s.off, Err: ErrChecksum}
 	}
 	s.off += int64(total)
 	return ChunkType(typ), b[n : total-4], nil
@@ -140,7 +143,13 @@ func (s *StreamReader) apply(typ ChunkType, payload []byte) error {
 		for _, str := range strs {
 			s.strs.Append(str)
 		}
-	case ChunkEvents:
+	case ChunkEvents, ChunkEventsZstd:
+		if typ == ChunkEventsZstd {
+			var err error
+			if payload, err = s.zstd.payload(s.version, payload); err != nil {
+				return err
+			}
+		}
 		evs, err := decodeEvents(s.events[:0], payload)
 		if err != nil {
 			return err
@@ -153,8 +162,6 @@ func (s *StreamReader) apply(typ ChunkType, payload []byte) error {
 			return errors.New("bad drop count")
 		}
 		s.dropped += int64(n)
-	case ChunkEventsZstd:
-		return errors.New("zstd-compressed events are not supported by this build")
 	}
 	return nil
 }

@@ -148,7 +148,7 @@ func FuzzStreamReader(f *testing.F) {
 	data, _, _ := writeStream(f, evs, strs, 10)
 	f.Add(data)
 	f.Add(data[:len(data)/2])
-	f.Add(header())
+	f.Add(header(Version))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := NewStreamReader("fuzz", bytes.NewReader(data))
 		if err != nil {

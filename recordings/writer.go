@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -20,36 +21,59 @@ type Writer struct {
 	off    int64
 	index  []IndexEntry
 	buf    []byte
+	zbuf   []byte
 	chunk  []byte
+	enc    *zstd.Encoder // nil: events are written uncompressed
 	closed bool
 	stream bool // no index: a stream is never sought, and a long-lived one must not grow
 }
 
-// Create creates (truncating) a recording at path and writes its header.
-func Create(path string) (*Writer, error) {
+// WriterOption changes how a Writer writes.
+type WriterOption func(*writerConfig)
+
+type writerConfig struct {
+	uncompressed bool
+}
+
+// WithoutCompression writes events uncompressed (Events chunks, format version 1), as xfertop did
+// before compression: larger files that any version of xfertop reads.
+func WithoutCompression() WriterOption { return func(c *writerConfig) { c.uncompressed = true } }
+
+// Create creates (truncating) a recording at path and writes its header. Events are compressed
+// unless an option says otherwise.
+func Create(path string, opts ...WriterOption) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create recording: %w", err)
 	}
-	w, err := newWriter(path, f, f)
+	w, err := newWriter(path, f, f, opts)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	// Make the new directory entry durable too.
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
+	syncDir(path) // make the new directory entry durable too
 	return w, nil
 }
 
 // NewWriter writes a recording to w (no sync on close). name is used in errors.
-func NewWriter(name string, w io.Writer) (*Writer, error) { return newWriter(name, nil, w) }
+func NewWriter(name string, w io.Writer, opts ...WriterOption) (*Writer, error) {
+	return newWriter(name, nil, w, opts)
+}
 
-func newWriter(name string, f *os.File, w io.Writer) (*Writer, error) {
+func newWriter(name string, f *os.File, w io.Writer, opts []WriterOption) (*Writer, error) {
+	var c writerConfig
+	for _, o := range opts {
+		o(&c)
+	}
 	wr := &Writer{name: name, f: f, w: bufio.NewWriterSize(w, 256<<10)}
-	if _, err := wr.w.Write(header()); err != nil {
+	version := uint16(Version)
+	if c.uncompressed {
+		// Nothing in the file needs a reader newer than version 1, so say so: older xfertops read it.
+		version = 1
+	} else {
+		wr.enc = newEncoder()
+	}
+	if _, err := wr.w.Write(header(version)); err != nil {
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
 	wr.off = headerSize
@@ -105,6 +129,16 @@ func (w *Writer) WriteEvents(evs []timeline.Event) error {
 		minStart, maxEnd = min(minStart, evs[i].Start), max(maxEnd, evs[i].End)
 	}
 	w.buf = appendEvents(w.buf[:0], evs)
+	if len(w.buf) > MaxEventsPayload {
+		return fmt.Errorf("write %s: %d events take %d bytes, over the %d-byte limit of a chunk: write fewer at a time", w.name, len(evs), len(w.buf), MaxEventsPayload)
+	}
+	if w.enc != nil {
+		w.zbuf = appendZstdEvents(w.zbuf[:0], w.enc, w.buf)
+		// A chunk that does not shrink (a handful of events) stays uncompressed: readers take both.
+		if len(w.zbuf) < len(w.buf) {
+			return w.write(ChunkEventsZstd, w.zbuf, len(evs), minStart, maxEnd)
+		}
+	}
 	return w.write(ChunkEvents, w.buf, len(evs), minStart, maxEnd)
 }
 
@@ -127,9 +161,9 @@ func (w *Writer) Flush() error {
 
 // NewStreamWriter writes a recording as a stream (a socket to a live console): the same header and
 // chunks, but no index is kept or written, so its memory does not grow with the stream's length.
-// Close only flushes. name is used in errors.
-func NewStreamWriter(name string, w io.Writer) (*Writer, error) {
-	wr, err := newWriter(name, nil, w)
+// Close only flushes. name is used in errors. Events are compressed unless an option says otherwise.
+func NewStreamWriter(name string, w io.Writer, opts ...WriterOption) (*Writer, error) {
+	wr, err := newWriter(name, nil, w, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -180,3 +214,30 @@ func (w *Writer) finish() error {
 
 // Offset returns the number of bytes written so far.
 func (w *Writer) Offset() int64 { return w.off }
+
+// WriteRecording writes rec whole to w in a canonical layout, then closes w: its Meta, one Strings
+// chunk, the events in chunks of DefaultBatch, the drop count and the Outcome. The same recording
+// always gives the same bytes, whatever the chunking of the file it was read from (a live recorder's
+// chunk boundaries depend on timing).
+func WriteRecording(w *Writer, rec *Recording) error {
+	if err := w.WriteMeta(rec.Meta); err != nil {
+		return err
+	}
+	if rec.Strings != nil && rec.Strings.Len() > 1 {
+		if err := w.WriteStrings(1, rec.Strings.All()[1:]); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < len(rec.Events); i += DefaultBatch {
+		if err := w.WriteEvents(rec.Events[i:min(i+DefaultBatch, len(rec.Events))]); err != nil {
+			return err
+		}
+	}
+	if err := w.WriteDropped(rec.Dropped); err != nil {
+		return err
+	}
+	if err := w.WriteOutcome(rec.Outcome); err != nil {
+		return err
+	}
+	return w.Close()
+}

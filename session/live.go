@@ -121,11 +121,11 @@ type ReplaySource struct {
 
 // StartReplay opens a recording and starts replaying it at speed (0: as fast as possible) from from.
 func StartReplay(ctx context.Context, cfg ReplayConfig, window int) (*ReplaySource, error) {
-	r, f, err := recordings.Open(cfg.Path, recordings.Options{Salvage: cfg.Salvage})
+	r, err := recordings.Open(cfg.Path, recordings.Options{Salvage: cfg.Salvage})
 	if err != nil {
 		return nil, err
 	}
-	f.Close()
+	r.Close()
 	rs := &ReplaySource{Path: cfg.Path, Meta: r.Meta(), limit: window, salvage: cfg.Salvage,
 		seek: make(chan int64, 1), finished: make(chan struct{})}
 	rs.win.Store(timeline.NewWindow(window, nil))
@@ -204,11 +204,11 @@ func (rs *ReplaySource) loop(ctx context.Context, from int64) {
 // replay replays from time from into a fresh window; it returns the time to seek to when asked
 // to, or -1 at the end.
 func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
-	r, f, err := recordings.Open(rs.Path, recordings.Options{Salvage: rs.salvage})
+	r, err := recordings.Open(rs.Path, recordings.Options{Salvage: rs.salvage})
 	if err != nil {
 		return -1, err
 	}
-	defer f.Close()
+	defer r.Close()
 	// A fresh window over this reader's string table, of a new generation: the console starts
 	// afresh after a seek.
 	win := timeline.NewWindow(rs.limit, r.Strings())

@@ -81,11 +81,11 @@ type Replayed struct {
 // paced to the wall clock at cfg.Speed and starting at cfg.From. It is the same event stream the
 // live run produced. A recording without events is ErrNoEvents.
 func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Replayed, error) {
-	r, f, err := recordings.Open(cfg.Path, recordings.Options{Salvage: cfg.Salvage})
+	r, err := recordings.Open(cfg.Path, recordings.Options{Salvage: cfg.Salvage})
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer r.Close()
 	an := analysis.New(r.Meta())
 	fan := &fanout{sinks: append([]timeline.Sink{an}, sinks...)}
 	var exp *otel.Exporter

@@ -175,7 +175,7 @@ func TestFileErrors(t *testing.T) {
 		errHas string
 	}{
 		{[]string{"replay", bad, "--headless"}, exitData, bad + ": corrupt recording at byte offset"},
-		{[]string{"replay", future, "--headless"}, exitData, "recorded by a newer xfertop (format version 9; this xfertop reads up to 1)"},
+		{[]string{"replay", future, "--headless"}, exitData, "recorded by a newer xfertop (format version 9; this xfertop reads up to 2)"},
 		// Torn before its first chunk ended: the warning says so, and nothing was recorded.
 		{[]string{"replay", torn, "--headless"}, exitData, "warning: " + torn + ": torn tail at byte offset"},
 		{[]string{"replay", torn, "--headless"}, exitData, torn + ": no events"},

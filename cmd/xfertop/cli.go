@@ -29,6 +29,7 @@ Usage:
   xfertop compare A B [flags]         two recordings or traces side by side (or: run --compare knob=a,b)
   xfertop attach [flags]              watch a training job live: its ranks' NCCL collectives and transfers
   xfertop plugin                      print the path of the NCCL profiler plugin attach needs (or how to build it)
+  xfertop repair FILE                 cut a recording's torn or damaged tail to its last sound chunk (backup in FILE.bak)
   xfertop scenarios                   list built-in scenarios and their knobs
   xfertop help                        show this help
 
@@ -60,6 +61,8 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = attachCmd(ctx, args, stdout, stderr)
 	case "plugin":
 		err = pluginCmd(args, stdout)
+	case "repair":
+		err = untilInterrupted(ctx, func() error { return repairCmd(args, stdout) })
 	case "help":
 		fmt.Fprint(stdout, usage)
 		fs, _ := runFlags(stdout)
@@ -67,7 +70,7 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprint(stdout, exitHelp)
 	default:
-		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, analyze, convert, compare, attach, plugin, scenarios, help)\n", cmd)
+		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, analyze, convert, compare, attach, plugin, repair, scenarios, help)\n", cmd)
 		return exitUsage
 	}
 	return finish(ctx, cmd, err, stderr)

@@ -118,7 +118,7 @@ func finish(ctx context.Context, cmd string, err error, stderr io.Writer) int {
 	}
 	var xe *exitError
 	if err != nil && !(errors.As(err, &xe) && xe.printed) {
-		fmt.Fprintf(stderr, "xfertop %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "xfertop %s: %v%s\n", cmd, err, salvageHint(cmd, err))
 	}
 	return exitStatus(err)
 }

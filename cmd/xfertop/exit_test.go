@@ -110,7 +110,11 @@ func TestExitStatusAndMessage(t *testing.T) {
 	noDir := filepath.Join(dir, "no", "such", "dir.xfr")
 	const diskFull = "xfertop run: --record /dev/full: no space left on device; the run was stopped at that point, and the recording keeps every chunk completed before it\n"
 	corrupt := func(cmd string) string {
-		return fmt.Sprintf("xfertop %s: %s: corrupt recording at byte offset %d: checksum mismatch (use --salvage to skip damaged chunks)\n", cmd, bad, badAt)
+		hint := fmt.Sprintf("use --salvage to skip damaged chunks, or xfertop repair %s to cut the file there", bad)
+		if cmd == "convert" {
+			hint = fmt.Sprintf("xfertop repair %s cuts the file there; xfertop replay --salvage reads past it", bad)
+		}
+		return fmt.Sprintf("xfertop %s: %s: corrupt recording at byte offset %d: checksum mismatch (%s)\n", cmd, bad, badAt, hint)
 	}
 	tests := []struct {
 		name   string
@@ -132,7 +136,7 @@ func TestExitStatusAndMessage(t *testing.T) {
 
 		{"usage: unknown flag", []string{"run", "--frobnicate"}, exitUsage, "xfertop run: flag provided but not defined: -frobnicate (see xfertop run --help)\n", exact, ""},
 		{"usage: bad value", []string{"run", "--steps", "-1"}, exitUsage, "xfertop run: --steps and --duration must not be negative\n", exact, ""},
-		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, analyze, convert, compare, attach, plugin, scenarios, help)\n", exact, ""},
+		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, analyze, convert, compare, attach, plugin, repair, scenarios, help)\n", exact, ""},
 		{"usage: replay a directory", []string{"replay", dir, "--headless"}, exitUsage, "xfertop replay: " + dir + " is a directory, not a recording\n", exact, ""},
 		{"usage: analyze a directory", []string{"analyze", dir}, exitUsage, "xfertop analyze: " + dir + " is a directory, not a recording or a trace\n", exact, ""},
 		{"usage: convert a directory", []string{"convert", dir, filepath.Join(dir, "o.json")}, exitUsage, "xfertop convert: " + dir + " is a directory, not a recording or a trace\n", exact, ""},
@@ -198,11 +202,11 @@ func TestExitStatusAndMessage(t *testing.T) {
 // chunk, and returns it and that chunk's offset (where the reader says the damage is).
 func corruptCopy(t *testing.T, path string) (string, int64) {
 	t.Helper()
-	r, f, err := recordings.Open(path, recordings.Options{})
+	r, err := recordings.Open(path, recordings.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	r.Close()
 	at := int64(-1)
 	for _, e := range r.Index() {
 		if e.Events > 0 {

@@ -103,11 +103,11 @@ func checkFrom(path string, from time.Duration, salvage bool) error {
 // recordingEnd returns when the last event of a recording ends, and how many events it holds: from
 // its index, or by reading it through when it has none (a recording that was not closed).
 func recordingEnd(path string, salvage bool) (end int64, events int, err error) {
-	r, f, err := recordings.Open(path, recordings.Options{Salvage: salvage})
+	r, err := recordings.Open(path, recordings.Options{Salvage: salvage})
 	if err != nil {
 		return 0, 0, err
 	}
-	defer f.Close()
+	defer r.Close()
 	if r.Indexed() {
 		for _, e := range r.Index() {
 			end, events = max(end, e.MaxEnd), events+e.Events

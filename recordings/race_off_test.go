@@ -1,0 +1,5 @@
+//go:build !race
+
+package recordings
+
+const raceEnabled = false
