@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -375,7 +376,11 @@ func (m *Model) header() string {
 		bar := strings.Repeat("█", full) + strings.Repeat("░", barW-full)
 		clock = item("t", units.Dur(m.snap.Now)+" / "+units.Dur(m.info.Duration)) + " " + st.HeaderValue.Render(bar)
 	}
-	parts := []string{st.Header.Render("xfertop"), item(mode, m.info.Name), clock, st.Title.Render(state), item("speed", speed)}
+	name := m.info.Name
+	if m.info.Replay {
+		name = filepath.Base(name) // the whole path is in the window title; the header keeps room for the clock
+	}
+	parts := []string{st.Header.Render("xfertop"), item(mode, name), clock, st.Title.Render(state), item("speed", speed)}
 	dropped := item("dropped", fmt.Sprint(m.status.Dropped))
 	if m.status.Dropped > 0 {
 		dropped = st.Alert.Render(fmt.Sprintf("dropped %d", m.status.Dropped))
