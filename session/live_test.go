@@ -12,7 +12,7 @@ import (
 // window trims old events and says how many; the heap stays flat once it is full.
 func TestLiveMemoryBounded(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the simulator flat out for two seconds")
+		t.Skip("runs the simulator flat out for 600 000 events")
 	}
 	l, err := StartLive(context.Background(), Config{Scenario: "overlap", Steps: 1 << 30, Window: 100_000})
 	if err != nil {
@@ -24,9 +24,16 @@ func TestLiveMemoryBounded(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapInuse
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Measured by events, not by time, so that a loaded machine only makes it slower: the first
+	// heap reading once the window is full, the second after as many events again.
+	waitFor := func(n int64) {
+		for deadline := time.Now().Add(2 * time.Minute); l.Snapshot().Total < n && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor(200_000)
 	early := heap()
-	time.Sleep(1500 * time.Millisecond)
+	waitFor(600_000)
 	late := heap()
 	snap := l.Snapshot()
 	if _, err := l.Stop(); err != nil {
