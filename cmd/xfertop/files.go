@@ -5,14 +5,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/xfertop/xfertop/analysis"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/recordings/importers"
+	"github.com/xfertop/xfertop/recordings/importers/nsys"
 	"github.com/xfertop/xfertop/recordings/trace"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
@@ -137,22 +140,24 @@ func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, st
 	return writeReport(stdout, rp.Report(), asJSON)
 }
 
-// isRecording reports whether path starts with the .xfr magic.
+// isRecording reports whether path is a recording, by its content. A file of no format xfertop
+// reads (an Nsight Systems report among them) is a data error saying what to do.
 func isRecording(path string) (bool, error) {
-	f, err := os.Open(path)
+	f, err := importers.Detect(path)
 	if err != nil {
-		return false, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return false, failure(err)
+		}
+		return false, dataError(err)
 	}
-	defer f.Close()
-	head := make([]byte, len(recordings.Magic))
-	n, _ := io.ReadFull(f, head)
-	return n == len(head) && string(head) == recordings.Magic, nil
+	return f == importers.FormatRecording, nil
 }
 
 func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop analyze", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	setUsage(fs, "xfertop analyze FILE... [flags]  (a recording, or trace files: .json, .json.gz, one per rank)")
+	setUsage(fs, "xfertop analyze FILE... [flags]  (a recording, trace files (.json, .json.gz, one per rank) or Nsight Systems exports (.sqlite))")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	likeHTA := fs.Bool("like-hta", false, "analyse what Holistic Trace Analysis does by default: with two or more ProfilerStep#N, the ops launched before the last step begins; timestamps rounded to whole µs")
 	salvage := fs.Bool("salvage", false, "skip damaged chunks of a recording")
@@ -163,7 +168,7 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return flagError(fs, err)
 	}
 	if len(pos) == 0 {
-		return usageError("give a recording (.xfr), or one or more trace files (.json, .json.gz; one per rank)")
+		return usageError("give a recording (.xfr), or one or more trace files (.json, .json.gz; one per rank) or Nsight Systems exports (.sqlite)")
 	}
 	for _, p := range pos {
 		if err := inputFile(p, "a recording or a trace"); err != nil {
@@ -172,7 +177,7 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	rec, err := isRecording(pos[0])
 	if err != nil {
-		return failure(err)
+		return err
 	}
 	if rec {
 		if len(pos) > 1 {
@@ -183,6 +188,9 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	im, err := readTraces(pos, limits.options(*likeHTA), stderr)
 	if err != nil {
 		return err
+	}
+	if *likeHTA && im.Format == nsys.Format {
+		fmt.Fprintln(stderr, "xfertop: warning: --like-hta selects by PyTorch profiler steps and rounds JSON times: it changes nothing in an Nsight Systems export")
 	}
 	if len(im.Events) == 0 {
 		return dataError(fmt.Errorf("%s: no events", strings.Join(pos, ", ")))
@@ -199,7 +207,7 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // idle time is split as Holistic Trace Analysis does.
 func importedMeta(im *trace.Imported) timeline.Meta {
 	m := timeline.Meta{Source: im.Source, Backend: im.Format, Topology: "unknown", Devices: im.Devices, IdleMode: timeline.IdleHTA,
-		KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: im.EpochUnixNs, Writer: session.Writer}
+		KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: im.EpochUnixNs, Writer: session.Writer, Extra: im.Extra}
 	if im.Exported != nil {
 		x := im.Exported
 		m.Scenario, m.Backend, m.Topology = x["scenario"], x["backend"], x["topology"]
@@ -215,7 +223,8 @@ func importedMeta(im *trace.Imported) timeline.Meta {
 const convertHelp = `Usage: xfertop convert IN OUT [flags]
 
 Converts a recording to a Chrome trace (IN.xfr -> OUT.json, for Perfetto or chrome://tracing), or a
-Kineto or Chrome trace to a recording (IN.json[.gz] -> OUT.xfr).
+Kineto or Chrome trace or an Nsight Systems SQLite export to a recording (IN.json[.gz] or
+IN.sqlite -> OUT.xfr). The format of IN is told by its content, not its name.
 
 Flags:
 `
@@ -240,7 +249,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 		return flagError(fs, err)
 	}
 	if len(pos) != 2 {
-		return usageError("usage: xfertop convert IN OUT  (IN.xfr -> OUT.json, or IN.json[.gz] -> OUT.xfr)")
+		return usageError("usage: xfertop convert IN OUT  (IN.xfr -> OUT.json, or IN.json[.gz] or IN.sqlite -> OUT.xfr)")
 	}
 	in, out := pos[0], pos[1]
 	if err := inputFile(in, "a recording or a trace"); err != nil {
@@ -248,7 +257,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	rec, err := isRecording(in)
 	if err != nil {
-		return failure(err)
+		return err
 	}
 	if !rec {
 		return convertTrace(in, out, limits.options(false), stdout, stderr)
@@ -282,8 +291,8 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// convertTrace converts a Kineto or Chrome trace to a recording.
-func convertTrace(in, out string, opts trace.Options, stdout, stderr io.Writer) error {
+// convertTrace converts a Kineto or Chrome trace, or an Nsight Systems export, to a recording.
+func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writer) error {
 	if !strings.HasSuffix(out, ".xfr") {
 		return usageError("%s is a trace; write it to a .xfr recording, not %q", in, out)
 	}
@@ -321,17 +330,22 @@ func writeImported(path string, im *trace.Imported) error {
 	return w.Close()
 }
 
-// importLimits are the flags that bound what importing a trace may cost.
-type importLimits struct{ input, token sizeValue }
+// importLimits are the flags of importing a trace or an export: what it may cost, and what a step is.
+type importLimits struct {
+	input, token sizeValue
+	stepRange    string
+}
 
 func (l *importLimits) register(fs *flag.FlagSet) {
 	l.input.n, l.token.n = trace.DefaultMaxInputBytes, int64(trace.DefaultMaxTokenBytes)
 	fs.Var(&l.input, "max-input-bytes", "refuse a trace file holding more JSON than this, after decompression")
 	fs.Var(&l.token, "max-token-bytes", "refuse a trace with a string or number longer than this")
+	fs.StringVar(&l.stepRange, "step-range", "ProfilerStep", "Nsight Systems export: the NVTX range that is a step (NAME, NAME#N or \"NAME, ...\")")
 }
 
-func (l *importLimits) options(likeHTA bool) trace.Options {
-	return trace.Options{LikeHTA: likeHTA, MaxInputBytes: l.input.n, MaxTokenBytes: int(l.token.n)}
+func (l *importLimits) options(likeHTA bool) importers.Options {
+	return importers.Options{Trace: trace.Options{LikeHTA: likeHTA, MaxInputBytes: l.input.n, MaxTokenBytes: int(l.token.n)},
+		StepRange: l.stepRange}
 }
 
 // sizeValue is a flag holding a positive byte count such as 64MiB or 16GiB.
@@ -351,10 +365,16 @@ func (v *sizeValue) Set(s string) error {
 	return nil
 }
 
-// readTraces imports trace files, printing their warnings. A trace a limit refused is a data error
-// whose message names the flag that raises the limit.
-func readTraces(paths []string, opts trace.Options, stderr io.Writer) (*trace.Imported, error) {
-	im, err := trace.ReadFiles(paths, opts)
+// readTraces imports trace files or Nsight Systems exports, printing their warnings, and their
+// progress when standard error is a terminal. A trace a limit refused is a data error whose message
+// names the flag that raises the limit.
+func readTraces(paths []string, opts importers.Options, stderr io.Writer) (*trace.Imported, error) {
+	if interactive(stderr) {
+		p := &progressLine{w: stderr, name: strings.Join(paths, ", ")}
+		opts.Progress = p.show
+		defer p.clear()
+	}
+	im, err := importers.Read(paths, opts)
 	if err != nil {
 		var le *trace.LimitError
 		if errors.As(err, &le) {
@@ -370,4 +390,31 @@ func readTraces(paths []string, opts trace.Options, stderr io.Writer) (*trace.Im
 		fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
 	}
 	return im, nil
+}
+
+// progressLine draws an import's progress on one line of a terminal, rewritten in place.
+type progressLine struct {
+	w     io.Writer
+	name  string
+	shown bool
+	last  time.Time
+}
+
+func (p *progressLine) show(done, total int64) {
+	if now := time.Now(); now.Sub(p.last) >= 100*time.Millisecond || done == total {
+		p.last, p.shown = now, true
+		pct := 100.0
+		if total > 0 {
+			pct = 100 * float64(done) / float64(total)
+		}
+		const width = 30
+		bar := strings.Repeat("█", int(pct/100*width)) + strings.Repeat("░", width-int(pct/100*width))
+		fmt.Fprintf(p.w, "\rxfertop: reading %s %s %3.0f%%", p.name, bar, pct)
+	}
+}
+
+func (p *progressLine) clear() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
 }

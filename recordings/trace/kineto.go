@@ -21,6 +21,8 @@ type Imported struct {
 	// Exported is set for a Chrome trace written by xfertop: it carries the recorded session's
 	// description, so the events round-trip with their meaning.
 	Exported map[string]string
+	// Extra describes the capture beyond its events (device names: "gpu.N"), for timeline.Meta.
+	Extra map[string]string
 	// Warnings name the events whose fields were out of range, and say what became of them (left
 	// out, or the field taken as unknown or clamped): such a field never reaches a total.
 	Warnings []string

@@ -1,0 +1,153 @@
+package importers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/recordings/importers/nsys"
+	"github.com/xfertop/xfertop/recordings/trace"
+)
+
+// Format is the format of an input file.
+type Format uint8
+
+// Formats xfertop reads.
+const (
+	FormatUnknown   Format = iota
+	FormatRecording        // xfertop's own .xfr
+	FormatTrace            // Chrome trace JSON: the PyTorch profiler's (Kineto), xfertop's export, any tool's
+	FormatNsys             // the SQLite export of an Nsight Systems capture
+)
+
+// String names the format for messages.
+func (f Format) String() string {
+	switch f {
+	case FormatRecording:
+		return "xfertop recording"
+	case FormatTrace:
+		return "trace (JSON)"
+	case FormatNsys:
+		return "Nsight Systems SQLite export"
+	}
+	return "unknown"
+}
+
+// sqliteMagic starts every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// ErrNsysReport is the error for an Nsight Systems report, which xfertop cannot read directly.
+var ErrNsysReport = errors.New("this is an Nsight Systems report; run `nsys export --type sqlite FILE` and open the .sqlite")
+
+// ErrUnknownFormat is the error for a binary file that is none of the formats xfertop reads.
+var ErrUnknownFormat = errors.New("not an xfertop recording, a JSON trace or an Nsight Systems SQLite export " +
+	"(an Nsight Systems report is opened after `nsys export --type sqlite FILE`)")
+
+// Detect tells the format of the file at path from its first bytes.
+func Detect(path string) (Format, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return FormatUnknown, err
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return FormatUnknown, fmt.Errorf("%s: %w", path, err)
+	}
+	return DetectBytes(path, head[:n])
+}
+
+// DetectBytes tells the format from a file's first bytes (512 are enough); name is used only for
+// messages and to recognise an Nsight Systems report, whose format is not public.
+func DetectBytes(name string, head []byte) (Format, error) {
+	switch {
+	case bytes.HasPrefix(head, []byte(recordings.Magic)):
+		return FormatRecording, nil
+	case bytes.HasPrefix(head, []byte(sqliteMagic)):
+		return FormatNsys, nil
+	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b: // gzip: a compressed trace
+		return FormatTrace, nil
+	}
+	if text := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(text) == 0 || text[0] == '{' || text[0] == '[' || !binary(head) {
+		return FormatTrace, nil // the JSON reader says precisely what is wrong with a text file
+	}
+	lower := strings.ToLower(name)
+	if strings.HasSuffix(lower, ".nsys-rep") || strings.HasSuffix(lower, ".qdrep") {
+		return FormatUnknown, fmt.Errorf("%s: %w", name, ErrNsysReport)
+	}
+	return FormatUnknown, fmt.Errorf("%s: %w", name, ErrUnknownFormat)
+}
+
+// binary reports whether b holds a NUL or is not UTF-8 (a cut last rune allowed).
+func binary(b []byte) bool {
+	if bytes.IndexByte(b, 0) >= 0 {
+		return true
+	}
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 {
+			return len(b) >= utf8.UTFMax
+		}
+		b = b[size:]
+	}
+	return false
+}
+
+// Options are the options of every importer.
+type Options struct {
+	Trace trace.Options // PyTorch profiler and Chrome traces
+	// StepRange names the NVTX range that marks a step in an Nsight Systems export (default
+	// ProfilerStep, as in ProfilerStep#N).
+	StepRange string
+	// Progress, when set, is told how far the import has got: done of total, in the unit of the
+	// format (rows of an export; files of traces).
+	Progress func(done, total int64)
+	Context  context.Context
+}
+
+// Read imports one or more traces or exports of one format (several files are the ranks or hosts
+// of one job). A recording is refused: it is replayed, not imported.
+func Read(paths []string, opts Options) (*trace.Imported, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no file to import")
+	}
+	format := FormatUnknown
+	for _, p := range paths {
+		f, err := Detect(p)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case f == FormatRecording:
+			return nil, fmt.Errorf("%s is an xfertop recording: replay it instead of importing it", p)
+		case format != FormatUnknown && f != format:
+			return nil, fmt.Errorf("%s is a %s and %s a %s: give files of one format", paths[0], format, p, f)
+		}
+		format = f
+	}
+	if format == FormatNsys {
+		return nsys.ReadFiles(paths, nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context})
+	}
+	if opts.Progress == nil {
+		return trace.ReadFiles(paths, opts.Trace)
+	}
+	return readTraces(paths, opts)
+}
+
+// readTraces reads traces, telling progress before and after: the JSON importer streams each file
+// and keeps no count of its own.
+func readTraces(paths []string, opts Options) (*trace.Imported, error) {
+	opts.Progress(0, int64(len(paths)))
+	im, err := trace.ReadFiles(paths, opts.Trace)
+	if err == nil {
+		opts.Progress(int64(len(paths)), int64(len(paths)))
+	}
+	return im, err
+}

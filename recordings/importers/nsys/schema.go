@@ -1,0 +1,178 @@
+package nsys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Tables of an Nsight Systems export that the importer reads.
+const (
+	tableStrings  = "StringIds"
+	tableKernel   = "CUPTI_ACTIVITY_KIND_KERNEL"
+	tableMemcpy   = "CUPTI_ACTIVITY_KIND_MEMCPY"
+	tableMemset   = "CUPTI_ACTIVITY_KIND_MEMSET"
+	tableRuntime  = "CUPTI_ACTIVITY_KIND_RUNTIME"
+	tableSync     = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+	tableNVTX     = "NVTX_EVENTS"
+	tableGPU      = "TARGET_INFO_GPU"
+	tableCUDADev  = "TARGET_INFO_CUDA_DEVICE"
+	tableStart    = "TARGET_INFO_SESSION_START_TIME"
+	tableStreams  = "TARGET_INFO_CUDA_STREAM"
+	sqliteMagic   = "SQLite format 3\x00"
+	progressEvery = 1 << 16
+)
+
+// db is one export, opened read-only.
+type db struct {
+	name   string
+	conn   *sqlite3.Conn
+	tables map[string]map[string]bool // table → its columns
+}
+
+// open opens path read-only and immutable: SQLite neither locks nor writes it, and trusts that no
+// one else does (an export is never written again).
+func open(ctx context.Context, path string) (*db, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: "mode=ro&immutable=1"}
+	conn, err := sqlite3.OpenFlags(u.String(), sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open SQLite: %w", path, err)
+	}
+	if ctx != nil {
+		conn.SetInterrupt(ctx)
+	}
+	d := &db{name: path, conn: conn, tables: map[string]map[string]bool{}}
+	if err := d.readSchema(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *db) close() error { return d.conn.Close() }
+
+// readSchema lists the tables and their columns.
+func (d *db) readSchema() error {
+	var names []string
+	err := d.each("SELECT name FROM sqlite_master WHERE type = 'table'", func(s *sqlite3.Stmt) error {
+		names = append(names, s.ColumnText(0))
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, sqlite3.NOTADB) {
+			return fmt.Errorf("%s: not an SQLite database (an Nsight Systems report is opened after `nsys export --type sqlite FILE.nsys-rep`)", d.name)
+		}
+		return fmt.Errorf("%s: reading the SQLite schema: %w", d.name, err)
+	}
+	for _, t := range names {
+		cols := map[string]bool{}
+		// table_info's second column is the column's name.
+		err := d.each("SELECT name FROM pragma_table_info("+quote(t)+")", func(s *sqlite3.Stmt) error {
+			cols[s.ColumnText(0)] = true
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: reading the columns of %s: %w", d.name, t, err)
+		}
+		d.tables[t] = cols
+	}
+	return nil
+}
+
+// quote writes s as an SQL string literal.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// has reports whether the export holds table.
+func (d *db) has(table string) bool { _, ok := d.tables[table]; return ok }
+
+// need checks that table exists with the columns cols.
+func (d *db) need(table string, cols ...string) error {
+	have, ok := d.tables[table]
+	if !ok {
+		return fmt.Errorf("%s: no table %s: not an Nsight Systems SQLite export, or a damaged one", d.name, table)
+	}
+	for _, c := range cols {
+		if !have[c] {
+			return fmt.Errorf("%s: table %s has no column %s: not an Nsight Systems export xfertop can read", d.name, table, c)
+		}
+	}
+	return nil
+}
+
+// selectCols builds a SELECT of cols from table: a column the export's version lacks is read as NULL
+// (unknown), so that the same query reads every version. A name may list alternatives separated by
+// "|", the first present winning (a column renamed between versions).
+func (d *db) selectCols(table string, cols []string, where string) string {
+	have := d.tables[table]
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(pick(have, c))
+	}
+	b.WriteString(" FROM ")
+	b.WriteString(table)
+	if where != "" {
+		b.WriteString(" WHERE ")
+		b.WriteString(where)
+	}
+	return b.String()
+}
+
+// pick returns the first alternative of c present in have, quoted, or NULL.
+func pick(have map[string]bool, c string) string {
+	for alt := range strings.SplitSeq(c, "|") {
+		if have[alt] {
+			return `"` + alt + `"`
+		}
+	}
+	return "NULL"
+}
+
+// each runs query and calls fn for each row.
+func (d *db) each(query string, fn func(s *sqlite3.Stmt) error) error {
+	s, _, err := d.conn.Prepare(query)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for s.Step() {
+		if err := fn(s); err != nil {
+			return err
+		}
+	}
+	return s.Err()
+}
+
+// rows estimates a table's rows from its largest rowid: an export never deletes, and this costs one
+// b-tree descent where count(*) would read the table.
+func (d *db) rows(table string) int64 {
+	if !d.has(table) {
+		return 0
+	}
+	var n int64
+	_ = d.each("SELECT max(rowid) FROM "+table, func(s *sqlite3.Stmt) error {
+		n = s.ColumnInt64(0)
+		return nil
+	})
+	return n
+}
+
+// nullInt reads an integer column that may be NULL.
+func nullInt(s *sqlite3.Stmt, col int) (int64, bool) {
+	if s.ColumnType(col) == sqlite3.NULL {
+		return 0, false
+	}
+	return s.ColumnInt64(col), true
+}
