@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +43,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	setUsage(fs, "xfertop replay FILE.xfr [flags]")
+	setUsage(fs, "xfertop replay FILE [flags]  (a recording, or a trace or Nsight Systems export, imported first)")
 	speed := fs.Float64("speed", 0, "replay at this many recorded seconds per wall second (0: as fast as possible)")
 	from := fs.Duration("from", 0, "start at this time into the recording")
 	headless := fs.Bool("headless", false, "print a report instead of opening the console")
@@ -50,6 +51,8 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	window := fs.Int("window", timeline.DefaultWindow, "console: events kept in memory")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	salvage := fs.Bool("salvage", false, "skip damaged chunks instead of stopping at the first")
+	var limits importLimits
+	limits.register(fs)
 	var otlp otlpFlags
 	otlp.register(fs)
 	pos, err := parseInterspersed(fs, args)
@@ -69,6 +72,18 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := inputFile(pos[0], "a recording"); err != nil {
 		return err
 	}
+	rec, err := isRecording(pos[0])
+	if err != nil {
+		return err
+	}
+	if !rec {
+		tmp, err := importToRecording(pos[0], limits.options(false), stderr)
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(filepath.Dir(tmp))
+		pos[0] = tmp
+	}
 	if err := checkFrom(pos[0], *from, *salvage); err != nil {
 		return err
 	}
@@ -83,6 +98,28 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 	}
 	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, stdout, stderr)
+}
+
+// importToRecording imports a trace or an export into a recording in a new temporary directory, so
+// that it replays like any recording (with seeking, and memory bounded by the console's window).
+func importToRecording(path string, opts importers.Options, stderr io.Writer) (string, error) {
+	im, err := readTraces([]string{path}, opts, stderr)
+	if err != nil {
+		return "", err
+	}
+	if len(im.Events) == 0 {
+		return "", dataError(fmt.Errorf("%s: no events", path))
+	}
+	dir, err := os.MkdirTemp("", "xfertop-import-")
+	if err != nil {
+		return "", failure(err)
+	}
+	out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+".xfr")
+	if err := writeImported(out, im); err != nil {
+		os.RemoveAll(dir)
+		return "", failure(err)
+	}
+	return out, nil
 }
 
 // checkFrom refuses a --from past the end of the recording at path, saying where it ends.
