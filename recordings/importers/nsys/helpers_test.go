@@ -22,6 +22,16 @@ func sharedExport(t testing.TB, name string) string {
 	return p
 }
 
+// sharedExportOrEmpty is sharedExport's path, or "" when it is absent.
+func sharedExportOrEmpty(name string) string {
+	_, file, _, _ := runtime.Caller(0)
+	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "data", "nsys", name)
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
 // query opens an export read-only for the test's own SQL.
 func query(t testing.TB, path string) *sqlite3.Conn {
 	t.Helper()

@@ -1,11 +1,11 @@
 package nsys
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -186,7 +186,7 @@ func (m *importer) finish(multi bool) *trace.Imported {
 			ev.Queued -= base
 		}
 	}
-	sort.SliceStable(im.Events, func(i, j int) bool { return im.Events[i].Start < im.Events[j].Start })
+	slices.SortStableFunc(im.Events, func(a, b timeline.Event) int { return cmp.Compare(a.Start, b.Start) })
 	devices := map[int32]bool{}
 	for _, ev := range im.Events {
 		if ev.Device >= 0 {
