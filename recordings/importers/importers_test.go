@@ -1,0 +1,58 @@
+package importers
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/xfertop/xfertop/recordings"
+)
+
+// TestDetect: the format is told by the content, whatever the name; an Nsight Systems report and
+// other binary files get a message saying what to do.
+func TestDetect(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		head string
+		want Format
+		err  error
+	}{
+		{"run.xfr", recordings.Magic + "\x01\x02", FormatRecording, nil},
+		{"run.json", recordings.Magic, FormatRecording, nil},
+		{"run.sqlite", sqliteMagic + "\x10\x00", FormatNsys, nil},
+		{"renamed.json", sqliteMagic, FormatNsys, nil},
+		{"trace.json.gz", "\x1f\x8b\x08\x00", FormatTrace, nil},
+		{"trace.json", "  \n{\"traceEvents\": []}", FormatTrace, nil},
+		{"trace.sqlite", "{\"traceEvents\": []}", FormatTrace, nil},
+		{"notes.txt", "hello", FormatTrace, nil}, // text: the JSON reader names the first bad byte
+		{"empty", "", FormatTrace, nil},
+		{"run.nsys-rep", "\x00\x01\x02\xffQDSTRM", FormatUnknown, ErrNsysReport},
+		{"RUN.QDREP", "\x89\x00binary", FormatUnknown, ErrNsysReport},
+		{"image.png", "\x89PNG\r\n\x1a\n\x00\x00", FormatUnknown, ErrUnknownFormat},
+	} {
+		got, err := DetectBytes(tc.name, []byte(tc.head))
+		if got != tc.want || !errors.Is(err, tc.err) {
+			t.Errorf("%s: %v, %v; want %v, %v", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// TestReadRefusesMixedFormats: files of several formats, or a recording, are not imported together.
+func TestReadRefusesMixedFormats(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "a.json")
+	db := filepath.Join(dir, "b.sqlite")
+	rec := filepath.Join(dir, "c.xfr")
+	for p, data := range map[string]string{trace: `{"traceEvents":[]}`, db: sqliteMagic, rec: recordings.Magic} {
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Read([]string{trace, db}, Options{}); err == nil {
+		t.Error("a trace and an export imported together")
+	}
+	if _, err := Read([]string{rec}, Options{}); err == nil {
+		t.Error("a recording imported")
+	}
+}
