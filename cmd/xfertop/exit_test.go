@@ -97,6 +97,10 @@ func TestExitStatusAndMessage(t *testing.T) {
 	if err := os.WriteFile(trace, []byte(`{"traceEvents": [ {"ph": "X"`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	nsysRep := filepath.Join(dir, "run.nsys-rep")
+	if err := os.WriteFile(nsysRep, []byte("\x00\x01 binary"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	data, err := os.ReadFile(good)
 	if err != nil {
 		t.Fatal(err)
@@ -153,8 +157,10 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"data: corrupt recording, analyze", []string{"analyze", bad}, exitData, corrupt("analyze"), exact, ""},
 		{"data: corrupt recording, convert", []string{"convert", bad, filepath.Join(dir, "o.json")}, exitData, corrupt("convert"), exact, ""},
 		{"data: corrupt recording, --from", []string{"replay", bad, "--headless", "--from", "1ms"}, exitData, corrupt("replay"), exact, ""},
-		{"data: not a recording", []string{"replay", trace, "--headless"}, exitData,
-			"xfertop replay: " + trace + ": not an xfertop recording (its first bytes are \"{\\\"traceE\")\n", exact, ""},
+		{"data: a truncated trace, replay (imported first)", []string{"replay", trace, "--headless"}, exitData,
+			"xfertop replay: " + trace + ": the JSON ends before it is complete (is the file truncated?)\n", exact, ""},
+		{"data: an Nsight Systems report", []string{"replay", nsysRep, "--headless"}, exitData,
+			"xfertop replay: " + nsysRep + ": this is an Nsight Systems report; run `nsys export --type sqlite FILE` and open the .sqlite\n", exact, ""},
 		{"data: no events, replay", []string{"replay", empty, "--headless"}, exitData, notClosed + "xfertop replay: " + empty + ": no events\n", exact, ""},
 		{"data: no events, --from", []string{"replay", empty, "--headless", "--from", "1s"}, exitData, "xfertop replay: " + empty + ": no events\n", exact, ""},
 		{"data: no events, analyze", []string{"analyze", empty}, exitData, notClosed + "xfertop analyze: " + empty + ": no events\n", exact, ""},
