@@ -6,8 +6,9 @@
 //
 // The importer only turns rows into timeline events: every number of a report is made by package
 // analysis from those events, as for any other source. Columns are looked up by name, so exports of
-// Nsight Systems 2024 and 2025 (and later) are read alike: a column a version lacks is taken as
-// unknown; a table or column xfertop needs that is missing is an error naming it.
+// different Nsight Systems versions are read alike (the tests read 2026.1 and 2026.2 exports and
+// one with an older version's columns): a column a version lacks is taken as unknown; a table or
+// column xfertop needs that is missing is an error naming it.
 //
 // Files are opened read-only and immutable (SQLite takes no lock and writes nothing), with a pure-Go
 // SQLite (github.com/ncruces/go-sqlite3), so the default build needs no cgo.

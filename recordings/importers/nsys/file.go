@@ -406,8 +406,9 @@ const (
 
 // readSyncs reads waits on events: a stream waiting for an event (cudaStreamWaitEvent) and the
 // host waiting for one (cudaEventSynchronize) become event waits on that stream; stream and
-// context synchronisations are host calls, already among the runtime calls. Nsight 2025 renamed
-// the column syncType to deprecatedSyncType and added a new syncType: either is read.
+// context synchronisations are host calls, already among the runtime calls. Recent exports have a
+// syncType column and a deprecatedSyncType one (documented as the type of older reports): the
+// first that holds a value is read.
 func (f *fileReader) readSyncs() error {
 	if !f.d.has(tableSync) {
 		return nil
