@@ -218,7 +218,7 @@ func (s *Sim) startCollective(ii int32) {
 	op, ranks, bytes := o.op.Coll, o.op.Ranks, o.op.Bytes
 	n := len(ranks)
 	if n <= 1 || (bytes == 0 && op != timeline.CollRaggedAllToAll) {
-		s.at(s.now+s.m.NCCLBaseNs, evCollStart, ii, 0)
+		s.at(s.now+s.m.NCCLBaseNs, evCollStart, ii, in.gen)
 		return
 	}
 	fn := float64(n)
@@ -267,7 +267,7 @@ func (s *Sim) startFlows(ii int32, lat int64) {
 	in := &s.instPool[ii]
 	in.flows = int32(len(s.pending))
 	if in.flows == 0 {
-		s.at(s.now+lat, evCollStart, ii, 0)
+		s.at(s.now+lat, evCollStart, ii, in.gen)
 		return
 	}
 	for _, fi := range s.pending {

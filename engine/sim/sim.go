@@ -58,8 +58,15 @@ type stream struct {
 type evState struct {
 	recorded bool
 	at       int64
-	ops      []int32 // stream ops waiting for it
+	ops      []opRef // stream ops waiting for it
 	hosts    []int32 // host threads waiting for it
+}
+
+// opRef names an op slot and the generation of the op it meant: a reference kept while the op may
+// finish (a timer, a watchdog entry, a wait list) must not come to mean the slot's next op.
+type opRef struct {
+	oi  int32
+	gen uint32
 }
 
 // retired is the state of an event recorded so long ago that its slot was reused (eventslot).
@@ -74,14 +81,16 @@ type device struct {
 }
 
 type opState struct {
-	op      engine.StreamOp
-	seq     uint64
-	queued  int64
-	start   int64
-	waitAt  int64 // when it started waiting for peers or an event; -1 when it did not
-	parts   int32
-	parent  int32
-	inst    int32
+	op     engine.StreamOp
+	seq    uint64
+	queued int64
+	start  int64
+	waitAt int64 // when it started waiting for peers or an event; -1 when it did not
+	parts  int32
+	parent int32
+	inst   int32
+	// gen is the slot's generation: it grows each time the slot takes a new op and survives
+	// freeing, so a watchdog entry or timer left from an earlier op never matches a later one.
 	gen     uint32
 	group   uint32
 	live    bool
@@ -92,11 +101,11 @@ type opState struct {
 
 type wdEntry struct {
 	deadline int64
-	op       int32
-	gen      uint32
+	op       opRef
 }
 
 type inst struct {
+	gen      uint32 // as opState.gen, for the instance's timer
 	id       uint64
 	n        int
 	barrier  bool
@@ -294,6 +303,9 @@ func (s *Sim) at(t int64, typ uint8, a int32, ver uint32) {
 	s.q.push(item{t: t, seq: s.seq, typ: typ, a: a, ver: ver})
 }
 
+// atOp schedules a timer for the op r names; it is dropped if that op is gone by then.
+func (s *Sim) atOp(t int64, typ uint8, r opRef) { s.at(t, typ, r.oi, r.gen) }
+
 // Run executes what was submitted until it has all completed.
 func (s *Sim) Run(ctx context.Context) error {
 	if s.runErr != nil {
@@ -348,6 +360,10 @@ func (s *Sim) stale(it item) bool {
 	case evBatchTimer:
 		h := &s.hosts[it.a]
 		return h.batchGen != it.ver || len(h.batch) == 0
+	case evOpDone, evStreamWake:
+		return !s.current(opRef{it.a, it.ver})
+	case evCollStart:
+		return s.instPool[it.a].gen != it.ver
 	}
 	return false
 }
@@ -377,7 +393,7 @@ func (s *Sim) dispatch(it item) {
 		s.wave(engine.DeviceID(it.a))
 	case evWatchdog:
 		s.wdArmed = false
-		s.fireWatchdog(s.wdQueue[s.wdHead].op)
+		s.fireWatchdog(s.wdQueue[s.wdHead].op.oi)
 	case evBatchTimer:
 		h := &s.hosts[it.a]
 		if h.busy {
@@ -503,25 +519,39 @@ func (s *Sim) hostDone(hi int32) {
 
 // ---- streams ----
 
-func (s *Sim) allocOp() int32 {
+// newOp puts o in a free slot (or a new one) as the slot's next generation and returns the slot.
+func (s *Sim) newOp(o opState) int32 {
+	var oi int32
 	if n := len(s.freeOps); n > 0 {
-		oi := s.freeOps[n-1]
+		oi = s.freeOps[n-1]
 		s.freeOps = s.freeOps[:n-1]
-		return oi
+	} else {
+		s.ops = append(s.ops, opState{})
+		oi = int32(len(s.ops) - 1)
 	}
-	s.ops = append(s.ops, opState{})
-	return int32(len(s.ops) - 1)
+	o.gen = s.ops[oi].gen + 1
+	s.ops[oi] = o
+	return oi
 }
 
+// freeOp clears a finished op's slot (dropping its future and parts) but keeps its generation.
 func (s *Sim) freeOp(oi int32) {
-	s.ops[oi] = opState{}
+	s.ops[oi] = opState{gen: s.ops[oi].gen}
 	s.freeOps = append(s.freeOps, oi)
 }
 
+// ref names the op now in slot oi.
+func (s *Sim) ref(oi int32) opRef { return opRef{oi, s.ops[oi].gen} }
+
+// current reports whether r still names the op in its slot.
+func (s *Sim) current(r opRef) bool {
+	o := &s.ops[r.oi]
+	return o.live && o.gen == r.gen
+}
+
 func (s *Sim) enqueue(op *engine.StreamOp) {
-	oi := s.allocOp()
 	s.seq++
-	s.ops[oi] = opState{op: *op, seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true}
+	oi := s.newOp(opState{op: *op, seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true})
 	st := &s.streams[op.Stream]
 	st.q = append(st.q, oi)
 	s.pendingOps++
@@ -557,9 +587,9 @@ func (s *Sim) startOp(oi int32) bool {
 		}
 		o.waitAt = s.now
 		if ev.recorded {
-			s.at(ev.at+s.m.EventLatencyNs, evStreamWake, oi, 0)
+			s.atOp(ev.at+s.m.EventLatencyNs, evStreamWake, s.ref(oi))
 		} else {
-			ev.ops = append(ev.ops, oi)
+			ev.ops = append(ev.ops, s.ref(oi))
 		}
 		return false
 	case engine.OpCopy:
@@ -583,7 +613,7 @@ func (s *Sim) record(evID engine.EventID, oi int32) {
 	s.emit(timeline.Event{Kind: timeline.KindEventRecord, Start: s.now, End: s.now, Queued: o.queued, Device: int32(o.op.Device),
 		Peer: timeline.NoDevice, Stream: uint32(o.op.Stream), Aux: uint32(evID), Host: s.hostOf(o.op.Device)})
 	for _, w := range ev.ops {
-		s.at(s.now+s.m.EventLatencyNs, evStreamWake, w, 0)
+		s.atOp(s.now+s.m.EventLatencyNs, evStreamWake, w)
 	}
 	for _, hi := range ev.hosts {
 		s.at(s.now+s.m.NotifyNs, evHostReady, hi, 0)
@@ -639,7 +669,7 @@ func (s *Sim) tryAdmit(d engine.DeviceID) {
 			if j := s.m.KernelJitter; j > 0 && dur > 0 {
 				dur += int64(float64(dur) * j * (2*s.rng.Float64() - 1))
 			}
-			s.at(s.now+max(dur, 0), evOpDone, oi, 0)
+			s.atOp(s.now+max(dur, 0), evOpDone, s.ref(oi))
 			continue
 		}
 		if dv.running < 0 {
@@ -691,12 +721,11 @@ func (s *Sim) launchNCCL(oi int32) {
 		o.parts = int32(n)
 		children := make([]int32, 0, 8)
 		for i := range n {
-			ci := s.allocOp()
 			o = &s.ops[oi]
 			part := o.op.Parts[i]
 			part.Group = gid
 			s.seq++
-			s.ops[ci] = opState{op: part, seq: s.seq, queued: o.queued, start: s.now, waitAt: -1, parent: oi, inst: -1, live: true, group: gid}
+			ci := s.newOp(opState{op: part, seq: s.seq, queued: o.queued, start: s.now, waitAt: -1, parent: oi, inst: -1, live: true, group: gid})
 			children = append(children, ci)
 		}
 		for _, ci := range children {
@@ -736,7 +765,6 @@ func (s *Sim) matchP2P(oi int32) {
 		s.alert(snd, err.Error(), timeline.StatusError)
 		for _, x := range [2]int32{snd, rcv} {
 			s.ops[x].matched = true
-			s.ops[x].gen++
 			s.fail(x, err)
 			s.finish(x, true) // the streams go on; the failed op is recorded with an error status
 		}
@@ -745,7 +773,6 @@ func (s *Sim) matchP2P(oi int32) {
 	for _, x := range [2]int32{snd, rcv} {
 		xo := &s.ops[x]
 		xo.matched = true
-		xo.gen++
 		s.peerWait(x)
 		xo.start = s.now
 	}
@@ -783,7 +810,7 @@ func (s *Sim) startCopy(oi int32) {
 	d := int32(o.op.Device)
 	b := d * linksPerDevice
 	if o.op.Bytes <= 0 {
-		s.at(s.now+s.m.CopyLatencyNs, evOpDone, oi, 0)
+		s.atOp(s.now+s.m.CopyLatencyNs, evOpDone, s.ref(oi))
 		return
 	}
 	fi := s.newFlow(ownerCopy, oi, o.op.Bytes)
@@ -842,12 +869,11 @@ func (s *Sim) arrive(oi int32) {
 	delete(s.insts, in.id)
 	for _, x := range in.ops {
 		s.ops[x].matched = true
-		s.ops[x].gen++
 	}
 	if in.barrier {
 		steps := int64(math.Ceil(math.Log2(float64(in.n))))
 		in.released = s.now + s.m.BarrierStepNs*max(steps, 1)
-		s.at(in.released, evCollStart, ii, 0)
+		s.at(in.released, evCollStart, ii, in.gen)
 		return
 	}
 	for _, x := range in.ops {
@@ -865,6 +891,7 @@ func (s *Sim) instDone(ii int32) {
 	}
 	in = &s.instPool[ii]
 	in.ops = in.ops[:0]
+	in.gen++ // its timers, if any were left, are stale from now on
 	s.freeInsts = append(s.freeInsts, ii)
 }
 
@@ -982,9 +1009,7 @@ func (s *Sim) arm(oi int32) {
 	if s.watchdog <= 0 {
 		return
 	}
-	o := &s.ops[oi]
-	o.gen++
-	s.wdQueue = append(s.wdQueue, wdEntry{deadline: s.now + s.watchdog, op: oi, gen: o.gen})
+	s.wdQueue = append(s.wdQueue, wdEntry{deadline: s.now + s.watchdog, op: s.ref(oi)})
 	if !s.wdArmed {
 		s.wdArmed = true
 		s.at(s.wdQueue[s.wdHead].deadline, evWatchdog, 0, 0)
@@ -993,8 +1018,7 @@ func (s *Sim) arm(oi int32) {
 
 // wdLive reports whether a watchdog entry still stands for an op waiting for its peers.
 func (s *Sim) wdLive(w wdEntry) bool {
-	o := &s.ops[w.op]
-	return o.live && o.gen == w.gen && !o.matched
+	return s.current(w.op) && !s.ops[w.op.oi].matched
 }
 
 // wdDue drops watchdog entries whose ops are no longer waiting and reports whether the first live
