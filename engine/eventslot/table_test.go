@@ -85,3 +85,35 @@ func TestTableMaxLive(t *testing.T) {
 		t.Fatal("handed out more than MaxLive live events")
 	}
 }
+
+// A slot's generation survives its reuse: each event that takes the slot gets a new id, and every
+// earlier id of the slot reads as retired, however many times the slot was reused.
+func TestTableGenerationSurvivesReuse(t *testing.T) {
+	var tb Table[int]
+	var slotIDs []uint32 // the ids slot 1 was handed out under, oldest first
+	for range 6 * ReuseFrom {
+		id, st, _, ok := tb.New()
+		if !ok {
+			t.Fatal("New refused")
+		}
+		*st = int(id)
+		if id&slotMask == 1 {
+			for _, old := range slotIDs {
+				if old == id {
+					t.Fatalf("slot 1 handed out id %#x twice", id)
+				}
+				if tb.Get(old) != nil {
+					t.Fatalf("id %#x of an earlier event in slot 1 is not retired", old)
+				}
+			}
+			slotIDs = append(slotIDs, id)
+		}
+		tb.Done(id)
+	}
+	if len(slotIDs) < 5 {
+		t.Fatalf("slot 1 was reused %d times; want at least 5", len(slotIDs)-1)
+	}
+	if got := tb.Get(slotIDs[len(slotIDs)-1]); got == nil || *got != int(slotIDs[len(slotIDs)-1]) {
+		t.Errorf("the newest id of slot 1 lost its state")
+	}
+}
