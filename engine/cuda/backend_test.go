@@ -25,6 +25,7 @@ import (
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/cuda"
+	"github.com/xfertop/xfertop/engine/eventslot"
 	"github.com/xfertop/xfertop/engine/nccl"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -187,6 +188,40 @@ func TestEventWaits(t *testing.T) {
 	}
 	if p := r.byOp(after.Op(), timeline.KindMemcpy, 0).Priority; p != int8(engine.PriorityHigh) {
 		t.Errorf("copy on the high-priority stream reports priority %d", p)
+	}
+}
+
+// Event ids are recycled (eventslot) in an endless run. An old id whose slot now holds a new event
+// is retired: a wait on it returns at once rather than waiting for the slot's new event.
+func TestEventRecycling(t *testing.T) {
+	r := newRig(t, 1, 1, engine.DefaultOptions())
+	s1 := r.c.ComputeStream(0)
+	s2, _ := r.c.NewStream(0, engine.PriorityHigh)
+	first, _ := r.c.Record(s1) // slot 1
+	r.run(t)
+	for range eventslot.ReuseFrom - 2 { // slots 2 .. ReuseFrom-1: the table is full enough now
+		_, _ = r.c.Record(s1)
+	}
+	r.run(t)
+	_ = r.c.Kernel(s1, int64(5*time.Millisecond), "producer")
+	reused, _ := r.c.Record(s1) // reuses slot 1, the oldest done
+	_ = r.c.WaitEvent(s2, first)
+	early, _ := r.c.Copy(s2, timeline.CopyD2D, 1<<16, -1, false)
+	_ = r.c.WaitEvent(s2, reused)
+	late, _ := r.c.Copy(s2, timeline.CopyD2D, 1<<16, -1, false)
+	r.run(t)
+	waitAll(t, early, late)
+	const slotMask = 1<<20 - 1
+	if reused == first || uint32(reused)&slotMask != uint32(first)&slotMask {
+		t.Errorf("event %#x does not reuse the slot of event %#x", reused, first)
+	}
+	kernel := r.events(timeline.KindKernel)[0]
+	if c := r.byOp(early.Op(), timeline.KindMemcpy, 0); c.Start >= kernel.End {
+		t.Errorf("copy after a wait on retired event %#x started at %d, after the kernel before the slot's new event (%#x) ended at %d",
+			first, c.Start, reused, kernel.End)
+	}
+	if c := r.byOp(late.Op(), timeline.KindMemcpy, 0); c.Start < kernel.End {
+		t.Errorf("copy waiting on event %#x started at %d, before the kernel recorded before it ended at %d", reused, c.Start, kernel.End)
 	}
 }
 
