@@ -303,6 +303,10 @@ func (b *Backend) Run(ctx context.Context) error {
 	b.mu.Unlock()
 	b.done = make(chan inflight, 1024)
 	b.instant = make(chan timeline.Event, 1024)
+	// A run that ends early (the watchdog, a cancel) stops its host threads through ctx and waits
+	// for them, so none outlives the run or hands an op to the next run's poller.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var hosts sync.WaitGroup
 	errs := make(chan error, len(queues))
 	for rank, q := range queues {
@@ -322,6 +326,8 @@ func (b *Backend) Run(ctx context.Context) error {
 		close(b.done)
 	}()
 	err := b.poll(ctx)
+	stop()
+	b.drain()
 	select {
 	case herr := <-errs:
 		if err == nil {
@@ -331,6 +337,30 @@ func (b *Backend) Run(ctx context.Context) error {
 	}
 	b.destroyRetired()
 	return err
+}
+
+// drain waits until the host threads have ended (the channel they hand ops over on is closed),
+// emitting the event records they still report. When the poller stopped early, the ops they still
+// hand over are abandoned with the run.
+func (b *Backend) drain() {
+	for {
+		select {
+		case _, ok := <-b.done:
+			if ok {
+				continue
+			}
+			for {
+				select {
+				case e := <-b.instant:
+					b.sink.Emit(&e)
+				default:
+					return
+				}
+			}
+		case e := <-b.instant:
+			b.sink.Emit(&e)
+		}
+	}
 }
 
 // The client frees communicators it drops and evicts faulted ones through these methods.

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"gorgonia.org/cu"
 
 	"github.com/xfertop/xfertop/engine"
@@ -442,6 +443,41 @@ func TestWatchdogAbortsStuckSend(t *testing.T) {
 	}
 	if l := readLog(t, log); !strings.Contains(l, "abort comm=") {
 		t.Errorf("NCCL log:\n%s\nwant the communicator aborted", l)
+	}
+}
+
+// A run that ends early (the watchdog, a cancel) ends every rank's host thread before it returns:
+// none is left sleeping or waiting, to hand ops to the next run's poller or outlive the backend.
+func TestRunEndsHostThreads(t *testing.T) {
+	needNCCL(t)
+	for _, how := range []string{"watchdog", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			r := newRig(t, 2, 2, engine.DefaultOptions())
+			r.be.SetWatchdog(int64(300 * time.Millisecond))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if how == "watchdog" {
+				_, _ = r.c.Send(r.c.TransferStream(0), 1, 1<<16, 7) // never received
+				// Rank 0's host thread waits for the stream past the stuck send: aborting the
+				// communicator releases it.
+				ev, _ := r.c.Record(r.c.TransferStream(0))
+				r.c.HostWait(0, ev)
+			} else {
+				time.AfterFunc(100*time.Millisecond, cancel)
+			}
+			r.c.HostSleep(1, int64(time.Minute), "slow input")
+			_ = r.c.Kernel(r.c.ComputeStream(1), 1000, "after")
+			start := time.Now()
+			err := r.c.Run(ctx)
+			var we *engine.WatchdogError
+			if (how == "watchdog" && !errors.As(err, &we)) || (how == "cancel" && !errors.Is(err, engine.ErrCanceled)) {
+				t.Fatalf("err = %v; want the run ended by the %s", err, how)
+			}
+			if wall := time.Since(start); wall > 20*time.Second {
+				t.Errorf("the run took %v to end: it waited for the sleeping host thread", wall)
+			}
+		})
 	}
 }
 

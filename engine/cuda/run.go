@@ -100,7 +100,7 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 		case engine.CmdCommInit:
 			err = b.commInit(rank, cmd)
 		case engine.CmdSleep:
-			time.Sleep(time.Duration(cmd.Duration))
+			err = sleep(ctx, time.Duration(cmd.Duration))
 		case engine.CmdBatch:
 			batch = append(batch, cmd.Op)
 		case engine.CmdFlush:
@@ -117,6 +117,18 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 		return b.launch(ctx, rank, g, engine.StreamOp{Kind: engine.OpGroup, Stream: batch[0].Stream, Device: rank, Peer: -1, Parts: batch})
 	}
 	return nil
+}
+
+// sleep keeps the host thread busy for d, or until the run is cancelled or ends early.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+	}
 }
 
 // event returns id's state, or nil for an event recorded so long ago that its id was retired.
