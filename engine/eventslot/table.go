@@ -33,8 +33,14 @@ func (t *Table[T]) New() (id uint32, state *T, prev T, ok bool) {
 	if len(t.vals) >= ReuseFrom && t.head < len(t.free) {
 		slot = int(t.free[t.head])
 		t.head++
-		if t.head == len(t.free) {
+		switch {
+		case t.head == len(t.free):
 			t.free, t.head = t.free[:0], 0
+		case t.head >= ReuseFrom/16 && 2*t.head >= len(t.free):
+			// Once slots are reused the queue is consumed as fast as Done fills it and seldom
+			// empties: drop its consumed half rather than let appends grow the array for ever.
+			n := copy(t.free, t.free[t.head:])
+			t.free, t.head = t.free[:n], 0
 		}
 		prev, t.vals[slot] = t.vals[slot], zero
 		t.gens[slot] = (t.gens[slot] + 1) & genMask

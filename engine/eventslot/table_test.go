@@ -117,3 +117,24 @@ func TestTableGenerationSurvivesReuse(t *testing.T) {
 		t.Errorf("the newest id of slot 1 lost its state")
 	}
 }
+
+// In an endless run the table's memory stays bounded: the queue of done slots is consumed as fast
+// as it is filled once slots are reused, and must not keep the consumed part of its array.
+func TestTableBoundedInSteadyState(t *testing.T) {
+	var tb Table[int]
+	live, _, _, _ := tb.New() // one event that is never recorded keeps the queue from emptying
+	_ = live
+	for range 10 * ReuseFrom {
+		id, _, _, ok := tb.New()
+		if !ok {
+			t.Fatal("New refused")
+		}
+		tb.Done(id)
+	}
+	if tb.Len() > ReuseFrom+1 {
+		t.Errorf("Len %d; want at most %d", tb.Len(), ReuseFrom+1)
+	}
+	if c := cap(tb.free); c > 3*ReuseFrom {
+		t.Errorf("the queue of done slots holds an array of %d after %d events; want at most %d", c, 10*ReuseFrom, 3*ReuseFrom)
+	}
+}

@@ -99,6 +99,9 @@ type opState struct {
 	status  uint8 // recorded on the op's event when it did not complete normally
 }
 
+// compactFrom is how many consumed entries a FIFO kept in a slice may hold before it is compacted.
+const compactFrom = 1024
+
 type wdEntry struct {
 	deadline int64
 	op       opRef
@@ -1031,6 +1034,12 @@ func (s *Sim) wdDue(t int64) bool {
 	if s.wdHead == len(s.wdQueue) {
 		s.wdQueue, s.wdHead, s.wdArmed = s.wdQueue[:0], 0, false
 		return false
+	}
+	if s.wdHead >= compactFrom && 2*s.wdHead >= len(s.wdQueue) {
+		// Some op is nearly always waiting, so the queue rarely empties: drop its consumed half
+		// rather than let appends grow the array for ever.
+		n := copy(s.wdQueue, s.wdQueue[s.wdHead:])
+		s.wdQueue, s.wdHead = s.wdQueue[:n], 0
 	}
 	if d := s.wdQueue[s.wdHead].deadline; d > t {
 		s.at(d, evWatchdog, 0, 0)

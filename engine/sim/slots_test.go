@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/sim"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -50,5 +51,36 @@ func TestWatchdogAfterSlotReuse(t *testing.T) {
 	}
 	if waits != 8 {
 		t.Errorf("%d peer waits; want one per round (8)", waits)
+	}
+}
+
+// The watchdog's queue of deadlines stays bounded in an endless run in which some op is always
+// waiting for its peer (so the queue never empties): the consumed part of it is dropped.
+func TestWatchdogQueueBounded(t *testing.T) {
+	opts := engine.DefaultOptions()
+	opts.WatchdogNs = 1_000_000
+	tp, err := sim.TopologyByName("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &countSink{}
+	s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: sim.DefaultModel()}, sink, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := engine.NewClient(s, sink, opts)
+	warm(t, c, []engine.DeviceID{0, 1})
+	// Each send waits about 0.6 ms for its receive, queued behind a kernel on the receiver: there
+	// is always a send waiting, and each is matched before its deadline.
+	const pairs = 20_000
+	for range pairs {
+		id := c.NewOpID()
+		_ = c.Kernel(c.TransferStream(1), 600_000, "late")
+		_, _ = c.Send(c.TransferStream(0), 1, 1<<10, id)
+		_, _ = c.Recv(c.TransferStream(1), 0, 1<<10, id)
+	}
+	run(t, c)
+	if n, capacity := sim.WatchdogQueue(s); capacity > 4096 {
+		t.Errorf("after %d waits the watchdog queue holds %d entries in an array of %d; want it bounded (≤ 4096)", pairs, n, capacity)
 	}
 }
