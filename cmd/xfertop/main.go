@@ -15,20 +15,34 @@
 // 2 a usage error; 3 a watchdog alert or a deadlock ended the run; 4 bad input data (a corrupt
 // recording, a malformed trace); 130 interrupted by SIGINT or SIGTERM (the report of what ran is
 // printed and the recording closed). See exit.go.
+//
+// Environment: XFERTOP_MEMSTATS=FILE appends the process's heap figures to FILE every second (for
+// soak tests; see scripts/soak.sh).
 package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/xfertop/xfertop/otel"
 )
 
 func main() {
 	otel.QuietErrors()
+	stopMem, err := startMemStats(os.Getenv(memStatsEnv), time.Second)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "xfertop: %v\n", err)
+		os.Exit(exitFailure)
+	}
 	code := xfertop(signalContext(), os.Args[1:], os.Stdout, os.Stderr)
+	if err := stopMem(); err != nil && code == exitOK {
+		fmt.Fprintf(os.Stderr, "xfertop: %v\n", err)
+		code = exitFailure
+	}
 	os.Exit(code)
 }
 
