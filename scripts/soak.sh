@@ -51,9 +51,11 @@ out="$(cd "$out" && pwd)"
 (cd "$root" && go build -o "$out/xfertop" ./cmd/xfertop)
 
 name="xfertop-soak-$$"
+# A tmux server of its own (its own socket), so no one else's tmux use can end the run.
+tmux() { command tmux -L "$name" "$@"; }
 # Keep the pane when xfertop exits, so its last screen and exit status can be read.
 tmux new-session -d -s "$name" -x 160 -y 48
-trap 'tmux kill-session -t "$name" 2>/dev/null || true' EXIT
+trap 'tmux kill-server 2>/dev/null || true' EXIT
 tmux set-option -t "$name" remain-on-exit on >/dev/null
 flags=""
 for a in "$@"; do flags+=" $(printf '%q' "$a")"; done
@@ -75,13 +77,18 @@ bad() {
 }
 while :; do
   now=$(date +%s)
-  if [ "$(tmux display-message -p -t "$name" '#{pane_dead}')" = 1 ]; then
+  dead=$(tmux display-message -p -t "$name" '#{pane_dead}' 2>/dev/null || echo gone)
+  if [ "$dead" = gone ]; then
+    failed="the tmux session went away after $((now - start)) s"
+    break
+  fi
+  if [ "$dead" = 1 ]; then
     failed="xfertop exited with status $(tmux display-message -p -t "$name" '#{pane_dead_status}') after $((now - start)) s"
     break
   fi
   rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
   [ -n "$rss" ] && echo -e "$(date +%s%3N)\t$rss" >>"$out/rss.tsv"
-  scr=$(tmux capture-pane -p -t "$name")
+  scr=$(tmux capture-pane -p -t "$name" 2>/dev/null || true)
   if why=$(bad "$scr"); then
     failed="after $((now - start)) s the screen shows: $why"
     break
@@ -90,9 +97,9 @@ while :; do
   left=$((total - (now - start)))
   sleep $((every < left ? every : left))
 done
-tmux capture-pane -p -t "$name" >"$out/screen.txt"
+tmux capture-pane -p -t "$name" >"$out/screen.txt" 2>/dev/null || true
 hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo "?")
-tmux send-keys -t "$name" q
+tmux send-keys -t "$name" q 2>/dev/null || true
 sleep 1
 
 # quarters FILE COLUMN prints the median of the second and of the last quarter of a column's
