@@ -62,6 +62,14 @@ func TestDeadlockWatchdog(t *testing.T) {
 	if r.Steps.Count != 0 {
 		t.Errorf("the failed step was counted: %+v", r.Steps)
 	}
+	// The blocked send's stream waited for its peer for the watchdog's 2 s, as the timeline shows:
+	// the report says so, and rank 0's device sat idle, not "compute 100%".
+	if pw := r.Idle.ByCause["peer_wait"]; pw < 1_990_000_000 || pw > 2_010_000_000 {
+		t.Errorf("peer wait %d ns; want the 2 s the send waited", pw)
+	}
+	if len(r.Idle.Devices) == 0 || r.Idle.Devices[0].Device != 0 || r.Idle.Devices[0].IdlePct < 99 {
+		t.Errorf("rank 0's breakdown %+v; want it idle while its send waited", r.Idle.Devices)
+	}
 }
 
 // straggler names the late rank, whichever it is.
