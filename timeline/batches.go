@@ -26,6 +26,7 @@ type Batch struct {
 type Batches struct {
 	src     *Strings
 	keep    func(*Event) bool
+	block   bool // Emit waits for room instead of dropping (SetBlocking)
 	size    int
 	known   uint32
 	mu      sync.Mutex
@@ -61,6 +62,11 @@ func (b *Batches) newBatch() *Batch {
 	}
 }
 
+// SetBlocking makes Emit wait for room in the queue instead of dropping a batch: for a consumer
+// that must see every event (a lossless export), at the cost of slowing the producer down to its
+// pace. Call it before the first Emit.
+func (b *Batches) SetBlocking(block bool) { b.block = block }
+
 // Emit carries a copy of e (when keep selects it).
 func (b *Batches) Emit(e *Event) {
 	if b.keep != nil && !b.keep(e) {
@@ -87,10 +93,17 @@ func (b *Batches) Emit(e *Event) {
 	}
 }
 
-// handOff sends the current batch, or drops its events when the queue is full. Called with b.mu.
+// handOff sends the current batch, or drops its events when the queue is full (unless blocking:
+// then it waits). Called with b.mu.
 func (b *Batches) handOff() {
 	c := b.cur
 	c.Dropped = b.pending
+	if b.block {
+		b.queue <- c
+		b.pending = 0
+		b.cur = b.newBatch()
+		return
+	}
 	select {
 	case b.queue <- c:
 		b.pending = 0

@@ -66,3 +66,35 @@ func TestBatchesFlushAndKeep(t *testing.T) {
 		t.Error("Close must succeed once")
 	}
 }
+
+// Blocking: the same slow consumer receives every event in order, and nothing is dropped.
+func TestBatchesBlocking(t *testing.T) {
+	b := NewBatches(nil, 10, 1, time.Hour, nil)
+	b.SetBlocking(true)
+	var got []uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for x := range b.C() {
+			time.Sleep(100 * time.Microsecond)
+			for _, e := range x.Events {
+				got = append(got, e.Op)
+			}
+			b.Release(x)
+		}
+	}()
+	const n = 2000
+	for i := range n {
+		b.Emit(&Event{Op: uint64(i)})
+	}
+	b.Close()
+	<-done
+	if b.Dropped() != 0 || len(got) != n {
+		t.Fatalf("delivered %d, dropped %d; want all %d", len(got), b.Dropped(), n)
+	}
+	for i, op := range got {
+		if op != uint64(i) {
+			t.Fatalf("event %d has op %d: out of order", i, op)
+		}
+	}
+}
