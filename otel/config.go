@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // Defaults of the volume and back-pressure controls.
@@ -45,6 +47,11 @@ type Config struct {
 	// ShutdownTimeout bounds how long Close waits for the collector (0: DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
 	MaxRate         float64 // spans per second; 0: no limit
+	// Detail is DetailSpans (the default) or DetailFull (every event, rebuildable exactly).
+	Detail string
+	// Meta describes the run; it travels on every host's resource (xfertop.meta.*), so that a
+	// receiver analyses the events as the run itself does.
+	Meta timeline.Meta
 }
 
 // Resolve builds a config from the --otlp flag value (may be empty) and the environment:

@@ -2,6 +2,8 @@ package otel
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -18,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
+	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -61,6 +64,8 @@ type Exporter struct {
 	stepsOverRate atomic.Int64
 	tokens        float64 // the span budget (token bucket), refilled at MaxRate per second
 	refilled      time.Time
+	seq           int64  // DetailFull: the next event's place in the stream
+	session       string // this exporter's id (xfertop.session), so a receiver orders its events by seq
 }
 
 // New starts an exporter for cfg. src is the session's string table (read only inside Emit).
@@ -123,11 +128,17 @@ func newExporter(cfg Config, exp sdktrace.SpanExporter, q *spanQueue, src *timel
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	// Only events that make or annotate spans (about one in eight) cross to the builder.
-	keepEvent := func(e *timeline.Event) bool { return e.Kind == timeline.KindStep || keep(e) }
+	full := cfg.Detail == DetailFull
+	if full {
+		cfg.SampleRatio, cfg.MaxRate, cfg.MinSpan = 1, 0, 0
+	}
+	// Only events that make or annotate spans (about one in eight) cross to the builder, unless every
+	// event is exported.
+	keepEvent := func(e *timeline.Event) bool { return full || e.Kind == timeline.KindStep || keep(e) }
 	x := &Exporter{cfg: cfg, batches: timeline.NewBatches(src, cfg.Batch, cfg.Queue, 250*time.Millisecond, keepEvent),
 		queue: q, real: exp, hosts: map[uint16]*sdktrace.TracerProvider{}, done: make(chan struct{}),
-		labels: []string{""}}
+		labels: []string{""}, session: newSessionID()}
+	x.batches.SetBlocking(full) // lossless: the producer waits for the export rather than lose events
 	q.start(exp)
 	go x.loop()
 	return x
@@ -165,7 +176,7 @@ func keep(e *timeline.Event) bool {
 	case timeline.KindAlert, timeline.KindPeerWait:
 		return true
 	}
-	return exported(e)
+	return exported(e, false)
 }
 
 type labelTable []string
@@ -192,11 +203,20 @@ func (x *Exporter) provider(host uint16) *sdktrace.TracerProvider {
 	}
 	// Defaults first, then OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, then the host: hosts must
 	// stay separate processes in Jaeger whatever the environment says.
+	own := []attribute.KeyValue{attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", fmt.Sprintf("host-%d", host)),
+		ResHost.Int(int(host)), ResSession.String(x.session), ResDetail.String(x.detail())}
+	// The run's description, so that a receiver analyses the events as the run itself would.
+	m := x.cfg.Meta
+	m.EpochUnixNs = x.cfg.Epoch.UnixNano()
+	for _, kv := range recordings.MetaPairs(m) {
+		if kv[1] != "" {
+			own = append(own, attribute.String(ResMetaPrefix+kv[0], kv[1]))
+		}
+	}
 	res, err := resource.New(context.Background(),
 		resource.WithAttributes(attribute.String("service.name", x.cfg.ServiceName)),
 		resource.WithFromEnv(),
-		resource.WithAttributes(attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", fmt.Sprintf("host-%d", host)),
-			attribute.Int("xfertop.host", int(host))))
+		resource.WithAttributes(own...))
 	if err != nil {
 		res = resource.NewSchemaless(attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", fmt.Sprintf("host-%d", host)))
 	}
@@ -236,9 +256,10 @@ func (x *Exporter) flushStep(step *timeline.Event, evs []timeline.Event) {
 		x.stepsSkipped.Add(1)
 		return
 	}
+	full := x.cfg.Detail == DetailFull
 	n := 1
 	for i := range evs {
-		if exported(&evs[i]) {
+		if exported(&evs[i], full) {
 			n++
 		}
 	}
@@ -247,7 +268,13 @@ func (x *Exporter) flushStep(step *timeline.Event, evs []timeline.Event) {
 		return
 	}
 	x.stepsKept.Add(1)
-	specs := buildStep(step, evs, labelTable(x.labels), x.cfg.Scenario, Filter{MinSpanNs: x.cfg.MinSpan.Nanoseconds()})
+	specs := buildStep(step, evs, labelTable(x.labels), x.cfg.Scenario, Filter{MinSpanNs: x.cfg.MinSpan.Nanoseconds(), Full: full, SeqBase: x.seq})
+	if full {
+		x.seq += int64(len(evs))
+		if step.Aux != tailStep {
+			x.seq++ // the step event itself
+		}
+	}
 	spans := make([]trace.Span, len(specs))
 	for i, sp := range specs {
 		ctx := context.Background()
@@ -287,7 +314,7 @@ func (x *Exporter) Close(ctx context.Context) error {
 	x.batches.Close() // the producer has stopped: the last batch waits for room rather than drop
 	<-x.done
 	if len(x.pending) > 0 {
-		tail := timeline.Event{Kind: timeline.KindStep, Start: x.pending[0].Start, End: x.pending[len(x.pending)-1].End, Aux: 1 << 31}
+		tail := timeline.Event{Kind: timeline.KindStep, Start: x.pending[0].Start, End: x.pending[len(x.pending)-1].End, Aux: tailStep}
 		for _, e := range x.pending {
 			tail.Start, tail.End = min(tail.Start, e.Start), max(tail.End, e.End)
 		}
@@ -300,6 +327,20 @@ func (x *Exporter) Close(ctx context.Context) error {
 	// The exporter closes its connection even when ctx has ended.
 	errs = append(errs, x.real.Shutdown(ctx))
 	return errors.Join(errs...)
+}
+
+func (x *Exporter) detail() string {
+	if x.cfg.Detail == DetailFull {
+		return DetailFull
+	}
+	return DetailSpans
+}
+
+// newSessionID returns a random id for one exporting process.
+func newSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Stats returns the export's counters.

@@ -33,6 +33,32 @@ const (
 	AttrStraggler  = attribute.Key("xfertop.barrier.straggler")
 	AttrLateness   = attribute.Key("xfertop.barrier.lateness_ns")
 	AttrStatus     = attribute.Key("xfertop.status")
+
+	// With Detail full, these carry the rest of each event, so a receiver rebuilds it exactly.
+	AttrSeq    = attribute.Key("xfertop.seq")       // the event's place in its session's stream
+	AttrSub    = attribute.Key("xfertop.sub")       // Event.Sub
+	AttrAux    = attribute.Key("xfertop.aux")       // Event.Aux (steps and groups carry it as xfertop.step, xfertop.group.ops)
+	AttrLabel  = attribute.Key("xfertop.label")     // the event's label: kernel name, alert message
+	AttrQueued = attribute.Key("xfertop.queued_ns") // Event.Queued, ns since the epoch
+	AttrTail   = attribute.Key("xfertop.tail")      // the root of the events after the last step: no step event
+
+	// Resource attributes (each host's).
+	ResHost       = attribute.Key("xfertop.host")    // host index
+	ResSession    = attribute.Key("xfertop.session") // one exporting process: its seq numbers are one sequence
+	ResDetail     = attribute.Key("xfertop.detail")  // DetailSpans or DetailFull
+	ResMetaPrefix = "xfertop.meta."                  // the run's description (recordings.MetaPairs), one attribute per pair
+)
+
+// Detail levels of the export.
+const (
+	// DetailSpans exports what a person reads in a trace viewer: transfers, collectives, groups,
+	// barrier waits and communicator creations; kernels, waits, samples and instants are left out,
+	// and steps may be sampled or skipped by the span budget.
+	DetailSpans = "spans"
+	// DetailFull exports every event, each with the attributes needed to rebuild it exactly and its
+	// place in the stream (xfertop.seq), without sampling, span budget or minimum span; the export
+	// slows the producer down rather than drop events.
+	DetailFull = "full"
 )
 
 // spanSpec is one span to create: the SDK is only asked to build what these say.
@@ -55,10 +81,17 @@ type Filter struct {
 	// MinSpanNs drops spans shorter than this (the step root, groups with kept members and failed
 	// ops are always kept).
 	MinSpanNs int64
+	// Full exports every event with every field (DetailFull); event i of the step is numbered
+	// SeqBase+i and the step itself SeqBase+len(events), their order in the stream.
+	Full    bool
+	SeqBase int64
 }
 
-// exported reports whether an event becomes a span.
-func exported(e *timeline.Event) bool {
+// exported reports whether an event becomes a span (with Detail full, every event does).
+func exported(e *timeline.Event, full bool) bool {
+	if full {
+		return e.Kind != timeline.KindStep
+	}
 	switch e.Kind {
 	case timeline.KindMemcpy:
 		return timeline.CopyDir(e.Sub) != timeline.CopySet
@@ -91,6 +124,15 @@ func buildStep(step *timeline.Event, evs []timeline.Event, labels Labels, scenar
 		attrs: []attribute.KeyValue{AttrKind.String("step"), AttrStep.Int64(int64(step.Aux))}}
 	if scenario != "" {
 		root.attrs = append(root.attrs, AttrScenario.String(scenario))
+	}
+	if f.Full {
+		root.host = step.Host
+		if step.Aux == tailStep {
+			root.attrs = append(root.attrs, AttrTail.Bool(true))
+		} else {
+			root.attrs = fullAttrs(step, labels, root.attrs)
+			root.attrs = append(root.attrs, AttrSeq.Int64(f.SeqBase+int64(len(evs))))
+		}
 	}
 	if step.Status != timeline.StatusOK {
 		root.errMsg = "the step did not complete"
@@ -128,7 +170,7 @@ func buildStep(step *timeline.Event, evs []timeline.Event, labels Labels, scenar
 	groupSpec := map[uint32]int{}
 	order := make([]int, 0, len(evs))
 	for i := range evs {
-		if exported(&evs[i]) {
+		if exported(&evs[i], f.Full) {
 			order = append(order, i)
 		}
 	}
@@ -142,53 +184,26 @@ func buildStep(step *timeline.Event, evs []timeline.Event, labels Labels, scenar
 		e := &evs[i]
 		sp := spanSpec{name: spanName(e), start: e.Start, end: e.End, host: e.Host, parent: 0, kind: e.Kind}
 		// The step number lives on the trace's root; children carry only what is theirs.
-		sp.attrs = make([]attribute.KeyValue, 0, 12)
-		sp.attrs = append(sp.attrs, AttrKind.String(e.Kind.String()))
-		if e.Device >= 0 {
-			sp.attrs = append(sp.attrs, AttrDevice.Int64(int64(e.Device)))
-		}
-		if e.Stream != 0 {
-			sp.attrs = append(sp.attrs, AttrStream.Int64(int64(e.Stream)), AttrPriority.Int64(int64(e.Priority)))
-		}
-		if e.Op != 0 {
-			sp.attrs = append(sp.attrs, AttrOp.Int64(int64(e.Op)))
-		}
-		if e.Bytes > 0 {
-			sp.attrs = append(sp.attrs, AttrBytes.Int64(e.Bytes))
-			if d := e.Dur(); d > 0 {
-				sp.attrs = append(sp.attrs, AttrGBps.Float64(float64(e.Bytes)/float64(d)))
-			}
-		}
-		if e.Peer >= 0 {
-			sp.attrs = append(sp.attrs, AttrPeer.Int64(int64(e.Peer)))
-		}
-		if e.Comm != 0 {
-			sp.attrs = append(sp.attrs, AttrComm.Int64(int64(e.Comm)))
-		}
-		switch e.Kind {
-		case timeline.KindMemcpy:
-			sp.attrs = append(sp.attrs, AttrDirection.String(timeline.CopyDir(e.Sub).String()))
-		case timeline.KindCollective:
-			sp.attrs = append(sp.attrs, AttrCollective.String(timeline.CollOp(e.Sub).String()), AttrRanks.Int64(int64(e.Ranks)))
-		case timeline.KindGroupLaunch:
-			sp.attrs = append(sp.attrs, AttrGroup.Int64(int64(e.Group)), AttrGroupOps.Int64(int64(e.Aux)))
-		case timeline.KindBarrier:
+		sp.attrs = eventAttrs(e, make([]attribute.KeyValue, 0, 12))
+		if e.Kind == timeline.KindBarrier {
 			wait := e.Dur()
 			med := timeline.Percentile(append([]int64(nil), arrivals[e.Op]...), 50)
-			sp.attrs = append(sp.attrs, AttrBarrier.Int64(int64(e.Barrier)), AttrRanks.Int64(int64(e.Ranks)),
-				AttrWaitNs.Int64(wait), AttrWaitCause.String("barrier_wait"), AttrStraggler.Bool(lastAt[e.Op] == e.Device))
+			sp.attrs = append(sp.attrs, AttrWaitNs.Int64(wait), AttrWaitCause.String("barrier_wait"), AttrStraggler.Bool(lastAt[e.Op] == e.Device))
 			if lastAt[e.Op] == e.Device {
 				sp.attrs = append(sp.attrs, AttrLateness.Int64(e.Start-med))
 			}
 		}
-		if w := peerWait[[2]int64{int64(e.Op), int64(e.Device)}]; w != nil && e.Kind != timeline.KindBarrier {
+		if w := peerWait[[2]int64{int64(e.Op), int64(e.Device)}]; w != nil && e.Kind != timeline.KindBarrier && e.Kind != timeline.KindPeerWait {
 			sp.attrs = append(sp.attrs, AttrWaitNs.Int64(w.Dur()), AttrWaitCause.String("peer_wait"))
-			if e.Status != timeline.StatusOK {
-				sp.start = w.Start // a stuck op's span covers its wait
+			if e.Status != timeline.StatusOK && !f.Full {
+				sp.start = w.Start // a stuck op's span covers its wait (with full detail, the wait is a span of its own)
 			}
 		}
-		if e.Status != timeline.StatusOK {
-			sp.attrs = append(sp.attrs, AttrStatus.Int64(int64(e.Status)))
+		if f.Full {
+			sp.attrs = fullAttrs(e, labels, sp.attrs)
+			sp.attrs = append(sp.attrs, AttrSeq.Int64(f.SeqBase+int64(i)))
+		}
+		if e.Status != timeline.StatusOK && e.Kind != timeline.KindAlert {
 			sp.errMsg = alerts[e.Op]
 			if sp.errMsg == "" {
 				sp.errMsg = fmt.Sprintf("%s failed (status %d)", sp.name, e.Status)
@@ -199,7 +214,7 @@ func buildStep(step *timeline.Event, evs []timeline.Event, labels Labels, scenar
 				sp.parent = g
 			}
 		}
-		if e.Kind != timeline.KindGroupLaunch && sp.errMsg == "" && sp.end-sp.start < f.MinSpanNs {
+		if e.Kind != timeline.KindGroupLaunch && sp.errMsg == "" && sp.end-sp.start < f.MinSpanNs && !f.Full {
 			continue
 		}
 		specs = append(specs, sp)
@@ -259,4 +274,113 @@ func pruneGroups(specs []spanSpec, f Filter) []spanSpec {
 		out[i].links = links
 	}
 	return out
+}
+
+// tailStep is the step number of the root made for the events after the last step (Close).
+const tailStep = 1 << 31
+
+// eventAttrs appends the attributes every export gives an event's span: what a person reads.
+func eventAttrs(e *timeline.Event, attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs, AttrKind.String(e.Kind.String()))
+	if e.Device >= 0 {
+		attrs = append(attrs, AttrDevice.Int64(int64(e.Device)))
+	}
+	if e.Stream != 0 {
+		attrs = append(attrs, AttrStream.Int64(int64(e.Stream)), AttrPriority.Int64(int64(e.Priority)))
+	}
+	if e.Op != 0 {
+		attrs = append(attrs, AttrOp.Int64(int64(e.Op)))
+	}
+	if e.Bytes > 0 {
+		attrs = append(attrs, AttrBytes.Int64(e.Bytes))
+		if d := e.Dur(); d > 0 {
+			attrs = append(attrs, AttrGBps.Float64(float64(e.Bytes)/float64(d)))
+		}
+	}
+	if e.Peer >= 0 {
+		attrs = append(attrs, AttrPeer.Int64(int64(e.Peer)))
+	}
+	if e.Comm != 0 {
+		attrs = append(attrs, AttrComm.Int64(int64(e.Comm)))
+	}
+	switch e.Kind {
+	case timeline.KindMemcpy:
+		attrs = append(attrs, AttrDirection.String(timeline.CopyDir(e.Sub).String()))
+	case timeline.KindCollective:
+		attrs = append(attrs, AttrCollective.String(timeline.CollOp(e.Sub).String()), AttrRanks.Int64(int64(e.Ranks)))
+	case timeline.KindGroupLaunch:
+		attrs = append(attrs, AttrGroup.Int64(int64(e.Group)), AttrGroupOps.Int64(int64(e.Aux)))
+	case timeline.KindBarrier:
+		attrs = append(attrs, AttrBarrier.Int64(int64(e.Barrier)), AttrRanks.Int64(int64(e.Ranks)))
+	}
+	if e.Status != timeline.StatusOK {
+		attrs = append(attrs, AttrStatus.Int64(int64(e.Status)))
+	}
+	return attrs
+}
+
+// fullAttrs appends what eventAttrs leaves out of e, so that, with the span's start and end and the
+// resource's host, every field of the event is carried (DetailFull). Zero fields are left out.
+func fullAttrs(e *timeline.Event, labels Labels, attrs []attribute.KeyValue) []attribute.KeyValue {
+	if e.Kind == timeline.KindStep { // the root carries the kind and the step number (Aux) already
+		if e.Device != timeline.NoDevice {
+			attrs = append(attrs, AttrDevice.Int64(int64(e.Device)))
+		}
+		if e.Stream != 0 {
+			attrs = append(attrs, AttrStream.Int64(int64(e.Stream)))
+		}
+		if e.Priority != 0 {
+			attrs = append(attrs, AttrPriority.Int64(int64(e.Priority)))
+		}
+		if e.Op != 0 {
+			attrs = append(attrs, AttrOp.Int64(int64(e.Op)))
+		}
+		if e.Bytes != 0 {
+			attrs = append(attrs, AttrBytes.Int64(e.Bytes))
+		}
+		if e.Peer != timeline.NoDevice {
+			attrs = append(attrs, AttrPeer.Int64(int64(e.Peer)))
+		}
+		if e.Comm != 0 {
+			attrs = append(attrs, AttrComm.Int64(int64(e.Comm)))
+		}
+		if e.Status != timeline.StatusOK {
+			attrs = append(attrs, AttrStatus.Int64(int64(e.Status)))
+		}
+	} else {
+		if e.Device < timeline.NoDevice {
+			attrs = append(attrs, AttrDevice.Int64(int64(e.Device)))
+		}
+		if e.Peer < timeline.NoDevice {
+			attrs = append(attrs, AttrPeer.Int64(int64(e.Peer)))
+		}
+		if e.Stream == 0 && e.Priority != 0 {
+			attrs = append(attrs, AttrPriority.Int64(int64(e.Priority)))
+		}
+		if e.Bytes < 0 {
+			attrs = append(attrs, AttrBytes.Int64(e.Bytes))
+		}
+		if e.Aux != 0 && e.Kind != timeline.KindGroupLaunch {
+			attrs = append(attrs, AttrAux.Int64(int64(e.Aux)))
+		}
+	}
+	if e.Sub != 0 {
+		attrs = append(attrs, AttrSub.Int64(int64(e.Sub)))
+	}
+	if e.Group != 0 && e.Kind != timeline.KindGroupLaunch {
+		attrs = append(attrs, AttrGroup.Int64(int64(e.Group)))
+	}
+	if e.Ranks != 0 && e.Kind != timeline.KindCollective && e.Kind != timeline.KindBarrier {
+		attrs = append(attrs, AttrRanks.Int64(int64(e.Ranks)))
+	}
+	if e.Barrier != 0 && e.Kind != timeline.KindBarrier {
+		attrs = append(attrs, AttrBarrier.Int64(int64(e.Barrier)))
+	}
+	if e.Label != 0 {
+		attrs = append(attrs, AttrLabel.String(labels.Lookup(e.Label)))
+	}
+	if e.Queued != 0 {
+		attrs = append(attrs, AttrQueued.Int64(e.Queued))
+	}
+	return attrs
 }

@@ -52,6 +52,10 @@ func MetaPairs(m Meta) [][2]string {
 	return kv
 }
 
+// MetaFromPairs is the inverse of MetaPairs: a run's description read back from its pairs (a
+// recording's Meta chunk, an OTLP resource's xfertop.meta.* attributes). Unknown keys go to Extra.
+func MetaFromPairs(kv [][2]string) Meta { return metaFrom(kv) }
+
 func metaFrom(kv [][2]string) Meta {
 	var m Meta
 	for _, p := range kv {

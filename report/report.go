@@ -10,6 +10,31 @@ type Run struct {
 	Ended         string // why the run ended early, if it did
 	DroppedEvents int64  // events a consumer dropped
 	Export        *Export
+	Receive       *Receive // what xfertop listen received, when the events came over OTLP
+	// Partial names the parts of the report that are incomplete, and why (senders that exported
+	// with the default detail leave kernels, waits and samples out).
+	Partial []string
+}
+
+// Receive is what xfertop listen received (absent for other sources).
+type Receive struct {
+	Listen     string        `json:"listen"` // the addresses served
+	Hosts      []ReceiveHost `json:"hosts"`
+	Spans      int64         `json:"spans"`             // xfertop spans taken
+	Foreign    int64         `json:"foreign_spans"`     // spans that are not xfertop's, ignored
+	Lost       int64         `json:"lost_events"`       // numbered events that never came
+	Duplicates int64         `json:"duplicate_events"`  // came twice (a retried request), dropped
+	Refused    int64         `json:"refused_spans"`     // refused while the queue was full; the senders resent them
+	Rejected   int64         `json:"rejected_requests"` // over a limit, malformed or unauthenticated
+}
+
+// ReceiveHost is one sending host.
+type ReceiveHost struct {
+	Name     string `json:"name"`
+	Session  string `json:"session"`
+	Detail   string `json:"detail"`
+	Spans    int64  `json:"spans"`
+	OffsetNs int64  `json:"clock_offset_ns"` // receive time − newest span end, at its smallest
 }
 
 // Export is how the OpenTelemetry export went (absent when there was none).
@@ -53,6 +78,8 @@ type Report struct {
 	Alerts         []analysis.Alert           `json:"alerts"`
 	AlertCount     int64                      `json:"alert_count"`
 	Export         *Export                    `json:"export,omitempty"`
+	Receive        *Receive                   `json:"receive,omitempty"`
+	Partial        []string                   `json:"partial,omitempty"`
 	Mapping        string                     `json:"mapping,omitempty"`
 	Telemetry      []analysis.DeviceTelemetry `json:"telemetry,omitempty"`
 }
@@ -92,7 +119,7 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		DurationNs: res.DurationNs, Events: res.Events, DroppedEvents: run.DroppedEvents, Ended: run.Ended,
 		Steps: res.Steps, Transfers: res.Transfers, Collectives: res.Collectives.Rows, CollIncomplete: res.Collectives.Incomplete,
 		CommCache: res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
-		AlertCount: res.AlertCount, Export: run.Export, Mapping: m.Mapping, Telemetry: res.Telemetry}
+		AlertCount: res.AlertCount, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Telemetry: res.Telemetry}
 	gaps := res.StreamIdle
 	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: res.Breakdown.Devices,
 		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)]}

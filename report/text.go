@@ -46,6 +46,7 @@ func Text(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %d spans built, %d exported, %d dropped; %d events dropped before export\n",
 			x.Endpoint, x.Protocol, x.State, x.SpansBuilt, x.SpansExported, x.SpansDropped, x.EventsDropped)
 	}
+	receiveText(&b, r)
 	if r.AlertCount > 0 {
 		fmt.Fprintf(&b, "\nALERTS (%d):\n", r.AlertCount)
 		for _, a := range r.Alerts {
@@ -221,4 +222,21 @@ func telemetryText(b *strings.Builder, r *Report) {
 			mm("pcie_rx_bytes_per_s", 1, true), mm("pcie_tx_bytes_per_s", 1, true), mm("power_milliwatts", 1e3, false), mm("temperature_c", 1, false))
 	}
 	tw.Flush()
+}
+
+// receiveText says what xfertop listen received, and which parts of the report are partial.
+func receiveText(b *strings.Builder, r *Report) {
+	if x := r.Receive; x != nil {
+		fmt.Fprintf(b, "\nReceived over OTLP on %s: %d spans from %d hosts; %d events lost, %d duplicates dropped, %d foreign spans ignored, %d spans refused while the queue was full (resent), %d requests rejected\n",
+			x.Listen, x.Spans, len(x.Hosts), x.Lost, x.Duplicates, x.Foreign, x.Refused, x.Rejected)
+		for _, h := range x.Hosts {
+			fmt.Fprintf(b, "  %s (session %s, detail %s): %d spans, clock offset ≈ %s\n", h.Name, h.Session, h.Detail, h.Spans, units.Dur(h.OffsetNs))
+		}
+	}
+	if len(r.Partial) > 0 {
+		b.WriteString("\nPARTIAL: the senders exported with --otlp-detail spans (use full for a complete report):\n")
+		for _, p := range r.Partial {
+			fmt.Fprintf(b, "  %s\n", p)
+		}
+	}
 }

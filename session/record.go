@@ -92,7 +92,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 	if cfg.Export != nil {
 		ec := *cfg.Export
 		// Read the meta first: the recording's epoch places its spans in time.
-		ec.Epoch, ec.Scenario = time.Unix(0, r.Meta().EpochUnixNs), r.Meta().Scenario
+		ec.Epoch, ec.Scenario, ec.Meta = time.Unix(0, r.Meta().EpochUnixNs), r.Meta().Scenario, r.Meta()
 		if exp, err = otel.New(ctx, ec, r.Strings()); err != nil {
 			return nil, fmt.Errorf("--otlp: %w", err)
 		}

@@ -161,6 +161,7 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 			p.cfg.Epoch = cfg.Epoch
 		}
 		ec.Epoch, ec.Scenario = cfg.Epoch, sc.File.Name
+		ec.Meta = p.Meta()
 		x, err := otel.New(context.Background(), ec, strs)
 		if err != nil {
 			return nil, &ConfigError{fmt.Errorf("--otlp: %w", err)}

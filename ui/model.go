@@ -179,7 +179,10 @@ func (m *Model) refresh() {
 	if m.snap.Generation != m.gen {
 		m.gen = m.snap.Generation
 		m.state = agg.New()
-		m.an.Reset()
+		// A new generation may come with a new description (xfertop listen learns it from the
+		// first sender): the analysis starts over with it.
+		m.info = m.src.Info()
+		m.an = analysis.New(m.info.Meta)
 	}
 	m.state.Update(&m.snap, m.an.Emit)
 	m.res = m.an.Result(&m.snap)

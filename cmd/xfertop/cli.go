@@ -24,6 +24,7 @@ const usage = `xfertop: see which bytes move between which GPUs, how fast, and w
 Usage:
   xfertop [run] [flags]               run a scenario on the embedded engine and print a report
   xfertop replay FILE [flags]         replay a recording (.xfr) and print its report
+  xfertop listen [flags]              receive other hosts' xfertop over OTLP: one console (or report) for all
   xfertop analyze FILE... [flags]     report on a recording, PyTorch profiler (Kineto) traces or a Chrome trace
   xfertop convert IN OUT [flags]      .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON -> .xfr
   xfertop compare A B [flags]         two recordings or traces side by side (or: run --compare knob=a,b)
@@ -51,6 +52,8 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = scenariosCmd(args, stdout)
 	case "replay":
 		err = replayCmd(ctx, args, stdout, stderr)
+	case "listen":
+		err = listenCmd(ctx, args, stdout, stderr)
 	case "analyze":
 		err = untilInterrupted(ctx, func() error { return analyzeCmd(ctx, args, stdout, stderr) })
 	case "convert":
@@ -70,7 +73,7 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprint(stdout, exitHelp)
 	default:
-		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, analyze, convert, compare, attach, plugin, repair, scenarios, help)\n", cmd)
+		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, listen, analyze, convert, compare, attach, plugin, repair, scenarios, help)\n", cmd)
 		return exitUsage
 	}
 	return finish(ctx, cmd, err, stderr)
@@ -303,6 +306,7 @@ type otlpFlags struct {
 	minSpan  time.Duration
 	maxRate  float64
 	shutdown time.Duration
+	detail   string
 }
 
 func (f *otlpFlags) register(fs *flag.FlagSet) {
@@ -310,6 +314,7 @@ func (f *otlpFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.sample, "otlp-sample", otel.DefaultSampleRatio, "fraction of steps exported, each step whole")
 	fs.DurationVar(&f.minSpan, "otlp-min-span", otel.DefaultMinSpan, "spans shorter than this are not exported")
 	fs.Float64Var(&f.maxRate, "otlp-max-rate", otel.DefaultMaxRate, "span budget per second: above it whole steps are skipped and counted (0: no limit)")
+	fs.StringVar(&f.detail, "otlp-detail", otel.DetailSpans, "spans: what a trace viewer shows (no kernels, waits or samples; steps may be sampled); full: every event with every field, for xfertop listen to rebuild the run exactly (no sampling, budget or minimum span; the run waits for the export rather than lose events)")
 	fs.DurationVar(&f.shutdown, "otlp-shutdown-timeout", otel.DefaultShutdownTimeout, "at the end, wait at most this long for the collector to take the spans still queued (they count as dropped after; a collector refusing connections is not waited for)")
 }
 
@@ -321,6 +326,9 @@ func (f *otlpFlags) config() (*otel.Config, error) {
 	if f.minSpan < 0 {
 		return nil, fmt.Errorf("--otlp-min-span %v: must not be negative", f.minSpan)
 	}
+	if f.detail != otel.DetailSpans && f.detail != otel.DetailFull {
+		return nil, fmt.Errorf("--otlp-detail %q: give spans or full", f.detail)
+	}
 	cfg, ok, err := otel.Resolve(f.endpoint, nil)
 	if err != nil || !ok {
 		return nil, err
@@ -331,6 +339,6 @@ func (f *otlpFlags) config() (*otel.Config, error) {
 	if f.shutdown <= 0 {
 		return nil, fmt.Errorf("--otlp-shutdown-timeout %v: must be positive", f.shutdown)
 	}
-	cfg.SampleRatio, cfg.MinSpan, cfg.MaxRate, cfg.ShutdownTimeout = f.sample, f.minSpan, f.maxRate, f.shutdown
+	cfg.SampleRatio, cfg.MinSpan, cfg.MaxRate, cfg.ShutdownTimeout, cfg.Detail = f.sample, f.minSpan, f.maxRate, f.shutdown, f.detail
 	return &cfg, nil
 }

@@ -6,6 +6,7 @@
 //
 //	xfertop [run] [flags]        run a scenario: the console, or a report with --headless
 //	xfertop replay FILE [flags]  replay a recording (.xfr)
+//	xfertop listen [flags]       receive other hosts' xfertop over OTLP (gRPC 4317, HTTP 4318)
 //	xfertop analyze FILE...      report on a recording or on Kineto / Chrome traces
 //	xfertop convert IN OUT       .xfr <-> Chrome trace JSON
 //	xfertop scenarios            list the built-in scenarios and their knobs

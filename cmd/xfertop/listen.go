@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/receiver"
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui"
+	"github.com/xfertop/xfertop/units"
+)
+
+type listenOpts struct {
+	cfg       receiver.Config
+	tokenFile string
+	headless  bool
+	json      bool
+	record    string
+	idle      time.Duration
+	console   consoleOpts
+	maxBytes  sizeValue
+}
+
+func listenFlags(stderr io.Writer) (*flag.FlagSet, *listenOpts) {
+	o := &listenOpts{}
+	fs := flag.NewFlagSet("xfertop listen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	setUsage(fs, "xfertop listen [--grpc ADDR] [--http ADDR] [--headless [--json]] [--record FILE] [--exit-after-idle D]")
+	fs.StringVar(&o.cfg.GRPC, "grpc", receiver.DefaultGRPC, "OTLP/gRPC address (\"\": none); not loopback only with --tls-cert, --tls-key and --auth-token-file")
+	fs.StringVar(&o.cfg.HTTP, "http", receiver.DefaultHTTP, "OTLP/HTTP address (\"\": none); not loopback only with --tls-cert, --tls-key and --auth-token-file")
+	fs.StringVar(&o.cfg.TLSCert, "tls-cert", "", "TLS certificate (PEM): serve TLS only")
+	fs.StringVar(&o.cfg.TLSKey, "tls-key", "", "TLS private key (PEM)")
+	fs.StringVar(&o.tokenFile, "auth-token-file", "", "file holding the bearer token every request must carry (Authorization: Bearer TOKEN)")
+	o.maxBytes.n = receiver.DefaultMaxMessageBytes
+	fs.Var(&o.maxBytes, "max-message-bytes", "refuse a request larger than this, after decompression")
+	fs.IntVar(&o.cfg.MaxSpansPerRequest, "max-spans-per-request", receiver.DefaultMaxSpans, "refuse a request holding more spans than this")
+	fs.IntVar(&o.cfg.QueueSpans, "queue-spans", receiver.DefaultQueueSpans, "spans waiting to be merged; past it senders are asked to retry (gRPC ResourceExhausted, HTTP 429)")
+	fs.DurationVar(&o.cfg.ReorderWait, "reorder-wait", receiver.DefaultReorderWait, "how long a missing event holds back those after it before it is counted lost")
+	fs.BoolVar(&o.headless, "headless", false, "print a report at the end instead of opening the console")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON (with --headless)")
+	fs.StringVar(&o.record, "record", "", "record what is received to this .xfr file")
+	fs.DurationVar(&o.idle, "exit-after-idle", 0, "headless: end when no data has come for this long (0: run until SIGINT or SIGTERM)")
+	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
+	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory")
+	return fs, o
+}
+
+func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, o := listenFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		return flagError(fs, err)
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q", fs.Arg(0))
+	}
+	if o.idle < 0 || o.console.tick <= 0 || o.console.window <= 0 {
+		return usageError("--exit-after-idle must not be negative; --tick and --window must be positive")
+	}
+	o.cfg.MaxMessageBytes = int(min(o.maxBytes.n, 1<<31-1))
+	if o.tokenFile != "" {
+		b, err := os.ReadFile(o.tokenFile)
+		if err != nil {
+			return usageError("--auth-token-file: %v", err)
+		}
+		if o.cfg.Token = strings.TrimSpace(string(b)); o.cfg.Token == "" {
+			return usageError("--auth-token-file %s is empty", o.tokenFile)
+		}
+	}
+	if err := o.cfg.Check(); err != nil {
+		return usageError("%w", err)
+	}
+	if !o.headless && !interactive(stdout) {
+		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report at the end (use --headless to say so)")
+		o.headless = true
+	}
+	logs := &lineLog{w: stderr}
+	o.cfg.Logf = func(format string, a ...any) { logs.printf("xfertop listen: "+format, a...) }
+	if o.headless {
+		return listenHeadless(ctx, o, stdout, logs)
+	}
+	return listenConsole(ctx, o, logs)
+}
+
+// lineLog writes whole lines from any goroutine.
+type lineLog struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineLog) printf(format string, a ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, format+"\n", a...)
+}
+
+// sinks are what the received events go to: the analysis or the console's window, and the recording.
+type listenSinks struct {
+	strs     *timeline.Strings
+	record   string
+	analyzer *analysis.Analyzer // headless
+	window   *timeline.Window   // console
+	recorder *recordings.Recorder
+	recErr   error
+	meta     timeline.Meta
+	metaSet  chanOnce
+}
+
+type chanOnce struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+// onMeta is called on the listener's goroutine with the first sender's description.
+func (s *listenSinks) onMeta(m timeline.Meta) timeline.Sink {
+	s.meta = m
+	var sinks multiSink
+	if s.window != nil {
+		sinks = append(sinks, s.window)
+	} else {
+		s.analyzer = analysis.New(m)
+		sinks = append(sinks, s.analyzer)
+	}
+	if s.record != "" {
+		w, err := recordings.Create(s.record)
+		if err == nil {
+			var rec *recordings.Recorder
+			if rec, err = recordings.NewRecorder(w, s.strs, m); err == nil {
+				s.recorder = rec
+				sinks = append(sinks, rec)
+			}
+		}
+		s.recErr = err
+	}
+	s.metaSet.once.Do(func() { close(s.metaSet.ch) })
+	return sinks
+}
+
+type multiSink []timeline.Sink
+
+func (m multiSink) Emit(e *timeline.Event) {
+	for _, s := range m {
+		s.Emit(e)
+	}
+}
+
+// listenAddrs describes what a listener serves, for people.
+func listenAddrs(l *receiver.Listener) string {
+	var parts []string
+	if a := l.GRPCAddr(); a != nil {
+		parts = append(parts, "grpc "+a.String())
+	}
+	if a := l.HTTPAddr(); a != nil {
+		parts = append(parts, "http "+a.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+func listenHeadless(ctx context.Context, o *listenOpts, stdout io.Writer, logs *lineLog) error {
+	sinks := &listenSinks{strs: timeline.NewStrings(), record: o.record, metaSet: chanOnce{ch: make(chan struct{})}}
+	l, err := receiver.Listen(o.cfg, sinks.strs, sinks.onMeta)
+	if err != nil {
+		return listenError(err)
+	}
+	logs.printf("xfertop listen: receiving OTLP on %s", listenAddrs(l))
+	ended := waitListen(ctx, l, o.idle)
+	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = l.Close(closeCtx)
+	if err := closeListenRecording(sinks, l); err != nil {
+		return err
+	}
+	if sinks.analyzer == nil {
+		if ended != nil {
+			return nil // interrupted before any sender came: nothing to report (finish says so)
+		}
+		return dataError(fmt.Errorf("no xfertop spans came in %v (%s): %w", o.idle, listenAddrs(l), session.ErrNoEvents))
+	}
+	return writeReport(stdout, listenReport(l, sinks), o.json)
+}
+
+// waitListen waits for ctx to end or, with idle > 0, for idle to pass without data.
+func waitListen(ctx context.Context, l *receiver.Listener, idle time.Duration) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-tick.C:
+			if idle > 0 && l.Idle(now) >= idle {
+				return nil
+			}
+		}
+	}
+}
+
+func closeListenRecording(s *listenSinks, l *receiver.Listener) error {
+	if s.recErr != nil {
+		return failure(fmt.Errorf("--record %s: cannot create the recording: %v", s.record, s.recErr))
+	}
+	if s.recorder == nil {
+		return nil
+	}
+	t := l.Totals()
+	if err := s.recorder.Close([][2]string{{"received", fmt.Sprint(t.Spans)}, {"lost", fmt.Sprint(t.Lost)}}); err != nil {
+		return failure(fmt.Errorf("--record %s: %v", s.record, err))
+	}
+	return nil
+}
+
+// listenReport is the report of what was received: every number from the analysis of the merged
+// stream, the receiver's counts beside it.
+func listenReport(l *receiver.Listener, s *listenSinks) *report.Report {
+	t := l.Totals()
+	m := s.meta
+	m.Source = "otlp " + t.HostNames()
+	run := report.Run{DroppedEvents: t.Lost, Partial: t.Partial, Receive: &report.Receive{Listen: listenAddrs(l), Spans: t.Spans,
+		Foreign: t.Foreign, Lost: t.Lost, Duplicates: t.Duplicates, Refused: t.Refused, Rejected: t.Rejected}}
+	for _, h := range t.Hosts {
+		run.Receive.Hosts = append(run.Receive.Hosts, report.ReceiveHost{Name: h.Name, Session: h.Session, Detail: h.Detail, Spans: h.Spans, OffsetNs: h.OffsetNs})
+	}
+	return report.Build(s.analyzer.Result(s.strs), m, run)
+}
+
+// listenError maps the receiver's errors: a refused configuration is a usage error; an address
+// that cannot be bound a failure.
+func listenError(err error) error {
+	var ce *receiver.ConfigError
+	if errors.As(err, &ce) {
+		return usageError("%w", err)
+	}
+	return failure(err)
+}
+
+// listenSource adapts a listener to the console.
+type listenSource struct {
+	l     *receiver.Listener
+	win   *timeline.Window
+	sinks *listenSinks
+	addrs string
+}
+
+func (s *listenSource) Info() ui.SourceInfo {
+	info := ui.SourceInfo{Name: "listen " + s.addrs}
+	select {
+	case <-s.sinks.metaSet.ch:
+		info.Meta = s.sinks.meta
+	default:
+	}
+	return info
+}
+
+func (s *listenSource) Snapshot() timeline.Snapshot { return s.win.Snapshot() }
+func (s *listenSource) SetSpeed(float64) bool       { return false }
+func (s *listenSource) SeekTo(int64) bool           { return false }
+func (s *listenSource) Status() ui.Status {
+	t := s.l.Totals()
+	var hosts []string
+	for _, h := range t.Hosts {
+		hosts = append(hosts, fmt.Sprintf("%s %s", h.Name, units.Dur(h.OffsetNs)))
+	}
+	src := "waiting for senders on " + s.addrs
+	if len(hosts) > 0 {
+		src = fmt.Sprintf("sources %d (%s)", len(hosts), strings.Join(hosts, ", "))
+	}
+	line := fmt.Sprintf("%s · %.0f spans/s · lost %d · refused %d · rejected %d", src, t.SpansPerSec, t.Lost, t.Refused, t.Rejected)
+	if len(t.Partial) > 0 {
+		line += " · partial (detail spans)"
+	}
+	return ui.Status{Dropped: t.Lost, Note: line}
+}
+
+func listenConsole(ctx context.Context, o *listenOpts, logs *lineLog) error {
+	sinks := &listenSinks{strs: timeline.NewStrings(), record: o.record, metaSet: chanOnce{ch: make(chan struct{})}}
+	sinks.window = timeline.NewWindow(o.console.window, sinks.strs)
+	// Log lines would write over the console: what they say is counted in its header instead.
+	logs.w = io.Discard
+	l, err := receiver.Listen(o.cfg, sinks.strs, func(m timeline.Meta) timeline.Sink {
+		s := sinks.onMeta(m)
+		// A new generation before the first event: the console reads the sender's description
+		// (Info) again and starts its analysis with it.
+		sinks.window.SetGeneration(1)
+		return s
+	})
+	if err != nil {
+		return listenError(err)
+	}
+	src := &listenSource{l: l, win: sinks.window, sinks: sinks, addrs: listenAddrs(l)}
+	cerr := runConsole(ctx, src, o.console)
+	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = l.Close(closeCtx)
+	if err := closeListenRecording(sinks, l); err != nil {
+		return err
+	}
+	if cerr != nil && ctx.Err() == nil {
+		return failure(fmt.Errorf("console: %w", cerr))
+	}
+	return nil
+}

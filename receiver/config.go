@@ -1,0 +1,102 @@
+package receiver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// Defaults of the receiver.
+const (
+	DefaultGRPC            = "127.0.0.1:4317" // the OTLP/gRPC port, on loopback
+	DefaultHTTP            = "127.0.0.1:4318" // the OTLP/HTTP port, on loopback
+	DefaultMaxMessageBytes = 16 << 20         // one request, after decompression
+	DefaultMaxSpans        = 1 << 16          // spans in one request
+	// DefaultQueueSpans bounds the spans decoded and waiting for the merger. Past it requests are
+	// refused with the OTLP retryable answer, so the senders' queues hold the data.
+	DefaultQueueSpans = 1 << 20
+	// DefaultRetryAfter is the wait a refused sender is asked for (gRPC RetryInfo, HTTP Retry-After).
+	DefaultRetryAfter = time.Second
+)
+
+// Config configures a Listener.
+type Config struct {
+	GRPC string // gRPC address; "" serves no gRPC
+	HTTP string // HTTP address; "" serves no HTTP
+	// TLSCert and TLSKey are PEM files: with them both servers speak TLS only.
+	TLSCert, TLSKey string
+	// Token, when set, is the bearer token every request must carry (Authorization: Bearer TOKEN).
+	Token              string
+	MaxMessageBytes    int
+	MaxSpansPerRequest int
+	QueueSpans         int
+	RetryAfter         time.Duration
+	ReorderWait        time.Duration
+	// Logf prints a log line (a refused sender, say); nil prints nothing.
+	Logf func(format string, a ...any)
+}
+
+// ConfigError is a configuration the listener refuses to start with.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// ErrExposed is why a non-loopback address is refused without TLS and a token.
+var ErrExposed = errors.New("is not a loopback address: serving other machines needs --tls-cert, --tls-key and --auth-token-file, so that what they send is encrypted and authenticated")
+
+func (c *Config) defaults() {
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.MaxSpansPerRequest <= 0 {
+		c.MaxSpansPerRequest = DefaultMaxSpans
+	}
+	if c.QueueSpans <= 0 {
+		c.QueueSpans = DefaultQueueSpans
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = DefaultRetryAfter
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+}
+
+// Check refuses what would be unsafe or cannot work: an address that is not loopback without TLS
+// and a bearer token, half a certificate, no address at all.
+func (c *Config) Check() error {
+	if c.GRPC == "" && c.HTTP == "" {
+		return &ConfigError{errors.New("give --grpc or --http an address: nothing to listen on")}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return &ConfigError{errors.New("--tls-cert and --tls-key go together")}
+	}
+	secured := c.TLSCert != "" && c.Token != ""
+	for _, a := range []struct{ flag, addr string }{{"--grpc", c.GRPC}, {"--http", c.HTTP}} {
+		if a.addr == "" {
+			continue
+		}
+		host, _, err := net.SplitHostPort(a.addr)
+		if err != nil {
+			return &ConfigError{fmt.Errorf("%s %q: give host:port (%v)", a.flag, a.addr, err)}
+		}
+		if !Loopback(host) && !secured {
+			return &ConfigError{fmt.Errorf("%s %s %w", a.flag, a.addr, ErrExposed)}
+		}
+	}
+	return nil
+}
+
+// Loopback reports whether host names this machine only: localhost or a loopback IP. An empty host
+// (every interface) is not.
+func Loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

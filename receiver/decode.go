@@ -1,0 +1,387 @@
+package receiver
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/xfertop/xfertop/otel"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Span is one decoded xfertop span: the event it carries, its place in its session's stream, and
+// the resource it came with.
+type Span struct {
+	// Event's Start and End are wall-clock ns (Unix) until the merger places them on its time axis;
+	// Queued is ns since the sender's epoch; Label indexes Decoded.Strings; Host is the resource's.
+	Event timeline.Event
+	Seq   int64 // xfertop.seq; -1 when the sender did not number its events (detail spans)
+	Res   int32 // index in Decoded.Resources
+}
+
+// Resource is what a ResourceSpans says about its sender.
+type Resource struct {
+	Session  string      // xfertop.session: one exporting process
+	HostName string      // host.name
+	Host     int         // xfertop.host; -1 when absent
+	Detail   string      // xfertop.detail
+	Meta     [][2]string // xfertop.meta.* pairs (recordings.MetaPairs)
+	Spans    int         // xfertop spans in it
+	MaxEnd   int64       // the latest span end, wall-clock ns (for the clock offset estimate)
+}
+
+// Decoded is one OTLP trace request turned into events. Its slices are reused by the next Decode.
+type Decoded struct {
+	Resources []Resource
+	Spans     []Span
+	Strings   []string // labels; index 0 is ""
+	Foreign   int64    // spans that are not xfertop's (no xfertop.kind): counted, not shown
+	Tails     int64    // roots of the events after a run's last step: no event of their own
+	strIdx    map[string]uint32
+}
+
+// reset empties d for the next request, keeping its memory.
+func (d *Decoded) reset() {
+	clear(d.Resources)
+	d.Resources, d.Spans = d.Resources[:0], d.Spans[:0]
+	if d.strIdx == nil || len(d.strIdx) > 4096 {
+		d.strIdx = map[string]uint32{}
+	} else {
+		clear(d.strIdx)
+	}
+	d.Strings = append(d.Strings[:0], "")
+	d.Foreign, d.Tails = 0, 0
+}
+
+func (d *Decoded) label(b []byte) uint32 {
+	if len(b) == 0 {
+		return 0
+	}
+	if id, ok := d.strIdx[string(b)]; ok {
+		return id
+	}
+	s := string(b)
+	id := uint32(len(d.Strings))
+	d.Strings = append(d.Strings, s)
+	d.strIdx[s] = id
+	return id
+}
+
+// DecodeError says where a request is malformed.
+type DecodeError struct {
+	Offset int    // byte offset in the request where the bad field starts
+	What   string // the message being read
+	Err    error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("malformed OTLP request at byte %d (%s): %v", e.Offset, e.What, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// ErrTooManySpans is returned when a request holds more spans than the limit allows.
+var ErrTooManySpans = errors.New("too many spans in one request")
+
+var kindByName = func() map[string]timeline.Kind {
+	m := map[string]timeline.Kind{}
+	for k := timeline.Kind(1); k.String() != fmt.Sprintf("kind(%d)", uint8(k)); k++ {
+		m[k.String()] = k
+	}
+	return m
+}()
+
+var copyByName = map[string]timeline.CopyDir{"h2d": timeline.CopyH2D, "d2h": timeline.CopyD2H, "d2d": timeline.CopyD2D,
+	"p2p": timeline.CopyP2P, "memset": timeline.CopySet}
+
+// Decode reads an ExportTraceServiceRequest (protobuf) into d, keeping only xfertop's spans.
+// maxSpans bounds the spans it holds (0: no bound); more is ErrTooManySpans. It reads the wire
+// format directly (google.golang.org/protobuf/encoding/protowire), allocating only for labels and
+// resources: the generated types would allocate every attribute of every span.
+func Decode(buf []byte, d *Decoded, maxSpans int) error {
+	d.reset()
+	r := reader{buf: buf}
+	for !r.done() {
+		num, typ, body, err := r.field("ExportTraceServiceRequest")
+		if err != nil {
+			return err
+		}
+		if num == 1 && typ == protowire.BytesType {
+			if err := d.resourceSpans(body, maxSpans); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reader walks one message's fields, keeping absolute offsets for errors.
+type reader struct {
+	buf  []byte
+	pos  int
+	base int // offset of buf[0] in the request
+}
+
+func (r *reader) done() bool { return r.pos >= len(r.buf) }
+
+// field reads the next field: for length-delimited ones body is a reader over its bytes; for
+// varint and fixed ones body.v holds the value.
+func (r *reader) field(what string) (protowire.Number, protowire.Type, field, error) {
+	start := r.pos
+	num, typ, n := protowire.ConsumeTag(r.buf[r.pos:])
+	if n < 0 {
+		return 0, 0, field{}, &DecodeError{Offset: r.base + start, What: what, Err: protowire.ParseError(n)}
+	}
+	r.pos += n
+	var f field
+	switch typ {
+	case protowire.VarintType:
+		v, m := protowire.ConsumeVarint(r.buf[r.pos:])
+		n, f.v = m, v
+	case protowire.Fixed64Type:
+		v, m := protowire.ConsumeFixed64(r.buf[r.pos:])
+		n, f.v = m, v
+	case protowire.Fixed32Type:
+		v, m := protowire.ConsumeFixed32(r.buf[r.pos:])
+		n, f.v = m, uint64(v)
+	case protowire.BytesType:
+		b, m := protowire.ConsumeBytes(r.buf[r.pos:])
+		n, f.r = m, reader{buf: b, base: r.base + r.pos + m - len(b)}
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, r.buf[r.pos:])
+	}
+	if n < 0 {
+		return 0, 0, field{}, &DecodeError{Offset: r.base + start, What: what, Err: protowire.ParseError(n)}
+	}
+	r.pos += n
+	return num, typ, f, nil
+}
+
+type field struct {
+	v uint64
+	r reader
+}
+
+func (d *Decoded) resourceSpans(body field, maxSpans int) error {
+	ri := int32(len(d.Resources))
+	d.Resources = append(d.Resources, Resource{Host: -1})
+	first := len(d.Spans)
+	r := body.r
+	for !r.done() {
+		num, typ, f, err := r.field("ResourceSpans")
+		if err != nil {
+			return err
+		}
+		if typ != protowire.BytesType {
+			continue
+		}
+		switch num {
+		case 1:
+			if err := d.resource(f.r, &d.Resources[ri]); err != nil {
+				return err
+			}
+		case 2:
+			if err := d.scopeSpans(f.r, ri, maxSpans); err != nil {
+				return err
+			}
+		}
+	}
+	res := &d.Resources[ri]
+	for i := first; i < len(d.Spans); i++ {
+		if res.Host >= 0 {
+			d.Spans[i].Event.Host = uint16(res.Host)
+		}
+		res.MaxEnd = max(res.MaxEnd, d.Spans[i].Event.End)
+	}
+	res.Spans = len(d.Spans) - first
+	return nil
+}
+
+func (d *Decoded) resource(r reader, res *Resource) error {
+	for !r.done() {
+		num, typ, f, err := r.field("Resource")
+		if err != nil {
+			return err
+		}
+		if num != 1 || typ != protowire.BytesType {
+			continue
+		}
+		key, val, err := keyValue(f.r)
+		if err != nil {
+			return err
+		}
+		switch k := string(key); {
+		case k == "host.name":
+			res.HostName = string(val.s)
+		case k == string(otel.ResSession):
+			res.Session = string(val.s)
+		case k == string(otel.ResDetail):
+			res.Detail = string(val.s)
+		case k == string(otel.ResHost):
+			if val.isInt && val.i >= 0 && val.i <= math.MaxUint16 {
+				res.Host = int(val.i)
+			}
+		case len(k) > len(otel.ResMetaPrefix) && k[:len(otel.ResMetaPrefix)] == otel.ResMetaPrefix:
+			res.Meta = append(res.Meta, [2]string{k[len(otel.ResMetaPrefix):], string(val.s)})
+		}
+	}
+	return nil
+}
+
+func (d *Decoded) scopeSpans(r reader, ri int32, maxSpans int) error {
+	for !r.done() {
+		num, typ, f, err := r.field("ScopeSpans")
+		if err != nil {
+			return err
+		}
+		if num != 2 || typ != protowire.BytesType {
+			continue
+		}
+		if maxSpans > 0 && len(d.Spans)+int(d.Foreign+d.Tails) >= maxSpans {
+			return fmt.Errorf("%w (more than %d)", ErrTooManySpans, maxSpans)
+		}
+		if err := d.span(f.r, ri); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// value is an AnyValue: a string (or bytes), an int, a bool or a double.
+type value struct {
+	s     []byte
+	i     int64
+	isInt bool
+}
+
+func keyValue(r reader) (key []byte, val value, err error) {
+	for !r.done() {
+		num, typ, f, err := r.field("KeyValue")
+		if err != nil {
+			return nil, value{}, err
+		}
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			key = f.r.buf
+		case num == 2 && typ == protowire.BytesType:
+			v := f.r
+			for !v.done() {
+				n, t, g, err := v.field("AnyValue")
+				if err != nil {
+					return nil, value{}, err
+				}
+				switch {
+				case n == 1 && t == protowire.BytesType, n == 7 && t == protowire.BytesType:
+					val.s = g.r.buf
+				case n == 2 && t == protowire.VarintType, n == 3 && t == protowire.VarintType:
+					val.i, val.isInt = int64(g.v), true
+				case n == 4 && t == protowire.Fixed64Type:
+					val.i, val.isInt = int64(math.Float64frombits(g.v)), true
+				}
+			}
+		}
+	}
+	return key, val, nil
+}
+
+// span decodes one Span; one that carries no xfertop.kind is counted as foreign.
+func (d *Decoded) span(r reader, ri int32) error {
+	e := timeline.Event{Device: timeline.NoDevice, Peer: timeline.NoDevice}
+	seq := int64(-1)
+	var kind, dir, coll []byte
+	var aux, step, groupOps int64
+	var hasAux, hasStep, hasOps, hasSub, tail bool
+	for !r.done() {
+		num, typ, f, err := r.field("Span")
+		if err != nil {
+			return err
+		}
+		switch {
+		case num == 7 && typ == protowire.Fixed64Type:
+			e.Start = int64(f.v)
+		case num == 8 && typ == protowire.Fixed64Type:
+			e.End = int64(f.v)
+		case num == 9 && typ == protowire.BytesType:
+			key, v, err := keyValue(f.r)
+			if err != nil {
+				return err
+			}
+			switch string(key) {
+			case "xfertop.kind":
+				kind = v.s
+			case "xfertop.seq":
+				seq = v.i
+			case "xfertop.device":
+				e.Device = int32(v.i)
+			case "xfertop.peer":
+				e.Peer = int32(v.i)
+			case "xfertop.stream":
+				e.Stream = uint32(v.i)
+			case "xfertop.priority":
+				e.Priority = int8(v.i)
+			case "xfertop.op":
+				e.Op = uint64(v.i)
+			case "xfertop.bytes":
+				e.Bytes = v.i
+			case "xfertop.communicator":
+				e.Comm = uint32(v.i)
+			case "xfertop.group":
+				e.Group = uint32(v.i)
+			case "xfertop.group.ops":
+				groupOps, hasOps = v.i, true
+			case "xfertop.barrier":
+				e.Barrier = uint32(v.i)
+			case "xfertop.ranks":
+				e.Ranks = uint16(v.i)
+			case "xfertop.status":
+				e.Status = uint8(v.i)
+			case "xfertop.sub":
+				e.Sub, hasSub = uint8(v.i), true
+			case "xfertop.aux":
+				aux, hasAux = v.i, true
+			case "xfertop.step":
+				step, hasStep = v.i, true
+			case "xfertop.label":
+				e.Label = d.label(v.s)
+			case "xfertop.queued_ns":
+				e.Queued = v.i
+			case "xfertop.copy.direction":
+				dir = v.s
+			case "xfertop.collective":
+				coll = v.s
+			case "xfertop.tail":
+				tail = v.i != 0
+			}
+		}
+	}
+	k, ok := kindByName[string(kind)]
+	switch {
+	case !ok:
+		d.Foreign++
+		return nil
+	case tail:
+		d.Tails++
+		return nil
+	}
+	e.Kind = k
+	if !hasSub {
+		// Detail spans: the sub-kind is spelt out.
+		if c, ok := copyByName[string(dir)]; ok && k == timeline.KindMemcpy {
+			e.Sub = uint8(c)
+		} else if c, ok := timeline.ParseCollOp(string(coll)); ok && k == timeline.KindCollective {
+			e.Sub = uint8(c)
+		}
+	}
+	switch {
+	case hasAux:
+		e.Aux = uint32(aux)
+	case hasStep && k == timeline.KindStep:
+		e.Aux = uint32(step)
+	case hasOps && k == timeline.KindGroupLaunch:
+		e.Aux = uint32(groupOps)
+	}
+	d.Spans = append(d.Spans, Span{Event: e, Seq: seq, Res: ri})
+	return nil
+}

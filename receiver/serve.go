@@ -1,0 +1,196 @@
+package receiver
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	_ "google.golang.org/grpc/encoding/gzip" // Collectors compress their OTLP/gRPC exports with gzip by default
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// rawMessage is a request's bytes, decoded by Decode rather than by the generated types.
+type rawMessage struct{ b []byte }
+
+// rawCodec hands requests over as bytes and marshals responses as protobuf. It keeps the name
+// "proto", so clients see the standard OTLP service.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return encoding.GetCodecV2("proto").Marshal(v)
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*rawMessage); ok {
+		r.b = data.Materialize()
+		return nil
+	}
+	return encoding.GetCodecV2("proto").Unmarshal(data, v)
+}
+
+func (rawCodec) Name() string { return "proto" }
+
+// traceServiceDesc is OTLP's TraceService with a handler taking raw bytes.
+var traceServiceDesc = grpc.ServiceDesc{
+	ServiceName: "opentelemetry.proto.collector.trace.v1.TraceService",
+	HandlerType: (*any)(nil),
+	Methods: []grpc.MethodDesc{{
+		MethodName: "Export",
+		Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			var raw rawMessage
+			if err := dec(&raw); err != nil {
+				return nil, err
+			}
+			return srv.(*Listener).exportGRPC(ctx, raw.b)
+		},
+	}},
+	Metadata: "opentelemetry/proto/collector/trace/v1/trace_service.proto",
+}
+
+func (l *Listener) exportGRPC(ctx context.Context, body []byte) (*collectortrace.ExportTraceServiceResponse, error) {
+	from := "a sender"
+	if p, ok := peer.FromContext(ctx); ok {
+		from = p.Addr.String()
+	}
+	if l.cfg.Token != "" {
+		md, _ := metadata.FromIncomingContext(ctx)
+		if v := md.Get("authorization"); len(v) != 1 || !l.authorized(v[0]) {
+			l.rejected.Add(1)
+			l.logs.log("auth", "refused a request from %s over gRPC: no valid bearer token", from)
+			return nil, status.Error(codes.Unauthenticated, "xfertop listen: a bearer token is required (authorization: Bearer TOKEN)")
+		}
+	}
+	d, err := l.decode(body, from, "gRPC")
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if err := l.take(d); err != nil {
+		l.free.Put(d)
+		if errors.Is(err, errQueueFull) {
+			// Retryable: the exporter (and the Collector) wait for RetryInfo's delay and send again.
+			st, _ := status.New(codes.ResourceExhausted, "xfertop listen: "+err.Error()).
+				WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(l.cfg.RetryAfter)})
+			return nil, st.Err()
+		}
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// sizeLogger logs requests that gRPC refused for being over the message size limit: gRPC refuses
+// them before any handler runs.
+type sizeLogger struct{ l *Listener }
+
+func (sizeLogger) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
+func (sizeLogger) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (sizeLogger) HandleConn(context.Context, stats.ConnStats)                       {}
+func (s sizeLogger) HandleRPC(ctx context.Context, st stats.RPCStats) {
+	end, ok := st.(*stats.End)
+	if !ok || end.Error == nil {
+		return
+	}
+	if status.Code(end.Error) == codes.ResourceExhausted && strings.Contains(end.Error.Error(), "larger than max") {
+		from := "a sender"
+		if p, ok := peer.FromContext(ctx); ok {
+			from = p.Addr.String()
+		}
+		s.l.rejected.Add(1)
+		s.l.logs.log("size", "refused a request from %s over gRPC: %v; raise --max-message-bytes (%d now), or make the sender's batches smaller",
+			from, status.Convert(end.Error).Message(), s.l.cfg.MaxMessageBytes)
+	}
+}
+
+// serveHTTP is OTLP/HTTP's POST /v1/traces with a protobuf body (optionally gzip).
+func (l *Listener) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	from := r.RemoteAddr
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "OTLP/HTTP takes POST", http.StatusMethodNotAllowed)
+		return
+	}
+	if !l.authorized(r.Header.Get("Authorization")) {
+		l.rejected.Add(1)
+		l.logs.log("auth", "refused a request from %s over HTTP: no valid bearer token", from)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="xfertop"`)
+		http.Error(w, "xfertop listen: a bearer token is required (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/x-protobuf" {
+		l.rejected.Add(1)
+		http.Error(w, fmt.Sprintf("xfertop listen takes OTLP/HTTP protobuf (Content-Type: application/x-protobuf), not %q", ct), http.StatusUnsupportedMediaType)
+		return
+	}
+	body, err := l.readBody(w, r)
+	if err != nil {
+		l.rejected.Add(1)
+		code := http.StatusBadRequest
+		if errors.Is(err, errTooLarge) {
+			code = http.StatusRequestEntityTooLarge
+			l.logs.log("size", "refused a request from %s over HTTP: %v; raise --max-message-bytes, or make the sender's batches smaller", from, err)
+		}
+		http.Error(w, err.Error(), code)
+		return
+	}
+	d, err := l.decode(body, from, "HTTP")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := l.take(d); err != nil {
+		l.free.Put(d)
+		if errors.Is(err, errQueueFull) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(l.cfg.RetryAfter.Seconds()))))
+			http.Error(w, "xfertop listen: "+err.Error(), http.StatusTooManyRequests)
+			return
+		}
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.WriteHeader(http.StatusOK) // an empty ExportTraceServiceResponse is zero bytes
+}
+
+var errTooLarge = errors.New("request too large")
+
+// readBody reads the body, gunzipping it if need be, refusing more than the message limit either way.
+func (l *Listener) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	limit := int64(l.cfg.MaxMessageBytes)
+	var src io.Reader = http.MaxBytesReader(w, r.Body, limit)
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		z, err := gzip.NewReader(src)
+		if err != nil {
+			return nil, fmt.Errorf("gzip body: %w", err)
+		}
+		defer z.Close()
+		src = z
+	default:
+		return nil, fmt.Errorf("Content-Encoding %q: xfertop listen takes gzip or none", enc)
+	}
+	body, err := io.ReadAll(io.LimitReader(src, limit+1))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe), err == nil && int64(len(body)) > limit:
+		return nil, fmt.Errorf("%w: more than %d bytes (--max-message-bytes)", errTooLarge, limit)
+	case err != nil:
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	return body, nil
+}
