@@ -272,13 +272,16 @@ func keyValue(r reader) (key []byte, val value, err error) {
 				if err != nil {
 					return nil, value{}, err
 				}
+				// A oneof: the last value set wins, as in the generated types.
 				switch {
 				case n == 1 && t == protowire.BytesType, n == 7 && t == protowire.BytesType:
-					val.s = g.r.buf
+					val = value{s: g.r.buf}
 				case n == 2 && t == protowire.VarintType, n == 3 && t == protowire.VarintType:
-					val.i, val.isInt = int64(g.v), true
+					val = value{i: int64(g.v), isInt: true}
 				case n == 4 && t == protowire.Fixed64Type:
-					val.i, val.isInt = int64(math.Float64frombits(g.v)), true
+					val = value{i: int64(math.Float64frombits(g.v)), isInt: true}
+				case n == 5 && t == protowire.BytesType, n == 6 && t == protowire.BytesType:
+					val = value{} // arrays and lists carry nothing xfertop reads
 				}
 			}
 		}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/scenario"
+)
+
+// syncBuffer is a buffer written by one goroutine and read by another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// listening is `xfertop listen` running in the background on free loopback ports.
+type listening struct {
+	grpc, http     string
+	stdout, stderr *syncBuffer
+	code           chan int
+	cancel         context.CancelFunc
+}
+
+var listenLine = regexp.MustCompile(`receiving OTLP on grpc ([0-9.:]+), http ([0-9.:]+)`)
+
+func startListen(t *testing.T, args ...string) *listening {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &listening{stdout: &syncBuffer{}, stderr: &syncBuffer{}, code: make(chan int, 1), cancel: cancel}
+	args = append([]string{"listen", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--headless", "--json"}, args...)
+	go func() { l.code <- xfertop(ctx, args, l.stdout, l.stderr) }()
+	t.Cleanup(cancel)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := listenLine.FindStringSubmatch(l.stderr.String()); m != nil {
+			l.grpc, l.http = m[1], m[2]
+			return l
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("listen did not start: %s", l.stderr.String())
+	return nil
+}
+
+// report waits for listen to end (by --exit-after-idle) and reads its report.
+func (l *listening) report(t *testing.T) *report.Report {
+	t.Helper()
+	select {
+	case code := <-l.code:
+		if code != 0 {
+			t.Fatalf("listen exited %d: %s", code, l.stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("listen did not end: %s", l.stderr.String())
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(l.stdout.String()), &r); err != nil {
+		t.Fatalf("listen's report: %v\n%s", err, l.stdout.String())
+	}
+	return &r
+}
+
+// analysisSections is everything in a report that the analysis computes (not where the events
+// came from or how the run ended).
+func analysisSections(t *testing.T, r *report.Report) string {
+	c := *r
+	c.Source, c.Ended, c.Export, c.Receive, c.Partial, c.DroppedEvents = "", "", nil, nil, nil, 0
+	b, err := json.MarshalIndent(c, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func runReport(t *testing.T, args ...string) *report.Report {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := xfertop(context.Background(), append([]string{"run", "--headless", "--json"}, args...), &out, &errb)
+	if code != 0 && code != exitAlert {
+		t.Fatalf("run %v exited %d: %s", args, code, errb.String())
+	}
+	var r report.Report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+// The round trip: every built-in scenario run with --otlp-detail full into `xfertop listen
+// --headless --json` gives the report the run itself gives, over gRPC and over HTTP/protobuf.
+func TestListenRoundTrip(t *testing.T) {
+	for _, proto := range []string{"grpc", "http/protobuf"} {
+		for _, name := range scenario.BuiltinNames() {
+			t.Run(strings.ReplaceAll(proto, "/", "_")+"/"+name, func(t *testing.T) {
+				l := startListen(t, "--exit-after-idle", "700ms")
+				endpoint := l.grpc
+				if proto != "grpc" {
+					endpoint = "http://" + l.http
+					t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
+				}
+				sent := runReport(t, "--scenario", name, "--otlp", endpoint, "--otlp-detail", "full", "--otlp-shutdown-timeout", "20s")
+				got := l.report(t)
+				if x := sent.Export; x == nil || x.SpansDropped != 0 || x.SpansExported != x.SpansBuilt || x.EventsDropped != 0 {
+					t.Fatalf("the export lost data: %+v", x)
+				}
+				if got.Receive == nil || got.Receive.Lost != 0 || got.Receive.Spans != sent.Export.SpansExported || len(got.Partial) != 0 {
+					t.Fatalf("received %+v, partial %v; want every span the run exported (%d), none lost", got.Receive, got.Partial, sent.Export.SpansExported)
+				}
+				if a, b := analysisSections(t, sent), analysisSections(t, got); a != b {
+					t.Errorf("the report of what listen received differs from the run's:\n%s", lineDiff(a, b))
+				}
+			})
+		}
+	}
+}
+
+// With the default detail, the report says which parts are partial.
+func TestListenPartial(t *testing.T) {
+	l := startListen(t, "--exit-after-idle", "700ms")
+	sent := runReport(t, "--scenario", "straggler", "--otlp", l.grpc, "--otlp-shutdown-timeout", "20s")
+	got := l.report(t)
+	if len(got.Partial) == 0 {
+		t.Fatal("a report from default-detail spans does not say it is partial")
+	}
+	if got.Steps.Count != sent.Steps.Count || got.Barriers.Count != sent.Barriers.Count {
+		t.Errorf("steps %d barriers %d; want the run's %d and %d (spans carry both)", got.Steps.Count, got.Barriers.Count, sent.Steps.Count, sent.Barriers.Count)
+	}
+	var text bytes.Buffer
+	if err := report.Text(&text, got); err != nil || !strings.Contains(text.String(), "PARTIAL") {
+		t.Errorf("the text report does not say PARTIAL: %v\n%s", err, text.String())
+	}
+}
+
+// Two runs export to one listener: both hosts appear, each run's events are all there.
+func TestListenTwoSenders(t *testing.T) {
+	l := startListen(t, "--exit-after-idle", "700ms")
+	var wg sync.WaitGroup
+	for _, name := range []string{"straggler", "copy-sweep"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out bytes.Buffer
+			xfertop(context.Background(), []string{"run", "--headless", "--scenario", name, "--otlp", l.grpc, "--otlp-detail", "full"}, &out, io.Discard)
+		}()
+	}
+	wg.Wait()
+	got := l.report(t)
+	if got.Receive == nil || len(got.Receive.Hosts) != 2 || got.Events != 1074+610 {
+		t.Fatalf("received %+v, %d events; want two senders and 1684 events", got.Receive, got.Events)
+	}
+}
+
+// lineDiff shows the first lines where a and b differ.
+func lineDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	for i := 0; i < max(len(al), len(bl)) && len(out) < 20; i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			out = append(out, "- "+x, "+ "+y)
+		}
+	}
+	return strings.Join(out, "\n")
+}

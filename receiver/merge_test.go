@@ -1,0 +1,142 @@
+package receiver
+
+import (
+	"testing"
+	"time"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+func mergeAll(t *testing.T, m *Merger, now time.Time, reqs ...[]byte) {
+	t.Helper()
+	var d Decoded
+	for _, b := range reqs {
+		if err := Decode(b, &d, 0); err != nil {
+			t.Fatal(err)
+		}
+		m.Merge(&d, now)
+	}
+}
+
+func seqs(evs []timeline.Event) []int64 {
+	out := make([]int64, len(evs))
+	for i, e := range evs {
+		out[i] = e.Start / 1000
+	}
+	return out
+}
+
+// Numbered events come out in the order they were produced whatever order they arrive in; a
+// retried request's events come once; times are ns since the sender's epoch.
+func TestMergeOrdersAndDedups(t *testing.T) {
+	var sink collect
+	var meta timeline.Meta
+	m := NewMerger(timeline.NewStrings(), time.Second, func(x timeline.Meta) timeline.Sink { meta = x; return &sink })
+	now := time.Now()
+	late, early := kernels("s1", 5, 5), kernels("s1", 0, 5)
+	mergeAll(t, m, now, marshal(t, late), marshal(t, early), marshal(t, early))
+	got := seqs(sink.evs)
+	if len(got) != 10 {
+		t.Fatalf("released %v; want 0..9", got)
+	}
+	for i, s := range got {
+		if s != int64(i) {
+			t.Fatalf("released %v; want 0..9 in order", got)
+		}
+	}
+	st := m.Stats()
+	if st.Duplicates != 5 || st.Lost != 0 || st.Held != 0 || len(st.Hosts) != 1 || st.Hosts[0].Spans != 15 {
+		t.Errorf("stats %+v; want 5 duplicates, nothing lost or held, one host with 15 spans", st)
+	}
+	if meta.GPUsPerHost != 8 || meta.Scenario != "test" || meta.EpochUnixNs != epoch {
+		t.Errorf("meta %+v; want the sender's", meta)
+	}
+	if e := sink.evs[3]; e.Kind != timeline.KindKernel || e.Device != 0 || e.Stream != 1 || e.End-e.Start != 1000 || e.Peer != timeline.NoDevice {
+		t.Errorf("event %+v", e)
+	}
+}
+
+// A gap holds the events after it back for the reorder wait, then is counted lost; Flush gives up
+// what is still held.
+func TestMergeGap(t *testing.T) {
+	var sink collect
+	m := NewMerger(timeline.NewStrings(), time.Second, func(timeline.Meta) timeline.Sink { return &sink })
+	now := time.Now()
+	mergeAll(t, m, now, marshal(t, request("s", 0, kernelSpan(0, 0, 0, 10), kernelSpan(1, 0, 1000, 1010), kernelSpan(3, 0, 3000, 3010))))
+	if len(sink.evs) != 2 || m.Stats().Held != 1 {
+		t.Fatalf("released %v, held %d; want 0 and 1 released, 3 held", seqs(sink.evs), m.Stats().Held)
+	}
+	m.Tick(now.Add(500 * time.Millisecond))
+	if len(sink.evs) != 2 {
+		t.Fatal("the gap was given up before the reorder wait")
+	}
+	m.Tick(now.Add(time.Second))
+	if len(sink.evs) != 3 || m.Stats().Lost != 1 {
+		t.Fatalf("after the wait: released %v, lost %d; want 3 released and 1 lost", seqs(sink.evs), m.Stats().Lost)
+	}
+	mergeAll(t, m, now, marshal(t, request("s", 0, kernelSpan(2, 0, 2000, 2010), kernelSpan(6, 0, 6000, 6010))))
+	if st := m.Stats(); st.Duplicates != 1 || st.Held != 1 {
+		t.Fatalf("stats %+v; want the late 2 counted a duplicate and 6 held", st)
+	}
+	m.Flush()
+	if st := m.Stats(); len(sink.evs) != 4 || st.Lost != 3 || st.Held != 0 {
+		t.Fatalf("after Flush: released %v, stats %+v; want 6 released, 4 and 5 lost", seqs(sink.evs), st)
+	}
+}
+
+// The ring grows as far as a sender runs ahead, and gives up the oldest gap past its bound.
+func TestMergeRingBound(t *testing.T) {
+	var sink collect
+	m := NewMerger(timeline.NewStrings(), time.Hour, func(timeline.Meta) timeline.Sink { return &sink })
+	now := time.Now()
+	mergeAll(t, m, now, marshal(t, request("s", 0, kernelSpan(1, 0, 1000, 1010), kernelSpan(20_000, 0, 2e7, 2e7+1))))
+	if st := m.Stats(); st.Held != 2 || st.Lost != 0 {
+		t.Fatalf("stats %+v; want both held (the ring grows)", st)
+	}
+	mergeAll(t, m, now, marshal(t, request("s", 0, kernelSpan(maxReorder+5, 0, 3e8, 3e8+1))))
+	if st := m.Stats(); st.Lost == 0 || len(sink.evs) < 2 {
+		t.Fatalf("stats %+v, released %d; want the oldest gaps given up", st, len(sink.evs))
+	}
+}
+
+// Default-detail senders (no seq) are released at once, in end order, a step after its ops; spans
+// without xfertop.kind are counted foreign.
+func TestMergeUnnumbered(t *testing.T) {
+	var sink collect
+	m := NewMerger(timeline.NewStrings(), time.Second, func(timeline.Meta) timeline.Sink { return &sink })
+	step := &tracepb.Span{StartTimeUnixNano: uint64(epoch), EndTimeUnixNano: uint64(epoch + 5000), Attributes: attrs(str("xfertop.kind", "step"), num("xfertop.step", 3))}
+	send := &tracepb.Span{StartTimeUnixNano: uint64(epoch + 100), EndTimeUnixNano: uint64(epoch + 5000),
+		Attributes: attrs(str("xfertop.kind", "send"), num("xfertop.peer", 1), num("xfertop.bytes", 4096))}
+	cp := &tracepb.Span{StartTimeUnixNano: uint64(epoch), EndTimeUnixNano: uint64(epoch + 50),
+		Attributes: attrs(str("xfertop.kind", "memcpy"), str("xfertop.copy.direction", "h2d"))}
+	coll := &tracepb.Span{StartTimeUnixNano: uint64(epoch), EndTimeUnixNano: uint64(epoch + 70),
+		Attributes: attrs(str("xfertop.kind", "collective"), str("xfertop.collective", "all_gather"), num("xfertop.ranks", 8))}
+	foreign := &tracepb.Span{Name: "GET /", StartTimeUnixNano: uint64(epoch), EndTimeUnixNano: uint64(epoch + 1)}
+	req := request("", 0, step, send, cp, coll, foreign)
+	req.ResourceSpans[0].Resource.Attributes[4] = str("xfertop.detail", "spans")
+	mergeAll(t, m, time.Now(), marshal(t, req))
+	if len(sink.evs) != 4 {
+		t.Fatalf("released %d events; want 4", len(sink.evs))
+	}
+	kinds := []timeline.Kind{timeline.KindMemcpy, timeline.KindCollective, timeline.KindSend, timeline.KindStep}
+	for i, k := range kinds {
+		if sink.evs[i].Kind != k {
+			t.Fatalf("event %d is %v; want %v (end order, the step last)", i, sink.evs[i].Kind, k)
+		}
+	}
+	if e := sink.evs[0]; timeline.CopyDir(e.Sub) != timeline.CopyH2D {
+		t.Errorf("copy direction %v", timeline.CopyDir(e.Sub))
+	}
+	if e := sink.evs[1]; timeline.CollOp(e.Sub) != timeline.CollAllGather || e.Ranks != 8 {
+		t.Errorf("collective %v over %d ranks", timeline.CollOp(e.Sub), e.Ranks)
+	}
+	if e := sink.evs[3]; e.Aux != 3 {
+		t.Errorf("step number %d; want 3", e.Aux)
+	}
+	st := m.Stats()
+	if st.Foreign != 1 || len(st.Partial) == 0 {
+		t.Errorf("stats %+v; want one foreign span and the partial parts named", st)
+	}
+}
