@@ -289,6 +289,42 @@ func keyValue(r reader) (key []byte, val value, err error) {
 	return key, val, nil
 }
 
+// fastKeyValue reads a KeyValue laid out as every OTLP exporter writes it: the key, then a value
+// holding one string or int. ok is false for anything else, which keyValue then reads in full.
+func fastKeyValue(b []byte) (key []byte, val value, ok bool) {
+	if len(b) < 2 || b[0] != 0x0a { // field 1, bytes: the key
+		return nil, value{}, false
+	}
+	n, m := protowire.ConsumeVarint(b[1:])
+	if m < 0 || n > uint64(len(b)) || 1+m+int(n) > len(b) {
+		return nil, value{}, false
+	}
+	key, b = b[1+m:1+m+int(n)], b[1+m+int(n):]
+	if len(b) < 2 || b[0] != 0x12 { // field 2, bytes: the AnyValue
+		return nil, value{}, false
+	}
+	n, m = protowire.ConsumeVarint(b[1:])
+	if m < 0 || 1+m+int(n) != len(b) || n < 2 {
+		return nil, value{}, false
+	}
+	av := b[1+m:]
+	switch av[0] {
+	case 0x0a: // string_value
+		n, m = protowire.ConsumeVarint(av[1:])
+		if m < 0 || 1+m+int(n) != len(av) {
+			return nil, value{}, false
+		}
+		return key, value{s: av[1+m:]}, true
+	case 0x18: // int_value
+		v, m := protowire.ConsumeVarint(av[1:])
+		if m < 0 || 1+m != len(av) {
+			return nil, value{}, false
+		}
+		return key, value{i: int64(v), isInt: true}, true
+	}
+	return nil, value{}, false
+}
+
 // span decodes one Span; one that carries no xfertop.kind is counted as foreign.
 func (d *Decoded) span(r reader, ri int32) error {
 	e := timeline.Event{Device: timeline.NoDevice, Peer: timeline.NoDevice}
@@ -307,9 +343,11 @@ func (d *Decoded) span(r reader, ri int32) error {
 		case num == 8 && typ == protowire.Fixed64Type:
 			e.End = int64(f.v)
 		case num == 9 && typ == protowire.BytesType:
-			key, v, err := keyValue(f.r)
-			if err != nil {
-				return err
+			key, v, ok := fastKeyValue(f.r.buf)
+			if !ok {
+				if key, v, err = keyValue(f.r); err != nil {
+					return err
+				}
 			}
 			switch string(key) {
 			case "xfertop.kind":

@@ -6,8 +6,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,7 +109,8 @@ func Listen(cfg Config, strs *timeline.Strings, onMeta func(timeline.Meta) timel
 		lis = append(lis, x)
 		mux := http.NewServeMux()
 		mux.HandleFunc("/v1/traces", l.serveHTTP)
-		l.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute}
+		l.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+			ErrorLog: log.New(logWriter{&l.logs}, "", 0)} // TLS handshake failures and such, in our log
 	}
 	for _, x := range lis {
 		l.serving.Add(1)
@@ -302,6 +305,14 @@ func (g *logLimiter) log(reason, format string, a ...any) {
 	}
 	g.last[reason], g.held[reason] = now, 0
 	g.logf(format, a...)
+}
+
+// logWriter passes the HTTP server's own log lines to the limiter.
+type logWriter struct{ g *logLimiter }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.g.log("http", "%s", strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // rateMeter turns samples of a running total into a rate over the last second.

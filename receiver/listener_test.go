@@ -312,3 +312,53 @@ func TestBackPressure(t *testing.T) {
 		t.Errorf("totals %+v, sink %d; want 10 spans refused (and resent), all 15 events through, none lost", tot, sink.n)
 	}
 }
+
+// 64 senders at once, each its own session, through a queue small enough that some are told to
+// retry: every event arrives exactly once.
+func TestLoad64Senders(t *testing.T) {
+	const senders, requests, spans = 64, 5, 100
+	sink := &collect{}
+	l, _ := listen(t, Config{QueueSpans: 2000, RetryAfter: 5 * time.Millisecond}, sink)
+	var wg sync.WaitGroup
+	errs := make(chan error, senders)
+	for s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cc, err := grpc.NewClient(l.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cc.Close()
+			client := collectortrace.NewTraceServiceClient(cc)
+			session := fmt.Sprintf("sender-%d", s)
+			for r := range requests {
+				req := kernels(session, int64(r*spans), spans)
+				for {
+					_, err := client.Export(context.Background(), req)
+					if err == nil {
+						break
+					}
+					if d := retryDelay(err); status.Code(err) == codes.ResourceExhausted && d > 0 {
+						time.Sleep(d) // as an OTLP exporter does
+						continue
+					}
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	_ = l.Close(context.Background())
+	tot := l.Totals()
+	if want := int64(senders * requests * spans); tot.Events != want || int64(len(sink.evs)) != want || tot.Lost != 0 || tot.Duplicates != 0 || len(tot.Hosts) != senders {
+		t.Errorf("totals %+v; want %d events from %d senders, none lost or duplicated", tot, want, senders)
+	}
+	t.Logf("%d spans refused and resent", tot.Refused)
+}

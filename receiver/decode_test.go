@@ -1,0 +1,202 @@
+package receiver
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// reference decodes a request through the generated types: what Decode must find, field by field.
+func reference(req *collectortrace.ExportTraceServiceRequest) (spans []Span, labels []string, foreign int64) {
+	labels = []string{""}
+	ids := map[string]uint32{}
+	for ri, rs := range req.ResourceSpans {
+		host := -1
+		for _, a := range rs.GetResource().GetAttributes() {
+			if a.Key == "xfertop.host" {
+				if v, ok := intOf(a.Value); ok && v >= 0 && v <= math.MaxUint16 {
+					host = int(v)
+				}
+			}
+		}
+		for _, ss := range rs.ScopeSpans {
+			for _, sp := range ss.Spans {
+				e := timeline.Event{Device: timeline.NoDevice, Peer: timeline.NoDevice, Start: int64(sp.StartTimeUnixNano), End: int64(sp.EndTimeUnixNano)}
+				if host >= 0 {
+					e.Host = uint16(host)
+				}
+				seq := int64(-1)
+				a := map[string]*commonpb.AnyValue{}
+				for _, kv := range sp.Attributes {
+					a[kv.Key] = kv.Value // the last one wins, as in Decode
+				}
+				iv := func(k string) (int64, bool) { return intOf(a[k]) }
+				sv := func(k string) string { return string(bytesOf(a[k])) }
+				k, ok := kindByName[sv("xfertop.kind")]
+				if !ok {
+					foreign++
+					continue
+				}
+				if v, _ := iv("xfertop.tail"); v != 0 {
+					continue
+				}
+				e.Kind = k
+				set := func(key string, f func(int64)) {
+					if v, ok := iv(key); ok {
+						f(v)
+					}
+				}
+				set("xfertop.seq", func(v int64) { seq = v })
+				set("xfertop.device", func(v int64) { e.Device = int32(v) })
+				set("xfertop.peer", func(v int64) { e.Peer = int32(v) })
+				set("xfertop.stream", func(v int64) { e.Stream = uint32(v) })
+				set("xfertop.priority", func(v int64) { e.Priority = int8(v) })
+				set("xfertop.op", func(v int64) { e.Op = uint64(v) })
+				set("xfertop.bytes", func(v int64) { e.Bytes = v })
+				set("xfertop.communicator", func(v int64) { e.Comm = uint32(v) })
+				set("xfertop.group", func(v int64) { e.Group = uint32(v) })
+				set("xfertop.barrier", func(v int64) { e.Barrier = uint32(v) })
+				set("xfertop.ranks", func(v int64) { e.Ranks = uint16(v) })
+				set("xfertop.status", func(v int64) { e.Status = uint8(v) })
+				set("xfertop.queued_ns", func(v int64) { e.Queued = v })
+				if v, ok := iv("xfertop.sub"); ok {
+					e.Sub = uint8(v)
+				} else if c, ok := copyByName[sv("xfertop.copy.direction")]; ok && k == timeline.KindMemcpy {
+					e.Sub = uint8(c)
+				} else if c, ok := timeline.ParseCollOp(sv("xfertop.collective")); ok && k == timeline.KindCollective {
+					e.Sub = uint8(c)
+				}
+				if v, ok := iv("xfertop.aux"); ok {
+					e.Aux = uint32(v)
+				} else if v, ok := iv("xfertop.step"); ok && k == timeline.KindStep {
+					e.Aux = uint32(v)
+				} else if v, ok := iv("xfertop.group.ops"); ok && k == timeline.KindGroupLaunch {
+					e.Aux = uint32(v)
+				}
+				if l := sv("xfertop.label"); l != "" {
+					id, ok := ids[l]
+					if !ok {
+						id = uint32(len(labels))
+						labels = append(labels, l)
+						ids[l] = id
+					}
+					e.Label = id
+				}
+				spans = append(spans, Span{Event: e, Seq: seq, Res: int32(ri)})
+			}
+		}
+	}
+	return spans, labels, foreign
+}
+
+func intOf(v *commonpb.AnyValue) (int64, bool) {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_IntValue:
+		return x.IntValue, true
+	case *commonpb.AnyValue_BoolValue:
+		if x.BoolValue {
+			return 1, true
+		}
+		return 0, true
+	case *commonpb.AnyValue_DoubleValue:
+		return int64(x.DoubleValue), true
+	}
+	return 0, false
+}
+
+func bytesOf(v *commonpb.AnyValue) []byte {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return []byte(x.StringValue)
+	case *commonpb.AnyValue_BytesValue:
+		return x.BytesValue
+	}
+	return nil
+}
+
+// sample is a request with every kind of attribute Decode reads, a foreign span and a tail root.
+func sample() *collectortrace.ExportTraceServiceRequest {
+	coll := &tracepb.Span{StartTimeUnixNano: uint64(epoch + 10), EndTimeUnixNano: uint64(epoch + 90), Attributes: attrs(
+		str("xfertop.kind", "collective"), str("xfertop.collective", "reduce_scatter"), num("xfertop.ranks", 8), num("xfertop.device", 3),
+		num("xfertop.op", 77), num("xfertop.bytes", 1<<20), num("xfertop.communicator", 2), num("xfertop.group", 5), num("xfertop.seq", 4),
+		num("xfertop.priority", -3), num("xfertop.stream", 9), num("xfertop.queued_ns", 7), num("xfertop.status", 2))}
+	alert := &tracepb.Span{StartTimeUnixNano: uint64(epoch + 100), EndTimeUnixNano: uint64(epoch + 100), Attributes: attrs(
+		str("xfertop.kind", "alert"), str("xfertop.label", "watchdog: send op 9 waited 2000 ms"), num("xfertop.peer", 4), num("xfertop.seq", 5))}
+	step := &tracepb.Span{StartTimeUnixNano: uint64(epoch), EndTimeUnixNano: uint64(epoch + 200), Attributes: attrs(
+		str("xfertop.kind", "step"), num("xfertop.step", 12), num("xfertop.seq", 6))}
+	tail := &tracepb.Span{Attributes: attrs(str("xfertop.kind", "step"), &commonpb.KeyValue{Key: "xfertop.tail", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: true}}})}
+	foreign := &tracepb.Span{Name: "HTTP GET", Attributes: attrs(str("http.method", "GET"))}
+	return request("abc", 1, kernelSpan(3, 8, 0, 10), coll, alert, step, tail, foreign)
+}
+
+func TestDecodeMatchesGeneratedTypes(t *testing.T) {
+	req := sample()
+	var d Decoded
+	if err := Decode(marshal(t, req), &d, 0); err != nil {
+		t.Fatal(err)
+	}
+	spans, labels, foreign := reference(req)
+	if !reflect.DeepEqual(d.Spans, spans) || !reflect.DeepEqual(d.Strings, labels) || d.Foreign != foreign || d.Tails != 1 {
+		t.Fatalf("Decode:\n%+v %q foreign %d tails %d\nreference:\n%+v %q foreign %d", d.Spans, d.Strings, d.Foreign, d.Tails, spans, labels, foreign)
+	}
+	r := d.Resources[0]
+	if r.Session != "abc" || r.HostName != "host-1" || r.Host != 1 || r.Detail != "full" || len(r.Meta) != 3 || r.Spans != 4 || r.MaxEnd != epoch+200 {
+		t.Errorf("resource %+v", r)
+	}
+	if c := d.Spans[1].Event; timeline.CollOp(c.Sub) != timeline.CollReduceScatter || c.Priority != -3 || c.Status != 2 || c.Queued != 7 {
+		t.Errorf("collective %+v", c)
+	}
+}
+
+// Damaged requests: an error naming the byte offset, never a panic.
+func TestDecodeErrors(t *testing.T) {
+	good := marshal(t, sample())
+	var d Decoded
+	for _, n := range []int{1, 2, 5, 17, len(good) / 2, len(good) - 1} {
+		err := Decode(good[:n], &d, 0)
+		var de *DecodeError
+		if err == nil {
+			continue // a cut on a field boundary is a shorter valid request
+		}
+		if !errors.As(err, &de) || de.Offset < 0 || de.Offset > n {
+			t.Errorf("Decode(first %d bytes) = %v; want a DecodeError with an offset in the input", n, err)
+		}
+	}
+	if err := Decode(good, &d, 3); !errors.Is(err, ErrTooManySpans) {
+		t.Errorf("6 spans with a limit of 3: %v", err)
+	}
+}
+
+// FuzzDecode: Decode never panics, and whenever the generated types accept a request, Decode finds
+// the same events in it.
+func FuzzDecode(f *testing.F) {
+	f.Add(marshal(f, sample()))
+	f.Add(marshal(f, kernels("s", 0, 3)))
+	f.Add([]byte{0x0a, 0x02, 0x12, 0x00})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var d Decoded
+		err := Decode(b, &d, 0)
+		var req collectortrace.ExportTraceServiceRequest
+		if proto.Unmarshal(b, &req) != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("the generated types accept the request, Decode does not: %v", err)
+		}
+		spans, labels, foreign := reference(&req)
+		if len(spans) == 0 && len(d.Spans) == 0 {
+			spans = d.Spans
+		}
+		if !reflect.DeepEqual(d.Spans, spans) || !reflect.DeepEqual(d.Strings, labels) || d.Foreign != foreign {
+			t.Fatalf("Decode:\n%+v %q %d\nreference:\n%+v %q %d", d.Spans, d.Strings, d.Foreign, spans, labels, foreign)
+		}
+	})
+}
