@@ -252,7 +252,7 @@ type listenSource struct {
 }
 
 func (s *listenSource) Info() ui.SourceInfo {
-	info := ui.SourceInfo{Name: "listen " + s.addrs}
+	info := ui.SourceInfo{Name: "otlp"}
 	select {
 	case <-s.sinks.metaSet.ch:
 		info.Meta = s.sinks.meta

@@ -188,3 +188,26 @@ func lineDiff(a, b string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// Exposed addresses without TLS and a token are usage errors naming the flag; nothing sent before
+// the idle timeout is a data error.
+func TestListenRefusals(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--grpc", "0.0.0.0:4317", "--headless"}, exitUsage, "--grpc 0.0.0.0:4317 is not a loopback address"},
+		{[]string{"--grpc", "", "--http", ":4318", "--headless"}, exitUsage, "--http :4318 is not a loopback address"},
+		{[]string{"--grpc", "", "--http", "", "--headless"}, exitUsage, "nothing to listen on"},
+		{[]string{"--grpc", "127.0.0.1:0", "--http", "", "--auth-token-file", "/nonexistent", "--headless"}, exitUsage, "--auth-token-file"},
+		{[]string{"--grpc", "127.0.0.1:0", "--http", "", "--headless", "--exit-after-idle", "100ms"}, exitData, "no xfertop spans came"},
+	}
+	for _, tc := range tests {
+		var out, errb bytes.Buffer
+		code := xfertop(context.Background(), append([]string{"listen"}, tc.args...), &out, &errb)
+		if code != tc.code || !strings.Contains(errb.String(), tc.msg) {
+			t.Errorf("listen %v: exit %d, %q; want %d and %q", tc.args, code, errb.String(), tc.code, tc.msg)
+		}
+	}
+}
