@@ -140,7 +140,7 @@ func TestExitStatusAndMessage(t *testing.T) {
 
 		{"usage: unknown flag", []string{"run", "--frobnicate"}, exitUsage, "xfertop run: flag provided but not defined: -frobnicate (see xfertop run --help)\n", exact, ""},
 		{"usage: bad value", []string{"run", "--steps", "-1"}, exitUsage, "xfertop run: --steps and --duration must not be negative\n", exact, ""},
-		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, analyze, convert, compare, attach, plugin, repair, scenarios, help)\n", exact, ""},
+		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, listen, analyze, convert, compare, attach, plugin, repair, scenarios, help)\n", exact, ""},
 		{"usage: replay a directory", []string{"replay", dir, "--headless"}, exitUsage, "xfertop replay: " + dir + " is a directory, not a recording\n", exact, ""},
 		{"usage: analyze a directory", []string{"analyze", dir}, exitUsage, "xfertop analyze: " + dir + " is a directory, not a recording or a trace\n", exact, ""},
 		{"usage: convert a directory", []string{"convert", dir, filepath.Join(dir, "o.json")}, exitUsage, "xfertop convert: " + dir + " is a directory, not a recording or a trace\n", exact, ""},
