@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -307,6 +308,7 @@ type otlpFlags struct {
 	maxRate  float64
 	shutdown time.Duration
 	detail   string
+	protocol string
 }
 
 func (f *otlpFlags) register(fs *flag.FlagSet) {
@@ -314,6 +316,7 @@ func (f *otlpFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.sample, "otlp-sample", otel.DefaultSampleRatio, "fraction of steps exported, each step whole")
 	fs.DurationVar(&f.minSpan, "otlp-min-span", otel.DefaultMinSpan, "spans shorter than this are not exported")
 	fs.Float64Var(&f.maxRate, "otlp-max-rate", otel.DefaultMaxRate, "span budget per second: above it whole steps are skipped and counted (0: no limit)")
+	fs.StringVar(&f.protocol, "otlp-protocol", "", "grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)")
 	fs.StringVar(&f.detail, "otlp-detail", otel.DetailSpans, "spans: what a trace viewer shows (no kernels, waits or samples; steps may be sampled); full: every event with every field, for xfertop listen to rebuild the run exactly (no sampling, budget or minimum span; the run waits for the export rather than lose events)")
 	fs.DurationVar(&f.shutdown, "otlp-shutdown-timeout", otel.DefaultShutdownTimeout, "at the end, wait at most this long for the collector to take the spans still queued (they count as dropped after; a collector refusing connections is not waited for)")
 }
@@ -329,7 +332,19 @@ func (f *otlpFlags) config() (*otel.Config, error) {
 	if f.detail != otel.DetailSpans && f.detail != otel.DetailFull {
 		return nil, fmt.Errorf("--otlp-detail %q: give spans or full", f.detail)
 	}
-	cfg, ok, err := otel.Resolve(f.endpoint, nil)
+	getenv := os.Getenv
+	if f.protocol != "" {
+		if f.protocol != "grpc" && f.protocol != "http/protobuf" {
+			return nil, fmt.Errorf("--otlp-protocol %q: give grpc or http/protobuf", f.protocol)
+		}
+		getenv = func(k string) string {
+			if k == "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" || k == "OTEL_EXPORTER_OTLP_PROTOCOL" {
+				return f.protocol // the flag wins over the environment
+			}
+			return os.Getenv(k)
+		}
+	}
+	cfg, ok, err := otel.Resolve(f.endpoint, getenv)
 	if err != nil || !ok {
 		return nil, err
 	}

@@ -63,12 +63,20 @@ func startListen(t *testing.T, args ...string) *listening {
 }
 
 // report waits for listen to end (by --exit-after-idle) and reads its report.
-func (l *listening) report(t *testing.T) *report.Report {
+func (l *listening) report(t *testing.T) *report.Report { return l.reportExit(t, exitOK) }
+
+// stop interrupts listen, as SIGINT does, and reads the report it prints.
+func (l *listening) stop(t *testing.T) *report.Report {
+	l.cancel()
+	return l.reportExit(t, exitInterrupted)
+}
+
+func (l *listening) reportExit(t *testing.T, want int) *report.Report {
 	t.Helper()
 	select {
 	case code := <-l.code:
-		if code != 0 {
-			t.Fatalf("listen exited %d: %s", code, l.stderr.String())
+		if code != want {
+			t.Fatalf("listen exited %d; want %d: %s", code, want, l.stderr.String())
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("listen did not end: %s", l.stderr.String())
@@ -112,14 +120,14 @@ func TestListenRoundTrip(t *testing.T) {
 	for _, proto := range []string{"grpc", "http/protobuf"} {
 		for _, name := range scenario.BuiltinNames() {
 			t.Run(strings.ReplaceAll(proto, "/", "_")+"/"+name, func(t *testing.T) {
-				l := startListen(t, "--exit-after-idle", "700ms")
+				l := startListen(t)
 				endpoint := l.grpc
 				if proto != "grpc" {
 					endpoint = "http://" + l.http
-					t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
 				}
-				sent := runReport(t, "--scenario", name, "--otlp", endpoint, "--otlp-detail", "full", "--otlp-shutdown-timeout", "20s")
-				got := l.report(t)
+				sent := runReport(t, "--scenario", name, "--otlp", endpoint, "--otlp-protocol", proto, "--otlp-detail", "full", "--otlp-shutdown-timeout", "20s")
+				// Every span the run exported was taken before it returned: the report is complete now.
+				got := l.stop(t)
 				if x := sent.Export; x == nil || x.SpansDropped != 0 || x.SpansExported != x.SpansBuilt || x.EventsDropped != 0 {
 					t.Fatalf("the export lost data: %+v", x)
 				}
@@ -134,9 +142,11 @@ func TestListenRoundTrip(t *testing.T) {
 	}
 }
 
-// With the default detail, the report says which parts are partial.
+// With the default detail, the report says which parts are partial. Listen ends by itself after
+// --exit-after-idle.
 func TestListenPartial(t *testing.T) {
-	l := startListen(t, "--exit-after-idle", "700ms")
+	t.Parallel()
+	l := startListen(t, "--exit-after-idle", "3s")
 	sent := runReport(t, "--scenario", "straggler", "--otlp", l.grpc, "--otlp-shutdown-timeout", "20s")
 	got := l.report(t)
 	if len(got.Partial) == 0 {
@@ -153,7 +163,7 @@ func TestListenPartial(t *testing.T) {
 
 // Two runs export to one listener: both hosts appear, each run's events are all there.
 func TestListenTwoSenders(t *testing.T) {
-	l := startListen(t, "--exit-after-idle", "700ms")
+	l := startListen(t)
 	var wg sync.WaitGroup
 	for _, name := range []string{"straggler", "copy-sweep"} {
 		wg.Add(1)
@@ -164,7 +174,7 @@ func TestListenTwoSenders(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	got := l.report(t)
+	got := l.stop(t)
 	if got.Receive == nil || len(got.Receive.Hosts) != 2 || got.Events != 1074+610 {
 		t.Fatalf("received %+v, %d events; want two senders and 1684 events", got.Receive, got.Events)
 	}
