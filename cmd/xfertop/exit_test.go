@@ -272,7 +272,7 @@ func TestDiskFullOnTmpfs(t *testing.T) {
 		}
 	})
 	path := filepath.Join(mnt, "run.xfr")
-	args := []string{"run", "--headless", "--scenario", "pipeline", "--seed", "1", "--steps", "400"}
+	args := []string{"run", "--headless", "--scenario", "pipeline", "--seed", "1", "--steps", "1500"} // ~4.7 MB compressed: the disk fills mid-run, not at the last flush
 	code, out, errs := runBinary(t, append(args, "--record", path)...)
 	want := "xfertop run: --record " + path + ": no space left on device; the run was stopped at that point, and the recording keeps every chunk completed before it\n"
 	if code != exitFailure || errs != want {
