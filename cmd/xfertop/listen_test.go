@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"regexp"
 	"strings"
 	"sync"
@@ -169,8 +168,12 @@ func TestListenTwoSenders(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var out bytes.Buffer
-			xfertop(context.Background(), []string{"run", "--headless", "--scenario", name, "--otlp", l.grpc, "--otlp-detail", "full"}, &out, io.Discard)
+			var out, errs bytes.Buffer
+			// A generous shutdown budget: on a loaded machine the last spans may take a while.
+			args := []string{"run", "--headless", "--scenario", name, "--otlp", l.grpc, "--otlp-detail", "full", "--otlp-shutdown-timeout", "20s"}
+			if code := xfertop(context.Background(), args, &out, &errs); code != exitOK {
+				t.Errorf("%s: exit %d: %s", name, code, errs.String())
+			}
 		}()
 	}
 	wg.Wait()
