@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/xfertop/xfertop/recordings"
-	"github.com/xfertop/xfertop/recordings/trace"
+	"github.com/xfertop/xfertop/recordings/importers/chrome"
+	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -114,13 +115,13 @@ func BenchmarkRead(b *testing.B) {
 func BenchmarkChromeJSON(b *testing.B) {
 	evs, strs := overlapEvents(b, 30)
 	var buf bytes.Buffer
-	if err := trace.WriteChrome(&buf, evs, strs, nil); err != nil {
+	if err := chrome.Write(&buf, evs, strs, nil); err != nil {
 		b.Fatal(err)
 	}
 	data := buf.Bytes()
 	b.Run("encode", func(b *testing.B) {
 		for b.Loop() {
-			if err := trace.WriteChrome(io.Discard, evs, strs, nil); err != nil {
+			if err := chrome.Write(io.Discard, evs, strs, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -152,7 +153,7 @@ func BenchmarkKinetoImport(b *testing.B) {
 	raw := gunzip(b, f)
 	b.SetBytes(int64(len(raw)))
 	for b.Loop() {
-		if _, err := trace.Import("resnet50.json", bytes.NewReader(raw), trace.Options{}); err != nil {
+		if _, err := kineto.Import("resnet50.json", bytes.NewReader(raw), kineto.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,7 +6,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/xfertop/xfertop/recordings/trace"
+	"github.com/xfertop/xfertop/recordings/importers/chrome"
+	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -42,7 +43,7 @@ func BenchmarkSweep(b *testing.B) {
 		for b.Loop() {
 			var cw countWriter
 			gz := gzip.NewWriter(&cw)
-			if err := trace.WriteChrome(gz, evs, strs, nil); err != nil {
+			if err := chrome.Write(gz, evs, strs, nil); err != nil {
 				b.Fatal(err)
 			}
 			if err := gz.Close(); err != nil {
@@ -62,7 +63,7 @@ func BenchmarkSweep(b *testing.B) {
 	part := evs[:min(len(evs), 100_000)]
 	var js bytes.Buffer
 	gz := gzip.NewWriter(&js)
-	if err := trace.WriteChrome(gz, part, strs, nil); err != nil {
+	if err := chrome.Write(gz, part, strs, nil); err != nil {
 		b.Fatal(err)
 	}
 	_ = gz.Close()
@@ -73,7 +74,7 @@ func BenchmarkSweep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			im, err := trace.Import("sweep.json", zr, trace.Options{})
+			im, err := kineto.Import("sweep.json", zr, kineto.Options{})
 			if err != nil || len(im.Events) == 0 {
 				b.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis"
-	"github.com/xfertop/xfertop/recordings/trace"
+	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
@@ -169,7 +169,7 @@ func TestConsoleEqualsReport(t *testing.T) {
 		if _, err := os.Stat(path); err != nil {
 			path = filepath.Join("testdata", "hta_small.json")
 		}
-		im, err := trace.ReadFiles([]string{path}, trace.Options{})
+		im, err := kineto.ReadFiles([]string{path}, kineto.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,8 +16,9 @@ import (
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/recordings/importers"
+	"github.com/xfertop/xfertop/recordings/importers/chrome"
+	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/recordings/importers/nsys"
-	"github.com/xfertop/xfertop/recordings/trace"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
@@ -242,7 +243,7 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // importedMeta describes an imported trace for the report. Traces carry no engine wait events, so
 // idle time is split as Holistic Trace Analysis does.
-func importedMeta(im *trace.Imported) timeline.Meta {
+func importedMeta(im *kineto.Imported) timeline.Meta {
 	m := timeline.Meta{Source: im.Source, Backend: im.Format, Topology: "unknown", Devices: im.Devices, IdleMode: timeline.IdleHTA,
 		KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: im.EpochUnixNs, Writer: session.Writer, Extra: im.Extra}
 	if im.Exported != nil {
@@ -317,7 +318,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 	for _, kv := range recordings.MetaPairs(r.Meta) {
 		meta[kv[0]] = kv[1]
 	}
-	if err := trace.WriteChrome(f, r.Events, r.Strings, meta); err != nil {
+	if err := chrome.Write(f, r.Events, r.Strings, meta); err != nil {
 		f.Close()
 		return failure(fmt.Errorf("%s: %w", out, err))
 	}
@@ -345,7 +346,7 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 }
 
 // writeImported writes an imported trace as a recording.
-func writeImported(path string, im *trace.Imported) error {
+func writeImported(path string, im *kineto.Imported) error {
 	w, err := recordings.Create(path)
 	if err != nil {
 		return err
@@ -374,14 +375,14 @@ type importLimits struct {
 }
 
 func (l *importLimits) register(fs *flag.FlagSet) {
-	l.input.n, l.token.n = trace.DefaultMaxInputBytes, int64(trace.DefaultMaxTokenBytes)
+	l.input.n, l.token.n = kineto.DefaultMaxInputBytes, int64(kineto.DefaultMaxTokenBytes)
 	fs.Var(&l.input, "max-input-bytes", "refuse a trace file holding more JSON than this, after decompression")
 	fs.Var(&l.token, "max-token-bytes", "refuse a trace with a string or number longer than this")
 	fs.StringVar(&l.stepRange, "step-range", "ProfilerStep", "Nsight Systems export: the NVTX range that is a step (NAME, NAME#N or \"NAME, ...\")")
 }
 
 func (l *importLimits) options(likeHTA bool) importers.Options {
-	return importers.Options{Trace: trace.Options{LikeHTA: likeHTA, MaxInputBytes: l.input.n, MaxTokenBytes: int(l.token.n)},
+	return importers.Options{Trace: kineto.Options{LikeHTA: likeHTA, MaxInputBytes: l.input.n, MaxTokenBytes: int(l.token.n)},
 		StepRange: l.stepRange}
 }
 
@@ -405,7 +406,7 @@ func (v *sizeValue) Set(s string) error {
 // readTraces imports trace files or Nsight Systems exports, printing their warnings, and their
 // progress when standard error is a terminal. A trace a limit refused is a data error whose message
 // names the flag that raises the limit.
-func readTraces(paths []string, opts importers.Options, stderr io.Writer) (*trace.Imported, error) {
+func readTraces(paths []string, opts importers.Options, stderr io.Writer) (*kineto.Imported, error) {
 	if interactive(stderr) {
 		p := &progressLine{w: stderr, name: strings.Join(paths, ", ")}
 		opts.Progress = p.show
@@ -413,7 +414,7 @@ func readTraces(paths []string, opts importers.Options, stderr io.Writer) (*trac
 	}
 	im, err := importers.Read(paths, opts)
 	if err != nil {
-		var le *trace.LimitError
+		var le *kineto.LimitError
 		if errors.As(err, &le) {
 			name := "max-token-bytes"
 			if le.What == "input" {

@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/recordings/importers/nsys"
-	"github.com/xfertop/xfertop/recordings/trace"
 )
 
 // Format is the format of an input file.
@@ -102,7 +102,7 @@ func binary(b []byte) bool {
 
 // Options are the options of every importer.
 type Options struct {
-	Trace trace.Options // PyTorch profiler and Chrome traces
+	Trace kineto.Options // PyTorch profiler and Chrome traces
 	// StepRange names the NVTX range that marks a step in an Nsight Systems export (default
 	// ProfilerStep, as in ProfilerStep#N).
 	StepRange string
@@ -114,7 +114,7 @@ type Options struct {
 
 // Read imports one or more traces or exports of one format (several files are the ranks or hosts
 // of one job). A recording is refused: it is replayed, not imported.
-func Read(paths []string, opts Options) (*trace.Imported, error) {
+func Read(paths []string, opts Options) (*kineto.Imported, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no file to import")
 	}
@@ -136,16 +136,16 @@ func Read(paths []string, opts Options) (*trace.Imported, error) {
 		return nsys.ReadFiles(paths, nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context})
 	}
 	if opts.Progress == nil {
-		return trace.ReadFiles(paths, opts.Trace)
+		return kineto.ReadFiles(paths, opts.Trace)
 	}
 	return readTraces(paths, opts)
 }
 
 // readTraces reads traces, telling progress before and after: the JSON importer streams each file
 // and keeps no count of its own.
-func readTraces(paths []string, opts Options) (*trace.Imported, error) {
+func readTraces(paths []string, opts Options) (*kineto.Imported, error) {
 	opts.Progress(0, int64(len(paths)))
-	im, err := trace.ReadFiles(paths, opts.Trace)
+	im, err := kineto.ReadFiles(paths, opts.Trace)
 	if err == nil {
 		opts.Progress(int64(len(paths)), int64(len(paths)))
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 
-	"github.com/xfertop/xfertop/recordings/trace"
+	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -297,9 +297,9 @@ func (f *fileReader) kernelName(k nameKey) kernelName {
 		full = short
 	}
 	n := kernelName{label: f.m.label(full)}
-	if op, ok := trace.NCCLOp(short); ok {
+	if op, ok := kineto.NCCLOp(short); ok {
 		n.op, n.nccl = op, true
-	} else if op, ok := trace.NCCLOp(full); ok {
+	} else if op, ok := kineto.NCCLOp(full); ok {
 		n.op, n.nccl = op, true
 	}
 	f.kernels[k] = n

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xfertop/xfertop/recordings/trace"
+	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -42,7 +42,7 @@ const Format = "nsys"
 // importer turns the rows of one or more exports into timeline events.
 type importer struct {
 	opts     Options
-	im       *trace.Imported
+	im       *kineto.Imported
 	labels   map[string]uint32
 	warnings []string
 	moreWarn int
@@ -55,11 +55,11 @@ type importer struct {
 
 // ReadFiles imports Nsight Systems SQLite exports; several files are several ranks or hosts, each
 // a host index (its position) and its own devices, on one time axis.
-func ReadFiles(paths []string, opts Options) (*trace.Imported, error) {
+func ReadFiles(paths []string, opts Options) (*kineto.Imported, error) {
 	if opts.StepRange == "" {
 		opts.StepRange = "ProfilerStep"
 	}
-	m := &importer{opts: opts, im: &trace.Imported{Strings: timeline.NewStrings(), Format: Format},
+	m := &importer{opts: opts, im: &kineto.Imported{Strings: timeline.NewStrings(), Format: Format},
 		labels: map[string]uint32{"": 0}, extra: map[string]string{}}
 	dbs := make([]*db, 0, len(paths))
 	defer func() {
@@ -158,7 +158,7 @@ func (m *importer) tableDone() {
 }
 
 // finish applies what needs every file: outliers, time 0, start order, and the device count.
-func (m *importer) finish(multi bool) *trace.Imported {
+func (m *importer) finish(multi bool) *kineto.Imported {
 	im := m.im
 	m.dropOutliers()
 	base, last := int64(math.MaxInt64), int64(math.MinInt64)

@@ -1,4 +1,4 @@
-package trace
+package kineto
 
 import (
 	"bytes"
@@ -252,10 +252,10 @@ func (m *importer) htaRow(e *rawEvent, start int64, gpu bool) {
 	}
 }
 
-// addExported keeps an event written by WriteChrome, rebuilt from its args.
+// addExported keeps an event written by chrome.Write, rebuilt from its args.
 func (m *importer) addExported(e *rawEvent) {
 	x := &e.Args.Xfertop
-	ev := exportedEvent(x, m.labels.id(x.L))
+	ev := x.Event(m.labels.id(x.L))
 	switch {
 	case ev.Start >= maxTime || ev.Start <= -maxTime || ev.End >= maxTime || ev.End <= -maxTime:
 		m.warnEvent(e, "xfertop times out of range: event left out")

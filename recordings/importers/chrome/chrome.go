@@ -1,4 +1,4 @@
-package trace
+package chrome
 
 import (
 	"bufio"
@@ -11,8 +11,8 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// xfrArgs carries an event's fields in an exported slice's args, so an export imports back exactly.
-type xfrArgs struct {
+// Args carries an event's fields in an exported slice's args, so an export imports back exactly.
+type Args struct {
 	K      uint8
 	S, E   int64
 	Q, B   int64
@@ -27,8 +27,8 @@ type xfrArgs struct {
 	Pr     int8
 }
 
-// set stores field k of an exported slice's "xfertop" args.
-func (x *xfrArgs) set(k string, n int64) {
+// Set stores field k of an exported slice's "xfertop" args.
+func (x *Args) Set(k string, n int64) {
 	switch k {
 	case "k":
 		x.K = uint8(n)
@@ -86,12 +86,11 @@ func pid(e *timeline.Event) int64 {
 	return int64(e.Host)
 }
 
-// Labels resolves label ids: a *timeline.Strings or a *timeline.Snapshot.
-// WriteChrome writes events as Chrome trace JSON: one process per host (and one for the session),
+// Write writes events as Chrome trace JSON: one process per host (and one for the session),
 // one thread per device stream, copies, transfers and kernels as slices (async slices where ops
 // overlap on one stream), send→recv flow arrows, and a bandwidth counter per device. meta is stored
 // under "xfertopMetadata" so the file imports back with its description.
-func WriteChrome(w io.Writer, events []timeline.Event, strs *timeline.Strings, meta map[string]string) error {
+func Write(w io.Writer, events []timeline.Event, strs *timeline.Strings, meta map[string]string) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	b := make([]byte, 0, 4096)
 	b = append(b, `{"displayTimeUnit":"ns","xfertopMetadata":{`...)
@@ -365,8 +364,8 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// exportedEvent rebuilds an event written by WriteChrome from its args.
-func exportedEvent(x *xfrArgs, label uint32) timeline.Event {
+// Event rebuilds an event written by Write from its args.
+func (x *Args) Event(label uint32) timeline.Event {
 	return timeline.Event{Kind: timeline.Kind(x.K), Start: x.S, End: x.E, Queued: x.Q, Bytes: x.B, Op: x.O, Device: x.D, Peer: x.P,
 		Stream: x.St, Group: x.G, Comm: x.C, Barrier: x.Ba, Label: label, Aux: x.A, Host: x.H, Ranks: x.R,
 		Sub: x.Sb, Status: x.Su, Priority: x.Pr}

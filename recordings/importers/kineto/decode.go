@@ -1,4 +1,4 @@
-package trace
+package kineto
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/xfertop/xfertop/recordings/importers/chrome"
 )
 
 // Default limits of Options: large enough for any real profiler trace, small enough that a hostile
@@ -120,7 +122,7 @@ type rawArgs struct {
 	OutNelems   int64
 	GroupSize   int64
 	DType       string
-	Xfertop     xfrArgs
+	Xfertop     chrome.Args
 }
 
 // header is what a trace holds besides its events.
@@ -233,7 +235,7 @@ func (d *decoder) event(index int64) {
 		s.fail("a trace event must be an object")
 		return
 	}
-	*e = rawEvent{Index: index, Name: e.Name[:0], Pid: e.Pid[:0], Tid: e.Tid[:0], Args: rawArgs{Xfertop: xfrArgs{L: e.Args.Xfertop.L[:0]}}}
+	*e = rawEvent{Index: index, Name: e.Name[:0], Pid: e.Pid[:0], Tid: e.Tid[:0], Args: rawArgs{Xfertop: chrome.Args{L: e.Args.Xfertop.L[:0]}}}
 	s.object(d.eventField)
 }
 
@@ -377,7 +379,7 @@ func dtypeName(b []byte) string {
 	return ""
 }
 
-// readXfrField reads one of the fields WriteChrome stores in an exported slice.
+// readXfrField reads one of the fields chrome.Write stores in an exported slice.
 func (d *decoder) readXfrField(key []byte) {
 	s, x := d.s, &d.ev.Args.Xfertop
 	if string(key) == "l" {
@@ -395,7 +397,7 @@ func (d *decoder) readXfrField(key []byte) {
 		s.fail("xfertop.%s: %q is not an integer", k, v)
 		return
 	}
-	x.set(k, n)
+	x.Set(k, n)
 }
 
 // inRange reports whether v lies in [lo, hi].

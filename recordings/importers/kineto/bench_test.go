@@ -1,4 +1,4 @@
-package trace
+package kineto
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func syntheticKineto(steps int) []byte {
 // trace event, on a synthetic trace and on the real ResNet-50 trace when ../shared/data has it.
 // Compare commits with:
 //
-//	go test -run XXX -bench Import -benchmem -count 5 ./recordings/trace/ | tee new.txt; benchstat old.txt new.txt
+//	go test -run XXX -bench Import -benchmem -count 5 ./recordings/importers/kineto/ | tee new.txt; benchstat old.txt new.txt
 func BenchmarkImport(b *testing.B) {
 	inputs := []struct {
 		name string

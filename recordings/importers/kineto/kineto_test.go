@@ -1,4 +1,4 @@
-package trace
+package kineto
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/recordings/importers/chrome"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -172,7 +173,7 @@ func TestChromeRoundTrip(t *testing.T) {
 	}
 	evs, strs := st.Events(), p.Strings()
 	var buf bytes.Buffer
-	if err := WriteChrome(&buf, evs, strs, map[string]string{"scenario": "crosshost", "epoch_unix_ns": "42"}); err != nil {
+	if err := chrome.Write(&buf, evs, strs, map[string]string{"scenario": "crosshost", "epoch_unix_ns": "42"}); err != nil {
 		t.Fatal(err)
 	}
 	var probe map[string]any
