@@ -91,9 +91,56 @@ func pid(e *timeline.Event) int64 {
 // overlap on one stream), send→recv flow arrows, and a bandwidth counter per device. meta is stored
 // under "xfertopMetadata" so the file imports back with its description.
 func Write(w io.Writer, events []timeline.Event, strs *timeline.Strings, meta map[string]string) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	b := make([]byte, 0, 4096)
-	b = append(b, `{"displayTimeUnit":"ns","xfertopMetadata":{`...)
+	cw := &writer{bw: bufio.NewWriterSize(w, 1<<20), b: make([]byte, 0, 4096), first: true, strs: strs, lastEnd: map[[2]int64]int64{}}
+	err := cw.header(meta)
+	if err == nil {
+		err = cw.names(events)
+	}
+	if err == nil {
+		err = cw.slices(events)
+	}
+	if err == nil {
+		err = writeCounters(events, &cw.b, cw.emit)
+	}
+	if err == nil {
+		_, err = cw.bw.WriteString("]}\n")
+	}
+	if err == nil {
+		err = cw.bw.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	return nil
+}
+
+// writer writes one trace: the elements of traceEvents, one at a time, through one buffer.
+type writer struct {
+	bw      *bufio.Writer
+	b       []byte // the element being written
+	first   bool   // no element written yet
+	strs    *timeline.Strings
+	lastEnd map[[2]int64]int64 // per process and thread, the end of its last synchronous slice
+	asyncID int                // the id of the last async slice
+}
+
+// emit writes the element in b to traceEvents and empties b.
+func (w *writer) emit() error {
+	if !w.first {
+		if _, err := w.bw.WriteString(",\n"); err != nil {
+			return err
+		}
+	}
+	w.first = false
+	_, err := w.bw.Write(w.b)
+	w.b = w.b[:0]
+	return err
+}
+
+// header writes the object's opening: the time unit, meta in sorted key order, and the opening of
+// traceEvents.
+func (w *writer) header(meta map[string]string) error {
+	b := append(w.b, `{"displayTimeUnit":"ns","xfertopMetadata":{`...)
 	keys := make([]string, 0, len(meta))
 	for k := range meta {
 		keys = append(keys, k)
@@ -108,40 +155,22 @@ func Write(w io.Writer, events []timeline.Event, strs *timeline.Strings, meta ma
 		b = appendJSONString(b, meta[k])
 	}
 	b = append(b, `},"traceEvents":[`...)
-	first := true
-	emit := func() error {
-		if !first {
-			if _, err := bw.WriteString(",\n"); err != nil {
-				return err
-			}
-		}
-		first = false
-		_, err := bw.Write(b)
-		b = b[:0]
-		return err
-	}
-	if _, err := bw.Write(b); err != nil {
-		return fmt.Errorf("write trace: %w", err)
-	}
-	b = b[:0]
+	_, err := w.bw.Write(b)
+	w.b = b[:0]
+	return err
+}
 
-	// Names for processes and threads.
+// names writes the metadata events that name the processes (hosts, and the session) and the
+// threads (device streams), in order of their ids.
+func (w *writer) names(events []timeline.Event) error {
 	hosts := map[int64]bool{}
 	threads := map[[2]int64]string{}
 	for i := range events {
 		e := &events[i]
 		p := pid(e)
 		hosts[p] = true
-		k := [2]int64{p, tid(e.Device, e.Stream)}
-		if _, ok := threads[k]; !ok {
-			switch {
-			case e.Device < 0:
-				threads[k] = "session"
-			case e.Stream == 0:
-				threads[k] = fmt.Sprintf("device %d host thread", e.Device)
-			default:
-				threads[k] = fmt.Sprintf("device %d stream %d", e.Device, e.Stream)
-			}
+		if k := [2]int64{p, tid(e.Device, e.Stream)}; threads[k] == "" {
+			threads[k] = threadName(e)
 		}
 	}
 	hostIDs := make([]int64, 0, len(hosts))
@@ -154,11 +183,8 @@ func Write(w io.Writer, events []timeline.Event, strs *timeline.Strings, meta ma
 		if h == sessionPid {
 			name = "session"
 		}
-		b = fmt.Appendf(b, `{"ph":"M","name":"process_name","pid":%d,"tid":0,"args":{"name":`, h)
-		b = appendJSONString(b, name)
-		b = append(b, "}}"...)
-		if err := emit(); err != nil {
-			return fmt.Errorf("write trace: %w", err)
+		if err := w.name("process_name", h, 0, name); err != nil {
+			return err
 		}
 	}
 	tkeys := make([][2]int64, 0, len(threads))
@@ -172,102 +198,130 @@ func Write(w io.Writer, events []timeline.Event, strs *timeline.Strings, meta ma
 		return tkeys[i][1] < tkeys[j][1]
 	})
 	for _, k := range tkeys {
-		b = fmt.Appendf(b, `{"ph":"M","name":"thread_name","pid":%d,"tid":%d,"args":{"name":`, k[0], k[1])
-		b = appendJSONString(b, threads[k])
-		b = append(b, "}}"...)
-		if err := emit(); err != nil {
-			return fmt.Errorf("write trace: %w", err)
+		if err := w.name("thread_name", k[0], k[1], threads[k]); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
-	// Slices: sync where they nest on their stream, async where they overlap without nesting.
+// threadName names the thread of e's device stream.
+func threadName(e *timeline.Event) string {
+	switch {
+	case e.Device < 0:
+		return "session"
+	case e.Stream == 0:
+		return fmt.Sprintf("device %d host thread", e.Device)
+	}
+	return fmt.Sprintf("device %d stream %d", e.Device, e.Stream)
+}
+
+// name writes one metadata event (process_name or thread_name).
+func (w *writer) name(what string, pid, tid int64, name string) error {
+	w.b = fmt.Appendf(w.b, `{"ph":"M","name":"%s","pid":%d,"tid":%d,"args":{"name":`, what, pid, tid)
+	w.b = appendJSONString(w.b, name)
+	w.b = append(w.b, "}}"...)
+	return w.emit()
+}
+
+// slices writes every event in order of start: a slice, the end of an async slice, and the flow
+// arrow of a send or a receive.
+func (w *writer) slices(events []timeline.Event) error {
 	order := make([]int, len(events))
 	for i := range order {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(i, j int) bool { return events[order[i]].Start < events[order[j]].Start })
-	lastEnd := map[[2]int64]int64{}
-	asyncID := 0
 	for _, i := range order {
 		e := &events[i]
-		name := e.Title(strs)
-		p, t := pid(e), tid(e.Device, e.Stream)
-		k := [2]int64{p, t}
-		ph := "X"
-		if e.End == e.Start {
-			ph = "i"
-		} else if end, ok := lastEnd[k]; ok && e.Start < end && e.End > end {
-			ph = "b"
-		}
-		if ph == "X" {
-			lastEnd[k] = max(lastEnd[k], e.End)
-		}
-		b = append(b, `{"ph":"`...)
-		b = append(b, ph...)
-		b = append(b, `","name":`...)
-		b = appendJSONString(b, name)
-		b = append(b, `,"cat":"`...)
-		b = append(b, e.Kind.String()...)
-		b = fmt.Appendf(b, `","pid":%d,"tid":%d,"ts":`, p, t)
-		b = appendMicros(b, e.Start)
-		switch ph {
-		case "X":
-			b = append(b, `,"dur":`...)
-			b = appendMicros(b, e.End-e.Start)
-		case "i":
-			b = append(b, `,"s":"t"`...)
-		case "b":
-			asyncID++
-			b = fmt.Appendf(b, `,"id":%d`, asyncID)
-		}
-		b = append(b, `,"args":{`...)
-		if e.Bytes != 0 {
-			b = fmt.Appendf(b, `"bytes":%d,`, e.Bytes)
-			if d := e.End - e.Start; d > 0 && e.Kind.IsComm() {
-				b = append(b, `"GB/s":`...)
-				b = strconv.AppendFloat(b, float64(e.Bytes)/float64(d), 'f', 3, 64)
-				b = append(b, ',')
-			}
-		}
-		b = appendXfr(b, e, strs)
-		b = append(b, "}}"...)
-		if err := emit(); err != nil {
-			return fmt.Errorf("write trace: %w", err)
+		name := e.Title(w.strs)
+		ph := w.phase(e)
+		if err := w.slice(e, name, ph); err != nil {
+			return err
 		}
 		if ph == "b" {
-			b = fmt.Appendf(b, `{"ph":"e","name":`)
-			b = appendJSONString(b, name)
-			b = fmt.Appendf(b, `,"cat":"%s","pid":%d,"tid":%d,"id":%d,"ts":`, e.Kind, p, t, asyncID)
-			b = appendMicros(b, e.End)
-			b = append(b, '}')
-			if err := emit(); err != nil {
-				return fmt.Errorf("write trace: %w", err)
+			if err := w.asyncEnd(e, name); err != nil {
+				return err
 			}
 		}
-		// A flow arrow from each send to its receive.
 		if e.Kind == timeline.KindSend || e.Kind == timeline.KindRecv {
-			fph := "s"
-			if e.Kind == timeline.KindRecv {
-				fph = "f"
-			}
-			b = fmt.Appendf(b, `{"ph":"%s","name":"transfer","cat":"flow","id":%d,"pid":%d,"tid":%d,"bp":"e","ts":`, fph, e.Op, p, t)
-			b = appendMicros(b, e.Start)
-			b = append(b, '}')
-			if err := emit(); err != nil {
-				return fmt.Errorf("write trace: %w", err)
+			if err := w.flow(e); err != nil {
+				return err
 			}
 		}
-	}
-	if err := writeCounters(events, &b, emit); err != nil {
-		return fmt.Errorf("write trace: %w", err)
-	}
-	if _, err := bw.WriteString("]}\n"); err != nil {
-		return fmt.Errorf("write trace: %w", err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write trace: %w", err)
 	}
 	return nil
+}
+
+// phase chooses how e is drawn: an instant ("i") if it takes no time, a synchronous slice ("X")
+// where it nests on its stream, else an async slice ("b", closed by asyncEnd).
+func (w *writer) phase(e *timeline.Event) string {
+	k := [2]int64{pid(e), tid(e.Device, e.Stream)}
+	if e.End == e.Start {
+		return "i"
+	}
+	if end, ok := w.lastEnd[k]; ok && e.Start < end && e.End > end {
+		return "b"
+	}
+	w.lastEnd[k] = max(w.lastEnd[k], e.End)
+	return "X"
+}
+
+// slice writes e's slice in phase ph, with its bytes, its rate if it moves data, and every field
+// of the event under "xfertop".
+func (w *writer) slice(e *timeline.Event, name, ph string) error {
+	b := append(w.b, `{"ph":"`...)
+	b = append(b, ph...)
+	b = append(b, `","name":`...)
+	b = appendJSONString(b, name)
+	b = append(b, `,"cat":"`...)
+	b = append(b, e.Kind.String()...)
+	b = fmt.Appendf(b, `","pid":%d,"tid":%d,"ts":`, pid(e), tid(e.Device, e.Stream))
+	b = appendMicros(b, e.Start)
+	switch ph {
+	case "X":
+		b = append(b, `,"dur":`...)
+		b = appendMicros(b, e.End-e.Start)
+	case "i":
+		b = append(b, `,"s":"t"`...)
+	case "b":
+		w.asyncID++
+		b = fmt.Appendf(b, `,"id":%d`, w.asyncID)
+	}
+	b = append(b, `,"args":{`...)
+	if e.Bytes != 0 {
+		b = fmt.Appendf(b, `"bytes":%d,`, e.Bytes)
+		if d := e.End - e.Start; d > 0 && e.Kind.IsComm() {
+			b = append(b, `"GB/s":`...)
+			b = strconv.AppendFloat(b, float64(e.Bytes)/float64(d), 'f', 3, 64)
+			b = append(b, ',')
+		}
+	}
+	b = appendXfr(b, e, w.strs)
+	w.b = append(b, "}}"...)
+	return w.emit()
+}
+
+// asyncEnd closes the async slice slice opened last.
+func (w *writer) asyncEnd(e *timeline.Event, name string) error {
+	w.b = fmt.Appendf(w.b, `{"ph":"e","name":`)
+	w.b = appendJSONString(w.b, name)
+	w.b = fmt.Appendf(w.b, `,"cat":"%s","pid":%d,"tid":%d,"id":%d,"ts":`, e.Kind, pid(e), tid(e.Device, e.Stream), w.asyncID)
+	w.b = appendMicros(w.b, e.End)
+	w.b = append(w.b, '}')
+	return w.emit()
+}
+
+// flow writes one end of the arrow from a send to its receive, both bound by the transfer's op id.
+func (w *writer) flow(e *timeline.Event) error {
+	fph := "s"
+	if e.Kind == timeline.KindRecv {
+		fph = "f"
+	}
+	w.b = fmt.Appendf(w.b, `{"ph":"%s","name":"transfer","cat":"flow","id":%d,"pid":%d,"tid":%d,"bp":"e","ts":`, fph, e.Op, pid(e), tid(e.Device, e.Stream))
+	w.b = appendMicros(w.b, e.Start)
+	w.b = append(w.b, '}')
+	return w.emit()
 }
 
 // writeCounters emits, per device, a "GB/s" counter of the bytes moving at each moment.
