@@ -140,6 +140,8 @@ type decoder struct {
 	ev      rawEvent
 	h       header
 	onEvent func(e *rawEvent, h *header)
+	// seenEvents is set once traceEvents is read: a JSON object without it is no trace.
+	seenEvents bool
 	// Method values made once, so that reading an event allocates nothing.
 	eventField, argField, xfrField func(key []byte)
 }
@@ -171,49 +173,7 @@ func decode(name string, r io.Reader, opts Options, onEvent func(e *rawEvent, h 
 	d := &decoder{s: newScanner(name, src, opts.MaxTokenBytes), floats: opts.LikeHTA, onEvent: onEvent}
 	d.eventField, d.argField, d.xfrField = d.readEventField, d.readArgField, d.readXfrField
 	s := d.s
-	seenEvents := false
-	s.object(func(key []byte) {
-		switch string(key) {
-		case "traceEvents":
-			seenEvents = true
-			var i int64
-			s.array(func() {
-				d.event(i)
-				if s.err == nil {
-					d.onEvent(&d.ev, &d.h)
-				}
-				i++
-			})
-		case "distributedInfo":
-			if s.peek() != '{' {
-				s.skip()
-				return
-			}
-			s.object(func(k []byte) {
-				if string(k) != "rank" {
-					s.skip()
-					return
-				}
-				if v, ok := s.scalar(); ok {
-					d.h.Rank, d.h.HasRank = parseInt(v)
-					d.h.BadRank = !d.h.HasRank
-				}
-			})
-		case "xfertopMetadata":
-			d.h.Metadata = map[string]string{}
-			if s.peek() != '{' {
-				s.fail("xfertopMetadata must be an object")
-				return
-			}
-			s.object(func(k []byte) {
-				key := string(k)
-				v, _ := s.scalar()
-				d.h.Metadata[key] = string(v)
-			})
-		default:
-			s.skip()
-		}
-	})
+	s.object(d.readTopField)
 	if s.err == nil {
 		if s.peek(); s.more() {
 			s.fail("data after the trace object")
@@ -222,10 +182,73 @@ func decode(name string, r io.Reader, opts Options, onEvent func(e *rawEvent, h 
 	if s.err != nil {
 		return nil, s.err
 	}
-	if !seenEvents {
+	if !d.seenEvents {
 		return nil, fmt.Errorf("%s: no traceEvents array: not a Chrome or PyTorch profiler trace", name)
 	}
 	return &d.h, nil
+}
+
+// readTopField reads one field of the trace object: the events, the rank of a PyTorch profiler
+// trace, the metadata of an xfertop export; other fields are skipped.
+func (d *decoder) readTopField(key []byte) {
+	switch string(key) {
+	case "traceEvents":
+		d.seenEvents = true
+		d.readEvents()
+	case "distributedInfo":
+		d.readDistributedInfo()
+	case "xfertopMetadata":
+		d.readMetadata()
+	default:
+		d.s.skip()
+	}
+}
+
+// readEvents reads traceEvents, handing each event to onEvent as it is read.
+func (d *decoder) readEvents() {
+	s := d.s
+	var i int64
+	s.array(func() {
+		d.event(i)
+		if s.err == nil {
+			d.onEvent(&d.ev, &d.h)
+		}
+		i++
+	})
+}
+
+// readDistributedInfo reads the rank from distributedInfo.
+func (d *decoder) readDistributedInfo() {
+	s := d.s
+	if s.peek() != '{' {
+		s.skip()
+		return
+	}
+	s.object(func(k []byte) {
+		if string(k) != "rank" {
+			s.skip()
+			return
+		}
+		if v, ok := s.scalar(); ok {
+			d.h.Rank, d.h.HasRank = parseInt(v)
+			d.h.BadRank = !d.h.HasRank
+		}
+	})
+}
+
+// readMetadata reads xfertopMetadata, the description an xfertop export carries.
+func (d *decoder) readMetadata() {
+	s := d.s
+	d.h.Metadata = map[string]string{}
+	if s.peek() != '{' {
+		s.fail("xfertopMetadata must be an object")
+		return
+	}
+	s.object(func(k []byte) {
+		key := string(k)
+		v, _ := s.scalar()
+		d.h.Metadata[key] = string(v)
+	})
 }
 
 // event reads one trace event object into d.ev.

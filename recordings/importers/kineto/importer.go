@@ -321,45 +321,18 @@ func (m *importer) addKineto(e *rawEvent, kind timeline.Kind, gpu bool, start, e
 		ev.Op = uint64(a.Correlation)
 	}
 	if !gpu {
-		pid, _ := parseInt(e.Pid)
-		ev.Kind, ev.Queued, ev.Aux = timeline.KindRuntime, start, uint32(pid)
-		ev.Device = timeline.NoDevice
-		if m.multi {
-			ev.Device = devicePending
-		}
-		if a.Has&hasCorrelation != 0 {
-			m.f.launches[a.Correlation] = start
-		}
-		m.append(ev, e.Index, htaGPU)
+		m.addRuntime(e, ev, htaGPU)
 		return
 	}
-	ev.Device = devicePending
-	if !m.multi && a.Has&hasDevice != 0 {
-		if !inRange(a.Device, 0, maxInt32) {
-			m.warnEvent(e, "args.device %d is not a device id: event left out", a.Device)
-			return
-		}
-		ev.Device = int32(a.Device)
-	} else if !m.multi && a.Bad&hasDevice != 0 {
-		m.warnEvent(e, "args.device is not a device id: event left out")
+	dev, ok := m.gpuDevice(e)
+	if !ok {
 		return
 	}
+	ev.Device = dev
 	if a.Has&hasCorrelation != 0 {
 		ev.Queued = queuedPending
 	}
-	switch {
-	case a.Has&hasStream != 0 && inRange(a.Stream, 0, math.MaxUint32):
-		ev.Stream = uint32(a.Stream)
-	case a.Has&hasStream != 0 || a.Bad&hasStream != 0:
-		m.warnEvent(e, "args.stream is not a stream id: taken as the default stream")
-	default:
-		if tid, ok := parseInt(e.Tid); ok && inRange(tid, 0, math.MaxUint32) {
-			ev.Stream = uint32(tid)
-		}
-	}
-	if ev.Stream == 0 {
-		ev.Stream = 1 << 31 // the default stream; 0 means "no stream" in events
-	}
+	ev.Stream = m.gpuStream(e)
 	switch kind {
 	case timeline.KindMemcpy:
 		ev.Sub = uint8(copyDir(string(e.Name), e.Cat))
@@ -369,21 +342,85 @@ func (m *importer) addKineto(e *rawEvent, kind timeline.Kind, gpu bool, start, e
 			ev.Bytes = m.checkBytes(e, "args.bytes", a.Bytes)
 		}
 	case timeline.KindKernel:
-		if bytes.HasPrefix(e.Name, []byte("nccl")) {
-			if op, ok := NCCLOp(string(e.Name)); ok {
-				ev.Kind, ev.Sub = timeline.KindCollective, uint8(op)
-				ev.Bytes = m.ncclBytes(e)
-				if a.Has&hasGroupSize != 0 {
-					if inRange(a.GroupSize, 0, math.MaxUint16) {
-						ev.Ranks = uint16(a.GroupSize)
-					} else {
-						m.warnEvent(e, "args.Group size %d is out of range (0 to 65535): taken as unknown", a.GroupSize)
-					}
-				}
-			}
-		}
+		m.collective(e, &ev)
 	}
 	m.append(ev, e.Index, htaGPU)
+}
+
+// addRuntime keeps a runtime call (a launch, a copy call, a synchronisation) of the host thread
+// whose process id it stores, and remembers when it launched its correlated GPU op.
+func (m *importer) addRuntime(e *rawEvent, ev timeline.Event, htaGPU bool) {
+	pid, _ := parseInt(e.Pid)
+	ev.Kind, ev.Queued, ev.Aux = timeline.KindRuntime, ev.Start, uint32(pid)
+	ev.Device = timeline.NoDevice
+	if m.multi {
+		ev.Device = devicePending
+	}
+	if e.Args.Has&hasCorrelation != 0 {
+		m.f.launches[e.Args.Correlation] = ev.Start
+	}
+	m.append(ev, e.Index, htaGPU)
+}
+
+// gpuDevice returns the device of a GPU op from args.device; with several files, the device is
+// the file's rank, known at its end (devicePending). It is false when the op is left out.
+func (m *importer) gpuDevice(e *rawEvent) (int32, bool) {
+	a := &e.Args
+	switch {
+	case m.multi:
+	case a.Has&hasDevice != 0:
+		if !inRange(a.Device, 0, maxInt32) {
+			m.warnEvent(e, "args.device %d is not a device id: event left out", a.Device)
+			return 0, false
+		}
+		return int32(a.Device), true
+	case a.Bad&hasDevice != 0:
+		m.warnEvent(e, "args.device is not a device id: event left out")
+		return 0, false
+	}
+	return devicePending, true
+}
+
+// gpuStream returns the stream of a GPU op: args.stream, else its tid; stream 0, the default
+// stream, becomes 1<<31, since 0 means "no stream" in events.
+func (m *importer) gpuStream(e *rawEvent) uint32 {
+	a := &e.Args
+	var stream uint32
+	switch {
+	case a.Has&hasStream != 0 && inRange(a.Stream, 0, math.MaxUint32):
+		stream = uint32(a.Stream)
+	case a.Has&hasStream != 0 || a.Bad&hasStream != 0:
+		m.warnEvent(e, "args.stream is not a stream id: taken as the default stream")
+	default:
+		if tid, ok := parseInt(e.Tid); ok && inRange(tid, 0, math.MaxUint32) {
+			stream = uint32(tid)
+		}
+	}
+	if stream == 0 {
+		stream = 1 << 31
+	}
+	return stream
+}
+
+// collective makes an NCCL kernel a collective of its operation, with its size and group size
+// where the trace gives them.
+func (m *importer) collective(e *rawEvent, ev *timeline.Event) {
+	if !bytes.HasPrefix(e.Name, []byte("nccl")) {
+		return
+	}
+	op, ok := NCCLOp(string(e.Name))
+	if !ok {
+		return
+	}
+	ev.Kind, ev.Sub = timeline.KindCollective, uint8(op)
+	ev.Bytes = m.ncclBytes(e)
+	if a := &e.Args; a.Has&hasGroupSize != 0 {
+		if inRange(a.GroupSize, 0, math.MaxUint16) {
+			ev.Ranks = uint16(a.GroupSize)
+		} else {
+			m.warnEvent(e, "args.Group size %d is out of range (0 to 65535): taken as unknown", a.GroupSize)
+		}
+	}
 }
 
 // checkBytes returns b when it is a byte count xfertop can add up, and 0 (unknown) otherwise.
