@@ -107,9 +107,13 @@ type Options struct {
 	// ProfilerStep, as in ProfilerStep#N).
 	StepRange string
 	// Progress, when set, is told how far the import has got: done of total, in the unit of the
-	// format (rows of an export; files of traces).
+	// format (rows of an export; files of traces; events of an indexed recording).
 	Progress func(done, total int64)
 	Context  context.Context
+	// Salvage skips a recording's damaged chunks instead of stopping at the first.
+	Salvage bool
+	// Writer names the program that describes an import (timeline.Meta.Writer).
+	Writer string
 }
 
 // Read imports one or more traces or exports of one format (several files are the ranks or hosts
@@ -132,6 +136,11 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 		}
 		format = f
 	}
+	return read(paths, format, opts)
+}
+
+// read imports traces or exports of format.
+func read(paths []string, format Format, opts Options) (*kineto.Imported, error) {
 	if format == FormatNsys {
 		return nsys.ReadFiles(paths, nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context})
 	}

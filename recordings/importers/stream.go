@@ -1,0 +1,160 @@
+package importers
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/recordings/importers/kineto"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Header is what an input is, told to a Sink before its first event.
+type Header struct {
+	Format Format
+	// Meta describes the run: a recording's own, or one built from an import (ImportedMeta).
+	Meta timeline.Meta
+	// Strings resolves the events' labels. A recording's grows as its chunks are read: it is
+	// complete once Stream returns.
+	Strings *timeline.Strings
+}
+
+// Sink receives an input's events as Stream reads them. An error it returns stops the stream and is
+// returned by Stream as it is.
+type Sink interface {
+	Begin(h *Header) error
+	// Events receives the next events in the input's order; the slice is reused once it returns.
+	Events(batch []timeline.Event) error
+}
+
+// Result is what Stream read, besides the events.
+type Result struct {
+	Format   Format
+	Events   int
+	Warnings []string // what was wrong in the input and was taken as unknown or left out
+	// A recording's: how its run ended (key, value pairs) and the events its writer dropped.
+	Outcome [][2]string
+	Dropped int64
+}
+
+// Stream reads one or more inputs of one format, told by their content, into sink: a recording
+// (one at a time) or traces or exports (the ranks or hosts of one job). It tells opts.Progress how
+// far it has got. The Result is returned with an error too, so that its Format says which reader
+// failed.
+func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
+	format, err := detectAll(paths)
+	if err != nil {
+		return &Result{}, err
+	}
+	if format == FormatRecording {
+		if len(paths) > 1 {
+			return &Result{Format: format}, errors.New("give one recording at a time")
+		}
+		return streamRecording(paths[0], opts, sink)
+	}
+	res := &Result{Format: format}
+	im, err := read(paths, format, opts)
+	if err != nil {
+		return res, err
+	}
+	res.Warnings = im.Warnings
+	if err := sink.Begin(&Header{Format: format, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings}); err != nil {
+		return res, err
+	}
+	for i := 0; i < len(im.Events); i += recordings.DefaultBatch {
+		batch := im.Events[i:min(i+recordings.DefaultBatch, len(im.Events))]
+		if err := sink.Events(batch); err != nil {
+			return res, err
+		}
+		res.Events += len(batch)
+	}
+	return res, nil
+}
+
+// streamRecording reads a recording batch by batch into sink, telling progress in events when the
+// recording has an index (one that was not closed has none, and its length is not known).
+func streamRecording(path string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatRecording}
+	r, err := recordings.Open(path, recordings.Options{Salvage: opts.Salvage})
+	if err != nil {
+		return res, err
+	}
+	defer r.Close()
+	if err := sink.Begin(&Header{Format: FormatRecording, Meta: r.Meta(), Strings: r.Strings()}); err != nil {
+		return res, err
+	}
+	var total int64
+	for _, e := range r.Index() {
+		total += int64(e.Events)
+	}
+	progress := func(done int64) {
+		if opts.Progress != nil && total > 0 {
+			opts.Progress(min(done, total), total)
+		}
+	}
+	progress(0)
+	for r.Next() {
+		if err := sink.Events(r.At()); err != nil {
+			return res, err
+		}
+		res.Events += len(r.At())
+		progress(int64(res.Events))
+	}
+	res.Outcome, res.Dropped, res.Warnings = r.Outcome(), r.Dropped(), r.Warnings()
+	return res, r.Err()
+}
+
+// ImportedMeta describes an imported trace or export for the report, as written by writer. Traces
+// carry no engine wait events, so idle time is split as Holistic Trace Analysis does; an xfertop
+// export carries the description of the run it came from.
+func ImportedMeta(im *kineto.Imported, writer string) timeline.Meta {
+	m := timeline.Meta{Source: im.Source, Backend: im.Format, Topology: "unknown", Devices: im.Devices, IdleMode: timeline.IdleHTA,
+		KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: im.EpochUnixNs, Writer: writer, Extra: im.Extra}
+	if im.Exported != nil {
+		x := im.Exported
+		m.Scenario, m.Backend, m.Topology = x["scenario"], x["backend"], x["topology"]
+		m.Devices, _ = strconv.Atoi(x["devices"])
+		m.Seed, _ = strconv.ParseInt(x["seed"], 10, 64)
+		if x["idle_mode"] != "hta" {
+			m.IdleMode = timeline.IdleEngine
+		}
+	}
+	return m
+}
+
+// Collect is a Sink that keeps every event in memory, for the writers that need them all (the
+// Chrome exporter sorts them by start).
+type Collect struct {
+	Header *Header
+	All    []timeline.Event
+}
+
+// Begin keeps the header.
+func (c *Collect) Begin(h *Header) error { c.Header = h; return nil }
+
+// Events keeps a copy of the batch.
+func (c *Collect) Events(batch []timeline.Event) error {
+	c.All = append(c.All, batch...)
+	return nil
+}
+
+// detectAll tells the one format of paths, refusing a mix.
+func detectAll(paths []string) (Format, error) {
+	if len(paths) == 0 {
+		return FormatUnknown, errors.New("no file to import")
+	}
+	format := FormatUnknown
+	for _, p := range paths {
+		f, err := Detect(p)
+		if err != nil {
+			return FormatUnknown, err
+		}
+		if format != FormatUnknown && f != format {
+			return FormatUnknown, fmt.Errorf("%s is a %s and %s a %s: give files of one format", paths[0], format, p, f)
+		}
+		format = f
+	}
+	return format, nil
+}

@@ -1,0 +1,119 @@
+package importers
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/recordings/importers/chrome"
+	"github.com/xfertop/xfertop/recordings/importers/kineto"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+const sample = "../samples/overlap.xfr"
+
+// TestStreamRecording: a recording streams the events, description, outcome and labels that the
+// recordings reader reads, telling progress up to its last chunk.
+func TestStreamRecording(t *testing.T) {
+	want, err := recordings.ReadFile(sample, recordings.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Collect
+	var done, total int64
+	res, err := Stream([]string{sample}, Options{Progress: func(d, t int64) { done, total = d, t }}, &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Format != FormatRecording || res.Events != len(want.Events) || !reflect.DeepEqual(got.All, want.Events) {
+		t.Fatalf("format %v, %d events (%d kept); want a recording of %d", res.Format, res.Events, len(got.All), len(want.Events))
+	}
+	if !reflect.DeepEqual(got.Header.Meta, want.Meta) || !reflect.DeepEqual(res.Outcome, want.Outcome) ||
+		!reflect.DeepEqual(got.Header.Strings.All(), want.Strings.All()) {
+		t.Error("the description, outcome or labels differ from the recording's")
+	}
+	if total == 0 || done != total {
+		t.Errorf("progress ended at %d of %d", done, total)
+	}
+}
+
+// TestStreamTrace: a trace, whatever its name, streams the events its importer reads, with a
+// description built from it, in batches.
+func TestStreamTrace(t *testing.T) {
+	rec, err := recordings.ReadFile(sample, recordings.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "export.bin")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chrome.Write(f, rec.Events, rec.Strings, map[string]string{"scenario": "overlap"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want, err := kineto.ReadFiles([]string{path}, kineto.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Collect
+	batches := 0
+	res, err := Stream([]string{path}, Options{Writer: "w"}, sinkFuncs{&got, func() { batches++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Format != FormatTrace || !reflect.DeepEqual(got.All, want.Events) {
+		t.Fatalf("format %v, %d events; want a trace of %d", res.Format, len(got.All), len(want.Events))
+	}
+	if m := got.Header.Meta; m.Scenario != "overlap" || m.Writer != "w" {
+		t.Errorf("meta %+v: want the export's scenario and the writer given", m)
+	}
+	if wantBatches := (len(want.Events) + recordings.DefaultBatch - 1) / recordings.DefaultBatch; batches != wantBatches {
+		t.Errorf("%d batches, want %d", batches, wantBatches)
+	}
+}
+
+// sinkFuncs counts the batches a Collect receives.
+type sinkFuncs struct {
+	*Collect
+	batch func()
+}
+
+func (s sinkFuncs) Events(b []timeline.Event) error { s.batch(); return s.Collect.Events(b) }
+
+// failing is a Sink that refuses.
+type failing struct{ err error }
+
+func (f failing) Begin(*Header) error           { return f.err }
+func (f failing) Events([]timeline.Event) error { return f.err }
+
+// TestStreamErrors: a sink's error comes back as it is; mixed formats and several recordings are
+// refused before anything is read.
+func TestStreamErrors(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "a.json")
+	db := filepath.Join(dir, "b.sqlite")
+	if err := os.WriteFile(trace, []byte(`{"traceEvents":[{"ph":"X","name":"k","ts":1,"dur":2,"pid":0,"tid":0}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, []byte(sqliteMagic), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("sink full")
+	for _, p := range []string{sample, trace} {
+		if _, err := Stream([]string{p}, Options{}, failing{stop}); !errors.Is(err, stop) {
+			t.Errorf("%s: %v, want the sink's error", p, err)
+		}
+	}
+	for _, paths := range [][]string{{trace, db}, {sample, sample}, {sample, trace}, nil} {
+		if _, err := Stream(paths, Options{}, failing{stop}); err == nil || errors.Is(err, stop) {
+			t.Errorf("%v: %v, want a refusal before reading", paths, err)
+		}
+	}
+}
