@@ -9,7 +9,6 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/session"
 )
@@ -43,32 +42,13 @@ func fileReport(ctx context.Context, path string, limits importLimits, stderr io
 	if err := inputFile(path, "a recording or a trace"); err != nil {
 		return nil, err
 	}
-	rec, err := isRecording(path)
-	if err != nil {
-		return nil, failure(err)
+	if _, err := isRecording(path); err != nil {
+		return nil, failure(err) // as it always was: the format told before anything is read
 	}
-	if rec {
-		rp, err := session.Replay(ctx, session.ReplayConfig{Path: path})
-		if rp != nil {
-			for _, w := range rp.Warnings {
-				fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
-			}
-		}
-		if err != nil {
-			return nil, err // classified by exitStatus, as for replay
-		}
-		return rp.Report(), nil
-	}
-	im, err := readTraces([]string{path}, limits.options(false), stderr)
-	if err != nil {
-		return nil, err
-	}
-	m := importedMeta(im)
-	an := analysis.New(m)
-	for i := range im.Events {
-		an.Emit(&im.Events[i])
-	}
-	return report.Build(an.Result(im.Strings), m, report.Run{}), nil
+	opts := limits.options(false)
+	opts.Context = ctx
+	rep, _, err := inputReport([]string{path}, opts, stderr)
+	return rep, err
 }
 
 // compareRuns runs the scenario twice, with knob=a and knob=b and the same seed, headless, and

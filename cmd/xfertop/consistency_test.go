@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/recordings/importers"
 	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
@@ -173,7 +174,7 @@ func TestConsoleEqualsReport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		meta := importedMeta(im)
+		meta := importers.ImportedMeta(im, session.Writer)
 		an := analysis.New(meta)
 		win := timeline.NewWindow(1<<22, im.Strings)
 		for i := range im.Events {

@@ -9,17 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/recordings/importers"
 	"github.com/xfertop/xfertop/recordings/importers/chrome"
 	"github.com/xfertop/xfertop/recordings/importers/kineto"
-	"github.com/xfertop/xfertop/recordings/importers/nsys"
-	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
@@ -104,23 +100,24 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // importToRecording imports a trace or an export into a recording in a new temporary directory, so
 // that it replays like any recording (with seeking, and memory bounded by the console's window).
 func importToRecording(path string, opts importers.Options, stderr io.Writer) (string, error) {
-	im, err := readTraces([]string{path}, opts, stderr)
-	if err != nil {
-		return "", err
-	}
-	if len(im.Events) == 0 {
-		return "", dataError(fmt.Errorf("%s: no events", path))
-	}
 	dir, err := os.MkdirTemp("", "xfertop-import-")
 	if err != nil {
 		return "", failure(err)
 	}
-	out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+".xfr")
-	if err := writeImported(out, im); err != nil {
-		os.RemoveAll(dir)
-		return "", failure(err)
+	sink := &recordingSink{path: filepath.Join(dir, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+".xfr")}
+	res, err := readInput([]string{path}, opts, sink, stderr)
+	if err == nil && res.Events == 0 {
+		err = dataError(fmt.Errorf("%s: no events", path))
 	}
-	return out, nil
+	if err == nil {
+		err = sink.close()
+	}
+	if err != nil {
+		_ = sink.fail(err)
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return sink.path, nil
 }
 
 // checkFrom refuses a --from past the end of the recording at path, saying where it ends.
@@ -217,45 +214,22 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if rec {
-		if len(pos) > 1 {
-			return usageError("give one recording at a time")
-		}
-		return replayReport(ctx, session.ReplayConfig{Path: pos[0], Salvage: *salvage}, *asJSON, stdout, stderr)
+	if rec && len(pos) > 1 {
+		return usageError("give one recording at a time")
 	}
-	im, err := readTraces(pos, limits.options(*likeHTA), stderr)
+	opts := limits.options(*likeHTA)
+	opts.Salvage, opts.Context = *salvage, ctx
+	rep, res, err := inputReport(pos, opts, stderr)
 	if err != nil {
 		return err
 	}
-	if *likeHTA && im.Format == nsys.Format {
+	if *likeHTA && res.Format == importers.FormatNsys {
 		fmt.Fprintln(stderr, "xfertop: warning: --like-hta selects by PyTorch profiler steps and rounds JSON times: it changes nothing in an Nsight Systems export")
 	}
-	if len(im.Events) == 0 {
+	if res.Events == 0 {
 		return dataError(fmt.Errorf("%s: no events", strings.Join(pos, ", ")))
 	}
-	m := importedMeta(im)
-	an := analysis.New(m)
-	for i := range im.Events {
-		an.Emit(&im.Events[i])
-	}
-	return writeReport(stdout, report.Build(an.Result(im.Strings), m, report.Run{}), *asJSON)
-}
-
-// importedMeta describes an imported trace for the report. Traces carry no engine wait events, so
-// idle time is split as Holistic Trace Analysis does.
-func importedMeta(im *kineto.Imported) timeline.Meta {
-	m := timeline.Meta{Source: im.Source, Backend: im.Format, Topology: "unknown", Devices: im.Devices, IdleMode: timeline.IdleHTA,
-		KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: im.EpochUnixNs, Writer: session.Writer, Extra: im.Extra}
-	if im.Exported != nil {
-		x := im.Exported
-		m.Scenario, m.Backend, m.Topology = x["scenario"], x["backend"], x["topology"]
-		m.Devices, _ = strconv.Atoi(x["devices"])
-		m.Seed, _ = strconv.ParseInt(x["seed"], 10, 64)
-		if x["idle_mode"] != "hta" {
-			m.IdleMode = timeline.IdleEngine
-		}
-	}
-	return m
+	return writeReport(stdout, rep, *asJSON)
 }
 
 const convertHelp = `Usage: xfertop convert IN OUT [flags]
@@ -303,29 +277,26 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 	if !strings.HasSuffix(out, ".json") {
 		return usageError("%s is a recording; write it to a .json file (Chrome trace), not %q", in, out)
 	}
-	r, err := recordings.ReadFile(in, recordings.Options{})
-	if err != nil {
+	var all importers.Collect
+	if _, err := readInput([]string{in}, importers.Options{}, &all, stderr); err != nil {
 		return err // a damaged recording is a data error (exitStatus)
-	}
-	for _, w := range r.Warnings {
-		fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
 	}
 	f, err := os.Create(out)
 	if err != nil {
 		return failure(err)
 	}
 	meta := map[string]string{}
-	for _, kv := range recordings.MetaPairs(r.Meta) {
+	for _, kv := range recordings.MetaPairs(all.Header.Meta) {
 		meta[kv[0]] = kv[1]
 	}
-	if err := chrome.Write(f, r.Events, r.Strings, meta); err != nil {
+	if err := chrome.Write(f, all.All, all.Header.Strings, meta); err != nil {
 		f.Close()
 		return failure(fmt.Errorf("%s: %w", out, err))
 	}
 	if err := f.Close(); err != nil {
 		return failure(fmt.Errorf("%s: %w", out, err))
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d events as Chrome trace JSON (open it in Perfetto or chrome://tracing)\n", out, len(r.Events))
+	fmt.Fprintf(stdout, "wrote %s: %d events as Chrome trace JSON (open it in Perfetto or chrome://tracing)\n", out, len(all.All))
 	return nil
 }
 
@@ -334,38 +305,17 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 	if !strings.HasSuffix(out, ".xfr") {
 		return usageError("%s is a trace; write it to a .xfr recording, not %q", in, out)
 	}
-	im, err := readTraces([]string{in}, opts, stderr)
+	sink := &recordingSink{path: out}
+	res, err := readInput([]string{in}, opts, sink, stderr)
+	if err == nil {
+		err = sink.close()
+	}
 	if err != nil {
+		_ = sink.fail(err)
 		return err
 	}
-	if err := writeImported(out, im); err != nil {
-		return failure(err)
-	}
-	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, len(im.Events), in, im.Format)
+	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, res.Events, in, res.Importer)
 	return nil
-}
-
-// writeImported writes an imported trace as a recording.
-func writeImported(path string, im *kineto.Imported) error {
-	w, err := recordings.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := w.WriteMeta(importedMeta(im)); err != nil {
-		return err
-	}
-	if err := w.WriteStrings(1, im.Strings.All()[1:]); err != nil {
-		return err
-	}
-	for i := 0; i < len(im.Events); i += recordings.DefaultBatch {
-		if err := w.WriteEvents(im.Events[i:min(i+recordings.DefaultBatch, len(im.Events))]); err != nil {
-			return err
-		}
-	}
-	if err := w.WriteOutcome([][2]string{{"imported_at", time.Now().UTC().Format(time.RFC3339)}}); err != nil {
-		return err
-	}
-	return w.Close()
 }
 
 // importLimits are the flags of importing a trace or an export: what it may cost, and what a step is.
@@ -401,33 +351,6 @@ func (v *sizeValue) Set(s string) error {
 	}
 	v.n = n
 	return nil
-}
-
-// readTraces imports trace files or Nsight Systems exports, printing their warnings, and their
-// progress when standard error is a terminal. A trace a limit refused is a data error whose message
-// names the flag that raises the limit.
-func readTraces(paths []string, opts importers.Options, stderr io.Writer) (*kineto.Imported, error) {
-	if interactive(stderr) {
-		p := &progressLine{w: stderr, name: strings.Join(paths, ", ")}
-		opts.Progress = p.show
-		defer p.clear()
-	}
-	im, err := importers.Read(paths, opts)
-	if err != nil {
-		var le *kineto.LimitError
-		if errors.As(err, &le) {
-			name := "max-token-bytes"
-			if le.What == "input" {
-				name = "max-input-bytes"
-			}
-			return nil, dataError(fmt.Errorf("%w (raise it with --%s)", err, name))
-		}
-		return nil, readError(err)
-	}
-	for _, w := range im.Warnings {
-		fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
-	}
-	return im, nil
 }
 
 // progressLine draws an import's progress on one line of a terminal, rewritten in place.

@@ -31,7 +31,10 @@ type Sink interface {
 
 // Result is what Stream read, besides the events.
 type Result struct {
-	Format   Format
+	Format Format
+	// Importer names an import's format as its importer tells it ("kineto", "chrome",
+	// "xfertop-chrome", "nsys"); empty for a recording.
+	Importer string
 	Events   int
 	Warnings []string // what was wrong in the input and was taken as unknown or left out
 	// A recording's: how its run ended (key, value pairs) and the events its writer dropped.
@@ -59,7 +62,7 @@ func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.Warnings = im.Warnings
+	res.Warnings, res.Importer = im.Warnings, im.Format
 	if err := sink.Begin(&Header{Format: format, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings}); err != nil {
 		return res, err
 	}
@@ -96,6 +99,9 @@ func streamRecording(path string, opts Options, sink Sink) (*Result, error) {
 	}
 	progress(0)
 	for r.Next() {
+		if opts.Context != nil && opts.Context.Err() != nil {
+			return res, opts.Context.Err()
+		}
 		if err := sink.Events(r.At()); err != nil {
 			return res, err
 		}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/recordings/importers"
+	"github.com/xfertop/xfertop/recordings/importers/kineto"
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// readInput streams recordings, trace files or Nsight Systems exports into sink through
+// importers.Stream: the one path by which analyze, compare, convert and replay read what they are
+// given. It prints the input's warnings, and its progress when standard error is a terminal. The
+// errors of a recording are returned as they are (exitStatus classifies them); those of an import
+// are data errors (a limit's names the flag that raises it), the operating system's failures; the
+// sink's are returned as the sink made them.
+func readInput(paths []string, opts importers.Options, sink importers.Sink, stderr io.Writer) (*importers.Result, error) {
+	if interactive(stderr) {
+		p := &progressLine{w: stderr, name: strings.Join(paths, ", ")}
+		opts.Progress = p.show
+		defer p.clear()
+	}
+	opts.Writer = session.Writer
+	res, err := importers.Stream(paths, opts, sink)
+	var xe *exitError
+	sinkErr := errors.As(err, &xe)
+	if res.Format == importers.FormatRecording || err == nil || sinkErr {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
+		}
+	}
+	if err == nil || sinkErr || res.Format == importers.FormatRecording {
+		return res, err
+	}
+	return res, importError(err)
+}
+
+// importError classifies an error importing a trace or an export: a limit's is a data error naming
+// the flag that raises it.
+func importError(err error) error {
+	var le *kineto.LimitError
+	if errors.As(err, &le) {
+		name := "max-token-bytes"
+		if le.What == "input" {
+			name = "max-input-bytes"
+		}
+		return dataError(fmt.Errorf("%w (raise it with --%s)", err, name))
+	}
+	return readError(err)
+}
+
+// analyzerSink folds every event of an input into an analyzer, keeping none.
+type analyzerSink struct {
+	header *importers.Header
+	an     *analysis.Analyzer
+}
+
+func (s *analyzerSink) Begin(h *importers.Header) error {
+	s.header, s.an = h, analysis.New(h.Meta)
+	return nil
+}
+
+func (s *analyzerSink) Events(batch []timeline.Event) error {
+	for i := range batch {
+		s.an.Emit(&batch[i])
+	}
+	return nil
+}
+
+// inputReport analyses one recording, or traces or exports of one job, into a report: what analyze
+// prints and compare lays side by side. A recording's report says how its run ended and what it
+// dropped, as its replay does; a recording without events is session.ErrNoEvents.
+func inputReport(paths []string, opts importers.Options, stderr io.Writer) (*report.Report, *importers.Result, error) {
+	var sink analyzerSink
+	res, err := readInput(paths, opts, &sink, stderr)
+	if err != nil {
+		return nil, res, err
+	}
+	if res.Events == 0 && res.Format == importers.FormatRecording {
+		return nil, res, fmt.Errorf("%s: %w", paths[0], session.ErrNoEvents)
+	}
+	run := report.Run{DroppedEvents: res.Dropped}
+	for _, kv := range res.Outcome {
+		if kv[0] == "ended" {
+			run.Ended = kv[1]
+		}
+	}
+	return report.Build(sink.an.Result(sink.header.Strings), sink.header.Meta, run), res, nil
+}
+
+// recordingSink writes an input as a recording at path, created when the input begins (so that
+// an input that fails to import leaves no file).
+type recordingSink struct {
+	path    string
+	w       *recordings.Writer
+	strings *timeline.Strings
+	written int // labels written so far, the empty label 0 included
+}
+
+func (s *recordingSink) Begin(h *importers.Header) error {
+	w, err := recordings.Create(s.path)
+	if err != nil {
+		return failure(err)
+	}
+	s.w, s.strings, s.written = w, h.Strings, 1
+	if err := w.WriteMeta(h.Meta); err != nil {
+		return s.fail(err)
+	}
+	return s.writeLabels()
+}
+
+// writeLabels writes the labels added since the last batch: a recording's grow as it is read.
+func (s *recordingSink) writeLabels() error {
+	if all := s.strings.All(); len(all) > s.written {
+		if err := s.w.WriteStrings(uint32(s.written), all[s.written:]); err != nil {
+			return s.fail(err)
+		}
+		s.written = len(all)
+	}
+	return nil
+}
+
+func (s *recordingSink) Events(batch []timeline.Event) error {
+	if err := s.writeLabels(); err != nil {
+		return err
+	}
+	if err := s.w.WriteEvents(batch); err != nil {
+		return s.fail(err)
+	}
+	return nil
+}
+
+// close ends the recording, noting when it was imported.
+func (s *recordingSink) close() error {
+	if s.w == nil {
+		return nil
+	}
+	if err := s.w.WriteOutcome([][2]string{{"imported_at", time.Now().UTC().Format(time.RFC3339)}}); err != nil {
+		return s.fail(err)
+	}
+	err := s.w.Close()
+	s.w = nil
+	if err != nil {
+		return failure(err)
+	}
+	return nil
+}
+
+// fail abandons the recording after err, a runtime failure.
+func (s *recordingSink) fail(err error) error {
+	if s.w != nil {
+		_ = s.w.Close() // err says what went wrong; the file is incomplete either way
+		s.w = nil
+	}
+	return failure(err)
+}
