@@ -52,9 +52,6 @@ func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 		return &Result{}, err
 	}
 	if format == FormatRecording {
-		if len(paths) > 1 {
-			return &Result{Format: format}, errors.New("give one recording at a time")
-		}
 		return streamRecording(paths[0], opts, sink)
 	}
 	res := &Result{Format: format}
@@ -146,7 +143,8 @@ func (c *Collect) Events(batch []timeline.Event) error {
 	return nil
 }
 
-// detectAll tells the one format of paths, refusing a mix.
+// detectAll tells the one format of paths, refusing a mix, and a recording among several files
+// (a recording is one run).
 func detectAll(paths []string) (Format, error) {
 	if len(paths) == 0 {
 		return FormatUnknown, errors.New("no file to import")
@@ -156,6 +154,9 @@ func detectAll(paths []string) (Format, error) {
 		f, err := Detect(p)
 		if err != nil {
 			return FormatUnknown, err
+		}
+		if f == FormatRecording && len(paths) > 1 {
+			return FormatUnknown, fmt.Errorf("%s is an xfertop recording: replay it instead of importing it", p)
 		}
 		if format != FormatUnknown && f != format {
 			return FormatUnknown, fmt.Errorf("%s is a %s and %s a %s: give files of one format", paths[0], format, p, f)
