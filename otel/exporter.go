@@ -43,6 +43,11 @@ type Stats struct {
 	StepsSampled  int64  `json:"steps_exported"`
 	StepsSkipped  int64  `json:"steps_skipped"`   // by the sampling ratio
 	StepsOverRate int64  `json:"steps_over_rate"` // skipped whole because the span budget was spent
+	// Metric data points handed to the OTLP metric exporter, and how their exports went: once Close
+	// has returned, MetricPoints == MetricPointsExported + MetricPointsDropped.
+	MetricPoints         int64 `json:"metric_points"`
+	MetricPointsExported int64 `json:"metric_points_exported"`
+	MetricPointsDropped  int64 `json:"metric_points_dropped"`
 }
 
 // Exporter turns events into spans and exports them. It is a timeline.Sink: Emit never blocks.
@@ -55,6 +60,9 @@ type Exporter struct {
 	real    sdktrace.SpanExporter
 	hosts   map[uint16]*sdktrace.TracerProvider
 	done    chan struct{}
+	metrics *metrics // nil without OTLP metrics (NewWithExporter)
+	// metricsReady is closed once metrics is set: the loop reads it only then.
+	metricsReady chan struct{}
 
 	labels        []string // the builder's copy of the string table
 	pending       []timeline.Event
@@ -107,15 +115,31 @@ func New(ctx context.Context, cfg Config, src *timeline.Strings) (*Exporter, err
 	if err != nil {
 		return nil, fmt.Errorf("OTLP exporter for %s: %w", cfg.Endpoint, err)
 	}
-	return newExporter(cfg, exp, q, src), nil
+	mexp, err := newMetricExporter(ctx, cfg, q)
+	if err != nil {
+		_ = exp.Shutdown(ctx)
+		return nil, fmt.Errorf("OTLP metric exporter for %s: %w", cfg.Endpoint, err)
+	}
+	x := newExporter(cfg, exp, q, src, true)
+	x.metrics, err = newMetrics(x, mexp)
+	close(x.metricsReady)
+	if err != nil {
+		_ = x.Close(ctx)
+		return nil, err
+	}
+	return x, nil
 }
 
 // NewWithExporter is New over any span exporter (an in-memory one in tests).
 func NewWithExporter(cfg Config, exp sdktrace.SpanExporter, src *timeline.Strings) *Exporter {
-	return newExporter(cfg, exp, newSpanQueue(cfg.ExportTimeout+cfg.RetryFor), src)
+	x := newExporter(cfg, exp, newSpanQueue(cfg.ExportTimeout+cfg.RetryFor), src, false)
+	close(x.metricsReady)
+	return x
 }
 
-func newExporter(cfg Config, exp sdktrace.SpanExporter, q *spanQueue, src *timeline.Strings) *Exporter {
+// newExporter starts the exporter; with metrics, every event crosses to its goroutine (the analyzer
+// needs them all), and x.metrics must be set, then metricsReady closed.
+func newExporter(cfg Config, exp sdktrace.SpanExporter, q *spanQueue, src *timeline.Strings, metrics bool) *Exporter {
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultQueue
 	}
@@ -134,10 +158,10 @@ func newExporter(cfg Config, exp sdktrace.SpanExporter, q *spanQueue, src *timel
 	}
 	// Only events that make or annotate spans (about one in eight) cross to the builder, unless every
 	// event is exported.
-	keepEvent := func(e *timeline.Event) bool { return full || e.Kind == timeline.KindStep || keep(e) }
+	keepEvent := func(e *timeline.Event) bool { return metrics || spanEvent(e, full) }
 	x := &Exporter{cfg: cfg, batches: timeline.NewBatches(src, cfg.Batch, cfg.Queue, 250*time.Millisecond, keepEvent),
 		queue: q, real: exp, hosts: map[uint16]*sdktrace.TracerProvider{}, done: make(chan struct{}),
-		labels: []string{""}, session: newSessionID()}
+		labels: []string{""}, session: newSessionID(), metricsReady: make(chan struct{})}
 	x.batches.SetBlocking(full) // lossless: the producer waits for the export rather than lose events
 	q.start(exp)
 	go x.loop()
@@ -147,8 +171,14 @@ func newExporter(cfg Config, exp sdktrace.SpanExporter, q *spanQueue, src *timel
 // Emit queues a copy of e; when the queue is full the batch is dropped and counted. It never blocks.
 func (x *Exporter) Emit(e *timeline.Event) { x.batches.Emit(e) }
 
+// spanEvent reports whether the span builder needs e.
+func spanEvent(e *timeline.Event, full bool) bool {
+	return full || e.Kind == timeline.KindStep || keep(e)
+}
+
 func (x *Exporter) loop() {
 	defer close(x.done)
+	<-x.metricsReady
 	for b := range x.batches.C() {
 		x.consume(b)
 		x.batches.Release(b)
@@ -159,8 +189,15 @@ func (x *Exporter) consume(b *timeline.Batch) {
 	if len(b.Strings) > 0 && int(b.First) == len(x.labels) {
 		x.labels = append(x.labels, b.Strings...)
 	}
+	if x.metrics != nil {
+		x.metrics.fold(b)
+	}
+	full := x.cfg.Detail == DetailFull
 	for i := range b.Events {
 		e := &b.Events[i]
+		if x.metrics != nil && !spanEvent(e, full) {
+			continue
+		}
 		if e.Kind == timeline.KindStep {
 			x.flushStep(e, x.pending)
 			x.pending = x.pending[:0]
@@ -201,6 +238,14 @@ func (x *Exporter) provider(host uint16) *sdktrace.TracerProvider {
 	if tp, ok := x.hosts[host]; ok {
 		return tp
 	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(x.resource(host)), sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithSpanProcessor(x.queue))
+	x.hosts[host] = tp
+	return tp
+}
+
+// resource describes one host of the run: its traces and its metrics share it.
+func (x *Exporter) resource(host uint16) *resource.Resource {
 	// Defaults first, then OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, then the host: hosts must
 	// stay separate processes in Jaeger whatever the environment says.
 	own := []attribute.KeyValue{attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", fmt.Sprintf("host-%d", host)),
@@ -220,10 +265,7 @@ func (x *Exporter) provider(host uint16) *sdktrace.TracerProvider {
 	if err != nil {
 		res = resource.NewSchemaless(attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", fmt.Sprintf("host-%d", host)))
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.AlwaysSample()),
-		sdktrace.WithSpanProcessor(x.queue))
-	x.hosts[host] = tp
-	return tp
+	return res
 }
 
 // budget spends n spans of the rate budget, or reports that the step must be skipped. The bucket
@@ -320,10 +362,22 @@ func (x *Exporter) Close(ctx context.Context) error {
 		}
 		x.flushStep(&tail, x.pending)
 	}
+	// Every event is folded: the metrics' last collection is the run's whole report. It is exported
+	// beside the spans, within the same budget.
+	var merr error
+	mdone := make(chan struct{})
+	go func() {
+		defer close(mdone)
+		if x.metrics != nil {
+			merr = x.metrics.shutdown(ctx)
+		}
+	}()
 	errs := []error{x.queue.Shutdown(ctx)}
 	for _, tp := range x.hosts {
 		errs = append(errs, tp.Shutdown(ctx))
 	}
+	<-mdone
+	errs = append(errs, merr)
 	// The exporter closes its connection even when ctx has ended.
 	errs = append(errs, x.real.Shutdown(ctx))
 	return errors.Join(errs...)
@@ -349,6 +403,9 @@ func (x *Exporter) Stats() Stats {
 	s := Stats{Endpoint: x.cfg.Endpoint, Protocol: x.cfg.Protocol, SpansBuilt: x.built.Load(), SpansExported: q.exported.Load(),
 		SpansDropped: q.dropped.Load(), EventsDropped: x.batches.Dropped(), StepsSampled: x.stepsKept.Load(), StepsSkipped: x.stepsSkipped.Load(),
 		StepsOverRate: x.stepsOverRate.Load()}
+	if m := x.metrics; m != nil {
+		s.MetricPoints, s.MetricPointsExported, s.MetricPointsDropped = m.built.Load(), m.exported.Load(), m.dropped.Load()
+	}
 	switch last := q.lastErr.Load(); {
 	case last != nil:
 		s.State, s.Failing = "failing: "+*last, true

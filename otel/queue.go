@@ -54,6 +54,7 @@ type spanQueue struct {
 	refused  atomic.Bool // the latest connection attempt was refused
 	why      string      // why the export was abandoned (under mu)
 
+	gone   chan struct{} // closed when the export is abandoned (the metrics' last export gives up too)
 	ready  chan struct{} // a full batch is waiting (capacity 1)
 	closed chan struct{} // closed by Shutdown: no more spans will come
 	stop   context.Context
@@ -63,7 +64,7 @@ type spanQueue struct {
 }
 
 func newSpanQueue(timeout time.Duration) *spanQueue {
-	q := &spanQueue{timeout: timeout, ready: make(chan struct{}, 1), closed: make(chan struct{}), done: make(chan struct{})}
+	q := &spanQueue{timeout: timeout, ready: make(chan struct{}, 1), closed: make(chan struct{}), done: make(chan struct{}), gone: make(chan struct{})}
 	q.room.L = &q.mu
 	q.stop, q.cancel = context.WithCancel(context.Background())
 	return q
@@ -209,6 +210,7 @@ func (q *spanQueue) abandon(why string) {
 	q.mu.Lock()
 	if !q.abandoned {
 		q.why = why
+		close(q.gone)
 	}
 	q.abandoned = true
 	q.room.Broadcast()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -18,6 +19,7 @@ import (
 // receives: spans, traces, and the host.name of each resource.
 type receiver struct {
 	collectortrace.UnimplementedTraceServiceServer
+	metricsService
 	mu     sync.Mutex
 	spans  int
 	traces map[string]bool
@@ -31,7 +33,9 @@ type receiver struct {
 }
 
 func newReceiver() *receiver {
-	return &receiver{traces: map[string]bool{}, hosts: map[string]int{}}
+	r := &receiver{traces: map[string]bool{}, hosts: map[string]int{}}
+	r.metricsService.points = map[string]float64{}
+	return r
 }
 
 func (r *receiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
@@ -81,6 +85,7 @@ func (r *receiver) startGRPC(t testing.TB, addr string) {
 	r.addr = lis.Addr().String()
 	r.grpc = grpc.NewServer()
 	collectortrace.RegisterTraceServiceServer(r.grpc, r)
+	collectormetrics.RegisterMetricsServiceServer(r.grpc, &r.metricsService)
 	go func() { _ = r.grpc.Serve(lis) }()
 }
 
@@ -100,6 +105,18 @@ func (r *receiver) startHTTP(t testing.TB) {
 		}
 		r.record(&msg)
 		out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	})
+	mux.HandleFunc("/v1/metrics", func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		var msg collectormetrics.ExportMetricsServiceRequest
+		if err := proto.Unmarshal(body, &msg); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.metricsService.record(&msg)
+		out, _ := proto.Marshal(&collectormetrics.ExportMetricsServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = w.Write(out)
 	})

@@ -98,6 +98,10 @@ func TestShutdownAccountsForEverySpan(t *testing.T) {
 					t.Errorf("built %d, exported %d, dropped %d; want none exported and built = exported + dropped",
 						st.SpansBuilt, st.SpansExported, st.SpansDropped)
 				}
+				if st.MetricPointsExported != 0 || st.MetricPointsExported+st.MetricPointsDropped != st.MetricPoints {
+					t.Errorf("metric points: %d built, %d exported, %d dropped; want none exported and built = exported + dropped",
+						st.MetricPoints, st.MetricPointsExported, st.MetricPointsDropped)
+				}
 				if !strings.HasPrefix(st.State, "failing: ") || !strings.Contains(st.State, tc.why) {
 					t.Errorf("state %q; want failing, saying %q", st.State, tc.why)
 				}

@@ -1,0 +1,138 @@
+package otel_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/otel"
+	"github.com/xfertop/xfertop/report"
+)
+
+// expectedMetrics lays out what the metrics of a run must say, from the run's own report: every
+// series the exporter reports, keyed as the receiver keys them. end is xfertop.stream.end as
+// received (the throughput series are of the history bucket holding it).
+func expectedMetrics(rep *report.Report, peaks [4]float64, end float64) map[string]float64 {
+	gpus := max(rep.GPUsPerHost, 1)
+	host := func(dev int32) string { return fmt.Sprintf("host-%d", int(dev)/gpus) }
+	gpu := func(dev int32, more ...string) []string {
+		return append([]string{"hw.type=gpu", fmt.Sprintf("hw.id=gpu-%d", dev), fmt.Sprintf("xfertop.device=%d", dev)}, more...)
+	}
+	want := map[string]float64{}
+	first := ""
+	for _, t := range rep.Idle.Devices {
+		h := host(t.Device)
+		if first == "" || h < first {
+			first = h
+		}
+		want[seriesKey(h, otel.MetricGPUUtilization, gpu(t.Device, "hw.gpu.task=general")...)] = t.ComputePct / 100
+		for state, pct := range map[string]float64{"idle": t.IdlePct, "compute": t.ComputePct, "non_compute": t.NonCompPct} {
+			want[seriesKey(h, otel.MetricGPUTimeRatio, gpu(t.Device, "xfertop.gpu.state="+state)...)] = pct / 100
+		}
+		for state, ns := range map[string]int64{"span": t.SpanNs, "busy": t.BusyNs, "idle": t.IdleNs, "compute": t.ComputeNs,
+			"non_compute": t.NonCompNs, "communication": t.CommNs, "overlap": t.OverlapNs} {
+			want[seriesKey(h, otel.MetricGPUTime, gpu(t.Device, "xfertop.gpu.state="+state)...)] = float64(ns) / 1e9
+		}
+		if t.OverlapPct != nil {
+			want[seriesKey(h, otel.MetricGPUOverlap, gpu(t.Device)...)] = *t.OverlapPct / 100
+		}
+	}
+	bucket := int64(math.Round(end*1e9)) / analysis.BucketNs
+	for _, d := range rep.Links.Devices {
+		h := host(d.Device)
+		if first == "" || h < first {
+			first = h
+		}
+		for l := range analysis.NumLinks {
+			link := "xfertop.link=" + l.String()
+			want[seriesKey(h, otel.MetricLinkIO, gpu(d.Device, link)...)] = float64(d.Bytes(l))
+			if rate, ok := d.Rate(l, bucket); ok {
+				want[seriesKey(h, otel.MetricLinkThroughput, gpu(d.Device, link)...)] = rate
+				if peaks[l] > 0 {
+					want[seriesKey(h, otel.MetricLinkUtilization, gpu(d.Device, link)...)] = rate / peaks[l]
+				}
+			}
+		}
+	}
+	for _, c := range rep.Collectives {
+		kind := []string{"xfertop.collective.op=" + c.Op, fmt.Sprintf("xfertop.collective.ranks=%d", c.Ranks), fmt.Sprintf("xfertop.collective.size_class=%d", c.SizeClass)}
+		want[seriesKey(first, otel.MetricCollCount, kind...)] = float64(c.Count)
+		if c.BusBW != nil {
+			want[seriesKey(first, otel.MetricCollBusBW, kind...)] = *c.BusBW
+		}
+		if c.AlgBW != nil {
+			want[seriesKey(first, otel.MetricCollAlgBW, kind...)] = *c.AlgBW
+		}
+	}
+	want[seriesKey(first, otel.MetricStreamEnd)] = end
+	want[seriesKey(first, otel.MetricCommHits)] = float64(rep.CommCache.Hits)
+	want[seriesKey(first, otel.MetricCommMisses)] = float64(rep.CommCache.Misses)
+	want[seriesKey(first, otel.MetricCommEvictions)] = float64(rep.CommCache.Evictions)
+	want[seriesKey(first, otel.MetricCommInitTime)] = float64(rep.CommCache.InitNsTotal) / 1e9
+	return want
+}
+
+// The metrics a run exports (their last collection, taken at Close) say what the run's report
+// says, series for series, over gRPC and HTTP/protobuf; every data point built is counted exported.
+func TestMetricsEqualReport(t *testing.T) {
+	for _, tc := range []struct {
+		scenario, proto string
+		colls           bool // the run has collectives
+	}{{"crosshost", "grpc", false}, {"crosshost", "http/protobuf", false}, {"allreduce-sweep", "grpc", true}} {
+		t.Run(tc.scenario+"/"+tc.proto, func(t *testing.T) {
+			r := newReceiver()
+			if tc.proto == "grpc" {
+				r.startGRPC(t, "127.0.0.1:0")
+			} else {
+				r.startHTTP(t)
+			}
+			defer r.stop()
+			p, out := exportRun(t, tc.scenario, 2, 0, configFor(t, r.addr, tc.proto))
+			rep := p.Report(out)
+			got, received := r.metricsService.snapshot()
+			st := p.ExportStats()
+			if st.MetricPoints == 0 || st.MetricPointsExported != st.MetricPoints || st.MetricPointsDropped != 0 || received != st.MetricPointsExported {
+				t.Fatalf("metric points: stats %+v, receiver got %d", st, received)
+			}
+			var end float64
+			for k, v := range got {
+				if strings.HasSuffix(k, " "+otel.MetricStreamEnd+"{}") {
+					end = v
+				}
+			}
+			want := expectedMetrics(rep, p.Meta().LinkPeaks, end)
+			if (len(rep.Collectives) == 0) == tc.colls || rep.CommCache.Misses == 0 || len(rep.Links.Devices) == 0 {
+				t.Fatalf("the run exercises too little: %d collective rows, %d communicators, %d devices with links",
+					len(rep.Collectives), rep.CommCache.Misses, len(rep.Links.Devices))
+			}
+			kinds := map[string]int{}
+			for k := range want {
+				for _, name := range []string{"host-1 ", otel.MetricLinkThroughput + "{", otel.MetricLinkUtilization + "{", otel.MetricCollBusBW + "{"} {
+					if strings.Contains(k, name) {
+						kinds[name]++
+					}
+				}
+			}
+			if kinds[otel.MetricLinkThroughput+"{"] == 0 || kinds[otel.MetricLinkUtilization+"{"] == 0 || (kinds["host-1 "] == 0) == (tc.scenario == "crosshost") ||
+				(kinds[otel.MetricCollBusBW+"{"] == 0) == tc.colls {
+				t.Fatalf("the run's metrics lack a kind of series: %v", kinds)
+			}
+			for k, v := range want {
+				g, ok := got[k]
+				switch {
+				case !ok:
+					t.Errorf("%s: not received; the report says %v", k, v)
+				case g != v:
+					t.Errorf("%s = %v; the report says %v", k, g, v)
+				}
+			}
+			for k := range got {
+				if _, ok := want[k]; !ok {
+					t.Errorf("%s received; the report has no such figure", k)
+				}
+			}
+		})
+	}
+}
