@@ -47,6 +47,8 @@ type Config struct {
 	// ShutdownTimeout bounds how long Close waits for the collector (0: DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
 	MaxRate         float64 // spans per second; 0: no limit
+	// NoMetrics turns the OTLP metrics off (OTEL_METRICS_EXPORTER=none): spans only.
+	NoMetrics bool
 	// Detail is DetailSpans (the default) or DetailFull (every event, rebuildable exactly).
 	Detail string
 	// Meta describes the run; it travels on every host's resource (xfertop.meta.*), so that a
@@ -56,7 +58,7 @@ type Config struct {
 
 // Resolve builds a config from the --otlp flag value (may be empty) and the environment:
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT, ..._TRACES_PROTOCOL /
-// ..._PROTOCOL, ..._INSECURE and OTEL_SERVICE_NAME. (Headers, TLS certificates, timeouts and
+// ..._PROTOCOL, ..._INSECURE, OTEL_SERVICE_NAME and OTEL_METRICS_EXPORTER (otlp or none). (Headers, TLS certificates, timeouts and
 // compression are read by the OTLP exporters themselves; OTEL_RESOURCE_ATTRIBUTES by the resource.)
 // ok is false when neither the flag nor the environment asks for export.
 func Resolve(flagEndpoint string, getenv func(string) string) (cfg Config, ok bool, err error) {
@@ -85,6 +87,13 @@ func Resolve(flagEndpoint string, getenv func(string) string) (cfg Config, ok bo
 	case "grpc", "http/protobuf":
 	default:
 		return cfg, false, fmt.Errorf("OTLP protocol %q: xfertop exports over grpc or http/protobuf", cfg.Protocol)
+	}
+	switch m := getenv("OTEL_METRICS_EXPORTER"); m {
+	case "", "otlp":
+	case "none":
+		cfg.NoMetrics = true
+	default:
+		return cfg, false, fmt.Errorf("OTEL_METRICS_EXPORTER %q: xfertop exports metrics over otlp, or none", m)
 	}
 	if n := getenv("OTEL_SERVICE_NAME"); n != "" {
 		cfg.ServiceName = n

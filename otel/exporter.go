@@ -115,6 +115,11 @@ func New(ctx context.Context, cfg Config, src *timeline.Strings) (*Exporter, err
 	if err != nil {
 		return nil, fmt.Errorf("OTLP exporter for %s: %w", cfg.Endpoint, err)
 	}
+	if cfg.NoMetrics {
+		x := newExporter(cfg, exp, q, src, false)
+		close(x.metricsReady)
+		return x, nil
+	}
 	mexp, err := newMetricExporter(ctx, cfg, q)
 	if err != nil {
 		_ = exp.Shutdown(ctx)

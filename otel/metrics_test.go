@@ -136,3 +136,17 @@ func TestMetricsEqualReport(t *testing.T) {
 		})
 	}
 }
+
+// OTEL_METRICS_EXPORTER=none: spans only; nothing reaches the metrics service.
+func TestMetricsOff(t *testing.T) {
+	r := newReceiver()
+	r.startGRPC(t, "127.0.0.1:0")
+	defer r.stop()
+	cfg := configFor(t, r.addr, "grpc")
+	cfg.NoMetrics = true
+	p, _ := exportRun(t, "crosshost", 2, 0, cfg)
+	_, received := r.metricsService.snapshot()
+	if st := p.ExportStats(); received != 0 || st.MetricPoints != 0 || st.SpansExported == 0 || st.SpansExported != st.SpansBuilt {
+		t.Errorf("metrics off: the collector got %d points; stats %+v", received, st)
+	}
+}

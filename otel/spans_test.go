@@ -122,6 +122,7 @@ func TestResolve(t *testing.T) {
 		protocol string
 		insecure bool
 		service  string
+		noMetric bool
 		err      string
 	}{
 		{flag: "", env: nil, ok: false},
@@ -132,6 +133,9 @@ func TestResolve(t *testing.T) {
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b:2"}, ok: true, endpoint: "http://b:2", protocol: "grpc", insecure: true, service: "xfertop"},
 		{flag: "x:1", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, err: `OTLP protocol "http/json"`},
 		{flag: "ftp://x:1", err: `OTLP endpoint "ftp://x:1"`},
+		{flag: "x:1", env: map[string]string{"OTEL_METRICS_EXPORTER": "none"}, ok: true, endpoint: "http://x:1", protocol: "grpc", insecure: true, service: "xfertop", noMetric: true},
+		{flag: "x:1", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp"}, ok: true, endpoint: "http://x:1", protocol: "grpc", insecure: true, service: "xfertop"},
+		{flag: "x:1", env: map[string]string{"OTEL_METRICS_EXPORTER": "prometheus"}, err: `OTEL_METRICS_EXPORTER "prometheus"`},
 	}
 	for _, tc := range tests {
 		cfg, ok, err := Resolve(tc.flag, env(tc.env))
@@ -145,7 +149,7 @@ func TestResolve(t *testing.T) {
 			t.Errorf("Resolve(%q, %v) = ok %v err %v", tc.flag, tc.env, ok, err)
 			continue
 		}
-		if ok && (cfg.Endpoint != tc.endpoint || cfg.Protocol != tc.protocol || cfg.Insecure != tc.insecure || cfg.ServiceName != tc.service) {
+		if ok && (cfg.Endpoint != tc.endpoint || cfg.Protocol != tc.protocol || cfg.Insecure != tc.insecure || cfg.ServiceName != tc.service || cfg.NoMetrics != tc.noMetric) {
 			t.Errorf("Resolve(%q, %v) = %+v", tc.flag, tc.env, cfg)
 		}
 	}

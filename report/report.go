@@ -47,6 +47,10 @@ type Export struct {
 	SpansDropped  int64  `json:"spans_dropped"`
 	EventsDropped int64  `json:"events_dropped"`
 	StepsSkipped  int64  `json:"steps_skipped"` // by the sampling ratio or the span budget
+	// OTLP metric data points: built = exported + dropped once the run has ended.
+	MetricPoints         int64 `json:"metric_points"`
+	MetricPointsExported int64 `json:"metric_points_exported"`
+	MetricPointsDropped  int64 `json:"metric_points_dropped"`
 }
 
 // Report is the headless report. JSON keys are part of xfertop's interface (docs/report.md).

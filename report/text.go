@@ -43,8 +43,8 @@ func Text(w io.Writer, r *Report) error {
 	linksText(&b, r)
 	telemetryText(&b, r)
 	if x := r.Export; x != nil {
-		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %d spans built, %d exported, %d dropped; %d events dropped before export\n",
-			x.Endpoint, x.Protocol, x.State, x.SpansBuilt, x.SpansExported, x.SpansDropped, x.EventsDropped)
+		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %d spans built, %d exported, %d dropped; %d events dropped before export; %d metric points built, %d exported, %d dropped\n",
+			x.Endpoint, x.Protocol, x.State, x.SpansBuilt, x.SpansExported, x.SpansDropped, x.EventsDropped, x.MetricPoints, x.MetricPointsExported, x.MetricPointsDropped)
 	}
 	receiveText(&b, r)
 	if r.AlertCount > 0 {

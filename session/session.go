@@ -393,7 +393,8 @@ func reportExport(s *otel.Stats) *report.Export {
 		return nil
 	}
 	return &report.Export{Endpoint: s.Endpoint, Protocol: s.Protocol, State: s.State, SpansBuilt: s.SpansBuilt,
-		SpansExported: s.SpansExported, SpansDropped: s.SpansDropped, EventsDropped: s.EventsDropped, StepsSkipped: s.StepsSkipped + s.StepsOverRate}
+		SpansExported: s.SpansExported, SpansDropped: s.SpansDropped, EventsDropped: s.EventsDropped, StepsSkipped: s.StepsSkipped + s.StepsOverRate,
+		MetricPoints: s.MetricPoints, MetricPointsExported: s.MetricPointsExported, MetricPointsDropped: s.MetricPointsDropped}
 }
 
 // startProbe samples NVML beside the run; the returned function stops it and passes on what it
