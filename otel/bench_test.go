@@ -21,7 +21,9 @@ func BenchmarkExportOverhead(b *testing.B) {
 	cfg := configFor(b, r.addr, "http/protobuf") // the defaults, span budget included
 	unlimited := *cfg
 	unlimited.MaxRate = 0
-	var built, exported, overRate int64
+	spansOnly := *cfg // OTEL_METRICS_EXPORTER=none: what the metrics cost is on/off against this
+	spansOnly.NoMetrics = true
+	var built, exported, overRate, dropped int64
 	run := func(export *otel.Config) (events int, d time.Duration) {
 		c := session.Config{Scenario: "overlap", Steps: 200, Window: 1 << 20, Export: export}
 		st := &counter{}
@@ -36,12 +38,12 @@ func BenchmarkExportOverhead(b *testing.B) {
 			b.Fatal(err, out.Ended)
 		}
 		if st := p.ExportStats(); st != nil && export == cfg {
-			built, exported, overRate = built+st.SpansBuilt, exported+st.SpansExported, overRate+st.StepsOverRate
+			built, exported, overRate, dropped = built+st.SpansBuilt, exported+st.SpansExported, overRate+st.StepsOverRate, dropped+st.EventsDropped
 		}
 		return st.n, out.Wall
 	}
-	var offEv, onEv, allEv int
-	var offT, onT, allT time.Duration
+	var offEv, onEv, allEv, spEv int
+	var offT, onT, allT, spT time.Duration
 	for b.Loop() {
 		e, d := run(nil)
 		offEv, offT = offEv+e, offT+d
@@ -49,6 +51,8 @@ func BenchmarkExportOverhead(b *testing.B) {
 		onEv, onT = onEv+e, onT+d
 		e, d = run(&unlimited)
 		allEv, allT = allEv+e, allT+d
+		e, d = run(&spansOnly)
+		spEv, spT = spEv+e, spT+d
 	}
 	off := float64(offEv) / offT.Seconds()
 	on := float64(onEv) / onT.Seconds()
@@ -57,8 +61,10 @@ func BenchmarkExportOverhead(b *testing.B) {
 	b.ReportMetric(on, "events/s-on")
 	b.ReportMetric(on/off, "on/off")
 	b.ReportMetric(all/off, "unlimited/off")
+	b.ReportMetric(float64(spEv)/spT.Seconds()/off, "spans-only/off")
 	b.ReportMetric(float64(exported)/onT.Seconds(), "spans/s-exported")
 	b.ReportMetric(float64(overRate)/float64(b.N), "steps-over-budget/run")
+	b.ReportMetric(float64(dropped)/float64(b.N), "events-dropped/run")
 }
 
 // counter counts the events a run emits.
