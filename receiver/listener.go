@@ -95,6 +95,7 @@ func Listen(cfg Config, strs *timeline.Strings, onMeta func(timeline.Meta) timel
 		}
 		l.grpc = grpc.NewServer(opts...)
 		l.grpc.RegisterService(&traceServiceDesc, l)
+		l.grpc.RegisterService(&metricsServiceDesc, l)
 	}
 	if cfg.HTTP != "" {
 		x, err := net.Listen("tcp", cfg.HTTP)
@@ -109,6 +110,7 @@ func Listen(cfg Config, strs *timeline.Strings, onMeta func(timeline.Meta) timel
 		lis = append(lis, x)
 		mux := http.NewServeMux()
 		mux.HandleFunc("/v1/traces", l.serveHTTP)
+		mux.HandleFunc("/v1/metrics", l.serveMetricsHTTP)
 		l.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 			ErrorLog: log.New(logWriter{&l.logs}, "", 0)} // TLS handshake failures and such, in our log
 	}
