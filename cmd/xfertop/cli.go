@@ -312,7 +312,7 @@ type otlpFlags struct {
 }
 
 func (f *otlpFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.endpoint, "otlp", "", "export spans over OTLP to this endpoint (http://host:4317, https://…, host:port; default: OTEL_EXPORTER_OTLP_ENDPOINT)")
+	fs.StringVar(&f.endpoint, "otlp", "", "export spans and metrics over OTLP to this endpoint (http://host:4317, https://…, host:port; default: OTEL_EXPORTER_OTLP_ENDPOINT)")
 	fs.Float64Var(&f.sample, "otlp-sample", otel.DefaultSampleRatio, "fraction of steps exported, each step whole")
 	fs.DurationVar(&f.minSpan, "otlp-min-span", otel.DefaultMinSpan, "spans shorter than this are not exported")
 	fs.Float64Var(&f.maxRate, "otlp-max-rate", otel.DefaultMaxRate, "span budget per second: above it whole steps are skipped and counted (0: no limit)")
