@@ -156,6 +156,35 @@ func TestAllReduceSweep(t *testing.T) {
 	}
 }
 
+// allreduce-sweep with nccl_algo and nccl_proto forced, as NCCL_ALGO/NCCL_PROTO force NCCL: every
+// row carries the forced label, and forced ring reaches the published ring busbw (~370 GB/s ±5%).
+func TestAllReduceSweepForced(t *testing.T) {
+	tests := []struct {
+		sets  map[string]string
+		label string
+		bus   float64 // 1 GiB busbw, 0: not checked
+	}{
+		{map[string]string{"nccl_algo": "ring"}, "", 370},
+		{map[string]string{"nccl_algo": "ring", "nccl_proto": "simple"}, "Ring_Simple", 370},
+		{map[string]string{"nccl_algo": "tree", "nccl_proto": "ll128"}, "Tree_LL128", 0},
+	}
+	for _, tc := range tests {
+		r, _ := runReport(t, Config{Scenario: "allreduce-sweep", Steps: 1, Sets: tc.sets})
+		for _, c := range r.Collectives {
+			if tc.label != "" && c.AlgoProto != tc.label {
+				t.Errorf("%v: %s row labelled %q; want %q", tc.sets, units.Bytes(c.Bytes), c.AlgoProto, tc.label)
+			}
+			if !strings.HasPrefix(c.AlgoProto, "Ring_") && tc.sets["nccl_algo"] == "ring" {
+				t.Errorf("%v: %s row labelled %q; want ring", tc.sets, units.Bytes(c.Bytes), c.AlgoProto)
+			}
+		}
+		last := r.Collectives[len(r.Collectives)-1]
+		if tc.bus > 0 && (last.Bytes != 1<<30 || *last.BusBW < tc.bus*0.95 || *last.BusBW > tc.bus*1.05) {
+			t.Errorf("%v: 1 GiB row %s busbw %.1f; want %.0f ±5%%", tc.sets, last.AlgoProto, *last.BusBW, tc.bus)
+		}
+	}
+}
+
 // moe-alltoall: ragged all-to-all with skewed per-rank sizes.
 func TestMoERagged(t *testing.T) {
 	st := timeline.NewStore(nil)
