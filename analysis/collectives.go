@@ -13,17 +13,23 @@ type collInst struct {
 	start, end int64
 	sum        int64 // bytes over the parts seen
 	n          int
+	algo       timeline.NCCLAlgo
+	proto      timeline.NCCLProto
+	channels   int
 }
 
 type collKey struct {
 	op    timeline.CollOp
 	ranks int
 	class int64
+	algo  timeline.NCCLAlgo
+	proto timeline.NCCLProto
 }
 
 type collStats struct {
 	count, bytes, timeNs int64
 	lat                  Quantiles
+	channels             int // the most any instance ran with
 }
 
 // collectives groups each collective's rank parts into one instance (same op id; complete when
@@ -46,6 +52,7 @@ func (c *collectives) add(e *timeline.Event) {
 	if in == nil {
 		in = c.open.open(e.Op)
 		*in = collInst{op: timeline.CollOp(e.Sub), ranks: int(e.Ranks), start: e.Start, end: e.End}
+		in.algo, in.proto, in.channels = e.NCCLChoice()
 	}
 	in.start, in.end = min(in.start, e.Start), max(in.end, e.End)
 	in.sum += max(e.Bytes, 0)
@@ -58,20 +65,22 @@ func (c *collectives) add(e *timeline.Event) {
 
 func (c *collectives) finish(in *collInst) {
 	bytes := in.sum / int64(in.n) // every rank's size for uniform collectives; ragged: the mean a rank sent
-	k := collKey{in.op, in.ranks, SizeClass(bytes)}
+	k := collKey{in.op, in.ranks, SizeClass(bytes), in.algo, in.proto}
 	s := c.rows[k]
 	if s == nil {
 		s = &collStats{}
 		c.rows[k] = s
 	}
 	s.count++
+	s.channels = max(s.channels, in.channels)
 	s.bytes += bytes
 	t := in.end - in.start
 	s.timeNs += t
 	s.lat.Add(float64(t))
 }
 
-// Collective is one (op, ranks, size class) row of collective instances, with nccl-tests' bytes:
+// Collective is one (op, ranks, size class, algorithm/protocol) row of collective instances, with
+// nccl-tests' bytes:
 // algbw = bytes / time over all instances (bytes-weighted), busbw = algbw × the op's bus factor.
 // Bandwidths are nil (unknown) when the size is unknown (imported kernels without sizes).
 type Collective struct {
@@ -85,6 +94,10 @@ type Collective struct {
 	P99Ns     *int64   `json:"time_ns_p99"`
 	AlgBW     *float64 `json:"algbw_gbps"`
 	BusBW     *float64 `json:"busbw_gbps"`
+	// AlgoProto is NCCL Inspector's label of the algorithm and protocol the instances ran with
+	// ("Ring_LL128"), empty when the source does not say; Channels the most channels any used.
+	AlgoProto string `json:"algo_proto,omitempty"`
+	Channels  int    `json:"channels,omitempty"`
 }
 
 // Collectives are the collective rows and what could not be grouped.
@@ -99,7 +112,8 @@ func (c *collectives) result() Collectives {
 	out := Collectives{Rows: []Collective{}, Open: c.open.len(), Incomplete: c.open.given}
 	for k, s := range c.rows {
 		row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
-			TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs)}
+			TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs),
+			AlgoProto: algoProto(k.algo, k.proto), Channels: s.channels}
 		if row.AlgBW != nil && k.ranks > 1 {
 			b := round2(*row.AlgBW * k.op.BusFactor(k.ranks))
 			row.BusBW = &b
@@ -116,7 +130,22 @@ func (c *collectives) result() Collectives {
 		if a.Ranks != b.Ranks {
 			return a.Ranks - b.Ranks
 		}
-		return cmpInt(a.SizeClass, b.SizeClass)
+		if c := cmpInt(a.SizeClass, b.SizeClass); c != 0 {
+			return c
+		}
+		if a.AlgoProto < b.AlgoProto {
+			return -1
+		}
+		if a.AlgoProto > b.AlgoProto {
+			return 1
+		}
+		return 0
 	})
 	return out
+}
+
+// algoProto labels a choice as NCCL Inspector does; "" when it is not known.
+func algoProto(a timeline.NCCLAlgo, p timeline.NCCLProto) string {
+	e := timeline.Event{Kind: timeline.KindCollective, Aux: timeline.PackNCCL(a, p, 0)}
+	return e.AlgoProto()
 }

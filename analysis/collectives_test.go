@@ -228,3 +228,36 @@ func TestCollectiveStateBounded(t *testing.T) {
 		t.Errorf("open %d, order %d after completed instances; want 0 and bounded", a.colls.open.len(), len(a.colls.open.order))
 	}
 }
+
+// Instances of one size that ran with different algorithms or protocols get a row each, labelled
+// as NCCL Inspector labels them, with the most channels any instance used; unknown choices
+// (Aux 0) keep an unlabelled row.
+func TestCollectiveAlgoProtoRows(t *testing.T) {
+	var evs []timeline.Event
+	for i, aux := range []uint32{
+		timeline.PackNCCL(timeline.AlgoRing, timeline.ProtoLL, 2),
+		timeline.PackNCCL(timeline.AlgoRing, timeline.ProtoLL, 4),
+		timeline.PackNCCL(timeline.AlgoNVLS, timeline.ProtoSimple, 16),
+		0,
+	} {
+		for _, e := range instance(timeline.CollAllReduce, uint64(i+1), []int64{0, 0}, []int64{1000, 1000}, 4096) {
+			e.Aux = aux
+			evs = append(evs, e)
+		}
+	}
+	rows := analyze(timeline.Meta{}, evs...).Collectives.Rows
+	type got struct {
+		label    string
+		count    int64
+		channels int
+	}
+	want := []got{{"", 1, 0}, {"NVLS_Simple", 1, 16}, {"Ring_LL", 2, 4}}
+	if len(rows) != len(want) {
+		t.Fatalf("rows = %+v; want %d", rows, len(want))
+	}
+	for i, w := range want {
+		if g := (got{rows[i].AlgoProto, rows[i].Count, rows[i].Channels}); g != w {
+			t.Errorf("row %d = %+v; want %+v", i, g, w)
+		}
+	}
+}

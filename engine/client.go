@@ -26,6 +26,10 @@ type Options struct {
 	BatchWindowNs int64
 	// WatchdogNs is how long a transfer may wait for its peer; 0 disarms the watchdog.
 	WatchdogNs int64
+	// NCCLAlgo and NCCLProto force every collective's algorithm and protocol (NCCL_ALGO,
+	// NCCL_PROTO); zero lets the tuner choose.
+	NCCLAlgo  timeline.NCCLAlgo
+	NCCLProto timeline.NCCLProto
 }
 
 // DefaultOptions returns the engine's defaults.
@@ -492,7 +496,8 @@ func (c *Client) collectiveOn(op timeline.CollOp, devs []DeviceID, streams []Str
 			}
 		}
 		c.launch(StreamOp{Kind: OpCollective, Stream: streams[i], Device: d, Peer: -1, Coll: op, Bytes: rb, ID: id,
-			Ranks: ranks, Sizes: row, RecvSizes: col, Comm: comm.ID, Label: lbl, Future: f})
+			Ranks: ranks, Sizes: row, RecvSizes: col, Comm: comm.ID, Label: lbl, Future: f,
+			NCCLAlgo: c.opts.NCCLAlgo, NCCLProto: c.opts.NCCLProto})
 	}
 	return futs, nil
 }

@@ -94,6 +94,10 @@ type StreamOp struct {
 	Group     uint32
 	Barrier   uint32
 	Label     uint32
+	// NCCLAlgo and NCCLProto force a collective's algorithm and protocol, as NCCL_ALGO and
+	// NCCL_PROTO do; zero lets the backend's tuner choose.
+	NCCLAlgo  timeline.NCCLAlgo
+	NCCLProto timeline.NCCLProto
 	Future    *Future    // resolved when the op completes (nil: none)
 	Parts     []StreamOp // OpGroup: the fused ops
 }

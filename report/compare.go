@@ -108,17 +108,21 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 		op    string
 		ranks int
 		class int64
+		ap    string
 	}
 	inB := map[key]analysis.Collective{}
 	for _, x := range b.Collectives {
-		inB[key{x.Op, x.Ranks, x.SizeClass}] = x
+		inB[key{x.Op, x.Ranks, x.SizeClass, x.AlgoProto}] = x
 	}
 	for _, x := range a.Collectives {
-		y, ok := inB[key{x.Op, x.Ranks, x.SizeClass}]
+		y, ok := inB[key{x.Op, x.Ranks, x.SizeClass, x.AlgoProto}]
 		if !ok || (x.BusBW == nil && y.BusBW == nil) {
 			continue
 		}
 		name := fmt.Sprintf("%s ×%d ≤%s busbw", x.Op, x.Ranks, units.Bytes(x.SizeClass))
+		if x.AlgoProto != "" {
+			name = fmt.Sprintf("%s ×%d ≤%s %s busbw", x.Op, x.Ranks, units.Bytes(x.SizeClass), x.AlgoProto)
+		}
 		add(row("collectives", name, UnitGBps, x.BusBW, y.BusBW, false))
 	}
 	return c

@@ -117,13 +117,20 @@ func collectivesText(b *strings.Builder, r *Report) {
 	}
 	b.WriteString("\nCollectives (nccl-tests algbw/busbw, per instance: last rank end − first rank start):\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "op\tranks\tbytes\tcount\ttime p50\talgbw GB/s\tbusbw GB/s\t")
+	fmt.Fprintln(tw, "op\tranks\tbytes\tcount\ttime p50\talgbw GB/s\tbusbw GB/s\talgo_proto\tch\t")
 	for _, c := range r.Collectives {
 		size := units.Unknown
 		if c.Bytes > 0 {
 			size = units.Bytes(c.Bytes)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t\n", c.Op, c.Ranks, size, c.Count, units.DurP(c.P50Ns), gbps(c.AlgBW), gbps(c.BusBW))
+		ap, ch := c.AlgoProto, units.Unknown
+		if ap == "" {
+			ap = units.Unknown
+		}
+		if c.Channels > 0 {
+			ch = fmt.Sprint(c.Channels)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", c.Op, c.Ranks, size, c.Count, units.DurP(c.P50Ns), gbps(c.AlgBW), gbps(c.BusBW), ap, ch)
 	}
 	tw.Flush()
 	if r.CollIncomplete > 0 {

@@ -87,6 +87,7 @@ func TestResolveErrors(t *testing.T) {
 		{"unknown knob ref", "name: x\nphases:\n  - compute:\n      duration: ${d}\n", nil, "f.yaml:4: duration refers to unknown knob ${d}"},
 		{"device out of range", "name: x\nphases:\n  - compute:\n      ranks: 0-9\n", nil, "f.yaml:4: compute.ranks: device 8 does not exist: topology h100x8 has devices 0..7"},
 		{"duplicate device", "name: x\nphases:\n  - compute:\n      ranks: 1,1\n", nil, "device 1 is listed twice"},
+		{"bad nccl_algo", "name: x\nengine:\n  nccl_algo: collnet\nphases: [{compute: {}}]\n", nil, `f.yaml:3: engine.nccl_algo: "collnet" must be one of auto|ring|tree|nvls|nvlstree`},
 		{"bad engine setting", "name: x\nengine:\n  d2d_priority: urgent\nphases: [{compute: {}}]\n", nil, `f.yaml:3: engine.d2d_priority: "urgent" must be one of high|normal`},
 		{"unknown engine setting", "name: x\nengine:\n  turbo: on\nphases: [{compute: {}}]\n", nil, `f.yaml:3: engine: unknown parameter "turbo"`},
 		{"crosshost on one host", "name: x\nphases:\n  - crosshost: {}\n", nil, "f.yaml:3: crosshost needs at least 2 hosts"},

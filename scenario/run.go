@@ -71,6 +71,9 @@ func engineOptions(src string, ps []Param) (engine.Options, error) {
 	o.BatchOps = int(p.integer("batch_ops", int64(o.BatchOps), 1, 1<<16))
 	o.BatchWindowNs = p.dur("batch_window", o.BatchWindowNs)
 	o.WatchdogNs = p.dur("watchdog", o.WatchdogNs)
+	// As NCCL_ALGO and NCCL_PROTO: one name forces it, auto lets the tuner choose.
+	o.NCCLAlgo, _ = timeline.ParseNCCLAlgo(p.str("nccl_algo", "auto", "auto", "ring", "tree", "nvls", "nvlstree"))
+	o.NCCLProto, _ = timeline.ParseNCCLProto(p.str("nccl_proto", "auto", "auto", "ll", "ll128", "simple"))
 	return o, p.done()
 }
 

@@ -82,11 +82,18 @@ func tpKnobs(t *testing.T, sc *Scenario) tpHand {
 	return tpHand{tp: atoi("tp"), layers: atoi("layers"), chunks: atoi("chunks"), shard: shard, gemm: gemm.Nanoseconds()}
 }
 
-// collective is NCCL's ring all-gather (or reduce-scatter) of tp shards in the simulator: tp−1 hops
-// of NVLink latency and every link carrying (tp−1) shards at NCCL's share of NVLink.
+// collective is an all-gather (or reduce-scatter, which NCCL's model prices the same) of tp shards
+// alone on the machine: the latency plus total bytes over the algorithm bandwidth of the
+// (algorithm, protocol) NCCL's cost model picks for it (16 MiB shards on 8 GPUs: Ring/Simple,
+// 8.4 + 7 × 3.4 µs and (tp−1) shards per link at NCCL's share of NVLink).
 func (h tpHand) collective(m sim.Model) float64 {
-	bw := m.NVLinkBps * m.NCCLNVLinkEff / 1e9 // bytes per ns
-	return float64(m.NCCLBaseNs) + float64(h.tp-1)*(float64(m.NVLinkLatencyNs)+float64(h.shard)/bw)
+	ranks := make([]engine.DeviceID, h.tp)
+	for i := range ranks {
+		ranks[i] = engine.DeviceID(i)
+	}
+	total := int64(h.tp) * h.shard
+	topo := engine.Topology{Name: "hand", Hosts: 1, GPUsPerHost: 8}
+	return sim.PredictNCCL(m, topo, timeline.CollAllGather, ranks, total, 0, 0).TimeNs(total)
 }
 
 // chunk is one ring transfer: an NCCL send/recv over one NVLink hop of shard/chunks bytes.

@@ -199,7 +199,9 @@ type Event struct {
 	Comm    uint32 // communicator id (0: none)
 	Barrier uint32 // barrier id (0: none)
 	Label   uint32 // interned string: kernel name, message, scenario label (0: none)
-	Aux     uint32 // kind-specific: event id, number of ops in a group, step number
+	// Aux is kind-specific: event id, number of ops in a group, step number; a collective's
+	// algorithm, protocol and channels packed by PackNCCL (bits 0-3, 4-7, 8-15; 0: not known).
+	Aux uint32
 
 	Host     uint16 // host index
 	Ranks    uint16 // ranks taking part in a collective or barrier

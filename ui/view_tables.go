@@ -19,7 +19,7 @@ import (
 
 // ---- transfers ----
 
-var transferCols = []string{"kind", "size", "ranks", "count", "bytes", "p50", "p99", "GB/s", "busbw"}
+var transferCols = []string{"kind", "size", "ranks", "count", "bytes", "p50", "p99", "GB/s", "busbw", "algo_proto"}
 
 // filterBox is the `/` filter of a list: typing edits it, enter keeps it, esc clears it.
 type filterBox struct {
@@ -94,6 +94,7 @@ type trow struct {
 	count, bytes int64
 	p50, p99     *int64
 	rate, bus    *float64
+	algoProto    string // collectives: NCCL's algorithm and protocol ("Ring_LL128"), "" when not known
 }
 
 // transferRows lists the analysis's transfer and collective rows, filtered.
@@ -104,7 +105,7 @@ func transferRows(res *analysis.Result, f string) []trow {
 	}
 	for _, c := range res.Collectives.Rows {
 		rows = append(rows, trow{kind: c.Op, size: c.SizeClass, ranks: c.Ranks, count: c.Count, bytes: c.Bytes * c.Count,
-			p50: c.P50Ns, p99: c.P99Ns, rate: c.AlgBW, bus: c.BusBW})
+			p50: c.P50Ns, p99: c.P99Ns, rate: c.AlgBW, bus: c.BusBW, algoProto: c.AlgoProto})
 	}
 	if f != "" {
 		rows = slices.DeleteFunc(rows, func(t trow) bool { return !strings.Contains(strings.ToLower(t.kind), f) })
@@ -130,7 +131,7 @@ func (v *transfersView) View(fr *Frame, w, h int) string {
 	st := fr.Styles
 	rows := transferRows(fr.Res, v.filter.value())
 	keyOf := func(t trow) []any {
-		return []any{t.kind, t.size, int64(t.ranks), t.count, t.bytes, orZero(t.p50), orZero(t.p99), orZero(t.rate), orZero(t.bus)}
+		return []any{t.kind, t.size, int64(t.ranks), t.count, t.bytes, orZero(t.p50), orZero(t.p99), orZero(t.rate), orZero(t.bus), t.algoProto}
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := keyOf(rows[i])[v.sortCol], keyOf(rows[j])[v.sortCol]
@@ -144,7 +145,7 @@ func (v *transfersView) View(fr *Frame, w, h int) string {
 			c = cmp.Compare(x, b.(float64))
 		}
 		if c == 0 {
-			c = cmp.Or(cmp.Compare(rows[i].kind, rows[j].kind), cmp.Compare(rows[i].size, rows[j].size))
+			c = cmp.Or(cmp.Compare(rows[i].kind, rows[j].kind), cmp.Compare(rows[i].size, rows[j].size), cmp.Compare(rows[i].algoProto, rows[j].algoProto))
 		}
 		if v.reverse {
 			return c > 0
@@ -152,7 +153,7 @@ func (v *transfersView) View(fr *Frame, w, h int) string {
 		return c < 0
 	})
 	var b strings.Builder
-	widths := []int{18, 11, 6, 8, 11, 10, 10, 9, 9}
+	widths := []int{18, 11, 6, 8, 11, 10, 10, 9, 9, 17}
 	head := ""
 	for i, c := range transferCols {
 		name := c
@@ -177,9 +178,9 @@ func (v *transfersView) View(fr *Frame, w, h int) string {
 		if t.ranks > 0 {
 			ranks, bus = fmt.Sprint(t.ranks), gbpsCell(t.bus)
 		}
-		line := fmt.Sprintf("%-*s%*s%*s%*d%*s%*s%*s%*s%*s", widths[0], t.kind, widths[1], "≤"+units.Bytes(t.size),
+		line := fmt.Sprintf("%-*s%*s%*s%*d%*s%*s%*s%*s%*s%*s", widths[0], t.kind, widths[1], "≤"+units.Bytes(t.size),
 			widths[2], ranks, widths[3], t.count, widths[4], units.Bytes(t.bytes), widths[5], units.DurP(t.p50),
-			widths[6], units.DurP(t.p99), widths[7], gbpsCell(t.rate), widths[8], bus)
+			widths[6], units.DurP(t.p99), widths[7], gbpsCell(t.rate), widths[8], bus, widths[9], t.algoProto)
 		if i == v.sel {
 			line = st.Selected.Render(line)
 		}

@@ -68,7 +68,7 @@ func rankStream(t *testing.T, sock string, rank int, finished int) {
 		if seq <= finished {
 			start := int64(seq) * 1e6
 			evs = append(evs, timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: start, End: start + 1e5,
-				Bytes: 1 << 20, Op: op, Device: int32(rank), Peer: -1, Ranks: 2, Comm: 7, Stream: 1, Aux: uint32(seq)})
+				Bytes: 1 << 20, Op: op, Device: int32(rank), Peer: -1, Ranks: 2, Comm: 7, Stream: 1, Aux: timeline.PackNCCL(timeline.AlgoRing, timeline.ProtoSimple, 4)})
 		}
 	}
 	_ = w.WriteStrings(1, strs.All()[1:])
@@ -117,9 +117,10 @@ func TestAttachHeadless(t *testing.T) {
 			}
 			var rep struct {
 				Collectives []struct {
-					Op    string `json:"op"`
-					Ranks int    `json:"ranks"`
-					Count int    `json:"count"`
+					Op        string `json:"op"`
+					Ranks     int    `json:"ranks"`
+					Count     int    `json:"count"`
+					AlgoProto string `json:"algo_proto"`
 				} `json:"collectives"`
 				Alerts []struct {
 					Message string `json:"message"`
@@ -129,7 +130,7 @@ func TestAttachHeadless(t *testing.T) {
 				t.Fatalf("report: %v\n%s", err, r.out)
 			}
 			rows := rep.Collectives
-			if len(rows) != 1 || rows[0].Op != "all_reduce" || rows[0].Ranks != 2 || rows[0].Count != c.count {
+			if len(rows) != 1 || rows[0].Op != "all_reduce" || rows[0].Ranks != 2 || rows[0].Count != c.count || rows[0].AlgoProto != "Ring_Simple" {
 				t.Errorf("collectives %+v, want %d all_reduce instances over 2 ranks", rows, c.count)
 			}
 			if c.alert != "" && (len(rep.Alerts) != 1 || !strings.Contains(rep.Alerts[0].Message, c.alert)) {

@@ -209,9 +209,12 @@ func (s *Sim) edge(fi int32, src, dst engine.DeviceID) int64 {
 	}
 }
 
-// startCollective expands a collective whose ranks have all arrived into flows. The bandwidth part
-// follows the ring algorithm's traffic per edge; the latency part is the cheaper of NCCL's ring and
-// tree latencies for multi-host all-reduce (NCCL's tuner makes the same choice), ring otherwise.
+// startCollective expands a collective whose ranks have all arrived into flows. NCCL's cost model
+// (nccl.go) chooses the algorithm, protocol and channels and gives the latency; the flows carry the
+// algorithm's traffic through the links they share with everything else, each capped at the
+// bandwidth the chosen (algorithm, protocol) reaches: ring and tree move the ring's bytes per edge
+// at the chosen bandwidth's share of ring/Simple's, NVLS moves each rank's buffer to and from the
+// switch (and, across hosts, each rank's share over its NIC).
 func (s *Sim) startCollective(ii int32) {
 	in := &s.instPool[ii]
 	o := &s.ops[in.ops[0]]
@@ -221,45 +224,101 @@ func (s *Sim) startCollective(ii int32) {
 		s.at(s.now+s.m.NCCLBaseNs, evCollStart, ii, in.gen)
 		return
 	}
-	fn := float64(n)
-	var perEdge float64
-	var steps int64
-	switch op {
-	case timeline.CollAllReduce:
-		perEdge, steps = 2*(fn-1)/fn*float64(bytes), int64(2*(n-1))
-	case timeline.CollAllGather, timeline.CollReduceScatter:
-		perEdge, steps = (fn-1)/fn*float64(bytes), int64(n-1)
-	case timeline.CollBroadcast, timeline.CollReduce:
-		perEdge, steps = float64(bytes), int64(n-1)
-	case timeline.CollAllToAll, timeline.CollRaggedAllToAll, timeline.CollSendRecv:
+	if !ncclTuned(op) {
 		s.startAllToAll(ii)
 		return
 	}
-	var maxHop int64
+	t := s.ncclTopo(ranks)
+	c := t.choose(op, bytes, o.op.NCCLAlgo, o.op.NCCLProto)
+	aux := timeline.PackNCCL(c.Algo, c.Proto, c.Channels)
+	for _, x := range in.ops {
+		s.ops[x].aux = aux
+	}
+	lat := int64(math.Round(c.LatUs * 1e3))
+	s.pending = s.pending[:0]
+	if c.Algo == timeline.AlgoNVLS || c.Algo == timeline.AlgoNVLSTree {
+		s.nvlsFlows(ii, t, c.AlgBw*1e9)
+		s.startFlows(ii, lat)
+		return
+	}
+	_, ringBw, _ := t.model(op, timeline.AlgoRing, timeline.ProtoSimple)
+	scale := c.AlgBw / ringBw
+	fn := float64(n)
+	perEdge := float64(bytes)
+	switch op {
+	case timeline.CollAllReduce:
+		perEdge = 2 * (fn - 1) / fn * float64(bytes)
+	case timeline.CollAllGather, timeline.CollReduceScatter:
+		perEdge = (fn - 1) / fn * float64(bytes)
+	}
 	rings := s.rings(ranks)
 	chain := op == timeline.CollBroadcast || op == timeline.CollReduce
-	s.pending = s.pending[:0]
+	share := int64(math.Ceil(perEdge / float64(len(rings))))
 	for _, ring := range rings {
-		share := int64(math.Ceil(perEdge / float64(len(rings))))
 		for i := range ring {
 			if chain && i == len(ring)-1 {
 				break
 			}
 			fi := s.newFlow(ownerInst, ii, share)
-			maxHop = max(maxHop, s.edge(fi, ring[i], ring[(i+1)%len(ring)]))
+			s.edge(fi, ring[i], ring[(i+1)%len(ring)])
+			s.flows[fi].cap *= scale
 			s.pending = append(s.pending, fi)
 		}
 	}
-	lat := s.m.NCCLBaseNs + steps*maxHop
-	if op == timeline.CollAllReduce && len(rings) > 1 {
-		// Double binary tree: log2(hosts) NIC hops and log2(GPUs per host) NVLink hops, up and down.
-		gpus := float64(len(rings))
-		hosts := fn / gpus
-		tree := s.m.NCCLBaseNs + 2*(int64(math.Ceil(math.Log2(gpus)))*s.m.NVLinkLatencyNs+
-			int64(math.Ceil(math.Log2(hosts)))*s.m.NICLatencyNs)
-		lat = min(lat, tree)
-	}
 	s.startFlows(ii, lat)
+}
+
+// nvlsFlows adds NVLS traffic: each rank sends its buffer into the NVSwitch and receives the
+// reduced result (its own NVLink out and in) at the NVLS algorithm bandwidth; across hosts each
+// rank also carries its 1/ppn share of the buffer through its NIC, both ways.
+func (s *Sim) nvlsFlows(ii int32, t ncclTopo, algBps float64) {
+	in := &s.instPool[ii]
+	ppn := int64(t.Ranks / t.Nodes)
+	for _, x := range in.ops {
+		o := &s.ops[x]
+		d := int32(o.op.Device) * linksPerDevice
+		fi := s.newFlow(ownerInst, ii, o.op.Bytes)
+		s.route(fi, d+linkNVOut, d+linkNVIn, algBps)
+		s.pending = append(s.pending, fi)
+		if t.Nodes > 1 {
+			fi := s.newFlow(ownerInst, ii, o.op.Bytes/ppn)
+			s.route(fi, d+linkNICOut, d+linkNICIn, s.m.NICBps*s.m.NCCLNICEff)
+			s.pending = append(s.pending, fi)
+		}
+	}
+}
+
+// ncclTopo describes the communicator over ranks to the tuner: its nodes, NVLink and NIC
+// bandwidth from the model, one NIC per GPU.
+func (s *Sim) ncclTopo(ranks []engine.DeviceID) ncclTopo {
+	nodes, last := 0, -1
+	seen := s.hostSeen[:0]
+	for _, r := range ranks {
+		h := s.topo.HostOf(r)
+		if h == last {
+			continue
+		}
+		last = h
+		dup := false
+		for _, x := range seen {
+			dup = dup || x == h
+		}
+		if !dup {
+			seen = append(seen, h)
+			nodes++
+		}
+	}
+	s.hostSeen = seen
+	m := &s.m
+	ring := m.NVLinkBps * m.NCCLNVLinkEff / 1e9
+	ppn := len(ranks) / nodes
+	t := ncclTopo{Ranks: len(ranks), Nodes: nodes, IntraHW: hwNVLink, Hopper: m.Hopper, Channels: max(m.NCCLChannels, 1),
+		RingBus: ring, TreeBus: ring, NVLS: m.NVLS, NVLSTree: m.NVLSTree, NVLSChannels: max(m.NVLSChannels, 1),
+		NVLSChanBw: ring / float64(max(m.NVLinkLinks, 1)), NetOverhead: m.NetOverheadUs}
+	if nodes > 1 {
+		t.InterBus = float64(ppn) * m.NICBps * m.NCCLNICEff / 1e9
+	}
+	return t
 }
 
 // startFlows schedules the flows collected in s.pending to start after lat, owned by instance ii.

@@ -93,6 +93,7 @@ type opState struct {
 	// freeing, so a watchdog entry or timer left from an earlier op never matches a later one.
 	gen     uint32
 	group   uint32
+	aux     uint32 // collectives: the tuner's choice, packed as timeline.PackNCCL
 	live    bool
 	matched bool
 	failed  bool
@@ -196,6 +197,7 @@ type Sim struct {
 	epoch    uint32
 	touched  []int32
 	pending  []int32 // flows of the collective being started
+	hostSeen []int   // scratch: hosts of a communicator
 }
 
 // New builds a simulator of cfg.Topology that emits its events to sink, interning labels in strs.
@@ -981,7 +983,7 @@ func (s *Sim) emitOp(oi int32) {
 	case engine.OpRecv:
 		e.Kind = timeline.KindRecv
 	case engine.OpCollective:
-		e.Kind, e.Sub, e.Ranks, e.Peer = timeline.KindCollective, uint8(o.op.Coll), uint16(len(o.op.Ranks)), timeline.NoDevice
+		e.Kind, e.Sub, e.Ranks, e.Peer, e.Aux = timeline.KindCollective, uint8(o.op.Coll), uint16(len(o.op.Ranks)), timeline.NoDevice, o.aux
 	case engine.OpBarrier:
 		e.Kind, e.Ranks, e.Peer = timeline.KindBarrier, uint16(len(o.op.Ranks)), timeline.NoDevice
 		e.Start = o.waitAt

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -201,19 +202,27 @@ func parseIssued(t *testing.T, lines []string) []issued {
 	return out
 }
 
-// received is what the console got for one rank, in the same terms.
+// received is what the console got for one rank, in the same terms. Collectives are put in the
+// order they ran (one stream: by start) and numbered in it, as the harness numbers them: the
+// console may receive them in another order, and a collective event's Aux is its NCCL choice, not
+// its sequence number.
 func received(evs []timeline.Event, labels *timeline.Strings, device int32) []issued {
 	var out []issued
+	var colls []timeline.Event
 	for _, e := range evs {
 		if e.Device != device {
 			continue
 		}
 		switch e.Kind {
 		case timeline.KindCollective:
-			out = append(out, issued{kind: "coll", seq: int(e.Aux), bytes: e.Bytes})
+			colls = append(colls, e)
 		case timeline.KindSend, timeline.KindRecv:
 			out = append(out, issued{kind: e.Kind.String(), peer: int(e.Peer), bytes: e.Bytes, api: labels.Lookup(e.Label)})
 		}
+	}
+	slices.SortStableFunc(colls, func(a, b timeline.Event) int { return cmp.Compare(a.Start, b.Start) })
+	for i, e := range colls {
+		out = append(out, issued{kind: "coll", seq: i, bytes: e.Bytes})
 	}
 	return out
 }

@@ -85,6 +85,7 @@ type node struct {
 	collOp        timeline.CollOp
 	opID          uint64
 	nChannels     int
+	choice        uint32 // collectives: NCCL's algorithm, protocol and channels (timeline.PackNCCL)
 	apiFuncLabels uint32
 }
 
@@ -346,6 +347,10 @@ func (f *Folder) task(ci *ctxInfo, n *node, r *Record, parent *node) {
 		if r.Type == TypeColl {
 			n.nChannels = int(r.C & 0xff)
 			n.label = f.labelf("%s %s %dch", cstr(r.Algo[:]), cstr(r.Proto[:]), n.nChannels)
+			// NCCL names them RING, NVLS_TREE, LL128, SIMPLE; CollNet and PAT stay unknown (0).
+			a, _ := timeline.ParseNCCLAlgo(string(cstr(r.Algo[:])))
+			p, _ := timeline.ParseNCCLProto(string(cstr(r.Proto[:])))
+			n.choice = timeline.PackNCCL(a, p, n.nChannels)
 		} else {
 			n.label = f.labelf("copy engine %s", cstr(r.Algo[:]))
 		}
@@ -494,7 +499,9 @@ func (f *Folder) finish(id uint64, n *node) {
 			e.Label = n.funcID
 		}
 	default:
-		e.Kind, e.Sub, e.Ranks = timeline.KindCollective, uint8(n.collOp), uint16(min(ci.NRanks, 1<<16-1))
+		// A collective's Aux is the NCCL choice it ran with, as the simulator records it (the
+		// sequence number is in its op id already).
+		e.Kind, e.Sub, e.Ranks, e.Aux = timeline.KindCollective, uint8(n.collOp), uint16(min(ci.NRanks, 1<<16-1)), n.choice
 		if n.collOp == timeline.CollBroadcast || n.collOp == timeline.CollReduce {
 			e.Peer = n.peer // the root
 		}

@@ -101,7 +101,8 @@ func TestFoldCollective(t *testing.T) {
 				t.Fatalf("%d collectives: %+v", len(colls), evs)
 			}
 			e := colls[0]
-			if e.Start != c.start || e.End != c.end || e.Bytes != 1024 || e.Ranks != 4 || e.Device != 2 || e.Aux != 7 ||
+			if e.Start != c.start || e.End != c.end || e.Bytes != 1024 || e.Ranks != 4 || e.Device != 2 ||
+				e.Aux != timeline.PackNCCL(timeline.AlgoRing, timeline.ProtoLL128, 2) || e.AlgoProto() != "Ring_LL128" ||
 				timeline.CollOp(e.Sub) != timeline.CollAllReduce || e.Op != CollOpID(0xfeed, "AllReduce", 7) || e.Queued != 10 {
 				t.Errorf("collective %+v", e)
 			}

@@ -1,0 +1,323 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/xfertop/xfertop/engine"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// NCCL's cost model, after the structure of src/graph/tuning.cc (ncclTopoTuneModel,
+// ncclTopoGetAlgoTime) and the channel reduction of src/enqueue.cc in NVIDIA/nccl: for every
+// (algorithm, protocol) the tuner predicts time = latency + bytes / bandwidth and the collective
+// runs with the fastest. Latency is a base per (algorithm, protocol) plus a per-hop latency by link
+// type (NVLink, PCIe, network) times the hops the algorithm takes; bandwidth is the topology's
+// bus bandwidth (channels × per-channel bandwidth) refined per protocol and converted to the
+// algorithm bandwidth NCCL divides the buffer size by. The constants are the ones NCCL 2.23–2.28
+// ship (its tuner logs them: FACTS.md has the 2×A100 table this model reproduces); the NVLS
+// latencies are those of the NVLS-capable tuning.cc at commit b6475625. CollNet and PAT are not
+// modelled.
+
+const (
+	hwNVLink = iota
+	hwPCI
+	hwNet
+)
+
+// Indexed [algorithm][protocol], algorithm and protocol as timeline numbers them (1-based).
+type algoProtoTable [5][4]float64
+
+// baseLatUs is the fixed latency per (algorithm, protocol), µs.
+var baseLatUs = algoProtoTable{
+	timeline.AlgoTree: {0, 6.8, 14.0, 8.4},
+	timeline.AlgoRing: {0, 6.6, 14.0, 8.4},
+}
+
+// hwLatUs is the latency per hop, µs, by link type.
+var hwLatUs = [3]algoProtoTable{
+	hwNVLink: {
+		timeline.AlgoTree:     {0, 0.6, 1.25, 4.0},
+		timeline.AlgoRing:     {0, 0.6, 1.9, 3.4},
+		timeline.AlgoNVLS:     {0, 0, 0, 23},
+		timeline.AlgoNVLSTree: {0, 0, 0, 23},
+	},
+	hwPCI: {
+		timeline.AlgoTree: {0, 1.0, 1.9, 4.0},
+		timeline.AlgoRing: {0, 1.0, 2.5, 5.7},
+	},
+	hwNet: {
+		timeline.AlgoTree:     {0, 5.0, 8.5, 14},
+		timeline.AlgoRing:     {0, 2.7, 4.0, 14},
+		timeline.AlgoNVLS:     {0, 0, 0, 18},
+		timeline.AlgoNVLSTree: {0, 0, 0, 14},
+	},
+}
+
+// Per-architecture bandwidth limits, GB/s, by scale (1 node, 2 nodes, 4 or more).
+var (
+	llMaxBw              = [2][3]float64{{87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}} // Ampere, Hopper
+	perChMaxRingLL128Bw  = [2][3]float64{{20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}}
+	perChMaxTreeLL128Bw  = [2][3]float64{{20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}}
+	perChMaxTreeBw       = [2][3]float64{{24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}}
+	treeCorrectionFactor = [4][23]float64{ // tree's measured shortfall at mid sizes, by log2(bytes/64)
+		timeline.ProtoLL:     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+		timeline.ProtoLL128:  {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+		timeline.ProtoSimple: {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+	}
+	// Per-thread bytes before NCCL adds a channel (enqueue.cc), and threads per channel.
+	threadThreshold = [4]float64{timeline.ProtoLL: 8, timeline.ProtoLL128: 8, timeline.ProtoSimple: 64}
+	maxThreads      = [4]float64{timeline.ProtoLL: 512, timeline.ProtoLL128: 640, timeline.ProtoSimple: 512}
+)
+
+// ncclTopo is what the tuner knows of a communicator's topology.
+type ncclTopo struct {
+	Ranks, Nodes int
+	IntraHW      int     // hwNVLink or hwPCI
+	Hopper       bool    // Hopper tables (else Ampere)
+	Channels     int     // ring/tree channels
+	RingBus      float64 // ring graph: channels × per-channel bandwidth inside a node, GB/s
+	TreeBus      float64 // tree graph, GB/s (the search may find more than the ring's)
+	InterBus     float64 // per node through its NICs, GB/s (0 for one node)
+	NVLS         bool    // NVSwitch with NVLink SHARP
+	NVLSTree     bool    // NVLS-tree allowed across nodes
+	NVLSChannels int
+	NVLSChanBw   float64 // GB/s per NVLS channel
+	NetOverhead  float64 // µs a network post costs the proxy (NCCL: 1 on Intel, 2 on AMD)
+}
+
+// ncclChoice is the tuner's answer for one collective.
+type ncclChoice struct {
+	Algo     timeline.NCCLAlgo
+	Proto    timeline.NCCLProto
+	Channels int
+	LatUs    float64 // predicted latency, µs
+	AlgBw    float64 // algorithm bandwidth, GB/s: predicted time = LatUs + bytes/(1000·AlgBw) µs
+}
+
+// TimeUs is the predicted time of bytes under the choice.
+func (c ncclChoice) TimeUs(bytes int64) float64 { return c.LatUs + float64(bytes)/(1000*c.AlgBw) }
+
+// ncclTuned reports whether the tuner models collective op (all-to-all and send/recv are
+// point-to-point in NCCL and keep their own path).
+func ncclTuned(op timeline.CollOp) bool {
+	switch op {
+	case timeline.CollAllReduce, timeline.CollAllGather, timeline.CollReduceScatter, timeline.CollBroadcast, timeline.CollReduce:
+		return true
+	}
+	return false
+}
+
+// scale is NCCL's tuning scale index: 1 node, 2 nodes, more.
+func (t *ncclTopo) scale() int { return min(t.Nodes-1, 2) }
+
+// available reports whether NCCL would run op with algorithm a (before user overrides).
+func (t *ncclTopo) available(op timeline.CollOp, a timeline.NCCLAlgo) bool {
+	switch a {
+	case timeline.AlgoRing:
+		return true
+	case timeline.AlgoTree:
+		return op == timeline.CollAllReduce
+	case timeline.AlgoNVLS:
+		return op == timeline.CollAllReduce && t.NVLS && t.Nodes == 1 && t.Ranks/t.Nodes > 1
+	case timeline.AlgoNVLSTree:
+		return op == timeline.CollAllReduce && t.NVLS && t.Nodes > 1 && t.Ranks/t.Nodes > 1
+	}
+	return false
+}
+
+// model returns the latency (µs) and algorithm bandwidth (GB/s) of (a, p) for op, before the
+// size-dependent corrections; ok is false where the pair does not exist.
+func (t *ncclTopo) model(op timeline.CollOp, a timeline.NCCLAlgo, p timeline.NCCLProto) (lat, bw float64, ok bool) {
+	if (a == timeline.AlgoNVLS || a == timeline.AlgoNVLSTree) && p != timeline.ProtoSimple {
+		return 0, 0, false
+	}
+	n, nodes := t.Ranks, t.Nodes
+	arch, sc := 0, t.scale()
+	if t.Hopper {
+		arch = 1
+	}
+	nsteps, nInter := n, nodes
+	switch op {
+	case timeline.CollAllReduce:
+		nsteps, nInter = 2*(n-1), 0
+		if nodes > 1 {
+			nInter = 2 * nodes
+		}
+	case timeline.CollAllGather, timeline.CollReduceScatter:
+		nsteps, nInter = n-1, nodes-1
+	}
+	ch := float64(t.Channels)
+	ringBus := t.RingBus
+	if nodes > 1 {
+		ringBus = min(ringBus, t.InterBus) // the ring crosses every node's NICs
+	}
+	var bus float64
+	switch a {
+	case timeline.AlgoRing:
+		bus = ringBus
+		switch p {
+		case timeline.ProtoLL:
+			bus = min(llMaxBw[arch][sc], bus/2) // 8 data bytes per 16-byte line
+		case timeline.ProtoLL128:
+			bus = min(bus*0.92, ch*perChMaxRingLL128Bw[arch][sc]) // 120 of 128 bytes are data
+		}
+		bw = bus * float64(n) / float64(nsteps)
+	case timeline.AlgoTree:
+		bus = t.TreeBus
+		if nodes > 1 {
+			bus = min(bus, t.InterBus)
+		}
+		bus = min(bus*0.92, ch*perChMaxTreeBw[arch][sc])
+		switch p {
+		case timeline.ProtoLL:
+			bus = min(bus/3.8, llMaxBw[arch][sc])
+		case timeline.ProtoLL128:
+			f := 120.0 / 128
+			if nodes == 1 {
+				f = 7.0 / 9
+			}
+			bus = min(bus*f, ch*perChMaxTreeLL128Bw[arch][sc])
+		}
+		bw = bus / 2
+	case timeline.AlgoNVLS, timeline.AlgoNVLSTree:
+		per := t.NVLSChanBw
+		if nodes > 1 && t.InterBus > 0 {
+			inter := t.InterBus / float64(t.NVLSChannels)
+			if nodes > 2 {
+				inter /= 2
+			}
+			per = min(per, inter)
+		}
+		bw = float64(t.NVLSChannels) * per * 5 / 6
+	}
+
+	intra := hwLatUs[t.IntraHW][a][p]
+	inter := hwLatUs[hwNet][a][p]
+	lat = baseLatUs[a][p]
+	switch a {
+	case timeline.AlgoRing:
+		if op == timeline.CollBroadcast || op == timeline.CollReduce {
+			hw := t.IntraHW
+			if nodes > 1 {
+				hw = hwNet
+			}
+			l := hwLatUs[hw][a][p]
+			if p == timeline.ProtoSimple {
+				l = hwLatUs[hw][timeline.AlgoTree][p] // chunk latency of a pipeline
+			}
+			lat += float64(nsteps) * l
+		} else {
+			if nodes > 1 {
+				ov := t.NetOverhead
+				if p == timeline.ProtoSimple {
+					ov *= 3
+				}
+				intra = max(intra, ov)
+			}
+			lat += float64(nsteps-nInter)*intra + float64(nInter)*inter
+		}
+	case timeline.AlgoTree:
+		lat += 2 * (float64(n/nodes-1)*intra + float64(log2i(nodes))*inter)
+	case timeline.AlgoNVLS:
+		lat = intra
+	case timeline.AlgoNVLSTree:
+		lat += intra + 2*float64(log2i(nodes))*inter
+	}
+	return lat, bw, bw > 0
+}
+
+// time is the predicted time of (a, p) for bytes, µs, with ncclTopoGetAlgoTime's size corrections.
+func (t *ncclTopo) time(op timeline.CollOp, a timeline.NCCLAlgo, p timeline.NCCLProto, bytes int64) (ncclChoice, bool) {
+	lat, bw, ok := t.model(op, a, p)
+	if !ok {
+		return ncclChoice{}, false
+	}
+	if a == timeline.AlgoTree {
+		if ls := log2i(int(bytes >> 6)); ls < len(treeCorrectionFactor[p]) {
+			bw *= treeCorrectionFactor[p][max(ls, 0)]
+		}
+	}
+	if a == timeline.AlgoRing && p == timeline.ProtoSimple && t.Nodes > 1 && op == timeline.CollAllReduce &&
+		bytes/int64(t.Channels*t.Ranks) >= 64 {
+		lat *= 1.4 // the ring's plateau across nodes (compute capability 8.0 and later)
+	}
+	return ncclChoice{Algo: a, Proto: p, LatUs: lat, AlgBw: bw}, true
+}
+
+// choose picks the fastest (algorithm, protocol) for op over bytes, restricted to algo and proto
+// when they are set (NCCL_ALGO, NCCL_PROTO). A forced choice NCCL cannot run falls back as NCCL
+// does: to any algorithm that can, with the forced protocol if possible, then to ring.
+func (t *ncclTopo) choose(op timeline.CollOp, bytes int64, algo timeline.NCCLAlgo, proto timeline.NCCLProto) ncclChoice {
+	best, found := ncclChoice{}, false
+	for pass := 0; pass < 3 && !found; pass++ {
+		for a := timeline.AlgoRing; a <= timeline.AlgoNVLSTree; a++ {
+			if !t.available(op, a) || (pass == 0 && algo != 0 && a != algo) {
+				continue
+			}
+			if a == timeline.AlgoNVLSTree && !t.NVLSTree && algo != timeline.AlgoNVLSTree {
+				continue
+			}
+			for p := timeline.ProtoLL; p <= timeline.ProtoSimple; p++ {
+				if pass < 2 && proto != 0 && p != proto {
+					continue
+				}
+				c, ok := t.time(op, a, p, bytes)
+				if ok && (!found || c.TimeUs(bytes) < best.TimeUs(bytes)) {
+					best, found = c, true
+				}
+			}
+		}
+	}
+	best.Channels = t.channels(best, bytes)
+	return best
+}
+
+// channels is the channel count NCCL launches with: it drops channels while each thread would get
+// less than its protocol's threshold of bytes (enqueue.cc), so small messages use few channels.
+func (t *ncclTopo) channels(c ncclChoice, bytes int64) int {
+	if c.Algo == timeline.AlgoNVLS || c.Algo == timeline.AlgoNVLSTree {
+		return t.NVLSChannels
+	}
+	nc, nt := t.Channels, maxThreads[c.Proto]
+	thr := threadThreshold[c.Proto]
+	if c.Algo == timeline.AlgoRing && c.Proto == timeline.ProtoLL {
+		thr *= float64(t.Ranks)
+	}
+	for float64(bytes) < float64(nc)*nt*thr && nc >= 2 {
+		nc--
+	}
+	return nc
+}
+
+func log2i(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return int(math.Floor(math.Log2(float64(n))))
+}
+
+// NCCLPrediction is the answer of NCCL's cost model, as the simulator runs it, for one collective.
+type NCCLPrediction struct {
+	Algo      timeline.NCCLAlgo
+	Proto     timeline.NCCLProto
+	Channels  int
+	LatencyUs float64 // predicted latency
+	AlgBwGBps float64 // algorithm bandwidth: time = latency + bytes / bandwidth
+}
+
+// TimeNs is the predicted time of bytes, ns.
+func (p NCCLPrediction) TimeNs(bytes int64) float64 {
+	return ncclChoice{LatUs: p.LatencyUs, AlgBw: p.AlgBwGBps}.TimeUs(bytes) * 1e3
+}
+
+// PredictNCCL returns the algorithm, protocol, channels, latency and bandwidth the simulator's
+// tuner gives collective op of bytes over ranks of topo under model m, with algo and proto forced
+// when non-zero. Alone on the machine a collective takes this time; sharing links it takes longer.
+func PredictNCCL(m Model, topo engine.Topology, op timeline.CollOp, ranks []engine.DeviceID, bytes int64,
+	algo timeline.NCCLAlgo, proto timeline.NCCLProto) NCCLPrediction {
+	s := &Sim{m: m, topo: topo}
+	t := s.ncclTopo(ranks)
+	c := t.choose(op, bytes, algo, proto)
+	return NCCLPrediction{Algo: c.Algo, Proto: c.Proto, Channels: c.Channels, LatencyUs: c.LatUs, AlgBwGBps: c.AlgBw}
+}

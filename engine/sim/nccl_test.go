@@ -1,0 +1,96 @@
+package sim
+
+import (
+	"github.com/xfertop/xfertop/engine"
+	"math"
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// a100x2 is the topology of the NCCL 2.23.4 tuning log in FACTS.md: 2×A100 over NVLink, 12
+// channels of 20 GB/s for the ring; the tree graph's channels are faster than the per-channel tree
+// cap, so the cap (24 GB/s) is what the log shows.
+var a100x2 = ncclTopo{Ranks: 2, Nodes: 1, IntraHW: hwNVLink, Channels: 12, RingBus: 240, TreeBus: 320, NVLSChannels: 1}
+
+// TestNCCLModelA100Log reproduces NCCL's own logged cost model for 2×A100 (FACTS.md): latency µs
+// and algorithm bandwidth GB/s per (algorithm, protocol), and its 4 MiB time.
+func TestNCCLModelA100Log(t *testing.T) {
+	tests := []struct {
+		op      timeline.CollOp
+		a       timeline.NCCLAlgo
+		p       timeline.NCCLProto
+		lat, bw float64
+	}{
+		{timeline.CollAllReduce, timeline.AlgoRing, timeline.ProtoLL, 7.8, 87.7},
+		{timeline.CollAllReduce, timeline.AlgoRing, timeline.ProtoLL128, 17.8, 220.8},
+		{timeline.CollAllReduce, timeline.AlgoRing, timeline.ProtoSimple, 15.2, 240.0},
+		{timeline.CollAllReduce, timeline.AlgoTree, timeline.ProtoLL, 8.0, 37.9},
+		{timeline.CollAllReduce, timeline.AlgoTree, timeline.ProtoLL128, 16.5, 112.0},
+		{timeline.CollAllReduce, timeline.AlgoTree, timeline.ProtoSimple, 16.4, 144.0},
+		{timeline.CollAllGather, timeline.AlgoRing, timeline.ProtoSimple, 11.8, 480.0},
+		{timeline.CollReduceScatter, timeline.AlgoRing, timeline.ProtoSimple, 11.8, 480.0},
+	}
+	for _, tc := range tests {
+		lat, bw, ok := a100x2.model(tc.op, tc.a, tc.p)
+		if !ok || math.Abs(lat-tc.lat) > 0.05 || math.Abs(bw-tc.bw) > 0.05 {
+			t.Errorf("%v %v/%v: %.1f µs / %.1f GB/s (ok=%v); NCCL logged %.1f / %.1f", tc.op, tc.a, tc.p, lat, bw, ok, tc.lat, tc.bw)
+		}
+	}
+	c := a100x2.choose(timeline.CollAllReduce, 4<<20, 0, 0)
+	if c.Algo != timeline.AlgoRing || c.Proto != timeline.ProtoSimple || math.Abs(c.TimeUs(4<<20)-32.676) > 0.01 {
+		t.Errorf("4 MiB: %v/%v %.3f µs; NCCL chose Ring/Simple, 32.676 µs", c.Algo, c.Proto, c.TimeUs(4<<20))
+	}
+}
+
+// h100x8 is what the simulator's default model tells the tuner about one 8×H100 NVSwitch host.
+func h100x8Topo(t *testing.T, hosts int) ncclTopo {
+	t.Helper()
+	s := &Sim{m: DefaultModel()}
+	s.topo.Hosts, s.topo.GPUsPerHost = hosts, 8
+	ranks := make([]engine.DeviceID, hosts*8)
+	for i := range ranks {
+		ranks[i] = engine.DeviceID(i)
+	}
+	return s.ncclTopo(ranks)
+}
+
+// TestNCCLChoice: the tuner's choice across sizes follows NCCL's shape (LL for small messages,
+// LL128 in the middle, NVLS or Simple for large ones), forcing works as NCCL_ALGO/NCCL_PROTO do,
+// an impossible forced algorithm falls back, and channels shrink for small messages.
+func TestNCCLChoice(t *testing.T) {
+	one, two := h100x8Topo(t, 1), h100x8Topo(t, 2)
+	tests := []struct {
+		name  string
+		topo  ncclTopo
+		op    timeline.CollOp
+		bytes int64
+		algo  timeline.NCCLAlgo
+		proto timeline.NCCLProto
+		wantA timeline.NCCLAlgo
+		wantP timeline.NCCLProto
+	}{
+		{"8B", one, timeline.CollAllReduce, 8, 0, 0, timeline.AlgoRing, timeline.ProtoLL},
+		{"1GiB", one, timeline.CollAllReduce, 1 << 30, 0, 0, timeline.AlgoNVLS, timeline.ProtoSimple},
+		{"1GiB ring", one, timeline.CollAllReduce, 1 << 30, timeline.AlgoRing, 0, timeline.AlgoRing, timeline.ProtoSimple},
+		{"1GiB ring LL", one, timeline.CollAllReduce, 1 << 30, timeline.AlgoRing, timeline.ProtoLL, timeline.AlgoRing, timeline.ProtoLL},
+		{"all-gather NVLS falls back", one, timeline.CollAllGather, 1 << 30, timeline.AlgoNVLS, 0, timeline.AlgoRing, timeline.ProtoSimple},
+		{"2 hosts 8B: tree", two, timeline.CollAllReduce, 8, 0, 0, timeline.AlgoTree, timeline.ProtoLL},
+		{"2 hosts 1GiB", two, timeline.CollAllReduce, 1 << 30, 0, 0, timeline.AlgoRing, timeline.ProtoSimple},
+		{"2 hosts NVLS-tree forced", two, timeline.CollAllReduce, 1 << 30, timeline.AlgoNVLSTree, 0, timeline.AlgoNVLSTree, timeline.ProtoSimple},
+		{"2 hosts NVLS falls back", two, timeline.CollAllReduce, 1 << 30, timeline.AlgoNVLS, timeline.ProtoSimple, timeline.AlgoRing, timeline.ProtoSimple},
+	}
+	for _, tc := range tests {
+		c := tc.topo.choose(tc.op, tc.bytes, tc.algo, tc.proto)
+		if c.Algo != tc.wantA || c.Proto != tc.wantP {
+			t.Errorf("%s: %v/%v; want %v/%v", tc.name, c.Algo, c.Proto, tc.wantA, tc.wantP)
+		}
+	}
+	mid := one.choose(timeline.CollAllReduce, 16<<20, timeline.AlgoRing, 0)
+	if mid.Proto != timeline.ProtoLL128 {
+		t.Errorf("ring 16 MiB: %v; want LL128 between LL and Simple", mid.Proto)
+	}
+	if small, big := one.choose(timeline.CollAllReduce, 8, 0, 0), one.choose(timeline.CollAllReduce, 1<<30, timeline.AlgoRing, 0); small.Channels != 1 || big.Channels != 16 {
+		t.Errorf("channels: 8 B %d, 1 GiB %d; want 1 and 16", small.Channels, big.Channels)
+	}
+}
