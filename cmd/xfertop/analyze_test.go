@@ -146,8 +146,10 @@ func TestFileErrors(t *testing.T) {
 	newer[8] = 9
 	future := filepath.Join(dir, "future.xfr")
 	_ = os.WriteFile(future, newer, 0o644)
+	// Torn inside its first chunk of events, wherever the recorder's timer cut the chunks: nothing
+	// complete is left but the header.
 	torn := filepath.Join(dir, "torn.xfr")
-	_ = os.WriteFile(torn, data[:len(data)-100], 0o644)
+	_ = os.WriteFile(torn, data[:firstEventsChunk(t, good)+20], 0o644)
 	notjson := filepath.Join(dir, "x.json")
 	_ = os.WriteFile(notjson, []byte(`{"traceEvents": [ {"ph": "X"`), 0o644)
 	// A recording with a header and nothing else is not an empty report: it says so.
@@ -235,4 +237,21 @@ func TestAnalyzeSampledRanksLikeHTA(t *testing.T) {
 			}
 		}
 	}
+}
+
+// firstEventsChunk returns the offset of a recording's first chunk of events.
+func firstEventsChunk(t *testing.T, path string) int64 {
+	t.Helper()
+	r, err := recordings.Open(path, recordings.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, e := range r.Index() {
+		if e.Events > 0 {
+			return e.Offset
+		}
+	}
+	t.Fatal("the recording has no events chunk")
+	return 0
 }
