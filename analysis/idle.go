@@ -78,6 +78,7 @@ type streamGaps struct {
 	byCause   [causeCount]int64
 	priority  int8
 	compute   bool // the stream ran kernels: its idle time is idle compute
+	largest   [causeCount]Gap
 }
 
 // idleGaps folds each stream's gaps between busy ops (gaps before a stream's first op and after its
@@ -268,6 +269,9 @@ func (g *idleGaps) record(st *streamGaps, k streamKey, start, dur int64, c Cause
 		return
 	}
 	gap := Gap{Device: k.dev, Stream: k.stream, Start: start, Dur: dur, Cause: c, CauseName: c.String()}
+	if dur > st.largest[c].Dur {
+		st.largest[c] = gap
+	}
 	longer := func(x, y Gap) bool {
 		if x.Dur != y.Dur {
 			return x.Dur > y.Dur
@@ -298,6 +302,8 @@ type StreamIdle struct {
 	Role    string           `json:"role"`
 	TotalNs int64            `json:"total_ns"`
 	ByCause map[string]int64 `json:"by_cause"`
+	// Largest is the stream's longest gap of each cause it had.
+	Largest map[string]Gap `json:"largest"`
 }
 
 // DeviceGaps is the gaps of one device's streams by cause, and the cause with the most time.
@@ -342,7 +348,14 @@ func (g *idleGaps) result() StreamGaps {
 		if st.compute {
 			role = "compute"
 		}
-		out.Streams = append(out.Streams, StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, Role: role, TotalNs: t, ByCause: m})
+		largest := map[string]Gap{}
+		for c, gap := range st.largest {
+			if gap.Dur > 0 {
+				largest[Cause(c).String()] = gap
+			}
+		}
+		out.Streams = append(out.Streams, StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, Role: role, TotalNs: t,
+			ByCause: m, Largest: largest})
 	}
 	slices.SortFunc(out.Streams, func(a, b StreamIdle) int {
 		if a.Device != b.Device {

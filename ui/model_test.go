@@ -386,3 +386,18 @@ func TestListWindow(t *testing.T) {
 		}
 	}
 }
+
+// Every row of the idle view can be shown in the timeline: each carries its stream's longest gap
+// of that cause, not only the rows among the run's fifty longest gaps.
+func TestIdleRowsEachHaveTheirLargestGap(t *testing.T) {
+	m := sized(scenarioSource(t, "pipeline", 3, ""), 160, 40)
+	groups := idleGroups(&m.Result().StreamIdle)
+	if len(groups) == 0 {
+		t.Fatal("no idle groups")
+	}
+	for _, g := range groups {
+		if g.gapNs <= 0 || g.gapNs > g.total {
+			t.Errorf("%s on device %d stream %d: largest gap %d ns of %d", g.cause, g.device, g.stream, g.gapNs, g.total)
+		}
+	}
+}

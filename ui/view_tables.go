@@ -271,10 +271,8 @@ func idleGroups(si *analysis.StreamGaps) []idleGroup {
 		for _, c := range analysis.Causes() {
 			if n := s.ByCause[c.String()]; n > 0 {
 				g := idleGroup{cause: c, role: s.Role, device: s.Device, stream: s.Stream, total: n}
-				for _, gap := range si.TopGaps {
-					if gap.Device == s.Device && gap.Stream == s.Stream && gap.Cause == c && gap.Dur > g.gapNs {
-						g.gapAt, g.gapNs = gap.Start, gap.Dur
-					}
+				if gap, ok := s.Largest[c.String()]; ok {
+					g.gapAt, g.gapNs = gap.Start, gap.Dur
 				}
 				out = append(out, g)
 			}
