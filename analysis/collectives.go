@@ -95,9 +95,10 @@ type Collective struct {
 	AlgBW     *float64 `json:"algbw_gbps"`
 	BusBW     *float64 `json:"busbw_gbps"`
 	// AlgoProto is NCCL Inspector's label of the algorithm and protocol the instances ran with
-	// ("Ring_LL128"), empty when the source does not say; Channels the most channels any used.
-	AlgoProto string `json:"algo_proto,omitempty"`
-	Channels  int    `json:"channels,omitempty"`
+	// ("Ring_LL128"), empty when the source does not say; Channels the most channels any used, nil
+	// when not known. Both keys are always present, so every backend's report has the same shape.
+	AlgoProto string `json:"algo_proto"`
+	Channels  *int   `json:"channels"`
 }
 
 // Collectives are the collective rows and what could not be grouped.
@@ -113,7 +114,11 @@ func (c *collectives) result() Collectives {
 	for k, s := range c.rows {
 		row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
 			TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs),
-			AlgoProto: algoProto(k.algo, k.proto), Channels: s.channels}
+			AlgoProto: algoProto(k.algo, k.proto)}
+		if s.channels > 0 {
+			ch := s.channels
+			row.Channels = &ch
+		}
 		if row.AlgBW != nil && k.ranks > 1 {
 			b := round2(*row.AlgBW * k.op.BusFactor(k.ranks))
 			row.BusBW = &b

@@ -256,7 +256,11 @@ func TestCollectiveAlgoProtoRows(t *testing.T) {
 		t.Fatalf("rows = %+v; want %d", rows, len(want))
 	}
 	for i, w := range want {
-		if g := (got{rows[i].AlgoProto, rows[i].Count, rows[i].Channels}); g != w {
+		ch := 0
+		if rows[i].Channels != nil {
+			ch = *rows[i].Channels
+		}
+		if g := (got{rows[i].AlgoProto, rows[i].Count, ch}); g != w {
 			t.Errorf("row %d = %+v; want %+v", i, g, w)
 		}
 	}

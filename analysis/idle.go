@@ -302,8 +302,8 @@ type StreamIdle struct {
 	Role    string           `json:"role"`
 	TotalNs int64            `json:"total_ns"`
 	ByCause map[string]int64 `json:"by_cause"`
-	// Largest is the stream's longest gap of each cause it had.
-	Largest map[string]Gap `json:"largest"`
+	// Largest is the stream's longest gap of each cause it had, in cause order.
+	Largest []Gap `json:"largest"`
 }
 
 // DeviceGaps is the gaps of one device's streams by cause, and the cause with the most time.
@@ -348,10 +348,10 @@ func (g *idleGaps) result() StreamGaps {
 		if st.compute {
 			role = "compute"
 		}
-		largest := map[string]Gap{}
-		for c, gap := range st.largest {
+		largest := []Gap{}
+		for _, gap := range st.largest {
 			if gap.Dur > 0 {
-				largest[Cause(c).String()] = gap
+				largest = append(largest, gap)
 			}
 		}
 		out.Streams = append(out.Streams, StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, Role: role, TotalNs: t,

@@ -127,8 +127,8 @@ func collectivesText(b *strings.Builder, r *Report) {
 		if ap == "" {
 			ap = units.Unknown
 		}
-		if c.Channels > 0 {
-			ch = fmt.Sprint(c.Channels)
+		if c.Channels != nil {
+			ch = fmt.Sprint(*c.Channels)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", c.Op, c.Ranks, size, c.Count, units.DurP(c.P50Ns), gbps(c.AlgBW), gbps(c.BusBW), ap, ch)
 	}

@@ -13,10 +13,10 @@ import (
 // The transfers view shows each collective row's algorithm and protocol (NCCL Inspector's
 // algo_proto label), one row per choice at a size, and nothing for rows whose choice is unknown.
 func TestTransfersAlgoProto(t *testing.T) {
-	bw := 100.0
+	bw, ch := 100.0, 16
 	res := &analysis.Result{Collectives: analysis.Collectives{Rows: []analysis.Collective{
-		{Op: "all_reduce", Ranks: 8, SizeClass: 1 << 30, Bytes: 1 << 30, Count: 2, AlgBW: &bw, BusBW: &bw, AlgoProto: "NVLS_Simple", Channels: 16},
-		{Op: "all_reduce", Ranks: 8, SizeClass: 1 << 30, Bytes: 1 << 30, Count: 1, AlgBW: &bw, BusBW: &bw, AlgoProto: "Ring_Simple", Channels: 16},
+		{Op: "all_reduce", Ranks: 8, SizeClass: 1 << 30, Bytes: 1 << 30, Count: 2, AlgBW: &bw, BusBW: &bw, AlgoProto: "NVLS_Simple", Channels: &ch},
+		{Op: "all_reduce", Ranks: 8, SizeClass: 1 << 30, Bytes: 1 << 30, Count: 1, AlgBW: &bw, BusBW: &bw, AlgoProto: "Ring_Simple", Channels: &ch},
 		{Op: "all_gather", Ranks: 8, SizeClass: 8, Bytes: 8, Count: 1},
 	}}}
 	fr := &Frame{Res: res, Styles: theme.DefaultStyles(true), Width: 160}

@@ -271,8 +271,10 @@ func idleGroups(si *analysis.StreamGaps) []idleGroup {
 		for _, c := range analysis.Causes() {
 			if n := s.ByCause[c.String()]; n > 0 {
 				g := idleGroup{cause: c, role: s.Role, device: s.Device, stream: s.Stream, total: n}
-				if gap, ok := s.Largest[c.String()]; ok {
-					g.gapAt, g.gapNs = gap.Start, gap.Dur
+				for _, gap := range s.Largest {
+					if gap.Cause == c {
+						g.gapAt, g.gapNs = gap.Start, gap.Dur
+					}
 				}
 				out = append(out, g)
 			}
