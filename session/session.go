@@ -105,6 +105,7 @@ type Prepared struct {
 	fan      *fanout
 	recorder *recordings.Recorder
 	exporter *otel.Exporter
+	progress progress
 }
 
 // Prepare resolves cfg. Extra sinks receive every event besides the store.
@@ -147,6 +148,7 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 		fan.sinks = append(fan.sinks, p.analyzer)
 	}
 	fan.sinks = append(fan.sinks, sinks...)
+	fan.sinks = append(fan.sinks, &p.progress)
 	if cfg.NVML {
 		fan.inbox = &inbox{strs: strs}
 		if cfg.Epoch.IsZero() {

@@ -323,3 +323,20 @@ func TestNVMLUnavailable(t *testing.T) {
 		t.Errorf("alerts %+v; want one saying NVML was not found", r.Alerts)
 	}
 }
+
+// Progress says how far a run has got: after it, every event, the last time and every step.
+func TestProgress(t *testing.T) {
+	p, err := Prepare(Config{Scenario: "straggler", Steps: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Report(out)
+	events, now, steps := p.Progress()
+	if events != r.Events || steps != int64(out.Steps) || now <= 0 || now > r.DurationNs+1_000_000_000 {
+		t.Errorf("progress %d events, t %d, %d steps; the run had %d events, %d steps, %d ns", events, now, steps, r.Events, out.Steps, r.DurationNs)
+	}
+}

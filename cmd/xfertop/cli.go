@@ -190,7 +190,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return prepareError(err)
 	}
+	// A paced run takes as long as it simulates: say how far it has got, where a person watches.
+	stop := func() {}
+	if o.cfg.Speed > 0 && isTerminal(stderr) {
+		stop = showProgress(stderr, 500*time.Millisecond, p.Progress)
+	}
 	out, err := p.Run(ctx)
+	stop()
 	var re *session.RecordingError
 	if err != nil && !errors.As(err, &re) {
 		return err
