@@ -593,23 +593,10 @@ func (m *importer) selectedByHTA(i int) bool {
 // a trace spans seconds to hours, and one timestamp decades away would otherwise make time 0, the
 // span and every idle total meaningless.
 func (m *importer) dropOutliers() {
-	evs := m.im.Events
-	if len(evs) == 0 {
+	median, spread := MedianStart(m.im.Events)
+	if !spread {
 		return
 	}
-	lo, hi := evs[0].Start, evs[0].Start
-	for _, ev := range evs {
-		lo, hi = min(lo, ev.Start), max(hi, ev.Start)
-	}
-	if hi-lo <= maxSpan {
-		return
-	}
-	starts := make([]int64, len(evs))
-	for i, ev := range evs {
-		starts[i] = ev.Start
-	}
-	slices.Sort(starts)
-	median := starts[len(starts)/2]
 	m.keep(func(i int) bool {
 		ev := &m.im.Events[i]
 		if d := ev.Start - median; d >= -maxSpan && d <= maxSpan {
@@ -620,6 +607,31 @@ func (m *importer) dropOutliers() {
 			m.names[o.file()], o.index(), shortName([]byte(m.im.Strings.Lookup(ev.Label))), span(ev.Start-median))
 		return false
 	})
+}
+
+// MaxSpan is how far apart in time the events of one import may lie: a trace spans seconds to
+// hours, so an event further than this from the others has a damaged timestamp.
+const MaxSpan = maxSpan
+
+// MedianStart returns the median start of evs, and whether any two of them start more than
+// MaxSpan apart (when not, there is nothing to leave out and the median is not computed).
+func MedianStart(evs []timeline.Event) (median int64, spread bool) {
+	if len(evs) == 0 {
+		return 0, false
+	}
+	lo, hi := evs[0].Start, evs[0].Start
+	for _, ev := range evs {
+		lo, hi = min(lo, ev.Start), max(hi, ev.Start)
+	}
+	if hi-lo <= maxSpan {
+		return 0, false
+	}
+	starts := make([]int64, len(evs))
+	for i, ev := range evs {
+		starts[i] = ev.Start
+	}
+	slices.Sort(starts)
+	return starts[len(starts)/2], true
 }
 
 // span writes a time difference for a person: days or years when it is that long.

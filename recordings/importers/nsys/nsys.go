@@ -17,7 +17,7 @@ import (
 // never reaches a total.
 const (
 	maxEventBytes = 1 << 40
-	maxSpan       = int64(24 * time.Hour)
+	maxSpan       = kineto.MaxSpan
 	maxTime       = 1 << 62
 	maxWarnings   = 20
 	queuedUnknown = math.MinInt64
@@ -206,22 +206,10 @@ func (m *importer) finish(multi bool) *kineto.Imported {
 // otherwise make time 0, the span and every idle total meaningless.
 func (m *importer) dropOutliers() {
 	evs := m.im.Events
-	if len(evs) == 0 {
+	median, spread := kineto.MedianStart(evs)
+	if !spread {
 		return
 	}
-	lo, hi := evs[0].Start, evs[0].Start
-	for _, ev := range evs {
-		lo, hi = min(lo, ev.Start), max(hi, ev.Start)
-	}
-	if hi-lo <= maxSpan {
-		return
-	}
-	starts := make([]int64, len(evs))
-	for i, ev := range evs {
-		starts[i] = ev.Start
-	}
-	slices.Sort(starts)
-	median := starts[len(starts)/2]
 	n := 0
 	for _, ev := range evs {
 		if d := ev.Start - median; d >= -maxSpan && d <= maxSpan {
