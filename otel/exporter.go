@@ -99,13 +99,7 @@ func New(ctx context.Context, cfg Config, src *timeline.Strings) (*Exporter, err
 	default:
 		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(cfg.Endpoint), otlptracegrpc.WithTimeout(cfg.ExportTimeout),
 			otlptracegrpc.WithReconnectionPeriod(500 * time.Millisecond),
-			// The exporter retries inside one export; the queue sees each attempt here, so a refused
-			// connection can end the export at shutdown without waiting for the retries to run out.
-			otlptracegrpc.WithDialOption(grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-				err := invoke(ctx, method, req, reply, cc, opts...)
-				q.attempt(err)
-				return err
-			})),
+			otlptracegrpc.WithDialOption(seeAttempts(q)),
 			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: retry > 0, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: retry})}
 		if cfg.Insecure {
 			opts = append(opts, otlptracegrpc.WithInsecure())
@@ -420,4 +414,15 @@ func (x *Exporter) Stats() Stats {
 		s.State = "starting"
 	}
 	return s
+}
+
+// seeAttempts shows the queue each gRPC attempt: the exporter retries inside one export, so a
+// refused connection can end the export at shutdown without waiting for the retries to run out.
+func seeAttempts(q *spanQueue) grpc.DialOption {
+	return grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+		invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoke(ctx, method, req, reply, cc, opts...)
+		q.attempt(err)
+		return err
+	})
 }

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"google.golang.org/grpc"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
@@ -79,11 +78,7 @@ func newMetricExporter(ctx context.Context, cfg Config, q *spanQueue) (sdkmetric
 	default:
 		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpointURL(cfg.Endpoint), otlpmetricgrpc.WithTimeout(cfg.ExportTimeout),
 			otlpmetricgrpc.WithReconnectionPeriod(500 * time.Millisecond),
-			otlpmetricgrpc.WithDialOption(grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-				err := invoke(ctx, method, req, reply, cc, opts...)
-				q.attempt(err)
-				return err
-			})),
+			otlpmetricgrpc.WithDialOption(seeAttempts(q)),
 			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: cfg.RetryFor > 0, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: cfg.RetryFor})}
 		if cfg.Insecure {
 			opts = append(opts, otlpmetricgrpc.WithInsecure())

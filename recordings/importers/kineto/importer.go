@@ -2,11 +2,11 @@ package kineto
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 
@@ -538,20 +538,7 @@ func (m *importer) finish() *Imported {
 	exported := im.Format == "xfertop-chrome"
 	if !exported {
 		im.EpochUnixNs = base // Kineto timestamps are µs since the Unix epoch
-		for i := range im.Events {
-			ev := &im.Events[i]
-			if ev.Queued != queuedUnknown && (ev.Queued < base || ev.Queued > last) {
-				ev.Queued = queuedUnknown // launched by a call that was left out
-			}
-			ev.Start -= base
-			ev.End -= base
-			if ev.Queued == queuedUnknown {
-				ev.Queued = -1
-			} else {
-				ev.Queued -= base
-			}
-		}
-		sort.SliceStable(im.Events, func(i, j int) bool { return im.Events[i].Start < im.Events[j].Start })
+		Rebase(im.Events, base, last)
 	}
 	devices := map[int32]bool{}
 	for _, ev := range im.Events {
@@ -607,6 +594,26 @@ func (m *importer) dropOutliers() {
 			m.names[o.file()], o.index(), shortName([]byte(m.im.Strings.Lookup(ev.Label))), span(ev.Start-median))
 		return false
 	})
+}
+
+// QueuedUnknown marks, while importing, an event whose launch time is not known yet.
+const QueuedUnknown = queuedUnknown
+
+// Rebase puts imported events on the import's time axis, time 0 at base, and sorts them by start.
+// A launch time outside [base, last] belongs to a call that was left out: it becomes unknown (−1),
+// as does QueuedUnknown.
+func Rebase(evs []timeline.Event, base, last int64) {
+	for i := range evs {
+		ev := &evs[i]
+		if ev.Queued == queuedUnknown || ev.Queued < base || ev.Queued > last {
+			ev.Queued = -1
+		} else {
+			ev.Queued -= base
+		}
+		ev.Start -= base
+		ev.End -= base
+	}
+	slices.SortStableFunc(evs, func(a, b timeline.Event) int { return cmp.Compare(a.Start, b.Start) })
 }
 
 // MaxSpan is how far apart in time the events of one import may lie: a trace spans seconds to

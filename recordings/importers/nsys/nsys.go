@@ -1,11 +1,9 @@
 package nsys
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +18,7 @@ const (
 	maxSpan       = kineto.MaxSpan
 	maxTime       = 1 << 62
 	maxWarnings   = 20
-	queuedUnknown = math.MinInt64
+	queuedUnknown = kineto.QueuedUnknown
 	defaultStream = 1 << 31 // stream id 0 means "no stream" in events
 )
 
@@ -173,20 +171,7 @@ func (m *importer) finish(multi bool) *kineto.Imported {
 	} else if multi {
 		m.warn("some files have no %s: their times are those of their own clock, not aligned with the other files", tableStart)
 	}
-	for i := range im.Events {
-		ev := &im.Events[i]
-		if ev.Queued != queuedUnknown && (ev.Queued < base || ev.Queued > last) {
-			ev.Queued = queuedUnknown
-		}
-		ev.Start -= base
-		ev.End -= base
-		if ev.Queued == queuedUnknown {
-			ev.Queued = -1
-		} else {
-			ev.Queued -= base
-		}
-	}
-	slices.SortStableFunc(im.Events, func(a, b timeline.Event) int { return cmp.Compare(a.Start, b.Start) })
+	kineto.Rebase(im.Events, base, last)
 	devices := map[int32]bool{}
 	for _, ev := range im.Events {
 		if ev.Device >= 0 {
