@@ -19,7 +19,7 @@ type posting struct {
 	nranks  int
 	ranks   []uint64 // bit set of communicator ranks that posted it
 	n       int
-	first   time.Time
+	first   int64 // session ns when the first rank posted it
 	alerted bool
 }
 
@@ -49,9 +49,9 @@ func newHangs(timeout time.Duration) *hangs {
 	return &hangs{timeout: timeout, open: map[uint64]*posting{}, stuck: map[uint32]bool{}}
 }
 
-// posted counts a rank's posting mark: Op the collective, Peer its rank in the communicator, Ranks
-// the communicator's size, Aux the sequence number.
-func (h *hangs) posted(e *timeline.Event, now time.Time) {
+// posted counts a rank's posting mark at session time now (ns): Op the collective, Peer its rank in
+// the communicator, Ranks the communicator's size, Aux the sequence number.
+func (h *hangs) posted(e *timeline.Event, now int64) {
 	if h.timeout < 0 || e.Ranks < 2 || e.Peer < 0 || int(e.Peer) >= int(e.Ranks) {
 		return
 	}
@@ -80,15 +80,16 @@ func (h *hangs) posted(e *timeline.Event, now time.Time) {
 	}
 }
 
-// due returns the postings that have waited longer than the timeout, once each.
-func (h *hangs) due(now time.Time) []hang {
+// due returns the postings that have waited longer than the timeout at session time now (ns), once
+// each.
+func (h *hangs) due(now int64) []hang {
 	if h.timeout < 0 {
 		return nil
 	}
 	var out []hang
 	for _, id := range h.order {
 		p := h.open[id]
-		if p == nil || p.alerted || now.Sub(p.first) < h.timeout {
+		if p == nil || p.alerted || time.Duration(now-p.first) < h.timeout {
 			continue
 		}
 		p.alerted = true
@@ -96,7 +97,7 @@ func (h *hangs) due(now time.Time) []hang {
 			continue
 		}
 		h.stuck[p.comm] = true
-		hg := hang{id: p.id, op: p.op, seq: p.seq, comm: p.comm, nranks: p.nranks, waited: now.Sub(p.first)}
+		hg := hang{id: p.id, op: p.op, seq: p.seq, comm: p.comm, nranks: p.nranks, waited: time.Duration(now - p.first)}
 		for r := 0; r < p.nranks; r++ {
 			if p.ranks[r/64]&(1<<(r%64)) != 0 {
 				hg.posted = append(hg.posted, int32(r))

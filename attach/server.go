@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/xfertop/xfertop/probes/ncclprof/fold"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -77,16 +75,7 @@ type Server struct {
 	events   atomic.Int64
 	alerts   atomic.Int64
 
-	// merger state (its goroutine only)
-	peers  map[commRank]int32
-	hosts  map[string]uint16
-	hang   *hangs
-	nextID uint32
-}
-
-type commRank struct {
-	comm uint32
-	rank uint32
+	join *Join // the merger goroutine's only
 }
 
 // block is what a connection's reader hands the merger.
@@ -103,11 +92,7 @@ type block struct {
 
 type connState struct {
 	rank    *Rank
-	offset  int64 // add to the connection's times to get session times
-	labels  []uint32
-	streams map[uint32]uint32
-	groups  map[uint32]uint32
-	host    uint16
+	member  *Member
 	dropped int64
 }
 
@@ -131,8 +116,9 @@ func Start(ctx context.Context, cfg Config, sinks ...timeline.Sink) (*Server, er
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Server{cfg: cfg, l: l, sinks: sinks, strs: cfg.Strings, in: make(chan block, cfg.Queue), done: make(chan struct{}),
-		stop: cancel, conns: map[net.Conn]struct{}{}, peers: map[commRank]int32{}, hosts: map[string]uint16{}, lastOpen: time.Now(),
-		hang: newHangs(cfg.HangTimeout)}
+		stop: cancel, conns: map[net.Conn]struct{}{}, lastOpen: time.Now()}
+	s.join = NewJoin(JoinConfig{Strings: cfg.Strings, Epoch: cfg.Epoch, HangTimeout: cfg.HangTimeout,
+		Clock: func(*timeline.Event) int64 { return time.Now().UnixNano() - cfg.Epoch }})
 	s.meta = timeline.Meta{Source: "attach " + cfg.Addr.String(), Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
 		Writer: "xfertop attach", EpochUnixNs: cfg.Epoch}
 	s.epoch = cfg.Epoch
@@ -224,7 +210,7 @@ func (s *Server) accept(ctx context.Context) {
 		s.open++
 		s.mu.Unlock()
 		s.wg.Add(1)
-		go s.read(c, &connState{rank: r, streams: map[uint32]uint32{}, groups: map[uint32]uint32{}})
+		go s.read(c, &connState{rank: r})
 	}
 }
 
@@ -300,9 +286,10 @@ func (s *Server) apply(b block) {
 	if b.meta != nil {
 		s.hello(cs, b.meta)
 	}
-	for _, str := range b.strings {
-		cs.labels = append(cs.labels, s.strs.ID(str))
+	if cs.member == nil { // a stream without meta: its clock and rank are not known
+		cs.member, _ = s.join.Add(fmt.Sprintf("rank connection %d", cs.rank.Conn), &recordings.Meta{EpochUnixNs: s.epoch})
 	}
+	s.join.AddStrings(cs.member, b.strings)
 	if d := b.dropped - cs.dropped; d > 0 {
 		s.dropped.Add(d)
 		cs.dropped = b.dropped
@@ -324,59 +311,25 @@ func (s *Server) apply(b block) {
 
 // hello takes a connection's description: its host, process, rank, and its clock's epoch.
 func (s *Server) hello(cs *connState, m *recordings.Meta) {
+	mb, err := s.join.Add(fmt.Sprintf("rank connection %d", cs.rank.Conn), m)
+	cs.member = mb
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cs.offset = m.EpochUnixNs - s.epoch
 	r := cs.rank
-	r.Host = m.Extra["nccl.host"]
-	r.Pid, _ = strconv.Atoi(m.Extra["nccl.pid"])
-	if n, err := strconv.Atoi(m.Extra["nccl.rank"]); err == nil {
-		r.Rank = n
+	r.Host, r.Pid = mb.Host, mb.Pid
+	if mb.Rank >= 0 {
+		r.Rank = mb.Rank
 	}
-	h, ok := s.hosts[r.Host]
-	if !ok {
-		h = uint16(len(s.hosts))
-		s.hosts[r.Host] = h
+	if err != nil {
+		r.Err = err.Error() // merged all the same: the job is live
 	}
-	cs.host = h
-}
-
-func (cs *connState) label(id uint32) uint32 {
-	if id == 0 || int(id) > len(cs.labels) {
-		return 0
-	}
-	return cs.labels[id-1]
 }
 
 func (s *Server) emit(cs *connState, e *timeline.Event) {
-	e.Start += cs.offset
-	e.End += cs.offset
-	if e.Queued >= 0 {
-		e.Queued += cs.offset
+	if !s.join.Event(cs.member, e) {
+		return // hang detection's input, not an event of the job
 	}
-	e.Label = cs.label(e.Label)
-	e.Host = cs.host
-	if e.Stream != 0 {
-		id, ok := cs.streams[e.Stream]
-		if !ok {
-			s.nextID++ // streams and groups share one counter: ids unique in the session
-			id = s.nextID
-			cs.streams[e.Stream] = id
-		}
-		e.Stream = id
-	}
-	if e.Group != 0 {
-		id, ok := cs.groups[e.Group]
-		if !ok {
-			s.nextID++
-			id = s.nextID
-			cs.groups[e.Group] = id
-		}
-		e.Group = id
-	}
-	switch e.Kind {
-	case timeline.KindCommInit:
-		s.peers[commRank{e.Comm, e.Aux}] = e.Device
+	if e.Kind == timeline.KindCommInit {
 		s.mu.Lock()
 		cs.rank.Comms = append(cs.rank.Comms, s.strs.Lookup(e.Label))
 		if cs.rank.Rank < 0 {
@@ -384,14 +337,6 @@ func (s *Server) emit(cs *connState, e *timeline.Event) {
 		}
 		s.meta.Devices = max(s.meta.Devices, int(e.Device)+1)
 		s.mu.Unlock()
-	case timeline.KindSend, timeline.KindRecv, timeline.KindCollective, timeline.KindPeerWait:
-		e.Peer = s.device(e.Comm, e.Peer)
-	case timeline.KindMark:
-		if s.strs.Lookup(e.Label) == fold.PostedLabel {
-			s.hang.posted(e, time.Now())
-			return // hang detection's input, not an event of the job
-		}
-		e.Peer = s.device(e.Comm, e.Peer)
 	}
 	s.events.Add(1)
 	for _, k := range s.sinks {
@@ -399,67 +344,13 @@ func (s *Server) emit(cs *connState, e *timeline.Event) {
 	}
 }
 
-// device translates a rank in a communicator to the job's rank (device), when known.
-func (s *Server) device(comm uint32, rank int32) int32 {
-	if rank < 0 {
-		return rank
-	}
-	if d, ok := s.peers[commRank{comm, uint32(rank)}]; ok {
-		return d
-	}
-	return rank
-}
-
 // checkHangs raises an alert for each collective posted by some ranks and not others for too long.
 func (s *Server) checkHangs(now time.Time) {
-	s.mu.Lock()
-	epoch := s.epoch
-	s.mu.Unlock()
-	if epoch == 0 {
-		return
-	}
-	for _, h := range s.hang.due(now) {
-		at := now.UnixNano() - epoch
-		missing := make([]string, 0, len(h.missing))
-		first := timeline.NoDevice
-		for _, r := range h.missing {
-			d := s.device(h.comm, r)
-			if first < 0 {
-				first = d
-			}
-			missing = append(missing, strconv.Itoa(int(d)))
-		}
-		posted := make([]string, 0, len(h.posted))
-		for _, r := range h.posted {
-			posted = append(posted, strconv.Itoa(int(s.device(h.comm, r))))
-		}
-		msg := fmt.Sprintf("hang: %s #%d on communicator %08x posted by ranks %s of %d for %s; not posted by ranks %s",
-			h.op, h.seq, h.comm, list(posted), h.nranks, h.waited.Round(time.Millisecond), list(missing))
-		e := timeline.Event{Kind: timeline.KindAlert, Start: at, End: at, Queued: -1, Op: h.id, Device: first, Peer: timeline.NoDevice,
-			Comm: h.comm, Status: timeline.StatusTimeout, Label: s.strs.ID(msg)}
+	for _, e := range s.join.Hangs(now.UnixNano() - s.epoch) {
 		s.alerts.Add(1)
 		s.events.Add(1)
 		for _, k := range s.sinks {
 			k.Emit(&e)
 		}
 	}
-}
-
-func list(xs []string) string {
-	const most = 16
-	if len(xs) > most {
-		return fmt.Sprintf("%s … (%d in all)", joinComma(xs[:most]), len(xs))
-	}
-	return joinComma(xs)
-}
-
-func joinComma(xs []string) string {
-	out := ""
-	for i, x := range xs {
-		if i > 0 {
-			out += ","
-		}
-		out += x
-	}
-	return out
 }
