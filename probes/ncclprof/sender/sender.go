@@ -256,6 +256,11 @@ func (o *output) open(s *Sender, now int64) error {
 }
 
 func (o *output) send(s *Sender, dropped, now int64, final bool) {
+	if o.w == nil && o.addr == nil && len(s.events) == 0 && dropped == 0 {
+		// A recording is named and described by its rank, known at the first communicator's init,
+		// which comes before the first event: nothing to write yet.
+		return
+	}
 	if o.w == nil {
 		if err := o.open(s, now); err != nil {
 			o.lost += int64(len(s.events))
