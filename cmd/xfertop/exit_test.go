@@ -80,6 +80,7 @@ const (
 // Every way the command ends, run as a user runs it: the exit status and the exact message.
 func TestExitStatusAndMessage(t *testing.T) {
 	dir := t.TempDir()
+	emptyDir := t.TempDir()
 	good := filepath.Join(dir, "good.xfr")
 	if code, _, errs := runCLI(t, "run", "--headless", "--steps", "3", "--scenario", "overlap", "--record", good); code != exitOK {
 		t.Fatal(errs)
@@ -141,9 +142,9 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"usage: unknown flag", []string{"run", "--frobnicate"}, exitUsage, "xfertop run: flag provided but not defined: -frobnicate (see xfertop run --help)\n", exact, ""},
 		{"usage: bad value", []string{"run", "--steps", "-1"}, exitUsage, "xfertop run: --steps and --duration must not be negative\n", exact, ""},
 		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, listen, analyze, convert, compare, attach, plugin, repair, scenarios, help)\n", exact, ""},
-		{"usage: replay a directory", []string{"replay", dir, "--headless"}, exitUsage, "xfertop replay: " + dir + " is a directory, not a recording\n", exact, ""},
-		{"usage: analyze a directory", []string{"analyze", dir}, exitUsage, "xfertop analyze: " + dir + " is a directory, not a recording or a trace\n", exact, ""},
-		{"usage: convert a directory", []string{"convert", dir, filepath.Join(dir, "o.json")}, exitUsage, "xfertop convert: " + dir + " is a directory, not a recording or a trace\n", exact, ""},
+		{"usage: replay a directory", []string{"replay", emptyDir, "--headless"}, exitUsage, "xfertop replay: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
+		{"usage: analyze a directory", []string{"analyze", emptyDir}, exitUsage, "xfertop analyze: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
+		{"usage: convert a directory", []string{"convert", emptyDir, filepath.Join(dir, "o.json")}, exitUsage, "xfertop convert: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
 		{"usage: replay a missing file", []string{"replay", missing}, exitUsage, "xfertop replay: " + missing + ": no such file\n", exact, ""},
 		{"usage: --from past the end", []string{"replay", good, "--headless", "--from", "1000h"}, exitUsage,
 			"xfertop replay: --from 1000h0m0s is past the end of " + good + ": the recording ends at " + humanDuration(end) + "\n", exact, ""},

@@ -40,7 +40,8 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	setUsage(fs, "xfertop replay FILE [flags]  (a recording, or a trace or Nsight Systems export, imported first)")
+	setUsage(fs, "xfertop replay FILE [flags]  (a recording, or a trace or Nsight Systems export, imported first)\n"+
+		"       xfertop replay RANK.xfr RANK.xfr... | DIR [flags]  (a job's per-rank recordings (XFERTOP_RECORD_DIR), merged)")
 	speed := fs.Float64("speed", 0, "replay at this many recorded seconds per wall second (0: as fast as possible)")
 	from := fs.Duration("from", 0, "start at this time into the recording")
 	headless := fs.Bool("headless", false, "print a report instead of opening the console")
@@ -56,8 +57,8 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return flagError(fs, err)
 	}
-	if len(pos) != 1 {
-		return usageError("give one recording: xfertop replay FILE.xfr [--speed X] [--from T] [--headless [--json]]")
+	if len(pos) == 0 {
+		return usageError("give a recording, or a job's per-rank recordings (files or their directory): xfertop replay FILE.xfr... [--speed X] [--from T] [--headless [--json]]")
 	}
 	if *speed < 0 || *from < 0 {
 		return usageError("--speed and --from must not be negative")
@@ -66,20 +67,22 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError("%w", err)
 	}
-	if err := inputFile(pos[0], "a recording"); err != nil {
+	if pos, err = rankInputs(pos); err != nil {
 		return err
 	}
 	rec, err := isRecording(pos[0])
 	if err != nil {
 		return err
 	}
-	if !rec {
-		tmp, err := importToRecording(pos[0], limits.options(false), stderr)
+	if !rec || len(pos) > 1 {
+		// A trace, or several ranks: one recording first, so that it replays like any (seeking,
+		// memory bounded by the window).
+		tmp, err := importToRecording(pos, limits.options(false), stderr)
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(filepath.Dir(tmp))
-		pos[0] = tmp
+		pos = []string{tmp}
 	}
 	if err := checkFrom(pos[0], *from, *salvage); err != nil {
 		return err
@@ -97,17 +100,22 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, stdout, stderr)
 }
 
-// importToRecording imports a trace or an export into a recording in a new temporary directory, so
-// that it replays like any recording (with seeking, and memory bounded by the console's window).
-func importToRecording(path string, opts importers.Options, stderr io.Writer) (string, error) {
+// importToRecording imports a trace or an export, or merges a job's per-rank recordings, into a
+// recording in a new temporary directory, so that it replays like any recording (with seeking,
+// and memory bounded by the console's window).
+func importToRecording(paths []string, opts importers.Options, stderr io.Writer) (string, error) {
 	dir, err := os.MkdirTemp("", "xfertop-import-")
 	if err != nil {
 		return "", failure(err)
 	}
-	sink := &recordingSink{path: filepath.Join(dir, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+".xfr")}
-	res, err := readInput([]string{path}, opts, sink, stderr)
+	name := strings.TrimSuffix(filepath.Base(paths[0]), filepath.Ext(paths[0]))
+	if len(paths) > 1 {
+		name = "ranks"
+	}
+	sink := &recordingSink{path: filepath.Join(dir, name+".xfr")}
+	res, err := readInput(paths, opts, sink, stderr)
 	if err == nil && res.Events == 0 {
-		err = dataError(fmt.Errorf("%s: no events", path))
+		err = dataError(fmt.Errorf("%s: no events", strings.Join(paths, ", ")))
 	}
 	if err == nil {
 		err = sink.close()
@@ -118,6 +126,31 @@ func importToRecording(path string, opts importers.Options, stderr io.Writer) (s
 		return "", err
 	}
 	return sink.path, nil
+}
+
+// rankInputs checks the inputs of replay, analyze and convert, and expands a directory to the
+// per-rank recordings in it (XFERTOP_RECORD_DIR: rank<R>-<host>-<pid>.xfr), in name order.
+func rankInputs(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err == nil && st.IsDir() {
+			files, err := filepath.Glob(filepath.Join(p, "*.xfr"))
+			if err != nil {
+				return nil, failure(err)
+			}
+			if len(files) == 0 {
+				return nil, usageError("%s is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)", p)
+			}
+			out = append(out, files...)
+			continue
+		}
+		if err := inputFile(p, "a recording or a trace"); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // checkFrom refuses a --from past the end of the recording at path, saying where it ends.
@@ -192,7 +225,7 @@ func isRecording(path string) (bool, error) {
 func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop analyze", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	setUsage(fs, "xfertop analyze FILE... [flags]  (a recording, trace files (.json, .json.gz, one per rank) or Nsight Systems exports (.sqlite))")
+	setUsage(fs, "xfertop analyze FILE... [flags]  (a recording, a job's per-rank recordings or their directory, trace files (.json, .json.gz, one per rank) or Nsight Systems exports (.sqlite))")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	likeHTA := fs.Bool("like-hta", false, "analyse what Holistic Trace Analysis does by default: with two or more ProfilerStep#N, the ops launched before the last step begins; timestamps rounded to whole µs")
 	salvage := fs.Bool("salvage", false, "skip damaged chunks of a recording")
@@ -203,19 +236,13 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return flagError(fs, err)
 	}
 	if len(pos) == 0 {
-		return usageError("give a recording (.xfr), or one or more trace files (.json, .json.gz; one per rank) or Nsight Systems exports (.sqlite)")
+		return usageError("give a recording (.xfr) or a job's per-rank recordings (files or their directory), or one or more trace files (.json, .json.gz; one per rank) or Nsight Systems exports (.sqlite)")
 	}
-	for _, p := range pos {
-		if err := inputFile(p, "a recording or a trace"); err != nil {
-			return err
-		}
-	}
-	rec, err := isRecording(pos[0])
-	if err != nil {
+	if pos, err = rankInputs(pos); err != nil {
 		return err
 	}
-	if rec && len(pos) > 1 {
-		return usageError("give one recording at a time")
+	if _, err := isRecording(pos[0]); err != nil {
+		return err
 	}
 	opts := limits.options(*likeHTA)
 	opts.Salvage, opts.Context = *salvage, ctx
@@ -232,11 +259,13 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return writeReport(stdout, rep, *asJSON)
 }
 
-const convertHelp = `Usage: xfertop convert IN OUT [flags]
+const convertHelp = `Usage: xfertop convert IN... OUT [flags]
 
 Converts a recording to a Chrome trace (IN.xfr -> OUT.json, for Perfetto or chrome://tracing), or a
 Kineto or Chrome trace or an Nsight Systems SQLite export to a recording (IN.json[.gz] or
-IN.sqlite -> OUT.xfr). The format of IN is told by its content, not its name.
+IN.sqlite -> OUT.xfr). A job's per-rank recordings (several IN.xfr, or their directory) are merged
+first, into one recording (OUT.xfr) or one trace (OUT.json). The format of IN is told by its
+content, not its name.
 
 Flags:
 `
@@ -260,25 +289,32 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return flagError(fs, err)
 	}
-	if len(pos) != 2 {
-		return usageError("usage: xfertop convert IN OUT  (IN.xfr -> OUT.json, or IN.json[.gz] or IN.sqlite -> OUT.xfr)")
+	if len(pos) < 2 {
+		return usageError("usage: xfertop convert IN... OUT  (IN.xfr -> OUT.json, IN.json[.gz] or IN.sqlite -> OUT.xfr, a job's RANK.xfr... or DIR -> OUT.xfr or OUT.json)")
 	}
-	in, out := pos[0], pos[1]
-	if err := inputFile(in, "a recording or a trace"); err != nil {
+	out := pos[len(pos)-1]
+	in, err := rankInputs(pos[:len(pos)-1])
+	if err != nil {
 		return err
 	}
-	rec, err := isRecording(in)
+	rec, err := isRecording(in[0])
 	if err != nil {
 		return err
 	}
 	if !rec {
-		return convertTrace(in, out, limits.options(false), stdout, stderr)
+		if len(in) > 1 {
+			return usageError("convert one trace at a time (%d given)", len(in))
+		}
+		return convertTrace(in[0], out, limits.options(false), stdout, stderr)
+	}
+	if len(in) > 1 && strings.HasSuffix(out, ".xfr") {
+		return convertTrace(strings.Join(in, ", "), out, limits.options(false), stdout, stderr, in...)
 	}
 	if !strings.HasSuffix(out, ".json") {
-		return usageError("%s is a recording; write it to a .json file (Chrome trace), not %q", in, out)
+		return usageError("%s is a recording; write it to a .json file (Chrome trace), not %q", in[0], out)
 	}
 	var all importers.Collect
-	if _, err := readInput([]string{in}, importers.Options{}, &all, stderr); err != nil {
+	if _, err := readInput(in, importers.Options{}, &all, stderr); err != nil {
 		return err // a damaged recording is a data error (exitStatus)
 	}
 	f, err := os.Create(out)
@@ -300,13 +336,18 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// convertTrace converts a Kineto or Chrome trace, or an Nsight Systems export, to a recording.
-func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writer) error {
+// convertTrace converts a Kineto or Chrome trace, or an Nsight Systems export, to a recording; or
+// merges a job's per-rank recordings (ranks, named in by in) into one.
+func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writer, ranks ...string) error {
 	if !strings.HasSuffix(out, ".xfr") {
 		return usageError("%s is a trace; write it to a .xfr recording, not %q", in, out)
 	}
+	paths := []string{in}
+	if len(ranks) > 0 {
+		paths = ranks
+	}
 	sink := &recordingSink{path: out}
-	res, err := readInput([]string{in}, opts, sink, stderr)
+	res, err := readInput(paths, opts, sink, stderr)
 	if err == nil {
 		err = sink.close()
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/attach"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/recordings/importers"
 	"github.com/xfertop/xfertop/recordings/importers/kineto"
@@ -36,6 +37,11 @@ func readInput(paths []string, opts importers.Options, sink importers.Sink, stde
 		for _, w := range res.Warnings {
 			fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
 		}
+	}
+	var me *attach.MergeError
+	var rc *attach.RankConflictError
+	if errors.As(err, &me) || errors.As(err, &rc) {
+		return res, dataError(err) // per-rank recordings that are not one job's
 	}
 	if err == nil || sinkErr || res.Format == importers.FormatRecording {
 		return res, err

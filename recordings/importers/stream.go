@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/attach"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/timeline"
@@ -42,14 +43,18 @@ type Result struct {
 	Dropped int64
 }
 
-// Stream reads one or more inputs of one format, told by their content, into sink: a recording
-// (one at a time) or traces or exports (the ranks or hosts of one job). It tells opts.Progress how
+// Stream reads one or more inputs of one format, told by their content, into sink: a recording, the
+// per-rank recordings of one job (merged by attach.MergeRecordings, as a live attach merges its
+// ranks), or traces or exports (the ranks or hosts of one job). It tells opts.Progress how
 // far it has got. The Result is returned with an error too, so that its Format says which reader
 // failed.
 func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	format, err := detectAll(paths)
 	if err != nil {
 		return &Result{}, err
+	}
+	if format == FormatRecording && len(paths) > 1 {
+		return streamRanks(paths, opts, sink)
 	}
 	if format == FormatRecording {
 		return streamRecording(paths[0], opts, sink)
@@ -109,6 +114,30 @@ func streamRecording(path string, opts Options, sink Sink) (*Result, error) {
 	return res, r.Err()
 }
 
+// streamRanks merges the per-rank recordings of one job into sink, batch by batch.
+func streamRanks(paths []string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatRecording}
+	m, err := attach.MergeRecordings(paths, recordings.Options{Salvage: opts.Salvage}, 0)
+	if err != nil {
+		return res, err
+	}
+	defer m.Close()
+	if err := sink.Begin(&Header{Format: FormatRecording, Meta: m.Meta(), Strings: m.Strings()}); err != nil {
+		return res, err
+	}
+	for m.Next() {
+		if opts.Context != nil && opts.Context.Err() != nil {
+			return res, opts.Context.Err()
+		}
+		if err := sink.Events(m.At()); err != nil {
+			return res, err
+		}
+		res.Events += len(m.At())
+	}
+	res.Outcome, res.Dropped, res.Warnings = m.Outcome(), m.Dropped(), m.Warnings()
+	return res, m.Err()
+}
+
 // ImportedMeta describes an imported trace or export for the report, as written by writer. Traces
 // carry no engine wait events, so idle time is split as Holistic Trace Analysis does; an xfertop
 // export carries the description of the run it came from.
@@ -143,8 +172,7 @@ func (c *Collect) Events(batch []timeline.Event) error {
 	return nil
 }
 
-// detectAll tells the one format of paths, refusing a mix, and a recording among several files
-// (a recording is one run).
+// detectAll tells the one format of paths, refusing a mix (several recordings are a job's ranks).
 func detectAll(paths []string) (Format, error) {
 	if len(paths) == 0 {
 		return FormatUnknown, errors.New("no file to import")
@@ -154,9 +182,6 @@ func detectAll(paths []string) (Format, error) {
 		f, err := Detect(p)
 		if err != nil {
 			return FormatUnknown, err
-		}
-		if f == FormatRecording && len(paths) > 1 {
-			return FormatUnknown, fmt.Errorf("%s is an xfertop recording: replay it instead of importing it", p)
 		}
 		if format != FormatUnknown && f != format {
 			return FormatUnknown, fmt.Errorf("%s is a %s and %s a %s: give files of one format", paths[0], format, p, f)
