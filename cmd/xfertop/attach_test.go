@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,5 +138,77 @@ func TestAttachHeadless(t *testing.T) {
 				t.Errorf("alerts %+v, want one saying %q", rep.Alerts, c.alert)
 			}
 		})
+	}
+}
+
+// writeRankRecording writes what the plugin records for one rank under XFERTOP_RECORD_DIR: two
+// all-reduces of a 2-rank communicator, on the rank's own clock (its epoch on the wall clock).
+func writeRankRecording(t *testing.T, path string, rank, pid int, epoch int64) {
+	t.Helper()
+	w, err := recordings.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := []timeline.Event{{Kind: timeline.KindCommInit, Device: int32(rank), Peer: -1, Comm: 7, Aux: uint32(rank), Ranks: 2, Label: 1, Queued: -1}}
+	for seq := range 2 {
+		start := int64(seq)*1e6 + int64(rank)*1e4
+		evs = append(evs, timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: start, End: start + 1e5,
+			Bytes: 1 << 20, Op: fold.CollOpID(7, "AllReduce", uint64(seq)), Device: int32(rank), Peer: -1, Ranks: 2, Comm: 7, Stream: 1, Queued: -1})
+	}
+	for _, err := range []error{
+		w.WriteMeta(recordings.Meta{Source: "nccl profiler plugin", Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
+			EpochUnixNs: epoch, Extra: map[string]string{"nccl.host": "h", "nccl.pid": fmt.Sprint(pid), "nccl.rank": fmt.Sprint(rank)}}),
+		w.WriteStrings(1, []string{"comm world"}), w.WriteEvents(evs), w.WriteOutcome([][2]string{{"ended", ""}}), w.Close(),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// replay, analyze and convert take a job's per-rank recordings, as files or their directory, and
+// merge them; recordings that are not one job's are refused, naming the file.
+func TestRankRecordingsMerged(t *testing.T) {
+	dir := t.TempDir()
+	r0, r1 := filepath.Join(dir, "rank0-h-10.xfr"), filepath.Join(dir, "rank1-h-11.xfr")
+	writeRankRecording(t, r0, 0, 10, 5e9)
+	writeRankRecording(t, r1, 1, 11, 5e9+3e3) // started 3 µs later
+	other := t.TempDir()
+	again := filepath.Join(other, "rank1-h-12.xfr")
+	writeRankRecording(t, again, 1, 12, 5e9)
+	damaged := filepath.Join(other, "damaged.xfr")
+	data, _ := os.ReadFile(r1)
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(damaged, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	merged := filepath.Join(t.TempDir(), "job.xfr")
+	if code, out, errs := runCLI(t, "convert", dir, merged); code != exitOK || !strings.Contains(out, "wrote "+merged) {
+		t.Fatalf("convert %s %s: %d %s %s", dir, merged, code, out, errs)
+	}
+	// Rank 1's clock started 3 µs after rank 0's: each instance spans 10 µs + 3 µs + 100 µs.
+	want := `"time_ns_p50": 113000`
+	for _, args := range [][]string{
+		{"replay", dir, "--headless", "--json"},
+		{"replay", r0, r1, "--headless", "--json"},
+		{"analyze", "--json", dir},
+		{"analyze", "--json", r1, r0},
+		{"replay", merged, "--headless", "--json"},
+	} {
+		code, out, errs := runCLI(t, args...)
+		if code != exitOK || !strings.Contains(out, `"op": "all_reduce"`) || !strings.Contains(out, `"count": 2`) || !strings.Contains(out, want) {
+			t.Errorf("%v: status %d, want two all-reduce instances over 2 ranks with %s\n%s\n%s", args, code, want, out, errs)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		has  string
+	}{
+		{[]string{"replay", r0, r1, again, "--headless"}, again + ": rank 1 again: " + r1 + " already is rank 1"},
+		{[]string{"analyze", r0, damaged}, damaged + ": corrupt recording at byte offset"},
+	} {
+		if code, _, errs := runCLI(t, c.args...); code != exitData || !strings.Contains(errs, c.has) {
+			t.Errorf("%v: status %d, stderr %q; want %d naming %q", c.args, code, errs, exitData, c.has)
+		}
 	}
 }
