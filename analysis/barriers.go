@@ -34,11 +34,6 @@ type barrierInst struct {
 	arrivals []Arrival
 }
 
-type rankLate struct {
-	times int64
-	late  Quantiles
-}
-
 // barriers groups each barrier's rank events (same op id) into an instance, complete when every
 // rank has arrived, and folds waits and stragglers.
 type barriers struct {
@@ -46,14 +41,15 @@ type barriers struct {
 	count   int64
 	waitNs  int64
 	maxWait int64
-	last    map[int32]*rankLate
+	late    stragglers
 	recent  []BarrierInstance // a ring of the latest RecentBarriersKept, oldest at head
 	head    int
-	scratch []int64
+	ranks   []int32
+	arrive  []int64
 }
 
 func newBarriers() *barriers {
-	return &barriers{open: newOpenSet[barrierInst](), last: map[int32]*rankLate{}}
+	return &barriers{open: newOpenSet[barrierInst](), late: newStragglers()}
 }
 
 func (b *barriers) add(e *timeline.Event) {
@@ -77,28 +73,15 @@ func (b *barriers) finish(op uint64, in *barrierInst) {
 	as := in.arrivals
 	slices.SortFunc(as, func(x, y Arrival) int { return int(x.Rank) - int(y.Rank) })
 	b.count++
-	lateIdx := 0
-	arr := b.scratch[:0]
-	for i, a := range as {
+	b.ranks, b.arrive = b.ranks[:0], b.arrive[:0]
+	for _, a := range as {
 		b.waitNs += a.WaitNs
 		b.maxWait = max(b.maxWait, a.WaitNs)
-		arr = append(arr, a.Arrive)
-		if a.Arrive > as[lateIdx].Arrive {
-			lateIdx = i
-		}
+		b.ranks = append(b.ranks, a.Rank)
+		b.arrive = append(b.arrive, a.Arrive)
 	}
-	b.scratch = arr
-	inst := BarrierInstance{Op: op, Label: in.label, Release: in.release, Straggler: as[lateIdx].Rank}
-	inst.LatenessNs = as[lateIdx].Arrive - timeline.Percentile(arr, 50)
-	if len(as) > 1 {
-		r := b.last[inst.Straggler]
-		if r == nil {
-			r = &rankLate{}
-			b.last[inst.Straggler] = r
-		}
-		r.times++
-		r.late.Add(float64(inst.LatenessNs))
-	}
+	inst := BarrierInstance{Op: op, Label: in.label, Release: in.release}
+	inst.Straggler, inst.LatenessNs = b.late.add(b.ranks, b.arrive)
 	// Keep it in the ring, reusing the arrivals slice of the one it replaces.
 	if len(b.recent) < RecentBarriersKept {
 		inst.Arrivals = slices.Clone(as)
@@ -109,14 +92,6 @@ func (b *barriers) finish(op uint64, in *barrierInst) {
 	inst.Arrivals = append(old.Arrivals[:0], as...)
 	*old = inst
 	b.head = (b.head + 1) % RecentBarriersKept
-}
-
-// Straggler is a rank that arrived last at barriers: how often, and how late (last arrival − median
-// arrival) at the median.
-type Straggler struct {
-	Rank         int32  `json:"rank"`
-	TimesLast    int64  `json:"times_last"`
-	LatenessNs50 *int64 `json:"lateness_ns_p50"`
 }
 
 // Barriers summarises barrier waits; each rank's wait is release − its arrival.
@@ -131,21 +106,12 @@ type Barriers struct {
 }
 
 func (b *barriers) result() Barriers {
-	out := Barriers{Count: b.count, WaitNs: b.waitNs, MaxWaitNs: b.maxWait, Stragglers: []Straggler{}, Open: b.open.len(),
+	out := Barriers{Count: b.count, WaitNs: b.waitNs, MaxWaitNs: b.maxWait, Stragglers: b.late.result(), Open: b.open.len(),
 		Incomplete: b.open.given, Recent: make([]BarrierInstance, 0, len(b.recent))}
 	for i := range b.recent { // oldest first; the arrivals are copied: the ring reuses them
 		in := b.recent[(b.head+i)%len(b.recent)]
 		in.Arrivals = slices.Clone(in.Arrivals)
 		out.Recent = append(out.Recent, in)
 	}
-	for rank, r := range b.last {
-		out.Stragglers = append(out.Stragglers, Straggler{Rank: rank, TimesLast: r.times, LatenessNs50: r.late.quantileNs(50)})
-	}
-	slices.SortFunc(out.Stragglers, func(x, y Straggler) int {
-		if x.TimesLast != y.TimesLast {
-			return cmpInt(y.TimesLast, x.TimesLast)
-		}
-		return int(x.Rank) - int(y.Rank)
-	})
 	return out
 }

@@ -16,6 +16,13 @@ type collInst struct {
 	algo       timeline.NCCLAlgo
 	proto      timeline.NCCLProto
 	channels   int
+	arrivals   []collArrival // each rank's start, for its straggler
+}
+
+// collArrival is when a rank's part of a collective started: when the rank arrived at it.
+type collArrival struct {
+	rank  int32
+	start int64
 }
 
 type collKey struct {
@@ -34,14 +41,18 @@ type collStats struct {
 
 // collectives groups each collective's rank parts into one instance (same op id; complete when
 // every rank has reported, or at once when the rank count is unknown) and folds instances by
-// (op, ranks, size class). An instance's time is its last rank's end − its first rank's start.
+// (op, ranks, size class). An instance's time is its last rank's end − its first rank's start; its
+// straggler is the rank that started last, late by its start − the median start (as at barriers).
 type collectives struct {
-	open openSet[collInst]
-	rows map[collKey]*collStats
+	open   openSet[collInst]
+	rows   map[collKey]*collStats
+	late   stragglers
+	ranks  []int32
+	arrive []int64
 }
 
 func newCollectives() *collectives {
-	return &collectives{open: newOpenSet[collInst](), rows: map[collKey]*collStats{}}
+	return &collectives{open: newOpenSet[collInst](), rows: map[collKey]*collStats{}, late: newStragglers()}
 }
 
 func (c *collectives) add(e *timeline.Event) {
@@ -51,12 +62,13 @@ func (c *collectives) add(e *timeline.Event) {
 	in := c.open.get(e.Op)
 	if in == nil {
 		in = c.open.open(e.Op)
-		*in = collInst{op: timeline.CollOp(e.Sub), ranks: int(e.Ranks), start: e.Start, end: e.End}
+		*in = collInst{op: timeline.CollOp(e.Sub), ranks: int(e.Ranks), start: e.Start, end: e.End, arrivals: in.arrivals[:0]}
 		in.algo, in.proto, in.channels = e.NCCLChoice()
 	}
 	in.start, in.end = min(in.start, e.Start), max(in.end, e.End)
 	in.sum += max(e.Bytes, 0)
 	in.n++
+	in.arrivals = append(in.arrivals, collArrival{e.Device, e.Start})
 	if in.n >= max(in.ranks, 1) || e.Op == 0 {
 		c.finish(in)
 		c.open.done(e.Op, in)
@@ -77,6 +89,16 @@ func (c *collectives) finish(in *collInst) {
 	t := in.end - in.start
 	s.timeNs += t
 	s.lat.Add(float64(t))
+	if len(in.arrivals) > 1 {
+		// In rank order, so that a tie names the lowest rank whatever order the parts came in.
+		slices.SortFunc(in.arrivals, func(a, b collArrival) int { return int(a.rank) - int(b.rank) })
+		c.ranks, c.arrive = c.ranks[:0], c.arrive[:0]
+		for _, a := range in.arrivals {
+			c.ranks = append(c.ranks, a.rank)
+			c.arrive = append(c.arrive, a.start)
+		}
+		c.late.add(c.ranks, c.arrive)
+	}
 }
 
 // Collective is one (op, ranks, size class, algorithm/protocol) row of collective instances, with
@@ -104,13 +126,16 @@ type Collective struct {
 // Collectives are the collective rows and what could not be grouped.
 type Collectives struct {
 	Rows []Collective `json:"rows"`
+	// Stragglers are the ranks that started last at collective instances of two ranks or more: how
+	// often, and how late after the median rank's start (p50), most often first.
+	Stragglers []Straggler `json:"stragglers"`
 	// Open counts instances still waiting for ranks; Incomplete those given up.
 	Open       int   `json:"open"`
 	Incomplete int64 `json:"incomplete"`
 }
 
 func (c *collectives) result() Collectives {
-	out := Collectives{Rows: []Collective{}, Open: c.open.len(), Incomplete: c.open.given}
+	out := Collectives{Rows: []Collective{}, Stragglers: c.late.result(), Open: c.open.len(), Incomplete: c.open.given}
 	for k, s := range c.rows {
 		row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
 			TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs),

@@ -73,6 +73,7 @@ type Report struct {
 	Transfers      analysis.Transfers         `json:"transfers"`
 	Collectives    []analysis.Collective      `json:"collectives"`
 	CollIncomplete int64                      `json:"collectives_incomplete"`
+	CollStragglers []analysis.Straggler       `json:"collective_stragglers"`
 	CommCache      analysis.CommCache         `json:"comm_cache"`
 	Groups         analysis.Groups            `json:"groups"`
 	Barriers       analysis.Barriers          `json:"barriers"`
@@ -122,7 +123,8 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		Devices: m.Devices, GPUsPerHost: m.GPUsPerHost, Seed: m.Seed, IdleMode: m.IdleMode.String(), KernelWaitNs: kw,
 		DurationNs: res.DurationNs, Events: res.Events, DroppedEvents: run.DroppedEvents, Ended: run.Ended,
 		Steps: res.Steps, Transfers: res.Transfers, Collectives: res.Collectives.Rows, CollIncomplete: res.Collectives.Incomplete,
-		CommCache: res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
+		CollStragglers: res.Collectives.Stragglers,
+		CommCache:      res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
 		AlertCount: res.AlertCount, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Telemetry: res.Telemetry}
 	gaps := res.StreamIdle
 	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: res.Breakdown.Devices,

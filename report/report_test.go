@@ -92,6 +92,15 @@ func TestBuild(t *testing.T) {
 	if c.Op != "all_reduce" || c.Ranks != 2 || c.Bytes != 8000 || c.Count != 2 || *c.P50Ns != 200 || *c.AlgBW != 26.67 || *c.BusBW != 26.67 {
 		t.Errorf("collective %+v", c)
 	}
+	// Op 20: rank 1 starts 100 ns after rank 0 (the median of two is the earlier); op 21: a tie,
+	// the lower rank, 0 ns late.
+	if cs := r.CollStragglers; len(cs) != 2 || cs[0].Rank != 0 || *cs[0].LatenessNs50 != 0 || cs[1].Rank != 1 || *cs[1].LatenessNs50 != 100 {
+		t.Errorf("collective stragglers %+v; want rank 0 (0 ns) and rank 1 (100 ns), once each", cs)
+	}
+	var txt strings.Builder
+	if err := Text(&txt, r); err != nil || !strings.Contains(txt.String(), "rank 1 started last at 1 collectives, 100 ns after the median rank (p50)") {
+		t.Errorf("text report (%v) lacks the collective stragglers:\n%s", err, txt.String())
+	}
 	if cc := r.CommCache; cc.Hits != 3 || cc.Misses != 2 || cc.Evictions != 1 || cc.InitNsTotal != 1020 {
 		t.Errorf("comm cache %+v", r.CommCache)
 	}
@@ -128,7 +137,7 @@ func TestJSONKeys(t *testing.T) {
 		paths := []string{"source", "backend", "topology", "devices", "duration_ns", "events", "dropped_events",
 			"steps.count", "steps.mean_ns", "steps.p50_ns", "steps.p99_ns",
 			"transfers.count", "transfers.bytes", "transfers.by_kind.h2d.gbps", "transfers.by_kind.recv.count",
-			"collectives", "comm_cache.hits", "comm_cache.misses", "comm_cache.evictions", "comm_cache.init_ns_total",
+			"collectives", "collective_stragglers", "comm_cache.hits", "comm_cache.misses", "comm_cache.evictions", "comm_cache.init_ns_total",
 			"groups.launches", "groups.ops", "barriers.count", "barriers.wait_ns_total", "barriers.max_wait_ns", "barriers.stragglers",
 			"idle.total_ns", "idle.stream_gaps_ns", "idle.by_cause.host_wait", "idle.by_cause.kernel_wait", "idle.by_cause.event_wait",
 			"idle.by_cause.barrier_wait", "idle.by_cause.peer_wait", "idle.by_cause.other", "idle.devices", "idle.top_gaps",

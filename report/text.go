@@ -136,6 +136,12 @@ func collectivesText(b *strings.Builder, r *Report) {
 	if r.CollIncomplete > 0 {
 		fmt.Fprintf(b, "%d collectives never heard from every rank (not counted)\n", r.CollIncomplete)
 	}
+	for i, s := range r.CollStragglers {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(b, "  rank %d started last at %d collectives, %s after the median rank (p50)\n", s.Rank, s.TimesLast, units.DurP(s.LatenessNs50))
+	}
 }
 
 func gbps(p *float64) string {
