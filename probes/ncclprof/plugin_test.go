@@ -311,7 +311,9 @@ func checkOps(t *testing.T, evs []timeline.Event, n int) {
 }
 
 // checkTimes: with kernel channels, a task lasts exactly what the GPU timers say (100 µs + 10 µs
-// for the second channel); without, it ends no earlier than it starts.
+// for the second channel); without, it ends no earlier than it starts. The exact duration holds
+// however late the harness's proxy thread starts the channels (a loaded machine): the plugin waits
+// for a task's channels by events, not for a time (fold's awaitsChannels).
 func checkTimes(t *testing.T, evs []timeline.Event, level, lookup string) {
 	t.Helper()
 	runtimes := 0

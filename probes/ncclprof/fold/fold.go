@@ -455,18 +455,39 @@ func (f *Folder) runtime(ci *ctxInfo, n *node, label uint32) {
 }
 
 // maybeFinish emits a stopped task whose children are all done, once it has every kernel channel
-// it expects; otherwise Tick finishes it after the grace period.
+// it expects; otherwise Tick finishes it after the grace period (proxy ops), or a later task's
+// kernel finishing gives up on its missing channels (awaitsChannels).
 func (f *Folder) maybeFinish(id uint64, n *node) {
 	if !n.stopped || n.done || n.children > 0 {
 		return
 	}
-	if f.cfg.Mask&TypeKernelCh != 0 && n.typ != TypeCeColl && n.chSeen < n.nChannels {
+	if f.awaitsChannels(n) {
 		return
 	}
 	if f.cfg.Mask&TypeKernelCh == 0 && f.cfg.Mask&TypeProxyOp != 0 {
 		return // more proxy ops may still start: Tick finishes it after the grace period
 	}
 	f.finish(id, n)
+}
+
+// awaitsChannels reports whether a task still expects kernel channels. NCCL starts them on its
+// proxy thread after the task's stop, however late that thread runs (a loaded host), so the wait is
+// told by events, not by the clock: the channels arrive, or a task of the same communicator that
+// stopped later has all its channels (NCCL's proxy works through a channel's tasks in order, so
+// this one's missing channels were lost: dropped from the ring), or StaleNs passes, or the process
+// ends (Flush).
+func (f *Folder) awaitsChannels(n *node) bool {
+	return f.cfg.Mask&TypeKernelCh != 0 && n.typ != TypeCeColl && n.chSeen < n.nChannels
+}
+
+// giveUpBefore finishes the tasks of ctx that stopped before a task that had all its kernel
+// channels, and still wait for some of theirs with nothing open: those channels are not coming.
+func (f *Folder) giveUpBefore(ctx uint32, stop int64) {
+	for _, id := range f.pending {
+		if n := f.nodes[id]; n != nil && !n.done && n.ctx == ctx && n.stop < stop && n.children == 0 && f.awaitsChannels(n) {
+			f.finish(id, n)
+		}
+	}
 }
 
 // finish emits a task: its time is its kernel's (GPU timers, placed so that it ends when the host
@@ -508,6 +529,9 @@ func (f *Folder) finish(id uint64, n *node) {
 	}
 	f.emit(&e)
 	f.retire(id, n)
+	if f.cfg.Mask&TypeKernelCh != 0 && n.nChannels > 0 && n.chSeen >= n.nChannels {
+		f.giveUpBefore(n.ctx, n.stop)
+	}
 }
 
 // retire keeps a finished event referable for children that start late, up to maxRetired.
@@ -540,7 +564,7 @@ func (f *Folder) Tick(now int64) {
 		if n == nil || n.done {
 			continue
 		}
-		if n.children == 0 && now-n.touched >= f.cfg.GraceNs {
+		if n.children == 0 && (now-n.touched >= f.cfg.StaleNs || (now-n.touched >= f.cfg.GraceNs && !f.awaitsChannels(n))) {
 			f.finish(id, n)
 			continue
 		}

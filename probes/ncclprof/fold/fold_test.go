@@ -246,3 +246,66 @@ func BenchmarkFold(b *testing.B) {
 	}
 	b.ReportMetric(float64(recs)/b.Elapsed().Seconds(), "records/s")
 }
+
+// A task waits for its kernel channels however late NCCL's proxy thread starts them (a loaded
+// host): by events, not by the clock. Channels that never come are given up when a later task of
+// the communicator has all of its own, or after StaleNs.
+func TestFoldWaitsForKernelChannels(t *testing.T) {
+	const grace = int64(50e6) // the default grace period, for proxy ops
+	for _, c := range []struct {
+		name string
+		// lost: the first all-reduce's channel records never reach the folder (dropped);
+		// second: a second all-reduce (seq 8, with its channels) follows; tick: Tick at this time
+		// between the first all-reduce's stop and its channels.
+		lost, second bool
+		tick         int64
+		want         [][2]int64 // collectives (start, end), in the order emitted
+	}{
+		// The proxy thread is 10 grace periods late: the GPU timers still give the time.
+		{"late channels", false, false, 10 * grace, [][2]int64{{5001 - 2500, 5001}}},
+		{"late channels, a later task", false, true, 10 * grace, [][2]int64{{5001 - 2500, 5001}, {1e6 + 5001 - 2500, 1e6 + 5001}}},
+		// Lost channels: the later task's channels say they are not coming; the host's times.
+		{"lost channels, a later task", true, true, 10 * grace, [][2]int64{{1e6 + 5001 - 2500, 1e6 + 5001}, {40, 50}}},
+		// Lost, and nothing follows: waited for until StaleNs.
+		{"lost channels, stale", true, false, 61e9, [][2]int64{{40, 50}}},
+		{"lost channels, not yet stale", true, false, 59e9, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			first := &script{}
+			allReduce(first, 0, 7, 10, true)
+			split := len(first.recs) - 6 // the two channels' start, state and stop
+			recs := first.recs[:split]
+			channels := first.recs[split:]
+			strs := timeline.NewStrings()
+			var out []timeline.Event
+			f := New(strs, func(e *timeline.Event) { out = append(out, *e) }, Config{GlobalRank: -1, Mask: MaskKernel})
+			f.Init(1, Comm{Hash: 0xfeed, NRanks: 4, Rank: 2}, 0)
+			for i := range recs {
+				f.Add(&recs[i])
+			}
+			f.Tick(c.tick)
+			if !c.lost {
+				for i := range channels {
+					f.Add(&channels[i])
+				}
+			}
+			if c.second {
+				next := &script{}
+				allReduce(next, 1e6, 8, 100, true)
+				for i := range next.recs {
+					f.Add(&next.recs[i])
+				}
+			}
+			f.Tick(c.tick)
+			colls := kinds(out, timeline.KindCollective)
+			if len(colls) != len(c.want) {
+				t.Fatalf("%d collectives %+v; want %v", len(colls), colls, c.want)
+			}
+			for i, w := range c.want {
+				if colls[i].Start != w[0] || colls[i].End != w[1] {
+					t.Errorf("collective %d: %d..%d; want %d..%d", i, colls[i].Start, colls[i].End, w[0], w[1])
+				}
+			}
+		})
+	}
+}
