@@ -110,7 +110,7 @@ func importToRecording(paths []string, opts importers.Options, stderr io.Writer)
 	}
 	name := strings.TrimSuffix(filepath.Base(paths[0]), filepath.Ext(paths[0]))
 	if len(paths) > 1 {
-		name = "ranks"
+		name = filepath.Base(filepath.Dir(paths[0])) + "-ranks" // XFERTOP_RECORD_DIR's name, as the console's title
 	}
 	sink := &recordingSink{path: filepath.Join(dir, name+".xfr")}
 	res, err := readInput(paths, opts, sink, stderr)
