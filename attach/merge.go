@@ -210,15 +210,18 @@ func (m *Merged) Next() bool {
 	m.out = m.out[:0]
 	for len(m.out) < MergeBatch && m.heads.Len() > 0 {
 		f := m.heads[0]
-		e := f.block[f.i]
+		m.out = append(m.out, f.block[f.i]) // translated in place: a local would escape (Clock)
 		f.i++
-		if m.join.Event(f.mb, &e) {
-			m.out = append(m.out, e)
+		e := &m.out[len(m.out)-1]
+		start := e.Start + f.mb.offset
+		if m.join.Event(f.mb, e) {
 			m.maxEnd = max(m.maxEnd, e.End)
+		} else {
+			m.out = m.out[:len(m.out)-1]
 		}
-		if e.Start-m.lastHang >= hangCheckNs {
-			m.lastHang = e.Start
-			m.out = append(m.out, m.join.Hangs(e.Start)...)
+		if start-m.lastHang >= hangCheckNs {
+			m.lastHang = start
+			m.out = append(m.out, m.join.Hangs(start)...)
 		}
 		if f.i < len(f.block) {
 			heap.Fix(&m.heads, 0)
