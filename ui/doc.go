@@ -1,8 +1,9 @@
 // Package ui is xfertop's console: a Bubble Tea program that shows a session live or replayed.
 //
 // The console reads a Source (a live run or a replay; they look the same to it) by taking a
-// snapshot of its event window on a tick, folding the new events into an aggregate (ui/agg), and
-// drawing one of seven views from it: overview, timeline, transfers, barriers, idle, comms and
-// events. Update never blocks and never does I/O; heavy analyses (idle time by cause) run as
-// commands and come back as messages.
+// snapshot of its event window on a tick, folding the new events into an aggregate (ui/agg) and
+// the analysis, and drawing one view from them. Each view is a widget in its own package under
+// ui/views (overview, timeline, transfers, barriers, idle, comms, events) drawing from a
+// widget.Frame; the root holds them in a slice, routes keys and the mouse to the one shown, and
+// builds help from its keys. Update never blocks and never does I/O.
 package ui

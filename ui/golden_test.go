@@ -19,7 +19,7 @@ func TestGoldenViews(t *testing.T) {
 	src := scenarioSource(t, "pipeline", 3, "")
 	bar := scenarioSource(t, "straggler", 2, "")
 	sizes := [][2]int{{80, 24}, {160, 40}}
-	for tab := range tabCount {
+	for tab := range len(tabNames) {
 		for _, sz := range sizes {
 			name := fmt.Sprintf("%d-%s-%dx%d", tab+1, strings.ToLower(tabNames[tab]), sz[0], sz[1])
 			t.Run(name, func(t *testing.T) {

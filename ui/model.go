@@ -14,9 +14,17 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis"
-	"github.com/xfertop/xfertop/timeline"
+	xtimeline "github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/agg"
 	"github.com/xfertop/xfertop/ui/theme"
+	"github.com/xfertop/xfertop/ui/views/barriers"
+	"github.com/xfertop/xfertop/ui/views/comms"
+	"github.com/xfertop/xfertop/ui/views/events"
+	"github.com/xfertop/xfertop/ui/views/idle"
+	"github.com/xfertop/xfertop/ui/views/overview"
+	"github.com/xfertop/xfertop/ui/views/timeline"
+	"github.com/xfertop/xfertop/ui/views/transfers"
+	"github.com/xfertop/xfertop/ui/widget"
 	"github.com/xfertop/xfertop/units"
 )
 
@@ -24,7 +32,7 @@ import (
 // the console's goroutines while they produce events on their own.
 type Source interface {
 	Info() SourceInfo
-	Snapshot() timeline.Snapshot
+	Snapshot() xtimeline.Snapshot
 	Status() Status
 	// SetSpeed changes the pace (replay); it returns false where that is not possible.
 	SetSpeed(x float64) bool
@@ -35,9 +43,9 @@ type Source interface {
 // SourceInfo describes a source; it does not change while it runs.
 type SourceInfo struct {
 	Replay   bool
-	Name     string        // scenario or file
-	Meta     timeline.Meta // the run's description: backend, topology, devices per host, link peaks
-	Duration int64         // replay: the recording's length in ns
+	Name     string         // scenario or file
+	Meta     xtimeline.Meta // the run's description: backend, topology, devices per host, link peaks
+	Duration int64          // replay: the recording's length in ns
 }
 
 // ExportStatus is how the OpenTelemetry export is doing: a line for people, and whether it is
@@ -86,22 +94,25 @@ type Options struct {
 	IsDark bool
 }
 
-// Model is the console's root model.
+// Model is the console's root model: the header, the tabs, the footer and the help, around the
+// view shown. The views are widgets in a slice, in tab order; the root routes keys and mouse events
+// to the one shown and knows nothing of their insides.
 type Model struct {
 	src    Source
 	info   SourceInfo
-	keys   KeyMap
+	keys   widget.KeyMap
 	help   help.Model
 	styles theme.Styles
 	tick   time.Duration
 	tickID int
 
 	width, height int
+	bodyTop       int // the screen line the view's first line was drawn at
 	tab           int
 	paused        bool
 	showHelp      bool
 
-	snap   timeline.Snapshot
+	snap   xtimeline.Snapshot
 	state  *agg.State         // what the timeline and the log draw
 	an     *analysis.Analyzer // every number, folded as events arrive
 	res    *analysis.Result   // the analysis as of the last refresh
@@ -109,15 +120,9 @@ type Model struct {
 	status Status
 	frames int
 
-	// The views, and the same in tab order: the root routes to panes[tab].
-	panes     []pane
-	overview  overviewView
-	timeline  timelineView
-	transfers transfersView
-	barriers  barriersView
-	idle      idleView
-	comms     commsView
-	events    eventsView
+	fr    *widget.Frame // what every view draws from, updated in place
+	panes []pane        // the views, in tab order
+	names []string      // their tab labels
 }
 
 // New returns a console over src.
@@ -126,15 +131,29 @@ func New(src Source, opts Options) *Model {
 		opts.Tick = DefaultTick
 	}
 	info := src.Info()
-	m := &Model{src: src, info: info, keys: DefaultKeyMap(), help: help.New(), styles: theme.DefaultStyles(opts.IsDark),
+	m := &Model{src: src, info: info, keys: widget.DefaultKeyMap(), help: help.New(), styles: theme.DefaultStyles(opts.IsDark),
 		tick: opts.Tick, state: agg.New(), an: analysis.New(info.Meta)}
 	m.help.Styles = help.DefaultStyles(opts.IsDark)
-	m.timeline = newTimelineView()
-	m.transfers = newTransfersView()
-	m.events = newEventsView()
-	m.panes = []pane{&m.overview, &m.timeline, &m.transfers, &m.barriers, &m.idle, &m.comms, &m.events}
 	m.configureKeys()
+	m.fr = &widget.Frame{Snap: &m.snap, Styles: m.styles, Keys: m.keys}
+	m.panes = []pane{
+		&slot[*overview.Model]{overview.New(m.fr)},
+		&slot[*timeline.Model]{timeline.New(m.fr)},
+		&slot[*transfers.Model]{transfers.New(m.fr)},
+		&slot[*barriers.Model]{barriers.New(m.fr)},
+		&slot[*idle.Model]{idle.New(m.fr)},
+		&slot[*comms.Model]{comms.New(m.fr)},
+		&slot[*events.Model]{events.New(m.fr)},
+	}
+	m.names = tabNames[:]
+	m.syncFrame()
 	return m
+}
+
+// syncFrame brings the views' Frame up to date with the root's state.
+func (m *Model) syncFrame() {
+	*m.fr = widget.Frame{Res: m.res, Snap: &m.snap, State: m.state, Meta: m.info.Meta, Styles: m.styles, Keys: m.keys,
+		Paused: m.paused, Live: !m.status.Done && m.status.Err == nil}
 }
 
 // configureKeys enables only the keys that work for this source.
@@ -187,16 +206,12 @@ func (m *Model) refresh() {
 	m.state.Update(&m.snap, m.an.Emit)
 	m.res = m.an.Result(&m.snap)
 	m.status = m.src.Status()
-}
-
-// frame is what the views draw from now.
-func (m *Model) frame() *Frame {
-	return &Frame{Res: m.res, Snap: &m.snap, State: m.state, Info: m.info, Styles: m.styles, Keys: m.keys, Width: m.width, Paused: m.paused}
+	m.syncFrame()
 }
 
 // paneHas reports whether the current view uses a key itself.
 func (m *Model) paneHas(b key.Binding) bool {
-	for _, k := range m.panes[m.tab].Keys(m.keys) {
+	for _, k := range m.panes[m.tab].ShortHelp() {
 		if slices.Equal(k.Keys(), b.Keys()) {
 			return true
 		}
@@ -213,6 +228,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.help.SetWidth(msg.Width)
+		for _, p := range m.panes { // the width is theirs at once; the height once the header is drawn
+			p.SetSize(msg.Width, msg.Height)
+		}
 		return m, nil
 	case tickMsg:
 		if msg.id != m.tickID {
@@ -223,30 +241,50 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, m.scheduleTick()
 	case tea.MouseWheelMsg:
-		w := msg.Mouse()
-		switch w.Button {
-		case tea.MouseWheelUp:
-			m.scroll(-3)
-		case tea.MouseWheelDown:
-			m.scroll(3)
+		if m.showHelp {
+			return m, nil
 		}
-		return m, nil
+		return m, m.panes[m.tab].update(msg)
+	case tea.MouseClickMsg:
+		return m, m.click(msg)
 	case tea.KeyPressMsg:
 		return m.key(msg)
-	case JumpToMsg:
-		m.timeline.jump(m.frame(), msg.Device, msg.Stream, msg.Time, msg.Dur)
+	case widget.JumpToMsg:
+		// The timeline owns the jump; the root shows it.
 		m.tab = TabTimeline
-		return m, nil
+		return m, m.panes[TabTimeline].update(msg)
 	}
 	return m, nil
 }
 
-func (m *Model) scroll(n int) { m.panes[m.tab].Scroll(n) }
+// click selects a view by its tab, or hands the click to the view shown, in its own coordinates.
+func (m *Model) click(msg tea.MouseClickMsg) tea.Cmd {
+	if m.showHelp || msg.Button != tea.MouseLeft {
+		return nil
+	}
+	if msg.Y == m.bodyTop-1 { // the tabs
+		x := 0
+		for i := range m.names {
+			w := lipgloss.Width(m.tabLabel(i))
+			if msg.X >= x && msg.X < x+w {
+				m.tab = i
+				return nil
+			}
+			x += w
+		}
+		return nil
+	}
+	if msg.Y < m.bodyTop {
+		return nil
+	}
+	msg.Y -= m.bodyTop
+	return m.panes[m.tab].update(msg)
+}
 
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	// A text input that is open takes every key but the ones that close it.
 	if p := m.panes[m.tab]; p.Capturing() {
-		return m, p.CaptureKey(msg)
+		return m, p.update(msg)
 	}
 	k := m.keys
 	switch {
@@ -260,15 +298,16 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case key.Matches(msg, k.Pause):
 		m.paused = !m.paused
+		m.fr.Paused = m.paused
 		if !m.paused {
 			m.refresh()
 		}
 		return m, nil
 	case key.Matches(msg, k.NextTab):
-		m.tab = (m.tab + 1) % tabCount
+		m.tab = (m.tab + 1) % len(m.panes)
 	case key.Matches(msg, k.PrevTab):
-		m.tab = (m.tab + tabCount - 1) % tabCount
-	case key.Matches(msg, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7):
+		m.tab = (m.tab + len(m.panes) - 1) % len(m.panes)
+	case key.Matches(msg, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7) && int(msg.String()[0]-'1') < len(m.panes):
 		m.tab = int(msg.String()[0] - '1')
 	case key.Matches(msg, k.Slower):
 		if m.status.Speed > 0 {
@@ -296,7 +335,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Bottom) && m.info.Replay && !m.paneHas(k.Bottom):
 		m.seek(m.info.Duration)
 	default:
-		return m, m.viewKey(msg)
+		return m, m.panes[m.tab].update(msg)
 	}
 	return m, nil
 }
@@ -306,11 +345,9 @@ func (m *Model) seek(t int64) {
 	if !m.src.SeekTo(t) {
 		return
 	}
-	m.timeline.follow = true
 	m.refresh()
+	m.panes[TabTimeline].update(widget.SeekedMsg{})
 }
-
-func (m *Model) viewKey(msg tea.KeyPressMsg) tea.Cmd { return m.panes[m.tab].Key(msg, m.frame()) }
 
 // View draws the console.
 func (m *Model) View() tea.View {
@@ -334,7 +371,8 @@ func (m *Model) render() string {
 	header := m.header()
 	tabs := m.tabs()
 	footer := m.footer()
-	bodyH := m.height - lipgloss.Height(header) - lipgloss.Height(tabs) - lipgloss.Height(footer)
+	m.bodyTop = lipgloss.Height(header) + lipgloss.Height(tabs)
+	bodyH := m.height - m.bodyTop - lipgloss.Height(footer)
 	var body string
 	if m.showHelp {
 		m.help.ShowAll = true
@@ -347,7 +385,11 @@ func (m *Model) render() string {
 	return strings.Join([]string{header, tabs, body, footer}, "\n")
 }
 
-func (m *Model) body(w, h int) string { return m.panes[m.tab].View(m.frame(), w, h) }
+func (m *Model) body(w, h int) string {
+	p := m.panes[m.tab]
+	p.SetSize(w, h)
+	return p.View()
+}
 
 func (m *Model) header() string {
 	st := m.styles
@@ -410,15 +452,18 @@ func (m *Model) header() string {
 	return line
 }
 
+func (m *Model) tabLabel(i int) string {
+	label := fmt.Sprintf("%d %s", i+1, m.names[i])
+	if i == m.tab {
+		return m.styles.ActiveTab.Render(label)
+	}
+	return m.styles.Tab.Render(label)
+}
+
 func (m *Model) tabs() string {
 	var parts []string
-	for i, n := range tabNames {
-		label := fmt.Sprintf("%d %s", i+1, n)
-		if i == m.tab {
-			parts = append(parts, m.styles.ActiveTab.Render(label))
-		} else {
-			parts = append(parts, m.styles.Tab.Render(label))
-		}
+	for i := range m.names {
+		parts = append(parts, m.tabLabel(i))
 	}
 	return ansi.Truncate(strings.Join(parts, ""), m.width, "…")
 }
@@ -428,7 +473,7 @@ func (m *Model) footer() string {
 }
 
 // viewKeys are the keys that work in the current view, beyond the global ones.
-func (m *Model) viewKeys() []key.Binding { return m.panes[m.tab].Keys(m.keys) }
+func (m *Model) viewKeys() []key.Binding { return m.panes[m.tab].ShortHelp() }
 
 // shortKeys are the keys the footer lists for the current view.
 func (m *Model) shortKeys() []key.Binding {
@@ -439,23 +484,19 @@ func (m *Model) shortKeys() []key.Binding {
 
 // fullKeys groups the keys that work now for the help screen: this view's, moving between views,
 // and the session's. Keys that do nothing here are not listed.
-func (m *Model) fullKeys() help.KeyMap { return fullHelp{k: m.keys, view: m.viewKeys()} }
-
-type fullHelp struct {
-	k    KeyMap
-	view []key.Binding
+func (m *Model) fullKeys() help.KeyMap {
+	k := m.keys
+	tabs := []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7}[:len(m.panes)]
+	groups := [][]key.Binding{append(tabs, k.NextTab, k.PrevTab)}
+	groups = append(groups, m.panes[m.tab].FullHelp()...)
+	return fullHelp(append(groups, []key.Binding{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit}))
 }
 
-func (f fullHelp) ShortHelp() []key.Binding { return nil }
+// fullHelp is a help screen's groups of keys.
+type fullHelp [][]key.Binding
 
-func (f fullHelp) FullHelp() [][]key.Binding {
-	k := f.k
-	groups := [][]key.Binding{{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.NextTab, k.PrevTab}}
-	if len(f.view) > 0 {
-		groups = append(groups, f.view)
-	}
-	return append(groups, []key.Binding{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit})
-}
+func (f fullHelp) ShortHelp() []key.Binding  { return nil }
+func (f fullHelp) FullHelp() [][]key.Binding { return f }
 
 // fit pads or cuts s to exactly w×h cells, so a view can never push the layout around.
 func fit(s string, w, h int) string {

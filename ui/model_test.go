@@ -4,9 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xfertop/xfertop/timeline"
-	"github.com/xfertop/xfertop/ui/agg"
-	"github.com/xfertop/xfertop/ui/theme"
+	xtimeline "github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/strip"
+	"github.com/xfertop/xfertop/ui/views/idle"
+	"github.com/xfertop/xfertop/ui/views/timeline"
+	"github.com/xfertop/xfertop/ui/views/transfers"
 	"github.com/xfertop/xfertop/units"
 
 	tea "charm.land/bubbletea/v2"
@@ -107,7 +109,7 @@ func TestTooSmall(t *testing.T) {
 	src := scenarioSource(t, "pipeline", 1, "")
 	for _, sz := range [][2]int{{79, 24}, {80, 23}, {20, 5}, {1, 1}} {
 		m := sized(src, sz[0], sz[1])
-		for tab := range tabCount {
+		for tab := range len(tabNames) {
 			m.tab = tab
 			if got := text(m); !strings.Contains(strings.ReplaceAll(got, "\n", " "), "xfertop needs at least 80×24") && sz[0] >= 20 {
 				t.Errorf("%dx%d: %q", sz[0], sz[1], got)
@@ -119,7 +121,7 @@ func TestTooSmall(t *testing.T) {
 	for w := 1; w < 300; w += 37 {
 		for h := 1; h < 90; h += 13 {
 			m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-			for tab := range tabCount {
+			for tab := range len(tabNames) {
 				m.tab = tab
 				frame := m.View().Content
 				if w >= MinWidth && h >= MinHeight {
@@ -133,30 +135,31 @@ func TestTooSmall(t *testing.T) {
 func TestTimelineKeys(t *testing.T) {
 	m := sized(scenarioSource(t, "pipeline", 2, ""), 120, 40)
 	press(m, "2")
-	z := m.timeline.nsPerCol
+	tl := paneAt[*timeline.Model](m, TabTimeline)
+	z := tl.NsPerCol()
 	press(m, "+")
-	if m.timeline.nsPerCol != z/2 {
-		t.Errorf("+ zoom: %d → %d", z, m.timeline.nsPerCol)
+	if tl.NsPerCol() != z/2 {
+		t.Errorf("+ zoom: %d → %d", z, tl.NsPerCol())
 	}
 	press(m, "-", "-")
-	if m.timeline.nsPerCol != z*2 {
-		t.Errorf("- zoom: %d", m.timeline.nsPerCol)
+	if tl.NsPerCol() != z*2 {
+		t.Errorf("- zoom: %d", tl.NsPerCol())
 	}
 	press(m, "h")
-	if m.timeline.follow {
+	if tl.Following() {
 		t.Error("panning left should stop following")
 	}
 	press(m, "f")
-	if !m.timeline.follow {
+	if !tl.Following() {
 		t.Error("f should follow again")
 	}
 	// Select device 0's compute stream and walk the cursor left onto its last kernel: the detail
 	// line names the op under it.
 	press(m, "j")
-	rows := m.timeline.rows(m.state)
-	plotW := 120 - labelW
+	rows := tl.Rows()
+	plotW := 120 - timeline.LabelW
 	t1 := m.snap.Now
-	act, _ := cells(rows[1].track, t1-int64(plotW)*m.timeline.nsPerCol, m.timeline.nsPerCol, plotW)
+	act, _ := strip.Cells(rows[1].Track, t1-int64(plotW)*tl.NsPerCol(), tl.NsPerCol(), plotW)
 	col := -1
 	for c := range act {
 		if act[c] == 1 { // theme.Kernel
@@ -184,9 +187,9 @@ func TestTransfersSortFilter(t *testing.T) {
 	if got := text(m); !strings.Contains(got, "all_reduce") || !strings.Contains(got, "busbw") {
 		t.Fatalf("transfers:\n%s", got)
 	}
-	col := m.transfers.sortCol
+	col := paneAt[*transfers.Model](m, TabTransfers).SortCol()
 	press(m, "s")
-	if m.transfers.sortCol != (col+1)%len(transferCols) {
+	if paneAt[*transfers.Model](m, TabTransfers).SortCol() != (col+1)%len(transfers.Cols) {
 		t.Error("s does not change the sort column")
 	}
 	press(m, "/", "s", "e", "n", "d", "enter")
@@ -205,22 +208,23 @@ func TestIdleJumpsToTimeline(t *testing.T) {
 	if got := text(m); !strings.Contains(got, "barrier_wait") {
 		t.Fatalf("idle view:\n%s", got)
 	}
-	g := idleGroups(&m.Result().StreamIdle)[0]
+	g := idle.Groups(&m.Result().StreamIdle)[0]
 	cmd := press(m, "enter")
 	if cmd == nil {
 		t.Fatal("enter on an idle row asked for no jump")
 	}
 	jump, ok := cmd().(JumpToMsg)
-	if !ok || jump.Device != g.device || jump.Stream != g.stream {
-		t.Fatalf("enter asked for %#v; want a jump to device %d stream %d", jump, g.device, g.stream)
+	if !ok || jump.Device != g.Device || jump.Stream != g.Stream {
+		t.Fatalf("enter asked for %#v; want a jump to device %d stream %d", jump, g.Device, g.Stream)
 	}
 	m.Update(jump) // as the runtime delivers the command's message
-	if m.Tab() != TabTimeline || m.timeline.follow {
+	tl := paneAt[*timeline.Model](m, TabTimeline)
+	if m.Tab() != TabTimeline || tl.Following() {
 		t.Fatalf("enter did not jump to the timeline (tab %d)", m.Tab())
 	}
-	rows := m.timeline.rows(m.state)
-	if r := rows[m.timeline.row]; r.header || r.track.Device != g.device || r.track.Stream != g.stream {
-		t.Errorf("timeline row %+v; want device %d stream %d", r, g.device, g.stream)
+	rows := tl.Rows()
+	if r := rows[tl.Selected()]; r.Header || r.Track.Device != g.Device || r.Track.Stream != g.Stream {
+		t.Errorf("timeline row %+v; want device %d stream %d", r, g.Device, g.Stream)
 	}
 }
 
@@ -257,24 +261,15 @@ type errString string
 
 func (e errString) Error() string { return string(e) }
 
-func TestMouseWheel(t *testing.T) {
-	m := sized(scenarioSource(t, "pipeline", 1, ""), 120, 30)
-	press(m, "2")
-	m.Update(tea.MouseWheelMsg{Button: tea.MouseWheelDown})
-	if m.timeline.row != 3 {
-		t.Errorf("wheel down moved the timeline row to %d; want 3", m.timeline.row)
-	}
-}
-
 // NVML samples show on the overview.
 func TestTelemetryShown(t *testing.T) {
-	win := timeline.NewWindow(0, nil)
-	src := &fakeSource{win: win, info: SourceInfo{Name: "nvml", Meta: timeline.Meta{Devices: 1}}}
+	win := xtimeline.NewWindow(0, nil)
+	src := &fakeSource{win: win, info: SourceInfo{Name: "nvml", Meta: xtimeline.Meta{Devices: 1}}}
 	for _, v := range []struct {
-		m timeline.SampleMetric
+		m xtimeline.SampleMetric
 		v int64
-	}{{timeline.SampleUtilization, 87}, {timeline.SamplePowerMilliW, 412_000}, {timeline.SampleTempC, 66}} {
-		e := timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(v.m), Device: 0, Bytes: v.v}
+	}{{xtimeline.SampleUtilization, 87}, {xtimeline.SamplePowerMilliW, 412_000}, {xtimeline.SampleTempC, 66}} {
+		e := xtimeline.Event{Kind: xtimeline.KindDeviceSample, Sub: uint8(v.m), Device: 0, Bytes: v.v}
 		win.Emit(&e)
 	}
 	m := sized(src, 160, 40)
@@ -285,14 +280,14 @@ func TestTelemetryShown(t *testing.T) {
 
 // Every communicator is reachable: the comms view scrolls, cached ones first.
 func TestCommsScroll(t *testing.T) {
-	win := timeline.NewWindow(0, nil)
+	win := xtimeline.NewWindow(0, nil)
 	for i := range 60 {
-		e := timeline.Event{Kind: timeline.KindCommInit, Comm: uint32(i + 1), Device: int32(i % 8), Peer: -1, Start: int64(i) * 1000, End: int64(i)*1000 + 500}
+		e := xtimeline.Event{Kind: xtimeline.KindCommInit, Comm: uint32(i + 1), Device: int32(i % 8), Peer: -1, Start: int64(i) * 1000, End: int64(i)*1000 + 500}
 		win.Emit(&e)
 	}
-	ev := timeline.Event{Kind: timeline.KindCommEvict, Comm: 60, Device: -1, Peer: -1, Start: 70_000, End: 70_000, Status: timeline.StatusLRU}
+	ev := xtimeline.Event{Kind: xtimeline.KindCommEvict, Comm: 60, Device: -1, Peer: -1, Start: 70_000, End: 70_000, Status: xtimeline.StatusLRU}
 	win.Emit(&ev)
-	m := sized(&fakeSource{win: win, info: SourceInfo{Name: "comms", Meta: timeline.Meta{Devices: 8}}}, 100, 24)
+	m := sized(&fakeSource{win: win, info: SourceInfo{Name: "comms", Meta: xtimeline.Meta{Devices: 8}}}, 100, 24)
 	press(m, "6")
 	first := text(m)
 	if !strings.Contains(first, "    59  ") || strings.Contains(first, "    60  ") {
@@ -317,24 +312,6 @@ func TestHelpFollowsTheView(t *testing.T) {
 	press(m, "?", "3", "?")
 	if tr := text(m); !strings.Contains(tr, "filter") || !strings.Contains(tr, "sort column") || strings.Contains(tr, "zoom in") {
 		t.Errorf("transfers help lists the wrong keys:\n%s", tr)
-	}
-}
-
-// Zoomed out, a cell shows the kind that fills most of its time: a long kernel with one short copy
-// in the same cell is kernel time, not a copy.
-func TestTimelineCellShowsDominantKind(t *testing.T) {
-	tr := &agg.Track{Ops: []agg.Op{
-		{Start: 0, End: 900, Index: 1, Kind: timeline.KindKernel},
-		{Start: 900, End: 910, Index: 2, Kind: timeline.KindMemcpy, Sub: uint8(timeline.CopyH2D)},
-		{Start: 1000, End: 1010, Index: 3, Kind: timeline.KindMemcpy, Sub: uint8(timeline.CopyH2D)},
-		{Start: 1500, End: 2000, Index: 4, Kind: timeline.KindKernel},
-	}}
-	act, which := cells(tr, 0, 1000, 2)
-	if act[0] != theme.Kernel || which[0] != 1 {
-		t.Errorf("cell 0: %v (op %d); want the kernel that fills 90%% of it", act[0], which[0])
-	}
-	if act[1] != theme.Kernel || which[1] != 4 {
-		t.Errorf("cell 1: %v (op %d); want the kernel (500 ns) over the copy (10 ns) and the idle (490 ns)", act[1], which[1])
 	}
 }
 
@@ -364,40 +341,17 @@ func TestExportFailureIsTyped(t *testing.T) {
 	}
 }
 
-func TestListWindow(t *testing.T) {
-	tests := []struct {
-		sel, top, n, h       int
-		wantFrom, wantTo, ws int
-	}{
-		{0, 0, 0, 5, 0, 0, 0},    // empty
-		{3, 0, 10, 5, 0, 5, 3},   // selection on screen
-		{7, 0, 10, 5, 3, 8, 7},   // selection below: scroll down to it
-		{2, 5, 10, 5, 2, 7, 2},   // selection above: scroll up to it
-		{99, 0, 10, 5, 5, 10, 9}, // past the end: the last row
-		{4, 8, 10, 5, 4, 9, 4},   // top kept where the selection still shows
-		{0, 0, 3, 5, 0, 3, 0},    // fewer rows than lines
-	}
-	for _, tt := range tests {
-		l := list{sel: tt.sel, top: tt.top}
-		from, to := l.window(tt.n, tt.h)
-		if from != tt.wantFrom || to != tt.wantTo || l.sel != tt.ws {
-			t.Errorf("list{sel %d, top %d}.window(%d, %d) = [%d, %d) sel %d; want [%d, %d) sel %d",
-				tt.sel, tt.top, tt.n, tt.h, from, to, l.sel, tt.wantFrom, tt.wantTo, tt.ws)
-		}
-	}
-}
-
 // Every row of the idle view can be shown in the timeline: each carries its stream's longest gap
 // of that cause, not only the rows among the run's fifty longest gaps.
 func TestIdleRowsEachHaveTheirLargestGap(t *testing.T) {
 	m := sized(scenarioSource(t, "pipeline", 3, ""), 160, 40)
-	groups := idleGroups(&m.Result().StreamIdle)
+	groups := idle.Groups(&m.Result().StreamIdle)
 	if len(groups) == 0 {
 		t.Fatal("no idle groups")
 	}
 	for _, g := range groups {
-		if g.gapNs <= 0 || g.gapNs > g.total {
-			t.Errorf("%s on device %d stream %d: largest gap %d ns of %d", g.cause, g.device, g.stream, g.gapNs, g.total)
+		if g.GapNs <= 0 || g.GapNs > g.Total {
+			t.Errorf("%s on device %d stream %d: largest gap %d ns of %d", g.Cause, g.Device, g.Stream, g.GapNs, g.Total)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package ui
+package transfers
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/ui/theme"
+	"github.com/xfertop/xfertop/ui/widget"
 )
 
 // The transfers view shows each collective row's algorithm and protocol (NCCL Inspector's
@@ -19,9 +20,9 @@ func TestTransfersAlgoProto(t *testing.T) {
 		{Op: "all_reduce", Ranks: 8, SizeClass: 1 << 30, Bytes: 1 << 30, Count: 1, AlgBW: &bw, BusBW: &bw, AlgoProto: "Ring_Simple", Channels: &ch},
 		{Op: "all_gather", Ranks: 8, SizeClass: 8, Bytes: 8, Count: 1},
 	}}}
-	fr := &Frame{Res: res, Styles: theme.DefaultStyles(true), Width: 160}
-	var v transfersView
-	lines := strings.Split(ansi.Strip(v.View(fr, 160, 10)), "\n")
+	v := New(&widget.Frame{Res: res, Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()})
+	v.SetSize(160, 10)
+	lines := strings.Split(ansi.Strip(v.View()), "\n")
 	if !strings.HasSuffix(strings.TrimRight(lines[0], " "), "algo_proto") {
 		t.Errorf("header %q lacks algo_proto", lines[0])
 	}

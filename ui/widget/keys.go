@@ -1,4 +1,4 @@
-package ui
+package widget
 
 import "charm.land/bubbles/v2/key"
 

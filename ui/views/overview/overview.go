@@ -1,20 +1,40 @@
-package ui
+package overview
 
 import (
 	"fmt"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/ui/widget"
 	"github.com/xfertop/xfertop/units"
 )
 
-type overviewView struct {
-	noCapture
+// Model is the overview.
+type Model struct {
+	widget.NoCapture
+	widget.Base
 }
+
+// New returns the overview over fr.
+func New(fr *widget.Frame) *Model { return &Model{Base: widget.Base{Fr: fr}} }
+
+// Update does nothing: the overview has no keys of its own.
+func (m *Model) Update(tea.Msg) (*Model, tea.Cmd) { return m, nil }
+
+// ShortHelp lists no keys: the overview has none of its own.
+func (m *Model) ShortHelp() []key.Binding { return nil }
+
+// FullHelp lists no keys.
+func (m *Model) FullHelp() [][]key.Binding { return nil }
 
 var sparks = []rune("▁▂▃▄▅▆▇█")
 
-func (*overviewView) View(fr *Frame, w, h int) string {
+// View draws the overview.
+func (m *Model) View() string {
+	fr, w, h := m.Fr, m.W, m.H
 	st, res := fr.Styles, fr.Res
 	var b strings.Builder
 	steps := "no steps yet"
@@ -29,7 +49,7 @@ func (*overviewView) View(fr *Frame, w, h int) string {
 	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; each link now, % of peak") + "\n")
 
 	devs := res.Links.Devices
-	for len(devs) < fr.Info.Meta.Devices { // devices that moved nothing yet still have a row
+	for len(devs) < fr.Meta.Devices { // devices that moved nothing yet still have a row
 		devs = append(devs, analysis.DeviceLinks{Device: int32(len(devs))})
 	}
 	times := map[int32]analysis.DeviceTime{}
@@ -97,7 +117,7 @@ func (*overviewView) View(fr *Frame, w, h int) string {
 		for l := range analysis.NumLinks {
 			r, _ := ds.Rate(l, bucket)
 			sum += r
-			p := fr.Info.Meta.LinkPeaks[l]
+			p := fr.Meta.LinkPeaks[l]
 			txt := units.Unknown // no peak known for this link: a share of it is unknown
 			if p > 0 {
 				txt = fmt.Sprintf("%.0f%%", 100*r/p)

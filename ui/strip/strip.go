@@ -1,0 +1,176 @@
+package strip
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/ui/theme"
+	"github.com/xfertop/xfertop/units"
+)
+
+// ActivityOf is the activity a timeline cell shows for an event of kind k (Sub sub).
+func ActivityOf(k timeline.Kind, sub uint8) theme.Activity {
+	switch k {
+	case timeline.KindKernel:
+		return theme.Kernel
+	case timeline.KindMemcpy:
+		switch timeline.CopyDir(sub) {
+		case timeline.CopyH2D:
+			return theme.H2D
+		case timeline.CopyD2H:
+			return theme.D2H
+		case timeline.CopyP2P:
+			return theme.P2P
+		}
+		return theme.D2D
+	case timeline.KindSend:
+		return theme.Send
+	case timeline.KindRecv:
+		return theme.Recv
+	case timeline.KindCollective:
+		return theme.Collective
+	case timeline.KindEventWait:
+		return theme.EventWait
+	case timeline.KindBarrier:
+		return theme.BarrierWait
+	case timeline.KindPeerWait:
+		return theme.PeerWait
+	}
+	return theme.None
+}
+
+// Cells draws one track over [t0, t0+w·ns). Zoomed out, several ops share a cell: the cell shows
+// the kind that fills most of its time (busy ops before waits when they tie), not whichever op
+// happens to touch it; time between ops is idle. which[c] is the event index of the op that fills
+// most of cell c, or -1.
+func Cells(tr *agg.Track, t0, ns int64, w int) (act []theme.Activity, which []int64) {
+	act = make([]theme.Activity, w)
+	which = make([]int64, w)
+	whichNs := make([]int64, w)                   // how much of its cell the op named in which fills
+	sums := make([][theme.NumActivities]int64, w) // time each kind fills in each cell
+	for i := range which {
+		which[i] = -1
+	}
+	add := func(c, lo, hi int64, a theme.Activity, idx int64) {
+		n := max(hi-lo, 1)
+		sums[c][a] += n
+		if idx >= 0 && n > whichNs[c] {
+			which[c], whichNs[c] = idx, n
+		}
+	}
+	t1 := t0 + ns*int64(w)
+	ops := tr.Ops
+	k := sort.Search(len(ops), func(i int) bool { return ops[i].Start >= t0 })
+	for back := 0; k > 0 && back < 64; back++ { // ops that started before t0 but are still running
+		k--
+		if ops[k].End < t0 && back > 8 {
+			k++
+			break
+		}
+	}
+	prevEnd := int64(-1)
+	for ; k < len(ops) && ops[k].Start < t1; k++ {
+		o := ops[k]
+		if o.End < t0 {
+			prevEnd = max(prevEnd, o.End)
+			continue
+		}
+		if prevEnd >= 0 && o.Start > prevEnd {
+			for c := max((prevEnd-t0)/ns, 0); c < min((o.Start-t0+ns-1)/ns, int64(w)); c++ {
+				if lo, hi := max(prevEnd, t0+c*ns), min(o.Start, t0+(c+1)*ns); hi > lo {
+					add(c, lo, hi, theme.Idle, -1)
+				}
+			}
+		}
+		a := ActivityOf(o.Kind, o.Sub)
+		lo := max((o.Start-t0)/ns, 0)
+		hi := min(max((o.End-t0+ns-1)/ns, lo+1), int64(w))
+		for c := lo; c < hi; c++ {
+			add(c, max(o.Start, t0+c*ns), min(o.End, t0+(c+1)*ns), a, o.Index)
+		}
+		prevEnd = max(prevEnd, o.End)
+	}
+	for c := range sums {
+		var best int64
+		for a, n := range sums[c] {
+			if n > best { // strictly more: on a tie the earlier kind (busy before waits) stays
+				act[c], best = theme.Activity(a), n
+			}
+		}
+	}
+	return act, which
+}
+
+// Draw writes cells in their colours; cur >= 0 marks the cursor's cell.
+func Draw(st *theme.Styles, act []theme.Activity, cur int) string {
+	var b strings.Builder
+	for i := 0; i < len(act); {
+		j := i
+		for j < len(act) && act[j] == act[i] && j != cur {
+			j++
+		}
+		if i == cur {
+			b.WriteString(st.Cursor.Render(act[i].Glyph()))
+			i++
+			continue
+		}
+		b.WriteString(st.ActivityOn[act[i]])
+		for range j - i {
+			b.WriteString(act[i].Glyph())
+		}
+		b.WriteString(st.ActivityOff[act[i]])
+		i = j
+	}
+	return b.String()
+}
+
+// Describe is a line about event idx: what it is, its bytes, peer, duration, rate and start.
+func Describe(snap *timeline.Snapshot, st *theme.Styles, idx int64) string {
+	e := snap.At(idx)
+	if e == nil {
+		return st.Muted.Render("(that op has left the window)")
+	}
+	parts := []string{st.Title.Render(e.Title(snap))}
+	if e.Bytes > 0 {
+		parts = append(parts, units.Bytes(e.Bytes))
+	}
+	if e.Peer >= 0 {
+		parts = append(parts, fmt.Sprintf("peer %d", e.Peer))
+	}
+	parts = append(parts, units.Dur(e.Dur()))
+	if e.Bytes > 0 && e.Dur() > 0 && e.Kind.IsComm() {
+		parts = append(parts, fmt.Sprintf("%.1f GB/s", float64(e.Bytes)/float64(e.Dur())))
+	}
+	if e.Group != 0 {
+		parts = append(parts, fmt.Sprintf("group %d", e.Group))
+	}
+	if e.Comm != 0 {
+		parts = append(parts, fmt.Sprintf("comm %d", e.Comm))
+	}
+	parts = append(parts, "at "+units.Dur(e.Start))
+	return strings.Join(parts, "  ")
+}
+
+// Legend draws the activities' glyphs and names, wrapped to w cells.
+func Legend(st *theme.Styles, w int) string {
+	var b strings.Builder
+	line, lineW := "", 0
+	for _, a := range theme.Legend() {
+		item := a.Glyph() + " " + a.Name()
+		if lineW > 0 && lineW+2+len([]rune(item)) > w {
+			b.WriteString(line + "\n")
+			line, lineW = "", 0
+		}
+		if lineW > 0 {
+			line += "  "
+			lineW += 2
+		}
+		line += st.Activity[a].Render(a.Glyph()) + " " + a.Name()
+		lineW += len([]rune(item))
+	}
+	b.WriteString(line)
+	return b.String()
+}

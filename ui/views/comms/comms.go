@@ -1,0 +1,111 @@
+package comms
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/ui/widget"
+	"github.com/xfertop/xfertop/units"
+)
+
+// Model is the comms view.
+type Model struct {
+	widget.NoCapture
+	widget.Base
+	list widget.List
+}
+
+// New returns the comms view over fr.
+func New(fr *widget.Frame) *Model { return &Model{Base: widget.Base{Fr: fr}} }
+
+// Selected returns the selected row.
+func (v *Model) Selected() int { return v.list.Selected() }
+
+// ShortHelp lists the view's keys.
+func (v *Model) ShortHelp() []key.Binding { return widget.ListKeys(v.Fr.Keys) }
+
+// FullHelp groups the view's keys.
+func (v *Model) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }
+
+// Update takes the list's keys and the mouse.
+func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	v.list.Handle(msg, v.Fr.Keys)
+	return v, nil
+}
+
+// order sorts communicators for the view: cached before evicted, newest first.
+func order(cs []analysis.Comm) []analysis.Comm {
+	out := slices.Clone(cs)
+	slices.SortStableFunc(out, func(a, b analysis.Comm) int {
+		if a.Evicted != b.Evicted {
+			if a.Evicted {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(b.CreatedNs, a.CreatedNs)
+	})
+	return out
+}
+
+// View draws the cache's totals and the entries that fit.
+func (v *Model) View() string {
+	st, cc := v.Fr.Styles, v.Fr.Res.CommCache
+	var b strings.Builder
+	rate := units.Unknown
+	if lookups := cc.Hits + cc.Misses; lookups > 0 {
+		rate = fmt.Sprintf("%.1f%%", 100*float64(cc.Hits)/float64(lookups))
+	}
+	fmt.Fprintf(&b, "%s %d entries seen · %d hits · %d misses · %d evictions · hit rate %s of lookups · %s spent creating\n",
+		st.Title.Render("Communicator cache"), len(cc.Comms), cc.Hits, cc.Misses, cc.Evictions, rate, units.Dur(cc.InitNsTotal))
+	b.WriteString(st.Title.Render(fmt.Sprintf("%6s  %-28s%8s%12s%12s  %s", "id", "devices", "hits", "created", "cost", "state")) + "\n")
+	comms := order(cc.Comms)
+	from, to := v.list.Window(len(comms), v.H-3, 2)
+	for i := from; i < to; i++ {
+		c := comms[i]
+		state := st.Good.Render("cached")
+		switch {
+		case c.Faulted:
+			state = st.Alert.Render("evicted (error)")
+		case c.Evicted:
+			state = st.Muted.Render("evicted")
+		}
+		devs := deviceSet(c.Devices)
+		if len(devs) > 28 {
+			devs = devs[:27] + "…"
+		}
+		line := fmt.Sprintf("%6d  %-28s%8d%12s%12s  ", c.ID, devs, c.Hits, units.Dur(c.CreatedNs), units.Dur(c.InitNs))
+		if i == v.list.Selected() {
+			line = st.Selected.Render(line)
+		}
+		b.WriteString(line + state + "\n")
+	}
+	if to-from < len(comms) {
+		b.WriteString(st.Muted.Render(fmt.Sprintf("%d–%d of %d (j/k to scroll)", from+1, to, len(comms))))
+	}
+	return b.String()
+}
+
+// deviceSet writes device ids compactly: 0-7,12.
+func deviceSet(ds []int32) string {
+	var parts []string
+	for i := 0; i < len(ds); {
+		j := i
+		for j+1 < len(ds) && ds[j+1] == ds[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", ds[i], ds[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(ds[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}

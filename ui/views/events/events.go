@@ -1,0 +1,145 @@
+package events
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/ui/widget"
+	"github.com/xfertop/xfertop/units"
+)
+
+// Model is the events view.
+type Model struct {
+	widget.Base
+	filter widget.Filter
+	offset int              // lines scrolled up from the newest
+	lines  map[int64]string // formatted lines by event index
+}
+
+// New returns the events view over fr.
+func New(fr *widget.Frame) *Model {
+	return &Model{Base: widget.Base{Fr: fr}, filter: widget.NewFilter("search kind, label, device…")}
+}
+
+// Offset returns how many lines the log is scrolled up from the newest.
+func (v *Model) Offset() int { return v.offset }
+
+// Capturing reports whether the search is being typed.
+func (v *Model) Capturing() bool { return v.filter.Editing() }
+
+// ShortHelp lists the view's keys.
+func (v *Model) ShortHelp() []key.Binding {
+	return append([]key.Binding{v.Fr.Keys.Filter}, widget.ListKeys(v.Fr.Keys)...)
+}
+
+// FullHelp groups the view's keys.
+func (v *Model) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }
+
+func (v *Model) scroll(n int) { v.offset = max(0, v.offset-n) }
+
+// Update takes keys (the search's while it is open) and the wheel.
+func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if v.filter.Editing() {
+			return v, v.filter.Key(msg)
+		}
+		switch k := v.Fr.Keys; {
+		case key.Matches(msg, k.Filter):
+			return v, v.filter.Open()
+		case key.Matches(msg, k.Up):
+			v.scroll(-1)
+		case key.Matches(msg, k.Down):
+			v.scroll(1)
+		case key.Matches(msg, k.Top):
+			v.offset = 1 << 30
+		case key.Matches(msg, k.Bottom):
+			v.offset = 0
+		}
+	case tea.MouseWheelMsg:
+		switch msg.Button {
+		case tea.MouseWheelUp:
+			v.scroll(-widget.WheelRows)
+		case tea.MouseWheelDown:
+			v.scroll(widget.WheelRows)
+		}
+	}
+	return v, nil
+}
+
+// line formats one event for the log.
+func line(snap *timeline.Snapshot, e *timeline.Event) string {
+	dev := "-"
+	if e.Device >= 0 {
+		dev = fmt.Sprint(e.Device)
+	}
+	extra := ""
+	if e.Bytes > 0 {
+		extra = units.Bytes(e.Bytes)
+	}
+	// Start times to the microsecond, so that neighbours are told apart.
+	at := fmt.Sprintf("%.6f s", float64(e.Start)/1e9)
+	return fmt.Sprintf("%14s %-17s dev %-3s s%-4d %10s %9s  %s", at, e.Kind, dev, e.Stream, units.Dur(e.Dur()), extra,
+		e.Title(snap))
+}
+
+// View draws the newest lines that fit (the scroll offset above them), matching the search.
+func (v *Model) View() string {
+	fr, h := v.Fr, v.H
+	st := fr.Styles
+	f := v.filter.Value()
+	idx := fr.State.RecentLog(agg.MaxLog)
+	list := h - 2
+	if v.lines == nil || len(v.lines) > 4*agg.MaxLog {
+		v.lines = map[int64]string{} // formatted lines never change: keep them, bounded
+	}
+	get := func(i int64) (string, bool) {
+		if l, ok := v.lines[i]; ok {
+			return l, true
+		}
+		e := fr.Snap.At(i)
+		if e == nil {
+			return "", false
+		}
+		l := line(fr.Snap, e)
+		v.lines[i] = l
+		return l, true
+	}
+	// Walk from the newest back, formatting only until the visible lines (and the scroll offset
+	// above them) are found: a frame must not format thousands of lines.
+	want := list + v.offset
+	var picked []string
+	for k := len(idx) - 1; k >= 0 && len(picked) < want; k-- {
+		l, ok := get(idx[k])
+		if !ok || (f != "" && !strings.Contains(strings.ToLower(l), f)) {
+			continue
+		}
+		picked = append(picked, l)
+	}
+	v.offset = min(v.offset, max(len(picked)-list, 0))
+	var b strings.Builder
+	state := "newest last"
+	if fr.Paused {
+		state = "paused"
+	}
+	b.WriteString(st.Title.Render(fmt.Sprintf("%12s %-17s %-7s %-5s %10s %9s  %s", "start", "kind", "device", "strm", "dur", "bytes", "what")) +
+		st.Muted.Render(fmt.Sprintf("  last %d events, %s", len(idx), state)) + "\n")
+	end := len(picked)
+	start := min(v.offset, end)
+	shown := picked[start:min(start+list, end)]
+	for k := len(shown) - 1; k >= 0; k-- {
+		b.WriteString(shown[k] + "\n")
+	}
+	for strings.Count(b.String(), "\n") < h-1 {
+		b.WriteString("\n")
+	}
+	if v.filter.Shown() {
+		b.WriteString(v.filter.View())
+	}
+	return b.String()
+}

@@ -1,0 +1,144 @@
+package idle
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/ui/widget"
+	"github.com/xfertop/xfertop/units"
+)
+
+// Group is one stream's idle time of one cause, with its largest gap of that cause.
+type Group struct {
+	Cause        analysis.Cause
+	Role         string
+	Device       int32
+	Stream       uint32
+	Total        int64
+	GapAt, GapNs int64
+}
+
+// Groups ranks every stream's idle time by cause: idle compute streams first (that is GPU time
+// lost), then by cost.
+func Groups(si *analysis.StreamGaps) []Group {
+	var out []Group
+	for _, s := range si.Streams {
+		for _, c := range analysis.Causes() {
+			if n := s.ByCause[c.String()]; n > 0 {
+				g := Group{Cause: c, Role: s.Role, Device: s.Device, Stream: s.Stream, Total: n}
+				for _, gap := range s.Largest {
+					if gap.Cause == c {
+						g.GapAt, g.GapNs = gap.Start, gap.Dur
+					}
+				}
+				out = append(out, g)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Group) int {
+		rank := func(g Group) int {
+			if g.Role == "compute" {
+				return 0
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(b.Total, a.Total), cmp.Compare(a.Device, b.Device), cmp.Compare(a.Stream, b.Stream))
+	})
+	return out
+}
+
+// Model is the idle view.
+type Model struct {
+	widget.NoCapture
+	widget.Base
+	list widget.List
+}
+
+// New returns the idle view over fr.
+func New(fr *widget.Frame) *Model { return &Model{Base: widget.Base{Fr: fr}} }
+
+// Selected returns the selected row of Groups.
+func (v *Model) Selected() int { return v.list.Selected() }
+
+// ShortHelp lists the view's keys.
+func (v *Model) ShortHelp() []key.Binding {
+	return append([]key.Binding{v.Fr.Keys.Select}, widget.ListKeys(v.Fr.Keys)...)
+}
+
+// FullHelp groups the view's keys.
+func (v *Model) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }
+
+// Update takes the list's keys and the mouse; enter asks the timeline to show the row's gap.
+func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	k := v.Fr.Keys
+	if v.list.Handle(msg, k) {
+		return v, nil
+	}
+	if km, ok := msg.(tea.KeyPressMsg); ok && key.Matches(km, k.Select) {
+		groups := Groups(&v.Fr.Res.StreamIdle)
+		if sel := v.list.Selected(); sel < len(groups) && groups[sel].GapNs > 0 {
+			g := groups[sel]
+			return v, widget.JumpTo(widget.JumpToMsg{Device: g.Device, Stream: g.Stream, Time: g.GapAt, Dur: g.GapNs})
+		}
+	}
+	return v, nil
+}
+
+// View draws the per-device breakdown and the ranked rows.
+func (v *Model) View() string {
+	fr, h := v.Fr, v.H
+	st, si := fr.Styles, &fr.Res.StreamIdle
+	groups := Groups(si)
+	if len(groups) == 0 {
+		return st.Muted.Render("no idle time yet")
+	}
+	var b strings.Builder
+	var causes []string
+	for _, c := range analysis.Causes() {
+		if n := si.ByCause[c.String()]; n > 0 {
+			causes = append(causes, fmt.Sprintf("%s %s (%.0f%%)", c, units.Dur(n), 100*float64(n)/float64(si.TotalNs)))
+		}
+	}
+	fmt.Fprintf(&b, "%s devices %s idle · gaps on streams %s (Σ over streams; %% of that): %s\n", st.Title.Render("Idle"),
+		units.Dur(fr.Res.Breakdown.IdleNs), units.Dur(si.TotalNs), strings.Join(causes, ", "))
+	// Per device, HTA's temporal breakdown and overlap, as the report gives them.
+	devs := fr.Res.Breakdown.Devices
+	shown := min(len(devs), max(h/3, 1))
+	b.WriteString(st.Muted.Render(fmt.Sprintf("%-7s%8s%10s%14s%11s   (%% of each device's span; overlap: %% of its communication; pooled %s)",
+		"device", "idle %", "compute %", "non-compute %", "overlap %", units.Pct(fr.Res.Breakdown.OverlapPct))) + "\n")
+	for _, d := range devs[:shown] {
+		ov := units.Unknown
+		if d.OverlapPct != nil {
+			ov = fmt.Sprintf("%.1f", *d.OverlapPct)
+		}
+		fmt.Fprintf(&b, "%-7d%8.1f%10.1f%14.1f%11s\n", d.Device, d.IdlePct, d.ComputePct, d.NonCompPct, ov)
+	}
+	y := 2 + shown
+	if shown < len(devs) {
+		b.WriteString(st.Muted.Render(fmt.Sprintf("… %d more devices", len(devs)-shown)) + "\n")
+		y++
+	}
+	h -= shown + 1
+	head := fmt.Sprintf("%-13s%7s%8s %-9s%11s  %s", "cause", "device", "stream", "role", "total", "largest gap (enter: show in timeline)")
+	b.WriteString(st.Title.Render(head) + "\n")
+	from, to := v.list.Window(len(groups), h-3, y+1)
+	for i := from; i < to; i++ {
+		g := groups[i]
+		gap := units.Unknown
+		if g.GapNs > 0 {
+			gap = units.Dur(g.GapNs) + " at " + units.Dur(g.GapAt)
+		}
+		line := fmt.Sprintf("%-13s%7d%8d %-9s%11s  %s", g.Cause, g.Device, g.Stream, g.Role, units.Dur(g.Total), gap)
+		if i == v.list.Selected() {
+			line = st.Selected.Render(line)
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}

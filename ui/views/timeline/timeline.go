@@ -1,0 +1,239 @@
+package timeline
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/ui/strip"
+	"github.com/xfertop/xfertop/ui/widget"
+	"github.com/xfertop/xfertop/units"
+)
+
+// LabelW is the width of the stream labels left of the plot.
+const LabelW = 15
+
+// Model is the timeline view.
+type Model struct {
+	widget.NoCapture
+	widget.Base
+	follow    bool
+	end       int64 // right edge (ns) when not following
+	nsPerCol  int64
+	cursor    int         // column of the cursor in the plot
+	list      widget.List // the selected row and the first shown
+	collapsed map[int32]bool
+}
+
+// New returns the timeline view over fr, following live at 2 ms a column.
+func New(fr *widget.Frame) *Model {
+	return &Model{Base: widget.Base{Fr: fr}, follow: true, nsPerCol: 2_000_000, cursor: -1, collapsed: map[int32]bool{}}
+}
+
+// Row is a line of the timeline: a device's header or one of its streams.
+type Row struct {
+	Device int32
+	Header bool
+	Track  *agg.Track
+	n      int // streams of a collapsed device
+}
+
+// Rows lists the lines the timeline has now, collapsed devices folded.
+func (t *Model) Rows() []Row {
+	var out []Row
+	s := t.Fr.State
+	for i, tr := range s.Tracks {
+		if i == 0 || s.Tracks[i-1].Device != tr.Device {
+			n := 0
+			for _, o := range s.Tracks[i:] {
+				if o.Device != tr.Device {
+					break
+				}
+				n++
+			}
+			out = append(out, Row{Device: tr.Device, Header: true, n: n})
+		}
+		if !t.collapsed[tr.Device] {
+			out = append(out, Row{Device: tr.Device, Track: tr})
+		}
+	}
+	return out
+}
+
+// Selected returns the selected row's index in Rows.
+func (t *Model) Selected() int { return t.list.Selected() }
+
+// NsPerCol returns the zoom: ns a column.
+func (t *Model) NsPerCol() int64 { return t.nsPerCol }
+
+// Following reports whether the right edge follows the newest time.
+func (t *Model) Following() bool { return t.follow }
+
+// Cursor returns the cursor's column in the plot.
+func (t *Model) Cursor() int { return t.col(t.plotW()) }
+
+func (t *Model) plotW() int { return t.W - LabelW }
+
+// ShortHelp lists the timeline's keys.
+func (t *Model) ShortHelp() []key.Binding {
+	k := t.Fr.Keys
+	return []key.Binding{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse, k.Up, k.Down}
+}
+
+// FullHelp groups the timeline's keys.
+func (t *Model) FullHelp() [][]key.Binding { return [][]key.Binding{t.ShortHelp()} }
+
+// Update takes keys, the mouse (wheel: rows; click: a stream and the op under the pointer), a
+// JumpToMsg and a SeekedMsg.
+func (t *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if !t.list.Handle(msg, t.Fr.Keys) {
+			t.key(msg)
+		}
+	case tea.MouseWheelMsg:
+		t.list.Wheel(msg)
+	case tea.MouseClickMsg:
+		// A click on a stream selects it and puts the cursor on the column under the pointer.
+		if t.list.Click(msg.Y) {
+			if c := msg.X - LabelW; c >= 0 && c < t.plotW() {
+				t.cursor = c
+			}
+		}
+	case widget.JumpToMsg:
+		t.jump(msg)
+	case widget.SeekedMsg:
+		t.follow = true
+	}
+	return t, nil
+}
+
+func (t *Model) key(msg tea.KeyPressMsg) {
+	k, fr := t.Fr.Keys, t.Fr
+	plotW := t.plotW()
+	switch {
+	case key.Matches(msg, k.ZoomIn):
+		t.nsPerCol = max(t.nsPerCol/2, 1)
+	case key.Matches(msg, k.ZoomOut):
+		t.nsPerCol = min(t.nsPerCol*2, 1<<40)
+	case key.Matches(msg, k.PanLeft):
+		t.end = t.right() - int64(plotW/4)*t.nsPerCol
+		t.follow = false
+	case key.Matches(msg, k.PanRight):
+		t.end = t.right() + int64(plotW/4)*t.nsPerCol
+		t.follow = t.end >= fr.Snap.Now
+	case key.Matches(msg, k.Left):
+		t.cursor = max(t.col(plotW)-1, 0)
+	case key.Matches(msg, k.Right):
+		t.cursor = min(t.col(plotW)+1, plotW-1)
+	case key.Matches(msg, k.Follow):
+		t.follow = !t.follow
+		if !t.follow {
+			t.end = fr.Snap.Now
+		}
+	case key.Matches(msg, k.Collapse):
+		rows := t.Rows()
+		if sel := t.list.Selected(); sel < len(rows) {
+			d := rows[sel].Device
+			t.collapsed[d] = !t.collapsed[d]
+		}
+	}
+}
+
+func (t *Model) col(plotW int) int {
+	if t.cursor < 0 || t.cursor >= plotW {
+		return plotW - 1
+	}
+	return t.cursor
+}
+
+func (t *Model) right() int64 {
+	if t.follow {
+		return t.Fr.Snap.Now
+	}
+	return t.end
+}
+
+// visible is how many rows fit: the ruler, the detail line and a legend of up to three lines
+// take the rest.
+func (t *Model) visible() int { return t.H - 5 }
+
+// jump centres the timeline on a time on a stream (from the idle view).
+func (t *Model) jump(j widget.JumpToMsg) {
+	plotW := max(t.plotW(), 1)
+	t.nsPerCol = max(j.Dur*4/int64(plotW), 1)
+	t.end = j.Time + j.Dur/2 + int64(plotW/2)*t.nsPerCol
+	t.follow = false
+	t.cursor = plotW / 2
+	t.collapsed[j.Device] = false
+	for i, r := range t.Rows() {
+		if !r.Header && r.Track.Device == j.Device && r.Track.Stream == j.Stream {
+			t.list.Select(i)
+		}
+	}
+}
+
+// View draws the ruler, the rows that fit, the op under the cursor and the legend.
+func (t *Model) View() string {
+	fr, w := t.Fr, t.W
+	st := &fr.Styles
+	plotW := t.plotW()
+	t1 := t.right()
+	t0 := t1 - int64(plotW)*t.nsPerCol
+	cur := t.col(plotW)
+	var b strings.Builder
+	// Ruler: start, cursor and end times.
+	ruler := fmt.Sprintf("%-*s%s", LabelW, units.Dur(t.nsPerCol)+"/col", units.Dur(max(t0, 0)))
+	endLbl := units.Dur(t1)
+	if t.follow {
+		endLbl += " (following)"
+	}
+	pad := w - len([]rune(ruler)) - len([]rune(endLbl))
+	b.WriteString(st.Muted.Render(ruler+strings.Repeat(" ", max(pad, 1))+endLbl) + "\n")
+	rows := t.Rows()
+	from, to := t.list.Window(len(rows), t.visible(), 1)
+	var detail string
+	for i := from; i < to; i++ {
+		r := rows[i]
+		sel := i == t.list.Selected()
+		if r.Header {
+			mark := "▾"
+			if t.collapsed[r.Device] {
+				mark = "▸"
+			}
+			lbl := fmt.Sprintf("%s device %d", mark, r.Device)
+			if t.collapsed[r.Device] {
+				lbl += fmt.Sprintf(" (%d streams)", r.n)
+			}
+			if sel {
+				lbl = st.Selected.Render(lbl)
+			}
+			b.WriteString(st.Title.Render(lbl) + "\n")
+			continue
+		}
+		tr := r.Track
+		prio := ""
+		if tr.Priority < 0 {
+			prio = " hi"
+		}
+		lbl := fmt.Sprintf("%-*s", LabelW, fmt.Sprintf("  s%d%s", tr.Stream, prio))
+		c := -1
+		if sel {
+			lbl, c = st.Selected.Render(lbl), cur
+		}
+		act, which := strip.Cells(tr, t0, t.nsPerCol, plotW)
+		b.WriteString(lbl + strip.Draw(st, act, c) + "\n")
+		if sel && which[cur] >= 0 {
+			detail = strip.Describe(fr.Snap, st, which[cur])
+		}
+	}
+	if detail == "" {
+		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.Dur(t0+int64(cur)*t.nsPerCol)))
+	}
+	b.WriteString(detail + "\n")
+	b.WriteString(strip.Legend(st, w))
+	return b.String()
+}

@@ -1,0 +1,194 @@
+package transfers
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/ui/widget"
+	"github.com/xfertop/xfertop/units"
+)
+
+// Cols are the table's columns, in the order s cycles through them.
+var Cols = []string{"kind", "size", "ranks", "count", "bytes", "p50", "p99", "GB/s", "busbw", "algo_proto"}
+
+// Model is the transfers view.
+type Model struct {
+	widget.Base
+	list    widget.List
+	sortCol int
+	reverse bool
+	filter  widget.Filter
+}
+
+// New returns the transfers view over fr, sorted by bytes, most first.
+func New(fr *widget.Frame) *Model {
+	return &Model{Base: widget.Base{Fr: fr}, sortCol: 4, reverse: true, filter: widget.NewFilter("kind, e.g. send or all_reduce")}
+}
+
+// SortCol returns the column sorted by.
+func (v *Model) SortCol() int { return v.sortCol }
+
+// Selected returns the selected row.
+func (v *Model) Selected() int { return v.list.Selected() }
+
+// Capturing reports whether the filter is being typed.
+func (v *Model) Capturing() bool { return v.filter.Editing() }
+
+// ShortHelp lists the view's keys.
+func (v *Model) ShortHelp() []key.Binding {
+	k := v.Fr.Keys
+	return append([]key.Binding{k.Sort, k.Reverse, k.Filter}, widget.ListKeys(k)...)
+}
+
+// FullHelp groups the view's keys.
+func (v *Model) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }
+
+// Update takes keys (the filter's while it is open) and the mouse.
+func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	k := v.Fr.Keys
+	if km, ok := msg.(tea.KeyPressMsg); ok && v.filter.Editing() {
+		return v, v.filter.Key(km)
+	}
+	switch {
+	case v.list.Handle(msg, k):
+	default:
+		km, ok := msg.(tea.KeyPressMsg)
+		switch {
+		case !ok:
+		case key.Matches(km, k.Sort):
+			v.sortCol = (v.sortCol + 1) % len(Cols)
+		case key.Matches(km, k.Reverse):
+			v.reverse = !v.reverse
+		case key.Matches(km, k.Filter):
+			return v, v.filter.Open()
+		}
+	}
+	return v, nil
+}
+
+// row is a table row: a transfer kind or a collective at a size class.
+type row struct {
+	kind         string
+	size         int64
+	ranks        int
+	count, bytes int64
+	p50, p99     *int64
+	rate, bus    *float64
+	algoProto    string // collectives: NCCL's algorithm and protocol ("Ring_LL128"), "" when not known
+}
+
+// rows lists the analysis's transfer and collective rows, filtered.
+func rows(res *analysis.Result, f string) []row {
+	var out []row
+	for _, r := range res.Transfers.BySize {
+		out = append(out, row{kind: r.Kind, size: r.SizeClass, count: r.Count, bytes: r.Bytes, p50: r.P50Ns, p99: r.P99Ns, rate: r.GBps})
+	}
+	for _, c := range res.Collectives.Rows {
+		out = append(out, row{kind: c.Op, size: c.SizeClass, ranks: c.Ranks, count: c.Count, bytes: c.Bytes * c.Count,
+			p50: c.P50Ns, p99: c.P99Ns, rate: c.AlgBW, bus: c.BusBW, algoProto: c.AlgoProto})
+	}
+	if f != "" {
+		out = slices.DeleteFunc(out, func(t row) bool { return !strings.Contains(strings.ToLower(t.kind), f) })
+	}
+	return out
+}
+
+func orZero[T int64 | float64](p *T) T {
+	if p == nil {
+		return -1 // unknown sorts below every known value
+	}
+	return *p
+}
+
+func gbpsCell(p *float64) string {
+	if p == nil {
+		return units.Unknown
+	}
+	return fmt.Sprintf("%.1f", *p)
+}
+
+func (v *Model) sorted() []row {
+	rs := rows(v.Fr.Res, v.filter.Value())
+	keyOf := func(t row) []any {
+		return []any{t.kind, t.size, int64(t.ranks), t.count, t.bytes, orZero(t.p50), orZero(t.p99), orZero(t.rate), orZero(t.bus), t.algoProto}
+	}
+	sort.SliceStable(rs, func(i, j int) bool {
+		a, b := keyOf(rs[i])[v.sortCol], keyOf(rs[j])[v.sortCol]
+		var c int
+		switch x := a.(type) {
+		case string:
+			c = cmp.Compare(x, b.(string))
+		case int64:
+			c = cmp.Compare(x, b.(int64))
+		case float64:
+			c = cmp.Compare(x, b.(float64))
+		}
+		if c == 0 {
+			c = cmp.Or(cmp.Compare(rs[i].kind, rs[j].kind), cmp.Compare(rs[i].size, rs[j].size), cmp.Compare(rs[i].algoProto, rs[j].algoProto))
+		}
+		if v.reverse {
+			return c > 0
+		}
+		return c < 0
+	})
+	return rs
+}
+
+// View draws the table, the selection and the filter or a summary line.
+func (v *Model) View() string {
+	st, h := &v.Fr.Styles, v.H
+	rs := v.sorted()
+	var b strings.Builder
+	widths := []int{18, 11, 6, 8, 11, 10, 10, 9, 9, 17}
+	head := ""
+	for i, c := range Cols {
+		name := c
+		if i == v.sortCol {
+			arrow := "▲"
+			if v.reverse {
+				arrow = "▼"
+			}
+			name += arrow
+		}
+		if i == 0 {
+			head += fmt.Sprintf("%-*s", widths[i], name)
+		} else {
+			head += fmt.Sprintf("%*s", widths[i], name)
+		}
+	}
+	b.WriteString(st.Title.Render(head) + "\n")
+	from, to := v.list.Window(len(rs), h-3, 1)
+	for i := from; i < to; i++ {
+		t := rs[i]
+		ranks, bus := "", ""
+		if t.ranks > 0 {
+			ranks, bus = fmt.Sprint(t.ranks), gbpsCell(t.bus)
+		}
+		line := fmt.Sprintf("%-*s%*s%*s%*d%*s%*s%*s%*s%*s%*s", widths[0], t.kind, widths[1], "≤"+units.Bytes(t.size),
+			widths[2], ranks, widths[3], t.count, widths[4], units.Bytes(t.bytes), widths[5], units.DurP(t.p50),
+			widths[6], units.DurP(t.p99), widths[7], gbpsCell(t.rate), widths[8], bus, widths[9], t.algoProto)
+		if i == v.list.Selected() {
+			line = st.Selected.Render(line)
+		}
+		b.WriteString(line + "\n")
+	}
+	if len(rs) == 0 {
+		b.WriteString(st.Muted.Render("no transfers yet") + "\n")
+	}
+	for strings.Count(b.String(), "\n") < h-1 {
+		b.WriteString("\n")
+	}
+	if v.filter.Shown() {
+		b.WriteString(v.filter.View())
+	} else {
+		b.WriteString(st.Muted.Render(fmt.Sprintf("%d rows · GB/s = bytes / time of the row's ops (algbw for collectives)", len(rs))))
+	}
+	return b.String()
+}

@@ -1,0 +1,79 @@
+package widget
+
+import (
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/ui/theme"
+)
+
+// Frame is everything a view draws from: the analysis, the events held, the display state, the
+// run's description, the theme and the keys. The root owns it and updates it in place on each
+// refresh; every view holds the same pointer and reads it when it draws or takes a key, so a
+// view never sees the root model.
+type Frame struct {
+	Res    *analysis.Result
+	Snap   *timeline.Snapshot
+	State  *agg.State
+	Meta   timeline.Meta
+	Styles theme.Styles
+	Keys   KeyMap
+	Paused bool
+	// Live is true while the source still produces events: the timeline then draws each stream
+	// up to now, the latest time any stream has reported.
+	Live bool
+}
+
+// Widget is what a view is: a concrete type T (a pointer) that updates itself and gives itself
+// back, as bubbles' components do, so the root never needs a type assertion.
+type Widget[T any] interface {
+	// Update takes a message meant for the view: keys while it is shown, mouse events in its own
+	// coordinates (row 0 is its first line), and messages it owns (a JumpToMsg for the timeline).
+	Update(msg tea.Msg) (T, tea.Cmd)
+	// View draws the view into the size last set; the root cuts or pads it to exactly that.
+	View() string
+	// SetSize sets the cells the view has.
+	SetSize(w, h int)
+	// ShortHelp lists the keys that work in the view, beyond the console's own: the footer's.
+	ShortHelp() []key.Binding
+	// FullHelp groups the same keys for the help screen.
+	FullHelp() [][]key.Binding
+	// Capturing reports whether a text input of the view takes every key now.
+	Capturing() bool
+}
+
+// JumpToMsg asks the console to show a stream of a device around a time in the timeline: how a
+// view points at something in another view.
+type JumpToMsg struct {
+	Device int32
+	Stream uint32
+	Time   int64 // ns
+	Dur    int64 // ns; the span to fit on screen
+}
+
+// JumpTo returns the command that sends msg.
+func JumpTo(msg JumpToMsg) tea.Cmd { return func() tea.Msg { return msg } }
+
+// SeekedMsg tells the timeline that a replay jumped: it follows the new position.
+type SeekedMsg struct{}
+
+// ListKeys are the keys of a list.
+func ListKeys(k KeyMap) []key.Binding { return []key.Binding{k.Up, k.Down, k.Top, k.Bottom} }
+
+// NoCapture is embedded by views without a text input.
+type NoCapture struct{}
+
+// Capturing reports false: the view has no text input.
+func (NoCapture) Capturing() bool { return false }
+
+// Base is what every view holds: the Frame it draws from and the cells it has.
+type Base struct {
+	Fr   *Frame
+	W, H int
+}
+
+// SetSize sets the cells the view has.
+func (b *Base) SetSize(w, h int) { b.W, b.H = w, h }
