@@ -159,7 +159,7 @@ func TestTimelineKeys(t *testing.T) {
 	rows := tl.Rows()
 	plotW := 120 - timeline.LabelW
 	t1 := m.snap.Now
-	act, _ := strip.Cells(rows[1].Track, t1-int64(plotW)*tl.NsPerCol(), tl.NsPerCol(), plotW)
+	act, _ := strip.Cells(rows[1].Track, t1-int64(plotW)*tl.NsPerCol(), tl.NsPerCol(), plotW, 0)
 	col := -1
 	for c := range act {
 		if act[c] == 1 { // theme.Kernel
@@ -352,6 +352,32 @@ func TestIdleRowsEachHaveTheirLargestGap(t *testing.T) {
 	for _, g := range groups {
 		if g.GapNs <= 0 || g.GapNs > g.Total {
 			t.Errorf("%s on device %d stream %d: largest gap %d ns of %d", g.Cause, g.Device, g.Stream, g.GapNs, g.Total)
+		}
+	}
+}
+
+// Live, every stream of the timeline reaches the right edge (now): its time since its last
+// reported op is drawn, not left blank. A finished run leaves streams that ended early blank.
+func TestTimelineLiveEdge(t *testing.T) {
+	for _, live := range []bool{true, false} {
+		src := scenarioSource(t, "pipeline", 2, "")
+		src.status.Done = !live
+		m := sized(src, 120, 40)
+		press(m, "2", "+", "+", "+", "+", "+", "+") // 31 µs a column: streams end apart
+		blank := 0
+		for _, l := range strings.Split(text(m), "\n") {
+			if strings.HasPrefix(l, "  s") && len([]rune(l)) == 120 && []rune(l)[119] == ' ' {
+				blank++
+			}
+		}
+		if live && blank > 0 {
+			t.Errorf("live: %d streams stop short of now:\n%s", blank, text(m))
+		}
+		if !live && blank == 0 {
+			t.Errorf("finished: every stream reaches the end; the test shows nothing:\n%s", text(m))
+		}
+		if has := strings.Contains(text(m), "not reported yet"); has != live {
+			t.Errorf("live %v: the legend names the pending glyph: %v", live, has)
 		}
 	}
 }

@@ -46,7 +46,11 @@ func ActivityOf(k timeline.Kind, sub uint8) theme.Activity {
 // the kind that fills most of its time (busy ops before waits when they tie), not whichever op
 // happens to touch it; time between ops is idle. which[c] is the event index of the op that fills
 // most of cell c, or -1.
-func Cells(tr *agg.Track, t0, ns int64, w int) (act []theme.Activity, which []int64) {
+//
+// now > 0 is a live session's latest time: ops are reported when they end, so the time from the
+// track's last reported end up to now may be an op still running; it is drawn as Pending up to
+// now, so every stream reaches the live right edge instead of stopping where its last op ended.
+func Cells(tr *agg.Track, t0, ns int64, w int, now int64) (act []theme.Activity, which []int64) {
 	act = make([]theme.Activity, w)
 	which = make([]int64, w)
 	whichNs := make([]int64, w)                   // how much of its cell the op named in which fills
@@ -93,6 +97,13 @@ func Cells(tr *agg.Track, t0, ns int64, w int) (act []theme.Activity, which []in
 		}
 		prevEnd = max(prevEnd, o.End)
 	}
+	if last := lastEnd(ops); now > 0 && last >= 0 && last < now {
+		for c := max((last-t0)/ns, 0); c < min((now-t0+ns-1)/ns, int64(w)); c++ {
+			if lo, hi := max(last, t0+c*ns), min(now, t0+(c+1)*ns); hi > lo {
+				add(c, lo, hi, theme.Pending, -1)
+			}
+		}
+	}
 	for c := range sums {
 		var best int64
 		for a, n := range sums[c] {
@@ -102,6 +113,16 @@ func Cells(tr *agg.Track, t0, ns int64, w int) (act []theme.Activity, which []in
 		}
 	}
 	return act, which
+}
+
+// lastEnd is the latest end among a track's last ops (sorted by start, so a late end is near the
+// tail), or -1 for none.
+func lastEnd(ops []agg.Op) int64 {
+	end := int64(-1)
+	for i := len(ops) - 1; i >= 0 && i >= len(ops)-64; i-- {
+		end = max(end, ops[i].End)
+	}
+	return end
 }
 
 // Draw writes cells in their colours; cur >= 0 marks the cursor's cell.
@@ -154,11 +175,11 @@ func Describe(snap *timeline.Snapshot, st *theme.Styles, idx int64) string {
 	return strings.Join(parts, "  ")
 }
 
-// Legend draws the activities' glyphs and names, wrapped to w cells.
-func Legend(st *theme.Styles, w int) string {
+// Legend draws the activities' glyphs and names, wrapped to w cells; live adds Pending.
+func Legend(st *theme.Styles, w int, live bool) string {
 	var b strings.Builder
 	line, lineW := "", 0
-	for _, a := range theme.Legend() {
+	for _, a := range theme.Legend(live) {
 		item := a.Glyph() + " " + a.Name()
 		if lineW > 0 && lineW+2+len([]rune(item)) > w {
 			b.WriteString(line + "\n")

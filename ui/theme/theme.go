@@ -28,16 +28,19 @@ const (
 	BarrierWait
 	PeerWait
 	Idle
+	// Pending is a live stream's time since its last reported op: an op may be running there (ops
+	// are reported when they end) or the stream may be idle; its next event tells.
+	Pending
 	activityCount
 	// NumActivities is how many activities there are.
 	NumActivities = activityCount
 )
 
 // Glyphs are ASCII or single-width box characters that every terminal font has.
-var glyphs = [activityCount]string{" ", "█", "↓", "↑", "=", "~", ">", "<", "#", ":", "|", "?", "."}
+var glyphs = [activityCount]string{" ", "█", "↓", "↑", "=", "~", ">", "<", "#", ":", "|", "?", ".", "·"}
 
 var names = [activityCount]string{"", "kernel", "h2d copy", "d2h copy", "d2d copy", "p2p copy", "send", "recv", "collective",
-	"event wait", "barrier wait", "peer wait", "idle"}
+	"event wait", "barrier wait", "peer wait", "idle", "running or idle (not reported yet)"}
 
 // Glyph returns the activity's glyph.
 func (a Activity) Glyph() string { return glyphs[a] }
@@ -45,9 +48,13 @@ func (a Activity) Glyph() string { return glyphs[a] }
 // Name returns the activity's name for legends.
 func (a Activity) Name() string { return names[a] }
 
-// Legend lists the activities a legend shows.
-func Legend() []Activity {
-	return []Activity{Kernel, H2D, D2H, D2D, P2P, Send, Recv, Collective, EventWait, BarrierWait, PeerWait, Idle}
+// Legend lists the activities a legend shows; a live legend adds Pending.
+func Legend(live bool) []Activity {
+	l := []Activity{Kernel, H2D, D2H, D2D, P2P, Send, Recv, Collective, EventWait, BarrierWait, PeerWait, Idle}
+	if live {
+		l = append(l, Pending)
+	}
+	return l
 }
 
 // Styles is every style the console uses. Build it with DefaultStyles; no package-level styles.
@@ -94,6 +101,7 @@ func DefaultStyles(isDark bool) Styles {
 		BarrierWait: ld(lipgloss.Color("#d70000"), lipgloss.Color("#ff5f5f")),
 		PeerWait:    ld(lipgloss.Color("#d75f00"), lipgloss.Color("#ff875f")),
 		Idle:        muted,
+		Pending:     muted,
 	}
 	for i, c := range colors {
 		st := lipgloss.NewStyle()

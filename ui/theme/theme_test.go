@@ -5,7 +5,7 @@ import "testing"
 // Without colour, glyphs alone tell activities apart: each is distinct and one cell wide.
 func TestGlyphsDistinct(t *testing.T) {
 	seen := map[string]Activity{}
-	for _, a := range Legend() {
+	for _, a := range Legend(true) {
 		g := a.Glyph()
 		if len([]rune(g)) != 1 {
 			t.Errorf("%s glyph %q is not one character", a.Name(), g)

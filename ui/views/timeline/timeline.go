@@ -183,6 +183,10 @@ func (t *Model) View() string {
 	plotW := t.plotW()
 	t1 := t.right()
 	t0 := t1 - int64(plotW)*t.nsPerCol
+	now := int64(0) // a finished session has nothing still running
+	if fr.Live {
+		now = fr.Snap.Now
+	}
 	cur := t.col(plotW)
 	var b strings.Builder
 	// Ruler: start, cursor and end times.
@@ -224,7 +228,7 @@ func (t *Model) View() string {
 		if sel {
 			lbl, c = st.Selected.Render(lbl), cur
 		}
-		act, which := strip.Cells(tr, t0, t.nsPerCol, plotW)
+		act, which := strip.Cells(tr, t0, t.nsPerCol, plotW, now)
 		b.WriteString(lbl + strip.Draw(st, act, c) + "\n")
 		if sel && which[cur] >= 0 {
 			detail = strip.Describe(fr.Snap, st, which[cur])
@@ -234,6 +238,6 @@ func (t *Model) View() string {
 		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.Dur(t0+int64(cur)*t.nsPerCol)))
 	}
 	b.WriteString(detail + "\n")
-	b.WriteString(strip.Legend(st, w))
+	b.WriteString(strip.Legend(st, w, fr.Live))
 	return b.String()
 }
