@@ -107,7 +107,6 @@ type Model struct {
 	tickID int
 
 	width, height int
-	bodyTop       int // the screen line the view's first line was drawn at
 	tab           int
 	paused        bool
 	showHelp      bool
@@ -259,10 +258,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // click selects a view by its tab, or hands the click to the view shown, in its own coordinates.
 func (m *Model) click(msg tea.MouseClickMsg) tea.Cmd {
-	if m.showHelp || msg.Button != tea.MouseLeft {
+	if m.showHelp || msg.Button != tea.MouseLeft || m.width < MinWidth || m.height < MinHeight {
 		return nil
 	}
-	if msg.Y == m.bodyTop-1 { // the tabs
+	bodyTop := lipgloss.Height(m.header()) + 1 // the header's lines, then the tabs
+	if msg.Y == bodyTop-1 {
 		x := 0
 		for i := range m.names {
 			w := lipgloss.Width(m.tabLabel(i))
@@ -274,10 +274,10 @@ func (m *Model) click(msg tea.MouseClickMsg) tea.Cmd {
 		}
 		return nil
 	}
-	if msg.Y < m.bodyTop {
+	if msg.Y < bodyTop {
 		return nil
 	}
-	msg.Y -= m.bodyTop
+	msg.Y -= bodyTop
 	return m.panes[m.tab].update(msg)
 }
 
@@ -371,8 +371,7 @@ func (m *Model) render() string {
 	header := m.header()
 	tabs := m.tabs()
 	footer := m.footer()
-	m.bodyTop = lipgloss.Height(header) + lipgloss.Height(tabs)
-	bodyH := m.height - m.bodyTop - lipgloss.Height(footer)
+	bodyH := m.height - lipgloss.Height(header) - lipgloss.Height(tabs) - lipgloss.Height(footer)
 	var body string
 	if m.showHelp {
 		m.help.ShowAll = true
