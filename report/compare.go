@@ -141,6 +141,37 @@ func cell(v *float64, u Unit) string {
 	return fmt.Sprintf("%.1f%%", *v)
 }
 
+// Cells formats the row for people, as the text comparison and the console's compare view both
+// show it: A and B in the row's unit, B − A with its sign (− for less), the relative change, and
+// "better" or "worse" ("" when neither).
+func (r Row) Cells() (a, b, diff, pct, verdict string) {
+	diff, pct = units.Unknown, units.Unknown
+	if r.Diff != nil {
+		sign := "+"
+		if *r.Diff < 0 {
+			sign = "−"
+		}
+		abs := *r.Diff
+		if abs < 0 {
+			abs = -abs
+		}
+		diff = sign + cell(&abs, r.Unit)
+		if r.Unit == UnitPct {
+			diff = fmt.Sprintf("%s%.1f pts", sign, abs)
+		}
+	}
+	if r.DiffPct != nil {
+		pct = fmt.Sprintf("%+.1f%%", *r.DiffPct)
+	}
+	if r.Better != nil {
+		verdict = "worse"
+		if *r.Better {
+			verdict = "better"
+		}
+	}
+	return cell(r.A, r.Unit), cell(r.B, r.Unit), diff, pct, verdict
+}
+
 // CompareText writes the comparison for people: each figure in A and B, B − A with its sign and
 // relative change, and whether that is better or worse.
 func CompareText(w io.Writer, c *Comparison) error {
@@ -155,31 +186,8 @@ func CompareText(w io.Writer, c *Comparison) error {
 			section = r.Section
 			fmt.Fprintf(tw, "%-*s\t\t\t\t\t\t\n", nameW, section)
 		}
-		diff, pct, verdict := units.Unknown, units.Unknown, ""
-		if r.Diff != nil {
-			sign := "+"
-			if *r.Diff < 0 {
-				sign = "−"
-			}
-			abs := *r.Diff
-			if abs < 0 {
-				abs = -abs
-			}
-			diff = sign + cell(&abs, r.Unit)
-			if r.Unit == UnitPct {
-				diff = fmt.Sprintf("%s%.1f pts", sign, abs)
-			}
-		}
-		if r.DiffPct != nil {
-			pct = fmt.Sprintf("%+.1f%%", *r.DiffPct)
-		}
-		if r.Better != nil {
-			verdict = "worse"
-			if *r.Better {
-				verdict = "better"
-			}
-		}
-		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%s\t\n", nameW, "  "+r.Name, cell(r.A, r.Unit), cell(r.B, r.Unit), diff, pct, verdict)
+		ca, cb, diff, pct, verdict := r.Cells()
+		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%s\t\n", nameW, "  "+r.Name, ca, cb, diff, pct, verdict)
 	}
 	tw.Flush()
 	_, err := io.WriteString(w, b.String())

@@ -119,22 +119,16 @@ type Model struct {
 	status Status
 	frames int
 
-	fr    *widget.Frame // what every view draws from, updated in place
-	panes []pane        // the views, in tab order
-	names []string      // their tab labels
+	fr       *widget.Frame // what every view draws from, updated in place
+	panes    []pane        // the views, in tab order
+	names    []string      // their tab labels
+	timeline int           // the timeline's tab (where JumpToMsg goes), -1 for none
+	compare  bool          // a comparison of two runs: no source to follow
 }
 
 // New returns a console over src.
 func New(src Source, opts Options) *Model {
-	if opts.Tick <= 0 {
-		opts.Tick = DefaultTick
-	}
-	info := src.Info()
-	m := &Model{src: src, info: info, keys: widget.DefaultKeyMap(), help: help.New(), styles: theme.DefaultStyles(opts.IsDark),
-		tick: opts.Tick, state: agg.New(), an: analysis.New(info.Meta)}
-	m.help.Styles = help.DefaultStyles(opts.IsDark)
-	m.configureKeys()
-	m.fr = &widget.Frame{Snap: &m.snap, Styles: m.styles, Keys: m.keys}
+	m := newRoot(src, opts, false)
 	m.panes = []pane{
 		&slot[*overview.Model]{overview.New(m.fr)},
 		&slot[*timeline.Model]{timeline.New(m.fr)},
@@ -144,7 +138,21 @@ func New(src Source, opts Options) *Model {
 		&slot[*comms.Model]{comms.New(m.fr)},
 		&slot[*events.Model]{events.New(m.fr)},
 	}
-	m.names = tabNames[:]
+	m.names, m.timeline = tabNames[:], TabTimeline
+	return m
+}
+
+// newRoot returns the root without its views.
+func newRoot(src Source, opts Options, compare bool) *Model {
+	if opts.Tick <= 0 {
+		opts.Tick = DefaultTick
+	}
+	info := src.Info()
+	m := &Model{src: src, info: info, keys: widget.DefaultKeyMap(), help: help.New(), styles: theme.DefaultStyles(opts.IsDark),
+		tick: opts.Tick, state: agg.New(), an: analysis.New(info.Meta), timeline: -1, compare: compare}
+	m.help.Styles = help.DefaultStyles(opts.IsDark)
+	m.configureKeys()
+	m.fr = &widget.Frame{Snap: &m.snap, Styles: m.styles, Keys: m.keys}
 	m.syncFrame()
 	return m
 }
@@ -157,6 +165,15 @@ func (m *Model) syncFrame() {
 
 // configureKeys enables only the keys that work for this source.
 func (m *Model) configureKeys() {
+	for _, b := range []*key.Binding{&m.keys.PrevStep, &m.keys.NextStep} {
+		b.SetEnabled(m.compare)
+	}
+	if m.compare { // one view, nothing running
+		for _, b := range []*key.Binding{&m.keys.Pause, &m.keys.NextTab, &m.keys.PrevTab, &m.keys.Tab2, &m.keys.Tab3,
+			&m.keys.Tab4, &m.keys.Tab5, &m.keys.Tab6, &m.keys.Tab7} {
+			b.SetEnabled(false)
+		}
+	}
 	m.keys.Slower.SetEnabled(m.info.Replay)
 	m.keys.Faster.SetEnabled(m.info.Replay)
 	m.keys.SeekBack.SetEnabled(m.info.Replay)
@@ -184,9 +201,12 @@ func (m *Model) scheduleTick() tea.Cmd {
 	return tea.Tick(m.tick, func(time.Time) tea.Msg { return tickMsg{id: id} })
 }
 
-// Init starts the tick.
+// Init starts the tick (a comparison has nothing to follow).
 func (m *Model) Init() tea.Cmd {
 	m.refresh()
+	if m.compare {
+		return nil
+	}
 	return m.scheduleTick()
 }
 
@@ -249,9 +269,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyPressMsg:
 		return m.key(msg)
 	case widget.JumpToMsg:
+		if m.timeline < 0 {
+			return m, nil
+		}
 		// The timeline owns the jump; the root shows it.
-		m.tab = TabTimeline
-		return m, m.panes[TabTimeline].update(msg)
+		m.tab = m.timeline
+		return m, m.panes[m.timeline].update(msg)
 	}
 	return m, nil
 }
@@ -346,7 +369,9 @@ func (m *Model) seek(t int64) {
 		return
 	}
 	m.refresh()
-	m.panes[TabTimeline].update(widget.SeekedMsg{})
+	if m.timeline >= 0 {
+		m.panes[m.timeline].update(widget.SeekedMsg{})
+	}
 }
 
 // View draws the console.
@@ -392,6 +417,10 @@ func (m *Model) body(w, h int) string {
 
 func (m *Model) header() string {
 	st := m.styles
+	if m.compare {
+		return ansi.Truncate(st.Header.Render("xfertop")+"  "+st.Title.Render("compare")+
+			st.Muted.Render("  each figure in A and B, B − A and its change; the timelines aligned on a step"), m.width, "…")
+	}
 	mode := "live"
 	if m.info.Replay {
 		mode = "replay"
@@ -478,6 +507,9 @@ func (m *Model) viewKeys() []key.Binding { return m.panes[m.tab].ShortHelp() }
 func (m *Model) shortKeys() []key.Binding {
 	k := m.keys
 	common := append([]key.Binding{k.Help, k.Quit, k.Pause, k.NextTab}, m.viewKeys()...)
+	if m.compare {
+		common = append([]key.Binding{k.Help, k.Quit}, m.viewKeys()...)
+	}
 	return append(common, k.Slower, k.Faster, k.SeekBack, k.SeekFwd)
 }
 
@@ -485,8 +517,11 @@ func (m *Model) shortKeys() []key.Binding {
 // and the session's. Keys that do nothing here are not listed.
 func (m *Model) fullKeys() help.KeyMap {
 	k := m.keys
-	tabs := []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7}[:len(m.panes)]
-	groups := [][]key.Binding{append(tabs, k.NextTab, k.PrevTab)}
+	var groups [][]key.Binding
+	if len(m.panes) > 1 {
+		tabs := []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7}[:len(m.panes)]
+		groups = append(groups, append(tabs, k.NextTab, k.PrevTab))
+	}
 	groups = append(groups, m.panes[m.tab].FullHelp()...)
 	return fullHelp(append(groups, []key.Binding{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit}))
 }

@@ -147,7 +147,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	o.otlp.register(fs)
 	fs.BoolVar(&o.cfg.NVML, "nvml", false, "sample GPU telemetry through NVML beside the run (utilisation, memory, PCIe, NVLink, power, clocks, temperature)")
 	fs.DurationVar(&o.cfg.NVMLInterval, "nvml-interval", 500*time.Millisecond, "how often --nvml samples")
-	fs.StringVar(&o.compare, "compare", "", "run the scenario twice, knob=a,b, with one seed, and compare the two (headless)")
+	fs.StringVar(&o.compare, "compare", "", "run the scenario twice, knob=a,b, with one seed, and compare the two (in the console; --headless or --json print it)")
 	return fs, o
 }
 

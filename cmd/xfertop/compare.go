@@ -11,6 +11,9 @@ import (
 
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui"
+	"github.com/xfertop/xfertop/ui/views/compare"
 )
 
 // compareCmd lays the reports of two recordings or traces side by side.
@@ -19,6 +22,7 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	setUsage(fs, "xfertop compare A B [flags]  (two recordings or traces; or: xfertop run --compare knob=a,b)")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	headless := fs.Bool("headless", false, "print the comparison instead of opening the console")
 	var limits importLimits
 	limits.register(fs)
 	pos, err := parseInterspersed(fs, args)
@@ -29,16 +33,43 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError("give two recordings or traces to compare")
 	}
 	var reps [2]*report.Report
+	var wins [2]*timeline.Window
 	for i, p := range pos {
-		if reps[i], err = fileReport(ctx, p, limits, stderr); err != nil {
+		wins[i] = timeline.NewWindow(compareWindow, nil)
+		if reps[i], err = fileReport(ctx, p, limits, stderr, wins[i]); err != nil {
 			return err
 		}
 	}
-	return writeComparison(stdout, report.Compare(reps[0], reps[1], pos[0], pos[1]), *asJSON)
+	c := report.Compare(reps[0], reps[1], pos[0], pos[1])
+	if !*asJSON && !*headless && interactive(stdout) {
+		return compareConsole(ctx, compareData(c, wins))
+	}
+	return writeComparison(stdout, c, *asJSON)
 }
 
-// fileReport analyses one recording or trace file, as analyze does.
-func fileReport(ctx context.Context, path string, limits importLimits, stderr io.Writer) (*report.Report, error) {
+// compareWindow is how many events of each run the compare console keeps for its timelines: the
+// latest; the steps among them are the ones it can align.
+const compareWindow = 1 << 20
+
+// compareData is what the compare console shows: the comparison and each run's events.
+func compareData(c *report.Comparison, wins [2]*timeline.Window) compare.Data {
+	d := compare.Data{Cmp: c}
+	for i, w := range wins {
+		d.Runs[i] = compare.Run{Label: []string{c.A, c.B}[i], Snap: w.Snapshot()}
+	}
+	return d
+}
+
+// compareConsole shows a comparison in the console until the user quits.
+func compareConsole(ctx context.Context, d compare.Data) error {
+	if err := runProgram(ctx, ui.NewCompare(d, ui.Options{IsDark: darkTerminal()})); err != nil && ctx.Err() == nil {
+		return failure(fmt.Errorf("console: %w", err))
+	}
+	return nil
+}
+
+// fileReport analyses one recording or trace file, as analyze does; also get its events.
+func fileReport(ctx context.Context, path string, limits importLimits, stderr io.Writer, also ...timeline.Sink) (*report.Report, error) {
 	if err := inputFile(path, "a recording or a trace"); err != nil {
 		return nil, err
 	}
@@ -47,17 +78,31 @@ func fileReport(ctx context.Context, path string, limits importLimits, stderr io
 	}
 	opts := limits.options(false)
 	opts.Context = ctx
-	rep, _, err := inputReport([]string{path}, opts, stderr)
+	rep, _, err := inputReport([]string{path}, opts, stderr, also...)
 	return rep, err
 }
 
-// compareRuns runs the scenario twice, with knob=a and knob=b and the same seed, headless, and
-// compares them.
+// compareRuns runs the scenario twice, with knob=a and knob=b and the same seed, unpaced, and
+// compares them: in the console on a terminal, else (or with --headless or --json) as text or JSON.
 func compareRuns(ctx context.Context, o *runOpts, spec string, stdout io.Writer) error {
+	c, wins, err := runComparison(ctx, o, spec)
+	if err != nil {
+		return err
+	}
+	if !o.json && !o.headless && interactive(stdout) {
+		return compareConsole(ctx, compareData(c, wins))
+	}
+	return writeComparison(stdout, c, o.json)
+}
+
+// runComparison runs both variants of spec (knob=a,b) and compares their reports; each run's
+// latest events are kept in a window for the console's timelines.
+func runComparison(ctx context.Context, o *runOpts, spec string) (*report.Comparison, [2]*timeline.Window, error) {
+	var wins [2]*timeline.Window
 	knob, vals, ok := strings.Cut(spec, "=")
 	a, b, ok2 := strings.Cut(vals, ",")
 	if !ok || !ok2 || knob == "" || a == "" || b == "" || strings.Contains(b, ",") {
-		return usageError("--compare %q: give knob=a,b (for instance d2d_priority=high,normal)", spec)
+		return nil, wins, usageError("--compare %q: give knob=a,b (for instance d2d_priority=high,normal)", spec)
 	}
 	var reps [2]*report.Report
 	for i, v := range []string{a, b} {
@@ -65,21 +110,21 @@ func compareRuns(ctx context.Context, o *runOpts, spec string, stdout io.Writer)
 		cfg.Sets = maps.Clone(o.cfg.Sets)
 		cfg.Sets[knob] = v
 		cfg.Record, cfg.Export = "", nil
-		p, err := session.Prepare(cfg)
+		wins[i] = timeline.NewWindow(compareWindow, nil)
+		p, err := session.Prepare(cfg, wins[i])
 		if err != nil {
-			return prepareError(err)
+			return nil, wins, prepareError(err)
 		}
 		out, err := p.Run(ctx)
 		if err != nil {
-			return err
+			return nil, wins, err
 		}
 		if err := runEnded(out, nil); err != nil {
-			return err
+			return nil, wins, err
 		}
 		reps[i] = p.Report(out)
 	}
-	c := report.Compare(reps[0], reps[1], knob+"="+a, knob+"="+b)
-	return writeComparison(stdout, c, o.json)
+	return report.Compare(reps[0], reps[1], knob+"="+a, knob+"="+b), wins, nil
 }
 
 func writeComparison(stdout io.Writer, c *report.Comparison, asJSON bool) error {

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/ui"
 )
 
 // run --compare runs both variants with one seed; each figure equals that variant's own report, and
@@ -73,5 +80,46 @@ func TestCompareFiles(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "compare", a); code != exitUsage || !strings.Contains(errs, "give two") {
 		t.Errorf("one file: exit %d, %s", code, errs)
+	}
+}
+
+// One truth: the compare console shows the comparison --json prints, figure for figure; each row's
+// line in the console holds its A, B, B − A, change and verdict as the JSON row formats them.
+func TestCompareConsoleEqualsJSON(t *testing.T) {
+	args := []string{"--scenario", "pipeline", "--steps", "4"}
+	code, js, errs := runCLI(t, append([]string{"run", "--compare", "d2d_priority=high,normal", "--json"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	fs, o := runFlags(io.Discard)
+	if err := parseFlags(fs, args); err != nil {
+		t.Fatal(err)
+	}
+	c, wins, err := runComparison(context.Background(), o, "d2d_priority=high,normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.MarshalIndent(c, "", "  ")
+	if string(got)+"\n" != js {
+		t.Fatalf("the console's comparison differs from --json's:\n%s\nwant\n%s", got, js)
+	}
+	var want report.Comparison
+	if err := json.Unmarshal([]byte(js), &want); err != nil {
+		t.Fatal(err)
+	}
+	m := ui.NewCompare(compareData(c, wins), ui.Options{IsDark: true})
+	m.Init()
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	screen := ansi.Strip(m.View().Content)
+	for _, r := range want.Rows {
+		a, b, diff, pct, verdict := r.Cells()
+		re := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(r.Name) + ` +` + regexp.QuoteMeta(a) + ` +` + regexp.QuoteMeta(b) +
+			` +` + regexp.QuoteMeta(diff) + ` +` + regexp.QuoteMeta(pct) + ` *` + regexp.QuoteMeta(verdict) + ` *$`)
+		if !re.MatchString(screen) {
+			t.Errorf("no console line for %s: %s %s %s %s %s in\n%s", r.Name, a, b, diff, pct, verdict, screen)
+		}
+	}
+	if !strings.Contains(screen, "step 2 of 4") {
+		t.Errorf("the timelines are not aligned on a step:\n%s", screen)
 	}
 }

@@ -67,11 +67,18 @@ func (s replaySource) Status() ui.Status {
 // context wins, its handler blocks for ever sending a quit message that nobody reads while Run waits
 // for it (bubbletea v2.0.2, tea.go handleSignals): the console then hangs on SIGTERM.
 func runConsole(ctx context.Context, src ui.Source, o consoleOpts) error {
-	dark := lipgloss.HasDarkBackground(os.Stdin, os.Stdout)
-	p := tea.NewProgram(ui.New(src, ui.Options{Tick: o.tick, IsDark: dark}), tea.WithContext(ctx), tea.WithoutSignalHandler())
-	_, err := p.Run()
+	return runProgram(ctx, ui.New(src, ui.Options{Tick: o.tick, IsDark: darkTerminal()}))
+}
+
+// runProgram runs a console model until the user quits or ctx is done, signals left to ctx (see
+// runConsole).
+func runProgram(ctx context.Context, m tea.Model) error {
+	_, err := tea.NewProgram(m, tea.WithContext(ctx), tea.WithoutSignalHandler()).Run()
 	return err
 }
+
+// darkTerminal reports whether the terminal's background is dark.
+func darkTerminal() bool { return lipgloss.HasDarkBackground(os.Stdin, os.Stdout) }
 
 func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts) error {
 	if cfg.Steps == 0 && cfg.Duration == 0 {

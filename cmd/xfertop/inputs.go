@@ -63,10 +63,12 @@ func importError(err error) error {
 	return readError(err)
 }
 
-// analyzerSink folds every event of an input into an analyzer, keeping none.
+// analyzerSink folds every event of an input into an analyzer, keeping none itself; also get
+// every event too (compare keeps a window of each run for its timelines).
 type analyzerSink struct {
 	header *importers.Header
 	an     *analysis.Analyzer
+	also   []timeline.Sink
 }
 
 func (s *analyzerSink) Begin(h *importers.Header) error {
@@ -77,6 +79,9 @@ func (s *analyzerSink) Begin(h *importers.Header) error {
 func (s *analyzerSink) Events(batch []timeline.Event) error {
 	for i := range batch {
 		s.an.Emit(&batch[i])
+		for _, o := range s.also {
+			o.Emit(&batch[i])
+		}
 	}
 	return nil
 }
@@ -84,8 +89,8 @@ func (s *analyzerSink) Events(batch []timeline.Event) error {
 // inputReport analyses one recording, or traces or exports of one job, into a report: what analyze
 // prints and compare lays side by side. A recording's report says how its run ended and what it
 // dropped, as its replay does; a recording without events is session.ErrNoEvents.
-func inputReport(paths []string, opts importers.Options, stderr io.Writer) (*report.Report, *importers.Result, error) {
-	var sink analyzerSink
+func inputReport(paths []string, opts importers.Options, stderr io.Writer, also ...timeline.Sink) (*report.Report, *importers.Result, error) {
+	sink := analyzerSink{also: also}
 	res, err := readInput(paths, opts, &sink, stderr)
 	if err != nil {
 		return nil, res, err

@@ -97,6 +97,13 @@ func Cells(tr *agg.Track, t0, ns int64, w int, now int64) (act []theme.Activity,
 		}
 		prevEnd = max(prevEnd, o.End)
 	}
+	if k < len(ops) && prevEnd >= 0 && prevEnd < t1 { // the next op starts past the right edge: idle up to it
+		for c := max((prevEnd-t0)/ns, 0); c < int64(w); c++ {
+			if lo, hi := max(prevEnd, t0+c*ns), t0+(c+1)*ns; hi > lo {
+				add(c, lo, hi, theme.Idle, -1)
+			}
+		}
+	}
 	if last := lastEnd(ops); now > 0 && last >= 0 && last < now {
 		for c := max((last-t0)/ns, 0); c < min((now-t0+ns-1)/ns, int64(w)); c++ {
 			if lo, hi := max(last, t0+c*ns), min(now, t0+(c+1)*ns); hi > lo {

@@ -28,7 +28,8 @@ func TestCellShowsDominantKind(t *testing.T) {
 
 // Live, a stream's time after its last reported op is drawn up to now as Pending (an op may be
 // running there), so every stream reaches the right edge; a finished session (now 0) draws
-// nothing after the last op, and a stream with no op held draws nothing.
+// nothing after the last op, and a stream with no op held draws nothing. A gap that goes on past
+// the right edge is idle.
 func TestCellsLiveEdge(t *testing.T) {
 	kernel := agg.Track{Ops: []agg.Op{{Start: 0, End: 250, Index: 1, Kind: timeline.KindKernel}}}
 	tests := []struct {
@@ -40,6 +41,9 @@ func TestCellsLiveEdge(t *testing.T) {
 		{"live", kernel, 700, []theme.Activity{theme.Kernel, theme.Kernel, theme.Kernel, theme.Pending, theme.Pending, theme.Pending, theme.Pending, theme.None, theme.None, theme.None}},
 		{"finished", kernel, 0, []theme.Activity{theme.Kernel, theme.Kernel, theme.Kernel, theme.None, theme.None, theme.None, theme.None, theme.None, theme.None, theme.None}},
 		{"empty", agg.Track{}, 700, make([]theme.Activity, 10)},
+		// The next op starts past the right edge: the gap up to it is idle, not blank.
+		{"gap past the edge", agg.Track{Ops: append(kernel.Ops[:1:1], agg.Op{Start: 2000, End: 2100, Index: 2, Kind: timeline.KindKernel})}, 0,
+			[]theme.Activity{theme.Kernel, theme.Kernel, theme.Kernel, theme.Idle, theme.Idle, theme.Idle, theme.Idle, theme.Idle, theme.Idle, theme.Idle}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ type KeyMap struct {
 	Up, Down, Left, Right, PanLeft, PanRight, ZoomIn, ZoomOut    key.Binding
 	Follow, Collapse, Top, Bottom, Select, Filter, Sort, Reverse key.Binding
 	Slower, Faster, SeekBack, SeekFwd                            key.Binding
+	PrevStep, NextStep                                           key.Binding
 }
 
 // DefaultKeyMap returns the keys, following top, htop, k9s and less.
@@ -47,5 +48,7 @@ func DefaultKeyMap() KeyMap {
 		Faster:   key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "faster")),
 		SeekBack: key.NewBinding(key.WithKeys("<", ","), key.WithHelp("<", "seek back")),
 		SeekFwd:  key.NewBinding(key.WithKeys(">", "."), key.WithHelp(">", "seek forward")),
+		PrevStep: key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "previous step")),
+		NextStep: key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next step")),
 	}
 }

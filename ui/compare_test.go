@@ -1,0 +1,123 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/views/compare"
+)
+
+// pipelineCompare runs the pipeline with high and normal priority D2D streams, as
+// run --compare d2d_priority=high,normal does, keeping each run's events.
+func pipelineCompare(t testing.TB) compare.Data {
+	t.Helper()
+	var reps [2]*report.Report
+	var d compare.Data
+	for i, v := range []string{"high", "normal"} {
+		win := timeline.NewWindow(1<<20, nil)
+		p, err := session.Prepare(session.Config{Scenario: "pipeline", Steps: 3, Seed: 1, Sets: map[string]string{"d2d_priority": v}}, win)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps[i] = p.Report(out)
+		d.Runs[i] = compare.Run{Label: "d2d_priority=" + v, Snap: win.Snapshot()}
+	}
+	d.Cmp = report.Compare(reps[0], reps[1], d.Runs[0].Label, d.Runs[1].Label)
+	return d
+}
+
+func sizedCompare(d compare.Data, w, h int) *Model {
+	m := NewCompare(d, Options{IsDark: true})
+	if cmd := m.Init(); cmd != nil {
+		panic("a comparison has nothing to tick for")
+	}
+	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	return m
+}
+
+// The compare view at two sizes, colours pinned, against testdata (go test ./ui -update rewrites).
+func TestGoldenCompare(t *testing.T) {
+	d := pipelineCompare(t)
+	for _, sz := range [][2]int{{80, 24}, {160, 40}} {
+		name := fmt.Sprintf("compare-%dx%d", sz[0], sz[1])
+		t.Run(name, func(t *testing.T) {
+			got := sizedCompare(d, sz[0], sz[1]).View().Content
+			checkFrame(t, got, sz[0], sz[1])
+			path := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./ui -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs from %s; as text it is now:\n%s", name, path, ansi.Strip(got))
+			}
+		})
+	}
+}
+
+// stripEnd is the last column drawn on any strip of run r ("A" or "B").
+func stripEnd(screen, r string) int {
+	end := 0
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.HasPrefix(l, r+" gpu ") {
+			end = max(end, len([]rune(strings.TrimRight(l, " "))))
+		}
+	}
+	return end
+}
+
+// Both timelines start at the chosen step on one scale: high-priority D2D streams (A) make a
+// shorter step, so A's strips end before B's; n and p choose the step, within the steps both hold.
+func TestCompareStrips(t *testing.T) {
+	m := sizedCompare(pipelineCompare(t), 160, 40)
+	scr := text(m)
+	if !strings.Contains(scr, "step 2 of 3 (n/p)") {
+		t.Fatalf("the strips are not on the second step:\n%s", scr)
+	}
+	if a, b := stripEnd(scr, "A"), stripEnd(scr, "B"); a == 0 || a >= b {
+		t.Errorf("A's strips end at column %d, B's at %d: want A's shorter (a shorter step)\n%s", a, b, scr)
+	}
+	for _, k := range []struct {
+		keys []string
+		want string
+	}{{[]string{"n"}, "step 3 of 3"}, {[]string{"n"}, "step 3 of 3"}, {[]string{"p", "p", "p"}, "step 1 of 3"}} {
+		press(m, k.keys...)
+		if !strings.Contains(text(m), k.want) {
+			t.Errorf("after %v: no %q", k.keys, k.want)
+		}
+	}
+	press(m, "+")
+	if !strings.Contains(text(m), "µs/col") && !strings.Contains(text(m), "ms/col") {
+		t.Errorf("zoom line:\n%s", text(m))
+	}
+	// Help lists the compare view's keys and none of a run's (pause, views, replay).
+	press(m, "?")
+	h := text(m)
+	if !strings.Contains(h, "next step") || strings.Contains(h, "pause") || strings.Contains(h, "overview") || strings.Contains(h, "seek") {
+		t.Errorf("compare help:\n%s", h)
+	}
+	press(m, "?")
+	if cmd := press(m, "q"); cmd == nil || cmd() != tea.Quit() {
+		t.Error("q does not quit the compare view")
+	}
+}

@@ -1,0 +1,268 @@
+package compare
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/ui/strip"
+	"github.com/xfertop/xfertop/ui/theme"
+	"github.com/xfertop/xfertop/ui/widget"
+	"github.com/xfertop/xfertop/units"
+)
+
+// Run is one side of a comparison: its label and the events held of it (a bounded window: the
+// steps it holds are the ones that can be shown).
+type Run struct {
+	Label string
+	Snap  timeline.Snapshot
+}
+
+// Data is what the compare view shows: the comparison and the two runs it was made from.
+type Data struct {
+	Cmp  *report.Comparison
+	Runs [2]Run
+}
+
+// side is a run made ready to draw: its steps in order and each device's activity as one track.
+type side struct {
+	steps   []timeline.Interval
+	devices []*agg.Track // one per device, its streams' ops merged, by start
+}
+
+func prepare(r *Run) side {
+	var s side
+	st := agg.New()
+	st.Update(&r.Snap, func(e *timeline.Event) {
+		if e.Kind == timeline.KindStep && e.Status == timeline.StatusOK {
+			s.steps = append(s.steps, timeline.Interval{Start: e.Start, End: e.End})
+		}
+	})
+	slices.SortFunc(s.steps, func(a, b timeline.Interval) int { return cmp.Compare(a.Start, b.Start) })
+	for _, tr := range st.Tracks { // sorted by device, then stream
+		if n := len(s.devices); n == 0 || s.devices[n-1].Device != tr.Device {
+			s.devices = append(s.devices, &agg.Track{Device: tr.Device})
+		}
+		d := s.devices[len(s.devices)-1]
+		d.Ops = append(d.Ops, tr.Ops...)
+	}
+	for _, d := range s.devices {
+		slices.SortStableFunc(d.Ops, func(a, b agg.Op) int { return cmp.Compare(a.Start, b.Start) })
+	}
+	return s
+}
+
+// Model is the compare view.
+type Model struct {
+	widget.NoCapture
+	widget.Base
+	data     Data
+	sides    [2]side
+	list     widget.List // the table's lines
+	step     int
+	nsPerCol int64 // 0: fit the longer of the two steps to the width
+	pan      int64 // ns from the step's start to the strips' left edge
+}
+
+// labelW is the width of the strips' labels.
+const labelW = 12
+
+// New returns the compare view of d, showing the second step (the first carries setup) when
+// both runs have one.
+func New(fr *widget.Frame, d Data) *Model {
+	m := &Model{Base: widget.Base{Fr: fr}, data: d}
+	for i := range d.Runs {
+		m.sides[i] = prepare(&m.data.Runs[i])
+	}
+	m.step = min(1, max(m.steps()-1, 0))
+	return m
+}
+
+// steps is how many steps both runs hold.
+func (m *Model) steps() int { return min(len(m.sides[0].steps), len(m.sides[1].steps)) }
+
+// Step returns the step the strips are aligned on (0-based).
+func (m *Model) Step() int { return m.step }
+
+// Rows returns the comparison's rows, as the table shows them.
+func (m *Model) Rows() []report.Row { return m.data.Cmp.Rows }
+
+// ShortHelp lists the view's keys.
+func (m *Model) ShortHelp() []key.Binding {
+	k := m.Fr.Keys
+	return []key.Binding{k.PrevStep, k.NextStep, k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Up, k.Down}
+}
+
+// FullHelp groups the view's keys: the strips', then the table's.
+func (m *Model) FullHelp() [][]key.Binding {
+	k := m.Fr.Keys
+	return [][]key.Binding{{k.PrevStep, k.NextStep, k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight}, widget.ListKeys(k)}
+}
+
+// Update takes the table's keys and the mouse, and the strips' keys: n/p choose the step, +/-
+// zoom, h/l pan within it.
+func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	k := m.Fr.Keys
+	if m.list.Handle(msg, k) {
+		return m, nil
+	}
+	km, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return m, nil
+	}
+	plotW := int64(max(m.W-labelW, 1))
+	switch {
+	case key.Matches(km, k.NextStep):
+		m.step = min(m.step+1, max(m.steps()-1, 0))
+		m.pan = 0
+	case key.Matches(km, k.PrevStep):
+		m.step = max(m.step-1, 0)
+		m.pan = 0
+	case key.Matches(km, k.ZoomIn):
+		m.nsPerCol = max(m.scale()/2, 1)
+	case key.Matches(km, k.ZoomOut):
+		m.nsPerCol = min(m.scale()*2, 1<<40)
+	case key.Matches(km, k.PanLeft):
+		m.pan -= plotW / 4 * m.scale()
+	case key.Matches(km, k.PanRight):
+		m.pan += plotW / 4 * m.scale()
+	}
+	return m, nil
+}
+
+// scale is ns a column: the zoom chosen, or the longer step fitted to the width.
+func (m *Model) scale() int64 {
+	if m.nsPerCol > 0 {
+		return m.nsPerCol
+	}
+	plotW := int64(max(m.W-labelW, 1))
+	var d int64 = 1
+	if m.step < m.steps() {
+		for _, s := range m.sides {
+			iv := s.steps[m.step]
+			d = max(d, iv.End-iv.Start)
+		}
+	}
+	return max((d+plotW-1)/plotW, 1)
+}
+
+// View draws the table, then the two runs' strips aligned on the step.
+func (m *Model) View() string {
+	st, w, h := &m.Fr.Styles, m.W, m.H
+	c := m.data.Cmp
+	var b strings.Builder
+	b.WriteString(ansi.Truncate(st.Title.Render("A ")+c.A+st.Title.Render("   B ")+c.B, w, "…") + "\n")
+	// The strips: a header line, each device of A then of B, and the legend.
+	legend := strip.Legend(st, w, false)
+	legendH := strings.Count(legend, "\n") + 1
+	nd := max(len(m.sides[0].devices), len(m.sides[1].devices))
+	perRun := min(nd, max((h-1-2-6-1-legendH)/2, 1)) // keep six lines of table
+	stripH := 1 + 2*perRun + legendH
+	tableH := max(h-1-stripH, 2)
+	m.table(&b, w, tableH)
+	b.WriteString(m.strips(perRun) + legend)
+	return b.String()
+}
+
+// Column widths of the table, beside the name's.
+const colA, colB, colDiff, colPct, colVerdict = 12, 12, 13, 11, 8
+
+// table writes the column names and the rows that fit in h lines, sections as their own lines.
+func (m *Model) table(b *strings.Builder, w, h int) {
+	st := &m.Fr.Styles
+	nameW := max(w-colA-colB-colDiff-colPct-colVerdict, 16)
+	fmt.Fprintf(b, "%s\n", st.Title.Render(fmt.Sprintf("%-*s%*s%*s%*s%*s%*s", nameW, "", colA, "A", colB, "B", colDiff, "B − A", colPct, "change", colVerdict, "")))
+	type line struct {
+		section string
+		row     *report.Row
+	}
+	var lines []line
+	section := ""
+	for i, r := range m.data.Cmp.Rows {
+		if r.Section != section {
+			section = r.Section
+			lines = append(lines, line{section: section})
+		}
+		lines = append(lines, line{row: &m.data.Cmp.Rows[i]})
+	}
+	from, to := m.list.Window(len(lines), h-1, 2)
+	for i := from; i < to; i++ {
+		l := lines[i]
+		var s string
+		if l.row == nil {
+			s = st.Title.Render(fmt.Sprintf("%-*s", w, l.section))
+		} else {
+			a, bv, diff, pct, verdict := l.row.Cells()
+			name := ansi.Truncate("  "+l.row.Name, nameW-1, "…")
+			s = fmt.Sprintf("%-*s%*s%*s%*s%*s", nameW, name, colA, a, colB, bv, colDiff, diff, colPct, pct)
+			v := fmt.Sprintf("%*s", colVerdict, verdict)
+			switch verdict {
+			case "better":
+				v = st.Good.Render(v)
+			case "worse":
+				v = st.Warn.Render(v)
+			}
+			s += v
+		}
+		if i == m.list.Selected() {
+			s = st.Selected.Render(ansi.Strip(s))
+		}
+		b.WriteString(s + "\n")
+	}
+	for range h - 1 - (to - from) {
+		b.WriteString("\n")
+	}
+}
+
+// strips writes the step line and each run's first perRun devices, aligned at the step's start.
+func (m *Model) strips(perRun int) string {
+	st, w := &m.Fr.Styles, m.W
+	var b strings.Builder
+	n := m.steps()
+	if n == 0 {
+		b.WriteString(st.Muted.Render("no step held by both runs: nothing to align the timelines on") + "\n")
+		for range 2 * perRun {
+			b.WriteString("\n")
+		}
+		return b.String()
+	}
+	ns := m.scale()
+	ivA, ivB := m.sides[0].steps[m.step], m.sides[1].steps[m.step]
+	head := fmt.Sprintf("step %d of %d (n/p): A %s, B %s long · %s/col (+/-) · from %s into the step (h/l)",
+		m.step+1, n, units.Dur(ivA.End-ivA.Start), units.Dur(ivB.End-ivB.Start), units.Dur(ns), units.Dur(m.pan))
+	b.WriteString(st.Title.Render(ansi.Truncate(head, w, "…")) + "\n")
+	plotW := max(w-labelW, 1)
+	for i, s := range m.sides {
+		name := [2]string{"A", "B"}[i]
+		step := s.steps[m.step]
+		t0 := step.Start + m.pan
+		for k := range perRun {
+			if k >= len(s.devices) {
+				b.WriteString("\n")
+				continue
+			}
+			if k == perRun-1 && len(s.devices) > perRun {
+				b.WriteString(st.Muted.Render(fmt.Sprintf("%s: … %d more devices (heighten the terminal)", name, len(s.devices)-k)) + "\n")
+				continue
+			}
+			d := s.devices[k]
+			lbl := fmt.Sprintf("%-*s", labelW, fmt.Sprintf("%s gpu %d", name, d.Device))
+			act, _ := strip.Cells(d, t0, ns, plotW, 0)
+			for c := range act { // the strip ends with the step: a shorter step is a shorter strip
+				if t0+int64(c)*ns >= step.End {
+					act[c] = theme.None
+				}
+			}
+			b.WriteString(st.Muted.Render(lbl) + strip.Draw(st, act, -1) + "\n")
+		}
+	}
+	return b.String()
+}
