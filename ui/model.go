@@ -539,7 +539,7 @@ func fit(s string, w, h int) string {
 		lines = lines[:h]
 	}
 	for i, l := range lines {
-		if lipgloss.Width(l) > w {
+		if cellWidth(l) > w {
 			lines[i] = ansi.Truncate(l, w, "…") // a cut line says so, never ends mid-number silently
 		}
 	}

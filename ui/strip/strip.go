@@ -51,10 +51,29 @@ func ActivityOf(k timeline.Kind, sub uint8) theme.Activity {
 // track's last reported end up to now may be an op still running; it is drawn as Pending up to
 // now, so every stream reaches the live right edge instead of stopping where its last op ended.
 func Cells(tr *agg.Track, t0, ns int64, w int, now int64) (act []theme.Activity, which []int64) {
-	act = make([]theme.Activity, w)
-	which = make([]int64, w)
-	whichNs := make([]int64, w)                   // how much of its cell the op named in which fills
-	sums := make([][theme.NumActivities]int64, w) // time each kind fills in each cell
+	var s Scratch
+	return s.Cells(tr, t0, ns, w, now)
+}
+
+// Scratch holds the buffers Cells fills, so that a view drawing many tracks a frame reuses them
+// instead of allocating each track's (64 streams × 200 columns of per-kind sums is over a
+// megabyte a frame, and the garbage collector's pauses show in the frame time's tail).
+type Scratch struct {
+	act     []theme.Activity
+	which   []int64
+	whichNs []int64                      // how much of its cell the op named in which fills
+	sums    [][theme.NumActivities]int64 // time each kind fills in each cell
+}
+
+// Cells is Cells drawn into s's buffers: what it returns is valid until s's next call.
+func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64) (act []theme.Activity, which []int64) {
+	if cap(s.act) < w {
+		s.act, s.which, s.whichNs, s.sums = make([]theme.Activity, w), make([]int64, w), make([]int64, w), make([][theme.NumActivities]int64, w)
+	}
+	act, which, whichNs, sums := s.act[:w], s.which[:w], s.whichNs[:w], s.sums[:w]
+	clear(act)
+	clear(whichNs)
+	clear(sums)
 	for i := range which {
 		which[i] = -1
 	}

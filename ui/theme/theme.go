@@ -64,6 +64,8 @@ type Styles struct {
 	// ActivityOn and ActivityOff are each activity style's escape sequences, split once so the
 	// timeline can colour thousands of cells a frame without rendering each through lipgloss.
 	ActivityOn, ActivityOff [activityCount]string
+	// The same for the styles views colour many cells with.
+	MutedOn, MutedOff, WarnOn, WarnOff, GoodOn, GoodOff string
 }
 
 // DefaultStyles returns the console's styles for a dark or light terminal.
@@ -109,8 +111,18 @@ func DefaultStyles(isDark bool) Styles {
 			st = st.Foreground(c)
 		}
 		s.Activity[i] = st
-		on, off, _ := strings.Cut(st.Render("\x00"), "\x00")
-		s.ActivityOn[i], s.ActivityOff[i] = on, off
+		s.ActivityOn[i], s.ActivityOff[i] = Split(st)
 	}
+	s.MutedOn, s.MutedOff = Split(s.Muted)
+	s.WarnOn, s.WarnOff = Split(s.Warn)
+	s.GoodOn, s.GoodOff = Split(s.Good)
 	return s
+}
+
+// Split returns the escape sequences a style writes before and after a line of text, so that a
+// view colouring many cells a frame writes them instead of rendering each through lipgloss. It is
+// for styles that only colour (no padding, borders or widths).
+func Split(st lipgloss.Style) (on, off string) {
+	on, off, _ = strings.Cut(st.Render("\x00"), "\x00")
+	return on, off
 }

@@ -70,6 +70,7 @@ type Model struct {
 	step     int
 	nsPerCol int64 // 0: fit the longer of the two steps to the width
 	pan      int64 // ns from the step's start to the strips' left edge
+	scratch  strip.Scratch
 }
 
 // labelW is the width of the strips' labels.
@@ -255,7 +256,7 @@ func (m *Model) strips(perRun int) string {
 			}
 			d := s.devices[k]
 			lbl := fmt.Sprintf("%-*s", labelW, fmt.Sprintf("%s gpu %d", name, d.Device))
-			act, _ := strip.Cells(d, t0, ns, plotW, 0)
+			act, _ := m.scratch.Cells(d, t0, ns, plotW, 0)
 			for c := range act { // the strip ends with the step: a shorter step is a shorter strip
 				if t0+int64(c)*ns >= step.End {
 					act[c] = theme.None

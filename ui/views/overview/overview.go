@@ -102,11 +102,11 @@ func (m *Model) View() string {
 		if t, ok := times[ds.Device]; ok && t.SpanNs > 0 {
 			idle := fmt.Sprintf("%7.1f", t.IdlePct)
 			if t.IdlePct >= 50 {
-				idle = st.Warn.Render(idle)
+				idle = st.WarnOn + idle + st.WarnOff
 			}
 			line += fmt.Sprintf("%7.1f%7.1f", t.ComputePct, t.NonCompPct) + idle
 		} else {
-			line += st.Muted.Render(fmt.Sprintf("%7s%7s%7s", units.Unknown, units.Unknown, units.Unknown))
+			line += st.MutedOn + fmt.Sprintf("%7s%7s%7s", units.Unknown, units.Unknown, units.Unknown) + st.MutedOff
 		}
 		c := causes[ds.Device]
 		if c == "" {
@@ -128,9 +128,9 @@ func (m *Model) View() string {
 			txt = fmt.Sprintf("%*s", cell, txt)
 			switch {
 			case p > 0 && r > 0.8*p:
-				txt = st.Warn.Render(txt)
+				txt = st.WarnOn + txt + st.WarnOff
 			case r == 0:
-				txt = st.Muted.Render(txt)
+				txt = st.MutedOn + txt + st.MutedOff
 			}
 			line += txt
 		}
@@ -145,7 +145,7 @@ func (m *Model) View() string {
 				}
 				spark.WriteRune(sparks[min(int(t/peak*float64(len(sparks)-1)+0.5), len(sparks)-1)])
 			}
-			line += "  " + st.Good.Render(spark.String())
+			line += "  " + st.GoodOn + spark.String() + st.GoodOff
 		}
 		b.WriteString(line + "\n")
 	}

@@ -26,6 +26,7 @@ type Model struct {
 	cursor    int         // column of the cursor in the plot
 	list      widget.List // the selected row and the first shown
 	collapsed map[int32]bool
+	scratch   strip.Scratch
 }
 
 // New returns the timeline view over fr, following live at 2 ms a column.
@@ -228,7 +229,7 @@ func (t *Model) View() string {
 		if sel {
 			lbl, c = st.Selected.Render(lbl), cur
 		}
-		act, which := strip.Cells(tr, t0, t.nsPerCol, plotW, now)
+		act, which := t.scratch.Cells(tr, t0, t.nsPerCol, plotW, now)
 		b.WriteString(lbl + strip.Draw(st, act, c) + "\n")
 		if sel && which[cur] >= 0 {
 			detail = strip.Describe(fr.Snap, st, which[cur])
