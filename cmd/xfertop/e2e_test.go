@@ -205,3 +205,39 @@ func TestConsoleSignalEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// compare A B on a terminal opens the compare view: both recordings' figures side by side and
+// their timelines aligned on a step; n chooses the next step, ? shows its keys, q quits and
+// the terminal is given back (no alternate screen, no mouse reporting).
+func TestCompareConsoleEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.xfr"), filepath.Join(dir, "b.xfr")
+	for p, v := range map[string]string{a: "high", b: "normal"} {
+		if out, err := exec.Command(bin, "run", "--headless", "--steps", "3", "--set", "d2d_priority="+v, "--record", p).CombinedOutput(); err != nil {
+			t.Fatalf("record %s: %v: %s", p, err, out)
+		}
+	}
+	s := startTmux(t, 100, 32, bin+" compare "+a+" "+b+"; echo XFERTOP_EXIT=$?; sleep 30")
+	scr := s.waitFor("step 2 of 3", 10*time.Second)
+	if s.format("#{alternate_on}") != "1" || s.format("#{mouse_any_flag}") != "1" {
+		t.Errorf("the compare view is not on the alternate screen with the mouse on: %s, %s", s.format("#{alternate_on}"), s.format("#{mouse_any_flag}"))
+	}
+	for _, want := range []string{"1 Compare", "step time p50", "worse", "A gpu 0", "B gpu 12"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the compare view lacks %q:\n%s", want, scr)
+		}
+	}
+	s.keys("n")
+	s.waitFor("step 3 of 3", 3*time.Second)
+	s.keys("?")
+	s.waitFor("previous step", 3*time.Second)
+	s.keys("?", "q")
+	after := s.waitFor("XFERTOP_EXIT=0", 10*time.Second)
+	if strings.Contains(after, "1 Compare") {
+		t.Errorf("the compare view is still on screen after quitting:\n%s", after)
+	}
+	if s.format("#{alternate_on}") != "0" || s.format("#{mouse_any_flag}") != "0" {
+		t.Errorf("terminal not restored: alternate screen %s, mouse reporting %s", s.format("#{alternate_on}"), s.format("#{mouse_any_flag}"))
+	}
+}
