@@ -3,13 +3,10 @@ package ui
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/session"
@@ -55,22 +52,7 @@ func TestGoldenCompare(t *testing.T) {
 	for _, sz := range [][2]int{{80, 24}, {160, 40}} {
 		name := fmt.Sprintf("compare-%dx%d", sz[0], sz[1])
 		t.Run(name, func(t *testing.T) {
-			got := sizedCompare(d, sz[0], sz[1]).View().Content
-			checkFrame(t, got, sz[0], sz[1])
-			path := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./ui -update)", err)
-			}
-			if got != string(want) {
-				t.Errorf("%s differs from %s; as text it is now:\n%s", name, path, ansi.Strip(got))
-			}
+			checkGolden(t, name, sizedCompare(d, sz[0], sz[1]).View().Content, sz[0], sz[1])
 		})
 	}
 }

@@ -29,24 +29,30 @@ func TestGoldenViews(t *testing.T) {
 				}
 				m := sized(s, sz[0], sz[1])
 				press(m, fmt.Sprint(tab+1))
-				got := m.View().Content
-				checkFrame(t, got, sz[0], sz[1])
-				path := filepath.Join("testdata", name+".golden")
-				if *update {
-					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatalf("%v (run go test ./ui -update)", err)
-				}
-				if got != string(want) {
-					t.Errorf("%s differs from %s; as text it is now:\n%s", name, path, ansi.Strip(got))
-				}
+				checkGolden(t, name, m.View().Content, sz[0], sz[1])
 			})
 		}
+	}
+}
+
+// checkGolden asserts a frame fills the terminal and equals testdata/name.golden (rewritten with
+// -update).
+func checkGolden(t *testing.T, name, got string, w, h int) {
+	t.Helper()
+	checkFrame(t, got, w, h)
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./ui -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s; as text it is now:\n%s", name, path, ansi.Strip(got))
 	}
 }
 

@@ -58,6 +58,14 @@ func (s *tmuxSession) format(f string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// restored asserts the terminal was given back: the alternate screen left, mouse reporting off.
+func (s *tmuxSession) restored() {
+	s.t.Helper()
+	if s.format("#{alternate_on}") != "0" || s.format("#{mouse_any_flag}") != "0" {
+		s.t.Errorf("terminal not restored: alternate screen %s, mouse reporting %s", s.format("#{alternate_on}"), s.format("#{mouse_any_flag}"))
+	}
+}
+
 // waitFor polls the screen until it contains want.
 func (s *tmuxSession) waitFor(want string, within time.Duration) string {
 	s.t.Helper()
@@ -116,9 +124,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if strings.Contains(after, "1 Overview") {
 		t.Errorf("the console is still on screen after quitting:\n%s", after)
 	}
-	if s.format("#{alternate_on}") != "0" || s.format("#{mouse_any_flag}") != "0" {
-		t.Errorf("terminal not restored: alternate screen %s, mouse reporting %s", s.format("#{alternate_on}"), s.format("#{mouse_any_flag}"))
-	}
+	s.restored()
 	out, err := exec.Command(bin, "replay", rec, "--headless", "--json").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"scenario": "pipeline"`) || strings.Contains(string(out), "warning") {
 		t.Errorf("the console's recording does not replay cleanly: %v\n%s", err, out)
@@ -192,9 +198,7 @@ func TestConsoleSignalEndToEnd(t *testing.T) {
 			if want := "xfertop " + cmd + ": interrupted by SIG" + tc.sig; !strings.Contains(after, want) || strings.Contains(after, "1 Overview") {
 				t.Errorf("the screen shows:\n%s\nwant %q and no console", after, want)
 			}
-			if s.format("#{alternate_on}") != "0" || s.format("#{mouse_any_flag}") != "0" {
-				t.Errorf("terminal not restored: alternate screen %s, mouse reporting %s", s.format("#{alternate_on}"), s.format("#{mouse_any_flag}"))
-			}
+			s.restored()
 			if tc.record == "" {
 				return
 			}
@@ -237,7 +241,5 @@ func TestCompareConsoleEndToEnd(t *testing.T) {
 	if strings.Contains(after, "1 Compare") {
 		t.Errorf("the compare view is still on screen after quitting:\n%s", after)
 	}
-	if s.format("#{alternate_on}") != "0" || s.format("#{mouse_any_flag}") != "0" {
-		t.Errorf("terminal not restored: alternate screen %s, mouse reporting %s", s.format("#{alternate_on}"), s.format("#{mouse_any_flag}"))
-	}
+	s.restored()
 }
