@@ -103,3 +103,23 @@ func TestCompareStrips(t *testing.T) {
 		t.Error("q does not quit the compare view")
 	}
 }
+
+// Runs with no steps (traces without step marks) compare without timelines, and every size the
+// console takes is filled exactly, keys or not.
+func TestCompareNoStepsAndSizes(t *testing.T) {
+	empty := compare.Data{Cmp: &report.Comparison{A: "a.json", B: "b.json"}}
+	m := sizedCompare(empty, 80, 24)
+	press(m, "n", "p", "+", "h", "j")
+	if got := text(m); !strings.Contains(got, "no step held by both runs") {
+		t.Errorf("no steps:\n%s", got)
+	}
+	full := sizedCompare(pipelineCompare(t), 80, 24)
+	for w := MinWidth; w < 260; w += 37 {
+		for h := MinHeight; h < 90; h += 13 {
+			for _, m := range []*Model{m, full} {
+				m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+				checkFrame(t, m.View().Content, w, h)
+			}
+		}
+	}
+}
