@@ -161,7 +161,8 @@ func (r Row) Cells() (a, b, diff, pct, verdict string) {
 		}
 	}
 	if r.DiffPct != nil {
-		pct = fmt.Sprintf("%+.1f%%", *r.DiffPct)
+		// The same minus as B − A's, so a column of changes reads alike.
+		pct = strings.Replace(fmt.Sprintf("%+.1f%%", *r.DiffPct), "-", "−", 1)
 	}
 	if r.Better != nil {
 		verdict = "worse"
