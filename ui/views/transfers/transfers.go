@@ -189,6 +189,22 @@ func (v *Model) View() string {
 		b.WriteString(v.filter.View())
 	} else {
 		b.WriteString(st.Muted.Render(fmt.Sprintf("%d rows · GB/s = bytes / time of the row's ops (algbw for collectives)", len(rs))))
+		if last := lastAtCollectives(v.Fr.Res.Collectives.Stragglers); last != "" {
+			b.WriteString(st.Alert.Render(" · " + last))
+		}
 	}
 	return b.String()
+}
+
+// lastAtCollectives names the ranks most often last to start a collective (the analysis's
+// stragglers, worst first), "" when no collective spanned two ranks.
+func lastAtCollectives(ss []analysis.Straggler) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, 2)
+	for _, s := range ss[:min(len(ss), 2)] {
+		parts = append(parts, fmt.Sprintf("rank %d (%d×, p50 %s)", s.Rank, s.TimesLast, units.DurP(s.LatenessNs50)))
+	}
+	return "last at collectives: " + strings.Join(parts, ", ")
 }

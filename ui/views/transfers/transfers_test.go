@@ -9,6 +9,7 @@ import (
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/ui/theme"
 	"github.com/xfertop/xfertop/ui/widget"
+	"github.com/xfertop/xfertop/units"
 )
 
 // The transfers view shows each collective row's algorithm and protocol (NCCL Inspector's
@@ -40,5 +41,39 @@ func TestTransfersAlgoProto(t *testing.T) {
 		if strings.HasPrefix(l, "all_gather") && strings.Contains(l, "_") && strings.Count(l, "_") > 1 {
 			t.Errorf("unknown choice labelled: %q", l)
 		}
+	}
+}
+
+// The table's last line names the ranks most often last at collectives, as the analysis ranks
+// them (worst first), and says nothing when no collective spanned two ranks.
+func TestTransfersCollectiveStragglers(t *testing.T) {
+	late1, late2 := int64(5_000), int64(1_200_000)
+	cases := []struct {
+		name string
+		ss   []analysis.Straggler
+		want string
+	}{
+		{"none", nil, ""},
+		{"two of three", []analysis.Straggler{{Rank: 3, TimesLast: 12, LatenessNs50: &late1}, {Rank: 0, TimesLast: 2, LatenessNs50: &late2}, {Rank: 7, TimesLast: 1}},
+			"last at collectives: rank 3 (12×, p50 5.00 µs), rank 0 (2×, p50 1.20 ms)"},
+		{"unknown lateness", []analysis.Straggler{{Rank: 1, TimesLast: 1}}, "last at collectives: rank 1 (1×, p50 " + units.Unknown + ")"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := &analysis.Result{Collectives: analysis.Collectives{Rows: []analysis.Collective{}, Stragglers: c.ss}}
+			v := New(&widget.Frame{Res: res, Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()})
+			v.SetSize(200, 6)
+			lines := strings.Split(ansi.Strip(v.View()), "\n")
+			last := lines[len(lines)-1]
+			if c.want == "" {
+				if strings.Contains(last, "last at") {
+					t.Errorf("stragglers shown without any: %q", last)
+				}
+				return
+			}
+			if !strings.HasSuffix(strings.TrimRight(last, " "), c.want) {
+				t.Errorf("last line %q, want it to end in %q", last, c.want)
+			}
+		})
 	}
 }
