@@ -7,6 +7,43 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
+// Link indices within a device's block of links.
+const (
+	linkHBM = iota
+	linkPCIeIn
+	linkPCIeOut
+	linkNVOut
+	linkNVIn
+	linkNICOut
+	linkNICIn
+	linksPerDevice
+)
+
+const (
+	ownerCopy = iota
+	ownerP2P
+	ownerInst
+)
+
+type flow struct {
+	owner  int32
+	peer   int32 // p2p: the recv op
+	kind   uint8
+	links  [2]int32
+	nl     int8
+	rem    float64
+	rate   float64
+	cap    float64
+	last   int64
+	ver    uint32
+	pos    int32 // index in active, -1 when not active
+	frozen bool
+	// scheduled is true once a completion for the current rate is in the heap.
+	scheduled bool
+}
+
+// Sim is the simulated backend. It implements engine.Backend.
+
 func (s *Sim) newFlow(kind uint8, owner int32, bytes int64) int32 {
 	var fi int32
 	if n := len(s.freeFlows); n > 0 {
