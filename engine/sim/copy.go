@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -32,7 +33,10 @@ func (s *Sim) startCopy(oi int32) {
 		if o.op.Peer == o.op.Device || o.op.Peer < 0 {
 			s.route(fi, b+linkHBM, -1, s.m.HBMBps)
 		} else {
-			s.route(fi, b+linkNVOut, int32(o.op.Peer)*linksPerDevice+linkNVIn, s.m.NVLinkBps*s.m.P2PCopyEff)
+			s.gpuRoute(fi, o.op.Device, o.op.Peer, s.m.P2PCopyEff)
+			if s.m.Interconnect == engine.NVLinkMesh {
+				s.flows[fi].cap /= float64(max(s.topo.GPUsPerHost-1, 1))
+			}
 		}
 	default:
 		s.route(fi, b+linkHBM, -1, s.m.HBMBps)

@@ -46,15 +46,11 @@ func (s *Sim) matchP2P(oi int32) {
 	lat := s.m.NCCLBaseNs
 	fi := s.newFlow(ownerP2P, snd, so.op.Bytes)
 	s.flows[fi].peer = rcv
-	switch {
-	case src == dst:
-		s.route(fi, int32(src)*linksPerDevice+linkHBM, -1, s.m.HBMBps)
-	case s.topo.HostOf(src) == s.topo.HostOf(dst):
-		lat += s.m.NVLinkLatencyNs
-		s.route(fi, int32(src)*linksPerDevice+linkNVOut, int32(dst)*linksPerDevice+linkNVIn, s.m.NVLinkBps*s.m.NCCLNVLinkEff)
-	default:
-		lat += s.m.NICLatencyNs
-		s.route(fi, int32(src)*linksPerDevice+linkNICOut, int32(dst)*linksPerDevice+linkNICIn, s.m.NICBps*s.m.NCCLNICEff)
+	lat += s.edge(fi, src, dst)
+	if s.m.Interconnect == engine.NVLinkMesh && src != dst && s.topo.HostOf(src) == s.topo.HostOf(dst) {
+		// Without a switch a pair has only the links joining the two GPUs: a GPU's links are
+		// spread over its peers.
+		s.flows[fi].cap /= float64(max(s.topo.GPUsPerHost-1, 1))
 	}
 	s.at(s.now+lat, evFlowStart, fi, 0)
 }

@@ -85,7 +85,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Sim, error) {
 		return nil, fmt.Errorf("sim: topology %q has no devices", t.Name)
 	}
 	if cfg.Model == (Model{}) {
-		cfg.Model = DefaultModel()
+		cfg.Model = ModelOf(t)
 	}
 	if cfg.Speed < 0 || math.IsNaN(cfg.Speed) || math.IsInf(cfg.Speed, 0) {
 		return nil, fmt.Errorf("sim: speed %v must be a positive number (0 runs unpaced)", cfg.Speed)
