@@ -179,7 +179,7 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	}
 	var backend engine.Backend
 	if cfg.Backend == "cuda" {
-		b, mapping, err := newCUDA(cfg, topo, fan, strs)
+		b, mapping, err := newCUDA(cfg, topo, sc.Options, fan, strs)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -14,10 +15,44 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
+// ncclEnv puts a forced algorithm and protocol in the process environment as NCCL_ALGO and
+// NCCL_PROTO, in NCCL's spelling. NCCL reads both when it tunes a communicator, at its creation
+// (ncclTopoTuneModel), so this must happen before the first ncclCommInitRank; knobs left at auto
+// leave the environment as the user set it.
+func ncclEnv(algo timeline.NCCLAlgo, proto timeline.NCCLProto) error {
+	for _, kv := range [...][2]string{{"NCCL_ALGO", algoEnv(algo)}, {"NCCL_PROTO", protoEnv(proto)}} {
+		if kv[1] == "" {
+			continue
+		}
+		if err := os.Setenv(kv[0], kv[1]); err != nil {
+			return fmt.Errorf("cuda: set %s=%s: %w", kv[0], kv[1], err)
+		}
+	}
+	return nil
+}
+
+func algoEnv(a timeline.NCCLAlgo) string {
+	if a == 0 {
+		return ""
+	}
+	return a.String()
+}
+
+func protoEnv(p timeline.NCCLProto) string {
+	if p == 0 {
+		return ""
+	}
+	return p.String()
+}
+
+// ncclLib loads NCCL on first use, with the run's NCCL_ALGO and NCCL_PROTO set first.
 func (b *Backend) ncclLib() (*nccl.NCCL, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.nccl == nil {
+		if err := ncclEnv(b.cfg.NCCLAlgo, b.cfg.NCCLProto); err != nil {
+			return nil, err
+		}
 		n, err := nccl.LoadNCCL(b.cfg.NCCLPath)
 		if err != nil {
 			return nil, err
