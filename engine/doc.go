@@ -11,4 +11,7 @@
 // The caller never blocks on a transfer: calls queue commands on each device's host thread and
 // return futures at once; Run executes what was queued, and futures resolve as the device completes
 // the work. Everything that happens is emitted as timeline events.
+//
+// A Topology is the cluster a backend runs on: its shape and, read from a topology file by
+// engine/topology, its hardware and calibration.
 package engine

@@ -10,27 +10,6 @@ import (
 // DeviceID is a global device id: host × devices-per-host + local index.
 type DeviceID int32
 
-// Topology is the shape of the cluster: hosts, each with the same number of GPUs.
-type Topology struct {
-	Name        string
-	Hosts       int
-	GPUsPerHost int
-}
-
-// Devices returns the number of devices in the job.
-func (t Topology) Devices() int { return t.Hosts * t.GPUsPerHost }
-
-// HostOf returns the host index of a device.
-func (t Topology) HostOf(d DeviceID) int { return int(d) / t.GPUsPerHost }
-
-// Valid reports whether d names a device of the topology.
-func (t Topology) Valid(d DeviceID) bool { return d >= 0 && int(d) < t.Devices() }
-
-// String describes the topology, for example "h100x8x2 (2 hosts × 8 GPUs)".
-func (t Topology) String() string {
-	return fmt.Sprintf("%s (%d hosts × %d GPUs)", t.Name, t.Hosts, t.GPUsPerHost)
-}
-
 // Priority is a stream priority in CUDA's convention: 0 is normal, lower numbers run first.
 type Priority int8
 

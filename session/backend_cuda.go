@@ -12,7 +12,7 @@ import (
 
 // newCUDA opens the machine's GPUs for the topology's ranks: one rank per GPU, or with cfg.Fit rank r
 // on GPU r mod n.
-func newCUDA(cfg Config, topo engine.Topology, sink timeline.Sink, strs *timeline.Strings) (engine.Backend, string, error) {
+func newCUDA(cfg Config, topo engine.Topology, opts engine.Options, sink timeline.Sink, strs *timeline.Strings) (engine.Backend, string, error) {
 	n, err := cu.NumDevices()
 	if err != nil {
 		return nil, "", err
@@ -21,7 +21,7 @@ func newCUDA(cfg Config, topo engine.Topology, sink timeline.Sink, strs *timelin
 	if err != nil {
 		return nil, "", err
 	}
-	b, err := cuda.New(cuda.Config{Topology: topo, Fit: fit}, sink, strs)
+	b, err := cuda.New(cuda.Config{Topology: topo, Fit: fit, NCCLAlgo: opts.NCCLAlgo, NCCLProto: opts.NCCLProto}, sink, strs)
 	if err != nil {
 		return nil, "", err
 	}

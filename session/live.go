@@ -92,9 +92,10 @@ func (l *Live) Err() error {
 	return nil
 }
 
-// SimPeaks returns the simulator's per-device link peaks in bytes/s: PCIe, NVLink, NIC, HBM.
-func SimPeaks() [timeline.NumPeaks]float64 {
-	m := sim.DefaultModel()
+// SimPeaks returns the simulator's per-device link peaks on topo in bytes/s: PCIe, NVLink (0
+// without NVLink), NIC (each GPU's share of its host's NICs), HBM.
+func SimPeaks(topo engine.Topology) [timeline.NumPeaks]float64 {
+	m := sim.ModelOf(topo)
 	var p [timeline.NumPeaks]float64
 	p[timeline.PeakPCIe], p[timeline.PeakNVLink], p[timeline.PeakNIC], p[timeline.PeakHBM] = m.PCIeBps, m.NVLinkBps, m.NICBps, m.HBMBps
 	return p

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/engine/topology"
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/probes/nvml"
 	"github.com/xfertop/xfertop/recordings"
@@ -122,16 +125,9 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	topoName := f.Topology
-	if cfg.Topology != "" {
-		topoName = cfg.Topology
-	}
-	if topoName == "" {
-		topoName = "h100x8"
-	}
-	topo, err := sim.TopologyByName(topoName)
+	topo, err := loadTopology(f, cfg.Topology)
 	if err != nil {
-		return nil, &ConfigError{fmt.Errorf("%s: %w", f.Source, err)}
+		return nil, &ConfigError{err}
 	}
 	sc, err := scenario.Resolve(f, cfg.Sets, topo)
 	if err != nil {
@@ -183,13 +179,13 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	}
 	var backend engine.Backend
 	if cfg.Backend == "cuda" {
-		b, mapping, err := newCUDA(cfg, topo, fan, strs)
+		b, mapping, err := newCUDA(cfg, topo, sc.Options, fan, strs)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
 		backend, p.mapping = b, mapping
 	} else {
-		s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.DefaultModel()}, fan, strs)
+		s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.ModelOf(topo)}, fan, strs)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
@@ -198,6 +194,30 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	p.backend = backend
 	p.client = engine.NewClient(backend, fan, sc.Options)
 	return p, nil
+}
+
+// loadTopology returns the topology a run uses: flag (--topology: a built-in's name or a file's
+// path), else the scenario's `topology` (a path there is relative to the scenario file), else the
+// default.
+func loadTopology(f *scenario.File, flag string) (engine.Topology, error) {
+	name := flag
+	if name == "" {
+		name = f.Topology
+		if name != "" && topology.IsPathLike(name) && !filepath.IsAbs(name) && !strings.HasPrefix(f.Source, "builtin:") {
+			name = filepath.Join(filepath.Dir(f.Source), name)
+		}
+	}
+	if name == "" {
+		name = topology.Default
+	}
+	t, err := topology.Load(name)
+	if err != nil {
+		if flag != "" {
+			return t, fmt.Errorf("--topology: %w", err)
+		}
+		return t, fmt.Errorf("%s: topology: %w", f.Source, err)
+	}
+	return t, nil
 }
 
 // ErrStopped is the cause of a run's cancellation when its user stopped it (Live.Stop): the run
@@ -295,7 +315,7 @@ func (p *Prepared) Meta() timeline.Meta {
 		IdleMode: timeline.IdleEngine, KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: p.cfg.Epoch.UnixNano(),
 		Writer: Writer, Mapping: p.mapping}
 	if p.backendName() == "sim" {
-		m.LinkPeaks = SimPeaks()
+		m.LinkPeaks = SimPeaks(p.topo)
 	}
 	return m
 }

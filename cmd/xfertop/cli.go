@@ -33,6 +33,7 @@ Usage:
   xfertop plugin                      print the path of the NCCL profiler plugin attach needs (or how to build it)
   xfertop repair FILE                 cut a recording's torn or damaged tail to its last sound chunk (backup in FILE.bak)
   xfertop scenarios                   list built-in scenarios and their knobs
+  xfertop topologies [NAME]           list built-in topologies, or print one's file to copy and edit
   xfertop help                        show this help
 
 Run flags:
@@ -51,6 +52,8 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runCmd(ctx, args, stdout, stderr)
 	case "scenarios":
 		err = scenariosCmd(args, stdout)
+	case "topologies":
+		err = topologiesCmd(args, stdout)
 	case "replay":
 		err = replayCmd(ctx, args, stdout, stderr)
 	case "listen":
@@ -74,7 +77,7 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprint(stdout, exitHelp)
 	default:
-		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, listen, analyze, convert, compare, attach, plugin, repair, scenarios, help)\n", cmd)
+		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, listen, analyze, convert, compare, attach, plugin, repair, scenarios, topologies, help)\n", cmd)
 		return exitUsage
 	}
 	return finish(ctx, cmd, err, stderr)
@@ -135,7 +138,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.DurationVar(&o.cfg.Duration, "duration", 0, "stop after this much simulated time (0: no limit)")
 	fs.Int64Var(&o.cfg.Seed, "seed", 1, "random seed; the same seed gives the same run")
 	fs.Var(setFlag(o.cfg.Sets), "set", "set a scenario knob, key=value (repeatable)")
-	fs.StringVar(&o.cfg.Topology, "topology", "", "topology preset (h100x1, h100x2, h100x4, h100x8, h100x8x2, h100x8x4; default: the scenario's)")
+	fs.StringVar(&o.cfg.Topology, "topology", "", "built-in topology name (xfertop topologies lists them) or path to a topology file (default: the scenario's)")
 	fs.StringVar(&o.cfg.Backend, "backend", "sim", "engine backend: sim, or cuda (real GPUs and NCCL; needs a build with -tags cuda)")
 	fs.BoolVar(&o.cfg.Fit, "fit", false, "cuda: run a topology with more ranks than GPUs, rank r on GPU r mod n")
 	fs.Float64Var(&o.cfg.Speed, "speed", 0, "pace the simulation: simulated seconds per wall second (0: as fast as possible)")

@@ -10,6 +10,7 @@
 //	xfertop analyze FILE...      report on a recording or on Kineto / Chrome traces
 //	xfertop convert IN OUT       .xfr <-> Chrome trace JSON
 //	xfertop scenarios            list the built-in scenarios and their knobs
+//	xfertop topologies [NAME]    list the built-in topologies, or print one's file
 //	xfertop help                 the flags and the exit statuses
 //
 // Exit status: 0 success; 1 a runtime failure (a recording that cannot be written, a full disk);

@@ -52,6 +52,11 @@ type Config struct {
 	NCCLPath string
 	// AnchorEvery is how often each GPU's clock is re-anchored (see clock.go); 0 means every second.
 	AnchorEvery time.Duration
+	// NCCLAlgo and NCCLProto, when set (the nccl_algo and nccl_proto knobs), are put in the
+	// process environment as NCCL_ALGO and NCCL_PROTO before NCCL is first used: NCCL reads them
+	// when it creates a communicator, so they apply to every communicator created afterwards.
+	NCCLAlgo  timeline.NCCLAlgo
+	NCCLProto timeline.NCCLProto
 }
 
 type gpu struct {

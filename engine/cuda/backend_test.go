@@ -47,7 +47,7 @@ func newRig(t *testing.T, ranks, gpus int, opts engine.Options) *rig {
 	}
 	topo := engine.Topology{Name: "test", Hosts: 1, GPUsPerHost: ranks}
 	store := timeline.NewStore(nil)
-	be, err := cuda.New(cuda.Config{Topology: topo, Fit: engine.Fit{Ranks: ranks, GPUs: gpus}}, store, store.Strings)
+	be, err := cuda.New(cuda.Config{Topology: topo, Fit: engine.Fit{Ranks: ranks, GPUs: gpus}, NCCLAlgo: opts.NCCLAlgo, NCCLProto: opts.NCCLProto}, store, store.Strings)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,14 +10,14 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// newClient builds a client over a fresh simulator of the named preset, storing events in a Store.
+// newClient builds a client over a fresh simulator of the named topology (its own calibration), storing events in a Store.
 func newClient(t testing.TB, topo string, opts engine.Options) (*engine.Client, *timeline.Store) {
 	t.Helper()
 	tp, err := sim.TopologyByName(topo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := sim.DefaultModel()
+	m := sim.ModelOf(tp)
 	m.KernelJitter = 0
 	store := timeline.NewStore(nil)
 	s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: m}, store, store.Strings)

@@ -5,10 +5,11 @@
 // cost for each; streams that run their ops in order; a block scheduler that admits kernels by stream
 // priority then arrival, so a high-priority NCCL kernel slips in at the next wave boundary of a
 // running compute kernel while a normal one waits for it; copy engines that need no SMs; and links
-// (HBM, PCIe each way, NVLink each way through a non-blocking NVSwitch, one NIC per GPU each way)
-// whose bandwidth is shared max-min fairly by the flows crossing them. Collectives expand into flows
-// along NCCL's rings (one ring per NIC across hosts), with NCCL's ring or tree latency chosen by
-// its cost model. Constants come from FACTS.md (see Model).
+// (HBM, PCIe each way, NVLink each way through a non-blocking NVSwitch or PCIe on a box without
+// NVLink, each GPU's share of its host's NICs each way) whose bandwidth is shared max-min fairly by
+// the flows crossing them. Collectives expand into flows along NCCL's rings (one ring per NIC across
+// hosts), with the algorithm, protocol and latency NCCL's cost model chooses. Every figure comes from
+// the topology file (engine/topology; ModelOf); the default, h100x8, is calibrated to FACTS.md.
 //
 // The simulation runs unpaced, as fast as it can, or paced to the wall clock at a chosen speed.
 // Given the same seed and the same commands it emits the same events.

@@ -7,6 +7,43 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
+// Link indices within a device's block of links.
+const (
+	linkHBM = iota
+	linkPCIeIn
+	linkPCIeOut
+	linkNVOut
+	linkNVIn
+	linkNICOut
+	linkNICIn
+	linksPerDevice
+)
+
+const (
+	ownerCopy = iota
+	ownerP2P
+	ownerInst
+)
+
+type flow struct {
+	owner  int32
+	peer   int32 // p2p: the recv op
+	kind   uint8
+	links  [2]int32
+	nl     int8
+	rem    float64
+	rate   float64
+	cap    float64
+	last   int64
+	ver    uint32
+	pos    int32 // index in active, -1 when not active
+	frozen bool
+	// scheduled is true once a completion for the current rate is in the heap.
+	scheduled bool
+}
+
+// Sim is the simulated backend. It implements engine.Backend.
+
 func (s *Sim) newFlow(kind uint8, owner int32, bytes int64) int32 {
 	var fi int32
 	if n := len(s.freeFlows); n > 0 {
@@ -195,13 +232,25 @@ func (s *Sim) rings(ranks []engine.DeviceID) [][]engine.DeviceID {
 	return out
 }
 
+// gpuRoute routes flow fi between two GPUs of one host at eff of their link: NVLink, or without it
+// the source's PCIe link out and the destination's in.
+func (s *Sim) gpuRoute(fi int32, src, dst engine.DeviceID, eff float64) {
+	if s.m.Interconnect == engine.PCIeOnly {
+		s.route(fi, int32(src)*linksPerDevice+linkPCIeOut, int32(dst)*linksPerDevice+linkPCIeIn, s.m.PCIeBps*eff)
+		return
+	}
+	s.route(fi, int32(src)*linksPerDevice+linkNVOut, int32(dst)*linksPerDevice+linkNVIn, s.m.NVLinkBps*eff)
+}
+
+// edge routes flow fi from src to dst as NCCL moves data (inside a GPU, between GPUs of a host,
+// through the NICs) and returns the hop's latency.
 func (s *Sim) edge(fi int32, src, dst engine.DeviceID) int64 {
 	switch {
 	case src == dst:
 		s.route(fi, int32(src)*linksPerDevice+linkHBM, -1, s.m.HBMBps)
 		return 0
 	case s.topo.HostOf(src) == s.topo.HostOf(dst):
-		s.route(fi, int32(src)*linksPerDevice+linkNVOut, int32(dst)*linksPerDevice+linkNVIn, s.m.NVLinkBps*s.m.NCCLNVLinkEff)
+		s.gpuRoute(fi, src, dst, s.m.NCCLNVLinkEff)
 		return s.m.NVLinkLatencyNs
 	default:
 		s.route(fi, int32(src)*linksPerDevice+linkNICOut, int32(dst)*linksPerDevice+linkNICIn, s.m.NICBps*s.m.NCCLNICEff)
@@ -262,6 +311,11 @@ func (s *Sim) startCollective(ii int32) {
 			fi := s.newFlow(ownerInst, ii, share)
 			s.edge(fi, ring[i], ring[(i+1)%len(ring)])
 			s.flows[fi].cap *= scale
+			if len(rings) > 1 && s.topo.HostOf(ring[i]) == s.topo.HostOf(ring[(i+1)%len(ring)]) {
+				// NCCL's channels inside a host are the same whichever NIC a ring leaves by: the
+				// rings share the intra-host bandwidth rather than each getting all of it.
+				s.flows[fi].cap /= float64(len(rings))
+			}
 			s.pending = append(s.pending, fi)
 		}
 	}
@@ -288,8 +342,8 @@ func (s *Sim) nvlsFlows(ii int32, t ncclTopo, algBps float64) {
 	}
 }
 
-// ncclTopo describes the communicator over ranks to the tuner: its nodes, NVLink and NIC
-// bandwidth from the model, one NIC per GPU.
+// ncclTopo describes the communicator over ranks to the tuner: its nodes, the bandwidth of the GPU
+// link (NVLink, or PCIe on a box without it) and the NICs' share per GPU, from the model.
 func (s *Sim) ncclTopo(ranks []engine.DeviceID) ncclTopo {
 	nodes, last := 0, -1
 	seen := s.hostSeen[:0]
@@ -310,9 +364,12 @@ func (s *Sim) ncclTopo(ranks []engine.DeviceID) ncclTopo {
 	}
 	s.hostSeen = seen
 	m := &s.m
-	ring := m.NVLinkBps * m.NCCLNVLinkEff / 1e9
+	ring, hw := m.NVLinkBps*m.NCCLNVLinkEff/1e9, hwNVLink
+	if m.Interconnect == engine.PCIeOnly {
+		ring, hw = m.PCIeBps*m.NCCLNVLinkEff/1e9, hwPCI
+	}
 	ppn := len(ranks) / nodes
-	t := ncclTopo{Ranks: len(ranks), Nodes: nodes, IntraHW: hwNVLink, Hopper: m.Hopper, Channels: max(m.NCCLChannels, 1),
+	t := ncclTopo{Ranks: len(ranks), Nodes: nodes, IntraHW: hw, Hopper: m.Hopper, Channels: max(m.NCCLChannels, 1),
 		RingBus: ring, TreeBus: ring, NVLS: m.NVLS, NVLSTree: m.NVLSTree, NVLSChannels: max(m.NVLSChannels, 1),
 		NVLSChanBw: ring / float64(max(m.NVLinkLinks, 1)), NetOverhead: m.NetOverheadUs}
 	if nodes > 1 {

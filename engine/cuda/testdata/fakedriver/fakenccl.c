@@ -9,7 +9,8 @@
 //   XFER_FAKE_NCCL_FAULT=remote  its operations hang on their streams and ncclCommGetAsyncError
 //                                reports ncclRemoteError, as when a peer process dies;
 //   XFER_FAKE_NCCL_FAULT=init    creating it fails with ncclSystemError.
-//   XFER_FAKE_NCCL_LOG=FILE      a line is appended for each init, destroy and abort.
+//   XFER_FAKE_NCCL_LOG=FILE      a line is appended for each init (with the NCCL_ALGO and NCCL_PROTO
+//                                it sees), destroy and abort.
 
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -185,7 +186,9 @@ static ncclResult_t join(ncclComm **out, unsigned long long key, int n, int rank
 	c->ranks[rank] = m;
 	c->joined++;
 	*out = m;
-	note("init comm=%llu rank=%d/%d dev=%d", c->id, rank, n, dev);
+	// NCCL reads NCCL_ALGO and NCCL_PROTO when it creates a communicator: log what it would see.
+	const char *algo = getenv("NCCL_ALGO"), *proto = getenv("NCCL_PROTO");
+	note("init comm=%llu rank=%d/%d dev=%d NCCL_ALGO=%s NCCL_PROTO=%s", c->id, rank, n, dev, algo ? algo : "-", proto ? proto : "-");
 	pthread_cond_broadcast(&cond);
 	return ncclSuccess;
 }

@@ -1,0 +1,198 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"gorgonia.org/cu"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// asyncErrorPoll is how often the poller asks NCCL for communicators' asynchronous errors.
+const asyncErrorPoll = 10 * time.Millisecond
+
+// poll reports ops as the GPU finishes them, in order of completion, enforces the watchdog and
+// checks communicators for asynchronous errors. It is the only goroutine that emits events.
+func (b *Backend) poll(ctx context.Context) error {
+	// Event queries and timings are made with the event's context current; switch as needed.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	current := -1
+	use := func(g int) {
+		if g != current {
+			_ = cu.SetCurrentContext(b.gpus[g].ctx)
+			current = g
+		}
+	}
+	var pending []inflight
+	open := true
+	lastCheck := time.Now()
+	for open || len(pending) > 0 {
+		if time.Since(lastCheck) >= asyncErrorPoll {
+			lastCheck = time.Now()
+			for g := range b.gpus {
+				use(g)
+				b.tick(g, time.Since(b.wall0))
+			}
+			if bad := b.asyncErrors(); len(bad) > 0 {
+				kept := pending[:0]
+				for _, f := range pending {
+					// Their timing events are not reused: the aborted work may never complete them.
+					if err := faultOf(&f.op, bad); err != nil {
+						b.fail(f, err)
+						continue
+					}
+					kept = append(kept, f)
+				}
+				pending = kept
+			}
+		}
+		select {
+		case e := <-b.instant:
+			b.sink.Emit(&e)
+			continue
+		default:
+		}
+		if open {
+			select {
+			case f, ok := <-b.done:
+				if !ok {
+					open = false
+				} else {
+					pending = append(pending, f)
+				}
+				continue
+			default:
+			}
+		}
+		progressed := false
+		kept := pending[:0]
+		for _, f := range pending {
+			use(f.gpu)
+			switch err := f.end.Query(); {
+			case err == nil:
+				b.complete(f)
+				b.gpus[f.gpu].timing.give(f.start)
+				b.gpus[f.gpu].timing.give(f.end)
+				progressed = true
+			case errors.Is(err, cu.NotReady):
+				if time.Since(f.posted) > b.watchdog {
+					return b.stuck(f)
+				}
+				kept = append(kept, f)
+			default:
+				b.fail(f, err)
+				progressed = true
+			}
+		}
+		pending = kept
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+		}
+		if !progressed {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	for {
+		select {
+		case e := <-b.instant:
+			b.sink.Emit(&e)
+		default:
+			return nil
+		}
+	}
+}
+
+func (b *Backend) complete(f inflight) {
+	start, end := b.gpuTime(f.gpu, f.start, f.queued), b.gpuTime(f.gpu, f.end, f.queued)
+	op := f.op
+	e := timeline.Event{Start: start, End: end, Queued: f.queued.Nanoseconds(), Bytes: op.Bytes, Op: op.ID, Device: int32(f.rank),
+		Peer: int32(op.Peer), Stream: uint32(op.Stream), Group: f.group, Comm: op.Comm, Barrier: op.Barrier, Label: op.Label,
+		Host: uint16(b.topo.HostOf(f.rank))}
+	b.mu.Lock()
+	e.Priority = int8(b.streams[op.Stream].prio)
+	b.mu.Unlock()
+	switch op.Kind {
+	case engine.OpKernel:
+		e.Kind, e.Peer = timeline.KindKernel, -1
+	case engine.OpCopy:
+		e.Kind, e.Sub = timeline.KindMemcpy, uint8(op.Dir)
+	case engine.OpSend:
+		e.Kind = timeline.KindSend
+	case engine.OpRecv:
+		e.Kind = timeline.KindRecv
+	case engine.OpCollective:
+		e.Kind, e.Sub, e.Ranks, e.Peer = timeline.KindCollective, uint8(op.Coll), uint16(b.fit.Distinct(op.Ranks)), -1
+	case engine.OpBarrier:
+		e.Kind, e.Ranks, e.Peer = timeline.KindBarrier, uint16(len(op.Ranks)), -1
+	case engine.OpGroup:
+		e.Kind, e.Aux, e.Peer = timeline.KindGroupLaunch, uint32(len(op.Parts)), -1
+		for _, part := range op.Parts {
+			pe := e
+			pe.Kind, pe.Op, pe.Peer, pe.Bytes, pe.Aux = timeline.KindSend, part.ID, int32(part.Peer), part.Bytes, 0
+			if part.Kind == engine.OpRecv {
+				pe.Kind = timeline.KindRecv
+			} else if part.Kind == engine.OpCollective {
+				pe.Kind, pe.Sub, pe.Peer = timeline.KindCollective, uint8(part.Coll), -1
+			}
+			b.sink.Emit(&pe)
+			b.resolve(part.Future, part, f.rank, end, nil)
+		}
+	}
+	b.sink.Emit(&e)
+	b.resolve(op.Future, op, f.rank, end, nil)
+}
+
+func (b *Backend) resolve(fut *engine.Future, op engine.StreamOp, rank engine.DeviceID, at int64, err error) {
+	if fut == nil {
+		return
+	}
+	k, st := timeline.KindPromiseFulfilled, timeline.StatusOK
+	if err != nil {
+		k, st = timeline.KindPromiseFailed, timeline.StatusError
+	}
+	e := timeline.Event{Kind: k, Start: at, End: at, Device: int32(rank), Peer: int32(op.Peer), Op: op.ID, Bytes: op.Bytes,
+		Stream: uint32(op.Stream), Status: st, Host: uint16(b.topo.HostOf(rank))}
+	b.sink.Emit(&e)
+	fut.Complete(at, err)
+}
+
+func (b *Backend) fail(f inflight, err error) {
+	msg := fmt.Sprintf("%s on rank %d failed: %v", engine.OpName(&f.op), f.rank, err)
+	now := time.Since(b.wall0).Nanoseconds()
+	a := timeline.Event{Kind: timeline.KindAlert, Start: now, End: now, Device: int32(f.rank), Peer: int32(f.op.Peer), Op: f.op.ID,
+		Bytes: f.op.Bytes, Status: timeline.StatusError, Label: b.strs.ID(msg)}
+	b.sink.Emit(&a)
+	b.resolve(f.op.Future, f.op, f.rank, now, fmt.Errorf("%s: %w", msg, err))
+}
+
+// stuck ends the run when an op has not finished within the watchdog timeout (a peer that never
+// posted its half hangs an NCCL kernel for ever): its communicators are aborted so the GPU is
+// released, and the alert names the op, the ranks and the bytes.
+func (b *Backend) stuck(f inflight) error {
+	werr := &engine.WatchdogError{Op: engine.OpName(&f.op), OpID: f.op.ID, Rank: f.rank, Peer: f.op.Peer, Bytes: f.op.Bytes, WaitedNs: time.Since(f.posted).Nanoseconds()}
+	b.mu.Lock()
+	for id, cs := range b.comms {
+		for _, c := range cs.comms {
+			if b.nccl != nil {
+				_ = b.nccl.Abort(c)
+			}
+		}
+		delete(b.comms, id)
+	}
+	b.mu.Unlock()
+	now := time.Since(b.wall0).Nanoseconds()
+	a := timeline.Event{Kind: timeline.KindAlert, Start: now, End: now, Device: int32(f.rank), Peer: int32(f.op.Peer), Op: f.op.ID,
+		Bytes: f.op.Bytes, Status: timeline.StatusTimeout, Label: b.strs.ID(werr.Error())}
+	b.sink.Emit(&a)
+	b.resolve(f.op.Future, f.op, f.rank, now, werr)
+	b.err = werr
+	return werr
+}

@@ -1,0 +1,114 @@
+package sim
+
+import (
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// ---- completion ----
+
+func (s *Sim) opDone(oi int32) {
+	o := &s.ops[oi]
+	if o.op.Kind == engine.OpKernel && o.parent < 0 {
+		d := o.op.Device
+		if s.devs[d].running == oi {
+			s.devs[d].running = -1
+			defer s.tryAdmit(d)
+		}
+	}
+	s.finish(oi, true)
+}
+
+// finish completes an op at s.now: emits its event, resolves its future, frees the stream.
+func (s *Sim) finish(oi int32, kick bool) {
+	o := &s.ops[oi]
+	if !o.live {
+		return
+	}
+	s.emitOp(oi)
+	if f := o.op.Future; f != nil {
+		s.resolve(o, nil)
+	}
+	parent, sid := o.parent, o.op.Stream
+	s.freeOp(oi)
+	if parent >= 0 {
+		p := &s.ops[parent]
+		p.parts--
+		if p.parts == 0 {
+			s.finish(parent, true)
+		}
+		return
+	}
+	st := &s.streams[sid]
+	st.running = -1
+	st.head++
+	if st.head >= len(st.q) {
+		st.q, st.head = st.q[:0], 0
+	}
+	s.pendingOps--
+	if kick {
+		s.streamKick(sid)
+	}
+}
+
+func (s *Sim) resolve(o *opState, err error) {
+	f := o.op.Future
+	t := s.now + s.m.NotifyNs
+	k := timeline.KindPromiseFulfilled
+	st := timeline.StatusOK
+	if err != nil {
+		k, st, t = timeline.KindPromiseFailed, timeline.StatusError, s.now
+		if errorsIsTimeout(err) {
+			st = timeline.StatusTimeout
+		}
+	}
+	s.emit(timeline.Event{Kind: k, Start: t, End: t, Device: int32(o.op.Device), Peer: int32(o.op.Peer), Op: o.op.ID,
+		Stream: uint32(o.op.Stream), Bytes: o.op.Bytes, Status: st, Host: s.hostOf(o.op.Device)})
+	f.Complete(t, err)
+}
+
+func (s *Sim) emitOp(oi int32) {
+	o := &s.ops[oi]
+	e := timeline.Event{Start: o.start, End: s.now, Queued: o.queued, Bytes: o.op.Bytes, Op: o.op.ID, Device: int32(o.op.Device),
+		Peer: int32(o.op.Peer), Stream: uint32(o.op.Stream), Group: o.group, Comm: o.op.Comm, Barrier: o.op.Barrier,
+		Label: o.op.Label, Host: s.hostOf(o.op.Device), Priority: int8(s.streams[o.op.Stream].prio)}
+	if o.failed {
+		e.Status = timeline.StatusError
+	}
+	if o.status != 0 {
+		e.Status = o.status
+	}
+	switch o.op.Kind {
+	case engine.OpKernel:
+		e.Kind, e.Peer = timeline.KindKernel, timeline.NoDevice
+	case engine.OpCopy:
+		e.Kind, e.Sub = timeline.KindMemcpy, uint8(o.op.Dir)
+	case engine.OpSend:
+		e.Kind = timeline.KindSend
+	case engine.OpRecv:
+		e.Kind = timeline.KindRecv
+	case engine.OpCollective:
+		e.Kind, e.Sub, e.Ranks, e.Peer, e.Aux = timeline.KindCollective, uint8(o.op.Coll), uint16(len(o.op.Ranks)), timeline.NoDevice, o.aux
+	case engine.OpBarrier:
+		e.Kind, e.Ranks, e.Peer = timeline.KindBarrier, uint16(len(o.op.Ranks)), timeline.NoDevice
+		e.Start = o.waitAt
+		if o.waitAt < 0 {
+			e.Start = o.start
+		}
+	case engine.OpGroup:
+		e.Kind, e.Aux, e.Peer, e.Op = timeline.KindGroupLaunch, uint32(len(o.op.Parts)), timeline.NoDevice, 0
+	case engine.OpWaitEvent:
+		if o.waitAt < 0 {
+			return
+		}
+		e.Kind, e.Start, e.Aux, e.Peer, e.Op = timeline.KindEventWait, o.waitAt, uint32(o.op.Event), timeline.NoDevice, 0
+	default:
+		return
+	}
+	s.emit(e)
+}
+
+func (s *Sim) emit(e timeline.Event) {
+	s.ev = e
+	s.sink.Emit(&s.ev)
+}

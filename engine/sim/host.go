@@ -1,0 +1,129 @@
+package sim
+
+import (
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+type host struct {
+	dev         engine.DeviceID
+	q           []engine.Command
+	head        int
+	busy        bool
+	waiting     bool
+	kicked      bool
+	cur         engine.Command
+	comms       int
+	batch       []engine.StreamOp
+	batchGen    uint32
+	flushWanted bool
+}
+
+// ---- host threads ----
+
+func (s *Sim) launchCost(op *engine.StreamOp) int64 {
+	switch op.Kind {
+	case engine.OpSend, engine.OpRecv, engine.OpCollective:
+		return s.m.NCCLLaunchNs
+	case engine.OpGroup:
+		return s.m.GroupLaunchNs + s.m.GroupPerOpNs*int64(len(op.Parts))
+	case engine.OpRecord, engine.OpWaitEvent:
+		return s.m.WaitLaunchNs
+	}
+	return s.m.HostLaunchNs
+}
+
+func (s *Sim) hostStep(hi int32) {
+	h := &s.hosts[hi]
+	for !h.busy {
+		if h.flushWanted {
+			h.flushWanted = false
+			if len(h.batch) > 0 {
+				s.launchBatch(hi)
+				return
+			}
+		}
+		if h.head >= len(h.q) {
+			h.q, h.head = h.q[:0], 0
+			return
+		}
+		cmd := h.q[h.head]
+		h.q[h.head] = engine.Command{}
+		h.head++
+		switch cmd.Kind {
+		case engine.CmdLaunch:
+			h.cur, h.busy = cmd, true
+			s.at(s.now+s.launchCost(&cmd.Op), evHostDone, hi, 0)
+		case engine.CmdHostWait:
+			ev := s.event(cmd.Event)
+			if ev.recorded {
+				s.pendingCmds--
+				continue
+			}
+			h.busy, h.waiting = true, true
+			ev.hosts = append(ev.hosts, hi)
+		case engine.CmdCommInit:
+			cost := s.m.CommInitNs
+			if h.comms == 0 {
+				cost = s.m.CommInitFirstNs
+			}
+			h.comms++
+			s.emit(timeline.Event{Kind: timeline.KindCommInit, Start: s.now, End: s.now + cost, Device: int32(h.dev),
+				Peer: timeline.NoDevice, Comm: cmd.Comm, Ranks: uint16(len(cmd.Devices)), Label: cmd.Label})
+			h.cur, h.busy = cmd, true
+			s.at(s.now+cost, evHostDone, hi, 0)
+		case engine.CmdSleep:
+			s.emit(timeline.Event{Kind: timeline.KindMark, Start: s.now, End: s.now + cmd.Duration, Device: int32(h.dev),
+				Peer: timeline.NoDevice, Label: cmd.Label})
+			h.cur, h.busy = cmd, true
+			s.at(s.now+cmd.Duration, evHostDone, hi, 0)
+		case engine.CmdBatch:
+			h.batch = append(h.batch, cmd.Op)
+			s.batched++
+			h.cur, h.busy = cmd, true
+			if len(h.batch) == 1 {
+				h.batchGen++
+				s.at(s.now+s.batchWin, evBatchTimer, hi, h.batchGen)
+			}
+			s.at(s.now+s.m.BatchAddNs, evHostDone, hi, 0)
+		case engine.CmdFlush:
+			s.pendingCmds--
+			if len(h.batch) > 0 {
+				s.launchBatch(hi)
+			}
+		default:
+			s.pendingCmds--
+		}
+	}
+}
+
+// launchBatch launches the batching window's ops as one group; the host pays the group launch.
+func (s *Sim) launchBatch(hi int32) {
+	h := &s.hosts[hi]
+	parts := make([]engine.StreamOp, len(h.batch))
+	copy(parts, h.batch)
+	s.batched -= len(parts)
+	h.batch = h.batch[:0]
+	h.batchGen++
+	g := engine.StreamOp{Kind: engine.OpGroup, Stream: parts[0].Stream, Device: h.dev, Peer: -1, Parts: parts}
+	h.cur, h.busy = engine.Command{Kind: engine.CmdLaunch, Op: g}, true
+	s.pendingCmds++
+	s.at(s.now+s.launchCost(&g), evHostDone, hi, 0)
+}
+
+func (s *Sim) hostDone(hi int32) {
+	h := &s.hosts[hi]
+	cmd := h.cur
+	h.cur, h.busy = engine.Command{}, false
+	s.pendingCmds--
+	switch cmd.Kind {
+	case engine.CmdLaunch:
+		s.enqueue(&cmd.Op)
+	case engine.CmdBatch:
+		if len(h.batch) >= s.batchMax {
+			s.launchBatch(hi)
+			return
+		}
+	}
+	s.hostStep(hi)
+}

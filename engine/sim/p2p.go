@@ -1,0 +1,66 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// ---- point to point ----
+
+func (s *Sim) matchP2P(oi int32) {
+	o := &s.ops[oi]
+	other, ok := s.pairs[o.op.ID]
+	if !ok || s.ops[other].op.Kind == o.op.Kind {
+		s.pairs[o.op.ID] = oi
+		o.waitAt = s.now
+		s.arm(oi)
+		return
+	}
+	delete(s.pairs, o.op.ID)
+	snd, rcv := oi, other
+	if o.op.Kind == engine.OpRecv {
+		snd, rcv = other, oi
+	}
+	so, ro := &s.ops[snd], &s.ops[rcv]
+	if so.op.Peer != ro.op.Device || ro.op.Peer != so.op.Device || so.op.Bytes != ro.op.Bytes {
+		err := &engine.GuardError{Op: "send/recv", Kind: engine.ErrSizeMismatch, Devices: []engine.DeviceID{so.op.Device, ro.op.Device},
+			Detail: fmt.Sprintf("op %d: send of %d bytes %d→%d does not match recv of %d bytes %d←%d",
+				so.op.ID, so.op.Bytes, so.op.Device, so.op.Peer, ro.op.Bytes, ro.op.Device, ro.op.Peer)}
+		s.alert(snd, err.Error(), timeline.StatusError)
+		for _, x := range [2]int32{snd, rcv} {
+			s.ops[x].matched = true
+			s.fail(x, err)
+			s.finish(x, true) // the streams go on; the failed op is recorded with an error status
+		}
+		return
+	}
+	for _, x := range [2]int32{snd, rcv} {
+		xo := &s.ops[x]
+		xo.matched = true
+		s.peerWait(x)
+		xo.start = s.now
+	}
+	src, dst := so.op.Device, ro.op.Device
+	lat := s.m.NCCLBaseNs
+	fi := s.newFlow(ownerP2P, snd, so.op.Bytes)
+	s.flows[fi].peer = rcv
+	lat += s.edge(fi, src, dst)
+	if s.m.Interconnect == engine.NVLinkMesh && src != dst && s.topo.HostOf(src) == s.topo.HostOf(dst) {
+		// Without a switch a pair has only the links joining the two GPUs: a GPU's links are
+		// spread over its peers.
+		s.flows[fi].cap /= float64(max(s.topo.GPUsPerHost-1, 1))
+	}
+	s.at(s.now+lat, evFlowStart, fi, 0)
+}
+
+func (s *Sim) peerWait(oi int32) {
+	o := &s.ops[oi]
+	if o.waitAt >= 0 && o.waitAt < s.now {
+		s.emit(timeline.Event{Kind: timeline.KindPeerWait, Start: o.waitAt, End: s.now, Queued: o.queued, Device: int32(o.op.Device),
+			Peer: int32(o.op.Peer), Stream: uint32(o.op.Stream), Op: o.op.ID, Bytes: o.op.Bytes, Comm: o.op.Comm, Group: o.group,
+			Barrier: o.op.Barrier, Host: s.hostOf(o.op.Device), Priority: int8(s.streams[o.op.Stream].prio)})
+	}
+	o.waitAt = -1
+}

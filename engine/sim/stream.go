@@ -1,0 +1,157 @@
+package sim
+
+import (
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+type stream struct {
+	dev     engine.DeviceID
+	prio    engine.Priority
+	q       []int32
+	head    int
+	running int32
+}
+
+type evState struct {
+	recorded bool
+	at       int64
+	ops      []opRef // stream ops waiting for it
+	hosts    []int32 // host threads waiting for it
+}
+
+// opRef names an op slot and the generation of the op it meant: a reference kept while the op may
+// finish (a timer, a watchdog entry, a wait list) must not come to mean the slot's next op.
+type opRef struct {
+	oi  int32
+	gen uint32
+}
+
+// retired is the state of an event recorded so long ago that its slot was reused (eventslot).
+var retired = evState{recorded: true}
+
+type opState struct {
+	op     engine.StreamOp
+	seq    uint64
+	queued int64
+	start  int64
+	waitAt int64 // when it started waiting for peers or an event; -1 when it did not
+	parts  int32
+	parent int32
+	inst   int32
+	// gen is the slot's generation: it grows each time the slot takes a new op and survives
+	// freeing, so a watchdog entry or timer left from an earlier op never matches a later one.
+	gen     uint32
+	group   uint32
+	aux     uint32 // collectives: the tuner's choice, packed as timeline.PackNCCL
+	live    bool
+	matched bool
+	failed  bool
+	status  uint8 // recorded on the op's event when it did not complete normally
+}
+
+// ---- streams ----
+
+// newOp puts o in a free slot (or a new one) as the slot's next generation and returns the slot.
+func (s *Sim) newOp(o opState) int32 {
+	var oi int32
+	if n := len(s.freeOps); n > 0 {
+		oi = s.freeOps[n-1]
+		s.freeOps = s.freeOps[:n-1]
+	} else {
+		s.ops = append(s.ops, opState{})
+		oi = int32(len(s.ops) - 1)
+	}
+	o.gen = s.ops[oi].gen + 1
+	s.ops[oi] = o
+	return oi
+}
+
+// freeOp clears a finished op's slot (dropping its future and parts) but keeps its generation.
+func (s *Sim) freeOp(oi int32) {
+	s.ops[oi] = opState{gen: s.ops[oi].gen}
+	s.freeOps = append(s.freeOps, oi)
+}
+
+// ref names the op now in slot oi.
+func (s *Sim) ref(oi int32) opRef { return opRef{oi, s.ops[oi].gen} }
+
+// current reports whether r still names the op in its slot.
+func (s *Sim) current(r opRef) bool {
+	o := &s.ops[r.oi]
+	return o.live && o.gen == r.gen
+}
+
+func (s *Sim) enqueue(op *engine.StreamOp) {
+	s.seq++
+	oi := s.newOp(opState{op: *op, seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true})
+	st := &s.streams[op.Stream]
+	st.q = append(st.q, oi)
+	s.pendingOps++
+	if st.running < 0 {
+		s.streamKick(op.Stream)
+	}
+}
+
+func (s *Sim) streamKick(sid engine.StreamID) {
+	st := &s.streams[sid]
+	for st.running < 0 && st.head < len(st.q) {
+		oi := st.q[st.head]
+		st.running = oi
+		if s.startOp(oi) {
+			s.finish(oi, false)
+		}
+		st = &s.streams[sid]
+	}
+}
+
+// startOp begins the op at the head of its stream; it returns true when the op completed at once.
+func (s *Sim) startOp(oi int32) bool {
+	o := &s.ops[oi]
+	o.start = s.now
+	switch o.op.Kind {
+	case engine.OpRecord:
+		s.record(o.op.Event, oi)
+		return true
+	case engine.OpWaitEvent:
+		ev := s.event(o.op.Event)
+		if ev.recorded && ev.at+s.m.EventLatencyNs <= s.now {
+			return true
+		}
+		o.waitAt = s.now
+		if ev.recorded {
+			s.atOp(ev.at+s.m.EventLatencyNs, evStreamWake, s.ref(oi))
+		} else {
+			ev.ops = append(ev.ops, s.ref(oi))
+		}
+		return false
+	case engine.OpCopy:
+		s.startCopy(oi)
+	case engine.OpBarrier:
+		s.arrive(oi)
+	case engine.OpKernel, engine.OpSend, engine.OpRecv, engine.OpCollective, engine.OpGroup:
+		s.admit(oi)
+	}
+	return false
+}
+
+func (s *Sim) record(evID engine.EventID, oi int32) {
+	ev := s.event(evID)
+	if ev.recorded {
+		return // recorded twice: the first recording stands
+	}
+	ev.recorded, ev.at = true, s.now
+	s.events.Done(uint32(evID))
+	o := &s.ops[oi]
+	s.emit(timeline.Event{Kind: timeline.KindEventRecord, Start: s.now, End: s.now, Queued: o.queued, Device: int32(o.op.Device),
+		Peer: timeline.NoDevice, Stream: uint32(o.op.Stream), Aux: uint32(evID), Host: s.hostOf(o.op.Device)})
+	for _, w := range ev.ops {
+		s.atOp(s.now+s.m.EventLatencyNs, evStreamWake, w)
+	}
+	for _, hi := range ev.hosts {
+		s.at(s.now+s.m.NotifyNs, evHostReady, hi, 0)
+	}
+	ev.ops, ev.hosts = nil, nil
+}
+
+func (s *Sim) hostOf(d engine.DeviceID) uint16 { return uint16(s.topo.HostOf(d)) }

@@ -1,0 +1,243 @@
+package topology
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/xfertop/xfertop/engine"
+)
+
+// Error is a problem in a topology file: it names the file and, where it can, the line.
+type Error struct {
+	Source string
+	Line   int
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.Source, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Source, e.Msg)
+}
+
+func errAt(src string, line int, format string, args ...any) error {
+	return &Error{Source: src, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// maxBaseDepth bounds a chain of files each naming another as its base.
+const maxBaseDepth = 4
+
+// entry is one key: value of a file, flattened ("gpu.hbm").
+type entry struct {
+	key, value string
+	line       int
+}
+
+// Parse reads a topology file. src names it in errors. A file without `base` gives every key; one
+// with `base: NAME` starts from that built-in topology and sets only the keys it gives.
+func Parse(src string, data []byte) (engine.Topology, error) {
+	return parse(src, data, 0, "")
+}
+
+// parse reads a file at depth in a chain of bases; a file that gives no name is called name.
+func parse(src string, data []byte, depth int, name string) (engine.Topology, error) {
+	entries, base, baseLine, err := flatten(src, data)
+	if err != nil {
+		return engine.Topology{}, err
+	}
+	var t engine.Topology
+	lines := map[string]int{}
+	if base != "" {
+		if depth >= maxBaseDepth {
+			return t, errAt(src, baseLine, "base %q: bases nest more than %d deep", base, maxBaseDepth)
+		}
+		b, err := builtinSource(base)
+		if err != nil {
+			return t, errAt(src, baseLine, "base: %v", err)
+		}
+		if t, err = parse("builtin:"+base, b, depth+1, ""); err != nil {
+			return t, err
+		}
+		t.Name, t.Description = "", ""
+	}
+	for _, e := range entries {
+		f := fieldByKey(e.key)
+		if err := f.set(&t, e.value); err != nil {
+			return t, errAt(src, e.line, "%s: %v", e.key, err)
+		}
+		lines[e.key] = e.line
+	}
+	if base == "" {
+		var missing []string
+		for _, f := range fields {
+			if _, ok := lines[f.key]; !ok && f.key != "description" && (f.key != "name" || name != "") {
+				missing = append(missing, f.key)
+			}
+		}
+		if len(missing) > 0 {
+			return t, errAt(src, 0, "missing %s (give every key, or start from a built-in with base: NAME)", strings.Join(missing, ", "))
+		}
+	}
+	if t.Name == "" {
+		t.Name = name
+	}
+	if err := validate(&t); err != nil {
+		return t, errAt(src, lines[err.key], "%s", err.msg)
+	}
+	return t, nil
+}
+
+// flatten checks a file's structure and returns its keys in file order, with base apart.
+func flatten(src string, data []byte) (out []entry, base string, baseLine int, err error) {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+		return nil, "", 0, yamlError(src, err)
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, "", 0, errAt(src, doc.Line, "a topology is a mapping with keys %s", keysIn(""))
+	}
+	top := doc.Content[0]
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		if seen[k.Value] {
+			return nil, "", 0, errAt(src, k.Line, "%q given twice", k.Value)
+		}
+		seen[k.Value] = true
+		switch {
+		case k.Value == "base":
+			if v.Kind != yaml.ScalarNode || v.Value == "" {
+				return nil, "", 0, errAt(src, v.Line, "base must name a built-in topology")
+			}
+			base, baseLine = v.Value, k.Line
+		case isSection(k.Value):
+			if v.Kind != yaml.MappingNode {
+				return nil, "", 0, errAt(src, v.Line, "%s must be a mapping with keys %s", k.Value, keysIn(k.Value))
+			}
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				kk, vv := v.Content[j], v.Content[j+1]
+				key := k.Value + "." + kk.Value
+				if fieldByKey(key) == nil {
+					return nil, "", 0, errAt(src, kk.Line, "unknown key %q in %s (known: %s)", kk.Value, k.Value, keysIn(k.Value))
+				}
+				if seen[key] {
+					return nil, "", 0, errAt(src, kk.Line, "%s given twice", key)
+				}
+				seen[key] = true
+				if vv.Kind != yaml.ScalarNode {
+					return nil, "", 0, errAt(src, vv.Line, "%s must be a single value", key)
+				}
+				out = append(out, entry{key, vv.Value, kk.Line})
+			}
+		case fieldByKey(k.Value) != nil:
+			if v.Kind != yaml.ScalarNode {
+				return nil, "", 0, errAt(src, v.Line, "%s must be a single value", k.Value)
+			}
+			value := v.Value
+			if k.Value == "description" {
+				value = strings.TrimSpace(value)
+			}
+			out = append(out, entry{k.Value, value, k.Line})
+		default:
+			return nil, "", 0, errAt(src, k.Line, "unknown key %q (known: %s)", k.Value, keysIn(""))
+		}
+	}
+	return out, base, baseLine, nil
+}
+
+func isSection(s string) bool {
+	for _, x := range sections {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// yamlError turns a YAML syntax error into an *Error with the line it names.
+func yamlError(src string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return errAt(src, 0, "%s", strings.Join(te.Errors, "; "))
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
+		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
+	}
+	if err.Error() == "EOF" {
+		msg = "empty file"
+	}
+	return errAt(src, line, "%s", msg)
+}
+
+// invalid is a rule a topology breaks, with the key whose line the error names.
+type invalid struct {
+	key, msg string
+}
+
+// validate checks what no single key can: the keys' agreement with each other.
+func validate(t *engine.Topology) *invalid {
+	switch {
+	case t.Name == "":
+		return &invalid{"name", "the topology has no name"}
+	case t.Interconnect == engine.PCIeOnly && t.GPU.NVLinkBps != 0:
+		return &invalid{"gpu.nvlink", "interconnect pcie has no NVLink: gpu.nvlink must be 0GB/s"}
+	case t.Interconnect != engine.PCIeOnly && t.GPU.NVLinkBps < 1e6:
+		return &invalid{"gpu.nvlink", fmt.Sprintf("interconnect %s needs NVLink bandwidth (gpu.nvlink)", t.Interconnect)}
+	case t.Interconnect != engine.PCIeOnly && t.GPU.NVLinkLinks < 1:
+		return &invalid{"gpu.nvlink_links", fmt.Sprintf("interconnect %s needs gpu.nvlink_links of at least 1", t.Interconnect)}
+	case t.NVLS && t.Interconnect != engine.NVSwitch:
+		return &invalid{"nvls", fmt.Sprintf("NVLS needs an NVSwitch; interconnect is %s", t.Interconnect)}
+	case t.Hosts > 1 && (t.NICs.PerHost < 1 || t.NICs.Bps < 1e6):
+		return &invalid{"nics.per_host", fmt.Sprintf("%d hosts need NICs: nics.per_host and nics.bandwidth", t.Hosts)}
+	case t.Hosts*t.GPUsPerHost > maxHosts*8:
+		return &invalid{"hosts", fmt.Sprintf("%d×%d GPUs: at most %d in all", t.Hosts, t.GPUsPerHost, maxHosts*8)}
+	}
+	return nil
+}
+
+// Format writes t as a complete topology file (no base): Parse(Format(t)) gives t back.
+func Format(t engine.Topology) []byte {
+	var b bytes.Buffer
+	section := ""
+	for i := range fields {
+		f := &fields[i]
+		s, k, ok := strings.Cut(f.key, ".")
+		if !ok {
+			k = s
+		} else if s != section {
+			section = s
+			fmt.Fprintf(&b, "%s:\n", s)
+		}
+		v := f.get(&t)
+		if f.kind == kString {
+			v = quote(v)
+		}
+		indent := ""
+		if ok {
+			indent = "  "
+		}
+		fmt.Fprintf(&b, "%s%s: %s\n", indent, k, v)
+	}
+	return b.Bytes()
+}
+
+// quote writes s as a YAML scalar that reads back as s.
+func quote(s string) string {
+	out, err := yaml.Marshal(s)
+	if err != nil {
+		return fmt.Sprintf("%q", s)
+	}
+	q := strings.TrimSuffix(string(out), "\n")
+	if strings.Contains(q, "\n") {
+		// A block scalar: write a double-quoted one on one line instead (YAML's escapes are JSON's).
+		return fmt.Sprintf("%q", s)
+	}
+	return q
+}
