@@ -204,7 +204,11 @@ func analyzeNCCLTests(ctx context.Context, path string, opName string, f *ncclTe
 	if ref.Ranks > 0 && sim.Ranks != ref.Ranks {
 		fmt.Fprintf(stderr, "xfertop: warning: the log ran %d ranks and the simulation %d: choose a --topology of %d GPUs\n", ref.Ranks, sim.Ranks, ref.Ranks)
 	}
-	title := fmt.Sprintf("%s (%s, %d ranks) against xfertop's simulation (%s)", path, op, ref.Ranks, strings.TrimPrefix(sim.Notes[0], "xfertop nccl-tests "))
+	ranks := "ranks not in the log"
+	if ref.Ranks > 0 {
+		ranks = fmt.Sprintf("%d ranks", ref.Ranks)
+	}
+	title := fmt.Sprintf("%s (%s, %s) against xfertop's simulation (%s)", path, op, ranks, strings.TrimPrefix(sim.Notes[0], "xfertop nccl-tests "))
 	if err := nccltests.Compare(stdout, title, nccltests.Diff(ref, sim)); err != nil {
 		return failure(fmt.Errorf("write comparison: %w", err))
 	}
@@ -217,7 +221,11 @@ func writeReference(w io.Writer, path string, t *nccltests.Table) error {
 	if t.Op != 0 {
 		op = t.Op.String()
 	}
-	fmt.Fprintf(w, "nccl-tests log %s: %s, %d ranks, %d sizes", path, op, t.Ranks, len(t.Rows))
+	ranks := "ranks not in the log"
+	if t.Ranks > 0 {
+		ranks = fmt.Sprintf("%d ranks", t.Ranks)
+	}
+	fmt.Fprintf(w, "nccl-tests log %s: %s, %s, %d sizes", path, op, ranks, len(t.Rows))
 	if t.HasAvg {
 		fmt.Fprintf(w, ", avg bus bandwidth %g GB/s", t.AvgBusBW)
 	}

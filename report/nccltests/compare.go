@@ -72,8 +72,8 @@ func Compare(w io.Writer, title string, ds []Delta) error {
 			fmt.Fprintf(&b, "  %10d  %12.2f  %12s  %8s  %10.2f  %10s  %8s\n", d.Size, d.RefTimeUs, "-", "-", d.RefBusBW, "-", "-")
 			continue
 		}
-		bw := "-"
-		if d.RefBusBW > 0 {
+		bw := "-" // below 1 GB/s the log's two decimals say too little for a percentage
+		if d.RefBusBW >= 1 {
 			bw = fmt.Sprintf("%+.1f", d.BusBWPct())
 		}
 		fmt.Fprintf(&b, "  %10d  %12.2f  %12.2f  %+8.1f  %10.2f  %10.2f  %8s  %s\n", d.Size, d.RefTimeUs, d.SimTimeUs, d.TimePct(),

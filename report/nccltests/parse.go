@@ -256,9 +256,9 @@ func colName(c column) string {
 // row reads a data row against the header's columns.
 func (p *parser) row(n int, fs []string, cols []int) error {
 	if len(fs) != len(p.cols) {
-		col := cols[len(cols)-1]
+		col := cols[len(cols)-1] + len(fs[len(fs)-1]) // where the missing field would begin
 		if len(fs) > len(p.cols) {
-			col = cols[len(p.cols)]
+			col = cols[len(p.cols)] // the first field too many
 		}
 		return &SyntaxError{File: p.name, Line: n, Col: col, Msg: fmt.Sprintf("%d fields; the column header has %d", len(fs), len(p.cols))}
 	}

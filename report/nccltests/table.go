@@ -91,6 +91,14 @@ const (
 	colUnits  = "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       "
 )
 
+// field is s as one column of a row: N/A when empty.
+func field(s string) string {
+	if s == "" {
+		return "N/A"
+	}
+	return s
+}
+
 // Write prints t in nccl-tests' format: its header, the column names, a row per size with the
 // widths nccl-tests uses, and the average bus bandwidth.
 func Write(w io.Writer, t *Table) error {
@@ -104,15 +112,23 @@ func Write(w io.Writer, t *Table) error {
 	for i, d := range t.Devices {
 		fmt.Fprintf(&b, "#  Rank %2d Group  0 Pid %6d on %s\n", i, 0, d)
 	}
-	b.WriteString("#\n" + colGroups + "\n" + colNames + "\n" + colUnits + "\n")
+	inPlace := false
 	for _, r := range t.Rows {
-		fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", r.Size, r.Count, r.Type, r.Redop, r.Root)
+		inPlace = inPlace || r.HasIn
+	}
+	if inPlace {
+		b.WriteString("#\n" + colGroups + "\n" + colNames + "\n" + colUnits + "\n")
+	} else {
+		b.WriteString("#\n" + colGroups[:76] + "\n" + colNames[:84] + "\n" + colUnits[:77] + "\n")
+	}
+	for _, r := range t.Rows {
+		fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", r.Size, r.Count, field(r.Type), field(r.Redop), r.Root)
 		ms := []Measure{r.Out}
-		if r.HasIn {
+		if inPlace {
 			ms = append(ms, r.In)
 		}
 		for _, m := range ms {
-			fmt.Fprintf(&b, "  %7s  %6.2f  %6.2f  %5s", fmtTime(m.TimeUs), m.AlgBW, m.BusBW, m.Wrong)
+			fmt.Fprintf(&b, "  %7s  %6.2f  %6.2f  %5s", fmtTime(m.TimeUs), m.AlgBW, m.BusBW, field(m.Wrong))
 		}
 		b.WriteByte('\n')
 	}
