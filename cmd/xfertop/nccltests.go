@@ -171,7 +171,7 @@ func analyzeNCCLTests(ctx context.Context, path string, opName string, f *ncclTe
 	if err != nil {
 		return readError(err)
 	}
-	op := ref.Op
+	var op timeline.CollOp
 	if opName != "" {
 		if op, err = ncclOp(opName); err != nil {
 			return usageError("--op: %w", err)
