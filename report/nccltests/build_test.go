@@ -138,3 +138,31 @@ func TestSweepSizes(t *testing.T) {
 		t.Errorf("all_gather sizes/counts %s; want %s", strings.Join(got, " "), want)
 	}
 }
+
+// TestSweepDeterministic: the same seed gives the same table, byte for byte, on one host and two.
+func TestSweepDeterministic(t *testing.T) {
+	for _, tc := range []struct{ scenario, topo string }{{"nccl-all-reduce", "h100x8"}, {"nccl-sendrecv", "h100x8x2"}, {"nccl-alltoall", "h100x8x2"}} {
+		var tables [2]string
+		for i := range tables {
+			rep := sweep(t, tc.scenario, tc.topo, "16MiB")
+			op := timeline.CollAllReduce
+			for o, s := range scenarios {
+				if s == tc.scenario {
+					op = o
+				}
+			}
+			tab, err := nccltests.FromReport(rep, op, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := nccltests.Write(&b, tab); err != nil {
+				t.Fatal(err)
+			}
+			tables[i] = b.String()
+		}
+		if tables[0] != tables[1] {
+			t.Errorf("%s on %s: two runs with seed 1 differ:\n%s\n%s", tc.scenario, tc.topo, tables[0], tables[1])
+		}
+	}
+}
