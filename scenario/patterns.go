@@ -156,42 +156,6 @@ func (ph *collectivePhase) issue(r *runner, _ int) error {
 	return nil
 }
 
-// ---- sweep: nccl-tests style, every size each step ----
-
-type sweepPhase struct {
-	op    timeline.CollOp
-	ranks []engine.DeviceID
-	sizes []int64
-	iters int
-}
-
-func buildSweep(p *params, topo engine.Topology) (phase, error) {
-	ph := &sweepPhase{op: collOp(p, "op", "all_reduce"), ranks: p.ranks("ranks", topo), iters: int(p.integer("iters", 1, 1, 10_000))}
-	lo, hi := p.size("min_bytes", 8), p.size("max_bytes", 1<<30)
-	factor := p.integer("factor", 2, 2, 1024)
-	if err := p.done(); err != nil {
-		return nil, err
-	}
-	if lo < 1 || hi < lo {
-		return nil, errAt(p.src, p.line, "sweep: need 1 <= min_bytes <= max_bytes, got %d and %d", lo, hi)
-	}
-	for s := lo; s <= hi; s *= factor {
-		ph.sizes = append(ph.sizes, s)
-	}
-	return ph, nil
-}
-
-func (ph *sweepPhase) issue(r *runner, _ int) error {
-	for _, size := range ph.sizes {
-		for range ph.iters {
-			if _, err := r.c.Collective(ph.op, ph.ranks, size, FormatSize(size)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // ---- ragged all-to-all (mixture of experts) ----
 
 type raggedPhase struct {

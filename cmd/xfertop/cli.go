@@ -26,7 +26,9 @@ Usage:
   xfertop [run] [flags]               run a scenario on the embedded engine and print a report
   xfertop replay FILE [flags]         replay a recording (.xfr) and print its report
   xfertop listen [flags]              receive other hosts' xfertop over OTLP: one console (or report) for all
-  xfertop analyze FILE... [flags]     report on a recording, PyTorch profiler (Kineto) traces or a Chrome trace
+  xfertop analyze FILE... [flags]     report on a recording, PyTorch profiler (Kineto) traces or a Chrome trace;
+                                      an nccl-tests log as a reference (--topology T: against the simulated sweep)
+  xfertop nccl-tests OP [flags]       nccl-tests' sweep of OP (all_reduce, ...) simulated, in nccl-tests' columns
   xfertop convert IN OUT [flags]      .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON -> .xfr
   xfertop compare A B [flags]         two recordings or traces side by side (or: run --compare knob=a,b)
   xfertop attach [flags]              watch a training job live: its ranks' NCCL collectives and transfers
@@ -66,6 +68,8 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = untilInterrupted(ctx, func() error { return compareCmd(ctx, args, stdout, stderr) })
 	case "attach":
 		err = attachCmd(ctx, args, stdout, stderr)
+	case "nccl-tests":
+		err = ncclTestsCmd(ctx, args, stdout, stderr)
 	case "plugin":
 		err = pluginCmd(args, stdout)
 	case "repair":
@@ -77,7 +81,7 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprint(stdout, exitHelp)
 	default:
-		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, listen, analyze, convert, compare, attach, plugin, repair, scenarios, topologies, help)\n", cmd)
+		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, listen, analyze, nccl-tests, convert, compare, attach, plugin, repair, scenarios, topologies, help)\n", cmd)
 		return exitUsage
 	}
 	return finish(ctx, cmd, err, stderr)

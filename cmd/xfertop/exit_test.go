@@ -141,7 +141,7 @@ func TestExitStatusAndMessage(t *testing.T) {
 
 		{"usage: unknown flag", []string{"run", "--frobnicate"}, exitUsage, "xfertop run: flag provided but not defined: -frobnicate (see xfertop run --help)\n", exact, ""},
 		{"usage: bad value", []string{"run", "--steps", "-1"}, exitUsage, "xfertop run: --steps and --duration must not be negative\n", exact, ""},
-		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, listen, analyze, convert, compare, attach, plugin, repair, scenarios, topologies, help)\n", exact, ""},
+		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, listen, analyze, nccl-tests, convert, compare, attach, plugin, repair, scenarios, topologies, help)\n", exact, ""},
 		{"usage: replay a directory", []string{"replay", emptyDir, "--headless"}, exitUsage, "xfertop replay: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
 		{"usage: analyze a directory", []string{"analyze", emptyDir}, exitUsage, "xfertop analyze: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
 		{"usage: convert a directory", []string{"convert", emptyDir, filepath.Join(dir, "o.json")}, exitUsage, "xfertop convert: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},

@@ -225,21 +225,34 @@ func isRecording(path string) (bool, error) {
 func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop analyze", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	setUsage(fs, "xfertop analyze FILE... [flags]  (a recording, a job's per-rank recordings or their directory, trace files (.json, .json.gz, one per rank) or Nsight Systems exports (.sqlite))")
+	setUsage(fs, "xfertop analyze FILE... [flags]  (a recording, a job's per-rank recordings or their directory, trace files (.json, .json.gz, one per rank), Nsight Systems exports (.sqlite), or an nccl-tests log (with --topology T: against the simulated sweep))")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	likeHTA := fs.Bool("like-hta", false, "analyse what Holistic Trace Analysis does by default: with two or more ProfilerStep#N, the ops launched before the last step begins; timestamps rounded to whole µs")
 	salvage := fs.Bool("salvage", false, "skip damaged chunks of a recording")
 	var limits importLimits
 	limits.register(fs)
+	sweep := newNCCLTestsFlags()
+	sweep.register(fs, false)
+	opName := fs.String("op", "", "nccl-tests log: the operation it measured, when the log cannot tell (all_gather or alltoall, ...)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagError(fs, err)
 	}
 	if len(pos) == 0 {
-		return usageError("give a recording (.xfr) or a job's per-rank recordings (files or their directory), or one or more trace files (.json, .json.gz; one per rank) or Nsight Systems exports (.sqlite)")
+		return usageError("give a recording (.xfr) or a job's per-rank recordings (files or their directory), or one or more trace files (.json, .json.gz; one per rank) or Nsight Systems exports (.sqlite), or an nccl-tests log")
 	}
 	if pos, err = rankInputs(pos); err != nil {
 		return err
+	}
+	if log, err := isNCCLTestsLog(pos[0]); err != nil || log {
+		if err == nil && len(pos) > 1 {
+			err = usageError("give one nccl-tests log at a time")
+		}
+		if err != nil {
+			return err
+		}
+		compare := flagSet(fs, "topology") || flagSet(fs, "scenario")
+		return analyzeNCCLTests(ctx, pos[0], *opName, sweep, compare, stdout, stderr)
 	}
 	if _, err := isRecording(pos[0]); err != nil {
 		return err

@@ -7,7 +7,9 @@
 //	xfertop [run] [flags]        run a scenario: the console, or a report with --headless
 //	xfertop replay FILE [flags]  replay a recording (.xfr)
 //	xfertop listen [flags]       receive other hosts' xfertop over OTLP (gRPC 4317, HTTP 4318)
-//	xfertop analyze FILE...      report on a recording or on Kineto / Chrome traces
+//	xfertop analyze FILE...      report on a recording or on Kineto / Chrome traces; an nccl-tests
+//	                             log as a reference (with --topology: against the simulated sweep)
+//	xfertop nccl-tests OP        nccl-tests' sweep of OP simulated, in nccl-tests' columns
 //	xfertop convert IN OUT       .xfr <-> Chrome trace JSON
 //	xfertop scenarios            list the built-in scenarios and their knobs
 //	xfertop topologies [NAME]    list the built-in topologies, or print one's file

@@ -92,11 +92,33 @@ func (s *Sim) dirty() {
 
 func (s *Sim) flowStart(fi int32) {
 	s.progress()
+	if s.flows[fi].kind != ownerCopy {
+		s.onWire(fi)
+	}
 	f := &s.flows[fi]
 	f.last, f.rate, f.scheduled = s.now, 0, false
 	f.pos = int32(len(s.active))
 	s.active = append(s.active, fi)
 	s.dirty()
+}
+
+// onWire turns an NCCL flow's payload into the bytes it puts on the wire. NCCL's cap on a flow
+// (82% of NVLink for Simple, less for LL and LL128, the NVLS algorithm bandwidth) is what its
+// protocol and algorithm make of a link it has to itself: the rest of the line rate carries
+// their flags, headers and synchronisation, not another flow's data. So a flow capped at C on a
+// link of line rate L moves rem·L/C wire bytes at up to L: alone it takes the time it did (its
+// payload still arrives at C), and two collectives on one link each get half of what one gets
+// alone, as they do on real NVLink, instead of splitting the idle 18% between them.
+func (s *Sim) onWire(fi int32) {
+	f := &s.flows[fi]
+	line := math.Inf(1)
+	for k := int8(0); k < f.nl; k++ {
+		line = min(line, s.linkBW[f.links[k]])
+	}
+	if f.cap > 0 && f.cap < line {
+		f.rem *= line / f.cap
+		f.cap = line
+	}
 }
 
 func (s *Sim) removeActive(fi int32) {

@@ -1,0 +1,86 @@
+package nccltests
+
+import (
+	"fmt"
+
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// ErrNoSweep is the error for a report without rows of the operation asked for.
+var ErrNoSweep = fmt.Errorf("the report has no rows of that operation")
+
+// FromReport lays out a report's rows of op as an nccl-tests table: collective rows for a
+// collective, the send rows of the transfers table for send/recv (sendrecv_perf's pattern is one
+// send per rank). Every number is the analysis layer's: time is the row's total time over its
+// count, algbw and busbw are the row's own (nccl-tests' formulas, analysis/collectives.go). The
+// simulator does not tell in-place from out-of-place, so the in-place columns repeat the
+// out-of-place ones; nothing is validated, so #wrong is N/A. The average bus bandwidth is over
+// the rows printed, both columns, as nccl-tests averages.
+func FromReport(r *report.Report, op timeline.CollOp, iters int) (*Table, error) {
+	t := &Table{Op: op, NThread: 1, NGpus: r.Devices, Iters: iters, Factor: 2}
+	if op == timeline.CollSendRecv {
+		for _, row := range r.Transfers.BySize {
+			if row.Kind != "send" || row.Count == 0 {
+				continue
+			}
+			t.add(op, r.Devices, row.Bytes/row.Count, row.BusyNs, row.Count, row.GBps, row.GBps, "")
+		}
+		t.Ranks = r.Devices
+	} else {
+		for _, row := range r.Collectives {
+			if row.Op != op.String() || row.Count == 0 {
+				continue
+			}
+			if t.Ranks != 0 && row.Ranks != t.Ranks {
+				return nil, fmt.Errorf("the report has %s rows over %d and %d ranks: give one sweep", op, t.Ranks, row.Ranks)
+			}
+			t.Ranks = row.Ranks
+			t.add(op, row.Ranks, row.Bytes, row.TimeNs, row.Count, row.AlgBW, row.BusBW, row.AlgoProto)
+		}
+	}
+	if len(t.Rows) == 0 {
+		return nil, fmt.Errorf("%s: %w", op, ErrNoSweep)
+	}
+	t.NGpus = t.Ranks
+	t.MinBytes, t.MaxBytes = t.Rows[0].Size, t.Rows[len(t.Rows)-1].Size
+	per := max(r.GPUsPerHost, 1)
+	for i := range t.Ranks {
+		t.Devices = append(t.Devices, fmt.Sprintf("host%d device %2d [sim] simulated GPU of %s", i/per, i%per, r.Topology))
+	}
+	var sum float64
+	for _, row := range t.Rows {
+		sum += row.Out.BusBW + row.In.BusBW
+	}
+	t.AvgBusBW, t.HasAvg = sum/float64(2*len(t.Rows)), true
+	return t, nil
+}
+
+// add appends the row of size bytes: count instances that took timeNs in all.
+func (t *Table) add(op timeline.CollOp, ranks int, size, timeNs, count int64, algbw, busbw *float64, algoProto string) {
+	redop, root := opColumns(op)
+	m := Measure{TimeUs: float64(timeNs) / float64(count) / 1e3, AlgBW: deref(algbw), BusBW: deref(busbw), Wrong: "N/A"}
+	if op == timeline.CollSendRecv {
+		m.BusBW = m.AlgBW // nccl-tests' factor for send/recv is 1
+	}
+	t.Rows = append(t.Rows, Row{Size: size, Count: countOf(op, size, ranks), Type: "float", Redop: redop, Root: root,
+		Out: m, In: m, HasIn: true, AlgoProto: algoProto})
+}
+
+// countOf is the element count nccl-tests prints for op over n ranks at size bytes of float data:
+// the whole buffer for all-reduce, broadcast and send/recv; one rank's share for all-gather,
+// reduce-scatter and all-to-all.
+func countOf(op timeline.CollOp, size int64, n int) int64 {
+	switch op {
+	case timeline.CollAllGather, timeline.CollReduceScatter, timeline.CollAllToAll:
+		return size / 4 / int64(max(n, 1))
+	}
+	return size / 4
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
