@@ -26,11 +26,13 @@ const (
 )
 
 type flow struct {
-	owner  int32
-	peer   int32 // p2p: the recv op
-	kind   uint8
-	links  [2]int32
-	nl     int8
+	owner int32
+	peer  int32 // p2p: the recv op
+	kind  uint8
+	links [2]int32
+	nl    int8
+	// ways is how many rings of one collective share the flow's port (0 or 1: it is alone).
+	ways   uint8
 	rem    float64
 	rate   float64
 	cap    float64
@@ -118,6 +120,10 @@ func (s *Sim) onWire(fi int32) {
 	if f.cap > 0 && f.cap < line {
 		f.rem *= line / f.cap
 		f.cap = line
+	}
+	if f.ways > 1 {
+		// A ring's share of its port: its payload reaches cap/ways when the port is otherwise idle.
+		f.cap /= float64(f.ways)
 	}
 }
 
@@ -335,8 +341,9 @@ func (s *Sim) startCollective(ii int32) {
 			s.flows[fi].cap *= scale
 			if len(rings) > 1 && s.topo.HostOf(ring[i]) == s.topo.HostOf(ring[(i+1)%len(ring)]) {
 				// NCCL's channels inside a host are the same whichever NIC a ring leaves by: the
-				// rings share the intra-host bandwidth rather than each getting all of it.
-				s.flows[fi].cap /= float64(len(rings))
+				// rings share the intra-host bandwidth NCCL's graph gives them, rather than each
+				// getting all of it (NCCL's ring bandwidth is the minimum of intra and inter).
+				s.flows[fi].ways = uint8(min(len(rings), 255))
 			}
 			s.pending = append(s.pending, fi)
 		}
