@@ -140,3 +140,46 @@ func TestTopologyTuner(t *testing.T) {
 		t.Errorf("l40sx8 1 GiB: %v/%v %.2f GB/s; want Ring at PCIe %.2f", p.Algo, p.Proto, p.AlgBwGBps, 27.5*0.75*8/14.0)
 	}
 }
+
+// TestTwoNICsPerGPUStaysUnderNVLink: with two NICs per GPU the network is no longer the bound of a
+// 2×8 ring all-reduce, but every ring still crosses each host's NVLink ports, so its busbw rises
+// towards NCCL's ring bandwidth inside a host (82.2% of 450 GB/s) and never above it, as NCCL's
+// own model (a ring's bandwidth is the minimum of its intra- and inter-node bandwidths) says.
+func TestTwoNICsPerGPUStaysUnderNVLink(t *testing.T) {
+	busbw := func(nicsPerHost int) float64 {
+		t.Helper()
+		tp, err := sim.TopologyByName("h100x8x2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp.NICs.PerHost = nicsPerHost
+		m := sim.ModelOf(tp)
+		m.KernelJitter = 0
+		store := timeline.NewStore(nil)
+		s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: m}, store, store.Strings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := engine.NewClient(s, store, engine.DefaultOptions())
+		devs := make([]engine.DeviceID, 16)
+		for i := range devs {
+			devs[i] = engine.DeviceID(i)
+		}
+		for range 2 {
+			if _, err := c.Collective(timeline.CollAllReduce, devs, 1<<30, "ar"); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := lastOf(store.Events(), timeline.KindCollective)
+		return float64(e.Bytes) / float64(e.Dur()) * timeline.CollAllReduce.BusFactor(16)
+	}
+	one, two := busbw(8), busbw(16)
+	nvlinkRing := 450 * 0.822
+	t.Logf("2×8 all-reduce 1 GiB: %.1f GB/s busbw with one NIC per GPU, %.1f with two (NVLink ring %.1f)", one, two, nvlinkRing)
+	if two <= one || two > nvlinkRing*1.01 {
+		t.Errorf("two NICs per GPU: %.1f GB/s; want above one NIC's %.1f and at most the NVLink ring's %.1f", two, one, nvlinkRing)
+	}
+}
