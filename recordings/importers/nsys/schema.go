@@ -130,8 +130,29 @@ func (d *db) selectCols(table string, cols []string, where string) string {
 	return b.String()
 }
 
-// pick returns the first alternative of c present in have, quoted, or NULL.
+// query builds the SELECT of exprs (columns as pick writes them, or expressions) from t, keeping
+// t's rows, in start order when sorted and else in the order they are stored.
+func (d *db) query(t *table, exprs []string, sorted bool) string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	b.WriteString(strings.Join(exprs, ", "))
+	b.WriteString(" FROM ")
+	b.WriteString(t.name)
+	if t.where != nil {
+		b.WriteString(" WHERE ")
+		b.WriteString(t.where(d.tables[t.name]))
+	}
+	if sorted {
+		b.WriteString(` ORDER BY "start", rowid`)
+	}
+	return b.String()
+}
+
+// pick returns the first alternative of c present in have, quoted, or NULL; rowid is the row's id.
 func pick(have map[string]bool, c string) string {
+	if c == "rowid" {
+		return c
+	}
 	for alt := range strings.SplitSeq(c, "|") {
 		if have[alt] {
 			return `"` + alt + `"`
