@@ -52,6 +52,7 @@ type fileReader struct {
 	gpus     map[devKey]int64 // (pid, CUDA device) → GPU id, from TARGET_INFO_CUDA_DEVICE
 	maxLocal int64            // largest device id of the file, from the survey
 	devBase  int32            // global id of the file's device 0
+	enums    enums
 	step     uint32
 }
 
@@ -66,28 +67,40 @@ func (f *fileReader) close() {
 	}
 }
 
-// readClock reads when the capture started, in Unix ns and on the clock of its timestamps.
+// readClock reads when the capture started, in Unix ns and on the clock of its timestamps:
+// TARGET_INFO_SESSION_START_TIME's utcEpochNs and systemClockNs. Exports of Nsight Systems 2024 have
+// no systemClockNs; their ANALYSIS_DETAILS' startTime is the start on the timestamps' clock (in
+// later exports the two are equal).
 func (f *fileReader) readClock() error {
 	if !f.d.has(tableStart) {
 		f.m.anyClock = true
 		return nil
 	}
-	found := false
+	var utc, clock int64
+	var okUTC, okClock bool
 	err := f.d.each(f.d.selectCols(tableStart, []string{"utcEpochNs", "systemClockNs"}, ""), func(s *sqlite3.Stmt) error {
-		utc, ok1 := nullInt(s, 0)
-		clock, ok2 := nullInt(s, 1)
-		if ok1 && ok2 && inTime(utc) && inTime(clock) {
-			f.offset, found = utc-clock, true
-		}
+		utc, okUTC = nullInt(s, 0)
+		clock, okClock = nullInt(s, 1)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", tableStart, err)
 	}
-	if !found {
-		f.m.warn("%s: %s holds no usable start time: times are those of the capture's clock", f.d.name, tableStart)
-		f.m.anyClock = true
+	if !okClock && f.d.has(tableDetails) && f.d.tables[tableDetails]["startTime"] {
+		err := f.d.each(`SELECT min("startTime") FROM `+tableDetails, func(s *sqlite3.Stmt) error {
+			clock, okClock = nullInt(s, 0)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", tableDetails, err)
+		}
 	}
+	if okUTC && okClock && inTime(utc) && inTime(clock) {
+		f.offset = utc - clock
+		return nil
+	}
+	f.m.warn("%s: %s holds no usable start time: times are those of the capture's clock", f.d.name, tableStart)
+	f.m.anyClock = true
 	return nil
 }
 

@@ -133,6 +133,9 @@ func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
 		if err := f.readClock(); err != nil {
 			return nil, fmt.Errorf("%s: %w", d.name, err)
 		}
+		if err := f.readEnums(); err != nil {
+			return nil, fmt.Errorf("%s: %w", d.name, err)
+		}
 		if err := f.readDevices(); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", d.name, tableCUDADev, err)
 		}
@@ -167,7 +170,7 @@ func (f *fileReader) cursor(t *table, order int, mode int) (*cursor, error) {
 	for i, c := range t.cols {
 		exprs[i] = pick(have, c)
 	}
-	s, _, err := f.d.conn.Prepare(f.d.query(t, exprs, mode == readSorted))
+	s, _, err := f.d.conn.Prepare(f.query(t, exprs, mode == readSorted))
 	if err != nil {
 		return nil, wrap(t.name, err)
 	}

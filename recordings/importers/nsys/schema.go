@@ -23,6 +23,7 @@ const (
 	tableGPU      = "TARGET_INFO_GPU"
 	tableCUDADev  = "TARGET_INFO_CUDA_DEVICE"
 	tableStart    = "TARGET_INFO_SESSION_START_TIME"
+	tableDetails  = "ANALYSIS_DETAILS"
 	tableStreams  = "TARGET_INFO_CUDA_STREAM"
 	sqliteMagic   = "SQLite format 3\x00"
 	progressEvery = 1 << 16
@@ -132,7 +133,7 @@ func (d *db) selectCols(table string, cols []string, where string) string {
 
 // query builds the SELECT of exprs (columns as pick writes them, or expressions) from t, keeping
 // t's rows, in start order when sorted and else in the order they are stored.
-func (d *db) query(t *table, exprs []string, sorted bool) string {
+func (f *fileReader) query(t *table, exprs []string, sorted bool) string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	b.WriteString(strings.Join(exprs, ", "))
@@ -140,7 +141,7 @@ func (d *db) query(t *table, exprs []string, sorted bool) string {
 	b.WriteString(t.name)
 	if t.where != nil {
 		b.WriteString(" WHERE ")
-		b.WriteString(t.where(d.tables[t.name]))
+		b.WriteString(t.where(f))
 	}
 	if sorted {
 		b.WriteString(` ORDER BY "start", rowid`)

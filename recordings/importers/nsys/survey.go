@@ -182,14 +182,14 @@ func (f *fileReader) surveyTable(t *table, sample *sampler, local map[int64]bool
 	have := f.d.tables[t.name]
 	cols := []string{`"start"`, `"end"`}
 	if t.name == tableNVTX {
-		cols[1] = instantEnd
+		cols[1] = f.instantEnd()
 	}
 	for _, c := range t.survey {
 		cols = append(cols, pick(have, c))
 	}
 	var check orderCheck
 	copies := t.name == tableMemcpy
-	err := f.d.each(f.d.query(t, cols, false), func(s *sqlite3.Stmt) error {
+	err := f.d.each(f.query(t, cols, false), func(s *sqlite3.Stmt) error {
 		f.m.row()
 		start := s.ColumnInt64(0)
 		if _, ok := span(start, s.ColumnInt64(1)); !ok {
@@ -210,7 +210,7 @@ func (f *fileReader) surveyTable(t *table, sample *sampler, local map[int64]bool
 		if copies {
 			src, okS := nullInt(s, 5)
 			dst, okD := nullInt(s, 6)
-			if other, ok := f.peer(p, l, copyDir(s.ColumnInt64(4)), src, dst, okS, okD); ok {
+			if other, ok := f.peer(p, l, f.copyDir(s.ColumnInt64(4)), src, dst, okS, okD); ok {
 				f.maxLocal = max(f.maxLocal, other)
 			}
 		}

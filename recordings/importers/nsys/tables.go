@@ -18,8 +18,8 @@ import (
 type table struct {
 	name string
 	cols []string
-	// where keeps the rows that may become events; a function of the export's columns.
-	where func(have map[string]bool) string
+	// where keeps the rows that may become events; a function of the export's columns and enums.
+	where func(f *fileReader) string
 	// survey lists what the survey reads after start and end: the device, the process, and for a
 	// copy its kind and devices.
 	survey []string
@@ -30,23 +30,6 @@ type table struct {
 var gpuCols = []string{"rowid", "start", "end", "deviceId", "streamId", "correlationId", "globalPid"}
 
 func gpu(more ...string) []string { return append(gpuCols[:len(gpuCols):len(gpuCols)], more...) }
-
-// The synchronisation types kept (ENUM_CUPTI_SYNC_TYPE): a stream waiting for an event
-// (cudaStreamWaitEvent) and the host waiting for one (cudaEventSynchronize).
-const (
-	syncEvent      = 1
-	syncStreamWait = 2
-)
-
-// NVTX event types (ENUM_NSYS_EVENT_TYPE).
-const (
-	nvtxMark      = 34
-	nvtxPushPop   = 59
-	nvtxStartEnd  = 60
-	nvtxtMark     = 65
-	nvtxtPushPop  = 70
-	nvtxtStartEnd = 71
-)
 
 // tables are the activity tables in the order that breaks ties in start: runtime calls first, so
 // that a GPU op starting with its launch finds its launch time.
@@ -59,19 +42,20 @@ var tables = []*table{
 	{name: tableSync, cols: gpu("eventId"), survey: []string{"deviceId", "globalPid"}, conv: (*fileReader).syncRow,
 		// Recent exports have a syncType column and a deprecatedSyncType one (documented as the
 		// type of older reports): the first that holds a value is the type.
-		where: func(have map[string]bool) string {
-			return fmt.Sprintf("coalesce(%s, %s) IN (%d, %d)", pick(have, "syncType"), pick(have, "deprecatedSyncType"), syncEvent, syncStreamWait)
+		where: func(f *fileReader) string {
+			have := f.d.tables[tableSync]
+			return oneOf(fmt.Sprintf("coalesce(%s, %s)", pick(have, "syncType"), pick(have, "deprecatedSyncType")), f.enums.syncWaits)
 		}},
 	{name: tableNVTX, cols: []string{"rowid", "start", "end", "eventType", "text", "textId", "globalTid"}, conv: (*fileReader).nvtxRow,
-		// Comparisons, not IN: SQLite looks a list of more than two values up in a temporary index.
-		where: func(map[string]bool) string {
-			return fmt.Sprintf(`"eventType" = %d OR "eventType" = %d OR "eventType" = %d OR "eventType" = %d OR "eventType" = %d OR "eventType" = %d`,
-				nvtxMark, nvtxPushPop, nvtxStartEnd, nvtxtMark, nvtxtPushPop, nvtxtStartEnd)
+		where: func(f *fileReader) string {
+			return oneOf(`"eventType"`, append(f.enums.nvtxMarks[:len(f.enums.nvtxMarks):len(f.enums.nvtxMarks)], f.enums.nvtxRanges...))
 		}},
 }
 
 // instantEnd is the end the survey reads for an NVTX row: its start for a mark or an open range.
-var instantEnd = fmt.Sprintf(`CASE WHEN "eventType" IN (%d, %d) OR "end" IS NULL THEN "start" ELSE "end" END`, nvtxMark, nvtxtMark)
+func (f *fileReader) instantEnd() string {
+	return `CASE WHEN ` + oneOf(`"eventType"`, f.enums.nvtxMarks) + ` OR "end" IS NULL THEN "start" ELSE "end" END`
+}
 
 // gpuEvent makes the event of a GPU row (columns as gpuCols).
 func (f *fileReader) gpuEvent(table string, s *sqlite3.Stmt, kind timeline.Kind, it *item) bool {
@@ -154,36 +138,6 @@ func (f *fileReader) kernelName(k nameKey) kernelName {
 	return n
 }
 
-// CUPTI's copy kinds (CUpti_ActivityMemcpyKind; ENUM_CUDA_MEMCPY_OPER in the export).
-const (
-	copyHtoD    = 1
-	copyDtoH    = 2
-	copyHtoA    = 3
-	copyAtoH    = 4
-	copyAtoD    = 6
-	copyDtoA    = 7
-	copyPtoP    = 10
-	copyUVMHtoD = 11
-	copyUVMDtoH = 12
-)
-
-// copyDir maps a copy kind to xfertop's direction. Array copies count as device memory; a kind
-// xfertop does not name (host to host, unknown) is d2d, as the PyTorch profiler importer takes a
-// name it does not know.
-func copyDir(kind int64) timeline.CopyDir {
-	switch kind {
-	case copyHtoD, copyHtoA, copyUVMHtoD:
-		return timeline.CopyH2D
-	case copyDtoH, copyAtoH, copyUVMDtoH:
-		return timeline.CopyD2H
-	case copyPtoP:
-		return timeline.CopyP2P
-	case copyAtoD, copyDtoA:
-		return timeline.CopyD2D
-	}
-	return timeline.CopyD2D
-}
-
 // peer returns the local device at the other end of a copy between two devices, if it is one.
 func (f *fileReader) peer(p procKey, local int64, dir timeline.CopyDir, src, dst int64, okS, okD bool) (int64, bool) {
 	if !okS || !okD || src == dst || (dir != timeline.CopyD2D && dir != timeline.CopyP2P) {
@@ -203,7 +157,7 @@ func (f *fileReader) memcpyRow(s *sqlite3.Stmt, it *item) bool {
 		return false
 	}
 	it.ev.Bytes = f.bytes(tableMemcpy, s.ColumnInt64(0), s.ColumnInt64(7))
-	dir := copyDir(s.ColumnInt64(8))
+	dir := f.copyDir(s.ColumnInt64(8))
 	src, okS := nullInt(s, 9)
 	dst, okD := nullInt(s, 10)
 	if other, ok := f.peer(it.proc, int64(it.ev.Device-f.devBase), dir, src, dst, okS, okD); ok {
@@ -240,7 +194,7 @@ func (f *fileReader) syncRow(s *sqlite3.Stmt, it *item) bool {
 func (f *fileReader) nvtxRow(s *sqlite3.Stmt, it *item) bool {
 	rowid, typ := s.ColumnInt64(0), s.ColumnInt64(3)
 	end, hasEnd := nullInt(s, 2)
-	instant := typ == nvtxMark || typ == nvtxtMark
+	instant := f.isMark(typ)
 	if instant || !hasEnd {
 		end = s.ColumnInt64(1)
 	}
