@@ -90,8 +90,11 @@ func streamNsys(paths []string, opts Options, sink Sink) (*Result, error) {
 	im, err := nsys.Stream(paths, nopts, func(im *kineto.Imported) error {
 		return sink.Begin(&Header{Format: FormatNsys, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
 	}, func(batch []timeline.Event) error {
+		if err := sink.Events(batch); err != nil {
+			return err
+		}
 		res.Events += len(batch)
-		return sink.Events(batch)
+		return nil
 	})
 	if im != nil {
 		res.Warnings = im.Warnings

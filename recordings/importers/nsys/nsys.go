@@ -26,8 +26,9 @@ type Options struct {
 	// StepRange names the NVTX range that marks a step: a range named so, or so followed by #N (the
 	// step number) or by ", " (PyTorch's emit_nvtx suffix). Empty: ProfilerStep (ProfilerStep#N).
 	StepRange string
-	// Progress, when set, is called every 65,536 rows and at the end of each table with the rows
-	// read so far and the rows the files hold (an estimate from the tables' largest rowids).
+	// Progress, when set, is called every 65,536 rows and at the end with the rows read so far and
+	// the rows to read: twice the rows the files hold (an estimate from the tables' largest rowids),
+	// as the survey reads them before they are read into events.
 	Progress func(done, total int64)
 	// Context, when set, interrupts a long read when it is done.
 	Context context.Context
