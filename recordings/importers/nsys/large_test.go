@@ -164,8 +164,8 @@ func TestStartOrder(t *testing.T) {
 // the same peak (an import that held its events would need ten times the memory). The figures for
 // 1 and 10 million kernels are BenchmarkImportLarge's.
 func TestMemoryFlat(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes exports of 0.27 and 2.7 million rows")
+	if testing.Short() || raceEnabled {
+		t.Skip("writes exports of 0.27 and 2.7 million rows (not under -short or -race)")
 	}
 	dir := t.TempDir()
 	var peak [2]uint64
