@@ -1,6 +1,8 @@
 package nsys
 
 import (
+	"fmt"
+
 	"github.com/ncruces/go-sqlite3"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -134,7 +136,10 @@ func (c *cursor) read(it *item) (bool, error) {
 	for !c.done {
 		if !c.stmt.Step() {
 			c.done = true
-			return false, wrap(c.t.name, c.stmt.Err())
+			if err := c.stmt.Err(); err != nil {
+				return false, fmt.Errorf("%s: %s: %w", c.f.d.name, c.t.name, err)
+			}
+			return false, nil
 		}
 		c.rows++
 		c.f.m.row()

@@ -193,7 +193,7 @@ func (m *importer) run(cursors []*cursor) error {
 	for _, c := range cursors {
 		more, err := c.next()
 		if err != nil {
-			return fmt.Errorf("%s: %w", c.f.d.name, err)
+			return err
 		}
 		if more {
 			mg.add(c)
