@@ -48,6 +48,7 @@ type fileReader struct {
 	offset   int64            // adds to a capture time to make it Unix ns
 	ids      map[int64]uint32 // StringIds id → label, bounded by cacheEntries
 	lookup   *sqlite3.Stmt    // SELECT value FROM StringIds WHERE id = ?
+	noLookup bool             // it could not be prepared: names are left out
 	kernels  map[nameKey]kernelName
 	gpus     map[devKey]int64 // (pid, CUDA device) → GPU id, from TARGET_INFO_CUDA_DEVICE
 	maxLocal int64            // largest device id of the file, from the survey
@@ -121,9 +122,13 @@ func (f *fileReader) str(id int64) uint32 {
 // is one b-tree descent, and the strings are never all held.
 func (f *fileReader) text(id int64) string {
 	if f.lookup == nil {
+		if f.noLookup {
+			return ""
+		}
 		s, _, err := f.d.conn.Prepare("SELECT value FROM " + tableStrings + " WHERE id = ?")
 		if err != nil {
 			f.m.warn("%s: %s: %v: names left out", f.d.name, tableStrings, err)
+			f.noLookup = true
 			return ""
 		}
 		f.lookup = s

@@ -154,6 +154,7 @@ func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
 			}
 			c, err := f.cursor(t, i*len(tables)+j, modes[t.name])
 			if err != nil {
+				closeCursors(cursors) // a connection with statements open does not close
 				return nil, fmt.Errorf("%s: %w", d.name, err)
 			}
 			cursors = append(cursors, c)
@@ -182,14 +183,16 @@ func (f *fileReader) cursor(t *table, order int, mode int) (*cursor, error) {
 	return c, nil
 }
 
+func closeCursors(cursors []*cursor) {
+	for _, c := range cursors {
+		c.stmt.Close()
+	}
+}
+
 // run merges the cursors' events and hands them on.
 func (m *importer) run(cursors []*cursor) error {
 	var mg merger
-	defer func() {
-		for _, c := range cursors {
-			c.stmt.Close()
-		}
-	}()
+	defer closeCursors(cursors)
 	for _, c := range cursors {
 		more, err := c.next()
 		if err != nil {
