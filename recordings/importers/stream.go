@@ -9,6 +9,7 @@ import (
 	"github.com/xfertop/xfertop/attach"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/recordings/importers/kineto"
+	"github.com/xfertop/xfertop/recordings/importers/nsys"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -59,6 +60,9 @@ func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	if format == FormatRecording {
 		return streamRecording(paths[0], opts, sink)
 	}
+	if format == FormatNsys {
+		return streamNsys(paths, opts, sink)
+	}
 	res := &Result{Format: format}
 	im, err := read(paths, format, opts)
 	if err != nil {
@@ -76,6 +80,26 @@ func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 		res.Events += len(batch)
 	}
 	return res, nil
+}
+
+// streamNsys imports Nsight Systems exports straight into sink, event batch by batch in start
+// order, holding none of them.
+func streamNsys(paths []string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatNsys, Importer: nsys.Format}
+	nopts := nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context}
+	im, err := nsys.Stream(paths, nopts, func(im *kineto.Imported) error {
+		return sink.Begin(&Header{Format: FormatNsys, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
+	}, func(batch []timeline.Event) error {
+		if err := sink.Events(batch); err != nil {
+			return err
+		}
+		res.Events += len(batch)
+		return nil
+	})
+	if im != nil {
+		res.Warnings = im.Warnings
+	}
+	return res, err
 }
 
 // streamRecording reads a recording batch by batch into sink, telling progress in events when the

@@ -10,6 +10,7 @@ import (
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/recordings/importers/chrome"
 	"github.com/xfertop/xfertop/recordings/importers/kineto"
+	"github.com/xfertop/xfertop/recordings/importers/nsys"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -115,5 +116,37 @@ func TestStreamErrors(t *testing.T) {
 		if _, err := Stream(paths, Options{}, failing{stop}); err == nil || errors.Is(err, stop) {
 			t.Errorf("%v: %v, want a refusal before reading", paths, err)
 		}
+	}
+}
+
+// TestStreamNsys: an Nsight Systems export streams, in batches of at most a recording's, the events
+// its importer reads, with a description made before the first of them; a sink's error stops it.
+func TestStreamNsys(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "shared", "data", "nsys", "mfu_2gpu_after.sqlite")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("%s is absent (the sample exports live outside the project): %v", path, err)
+	}
+	want, err := nsys.ReadFiles([]string{path}, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Collect
+	batches := 0
+	res, err := Stream([]string{path}, Options{Writer: "w"}, sinkFuncs{&got, func() { batches++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Format != FormatNsys || res.Importer != "nsys" || res.Events != len(want.Events) || !reflect.DeepEqual(got.All, want.Events) {
+		t.Fatalf("format %v (%s), %d events; want an export of %d", res.Format, res.Importer, res.Events, len(want.Events))
+	}
+	if m := got.Header.Meta; m.Devices != want.Devices || m.EpochUnixNs != want.EpochUnixNs || m.Writer != "w" || m.Backend != "nsys" {
+		t.Errorf("meta %+v: want %d devices from epoch %d", m, want.Devices, want.EpochUnixNs)
+	}
+	if batches < (len(want.Events)+recordings.DefaultBatch-1)/recordings.DefaultBatch {
+		t.Errorf("%d batches for %d events: batches larger than a recording's", batches, len(want.Events))
+	}
+	stop := errors.New("sink full")
+	if _, err := Stream([]string{path}, Options{}, failing{stop}); !errors.Is(err, stop) {
+		t.Errorf("%v, want the sink's error", err)
 	}
 }

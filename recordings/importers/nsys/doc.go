@@ -5,10 +5,18 @@
 // time axis by each capture's wall-clock start.
 //
 // The importer only turns rows into timeline events: every number of a report is made by package
-// analysis from those events, as for any other source. Columns are looked up by name, so exports of
-// different Nsight Systems versions are read alike (the tests read 2026.1 and 2026.2 exports and
-// one with an older version's columns): a column a version lacks is taken as unknown; a table or
-// column xfertop needs that is missing is an error naming it.
+// analysis from those events, as for any other source. Columns are looked up by name (PRAGMA
+// table_info), and kinds by their names in the ENUM tables, so exports of different Nsight Systems
+// versions are read alike (the tests read the tables of 2024 and 2026 exports): a column a version
+// lacks is taken as unknown; a table or column xfertop needs that is missing is an error naming it.
+//
+// Stream hands the events on in start order without holding them: a survey reads each table once
+// for what must be known before the first event (the devices, a bounded sample of starts for the
+// outlier test, and how far the table's rows are out of start order); then each table is read
+// straight, through a reorder buffer of 16,384 rows, or sorted by SQLite (which spills to temporary
+// files), and the tables of every file are merged by start. Names are looked up in StringIds as they
+// are met, through bounded caches, and launch times are kept in a ring per process, so memory
+// follows the files, processes and distinct names, not the rows.
 //
 // Files are opened read-only and immutable (SQLite takes no lock and writes nothing), with a pure-Go
 // SQLite (github.com/ncruces/go-sqlite3), so the default build needs no cgo.

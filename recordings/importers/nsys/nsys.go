@@ -3,7 +3,6 @@ package nsys
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -27,8 +26,9 @@ type Options struct {
 	// StepRange names the NVTX range that marks a step: a range named so, or so followed by #N (the
 	// step number) or by ", " (PyTorch's emit_nvtx suffix). Empty: ProfilerStep (ProfilerStep#N).
 	StepRange string
-	// Progress, when set, is called every 65,536 rows and at the end of each table with the rows
-	// read so far and the rows the files hold (an estimate from the tables' largest rowids).
+	// Progress, when set, is called every 65,536 rows and at the end with the rows read so far and
+	// the rows to read: twice the rows the files hold (an estimate from the tables' largest rowids),
+	// as the survey reads them before they are read into events.
 	Progress func(done, total int64)
 	// Context, when set, interrupts a long read when it is done.
 	Context context.Context
@@ -37,30 +37,51 @@ type Options struct {
 // Format is the name of the format in Imported.Format and in reports.
 const Format = "nsys"
 
-// importer turns the rows of one or more exports into timeline events.
+// batchEvents is how many events are handed on at a time.
+const batchEvents = 4096
+
+// importer turns the rows of one or more exports into timeline events, handed on in start order.
 type importer struct {
 	opts     Options
 	im       *kineto.Imported
-	labels   map[string]uint32
 	warnings []string
 	moreWarn int
 	done     int64
 	total    int64
 	anyClock bool // some file had no session start: its times are not wall-clock times
 	extra    map[string]string
-	devBase  int32 // global id of the current file's device 0
+	labels   map[string]uint32 // the names of labels, as Strings has them
+	unnamed  int               // events whose name was left out, past maxLabels
+	devBase  int32             // global id of the next file's device 0
+	files    []*fileReader
+
+	// What the events are put through on their way out.
+	median, base int64
+	outliers     bool // events further than maxSpan from median are left out
+	begun        bool
+	launches     launchTimes
+	batch        []timeline.Event
+	begin        func(*kineto.Imported) error
+	emit         func([]timeline.Event) error
 }
 
-// ReadFiles imports Nsight Systems SQLite exports; several files are several ranks or hosts, each
-// a host index (its position) and its own devices, on one time axis.
-func ReadFiles(paths []string, opts Options) (*kineto.Imported, error) {
+// Stream imports Nsight Systems SQLite exports, the ranks or hosts of one job (each a host index,
+// its position, and its own devices, on one time axis), without holding their events: it calls
+// begin once with the import's description (Events empty) before the first events, then emit with
+// batches of events in start order (the slice is reused once emit returns). The description it
+// returns is complete: its Warnings are known only at the end. Memory is bounded by the number of
+// files and of distinct names, not by the rows (see the survey, the reorder buffers and the caches).
+func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, emit func([]timeline.Event) error) (*kineto.Imported, error) {
 	if opts.StepRange == "" {
 		opts.StepRange = "ProfilerStep"
 	}
-	m := &importer{opts: opts, im: &kineto.Imported{Strings: timeline.NewStrings(), Format: Format},
-		labels: map[string]uint32{"": 0}, extra: map[string]string{}}
+	m := &importer{opts: opts, im: &kineto.Imported{Strings: timeline.NewStrings(), Format: Format, Source: strings.Join(paths, ",")},
+		extra: map[string]string{}, labels: map[string]uint32{"": 0}, begin: begin, emit: emit, launches: newLaunchTimes(), batch: make([]timeline.Event, 0, batchEvents)}
 	dbs := make([]*db, 0, len(paths))
 	defer func() {
+		for _, f := range m.files {
+			f.close()
+		}
 		for _, d := range dbs {
 			d.close()
 		}
@@ -74,18 +95,180 @@ func ReadFiles(paths []string, opts Options) (*kineto.Imported, error) {
 		if err := checkExport(d); err != nil {
 			return nil, err
 		}
-		for _, t := range []string{tableKernel, tableMemcpy, tableMemset, tableRuntime, tableSync, tableNVTX} {
-			m.total += d.rows(t)
+		for _, t := range tables {
+			m.total += 2 * d.rows(t.name) // read twice: by the survey, then into events
 		}
 	}
-	for i, d := range dbs {
-		if err := m.readFile(i, d); err != nil {
-			return nil, err
-		}
+	cursors, err := m.prepare(dbs)
+	if err != nil {
+		return nil, err
 	}
-	im := m.finish(len(paths) > 1)
-	im.Source = strings.Join(paths, ",")
+	if err := m.run(cursors); err != nil {
+		return nil, err
+	}
+	return m.finish(len(paths) > 1)
+}
+
+// ReadFiles imports Nsight Systems SQLite exports as Stream does, keeping every event.
+func ReadFiles(paths []string, opts Options) (*kineto.Imported, error) {
+	var all []timeline.Event
+	im, err := Stream(paths, opts, func(*kineto.Imported) error { return nil }, func(evs []timeline.Event) error {
+		all = append(all, evs...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	im.Events = all
 	return im, nil
+}
+
+// prepare surveys every file and opens a cursor on each of its tables.
+func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
+	var sample sampler
+	devices := map[int32]bool{}
+	var cursors []*cursor
+	for i, d := range dbs {
+		f := newFileReader(m, i, d)
+		m.files = append(m.files, f)
+		if err := f.readClock(); err != nil {
+			return nil, fmt.Errorf("%s: %w", d.name, err)
+		}
+		if err := f.readEnums(); err != nil {
+			return nil, fmt.Errorf("%s: %w", d.name, err)
+		}
+		if err := f.readDevices(); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", d.name, tableCUDADev, err)
+		}
+		modes, err := f.survey(&sample, devices)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.name, err)
+		}
+		m.devBase += int32(f.maxLocal + 1)
+		if err := f.readGPUNames(); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", d.name, tableGPU, err)
+		}
+		for j, t := range tables {
+			if !d.has(t.name) {
+				continue
+			}
+			c, err := f.cursor(t, i*len(tables)+j, modes[t.name])
+			if err != nil {
+				closeCursors(cursors) // a connection with statements open does not close
+				return nil, fmt.Errorf("%s: %w", d.name, err)
+			}
+			cursors = append(cursors, c)
+		}
+	}
+	m.im.Devices = len(devices)
+	m.median, m.outliers = sample.median()
+	return cursors, nil
+}
+
+// cursor opens a cursor on table t of the file, read in start order as mode says.
+func (f *fileReader) cursor(t *table, order int, mode int) (*cursor, error) {
+	have := f.d.tables[t.name]
+	exprs := make([]string, len(t.cols))
+	for i, c := range t.cols {
+		exprs[i] = pick(have, c)
+	}
+	s, _, err := f.d.conn.Prepare(f.query(t, exprs, mode == readSorted))
+	if err != nil {
+		return nil, wrap(t.name, err)
+	}
+	c := &cursor{f: f, t: t, order: order, stmt: s}
+	if mode == readReorder {
+		c.hold = reorderRows
+	}
+	return c, nil
+}
+
+func closeCursors(cursors []*cursor) {
+	for _, c := range cursors {
+		c.stmt.Close()
+	}
+}
+
+// run merges the cursors' events and hands them on.
+func (m *importer) run(cursors []*cursor) error {
+	var mg merger
+	defer closeCursors(cursors)
+	for _, c := range cursors {
+		more, err := c.next()
+		if err != nil {
+			return err
+		}
+		if more {
+			mg.add(c)
+		}
+	}
+	if err := mg.each(m.out); err != nil {
+		return err
+	}
+	if !m.begun {
+		m.begun = true
+		if err := m.begin(m.description()); err != nil {
+			return err
+		}
+	}
+	return m.flush()
+}
+
+// out puts an event through what needs the events in start order: the outlier test, launch times,
+// time 0 (the first event's start), then hands it on.
+func (m *importer) out(it *item) error {
+	ev := it.ev
+	if m.outliers {
+		if d := ev.Start - m.median; d < -maxSpan || d > maxSpan {
+			m.warn("%s %q starts %s from the capture's other events (more than 24 h): left out",
+				ev.Kind, m.im.Strings.Lookup(ev.Label), time.Duration(ev.Start-m.median))
+			return nil
+		}
+	}
+	switch it.role {
+	case roleLaunch:
+		m.launches.put(procID{ev.Host, it.proc}, ev.Op, ev.Start)
+	case roleLaunched:
+		if q, ok := m.launches.get(procID{ev.Host, it.proc}, ev.Op); ok {
+			ev.Queued = q
+		}
+	}
+	if !m.begun {
+		m.begun, m.base = true, ev.Start
+		if err := m.begin(m.description()); err != nil {
+			return err
+		}
+	}
+	if ev.Queued == queuedUnknown || ev.Queued < m.base {
+		ev.Queued = -1
+	} else {
+		ev.Queued -= m.base
+	}
+	ev.Start -= m.base
+	ev.End -= m.base
+	m.batch = append(m.batch, ev)
+	if len(m.batch) == cap(m.batch) {
+		return m.flush()
+	}
+	return nil
+}
+
+func (m *importer) flush() error {
+	if len(m.batch) == 0 {
+		return nil
+	}
+	err := m.emit(m.batch)
+	m.batch = m.batch[:0]
+	return err
+}
+
+// description is the import's description as known before its first event.
+func (m *importer) description() *kineto.Imported {
+	if !m.anyClock {
+		m.im.EpochUnixNs = m.base
+	}
+	m.im.Extra = m.extra
+	return m.im
 }
 
 // checkExport refuses a file that is SQLite but not an Nsight Systems export with CUDA activity.
@@ -131,10 +314,30 @@ func (m *importer) warn(format string, args ...any) {
 	m.moreWarn++
 }
 
+// maxLabels bounds the distinct names of an import: past it, a new name is taken as unknown, so
+// that an export whose every range has a name of its own does not grow memory with its rows.
+const maxLabels = 1 << 18
+
 // label interns a name.
 func (m *importer) label(s string) uint32 {
 	if id, ok := m.labels[s]; ok {
 		return id
+	}
+	return m.newLabel(s)
+}
+
+// labelBytes interns a name read in place, copying it only the first time.
+func (m *importer) labelBytes(b []byte) uint32 {
+	if id, ok := m.labels[string(b)]; ok {
+		return id
+	}
+	return m.newLabel(string(b))
+}
+
+func (m *importer) newLabel(s string) uint32 {
+	if m.im.Strings.Len() >= maxLabels {
+		m.unnamed++
+		return 0
 	}
 	id := m.im.Strings.ID(s)
 	m.labels[s] = id
@@ -145,65 +348,28 @@ func (m *importer) label(s string) uint32 {
 func (m *importer) row() {
 	m.done++
 	if m.opts.Progress != nil && m.done%progressEvery == 0 {
-		m.opts.Progress(m.done, max(m.total, m.done))
+		m.opts.Progress(min(m.done, m.total), m.total)
 	}
 }
 
-func (m *importer) tableDone() {
-	if m.opts.Progress != nil {
-		m.opts.Progress(m.done, max(m.total, m.done))
-	}
-}
-
-// finish applies what needs every file: outliers, time 0, start order, and the device count.
-func (m *importer) finish(multi bool) *kineto.Imported {
+// finish completes the description: the warnings, and progress at its end.
+func (m *importer) finish(multi bool) (*kineto.Imported, error) {
 	im := m.im
-	m.dropOutliers()
-	base, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, ev := range im.Events {
-		base, last = min(base, ev.Start), max(last, ev.End)
-	}
-	if len(im.Events) == 0 {
-		base = 0
-	}
-	if !m.anyClock {
-		im.EpochUnixNs = base
-	} else if multi {
+	if m.anyClock && multi {
 		m.warn("some files have no %s: their times are those of their own clock, not aligned with the other files", tableStart)
 	}
-	kineto.Rebase(im.Events, base, last)
-	devices := map[int32]bool{}
-	for _, ev := range im.Events {
-		if ev.Device >= 0 {
-			devices[ev.Device] = true
-		}
+	if m.unnamed > 0 {
+		m.warn("%d events' names were left out: the export has more than %d distinct names", m.unnamed, maxLabels)
 	}
-	im.Devices = len(devices)
+	if n := m.launches.lost; n > 0 {
+		m.warn("%d GPU ops ran more than %d API calls of their process after their launch: their launch time is unknown", n, ringMax)
+	}
 	im.Warnings = m.warnings
 	if m.moreWarn > 0 {
 		im.Warnings = append(im.Warnings, fmt.Sprintf("%d more warnings like these", m.moreWarn))
 	}
-	im.Extra = m.extra
-	return im
-}
-
-// dropOutliers leaves out events more than 24 h from the median start: one damaged timestamp would
-// otherwise make time 0, the span and every idle total meaningless.
-func (m *importer) dropOutliers() {
-	evs := m.im.Events
-	median, spread := kineto.MedianStart(evs)
-	if !spread {
-		return
+	if m.opts.Progress != nil {
+		m.opts.Progress(max(m.total, m.done), max(m.total, m.done))
 	}
-	n := 0
-	for _, ev := range evs {
-		if d := ev.Start - median; d >= -maxSpan && d <= maxSpan {
-			evs[n] = ev
-			n++
-			continue
-		}
-		m.warn("%s %q starts %s from the capture's other events (more than 24 h): left out",
-			ev.Kind, m.im.Strings.Lookup(ev.Label), time.Duration(ev.Start-median))
-	}
-	m.im.Events = evs[:n]
+	return im, nil
 }

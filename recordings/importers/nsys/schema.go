@@ -23,6 +23,7 @@ const (
 	tableGPU      = "TARGET_INFO_GPU"
 	tableCUDADev  = "TARGET_INFO_CUDA_DEVICE"
 	tableStart    = "TARGET_INFO_SESSION_START_TIME"
+	tableDetails  = "ANALYSIS_DETAILS"
 	tableStreams  = "TARGET_INFO_CUDA_STREAM"
 	sqliteMagic   = "SQLite format 3\x00"
 	progressEvery = 1 << 16
@@ -130,8 +131,29 @@ func (d *db) selectCols(table string, cols []string, where string) string {
 	return b.String()
 }
 
-// pick returns the first alternative of c present in have, quoted, or NULL.
+// query builds the SELECT of exprs (columns as pick writes them, or expressions) from t, keeping
+// t's rows, in start order when sorted and else in the order they are stored.
+func (f *fileReader) query(t *table, exprs []string, sorted bool) string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	b.WriteString(strings.Join(exprs, ", "))
+	b.WriteString(" FROM ")
+	b.WriteString(t.name)
+	if t.where != nil {
+		b.WriteString(" WHERE ")
+		b.WriteString(t.where(f))
+	}
+	if sorted {
+		b.WriteString(` ORDER BY "start", rowid`)
+	}
+	return b.String()
+}
+
+// pick returns the first alternative of c present in have, quoted, or NULL; rowid is the row's id.
 func pick(have map[string]bool, c string) string {
+	if c == "rowid" {
+		return c
+	}
 	for alt := range strings.SplitSeq(c, "|") {
 		if have[alt] {
 			return `"` + alt + `"`

@@ -1,0 +1,223 @@
+package nsys
+
+import (
+	"slices"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// The survey reads each table once in its stored order, a few columns only, before any event is
+// made: what must be known before the first event (the devices, for the description; the median
+// start, to leave out events with a damaged timestamp; time 0) and how each table is to be read in
+// start order (through a reorder buffer, or sorted by SQLite when its rows are too far out of
+// order). It holds the devices, a bounded sample of starts and a reorder buffer of starts per
+// table, whatever the size of the export.
+
+// sampleCap bounds the starts kept to estimate the median start: every row while they fit, then
+// every second, fourth, ... row, so that the sample stays evenly spread over every row read.
+const sampleCap = 1 << 14
+
+// sampler keeps an evenly spaced sample of starts, and the smallest and largest.
+type sampler struct {
+	keep   []int64
+	stride int64
+	n      int64
+	lo, hi int64
+}
+
+func (s *sampler) add(t int64) {
+	if s.n == 0 || t < s.lo {
+		s.lo = t
+	}
+	if s.n == 0 || t > s.hi {
+		s.hi = t
+	}
+	if s.stride == 0 {
+		s.stride = 1
+	}
+	if s.n%s.stride == 0 {
+		if len(s.keep) == sampleCap {
+			n := 0
+			for i := 0; i < len(s.keep); i += 2 { // those at multiples of the doubled stride
+				s.keep[n] = s.keep[i]
+				n++
+			}
+			s.keep, s.stride = s.keep[:n], 2*s.stride
+		}
+		if s.n%s.stride == 0 {
+			s.keep = append(s.keep, t)
+		}
+	}
+	s.n++
+}
+
+// median is the sample's median start, and whether any two starts lie more than maxSpan apart
+// (when not, no event is left out).
+func (s *sampler) median() (int64, bool) {
+	if s.n == 0 || s.hi-s.lo <= maxSpan {
+		return 0, false
+	}
+	k := slices.Clone(s.keep)
+	slices.Sort(k)
+	return k[len(k)/2], true
+}
+
+// orderCheck tells whether a sequence of starts comes out in order through a reorder buffer of
+// reorderRows: it plays the buffer, starts only. While the starts come in order, it keeps only the
+// last reorderRows of them (in order, they are the buffer, and a valid heap).
+type orderCheck struct {
+	ring   []int64 // the last starts, while in order; then the buffer, a heap
+	next   int     // where the ring's next start goes
+	heap   bool    // ring is a heap: some start came out of order
+	last   int64   // the start last let out of the buffer
+	popped bool
+	bad    bool
+}
+
+// Ways of reading a table in start order.
+const (
+	readStraight = iota // its rows are stored in start order
+	readReorder         // through a reorder buffer
+	readSorted          // sorted by SQLite
+)
+
+// mode tells how the rows seen are to be read in start order.
+func (o *orderCheck) mode() int {
+	switch {
+	case o.bad:
+		return readSorted
+	case o.heap:
+		return readReorder
+	}
+	return readStraight
+}
+
+func (o *orderCheck) add(t int64) {
+	switch {
+	case o.bad:
+		return
+	case !o.heap && (len(o.ring) == 0 || t >= o.ring[(o.next+len(o.ring)-1)%len(o.ring)]):
+		// in order: the buffer would let out the oldest start
+		if len(o.ring) < reorderRows {
+			o.ring = append(o.ring, t)
+			return
+		}
+		o.last, o.popped = o.ring[o.next], true
+		o.ring[o.next] = t
+		o.next = (o.next + 1) % len(o.ring)
+		return
+	case !o.heap:
+		// the first start out of order: the buffer, oldest first, is sorted, which is a heap
+		o.ring = append(o.ring[o.next:], o.ring[:o.next]...)
+		o.heap = true
+	}
+	if o.popped && t < o.last {
+		o.bad = true
+		return
+	}
+	h := append(o.ring, t)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h[p] <= h[i] {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	o.ring = h
+	if len(h) > reorderRows {
+		o.last, o.popped = o.popMin(), true
+	}
+}
+
+func (o *orderCheck) popMin() int64 {
+	h := o.ring
+	top, n := h[0], len(h)-1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l, small := 2*i+1, i
+		if l < n && h[l] < h[small] {
+			small = l
+		}
+		if r := l + 1; r < n && h[r] < h[small] {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		h[i], h[small] = h[small], h[i]
+		i = small
+	}
+	o.ring = h
+	return top
+}
+
+// survey reads the export's tables as the survey does, adding the file's devices (global ids) to
+// devices; modes tells, by table name, how each is to be read in start order.
+func (f *fileReader) survey(sample *sampler, devices map[int32]bool) (modes map[string]int, err error) {
+	modes = map[string]int{}
+	local := map[int64]bool{}
+	for _, t := range tables {
+		if !f.d.has(t.name) {
+			continue
+		}
+		mode, err := f.surveyTable(t, sample, local)
+		if err != nil {
+			return nil, wrap(t.name, err)
+		}
+		modes[t.name] = mode
+	}
+	f.devBase = f.m.devBase
+	for l := range local {
+		f.maxLocal = max(f.maxLocal, l)
+		devices[int32(l)+f.devBase] = true
+	}
+	return modes, nil
+}
+
+// surveyTable surveys one table, adding the devices of its rows to local; the devices at the other
+// end of peer copies count in the file's device ids (maxLocal) without being devices of events.
+func (f *fileReader) surveyTable(t *table, sample *sampler, local map[int64]bool) (int, error) {
+	have := f.d.tables[t.name]
+	cols := []string{`"start"`, `"end"`}
+	if t.name == tableNVTX {
+		cols[1] = f.instantEnd()
+	}
+	for _, c := range t.survey {
+		cols = append(cols, pick(have, c))
+	}
+	var check orderCheck
+	copies := t.name == tableMemcpy
+	err := f.d.each(f.query(t, cols, false), func(s *sqlite3.Stmt) error {
+		f.m.row()
+		start := s.ColumnInt64(0)
+		if _, ok := span(start, s.ColumnInt64(1)); !ok {
+			return nil
+		}
+		check.add(start)
+		sample.add(start + f.offset)
+		if len(t.survey) == 0 {
+			return nil
+		}
+		gp, _ := nullInt(s, 3)
+		p := proc(gp)
+		l := f.localOf(p, s.ColumnInt64(2))
+		if l < 0 || l > maxDevice {
+			return nil
+		}
+		local[l] = true
+		if copies {
+			src, okS := nullInt(s, 5)
+			dst, okD := nullInt(s, 6)
+			if other, ok := f.peer(p, l, f.copyDir(s.ColumnInt64(4)), src, dst, okS, okD); ok {
+				f.maxLocal = max(f.maxLocal, other)
+			}
+		}
+		return nil
+	})
+	return check.mode(), err
+}
+
+// maxDevice is the largest device id of a file.
+const maxDevice = 1<<15 - 1
