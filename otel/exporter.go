@@ -355,7 +355,10 @@ func (x *Exporter) Close(ctx context.Context) error {
 	x.batches.Close() // the producer has stopped: the last batch waits for room rather than drop
 	<-x.done
 	if len(x.pending) > 0 {
-		tail := timeline.Event{Kind: timeline.KindStep, Start: x.pending[0].Start, End: x.pending[len(x.pending)-1].End, Aux: tailStep}
+		// The tail goes with its first event's host: a process that exports one host's share of a
+		// job (whose steps another host records) must not name a host it has nothing of.
+		tail := timeline.Event{Kind: timeline.KindStep, Start: x.pending[0].Start, End: x.pending[len(x.pending)-1].End, Aux: tailStep,
+			Host: x.pending[0].Host}
 		for _, e := range x.pending {
 			tail.Start, tail.End = min(tail.Start, e.Start), max(tail.End, e.End)
 		}

@@ -97,6 +97,9 @@ func (m *Merger) Meta() timeline.Meta { return m.meta }
 // Merge takes one decoded request received at now.
 func (m *Merger) Merge(d *Decoded, now time.Time) {
 	m.stats.foreign += d.Foreign
+	// A tail root (the events after a sender's last step) carries no event of its own, but it is
+	// one of the spans the sender built: counted, so that what was sent adds up to what was taken.
+	m.stats.spans += d.Tails
 	if len(d.Spans) == 0 {
 		return
 	}
@@ -311,7 +314,7 @@ func (m *Merger) emit(s *session, e timeline.Event) {
 // Stats is what the merger has seen.
 type Stats struct {
 	Hosts   []Host `json:"hosts"`
-	Spans   int64  `json:"spans"`   // xfertop spans taken
+	Spans   int64  `json:"spans"`   // xfertop spans taken (tail roots included: no event of their own)
 	Events  int64  `json:"events"`  // events released to the console or the report
 	Foreign int64  `json:"foreign"` // spans that are not xfertop's, ignored
 	// Lost counts numbered events that never came (gaps given up after the reorder wait, or at the
