@@ -203,7 +203,31 @@ func (x *Exporter) consume(b *timeline.Batch) {
 			continue
 		}
 		x.pending = append(x.pending, *e)
+		if len(x.pending) >= maxPending {
+			x.flushTail()
+		}
 	}
+}
+
+// maxPending bounds the events held for the next step. A stream whose steps another process
+// exports (one host's share of a job) or that has none (an attached job between steps) would
+// otherwise hold every event until the end: past the bound they go out under a tail root.
+const maxPending = 1 << 14
+
+// flushTail exports the events held for the next step under a root of their own (a tail: no
+// step event), on its first event's host: a process that exports one host's share of a job must
+// not name a host it has nothing of.
+func (x *Exporter) flushTail() {
+	if len(x.pending) == 0 {
+		return
+	}
+	tail := timeline.Event{Kind: timeline.KindStep, Start: x.pending[0].Start, End: x.pending[len(x.pending)-1].End, Aux: tailStep,
+		Host: x.pending[0].Host}
+	for _, e := range x.pending {
+		tail.Start, tail.End = min(tail.Start, e.Start), max(tail.End, e.End)
+	}
+	x.flushStep(&tail, x.pending)
+	x.pending = x.pending[:0]
 }
 
 // keep reports whether the builder needs an event: span kinds and what annotates them.
@@ -354,16 +378,7 @@ func (x *Exporter) Close(ctx context.Context) error {
 	defer x.queue.drain(ctx)()
 	x.batches.Close() // the producer has stopped: the last batch waits for room rather than drop
 	<-x.done
-	if len(x.pending) > 0 {
-		// The tail goes with its first event's host: a process that exports one host's share of a
-		// job (whose steps another host records) must not name a host it has nothing of.
-		tail := timeline.Event{Kind: timeline.KindStep, Start: x.pending[0].Start, End: x.pending[len(x.pending)-1].End, Aux: tailStep,
-			Host: x.pending[0].Host}
-		for _, e := range x.pending {
-			tail.Start, tail.End = min(tail.Start, e.Start), max(tail.End, e.End)
-		}
-		x.flushStep(&tail, x.pending)
-	}
+	x.flushTail()
 	// Every event is folded: the metrics' last collection is the run's whole report. It is exported
 	// beside the spans, within the same budget.
 	var merr error

@@ -40,7 +40,7 @@ const (
 	AttrAux    = attribute.Key("xfertop.aux")       // Event.Aux (steps and groups carry it as xfertop.step, xfertop.group.ops)
 	AttrLabel  = attribute.Key("xfertop.label")     // the event's label: kernel name, alert message
 	AttrQueued = attribute.Key("xfertop.queued_ns") // Event.Queued, ns since the epoch
-	AttrTail   = attribute.Key("xfertop.tail")      // the root of the events after the last step: no step event
+	AttrTail   = attribute.Key("xfertop.tail")      // the root of events held without a step (after the last, or past maxPending)
 
 	// Resource attributes (each host's).
 	ResHost       = attribute.Key("xfertop.host")    // host index
