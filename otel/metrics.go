@@ -39,6 +39,12 @@ const (
 	MetricCommEvictions   = "xfertop.comm_cache.evictions"
 	MetricCommInitTime    = "xfertop.comm_cache.init.time" // Σ creation time (slowest rank's)
 	MetricStreamEnd       = "xfertop.stream.end"           // session time of the latest event end
+
+	// Per link and direction (network.io.direction = transmit or receive), on PCIe, NVLink and NIC.
+	MetricGPUIO              = "hw.gpu.io"                        // bytes the GPU moved, per direction, over its links
+	MetricNetworkIO          = "hw.network.io"                    // bytes per link (hw.type=network, hw.parent=the GPU) and direction
+	MetricNetworkUtilization = "hw.network.bandwidth.utilization" // a direction's throughput / the link's peak
+	MetricNetworkThroughput  = "xfertop.network.throughput"       // bytes/s per link and direction, latest history bucket
 )
 
 // metrics reports an analysis.Analyzer's Result over the events the exporter receives through OTel
@@ -49,7 +55,9 @@ type metrics struct {
 	an     *analysis.Analyzer
 	labels labelTable
 	cached *analysis.Result
-	at     int64 // events folded when cached was taken
+	dirs   *linkDirs // bytes per link and direction (analysis counts links without direction)
+	cdirs  *linkDirs // dirs as of cached
+	at     int64     // events folded when cached was taken
 	hosts  []*sdkmetric.MeterProvider
 	gpus   int // devices per host
 
@@ -90,6 +98,7 @@ func newMetricExporter(ctx context.Context, cfg Config, q *spanQueue) (sdkmetric
 // newMetrics starts the meter providers, one per host of the job, exporting through exp.
 func newMetrics(x *Exporter, exp sdkmetric.Exporter) (*metrics, error) {
 	m := &metrics{an: analysis.New(x.cfg.Meta), labels: labelTable{""}, exp: exp, queue: x.queue, at: -1, gpus: x.cfg.Meta.HostGPUs()}
+	m.dirs = newLinkDirs(m.gpus)
 	n := 1
 	if d := x.cfg.Meta.Devices; d > 0 {
 		n = min((d+m.gpus-1)/m.gpus, analysis.MaxDevices)
@@ -119,28 +128,32 @@ func (m *metrics) fold(b *timeline.Batch) {
 	}
 	for i := range b.Events {
 		m.an.Emit(&b.Events[i])
+		m.dirs.add(&b.Events[i])
 	}
 }
 
-// result returns the analyzer's Result, taken again only when events were folded since.
-func (m *metrics) result() *analysis.Result {
+// result returns the analyzer's Result and the per-direction counts with it, taken again only
+// when events were folded since.
+func (m *metrics) result() (*analysis.Result, *linkDirs) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cached == nil || m.at != m.an.Events() {
-		m.cached, m.at = m.an.Result(m.labels), m.an.Events()
+		m.cached, m.cdirs, m.at = m.an.Result(m.labels), m.dirs.clone(), m.an.Events()
 	}
-	return m.cached
+	return m.cached, m.cdirs
 }
 
 type instruments struct {
 	util, ratio, secs, overlap, thru, linkUtil, busbw, algbw, end metric.Float64ObservableGauge
 	linkIO, collCount, hits, misses, evictions                    metric.Int64ObservableCounter
 	initTime                                                      metric.Float64ObservableCounter
+	gpuIO, netIO                                                  metric.Int64ObservableCounter
+	netUtil, netThru                                              metric.Float64ObservableGauge
 }
 
 func (m *metrics) register(mt metric.Meter, host int) error {
 	var in instruments
-	var errs [16]error
+	var errs [20]error
 	in.util, errs[0] = mt.Float64ObservableGauge(MetricGPUUtilization, metric.WithUnit("1"), metric.WithDescription("Fraction of the device's span its kernels ran (hw.gpu.task=general)."))
 	in.ratio, errs[1] = mt.Float64ObservableGauge(MetricGPUTimeRatio, metric.WithUnit("1"), metric.WithDescription("Share of the device's span per state (idle, compute, non_compute)."))
 	in.secs, errs[2] = mt.Float64ObservableGauge(MetricGPUTime, metric.WithUnit("s"), metric.WithDescription("Device time per state: span, busy, idle, compute, non_compute, communication, overlap."))
@@ -156,11 +169,17 @@ func (m *metrics) register(mt metric.Meter, host int) error {
 	in.evictions, errs[12] = mt.Int64ObservableCounter(MetricCommEvictions, metric.WithUnit("{communicator}"), metric.WithDescription("Communicators evicted."))
 	in.initTime, errs[13] = mt.Float64ObservableCounter(MetricCommInitTime, metric.WithUnit("s"), metric.WithDescription("Time spent creating communicators (each its slowest rank's)."))
 	in.end, errs[15] = mt.Float64ObservableGauge(MetricStreamEnd, metric.WithUnit("s"), metric.WithDescription("Session time of the latest event end folded: xfertop.link.throughput is of the 50 ms bucket holding it."))
+	in.gpuIO, errs[16] = mt.Int64ObservableCounter(MetricGPUIO, metric.WithUnit("By"), metric.WithDescription("Bytes the GPU transmitted and received over PCIe, NVLink and NIC (network.io.direction)."))
+	in.netIO, errs[17] = mt.Int64ObservableCounter(MetricNetworkIO, metric.WithUnit("By"), metric.WithDescription("Bytes on one of the GPU's links (hw.parent), per direction (network.io.direction)."))
+	in.netUtil, errs[18] = mt.Float64ObservableGauge(MetricNetworkUtilization, metric.WithUnit("1"), metric.WithDescription("A direction's throughput on the link in the latest 50 ms of the stream, as a share of the link's peak (absent when the peak is unknown)."))
+	in.netThru, errs[19] = mt.Float64ObservableGauge(MetricNetworkThroughput, metric.WithUnit("By/s"), metric.WithDescription("Bytes per second on the link in one direction in the latest 50 ms of the stream."))
 	_, errs[14] = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		m.observe(o, &in, host, m.result())
+		r, dirs := m.result()
+		m.observe(o, &in, host, r)
+		m.observeDirs(o, &in, host, r, dirs)
 		return nil
 	}, in.util, in.ratio, in.secs, in.overlap, in.thru, in.linkUtil, in.busbw, in.algbw, in.linkIO, in.collCount, in.hits, in.misses,
-		in.evictions, in.initTime, in.end)
+		in.evictions, in.initTime, in.end, in.gpuIO, in.netIO, in.netUtil, in.netThru)
 	return errors.Join(errs[:]...)
 }
 
@@ -244,6 +263,49 @@ func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analy
 	o.ObserveInt64(in.misses, r.CommCache.Misses)
 	o.ObserveInt64(in.evictions, r.CommCache.Evictions)
 	o.ObserveFloat64(in.initTime, float64(r.CommCache.InitNsTotal)/1e9)
+}
+
+// observeDirs reports host's devices' traffic per link and direction: hw.network.* per link (a
+// network device whose parent is the GPU), hw.gpu.io per GPU over its links.
+func (m *metrics) observeDirs(o metric.Observer, in *instruments, host int, r *analysis.Result, dirs *linkDirs) {
+	bucket := latestBucket(r)
+	peaks := m.an.Meta().LinkPeaks
+	for dev := range int32(len(dirs.devs)) {
+		if int(dev)/m.gpus != host {
+			continue
+		}
+		t, ok := dirs.totals(dev, bucket)
+		if !ok {
+			continue
+		}
+		var gpu [numDirs]int64
+		for _, l := range netLinks {
+			for dir := range numDirs {
+				gpu[dir] += t.bytes[l][dir]
+				attrs := netAttrs(dev, l, dir)
+				o.ObserveInt64(in.netIO, t.bytes[l][dir], attrs)
+				if !t.rated {
+					continue
+				}
+				o.ObserveFloat64(in.netThru, t.rate[l][dir], attrs)
+				if p := peaks[l]; p > 0 {
+					o.ObserveFloat64(in.netUtil, t.rate[l][dir]/p, attrs)
+				}
+			}
+		}
+		for dir := range numDirs {
+			o.ObserveInt64(in.gpuIO, gpu[dir], gpuAttrs(dev, attribute.String("network.io.direction", dirNames[dir])))
+		}
+	}
+}
+
+// netAttrs names one direction of one of a GPU's links as OpenTelemetry's hardware conventions
+// name a network device: its own hw.id, hw.type network, the GPU as hw.parent.
+func netAttrs(dev int32, l analysis.Link, dir int) metric.MeasurementOption {
+	return metric.WithAttributes(attribute.String("hw.type", "network"), attribute.String("hw.id", fmt.Sprintf("gpu-%d-%s", dev, strings.ToLower(l.String()))),
+		attribute.String("hw.name", l.String()), attribute.String("hw.parent", fmt.Sprintf("gpu-%d", dev)),
+		attribute.Int("xfertop.device", int(dev)), attribute.String("xfertop.link", l.String()),
+		attribute.String("network.io.direction", dirNames[dir]))
 }
 
 // latestBucket is the throughput history bucket xfertop.link.throughput reports: the one holding the

@@ -14,7 +14,12 @@ import (
 // expectedMetrics lays out what the metrics of a run must say, from the run's own report: every
 // series the exporter reports, keyed as the receiver keys them. end is xfertop.stream.end as
 // received (the throughput series are of the history bucket holding it).
-func expectedMetrics(rep *report.Report, peaks [4]float64, end float64) map[string]float64 {
+//
+// The report counts a link's bytes without direction. The runs tested move bytes two ways, which
+// fix each direction's share: with colls, collectives only (every rank transmits and receives its
+// bus bytes: each direction is the report's count); without, exchanges (each device sends and
+// receives as much at the same times: each direction is half the report's count).
+func expectedMetrics(rep *report.Report, peaks [4]float64, end float64, colls bool) map[string]float64 {
 	gpus := max(rep.GPUsPerHost, 1)
 	host := func(dev int32) string { return fmt.Sprintf("host-%d", int(dev)/gpus) }
 	gpu := func(dev int32, more ...string) []string {
@@ -54,6 +59,28 @@ func expectedMetrics(rep *report.Report, peaks [4]float64, end float64) map[stri
 					want[seriesKey(h, otel.MetricLinkUtilization, gpu(d.Device, link)...)] = rate / peaks[l]
 				}
 			}
+		}
+		share := 0.5
+		if colls {
+			share = 1
+		}
+		var gpuIO float64
+		for _, l := range []analysis.Link{analysis.LinkPCIe, analysis.LinkNVLink, analysis.LinkNIC} {
+			gpuIO += float64(d.Bytes(l)) * share
+			for _, dir := range []string{"transmit", "receive"} {
+				net := []string{"hw.type=network", fmt.Sprintf("hw.id=gpu-%d-%s", d.Device, strings.ToLower(l.String())), "hw.name=" + l.String(),
+					fmt.Sprintf("hw.parent=gpu-%d", d.Device), fmt.Sprintf("xfertop.device=%d", d.Device), "xfertop.link=" + l.String(), "network.io.direction=" + dir}
+				want[seriesKey(h, otel.MetricNetworkIO, net...)] = float64(d.Bytes(l)) * share
+				if rate, ok := d.Rate(l, bucket); ok {
+					want[seriesKey(h, otel.MetricNetworkThroughput, net...)] = rate * share
+					if peaks[l] > 0 {
+						want[seriesKey(h, otel.MetricNetworkUtilization, net...)] = rate * share / peaks[l]
+					}
+				}
+			}
+		}
+		for _, dir := range []string{"transmit", "receive"} {
+			want[seriesKey(h, otel.MetricGPUIO, gpu(d.Device, "network.io.direction="+dir)...)] = gpuIO
 		}
 	}
 	for _, c := range rep.Collectives {
@@ -102,7 +129,7 @@ func TestMetricsEqualReport(t *testing.T) {
 					end = v
 				}
 			}
-			want := expectedMetrics(rep, p.Meta().LinkPeaks, end)
+			want := expectedMetrics(rep, p.Meta().LinkPeaks, end, tc.colls)
 			if (len(rep.Collectives) == 0) == tc.colls || rep.CommCache.Misses == 0 || len(rep.Links.Devices) == 0 {
 				t.Fatalf("the run exercises too little: %d collective rows, %d communicators, %d devices with links",
 					len(rep.Collectives), rep.CommCache.Misses, len(rep.Links.Devices))
