@@ -175,8 +175,9 @@ func (m *metrics) register(mt metric.Meter, host int) error {
 	in.netThru, errs[19] = mt.Float64ObservableGauge(MetricNetworkThroughput, metric.WithUnit("By/s"), metric.WithDescription("Bytes per second on the link in one direction in the latest 50 ms of the stream."))
 	_, errs[14] = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		r, dirs := m.result()
-		m.observe(o, &in, host, r)
-		m.observeDirs(o, &in, host, r, dirs)
+		seen := seenDevices(r)
+		m.observe(o, &in, host, r, seen)
+		m.observeDirs(o, &in, host, r, dirs, seen)
 		return nil
 	}, in.util, in.ratio, in.secs, in.overlap, in.thru, in.linkUtil, in.busbw, in.algbw, in.linkIO, in.collCount, in.hits, in.misses,
 		in.evictions, in.initTime, in.end, in.gpuIO, in.netIO, in.netUtil, in.netThru)
@@ -190,10 +191,10 @@ func gpuAttrs(dev int32, more ...attribute.KeyValue) metric.MeasurementOption {
 
 // observe reports r's numbers for host's devices; the job-wide ones (collectives, communicator
 // cache) go with the lowest host that has a device in r, so each appears once per process.
-func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analysis.Result) {
+func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analysis.Result, seen []bool) {
 	first := -1
 	for _, d := range r.Links.Devices {
-		if h := int(d.Device) / m.gpus; first < 0 || h < first {
+		if h := int(d.Device) / m.gpus; seen[d.Device] && (first < 0 || h < first) {
 			first = h
 		}
 	}
@@ -228,7 +229,7 @@ func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analy
 	bucket := latestBucket(r)
 	peaks := m.an.Meta().LinkPeaks
 	for _, d := range r.Links.Devices {
-		if int(d.Device)/m.gpus != host {
+		if int(d.Device)/m.gpus != host || !seen[d.Device] {
 			continue
 		}
 		for l := range analysis.NumLinks {
@@ -265,13 +266,39 @@ func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analy
 	o.ObserveFloat64(in.initTime, float64(r.CommCache.InitNsTotal)/1e9)
 }
 
+// seenDevices marks the devices this process has anything of: an op of its own (a breakdown row)
+// or bytes on a link. The analysis lists every device id below the highest with traffic; a process
+// exporting one host's share of a job must not report the other hosts' devices as idle zeros, which
+// would sit beside the real series of the process that has them.
+func seenDevices(r *analysis.Result) []bool {
+	n := 0
+	for _, t := range r.Breakdown.Devices {
+		if t.Device < analysis.MaxDevices { // as links bound them: a bogus id must not allocate gigabytes
+			n = max(n, int(t.Device)+1)
+		}
+	}
+	n = max(n, len(r.Links.Devices))
+	seen := make([]bool, n)
+	for _, t := range r.Breakdown.Devices {
+		if t.Device >= 0 && int(t.Device) < n {
+			seen[t.Device] = true
+		}
+	}
+	for _, d := range r.Links.Devices {
+		if d.Device >= 0 && d.Total > 0 {
+			seen[d.Device] = true
+		}
+	}
+	return seen
+}
+
 // observeDirs reports host's devices' traffic per link and direction: hw.network.* per link (a
 // network device whose parent is the GPU), hw.gpu.io per GPU over its links.
-func (m *metrics) observeDirs(o metric.Observer, in *instruments, host int, r *analysis.Result, dirs *linkDirs) {
+func (m *metrics) observeDirs(o metric.Observer, in *instruments, host int, r *analysis.Result, dirs *linkDirs, seen []bool) {
 	bucket := latestBucket(r)
 	peaks := m.an.Meta().LinkPeaks
 	for dev := range int32(len(dirs.devs)) {
-		if int(dev)/m.gpus != host {
+		if int(dev)/m.gpus != host || int(dev) >= len(seen) || !seen[dev] {
 			continue
 		}
 		t, ok := dirs.totals(dev, bucket)
