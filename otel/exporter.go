@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
@@ -85,6 +87,7 @@ func New(ctx context.Context, cfg Config, src *timeline.Strings) (*Exporter, err
 	u, _ := url.Parse(cfg.Endpoint)
 	retry := cfg.RetryFor
 	q := newSpanQueue(cfg.ExportTimeout + cfg.RetryFor)
+	q.probe, q.patient = probePort(u), cfg.Detail == DetailFull
 	switch cfg.Protocol {
 	case "http/protobuf":
 		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(cfg.Endpoint), otlptracehttp.WithTimeout(cfg.ExportTimeout),
@@ -98,8 +101,7 @@ func New(ctx context.Context, cfg Config, src *timeline.Strings) (*Exporter, err
 		exp, err = otlptracehttp.New(ctx, opts...)
 	default:
 		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(cfg.Endpoint), otlptracegrpc.WithTimeout(cfg.ExportTimeout),
-			otlptracegrpc.WithReconnectionPeriod(500 * time.Millisecond),
-			otlptracegrpc.WithDialOption(seeAttempts(q)),
+			otlptracegrpc.WithDialOption(seeAttempts(q), reconnect),
 			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: retry > 0, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: retry})}
 		if cfg.Insecure {
 			opts = append(opts, otlptracegrpc.WithInsecure())
@@ -433,6 +435,30 @@ func (x *Exporter) Stats() Stats {
 	}
 	return s
 }
+
+// probePort returns a fresh TCP connection attempt to the endpoint's port, or nil when the URL names
+// no port.
+func probePort(u *url.URL) func() error {
+	if u == nil || u.Port() == "" {
+		return nil
+	}
+	return func() error {
+		c, err := net.DialTimeout("tcp", u.Host, 500*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+}
+
+// reconnect bounds gRPC's wait between attempts to reach a collector that went away at 1 s. gRPC's
+// own backoff grows to two minutes: after a collector restart of a few seconds, the next attempt
+// could come after the exporter's retries (RetryFor) have given up, dropping what a restart should
+// only have delayed.
+var reconnect = grpc.WithConnectParams(grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+	MinConnectTimeout: 500 * time.Millisecond,
+})
 
 // seeAttempts shows the queue each gRPC attempt: the exporter retries inside one export, so a
 // refused connection can end the export at shutdown without waiting for the retries to run out.

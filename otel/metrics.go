@@ -85,8 +85,7 @@ func newMetricExporter(ctx context.Context, cfg Config, q *spanQueue) (sdkmetric
 		return otlpmetrichttp.New(ctx, opts...)
 	default:
 		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpointURL(cfg.Endpoint), otlpmetricgrpc.WithTimeout(cfg.ExportTimeout),
-			otlpmetricgrpc.WithReconnectionPeriod(500 * time.Millisecond),
-			otlpmetricgrpc.WithDialOption(seeAttempts(q)),
+			otlpmetricgrpc.WithDialOption(seeAttempts(q), reconnect),
 			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: cfg.RetryFor > 0, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: cfg.RetryFor})}
 		if cfg.Insecure {
 			opts = append(opts, otlpmetricgrpc.WithInsecure())

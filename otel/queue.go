@@ -38,6 +38,12 @@ const (
 type spanQueue struct {
 	exp     sdktrace.SpanExporter
 	timeout time.Duration // one export request, its retries included
+	// probe tries the collector's port afresh (nil: no probe). A refusal seen during the run may be
+	// stale: a restarted collector is back while the exporter still waits to retry.
+	probe func() error
+	// patient (DetailFull: lossless when asked) waits for a refusing collector until the budget ends,
+	// rather than give up at once: it may be restarting.
+	patient bool
 
 	mu        sync.Mutex
 	room      sync.Cond               // signalled when spans leave the queue or the export is abandoned
@@ -187,7 +193,7 @@ func (q *spanQueue) attempt(err error) {
 		q.mu.Lock()
 		draining := q.draining
 		q.mu.Unlock()
-		if draining {
+		if draining && !q.patient {
 			q.abandon("the collector refuses connections (" + err.Error() + ")")
 		}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -197,6 +203,9 @@ func (q *spanQueue) attempt(err error) {
 		q.refused.Store(false)
 	}
 }
+
+// refusedErr is refused for an error that may be nil.
+func refusedErr(err error) bool { return err != nil && refused(err) }
 
 // refused reports whether err says the collector's port refused the connection. gRPC keeps only the
 // message of a connection error, so the text is matched as well as the error chain.
@@ -219,12 +228,13 @@ func (q *spanQueue) abandon(why string) {
 }
 
 // drain starts the shutdown: the export is abandoned when ctx ends (saying context.Cause(ctx)), or at
-// once if the collector refuses connections. The returned function releases ctx's watcher.
+// once if the collector refuses connections (the latest attempt was refused, and so is a fresh try of
+// its port). The returned function releases ctx's watcher.
 func (q *spanQueue) drain(ctx context.Context) (release func() bool) {
 	q.mu.Lock()
 	q.draining = true
 	q.mu.Unlock()
-	if q.refused.Load() {
+	if !q.patient && q.refused.Load() && (q.probe == nil || refusedErr(q.probe())) {
 		q.abandon("the collector refuses connections")
 	}
 	return context.AfterFunc(ctx, func() { q.abandon(context.Cause(ctx).Error()) })

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -128,6 +129,68 @@ func TestSpanQueueRefusedBeforeDrain(t *testing.T) {
 		t.Errorf("%d export requests after a refusal; want none", calls)
 	}
 	checkTotals(t, q, 10, 0)
+}
+
+// A refusal seen during the run is tried again at its end: a collector that came back (a restart)
+// is waited for, and everything queued reaches it; one still gone is given up at once.
+func TestSpanQueueRefusalRetriedAtDrain(t *testing.T) {
+	for _, back := range []bool{true, false} {
+		t.Run(fmt.Sprintf("back=%v", back), func(t *testing.T) {
+			f := &fakeExporter{export: func(context.Context, int) error { return nil }}
+			q := newSpanQueue(time.Minute)
+			var probes atomic.Int64
+			q.probe = func() error {
+				probes.Add(1)
+				if back {
+					return nil
+				}
+				return os.NewSyscallError("connect", syscall.ECONNREFUSED)
+			}
+			q.attempt(fmt.Errorf(`rpc error: code = Unavailable desc = "dial tcp 127.0.0.1:4317: connect: %v"`, syscall.ECONNREFUSED))
+			q.start(f)
+			endSpans(q, 10)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			defer q.drain(ctx)()
+			_ = q.Shutdown(ctx)
+			want := int64(0)
+			if back {
+				want = 10
+			}
+			if probes.Load() == 0 {
+				t.Error("the stale refusal was not tried again")
+			}
+			checkTotals(t, q, 10, want)
+		})
+	}
+}
+
+// Lossless export (DetailFull) waits for a refusing collector within the budget: a restart that
+// ends before it loses nothing.
+func TestSpanQueuePatientWaitsForRestart(t *testing.T) {
+	refusedErr := os.NewSyscallError("connect", syscall.ECONNREFUSED)
+	f := &fakeExporter{export: func(_ context.Context, call int) error {
+		if call <= 3 {
+			return refusedErr // down for the first three attempts
+		}
+		return nil
+	}}
+	q := newSpanQueue(time.Minute)
+	q.patient = true
+	q.probe = func() error { return refusedErr }
+	q.attempt(refusedErr)
+	n := 4 * spanBatchSize
+	endSpans(q, n) // queued before the export starts: four full batches
+	q.start(f)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	defer q.drain(ctx)()
+	if err := q.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The three refused batches were dropped (the exporter's own retries gave up on each); the queue
+	// went on and the collector, back, took the rest.
+	checkTotals(t, q, n, int64(n-3*spanBatchSize))
 }
 
 // When the budget ends, the export under way is cancelled, a producer waiting for room is let go,

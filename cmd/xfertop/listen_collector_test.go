@@ -225,6 +225,61 @@ func checkPrometheus(t *testing.T, got []promSeries, want *report.Report) {
 	}
 }
 
+// The Collector restarts while two hosts export through it. While it is down, the hosts' exporters
+// retry, so none of their data is dropped. Stopped as a restart stops it (SIGTERM: it drains what it
+// holds), nothing is lost at all and the merged report is the run's. Crashed (SIGKILL: what it had
+// taken and not yet sent is gone), the exporters cannot know (the Collector had taken it): listen
+// counts those events lost, from the gaps in each host's numbered stream. Either way every event of
+// the run is received or counted lost, and every span built is counted exported or dropped.
+func TestCollectorRestart(t *testing.T) {
+	collectorBin(t)
+	// 2 s of the run replayed at half speed: 4 s of export (the first 1.8 s are the communicators'
+	// setup, with little to send), the Collector down from 2.6 s to 3.4 s. Listen waits 8 s without
+	// data before it ends, and 30 s for a gap in a host's stream to fill: longer than the outage, the
+	// retries after it, and the Collector's own sending out of order (it exports from several
+	// goroutines), on a slow machine and under the race detector too.
+	want, path := recordRun(t, "--scenario", "crosshost", "--steps", "300")
+	paths := splitByHost(t, path)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			l := startListen(t, "--exit-after-idle", "8s", "--reorder-wait", "30s")
+			c := startCollector(t, l.grpc)
+			done := make(chan []*report.Report, 1)
+			go func() { done <- replayTo(t, c.grpc, paths, "--speed", "0.5") }()
+			time.Sleep(2600 * time.Millisecond)
+			c.stop(t, sig)
+			time.Sleep(800 * time.Millisecond)
+			c.start(t)
+			sent := <-done
+			if sent == nil {
+				t.FailNow()
+			}
+			got := l.report(t)
+			var built, exported, dropped int64
+			for _, s := range sent {
+				x := s.Export
+				if x == nil || x.SpansBuilt != x.SpansExported+x.SpansDropped || x.EventsDropped != 0 {
+					t.Fatalf("a host's export does not account for its spans: %+v", x)
+				}
+				built, exported, dropped = built+x.SpansBuilt, exported+x.SpansExported, dropped+x.SpansDropped
+			}
+			t.Logf("hosts: %d spans built, %d exported, %d dropped; listen: %d spans taken, %d events, %d lost, %d duplicates",
+				built, exported, dropped, got.Receive.Spans, got.Events, got.Receive.Lost, got.Receive.Duplicates)
+			if dropped != 0 {
+				t.Errorf("the hosts dropped %d spans: their retries should have covered the Collector's restart (%q, %q)",
+					dropped, sent[0].Export.State, sent[1].Export.State)
+			}
+			if got.Receive == nil || got.Events+got.Receive.Lost != want.Events || got.DroppedEvents != got.Receive.Lost {
+				t.Fatalf("listen received %d events and counted %d lost (report %+v); the run had %d events",
+					got.Events, got.DroppedEvents, got.Receive, want.Events)
+			}
+			if sig == syscall.SIGTERM || got.Receive.Lost == 0 {
+				checkMerged(t, want, got, sent)
+			}
+		})
+	}
+}
+
 // promSeries is one sample of a Prometheus text exposition.
 type promSeries struct {
 	name   string
