@@ -282,10 +282,29 @@ func (s *listenSource) Status() ui.Status {
 }
 
 func listenConsole(ctx context.Context, o *listenOpts, logs *lineLog) error {
-	sinks := &listenSinks{strs: timeline.NewStrings(), record: o.record, metaSet: chanOnce{ch: make(chan struct{})}}
-	sinks.window = timeline.NewWindow(o.console.window, sinks.strs)
 	// Log lines would write over the console: what they say is counted in its header instead.
 	logs.w = io.Discard
+	src, err := startListenSource(o)
+	if err != nil {
+		return listenError(err)
+	}
+	cerr := runConsole(ctx, src, o.console)
+	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = src.l.Close(closeCtx)
+	if err := closeListenRecording(src.sinks, src.l); err != nil {
+		return err
+	}
+	if cerr != nil && ctx.Err() == nil {
+		return failure(fmt.Errorf("console: %w", cerr))
+	}
+	return nil
+}
+
+// startListenSource starts the listener and the console's window it fills.
+func startListenSource(o *listenOpts) (*listenSource, error) {
+	sinks := &listenSinks{strs: timeline.NewStrings(), record: o.record, metaSet: chanOnce{ch: make(chan struct{})}}
+	sinks.window = timeline.NewWindow(o.console.window, sinks.strs)
 	l, err := receiver.Listen(o.cfg, sinks.strs, func(m timeline.Meta) timeline.Sink {
 		s := sinks.onMeta(m)
 		// A new generation before the first event: the console reads the sender's description
@@ -294,18 +313,7 @@ func listenConsole(ctx context.Context, o *listenOpts, logs *lineLog) error {
 		return s
 	})
 	if err != nil {
-		return listenError(err)
+		return nil, err
 	}
-	src := &listenSource{l: l, win: sinks.window, sinks: sinks, addrs: listenAddrs(l)}
-	cerr := runConsole(ctx, src, o.console)
-	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = l.Close(closeCtx)
-	if err := closeListenRecording(sinks, l); err != nil {
-		return err
-	}
-	if cerr != nil && ctx.Err() == nil {
-		return failure(fmt.Errorf("console: %w", cerr))
-	}
-	return nil
+	return &listenSource{l: l, win: sinks.window, sinks: sinks, addrs: listenAddrs(l)}, nil
 }

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xfertop/xfertop/receiver"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui"
+)
+
+// Run with: go test ./cmd/xfertop -run '^$' -bench Listen64 -benchtime 1x
+
+// Load of BenchmarkListen64Senders: 64 hosts of 8 GPUs, each sending its own numbered stream, a
+// request every 100 ms as an OTLP exporter's batches go: 64 × 80 × 512 = 2.6 M spans in 8 s
+// (330 000 spans/s), well past the window's 1 M events.
+const (
+	benchSenders  = 64
+	benchRequests = 80  // per sender
+	benchSpans    = 512 // per request
+	benchEvery    = 100 * time.Millisecond
+	benchEpoch    = int64(1_700_000_000_000_000_000)
+)
+
+func kv(k string, v any) *commonpb.KeyValue {
+	switch v := v.(type) {
+	case string:
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+	case int:
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(v)}}}
+	}
+	panic(fmt.Sprintf("kv %T", v))
+}
+
+// benchRequest is request r of host h: kernels on its 8 GPUs (two streams each), numbered in its
+// session, 10 µs each, as `--otlp-detail full` sends them. The senders stand for other machines:
+// they send bytes encoded beforehand, spending as little of this one's CPU as they can.
+func benchRequest(h, r int) *collectortrace.ExportTraceServiceRequest {
+	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
+		kv("service.name", "xfertop"), kv("host.name", "host-"+strconv.Itoa(h)), kv("xfertop.host", h),
+		kv("xfertop.session", fmt.Sprintf("bench-%d", h)), kv("xfertop.detail", "full"),
+		kv("xfertop.meta.epoch_unix_ns", strconv.FormatInt(benchEpoch, 10)), kv("xfertop.meta.gpus_per_host", "8"),
+		kv("xfertop.meta.devices", strconv.Itoa(8*benchSenders)), kv("xfertop.meta.scenario", "load"),
+	}}
+	spans := make([]*tracepb.Span, benchSpans)
+	for i := range spans {
+		seq := r*benchSpans + i
+		dev, stream := h*8+i%8, 1+(i/8)%2
+		start := benchEpoch + int64(seq/16)*10_000
+		spans[i] = &tracepb.Span{Name: "kernel", StartTimeUnixNano: uint64(start), EndTimeUnixNano: uint64(start + 9_000),
+			Attributes: []*commonpb.KeyValue{kv("xfertop.kind", "kernel"), kv("xfertop.device", dev), kv("xfertop.stream", stream),
+				kv("xfertop.seq", seq), kv("xfertop.label", "gemm")}}
+	}
+	return &collectortrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}}
+}
+
+// bytesCodec sends requests already encoded.
+type bytesCodec struct{}
+
+func (bytesCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
+func (bytesCodec) Unmarshal([]byte, any) error   { return nil } // the response is empty
+func (bytesCodec) Name() string                  { return "proto" }
+
+// send pushes host h's requests to addr, each encoded as it goes (holding them all would put the
+// senders' gigabyte in the figures of the console's memory), waiting as an OTLP exporter does when
+// told to retry.
+func send(addr string, h int) error {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	tick := time.NewTicker(benchEvery)
+	defer tick.Stop()
+	for r := range benchRequests {
+		req, err := proto.Marshal(benchRequest(h, r))
+		if err != nil {
+			return err
+		}
+		<-tick.C
+		for tries := 0; ; tries++ {
+			var resp []byte
+			err := cc.Invoke(context.Background(), "/opentelemetry.proto.collector.trace.v1.TraceService/Export", req, &resp, grpc.ForceCodec(bytesCodec{}))
+			if err == nil {
+				break
+			}
+			if status.Code(err) != codes.ResourceExhausted || tries > 100 {
+				return err
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// rssBytes is the process's resident set (Linux), 0 where it cannot be read.
+func rssBytes() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// BenchmarkListen64Senders is `xfertop listen`'s console under load: 64 senders on loopback push
+// their streams (2.6 M spans over 8 s) at once while the console ticks as it does on screen (a refresh that
+// folds what arrived, then a frame of the overview) every 60 ms. It reports the frame time (tick
+// handling and View together) at p50, p99 and max, the frame's own CPU time (without the waits for
+// a core the receiver's goroutines cause) and View's alone, the spans/s received, and the heap and
+// RSS once the window holds its 1 M events: memory is bounded by the window, not by what was sent.
+func BenchmarkListen64Senders(b *testing.B) {
+	for b.Loop() {
+		o := &listenOpts{cfg: receiver.Config{GRPC: "127.0.0.1:0"}, console: consoleOpts{tick: 60 * time.Millisecond, window: timeline.DefaultWindow}}
+		src, err := startListenSource(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := ui.New(src, ui.Options{Tick: o.console.tick, IsDark: true})
+		next := m.Init()
+		m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+		var sending atomic.Int32
+		sending.Store(benchSenders)
+		errs := make(chan error, benchSenders)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for h := range benchSenders {
+			wg.Go(func() {
+				defer sending.Add(-1)
+				if err := send(src.l.GRPCAddr().String(), h); err != nil {
+					errs <- err
+				}
+			})
+		}
+		var frames, views, cpu []time.Duration
+		runtime.LockOSThread() // so that the thread's CPU time is the frames'
+		for sending.Load() > 0 || len(frames) == 0 {
+			msg := next() // the tick: waits 60 ms, as Bubble Tea's timer does
+			c0, t0 := threadCPU(), time.Now()
+			_, next = m.Update(msg)
+			t1 := time.Now()
+			_ = m.View()
+			frames = append(frames, time.Since(t0))
+			views = append(views, time.Since(t1))
+			cpu = append(cpu, time.Duration(threadCPU()-c0))
+		}
+		runtime.UnlockOSThread()
+		elapsed := time.Since(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		if err := src.l.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		msg := next()
+		m.Update(msg) // the last events, folded
+		tot := src.l.Totals()
+		if want := int64(benchSenders * benchRequests * benchSpans); tot.Events != want || tot.Lost != 0 || len(tot.Hosts) != benchSenders {
+			b.Fatalf("received %d events from %d hosts, %d lost; want %d from %d", tot.Events, len(tot.Hosts), tot.Lost, want, benchSenders)
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		at := func(d []time.Duration, q float64) float64 {
+			slices.Sort(d)
+			return float64(d[min(len(d)-1, int(float64(len(d))*q))].Microseconds()) / 1000
+		}
+		b.ReportMetric(at(frames, 0.5), "frame-ms-p50")
+		b.ReportMetric(at(frames, 0.99), "frame-ms-p99")
+		b.ReportMetric(at(frames, 1), "frame-ms-max")
+		b.ReportMetric(at(cpu, 0.5), "frame-cpu-ms-p50")
+		b.ReportMetric(at(cpu, 0.99), "frame-cpu-ms-p99")
+		b.ReportMetric(at(views, 0.99), "view-ms-p99")
+		b.ReportMetric(float64(len(frames)), "frames")
+		b.ReportMetric(float64(tot.Events)/elapsed.Seconds(), "spans/s")
+		snap := src.win.Snapshot()
+		b.ReportMetric(float64(snap.Len()), "window-events")
+		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+		b.ReportMetric(rssBytes()/(1<<20), "rss-MiB")
+	}
+}
