@@ -68,8 +68,16 @@ func (s *Sim) resolve(o *opState, err error) {
 }
 
 func (s *Sim) emitOp(oi int32) {
+	if e := s.opEvent(oi, s.now); e.Kind != timeline.KindNone {
+		s.emit(e)
+	}
+}
+
+// opEvent is the event the op in slot oi is reported as, ending at end; its Kind is KindNone for
+// an op that is not reported (an event wait that did not wait, a record).
+func (s *Sim) opEvent(oi int32, end int64) timeline.Event {
 	o := &s.ops[oi]
-	e := timeline.Event{Start: o.start, End: s.now, Queued: o.queued, Bytes: o.op.Bytes, Op: o.op.ID, Device: int32(o.op.Device),
+	e := timeline.Event{Start: o.start, End: end, Queued: o.queued, Bytes: o.op.Bytes, Op: o.op.ID, Device: int32(o.op.Device),
 		Peer: int32(o.op.Peer), Stream: uint32(o.op.Stream), Group: o.group, Comm: o.op.Comm, Barrier: o.op.Barrier,
 		Label: o.op.Label, Host: s.hostOf(o.op.Device), Priority: int8(s.streams[o.op.Stream].prio)}
 	if o.failed {
@@ -98,14 +106,11 @@ func (s *Sim) emitOp(oi int32) {
 	case engine.OpGroup:
 		e.Kind, e.Aux, e.Peer, e.Op = timeline.KindGroupLaunch, uint32(len(o.op.Parts)), timeline.NoDevice, 0
 	case engine.OpWaitEvent:
-		if o.waitAt < 0 {
-			return
+		if o.waitAt >= 0 {
+			e.Kind, e.Start, e.Aux, e.Peer, e.Op = timeline.KindEventWait, o.waitAt, uint32(o.op.Event), timeline.NoDevice, 0
 		}
-		e.Kind, e.Start, e.Aux, e.Peer, e.Op = timeline.KindEventWait, o.waitAt, uint32(o.op.Event), timeline.NoDevice, 0
-	default:
-		return
 	}
-	s.emit(e)
+	return e
 }
 
 func (s *Sim) emit(e timeline.Event) {

@@ -76,6 +76,8 @@ type Sim struct {
 	touched  []int32
 	pending  []int32 // flows of the collective being started
 	hostSeen []int   // scratch: hosts of a communicator
+
+	running running // the ops in flight, as InFlight reads them
 }
 
 // New builds a simulator of cfg.Topology that emits its events to sink, interning labels in strs.
@@ -199,10 +201,20 @@ func (s *Sim) Run(ctx context.Context) error {
 		// step finish early by the sleep threshold and the drift add up.
 		s.paceWall, s.paceSim = time.Now(), s.now
 	}
+	defer s.publish() // what is left running when Run returns (nothing, unless it ended early)
+	return s.run(ctx, math.MaxInt64)
+}
+
+// run dispatches the simulation's items up to simulated time until (inclusive), while anything
+// submitted is still pending.
+func (s *Sim) run(ctx context.Context, until int64) error {
 	for s.pendingCmds+s.pendingOps+s.batched > 0 {
 		if len(s.q) == 0 {
 			s.runErr = s.deadlock()
 			return s.runErr
+		}
+		if s.q[0].t > until {
+			return nil
 		}
 		it := s.q.pop()
 		if s.stale(it) {
@@ -210,6 +222,7 @@ func (s *Sim) Run(ctx context.Context) error {
 		}
 		s.handled++
 		if s.handled&1023 == 0 {
+			s.publish()
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("%w at %.3f ms simulated: %v", engine.ErrCanceled, float64(s.now)/1e6, err)
 			}
@@ -217,6 +230,7 @@ func (s *Sim) Run(ctx context.Context) error {
 		if s.cfg.Speed > 0 && it.t > s.now {
 			target := s.paceWall.Add(time.Duration(float64(it.t-s.paceSim) / s.cfg.Speed))
 			if d := time.Until(target); d > time.Millisecond {
+				s.publish() // the console reads what runs while the simulation waits for the wall clock
 				select {
 				case <-ctx.Done():
 					return fmt.Errorf("%w at %.3f ms simulated: %v", engine.ErrCanceled, float64(s.now)/1e6, ctx.Err())

@@ -1,0 +1,83 @@
+package sim
+
+import (
+	"sync"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// running is the simulation's ops in flight as last published, for readers on other goroutines
+// (the console). The simulation publishes every 1,024 items it handles, before each pacing sleep,
+// and when Run returns; between those it never takes the lock, so the hot path pays nothing.
+type running struct {
+	mu    sync.Mutex
+	evs   []timeline.Event // published: read under mu
+	spare []timeline.Event // the simulation's own buffer, swapped with evs on publish
+}
+
+// InFlight appends to dst the ops that were running when the simulation last published them, and
+// returns it. Each is the event the op will be reported as when it ends, except that End is the
+// simulated time it was last seen running (so End >= Start; the op may have ended since): a kernel
+// holding the SMs, a copy, a send, receive or collective moving data, a barrier or an event wait
+// under way, and, before a send, receive or collective has its peers, its peer wait. Ops queued on
+// a stream or waiting for the SMs are not running and are left out. It is safe to call from any
+// goroutine while Run runs, and appends without allocating once dst has room.
+func (s *Sim) InFlight(dst []timeline.Event) []timeline.Event {
+	s.running.mu.Lock()
+	defer s.running.mu.Unlock()
+	return append(dst, s.running.evs...)
+}
+
+// publish makes the ops running now what InFlight returns.
+func (s *Sim) publish() {
+	r := &s.running
+	r.spare = s.inFlight(r.spare[:0])
+	r.mu.Lock()
+	r.evs, r.spare = r.spare, r.evs
+	r.mu.Unlock()
+}
+
+// inFlight appends the ops running at s.now to dst, on the simulation's goroutine.
+func (s *Sim) inFlight(dst []timeline.Event) []timeline.Event {
+	for oi := range s.ops {
+		if e, ok := s.runningOp(int32(oi)); ok {
+			dst = append(dst, e)
+		}
+	}
+	return dst
+}
+
+// runningOp is the event of the op in slot oi as it stands at s.now, when that op is running.
+func (s *Sim) runningOp(oi int32) (timeline.Event, bool) {
+	o := &s.ops[oi]
+	if !o.live || (o.parent < 0 && s.streams[o.op.Stream].running != oi) {
+		return timeline.Event{}, false // a free slot, or an op queued behind its stream's head
+	}
+	switch o.op.Kind {
+	case engine.OpKernel:
+		if o.parent < 0 && s.devs[o.op.Device].running != oi {
+			return timeline.Event{}, false // waiting for the SMs
+		}
+	case engine.OpSend, engine.OpRecv, engine.OpCollective:
+		if !o.matched {
+			if o.waitAt < 0 {
+				return timeline.Event{}, false // waiting for the SMs
+			}
+			// Launched, waiting for its peers: reported as a peer wait when they come.
+			e := s.opEvent(oi, s.now)
+			e.Kind, e.Sub, e.Start, e.Aux, e.Ranks = timeline.KindPeerWait, 0, o.waitAt, 0, 0
+			e.Peer = int32(o.op.Peer)
+			return e, true
+		}
+	case engine.OpBarrier, engine.OpWaitEvent:
+		if o.waitAt < 0 {
+			return timeline.Event{}, false
+		}
+	case engine.OpCopy:
+	default: // records are instants; a group launch is drawn through its parts
+		return timeline.Event{}, false
+	}
+	e := s.opEvent(oi, s.now)
+	return e, e.Kind != timeline.KindNone
+}
