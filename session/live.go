@@ -51,6 +51,23 @@ func StartLive(ctx context.Context, cfg Config) (*Live, error) {
 // Snapshot returns the run's recent events.
 func (l *Live) Snapshot() timeline.Snapshot { return l.p.Snapshot() }
 
+// InFlight appends the run's ops still running to dst and returns it (see sim.Sim.InFlight); a
+// backend that cannot tell appends nothing. Safe to call while the run goes on.
+func (l *Live) InFlight(dst []timeline.Event) []timeline.Event { return l.p.InFlight(dst) }
+
+// inFlighter is a backend that knows the ops it has running: the sim and cuda backends.
+type inFlighter interface {
+	InFlight(dst []timeline.Event) []timeline.Event
+}
+
+// InFlight appends the ops the backend has running to dst and returns it; see Live.InFlight.
+func (p *Prepared) InFlight(dst []timeline.Event) []timeline.Event {
+	if f, ok := p.backend.(inFlighter); ok {
+		return f.InFlight(dst)
+	}
+	return dst
+}
+
 // Meta describes the run.
 func (l *Live) Meta() timeline.Meta { return l.p.Meta() }
 

@@ -40,6 +40,17 @@ type Source interface {
 	SeekTo(t int64) bool
 }
 
+// InFlighter is a Source that knows which ops are running now (a backend knows what it started
+// and has not finished; ops are otherwise reported only when they end). The console asks it each
+// tick, just before it takes the snapshot, so an op that ended in between is already in the
+// snapshot and ended after it was seen running.
+type InFlighter interface {
+	// InFlight appends the ops running now to dst and returns it, without allocating once dst has
+	// room. Each is the event the op will be reported as, except that End is when it was last seen
+	// running. It is called from the console's goroutine while the source produces events.
+	InFlight(dst []xtimeline.Event) []xtimeline.Event
+}
+
 // SourceInfo describes a source; it does not change while it runs.
 type SourceInfo struct {
 	Replay   bool
@@ -111,13 +122,14 @@ type Model struct {
 	paused        bool
 	showHelp      bool
 
-	snap   xtimeline.Snapshot
-	state  *agg.State         // what the timeline and the log draw
-	an     *analysis.Analyzer // every number, folded as events arrive
-	res    *analysis.Result   // the analysis as of the last refresh
-	gen    uint64             // the snapshot generation state and an were folded from
-	status Status
-	frames int
+	snap    xtimeline.Snapshot
+	state   *agg.State         // what the timeline and the log draw
+	an      *analysis.Analyzer // every number, folded as events arrive
+	res     *analysis.Result   // the analysis as of the last refresh
+	gen     uint64             // the snapshot generation state and an were folded from
+	running []xtimeline.Event  // the ops the source had running at the last refresh (reused)
+	status  Status
+	frames  int
 
 	fr       *widget.Frame // what every view draws from, updated in place
 	panes    []pane        // the views, in tab order
@@ -160,7 +172,12 @@ func newRoot(src Source, opts Options, compare bool) *Model {
 // syncFrame brings the views' Frame up to date with the root's state.
 func (m *Model) syncFrame() {
 	*m.fr = widget.Frame{Res: m.res, Snap: &m.snap, State: m.state, Meta: m.info.Meta, Styles: m.styles, Keys: m.keys,
-		Paused: m.paused, Live: !m.status.Done && m.status.Err == nil}
+		Paused: m.paused, Live: !m.status.Done && m.status.Err == nil, Running: m.running}
+	_, m.fr.RunningKnown = m.src.(InFlighter)
+	m.fr.Now = m.snap.Now
+	for i := range m.running {
+		m.fr.Now = max(m.fr.Now, m.running[i].End)
+	}
 }
 
 // configureKeys enables only the keys that work for this source.
@@ -213,6 +230,11 @@ func (m *Model) Init() tea.Cmd {
 // refresh reads a new snapshot and folds its new events into the display state and the analysis.
 // A new generation (a replay that sought) starts both afresh, so nothing is counted twice.
 func (m *Model) refresh() {
+	m.running = m.running[:0]
+	if f, ok := m.src.(InFlighter); ok {
+		m.running = f.InFlight(m.running)
+		widget.SortRunning(m.running)
+	}
 	m.snap = m.src.Snapshot()
 	if m.snap.Generation != m.gen {
 		m.gen = m.snap.Generation
@@ -440,7 +462,7 @@ func (m *Model) header() string {
 	}
 	item := func(k, v string) string { return st.Muted.Render(k+" ") + st.HeaderValue.Render(v) }
 	// Most important first: what is shown, its clock and state, what was lost; then the rest.
-	clock := item("t", units.Dur(m.snap.Now))
+	clock := item("t", units.Dur(m.fr.Now))
 	if m.info.Replay && m.info.Duration > 0 {
 		// Where the replay is in the recording: position / total and a bar.
 		frac := min(max(float64(m.snap.Now)/float64(m.info.Duration), 0), 1)

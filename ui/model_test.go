@@ -159,7 +159,7 @@ func TestTimelineKeys(t *testing.T) {
 	rows := tl.Rows()
 	plotW := 120 - timeline.LabelW
 	t1 := m.snap.Now
-	act, _ := strip.Cells(rows[1].Track, t1-int64(plotW)*tl.NsPerCol(), tl.NsPerCol(), plotW, 0)
+	act, _ := strip.Cells(rows[1].Track, t1-int64(plotW)*tl.NsPerCol(), tl.NsPerCol(), plotW, 0, nil)
 	col := -1
 	for c := range act {
 		if act[c] == 1 { // theme.Kernel

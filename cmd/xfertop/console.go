@@ -38,6 +38,10 @@ func (s liveSource) Info() ui.SourceInfo         { return s.info }
 func (s liveSource) Snapshot() timeline.Snapshot { return s.l.Snapshot() }
 func (s liveSource) SetSpeed(float64) bool       { return false }
 func (s liveSource) SeekTo(int64) bool           { return false }
+
+// InFlight makes the live console a ui.InFlighter: the backend's running ops are drawn up to now.
+func (s liveSource) InFlight(dst []timeline.Event) []timeline.Event { return s.l.InFlight(dst) }
+
 func (s liveSource) Status() ui.Status {
 	st := ui.Status{Speed: s.l.Speed(), Done: s.l.Done(), Err: s.l.Err(), Dropped: s.l.Dropped()}
 	if x := s.l.ExportStats(); x != nil {

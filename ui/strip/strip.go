@@ -45,14 +45,17 @@ func ActivityOf(k timeline.Kind, sub uint8) theme.Activity {
 // Cells draws one track over [t0, t0+w·ns). Zoomed out, several ops share a cell: the cell shows
 // the kind that fills most of its time (busy ops before waits when they tie), not whichever op
 // happens to touch it; time between ops is idle. which[c] is the event index of the op that fills
-// most of cell c, or -1.
+// most of cell c, -2-i for running[i], or -1.
 //
-// now > 0 is a live session's latest time: ops are reported when they end, so the time from the
-// track's last reported end up to now may be an op still running; it is drawn as Pending up to
-// now, so every stream reaches the live right edge instead of stopping where its last op ended.
-func Cells(tr *agg.Track, t0, ns int64, w int, now int64) (act []theme.Activity, which []int64) {
+// now > 0 is a live session's latest time. Ops are reported when they end, so a stream's time
+// since its last reported op is drawn up to now, and every stream reaches the live right edge:
+// running (the stream's ops the source says are still running, Frame.RunningOn) are drawn in
+// their kind from their start to now, and the rest is Pending (idle, or running unreported where
+// the source cannot tell). A running op seen before the stream's last reported end is stale (it
+// ended since) and left out.
+func Cells(tr *agg.Track, t0, ns int64, w int, now int64, running []timeline.Event) (act []theme.Activity, which []int64) {
 	var s Scratch
-	return s.Cells(tr, t0, ns, w, now)
+	return s.Cells(tr, t0, ns, w, now, running)
 }
 
 // Scratch holds the buffers Cells fills, so that a view drawing many tracks a frame reuses them
@@ -63,10 +66,15 @@ type Scratch struct {
 	which   []int64
 	whichNs []int64                      // how much of its cell the op named in which fills
 	sums    [][theme.NumActivities]int64 // time each kind fills in each cell
+	head    int                          // the column of the last Cells' running mark, or -1
 }
 
+// Head is the column where the last Cells drew the head of an op still running (the cell of
+// now), or -1: Draw marks it.
+func (s *Scratch) Head() int { return s.head }
+
 // Cells is Cells drawn into s's buffers: what it returns is valid until s's next call.
-func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64) (act []theme.Activity, which []int64) {
+func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64, running []timeline.Event) (act []theme.Activity, which []int64) {
 	if cap(s.act) < w {
 		s.act, s.which, s.whichNs, s.sums = make([]theme.Activity, w), make([]int64, w), make([]int64, w), make([][theme.NumActivities]int64, w)
 	}
@@ -77,11 +85,20 @@ func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64) (act []th
 	for i := range which {
 		which[i] = -1
 	}
+	s.head = -1
 	add := func(c, lo, hi int64, a theme.Activity, idx int64) {
 		n := max(hi-lo, 1)
 		sums[c][a] += n
-		if idx >= 0 && n > whichNs[c] {
+		if idx != -1 && n > whichNs[c] {
 			which[c], whichNs[c] = idx, n
+		}
+	}
+	// span adds [lo, hi) as a, cell by cell.
+	span := func(lo, hi int64, a theme.Activity, idx int64) {
+		for c := max((lo-t0)/ns, 0); c < min((hi-t0+ns-1)/ns, int64(w)); c++ {
+			if l, h := max(lo, t0+c*ns), min(hi, t0+(c+1)*ns); h > l {
+				add(c, l, h, a, idx)
+			}
 		}
 	}
 	t1 := t0 + ns*int64(w)
@@ -102,11 +119,7 @@ func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64) (act []th
 			continue
 		}
 		if prevEnd >= 0 && o.Start > prevEnd {
-			for c := max((prevEnd-t0)/ns, 0); c < min((o.Start-t0+ns-1)/ns, int64(w)); c++ {
-				if lo, hi := max(prevEnd, t0+c*ns), min(o.Start, t0+(c+1)*ns); hi > lo {
-					add(c, lo, hi, theme.Idle, -1)
-				}
-			}
+			span(prevEnd, o.Start, theme.Idle, -1)
 		}
 		a := ActivityOf(o.Kind, o.Sub)
 		lo := max((o.Start-t0)/ns, 0)
@@ -117,16 +130,14 @@ func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64) (act []th
 		prevEnd = max(prevEnd, o.End)
 	}
 	if k < len(ops) && prevEnd >= 0 && prevEnd < t1 { // the next op starts past the right edge: idle up to it
-		for c := max((prevEnd-t0)/ns, 0); c < int64(w); c++ {
-			if lo, hi := max(prevEnd, t0+c*ns), t0+(c+1)*ns; hi > lo {
-				add(c, lo, hi, theme.Idle, -1)
-			}
-		}
+		span(prevEnd, t1, theme.Idle, -1)
 	}
-	if last := lastEnd(ops); now > 0 && last >= 0 && last < now {
-		for c := max((last-t0)/ns, 0); c < min((now-t0+ns-1)/ns, int64(w)); c++ {
-			if lo, hi := max(last, t0+c*ns), min(now, t0+(c+1)*ns); hi > lo {
-				add(c, lo, hi, theme.Pending, -1)
+	if now > 0 {
+		s.live(tr, now, running, span)
+		if s.head >= 0 {
+			s.head = int((now - 1 - t0) / ns)
+			if s.head < 0 || s.head >= w {
+				s.head = -1
 			}
 		}
 	}
@@ -141,6 +152,30 @@ func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64) (act []th
 	return act, which
 }
 
+// live adds a live track's time from its last reported end up to now: its running ops in their
+// kinds, Pending before the first of them (or up to now when none runs). It sets s.head to 0
+// when a running op reaches now.
+func (s *Scratch) live(tr *agg.Track, now int64, running []timeline.Event, span func(lo, hi int64, a theme.Activity, idx int64)) {
+	last := lastEnd(tr.Ops)
+	pendTo := now
+	for i := range running {
+		r := &running[i]
+		if r.End < last {
+			continue // seen running before the stream's last reported end: it has ended since
+		}
+		lo := max(r.Start, last)
+		if lo >= now {
+			continue
+		}
+		span(lo, now, ActivityOf(r.Kind, r.Sub), int64(-2-i))
+		pendTo = min(pendTo, lo)
+		s.head = 0
+	}
+	if last >= 0 && last < pendTo {
+		span(last, pendTo, theme.Pending, -1)
+	}
+}
+
 // lastEnd is the latest end among a track's last ops (sorted by start, so a late end is near the
 // tail), or -1 for none.
 func lastEnd(ops []agg.Op) int64 {
@@ -151,16 +186,22 @@ func lastEnd(ops []agg.Op) int64 {
 	return end
 }
 
-// Draw writes cells in their colours; cur >= 0 marks the cursor's cell.
-func Draw(st *theme.Styles, act []theme.Activity, cur int) string {
+// Draw writes cells in their colours; cur >= 0 marks the cursor's cell, head >= 0 the cell where
+// an op still running reaches now (theme.RunningMark in its kind's colour).
+func Draw(st *theme.Styles, act []theme.Activity, cur, head int) string {
 	var b strings.Builder
 	for i := 0; i < len(act); {
 		j := i
-		for j < len(act) && act[j] == act[i] && j != cur {
+		for j < len(act) && act[j] == act[i] && j != cur && j != head {
 			j++
 		}
 		if i == cur {
-			b.WriteString(st.Cursor.Render(act[i].Glyph()))
+			b.WriteString(st.Cursor.Render(glyphAt(act, i, head)))
+			i++
+			continue
+		}
+		if i == head {
+			b.WriteString(st.ActivityOn[act[i]] + theme.RunningMark + st.ActivityOff[act[i]])
 			i++
 			continue
 		}
@@ -172,6 +213,13 @@ func Draw(st *theme.Styles, act []theme.Activity, cur int) string {
 		i = j
 	}
 	return b.String()
+}
+
+func glyphAt(act []theme.Activity, i, head int) string {
+	if i == head {
+		return theme.RunningMark
+	}
+	return act[i].Glyph()
 }
 
 // Describe is a line about event idx: what it is, its bytes, peer, duration, rate and start.
@@ -201,12 +249,27 @@ func Describe(snap *timeline.Snapshot, st *theme.Styles, idx int64) string {
 	return strings.Join(parts, "  ")
 }
 
-// Legend draws the activities' glyphs and names, wrapped to w cells; live adds Pending.
-func Legend(st *theme.Styles, w int, live bool) string {
+// DescribeRunning is a line about an op still running at now: what it is, its bytes, peer, how
+// long it has run and its start.
+func DescribeRunning(snap *timeline.Snapshot, st *theme.Styles, e *timeline.Event, now int64) string {
+	parts := []string{st.Title.Render(e.Title(snap)), "running"}
+	if e.Bytes > 0 {
+		parts = append(parts, units.Bytes(e.Bytes))
+	}
+	if e.Peer >= 0 {
+		parts = append(parts, fmt.Sprintf("peer %d", e.Peer))
+	}
+	parts = append(parts, "for "+units.Dur(max(now, e.End)-e.Start)+" so far", "since "+units.Dur(e.Start))
+	return strings.Join(parts, "  ")
+}
+
+// Legend draws the activities' glyphs and names, wrapped to w cells; live adds Pending, and
+// running (the source reports the ops it has running) the running mark.
+func Legend(st *theme.Styles, w int, live, running bool) string {
 	var b strings.Builder
 	line, lineW := "", 0
-	for _, a := range theme.Legend(live) {
-		item := a.Glyph() + " " + a.Name()
+	put := func(glyph, styled, name string) {
+		item := glyph + " " + name
 		if lineW > 0 && lineW+2+len([]rune(item)) > w {
 			b.WriteString(line + "\n")
 			line, lineW = "", 0
@@ -215,8 +278,20 @@ func Legend(st *theme.Styles, w int, live bool) string {
 			line += "  "
 			lineW += 2
 		}
-		line += st.Activity[a].Render(a.Glyph()) + " " + a.Name()
+		line += styled + " " + name
 		lineW += len([]rune(item))
+	}
+	for _, a := range theme.Legend(live) {
+		name := a.Name()
+		if a == theme.Pending && running {
+			name = theme.PendingKnownName
+		}
+		put(a.Glyph(), st.Activity[a].Render(a.Glyph()), name)
+	}
+	if live && running {
+		// The analysis (the overview's busy/idle split, idle gaps, rates) folds ops as they end: a
+		// running op is drawn here and counted there once it ends.
+		put(theme.RunningMark, st.Title.Render(theme.RunningMark), "running (in totals once it ends)")
 	}
 	b.WriteString(line)
 	return b.String()

@@ -1,7 +1,10 @@
 package strip
 
 import (
+	"slices"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/agg"
@@ -17,7 +20,7 @@ func TestCellShowsDominantKind(t *testing.T) {
 		{Start: 1000, End: 1010, Index: 3, Kind: timeline.KindMemcpy, Sub: uint8(timeline.CopyH2D)},
 		{Start: 1500, End: 2000, Index: 4, Kind: timeline.KindKernel},
 	}}
-	act, which := Cells(tr, 0, 1000, 2, 0)
+	act, which := Cells(tr, 0, 1000, 2, 0, nil)
 	if act[0] != theme.Kernel || which[0] != 1 {
 		t.Errorf("cell 0: %v (op %d); want the kernel that fills 90%% of it", act[0], which[0])
 	}
@@ -26,34 +29,74 @@ func TestCellShowsDominantKind(t *testing.T) {
 	}
 }
 
-// Live, a stream's time after its last reported op is drawn up to now as Pending (an op may be
-// running there), so every stream reaches the right edge; a finished session (now 0) draws
-// nothing after the last op, and a stream with no op held draws nothing. A gap that goes on past
-// the right edge is idle.
+// Live, a stream's time after its last reported op is drawn up to now, so every stream reaches the
+// right edge: an op the source reports running in its kind from its start (the cell of now marked
+// as its head), the rest as Pending; a finished session (now 0) draws nothing after the last op,
+// and a stream with no op held draws nothing, unless one is running.
 func TestCellsLiveEdge(t *testing.T) {
 	kernel := agg.Track{Ops: []agg.Op{{Start: 0, End: 250, Index: 1, Kind: timeline.KindKernel}}}
+	const (
+		K = theme.Kernel
+		P = theme.Pending
+		C = theme.Collective
+		W = theme.PeerWait
+		N = theme.None
+	)
+	coll := timeline.Event{Kind: timeline.KindCollective, Start: 400, End: 650}
 	tests := []struct {
-		name string
-		tr   agg.Track
-		now  int64
-		want []theme.Activity
+		name    string
+		tr      agg.Track
+		now     int64
+		running []timeline.Event
+		want    []theme.Activity
+		which   []int64 // of the cells that name an op (nil: not checked)
+		head    int
 	}{
-		{"live", kernel, 700, []theme.Activity{theme.Kernel, theme.Kernel, theme.Kernel, theme.Pending, theme.Pending, theme.Pending, theme.Pending, theme.None, theme.None, theme.None}},
-		{"finished", kernel, 0, []theme.Activity{theme.Kernel, theme.Kernel, theme.Kernel, theme.None, theme.None, theme.None, theme.None, theme.None, theme.None, theme.None}},
-		{"empty", agg.Track{}, 700, make([]theme.Activity, 10)},
-		// The next op starts past the right edge: the gap up to it is idle, not blank.
-		{"gap past the edge", agg.Track{Ops: append(kernel.Ops[:1:1], agg.Op{Start: 2000, End: 2100, Index: 2, Kind: timeline.KindKernel})}, 0,
-			[]theme.Activity{theme.Kernel, theme.Kernel, theme.Kernel, theme.Idle, theme.Idle, theme.Idle, theme.Idle, theme.Idle, theme.Idle, theme.Idle}},
+		{"live", kernel, 700, nil, []theme.Activity{K, K, K, P, P, P, P, N, N, N}, nil, -1},
+		{"finished", kernel, 0, nil, []theme.Activity{K, K, K, N, N, N, N, N, N, N}, nil, -1},
+		{"empty", agg.Track{}, 700, nil, make([]theme.Activity, 10), nil, -1},
+		// A collective running since 400: pending (not known) from the kernel's end to its start,
+		// then the collective up to now, its head in the cell of now.
+		{"running", kernel, 700, []timeline.Event{coll}, []theme.Activity{K, K, K, P, C, C, C, N, N, N},
+			[]int64{1, 1, 1, -1, -2, -2, -2, -1, -1, -1}, 6},
+		// Seen running (End 200) before the stream's last reported end (250): it ended since.
+		{"stale", kernel, 700, []timeline.Event{{Kind: timeline.KindCollective, Start: 100, End: 200}},
+			[]theme.Activity{K, K, K, P, P, P, P, N, N, N}, nil, -1},
+		// Running since before the last reported end (a group's parts share a stream): drawn from
+		// that end.
+		{"overlapping", kernel, 700, []timeline.Event{{Kind: timeline.KindCollective, Start: 100, End: 690}},
+			[]theme.Activity{K, K, K, C, C, C, C, N, N, N}, nil, 6},
+		// A stream whose first op is still running reaches now too.
+		{"first op running", agg.Track{}, 520, []timeline.Event{{Kind: timeline.KindPeerWait, Start: 300, End: 500}},
+			[]theme.Activity{N, N, N, W, W, W, N, N, N, N}, nil, 5},
+		{"finished ignores running", kernel, 0, []timeline.Event{coll}, []theme.Activity{K, K, K, N, N, N, N, N, N, N}, nil, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			act, _ := Cells(&tt.tr, 0, 100, 10, tt.now) // cell 2 is half kernel, half pending: the kernel wins the tie
-			for c := range act {
-				if act[c] != tt.want[c] {
-					t.Errorf("cells %v; want %v", act, tt.want)
-					break
-				}
+			var s Scratch
+			act, which := s.Cells(&tt.tr, 0, 100, 10, tt.now, tt.running) // cell 2 is half kernel, half pending: the kernel wins the tie
+			if !slices.Equal(act, tt.want) {
+				t.Errorf("cells %v; want %v", act, tt.want)
+			}
+			if tt.which != nil && !slices.Equal(which, tt.which) {
+				t.Errorf("which %v; want %v", which, tt.which)
+			}
+			if s.Head() != tt.head {
+				t.Errorf("head %d; want %d", s.Head(), tt.head)
 			}
 		})
+	}
+}
+
+// The running mark replaces the glyph of the cell of now, in its kind's colour; elsewhere the
+// cells are drawn as before.
+func TestDrawHead(t *testing.T) {
+	st := theme.DefaultStyles(true)
+	act := []theme.Activity{theme.Kernel, theme.Collective, theme.Collective, theme.None}
+	if got := ansi.Strip(Draw(&st, act, -1, 2)); got != "█#» " {
+		t.Errorf("Draw with head 2 = %q; want %q", got, "█#» ")
+	}
+	if got := ansi.Strip(Draw(&st, act, -1, -1)); got != "█## " {
+		t.Errorf("Draw without head = %q; want %q", got, "█## ")
 	}
 }

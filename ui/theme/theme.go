@@ -42,6 +42,14 @@ var glyphs = [activityCount]string{" ", "█", "↓", "↑", "=", "~", ">", "<",
 var names = [activityCount]string{"", "kernel", "h2d copy", "d2h copy", "d2d copy", "p2p copy", "send", "recv", "collective",
 	"event wait", "barrier wait", "peer wait", "idle", "running or idle (not reported yet)"}
 
+// RunningMark marks where an op still running reaches now: the live edge of a stream drawn in
+// the op's kind.
+const RunningMark = "»"
+
+// PendingKnownName is Pending's name where the source reports the ops it has running: a stream's
+// unreported time is then idle, or an op waiting to run (for the SMs, or queued on the stream).
+const PendingKnownName = "idle or waiting (unreported)"
+
 // Glyph returns the activity's glyph.
 func (a Activity) Glyph() string { return glyphs[a] }
 

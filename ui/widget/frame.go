@@ -1,6 +1,9 @@
 package widget
 
 import (
+	"cmp"
+	"slices"
+
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
@@ -25,6 +28,45 @@ type Frame struct {
 	// Live is true while the source still produces events: the timeline then draws each stream
 	// up to now, the latest time any stream has reported.
 	Live bool
+	// Running is the ops the source reported still running when the snapshot was taken, sorted
+	// by device, stream and start; End is when each was last seen running. Ops are otherwise
+	// reported when they end, so these are drawn from their start to now. RunningKnown is whether
+	// the source can tell (ui.InFlighter); where it cannot, a stream's time since its last
+	// reported op may be an op running.
+	Running      []timeline.Event
+	RunningKnown bool
+	// Now is how far the source has got: the snapshot's latest reported end, or later when an op
+	// was seen running later than that (long ops run while nothing ends). The timeline's live
+	// edge; the analysis keeps to the snapshot's ops.
+	Now int64
+}
+
+// RunningOn returns the running ops of a device's stream (a sub-slice of Running; no copy).
+func (f *Frame) RunningOn(dev int32, stream uint32) []timeline.Event {
+	r := f.Running
+	i, _ := slices.BinarySearchFunc(r, [2]int64{int64(dev), int64(stream)}, cmpStream)
+	j := i
+	for j < len(r) && r[j].Device == dev && r[j].Stream == stream {
+		j++
+	}
+	return r[i:j:j]
+}
+
+func cmpStream(e timeline.Event, k [2]int64) int {
+	if c := cmp.Compare(int64(e.Device), k[0]); c != 0 {
+		return c
+	}
+	return cmp.Compare(int64(e.Stream), k[1])
+}
+
+// SortRunning sorts running ops as Frame.Running holds them: by device, stream and start.
+func SortRunning(r []timeline.Event) {
+	slices.SortFunc(r, func(a, b timeline.Event) int {
+		if c := cmpStream(a, [2]int64{int64(b.Device), int64(b.Stream)}); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Start, b.Start)
+	})
 }
 
 // Widget is what a view is: a concrete type T (a pointer) that updates itself and gives itself

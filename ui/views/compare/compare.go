@@ -162,7 +162,7 @@ func (m *Model) View() string {
 	var b strings.Builder
 	b.WriteString(ansi.Truncate(st.Title.Render("A ")+c.A+st.Title.Render("   B ")+c.B, w, "…") + "\n")
 	// The strips: a header line, each device of A then of B, and the legend.
-	legend := strip.Legend(st, w, false)
+	legend := strip.Legend(st, w, false, false)
 	legendH := strings.Count(legend, "\n") + 1
 	nd := max(len(m.sides[0].devices), len(m.sides[1].devices))
 	perRun := min(nd, max((h-1-2-6-1-legendH)/2, 1)) // keep six lines of table
@@ -256,13 +256,13 @@ func (m *Model) strips(perRun int) string {
 			}
 			d := s.devices[k]
 			lbl := fmt.Sprintf("%-*s", labelW, fmt.Sprintf("%s gpu %d", name, d.Device))
-			act, _ := m.scratch.Cells(d, t0, ns, plotW, 0)
+			act, _ := m.scratch.Cells(d, t0, ns, plotW, 0, nil)
 			for c := range act { // the strip ends with the step: a shorter step is a shorter strip
 				if t0+int64(c)*ns >= step.End {
 					act[c] = theme.None
 				}
 			}
-			b.WriteString(st.Muted.Render(lbl) + strip.Draw(st, act, -1) + "\n")
+			b.WriteString(st.Muted.Render(lbl) + strip.Draw(st, act, -1, -1) + "\n")
 		}
 	}
 	return b.String()

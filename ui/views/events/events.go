@@ -88,6 +88,22 @@ func line(snap *timeline.Snapshot, e *timeline.Event) string {
 		e.Title(snap))
 }
 
+// runningLine formats an op still running at now: "running" in place of its duration, and how
+// long it has run so far.
+func runningLine(snap *timeline.Snapshot, e *timeline.Event, now int64) string {
+	dev := "-"
+	if e.Device >= 0 {
+		dev = fmt.Sprint(e.Device)
+	}
+	extra := ""
+	if e.Bytes > 0 {
+		extra = units.Bytes(e.Bytes)
+	}
+	at := fmt.Sprintf("%.6f s", float64(e.Start)/1e9)
+	return fmt.Sprintf("%14s %-17s dev %-3s s%-4d %10s %9s  %s (%s so far)", at, e.Kind, dev, e.Stream, "running", extra,
+		e.Title(snap), units.Dur(max(now, e.End)-e.Start))
+}
+
 // View draws the newest lines that fit (the scroll offset above them), matching the search.
 func (v *Model) View() string {
 	fr, h := v.Fr, v.H
@@ -114,6 +130,14 @@ func (v *Model) View() string {
 	// above them) are found: a frame must not format thousands of lines.
 	want := list + v.offset
 	var picked []string
+	// Ops still running are the newest lines; they change each frame, so they are not kept.
+	if fr.Live {
+		for k := len(fr.Running) - 1; k >= 0 && len(picked) < want; k-- {
+			if l := runningLine(fr.Snap, &fr.Running[k], fr.Now); f == "" || strings.Contains(strings.ToLower(l), f) {
+				picked = append(picked, l)
+			}
+		}
+	}
 	for k := len(idx) - 1; k >= 0 && len(picked) < want; k-- {
 		l, ok := get(idx[k])
 		if !ok || (f != "" && !strings.Contains(strings.ToLower(l), f)) {

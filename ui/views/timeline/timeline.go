@@ -125,7 +125,7 @@ func (t *Model) key(msg tea.KeyPressMsg) {
 		t.follow = false
 	case key.Matches(msg, k.PanRight):
 		t.end = t.right() + int64(plotW/4)*t.nsPerCol
-		t.follow = t.end >= fr.Snap.Now
+		t.follow = t.end >= fr.Now
 	case key.Matches(msg, k.Left):
 		t.cursor = max(t.col(plotW)-1, 0)
 	case key.Matches(msg, k.Right):
@@ -133,7 +133,7 @@ func (t *Model) key(msg tea.KeyPressMsg) {
 	case key.Matches(msg, k.Follow):
 		t.follow = !t.follow
 		if !t.follow {
-			t.end = fr.Snap.Now
+			t.end = fr.Now
 		}
 	case key.Matches(msg, k.Collapse):
 		rows := t.Rows()
@@ -153,7 +153,7 @@ func (t *Model) col(plotW int) int {
 
 func (t *Model) right() int64 {
 	if t.follow {
-		return t.Fr.Snap.Now
+		return t.Fr.Now
 	}
 	return t.end
 }
@@ -186,7 +186,7 @@ func (t *Model) View() string {
 	t0 := t1 - int64(plotW)*t.nsPerCol
 	now := int64(0) // a finished session has nothing still running
 	if fr.Live {
-		now = fr.Snap.Now
+		now = fr.Now
 	}
 	cur := t.col(plotW)
 	var b strings.Builder
@@ -229,16 +229,21 @@ func (t *Model) View() string {
 		if sel {
 			lbl, c = st.Selected.Render(lbl), cur
 		}
-		act, which := t.scratch.Cells(tr, t0, t.nsPerCol, plotW, now)
-		b.WriteString(lbl + strip.Draw(st, act, c) + "\n")
-		if sel && which[cur] >= 0 {
-			detail = strip.Describe(fr.Snap, st, which[cur])
+		running := fr.RunningOn(tr.Device, tr.Stream)
+		act, which := t.scratch.Cells(tr, t0, t.nsPerCol, plotW, now, running)
+		b.WriteString(lbl + strip.Draw(st, act, c, t.scratch.Head()) + "\n")
+		switch w := which[cur]; {
+		case !sel:
+		case w >= 0:
+			detail = strip.Describe(fr.Snap, st, w)
+		case w <= -2:
+			detail = strip.DescribeRunning(fr.Snap, st, &running[-2-w], now)
 		}
 	}
 	if detail == "" {
 		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.Dur(t0+int64(cur)*t.nsPerCol)))
 	}
 	b.WriteString(detail + "\n")
-	b.WriteString(strip.Legend(st, w, fr.Live))
+	b.WriteString(strip.Legend(st, w, fr.Live, fr.RunningKnown))
 	return b.String()
 }
