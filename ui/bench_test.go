@@ -11,10 +11,11 @@ import (
 
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/views/compare"
 )
 
-// Run with: go test ./ui -run '^$' -bench Frame -cpu 1 -count 5 (frame time p99 goal: ≤ 3 ms)
+// Run with: go test ./ui -run '^$' -bench 'Frame|RunningTick' -cpu 1 -count 5 (frame time p99 goal: ≤ 3 ms)
 
 // millionEvents runs the overlap scenario on 32 GPUs (a compute and a transfer stream each: 64
 // streams) until its window holds a million events.
@@ -49,6 +50,18 @@ func BenchmarkFrame(b *testing.B) {
 			b.ReportMetric(float64(snap.Len()), "events")
 		})
 	}
+	// The timeline of a live run whose every stream has an op running: each drawn from its start
+	// to now, against the Timeline above (the same events, finished).
+	b.Run("TimelineRunning", func(b *testing.B) {
+		live := running(src, m)
+		lm := sized(live, 200, 60)
+		lm.tab = TabTimeline
+		if len(lm.fr.Running) != 64 || !lm.fr.Live {
+			b.Fatalf("%d ops running (live %v); want one per stream", len(lm.fr.Running), lm.fr.Live)
+		}
+		frameP99(b, lm)
+		b.ReportMetric(float64(snap.Len()), "events")
+	})
 	b.Run("Compare", func(b *testing.B) {
 		rep := report.Build(m.Result(), src.info.Meta, report.Run{})
 		run := compare.Run{Label: "overlap", Snap: snap}
@@ -95,4 +108,32 @@ func BenchmarkIngest(b *testing.B) {
 		m.state.Update(&snap, m.an.Emit)
 	}
 	b.ReportMetric(float64(snap.Len())*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// running is src, live, with an op running on each of m's streams since its last one ended.
+func running(src *fakeSource, m *Model) *runningSource {
+	live := &runningSource{fakeSource: &fakeSource{win: src.win, info: src.info, status: Status{Speed: 1}}}
+	now := m.snap.Now
+	for _, tr := range m.state.Tracks {
+		start := tr.Ops[len(tr.Ops)-1].End - 1
+		live.running = append(live.running, timeline.Event{Kind: timeline.KindKernel, Device: tr.Device, Stream: tr.Stream,
+			Start: min(start, now-1), End: now})
+	}
+	return live
+}
+
+// BenchmarkRunningTick is what a tick adds to ask a live source for its running ops (one per
+// stream of 64) and sort them for the timeline: no allocation once the buffer has grown.
+func BenchmarkRunningTick(b *testing.B) {
+	src := millionEvents(b)
+	m := sized(src, 200, 60)
+	live := running(src, m)
+	lm := New(live, Options{IsDark: true})
+	lm.readRunning()
+	b.ReportAllocs()
+	for b.Loop() {
+		lm.readRunning()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/tick")
+	b.ReportMetric(float64(len(lm.running)), "ops")
 }

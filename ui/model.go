@@ -230,11 +230,7 @@ func (m *Model) Init() tea.Cmd {
 // refresh reads a new snapshot and folds its new events into the display state and the analysis.
 // A new generation (a replay that sought) starts both afresh, so nothing is counted twice.
 func (m *Model) refresh() {
-	m.running = m.running[:0]
-	if f, ok := m.src.(InFlighter); ok {
-		m.running = f.InFlight(m.running)
-		widget.SortRunning(m.running)
-	}
+	m.readRunning()
 	m.snap = m.src.Snapshot()
 	if m.snap.Generation != m.gen {
 		m.gen = m.snap.Generation
@@ -248,6 +244,15 @@ func (m *Model) refresh() {
 	m.res = m.an.Result(&m.snap)
 	m.status = m.src.Status()
 	m.syncFrame()
+}
+
+// readRunning asks the source for the ops it has running, into the buffer of the last tick.
+func (m *Model) readRunning() {
+	m.running = m.running[:0]
+	if f, ok := m.src.(InFlighter); ok {
+		m.running = f.InFlight(m.running)
+		widget.SortRunning(m.running)
+	}
 }
 
 // paneHas reports whether the current view uses a key itself.
