@@ -155,6 +155,8 @@ type Backend struct {
 
 	retired []uint32           // communicators the client dropped: destroyed after the current run
 	faults  []engine.CommFault // communicators NCCL reported an asynchronous error for
+
+	running running // the ops running on the GPUs, as InFlight reads them
 }
 
 // barrier is one barrier instance: each rank's stream records an event where it arrives, and every

@@ -33,8 +33,13 @@ func (b *Backend) poll(ctx context.Context) error {
 	}
 	var pending []inflight
 	open := true
-	lastCheck := time.Now()
+	lastCheck, lastRunning := time.Now(), time.Now()
+	defer b.clearRunning()
 	for open || len(pending) > 0 {
+		if time.Since(lastRunning) >= runningPoll {
+			lastRunning = time.Now()
+			b.publishRunning(pending, use)
+		}
 		if time.Since(lastCheck) >= asyncErrorPoll {
 			lastCheck = time.Now()
 			for g := range b.gpus {
@@ -112,7 +117,21 @@ func (b *Backend) poll(ctx context.Context) error {
 
 func (b *Backend) complete(f inflight) {
 	start, end := b.gpuTime(f.gpu, f.start, f.queued), b.gpuTime(f.gpu, f.end, f.queued)
-	op := f.op
+	e := b.opEvent(&f, start, end)
+	if f.op.Kind == engine.OpGroup {
+		for _, part := range f.op.Parts {
+			pe := partEvent(e, part)
+			b.sink.Emit(&pe)
+			b.resolve(part.Future, part, f.rank, end, nil)
+		}
+	}
+	b.sink.Emit(&e)
+	b.resolve(f.op.Future, f.op, f.rank, end, nil)
+}
+
+// opEvent is the event op f is reported as, from start to end (ns since the session start).
+func (b *Backend) opEvent(f *inflight, start, end int64) timeline.Event {
+	op := &f.op
 	e := timeline.Event{Start: start, End: end, Queued: f.queued.Nanoseconds(), Bytes: op.Bytes, Op: op.ID, Device: int32(f.rank),
 		Peer: int32(op.Peer), Stream: uint32(op.Stream), Group: f.group, Comm: op.Comm, Barrier: op.Barrier, Label: op.Label,
 		Host: uint16(b.topo.HostOf(f.rank))}
@@ -134,20 +153,20 @@ func (b *Backend) complete(f inflight) {
 		e.Kind, e.Ranks, e.Peer = timeline.KindBarrier, uint16(len(op.Ranks)), -1
 	case engine.OpGroup:
 		e.Kind, e.Aux, e.Peer = timeline.KindGroupLaunch, uint32(len(op.Parts)), -1
-		for _, part := range op.Parts {
-			pe := e
-			pe.Kind, pe.Op, pe.Peer, pe.Bytes, pe.Aux = timeline.KindSend, part.ID, int32(part.Peer), part.Bytes, 0
-			if part.Kind == engine.OpRecv {
-				pe.Kind = timeline.KindRecv
-			} else if part.Kind == engine.OpCollective {
-				pe.Kind, pe.Sub, pe.Peer = timeline.KindCollective, uint8(part.Coll), -1
-			}
-			b.sink.Emit(&pe)
-			b.resolve(part.Future, part, f.rank, end, nil)
-		}
 	}
-	b.sink.Emit(&e)
-	b.resolve(op.Future, op, f.rank, end, nil)
+	return e
+}
+
+// partEvent is the event of one part of the group whose event is g.
+func partEvent(g timeline.Event, part engine.StreamOp) timeline.Event {
+	pe := g
+	pe.Kind, pe.Op, pe.Peer, pe.Bytes, pe.Aux = timeline.KindSend, part.ID, int32(part.Peer), part.Bytes, 0
+	if part.Kind == engine.OpRecv {
+		pe.Kind = timeline.KindRecv
+	} else if part.Kind == engine.OpCollective {
+		pe.Kind, pe.Sub, pe.Peer = timeline.KindCollective, uint8(part.Coll), -1
+	}
+	return pe
 }
 
 func (b *Backend) resolve(fut *engine.Future, op engine.StreamOp, rank engine.DeviceID, at int64, err error) {
