@@ -44,8 +44,9 @@ type Join struct {
 	hosts  map[string]uint16
 	ranks  map[int]*Member
 	hang   *hangs
-	spare  uint32 // the last stream id given outside the per-rank scheme
-	groups uint32 // the last group id given
+	open   *openColls // collectives posted and not reported ended: in flight
+	spare  uint32     // the last stream id given outside the per-rank scheme
+	groups uint32     // the last group id given
 	devs   int
 }
 
@@ -97,7 +98,7 @@ func NewJoin(cfg JoinConfig) *Join {
 		cfg.Clock = func(e *timeline.Event) int64 { return e.Start }
 	}
 	return &Join{cfg: cfg, peers: map[commRank]int32{}, hosts: map[string]uint16{}, ranks: map[int]*Member{},
-		hang: newHangs(cfg.HangTimeout), spare: firstSpareStream, groups: firstSpareStream}
+		hang: newHangs(cfg.HangTimeout), open: newOpenColls(), spare: firstSpareStream, groups: firstSpareStream}
 }
 
 // Strings is the session's string table.
@@ -175,9 +176,13 @@ func (j *Join) Event(mb *Member, e *timeline.Event) bool {
 		j.devs = max(j.devs, int(e.Device)+1)
 	case timeline.KindSend, timeline.KindRecv, timeline.KindCollective, timeline.KindPeerWait:
 		e.Peer = j.device(e.Comm, e.Peer)
+		if e.Kind == timeline.KindCollective {
+			j.open.ended(e)
+		}
 	case timeline.KindMark:
 		if j.cfg.Strings.Lookup(e.Label) == fold.PostedLabel {
 			j.hang.posted(e, j.cfg.Clock(e))
+			j.open.posted(mb, e)
 			return false
 		}
 		e.Peer = j.device(e.Comm, e.Peer)

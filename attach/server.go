@@ -75,7 +75,8 @@ type Server struct {
 	events   atomic.Int64
 	alerts   atomic.Int64
 
-	join *Join // the merger goroutine's only
+	join    *Join     // the merger goroutine's only
+	running published // the join's collectives in flight, for InFlight
 }
 
 // block is what a connection's reader hands the merger.
@@ -268,6 +269,7 @@ func (s *Server) merge(ctx context.Context) {
 			s.apply(b)
 		case <-tick.C:
 			s.checkHangs(time.Now())
+			s.publishRunning(time.Now().UnixNano() - s.epoch)
 		case <-finished:
 			for {
 				select {
@@ -297,6 +299,10 @@ func (s *Server) apply(b block) {
 	for i := range b.events {
 		s.emit(cs, &b.events[i])
 	}
+	if b.end {
+		s.join.Ended(cs.member)
+	}
+	s.publishRunning(time.Now().UnixNano() - s.epoch)
 	s.mu.Lock()
 	cs.rank.Events += int64(len(b.events))
 	cs.rank.Dropped = cs.dropped

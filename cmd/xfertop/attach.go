@@ -202,6 +202,10 @@ func (s attachSource) Info() ui.SourceInfo         { return s.info }
 func (s attachSource) Snapshot() timeline.Snapshot { return s.win.Snapshot() }
 func (s attachSource) SetSpeed(float64) bool       { return false }
 func (s attachSource) SeekTo(int64) bool           { return false }
+
+// InFlight makes the attach console a ui.InFlighter: collectives the ranks posted and have not
+// reported ended are drawn running up to now.
+func (s attachSource) InFlight(dst []timeline.Event) []timeline.Event { return s.srv.InFlight(dst) }
 func (s attachSource) Status() ui.Status {
 	st := ui.Status{Dropped: s.srv.Dropped()}
 	ranks := s.srv.Ranks()

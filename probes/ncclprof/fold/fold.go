@@ -8,7 +8,8 @@ import (
 )
 
 // PostedLabel labels the instant mark the folder emits when a rank posts a collective: what the
-// attach console's hang detector counts (a collective posted on some ranks and not others).
+// attach console's hang detector counts (a collective posted on some ranks and not others), and
+// what it draws as running on the collective's stream until the collective is reported ended.
 const PostedLabel = "nccl: collective posted"
 
 // Config tunes a Folder.
@@ -356,9 +357,10 @@ func (f *Folder) task(ci *ctxInfo, n *node, r *Record, parent *node) {
 		}
 		if f.cfg.Posted {
 			at := r.T - f.cfg.Epoch
-			f.emit(&timeline.Event{Kind: timeline.KindMark, Start: at, End: at, Queued: -1, Device: ci.device,
-				Op: n.opID, Sub: uint8(op), Comm: ci.comm32, Ranks: uint16(min(ci.NRanks, 1<<16-1)), Aux: uint32(r.A), Peer: int32(ci.Rank),
-				Label: f.label([]byte(PostedLabel))})
+			// With its stream and size, so that the console can draw it running until it ends.
+			f.emit(&timeline.Event{Kind: timeline.KindMark, Start: at, End: at, Queued: -1, Device: ci.device, Stream: n.stream,
+				Bytes: n.bytes, Op: n.opID, Sub: uint8(op), Comm: ci.comm32, Ranks: uint16(min(ci.NRanks, 1<<16-1)), Aux: uint32(r.A),
+				Peer: int32(ci.Rank), Label: f.label([]byte(PostedLabel))})
 		}
 	}
 }

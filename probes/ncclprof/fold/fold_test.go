@@ -112,7 +112,8 @@ func TestFoldCollective(t *testing.T) {
 			if g := kinds(evs, timeline.KindGroupLaunch); len(g) != 1 || g[0].Aux != 1 || g[0].Group != e.Group {
 				t.Errorf("group launches %+v (collective's group %d)", g, e.Group)
 			}
-			if m := kinds(evs, timeline.KindMark); len(m) != 1 || m[0].Op != e.Op || strs.Lookup(m[0].Label) != PostedLabel || m[0].Peer != 2 {
+			if m := kinds(evs, timeline.KindMark); len(m) != 1 || m[0].Op != e.Op || strs.Lookup(m[0].Label) != PostedLabel || m[0].Peer != 2 ||
+				m[0].Stream != e.Stream || m[0].Bytes != e.Bytes { // where and what the console draws running until it ends
 				t.Errorf("posted marks %+v", m)
 			}
 			if r := kinds(evs, timeline.KindRuntime); len(r) != 1 || strs.Lookup(r[0].Label) != "ncclAllReduce" {
