@@ -30,7 +30,7 @@ type GPU struct {
 	Arch         Arch    // which of NCCL's tuning tables apply
 	HBMBps       float64 // a device-to-device copy on one GPU (about half the datasheet's read+write figure)
 	NVLinkBps    float64 // per GPU, each direction; 0 without NVLink
-	NVLinkLinks  int     // NVLinks per GPU (an NVLS channel runs at one link's share)
+	NVLinkLinks  int     // NVLinks per GPU (informative: NCCL's NVLS graph takes the GPU's whole NVLink)
 	NVLinkGen    int     // NVLink generation (informative)
 	WaveNs       int64   // thread-block wave: how long a high-priority kernel may wait for SMs
 	KernelJitter float64 // relative uniform jitter applied to kernel durations

@@ -27,7 +27,7 @@ type Model struct {
 	NCCLNVLinkEff   float64 // fraction of NVLink line rate (PCIe without NVLink) NCCL's protocols reach
 	NCCLNICEff      float64 // fraction of NIC line rate NCCL reaches
 	P2PCopyEff      float64 // fraction of NVLink a cudaMemcpyPeer reaches
-	NVLinkLinks     int     // NVLinks per GPU (an NVLS channel runs at one link's share)
+	NVLinkLinks     int     // NVLinks per GPU (informative: NCCL's NVLS graph takes the GPU's whole NVLink)
 	NCCLChannels    int     // ring and tree channels NCCL opens
 	NVLSChannels    int     // NVLS channels
 	NVLS            bool    // NVSwitch with NVLink SHARP: the NVLS algorithm inside a host

@@ -323,8 +323,9 @@ func TestNetworkHopsAddNICLatency(t *testing.T) {
 // TestCrossHostAllReduceIsHierarchical: across hosts the all-reduce runs NCCL's hierarchical
 // algorithms: the tree (chains inside each host, a tree across hosts) up to mid sizes, then rings
 // that cross each host's boundary once per ring, so that at large sizes every GPU's NIC carries
-// one ring and the NICs, not NVLink, bound it (8 × 45 GB/s); NVLS-tree (NVLS inside each host, a
-// tree across) runs when forced. Inside one host the tree never wins (NCCL: ring or NVLS).
+// one ring and the slower of the NICs (8 × 47 GB/s) and NCCL's NVLink ring (370 GB/s) bounds it;
+// NVLS-tree (NVLS inside each host, a tree across) runs when forced. Inside one host the tree
+// never wins (NCCL: ring or NVLS).
 func TestCrossHostAllReduceIsHierarchical(t *testing.T) {
 	for _, tc := range []struct {
 		topo  string
@@ -349,9 +350,14 @@ func TestCrossHostAllReduceIsHierarchical(t *testing.T) {
 			t.Errorf("%s %d B: %s; want %v", tc.topo, tc.bytes, e.AlgoProto(), tc.algo)
 		}
 		if tc.topo == "h100x8x2" && tc.bytes == 1<<30 && tc.algo == timeline.AlgoRing {
-			m := sim.DefaultModel()
-			if nic := 8 * m.NICBps * m.NCCLNICEff / 1e9; bw > nic || bw < 0.9*nic {
-				t.Errorf("2×8 ring 1 GiB: busbw %.1f GB/s; want just under the NICs' %.1f", bw, nic)
+			tp, err := sim.TopologyByName(tc.topo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := sim.ModelOf(tp)
+			bound := min(8*m.NICBps*m.NCCLNICEff, m.NVLinkBps*m.NCCLNVLinkEff) / 1e9
+			if bw > bound || bw < 0.9*bound {
+				t.Errorf("2×8 ring 1 GiB: busbw %.1f GB/s; want just under the NICs' and NVLink ring's %.1f", bw, bound)
 			}
 		}
 	}
