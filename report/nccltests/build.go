@@ -11,22 +11,26 @@ import (
 var ErrNoSweep = fmt.Errorf("the report has no rows of that operation")
 
 // FromReport lays out a report's rows of op as an nccl-tests table: collective rows for a
-// collective, the send rows of the transfers table for send/recv (sendrecv_perf's pattern is one
-// send per rank). Every number is the analysis layer's: time is the row's total time over its
-// count, algbw and busbw are the row's own (nccl-tests' formulas, analysis/collectives.go). The
+// collective, the grouped send/recv iterations for send/recv (sendrecv_perf's time is per
+// iteration, every pair done: the slowest pair sets it). Every number is the analysis layer's:
+// time is the row's total time over its count, algbw and busbw are the row's own (nccl-tests'
+// formulas, analysis/collectives.go and analysis/p2p.go). The
 // simulator does not tell in-place from out-of-place, so the in-place columns repeat the
 // out-of-place ones; nothing is validated, so #wrong is N/A. The average bus bandwidth is over
 // the rows printed, both columns, as nccl-tests averages.
 func FromReport(r *report.Report, op timeline.CollOp, iters int) (*Table, error) {
 	t := &Table{Op: op, NThread: 1, NGpus: r.Devices, Iters: iters, Factor: 2}
 	if op == timeline.CollSendRecv {
-		for _, row := range r.Transfers.BySize {
-			if row.Kind != "send" || row.Count == 0 {
+		for _, row := range r.SendRecv {
+			if row.Count == 0 {
 				continue
 			}
-			t.add(op, r.Devices, row.Bytes/row.Count, row.BusyNs, row.Count, row.GBps, row.GBps, "")
+			if t.Ranks != 0 && row.Sends != t.Ranks {
+				return nil, fmt.Errorf("the report has send/recv iterations over %d and %d ranks: give one sweep", t.Ranks, row.Sends)
+			}
+			t.Ranks = row.Sends
+			t.add(op, row.Sends, row.Bytes, row.TimeNs, row.Count, row.AlgBW, row.AlgBW, "")
 		}
-		t.Ranks = r.Devices
 	} else {
 		for _, row := range r.Collectives {
 			if row.Op != op.String() || row.Count == 0 {
