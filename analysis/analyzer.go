@@ -15,6 +15,7 @@ type Analyzer struct {
 	seen        bool
 	steps       steps
 	transfers   *transfers
+	p2p         *p2pIterations
 	colls       *collectives
 	barriers    *barriers
 	comms       *comms
@@ -34,7 +35,7 @@ func New(m timeline.Meta) *Analyzer {
 
 // Reset forgets everything folded so far (a replay seeking back starts over).
 func (a *Analyzer) Reset() {
-	*a = Analyzer{meta: a.meta, transfers: newTransfers(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
+	*a = Analyzer{meta: a.meta, transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
 		links: newLinks(a.meta.HostGPUs()), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
 }
 
@@ -50,6 +51,7 @@ func (a *Analyzer) Emit(e *timeline.Event) {
 	a.first, a.last = min(a.first, e.Start), max(a.last, e.End)
 	a.steps.add(e)
 	a.transfers.add(e)
+	a.p2p.add(e)
 	a.colls.add(e)
 	a.barriers.add(e)
 	a.comms.add(e)
@@ -65,11 +67,13 @@ func (a *Analyzer) Events() int64 { return a.events }
 
 // Result is every number xfertop reports about a stream so far.
 type Result struct {
-	Events      int64
-	FirstNs     int64
-	DurationNs  int64 // last event end − first event start
-	Steps       Steps
-	Transfers   Transfers
+	Events     int64
+	FirstNs    int64
+	DurationNs int64 // last event end − first event start
+	Steps      Steps
+	Transfers  Transfers
+	// SendRecv is the grouped send/recv iterations (nccl-tests' sendrecv_perf rows).
+	SendRecv    []P2PIteration
 	Collectives Collectives
 	CommCache   CommCache
 	Groups      Groups
@@ -84,7 +88,7 @@ type Result struct {
 
 // Result computes the results so far. labels resolves alert messages.
 func (a *Analyzer) Result(labels Labels) *Result {
-	r := &Result{Events: a.events, Steps: a.steps.result(), Transfers: a.transfers.result(), Collectives: a.colls.result(),
+	r := &Result{Events: a.events, Steps: a.steps.result(), Transfers: a.transfers.result(), SendRecv: a.p2p.result(), Collectives: a.colls.result(),
 		Barriers: a.barriers.result(), StreamIdle: a.idle.result(), Breakdown: a.breakdown.result(), Links: a.links.result(),
 		Telemetry: a.telemetry.result()}
 	if a.seen {

@@ -15,7 +15,9 @@ type Topology struct {
 	// Interconnect joins a host's GPUs.
 	Interconnect Interconnect
 	// NVLS is NVLink SHARP: the NVSwitch reduces in the switch (NCCL's NVLS algorithms).
-	NVLS  bool
+	NVLS bool
+	// CPU is the hosts' CPU vendor: NCCL's tuner picks its LL bandwidth table across nodes by it.
+	CPU   CPUVendor
 	PCIe  PCIe
 	NICs  NICs
 	NCCL  NCCLTuning
@@ -28,7 +30,7 @@ type GPU struct {
 	Arch         Arch    // which of NCCL's tuning tables apply
 	HBMBps       float64 // a device-to-device copy on one GPU (about half the datasheet's read+write figure)
 	NVLinkBps    float64 // per GPU, each direction; 0 without NVLink
-	NVLinkLinks  int     // NVLinks per GPU (an NVLS channel runs at one link's share)
+	NVLinkLinks  int     // NVLinks per GPU (informative: NCCL's NVLS graph takes the GPU's whole NVLink)
 	NVLinkGen    int     // NVLink generation (informative)
 	WaveNs       int64   // thread-block wave: how long a high-priority kernel may wait for SMs
 	KernelJitter float64 // relative uniform jitter applied to kernel durations
@@ -61,6 +63,35 @@ func ParseArch(s string) (Arch, error) {
 		}
 	}
 	return 0, fmt.Errorf("%q is not an architecture (hopper, ampere, ada)", s)
+}
+
+// CPUVendor is a host CPU's vendor as NCCL's tuner tells them apart (ncclTopoCpuType).
+type CPUVendor uint8
+
+// CPU vendors. The zero value is Intel, the x86 hosts of the HGX boards the built-ins describe.
+const (
+	CPUIntel CPUVendor = iota
+	CPUAMD
+	CPUOther // Arm (Grace) and the rest: NCCL's tuner treats them as it treats Intel
+)
+
+var cpuNames = [...]string{CPUIntel: "intel", CPUAMD: "amd", CPUOther: "other"}
+
+func (c CPUVendor) String() string {
+	if int(c) < len(cpuNames) {
+		return cpuNames[c]
+	}
+	return fmt.Sprintf("cpu(%d)", c)
+}
+
+// ParseCPUVendor reads a CPU vendor name (intel, amd, other).
+func ParseCPUVendor(s string) (CPUVendor, error) {
+	for i, n := range cpuNames {
+		if n == s {
+			return CPUVendor(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a CPU vendor (intel, amd, other)", s)
 }
 
 // Interconnect is how a host's GPUs reach each other.

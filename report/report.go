@@ -71,6 +71,7 @@ type Report struct {
 	Ended          string                     `json:"ended,omitempty"`
 	Steps          analysis.Steps             `json:"steps"`
 	Transfers      analysis.Transfers         `json:"transfers"`
+	SendRecv       []analysis.P2PIteration    `json:"send_recv"`
 	Collectives    []analysis.Collective      `json:"collectives"`
 	CollIncomplete int64                      `json:"collectives_incomplete"`
 	CollStragglers []analysis.Straggler       `json:"collective_stragglers"`
@@ -122,7 +123,7 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 	r := &Report{Source: m.Source, Scenario: m.Scenario, Knobs: m.Knobs, Backend: m.Backend, Topology: m.Topology,
 		Devices: m.Devices, GPUsPerHost: m.GPUsPerHost, Seed: m.Seed, IdleMode: m.IdleMode.String(), KernelWaitNs: kw,
 		DurationNs: res.DurationNs, Events: res.Events, DroppedEvents: run.DroppedEvents, Ended: run.Ended,
-		Steps: res.Steps, Transfers: res.Transfers, Collectives: res.Collectives.Rows, CollIncomplete: res.Collectives.Incomplete,
+		Steps: res.Steps, Transfers: res.Transfers, SendRecv: res.SendRecv, Collectives: res.Collectives.Rows, CollIncomplete: res.Collectives.Incomplete,
 		CollStragglers: res.Collectives.Stragglers,
 		CommCache:      res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
 		AlertCount: res.AlertCount, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Telemetry: res.Telemetry}

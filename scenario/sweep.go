@@ -11,12 +11,14 @@ import (
 // per size, as nccl-tests' *_perf binaries do. op send_recv is sendrecv_perf's pattern: in one
 // group per rank, rank i sends to rank i+1 and receives from rank i−1 (a ring of point-to-point
 // transfers, not a collective). align: nccl-tests rounds each size the way nccl-tests does for
-// float data, so that the sizes of a simulated sweep are those of a real log line for line.
+// float data, so that the sizes of a simulated sweep are those of a real log line for line, and
+// drains every rank and meets at a barrier between sizes, as nccl-tests does before it times one.
 type sweepPhase struct {
 	op    timeline.CollOp
 	ranks []engine.DeviceID
 	sizes []int64
 	iters int
+	sync  bool // drain and meet between sizes, as nccl-tests does (align: nccl-tests)
 }
 
 func buildSweep(p *params, topo engine.Topology) (phase, error) {
@@ -34,6 +36,7 @@ func buildSweep(p *params, topo engine.Topology) (phase, error) {
 	if op == timeline.CollSendRecv && len(ph.ranks) < 2 {
 		return nil, errAt(p.src, p.line, "sweep: send_recv needs at least 2 ranks, got %d", len(ph.ranks))
 	}
+	ph.sync = align == "nccl-tests"
 	for s := lo; s <= hi; s *= factor {
 		if align == "nccl-tests" {
 			ph.sizes = append(ph.sizes, NCCLTestsSize(op, s, len(ph.ranks)))
@@ -75,6 +78,40 @@ func (ph *sweepPhase) issue(r *runner, _ int) error {
 			if _, err := r.c.Collective(ph.op, ph.ranks, size, FormatSize(size)); err != nil {
 				return err
 			}
+		}
+		if ph.sync {
+			if err := ph.meet(r, size); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// meet ends a size as nccl-tests does before it times the next: every rank's stream drains and the
+// ranks meet at a barrier, so that the next size starts on every rank at once. Without it the ranks
+// a size left idle start the next one early, and a sweep's per-iteration times (send/recv's, set by
+// its slowest pair) would include the previous size's tail.
+func (ph *sweepPhase) meet(r *runner, size int64) error {
+	for _, d := range ph.ranks {
+		ev, err := r.c.Record(r.c.TransferStream(d))
+		if err != nil {
+			return err
+		}
+		if err := r.c.WaitEvent(r.c.ComputeStream(d), ev); err != nil {
+			return err
+		}
+	}
+	if _, err := r.c.Barrier(ph.ranks, "sweep "+FormatSize(size)+" done"); err != nil {
+		return err
+	}
+	for _, d := range ph.ranks {
+		ev, err := r.c.Record(r.c.ComputeStream(d))
+		if err != nil {
+			return err
+		}
+		if err := r.c.WaitEvent(r.c.TransferStream(d), ev); err != nil {
+			return err
 		}
 	}
 	return nil

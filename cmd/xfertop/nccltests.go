@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/xfertop/xfertop/report/nccltests"
+	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -103,6 +104,15 @@ func simulateSweep(ctx context.Context, op timeline.CollOp, f *ncclTestsFlags) (
 		return nil, failure(fmt.Errorf("scenario %s: %w", cfg.Scenario, err))
 	}
 	t.Factor = int64(f.factor)
+	var steps []int64
+	for s := f.minB.n; s <= f.maxB.n; s *= int64(f.factor) {
+		steps = append(steps, scenario.NCCLTestsSize(op, s, t.Ranks))
+		if s > f.maxB.n/int64(f.factor) {
+			break // the next step would overflow
+		}
+	}
+	t.Expand(steps) // one row per step, as nccl-tests prints them
+	t.MinBytes, t.MaxBytes = f.minB.n, f.maxB.n
 	t.Notes = []string{fmt.Sprintf("xfertop nccl-tests %s: simulated (backend %s, topology %s, scenario %s, seed %d); in-place repeats out-of-place (the simulator does not tell them apart)",
 		op, rep.Backend, rep.Topology, cfg.Scenario, f.seed)}
 	return t, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,23 @@ func TestNCCLTestsCommand(t *testing.T) {
 		if len(sizes) != 6 || sizes[0] != 1024 || sizes[5] != 1<<20 || tab.Ranks != 8 || tab.Iters != 2 || tab.Factor != 4 {
 			t.Errorf("%s: sizes %v ranks %d iters %d factor %d", name, sizes, tab.Ranks, tab.Iters, tab.Factor)
 		}
+	}
+	// nccl-tests prints a row per size step, even where sizes round to the same one: 8 to 64 B of
+	// an all-gather over 8 ranks are four 0 B rows; its header gives -b and -e as asked.
+	code, out, errs := runCLI(t, "nccl-tests", "all_gather", "-b", "8", "-e", "1K", "-n", "2")
+	if code != exitOK {
+		t.Fatalf("nccl-tests all_gather -b 8: exit %d: %s", code, errs)
+	}
+	tab, err := nccltests.Parse(strings.NewReader(out), "all_gather")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []string
+	for _, r := range tab.Rows {
+		sizes = append(sizes, fmt.Sprint(r.Size))
+	}
+	if got := strings.Join(sizes, " "); got != "0 0 0 0 128 256 512 1024" || tab.MinBytes != 8 || tab.MaxBytes != 1024 {
+		t.Errorf("all_gather -b 8 -e 1K over 8 ranks: sizes %s, minBytes %d maxBytes %d; want 0 0 0 0 128 256 512 1024, 8 and 1024", got, tab.MinBytes, tab.MaxBytes)
 	}
 	for _, tc := range []struct {
 		args []string

@@ -398,11 +398,22 @@ func (s *Sim) ncclTopo(ranks []engine.DeviceID) ncclTopo {
 		ring, hw = m.PCIeBps*m.NCCLNVLinkEff/1e9, hwPCI
 	}
 	ppn := len(ranks) / nodes
-	t := ncclTopo{Ranks: len(ranks), Nodes: nodes, IntraHW: hw, Hopper: m.Hopper, Channels: max(m.NCCLChannels, 1),
-		RingBus: ring, TreeBus: ring, NVLS: m.NVLS, NVLSTree: m.NVLSTree, NVLSChannels: max(m.NVLSChannels, 1),
-		NVLSChanBw: ring / float64(max(m.NVLinkLinks, 1)), NetOverhead: m.NetOverheadUs}
+	t := ncclTopo{Ranks: len(ranks), Nodes: nodes, IntraHW: hw, Hopper: m.Hopper, AMD: m.CPU == engine.CPUAMD,
+		Channels: max(m.NCCLChannels, 1), RingBus: ring, TreeBus: ring, NVLS: m.NVLS, NVLSTree: m.NVLSTree,
+		NVLSChannels: max(m.NVLSChannels, 1), NetOverhead: m.NetOverheadUs}
 	if nodes > 1 {
 		t.InterBus = float64(ppn) * m.NICBps * m.NCCLNICEff / 1e9
+	}
+	if m.NVLS {
+		// NCCL's NVLS graph has one channel per GPU of a node (its head); every head's channel pulls
+		// from each GPU's NVLink and twice from its own, and the search settles on the highest of
+		// its speed steps that fits (8×H100: 369.9 GB/s / 9 → 40 GB/s). Across nodes each head
+		// sends through its GPU's NIC share.
+		t.NVLSHeads = ppn
+		t.NVLSIntra = speedStep(ring/float64(ppn+1), sm90SpeedIntra)
+		if nodes > 1 {
+			t.NVLSInter = speedStep(t.InterBus/float64(ppn), sm90SpeedInter)
+		}
 	}
 	return t
 }

@@ -27,7 +27,7 @@ type Model struct {
 	NCCLNVLinkEff   float64 // fraction of NVLink line rate (PCIe without NVLink) NCCL's protocols reach
 	NCCLNICEff      float64 // fraction of NIC line rate NCCL reaches
 	P2PCopyEff      float64 // fraction of NVLink a cudaMemcpyPeer reaches
-	NVLinkLinks     int     // NVLinks per GPU (an NVLS channel runs at one link's share)
+	NVLinkLinks     int     // NVLinks per GPU (informative: NCCL's NVLS graph takes the GPU's whole NVLink)
 	NCCLChannels    int     // ring and tree channels NCCL opens
 	NVLSChannels    int     // NVLS channels
 	NVLS            bool    // NVSwitch with NVLink SHARP: the NVLS algorithm inside a host
@@ -37,12 +37,13 @@ type Model struct {
 	// GPUs' PCIe links and NCCL uses its PCIe latencies; NVLinkBps and NVLinkLatencyNs then stand for
 	// nothing and the link latency respectively.
 	Interconnect    engine.Interconnect
-	NetOverheadUs   float64 // µs a network post costs NCCL's proxy thread (1 on Intel hosts)
-	BarrierStepNs   int64   // per step of a log2(n) barrier
-	WaveNs          int64   // thread-block wave: how long a high-priority kernel may wait for SMs
-	CommInitFirstNs int64   // first communicator a host thread creates (NCCL + context set-up)
-	CommInitNs      int64   // each further communicator
-	KernelJitter    float64 // relative uniform jitter applied to kernel durations
+	NetOverheadUs   float64          // µs a network post costs NCCL's proxy thread (1 on Intel hosts)
+	CPU             engine.CPUVendor // hosts' CPU vendor: NCCL's LL bandwidth table across hosts
+	BarrierStepNs   int64            // per step of a log2(n) barrier
+	WaveNs          int64            // thread-block wave: how long a high-priority kernel may wait for SMs
+	CommInitFirstNs int64            // first communicator a host thread creates (NCCL + context set-up)
+	CommInitNs      int64            // each further communicator
+	KernelJitter    float64          // relative uniform jitter applied to kernel durations
 }
 
 // DefaultModel is the calibration of the built-in h100x8 topology (engine/topology/builtin/h100x8.yaml),
@@ -98,6 +99,7 @@ func ModelOf(t engine.Topology) Model {
 		Hopper:          t.GPU.Arch == engine.ArchHopper,
 		Interconnect:    t.Interconnect,
 		NetOverheadUs:   t.NCCL.NetOverheadNs / 1e3,
+		CPU:             t.CPU,
 		BarrierStepNs:   c.BarrierStepNs,
 		WaveNs:          t.GPU.WaveNs,
 		CommInitFirstNs: c.CommInitFirstNs,

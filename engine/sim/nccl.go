@@ -8,16 +8,18 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// NCCL's cost model, after the structure of src/graph/tuning.cc (ncclTopoTuneModel,
-// ncclTopoGetAlgoTime) and the channel reduction of src/enqueue.cc in NVIDIA/nccl: for every
-// (algorithm, protocol) the tuner predicts time = latency + bytes / bandwidth and the collective
-// runs with the fastest. Latency is a base per (algorithm, protocol) plus a per-hop latency by link
-// type (NVLink, PCIe, network) times the hops the algorithm takes; bandwidth is the topology's
-// bus bandwidth (channels × per-channel bandwidth) refined per protocol and converted to the
-// algorithm bandwidth NCCL divides the buffer size by. The constants are the ones NCCL 2.23–2.28
-// ship (its tuner logs them: FACTS.md has the 2×A100 table this model reproduces); the NVLS
-// latencies are those of the NVLS-capable tuning.cc at commit b6475625. CollNet and PAT are not
-// modelled.
+// NCCL's cost model, after src/graph/tuning.cc (ncclTopoTuneModel, ncclTopoGetAlgoTime) and the
+// channel reduction of src/enqueue.cc (topoGetAlgoInfo) in NVIDIA/nccl v2.28.9-1 (commit dbc86fd0,
+// the NCCL PyTorch 2.11 bundles; FACTS.md): for every (algorithm, protocol) the tuner predicts
+// time = latency + bytes / bandwidth and the collective runs with the fastest. Latency is a base
+// per (algorithm, protocol) plus a per-hop latency by link type (NVLink, PCIe, network) times the
+// hops the algorithm takes; bandwidth is the topology's bus bandwidth (channels × per-channel
+// bandwidth) refined per protocol and converted to the algorithm bandwidth NCCL divides the
+// buffer size by. The constants are 2.28.9's ncclTunerConstantsDefaults; the system NCCL 2.28.3
+// differs only in hwLatencies[NET][NVLSTree][Simple] (14 µs, not 20.9) and in Blackwell entries
+// this model does not use. CollNet and PAT are not modelled, nor NVLS for all-gather and
+// reduce-scatter (2.28 allows it inside a host, but its bandwidth there is well under the ring's,
+// so NCCL never picks it unforced on these topologies).
 
 const (
 	hwNVLink = iota
@@ -28,19 +30,20 @@ const (
 // Indexed [algorithm][protocol], algorithm and protocol as timeline numbers them (1-based).
 type algoProtoTable [5][4]float64
 
-// baseLatUs is the fixed latency per (algorithm, protocol), µs.
+// baseLatUs is the fixed latency per (algorithm, protocol), µs (baseLatencies; NVLS and NVLS-tree
+// have none).
 var baseLatUs = algoProtoTable{
 	timeline.AlgoTree: {0, 6.8, 14.0, 8.4},
 	timeline.AlgoRing: {0, 6.6, 14.0, 8.4},
 }
 
-// hwLatUs is the latency per hop, µs, by link type.
+// hwLatUs is the latency per hop, µs, by link type (hwLatencies).
 var hwLatUs = [3]algoProtoTable{
 	hwNVLink: {
 		timeline.AlgoTree:     {0, 0.6, 1.25, 4.0},
 		timeline.AlgoRing:     {0, 0.6, 1.9, 3.4},
-		timeline.AlgoNVLS:     {0, 0, 0, 23},
-		timeline.AlgoNVLSTree: {0, 0, 0, 23},
+		timeline.AlgoNVLS:     {0, 0, 0, 25},
+		timeline.AlgoNVLSTree: {0, 0, 0, 25},
 	},
 	hwPCI: {
 		timeline.AlgoTree: {0, 1.0, 1.9, 4.0},
@@ -50,16 +53,17 @@ var hwLatUs = [3]algoProtoTable{
 		timeline.AlgoTree:     {0, 5.0, 8.5, 14},
 		timeline.AlgoRing:     {0, 2.7, 4.0, 14},
 		timeline.AlgoNVLS:     {0, 0, 0, 18},
-		timeline.AlgoNVLSTree: {0, 0, 0, 14},
+		timeline.AlgoNVLSTree: {0, 0, 0, 20.9},
 	},
 }
 
-// Per-architecture bandwidth limits, GB/s, by scale (1 node, 2 nodes, 4 or more).
+// Per-architecture bandwidth limits, GB/s, by scale (1 node, 2 nodes, 4 or more), [Ampere, Hopper]
+// (Ada runs with Ampere's, as NCCL does for compute capability 8.9).
 var (
-	llMaxBw              = [2][3]float64{{87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}} // Ampere, Hopper
 	perChMaxRingLL128Bw  = [2][3]float64{{20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}}
 	perChMaxTreeLL128Bw  = [2][3]float64{{20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}}
 	perChMaxTreeBw       = [2][3]float64{{24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}}
+	perChMaxNVLSTreeBw   = [2][3]float64{{24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}}
 	treeCorrectionFactor = [4][23]float64{ // tree's measured shortfall at mid sizes, by log2(bytes/64)
 		timeline.ProtoLL:     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
 		timeline.ProtoLL128:  {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
@@ -70,19 +74,58 @@ var (
 	maxThreads      = [4]float64{timeline.ProtoLL: 512, timeline.ProtoLL128: 640, timeline.ProtoSimple: 512}
 )
 
+// llMaxBw is the LL protocol's bandwidth cap, GB/s (llMaxBws). Inside one node NCCL indexes it by
+// GPU architecture; across nodes by CPU vendor: AMD hosts take the second row, every other host
+// the first ("Volta-N1/Intel-N2/Intel-N4"), so Hopper's own 45 and 35 GB/s are never used.
+func (t *ncclTopo) llMaxBw() float64 {
+	switch {
+	case t.Nodes == 1 && t.Hopper:
+		return 141.0
+	case t.Nodes == 1:
+		return 87.7
+	case t.AMD:
+		return [3]float64{87.7, 22.5, 19.0}[t.scale()]
+	}
+	return [3]float64{39.0, 39.0, 20.4}[t.scale()]
+}
+
+// nvlsEfficiency is the share of the NVLS graph's bandwidth NVLS reaches on Hopper.
+const nvlsEfficiency = 0.85
+
+// NCCL's graph search settles on a per-channel bandwidth from these steps (src/graph/search.cc,
+// sm90SpeedArrayIntra and sm90SpeedArrayInter), the highest its links sustain; the NVLS graph's
+// heads take theirs from them.
+var (
+	sm90SpeedIntra = []float64{60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0}
+	sm90SpeedInter = []float64{48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12}
+)
+
+// speedStep is the highest of NCCL's search steps not above bw (the lowest when none is).
+func speedStep(bw float64, steps []float64) float64 {
+	for _, s := range steps {
+		if s <= bw {
+			return s
+		}
+	}
+	return steps[len(steps)-1]
+}
+
 // ncclTopo is what the tuner knows of a communicator's topology.
 type ncclTopo struct {
 	Ranks, Nodes int
 	IntraHW      int     // hwNVLink or hwPCI
 	Hopper       bool    // Hopper tables (else Ampere)
+	AMD          bool    // AMD hosts (NCCL's LL cap across nodes)
 	Channels     int     // ring/tree channels
 	RingBus      float64 // ring graph: channels × per-channel bandwidth inside a node, GB/s
 	TreeBus      float64 // tree graph, GB/s (the search may find more than the ring's)
 	InterBus     float64 // per node through its NICs, GB/s (0 for one node)
 	NVLS         bool    // NVSwitch with NVLink SHARP
 	NVLSTree     bool    // NVLS-tree allowed across nodes
-	NVLSChannels int
-	NVLSChanBw   float64 // GB/s per NVLS channel
+	NVLSChannels int     // channels (CTAs) NVLS runs with (comm->nvlsChannels)
+	NVLSHeads    int     // the NVLS graph's channels: one head GPU each
+	NVLSIntra    float64 // the NVLS graph's per-head bandwidth inside a node (bwIntra), GB/s
+	NVLSInter    float64 // and through the NICs (bwInter), GB/s
 	NetOverhead  float64 // µs a network post costs the proxy (NCCL: 1 on Intel, 2 on AMD)
 }
 
@@ -132,69 +175,92 @@ func (t *ncclTopo) model(op timeline.CollOp, a timeline.NCCLAlgo, p timeline.NCC
 	if (a == timeline.AlgoNVLS || a == timeline.AlgoNVLSTree) && p != timeline.ProtoSimple {
 		return 0, 0, false
 	}
-	n, nodes := t.Ranks, t.Nodes
+	n := t.Ranks
+	nsteps := n
+	switch op {
+	case timeline.CollAllReduce:
+		nsteps = 2 * (n - 1)
+	case timeline.CollAllGather, timeline.CollReduceScatter:
+		nsteps = n - 1
+	}
+	bw = t.busBw(op, a, p)
+	if a == timeline.AlgoTree {
+		bw /= 2
+	} else {
+		bw *= float64(n) / float64(nsteps)
+	}
+	return t.latency(op, a, p, nsteps), bw, bw > 0
+}
+
+// busBw is NCCL's bus bandwidth of (a, p) for op, GB/s: the graph's channels × per-channel
+// bandwidth with the tuner's refinements.
+func (t *ncclTopo) busBw(op timeline.CollOp, a timeline.NCCLAlgo, p timeline.NCCLProto) float64 {
 	arch, sc := 0, t.scale()
 	if t.Hopper {
 		arch = 1
 	}
-	nsteps, nInter := n, nodes
-	switch op {
-	case timeline.CollAllReduce:
-		nsteps, nInter = 2*(n-1), 0
-		if nodes > 1 {
-			nInter = 2 * nodes
-		}
-	case timeline.CollAllGather, timeline.CollReduceScatter:
-		nsteps, nInter = n-1, nodes-1
-	}
 	ch := float64(t.Channels)
-	ringBus := t.RingBus
-	if nodes > 1 {
-		ringBus = min(ringBus, t.InterBus) // the ring crosses every node's NICs
-	}
-	var bus float64
 	switch a {
 	case timeline.AlgoRing:
-		bus = ringBus
+		bus := t.RingBus
+		if t.Nodes > 1 {
+			bus = min(bus, t.InterBus) // the ring graph's bwIntra = bwInter: it crosses every node's NICs
+		}
 		switch p {
 		case timeline.ProtoLL:
-			bus = min(llMaxBw[arch][sc], bus/2) // 8 data bytes per 16-byte line
+			return min(t.llMaxBw(), bus*0.5) // 8 data bytes per 16-byte line
 		case timeline.ProtoLL128:
-			bus = min(bus*0.92, ch*perChMaxRingLL128Bw[arch][sc]) // 120 of 128 bytes are data
+			return min(bus*0.92, ch*perChMaxRingLL128Bw[arch][sc]) // 120 of 128 bytes are data
 		}
-		bw = bus * float64(n) / float64(nsteps)
+		return bus
 	case timeline.AlgoTree:
-		bus = t.TreeBus
-		if nodes > 1 {
-			bus = min(bus, t.InterBus)
+		bus := t.TreeBus
+		switch {
+		case t.Nodes == 2:
+			bus = min(bus, 2*t.InterBus) // the search raises a 2-node tree's bwIntra up to 2 × bwInter
+		case t.Nodes > 2:
+			bus = min(bus, t.InterBus) // beyond 2 nodes the tuner takes bwInter
 		}
 		bus = min(bus*0.92, ch*perChMaxTreeBw[arch][sc])
 		switch p {
 		case timeline.ProtoLL:
-			bus = min(bus/3.8, llMaxBw[arch][sc])
+			bus = min(bus/3.8, t.llMaxBw())
 		case timeline.ProtoLL128:
 			f := 120.0 / 128
-			if nodes == 1 {
+			if t.Nodes == 1 {
 				f = 7.0 / 9
 			}
 			bus = min(bus*f, ch*perChMaxTreeLL128Bw[arch][sc])
 		}
-		bw = bus / 2
+		return bus
 	case timeline.AlgoNVLS, timeline.AlgoNVLSTree:
-		per := t.NVLSChanBw
-		if nodes > 1 && t.InterBus > 0 {
-			inter := t.InterBus / float64(t.NVLSChannels)
-			if nodes > 2 {
-				inter /= 2
-			}
-			per = min(per, inter)
+		heads := float64(t.NVLSHeads)
+		if heads < 2 {
+			return 0 // NVLS needs at least 2 channels
 		}
-		bw = float64(t.NVLSChannels) * per * 5 / 6
+		intra := t.NVLSIntra * nvlsEfficiency * (heads - 1) / heads * 2 // all-reduce pipelines two operations
+		per := intra
+		if a == timeline.AlgoNVLSTree {
+			inter := t.NVLSInter
+			if t.Nodes <= 2 {
+				inter *= 2
+			}
+			per = min(intra, inter, perChMaxNVLSTreeBw[arch][sc])
+		}
+		return heads * per
 	}
+	return 0
+}
 
+// latency is NCCL's latency of (a, p) for op over nsteps ring steps, µs.
+func (t *ncclTopo) latency(op timeline.CollOp, a timeline.NCCLAlgo, p timeline.NCCLProto, nsteps int) float64 {
+	n, nodes := t.Ranks, t.Nodes
 	intra := hwLatUs[t.IntraHW][a][p]
-	inter := hwLatUs[hwNet][a][p]
-	lat = baseLatUs[a][p]
+	inter := hwLatUs[hwNet][a][p] // + the graph's latencyInter: 0 with NCCL's IB and socket transports
+	if n == nodes {
+		inter = hwLatUs[hwNet][timeline.AlgoTree][p] // one GPU per node: latencies fully exposed
+	}
+	lat := baseLatUs[a][p]
 	switch a {
 	case timeline.AlgoRing:
 		if op == timeline.CollBroadcast || op == timeline.CollReduce {
@@ -206,25 +272,29 @@ func (t *ncclTopo) model(op timeline.CollOp, a timeline.NCCLAlgo, p timeline.NCC
 			if p == timeline.ProtoSimple {
 				l = hwLatUs[hw][timeline.AlgoTree][p] // chunk latency of a pipeline
 			}
-			lat += float64(nsteps) * l
-		} else {
-			if nodes > 1 {
-				ov := t.NetOverhead
-				if p == timeline.ProtoSimple {
-					ov *= 3
-				}
-				intra = max(intra, ov)
-			}
-			lat += float64(nsteps-nInter)*intra + float64(nInter)*inter
+			return lat + float64(nsteps)*l
 		}
+		nInter := 0
+		if nodes > 1 {
+			ov := t.NetOverhead // inter-node rings launch nsteps network posts
+			if p == timeline.ProtoSimple {
+				ov *= 3
+			}
+			intra = max(intra, ov)
+			nInter = nodes - 1
+			if op == timeline.CollAllReduce {
+				nInter = 2 * (nodes - 1)
+			}
+		}
+		return lat + float64(nsteps-nInter)*intra + float64(nInter)*inter
 	case timeline.AlgoTree:
-		lat += 2 * (float64(n/nodes-1)*intra + float64(log2i(nodes))*inter)
+		return lat + 2*(float64(n/nodes-1)*intra+float64(log2i(nodes))*inter)
 	case timeline.AlgoNVLS:
-		lat = intra
+		return intra // NVLS across nodes needs CollNet, which is not modelled
 	case timeline.AlgoNVLSTree:
-		lat += intra + 2*float64(log2i(nodes))*inter
+		return lat + intra + 2*float64(log2i(nodes))*inter
 	}
-	return lat, bw, bw > 0
+	return lat
 }
 
 // time is the predicted time of (a, p) for bytes, µs, with ncclTopoGetAlgoTime's size corrections.
@@ -233,9 +303,9 @@ func (t *ncclTopo) time(op timeline.CollOp, a timeline.NCCLAlgo, p timeline.NCCL
 	if !ok {
 		return ncclChoice{}, false
 	}
-	if a == timeline.AlgoTree {
-		if ls := log2i(int(bytes >> 6)); ls < len(treeCorrectionFactor[p]) {
-			bw *= treeCorrectionFactor[p][max(ls, 0)]
+	if a == timeline.AlgoTree && op == timeline.CollAllReduce {
+		if ls := log2i(int(bytes >> 6)); ls >= 0 && ls < len(treeCorrectionFactor[p]) {
+			bw *= treeCorrectionFactor[p][ls]
 		}
 	}
 	if a == timeline.AlgoRing && p == timeline.ProtoSimple && t.Nodes > 1 && op == timeline.CollAllReduce &&

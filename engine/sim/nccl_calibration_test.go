@@ -124,20 +124,20 @@ func sendRecvRing(t *testing.T, topo string, bytes int64) float64 {
 	return float64(bytes) / float64(end-start)
 }
 
-// NCCL's tuner constants, typed here from NVIDIA/nccl src/graph/tuning.cc (NCCL 2.30.7, commit
-// 5067397c, ncclTunerConstantsDefaults; the entries used below are the same in 2.20.3, commit
-// b6475625, whose latency formulas the simulator follows), µs and GB/s, so that this test
-// computes NCCL's prediction on its own rather than asking the simulator's tuner.
+// NCCL's tuner constants, typed here from NVIDIA/nccl src/graph/tuning.cc at v2.28.9-1 (commit
+// dbc86fd0, ncclTunerConstantsDefaults and getNetOverhead; the NCCL PyTorch 2.11 bundles), µs and
+// GB/s, so that this test computes NCCL's prediction on its own rather than asking the
+// simulator's tuner.
 const (
-	baseLatRingLL  = 6.6 // baseLatencies[Ring][LL]
-	baseLatTreeLL  = 6.8 // baseLatencies[Tree][LL]
-	hwLatNVLRingLL = 0.6 // hwLatencies[NVLINK][Ring][LL]
-	hwLatNVLTreeLL = 0.6 // hwLatencies[NVLINK][Tree][LL]
-	hwLatNetRingLL = 2.7 // hwLatencies[NET][Ring][LL]
-	hwLatNetTreeLL = 5.0 // hwLatencies[NET][Tree][LL]
-	netOverheadUs  = 1.0 // getNetOverhead: an Intel host
-	llMaxBwN1      = 141.0
-	llMaxBwN2      = 45.0 // llMaxBws[Hopper]: one node, two nodes
+	baseLatRingLL  = 6.6   // baseLatencies[Ring][LL]
+	baseLatTreeLL  = 6.8   // baseLatencies[Tree][LL]
+	hwLatNVLRingLL = 0.6   // hwLatencies[NVLINK][Ring][LL]
+	hwLatNVLTreeLL = 0.6   // hwLatencies[NVLINK][Tree][LL]
+	hwLatNetRingLL = 2.7   // hwLatencies[NET][Ring][LL]
+	hwLatNetTreeLL = 5.0   // hwLatencies[NET][Tree][LL]
+	netOverheadUs  = 1.0   // getNetOverhead: an Intel host
+	llMaxBwN1      = 141.0 // llMaxBws[Hopper][0]: one node, indexed by GPU architecture
+	llMaxBwN2      = 39.0  // llMaxBws[0][1]: two nodes, indexed by CPU vendor (Intel)
 	perChMaxTreeN1 = 38.7
 	perChMaxTreeN2 = 41.4 // perChMaxTreeBws[Hopper]
 )
@@ -155,18 +155,23 @@ func ncclSmallAllReduceUs(nodes int, bytes int64) float64 {
 	if nodes > 1 {
 		bus, llMax, treeMax = 8*45.0, llMaxBwN2, perChMaxTreeN2
 	}
-	// Ring: 2(n−1) steps; across hosts 2·nodes of them cross the network and each of the others
-	// costs at least a network post.
+	// Ring: 2(n−1) steps; across hosts 2·(nodes−1) of them cross the network (NCCL 2.20 counted
+	// 2·nodes) and each of the others costs at least a network post.
 	nsteps, inter := 2*(n-1), 0.0
 	intra := hwLatNVLRingLL
 	if nodes > 1 {
-		inter, intra = 2*float64(nodes), max(hwLatNVLRingLL, netOverheadUs)
+		inter, intra = 2*float64(nodes-1), max(hwLatNVLRingLL, netOverheadUs)
 	}
 	ringLat := baseLatRingLL + (nsteps-inter)*intra + inter*hwLatNetRingLL
 	ringBw := min(llMax, bus/2) * n / nsteps
-	// Tree: up and down the chain inside each host, log2(nodes) network hops each way.
+	// Tree: up and down the chain inside each host, log2(nodes) network hops each way; across two
+	// nodes the tree graph's bandwidth may reach twice the NICs' (search.cc raises bwIntra).
 	treeLat := baseLatTreeLL + 2*((ppn-1)*hwLatNVLTreeLL+math.Log2(float64(nodes))*hwLatNetTreeLL)
-	treeBw := min(min(bus*0.92, ch*treeMax)/3.8, llMax) / 2
+	treeBus := 370.0
+	if nodes > 2 {
+		treeBus = bus
+	}
+	treeBw := min(min(treeBus*0.92, ch*treeMax)/3.8, llMax) / 2
 	if ls := int(math.Log2(float64(bytes >> 6))); bytes >= 64 && ls < len(treeCorrectionLL) {
 		treeBw *= treeCorrectionLL[ls]
 	}
@@ -318,8 +323,9 @@ func TestNetworkHopsAddNICLatency(t *testing.T) {
 // TestCrossHostAllReduceIsHierarchical: across hosts the all-reduce runs NCCL's hierarchical
 // algorithms: the tree (chains inside each host, a tree across hosts) up to mid sizes, then rings
 // that cross each host's boundary once per ring, so that at large sizes every GPU's NIC carries
-// one ring and the NICs, not NVLink, bound it (8 × 45 GB/s); NVLS-tree (NVLS inside each host, a
-// tree across) runs when forced. Inside one host the tree never wins (NCCL: ring or NVLS).
+// one ring and the slower of the NICs (8 × 47 GB/s) and NCCL's NVLink ring (370 GB/s) bounds it;
+// NVLS-tree (NVLS inside each host, a tree across) runs when forced. Inside one host the tree
+// never wins (NCCL: ring or NVLS).
 func TestCrossHostAllReduceIsHierarchical(t *testing.T) {
 	for _, tc := range []struct {
 		topo  string
@@ -333,7 +339,10 @@ func TestCrossHostAllReduceIsHierarchical(t *testing.T) {
 		{"h100x8x2", 1 << 30, engine.DefaultOptions(), timeline.AlgoRing},
 		{"h100x8x2", 1 << 30, forced(timeline.AlgoNVLSTree, 0), timeline.AlgoNVLSTree},
 		{"h100x8x4", 1 << 20, engine.DefaultOptions(), timeline.AlgoTree},
-		{"h100x8", 1 << 20, engine.DefaultOptions(), timeline.AlgoNVLS},
+		// NCCL 2.28's NVLS latency (25 µs, 23 in 2.20) and bandwidth (8 heads × 40 GB/s × 0.85 ×
+		// 7/8 × 2 = 476 GB/s busbw) leave 1 MiB to Ring/LL (28.0 µs against 28.9); 2 MiB is NVLS.
+		{"h100x8", 1 << 20, engine.DefaultOptions(), timeline.AlgoRing},
+		{"h100x8", 2 << 20, engine.DefaultOptions(), timeline.AlgoNVLS},
 		{"h100x8", 8, engine.DefaultOptions(), timeline.AlgoRing},
 	} {
 		e, bw := collective(t, tc.topo, timeline.CollAllReduce, tc.bytes, tc.opts, 1)
@@ -341,9 +350,14 @@ func TestCrossHostAllReduceIsHierarchical(t *testing.T) {
 			t.Errorf("%s %d B: %s; want %v", tc.topo, tc.bytes, e.AlgoProto(), tc.algo)
 		}
 		if tc.topo == "h100x8x2" && tc.bytes == 1<<30 && tc.algo == timeline.AlgoRing {
-			m := sim.DefaultModel()
-			if nic := 8 * m.NICBps * m.NCCLNICEff / 1e9; bw > nic || bw < 0.9*nic {
-				t.Errorf("2×8 ring 1 GiB: busbw %.1f GB/s; want just under the NICs' %.1f", bw, nic)
+			tp, err := sim.TopologyByName(tc.topo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := sim.ModelOf(tp)
+			bound := min(8*m.NICBps*m.NCCLNICEff, m.NVLinkBps*m.NCCLNVLinkEff) / 1e9
+			if bw > bound || bw < 0.9*bound {
+				t.Errorf("2×8 ring 1 GiB: busbw %.1f GB/s; want just under the NICs' and NVLink ring's %.1f", bw, bound)
 			}
 		}
 	}

@@ -107,3 +107,41 @@ func TestNCCLChoice(t *testing.T) {
 		t.Errorf("channels: 8 B %d, 1 GiB %d; want 1 and 16", small.Channels, big.Channels)
 	}
 }
+
+// TestNCCLModel228 pins the tuner to NCCL 2.28.9's tuning.cc where it differs from earlier NCCL
+// (latency µs, algorithm bandwidth GB/s), on the default 8×H100 hosts: a ring all-reduce across
+// nodes crosses the network 2·(nodes−1) times (2.20: 2·nodes); LL across nodes is capped by the
+// CPU vendor's row of llMaxBws (Intel 39, AMD 22.5 GB/s on 2 nodes), not the GPU's; NVLS takes
+// 8 heads × 40 GB/s × nvlsEfficiency 0.85 × 7/8 × 2 (476 GB/s busbw; 2.20: 5/6 of the channels'
+// bandwidth) at 25 µs (2.20: 23); NVLS-tree across 2 nodes is capped by perChMaxNVLSTreeBws
+// (57.7 GB/s per head) at 25 + 2 × 20.9 µs (2.28.3: 14 µs per network hop).
+func TestNCCLModel228(t *testing.T) {
+	one, two := h100x8Topo(t, 1), h100x8Topo(t, 2)
+	amd := two
+	amd.AMD = true
+	for _, tc := range []struct {
+		name    string
+		topo    ncclTopo
+		a       timeline.NCCLAlgo
+		p       timeline.NCCLProto
+		lat, bw float64
+	}{
+		{"1 host NVLS", one, timeline.AlgoNVLS, timeline.ProtoSimple, 25, 476.0 * 8 / 14},
+		{"1 host ring LL", one, timeline.AlgoRing, timeline.ProtoLL, 6.6 + 14*0.6, 141.0 * 8 / 14},
+		{"2 hosts ring Simple", two, timeline.AlgoRing, timeline.ProtoSimple, 8.4 + 28*3.4 + 2*14, 360.0 * 16 / 30},
+		{"2 hosts ring LL", two, timeline.AlgoRing, timeline.ProtoLL, 6.6 + 28*1.0 + 2*2.7, 39.0 * 16 / 30},
+		{"2 AMD hosts ring LL", amd, timeline.AlgoRing, timeline.ProtoLL, 6.6 + 28*1.0 + 2*2.7, 22.5 * 16 / 30},
+		{"2 hosts tree LL", two, timeline.AlgoTree, timeline.ProtoLL, 6.8 + 2*(7*0.6+5.0), 39.0 / 2},
+		{"2 hosts NVLS-tree", two, timeline.AlgoNVLSTree, timeline.ProtoSimple, 25 + 2*20.9, 8 * 57.7 * 16 / 30},
+	} {
+		lat, bw, ok := tc.topo.model(timeline.CollAllReduce, tc.a, tc.p)
+		if !ok || math.Abs(lat-tc.lat) > 1e-9 || math.Abs(bw-tc.bw) > 1e-6 {
+			t.Errorf("%s: %.2f µs / %.3f GB/s (ok=%v); NCCL 2.28.9 gives %.2f / %.3f", tc.name, lat, bw, ok, tc.lat, tc.bw)
+		}
+	}
+	// The ring's plateau factor across nodes (ncclTopoGetAlgoTime) is still there in 2.28.
+	c, _ := two.time(timeline.CollAllReduce, timeline.AlgoRing, timeline.ProtoSimple, 1<<30)
+	if math.Abs(c.LatUs-1.4*131.6) > 1e-9 {
+		t.Errorf("2 hosts ring Simple 1 GiB: %.2f µs; want 1.4 × 131.6", c.LatUs)
+	}
+}

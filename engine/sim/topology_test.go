@@ -29,8 +29,14 @@ func TestDefaultModelUnchanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := sim.ModelOf(tp); got != want {
-			t.Errorf("ModelOf(%s) = %+v; want DefaultModel's", name, got)
+		w := want
+		if tp.Hosts > 1 {
+			// The multi-host files hold NCCL to NVIDIA's 46-48 GB/s per 400 Gb/s NIC (nccl-tests
+			// #290); nothing on one host measures a NIC.
+			w.NCCLNICEff = 0.94
+		}
+		if got := sim.ModelOf(tp); got != w {
+			t.Errorf("ModelOf(%s) = %+v; want DefaultModel's, NIC efficiency %.2f", name, got, w.NCCLNICEff)
 		}
 	}
 	if got := sim.ModelOf(engine.Topology{Name: "shape", Hosts: 1, GPUsPerHost: 4}); got != want {
@@ -141,10 +147,12 @@ func TestTopologyTuner(t *testing.T) {
 	}
 }
 
-// TestTwoNICsPerGPUStaysUnderNVLink: with two NICs per GPU the network is no longer the bound of a
-// 2×8 ring all-reduce, but every ring still crosses each host's NVLink ports, so its busbw rises
-// towards NCCL's ring bandwidth inside a host (82.2% of 450 GB/s) and never above it, as NCCL's
-// own model (a ring's bandwidth is the minimum of its intra- and inter-node bandwidths) says.
+// TestTwoNICsPerGPUStaysUnderNVLink: with 200 Gb/s NICs, one per GPU, the network bounds a 2×8
+// ring all-reduce; with two per GPU it no longer does, but every ring still crosses each host's
+// NVLink ports, so its busbw rises towards NCCL's ring bandwidth inside a host (82.2% of 450 GB/s)
+// and never above it, as NCCL's own model (a ring's bandwidth is the minimum of its intra- and
+// inter-node bandwidths) says. (With 400 Gb/s NICs at NCCL's 47 GB/s, one per GPU is already
+// above the NVLink ring.)
 func TestTwoNICsPerGPUStaysUnderNVLink(t *testing.T) {
 	busbw := func(nicsPerHost int) float64 {
 		t.Helper()
@@ -152,7 +160,7 @@ func TestTwoNICsPerGPUStaysUnderNVLink(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tp.NICs.PerHost = nicsPerHost
+		tp.NICs.PerHost, tp.NICs.Bps = nicsPerHost, 25e9
 		m := sim.ModelOf(tp)
 		m.KernelJitter = 0
 		store := timeline.NewStore(nil)

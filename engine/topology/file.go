@@ -75,7 +75,7 @@ func parse(src string, data []byte, depth int, name string) (engine.Topology, er
 	if base == "" {
 		var missing []string
 		for _, f := range fields {
-			if _, ok := lines[f.key]; !ok && f.key != "description" && (f.key != "name" || name != "") {
+			if _, ok := lines[f.key]; !ok && !f.optional && f.key != "description" && (f.key != "name" || name != "") {
 				missing = append(missing, f.key)
 			}
 		}

@@ -96,6 +96,25 @@ func TestParseBase(t *testing.T) {
 	}
 }
 
+// The cpu key may be left out of a complete file (files written before it existed): the hosts are
+// then Intel, as NCCL's tuner treats any non-AMD host.
+func TestParseWithoutCPU(t *testing.T) {
+	a := mustBuiltin(t, "a100x8")
+	var kept []string
+	for _, l := range strings.Split(string(Format(a)), "\n") {
+		if !strings.HasPrefix(l, "cpu:") {
+			kept = append(kept, l)
+		}
+	}
+	tp, err := Parse("old.yaml", []byte(strings.Join(kept, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.CPU != engine.CPUAMD || tp.CPU != engine.CPUIntel {
+		t.Errorf("a100x8 cpu %v; without the key %v; want amd, then intel", a.CPU, tp.CPU)
+	}
+}
+
 // Every malformed file names the file and the line of the problem.
 func TestParseErrors(t *testing.T) {
 	full := string(Format(mustBuiltin(t, "h100x8")))
@@ -130,7 +149,7 @@ func TestParseErrors(t *testing.T) {
 		{"missing keys", "name: x\nhosts: 1\n", "f.yaml: missing gpus_per_host, interconnect"},
 		{"bad hosts", replace("hosts", "many"), `f.yaml:3: hosts: "many" is not a whole number`},
 		{"zero hosts", replace("hosts", "0"), "f.yaml:3: hosts: 0 out of range (1 to 1024)"},
-		{"bad bandwidth", replace("hbm", "fast"), `f.yaml:10: gpu.hbm: "fast" is not a bandwidth`},
+		{"bad bandwidth", replace("hbm", "fast"), `f.yaml:11: gpu.hbm: "fast" is not a bandwidth`},
 		{"bandwidth without unit", replace("hbm", "1512"), `gpu.hbm: "1512" is not a bandwidth`},
 		{"bad duration", replace("latency", "soon"), `nics.latency: "soon" is not a duration`},
 		{"negative duration", replace("launch", "-1us"), `host.launch: "-1us" is not a duration`},
@@ -138,6 +157,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad arch", replace("arch", "volta"), `gpu.arch: "volta" is not an architecture`},
 		{"bad interconnect", replace("interconnect", "ethernet"), `interconnect: "ethernet" is not an interconnect`},
 		{"bad bool", replace("nvls", "maybe"), `nvls: "maybe" is not true or false`},
+		{"bad cpu", replace("cpu", "sparc"), `f.yaml:7: cpu: "sparc" is not a CPU vendor (intel, amd, other)`},
 		{"nvls without nvswitch", replace("interconnect", "nvlink-mesh"), "f.yaml:6: NVLS needs an NVSwitch"},
 		{"pcie with nvlink", "base: l40sx8\nname: x\ngpu:\n  nvlink: 100GB/s\n", "f.yaml:4: interconnect pcie has no NVLink"},
 		{"nvswitch without nvlink", "base: h100x8\nname: x\ngpu:\n  nvlink: 0GB/s\n", "f.yaml:4: interconnect nvswitch needs NVLink bandwidth"},

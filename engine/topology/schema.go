@@ -24,6 +24,7 @@ const (
 	kBool              // true/false
 	kArch              // hopper, ampere, ada
 	kInterconnect      // nvswitch, nvlink-mesh, pcie
+	kCPU               // intel, amd, other
 )
 
 // field is one key of a topology file and where its value lives in engine.Topology.
@@ -33,6 +34,9 @@ type field struct {
 	ptr  func(t *engine.Topology) any
 	min  float64 // least value allowed (numbers)
 	max  float64 // greatest value allowed (numbers)
+	// optional keys may be left out of a file without base (their zero value is the default), so
+	// that files written before the key existed still load.
+	optional bool
 }
 
 // Limits that keep a topology file's simulation bounded in memory and sane in its arithmetic.
@@ -52,6 +56,7 @@ var fields = []field{
 	{key: "gpus_per_host", kind: kInt, ptr: func(t *engine.Topology) any { return &t.GPUsPerHost }, min: 1, max: maxGPUsPerHost},
 	{key: "interconnect", kind: kInterconnect, ptr: func(t *engine.Topology) any { return &t.Interconnect }},
 	{key: "nvls", kind: kBool, ptr: func(t *engine.Topology) any { return &t.NVLS }},
+	{key: "cpu", kind: kCPU, ptr: func(t *engine.Topology) any { return &t.CPU }, optional: true},
 
 	{key: "gpu.model", kind: kString, ptr: func(t *engine.Topology) any { return &t.GPU.Model }},
 	{key: "gpu.arch", kind: kArch, ptr: func(t *engine.Topology) any { return &t.GPU.Arch }},
@@ -217,6 +222,10 @@ func (f *field) set(t *engine.Topology, v string) error {
 		c, err := engine.ParseInterconnect(v)
 		*p = c
 		return err
+	case *engine.CPUVendor:
+		c, err := engine.ParseCPUVendor(v)
+		*p = c
+		return err
 	case *int:
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
@@ -292,6 +301,8 @@ func (f *field) get(t *engine.Topology) string {
 	case *engine.Arch:
 		return p.String()
 	case *engine.Interconnect:
+		return p.String()
+	case *engine.CPUVendor:
 		return p.String()
 	case *int:
 		return strconv.Itoa(*p)

@@ -11,22 +11,26 @@ import (
 var ErrNoSweep = fmt.Errorf("the report has no rows of that operation")
 
 // FromReport lays out a report's rows of op as an nccl-tests table: collective rows for a
-// collective, the send rows of the transfers table for send/recv (sendrecv_perf's pattern is one
-// send per rank). Every number is the analysis layer's: time is the row's total time over its
-// count, algbw and busbw are the row's own (nccl-tests' formulas, analysis/collectives.go). The
+// collective, the grouped send/recv iterations for send/recv (sendrecv_perf's time is per
+// iteration, every pair done: the slowest pair sets it). Every number is the analysis layer's:
+// time is the row's total time over its count, algbw and busbw are the row's own (nccl-tests'
+// formulas, analysis/collectives.go and analysis/p2p.go). The
 // simulator does not tell in-place from out-of-place, so the in-place columns repeat the
 // out-of-place ones; nothing is validated, so #wrong is N/A. The average bus bandwidth is over
 // the rows printed, both columns, as nccl-tests averages.
 func FromReport(r *report.Report, op timeline.CollOp, iters int) (*Table, error) {
 	t := &Table{Op: op, NThread: 1, NGpus: r.Devices, Iters: iters, Factor: 2}
 	if op == timeline.CollSendRecv {
-		for _, row := range r.Transfers.BySize {
-			if row.Kind != "send" || row.Count == 0 {
+		for _, row := range r.SendRecv {
+			if row.Count == 0 {
 				continue
 			}
-			t.add(op, r.Devices, row.Bytes/row.Count, row.BusyNs, row.Count, row.GBps, row.GBps, "")
+			if t.Ranks != 0 && row.Sends != t.Ranks {
+				return nil, fmt.Errorf("the report has send/recv iterations over %d and %d ranks: give one sweep", t.Ranks, row.Sends)
+			}
+			t.Ranks = row.Sends
+			t.add(op, row.Sends, row.Bytes, row.TimeNs, row.Count, row.AlgBW, row.AlgBW, "")
 		}
-		t.Ranks = r.Devices
 	} else {
 		for _, row := range r.Collectives {
 			if row.Op != op.String() || row.Count == 0 {
@@ -48,12 +52,41 @@ func FromReport(r *report.Report, op timeline.CollOp, iters int) (*Table, error)
 	for i := range t.Ranks {
 		t.Devices = append(t.Devices, fmt.Sprintf("host%d device %2d [sim] simulated GPU of %s", i/per, i%per, r.Topology))
 	}
+	t.average()
+	return t, nil
+}
+
+// average sets the average bus bandwidth: over the rows printed, both columns, as nccl-tests
+// averages.
+func (t *Table) average() {
 	var sum float64
 	for _, row := range t.Rows {
 		sum += row.Out.BusBW + row.In.BusBW
 	}
-	t.AvgBusBW, t.HasAvg = sum/float64(2*len(t.Rows)), true
-	return t, nil
+	t.AvgBusBW, t.HasAvg = sum/float64(2*max(len(t.Rows), 1)), len(t.Rows) > 0
+}
+
+// Expand lays the rows out one per size step, as nccl-tests prints them: sizes are the sweep's
+// steps as run (rounded as nccl-tests rounds them), in order, and a step whose size rounds to an
+// earlier one's (8 to 64 B of an all-gather over 8 ranks are all 0 B) repeats that size's row,
+// which the analysis holds once. The average bus bandwidth is then over the rows printed. Rows
+// whose size is no step's (a scenario that ran other sizes) leave the table as it is.
+func (t *Table) Expand(sizes []int64) {
+	bySize := make(map[int64]Row, len(t.Rows))
+	for _, r := range t.Rows {
+		bySize[r.Size] = r
+	}
+	rows, used := make([]Row, 0, len(sizes)), map[int64]bool{}
+	for _, s := range sizes {
+		if r, ok := bySize[s]; ok {
+			rows, used[s] = append(rows, r), true
+		}
+	}
+	if len(used) != len(bySize) {
+		return // rows of sizes that are not the steps' (a scenario of other sizes): leave them be
+	}
+	t.Rows = rows
+	t.average()
 }
 
 // add appends the row of size bytes: count instances that took timeNs in all.

@@ -42,7 +42,8 @@ var scenarios = map[timeline.CollOp]string{
 // TestSweepTableIsTheAnalysis: the nccl-tests table of each built-in sweep, printed and read back,
 // holds the analysis layer's numbers and no others: per size the row's mean time (total time over
 // count), its algbw and busbw (nccl-tests' formulas in analysis/collectives.go; for send/recv the
-// transfers table's send rows), in both the out-of-place and in-place columns, and their average.
+// grouped iterations of analysis/p2p.go), in both the out-of-place and in-place columns, and their
+// average.
 func TestSweepTableIsTheAnalysis(t *testing.T) {
 	for _, op := range nccltests.Ops {
 		for _, topo := range []string{"h100x8", "h100x8x2"} {
@@ -66,10 +67,8 @@ func TestSweepTableIsTheAnalysis(t *testing.T) {
 				}
 				rows := map[int64]want{}
 				if op == timeline.CollSendRecv {
-					for _, r := range rep.Transfers.BySize {
-						if r.Kind == "send" {
-							rows[r.Bytes/r.Count] = want{float64(r.BusyNs) / float64(r.Count) / 1e3, *r.GBps, *r.GBps, rep.Devices}
-						}
+					for _, r := range rep.SendRecv {
+						rows[r.Bytes] = want{float64(r.TimeNs) / float64(r.Count) / 1e3, *r.AlgBW, *r.AlgBW, r.Sends}
 					}
 				} else {
 					for _, r := range rep.Collectives {
@@ -119,6 +118,30 @@ func closeTime(printed, exact float64) bool {
 		tol = 0.05
 	}
 	return math.Abs(printed-exact) <= tol+1e-9
+}
+
+// TestSendRecvSweepTimeIsPerIteration: across hosts sendrecv_perf's time is per iteration, every
+// pair done, so the pairs that cross the NICs set it; inside a host every pair is alike. On
+// h100x8x2 the table's time at 64 MiB is the slowest send's time in the iteration (the 2 of 16
+// pairs that cross hosts: 64 MiB at 47 GB/s ≈ 1.43 ms) and well above the mean send's.
+func TestSendRecvSweepTimeIsPerIteration(t *testing.T) {
+	rep := sweep(t, "nccl-sendrecv", "h100x8x2", "64MiB")
+	tab, err := nccltests.FromReport(rep, timeline.CollSendRecv, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := tab.Rows[len(tab.Rows)-1]
+	var mean float64
+	for _, r := range rep.Transfers.BySize {
+		if r.Kind == "send" && r.Bytes/r.Count == last.Size {
+			mean = float64(r.BusyNs) / float64(r.Count) / 1e3
+		}
+	}
+	nic := float64(last.Size) / 47e9 * 1e6 // µs through one NIC at NCCL's 47 GB/s
+	if last.Size != 64<<20 || last.Out.TimeUs < nic || last.Out.TimeUs > 1.05*nic || last.Out.TimeUs < 1.5*mean {
+		t.Errorf("64 MiB send/recv over 2×8: %d B %.1f µs per iteration (mean send %.1f µs); want the NIC-crossing pair's ≈ %.1f µs",
+			last.Size, last.Out.TimeUs, mean, nic)
+	}
 }
 
 // TestSweepSizes: the sweeps run nccl-tests' sizes, rounded for float data as nccl-tests does (all-
