@@ -107,7 +107,7 @@ type Options struct {
 	// ProfilerStep, as in ProfilerStep#N).
 	StepRange string
 	// Progress, when set, is told how far the import has got: done of total, in the unit of the
-	// format (rows of an export; files of traces; events of an indexed recording).
+	// format (rows of an export; bytes of traces, each read twice; events of an indexed recording).
 	Progress func(done, total int64)
 	Context  context.Context
 	// Salvage skips a recording's damaged chunks instead of stopping at the first.
@@ -144,19 +144,17 @@ func read(paths []string, format Format, opts Options) (*kineto.Imported, error)
 	if format == FormatNsys {
 		return nsys.ReadFiles(paths, nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context})
 	}
-	if opts.Progress == nil {
-		return kineto.ReadFiles(paths, opts.Trace)
-	}
-	return readTraces(paths, opts)
+	return kineto.ReadFiles(paths, traceOptions(opts))
 }
 
-// readTraces reads traces, telling progress before and after: the JSON importer streams each file
-// and keeps no count of its own.
-func readTraces(paths []string, opts Options) (*kineto.Imported, error) {
-	opts.Progress(0, int64(len(paths)))
-	im, err := kineto.ReadFiles(paths, opts.Trace)
-	if err == nil {
-		opts.Progress(int64(len(paths)), int64(len(paths)))
+// traceOptions are the options of the trace importer: opts.Trace, told progress and the context.
+func traceOptions(opts Options) kineto.Options {
+	t := opts.Trace
+	if opts.Progress != nil {
+		t.Progress = opts.Progress
 	}
-	return im, err
+	if opts.Context != nil {
+		t.Context = opts.Context
+	}
+	return t
 }

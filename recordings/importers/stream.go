@@ -63,23 +63,27 @@ func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	if format == FormatNsys {
 		return streamNsys(paths, opts, sink)
 	}
-	res := &Result{Format: format}
-	im, err := read(paths, format, opts)
-	if err != nil {
-		return res, err
-	}
-	res.Warnings, res.Importer = im.Warnings, im.Format
-	if err := sink.Begin(&Header{Format: format, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings}); err != nil {
-		return res, err
-	}
-	for i := 0; i < len(im.Events); i += recordings.DefaultBatch {
-		batch := im.Events[i:min(i+recordings.DefaultBatch, len(im.Events))]
+	return streamTraces(paths, opts, sink)
+}
+
+// streamTraces imports PyTorch profiler or Chrome traces straight into sink, event batch by batch
+// in start order, holding none of them.
+func streamTraces(paths []string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatTrace}
+	im, err := kineto.Stream(paths, traceOptions(opts), func(im *kineto.Imported) error {
+		res.Importer = im.Format
+		return sink.Begin(&Header{Format: FormatTrace, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
+	}, func(batch []timeline.Event) error {
 		if err := sink.Events(batch); err != nil {
-			return res, err
+			return err
 		}
 		res.Events += len(batch)
+		return nil
+	})
+	if im != nil {
+		res.Warnings, res.Importer = im.Warnings, im.Format
 	}
-	return res, nil
+	return res, err
 }
 
 // streamNsys imports Nsight Systems exports straight into sink, event batch by batch in start

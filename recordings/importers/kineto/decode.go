@@ -139,7 +139,7 @@ type decoder struct {
 	floats  bool // also read ts and dur as float64 (for --like-hta)
 	ev      rawEvent
 	h       header
-	onEvent func(e *rawEvent, h *header)
+	onEvent func(e *rawEvent, h *header) error
 	// seenEvents is set once traceEvents is read: a JSON object without it is no trace.
 	seenEvents bool
 	// Method values made once, so that reading an event allocates nothing.
@@ -162,8 +162,9 @@ func openStream(name string, r io.Reader, max int64) (io.Reader, func(), error) 
 }
 
 // decode reads one trace from r, calling onEvent for each element of traceEvents. It reads the input
-// once, front to back, and stops at the first byte that is not JSON or that a limit refuses.
-func decode(name string, r io.Reader, opts Options, onEvent func(e *rawEvent, h *header)) (*header, error) {
+// once, front to back, and stops at the first byte that is not JSON or that a limit refuses, or at
+// the first error onEvent returns (returned as it is).
+func decode(name string, r io.Reader, opts Options, onEvent func(e *rawEvent, h *header) error) (*header, error) {
 	opts = opts.withDefaults()
 	src, done, err := openStream(name, r, opts.MaxInputBytes)
 	if err != nil {
@@ -211,7 +212,9 @@ func (d *decoder) readEvents() {
 	s.array(func() {
 		d.event(i)
 		if s.err == nil {
-			d.onEvent(&d.ev, &d.h)
+			if err := d.onEvent(&d.ev, &d.h); err != nil {
+				s.err = err
+			}
 		}
 		i++
 	})

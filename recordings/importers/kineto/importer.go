@@ -2,11 +2,8 @@ package kineto
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
-	"io"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -24,39 +21,42 @@ const (
 	maxWarnings   = 20
 )
 
-// Sentinels used while a file is read, resolved when it ends.
+// Bounds on what an import keeps per distinct name or track, so that a trace whose every event has
+// a name or a thread of its own does not grow memory with its events: past them, a name is taken as
+// unknown and a track shares the last one, and the import says so.
 const (
-	queuedUnknown = math.MinInt64
-	queuedPending = math.MinInt64 + 1 // has a correlation: the launch is looked up at the end of the file
-	devicePending = math.MinInt32     // the file's rank, known at its end
+	maxLabels = 1 << 18
+	maxTracks = 1 << 16
 )
 
-// origin says where an imported event came from: file, index in traceEvents, and whether Holistic
-// Trace Analysis counts it as a GPU op. It is kept beside each event until the import finishes.
+// Sentinels used while a file is read, resolved as its events go out.
+const (
+	queuedUnknown = math.MinInt64
+	queuedPending = math.MinInt64 + 1 // has a correlation: the launch is looked up as the events go out
+	devicePending = math.MinInt32     // the file's rank, known after the survey
+)
+
+// origin says where an imported event came from: file and index in traceEvents. It travels with
+// each event until the event goes out.
 type origin uint64
 
 const (
-	originGPU   origin = 1 << 63
-	indexBits          = 40
-	originFiles        = 1<<22 - 1
+	indexBits   = 40
+	originFiles = 1<<23 - 1
 )
 
-func makeOrigin(file int, index int64, gpu bool) origin {
-	o := origin(uint64(file)&originFiles)<<indexBits | origin(uint64(index)&(1<<indexBits-1))
-	if gpu {
-		o |= originGPU
-	}
-	return o
+func makeOrigin(file int, index int64) origin {
+	return origin(uint64(file)&originFiles)<<indexBits | origin(uint64(index)&(1<<indexBits-1))
 }
 
 func (o origin) file() int    { return int(o >> indexBits & originFiles) }
 func (o origin) index() int64 { return int64(o & (1<<indexBits - 1)) }
-func (o origin) gpu() bool    { return o&originGPU != 0 }
 
-// interner interns byte slices without allocating for strings it already holds.
+// interner interns byte slices without allocating for strings it already holds, up to maxLabels.
 type interner struct {
 	ids  map[string]uint32
 	strs *timeline.Strings
+	lost int // names taken as unknown past maxLabels
 }
 
 func newInterner(strs *timeline.Strings) *interner {
@@ -67,51 +67,74 @@ func (n *interner) id(b []byte) uint32 {
 	if id, ok := n.ids[string(b)]; ok {
 		return id
 	}
+	if len(n.ids) >= maxLabels {
+		n.lost++
+		return 0
+	}
 	s := string(b)
 	id := n.strs.ID(s)
 	n.ids[s] = id
 	return id
 }
 
-// htaFile is what --like-hta's selection needs of one file, gathered while it is read.
-type htaFile struct {
-	hasCPU, hasStep  bool
-	minCPU, lastStep int64           // earliest CPU op; start of the last ProfilerStep (ns)
-	corrCPU          map[int64]int64 // correlation → earliest CPU op carrying it
+// Flags of an item: what the output stage does with it besides handing it on.
+const (
+	flagLaunch  uint8 = 1 << iota // a runtime call with a correlation: its start is its GPU ops' launch time
+	flagCPUOp                     // one of HTA's CPU ops with a correlation: it selects the GPU ops it launched
+	flagPending                   // a GPU op whose launch time is looked up by correlation
+	flagSelect                    // kept only when a CPU op of its correlation starts before the file's cut (--like-hta)
+	flagPhantom                   // told to the lookups only, never handed on
+)
+
+// item is an event on its way out: its position among every file's events (ties in start keep
+// it), its origin, and what the output stage resolves for it.
+type item struct {
+	ev    timeline.Event
+	seq   int64
+	org   origin
+	flags uint8
 }
+
+// Classes of the items of a file, one of which it turns out to be once read to its end.
+const (
+	classKineto   = iota // a PyTorch profiler trace: GPU ops, runtime calls, steps
+	classGeneric         // a Chrome trace of another tool: every slice a kernel on a track
+	classExported        // xfertop's own export: events rebuilt from their args
+	classes
+)
 
 // fileState is the state of the file being read.
 type fileState struct {
-	name     string
-	index    int
-	lo       int  // its first event in im.Events
-	gpu      bool // it has GPU ops: a Kineto trace, not a generic Chrome one
-	launches map[int64]int64
-	// Until the first GPU op, the file might be a generic Chrome trace: its slices are kept as such
-	// too, with their own labels, and dropped at the first GPU op.
-	generic    []timeline.Event
-	genOrigins []origin
-	genLabels  *interner
-	pids       map[string]int32
-	tids       map[string]uint32
-	exported   []timeline.Event
-	expOrigins []origin
+	name  string
+	index int
+	info  *fileInfo // what the survey found (complete while the events are read)
+	gpu   bool      // a GPU op was read: a Kineto trace, not a generic Chrome one
+	pids  map[string]int32
+	tids  map[string]uint32
 }
 
-// importer turns the events of one or more files into timeline events as they are read.
+// importer turns the events of one or more files into items: first while surveying (to learn
+// what must be known before the first event goes out), then into the sorter.
 type importer struct {
 	opts       Options
 	im         *Imported
 	multi      bool
+	surveying  bool
 	labels     *interner
-	origins    []origin // beside im.Events
 	names      []string // file names, by index
 	warnings   []string
 	moreWarn   int
 	totalBytes int64
-	stepNames  map[string]bool // distinct ProfilerStep#N names, as HTA counts them
-	hta        []htaFile
+	lostTracks int
+	seq        int64
+	stepNames  map[string]bool // up to two distinct ProfilerStep#N names, as HTA counts them
+	files      []*fileInfo
+	htaActive  bool       // --like-hta selects: the traces name two or more steps
+	order      orderCheck // whether the items, as read, come out in order through the reorder buffer
 	f          fileState
+	put        func(it *item) error // the sorter, once surveyed
+	done       int64                // bytes read, for progress
+	total      int64
 }
 
 func newImporter(opts Options, multi bool) *importer {
@@ -120,6 +143,9 @@ func newImporter(opts Options, multi bool) *importer {
 }
 
 func (m *importer) warn(format string, args ...any) {
+	if m.surveying {
+		return // the events are read again, and warned about then
+	}
 	if len(m.warnings) < maxWarnings {
 		m.warnings = append(m.warnings, fmt.Sprintf(format, args...))
 		return
@@ -137,64 +163,106 @@ func shortName(b []byte) string {
 }
 
 func (m *importer) warnEvent(e *rawEvent, format string, args ...any) {
+	if m.surveying {
+		return
+	}
 	m.warn("%s: traceEvents[%d] %s: %s", m.f.name, e.Index, shortName(e.Name), fmt.Sprintf(format, args...))
 }
 
-// read imports one file.
-func (m *importer) read(index int, name string, r io.Reader) error {
-	m.f = fileState{name: name, index: index, lo: len(m.im.Events), launches: map[int64]int64{},
-		genLabels: newInterner(timeline.NewStrings()), pids: map[string]int32{}, tids: map[string]uint32{}}
-	m.names = append(m.names, name)
-	m.hta = append(m.hta, htaFile{corrCPU: map[int64]int64{}})
-	h, err := decode(name, r, m.opts, m.add)
-	if err != nil {
-		return err
+// label interns a name, once the survey is done (the survey needs no names).
+func (m *importer) label(b []byte) uint32 {
+	if m.surveying {
+		return 0
 	}
-	m.endFile(h)
-	return nil
+	return m.labels.id(b)
 }
 
-// add takes one event of the file being read.
-func (m *importer) add(e *rawEvent, h *header) {
+// startFile prepares to read a file, for the survey (info new) or into events.
+func (m *importer) startFile(info *fileInfo) {
+	m.f = fileState{name: info.name, index: info.index, info: info, pids: map[string]int32{}, tids: map[string]uint32{}}
+}
+
+// add takes one event of the file being read. h is the header as read so far. The survey and the
+// read into events take the same steps, so that they meet the same events, names and warnings;
+// the survey keeps what the file would make as each of the classes it may turn out to be, the read
+// into events only what it makes as the class it is.
+func (m *importer) add(e *rawEvent, h *header) error {
 	f := &m.f
 	kind, gpu := gpuCategory(e.Cat)
 	if gpu && !f.gpu {
 		f.gpu = true
-		f.generic, f.genOrigins, f.genLabels, f.pids, f.tids = nil, nil, nil, nil, nil
+		f.pids, f.tids = nil, nil
 	}
 	if h.Metadata != nil || e.Args.Has&hasXfertop != 0 {
 		if e.Ph == 'X' || e.Ph == 'i' || e.Ph == 'b' {
-			m.addExported(e)
+			if err := m.addExported(e); err != nil {
+				return err
+			}
 		}
 		if h.Metadata != nil {
-			return // an xfertop export: its events are all in their args
+			return nil // an xfertop export: its events are all in their args
 		}
 	}
 	if e.Ph != 'X' {
-		return
+		return nil
 	}
-	start, end, ok := m.times(e)
+	start, end, ok := m.checkedTimes(e)
 	if !ok {
-		return
+		return nil
 	}
-	htaGPU := e.Args.Has&hasStream != 0 && e.Args.Stream >= 0 && e.Args.Has&hasCorrelation != 0 && e.Args.Correlation >= 0 ||
-		string(e.Name) == "Event Sync" || string(e.Name) == "Context Sync"
-	if m.opts.LikeHTA {
+	htaGPU := isHTAGPU(e)
+	if m.surveying && m.opts.LikeHTA {
 		m.htaRow(e, start, htaGPU)
 	}
-	if !f.gpu {
-		m.addGeneric(e, start, end)
+	if !f.gpu && (m.surveying || f.info.class == classGeneric) {
+		if err := m.addGeneric(e, start, end); err != nil {
+			return err
+		}
 	}
 	if bytes.HasPrefix(e.Name, []byte("ProfilerStep#")) {
-		m.addStep(e, start, end)
+		if err := m.addStep(e, start, end); err != nil {
+			return err
+		}
 	}
 	if gpu || isRuntime(e.Cat) {
-		m.addKineto(e, kind, gpu, start, end, htaGPU)
+		return m.addKineto(e, kind, gpu, start, end, htaGPU)
 	}
+	if m.opts.LikeHTA && !htaGPU && htaCPUOp(e) && e.Args.Has&hasCorrelation != 0 {
+		return m.phantomCPUOp(e, start)
+	}
+	return nil
 }
 
-// times validates an event's ts and dur and returns its interval in ns.
-func (m *importer) times(e *rawEvent) (start, end int64, ok bool) {
+// phantomCPUOp passes on a CPU op xfertop does not keep, but which selects the GPU ops it launched
+// under --like-hta.
+func (m *importer) phantomCPUOp(e *rawEvent, start int64) error {
+	f := &m.f
+	if m.surveying {
+		m.order.add(start) // should the selection apply, it is sorted with the events
+		return nil
+	}
+	if !m.htaActive || f.info.class != classKineto || start >= f.info.cut() {
+		return nil
+	}
+	m.seq++
+	return m.put(&item{ev: timeline.Event{Start: start, Op: uint64(e.Args.Correlation)}, seq: m.seq,
+		org: makeOrigin(f.index, e.Index), flags: flagCPUOp | flagPhantom})
+}
+
+// isHTAGPU tells whether Holistic Trace Analysis counts an event as a GPU op.
+func isHTAGPU(e *rawEvent) bool {
+	return e.Args.Has&hasStream != 0 && e.Args.Stream >= 0 && e.Args.Has&hasCorrelation != 0 && e.Args.Correlation >= 0 ||
+		string(e.Name) == "Event Sync" || string(e.Name) == "Context Sync"
+}
+
+// htaCPUOp tells whether HTA keeps a row when it parses (every slice with a category and a
+// duration); those that are not GPU ops are its CPU ops.
+func htaCPUOp(e *rawEvent) bool {
+	return e.Cat != "" && e.Cat != "Trace" && e.HasDur
+}
+
+// checkedTimes validates an event's ts and dur and returns its interval in ns.
+func (m *importer) checkedTimes(e *rawEvent) (start, end int64, ok bool) {
 	switch {
 	case e.BadTs || (e.HasTs && (e.Ts >= maxTime || e.Ts <= -maxTime)):
 		m.warnEvent(e, "ts is not a time within 146 years of the epoch: event left out")
@@ -224,431 +292,25 @@ func (m *importer) times(e *rawEvent) (start, end int64, ok bool) {
 	return start, max(start, int64(en)*1000), true
 }
 
-// htaRow notes what --like-hta's selection needs: HTA's CPU ops (every slice with a category and a
-// duration that is not a GPU op), their correlations, and the ProfilerStep#N annotations.
+// htaRow notes what --like-hta's selection needs: where HTA's CPU ops (every slice with a
+// category and a duration that is not a GPU op) start, and the ProfilerStep#N annotations.
 func (m *importer) htaRow(e *rawEvent, start int64, gpu bool) {
-	if e.Cat == "" || e.Cat == "Trace" || !e.HasDur {
+	if !htaCPUOp(e) {
 		return // HTA drops these rows when it parses
 	}
 	step := bytes.HasPrefix(e.Name, []byte("ProfilerStep#")) && len(e.Name) > len("ProfilerStep#") &&
 		e.Name[len("ProfilerStep#")] >= '0' && e.Name[len("ProfilerStep#")] <= '9'
-	if step && !m.stepNames[string(e.Name)] {
-		m.stepNames[string(e.Name)] = true
+	if step && len(m.stepNames) < 2 && !m.stepNames[string(e.Name)] {
+		m.stepNames[string(e.Name)] = true // two are all the selection asks about
 	}
 	if gpu {
 		return
 	}
-	h := &m.hta[m.f.index]
+	h := &m.f.info.hta
 	if !h.hasCPU || start < h.minCPU {
 		h.hasCPU, h.minCPU = true, start
 	}
 	if step && (!h.hasStep || start > h.lastStep) {
 		h.hasStep, h.lastStep = true, start
 	}
-	if e.Args.Has&hasCorrelation != 0 {
-		if t, ok := h.corrCPU[e.Args.Correlation]; !ok || start < t {
-			h.corrCPU[e.Args.Correlation] = start
-		}
-	}
-}
-
-// addExported keeps an event written by chrome.Write, rebuilt from its args.
-func (m *importer) addExported(e *rawEvent) {
-	x := &e.Args.Xfertop
-	ev := x.Event(m.labels.id(x.L))
-	switch {
-	case ev.Start >= maxTime || ev.Start <= -maxTime || ev.End >= maxTime || ev.End <= -maxTime:
-		m.warnEvent(e, "xfertop times out of range: event left out")
-		return
-	case ev.End < ev.Start:
-		m.warnEvent(e, "xfertop end before start: taken as an instant")
-		ev.End = ev.Start
-	case ev.End-ev.Start > maxSpan:
-		m.warnEvent(e, "xfertop duration longer than 24 h: event left out")
-		return
-	}
-	ev.Bytes = m.checkBytes(e, "xfertop.b", ev.Bytes)
-	m.f.exported = append(m.f.exported, ev)
-	m.f.expOrigins = append(m.f.expOrigins, makeOrigin(m.f.index, e.Index, false))
-}
-
-// addGeneric keeps a slice of a Chrome trace from a tool xfertop does not know: a kernel on a
-// track, one device per process and one stream per thread, so the timeline and the idle analyses
-// still apply.
-func (m *importer) addGeneric(e *rawEvent, start, end int64) {
-	f := &m.f
-	dev, ok := f.pids[string(e.Pid)]
-	if !ok {
-		dev = int32(len(f.pids))
-		f.pids[string(e.Pid)] = dev
-	}
-	tk := string(e.Pid) + "/" + string(e.Tid)
-	st, ok := f.tids[tk]
-	if !ok {
-		st = uint32(len(f.tids) + 1)
-		f.tids[tk] = st
-	}
-	f.generic = append(f.generic, timeline.Event{Kind: timeline.KindKernel, Start: start, End: end, Queued: queuedUnknown,
-		Device: dev, Peer: timeline.NoDevice, Stream: st, Label: f.genLabels.id(e.Name)})
-	f.genOrigins = append(f.genOrigins, makeOrigin(f.index, e.Index, false))
-}
-
-// addStep keeps a ProfilerStep#N annotation as a step.
-func (m *importer) addStep(e *rawEvent, start, end int64) {
-	sm := stepName.FindSubmatch(e.Name)
-	if sm == nil {
-		return
-	}
-	n, err := strconv.ParseUint(string(sm[1]), 10, 32)
-	if err != nil {
-		m.warnEvent(e, "step number out of range: not taken as a step")
-		return
-	}
-	m.append(timeline.Event{Kind: timeline.KindStep, Start: start, End: end, Queued: queuedUnknown,
-		Device: timeline.NoDevice, Peer: timeline.NoDevice, Aux: uint32(n), Label: m.labels.id(e.Name)}, e.Index, false)
-}
-
-func (m *importer) append(ev timeline.Event, index int64, gpu bool) {
-	m.im.Events = append(m.im.Events, ev)
-	m.origins = append(m.origins, makeOrigin(m.f.index, index, gpu))
-}
-
-// addKineto converts a GPU op or a runtime call of a PyTorch profiler trace.
-func (m *importer) addKineto(e *rawEvent, kind timeline.Kind, gpu bool, start, end int64, htaGPU bool) {
-	a := &e.Args
-	ev := timeline.Event{Kind: kind, Start: start, End: end, Queued: queuedUnknown, Peer: timeline.NoDevice, Label: m.labels.id(e.Name)}
-	if a.Has&hasCorrelation != 0 {
-		ev.Op = uint64(a.Correlation)
-	}
-	if !gpu {
-		m.addRuntime(e, ev, htaGPU)
-		return
-	}
-	dev, ok := m.gpuDevice(e)
-	if !ok {
-		return
-	}
-	ev.Device = dev
-	if a.Has&hasCorrelation != 0 {
-		ev.Queued = queuedPending
-	}
-	ev.Stream = m.gpuStream(e)
-	switch kind {
-	case timeline.KindMemcpy:
-		ev.Sub = uint8(copyDir(string(e.Name), e.Cat))
-		if a.Bad&hasBytes != 0 {
-			m.warnEvent(e, "args.bytes is not an integer within ±2^62: taken as unknown")
-		} else if a.Has&hasBytes != 0 {
-			ev.Bytes = m.checkBytes(e, "args.bytes", a.Bytes)
-		}
-	case timeline.KindKernel:
-		m.collective(e, &ev)
-	}
-	m.append(ev, e.Index, htaGPU)
-}
-
-// addRuntime keeps a runtime call (a launch, a copy call, a synchronisation) of the host thread
-// whose process id it stores, and remembers when it launched its correlated GPU op.
-func (m *importer) addRuntime(e *rawEvent, ev timeline.Event, htaGPU bool) {
-	pid, _ := parseInt(e.Pid)
-	ev.Kind, ev.Queued, ev.Aux = timeline.KindRuntime, ev.Start, uint32(pid)
-	ev.Device = timeline.NoDevice
-	if m.multi {
-		ev.Device = devicePending
-	}
-	if e.Args.Has&hasCorrelation != 0 {
-		m.f.launches[e.Args.Correlation] = ev.Start
-	}
-	m.append(ev, e.Index, htaGPU)
-}
-
-// gpuDevice returns the device of a GPU op from args.device; with several files, the device is
-// the file's rank, known at its end (devicePending). It is false when the op is left out.
-func (m *importer) gpuDevice(e *rawEvent) (int32, bool) {
-	a := &e.Args
-	switch {
-	case m.multi:
-	case a.Has&hasDevice != 0:
-		if !inRange(a.Device, 0, maxInt32) {
-			m.warnEvent(e, "args.device %d is not a device id: event left out", a.Device)
-			return 0, false
-		}
-		return int32(a.Device), true
-	case a.Bad&hasDevice != 0:
-		m.warnEvent(e, "args.device is not a device id: event left out")
-		return 0, false
-	}
-	return devicePending, true
-}
-
-// gpuStream returns the stream of a GPU op: args.stream, else its tid; stream 0, the default
-// stream, becomes 1<<31, since 0 means "no stream" in events.
-func (m *importer) gpuStream(e *rawEvent) uint32 {
-	a := &e.Args
-	var stream uint32
-	switch {
-	case a.Has&hasStream != 0 && inRange(a.Stream, 0, math.MaxUint32):
-		stream = uint32(a.Stream)
-	case a.Has&hasStream != 0 || a.Bad&hasStream != 0:
-		m.warnEvent(e, "args.stream is not a stream id: taken as the default stream")
-	default:
-		if tid, ok := parseInt(e.Tid); ok && inRange(tid, 0, math.MaxUint32) {
-			stream = uint32(tid)
-		}
-	}
-	if stream == 0 {
-		stream = 1 << 31
-	}
-	return stream
-}
-
-// collective makes an NCCL kernel a collective of its operation, with its size and group size
-// where the trace gives them.
-func (m *importer) collective(e *rawEvent, ev *timeline.Event) {
-	if !bytes.HasPrefix(e.Name, []byte("nccl")) {
-		return
-	}
-	op, ok := NCCLOp(string(e.Name))
-	if !ok {
-		return
-	}
-	ev.Kind, ev.Sub = timeline.KindCollective, uint8(op)
-	ev.Bytes = m.ncclBytes(e)
-	if a := &e.Args; a.Has&hasGroupSize != 0 {
-		if inRange(a.GroupSize, 0, math.MaxUint16) {
-			ev.Ranks = uint16(a.GroupSize)
-		} else {
-			m.warnEvent(e, "args.Group size %d is out of range (0 to 65535): taken as unknown", a.GroupSize)
-		}
-	}
-}
-
-// checkBytes returns b when it is a byte count xfertop can add up, and 0 (unknown) otherwise.
-func (m *importer) checkBytes(e *rawEvent, field string, b int64) int64 {
-	if !inRange(b, 0, maxEventBytes) {
-		m.warnEvent(e, "%s %d is out of range (0 to %s): taken as unknown", field, b, sizeText(maxEventBytes))
-		return 0
-	}
-	if m.totalBytes+b > maxTotalBytes {
-		m.warnEvent(e, "%s %d would take the trace's total past %s: taken as unknown", field, b, sizeText(maxTotalBytes))
-		return 0
-	}
-	m.totalBytes += b
-	return b
-}
-
-// ncclBytes is the message size newer PyTorch profilers attach to NCCL kernels, when present.
-func (m *importer) ncclBytes(e *rawEvent) int64 {
-	a := &e.Args
-	if a.Bad&(hasInNelems|hasOutNelems) != 0 {
-		m.warnEvent(e, "args.In/Out msg nelems is not an integer within ±2^62: size taken as unknown")
-		return 0
-	}
-	n := max(a.InNelems, a.OutNelems)
-	if n == 0 {
-		return 0
-	}
-	size := dtypeSize[a.DType]
-	if size == 0 {
-		size = 1
-	}
-	if !inRange(n, 0, maxEventBytes) || !inRange(min(a.InNelems, a.OutNelems), 0, maxEventBytes) {
-		m.warnEvent(e, "args.In/Out msg nelems %d is out of range (0 to 2^40): size taken as unknown", n)
-		return 0
-	}
-	return m.checkBytes(e, "message size", n*size)
-}
-
-// endFile resolves what the file's end tells: its rank, its kind (Kineto, generic, xfertop's own),
-// and the launch time of each GPU op.
-func (m *importer) endFile(h *header) {
-	f, im := &m.f, m.im
-	if h.Metadata != nil {
-		im.Events, m.origins = im.Events[:f.lo], m.origins[:f.lo]
-		im.Events = append(im.Events, f.exported...)
-		m.origins = append(m.origins, f.expOrigins...)
-		im.Format, im.Exported = "xfertop-chrome", h.Metadata
-		if v, ok := h.Metadata["epoch_unix_ns"]; ok {
-			im.EpochUnixNs, _ = strconv.ParseInt(v, 10, 64)
-		}
-		m.f = fileState{}
-		return
-	}
-	rank := int32(f.index)
-	switch {
-	case h.HasRank && inRange(h.Rank, 0, maxInt32):
-		rank = int32(h.Rank)
-	case h.HasRank || h.BadRank:
-		m.warn("%s: distributedInfo.rank is not a rank: the file's position (%d) is used", f.name, f.index)
-	}
-	if !f.gpu {
-		im.Format = "chrome"
-		im.Events, m.origins = im.Events[:f.lo], m.origins[:f.lo]
-		for i, ev := range f.generic {
-			ev.Label = m.labels.id([]byte(f.genLabels.strs.Lookup(ev.Label)))
-			im.Events = append(im.Events, ev)
-			m.origins = append(m.origins, f.genOrigins[i])
-		}
-		m.f = fileState{}
-		return
-	}
-	for i := f.lo; i < len(im.Events); i++ {
-		ev := &im.Events[i]
-		if ev.Device == devicePending {
-			ev.Device = rank
-		}
-		if ev.Queued == queuedPending {
-			ev.Queued = queuedUnknown
-			if q, ok := f.launches[int64(ev.Op)]; ok {
-				ev.Queued = q
-			}
-		}
-	}
-	m.f = fileState{}
-}
-
-// keep compacts im.Events and m.origins to the events for which ok is true.
-func (m *importer) keep(ok func(i int) bool) {
-	n := 0
-	for i := range m.im.Events {
-		if ok(i) {
-			m.im.Events[n], m.origins[n] = m.im.Events[i], m.origins[i]
-			n++
-		}
-	}
-	m.im.Events, m.origins = m.im.Events[:n], m.origins[:n]
-}
-
-// finish applies what needs every file: --like-hta's selection, the check of timestamps against
-// each other, and time 0.
-func (m *importer) finish() *Imported {
-	im := m.im
-	if m.opts.LikeHTA && len(m.stepNames) >= 2 {
-		m.keep(m.selectedByHTA)
-	}
-	m.dropOutliers()
-	base := int64(math.MaxInt64)
-	last := int64(math.MinInt64)
-	for _, ev := range im.Events {
-		base, last = min(base, ev.Start), max(last, ev.End)
-	}
-	if len(im.Events) == 0 {
-		base = 0
-	}
-	exported := im.Format == "xfertop-chrome"
-	if !exported {
-		im.EpochUnixNs = base // Kineto timestamps are µs since the Unix epoch
-		Rebase(im.Events, base, last)
-	}
-	devices := map[int32]bool{}
-	for _, ev := range im.Events {
-		if ev.Device >= 0 && ev.Kind != timeline.KindRuntime && ev.Kind != timeline.KindStep {
-			devices[ev.Device] = true
-		}
-	}
-	im.Devices = len(devices)
-	im.Warnings = m.warnings
-	if m.moreWarn > 0 {
-		im.Warnings = append(im.Warnings, fmt.Sprintf("%d more warnings like these", m.moreWarn))
-	}
-	m.origins = nil
-	return im
-}
-
-// selectedByHTA is Holistic Trace Analysis's default selection (hta/common/trace.py,
-// _filter_irrelevant_gpu_kernels): per file, the CPU ops that start before the last ProfilerStep
-// does (before the first CPU op when the file has no step), and the GPU ops launched by one of them,
-// by correlation. A file with no CPU op keeps everything.
-func (m *importer) selectedByHTA(i int) bool {
-	o := m.origins[i]
-	h := &m.hta[o.file()]
-	if !h.hasCPU {
-		return true
-	}
-	cut := h.minCPU
-	if h.hasStep {
-		cut = h.lastStep
-	}
-	if !o.gpu() {
-		return m.im.Events[i].Start < cut
-	}
-	t, ok := h.corrCPU[int64(m.im.Events[i].Op)]
-	return ok && t < cut
-}
-
-// dropOutliers leaves out, with a warning each, events more than 24 h away from the median start:
-// a trace spans seconds to hours, and one timestamp decades away would otherwise make time 0, the
-// span and every idle total meaningless.
-func (m *importer) dropOutliers() {
-	median, spread := MedianStart(m.im.Events)
-	if !spread {
-		return
-	}
-	m.keep(func(i int) bool {
-		ev := &m.im.Events[i]
-		if d := ev.Start - median; d >= -maxSpan && d <= maxSpan {
-			return true
-		}
-		o := m.origins[i]
-		m.warn("%s: traceEvents[%d] %s: ts lies %s from the trace's other events (more than 24 h): event left out",
-			m.names[o.file()], o.index(), shortName([]byte(m.im.Strings.Lookup(ev.Label))), span(ev.Start-median))
-		return false
-	})
-}
-
-// QueuedUnknown marks, while importing, an event whose launch time is not known yet.
-const QueuedUnknown = queuedUnknown
-
-// Rebase puts imported events on the import's time axis, time 0 at base, and sorts them by start.
-// A launch time outside [base, last] belongs to a call that was left out: it becomes unknown (−1),
-// as does QueuedUnknown.
-func Rebase(evs []timeline.Event, base, last int64) {
-	for i := range evs {
-		ev := &evs[i]
-		if ev.Queued == queuedUnknown || ev.Queued < base || ev.Queued > last {
-			ev.Queued = -1
-		} else {
-			ev.Queued -= base
-		}
-		ev.Start -= base
-		ev.End -= base
-	}
-	slices.SortStableFunc(evs, func(a, b timeline.Event) int { return cmp.Compare(a.Start, b.Start) })
-}
-
-// MaxSpan is how far apart in time the events of one import may lie: a trace spans seconds to
-// hours, so an event further than this from the others has a damaged timestamp.
-const MaxSpan = maxSpan
-
-// MedianStart returns the median start of evs, and whether any two of them start more than
-// MaxSpan apart (when not, there is nothing to leave out and the median is not computed).
-func MedianStart(evs []timeline.Event) (median int64, spread bool) {
-	if len(evs) == 0 {
-		return 0, false
-	}
-	lo, hi := evs[0].Start, evs[0].Start
-	for _, ev := range evs {
-		lo, hi = min(lo, ev.Start), max(hi, ev.Start)
-	}
-	if hi-lo <= maxSpan {
-		return 0, false
-	}
-	starts := make([]int64, len(evs))
-	for i, ev := range evs {
-		starts[i] = ev.Start
-	}
-	slices.Sort(starts)
-	return starts[len(starts)/2], true
-}
-
-// span writes a time difference for a person: days or years when it is that long.
-func span(d int64) string {
-	if d < 0 {
-		d = -d
-	}
-	const day = int64(24 * time.Hour)
-	if d >= 365*day {
-		return fmt.Sprintf("%.1f years", float64(d)/float64(365.25*float64(day)))
-	}
-	return fmt.Sprintf("%.1f days", float64(d)/float64(day))
 }

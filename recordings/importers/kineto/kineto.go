@@ -1,9 +1,8 @@
 package kineto
 
 import (
-	"fmt"
+	"context"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 
@@ -40,6 +39,19 @@ type Options struct {
 	MaxInputBytes int64
 	// MaxTokenBytes bounds one string or number (0: DefaultMaxTokenBytes).
 	MaxTokenBytes int
+	// Progress, when set, is told every few MiB and at the end how many bytes of the files have
+	// been read, of twice their size (each file is read twice: surveyed, then read into events).
+	Progress func(done, total int64)
+	// Context, when set, interrupts a long import when it is done.
+	Context context.Context
+	// TempDir is where the events of traces too far out of start order are sorted, in temporary
+	// files removed before the import returns ("": the system's temporary directory).
+	TempDir string
+
+	// Sizes of the sort, smaller in tests so that small traces take every path (0: the defaults),
+	// and what tests are told of each temporary file made.
+	reorder, fanIn int
+	spilled        func(path string)
 }
 
 func (o Options) withDefaults() Options {
@@ -49,38 +61,38 @@ func (o Options) withDefaults() Options {
 	if o.MaxTokenBytes <= 0 {
 		o.MaxTokenBytes = DefaultMaxTokenBytes
 	}
+	if o.reorder <= 0 {
+		o.reorder = reorderItems
+	}
+	if o.fanIn <= 1 {
+		o.fanIn = mergeFanIn
+	}
 	return o
 }
 
-// ReadFiles imports one or more trace files (.json or .json.gz); several files are the ranks of one
-// job (each file's distributedInfo.rank, or its position, gives its device). Each file is read once,
-// as a stream.
+// ReadFiles imports one or more trace files (.json or .json.gz) as Stream does, keeping every event.
 func ReadFiles(paths []string, opts Options) (*Imported, error) {
-	m := newImporter(opts, len(paths) > 1)
-	for i, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, fmt.Errorf("open trace: %w", err)
-		}
-		err = m.read(i, p, f)
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-	im := m.finish()
-	im.Source = strings.Join(paths, ",")
-	return im, nil
+	return collect(fileSources(paths), opts)
 }
 
-// Import reads one trace from r (gzip or plain JSON) and converts it.
+// Import reads one trace from r (gzip or plain JSON) and converts it, keeping every event. The
+// trace is read twice (see Stream): r is rewound when it is an io.Seeker; otherwise what the first
+// reading takes from it is kept in memory for the second.
 func Import(name string, r io.Reader, opts Options) (*Imported, error) {
-	m := newImporter(opts, false)
-	if err := m.read(0, name, r); err != nil {
+	return collect([]source{readerSource(name, r)}, opts)
+}
+
+// collect imports sources, keeping every event.
+func collect(srcs []source, opts Options) (*Imported, error) {
+	var all []timeline.Event
+	im, err := stream(srcs, opts, func(*Imported) error { return nil }, func(evs []timeline.Event) error {
+		all = append(all, evs...)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	im := m.finish()
-	im.Source = name
+	im.Events = all
 	return im, nil
 }
 

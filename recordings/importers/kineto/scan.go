@@ -41,7 +41,7 @@ const (
 	maxDepth = 10000
 )
 
-var errTruncated = errors.New("the JSON ends before it is complete (is the file truncated?)")
+var errTruncated = errors.New("the JSON ends before it is complete")
 
 func newScanner(name string, r io.Reader, maxToken int) *scanner {
 	return &scanner{r: r, buf: make([]byte, 0, readChunk), mark: -1, name: name, maxToken: maxToken}
@@ -133,7 +133,7 @@ func (s *scanner) fail(format string, args ...any) {
 	}
 	if !s.more() {
 		if s.err == nil {
-			s.err = fmt.Errorf("%s: %w", s.name, errTruncated)
+			s.err = fmt.Errorf("%s: %w, at byte offset %d (is the file truncated?)", s.name, errTruncated, s.offset())
 		}
 		return
 	}

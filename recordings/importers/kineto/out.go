@@ -1,0 +1,249 @@
+package kineto
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// The output stage takes the items in start order from the sorter and puts each through what needs
+// them in that order, then hands the events on in batches. Correlations are resolved in a window:
+// a runtime call (or, for --like-hta, a CPU op) is noted as it enters, its GPU ops are looked up as
+// they leave, lookWindow items later, so that a launch timestamped a little after its kernel (the
+// CPU and GPU clocks of a trace are aligned only so well) is still found.
+
+// lookWindow is how many items pass between an item's entry and its exit.
+const lookWindow = 1 << 12
+
+// batchEvents is how many events are handed on at a time: as many as a recording is read in.
+const batchEvents = recordings.DefaultBatch
+
+// output is the last stage of an import.
+type output struct {
+	m        *importer
+	window   []item // a ring of lookWindow items
+	head, n  int
+	corr     corrTable
+	median   int64
+	outliers bool // events further than maxSpan from median are left out
+	rebase   bool // put times on the import's axis (not for xfertop's own exports)
+	begun    bool
+	base     int64
+	batch    []timeline.Event
+	devices  map[int32]bool
+	begin    func(*Imported) error
+	emit     func([]timeline.Event) error
+}
+
+func newOutput(m *importer, begin func(*Imported) error, emit func([]timeline.Event) error) *output {
+	return &output{m: m, window: make([]item, lookWindow), corr: newCorrTable(), devices: map[int32]bool{},
+		batch: make([]timeline.Event, 0, batchEvents), begin: begin, emit: emit}
+}
+
+// in takes the next item in start order.
+func (o *output) in(it *item) error {
+	if it.flags&(flagLaunch|flagCPUOp) != 0 && !o.outlier(it.ev.Start) {
+		o.corr.put(it.org.file(), it.ev.Op, it.ev.Start, it.seq, it.flags)
+	}
+	if o.n == len(o.window) {
+		if err := o.exit(&o.window[o.head]); err != nil {
+			return err
+		}
+		o.window[o.head] = *it
+		o.head = (o.head + 1) % len(o.window)
+		return nil
+	}
+	o.window[(o.head+o.n)%len(o.window)] = *it
+	o.n++
+	return nil
+}
+
+func (o *output) outlier(t int64) bool {
+	d := t - o.median
+	return o.outliers && (d < -maxSpan || d > maxSpan)
+}
+
+// exit puts an item through the selection, the outlier check, its launch time and time 0, and
+// hands its event on.
+func (o *output) exit(it *item) error {
+	if it.flags&flagPhantom != 0 {
+		return nil
+	}
+	ev := it.ev
+	file := it.org.file()
+	if it.flags&flagSelect != 0 {
+		t, ok := o.corr.cpu(file, ev.Op)
+		if !ok || t >= o.m.files[file].cut() {
+			return nil
+		}
+	}
+	if o.outlier(ev.Start) {
+		o.m.warn("%s: traceEvents[%d] %s: ts lies %s from the trace's other events (more than 24 h): event left out",
+			o.m.names[file], it.org.index(), shortName([]byte(o.m.im.Strings.Lookup(ev.Label))), span(ev.Start-o.median))
+		return nil
+	}
+	if it.flags&flagPending != 0 {
+		ev.Queued = queuedUnknown
+		if q, ok := o.corr.launch(file, ev.Op); ok {
+			ev.Queued = q
+		}
+	}
+	if !o.begun {
+		o.begun, o.base = true, ev.Start
+		if err := o.begin(o.m.description(o.base)); err != nil {
+			return err
+		}
+	}
+	if o.rebase {
+		if ev.Queued == queuedUnknown || ev.Queued < o.base {
+			ev.Queued = -1
+		} else {
+			ev.Queued -= o.base
+		}
+		ev.Start -= o.base
+		ev.End -= o.base
+	}
+	if ev.Device >= 0 && ev.Kind != timeline.KindRuntime && ev.Kind != timeline.KindStep && len(o.devices) < maxTracks {
+		o.devices[ev.Device] = true
+	}
+	o.batch = append(o.batch, ev)
+	if len(o.batch) == cap(o.batch) {
+		return o.flush()
+	}
+	return nil
+}
+
+func (o *output) flush() error {
+	if len(o.batch) == 0 {
+		return nil
+	}
+	err := o.emit(o.batch)
+	o.batch = o.batch[:0]
+	return err
+}
+
+// finish lets the window's items out and hands on the last batch.
+func (o *output) finish() error {
+	for ; o.n > 0; o.n-- {
+		if err := o.exit(&o.window[o.head]); err != nil {
+			return err
+		}
+		o.head = (o.head + 1) % len(o.window)
+	}
+	if !o.begun {
+		o.begun = true
+		if err := o.begin(o.m.description(0)); err != nil {
+			return err
+		}
+	}
+	return o.flush()
+}
+
+// corrKeep bounds the correlations kept: those of the last corrKeep runtime calls (and, for
+// --like-hta, CPU ops) to enter the window, of every file. A GPU op leaves the window after its
+// call entered it, so only one that starts more than that many calls after its launch (a host far
+// ahead of its GPUs) finds it forgotten; the import says how many did. Correlation ids are not
+// dense (a PyTorch trace samples CUPTI's), so they are kept by key, not in a ring of ids.
+const corrKeep = 1 << 16
+
+// corrKey names a correlation id of one file.
+type corrKey struct {
+	file int
+	corr uint64
+}
+
+// corrEntry is what is known of one correlation id.
+type corrEntry struct {
+	launch    int64 // the start of its runtime call (the last the file holds)
+	launchSeq int64
+	minCPU    int64 // the earliest start of a CPU op carrying it (--like-hta)
+	hasLaunch bool
+	hasCPU    bool
+}
+
+// corrTable maps each file's correlation ids to their launch time and earliest CPU op, keeping
+// the corrKeep last ones.
+type corrTable struct {
+	m        map[corrKey]corrEntry
+	fifo     []corrKey // the keys in the order they came, a ring of corrKeep
+	head, n  int
+	evicted  map[int]uint64 // per file, the largest id forgotten
+	lost     int            // GPU ops whose correlation was forgotten
+	capacity int
+}
+
+func newCorrTable() corrTable {
+	return corrTable{m: map[corrKey]corrEntry{}, evicted: map[int]uint64{}, capacity: corrKeep}
+}
+
+func (t *corrTable) put(file int, corr uint64, start, seq int64, flags uint8) {
+	k := corrKey{file, corr}
+	e, ok := t.m[k]
+	if !ok {
+		if t.fifo == nil {
+			t.fifo = make([]corrKey, t.capacity)
+		}
+		if t.n == len(t.fifo) {
+			old := t.fifo[t.head]
+			delete(t.m, old)
+			t.evicted[old.file] = max(t.evicted[old.file], old.corr)
+			t.head = (t.head + 1) % len(t.fifo)
+			t.n--
+		}
+		t.fifo[(t.head+t.n)%len(t.fifo)] = k
+		t.n++
+	}
+	if flags&flagLaunch != 0 && (!e.hasLaunch || seq > e.launchSeq) {
+		e.hasLaunch, e.launch, e.launchSeq = true, start, seq
+	}
+	if flags&flagCPUOp != 0 && (!e.hasCPU || start < e.minCPU) {
+		e.hasCPU, e.minCPU = true, start
+	}
+	t.m[k] = e
+}
+
+// get returns the entry of a correlation, counting it as forgotten when it may have been.
+func (t *corrTable) get(file int, corr uint64) (corrEntry, bool) {
+	e, ok := t.m[corrKey{file, corr}]
+	if !ok {
+		if ev, was := t.evicted[file]; was && corr <= ev {
+			t.lost++
+		}
+	}
+	return e, ok
+}
+
+func (t *corrTable) launch(file int, corr uint64) (int64, bool) {
+	if e, ok := t.get(file, corr); ok && e.hasLaunch {
+		return e.launch, true
+	}
+	return 0, false
+}
+
+func (t *corrTable) cpu(file int, corr uint64) (int64, bool) {
+	if e, ok := t.get(file, corr); ok && e.hasCPU {
+		return e.minCPU, true
+	}
+	return 0, false
+}
+
+// span writes a time difference for a person: days or years when it is that long.
+func span(d int64) string {
+	if d < 0 {
+		d = -d
+	}
+	const day = int64(24 * time.Hour)
+	if d >= 365*day {
+		return fmt.Sprintf("%.1f years", float64(d)/float64(365.25*float64(day)))
+	}
+	return fmt.Sprintf("%.1f days", float64(d)/float64(day))
+}
+
+// QueuedUnknown marks, while importing, an event whose launch time is not known yet.
+const QueuedUnknown = queuedUnknown
+
+// MaxSpan is how far apart in time the events of one import may lie: a trace spans seconds to
+// hours, so an event further than this from the others has a damaged timestamp.
+const MaxSpan = maxSpan

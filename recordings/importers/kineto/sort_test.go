@@ -1,0 +1,185 @@
+package kineto
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// emptyDir fails the test if dir holds a file: the import left a temporary file behind.
+func emptyDir(t *testing.T, dir string) {
+	t.Helper()
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Fatalf("%d temporary files left in %s (%s ...)", len(left), dir, left[0].Name())
+	}
+}
+
+// traceInputs are the traces the sort tests read: the real ones when ../shared/data has them,
+// and synthetic ones, in start order and shuffled.
+func traceInputs(t *testing.T) map[string][]string {
+	dir := t.TempDir()
+	in := map[string][]string{
+		"in order": {largeTrace(t, dir, 3000, 1)},
+		"shuffled": {largeTrace(t, dir, 3000, 1<<20)},
+		"blocks":   {largeTrace(t, dir, 3000, 64)},
+	}
+	syn := filepath.Join(dir, "syn.json")
+	if err := os.WriteFile(syn, syntheticKineto(20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in["synthetic"] = []string{syn}
+	r0, r1 := filepath.Join(data, "sampled_rank-0.json.gz"), filepath.Join(data, "sampled_rank-1.json.gz")
+	if _, err := os.Stat(r0); err == nil {
+		in["ranks"] = []string{r0, r1}
+		in["resnet"] = []string{filepath.Join(data, "resnet50_v100_worker0.pt.trace.json.gz")}
+	}
+	return in
+}
+
+// TestSortPathsAgree: the events come out the same, in the same order, with the same names and
+// warnings, whether they are sorted in memory (the default buffer holds these traces whole) or
+// by the external merge sort (a buffer of 8 items and merges of 2 runs at a time, so that the
+// runs are merged in several passes); the runs are spilled only when the events are out of order,
+// and no temporary file is left.
+func TestSortPathsAgree(t *testing.T) {
+	for name, paths := range traceInputs(t) {
+		for _, like := range []bool{false, true} {
+			want, err := ReadFiles(paths, Options{LikeHTA: like})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			spilled := 0
+			got, err := ReadFiles(paths, Options{LikeHTA: like, TempDir: dir, reorder: 8, fanIn: 2, spilled: func(string) { spilled++ }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			emptyDir(t, dir)
+			if !reflect.DeepEqual(got.Events, want.Events) || !reflect.DeepEqual(got.Strings.All(), want.Strings.All()) ||
+				!reflect.DeepEqual(got.Warnings, want.Warnings) || got.Devices != want.Devices || got.EpochUnixNs != want.EpochUnixNs {
+				t.Errorf("%s (like-hta %v): the external sort imports other events than the sort in memory (%d and %d events; warnings %q, %q)",
+					name, like, len(got.Events), len(want.Events), got.Warnings, want.Warnings)
+			}
+			for i := 1; i < len(got.Events); i++ {
+				if got.Events[i].Start < got.Events[i-1].Start {
+					t.Fatalf("%s: event %d starts before the one before it", name, i)
+				}
+			}
+			switch {
+			case name == "in order" && spilled > 0:
+				t.Errorf("%s: %d runs spilled; want none (the trace is in start order)", name, spilled)
+			case name == "shuffled" && spilled < 100:
+				t.Errorf("%s: %d runs spilled; want one per 16 or so events, and merges of them", name, spilled)
+			}
+		}
+	}
+}
+
+// TestLargeTraceEvents: the synthetic trace imports as it was written: every event, kernels with
+// their launch time (4 µs before they start, by correlation), steps and collectives.
+func TestLargeTraceEvents(t *testing.T) {
+	const n = 5000
+	path := largeTrace(t, t.TempDir(), n, 1<<20)
+	im, err := ReadFiles([]string{path}, Options{reorder: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[timeline.Kind]int{}
+	for _, e := range im.Events {
+		count[e.Kind]++
+		if (e.Kind == timeline.KindKernel || e.Kind == timeline.KindCollective) && e.Start-e.Queued != 4250 {
+			t.Fatalf("kernel %+v: launched %d ns before it starts; want 4250", e, e.Start-e.Queued)
+		}
+	}
+	want := map[timeline.Kind]int{timeline.KindRuntime: n, timeline.KindKernel: n - n/50, timeline.KindCollective: n / 50,
+		timeline.KindStep: n / 1000, timeline.KindMemcpy: n - n/1000}
+	if !reflect.DeepEqual(count, want) || len(im.Warnings) > 0 {
+		t.Errorf("events by kind %v; want %v; warnings %q", count, want, im.Warnings)
+	}
+}
+
+// TestTempFilesRemoved: the temporary files of the sort are removed when the import fails after
+// spilling them: the sink refuses, the context is cancelled, a file is unreadable on its second
+// reading.
+func TestTempFilesRemoved(t *testing.T) {
+	path := largeTrace(t, t.TempDir(), 3000, 1<<20)
+	refused := errors.New("refused")
+	tests := []struct {
+		name string
+		run  func(opts Options) error
+		want error
+	}{
+		{"sink refuses", func(opts Options) error {
+			_, err := Stream([]string{path}, opts, func(*Imported) error { return nil }, func([]timeline.Event) error { return refused })
+			return err
+		}, refused},
+		{"sink refuses to begin", func(opts Options) error {
+			_, err := Stream([]string{path}, opts, func(*Imported) error { return refused }, func([]timeline.Event) error { return nil })
+			return err
+		}, refused},
+		{"cancelled while spilling", func(opts Options) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			opts.Context = ctx
+			opts.spilled = func(string) { cancel() }
+			_, err := ReadFiles([]string{path}, opts)
+			return err
+		}, context.Canceled},
+		{"file gone on its second reading", func(opts Options) error {
+			second := filepath.Join(t.TempDir(), "rank1.json")
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(second, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			opts.spilled = func(string) { os.Remove(second) } // while the first file is read into events
+			_, err = ReadFiles([]string{path, second}, opts)
+			return err
+		}, os.ErrNotExist},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			err := tc.run(Options{TempDir: dir, reorder: 16})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("import = %v; want %v", err, tc.want)
+			}
+			emptyDir(t, dir)
+		})
+	}
+}
+
+// TestTruncated: a trace cut anywhere fails with an error naming the file and the byte offset,
+// and leaves no temporary file.
+func TestTruncated(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeLargeTrace(&b, 200, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	full := b.Bytes()
+	dir := t.TempDir()
+	for _, cut := range []int{1, 17, len(full) / 3, len(full) / 2, len(full) - 3} {
+		_, err := Import("cut.json", bytes.NewReader(full[:cut]), Options{TempDir: dir, reorder: 8})
+		if err == nil || !strings.HasPrefix(err.Error(), "cut.json: ") || !strings.Contains(err.Error(), "byte offset") {
+			t.Errorf("Import(first %d bytes) = %v; want an error naming the file and the byte offset", cut, err)
+		}
+	}
+	_, err := Import("cut.json", bytes.NewReader(full[:len(full)-3]), Options{})
+	if want := "cut.json: the JSON ends before it is complete, at byte offset"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Import(cut at the end) = %v; want %q...", err, want)
+	}
+	emptyDir(t, dir)
+}

@@ -1,0 +1,256 @@
+package kineto
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// source is a trace that can be read from its start more than once.
+type source struct {
+	name string
+	size int64 // bytes, for progress (0: not known)
+	open func() (io.ReadCloser, error)
+}
+
+// fileSources reads traces from files.
+func fileSources(paths []string) []source {
+	srcs := make([]source, len(paths))
+	for i, p := range paths {
+		srcs[i] = source{name: p, open: func() (io.ReadCloser, error) {
+			f, err := os.Open(p)
+			if err != nil {
+				return nil, fmt.Errorf("open trace: %w", err)
+			}
+			return f, nil
+		}}
+		if st, err := os.Stat(p); err == nil {
+			srcs[i].size = st.Size()
+		}
+	}
+	return srcs
+}
+
+// readerSource reads a trace from r: rewound when it is an io.Seeker, else read once and kept.
+func readerSource(name string, r io.Reader) source {
+	if rs, ok := r.(io.ReadSeeker); ok {
+		if at, err := rs.Seek(0, io.SeekCurrent); err == nil {
+			return source{name: name, open: func() (io.ReadCloser, error) {
+				if _, err := rs.Seek(at, io.SeekStart); err != nil {
+					return nil, fmt.Errorf("%s: rewind: %w", name, err)
+				}
+				return io.NopCloser(rs), nil
+			}}
+		}
+	}
+	var kept bytes.Buffer
+	first := true
+	return source{name: name, open: func() (io.ReadCloser, error) {
+		if first {
+			first = false
+			return io.NopCloser(io.TeeReader(r, &kept)), nil
+		}
+		return io.NopCloser(bytes.NewReader(kept.Bytes())), nil
+	}}
+}
+
+// Stream imports trace files (.json or .json.gz), the ranks of one job when there are several
+// (each file's distributedInfo.rank, or its position, gives its device), without holding their
+// events: it calls begin once with the import's description (Events empty) before the first events,
+// then emit with batches of events in start order (the slice is reused once emit returns). The
+// description it returns is complete: its Warnings are known only at the end, and its Devices count
+// the devices of the events handed on (begin's counts those of the events read, before --like-hta's
+// selection and the check of timestamps left some out).
+//
+// Each file is read twice, as a stream: a survey for what must be known before the first event
+// goes out (what the file is, its rank, where --like-hta's selection cuts, the median start, the
+// devices, whether its events are nearly in start order), then into events, which go out in start
+// order through a reorder buffer, or, when they are further out of order, through an external
+// merge sort whose runs are spilled to temporary files (Options.TempDir), removed on every path.
+// Memory is bounded by the reorder buffer, the window in which launch times are looked up, and
+// the distinct names and tracks, not by the size of the files.
+func Stream(paths []string, opts Options, begin func(*Imported) error, emit func([]timeline.Event) error) (*Imported, error) {
+	return stream(fileSources(paths), opts, begin, emit)
+}
+
+// progressEvery is how many bytes are read between two calls of Options.Progress.
+const progressEvery = 4 << 20
+
+// counter counts the bytes read, telling progress and watching the context.
+type counter struct {
+	r    io.Reader
+	m    *importer
+	told int64
+}
+
+func (c *counter) Read(p []byte) (int, error) {
+	if ctx := c.m.opts.Context; ctx != nil && ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	n, err := c.r.Read(p)
+	c.m.done += int64(n)
+	if c.m.opts.Progress != nil && c.m.done-c.told >= progressEvery {
+		c.told = c.m.done
+		c.m.opts.Progress(min(c.m.done, c.m.total), c.m.total)
+	}
+	return n, err
+}
+
+// readSource reads one source through the decoder into m.add.
+func (m *importer) readSource(src source, info *fileInfo) (*header, error) {
+	rc, err := src.open()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	m.startFile(info)
+	return decode(src.name, &counter{r: rc, m: m}, m.opts, m.add)
+}
+
+func stream(srcs []source, opts Options, begin func(*Imported) error, emit func([]timeline.Event) error) (*Imported, error) {
+	m := newImporter(opts, len(srcs) > 1)
+	m.order.n = m.opts.reorder
+	names := make([]string, len(srcs))
+	for i, s := range srcs {
+		names[i] = s.name
+		m.total += 2 * s.size
+	}
+	m.names = names
+	if err := m.survey(srcs); err != nil {
+		return nil, err
+	}
+	sp := &spill{dir: m.opts.TempDir, fanIn: m.opts.fanIn, told: m.opts.spilled}
+	defer sp.close()
+	out := newOutput(m, begin, emit)
+	out.rebase = m.im.Format != "xfertop-chrome"
+	out.median, out.outliers = m.medianStart()
+	srt := newSorter(m.opts.reorder, m.order.inOrder(), sp, out.in)
+	m.put = srt.put
+	for i, s := range srcs {
+		info := m.files[i]
+		if _, err := m.readSource(s, info); err != nil {
+			return nil, err
+		}
+		if h := &info.h; h.Metadata == nil && !(h.HasRank && inRange(h.Rank, 0, maxInt32)) && (h.HasRank || h.BadRank) {
+			m.warn("%s: distributedInfo.rank is not a rank: the file's position (%d) is used", info.name, info.index)
+		}
+	}
+	if err := srt.finish(); err != nil {
+		return nil, err
+	}
+	if err := out.finish(); err != nil {
+		return nil, err
+	}
+	return m.finish(out), nil
+}
+
+// survey reads every source once, for what must be known before the first event goes out.
+func (m *importer) survey(srcs []source) error {
+	m.surveying = true
+	for i, s := range srcs {
+		info := newFileInfo(s.name, i)
+		m.files = append(m.files, info)
+		h, err := m.readSource(s, info)
+		if err != nil {
+			return err
+		}
+		info.h, info.gpu = *h, m.f.gpu
+		info.settle()
+		switch info.class {
+		case classGeneric:
+			m.im.Format = "chrome"
+		case classExported:
+			m.im.Format, m.im.Exported = "xfertop-chrome", h.Metadata
+			if v, ok := h.Metadata["epoch_unix_ns"]; ok {
+				m.im.EpochUnixNs, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	m.surveying = false
+	m.htaActive = m.opts.LikeHTA && len(m.stepNames) >= 2
+	m.totalBytes, m.lostTracks = 0, 0
+	devices := map[int32]bool{}
+	for _, fi := range m.files {
+		c := &fi.cls[fi.class]
+		for d := range c.devices {
+			devices[d] = true
+		}
+		if c.pending {
+			devices[fi.rank] = true
+		}
+	}
+	m.im.Devices = len(devices)
+	return nil
+}
+
+// medianStart is the median start of the events that go out, from the survey's samples, and
+// whether any two of them start more than maxSpan apart (when not, none is left out).
+func (m *importer) medianStart() (int64, bool) {
+	var lo, hi int64
+	var n int64
+	var samples []weighted
+	for _, fi := range m.files {
+		c := &fi.cls[fi.class]
+		if c.n == 0 {
+			continue
+		}
+		if n == 0 || c.lo < lo {
+			lo = c.lo
+		}
+		if n == 0 || c.hi > hi {
+			hi = c.hi
+		}
+		n += c.n
+		for _, t := range c.gpu.keep {
+			samples = append(samples, weighted{t, c.gpu.stride})
+		}
+		selects := m.htaActive && fi.hta.hasCPU
+		for _, t := range c.cpu.keep {
+			if !selects || t < fi.cut() {
+				samples = append(samples, weighted{t, c.cpu.stride})
+			}
+		}
+	}
+	if n == 0 || hi-lo <= maxSpan || len(samples) == 0 {
+		return 0, false
+	}
+	return median(samples), true
+}
+
+// description is the import's description as known before its first event; base is the first
+// event's start, time 0.
+func (m *importer) description(base int64) *Imported {
+	if m.im.Format != "xfertop-chrome" {
+		m.im.EpochUnixNs = base // Kineto timestamps are µs since the Unix epoch
+	}
+	m.im.Source = strings.Join(m.names, ",")
+	return m.im
+}
+
+// finish completes the description: the devices of the events handed on, and the warnings.
+func (m *importer) finish(out *output) *Imported {
+	im := m.im
+	im.Devices = len(out.devices)
+	if n := m.labels.lost; n > 0 {
+		m.warn("%d events' names were left out: the traces have more than %d distinct names", n, maxLabels)
+	}
+	if m.lostTracks > 0 {
+		m.warn("%d slices were put on a shared track: the trace has more than %d processes or threads", m.lostTracks, maxTracks)
+	}
+	if n := out.corr.lost; n > 0 {
+		m.warn("%d GPU ops started more than %d runtime calls after their launch: their launch time is unknown", n, corrKeep)
+	}
+	im.Warnings = m.warnings
+	if m.moreWarn > 0 {
+		im.Warnings = append(im.Warnings, fmt.Sprintf("%d more warnings like these", m.moreWarn))
+	}
+	if m.opts.Progress != nil {
+		m.opts.Progress(max(m.total, m.done), max(m.total, m.done))
+	}
+	return im
+}

@@ -1,0 +1,162 @@
+package kineto
+
+import (
+	"slices"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// The survey reads each file once before any event goes out, for what must be known first: the
+// file's class (a PyTorch profiler trace, another tool's Chrome trace, xfertop's own export: told
+// only by what the file holds, anywhere in it), its rank (distributedInfo may follow the events),
+// where --like-hta's selection cuts, the devices (for the description), a bounded sample of starts
+// (the median, to leave out events with a damaged timestamp), and whether the events, in the order
+// the files hold them, come out in start order through the reorder buffer. What it holds per file
+// is bounded: a sample, the devices (up to maxTracks), and, for the whole import, the reorder
+// check's buffer of starts.
+
+// htaFile is what --like-hta's selection needs of one file.
+type htaFile struct {
+	hasCPU, hasStep  bool
+	minCPU, lastStep int64 // earliest CPU op; start of the last ProfilerStep (ns)
+}
+
+// classStats is what the survey learnt of the items a file makes as one class.
+type classStats struct {
+	n        int64
+	lo, hi   int64
+	cpu, gpu sampler // starts of the items HTA counts as CPU ops and as GPU ops
+	devices  map[int32]bool
+	pending  bool // some GPU op's device is the file's rank
+}
+
+// fileInfo is what the survey learnt of one file.
+type fileInfo struct {
+	name  string
+	index int
+	h     header
+	class int
+	rank  int32
+	gpu   bool // it holds a GPU op: a Kineto trace, not a generic Chrome one
+	hta   htaFile
+	cls   [classes]classStats
+}
+
+func newFileInfo(name string, index int) *fileInfo {
+	fi := &fileInfo{name: name, index: index}
+	for i := range fi.cls {
+		fi.cls[i].devices = map[int32]bool{}
+	}
+	return fi
+}
+
+// note counts an item the file makes as class c.
+func (fi *fileInfo) note(it *item, c int, htaGPU bool) {
+	s := &fi.cls[c]
+	t := it.ev.Start
+	if s.n == 0 || t < s.lo {
+		s.lo = t
+	}
+	if s.n == 0 || t > s.hi {
+		s.hi = t
+	}
+	s.n++
+	if htaGPU {
+		s.gpu.add(t)
+	} else {
+		s.cpu.add(t)
+	}
+	ev := &it.ev
+	switch {
+	case ev.Kind == timeline.KindRuntime || ev.Kind == timeline.KindStep:
+	case ev.Device == devicePending:
+		s.pending = true
+	case ev.Device >= 0 && len(s.devices) < maxTracks:
+		s.devices[ev.Device] = true
+	}
+}
+
+// cut is where --like-hta's selection cuts the file: its CPU ops that start before it are kept.
+func (fi *fileInfo) cut() int64 {
+	if fi.hta.hasStep {
+		return fi.hta.lastStep
+	}
+	return fi.hta.minCPU
+}
+
+// settle decides the file's class and rank once it is read to its end.
+func (fi *fileInfo) settle() {
+	fi.rank = int32(fi.index)
+	switch {
+	case fi.h.Metadata != nil:
+		fi.class = classExported
+		return
+	case fi.h.HasRank && inRange(fi.h.Rank, 0, maxInt32):
+		fi.rank = int32(fi.h.Rank)
+	}
+	fi.class = classKineto
+	if !fi.gpu {
+		fi.class = classGeneric
+	}
+}
+
+// sampleCap bounds the starts kept per sample to estimate the median start: every item while they
+// fit, then every second, fourth, ... one, so that the sample stays evenly spread.
+const sampleCap = 1 << 12
+
+// sampler keeps an evenly spaced sample of starts.
+type sampler struct {
+	keep   []int64
+	stride int64
+	n      int64
+}
+
+func (s *sampler) add(t int64) {
+	if s.stride == 0 {
+		s.stride = 1
+	}
+	if s.n%s.stride == 0 {
+		if len(s.keep) == sampleCap {
+			n := 0
+			for i := 0; i < len(s.keep); i += 2 { // those at multiples of the doubled stride
+				s.keep[n] = s.keep[i]
+				n++
+			}
+			s.keep, s.stride = s.keep[:n], 2*s.stride
+		}
+		if s.n%s.stride == 0 {
+			s.keep = append(s.keep, t)
+		}
+	}
+	s.n++
+}
+
+// weighted is a sampled start standing for weight items.
+type weighted struct{ t, w int64 }
+
+// median returns the weighted median of samples (the upper one of an even count): exact while no
+// sample has thinned out.
+func median(samples []weighted) int64 {
+	slices.SortFunc(samples, func(a, b weighted) int { return cmpInt(a.t, b.t) })
+	var total int64
+	for _, s := range samples {
+		total += s.w
+	}
+	var cum int64
+	for _, s := range samples {
+		if cum += s.w; cum > total/2 {
+			return s.t
+		}
+	}
+	return 0
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
