@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // syntheticKineto writes a PyTorch profiler trace of n steps: per step a ProfilerStep annotation,
@@ -88,4 +90,67 @@ func (m *runtimeMem) read() {
 	var s runtime.MemStats
 	runtime.ReadMemStats(&s)
 	m.total = s.TotalAlloc
+}
+
+// BenchmarkStreamVsWhole compares, in one run, the streaming import with the importer that held
+// every event until the end of its file (legacy_test.go), on writeLargeTrace's trace of 50,000
+// units (150,000 events imported, about 10 MB of JSON), in start order and shuffled: events
+// imported per CPU second by each (process CPU time, collector included: wall time on a shared
+// machine says more about the neighbours), and their ratio (stream/whole). A collection before
+// each import keeps the garbage of one out of the other's time. The trace is read from memory, so
+// that the figures are the importers', not the disk's:
+//
+//	go test -run XXX -bench StreamVsWhole -benchtime 5x ./recordings/importers/kineto/
+func BenchmarkStreamVsWhole(b *testing.B) {
+	const units = 50_000
+	for _, tc := range []struct {
+		name  string
+		block int
+	}{{"in-order", 1}, {"shuffled", 1 << 20}} {
+		var buf bytes.Buffer
+		if err := writeLargeTrace(&buf, units, tc.block); err != nil {
+			b.Fatal(err)
+		}
+		data := buf.Bytes()
+		b.Run(tc.name, func(b *testing.B) {
+			dir := b.TempDir()
+			var whole, stream time.Duration
+			events := 0
+			for b.Loop() {
+				runtime.GC()
+				c0 := cpuTime()
+				old, err := legacyImport("t.json", bytes.NewReader(data), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				whole += cpuTime() - c0
+				n := len(old.Events)
+				old = nil
+				runtime.GC()
+				c0 = cpuTime()
+				im, err := Import("t.json", bytes.NewReader(data), Options{TempDir: dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				stream += cpuTime() - c0
+				if len(im.Events) != n {
+					b.Fatalf("%d events streamed, %d whole", len(im.Events), n)
+				}
+				events = n
+			}
+			b.ReportMetric(float64(events)*float64(b.N)/whole.Seconds(), "whole-events/cpu-s")
+			b.ReportMetric(float64(events)*float64(b.N)/stream.Seconds(), "stream-events/cpu-s")
+			b.ReportMetric(whole.Seconds()/stream.Seconds(), "stream/whole")
+			b.ReportMetric(float64(len(data))*float64(b.N)/stream.Seconds()/1e6, "stream-MB/cpu-s")
+		})
+	}
+}
+
+// cpuTime is the CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

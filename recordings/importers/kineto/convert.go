@@ -13,7 +13,6 @@ import (
 // op (those are selected by the CPU op of their correlation, as they go out).
 func (m *importer) emit(it *item, class int, htaGPU bool) error {
 	f := &m.f
-	it.org = makeOrigin(f.index, it.org.index())
 	if m.surveying {
 		m.order.add(it.ev.Start)
 		f.info.note(it, class, htaGPU)
@@ -38,6 +37,13 @@ func (m *importer) emit(it *item, class int, htaGPU bool) error {
 	return m.put(it)
 }
 
+// item returns the importer's item, reused from one event to the next (the sorter copies it), for
+// the event of traceEvents[index].
+func (m *importer) item(ev timeline.Event, index int64) *item {
+	m.scratch = item{ev: ev, org: makeOrigin(m.f.index, index)}
+	return &m.scratch
+}
+
 // addExported keeps an event written by chrome.Write, rebuilt from its args.
 func (m *importer) addExported(e *rawEvent) error {
 	x := &e.Args.Xfertop
@@ -54,7 +60,7 @@ func (m *importer) addExported(e *rawEvent) error {
 		return nil
 	}
 	ev.Bytes = m.checkBytes(e, "xfertop.b", ev.Bytes)
-	return m.emit(&item{ev: ev, org: makeOrigin(0, e.Index)}, classExported, false)
+	return m.emit(m.item(ev, e.Index), classExported, false)
 }
 
 // addGeneric keeps a slice of a Chrome trace from a tool xfertop does not know: a kernel on a
@@ -85,7 +91,7 @@ func (m *importer) addGeneric(e *rawEvent, start, end int64) error {
 	}
 	ev := timeline.Event{Kind: timeline.KindKernel, Start: start, End: end, Queued: queuedUnknown,
 		Device: dev, Peer: timeline.NoDevice, Stream: st, Label: m.label(e.Name)}
-	return m.emit(&item{ev: ev, org: makeOrigin(0, e.Index)}, classGeneric, false)
+	return m.emit(m.item(ev, e.Index), classGeneric, false)
 }
 
 // addStep keeps a ProfilerStep#N annotation as a step.
@@ -101,7 +107,7 @@ func (m *importer) addStep(e *rawEvent, start, end int64) error {
 	}
 	ev := timeline.Event{Kind: timeline.KindStep, Start: start, End: end, Queued: queuedUnknown,
 		Device: timeline.NoDevice, Peer: timeline.NoDevice, Aux: uint32(n), Label: m.label(e.Name)}
-	return m.emit(&item{ev: ev, org: makeOrigin(0, e.Index)}, classKineto, false)
+	return m.emit(m.item(ev, e.Index), classKineto, false)
 }
 
 // addKineto converts a GPU op or a runtime call of a PyTorch profiler trace.
@@ -119,7 +125,7 @@ func (m *importer) addKineto(e *rawEvent, kind timeline.Kind, gpu bool, start, e
 		return nil
 	}
 	ev.Device = dev
-	it := &item{org: makeOrigin(0, e.Index)}
+	it := m.item(timeline.Event{}, e.Index)
 	if a.Has&hasCorrelation != 0 {
 		ev.Queued = queuedPending
 		it.flags |= flagPending
@@ -149,7 +155,7 @@ func (m *importer) addRuntime(e *rawEvent, ev timeline.Event, htaGPU bool) error
 	if m.multi {
 		ev.Device = m.rank()
 	}
-	it := &item{ev: ev, org: makeOrigin(0, e.Index)}
+	it := m.item(ev, e.Index)
 	if e.Args.Has&hasCorrelation != 0 {
 		it.flags |= flagLaunch
 		if m.htaActive && !htaGPU && htaCPUOp(e) {

@@ -154,7 +154,7 @@ func openStream(name string, r io.Reader, max int64) (io.Reader, func(), error) 
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: gzip: %w", name, err)
+			return nil, nil, fmt.Errorf("%s: gzip header at byte offset 0: %w", name, err)
 		}
 		src, done = gzipErrors{gz}, func() { gz.Close() }
 	}

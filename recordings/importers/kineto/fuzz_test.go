@@ -3,6 +3,8 @@ package kineto
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,6 +31,7 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"name":"\ud83d\ude00\ud800\u0041"}]} x`))
 	f.Add([]byte(`{"traceEvents":[{"ts":01},{"ts":-},{"ts":1.},{"ts":1e}]}`))
 	f.Add([]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00"))
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":9,"dur":1,"args":{"correlation":1}},{"ph":"X","cat":"cuda_runtime","name":"l","ts":3,"dur":1,"args":{"correlation":1}},{"ph":"X","cat":"kernel","name":"j","ts":2,"dur":1,"args":{"correlation":2}},{"ph":"X","cat":"cuda_runtime","name":"l","ts":1,"dur":1,"args":{"correlation":2}},{"ph":"X","cat":"kernel","name":"i","ts":5,"dur":1}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		im, err := Import("fuzz.json", bytes.NewReader(data), Options{})
 		if err != nil && !strings.HasPrefix(err.Error(), "fuzz.json") {
@@ -61,5 +64,44 @@ func FuzzImport(f *testing.F) {
 			t.Fatalf("a small window changes the result: %v / %v", err, err2)
 		}
 		_, _ = Import("fuzz.json", bytes.NewReader(data), Options{LikeHTA: true})
+
+		// The external merge sort (a buffer of 4 events, merges of 2 runs) imports the same.
+		dir := t.TempDir()
+		im3, err3 := Import("fuzz.json", bytes.NewReader(data), Options{TempDir: dir, reorder: 4, fanIn: 2})
+		if (err == nil) != (err3 == nil) || (err != nil && err.Error() != err3.Error()) ||
+			(err == nil && (!reflect.DeepEqual(im.Events, im3.Events) || !reflect.DeepEqual(im.Warnings, im3.Warnings))) {
+			t.Fatalf("the external sort imports otherwise: %v / %v", err, err3)
+		}
+		if left, _ := os.ReadDir(dir); len(left) > 0 {
+			t.Fatalf("%d temporary files left", len(left))
+		}
+		// The importer that held every event imports the same events (its error for a truncated
+		// file did not name the offset).
+		old, errOld := legacyImport("fuzz.json", bytes.NewReader(data), Options{})
+		if (err == nil) != (errOld == nil) || (err != nil && err.Error() != errOld.Error() && !errors.Is(err, errTruncated)) {
+			t.Fatalf("streaming: %v; whole: %v", err, errOld)
+		}
+		if err == nil && !reflect.DeepEqual(named(im), named(old)) {
+			t.Fatalf("streaming and whole imports differ:\n%v\n%v", named(im), named(old))
+		}
+		// A trace cut short fails with an error naming the file and the byte offset.
+		if err == nil && len(data) > 2 {
+			_, errCut := Import("fuzz.json", bytes.NewReader(data[:len(data)/2]), Options{})
+			if errCut != nil && (!strings.HasPrefix(errCut.Error(), "fuzz.json: ") || !strings.Contains(errCut.Error(), "byte offset")) {
+				t.Fatalf("cut in half: %v; want an error naming the file and the byte offset", errCut)
+			}
+		}
 	})
+}
+
+// named is an import's events with their names, as text: label ids are not compared, only the
+// names they stand for.
+func named(im *Imported) []string {
+	out := make([]string, len(im.Events))
+	for i, e := range im.Events {
+		l := im.Strings.Lookup(e.Label)
+		e.Label = 0
+		out[i] = fmt.Sprintf("%+v %q", e, l)
+	}
+	return out
 }

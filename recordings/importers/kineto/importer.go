@@ -133,6 +133,7 @@ type importer struct {
 	order      orderCheck // whether the items, as read, come out in order through the reorder buffer
 	f          fileState
 	put        func(it *item) error // the sorter, once surveyed
+	scratch    item                 // the item being made
 	done       int64                // bytes read, for progress
 	total      int64
 }
@@ -245,8 +246,9 @@ func (m *importer) phantomCPUOp(e *rawEvent, start int64) error {
 		return nil
 	}
 	m.seq++
-	return m.put(&item{ev: timeline.Event{Start: start, Op: uint64(e.Args.Correlation)}, seq: m.seq,
-		org: makeOrigin(f.index, e.Index), flags: flagCPUOp | flagPhantom})
+	it := m.item(timeline.Event{Start: start, Op: uint64(e.Args.Correlation)}, e.Index)
+	it.seq, it.flags = m.seq, flagCPUOp|flagPhantom
+	return m.put(it)
 }
 
 // isHTAGPU tells whether Holistic Trace Analysis counts an event as a GPU op.

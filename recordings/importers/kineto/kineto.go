@@ -50,8 +50,8 @@ type Options struct {
 
 	// Sizes of the sort, smaller in tests so that small traces take every path (0: the defaults),
 	// and what tests are told of each temporary file made.
-	reorder, fanIn int
-	spilled        func(path string)
+	reorder, fanIn, corrKeep int
+	spilled                  func(path string)
 }
 
 func (o Options) withDefaults() Options {
@@ -66,6 +66,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.fanIn <= 1 {
 		o.fanIn = mergeFanIn
+	}
+	if o.corrKeep <= 0 {
+		o.corrKeep = corrKeep
 	}
 	return o
 }

@@ -5,7 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // writeLargeTrace writes a PyTorch profiler trace of n units, four events each: a CPU op, its
@@ -78,4 +84,84 @@ func largeTrace(t testing.TB, dir string, n, block int) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// peakSampler samples the live heap after a collection, every gcEvery calls, for its peak.
+type peakSampler struct {
+	peak, calls, gcEvery uint64
+	sample               []metrics.Sample
+}
+
+func newPeakSampler(gcEvery uint64) *peakSampler {
+	return &peakSampler{gcEvery: gcEvery, sample: []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}}
+}
+
+func (p *peakSampler) tick() {
+	if p.calls++; p.calls%p.gcEvery != 0 {
+		return
+	}
+	runtime.GC()
+	metrics.Read(p.sample)
+	p.peak = max(p.peak, p.sample[0].Value.Uint64())
+}
+
+// largeSizes are the numbers of units of the large traces: XFERTOP_KINETO_LARGE, or def.
+func largeSizes(t testing.TB, def ...int) []int {
+	env := os.Getenv("XFERTOP_KINETO_LARGE")
+	if env == "" {
+		return def
+	}
+	var sizes []int
+	for f := range strings.SplitSeq(env, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			t.Fatalf("XFERTOP_KINETO_LARGE: %q is not a number of units (4 events each)", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// TestMemoryFlat: the live heap an import needs does not grow with the trace: ten times the events,
+// shuffled so that they are sorted by the external merge sort, about the same peak of live heap,
+// sampled after a collection every 4 MiB read and every batch handed on (an import that held
+// its events would need ten times the memory). By default the traces are of 8 and 80 MB, and the
+// reorder buffer and the table of correlations are made 8 times smaller, and merges take 4 runs at
+// a time, so that both traces fill them; XFERTOP_KINETO_LARGE=100000,1000000 compares traces of about 80 and 800 MB with the
+// import's own sizes.
+func TestMemoryFlat(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("writes traces of about 8 and 80 MB (not under -short or -race)")
+	}
+	sizes := largeSizes(t, 10_000, 100_000)
+	opts := Options{reorder: reorderItems / 8, corrKeep: corrKeep / 8, fanIn: 4}
+	if os.Getenv("XFERTOP_KINETO_LARGE") != "" {
+		opts = Options{}
+	}
+	dir := t.TempDir()
+	peaks := make([]uint64, len(sizes))
+	for i, n := range sizes {
+		path := largeTrace(t, dir, n, 1<<20)
+		st, _ := os.Stat(path)
+		p := newPeakSampler(1)
+		batches := newPeakSampler(1)
+		events := 0
+		runtime.GC()
+		opts.TempDir, opts.Progress = dir, func(int64, int64) { p.tick() }
+		_, err := Stream([]string{path}, opts,
+			func(*Imported) error { return nil },
+			func(evs []timeline.Event) error { events += len(evs); batches.tick(); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 3 * n; events != want { // the CPU ops are not imported
+			t.Fatalf("%d units: %d events, want %d", n, events, want)
+		}
+		peaks[i] = max(p.peak, batches.peak)
+		t.Logf("%d events (%.0f MiB of JSON): peak live heap %.1f MiB", events, float64(st.Size())/(1<<20), float64(peaks[i])/(1<<20))
+		os.Remove(path)
+	}
+	if last := peaks[len(peaks)-1]; float64(last) > 1.25*float64(peaks[0]) {
+		t.Fatalf("the live heap grows with the trace: %d bytes for %d times the events of %d bytes", last, sizes[len(sizes)-1]/sizes[0], peaks[0])
+	}
 }

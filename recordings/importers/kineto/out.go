@@ -38,7 +38,7 @@ type output struct {
 }
 
 func newOutput(m *importer, begin func(*Imported) error, emit func([]timeline.Event) error) *output {
-	return &output{m: m, window: make([]item, lookWindow), corr: newCorrTable(), devices: map[int32]bool{},
+	return &output{m: m, window: make([]item, lookWindow), corr: newCorrTable(m.opts.corrKeep), devices: map[int32]bool{},
 		batch: make([]timeline.Event, 0, batchEvents), begin: begin, emit: emit}
 }
 
@@ -145,85 +145,133 @@ func (o *output) finish() error {
 // --like-hta, CPU ops) to enter the window, of every file. A GPU op leaves the window after its
 // call entered it, so only one that starts more than that many calls after its launch (a host far
 // ahead of its GPUs) finds it forgotten; the import says how many did. Correlation ids are not
-// dense (a PyTorch trace samples CUPTI's), so they are kept by key, not in a ring of ids.
+// dense (a PyTorch trace samples CUPTI's), so they are kept by key, in an open-addressing table
+// of at most twice corrKeep slots (a Go map churned by as many deletions as insertions grows
+// past that).
 const corrKeep = 1 << 16
 
-// corrKey names a correlation id of one file.
-type corrKey struct {
-	file int
-	corr uint64
-}
-
-// corrEntry is what is known of one correlation id.
+// corrEntry is what is known of one correlation id of one file.
 type corrEntry struct {
+	corr      uint64
+	file      int32
+	used      bool
+	hasLaunch bool
+	hasCPU    bool
 	launch    int64 // the start of its runtime call (the last the file holds)
 	launchSeq int64
 	minCPU    int64 // the earliest start of a CPU op carrying it (--like-hta)
-	hasLaunch bool
-	hasCPU    bool
 }
 
 // corrTable maps each file's correlation ids to their launch time and earliest CPU op, keeping
-// the corrKeep last ones.
+// the last capacity ones: a table with linear probing (deletion by shifting back, so that no
+// tombstone is left), grown while it is more than half full, and the keys in the order they came.
 type corrTable struct {
-	m        map[corrKey]corrEntry
-	fifo     []corrKey // the keys in the order they came, a ring of corrKeep
+	slots    []corrEntry
+	fifo     []corrEntry // keys only (corr, file), a ring of capacity
 	head, n  int
-	evicted  map[int]uint64 // per file, the largest id forgotten
-	lost     int            // GPU ops whose correlation was forgotten
+	evicted  map[int32]uint64 // per file, the largest id forgotten
+	lost     int              // GPU ops whose correlation was forgotten
 	capacity int
 }
 
-func newCorrTable() corrTable {
-	return corrTable{m: map[corrKey]corrEntry{}, evicted: map[int]uint64{}, capacity: corrKeep}
+func newCorrTable(capacity int) corrTable {
+	return corrTable{evicted: map[int32]uint64{}, capacity: capacity}
+}
+
+// hash spreads a key over the table (Fibonacci hashing).
+func (t *corrTable) home(file int32, corr uint64) int {
+	h := (corr ^ uint64(file)<<48) * 0x9E3779B97F4A7C15
+	return int(h >> 1 % uint64(len(t.slots)))
+}
+
+// find returns the slot of a key, or of the empty slot where it would go.
+func (t *corrTable) find(file int32, corr uint64) int {
+	mask := len(t.slots) - 1
+	for i := t.home(file, corr) & mask; ; i = (i + 1) & mask {
+		if e := &t.slots[i]; !e.used || e.corr == corr && e.file == file {
+			return i
+		}
+	}
+}
+
+// remove empties slot i, shifting back the entries after it that probed past it.
+func (t *corrTable) remove(i int) {
+	mask := len(t.slots) - 1
+	for j := (i + 1) & mask; t.slots[j].used; j = (j + 1) & mask {
+		h := t.home(t.slots[j].file, t.slots[j].corr) & mask
+		// the entry at j may move to i if its home is not in (i, j], cyclically
+		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = corrEntry{}
+}
+
+func (t *corrTable) grow() {
+	old := t.slots
+	t.slots = make([]corrEntry, max(64, 2*len(old)))
+	for _, e := range old {
+		if e.used {
+			t.slots[t.find(e.file, e.corr)] = e
+		}
+	}
 }
 
 func (t *corrTable) put(file int, corr uint64, start, seq int64, flags uint8) {
-	k := corrKey{file, corr}
-	e, ok := t.m[k]
-	if !ok {
-		if t.fifo == nil {
-			t.fifo = make([]corrKey, t.capacity)
-		}
-		if t.n == len(t.fifo) {
+	f := int32(file)
+	if t.slots == nil || 2*(t.n+1) > len(t.slots) && len(t.slots) < 2*t.capacity {
+		t.grow()
+	}
+	i := t.find(f, corr)
+	if !t.slots[i].used {
+		if t.n == t.capacity {
 			old := t.fifo[t.head]
-			delete(t.m, old)
+			t.remove(t.find(old.file, old.corr))
 			t.evicted[old.file] = max(t.evicted[old.file], old.corr)
 			t.head = (t.head + 1) % len(t.fifo)
 			t.n--
+			i = t.find(f, corr)
 		}
-		t.fifo[(t.head+t.n)%len(t.fifo)] = k
+		if len(t.fifo) < t.capacity {
+			t.fifo = append(t.fifo, corrEntry{})
+		}
+		t.fifo[(t.head+t.n)%len(t.fifo)] = corrEntry{corr: corr, file: f}
 		t.n++
+		t.slots[i] = corrEntry{corr: corr, file: f, used: true}
 	}
+	e := &t.slots[i]
 	if flags&flagLaunch != 0 && (!e.hasLaunch || seq > e.launchSeq) {
 		e.hasLaunch, e.launch, e.launchSeq = true, start, seq
 	}
 	if flags&flagCPUOp != 0 && (!e.hasCPU || start < e.minCPU) {
 		e.hasCPU, e.minCPU = true, start
 	}
-	t.m[k] = e
 }
 
 // get returns the entry of a correlation, counting it as forgotten when it may have been.
-func (t *corrTable) get(file int, corr uint64) (corrEntry, bool) {
-	e, ok := t.m[corrKey{file, corr}]
-	if !ok {
-		if ev, was := t.evicted[file]; was && corr <= ev {
-			t.lost++
+func (t *corrTable) get(file int, corr uint64) *corrEntry {
+	f := int32(file)
+	if t.slots != nil {
+		if e := &t.slots[t.find(f, corr)]; e.used {
+			return e
 		}
 	}
-	return e, ok
+	if ev, was := t.evicted[f]; was && corr <= ev {
+		t.lost++
+	}
+	return nil
 }
 
 func (t *corrTable) launch(file int, corr uint64) (int64, bool) {
-	if e, ok := t.get(file, corr); ok && e.hasLaunch {
+	if e := t.get(file, corr); e != nil && e.hasLaunch {
 		return e.launch, true
 	}
 	return 0, false
 }
 
 func (t *corrTable) cpu(file int, corr uint64) (int64, bool) {
-	if e, ok := t.get(file, corr); ok && e.hasCPU {
+	if e := t.get(file, corr); e != nil && e.hasCPU {
 		return e.minCPU, true
 	}
 	return 0, false

@@ -243,7 +243,7 @@ func (m *importer) finish(out *output) *Imported {
 		m.warn("%d slices were put on a shared track: the trace has more than %d processes or threads", m.lostTracks, maxTracks)
 	}
 	if n := out.corr.lost; n > 0 {
-		m.warn("%d GPU ops started more than %d runtime calls after their launch: their launch time is unknown", n, corrKeep)
+		m.warn("%d GPU ops started more than %d runtime calls after their launch: their launch time is unknown", n, m.opts.corrKeep)
 	}
 	im.Warnings = m.warnings
 	if m.moreWarn > 0 {

@@ -1,0 +1,86 @@
+package kineto
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// FuzzRunRecord: a record of the sort's runs decodes to the item it was made of, whatever the
+// fields (sentinels, negative times, every bit set), and arbitrary bytes never panic the decoder.
+func FuzzRunRecord(f *testing.F) {
+	f.Add(int64(0), int64(0), int64(math.MinInt64), uint64(0), int32(-1), uint32(0), []byte{})
+	f.Add(int64(-5), int64(1)<<62, int64(7), uint64(math.MaxUint64), int32(math.MaxInt32), uint32(math.MaxUint32), []byte{0xff, 0x80, 0x01})
+	f.Fuzz(func(t *testing.T, start, dur, queued int64, op uint64, dev int32, u uint32, junk []byte) {
+		it := item{ev: timeline.Event{Start: start, End: start + dur, Queued: queued, Bytes: dur, Op: op, Device: dev, Peer: -dev,
+			Stream: u, Group: u >> 1, Comm: u >> 2, Barrier: u >> 3, Label: u >> 4, Aux: u >> 5, Host: uint16(u), Ranks: uint16(u >> 16),
+			Kind: timeline.Kind(u), Sub: uint8(u >> 8), Status: uint8(u >> 16), Priority: int8(u >> 24)},
+			seq: int64(op >> 1), org: origin(op), flags: uint8(u)}
+		prev := queued
+		rec := appendItem(nil, &it, prev)
+		var back item
+		if err := decodeItem(rec, &back, prev); err != nil || !reflect.DeepEqual(back, it) {
+			t.Fatalf("decodeItem(appendItem(%+v)) = %+v, %v", it, back, err)
+		}
+		if err := decodeItem(append(rec, 0), &back, prev); err == nil {
+			t.Fatal("a record with a byte left over decodes")
+		}
+		_ = decodeItem(junk, &back, prev)
+		_ = decodeItem(rec[:len(rec)/2], &back, prev)
+	})
+}
+
+// TestCorrTable: the table of correlations answers as a map holding the last capacity keys would,
+// through growth, collisions and deletions by shifting back; a key it forgot is counted as lost
+// when looked up.
+func TestCorrTable(t *testing.T) {
+	const capacity = 64
+	tab := newCorrTable(capacity)
+	type key struct {
+		file int
+		corr uint64
+	}
+	model := map[key]int64{}
+	var order []key
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 20000 {
+		k := key{rng.IntN(3), uint64(rng.IntN(300))}
+		if rng.IntN(2) == 0 {
+			k.corr += uint64(i) // mostly new ids, as a trace's grow
+		}
+		start := int64(i)
+		if _, ok := model[k]; !ok {
+			if len(order) == capacity {
+				delete(model, order[0])
+				order = order[1:]
+			}
+			order = append(order, k)
+			model[k] = start
+		}
+		if old := model[k]; start > old {
+			model[k] = start // the last launch of a correlation wins
+		}
+		tab.put(k.file, k.corr, start, int64(i), flagLaunch)
+		probe := key{rng.IntN(3), uint64(rng.IntN(300 + i))}
+		want, ok := model[probe]
+		got, gok := tab.launch(probe.file, probe.corr)
+		if ok != gok || (ok && got != want) {
+			t.Fatalf("step %d: launch(%v) = %d, %v; want %d, %v", i, probe, got, gok, want, ok)
+		}
+	}
+	if tab.n != capacity || len(tab.slots) > 2*capacity || tab.lost == 0 {
+		t.Errorf("%d keys in %d slots, %d lost; want %d in at most %d, and some lost", tab.n, len(tab.slots), tab.lost, capacity, 2*capacity)
+	}
+	var used int
+	for _, e := range tab.slots {
+		if e.used {
+			used++
+		}
+	}
+	if used != capacity {
+		t.Errorf("%d slots used; want %d", used, capacity)
+	}
+}
