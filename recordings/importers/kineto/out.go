@@ -178,10 +178,9 @@ func newCorrTable(capacity int) corrTable {
 	return corrTable{evicted: map[int32]uint64{}, capacity: capacity}
 }
 
-// hash spreads a key over the table (Fibonacci hashing).
+// home is a key's first slot (Fibonacci hashing: the high bits of the product, masked by find).
 func (t *corrTable) home(file int32, corr uint64) int {
-	h := (corr ^ uint64(file)<<48) * 0x9E3779B97F4A7C15
-	return int(h >> 1 % uint64(len(t.slots)))
+	return int((corr ^ uint64(file)<<48) * 0x9E3779B97F4A7C15 >> 32)
 }
 
 // find returns the slot of a key, or of the empty slot where it would go.
