@@ -68,6 +68,7 @@ type Reader struct {
 	firstBad *damage           // the first damaged chunk met, for Repair
 	zstd     eventsInflater    // decompresses EventsZstd chunks
 	hdr      [11]byte          // a chunk's type and length field, read before the rest
+	growth   *Growth           // a recording still being written (OpenGrowing): Grow reads on
 }
 
 // damage is a bad chunk: where it starts, where the next sound chunk starts (-1: none), and why.
@@ -229,7 +230,7 @@ func (r *Reader) Next() bool {
 			return true
 		}
 	}
-	if r.err == nil && r.index == nil && !r.unclosed {
+	if r.err == nil && r.index == nil && !r.unclosed && r.growth == nil {
 		r.unclosed = true
 		r.warnings = append(r.warnings, fmt.Sprintf("%s: the recording was not closed cleanly (no index): it may end before the session did", r.name))
 	}
