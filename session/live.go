@@ -119,11 +119,14 @@ func SimPeaks(topo engine.Topology) [timeline.NumPeaks]float64 {
 }
 
 // ReplaySource replays a recording into a bounded window in the background, paced at a speed that
-// can change while it runs, and can seek.
+// can change while it runs, and can seek. A recording still being written (ReplayConfig.Growth) is
+// played as it grows: Meta and Duration are then zero, and Description tells them as they become known.
 type ReplaySource struct {
 	Path     string
 	Meta     timeline.Meta
 	Duration int64 // the recording's length (0 when it has no index)
+	growth   *recordings.Growth
+	meta     atomic.Pointer[timeline.Meta] // a growing recording's, once its first chunk is read
 	win      atomic.Pointer[timeline.Window]
 	gen      atomic.Uint64
 	limit    int
@@ -138,18 +141,22 @@ type ReplaySource struct {
 }
 
 // StartReplay opens a recording and starts replaying it at speed (0: as fast as possible) from from.
+// A growing recording (cfg.Growth) is opened once its first chunk is published.
 func StartReplay(ctx context.Context, cfg ReplayConfig, window int) (*ReplaySource, error) {
-	r, err := recordings.Open(cfg.Path, recordings.Options{Salvage: cfg.Salvage})
-	if err != nil {
-		return nil, err
-	}
-	r.Close()
-	rs := &ReplaySource{Path: cfg.Path, Meta: r.Meta(), limit: window, salvage: cfg.Salvage,
+	rs := &ReplaySource{Path: cfg.Path, growth: cfg.Growth, limit: window, salvage: cfg.Salvage,
 		seek: make(chan int64, 1), finished: make(chan struct{})}
-	rs.win.Store(timeline.NewWindow(window, nil))
-	for _, e := range r.Index() {
-		rs.Duration = max(rs.Duration, e.MaxEnd)
+	if cfg.Growth == nil {
+		r, err := recordings.Open(cfg.Path, recordings.Options{Salvage: cfg.Salvage})
+		if err != nil {
+			return nil, err
+		}
+		r.Close()
+		rs.Meta = r.Meta()
+		for _, e := range r.Index() {
+			rs.Duration = max(rs.Duration, e.MaxEnd)
+		}
 	}
+	rs.win.Store(timeline.NewWindow(window, nil))
 	rs.SetSpeed(cfg.Speed)
 	ctx, rs.stop = context.WithCancel(ctx)
 	go rs.loop(ctx, cfg.From.Nanoseconds())
@@ -162,8 +169,27 @@ func (rs *ReplaySource) SetSpeed(x float64) { rs.speed.Store(mathFloat64bits(max
 // Speed returns the pace.
 func (rs *ReplaySource) Speed() float64 { return mathFloat64frombits(rs.speed.Load()) }
 
-// SeekTo asks the replay to jump to t (ns).
+// Description returns the recording's description and length as known now: those of a recording
+// still being written are unknown (zero) until its first chunk is read, and its length grows.
+func (rs *ReplaySource) Description() (timeline.Meta, int64) {
+	if rs.growth == nil {
+		return rs.Meta, rs.Duration
+	}
+	var m timeline.Meta
+	if p := rs.meta.Load(); p != nil {
+		m = *p
+	}
+	return m, rs.growth.State().MaxEnd
+}
+
+// SeekTo asks the replay to jump to t (ns). In a recording still being written it goes no further
+// than what is written, so that a seek shows events at once rather than waiting for them.
 func (rs *ReplaySource) SeekTo(t int64) {
+	if rs.growth != nil {
+		if st := rs.growth.State(); !st.Ended {
+			t = min(t, st.MaxEnd)
+		}
+	}
 	select {
 	case <-rs.seek:
 	default:
@@ -222,8 +248,8 @@ func (rs *ReplaySource) loop(ctx context.Context, from int64) {
 // replay replays from time from into a fresh window; it returns the time to seek to when asked
 // to, or -1 at the end.
 func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
-	r, err := recordings.Open(rs.Path, recordings.Options{Salvage: rs.salvage})
-	if err != nil {
+	r, err := rs.open(ctx)
+	if r == nil {
 		return -1, err
 	}
 	defer r.Close()
@@ -236,7 +262,11 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 		win.Emit(e)
 		rs.dropped.Store(r.Dropped())
 	}
-	next, err := play(ctx, r, from, rs.Speed, rs.seek, emit)
+	var follow func(context.Context, <-chan int64) (int64, bool)
+	if rs.growth != nil {
+		follow = rs.follow(r)
+	}
+	next, err := play(ctx, r, from, rs.Speed, rs.seek, emit, follow)
 	rs.dropped.Store(r.Dropped())
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return -1, nil
@@ -248,6 +278,57 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 		return -1, errors.New(r.Warnings()[0])
 	}
 	return -1, nil
+}
+
+// open opens the recording; one still being written once its first chunk is published (nil
+// without an error when it ends before, or ctx is done: the writer's error says why).
+func (rs *ReplaySource) open(ctx context.Context) (*recordings.Reader, error) {
+	opts := recordings.Options{Salvage: rs.salvage}
+	if rs.growth == nil {
+		return recordings.Open(rs.Path, opts)
+	}
+	for {
+		st := rs.growth.State()
+		if st.Size > 0 {
+			r, err := recordings.OpenGrowing(rs.Path, rs.growth, opts)
+			if err == nil {
+				m := r.Meta()
+				rs.meta.Store(&m)
+			}
+			return r, err
+		}
+		if st.Ended {
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-st.Changed:
+		}
+	}
+}
+
+// follow waits at the end of what r holds of a recording still being written until more is
+// published (true), the recording ends (-1), a seek comes (its time) or ctx is done (-1).
+func (rs *ReplaySource) follow(r *recordings.Reader) func(context.Context, <-chan int64) (int64, bool) {
+	return func(ctx context.Context, seek <-chan int64) (int64, bool) {
+		for {
+			st := rs.growth.State() // before Grow: a publish in between closes st.Changed
+			if r.Grow() {
+				return 0, true
+			}
+			if st.Ended {
+				return -1, false
+			}
+			select {
+			case <-ctx.Done():
+				return -1, false
+			case t := <-seek:
+				return t, false
+			case <-st.Changed:
+			}
+		}
+	}
 }
 
 func mathFloat64bits(f float64) uint64     { return math.Float64bits(f) }

@@ -64,6 +64,9 @@ type ReplayConfig struct {
 	Speed   float64 // simulated seconds per wall second; 0 as fast as possible
 	From    time.Duration
 	Salvage bool
+	// Growth, when set, says the recording is still being written (an import in the background):
+	// the console's replay (StartReplay) plays it as it grows, and seeks within what is written.
+	Growth *recordings.Growth
 }
 
 // Replayed is a recording read back and analysed.
@@ -99,7 +102,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 		fan.sinks = append(fan.sinks, exp)
 	}
 	speed := func() float64 { return cfg.Speed }
-	if _, err := play(ctx, r, cfg.From.Nanoseconds(), speed, nil, fan.Emit); err != nil {
+	if _, err := play(ctx, r, cfg.From.Nanoseconds(), speed, nil, fan.Emit, nil); err != nil {
 		var ce *recordings.CorruptionError
 		if errors.As(err, &ce) {
 			return nil, err // it names the file and the offset already
@@ -132,13 +135,34 @@ func (r *Replayed) Report() *report.Report {
 // speed() simulated seconds per wall second (re-read as it changes; 0 as fast as possible). A time
 // received on seek stops it and is returned as next; otherwise next is -1 when the recording ends or
 // ctx is done. It is the one replay loop: the headless replay and the console's replay use it.
-func play(ctx context.Context, r *recordings.Reader, from int64, speed func() float64, seek <-chan int64, emit func(*timeline.Event)) (next int64, err error) {
+//
+// A recording still being written is followed: at the end of what the reader holds, follow (when
+// set) waits for more and reports whether the reader grew; when not, it returns the time of a seek
+// received meanwhile, or -1 at the recording's end or when ctx is done.
+func play(ctx context.Context, r *recordings.Reader, from int64, speed func() float64, seek <-chan int64, emit func(*timeline.Event),
+	follow func(ctx context.Context, seek <-chan int64) (next int64, grew bool)) (next int64, err error) {
 	if from > 0 {
 		r.SeekTime(from)
 	}
 	wall0, sim0 := time.Now(), from
 	sp := speed()
-	for r.Next() {
+	for {
+		if !r.Next() {
+			if follow == nil || r.Err() != nil {
+				break
+			}
+			next, grew := follow(ctx, seek)
+			if grew {
+				continue
+			}
+			if ctx.Err() != nil {
+				return -1, ctx.Err()
+			}
+			if next >= 0 {
+				return next, nil
+			}
+			break
+		}
 		evs := r.At()
 		for i := range evs {
 			e := &evs[i]
