@@ -51,7 +51,9 @@ type InFlighter interface {
 	InFlight(dst []xtimeline.Event) []xtimeline.Event
 }
 
-// SourceInfo describes a source; it does not change while it runs.
+// SourceInfo describes a source. The console reads it again when a new snapshot generation starts
+// (a source may learn its description late: xfertop listen from its first sender, a replay of an
+// import from the import's first events).
 type SourceInfo struct {
 	Replay   bool
 	Name     string         // scenario or file
@@ -74,6 +76,7 @@ type Status struct {
 	Dropped int64         // events lost before reaching the console or the recording
 	Export  *ExportStatus // the OpenTelemetry export's state, when exporting
 	Note    string        // a line the source asks to show under the header (attach: waiting for ranks)
+	Import  *ImportStatus // a replay of an import still being written: how far the import has got
 }
 
 // Views, in tab order.
@@ -243,6 +246,9 @@ func (m *Model) refresh() {
 	m.state.Update(&m.snap, m.an.Emit)
 	m.res = m.an.Result(&m.snap)
 	m.status = m.src.Status()
+	if m.status.Import != nil {
+		m.info.Duration = m.status.Import.Length // the replay's length grows with the import
+	}
 	m.syncFrame()
 }
 
@@ -503,6 +509,9 @@ func (m *Model) header() string {
 	}
 	if m.status.Note != "" {
 		line += "\n" + ansi.Truncate(st.Muted.Render(m.status.Note), m.width, "…")
+	}
+	if im := m.importLine(); im != "" {
+		line += "\n" + ansi.Truncate(im, m.width, "…")
 	}
 	return line
 }

@@ -98,3 +98,20 @@ func Pct(p *float64) string {
 	}
 	return fmt.Sprintf("%.1f%%", *p)
 }
+
+// Count formats a count with decimal suffixes: "830", "11.4 k", "27.3 M", "1.20 G".
+func Count(n float64) string {
+	a := n
+	if a < 0 {
+		a = -a
+	}
+	switch {
+	case a < 999.5:
+		return strconv.FormatFloat(n, 'f', 0, 64)
+	case a < 999_500:
+		return sig3(n/1e3) + " k"
+	case a < 999_500_000:
+		return sig3(n/1e6) + " M"
+	}
+	return sig3(n/1e9) + " G"
+}

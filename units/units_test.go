@@ -27,6 +27,10 @@ func TestFormats(t *testing.T) {
 		{Rate(830e6), "830 MB/s"},
 		{Pct(nil), "—"},
 		{Pct(f(15.62)), "15.6%"},
+		{Count(830), "830"},
+		{Count(11_400), "11.4 k"},
+		{Count(27_300_000), "27.3 M"},
+		{Count(1.2e9), "1.20 G"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

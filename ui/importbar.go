@@ -1,0 +1,69 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/xfertop/xfertop/units"
+)
+
+// ImportStatus is how far an import has got whose recording a replay plays while it is being
+// written (a trace or an Nsight Systems export opened in the console). The console draws it under
+// the header as a progress bar; seeking stays within what is imported (Length).
+type ImportStatus struct {
+	Done, Total int64         // units read, of Total (0: not known)
+	Unit        string        // what Done counts: "rows", "files", "events"
+	Rate        float64       // units per second, so far
+	ETA         time.Duration // estimated time left (0: not known)
+	Elapsed     time.Duration // since the import began
+	Events      int64         // events imported so far
+	Length      int64         // ns: how far in time the events imported so far reach
+	Finished    bool          // the import is over, completed or not
+	// Err is what stopped the import early (Finished is then set): the events imported before it
+	// stay shown and can be sought.
+	Err error
+}
+
+// importLine draws the import's progress, or how it ended.
+func (m *Model) importLine() string {
+	im, st := m.status.Import, m.styles
+	if im == nil {
+		return ""
+	}
+	pct := 0.0
+	if im.Total > 0 {
+		pct = min(100*float64(im.Done)/float64(im.Total), 100)
+	}
+	of := units.Count(float64(im.Done)) + " " + im.Unit
+	if im.Total > 0 {
+		of = units.Count(float64(im.Done)) + " / " + units.Count(float64(im.Total)) + " " + im.Unit
+	}
+	events := units.Count(float64(im.Events)) + " events"
+	switch {
+	case im.Err != nil:
+		return st.Alert.Render(fmt.Sprintf("import stopped at %.0f%% (%s): %v", pct, of, im.Err)) +
+			st.Muted.Render(fmt.Sprintf("  the %s imported before stay", events))
+	case im.Finished:
+		return st.Muted.Render(fmt.Sprintf("imported %s (%s) in %s", of, events, units.Dur(im.Elapsed.Nanoseconds())))
+	}
+	parts := []string{st.Title.Render("importing")}
+	if im.Total > 0 { // a bar only where the whole is known
+		const barW = 20
+		full := int(pct/100*barW + 0.5)
+		bar := strings.Repeat("█", full) + strings.Repeat("░", barW-full)
+		parts = append(parts, st.HeaderValue.Render(bar), st.HeaderValue.Render(fmt.Sprintf("%.0f%%", pct)))
+	}
+	parts = append(parts, of)
+	if im.Rate > 0 {
+		parts = append(parts, units.Count(im.Rate)+" "+im.Unit+"/s")
+	}
+	if im.ETA > 0 {
+		parts = append(parts, "ETA "+units.Dur(im.ETA.Round(time.Second).Nanoseconds()))
+	}
+	so := events + " so far; seek within " + units.Dur(im.Length)
+	if im.Unit == "events" {
+		so = "seek within " + units.Dur(im.Length)
+	}
+	return strings.Join(append(parts, st.Muted.Render(so)), "  ")
+}
