@@ -12,39 +12,16 @@ import (
 
 	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/recordings/importers/nsys"
+	"github.com/xfertop/xfertop/recordings/importers/nsys/nsystest"
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// largeExport writes, with SQL alone, an export of n kernels on 8 GPUs and 4 streams, each launched
-// by a runtime call, a copy for every 10 kernels and an NVTX step for every 1,000: about 2.1 n rows.
-// Kernels are stored as Nsight stores them, in the order their buffers were flushed: out of start
-// order within each block of block rows (1: in order; above the reorder buffer: far out of order).
+// largeExport writes nsystest.WriteLarge's export of n kernels stored in blocks of block rows.
 func largeExport(t testing.TB, path string, n, block int) {
 	t.Helper()
-	if n%block != 0 {
-		t.Fatalf("%d kernels are not whole blocks of %d", n, block)
+	if err := nsystest.WriteLarge(path, n, block); err != nil {
+		t.Fatal(err)
 	}
-	// j is the position in start order of the kernel stored i-th: blocks of block rows reversed.
-	j := fmt.Sprintf("(i - i %% %[1]d + (%[1]d - 1 - i %% %[1]d))", block)
-	gen := func(rows int) string {
-		return fmt.Sprintf("WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < %d) ", rows-1)
-	}
-	g := strconv.FormatInt(gpid, 10)
-	stmts := []string{
-		"PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF",
-		oldRows[0], oldRows[1], oldRows[2],
-		`INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (0, 0, 4242, 'a'), (1, 1, 4242, 'b'), (2, 2, 4242, 'c'), (3, 3, 4242, 'd'),
-		  (4, 4, 4242, 'e'), (5, 5, 4242, 'f'), (6, 6, 4242, 'g'), (7, 7, 4242, 'h')`,
-		gen(n) + `INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT 5000000000 + i * 2000 - 1500, 5000000000 + i * 2000 - 1000, 1, ` +
-			strconv.FormatInt(gtid, 10) + `, i + 1, 1, 0 FROM s`,
-		gen(n) + `INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT 5000000000 + ` + j + ` * 2000, 5000000000 + ` + j + ` * 2000 + 1300, ` +
-			j + ` % 8, 1, 7 + ` + j + ` % 4, ` + j + ` + 1, ` + g + `, CASE WHEN ` + j + ` % 50 = 0 THEN 5 ELSE 3 END, CASE WHEN ` + j + ` % 50 = 0 THEN 4 ELSE 2 END, 1 FROM s`,
-		gen(n/10) + `INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY SELECT 5000000000 + i * 20000 + 300, 5000000000 + i * 20000 + 1700, i % 8, 1, 20, 0, ` +
-			g + `, 1048576, 1 + i % 2, 0, 0, i % 8, i % 8 FROM s`,
-		gen(max(n/1000, 1)) + `INSERT INTO NVTX_EVENTS SELECT 5000000000 + i * 2000000 - 1700, 5000000000 + (i + 1) * 2000000 - 1700, 59, NULL, NULL, NULL, ` +
-			`'ProfilerStep#' || i, ` + strconv.FormatInt(gtid, 10) + `, NULL, NULL, 0 FROM s`,
-	}
-	writeExport(t, path, oldSchema, stmts...)
 }
 
 // peakSink keeps no events: it checks their order, counts them, and samples the heap after each
@@ -124,7 +101,7 @@ func importPeak(t testing.TB, path string, gcEvery int) (*peakSink, uint64) {
 }
 
 // largeRows is how many rows largeExport writes for n kernels.
-func largeRows(n int) int { return n + n + n/10 + max(n/1000, 1) }
+func largeRows(n int) int { return nsystest.LargeRows(n) }
 
 // TestStartOrder: whatever the order in which an export stores its rows (in start order, a little
 // out of it, within the reorder buffer, or far out of it, read sorted by SQLite), the events come
