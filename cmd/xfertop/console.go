@@ -12,6 +12,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/xfertop/xfertop/recordings/importers"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui"
@@ -54,14 +55,27 @@ func (s liveSource) Status() ui.Status {
 type replaySource struct {
 	r    *session.ReplaySource
 	info ui.SourceInfo
+	imp  *backgroundImport // the import writing the recording, while the console replays it
 }
 
-func (s replaySource) Info() ui.SourceInfo         { return s.info }
+// Info describes the replay: a recording still being imported is described once its first events
+// are written (the console reads it again then), and its length grows.
+func (s replaySource) Info() ui.SourceInfo {
+	info := s.info
+	info.Meta, info.Duration = s.r.Description()
+	return info
+}
+
 func (s replaySource) Snapshot() timeline.Snapshot { return s.r.Snapshot() }
 func (s replaySource) SetSpeed(x float64) bool     { s.r.SetSpeed(x); return true }
 func (s replaySource) SeekTo(t int64) bool         { s.r.SeekTo(t); return true }
 func (s replaySource) Status() ui.Status {
-	return ui.Status{Speed: s.r.Speed(), Done: s.r.Done(), Err: s.r.Err(), Dropped: s.r.Dropped()}
+	st := ui.Status{Speed: s.r.Speed(), Done: s.r.Done(), Err: s.r.Err(), Dropped: s.r.Dropped()}
+	if s.imp != nil {
+		im := s.imp.status()
+		st.Import = &im
+	}
+	return st
 }
 
 // runConsole runs the console until the user quits or ctx is done (SIGINT, SIGTERM). Bubble Tea
@@ -111,6 +125,51 @@ func replayConsole(ctx context.Context, cfg session.ReplayConfig, o consoleOpts)
 	defer rs.Stop()
 	info := ui.SourceInfo{Replay: true, Name: cfg.Path, Meta: rs.Meta, Duration: rs.Duration}
 	if err := runConsole(ctx, replaySource{r: rs, info: info}, o); err != nil && ctx.Err() == nil {
+		return failure(fmt.Errorf("console: %w", err))
+	}
+	return nil
+}
+
+// importConsole opens the console on traces or exports at once, instead of after importing them
+// whole: the import writes a temporary recording in the background, and the console replays it
+// as it grows, with the import's progress under its header; seeking stays within what is
+// imported. Quitting stops the import and removes the recording. An import that fails at once
+// (not an export, a missing table) is reported before the console opens, as it always was; one
+// that fails later shows its error in the console, keeps what it imported, and is the command's
+// error once the console is closed.
+func importConsole(ctx context.Context, paths []string, opts importers.Options, cfg session.ReplayConfig, o consoleOpts, stderr io.Writer) error {
+	return openImport(ctx, paths, opts, cfg, o.window, importHooks{}, stderr, func(src ui.Source) error { return runConsole(ctx, src, o) })
+}
+
+// openImport starts importing paths and a replay that follows the import, runs the console (run)
+// over them, then stops both and removes the temporary recording.
+func openImport(ctx context.Context, paths []string, opts importers.Options, cfg session.ReplayConfig, window int, hooks importHooks,
+	stderr io.Writer, run func(ui.Source) error) (err error) {
+	b, err := startImport(ctx, paths, opts, hooks)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Last: the import's recording is removed, and its error is the command's unless the
+		// console's own came first.
+		if ierr := b.stop(stderr); err == nil {
+			err = ierr
+		}
+	}()
+	if err := b.waitReady(ctx); err != nil {
+		return nil // interrupted (main says so), or the import failed at once: stop returns why
+	}
+	cfg.Path, cfg.Growth = b.path, b.growth
+	rs, err := session.StartReplay(ctx, cfg, window)
+	if err != nil {
+		return err
+	}
+	defer rs.Stop() // before the import stops: the replay reads the recording the import removes
+	name := paths[0]
+	if len(paths) > 1 {
+		name = b.path // the merged ranks: the recording's name says whose
+	}
+	if err := run(replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: name}, imp: b}); err != nil && ctx.Err() == nil {
 		return failure(fmt.Errorf("console: %w", err))
 	}
 	return nil

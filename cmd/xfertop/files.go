@@ -74,6 +74,15 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	console := !*headless && interactive(stdout)
+	if (!rec || len(pos) > 1) && console {
+		if !flagSet(fs, "speed") {
+			*speed = 1
+		}
+		// The console opens at once and replays the import as it is written.
+		return importConsole(ctx, pos, limits.options(false), session.ReplayConfig{Speed: *speed, From: *from, Salvage: *salvage},
+			consoleOpts{tick: *tick, window: *window}, stderr)
+	}
 	if !rec || len(pos) > 1 {
 		// A trace, or several ranks: one recording first, so that it replays like any (seeking,
 		// memory bounded by the window).
@@ -88,7 +97,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if !*headless {
-		if interactive(stdout) {
+		if console {
 			if !flagSet(fs, "speed") {
 				*speed = 1
 			}
