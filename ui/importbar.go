@@ -62,7 +62,10 @@ func (m *Model) importLine() string {
 		parts = append(parts, "ETA "+units.Dur(im.ETA.Round(time.Second).Nanoseconds()))
 	}
 	so := events + " so far; seek within " + units.Dur(im.Length)
-	if im.Unit == "events" {
+	switch {
+	case im.Events == 0:
+		so = "no events yet" // an export is surveyed whole before its first event
+	case im.Unit == "events":
 		so = "seek within " + units.Dur(im.Length)
 	}
 	return strings.Join(append(parts, st.Muted.Render(so)), "  ")

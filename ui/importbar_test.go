@@ -24,6 +24,8 @@ func TestImportLine(t *testing.T) {
 			Events: 5_000_000, Length: 2_000_000_000},
 			[]string{"importing  ████████░░░░░░░░░░░░  42%  11.4 M / 27.3 M rows  1.20 M rows/s  ETA 13.0 s", "5.00 M events so far; seek within 2.00 s",
 				"t 0 s / 2.00 s"}, []string{"imported "}},
+		{"before the first event", ImportStatus{Done: 131_072, Total: 4_200_000, Unit: "rows"},
+			[]string{"importing  █░░░░░░░░░░░░░░░░░░░  3%  131 k / 4.20 M rows  no events yet"}, []string{"seek within"}},
 		{"total unknown", ImportStatus{Done: 4096, Unit: "events", Events: 4096, Length: 1000},
 			[]string{"importing  4.10 k events  seek within 1.00 µs"}, []string{"░░░░░░░░░░░░░░░░░░░░"}},
 		{"finished", ImportStatus{Done: 27_300_000, Total: 27_300_000, Unit: "rows", Events: 12_300_000, Finished: true, Elapsed: 21 * time.Second},

@@ -5,9 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xfertop/xfertop/recordings/importers/nsys/nsystest"
 )
 
 // tmuxSession drives the real binary in a tmux pane, as a person at a terminal would.
@@ -242,4 +245,29 @@ func TestCompareConsoleEndToEnd(t *testing.T) {
 		t.Errorf("the compare view is still on screen after quitting:\n%s", after)
 	}
 	s.restored()
+}
+
+// replay of a large Nsight Systems export on a terminal opens the console while the export is
+// imported: the progress bar shows under the header, the replay plays what is imported, and when
+// the import ends the bar says so; q quits, and the import's temporary recording is gone.
+func TestImportConsoleEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	dir, tmp := t.TempDir(), t.TempDir()
+	export := filepath.Join(dir, "big.sqlite")
+	if err := nsystest.WriteLarge(export, 1_000_000, 64); err != nil { // 2.1 M rows, 82 MB
+		t.Fatal(err)
+	}
+	s := startTmux(t, 160, 40, "TMPDIR="+tmp+" "+bin+" replay "+export+"; echo XFERTOP_EXIT=$?; sleep 30")
+	scr := s.waitFor("importing", 20*time.Second)
+	if !regexp.MustCompile(`importing  [█░]{20}  \d+%  [\d.]+ [kM]? ?/ 4\.20 M rows`).MatchString(scr) {
+		t.Errorf("no progress bar under the header:\n%s", scr)
+	}
+	s.waitFor("backend nsys", time.Minute) // the export's description, with its first events
+	s.waitFor("imported 4.20 M / 4.20 M rows (2.10 M events)", time.Minute)
+	s.keys("q")
+	s.waitFor("XFERTOP_EXIT=0", 10*time.Second)
+	s.restored()
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("the import left %s in the temporary directory", left[0].Name())
+	}
 }
