@@ -179,3 +179,68 @@ func TestImportConsole(t *testing.T) {
 		})
 	}
 }
+
+// TestImportConsoleInputs: every format replay imports opens the console before its import ends
+// (held after its first batch of events): an Nsight Systems export, two exports (two hosts on one
+// time axis), and a Chrome trace (JSON); released, the console replays every event imported.
+func TestImportConsoleInputs(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := t.TempDir()
+	export, second := filepath.Join(dir, "a.sqlite"), filepath.Join(dir, "b.sqlite")
+	for _, p := range []string{export, second} {
+		if err := nsystest.WriteLarge(p, 65_536, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, trace := filepath.Join(dir, "pipeline.xfr"), filepath.Join(dir, "pipeline.json")
+	p, err := session.Prepare(session.Config{Scenario: "pipeline", Steps: 40, Record: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "convert", rec, trace); code != exitOK {
+		t.Fatalf("convert: %s", errs)
+	}
+	tests := []struct {
+		name    string
+		paths   []string
+		after   int // events let through before the import is held: its first batch
+		backend string
+		devices int
+	}{
+		{"Nsight Systems export", []string{export}, 4096, "nsys", 8},
+		{"two exports, two hosts", []string{export, second}, 4096, "nsys", 16},
+		{"Chrome trace", []string{trace}, 8192, "sim", 16},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var hold *holdSink
+			hooks := importHooks{wrap: func(ctx context.Context, s importers.Sink) importers.Sink {
+				hold = &holdSink{Sink: s, ctx: ctx, after: tc.after, held: make(chan struct{}), release: make(chan struct{})}
+				return hold
+			}}
+			err := openImport(context.Background(), tc.paths, importers.Options{}, session.ReplayConfig{}, 1<<20, hooks, io.Discard,
+				func(s ui.Source) error {
+					src := s.(replaySource)
+					m := console(src)
+					scr := until(t, m, "the first batch drawn", func(string) bool { return src.Snapshot().Total == int64(tc.after) })
+					info := src.Info()
+					if !strings.Contains(scr, "importing") || !strings.Contains(scr, "%") || src.Status().Import.Finished ||
+						info.Meta.Backend != tc.backend || info.Meta.Devices != tc.devices {
+						t.Fatalf("held after its first batch: backend %q, %d devices; the console shows:\n%s", info.Meta.Backend, info.Meta.Devices, scr)
+					}
+					close(hold.release)
+					until(t, m, "every event replayed", func(string) bool { return src.Status().Import.Finished && src.Status().Done })
+					if st := src.Status().Import; st.Err != nil || src.Snapshot().Total != st.Events || st.Events <= int64(tc.after) {
+						t.Fatalf("replayed %d events; the import %+v", src.Snapshot().Total, st)
+					}
+					return nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
