@@ -79,7 +79,7 @@ func progressUnit(paths []string) string {
 	f, _ := importers.Detect(paths[0])
 	switch {
 	case f == importers.FormatNsys:
-		return "rows"
+		return "row reads" // every row is read twice: by the survey, then into events
 	case f == importers.FormatTrace:
 		return "files"
 	}

@@ -259,11 +259,11 @@ func TestImportConsoleEndToEnd(t *testing.T) {
 	}
 	s := startTmux(t, 160, 40, "TMPDIR="+tmp+" "+bin+" replay "+export+"; echo XFERTOP_EXIT=$?; sleep 30")
 	scr := s.waitFor("importing", 20*time.Second)
-	if !regexp.MustCompile(`importing  [█░]{20}  \d+%  [\d.]+ [kM]? ?/ 4\.20 M rows`).MatchString(scr) {
+	if !regexp.MustCompile(`importing  [█░]{20}  \d+%  [\d.]+ [kM]? ?/ 4\.20 M row reads`).MatchString(scr) {
 		t.Errorf("no progress bar under the header:\n%s", scr)
 	}
 	s.waitFor("backend nsys", time.Minute) // the export's description, with its first events
-	s.waitFor("imported 4.20 M / 4.20 M rows (2.10 M events)", time.Minute)
+	s.waitFor("imported 4.20 M / 4.20 M row reads (2.10 M events)", time.Minute)
 	s.keys("q")
 	s.waitFor("XFERTOP_EXIT=0", 10*time.Second)
 	s.restored()
