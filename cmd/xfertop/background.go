@@ -24,7 +24,6 @@ import (
 // console replays the recording while it grows instead of waiting for the whole import. Memory is
 // the importer's and the console's window: no event is kept here.
 type backgroundImport struct {
-	paths    []string
 	dir      string // the temporary directory, removed by stop
 	path     string // the recording in it
 	unit     string // what the importer's progress counts
@@ -60,7 +59,7 @@ func startImport(ctx context.Context, paths []string, opts importers.Options, ho
 	if len(paths) > 1 {
 		name = filepath.Base(filepath.Dir(paths[0])) + "-ranks" // XFERTOP_RECORD_DIR's name, as the console's title
 	}
-	b := &backgroundImport{paths: paths, dir: dir, path: filepath.Join(dir, name+".xfr"), unit: progressUnit(paths),
+	b := &backgroundImport{dir: dir, path: filepath.Join(dir, name+".xfr"), unit: progressUnit(paths),
 		growth: recordings.NewGrowth(), began: time.Now(), ready: make(chan struct{}), finished: make(chan struct{})}
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	opts.Context = b.ctx
@@ -105,7 +104,7 @@ func (b *backgroundImport) run(paths []string, opts importers.Options, ps *publi
 	b.mu.Lock()
 	b.err, b.elapsed = err, time.Since(b.began)
 	b.mu.Unlock()
-	b.growth.End(err) // after the recording is closed: a reader that opens it whole finds its index
+	b.growth.End(err) // once the recording is closed: nothing writes it after readers see its end
 	b.markReady()
 }
 
