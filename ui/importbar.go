@@ -13,7 +13,7 @@ import (
 // the header as a progress bar; seeking stays within what is imported (Length).
 type ImportStatus struct {
 	Done, Total int64         // units read, of Total (0: not known)
-	Unit        string        // what Done counts: "rows", "files", "events"
+	Unit        string        // what Done counts: "row reads", "events"; "bytes" are shown as sizes
 	Rate        float64       // units per second, so far
 	ETA         time.Duration // estimated time left (0: not known)
 	Elapsed     time.Duration // since the import began
@@ -35,9 +35,13 @@ func (m *Model) importLine() string {
 	if im.Total > 0 {
 		pct = min(100*float64(im.Done)/float64(im.Total), 100)
 	}
-	of := units.Count(float64(im.Done)) + " " + im.Unit
+	count, unit, rate := func(n int64) string { return units.Count(float64(n)) }, " "+im.Unit, units.Count(im.Rate)+" "+im.Unit+"/s"
+	if im.Unit == "bytes" {
+		count, unit, rate = units.Bytes, " read", units.Rate(im.Rate)
+	}
+	of := count(im.Done) + unit
 	if im.Total > 0 {
-		of = units.Count(float64(im.Done)) + " / " + units.Count(float64(im.Total)) + " " + im.Unit
+		of = count(im.Done) + " / " + count(im.Total) + unit
 	}
 	events := units.Count(float64(im.Events)) + " events"
 	switch {
@@ -56,7 +60,7 @@ func (m *Model) importLine() string {
 	}
 	parts = append(parts, of)
 	if im.Rate > 0 {
-		parts = append(parts, units.Count(im.Rate)+" "+im.Unit+"/s")
+		parts = append(parts, rate)
 	}
 	if im.ETA > 0 {
 		parts = append(parts, "ETA "+units.Dur(im.ETA.Round(time.Second).Nanoseconds()))

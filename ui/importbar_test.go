@@ -26,6 +26,8 @@ func TestImportLine(t *testing.T) {
 				"t 0 s / 2.00 s"}, []string{"imported "}},
 		{"before the first event", ImportStatus{Done: 131_072, Total: 4_200_000, Unit: "rows"},
 			[]string{"importing  █░░░░░░░░░░░░░░░░░░░  3%  131 k / 4.20 M rows  no events yet"}, []string{"seek within"}},
+		{"bytes", ImportStatus{Done: 3 << 29, Total: 4 << 30, Unit: "bytes", Rate: 380e6, Events: 1000, Length: 5000},
+			[]string{"importing  ████████░░░░░░░░░░░░  38%  1.5 GiB / 4 GiB read  380 MB/s"}, nil},
 		{"total unknown", ImportStatus{Done: 4096, Unit: "events", Events: 4096, Length: 1000},
 			[]string{"importing  4.10 k events  seek within 1.00 µs"}, []string{"░░░░░░░░░░░░░░░░░░░░"}},
 		{"finished", ImportStatus{Done: 27_300_000, Total: 27_300_000, Unit: "rows", Events: 12_300_000, Finished: true, Elapsed: 21 * time.Second},

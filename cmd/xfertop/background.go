@@ -64,6 +64,9 @@ func startImport(ctx context.Context, paths []string, opts importers.Options, ho
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	opts.Context = b.ctx
 	opts.Progress = b.progress
+	if opts.Trace.TempDir == "" {
+		opts.Trace.TempDir = dir // a trace's sorted runs, if it spills any, go with the recording
+	}
 	ps := &publishSink{recordingSink: recordingSink{path: b.path}, b: b}
 	var sink importers.Sink = ps
 	if hooks.wrap != nil {
@@ -80,7 +83,7 @@ func progressUnit(paths []string) string {
 	case f == importers.FormatNsys:
 		return "row reads" // every row is read twice: by the survey, then into events
 	case f == importers.FormatTrace:
-		return "files"
+		return "bytes" // of twice the files: each is surveyed, then read into events
 	}
 	return "events"
 }
