@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -149,5 +150,26 @@ func TestReplayGrowing(t *testing.T) {
 			defer rs.Stop()
 			tc.run(t, gr, rs)
 		})
+	}
+}
+
+// TestSeekToEndIsDone: a seek to just before the end of a recording replays the rest and is done,
+// however soon that rest is played: a seek never leaves the replay marked as running for ever.
+func TestSeekToEndIsDone(t *testing.T) {
+	gr := newGrowing(t)
+	gr.begin()
+	end := gr.add(100)
+	if err := gr.w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := StartReplay(context.Background(), ReplayConfig{Path: gr.path}, 1<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Stop()
+	waitFor(t, "the first replay done", rs.Done)
+	for i := range 500 {
+		rs.SeekTo(end - 1)
+		waitFor(t, fmt.Sprintf("seek %d done", i), rs.Done)
 	}
 }

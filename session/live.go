@@ -194,8 +194,10 @@ func (rs *ReplaySource) SeekTo(t int64) {
 	case <-rs.seek:
 	default:
 	}
-	rs.seek <- t
+	// Not done from now on, before the loop can take the seek: stored after, it could land once
+	// the loop had played a short rest to its end, and the replay would never be done again.
 	rs.done.Store(false)
+	rs.seek <- t
 }
 
 // Snapshot returns the replayed events held now.
@@ -236,6 +238,7 @@ func (rs *ReplaySource) loop(ctx context.Context, from int64) {
 				return
 			case next = <-rs.seek:
 			}
+			rs.done.Store(false) // a seek that came as this replay ended found it not yet done
 		}
 		if ctx.Err() != nil {
 			return
