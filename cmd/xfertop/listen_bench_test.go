@@ -216,6 +216,10 @@ func BenchmarkListen64Senders(b *testing.B) {
 		for range 2 { // pause and resume: the last events, folded now
 			m.Update(tea.KeyPressMsg{Code: ' ', Text: " "})
 		}
+		time.Sleep(200 * time.Millisecond) // the commands still running end; what they sent is not the console's
+		for len(msgs) > 0 {
+			<-msgs
+		}
 		tot := src.l.Totals()
 		if want := int64(benchSenders * benchRequests * benchSpans); tot.Events != want || tot.Lost != 0 || len(tot.Hosts) != benchSenders {
 			b.Fatalf("received %d events from %d hosts, %d lost; want %d from %d", tot.Events, len(tot.Hosts), tot.Lost, want, benchSenders)

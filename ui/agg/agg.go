@@ -67,13 +67,19 @@ func (s *State) Update(snap *timeline.Snapshot, fold func(*timeline.Event)) {
 		}
 	}
 	s.Next = snap.Total
-	// Drop stream activity the window no longer holds. Slicing (not copying down) leaves what a
-	// published copy reads untouched; append reallocates, live ops only, when the capacity runs out.
+	// Drop stream activity the window no longer holds: the live ops move down, into a new array
+	// when a published copy reads this one (slicing instead would keep the dropped ops' memory
+	// until the next reallocation: up to twice the window's ops).
 	for _, t := range s.Tracks {
 		k := sort.Search(len(t.Ops), func(j int) bool { return t.Ops[j].Index >= snap.Base })
-		if k > 0 {
-			t.Ops, t.shared, t.pub = t.Ops[k:], max(t.shared-k, 0), nil
+		if k == 0 {
+			continue
 		}
+		dst := t.Ops[:0]
+		if t.shared > 0 {
+			dst = make([]Op, 0, cap(t.Ops))
+		}
+		t.Ops, t.shared, t.pub = append(dst, t.Ops[k:]...), 0, nil
 	}
 }
 
