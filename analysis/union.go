@@ -57,6 +57,9 @@ func (u *intervalSet) add(s, e int64) {
 	u.ivs = slices.Replace(ivs, i, j, merged)
 }
 
+// clone returns an independent copy.
+func (u *intervalSet) clone() intervalSet { return intervalSet{ivs: slices.Clone(u.ivs), n: u.n} }
+
 // length returns the total length of the set.
 func (u *intervalSet) length() int64 { return u.n }
 
