@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -77,7 +78,16 @@ type metricAcc struct {
 
 // telemetry folds device samples (NVML): per device and metric the mean, maximum and latest value.
 type telemetry struct {
-	devs map[int32]*[numSampleMetrics]metricAcc
+	devs map[int32]*deviceSamples
+	// order is the devices in result order, rebuilt when one is added.
+	order []int32
+}
+
+// deviceSamples is one device's metrics and its last result row, valid while rowValid.
+type deviceSamples struct {
+	acc      [numSampleMetrics]metricAcc
+	row      DeviceTelemetry
+	rowValid bool
 }
 
 func (t *telemetry) add(e *timeline.Event) {
@@ -88,14 +98,15 @@ func (t *telemetry) add(e *timeline.Event) {
 		return
 	}
 	if t.devs == nil {
-		t.devs = map[int32]*[numSampleMetrics]metricAcc{}
+		t.devs = map[int32]*deviceSamples{}
 	}
 	d := t.devs[e.Device]
 	if d == nil {
-		d = &[numSampleMetrics]metricAcc{}
+		d = &deviceSamples{}
 		t.devs[e.Device] = d
 	}
-	m := &d[e.Sub]
+	d.rowValid = false
+	m := &d.acc[e.Sub]
 	if m.n == 0 || e.Bytes > m.max {
 		m.max = e.Bytes
 	}
@@ -120,16 +131,23 @@ type DeviceTelemetry struct {
 }
 
 func (t *telemetry) result() []DeviceTelemetry {
-	out := []DeviceTelemetry{}
-	for dev, d := range t.devs {
-		row := DeviceTelemetry{Device: dev, Samples: d[timeline.SampleUtilization].n, Metrics: map[string]MeanMax{}}
-		for sub, name := range sampleNames {
-			if m := &d[sub]; m.n > 0 {
-				row.Metrics[name] = MeanMax{Mean: round2(m.sum / float64(m.n)), Max: m.max, Latest: m.latest}
-			}
-		}
-		out = append(out, row)
+	if len(t.order) != len(t.devs) {
+		t.order = slices.Sorted(maps.Keys(t.devs))
 	}
-	slices.SortFunc(out, func(a, b DeviceTelemetry) int { return int(a.Device) - int(b.Device) })
+	out := make([]DeviceTelemetry, 0, len(t.order))
+	for _, dev := range t.order {
+		d := t.devs[dev]
+		if !d.rowValid {
+			// A new map: rows handed out are never written.
+			row := DeviceTelemetry{Device: dev, Samples: d.acc[timeline.SampleUtilization].n, Metrics: map[string]MeanMax{}}
+			for sub, name := range sampleNames {
+				if m := &d.acc[sub]; m.n > 0 {
+					row.Metrics[name] = MeanMax{Mean: round2(m.sum / float64(m.n)), Max: m.max, Latest: m.latest}
+				}
+			}
+			d.row, d.rowValid = row, true
+		}
+		out = append(out, d.row)
+	}
 	return out
 }

@@ -7,7 +7,9 @@ type Labels = timeline.Labels
 
 // Analyzer runs every accumulator over one event stream. It is a timeline.Sink: the producer (or
 // the console, on its frame tick) hands it each event once, in the order produced. It is not safe
-// for concurrent use; Result copies what it returns, so a result can be read while Emit goes on.
+// for concurrent use. A Result is read-only and later Emits never change it, so it can be read on
+// another goroutine while Emit goes on; parts of it that did not change since the last Result
+// (a device, a stream) are shared with the next one rather than rebuilt.
 type Analyzer struct {
 	meta        timeline.Meta
 	events      int64
@@ -86,7 +88,8 @@ type Result struct {
 	Telemetry   []DeviceTelemetry
 }
 
-// Result computes the results so far. labels resolves alert messages.
+// Result computes the results so far. labels resolves alert messages. Its cost follows what
+// changed since the last call: a console asks every frame, over hundreds of devices.
 func (a *Analyzer) Result(labels Labels) *Result {
 	r := &Result{Events: a.events, Steps: a.steps.result(), Transfers: a.transfers.result(), SendRecv: a.p2p.result(), Collectives: a.colls.result(),
 		Barriers: a.barriers.result(), StreamIdle: a.idle.result(), Breakdown: a.breakdown.result(), Links: a.links.result(),

@@ -47,3 +47,52 @@ func BenchmarkAnalyzerResult(b *testing.B) {
 		_ = a.Result(strs)
 	}
 }
+
+// bench512 is 512 GPUs on 64 hosts (the load of `xfertop listen` with 64 senders of 8 GPUs), 20
+// kernels per device per step: about 1 M events, 15 k per step.
+var bench512 = synthWorkload{devices: 512, gpusPerHost: 8, kernels: 20}
+
+var bench512Events = sync.OnceValues(func() ([]timeline.Event, *timeline.Strings) {
+	strs := timeline.NewStrings()
+	return bench512.events(11, 1_000_000, strs), strs
+})
+
+// BenchmarkResult512Devices is the console's refresh at 512 devices: Result over an analyzer that
+// holds about 900 k events, after nothing new ("idle") and after a frame tick's 20 k new events
+// ("tick", the fold not timed). ns/op and allocs/op are one Result's.
+//
+// Run with: go test ./analysis -run '^$' -bench Result512 -count 6 | benchstat -col /… -
+func BenchmarkResult512Devices(b *testing.B) {
+	evs, strs := bench512Events()
+	const tick = 20_000
+	base := len(evs) - 5*tick
+	b.Run("idle", func(b *testing.B) {
+		a := fold(bench512.meta(), evs)
+		a.Result(strs)
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = a.Result(strs)
+		}
+	})
+	b.Run("tick", func(b *testing.B) {
+		a := fold(bench512.meta(), evs[:base])
+		a.Result(strs)
+		next := base
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			if next+tick > len(evs) {
+				a = fold(bench512.meta(), evs[:base])
+				a.Result(strs)
+				next = base
+			}
+			for j := next; j < next+tick; j++ {
+				a.Emit(&evs[j])
+			}
+			next += tick
+			b.StartTimer()
+			_ = a.Result(strs)
+		}
+	})
+}

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"math"
-	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -17,11 +16,16 @@ type deviceTime struct {
 	cutAt                  int64
 	busyNs, compNs, commNs int64 // committed before cutAt
 	overlapNs              int64
+	liveOverlapNs          int64 // |comp ∩ comm| of the sets, kept as ops are added
 	first, last            int64
 	seen                   bool
 	lateNs                 int64
 	limit                  int                 // set size that triggers a commit (maxIntervals when 0)
 	buf, bufB              []timeline.Interval // scratch for commits
+	// res is the last result, valid until the next add: a console asks every frame, and most of
+	// its devices may not have run anything new since.
+	res      DeviceTime
+	resValid bool
 }
 
 func (d *deviceTime) add(e *timeline.Event) {
@@ -37,11 +41,15 @@ func (d *deviceTime) add(e *timeline.Event) {
 	if end <= s {
 		return
 	}
+	d.resValid = false
 	d.busy.add(s, end)
+	// The overlap grows by what an add newly covers in one set that the other covers already.
 	if e.Kind == timeline.KindKernel {
+		d.liveOverlapNs += d.comp.newOverlap(&d.comm, s, end)
 		d.comp.add(s, end)
 	}
 	if e.Kind.IsNCCL() {
+		d.liveOverlapNs += d.comm.newOverlap(&d.comp, s, end)
 		d.comm.add(s, end)
 	}
 	if lim := max(d.limit, maxIntervals); len(d.busy.ivs) > lim || len(d.comp.ivs) > lim || len(d.comm.ivs) > lim {
@@ -78,7 +86,9 @@ func (d *deviceTime) commit() {
 		d.bufB = d.comm.cut(t, d.bufB)
 		d.compNs += timeline.Length(d.buf)
 		d.commNs += timeline.Length(d.bufB)
-		d.overlapNs += timeline.IntersectLength(d.buf, d.bufB)
+		cut := timeline.IntersectLength(d.buf, d.bufB)
+		d.overlapNs += cut
+		d.liveOverlapNs -= cut
 		d.cutAt = t
 	}
 	// When the lag kept most of a set, try again only once it has doubled.
@@ -107,17 +117,21 @@ type DeviceTime struct {
 }
 
 func (d *deviceTime) result(dev int32) DeviceTime {
+	if d.resValid {
+		return d.res
+	}
 	busy := d.busyNs + d.busy.length()
 	comp := d.compNs + d.comp.length()
 	comm := d.commNs + d.comm.length()
-	ov := d.overlapNs + timeline.IntersectLength(d.comp.ivs, d.comm.ivs)
+	ov := d.overlapNs + d.liveOverlapNs
 	span := d.last - d.first
 	r := DeviceTime{Device: dev, SpanNs: span, BusyNs: busy, IdleNs: span - busy, ComputeNs: comp, NonCompNs: busy - comp,
 		CommNs: comm, OverlapNs: ov, LateNs: d.lateNs}
 	if span > 0 {
 		r.IdlePct, r.ComputePct, r.NonCompPct = pct(r.IdleNs, span), pct(comp, span), pct(r.NonCompNs, span)
 	}
-	r.OverlapPct = pctOf(ov, comm)
+	r.OverlapPct = pctOf(ov, comm) // shared by the results that reuse r: never written
+	d.res, d.resValid = r, true
 	return r
 }
 
@@ -156,7 +170,7 @@ type Breakdown struct {
 }
 
 func (b *breakdown) result() Breakdown {
-	out := Breakdown{Devices: []DeviceTime{}}
+	out := Breakdown{Devices: make([]DeviceTime, 0, len(b.devs))}
 	var comm, ov int64
 	for dev, d := range b.devs {
 		if d == nil {
@@ -168,7 +182,6 @@ func (b *breakdown) result() Breakdown {
 		comm += r.CommNs
 		ov += r.OverlapNs
 	}
-	slices.SortFunc(out.Devices, func(a, b DeviceTime) int { return int(a.Device) - int(b.Device) })
 	out.OverlapPct = pctOf(ov, comm)
 	return out
 }

@@ -467,3 +467,33 @@ func TestBreakdownNegativeTimes(t *testing.T) {
 	evs := []timeline.Event{kern(0, 1, -100, -50), sendEv(0, 1, -80, 20, 1, 1)}
 	compareWithRef(t, refSweep(evs), analyze(timeline.Meta{}, evs...).Breakdown)
 }
+
+// The lengths and the overlap a device keeps as ops arrive (so that a result need not walk its
+// intervals) equal what walking them gives, after every add and every commit, in any arrival
+// order.
+func TestDeviceTimeKeptTotalsMatchIntervals(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 3))
+		d := &deviceTime{limit: 8} // commit often
+		d.cutAt = -1 << 62
+		for i := range 3000 {
+			s := r.Int64N(200_000)
+			if r.IntN(3) > 0 {
+				s = int64(i)*60 + r.Int64N(100) // mostly in time order, as producers emit
+			}
+			e := &timeline.Event{Kind: timeline.KindKernel, Start: s, End: s + 1 + r.Int64N(300)}
+			if r.IntN(2) == 0 {
+				e.Kind = timeline.KindCollective
+			}
+			d.add(e)
+			for name, u := range map[string]*intervalSet{"busy": &d.busy, "comp": &d.comp, "comm": &d.comm} {
+				if got, want := u.length(), timeline.Length(u.ivs); got != want {
+					t.Fatalf("seed %d, add %d: %s length kept %d; its intervals sum to %d", seed, i, name, got, want)
+				}
+			}
+			if got, want := d.liveOverlapNs, timeline.IntersectLength(d.comp.ivs, d.comm.ivs); got != want {
+				t.Fatalf("seed %d, add %d: overlap kept %d; the intervals intersect over %d", seed, i, got, want)
+			}
+		}
+	}
+}

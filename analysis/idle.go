@@ -79,6 +79,8 @@ type streamGaps struct {
 	priority  int8
 	compute   bool // the stream ran kernels: its idle time is idle compute
 	largest   [causeCount]Gap
+	row       StreamIdle // its last result, valid while rowValid: no op arrived since
+	rowValid  bool
 }
 
 // idleGaps folds each stream's gaps between busy ops (gaps before a stream's first op and after its
@@ -101,6 +103,11 @@ type idleGaps struct {
 	byCause      [causeCount]int64
 	top          []Gap // longest first
 	reordered    int64
+	// Results are cached per stream and device (a console asks every frame): streams in result
+	// order, rebuilt when one is added, and each device's last row.
+	order   []streamKey
+	ordered []*streamGaps
+	devRows map[int32]DeviceGaps
 }
 
 func newIdleGaps(mode timeline.IdleMode, kernelWaitNs int64) *idleGaps {
@@ -140,6 +147,7 @@ func (g *idleGaps) add(e *timeline.Event) {
 	switch {
 	case e.Kind.IsBusy():
 		st := g.stream(e)
+		st.rowValid = false
 		st.compute = st.compute || e.Kind == timeline.KindKernel
 		g.op(st, e)
 		return
@@ -337,53 +345,87 @@ func causeMap(v *[causeCount]int64) (map[string]int64, int64) {
 }
 
 func (g *idleGaps) result() StreamGaps {
-	out := StreamGaps{Streams: []StreamIdle{}, Devices: []DeviceGaps{}, TopGaps: slices.Clone(g.top), Reordered: g.reordered}
+	out := StreamGaps{Streams: make([]StreamIdle, 0, len(g.streams)), Devices: []DeviceGaps{}, TopGaps: slices.Clone(g.top),
+		Reordered: g.reordered}
 	if out.TopGaps == nil {
 		out.TopGaps = []Gap{}
 	}
 	out.ByCause, out.TotalNs = causeMap(&g.byCause)
-	for k, st := range g.streams {
-		m, t := causeMap(&st.byCause)
-		role := "transfer"
-		if st.compute {
-			role = "compute"
-		}
-		largest := []Gap{}
-		for _, gap := range st.largest {
-			if gap.Dur > 0 {
-				largest = append(largest, gap)
-			}
-		}
-		out.Streams = append(out.Streams, StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, Role: role, TotalNs: t,
-			ByCause: m, Largest: largest})
+	if len(g.order) != len(g.streams) {
+		g.sortStreams()
 	}
-	slices.SortFunc(out.Streams, func(a, b StreamIdle) int {
-		if a.Device != b.Device {
-			return int(a.Device) - int(b.Device)
-		}
-		return int(int64(a.Stream) - int64(b.Stream))
-	})
+	if g.devRows == nil {
+		g.devRows = map[int32]DeviceGaps{}
+	}
 	// Per device, in the same order: the sum of its streams' gaps by cause.
 	var sums [causeCount]int64
-	flush := func(dev int32) {
-		m, t := causeMap(&sums)
-		top := ""
-		var most int64
-		for _, c := range Causes() {
-			if sums[c] > most {
-				top, most = c.String(), sums[c]
-			}
+	changed := false
+	for i, st := range g.ordered {
+		k := g.order[i]
+		if !st.rowValid {
+			st.row, st.rowValid, changed = st.result(k), true, true
 		}
-		out.Devices = append(out.Devices, DeviceGaps{Device: dev, TotalNs: t, ByCause: m, TopCause: top})
-		sums = [causeCount]int64{}
-	}
-	for i, s := range out.Streams {
-		for _, c := range Causes() {
-			sums[c] += s.ByCause[c.String()]
+		out.Streams = append(out.Streams, st.row)
+		for c := range sums {
+			sums[c] += st.byCause[c]
 		}
-		if i == len(out.Streams)-1 || out.Streams[i+1].Device != s.Device {
-			flush(s.Device)
+		if i < len(g.order)-1 && g.order[i+1].dev == k.dev {
+			continue
 		}
+		row, ok := g.devRows[k.dev]
+		if changed || !ok {
+			row = deviceGaps(k.dev, &sums)
+			g.devRows[k.dev] = row
+		}
+		out.Devices = append(out.Devices, row)
+		sums, changed = [causeCount]int64{}, false
 	}
 	return out
+}
+
+// sortStreams puts the streams in result order: by device, then stream.
+func (g *idleGaps) sortStreams() {
+	g.order = g.order[:0]
+	for k := range g.streams {
+		g.order = append(g.order, k)
+	}
+	slices.SortFunc(g.order, func(a, b streamKey) int {
+		if a.dev != b.dev {
+			return int(a.dev) - int(b.dev)
+		}
+		return int(int64(a.stream) - int64(b.stream))
+	})
+	g.ordered = g.ordered[:0]
+	for _, k := range g.order {
+		g.ordered = append(g.ordered, g.streams[k])
+	}
+}
+
+// result is the stream's row. Its map and slice are new: rows handed out are never written.
+func (st *streamGaps) result(k streamKey) StreamIdle {
+	m, t := causeMap(&st.byCause)
+	role := "transfer"
+	if st.compute {
+		role = "compute"
+	}
+	largest := []Gap{}
+	for _, gap := range st.largest {
+		if gap.Dur > 0 {
+			largest = append(largest, gap)
+		}
+	}
+	return StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, Role: role, TotalNs: t, ByCause: m, Largest: largest}
+}
+
+// deviceGaps is a device's row from the sum of its streams' gaps by cause.
+func deviceGaps(dev int32, sums *[causeCount]int64) DeviceGaps {
+	m, t := causeMap(sums)
+	top := ""
+	var most int64
+	for _, c := range Causes() {
+		if sums[c] > most {
+			top, most = c.String(), sums[c]
+		}
+	}
+	return DeviceGaps{Device: dev, TotalNs: t, ByCause: m, TopCause: top}
 }

@@ -45,6 +45,10 @@ type links struct {
 	gpusPerHost int
 	devs        []deviceLinks
 	moved       float64
+	// pub is each device's copy last handed out in a result, nil once the device has changed since:
+	// a console asks every frame, and copying every device's history each time cost more than the
+	// rest of the result.
+	pub []*deviceLinks
 }
 
 // MaxDevices bounds the device ids whose link traffic is counted (per-device state is a dense
@@ -56,7 +60,9 @@ func newLinks(gpusPerHost int) *links { return &links{gpusPerHost: max(gpusPerHo
 func (l *links) device(d int32) *deviceLinks {
 	for int(d) >= len(l.devs) {
 		l.devs = append(l.devs, deviceLinks{})
+		l.pub = append(l.pub, nil)
 	}
+	l.pub[d] = nil
 	return &l.devs[d]
 }
 
@@ -187,8 +193,11 @@ func (l *links) result() Links {
 		row := DeviceLinks{Device: int32(i), PCIe: int64(d.bytes[LinkPCIe]), NVLink: int64(d.bytes[LinkNVLink]),
 			NIC: int64(d.bytes[LinkNIC]), HBM: int64(d.bytes[LinkHBM])}
 		row.Total = row.PCIe + row.NVLink + row.NIC + row.HBM
-		h := *d
-		row.hist = &h
+		if l.pub[i] == nil {
+			h := *d
+			l.pub[i] = &h
+		}
+		row.hist = l.pub[i] // never written once handed out
 		out.Devices = append(out.Devices, row)
 	}
 	return out

@@ -199,7 +199,7 @@ type P2PIteration struct {
 func (p *p2pIterations) result() []P2PIteration {
 	rows := make(map[int64]*p2pRow, len(p.rows))
 	for k, v := range p.rows {
-		rows[k] = &p2pRow{count: v.count, committedNs: v.committedNs, sends: v.sends, spans: intervalSet{ivs: slices.Clone(v.spans.ivs)}}
+		rows[k] = &p2pRow{count: v.count, committedNs: v.committedNs, sends: v.sends, spans: v.spans.clone()}
 	}
 	p.fold(rows, true, nil)
 	out := make([]P2PIteration, 0, len(rows))

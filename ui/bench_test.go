@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
-
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
@@ -103,9 +101,8 @@ func BenchmarkIngest(b *testing.B) {
 	src := millionEvents(b)
 	snap := src.win.Snapshot()
 	for b.Loop() {
-		m := New(src, Options{IsDark: true})
-		m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
-		m.state.Update(&snap, m.an.Emit)
+		f := newFeed(src, src.Info())
+		f.state.Update(&snap, f.an.Emit)
 	}
 	b.ReportMetric(float64(snap.Len())*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
@@ -123,17 +120,18 @@ func running(src *fakeSource, m *Model) *runningSource {
 }
 
 // BenchmarkRunningTick is what a tick adds to ask a live source for its running ops (one per
-// stream of 64) and sort them for the timeline: no allocation once the buffer has grown.
+// stream of 64) and sort them for the timeline: no allocation once the buffer has grown (the fold
+// then copies them into its frame, which the console reads while the next fold runs).
 func BenchmarkRunningTick(b *testing.B) {
 	src := millionEvents(b)
 	m := sized(src, 200, 60)
 	live := running(src, m)
 	lm := New(live, Options{IsDark: true})
-	lm.readRunning()
+	lm.feed.readRunning()
 	b.ReportAllocs()
 	for b.Loop() {
-		lm.readRunning()
+		lm.feed.readRunning()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/tick")
-	b.ReportMetric(float64(len(lm.running)), "ops")
+	b.ReportMetric(float64(len(lm.feed.running)), "ops")
 }

@@ -47,7 +47,8 @@ type Source interface {
 type InFlighter interface {
 	// InFlight appends the ops running now to dst and returns it, without allocating once dst has
 	// room. Each is the event the op will be reported as, except that End is when it was last seen
-	// running. It is called from the console's goroutine while the source produces events.
+	// running. It is called from the console's goroutines (a tick's fold runs in a command) while
+	// the source produces events.
 	InFlight(dst []xtimeline.Event) []xtimeline.Event
 }
 
@@ -125,12 +126,14 @@ type Model struct {
 	paused        bool
 	showHelp      bool
 
+	// What is drawn, as of the last frame installed: published by the feed, never written.
+	feed    *feed
+	seq     uint64 // the feed's number of the frame installed
+	folding bool   // a tick's fold is running
 	snap    xtimeline.Snapshot
-	state   *agg.State         // what the timeline and the log draw
-	an      *analysis.Analyzer // every number, folded as events arrive
-	res     *analysis.Result   // the analysis as of the last refresh
-	gen     uint64             // the snapshot generation state and an were folded from
-	running []xtimeline.Event  // the ops the source had running at the last refresh (reused)
+	state   *agg.State        // what the timeline and the log draw
+	res     *analysis.Result  // every number
+	running []xtimeline.Event // the ops the source had running when the snapshot was taken
 	status  Status
 	frames  int
 
@@ -164,7 +167,7 @@ func newRoot(src Source, opts Options, compare bool) *Model {
 	}
 	info := src.Info()
 	m := &Model{src: src, info: info, keys: widget.DefaultKeyMap(), help: help.New(), styles: theme.DefaultStyles(opts.IsDark),
-		tick: opts.Tick, state: agg.New(), an: analysis.New(info.Meta), timeline: -1, compare: compare}
+		tick: opts.Tick, state: agg.New(), feed: newFeed(src, info), timeline: -1, compare: compare}
 	m.help.Styles = help.DefaultStyles(opts.IsDark)
 	m.configureKeys()
 	m.fr = &widget.Frame{Snap: &m.snap, Styles: m.styles, Keys: m.keys}
@@ -230,35 +233,17 @@ func (m *Model) Init() tea.Cmd {
 	return m.scheduleTick()
 }
 
-// refresh reads a new snapshot and folds its new events into the display state and the analysis.
-// A new generation (a replay that sought) starts both afresh, so nothing is counted twice.
-func (m *Model) refresh() {
-	m.readRunning()
-	m.snap = m.src.Snapshot()
-	if m.snap.Generation != m.gen {
-		m.gen = m.snap.Generation
-		m.state = agg.New()
-		// A new generation may come with a new description (xfertop listen learns it from the
-		// first sender): the analysis starts over with it.
-		m.info = m.src.Info()
-		m.an = analysis.New(m.info.Meta)
-	}
-	m.state.Update(&m.snap, m.an.Emit)
-	m.res = m.an.Result(&m.snap)
-	m.status = m.src.Status()
-	if m.status.Import != nil {
-		m.info.Duration = m.status.Import.Length // the replay's length grows with the import
-	}
-	m.syncFrame()
-}
+// refresh folds what arrived now, on the console's goroutine: for the first frame, and after the
+// user resumed or sought, where the next frame must show the new state. Ticks fold in a command.
+func (m *Model) refresh() { m.install(m.feed.fold()) }
 
-// readRunning asks the source for the ops it has running, into the buffer of the last tick.
-func (m *Model) readRunning() {
-	m.running = m.running[:0]
-	if f, ok := m.src.(InFlighter); ok {
-		m.running = f.InFlight(m.running)
-		widget.SortRunning(m.running)
+// install makes fr the frame drawn, unless a newer one is.
+func (m *Model) install(fr *shown) {
+	if fr.seq <= m.seq {
+		return
 	}
+	m.seq, m.snap, m.state, m.res, m.info, m.status, m.running = fr.seq, fr.snap, fr.state, fr.res, fr.info, fr.status, fr.running
+	m.syncFrame()
 }
 
 // paneHas reports whether the current view uses a key itself.
@@ -288,10 +273,17 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.id != m.tickID {
 			return m, nil // a stale tick: a newer chain is running
 		}
-		if !m.paused {
-			m.refresh()
+		if m.paused || m.folding { // a fold slower than a tick: the next tick asks again
+			return m, m.scheduleTick()
 		}
-		return m, m.scheduleTick()
+		m.folding = true
+		return m, tea.Batch(m.scheduleTick(), m.feed.foldCmd())
+	case foldedMsg:
+		m.folding = false
+		if !m.paused { // a fold that started before a pause is not shown
+			m.install(msg.fr)
+		}
+		return m, nil
 	case tea.MouseWheelMsg:
 		if m.showHelp {
 			return m, nil

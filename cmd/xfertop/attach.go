@@ -13,6 +13,7 @@ import (
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/attach"
+	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
@@ -32,13 +33,16 @@ type attachOpts struct {
 	linger   time.Duration
 	perHost  int
 	console  consoleOpts
+	export   *otel.Config // --otlp: the job's events exported as run and replay export theirs
 }
 
 func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop attach", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	setUsage(fs, "xfertop attach [--socket PATH|tcp:HOST:PORT] [--headless [--json]] [--record FILE] [--hang-timeout D]")
+	setUsage(fs, "xfertop attach [--socket PATH|tcp:HOST:PORT] [--headless [--json]] [--record FILE] [--hang-timeout D] [--otlp ENDPOINT]")
 	var o attachOpts
+	var otlp otlpFlags
+	otlp.register(fs)
 	sock := fs.String("socket", "", "listen here: a Unix socket path, or tcp:HOST:PORT (default: $XFERTOP_ATTACH, else "+attach.DefaultSocket()+")")
 	fs.BoolVar(&o.headless, "headless", false, "print the report when the job ends instead of opening the console")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON (with --headless)")
@@ -62,6 +66,9 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError("--socket: %v", err)
 	}
 	o.addr = addr
+	if o.export, err = otlp.config(); err != nil {
+		return usageError("%v", err)
+	}
 	if o.hang == 0 {
 		o.hang = -1
 	}
@@ -117,10 +124,27 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 		}
 		sinks = append(sinks, rec)
 	}
+	var exp *otel.Exporter
+	if o.export != nil {
+		ec := *o.export
+		ec.Epoch, ec.Scenario, ec.Meta = time.Unix(0, meta.EpochUnixNs), "attach", meta
+		x, err := otel.New(ctx, ec, strs)
+		if err != nil {
+			if rec != nil {
+				_ = rec.Close(nil)
+			}
+			return usageError("--otlp: %v", err)
+		}
+		exp = x
+		sinks = append(sinks, exp)
+	}
 	srv, err := attach.Start(ctx, attach.Config{Addr: o.addr, HangTimeout: o.hang, Strings: strs, Epoch: meta.EpochUnixNs}, sinks...)
 	if err != nil {
 		if rec != nil {
 			_ = rec.Close(nil)
+		}
+		if exp != nil {
+			_ = exp.Close(context.Background())
 		}
 		return usageError("%v", err)
 	}
@@ -133,7 +157,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	} else {
 		info := ui.SourceInfo{Name: "attach " + o.addr.String(), Meta: srv.Meta()}
 		info.Meta.GPUsPerHost = meta.GPUsPerHost
-		src := attachSource{srv: srv, win: win, waiting: waiting, info: info}
+		src := attachSource{srv: srv, win: win, waiting: waiting, info: info, exp: exp}
 		if err := runConsole(ctx, src, o.console); err != nil && ctx.Err() == nil {
 			cerr = failure(fmt.Errorf("console: %w", err))
 		}
@@ -144,13 +168,22 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 			cerr = failure(fmt.Errorf("--record: %w", err))
 		}
 	}
+	var exported *report.Export
+	if exp != nil {
+		_ = exp.Close(context.Background()) // bounded by --otlp-shutdown-timeout; what it could not send is counted
+		s := exp.Stats()
+		exported = &report.Export{Endpoint: s.Endpoint, Protocol: s.Protocol, State: s.State, SpansBuilt: s.SpansBuilt,
+			SpansExported: s.SpansExported, SpansDropped: s.SpansDropped, EventsDropped: s.EventsDropped,
+			StepsSkipped: s.StepsSkipped + s.StepsOverRate, MetricPoints: s.MetricPoints,
+			MetricPointsExported: s.MetricPointsExported, MetricPointsDropped: s.MetricPointsDropped}
+	}
 	if cerr != nil {
 		return cerr
 	}
 	if o.headless {
 		m := srv.Meta()
 		m.GPUsPerHost = o.perHost
-		if err := writeReport(stdout, report.Build(an.Result(strs), m, report.Run{DroppedEvents: srv.Dropped()}), o.json); err != nil {
+		if err := writeReport(stdout, report.Build(an.Result(strs), m, report.Run{DroppedEvents: srv.Dropped(), Export: exported}), o.json); err != nil {
 			return err
 		}
 		if len(srv.Ranks()) == 0 {
@@ -196,6 +229,7 @@ type attachSource struct {
 	win     *timeline.Window
 	waiting string
 	info    ui.SourceInfo
+	exp     *otel.Exporter // nil when not exporting
 }
 
 func (s attachSource) Info() ui.SourceInfo         { return s.info }
@@ -208,6 +242,10 @@ func (s attachSource) SeekTo(int64) bool           { return false }
 func (s attachSource) InFlight(dst []timeline.Event) []timeline.Event { return s.srv.InFlight(dst) }
 func (s attachSource) Status() ui.Status {
 	st := ui.Status{Dropped: s.srv.Dropped()}
+	if s.exp != nil {
+		x := s.exp.Stats()
+		st.Export = exportStatus(&x)
+	}
 	ranks := s.srv.Ranks()
 	if len(ranks) == 0 {
 		st.Note = s.waiting

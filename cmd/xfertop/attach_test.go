@@ -12,6 +12,7 @@ import (
 	"github.com/xfertop/xfertop/attach"
 	"github.com/xfertop/xfertop/probes/ncclprof/fold"
 	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -210,5 +211,52 @@ func TestRankRecordingsMerged(t *testing.T) {
 		if code, _, errs := runCLI(t, c.args...); code != exitData || !strings.Contains(errs, c.has) {
 			t.Errorf("%v: status %d, stderr %q; want %d naming %q", c.args, code, errs, exitData, c.has)
 		}
+	}
+}
+
+// attach --otlp exports the job's events as run and replay do: a job's two ranks, attached
+// headless with --otlp-detail full, reach `xfertop listen` as the same collectives the attach's
+// own report counts.
+func TestAttachExportsOTLP(t *testing.T) {
+	l := startListen(t, "--exit-after-idle", "2s")
+	dir, err := os.MkdirTemp("", "xa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s")
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errs := runCLI(t, "attach", "--headless", "--json", "--socket", sock, "--linger", "700ms",
+			"--otlp", l.grpc, "--otlp-detail", "full", "--otlp-shutdown-timeout", "20s")
+		done <- result{code, out, errs}
+	}()
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rankStream(t, sock, 0, 2)
+	rankStream(t, sock, 1, 2)
+	r := <-done
+	if r.code != exitOK {
+		t.Fatalf("attach exited %d: %s", r.code, r.err)
+	}
+	var sent report.Report
+	if err := json.Unmarshal([]byte(r.out), &sent); err != nil {
+		t.Fatalf("attach's report: %v\n%s", err, r.out)
+	}
+	if x := sent.Export; x == nil || x.SpansExported == 0 || x.SpansExported != x.SpansBuilt || x.SpansDropped+x.EventsDropped != 0 {
+		t.Fatalf("attach's export: %+v; want every span built exported", sent.Export)
+	}
+	got := l.report(t)
+	if got.Events != sent.Events || len(got.Collectives) != 1 || len(sent.Collectives) != 1 ||
+		got.Collectives[0].Op != "all_reduce" || got.Collectives[0].Count != sent.Collectives[0].Count || got.Collectives[0].Ranks != 2 {
+		t.Errorf("listen received %d events, collectives %+v; attach folded %d, %+v", got.Events, got.Collectives, sent.Events, sent.Collectives)
 	}
 }

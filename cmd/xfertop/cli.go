@@ -313,7 +313,7 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// otlpFlags are the OpenTelemetry export flags of run and replay.
+// otlpFlags are the OpenTelemetry export flags of run, replay and attach.
 type otlpFlags struct {
 	endpoint string
 	sample   float64

@@ -12,6 +12,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings/importers"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
@@ -44,12 +45,16 @@ func (s liveSource) SeekTo(int64) bool           { return false }
 func (s liveSource) InFlight(dst []timeline.Event) []timeline.Event { return s.l.InFlight(dst) }
 
 func (s liveSource) Status() ui.Status {
-	st := ui.Status{Speed: s.l.Speed(), Done: s.l.Done(), Err: s.l.Err(), Dropped: s.l.Dropped()}
-	if x := s.l.ExportStats(); x != nil {
-		st.Export = &ui.ExportStatus{Text: fmt.Sprintf("otlp %s: %d exported, %d dropped", x.State, x.SpansExported, x.SpansDropped+x.EventsDropped),
-			Failing: x.Failing}
+	return ui.Status{Speed: s.l.Speed(), Done: s.l.Done(), Err: s.l.Err(), Dropped: s.l.Dropped(), Export: exportStatus(s.l.ExportStats())}
+}
+
+// exportStatus is the header's line for an OTLP export; nil when not exporting.
+func exportStatus(x *otel.Stats) *ui.ExportStatus {
+	if x == nil {
+		return nil
 	}
-	return st
+	return &ui.ExportStatus{Text: fmt.Sprintf("otlp %s: %d exported, %d dropped", x.State, x.SpansExported, x.SpansDropped+x.EventsDropped),
+		Failing: x.Failing}
 }
 
 type replaySource struct {

@@ -1,15 +1,20 @@
 package main
 
-import "syscall"
+import (
+	"syscall"
+	"unsafe"
+)
 
-// threadCPU is the CPU time the calling OS thread has used (user + system), in ns; the caller locks
-// its goroutine to the thread. Frame time on a loaded machine includes waiting for a core; this is
-// the frame's own cost.
+// threadCPU is the CPU time the calling OS thread has used (CLOCK_THREAD_CPUTIME_ID), in ns; the
+// caller locks its goroutine to the thread. Frame time on a loaded machine includes waiting for a
+// core; this is the frame's own cost. (getrusage's RUSAGE_THREAD is no good per frame: the kernel
+// splits the thread's run time into user and system by ticks and holds each back so that neither
+// goes down, so short frames read as 0 and a later one takes their time.)
 func threadCPU() int64 {
-	var ru syscall.Rusage
-	const rusageThread = 1 // RUSAGE_THREAD
-	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+	const clockThreadCPUTime = 3
+	var ts syscall.Timespec
+	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
 		return 0
 	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	return ts.Nano()
 }

@@ -24,12 +24,17 @@ type Track struct {
 	Stream   uint32
 	Priority int8
 	Ops      []Op
+	// shared is how many of Ops a published copy may read: Ops[:shared] is never written again
+	// (an op inserted among them copies the slice first); pub is that copy while still current.
+	shared int
+	pub    *Track
 }
 
 // MaxLog is how many recent events the log keeps.
 const MaxLog = 5000
 
-// State is the console's display state.
+// State is the console's display state. One goroutine Updates it; Publish gives read-only copies
+// other goroutines may draw from while Update goes on.
 type State struct {
 	Next     int64 // global index of the next event to read
 	Missed   int64 // events trimmed from the window before they were read
@@ -62,13 +67,36 @@ func (s *State) Update(snap *timeline.Snapshot, fold func(*timeline.Event)) {
 		}
 	}
 	s.Next = snap.Total
-	// Drop stream activity the window no longer holds.
+	// Drop stream activity the window no longer holds: the live ops move down, into a new array
+	// when a published copy reads this one (slicing instead would keep the dropped ops' memory
+	// until the next reallocation: up to twice the window's ops).
 	for _, t := range s.Tracks {
 		k := sort.Search(len(t.Ops), func(j int) bool { return t.Ops[j].Index >= snap.Base })
-		if k > 0 {
-			t.Ops = append(t.Ops[:0], t.Ops[k:]...)
+		if k == 0 {
+			continue
 		}
+		dst := t.Ops[:0]
+		if t.shared > 0 {
+			dst = make([]Op, 0, cap(t.Ops))
+		}
+		t.Ops, t.shared, t.pub = append(dst, t.Ops[k:]...), 0, nil
 	}
+}
+
+// Publish returns a copy of the state that later Updates do not change, for another goroutine to
+// draw from: it copies the log and each track's header, not the ops (a track's published ops are
+// never written again), and reuses a track's copy while the track has not changed.
+func (s *State) Publish() *State {
+	p := &State{Next: s.Next, Missed: s.Missed, Now: s.Now, Events: s.Events, Tracks: make([]*Track, len(s.Tracks)),
+		Log: s.RecentLog(MaxLog)}
+	for i, t := range s.Tracks {
+		if t.pub == nil {
+			t.shared = len(t.Ops)
+			t.pub = &Track{Device: t.Device, Stream: t.Stream, Priority: t.Priority, Ops: t.Ops[:t.shared:t.shared]}
+		}
+		p.Tracks[i] = t.pub
+	}
+	return p
 }
 
 const trackCacheSize = 256
@@ -110,6 +138,15 @@ func (s *State) add(idx int64, e *timeline.Event) {
 		t := s.track(e)
 		op := Op{Start: e.Start, End: e.End, Index: idx, Kind: e.Kind, Sub: e.Sub}
 		j := len(t.Ops)
+		for j > 0 && t.Ops[j-1].Start > op.Start {
+			j--
+		}
+		if j < t.shared {
+			// Out of start order among ops a published copy reads: write into a copy of them.
+			t.Ops, t.shared = append(make([]Op, 0, 2*len(t.Ops)+1), t.Ops...), 0
+		}
+		t.pub = nil
+		j = len(t.Ops)
 		t.Ops = append(t.Ops, op)
 		for j > 0 && t.Ops[j-1].Start > op.Start {
 			t.Ops[j] = t.Ops[j-1]

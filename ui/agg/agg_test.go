@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -53,5 +54,81 @@ func TestMissedEvents(t *testing.T) {
 	s.Update(&snap, func(*timeline.Event) { n++ })
 	if s.Missed == 0 || int64(n)+s.Missed != 3*16384 {
 		t.Errorf("folded %d, missed %d; want all %d accounted for", n, s.Missed, 3*16384)
+	}
+}
+
+// opsOf lists a state's tracks' op starts.
+func opsOf(s *State) [][]int64 {
+	var out [][]int64
+	for _, t := range s.Tracks {
+		var starts []int64
+		for _, o := range t.Ops {
+			starts = append(starts, o.Start)
+		}
+		out = append(out, starts)
+	}
+	return out
+}
+
+// A published state does not change while Update goes on, whatever the later events do to the
+// tracks (ops in order, the window trimming, ops out of order among published ones, a new stream);
+// and another goroutine can read it meanwhile (go test -race).
+func TestPublishedStateDoesNotChange(t *testing.T) {
+	w := timeline.NewWindow(1, nil) // chunks of 16384 events: a third one trims the first
+	s := New()
+	next := int64(1000)
+	emit := func(dev int32, stream uint32, start int64) {
+		w.Emit(&timeline.Event{Kind: timeline.KindKernel, Device: dev, Stream: stream, Start: start, End: start + 5, Peer: -1})
+	}
+	inOrder := func(n int) {
+		for range n {
+			emit(1, 1, next)
+			next += 10
+		}
+	}
+	inOrder(32_700)
+	snap := w.Snapshot()
+	s.Update(&snap, nil)
+	if tr := s.Tracks[0]; cap(tr.Ops)-len(tr.Ops) < 1000 { // so that the trim below happens in place
+		tr.Ops = append(make([]Op, 0, len(tr.Ops)+1000), tr.Ops...)
+	}
+	steps := []struct {
+		name string
+		emit func()
+	}{
+		{"in order", func() { inOrder(1) }},
+		{"the window trims", func() { inOrder(500) }}, // past 2 chunks, within the track's capacity
+		{"out of order among published ops", func() { emit(1, 1, next-15) }},
+		{"a new stream before the first", func() { emit(0, 1, 7) }},
+	}
+	for _, st := range steps {
+		snap := w.Snapshot()
+		s.Update(&snap, nil)
+		pub := s.Publish()
+		want, wantLog := opsOf(pub), pub.RecentLog(MaxLog)
+		done := make(chan struct{})
+		go func() { // a console drawing the published state
+			defer close(done)
+			_ = opsOf(pub)
+			_ = pub.RecentLog(10)
+		}()
+		st.emit()
+		snap = w.Snapshot()
+		s.Update(&snap, nil)
+		<-done
+		if got := opsOf(pub); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: the published tracks changed", st.name)
+		}
+		if got := pub.RecentLog(MaxLog); !reflect.DeepEqual(got, wantLog) {
+			t.Fatalf("%s: the published log changed", st.name)
+		}
+		// What is published now is the state as it is.
+		if got, now := opsOf(s.Publish()), opsOf(s); !reflect.DeepEqual(got, now) {
+			t.Fatalf("%s: Publish gives %v; the state holds %v", st.name, got, now)
+		}
+	}
+	a, b := s.Publish(), s.Publish()
+	if s.Missed != 0 || a.Tracks[0] != b.Tracks[0] {
+		t.Errorf("missed %d; an unchanged track copied again: %v", s.Missed, a.Tracks[0] != b.Tracks[0])
 	}
 }

@@ -1,0 +1,92 @@
+package ui
+
+import (
+	"slices"
+	"sync"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/xfertop/xfertop/analysis"
+	xtimeline "github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/ui/widget"
+)
+
+// feed is what stands between a source and the console's drawing: it owns the display state and
+// the analysis, folds a snapshot's new events into them and publishes a frame that nothing writes
+// again. Folding (thousands of events a tick and a Result over every device) runs in a command on
+// Bubble Tea's goroutines, not in Update, so that the console's own goroutine only draws; Update
+// installs the frame the command returns.
+//
+// Folds run one at a time (mu); a frame's seq orders them, so a fold that finishes after a newer
+// one (a tick's fold overtaken by a seek's) is dropped.
+type feed struct {
+	src Source
+
+	mu      sync.Mutex
+	seq     uint64
+	gen     uint64
+	info    SourceInfo
+	state   *agg.State
+	an      *analysis.Analyzer
+	running []xtimeline.Event // scratch for the source's running ops
+}
+
+// shown is what one frame draws from: a snapshot, the display state and the analysis of the same
+// events, and the source's status read after the snapshot. Read-only.
+type shown struct {
+	seq     uint64
+	snap    xtimeline.Snapshot
+	state   *agg.State
+	res     *analysis.Result
+	info    SourceInfo // the description the analysis was made with
+	status  Status
+	running []xtimeline.Event // the ops running when the snapshot was taken, sorted (widget.Frame.Running)
+}
+
+// foldedMsg carries a frame folded off the console's goroutine.
+type foldedMsg struct{ fr *shown }
+
+func newFeed(src Source, info SourceInfo) *feed {
+	return &feed{src: src, info: info, state: agg.New(), an: analysis.New(info.Meta)}
+}
+
+// fold reads a new snapshot and folds its new events into the display state and the analysis. A
+// new generation (a replay that sought) starts both afresh, so nothing is counted twice. Safe for
+// concurrent use.
+func (f *feed) fold() *shown {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readRunning() // before the snapshot: an op that ends in between is in it, and ended after it was seen running
+	snap := f.src.Snapshot()
+	if snap.Generation != f.gen {
+		f.gen = snap.Generation
+		f.state = agg.New()
+		// A new generation may come with a new description (xfertop listen learns it from the
+		// first sender): the analysis starts over with it.
+		f.info = f.src.Info()
+		f.an = analysis.New(f.info.Meta)
+	}
+	f.state.Update(&snap, f.an.Emit)
+	f.seq++
+	info, status := f.info, f.src.Status()
+	if status.Import != nil {
+		info.Duration = status.Import.Length // the replay's length grows with the import
+	}
+	return &shown{seq: f.seq, snap: snap, state: f.state.Publish(), res: f.an.Result(&snap), info: info, status: status,
+		running: slices.Clone(f.running)} // a copy: the frame is read on the console's goroutine while the next fold reads again
+}
+
+// readRunning asks the source for the ops it has running, into the buffer of the last fold.
+func (f *feed) readRunning() {
+	f.running = f.running[:0]
+	if r, ok := f.src.(InFlighter); ok {
+		f.running = r.InFlight(f.running)
+		widget.SortRunning(f.running)
+	}
+}
+
+// foldCmd folds on the command's goroutine.
+func (f *feed) foldCmd() tea.Cmd {
+	return func() tea.Msg { return foldedMsg{fr: f.fold()} }
+}

@@ -1,0 +1,99 @@
+package ui
+
+import (
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// kernels emits n kernels on each of devs devices (two streams each) from t on, and returns the
+// next free time.
+func kernels(w *timeline.Window, devs, n int, t int64) int64 {
+	for range n {
+		for d := range int32(devs) {
+			w.Emit(&timeline.Event{Kind: timeline.KindKernel, Device: d, Peer: -1, Stream: uint32(1 + t/10%2), Start: t, End: t + 8})
+		}
+		t += 10
+	}
+	return t
+}
+
+// A tick folds off the console's goroutine: it returns a command that folds while the console
+// goes on drawing every view from the frame it has and a producer goes on emitting (go test -race
+// finds any state the two share), and the frame the command returns is what the console shows.
+func TestTickFoldsOffTheConsoleGoroutine(t *testing.T) {
+	w := timeline.NewWindow(0, nil)
+	next := kernels(w, 8, 1000, 0)
+	src := &fakeSource{win: w, info: SourceInfo{Name: "load", Meta: timeline.Meta{Devices: 8, GPUsPerHost: 8}}, status: Status{Speed: 1}}
+	m := sized(src, 160, 40)
+	if got := m.Result().Events; got != 8000 {
+		t.Fatalf("the first frame folded %d events; want 8000", got)
+	}
+	produced := make(chan struct{})
+	go func() { // the source's producer goes on
+		defer close(produced)
+		kernels(w, 8, 20_000, next)
+	}()
+	for round := 0; ; round++ {
+		_, cmd := m.Update(tickMsg{id: m.tickID})
+		folded := make(chan tea.Msg, 1)
+		for _, c := range cmd().(tea.BatchMsg) {
+			go func() {
+				if msg, ok := c().(foldedMsg); ok {
+					folded <- msg
+				}
+			}()
+		}
+		var msg tea.Msg
+		for tab := 0; msg == nil; tab = (tab + 1) % tabCount {
+			press(m, string(rune('1'+tab))) // every view draws while the fold runs
+			_ = m.View()
+			select {
+			case msg = <-folded:
+			default:
+			}
+		}
+		seq := m.seq
+		m.Update(msg)
+		if m.seq <= seq {
+			t.Fatalf("round %d: the folded frame %d was not shown (showing %d)", round, msg.(foldedMsg).fr.seq, seq)
+		}
+		select {
+		case <-produced:
+			m.Update(tickMsg{id: m.tickID}) // the chain was rearmed: this tick is current
+			m.refresh()
+			if got := m.Result().Events; got != 8000+160_000 {
+				t.Fatalf("after the producer ended the console folded %d events; want %d", got, 8000+160_000)
+			}
+			return
+		default:
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// A frame folded before a newer one was shown (a tick's fold overtaken by a seek's, which folds at
+// once) is dropped; so is one that arrives after the user paused.
+func TestOlderFrameDropped(t *testing.T) {
+	w := timeline.NewWindow(0, nil)
+	next := kernels(w, 2, 10, 0)
+	src := &fakeSource{win: w, info: SourceInfo{Name: "load", Meta: timeline.Meta{Devices: 2, GPUsPerHost: 2}}, status: Status{Speed: 1}}
+	m := sized(src, 120, 30)
+	old := m.feed.fold()
+	kernels(w, 2, 10, next)
+	m.refresh()
+	m.Update(foldedMsg{fr: old})
+	if got := m.Result().Events; got != 40 {
+		t.Errorf("an older frame replaced a newer one: %d events shown; want 40", got)
+	}
+	kernels(w, 2, 10, next+100)
+	newer := m.feed.fold()
+	press(m, "space")
+	m.Update(foldedMsg{fr: newer})
+	if got := m.Result().Events; got != 40 {
+		t.Errorf("a frame was shown while paused: %d events; want 40", got)
+	}
+}
