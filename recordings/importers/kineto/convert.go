@@ -14,7 +14,7 @@ import (
 func (m *importer) emit(it *item, class int, htaGPU bool) error {
 	f := &m.f
 	if m.surveying {
-		m.order.add(it.ev.Start)
+		m.order.Add(it.ev.Start)
 		f.info.note(it, class, htaGPU)
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xfertop/xfertop/recordings/importers/reorder"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -129,8 +130,8 @@ type importer struct {
 	seq        int64
 	stepNames  map[string]bool // up to two distinct ProfilerStep#N names, as HTA counts them
 	files      []*fileInfo
-	htaActive  bool       // --like-hta selects: the traces name two or more steps
-	order      orderCheck // whether the items, as read, come out in order through the reorder buffer
+	htaActive  bool          // --like-hta selects: the traces name two or more steps
+	order      reorder.Check // whether the items, as read, come out in order through the reorder buffer
 	f          fileState
 	put        func(it *item) error // the sorter, once surveyed
 	scratch    item                 // the item being made
@@ -239,7 +240,7 @@ func (m *importer) add(e *rawEvent, h *header) error {
 func (m *importer) phantomCPUOp(e *rawEvent, start int64) error {
 	f := &m.f
 	if m.surveying {
-		m.order.add(start) // should the selection apply, it is sorted with the events
+		m.order.Add(start) // should the selection apply, it is sorted with the events
 		return nil
 	}
 	if !m.htaActive || f.info.class != classKineto || start >= f.info.cut() {

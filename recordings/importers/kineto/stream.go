@@ -114,7 +114,7 @@ func (m *importer) readSource(src source, info *fileInfo) (*header, error) {
 
 func stream(srcs []source, opts Options, begin func(*Imported) error, emit func([]timeline.Event) error) (*Imported, error) {
 	m := newImporter(opts, len(srcs) > 1)
-	m.order.n = m.opts.reorder
+	m.order.N = m.opts.reorder
 	names := make([]string, len(srcs))
 	for i, s := range srcs {
 		names[i] = s.name
@@ -129,7 +129,7 @@ func stream(srcs []source, opts Options, begin func(*Imported) error, emit func(
 	out := newOutput(m, begin, emit)
 	out.rebase = m.im.Format != "xfertop-chrome"
 	out.median, out.outliers = m.medianStart()
-	srt := newSorter(m.opts.reorder, m.order.inOrder(), sp, out.in)
+	srt := newSorter(m.opts.reorder, m.order.InOrder(), sp, out.in)
 	m.put = srt.put
 	for i, s := range srcs {
 		info := m.files[i]

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 
+	"github.com/xfertop/xfertop/recordings/importers/reorder"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -30,71 +31,6 @@ type item struct {
 	role uint8
 }
 
-// itemHeap is a min-heap of items by (start, seq). The heap orders small entries; the items stay
-// where they were put, in slots reused as they leave.
-type itemHeap struct {
-	h     []heapEntry
-	slots []item
-	free  []int32
-}
-
-type heapEntry struct {
-	start, seq int64
-	slot       int32
-}
-
-func (a heapEntry) before(b heapEntry) bool {
-	return a.start < b.start || a.start == b.start && a.seq < b.seq
-}
-
-func (q *itemHeap) len() int { return len(q.h) }
-
-func (q *itemHeap) push(it *item) {
-	var slot int32
-	if n := len(q.free); n > 0 {
-		slot, q.free = q.free[n-1], q.free[:n-1]
-		q.slots[slot] = *it
-	} else {
-		slot = int32(len(q.slots))
-		q.slots = append(q.slots, *it)
-	}
-	q.h = append(q.h, heapEntry{it.ev.Start, it.seq, slot})
-	h := q.h
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h[i].before(h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-// pop moves the first item to out.
-func (q *itemHeap) pop(out *item) {
-	h := q.h
-	top, n := h[0], len(h)-1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		l, small := 2*i+1, i
-		if l < n && h[l].before(h[small]) {
-			small = l
-		}
-		if r := l + 1; r < n && h[r].before(h[small]) {
-			small = r
-		}
-		if small == i {
-			break
-		}
-		h[i], h[small] = h[small], h[i]
-		i = small
-	}
-	q.h = h
-	*out = q.slots[top.slot]
-	q.free = append(q.free, top.slot)
-}
-
 // cursor reads one table of one export in start order: rows in their stored order, straight when
 // they are in start order or through a reorder buffer of hold rows, or rows that SQLite sorted.
 type cursor struct {
@@ -103,7 +39,7 @@ type cursor struct {
 	order int // position among every file's tables, breaking ties between tables
 	stmt  *sqlite3.Stmt
 	hold  int
-	buf   itemHeap
+	buf   reorder.Heap[item]
 	head  item
 	rows  int64
 	done  bool // the statement has no more rows
@@ -114,20 +50,20 @@ func (c *cursor) next() (bool, error) {
 	if c.hold == 0 {
 		return c.read(&c.head)
 	}
-	for !c.done && c.buf.len() <= c.hold {
+	for !c.done && c.buf.Len() <= c.hold {
 		var it item
 		ok, err := c.read(&it)
 		if err != nil {
 			return false, err
 		}
 		if ok {
-			c.buf.push(&it)
+			c.buf.Push(reorder.Key{Start: it.ev.Start, Seq: it.seq}, &it)
 		}
 	}
-	if c.buf.len() == 0 {
+	if c.buf.Len() == 0 {
 		return false, nil
 	}
-	c.buf.pop(&c.head)
+	c.buf.Pop(&c.head)
 	return true, nil
 }
 

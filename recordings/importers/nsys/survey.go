@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/ncruces/go-sqlite3"
+	"github.com/xfertop/xfertop/recordings/importers/reorder"
 )
 
 // The survey reads each table once in its stored order, a few columns only, before any event is
@@ -62,18 +63,6 @@ func (s *sampler) median() (int64, bool) {
 	return k[len(k)/2], true
 }
 
-// orderCheck tells whether a sequence of starts comes out in order through a reorder buffer of
-// reorderRows: it plays the buffer, starts only. While the starts come in order, it keeps only the
-// last reorderRows of them (in order, they are the buffer, and a valid heap).
-type orderCheck struct {
-	ring   []int64 // the last starts, while in order; then the buffer, a heap
-	next   int     // where the ring's next start goes
-	heap   bool    // ring is a heap: some start came out of order
-	last   int64   // the start last let out of the buffer
-	popped bool
-	bad    bool
-}
-
 // Ways of reading a table in start order.
 const (
 	readStraight = iota // its rows are stored in start order
@@ -81,76 +70,15 @@ const (
 	readSorted          // sorted by SQLite
 )
 
-// mode tells how the rows seen are to be read in start order.
-func (o *orderCheck) mode() int {
+// readMode tells how rows whose starts check has seen are to be read in start order.
+func readMode(check *reorder.Check) int {
 	switch {
-	case o.bad:
+	case !check.InOrder():
 		return readSorted
-	case o.heap:
+	case !check.Sorted():
 		return readReorder
 	}
 	return readStraight
-}
-
-func (o *orderCheck) add(t int64) {
-	switch {
-	case o.bad:
-		return
-	case !o.heap && (len(o.ring) == 0 || t >= o.ring[(o.next+len(o.ring)-1)%len(o.ring)]):
-		// in order: the buffer would let out the oldest start
-		if len(o.ring) < reorderRows {
-			o.ring = append(o.ring, t)
-			return
-		}
-		o.last, o.popped = o.ring[o.next], true
-		o.ring[o.next] = t
-		o.next = (o.next + 1) % len(o.ring)
-		return
-	case !o.heap:
-		// the first start out of order: the buffer, oldest first, is sorted, which is a heap
-		o.ring = append(o.ring[o.next:], o.ring[:o.next]...)
-		o.heap = true
-	}
-	if o.popped && t < o.last {
-		o.bad = true
-		return
-	}
-	h := append(o.ring, t)
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if h[p] <= h[i] {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	o.ring = h
-	if len(h) > reorderRows {
-		o.last, o.popped = o.popMin(), true
-	}
-}
-
-func (o *orderCheck) popMin() int64 {
-	h := o.ring
-	top, n := h[0], len(h)-1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		l, small := 2*i+1, i
-		if l < n && h[l] < h[small] {
-			small = l
-		}
-		if r := l + 1; r < n && h[r] < h[small] {
-			small = r
-		}
-		if small == i {
-			break
-		}
-		h[i], h[small] = h[small], h[i]
-		i = small
-	}
-	o.ring = h
-	return top
 }
 
 // survey reads the export's tables as the survey does, adding the file's devices (global ids) to
@@ -187,7 +115,7 @@ func (f *fileReader) surveyTable(t *table, sample *sampler, local map[int64]bool
 	for _, c := range t.survey {
 		cols = append(cols, pick(have, c))
 	}
-	var check orderCheck
+	check := reorder.Check{N: reorderRows}
 	copies := t.name == tableMemcpy
 	err := f.d.each(f.query(t, cols, false), func(s *sqlite3.Stmt) error {
 		f.m.row()
@@ -195,7 +123,7 @@ func (f *fileReader) surveyTable(t *table, sample *sampler, local map[int64]bool
 		if _, ok := span(start, s.ColumnInt64(1)); !ok {
 			return nil
 		}
-		check.add(start)
+		check.Add(start)
 		sample.add(start + f.offset)
 		if len(t.survey) == 0 {
 			return nil
@@ -216,7 +144,7 @@ func (f *fileReader) surveyTable(t *table, sample *sampler, local map[int64]bool
 		}
 		return nil
 	})
-	return check.mode(), err
+	return readMode(&check), err
 }
 
 // maxDevice is the largest device id of a file.

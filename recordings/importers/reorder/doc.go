@@ -1,0 +1,5 @@
+// Package reorder puts the events of a trace importer in start order with bounded memory: a
+// min-heap of items by (run, start, seq) whose items stay in reused slots (Heap), and the check a
+// survey pass plays to learn whether a sequence of starts comes out in order through a reorder
+// buffer of a given size (Check). The Nsight and Kineto importers share them.
+package reorder

@@ -1,0 +1,108 @@
+package reorder
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestCheckPlaysTheBuffer: the check tells exactly whether a reorder buffer of N (a Heap that lets
+// its first item out once it holds N+1) puts a sequence of starts in order, for sequences in order,
+// a little out of it, and far out of it.
+func TestCheckPlaysTheBuffer(t *testing.T) {
+	const n = 1 << 10
+	r := rand.New(rand.NewPCG(1, 2))
+	type verdict struct{ sorted, inOrder bool }
+	for _, tc := range []struct {
+		name string
+		len  int
+		jump int // how far a start may be moved back
+		one  int // one start in this many is moved
+		want verdict
+	}{
+		{"in order", 3 * n, 0, 1, verdict{true, true}},
+		{"within the buffer", 3 * n, n / 2, 50, verdict{false, true}},
+		{"at the edge", 3 * n, n, 50, verdict{false, true}},
+		{"beyond it", 3 * n, 3 * n, 50, verdict{false, false}},
+		{"short", 100, 50, 3, verdict{false, true}},
+	} {
+		starts := make([]int64, tc.len)
+		for i := range starts {
+			starts[i] = int64(i)
+			if tc.jump > 0 && r.IntN(tc.one) == 0 {
+				starts[i] -= int64(r.IntN(tc.jump + 1))
+			}
+		}
+		check := Check{N: n}
+		for _, s := range starts {
+			check.Add(s)
+		}
+		var q Heap[int64]
+		last, inOrder := int64(-1<<62), true
+		out := func() {
+			var s int64
+			q.Pop(&s)
+			inOrder = inOrder && s >= last
+			last = s
+		}
+		for i, s := range starts {
+			q.Push(Key{Start: s, Seq: int64(i)}, &s)
+			if q.Len() > n {
+				out()
+			}
+		}
+		for q.Len() > 0 {
+			out()
+		}
+		buffer := verdict{slices.IsSorted(starts) && inOrder, inOrder}
+		got := verdict{check.Sorted(), check.InOrder()}
+		if got != buffer || got != tc.want {
+			t.Errorf("%s: check %+v, the buffer %+v, want %+v", tc.name, got, buffer, tc.want)
+		}
+	}
+}
+
+// TestHeapOrder: items come out by (run, start, seq), against a sort of the same keys, with slots
+// reused as items leave and arrive.
+func TestHeapOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var q Heap[Key]
+	var want []Key
+	most := 0
+	for i := range 5000 {
+		k := Key{Run: int32(r.IntN(3)), Start: int64(r.IntN(100)), Seq: int64(i)}
+		q.Push(k, &k)
+		want = append(want, k)
+		most = max(most, q.Len())
+		if r.IntN(3) == 0 { // interleave pops so slots are reused
+			var top Key
+			peek := q.Top()
+			q.Pop(&top)
+			if top != peek {
+				t.Fatalf("Top %+v, Pop %+v", peek, top)
+			}
+			want = slices.DeleteFunc(want, func(x Key) bool { return x == top })
+			for _, g := range want {
+				if g.Before(top) {
+					t.Fatalf("popped %+v while %+v, which comes before it, was held", top, g)
+				}
+			}
+		}
+	}
+	slices.SortFunc(want, func(a, b Key) int {
+		if a.Before(b) {
+			return -1
+		}
+		return 1
+	})
+	for i := 0; q.Len() > 0; i++ {
+		var k Key
+		q.Pop(&k)
+		if k != want[i] {
+			t.Fatalf("item %d: %+v, want %+v", i, k, want[i])
+		}
+	}
+	if len(q.slots) != most {
+		t.Errorf("%d slots for at most %d items held: slots are not reused", len(q.slots), most)
+	}
+}
