@@ -206,13 +206,13 @@ func (m *importer) medianStart() (int64, bool) {
 			hi = c.hi
 		}
 		n += c.n
-		for _, t := range c.gpu.keep {
-			samples = append(samples, weighted{t, c.gpu.stride})
+		for _, t := range c.gpu.Kept() {
+			samples = append(samples, weighted{t, c.gpu.Weight()})
 		}
 		selects := m.htaActive && fi.hta.hasCPU
-		for _, t := range c.cpu.keep {
+		for _, t := range c.cpu.Kept() {
 			if !selects || t < fi.cut() {
-				samples = append(samples, weighted{t, c.cpu.stride})
+				samples = append(samples, weighted{t, c.cpu.Weight()})
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package kineto
 import (
 	"slices"
 
+	"github.com/xfertop/xfertop/recordings/importers/reorder"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -25,7 +26,7 @@ type htaFile struct {
 type classStats struct {
 	n        int64
 	lo, hi   int64
-	cpu, gpu sampler // starts of the items HTA counts as CPU ops and as GPU ops
+	cpu, gpu reorder.Sample // starts of the items HTA counts as CPU ops and as GPU ops
 	devices  map[int32]bool
 	pending  bool // some GPU op's device is the file's rank
 }
@@ -62,9 +63,9 @@ func (fi *fileInfo) note(it *item, c int, htaGPU bool) {
 	}
 	s.n++
 	if htaGPU {
-		s.gpu.add(t)
+		s.gpu.Add(t)
 	} else {
-		s.cpu.add(t)
+		s.cpu.Add(t)
 	}
 	ev := &it.ev
 	switch {
@@ -98,37 +99,6 @@ func (fi *fileInfo) settle() {
 	if !fi.gpu {
 		fi.class = classGeneric
 	}
-}
-
-// sampleCap bounds the starts kept per sample to estimate the median start: every item while they
-// fit, then every second, fourth, ... one, so that the sample stays evenly spread.
-const sampleCap = 1 << 12
-
-// sampler keeps an evenly spaced sample of starts.
-type sampler struct {
-	keep   []int64
-	stride int64
-	n      int64
-}
-
-func (s *sampler) add(t int64) {
-	if s.stride == 0 {
-		s.stride = 1
-	}
-	if s.n%s.stride == 0 {
-		if len(s.keep) == sampleCap {
-			n := 0
-			for i := 0; i < len(s.keep); i += 2 { // those at multiples of the doubled stride
-				s.keep[n] = s.keep[i]
-				n++
-			}
-			s.keep, s.stride = s.keep[:n], 2*s.stride
-		}
-		if s.n%s.stride == 0 {
-			s.keep = append(s.keep, t)
-		}
-	}
-	s.n++
 }
 
 // weighted is a sampled start standing for weight items.

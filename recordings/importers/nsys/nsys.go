@@ -125,7 +125,7 @@ func ReadFiles(paths []string, opts Options) (*kineto.Imported, error) {
 
 // prepare surveys every file and opens a cursor on each of its tables.
 func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
-	var sample sampler
+	sample := newSampler()
 	devices := map[int32]bool{}
 	var cursors []*cursor
 	for i, d := range dbs {
@@ -140,7 +140,7 @@ func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
 		if err := f.readDevices(); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", d.name, tableCUDADev, err)
 		}
-		modes, err := f.survey(&sample, devices)
+		modes, err := f.survey(sample, devices)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d.name, err)
 		}

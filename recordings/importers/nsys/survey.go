@@ -14,51 +14,34 @@ import (
 // order). It holds the devices, a bounded sample of starts and a reorder buffer of starts per
 // table, whatever the size of the export.
 
-// sampleCap bounds the starts kept to estimate the median start: every row while they fit, then
-// every second, fourth, ... row, so that the sample stays evenly spread over every row read.
+// sampleCap bounds the starts kept to estimate the median start, whatever the size of the export.
 const sampleCap = 1 << 14
 
 // sampler keeps an evenly spaced sample of starts, and the smallest and largest.
 type sampler struct {
-	keep   []int64
-	stride int64
-	n      int64
+	reorder.Sample
 	lo, hi int64
 }
 
+func newSampler() *sampler { return &sampler{Sample: reorder.Sample{Cap: sampleCap}} }
+
 func (s *sampler) add(t int64) {
-	if s.n == 0 || t < s.lo {
+	if s.Len() == 0 || t < s.lo {
 		s.lo = t
 	}
-	if s.n == 0 || t > s.hi {
+	if s.Len() == 0 || t > s.hi {
 		s.hi = t
 	}
-	if s.stride == 0 {
-		s.stride = 1
-	}
-	if s.n%s.stride == 0 {
-		if len(s.keep) == sampleCap {
-			n := 0
-			for i := 0; i < len(s.keep); i += 2 { // those at multiples of the doubled stride
-				s.keep[n] = s.keep[i]
-				n++
-			}
-			s.keep, s.stride = s.keep[:n], 2*s.stride
-		}
-		if s.n%s.stride == 0 {
-			s.keep = append(s.keep, t)
-		}
-	}
-	s.n++
+	s.Add(t)
 }
 
 // median is the sample's median start, and whether any two starts lie more than maxSpan apart
 // (when not, no event is left out).
 func (s *sampler) median() (int64, bool) {
-	if s.n == 0 || s.hi-s.lo <= maxSpan {
+	if s.Len() == 0 || s.hi-s.lo <= maxSpan {
 		return 0, false
 	}
-	k := slices.Clone(s.keep)
+	k := slices.Clone(s.Kept())
 	slices.Sort(k)
 	return k[len(k)/2], true
 }

@@ -106,3 +106,35 @@ func TestHeapOrder(t *testing.T) {
 		t.Errorf("%d slots for at most %d items held: slots are not reused", len(q.slots), most)
 	}
 }
+
+// TestSample: while the starts fit, every one is kept; past the cap, the kept ones are those at
+// multiples of the stride (evenly spaced over everything added), each standing for Weight starts.
+func TestSample(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cap, added int
+		weight     int64
+	}{
+		{"fits", 8, 8, 1},
+		{"twice the cap", 8, 16, 2},
+		{"past it", 8, 100, 16},
+		{"the default cap", 0, DefaultSampleCap + 1, 2},
+	} {
+		s := Sample{Cap: tc.cap}
+		for i := range tc.added {
+			s.Add(int64(i))
+		}
+		if s.Len() != int64(tc.added) || s.Weight() != tc.weight {
+			t.Errorf("%s: %d added, weight %d; want %d, %d", tc.name, s.Len(), s.Weight(), tc.added, tc.weight)
+		}
+		for i, v := range s.Kept() {
+			if v != int64(i)*tc.weight {
+				t.Errorf("%s: kept[%d] = %d, want %d", tc.name, i, v, int64(i)*tc.weight)
+				break
+			}
+		}
+		if want := (tc.added + int(tc.weight) - 1) / int(tc.weight); len(s.Kept()) != want {
+			t.Errorf("%s: %d kept, want %d", tc.name, len(s.Kept()), want)
+		}
+	}
+}
