@@ -17,6 +17,12 @@ func newClient(t testing.TB, topo string, opts engine.Options) (*engine.Client, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newClientOf(t, tp, opts)
+}
+
+// newClientOf builds a client over a fresh simulator of tp (its own calibration, without jitter).
+func newClientOf(t testing.TB, tp engine.Topology, opts engine.Options) (*engine.Client, *timeline.Store) {
+	t.Helper()
 	m := sim.ModelOf(tp)
 	m.KernelJitter = 0
 	store := timeline.NewStore(nil)
@@ -115,6 +121,13 @@ func TestCalibrationSmallCopy(t *testing.T) {
 func allReduce(t *testing.T, topo string, bytes int64, opts engine.Options) (timeline.Event, float64) {
 	t.Helper()
 	c, store := newClient(t, topo, opts)
+	return allReduceOn(t, c, store, bytes)
+}
+
+// allReduceOn runs an all-reduce of bytes over every GPU of c twice and returns the second, with
+// its busbw in GB/s.
+func allReduceOn(t *testing.T, c *engine.Client, store *timeline.Store, bytes int64) (timeline.Event, float64) {
+	t.Helper()
 	n := c.Topology().Devices()
 	devs := make([]engine.DeviceID, n)
 	for i := range devs {

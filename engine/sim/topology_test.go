@@ -161,28 +161,9 @@ func TestTwoNICsPerGPUStaysUnderNVLink(t *testing.T) {
 			t.Fatal(err)
 		}
 		tp.NICs.PerHost, tp.NICs.Bps = nicsPerHost, 25e9
-		m := sim.ModelOf(tp)
-		m.KernelJitter = 0
-		store := timeline.NewStore(nil)
-		s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: m}, store, store.Strings)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := engine.NewClient(s, store, engine.DefaultOptions())
-		devs := make([]engine.DeviceID, 16)
-		for i := range devs {
-			devs[i] = engine.DeviceID(i)
-		}
-		for range 2 {
-			if _, err := c.Collective(timeline.CollAllReduce, devs, 1<<30, "ar"); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Run(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		e := lastOf(store.Events(), timeline.KindCollective)
-		return float64(e.Bytes) / float64(e.Dur()) * timeline.CollAllReduce.BusFactor(16)
+		c, store := newClientOf(t, tp, engine.DefaultOptions())
+		_, bus := allReduceOn(t, c, store, 1<<30)
+		return bus
 	}
 	one, two := busbw(8), busbw(16)
 	nvlinkRing := 450 * 0.822
