@@ -2,11 +2,10 @@ package scenario
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"regexp"
 	"strings"
 
+	"github.com/xfertop/xfertop/fileerr"
 	"gopkg.in/yaml.v3"
 )
 
@@ -46,22 +45,7 @@ type Phase struct {
 }
 
 // Error is a problem in a scenario file or in the knobs given to it: it names the file and line.
-type Error struct {
-	Source string
-	Line   int
-	Msg    string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.Source, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.Source, e.Msg)
-}
-
-func errAt(src string, line int, format string, args ...any) error {
-	return &Error{Source: src, Line: line, Msg: fmt.Sprintf(format, args...)}
-}
+type Error = fileerr.Error
 
 var knobName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
@@ -70,22 +54,10 @@ func Parse(src string, data []byte) (*File, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			return nil, errAt(src, 0, "%s", strings.Join(te.Errors, "; "))
-		}
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		line := 0
-		if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
-			msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
-		}
-		if err.Error() == "EOF" {
-			msg = "empty file"
-		}
-		return nil, errAt(src, line, "%s", msg)
+		return nil, fileerr.FromYAML(src, err)
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, errAt(src, doc.Line, "a scenario is a mapping with keys name, description, topology, steps, knobs, engine, phases")
+		return nil, fileerr.At(src, doc.Line, "a scenario is a mapping with keys name, description, topology, steps, knobs, engine, phases")
 	}
 	f := &File{Source: src, Steps: 10}
 	top := doc.Content[0]
@@ -93,13 +65,13 @@ func Parse(src string, data []byte) (*File, error) {
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
 		if seen[k.Value] {
-			return nil, errAt(src, k.Line, "%q given twice", k.Value)
+			return nil, fileerr.At(src, k.Line, "%q given twice", k.Value)
 		}
 		seen[k.Value] = true
 		switch k.Value {
 		case "name", "description", "topology":
 			if v.Kind != yaml.ScalarNode {
-				return nil, errAt(src, v.Line, "%s must be a single value", k.Value)
+				return nil, fileerr.At(src, v.Line, "%s must be a single value", k.Value)
 			}
 			switch k.Value {
 			case "name":
@@ -112,12 +84,12 @@ func Parse(src string, data []byte) (*File, error) {
 		case "steps":
 			n, err := parseInt(v.Value)
 			if v.Kind != yaml.ScalarNode || err != nil || n < 1 {
-				return nil, errAt(src, v.Line, "steps must be a positive integer, not %q", v.Value)
+				return nil, fileerr.At(src, v.Line, "steps must be a positive integer, not %q", v.Value)
 			}
 			f.Steps = int(n)
 		case "knobs":
 			if v.Kind != yaml.MappingNode {
-				return nil, errAt(src, v.Line, "knobs must be a mapping of name: default or name: {default, values, help}")
+				return nil, fileerr.At(src, v.Line, "knobs must be a mapping of name: default or name: {default, values, help}")
 			}
 			for j := 0; j+1 < len(v.Content); j += 2 {
 				kn, err := parseKnob(src, v.Content[j], v.Content[j+1])
@@ -134,11 +106,11 @@ func Parse(src string, data []byte) (*File, error) {
 			f.Engine = ps
 		case "phases":
 			if v.Kind != yaml.SequenceNode {
-				return nil, errAt(src, v.Line, "phases must be a list")
+				return nil, fileerr.At(src, v.Line, "phases must be a list")
 			}
 			for _, ph := range v.Content {
 				if ph.Kind != yaml.MappingNode || len(ph.Content) != 2 {
-					return nil, errAt(src, ph.Line, "each phase is a mapping with one key, the pattern (one of %s)", strings.Join(PhaseKinds(), ", "))
+					return nil, fileerr.At(src, ph.Line, "each phase is a mapping with one key, the pattern (one of %s)", strings.Join(PhaseKinds(), ", "))
 				}
 				ps, err := parseParams(src, ph.Content[0].Value, ph.Content[1])
 				if err != nil {
@@ -147,14 +119,14 @@ func Parse(src string, data []byte) (*File, error) {
 				f.Phases = append(f.Phases, Phase{Kind: ph.Content[0].Value, Params: ps, Line: ph.Content[0].Line})
 			}
 		default:
-			return nil, errAt(src, k.Line, "unknown key %q (known: name, description, topology, steps, knobs, engine, phases)", k.Value)
+			return nil, fileerr.At(src, k.Line, "unknown key %q (known: name, description, topology, steps, knobs, engine, phases)", k.Value)
 		}
 	}
 	if f.Name == "" {
-		return nil, errAt(src, top.Line, "the scenario has no name")
+		return nil, fileerr.At(src, top.Line, "the scenario has no name")
 	}
 	if len(f.Phases) == 0 {
-		return nil, errAt(src, top.Line, "the scenario has no phases")
+		return nil, fileerr.At(src, top.Line, "the scenario has no phases")
 	}
 	return f, nil
 }
@@ -162,7 +134,7 @@ func Parse(src string, data []byte) (*File, error) {
 func parseKnob(src string, k, v *yaml.Node) (Knob, error) {
 	kn := Knob{Name: k.Value, Line: k.Line}
 	if !knobName.MatchString(kn.Name) {
-		return kn, errAt(src, k.Line, "knob name %q: use lower-case letters, digits and _", kn.Name)
+		return kn, fileerr.At(src, k.Line, "knob name %q: use lower-case letters, digits and _", kn.Name)
 	}
 	switch v.Kind {
 	case yaml.ScalarNode:
@@ -170,7 +142,7 @@ func parseKnob(src string, k, v *yaml.Node) (Knob, error) {
 		return kn, nil
 	case yaml.MappingNode:
 	default:
-		return kn, errAt(src, v.Line, "knob %s: give a default value or a mapping {default, values, help}", kn.Name)
+		return kn, fileerr.At(src, v.Line, "knob %s: give a default value or a mapping {default, values, help}", kn.Name)
 	}
 	hasDefault := false
 	for j := 0; j+1 < len(v.Content); j += 2 {
@@ -182,20 +154,20 @@ func parseKnob(src string, k, v *yaml.Node) (Knob, error) {
 			kn.Help = vv.Value
 		case "values":
 			if vv.Kind != yaml.SequenceNode {
-				return kn, errAt(src, vv.Line, "knob %s: values must be a list", kn.Name)
+				return kn, fileerr.At(src, vv.Line, "knob %s: values must be a list", kn.Name)
 			}
 			for _, x := range vv.Content {
 				kn.Values = append(kn.Values, x.Value)
 			}
 		default:
-			return kn, errAt(src, kk.Line, "knob %s: unknown field %q (known: default, values, help)", kn.Name, kk.Value)
+			return kn, fileerr.At(src, kk.Line, "knob %s: unknown field %q (known: default, values, help)", kn.Name, kk.Value)
 		}
 	}
 	if !hasDefault {
-		return kn, errAt(src, k.Line, "knob %s has no default", kn.Name)
+		return kn, fileerr.At(src, k.Line, "knob %s has no default", kn.Name)
 	}
 	if len(kn.Values) > 0 && !contains(kn.Values, kn.Default) {
-		return kn, errAt(src, k.Line, "knob %s: default %q is not one of %s", kn.Name, kn.Default, strings.Join(kn.Values, "|"))
+		return kn, fileerr.At(src, k.Line, "knob %s: default %q is not one of %s", kn.Name, kn.Default, strings.Join(kn.Values, "|"))
 	}
 	return kn, nil
 }
@@ -205,7 +177,7 @@ func parseParams(src, what string, v *yaml.Node) ([]Param, error) {
 		return nil, nil
 	}
 	if v.Kind != yaml.MappingNode {
-		return nil, errAt(src, v.Line, "%s: parameters must be a mapping of key: value", what)
+		return nil, fileerr.At(src, v.Line, "%s: parameters must be a mapping of key: value", what)
 	}
 	var ps []Param
 	for j := 0; j+1 < len(v.Content); j += 2 {
@@ -218,17 +190,17 @@ func parseParams(src, what string, v *yaml.Node) ([]Param, error) {
 			var items []string
 			for _, x := range vv.Content {
 				if x.Kind != yaml.ScalarNode {
-					return nil, errAt(src, x.Line, "%s.%s: list items must be single values", what, p.Key)
+					return nil, fileerr.At(src, x.Line, "%s.%s: list items must be single values", what, p.Key)
 				}
 				items = append(items, x.Value)
 			}
 			p.Value = strings.Join(items, ",")
 		default:
-			return nil, errAt(src, vv.Line, "%s.%s: must be a value or a list of values", what, p.Key)
+			return nil, fileerr.At(src, vv.Line, "%s.%s: must be a value or a list of values", what, p.Key)
 		}
 		for _, q := range ps {
 			if q.Key == p.Key {
-				return nil, errAt(src, kk.Line, "%s.%s given twice", what, p.Key)
+				return nil, fileerr.At(src, kk.Line, "%s.%s given twice", what, p.Key)
 			}
 		}
 		ps = append(ps, p)
@@ -263,10 +235,10 @@ func (f *File) Apply(sets map[string]string) (values map[string]string, engine [
 			}
 		}
 		if kn == nil {
-			return nil, nil, nil, errAt(f.Source, 0, "unknown knob %q for scenario %s (knobs: %s)", name, f.Name, strings.Join(f.KnobNames(), ", "))
+			return nil, nil, nil, fileerr.At(f.Source, 0, "unknown knob %q for scenario %s (knobs: %s)", name, f.Name, strings.Join(f.KnobNames(), ", "))
 		}
 		if len(kn.Values) > 0 && !contains(kn.Values, v) {
-			return nil, nil, nil, errAt(f.Source, kn.Line, "knob %s=%q: must be one of %s", name, v, strings.Join(kn.Values, "|"))
+			return nil, nil, nil, fileerr.At(f.Source, kn.Line, "knob %s=%q: must be one of %s", name, v, strings.Join(kn.Values, "|"))
 		}
 		values[name] = v
 	}
@@ -281,7 +253,7 @@ func (f *File) Apply(sets map[string]string) (values map[string]string, engine [
 			return v
 		})
 		if bad != "" {
-			return p, errAt(f.Source, p.Line, "%s refers to unknown knob ${%s}", p.Key, bad)
+			return p, fileerr.At(f.Source, p.Line, "%s refers to unknown knob ${%s}", p.Key, bad)
 		}
 		return p, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/fileerr"
 )
 
 // params reads one phase's (or the engine section's) parameters with types, remembering the first
@@ -36,7 +37,7 @@ func (p *params) get(key string) (Param, bool) {
 
 func (p *params) fail(x Param, format string, args ...any) {
 	if p.err == nil {
-		p.err = errAt(p.src, x.Line, "%s.%s: %s", p.what, x.Key, fmt.Sprintf(format, args...))
+		p.err = fileerr.At(p.src, x.Line, "%s.%s: %s", p.what, x.Key, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -184,7 +185,7 @@ func (p *params) done() error {
 			known = append(known, k)
 		}
 		sort.Strings(known)
-		return errAt(p.src, p.m[unknown[0]].Line, "%s: unknown parameter %q (known: %s)", p.what, unknown[0], strings.Join(known, ", "))
+		return fileerr.At(p.src, p.m[unknown[0]].Line, "%s: unknown parameter %q (known: %s)", p.what, unknown[0], strings.Join(known, ", "))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/fileerr"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -92,7 +93,7 @@ func buildCopy(p *params, topo engine.Topology) (phase, error) {
 		bytes: p.size("bytes", 64<<20), count: int(p.integer("count", 1, 1, 1_000_000)), pageable: p.boolean("pageable", false),
 		offset: int(p.integer("peer_offset", 1, 1, 1<<20)), streams: map[engine.DeviceID]engine.StreamID{}}
 	if ph.dir == timeline.CopyP2P && topo.GPUsPerHost < 2 {
-		return nil, errAt(p.src, p.line, "copy: p2p needs at least 2 GPUs per host; topology %s has %d", topo.Name, topo.GPUsPerHost)
+		return nil, fileerr.At(p.src, p.line, "copy: p2p needs at least 2 GPUs per host; topology %s has %d", topo.Name, topo.GPUsPerHost)
 	}
 	return ph, p.done()
 }
@@ -228,7 +229,7 @@ func buildBarrier(p *params, topo engine.Topology) (phase, error) {
 		return nil, err
 	}
 	if ph.late >= 0 && !engine.Topology.Valid(topo, engine.DeviceID(ph.late)) {
-		return nil, errAt(p.src, p.line, "barrier: late_rank %d does not exist in topology %s", ph.late, topo.Name)
+		return nil, fileerr.At(p.src, p.line, "barrier: late_rank %d does not exist in topology %s", ph.late, topo.Name)
 	}
 	return ph, nil
 }
@@ -282,7 +283,7 @@ func buildPipeline(p *params, topo engine.Topology) (phase, error) {
 	for s := range stages {
 		d := first + s*stride
 		if d >= topo.Devices() {
-			return nil, errAt(p.src, p.line, "pipeline: stage %d would be on device %d; topology %s has %d devices (lower stages or stride)", s, d, topo.Name, topo.Devices())
+			return nil, fileerr.At(p.src, p.line, "pipeline: stage %d would be on device %d; topology %s has %d devices (lower stages or stride)", s, d, topo.Name, topo.Devices())
 		}
 		ph.devs = append(ph.devs, engine.DeviceID(d))
 	}
@@ -414,7 +415,7 @@ func buildCrosshost(p *params, topo engine.Topology) (phase, error) {
 		return nil, err
 	}
 	if topo.Hosts < 2 {
-		return nil, errAt(p.src, p.line, "crosshost needs at least 2 hosts; topology %s has %d (try --topology h100x8x2)", topo.Name, topo.Hosts)
+		return nil, fileerr.At(p.src, p.line, "crosshost needs at least 2 hosts; topology %s has %d (try --topology h100x8x2)", topo.Name, topo.Hosts)
 	}
 	return ph, nil
 }
@@ -489,7 +490,7 @@ func buildSendRecv(p *params, topo engine.Topology) (phase, error) {
 		return nil, err
 	}
 	if ph.from == ph.to {
-		return nil, errAt(p.src, p.line, "sendrecv: from and to are both device %d", ph.from)
+		return nil, fileerr.At(p.src, p.line, "sendrecv: from and to are both device %d", ph.from)
 	}
 	return ph, nil
 }
@@ -529,12 +530,12 @@ func buildCopySweep(p *params, topo engine.Topology) (phase, error) {
 	for _, d := range strings.Split(dirs, ",") {
 		dir, ok := names[strings.TrimSpace(d)]
 		if !ok {
-			return nil, errAt(p.src, p.m["dirs"].Line, "copy_sweep.dirs: %q is not one of h2d, d2h, d2d", d)
+			return nil, fileerr.At(p.src, p.m["dirs"].Line, "copy_sweep.dirs: %q is not one of h2d, d2h, d2d", d)
 		}
 		ph.dirs = append(ph.dirs, dir)
 	}
 	if lo < 1 || hi < lo {
-		return nil, errAt(p.src, p.line, "copy_sweep: need 1 <= min_bytes <= max_bytes, got %d and %d", lo, hi)
+		return nil, fileerr.At(p.src, p.line, "copy_sweep: need 1 <= min_bytes <= max_bytes, got %d and %d", lo, hi)
 	}
 	for s := lo; s <= hi; s *= factor {
 		ph.sizes = append(ph.sizes, s)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/fileerr"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -36,7 +37,7 @@ func Resolve(f *File, sets map[string]string, topo engine.Topology) (*Scenario, 
 	for _, ph := range phases {
 		b, ok := builders[ph.Kind]
 		if !ok {
-			return nil, errAt(f.Source, ph.Line, "unknown phase %q (known: %s)", ph.Kind, strings.Join(PhaseKinds(), ", "))
+			return nil, fileerr.At(f.Source, ph.Line, "unknown phase %q (known: %s)", ph.Kind, strings.Join(PhaseKinds(), ", "))
 		}
 		p, err := b(newParams(f.Source, ph.Kind, ph.Line, ph.Params), topo)
 		if err != nil {

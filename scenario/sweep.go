@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/fileerr"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -31,10 +32,10 @@ func buildSweep(p *params, topo engine.Topology) (phase, error) {
 		return nil, err
 	}
 	if lo < 1 || hi < lo {
-		return nil, errAt(p.src, p.line, "sweep: need 1 <= min_bytes <= max_bytes, got %d and %d", lo, hi)
+		return nil, fileerr.At(p.src, p.line, "sweep: need 1 <= min_bytes <= max_bytes, got %d and %d", lo, hi)
 	}
 	if op == timeline.CollSendRecv && len(ph.ranks) < 2 {
-		return nil, errAt(p.src, p.line, "sweep: send_recv needs at least 2 ranks, got %d", len(ph.ranks))
+		return nil, fileerr.At(p.src, p.line, "sweep: send_recv needs at least 2 ranks, got %d", len(ph.ranks))
 	}
 	ph.sync = align == "nccl-tests"
 	for s := lo; s <= hi; s *= factor {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/fileerr"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -54,10 +55,10 @@ func buildTP(p *params, topo engine.Topology) (phase, error) {
 		return nil, err
 	}
 	if tp > topo.GPUsPerHost {
-		return nil, errAt(p.src, p.line, "tp_layers: tp %d needs %d GPUs on one host; topology %s has %d per host", tp, tp, topo.Name, topo.GPUsPerHost)
+		return nil, fileerr.At(p.src, p.line, "tp_layers: tp %d needs %d GPUs on one host; topology %s has %d per host", tp, tp, topo.Name, topo.GPUsPerHost)
 	}
 	if ph.bytes < int64(ph.chunks) || ph.gemm < int64(ph.chunks) {
-		return nil, errAt(p.src, p.line, "tp_layers: shard_bytes (%d) and gemm (%d ns) must each be at least chunks (%d)", ph.bytes, ph.gemm, ph.chunks)
+		return nil, fileerr.At(p.src, p.line, "tp_layers: shard_bytes (%d) and gemm (%d ns) must each be at least chunks (%d)", ph.bytes, ph.gemm, ph.chunks)
 	}
 	for d := range tp {
 		ph.ranks = append(ph.ranks, engine.DeviceID(d))

@@ -2,32 +2,17 @@ package topology
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/fileerr"
 )
 
 // Error is a problem in a topology file: it names the file and, where it can, the line.
-type Error struct {
-	Source string
-	Line   int
-	Msg    string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.Source, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.Source, e.Msg)
-}
-
-func errAt(src string, line int, format string, args ...any) error {
-	return &Error{Source: src, Line: line, Msg: fmt.Sprintf(format, args...)}
-}
+type Error = fileerr.Error
 
 // maxBaseDepth bounds a chain of files each naming another as its base.
 const maxBaseDepth = 4
@@ -54,11 +39,11 @@ func parse(src string, data []byte, depth int, name string) (engine.Topology, er
 	lines := map[string]int{}
 	if base != "" {
 		if depth >= maxBaseDepth {
-			return t, errAt(src, baseLine, "base %q: bases nest more than %d deep", base, maxBaseDepth)
+			return t, fileerr.At(src, baseLine, "base %q: bases nest more than %d deep", base, maxBaseDepth)
 		}
 		b, err := builtinSource(base)
 		if err != nil {
-			return t, errAt(src, baseLine, "base: %v", err)
+			return t, fileerr.At(src, baseLine, "base: %v", err)
 		}
 		if t, err = parse("builtin:"+base, b, depth+1, ""); err != nil {
 			return t, err
@@ -68,7 +53,7 @@ func parse(src string, data []byte, depth int, name string) (engine.Topology, er
 	for _, e := range entries {
 		f := fieldByKey(e.key)
 		if err := f.set(&t, e.value); err != nil {
-			return t, errAt(src, e.line, "%s: %v", e.key, err)
+			return t, fileerr.At(src, e.line, "%s: %v", e.key, err)
 		}
 		lines[e.key] = e.line
 	}
@@ -80,14 +65,14 @@ func parse(src string, data []byte, depth int, name string) (engine.Topology, er
 			}
 		}
 		if len(missing) > 0 {
-			return t, errAt(src, 0, "missing %s (give every key, or start from a built-in with base: NAME)", strings.Join(missing, ", "))
+			return t, fileerr.At(src, 0, "missing %s (give every key, or start from a built-in with base: NAME)", strings.Join(missing, ", "))
 		}
 	}
 	if t.Name == "" {
 		t.Name = name
 	}
 	if err := validate(&t); err != nil {
-		return t, errAt(src, lines[err.key], "%s", err.msg)
+		return t, fileerr.At(src, lines[err.key], "%s", err.msg)
 	}
 	return t, nil
 }
@@ -96,47 +81,47 @@ func parse(src string, data []byte, depth int, name string) (engine.Topology, er
 func flatten(src string, data []byte) (out []entry, base string, baseLine int, err error) {
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
-		return nil, "", 0, yamlError(src, err)
+		return nil, "", 0, fileerr.FromYAML(src, err)
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, "", 0, errAt(src, doc.Line, "a topology is a mapping with keys %s", keysIn(""))
+		return nil, "", 0, fileerr.At(src, doc.Line, "a topology is a mapping with keys %s", keysIn(""))
 	}
 	top := doc.Content[0]
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
 		if seen[k.Value] {
-			return nil, "", 0, errAt(src, k.Line, "%q given twice", k.Value)
+			return nil, "", 0, fileerr.At(src, k.Line, "%q given twice", k.Value)
 		}
 		seen[k.Value] = true
 		switch {
 		case k.Value == "base":
 			if v.Kind != yaml.ScalarNode || v.Value == "" {
-				return nil, "", 0, errAt(src, v.Line, "base must name a built-in topology")
+				return nil, "", 0, fileerr.At(src, v.Line, "base must name a built-in topology")
 			}
 			base, baseLine = v.Value, k.Line
 		case isSection(k.Value):
 			if v.Kind != yaml.MappingNode {
-				return nil, "", 0, errAt(src, v.Line, "%s must be a mapping with keys %s", k.Value, keysIn(k.Value))
+				return nil, "", 0, fileerr.At(src, v.Line, "%s must be a mapping with keys %s", k.Value, keysIn(k.Value))
 			}
 			for j := 0; j+1 < len(v.Content); j += 2 {
 				kk, vv := v.Content[j], v.Content[j+1]
 				key := k.Value + "." + kk.Value
 				if fieldByKey(key) == nil {
-					return nil, "", 0, errAt(src, kk.Line, "unknown key %q in %s (known: %s)", kk.Value, k.Value, keysIn(k.Value))
+					return nil, "", 0, fileerr.At(src, kk.Line, "unknown key %q in %s (known: %s)", kk.Value, k.Value, keysIn(k.Value))
 				}
 				if seen[key] {
-					return nil, "", 0, errAt(src, kk.Line, "%s given twice", key)
+					return nil, "", 0, fileerr.At(src, kk.Line, "%s given twice", key)
 				}
 				seen[key] = true
 				if vv.Kind != yaml.ScalarNode {
-					return nil, "", 0, errAt(src, vv.Line, "%s must be a single value", key)
+					return nil, "", 0, fileerr.At(src, vv.Line, "%s must be a single value", key)
 				}
 				out = append(out, entry{key, vv.Value, kk.Line})
 			}
 		case fieldByKey(k.Value) != nil:
 			if v.Kind != yaml.ScalarNode {
-				return nil, "", 0, errAt(src, v.Line, "%s must be a single value", k.Value)
+				return nil, "", 0, fileerr.At(src, v.Line, "%s must be a single value", k.Value)
 			}
 			value := v.Value
 			if k.Value == "description" {
@@ -144,7 +129,7 @@ func flatten(src string, data []byte) (out []entry, base string, baseLine int, e
 			}
 			out = append(out, entry{k.Value, value, k.Line})
 		default:
-			return nil, "", 0, errAt(src, k.Line, "unknown key %q (known: %s)", k.Value, keysIn(""))
+			return nil, "", 0, fileerr.At(src, k.Line, "unknown key %q (known: %s)", k.Value, keysIn(""))
 		}
 	}
 	return out, base, baseLine, nil
@@ -157,23 +142,6 @@ func isSection(s string) bool {
 		}
 	}
 	return false
-}
-
-// yamlError turns a YAML syntax error into an *Error with the line it names.
-func yamlError(src string, err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return errAt(src, 0, "%s", strings.Join(te.Errors, "; "))
-	}
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
-		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
-	}
-	if err.Error() == "EOF" {
-		msg = "empty file"
-	}
-	return errAt(src, line, "%s", msg)
 }
 
 // invalid is a rule a topology breaks, with the key whose line the error names.
