@@ -52,8 +52,8 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&o.linger, "linger", time.Second, "headless: the job has ended when no rank has been connected for this long")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
 	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory")
-	if err := fs.Parse(args); err != nil {
-		return flagError(fs, err)
+	if err := parseFlags(fs, args); err != nil {
+		return flagError(fs, err, stdout)
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))

@@ -161,7 +161,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, o := runFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
-		return flagError(fs, err)
+		return flagError(fs, err, stdout)
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))

@@ -27,7 +27,7 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	limits.register(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return flagError(fs, err)
+		return flagError(fs, err, stdout)
 	}
 	if len(pos) != 2 {
 		return usageError("give two recordings or traces to compare")

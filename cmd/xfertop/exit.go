@@ -65,10 +65,13 @@ func alertError(err error) error { return &exitError{code: exitAlert, err: err} 
 
 // flagError is the flag package's parse error, already printed with the flags' usage (status 2).
 // For -h it adds the exit statuses to the help and is no error.
-func flagError(fs *flag.FlagSet, err error) error {
+func flagError(fs *flag.FlagSet, err error, stdout io.Writer) error {
 	if errors.Is(err, flag.ErrHelp) {
+		// Help asked for is the command's output, on stdout (`xfertop run --help | less`), for
+		// every command alike; mistakes go to stderr.
+		fs.SetOutput(stdout)
 		fs.Usage()
-		fmt.Fprint(fs.Output(), exitHelp)
+		fmt.Fprint(stdout, exitHelp)
 		return nil
 	}
 	// One line naming the flag as typed, not the whole usage.

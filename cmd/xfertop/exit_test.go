@@ -140,6 +140,8 @@ func TestExitStatusAndMessage(t *testing.T) {
 			diskFull, exact, "run ended early: recording /dev/full failed: no space left on device"},
 
 		{"usage: unknown flag", []string{"run", "--frobnicate"}, exitUsage, "xfertop run: flag provided but not defined: -frobnicate (see xfertop run --help)\n", exact, ""},
+		{"usage: unknown flag, listen", []string{"listen", "--frobnicate"}, exitUsage, "xfertop listen: flag provided but not defined: -frobnicate (see xfertop listen --help)\n", exact, ""},
+		{"usage: unknown flag, attach", []string{"attach", "--frobnicate"}, exitUsage, "xfertop attach: flag provided but not defined: -frobnicate (see xfertop attach --help)\n", exact, ""},
 		{"usage: bad value", []string{"run", "--steps", "-1"}, exitUsage, "xfertop run: --steps and --duration must not be negative\n", exact, ""},
 		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, listen, analyze, nccl-tests, convert, compare, attach, plugin, repair, scenarios, topologies, help)\n", exact, ""},
 		{"usage: replay a directory", []string{"replay", emptyDir, "--headless"}, exitUsage, "xfertop replay: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
@@ -167,10 +169,15 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"data: no events, analyze", []string{"analyze", empty}, exitData, notClosed + "xfertop analyze: " + empty + ": no events\n", exact, ""},
 		{"data: malformed trace", []string{"analyze", trace}, exitData, "xfertop analyze: " + trace + ": the JSON ends before it is complete, at byte offset 28 (is the file truncated?)\n", exact, ""},
 
-		{"help: run", []string{"run", "-h"}, exitOK, exitHelp, suffix, ""},
-		{"help: replay", []string{"replay", "-h"}, exitOK, exitHelp, suffix, ""},
-		{"help: analyze", []string{"analyze", "-h"}, exitOK, exitHelp, suffix, ""},
+		{"help: run", []string{"run", "-h"}, exitOK, "", exact, exitHelp},
+		{"help: run, among flags", []string{"run", "--steps", "2", "--help"}, exitOK, "", exact, exitHelp},
+		{"help: replay", []string{"replay", "-h"}, exitOK, "", exact, exitHelp},
+		{"help: analyze", []string{"analyze", "-h"}, exitOK, "", exact, exitHelp},
 		{"help: convert", []string{"convert", "-h"}, exitOK, "", exact, exitHelp},
+		{"help: compare", []string{"compare", "--help"}, exitOK, "", exact, exitHelp},
+		{"help: listen", []string{"listen", "--help"}, exitOK, "", exact, exitHelp},
+		{"help: attach", []string{"attach", "--help"}, exitOK, "", exact, exitHelp},
+		{"help: nccl-tests", []string{"nccl-tests", "--help"}, exitOK, "", exact, exitHelp},
 		{"help: scenarios", []string{"scenarios", "-h"}, exitOK, "", exact, exitHelp},
 		{"help", []string{"help"}, exitOK, "", exact, exitHelp},
 	}

@@ -55,7 +55,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	otlp.register(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return flagError(fs, err)
+		return flagError(fs, err, stdout)
 	}
 	if len(pos) == 0 {
 		return usageError("give a recording, or a job's per-rank recordings (files or their directory): xfertop replay FILE.xfr... [--speed X] [--from T] [--headless [--json]]")
@@ -245,7 +245,7 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	opName := fs.String("op", "", "nccl-tests log: the operation it measured, when the log cannot tell (all_gather or alltoall, ...)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return flagError(fs, err)
+		return flagError(fs, err, stdout)
 	}
 	if len(pos) == 0 {
 		return usageError("give a recording (.xfr) or a job's per-rank recordings (files or their directory), or one or more trace files (.json, .json.gz; one per rank) or Nsight Systems exports (.sqlite), or an nccl-tests log")
@@ -301,15 +301,9 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	var limits importLimits
 	limits.register(fs)
-	if isHelp(args) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		fmt.Fprint(stdout, exitHelp)
-		return nil
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return flagError(fs, err)
+		return flagError(fs, err, stdout)
 	}
 	if len(pos) < 2 {
 		return usageError("usage: xfertop convert IN... OUT  (IN.xfr -> OUT.json, IN.json[.gz] or IN.sqlite -> OUT.xfr, a job's RANK.xfr... or DIR -> OUT.xfr or OUT.json)")

@@ -58,8 +58,8 @@ func listenFlags(stderr io.Writer) (*flag.FlagSet, *listenOpts) {
 
 func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, o := listenFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		return flagError(fs, err)
+	if err := parseFlags(fs, args); err != nil {
+		return flagError(fs, err, stdout)
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))

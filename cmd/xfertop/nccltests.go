@@ -127,15 +127,9 @@ func ncclTestsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	f := newNCCLTestsFlags()
 	f.register(fs, true)
-	if isHelp(args) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		fmt.Fprint(stdout, exitHelp)
-		return nil
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return flagError(fs, err)
+		return flagError(fs, err, stdout)
 	}
 	if len(pos) != 1 {
 		return usageError("give one operation: xfertop nccl-tests all_reduce [-b 8 -e 8G -f 2] [--topology h100x8x2]")
