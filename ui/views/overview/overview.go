@@ -34,8 +34,8 @@ var sparks = []rune("▁▂▃▄▅▆▇█")
 
 // View draws the overview.
 func (m *Model) View() string {
-	fr, w, h := m.Fr, m.W, m.H
-	st, res := fr.Styles, fr.Res
+	fr, res := m.Fr, m.Fr.Res
+	st := fr.Styles
 	var b strings.Builder
 	steps := "no steps yet"
 	if s := res.Steps; s.Count > 0 {
@@ -47,108 +47,7 @@ func (m *Model) View() string {
 	}
 	fmt.Fprintf(&b, "%s %s   %s   %s\n", st.Title.Render("Moved"), units.Bytes(res.Links.MovedBytes), steps, cache)
 	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; each link now, % of peak") + "\n")
-
-	devs := res.Links.Devices
-	for len(devs) < fr.Meta.Devices { // devices that moved nothing yet still have a row
-		devs = append(devs, analysis.DeviceLinks{Device: int32(len(devs))})
-	}
-	times := map[int32]analysis.DeviceTime{}
-	for _, d := range res.Breakdown.Devices {
-		times[d.Device] = d
-	}
-	causes := map[int32]string{}
-	for _, d := range res.StreamIdle.Devices {
-		causes[d.Device] = d.TopCause
-	}
-	bucket := fr.State.Now/analysis.BucketNs - 1
-	// Wide terminals show each link's GB/s beside its share of peak.
-	cell := 7
-	if w >= 140 {
-		cell = 14
-	}
-	const dev, split, cause, total = 5, 21, 14, 9
-	histW := min(max(w-dev-split-1-cause-int(analysis.NumLinks)*cell-total-2, 0), analysis.HistoryBuckets)
-	head := fmt.Sprintf("%-*s%7s%7s%7s %-*s", dev, "gpu", "comp%", "xfer%", "idle%", cause, "idle mostly")
-	for l := range analysis.NumLinks {
-		head += fmt.Sprintf("%*s", cell, l)
-	}
-	head += fmt.Sprintf("%*s", total, "GB/s")
-	if histW >= 8 {
-		head += "  last " + units.Dur(int64(histW)*analysis.BucketNs)
-	}
-	b.WriteString(st.Muted.Render(head) + "\n")
-	totalAt := func(d *analysis.DeviceLinks, k int64) float64 {
-		var t float64
-		for l := range analysis.NumLinks {
-			r, _ := d.Rate(l, k)
-			t += r
-		}
-		return t
-	}
-	var peak float64
-	for d := range devs {
-		for k := bucket - int64(histW) + 1; k <= bucket; k++ {
-			peak = max(peak, totalAt(&devs[d], k))
-		}
-	}
-	rows := h - 5
-	for d := range devs {
-		if d >= rows {
-			fmt.Fprintf(&b, st.Muted.Render("… %d more devices (widen or heighten the terminal)")+"\n", len(devs)-d)
-			break
-		}
-		ds := &devs[d]
-		line := fmt.Sprintf("%-*d", dev, ds.Device)
-		if t, ok := times[ds.Device]; ok && t.SpanNs > 0 {
-			idle := fmt.Sprintf("%7.1f", t.IdlePct)
-			if t.IdlePct >= 50 {
-				idle = st.WarnOn + idle + st.WarnOff
-			}
-			line += fmt.Sprintf("%7.1f%7.1f", t.ComputePct, t.NonCompPct) + idle
-		} else {
-			line += st.MutedOn + fmt.Sprintf("%7s%7s%7s", units.Unknown, units.Unknown, units.Unknown) + st.MutedOff
-		}
-		c := causes[ds.Device]
-		if c == "" {
-			c = units.Unknown
-		}
-		line += fmt.Sprintf(" %-*s", cause, c)
-		var sum float64
-		for l := range analysis.NumLinks {
-			r, _ := ds.Rate(l, bucket)
-			sum += r
-			p := fr.Meta.LinkPeaks[l]
-			txt := units.Unknown // no peak known for this link: a share of it is unknown
-			if p > 0 {
-				txt = fmt.Sprintf("%.0f%%", 100*r/p)
-			}
-			if cell > 7 {
-				txt = fmt.Sprintf("%.1f %s", r/1e9, txt)
-			}
-			txt = fmt.Sprintf("%*s", cell, txt)
-			switch {
-			case p > 0 && r > 0.8*p:
-				txt = st.WarnOn + txt + st.WarnOff
-			case r == 0:
-				txt = st.MutedOn + txt + st.MutedOff
-			}
-			line += txt
-		}
-		line += fmt.Sprintf("%*.1f", total, sum/1e9)
-		if histW >= 8 {
-			var spark strings.Builder
-			for k := bucket - int64(histW) + 1; k <= bucket; k++ {
-				t := totalAt(ds, k)
-				if t <= 0 || peak <= 0 {
-					spark.WriteRune(' ')
-					continue
-				}
-				spark.WriteRune(sparks[min(int(t/peak*float64(len(sparks)-1)+0.5), len(sparks)-1)])
-			}
-			line += "  " + st.GoodOn + spark.String() + st.GoodOff
-		}
-		b.WriteString(line + "\n")
-	}
+	m.writeDevices(&b)
 	if len(res.Telemetry) > 0 {
 		b.WriteString(st.Title.Render("GPU telemetry (NVML):"))
 		for _, t := range res.Telemetry {
@@ -168,4 +67,132 @@ func (m *Model) View() string {
 		b.WriteString(st.Warn.Render(fmt.Sprintf("%d events went by while the view was behind (still recorded)", fr.State.Missed)) + "\n")
 	}
 	return b.String()
+}
+
+// Column widths of the device table: the device, the time split, the idle cause and the total.
+const colDev, colSplit, colCause, colTotal = 5, 21, 14, 9
+
+// deviceTable is the layout of one drawing of the device table: what fits the width, and the
+// history's scale shared by every row so that sparklines compare across devices.
+type deviceTable struct {
+	fr     *widget.Frame
+	cell   int   // width of one link's column
+	histW  int   // sparkline buckets shown; under 8 none
+	bucket int64 // the newest complete bucket
+	peak   float64
+}
+
+// writeDevices writes the table of devices, a row each, as many as the height allows.
+func (m *Model) writeDevices(b *strings.Builder) {
+	fr, res := m.Fr, m.Fr.Res
+	st := fr.Styles
+	devs := res.Links.Devices
+	for len(devs) < fr.Meta.Devices { // devices that moved nothing yet still have a row
+		devs = append(devs, analysis.DeviceLinks{Device: int32(len(devs))})
+	}
+	times := map[int32]analysis.DeviceTime{}
+	for _, d := range res.Breakdown.Devices {
+		times[d.Device] = d
+	}
+	causes := map[int32]string{}
+	for _, d := range res.StreamIdle.Devices {
+		causes[d.Device] = d.TopCause
+	}
+	t := deviceTable{fr: fr, cell: 7, bucket: fr.State.Now/analysis.BucketNs - 1}
+	if m.W >= 140 { // wide terminals show each link's GB/s beside its share of peak
+		t.cell = 14
+	}
+	t.histW = min(max(m.W-colDev-colSplit-1-colCause-int(analysis.NumLinks)*t.cell-colTotal-2, 0), analysis.HistoryBuckets)
+	for d := range devs {
+		for k := t.bucket - int64(t.histW) + 1; k <= t.bucket; k++ {
+			t.peak = max(t.peak, totalAt(&devs[d], k))
+		}
+	}
+	b.WriteString(st.Muted.Render(t.head()) + "\n")
+	rows := m.H - 5
+	for d := range devs {
+		if d >= rows {
+			fmt.Fprintf(b, st.Muted.Render("… %d more devices (widen or heighten the terminal)")+"\n", len(devs)-d)
+			break
+		}
+		tm, ok := times[devs[d].Device]
+		b.WriteString(t.row(&devs[d], tm, ok, causes[devs[d].Device]) + "\n")
+	}
+}
+
+// totalAt is a device's rate over all its links in bucket k.
+func totalAt(d *analysis.DeviceLinks, k int64) float64 {
+	var t float64
+	for l := range analysis.NumLinks {
+		r, _ := d.Rate(l, k)
+		t += r
+	}
+	return t
+}
+
+func (t *deviceTable) head() string {
+	head := fmt.Sprintf("%-*s%7s%7s%7s %-*s", colDev, "gpu", "comp%", "xfer%", "idle%", colCause, "idle mostly")
+	for l := range analysis.NumLinks {
+		head += fmt.Sprintf("%*s", t.cell, l)
+	}
+	head += fmt.Sprintf("%*s", colTotal, "GB/s")
+	if t.histW >= 8 {
+		head += "  last " + units.Dur(int64(t.histW)*analysis.BucketNs)
+	}
+	return head
+}
+
+// row draws one device: its time split (unknown without a span), its streams' top idle cause,
+// each link's rate now as a share of the link's peak, the total and the sparkline.
+func (t *deviceTable) row(ds *analysis.DeviceLinks, tm analysis.DeviceTime, timed bool, cause string) string {
+	st := t.fr.Styles
+	line := fmt.Sprintf("%-*d", colDev, ds.Device)
+	if timed && tm.SpanNs > 0 {
+		idle := fmt.Sprintf("%7.1f", tm.IdlePct)
+		if tm.IdlePct >= 50 {
+			idle = st.WarnOn + idle + st.WarnOff
+		}
+		line += fmt.Sprintf("%7.1f%7.1f", tm.ComputePct, tm.NonCompPct) + idle
+	} else {
+		line += st.MutedOn + fmt.Sprintf("%7s%7s%7s", units.Unknown, units.Unknown, units.Unknown) + st.MutedOff
+	}
+	if cause == "" {
+		cause = units.Unknown
+	}
+	line += fmt.Sprintf(" %-*s", colCause, cause)
+	var sum float64
+	for l := range analysis.NumLinks {
+		r, _ := ds.Rate(l, t.bucket)
+		sum += r
+		p := t.fr.Meta.LinkPeaks[l]
+		txt := units.Unknown // no peak known for this link: a share of it is unknown
+		if p > 0 {
+			txt = fmt.Sprintf("%.0f%%", 100*r/p)
+		}
+		if t.cell > 7 {
+			txt = fmt.Sprintf("%.1f %s", r/1e9, txt)
+		}
+		txt = fmt.Sprintf("%*s", t.cell, txt)
+		switch {
+		case p > 0 && r > 0.8*p:
+			txt = st.WarnOn + txt + st.WarnOff
+		case r == 0:
+			txt = st.MutedOn + txt + st.MutedOff
+		}
+		line += txt
+	}
+	line += fmt.Sprintf("%*.1f", colTotal, sum/1e9)
+	if t.histW >= 8 {
+		var spark strings.Builder
+		for k := t.bucket - int64(t.histW) + 1; k <= t.bucket; k++ {
+			v := totalAt(ds, k)
+			if v <= 0 || t.peak <= 0 {
+				spark.WriteRune(' ')
+				continue
+			}
+			spark.WriteRune(sparks[min(int(v/t.peak*float64(len(sparks)-1)+0.5), len(sparks)-1)])
+		}
+		line += "  " + st.GoodOn + spark.String() + st.GoodOff
+	}
+	return line
 }
