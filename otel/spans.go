@@ -120,51 +120,15 @@ func spanName(e *timeline.Event) string {
 
 // buildStep turns one step's events into span specs: specs[0] is the step root.
 func buildStep(step *timeline.Event, evs []timeline.Event, labels Labels, scenario string, f Filter) []spanSpec {
-	root := spanSpec{name: fmt.Sprintf("step %d", step.Aux), start: step.Start, end: step.End, parent: -1, kind: timeline.KindStep,
-		attrs: []attribute.KeyValue{AttrKind.String("step"), AttrStep.Int64(int64(step.Aux))}}
-	if scenario != "" {
-		root.attrs = append(root.attrs, AttrScenario.String(scenario))
-	}
-	if f.Full {
-		root.host = step.Host
-		if step.Aux == tailStep {
-			root.attrs = append(root.attrs, AttrTail.Bool(true))
-		} else {
-			root.attrs = fullAttrs(step, labels, root.attrs)
-			root.attrs = append(root.attrs, AttrSeq.Int64(f.SeqBase+int64(len(evs))))
-		}
-	}
-	if step.Status != timeline.StatusOK {
-		root.errMsg = "the step did not complete"
-	}
-	specs := []spanSpec{root}
-
-	// What the other events say about ops: the alert that failed them, the wait before them.
-	alerts := map[uint64]string{}
-	peerWait := map[[2]int64]*timeline.Event{} // (op, device) → its peer wait
-	lastAt := map[uint64]int32{}               // barrier op → the rank that arrived last
-	lastArrive := map[uint64]int64{}
-	arrivals := map[uint64][]int64{}
-	for i := range evs {
-		e := &evs[i]
-		switch e.Kind {
-		case timeline.KindAlert:
-			alerts[e.Op] = labels.Lookup(e.Label)
-		case timeline.KindPeerWait:
-			peerWait[[2]int64{int64(e.Op), int64(e.Device)}] = e
-		case timeline.KindBarrier:
-			arrivals[e.Op] = append(arrivals[e.Op], e.Start)
-			if a, ok := lastArrive[e.Op]; !ok || e.Start > a {
-				lastArrive[e.Op], lastAt[e.Op] = e.Start, e.Device
-			}
-		}
-	}
-	if len(alerts) > 0 && root.errMsg == "" {
-		for _, m := range alerts {
-			specs[0].errMsg = m
+	notes := gatherNotes(evs, labels)
+	root := rootSpec(step, len(evs), labels, scenario, f)
+	if root.errMsg == "" {
+		for _, m := range notes.alerts {
+			root.errMsg = m
 			break
 		}
 	}
+	specs := []spanSpec{root}
 
 	// Groups first, so their members can name them as parent.
 	groupSpec := map[uint32]int{}
@@ -182,33 +146,7 @@ func buildStep(step *timeline.Event, evs []timeline.Event, labels Labels, scenar
 	recvs := map[uint64][]int{}
 	for _, i := range order {
 		e := &evs[i]
-		sp := spanSpec{name: spanName(e), start: e.Start, end: e.End, host: e.Host, parent: 0, kind: e.Kind}
-		// The step number lives on the trace's root; children carry only what is theirs.
-		sp.attrs = eventAttrs(e, make([]attribute.KeyValue, 0, 12))
-		if e.Kind == timeline.KindBarrier {
-			wait := e.Dur()
-			med := timeline.Percentile(append([]int64(nil), arrivals[e.Op]...), 50)
-			sp.attrs = append(sp.attrs, AttrWaitNs.Int64(wait), AttrWaitCause.String("barrier_wait"), AttrStraggler.Bool(lastAt[e.Op] == e.Device))
-			if lastAt[e.Op] == e.Device {
-				sp.attrs = append(sp.attrs, AttrLateness.Int64(e.Start-med))
-			}
-		}
-		if w := peerWait[[2]int64{int64(e.Op), int64(e.Device)}]; w != nil && e.Kind != timeline.KindBarrier && e.Kind != timeline.KindPeerWait {
-			sp.attrs = append(sp.attrs, AttrWaitNs.Int64(w.Dur()), AttrWaitCause.String("peer_wait"))
-			if e.Status != timeline.StatusOK && !f.Full {
-				sp.start = w.Start // a stuck op's span covers its wait (with full detail, the wait is a span of its own)
-			}
-		}
-		if f.Full {
-			sp.attrs = fullAttrs(e, labels, sp.attrs)
-			sp.attrs = append(sp.attrs, AttrSeq.Int64(f.SeqBase+int64(i)))
-		}
-		if e.Status != timeline.StatusOK && e.Kind != timeline.KindAlert {
-			sp.errMsg = alerts[e.Op]
-			if sp.errMsg == "" {
-				sp.errMsg = fmt.Sprintf("%s failed (status %d)", sp.name, e.Status)
-			}
-		}
+		sp := notes.childSpec(e, f.SeqBase+int64(i), labels, f)
 		if e.Group != 0 && e.Kind != timeline.KindGroupLaunch {
 			if g, ok := groupSpec[e.Group]; ok {
 				sp.parent = g
@@ -238,6 +176,91 @@ func buildStep(step *timeline.Event, evs []timeline.Event, labels Labels, scenar
 		}
 	}
 	return pruneGroups(specs, f)
+}
+
+// rootSpec is the span of the step itself; n is the number of the step's events.
+func rootSpec(step *timeline.Event, n int, labels Labels, scenario string, f Filter) spanSpec {
+	root := spanSpec{name: fmt.Sprintf("step %d", step.Aux), start: step.Start, end: step.End, parent: -1, kind: timeline.KindStep,
+		attrs: []attribute.KeyValue{AttrKind.String("step"), AttrStep.Int64(int64(step.Aux))}}
+	if scenario != "" {
+		root.attrs = append(root.attrs, AttrScenario.String(scenario))
+	}
+	if f.Full {
+		root.host = step.Host
+		if step.Aux == tailStep {
+			root.attrs = append(root.attrs, AttrTail.Bool(true))
+		} else {
+			root.attrs = fullAttrs(step, labels, root.attrs)
+			root.attrs = append(root.attrs, AttrSeq.Int64(f.SeqBase+int64(n)))
+		}
+	}
+	if step.Status != timeline.StatusOK {
+		root.errMsg = "the step did not complete"
+	}
+	return root
+}
+
+// stepNotes is what a step's other events say about its ops: the alert that failed them, the
+// wait before them, who arrived last at each barrier.
+type stepNotes struct {
+	alerts   map[uint64]string
+	peerWait map[[2]int64]*timeline.Event // (op, device) → its peer wait
+	lastAt   map[uint64]int32             // barrier op → the rank that arrived last
+	arrivals map[uint64][]int64
+}
+
+func gatherNotes(evs []timeline.Event, labels Labels) stepNotes {
+	n := stepNotes{alerts: map[uint64]string{}, peerWait: map[[2]int64]*timeline.Event{},
+		lastAt: map[uint64]int32{}, arrivals: map[uint64][]int64{}}
+	lastArrive := map[uint64]int64{}
+	for i := range evs {
+		e := &evs[i]
+		switch e.Kind {
+		case timeline.KindAlert:
+			n.alerts[e.Op] = labels.Lookup(e.Label)
+		case timeline.KindPeerWait:
+			n.peerWait[[2]int64{int64(e.Op), int64(e.Device)}] = e
+		case timeline.KindBarrier:
+			n.arrivals[e.Op] = append(n.arrivals[e.Op], e.Start)
+			if a, ok := lastArrive[e.Op]; !ok || e.Start > a {
+				lastArrive[e.Op], n.lastAt[e.Op] = e.Start, e.Device
+			}
+		}
+	}
+	return n
+}
+
+// childSpec is the span of one of the step's events, parented to the root; seq is its sequence
+// number in the stream.
+func (n *stepNotes) childSpec(e *timeline.Event, seq int64, labels Labels, f Filter) spanSpec {
+	sp := spanSpec{name: spanName(e), start: e.Start, end: e.End, host: e.Host, parent: 0, kind: e.Kind}
+	// The step number lives on the trace's root; children carry only what is theirs.
+	sp.attrs = eventAttrs(e, make([]attribute.KeyValue, 0, 12))
+	if e.Kind == timeline.KindBarrier {
+		wait := e.Dur()
+		med := timeline.Percentile(append([]int64(nil), n.arrivals[e.Op]...), 50)
+		sp.attrs = append(sp.attrs, AttrWaitNs.Int64(wait), AttrWaitCause.String("barrier_wait"), AttrStraggler.Bool(n.lastAt[e.Op] == e.Device))
+		if n.lastAt[e.Op] == e.Device {
+			sp.attrs = append(sp.attrs, AttrLateness.Int64(e.Start-med))
+		}
+	}
+	if w := n.peerWait[[2]int64{int64(e.Op), int64(e.Device)}]; w != nil && e.Kind != timeline.KindBarrier && e.Kind != timeline.KindPeerWait {
+		sp.attrs = append(sp.attrs, AttrWaitNs.Int64(w.Dur()), AttrWaitCause.String("peer_wait"))
+		if e.Status != timeline.StatusOK && !f.Full {
+			sp.start = w.Start // a stuck op's span covers its wait (with full detail, the wait is a span of its own)
+		}
+	}
+	if f.Full {
+		sp.attrs = fullAttrs(e, labels, sp.attrs)
+		sp.attrs = append(sp.attrs, AttrSeq.Int64(seq))
+	}
+	if e.Status != timeline.StatusOK && e.Kind != timeline.KindAlert {
+		sp.errMsg = n.alerts[e.Op]
+		if sp.errMsg == "" {
+			sp.errMsg = fmt.Sprintf("%s failed (status %d)", sp.name, e.Status)
+		}
+	}
+	return sp
 }
 
 // pruneGroups drops group spans that are shorter than the minimum and kept no member, re-indexing.
