@@ -174,118 +174,136 @@ func (d *decoder) byte1() byte {
 // decodeEvents appends the events of an Events payload to dst. It fills each event in place and
 // reads varints with a one-byte fast path: reading must keep up with ~20 M events/s.
 func decodeEvents(dst []timeline.Event, payload []byte) ([]timeline.Event, error) {
-	b := payload
-	pos := 0
-	bad := false
-	uv := func() uint64 {
-		if pos+2 < len(b) {
-			// Fast paths for 1-, 2- and 3-byte varints: times, sizes and ids are mostly that short.
-			b0 := b[pos]
-			if b0 < 0x80 {
-				pos++
-				return uint64(b0)
-			}
-			b1 := b[pos+1]
-			if b1 < 0x80 {
-				pos += 2
-				return uint64(b0&0x7f) | uint64(b1)<<7
-			}
-			if b2 := b[pos+2]; b2 < 0x80 {
-				pos += 3
-				return uint64(b0&0x7f) | uint64(b1&0x7f)<<7 | uint64(b2)<<14
-			}
-		}
-		v, n := binary.Uvarint(b[pos:])
-		if n <= 0 {
-			bad = true
-			pos = len(b)
-			return 0
-		}
-		pos += n
-		return v
-	}
-	sv := func() int64 {
-		u := uv()
-		return int64(u>>1) ^ -int64(u&1)
-	}
-	n := uv()
-	if bad {
+	d := eventDecoder{b: payload}
+	n := d.uv()
+	if d.bad {
 		return dst, fmt.Errorf("event count: %w", errShort)
 	}
 	// Each event takes at least 3 bytes: a count beyond that is damage, not a reason to allocate.
-	if n > uint64(len(b)-pos)/3 {
-		return dst, fmt.Errorf("event count %d does not fit in %d bytes", n, len(b)-pos)
+	if n > uint64(len(d.b)-d.pos)/3 {
+		return dst, fmt.Errorf("event count %d does not fit in %d bytes", n, len(d.b)-d.pos)
 	}
 	base := len(dst)
 	dst = growEvents(dst, int(n))[:base+int(n)]
-	prevStart, prevOp, prevDev := int64(0), uint64(0), int32(-1)
+	prev := timeline.Event{Device: -1}
 	for i := range int(n) {
-		if pos >= len(b) {
-			return dst[:base+i], fmt.Errorf("event %d of %d: %w", i, n, errShort)
-		}
 		e := &dst[base+i]
-		*e = timeline.Event{Kind: timeline.Kind(b[pos])}
-		pos++
-		mask := uv()
-		if mask >= 1<<16 {
-			return dst[:base+i], fmt.Errorf("event %d: unknown field bits %#x", i, mask)
+		if err := d.event(e, &prev); err != nil {
+			return dst[:base+i], fmt.Errorf("event %d of %d: %w", i, n, err)
 		}
-		e.Start = prevStart + sv()
-		e.End, e.Queued, e.Op, e.Device, e.Peer = e.Start, e.Start, prevOp, prevDev, -1
-		if mask&bitEnd != 0 {
-			e.End = e.Start + int64(uv())
-		}
-		if mask&bitQueued != 0 {
-			e.Queued = e.Start - sv()
-		}
-		if mask&bitQueuedUnknown != 0 {
-			e.Queued = -1
-		}
-		if mask&bitBytes != 0 {
-			e.Bytes = sv()
-		}
-		if mask&bitOp != 0 {
-			e.Op = prevOp + uint64(sv())
-		}
-		if mask&bitDevice != 0 {
-			e.Device = int32(int64(prevDev) + sv())
-		}
-		if mask&bitPeer != 0 {
-			e.Peer = int32(sv())
-		}
-		if mask&(bitStream|bitGroup|bitComm|bitBarrier|bitLabel|bitAux) != 0 {
-			var v [6]uint64
-			for k, bit := range [6]uint64{bitStream, bitGroup, bitComm, bitBarrier, bitLabel, bitAux} {
-				if mask&bit != 0 {
-					if v[k] = uv(); v[k] > 1<<32-1 {
-						return dst[:base+i], fmt.Errorf("event %d: field value %d does not fit 32 bits", i, v[k])
-					}
-				}
-			}
-			e.Stream, e.Group, e.Comm, e.Barrier, e.Label, e.Aux = uint32(v[0]), uint32(v[1]), uint32(v[2]), uint32(v[3]), uint32(v[4]), uint32(v[5])
-		}
-		if mask&bitHost != 0 {
-			e.Host = uint16(uv())
-		}
-		if mask&bitRanks != 0 {
-			e.Ranks = uint16(uv())
-		}
-		if mask&bitSmall != 0 {
-			if pos+3 > len(b) {
-				return dst[:base+i], fmt.Errorf("event %d of %d: %w", i, n, errShort)
-			}
-			e.Sub, e.Status, e.Priority = b[pos], b[pos+1], int8(b[pos+2])
-			pos += 3
-		}
-		if bad {
-			return dst[:base+i], fmt.Errorf("event %d of %d: %w", i, n, errShort)
-		}
-		prevStart, prevOp, prevDev = e.Start, e.Op, e.Device
+		prev.Start, prev.Op, prev.Device = e.Start, e.Op, e.Device
 	}
-	if pos != len(b) {
-		return dst, fmt.Errorf("%d bytes left after %d events", len(b)-pos, n)
+	if d.pos != len(d.b) {
+		return dst, fmt.Errorf("%d bytes left after %d events", len(d.b)-d.pos, n)
 	}
 	return dst, nil
+}
+
+// eventDecoder reads the varints of an Events payload. A short or overlong varint sets bad and
+// moves to the end, so that a damaged payload ends the loop without a check after every field.
+type eventDecoder struct {
+	b   []byte
+	pos int
+	bad bool
+}
+
+func (d *eventDecoder) uv() uint64 {
+	b, pos := d.b, d.pos
+	if pos+2 < len(b) {
+		// Fast paths for 1-, 2- and 3-byte varints: times, sizes and ids are mostly that short.
+		b0 := b[pos]
+		if b0 < 0x80 {
+			d.pos++
+			return uint64(b0)
+		}
+		b1 := b[pos+1]
+		if b1 < 0x80 {
+			d.pos += 2
+			return uint64(b0&0x7f) | uint64(b1)<<7
+		}
+		if b2 := b[pos+2]; b2 < 0x80 {
+			d.pos += 3
+			return uint64(b0&0x7f) | uint64(b1&0x7f)<<7 | uint64(b2)<<14
+		}
+	}
+	v, n := binary.Uvarint(b[pos:])
+	if n <= 0 {
+		d.bad = true
+		d.pos = len(b)
+		return 0
+	}
+	d.pos += n
+	return v
+}
+
+func (d *eventDecoder) sv() int64 {
+	u := d.uv()
+	return int64(u>>1) ^ -int64(u&1)
+}
+
+// event decodes one event into e; fields it does not carry are the previous event's start, op
+// and device (deltas), or their defaults.
+func (d *eventDecoder) event(e *timeline.Event, prev *timeline.Event) error {
+	if d.pos >= len(d.b) {
+		return errShort
+	}
+	*e = timeline.Event{Kind: timeline.Kind(d.b[d.pos])}
+	d.pos++
+	mask := d.uv()
+	if mask >= 1<<16 {
+		return fmt.Errorf("unknown field bits %#x", mask)
+	}
+	e.Start = prev.Start + d.sv()
+	e.End, e.Queued, e.Op, e.Device, e.Peer = e.Start, e.Start, prev.Op, prev.Device, -1
+	if mask&bitEnd != 0 {
+		e.End = e.Start + int64(d.uv())
+	}
+	if mask&bitQueued != 0 {
+		e.Queued = e.Start - d.sv()
+	}
+	if mask&bitQueuedUnknown != 0 {
+		e.Queued = -1
+	}
+	if mask&bitBytes != 0 {
+		e.Bytes = d.sv()
+	}
+	if mask&bitOp != 0 {
+		e.Op = prev.Op + uint64(d.sv())
+	}
+	if mask&bitDevice != 0 {
+		e.Device = int32(int64(prev.Device) + d.sv())
+	}
+	if mask&bitPeer != 0 {
+		e.Peer = int32(d.sv())
+	}
+	if mask&(bitStream|bitGroup|bitComm|bitBarrier|bitLabel|bitAux) != 0 {
+		var v [6]uint64
+		for k, bit := range [6]uint64{bitStream, bitGroup, bitComm, bitBarrier, bitLabel, bitAux} {
+			if mask&bit != 0 {
+				if v[k] = d.uv(); v[k] > 1<<32-1 {
+					return fmt.Errorf("field value %d does not fit 32 bits", v[k])
+				}
+			}
+		}
+		e.Stream, e.Group, e.Comm, e.Barrier, e.Label, e.Aux = uint32(v[0]), uint32(v[1]), uint32(v[2]), uint32(v[3]), uint32(v[4]), uint32(v[5])
+	}
+	if mask&bitHost != 0 {
+		e.Host = uint16(d.uv())
+	}
+	if mask&bitRanks != 0 {
+		e.Ranks = uint16(d.uv())
+	}
+	if mask&bitSmall != 0 {
+		if d.pos+3 > len(d.b) {
+			return errShort
+		}
+		e.Sub, e.Status, e.Priority = d.b[d.pos], d.b[d.pos+1], int8(d.b[d.pos+2])
+		d.pos += 3
+	}
+	if d.bad {
+		return errShort
+	}
+	return nil
 }
 
 func growEvents(dst []timeline.Event, n int) []timeline.Event {
