@@ -59,6 +59,9 @@ func (s *State) Update(snap *timeline.Snapshot, fold func(*timeline.Event)) {
 		s.Next = snap.Base
 	}
 	s.Now = max(s.Now, snap.Now)
+	if snap.Total-s.Next >= reserveBatch {
+		s.reserve(snap)
+	}
 	for i := s.Next; i < snap.Total; i++ {
 		e := snap.At(i)
 		s.add(i, e)
@@ -81,6 +84,35 @@ func (s *State) Update(snap *timeline.Snapshot, fold func(*timeline.Event)) {
 		}
 		t.Ops, t.shared, t.pub = append(dst, t.Ops[k:]...), 0, nil
 	}
+}
+
+// reserveBatch is the batch from which Update first counts each stream's new ops and grows its
+// track once: opening a recording folds a million events at once, and growing by appending copied
+// every track's ops about twice over (a fifth of the fold's time).
+const reserveBatch = 1 << 16
+
+// reserve grows each track by the number of ops snap's unread events will add to it.
+func (s *State) reserve(snap *timeline.Snapshot) {
+	counts := map[*Track]int{}
+	for i := s.Next; i < snap.Total; i++ {
+		if e := snap.At(i); drawn(e) {
+			counts[s.track(e)]++
+		}
+	}
+	for t, n := range counts {
+		if cap(t.Ops)-len(t.Ops) >= n {
+			continue
+		}
+		// A published copy may read Ops[:shared]: a new array leaves it alone, as appending would.
+		grown := make([]Op, len(t.Ops), len(t.Ops)+n)
+		copy(grown, t.Ops)
+		t.Ops, t.shared, t.pub = grown, 0, nil
+	}
+}
+
+// drawn reports whether e is drawn on its stream's timeline.
+func drawn(e *timeline.Event) bool {
+	return e.Stream != 0 && e.Device >= 0 && (e.Kind.IsBusy() || e.Kind == timeline.KindEventWait || e.Kind == timeline.KindBarrier || e.Kind == timeline.KindPeerWait)
 }
 
 // Publish returns a copy of the state that later Updates do not change, for another goroutine to
@@ -134,7 +166,7 @@ func (s *State) add(idx int64, e *timeline.Event) {
 		s.Log[s.logHead] = idx
 		s.logHead = (s.logHead + 1) % MaxLog
 	}
-	if e.Stream != 0 && e.Device >= 0 && (e.Kind.IsBusy() || e.Kind == timeline.KindEventWait || e.Kind == timeline.KindBarrier || e.Kind == timeline.KindPeerWait) {
+	if drawn(e) {
 		t := s.track(e)
 		op := Op{Start: e.Start, End: e.End, Index: idx, Kind: e.Kind, Sub: e.Sub}
 		j := len(t.Ops)

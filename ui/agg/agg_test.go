@@ -132,3 +132,57 @@ func TestPublishedStateDoesNotChange(t *testing.T) {
 		t.Errorf("missed %d; an unchanged track copied again: %v", s.Missed, a.Tracks[0] != b.Tracks[0])
 	}
 }
+
+// A batch large enough that Update grows each track once first gives the same tracks, op for op,
+// as the same events read a few at a time; and a state published before it does not change.
+func TestLargeBatchEqualsSmallBatches(t *testing.T) {
+	w := timeline.NewWindow(0, nil)
+	small, big := New(), New()
+	n := int64(0)
+	emitSome := func(k int) {
+		for range k {
+			// Three streams on two devices, some events out of start order, some not drawn.
+			dev, stream := int32(n%2), uint32(1+n%3)
+			kind := timeline.KindKernel
+			if n%7 == 0 {
+				kind = timeline.KindMark
+			}
+			start := 10 * n
+			if n%5 == 0 {
+				start -= 25
+			}
+			w.Emit(&timeline.Event{Kind: kind, Device: dev, Stream: stream, Start: start, End: start + 8, Peer: -1})
+			n++
+		}
+	}
+	emitSome(100)
+	snap := w.Snapshot()
+	big.Update(&snap, nil)
+	before := big.Publish()
+	was := opsOf(before)
+	for range reserveBatch/1000 + 2 {
+		emitSome(1000)
+		snap = w.Snapshot()
+		small.Update(&snap, nil)
+	}
+	if snap.Total-big.Next < reserveBatch {
+		t.Fatalf("the batch is %d events; the test needs at least %d", snap.Total-big.Next, reserveBatch)
+	}
+	big.Update(&snap, nil)
+	for i, tr := range big.Tracks {
+		if cap(tr.Ops) != len(tr.Ops) {
+			t.Errorf("track %d holds %d ops in room for %d: not grown once to size", i, len(tr.Ops), cap(tr.Ops))
+		}
+	}
+	if !reflect.DeepEqual(opsOf(big), opsOf(small)) {
+		t.Error("the tracks of one large batch differ from those of small batches")
+	}
+	for i := range small.Tracks {
+		if !reflect.DeepEqual(small.Tracks[i].Ops, big.Tracks[i].Ops) {
+			t.Errorf("track %d: ops differ", i)
+		}
+	}
+	if !reflect.DeepEqual(opsOf(before), was) {
+		t.Error("a state published before the large batch changed")
+	}
+}
