@@ -1,6 +1,9 @@
 package sim
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // WatchdogQueue returns the length and capacity of the watchdog's queue of deadlines, for tests.
 func WatchdogQueue(s *Sim) (n, capacity int) { return len(s.wdQueue) - s.wdHead, cap(s.wdQueue) }
@@ -11,4 +14,18 @@ func RunUntil(s *Sim, t int64) error {
 	err := s.run(context.Background(), t)
 	s.publish()
 	return err
+}
+
+// SetReaderClock sets the wall clock InFlight reads to place itself on a paced simulation's pace.
+func SetReaderClock(s *Sim, now func() time.Time) {
+	s.running.mu.Lock()
+	s.running.wallClock = now
+	s.running.mu.Unlock()
+}
+
+// PaceAnchor is the wall-clock time of the pace's anchor, as last published.
+func PaceAnchor(s *Sim) time.Time {
+	s.running.mu.Lock()
+	defer s.running.mu.Unlock()
+	return s.running.wall
 }

@@ -13,6 +13,7 @@ type host struct {
 	waiting     bool
 	kicked      bool
 	cur         engine.Command
+	since       int64 // when cur began: a communicator init or a sleep is reported when it ends
 	comms       int
 	batch       []engine.StreamOp
 	batchGen    uint32
@@ -68,14 +69,10 @@ func (s *Sim) hostStep(hi int32) {
 				cost = s.m.CommInitFirstNs
 			}
 			h.comms++
-			s.emit(timeline.Event{Kind: timeline.KindCommInit, Start: s.now, End: s.now + cost, Device: int32(h.dev),
-				Peer: timeline.NoDevice, Comm: cmd.Comm, Ranks: uint16(len(cmd.Devices)), Label: cmd.Label})
-			h.cur, h.busy = cmd, true
+			h.cur, h.busy, h.since = cmd, true, s.now
 			s.at(s.now+cost, evHostDone, hi, 0)
 		case engine.CmdSleep:
-			s.emit(timeline.Event{Kind: timeline.KindMark, Start: s.now, End: s.now + cmd.Duration, Device: int32(h.dev),
-				Peer: timeline.NoDevice, Label: cmd.Label})
-			h.cur, h.busy = cmd, true
+			h.cur, h.busy, h.since = cmd, true, s.now
 			s.at(s.now+cmd.Duration, evHostDone, hi, 0)
 		case engine.CmdBatch:
 			h.batch = append(h.batch, cmd.Op)
@@ -111,6 +108,16 @@ func (s *Sim) launchBatch(hi int32) {
 	s.at(s.now+s.launchCost(&g), evHostDone, hi, 0)
 }
 
+// hostCmdEvent is the event of cmd, a communicator init or a sleep h began at h.since, up to end.
+func hostCmdEvent(h *host, cmd *engine.Command, end int64) timeline.Event {
+	if cmd.Kind == engine.CmdCommInit {
+		return timeline.Event{Kind: timeline.KindCommInit, Start: h.since, End: end, Device: int32(h.dev),
+			Peer: timeline.NoDevice, Comm: cmd.Comm, Ranks: uint16(len(cmd.Devices)), Label: cmd.Label}
+	}
+	return timeline.Event{Kind: timeline.KindMark, Start: h.since, End: end, Device: int32(h.dev),
+		Peer: timeline.NoDevice, Label: cmd.Label}
+}
+
 func (s *Sim) hostDone(hi int32) {
 	h := &s.hosts[hi]
 	cmd := h.cur
@@ -119,6 +126,10 @@ func (s *Sim) hostDone(hi int32) {
 	switch cmd.Kind {
 	case engine.CmdLaunch:
 		s.enqueue(&cmd.Op)
+	case engine.CmdCommInit, engine.CmdSleep:
+		// Reported as they end, as ops are: emitted at its start, an init's end would run the
+		// session's clock (the latest end seen) ahead of the paced simulation by the whole init.
+		s.emit(hostCmdEvent(h, &cmd, s.now))
 	case engine.CmdBatch:
 		if len(h.batch) >= s.batchMax {
 			s.launchBatch(hi)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"sync"
+	"time"
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/timeline"
@@ -14,6 +15,15 @@ type running struct {
 	mu    sync.Mutex
 	evs   []timeline.Event // published: read under mu
 	spare []timeline.Event // the simulation's own buffer, swapped with evs on publish
+	// A paced simulation publishes before it sleeps until the wall clock reaches its next item:
+	// nothing ends before that item, so every op published is still running at any simulated
+	// time up to it, and a reader places itself on the pace (wall and sim are its anchor).
+	sleeping  bool
+	until     int64 // the simulated time of the item the simulation waits for
+	wall      time.Time
+	sim       int64
+	speed     float64
+	wallClock func() time.Time
 }
 
 // InFlight appends to dst the ops that were running when the simulation last published them, and
@@ -23,23 +33,48 @@ type running struct {
 // under way, and, before a send, receive or collective has its peers, its peer wait. Ops queued on
 // a stream or waiting for the SMs are not running and are left out. It is safe to call from any
 // goroutine while Run runs, and appends without allocating once dst has room.
+//
+// While a paced simulation waits for the wall clock, End is the simulated time the pace has
+// reached (up to the item it waits for), so a reader's live edge moves on through a long kernel
+// or a communicator's initialisation instead of standing still until the next item.
 func (s *Sim) InFlight(dst []timeline.Event) []timeline.Event {
-	s.running.mu.Lock()
-	defer s.running.mu.Unlock()
-	return append(dst, s.running.evs...)
+	r := &s.running
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(dst)
+	dst = append(dst, r.evs...)
+	if r.sleeping {
+		now := min(r.until, r.sim+int64(float64(r.wallClock().Sub(r.wall))*r.speed))
+		for i := n; i < len(dst); i++ {
+			dst[i].End = max(dst[i].End, now)
+		}
+	}
+	return dst
 }
 
 // publish makes the ops running now what InFlight returns.
-func (s *Sim) publish() {
+func (s *Sim) publish() { s.publishSleep(false, 0) }
+
+// publishSleep publishes before a pacing sleep until the item at simulated time until.
+func (s *Sim) publishSleep(sleeping bool, until int64) {
 	r := &s.running
 	r.spare = s.inFlight(r.spare[:0])
 	r.mu.Lock()
 	r.evs, r.spare = r.spare, r.evs
+	r.sleeping, r.until, r.wall, r.sim, r.speed = sleeping, until, s.paceWall, s.paceSim, s.cfg.Speed
+	if r.wallClock == nil {
+		r.wallClock = time.Now
+	}
 	r.mu.Unlock()
 }
 
 // inFlight appends the ops running at s.now to dst, on the simulation's goroutine.
 func (s *Sim) inFlight(dst []timeline.Event) []timeline.Event {
+	for hi := range s.hosts {
+		if e, ok := s.runningHostCmd(int32(hi)); ok {
+			dst = append(dst, e)
+		}
+	}
 	for oi := range s.ops {
 		if e, ok := s.runningOp(int32(oi)); ok {
 			dst = append(dst, e)
@@ -80,4 +115,18 @@ func (s *Sim) runningOp(oi int32) (timeline.Event, bool) {
 	}
 	e := s.opEvent(oi, s.now)
 	return e, e.Kind != timeline.KindNone
+}
+
+// runningHostCmd is the event of the command host hi is carrying out, when it is one reported as
+// it ends: a communicator's initialisation or a sleep.
+func (s *Sim) runningHostCmd(hi int32) (timeline.Event, bool) {
+	h := &s.hosts[hi]
+	if !h.busy || h.waiting {
+		return timeline.Event{}, false
+	}
+	switch h.cur.Kind {
+	case engine.CmdCommInit, engine.CmdSleep:
+		return hostCmdEvent(h, &h.cur, s.now), true
+	}
+	return timeline.Event{}, false
 }

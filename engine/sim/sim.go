@@ -230,7 +230,7 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 		if s.cfg.Speed > 0 && it.t > s.now {
 			target := s.paceWall.Add(time.Duration(float64(it.t-s.paceSim) / s.cfg.Speed))
 			if d := time.Until(target); d > time.Millisecond {
-				s.publish() // the console reads what runs while the simulation waits for the wall clock
+				s.publishSleep(true, it.t) // the console reads what runs while the simulation waits for the wall clock
 				select {
 				case <-ctx.Done():
 					return fmt.Errorf("%w at %.3f ms simulated: %v", engine.ErrCanceled, float64(s.now)/1e6, ctx.Err())
