@@ -70,6 +70,9 @@ func (t *Model) Selected() int { return t.list.Selected() }
 // NsPerCol returns the zoom: ns a column.
 func (t *Model) NsPerCol() int64 { return t.nsPerCol }
 
+// PlotW is how many columns the timeline draws.
+func (t *Model) PlotW() int { return t.plotW() }
+
 // Following reports whether the right edge follows the newest time.
 func (t *Model) Following() bool { return t.follow }
 
@@ -119,7 +122,9 @@ func (t *Model) key(msg tea.KeyPressMsg) {
 	case key.Matches(msg, k.ZoomIn):
 		t.nsPerCol = max(t.nsPerCol/2, 1)
 	case key.Matches(msg, k.ZoomOut):
-		t.nsPerCol = min(t.nsPerCol*2, 1<<40)
+		if int64(plotW)*t.nsPerCol < fr.Now { // once the whole run fits, zooming out shows nothing more
+			t.nsPerCol = min(t.nsPerCol*2, 1<<40)
+		}
 	case key.Matches(msg, k.PanLeft):
 		t.end = t.right() - int64(plotW/4)*t.nsPerCol
 		t.follow = false
@@ -152,10 +157,13 @@ func (t *Model) col(plotW int) int {
 }
 
 func (t *Model) right() int64 {
+	end := t.end
 	if t.follow {
-		return t.Fr.Now
+		end = t.Fr.Now
 	}
-	return t.end
+	// The view never starts before time 0: zoomed out past the whole run, or panned left of its
+	// start, the run is drawn from the left edge, and the ruler's times stay true.
+	return max(end, int64(t.plotW())*t.nsPerCol)
 }
 
 // visible is how many rows fit: the ruler, the detail line and a legend of up to three lines
