@@ -1,0 +1,411 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317 # the steps are called by name: "step_$step"
+# Runs xfertop's checks on a GPU machine that has no Go toolchain, from the kit that
+# scripts/device/build.sh made (.device/kit.tar.gz, carried there), in the repository root:
+#
+#   scripts/device/run.sh STEP...        (or: all)
+#
+# Steps, in the order given; each has its own timeout, and a failing step never stops the others:
+#   env        nvidia-smi, nvidia-smi topo -m, the driver, NCCL, torch and the kit's build           30 s
+#   tests      engine/cuda's test binary (-test.v) and cmd/xfertop's CUDA tests, on the GPU          240 s
+#   bench      engine/cuda's benchmarks with -test.benchtime 3x (docs/performance.md)              540 s
+#   scenarios  xfertop run --headless --json --scenario S, S = pipeline, copy-sweep,
+#              allreduce-sweep, crosshost: --backend cuda --fit, then the simulator                 240 s
+#   console    the console, live, under tmux for 60 s, frames captured (script(1) without tmux)   120 s
+#   torch      a one-rank PyTorch job with the NCCL profiler plugin, watched by xfertop attach
+#              --headless --json, checked against what it issued (check_attach.py)                180 s
+#   torch2     the same job on two ranks sharing the GPU as two NCCL hosts (NCCL_HOSTID): on one
+#              rank NCCL runs collectives as local copies that reach no profiler; on two they do  180 s
+#   all        every step above
+#
+# Results: $OUT/summary.txt (one line per step: status, exit status, seconds, a note) and
+# $OUT/results.tar.gz (STEP/stdout.txt, STEP/stderr.txt, STEP/rc and the step's own files),
+# rewritten after each step so that a call cut short keeps what ran. They are packed because the
+# device tool returns at most 8 files from $OUT; while a step runs its files are under $XFER_WORK.
+# The summary and the failed steps' last lines are printed too.
+#
+# Environment:
+#   OUT              where the results go (required)
+#   XFER_KIT         the kit (default .device/kit.tar.gz), unpacked into XFER_KIT_DIR (/tmp/xfertop-kit)
+#   XFER_WORK        the steps' working folders (default /tmp/xfertop-device)
+#   XFER_TIMEOUT_<STEP>  a step's timeout in seconds (XFER_TIMEOUT_bench=300)
+#   XFER_QUICK=1     small sizes and one benchmark iteration: for a run against the fake driver
+#                    (engine/cuda/testdata/fakedriver), whose figures are not a GPU's
+#   XFER_BENCH, XFER_BENCHTIME  benchmark patterns (space-separated, each run in turn) and benchtime
+#   XFER_CONSOLE_ARGS  more flags for the console step's xfertop run (--nvml, --scenario crosshost)
+#
+# Exit status: 0 every step passed or was skipped; 1 a step failed or timed out; 2 usage.
+set -uo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root" || exit 2
+steps_all=(env tests bench scenarios console torch torch2)
+declare -A limits=([env]=30 [tests]=240 [bench]=540 [scenarios]=240 [console]=120 [torch]=180 [torch2]=180)
+
+usage() {
+  awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0" >&2
+  exit 2
+}
+
+# ---- helpers used by the steps ----
+
+section() { printf '\n== %s\n' "$*"; }
+
+# try runs a command, saying so when it fails rather than stopping.
+try() {
+  "$@" 2>&1
+  local rc=$?
+  [ "$rc" -eq 0 ] || echo "(exit status $rc: $*)"
+  return 0
+}
+
+note() { echo "$*" >"$dir/note"; }
+
+# free_port prints a TCP port nothing listens on (for torch's env:// rendezvous).
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# gotest_counts FILE prints "P passed, F failed, S skipped" of a -test.v log.
+gotest_counts() {
+  local p f s
+  p=$(grep -c -- '--- PASS' "$1")
+  f=$(grep -c -- '--- FAIL' "$1")
+  s=$(grep -c -- '--- SKIP' "$1")
+  echo "$p passed, $f failed, $s skipped"
+}
+
+# ---- the steps: each runs in its own bash (so that a timeout ends it), in the repository root,
+# writing into $dir; exit status 77 means skipped ----
+
+step_env() {
+  local ok=0
+  section nvidia-smi
+  if command -v nvidia-smi >/dev/null; then
+    try nvidia-smi
+    section "nvidia-smi topo -m"
+    try nvidia-smi topo -m
+    section "GPU"
+    try nvidia-smi --query-gpu=name,pci.bus_id,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit,pcie.link.gen.max,pcie.link.width.max --format=csv
+  else
+    echo "nvidia-smi not found: no NVIDIA driver here"
+    ok=1
+  fi
+  section "driver"
+  try cat /proc/driver/nvidia/version
+  section "NCCL (system)"
+  local h found=""
+  for h in /usr/include/nccl.h /usr/local/include/nccl.h /usr/local/cuda/include/nccl.h; do
+    if [ -f "$h" ]; then
+      echo "$h: $(grep -E '^#define NCCL_(MAJOR|MINOR|PATCH|SUFFIX) ' "$h" | awk '{printf "%s=%s ", $2, $3}')"
+      found=1
+    fi
+  done
+  [ -n "$found" ] || echo "nccl.h not found"
+  try sh -c "ldconfig -p | grep -E 'libnccl|libcuda\\.so|libnvidia-ml|libcudart'"
+  section "torch"
+  try python3 -c 'import torch, torch.distributed as d; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version() if torch.cuda.is_available() else "-", "gpu", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none", "nccl available", d.is_nccl_available())'
+  section "host"
+  try uname -a
+  echo "cores: $(nproc)"
+  try free -g
+  try df -h /tmp
+  section "tools"
+  echo "tmux: $(tmux -V 2>/dev/null || echo absent)"
+  echo "script: $(command -v script || echo absent)"
+  echo "python3: $(python3 --version 2>&1 || echo absent)"
+  section "kit"
+  try cat "$kit/BUILD"
+  try ls -l "$kit"
+  local gpu
+  gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+  note "GPU: ${gpu:-none}; torch: $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent); tmux: $(command -v tmux >/dev/null && echo yes || echo no)"
+  return "$ok"
+}
+
+step_tests() {
+  local rc=0
+  (cd engine/cuda && "$kit/cuda.test" -test.v -test.count=1 -test.timeout 170s) >"$dir/engine-cuda.txt" 2>&1 || rc=1
+  (cd cmd/xfertop && "$kit/xfertop-cmd.test" -test.run CUDA -test.v -test.count=1 -test.timeout 60s) >"$dir/cmd-xfertop.txt" 2>&1 || rc=1
+  for f in engine-cuda cmd-xfertop; do
+    section "$f: $(gotest_counts "$dir/$f.txt")"
+    grep -E '^( *--- |ok|PASS|FAIL|panic)' "$dir/$f.txt"
+    tail -1 "$dir/$f.txt" | grep -qx PASS || { echo "-- its last lines:"; tail -n 30 "$dir/$f.txt"; }
+  done
+  note "engine/cuda: $(gotest_counts "$dir/engine-cuda.txt"); cmd/xfertop CUDA: $(gotest_counts "$dir/cmd-xfertop.txt")"
+  return "$rc"
+}
+
+step_bench() {
+  local patterns benchtime rc=0 p
+  if [ "${XFER_QUICK:-}" = 1 ]; then
+    patterns="${XFER_BENCH:-CopySweep/./^(4096|1048576)\$ SmallCopyOverhead|CommCache|NCCLGroups}"
+    benchtime="${XFER_BENCHTIME:-1x}"
+  else
+    patterns="${XFER_BENCH:-.}"
+    benchtime="${XFER_BENCHTIME:-3x}"
+  fi
+  for p in $patterns; do
+    section "cuda.test -test.run '^\$' -test.bench '$p' -test.benchtime $benchtime"
+    (cd engine/cuda && "$kit/cuda.test" -test.run '^$' -test.bench "$p" -test.benchtime "$benchtime" -test.timeout 500s) 2>&1 |
+      tee -a "$dir/bench.txt" || rc=1
+  done
+  note "$(grep -c '^Benchmark' "$dir/bench.txt") benchmark lines, -test.benchtime $benchtime"
+  return "$rc"
+}
+
+# scenario_knobs prints the --set flags of XFER_QUICK=1 for a scenario (those of cmd/xfertop's
+# TestCUDAReportHasSimKeys).
+scenario_knobs() {
+  [ "${XFER_QUICK:-}" = 1 ] || return 0
+  case $1 in
+    pipeline) echo "--steps 1 --set activation_bytes=1MiB --set compute=1ms --set microbatches=2" ;;
+    copy-sweep) echo "--set max_bytes=1MiB --set iters=2" ;;
+    allreduce-sweep) echo "--set max_bytes=64KiB --set iters=1" ;;
+    crosshost) echo "--steps 2" ;;
+  esac
+}
+
+step_scenarios() {
+  local rc=0 s backend t0 r runs=0 good=0
+  for s in pipeline copy-sweep allreduce-sweep crosshost; do
+    for backend in cuda sim; do
+      local args=(run --headless --json --scenario "$s" --backend "$backend")
+      [ "$backend" = cuda ] && args+=(--fit)
+      # shellcheck disable=SC2207 # the knobs are words without spaces
+      args+=($(scenario_knobs "$s"))
+      t0=$(date +%s%N)
+      timeout -k 5 "$([ "$backend" = cuda ] && echo 90 || echo 45)" "$kit/xfertop" "${args[@]}" \
+        >"$dir/$s-$backend.json" 2>"$dir/$s-$backend.err"
+      r=$?
+      runs=$((runs + 1))
+      if [ "$r" -eq 0 ]; then good=$((good + 1)); else rc=1; fi
+      echo "xfertop ${args[*]}: exit $r, $((($(date +%s%N) - t0) / 1000000)) ms"
+      [ "$r" -eq 0 ] || tail -3 "$dir/$s-$backend.err"
+    done
+  done
+  section "digest (from the JSON reports)"
+  digest "$dir"/*.json | tee "$dir/digest.txt"
+  note "$good of $runs runs exited 0"
+  return "$rc"
+}
+
+# digest prints a few figures of each report: time, transfers by kind, collectives, alerts.
+digest() {
+  command -v python3 >/dev/null || { echo "python3 absent: no digest"; return 0; }
+  python3 - "$@" <<'PY'
+import json, os, sys
+for path in sys.argv[1:]:
+    name = os.path.basename(path)[:-5]
+    try:
+        r = json.load(open(path))
+    except Exception as e:
+        print("%-26s unreadable: %s" % (name, e))
+        continue
+    kinds = ", ".join("%s %d (%s GB/s)" % (k, v["count"], v["gbps"]) for k, v in sorted(r["transfers"]["by_kind"].items()) if v["count"])
+    print("%-26s %s, %d devices, %.3f s, %d events, %d alert(s)%s%s" % (
+        name, r.get("topology"), r.get("devices", 0), r["duration_ns"] / 1e9, r["events"], r["alert_count"],
+        ", ended: " + r["ended"] if r.get("ended") else "", ", mapping " + r["mapping"] if r.get("mapping") else ""))
+    print("%-26s   transfers: %s" % ("", kinds or "none"))
+    for c in r["collectives"][-3:]:
+        print("%-26s   %s x%d on %d ranks, %d B: algbw %s busbw %s GB/s (%s)" % (
+            "", c["op"], c["count"], c["ranks"], c["bytes"], c["algbw_gbps"], c["busbw_gbps"], c["algo_proto"]))
+PY
+}
+
+step_console() {
+  local cmd=("$kit/xfertop" run --backend cuda --fit --scenario pipeline --steps 100000)
+  # shellcheck disable=SC2206 # extra flags, words without spaces
+  cmd+=(${XFER_CONSOLE_ARGS:-})
+  if command -v tmux >/dev/null; then
+    local name="xfertop-device-$$" at=0 t status
+    # A tmux server of its own, so that no other tmux use can end it.
+    tm() { command tmux -L "$name" "$@"; }
+    tm new-session -d -s "$name" -x 160 -y 48
+    trap 'tm kill-server 2>/dev/null || true' EXIT
+    tm set-option -t "$name" remain-on-exit on >/dev/null
+    tm respawn-pane -k -t "$name" "cd $(printf '%q' "$root") && exec $(printf '%q ' "${cmd[@]}")"
+    echo "console: ${cmd[*]} in tmux, 160x48, frames at 5, 20, 40 and 60 s"
+    for t in 5 20 40 60; do
+      sleep $((t - at))
+      at=$t
+      if [ "$(tm display-message -p -t "$name" '#{pane_dead}')" = 1 ]; then
+        echo "the console exited before $t s, status $(tm display-message -p -t "$name" '#{pane_dead_status}')"
+        tm capture-pane -p -t "$name" >"$dir/screen.txt"
+        cat "$dir/screen.txt"
+        note "the console exited before $t s"
+        return 1
+      fi
+      { echo "---- frame at $t s ----"; tm capture-pane -p -t "$name"; } >>"$dir/frames.txt"
+    done
+    tm capture-pane -p -t "$name" >"$dir/screen.txt"
+    tm capture-pane -e -p -t "$name" >"$dir/screen-ansi.txt"
+    tm send-keys -t "$name" q
+    for _ in $(seq 50); do
+      [ "$(tm display-message -p -t "$name" '#{pane_dead}')" = 1 ] && break
+      sleep 0.2
+    done
+    status=$(tm display-message -p -t "$name" '#{pane_dead_status}')
+    echo "the console ran live for 60 s; after q it exited with status ${status:-? (still running)}"
+    section "the last frame"
+    cat "$dir/screen.txt"
+    note "ran live 60 s under tmux; exit ${status:-none} after q; frames in frames.txt"
+    [ "$status" = 0 ]
+  elif command -v script >/dev/null; then
+    echo "tmux is not installed here: the console runs under script(1) for 60 s instead (raw terminal output in typescript.txt), ended by SIGINT"
+    script -qec "stty rows 48 cols 160; timeout -s INT 60 $(printf '%q ' "${cmd[@]}")" "$dir/typescript.txt" >/dev/null
+    local r=$?
+    echo "exit status $r (130: ended by the interrupt, as meant)"
+    note "tmux absent: ran under script(1), exit $r; see typescript.txt"
+    [ "$r" -eq 130 ] || [ "$r" -eq 0 ]
+  else
+    echo "neither tmux nor script(1) is installed: the console step is skipped"
+    note "skipped: no tmux, no script(1)"
+    return 77
+  fi
+}
+
+# torch_step N [--fake-hosts]: the job's N ranks with the plugin, attach watching, then the check.
+torch_step() {
+  local world=$1 fake=("${@:2}")
+  local err
+  if ! err=$(python3 -c 'import torch, torch.distributed' 2>&1); then
+    echo "torch is not installed here (python3 -c 'import torch': $(tail -1 <<<"$err")): the $step step is skipped"
+    note "skipped: torch absent"
+    return 77
+  fi
+  local port plugin="$kit/libnccl-profiler-xfertop.so" r rc=0 jobrc=0
+  # Globals, for the EXIT trap.
+  sockdir=$(mktemp -d /tmp/xa.XXXXXX)
+  sock="$sockdir/s"
+  "$kit/xfertop" attach --headless --json --socket "$sock" --linger 3s >"$dir/attach.json" 2>"$dir/attach.err" &
+  apid=$!
+  trap 'kill "$apid" 2>/dev/null; rm -rf "$sockdir"' EXIT
+  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+  if ! [ -S "$sock" ]; then
+    echo "xfertop attach did not listen on $sock:"
+    cat "$dir/attach.err"
+    note "attach did not start"
+    return 1
+  fi
+  port=$(free_port)
+  local pids=() extra=()
+  [ ${#fake[@]} -gt 0 ] && extra=(NCCL_SOCKET_IFNAME=lo)
+  echo "job: $world rank(s)$([ ${#fake[@]} -gt 0 ] && echo " as $world NCCL hosts on one GPU"), NCCL_PROFILER_PLUGIN=$plugin XFERTOP_ATTACH=$sock"
+  for ((r = 0; r < world; r++)); do
+    env RANK="$r" WORLD_SIZE="$world" LOCAL_RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+      NCCL_PROFILER_PLUGIN="$plugin" XFERTOP_ATTACH="$sock" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV \
+      PYTHONUNBUFFERED=1 "${extra[@]}" \
+      timeout -k 5 150 python3 scripts/device/torch_job.py --out "$dir/issued-rank$r.json" "${fake[@]}" \
+      >"$dir/job-rank$r.txt" 2>&1 &
+    pids+=($!)
+  done
+  for ((r = 0; r < world; r++)); do
+    wait "${pids[$r]}"
+    local jr=$?
+    echo "rank $r: exit status $jr; $(grep -m1 '^torch_job:' "$dir/job-rank$r.txt" || tail -1 "$dir/job-rank$r.txt")"
+    [ "$jr" -eq 0 ] || jobrc=1
+  done
+  # attach ends when no rank has been connected for --linger; if no rank ever came, it is told to stop.
+  for _ in $(seq 100); do kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
+  kill -INT "$apid" 2>/dev/null
+  wait "$apid"
+  local ar=$?
+  echo "attach: exit status $ar"
+  cat "$dir/attach.err"
+  section "NCCL on the plugin (rank 0)"
+  grep -iE 'profiler|NCCL version' "$dir/job-rank0.txt" | head -20
+  section "check_attach.py --report attach.json issued-rank*.json"
+  local issued=("$dir"/issued-rank*.json) check="no issued list"
+  if [ -f "${issued[0]}" ]; then
+    python3 scripts/device/check_attach.py --report "$dir/attach.json" "${issued[@]}" | tee "$dir/check.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    check=$(tail -1 "$dir/check.txt")
+  else
+    echo "the job wrote no list of what it issued"
+    rc=1
+  fi
+  note "job exit $jobrc, attach exit $ar, check: $check"
+  [ "$jobrc" -eq 0 ] && [ "$ar" -eq 0 ] || rc=1
+  return "$rc"
+}
+
+step_torch() { torch_step 1; }
+step_torch2() { torch_step 2 --fake-hosts; }
+
+# ---- one step, in a bash of its own: run.sh __step STEP DIR KIT ----
+if [ "${1:-}" = __step ]; then
+  step=$2 dir=$3 kit=$4
+  trap 'exit 143' TERM INT
+  "step_$step"
+  exit $?
+fi
+
+# ---- the steps asked for ----
+[ $# -gt 0 ] || usage
+[ -n "${OUT:-}" ] || { echo "run.sh: OUT is not set: where should the results go?" >&2; exit 2; }
+steps=()
+for a in "$@"; do
+  case $a in
+    all) steps+=("${steps_all[@]}") ;;
+    -h | --help) usage ;;
+    *)
+      [ -n "${limits[$a]:-}" ] || { echo "run.sh: unknown step $a (steps: ${steps_all[*]}, all)" >&2; exit 2; }
+      steps+=("$a")
+      ;;
+  esac
+done
+
+kit_tgz="${XFER_KIT:-.device/kit.tar.gz}"
+kit="${XFER_KIT_DIR:-/tmp/xfertop-kit}"
+[ -f "$kit_tgz" ] || { echo "run.sh: $kit_tgz not found: build it with scripts/device/build.sh and carry .device" >&2; exit 2; }
+if ! [ -f "$kit/BUILD" ] || [ "$(tar -xzOf "$kit_tgz" ./BUILD)" != "$(cat "$kit/BUILD")" ]; then
+  if ! { rm -rf "$kit" && mkdir -p "$kit" && tar -xzf "$kit_tgz" -C "$kit"; }; then
+    echo "run.sh: cannot unpack $kit_tgz into $kit" >&2
+    exit 1
+  fi
+fi
+echo "kit: $(head -1 "$kit/BUILD") ($kit)"
+
+work="${XFER_WORK:-/tmp/xfertop-device}"
+mkdir -p "$work" "$OUT"
+: >"$work/summary.txt"
+failed=0
+ran=()
+for step in "${steps[@]}"; do
+  dir="$work/$step"
+  rm -rf "$dir" && mkdir -p "$dir"
+  var="XFER_TIMEOUT_$step"
+  limit="${!var:-${limits[$step]}}"
+  t0=$(date +%s)
+  timeout -k 10 "$limit" bash "$0" __step "$step" "$dir" "$kit" >"$dir/stdout.txt" 2>"$dir/stderr.txt"
+  rc=$?
+  echo "$rc" >"$dir/rc"
+  case $rc in
+    0) status=PASS ;;
+    77) status=SKIP ;;
+    124 | 137) status=TIMEOUT failed=1 ;;
+    *) status=FAIL failed=1 ;;
+  esac
+  line=$(printf '%-10s %-7s rc=%-3d %4ds  %s' "$step" "$status" "$rc" $(($(date +%s) - t0)) "$(head -1 "$dir/note" 2>/dev/null)")
+  [ "$status" = TIMEOUT ] && line+=" (timeout ${limit}s)"
+  echo "$line" | tee -a "$work/summary.txt"
+  ran+=("$step")
+  cp "$work/summary.txt" "$OUT/summary.txt"
+  tar -C "$work" -czf "$OUT/.results.tar.gz" summary.txt "${ran[@]}" && mv "$OUT/.results.tar.gz" "$OUT/results.tar.gz"
+done
+
+for step in "${ran[@]}"; do
+  case $(cat "$work/$step/rc") in
+    0 | 77) ;;
+    *)
+      printf '\n==== %s: the last lines of stdout and stderr\n' "$step"
+      tail -n 25 "$work/$step/stdout.txt"
+      tail -n 15 "$work/$step/stderr.txt"
+      ;;
+  esac
+done
+printf '\n==== summary\n'
+cat "$work/summary.txt"
+echo "results: $OUT/summary.txt, $OUT/results.tar.gz ($(du -k "$OUT/results.tar.gz" | cut -f1) KiB; tar -xzf it); working folders under $work"
+exit $failed
