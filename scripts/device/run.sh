@@ -218,34 +218,36 @@ step_console() {
   # shellcheck disable=SC2206 # extra flags, words without spaces
   cmd+=(${XFER_CONSOLE_ARGS:-})
   if command -v tmux >/dev/null; then
-    local name="xfertop-device-$$" at=0 t status
-    # A tmux server of its own, so that no other tmux use can end it.
-    tm() { command tmux -L "$name" "$@"; }
-    tm new-session -d -s "$name" -x 160 -y 48
+    local at=0 t status
+    # A tmux server of its own, so that no other tmux use can end it (a global: the EXIT trap
+    # runs after this function has returned).
+    tmux_name="xfertop-device-$$"
+    tm() { command tmux -L "$tmux_name" "$@"; }
+    tm new-session -d -s "$tmux_name" -x 160 -y 48
     trap 'tm kill-server 2>/dev/null || true' EXIT
-    tm set-option -t "$name" remain-on-exit on >/dev/null
-    tm respawn-pane -k -t "$name" "cd $(printf '%q' "$root") && exec $(printf '%q ' "${cmd[@]}")"
+    tm set-option -t "$tmux_name" remain-on-exit on >/dev/null
+    tm respawn-pane -k -t "$tmux_name" "cd $(printf '%q' "$root") && exec $(printf '%q ' "${cmd[@]}")"
     echo "console: ${cmd[*]} in tmux, 160x48, frames at 5, 20, 40 and 60 s"
     for t in 5 20 40 60; do
       sleep $((t - at))
       at=$t
-      if [ "$(tm display-message -p -t "$name" '#{pane_dead}')" = 1 ]; then
-        echo "the console exited before $t s, status $(tm display-message -p -t "$name" '#{pane_dead_status}')"
-        tm capture-pane -p -t "$name" >"$dir/screen.txt"
+      if [ "$(tm display-message -p -t "$tmux_name" '#{pane_dead}')" = 1 ]; then
+        echo "the console exited before $t s, status $(tm display-message -p -t "$tmux_name" '#{pane_dead_status}')"
+        tm capture-pane -p -t "$tmux_name" >"$dir/screen.txt"
         cat "$dir/screen.txt"
         note "the console exited before $t s"
         return 1
       fi
-      { echo "---- frame at $t s ----"; tm capture-pane -p -t "$name"; } >>"$dir/frames.txt"
+      { echo "---- frame at $t s ----"; tm capture-pane -p -t "$tmux_name"; } >>"$dir/frames.txt"
     done
-    tm capture-pane -p -t "$name" >"$dir/screen.txt"
-    tm capture-pane -e -p -t "$name" >"$dir/screen-ansi.txt"
-    tm send-keys -t "$name" q
+    tm capture-pane -p -t "$tmux_name" >"$dir/screen.txt"
+    tm capture-pane -e -p -t "$tmux_name" >"$dir/screen-ansi.txt"
+    tm send-keys -t "$tmux_name" q
     for _ in $(seq 50); do
-      [ "$(tm display-message -p -t "$name" '#{pane_dead}')" = 1 ] && break
+      [ "$(tm display-message -p -t "$tmux_name" '#{pane_dead}')" = 1 ] && break
       sleep 0.2
     done
-    status=$(tm display-message -p -t "$name" '#{pane_dead_status}')
+    status=$(tm display-message -p -t "$tmux_name" '#{pane_dead_status}')
     echo "the console ran live for 60 s; after q it exited with status ${status:-? (still running)}"
     section "the last frame"
     cat "$dir/screen.txt"
@@ -253,7 +255,7 @@ step_console() {
     [ "$status" = 0 ]
   elif command -v script >/dev/null; then
     echo "tmux is not installed here: the console runs under script(1) for 60 s instead (raw terminal output in typescript.txt), ended by SIGINT"
-    script -qec "stty rows 48 cols 160; timeout -s INT 60 $(printf '%q ' "${cmd[@]}")" "$dir/typescript.txt" >/dev/null
+    script -qec "stty rows 48 cols 160; timeout --preserve-status -s INT 60 $(printf '%q ' "${cmd[@]}")" "$dir/typescript.txt" >/dev/null
     local r=$?
     echo "exit status $r (130: ended by the interrupt, as meant)"
     note "tmux absent: ran under script(1), exit $r; see typescript.txt"
