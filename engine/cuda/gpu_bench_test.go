@@ -3,10 +3,11 @@
 package cuda_test
 
 // The H100 measurements of docs/performance.md. They need a GPU (gorgonia.org/cu exits the process
-// at start-up without one), so they are run on a GPU machine from a prebuilt test binary:
+// at start-up without one), so they are run on a GPU machine from a prebuilt test binary, which
+// scripts/device/build.sh packs and `scripts/device/run.sh bench` runs there:
 //
 //	eval "$(../shared/scripts/cuda-sdk.sh)"
-//	go test -c -tags cuda -o .device/cuda.test ./engine/cuda
+//	go test -c -tags cuda -o cuda.test ./engine/cuda
 //	./cuda.test -test.run '^$' -test.bench . -test.benchtime 3x   # on the GPU machine
 
 import (
