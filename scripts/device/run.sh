@@ -292,7 +292,7 @@ torch_step() {
   fi
   port=$(free_port)
   local pids=() extra=()
-  [ ${#fake[@]} -gt 0 ] && extra=(NCCL_SOCKET_IFNAME=lo)
+  [ ${#fake[@]} -gt 0 ] && extra=(NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1)
   echo "job: $world rank(s)$([ ${#fake[@]} -gt 0 ] && echo " as $world NCCL hosts on one GPU"), NCCL_PROFILER_PLUGIN=$plugin XFERTOP_ATTACH=$sock"
   for ((r = 0; r < world; r++)); do
     env RANK="$r" WORLD_SIZE="$world" LOCAL_RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
