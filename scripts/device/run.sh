@@ -16,7 +16,8 @@
 #              --headless --json, checked against what it issued (check_attach.py)                180 s
 #   torch2     the same job on two ranks sharing the GPU as two NCCL hosts (NCCL_HOSTID): on one
 #              rank NCCL runs collectives as local copies that reach no profiler; on two they do  180 s
-#   all        every step above
+#   all        every step above (their timeouts add up to more than one 600 s device call: on the
+#              GPU machine, run them in the three calls of docs/performance.md, "On the H100")
 #
 # Results: $OUT/summary.txt (one line per step: status, exit status, seconds, a note) and
 # $OUT/results.tar.gz (STEP/stdout.txt, STEP/stderr.txt, STEP/rc and the step's own files),
