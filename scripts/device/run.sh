@@ -39,12 +39,13 @@
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+self="$root/scripts/device/run.sh"
 cd "$root" || exit 2
 steps_all=(env tests bench scenarios console torch torch2)
 declare -A limits=([env]=30 [tests]=240 [bench]=540 [scenarios]=240 [console]=120 [torch]=180 [torch2]=180)
 
 usage() {
-  awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0" >&2
+  awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$self" >&2
   exit 2
 }
 
@@ -61,6 +62,9 @@ try() {
 }
 
 note() { echo "$*" >"$dir/note"; }
+
+# highlight keeps its input as what the summary shows of a step that passed.
+highlight() { cat >>"$dir/highlights.txt"; }
 
 # free_port prints a TCP port nothing listens on (for torch's env:// rendezvous).
 free_port() {
@@ -133,6 +137,7 @@ step_tests() {
     grep -E '^( *--- |ok|PASS|FAIL|panic)' "$dir/$f.txt"
     tail -1 "$dir/$f.txt" | grep -qx PASS || { echo "-- its last lines:"; tail -n 30 "$dir/$f.txt"; }
   done
+  grep -hE -- '--- (FAIL|SKIP)' "$dir/engine-cuda.txt" "$dir/cmd-xfertop.txt" | highlight
   note "engine/cuda: $(gotest_counts "$dir/engine-cuda.txt"); cmd/xfertop CUDA: $(gotest_counts "$dir/cmd-xfertop.txt")"
   return "$rc"
 }
@@ -151,6 +156,7 @@ step_bench() {
     (cd engine/cuda && "$kit/cuda.test" -test.run '^$' -test.bench "$p" -test.benchtime "$benchtime" -test.timeout 500s) 2>&1 |
       tee -a "$dir/bench.txt" || rc=1
   done
+  grep '^Benchmark' "$dir/bench.txt" | highlight
   note "$(grep -c '^Benchmark' "$dir/bench.txt") benchmark lines, -test.benchtime $benchtime"
   return "$rc"
 }
@@ -187,6 +193,7 @@ step_scenarios() {
   done
   section "digest (from the JSON reports)"
   digest "$dir"/*.json | tee "$dir/digest.txt"
+  highlight <"$dir/digest.txt"
   note "$good of $runs runs exited 0"
   return "$rc"
 }
@@ -324,6 +331,7 @@ torch_step() {
     python3 scripts/device/check_attach.py --report "$dir/attach.json" "${issued[@]}" | tee "$dir/check.txt"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     check=$(tail -1 "$dir/check.txt")
+    highlight <"$dir/check.txt"
   else
     echo "the job wrote no list of what it issued"
     rc=1
@@ -381,7 +389,7 @@ for step in "${steps[@]}"; do
   var="XFER_TIMEOUT_$step"
   limit="${!var:-${limits[$step]}}"
   t0=$(date +%s)
-  timeout -k 10 "$limit" bash "$0" __step "$step" "$dir" "$kit" >"$dir/stdout.txt" 2>"$dir/stderr.txt"
+  timeout -k 10 "$limit" bash "$self" __step "$step" "$dir" "$kit" >"$dir/stdout.txt" 2>"$dir/stderr.txt"
   rc=$?
   echo "$rc" >"$dir/rc"
   case $rc in
@@ -400,7 +408,12 @@ done
 
 for step in "${ran[@]}"; do
   case $(cat "$work/$step/rc") in
-    0 | 77) ;;
+    0 | 77)
+      if [ -s "$work/$step/highlights.txt" ]; then
+        printf '\n==== %s\n' "$step"
+        head -n 60 "$work/$step/highlights.txt"
+      fi
+      ;;
     *)
       printf '\n==== %s: the last lines of stdout and stderr\n' "$step"
       tail -n 25 "$work/$step/stdout.txt"
