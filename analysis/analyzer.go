@@ -12,6 +12,7 @@ type Labels = timeline.Labels
 // (a device, a stream) are shared with the next one rather than rebuilt.
 type Analyzer struct {
 	meta        timeline.Meta
+	from        int64 // the analysis covers the stream from this time on (StartAt)
 	events      int64
 	first, last int64
 	seen        bool
@@ -36,9 +37,16 @@ func New(m timeline.Meta) *Analyzer {
 }
 
 // Reset forgets everything folded so far (a replay seeking back starts over).
-func (a *Analyzer) Reset() {
-	*a = Analyzer{meta: a.meta, transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
+func (a *Analyzer) Reset() { a.StartAt(0) }
+
+// StartAt forgets everything folded so far and analyses the stream from time t on, as a replay
+// started or sought to t emits it: every event that ends at or after t, an op under way at t
+// whole. Steps that began before t are not counted (the setup at their start may be before t,
+// unseen), and the duration runs from t (or the first event, when later) to the last event's end.
+func (a *Analyzer) StartAt(t int64) {
+	*a = Analyzer{meta: a.meta, from: max(t, 0), transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
 		links: newLinks(a.meta.HostGPUs()), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
+	a.steps.from = a.from
 }
 
 // Meta returns the description the analyzer was made with.
@@ -70,8 +78,8 @@ func (a *Analyzer) Events() int64 { return a.events }
 // Result is every number xfertop reports about a stream so far.
 type Result struct {
 	Events     int64
-	FirstNs    int64
-	DurationNs int64 // last event end − first event start
+	FirstNs    int64 // the first event's start, or the time the analysis starts at (StartAt) when later
+	DurationNs int64 // last event end − FirstNs
 	Steps      Steps
 	Transfers  Transfers
 	// SendRecv is the grouped send/recv iterations (nccl-tests' sendrecv_perf rows).
@@ -95,7 +103,8 @@ func (a *Analyzer) Result(labels Labels) *Result {
 		Barriers: a.barriers.result(), StreamIdle: a.idle.result(), Breakdown: a.breakdown.result(), Links: a.links.result(),
 		Telemetry: a.telemetry.result()}
 	if a.seen {
-		r.FirstNs, r.DurationNs = a.first, a.last-a.first
+		r.FirstNs = max(a.first, min(a.from, a.last))
+		r.DurationNs = a.last - r.FirstNs
 	}
 	r.CommCache, r.Groups = a.comms.result()
 	r.Alerts, r.AlertCount = a.alerts.result(labels)

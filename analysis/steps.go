@@ -9,16 +9,21 @@ const maxSetupInits = 4096
 // time: the first step (the earliest to start) counts from the end of the last communicator
 // creation that began before it ended, and that time is reported apart as SetupNs. Communicators
 // created in later steps (a cache too small, a fault) stay in their steps: that cost is what the
-// cache exists to avoid. The answer does not depend on the order events arrive in (a replay, an
-// importer sorting by start): the first step is held apart until the result is read.
+// cache exists to avoid. Every figure (mean, percentiles, the last step) takes the first step
+// without its setup, so they agree. The answer does not depend on the order events arrive in (a
+// replay, an importer sorting by start): the first step is held apart until the result is read.
+//
+// Analysed from a time on (a replay started or sought there), a step that began before it is not
+// counted: the communicators created at its start may lie before that time, unseen, and its
+// duration would then hold its setup.
 type steps struct {
+	from     int64     // steps that began earlier are not counted
 	durs     Quantiles // every completed step but the first
 	count    int64
 	sum      int64 // of durs
 	first    *timeline.Interval
 	inits    []timeline.Interval // communicator creations, earliest kept
-	lastNs   int64
-	lastEnd  int64
+	last     timeline.Interval   // the step that ended latest
 	haveLast bool
 }
 
@@ -29,14 +34,14 @@ func (s *steps) add(e *timeline.Event) {
 			s.inits = append(s.inits, timeline.Interval{Start: e.Start, End: e.End})
 		}
 	case timeline.KindStep:
-		if e.Status != timeline.StatusOK {
+		if e.Status != timeline.StatusOK || e.Start < s.from {
 			return
 		}
 		s.count++
-		if !s.haveLast || e.End >= s.lastEnd {
-			s.lastNs, s.lastEnd, s.haveLast = e.Dur(), e.End, true
-		}
 		iv := timeline.Interval{Start: e.Start, End: e.End}
+		if !s.haveLast || e.End >= s.last.End {
+			s.last, s.haveLast = iv, true
+		}
 		if s.first == nil {
 			s.first = &iv
 			return
@@ -65,7 +70,8 @@ func (s *steps) setup() int64 {
 
 // Steps summarises completed steps (percentiles nearest-rank while exact, then within 1%).
 // Durations are nil when no step completed. The first step's communicator setup (SetupNs) is not
-// in its duration; LastNs is the latest step's own duration as recorded.
+// in its duration, in any of them: LastNs is the latest step's duration, the first's without its
+// setup when only one step completed.
 type Steps struct {
 	Count   int64  `json:"count"`
 	MeanNs  *int64 `json:"mean_ns"`
@@ -85,7 +91,10 @@ func (s *steps) result() Steps {
 	q := s.durs.clone()
 	q.Add(float64(first))
 	mean := (s.sum + first) / s.count
-	last := s.lastNs
+	last := s.last.End - s.last.Start
+	if s.last == *s.first {
+		last = first
+	}
 	out.MeanNs, out.LastNs, out.P50Ns, out.P99Ns = &mean, &last, q.quantileNs(50), q.quantileNs(99)
 	return out
 }

@@ -11,8 +11,10 @@ func TestSteps(t *testing.T) {
 	tests := []struct {
 		name           string
 		evs            []timeline.Event
+		from           int64 // StartAt: a replay started there (0: from the start)
 		count          int64
 		mean, p50, p99 *int64
+		last           *int64 // nil: the test does not look
 		setup          int64
 	}{
 		{name: "no steps", evs: []timeline.Event{kern(0, 1, 0, 10)}},
@@ -41,6 +43,35 @@ func TestSteps(t *testing.T) {
 			count: 1, mean: i64(850), p50: i64(850), p99: i64(850), setup: 50,
 		},
 		{
+			// The simulator's first step: a 940 ms communicator init, reported when it ends, then
+			// 235 ms of work. Every figure leaves the setup out, the last step's too.
+			name:  "one step: last leaves the setup out, as p50 does",
+			evs:   []timeline.Event{commInitEv(1, 0, 0, 940), stepEv(0, 1175)},
+			count: 1, mean: i64(235), p50: i64(235), p99: i64(235), last: i64(235), setup: 940,
+		},
+		{
+			name:  "the first step ending last (events out of order): last leaves its setup out",
+			evs:   []timeline.Event{stepEv(0, 1175), stepEv(10, 300), commInitEv(1, 0, 0, 940)},
+			count: 2, mean: i64(262), p50: i64(235), p99: i64(290), last: i64(235), setup: 940,
+		},
+		{
+			name:  "later steps: last is the latest step's",
+			evs:   []timeline.Event{commInitEv(1, 0, 0, 940), stepEv(0, 1175), stepEv(1175, 1450), stepEv(1450, 1730)},
+			count: 3, mean: i64(263), p50: i64(275), p99: i64(280), last: i64(280), setup: 940,
+		},
+		{
+			// A replay from 941: the init (0–940) is not emitted, the first step (0–1175) is, as it
+			// ends after 941. It is not counted: its setup is not in the stream.
+			name: "from a time: a step under way there is not counted",
+			evs:  []timeline.Event{stepEv(0, 1175), stepEv(1175, 1450), stepEv(1450, 1730)}, from: 941,
+			count: 2, mean: i64(277), p50: i64(275), p99: i64(280), last: i64(280),
+		},
+		{
+			name: "from a time: the setup of a step begun there is still setup",
+			evs:  []timeline.Event{commInitEv(1, 0, 1000, 1100), stepEv(1000, 1400), stepEv(1400, 1700)}, from: 1000,
+			count: 2, mean: i64(300), p50: i64(300), p99: i64(300), last: i64(300), setup: 100,
+		},
+		{
 			name:  "comm_init past the first step's end: the whole step is setup",
 			evs:   []timeline.Event{commInitEv(1, 0, 50, 1500), stepEv(100, 1000)},
 			count: 1, mean: i64(0), p50: i64(0), p99: i64(0), setup: 900,
@@ -58,13 +89,47 @@ func TestSteps(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := analyze(timeline.Meta{}, tc.evs...).Steps
+			a := New(timeline.Meta{})
+			a.StartAt(tc.from)
+			for i := range tc.evs {
+				a.Emit(&tc.evs[i])
+			}
+			s := a.Result(timeline.NewStrings()).Steps
 			if s.Count != tc.count || s.SetupNs != tc.setup {
 				t.Errorf("count, setup = %d, %d; want %d, %d", s.Count, s.SetupNs, tc.count, tc.setup)
 			}
 			eqPtrI(t, "MeanNs", s.MeanNs, tc.mean)
 			eqPtrI(t, "P50Ns", s.P50Ns, tc.p50)
 			eqPtrI(t, "P99Ns", s.P99Ns, tc.p99)
+			if tc.last != nil {
+				eqPtrI(t, "LastNs", s.LastNs, tc.last)
+			}
+		})
+	}
+}
+
+// The duration runs from the time the analysis starts at, when a replay starts later than the
+// first event it emits (an op under way then), so that FirstNs + DurationNs is the last end.
+func TestDurationFrom(t *testing.T) {
+	tests := []struct {
+		name            string
+		from            int64
+		first, duration int64
+	}{
+		{"from the start", 0, 0, 2000},
+		{"from within the first event", 941, 941, 1059},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := New(timeline.Meta{})
+			a.StartAt(tc.from)
+			for _, e := range []timeline.Event{stepEv(0, 1175), kern(0, 1, 1175, 2000)} {
+				a.Emit(&e)
+			}
+			r := a.Result(nil)
+			if r.FirstNs != tc.first || r.DurationNs != tc.duration {
+				t.Errorf("first, duration = %d, %d; want %d, %d", r.FirstNs, r.DurationNs, tc.first, tc.duration)
+			}
 		})
 	}
 }

@@ -260,6 +260,7 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 	// afresh after a seek.
 	win := timeline.NewWindow(rs.limit, r.Strings())
 	win.SetGeneration(rs.gen.Add(1))
+	win.SetFrom(from)
 	rs.win.Store(win)
 	emit := func(e *timeline.Event) {
 		win.Emit(e)

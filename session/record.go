@@ -90,6 +90,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 	}
 	defer r.Close()
 	an := analysis.New(r.Meta())
+	an.StartAt(cfg.From.Nanoseconds())
 	fan := &fanout{sinks: append([]timeline.Sink{an}, sinks...)}
 	var exp *otel.Exporter
 	if cfg.Export != nil {

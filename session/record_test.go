@@ -96,6 +96,49 @@ func TestReplayFrom(t *testing.T) {
 	}
 }
 
+// A report from a time into a recording counts the steps begun from then on, each without the
+// communicator setup at the run's start (the pipeline sample's first step holds 0.94 s of it, in
+// communicator inits that end before 941 ms), and its duration runs from that time.
+func TestReplayFromReport(t *testing.T) {
+	path := filepath.Join("..", "recordings", "samples", "pipeline.xfr")
+	all := timeline.NewStore(nil)
+	if _, err := Replay(context.Background(), ReplayConfig{Path: path}, all); err != nil {
+		t.Fatal(err)
+	}
+	var end int64
+	for _, e := range all.Events() {
+		end = max(end, e.End)
+	}
+	for _, from := range []time.Duration{0, 500 * time.Millisecond, 941 * time.Millisecond, 1500 * time.Millisecond} {
+		t.Run(from.String(), func(t *testing.T) {
+			rp, err := Replay(context.Background(), ReplayConfig{Path: path, From: from})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rp.Report()
+			var steps int64
+			for _, e := range all.Events() {
+				if e.Kind == timeline.KindStep && e.Status == timeline.StatusOK && e.Start >= from.Nanoseconds() {
+					steps++
+				}
+			}
+			s := r.Steps
+			if s.Count != steps || steps == 0 {
+				t.Fatalf("%d steps; want the %d begun from %v", s.Count, steps, from)
+			}
+			// Every step of the sample takes 266–277 ms once its setup is left out.
+			for name, v := range map[string]*int64{"mean": s.MeanNs, "p50": s.P50Ns, "p99": s.P99Ns, "last": s.LastNs} {
+				if v == nil || *v < 250e6 || *v > 300e6 {
+					t.Errorf("step %s = %v; want 250–300 ms (no setup in it)", name, v)
+				}
+			}
+			if want := end - from.Nanoseconds(); r.DurationNs != want {
+				t.Errorf("duration %d; want %d (the last end − %v)", r.DurationNs, want, from)
+			}
+		})
+	}
+}
+
 // A recording of a killed run (cut mid-chunk) replays what it holds, with a warning.
 func TestReplayTornRecording(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "torn.xfr")

@@ -34,11 +34,16 @@ type Window struct {
 	total   atomic.Int64
 	maxEnd  atomic.Int64
 	gen     atomic.Uint64
+	from    atomic.Int64
 }
 
 // SetGeneration numbers the window's contents: a reader that sees the generation change knows
 // the events it folded before are gone (a replay seeking back) and starts over.
 func (w *Window) SetGeneration(g uint64) { w.gen.Store(g) }
+
+// SetFrom says the window's contents start at time t (a replay started or sought there, which
+// emits every event that ends at or after t), so that a reader analyses them from t on.
+func (w *Window) SetFrom(t int64) { w.from.Store(t) }
 
 // NewWindow returns a window keeping at most limit events (DefaultWindow when limit <= 0). src is
 // the producer's string table.
@@ -105,6 +110,8 @@ type Snapshot struct {
 	Now     int64 // the latest event end: how far the session has got
 	// Generation changes when the window's contents start over (Reset, a replay's seek).
 	Generation uint64
+	// From is the time the contents start at (Window.SetFrom): 0 unless a replay started later.
+	From int64
 }
 
 // Snapshot returns the window's current contents.
@@ -124,6 +131,7 @@ func (w *Window) Snapshot() Snapshot {
 	s.Total = s.Base + held
 	s.Now = w.maxEnd.Load()
 	s.Generation = w.gen.Load()
+	s.From = w.from.Load()
 	return s
 }
 

@@ -66,6 +66,7 @@ func (f *feed) fold() *shown {
 		// first sender): the analysis starts over with it.
 		f.info = f.src.Info()
 		f.an = analysis.New(f.info.Meta)
+		f.an.StartAt(snap.From) // a replay sought to a time emits what ends from then on
 	}
 	f.state.Update(&snap, f.an.Emit)
 	f.seq++
