@@ -17,7 +17,8 @@ type Arrival struct {
 }
 
 // BarrierInstance is one finished barrier: its ranks in rank order and its straggler, the rank that
-// arrived last, LatenessNs after the median arrival.
+// arrived measurably last, LatenessNs after the median arrival; Straggler is timeline.NoDevice
+// (and LatenessNs 0) when nobody was late (stragglers).
 type BarrierInstance struct {
 	Op         uint64    `json:"op"`
 	Label      uint32    `json:"-"`
@@ -81,7 +82,7 @@ func (b *barriers) finish(op uint64, in *barrierInst) {
 		b.arrive = append(b.arrive, a.Arrive)
 	}
 	inst := BarrierInstance{Op: op, Label: in.label, Release: in.release}
-	inst.Straggler, inst.LatenessNs = b.late.add(b.ranks, b.arrive)
+	inst.Straggler, inst.LatenessNs, _ = b.late.add(b.ranks, b.arrive)
 	// Keep it in the ring, reusing the arrivals slice of the one it replaces.
 	if len(b.recent) < RecentBarriersKept {
 		inst.Arrivals = slices.Clone(as)

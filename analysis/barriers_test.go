@@ -54,15 +54,21 @@ func TestBarrierLateness(t *testing.T) {
 		// Nearest-rank median: with an even count, the lower of the two middle arrivals.
 		{"four ranks", []int64{0, 10, 20, 100}, 3, 90},
 		{"first rank last", []int64{50, 0, 0}, 0, 50},
-		{"all together", []int64{7, 7, 7}, 0, 0},
 		{"two ranks", []int64{0, 40}, 1, 40},
-		{"tie for last: lowest rank", []int64{0, 30, 30, 10}, 1, 20},
+		{"last by 1 ns", []int64{5, 5, 6}, 2, 1},
+		// Nobody was late: no rank is named (timeline.NoDevice), none counted.
+		{"all together", []int64{7, 7, 7}, timeline.NoDevice, 0},
+		{"tie for last", []int64{0, 30, 30, 10}, timeline.NoDevice, 0},
+		{"two ranks together", []int64{40, 40}, timeline.NoDevice, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := analyze(timeline.Meta{}, barrierAt(1, 1000, tc.arrivals)...).Barriers
 			if len(b.Recent) != 1 || b.Recent[0].Straggler != tc.straggler || b.Recent[0].LatenessNs != tc.lateness {
 				t.Errorf("recent = %+v; want straggler %d, %d ns late", b.Recent, tc.straggler, tc.lateness)
+			}
+			if named := tc.straggler != timeline.NoDevice; (len(b.Stragglers) == 1) != named {
+				t.Errorf("stragglers = %+v; want one only when a rank was late", b.Stragglers)
 			}
 		})
 	}

@@ -42,7 +42,8 @@ type collStats struct {
 // collectives groups each collective's rank parts into one instance (same op id; complete when
 // every rank has reported, or at once when the rank count is unknown) and folds instances by
 // (op, ranks, size class). An instance's time is its last rank's end − its first rank's start; its
-// straggler is the rank that started last, late by its start − the median start (as at barriers).
+// straggler is the rank that started measurably last, late by its start − the median start (as at
+// barriers: none when the ranks started together).
 type collectives struct {
 	open   openSet[collInst]
 	rows   map[collKey]*collStats
@@ -126,8 +127,9 @@ type Collective struct {
 // Collectives are the collective rows and what could not be grouped.
 type Collectives struct {
 	Rows []Collective `json:"rows"`
-	// Stragglers are the ranks that started last at collective instances of two ranks or more: how
-	// often, and how late after the median rank's start (p50), most often first.
+	// Stragglers are the ranks that started measurably last at collective instances of two ranks or
+	// more (stragglers: after the median rank and after every other): how often, and how late after
+	// the median rank's start (p50), most often first. Empty when no rank ever started late.
 	Stragglers []Straggler `json:"stragglers"`
 	// Open counts instances still waiting for ranks; Incomplete those given up.
 	Open       int   `json:"open"`

@@ -273,12 +273,13 @@ func TestCollectiveAlgoProtoRows(t *testing.T) {
 //	2         1000, 1500, 1010       rank 1  1010    490
 //	3         2060, 2000, 2030       rank 0  2030    30
 //	4         3000, 3005, 3200       rank 2  3005    195
-//	5         4000, 4100, 4100       rank 1  4100    0    (a tie: the lower rank, whatever the order of the parts)
+//	5         4000, 4100, 4100       none            (a tie for last: nobody waited for one rank)
+//	6         5000, 5000, 5000       none            (all together)
 //
-// Ranks 1 and 2 were last twice each (lateness p50, nearest rank: of {490, 0} 0, of {270, 195}
-// 195), rank 0 once (30); most often first, then by rank. The instance of one rank has no straggler.
+// Rank 2 was last twice (lateness p50, nearest rank, of {270, 195}: 195), ranks 0 and 1 once (30,
+// 490); most often first, then by rank. The instance of one rank has no straggler.
 func TestCollectiveStragglers(t *testing.T) {
-	starts := [][]int64{{100, 130, 400}, {1000, 1500, 1010}, {2060, 2000, 2030}, {3000, 3005, 3200}, {4000, 4100, 4100}}
+	starts := [][]int64{{100, 130, 400}, {1000, 1500, 1010}, {2060, 2000, 2030}, {3000, 3005, 3200}, {4000, 4100, 4100}, {5000, 5000, 5000}}
 	var evs []timeline.Event
 	for i, s := range starts {
 		ends := []int64{s[0] + 1000, s[1] + 1000, s[2] + 1000}
@@ -288,16 +289,16 @@ func TestCollectiveStragglers(t *testing.T) {
 		}
 		evs = append(evs, inst...)
 	}
-	evs = append(evs, collEv(timeline.CollBroadcast, 1, 0, 99, 5000, 5100, 64))
+	evs = append(evs, collEv(timeline.CollBroadcast, 1, 0, 99, 6000, 6100, 64))
 	got := analyze(timeline.Meta{}, evs...).Collectives.Stragglers
 	if len(got) != 3 {
-		t.Fatalf("stragglers %+v; want ranks 1, 2, 0", got)
+		t.Fatalf("stragglers %+v; want ranks 2, 0, 1", got)
 	}
 	for i, w := range []struct {
 		rank     int32
 		times    int64
 		lateness int64
-	}{{1, 2, 0}, {2, 2, 195}, {0, 1, 30}} {
+	}{{2, 2, 195}, {0, 1, 30}, {1, 1, 490}} {
 		g := got[i]
 		if g.Rank != w.rank || g.TimesLast != w.times || g.LatenessNs50 == nil || *g.LatenessNs50 != w.lateness {
 			t.Errorf("stragglers[%d] = {rank %d, times %d, p50 %s}; want {rank %d, times %d, p50 %d}",

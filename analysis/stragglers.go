@@ -19,9 +19,12 @@ type rankLate struct {
 	late  Quantiles
 }
 
-// stragglers folds the instances of one kind of synchronising op: each instance's last arrival is
-// its straggler, late by last − median arrival; per rank, how often it was last and how late.
-// Barriers and collectives share it, so "straggler" means one thing in every report.
+// stragglers folds the instances of one kind of synchronising op: an instance's straggler is the
+// rank that arrived measurably last, late by last − median arrival; per rank, how often it was last
+// and how late. Measurably: after the median arrival and after every other rank, by 1 ns or more.
+// When the latest arrivals tie, or every rank arrived with the median, nobody was late and no rank
+// is named: a straggler is a rank the others waited for alone. Barriers and collectives share it,
+// so "straggler" means one thing in every report.
 type stragglers struct {
 	last    map[int32]*rankLate
 	scratch []int64
@@ -29,28 +32,35 @@ type stragglers struct {
 
 func newStragglers() stragglers { return stragglers{last: map[int32]*rankLate{}} }
 
-// add takes one instance's arrivals (ranks[i] arrived at arrive[i]) and returns its straggler
-// (the first of the latest, in the order given) and its lateness. An instance of one rank has no
-// straggler to count.
-func (s *stragglers) add(ranks []int32, arrive []int64) (rank int32, latenessNs int64) {
-	late := 0
-	for i := range arrive {
-		if arrive[i] > arrive[late] {
-			late = i
+// add takes one instance's arrivals (ranks[i] arrived at arrive[i]) and returns its straggler and
+// its lateness; ok is false when it has none (one rank, a tie for last, nobody after the median).
+func (s *stragglers) add(ranks []int32, arrive []int64) (rank int32, latenessNs int64, ok bool) {
+	if len(arrive) < 2 {
+		return timeline.NoDevice, 0, false
+	}
+	late, tie := 0, false
+	for i := 1; i < len(arrive); i++ {
+		switch {
+		case arrive[i] > arrive[late]:
+			late, tie = i, false
+		case arrive[i] == arrive[late]:
+			tie = true
 		}
 	}
 	s.scratch = append(s.scratch[:0], arrive...) // Percentile sorts
-	rank, latenessNs = ranks[late], arrive[late]-timeline.Percentile(s.scratch, 50)
-	if len(arrive) > 1 {
-		r := s.last[rank]
-		if r == nil {
-			r = &rankLate{}
-			s.last[rank] = r
-		}
-		r.times++
-		r.late.Add(float64(latenessNs))
+	latenessNs = arrive[late] - timeline.Percentile(s.scratch, 50)
+	if tie || latenessNs <= 0 {
+		return timeline.NoDevice, 0, false
 	}
-	return rank, latenessNs
+	rank = ranks[late]
+	r := s.last[rank]
+	if r == nil {
+		r = &rankLate{}
+		s.last[rank] = r
+	}
+	r.times++
+	r.late.Add(float64(latenessNs))
+	return rank, latenessNs, true
 }
 
 // result lists the ranks that were last, most often first (then by rank).

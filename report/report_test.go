@@ -92,10 +92,10 @@ func TestBuild(t *testing.T) {
 	if c.Op != "all_reduce" || c.Ranks != 2 || c.Bytes != 8000 || c.Count != 2 || *c.P50Ns != 200 || *c.AlgBW != 26.67 || *c.BusBW != 26.67 {
 		t.Errorf("collective %+v", c)
 	}
-	// Op 20: rank 1 starts 100 ns after rank 0 (the median of two is the earlier); op 21: a tie,
-	// the lower rank, 0 ns late.
-	if cs := r.CollStragglers; len(cs) != 2 || cs[0].Rank != 0 || *cs[0].LatenessNs50 != 0 || cs[1].Rank != 1 || *cs[1].LatenessNs50 != 100 {
-		t.Errorf("collective stragglers %+v; want rank 0 (0 ns) and rank 1 (100 ns), once each", cs)
+	// Op 20: rank 1 starts 100 ns after rank 0 (the median of two is the earlier); op 21: both
+	// ranks start together, nobody is late.
+	if cs := r.CollStragglers; len(cs) != 1 || cs[0].Rank != 1 || cs[0].TimesLast != 1 || *cs[0].LatenessNs50 != 100 {
+		t.Errorf("collective stragglers %+v; want rank 1 once, 100 ns late", cs)
 	}
 	var txt strings.Builder
 	if err := Text(&txt, r); err != nil || !strings.Contains(txt.String(), "rank 1 started last at 1 collectives, 100 ns after the median rank (p50)") {
@@ -204,5 +204,62 @@ func TestUnknownIsNotZero(t *testing.T) {
 	_ = Text(&b, only)
 	if !strings.Contains(b.String(), "overlapped with compute: — of communication time") {
 		t.Errorf("text shows an undefined overlap as a number:\n%s", b.String())
+	}
+}
+
+// A straggler is named only when a rank started after all the others and after the median; when
+// nobody was late the text says so, and the JSON lists none.
+func TestStragglersText(t *testing.T) {
+	nd := timeline.NoDevice
+	coll := func(op uint64, ranks uint16, dev int32, start int64) timeline.Event {
+		return timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: ranks, Bytes: 4096, Op: op,
+			Device: dev, Stream: 1, Start: start, End: start + 1000, Peer: nd}
+	}
+	barrier := func(op uint64, dev int32, start int64) timeline.Event {
+		return timeline.Event{Kind: timeline.KindBarrier, Ranks: 2, Op: op, Device: dev, Start: start, End: 500, Peer: nd}
+	}
+	const (
+		collNone = "no straggler: no rank ever started a collective after all the others"
+		barNone  = "no straggler: no rank ever arrived after all the others"
+	)
+	tests := []struct {
+		name       string
+		evs        []timeline.Event
+		stragglers int
+		has, lacks []string
+	}{
+		{"all together", []timeline.Event{coll(1, 2, 0, 0), coll(1, 2, 1, 0), coll(2, 2, 0, 5000), coll(2, 2, 1, 5000),
+			barrier(3, 0, 100), barrier(3, 1, 100)}, 0,
+			[]string{collNone, barNone}, []string{"started last", "arrived last"}},
+		{"one late", []timeline.Event{coll(1, 2, 0, 0), coll(1, 2, 1, 30), barrier(3, 0, 100), barrier(3, 1, 160)}, 1,
+			[]string{"rank 1 started last at 1 collectives, 30 ns after the median rank (p50)", "rank 1 arrived last 1 times, 60 ns after the median (p50)"},
+			[]string{collNone, barNone}},
+		{"one rank: nothing to say", []timeline.Event{coll(1, 1, 0, 0)}, 0, nil, []string{collNone, "started last"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := build(tc.evs, timeline.NewStrings(), timeline.Meta{Source: "test", Backend: "sim", Devices: 2})
+			var js struct {
+				Stragglers []analysis.Straggler `json:"collective_stragglers"`
+			}
+			data, _ := json.Marshal(r)
+			if err := json.Unmarshal(data, &js); err != nil || len(js.Stragglers) != tc.stragglers {
+				t.Errorf("JSON collective_stragglers %+v (%v); want %d", js.Stragglers, err, tc.stragglers)
+			}
+			var txt strings.Builder
+			if err := Text(&txt, r); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.has {
+				if !strings.Contains(txt.String(), w) {
+					t.Errorf("text lacks %q:\n%s", w, txt.String())
+				}
+			}
+			for _, w := range tc.lacks {
+				if strings.Contains(txt.String(), w) {
+					t.Errorf("text has %q:\n%s", w, txt.String())
+				}
+			}
+		})
 	}
 }

@@ -38,6 +38,9 @@ func Text(w io.Writer, r *Report) error {
 			}
 			fmt.Fprintf(&b, "  rank %d arrived last %d times, %s after the median (p50)\n", s.Rank, s.TimesLast, units.DurP(s.LatenessNs50))
 		}
+		if len(r.Barriers.Stragglers) == 0 {
+			b.WriteString("  no straggler: no rank ever arrived after all the others and after the median\n")
+		}
 	}
 	idleText(&b, r)
 	linksText(&b, r)
@@ -142,6 +145,19 @@ func collectivesText(b *strings.Builder, r *Report) {
 		}
 		fmt.Fprintf(b, "  rank %d started last at %d collectives, %s after the median rank (p50)\n", s.Rank, s.TimesLast, units.DurP(s.LatenessNs50))
 	}
+	if len(r.CollStragglers) == 0 && multiRank(r.Collectives) {
+		b.WriteString("  no straggler: no rank ever started a collective after all the others and after the median rank\n")
+	}
+}
+
+// multiRank says whether a collective spanned two ranks or more: only those can have a straggler.
+func multiRank(cs []analysis.Collective) bool {
+	for _, c := range cs {
+		if c.Ranks > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 func gbps(p *float64) string {

@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	xtimeline "github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/theme"
 	"github.com/xfertop/xfertop/ui/widget"
 	"github.com/xfertop/xfertop/units"
@@ -51,13 +52,20 @@ func (v *Model) View() string {
 	for _, l := range bs.Stragglers[:min(len(bs.Stragglers), 4)] {
 		lp = append(lp, fmt.Sprintf("rank %d (%d×, p50 %s late)", l.Rank, l.TimesLast, units.DurP(l.LatenessNs50)))
 	}
+	if len(lp) == 0 {
+		lp = append(lp, "nobody (no rank arrived after all the others and after the median)")
+	}
 	b.WriteString(st.Title.Render("Most often last: ") + strings.Join(lp, ", ") + "\n")
 	// The selected barrier (newest first) with each rank's wait.
 	v.list.Window(len(bs.Recent), 1, 1)
 	sel := v.list.Selected()
 	br := bs.Recent[len(bs.Recent)-1-sel]
-	fmt.Fprintf(&b, "%s %d of %d (newest first, j/k): op %d, released at %s, straggler rank %d, %s after the median\n",
-		st.Title.Render("Barrier"), sel+1, len(bs.Recent), br.Op, units.Dur(br.Release), br.Straggler, units.Dur(br.LatenessNs))
+	late := "no straggler"
+	if br.Straggler != xtimeline.NoDevice {
+		late = fmt.Sprintf("straggler rank %d, %s after the median", br.Straggler, units.Dur(br.LatenessNs))
+	}
+	fmt.Fprintf(&b, "%s %d of %d (newest first, j/k): op %d, released at %s, %s\n",
+		st.Title.Render("Barrier"), sel+1, len(bs.Recent), br.Op, units.Dur(br.Release), late)
 	var maxWait int64 = 1
 	for _, a := range br.Arrivals {
 		maxWait = max(maxWait, a.WaitNs)

@@ -189,7 +189,7 @@ func (v *Model) View() string {
 		b.WriteString(v.filter.View())
 	} else {
 		b.WriteString(st.Muted.Render(fmt.Sprintf("%d rows · GB/s = bytes / time of the row's ops (algbw for collectives)", len(rs))))
-		if last := lastAtCollectives(v.Fr.Res.Collectives.Stragglers); last != "" {
+		if last := lastAtCollectives(v.Fr.Res.Collectives); last != "" {
 			b.WriteString(st.Alert.Render(" · " + last))
 		}
 	}
@@ -197,9 +197,16 @@ func (v *Model) View() string {
 }
 
 // lastAtCollectives names the ranks most often last to start a collective (the analysis's
-// stragglers, worst first), "" when no collective spanned two ranks.
-func lastAtCollectives(ss []analysis.Straggler) string {
+// stragglers, worst first), says so when no rank ever started late, and is "" when no collective
+// spanned two ranks.
+func lastAtCollectives(cs analysis.Collectives) string {
+	ss := cs.Stragglers
 	if len(ss) == 0 {
+		for _, c := range cs.Rows {
+			if c.Ranks > 1 {
+				return "no straggler at collectives"
+			}
+		}
 		return ""
 	}
 	parts := make([]string, 0, 2)

@@ -51,16 +51,18 @@ func TestTransfersCollectiveStragglers(t *testing.T) {
 	cases := []struct {
 		name string
 		ss   []analysis.Straggler
+		rows []analysis.Collective
 		want string
 	}{
-		{"none", nil, ""},
-		{"two of three", []analysis.Straggler{{Rank: 3, TimesLast: 12, LatenessNs50: &late1}, {Rank: 0, TimesLast: 2, LatenessNs50: &late2}, {Rank: 7, TimesLast: 1}},
+		{"no collective of two ranks", nil, []analysis.Collective{{Op: "all_reduce", Ranks: 1, Count: 3}}, ""},
+		{"nobody late", nil, []analysis.Collective{{Op: "all_reduce", Ranks: 8, Count: 3}}, "no straggler at collectives"},
+		{"two of three", []analysis.Straggler{{Rank: 3, TimesLast: 12, LatenessNs50: &late1}, {Rank: 0, TimesLast: 2, LatenessNs50: &late2}, {Rank: 7, TimesLast: 1}}, nil,
 			"last at collectives: rank 3 (12×, p50 5.00 µs), rank 0 (2×, p50 1.20 ms)"},
-		{"unknown lateness", []analysis.Straggler{{Rank: 1, TimesLast: 1}}, "last at collectives: rank 1 (1×, p50 " + units.Unknown + ")"},
+		{"unknown lateness", []analysis.Straggler{{Rank: 1, TimesLast: 1}}, nil, "last at collectives: rank 1 (1×, p50 " + units.Unknown + ")"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := &analysis.Result{Collectives: analysis.Collectives{Rows: []analysis.Collective{}, Stragglers: c.ss}}
+			res := &analysis.Result{Collectives: analysis.Collectives{Rows: c.rows, Stragglers: c.ss}}
 			v := New(&widget.Frame{Res: res, Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()})
 			v.SetSize(200, 6)
 			lines := strings.Split(ansi.Strip(v.View()), "\n")
