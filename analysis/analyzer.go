@@ -47,6 +47,7 @@ func (a *Analyzer) StartAt(t int64) {
 	*a = Analyzer{meta: a.meta, from: max(t, 0), transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
 		links: newLinks(a.meta.HostGPUs()), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
 	a.steps.from = a.from
+	a.comms.seen = recordsComms(a.meta)
 }
 
 // Meta returns the description the analyzer was made with.

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -105,7 +106,9 @@ func (c *collectives) finish(in *collInst) {
 // Collective is one (op, ranks, size class, algorithm/protocol) row of collective instances, with
 // nccl-tests' bytes:
 // algbw = bytes / time over all instances (bytes-weighted), busbw = algbw × the op's bus factor.
-// Bandwidths are nil (unknown) when the size is unknown (imported kernels without sizes).
+// Bandwidths are nil (unknown) when the size is unknown (imported kernels without sizes). Ranks,
+// SizeClass and Bytes are 0 when unknown (a trace that records no group or message size: no
+// collective runs over 0 ranks or moves 0 bytes), and JSON writes them null, never 0.
 type Collective struct {
 	Op        string   `json:"op"`
 	Ranks     int      `json:"ranks"`
@@ -122,6 +125,37 @@ type Collective struct {
 	// when not known. Both keys are always present, so every backend's report has the same shape.
 	AlgoProto string `json:"algo_proto"`
 	Channels  *int   `json:"channels"`
+}
+
+// collectiveJSON is Collective as written: the fields that may be unknown as pointers.
+type collectiveJSON struct {
+	Op        string   `json:"op"`
+	Ranks     *int     `json:"ranks"`
+	SizeClass *int64   `json:"size_class"`
+	Bytes     *int64   `json:"bytes"`
+	Count     int64    `json:"count"`
+	TimeNs    int64    `json:"time_ns_total"`
+	P50Ns     *int64   `json:"time_ns_p50"`
+	P99Ns     *int64   `json:"time_ns_p99"`
+	AlgBW     *float64 `json:"algbw_gbps"`
+	BusBW     *float64 `json:"busbw_gbps"`
+	AlgoProto string   `json:"algo_proto"`
+	Channels  *int     `json:"channels"`
+}
+
+// MarshalJSON writes the row with null for what is unknown (Ranks, SizeClass, Bytes at 0). A
+// null reads back as 0, unknown again.
+func (c Collective) MarshalJSON() ([]byte, error) {
+	return json.Marshal(collectiveJSON{Op: c.Op, Ranks: known(c.Ranks), SizeClass: known(c.SizeClass), Bytes: known(c.Bytes), Count: c.Count,
+		TimeNs: c.TimeNs, P50Ns: c.P50Ns, P99Ns: c.P99Ns, AlgBW: c.AlgBW, BusBW: c.BusBW, AlgoProto: c.AlgoProto, Channels: c.Channels})
+}
+
+// known is v, or nil when v is 0: the unknown of a count or size that cannot be 0 when known.
+func known[T int | int64](v T) *T {
+	if v == 0 {
+		return nil
+	}
+	return &v
 }
 
 // Collectives are the collective rows and what could not be grouped.

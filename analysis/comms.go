@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -23,6 +24,7 @@ type commInfo struct {
 // comms folds the communicator cache's events (comm_init per rank: a miss, its interval the
 // creation cost; comm_hit; comm_evict) and NCCL group launches.
 type comms struct {
+	seen                    bool // the source records communicators (recordsComms), or one was seen
 	byID                    map[uint32]*commInfo
 	hits, misses, evictions int64
 	initNs                  int64 // Σ over communicators of the slowest rank's creation
@@ -30,6 +32,18 @@ type comms struct {
 }
 
 func newComms() *comms { return &comms{byID: map[uint32]*commInfo{}} }
+
+// recordsComms says whether a stream's source reports every communicator it creates, finds in its
+// cache or evicts, and every group launch: xfertop's engine (backends sim and cuda) and NCCL's
+// profiler (nccl). There, no such event means none happened; a trace records none of them, and
+// the cache is unknown unless one turns up.
+func recordsComms(m timeline.Meta) bool {
+	switch m.Backend {
+	case "sim", "cuda", "nccl":
+		return true
+	}
+	return false
+}
 
 func (c *comms) get(id uint32, at int64) *commInfo {
 	ci := c.byID[id]
@@ -55,6 +69,10 @@ func (c *comms) forget() {
 }
 
 func (c *comms) add(e *timeline.Event) {
+	switch e.Kind {
+	case timeline.KindCommInit, timeline.KindCommHit, timeline.KindCommEvict, timeline.KindGroupLaunch:
+		c.seen = true
+	}
 	switch e.Kind {
 	case timeline.KindCommInit:
 		ci := c.get(e.Comm, e.Start)
@@ -96,7 +114,10 @@ type Comm struct {
 }
 
 // CommCache is what the communicator cache did. A communicator's creation cost is its slowest rank's.
+// Known says whether the stream records the cache at all: a trace (Kineto, Nsight Systems) has
+// no communicator events, and its figures are unknown, written null in JSON, not 0.
 type CommCache struct {
+	Known       bool   `json:"-"`
 	Hits        int64  `json:"hits"`
 	Misses      int64  `json:"misses"`
 	Evictions   int64  `json:"evictions"`
@@ -104,18 +125,46 @@ type CommCache struct {
 	Comms       []Comm `json:"-"`
 }
 
-// Groups counts NCCL-style group launches and the ops they fused.
+// MarshalJSON writes every figure null when the stream does not record the cache.
+func (c CommCache) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Hits        *int64 `json:"hits"`
+		Misses      *int64 `json:"misses"`
+		Evictions   *int64 `json:"evictions"`
+		InitNsTotal *int64 `json:"init_ns_total"`
+	}{ifKnown(c.Known, c.Hits), ifKnown(c.Known, c.Misses), ifKnown(c.Known, c.Evictions), ifKnown(c.Known, c.InitNsTotal)})
+}
+
+// Groups counts NCCL-style group launches and the ops they fused. Known is CommCache's: whether
+// the stream records them.
 type Groups struct {
+	Known    bool  `json:"-"`
 	Launches int64 `json:"launches"`
 	Ops      int64 `json:"ops"`
 }
 
+// MarshalJSON writes both counts null when the stream does not record groups.
+func (g Groups) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Launches *int64 `json:"launches"`
+		Ops      *int64 `json:"ops"`
+	}{ifKnown(g.Known, g.Launches), ifKnown(g.Known, g.Ops)})
+}
+
+// ifKnown is &v when known, else nil (null in JSON).
+func ifKnown(known bool, v int64) *int64 {
+	if !known {
+		return nil
+	}
+	return &v
+}
+
 func (c *comms) result() (CommCache, Groups) {
-	out := CommCache{Hits: c.hits, Misses: c.misses, Evictions: c.evictions, InitNsTotal: c.initNs, Comms: make([]Comm, 0, len(c.byID))}
+	out := CommCache{Known: c.seen, Hits: c.hits, Misses: c.misses, Evictions: c.evictions, InitNsTotal: c.initNs, Comms: make([]Comm, 0, len(c.byID))}
 	for _, ci := range c.byID {
 		out.Comms = append(out.Comms, Comm{ID: ci.id, Devices: slices.Clone(ci.devices), CreatedNs: ci.created, InitNs: ci.initNs,
 			Hits: ci.hits, Evicted: ci.evicted, Faulted: ci.faulted})
 	}
 	slices.SortFunc(out.Comms, func(a, b Comm) int { return int(int64(a.ID) - int64(b.ID)) })
-	return out, Groups{Launches: c.launches, Ops: c.groupOps}
+	return out, Groups{Known: c.seen, Launches: c.launches, Ops: c.groupOps}
 }

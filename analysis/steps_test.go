@@ -179,7 +179,7 @@ func TestCommCache(t *testing.T) {
 			t.Errorf("comm %d = %+v; want %+v", i, c, w)
 		}
 	}
-	if groups != (Groups{Launches: 2, Ops: 8}) {
+	if groups != (Groups{Known: true, Launches: 2, Ops: 8}) {
 		t.Errorf("groups = %+v; want 2 launches, 8 ops", groups)
 	}
 }

@@ -248,8 +248,15 @@ func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analy
 		return
 	}
 	for _, c := range r.Collectives.Rows {
-		kind := metric.WithAttributes(attribute.String("xfertop.collective.op", c.Op), attribute.Int("xfertop.collective.ranks", c.Ranks),
-			attribute.Int64("xfertop.collective.size_class", c.SizeClass))
+		// A rank count or size class the source did not record (0) is left out, not sent as 0.
+		attrs := []attribute.KeyValue{attribute.String("xfertop.collective.op", c.Op)}
+		if c.Ranks > 0 {
+			attrs = append(attrs, attribute.Int("xfertop.collective.ranks", c.Ranks))
+		}
+		if c.SizeClass > 0 {
+			attrs = append(attrs, attribute.Int64("xfertop.collective.size_class", c.SizeClass))
+		}
+		kind := metric.WithAttributes(attrs...)
 		o.ObserveInt64(in.collCount, c.Count, kind)
 		if c.BusBW != nil {
 			o.ObserveFloat64(in.busbw, *c.BusBW, kind)
@@ -259,10 +266,12 @@ func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analy
 		}
 	}
 	o.ObserveFloat64(in.end, float64(r.FirstNs+r.DurationNs)/1e9)
-	o.ObserveInt64(in.hits, r.CommCache.Hits)
-	o.ObserveInt64(in.misses, r.CommCache.Misses)
-	o.ObserveInt64(in.evictions, r.CommCache.Evictions)
-	o.ObserveFloat64(in.initTime, float64(r.CommCache.InitNsTotal)/1e9)
+	if r.CommCache.Known { // a trace that does not record the cache exports no zeros for it
+		o.ObserveInt64(in.hits, r.CommCache.Hits)
+		o.ObserveInt64(in.misses, r.CommCache.Misses)
+		o.ObserveInt64(in.evictions, r.CommCache.Evictions)
+		o.ObserveFloat64(in.initTime, float64(r.CommCache.InitNsTotal)/1e9)
+	}
 }
 
 // seenDevices marks the devices this process has anything of: an op of its own (a breakdown row)

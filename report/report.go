@@ -62,7 +62,7 @@ type Report struct {
 	Topology       string                     `json:"topology"`
 	Devices        int                        `json:"devices"`
 	GPUsPerHost    int                        `json:"gpus_per_host,omitempty"`
-	Seed           int64                      `json:"seed"`
+	Seed           *int64                     `json:"seed"` // null when no scenario ran (a trace, an attached job): no seed drove it
 	IdleMode       string                     `json:"idle_mode"`
 	KernelWaitNs   int64                      `json:"kernel_wait_ns"`
 	DurationNs     int64                      `json:"duration_ns"`
@@ -111,6 +111,16 @@ type Overlap struct {
 	CommComputePct *float64 `json:"comm_compute_pct"`
 }
 
+// seed is the seed a scenario ran with; nil when none ran (a trace, an attached job), where a
+// seed of 0 would be a guess.
+func seed(m timeline.Meta) *int64 {
+	if m.Scenario == "" {
+		return nil
+	}
+	s := m.Seed
+	return &s
+}
+
 // TopGaps is how many gaps the report lists.
 const TopGaps = 10
 
@@ -121,7 +131,7 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		kw = analysis.DefaultKernelWaitNs
 	}
 	r := &Report{Source: m.Source, Scenario: m.Scenario, Knobs: m.Knobs, Backend: m.Backend, Topology: m.Topology,
-		Devices: m.Devices, GPUsPerHost: m.GPUsPerHost, Seed: m.Seed, IdleMode: m.IdleMode.String(), KernelWaitNs: kw,
+		Devices: m.Devices, GPUsPerHost: m.GPUsPerHost, Seed: seed(m), IdleMode: m.IdleMode.String(), KernelWaitNs: kw,
 		DurationNs: res.DurationNs, Events: res.Events, DroppedEvents: run.DroppedEvents, Ended: run.Ended,
 		Steps: res.Steps, Transfers: res.Transfers, SendRecv: res.SendRecv, Collectives: res.Collectives.Rows, CollIncomplete: res.Collectives.Incomplete,
 		CollStragglers: res.Collectives.Stragglers,

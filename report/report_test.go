@@ -104,7 +104,7 @@ func TestBuild(t *testing.T) {
 	if cc := r.CommCache; cc.Hits != 3 || cc.Misses != 2 || cc.Evictions != 1 || cc.InitNsTotal != 1020 {
 		t.Errorf("comm cache %+v", r.CommCache)
 	}
-	if r.Groups != (analysis.Groups{Launches: 2, Ops: 8}) {
+	if r.Groups != (analysis.Groups{Known: true, Launches: 2, Ops: 8}) {
 		t.Errorf("groups %+v", r.Groups)
 	}
 	b := r.Barriers

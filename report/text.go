@@ -26,10 +26,17 @@ func Text(w io.Writer, r *Report) error {
 	}
 	transfersText(&b, r)
 	collectivesText(&b, r)
-	cc := r.CommCache
-	fmt.Fprintf(&b, "\nCommunicator cache: %d hits, %d misses, %d evictions, %s creating communicators\n",
-		cc.Hits, cc.Misses, cc.Evictions, units.Dur(cc.InitNsTotal))
-	fmt.Fprintf(&b, "Groups: %d launches fusing %d ops\n", r.Groups.Launches, r.Groups.Ops)
+	if cc := r.CommCache; cc.Known {
+		fmt.Fprintf(&b, "\nCommunicator cache: %d hits, %d misses, %d evictions, %s creating communicators\n",
+			cc.Hits, cc.Misses, cc.Evictions, units.Dur(cc.InitNsTotal))
+	} else {
+		fmt.Fprintf(&b, "\nCommunicator cache: %s (the source does not record communicators)\n", units.Unknown)
+	}
+	if g := r.Groups; g.Known {
+		fmt.Fprintf(&b, "Groups: %d launches fusing %d ops\n", g.Launches, g.Ops)
+	} else {
+		fmt.Fprintf(&b, "Groups: %s (the source does not record group launches)\n", units.Unknown)
+	}
 	if r.Barriers.Count > 0 {
 		fmt.Fprintf(&b, "\nBarriers: %d, total wait %s, longest wait %s\n", r.Barriers.Count, units.Dur(r.Barriers.WaitNs), units.Dur(r.Barriers.MaxWaitNs))
 		for i, s := range r.Barriers.Stragglers {
@@ -69,7 +76,11 @@ func header(b *strings.Builder, r *Report) {
 		title = r.Scenario + " on " + r.Source
 	}
 	fmt.Fprintf(b, "xfertop report: %s\n", title)
-	fmt.Fprintf(b, "backend %s, topology %s (%d devices), seed %d, %s, %d events", r.Backend, r.Topology, r.Devices, r.Seed, units.Dur(r.DurationNs), r.Events)
+	seed := units.Unknown
+	if r.Seed != nil {
+		seed = fmt.Sprint(*r.Seed)
+	}
+	fmt.Fprintf(b, "backend %s, topology %s (%d devices), seed %s, %s, %d events", r.Backend, r.Topology, r.Devices, seed, units.Dur(r.DurationNs), r.Events)
 	if r.DroppedEvents > 0 {
 		fmt.Fprintf(b, ", %d DROPPED", r.DroppedEvents)
 	}
@@ -122,9 +133,12 @@ func collectivesText(b *strings.Builder, r *Report) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "op\tranks\tbytes\tcount\ttime p50\talgbw GB/s\tbusbw GB/s\talgo_proto\tch\t")
 	for _, c := range r.Collectives {
-		size := units.Unknown
+		size, ranks := units.Unknown, units.Unknown // 0: not recorded (analysis.Collective)
 		if c.Bytes > 0 {
 			size = units.Bytes(c.Bytes)
+		}
+		if c.Ranks > 0 {
+			ranks = fmt.Sprint(c.Ranks)
 		}
 		ap, ch := c.AlgoProto, units.Unknown
 		if ap == "" {
@@ -133,7 +147,7 @@ func collectivesText(b *strings.Builder, r *Report) {
 		if c.Channels != nil {
 			ch = fmt.Sprint(*c.Channels)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", c.Op, c.Ranks, size, c.Count, units.DurP(c.P50Ns), gbps(c.AlgBW), gbps(c.BusBW), ap, ch)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", c.Op, ranks, size, c.Count, units.DurP(c.P50Ns), gbps(c.AlgBW), gbps(c.BusBW), ap, ch)
 	}
 	tw.Flush()
 	if r.CollIncomplete > 0 {

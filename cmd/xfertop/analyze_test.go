@@ -255,3 +255,54 @@ func firstEventsChunk(t *testing.T, path string) int64 {
 	t.Fatal("the recording has no events chunk")
 	return 0
 }
+
+// What a source does not record is null in JSON and "—" in text, never 0: a Kineto trace has no
+// seed, communicator cache, group launches, or group and message size for its NCCL kernel. A
+// simulated run records them all: numbers.
+func TestUnknownFieldsCLI(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		unknown bool
+	}{
+		{"kineto trace", []string{"analyze", filepath.Join("testdata", "hta_small.json")}, true},
+		{"simulated run", []string{"run", "--headless", "--scenario", "allreduce-sweep", "--steps", "1"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, append(tc.args, "--json")...)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var r map[string]any
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			colls, _ := r["collectives"].([]any)
+			if len(colls) == 0 {
+				t.Fatalf("no collectives: %s", out)
+			}
+			fields := map[string]any{"seed": r["seed"]}
+			for _, k := range []string{"hits", "misses", "evictions", "init_ns_total"} {
+				fields["comm_cache."+k] = r["comm_cache"].(map[string]any)[k]
+			}
+			for _, k := range []string{"launches", "ops"} {
+				fields["groups."+k] = r["groups"].(map[string]any)[k]
+			}
+			for _, k := range []string{"ranks", "bytes", "size_class"} {
+				fields["collectives[0]."+k] = colls[0].(map[string]any)[k]
+			}
+			for k, v := range fields {
+				if _, number := v.(float64); tc.unknown == number || (!tc.unknown && v == nil) {
+					t.Errorf("%s = %v; want %s", k, v, map[bool]string{true: "null", false: "a number"}[tc.unknown])
+				}
+			}
+			_, text, _ := runCLI(t, tc.args...)
+			for _, w := range []string{", seed —,", "Communicator cache: —", "Groups: —", "all_reduce      —      —"} {
+				if strings.Contains(text, w) != tc.unknown {
+					t.Errorf("text has %q: %v; want %v:\n%s", w, !tc.unknown, tc.unknown, text)
+				}
+			}
+		})
+	}
+}

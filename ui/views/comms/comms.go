@@ -62,8 +62,12 @@ func (v *Model) View() string {
 	if lookups := cc.Hits + cc.Misses; lookups > 0 {
 		rate = fmt.Sprintf("%.1f%%", 100*float64(cc.Hits)/float64(lookups))
 	}
-	fmt.Fprintf(&b, "%s %d entries seen · %d hits · %d misses · %d evictions · hit rate %s of lookups · %s spent creating\n",
-		st.Title.Render("Communicator cache"), len(cc.Comms), cc.Hits, cc.Misses, cc.Evictions, rate, units.Dur(cc.InitNsTotal))
+	if cc.Known {
+		fmt.Fprintf(&b, "%s %d entries seen · %d hits · %d misses · %d evictions · hit rate %s of lookups · %s spent creating\n",
+			st.Title.Render("Communicator cache"), len(cc.Comms), cc.Hits, cc.Misses, cc.Evictions, rate, units.Dur(cc.InitNsTotal))
+	} else {
+		fmt.Fprintf(&b, "%s %s (the source does not record communicators)\n", st.Title.Render("Communicator cache"), units.Unknown)
+	}
 	b.WriteString(st.Title.Render(fmt.Sprintf("%6s  %-28s%8s%12s%12s  %s", "id", "devices", "hits", "created", "cost", "state")) + "\n")
 	comms := order(cc.Comms)
 	from, to := v.list.Window(len(comms), v.H-3, 2)

@@ -82,6 +82,7 @@ type row struct {
 	p50, p99     *int64
 	rate, bus    *float64
 	algoProto    string // collectives: NCCL's algorithm and protocol ("Ring_LL128"), "" when not known
+	coll         bool   // a collective: its ranks, size and bytes are 0 when the source did not record them
 }
 
 // rows lists the analysis's transfer and collective rows, filtered.
@@ -92,7 +93,7 @@ func rows(res *analysis.Result, f string) []row {
 	}
 	for _, c := range res.Collectives.Rows {
 		out = append(out, row{kind: c.Op, size: c.SizeClass, ranks: c.Ranks, count: c.Count, bytes: c.Bytes * c.Count,
-			p50: c.P50Ns, p99: c.P99Ns, rate: c.AlgBW, bus: c.BusBW, algoProto: c.AlgoProto})
+			p50: c.P50Ns, p99: c.P99Ns, rate: c.AlgBW, bus: c.BusBW, algoProto: c.AlgoProto, coll: true})
 	}
 	if f != "" {
 		out = slices.DeleteFunc(out, func(t row) bool { return !strings.Contains(strings.ToLower(t.kind), f) })
@@ -167,12 +168,18 @@ func (v *Model) View() string {
 	from, to := v.list.Window(len(rs), h-3, 1)
 	for i := from; i < to; i++ {
 		t := rs[i]
-		ranks, bus := "", ""
-		if t.ranks > 0 {
-			ranks, bus = fmt.Sprint(t.ranks), gbpsCell(t.bus)
+		ranks, bus, size, bytes := "", "", "≤"+units.Bytes(t.size), units.Bytes(t.bytes)
+		if t.coll {
+			ranks, bus = units.Unknown, gbpsCell(t.bus)
+			if t.ranks > 0 {
+				ranks = fmt.Sprint(t.ranks)
+			}
+			if t.size == 0 { // not recorded
+				size, bytes = units.Unknown, units.Unknown
+			}
 		}
-		line := fmt.Sprintf("%-*s%*s%*s%*d%*s%*s%*s%*s%*s%*s", widths[0], t.kind, widths[1], "≤"+units.Bytes(t.size),
-			widths[2], ranks, widths[3], t.count, widths[4], units.Bytes(t.bytes), widths[5], units.DurP(t.p50),
+		line := fmt.Sprintf("%-*s%*s%*s%*d%*s%*s%*s%*s%*s%*s", widths[0], t.kind, widths[1], size,
+			widths[2], ranks, widths[3], t.count, widths[4], bytes, widths[5], units.DurP(t.p50),
 			widths[6], units.DurP(t.p99), widths[7], gbpsCell(t.rate), widths[8], bus, widths[9], t.algoProto)
 		if i == v.list.Selected() {
 			line = st.Selected.Render(line)
