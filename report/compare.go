@@ -1,8 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -35,12 +37,15 @@ type Row struct {
 	Better *bool `json:"better"`
 }
 
-// Comparison lays two reports side by side: step time, GB/s per kind, idle by cause, overlap and
+// Comparison lays two reports side by side: step time, GB/s per kind, idle by cause (per step, or
+// per second of run when a run has no steps, so that a longer run does not look worse), overlap and
 // busbw per collective.
 type Comparison struct {
 	A    string `json:"a"`
 	B    string `json:"b"`
 	Rows []Row  `json:"rows"`
+	// Warnings say what makes the runs compare less than like for like (their step counts differ).
+	Warnings []string `json:"warnings"`
 }
 
 func ns(p *int64) *float64 {
@@ -49,11 +54,6 @@ func ns(p *int64) *float64 {
 	}
 	v := float64(*p)
 	return &v
-}
-
-func f(v int64) *float64 {
-	x := float64(v)
-	return &x
 }
 
 func row(section, name string, u Unit, a, b *float64, lessIsBetter bool) Row {
@@ -83,7 +83,7 @@ func round2(x float64) float64 {
 
 // Compare lays a and b side by side, labelled la and lb.
 func Compare(a, b *Report, la, lb string) *Comparison {
-	c := &Comparison{A: la, B: lb}
+	c := &Comparison{A: la, B: lb, Warnings: []string{}}
 	add := func(r Row) { c.Rows = append(c.Rows, r) }
 	add(row("steps", "step time p50", UnitNs, ns(a.Steps.P50Ns), ns(b.Steps.P50Ns), true))
 	add(row("steps", "step time mean", UnitNs, ns(a.Steps.MeanNs), ns(b.Steps.MeanNs), true))
@@ -95,37 +95,146 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 		}
 		add(row("transfers", k+" GB/s", UnitGBps, ka.GBps, kb.GBps, false))
 	}
-	add(row("idle", "device idle (Σ devices)", UnitNs, f(a.Idle.TotalNs), f(b.Idle.TotalNs), true))
+	// Idle totals grow with a run's length: they are compared per step (or per second). A run's
+	// start (communicator setup, the pipeline filling) adds a fixed part, which weighs more per
+	// step in a shorter run, so runs of different lengths get no verdict on them, only a warning.
+	per, na, nb := perRun(a, b)
+	sameLength := a.Steps.Count == b.Steps.Count
+	if !sameLength {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("the runs differ in length: A completed %d steps in %s, B %d in %s. Idle is compared %s, "+
+			"with no verdict: its start-up part weighs more %s in the shorter run; compare runs of as many steps", a.Steps.Count,
+			units.Dur(a.DurationNs), b.Steps.Count, units.Dur(b.DurationNs), per, per))
+	}
+	idle := func(name string, ta, tb int64) {
+		r := row("idle", name, UnitNs, over(ta, na), over(tb, nb), true)
+		if !sameLength {
+			r.Better = nil
+		}
+		add(r)
+	}
+	idle("device idle "+per+" (Σ devices)", a.Idle.TotalNs, b.Idle.TotalNs)
 	for _, cause := range analysis.Causes() {
 		ca, cb := a.Idle.ByCause[cause.String()], b.Idle.ByCause[cause.String()]
 		if ca == 0 && cb == 0 {
 			continue
 		}
-		add(row("idle", "stream gaps: "+cause.String(), UnitNs, f(ca), f(cb), true))
+		idle("stream gaps "+per+": "+cause.String(), ca, cb)
 	}
 	add(row("overlap", "communication overlapped with compute", UnitPct, a.Overlap.CommComputePct, b.Overlap.CommComputePct, false))
-	type key struct {
-		op    string
-		ranks int
-		class int64
-		ap    string
-	}
-	inB := map[key]analysis.Collective{}
-	for _, x := range b.Collectives {
-		inB[key{x.Op, x.Ranks, x.SizeClass, x.AlgoProto}] = x
-	}
-	for _, x := range a.Collectives {
-		y, ok := inB[key{x.Op, x.Ranks, x.SizeClass, x.AlgoProto}]
-		if !ok || (x.BusBW == nil && y.BusBW == nil) {
+	for _, p := range pairCollectives(a.Collectives, b.Collectives) {
+		x, y := p[0], p[1]
+		if (x == nil || x.BusBW == nil) && (y == nil || y.BusBW == nil) {
 			continue
 		}
-		name := fmt.Sprintf("%s ×%d ≤%s busbw", x.Op, x.Ranks, units.Bytes(x.SizeClass))
-		if x.AlgoProto != "" {
-			name = fmt.Sprintf("%s ×%d ≤%s %s busbw", x.Op, x.Ranks, units.Bytes(x.SizeClass), x.AlgoProto)
+		var bwA, bwB *float64
+		if x != nil {
+			bwA = x.BusBW
 		}
-		add(row("collectives", name, UnitGBps, x.BusBW, y.BusBW, false))
+		if y != nil {
+			bwB = y.BusBW
+		}
+		add(row("collectives", collName(x, y), UnitGBps, bwA, bwB, false))
 	}
 	return c
+}
+
+// perRun says what the idle totals are divided by, so that runs of different lengths compare:
+// steps when both runs completed some, else seconds of run; and each run's divisor.
+func perRun(a, b *Report) (per string, na, nb float64) {
+	if a.Steps.Count > 0 && b.Steps.Count > 0 {
+		return "per step", float64(a.Steps.Count), float64(b.Steps.Count)
+	}
+	return "per second of run", float64(a.DurationNs) / 1e9, float64(b.DurationNs) / 1e9
+}
+
+// over is total / n, unknown when n is not positive.
+func over(total int64, n float64) *float64 {
+	if n <= 0 {
+		return nil
+	}
+	v := float64(total) / n
+	return &v
+}
+
+type collKey struct {
+	op    string
+	ranks int
+	class int64
+}
+
+// pairCollectives pairs the collective rows of two reports: rows of the same op, ranks, size class
+// and NCCL algorithm/protocol; then, where an op, ranks and size class is left with one row on
+// each side (the runs chose different algorithms), those two. A row left over has no partner (nil):
+// the other run did not run it. Pairs come in the rows' order (op, ranks, size, algo_proto).
+func pairCollectives(a, b []analysis.Collective) [][2]*analysis.Collective {
+	type full struct {
+		collKey
+		ap string
+	}
+	inB := map[full]int{}
+	for i, y := range b {
+		inB[full{collKey{y.Op, y.Ranks, y.SizeClass}, y.AlgoProto}] = i
+	}
+	var pairs [][2]*analysis.Collective
+	usedB := make([]bool, len(b))
+	var leftA []int
+	for i := range a {
+		if j, ok := inB[full{collKey{a[i].Op, a[i].Ranks, a[i].SizeClass}, a[i].AlgoProto}]; ok {
+			pairs, usedB[j] = append(pairs, [2]*analysis.Collective{&a[i], &b[j]}), true
+			continue
+		}
+		leftA = append(leftA, i)
+	}
+	restB := map[collKey][]int{}
+	for j := range b {
+		if !usedB[j] {
+			k := collKey{b[j].Op, b[j].Ranks, b[j].SizeClass}
+			restB[k] = append(restB[k], j)
+		}
+	}
+	restA := map[collKey]int{}
+	for _, i := range leftA {
+		restA[collKey{a[i].Op, a[i].Ranks, a[i].SizeClass}]++
+	}
+	for _, i := range leftA {
+		k := collKey{a[i].Op, a[i].Ranks, a[i].SizeClass}
+		if js := restB[k]; restA[k] == 1 && len(js) == 1 {
+			pairs, usedB[js[0]] = append(pairs, [2]*analysis.Collective{&a[i], &b[js[0]]}), true
+			continue
+		}
+		pairs = append(pairs, [2]*analysis.Collective{&a[i], nil})
+	}
+	for j := range b {
+		if !usedB[j] {
+			pairs = append(pairs, [2]*analysis.Collective{nil, &b[j]})
+		}
+	}
+	slices.SortStableFunc(pairs, func(p, q [2]*analysis.Collective) int {
+		x, y := cmp.Or(p[0], p[1]), cmp.Or(q[0], q[1])
+		return cmp.Or(cmp.Compare(x.Op, y.Op), cmp.Compare(x.Ranks, y.Ranks), cmp.Compare(x.SizeClass, y.SizeClass), cmp.Compare(x.AlgoProto, y.AlgoProto))
+	})
+	return pairs
+}
+
+// collName names a pair's row: op, ranks, size class, and the algorithm/protocol each run chose
+// ("Ring_LL128", or "Ring_LL128 → Tree_LL128" when they differ).
+func collName(x, y *analysis.Collective) string {
+	c := cmp.Or(x, y)
+	ranks, size := units.Unknown, units.Unknown // 0: not recorded
+	if c.Ranks > 0 {
+		ranks = fmt.Sprint(c.Ranks)
+	}
+	if c.SizeClass > 0 {
+		size = units.Bytes(c.SizeClass)
+	}
+	name := fmt.Sprintf("%s ×%s ≤%s", c.Op, ranks, size)
+	switch {
+	case x != nil && y != nil && x.AlgoProto != y.AlgoProto:
+		name += " " + cmp.Or(x.AlgoProto, units.Unknown) + " → " + cmp.Or(y.AlgoProto, units.Unknown)
+	case c.AlgoProto != "":
+		name += " " + c.AlgoProto
+	}
+	return name + " busbw"
 }
 
 func cell(v *float64, u Unit) string {
@@ -177,7 +286,11 @@ func (r Row) Cells() (a, b, diff, pct, verdict string) {
 // relative change, and whether that is better or worse.
 func CompareText(w io.Writer, c *Comparison) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "xfertop compare\n  A: %s\n  B: %s\n\n", c.A, c.B)
+	fmt.Fprintf(&b, "xfertop compare\n  A: %s\n  B: %s\n", c.A, c.B)
+	for _, w := range c.Warnings {
+		fmt.Fprintf(&b, "  WARNING: %s\n", w)
+	}
+	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	const nameW = 44 // names are padded here so that they read left-aligned in the right-aligned table
 	fmt.Fprintf(tw, "%-*s\tA\tB\tB − A\tchange\t\t\n", nameW, "")

@@ -123,3 +123,33 @@ func TestCompareConsoleEqualsJSON(t *testing.T) {
 		t.Errorf("the timelines are not aligned on a step:\n%s", screen)
 	}
 }
+
+// A collective only one variant ran has its busbw row, unknown on the other side: tp-overlap with
+// overlap=off runs all-gathers and reduce-scatters, with overlap=ring sends and receives.
+func TestCompareCollectiveOneSide(t *testing.T) {
+	code, out, errs := runCLI(t, "run", "--scenario", "tp-overlap", "--compare", "overlap=off,ring", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var c report.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"all_gather", "reduce_scatter"} {
+		found := false
+		for _, r := range c.Rows {
+			if r.Section == "collectives" && strings.HasPrefix(r.Name, op+" ×8 ") {
+				found = true
+				if r.A == nil || *r.A <= 0 || r.B != nil || r.Diff != nil || r.Better != nil {
+					t.Errorf("%s: %+v; want A's busbw, B unknown, no difference", r.Name, r)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no busbw row for %s:\n%s", op, out)
+		}
+	}
+	if len(c.Warnings) != 0 {
+		t.Errorf("warnings %q for runs of as many steps", c.Warnings)
+	}
+}

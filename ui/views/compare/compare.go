@@ -161,13 +161,17 @@ func (m *Model) View() string {
 	c := m.data.Cmp
 	var b strings.Builder
 	b.WriteString(ansi.Truncate(st.Title.Render("A ")+c.A+st.Title.Render("   B ")+c.B, w, "…") + "\n")
+	for _, warn := range c.Warnings { // as the text comparison prints them, above the figures
+		b.WriteString(st.Warn.Render(ansi.Truncate("WARNING: "+warn, w, "…")) + "\n")
+	}
+	top := 1 + len(c.Warnings)
 	// The strips: a header line, each device of A then of B, and the legend.
 	legend := strip.Legend(st, w, false, false)
 	legendH := strings.Count(legend, "\n") + 1
 	nd := max(len(m.sides[0].devices), len(m.sides[1].devices))
-	perRun := min(nd, max((h-1-2-6-1-legendH)/2, 1)) // keep six lines of table
+	perRun := min(nd, max((h-top-2-6-1-legendH)/2, 1)) // keep six lines of table
 	stripH := 1 + 2*perRun + legendH
-	tableH := max(h-1-stripH, 2)
+	tableH := max(h-top-stripH, 2)
 	m.table(&b, w, tableH)
 	b.WriteString(m.strips(perRun) + legend)
 	return b.String()

@@ -1,0 +1,112 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/analysis"
+)
+
+func withRun(steps int64, durNs, idleNs, hostWaitNs int64, colls ...analysis.Collective) *Report {
+	p50 := int64(100)
+	return &Report{DurationNs: durNs, Steps: analysis.Steps{Count: steps, P50Ns: &p50, MeanNs: &p50, P99Ns: &p50},
+		Idle: Idle{TotalNs: idleNs, ByCause: map[string]int64{"host_wait": hostWaitNs}}, Collectives: colls}
+}
+
+func busRow(op string, ranks int, class int64, ap string, bus float64) analysis.Collective {
+	return analysis.Collective{Op: op, Ranks: ranks, SizeClass: class, Bytes: class, Count: 1, AlgoProto: ap, BusBW: &bus}
+}
+
+func findRow(c *Comparison, name string) *Row {
+	for i := range c.Rows {
+		if c.Rows[i].Name == name {
+			return &c.Rows[i]
+		}
+	}
+	return nil
+}
+
+// Idle totals grow with a run's length: they are compared per step (per second of run when a run
+// has no steps), and runs of different lengths get a warning and no verdict on them.
+func TestCompareLength(t *testing.T) {
+	tests := []struct {
+		name         string
+		a, b         *Report
+		row          string
+		wantA, wantB float64
+		verdict      string // "" for none
+		warn         bool
+	}{
+		{"same length: per step, with a verdict", withRun(4, 2e9, 800, 400), withRun(4, 2e9, 400, 200),
+			"device idle per step (Σ devices)", 200, 100, "better", false},
+		// 6 steps against 4: the totals (1200 and 800) alone would make B better; per step they are even.
+		{"different lengths: per step, a warning, no verdict", withRun(6, 3e9, 1200, 600), withRun(4, 2e9, 800, 400),
+			"device idle per step (Σ devices)", 200, 200, "", true},
+		{"different lengths: causes per step too", withRun(6, 3e9, 1200, 600), withRun(4, 2e9, 1200, 400),
+			"stream gaps per step: host_wait", 100, 100, "", true},
+		{"no steps: per second of run", withRun(0, 2e9, 800, 0), withRun(0, 1e9, 400, 0),
+			"device idle per second of run (Σ devices)", 400, 400, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Compare(tc.a, tc.b, "A", "B")
+			r := findRow(c, tc.row)
+			if r == nil {
+				t.Fatalf("no row %q in %+v", tc.row, c.Rows)
+			}
+			if r.A == nil || r.B == nil || *r.A != tc.wantA || *r.B != tc.wantB {
+				t.Errorf("%s: A %v, B %v; want %v, %v", tc.row, r.A, r.B, tc.wantA, tc.wantB)
+			}
+			if _, _, _, _, v := r.Cells(); v != tc.verdict {
+				t.Errorf("verdict %q; want %q", v, tc.verdict)
+			}
+			if (len(c.Warnings) > 0) != tc.warn {
+				t.Errorf("warnings %q; want some: %v", c.Warnings, tc.warn)
+			}
+			var txt strings.Builder
+			if err := CompareText(&txt, c); err != nil || strings.Contains(txt.String(), "WARNING: the runs differ in length") != tc.warn {
+				t.Errorf("text (%v):\n%s", err, txt.String())
+			}
+		})
+	}
+}
+
+// Every collective either run ran has a busbw row; the run that did not run it is unknown there.
+// Rows pair on op, ranks, size and algorithm/protocol, then on op, ranks and size where each run
+// chose one algorithm.
+func TestCompareCollectives(t *testing.T) {
+	mib := int64(1 << 20)
+	tests := []struct {
+		name string
+		a, b []analysis.Collective
+		want []string // "name A B", "—" for unknown
+	}{
+		{"only A ran them (tp-overlap off against ring)",
+			[]analysis.Collective{busRow("all_gather", 8, 128*mib, "Ring_Simple", 335.84), busRow("reduce_scatter", 8, 128*mib, "Ring_Simple", 335.84)}, nil,
+			[]string{"all_gather ×8 ≤128 MiB Ring_Simple busbw 335.84 GB/s —", "reduce_scatter ×8 ≤128 MiB Ring_Simple busbw 335.84 GB/s —"}},
+		{"only B ran it", nil, []analysis.Collective{busRow("all_reduce", 8, mib, "", 100)},
+			[]string{"all_reduce ×8 ≤1 MiB busbw — 100.00 GB/s"}},
+		{"same algorithm", []analysis.Collective{busRow("all_reduce", 8, mib, "Ring_LL128", 100)}, []analysis.Collective{busRow("all_reduce", 8, mib, "Ring_LL128", 150)},
+			[]string{"all_reduce ×8 ≤1 MiB Ring_LL128 busbw 100.00 GB/s 150.00 GB/s"}},
+		{"each run chose another algorithm", []analysis.Collective{busRow("all_reduce", 8, mib, "Ring_LL128", 100)},
+			[]analysis.Collective{busRow("all_reduce", 8, mib, "Tree_LL128", 80)},
+			[]string{"all_reduce ×8 ≤1 MiB Ring_LL128 → Tree_LL128 busbw 100.00 GB/s 80.00 GB/s"}},
+		{"ranks unknown in a trace", []analysis.Collective{busRow("all_reduce", 0, mib, "", 10)}, nil,
+			[]string{"all_reduce ×— ≤1 MiB busbw 10.00 GB/s —"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Compare(withRun(1, 1e9, 0, 0, tc.a...), withRun(1, 1e9, 0, 0, tc.b...), "A", "B")
+			var got []string
+			for _, r := range c.Rows {
+				if r.Section == "collectives" {
+					a, b, _, _, _ := r.Cells()
+					got = append(got, r.Name+" "+a+" "+b)
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("collective rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
