@@ -97,3 +97,42 @@ func TestOlderFrameDropped(t *testing.T) {
 		t.Errorf("a frame was shown while paused: %d events; want 40", got)
 	}
 }
+
+// A replay sought to a time starts a window there (Window.SetFrom); the console's analysis starts
+// there too, as the headless replay's does: a step under way at that time, whose communicator
+// setup came before it, is not counted, and the duration runs from that time.
+func TestFeedAnalysesFromTheSeek(t *testing.T) {
+	tests := []struct {
+		name      string
+		from      int64
+		steps     int64
+		mean, dur int64
+	}{
+		{"from the start", 0, 3, (235 + 275 + 280) / 3, 1730},
+		{"sought into the first step", 941, 2, (275 + 280) / 2, 1730 - 941},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := timeline.NewWindow(0, nil)
+			w.SetGeneration(1)
+			w.SetFrom(tc.from)
+			nd := timeline.NoDevice
+			evs := []timeline.Event{
+				{Kind: timeline.KindCommInit, Comm: 1, Device: 0, Peer: nd, Start: 0, End: 940},
+				{Kind: timeline.KindStep, Device: nd, Peer: nd, Start: 0, End: 1175},
+				{Kind: timeline.KindStep, Device: nd, Peer: nd, Start: 1175, End: 1450},
+				{Kind: timeline.KindStep, Device: nd, Peer: nd, Start: 1450, End: 1730},
+			}
+			for i := range evs {
+				if evs[i].End >= tc.from { // what a replay from tc.from emits
+					w.Emit(&evs[i])
+				}
+			}
+			src := &fakeSource{win: w, info: SourceInfo{Name: "replay", Replay: true, Meta: timeline.Meta{Backend: "sim", Devices: 1}}, status: Status{Done: true}}
+			r := sized(src, 120, 30).Result()
+			if s := r.Steps; s.Count != tc.steps || s.MeanNs == nil || *s.MeanNs != tc.mean || r.DurationNs != tc.dur {
+				t.Errorf("steps %d, mean %v, duration %d; want %d, %d, %d", s.Count, s.MeanNs, r.DurationNs, tc.steps, tc.mean, tc.dur)
+			}
+		})
+	}
+}
