@@ -104,10 +104,26 @@ func sameNumbers(t *testing.T, m *ui.Model, r *report.Report) {
 			t.Errorf("transfers view lacks %s ≤%s at %.1f GB/s", row.Kind, units.Bytes(row.SizeClass), *row.GBps)
 		}
 	}
+	// Stragglers: named alike, or "no straggler" in both when no rank was ever late.
+	multi := false
+	for _, c := range r.Collectives {
+		multi = multi || c.Ranks > 1
+	}
+	if noneShown := strings.Contains(tr, "no straggler at collectives"); noneShown != (multi && len(r.CollStragglers) == 0) {
+		t.Errorf("transfers view says no straggler: %v; the report lists %d stragglers over collectives of two ranks or more: %v",
+			noneShown, len(r.CollStragglers), multi)
+	}
+	if len(r.CollStragglers) > 0 && !strings.Contains(tr, "last at collectives: rank "+strconv.Itoa(int(r.CollStragglers[0].Rank))+" ") {
+		t.Errorf("transfers view does not name rank %d, the report's first straggler", r.CollStragglers[0].Rank)
+	}
 	cm := press(m, "6")
 	cc := r.CommCache
-	if !strings.Contains(cm, itoa(cc.Hits)+" hits · "+itoa(cc.Misses)+" misses · "+itoa(cc.Evictions)+" evictions") {
-		t.Errorf("comms view does not show %d hits, %d misses, %d evictions:\n%s", cc.Hits, cc.Misses, cc.Evictions, cm)
+	want := itoa(cc.Hits) + " hits · " + itoa(cc.Misses) + " misses · " + itoa(cc.Evictions) + " evictions"
+	if !cc.Known {
+		want = "Communicator cache " + units.Unknown + " (the source does not record communicators)"
+	}
+	if !strings.Contains(cm, want) {
+		t.Errorf("comms view does not show %q:\n%s", want, cm)
 	}
 }
 
