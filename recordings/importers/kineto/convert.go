@@ -63,12 +63,12 @@ func (m *importer) addGeneric(e *rawEvent, start, end int64) error {
 			f.lostTracks++
 		}
 	}
-	tk := string(e.Pid) + "/" + string(e.Tid)
-	st, ok := f.tids[tk]
+	f.track = append(append(append(f.track[:0], e.Pid...), '/'), e.Tid...)
+	st, ok := f.tids[string(f.track)] // no allocation: a lookup by converted bytes
 	if !ok {
 		st = uint32(len(f.tids) + 1)
 		if len(f.tids) < maxTracks {
-			f.tids[tk] = st
+			f.tids[string(f.track)] = st
 		} else {
 			st--
 			f.lostTracks++

@@ -156,6 +156,7 @@ type fileState struct {
 	tids       map[string]uint32
 	genLabels  *provisional
 	lostTracks int
+	track      []byte // pid/tid of the slice being made
 }
 
 // importer reads the events of one or more files, once, into items for the sorter: every item the

@@ -108,14 +108,15 @@ func (w *runWriter) write(it *item) error {
 	if w.err != nil {
 		return w.err
 	}
-	body := appendItem(w.rec[:0], it, w.prevStart)
+	// The body goes after room for its length, which is then written just before it, so that
+	// the record is one write of a reused buffer.
+	const room = binary.MaxVarintLen64
+	w.rec = appendItem(append(w.rec[:0], make([]byte, room)...), it, w.prevStart)
 	w.prevStart = it.ev.Start
-	var n [binary.MaxVarintLen64]byte
-	_, err := w.bw.Write(binary.AppendUvarint(n[:0], uint64(len(body))))
-	if err == nil {
-		_, err = w.bw.Write(body)
-	}
-	w.rec = body
+	n := uint64(len(w.rec) - room)
+	at := room - uvarintLen(n)
+	binary.PutUvarint(w.rec[at:], n)
+	_, err := w.bw.Write(w.rec[at:])
 	if err != nil {
 		w.err = fmt.Errorf("sort the trace's events: write %s: %w", w.f.Name(), err)
 	}
@@ -352,8 +353,11 @@ func (r *runReader) next() (bool, error) {
 }
 
 func uvarintLen(n uint64) int {
-	var b [binary.MaxVarintLen64]byte
-	return len(binary.AppendUvarint(b[:0], n))
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
+	}
+	return l
 }
 
 // mergeRuns merges runs in (start, seq) order into out.
