@@ -40,7 +40,7 @@ type Options struct {
 	// MaxTokenBytes bounds one string or number (0: DefaultMaxTokenBytes).
 	MaxTokenBytes int
 	// Progress, when set, is told every few MiB and at the end how many bytes of the files have
-	// been read, of twice their size (each file is read twice: surveyed, then read into events).
+	// been read, of their size.
 	Progress func(done, total int64)
 	// Context, when set, interrupts a long import when it is done.
 	Context context.Context
@@ -78,9 +78,7 @@ func ReadFiles(paths []string, opts Options) (*Imported, error) {
 	return collect(fileSources(paths), opts)
 }
 
-// Import reads one trace from r (gzip or plain JSON) and converts it, keeping every event. The
-// trace is read twice (see Stream): r is rewound when it is an io.Seeker; otherwise what the first
-// reading takes from it is kept in memory for the second.
+// Import reads one trace from r (gzip or plain JSON), once, and converts it, keeping every event.
 func Import(name string, r io.Reader, opts Options) (*Imported, error) {
 	return collect([]source{readerSource(name, r)}, opts)
 }
