@@ -19,6 +19,9 @@ func (m *importer) emit(it *item, class int, htaGPU bool) error {
 	}
 	m.seq++
 	it.seq = m.seq
+	if class == classGeneric {
+		return m.hold(it)
+	}
 	return m.put(it)
 }
 

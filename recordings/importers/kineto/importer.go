@@ -157,6 +157,7 @@ type fileState struct {
 	genLabels  *provisional
 	lostTracks int
 	track      []byte // pid/tid of the slice being made
+	held       held   // its slices, until the first GPU op
 }
 
 // importer reads the events of one or more files, once, into items for the sorter: every item the
@@ -227,6 +228,7 @@ func (m *importer) add(e *rawEvent, h *header) error {
 	if gpu && !f.gpu {
 		f.gpu = true
 		f.pids, f.tids, f.genLabels, f.lostTracks = nil, nil, nil, 0
+		m.dropHeld()
 	}
 	if h.Metadata != nil || e.Args.Has&hasXfertop != 0 {
 		if e.Ph == 'X' || e.Ph == 'i' || e.Ph == 'b' {

@@ -50,8 +50,8 @@ type Options struct {
 
 	// Sizes of the sort, smaller in tests so that small traces take every path (0: the defaults),
 	// and what tests are told of each temporary file made.
-	reorder, fanIn, corrKeep int
-	spilled                  func(path string)
+	reorder, fanIn, corrKeep, held int
+	spilled                        func(path string)
 }
 
 func (o Options) withDefaults() Options {
@@ -69,6 +69,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.corrKeep <= 0 {
 		o.corrKeep = corrKeep
+	}
+	if o.held <= 0 {
+		o.held = heldBytes
 	}
 	return o
 }

@@ -118,7 +118,9 @@ func stream(srcs []source, opts Options, begin func(*Imported) error, emit func(
 		if err != nil {
 			return nil, err
 		}
-		m.endFile(info, h)
+		if err := m.endFile(info, h); err != nil {
+			return nil, err
+		}
 	}
 	m.surveyed()
 	out.rebase = m.im.Format != "xfertop-chrome"

@@ -89,8 +89,8 @@ func (fi *fileInfo) cut() int64 {
 }
 
 // endFile settles what the file's end tells: its class and rank, the import's format, and, for a
-// generic Chrome trace, its slices' names and tracks.
-func (m *importer) endFile(info *fileInfo, h *header) {
+// generic Chrome trace, its slices (to the sorter), their names and tracks.
+func (m *importer) endFile(info *fileInfo, h *header) error {
 	info.h, info.gpu = *h, m.f.gpu
 	info.settle()
 	switch info.class {
@@ -98,6 +98,9 @@ func (m *importer) endFile(info *fileInfo, h *header) {
 		m.im.Format = "chrome"
 		info.genIDs = m.f.genLabels.commit(m.labels)
 		m.lostTracks += m.f.lostTracks
+		if err := m.release(); err != nil {
+			return err
+		}
 	case classExported:
 		m.im.Format, m.im.Exported = "xfertop-chrome", h.Metadata
 		if v, ok := h.Metadata["epoch_unix_ns"]; ok {
@@ -108,6 +111,7 @@ func (m *importer) endFile(info *fileInfo, h *header) {
 		m.warn("%s: distributedInfo.rank is not a rank: the file's position (%d) is used", info.name, info.index)
 	}
 	m.f = fileState{}
+	return nil
 }
 
 // settle decides the file's class and rank once it is read to its end.
