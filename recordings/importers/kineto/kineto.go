@@ -44,8 +44,8 @@ type Options struct {
 	Progress func(done, total int64)
 	// Context, when set, interrupts a long import when it is done.
 	Context context.Context
-	// TempDir is where the events of traces too far out of start order are sorted, in temporary
-	// files removed before the import returns ("": the system's temporary directory).
+	// TempDir is where the events of traces of more than 32,768 of them wait and are sorted, in
+	// temporary files removed before the import returns ("": the system's temporary directory).
 	TempDir string
 
 	// Sizes of the sort, smaller in tests so that small traces take every path (0: the defaults),
