@@ -122,8 +122,8 @@ const (
 	flagSelect                    // kept only when a CPU op of its correlation starts before the file's cut (--like-hta)
 	flagPhantom                   // told to the lookups only, never handed on
 
-	classShift = 5               // the class the item was made as (classKineto, ...), in the top bits
-	classMask  = 3 << classShift //
+	classShift = 5 // the class the item was made as (classKineto, ...), in the two bits above the flags
+	classMask  = 3 << classShift
 )
 
 // item is an event on its way out: its position among every file's events (ties in start keep
