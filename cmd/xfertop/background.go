@@ -83,7 +83,7 @@ func progressUnit(paths []string) string {
 	case f == importers.FormatNsys:
 		return "row reads" // every row is read twice: by the survey, then into events
 	case f == importers.FormatTrace:
-		return "bytes" // of twice the files: each is surveyed, then read into events
+		return "bytes" // of the files, each read once
 	}
 	return "events"
 }

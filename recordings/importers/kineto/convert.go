@@ -8,32 +8,20 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// emit passes an item on: to the survey, as one the file would make as class, or, once surveyed,
-// through --like-hta's selection by time to the sorter. htaGPU says whether HTA counts it as a GPU
-// op (those are selected by the CPU op of their correlation, as they go out).
+// emit notes an item the file would make as class for the survey and passes it to the sorter.
+// htaGPU says whether HTA counts it as a GPU op (those are selected by the CPU op of their
+// correlation, as they go out).
 func (m *importer) emit(it *item, class int, htaGPU bool) error {
-	f := &m.f
-	if m.surveying {
-		m.order.Add(it.ev.Start)
-		f.info.note(it, class, htaGPU)
-		return nil
-	}
-	if class != f.info.class {
-		return nil // the file turned out to be of another class
-	}
-	if m.htaActive && f.info.hta.hasCPU {
-		switch {
-		case htaGPU:
-			it.flags |= flagSelect
-		case it.ev.Start >= f.info.cut():
-			if it.flags&flagLaunch == 0 {
-				return nil
-			}
-			it.flags = flagLaunch | flagPhantom // left out, but its GPU ops' launch time is its start
-		}
+	m.f.info.note(it, class, htaGPU)
+	it.flags |= uint8(class) << classShift
+	if htaGPU {
+		it.flags |= flagSelect
 	}
 	m.seq++
 	it.seq = m.seq
+	if class == classGeneric {
+		return m.hold(it)
+	}
 	return m.put(it)
 }
 
@@ -75,22 +63,22 @@ func (m *importer) addGeneric(e *rawEvent, start, end int64) error {
 			f.pids[string(e.Pid)] = dev
 		} else {
 			dev--
-			m.lostTracks++
+			f.lostTracks++
 		}
 	}
-	tk := string(e.Pid) + "/" + string(e.Tid)
-	st, ok := f.tids[tk]
+	f.track = append(append(append(f.track[:0], e.Pid...), '/'), e.Tid...)
+	st, ok := f.tids[string(f.track)] // no allocation: a lookup by converted bytes
 	if !ok {
 		st = uint32(len(f.tids) + 1)
 		if len(f.tids) < maxTracks {
-			f.tids[tk] = st
+			f.tids[string(f.track)] = st
 		} else {
 			st--
-			m.lostTracks++
+			f.lostTracks++
 		}
 	}
 	ev := timeline.Event{Kind: timeline.KindKernel, Start: start, End: end, Queued: queuedUnknown,
-		Device: dev, Peer: timeline.NoDevice, Stream: st, Label: m.label(e.Name)}
+		Device: dev, Peer: timeline.NoDevice, Stream: st, Label: f.genLabels.id(e.Name)}
 	return m.emit(m.item(ev, e.Index), classGeneric, false)
 }
 
@@ -153,29 +141,21 @@ func (m *importer) addRuntime(e *rawEvent, ev timeline.Event, htaGPU bool) error
 	ev.Kind, ev.Queued, ev.Aux = timeline.KindRuntime, ev.Start, uint32(pid)
 	ev.Device = timeline.NoDevice
 	if m.multi {
-		ev.Device = m.rank()
+		ev.Device = devicePending // the file's rank
 	}
 	it := m.item(ev, e.Index)
 	if e.Args.Has&hasCorrelation != 0 {
 		it.flags |= flagLaunch
-		if m.htaActive && !htaGPU && htaCPUOp(e) {
+		if m.opts.LikeHTA && !htaGPU && htaCPUOp(e) {
 			it.flags |= flagCPUOp
 		}
 	}
 	return m.emit(it, classKineto, htaGPU)
 }
 
-// rank is the device of the file's GPU ops when there are several files: its rank, known once
-// the survey is done (devicePending while it reads).
-func (m *importer) rank() int32 {
-	if m.surveying {
-		return devicePending
-	}
-	return m.f.info.rank
-}
-
 // gpuDevice returns the device of a GPU op from args.device; with several files, the device is
-// the file's rank. It is false when the op is left out.
+// the file's rank (devicePending: it is known at the file's end). It is false when the op is left
+// out.
 func (m *importer) gpuDevice(e *rawEvent) (int32, bool) {
 	a := &e.Args
 	switch {
@@ -190,7 +170,7 @@ func (m *importer) gpuDevice(e *rawEvent) (int32, bool) {
 		m.warnEvent(e, "args.device is not a device id: event left out")
 		return 0, false
 	}
-	return m.rank(), true
+	return devicePending, true
 }
 
 // gpuStream returns the stream of a GPU op: args.stream, else its tid; stream 0, the default

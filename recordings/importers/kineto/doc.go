@@ -3,15 +3,16 @@
 // distributedInfo), and generic Chrome trace JSON, including the traces package chrome exports,
 // which import back to the same events.
 //
-// Imports are streams whose memory does not grow with the files. Each file is read twice, front to
-// back, through a bounded window (plain or gzipped): a survey learns what must be known before the
-// first event goes out (what the file is, its rank, where --like-hta's selection cuts, the devices,
-// a sample of starts for the check of timestamps, whether the events are nearly in start order);
-// then each event becomes a timeline event as it is read. Chrome traces are not sorted: events go
-// out in start order through a reorder buffer of 32,768 events when the survey found them nearly
-// in order, and otherwise through an external merge sort (sorted runs spilled to temporary files
-// in a compact binary form, merged 64 at a time; the files are removed on every path). Launch times
-// are resolved by correlation id as the events go out, in a window and a table of the last 65,536
+// Imports are streams whose memory does not grow with the files. Each file is read once, front to
+// back, through a bounded window (plain or gzipped), and each event becomes an item as it is read,
+// in a raw form (the file's rank, its class and --like-hta's selection still open), while a survey
+// learns what must be known before the first event goes out (what the file is, its rank, where
+// --like-hta's selection cuts, the devices, a sample of starts for the check of timestamps). The
+// items wait in a sorter until every file is read: a reorder buffer of 32,768 items, which, once
+// full, makes the sorted runs of an external merge sort (spilled to temporary files in a compact
+// binary form, one run for a trace in start order, merged 64 at a time; the files are removed on
+// every path). They go out in start order, what the survey learnt applied to each. Launch times are
+// resolved by correlation id as the events go out, in a window and a table of the last 65,536
 // runtime calls; a GPU op whose call was forgotten is counted in a warning.
 //
 // Input that is not JSON fails at its first invalid byte, naming the file and the offset; Options

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/xfertop/xfertop/recordings/importers/reorder"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -64,12 +63,15 @@ func newInterner(strs *timeline.Strings) *interner {
 	return &interner{ids: map[string]uint32{"": 0}, strs: strs}
 }
 
-func (n *interner) id(b []byte) uint32 {
+func (n *interner) id(b []byte) uint32 { return n.idUses(b, 1) }
+
+// idUses interns a name that uses events carry: each is counted as left out when it is.
+func (n *interner) idUses(b []byte, uses int) uint32 {
 	if id, ok := n.ids[string(b)]; ok {
 		return id
 	}
 	if len(n.ids) >= maxLabels {
-		n.lost++
+		n.lost += uses
 		return 0
 	}
 	s := string(b)
@@ -78,13 +80,50 @@ func (n *interner) id(b []byte) uint32 {
 	return id
 }
 
-// Flags of an item: what the output stage does with it besides handing it on.
+// provisional interns the names of a file's slices as a generic Chrome trace would have them,
+// apart from the import's names until the file turns out to be one, counting each name's uses.
+type provisional struct {
+	*interner
+	uses []int // by id
+}
+
+func newProvisional() *provisional { return &provisional{interner: newInterner(timeline.NewStrings())} }
+
+func (p *provisional) id(b []byte) uint32 {
+	id := p.interner.id(b)
+	if int(id) >= len(p.uses) {
+		p.uses = append(p.uses, make([]int, int(id)+1-len(p.uses))...)
+	}
+	p.uses[id]++
+	return id
+}
+
+// commit interns the names into n, in the order they came, and returns each one's id there.
+func (p *provisional) commit(n *interner) []uint32 {
+	ids := make([]uint32, p.strs.Len())
+	for i := range ids {
+		uses := 0
+		if i < len(p.uses) {
+			uses = p.uses[i]
+		}
+		ids[i] = n.idUses([]byte(p.strs.Lookup(uint32(i))), uses)
+	}
+	n.lost += p.lost
+	return ids
+}
+
+// Flags of an item: what the output stage does with it besides handing it on. flagCPUOp and
+// flagSelect are set as the file is read, when --like-hta might select (whether it does is known
+// once every file is read), and cleared by admit when it does not.
 const (
 	flagLaunch  uint8 = 1 << iota // a runtime call with a correlation: its start is its GPU ops' launch time
 	flagCPUOp                     // one of HTA's CPU ops with a correlation: it selects the GPU ops it launched
 	flagPending                   // a GPU op whose launch time is looked up by correlation
 	flagSelect                    // kept only when a CPU op of its correlation starts before the file's cut (--like-hta)
 	flagPhantom                   // told to the lookups only, never handed on
+
+	classShift = 5 // the class the item was made as (classKineto, ...), in the two bits above the flags
+	classMask  = 3 << classShift
 )
 
 // item is an event on its way out: its position among every file's events (ties in start keep
@@ -108,19 +147,26 @@ const (
 type fileState struct {
 	name  string
 	index int
-	info  *fileInfo // what the survey found (complete while the events are read)
+	info  *fileInfo // what the survey learns, complete at the file's end
 	gpu   bool      // a GPU op was read: a Kineto trace, not a generic Chrome one
-	pids  map[string]int32
-	tids  map[string]uint32
+	// Until the first GPU op, the file may turn out to be a generic Chrome trace: its slices are
+	// made as such too, their names interned apart (genLabels) and their tracks counted here, so
+	// that only a generic file's reach the import's names and warnings.
+	pids       map[string]int32
+	tids       map[string]uint32
+	genLabels  *provisional
+	lostTracks int
+	track      []byte // pid/tid of the slice being made
+	held       held   // its slices, until the first GPU op
 }
 
-// importer turns the events of one or more files into items: first while surveying (to learn
-// what must be known before the first event goes out), then into the sorter.
+// importer reads the events of one or more files, once, into items for the sorter: every item the
+// file would make as each of the classes it may turn out to be (known at its end), with the
+// file's rank and --like-hta's selection left to be applied as the items go out (admit).
 type importer struct {
 	opts       Options
 	im         *Imported
 	multi      bool
-	surveying  bool
 	labels     *interner
 	names      []string // file names, by index
 	warnings   []string
@@ -130,10 +176,9 @@ type importer struct {
 	seq        int64
 	stepNames  map[string]bool // up to two distinct ProfilerStep#N names, as HTA counts them
 	files      []*fileInfo
-	htaActive  bool          // --like-hta selects: the traces name two or more steps
-	order      reorder.Check // whether the items, as read, come out in order through the reorder buffer
+	htaActive  bool // --like-hta selects: the traces name two or more steps (known once every file is read)
 	f          fileState
-	put        func(it *item) error // the sorter, once surveyed
+	put        func(it *item) error // the sorter
 	scratch    item                 // the item being made
 	done       int64                // bytes read, for progress
 	total      int64
@@ -145,9 +190,6 @@ func newImporter(opts Options, multi bool) *importer {
 }
 
 func (m *importer) warn(format string, args ...any) {
-	if m.surveying {
-		return // the events are read again, and warned about then
-	}
 	if len(m.warnings) < maxWarnings {
 		m.warnings = append(m.warnings, fmt.Sprintf(format, args...))
 		return
@@ -165,35 +207,28 @@ func shortName(b []byte) string {
 }
 
 func (m *importer) warnEvent(e *rawEvent, format string, args ...any) {
-	if m.surveying {
-		return
-	}
 	m.warn("%s: traceEvents[%d] %s: %s", m.f.name, e.Index, shortName(e.Name), fmt.Sprintf(format, args...))
 }
 
-// label interns a name, once the survey is done (the survey needs no names).
-func (m *importer) label(b []byte) uint32 {
-	if m.surveying {
-		return 0
-	}
-	return m.labels.id(b)
-}
+// label interns a name.
+func (m *importer) label(b []byte) uint32 { return m.labels.id(b) }
 
-// startFile prepares to read a file, for the survey (info new) or into events.
+// startFile prepares to read a file.
 func (m *importer) startFile(info *fileInfo) {
-	m.f = fileState{name: info.name, index: info.index, info: info, pids: map[string]int32{}, tids: map[string]uint32{}}
+	m.f = fileState{name: info.name, index: info.index, info: info, pids: map[string]int32{}, tids: map[string]uint32{},
+		genLabels: newProvisional()}
 }
 
-// add takes one event of the file being read. h is the header as read so far. The survey and the
-// read into events take the same steps, so that they meet the same events, names and warnings;
-// the survey keeps what the file would make as each of the classes it may turn out to be, the read
-// into events only what it makes as the class it is.
+// add takes one event of the file being read. h is the header as read so far. It makes what the
+// file would make as each of the classes it may turn out to be (admit keeps those of the class it
+// is), and notes what the survey needs of them.
 func (m *importer) add(e *rawEvent, h *header) error {
 	f := &m.f
 	kind, gpu := gpuCategory(e.Cat)
 	if gpu && !f.gpu {
 		f.gpu = true
-		f.pids, f.tids = nil, nil
+		f.pids, f.tids, f.genLabels, f.lostTracks = nil, nil, nil, 0
+		m.dropHeld()
 	}
 	if h.Metadata != nil || e.Args.Has&hasXfertop != 0 {
 		if e.Ph == 'X' || e.Ph == 'i' || e.Ph == 'b' {
@@ -213,10 +248,10 @@ func (m *importer) add(e *rawEvent, h *header) error {
 		return nil
 	}
 	htaGPU := isHTAGPU(e)
-	if m.surveying && m.opts.LikeHTA {
+	if m.opts.LikeHTA {
 		m.htaRow(e, start, htaGPU)
 	}
-	if !f.gpu && (m.surveying || f.info.class == classGeneric) {
+	if !f.gpu {
 		if err := m.addGeneric(e, start, end); err != nil {
 			return err
 		}
@@ -236,19 +271,12 @@ func (m *importer) add(e *rawEvent, h *header) error {
 }
 
 // phantomCPUOp passes on a CPU op xfertop does not keep, but which selects the GPU ops it launched
-// under --like-hta.
+// under --like-hta (admit leaves it out when the selection does not apply, or the op starts after
+// the file's cut).
 func (m *importer) phantomCPUOp(e *rawEvent, start int64) error {
-	f := &m.f
-	if m.surveying {
-		m.order.Add(start) // should the selection apply, it is sorted with the events
-		return nil
-	}
-	if !m.htaActive || f.info.class != classKineto || start >= f.info.cut() {
-		return nil
-	}
 	m.seq++
 	it := m.item(timeline.Event{Start: start, Op: uint64(e.Args.Correlation)}, e.Index)
-	it.seq, it.flags = m.seq, flagCPUOp|flagPhantom
+	it.seq, it.flags = m.seq, flagCPUOp|flagPhantom|classKineto<<classShift
 	return m.put(it)
 }
 

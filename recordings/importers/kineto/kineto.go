@@ -40,18 +40,18 @@ type Options struct {
 	// MaxTokenBytes bounds one string or number (0: DefaultMaxTokenBytes).
 	MaxTokenBytes int
 	// Progress, when set, is told every few MiB and at the end how many bytes of the files have
-	// been read, of twice their size (each file is read twice: surveyed, then read into events).
+	// been read, of their size.
 	Progress func(done, total int64)
 	// Context, when set, interrupts a long import when it is done.
 	Context context.Context
-	// TempDir is where the events of traces too far out of start order are sorted, in temporary
-	// files removed before the import returns ("": the system's temporary directory).
+	// TempDir is where the events of traces of more than 32,768 of them wait and are sorted, in
+	// temporary files removed before the import returns ("": the system's temporary directory).
 	TempDir string
 
 	// Sizes of the sort, smaller in tests so that small traces take every path (0: the defaults),
 	// and what tests are told of each temporary file made.
-	reorder, fanIn, corrKeep int
-	spilled                  func(path string)
+	reorder, fanIn, corrKeep, held int
+	spilled                        func(path string)
 }
 
 func (o Options) withDefaults() Options {
@@ -70,6 +70,9 @@ func (o Options) withDefaults() Options {
 	if o.corrKeep <= 0 {
 		o.corrKeep = corrKeep
 	}
+	if o.held <= 0 {
+		o.held = heldBytes
+	}
 	return o
 }
 
@@ -78,9 +81,7 @@ func ReadFiles(paths []string, opts Options) (*Imported, error) {
 	return collect(fileSources(paths), opts)
 }
 
-// Import reads one trace from r (gzip or plain JSON) and converts it, keeping every event. The
-// trace is read twice (see Stream): r is rewound when it is an io.Seeker; otherwise what the first
-// reading takes from it is kept in memory for the second.
+// Import reads one trace from r (gzip or plain JSON), once, and converts it, keeping every event.
 func Import(name string, r io.Reader, opts Options) (*Imported, error) {
 	return collect([]source{readerSource(name, r)}, opts)
 }

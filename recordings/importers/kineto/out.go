@@ -38,12 +38,46 @@ type output struct {
 }
 
 func newOutput(m *importer, begin func(*Imported) error, emit func([]timeline.Event) error) *output {
-	return &output{m: m, window: make([]item, lookWindow), corr: newCorrTable(m.opts.corrKeep), devices: map[int32]bool{},
-		batch: make([]timeline.Event, 0, batchEvents), begin: begin, emit: emit}
+	return &output{m: m, corr: newCorrTable(m.opts.corrKeep), devices: map[int32]bool{}, begin: begin, emit: emit}
+}
+
+// admit applies to an item what the survey learnt once every file was read, and reports whether
+// it goes on: it is of the class its file turned out to be (a generic trace's slices get their
+// names; a GPU op or runtime call of a rank, its device), and --like-hta's selection keeps it.
+func (o *output) admit(it *item) bool {
+	fi := o.m.files[it.org.file()]
+	if int(it.flags>>classShift) != fi.class {
+		return false
+	}
+	it.flags &^= classMask
+	switch fi.class {
+	case classGeneric:
+		it.ev.Label = fi.genIDs[it.ev.Label]
+	case classKineto:
+		if it.ev.Device == devicePending {
+			it.ev.Device = fi.rank
+		}
+	}
+	switch {
+	case !o.m.htaActive:
+		it.flags &^= flagCPUOp | flagSelect
+	case !fi.hta.hasCPU:
+		it.flags &^= flagSelect
+	case it.flags&flagSelect != 0: // a GPU op: selected by its correlation's CPU op as it goes out
+	case it.ev.Start >= fi.cut():
+		if it.flags&flagLaunch == 0 {
+			return false
+		}
+		it.flags = flagLaunch | flagPhantom // left out, but its GPU ops' launch time is its start
+	}
+	return it.flags&flagPhantom == 0 || it.flags&(flagLaunch|flagCPUOp) != 0
 }
 
 // in takes the next item in start order.
 func (o *output) in(it *item) error {
+	if o.window == nil { // made with the first item: an import that fails while reading needs none
+		o.window, o.batch = make([]item, lookWindow), make([]timeline.Event, 0, batchEvents)
+	}
 	if it.flags&(flagLaunch|flagCPUOp) != 0 && !o.outlier(it.ev.Start) {
 		o.corr.put(it.org.file(), it.ev.Op, it.ev.Start, it.seq, it.flags)
 	}

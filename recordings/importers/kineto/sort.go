@@ -1,26 +1,22 @@
 package kineto
 
 import (
-	"errors"
-
 	"github.com/xfertop/xfertop/recordings/importers/reorder"
 )
 
-// reorderItems is how many items the reorder buffer holds: a trace nearly in start order (each
-// event fewer than this many places from its place in start order) goes out through it alone;
-// the survey tells. Otherwise the buffer makes the sorted runs of an external merge sort
-// (replacement selection: runs of about twice its size on shuffled input, longer on nearly sorted
-// input), spilled to temporary files and merged.
+// reorderItems is how many items the reorder buffer holds: an import of fewer items is sorted in
+// it alone. Otherwise the buffer makes the sorted runs of an external merge sort (replacement
+// selection: runs of about twice its size on shuffled input, one run of the whole input when it is
+// in start order), spilled to temporary files and merged.
 const reorderItems = 1 << 15
 
 // sorter puts the items of every file in (start, seq) order. Items go into the reorder buffer; when
-// it is full, the first goes out: straight to out when the survey found that the items come out in
-// order through it (direct), else to the sorted run being written. What is in the buffer at the
-// end goes out in order; runs, if any were written, are merged.
+// it is full, the first goes out to the sorted run being written. Nothing goes out to out before
+// finish: the items wait there until every file is read and surveyed. Then what is in the buffer
+// goes out in order, or, if runs were written, to the last run, and the runs are merged.
 type sorter struct {
 	heap     reorder.Heap[item]
 	capacity int
-	direct   bool
 	out      func(it *item) error
 	spill    *spill
 	run      int32 // run being written
@@ -30,19 +26,13 @@ type sorter struct {
 	tmp      item
 }
 
-func newSorter(capacity int, direct bool, sp *spill, out func(it *item) error) *sorter {
-	return &sorter{capacity: capacity, direct: direct, spill: sp, out: out}
+func newSorter(capacity int, sp *spill, out func(it *item) error) *sorter {
+	return &sorter{capacity: capacity, spill: sp, out: out}
 }
-
-// errOrder is returned if the survey's promise that the items come out in order is broken.
-var errOrder = errors.New("internal error: an item came out of start order through the reorder buffer")
 
 func (s *sorter) put(it *item) error {
 	run := s.run
 	if s.popped && (it.ev.Start < s.last.Start || it.ev.Start == s.last.Start && it.seq < s.last.Seq) {
-		if s.direct {
-			return errOrder
-		}
 		run++ // too late for the run being written: it starts the next one
 	}
 	s.heap.Push(reorder.Key{Run: run, Start: it.ev.Start, Seq: it.seq}, it)
@@ -52,14 +42,11 @@ func (s *sorter) put(it *item) error {
 	return nil
 }
 
-// letOut lets the first item out of the buffer: to out, or to the run it belongs to.
+// letOut lets the first item out of the buffer, to the run it belongs to.
 func (s *sorter) letOut() error {
 	top := s.heap.Top()
 	s.heap.Pop(&s.tmp)
 	s.last, s.popped = top, true
-	if s.direct {
-		return s.out(&s.tmp)
-	}
 	if s.w == nil || top.Run != s.run {
 		if err := s.closeRun(); err != nil {
 			return err
@@ -84,7 +71,7 @@ func (s *sorter) closeRun() error {
 
 // finish lets every item out, in order, to out.
 func (s *sorter) finish() error {
-	if s.direct || s.spill.runs() == 0 && s.w == nil {
+	if s.spill.runs() == 0 && s.w == nil {
 		for s.heap.Len() > 0 {
 			s.heap.Pop(&s.tmp)
 			if err := s.out(&s.tmp); err != nil {

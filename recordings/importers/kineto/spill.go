@@ -108,14 +108,15 @@ func (w *runWriter) write(it *item) error {
 	if w.err != nil {
 		return w.err
 	}
-	body := appendItem(w.rec[:0], it, w.prevStart)
+	// The body goes after room for its length, which is then written just before it, so that
+	// the record is one write of a reused buffer.
+	const room = binary.MaxVarintLen64
+	w.rec = appendItem(append(w.rec[:0], make([]byte, room)...), it, w.prevStart)
 	w.prevStart = it.ev.Start
-	var n [binary.MaxVarintLen64]byte
-	_, err := w.bw.Write(binary.AppendUvarint(n[:0], uint64(len(body))))
-	if err == nil {
-		_, err = w.bw.Write(body)
-	}
-	w.rec = body
+	n := uint64(len(w.rec) - room)
+	at := room - uvarintLen(n)
+	binary.PutUvarint(w.rec[at:], n)
+	_, err := w.bw.Write(w.rec[at:])
 	if err != nil {
 		w.err = fmt.Errorf("sort the trace's events: write %s: %w", w.f.Name(), err)
 	}
@@ -166,28 +167,31 @@ func appendItem(b []byte, it *item, prevStart int64) []byte {
 	b = binary.AppendUvarint(b, uint64(it.seq))
 	b = binary.AppendUvarint(b, uint64(it.org))
 	b = append(b, it.flags, byte(e.Kind))
+	u32 := [...]uint32{e.Stream, e.Group, e.Comm, e.Barrier, e.Label, e.Aux, uint32(e.Host), uint32(e.Ranks), uint32(e.Sub), uint32(e.Status)}
 	var mask uint64
-	set := func(bit uint64, nonzero bool) {
-		if nonzero {
-			mask |= bit
+	if e.Queued != 0 {
+		mask |= mQueued
+	}
+	if e.Bytes != 0 {
+		mask |= mBytes
+	}
+	if e.Op != 0 {
+		mask |= mOp
+	}
+	if e.Device != 0 {
+		mask |= mDevice
+	}
+	if e.Peer != 0 {
+		mask |= mPeer
+	}
+	for i, v := range u32 { // mStream ... mStatus, in that order
+		if v != 0 {
+			mask |= mStream << i
 		}
 	}
-	set(mQueued, e.Queued != 0)
-	set(mBytes, e.Bytes != 0)
-	set(mOp, e.Op != 0)
-	set(mDevice, e.Device != 0)
-	set(mPeer, e.Peer != 0)
-	set(mStream, e.Stream != 0)
-	set(mGroup, e.Group != 0)
-	set(mComm, e.Comm != 0)
-	set(mBarrier, e.Barrier != 0)
-	set(mLabel, e.Label != 0)
-	set(mAux, e.Aux != 0)
-	set(mHost, e.Host != 0)
-	set(mRanks, e.Ranks != 0)
-	set(mSub, e.Sub != 0)
-	set(mStatus, e.Status != 0)
-	set(mPriority, e.Priority != 0)
+	if e.Priority != 0 {
+		mask |= mPriority
+	}
 	b = binary.AppendUvarint(b, mask)
 	if mask&mQueued != 0 {
 		b = binary.AppendVarint(b, e.Queued-e.Start) // wraps for the sentinels, and back on reading
@@ -204,13 +208,9 @@ func appendItem(b []byte, it *item, prevStart int64) []byte {
 	if mask&mPeer != 0 {
 		b = binary.AppendVarint(b, int64(e.Peer))
 	}
-	for _, f := range []struct {
-		bit uint64
-		v   uint32
-	}{{mStream, e.Stream}, {mGroup, e.Group}, {mComm, e.Comm}, {mBarrier, e.Barrier}, {mLabel, e.Label}, {mAux, e.Aux},
-		{mHost, uint32(e.Host)}, {mRanks, uint32(e.Ranks)}, {mSub, uint32(e.Sub)}, {mStatus, uint32(e.Status)}} {
-		if mask&f.bit != 0 {
-			b = binary.AppendUvarint(b, uint64(f.v))
+	for i, v := range u32 {
+		if mask&(mStream<<i) != 0 {
+			b = binary.AppendUvarint(b, uint64(v))
 		}
 	}
 	if mask&mPriority != 0 {
@@ -321,13 +321,28 @@ func openRun(path string) (*runReader, error) {
 	return &runReader{path: path, f: f, br: bufio.NewReaderSize(f, runReadBuffer)}, nil
 }
 
+// maxRecord bounds a record's length (an item takes well under 200 bytes).
+const maxRecord = 1 << 10
+
 // next reads the next item into head, reporting false at the end of the run.
 func (r *runReader) next() (bool, error) {
+	// A record whole in the read buffer is decoded there; one that straddles its end is copied.
+	b, _ := r.br.Peek(min(binary.MaxVarintLen64+maxRecord, r.br.Size()))
+	if n, k := binary.Uvarint(b); k > 0 && n <= maxRecord && k+int(n) <= len(b) {
+		err := decodeItem(b[k:k+int(n)], &r.head, r.prevStart)
+		if err == nil {
+			r.br.Discard(k + int(n))
+			r.off += int64(k) + int64(n)
+			r.prevStart = r.head.ev.Start
+			return true, nil
+		}
+		return false, fmt.Errorf("sort the trace's events: read %s at byte offset %d: %w", r.path, r.off, err)
+	}
 	n, err := binary.ReadUvarint(r.br)
 	if err == io.EOF {
 		return false, nil
 	}
-	if err == nil && n > 1<<10 {
+	if err == nil && n > maxRecord {
 		err = errRecord
 	}
 	if err == nil {
@@ -352,8 +367,11 @@ func (r *runReader) next() (bool, error) {
 }
 
 func uvarintLen(n uint64) int {
-	var b [binary.MaxVarintLen64]byte
-	return len(binary.AppendUvarint(b[:0], n))
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
+	}
+	return l
 }
 
 // mergeRuns merges runs in (start, seq) order into out.

@@ -1,11 +1,9 @@
 package kineto
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -36,27 +34,9 @@ func fileSources(paths []string) []source {
 	return srcs
 }
 
-// readerSource reads a trace from r: rewound when it is an io.Seeker, else read once and kept.
+// readerSource reads a trace from r, once.
 func readerSource(name string, r io.Reader) source {
-	if rs, ok := r.(io.ReadSeeker); ok {
-		if at, err := rs.Seek(0, io.SeekCurrent); err == nil {
-			return source{name: name, open: func() (io.ReadCloser, error) {
-				if _, err := rs.Seek(at, io.SeekStart); err != nil {
-					return nil, fmt.Errorf("%s: rewind: %w", name, err)
-				}
-				return io.NopCloser(rs), nil
-			}}
-		}
-	}
-	var kept bytes.Buffer
-	first := true
-	return source{name: name, open: func() (io.ReadCloser, error) {
-		if first {
-			first = false
-			return io.NopCloser(io.TeeReader(r, &kept)), nil
-		}
-		return io.NopCloser(bytes.NewReader(kept.Bytes())), nil
-	}}
+	return source{name: name, open: func() (io.ReadCloser, error) { return io.NopCloser(r), nil }}
 }
 
 // Stream imports trace files (.json or .json.gz), the ranks of one job when there are several
@@ -67,13 +47,14 @@ func readerSource(name string, r io.Reader) source {
 // the devices of the events handed on (begin's counts those of the events read, before --like-hta's
 // selection and the check of timestamps left some out).
 //
-// Each file is read twice, as a stream: a survey for what must be known before the first event
-// goes out (what the file is, its rank, where --like-hta's selection cuts, the median start, the
-// devices, whether its events are nearly in start order), then into events, which go out in start
-// order through a reorder buffer, or, when they are further out of order, through an external
-// merge sort whose runs are spilled to temporary files (Options.TempDir), removed on every path.
-// Memory is bounded by the reorder buffer, the window in which launch times are looked up, and
-// the distinct names and tracks, not by the size of the files.
+// Each file is read once, as a stream, into events that wait in a sorter while the survey learns
+// what must be known before the first event goes out (what the file is, its rank, where
+// --like-hta's selection cuts, the median start, the devices): in a reorder buffer while they
+// fit, else through an external merge sort whose runs are spilled to temporary files
+// (Options.TempDir), removed on every path. Once every file is read, they go out in start order,
+// what the survey learnt applied to each. Memory is bounded by the reorder buffer, the window in
+// which launch times are looked up, and the distinct names and tracks, not by the size of the
+// files.
 func Stream(paths []string, opts Options, begin func(*Imported) error, emit func([]timeline.Event) error) (*Imported, error) {
 	return stream(fileSources(paths), opts, begin, emit)
 }
@@ -114,32 +95,36 @@ func (m *importer) readSource(src source, info *fileInfo) (*header, error) {
 
 func stream(srcs []source, opts Options, begin func(*Imported) error, emit func([]timeline.Event) error) (*Imported, error) {
 	m := newImporter(opts, len(srcs) > 1)
-	m.order.N = m.opts.reorder
 	names := make([]string, len(srcs))
 	for i, s := range srcs {
 		names[i] = s.name
-		m.total += 2 * s.size
+		m.total += s.size
 	}
 	m.names = names
-	if err := m.survey(srcs); err != nil {
-		return nil, err
-	}
 	sp := &spill{dir: m.opts.TempDir, fanIn: m.opts.fanIn, told: m.opts.spilled}
 	defer sp.close()
 	out := newOutput(m, begin, emit)
-	out.rebase = m.im.Format != "xfertop-chrome"
-	out.median, out.outliers = m.medianStart()
-	srt := newSorter(m.opts.reorder, m.order.InOrder(), sp, out.in)
+	srt := newSorter(m.opts.reorder, sp, func(it *item) error {
+		if !out.admit(it) {
+			return nil
+		}
+		return out.in(it)
+	})
 	m.put = srt.put
 	for i, s := range srcs {
-		info := m.files[i]
-		if _, err := m.readSource(s, info); err != nil {
+		info := newFileInfo(s.name, i)
+		m.files = append(m.files, info)
+		h, err := m.readSource(s, info)
+		if err != nil {
 			return nil, err
 		}
-		if h := &info.h; h.Metadata == nil && !(h.HasRank && inRange(h.Rank, 0, maxInt32)) && (h.HasRank || h.BadRank) {
-			m.warn("%s: distributedInfo.rank is not a rank: the file's position (%d) is used", info.name, info.index)
+		if err := m.endFile(info, h); err != nil {
+			return nil, err
 		}
 	}
+	m.surveyed()
+	out.rebase = m.im.Format != "xfertop-chrome"
+	out.median, out.outliers = m.medianStart()
 	if err := srt.finish(); err != nil {
 		return nil, err
 	}
@@ -149,31 +134,10 @@ func stream(srcs []source, opts Options, begin func(*Imported) error, emit func(
 	return m.finish(out), nil
 }
 
-// survey reads every source once, for what must be known before the first event goes out.
-func (m *importer) survey(srcs []source) error {
-	m.surveying = true
-	for i, s := range srcs {
-		info := newFileInfo(s.name, i)
-		m.files = append(m.files, info)
-		h, err := m.readSource(s, info)
-		if err != nil {
-			return err
-		}
-		info.h, info.gpu = *h, m.f.gpu
-		info.settle()
-		switch info.class {
-		case classGeneric:
-			m.im.Format = "chrome"
-		case classExported:
-			m.im.Format, m.im.Exported = "xfertop-chrome", h.Metadata
-			if v, ok := h.Metadata["epoch_unix_ns"]; ok {
-				m.im.EpochUnixNs, _ = strconv.ParseInt(v, 10, 64)
-			}
-		}
-	}
-	m.surveying = false
+// surveyed completes what the survey learnt once every file is read: whether --like-hta selects,
+// and the devices of the description.
+func (m *importer) surveyed() {
 	m.htaActive = m.opts.LikeHTA && len(m.stepNames) >= 2
-	m.totalBytes, m.lostTracks = 0, 0
 	devices := map[int32]bool{}
 	for _, fi := range m.files {
 		c := &fi.cls[fi.class]
@@ -185,7 +149,6 @@ func (m *importer) survey(srcs []source) error {
 		}
 	}
 	m.im.Devices = len(devices)
-	return nil
 }
 
 // medianStart is the median start of the events that go out, from the survey's samples, and

@@ -2,19 +2,20 @@ package kineto
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/xfertop/xfertop/recordings/importers/reorder"
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// The survey reads each file once before any event goes out, for what must be known first: the
+// The survey learns, as each file is read, what must be known before any event goes out: the
 // file's class (a PyTorch profiler trace, another tool's Chrome trace, xfertop's own export: told
 // only by what the file holds, anywhere in it), its rank (distributedInfo may follow the events),
-// where --like-hta's selection cuts, the devices (for the description), a bounded sample of starts
-// (the median, to leave out events with a damaged timestamp), and whether the events, in the order
-// the files hold them, come out in start order through the reorder buffer. What it holds per file
-// is bounded: a sample, the devices (up to maxTracks), and, for the whole import, the reorder
-// check's buffer of starts.
+// where --like-hta's selection cuts, the devices (for the description), and a bounded sample of
+// starts (the median, to leave out events with a damaged timestamp). The events wait for it in the
+// sorter, as they were read (raw devices, every class's items, provisional names for a generic
+// trace's slices); admit applies what it learnt as they go out. What it holds per file is bounded:
+// a sample, the devices (up to maxTracks), and a generic trace's names (up to maxLabels).
 
 // htaFile is what --like-hta's selection needs of one file.
 type htaFile struct {
@@ -41,6 +42,8 @@ type fileInfo struct {
 	gpu   bool // it holds a GPU op: a Kineto trace, not a generic Chrome one
 	hta   htaFile
 	cls   [classes]classStats
+	// genIDs are the import's ids of the names of a generic trace's slices, by provisional id.
+	genIDs []uint32
 }
 
 func newFileInfo(name string, index int) *fileInfo {
@@ -83,6 +86,32 @@ func (fi *fileInfo) cut() int64 {
 		return fi.hta.lastStep
 	}
 	return fi.hta.minCPU
+}
+
+// endFile settles what the file's end tells: its class and rank, the import's format, and, for a
+// generic Chrome trace, its slices (to the sorter), their names and tracks.
+func (m *importer) endFile(info *fileInfo, h *header) error {
+	info.h, info.gpu = *h, m.f.gpu
+	info.settle()
+	switch info.class {
+	case classGeneric:
+		m.im.Format = "chrome"
+		info.genIDs = m.f.genLabels.commit(m.labels)
+		m.lostTracks += m.f.lostTracks
+		if err := m.release(); err != nil {
+			return err
+		}
+	case classExported:
+		m.im.Format, m.im.Exported = "xfertop-chrome", h.Metadata
+		if v, ok := h.Metadata["epoch_unix_ns"]; ok {
+			m.im.EpochUnixNs, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if h.Metadata == nil && !(h.HasRank && inRange(h.Rank, 0, maxInt32)) && (h.HasRank || h.BadRank) {
+		m.warn("%s: distributedInfo.rank is not a rank: the file's position (%d) is used", info.name, info.index)
+	}
+	m.f = fileState{}
+	return nil
 }
 
 // settle decides the file's class and rank once it is read to its end.

@@ -16,11 +16,17 @@ func (a Key) Before(b Key) bool {
 }
 
 // Heap is a min-heap of items by Key. The heap orders small entries (key and slot); the items stay
-// where they were put, in slots reused as they leave, so a full buffer moves no item.
+// where they were put, in slots reused as they leave, so a full buffer moves no item. Entries pushed
+// in order (each after the last one in the queue) are kept in a queue beside the heap instead, and
+// the first item is the first of the heap's or the queue's: input in order, as most traces nearly
+// are, costs a queue's append and its head's removal instead of sifting through the heap.
 type Heap[T any] struct {
 	h     []entry
 	slots []T
 	free  []int32
+	queue []entry // a ring of entries in key order
+	head  int
+	n     int // entries in the queue
 }
 
 type entry struct {
@@ -29,7 +35,7 @@ type entry struct {
 }
 
 // Len is how many items the heap holds.
-func (q *Heap[T]) Len() int { return len(q.h) }
+func (q *Heap[T]) Len() int { return len(q.h) + q.n }
 
 // Push copies *it into the heap under k.
 func (q *Heap[T]) Push(k Key, it *T) {
@@ -40,6 +46,10 @@ func (q *Heap[T]) Push(k Key, it *T) {
 	} else {
 		slot = int32(len(q.slots))
 		q.slots = append(q.slots, *it)
+	}
+	if q.n == 0 || q.queue[(q.head+q.n-1)%len(q.queue)].key.Before(k) {
+		q.enqueue(entry{k, slot})
+		return
 	}
 	q.h = append(q.h, entry{k, slot})
 	h := q.h
@@ -53,11 +63,42 @@ func (q *Heap[T]) Push(k Key, it *T) {
 	}
 }
 
+// enqueue appends an entry to the queue, growing it when full.
+func (q *Heap[T]) enqueue(e entry) {
+	if q.n == len(q.queue) {
+		grown := make([]entry, max(64, 2*len(q.queue)))
+		for i := range q.n {
+			grown[i] = q.queue[(q.head+i)%len(q.queue)]
+		}
+		q.queue, q.head = grown, 0
+	}
+	q.queue[(q.head+q.n)%len(q.queue)] = e
+	q.n++
+}
+
+// queued reports whether the first item is the queue's head.
+func (q *Heap[T]) queued() bool {
+	return q.n > 0 && (len(q.h) == 0 || q.queue[q.head].key.Before(q.h[0].key))
+}
+
 // Top is the first item's key. The heap must not be empty.
-func (q *Heap[T]) Top() Key { return q.h[0].key }
+func (q *Heap[T]) Top() Key {
+	if q.queued() {
+		return q.queue[q.head].key
+	}
+	return q.h[0].key
+}
 
 // Pop moves the first item to out. The heap must not be empty.
 func (q *Heap[T]) Pop(out *T) {
+	if q.queued() {
+		slot := q.queue[q.head].slot
+		q.head = (q.head + 1) % len(q.queue)
+		q.n--
+		*out = q.slots[slot]
+		q.free = append(q.free, slot)
+		return
+	}
 	h := q.h
 	top, n := h[0], len(h)-1
 	h[0] = h[n]

@@ -63,17 +63,39 @@ func TestCheckPlaysTheBuffer(t *testing.T) {
 }
 
 // TestHeapOrder: items come out by (run, start, seq), against a sort of the same keys, with slots
-// reused as items leave and arrive.
+// reused as items leave and arrive: keys at random, nearly in order (most go to the queue of
+// entries pushed in order, some to the heap) and in order (all to the queue).
 func TestHeapOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		key  func(r *rand.Rand, i int) Key
+	}{
+		{"random", func(r *rand.Rand, i int) Key {
+			return Key{Run: int32(r.IntN(3)), Start: int64(r.IntN(100)), Seq: int64(i)}
+		}},
+		{"nearly in order", func(r *rand.Rand, i int) Key { return Key{Start: int64(i - r.IntN(2)*r.IntN(50)), Seq: int64(i)} }},
+		{"in order", func(r *rand.Rand, i int) Key { return Key{Start: int64(i / 3), Seq: int64(i)} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if heaped := testHeapOrder(t, tc.key); tc.name == "in order" && heaped > 0 {
+				t.Errorf("up to %d of the keys pushed in order were in the heap; want none (all in the queue)", heaped)
+			}
+		})
+	}
+}
+
+// testHeapOrder checks the order of 5,000 keys and returns how many the heap held at most (not
+// counting those in the queue).
+func testHeapOrder(t *testing.T, key func(r *rand.Rand, i int) Key) (heaped int) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var q Heap[Key]
 	var want []Key
 	most := 0
 	for i := range 5000 {
-		k := Key{Run: int32(r.IntN(3)), Start: int64(r.IntN(100)), Seq: int64(i)}
+		k := key(r, i)
 		q.Push(k, &k)
 		want = append(want, k)
-		most = max(most, q.Len())
+		most, heaped = max(most, q.Len()), max(heaped, len(q.h))
 		if r.IntN(3) == 0 { // interleave pops so slots are reused
 			var top Key
 			peek := q.Top()
@@ -105,6 +127,7 @@ func TestHeapOrder(t *testing.T) {
 	if len(q.slots) != most {
 		t.Errorf("%d slots for at most %d items held: slots are not reused", len(q.slots), most)
 	}
+	return heaped
 }
 
 // TestSample: while the starts fit, every one is kept; past the cap, the kept ones are those at
