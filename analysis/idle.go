@@ -75,12 +75,15 @@ type streamGaps struct {
 	prevEnd   int64 // engine mode: the latest end so far; HTA mode: the previous op's end
 	prevStart int64
 	waits     []waitIv // sorted by start
-	byCause   [causeCount]int64
+	byCause   CauseNs
 	priority  int8
 	compute   bool // the stream ran kernels: its idle time is idle compute
 	largest   [causeCount]Gap
-	row       StreamIdle // its last result, valid while rowValid: no op arrived since
-	rowValid  bool
+	// pubLargest is the largest gaps last handed out, nil once one changed since: a new longest gap
+	// is rare, so results share the slice rather than allocate one per stream each time.
+	pubLargest []Gap
+	row        StreamIdle // its last result, valid while rowValid: no op arrived since
+	rowValid   bool
 }
 
 // idleGaps folds each stream's gaps between busy ops (gaps before a stream's first op and after its
@@ -100,14 +103,15 @@ type idleGaps struct {
 	kernelWaitNs int64
 	streams      map[streamKey]*streamGaps
 	cache        [streamCacheSize]streamCacheEntry // recently used streams: most events skip the map
-	byCause      [causeCount]int64
+	byCause      CauseNs
 	top          []Gap // longest first
 	reordered    int64
-	// Results are cached per stream and device (a console asks every frame): streams in result
-	// order, rebuilt when one is added, and each device's last row.
+	// Results are cached per stream (a console asks every frame): streams in result order, rebuilt
+	// when one is added, and the rows last handed out, shared while no stream changed.
 	order   []streamKey
 	ordered []*streamGaps
-	devRows map[int32]DeviceGaps
+	pub     StreamGaps
+	changed bool // an op arrived, or a gap was recorded, since pub was made
 }
 
 func newIdleGaps(mode timeline.IdleMode, kernelWaitNs int64) *idleGaps {
@@ -147,7 +151,7 @@ func (g *idleGaps) add(e *timeline.Event) {
 	switch {
 	case e.Kind.IsBusy():
 		st := g.stream(e)
-		st.rowValid = false
+		st.rowValid, g.changed = false, true
 		st.compute = st.compute || e.Kind == timeline.KindKernel
 		g.op(st, e)
 		return
@@ -273,12 +277,13 @@ func (g *idleGaps) attribute(st *streamGaps, k streamKey, a, b, queued int64) {
 func (g *idleGaps) record(st *streamGaps, k streamKey, start, dur int64, c Cause) {
 	st.byCause[c] += dur
 	g.byCause[c] += dur
+	g.changed = true
 	if dur <= 0 {
 		return
 	}
 	gap := Gap{Device: k.dev, Stream: k.stream, Start: start, Dur: dur, Cause: c, CauseName: c.String()}
 	if dur > st.largest[c].Dur {
-		st.largest[c] = gap
+		st.largest[c], st.pubLargest = gap, nil
 	}
 	longer := func(x, y Gap) bool {
 		if x.Dur != y.Dur {
@@ -307,19 +312,19 @@ type StreamIdle struct {
 	Stream   uint32 `json:"stream"`
 	Priority int8   `json:"priority"`
 	// Role is "compute" for a stream that ran kernels, "transfer" for one that only moved data.
-	Role    string           `json:"role"`
-	TotalNs int64            `json:"total_ns"`
-	ByCause map[string]int64 `json:"by_cause"`
+	Role    string  `json:"role"`
+	TotalNs int64   `json:"total_ns"`
+	ByCause CauseNs `json:"by_cause"`
 	// Largest is the stream's longest gap of each cause it had, in cause order.
 	Largest []Gap `json:"largest"`
 }
 
 // DeviceGaps is the gaps of one device's streams by cause, and the cause with the most time.
 type DeviceGaps struct {
-	Device   int32            `json:"device"`
-	TotalNs  int64            `json:"total_ns"`
-	ByCause  map[string]int64 `json:"by_cause"`
-	TopCause string           `json:"top_cause"`
+	Device   int32   `json:"device"`
+	TotalNs  int64   `json:"total_ns"`
+	ByCause  CauseNs `json:"by_cause"`
+	TopCause string  `json:"top_cause"`
 }
 
 // StreamGaps is idle time between ops on streams, summed over streams, by cause.
@@ -334,36 +339,34 @@ type StreamGaps struct {
 	Reordered int64 `json:"reordered,omitempty"`
 }
 
-func causeMap(v *[causeCount]int64) (map[string]int64, int64) {
-	m := make(map[string]int64, causeCount)
-	var total int64
-	for _, c := range Causes() {
-		m[c.String()] = v[c]
-		total += v[c]
-	}
-	return m, total
-}
-
 func (g *idleGaps) result() StreamGaps {
+	if !g.changed && g.pub.Streams != nil && len(g.order) == len(g.streams) {
+		// Nothing arrived since the last result: its rows are read-only, share them.
+		return g.pub
+	}
 	out := StreamGaps{Streams: make([]StreamIdle, 0, len(g.streams)), Devices: []DeviceGaps{}, TopGaps: slices.Clone(g.top),
 		Reordered: g.reordered}
 	if out.TopGaps == nil {
 		out.TopGaps = []Gap{}
 	}
-	out.ByCause, out.TotalNs = causeMap(&g.byCause)
+	out.ByCause = g.byCause.Map()
+	out.TotalNs = g.byCause.Total()
 	if len(g.order) != len(g.streams) {
 		g.sortStreams()
 	}
-	if g.devRows == nil {
-		g.devRows = map[int32]DeviceGaps{}
+	ndev := 0
+	for i := range g.order {
+		if i == len(g.order)-1 || g.order[i+1].dev != g.order[i].dev {
+			ndev++
+		}
 	}
+	out.Devices = make([]DeviceGaps, 0, ndev)
 	// Per device, in the same order: the sum of its streams' gaps by cause.
-	var sums [causeCount]int64
-	changed := false
+	var sums CauseNs
 	for i, st := range g.ordered {
 		k := g.order[i]
 		if !st.rowValid {
-			st.row, st.rowValid, changed = st.result(k), true, true
+			st.row, st.rowValid = st.result(k), true
 		}
 		out.Streams = append(out.Streams, st.row)
 		for c := range sums {
@@ -372,14 +375,10 @@ func (g *idleGaps) result() StreamGaps {
 		if i < len(g.order)-1 && g.order[i+1].dev == k.dev {
 			continue
 		}
-		row, ok := g.devRows[k.dev]
-		if changed || !ok {
-			row = deviceGaps(k.dev, &sums)
-			g.devRows[k.dev] = row
-		}
-		out.Devices = append(out.Devices, row)
-		sums, changed = [causeCount]int64{}, false
+		out.Devices = append(out.Devices, deviceGaps(k.dev, &sums))
+		sums = CauseNs{}
 	}
+	g.pub, g.changed = out, false
 	return out
 }
 
@@ -401,25 +400,33 @@ func (g *idleGaps) sortStreams() {
 	}
 }
 
-// result is the stream's row. Its map and slice are new: rows handed out are never written.
+// result is the stream's row. Its slice is new when a largest gap changed since it was last
+// handed out: rows handed out are never written.
 func (st *streamGaps) result(k streamKey) StreamIdle {
-	m, t := causeMap(&st.byCause)
 	role := "transfer"
 	if st.compute {
 		role = "compute"
 	}
-	largest := []Gap{}
-	for _, gap := range st.largest {
-		if gap.Dur > 0 {
-			largest = append(largest, gap)
+	if st.pubLargest == nil {
+		n := 0
+		for _, gap := range st.largest {
+			if gap.Dur > 0 {
+				n++
+			}
+		}
+		st.pubLargest = make([]Gap, 0, n) // never nil: a stream without gaps lists none, not null
+		for _, gap := range st.largest {
+			if gap.Dur > 0 {
+				st.pubLargest = append(st.pubLargest, gap)
+			}
 		}
 	}
-	return StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, Role: role, TotalNs: t, ByCause: m, Largest: largest}
+	return StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, Role: role, TotalNs: st.byCause.Total(), ByCause: st.byCause,
+		Largest: st.pubLargest}
 }
 
 // deviceGaps is a device's row from the sum of its streams' gaps by cause.
-func deviceGaps(dev int32, sums *[causeCount]int64) DeviceGaps {
-	m, t := causeMap(sums)
+func deviceGaps(dev int32, sums *CauseNs) DeviceGaps {
 	top := ""
 	var most int64
 	for _, c := range Causes() {
@@ -427,5 +434,5 @@ func deviceGaps(dev int32, sums *[causeCount]int64) DeviceGaps {
 			top, most = c.String(), sums[c]
 		}
 	}
-	return DeviceGaps{Device: dev, TotalNs: t, ByCause: m, TopCause: top}
+	return DeviceGaps{Device: dev, TotalNs: sums.Total(), ByCause: *sums, TopCause: top}
 }

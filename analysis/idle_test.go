@@ -168,7 +168,7 @@ func TestIdleEngineMode(t *testing.T) {
 			if !mapsEqual(g.ByCause, causes(want)) || g.TotalNs != total {
 				t.Errorf("by cause = %v, total %d; want %v, total %d", g.ByCause, g.TotalNs, causes(want), total)
 			}
-			if len(g.Streams) != 1 || g.Streams[0].Device != 0 || g.Streams[0].Stream != 1 || !mapsEqual(g.Streams[0].ByCause, g.ByCause) ||
+			if len(g.Streams) != 1 || g.Streams[0].Device != 0 || g.Streams[0].Stream != 1 || !mapsEqual(g.Streams[0].ByCause.Map(), g.ByCause) ||
 				g.Streams[0].TotalNs != total {
 				t.Errorf("streams = %+v; want one, stream 1 of device 0, with the totals", g.Streams)
 			}
@@ -186,6 +186,12 @@ func TestIdleEngineMode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// causeMap is v keyed by the causes' report keys, and its total.
+func causeMap(v *[causeCount]int64) (map[string]int64, int64) {
+	c := CauseNs(*v)
+	return c.Map(), c.Total()
 }
 
 func mapsEqual(a, b map[string]int64) bool {
@@ -514,13 +520,13 @@ func TestIdleRandomAgainstReference(t *testing.T) {
 						t.Fatalf("seed %d: stream %d/%d not in the reference", seed, s.Device, s.Stream)
 					}
 					m, sum := causeMap(want)
-					if !mapsEqual(s.ByCause, m) || s.TotalNs != sum {
+					if !mapsEqual(s.ByCause.Map(), m) || s.TotalNs != sum {
 						t.Fatalf("seed %d: stream %d/%d by cause = %v (total %d); want %v (total %d)",
 							seed, s.Device, s.Stream, s.ByCause, s.TotalNs, m, sum)
 					}
 					for _, c := range Causes() {
-						total[c] += s.ByCause[c.String()]
-						seen[c] = seen[c] || s.ByCause[c.String()] != 0
+						total[c] += s.ByCause[c]
+						seen[c] = seen[c] || s.ByCause[c] != 0
 					}
 				}
 				if len(g.Streams) != len(ref) {
@@ -606,7 +612,7 @@ func TestIdleDevicesAndRoles(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("devices = %+v; want %+v", got, want)
 	}
-	if c := g.Devices[0].ByCause; c["kernel_wait"] != 12*us || c["other"] != 100*us {
+	if c := g.Devices[0].ByCause; c[CauseKernelWait] != 12*us || c[CauseOther] != 100*us {
 		t.Errorf("device 0 by cause = %v; want 12 µs kernel wait, 100 µs other", c)
 	}
 }

@@ -30,7 +30,7 @@ func Groups(si *analysis.StreamGaps) []Group {
 	var out []Group
 	for _, s := range si.Streams {
 		for _, c := range analysis.Causes() {
-			if n := s.ByCause[c.String()]; n > 0 {
+			if n := s.ByCause[c]; n > 0 {
 				g := Group{Cause: c, Role: s.Role, Device: s.Device, Stream: s.Stream, Total: n}
 				for _, gap := range s.Largest {
 					if gap.Cause == c {
