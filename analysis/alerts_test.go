@@ -79,7 +79,12 @@ func TestTelemetry(t *testing.T) {
 		sample(1, timeline.SampleMetric(0), 0, 99), sample(1, timeline.SampleMetric(12), 0, 99), // unknown metrics
 	}
 	tel := analyze(timeline.Meta{}, evs...).Telemetry
-	want := []DeviceTelemetry{
+	type row struct {
+		Device  int32
+		Samples int64
+		Metrics map[string]MeanMax
+	}
+	want := []row{
 		{Device: 0, Samples: 3, Metrics: map[string]MeanMax{
 			"utilization_pct":   {Mean: 20, Max: 30, Latest: 20},
 			"memory_used_bytes": {Mean: 1.5e9, Max: 2e9, Latest: 2e9},
@@ -95,14 +100,14 @@ func TestTelemetry(t *testing.T) {
 		t.Fatalf("telemetry = %+v", tel)
 	}
 	for i, d := range tel {
-		w := want[i]
-		if d.Device != w.Device || d.Samples != w.Samples || len(d.Metrics) != len(w.Metrics) {
+		w, got := want[i], d.Metrics.Map()
+		if d.Device != w.Device || d.Samples != w.Samples || d.Metrics.Len() != len(w.Metrics) || len(got) != len(w.Metrics) {
 			t.Errorf("device %d = %+v; want %+v", i, d, w)
 			continue
 		}
 		for k, v := range w.Metrics {
-			if d.Metrics[k] != v {
-				t.Errorf("device %d %s = %+v; want %+v", d.Device, k, d.Metrics[k], v)
+			if g, ok := d.Metrics.Get(k); !ok || g != v || got[k] != v {
+				t.Errorf("device %d %s = %+v; want %+v", d.Device, k, g, v)
 			}
 		}
 	}
@@ -111,8 +116,8 @@ func TestTelemetry(t *testing.T) {
 func TestTelemetryMeanRounded(t *testing.T) {
 	tel := analyze(timeline.Meta{}, sample(0, timeline.SampleSMClockMHz, 0, 1), sample(0, timeline.SampleSMClockMHz, 1, 1),
 		sample(0, timeline.SampleSMClockMHz, 2, 2)).Telemetry
-	if got := tel[0].Metrics["sm_clock_mhz"].Mean; got != 1.33 {
-		t.Errorf("mean of 1, 1, 2 = %v; want 1.33", got)
+	if got, _ := tel[0].Metrics.Get("sm_clock_mhz"); got.Mean != 1.33 {
+		t.Errorf("mean of 1, 1, 2 = %v; want 1.33", got.Mean)
 	}
 	if tel[0].Samples != 0 {
 		t.Errorf("Samples = %d; want 0 (it counts utilisation samples)", tel[0].Samples)

@@ -170,8 +170,8 @@ func TestTelemetry(t *testing.T) {
 	evs := []timeline.Event{s(0, timeline.SampleUtilization, 40), s(0, timeline.SampleUtilization, 80), s(0, timeline.SamplePCIeRx, 50e9),
 		s(1, timeline.SampleTempC, 70)}
 	r := build(evs, timeline.NewStrings(), timeline.Meta{})
-	if len(r.Telemetry) != 2 || r.Telemetry[0].Samples != 2 || r.Telemetry[0].Metrics["utilization_pct"] != (analysis.MeanMax{Mean: 60, Max: 80, Latest: 80}) ||
-		r.Telemetry[0].Metrics["pcie_rx_bytes_per_s"].Max != 50e9 || r.Telemetry[1].Metrics["temperature_c"].Max != 70 {
+	if len(r.Telemetry) != 2 || r.Telemetry[0].Samples != 2 || r.Telemetry[0].Metrics.Map()["utilization_pct"] != (analysis.MeanMax{Mean: 60, Max: 80, Latest: 80}) ||
+		r.Telemetry[0].Metrics.Map()["pcie_rx_bytes_per_s"].Max != 50e9 || r.Telemetry[1].Metrics.Map()["temperature_c"].Max != 70 {
 		t.Errorf("telemetry %+v", r.Telemetry)
 	}
 }

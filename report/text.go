@@ -252,7 +252,7 @@ func telemetryText(b *strings.Builder, r *Report) {
 	for _, t := range r.Telemetry {
 		m := t.Metrics
 		mm := func(k string, scale float64, rate bool) string {
-			v, ok := m[k]
+			v, ok := m.Get(k)
 			if !ok {
 				return units.Unknown
 			}

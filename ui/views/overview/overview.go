@@ -51,7 +51,7 @@ func (m *Model) View() string {
 	if len(res.Telemetry) > 0 {
 		b.WriteString(st.Title.Render("GPU telemetry (NVML):"))
 		for _, t := range res.Telemetry {
-			v := func(k string) int64 { return t.Metrics[k].Latest }
+			v := func(k string) int64 { m, _ := t.Metrics.Get(k); return m.Latest }
 			fmt.Fprintf(&b, "  gpu%d %d%% %.0fW %d°C PCIe %.1f/%.1f GB/s", t.Device, v("utilization_pct"), float64(v("power_milliwatts"))/1e3,
 				v("temperature_c"), float64(v("pcie_rx_bytes_per_s"))/1e9, float64(v("pcie_tx_bytes_per_s"))/1e9)
 		}
