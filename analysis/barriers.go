@@ -45,8 +45,10 @@ type barriers struct {
 	late    stragglers
 	recent  []BarrierInstance // a ring of the latest RecentBarriersKept, oldest at head
 	head    int
-	ranks   []int32
-	arrive  []int64
+	// recentPub is recent, oldest first, as last handed out; nil once a barrier finished since.
+	recentPub []BarrierInstance
+	ranks     []int32
+	arrive    []int64
 }
 
 func newBarriers() *barriers {
@@ -83,15 +85,15 @@ func (b *barriers) finish(op uint64, in *barrierInst) {
 	}
 	inst := BarrierInstance{Op: op, Label: in.label, Release: in.release}
 	inst.Straggler, inst.LatenessNs, _ = b.late.add(b.ranks, b.arrive)
-	// Keep it in the ring, reusing the arrivals slice of the one it replaces.
+	// Keep it in the ring. Its arrivals are a new slice, never written after: results share them
+	// (one barrier's arrivals are copied once, not by every result while it is recent).
+	inst.Arrivals = slices.Clone(as)
+	b.recentPub = nil
 	if len(b.recent) < RecentBarriersKept {
-		inst.Arrivals = slices.Clone(as)
 		b.recent = append(b.recent, inst)
 		return
 	}
-	old := &b.recent[b.head]
-	inst.Arrivals = append(old.Arrivals[:0], as...)
-	*old = inst
+	b.recent[b.head] = inst
 	b.head = (b.head + 1) % RecentBarriersKept
 }
 
@@ -108,11 +110,13 @@ type Barriers struct {
 
 func (b *barriers) result() Barriers {
 	out := Barriers{Count: b.count, WaitNs: b.waitNs, MaxWaitNs: b.maxWait, Stragglers: b.late.result(), Open: b.open.len(),
-		Incomplete: b.open.given, Recent: make([]BarrierInstance, 0, len(b.recent))}
-	for i := range b.recent { // oldest first; the arrivals are copied: the ring reuses them
-		in := b.recent[(b.head+i)%len(b.recent)]
-		in.Arrivals = slices.Clone(in.Arrivals)
-		out.Recent = append(out.Recent, in)
+		Incomplete: b.open.given, Recent: b.recentPub}
+	if out.Recent == nil {
+		out.Recent = make([]BarrierInstance, 0, len(b.recent))
+		for i := range b.recent { // oldest first
+			out.Recent = append(out.Recent, b.recent[(b.head+i)%len(b.recent)])
+		}
+		b.recentPub = out.Recent
 	}
 	return out
 }

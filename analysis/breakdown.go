@@ -26,6 +26,29 @@ type deviceTime struct {
 	// its devices may not have run anything new since.
 	res      DeviceTime
 	resValid bool
+	pcts     []float64 // overlap percentages handed out, by pointer: never written once appended
+}
+
+// pctBufLen is how many overlap percentages a device's buffer holds: a device's results take
+// pointers into it, so a full one stays alive only while a result refers to it.
+const pctBufLen = 32
+
+// overlapPct is pctOf(ov, comm) for a result. The last pointer handed out is reused while its value
+// holds, and a new value takes the next slot of the device's buffer: a *float64 allocated per
+// device per frame had been most of a result's allocations at 512 devices.
+func (d *deviceTime) overlapPct(ov, comm int64) *float64 {
+	if comm <= 0 {
+		return nil
+	}
+	p := pct(ov, comm)
+	if last := d.res.OverlapPct; last != nil && *last == p {
+		return last
+	}
+	if len(d.pcts) == cap(d.pcts) {
+		d.pcts = make([]float64, 0, pctBufLen)
+	}
+	d.pcts = append(d.pcts, p)
+	return &d.pcts[len(d.pcts)-1]
 }
 
 func (d *deviceTime) add(e *timeline.Event) {
@@ -130,7 +153,7 @@ func (d *deviceTime) result(dev int32) DeviceTime {
 	if span > 0 {
 		r.IdlePct, r.ComputePct, r.NonCompPct = pct(r.IdleNs, span), pct(comp, span), pct(r.NonCompNs, span)
 	}
-	r.OverlapPct = pctOf(ov, comm) // shared by the results that reuse r: never written
+	r.OverlapPct = d.overlapPct(ov, comm) // shared by the results that reuse r: never written
 	d.res, d.resValid = r, true
 	return r
 }
