@@ -30,12 +30,6 @@ const (
 	HistoryBuckets = 120
 )
 
-type deviceLinks struct {
-	bytes [NumLinks]float64 // totals
-	hist  [NumLinks][HistoryBuckets]float64
-	stamp [HistoryBuckets]int64
-}
-
 // links counts every device's bytes per link, each end of a transfer on its own device: a copy on
 // the device that ran it (and a peer copy on its peer too), a send on the sender, a receive on the
 // receiver, a collective's bus bytes (nccl-tests: bytes × bus factor) on each rank. Sends and
@@ -43,12 +37,12 @@ type deviceLinks struct {
 // has GPUs are counted on NICs. It also keeps a short history for throughput over time.
 type links struct {
 	gpusPerHost int
-	devs        []deviceLinks
+	bytes       [][NumLinks]float64 // totals by device
 	moved       float64
-	// pub is each device's copy last handed out in a result, nil once the device has changed since:
-	// a console asks every frame, and copying every device's history each time cost more than the
-	// rest of the result.
-	pub []*deviceLinks
+	hist        linkHistory
+	// pub is the rows last handed out, shared while nothing was counted since (rows are read-only).
+	pub     []DeviceLinks
+	changed bool
 }
 
 // MaxDevices bounds the device ids whose link traffic is counted (per-device state is a dense
@@ -57,13 +51,12 @@ const MaxDevices = 1 << 14
 
 func newLinks(gpusPerHost int) *links { return &links{gpusPerHost: max(gpusPerHost, 1)} }
 
-func (l *links) device(d int32) *deviceLinks {
-	for int(d) >= len(l.devs) {
-		l.devs = append(l.devs, deviceLinks{})
-		l.pub = append(l.pub, nil)
+func (l *links) device(d int32) *[NumLinks]float64 {
+	for int(d) >= len(l.bytes) {
+		l.bytes = append(l.bytes, [NumLinks]float64{})
 	}
-	l.pub[d] = nil
-	return &l.devs[d]
+	l.changed = true
+	return &l.bytes[d]
 }
 
 func (l *links) add(e *timeline.Event) {
@@ -109,8 +102,7 @@ func (l *links) add(e *timeline.Event) {
 
 // put counts bytes on a device's link and spreads them over the history buckets the op spans.
 func (l *links) put(dev int32, link Link, e *timeline.Event, bytes float64) {
-	d := l.device(dev)
-	d.bytes[link] += bytes
+	l.device(dev)[link] += bytes
 	start, end := e.Start, e.End
 	if end <= start {
 		end = start + 1
@@ -125,28 +117,26 @@ func (l *links) put(dev int32, link Link, e *timeline.Event, bytes float64) {
 			continue
 		}
 		i := int(((k % HistoryBuckets) + HistoryBuckets) % HistoryBuckets)
-		if d.stamp[i] != k {
-			if d.stamp[i] > k {
-				continue // older than what the ring holds
-			}
-			d.stamp[i] = k
-			for x := range NumLinks {
-				d.hist[x][i] = 0
-			}
+		if l.hist.at(dev, i).stamp > k {
+			continue // older than what the ring holds
 		}
-		d.hist[link][i] += bytes * float64(hi-lo) / float64(end-start)
+		c := l.hist.cell(dev, i)
+		if c.stamp != k {
+			*c = histCell{stamp: k}
+		}
+		c.bytes[link] += bytes * float64(hi-lo) / float64(end-start)
 	}
 }
 
 // DeviceLinks is one device's bytes per link over the run.
 type DeviceLinks struct {
-	Device int32 `json:"device"`
-	PCIe   int64 `json:"pcie_bytes"`
-	NVLink int64 `json:"nvlink_bytes"`
-	NIC    int64 `json:"nic_bytes"`
-	HBM    int64 `json:"hbm_bytes"`
-	Total  int64 `json:"total_bytes"`
-	hist   *deviceLinks
+	Device int32     `json:"device"`
+	PCIe   int64     `json:"pcie_bytes"`
+	NVLink int64     `json:"nvlink_bytes"`
+	NIC    int64     `json:"nic_bytes"`
+	HBM    int64     `json:"hbm_bytes"`
+	Total  int64     `json:"total_bytes"`
+	hist   *histRing // the history as of the result: never written once handed out
 }
 
 // Bytes returns the bytes counted on link.
@@ -170,13 +160,13 @@ func (d DeviceLinks) Rate(link Link, k int64) (float64, bool) {
 	if d.hist == nil || k < 0 || link < 0 || link >= NumLinks {
 		return 0, false
 	}
-	i := int(k % HistoryBuckets)
-	if d.hist.stamp[i] != k {
+	c := d.hist.at(d.Device, int(k%HistoryBuckets))
+	if c.stamp != k {
 		// An older stamp: bucket k had no traffic (a write would have stamped it). A newer one: the
 		// slot was reused and bucket k is no longer held.
-		return 0, d.hist.stamp[i] < k
+		return 0, c.stamp < k
 	}
-	return d.hist.hist[link][i] / (BucketNs / 1e9), true
+	return c.bytes[link] / (BucketNs / 1e9), true
 }
 
 // Links is traffic per device and link. MovedBytes counts each byte moved once: copies (not
@@ -187,18 +177,19 @@ type Links struct {
 }
 
 func (l *links) result() Links {
-	out := Links{Devices: make([]DeviceLinks, 0, len(l.devs)), MovedBytes: int64(l.moved)}
-	for i := range l.devs {
-		d := &l.devs[i]
-		row := DeviceLinks{Device: int32(i), PCIe: int64(d.bytes[LinkPCIe]), NVLink: int64(d.bytes[LinkNVLink]),
-			NIC: int64(d.bytes[LinkNIC]), HBM: int64(d.bytes[LinkHBM])}
+	out := Links{MovedBytes: int64(l.moved)}
+	if !l.changed && l.pub != nil {
+		out.Devices = l.pub
+		return out
+	}
+	ring := l.hist.publish()
+	out.Devices = make([]DeviceLinks, 0, len(l.bytes))
+	for i, b := range l.bytes {
+		row := DeviceLinks{Device: int32(i), PCIe: int64(b[LinkPCIe]), NVLink: int64(b[LinkNVLink]), NIC: int64(b[LinkNIC]), HBM: int64(b[LinkHBM]),
+			hist: ring}
 		row.Total = row.PCIe + row.NVLink + row.NIC + row.HBM
-		if l.pub[i] == nil {
-			h := *d
-			l.pub[i] = &h
-		}
-		row.hist = l.pub[i] // never written once handed out
 		out.Devices = append(out.Devices, row)
 	}
+	l.pub, l.changed = out.Devices, false
 	return out
 }
