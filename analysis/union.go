@@ -114,7 +114,10 @@ func (u *intervalSet) cut(t int64, buf []timeline.Interval) []timeline.Interval 
 		before = append(before, timeline.Interval{Start: u.ivs[k].Start, End: t})
 		u.ivs[k].Start = t
 	}
-	u.ivs = u.ivs[k:] // no copy: append reallocates (live intervals only) when the capacity runs out
+	// Move the live intervals to the front of the same array: reslicing past the cut instead left
+	// append to reallocate the array every few commits (3 MB of garbage per 20 000 events at 512
+	// devices); this copies about half a set per commit, which a commit walks anyway.
+	u.ivs = u.ivs[:copy(u.ivs, u.ivs[k:])]
 	u.n -= timeline.Length(before)
 	return before
 }
