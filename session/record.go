@@ -67,6 +67,9 @@ type ReplayConfig struct {
 	// Growth, when set, says the recording is still being written (an import in the background):
 	// the console's replay (StartReplay) plays it as it grows, and seeks within what is written.
 	Growth *recordings.Growth
+	// Clock paces the console's replay (StartReplay); nil is the wall clock. Tests set their own,
+	// to stop a replay at a chosen position.
+	Clock Clock
 }
 
 // Replayed is a recording read back and analysed.
@@ -103,7 +106,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 		fan.sinks = append(fan.sinks, exp)
 	}
 	speed := func() float64 { return cfg.Speed }
-	if _, err := play(ctx, r, cfg.From.Nanoseconds(), speed, nil, fan.Emit, nil); err != nil {
+	if _, err := play(ctx, r, cfg.From.Nanoseconds(), speed, fan.Emit, playOpts{}); err != nil {
 		var ce *recordings.CorruptionError
 		if errors.As(err, &ce) {
 			return nil, err // it names the file and the offset already
@@ -132,27 +135,72 @@ func (r *Replayed) Report() *report.Report {
 		Export: reportExport(r.Export)})
 }
 
-// play emits a recording's events that end at or after from, pacing each to the wall clock at
-// speed() simulated seconds per wall second (re-read as it changes; 0 as fast as possible). A time
-// received on seek stops it and is returned as next; otherwise next is -1 when the recording ends or
-// ctx is done. It is the one replay loop: the headless replay and the console's replay use it.
-//
-// A recording still being written is followed: at the end of what the reader holds, follow (when
-// set) waits for more and reports whether the reader grew; when not, it returns the time of a seek
-// received meanwhile, or -1 at the recording's end or when ctx is done.
-func play(ctx context.Context, r *recordings.Reader, from int64, speed func() float64, seek <-chan int64, emit func(*timeline.Event),
-	follow func(ctx context.Context, seek <-chan int64) (next int64, grew bool)) (next int64, err error) {
+// playOpts is what a console's replay adds to the headless one.
+type playOpts struct {
+	// seek: a time received stops the replay, which returns it as next.
+	seek <-chan int64
+	// paced wakes a replay that sleeps when the speed changes, so that the position where the
+	// change came is kept.
+	paced <-chan struct{}
+	// follow, when set, waits at the end of what the reader holds of a recording still being
+	// written and reports whether the reader grew; when not, it returns the time of a seek received
+	// meanwhile, or -1 at the recording's end or when ctx is done.
+	follow func(ctx context.Context, seek <-chan int64) (next int64, grew bool)
+	// running, when set, is told the ops under way at the position as the replay goes (see ahead),
+	// and cleared when play returns.
+	running *runningSet
+	clock   Clock // nil: the wall clock
+}
+
+// Pacing of a replay: it sleeps at most sleepSlice at a time (so it notices a new speed and a
+// seek), and publishes the ops under way for horizonWall of wall time ahead (twice the slice, so
+// the console's position moves on smoothly until the replay publishes again).
+const (
+	sleepSlice  = 50 * time.Millisecond
+	horizonWall = 2 * sleepSlice
+)
+
+// play emits a recording's events that end at or after from, in the order the recording holds them,
+// each once the position reaches its end. The position moves at speed() simulated seconds per wall
+// second (re-read as it changes, from where the position is; 0 as fast as possible: the position is
+// then the latest end emitted). next is the time of a seek received (o.seek), or -1 when the
+// recording ends or ctx is done. It is the one replay loop: the headless replay and the console's
+// replay use it.
+func play(ctx context.Context, r *recordings.Reader, from int64, speed func() float64, emit func(*timeline.Event), o playOpts) (next int64, err error) {
+	clk := o.clock
+	if clk == nil {
+		clk = wallClock{}
+	}
 	if from > 0 {
 		r.SeekTime(from)
 	}
-	wall0, sim0 := time.Now(), from
+	var look *ahead
+	if o.running != nil {
+		look = newAhead(r, o.running)
+		defer o.running.clear()
+	}
+	wall0, sim0 := clk.Now(), from
+	last := from // the latest end emitted
 	sp := speed()
+	position := func(t time.Time) int64 {
+		if sp <= 0 {
+			return last
+		}
+		return sim0 + int64(float64(t.Sub(wall0))*sp)
+	}
+	publish := func(rest []timeline.Event, t time.Time) {
+		p := position(t)
+		look.publish(rest, p, p+int64(float64(horizonWall)*max(sp, 0)), t, sp)
+	}
 	for {
 		if !r.Next() {
-			if follow == nil || r.Err() != nil {
+			if o.follow == nil || r.Err() != nil {
 				break
 			}
-			next, grew := follow(ctx, seek)
+			if look != nil {
+				publish(nil, clk.Now()) // what runs while the replay waits for more to be written
+			}
+			next, grew := o.follow(ctx, o.seek)
 			if grew {
 				continue
 			}
@@ -165,37 +213,63 @@ func play(ctx context.Context, r *recordings.Reader, from int64, speed func() fl
 			break
 		}
 		evs := r.At()
+		if look != nil {
+			look.playing(r.ChunkOffset())
+		}
 		for i := range evs {
 			e := &evs[i]
 			if e.End < from {
 				continue
 			}
+			early := false // emitted before the position reaches its end (by under a millisecond)
 			for {
 				if now := speed(); now != sp {
-					// The pace changed: keep the present where it is.
-					wall0, sim0, sp = time.Now(), e.End, now
+					// The pace changed: the position stays where it is and moves on at the new pace.
+					t := clk.Now()
+					sim0 = min(position(t), max(e.End, last))
+					wall0, sp = t, now
+					if look != nil {
+						publish(evs[i:], t)
+					}
 				}
 				if sp <= 0 {
+					if look != nil && o.running.wanted() {
+						publish(evs[i:], time.Time{})
+					}
 					break
 				}
-				d := time.Until(wall0.Add(time.Duration(float64(e.End-sim0) / sp)))
+				t := clk.Now()
+				d := wall0.Add(time.Duration(float64(e.End-sim0) / sp)).Sub(t)
 				if d <= time.Millisecond {
+					early = d > 0
 					break
 				}
+				if look != nil && look.stale(position(t)) {
+					publish(evs[i:], t)
+				}
+				wake, stop := clk.Timer(min(d, sleepSlice))
 				select {
 				case <-ctx.Done():
+					stop()
 					return -1, ctx.Err()
-				case t := <-seek:
+				case t := <-o.seek:
+					stop()
 					return t, nil
-				case <-time.After(min(d, 50*time.Millisecond)):
+				case <-o.paced:
+					stop()
+				case <-wake:
 				}
 			}
 			emit(e)
+			last = max(last, e.End)
+			if early && look != nil {
+				look.emittedEarly(e)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return -1, ctx.Err()
-		case t := <-seek:
+		case t := <-o.seek:
 			return t, nil
 		default:
 		}
