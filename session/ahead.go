@@ -40,7 +40,6 @@ type ahead struct {
 	pub     []timeline.Event // what the last publish found, handed to run (copied there)
 
 	published  bool
-	dirty      bool  // an op published as under way was emitted before the position reached its end
 	pubChunk   int64 // the chunk played at the last publish
 	pubAt      int64 // the position then
 	pubHorizon int64
@@ -153,26 +152,18 @@ func (a *ahead) publish(rest []timeline.Event, at, horizon int64, wall time.Time
 	}
 	a.kept = k
 	a.run.store(a.pub, at, horizon, wall, speed)
-	a.published, a.dirty, a.pubChunk, a.pubAt, a.pubHorizon = true, false, a.cur, at, horizon
+	a.published, a.pubChunk, a.pubAt, a.pubHorizon = true, a.cur, at, horizon
 }
 
 // running reports whether e is drawn as running while it lasts: time a stream spends on an op or a
 // wait, as a live backend reports it (not instants, steps or host-side events).
 func running(e *timeline.Event) bool { return e.End > e.Start && e.OnStream() }
 
-// emittedEarly tells that e was emitted before the position reached its end (the replay does not
-// sleep for less than a millisecond): if it was published as under way, it is no longer.
-func (a *ahead) emittedEarly(e *timeline.Event) {
-	if running(e) && e.Start <= a.pubHorizon {
-		a.dirty = true
-	}
-}
-
 // stale reports whether what was published no longer says what is under way at the position at:
-// the replay plays another chunk, emitted early an op published as under way, or the position is
-// past half the horizon (the other half is the margin for the replay's sleep).
+// the replay plays another chunk, or the position is past half the horizon (the other half is the
+// margin for the replay's sleep).
 func (a *ahead) stale(at int64) bool {
-	return !a.published || a.dirty || a.pubChunk != a.cur || at >= a.pubHorizon-(a.pubHorizon-a.pubAt)/2
+	return !a.published || a.pubChunk != a.cur || at >= a.pubHorizon-(a.pubHorizon-a.pubAt)/2
 }
 
 // runningSet is the ops under way at a replay's position as last published, read by the console.

@@ -77,15 +77,14 @@ func underWay(evs []timeline.Event, pos int64) []timeline.Event {
 }
 
 // emitted is how many events a replay at pos has emitted from a recording that holds evs in this
-// order: each once every event before it was emitted and the position has reached its end, or
-// nearly (the replay does not sleep for less than a millisecond: slack is that at its speed).
-func emitted(evs []timeline.Event, from, pos, slack int64) int {
+// order: each once every event before it was emitted and the position has reached its end.
+func emitted(evs []timeline.Event, from, pos int64) int {
 	n, last := 0, int64(0)
 	for _, e := range evs {
 		if e.End < from {
 			continue
 		}
-		if last = max(last, e.End); last > pos+slack {
+		if last = max(last, e.End); last > pos {
 			break
 		}
 		n++
@@ -186,13 +185,14 @@ func (p *pausedReplay) seek(t int64) {
 	}
 }
 
-// check asserts the replay at pos has emitted the ops ended by then (and at most those ending
-// within its slack after), and reports running exactly the others under way there.
+// check asserts the replay at pos has emitted the ops ended by then (all but those that ended
+// within the millisecond it sleeps at least), and reports running exactly the others under way
+// there.
 func (p *pausedReplay) check(order []timeline.Event, from, pos int64) {
 	p.t.Helper()
 	snap := p.rs.Snapshot()
 	n := int(snap.Total - snap.Base)
-	lo, hi := emitted(order, from, pos, 0), emitted(order, from, pos, int64(float64(time.Millisecond)*p.speed))
+	lo, hi := emitted(order, from, pos-int64(float64(minSleep)*p.speed)), emitted(order, from, pos)
 	if n < lo || n > hi {
 		p.t.Errorf("at %d ns: %d events emitted; want %d to %d", pos, n, lo, hi)
 	}

@@ -152,10 +152,12 @@ type playOpts struct {
 	clock   Clock // nil: the wall clock
 }
 
-// Pacing of a replay: it sleeps at most sleepSlice at a time (so it notices a new speed and a
-// seek), and publishes the ops under way for horizonWall of wall time ahead (twice the slice, so
+// Pacing of a replay: it sleeps at least minSleep (so that ops close together are emitted
+// together, never before the position reaches their ends) and at most sleepSlice at a time (so it
+// notices a new speed and a seek), and publishes the ops under way for horizonWall of wall time ahead (twice the slice, so
 // the console's position moves on smoothly until the replay publishes again).
 const (
+	minSleep    = time.Millisecond
 	sleepSlice  = 50 * time.Millisecond
 	horizonWall = 2 * sleepSlice
 )
@@ -221,7 +223,6 @@ func play(ctx context.Context, r *recordings.Reader, from int64, speed func() fl
 			if e.End < from {
 				continue
 			}
-			early := false // emitted before the position reaches its end (by under a millisecond)
 			for {
 				if now := speed(); now != sp {
 					// The pace changed: the position stays where it is and moves on at the new pace.
@@ -240,14 +241,14 @@ func play(ctx context.Context, r *recordings.Reader, from int64, speed func() fl
 				}
 				t := clk.Now()
 				d := wall0.Add(time.Duration(float64(e.End-sim0) / sp)).Sub(t)
-				if d <= time.Millisecond {
-					early = d > 0
+				if d <= 0 {
 					break
 				}
 				if look != nil && look.stale(position(t)) {
 					publish(evs[i:], t)
 				}
-				wake, stop := clk.Timer(min(d, sleepSlice))
+				// At least minSleep: ops due meanwhile are emitted together when it ends.
+				wake, stop := clk.Timer(min(max(d, minSleep), sleepSlice))
 				select {
 				case <-ctx.Done():
 					stop()
@@ -262,9 +263,6 @@ func play(ctx context.Context, r *recordings.Reader, from int64, speed func() fl
 			}
 			emit(e)
 			last = max(last, e.End)
-			if early && look != nil {
-				look.emittedEarly(e)
-			}
 		}
 		select {
 		case <-ctx.Done():
