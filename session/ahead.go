@@ -14,33 +14,33 @@ import (
 // that many ops running at once at the position are not all drawn (counted in ahead.lost).
 const maxKept = 1 << 16
 
-// ahead tells which ops are under way at a replay's position. A recording holds each op once, with
-// its start and end, in the order its producer reported them: by end (the simulator and the cuda
-// backend report an op when it ends) or by start (the trace importers). The replay emits them in
-// that order, each once the position has reached its end; an op under way at the position
-// (start ≤ position < end) has been read but not emitted. It is either in the rest of the chunk
-// being played, or in a chunk further on: in a recording in end order a long op comes after every
-// op that ended while it ran. The index's least start of each chunk tells which chunks further on
-// hold an op started by the position, so only those are decoded, each once: ahead keeps their ops
-// that start before the replay reaches their chunk (the largest end of the chunks before it, when
-// every op before it has been emitted), and drops them once the replay plays that chunk itself.
-// Without an index (a recording not closed) only the chunk being played is looked at.
+// ahead tells which ops are under way at a console replay's position. A recording holds each op
+// once, with its start and end, in the order its producer reported them: by end (the simulator
+// and the cuda backend report an op when it ends) or by start (the trace importers). The replay
+// reads an op once the position reaches its start and holds it until its end (player.held), so an
+// op under way at the position (start ≤ position < end) is held, or not read yet: in the rest of
+// the chunk being read, or in a chunk further on (in a recording by end, a long op comes after
+// every op that ended while it ran). The index's least start of each chunk tells which chunks
+// further on hold an op started by the position, so only those are decoded, each once: ahead
+// keeps their ops that start before the replay can reach their chunk (the largest end of the
+// chunks before it bounds every start there) and drops them once the replay reads that chunk
+// itself. Without an index (a recording not closed) only the chunk being read is looked at.
 //
 // All of it runs on the replay's goroutine; what it finds is published to the console through run.
 type ahead struct {
 	r       *recordings.Reader
 	run     *runningSet
-	chunks  chunkHeap // events chunks after the one played, not yet decoded, least start first
+	chunks  chunkHeap // events chunks after the one being read, not yet decoded, least start first
 	indexed int       // index entries pushed so far (a growing recording's index grows)
 	reach   int64     // the largest end of the entries pushed so far
 	kept    []keptOp  // ops of chunks ahead that start before the replay reaches their chunk
 	lost    int       // ops left out of kept (over maxKept)
-	cur     int64     // offset of the chunk played
+	cur     int64     // offset of the chunk being read
 	scratch []timeline.Event
 	pub     []timeline.Event // what the last publish found, handed to run (copied there)
 
 	published  bool
-	pubChunk   int64 // the chunk played at the last publish
+	pubChunk   int64 // the chunk being read at the last publish
 	pubAt      int64 // the position then
 	pubHorizon int64
 }
@@ -51,10 +51,10 @@ type keptOp struct {
 	chunk int64
 }
 
-// chunkRef is an events chunk ahead: where it is, its least start, and where the replay reaches it.
+// chunkRef is an events chunk ahead: where it is, its least start, and the largest end before it.
 type chunkRef struct {
 	entry recordings.IndexEntry
-	reach int64 // the largest end of every chunk before it
+	reach int64 // the largest end of every chunk before it: the replay reads the chunk by then
 }
 
 type chunkHeap []chunkRef
@@ -75,7 +75,7 @@ func newAhead(r *recordings.Reader, run *runningSet) *ahead {
 	return &ahead{r: r, run: run, cur: -1}
 }
 
-// playing tells that the replay now plays the chunk at off: the ops kept from it and from the
+// playing tells that the replay now reads the chunk at off: the ops kept from it and from the
 // chunks before it are the replay's own from now on.
 func (a *ahead) playing(off int64) {
 	a.cur = off
@@ -108,7 +108,7 @@ func (a *ahead) scout(at, horizon int64) {
 	for len(a.chunks) > 0 && a.chunks[0].entry.MinStart <= horizon {
 		c := heap.Pop(&a.chunks).(chunkRef)
 		if c.entry.Offset <= a.cur {
-			continue // played already, or being played
+			continue // read already, or being read
 		}
 		var err error
 		if a.scratch, err = a.r.EventsAt(c.entry, a.scratch[:0]); err != nil {
@@ -117,7 +117,7 @@ func (a *ahead) scout(at, horizon int64) {
 		for i := range a.scratch {
 			e := &a.scratch[i]
 			if e.Start >= c.reach || e.End <= at || !running(e) {
-				continue // the replay plays it itself, it has ended, or it is never drawn running
+				continue // the replay reads it itself, it has ended, or it is never drawn running
 			}
 			if len(a.kept) >= maxKept {
 				a.lost++
@@ -128,16 +128,18 @@ func (a *ahead) scout(at, horizon int64) {
 	}
 }
 
-// publish tells run which ops are under way at at, and which will be until horizon: the ops not
-// emitted yet (rest, the chunk played from the op the replay waits for) and those kept from chunks
-// ahead, that start by horizon and end after at. The clock (wall, speed) lets the console move the
-// position on from at, up to horizon, between publishes.
-func (a *ahead) publish(rest []timeline.Event, at, horizon int64, wall time.Time, speed float64) {
+// publish tells run which ops are under way at at, and which will be until horizon: the ops read
+// and held until their end (held), those not read yet (rest, the chunk being read from the next op to
+// read) and those kept from chunks ahead, that start by horizon and end after at. The clock (wall,
+// speed) lets the console move the position on from at, up to horizon, between publishes.
+func (a *ahead) publish(rest, held []timeline.Event, at, horizon int64, wall time.Time, speed float64) {
 	a.scout(at, horizon)
 	a.pub = a.pub[:0]
-	for i := range rest {
-		if e := &rest[i]; e.Start <= horizon && e.End > at && running(e) {
-			a.pub = append(a.pub, *e)
+	for _, evs := range [2][]timeline.Event{held, rest} {
+		for i := range evs {
+			if e := &evs[i]; e.Start <= horizon && e.End > at && running(e) {
+				a.pub = append(a.pub, *e)
+			}
 		}
 	}
 	k := a.kept[:0]
@@ -160,7 +162,7 @@ func (a *ahead) publish(rest []timeline.Event, at, horizon int64, wall time.Time
 func running(e *timeline.Event) bool { return e.End > e.Start && e.OnStream() }
 
 // stale reports whether what was published no longer says what is under way at the position at:
-// the replay plays another chunk, or the position is past half the horizon (the other half is the
+// the replay reads another chunk, or the position is past half the horizon (the other half is the
 // margin for the replay's sleep).
 func (a *ahead) stale(at int64) bool {
 	return !a.published || a.pubChunk != a.cur || at >= a.pubHorizon-(a.pubHorizon-a.pubAt)/2

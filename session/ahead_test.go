@@ -76,34 +76,15 @@ func underWay(evs []timeline.Event, pos int64) []timeline.Event {
 	return out
 }
 
-// emitted is how many events a replay at pos has emitted from a recording that holds evs in this
-// order: each once every event before it was emitted and the position has reached its end.
-func emitted(evs []timeline.Event, from, pos int64) int {
-	n, last := 0, int64(0)
+// ended counts the events that end in [from, pos]: what a console's replay at pos has emitted.
+func ended(evs []timeline.Event, from, pos int64) int {
+	n := 0
 	for _, e := range evs {
-		if e.End < from {
-			continue
+		if e.End >= from && e.End <= pos {
+			n++
 		}
-		if last = max(last, e.End); last > pos {
-			break
-		}
-		n++
 	}
 	return n
-}
-
-// after returns the events of evs after the n-th emitted from from.
-func after(evs []timeline.Event, from int64, n int) []timeline.Event {
-	for i, e := range evs {
-		if e.End < from {
-			continue
-		}
-		if n == 0 {
-			return evs[i:]
-		}
-		n--
-	}
-	return nil
 }
 
 func sortEvents(evs []timeline.Event) {
@@ -186,19 +167,24 @@ func (p *pausedReplay) seek(t int64) {
 }
 
 // check asserts the replay at pos has emitted the ops ended by then (all but those that ended
-// within the millisecond it sleeps at least), and reports running exactly the others under way
-// there.
+// within the millisecond it sleeps at least) and none other, and reports running exactly the ops
+// under way there.
 func (p *pausedReplay) check(order []timeline.Event, from, pos int64) {
 	p.t.Helper()
 	snap := p.rs.Snapshot()
 	n := int(snap.Total - snap.Base)
-	lo, hi := emitted(order, from, pos-int64(float64(minSleep)*p.speed)), emitted(order, from, pos)
+	lo, hi := ended(order, from, pos-int64(float64(minSleep)*p.speed)), ended(order, from, pos)
 	if n < lo || n > hi {
 		p.t.Errorf("at %d ns: %d events emitted; want %d to %d", pos, n, lo, hi)
 	}
+	for i := snap.Base; i < snap.Total; i++ {
+		if e := snap.At(i); e.End > pos {
+			p.t.Fatalf("at %d ns: emitted %+v, which ends later", pos, *e)
+		}
+	}
 	got := p.rs.InFlight(nil)
 	sortEvents(got)
-	want := underWay(after(order, from, n), pos)
+	want := underWay(order, pos)
 	if !slices.Equal(got, want) {
 		p.t.Errorf("at %d ns: %d ops under way %v; want %d %v", pos, len(got), brief(got), len(want), brief(want))
 	}
@@ -214,8 +200,9 @@ func brief(evs []timeline.Event) [][4]int64 {
 
 // A replay, in a recording in end order (the long ops many chunks after the position, found
 // through the index) or in start order (an import's), reports running at each position the ops
-// under way there, with End at the position, and has emitted the ops ended before; at the end
-// nothing runs.
+// under way there, with End at the position, and has emitted exactly the ops ended before (in start
+// order too: an op that ended while a longer one that started before it still runs is not held
+// back until that one ends); at the end nothing runs.
 func TestReplayInFlight(t *testing.T) {
 	for _, byEnd := range []bool{true, false} {
 		name := map[bool]string{true: "by-end", false: "by-start"}[byEnd]
@@ -251,8 +238,7 @@ func TestReplayInFlightBetweenWakes(t *testing.T) {
 	p.clk.Advance(2 * time.Millisecond)
 	got := p.rs.InFlight(nil)
 	sortEvents(got)
-	snap := p.rs.Snapshot()
-	if want := underWay(after(order, 0, int(snap.Total-snap.Base)), 201e6); !slices.Equal(got, want) {
+	if want := underWay(order, 201e6); !slices.Equal(got, want) {
 		t.Errorf("at 201 ms between wake-ups: %v; want %v", brief(got), brief(want))
 	}
 }
