@@ -300,10 +300,13 @@ func (p *player) peek(ctx context.Context) (e *timeline.Event, next int64, err e
 }
 
 func (p *player) run(ctx context.Context) (int64, error) {
+	// The wall clock is read once a wake-up: everything due by then goes out before the next sleep.
+	var t time.Time
+	woke := true
 	for {
 		if now := p.speed(); now != p.sp {
 			// The pace changed: the position stays where it is and moves on at the new pace.
-			t := p.clk.Now()
+			t = p.clk.Now()
 			p.sim0, p.wall0, p.sp = p.position(t), t, now
 			if p.look != nil {
 				p.publish(t)
@@ -332,7 +335,9 @@ func (p *player) run(ctx context.Context) (int64, error) {
 			p.i++
 			continue
 		}
-		t := p.clk.Now()
+		if woke {
+			t, woke = p.clk.Now(), false
+		}
 		pos := p.position(t)
 		var due int64 // when something is next to do
 		switch {
@@ -376,6 +381,7 @@ func (p *player) run(ctx context.Context) (int64, error) {
 			stop()
 		case <-wake:
 		}
+		woke = true
 	}
 }
 
