@@ -69,6 +69,7 @@ type Reader struct {
 	zstd     eventsInflater    // decompresses EventsZstd chunks
 	hdr      [11]byte          // a chunk's type and length field, read before the rest
 	growth   *Growth           // a recording still being written (OpenGrowing): Grow reads on
+	cur      int64             // where the chunk of the events At returns starts
 }
 
 // damage is a bad chunk: where it starts, where the next sound chunk starts (-1: none), and why.
@@ -218,6 +219,7 @@ func (r *Reader) Next() bool {
 		}
 		chunkOff := r.off
 		r.off += total
+		r.cur = chunkOff
 		if err := r.apply(typ, payload); err != nil {
 			r.off = chunkOff
 			if !r.damaged(fmt.Errorf("%s chunk: %w", typ, err)) {
@@ -335,6 +337,36 @@ func (r *Reader) apply(typ ChunkType, payload []byte) error {
 
 // At returns the current block of events. The slice is reused by the next call to Next.
 func (r *Reader) At() []timeline.Event { return r.events }
+
+// ChunkOffset returns the byte offset of the chunk whose events At returns: the Offset its
+// IndexEntry has.
+func (r *Reader) ChunkOffset() int64 { return r.cur }
+
+// EventsAt decodes the Events chunk that e locates and appends its events to dst, without moving the
+// reader (a replay looks at chunks ahead of the one it plays for ops already under way). Labels in
+// them may name strings that the reader has not reached yet. It shares the reader's buffers, so it
+// is for the reader's goroutine; At's events are left alone.
+func (r *Reader) EventsAt(e IndexEntry, dst []timeline.Event) ([]timeline.Event, error) {
+	if e.Type != ChunkEvents && e.Type != ChunkEventsZstd {
+		return dst, fmt.Errorf("%s: chunk at offset %d is %s, not events", r.name, e.Offset, e.Type)
+	}
+	typ, payload, _, err := r.chunkAt(e.Offset, r.end)
+	if err == nil && typ != e.Type {
+		err = fmt.Errorf("the index says %s, the chunk is %s", e.Type, typ)
+	}
+	if err == nil && typ == ChunkEventsZstd {
+		payload, err = r.zstd.payload(r.version, payload)
+	}
+	if err != nil {
+		return dst, &CorruptionError{File: r.name, Offset: e.Offset, Err: err}
+	}
+	n := len(dst)
+	out, err := decodeEvents(dst, payload)
+	if err != nil {
+		return out[:n], &CorruptionError{File: r.name, Offset: e.Offset, Err: err}
+	}
+	return out, nil
+}
 
 // Err returns the error that stopped reading, if any (a *CorruptionError for damage).
 func (r *Reader) Err() error { return r.err }

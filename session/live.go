@@ -138,13 +138,19 @@ type ReplaySource struct {
 	dropped  atomic.Int64
 	stop     context.CancelFunc
 	finished chan struct{}
+	running  runningSet    // the ops under way at the position
+	paced    chan struct{} // a new speed: the replay wakes to keep its position where it is
 }
 
 // StartReplay opens a recording and starts replaying it at speed (0: as fast as possible) from from.
 // A growing recording (cfg.Growth) is opened once its first chunk is published.
 func StartReplay(ctx context.Context, cfg ReplayConfig, window int) (*ReplaySource, error) {
 	rs := &ReplaySource{Path: cfg.Path, growth: cfg.Growth, limit: window, salvage: cfg.Salvage,
-		seek: make(chan int64, 1), finished: make(chan struct{})}
+		seek: make(chan int64, 1), finished: make(chan struct{}), paced: make(chan struct{}, 1)}
+	rs.running.clock = cfg.Clock
+	if rs.running.clock == nil {
+		rs.running.clock = wallClock{}
+	}
 	if cfg.Growth == nil {
 		r, err := recordings.Open(cfg.Path, recordings.Options{Salvage: cfg.Salvage})
 		if err != nil {
@@ -157,14 +163,21 @@ func StartReplay(ctx context.Context, cfg ReplayConfig, window int) (*ReplaySour
 		}
 	}
 	rs.win.Store(timeline.NewWindow(window, nil))
-	rs.SetSpeed(cfg.Speed)
+	rs.speed.Store(mathFloat64bits(max(cfg.Speed, 0)))
 	ctx, rs.stop = context.WithCancel(ctx)
 	go rs.loop(ctx, cfg.From.Nanoseconds())
 	return rs, nil
 }
 
-// SetSpeed changes the pace; 0 replays as fast as possible.
-func (rs *ReplaySource) SetSpeed(x float64) { rs.speed.Store(mathFloat64bits(max(x, 0))) }
+// SetSpeed changes the pace; 0 replays as fast as possible. The position stays where it is and
+// moves on at the new pace from now.
+func (rs *ReplaySource) SetSpeed(x float64) {
+	rs.speed.Store(mathFloat64bits(max(x, 0)))
+	select {
+	case rs.paced <- struct{}{}:
+	default: // the replay has yet to take the last change: it reads the speed then
+	}
+}
 
 // Speed returns the pace.
 func (rs *ReplaySource) Speed() float64 { return mathFloat64frombits(rs.speed.Load()) }
@@ -202,6 +215,14 @@ func (rs *ReplaySource) SeekTo(t int64) {
 
 // Snapshot returns the replayed events held now.
 func (rs *ReplaySource) Snapshot() timeline.Snapshot { return rs.win.Load().Snapshot() }
+
+// InFlight appends to dst the ops under way at the replay's position now (start ≤ position < end),
+// each with End set to the position, and returns it: what a live backend reports as running. They
+// are emitted, ended, when the position reaches their end. Safe to call while the replay goes on;
+// after a seek it reports nothing until the replay, at the new position, has looked.
+func (rs *ReplaySource) InFlight(dst []timeline.Event) []timeline.Event {
+	return rs.running.inFlight(dst)
+}
 
 // Done reports whether the whole recording has been replayed.
 func (rs *ReplaySource) Done() bool { return rs.done.Load() }
@@ -261,16 +282,19 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 	win := timeline.NewWindow(rs.limit, r.Strings())
 	win.SetGeneration(rs.gen.Add(1))
 	win.SetFrom(from)
+	// Nothing of the last position runs at the new one: cleared before the new window is seen, so
+	// a console that reads this window reads no running op from before the seek.
+	rs.running.clear()
 	rs.win.Store(win)
 	emit := func(e *timeline.Event) {
 		win.Emit(e)
 		rs.dropped.Store(r.Dropped())
 	}
-	var follow func(context.Context, <-chan int64) (int64, bool)
+	o := playOpts{seek: rs.seek, paced: rs.paced, running: &rs.running, clock: rs.running.clock}
 	if rs.growth != nil {
-		follow = rs.follow(r)
+		o.follow = rs.follow(r)
 	}
-	next, err := play(ctx, r, from, rs.Speed, rs.seek, emit, follow)
+	next, err := play(ctx, r, from, rs.Speed, emit, o)
 	rs.dropped.Store(r.Dropped())
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return -1, nil

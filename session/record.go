@@ -67,6 +67,9 @@ type ReplayConfig struct {
 	// Growth, when set, says the recording is still being written (an import in the background):
 	// the console's replay (StartReplay) plays it as it grows, and seeks within what is written.
 	Growth *recordings.Growth
+	// Clock paces the console's replay (StartReplay); nil is the wall clock. Tests set their own,
+	// to stop a replay at a chosen position.
+	Clock Clock
 }
 
 // Replayed is a recording read back and analysed.
@@ -103,7 +106,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 		fan.sinks = append(fan.sinks, exp)
 	}
 	speed := func() float64 { return cfg.Speed }
-	if _, err := play(ctx, r, cfg.From.Nanoseconds(), speed, nil, fan.Emit, nil); err != nil {
+	if _, err := play(ctx, r, cfg.From.Nanoseconds(), speed, fan.Emit, playOpts{}); err != nil {
 		var ce *recordings.CorruptionError
 		if errors.As(err, &ce) {
 			return nil, err // it names the file and the offset already
@@ -130,80 +133,6 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 func (r *Replayed) Report() *report.Report {
 	return report.Build(r.analyzer.Result(r.Strings), r.Meta, report.Run{Ended: r.Outcome["ended"], DroppedEvents: r.Dropped,
 		Export: reportExport(r.Export)})
-}
-
-// play emits a recording's events that end at or after from, pacing each to the wall clock at
-// speed() simulated seconds per wall second (re-read as it changes; 0 as fast as possible). A time
-// received on seek stops it and is returned as next; otherwise next is -1 when the recording ends or
-// ctx is done. It is the one replay loop: the headless replay and the console's replay use it.
-//
-// A recording still being written is followed: at the end of what the reader holds, follow (when
-// set) waits for more and reports whether the reader grew; when not, it returns the time of a seek
-// received meanwhile, or -1 at the recording's end or when ctx is done.
-func play(ctx context.Context, r *recordings.Reader, from int64, speed func() float64, seek <-chan int64, emit func(*timeline.Event),
-	follow func(ctx context.Context, seek <-chan int64) (next int64, grew bool)) (next int64, err error) {
-	if from > 0 {
-		r.SeekTime(from)
-	}
-	wall0, sim0 := time.Now(), from
-	sp := speed()
-	for {
-		if !r.Next() {
-			if follow == nil || r.Err() != nil {
-				break
-			}
-			next, grew := follow(ctx, seek)
-			if grew {
-				continue
-			}
-			if ctx.Err() != nil {
-				return -1, ctx.Err()
-			}
-			if next >= 0 {
-				return next, nil
-			}
-			break
-		}
-		evs := r.At()
-		for i := range evs {
-			e := &evs[i]
-			if e.End < from {
-				continue
-			}
-			for {
-				if now := speed(); now != sp {
-					// The pace changed: keep the present where it is.
-					wall0, sim0, sp = time.Now(), e.End, now
-				}
-				if sp <= 0 {
-					break
-				}
-				d := time.Until(wall0.Add(time.Duration(float64(e.End-sim0) / sp)))
-				if d <= time.Millisecond {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					return -1, ctx.Err()
-				case t := <-seek:
-					return t, nil
-				case <-time.After(min(d, 50*time.Millisecond)):
-				}
-			}
-			emit(e)
-		}
-		select {
-		case <-ctx.Done():
-			return -1, ctx.Err()
-		case t := <-seek:
-			return t, nil
-		default:
-		}
-	}
-	if err := r.Err(); err != nil {
-		return -1, err
-	}
-	return -1, nil
 }
 
 // backendName is the backend's name, known before the backend is built (the recording starts first).

@@ -214,6 +214,14 @@ type Event struct {
 // Dur returns the event's duration in nanoseconds.
 func (e Event) Dur() int64 { return e.End - e.Start }
 
+// OnStream reports whether the event is time a device's stream spends on something: a busy op, or
+// a wait for an event, a barrier or a peer. These are the ops a stream's timeline draws, and what a
+// source reports as running while they last.
+func (e *Event) OnStream() bool {
+	return e.Stream != 0 && e.Device >= 0 &&
+		(e.Kind.IsBusy() || e.Kind == KindEventWait || e.Kind == KindBarrier || e.Kind == KindPeerWait)
+}
+
 // OpName is the name xfertop gives the op an event records, the same in the report, the console,
 // the exporter and the importers: a copy's direction (h2d, d2h, d2d, p2p, memset), send, recv, a
 // collective's nccl-tests name (all_reduce, ...), or else the kind's name.

@@ -67,6 +67,9 @@ func (f *feed) fold() *shown {
 		f.info = f.src.Info()
 		f.an = analysis.New(f.info.Meta)
 		f.an.StartAt(snap.From) // a replay sought to a time emits what ends from then on
+		// The ops running were read before the snapshot, maybe of the generation before (a replay
+		// that sought in between, at another position): read again, after it.
+		f.readRunning()
 	}
 	f.state.Update(&snap, f.an.Emit)
 	f.seq++

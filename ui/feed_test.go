@@ -136,3 +136,48 @@ func TestFeedAnalysesFromTheSeek(t *testing.T) {
 		})
 	}
 }
+
+// genSource is a replay that seeks between the console's reading of its running ops and its
+// second snapshot: that snapshot is of a new generation, and it reports as running what runs in
+// the generation it is at.
+type genSource struct {
+	*fakeSource
+	gens    []*timeline.Window
+	running [][]timeline.Event // by generation
+	at      int
+}
+
+func (g *genSource) Snapshot() timeline.Snapshot {
+	g.snaps++
+	if g.snaps == 2 {
+		g.at = 1 // the seek lands now
+	}
+	return g.gens[g.at].Snapshot()
+}
+
+func (g *genSource) InFlight(dst []timeline.Event) []timeline.Event {
+	return append(dst, g.running[g.at]...)
+}
+
+// The ops running are read before the snapshot; when the snapshot is of a new generation (a replay
+// that sought in between) they may be of the old one, so the console reads them again: a frame
+// never draws the old position's running ops over the new one's events.
+func TestNewGenerationReadsRunningAgain(t *testing.T) {
+	old, cur := timeline.NewWindow(0, nil), timeline.NewWindow(0, nil)
+	cur.SetGeneration(1)
+	kernels(old, 1, 10, 0)
+	kernels(cur, 1, 10, 1000)
+	src := &genSource{fakeSource: &fakeSource{info: SourceInfo{Replay: true, Meta: timeline.Meta{Devices: 1, GPUsPerHost: 1}}},
+		gens: []*timeline.Window{old, cur},
+		running: [][]timeline.Event{
+			{{Kind: timeline.KindCollective, Device: 0, Stream: 5, Start: 50, End: 100, Peer: -1}},
+			{{Kind: timeline.KindMemcpy, Device: 0, Stream: 6, Start: 1050, End: 1100, Peer: -1}},
+		}}
+	f := newFeed(src, src.info)
+	if fr := f.fold(); fr.snap.Generation != 0 || len(fr.running) != 1 || fr.running[0].Stream != 5 {
+		t.Fatalf("generation %d, running %+v; want generation 0's all-reduce", fr.snap.Generation, fr.running)
+	}
+	if fr := f.fold(); fr.snap.Generation != 1 || len(fr.running) != 1 || fr.running[0].Stream != 6 {
+		t.Fatalf("generation %d, running %+v; want generation 1's copy alone", fr.snap.Generation, fr.running)
+	}
+}

@@ -41,9 +41,10 @@ type Source interface {
 }
 
 // InFlighter is a Source that knows which ops are running now (a backend knows what it started
-// and has not finished; ops are otherwise reported only when they end). The console asks it each
-// tick, just before it takes the snapshot, so an op that ended in between is already in the
-// snapshot and ended after it was seen running.
+// and has not finished, a replay what is under way at its position; ops are otherwise reported
+// only when they end). The console asks it each tick, just before it takes the snapshot, so an op
+// that ended in between is already in the snapshot and ended after it was seen running; and again
+// after a snapshot of a new generation (a replay that sought).
 type InFlighter interface {
 	// InFlight appends the ops running now to dst and returns it, without allocating once dst has
 	// room. Each is the event the op will be reported as, except that End is when it was last seen
@@ -371,7 +372,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.status = m.src.Status()
 	case key.Matches(msg, k.SeekBack), key.Matches(msg, k.SeekFwd):
 		step := max(m.info.Duration/20, int64(time.Second))
-		t := m.snap.Now
+		t := m.fr.Now // the position: past the last op ended while a long one runs
 		if key.Matches(msg, k.SeekBack) {
 			t -= step
 		} else {
@@ -468,11 +469,11 @@ func (m *Model) header() string {
 	clock := item("t", units.Dur(m.fr.Now))
 	if m.info.Replay && m.info.Duration > 0 {
 		// Where the replay is in the recording: position / total and a bar.
-		frac := min(max(float64(m.snap.Now)/float64(m.info.Duration), 0), 1)
+		frac := min(max(float64(m.fr.Now)/float64(m.info.Duration), 0), 1)
 		const barW = 10
 		full := int(frac*barW + 0.5)
 		bar := strings.Repeat("█", full) + strings.Repeat("░", barW-full)
-		clock = item("t", units.Dur(m.snap.Now)+" / "+units.Dur(m.info.Duration)) + " " + st.HeaderValue.Render(bar)
+		clock = item("t", units.Dur(m.fr.Now)+" / "+units.Dur(m.info.Duration)) + " " + st.HeaderValue.Render(bar)
 	}
 	name := m.info.Name
 	if m.info.Replay {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/recordings/importers"
 	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/report"
@@ -243,4 +245,64 @@ func TestReplaySeekBackCountsOnce(t *testing.T) {
 		settle()
 	}
 	sameNumbers(t, m, want)
+}
+
+// A paced console replay emits each op when the position reaches its end, not in the recording's
+// order (an imported trace holds ops by start): played to the end, its numbers are the headless
+// report's all the same, for a simulator's recording (ops by end) and an imported trace (by start).
+func TestPacedReplayEqualsReport(t *testing.T) {
+	sim := filepath.Join(t.TempDir(), "pipeline.xfr")
+	p, err := session.Prepare(session.Config{Scenario: "pipeline", Steps: 3, Record: sim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	trace, err := importToRecording([]string{filepath.Join("testdata", "hta_small.json")}, importers.Options{}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(filepath.Dir(trace))
+	for _, path := range []string{sim, trace} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			rp, err := session.Replay(context.Background(), session.ReplayConfig{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, err := session.StartReplay(context.Background(), session.ReplayConfig{Path: path, Speed: 1}, 1<<22)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rs.Stop()
+			rs.SetSpeed(float64(rs.Duration) / 5e8) // the whole recording in half a second
+			src := replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}}
+			m := console(src)
+			running := 0
+			for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
+				running += len(rs.InFlight(nil))
+				time.Sleep(5 * time.Millisecond)
+			}
+			if running == 0 {
+				t.Error("nothing was ever under way during the replay")
+			}
+			rec, err := recordings.ReadFile(path, recordings.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, moved := rs.Snapshot(), 0
+			for i := snap.Base; i < snap.Total && int(i) < len(rec.Events); i++ {
+				if *snap.At(i) != rec.Events[i] {
+					moved++
+				}
+			}
+			t.Logf("%d of %d events emitted out of the recording's order", moved, len(rec.Events))
+			if strings.HasPrefix(filepath.Base(path), "hta") && moved == 0 {
+				t.Error("the trace's ops, by start, were emitted in the recording's order: not each at its end")
+			}
+			m.Update(tea.KeyPressMsg{Code: ' ', Text: " "}) // pause and resume: a refresh now
+			m.Update(tea.KeyPressMsg{Code: ' ', Text: " "})
+			sameNumbers(t, m, rp.Report())
+		})
+	}
 }

@@ -72,8 +72,13 @@ func (s replaySource) Info() ui.SourceInfo {
 }
 
 func (s replaySource) Snapshot() timeline.Snapshot { return s.r.Snapshot() }
-func (s replaySource) SetSpeed(x float64) bool     { s.r.SetSpeed(x); return true }
-func (s replaySource) SeekTo(t int64) bool         { s.r.SeekTo(t); return true }
+
+// InFlight makes the replay a ui.InFlighter: the ops under way at the replay's position are drawn
+// up to it, as a live run's are up to now.
+func (s replaySource) InFlight(dst []timeline.Event) []timeline.Event { return s.r.InFlight(dst) }
+
+func (s replaySource) SetSpeed(x float64) bool { s.r.SetSpeed(x); return true }
+func (s replaySource) SeekTo(t int64) bool     { s.r.SeekTo(t); return true }
 func (s replaySource) Status() ui.Status {
 	st := ui.Status{Speed: s.r.Speed(), Done: s.r.Done(), Err: s.r.Err(), Dropped: s.r.Dropped()}
 	if s.imp != nil {

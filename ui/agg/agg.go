@@ -95,7 +95,7 @@ const reserveBatch = 1 << 16
 func (s *State) reserve(snap *timeline.Snapshot) {
 	counts := map[*Track]int{}
 	for i := s.Next; i < snap.Total; i++ {
-		if e := snap.At(i); drawn(e) {
+		if e := snap.At(i); e.OnStream() {
 			counts[s.track(e)]++
 		}
 	}
@@ -108,11 +108,6 @@ func (s *State) reserve(snap *timeline.Snapshot) {
 		copy(grown, t.Ops)
 		t.Ops, t.shared, t.pub = grown, 0, nil
 	}
-}
-
-// drawn reports whether e is drawn on its stream's timeline.
-func drawn(e *timeline.Event) bool {
-	return e.Stream != 0 && e.Device >= 0 && (e.Kind.IsBusy() || e.Kind == timeline.KindEventWait || e.Kind == timeline.KindBarrier || e.Kind == timeline.KindPeerWait)
 }
 
 // Publish returns a copy of the state that later Updates do not change, for another goroutine to
@@ -166,7 +161,7 @@ func (s *State) add(idx int64, e *timeline.Event) {
 		s.Log[s.logHead] = idx
 		s.logHead = (s.logHead + 1) % MaxLog
 	}
-	if drawn(e) {
+	if e.OnStream() {
 		t := s.track(e)
 		op := Op{Start: e.Start, End: e.End, Index: idx, Kind: e.Kind, Sub: e.Sub}
 		j := len(t.Ops)

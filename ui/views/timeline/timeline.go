@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/agg"
 	"github.com/xfertop/xfertop/ui/strip"
 	"github.com/xfertop/xfertop/ui/widget"
@@ -27,6 +28,16 @@ type Model struct {
 	list      widget.List // the selected row and the first shown
 	collapsed map[int32]bool
 	scratch   strip.Scratch
+	merged    mergedTracks
+}
+
+// mergedTracks is the display state's tracks with the streams that only have ops running, as of
+// one frame (the state and the running ops it was made from).
+type mergedTracks struct {
+	state   *agg.State
+	running *timeline.Event // the frame's first running op: a new frame's are a new copy
+	n       int
+	tracks  []*agg.Track
 }
 
 // New returns the timeline view over fr, following live at 2 ms a column.
@@ -42,14 +53,50 @@ type Row struct {
 	n      int // streams of a collapsed device
 }
 
+// tracks returns the display state's tracks and, in their order, an empty track for each stream
+// that has ops running but none reported: its first op is still under way (a long one, or one a
+// replay sought into), and is drawn from its start to now.
+func (t *Model) tracks() []*agg.Track {
+	st, run := t.Fr.State, t.Fr.Running
+	if len(run) == 0 {
+		return st.Tracks
+	}
+	if m := &t.merged; m.state == st && m.running == &run[0] && m.n == len(run) {
+		return m.tracks
+	}
+	out := make([]*agg.Track, 0, len(st.Tracks)+1)
+	i := 0
+	for j := 0; j < len(run); j++ {
+		r := &run[j]
+		if j > 0 && run[j-1].Device == r.Device && run[j-1].Stream == r.Stream {
+			continue
+		}
+		for i < len(st.Tracks) && trackBefore(st.Tracks[i], r.Device, r.Stream) {
+			out = append(out, st.Tracks[i])
+			i++
+		}
+		if i < len(st.Tracks) && st.Tracks[i].Device == r.Device && st.Tracks[i].Stream == r.Stream {
+			continue
+		}
+		out = append(out, &agg.Track{Device: r.Device, Stream: r.Stream, Priority: r.Priority})
+	}
+	out = append(out, st.Tracks[i:]...)
+	t.merged = mergedTracks{state: st, running: &run[0], n: len(run), tracks: out}
+	return out
+}
+
+func trackBefore(tr *agg.Track, dev int32, stream uint32) bool {
+	return tr.Device < dev || (tr.Device == dev && tr.Stream < stream)
+}
+
 // Rows lists the lines the timeline has now, collapsed devices folded.
 func (t *Model) Rows() []Row {
 	var out []Row
-	s := t.Fr.State
-	for i, tr := range s.Tracks {
-		if i == 0 || s.Tracks[i-1].Device != tr.Device {
+	tracks := t.tracks()
+	for i, tr := range tracks {
+		if i == 0 || tracks[i-1].Device != tr.Device {
 			n := 0
-			for _, o := range s.Tracks[i:] {
+			for _, o := range tracks[i:] {
 				if o.Device != tr.Device {
 					break
 				}
