@@ -111,6 +111,23 @@ func TestExitStatusAndMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	notClosed := "xfertop: warning: " + empty + ": the recording was not closed cleanly (no index): it may end before the session did\n"
+	// Files cut before or inside the recording header: empty, the magic's first 5 bytes, and a
+	// job's directory holding an empty rank recording beside a good one.
+	zero, cut, cutBin, emptyJSON := filepath.Join(dir, "zero.xfr"), filepath.Join(dir, "cut.xfr"), filepath.Join(dir, "cut.bin"), filepath.Join(dir, "empty.json")
+	ranks := filepath.Join(dir, "ranks")
+	if err := os.Mkdir(ranks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rank0 := filepath.Join(ranks, "t0.xfr")
+	for p, b := range map[string][]byte{zero: nil, cut: data[:5], cutBin: data[:5], emptyJSON: nil, rank0: nil, filepath.Join(ranks, "t1.xfr"): data} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const starts = `a recording starts with "XFERTOP\x00" and its format version)`
+	isEmpty := func(p string) string {
+		return p + `: the file is empty (0 bytes; a recording starts with a 16-byte header, "XFERTOP\x00" and its format version)` + "\n"
+	}
 	missing := filepath.Join(dir, "none.xfr")
 	noDir := filepath.Join(dir, "no", "such", "dir.xfr")
 	const diskFull = "xfertop run: --record /dev/full: no space left on device; the run was stopped at that point, and the recording keeps every chunk completed before it\n"
@@ -167,6 +184,14 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"data: no events, replay", []string{"replay", empty, "--headless"}, exitData, notClosed + "xfertop replay: " + empty + ": no events\n", exact, ""},
 		{"data: no events, --from", []string{"replay", empty, "--headless", "--from", "1s"}, exitData, "xfertop replay: " + empty + ": no events\n", exact, ""},
 		{"data: no events, analyze", []string{"analyze", empty}, exitData, notClosed + "xfertop analyze: " + empty + ": no events\n", exact, ""},
+		{"data: an empty recording, replay", []string{"replay", zero, "--headless"}, exitData, "xfertop replay: " + isEmpty(zero), exact, ""},
+		{"data: an empty recording, analyze", []string{"analyze", zero}, exitData, "xfertop analyze: " + isEmpty(zero), exact, ""},
+		{"data: a recording cut in its header", []string{"replay", cut, "--headless"}, exitData,
+			"xfertop replay: " + cut + ": truncated recording header (5 bytes of 16; " + starts + "\n", exact, ""},
+		{"data: a recording cut in its header, told by its magic", []string{"convert", cutBin, filepath.Join(dir, "o.json")}, exitData,
+			"xfertop convert: " + cutBin + ": truncated recording header (5 bytes of 16; " + starts + "\n", exact, ""},
+		{"data: an empty rank recording in a job's directory", []string{"replay", ranks, "--headless"}, exitData, "xfertop replay: " + isEmpty(rank0), exact, ""},
+		{"data: an empty trace", []string{"analyze", emptyJSON}, exitData, "xfertop analyze: " + emptyJSON + ": the file is empty (0 bytes)\n", exact, ""},
 		{"data: malformed trace", []string{"analyze", trace}, exitData, "xfertop analyze: " + trace + ": the JSON ends before it is complete, at byte offset 28 (is the file truncated?)\n", exact, ""},
 
 		{"help: run", []string{"run", "-h"}, exitOK, "", exact, exitHelp},

@@ -217,8 +217,9 @@ func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, st
 	return writeReport(stdout, rp.Report(), asJSON)
 }
 
-// isRecording reports whether path is a recording, by its content. A file of no format xfertop
-// reads (an Nsight Systems report among them) is a data error saying what to do.
+// isRecording reports whether path is a recording, by its content or else its name
+// (importers.DetectBytes). A file of no format xfertop reads (an Nsight Systems report, an empty
+// trace among them) is a data error saying what to do.
 func isRecording(path string) (bool, error) {
 	f, err := importers.Detect(path)
 	if err != nil {
@@ -287,7 +288,7 @@ Converts a recording to a Chrome trace (IN.xfr -> OUT.json, for Perfetto or chro
 Kineto or Chrome trace or an Nsight Systems SQLite export to a recording (IN.json[.gz] or
 IN.sqlite -> OUT.xfr). A job's per-rank recordings (several IN.xfr, or their directory) are merged
 first, into one recording (OUT.xfr) or one trace (OUT.json). The format of IN is told by its
-content, not its name.
+content where that says one, else by its name (a file named .xfr is a recording).
 
 Flags:
 `
