@@ -124,6 +124,13 @@ func TestExitStatusAndMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	userScenario, badDefault := filepath.Join(dir, "mine.yaml"), filepath.Join(dir, "bad.yaml")
+	for p, d := range map[string]string{userScenario: "1ms", badDefault: "soon"} {
+		src := "name: mine\nknobs:\n  t: {default: " + d + ", help: time}\nphases: [{compute: {duration: \"${t}\"}}]\n"
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	const starts = `a recording starts with "XFERTOP\x00" and its format version)`
 	isEmpty := func(p string) string {
 		return p + `: the file is empty (0 bytes; a recording starts with a 16-byte header, "XFERTOP\x00" and its format version)` + "\n"
@@ -160,6 +167,16 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"usage: unknown flag, listen", []string{"listen", "--frobnicate"}, exitUsage, "xfertop listen: flag provided but not defined: -frobnicate (see xfertop listen --help)\n", exact, ""},
 		{"usage: unknown flag, attach", []string{"attach", "--frobnicate"}, exitUsage, "xfertop attach: flag provided but not defined: -frobnicate (see xfertop attach --help)\n", exact, ""},
 		{"usage: bad value", []string{"run", "--steps", "-1"}, exitUsage, "xfertop run: --steps and --duration must not be negative\n", exact, ""},
+		{"usage: a --set value that is not a duration", []string{"run", "--headless", "--set", "compute=soon"}, exitUsage,
+			"xfertop run: --set compute=soon: \"soon\" is not a duration (examples: 150us, 21ms, 2s); it sets pipeline.compute at builtin:pipeline:24\n", exact, ""},
+		{"usage: a --set value, scenario file", []string{"run", "--headless", "--scenario", userScenario, "--set", "t=soon"}, exitUsage,
+			"xfertop run: --set t=soon: \"soon\" is not a duration (examples: 150us, 21ms, 2s); it sets compute.duration at " + userScenario + ":4\n", exact, ""},
+		{"usage: a --set value not allowed", []string{"run", "--headless", "--set", "d2d_priority=urgent"}, exitUsage,
+			"xfertop run: --set d2d_priority=urgent: must be one of high|normal; the knob is declared at builtin:pipeline:11\n", exact, ""},
+		{"usage: a --compare value", []string{"run", "--headless", "--compare", "compute=1ms,soon"}, exitUsage,
+			"xfertop run: --compare compute=soon: \"soon\" is not a duration (examples: 150us, 21ms, 2s); it sets pipeline.compute at builtin:pipeline:24\n", exact, ""},
+		{"usage: a bad default in a scenario file is the file's", []string{"run", "--headless", "--scenario", badDefault}, exitUsage,
+			"xfertop run: " + badDefault + ":4: compute.duration: \"soon\" is not a duration (examples: 150us, 21ms, 2s)\n", exact, ""},
 		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, listen, analyze, nccl-tests, convert, compare, attach, plugin, repair, scenarios, topologies, help)\n", exact, ""},
 		{"usage: replay a directory", []string{"replay", emptyDir, "--headless"}, exitUsage, "xfertop replay: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
 		{"usage: analyze a directory", []string{"analyze", emptyDir}, exitUsage, "xfertop analyze: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
