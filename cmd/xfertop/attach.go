@@ -287,6 +287,7 @@ func findPlugin() (string, error) {
 	if wd, err := os.Getwd(); err == nil {
 		tried = append(tried, filepath.Join(wd, PluginName))
 	}
+	tried = uniquePaths(tried)
 	for _, p := range tried {
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			if abs, err := filepath.Abs(p); err == nil {
@@ -298,7 +299,37 @@ func findPlugin() (string, error) {
 	return "", fmt.Errorf("%s not found (looked at %s)", PluginName, strings.Join(tried, ", "))
 }
 
+// uniquePaths is paths without the repeats of one file (run from the directory that holds the
+// binary, the binary's directory and the working directory are one): each is named once.
+func uniquePaths(paths []string) []string {
+	seen := map[string]bool{}
+	out := paths[:0:0]
+	for _, p := range paths {
+		k := filepath.Clean(p)
+		if abs, err := filepath.Abs(p); err == nil {
+			k = abs
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+const pluginHelp = `Usage: xfertop plugin
+
+Prints the path of the NCCL profiler plugin that xfertop attach needs (` + PluginName + `):
+the file named by XFERTOP_PLUGIN, else the one beside the xfertop binary, else the one in the
+working directory. When there is none, it says where it looked and how to build it. Give it to
+the job as NCCL_PROFILER_PLUGIN=$(xfertop plugin) (see docs/attach.md).
+`
+
 func pluginCmd(args []string, stdout io.Writer) error {
+	if isHelp(args) {
+		fmt.Fprint(stdout, pluginHelp+exitHelp)
+		return nil
+	}
 	if len(args) > 0 {
 		return usageError("takes no arguments")
 	}

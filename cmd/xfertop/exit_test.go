@@ -221,6 +221,11 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"help: attach", []string{"attach", "--help"}, exitOK, "", exact, exitHelp},
 		{"help: nccl-tests", []string{"nccl-tests", "--help"}, exitOK, "", exact, exitHelp},
 		{"help: scenarios", []string{"scenarios", "-h"}, exitOK, "", exact, exitHelp},
+		{"help: plugin", []string{"plugin", "--help"}, exitOK, "", exact, "Usage: xfertop plugin\n"},
+		{"help: plugin, -h", []string{"plugin", "-h"}, exitOK, "", exact, exitHelp},
+		{"usage: plugin with an argument", []string{"plugin", "x"}, exitUsage, "xfertop plugin: takes no arguments\n", exact, ""},
+		{"help: topologies", []string{"topologies", "--help"}, exitOK, "", exact, exitHelp},
+		{"help: repair", []string{"repair", "--help"}, exitOK, "", exact, exitHelp},
 		{"help", []string{"help"}, exitOK, "", exact, exitHelp},
 	}
 	for _, tc := range tests {
