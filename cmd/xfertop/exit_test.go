@@ -385,13 +385,13 @@ func TestInterrupted(t *testing.T) {
 		stdout string
 	}{
 		{"run, SIGINT", []string{"run", "--steps", "1000000", "--speed", "1"}, syscall.SIGINT, filepath.Join(dir, "int.xfr"), false,
-			notice + "xfertop run: interrupted by SIGINT\n", "run ended early: run canceled"},
+			notice + "xfertop run: interrupted by SIGINT (Ctrl-C)\n", "run ended early: interrupted by SIGINT (Ctrl-C) at "},
 		{"run, SIGTERM", []string{"run", "--steps", "1000000", "--speed", "1"}, syscall.SIGTERM, filepath.Join(dir, "term.xfr"), false,
-			notice + "xfertop run: interrupted by SIGTERM\n", "run ended early: run canceled"},
+			notice + "xfertop run: interrupted by SIGTERM\n", "run ended early: interrupted by SIGTERM at "},
 		{"replay, SIGTERM", []string{"replay", good, "--speed", "0.0001"}, syscall.SIGTERM, "", false,
 			notice + "xfertop replay: interrupted by SIGTERM\n", ""},
 		{"analyze, SIGINT", []string{"analyze", fifo}, syscall.SIGINT, "", true,
-			"xfertop analyze: interrupted by SIGINT\n", ""},
+			"xfertop analyze: interrupted by SIGINT (Ctrl-C)\n", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -438,6 +438,9 @@ func TestInterrupted(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), tc.stdout) {
 				t.Errorf("stdout lacks %q:\n%s", tc.stdout, out.String())
+			}
+			if strings.Contains(out.String()+first+string(rest), "context canceled") {
+				t.Errorf("Go's words for a cancel reach the user:\n%s%s%s", out.String(), first, rest)
 			}
 			if tc.record != "" {
 				r, err := recordings.ReadFile(tc.record, recordings.Options{})
