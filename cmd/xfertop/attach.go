@@ -45,7 +45,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	otlp.register(fs)
 	sock := fs.String("socket", "", "listen here: a Unix socket path, or tcp:HOST:PORT (default: $XFERTOP_ATTACH, else "+attach.DefaultSocket()+")")
 	fs.BoolVar(&o.headless, "headless", false, "print the report when the job ends instead of opening the console")
-	fs.BoolVar(&o.json, "json", false, "print the report as JSON (with --headless)")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON when the job ends instead of opening the console (implies --headless)")
 	fs.StringVar(&o.record, "record", "", "record the job's events to this .xfr file")
 	fs.DurationVar(&o.hang, "hang-timeout", attach.DefaultHangTimeout, "alert when a collective has been posted by some ranks and not others for this long (0: never)")
 	fs.IntVar(&o.perHost, "gpus-per-host", 0, "ranks per host, for link traffic (rank r on host r / N); 0: every rank on one host")
@@ -75,6 +75,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.hang < 0 || o.perHost < 0 || o.linger <= 0 || o.console.tick <= 0 || o.console.window <= 0 {
 		return usageError("--hang-timeout and --gpus-per-host must not be negative; --linger, --tick and --window must be positive")
 	}
+	o.headless = o.headless || o.json // --json asks for the report, which the console does not print
 	if !o.headless && !interactive(stdout) {
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 		o.headless = true

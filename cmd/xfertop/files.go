@@ -47,7 +47,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	headless := fs.Bool("headless", false, "print a report instead of opening the console")
 	tick := fs.Duration("tick", 60*time.Millisecond, "console: how often the view refreshes")
 	window := fs.Int("window", timeline.DefaultWindow, "console: events kept in memory")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
+	asJSON := fs.Bool("json", false, "print the report as JSON instead of opening the console (implies --headless)")
 	salvage := fs.Bool("salvage", false, "skip damaged chunks instead of stopping at the first")
 	var limits importLimits
 	limits.register(fs)
@@ -74,6 +74,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	*headless = *headless || *asJSON // --json asks for the report, which the console does not print
 	console := !*headless && interactive(stdout)
 	if (!rec || len(pos) > 1) && console {
 		if !flagSet(fs, "speed") {
