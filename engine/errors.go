@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -16,6 +17,40 @@ var (
 	ErrCommFailed      = errors.New("communicator failed")
 	ErrCanceled        = errors.New("run canceled")
 )
+
+// CanceledError ends a run whose context was cancelled. It says why, in the words of the context's
+// cause (a signal, a failed recording, a user's quit) rather than Go's "context canceled", and, on
+// the simulator, at what simulated time. errors.Is matches ErrCanceled; Unwrap returns the cause.
+type CanceledError struct {
+	Cause error // context.Cause of the run's context
+	AtNs  int64 // the simulated time the run stopped at; -1 where there is no simulated clock
+}
+
+// Canceled is the error of a run stopped at atNs (-1: unknown) because ctx is done.
+func Canceled(ctx context.Context, atNs int64) error {
+	return &CanceledError{Cause: context.Cause(ctx), AtNs: atNs}
+}
+
+func (e *CanceledError) Error() string {
+	why := ErrCanceled.Error()
+	switch {
+	case e.Cause == nil || errors.Is(e.Cause, context.Canceled): // no cause given: nothing more to say
+	case errors.Is(e.Cause, context.DeadlineExceeded):
+		why = "run canceled: its time limit passed"
+	default:
+		why = e.Cause.Error()
+	}
+	if e.AtNs >= 0 {
+		why += fmt.Sprintf(" at %.3f ms simulated", float64(e.AtNs)/1e6)
+	}
+	return why
+}
+
+// Is reports whether target is ErrCanceled.
+func (e *CanceledError) Is(target error) bool { return target == ErrCanceled }
+
+// Unwrap returns the cause.
+func (e *CanceledError) Unwrap() error { return e.Cause }
 
 // GuardError is returned when an API call is given arguments that cannot work: it names the call,
 // the devices involved and what is wrong. errors.Is matches its Kind sentinel.

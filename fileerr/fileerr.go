@@ -15,11 +15,14 @@ type Error struct {
 	Msg    string
 }
 
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.Source, e.Line, e.Msg)
+func (e *Error) Error() string { return Location(e.Source, e.Line) + ": " + e.Msg }
+
+// Location names line of src as errors do: src:line, or src alone for line 0.
+func Location(src string, line int) string {
+	if line > 0 {
+		return fmt.Sprintf("%s:%d", src, line)
 	}
-	return fmt.Sprintf("%s: %s", e.Source, e.Msg)
+	return src
 }
 
 // At returns an *Error at line of src (0: the file as a whole).

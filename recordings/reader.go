@@ -37,6 +37,31 @@ var ErrNewerVersion = errors.New("recorded by a newer xfertop")
 // ErrNotRecording is wrapped by the error for a file that is not an xfertop recording.
 var ErrNotRecording = errors.New("not an xfertop recording")
 
+// HeaderError is the error for a file that ends inside a recording's 16-byte header: empty, or
+// holding the beginning of one (a process killed as it created the file, a copy cut short). It is
+// ErrNotRecording to errors.Is: no recording can be read from it.
+type HeaderError struct {
+	Name string // the file
+	Size int    // its bytes, all of them a prefix of the header
+}
+
+func (e *HeaderError) Error() string {
+	if e.Size == 0 {
+		return fmt.Sprintf("%s: the file is empty (0 bytes; a recording starts with a %d-byte header, %q and its format version)", e.Name, headerSize, Magic)
+	}
+	return fmt.Sprintf("%s: truncated recording header (%d bytes of %d; a recording starts with %q and its format version)", e.Name, e.Size, headerSize, Magic)
+}
+
+// Is reports whether target is ErrNotRecording.
+func (e *HeaderError) Is(target error) bool { return target == ErrNotRecording }
+
+// IsMagicPrefix reports whether head, a file's first bytes, is the beginning of a recording: the
+// whole magic, or a non-empty part of it that is all the file holds.
+func IsMagicPrefix(head []byte) bool {
+	n := min(len(head), len(Magic))
+	return n > 0 && string(head[:n]) == Magic[:n]
+}
+
 // Options change how a recording is read.
 type Options struct {
 	// Salvage skips damaged chunks (reporting each as a warning) instead of stopping at the first.
@@ -118,11 +143,13 @@ func NewReader(name string, r io.ReaderAt, size int64, opts Options) (*Reader, e
 	rd := &Reader{name: name, r: r, size: size, opts: opts, off: headerSize, end: size, strs: timeline.NewStrings()}
 	h := make([]byte, headerSize)
 	if n, err := r.ReadAt(h, 0); n < headerSize {
-		if m := min(n, len(Magic)); n == 0 || string(h[:m]) != Magic[:m] {
-			return nil, fmt.Errorf("%s: %w (no xfertop header)", name, ErrNotRecording)
+		switch {
+		case err != nil && !errors.Is(err, io.EOF):
+			return nil, fmt.Errorf("read recording %s: %w", name, err)
+		case n > 0 && !IsMagicPrefix(h[:n]):
+			return nil, fmt.Errorf("%s: %w (its first bytes are %q)", name, ErrNotRecording, h[:n])
 		}
-		_ = err
-		return nil, fmt.Errorf("%s: %w: the file ends inside its %d-byte header (%d bytes)", name, ErrNotRecording, headerSize, n)
+		return nil, &HeaderError{Name: name, Size: n}
 	}
 	if string(h[:8]) != Magic {
 		return nil, fmt.Errorf("%s: %w (its first bytes are %q)", name, ErrNotRecording, h[:8])

@@ -199,6 +199,27 @@ func TestVersionAndMagic(t *testing.T) {
 	}
 }
 
+// A file that ends inside the header says so, naming the file and what a recording starts with;
+// one whose first bytes are not the magic's says it is not a recording. Both are ErrNotRecording.
+func TestShortHeader(t *testing.T) {
+	const starts = `a recording starts with "XFERTOP\x00" and its format version)`
+	tests := []struct {
+		data string
+		want string
+	}{
+		{"", `r.xfr: the file is empty (0 bytes; a recording starts with a 16-byte header, "XFERTOP\x00" and its format version)`},
+		{"XFERT", "r.xfr: truncated recording header (5 bytes of 16; " + starts},
+		{Magic + "\x02\x00\x00", "r.xfr: truncated recording header (11 bytes of 16; " + starts},
+		{"hello", `r.xfr: not an xfertop recording (its first bytes are "hello")`},
+	}
+	for _, tc := range tests {
+		_, err := ReadAll("r.xfr", []byte(tc.data), Options{})
+		if err == nil || err.Error() != tc.want || !errors.Is(err, ErrNotRecording) {
+			t.Errorf("ReadAll(%q) = %v;\nwant %s", tc.data, err, tc.want)
+		}
+	}
+}
+
 // A length field claiming gigabytes is damage, not an allocation.
 func TestHugeLength(t *testing.T) {
 	data := append(header(Version), byte(ChunkEvents))

@@ -2,7 +2,9 @@ package scenario
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/xfertop/xfertop/fileerr"
@@ -35,6 +37,9 @@ type Param struct {
 	Key   string
 	Value string
 	Line  int
+	// Set is the first knob whose override (Apply's sets, the command line's --set) went into Value,
+	// and SetValue that override: a problem with Value is then the override's (a *SetError).
+	Set, SetValue string
 }
 
 // Phase is one workload pattern of a step with its parameters.
@@ -46,6 +51,32 @@ type Phase struct {
 
 // Error is a problem in a scenario file or in the knobs given to it: it names the file and line.
 type Error = fileerr.Error
+
+// SetError is a problem with a knob's value given as an override (xfertop's --set NAME=VALUE, or
+// one side of --compare): it names the override first, since that is what the user typed and
+// must change, then what the value went into in the file.
+type SetError struct {
+	Flag  string // the flag that gave the override; "" is --set
+	Knob  string
+	Value string
+	Msg   string // what is wrong
+	Where string // where the value went, for instance "it sets pipeline.compute at builtin:pipeline:24"
+}
+
+func (e *SetError) Error() string {
+	flag, v := e.Flag, e.Value
+	if flag == "" {
+		flag = "--set"
+	}
+	if v == "" || strings.ContainsAny(v, " \t\n\"'") {
+		v = strconv.Quote(v)
+	}
+	msg := fmt.Sprintf("%s %s=%s: %s", flag, e.Knob, v, e.Msg)
+	if e.Where != "" {
+		msg += "; " + e.Where
+	}
+	return msg
+}
 
 var knobName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
@@ -235,10 +266,11 @@ func (f *File) Apply(sets map[string]string) (values map[string]string, engine [
 			}
 		}
 		if kn == nil {
-			return nil, nil, nil, fileerr.At(f.Source, 0, "unknown knob %q for scenario %s (knobs: %s)", name, f.Name, strings.Join(f.KnobNames(), ", "))
+			return nil, nil, nil, &SetError{Knob: name, Value: v, Msg: fmt.Sprintf("unknown knob %q for scenario %s (knobs: %s)", name, f.Name, strings.Join(f.KnobNames(), ", "))}
 		}
 		if len(kn.Values) > 0 && !contains(kn.Values, v) {
-			return nil, nil, nil, fileerr.At(f.Source, kn.Line, "knob %s=%q: must be one of %s", name, v, strings.Join(kn.Values, "|"))
+			return nil, nil, nil, &SetError{Knob: name, Value: v, Msg: "must be one of " + strings.Join(kn.Values, "|"),
+				Where: "the knob is declared at " + fileerr.Location(f.Source, kn.Line)}
 		}
 		values[name] = v
 	}
@@ -249,6 +281,9 @@ func (f *File) Apply(sets map[string]string) (values map[string]string, engine [
 			v, ok := values[name]
 			if !ok && bad == "" {
 				bad = name
+			}
+			if sv, set := sets[name]; set && p.Set == "" {
+				p.Set, p.SetValue = name, sv
 			}
 			return v
 		})

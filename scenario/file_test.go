@@ -79,9 +79,6 @@ func TestResolveErrors(t *testing.T) {
 		sets map[string]string
 		want string
 	}{
-		{"unknown knob set", valid, map[string]string{"nope": "1"}, `unknown knob "nope" for scenario t (knobs: size, mode)`},
-		{"knob value not allowed", valid, map[string]string{"mode": "maybe"}, `f.yaml:6: knob mode="maybe": must be one of on|off`},
-		{"bad size from knob", valid, map[string]string{"size": "lots"}, `f.yaml:11: collective.bytes: "lots" is not a size`},
 		{"unknown phase", "name: x\nphases:\n  - teleport: {}\n", nil, `f.yaml:3: unknown phase "teleport"`},
 		{"unknown param", "name: x\nphases:\n  - compute:\n      durration: 1ms\n", nil, `f.yaml:4: compute: unknown parameter "durration" (known: count, duration, label, ranks)`},
 		{"unknown knob ref", "name: x\nphases:\n  - compute:\n      duration: ${d}\n", nil, "f.yaml:4: duration refers to unknown knob ${d}"},
@@ -108,6 +105,44 @@ func TestResolveErrors(t *testing.T) {
 			var se *Error
 			if err == nil || !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Resolve error = %v; want an *Error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A problem with a knob's override names the override (what the user typed) before the file: the
+// whole message is the *SetError's. A bad value that is the file's own is still the file's.
+func TestResolveSetErrors(t *testing.T) {
+	topo, _ := sim.TopologyByName("h100x8")
+	twice := "name: x\nknobs:\n  d: {default: 1ms}\nphases:\n  - compute: {duration: \"${d}\", count: \"${d}\"}\n"
+	tests := []struct {
+		name string
+		src  string
+		sets map[string]string
+		want string // the whole message; "" when the file, not an override, is to blame
+	}{
+		{"unknown knob", valid, map[string]string{"nope": "1"}, `--set nope=1: unknown knob "nope" for scenario t (knobs: size, mode)`},
+		{"value not allowed", valid, map[string]string{"mode": "maybe"}, "--set mode=maybe: must be one of on|off; the knob is declared at f.yaml:6"},
+		{"bad size", valid, map[string]string{"size": "lots"}, `--set size=lots: "lots" is not a size (examples: 8, 64KiB, 1GiB); it sets collective.bytes at f.yaml:11`},
+		{"an engine setting", valid, map[string]string{"mode": ""}, `--set mode="": must be one of on|off; the knob is declared at f.yaml:6`},
+		{"a value with spaces", twice, map[string]string{"d": "very soon"}, `--set d="very soon": "very soon" is not a duration (examples: 150us, 21ms, 2s); it sets compute.duration at f.yaml:5`},
+		{"a direction list", "name: x\nknobs:\n  dirs: {default: h2d}\nphases:\n  - copy_sweep: {dirs: \"${dirs}\"}\n", map[string]string{"dirs": "h2d,up"},
+			`--set dirs=h2d,up: "up" is not one of h2d, d2h, d2d; it sets copy_sweep.dirs at f.yaml:5`},
+		{"a default, not an override", "name: x\nknobs:\n  d: {default: soon}\nphases:\n  - compute: {duration: \"${d}\"}\n", nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse("f.yaml", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Resolve(f, tc.sets, topo)
+			var se *SetError
+			switch {
+			case tc.want == "" && (err == nil || errors.As(err, &se)):
+				t.Errorf("Resolve error = %v; want the file's *Error", err)
+			case tc.want != "" && (!errors.As(err, &se) || err.Error() != tc.want):
+				t.Errorf("Resolve error = %v;\nwant the *SetError %s", err, tc.want)
 			}
 		})
 	}

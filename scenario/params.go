@@ -35,8 +35,15 @@ func (p *params) get(key string) (Param, bool) {
 	return x, ok
 }
 
+// fail remembers the first problem: a value that came from a knob's override is the override's
+// (a *SetError naming it), any other the file's.
 func (p *params) fail(x Param, format string, args ...any) {
-	if p.err == nil {
+	switch {
+	case p.err != nil:
+	case x.Set != "":
+		p.err = &SetError{Knob: x.Set, Value: x.SetValue, Msg: fmt.Sprintf(format, args...),
+			Where: fmt.Sprintf("it sets %s.%s at %s", p.what, x.Key, fileerr.Location(p.src, x.Line))}
+	default:
 		p.err = fileerr.At(p.src, x.Line, "%s.%s: %s", p.what, x.Key, fmt.Sprintf(format, args...))
 	}
 }

@@ -530,7 +530,8 @@ func buildCopySweep(p *params, topo engine.Topology) (phase, error) {
 	for _, d := range strings.Split(dirs, ",") {
 		dir, ok := names[strings.TrimSpace(d)]
 		if !ok {
-			return nil, fileerr.At(p.src, p.m["dirs"].Line, "copy_sweep.dirs: %q is not one of h2d, d2h, d2d", d)
+			p.fail(p.m["dirs"], "%q is not one of h2d, d2h, d2d", d)
+			return nil, p.err
 		}
 		ph.dirs = append(ph.dirs, dir)
 	}

@@ -45,7 +45,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	otlp.register(fs)
 	sock := fs.String("socket", "", "listen here: a Unix socket path, or tcp:HOST:PORT (default: $XFERTOP_ATTACH, else "+attach.DefaultSocket()+")")
 	fs.BoolVar(&o.headless, "headless", false, "print the report when the job ends instead of opening the console")
-	fs.BoolVar(&o.json, "json", false, "print the report as JSON (with --headless)")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON when the job ends instead of opening the console (implies --headless)")
 	fs.StringVar(&o.record, "record", "", "record the job's events to this .xfr file")
 	fs.DurationVar(&o.hang, "hang-timeout", attach.DefaultHangTimeout, "alert when a collective has been posted by some ranks and not others for this long (0: never)")
 	fs.IntVar(&o.perHost, "gpus-per-host", 0, "ranks per host, for link traffic (rank r on host r / N); 0: every rank on one host")
@@ -75,6 +75,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.hang < 0 || o.perHost < 0 || o.linger <= 0 || o.console.tick <= 0 || o.console.window <= 0 {
 		return usageError("--hang-timeout and --gpus-per-host must not be negative; --linger, --tick and --window must be positive")
 	}
+	o.headless = o.headless || o.json // --json asks for the report, which the console does not print
 	if !o.headless && !interactive(stdout) {
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 		o.headless = true
@@ -287,6 +288,7 @@ func findPlugin() (string, error) {
 	if wd, err := os.Getwd(); err == nil {
 		tried = append(tried, filepath.Join(wd, PluginName))
 	}
+	tried = uniquePaths(tried)
 	for _, p := range tried {
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			if abs, err := filepath.Abs(p); err == nil {
@@ -298,7 +300,37 @@ func findPlugin() (string, error) {
 	return "", fmt.Errorf("%s not found (looked at %s)", PluginName, strings.Join(tried, ", "))
 }
 
+// uniquePaths is paths without the repeats of one file (run from the directory that holds the
+// binary, the binary's directory and the working directory are one): each is named once.
+func uniquePaths(paths []string) []string {
+	seen := map[string]bool{}
+	out := paths[:0:0]
+	for _, p := range paths {
+		k := filepath.Clean(p)
+		if abs, err := filepath.Abs(p); err == nil {
+			k = abs
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+const pluginHelp = `Usage: xfertop plugin
+
+Prints the path of the NCCL profiler plugin that xfertop attach needs (` + PluginName + `):
+the file named by XFERTOP_PLUGIN, else the one beside the xfertop binary, else the one in the
+working directory. When there is none, it says where it looked and how to build it. Give it to
+the job as NCCL_PROFILER_PLUGIN=$(xfertop plugin) (see docs/attach.md).
+`
+
 func pluginCmd(args []string, stdout io.Writer) error {
+	if isHelp(args) {
+		fmt.Fprint(stdout, pluginHelp+exitHelp)
+		return nil
+	}
 	if len(args) > 0 {
 		return usageError("takes no arguments")
 	}

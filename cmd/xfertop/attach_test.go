@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -258,5 +260,44 @@ func TestAttachExportsOTLP(t *testing.T) {
 	if got.Events != sent.Events || len(got.Collectives) != 1 || len(sent.Collectives) != 1 ||
 		got.Collectives[0].Op != "all_reduce" || got.Collectives[0].Count != sent.Collectives[0].Count || got.Collectives[0].Ranks != 2 {
 		t.Errorf("listen received %d events, collectives %+v; attach folded %d, %+v", got.Events, got.Collectives, sent.Events, sent.Collectives)
+	}
+}
+
+// uniquePaths names each file once, however it was spelled.
+func TestUniquePaths(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		in, want []string
+	}{
+		{nil, nil},
+		{[]string{"/a/p.so", "/b/p.so"}, []string{"/a/p.so", "/b/p.so"}},
+		{[]string{"/a/p.so", "/a/p.so", "/a/./p.so"}, []string{"/a/p.so"}},
+		{[]string{filepath.Join(wd, "p.so"), "p.so"}, []string{filepath.Join(wd, "p.so")}},
+	}
+	for _, tc := range tests {
+		if got := uniquePaths(tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("uniquePaths(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Run from the directory that holds it, without a plugin, xfertop plugin names where it looked
+// once per place: the binary's directory and the working directory are one.
+func TestPluginNotFoundLooksOnce(t *testing.T) {
+	bin := commandBinary(t)
+	dir := filepath.Dir(bin)
+	plugin := filepath.Join(dir, PluginName)
+	if _, err := os.Stat(plugin); err == nil {
+		t.Skipf("%s exists", plugin)
+	}
+	cmd := exec.Command(bin, "plugin")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XFERTOP_PLUGIN="+plugin)
+	out, _ := cmd.CombinedOutput()
+	if want := "(looked at " + plugin + ")\n"; cmd.ProcessState.ExitCode() != exitFailure || !strings.Contains(string(out), want) {
+		t.Errorf("exit %d:\n%s\nwant exit %d naming %s once", cmd.ProcessState.ExitCode(), out, exitFailure, plugin)
 	}
 }

@@ -147,7 +147,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.BoolVar(&o.cfg.Fit, "fit", false, "cuda: run a topology with more ranks than GPUs, rank r on GPU r mod n")
 	fs.Float64Var(&o.cfg.Speed, "speed", 0, "pace the simulation: simulated seconds per wall second (0: as fast as possible)")
 	fs.BoolVar(&o.headless, "headless", false, "print a report instead of opening the console")
-	fs.BoolVar(&o.json, "json", false, "print the report as JSON (with --headless)")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of opening the console (implies --headless)")
 	fs.StringVar(&o.record, "record", "", "record the session to this .xfr file while it runs")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
 	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory (older ones are trimmed; the recording keeps all)")
@@ -184,6 +184,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if o.compare != "" {
 		return compareRuns(ctx, o, o.compare, stdout)
 	}
+	o.headless = o.headless || o.json // --json asks for the report, which the console does not print
 	if !o.headless {
 		if interactive(stdout) {
 			if !flagSet(fs, "speed") {

@@ -39,7 +39,7 @@ func TestExitStatuses(t *testing.T) {
 		{"negative speed", []string{"run", "--speed", "-1"}, exitUsage, "--speed -1", "", true},
 		{"unknown scenario", []string{"run", "--scenario", "warp"}, exitUsage, `unknown scenario "warp"`, "", true},
 		{"unknown knob", []string{"run", "--set", "warp=9"}, exitUsage, `unknown knob "warp"`, "", true},
-		{"bad knob value", []string{"run", "--set", "d2d_priority=urgent"}, exitUsage, `knob d2d_priority="urgent": must be one of high|normal`, "", true},
+		{"bad knob value", []string{"run", "--set", "d2d_priority=urgent"}, exitUsage, `--set d2d_priority=urgent: must be one of high|normal`, "", true},
 		{"malformed set", []string{"run", "--set", "novalue"}, exitUsage, "want key=value", "", true},
 		{"malformed file", []string{"run", "--scenario", bad}, exitUsage, bad + `:4: compute.duration: "soon" is not a duration`, "", true},
 		{"missing file", []string{"run", "--scenario", "/no/such.yaml"}, exitUsage, "read scenario: open /no/such.yaml", "", true},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui"
@@ -112,6 +114,10 @@ func runComparison(ctx context.Context, o *runOpts, spec string) (*report.Compar
 		cfg.Record, cfg.Export = "", nil
 		wins[i] = timeline.NewWindow(compareWindow, nil)
 		p, err := session.Prepare(cfg, wins[i])
+		var se *scenario.SetError
+		if errors.As(err, &se) && se.Knob == knob && se.Value == v {
+			se.Flag = "--compare" // the value is one side of --compare, not a --set
+		}
 		if err != nil {
 			return nil, wins, prepareError(err)
 		}

@@ -271,3 +271,31 @@ func TestImportConsoleEndToEnd(t *testing.T) {
 		t.Errorf("the import left %s in the temporary directory", left[0].Name())
 	}
 }
+
+// --json on a terminal prints the JSON report, as it asks, instead of opening the console: for a
+// run, a replay and a comparison alike.
+func TestJSONOnTerminalEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	rec := filepath.Join(t.TempDir(), "run.xfr")
+	if code, _, errs := runBinary(t, "run", "--headless", "--steps", "1", "--scenario", "overlap", "--record", rec); code != exitOK {
+		t.Fatal(errs)
+	}
+	tests := []struct {
+		name string
+		args string
+	}{
+		{"run", "run --json --steps 1 --scenario overlap"},
+		{"replay", "replay --json " + rec},
+		{"run --compare", "run --json --steps 1 --compare d2d_priority=high,normal"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startTmux(t, 120, 40, bin+" "+tc.args+"; echo XFERTOP_EXIT=$?; sleep 30")
+			scr := s.waitFor("XFERTOP_EXIT=0", 30*time.Second)
+			// The JSON's closing brace, then the shell's line: no console came between.
+			if !strings.Contains(scr, "\n}\nXFERTOP_EXIT=0") || strings.Contains(scr, "1 Overview") {
+				t.Errorf("the screen does not end with the JSON report:\n%s", scr)
+			}
+		})
+	}
+}

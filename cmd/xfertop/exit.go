@@ -132,7 +132,7 @@ type interruptedError struct{ sig os.Signal }
 func (e *interruptedError) Error() string {
 	switch e.sig {
 	case os.Interrupt:
-		return "interrupted by SIGINT"
+		return "interrupted by SIGINT (Ctrl-C)"
 	case syscall.SIGTERM:
 		return "interrupted by SIGTERM"
 	}

@@ -111,6 +111,30 @@ func TestExitStatusAndMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	notClosed := "xfertop: warning: " + empty + ": the recording was not closed cleanly (no index): it may end before the session did\n"
+	// Files cut before or inside the recording header: empty, the magic's first 5 bytes, and a
+	// job's directory holding an empty rank recording beside a good one.
+	zero, cut, cutBin, emptyJSON := filepath.Join(dir, "zero.xfr"), filepath.Join(dir, "cut.xfr"), filepath.Join(dir, "cut.bin"), filepath.Join(dir, "empty.json")
+	ranks := filepath.Join(dir, "ranks")
+	if err := os.Mkdir(ranks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rank0 := filepath.Join(ranks, "t0.xfr")
+	for p, b := range map[string][]byte{zero: nil, cut: data[:5], cutBin: data[:5], emptyJSON: nil, rank0: nil, filepath.Join(ranks, "t1.xfr"): data} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	userScenario, badDefault := filepath.Join(dir, "mine.yaml"), filepath.Join(dir, "bad.yaml")
+	for p, d := range map[string]string{userScenario: "1ms", badDefault: "soon"} {
+		src := "name: mine\nknobs:\n  t: {default: " + d + ", help: time}\nphases: [{compute: {duration: \"${t}\"}}]\n"
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const starts = `a recording starts with "XFERTOP\x00" and its format version)`
+	isEmpty := func(p string) string {
+		return p + `: the file is empty (0 bytes; a recording starts with a 16-byte header, "XFERTOP\x00" and its format version)` + "\n"
+	}
 	missing := filepath.Join(dir, "none.xfr")
 	noDir := filepath.Join(dir, "no", "such", "dir.xfr")
 	const diskFull = "xfertop run: --record /dev/full: no space left on device; the run was stopped at that point, and the recording keeps every chunk completed before it\n"
@@ -143,6 +167,16 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"usage: unknown flag, listen", []string{"listen", "--frobnicate"}, exitUsage, "xfertop listen: flag provided but not defined: -frobnicate (see xfertop listen --help)\n", exact, ""},
 		{"usage: unknown flag, attach", []string{"attach", "--frobnicate"}, exitUsage, "xfertop attach: flag provided but not defined: -frobnicate (see xfertop attach --help)\n", exact, ""},
 		{"usage: bad value", []string{"run", "--steps", "-1"}, exitUsage, "xfertop run: --steps and --duration must not be negative\n", exact, ""},
+		{"usage: a --set value that is not a duration", []string{"run", "--headless", "--set", "compute=soon"}, exitUsage,
+			"xfertop run: --set compute=soon: \"soon\" is not a duration (examples: 150us, 21ms, 2s); it sets pipeline.compute at builtin:pipeline:24\n", exact, ""},
+		{"usage: a --set value, scenario file", []string{"run", "--headless", "--scenario", userScenario, "--set", "t=soon"}, exitUsage,
+			"xfertop run: --set t=soon: \"soon\" is not a duration (examples: 150us, 21ms, 2s); it sets compute.duration at " + userScenario + ":4\n", exact, ""},
+		{"usage: a --set value not allowed", []string{"run", "--headless", "--set", "d2d_priority=urgent"}, exitUsage,
+			"xfertop run: --set d2d_priority=urgent: must be one of high|normal; the knob is declared at builtin:pipeline:11\n", exact, ""},
+		{"usage: a --compare value", []string{"run", "--headless", "--compare", "compute=1ms,soon"}, exitUsage,
+			"xfertop run: --compare compute=soon: \"soon\" is not a duration (examples: 150us, 21ms, 2s); it sets pipeline.compute at builtin:pipeline:24\n", exact, ""},
+		{"usage: a bad default in a scenario file is the file's", []string{"run", "--headless", "--scenario", badDefault}, exitUsage,
+			"xfertop run: " + badDefault + ":4: compute.duration: \"soon\" is not a duration (examples: 150us, 21ms, 2s)\n", exact, ""},
 		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, listen, analyze, nccl-tests, convert, compare, attach, plugin, repair, scenarios, topologies, help)\n", exact, ""},
 		{"usage: replay a directory", []string{"replay", emptyDir, "--headless"}, exitUsage, "xfertop replay: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
 		{"usage: analyze a directory", []string{"analyze", emptyDir}, exitUsage, "xfertop analyze: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
@@ -167,6 +201,14 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"data: no events, replay", []string{"replay", empty, "--headless"}, exitData, notClosed + "xfertop replay: " + empty + ": no events\n", exact, ""},
 		{"data: no events, --from", []string{"replay", empty, "--headless", "--from", "1s"}, exitData, "xfertop replay: " + empty + ": no events\n", exact, ""},
 		{"data: no events, analyze", []string{"analyze", empty}, exitData, notClosed + "xfertop analyze: " + empty + ": no events\n", exact, ""},
+		{"data: an empty recording, replay", []string{"replay", zero, "--headless"}, exitData, "xfertop replay: " + isEmpty(zero), exact, ""},
+		{"data: an empty recording, analyze", []string{"analyze", zero}, exitData, "xfertop analyze: " + isEmpty(zero), exact, ""},
+		{"data: a recording cut in its header", []string{"replay", cut, "--headless"}, exitData,
+			"xfertop replay: " + cut + ": truncated recording header (5 bytes of 16; " + starts + "\n", exact, ""},
+		{"data: a recording cut in its header, told by its magic", []string{"convert", cutBin, filepath.Join(dir, "o.json")}, exitData,
+			"xfertop convert: " + cutBin + ": truncated recording header (5 bytes of 16; " + starts + "\n", exact, ""},
+		{"data: an empty rank recording in a job's directory", []string{"replay", ranks, "--headless"}, exitData, "xfertop replay: " + isEmpty(rank0), exact, ""},
+		{"data: an empty trace", []string{"analyze", emptyJSON}, exitData, "xfertop analyze: " + emptyJSON + ": the file is empty (0 bytes)\n", exact, ""},
 		{"data: malformed trace", []string{"analyze", trace}, exitData, "xfertop analyze: " + trace + ": the JSON ends before it is complete, at byte offset 28 (is the file truncated?)\n", exact, ""},
 
 		{"help: run", []string{"run", "-h"}, exitOK, "", exact, exitHelp},
@@ -179,6 +221,11 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"help: attach", []string{"attach", "--help"}, exitOK, "", exact, exitHelp},
 		{"help: nccl-tests", []string{"nccl-tests", "--help"}, exitOK, "", exact, exitHelp},
 		{"help: scenarios", []string{"scenarios", "-h"}, exitOK, "", exact, exitHelp},
+		{"help: plugin", []string{"plugin", "--help"}, exitOK, "", exact, "Usage: xfertop plugin\n"},
+		{"help: plugin, -h", []string{"plugin", "-h"}, exitOK, "", exact, exitHelp},
+		{"usage: plugin with an argument", []string{"plugin", "x"}, exitUsage, "xfertop plugin: takes no arguments\n", exact, ""},
+		{"help: topologies", []string{"topologies", "--help"}, exitOK, "", exact, exitHelp},
+		{"help: repair", []string{"repair", "--help"}, exitOK, "", exact, exitHelp},
 		{"help", []string{"help"}, exitOK, "", exact, exitHelp},
 	}
 	for _, tc := range tests {
@@ -338,13 +385,13 @@ func TestInterrupted(t *testing.T) {
 		stdout string
 	}{
 		{"run, SIGINT", []string{"run", "--steps", "1000000", "--speed", "1"}, syscall.SIGINT, filepath.Join(dir, "int.xfr"), false,
-			notice + "xfertop run: interrupted by SIGINT\n", "run ended early: run canceled"},
+			notice + "xfertop run: interrupted by SIGINT (Ctrl-C)\n", "run ended early: interrupted by SIGINT (Ctrl-C) at "},
 		{"run, SIGTERM", []string{"run", "--steps", "1000000", "--speed", "1"}, syscall.SIGTERM, filepath.Join(dir, "term.xfr"), false,
-			notice + "xfertop run: interrupted by SIGTERM\n", "run ended early: run canceled"},
+			notice + "xfertop run: interrupted by SIGTERM\n", "run ended early: interrupted by SIGTERM at "},
 		{"replay, SIGTERM", []string{"replay", good, "--speed", "0.0001"}, syscall.SIGTERM, "", false,
 			notice + "xfertop replay: interrupted by SIGTERM\n", ""},
 		{"analyze, SIGINT", []string{"analyze", fifo}, syscall.SIGINT, "", true,
-			"xfertop analyze: interrupted by SIGINT\n", ""},
+			"xfertop analyze: interrupted by SIGINT (Ctrl-C)\n", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,6 +438,9 @@ func TestInterrupted(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), tc.stdout) {
 				t.Errorf("stdout lacks %q:\n%s", tc.stdout, out.String())
+			}
+			if strings.Contains(out.String()+first+string(rest), "context canceled") {
+				t.Errorf("Go's words for a cancel reach the user:\n%s%s%s", out.String(), first, rest)
 			}
 			if tc.record != "" {
 				r, err := recordings.ReadFile(tc.record, recordings.Options{})

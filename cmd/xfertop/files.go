@@ -47,7 +47,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	headless := fs.Bool("headless", false, "print a report instead of opening the console")
 	tick := fs.Duration("tick", 60*time.Millisecond, "console: how often the view refreshes")
 	window := fs.Int("window", timeline.DefaultWindow, "console: events kept in memory")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
+	asJSON := fs.Bool("json", false, "print the report as JSON instead of opening the console (implies --headless)")
 	salvage := fs.Bool("salvage", false, "skip damaged chunks instead of stopping at the first")
 	var limits importLimits
 	limits.register(fs)
@@ -74,6 +74,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	*headless = *headless || *asJSON // --json asks for the report, which the console does not print
 	console := !*headless && interactive(stdout)
 	if (!rec || len(pos) > 1) && console {
 		if !flagSet(fs, "speed") {
@@ -217,8 +218,9 @@ func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, st
 	return writeReport(stdout, rp.Report(), asJSON)
 }
 
-// isRecording reports whether path is a recording, by its content. A file of no format xfertop
-// reads (an Nsight Systems report among them) is a data error saying what to do.
+// isRecording reports whether path is a recording, by its content or else its name
+// (importers.DetectBytes). A file of no format xfertop reads (an Nsight Systems report, an empty
+// trace among them) is a data error saying what to do.
 func isRecording(path string) (bool, error) {
 	f, err := importers.Detect(path)
 	if err != nil {
@@ -287,7 +289,7 @@ Converts a recording to a Chrome trace (IN.xfr -> OUT.json, for Perfetto or chro
 Kineto or Chrome trace or an Nsight Systems SQLite export to a recording (IN.json[.gz] or
 IN.sqlite -> OUT.xfr). A job's per-rank recordings (several IN.xfr, or their directory) are merged
 first, into one recording (OUT.xfr) or one trace (OUT.json). The format of IN is told by its
-content, not its name.
+content where that says one, else by its name (a file named .xfr is a recording).
 
 Flags:
 `

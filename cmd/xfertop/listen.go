@@ -48,7 +48,7 @@ func listenFlags(stderr io.Writer) (*flag.FlagSet, *listenOpts) {
 	fs.IntVar(&o.cfg.QueueSpans, "queue-spans", receiver.DefaultQueueSpans, "spans waiting to be merged; past it senders are asked to retry (gRPC ResourceExhausted, HTTP 429)")
 	fs.DurationVar(&o.cfg.ReorderWait, "reorder-wait", receiver.DefaultReorderWait, "how long a missing event holds back those after it before it is counted lost")
 	fs.BoolVar(&o.headless, "headless", false, "print a report at the end instead of opening the console")
-	fs.BoolVar(&o.json, "json", false, "print the report as JSON (with --headless)")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON at the end instead of opening the console (implies --headless)")
 	fs.StringVar(&o.record, "record", "", "record what is received to this .xfr file")
 	fs.DurationVar(&o.idle, "exit-after-idle", 0, "headless: end when no data has come for this long (0: run until SIGINT or SIGTERM)")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
@@ -80,6 +80,7 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := o.cfg.Check(); err != nil {
 		return usageError("%w", err)
 	}
+	o.headless = o.headless || o.json // --json asks for the report, which the console does not print
 	if !o.headless && !interactive(stdout) {
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report at the end (use --headless to say so)")
 		o.headless = true

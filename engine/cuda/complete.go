@@ -99,7 +99,7 @@ func (b *Backend) poll(ctx context.Context) error {
 		}
 		pending = kept
 		if ctx.Err() != nil {
-			return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+			return engine.Canceled(ctx, -1)
 		}
 		if !progressed {
 			time.Sleep(20 * time.Microsecond)

@@ -24,7 +24,7 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 	var batch []engine.StreamOp
 	for _, cmd := range cmds {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+			return engine.Canceled(ctx, -1)
 		}
 		var err error
 		switch cmd.Kind {
@@ -62,7 +62,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+		return engine.Canceled(ctx, -1)
 	}
 }
 
@@ -94,7 +94,7 @@ func (b *Backend) awaitRecord(ctx context.Context, ev *eventState, id engine.Eve
 	case <-ev.recorded:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+		return engine.Canceled(ctx, -1)
 	case <-time.After(b.watchdog):
 		return &engine.DeadlockError{Pending: 1, First: fmt.Sprintf("a wait for event %d, which nothing recorded within %v", id, b.watchdog)}
 	}

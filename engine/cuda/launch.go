@@ -183,7 +183,7 @@ func (b *Backend) barrier(ctx context.Context, st streamState, op engine.StreamO
 	select {
 	case <-br.arrived:
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+		return engine.Canceled(ctx, -1)
 	case <-time.After(b.watchdog):
 		return &engine.WatchdogError{Op: "barrier", OpID: op.ID, Rank: op.Device, Peer: -1, WaitedNs: b.watchdog.Nanoseconds()}
 	}

@@ -111,7 +111,7 @@ func (b *Backend) await(ctx context.Context, k pairKey, st streamState, op engin
 	select {
 	case <-p.recorded:
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", engine.ErrCanceled, ctx.Err())
+		return engine.Canceled(ctx, -1)
 	case <-time.After(b.watchdog):
 		return &engine.WatchdogError{Op: engine.OpName(&op), OpID: op.ID, Rank: op.Device, Peer: op.Peer, Bytes: op.Bytes, WaitedNs: b.watchdog.Nanoseconds()}
 	}

@@ -223,8 +223,8 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 		s.handled++
 		if s.handled&1023 == 0 {
 			s.publish()
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("%w at %.3f ms simulated: %v", engine.ErrCanceled, float64(s.now)/1e6, err)
+			if ctx.Err() != nil {
+				return engine.Canceled(ctx, s.now)
 			}
 		}
 		if s.cfg.Speed > 0 && it.t > s.now {
@@ -233,7 +233,7 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 				s.publishSleep(true, it.t) // the console reads what runs while the simulation waits for the wall clock
 				select {
 				case <-ctx.Done():
-					return fmt.Errorf("%w at %.3f ms simulated: %v", engine.ErrCanceled, float64(s.now)/1e6, ctx.Err())
+					return engine.Canceled(ctx, s.now)
 				case <-time.After(d):
 				}
 			}

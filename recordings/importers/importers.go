@@ -49,14 +49,18 @@ var ErrNsysReport = errors.New("this is an Nsight Systems report; run `nsys expo
 var ErrUnknownFormat = errors.New("not an xfertop recording, a JSON trace or an Nsight Systems SQLite export " +
 	"(an Nsight Systems report is opened after `nsys export --type sqlite FILE`)")
 
-// Detect tells the format of the file at path from its first bytes.
+// ErrEmpty is the error for an empty file that is not named as a recording: no format xfertop
+// reads is empty.
+var ErrEmpty = errors.New("the file is empty (0 bytes)")
+
+// Detect tells the format of the file at path from its first bytes and its name (DetectBytes).
 func Detect(path string) (Format, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return FormatUnknown, err
 	}
 	defer f.Close()
-	head := make([]byte, 512)
+	head := make([]byte, DetectBytesNeeded)
 	n, err := io.ReadFull(f, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return FormatUnknown, fmt.Errorf("%s: %w", path, err)
@@ -64,22 +68,36 @@ func Detect(path string) (Format, error) {
 	return DetectBytes(path, head[:n])
 }
 
-// DetectBytes tells the format from a file's first bytes (512 are enough); name is used only for
-// messages and to recognise an Nsight Systems report, whose format is not public.
+// DetectBytesNeeded is how many of a file's first bytes DetectBytes looks at.
+const DetectBytesNeeded = 512
+
+// DetectBytes tells the format from a file's first bytes (DetectBytesNeeded of them, or the whole
+// file when it is shorter) and its name. Content that identifies a format decides: a recording's
+// magic, or the beginning of it when that is all the file holds (a recording cut inside its
+// header); SQLite's; gzip's; a JSON object or array. Otherwise the name decides: a file named .xfr
+// is a recording, so that the recording reader says what is wrong with it (empty, cut in its
+// header, not a recording) rather than the JSON reader. Any other text is a trace, for the JSON
+// reader to name its first bad byte; any other empty file is ErrEmpty. The name also recognises an
+// Nsight Systems report, whose format is not public.
 func DetectBytes(name string, head []byte) (Format, error) {
+	lower := strings.ToLower(name)
+	text := bytes.TrimLeft(head, " \t\r\n\ufeff")
 	switch {
-	case bytes.HasPrefix(head, []byte(recordings.Magic)):
+	case recordings.IsMagicPrefix(head):
 		return FormatRecording, nil
 	case bytes.HasPrefix(head, []byte(sqliteMagic)):
 		return FormatNsys, nil
 	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b: // gzip: a compressed trace
 		return FormatTrace, nil
-	}
-	if text := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(text) == 0 || text[0] == '{' || text[0] == '[' || !binary(head) {
+	case len(text) > 0 && (text[0] == '{' || text[0] == '['):
+		return FormatTrace, nil
+	case strings.HasSuffix(lower, ".xfr"):
+		return FormatRecording, nil
+	case len(head) == 0:
+		return FormatUnknown, fmt.Errorf("%s: %w", name, ErrEmpty)
+	case !binary(head):
 		return FormatTrace, nil // the JSON reader says precisely what is wrong with a text file
-	}
-	lower := strings.ToLower(name)
-	if strings.HasSuffix(lower, ".nsys-rep") || strings.HasSuffix(lower, ".qdrep") {
+	case strings.HasSuffix(lower, ".nsys-rep") || strings.HasSuffix(lower, ".qdrep"):
 		return FormatUnknown, fmt.Errorf("%s: %w", name, ErrNsysReport)
 	}
 	return FormatUnknown, fmt.Errorf("%s: %w", name, ErrUnknownFormat)

@@ -9,8 +9,8 @@ import (
 	"github.com/xfertop/xfertop/recordings"
 )
 
-// TestDetect: the format is told by the content, whatever the name; an Nsight Systems report and
-// other binary files get a message saying what to do.
+// TestDetect: the format is told by the content where it says one, else by the name; an empty
+// file, an Nsight Systems report and other binary files get a message saying what to do.
 func TestDetect(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -26,7 +26,19 @@ func TestDetect(t *testing.T) {
 		{"trace.json", "  \n{\"traceEvents\": []}", FormatTrace, nil},
 		{"trace.sqlite", "{\"traceEvents\": []}", FormatTrace, nil},
 		{"notes.txt", "hello", FormatTrace, nil}, // text: the JSON reader names the first bad byte
-		{"empty", "", FormatTrace, nil},
+		{"blank.json", " \n", FormatTrace, nil},
+		{"empty", "", FormatUnknown, ErrEmpty},
+		{"empty.json", "", FormatUnknown, ErrEmpty},
+		// A recording is told by the beginning of its magic when that is all the file holds, or by
+		// its name when the content is no other format's: the recording reader says what is wrong.
+		{"empty.xfr", "", FormatRecording, nil},
+		{"cut.bin", recordings.Magic[:5], FormatRecording, nil},
+		{"cut.json", "X", FormatRecording, nil},
+		{"RUN.XFR", "hello", FormatRecording, nil},
+		{"garbage.xfr", "\x00\x01binary", FormatRecording, nil},
+		{"renamed.xfr", "{\"traceEvents\": []}", FormatTrace, nil},
+		{"renamed.xfr", sqliteMagic, FormatNsys, nil},
+		{"XFERTOP notes.txt", "XFERTOP, but text", FormatTrace, nil},
 		{"run.nsys-rep", "\x00\x01\x02\xffQDSTRM", FormatUnknown, ErrNsysReport},
 		{"RUN.QDREP", "\x89\x00binary", FormatUnknown, ErrNsysReport},
 		{"image.png", "\x89PNG\r\n\x1a\n\x00\x00", FormatUnknown, ErrUnknownFormat},

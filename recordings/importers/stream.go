@@ -3,7 +3,7 @@ package importers
 import (
 	"errors"
 	"fmt"
-	"strconv"
+	"sort"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/attach"
@@ -167,19 +167,58 @@ func streamRanks(paths []string, opts Options, sink Sink) (*Result, error) {
 }
 
 // ImportedMeta describes an imported trace or export for the report, as written by writer. Traces
-// carry no engine wait events, so idle time is split as Holistic Trace Analysis does; an xfertop
-// export carries the description of the run it came from.
+// carry no engine wait events, so idle time is split as Holistic Trace Analysis does. An xfertop
+// export carries the description of the run it came from (recordings.MetaPairs, as a recording's
+// Meta chunk holds it), and that description is read back whole: the source, scenario, knobs, seed,
+// GPUs per host and link peaks of the run, so that its report is the recording's. Only the writer
+// is the importing program's, when it is given.
 func ImportedMeta(im *kineto.Imported, writer string) timeline.Meta {
-	m := timeline.Meta{Source: im.Source, Backend: im.Format, Topology: "unknown", Devices: im.Devices, IdleMode: timeline.IdleHTA,
-		KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: im.EpochUnixNs, Writer: writer, Extra: im.Extra}
 	if im.Exported != nil {
-		x := im.Exported
-		m.Scenario, m.Backend, m.Topology = x["scenario"], x["backend"], x["topology"]
-		m.Devices, _ = strconv.Atoi(x["devices"])
-		m.Seed, _ = strconv.ParseInt(x["seed"], 10, 64)
-		if x["idle_mode"] != "hta" {
-			m.IdleMode = timeline.IdleEngine
+		return exportedMeta(im, writer)
+	}
+	return timeline.Meta{Source: im.Source, Backend: im.Format, Topology: "unknown", Devices: im.Devices, IdleMode: timeline.IdleHTA,
+		KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: im.EpochUnixNs, Writer: writer, Extra: im.Extra}
+}
+
+// exportedMeta is the description an xfertop export carries, with what the import knows where the
+// export says nothing (an export written by hand, or by an older xfertop, may lack keys).
+func exportedMeta(im *kineto.Imported, writer string) timeline.Meta {
+	keys := make([]string, 0, len(im.Exported))
+	for k := range im.Exported {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // knob and extra maps are filled the same way whatever the map's order
+	kv := make([][2]string, 0, len(keys))
+	for _, k := range keys {
+		kv = append(kv, [2]string{k, im.Exported[k]})
+	}
+	m := recordings.MetaFromPairs(kv)
+	if m.Source == "" {
+		m.Source = im.Source
+	}
+	if m.Backend == "" {
+		m.Backend = im.Format
+	}
+	if m.Topology == "" {
+		m.Topology = "unknown"
+	}
+	if m.Devices <= 0 {
+		m.Devices = im.Devices
+	}
+	if m.KernelWaitNs <= 0 {
+		m.KernelWaitNs = analysis.DefaultKernelWaitNs
+	}
+	if m.EpochUnixNs == 0 {
+		m.EpochUnixNs = im.EpochUnixNs
+	}
+	if writer != "" {
+		m.Writer = writer
+	}
+	for k, v := range im.Extra {
+		if m.Extra == nil {
+			m.Extra = map[string]string{}
 		}
+		m.Extra[k] = v
 	}
 	return m
 }

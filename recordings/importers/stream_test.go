@@ -150,3 +150,59 @@ func TestStreamNsys(t *testing.T) {
 		t.Errorf("%v, want the sink's error", err)
 	}
 }
+
+// TestExportedMetaRoundTrip: the description a Chrome export carries (recordings.MetaPairs under
+// xfertopMetadata) is read back whole; where an export lacks a key, the import's own finding
+// stands. Only the writer is the importing program's.
+func TestExportedMetaRoundTrip(t *testing.T) {
+	rec, err := recordings.ReadFile(sample, recordings.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := timeline.Meta{Source: "sim", Scenario: "pipeline", Knobs: map[string]string{"compute": "21ms", "d2d_priority": "high"},
+		Backend: "sim", Topology: "h100x8x2", Devices: 16, GPUsPerHost: 8, LinkPeaks: [timeline.NumPeaks]float64{55e9, 450e9, 50e9, 1.512e12},
+		Seed: 7, IdleMode: timeline.IdleEngine, KernelWaitNs: 25_000, EpochUnixNs: 1_795_413_997_204_135_809, Writer: "xfertop 0.0",
+		Mapping: "rank r on GPU r mod 4", Extra: map[string]string{"gpu.0": "H100"}}
+	tests := []struct {
+		name  string
+		pairs map[string]string
+		want  func(path string) timeline.Meta
+	}{
+		{"every field", pairsOf(full), func(string) timeline.Meta { m := full; m.Writer = "w"; return m }},
+		{"an export that says only its scenario", map[string]string{"scenario": "overlap"}, func(path string) timeline.Meta {
+			return timeline.Meta{Source: path, Scenario: "overlap", Backend: "xfertop-chrome", Topology: "unknown", Devices: 8,
+				KernelWaitNs: 30_000, EpochUnixNs: 0, Writer: "w"}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "export.json")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := chrome.Write(f, rec.Events, rec.Strings, tc.pairs); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var got Collect
+			if _, err := Stream([]string{path}, Options{Writer: "w"}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if want := tc.want(path); !reflect.DeepEqual(got.Header.Meta, want) {
+				t.Errorf("imported description\n%+v\nwant\n%+v", got.Header.Meta, want)
+			}
+		})
+	}
+}
+
+// pairsOf is m as an export's xfertopMetadata holds it.
+func pairsOf(m timeline.Meta) map[string]string {
+	out := map[string]string{}
+	for _, kv := range recordings.MetaPairs(m) {
+		out[kv[0]] = kv[1]
+	}
+	return out
+}
