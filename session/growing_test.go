@@ -173,3 +173,27 @@ func TestSeekToEndIsDone(t *testing.T) {
 		waitFor(t, fmt.Sprintf("seek %d done", i), rs.Done)
 	}
 }
+
+// A seek past the end of a recording stands at its end: the replay is done, and the window holds
+// what ends there, starting there (it held nothing and stood at time 0).
+func TestSeekPastTheEndStopsThere(t *testing.T) {
+	gr := newGrowing(t)
+	gr.begin()
+	end := gr.add(100)
+	if err := gr.w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := StartReplay(context.Background(), ReplayConfig{Path: gr.path}, 1<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Stop()
+	waitFor(t, "the first replay done", rs.Done)
+	gen := rs.Snapshot().Generation
+	rs.SeekTo(end + 1_000_000_000)
+	waitFor(t, "the seek done", func() bool { return rs.Done() && rs.Snapshot().Generation != gen })
+	if snap := rs.Snapshot(); snap.Now != end || snap.From != end || snap.Total == 0 {
+		t.Errorf("after a seek 1 s past the end (%d): now %d, from %d, %d events; want the end, with what ends there",
+			end, snap.Now, snap.From, snap.Total)
+	}
+}

@@ -195,13 +195,14 @@ func (rs *ReplaySource) Description() (timeline.Meta, int64) {
 	return m, rs.growth.State().MaxEnd
 }
 
-// SeekTo asks the replay to jump to t (ns). In a recording still being written it goes no further
-// than what is written, so that a seek shows events at once rather than waiting for them.
+// SeekTo asks the replay to jump to t (ns), no further than the recording's end. In a recording
+// still being written it goes no further than what is written, so that a seek shows events at
+// once rather than waiting for them.
 func (rs *ReplaySource) SeekTo(t int64) {
-	if rs.growth != nil {
-		if st := rs.growth.State(); !st.Ended {
-			t = min(t, st.MaxEnd)
-		}
+	// No further than the end (of what is written, while it is being written): a seek past it
+	// would replay nothing, and the console would stand at time 0 with nothing to show.
+	if _, length := rs.Description(); length > 0 {
+		t = min(t, length)
 	}
 	select {
 	case <-rs.seek:

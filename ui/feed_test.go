@@ -1,12 +1,14 @@
 package ui
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // kernels emits n kernels on each of devs devices (two streams each) from t on, and returns the
@@ -129,9 +131,15 @@ func TestFeedAnalysesFromTheSeek(t *testing.T) {
 				}
 			}
 			src := &fakeSource{win: w, info: SourceInfo{Name: "replay", Replay: true, Meta: timeline.Meta{Backend: "sim", Devices: 1}}, status: Status{Done: true}}
-			r := sized(src, 120, 30).Result()
+			m := sized(src, 120, 30)
+			r := m.Result()
 			if s := r.Steps; s.Count != tc.steps || s.MeanNs == nil || *s.MeanNs != tc.mean || r.DurationNs != tc.dur {
 				t.Errorf("steps %d, mean %v, duration %d; want %d, %d, %d", s.Count, s.MeanNs, r.DurationNs, tc.steps, tc.mean, tc.dur)
+			}
+			// The overview says from when its figures count.
+			since := "since " + units.Dur(tc.from)
+			if got := strings.Contains(text(m), since); got != (tc.from > 0) {
+				t.Errorf("the overview mentions %q: %v; want %v:\n%s", since, got, tc.from > 0, text(m))
 			}
 		})
 	}

@@ -45,7 +45,13 @@ func (m *Model) View() string {
 	if cc := res.CommCache; cc.Hits+cc.Misses > 0 {
 		cache = fmt.Sprintf("comm cache %.0f%% hits (%d hits, %d misses, %d evictions)", 100*float64(cc.Hits)/float64(cc.Hits+cc.Misses), cc.Hits, cc.Misses, cc.Evictions)
 	}
-	fmt.Fprintf(&b, "%s %s   %s   %s\n", st.Title.Render("Moved"), units.Bytes(res.Links.MovedBytes), steps, cache)
+	moved := units.Bytes(res.Links.MovedBytes)
+	if fr.Snap != nil && fr.Snap.From > 0 {
+		// A replay started or sought there: every figure counts from then on, as the headless
+		// report of a replay --from does.
+		moved += " since " + units.Dur(fr.Snap.From)
+	}
+	fmt.Fprintf(&b, "%s %s   %s   %s\n", st.Title.Render("Moved"), moved, steps, cache)
 	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; each link now, % of peak") + "\n")
 	m.writeDevices(&b)
 	if len(res.Telemetry) > 0 {
