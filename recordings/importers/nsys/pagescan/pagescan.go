@@ -1,0 +1,408 @@
+package pagescan
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ErrUnsupported is returned when a file or table holds what the scanner does not read (a WAL
+// file, a table without rowid, a needed column that is not an integer or NULL, or that lies on an
+// overflow page): SQL reads it.
+var ErrUnsupported = errors.New("not readable from its pages")
+
+// CorruptError tells where a file's pages do not parse.
+type CorruptError struct {
+	Page   uint32 // the page, counting from 1
+	Reason string
+}
+
+func (e *CorruptError) Error() string { return fmt.Sprintf("page %d: %s", e.Page, e.Reason) }
+
+// Page types of table b-trees.
+const (
+	interiorTable = 0x05
+	leafTable     = 0x0D
+	headerSize    = 100 // the database header, at the start of page 1
+	maxDepth      = 20  // SQLite's BTCURSOR_MAX_DEPTH
+)
+
+// File is an SQLite file opened for scanning. It is not safe for concurrent use.
+type File struct {
+	f        *os.File
+	name     string
+	pageSize int
+	usable   int    // page size less the bytes reserved at the end of each page
+	pages    uint32 // pages in the file
+	cache    blockCache
+}
+
+// Open opens an SQLite file and reads its header.
+func Open(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	var h [headerSize]byte
+	if _, err := f.ReadAt(h[:], 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: database header: %w", path, err)
+	}
+	sf, err := parseHeader(h[:], st.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	sf.f, sf.name = f, path
+	sf.cache = newBlockCache(f, sf.pageSize)
+	return sf, nil
+}
+
+// parseHeader checks the database header of a file of size bytes.
+func parseHeader(h []byte, size int64) (*File, error) {
+	if string(h[:16]) != "SQLite format 3\x00" {
+		return nil, fmt.Errorf("not an SQLite file: %w", ErrUnsupported)
+	}
+	ps := int(binary.BigEndian.Uint16(h[16:]))
+	if ps == 1 {
+		ps = 65536
+	}
+	if ps < 512 || ps > 65536 || ps&(ps-1) != 0 {
+		return nil, &CorruptError{Page: 1, Reason: fmt.Sprintf("page size %d", ps)}
+	}
+	if h[18] != 1 || h[19] != 1 {
+		// 2 is WAL: the latest pages may be in the -wal file.
+		return nil, fmt.Errorf("journal mode versions %d/%d: %w", h[18], h[19], ErrUnsupported)
+	}
+	usable := ps - int(h[20])
+	if usable < 480 {
+		return nil, &CorruptError{Page: 1, Reason: fmt.Sprintf("%d bytes reserved per page", h[20])}
+	}
+	return &File{pageSize: ps, usable: usable, pages: uint32(min(size/int64(ps), 1<<31))}, nil
+}
+
+// Close closes the file.
+func (f *File) Close() error { return f.f.Close() }
+
+// Row is one row of a scan: its rowid and the values of the columns asked for, in the order asked
+// (a NULL is 0 with its Null set).
+type Row struct {
+	Rowid int64
+	Ints  []int64
+	Null  []bool
+}
+
+// Scan calls fn with each row of the table whose b-tree starts at page root, in rowid order, with
+// the values of the record columns cols (positions in the record, from 0; a column past the end of
+// a record is NULL, as it is for a column added later without a default). The Row is reused once fn
+// returns. It stops at fn's first error and returns it.
+func (f *File) Scan(root uint32, cols []int, fn func(r *Row) error) error {
+	s := scan{f: f, cols: cols, fn: fn, row: Row{Ints: make([]int64, len(cols)), Null: make([]bool, len(cols))}}
+	for _, c := range cols {
+		s.need = max(s.need, c+1)
+	}
+	return s.tree(root, 0)
+}
+
+// scan is one Scan's state.
+type scan struct {
+	f       *File
+	cols    []int
+	need    int // columns of the record to decode: the last one asked for, plus one
+	fn      func(r *Row) error
+	row     Row
+	visited uint32
+	types   []uint64 // serial types of the record being read, reused
+}
+
+// tree scans the b-tree page pg, depth pages below the root.
+func (s *scan) tree(pg uint32, depth int) error {
+	if depth >= maxDepth {
+		return &CorruptError{Page: pg, Reason: "b-tree deeper than 20 pages"}
+	}
+	if pg < 1 || pg > s.f.pages {
+		return &CorruptError{Page: pg, Reason: fmt.Sprintf("page number beyond the %d pages of the file", s.f.pages)}
+	}
+	if s.visited++; s.visited > s.f.pages {
+		return &CorruptError{Page: pg, Reason: "more pages visited than the file holds (a loop)"}
+	}
+	page, err := s.f.cache.page(pg)
+	if err != nil {
+		return err
+	}
+	page = page[:s.f.usable]
+	hdr := 0
+	if pg == 1 {
+		hdr = headerSize
+	}
+	if hdr+8 > len(page) {
+		return &CorruptError{Page: pg, Reason: "page shorter than its header"}
+	}
+	typ := page[hdr]
+	n := int(binary.BigEndian.Uint16(page[hdr+3:]))
+	switch typ {
+	case leafTable:
+		ptrs := hdr + 8
+		if ptrs+2*n > len(page) {
+			return &CorruptError{Page: pg, Reason: fmt.Sprintf("%d cells do not fit", n)}
+		}
+		// The page is the cache's and may be evicted by no other read while fn runs: fn reads no page.
+		for i := range n {
+			off := int(binary.BigEndian.Uint16(page[ptrs+2*i:]))
+			if err := s.leafCell(pg, page, off); err != nil {
+				return err
+			}
+		}
+		return nil
+	case interiorTable:
+		ptrs := hdr + 12
+		if ptrs+2*n > len(page) {
+			return &CorruptError{Page: pg, Reason: fmt.Sprintf("%d cells do not fit", n)}
+		}
+		right := binary.BigEndian.Uint32(page[hdr+8:])
+		// The page may be evicted while its children are read: keep its child pointers.
+		children := make([]uint32, 0, n+1)
+		for i := range n {
+			off := int(binary.BigEndian.Uint16(page[ptrs+2*i:]))
+			if off < ptrs+2*n || off+4 > len(page) {
+				return &CorruptError{Page: pg, Reason: fmt.Sprintf("cell %d at offset %d", i, off)}
+			}
+			children = append(children, binary.BigEndian.Uint32(page[off:]))
+		}
+		children = append(children, right)
+		for _, c := range children {
+			if err := s.tree(c, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case 0x02, 0x0A:
+		return fmt.Errorf("page %d: an index b-tree (a table without rowid): %w", pg, ErrUnsupported)
+	}
+	return &CorruptError{Page: pg, Reason: fmt.Sprintf("page type %#x", typ)}
+}
+
+// leafCell reads the cell at off of leaf page pg and hands its row on.
+func (s *scan) leafCell(pg uint32, page []byte, off int) error {
+	bad := func(what string) error {
+		return &CorruptError{Page: pg, Reason: fmt.Sprintf("cell at offset %d: %s", off, what)}
+	}
+	if off < 8 || off >= len(page) {
+		return bad("outside the page")
+	}
+	p := page[off:]
+	size, n := varint(p)
+	if n == 0 {
+		return bad("payload size")
+	}
+	p = p[n:]
+	rowid, n := varint(p)
+	if n == 0 {
+		return bad("rowid")
+	}
+	p = p[n:]
+	local := s.f.localPayload(size)
+	if local > int64(len(p)) {
+		return bad("payload beyond the page")
+	}
+	payload := p[:local]
+	s.row.Rowid = int64(rowid)
+	if err := s.record(payload, local < int64(size)); err != nil {
+		if errors.Is(err, ErrUnsupported) {
+			return fmt.Errorf("page %d: row %d: %w", pg, int64(rowid), err)
+		}
+		return bad(err.Error())
+	}
+	return s.fn(&s.row)
+}
+
+// localPayload is how many bytes of a payload of size bytes a table leaf cell holds on its page.
+func (f *File) localPayload(size uint64) int64 {
+	u := int64(f.usable)
+	x := u - 35
+	if size <= uint64(x) {
+		return int64(size)
+	}
+	m := (u-12)*32/255 - 23
+	k := m + int64((size-uint64(m))%uint64(u-4))
+	if k <= x {
+		return k
+	}
+	return m
+}
+
+// record decodes the columns asked for from a record's local payload; spilled tells that the rest
+// of the record is on overflow pages.
+func (s *scan) record(payload []byte, spilled bool) error {
+	hsize, n := varint(payload)
+	if n == 0 || hsize > uint64(len(payload)) {
+		if spilled {
+			return ErrUnsupported
+		}
+		return errors.New("record header beyond the payload")
+	}
+	if hsize < uint64(n) {
+		return errors.New("record header shorter than its size")
+	}
+	hdr, body := payload[n:hsize], payload[hsize:]
+	types := s.types[:0]
+	for len(hdr) > 0 && len(types) < s.need {
+		t, n := varint(hdr)
+		if n == 0 {
+			return errors.New("serial type")
+		}
+		types = append(types, t)
+		hdr = hdr[n:]
+	}
+	s.types = types
+	// Offsets of the columns read: the sum of the sizes of those before them.
+	var at uint64
+	next := 0 // the record column whose offset is at
+	for i, c := range s.cols {
+		if c < next {
+			at, next = 0, 0 // columns asked for out of record order: count again
+		}
+		for ; next < c && next < len(types); next++ {
+			sz, ok := serialSize(types[next])
+			if !ok {
+				return errors.New("reserved serial type")
+			}
+			at += sz
+		}
+		if c >= len(types) {
+			s.row.Ints[i], s.row.Null[i] = 0, true
+			continue
+		}
+		v, null, err := intValue(types[c], body, at, spilled)
+		if err != nil {
+			return err
+		}
+		s.row.Ints[i], s.row.Null[i] = v, null
+	}
+	return nil
+}
+
+// serialSize is how many bytes of the body a value of serial type t takes.
+func serialSize(t uint64) (uint64, bool) {
+	switch {
+	case t <= 4:
+		return [...]uint64{0, 1, 2, 3, 4}[t], true
+	case t == 5:
+		return 6, true
+	case t == 6 || t == 7:
+		return 8, true
+	case t == 8 || t == 9:
+		return 0, true
+	case t == 10 || t == 11:
+		return 0, false
+	}
+	return (t - 12) / 2, true
+}
+
+// intValue reads the value of serial type t at offset at of body: an integer or NULL, else
+// ErrUnsupported.
+func intValue(t uint64, body []byte, at uint64, spilled bool) (int64, bool, error) {
+	sz, ok := serialSize(t)
+	switch {
+	case !ok:
+		return 0, false, errors.New("reserved serial type")
+	case t == 0:
+		return 0, true, nil
+	case t == 8:
+		return 0, false, nil
+	case t == 9:
+		return 1, false, nil
+	case t > 6:
+		return 0, false, fmt.Errorf("a value of serial type %d, not an integer: %w", t, ErrUnsupported)
+	case at+sz > uint64(len(body)):
+		if spilled {
+			return 0, false, ErrUnsupported
+		}
+		return 0, false, errors.New("value beyond the payload")
+	}
+	b := body[at : at+sz]
+	v := int64(int8(b[0])) // sign-extended big-endian
+	for _, c := range b[1:] {
+		v = v<<8 | int64(c)
+	}
+	return v, false, nil
+}
+
+// varint decodes an SQLite varint (1 to 9 bytes, big-endian, 7 bits a byte but 8 in the ninth),
+// returning its length, 0 when p ends first.
+func varint(p []byte) (uint64, int) {
+	var v uint64
+	for i := 0; i < 8; i++ {
+		if i >= len(p) {
+			return 0, 0
+		}
+		v = v<<7 | uint64(p[i]&0x7F)
+		if p[i] < 0x80 {
+			return v, i + 1
+		}
+	}
+	if len(p) < 9 {
+		return 0, 0
+	}
+	return v<<8 | uint64(p[8]), 9
+}
+
+// blockCache reads pages a block of blockPages at a time and keeps the last cacheBlocks blocks:
+// a table written in one go lies in consecutive pages, so most pages come from a block read
+// already, and a table interleaved with others still finds its blocks within the cache.
+type blockCache struct {
+	r        io.ReaderAt
+	pageSize int
+	blocks   [cacheBlocks]block
+	next     int // the slot the next block read goes to
+}
+
+const (
+	blockPages  = 16
+	cacheBlocks = 32
+)
+
+type block struct {
+	first uint32 // the block's first page; 0: none
+	pages int    // pages read into data
+	data  []byte
+}
+
+func newBlockCache(r io.ReaderAt, pageSize int) blockCache {
+	return blockCache{r: r, pageSize: pageSize}
+}
+
+// page returns page pg (from 1), the cache's own bytes, valid until the next call.
+func (c *blockCache) page(pg uint32) ([]byte, error) {
+	first := (pg-1)/blockPages*blockPages + 1
+	for i := range c.blocks {
+		b := &c.blocks[i]
+		if b.first == first && int(pg-first) < b.pages {
+			at := int(pg-first) * c.pageSize
+			return b.data[at : at+c.pageSize], nil
+		}
+	}
+	b := &c.blocks[c.next]
+	c.next = (c.next + 1) % cacheBlocks
+	if b.data == nil {
+		b.data = make([]byte, blockPages*c.pageSize)
+	}
+	n, err := c.r.ReadAt(b.data, int64(first-1)*int64(c.pageSize))
+	b.first, b.pages = first, n/c.pageSize
+	if int(pg-first) >= b.pages {
+		b.first = 0
+		if err == nil || errors.Is(err, io.EOF) {
+			return nil, &CorruptError{Page: pg, Reason: "beyond the end of the file"}
+		}
+		return nil, fmt.Errorf("page %d: %w", pg, err)
+	}
+	at := int(pg-first) * c.pageSize
+	return b.data[at : at+c.pageSize], nil
+}
