@@ -161,3 +161,26 @@ func TestSample(t *testing.T) {
 		}
 	}
 }
+
+// TestSampleClone: a clone goes on as the sample would have, and adding to either leaves the other
+// as it was.
+func TestSampleClone(t *testing.T) {
+	s := Sample{Cap: 8}
+	for i := range 12 {
+		s.Add(int64(i))
+	}
+	c := s.Clone()
+	kept := slices.Clone(s.Kept())
+	for i := range 20 {
+		c.Add(int64(100 + i))
+	}
+	if !slices.Equal(s.Kept(), kept) || s.Len() != 12 {
+		t.Fatalf("the sample changed with its clone: %v, %d added", s.Kept(), s.Len())
+	}
+	for i := range 20 {
+		s.Add(int64(100 + i))
+	}
+	if !slices.Equal(s.Kept(), c.Kept()) || s.Weight() != c.Weight() || s.Len() != c.Len() {
+		t.Fatalf("sample %v, clone %v: want the same", s.Kept(), c.Kept())
+	}
+}

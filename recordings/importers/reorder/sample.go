@@ -1,5 +1,7 @@
 package reorder
 
+import "slices"
+
 // DefaultSampleCap is the cap of a Sample that sets none.
 const DefaultSampleCap = 1 << 12
 
@@ -46,3 +48,11 @@ func (s *Sample) Weight() int64 { return max(s.stride, 1) }
 
 // Len is how many starts were added.
 func (s *Sample) Len() int64 { return s.n }
+
+// Clone is a copy of the sample that shares no memory with it: a survey that may give up on a
+// table part-way keeps one to go back to.
+func (s *Sample) Clone() Sample {
+	c := *s
+	c.keep = slices.Clone(s.keep)
+	return c
+}
