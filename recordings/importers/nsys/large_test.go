@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/recordings/importers/nsys"
@@ -28,6 +29,8 @@ func largeExport(t testing.TB, path string, n, block int) {
 // batch for its peak (garbage not yet collected included), and with gcEvery set, after a
 // collection every gcEvery batches, for the peak of the live heap.
 type peakSink struct {
+	start              time.Time
+	first              time.Duration // from start to the first batch
 	events, outOfOrder int
 	last               int64
 	peakHeap, peakLive uint64
@@ -42,6 +45,9 @@ func newPeakSink() *peakSink {
 func (p *peakSink) begin(*kineto.Imported) error { return nil }
 
 func (p *peakSink) emit(evs []timeline.Event) error {
+	if p.events == 0 {
+		p.first = time.Since(p.start)
+	}
 	for i := range evs {
 		if evs[i].Start < p.last {
 			p.outOfOrder++
@@ -81,14 +87,15 @@ func peakRSS() uint64 {
 }
 
 // importPeak imports path into a peakSink (collecting every gcEvery batches when above 0), after a
-// collection so that the peak is the import's.
-func importPeak(t testing.TB, path string, gcEvery int) (*peakSink, uint64) {
+// collection so that the peak is the import's; sqlSurvey has the survey read with SQL alone.
+func importPeak(t testing.TB, path string, gcEvery int, sqlSurvey bool) (*peakSink, uint64) {
 	t.Helper()
 	runtime.GC()
 	rss := resetPeakRSS()
 	sink := newPeakSink()
 	sink.gcEvery = gcEvery
-	if _, err := nsys.Stream([]string{path}, nsys.Options{}, sink.begin, sink.emit); err != nil {
+	sink.start = time.Now()
+	if _, _, err := nsys.StreamSurveyed([]string{path}, nsys.Options{}, sqlSurvey, sink.begin, sink.emit); err != nil {
 		t.Fatal(err)
 	}
 	if sink.outOfOrder > 0 {
@@ -159,7 +166,7 @@ func TestMemoryFlat(t *testing.T) {
 	for i, n := range []int{128_000, 1_280_000} {
 		path := fmt.Sprintf("%s/k%d.sqlite", dir, n)
 		largeExport(t, path, n, 64)
-		sink, _ := importPeak(t, path, 16)
+		sink, _ := importPeak(t, path, 16, false)
 		if sink.events != largeRows(n) {
 			t.Fatalf("%d kernels: %d events, want %d", n, sink.events, largeRows(n))
 		}
@@ -172,9 +179,12 @@ func TestMemoryFlat(t *testing.T) {
 	}
 }
 
-// BenchmarkImportLarge measures rows read per second and the peak heap and resident set of
-// streaming an export of 128,000 and 1,280,000 kernels (0.27 and 2.7 million rows), or of the
-// numbers of kernels listed in XFERTOP_NSYS_LARGE (10000000 writes an export of about 1 GB):
+// BenchmarkImportLarge measures rows read per second, how soon the first events are handed on
+// (first-events-s: after the survey) and how long the whole import takes (import-s), and the peak
+// heap and resident set of streaming an export of 128,000 and 1,280,000 kernels (0.27 and 2.7
+// million rows), or of the numbers of kernels listed in XFERTOP_NSYS_LARGE (10000000 writes an
+// export of about 1 GB); survey=pages is the importer's, survey=sql its survey with SQL alone (as
+// it was before it read tables from their pages), one after the other on the same export:
 //
 //	XFERTOP_NSYS_LARGE=1000000,10000000 go test -run XXX -bench ImportLarge -benchtime 1x -cpu 1 ./recordings/importers/nsys/
 func BenchmarkImportLarge(b *testing.B) {
@@ -191,27 +201,35 @@ func BenchmarkImportLarge(b *testing.B) {
 	}
 	dir := b.TempDir()
 	for _, n := range sizes {
-		b.Run(fmt.Sprintf("kernels=%d", n), func(b *testing.B) {
-			path := fmt.Sprintf("%s/k%d.sqlite", dir, n)
-			largeExport(b, path, n, 64)
-			defer os.Remove(path)
-			st, err := os.Stat(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var heap, rss uint64
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			for b.Loop() {
-				sink, r := importPeak(b, path, 0)
-				heap, rss = max(heap, sink.peakHeap), max(rss, r)
-			}
-			reportRows(b, int64(largeRows(n)), cpu0)
-			b.ReportMetric(float64(st.Size())/(1<<20), "file-MiB")
-			b.ReportMetric(float64(heap)/(1<<20), "peak-heap-MiB")
-			if rss > 0 {
-				b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
-			}
-		})
+		path := fmt.Sprintf("%s/k%d.sqlite", dir, n)
+		largeExport(b, path, n, 64)
+		st, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, survey := range []string{"sql", "pages"} {
+			b.Run(fmt.Sprintf("kernels=%d/survey=%s", n, survey), func(b *testing.B) {
+				var heap, rss uint64
+				var first, all time.Duration
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				for b.Loop() {
+					start := time.Now()
+					sink, r := importPeak(b, path, 0, survey == "sql")
+					all += time.Since(start)
+					first += sink.first
+					heap, rss = max(heap, sink.peakHeap), max(rss, r)
+				}
+				reportRows(b, int64(largeRows(n)), cpu0)
+				b.ReportMetric(first.Seconds()/float64(b.N), "first-events-s")
+				b.ReportMetric(all.Seconds()/float64(b.N), "import-s")
+				b.ReportMetric(float64(st.Size())/(1<<20), "file-MiB")
+				b.ReportMetric(float64(heap)/(1<<20), "peak-heap-MiB")
+				if rss > 0 {
+					b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+				}
+			})
+		}
+		os.Remove(path)
 	}
 }

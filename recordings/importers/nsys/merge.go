@@ -43,10 +43,26 @@ type cursor struct {
 	head  item
 	rows  int64
 	done  bool // the statement has no more rows
+	began bool // head has held an item
 }
 
-// next makes head the cursor's next item in start order, reporting false at the end.
+// next makes head the cursor's next item in start order, reporting false at the end. A row that
+// comes out before the one let out last means that the survey read other rows, or in another order,
+// than the cursor does (the file changed while it was read, or SQL and its pages disagree on a
+// damaged file): that is an error, never an event out of order.
 func (c *cursor) next() (bool, error) {
+	last := c.head.ev.Start
+	more, err := c.advance()
+	if more && c.began && c.head.ev.Start < last {
+		return false, fmt.Errorf("%s: %s: a row starts before one read before it, further out of order than the survey found: the file changed while it was read, or is damaged",
+			c.f.d.name, c.t.name)
+	}
+	c.began = c.began || more
+	return more, err
+}
+
+// advance makes head the next item of the cursor's rows, through its reorder buffer if it has one.
+func (c *cursor) advance() (bool, error) {
 	if c.hold == 0 {
 		return c.read(&c.head)
 	}

@@ -32,6 +32,11 @@ type Options struct {
 	Progress func(done, total int64)
 	// Context, when set, interrupts a long read when it is done.
 	Context context.Context
+
+	// For the tests: sqlSurvey has the survey read every table with SQL; surveyed, when set, is
+	// given the number of tables it read from their pages.
+	sqlSurvey bool
+	surveyed  *int
 }
 
 // Format is the name of the format in Imported.Format and in reports.
@@ -54,6 +59,8 @@ type importer struct {
 	unnamed  int               // events whose name was left out, past maxLabels
 	devBase  int32             // global id of the next file's device 0
 	files    []*fileReader
+	// fromPages counts the tables the survey read from their pages (the others, with SQL).
+	fromPages int
 
 	// What the events are put through on their way out.
 	median, base int64
@@ -103,6 +110,9 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 	if err != nil {
 		return nil, err
 	}
+	if opts.surveyed != nil {
+		*opts.surveyed = m.fromPages
+	}
 	if err := m.run(cursors); err != nil {
 		return nil, err
 	}
@@ -125,9 +135,6 @@ func ReadFiles(paths []string, opts Options) (*kineto.Imported, error) {
 
 // prepare surveys every file and opens a cursor on each of its tables.
 func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
-	sample := newSampler()
-	devices := map[int32]bool{}
-	var cursors []*cursor
 	for i, d := range dbs {
 		f := newFileReader(m, i, d)
 		m.files = append(m.files, f)
@@ -140,12 +147,19 @@ func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
 		if err := f.readDevices(); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", d.name, tableCUDADev, err)
 		}
-		modes, err := f.survey(sample, devices)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d.name, err)
-		}
+	}
+	surveys, err := m.survey()
+	if err != nil {
+		return nil, err
+	}
+	devices := map[int32]bool{}
+	var cursors []*cursor
+	for i, f := range m.files {
+		d := f.d
+		modes := f.learn(surveys[i], devices)
 		m.devBase += int32(f.maxLocal + 1)
 		if err := f.readGPUNames(); err != nil {
+			closeCursors(cursors)
 			return nil, fmt.Errorf("%s: %s: %w", d.name, tableGPU, err)
 		}
 		for j, t := range tables {
@@ -161,7 +175,10 @@ func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
 		}
 	}
 	m.im.Devices = len(devices)
-	m.median, m.outliers = sample.median()
+	if m.median, m.outliers, err = m.medianStart(surveys); err != nil {
+		closeCursors(cursors)
+		return nil, err
+	}
 	return cursors, nil
 }
 

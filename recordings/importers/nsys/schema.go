@@ -139,6 +139,10 @@ func (f *fileReader) query(t *table, exprs []string, sorted bool) string {
 	b.WriteString(strings.Join(exprs, ", "))
 	b.WriteString(" FROM ")
 	b.WriteString(t.name)
+	if !sorted {
+		// In rowid order, as the survey read it, whatever indexes an export was given.
+		b.WriteString(" NOT INDEXED")
+	}
 	if t.where != nil {
 		b.WriteString(" WHERE ")
 		b.WriteString(t.where(f))

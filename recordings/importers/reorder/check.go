@@ -1,46 +1,77 @@
 package reorder
 
-// Check tells whether a sequence of starts comes out in order through a reorder buffer of N: it
-// plays the buffer, starts only. While the starts come in order, it keeps only the last N of them
-// (in order, they are the buffer, and a valid heap). A start that some N of those before it exceed
-// is the first to come out of order. Leaving starts out of the sequence never makes one come out
-// of order, so the check may be played on more items than are finally sorted.
+// Check tells whether a sequence of starts comes out in order through a reorder buffer of N (N >
+// 0): it plays the buffer, starts only. It keeps the buffer sorted while the starts come nearly in
+// order, each new start put in its place from the end (in order, it goes at the end), and makes it
+// a heap once a start goes further back than maxShift: sorted, a nearly ordered sequence costs a
+// few comparisons a start where a heap costs a descent from its root. A start that the buffer
+// lets out after a larger one is the first to come out of order. Leaving starts out of the
+// sequence never makes one come out of order, so the check may be played on more items than are
+// finally sorted.
 type Check struct {
 	N      int     // the reorder buffer's size
-	ring   []int64 // the last starts, while in order; then the buffer, a heap
-	next   int     // where the ring's next start goes
-	heap   bool    // ring is a heap: some start came out of order
-	last   int64   // the start last let out of the buffer
+	buf    []int64 // the buffer: buf[lo:] sorted, or (heap) buf a min-heap
+	lo     int
+	heap   bool
+	prev   int64 // the start added last
+	added  bool
+	moved  bool  // some start came before the one added before it
+	last   int64 // the start last let out of the buffer
 	popped bool
 	bad    bool
 }
 
+// maxShift is how far back in the sorted buffer a start may go before the buffer becomes a heap.
+const maxShift = 128
+
 // Add plays the next start.
 func (o *Check) Add(t int64) {
-	switch {
-	case o.bad:
+	if o.bad {
 		return
-	case !o.heap && (len(o.ring) == 0 || t >= o.ring[(o.next+len(o.ring)-1)%len(o.ring)]):
-		// in order: the buffer would let out the oldest start
-		if len(o.ring) < o.N {
-			o.ring = append(o.ring, t)
-			return
-		}
-		o.last, o.popped = o.ring[o.next], true
-		o.ring[o.next] = t
-		o.next = (o.next + 1) % len(o.ring)
-		return
-	case !o.heap:
-		// the first start out of order: the buffer, oldest first, is sorted, which is a heap
-		o.ring = append(o.ring[o.next:], o.ring[:o.next]...)
-		o.heap = true
 	}
+	if o.added && t < o.prev {
+		o.moved = true
+	}
+	o.prev, o.added = t, true
 	if o.popped && t < o.last {
 		o.bad = true
-		o.ring = nil
+		o.buf = nil
 		return
 	}
-	h := append(o.ring, t)
+	if o.heap {
+		o.push(t)
+		return
+	}
+	d := o.buf[o.lo:]
+	k := len(d)
+	for k > 0 && d[k-1] > t {
+		if k--; len(d)-k > maxShift {
+			// A sorted slice is a min-heap.
+			o.buf, o.lo, o.heap = append([]int64(nil), d...), 0, true
+			o.push(t)
+			return
+		}
+	}
+	if k == 0 && len(d) >= o.N {
+		o.last, o.popped = t, true // the buffer lets the smallest out at once
+		return
+	}
+	o.buf = append(o.buf, 0)
+	d = o.buf[o.lo:]
+	copy(d[k+1:], d[k:len(d)-1])
+	d[k] = t
+	if len(d) > o.N {
+		o.last, o.popped = d[0], true
+		if o.lo++; o.lo >= o.N { // keep the buffer within 2N starts
+			n := copy(o.buf, o.buf[o.lo:])
+			o.buf, o.lo = o.buf[:n], 0
+		}
+	}
+}
+
+// push puts t in the heap, letting its smallest start out once it holds more than N.
+func (o *Check) push(t int64) {
+	h := append(o.buf, t)
 	for i := len(h) - 1; i > 0; {
 		p := (i - 1) / 2
 		if h[p] <= h[i] {
@@ -49,14 +80,14 @@ func (o *Check) Add(t int64) {
 		h[i], h[p] = h[p], h[i]
 		i = p
 	}
-	o.ring = h
+	o.buf = h
 	if len(h) > o.N {
 		o.last, o.popped = o.popMin(), true
 	}
 }
 
 func (o *Check) popMin() int64 {
-	h := o.ring
+	h := o.buf
 	top, n := h[0], len(h)-1
 	h[0] = h[n]
 	h = h[:n]
@@ -74,7 +105,7 @@ func (o *Check) popMin() int64 {
 		h[i], h[small] = h[small], h[i]
 		i = small
 	}
-	o.ring = h
+	o.buf = h
 	return top
 }
 
@@ -82,4 +113,4 @@ func (o *Check) popMin() int64 {
 func (o *Check) InOrder() bool { return !o.bad }
 
 // Sorted reports whether the starts came in order as they were, needing no buffer.
-func (o *Check) Sorted() bool { return !o.bad && !o.heap }
+func (o *Check) Sorted() bool { return !o.bad && !o.moved }

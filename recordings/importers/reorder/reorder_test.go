@@ -21,16 +21,27 @@ func TestCheckPlaysTheBuffer(t *testing.T) {
 		want verdict
 	}{
 		{"in order", 3 * n, 0, 1, verdict{true, true}},
+		{"a little out of it", 3 * n, 20, 3, verdict{false, true}},
 		{"within the buffer", 3 * n, n / 2, 50, verdict{false, true}},
 		{"at the edge", 3 * n, n, 50, verdict{false, true}},
 		{"beyond it", 3 * n, 3 * n, 50, verdict{false, false}},
 		{"short", 100, 50, 3, verdict{false, true}},
+		{"in order but one, far back", 3 * n, 0, 1, verdict{false, false}},
+		{"within it, in blocks stored backwards", 3 * n, 0, 1, verdict{false, true}},
 	} {
 		starts := make([]int64, tc.len)
 		for i := range starts {
 			starts[i] = int64(i)
 			if tc.jump > 0 && r.IntN(tc.one) == 0 {
 				starts[i] -= int64(r.IntN(tc.jump + 1))
+			}
+		}
+		switch tc.name {
+		case "in order but one, far back":
+			starts[2*n] = 3
+		case "within it, in blocks stored backwards": // as Nsight stores its rows, in blocks of 64
+			for i := range starts {
+				starts[i] = int64(i - i%64 + 63 - i%64)
 			}
 		}
 		check := Check{N: n}
@@ -183,4 +194,55 @@ func TestSampleClone(t *testing.T) {
 	if !slices.Equal(s.Kept(), c.Kept()) || s.Weight() != c.Weight() || s.Len() != c.Len() {
 		t.Fatalf("sample %v, clone %v: want the same", s.Kept(), c.Kept())
 	}
+}
+
+// TestCheckRandom: on random sequences, short and long, nearly sorted and not, with buffers from 1
+// start up, the check's verdict is the buffer's.
+func TestCheckRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for round := range 2000 {
+		n := 1 + r.IntN(300)
+		size := []int{1, 2, 3, 7, 64, 200, 1000}[r.IntN(7)]
+		jump := []int{0, 1, 5, 100, 300, 5000}[r.IntN(6)]
+		one := 1 + r.IntN(20)
+		starts := make([]int64, n)
+		for i := range starts {
+			starts[i] = int64(i * (1 + r.IntN(2)))
+			if jump > 0 && r.IntN(one) == 0 {
+				starts[i] -= int64(r.IntN(jump + 1))
+			}
+		}
+		check := Check{N: size}
+		for _, s := range starts {
+			check.Add(s)
+		}
+		sorted, inOrder := playBuffer(starts, size)
+		if check.Sorted() != sorted || check.InOrder() != inOrder {
+			t.Fatalf("round %d (buffer %d, %v): check sorted %v, in order %v; the buffer %v, %v",
+				round, size, starts, check.Sorted(), check.InOrder(), sorted, inOrder)
+		}
+	}
+}
+
+// playBuffer plays a reorder buffer of n (a Heap that lets its first item out once it holds n+1)
+// on starts: whether they were sorted, and whether they came out in order.
+func playBuffer(starts []int64, n int) (sorted, inOrder bool) {
+	var q Heap[int64]
+	last, inOrder := int64(-1<<62), true
+	out := func() {
+		var s int64
+		q.Pop(&s)
+		inOrder = inOrder && s >= last
+		last = s
+	}
+	for i, s := range starts {
+		q.Push(Key{Start: s, Seq: int64(i)}, &s)
+		if q.Len() > n {
+			out()
+		}
+	}
+	for q.Len() > 0 {
+		out()
+	}
+	return slices.IsSorted(starts) && inOrder, inOrder
 }

@@ -13,18 +13,19 @@ type Sample struct {
 	keep   []int64
 	stride int64
 	n      int64
+	next   int64 // the next start to look at: a multiple of stride (a division a start costs more)
 }
 
 // Add takes the next start.
 func (s *Sample) Add(t int64) {
-	if s.stride == 0 {
-		s.stride = 1
-	}
-	limit := s.Cap
-	if limit <= 0 {
-		limit = DefaultSampleCap
-	}
-	if s.n%s.stride == 0 {
+	if s.n == s.next {
+		if s.stride == 0 {
+			s.stride = 1
+		}
+		limit := s.Cap
+		if limit <= 0 {
+			limit = DefaultSampleCap
+		}
 		if len(s.keep) == limit {
 			n := 0
 			for i := 0; i < len(s.keep); i += 2 { // those at multiples of the doubled stride
@@ -36,6 +37,7 @@ func (s *Sample) Add(t int64) {
 		if s.n%s.stride == 0 {
 			s.keep = append(s.keep, t)
 		}
+		s.next = (s.n/s.stride + 1) * s.stride
 	}
 	s.n++
 }

@@ -100,13 +100,26 @@ type Row struct {
 }
 
 // Scan calls fn with each row of the table whose b-tree starts at page root, in rowid order, with
-// the values of the record columns cols (positions in the record, from 0; a column past the end of
-// a record is NULL, as it is for a column added later without a default). The Row is reused once fn
-// returns. It stops at fn's first error and returns it.
+// the values of the record columns cols (distinct positions in the record, from 0; a column past
+// the end of a record is NULL, as it is for a column added later without a default). The Row is
+// reused once fn returns. It stops at fn's first error and returns it.
 func (f *File) Scan(root uint32, cols []int, fn func(r *Row) error) error {
-	s := scan{f: f, cols: cols, fn: fn, row: Row{Ints: make([]int64, len(cols)), Null: make([]bool, len(cols))}}
+	s := scan{f: f, fn: fn, row: Row{Ints: make([]int64, len(cols)), Null: make([]bool, len(cols))}}
 	for _, c := range cols {
+		if c < 0 || c > 1<<15 {
+			return fmt.Errorf("column %d: not a column of a record", c)
+		}
 		s.need = max(s.need, c+1)
+	}
+	s.slot = make([]int, s.need)
+	for i := range s.slot {
+		s.slot[i] = -1
+	}
+	for i, c := range cols {
+		if s.slot[c] >= 0 {
+			return fmt.Errorf("column %d asked for twice", c)
+		}
+		s.slot[c] = i
 	}
 	return s.tree(root, 0)
 }
@@ -114,12 +127,11 @@ func (f *File) Scan(root uint32, cols []int, fn func(r *Row) error) error {
 // scan is one Scan's state.
 type scan struct {
 	f       *File
-	cols    []int
-	need    int // columns of the record to decode: the last one asked for, plus one
+	need    int   // columns of the record to decode: the last one asked for, plus one
+	slot    []int // by record column: where its value goes in the Row, or -1
 	fn      func(r *Row) error
 	row     Row
 	visited uint32
-	types   []uint64 // serial types of the record being read, reused
 }
 
 // tree scans the b-tree page pg, depth pages below the root.
@@ -252,67 +264,50 @@ func (s *scan) record(payload []byte, spilled bool) error {
 		return errors.New("record header shorter than its size")
 	}
 	hdr, body := payload[n:hsize], payload[hsize:]
-	types := s.types[:0]
-	for len(hdr) > 0 && len(types) < s.need {
+	var at uint64 // where column c's value is in body: the sum of the sizes of those before it
+	c := 0
+	for ; c < s.need && len(hdr) > 0; c++ {
 		t, n := varint(hdr)
 		if n == 0 {
 			return errors.New("serial type")
 		}
-		types = append(types, t)
 		hdr = hdr[n:]
-	}
-	s.types = types
-	// Offsets of the columns read: the sum of the sizes of those before them.
-	var at uint64
-	next := 0 // the record column whose offset is at
-	for i, c := range s.cols {
-		if c < next {
-			at, next = 0, 0 // columns asked for out of record order: count again
+		sz, ok := serialSize(t)
+		if !ok {
+			return errors.New("reserved serial type")
 		}
-		for ; next < c && next < len(types); next++ {
-			sz, ok := serialSize(types[next])
-			if !ok {
-				return errors.New("reserved serial type")
+		if i := s.slot[c]; i >= 0 {
+			v, null, err := intValue(t, sz, body, at, spilled)
+			if err != nil {
+				return err
 			}
-			at += sz
+			s.row.Ints[i], s.row.Null[i] = v, null
 		}
-		if c >= len(types) {
+		at += sz
+	}
+	for ; c < s.need; c++ { // past the end of the record
+		if i := s.slot[c]; i >= 0 {
 			s.row.Ints[i], s.row.Null[i] = 0, true
-			continue
 		}
-		v, null, err := intValue(types[c], body, at, spilled)
-		if err != nil {
-			return err
-		}
-		s.row.Ints[i], s.row.Null[i] = v, null
 	}
 	return nil
 }
 
+// smallSizes are the sizes of the serial types below 12.
+var smallSizes = [12]uint8{0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0}
+
 // serialSize is how many bytes of the body a value of serial type t takes.
 func serialSize(t uint64) (uint64, bool) {
-	switch {
-	case t <= 4:
-		return [...]uint64{0, 1, 2, 3, 4}[t], true
-	case t == 5:
-		return 6, true
-	case t == 6 || t == 7:
-		return 8, true
-	case t == 8 || t == 9:
-		return 0, true
-	case t == 10 || t == 11:
-		return 0, false
+	if t < 12 {
+		return uint64(smallSizes[t]), t != 10 && t != 11
 	}
 	return (t - 12) / 2, true
 }
 
-// intValue reads the value of serial type t at offset at of body: an integer or NULL, else
-// ErrUnsupported.
-func intValue(t uint64, body []byte, at uint64, spilled bool) (int64, bool, error) {
-	sz, ok := serialSize(t)
+// intValue reads the value of serial type t, of sz bytes, at offset at of body: an integer or
+// NULL, else ErrUnsupported.
+func intValue(t, sz uint64, body []byte, at uint64, spilled bool) (int64, bool, error) {
 	switch {
-	case !ok:
-		return 0, false, errors.New("reserved serial type")
 	case t == 0:
 		return 0, true, nil
 	case t == 8:
@@ -328,16 +323,27 @@ func intValue(t uint64, body []byte, at uint64, spilled bool) (int64, bool, erro
 		return 0, false, errors.New("value beyond the payload")
 	}
 	b := body[at : at+sz]
-	v := int64(int8(b[0])) // sign-extended big-endian
-	for _, c := range b[1:] {
-		v = v<<8 | int64(c)
+	switch t { // big-endian two's complement of 1, 2, 3, 4, 6 and 8 bytes
+	case 1:
+		return int64(int8(b[0])), false, nil
+	case 2:
+		return int64(int16(binary.BigEndian.Uint16(b))), false, nil
+	case 3:
+		return int64(int8(b[0]))<<16 | int64(b[1])<<8 | int64(b[2]), false, nil
+	case 4:
+		return int64(int32(binary.BigEndian.Uint32(b))), false, nil
+	case 5:
+		return int64(int16(binary.BigEndian.Uint16(b)))<<32 | int64(binary.BigEndian.Uint32(b[2:])), false, nil
 	}
-	return v, false, nil
+	return int64(binary.BigEndian.Uint64(b)), false, nil
 }
 
 // varint decodes an SQLite varint (1 to 9 bytes, big-endian, 7 bits a byte but 8 in the ninth),
 // returning its length, 0 when p ends first.
 func varint(p []byte) (uint64, int) {
+	if len(p) > 0 && p[0] < 0x80 {
+		return uint64(p[0]), 1
+	}
 	var v uint64
 	for i := 0; i < 8; i++ {
 		if i >= len(p) {
