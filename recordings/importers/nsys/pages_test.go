@@ -3,6 +3,7 @@ package nsys_test
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/recordings/importers/nsys"
@@ -38,25 +39,30 @@ func TestSurveyFromPages(t *testing.T) {
 	type tc struct {
 		name  string
 		paths []string
-		pages int // tables read from their pages
+		pages int    // tables read from their pages
+		warn  string // in a warning
 	}
 	cases := []tc{
-		{"old schema", file("old.sqlite", old()), all},
-		{"2024", file("v2024.sqlite", version("schema-2024.sql")), 6},
-		{"2026", file("v2026.sqlite", version("schema-2026.sql")), 6},
-		{"large, in start order", file("in.sqlite", large(4096, 1)), all},
-		{"large, blocks of 64", file("b64.sqlite", large(4096, 64)), all},
-		{"large, reversed", file("rev.sqlite", large(1<<15, 1<<15)), all},
-		{"a real start", file("real.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (5000030000.5, 5000031000, 1, 1, 14, 9, 0, 3, 2, 1)`)), all - 1},
-		{"a text device", file("text.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (5000030000, 5000031000, 'x', 1, 14, 0, 0, 0, 512)`)), all - 1},
-		{"an out-of-range time", file("far.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (9000000000000000000, 9000000000000000001, 1, 0, 9, 1, 0)`)), all},
-		{"a covering index by start, descending", file("index.sqlite", old(`CREATE INDEX k ON CUPTI_ACTIVITY_KIND_KERNEL(start DESC, end, deviceId, streamId, correlationId, globalPid, demangledName, shortName)`)), all},
+		{"old schema", file("old.sqlite", old()), all, ""},
+		{"2024", file("v2024.sqlite", version("schema-2024.sql")), 6, ""},
+		{"2026", file("v2026.sqlite", version("schema-2026.sql")), 6, ""},
+		{"large, in start order", file("in.sqlite", large(4096, 1)), all, ""},
+		{"large, blocks of 64", file("b64.sqlite", large(4096, 64)), all, ""},
+		{"large, reversed", file("rev.sqlite", large(1<<15, 1<<15)), all, ""},
+		{"a real start", file("real.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (5000030000.5, 5000031000, 1, 1, 14, 9, 0, 3, 2, 1)`)), all - 1, ""},
+		{"a text device", file("text.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (5000030000, 5000031000, 'x', 1, 14, 0, 0, 0, 512)`)), all - 1, ""},
+		{"an out-of-range time", file("far.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (9000000000000000000, 9000000000000000001, 1, 0, 9, 1, 0)`)), all, ""},
+		{"a start 100 h later", file("later.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (365000000000000, 365000000001000, 1, 1, 14, 9, 0, 3, 2, 1)`)), all,
+			"more than 24 h): left out"},
+		{"a start 100 h later, and a real", file("later-real.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (365000000000000, 365000000001000, 1, 1, 14, 9, 0, 3, 2, 1)`,
+			`INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (5000030000.5, 5000031000, 1, 1, 14, 0, 0, 0, 512)`)), all - 1, "more than 24 h): left out"},
+		{"a covering index by start, descending", file("index.sqlite", old(`CREATE INDEX k ON CUPTI_ACTIVITY_KIND_KERNEL(start DESC, end, deviceId, streamId, correlationId, globalPid, demangledName, shortName)`)), all, ""},
 	}
 	two := append(append([]string{}, cases[0].paths...), cases[4].paths...)
-	cases = append(cases, tc{"two files", two, 2 * all})
+	cases = append(cases, tc{"two files", two, 2 * all, ""})
 	for _, name := range []string{"mfu_2gpu_after.sqlite", "mock.sqlite"} {
 		if p := sharedExportOrEmpty(name); p != "" {
-			cases = append(cases, tc{name, []string{p}, -1})
+			cases = append(cases, tc{name, []string{p}, -1, ""})
 		}
 	}
 	for _, c := range cases {
@@ -72,6 +78,9 @@ func TestSurveyFromPages(t *testing.T) {
 			t.Logf("%d tables read from their pages", n)
 			if c.pages >= 0 && n != c.pages || n == 0 {
 				t.Errorf("%d tables read from their pages, want %d", n, c.pages)
+			}
+			if c.warn != "" && !strings.Contains(strings.Join(got.Warnings, "\n"), c.warn) {
+				t.Errorf("warnings %q: want one saying %q", got.Warnings, c.warn)
 			}
 			if len(got.Events) == 0 || !reflect.DeepEqual(got.Events, want.Events) || !reflect.DeepEqual(got.Warnings, want.Warnings) ||
 				got.Devices != want.Devices || got.EpochUnixNs != want.EpochUnixNs || !reflect.DeepEqual(got.Extra, want.Extra) ||
