@@ -11,8 +11,11 @@
 // lacks is taken as unknown; a table or column xfertop needs that is missing is an error naming it.
 //
 // Stream hands the events on in start order without holding them: a survey reads each table once
-// for what must be known before the first event (the devices, a bounded sample of starts for the
-// outlier test, and how far the table's rows are out of start order); then each table is read
+// for what must be known before the first event (the devices, whether two starts lie more than 24 h
+// apart, and how far the table's rows are out of start order), reading the few integer columns it
+// needs straight from the table's b-tree pages (package pagescan), several tables at a time, and a
+// table whose pages it does not read with SQL; only when two starts lie more than 24 h apart does a
+// second pass read them again for the median start of the outlier test. Then each table is read
 // straight, through a reorder buffer of 16,384 rows, or sorted by SQLite (which spills to temporary
 // files), and the tables of every file are merged by start. Names are looked up in StringIds as they
 // are met, through bounded caches, and launch times are kept in a ring per process, so memory

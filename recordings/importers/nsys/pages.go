@@ -125,6 +125,7 @@ func (ts *tableSurvey) readPages(progress *atomic.Int64) error {
 		}
 	}
 	where := 2 + len(t.survey) // the first column of the WHERE clause
+	isSync, isNVTX := t.name == tableSync, t.name == tableNVTX
 	var v [8]int64             // the row's values by name (NULL: 0, with null set)
 	var null [8]bool
 	var sr surveyRow
@@ -144,8 +145,8 @@ func (ts *tableSurvey) readPages(progress *atomic.Int64) error {
 		}
 		sr.start, sr.end = v[0], v[1]
 		// The table's WHERE clause and an NVTX row's end, as its SQL works them out.
-		switch t.name {
-		case tableSync:
+		switch {
+		case isSync:
 			typ, ok := v[where], !null[where]
 			if !ok {
 				typ, ok = v[where+1], !null[where+1]
@@ -153,7 +154,7 @@ func (ts *tableSurvey) readPages(progress *atomic.Int64) error {
 			if !ok || !oneOfIDs(typ, f.enums.syncWaits) {
 				return nil
 			}
-		case tableNVTX:
+		case isNVTX:
 			typ := v[where]
 			if null[where] || !oneOfIDs(typ, f.enums.nvtxMarks) && !oneOfIDs(typ, f.enums.nvtxRanges) {
 				return nil

@@ -73,6 +73,7 @@ type tableSurvey struct {
 	peer   int64
 	lo, hi int64
 	starts bool     // some start was taken: lo and hi hold
+	copies bool     // the table is the copies'
 	sample *sampler // the second pass's: the starts are added to it
 	rows   int64    // rows read
 	told   int64    // of those, rows counted in the progress
@@ -83,7 +84,7 @@ type tableSurvey struct {
 }
 
 func newTableSurvey(f *fileReader, t *table) *tableSurvey {
-	return &tableSurvey{f: f, t: t, check: reorder.Check{N: reorderRows}, peer: -1}
+	return &tableSurvey{f: f, t: t, check: reorder.Check{N: reorderRows}, peer: -1, copies: t.name == tableMemcpy}
 }
 
 // seenDevice is a process's CUDA device and the file's id for it.
@@ -146,7 +147,7 @@ func (ts *tableSurvey) add(r *surveyRow, progress *atomic.Int64) {
 		return
 	}
 	ts.local[l/64] |= 1 << (l % 64)
-	if ts.t.name == tableMemcpy {
+	if ts.copies {
 		if other, ok := ts.f.peer(p, l, ts.f.copyDir(r.v[2]), r.v[3], r.v[4], !r.null[3], !r.null[4]); ok {
 			ts.peer = max(ts.peer, other)
 		}
