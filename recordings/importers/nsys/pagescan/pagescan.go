@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 )
 
@@ -283,7 +284,7 @@ func (s *scan) record(payload []byte, spilled bool) error {
 			}
 			s.row.Ints[i], s.row.Null[i] = v, null
 		}
-		at += sz
+		at += min(sz, math.MaxUint64-at) // saturating: a damaged size may be near 2^64
 	}
 	for ; c < s.need; c++ { // past the end of the record
 		if i := s.slot[c]; i >= 0 {
@@ -316,7 +317,7 @@ func intValue(t, sz uint64, body []byte, at uint64, spilled bool) (int64, bool, 
 		return 1, false, nil
 	case t > 6:
 		return 0, false, fmt.Errorf("a value of serial type %d, not an integer: %w", t, ErrUnsupported)
-	case at+sz > uint64(len(body)):
+	case at > uint64(len(body)) || sz > uint64(len(body))-at:
 		if spilled {
 			return 0, false, ErrUnsupported
 		}
