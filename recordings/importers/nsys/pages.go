@@ -126,7 +126,7 @@ func (ts *tableSurvey) readPages(progress *atomic.Int64) error {
 	}
 	where := 2 + len(t.survey) // the first column of the WHERE clause
 	isSync, isNVTX := t.name == tableSync, t.name == tableNVTX
-	var v [8]int64             // the row's values by name (NULL: 0, with null set)
+	var v [8]int64 // the row's values by name (NULL: 0, with null set)
 	var null [8]bool
 	var sr surveyRow
 	var scanned int64
