@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/recordings/importers/nsys"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -213,5 +214,17 @@ func TestProgress(t *testing.T) {
 	// runtime 4, kernels 3, copies 2, memset 1, syncs 2, NVTX 3, read twice
 	if last != 30 || total != 30 {
 		t.Fatalf("progress %d of %d, want 30 of 30", last, total)
+	}
+	// The survey's rows are told before the first event, however quickly they were read (the
+	// console shows the import's progress with its first events).
+	last, total = 0, 0
+	var atBegin [2]int64
+	_, err = nsys.Stream([]string{path}, nsys.Options{Progress: func(d, tot int64) { last, total = d, tot }},
+		func(*kineto.Imported) error { atBegin = [2]int64{last, total}; return nil }, func([]timeline.Event) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if atBegin[0] < 14 || atBegin[1] != 30 { // every row but the sync that is no wait
+		t.Fatalf("progress %d of %d before the first event, want 14 of 30", atBegin[0], atBegin[1])
 	}
 }

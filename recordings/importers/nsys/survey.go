@@ -195,6 +195,7 @@ func (m *importer) survey() ([][]*tableSurvey, error) {
 			*ts = *fresh
 		}
 	}
+	m.tell(0) // before the first event, however quick the survey was
 	return all, nil
 }
 
