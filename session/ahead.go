@@ -157,9 +157,14 @@ func (a *ahead) publish(rest, held []timeline.Event, at, horizon int64, wall tim
 	a.published, a.pubChunk, a.pubAt, a.pubHorizon = true, a.cur, at, horizon
 }
 
-// running reports whether e is drawn as running while it lasts: time a stream spends on an op or a
-// wait, as a live backend reports it (not instants, steps or host-side events).
-func running(e *timeline.Event) bool { return e.End > e.Start && e.OnStream() }
+// running reports whether e is reported running while it lasts, as a live backend reports it: time
+// a stream spends on an op or a wait, and a host's communicator init or sleep (not instants or
+// steps).
+func running(e *timeline.Event) bool {
+	// A host's communicator init or sleep is under way too, as a live simulation reports it: it
+	// moves the console's position on while no stream has anything running.
+	return e.End > e.Start && (e.OnStream() || e.Kind == timeline.KindCommInit || (e.Kind == timeline.KindMark && e.Device >= 0))
+}
 
 // stale reports whether what was published no longer says what is under way at the position at:
 // the replay reads another chunk, or the position is past half the horizon (the other half is the

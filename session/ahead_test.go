@@ -307,3 +307,19 @@ func TestReplayInFlightUnpaced(t *testing.T) {
 		t.Errorf("%d ops under way after the end", len(got))
 	}
 }
+
+// A communicator's init is under way in a replay as in a live run: while it alone runs (no stream
+// has anything), the replay reports it up to the position, so the console's position moves on.
+func TestReplayInFlightCommInit(t *testing.T) {
+	evs := []timeline.Event{
+		{Kind: timeline.KindCommInit, Device: 0, Peer: -1, Comm: 1, Ranks: 2, Start: 0, End: 900e6, Queued: -1},
+		{Kind: timeline.KindKernel, Device: 0, Stream: 3, Peer: -1, Start: 900e6, End: 950e6, Label: 1, Queued: -1},
+	}
+	path, _ := writeOrdered(t, evs, true)
+	p := startPaused(t, path, 1, 0)
+	p.step(300 * time.Millisecond)
+	got := p.rs.InFlight(nil)
+	if len(got) != 1 || got[0].Kind != timeline.KindCommInit || got[0].Start != 0 || got[0].End != 300e6 {
+		t.Errorf("300 ms into a 900 ms communicator init: in flight %+v; want the init, up to 300 ms", got)
+	}
+}

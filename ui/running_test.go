@@ -129,3 +129,21 @@ func TestEventsListRunning(t *testing.T) {
 		}
 	}
 }
+
+// A host's communicator init under way (on no stream) gets no timeline row, as it gets none when it
+// has ended, but it moves the live edge: the console's clock runs while it is the only thing running.
+func TestRunningHostWorkHasNoRow(t *testing.T) {
+	win := timeline.NewWindow(0, nil)
+	win.Emit(&timeline.Event{Kind: timeline.KindKernel, Device: 0, Stream: 3, Peer: -1, Start: 0, End: 10e6})
+	src := &runningSource{fakeSource: &fakeSource{win: win, info: SourceInfo{Name: "live", Meta: timeline.Meta{Backend: "sim", Devices: 2}}, status: Status{Speed: 1}}}
+	src.running = []timeline.Event{{Kind: timeline.KindCommInit, Device: 1, Peer: -1, Comm: 1, Start: 0, End: 500e6}}
+	m := sized(src, 120, 30)
+	press(m, "2")
+	out := text(m)
+	if strings.Contains(out, "device 1") || strings.Contains(out, "  s0") {
+		t.Errorf("a running communicator init was given a row:\n%s", out)
+	}
+	if !strings.Contains(out, "500 ms (following)") {
+		t.Errorf("the timeline does not reach the init's 500 ms:\n%s", out)
+	}
+}

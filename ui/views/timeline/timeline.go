@@ -68,8 +68,8 @@ func (t *Model) tracks() []*agg.Track {
 	i := 0
 	for j := 0; j < len(run); j++ {
 		r := &run[j]
-		if j > 0 && run[j-1].Device == r.Device && run[j-1].Stream == r.Stream {
-			continue
+		if !r.OnStream() || (j > 0 && run[j-1].Device == r.Device && run[j-1].Stream == r.Stream) {
+			continue // a host's work (a communicator's init, a sleep) is not drawn on a stream
 		}
 		for i < len(st.Tracks) && trackBefore(st.Tracks[i], r.Device, r.Stream) {
 			out = append(out, st.Tracks[i])
