@@ -48,6 +48,7 @@ func (a *Analyzer) StartAt(t int64) {
 		links: newLinks(a.meta.HostGPUs()), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
 	a.steps.from = a.from
 	a.comms.seen = recordsComms(a.meta)
+	a.comms.from = a.from
 }
 
 // Meta returns the description the analyzer was made with.

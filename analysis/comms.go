@@ -19,12 +19,14 @@ type commInfo struct {
 	evicted bool
 	faulted bool
 	inited  bool
+	pending int64 // hits before its creation was reported
 }
 
 // comms folds the communicator cache's events (comm_init per rank: a miss, its interval the
 // creation cost; comm_hit; comm_evict) and NCCL group launches.
 type comms struct {
-	seen                    bool // the source records communicators (recordsComms), or one was seen
+	seen                    bool  // the source records communicators (recordsComms), or one was seen
+	from                    int64 // the analysis starts here (StartAt): creations before it are unseen
 	byID                    map[uint32]*commInfo
 	hits, misses, evictions int64
 	initNs                  int64 // Σ over communicators of the slowest rank's creation
@@ -79,6 +81,9 @@ func (c *comms) add(e *timeline.Event) {
 		if !ci.inited {
 			ci.inited = true
 			c.misses++
+			c.hits += ci.pending
+			ci.hits += ci.pending
+			ci.pending = 0
 		}
 		if e.Device >= 0 && !slices.Contains(ci.devices, e.Device) {
 			i, _ := slices.BinarySearch(ci.devices, e.Device)
@@ -89,8 +94,17 @@ func (c *comms) add(e *timeline.Event) {
 			ci.initNs = d
 		}
 	case timeline.KindCommHit:
+		// A creation is reported when it ends, after the lookups that found it under way (a
+		// runtime queues a step's work at once): those count as hits once the miss that created it
+		// is in, so that the cache never reads 100% hits while its communicators are being made.
+		// From a later start, the creation may lie before it, unseen: a hit counts at once.
+		ci := c.get(e.Comm, e.Start)
+		if !ci.inited && c.from == 0 {
+			ci.pending++
+			return
+		}
 		c.hits++
-		c.get(e.Comm, e.Start).hits++
+		ci.hits++
 	case timeline.KindCommEvict:
 		c.evictions++
 		ci := c.get(e.Comm, e.Start)
@@ -162,6 +176,9 @@ func ifKnown(known bool, v int64) *int64 {
 func (c *comms) result() (CommCache, Groups) {
 	out := CommCache{Known: c.seen, Hits: c.hits, Misses: c.misses, Evictions: c.evictions, InitNsTotal: c.initNs, Comms: make([]Comm, 0, len(c.byID))}
 	for _, ci := range c.byID {
+		if !ci.inited && ci.pending > 0 && !ci.evicted {
+			continue // being created: listed once its creation is reported
+		}
 		out.Comms = append(out.Comms, Comm{ID: ci.id, Devices: slices.Clone(ci.devices), CreatedNs: ci.created, InitNs: ci.initNs,
 			Hits: ci.hits, Evicted: ci.evicted, Faulted: ci.faulted})
 	}

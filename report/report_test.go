@@ -38,7 +38,7 @@ func handBuilt() ([]timeline.Event, *timeline.Strings) {
 		{Kind: timeline.KindCommInit, Comm: 1, Device: 0, Start: 0, End: 900, Peer: nd},
 		{Kind: timeline.KindCommInit, Comm: 1, Device: 1, Start: 0, End: 1000, Peer: nd},
 		{Kind: timeline.KindCommInit, Comm: 2, Device: 2, Start: 0, End: 20, Peer: nd},
-		{Kind: timeline.KindCommHit, Device: 0, Peer: nd}, {Kind: timeline.KindCommHit, Device: 0, Peer: nd}, {Kind: timeline.KindCommHit, Device: 0, Peer: nd},
+		{Kind: timeline.KindCommHit, Comm: 1, Device: 0, Peer: nd}, {Kind: timeline.KindCommHit, Comm: 1, Device: 0, Peer: nd}, {Kind: timeline.KindCommHit, Comm: 1, Device: 0, Peer: nd},
 		{Kind: timeline.KindCommEvict, Device: nd, Peer: nd},
 		// Two group launches fusing 3 and 5 ops.
 		{Kind: timeline.KindGroupLaunch, Aux: 3, Device: 0, Peer: nd}, {Kind: timeline.KindGroupLaunch, Aux: 5, Device: 1, Peer: nd},
