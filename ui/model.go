@@ -125,6 +125,7 @@ type Model struct {
 	width, height int
 	tab           int
 	paused        bool
+	seekPending   bool // a seek the replay had not taken when it was asked: paused, the next frame of a new start is still shown
 	showHelp      bool
 
 	// What is drawn, as of the last frame installed: published by the feed, never written.
@@ -274,15 +275,20 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.id != m.tickID {
 			return m, nil // a stale tick: a newer chain is running
 		}
-		if m.paused || m.folding { // a fold slower than a tick: the next tick asks again
+		if (m.paused && !m.seekPending) || m.folding { // a fold slower than a tick: the next tick asks again
 			return m, m.scheduleTick()
 		}
 		m.folding = true
 		return m, tea.Batch(m.scheduleTick(), m.feed.foldCmd())
 	case foldedMsg:
 		m.folding = false
-		if !m.paused { // a fold that started before a pause is not shown
+		switch {
+		case !m.paused: // a fold that started before a pause is not shown
 			m.install(msg.fr)
+		case m.seekPending && msg.fr.snap.Generation != m.snap.Generation:
+			// Paused, a seek shows where it went: the first frame of the replay's new start.
+			m.install(msg.fr)
+			m.seekPending = false
 		}
 		return m, nil
 	case tea.MouseWheelMsg:
@@ -391,10 +397,13 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 
 // seek asks the source to jump; its next generation of events starts the console afresh.
 func (m *Model) seek(t int64) {
+	gen := m.snap.Generation
 	if !m.src.SeekTo(t) {
 		return
 	}
 	m.refresh()
+	// The replay takes the seek on its own goroutine: until it has, the frame is the old start's.
+	m.seekPending = m.snap.Generation == gen
 	if m.timeline >= 0 {
 		m.panes[m.timeline].update(widget.SeekedMsg{})
 	}

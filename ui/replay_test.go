@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/session"
@@ -250,4 +252,61 @@ func runningKeys(evs []timeline.Event) [][3]int64 {
 	}
 	slices.SortFunc(k, func(a, b [3]int64) int { return slices.Compare(a[:], b[:]) })
 	return k
+}
+
+// lateSeekSource is a replay that takes a seek on its own goroutine: until take, it goes on
+// serving the old start's window.
+type lateSeekSource struct {
+	*fakeSource
+	next *timeline.Window
+}
+
+func (s *lateSeekSource) take() { s.win = s.next }
+
+// Paused, a seek shows where it went once the replay has taken it: the next frame of the new
+// start, and no later one (it showed the old start's, which kept playing behind the pause).
+func TestSeekWhilePausedShowsTheTarget(t *testing.T) {
+	old := timeline.NewWindow(0, nil)
+	old.SetGeneration(1)
+	kernels(old, 2, 10, 0)
+	src := &lateSeekSource{fakeSource: &fakeSource{win: old, info: SourceInfo{Name: "replay", Replay: true, Meta: timeline.Meta{Backend: "sim", Devices: 2}}, status: Status{Speed: 1}}}
+	m := sized(src, 120, 30)
+	press(m, "space")
+	if !m.Paused() {
+		t.Fatal("space did not pause")
+	}
+	tick := func() {
+		_, cmd := m.Update(tickMsg{id: m.tickID})
+		batch, ok := cmd().(tea.BatchMsg) // paused, a tick only schedules the next
+		if !ok {
+			return
+		}
+		for _, c := range batch {
+			if msg, ok := c().(foldedMsg); ok {
+				m.Update(msg)
+			}
+		}
+	}
+	press(m, "right")
+	if len(src.seeks) != 1 {
+		t.Fatalf("seeks %v; want one", src.seeks)
+	}
+	kernels(old, 2, 10, 1000) // the old start plays on behind the pause
+	tick()
+	if g := m.fr.Snap.Generation; g != 1 {
+		t.Fatalf("generation %d shown before the replay took the seek", g)
+	}
+	src.next = timeline.NewWindow(0, nil)
+	src.next.SetGeneration(2)
+	src.next.SetFrom(src.seeks[0])
+	src.take()
+	tick()
+	if g := m.fr.Snap.Generation; g != 2 {
+		t.Errorf("paused after a seek, generation %d shown; want the seek's, 2", g)
+	}
+	kernels(src.next, 2, 10, src.seeks[0]) // the new start plays on: the pause holds its first frame
+	tick()
+	if n := m.fr.Snap.Total; n != 0 {
+		t.Errorf("paused, a later frame (%d events) replaced the seek's", n)
+	}
 }
