@@ -32,6 +32,20 @@ func (c Cause) String() string {
 	return "unknown"
 }
 
+// KnownIn reports whether a gap can be put down to c in a stream analysed in mode: splitting gaps
+// as Holistic Trace Analysis does, a trace's gaps are host waits, kernel waits or other, and an
+// event, barrier or peer wait there is not none but unknown (a trace records no waits).
+func (c Cause) KnownIn(mode timeline.IdleMode) bool {
+	if mode != timeline.IdleHTA {
+		return true
+	}
+	switch c {
+	case CauseEventWait, CauseBarrierWait, CausePeerWait:
+		return false
+	}
+	return true
+}
+
 // Causes lists every cause in report order.
 func Causes() []Cause {
 	return []Cause{CauseHostWait, CauseKernelWait, CauseEventWait, CauseBarrierWait, CausePeerWait, CauseOther}

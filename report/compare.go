@@ -101,31 +101,35 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 	per, na, nb := perRun(a, b)
 	sameLength := a.Steps.Count == b.Steps.Count
 	if !sameLength {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("the runs differ in length: A completed %d steps in %s, B %d in %s. Idle is compared %s, "+
-			"with no verdict: its start-up part weighs more %s in the shorter run; compare runs of as many steps", a.Steps.Count,
-			units.Dur(a.DurationNs), b.Steps.Count, units.Dur(b.DurationNs), per, per))
+		// The step figures too: the steps a run starts with (the pipeline filling) weigh more in
+		// the shorter run's percentiles.
+		for i := range c.Rows {
+			if c.Rows[i].Section == "steps" {
+				c.Rows[i].Better = nil
+			}
+		}
+		c.Warnings = append(c.Warnings, fmt.Sprintf("the runs differ in length: A completed %d steps in %s, B %d in %s. Step times and idle "+
+			"(compared %s) get no verdict: the start of a run weighs more in the shorter one; compare runs of as many steps", a.Steps.Count,
+			units.Dur(a.DurationNs), b.Steps.Count, units.Dur(b.DurationNs), per))
 	}
-	idle := func(name string, ta, tb int64) {
-		r := row("idle", name, UnitNs, over(ta, na), over(tb, nb), true)
+	idle := func(name string, ta, tb *int64) {
+		r := row("idle", name, UnitNs, overP(ta, na), overP(tb, nb), true)
 		if !sameLength {
 			r.Better = nil
 		}
 		add(r)
 	}
-	idle("device idle "+per+" (Σ devices)", a.Idle.TotalNs, b.Idle.TotalNs)
+	idle("device idle "+per+" (Σ devices)", &a.Idle.TotalNs, &b.Idle.TotalNs)
 	for _, cause := range analysis.Causes() {
-		ca, cb := a.Idle.ByCause[cause.String()], b.Idle.ByCause[cause.String()]
-		if ca == 0 && cb == 0 {
+		ca, cb := causeNs(a, cause), causeNs(b, cause)
+		if (ca == nil || *ca == 0) && (cb == nil || *cb == 0) {
 			continue
 		}
 		idle("stream gaps "+per+": "+cause.String(), ca, cb)
 	}
 	add(row("overlap", "communication overlapped with compute", UnitPct, a.Overlap.CommComputePct, b.Overlap.CommComputePct, false))
 	for _, p := range pairCollectives(a.Collectives, b.Collectives) {
-		x, y := p[0], p[1]
-		if (x == nil || x.BusBW == nil) && (y == nil || y.BusBW == nil) {
-			continue
-		}
+		x, y := p[0], p[1] // a row for each collective either run ran, even with its busbw unknown
 		var bwA, bwB *float64
 		if x != nil {
 			bwA = x.BusBW
@@ -136,6 +140,24 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 		add(row("collectives", collName(x, y), UnitGBps, bwA, bwB, false))
 	}
 	return c
+}
+
+// causeNs is a run's stream gaps put down to cause, nil where its analysis cannot tell that cause
+// (a trace's gaps are split as Holistic Trace Analysis does: it records no waits).
+func causeNs(r *Report, cause analysis.Cause) *int64 {
+	if !cause.KnownIn(timeline.ParseIdleMode(r.IdleMode)) {
+		return nil
+	}
+	v := r.Idle.ByCause[cause.String()]
+	return &v
+}
+
+// overP is over of *v, nil when v is.
+func overP(v *int64, n float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	return over(*v, n)
 }
 
 // perRun says what the idle totals are divided by, so that runs of different lengths compare:

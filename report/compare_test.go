@@ -93,6 +93,9 @@ func TestCompareCollectives(t *testing.T) {
 			[]string{"all_reduce ×8 ≤1 MiB Ring_LL128 → Tree_LL128 busbw 100.00 GB/s 80.00 GB/s"}},
 		{"ranks unknown in a trace", []analysis.Collective{busRow("all_reduce", 0, mib, "", 10)}, nil,
 			[]string{"all_reduce ×— ≤1 MiB busbw 10.00 GB/s —"}},
+		{"size unknown in a trace: its row, busbw unknown", nil,
+			[]analysis.Collective{{Op: "all_reduce", Count: 3}},
+			[]string{"all_reduce ×— ≤— busbw — —"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,5 +111,27 @@ func TestCompareCollectives(t *testing.T) {
 				t.Errorf("collective rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
+	}
+}
+
+// Runs of different lengths get no verdict on their step times either; a trace's stream gaps are
+// split as Holistic Trace Analysis does, so its event, barrier and peer waits are unknown, not 0.
+func TestCompareVerdictsAndUnknownCauses(t *testing.T) {
+	a, b := withRun(2, 1e9, 100, 50), withRun(5, 2e9, 100, 50)
+	a.Idle.ByCause["event_wait"] = 40
+	c := Compare(a, b, "A", "B")
+	for _, name := range []string{"step time p50", "step time mean", "step time p99"} {
+		if r := findRow(c, name); r == nil || r.Better != nil {
+			t.Errorf("%s: %+v; want a row without a verdict", name, r)
+		}
+	}
+	b.IdleMode = "hta"
+	c = Compare(a, b, "A", "B")
+	r := findRow(c, "stream gaps per step: event_wait")
+	if r == nil || r.A == nil || r.B != nil {
+		t.Fatalf("event_wait against a trace: %+v; want A's figure and B unknown", r)
+	}
+	if h := findRow(c, "stream gaps per step: host_wait"); h == nil || h.B == nil {
+		t.Errorf("host_wait against a trace: %+v; want both figures (HTA tells host waits)", h)
 	}
 }

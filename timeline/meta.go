@@ -21,6 +21,14 @@ func (m IdleMode) String() string {
 	return "engine"
 }
 
+// ParseIdleMode is the mode String names ("hta"; anything else is the engine's).
+func ParseIdleMode(s string) IdleMode {
+	if s == IdleHTA.String() {
+		return IdleHTA
+	}
+	return IdleEngine
+}
+
 // Link peaks are indexed in this order (the order of analysis.Link).
 const (
 	PeakPCIe = iota
