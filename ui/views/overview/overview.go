@@ -42,7 +42,9 @@ func (m *Model) View() string {
 		steps = fmt.Sprintf("steps %d, last %s, p50 %s", s.Count, units.DurP(s.LastNs), units.DurP(s.P50Ns))
 	}
 	cache := "comm cache: none created"
-	if cc := res.CommCache; cc.Hits+cc.Misses > 0 {
+	if cc := res.CommCache; !cc.Known {
+		cache = "comm cache: " + units.Unknown + " (the source does not record communicators)"
+	} else if cc.Hits+cc.Misses > 0 {
 		cache = fmt.Sprintf("comm cache %.0f%% hits (%d hits, %d misses, %d evictions)", 100*float64(cc.Hits)/float64(cc.Hits+cc.Misses), cc.Hits, cc.Misses, cc.Evictions)
 	}
 	moved := units.Bytes(res.Links.MovedBytes)

@@ -1,0 +1,26 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// The overview's communicator cache is unknown for a source that records none (a trace), and
+// "none created" only for one that would record them (the report says the same).
+func TestOverviewCommCacheUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		backend, want string
+	}{
+		{"kineto", "comm cache: — (the source does not record communicators)"},
+		{"sim", "comm cache: none created"},
+	} {
+		w := timeline.NewWindow(0, nil)
+		kernels(w, 1, 5, 0)
+		src := &fakeSource{win: w, info: SourceInfo{Name: "x", Replay: true, Meta: timeline.Meta{Backend: tc.backend, Devices: 1}}, status: Status{Done: true}}
+		if got := text(sized(src, 120, 30)); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: the overview lacks %q:\n%s", tc.backend, tc.want, got)
+		}
+	}
+}
