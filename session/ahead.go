@@ -130,9 +130,10 @@ func (a *ahead) scout(at, horizon int64) {
 
 // publish tells run which ops are under way at at, and which will be until horizon: the ops read
 // and held until their end (held), those not read yet (rest, the chunk being read from the next op to
-// read) and those kept from chunks ahead, that start by horizon and end after at. The clock (wall,
-// speed) lets the console move the position on from at, up to horizon, between publishes.
-func (a *ahead) publish(rest, held []timeline.Event, at, horizon int64, wall time.Time, speed float64) {
+// read) and those kept from chunks ahead, that start by horizon and end after at (pace.At). The pace
+// lets the console move the position on from at, up to horizon, between publishes.
+func (a *ahead) publish(rest, held []timeline.Event, pace timeline.Pace, horizon int64) {
+	at := pace.At
 	a.scout(at, horizon)
 	a.pub = a.pub[:0]
 	for _, evs := range [2][]timeline.Event{held, rest} {
@@ -153,7 +154,7 @@ func (a *ahead) publish(rest, held []timeline.Event, at, horizon int64, wall tim
 		}
 	}
 	a.kept = k
-	a.run.store(a.pub, at, horizon, wall, speed)
+	a.run.store(a.pub, pace, horizon)
 	a.published, a.pubChunk, a.pubAt, a.pubHorizon = true, a.cur, at, horizon
 }
 
@@ -181,26 +182,24 @@ type runningSet struct {
 
 	mu      sync.Mutex
 	evs     []timeline.Event
-	pos     int64 // the position when published
+	pace    timeline.Pace // the position when published, and how it moves on
 	horizon int64
-	wall    time.Time // when
-	speed   float64   // 0: the position stays
 	// want: the console asked since the last publish (a replay as fast as possible publishes on
 	// demand). Atomic: the replay looks at it for every op.
 	want atomic.Bool
 }
 
-// store publishes evs (copied) as what is under way from at to horizon.
-func (s *runningSet) store(evs []timeline.Event, at, horizon int64, wall time.Time, speed float64) {
+// store publishes evs (copied) as what is under way from pace.At to horizon.
+func (s *runningSet) store(evs []timeline.Event, pace timeline.Pace, horizon int64) {
 	s.mu.Lock()
 	s.evs = append(s.evs[:0], evs...)
-	s.pos, s.horizon, s.wall, s.speed = at, max(horizon, at), wall, speed
+	s.pace, s.horizon = pace, max(horizon, pace.At)
 	s.want.Store(false)
 	s.mu.Unlock()
 }
 
 // clear publishes that nothing runs (a replay that ended, or sought).
-func (s *runningSet) clear() { s.store(nil, 0, 0, time.Time{}, 0) }
+func (s *runningSet) clear() { s.store(nil, timeline.Pace{}, 0) }
 
 // wanted reports whether the console asked for the ops under way since the last publish.
 func (s *runningSet) wanted() bool { return s.want.Load() }
@@ -210,10 +209,7 @@ func (s *runningSet) inFlight(dst []timeline.Event) []timeline.Event {
 	s.want.Store(true)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pos := s.pos
-	if s.speed > 0 {
-		pos = min(s.pos+int64(float64(s.clock.Now().Sub(s.wall))*s.speed), s.horizon)
-	}
+	pos := min(s.pace.Position(s.clock.Now()), s.horizon)
 	for i := range s.evs {
 		if e := s.evs[i]; e.Start <= pos && e.End > pos {
 			e.End = pos

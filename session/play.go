@@ -73,9 +73,8 @@ type player struct {
 	evs          []timeline.Event // the chunk being read
 	i            int              // the next event of evs to read
 	eof          bool
-	wall0        time.Time // the position was sim0 at wall0 ...
-	sim0, last   int64     // ... and the latest end emitted is last
-	sp           float64   // the pace in force
+	pace         timeline.Pace // the pace in force (at speed 0, the position is last)
+	last         int64         // the latest end emitted
 	chunkChanged bool
 }
 
@@ -90,16 +89,16 @@ func newPlayer(r *recordings.Reader, from int64, speed func() float64, emit func
 	if o.running != nil {
 		p.look = newAhead(r, o.running)
 	}
-	p.wall0, p.sim0, p.last, p.sp = p.clk.Now(), from, from, speed()
+	p.pace, p.last = timeline.Pace{Wall: p.clk.Now(), At: from, Speed: speed()}, from
 	return p
 }
 
 // position is where the replay is at wall time t.
 func (p *player) position(t time.Time) int64 {
-	if p.sp <= 0 {
+	if p.pace.Speed <= 0 {
 		return p.last
 	}
-	return p.sim0 + int64(float64(t.Sub(p.wall0))*p.sp)
+	return p.pace.Position(t)
 }
 
 // publish tells the console what is under way at wall time t.
@@ -109,7 +108,7 @@ func (p *player) publish(t time.Time) {
 	if p.i < len(p.evs) {
 		rest = p.evs[p.i:]
 	}
-	p.look.publish(rest, p.held.evs(), pos, pos+int64(float64(horizonWall)*max(p.sp, 0)), t, p.sp)
+	p.look.publish(rest, p.held.evs(), timeline.Pace{Wall: t, At: pos, Speed: p.pace.Speed}, pos+int64(float64(horizonWall)*max(p.pace.Speed, 0)))
 }
 
 // out emits e.
@@ -177,10 +176,10 @@ func (p *player) run(ctx context.Context) (int64, error) {
 	var t time.Time
 	woke := true
 	for {
-		if now := p.speed(); now != p.sp {
+		if now := p.speed(); now != p.pace.Speed {
 			// The pace changed: the position stays where it is and moves on at the new pace.
 			t = p.clk.Now()
-			p.sim0, p.wall0, p.sp = p.position(t), t, now
+			p.pace = timeline.Pace{Wall: t, At: p.position(t), Speed: now}
 			if p.look != nil {
 				p.publish(t)
 			}
@@ -195,7 +194,7 @@ func (p *player) run(ctx context.Context) (int64, error) {
 			}
 			continue // the recording grew (or its follower has more to say)
 		}
-		if p.sp <= 0 {
+		if p.pace.Speed <= 0 {
 			// As fast as possible: what is held first, then the recording's order.
 			if p.held.Len() > 0 {
 				p.out(p.held.pop())
@@ -237,7 +236,7 @@ func (p *player) run(ctx context.Context) (int64, error) {
 				due = min(due, p.held.top().End)
 			}
 		}
-		d := p.wall0.Add(time.Duration(float64(due-p.sim0) / p.sp)).Sub(t)
+		d := p.pace.WallAt(due).Sub(t)
 		if p.look != nil && p.look.stale(pos) {
 			p.publish(t)
 		}

@@ -27,5 +27,5 @@ func SetReaderClock(s *Sim, now func() time.Time) {
 func PaceAnchor(s *Sim) time.Time {
 	s.running.mu.Lock()
 	defer s.running.mu.Unlock()
-	return s.running.wall
+	return s.running.pace.Wall
 }

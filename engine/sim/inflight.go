@@ -20,9 +20,7 @@ type running struct {
 	// time up to it, and a reader places itself on the pace (wall and sim are its anchor).
 	sleeping  bool
 	until     int64 // the simulated time of the item the simulation waits for
-	wall      time.Time
-	sim       int64
-	speed     float64
+	pace      timeline.Pace
 	wallClock func() time.Time
 }
 
@@ -44,7 +42,7 @@ func (s *Sim) InFlight(dst []timeline.Event) []timeline.Event {
 	n := len(dst)
 	dst = append(dst, r.evs...)
 	if r.sleeping {
-		now := min(r.until, r.sim+int64(float64(r.wallClock().Sub(r.wall))*r.speed))
+		now := min(r.until, r.pace.Position(r.wallClock()))
 		for i := n; i < len(dst); i++ {
 			dst[i].End = max(dst[i].End, now)
 		}
@@ -61,7 +59,7 @@ func (s *Sim) publishSleep(sleeping bool, until int64) {
 	r.spare = s.inFlight(r.spare[:0])
 	r.mu.Lock()
 	r.evs, r.spare = r.spare, r.evs
-	r.sleeping, r.until, r.wall, r.sim, r.speed = sleeping, until, s.paceWall, s.paceSim, s.cfg.Speed
+	r.sleeping, r.until, r.pace = sleeping, until, s.pace
 	if r.wallClock == nil {
 		r.wallClock = time.Now
 	}

@@ -59,8 +59,7 @@ type Sim struct {
 	batchMax int
 	batchWin int64
 
-	paceWall    time.Time // wall-clock time of simulated time paceSim, when paced
-	paceSim     int64
+	pace        timeline.Pace // simulated time against the wall clock, when paced (Wall set at the first Run)
 	pendingCmds int
 	pendingOps  int
 	batched     int // ops held in batching windows
@@ -196,10 +195,10 @@ func (s *Sim) Run(ctx context.Context) error {
 	if s.runErr != nil {
 		return s.runErr
 	}
-	if s.cfg.Speed > 0 && s.paceWall.IsZero() {
+	if s.cfg.Speed > 0 && s.pace.Wall.IsZero() {
 		// One anchor for the whole session: re-anchoring at every Run (every step) would let each
 		// step finish early by the sleep threshold and the drift add up.
-		s.paceWall, s.paceSim = time.Now(), s.now
+		s.pace = timeline.Pace{Wall: time.Now(), At: s.now, Speed: s.cfg.Speed}
 	}
 	defer s.publish() // what is left running when Run returns (nothing, unless it ended early)
 	return s.run(ctx, math.MaxInt64)
@@ -228,8 +227,7 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 			}
 		}
 		if s.cfg.Speed > 0 && it.t > s.now {
-			target := s.paceWall.Add(time.Duration(float64(it.t-s.paceSim) / s.cfg.Speed))
-			if d := time.Until(target); d > time.Millisecond {
+			if d := time.Until(s.pace.WallAt(it.t)); d > time.Millisecond {
 				s.publishSleep(true, it.t) // the console reads what runs while the simulation waits for the wall clock
 				select {
 				case <-ctx.Done():
