@@ -16,7 +16,7 @@ const histBlockDevs = 64
 // k·BucketNs) that its slot holds.
 type histCell struct {
 	stamp int64
-	bytes [NumLinks]float64
+	bytes [NumLinks][NumDirs]float64
 }
 
 // histBlock is one slot's cells of histBlockDevs consecutive devices.

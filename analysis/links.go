@@ -30,14 +30,28 @@ const (
 	HistoryBuckets = 120
 )
 
-// links counts every device's bytes per link, each end of a transfer on its own device: a copy on
-// the device that ran it (and a peer copy on its peer too), a send on the sender, a receive on the
-// receiver, a collective's bus bytes (nccl-tests: bytes × bus factor) on each rank. Sends and
-// receives between hosts cross NICs, within a host NVLink; collectives with more ranks than a host
-// has GPUs are counted on NICs. It also keeps a short history for throughput over time.
+// Link directions, from the device's side (timeline.LinkTx, timeline.LinkRx).
+const (
+	DirTx   = timeline.LinkTx
+	DirRx   = timeline.LinkRx
+	NumDirs = 2
+)
+
+// links counts every device's bytes per link and direction, and keeps a short history for
+// throughput over time. Where the source measured its links (the simulator's KindLinkBytes
+// events: Meta.LinkBytes), those are the only bytes counted: each is what the algorithm really put
+// on that link, and a link's rate can never exceed what it carries. Otherwise the bytes come from
+// the ops: a copy on the device that ran it (a peer copy sent by it, received by its peer), a
+// send on the sender and a receive on the receiver (NIC between hosts, else NVLink), and a
+// collective's bus bytes (nccl-tests: bytes × bus factor; NVLS: its buffer) out of and into each
+// rank on NVLink when its ranks fit in one host. A collective that spans hosts moves its bytes over NVLink and NICs in
+// shares only its algorithm knows, so a source that did not measure them leaves them unattributed
+// (shown as unknown), rather than putting them all on one link above its peak.
 type links struct {
 	gpusPerHost int
-	bytes       [][NumLinks]float64 // totals by device
+	measured    bool                         // link bytes come from KindLinkBytes events
+	bytes       [][NumLinks][NumDirs]float64 // totals by device
+	unknown     []float64                    // by device: bytes on links the source cannot tell
 	moved       float64
 	hist        linkHistory
 	// pub is the rows last handed out, shared while nothing was counted since (rows are read-only).
@@ -49,11 +63,14 @@ type links struct {
 // array: a bogus id from a hostile trace must not allocate gigabytes).
 const MaxDevices = 1 << 14
 
-func newLinks(gpusPerHost int) *links { return &links{gpusPerHost: max(gpusPerHost, 1)} }
+func newLinks(gpusPerHost int, measured bool) *links {
+	return &links{gpusPerHost: max(gpusPerHost, 1), measured: measured}
+}
 
-func (l *links) device(d int32) *[NumLinks]float64 {
+func (l *links) device(d int32) *[NumLinks][NumDirs]float64 {
 	for int(d) >= len(l.bytes) {
-		l.bytes = append(l.bytes, [NumLinks]float64{})
+		l.bytes = append(l.bytes, [NumLinks][NumDirs]float64{})
+		l.unknown = append(l.unknown, 0)
 	}
 	l.changed = true
 	return &l.bytes[d]
@@ -64,45 +81,77 @@ func (l *links) add(e *timeline.Event) {
 		return
 	}
 	b := float64(e.Bytes)
+	if e.Kind == timeline.KindLinkBytes {
+		if link, dir, ok := timeline.UnpackLink(e.Sub); ok && l.measured {
+			l.put(e.Device, Link(link), dir, e, b)
+		}
+		return
+	}
+	switch e.Kind {
+	case timeline.KindMemcpy:
+		if timeline.CopyDir(e.Sub) == timeline.CopySet {
+			return // writes memory, moves nothing between places
+		}
+		l.moved += b
+	case timeline.KindSend:
+		l.moved += b
+	case timeline.KindCollective:
+		l.moved += b * timeline.CollOp(e.Sub).BusFactor(int(e.Ranks))
+	}
+	if !l.measured {
+		l.fromOp(e, b)
+	}
+}
+
+// fromOp counts an op's bytes on the links it crossed, as far as the op itself tells.
+func (l *links) fromOp(e *timeline.Event, b float64) {
 	switch e.Kind {
 	case timeline.KindMemcpy:
 		switch timeline.CopyDir(e.Sub) {
-		case timeline.CopyH2D, timeline.CopyD2H:
-			l.put(e.Device, LinkPCIe, e, b)
+		case timeline.CopyH2D:
+			l.put(e.Device, LinkPCIe, DirRx, e, b)
+		case timeline.CopyD2H:
+			l.put(e.Device, LinkPCIe, DirTx, e, b)
 		case timeline.CopyP2P:
-			l.put(e.Device, LinkNVLink, e, b)
+			l.put(e.Device, LinkNVLink, DirTx, e, b)
 			if e.Peer >= 0 && e.Peer != e.Device && e.Peer < MaxDevices {
-				l.put(e.Peer, LinkNVLink, e, b)
+				l.put(e.Peer, LinkNVLink, DirRx, e, b)
 			}
 		case timeline.CopySet:
-			return // writes memory, moves nothing between places
 		default:
-			l.put(e.Device, LinkHBM, e, b)
+			l.put(e.Device, LinkHBM, DirTx, e, b)
 		}
-		l.moved += b
 	case timeline.KindSend, timeline.KindRecv:
 		link := LinkNVLink
 		if e.Peer >= 0 && int(e.Peer)/l.gpusPerHost != int(e.Device)/l.gpusPerHost {
 			link = LinkNIC
 		}
-		l.put(e.Device, link, e, b)
-		if e.Kind == timeline.KindSend {
-			l.moved += b
+		dir := DirTx
+		if e.Kind == timeline.KindRecv {
+			dir = DirRx
 		}
+		l.put(e.Device, link, dir, e, b)
 	case timeline.KindCollective:
 		bus := b * timeline.CollOp(e.Sub).BusFactor(int(e.Ranks))
-		link := LinkNVLink
 		if int(e.Ranks) > l.gpusPerHost {
-			link = LinkNIC
+			l.device(e.Device)
+			l.unknown[e.Device] += 2 * bus
+			return
 		}
-		l.put(e.Device, link, e, bus)
-		l.moved += bus
+		if a, _, _ := e.NCCLChoice(); a == timeline.AlgoNVLS || a == timeline.AlgoNVLSTree {
+			// NVLink SHARP: each rank sends its buffer into the switch and receives the result; the
+			// switch reduces, so the bus bytes (which may exceed the link) never cross the link.
+			bus = b
+		}
+		l.put(e.Device, LinkNVLink, DirTx, e, bus)
+		l.put(e.Device, LinkNVLink, DirRx, e, bus)
 	}
 }
 
-// put counts bytes on a device's link and spreads them over the history buckets the op spans.
-func (l *links) put(dev int32, link Link, e *timeline.Event, bytes float64) {
-	l.device(dev)[link] += bytes
+// put counts bytes on one direction of a device's link and spreads them over the history buckets
+// the op (or the measured window) spans.
+func (l *links) put(dev int32, link Link, dir int, e *timeline.Event, bytes float64) {
+	l.device(dev)[link][dir] += bytes
 	start, end := e.Start, e.End
 	if end <= start {
 		end = start + 1
@@ -124,40 +173,47 @@ func (l *links) put(dev int32, link Link, e *timeline.Event, bytes float64) {
 		if c.stamp != k {
 			*c = histCell{stamp: k}
 		}
-		c.bytes[link] += bytes * float64(hi-lo) / float64(end-start)
+		c.bytes[link][dir] += bytes * float64(hi-lo) / float64(end-start)
 	}
 }
 
-// DeviceLinks is one device's bytes per link over the run.
+// DeviceLinks is one device's bytes per link over the run, both directions together (Dir has
+// them apart).
 type DeviceLinks struct {
-	Device int32     `json:"device"`
-	PCIe   int64     `json:"pcie_bytes"`
-	NVLink int64     `json:"nvlink_bytes"`
-	NIC    int64     `json:"nic_bytes"`
-	HBM    int64     `json:"hbm_bytes"`
-	Total  int64     `json:"total_bytes"`
-	hist   *histRing // the history as of the result: never written once handed out
+	Device int32 `json:"device"`
+	PCIe   int64 `json:"pcie_bytes"`
+	NVLink int64 `json:"nvlink_bytes"`
+	NIC    int64 `json:"nic_bytes"`
+	HBM    int64 `json:"hbm_bytes"`
+	Total  int64 `json:"total_bytes"`
+	// Unattributed is bytes the device moved on links its source cannot tell apart (a collective
+	// across hosts in a trace): its per-link figures are then lower bounds.
+	Unattributed int64 `json:"unattributed_bytes,omitempty"`
+	// Dir is the bytes per link out of (DirTx) and into (DirRx) the device.
+	Dir  [NumLinks][NumDirs]int64 `json:"-"`
+	hist *histRing                // the history as of the result: never written once handed out
 }
 
-// Bytes returns the bytes counted on link.
+// Bytes returns the bytes counted on link, both directions.
 func (d DeviceLinks) Bytes(link Link) int64 {
-	switch link {
-	case LinkPCIe:
-		return d.PCIe
-	case LinkNVLink:
-		return d.NVLink
-	case LinkNIC:
-		return d.NIC
-	case LinkHBM:
-		return d.HBM
+	if link < 0 || link >= NumLinks {
+		return 0
 	}
-	return 0
+	return d.Dir[link][DirTx] + d.Dir[link][DirRx]
 }
 
-// Rate returns the link's throughput in bytes/s over history bucket k (time k·BucketNs), and
-// false when the history no longer (or never) held that bucket.
+// Rate returns the link's throughput in bytes/s over history bucket k (time k·BucketNs): its busier
+// direction's, the figure a link's one-way peak bounds. It is false when the history no longer (or
+// never) held that bucket.
 func (d DeviceLinks) Rate(link Link, k int64) (float64, bool) {
-	if d.hist == nil || k < 0 || link < 0 || link >= NumLinks {
+	tx, ok := d.RateDir(link, DirTx, k)
+	rx, _ := d.RateDir(link, DirRx, k)
+	return max(tx, rx), ok
+}
+
+// RateDir returns one direction's throughput on link in bytes/s over history bucket k, as Rate.
+func (d DeviceLinks) RateDir(link Link, dir int, k int64) (float64, bool) {
+	if d.hist == nil || k < 0 || link < 0 || link >= NumLinks || dir < 0 || dir >= NumDirs {
 		return 0, false
 	}
 	c := d.hist.at(d.Device, int(k%HistoryBuckets))
@@ -166,18 +222,20 @@ func (d DeviceLinks) Rate(link Link, k int64) (float64, bool) {
 		// slot was reused and bucket k is no longer held.
 		return 0, c.stamp < k
 	}
-	return c.bytes[link] / (BucketNs / 1e9), true
+	return c.bytes[link][dir] / (BucketNs / 1e9), true
 }
 
 // Links is traffic per device and link. MovedBytes counts each byte moved once: copies (not
-// memsets), sends, and collectives' bus bytes summed over ranks.
+// memsets), sends, and collectives' bus bytes summed over ranks. Measured says the link figures
+// are the source's own measurement of its links (the simulator's), not inferred from its ops.
 type Links struct {
 	Devices    []DeviceLinks `json:"devices"`
 	MovedBytes int64         `json:"moved_bytes"`
+	Measured   bool          `json:"measured"`
 }
 
 func (l *links) result() Links {
-	out := Links{MovedBytes: int64(l.moved)}
+	out := Links{MovedBytes: int64(l.moved), Measured: l.measured}
 	if !l.changed && l.pub != nil {
 		out.Devices = l.pub
 		return out
@@ -185,8 +243,13 @@ func (l *links) result() Links {
 	ring := l.hist.publish()
 	out.Devices = make([]DeviceLinks, 0, len(l.bytes))
 	for i, b := range l.bytes {
-		row := DeviceLinks{Device: int32(i), PCIe: int64(b[LinkPCIe]), NVLink: int64(b[LinkNVLink]), NIC: int64(b[LinkNIC]), HBM: int64(b[LinkHBM]),
-			hist: ring}
+		row := DeviceLinks{Device: int32(i), Unattributed: int64(l.unknown[i]), hist: ring}
+		for k := range b {
+			for dir := range b[k] {
+				row.Dir[k][dir] = int64(b[k][dir])
+			}
+		}
+		row.PCIe, row.NVLink, row.NIC, row.HBM = row.Bytes(LinkPCIe), row.Bytes(LinkNVLink), row.Bytes(LinkNIC), row.Bytes(LinkHBM)
 		row.Total = row.PCIe + row.NVLink + row.NIC + row.HBM
 		out.Devices = append(out.Devices, row)
 	}

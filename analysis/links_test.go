@@ -38,6 +38,7 @@ func TestLinks(t *testing.T) {
 		meta  timeline.Meta
 		evs   []timeline.Event
 		want  map[int32]linkBytes // devices with traffic
+		unatt int64               // each device's unattributed bytes, where any
 		moved int64
 	}{
 		{
@@ -79,19 +80,47 @@ func TestLinks(t *testing.T) {
 			moved: 700,
 		},
 		{
-			name:  "collective within a host: bus bytes on each rank's NVLink",
+			// A ring all-reduce sends and receives its bus bytes (2·3/4·1000) on each rank.
+			name:  "collective within a host: bus bytes out of and into each rank's NVLink",
 			meta:  twoHosts,
 			evs:   instance(timeline.CollAllReduce, 1, []int64{0, 0, 0, 0}, []int64{10, 10, 10, 10}, 1000),
-			want:  map[int32]linkBytes{0: {LinkNVLink: 1500}, 1: {LinkNVLink: 1500}, 2: {LinkNVLink: 1500}, 3: {LinkNVLink: 1500}},
+			want:  map[int32]linkBytes{0: {LinkNVLink: 3000}, 1: {LinkNVLink: 3000}, 2: {LinkNVLink: 3000}, 3: {LinkNVLink: 3000}},
 			moved: 6000,
 		},
 		{
-			name: "collective over more ranks than a host has: NIC",
+			// NVLS: the switch reduces; each rank's buffer goes in and the result comes out.
+			name: "NVLS collective within a host: its buffer out of and into each rank",
 			meta: twoHosts,
-			evs:  instance(timeline.CollAllGather, 1, make([]int64, 8), []int64{10, 10, 10, 10, 10, 10, 10, 10}, 1000),
-			want: map[int32]linkBytes{0: {LinkNIC: 875}, 1: {LinkNIC: 875}, 2: {LinkNIC: 875}, 3: {LinkNIC: 875},
-				4: {LinkNIC: 875}, 5: {LinkNIC: 875}, 6: {LinkNIC: 875}, 7: {LinkNIC: 875}},
+			evs: withAux(instance(timeline.CollAllReduce, 1, []int64{0, 0, 0, 0}, []int64{10, 10, 10, 10}, 1000),
+				timeline.PackNCCL(timeline.AlgoNVLS, timeline.ProtoSimple, 16)),
+			want:  map[int32]linkBytes{0: {LinkNVLink: 2000}, 1: {LinkNVLink: 2000}, 2: {LinkNVLink: 2000}, 3: {LinkNVLink: 2000}},
+			moved: 6000,
+		},
+		{
+			// Only its algorithm knows the split between NVLink and NICs: unknown, not all on the NIC.
+			name:  "collective over more ranks than a host has: unattributed",
+			meta:  twoHosts,
+			evs:   instance(timeline.CollAllGather, 1, make([]int64, 8), []int64{10, 10, 10, 10, 10, 10, 10, 10}, 1000),
+			want:  map[int32]linkBytes{},
+			unatt: 2 * 875,
 			moved: 7000,
+		},
+		{
+			name: "measured links: the engine's link bytes alone, the ops only for moved",
+			meta: timeline.Meta{Devices: 8, GPUsPerHost: 4, LinkBytes: true},
+			evs: []timeline.Event{
+				sendEv(3, 4, 0, 10, 2000, 1), recvEv(4, 3, 0, 10, 2000, 1),
+				linkEv(3, LinkNIC, DirTx, 0, 10, 2000), linkEv(4, LinkNIC, DirRx, 0, 10, 2000), linkEv(3, LinkNVLink, DirRx, 0, 10, 64),
+			},
+			want:  map[int32]linkBytes{3: {LinkNIC: 2000, LinkNVLink: 64}, 4: {LinkNIC: 2000}},
+			moved: 2000,
+		},
+		{
+			name:  "link bytes from a source that does not measure links are not counted",
+			meta:  twoHosts,
+			evs:   []timeline.Event{linkEv(3, LinkNIC, DirTx, 0, 10, 2000)},
+			want:  map[int32]linkBytes{},
+			moved: 0,
 		},
 		{
 			name: "failed ops, unknown sizes and host-only events are not counted",
@@ -122,12 +151,27 @@ func TestLinks(t *testing.T) {
 				t.Errorf("MovedBytes = %d; want %d", l.MovedBytes, tc.moved)
 			}
 			for i, d := range l.Devices {
+				if d.Unattributed != tc.unatt {
+					t.Errorf("device %d: %d bytes unattributed; want %d", d.Device, d.Unattributed, tc.unatt)
+				}
 				if d.Device != int32(i) || d.Total != d.PCIe+d.NVLink+d.NIC+d.HBM {
 					t.Errorf("row %d = %+v; want device %d, total the sum of links", i, d, i)
 				}
 			}
 		})
 	}
+}
+
+func withAux(evs []timeline.Event, aux uint32) []timeline.Event {
+	for i := range evs {
+		evs[i].Aux = aux
+	}
+	return evs
+}
+
+func linkEv(dev int32, link Link, dir int, start, end, bytes int64) timeline.Event {
+	return timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(int(link), dir), Device: dev, Peer: timeline.NoDevice,
+		Start: start, End: end, Bytes: bytes}
 }
 
 func TestLinkRateHistory(t *testing.T) {

@@ -75,6 +75,11 @@ type Client struct {
 	group     bool
 	groupOps  [][]StreamOp // per device, while a group is open
 	groupDevs []DeviceID
+
+	// seen[d] == seenEpoch marks device d as met in the device set checkSet is reading: a
+	// duplicate is found in one pass, not by comparing every pair of a 4,096-rank set.
+	seen      []uint32
+	seenEpoch uint32
 }
 
 // NewClient builds a client over b. Events the client itself produces (cache hits, evictions,
@@ -89,6 +94,7 @@ func NewClient(b Backend, sink timeline.Sink, opts Options) *Client {
 		xferStrm: make([]StreamID, n),
 		compStrm: make([]StreamID, n),
 		groupOps: make([][]StreamOp, n),
+		seen:     make([]uint32, n),
 	}
 	c.pool = newRecvPool(n, opts.RecvPoolSlots, opts.RecvPoolSlotBytes, &c.nextBuf)
 	for d := range n {
@@ -145,15 +151,19 @@ func (c *Client) checkSet(op string, devs []DeviceID) error {
 	if len(devs) == 0 {
 		return &GuardError{Op: op, Kind: ErrEmptyDevices}
 	}
-	for i, d := range devs {
+	c.seenEpoch++
+	if c.seenEpoch == 0 { // wrapped: marks of 2^32 sets ago would read as this one's
+		clear(c.seen)
+		c.seenEpoch = 1
+	}
+	for _, d := range devs {
 		if err := c.checkDevice(op, d); err != nil {
 			return err
 		}
-		for _, e := range devs[:i] {
-			if e == d {
-				return &GuardError{Op: op, Kind: ErrDuplicateDevice, Devices: []DeviceID{d}}
-			}
+		if c.seen[d] == c.seenEpoch {
+			return &GuardError{Op: op, Kind: ErrDuplicateDevice, Devices: []DeviceID{d}}
 		}
+		c.seen[d] = c.seenEpoch
 	}
 	return nil
 }

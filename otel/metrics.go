@@ -55,9 +55,7 @@ type metrics struct {
 	an     *analysis.Analyzer
 	labels labelTable
 	cached *analysis.Result
-	dirs   *linkDirs // bytes per link and direction (analysis counts links without direction)
-	cdirs  *linkDirs // dirs as of cached
-	at     int64     // events folded when cached was taken
+	at     int64 // events folded when cached was taken
 	hosts  []*sdkmetric.MeterProvider
 	gpus   int // devices per host
 
@@ -97,7 +95,6 @@ func newMetricExporter(ctx context.Context, cfg Config, q *spanQueue) (sdkmetric
 // newMetrics starts the meter providers, one per host of the job, exporting through exp.
 func newMetrics(x *Exporter, exp sdkmetric.Exporter) (*metrics, error) {
 	m := &metrics{an: analysis.New(x.cfg.Meta), labels: labelTable{""}, exp: exp, queue: x.queue, at: -1, gpus: x.cfg.Meta.HostGPUs()}
-	m.dirs = newLinkDirs(m.gpus)
 	n := 1
 	if d := x.cfg.Meta.Devices; d > 0 {
 		n = min((d+m.gpus-1)/m.gpus, analysis.MaxDevices)
@@ -127,19 +124,17 @@ func (m *metrics) fold(b *timeline.Batch) {
 	}
 	for i := range b.Events {
 		m.an.Emit(&b.Events[i])
-		m.dirs.add(&b.Events[i])
 	}
 }
 
-// result returns the analyzer's Result and the per-direction counts with it, taken again only
-// when events were folded since.
-func (m *metrics) result() (*analysis.Result, *linkDirs) {
+// result returns the analyzer's Result, taken again only when events were folded since.
+func (m *metrics) result() *analysis.Result {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cached == nil || m.at != m.an.Events() {
-		m.cached, m.cdirs, m.at = m.an.Result(m.labels), m.dirs.clone(), m.an.Events()
+		m.cached, m.at = m.an.Result(m.labels), m.an.Events()
 	}
-	return m.cached, m.cdirs
+	return m.cached
 }
 
 type instruments struct {
@@ -173,10 +168,10 @@ func (m *metrics) register(mt metric.Meter, host int) error {
 	in.netUtil, errs[18] = mt.Float64ObservableGauge(MetricNetworkUtilization, metric.WithUnit("1"), metric.WithDescription("A direction's throughput on the link in the latest 50 ms of the stream, as a share of the link's peak (absent when the peak is unknown)."))
 	in.netThru, errs[19] = mt.Float64ObservableGauge(MetricNetworkThroughput, metric.WithUnit("By/s"), metric.WithDescription("Bytes per second on the link in one direction in the latest 50 ms of the stream."))
 	_, errs[14] = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		r, dirs := m.result()
+		r := m.result()
 		seen := seenDevices(r)
 		m.observe(o, &in, host, r, seen)
-		m.observeDirs(o, &in, host, r, dirs, seen)
+		m.observeDirs(o, &in, host, r, seen)
 		return nil
 	}, in.util, in.ratio, in.secs, in.overlap, in.thru, in.linkUtil, in.busbw, in.algbw, in.linkIO, in.collCount, in.hits, in.misses,
 		in.evictions, in.initTime, in.end, in.gpuIO, in.netIO, in.netUtil, in.netThru)
@@ -300,39 +295,46 @@ func seenDevices(r *analysis.Result) []bool {
 	return seen
 }
 
-// observeDirs reports host's devices' traffic per link and direction: hw.network.* per link (a
-// network device whose parent is the GPU), hw.gpu.io per GPU over its links.
-func (m *metrics) observeDirs(o metric.Observer, in *instruments, host int, r *analysis.Result, dirs *linkDirs, seen []bool) {
+// observeDirs reports host's devices' traffic per link and direction, as the analysis counts it:
+// hw.network.* per link (a network device whose parent is the GPU), hw.gpu.io per GPU over its
+// links.
+func (m *metrics) observeDirs(o metric.Observer, in *instruments, host int, r *analysis.Result, seen []bool) {
 	bucket := latestBucket(r)
 	peaks := m.an.Meta().LinkPeaks
-	for dev := range int32(len(dirs.devs)) {
+	for i := range r.Links.Devices {
+		d := &r.Links.Devices[i]
+		dev := d.Device
 		if int(dev)/m.gpus != host || int(dev) >= len(seen) || !seen[dev] {
 			continue
 		}
-		t, ok := dirs.totals(dev, bucket)
-		if !ok {
-			continue
-		}
-		var gpu [numDirs]int64
+		var gpu [analysis.NumDirs]int64
 		for _, l := range netLinks {
-			for dir := range numDirs {
-				gpu[dir] += t.bytes[l][dir]
+			for dir := range analysis.NumDirs {
+				gpu[dir] += d.Dir[l][dir]
 				attrs := netAttrs(dev, l, dir)
-				o.ObserveInt64(in.netIO, t.bytes[l][dir], attrs)
-				if !t.rated {
+				o.ObserveInt64(in.netIO, d.Dir[l][dir], attrs)
+				rate, ok := d.RateDir(l, dir, bucket)
+				if !ok {
 					continue
 				}
-				o.ObserveFloat64(in.netThru, t.rate[l][dir], attrs)
+				o.ObserveFloat64(in.netThru, rate, attrs)
 				if p := peaks[l]; p > 0 {
-					o.ObserveFloat64(in.netUtil, t.rate[l][dir]/p, attrs)
+					o.ObserveFloat64(in.netUtil, rate/p, attrs)
 				}
 			}
 		}
-		for dir := range numDirs {
+		for dir := range analysis.NumDirs {
 			o.ObserveInt64(in.gpuIO, gpu[dir], gpuAttrs(dev, attribute.String("network.io.direction", dirNames[dir])))
 		}
 	}
 }
+
+// dirNames are the directions as OpenTelemetry's network.io.direction names them.
+var dirNames = [analysis.NumDirs]string{analysis.DirTx: "transmit", analysis.DirRx: "receive"}
+
+// netLinks are the links whose traffic has a direction: HBM (a copy within one device's memory)
+// is counted by xfertop.link.* only.
+var netLinks = [...]analysis.Link{analysis.LinkPCIe, analysis.LinkNVLink, analysis.LinkNIC}
 
 // netAttrs names one direction of one of a GPU's links as OpenTelemetry's hardware conventions
 // name a network device: its own hw.id, hw.type network, the GPU as hw.parent.

@@ -60,27 +60,23 @@ func expectedMetrics(rep *report.Report, peaks [4]float64, end float64, colls bo
 				}
 			}
 		}
-		share := 0.5
-		if colls {
-			share = 1
-		}
-		var gpuIO float64
+		var gpuIO [analysis.NumDirs]float64
 		for _, l := range []analysis.Link{analysis.LinkPCIe, analysis.LinkNVLink, analysis.LinkNIC} {
-			gpuIO += float64(d.Bytes(l)) * share
-			for _, dir := range []string{"transmit", "receive"} {
+			for dir, dname := range []string{"transmit", "receive"} {
+				gpuIO[dir] += float64(d.Dir[l][dir])
 				net := []string{"hw.type=network", fmt.Sprintf("hw.id=gpu-%d-%s", d.Device, strings.ToLower(l.String())), "hw.name=" + l.String(),
-					fmt.Sprintf("hw.parent=gpu-%d", d.Device), fmt.Sprintf("xfertop.device=%d", d.Device), "xfertop.link=" + l.String(), "network.io.direction=" + dir}
-				want[seriesKey(h, otel.MetricNetworkIO, net...)] = float64(d.Bytes(l)) * share
-				if rate, ok := d.Rate(l, bucket); ok {
-					want[seriesKey(h, otel.MetricNetworkThroughput, net...)] = rate * share
+					fmt.Sprintf("hw.parent=gpu-%d", d.Device), fmt.Sprintf("xfertop.device=%d", d.Device), "xfertop.link=" + l.String(), "network.io.direction=" + dname}
+				want[seriesKey(h, otel.MetricNetworkIO, net...)] = float64(d.Dir[l][dir])
+				if rate, ok := d.RateDir(l, dir, bucket); ok {
+					want[seriesKey(h, otel.MetricNetworkThroughput, net...)] = rate
 					if peaks[l] > 0 {
-						want[seriesKey(h, otel.MetricNetworkUtilization, net...)] = rate * share / peaks[l]
+						want[seriesKey(h, otel.MetricNetworkUtilization, net...)] = rate / peaks[l]
 					}
 				}
 			}
 		}
-		for _, dir := range []string{"transmit", "receive"} {
-			want[seriesKey(h, otel.MetricGPUIO, gpu(d.Device, "network.io.direction="+dir)...)] = gpuIO
+		for dir, dname := range []string{"transmit", "receive"} {
+			want[seriesKey(h, otel.MetricGPUIO, gpu(d.Device, "network.io.direction="+dname)...)] = gpuIO[dir]
 		}
 	}
 	for _, c := range rep.Collectives {

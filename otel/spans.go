@@ -98,9 +98,14 @@ func exported(e *timeline.Event, full bool) bool {
 	case timeline.KindSend, timeline.KindRecv, timeline.KindCollective, timeline.KindGroupLaunch,
 		timeline.KindBarrier, timeline.KindCommInit:
 		return true
+	case timeline.KindLinkBytes:
+		return true // what the links carried: a receiver's link figures are the engine's, not inferred
 	}
 	return false
 }
+
+// linkNames are the links as the timeline numbers them (timeline.PeakPCIe, ...).
+var linkNames = [timeline.NumPeaks]string{"PCIe", "NVLink", "NIC", "HBM"}
 
 func spanName(e *timeline.Event) string {
 	switch e.Kind {
@@ -114,6 +119,10 @@ func spanName(e *timeline.Event) string {
 		return "barrier wait"
 	case timeline.KindCommInit:
 		return "communicator init"
+	case timeline.KindLinkBytes:
+		if link, dir, ok := timeline.UnpackLink(e.Sub); ok {
+			return "link " + linkNames[link] + " " + dirNames[dir]
+		}
 	}
 	return e.Kind.String()
 }
@@ -335,6 +344,11 @@ func eventAttrs(e *timeline.Event, attrs []attribute.KeyValue) []attribute.KeyVa
 		attrs = append(attrs, AttrGroup.Int64(int64(e.Group)), AttrGroupOps.Int64(int64(e.Aux)))
 	case timeline.KindBarrier:
 		attrs = append(attrs, AttrBarrier.Int64(int64(e.Barrier)), AttrRanks.Int64(int64(e.Ranks)))
+	case timeline.KindLinkBytes:
+		if link, dir, ok := timeline.UnpackLink(e.Sub); ok {
+			attrs = append(attrs, AttrSub.Int64(int64(e.Sub)), attribute.String("xfertop.link", linkNames[link]),
+				attribute.String("network.io.direction", dirNames[dir]))
+		}
 	}
 	if e.Status != timeline.StatusOK {
 		attrs = append(attrs, AttrStatus.Int64(int64(e.Status)))

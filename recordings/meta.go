@@ -33,6 +33,9 @@ func MetaPairs(m Meta) [][2]string {
 	if m.Mapping != "" {
 		kv = append(kv, [2]string{"mapping", m.Mapping})
 	}
+	if m.LinkBytes {
+		kv = append(kv, [2]string{"link_bytes", "engine"})
+	}
 	keys := make([]string, 0, len(m.Knobs))
 	for k := range m.Knobs {
 		keys = append(keys, k)
@@ -87,6 +90,8 @@ func metaFrom(kv [][2]string) Meta {
 			m.GPUsPerHost, _ = strconv.Atoi(v)
 		case "mapping":
 			m.Mapping = v
+		case "link_bytes":
+			m.LinkBytes = v == "engine"
 		case peakKeys[0], peakKeys[1], peakKeys[2], peakKeys[3]:
 			f, err := strconv.ParseFloat(v, 64)
 			if err == nil && f > 0 {

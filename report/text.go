@@ -230,16 +230,35 @@ func linksText(b *strings.Builder, r *Report) {
 	if len(r.Links.Devices) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\nLink traffic (each end on its own device; collectives as bus bytes): %s moved\n", units.Bytes(r.Links.MovedBytes))
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "device\tPCIe\tNVLink\tNIC\tHBM\t")
+	how := "as the engine measured each link, out + in"
+	if !r.Links.Measured {
+		how = "inferred from the ops, out + in; collectives as bus bytes"
+	}
+	unknown := false
 	for _, d := range r.Links.Devices {
-		if d.Total == 0 {
+		unknown = unknown || d.Unattributed > 0
+	}
+	fmt.Fprintf(b, "\nLink traffic (%s): %s moved\n", how, units.Bytes(r.Links.MovedBytes))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "device\tPCIe\tNVLink\tNIC\tHBM\t"
+	if unknown {
+		head += "link unknown\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, d := range r.Links.Devices {
+		if d.Total == 0 && d.Unattributed == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t\n", d.Device, units.Bytes(d.PCIe), units.Bytes(d.NVLink), units.Bytes(d.NIC), units.Bytes(d.HBM))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t", d.Device, units.Bytes(d.PCIe), units.Bytes(d.NVLink), units.Bytes(d.NIC), units.Bytes(d.HBM))
+		if unknown {
+			fmt.Fprintf(tw, "%s\t", units.Bytes(d.Unattributed))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+	if unknown {
+		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say\n")
+	}
 }
 
 func telemetryText(b *strings.Builder, r *Report) {

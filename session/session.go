@@ -316,6 +316,7 @@ func (p *Prepared) Meta() timeline.Meta {
 		Writer: Writer, Mapping: p.mapping}
 	if p.backendName() == "sim" {
 		m.LinkPeaks = SimPeaks(p.topo)
+		m.LinkBytes = true // the simulator reports what each link carried (KindLinkBytes)
 	}
 	return m
 }

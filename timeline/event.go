@@ -33,14 +33,18 @@ const (
 	KindStep             Kind = 20 // one step of the workload (interval)
 	KindPeerWait         Kind = 21 // an op was posted but its peers were not ready (interval)
 	KindRuntime          Kind = 22 // host-side API call (imported traces: cudaLaunchKernel and such)
-	kindCount                 = 23
+	// KindLinkBytes is the payload one direction of a link carried over [Start, End], as the engine
+	// measured it: Sub is PackLink(link, dir), Device the GPU whose port it is. Windows never
+	// straddle a LinkWindowNs boundary, so bytes/(End-Start) is never above the link's peak.
+	KindLinkBytes Kind = 23
+	kindCount     Kind = 24
 )
 
 var kindNames = [kindCount]string{
 	"none", "memcpy", "send", "recv", "collective", "kernel", "event_record", "event_wait",
 	"barrier", "group_launch", "comm_init", "comm_hit", "comm_evict", "promise_fulfilled",
 	"promise_failed", "buffer_alloc", "buffer_free", "device_sample", "alert", "mark", "step",
-	"peer_wait", "runtime",
+	"peer_wait", "runtime", "link_bytes",
 }
 
 // String returns the kind's stable lower-case name.
@@ -294,6 +298,10 @@ func (e *Event) Title(labels Labels) string {
 		}
 	case KindStep:
 		return fmt.Sprintf("step %d", e.Aux)
+	case KindLinkBytes:
+		if link, dir, ok := UnpackLink(e.Sub); ok {
+			return [NumPeaks]string{"PCIe", "NVLink", "NIC", "HBM"}[link] + [2]string{" out", " in"}[dir]
+		}
 	}
 	if label != "" {
 		return e.Kind.String() + " " + label

@@ -52,7 +52,10 @@ type Meta struct {
 	GPUsPerHost int
 	// LinkPeaks is each device's peak bandwidth per link in bytes/s (PCIe, NVLink, NIC, HBM);
 	// 0 is unknown.
-	LinkPeaks    [NumPeaks]float64
+	LinkPeaks [NumPeaks]float64
+	// LinkBytes says the source measures what its links carry (KindLinkBytes events): link traffic
+	// is taken from those alone, not inferred from the ops.
+	LinkBytes    bool
 	Seed         int64
 	IdleMode     IdleMode
 	KernelWaitNs int64  // the kernel-wait threshold; 0 is the analysis default

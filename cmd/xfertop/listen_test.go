@@ -178,8 +178,8 @@ func TestListenTwoSenders(t *testing.T) {
 	}
 	wg.Wait()
 	got := l.stop(t)
-	if got.Receive == nil || len(got.Receive.Hosts) != 2 || got.Events != 1074+610 {
-		t.Fatalf("received %+v, %d events; want two senders and 1684 events", got.Receive, got.Events)
+	if got.Receive == nil || len(got.Receive.Hosts) != 2 || got.Events != 1074+626 {
+		t.Fatalf("received %+v, %d events; want two senders and 1700 events (copy-sweep 1074, straggler 626 with its link windows)", got.Receive, got.Events)
 	}
 }
 

@@ -25,26 +25,35 @@ const (
 	ownerInst
 )
 
+// maxHops is the most links one flow crosses: a NIC out, the fabric's switch ports, a NIC in.
+const maxHops = 6
+
 type flow struct {
 	owner int32
 	peer  int32 // p2p: the recv op
 	kind  uint8
-	links [2]int32
 	nl    int8
+	links [maxHops]int32
+	// lpos[k] is the flow's index in the list of flows on links[k], while it is active.
+	lpos [maxHops]int32
 	// ways is how many rings of one collective share the flow's port (0 or 1: it is alone).
-	ways   uint8
-	rem    float64
-	rate   float64
-	cap    float64
-	last   int64
-	ver    uint32
-	pos    int32 // index in active, -1 when not active
+	ways uint8
+	// rem is the bytes left at time last; the flow moves at rate (bytes/ns) since then. Progress is
+	// settled lazily, when the rate changes, so that an event costs what it touches, not every flow.
+	rem  float64
+	rate float64
+	cap  float64
+	// payload is the share of the flow's wire bytes that is payload (onWire's protocol overhead).
+	payload float64
+	last    int64
+	ver     uint32
+	on      bool // active: started and not done
+	// mark is the solver's epoch in which the flow joined the component being solved.
+	mark   uint32
 	frozen bool
 	// scheduled is true once a completion for the current rate is in the heap.
 	scheduled bool
 }
-
-// Sim is the simulated backend. It implements engine.Backend.
 
 func (s *Sim) newFlow(kind uint8, owner int32, bytes int64) int32 {
 	var fi int32
@@ -56,33 +65,26 @@ func (s *Sim) newFlow(kind uint8, owner int32, bytes int64) int32 {
 		fi = int32(len(s.flows) - 1)
 	}
 	ver := s.flows[fi].ver + 1
-	s.flows[fi] = flow{kind: kind, owner: owner, peer: -1, rem: float64(bytes), pos: -1, ver: ver, links: [2]int32{-1, -1}}
+	s.flows[fi] = flow{kind: kind, owner: owner, peer: -1, rem: float64(bytes), ver: ver, payload: 1}
 	return fi
 }
 
-// route sets the links a flow crosses and its rate cap (bytes per second).
+// route sets the links a flow crosses (l1 < 0: one link) and its rate cap (bytes per second).
 func (s *Sim) route(fi, l0, l1 int32, capBps float64) {
 	f := &s.flows[fi]
-	f.links[0], f.links[1] = l0, l1
-	f.nl = 1
+	f.links[0], f.nl = l0, 1
 	if l1 >= 0 {
-		f.nl = 2
+		f.links[1], f.nl = l1, 2
 	}
 	f.cap = capBps / 1e9
 }
 
-// progress advances every active flow's remaining bytes to s.now at its current rate.
-func (s *Sim) progress() {
-	for _, fi := range s.active {
-		f := &s.flows[fi]
-		if dt := s.now - f.last; dt > 0 {
-			f.rem -= f.rate * float64(dt)
-			if f.rem < 0 {
-				f.rem = 0
-			}
-		}
-		f.last = s.now
+// settle moves a flow's remaining bytes on to s.now at its current rate.
+func (s *Sim) settle(f *flow) {
+	if dt := s.now - f.last; dt > 0 && f.rate > 0 {
+		f.rem = max(f.rem-f.rate*float64(dt), 0)
 	}
+	f.last = s.now
 }
 
 func (s *Sim) dirty() {
@@ -92,15 +94,26 @@ func (s *Sim) dirty() {
 	}
 }
 
+// markDirty notes that the flows on link l changed: the next solve starts from it.
+func (s *Sim) markDirty(l int32) {
+	if !s.isDirty[l] {
+		s.isDirty[l] = true
+		s.dirtyLinks = append(s.dirtyLinks, l)
+	}
+}
+
 func (s *Sim) flowStart(fi int32) {
-	s.progress()
 	if s.flows[fi].kind != ownerCopy {
 		s.onWire(fi)
 	}
 	f := &s.flows[fi]
-	f.last, f.rate, f.scheduled = s.now, 0, false
-	f.pos = int32(len(s.active))
-	s.active = append(s.active, fi)
+	f.last, f.rate, f.scheduled, f.on = s.now, 0, false, true
+	for k := range f.nl {
+		l := f.links[k]
+		f.lpos[k] = int32(len(s.linkFlows[l]))
+		s.linkFlows[l] = append(s.linkFlows[l], fi)
+		s.markDirty(l)
+	}
 	s.dirty()
 }
 
@@ -119,6 +132,7 @@ func (s *Sim) onWire(fi int32) {
 	}
 	if f.cap > 0 && f.cap < line {
 		f.rem *= line / f.cap
+		f.payload = f.cap / line
 		f.cap = line
 	}
 	if f.ways > 1 {
@@ -127,18 +141,31 @@ func (s *Sim) onWire(fi int32) {
 	}
 }
 
-func (s *Sim) removeActive(fi int32) {
+// unlink takes an active flow off the lists of its links.
+func (s *Sim) unlink(fi int32) {
 	f := &s.flows[fi]
-	last := s.active[len(s.active)-1]
-	s.active[f.pos] = last
-	s.flows[last].pos = f.pos
-	s.active = s.active[:len(s.active)-1]
-	f.pos = -1
+	for k := range f.nl {
+		l, p := f.links[k], f.lpos[k]
+		list := s.linkFlows[l]
+		last := list[len(list)-1]
+		list[p] = last
+		if last != fi {
+			g := &s.flows[last]
+			for j := range g.nl {
+				if g.links[j] == l {
+					g.lpos[j] = p
+					break
+				}
+			}
+		}
+		s.linkFlows[l] = list[:len(list)-1]
+		s.markDirty(l)
+	}
+	f.on = false
 }
 
 func (s *Sim) flowDone(fi int32) {
-	s.progress()
-	s.removeActive(fi)
+	s.unlink(fi)
 	f := s.flows[fi]
 	s.flows[fi].ver++
 	s.freeFlows = append(s.freeFlows, fi)
@@ -158,42 +185,31 @@ func (s *Sim) flowDone(fi int32) {
 	}
 }
 
-// recompute shares link bandwidth among the active flows max-min fairly (progressive filling),
-// each flow also capped by its own protocol limit, then reschedules every flow's completion.
+// recompute shares link bandwidth max-min fairly (progressive filling) among the flows whose
+// rates a change since the last solve can affect, each flow also capped by its own protocol
+// limit, and reschedules the completions of those whose rate changed. Max-min fair rates of flows
+// that share no link, directly or through other flows, do not depend on each other, so only the
+// connected component of the changed links is solved: a collective on one host does not re-solve
+// every flow of a 4,096-GPU cluster.
 func (s *Sim) recompute() {
-	s.progress()
 	s.epoch++
-	s.touched = s.touched[:0]
-	for _, fi := range s.active {
-		f := &s.flows[fi]
-		f.frozen = false
-		for k := int8(0); k < f.nl; k++ {
-			l := f.links[k]
-			if s.mark[l] != s.epoch {
-				s.mark[l] = s.epoch
-				s.residual[l] = s.linkBW[l]
-				s.count[l] = 0
-				s.touched = append(s.touched, l)
-			}
-			s.count[l]++
-		}
-	}
-	left := len(s.active)
+	links, comp := s.component()
+	left := len(comp)
 	for left > 0 {
 		x := math.Inf(1)
-		for _, l := range s.touched {
+		for _, l := range links {
 			if s.count[l] > 0 {
 				s.share[l] = s.residual[l] / float64(s.count[l])
 				x = min(x, s.share[l])
 			}
 		}
-		for _, fi := range s.active {
+		for _, fi := range comp {
 			if f := &s.flows[fi]; !f.frozen {
 				x = min(x, f.cap)
 			}
 		}
 		lim := x * (1 + 1e-9)
-		for _, fi := range s.active {
+		for _, fi := range comp {
 			f := &s.flows[fi]
 			if f.frozen {
 				continue
@@ -216,12 +232,53 @@ func (s *Sim) recompute() {
 			if f.rate == x && f.scheduled {
 				continue // same rate: the completion already in the heap still holds
 			}
+			s.settle(f)
 			f.rate, f.scheduled = x, true
 			f.ver++
 			dt := int64(math.Ceil(f.rem / x))
 			s.at(s.now+dt, evFlowDone, fi, f.ver)
 		}
 	}
+	s.reload(links, comp)
+	s.touched, s.comp = links, comp
+}
+
+// component returns the links and active flows connected to the links marked dirty since the last
+// solve (flows on a shared link, and the other links of those flows, transitively), with each
+// link's residual bandwidth and flow count set for the solve.
+func (s *Sim) component() (links, comp []int32) {
+	links, comp = s.touched[:0], s.comp[:0]
+	for _, l := range s.dirtyLinks {
+		s.isDirty[l] = false
+		links = s.visitLink(links, l)
+	}
+	s.dirtyLinks = s.dirtyLinks[:0]
+	for i := 0; i < len(links); i++ {
+		for _, fi := range s.linkFlows[links[i]] {
+			f := &s.flows[fi]
+			if f.mark == s.epoch {
+				continue
+			}
+			f.mark, f.frozen = s.epoch, false
+			comp = append(comp, fi)
+			for k := range f.nl {
+				links = s.visitLink(links, f.links[k])
+				s.count[f.links[k]]++
+			}
+		}
+	}
+	return links, comp
+}
+
+// visitLink adds link l to the component's links the first time the solve meets it.
+func (s *Sim) visitLink(links []int32, l int32) []int32 {
+	if s.mark[l] != s.epoch {
+		s.mark[l] = s.epoch
+		s.residual[l] = s.linkBW[l]
+		s.count[l] = 0
+		links = append(links, l)
+	}
+	return links
 }
 
 // ---- collective algorithms ----
@@ -374,24 +431,22 @@ func (s *Sim) nvlsFlows(ii int32, t ncclTopo, algBps float64) {
 // ncclTopo describes the communicator over ranks to the tuner: its nodes, the bandwidth of the GPU
 // link (NVLink, or PCIe on a box without it) and the NICs' share per GPU, from the model.
 func (s *Sim) ncclTopo(ranks []engine.DeviceID) ncclTopo {
-	nodes, last := 0, -1
-	seen := s.hostSeen[:0]
+	s.hostEpoch++
+	if s.hostEpoch == 0 {
+		clear(s.hostSeen)
+		s.hostEpoch = 1
+	}
+	nodes := 0
 	for _, r := range ranks {
 		h := s.topo.HostOf(r)
-		if h == last {
-			continue
+		if h >= len(s.hostSeen) {
+			s.hostSeen = append(s.hostSeen, make([]uint32, h+1-len(s.hostSeen))...)
 		}
-		last = h
-		dup := false
-		for _, x := range seen {
-			dup = dup || x == h
-		}
-		if !dup {
-			seen = append(seen, h)
+		if s.hostSeen[h] != s.hostEpoch {
+			s.hostSeen[h] = s.hostEpoch
 			nodes++
 		}
 	}
-	s.hostSeen = seen
 	m := &s.m
 	ring, hw := m.NVLinkBps*m.NCCLNVLinkEff/1e9, hwNVLink
 	if m.Interconnect == engine.PCIeOnly {

@@ -9,7 +9,7 @@ import (
 )
 
 // running is the simulation's ops in flight as last published, for readers on other goroutines
-// (the console). The simulation publishes every 1,024 items it handles, before each pacing sleep,
+// (the console). The simulation publishes every 1,024 items it handles (or as many as it has op slots and hosts), before each pacing sleep,
 // and when Run returns; between those it never takes the lock, so the hot path pays nothing.
 type running struct {
 	mu    sync.Mutex

@@ -40,7 +40,7 @@ type Sim struct {
 	linkBW    []float64 // bytes per ns
 	flows     []flow
 	freeFlows []int32
-	active    []int32
+	linkFlows [][]int32 // the active flows on each link
 	armed     bool
 	ops       []opState
 	freeOps   []int32
@@ -65,6 +65,7 @@ type Sim struct {
 	batched     int // ops held in batching windows
 	runErr      error
 	handled     uint64
+	nextPublish uint64 // the item count at which the ops in flight are next published
 
 	// scratch for the bandwidth solver
 	residual []float64
@@ -72,11 +73,18 @@ type Sim struct {
 	share    []float64
 	mark     []uint32
 	epoch    uint32
-	touched  []int32
-	pending  []int32 // flows of the collective being started
-	hostSeen []int   // scratch: hosts of a communicator
+	touched  []int32 // the links of the component last solved
+	comp     []int32 // its flows
+	// links whose flows changed since the last solve
+	dirtyLinks []int32
+	isDirty    []bool
+	pending    []int32 // flows of the collective being started
+	// hostSeen[h] == hostEpoch marks host h as counted among a communicator's nodes
+	hostSeen  []uint32
+	hostEpoch uint32
 
-	running running // the ops in flight, as InFlight reads them
+	running running   // the ops in flight, as InFlight reads them
+	lb      linkBytes // what each link carried, reported per window
 }
 
 // New builds a simulator of cfg.Topology that emits its events to sink, interning labels in strs.
@@ -116,6 +124,8 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Sim, error) {
 	}
 	nl := len(s.linkBW)
 	s.residual, s.count, s.share, s.mark = make([]float64, nl), make([]int32, nl), make([]float64, nl), make([]uint32, nl)
+	s.linkFlows, s.isDirty = make([][]int32, nl), make([]bool, nl)
+	s.lb.init(nl)
 	return s, nil
 }
 
@@ -190,6 +200,10 @@ func (s *Sim) at(t int64, typ uint8, a int32, ver uint32) {
 // atOp schedules a timer for the op r names; it is dropped if that op is gone by then.
 func (s *Sim) atOp(t int64, typ uint8, r opRef) { s.at(t, typ, r.oi, r.gen) }
 
+// publishEvery is the fewest items the simulation handles between two publications of what is in
+// flight (more on a cluster with more op slots and hosts than that).
+const publishEvery = 1024
+
 // Run executes what was submitted until it has all completed.
 func (s *Sim) Run(ctx context.Context) error {
 	if s.runErr != nil {
@@ -201,6 +215,8 @@ func (s *Sim) Run(ctx context.Context) error {
 		s.pace = timeline.Pace{Wall: time.Now(), At: s.now, Speed: s.cfg.Speed}
 	}
 	defer s.publish() // what is left running when Run returns (nothing, unless it ended early)
+	// The links' bytes up to the end of the run are reported with it, not a window later.
+	defer func() { s.linkWindow(s.now) }()
 	return s.run(ctx, math.MaxInt64)
 }
 
@@ -220,7 +236,10 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 			continue
 		}
 		s.handled++
-		if s.handled&1023 == 0 {
+		if s.handled >= s.nextPublish {
+			// Publishing scans every op slot and host: once per that many items, its cost per item
+			// stays constant however large the cluster.
+			s.nextPublish = s.handled + uint64(max(publishEvery, len(s.ops)+len(s.hosts)))
 			s.publish()
 			if ctx.Err() != nil {
 				return engine.Canceled(ctx, s.now)
@@ -236,6 +255,9 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 				}
 			}
 		}
+		if len(s.lb.used) > 0 {
+			s.crossWindows(it.t)
+		}
 		s.now = it.t
 		s.dispatch(it)
 		if s.runErr != nil {
@@ -249,7 +271,7 @@ func (s *Sim) stale(it item) bool {
 	switch it.typ {
 	case evFlowDone:
 		f := &s.flows[it.a]
-		return f.pos < 0 || f.ver != it.ver
+		return !f.on || f.ver != it.ver
 	case evWatchdog:
 		return !s.wdDue(it.t)
 	case evBatchTimer:

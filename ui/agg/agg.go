@@ -155,9 +155,13 @@ func (s *State) track(e *timeline.Event) *Track {
 
 func (s *State) add(idx int64, e *timeline.Event) {
 	s.Events++
-	if len(s.Log) < MaxLog {
+	switch {
+	case e.Kind == timeline.KindLinkBytes:
+		// A measurement of a link, every 50 ms per link in use: the overview shows it, and the log
+		// keeps its room for what happened.
+	case len(s.Log) < MaxLog:
 		s.Log = append(s.Log, idx)
-	} else {
+	default:
 		s.Log[s.logHead] = idx
 		s.logHead = (s.logHead + 1) % MaxLog
 	}

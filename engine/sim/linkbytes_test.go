@@ -1,0 +1,156 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// linkTally sums the simulator's KindLinkBytes events per link class and direction, over the whole
+// cluster, and checks every window against the link's bandwidth as it goes.
+type linkTally struct {
+	t     *testing.T
+	peaks [timeline.NumPeaks]float64 // bytes/s per direction
+	bytes [timeline.NumPeaks][2]float64
+	algos map[timeline.NCCLAlgo]bool
+}
+
+func (l *linkTally) Emit(e *timeline.Event) {
+	switch e.Kind {
+	case timeline.KindCollective:
+		a, _, _ := e.NCCLChoice()
+		l.algos[a] = true
+	case timeline.KindLinkBytes:
+		link, dir, ok := timeline.UnpackLink(e.Sub)
+		if !ok {
+			l.t.Fatalf("link bytes with Sub %d", e.Sub)
+		}
+		if e.End <= e.Start || e.Start/timeline.LinkWindowNs != (e.End-1)/timeline.LinkWindowNs {
+			l.t.Errorf("link window [%d, %d] is empty or straddles a %d ns boundary", e.Start, e.End, timeline.LinkWindowNs)
+		}
+		if rate := float64(e.Bytes) / (float64(e.End-e.Start) / 1e9); rate > l.peaks[link]*1.0001+1e9/float64(e.End-e.Start) {
+			l.t.Errorf("device %d link %d dir %d: %.4g B/s over [%d, %d]; its bandwidth is %.4g", e.Device, link, dir, rate, e.Start, e.End, l.peaks[link])
+		}
+		l.bytes[link][dir] += float64(e.Bytes)
+	}
+}
+
+// runCollective runs one collective of bytes per rank over every GPU of hosts × 8 H100, with the
+// algorithm forced (0: NCCL's choice), and returns what the links carried.
+func runCollective(t *testing.T, hosts int, op timeline.CollOp, algo timeline.NCCLAlgo, bytes int64) *linkTally {
+	t.Helper()
+	topo, err := sim.TopologyByName("h100x8x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.Hosts = hosts
+	m := sim.ModelOf(topo)
+	tally := &linkTally{t: t, algos: map[timeline.NCCLAlgo]bool{}}
+	tally.peaks[timeline.PeakNVLink], tally.peaks[timeline.PeakNIC] = m.NVLinkBps, m.NICBps
+	tally.peaks[timeline.PeakPCIe], tally.peaks[timeline.PeakHBM] = m.PCIeBps, m.HBMBps
+	s, err := sim.New(sim.Config{Topology: topo, Seed: 1, Model: m}, tally, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := engine.DefaultOptions()
+	opts.NCCLAlgo = algo
+	c := engine.NewClient(s, tally, opts)
+	devs := make([]engine.DeviceID, topo.Devices())
+	for i := range devs {
+		devs[i] = engine.DeviceID(i)
+	}
+	if _, err := c.Collective(op, devs, bytes, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return tally
+}
+
+// The bytes each link class carries for one collective are its algorithm's own traffic, worked out
+// here from the algorithm (not from the simulator's code):
+//
+//   - ring over n ranks on H hosts (one ring per NIC across hosts, one ring inside a host): every
+//     rank sends and receives the bus bytes B (all-reduce 2(n−1)/n·S, all-gather and reduce-scatter
+//     (n−1)/n·S), split evenly over the rings; a ring crosses a host boundary H times of its n
+//     edges (H > 1), so the NICs carry H·B each way and NVLink (n−H)·B. The simulator moves the
+//     tree's bytes as the ring's (it times the tree by NCCL's model, not its traffic).
+//   - NVLS inside a host: every rank's buffer S goes into the switch and the result comes back:
+//     n·S each way on NVLink, nothing on NICs.
+//   - NVLS-tree across hosts: the same on NVLink, and each rank's 1/ppn share of S each way
+//     through its NIC on 2 hosts (twice that beyond, as an inner node of NCCL's two trees).
+//   - all-to-all: each rank sends S/n to every other rank: over a NIC to those on other hosts,
+//     over NVLink to those on its own.
+func TestLinkBytesAreTheAlgorithmsTraffic(t *testing.T) {
+	const S = 256 << 20
+	const ppn = 8
+	type want struct{ nvlink, nic float64 }
+	ring := func(op timeline.CollOp) func(n, h int) want {
+		return func(n, h int) want {
+			b := float64(S) * op.BusFactor(n)
+			if h == 1 {
+				return want{nvlink: float64(n) * b}
+			}
+			return want{nvlink: float64(n-h) * b, nic: float64(h) * b}
+		}
+	}
+	tests := []struct {
+		name  string
+		op    timeline.CollOp
+		algo  timeline.NCCLAlgo
+		hosts []int
+		want  func(n, h int) want
+	}{
+		{"all-reduce ring", timeline.CollAllReduce, timeline.AlgoRing, []int{1, 2, 64}, ring(timeline.CollAllReduce)},
+		{"all-reduce tree", timeline.CollAllReduce, timeline.AlgoTree, []int{1, 2, 64}, ring(timeline.CollAllReduce)},
+		{"all-gather ring", timeline.CollAllGather, timeline.AlgoRing, []int{1, 2, 64}, ring(timeline.CollAllGather)},
+		{"reduce-scatter ring", timeline.CollReduceScatter, timeline.AlgoRing, []int{1, 2, 64}, ring(timeline.CollReduceScatter)},
+		{"all-reduce NVLS", timeline.CollAllReduce, timeline.AlgoNVLS, []int{1}, func(n, h int) want { return want{nvlink: float64(n) * S} }},
+		{"all-reduce NVLS-tree", timeline.CollAllReduce, timeline.AlgoNVLSTree, []int{2, 64}, func(n, h int) want {
+			inner := 1.0
+			if h > 2 {
+				inner = 2
+			}
+			return want{nvlink: float64(n) * S, nic: float64(n) * inner * float64(S/ppn)}
+		}},
+		{"all-to-all", timeline.CollAllToAll, 0, []int{1, 2, 64}, func(n, h int) want {
+			per := float64(S / n)
+			return want{nvlink: float64(n) * float64(ppn-1) * per, nic: float64(n) * float64(n-ppn) * per}
+		}},
+	}
+	for _, tc := range tests {
+		for _, h := range tc.hosts {
+			t.Run(fmt.Sprintf("%s/%d hosts", tc.name, h), func(t *testing.T) {
+				if testing.Short() && h > 2 {
+					t.Skip("64 hosts: not in -short")
+				}
+				n := h * ppn
+				got := runCollective(t, h, tc.op, tc.algo, S)
+				if tc.algo != 0 && !got.algos[tc.algo] {
+					t.Fatalf("ran %v; want %v", got.algos, tc.algo)
+				}
+				w := tc.want(n, h)
+				for _, c := range []struct {
+					name string
+					link int
+					want float64
+				}{{"NVLink", timeline.PeakNVLink, w.nvlink}, {"NIC", timeline.PeakNIC, w.nic}, {"PCIe", timeline.PeakPCIe, 0}, {"HBM", timeline.PeakHBM, 0}} {
+					for dir, dname := range []string{"out", "in"} {
+						g := got.bytes[c.link][dir]
+						// A flow ends on the nanosecond after its last byte, and a window's bytes are
+						// rounded to whole bytes: a few hundred bytes per flow and window at most.
+						if math.Abs(g-c.want) > float64(n)*1024+c.want*1e-4 {
+							t.Errorf("%s %s: %.6g bytes; the algorithm moves %.6g", c.name, dname, g, c.want)
+						}
+					}
+				}
+			})
+		}
+	}
+}
