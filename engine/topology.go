@@ -14,7 +14,10 @@ type Topology struct {
 	GPU         GPU
 	// Interconnect joins a host's GPUs.
 	Interconnect Interconnect
-	// NVLS is NVLink SHARP: the NVSwitch reduces in the switch (NCCL's NVLS algorithms).
+	// NVLS says NVLink SHARP is usable: a Hopper NVSwitch system whose fabric manager is running
+	// (CUDA reports multicast support), so NCCL's NVLS inside a host and NVLS-tree across hosts
+	// are open to its tuner, as NCCL_NVLS_ENABLE's default leaves them. False models a system
+	// without it.
 	NVLS bool
 	// CPU is the hosts' CPU vendor: NCCL's tuner picks its LL bandwidth table across nodes by it.
 	CPU   CPUVendor
@@ -170,7 +173,7 @@ type NCCLTuning struct {
 	P2PCopyEff    float64 // fraction of NVLink a cudaMemcpyPeer reaches
 	Channels      int     // ring and tree channels
 	NVLSChannels  int
-	NVLSTree      bool    // let the tuner pick NVLS-tree across hosts unforced
+	NVLSTree      bool    // NCCL may pick NVLS-tree across hosts (false: as NCCL_ALGO=^NVLSTree)
 	BaseNs        int64   // fixed cost of an NCCL kernel (point-to-point, all-to-all)
 	LinkLatencyNs int64   // per step inside a host
 	NetOverheadNs float64 // a network post's cost to NCCL's proxy thread (1 µs on Intel hosts)

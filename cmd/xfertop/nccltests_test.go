@@ -86,7 +86,7 @@ func TestAnalyzeNCCLTestsLog(t *testing.T) {
 			lines++
 		}
 	}
-	if lines != 31 || !strings.Contains(out, "≥ 1 GiB") || !strings.Contains(out, "Ring_Simple") {
+	if lines != 31 || !strings.Contains(out, "≥ 1 GiB") || !strings.Contains(out, "NVLSTree_Simple") {
 		t.Errorf("comparison: %d rows; want 31 and the size ranges\n%s", lines, out)
 	}
 }

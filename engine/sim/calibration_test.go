@@ -154,9 +154,11 @@ func forced(a timeline.NCCLAlgo, p timeline.NCCLProto) engine.Options {
 
 // TestCalibrationAllReduce: 8×H100 all-reduce of 1 GiB reaches the published busbw figures
 // (FACTS.md, nccl-tests #212) within 5%: NVLS, which NCCL's tuner picks on an NVLS-capable
-// NVSwitch host, ~480 GB/s; ring, forced as NCCL_ALGO=Ring does, ~370 GB/s. Across two hosts the
-// NICs bound it: 8 NICs per host at NCCL's 90% of 50 GB/s give a busbw of 8 × 45 = 360 GB/s, less
-// the ring's cross-node latency, and NVLink is not the limit.
+// NVSwitch host, ~480 GB/s; ring, forced as NCCL_ALGO=Ring does, ~370 GB/s. Across two hosts a
+// ring (forced, as NVIDIA advises for measuring the network on 2 nodes, nccl-tests #290) is
+// bounded by the NICs: 8 NICs per host at NCCL's 90% of 50 GB/s give a busbw of 8 × 45 = 360
+// GB/s, less the ring's cross-node latency, and NVLink is not the limit. (NCCL's own choice there,
+// NVLS-tree, is compared with published runs in TestCalibrationMultiHostAllReduce.)
 func TestCalibrationAllReduce(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -177,7 +179,7 @@ func TestCalibrationAllReduce(t *testing.T) {
 	}
 	m := sim.DefaultModel()
 	nicBound := 8 * m.NICBps * m.NCCLNICEff / 1e9
-	_, got := allReduce(t, "h100x8x2", 1<<30, engine.DefaultOptions())
+	_, got := allReduce(t, "h100x8x2", 1<<30, forced(timeline.AlgoRing, 0))
 	t.Logf("2×8 busbw %.1f GB/s (NIC bound %.1f)", got, nicBound)
 	if !within(got, nicBound, 0.10) {
 		t.Errorf("2×8 all-reduce 1 GiB busbw %.1f GB/s; want the NIC bound %.1f ±10%%", got, nicBound)

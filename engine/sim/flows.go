@@ -410,10 +410,16 @@ func (s *Sim) startCollective(ii int32) {
 
 // nvlsFlows adds NVLS traffic: each rank sends its buffer into the NVSwitch and receives the
 // reduced result (its own NVLink out and in) at the NVLS algorithm bandwidth; across hosts each
-// rank also carries its 1/ppn share of the buffer through its NIC, both ways.
+// rank, the head of 1/ppn of the buffer, also carries that share through its NIC both ways, once
+// on 2 hosts and twice on more: NCCL's NVLS-tree spans the hosts with a double binary tree, in
+// which a host is an inner node (2 children and a parent) of one tree and a leaf of the other.
 func (s *Sim) nvlsFlows(ii int32, t ncclTopo, algBps float64) {
 	in := &s.instPool[ii]
 	ppn := int64(t.Ranks / t.Nodes)
+	hops := int64(1)
+	if t.Nodes > 2 {
+		hops = 2
+	}
 	for _, x := range in.ops {
 		o := &s.ops[x]
 		d := int32(o.op.Device) * linksPerDevice
@@ -421,7 +427,7 @@ func (s *Sim) nvlsFlows(ii int32, t ncclTopo, algBps float64) {
 		s.route(fi, d+linkNVOut, d+linkNVIn, algBps)
 		s.pending = append(s.pending, fi)
 		if t.Nodes > 1 {
-			fi := s.newFlow(ownerInst, ii, o.op.Bytes/ppn)
+			fi := s.newFlow(ownerInst, ii, hops*o.op.Bytes/ppn)
 			s.route(fi, d+linkNICOut, d+linkNICIn, s.m.NICBps*s.m.NCCLNICEff)
 			s.pending = append(s.pending, fi)
 		}

@@ -30,8 +30,8 @@ type Model struct {
 	NVLinkLinks     int     // NVLinks per GPU (informative: NCCL's NVLS graph takes the GPU's whole NVLink)
 	NCCLChannels    int     // ring and tree channels NCCL opens
 	NVLSChannels    int     // NVLS channels
-	NVLS            bool    // NVSwitch with NVLink SHARP: the NVLS algorithm inside a host
-	NVLSTree        bool    // let the tuner pick NVLS-tree across hosts unforced (see DefaultModel)
+	NVLS            bool    // NVLink SHARP usable: NVLS inside a host, NVLS-tree across hosts
+	NVLSTree        bool    // the tuner may pick NVLS-tree across hosts (false: NCCL_ALGO=^NVLSTree)
 	Hopper          bool    // NCCL's Hopper tables (else Ampere)
 	// Interconnect joins a host's GPUs: without NVLink (PCIeOnly) GPU-to-GPU traffic crosses both
 	// GPUs' PCIe links and NCCL uses its PCIe latencies; NVLinkBps and NVLinkLatencyNs then stand for
@@ -52,9 +52,8 @@ type Model struct {
 // in 20 ms. NVLink and NIC figures are line rates from the datasheets; NCCL's ring reaches ~82% of
 // NVLink (~370 GB/s busbw on 8×H100, the published ring figure this model targets). Collectives
 // choose their algorithm and protocol with NCCL's own cost model (nccl.go): on one H100 host NVLS
-// reaches ~480 GB/s busbw at large sizes, as published. NVLS-tree across hosts is modelled but not
-// chosen unless forced (nccl_algo: NVLSTree): the published 2×8 H100 all_reduce_perf run this model
-// is checked against measured ring-class busbw.
+// reaches ~480 GB/s busbw at large sizes, as published; across hosts the tuner weighs tree, ring
+// and NVLS-tree as NCCL 2.28 does (docs/nccl-tests.md compares 2 and 4 hosts with published runs).
 func DefaultModel() Model {
 	t, err := topology.Builtin(topology.Default)
 	if err != nil {

@@ -20,6 +20,17 @@ import (
 // this model does not use. CollNet and PAT are not modelled, nor NVLS for all-gather and
 // reduce-scatter (2.28 allows it inside a host, but its bandwidth there is well under the ring's,
 // so NCCL never picks it unforced on these topologies).
+//
+// Which algorithms the tuner may pick follows NCCL's init: NVLS exists where the topology says
+// NVLink SHARP is usable (ncclNvlsInit: NCCL_NVLS_ENABLE defaults to 2, on wherever CUDA reports
+// multicast support, which needs the fabric manager) and a node has at least 2 GPUs; inside one
+// node it is NVLS, across nodes NVLS-tree (ncclTopoTuneModel disables NVLS-tree on one node, and
+// NVLS across nodes without CollNet). The tree is all-reduce only. So across nodes NCCL weighs
+// tree, ring and NVLS-tree at every size and takes the fastest; on 8×H100 hosts with a 400 Gb/s
+// NIC per GPU that is tree at small and mid sizes, NVLS-tree from a few MiB, and on 4 or more
+// nodes the ring again for the largest (nccl_test.go works the table out). The tree graph's
+// pattern is NCCL's balanced tree, which the search finds on these hosts, so the 0.85 factor
+// NCCL applies to a plain tree pattern does not arise.
 
 const (
 	hwNVLink = iota
@@ -121,7 +132,7 @@ type ncclTopo struct {
 	TreeBus      float64 // tree graph, GB/s (the search may find more than the ring's)
 	InterBus     float64 // per node through its NICs, GB/s (0 for one node)
 	NVLS         bool    // NVSwitch with NVLink SHARP
-	NVLSTree     bool    // NVLS-tree allowed across nodes
+	NVLSTree     bool    // NVLS-tree open to the tuner across nodes (false: NCCL_ALGO=^NVLSTree)
 	NVLSChannels int     // channels (CTAs) NVLS runs with (comm->nvlsChannels)
 	NVLSHeads    int     // the NVLS graph's channels: one head GPU each
 	NVLSIntra    float64 // the NVLS graph's per-head bandwidth inside a node (bwIntra), GB/s
@@ -326,7 +337,7 @@ func (t *ncclTopo) choose(op timeline.CollOp, bytes int64, algo timeline.NCCLAlg
 				continue
 			}
 			if a == timeline.AlgoNVLSTree && !t.NVLSTree && algo != timeline.AlgoNVLSTree {
-				continue
+				continue // NCCL_ALGO=^NVLSTree: only a forced NVLS-tree runs
 			}
 			for p := timeline.ProtoLL; p <= timeline.ProtoSimple; p++ {
 				if pass < 2 && proto != 0 && p != proto {

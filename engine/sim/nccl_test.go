@@ -89,9 +89,9 @@ func TestNCCLChoice(t *testing.T) {
 		{"1GiB ring LL", one, timeline.CollAllReduce, 1 << 30, timeline.AlgoRing, timeline.ProtoLL, timeline.AlgoRing, timeline.ProtoLL},
 		{"all-gather NVLS falls back", one, timeline.CollAllGather, 1 << 30, timeline.AlgoNVLS, 0, timeline.AlgoRing, timeline.ProtoSimple},
 		{"2 hosts 8B: tree", two, timeline.CollAllReduce, 8, 0, 0, timeline.AlgoTree, timeline.ProtoLL},
-		{"2 hosts 1GiB", two, timeline.CollAllReduce, 1 << 30, 0, 0, timeline.AlgoRing, timeline.ProtoSimple},
-		{"2 hosts NVLS-tree forced", two, timeline.CollAllReduce, 1 << 30, timeline.AlgoNVLSTree, 0, timeline.AlgoNVLSTree, timeline.ProtoSimple},
-		{"2 hosts NVLS falls back", two, timeline.CollAllReduce, 1 << 30, timeline.AlgoNVLS, timeline.ProtoSimple, timeline.AlgoRing, timeline.ProtoSimple},
+		{"2 hosts 1GiB", two, timeline.CollAllReduce, 1 << 30, 0, 0, timeline.AlgoNVLSTree, timeline.ProtoSimple},
+		{"2 hosts ring forced", two, timeline.CollAllReduce, 1 << 30, timeline.AlgoRing, 0, timeline.AlgoRing, timeline.ProtoSimple},
+		{"2 hosts NVLS falls back", two, timeline.CollAllReduce, 1 << 30, timeline.AlgoNVLS, timeline.ProtoSimple, timeline.AlgoNVLSTree, timeline.ProtoSimple},
 	}
 	for _, tc := range tests {
 		c := tc.topo.choose(tc.op, tc.bytes, tc.algo, tc.proto)

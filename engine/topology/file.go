@@ -162,6 +162,9 @@ func validate(t *engine.Topology) *invalid {
 		return &invalid{"gpu.nvlink_links", fmt.Sprintf("interconnect %s needs gpu.nvlink_links of at least 1", t.Interconnect)}
 	case t.NVLS && t.Interconnect != engine.NVSwitch:
 		return &invalid{"nvls", fmt.Sprintf("NVLS needs an NVSwitch; interconnect is %s", t.Interconnect)}
+	case t.NVLS && t.GPU.Arch != engine.ArchHopper:
+		// NCCL searches no NVLS graph below compute capability 9.0 (search.cc), whatever the switch.
+		return &invalid{"nvls", fmt.Sprintf("NVLS needs Hopper GPUs (NCCL uses NVLink SHARP from compute capability 9.0); gpu.arch is %s", t.GPU.Arch)}
 	case t.Hosts > 1 && (t.NICs.PerHost < 1 || t.NICs.Bps < 1e6):
 		return &invalid{"nics.per_host", fmt.Sprintf("%d hosts need NICs: nics.per_host and nics.bandwidth", t.Hosts)}
 	case t.Hosts*t.GPUsPerHost > maxHosts*8:

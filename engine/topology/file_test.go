@@ -159,6 +159,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad bool", replace("nvls", "maybe"), `nvls: "maybe" is not true or false`},
 		{"bad cpu", replace("cpu", "sparc"), `f.yaml:7: cpu: "sparc" is not a CPU vendor (intel, amd, other)`},
 		{"nvls without nvswitch", replace("interconnect", "nvlink-mesh"), "f.yaml:6: NVLS needs an NVSwitch"},
+		{"nvls on ampere", "base: a100x8\nname: x\nnvls: true\n", "f.yaml:3: NVLS needs Hopper GPUs"},
 		{"pcie with nvlink", "base: l40sx8\nname: x\ngpu:\n  nvlink: 100GB/s\n", "f.yaml:4: interconnect pcie has no NVLink"},
 		{"nvswitch without nvlink", "base: h100x8\nname: x\ngpu:\n  nvlink: 0GB/s\n", "f.yaml:4: interconnect nvswitch needs NVLink bandwidth"},
 		{"hosts without nics", "base: h100x8\nname: x\nhosts: 2\nnics:\n  per_host: 0\n", "f.yaml:5: 2 hosts need NICs"},
