@@ -132,7 +132,7 @@ func sameNumbers(t *testing.T, m *ui.Model, r *report.Report) {
 		}
 	}
 	over := press(m, "1")
-	if want := "Moved " + units.Bytes(r.Links.MovedBytes); !strings.Contains(over, want) {
+	if want := "Moved on links " + units.Bytes(r.Links.MovedBytes) + " (bus bytes)"; !strings.Contains(over, want) {
 		t.Errorf("overview lacks %q:\n%s", want, over)
 	}
 	for _, d := range r.Idle.Devices {

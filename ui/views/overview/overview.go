@@ -53,7 +53,9 @@ func (m *Model) View() string {
 		// report of a replay --from does.
 		moved += " since " + units.Dur(fr.Snap.From)
 	}
-	fmt.Fprintf(&b, "%s %s   %s   %s\n", st.Title.Render("Moved"), moved, steps, cache)
+	// What crossed links (bus bytes), not the payload the transfers view counts: say which.
+	moved += " (bus bytes)"
+	fmt.Fprintf(&b, "%s %s   %s   %s\n", st.Title.Render("Moved on links"), moved, steps, cache)
 	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; each link now, % of peak") + "\n")
 	m.writeDevices(&b)
 	if len(res.Telemetry) > 0 {
