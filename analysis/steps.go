@@ -14,7 +14,8 @@ const maxSetupInits = 4096
 // its steady cost in the step, as the later steps' re-creations do; only the rest of it, the
 // process's one-time set-up (a device's first communicator pays NCCL's bootstrap), is setup. The
 // steady cost of a creation is the cheapest one that was not its device's first (steadyNs); while
-// none was seen it is unknown and every creation in the first step is setup. Every figure (mean,
+// none was seen it is unknown, as is reuse in a run of one step, and every creation in the first
+// step is setup. Every figure (mean,
 // percentiles, the last step) takes the first step without its setup, so they agree. The answer
 // does not depend on the order events arrive in (a replay, an importer sorting by start): the
 // first step is held apart until the result is read.
@@ -115,8 +116,10 @@ func (s *steps) setup() int64 {
 		}
 	}
 	span := end - s.first.Start
-	if s.steadyNs < 0 {
-		return span // no further creation seen: its steady cost is unknown, all of it is setup
+	if s.steadyNs < 0 || s.count < 2 {
+		// No further creation seen (its steady cost is unknown), or no later step that could have
+		// reused the communicators: all of it is setup.
+		return span
 	}
 	// What stays in the step: on each device, the steady cost of its creations in the first step
 	// whose communicators were never used again; the device that keeps the most sets it.

@@ -108,6 +108,11 @@ func TestSteps(t *testing.T) {
 			count: 2, mean: i64(49), p50: i64(49), p99: i64(50), setup: 901,
 		},
 		{
+			name:  "one step: no later step could reuse, every creation is setup",
+			evs:   []timeline.Event{commInitEv(1, 0, 0, 920), commInitEv(2, 0, 920, 940), stepEv(0, 950)},
+			count: 1, mean: i64(10), p50: i64(10), p99: i64(10), setup: 940,
+		},
+		{
 			// The cache on: the first step's communicators are used again (hits), so creating them
 			// was one-time setup, all of it, though a further creation tells the steady cost.
 			name: "creations reused later are setup whole",
