@@ -246,8 +246,9 @@ func (t *Model) View() string {
 	cur := t.col(plotW)
 	var b strings.Builder
 	// Ruler: start, cursor and end times.
-	ruler := fmt.Sprintf("%-*s%s", LabelW, units.Dur(t.nsPerCol)+"/col", units.Dur(max(t0, 0)))
-	endLbl := units.Dur(t1)
+	// Times carry the digits that tell one column from the next (31.2 µs/col: "10.80012 s").
+	ruler := fmt.Sprintf("%-*s%s", LabelW, units.Dur(t.nsPerCol)+"/col", units.DurAt(max(t0, 0), t.nsPerCol))
+	endLbl := units.DurAt(t1, t.nsPerCol)
 	if t.follow {
 		endLbl += " (following)"
 	}
@@ -296,7 +297,7 @@ func (t *Model) View() string {
 		}
 	}
 	if detail == "" {
-		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.Dur(t0+int64(cur)*t.nsPerCol)))
+		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.DurAt(t0+int64(cur)*t.nsPerCol, t.nsPerCol)))
 	}
 	b.WriteString(detail + "\n")
 	b.WriteString(strip.Legend(st, w, fr.Live, fr.RunningKnown))
