@@ -196,6 +196,12 @@ func (t *Model) key(msg tea.KeyPressMsg) {
 	}
 }
 
+// CursorAt returns the time at the start of the cursor's column.
+func (t *Model) CursorAt() int64 {
+	plotW := t.plotW()
+	return t.right() - int64(plotW)*t.nsPerCol + int64(t.col(plotW))*t.nsPerCol
+}
+
 func (t *Model) col(plotW int) int {
 	if t.cursor < 0 || t.cursor >= plotW {
 		return plotW - 1
@@ -223,7 +229,10 @@ func (t *Model) jump(j widget.JumpToMsg) {
 	t.nsPerCol = max(j.Dur*4/int64(plotW), 1)
 	t.end = j.Time + j.Dur/2 + int64(plotW/2)*t.nsPerCol
 	t.follow = false
-	t.cursor = plotW / 2
+	// The cursor goes on the gap's middle, wherever the view put it: a gap near the run's start
+	// cannot be centred (the view never starts before 0).
+	t0 := t.right() - int64(plotW)*t.nsPerCol
+	t.cursor = int(min(max((j.Time+j.Dur/2-t0)/t.nsPerCol, 0), int64(plotW-1)))
 	t.collapsed[j.Device] = false
 	for i, r := range t.Rows() {
 		if !r.Header && r.Track.Device == j.Device && r.Track.Stream == j.Stream {
