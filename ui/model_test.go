@@ -27,7 +27,7 @@ func TestTabsAndKeys(t *testing.T) {
 	}{
 		{[]string{"2"}, TabTimeline, "following"},
 		{[]string{"3"}, TabTransfers, "send"},
-		{[]string{"tab"}, TabBarriers, "no barriers yet"},
+		{[]string{"tab"}, TabBarriers, "no barriers"}, // the run has ended: not "yet"
 		{[]string{"tab"}, TabIdle, ""},
 		{[]string{"6"}, TabComms, "Communicator cache"},
 		{[]string{"7"}, TabEvents, "promise_fulfilled"},

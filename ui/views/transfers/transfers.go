@@ -187,7 +187,7 @@ func (v *Model) View() string {
 		b.WriteString(line + "\n")
 	}
 	if len(rs) == 0 {
-		b.WriteString(st.Muted.Render("no transfers yet") + "\n")
+		b.WriteString(st.Muted.Render(v.Fr.None("transfers")) + "\n")
 	}
 	for strings.Count(b.String(), "\n") < h-1 {
 		b.WriteString("\n")
