@@ -46,7 +46,7 @@ func (a *Analyzer) Reset() { a.StartAt(0) }
 func (a *Analyzer) StartAt(t int64) {
 	*a = Analyzer{meta: a.meta, from: max(t, 0), transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
 		links: newLinks(a.meta.HostGPUs(), a.meta.LinkBytes), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
-	a.steps.from = a.from
+	a.steps = newSteps(a.from)
 	a.comms.seen = recordsComms(a.meta)
 	a.comms.from = a.from
 }

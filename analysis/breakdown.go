@@ -56,7 +56,12 @@ func (d *deviceTime) add(e *timeline.Event) {
 	if !d.seen {
 		d.first, d.last, d.seen = s, end, true
 	}
-	d.first, d.last = min(d.first, s), max(d.last, end)
+	if s < d.first || end > d.last {
+		// The span grows even by an op that adds no busy time (a failed send that ran for none):
+		// a result asked for before it is stale.
+		d.first, d.last = min(d.first, s), max(d.last, end)
+		d.resValid = false
+	}
 	if s < d.cutAt {
 		d.lateNs += min(end, d.cutAt) - s
 		s = d.cutAt

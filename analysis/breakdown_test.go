@@ -497,3 +497,32 @@ func TestDeviceTimeKeptTotalsMatchIntervals(t *testing.T) {
 		}
 	}
 }
+
+// A console asks for the breakdown after every fold; what it shows at the end is what the report
+// shows after one fold of everything. A failed send that ran for no time (the watchdog's, at the end
+// of a deadlock) still stretches its device's span: a result cached before it must not survive it.
+func TestBreakdownAskedBetweenOpsEqualsOnce(t *testing.T) {
+	failed := sendEv(0, 1, 2_920, 2_920, 16, 1)
+	failed.Status = timeline.StatusTimeout
+	runs := map[string][]timeline.Event{
+		"deadlock: a failed send after compute": {kern(0, 1, 0, 1), kern(1, 1, 0, 1), failed},
+		"an op that starts before the first":    {kern(0, 1, 100, 200), kern(0, 2, 50, 60)},
+	}
+	for name, evs := range runs {
+		t.Run(name, func(t *testing.T) {
+			want := analyze(timeline.Meta{}, evs...).Breakdown
+			a := New(timeline.Meta{})
+			for i := range evs {
+				a.Emit(&evs[i])
+				a.Result(timeline.NewStrings())
+			}
+			got := a.Result(timeline.NewStrings()).Breakdown
+			if len(got.Devices) != len(want.Devices) {
+				t.Fatalf("devices = %+v; want %+v", got.Devices, want.Devices)
+			}
+			for i := range want.Devices {
+				checkDeviceTime(t, got.Devices[i], want.Devices[i])
+			}
+		})
+	}
+}

@@ -49,13 +49,23 @@ func TestCommCacheFault(t *testing.T) {
 
 func TestCommCacheDisabled(t *testing.T) {
 	c := NewCommCache(0)
+	var made []*Communicator
 	for range 3 {
-		if _, created, _ := c.Get([]DeviceID{0, 1}); !created {
-			t.Fatal("with no cache every Get creates")
+		comm, created, evicted := c.Get([]DeviceID{0, 1})
+		if !created || len(evicted) != 0 {
+			t.Fatalf("Get = created %v, evicted %d; with no cache every Get creates and none evicts", created, len(evicted))
 		}
+		made = append(made, comm)
 	}
-	if st := c.Stats(); st.Hits != 0 || st.Misses != 3 {
-		t.Errorf("stats %+v", st)
+	// A cache that is off evicts nothing; the communicators it replaced are retired, to destroy.
+	if st := c.Stats(); st.Hits != 0 || st.Misses != 3 || st.Evictions != 0 {
+		t.Errorf("stats %+v; want 0 hits, 3 misses, 0 evictions", st)
+	}
+	if r := c.TakeRetired(); len(r) != 2 || r[0] != made[0] || r[1] != made[1] {
+		t.Errorf("retired %v; want the first two communicators", r)
+	}
+	if r := c.TakeRetired(); len(r) != 0 {
+		t.Errorf("retired again %v; want none", r)
 	}
 }
 

@@ -364,6 +364,9 @@ func (c *Client) commFor(op string, devs []DeviceID) *Communicator {
 		c.emit(timeline.Event{Kind: timeline.KindCommEvict, Device: timeline.NoDevice, Peer: timeline.NoDevice, Comm: e.ID, Status: timeline.StatusLRU, Ranks: uint16(len(e.Devices))})
 		c.release(e)
 	}
+	for _, e := range c.comms.TakeRetired() {
+		c.release(e) // the cache is off: destroyed, with no eviction to report
+	}
 	if !created {
 		c.emit(timeline.Event{Kind: timeline.KindCommHit, Device: int32(devs[0]), Peer: timeline.NoDevice, Comm: comm.ID, Ranks: uint16(len(devs))})
 		return comm

@@ -28,6 +28,7 @@ type CommCache struct {
 	clock    uint64
 	nextID   uint32
 	stats    CommCacheStats
+	retired  []*Communicator // with the cache off: communicators replaced, for TakeRetired
 }
 
 // NewCommCache returns an empty cache holding at most capacity communicators.
@@ -50,13 +51,13 @@ func (c *CommCache) Get(devs []DeviceID) (comm *Communicator, created bool, evic
 	c.nextID++
 	comm = &Communicator{ID: c.nextID, Devices: append([]DeviceID(nil), devs...), key: key, lastUse: c.clock, uses: 1}
 	if c.Capacity <= 0 {
-		// No cache: the previous communicator for these devices is thrown away and replaced.
+		// No cache: the previous communicator for these devices is done with and replaced. It is
+		// retired (the caller destroys it), not evicted: a cache that is off evicts nothing.
 		if old, ok := c.entries[key]; ok {
-			evicted = append(evicted, old)
-			c.stats.Evictions++
+			c.retired = append(c.retired, old)
 		}
 		c.entries[key] = comm
-		return comm, true, evicted
+		return comm, true, nil
 	}
 	for len(c.entries) >= c.Capacity {
 		var lru *Communicator
@@ -71,6 +72,14 @@ func (c *CommCache) Get(devs []DeviceID) (comm *Communicator, created bool, evic
 	}
 	c.entries[key] = comm
 	return comm, true, evicted
+}
+
+// TakeRetired returns the communicators a cache that is off has replaced since the last call,
+// which the caller must destroy. They are not evictions: nothing was cached.
+func (c *CommCache) TakeRetired() []*Communicator {
+	r := c.retired
+	c.retired = nil
+	return r
 }
 
 // Fault evicts comm because it reported an error; the next Get for its devices creates a fresh one.

@@ -192,7 +192,7 @@ func TestUnknownIsNotZero(t *testing.T) {
 	if err := Text(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "all_reduce      1      —      1") {
+	if !strings.Contains(b.String(), "all_reduce      1        —      1") {
 		t.Errorf("text shows the unknown size as a number:\n%s", b.String())
 	}
 	only := build(ev[1:], timeline.NewStrings(), timeline.Meta{})

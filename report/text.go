@@ -106,9 +106,9 @@ func header(b *strings.Builder, r *Report) {
 }
 
 func transfersText(b *strings.Builder, r *Report) {
-	fmt.Fprintf(b, "\nTransfers: %d, %s (copies and sends, each once)\n", r.Transfers.Count, units.Bytes(r.Transfers.Bytes))
+	fmt.Fprintf(b, "\nTransfers: %d, %s payload (copies and sends, each once)\n", r.Transfers.Count, units.Bytes(r.Transfers.Bytes))
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kind\tsize ≤\tcount\tbytes\ttime p50\ttime p99\tGB/s\t")
+	fmt.Fprintln(tw, "kind\tsize ≤\tcount\tpayload\ttime p50\ttime p99\tGB/s\t")
 	for _, k := range timeline.TransferKinds {
 		ks := r.Transfers.ByKind[k]
 		if ks.Count == 0 {
@@ -122,7 +122,7 @@ func transfersText(b *strings.Builder, r *Report) {
 		}
 	}
 	tw.Flush()
-	b.WriteString("GB/s is bytes-weighted: total bytes / total time of the ops in the row.\n")
+	b.WriteString("GB/s is payload-weighted: total payload / total time of the ops in the row.\n")
 }
 
 func collectivesText(b *strings.Builder, r *Report) {
@@ -131,7 +131,7 @@ func collectivesText(b *strings.Builder, r *Report) {
 	}
 	b.WriteString("\nCollectives (nccl-tests algbw/busbw, per instance: last rank end − first rank start):\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "op\tranks\tbytes\tcount\ttime p50\talgbw GB/s\tbusbw GB/s\talgo_proto\tch\t")
+	fmt.Fprintln(tw, "op\tranks\tpayload\tcount\ttime p50\talgbw GB/s\tbusbw GB/s\talgo_proto\tch\t")
 	for _, c := range r.Collectives {
 		size, ranks := units.Unknown, units.Unknown // 0: not recorded (analysis.Collective)
 		if c.Bytes > 0 {
@@ -238,7 +238,7 @@ func linksText(b *strings.Builder, r *Report) {
 	for _, d := range r.Links.Devices {
 		unknown = unknown || d.Unattributed > 0
 	}
-	fmt.Fprintf(b, "\nLink traffic (%s): %s moved\n", how, units.Bytes(r.Links.MovedBytes))
+	fmt.Fprintf(b, "\nLink traffic (%s): %s moved on links (bus bytes)\n", how, units.Bytes(r.Links.MovedBytes))
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "device\tPCIe\tNVLink\tNIC\tHBM\t"
 	if unknown {

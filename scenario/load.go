@@ -27,11 +27,20 @@ func BuiltinNames() []string {
 	return out
 }
 
+// Source returns the file of the built-in scenario with the given name, for a user to copy and edit.
+func Source(name string) ([]byte, error) {
+	data, err := builtinFS.ReadFile(path.Join("builtin", name+".yaml"))
+	if err != nil || strings.ContainsAny(name, "/\\") {
+		return nil, fmt.Errorf("unknown scenario %q (built-in: %s; or give a path to a .yaml file)", name, strings.Join(BuiltinNames(), ", "))
+	}
+	return data, nil
+}
+
 // Builtin returns the built-in scenario with the given name.
 func Builtin(name string) (*File, error) {
-	data, err := builtinFS.ReadFile(path.Join("builtin", name+".yaml"))
+	data, err := Source(name)
 	if err != nil {
-		return nil, fmt.Errorf("unknown scenario %q (built-in: %s; or give a path to a .yaml file)", name, strings.Join(BuiltinNames(), ", "))
+		return nil, err
 	}
 	return Parse("builtin:"+name, data)
 }

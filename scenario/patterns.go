@@ -272,6 +272,14 @@ type pipelinePhase struct {
 }
 
 func buildPipeline(p *params, topo engine.Topology) (phase, error) {
+	if topo.Devices() < 2 {
+		return nil, fileerr.At(p.src, p.line, "pipeline needs at least 2 devices; topology %s has %d", topo.Name, topo.Devices())
+	}
+	if x, ok := p.m["stages"]; ok {
+		if n, err := parseInt(x.Value); err == nil && n > int64(topo.Devices()) {
+			return nil, fileerr.At(p.src, x.Line, "pipeline: %d stages need %d devices, one each; topology %s has %d", n, n, topo.Name, topo.Devices())
+		}
+	}
 	stages := int(p.integer("stages", int64(min(topo.Devices(), 8)), 2, int64(topo.Devices())))
 	stride := int(p.integer("stride", int64(max(topo.Devices()/stages, 1)), 1, int64(topo.Devices())))
 	first := int(p.integer("first_device", 0, 0, int64(topo.Devices()-1)))

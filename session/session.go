@@ -131,6 +131,10 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	}
 	sc, err := scenario.Resolve(f, cfg.Sets, topo)
 	if err != nil {
+		if cfg.Topology != "" && f.Topology != "" && topo.Name != f.Topology {
+			// The scenario was written for another topology: name one it fits.
+			err = fmt.Errorf("%w (scenario %s does not fit topology %s; it was written for %s: --topology %s)", err, f.Name, topo.Name, f.Topology, f.Topology)
+		}
 		return nil, &ConfigError{err}
 	}
 	strs := timeline.NewStrings()

@@ -27,7 +27,7 @@ func TestTabsAndKeys(t *testing.T) {
 	}{
 		{[]string{"2"}, TabTimeline, "following"},
 		{[]string{"3"}, TabTransfers, "send"},
-		{[]string{"tab"}, TabBarriers, "no barriers yet"},
+		{[]string{"tab"}, TabBarriers, "no barriers"}, // the run has ended: not "yet"
 		{[]string{"tab"}, TabIdle, ""},
 		{[]string{"6"}, TabComms, "Communicator cache"},
 		{[]string{"7"}, TabEvents, "promise_fulfilled"},
@@ -225,6 +225,21 @@ func TestIdleJumpsToTimeline(t *testing.T) {
 	rows := tl.Rows()
 	if r := rows[tl.Selected()]; r.Header || r.Track.Device != g.Device || r.Track.Stream != g.Stream {
 		t.Errorf("timeline row %+v; want device %d stream %d", r, g.Device, g.Stream)
+	}
+	// Every row's gap, the earliest in the run too (where the view cannot centre on it, as it never
+	// starts before 0): the cursor's column lies in the gap.
+	for i, g := range idle.Groups(&m.Result().StreamIdle) {
+		if g.GapNs <= 0 {
+			continue
+		}
+		m.Update(JumpToMsg{Device: g.Device, Stream: g.Stream, Time: g.GapAt, Dur: g.GapNs})
+		if at := tl.CursorAt(); at+tl.NsPerCol() <= g.GapAt || at >= g.GapAt+g.GapNs {
+			t.Errorf("row %d: the cursor's column [%d, %d) misses the gap [%d, %d)", i, at, at+tl.NsPerCol(), g.GapAt, g.GapAt+g.GapNs)
+		}
+	}
+	m.Update(JumpToMsg{Device: g.Device, Stream: g.Stream, Time: 0, Dur: 1_000_000})
+	if at := tl.CursorAt(); at >= 1_000_000 {
+		t.Errorf("a gap at the run's start: the cursor's column starts at %d, past it", at)
 	}
 }
 

@@ -4,17 +4,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
 )
 
 // The overview's communicator cache is unknown for a source that records none (a trace), and
-// "none created" only for one that would record them (the report says the same).
+// "no lookups" only for one that would record them (the report says the same).
 func TestOverviewCommCacheUnknown(t *testing.T) {
 	for _, tc := range []struct {
 		backend, want string
 	}{
 		{"kineto", "comm cache: — (the source does not record communicators)"},
-		{"sim", "comm cache: none created"},
+		{"sim", "comm cache: no lookups"},
 	} {
 		w := timeline.NewWindow(0, nil)
 		kernels(w, 1, 5, 0)
@@ -22,5 +23,45 @@ func TestOverviewCommCacheUnknown(t *testing.T) {
 		if got := text(sized(src, 120, 30)); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: the overview lacks %q:\n%s", tc.backend, tc.want, got)
 		}
+	}
+}
+
+// A source still going says "yet" of what it has not seen; one that ended says there is none; a
+// replay sought to a time says none since then (what came before was not analysed, not absent).
+// Once the source ended nothing moves: the links' rates now are 0, whatever the last bucket held.
+func TestOverviewAfterTheEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		done        bool
+		from        int64
+		want        []string
+		rateShownAt bool // the copy's 1 GB/s on PCIe still shown as now
+	}{
+		{"live", false, 0, []string{"no steps yet", "comm cache: no lookups yet", "each link now, % of peak"}, true},
+		{"ended", true, 0, []string{"no steps   ", "comm cache: no lookups\n", "each link now (ended: idle), % of peak"}, false},
+		{"sought to the end", true, int64(3 * analysis.BucketNs), []string{"no steps since " + "", "comm cache: no lookups since "}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := timeline.NewWindow(0, nil)
+			// 1 GB/s over PCIe for four buckets: the newest complete bucket holds it.
+			end := int64(4 * analysis.BucketNs)
+			w.Emit(&timeline.Event{Kind: timeline.KindMemcpy, Sub: uint8(timeline.CopyH2D), Device: 0, Peer: timeline.NoDevice,
+				Start: 0, End: end, Bytes: end})
+			w.SetFrom(tc.from)
+			src := &fakeSource{win: w, info: SourceInfo{Name: "x", Replay: true, Meta: timeline.Meta{Backend: "sim", Devices: 1}}, status: Status{Done: tc.done}}
+			got := text(sized(src, 160, 30))
+			for _, want := range tc.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("the overview lacks %q:\n%s", want, got)
+				}
+			}
+			if strings.Contains(got, "yet") != !tc.done {
+				t.Errorf("says \"yet\": %v; the source has ended: %v\n%s", strings.Contains(got, "yet"), tc.done, got)
+			}
+			row := strings.Split(got, "\n")[5]
+			if shown := strings.Contains(row, "1.0 "); shown != tc.rateShownAt {
+				t.Errorf("device row %q shows 1.0 GB/s now: %v; want %v", row, shown, tc.rateShownAt)
+			}
+		})
 	}
 }

@@ -43,6 +43,59 @@ func Dur(ns int64) string {
 	return fmt.Sprintf("%dh%02dm", ns/3600e9, (a/60e9)%60)
 }
 
+// DurAt formats a time as Dur does, with as many more decimals as it takes to tell apart two times
+// res ns apart: a timeline zoomed to 31.2 µs a column labels 10.8 s as "10.80012 s", not "10.8 s".
+func DurAt(ns, res int64) string {
+	a := ns
+	if a < 0 {
+		a = -a
+	}
+	var scale int64 // ns per unit
+	var unit string
+	switch {
+	case res <= 0 || a < 1_000:
+		return Dur(ns)
+	case a < 999_500:
+		scale, unit = 1_000, " µs"
+	case a < 999_500_000:
+		scale, unit = 1_000_000, " ms"
+	case a < 100_000_000_000:
+		scale, unit = 1_000_000_000, " s"
+	default:
+		if res >= 1_000_000_000 || a >= 3600_000_000_000 {
+			return Dur(ns)
+		}
+		d := decimals(1_000_000_000, res)
+		sign := ""
+		if ns < 0 {
+			sign = "-"
+		}
+		return fmt.Sprintf("%s%dm%0*.*fs", sign, a/60e9, d+3, d, float64(a%60e9)/1e9)
+	}
+	v := float64(ns) / float64(scale)
+	// Dur's last digit: a unit for values of 100 and more, a tenth from 10, a hundredth below.
+	step := float64(scale) / 100
+	switch {
+	case v >= 99.95 || v <= -99.95:
+		step = float64(scale)
+	case v >= 9.995 || v <= -9.995:
+		step = float64(scale) / 10
+	}
+	if step <= float64(res) {
+		return Dur(ns)
+	}
+	return strconv.FormatFloat(v, 'f', decimals(scale, res), 64) + unit
+}
+
+// decimals is how many decimals of a unit of scale ns tell apart times res ns apart (at most 9).
+func decimals(scale, res int64) int {
+	d := 0
+	for step := scale; step > res && d < 9; step /= 10 {
+		d++
+	}
+	return d
+}
+
 // DurP formats a duration that may be unknown (nil).
 func DurP(ns *int64) string {
 	if ns == nil {

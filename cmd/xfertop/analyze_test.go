@@ -298,7 +298,7 @@ func TestUnknownFieldsCLI(t *testing.T) {
 				}
 			}
 			_, text, _ := runCLI(t, tc.args...)
-			for _, w := range []string{", seed —,", "Communicator cache: —", "Groups: —", "all_reduce      —      —"} {
+			for _, w := range []string{", seed —,", "Communicator cache: —", "Groups: —", "all_reduce      —        —"} {
 				if strings.Contains(text, w) != tc.unknown {
 					t.Errorf("text has %q: %v; want %v:\n%s", w, !tc.unknown, tc.unknown, text)
 				}

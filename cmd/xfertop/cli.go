@@ -34,7 +34,7 @@ Usage:
   xfertop attach [flags]              watch a training job live: its ranks' NCCL collectives and transfers
   xfertop plugin                      print the path of the NCCL profiler plugin attach needs (or how to build it)
   xfertop repair FILE                 cut a recording's torn or damaged tail to its last sound chunk (backup in FILE.bak)
-  xfertop scenarios                   list built-in scenarios and their knobs
+  xfertop scenarios [NAME]            list built-in scenarios and their knobs, or print one's file to copy
   xfertop topologies [NAME]           list built-in topologies, or print one's file to copy and edit
   xfertop help                        show this help
 
@@ -245,11 +245,23 @@ func runEnded(out session.Outcome, err error) error {
 
 func scenariosCmd(args []string, stdout io.Writer) error {
 	if isHelp(args) {
-		fmt.Fprint(stdout, "Usage: xfertop scenarios\n\nLists the built-in scenarios, their topology, steps and knobs (--set key=value).\n"+exitHelp)
+		fmt.Fprint(stdout, "Usage: xfertop scenarios [NAME [--print]]\n\nLists the built-in scenarios, their topology, steps and knobs (--set key=value), or prints\nNAME's file: copy it, edit it and run it with --scenario FILE (see docs/scenarios.md).\n"+exitHelp)
 		return nil
 	}
 	if len(args) > 0 {
-		return usageError("takes no arguments")
+		name, rest := args[0], args[1:]
+		if strings.HasPrefix(name, "-") && len(args) == 2 { // --print NAME
+			name, rest = args[1], args[:1]
+		}
+		if len(rest) > 1 || (len(rest) == 1 && rest[0] != "--print" && rest[0] != "-print") || strings.HasPrefix(name, "-") {
+			return usageError("usage: xfertop scenarios [NAME [--print]]")
+		}
+		src, err := scenario.Source(name)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		_, err = stdout.Write(src)
+		return err
 	}
 	for _, name := range scenario.BuiltinNames() {
 		f, err := scenario.Builtin(name)

@@ -172,7 +172,7 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"usage: a --set value, scenario file", []string{"run", "--headless", "--scenario", userScenario, "--set", "t=soon"}, exitUsage,
 			"xfertop run: --set t=soon: \"soon\" is not a duration (examples: 150us, 21ms, 2s); it sets compute.duration at " + userScenario + ":4\n", exact, ""},
 		{"usage: a --set value not allowed", []string{"run", "--headless", "--set", "d2d_priority=urgent"}, exitUsage,
-			"xfertop run: --set d2d_priority=urgent: must be one of high|normal; the knob is declared at builtin:pipeline:11\n", exact, ""},
+			"xfertop run: --set d2d_priority=urgent: must be one of high|normal; the knob is declared at builtin:pipeline:12\n", exact, ""},
 		{"usage: a --compare value", []string{"run", "--headless", "--compare", "compute=1ms,soon"}, exitUsage,
 			"xfertop run: --compare compute=soon: \"soon\" is not a duration (examples: 150us, 21ms, 2s); it sets pipeline.compute at builtin:pipeline:24\n", exact, ""},
 		{"usage: a bad default in a scenario file is the file's", []string{"run", "--headless", "--scenario", badDefault}, exitUsage,

@@ -11,6 +11,7 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/agg"
 	"github.com/xfertop/xfertop/ui/theme"
+	"github.com/xfertop/xfertop/units"
 )
 
 // Frame is everything a view draws from: the analysis, the events held, the display state, the
@@ -39,6 +40,19 @@ type Frame struct {
 	// was seen running later than that (long ops run while nothing ends). The timeline's live
 	// edge; the analysis keeps to the snapshot's ops.
 	Now int64
+}
+
+// None says that there is none of what: "yet" while the source still produces events; since the
+// time a replay started or sought to, where the figures count from then; plainly once it ended
+// (a finished run has no steps, not "no steps yet").
+func (f *Frame) None(what string) string {
+	switch {
+	case f.Snap != nil && f.Snap.From > 0:
+		return "no " + what + " since " + units.Dur(f.Snap.From)
+	case f.Live:
+		return "no " + what + " yet"
+	}
+	return "no " + what
 }
 
 // RunningOn returns the running ops of a device's stream (a sub-slice of Running; no copy).

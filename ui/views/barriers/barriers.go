@@ -46,7 +46,7 @@ func (v *Model) View() string {
 	st, bs := fr.Styles, fr.Res.Barriers
 	var b strings.Builder
 	if len(bs.Recent) == 0 {
-		return st.Muted.Render("no barriers yet")
+		return st.Muted.Render(v.Fr.None("barriers"))
 	}
 	var lp []string
 	for _, l := range bs.Stragglers[:min(len(bs.Stragglers), 4)] {

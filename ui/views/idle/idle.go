@@ -96,7 +96,7 @@ func (v *Model) View() string {
 	st, si := fr.Styles, &fr.Res.StreamIdle
 	groups := Groups(si)
 	if len(groups) == 0 {
-		return st.Muted.Render("no idle time yet")
+		return st.Muted.Render(v.Fr.None("idle time"))
 	}
 	var b strings.Builder
 	var causes []string

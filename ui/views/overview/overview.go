@@ -37,11 +37,11 @@ func (m *Model) View() string {
 	fr, res := m.Fr, m.Fr.Res
 	st := fr.Styles
 	var b strings.Builder
-	steps := "no steps yet"
+	steps := fr.None("steps")
 	if s := res.Steps; s.Count > 0 {
 		steps = fmt.Sprintf("steps %d, last %s, p50 %s", s.Count, units.DurP(s.LastNs), units.DurP(s.P50Ns))
 	}
-	cache := "comm cache: none created"
+	cache := "comm cache: " + fr.None("lookups")
 	if cc := res.CommCache; !cc.Known {
 		cache = "comm cache: " + units.Unknown + " (the source does not record communicators)"
 	} else if cc.Hits+cc.Misses > 0 {
@@ -53,8 +53,14 @@ func (m *Model) View() string {
 		// report of a replay --from does.
 		moved += " since " + units.Dur(fr.Snap.From)
 	}
-	fmt.Fprintf(&b, "%s %s   %s   %s\n", st.Title.Render("Moved"), moved, steps, cache)
-	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; each link now, % of peak") + "\n")
+	// What crossed links (bus bytes), not the payload the transfers view counts: say which.
+	moved += " (bus bytes)"
+	fmt.Fprintf(&b, "%s %s   %s   %s\n", st.Title.Render("Moved on links"), moved, steps, cache)
+	now := "each link now, % of peak"
+	if !fr.Live {
+		now = "each link now (ended: idle), % of peak"
+	}
+	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; "+now) + "\n")
 	m.writeDevices(&b)
 	if len(res.Telemetry) > 0 {
 		b.WriteString(st.Title.Render("GPU telemetry (NVML):"))
@@ -171,6 +177,9 @@ func (t *deviceTable) row(ds *analysis.DeviceLinks, tm analysis.DeviceTime, time
 	var sum float64
 	for l := range analysis.NumLinks {
 		r, _ := ds.Rate(l, t.bucket)
+		if !t.fr.Live {
+			r = 0 // the source has ended: nothing moves now, whatever the last bucket held
+		}
 		sum += r
 		p := t.fr.Meta.LinkPeaks[l]
 		txt := units.Unknown // no peak known for this link: a share of it is unknown

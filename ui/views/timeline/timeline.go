@@ -196,6 +196,12 @@ func (t *Model) key(msg tea.KeyPressMsg) {
 	}
 }
 
+// CursorAt returns the time at the start of the cursor's column.
+func (t *Model) CursorAt() int64 {
+	plotW := t.plotW()
+	return t.right() - int64(plotW)*t.nsPerCol + int64(t.col(plotW))*t.nsPerCol
+}
+
 func (t *Model) col(plotW int) int {
 	if t.cursor < 0 || t.cursor >= plotW {
 		return plotW - 1
@@ -223,7 +229,10 @@ func (t *Model) jump(j widget.JumpToMsg) {
 	t.nsPerCol = max(j.Dur*4/int64(plotW), 1)
 	t.end = j.Time + j.Dur/2 + int64(plotW/2)*t.nsPerCol
 	t.follow = false
-	t.cursor = plotW / 2
+	// The cursor goes on the gap's middle, wherever the view put it: a gap near the run's start
+	// cannot be centred (the view never starts before 0).
+	t0 := t.right() - int64(plotW)*t.nsPerCol
+	t.cursor = int(min(max((j.Time+j.Dur/2-t0)/t.nsPerCol, 0), int64(plotW-1)))
 	t.collapsed[j.Device] = false
 	for i, r := range t.Rows() {
 		if !r.Header && r.Track.Device == j.Device && r.Track.Stream == j.Stream {
@@ -246,8 +255,9 @@ func (t *Model) View() string {
 	cur := t.col(plotW)
 	var b strings.Builder
 	// Ruler: start, cursor and end times.
-	ruler := fmt.Sprintf("%-*s%s", LabelW, units.Dur(t.nsPerCol)+"/col", units.Dur(max(t0, 0)))
-	endLbl := units.Dur(t1)
+	// Times carry the digits that tell one column from the next (31.2 µs/col: "10.80012 s").
+	ruler := fmt.Sprintf("%-*s%s", LabelW, units.Dur(t.nsPerCol)+"/col", units.DurAt(max(t0, 0), t.nsPerCol))
+	endLbl := units.DurAt(t1, t.nsPerCol)
 	if t.follow {
 		endLbl += " (following)"
 	}
@@ -296,7 +306,7 @@ func (t *Model) View() string {
 		}
 	}
 	if detail == "" {
-		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.Dur(t0+int64(cur)*t.nsPerCol)))
+		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.DurAt(t0+int64(cur)*t.nsPerCol, t.nsPerCol)))
 	}
 	b.WriteString(detail + "\n")
 	b.WriteString(strip.Legend(st, w, fr.Live, fr.RunningKnown))

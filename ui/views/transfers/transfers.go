@@ -16,7 +16,7 @@ import (
 )
 
 // Cols are the table's columns, in the order s cycles through them.
-var Cols = []string{"kind", "size", "ranks", "count", "bytes", "p50", "p99", "GB/s", "busbw", "algo_proto"}
+var Cols = []string{"kind", "size", "ranks", "count", "payload", "p50", "p99", "GB/s", "busbw", "algo_proto"}
 
 // Model is the transfers view.
 type Model struct {
@@ -187,7 +187,7 @@ func (v *Model) View() string {
 		b.WriteString(line + "\n")
 	}
 	if len(rs) == 0 {
-		b.WriteString(st.Muted.Render("no transfers yet") + "\n")
+		b.WriteString(st.Muted.Render(v.Fr.None("transfers")) + "\n")
 	}
 	for strings.Count(b.String(), "\n") < h-1 {
 		b.WriteString("\n")
@@ -195,7 +195,7 @@ func (v *Model) View() string {
 	if v.filter.Shown() {
 		b.WriteString(v.filter.View())
 	} else {
-		b.WriteString(st.Muted.Render(fmt.Sprintf("%d rows · GB/s = bytes / time of the row's ops (algbw for collectives)", len(rs))))
+		b.WriteString(st.Muted.Render(fmt.Sprintf("%d rows · payload: bytes asked of the ops, not bus bytes on links · GB/s = payload / time (algbw for collectives)", len(rs))))
 		if last := lastAtCollectives(v.Fr.Res.Collectives); last != "" {
 			b.WriteString(st.Alert.Render(" · " + last))
 		}
