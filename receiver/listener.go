@@ -67,6 +67,7 @@ func Listen(cfg Config, strs *timeline.Strings, onMeta func(timeline.Meta) timel
 		done: make(chan struct{}), start: time.Now()}
 	l.free.New = func() any { return &Decoded{} }
 	l.logs.logf = cfg.Logf
+	l.merger.SetLog(l.logs.log)
 	var tc *tls.Config
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)

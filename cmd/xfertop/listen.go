@@ -227,7 +227,7 @@ func listenReport(l *receiver.Listener, s *listenSinks) *report.Report {
 	m := s.meta
 	m.Source = "otlp " + t.HostNames()
 	run := report.Run{DroppedEvents: t.Lost, Partial: t.Partial, Receive: &report.Receive{Listen: listenAddrs(l), Spans: t.Spans,
-		Foreign: t.Foreign, Lost: t.Lost, Duplicates: t.Duplicates, Refused: t.Refused, Rejected: t.Rejected}}
+		Foreign: t.Foreign, Lost: t.Lost, Duplicates: t.Duplicates, Refused: t.Refused, Rejected: t.Rejected, Invalid: t.Invalid}}
 	for _, h := range t.Hosts {
 		run.Receive.Hosts = append(run.Receive.Hosts, report.ReceiveHost{Name: h.Name, Session: h.Session, Detail: h.Detail, Spans: h.Spans, OffsetNs: h.OffsetNs})
 	}
@@ -276,6 +276,9 @@ func (s *listenSource) Status() ui.Status {
 		src = fmt.Sprintf("sources %d (%s)", len(hosts), strings.Join(hosts, ", "))
 	}
 	line := fmt.Sprintf("%s · %.0f spans/s · lost %d · refused %d · rejected %d", src, t.SpansPerSec, t.Lost, t.Refused, t.Rejected)
+	if t.Invalid > 0 {
+		line += fmt.Sprintf(" · invalid %d", t.Invalid)
+	}
 	if len(t.Partial) > 0 {
 		line += " · partial (detail spans)"
 	}

@@ -4,11 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
@@ -222,5 +230,46 @@ func TestListenRefusals(t *testing.T) {
 		if code != tc.code || !strings.Contains(errb.String(), tc.msg) {
 			t.Errorf("listen %v: exit %d, %q; want %d and %q", tc.args, code, errb.String(), tc.code, tc.msg)
 		}
+	}
+}
+
+// A sender whose spans say absurd things (start 0, end 2^64−1, seq 2^63−1, on 10 000 spans) does
+// not corrupt the merged report: they are left out, counted, and logged; the good spans beside
+// them make the report; nothing is lost, nothing is negative, no duration is centuries long.
+func TestListenLeavesOutAbsurdSpans(t *testing.T) {
+	l := startListen(t, "--exit-after-idle", "1s")
+	epoch := time.Now().UnixNano()
+	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
+		kv("service.name", "xfertop"), kv("host.name", "host-0"), kv("xfertop.host", 0),
+		kv("xfertop.session", "absurd"), kv("xfertop.detail", "full"),
+		kv("xfertop.meta.epoch_unix_ns", strconv.FormatInt(epoch, 10)), kv("xfertop.meta.gpus_per_host", "8")}}
+	span := func(seq int, start, end uint64) *tracepb.Span {
+		return &tracepb.Span{Name: "kernel", StartTimeUnixNano: start, EndTimeUnixNano: end,
+			Attributes: []*commonpb.KeyValue{kv("xfertop.kind", "kernel"), kv("xfertop.device", 0), kv("xfertop.stream", 1),
+				kv("xfertop.seq", seq), kv("xfertop.label", "gemm")}}
+	}
+	spans := []*tracepb.Span{span(0, uint64(epoch), uint64(epoch+1000)), span(1, uint64(epoch+2000), uint64(epoch+3000))}
+	for range 10_000 {
+		spans = append(spans, span(1<<63-1, 0, 1<<64-1))
+	}
+	body, err := proto.Marshal(&collectortrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+l.http+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	r := l.report(t)
+	if r.Receive == nil || r.Receive.Invalid != 10_000 || r.Receive.Lost != 0 || r.Receive.Spans != 2 || r.Events != 2 {
+		t.Fatalf("receive %+v, %d events; want 10000 invalid spans, 2 taken, 0 lost", r.Receive, r.Events)
+	}
+	if r.DurationNs != 3000 || r.DroppedEvents != 0 || r.Idle.TotalNs < 0 || r.Idle.TotalNs > r.DurationNs {
+		t.Errorf("duration %d ns, dropped %d, idle %d ns; want 3000 ns, 0 dropped, idle within the run", r.DurationNs, r.DroppedEvents, r.Idle.TotalNs)
+	}
+	if !strings.Contains(l.stderr.String(), "left out a span from host-0") {
+		t.Errorf("stderr %q; want the refused spans logged", l.stderr.String())
 	}
 }
