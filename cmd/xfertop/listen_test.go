@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 )
@@ -271,5 +275,72 @@ func TestListenLeavesOutAbsurdSpans(t *testing.T) {
 	}
 	if !strings.Contains(l.stderr.String(), "left out a span from host-0") {
 		t.Errorf("stderr %q; want the refused spans logged", l.stderr.String())
+	}
+}
+
+// diskFull takes room bytes, then fails every write as a full file system does (ENOSPC).
+type diskFull struct {
+	mu   sync.Mutex
+	room int
+}
+
+func (d *diskFull) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := min(len(p), d.room)
+	d.room -= n
+	if n < len(p) {
+		return n, &os.PathError{Op: "write", Path: "full.xfr", Err: syscall.ENOSPC}
+	}
+	return n, nil
+}
+
+// listen --record on a disk that fills up: it says so at once, stops acknowledging what it can
+// no longer keep (a headless listen ends, as a run does), prints the report of what it took, and
+// exits 1 naming the recording and the cause.
+func TestListenRecordDiskFull(t *testing.T) {
+	createRecording = func(path string, _ ...recordings.WriterOption) (*recordings.Writer, error) {
+		return recordings.NewWriter(path, &diskFull{room: 1024})
+	}
+	t.Cleanup(func() { createRecording = recordings.Create })
+	path := filepath.Join(t.TempDir(), "full.xfr")
+	l := startListen(t, "--record", path)
+	epoch := time.Now().UnixNano()
+	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
+		kv("service.name", "xfertop"), kv("host.name", "host-0"), kv("xfertop.host", 0),
+		kv("xfertop.session", "full"), kv("xfertop.detail", "full"),
+		kv("xfertop.meta.epoch_unix_ns", strconv.FormatInt(epoch, 10)), kv("xfertop.meta.gpus_per_host", "8")}}
+	var spans []*tracepb.Span
+	for i := range 2000 {
+		start := uint64(epoch + int64(i)*1000)
+		spans = append(spans, &tracepb.Span{Name: "kernel", StartTimeUnixNano: start, EndTimeUnixNano: start + 900,
+			Attributes: []*commonpb.KeyValue{kv("xfertop.kind", "kernel"), kv("xfertop.device", i%8), kv("xfertop.stream", 1),
+				kv("xfertop.seq", i), kv("xfertop.label", "gemm"+strconv.Itoa(i))}})
+	}
+	body, err := proto.Marshal(&collectortrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+l.http+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("first request: %s; want it taken", resp.Status)
+	}
+	r := l.reportExit(t, exitFailure) // ends by itself once the recording fails: no idle timeout given
+	if r.Events != 2000 || r.Receive == nil || r.Receive.Spans != 2000 {
+		t.Errorf("report of %d events, receive %+v; want the 2000 taken", r.Events, r.Receive)
+	}
+	errs := l.stderr.String()
+	for _, want := range []string{
+		"--record " + path + " cannot be written (no space left on device): no longer acknowledging requests",
+		"xfertop listen: --record " + path + ": no space left on device; listen stopped acknowledging",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr %q; want %q", errs, want)
+		}
 	}
 }
