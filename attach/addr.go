@@ -85,7 +85,12 @@ func Listen(a Addr) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(a.Address), 0o700); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", a, err)
 	}
-	if _, err := os.Lstat(a.Address); err == nil {
+	if st, err := os.Lstat(a.Address); err == nil {
+		// Only a socket may be taken for one a dead console left: whatever else is at the path
+		// (a file, a directory, a link) belongs to someone and is never removed.
+		if st.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("listen on %s: %s is a %s, not a socket: give --socket a path that is free or holds a stale socket", a, a.Address, fileKind(st.Mode()))
+		}
 		if c, err := net.DialTimeout("unix", a.Address, 200*time.Millisecond); err == nil {
 			c.Close()
 			return nil, fmt.Errorf("listen on %s: another xfertop attach is listening there (give --socket another path)", a)
@@ -108,8 +113,29 @@ func Listen(a Addr) (net.Listener, error) {
 	return l, nil
 }
 
-// removeSocket removes the socket a server listened on.
+// fileKind names what a path holds, for an error that refuses to touch it.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeDevice != 0:
+		return "device"
+	case m.IsRegular():
+		return "regular file"
+	}
+	return "file that is not a socket"
+}
+
+// removeSocket removes the socket a server listened on, and nothing else: if the path was replaced
+// by something that is not a socket while the server ran, it stays.
 func removeSocket(path string) error {
+	if st, err := os.Lstat(path); err == nil && st.Mode().Type() != os.ModeSocket {
+		return nil
+	}
 	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 		return err
 	}

@@ -184,3 +184,56 @@ func TestServerMerges(t *testing.T) {
 		t.Errorf("ranks %+v", ranks)
 	}
 }
+
+// TestListenKeepsWhatIsNotASocket: a path that holds anything but a stale socket is refused with an
+// error naming it, and left exactly as it was (an empty directory or a file is not the console's).
+func TestListenKeepsWhatIsNotASocket(t *testing.T) {
+	cases := []struct {
+		name string
+		make func(path string) error
+		kind string
+	}{
+		{"regular file", func(p string) error { return os.WriteFile(p, []byte("keep me"), 0o600) }, "regular file"},
+		{"empty directory", func(p string) error { return os.Mkdir(p, 0o700) }, "directory"},
+		{"symbolic link", func(p string) error {
+			target := p + ".target"
+			if err := os.WriteFile(target, []byte("keep me"), 0o600); err != nil {
+				return err
+			}
+			return os.Symlink(target, p)
+		}, "symbolic link"},
+		{"named pipe", func(p string) error { return mkfifo(p) }, "named pipe"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "xa")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			p := filepath.Join(dir, "s")
+			if err := c.make(p); err != nil {
+				t.Skipf("cannot make a %s here: %v", c.name, err)
+			}
+			before, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := Listen(Addr{"unix", p})
+			if err == nil {
+				l.Close()
+				t.Fatalf("Listen(%s holding a %s) = nil error; want a refusal", p, c.name)
+			}
+			if !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), c.kind) {
+				t.Errorf("Listen error %q; want it to name %s and say it is a %s", err, p, c.kind)
+			}
+			after, err := os.Lstat(p)
+			if err != nil {
+				t.Fatalf("%s was removed: %v", c.name, err)
+			}
+			if after.Mode() != before.Mode() || !os.SameFile(before, after) {
+				t.Errorf("%s changed: mode %v -> %v", c.name, before.Mode(), after.Mode())
+			}
+		})
+	}
+}

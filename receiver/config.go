@@ -33,6 +33,11 @@ type Config struct {
 	QueueSpans         int
 	RetryAfter         time.Duration
 	ReorderWait        time.Duration
+	// Gate, when set, is asked before each request is taken: an error refuses the request as
+	// unavailable (gRPC Unavailable, HTTP 503 with Retry-After), as a Collector that cannot keep
+	// data answers, so the sender keeps it and retries. A recording that can no longer be written
+	// (a full disk) closes the gate: nothing is acknowledged that cannot be kept.
+	Gate func() error
 	// Logf prints a log line (a refused sender, say); nil prints nothing.
 	Logf func(format string, a ...any)
 }

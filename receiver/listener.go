@@ -67,6 +67,7 @@ func Listen(cfg Config, strs *timeline.Strings, onMeta func(timeline.Meta) timel
 		done: make(chan struct{}), start: time.Now()}
 	l.free.New = func() any { return &Decoded{} }
 	l.logs.logf = cfg.Logf
+	l.merger.SetLog(l.logs.log)
 	var tc *tls.Config
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -182,8 +183,8 @@ func (l *Listener) publish(now time.Time) {
 type Totals struct {
 	Stats
 	SpansPerSec float64 `json:"spans_per_sec"` // over the last second
-	// Refused counts spans refused because the queue was full: the senders keep and resend them,
-	// so they are not lost. Rejected counts requests refused for good (over a limit, malformed,
+	// Refused counts spans refused because the queue was full or the gate was closed (Config.Gate):
+	// the senders keep and resend them, so they are not lost here. Rejected counts requests refused for good (over a limit, malformed,
 	// without the token): their senders count them as dropped.
 	Refused  int64 `json:"refused_spans"`
 	Rejected int64 `json:"rejected_requests"`
@@ -234,6 +235,14 @@ func (l *Listener) Close(ctx context.Context) error {
 
 var errQueueFull = errors.New("the console's queue is full")
 
+// unavailableError is a request refused because the gate is closed: retryable, as the sender
+// keeps the data.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string {
+	return "xfertop listen cannot keep data now (" + e.err.Error() + "): retry later"
+}
+
 // take hands a decoded request to the merger, or refuses it when the queue is full.
 func (l *Listener) take(d *Decoded) error {
 	n := int64(len(d.Spans))
@@ -241,6 +250,12 @@ func (l *Listener) take(d *Decoded) error {
 	defer l.mu.RUnlock()
 	if l.closed {
 		return errors.New("the listener is closing")
+	}
+	if l.cfg.Gate != nil {
+		if err := l.cfg.Gate(); err != nil {
+			l.refused.Add(n)
+			return &unavailableError{err}
+		}
 	}
 	if q := l.queued.Add(n); q > int64(l.cfg.QueueSpans) && q != n {
 		l.queued.Add(-n)

@@ -362,3 +362,35 @@ func TestLoad64Senders(t *testing.T) {
 	}
 	t.Logf("%d spans refused and resent", tot.Refused)
 }
+
+// A closed gate (a recording that can no longer be written) refuses every request as unavailable,
+// the answer a Collector gives when it cannot keep data: gRPC Unavailable, HTTP 503 with
+// Retry-After; nothing is taken, and the spans are counted refused (the senders keep them).
+func TestGateRefusesAsUnavailable(t *testing.T) {
+	var mu sync.Mutex
+	var closed error
+	sink := &collect{}
+	l, _ := listen(t, Config{Gate: func() error { mu.Lock(); defer mu.Unlock(); return closed }}, sink)
+	client := grpcClient(t, l.GRPCAddr().String(), nil)
+	if _, err := client.Export(context.Background(), kernels("s", 0, 3)); err != nil {
+		t.Fatalf("open gate: %v", err)
+	}
+	mu.Lock()
+	closed = errors.New("recording full.xfr: no space left on device")
+	mu.Unlock()
+	_, err := client.Export(context.Background(), kernels("s", 3, 3))
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "no space left on device") {
+		t.Errorf("gRPC with the gate closed: %v; want Unavailable saying why", err)
+	}
+	url := "http://" + l.HTTPAddr().String() + "/v1/traces"
+	resp := post(t, http.DefaultClient, url, marshal(t, kernels("s", 6, 3)), nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("HTTP with the gate closed: %s, Retry-After %q; want 503 with Retry-After 1", resp.Status, resp.Header.Get("Retry-After"))
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if tot := l.Totals(); tot.Spans != 3 || tot.Refused != 6 || len(sink.evs) != 3 {
+		t.Errorf("totals %+v, %d events; want the first 3 spans taken, the 6 after refused", tot, len(sink.evs))
+	}
+}

@@ -44,21 +44,33 @@ type Merger struct {
 	hostIdx  map[string]uint16
 	labels   []uint32 // the request's label ids → the table's
 	stats    counters
+	axisSeen time.Time // when the first session came
+	bytes    int64     // the bytes of the events taken, all senders together (held below maxTotalBytes)
+	logf     func(reason, format string, a ...any)
+	res      []resTally // per resource of the request being merged
+}
+
+// resTally is what one resource of a request brought that was taken.
+type resTally struct {
+	spans  int
+	maxEnd int64
 }
 
 // session is one exporting process (xfertop.session).
 type session struct {
-	id       string
-	epoch    int64
-	full     bool
-	meta     timeline.Meta
-	next     int64 // the next seq to release
-	ring     []slot
-	held     int
-	maxSeq   int64
-	stalled  time.Time // when the stream last released or first held an event out of order
-	hosts    map[string]*Host
-	hostList []*Host
+	id        string
+	epoch     int64
+	full      bool
+	meta      timeline.Meta
+	next      int64 // the next seq to release
+	ring      []slot
+	held      int
+	maxSeq    int64
+	stalled   time.Time // when the stream last released or first held an event out of order
+	hosts     map[string]*Host
+	hostList  []*Host
+	firstSeen time.Time // when its first request came
+	refuse    string    // why none of its spans can be merged ("" when they can)
 }
 
 type slot struct {
@@ -79,7 +91,7 @@ type Host struct {
 }
 
 type counters struct {
-	spans, foreign, lost, dup, events int64
+	spans, foreign, lost, dup, events, invalid int64
 }
 
 // NewMerger returns a merger that interns labels in strs. onMeta is called once, with the first
@@ -90,6 +102,10 @@ func NewMerger(strs *timeline.Strings, wait time.Duration, onMeta func(timeline.
 	}
 	return &Merger{strs: strs, onMeta: onMeta, wait: wait, sessions: map[string]*session{}, hostIdx: map[string]uint16{}}
 }
+
+// SetLog gives the merger a log for the spans it leaves out; logf may drop lines (one per reason a
+// second, say). Without one, they are only counted.
+func (m *Merger) SetLog(logf func(reason, format string, a ...any)) { m.logf = logf }
 
 // Meta is the first sender's description (zero before one).
 func (m *Merger) Meta() timeline.Meta { return m.meta }
@@ -109,8 +125,10 @@ func (m *Merger) Merge(d *Decoded, now time.Time) {
 	}
 	m.labels[0] = 0
 	sess := make([]*session, len(d.Resources))
+	m.res = m.res[:0]
 	for i := range d.Resources {
 		sess[i] = m.session(&d.Resources[i], d, i, now)
+		m.res = append(m.res, resTally{maxEnd: -1 << 63})
 	}
 	// Unnumbered events are released at once, in the order they ended (as producers emit them),
 	// a step after the ops it holds.
@@ -118,6 +136,15 @@ func (m *Merger) Merge(d *Decoded, now time.Time) {
 	for i := range d.Spans {
 		sp := &d.Spans[i]
 		s := sess[sp.Res]
+		if why := m.check(s, sp, now); why != "" {
+			m.invalid(s, d.Resources[sp.Res].HostName, why)
+			continue
+		}
+		m.bytes += sp.Event.Bytes
+		t := &m.res[sp.Res]
+		t.spans++
+		t.maxEnd = max(t.maxEnd, sp.Event.End)
+		m.stats.spans++
 		sp.Event.Label = m.labels[sp.Event.Label]
 		if s.full && sp.Seq >= 0 {
 			m.hold(s, sp, now)
@@ -125,7 +152,14 @@ func (m *Merger) Merge(d *Decoded, now time.Time) {
 			loose = append(loose, i)
 		}
 	}
-	m.stats.spans += int64(len(d.Spans))
+	for i := range d.Resources {
+		if t := m.res[i]; t.spans > 0 {
+			h := sess[i].hosts[d.Resources[i].HostName]
+			h.Spans += int64(t.spans)
+			h.LastSeen = now
+			h.OffsetNs = min(h.OffsetNs, now.UnixNano()-t.maxEnd)
+		}
+	}
 	if len(loose) > 0 {
 		sort.SliceStable(loose, func(a, b int) bool {
 			x, y := &d.Spans[loose[a]].Event, &d.Spans[loose[b]].Event
@@ -150,14 +184,16 @@ func (m *Merger) session(r *Resource, d *Decoded, i int, now time.Time) *session
 	if s == nil {
 		meta := recordings.MetaFromPairs(r.Meta)
 		s = &session{id: id, full: r.Detail == otel.DetailFull, meta: meta, epoch: meta.EpochUnixNs, hosts: map[string]*Host{},
-			ring: make([]slot, 0), stalled: now}
-		if s.epoch == 0 {
-			s.epoch = m.firstStart(d, i)
+			ring: make([]slot, 0), stalled: now, firstSeen: now}
+		if !plausibleWall(s.epoch, now) { // not said, or not a clock's: the sender's first span says
+			s.epoch = m.firstStart(d, i, now)
 		}
 		m.sessions[id] = s
 		m.order = append(m.order, s)
-		if !m.hasAxis {
-			m.axis, m.hasAxis = s.epoch, true
+		if m.hasAxis {
+			s.refuse = m.refuseSession(s, now)
+		} else {
+			m.axis, m.hasAxis, m.axisSeen = s.epoch, true, now
 			m.meta = meta
 			m.meta.EpochUnixNs = s.epoch
 			if m.onMeta != nil {
@@ -170,11 +206,6 @@ func (m *Merger) session(r *Resource, d *Decoded, i int, now time.Time) *session
 		h = &Host{Name: r.HostName, Session: id, Detail: r.Detail, OffsetNs: 1<<63 - 1}
 		s.hosts[r.HostName] = h
 		s.hostList = append(s.hostList, h)
-	}
-	if r.Spans > 0 {
-		h.Spans += int64(r.Spans)
-		h.LastSeen = now
-		h.OffsetNs = min(h.OffsetNs, now.UnixNano()-r.MaxEnd)
 	}
 	if r.Host < 0 { // hosts that do not say their index get one each, in the order they appear
 		idx, ok := m.hostIdx[r.HostName]
@@ -191,12 +222,17 @@ func (m *Merger) session(r *Resource, d *Decoded, i int, now time.Time) *session
 	return s
 }
 
-func (m *Merger) firstStart(d *Decoded, i int) int64 {
+// firstStart is the earliest start of resource i's spans that can be a clock's; the receive time
+// when none can.
+func (m *Merger) firstStart(d *Decoded, i int, now time.Time) int64 {
 	first := int64(1<<63 - 1)
 	for j := range d.Spans {
-		if d.Spans[j].Res == int32(i) {
-			first = min(first, d.Spans[j].Event.Start)
+		if t := d.Spans[j].Event.Start; d.Spans[j].Res == int32(i) && plausibleWall(t, now) {
+			first = min(first, t)
 		}
+	}
+	if first == 1<<63-1 {
+		return now.UnixNano()
 	}
 	return first
 }
@@ -215,7 +251,7 @@ func (m *Merger) hold(s *session, sp *Span, now time.Time) {
 		if s.held == 0 { // nothing held: the events before this one are far behind, counted lost
 			jump := sp.Seq - s.next - int64(len(s.ring)) + 1
 			s.next += jump
-			m.stats.lost += jump
+			m.stats.lost = satAdd(m.stats.lost, jump)
 			continue
 		}
 		m.skip(s) // too many events wait for the oldest gap: give it up
@@ -322,6 +358,9 @@ type Stats struct {
 	Lost       int64 `json:"lost"`
 	Duplicates int64 `json:"duplicates"`
 	Held       int64 `json:"held"` // events waiting for a gap before them to fill
+	// Invalid counts spans left out because what they say cannot be (times outside their sender's
+	// window, a sequence number past its plausible range, a size of no transfer): see check.
+	Invalid int64 `json:"invalid"`
 	// Partial names what the senders left out (DetailSpans): the parts of the analysis that are
 	// then incomplete.
 	Partial []string `json:"partial,omitempty"`
@@ -329,7 +368,7 @@ type Stats struct {
 
 // Stats returns the merger's counters.
 func (m *Merger) Stats() Stats {
-	st := Stats{Spans: m.stats.spans, Events: m.stats.events, Foreign: m.stats.foreign, Lost: m.stats.lost, Duplicates: m.stats.dup}
+	st := Stats{Spans: m.stats.spans, Events: m.stats.events, Foreign: m.stats.foreign, Lost: m.stats.lost, Duplicates: m.stats.dup, Invalid: m.stats.invalid}
 	partial := false
 	for _, s := range m.order {
 		st.Held += int64(s.held)

@@ -88,7 +88,7 @@ func (l *Listener) exportGRPC(ctx context.Context, body []byte) (*collectortrace
 				WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(l.cfg.RetryAfter)})
 			return nil, st.Err()
 		}
-		return nil, status.Error(codes.Unavailable, err.Error())
+		return nil, status.Error(codes.Unavailable, err.Error()) // retryable too: the sender keeps the data
 	}
 	return &collectortrace.ExportTraceServiceResponse{}, nil
 }
@@ -158,6 +158,10 @@ func (l *Listener) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(l.cfg.RetryAfter.Seconds()))))
 			http.Error(w, "xfertop listen: "+err.Error(), http.StatusTooManyRequests)
 			return
+		}
+		var ue *unavailableError
+		if errors.As(err, &ue) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(l.cfg.RetryAfter.Seconds()))))
 		}
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return

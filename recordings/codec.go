@@ -179,7 +179,11 @@ func decodeEvents(dst []timeline.Event, payload []byte) ([]timeline.Event, error
 	if d.bad {
 		return dst, fmt.Errorf("event count: %w", errShort)
 	}
-	// Each event takes at least 3 bytes: a count beyond that is damage, not a reason to allocate.
+	// A chunk holds at most MaxChunkEvents events, each in at least 3 bytes: a count beyond either
+	// is damage, not a reason to allocate (a tiny compressed chunk could otherwise make millions).
+	if n > MaxChunkEvents {
+		return dst, fmt.Errorf("event count %d is over the %d events a chunk may hold", n, MaxChunkEvents)
+	}
 	if n > uint64(len(d.b)-d.pos)/3 {
 		return dst, fmt.Errorf("event count %d does not fit in %d bytes", n, len(d.b)-d.pos)
 	}
@@ -308,7 +312,8 @@ func (d *eventDecoder) event(e *timeline.Event, prev *timeline.Event) error {
 
 func growEvents(dst []timeline.Event, n int) []timeline.Event {
 	if cap(dst)-len(dst) < n {
-		grown := make([]timeline.Event, len(dst), len(dst)+n)
+		// Doubling: reading a file chunk by chunk into one slice copies each event O(1) times.
+		grown := make([]timeline.Event, len(dst), max(len(dst)+n, 2*cap(dst)))
 		copy(grown, dst)
 		dst = grown
 	}

@@ -19,6 +19,13 @@ const (
 	trailerMagic = "XIDX"
 	// MaxChunk bounds a chunk's payload: a larger length field is damage, never an allocation.
 	MaxChunk = 64 << 20
+	// MaxChunkEvents bounds the events of one Events or EventsZstd chunk (8 times the recorder's
+	// DefaultBatch): a count over it is damage, so no chunk decodes to more than MaxChunkEvents
+	// events of 80 bytes (5 MiB), however well it compresses. Writer.WriteEvents splits at it.
+	MaxChunkEvents = 1 << 16
+	// maxEncodedEvent is the most bytes one event takes in an Events payload (all fields present,
+	// each at its widest: TestMaxEncodedEvent).
+	maxEncodedEvent = 103
 )
 
 // ChunkType is a chunk's type byte. Numbers are never reused.
@@ -115,6 +122,11 @@ func decodeIndex(payload []byte) ([]IndexEntry, error) {
 	}
 	if d.err != nil {
 		return nil, d.err
+	}
+	for i, e := range out {
+		if e.Events < 0 || e.Events > MaxChunkEvents {
+			return nil, fmt.Errorf("index entry %d says %d events, over the %d a chunk may hold", i, e.Events, MaxChunkEvents)
+		}
 	}
 	if len(d.b) != 0 {
 		return nil, fmt.Errorf("%d bytes left after the index", len(d.b))

@@ -3,6 +3,7 @@ package recordings
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"testing"
 )
 
@@ -43,11 +44,24 @@ func FuzzEventsZstd(f *testing.F) {
 	f.Add(appendZstdEvents(nil, enc, raw[:len(raw)/2]))
 	f.Add(binary.AppendUvarint(nil, 1<<40))
 	f.Add(append(binary.AppendUvarint(nil, 100), 0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x64, 0x05, 0x00, 0x00))
+	// A small frame of many 3-byte events: one past what a chunk may hold, and exactly that.
+	for _, n := range []int{MaxChunkEvents + 1, MaxChunkEvents} {
+		raw := minimalEvents(n)
+		f.Add(appendZstdEvents(nil, enc, raw))
+	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		data := appendChunk(header(Version), ChunkEventsZstd, payload)
 		rec, err := ReadAll("fuzz.xfr", data, Options{})
 		if err != nil {
+			var ce *CorruptionError
+			if !errors.As(err, &ce) || ce.File != "fuzz.xfr" || ce.Offset != headerSize {
+				t.Fatalf("error %v; want a CorruptionError naming fuzz.xfr at offset %d", err, headerSize)
+			}
 			return
+		}
+		// What one chunk decodes to is bounded, however small the chunk.
+		if len(rec.Events) > MaxChunkEvents || cap(rec.Events) > MaxChunkEvents {
+			t.Fatalf("one chunk decoded to %d events (room for %d); a chunk holds at most %d", len(rec.Events), cap(rec.Events), MaxChunkEvents)
 		}
 		reencode(t, rec)
 	})

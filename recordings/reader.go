@@ -472,6 +472,9 @@ func ReadFile(path string, opts Options) (*Recording, error) {
 	return readAll(r)
 }
 
+// maxPrealloc is the most events readAll allocates room for before reading them (80 MiB).
+const maxPrealloc = 1 << 20
+
 func readAll(r *Reader) (*Recording, error) {
 	var evs []timeline.Event
 	if r.index != nil {
@@ -479,7 +482,9 @@ func readAll(r *Reader) (*Recording, error) {
 		for _, e := range r.index {
 			n += e.Events
 		}
-		evs = make([]timeline.Event, 0, n)
+		// The index is the file's word, not yet checked against its chunks: it sizes the slice
+		// only up to maxPrealloc, and doubling takes it further as events really come.
+		evs = make([]timeline.Event, 0, min(n, maxPrealloc))
 	}
 	r.into = &evs
 	for r.Next() {

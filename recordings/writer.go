@@ -119,8 +119,18 @@ func (w *Writer) WriteStrings(first uint32, strs []string) error {
 	return w.write(ChunkStrings, w.buf, 0, 0, 0)
 }
 
-// WriteEvents writes one Events chunk holding evs.
+// WriteEvents writes evs in one Events chunk, or in several of MaxChunkEvents when there are more.
 func (w *Writer) WriteEvents(evs []timeline.Event) error {
+	for len(evs) > MaxChunkEvents {
+		if err := w.writeEvents(evs[:MaxChunkEvents]); err != nil {
+			return err
+		}
+		evs = evs[MaxChunkEvents:]
+	}
+	return w.writeEvents(evs)
+}
+
+func (w *Writer) writeEvents(evs []timeline.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}

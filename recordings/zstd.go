@@ -8,9 +8,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// MaxEventsPayload bounds an Events payload once decompressed: an EventsZstd chunk declaring more
-// is damage (or hostile), never an allocation.
-const MaxEventsPayload = MaxChunk
+// MaxEventsPayload bounds an Events payload once decompressed: the count and MaxChunkEvents events
+// at their widest (6.4 MiB). An EventsZstd chunk declaring more is damage (or hostile), refused
+// before anything is decompressed.
+const MaxEventsPayload = binary.MaxVarintLen64 + MaxChunkEvents*maxEncodedEvent
 
 // newEncoder returns the encoder a Writer keeps for all its chunks. Each chunk is one independent
 // zstd frame, so a cut file loses at most the chunk being written and the index can start reading

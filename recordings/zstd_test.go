@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // chunkTypes lists the types of a recording's chunks, in order (the index and trailer excluded).
@@ -68,13 +71,13 @@ func TestCompression(t *testing.T) {
 	}
 }
 
-// A chunk larger than the encoder's window (written by a caller handing WriteEvents many events at
-// once) still compresses into one frame and reads back.
+// A caller handing WriteEvents more events than a chunk holds gets them split into chunks of
+// MaxChunkEvents, each compressed larger than the encoder's window, and reads them back.
 func TestLargeChunk(t *testing.T) {
 	evs, s := sample(200_000)
 	data := write(t, evs, s, len(evs))
-	if got := chunkTypes(t, data); got[2] != ChunkEventsZstd || len(appendEvents(nil, evs)) <= 1<<20 {
-		t.Fatalf("chunk types %v; want one compressed chunk over 1 MiB", got)
+	if got := chunkTypes(t, data); len(got) < 7 || got[2] != ChunkEventsZstd || got[5] != ChunkEventsZstd || got[6] == ChunkEventsZstd || len(appendEvents(nil, evs[:MaxChunkEvents])) <= 1<<20 {
+		t.Fatalf("chunk types %v; want 200 000 events in 4 compressed chunks, each over 1 MiB raw", got)
 	}
 	if rec, err := ReadAll("mem", data, Options{}); err != nil || !reflect.DeepEqual(rec.Events, evs) {
 		t.Errorf("read back: %v", err)
@@ -119,20 +122,28 @@ func TestZstdChunkErrors(t *testing.T) {
 	bomb = append(bomb, 0xe0)                   // single segment, 8-byte content size
 	bomb = binary.LittleEndian.AppendUint64(bomb, 1<<40)
 	bomb = append(bomb, 0x03, 0x00, 0x00, 0x00) // last RLE block of size 0 …
+	// MaxChunkEvents+1 events of 3 bytes each (an instant at the previous one's time); and the
+	// 22 M such events that the old 64 MiB limit let a 5 KB chunk declare.
+	many := minimalEvents(MaxChunkEvents + 1)
+	old64 := minimalEvents((64<<20 - 4) / 3)
+	old64 = append(old64, make([]byte, 64<<20-len(old64))...)[:64<<20]
+	old64Frame := zstdFrame(t, old64)
 	for _, tc := range []struct {
 		name    string
 		payload []byte
 		reason  string
 		is      error
 	}{
-		{"declared size over the limit", cat(uv(1<<40), frame), "events-zstd chunk: declared decompressed size 1099511627776: over the size limit of 67108864 bytes", ErrTooLarge},
-		{"frame bomb with a matching declared size", cat(uv(1<<40), bomb), "events-zstd chunk: declared decompressed size 1099511627776: over the size limit of 67108864 bytes", ErrTooLarge},
+		{"declared size over the limit", cat(uv(1<<40), frame), "events-zstd chunk: declared decompressed size 1099511627776: over the size limit of 6750218 bytes", ErrTooLarge},
+		{"frame bomb with a matching declared size", cat(uv(1<<40), bomb), "events-zstd chunk: declared decompressed size 1099511627776: over the size limit of 6750218 bytes", ErrTooLarge},
 		{"frame bigger than declared", cat(uv(uint64(len(raw))), bigger), fmt.Sprintf("events-zstd chunk: the zstd frame's content size (%d, known true) is not the declared %d bytes", 2*len(raw), len(raw)), nil},
 		{"frame content size over the limit", cat(uv(100), bomb), "events-zstd chunk: the zstd frame's content size (1099511627776, known true) is not the declared 100 bytes", nil},
 		{"not a zstd frame", cat(uv(uint64(len(raw))), raw), "events-zstd chunk: zstd frame header: invalid input: magic number mismatch", zstd.ErrMagicMismatch},
 		{"truncated frame", cat(uv(uint64(len(raw))), frame[:len(frame)-3]), "events-zstd chunk: zstd: unexpected EOF", nil},
 		{"no size", nil, "events-zstd chunk: decompressed size: bad uvarint", nil},
 		{"bad events inside", cat(uv(3), zstdFrame(t, []byte{5, 1, 2})), "events-zstd chunk: event count 5 does not fit in 2 bytes", nil},
+		{"more events than a chunk holds", cat(uv(uint64(len(many))), zstdFrame(t, many)), "events-zstd chunk: event count 65537 is over the 65536 events a chunk may hold", nil},
+		{"the old limit's 22 M events", cat(uv(uint64(len(old64))), old64Frame), "events-zstd chunk: declared decompressed size 67108864: over the size limit of 6750218 bytes", ErrTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			chunk := appendChunk(nil, ChunkEventsZstd, tc.payload)
@@ -243,5 +254,44 @@ func TestNoAllocationPerChunk(t *testing.T) {
 	few, many := readAllocs(8), readAllocs(128)
 	if many-few > 16 {
 		t.Errorf("reading 128 compressed chunks allocates %.0f times, 8 chunks %.0f: want no allocation per chunk", many, few)
+	}
+}
+
+// minimalEvents is an Events payload of n events of 3 bytes each: kind 1, no field, Start as the
+// previous event's.
+func minimalEvents(n int) []byte {
+	b := binary.AppendUvarint(nil, uint64(n))
+	for range n {
+		b = append(b, 1, 0, 0)
+	}
+	return b
+}
+
+// An event with every field present at its widest takes maxEncodedEvent bytes, the bound
+// MaxEventsPayload is made of.
+func TestMaxEncodedEvent(t *testing.T) {
+	wide := []timeline.Event{
+		{Kind: 1},
+		{Kind: timeline.KindCollective, Start: math.MinInt64, End: math.MaxInt64, Queued: 0, Bytes: math.MinInt64,
+			Op: 1 << 63, Device: math.MaxInt32, Peer: math.MinInt32, Stream: math.MaxUint32, Group: math.MaxUint32,
+			Comm: math.MaxUint32, Barrier: math.MaxUint32, Label: math.MaxUint32, Aux: math.MaxUint32, Host: math.MaxUint16,
+			Ranks: math.MaxUint16, Sub: 255, Status: 255, Priority: -128},
+	}
+	one := len(appendEvents(nil, wide[:1]))
+	if got := len(appendEvents(nil, wide)) - one; got != maxEncodedEvent {
+		t.Errorf("the widest event takes %d bytes; maxEncodedEvent is %d", got, maxEncodedEvent)
+	}
+}
+
+// An index entry claiming more events than a chunk holds is damage; it cannot size an allocation.
+func TestIndexEventsBound(t *testing.T) {
+	idx := binary.AppendUvarint(nil, 1)
+	idx = append(idx, byte(ChunkEventsZstd))
+	idx = binary.AppendUvarint(idx, 16)
+	idx = binary.AppendUvarint(idx, 1<<40)
+	idx = binary.AppendVarint(idx, 0)
+	idx = binary.AppendVarint(idx, 0)
+	if _, err := decodeIndex(idx); err == nil || !strings.Contains(err.Error(), "index entry 0 says 1099511627776 events") {
+		t.Errorf("decodeIndex: %v; want the entry's count refused", err)
 	}
 }

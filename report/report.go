@@ -26,6 +26,9 @@ type Receive struct {
 	Duplicates int64         `json:"duplicate_events"`  // came twice (a retried request), dropped
 	Refused    int64         `json:"refused_spans"`     // refused while the queue was full; the senders resent them
 	Rejected   int64         `json:"rejected_requests"` // over a limit, malformed or unauthenticated
+	// Invalid counts spans left out because what they say cannot be (times outside their sender's
+	// window, a sequence number past its range, a size of no transfer); the log names each reason.
+	Invalid int64 `json:"invalid_spans"`
 }
 
 // ReceiveHost is one sending host.

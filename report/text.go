@@ -289,8 +289,8 @@ func telemetryText(b *strings.Builder, r *Report) {
 // receiveText says what xfertop listen received, and which parts of the report are partial.
 func receiveText(b *strings.Builder, r *Report) {
 	if x := r.Receive; x != nil {
-		fmt.Fprintf(b, "\nReceived over OTLP on %s: %d spans from %d hosts; %d events lost, %d duplicates dropped, %d foreign spans ignored, %d spans refused while the queue was full (resent), %d requests rejected\n",
-			x.Listen, x.Spans, len(x.Hosts), x.Lost, x.Duplicates, x.Foreign, x.Refused, x.Rejected)
+		fmt.Fprintf(b, "\nReceived over OTLP on %s: %d spans from %d hosts; %d events lost, %d duplicates dropped, %d foreign spans ignored, %d spans refused while the queue was full (resent), %d requests rejected, %d invalid spans left out\n",
+			x.Listen, x.Spans, len(x.Hosts), x.Lost, x.Duplicates, x.Foreign, x.Refused, x.Rejected, x.Invalid)
 		for _, h := range x.Hosts {
 			fmt.Fprintf(b, "  %s (session %s, detail %s): %d spans, clock offset ≈ %s\n", h.Name, h.Session, h.Detail, h.Spans, units.Dur(h.OffsetNs))
 		}

@@ -151,10 +151,12 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	}
 	waiting := fmt.Sprintf("waiting for NCCL ranks on %s… start your job with: %s", o.addr, pasteLine(o.addr))
 	var cerr error
+	told := map[int]rankTold{}
 	if o.headless {
 		fmt.Fprintf(stderr, "xfertop attach: %s\n", waiting)
-		waitForJob(ctx, srv, o.linger, stderr)
+		waitForJob(ctx, srv, o.linger, told, stderr)
 		srv.Close()
+		tellRanks(srv, told, stderr) // what the last connections said as they ended
 	} else {
 		info := ui.SourceInfo{Name: "attach " + o.addr.String(), Meta: srv.Meta()}
 		info.Meta.GPUsPerHost = meta.GPUsPerHost
@@ -187,8 +189,8 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 		if err := writeReport(stdout, report.Build(an.Result(strs), m, report.Run{DroppedEvents: srv.Dropped(), Export: exported}), o.json); err != nil {
 			return err
 		}
-		if len(srv.Ranks()) == 0 {
-			return dataError(errors.New("no rank connected"))
+		if err := ranksDelivered(srv.Ranks(), stderr); err != nil {
+			return err
 		}
 	}
 	if n := srv.Alerts(); n > 0 {
@@ -197,22 +199,59 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	return nil
 }
 
+// rankTold is what stderr has been told of one rank connection.
+type rankTold struct{ connected, failed bool }
+
+// tellRanks tells stderr of the ranks that introduced themselves and of the connections whose
+// stream failed (garbage, a checksum that does not match, a bad description), each once.
+func tellRanks(srv *attach.Server, told map[int]rankTold, stderr io.Writer) {
+	for _, r := range srv.Ranks() {
+		t := told[r.Conn]
+		if !t.connected && r.Host != "" {
+			t.connected = true
+			fmt.Fprintf(stderr, "xfertop attach: rank %d connected (host %s, pid %d)\n", r.Rank, r.Host, r.Pid)
+		}
+		if !t.failed && r.Err != "" {
+			t.failed = true
+			who := "" // the error names the connection ("rank connection 2: …")
+			if r.Host != "" {
+				who = fmt.Sprintf("rank %d (host %s, pid %d): ", r.Rank, r.Host, r.Pid)
+			}
+			fmt.Fprintf(stderr, "xfertop attach: %s%s (%d events taken from it)\n", who, r.Err, r.Events)
+		}
+		told[r.Conn] = t
+	}
+}
+
+// ranksDelivered is the headless attach's verdict on its ranks: it counts the connections that
+// failed, and is a data error (status 4) when no rank connected or none delivered an event.
+func ranksDelivered(ranks []attach.Rank, stderr io.Writer) error {
+	if len(ranks) == 0 {
+		return dataError(errors.New("no rank connected"))
+	}
+	failed, delivered := 0, false
+	for _, r := range ranks {
+		if r.Err != "" {
+			failed++
+		}
+		delivered = delivered || r.Events > 0
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "xfertop attach: %d of %d rank connections failed (their errors above)\n", failed, len(ranks))
+	}
+	if !delivered {
+		return dataError(fmt.Errorf("no rank delivered an event (%d connections, %d failed)", len(ranks), failed))
+	}
+	return nil
+}
+
 // waitForJob returns when the job has ended (ranks came and all left) or ctx ends, telling stderr
-// as ranks connect and leave.
-func waitForJob(ctx context.Context, srv *attach.Server, linger time.Duration, stderr io.Writer) {
-	told := map[int]bool{}
+// as ranks connect and leave, and as their streams fail.
+func waitForJob(ctx context.Context, srv *attach.Server, linger time.Duration, told map[int]rankTold, stderr io.Writer) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
-		for _, r := range srv.Ranks() {
-			if r.Host == "" && r.Connected {
-				continue // not introduced yet
-			}
-			if !told[r.Conn] {
-				told[r.Conn] = true
-				fmt.Fprintf(stderr, "xfertop attach: rank %d connected (host %s, pid %d)\n", r.Rank, r.Host, r.Pid)
-			}
-		}
+		tellRanks(srv, told, stderr)
 		if srv.Quiet(linger) {
 			return
 		}

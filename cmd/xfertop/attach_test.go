@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -299,5 +300,80 @@ func TestPluginNotFoundLooksOnce(t *testing.T) {
 	out, _ := cmd.CombinedOutput()
 	if want := "(looked at " + plugin + ")\n"; cmd.ProcessState.ExitCode() != exitFailure || !strings.Contains(string(out), want) {
 		t.Errorf("exit %d:\n%s\nwant exit %d naming %s once", cmd.ProcessState.ExitCode(), out, exitFailure, plugin)
+	}
+}
+
+// sendRaw connects to the console and sends b as a rank's whole stream.
+func sendRaw(t *testing.T, sock string, b []byte) {
+	c, err := attach.Dial(attach.Addr{Network: "unix", Address: sock}, time.Second)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer c.Close()
+	_, _ = c.Write(b)
+}
+
+// Broken rank streams are not hidden: each connection's error is printed and counted, and when no
+// rank delivered an event the headless attach exits 4; with one good rank beside them it reports
+// that rank and exits 0.
+func TestAttachHeadlessBrokenRanks(t *testing.T) {
+	var good bytes.Buffer
+	w, _ := recordings.NewStreamWriter("rank", &good)
+	_ = w.WriteMeta(recordings.Meta{EpochUnixNs: time.Now().UnixNano(), Extra: map[string]string{"nccl.host": "h", "nccl.rank": "3"}})
+	_ = w.WriteEvents([]timeline.Event{{Kind: timeline.KindCommInit, Device: 3, Peer: -1, Comm: 7, Aux: 3, Ranks: 4}})
+	_ = w.Close()
+	badSum := bytes.Clone(good.Bytes())
+	badSum[len(badSum)-3] ^= 0xff // inside the last chunk's checksum
+	garbage := []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	for _, c := range []struct {
+		name    string
+		streams [][]byte
+		code    int
+		want    []string
+	}{
+		{"garbage and a bad checksum", [][]byte{garbage, badSum}, exitData, []string{
+			"rank connection 1: ", "rank connection 2: ", "checksum", "2 of 2 rank connections failed", "no rank delivered an event (2 connections, 2 failed)"}},
+		{"one good rank beside garbage", [][]byte{good.Bytes(), garbage}, exitOK, []string{
+			"rank 3 connected (host h", "rank connection 2: ", "1 of 2 rank connections failed"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "xa")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			sock := filepath.Join(dir, "s")
+			type result struct {
+				code     int
+				out, err string
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, out, errs := runCLI(t, "attach", "--headless", "--json", "--socket", sock, "--linger", "500ms")
+				done <- result{code, out, errs}
+			}()
+			for i := 0; i < 100; i++ {
+				if _, err := os.Stat(sock); err == nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			for _, s := range c.streams {
+				sendRaw(t, sock, s)
+			}
+			r := <-done
+			if r.code != c.code {
+				t.Errorf("status %d; want %d; stderr %q", r.code, c.code, r.err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(r.err, w) {
+					t.Errorf("stderr %q; want %q", r.err, w)
+				}
+			}
+			if strings.Contains(r.err, "rank -1 connected (host , pid 0)") {
+				t.Errorf("stderr %q introduces a connection that never said who it is", r.err)
+			}
+		})
 	}
 }

@@ -93,6 +93,9 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return listenConsole(ctx, o, logs)
 }
 
+// createRecording creates the --record file; tests put a writer that fails in its place.
+var createRecording = recordings.Create
+
 // lineLog writes whole lines from any goroutine.
 type lineLog struct {
 	mu sync.Mutex
@@ -109,12 +112,64 @@ func (l *lineLog) printf(format string, a ...any) {
 type listenSinks struct {
 	strs     *timeline.Strings
 	record   string
+	logs     *lineLog
 	analyzer *analysis.Analyzer // headless
 	window   *timeline.Window   // console
 	recorder *recordings.Recorder
-	recErr   error
 	meta     timeline.Meta
 	metaSet  chanOnce
+
+	// The recording's failure, from any goroutine: once set, no request is acknowledged (gate).
+	failMu   sync.Mutex
+	failErr  error
+	created  bool          // the failure is the file's creation (nothing was recorded)
+	failed   chan struct{} // closed at the failure
+	stopWait chan struct{} // closed when the recording is closed: the failure watcher ends
+}
+
+func newListenSinks(o *listenOpts, logs *lineLog) *listenSinks {
+	s := &listenSinks{strs: timeline.NewStrings(), record: o.record, logs: logs, metaSet: chanOnce{ch: make(chan struct{})},
+		failed: make(chan struct{}), stopWait: make(chan struct{})}
+	o.cfg.Gate = s.gate
+	return s
+}
+
+// gate refuses requests once the recording has failed: they could not be kept.
+func (s *listenSinks) gate() error {
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	return s.failErr
+}
+
+// fail records the recording's failure and says so at once.
+func (s *listenSinks) fail(err error, create bool) {
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	if s.failErr != nil {
+		return
+	}
+	s.failErr, s.created = rootCause(err), create
+	close(s.failed)
+	what := "cannot be written"
+	if create {
+		what = "cannot be created"
+	}
+	s.logs.printf("xfertop listen: --record %s %s (%v): no longer acknowledging requests (senders are answered unavailable and keep their data); the report covers what was taken before", s.record, what, s.failErr)
+}
+
+// failure is the recording's failure (nil when none), and whether it was the file's creation.
+func (s *listenSinks) failure() (error, bool) {
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	return s.failErr, s.created
+}
+
+// rootCause is the innermost error of a chain: "no space left on device", without the layers.
+func rootCause(err error) error {
+	for next := errors.Unwrap(err); next != nil; next = errors.Unwrap(err) {
+		err = next
+	}
+	return err
 }
 
 type chanOnce struct {
@@ -133,15 +188,24 @@ func (s *listenSinks) onMeta(m timeline.Meta) timeline.Sink {
 		sinks = append(sinks, s.analyzer)
 	}
 	if s.record != "" {
-		w, err := recordings.Create(s.record)
+		w, err := createRecording(s.record)
 		if err == nil {
 			var rec *recordings.Recorder
 			if rec, err = recordings.NewRecorder(w, s.strs, m); err == nil {
 				s.recorder = rec
 				sinks = append(sinks, rec)
+				go func() {
+					select {
+					case <-rec.Failed():
+						s.fail(rec.Err(), false)
+					case <-s.stopWait:
+					}
+				}()
 			}
 		}
-		s.recErr = err
+		if err != nil {
+			s.fail(err, true)
+		}
 	}
 	s.metaSet.once.Do(func() { close(s.metaSet.ch) })
 	return sinks
@@ -168,34 +232,43 @@ func listenAddrs(l *receiver.Listener) string {
 }
 
 func listenHeadless(ctx context.Context, o *listenOpts, stdout io.Writer, logs *lineLog) error {
-	sinks := &listenSinks{strs: timeline.NewStrings(), record: o.record, metaSet: chanOnce{ch: make(chan struct{})}}
+	sinks := newListenSinks(o, logs)
 	l, err := receiver.Listen(o.cfg, sinks.strs, sinks.onMeta)
 	if err != nil {
 		return listenError(err)
 	}
 	logs.printf("xfertop listen: receiving OTLP on %s", listenAddrs(l))
-	ended := waitListen(ctx, l, o.idle)
+	// A recording that fails ends a headless listen, as it stops a run: nothing more can be kept.
+	ended := waitListen(ctx, l, o.idle, sinks.failed)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = l.Close(closeCtx)
-	if err := closeListenRecording(sinks, l); err != nil {
-		return err
-	}
+	recErr := closeListenRecording(sinks, l)
 	if sinks.analyzer == nil {
+		if recErr != nil {
+			return recErr
+		}
 		if ended != nil {
 			return nil // interrupted before any sender came: nothing to report (finish says so)
 		}
 		return dataError(fmt.Errorf("no xfertop spans came in %v (%s): %w", o.idle, listenAddrs(l), session.ErrNoEvents))
 	}
-	return writeReport(stdout, listenReport(l, sinks), o.json)
+	// What was taken is reported whatever became of the recording, as run --record does.
+	if err := writeReport(stdout, listenReport(l, sinks), o.json); err != nil {
+		return err
+	}
+	return recErr
 }
 
-// waitListen waits for ctx to end or, with idle > 0, for idle to pass without data.
-func waitListen(ctx context.Context, l *receiver.Listener, idle time.Duration) error {
+// waitListen waits for ctx to end, for failed to close or, with idle > 0, for idle to pass
+// without data.
+func waitListen(ctx context.Context, l *receiver.Listener, idle time.Duration, failed <-chan struct{}) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
+		case <-failed:
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		case now := <-tick.C:
@@ -206,18 +279,24 @@ func waitListen(ctx context.Context, l *receiver.Listener, idle time.Duration) e
 	}
 }
 
+// closeListenRecording closes the recording and says what became of it: nil when it was kept
+// whole, the command's failure when it could not be created or written.
 func closeListenRecording(s *listenSinks, l *receiver.Listener) error {
-	if s.recErr != nil {
-		return failure(fmt.Errorf("--record %s: cannot create the recording: %v", s.record, s.recErr))
+	defer close(s.stopWait)
+	if s.recorder != nil {
+		t := l.Totals()
+		if err := s.recorder.Close([][2]string{{"received", fmt.Sprint(t.Spans)}, {"lost", fmt.Sprint(t.Lost)}}); err != nil {
+			s.fail(err, false)
+		}
 	}
-	if s.recorder == nil {
+	switch err, create := s.failure(); {
+	case err == nil:
 		return nil
+	case create:
+		return failure(fmt.Errorf("--record %s: cannot create the recording: %v", s.record, err))
+	default:
+		return failure(fmt.Errorf("--record %s: %v; listen stopped acknowledging at that point (senders were answered unavailable and keep their data), and the recording keeps every chunk completed before it", s.record, err))
 	}
-	t := l.Totals()
-	if err := s.recorder.Close([][2]string{{"received", fmt.Sprint(t.Spans)}, {"lost", fmt.Sprint(t.Lost)}}); err != nil {
-		return failure(fmt.Errorf("--record %s: %v", s.record, err))
-	}
-	return nil
 }
 
 // listenReport is the report of what was received: every number from the analysis of the merged
@@ -227,7 +306,7 @@ func listenReport(l *receiver.Listener, s *listenSinks) *report.Report {
 	m := s.meta
 	m.Source = "otlp " + t.HostNames()
 	run := report.Run{DroppedEvents: t.Lost, Partial: t.Partial, Receive: &report.Receive{Listen: listenAddrs(l), Spans: t.Spans,
-		Foreign: t.Foreign, Lost: t.Lost, Duplicates: t.Duplicates, Refused: t.Refused, Rejected: t.Rejected}}
+		Foreign: t.Foreign, Lost: t.Lost, Duplicates: t.Duplicates, Refused: t.Refused, Rejected: t.Rejected, Invalid: t.Invalid}}
 	for _, h := range t.Hosts {
 		run.Receive.Hosts = append(run.Receive.Hosts, report.ReceiveHost{Name: h.Name, Session: h.Session, Detail: h.Detail, Spans: h.Spans, OffsetNs: h.OffsetNs})
 	}
@@ -276,8 +355,14 @@ func (s *listenSource) Status() ui.Status {
 		src = fmt.Sprintf("sources %d (%s)", len(hosts), strings.Join(hosts, ", "))
 	}
 	line := fmt.Sprintf("%s · %.0f spans/s · lost %d · refused %d · rejected %d", src, t.SpansPerSec, t.Lost, t.Refused, t.Rejected)
+	if t.Invalid > 0 {
+		line += fmt.Sprintf(" · invalid %d", t.Invalid)
+	}
 	if len(t.Partial) > 0 {
 		line += " · partial (detail spans)"
+	}
+	if err, _ := s.sinks.failure(); err != nil {
+		line = fmt.Sprintf("RECORDING FAILED (%v): senders answered unavailable · %s", err, line)
 	}
 	return ui.Status{Dropped: t.Lost, Note: line}
 }
@@ -285,7 +370,7 @@ func (s *listenSource) Status() ui.Status {
 func listenConsole(ctx context.Context, o *listenOpts, logs *lineLog) error {
 	// Log lines would write over the console: what they say is counted in its header instead.
 	logs.w = io.Discard
-	src, err := startListenSource(o)
+	src, err := startListenSource(o, logs)
 	if err != nil {
 		return listenError(err)
 	}
@@ -303,8 +388,8 @@ func listenConsole(ctx context.Context, o *listenOpts, logs *lineLog) error {
 }
 
 // startListenSource starts the listener and the console's window it fills.
-func startListenSource(o *listenOpts) (*listenSource, error) {
-	sinks := &listenSinks{strs: timeline.NewStrings(), record: o.record, metaSet: chanOnce{ch: make(chan struct{})}}
+func startListenSource(o *listenOpts, logs *lineLog) (*listenSource, error) {
+	sinks := newListenSinks(o, logs)
 	sinks.window = timeline.NewWindow(o.console.window, sinks.strs)
 	l, err := receiver.Listen(o.cfg, sinks.strs, func(m timeline.Meta) timeline.Sink {
 		s := sinks.onMeta(m)

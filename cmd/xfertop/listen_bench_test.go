@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"runtime"
@@ -141,7 +142,7 @@ func rssBytes() float64 {
 func BenchmarkListen64Senders(b *testing.B) {
 	for b.Loop() {
 		o := &listenOpts{cfg: receiver.Config{GRPC: "127.0.0.1:0"}, console: consoleOpts{tick: 60 * time.Millisecond, window: timeline.DefaultWindow}}
-		src, err := startListenSource(o)
+		src, err := startListenSource(o, &lineLog{w: io.Discard})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -4,12 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 )
@@ -221,6 +233,114 @@ func TestListenRefusals(t *testing.T) {
 		code := xfertop(context.Background(), append([]string{"listen"}, tc.args...), &out, &errb)
 		if code != tc.code || !strings.Contains(errb.String(), tc.msg) {
 			t.Errorf("listen %v: exit %d, %q; want %d and %q", tc.args, code, errb.String(), tc.code, tc.msg)
+		}
+	}
+}
+
+// A sender whose spans say absurd things (start 0, end 2^64−1, seq 2^63−1, on 10 000 spans) does
+// not corrupt the merged report: they are left out, counted, and logged; the good spans beside
+// them make the report; nothing is lost, nothing is negative, no duration is centuries long.
+func TestListenLeavesOutAbsurdSpans(t *testing.T) {
+	l := startListen(t, "--exit-after-idle", "1s")
+	epoch := time.Now().UnixNano()
+	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
+		kv("service.name", "xfertop"), kv("host.name", "host-0"), kv("xfertop.host", 0),
+		kv("xfertop.session", "absurd"), kv("xfertop.detail", "full"),
+		kv("xfertop.meta.epoch_unix_ns", strconv.FormatInt(epoch, 10)), kv("xfertop.meta.gpus_per_host", "8")}}
+	span := func(seq int, start, end uint64) *tracepb.Span {
+		return &tracepb.Span{Name: "kernel", StartTimeUnixNano: start, EndTimeUnixNano: end,
+			Attributes: []*commonpb.KeyValue{kv("xfertop.kind", "kernel"), kv("xfertop.device", 0), kv("xfertop.stream", 1),
+				kv("xfertop.seq", seq), kv("xfertop.label", "gemm")}}
+	}
+	spans := []*tracepb.Span{span(0, uint64(epoch), uint64(epoch+1000)), span(1, uint64(epoch+2000), uint64(epoch+3000))}
+	for range 10_000 {
+		spans = append(spans, span(1<<63-1, 0, 1<<64-1))
+	}
+	body, err := proto.Marshal(&collectortrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+l.http+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	r := l.report(t)
+	if r.Receive == nil || r.Receive.Invalid != 10_000 || r.Receive.Lost != 0 || r.Receive.Spans != 2 || r.Events != 2 {
+		t.Fatalf("receive %+v, %d events; want 10000 invalid spans, 2 taken, 0 lost", r.Receive, r.Events)
+	}
+	if r.DurationNs != 3000 || r.DroppedEvents != 0 || r.Idle.TotalNs < 0 || r.Idle.TotalNs > r.DurationNs {
+		t.Errorf("duration %d ns, dropped %d, idle %d ns; want 3000 ns, 0 dropped, idle within the run", r.DurationNs, r.DroppedEvents, r.Idle.TotalNs)
+	}
+	if !strings.Contains(l.stderr.String(), "left out a span from host-0") {
+		t.Errorf("stderr %q; want the refused spans logged", l.stderr.String())
+	}
+}
+
+// diskFull takes room bytes, then fails every write as a full file system does (ENOSPC).
+type diskFull struct {
+	mu   sync.Mutex
+	room int
+}
+
+func (d *diskFull) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := min(len(p), d.room)
+	d.room -= n
+	if n < len(p) {
+		return n, &os.PathError{Op: "write", Path: "full.xfr", Err: syscall.ENOSPC}
+	}
+	return n, nil
+}
+
+// listen --record on a disk that fills up: it says so at once, stops acknowledging what it can
+// no longer keep (a headless listen ends, as a run does), prints the report of what it took, and
+// exits 1 naming the recording and the cause.
+func TestListenRecordDiskFull(t *testing.T) {
+	createRecording = func(path string, _ ...recordings.WriterOption) (*recordings.Writer, error) {
+		return recordings.NewWriter(path, &diskFull{room: 1024})
+	}
+	t.Cleanup(func() { createRecording = recordings.Create })
+	path := filepath.Join(t.TempDir(), "full.xfr")
+	l := startListen(t, "--record", path)
+	epoch := time.Now().UnixNano()
+	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
+		kv("service.name", "xfertop"), kv("host.name", "host-0"), kv("xfertop.host", 0),
+		kv("xfertop.session", "full"), kv("xfertop.detail", "full"),
+		kv("xfertop.meta.epoch_unix_ns", strconv.FormatInt(epoch, 10)), kv("xfertop.meta.gpus_per_host", "8")}}
+	var spans []*tracepb.Span
+	for i := range 2000 {
+		start := uint64(epoch + int64(i)*1000)
+		spans = append(spans, &tracepb.Span{Name: "kernel", StartTimeUnixNano: start, EndTimeUnixNano: start + 900,
+			Attributes: []*commonpb.KeyValue{kv("xfertop.kind", "kernel"), kv("xfertop.device", i%8), kv("xfertop.stream", 1),
+				kv("xfertop.seq", i), kv("xfertop.label", "gemm"+strconv.Itoa(i))}})
+	}
+	body, err := proto.Marshal(&collectortrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+l.http+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("first request: %s; want it taken", resp.Status)
+	}
+	r := l.reportExit(t, exitFailure) // ends by itself once the recording fails: no idle timeout given
+	if r.Events != 2000 || r.Receive == nil || r.Receive.Spans != 2000 {
+		t.Errorf("report of %d events, receive %+v; want the 2000 taken", r.Events, r.Receive)
+	}
+	errs := l.stderr.String()
+	for _, want := range []string{
+		"--record " + path + " cannot be written (no space left on device): no longer acknowledging requests",
+		"xfertop listen: --record " + path + ": no space left on device; listen stopped acknowledging",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr %q; want %q", errs, want)
 		}
 	}
 }
