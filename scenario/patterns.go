@@ -32,6 +32,7 @@ var builders = map[string]builder{
 	"sendrecv":        buildSendRecv,
 	"copy_sweep":      buildCopySweep,
 	"tp_layers":       buildTP,
+	"llm_train":       buildLLM,
 }
 
 // PhaseKinds returns the names of the workload patterns a phase can use.

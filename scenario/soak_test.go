@@ -88,7 +88,8 @@ func settingName(name string, sets map[string]string) string {
 // times over; CI runs the full matrix once without it). allreduce-sweep's step is a whole sweep
 // of 28 sizes up to 1 GiB (2,400 events), so it runs a tenth of the steps. An nccl-* sweep's
 // step is 31 sizes up to 8 GiB × 20 iterations (about 5,000 collectives): it runs 2 steps of 2
-// seeds (nothing in it is jittered: seeds change no time).
+// seeds (nothing in it is jittered: seeds change no time). An llm-train step on its 16 GPUs is 8
+// layers × 8 microbatches forward and backward (about 6,000 events): it runs 2 steps of 2 seeds.
 func soakMatrix(name string) (seeds, steps int) {
 	seeds, steps = 20, 600
 	if testing.Short() || raceEnabled {
@@ -97,7 +98,7 @@ func soakMatrix(name string) (seeds, steps int) {
 	switch {
 	case name == "allreduce-sweep":
 		steps /= 10
-	case strings.HasPrefix(name, "nccl-"):
+	case strings.HasPrefix(name, "nccl-"), name == "llm-train":
 		seeds, steps = 2, 2
 	}
 	return seeds, steps
