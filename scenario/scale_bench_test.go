@@ -22,7 +22,7 @@ func (c *countingSink) Emit(*timeline.Event) { c.n++ }
 //
 //	go test ./scenario -run '^$' -bench SimScale -benchtime 1x -cpu 1
 func BenchmarkSimScale(b *testing.B) {
-	for _, name := range []string{"allreduce-sweep"} {
+	for _, name := range []string{"allreduce-sweep", "llm-train"} {
 		for _, hosts := range []int{2, 128, 512} {
 			b.Run(fmt.Sprintf("%s/gpus=%d", name, hosts*8), func(b *testing.B) {
 				topo, err := sim.TopologyByName("h100x8x4")
