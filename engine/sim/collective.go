@@ -19,7 +19,7 @@ type inst struct {
 // ---- collectives and barriers ----
 
 func (s *Sim) arrive(oi int32) {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	ii, ok := s.insts[o.op.ID]
 	if !ok {
 		if n := len(s.freeInsts); n > 0 {
@@ -45,7 +45,7 @@ func (s *Sim) arrive(oi int32) {
 	}
 	delete(s.insts, in.id)
 	for _, x := range in.ops {
-		s.ops[x].matched = true
+		s.op(x).matched = true
 	}
 	if in.barrier {
 		steps := int64(math.Ceil(math.Log2(float64(in.n))))
@@ -55,7 +55,7 @@ func (s *Sim) arrive(oi int32) {
 	}
 	for _, x := range in.ops {
 		s.peerWait(x)
-		s.ops[x].start = s.now
+		s.op(x).start = s.now
 	}
 	s.startCollective(ii)
 }

@@ -8,7 +8,7 @@ import (
 // ---- completion ----
 
 func (s *Sim) opDone(oi int32) {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	if o.op.Kind == engine.OpKernel && o.parent < 0 {
 		d := o.op.Device
 		if s.devs[d].running == oi {
@@ -21,7 +21,7 @@ func (s *Sim) opDone(oi int32) {
 
 // finish completes an op at s.now: emits its event, resolves its future, frees the stream.
 func (s *Sim) finish(oi int32, kick bool) {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	if !o.live {
 		return
 	}
@@ -32,7 +32,7 @@ func (s *Sim) finish(oi int32, kick bool) {
 	parent, sid := o.parent, o.op.Stream
 	s.freeOp(oi)
 	if parent >= 0 {
-		p := &s.ops[parent]
+		p := s.op(parent)
 		p.parts--
 		if p.parts == 0 {
 			s.finish(parent, true)
@@ -76,7 +76,7 @@ func (s *Sim) emitOp(oi int32) {
 // opEvent is the event the op in slot oi is reported as, ending at end; its Kind is KindNone for
 // an op that is not reported (an event wait that did not wait, a record).
 func (s *Sim) opEvent(oi int32, end int64) timeline.Event {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	e := timeline.Event{Start: o.start, End: end, Queued: o.queued, Bytes: o.op.Bytes, Op: o.op.ID, Device: int32(o.op.Device),
 		Peer: int32(o.op.Peer), Stream: uint32(o.op.Stream), Group: o.group, Comm: o.op.Comm, Barrier: o.op.Barrier,
 		Label: o.op.Label, Host: s.hostOf(o.op.Device), Priority: int8(s.streams[o.op.Stream].prio)}

@@ -8,7 +8,7 @@ import (
 // ---- copies ----
 
 func (s *Sim) startCopy(oi int32) {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	d := int32(o.op.Device)
 	b := d * linksPerDevice
 	if o.op.Bytes <= 0 {

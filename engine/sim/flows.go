@@ -351,7 +351,7 @@ func (s *Sim) edge(fi int32, src, dst engine.DeviceID) int64 {
 // switch (and, across hosts, each rank's share over its NIC).
 func (s *Sim) startCollective(ii int32) {
 	in := &s.instPool[ii]
-	o := &s.ops[in.ops[0]]
+	o := s.op(in.ops[0])
 	op, ranks, bytes := o.op.Coll, o.op.Ranks, o.op.Bytes
 	n := len(ranks)
 	if n <= 1 || (bytes == 0 && op != timeline.CollRaggedAllToAll) {
@@ -366,7 +366,7 @@ func (s *Sim) startCollective(ii int32) {
 	c := t.choose(op, bytes, o.op.NCCLAlgo, o.op.NCCLProto)
 	aux := timeline.PackNCCL(c.Algo, c.Proto, c.Channels)
 	for _, x := range in.ops {
-		s.ops[x].aux = aux
+		s.op(x).aux = aux
 	}
 	lat := int64(math.Round(c.LatUs * 1e3))
 	s.pending = s.pending[:0]
@@ -421,7 +421,7 @@ func (s *Sim) nvlsFlows(ii int32, t ncclTopo, algBps float64) {
 		hops = 2
 	}
 	for _, x := range in.ops {
-		o := &s.ops[x]
+		o := s.op(x)
 		d := int32(o.op.Device) * linksPerDevice
 		fi := s.newFlow(ownerInst, ii, o.op.Bytes)
 		s.route(fi, d+linkNVOut, d+linkNVIn, algBps)
@@ -497,7 +497,7 @@ func (s *Sim) startAllToAll(ii int32) {
 	var maxHop int64
 	s.pending = s.pending[:0]
 	for _, x := range in.ops {
-		o := &s.ops[x]
+		o := s.op(x)
 		ranks := o.op.Ranks
 		n := len(ranks)
 		for j, dst := range ranks {

@@ -73,7 +73,7 @@ func (s *Sim) inFlight(dst []timeline.Event) []timeline.Event {
 			dst = append(dst, e)
 		}
 	}
-	for oi := range s.ops {
+	for oi := range s.nOps {
 		if e, ok := s.runningOp(int32(oi)); ok {
 			dst = append(dst, e)
 		}
@@ -83,7 +83,7 @@ func (s *Sim) inFlight(dst []timeline.Event) []timeline.Event {
 
 // runningOp is the event of the op in slot oi as it stands at s.now, when that op is running.
 func (s *Sim) runningOp(oi int32) (timeline.Event, bool) {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	if !o.live || (o.parent < 0 && s.streams[o.op.Stream].running != oi) {
 		return timeline.Event{}, false // a free slot, or an op queued behind its stream's head
 	}

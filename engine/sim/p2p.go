@@ -10,9 +10,9 @@ import (
 // ---- point to point ----
 
 func (s *Sim) matchP2P(oi int32) {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	other, ok := s.pairs[o.op.ID]
-	if !ok || s.ops[other].op.Kind == o.op.Kind {
+	if !ok || s.op(other).op.Kind == o.op.Kind {
 		s.pairs[o.op.ID] = oi
 		o.waitAt = s.now
 		s.arm(oi)
@@ -23,21 +23,21 @@ func (s *Sim) matchP2P(oi int32) {
 	if o.op.Kind == engine.OpRecv {
 		snd, rcv = other, oi
 	}
-	so, ro := &s.ops[snd], &s.ops[rcv]
+	so, ro := s.op(snd), s.op(rcv)
 	if so.op.Peer != ro.op.Device || ro.op.Peer != so.op.Device || so.op.Bytes != ro.op.Bytes {
 		err := &engine.GuardError{Op: "send/recv", Kind: engine.ErrSizeMismatch, Devices: []engine.DeviceID{so.op.Device, ro.op.Device},
 			Detail: fmt.Sprintf("op %d: send of %d bytes %d→%d does not match recv of %d bytes %d←%d",
 				so.op.ID, so.op.Bytes, so.op.Device, so.op.Peer, ro.op.Bytes, ro.op.Device, ro.op.Peer)}
 		s.alert(snd, err.Error(), timeline.StatusError)
 		for _, x := range [2]int32{snd, rcv} {
-			s.ops[x].matched = true
+			s.op(x).matched = true
 			s.fail(x, err)
 			s.finish(x, true) // the streams go on; the failed op is recorded with an error status
 		}
 		return
 	}
 	for _, x := range [2]int32{snd, rcv} {
-		xo := &s.ops[x]
+		xo := s.op(x)
 		xo.matched = true
 		s.peerWait(x)
 		xo.start = s.now
@@ -56,7 +56,7 @@ func (s *Sim) matchP2P(oi int32) {
 }
 
 func (s *Sim) peerWait(oi int32) {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	if o.waitAt >= 0 && o.waitAt < s.now {
 		s.emit(timeline.Event{Kind: timeline.KindPeerWait, Start: o.waitAt, End: s.now, Queued: o.queued, Device: int32(o.op.Device),
 			Peer: int32(o.op.Peer), Stream: uint32(o.op.Stream), Op: o.op.ID, Bytes: o.op.Bytes, Comm: o.op.Comm, Group: o.group,

@@ -14,7 +14,7 @@ type device struct {
 
 // ---- device block scheduler ----
 
-func (s *Sim) prioOf(oi int32) engine.Priority { return s.streams[s.ops[oi].op.Stream].prio }
+func (s *Sim) prioOf(oi int32) engine.Priority { return s.streams[s.op(oi).op.Stream].prio }
 
 // popFront drops the head of the admission queue, keeping the backing array (no allocation).
 func (dv *device) popFront() {
@@ -24,15 +24,15 @@ func (dv *device) popFront() {
 
 // admit queues a kernel for the device's SMs, ordered by priority, then arrival.
 func (s *Sim) admit(oi int32) {
-	d := s.ops[oi].op.Device
+	d := s.op(oi).op.Device
 	dv := &s.devs[d]
-	p, sq := s.prioOf(oi), s.ops[oi].seq
+	p, sq := s.prioOf(oi), s.op(oi).seq
 	i := len(dv.waitq)
 	dv.waitq = append(dv.waitq, oi)
 	for i > 0 {
 		prev := dv.waitq[i-1]
 		pp := s.prioOf(prev)
-		if pp < p || (pp == p && s.ops[prev].seq < sq) {
+		if pp < p || (pp == p && s.op(prev).seq < sq) {
 			break
 		}
 		dv.waitq[i] = prev
@@ -46,7 +46,7 @@ func (s *Sim) tryAdmit(d engine.DeviceID) {
 	dv := &s.devs[d]
 	for len(dv.waitq) > 0 {
 		oi := dv.waitq[0]
-		o := &s.ops[oi]
+		o := s.op(oi)
 		if o.op.Kind == engine.OpKernel {
 			if dv.running >= 0 {
 				return
@@ -83,7 +83,7 @@ func (s *Sim) wave(d engine.DeviceID) {
 	dv.waveArmed = false
 	for len(dv.waitq) > 0 {
 		oi := dv.waitq[0]
-		if s.ops[oi].op.Kind == engine.OpKernel || (dv.running >= 0 && s.prioOf(oi) >= dv.runPrio) {
+		if s.op(oi).op.Kind == engine.OpKernel || (dv.running >= 0 && s.prioOf(oi) >= dv.runPrio) {
 			break
 		}
 		dv.popFront()
@@ -95,7 +95,7 @@ func (s *Sim) wave(d engine.DeviceID) {
 
 // launchNCCL starts an admitted NCCL kernel: it now waits for its peers, then moves data.
 func (s *Sim) launchNCCL(oi int32) {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	o.start = s.now
 	switch o.op.Kind {
 	case engine.OpSend, engine.OpRecv:
@@ -110,7 +110,7 @@ func (s *Sim) launchNCCL(oi int32) {
 		o.parts = int32(n)
 		children := make([]int32, 0, 8)
 		for i := range n {
-			o = &s.ops[oi]
+			o = s.op(oi)
 			part := o.op.Parts[i]
 			part.Group = gid
 			s.seq++
@@ -118,7 +118,7 @@ func (s *Sim) launchNCCL(oi int32) {
 			children = append(children, ci)
 		}
 		for _, ci := range children {
-			switch s.ops[ci].op.Kind {
+			switch s.op(ci).op.Kind {
 			case engine.OpSend, engine.OpRecv:
 				s.matchP2P(ci)
 			case engine.OpCollective:

@@ -42,7 +42,8 @@ type Sim struct {
 	freeFlows []int32
 	linkFlows [][]int32 // the active flows on each link
 	armed     bool
-	ops       []opState
+	ops       [][]opState // op slots in chunks of opChunk (see op)
+	nOps      int         // slots taken so far
 	freeOps   []int32
 	pairs     map[uint64]int32
 	insts     map[uint64]int32
@@ -239,7 +240,7 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 		if s.handled >= s.nextPublish {
 			// Publishing scans every op slot and host: once per that many items, its cost per item
 			// stays constant however large the cluster.
-			s.nextPublish = s.handled + uint64(max(publishEvery, len(s.ops)+len(s.hosts)))
+			s.nextPublish = s.handled + uint64(max(publishEvery, s.nOps+len(s.hosts)))
 			s.publish()
 			if ctx.Err() != nil {
 				return engine.Canceled(ctx, s.now)

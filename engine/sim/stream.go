@@ -52,6 +52,13 @@ type opState struct {
 
 // ---- streams ----
 
+// opChunk is how many op slots are allocated at a time. Slots live in chunks that never move, so
+// that a step of millions of ops queued at once costs no copying of the slots already taken.
+const opChunk = 4096
+
+// op returns the op in slot oi.
+func (s *Sim) op(oi int32) *opState { return &s.ops[oi/opChunk][oi%opChunk] }
+
 // newOp puts o in a free slot (or a new one) as the slot's next generation and returns the slot.
 func (s *Sim) newOp(o opState) int32 {
 	var oi int32
@@ -59,26 +66,29 @@ func (s *Sim) newOp(o opState) int32 {
 		oi = s.freeOps[n-1]
 		s.freeOps = s.freeOps[:n-1]
 	} else {
-		s.ops = append(s.ops, opState{})
-		oi = int32(len(s.ops) - 1)
+		if s.nOps%opChunk == 0 {
+			s.ops = append(s.ops, make([]opState, opChunk))
+		}
+		oi = int32(s.nOps)
+		s.nOps++
 	}
-	o.gen = s.ops[oi].gen + 1
-	s.ops[oi] = o
+	o.gen = s.op(oi).gen + 1
+	*s.op(oi) = o
 	return oi
 }
 
 // freeOp clears a finished op's slot (dropping its future and parts) but keeps its generation.
 func (s *Sim) freeOp(oi int32) {
-	s.ops[oi] = opState{gen: s.ops[oi].gen}
+	*s.op(oi) = opState{gen: s.op(oi).gen}
 	s.freeOps = append(s.freeOps, oi)
 }
 
 // ref names the op now in slot oi.
-func (s *Sim) ref(oi int32) opRef { return opRef{oi, s.ops[oi].gen} }
+func (s *Sim) ref(oi int32) opRef { return opRef{oi, s.op(oi).gen} }
 
 // current reports whether r still names the op in its slot.
 func (s *Sim) current(r opRef) bool {
-	o := &s.ops[r.oi]
+	o := s.op(r.oi)
 	return o.live && o.gen == r.gen
 }
 
@@ -107,7 +117,7 @@ func (s *Sim) streamKick(sid engine.StreamID) {
 
 // startOp begins the op at the head of its stream; it returns true when the op completed at once.
 func (s *Sim) startOp(oi int32) bool {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	o.start = s.now
 	switch o.op.Kind {
 	case engine.OpRecord:
@@ -142,7 +152,7 @@ func (s *Sim) record(evID engine.EventID, oi int32) {
 	}
 	ev.recorded, ev.at = true, s.now
 	s.events.Done(uint32(evID))
-	o := &s.ops[oi]
+	o := s.op(oi)
 	s.emit(timeline.Event{Kind: timeline.KindEventRecord, Start: s.now, End: s.now, Queued: o.queued, Device: int32(o.op.Device),
 		Peer: timeline.NoDevice, Stream: uint32(o.op.Stream), Aux: uint32(evID), Host: s.hostOf(o.op.Device)})
 	for _, w := range ev.ops {

@@ -30,7 +30,7 @@ func (s *Sim) arm(oi int32) {
 
 // wdLive reports whether a watchdog entry still stands for an op waiting for its peers.
 func (s *Sim) wdLive(w wdEntry) bool {
-	return s.current(w.op) && !s.ops[w.op.oi].matched
+	return s.current(w.op) && !s.op(w.op.oi).matched
 }
 
 // wdDue drops watchdog entries whose ops are no longer waiting and reports whether the first live
@@ -58,7 +58,7 @@ func (s *Sim) wdDue(t int64) bool {
 }
 
 func (s *Sim) alert(oi int32, msg string, status uint8) {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	s.emit(timeline.Event{Kind: timeline.KindAlert, Start: s.now, End: s.now, Device: int32(o.op.Device), Peer: int32(o.op.Peer),
 		Op: o.op.ID, Bytes: o.op.Bytes, Stream: uint32(o.op.Stream), Comm: o.op.Comm, Status: status,
 		Ranks: uint16(max(len(o.op.Ranks), 2)), Label: s.strs.ID(msg), Host: s.hostOf(o.op.Device)})
@@ -67,7 +67,7 @@ func (s *Sim) alert(oi int32, msg string, status uint8) {
 // fail ends an op with err: its future fails and, if it is part of a group, the group's other parts
 // are left to the watchdog or the end of the run.
 func (s *Sim) fail(oi int32, err error) {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	if !o.live {
 		return
 	}
@@ -79,7 +79,7 @@ func (s *Sim) fail(oi int32, err error) {
 }
 
 func (s *Sim) fireWatchdog(oi int32) {
-	o := &s.ops[oi]
+	o := s.op(oi)
 	werr := &engine.WatchdogError{Op: engine.OpName(&o.op), OpID: o.op.ID, Rank: o.op.Device, Peer: o.op.Peer, Bytes: o.op.Bytes, WaitedNs: s.now - o.waitAt}
 	if o.inst >= 0 {
 		in := &s.instPool[o.inst]
@@ -87,7 +87,7 @@ func (s *Sim) fireWatchdog(oi int32) {
 		for _, r := range o.op.Ranks {
 			found := false
 			for _, x := range in.ops {
-				if s.ops[x].op.Device == r {
+				if s.op(x).op.Device == r {
 					found = true
 				}
 			}
@@ -104,11 +104,11 @@ func (s *Sim) fireWatchdog(oi int32) {
 	// Record what the stuck ops did: waited for their peers until now, then failed (an instant, not
 	// busy time), so the timeline, the idle analysis and the exported spans all show it.
 	stuck := []int32{oi}
-	if o := &s.ops[oi]; o.inst >= 0 {
+	if o := s.op(oi); o.inst >= 0 {
 		stuck = s.instPool[o.inst].ops
 	}
 	for _, x := range stuck {
-		xo := &s.ops[x]
+		xo := s.op(x)
 		if !xo.live {
 			continue
 		}
@@ -126,7 +126,7 @@ func (s *Sim) deadlock() error {
 		for _, oi := range st.q[st.head:] {
 			n++
 			if first == "" {
-				o := &s.ops[oi]
+				o := s.op(oi)
 				first = fmt.Sprintf("%s on device %d stream %d (op %d)", engine.OpName(&o.op), o.op.Device, sid, o.op.ID)
 			}
 		}
