@@ -381,18 +381,20 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 type importLimits struct {
 	input, token sizeValue
 	stepRange    string
+	verbose      bool
 }
 
 func (l *importLimits) register(fs *flag.FlagSet) {
 	l.input.n, l.token.n = kineto.DefaultMaxInputBytes, int64(kineto.DefaultMaxTokenBytes)
 	fs.Var(&l.input, "max-input-bytes", "refuse a trace file holding more JSON than this, after decompression")
 	fs.Var(&l.token, "max-token-bytes", "refuse a trace with a string or number longer than this")
+	fs.BoolVar(&l.verbose, "v", false, "Nsight Systems export: a warning for each event left out, not one line per file")
 	fs.StringVar(&l.stepRange, "step-range", "ProfilerStep", "Nsight Systems export: the NVTX range that is a step (NAME, NAME#N or \"NAME, ...\")")
 }
 
 func (l *importLimits) options(likeHTA bool) importers.Options {
 	return importers.Options{Trace: kineto.Options{LikeHTA: likeHTA, MaxInputBytes: l.input.n, MaxTokenBytes: int(l.token.n)},
-		StepRange: l.stepRange}
+		StepRange: l.stepRange, Verbose: l.verbose}
 }
 
 // sizeValue is a flag holding a positive byte count such as 64MiB or 16GiB.

@@ -132,6 +132,9 @@ type Options struct {
 	Salvage bool
 	// Writer names the program that describes an import (timeline.Meta.Writer).
 	Writer string
+	// Verbose lists each event an Nsight Systems export leaves out in a warning of its own
+	// instead of one line per file.
+	Verbose bool
 }
 
 // Read imports one or more traces or exports of one format (several files are the ranks or hosts
@@ -160,7 +163,7 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 // read imports traces or exports of format.
 func read(paths []string, format Format, opts Options) (*kineto.Imported, error) {
 	if format == FormatNsys {
-		return nsys.ReadFiles(paths, nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context})
+		return nsys.ReadFiles(paths, nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context, Verbose: opts.Verbose})
 	}
 	return kineto.ReadFiles(paths, traceOptions(opts))
 }
