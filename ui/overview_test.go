@@ -24,3 +24,18 @@ func TestOverviewCommCacheUnknown(t *testing.T) {
 		}
 	}
 }
+
+// The overview and the idle view name the time that is neither compute nor idle alike (HTA's
+// non-compute), with the same value for a device.
+func TestNonComputeOneWord(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 2, "")
+	m := sized(src, 160, 40)
+	over := text(m)
+	press(m, "5")
+	idle := text(m)
+	for name, v := range map[string]string{"overview": over, "idle": idle} {
+		if strings.Contains(v, "xfer%") || !strings.Contains(v, "non-comp") {
+			t.Errorf("the %s view does not say non-compute:\n%s", name, v)
+		}
+	}
+}
