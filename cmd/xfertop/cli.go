@@ -23,13 +23,15 @@ import (
 const usage = `xfertop: see which bytes move between which GPUs, how fast, and where devices wait.
 
 Usage:
-  xfertop [run] [flags]               run a scenario on the embedded engine and print a report
-  xfertop replay FILE [flags]         replay a recording (.xfr) and print its report
+  xfertop [run] [flags]               run a scenario on the embedded engine in the console (--headless: print a report)
+  xfertop replay FILE... [flags]      replay a recording (.xfr), traces or Nsight Systems exports in the console
+                                      (--headless: print the report)
   xfertop listen [flags]              receive other hosts' xfertop over OTLP: one console (or report) for all
-  xfertop analyze FILE... [flags]     report on a recording, PyTorch profiler (Kineto) traces or a Chrome trace;
+  xfertop analyze FILE... [flags]     report on a recording, PyTorch profiler (Kineto) or Chrome traces, or
+                                      Nsight Systems exports (.sqlite, from nsys export --type sqlite);
                                       an nccl-tests log as a reference (--topology T: against the simulated sweep)
   xfertop nccl-tests OP [flags]       nccl-tests' sweep of OP (all_reduce, ...) simulated, in nccl-tests' columns
-  xfertop convert IN OUT [flags]      .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON -> .xfr
+  xfertop convert IN OUT [flags]      .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON or Nsight .sqlite -> .xfr
   xfertop compare A B [flags]         two recordings or traces side by side (or: run --compare knob=a,b)
   xfertop attach [flags]              watch a training job live: its ranks' NCCL collectives and transfers
   xfertop plugin                      print the path of the NCCL profiler plugin attach needs (or how to build it)

@@ -117,3 +117,26 @@ func TestReadmeListsEveryBuiltin(t *testing.T) {
 		}
 	}
 }
+
+// The help says what each command does: run and replay open the console (a report only with
+// --headless), and analyze, replay and convert read Nsight Systems exports.
+func TestHelpSaysWhatCommandsDo(t *testing.T) {
+	code, out, _ := runCLI(t, "help")
+	if code != exitOK {
+		t.Fatalf("help: exit %d", code)
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "xfertop" {
+			lines[strings.Trim(f[1], "[]")] = l
+		}
+	}
+	for _, cmd := range []string{"run", "replay"} {
+		if l := lines[cmd]; !strings.Contains(l, "console") || strings.Contains(l, "and print") {
+			t.Errorf("help on %s: %q; want it to say it opens the console", cmd, l)
+		}
+	}
+	if !strings.Contains(out, "Nsight Systems exports (.sqlite") {
+		t.Errorf("help does not say analyze reads Nsight Systems exports:\n%s", out)
+	}
+}

@@ -326,7 +326,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 		return convertTrace(in[0], out, limits.options(false), stdout, stderr)
 	}
 	if len(in) > 1 && strings.HasSuffix(out, ".xfr") {
-		return convertTrace(strings.Join(in, ", "), out, limits.options(false), stdout, stderr, in...)
+		return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, limits.options(false), stdout, stderr, in...)
 	}
 	if !strings.HasSuffix(out, ".json") {
 		return usageError("%s is a recording; write it to a .json file (Chrome trace), not %q", in[0], out)
@@ -373,7 +373,11 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 		_ = sink.fail(err)
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, res.Events, in, res.Importer)
+	how := res.Importer
+	if len(ranks) > 0 {
+		how = fmt.Sprintf("%d per-rank recordings merged", len(ranks))
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, res.Events, in, how)
 	return nil
 }
 

@@ -269,7 +269,7 @@ func (s *listenSource) Status() ui.Status {
 	t := s.l.Totals()
 	var hosts []string
 	for _, h := range t.Hosts {
-		hosts = append(hosts, fmt.Sprintf("%s %s", h.Name, units.Dur(h.OffsetNs)))
+		hosts = append(hosts, hostClock(h))
 	}
 	src := "waiting for senders on " + s.addrs
 	if len(hosts) > 0 {
@@ -280,6 +280,16 @@ func (s *listenSource) Status() ui.Status {
 		line += " · partial (detail spans)"
 	}
 	return ui.Status{Dropped: t.Lost, Note: line}
+}
+
+// hostClock names a sending host with the estimate of its clock's offset from this one (the
+// report's clock offset), unknown until it has sent a span.
+func hostClock(h receiver.Host) string {
+	off := units.Unknown
+	if h.Spans > 0 {
+		off = units.Dur(h.OffsetNs)
+	}
+	return fmt.Sprintf("%s clock offset ≈ %s", h.Name, off)
 }
 
 func listenConsole(ctx context.Context, o *listenOpts, logs *lineLog) error {

@@ -5,12 +5,14 @@
 // Usage:
 //
 //	xfertop [run] [flags]        run a scenario: the console, or a report with --headless
-//	xfertop replay FILE [flags]  replay a recording (.xfr)
+//	xfertop replay FILE [flags]  replay a recording (.xfr), traces or Nsight Systems exports: the
+//	                             console, or the report with --headless
 //	xfertop listen [flags]       receive other hosts' xfertop over OTLP (gRPC 4317, HTTP 4318)
-//	xfertop analyze FILE...      report on a recording or on Kineto / Chrome traces; an nccl-tests
+//	xfertop analyze FILE...      report on a recording, Kineto / Chrome traces or Nsight Systems
+//	                             exports (.sqlite); an nccl-tests
 //	                             log as a reference (with --topology: against the simulated sweep)
 //	xfertop nccl-tests OP        nccl-tests' sweep of OP simulated, in nccl-tests' columns
-//	xfertop convert IN OUT       .xfr <-> Chrome trace JSON
+//	xfertop convert IN OUT       .xfr -> Chrome trace JSON; traces and Nsight exports -> .xfr
 //	xfertop scenarios            list the built-in scenarios and their knobs
 //	xfertop topologies [NAME]    list the built-in topologies, or print one's file
 //	xfertop help                 the flags and the exit statuses
