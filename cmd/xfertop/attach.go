@@ -16,6 +16,7 @@ import (
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui"
 )
@@ -34,6 +35,7 @@ type attachOpts struct {
 	perHost  int
 	console  consoleOpts
 	export   *otel.Config // --otlp: the job's events exported as run and replay export theirs
+	otlp     otlpFlags
 }
 
 func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -66,6 +68,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError("--socket: %v", err)
 	}
 	o.addr = addr
+	o.otlp = otlp
 	if o.export, err = otlp.config(); err != nil {
 		return usageError("%v", err)
 	}
@@ -173,10 +176,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	if exp != nil {
 		_ = exp.Close(context.Background()) // bounded by --otlp-shutdown-timeout; what it could not send is counted
 		s := exp.Stats()
-		exported = &report.Export{Endpoint: s.Endpoint, Protocol: s.Protocol, State: s.State, SpansBuilt: s.SpansBuilt,
-			SpansExported: s.SpansExported, SpansDropped: s.SpansDropped, EventsDropped: s.EventsDropped,
-			StepsSkipped: s.StepsSkipped + s.StepsOverRate, MetricPoints: s.MetricPoints,
-			MetricPointsExported: s.MetricPointsExported, MetricPointsDropped: s.MetricPointsDropped}
+		exported = session.ReportExport(&s)
 	}
 	if cerr != nil {
 		return cerr
@@ -194,7 +194,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	if n := srv.Alerts(); n > 0 {
 		return alertError(fmt.Errorf("%d hang alert(s): a collective was posted by some ranks and not the others (the report lists them)", n))
 	}
-	return nil
+	return o.otlp.check(exported, stderr)
 }
 
 // waitForJob returns when the job has ended (ranks came and all left) or ctx ends, telling stderr

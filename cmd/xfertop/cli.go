@@ -192,7 +192,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			if !flagSet(fs, "speed") {
 				o.cfg.Speed = 1 // a person watches in real time unless asked otherwise
 			}
-			return liveConsole(ctx, o.cfg, o.console)
+			return liveConsole(ctx, o.cfg, o.console, &o.otlp, stderr)
 		}
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 	}
@@ -212,10 +212,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	// A recording that failed stopped the run: what ran is still reported.
-	if err := writeReport(stdout, p.Report(out), o.json); err != nil {
+	rep := p.Report(out)
+	if err := writeReport(stdout, rep, o.json); err != nil {
 		return err
 	}
-	return runEnded(out, err)
+	if err := runEnded(out, err); err != nil {
+		return err
+	}
+	return o.otlp.check(rep.Export, stderr)
 }
 
 // prepareError is the command's error for a run that could not be prepared.
@@ -325,6 +329,7 @@ type otlpFlags struct {
 	shutdown time.Duration
 	detail   string
 	protocol string
+	required bool // --otlp-required: a failed export is the command's error (exitExport)
 }
 
 func (f *otlpFlags) register(fs *flag.FlagSet) {
@@ -334,6 +339,7 @@ func (f *otlpFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.maxRate, "otlp-max-rate", otel.DefaultMaxRate, "span budget per second: above it whole steps are skipped and counted (0: no limit)")
 	fs.StringVar(&f.protocol, "otlp-protocol", "", "grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)")
 	fs.StringVar(&f.detail, "otlp-detail", otel.DetailSpans, "spans: what a trace viewer shows (no kernels, waits or samples; steps may be sampled); full: every event with every field, for xfertop listen to rebuild the run exactly (no sampling, budget or minimum span; the run waits for the export rather than lose events)")
+	fs.BoolVar(&f.required, "otlp-required", false, "exit with status 5 when the export failed: spans or metric points did not reach the collector (without it a failed export is a warning)")
 	fs.DurationVar(&f.shutdown, "otlp-shutdown-timeout", otel.DefaultShutdownTimeout, "at the end, wait at most this long for the collector to take the spans still queued (they count as dropped after; a collector refusing connections is not waited for)")
 }
 

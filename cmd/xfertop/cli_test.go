@@ -48,6 +48,13 @@ func TestExitStatuses(t *testing.T) {
 		{"bad shutdown budget", []string{"run", "--otlp", "127.0.0.1:4317", "--otlp-shutdown-timeout", "0s"}, exitUsage, "--otlp-shutdown-timeout 0s: must be positive", "", true},
 		// Nothing listens on port 1: the run ends without waiting out the budget, and says why.
 		{"refusing collector", []string{"run", "--headless", "--steps", "2", "--otlp", "127.0.0.1:1", "--otlp-shutdown-timeout", "1m"}, exitOK, "", "the collector refuses connections", false},
+		// A failed export is a warning after the report, and with --otlp-required its own status.
+		{"refusing collector warns", []string{"run", "--headless", "--steps", "2", "--otlp", "127.0.0.1:1"}, exitOK,
+			"did not reach the collector (failing: ", "xfertop report", false},
+		{"refusing collector required", []string{"run", "--headless", "--steps", "2", "--otlp", "127.0.0.1:1", "--otlp-required"}, exitExport,
+			"xfertop run: the OTLP export to http://127.0.0.1:1 failed: ", "xfertop report", false},
+		{"refusing collector required, replay", []string{"replay", "--headless", filepath.Join("testdata", "hta_small.json"), "--otlp", "127.0.0.1:1", "--otlp-required"}, exitExport,
+			"xfertop replay: the OTLP export to http://127.0.0.1:1 failed: ", "", false},
 		{"watchdog alert", []string{"run", "--headless", "--scenario", "deadlock"}, exitAlert, "", "[watchdog] watchdog: send op", false},
 		{"scenarios", []string{"scenarios"}, exitOK, "", "--set d2d_priority=high (high|normal)", false},
 		{"help", []string{"help"}, exitOK, "", "-scenario string", false},

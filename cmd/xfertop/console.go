@@ -108,7 +108,7 @@ func runProgram(ctx context.Context, m tea.Model) error {
 // darkTerminal reports whether the terminal's background is dark.
 func darkTerminal() bool { return lipgloss.HasDarkBackground(os.Stdin, os.Stdout) }
 
-func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts) error {
+func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, otlp *otlpFlags, stderr io.Writer) error {
 	if cfg.Steps == 0 && cfg.Duration == 0 {
 		cfg.Steps = math.MaxInt32 // like top: run until the user quits
 	}
@@ -124,7 +124,10 @@ func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts) error {
 	if cerr != nil && ctx.Err() == nil {
 		return failure(fmt.Errorf("console: %w", cerr))
 	}
-	return runEnded(out, rerr)
+	if err := runEnded(out, rerr); err != nil {
+		return err
+	}
+	return otlp.check(session.ReportExport(l.ExportStats()), stderr)
 }
 
 func replayConsole(ctx context.Context, cfg session.ReplayConfig, o consoleOpts) error {

@@ -107,7 +107,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 	}
-	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, stdout, stderr)
+	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, &otlp, stdout, stderr)
 }
 
 // importToRecording imports a trace or an export, or merges a job's per-rank recordings, into a
@@ -205,7 +205,7 @@ func recordingEnd(path string, salvage bool) (end int64, events int, err error) 
 }
 
 // replayReport reads a recording back and prints its report, with the warnings on standard error.
-func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, stdout, stderr io.Writer) error {
+func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, otlp *otlpFlags, stdout, stderr io.Writer) error {
 	rp, err := session.Replay(ctx, cfg)
 	if rp != nil {
 		for _, w := range rp.Warnings {
@@ -215,7 +215,11 @@ func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, st
 	if err != nil {
 		return err // a damaged recording or one without events is a data error (exitStatus), an unreadable file a failure
 	}
-	return writeReport(stdout, rp.Report(), asJSON)
+	rep := rp.Report()
+	if err := writeReport(stdout, rep, asJSON); err != nil {
+		return err
+	}
+	return otlp.check(rep.Export, stderr)
 }
 
 // isRecording reports whether path is a recording, by its content or else its name

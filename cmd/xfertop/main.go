@@ -19,7 +19,7 @@
 //
 // Exit status: 0 success; 1 a runtime failure (a recording that cannot be written, a full disk);
 // 2 a usage error; 3 a watchdog alert or a deadlock ended the run; 4 bad input data (a corrupt
-// recording, a malformed trace); 130 interrupted by SIGINT or SIGTERM (the report of what ran is
+// recording, a malformed trace); 5 with --otlp-required, the OTLP export failed; 130 interrupted by SIGINT or SIGTERM (the report of what ran is
 // printed and the recording closed). See exit.go.
 //
 // Environment: XFERTOP_MEMSTATS=FILE appends the process's heap figures to FILE every second (for
