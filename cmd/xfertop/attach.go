@@ -75,8 +75,11 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.hang == 0 {
 		o.hang = -1
 	}
-	if o.hang < 0 || o.perHost < 0 || o.linger <= 0 || o.console.tick <= 0 || o.console.window <= 0 {
-		return usageError("--hang-timeout and --gpus-per-host must not be negative; --linger, --tick and --window must be positive")
+	if o.hang < 0 || o.perHost < 0 || o.linger <= 0 {
+		return usageError("--hang-timeout and --gpus-per-host must not be negative; --linger must be positive")
+	}
+	if err := o.console.check(); err != nil {
+		return err
 	}
 	o.headless = o.headless || o.json // --json asks for the report, which the console does not print
 	if !o.headless && !interactive(stdout) {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -180,8 +181,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usageError("%w", err)
 	}
 	o.cfg.Export = exp
-	if o.console.tick <= 0 || o.console.window <= 0 {
-		return usageError("--tick and --window must be positive")
+	if err := o.console.check(); err != nil {
+		return err
+	}
+	if o.cfg.NVMLInterval <= 0 {
+		return usageError("--nvml-interval %v: must be positive", o.cfg.NVMLInterval)
 	}
 	if o.compare != "" {
 		return compareRuns(ctx, o, o.compare, stdout)
@@ -345,8 +349,11 @@ func (f *otlpFlags) register(fs *flag.FlagSet) {
 
 // config resolves the flags and the OTEL_* environment; nil when no export is asked for.
 func (f *otlpFlags) config() (*otel.Config, error) {
-	if f.sample < 0 || f.sample > 1 {
+	if !(f.sample >= 0 && f.sample <= 1) { // NaN too
 		return nil, fmt.Errorf("--otlp-sample %v: give a fraction between 0 and 1", f.sample)
+	}
+	if !(f.maxRate >= 0) || math.IsInf(f.maxRate, 0) { // NaN is no limit to the comparisons below it
+		return nil, fmt.Errorf("--otlp-max-rate %v: give a number of spans per second, 0 for no limit", f.maxRate)
 	}
 	if f.minSpan < 0 {
 		return nil, fmt.Errorf("--otlp-min-span %v: must not be negative", f.minSpan)
@@ -369,9 +376,6 @@ func (f *otlpFlags) config() (*otel.Config, error) {
 	cfg, ok, err := otel.Resolve(f.endpoint, getenv)
 	if err != nil || !ok {
 		return nil, err
-	}
-	if f.maxRate < 0 {
-		return nil, fmt.Errorf("--otlp-max-rate %v: must not be negative", f.maxRate)
 	}
 	if f.shutdown <= 0 {
 		return nil, fmt.Errorf("--otlp-shutdown-timeout %v: must be positive", f.shutdown)

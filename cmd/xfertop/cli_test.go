@@ -48,6 +48,18 @@ func TestExitStatuses(t *testing.T) {
 		{"bad shutdown budget", []string{"run", "--otlp", "127.0.0.1:4317", "--otlp-shutdown-timeout", "0s"}, exitUsage, "--otlp-shutdown-timeout 0s: must be positive", "", true},
 		// Nothing listens on port 1: the run ends without waiting out the budget, and says why.
 		{"refusing collector", []string{"run", "--headless", "--steps", "2", "--otlp", "127.0.0.1:1", "--otlp-shutdown-timeout", "1m"}, exitOK, "", "the collector refuses connections", false},
+		// Flags that cannot work are refused, naming the flag, rather than taken silently.
+		{"NaN sample", []string{"run", "--otlp-sample", "NaN"}, exitUsage, "--otlp-sample NaN: give a fraction between 0 and 1", "", true},
+		{"NaN rate", []string{"run", "--otlp", "127.0.0.1:1", "--otlp-max-rate", "NaN"}, exitUsage, "--otlp-max-rate NaN: give a number", "", true},
+		{"NaN rate without endpoint", []string{"run", "--otlp-max-rate", "NaN"}, exitUsage, "--otlp-max-rate NaN", "", true},
+		{"zero NVML interval", []string{"run", "--nvml", "--nvml-interval", "0"}, exitUsage, "--nvml-interval 0s: must be positive", "", true},
+		{"nanosecond tick", []string{"run", "--tick", "1ns"}, exitUsage, "--tick 1ns: must be at least 10ms", "", true},
+		{"nanosecond tick, replay", []string{"replay", "--tick", "1ns", "x.xfr"}, exitUsage, "--tick 1ns: must be at least 10ms", "", true},
+		{"no span queue", []string{"listen", "--queue-spans", "0"}, exitUsage, "--queue-spans 0: must be positive", "", true},
+		{"negative span queue", []string{"listen", "--queue-spans", "-5"}, exitUsage, "--queue-spans -5: must be positive", "", true},
+		{"negative spans per request", []string{"listen", "--max-spans-per-request", "-1"}, exitUsage, "--max-spans-per-request -1: must be positive", "", true},
+		{"negative reorder wait", []string{"listen", "--reorder-wait", "-1s"}, exitUsage, "--reorder-wait -1s: must not be negative", "", true},
+		{"attach tick", []string{"attach", "--tick", "1ns"}, exitUsage, "--tick 1ns: must be at least 10ms", "", true},
 		// A failed export is a warning after the report, and with --otlp-required its own status.
 		{"refusing collector warns", []string{"run", "--headless", "--steps", "2", "--otlp", "127.0.0.1:1"}, exitOK,
 			"did not reach the collector (failing: ", "xfertop report", false},

@@ -25,6 +25,21 @@ type consoleOpts struct {
 	window int
 }
 
+// minTick is the shortest --tick: a terminal shows no more than about 60 frames a second, and a
+// shorter refresh only burns CPU (1 ns took more than a core).
+const minTick = 10 * time.Millisecond
+
+// check refuses a refresh interval or a window that cannot work, naming the flag.
+func (o consoleOpts) check() error {
+	if o.tick < minTick {
+		return usageError("--tick %v: must be at least %v (the terminal draws no faster)", o.tick, minTick)
+	}
+	if o.window <= 0 {
+		return usageError("--window %d: must be positive", o.window)
+	}
+	return nil
+}
+
 // interactive reports whether the console can run: stdout and stdin are a terminal.
 func interactive(stdout io.Writer) bool {
 	f, ok := stdout.(*os.File)

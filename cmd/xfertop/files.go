@@ -63,6 +63,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *speed < 0 || *from < 0 {
 		return usageError("--speed and --from must not be negative")
 	}
+	if err := (consoleOpts{tick: *tick, window: *window}).check(); err != nil {
+		return err
+	}
 	exp, err := otlp.config()
 	if err != nil {
 		return usageError("%w", err)

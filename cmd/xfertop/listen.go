@@ -64,8 +64,19 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))
 	}
-	if o.idle < 0 || o.console.tick <= 0 || o.console.window <= 0 {
-		return usageError("--exit-after-idle must not be negative; --tick and --window must be positive")
+	if o.idle < 0 {
+		return usageError("--exit-after-idle %v: must not be negative", o.idle)
+	}
+	if err := o.console.check(); err != nil {
+		return err
+	}
+	switch {
+	case o.cfg.QueueSpans <= 0:
+		return usageError("--queue-spans %d: must be positive", o.cfg.QueueSpans)
+	case o.cfg.MaxSpansPerRequest <= 0:
+		return usageError("--max-spans-per-request %d: must be positive", o.cfg.MaxSpansPerRequest)
+	case o.cfg.ReorderWait < 0:
+		return usageError("--reorder-wait %v: must not be negative", o.cfg.ReorderWait)
 	}
 	o.cfg.MaxMessageBytes = int(min(o.maxBytes.n, 1<<31-1))
 	if o.tokenFile != "" {
