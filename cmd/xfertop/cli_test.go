@@ -59,6 +59,8 @@ func TestExitStatuses(t *testing.T) {
 		{"negative span queue", []string{"listen", "--queue-spans", "-5"}, exitUsage, "--queue-spans -5: must be positive", "", true},
 		{"negative spans per request", []string{"listen", "--max-spans-per-request", "-1"}, exitUsage, "--max-spans-per-request -1: must be positive", "", true},
 		{"negative reorder wait", []string{"listen", "--reorder-wait", "-1s"}, exitUsage, "--reorder-wait -1s: must not be negative", "", true},
+		{"no connections", []string{"listen", "--max-conns", "0"}, exitUsage, "--max-conns 0: must be positive", "", true},
+		{"no idle time", []string{"listen", "--conn-idle-timeout", "0s"}, exitUsage, "--conn-idle-timeout 0s: must be positive", "", true},
 		{"attach tick", []string{"attach", "--tick", "1ns"}, exitUsage, "--tick 1ns: must be at least 10ms", "", true},
 		// A failed export is a warning after the report, and with --otlp-required its own status.
 		{"refusing collector warns", []string{"run", "--headless", "--steps", "2", "--otlp", "127.0.0.1:1"}, exitOK,

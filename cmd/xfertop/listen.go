@@ -46,6 +46,8 @@ func listenFlags(stderr io.Writer) (*flag.FlagSet, *listenOpts) {
 	fs.Var(&o.maxBytes, "max-message-bytes", "refuse a request larger than this, after decompression")
 	fs.IntVar(&o.cfg.MaxSpansPerRequest, "max-spans-per-request", receiver.DefaultMaxSpans, "refuse a request holding more spans than this")
 	fs.IntVar(&o.cfg.QueueSpans, "queue-spans", receiver.DefaultQueueSpans, "spans waiting to be merged; past it senders are asked to retry (gRPC ResourceExhausted, HTTP 429)")
+	fs.IntVar(&o.cfg.MaxConns, "max-conns", receiver.DefaultMaxConns, "connections open at once, gRPC and HTTP together; past it a new one is closed at once and logged")
+	fs.DurationVar(&o.cfg.MaxConnIdle, "conn-idle-timeout", receiver.DefaultMaxConnIdle, "close a connection that carried no request for this long (the sender reconnects when it has data)")
 	fs.DurationVar(&o.cfg.ReorderWait, "reorder-wait", receiver.DefaultReorderWait, "how long a missing event holds back those after it before it is counted lost")
 	fs.BoolVar(&o.headless, "headless", false, "print a report at the end instead of opening the console")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON at the end instead of opening the console (implies --headless)")
@@ -75,6 +77,10 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError("--queue-spans %d: must be positive", o.cfg.QueueSpans)
 	case o.cfg.MaxSpansPerRequest <= 0:
 		return usageError("--max-spans-per-request %d: must be positive", o.cfg.MaxSpansPerRequest)
+	case o.cfg.MaxConns <= 0:
+		return usageError("--max-conns %d: must be positive", o.cfg.MaxConns)
+	case o.cfg.MaxConnIdle <= 0:
+		return usageError("--conn-idle-timeout %v: must be positive", o.cfg.MaxConnIdle)
 	case o.cfg.ReorderWait < 0:
 		return usageError("--reorder-wait %v: must not be negative", o.cfg.ReorderWait)
 	}
