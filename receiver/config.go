@@ -18,6 +18,12 @@ const (
 	DefaultQueueSpans = 1 << 20
 	// DefaultRetryAfter is the wait a refused sender is asked for (gRPC RetryInfo, HTTP Retry-After).
 	DefaultRetryAfter = time.Second
+	// DefaultMaxConns caps the connections open at once, gRPC and HTTP together: far more than the
+	// senders of a job (one per host, or a few Collectors), far fewer than the file descriptors.
+	DefaultMaxConns = 1024
+	// DefaultMaxConnIdle closes a connection that carried no request for this long. An exporter
+	// sends every few seconds while it has data and reconnects by itself when it has more.
+	DefaultMaxConnIdle = 5 * time.Minute
 )
 
 // Config configures a Listener.
@@ -38,6 +44,11 @@ type Config struct {
 	// data answers, so the sender keeps it and retries. A recording that can no longer be written
 	// (a full disk) closes the gate: nothing is acknowledged that cannot be kept.
 	Gate func() error
+	// MaxConns caps the connections open at once (gRPC and HTTP); past it a new one is closed at
+	// once and logged. MaxConnIdle closes a connection idle that long (gRPC: no call under way;
+	// HTTP: between requests). Zero: the defaults.
+	MaxConns    int
+	MaxConnIdle time.Duration
 	// Logf prints a log line (a refused sender, say); nil prints nothing.
 	Logf func(format string, a ...any)
 }
@@ -62,6 +73,12 @@ func (c *Config) defaults() {
 	}
 	if c.QueueSpans <= 0 {
 		c.QueueSpans = DefaultQueueSpans
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxConnIdle <= 0 {
+		c.MaxConnIdle = DefaultMaxConnIdle
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = DefaultRetryAfter

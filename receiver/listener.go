@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -77,6 +78,7 @@ func Listen(cfg Config, strs *timeline.Strings, onMeta func(timeline.Meta) timel
 		tc = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	var lis []net.Listener
+	conns := &connCap{max: int64(cfg.MaxConns), logs: &l.logs}
 	closeAll := func() {
 		for _, x := range lis {
 			_ = x.Close()
@@ -87,10 +89,17 @@ func Listen(cfg Config, strs *timeline.Strings, onMeta func(timeline.Meta) timel
 		if err != nil {
 			return nil, fmt.Errorf("--grpc %s: %w", cfg.GRPC, err)
 		}
-		lis = append(lis, x)
 		l.grpcAddr = x.Addr()
+		lis = append(lis, conns.wrap(x))
 		opts := []grpc.ServerOption{grpc.ForceServerCodecV2(rawCodec{}), grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
-			grpc.StatsHandler(sizeLogger{l})}
+			grpc.StatsHandler(sizeLogger{l}),
+			// An idle connection is closed (GOAWAY; the sender reconnects when it has data), and a
+			// silent peer is pinged and dropped, as the HTTP side's timeouts do.
+			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.MaxConnIdle, Time: time.Minute, Timeout: 20 * time.Second}),
+			// Senders' own keepalive pings are welcome (a Collector's default is every 30 s).
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+			// A connection that never completes its handshake is not kept waiting two minutes.
+			grpc.ConnectionTimeout(10 * time.Second)}
 		if tc != nil {
 			opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
 		}
@@ -105,6 +114,7 @@ func Listen(cfg Config, strs *timeline.Strings, onMeta func(timeline.Meta) timel
 			return nil, fmt.Errorf("--http %s: %w", cfg.HTTP, err)
 		}
 		l.httpAddr = x.Addr()
+		x = conns.wrap(x) // under TLS, so that the server still sees its *tls.Conn
 		if tc != nil {
 			x = tls.NewListener(x, tc)
 		}
@@ -112,7 +122,7 @@ func Listen(cfg Config, strs *timeline.Strings, onMeta func(timeline.Meta) timel
 		mux := http.NewServeMux()
 		mux.HandleFunc("/v1/traces", l.serveHTTP)
 		mux.HandleFunc("/v1/metrics", l.serveMetricsHTTP)
-		l.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		l.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: cfg.MaxConnIdle,
 			ErrorLog: log.New(logWriter{&l.logs}, "", 0)} // TLS handshake failures and such, in our log
 	}
 	for _, x := range lis {

@@ -132,7 +132,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 // Report is the replayed recording's report: the same as the run that made it.
 func (r *Replayed) Report() *report.Report {
 	return report.Build(r.analyzer.Result(r.Strings), r.Meta, report.Run{Ended: r.Outcome["ended"], DroppedEvents: r.Dropped,
-		Export: reportExport(r.Export)})
+		Export: ReportExport(r.Export)})
 }
 
 // backendName is the backend's name, known before the backend is built (the recording starts first).

@@ -331,7 +331,7 @@ func (p *Prepared) Report(o Outcome) *report.Report {
 	if p.analyzer == nil {
 		return nil
 	}
-	run := report.Run{DroppedEvents: p.Dropped(), Export: reportExport(p.ExportStats())}
+	run := report.Run{DroppedEvents: p.Dropped(), Export: ReportExport(p.ExportStats())}
 	if o.Ended != nil {
 		run.Ended = o.Ended.Error()
 	}
@@ -415,7 +415,8 @@ func (in *inbox) take() ([]timeline.Event, []string) {
 	return evs, msgs
 }
 
-func reportExport(s *otel.Stats) *report.Export {
+// ReportExport is the report's account of an OTLP export from its counters; nil when not exporting.
+func ReportExport(s *otel.Stats) *report.Export {
 	if s == nil {
 		return nil
 	}

@@ -69,3 +69,17 @@ func checkFrame(t *testing.T, frame string, w, h int) {
 		}
 	}
 }
+
+// The transfers view of a run of collectives at a narrow and a wide terminal: at 80 columns the
+// least important columns give way whole, and busbw and GB/s stay readable.
+func TestGoldenTransfersCollectives(t *testing.T) {
+	src := scenarioSource(t, "allreduce-sweep", 1, "")
+	for _, sz := range [][2]int{{80, 24}, {160, 40}} {
+		name := fmt.Sprintf("3-transfers-collectives-%dx%d", sz[0], sz[1])
+		t.Run(name, func(t *testing.T) {
+			m := sized(src, sz[0], sz[1])
+			press(m, "3")
+			checkGolden(t, name, m.View().Content, sz[0], sz[1])
+		})
+	}
+}

@@ -65,3 +65,42 @@ func TestOverviewAfterTheEnd(t *testing.T) {
 		})
 	}
 }
+
+// The overview and the idle view name the time that is neither compute nor idle alike (HTA's
+// non-compute), with the same value for a device.
+func TestNonComputeOneWord(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 2, "")
+	m := sized(src, 160, 40)
+	over := text(m)
+	press(m, "5")
+	idle := text(m)
+	for name, v := range map[string]string{"overview": over, "idle": idle} {
+		if strings.Contains(v, "xfer%") || !strings.Contains(v, "non-comp") {
+			t.Errorf("the %s view does not say non-compute:\n%s", name, v)
+		}
+	}
+}
+
+// A label from a trace that holds escape sequences is shown as text: it cannot clear the screen,
+// recolour it or shift a column (the interning table makes it printable).
+func TestLabelEscapesNeverReachTheTerminal(t *testing.T) {
+	strs := timeline.NewStrings()
+	w := timeline.NewWindow(0, strs)
+	evil := strs.ID("\x1b[2J\x1b[31mevil\x1b[ 0A")
+	for i := range int64(20) {
+		w.Emit(&timeline.Event{Kind: timeline.KindKernel, Device: 0, Peer: -1, Stream: 1, Start: i * 10, End: i*10 + 8, Label: evil})
+	}
+	src := &fakeSource{win: w, info: SourceInfo{Name: "x", Replay: true, Meta: timeline.Meta{Backend: "kineto", Devices: 1}}, status: Status{Done: true}}
+	m := sized(src, 160, 40)
+	press(m, "7")
+	frame := m.View().Content
+	if !strings.Contains(frame, "evil") {
+		t.Fatalf("the events view does not show the label:\n%s", text(m))
+	}
+	for _, seq := range []string{"\x1b[2J", "\x1b[31mevil", "\x1b[ 0A"} {
+		if strings.Contains(frame, seq) {
+			t.Errorf("the frame holds the label's %q", seq)
+		}
+	}
+	checkFrame(t, frame, 160, 40)
+}

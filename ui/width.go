@@ -16,12 +16,17 @@ func cellWidth(s string) int {
 		c := s[i]
 		switch {
 		case c == 0x1b:
-			// CSI: ESC [ parameters and intermediates (0x20-0x3f), then a final byte (0x40-0x7e).
+			// CSI: ESC [, parameter bytes (0x30-0x3f), then intermediate bytes (0x20-0x2f), then a
+			// final byte (0x40-0x7e), in that order (ECMA-48 5.4). Anything else, a parameter after
+			// an intermediate among them, is malformed: ansi.StringWidth says what it shows.
 			if i+1 >= len(s) || s[i+1] != '[' {
 				return ansi.StringWidth(s)
 			}
 			j := i + 2
-			for j < len(s) && s[j] >= 0x20 && s[j] <= 0x3f {
+			for j < len(s) && s[j] >= 0x30 && s[j] <= 0x3f {
+				j++
+			}
+			for j < len(s) && s[j] >= 0x20 && s[j] <= 0x2f {
 				j++
 			}
 			if j >= len(s) || s[j] < 0x40 || s[j] > 0x7e {

@@ -16,6 +16,7 @@ import (
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui"
 )
@@ -34,6 +35,7 @@ type attachOpts struct {
 	perHost  int
 	console  consoleOpts
 	export   *otel.Config // --otlp: the job's events exported as run and replay export theirs
+	otlp     otlpFlags
 }
 
 func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -66,14 +68,18 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError("--socket: %v", err)
 	}
 	o.addr = addr
+	o.otlp = otlp
 	if o.export, err = otlp.config(); err != nil {
 		return usageError("%v", err)
 	}
 	if o.hang == 0 {
 		o.hang = -1
 	}
-	if o.hang < 0 || o.perHost < 0 || o.linger <= 0 || o.console.tick <= 0 || o.console.window <= 0 {
-		return usageError("--hang-timeout and --gpus-per-host must not be negative; --linger, --tick and --window must be positive")
+	if o.hang < 0 || o.perHost < 0 || o.linger <= 0 {
+		return usageError("--hang-timeout and --gpus-per-host must not be negative; --linger must be positive")
+	}
+	if err := o.console.check(); err != nil {
+		return err
 	}
 	o.headless = o.headless || o.json // --json asks for the report, which the console does not print
 	if !o.headless && !interactive(stdout) {
@@ -175,10 +181,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	if exp != nil {
 		_ = exp.Close(context.Background()) // bounded by --otlp-shutdown-timeout; what it could not send is counted
 		s := exp.Stats()
-		exported = &report.Export{Endpoint: s.Endpoint, Protocol: s.Protocol, State: s.State, SpansBuilt: s.SpansBuilt,
-			SpansExported: s.SpansExported, SpansDropped: s.SpansDropped, EventsDropped: s.EventsDropped,
-			StepsSkipped: s.StepsSkipped + s.StepsOverRate, MetricPoints: s.MetricPoints,
-			MetricPointsExported: s.MetricPointsExported, MetricPointsDropped: s.MetricPointsDropped}
+		exported = session.ReportExport(&s)
 	}
 	if cerr != nil {
 		return cerr
@@ -196,7 +199,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	if n := srv.Alerts(); n > 0 {
 		return alertError(fmt.Errorf("%d hang alert(s): a collective was posted by some ranks and not the others (the report lists them)", n))
 	}
-	return nil
+	return o.otlp.check(exported, stderr)
 }
 
 // rankTold is what stderr has been told of one rank connection.

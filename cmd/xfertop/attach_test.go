@@ -189,6 +189,8 @@ func TestRankRecordingsMerged(t *testing.T) {
 	merged := filepath.Join(t.TempDir(), "job.xfr")
 	if code, out, errs := runCLI(t, "convert", dir, merged); code != exitOK || !strings.Contains(out, "wrote "+merged) {
 		t.Fatalf("convert %s %s: %d %s %s", dir, merged, code, out, errs)
+	} else if want := "from " + dir + " (2 per-rank recordings merged)"; !strings.Contains(out, want) || strings.Contains(out, "()") {
+		t.Errorf("convert %s %s says %q; want %q", dir, merged, out, want)
 	}
 	// Rank 1's clock started 3 µs after rank 0's: each instance spans 10 µs + 3 µs + 100 µs.
 	want := `"time_ns_p50": 113000`

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -23,13 +24,15 @@ import (
 const usage = `xfertop: see which bytes move between which GPUs, how fast, and where devices wait.
 
 Usage:
-  xfertop [run] [flags]               run a scenario on the embedded engine and print a report
-  xfertop replay FILE [flags]         replay a recording (.xfr) and print its report
+  xfertop [run] [flags]               run a scenario on the embedded engine in the console (--headless: print a report)
+  xfertop replay FILE... [flags]      replay a recording (.xfr), traces or Nsight Systems exports in the console
+                                      (--headless: print the report)
   xfertop listen [flags]              receive other hosts' xfertop over OTLP: one console (or report) for all
-  xfertop analyze FILE... [flags]     report on a recording, PyTorch profiler (Kineto) traces or a Chrome trace;
+  xfertop analyze FILE... [flags]     report on a recording, PyTorch profiler (Kineto) or Chrome traces, or
+                                      Nsight Systems exports (.sqlite, from nsys export --type sqlite);
                                       an nccl-tests log as a reference (--topology T: against the simulated sweep)
   xfertop nccl-tests OP [flags]       nccl-tests' sweep of OP (all_reduce, ...) simulated, in nccl-tests' columns
-  xfertop convert IN OUT [flags]      .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON -> .xfr
+  xfertop convert IN OUT [flags]      .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON or Nsight .sqlite -> .xfr
   xfertop compare A B [flags]         two recordings or traces side by side (or: run --compare knob=a,b)
   xfertop attach [flags]              watch a training job live: its ranks' NCCL collectives and transfers
   xfertop plugin                      print the path of the NCCL profiler plugin attach needs (or how to build it)
@@ -178,8 +181,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usageError("%w", err)
 	}
 	o.cfg.Export = exp
-	if o.console.tick <= 0 || o.console.window <= 0 {
-		return usageError("--tick and --window must be positive")
+	if err := o.console.check(); err != nil {
+		return err
+	}
+	if o.cfg.NVMLInterval <= 0 {
+		return usageError("--nvml-interval %v: must be positive", o.cfg.NVMLInterval)
 	}
 	if o.compare != "" {
 		return compareRuns(ctx, o, o.compare, stdout)
@@ -190,7 +196,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			if !flagSet(fs, "speed") {
 				o.cfg.Speed = 1 // a person watches in real time unless asked otherwise
 			}
-			return liveConsole(ctx, o.cfg, o.console)
+			return liveConsole(ctx, o.cfg, o.console, &o.otlp, stderr)
 		}
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 	}
@@ -210,10 +216,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	// A recording that failed stopped the run: what ran is still reported.
-	if err := writeReport(stdout, p.Report(out), o.json); err != nil {
+	rep := p.Report(out)
+	if err := writeReport(stdout, rep, o.json); err != nil {
 		return err
 	}
-	return runEnded(out, err)
+	if err := runEnded(out, err); err != nil {
+		return err
+	}
+	return o.otlp.check(rep.Export, stderr)
 }
 
 // prepareError is the command's error for a run that could not be prepared.
@@ -335,6 +345,7 @@ type otlpFlags struct {
 	shutdown time.Duration
 	detail   string
 	protocol string
+	required bool // --otlp-required: a failed export is the command's error (exitExport)
 }
 
 func (f *otlpFlags) register(fs *flag.FlagSet) {
@@ -344,13 +355,17 @@ func (f *otlpFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.maxRate, "otlp-max-rate", otel.DefaultMaxRate, "span budget per second: above it whole steps are skipped and counted (0: no limit)")
 	fs.StringVar(&f.protocol, "otlp-protocol", "", "grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)")
 	fs.StringVar(&f.detail, "otlp-detail", otel.DetailSpans, "spans: what a trace viewer shows (no kernels, waits or samples; steps may be sampled); full: every event with every field, for xfertop listen to rebuild the run exactly (no sampling, budget or minimum span; the run waits for the export rather than lose events)")
+	fs.BoolVar(&f.required, "otlp-required", false, "exit with status 5 when the export failed: spans or metric points did not reach the collector (without it a failed export is a warning)")
 	fs.DurationVar(&f.shutdown, "otlp-shutdown-timeout", otel.DefaultShutdownTimeout, "at the end, wait at most this long for the collector to take the spans still queued (they count as dropped after; a collector refusing connections is not waited for)")
 }
 
 // config resolves the flags and the OTEL_* environment; nil when no export is asked for.
 func (f *otlpFlags) config() (*otel.Config, error) {
-	if f.sample < 0 || f.sample > 1 {
+	if !(f.sample >= 0 && f.sample <= 1) { // NaN too
 		return nil, fmt.Errorf("--otlp-sample %v: give a fraction between 0 and 1", f.sample)
+	}
+	if !(f.maxRate >= 0) || math.IsInf(f.maxRate, 0) { // NaN is no limit to the comparisons below it
+		return nil, fmt.Errorf("--otlp-max-rate %v: give a number of spans per second, 0 for no limit", f.maxRate)
 	}
 	if f.minSpan < 0 {
 		return nil, fmt.Errorf("--otlp-min-span %v: must not be negative", f.minSpan)
@@ -373,9 +388,6 @@ func (f *otlpFlags) config() (*otel.Config, error) {
 	cfg, ok, err := otel.Resolve(f.endpoint, getenv)
 	if err != nil || !ok {
 		return nil, err
-	}
-	if f.maxRate < 0 {
-		return nil, fmt.Errorf("--otlp-max-rate %v: must not be negative", f.maxRate)
 	}
 	if f.shutdown <= 0 {
 		return nil, fmt.Errorf("--otlp-shutdown-timeout %v: must be positive", f.shutdown)

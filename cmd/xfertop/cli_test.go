@@ -48,6 +48,27 @@ func TestExitStatuses(t *testing.T) {
 		{"bad shutdown budget", []string{"run", "--otlp", "127.0.0.1:4317", "--otlp-shutdown-timeout", "0s"}, exitUsage, "--otlp-shutdown-timeout 0s: must be positive", "", true},
 		// Nothing listens on port 1: the run ends without waiting out the budget, and says why.
 		{"refusing collector", []string{"run", "--headless", "--steps", "2", "--otlp", "127.0.0.1:1", "--otlp-shutdown-timeout", "1m"}, exitOK, "", "the collector refuses connections", false},
+		// Flags that cannot work are refused, naming the flag, rather than taken silently.
+		{"NaN sample", []string{"run", "--otlp-sample", "NaN"}, exitUsage, "--otlp-sample NaN: give a fraction between 0 and 1", "", true},
+		{"NaN rate", []string{"run", "--otlp", "127.0.0.1:1", "--otlp-max-rate", "NaN"}, exitUsage, "--otlp-max-rate NaN: give a number", "", true},
+		{"NaN rate without endpoint", []string{"run", "--otlp-max-rate", "NaN"}, exitUsage, "--otlp-max-rate NaN", "", true},
+		{"zero NVML interval", []string{"run", "--nvml", "--nvml-interval", "0"}, exitUsage, "--nvml-interval 0s: must be positive", "", true},
+		{"nanosecond tick", []string{"run", "--tick", "1ns"}, exitUsage, "--tick 1ns: must be at least 10ms", "", true},
+		{"nanosecond tick, replay", []string{"replay", "--tick", "1ns", "x.xfr"}, exitUsage, "--tick 1ns: must be at least 10ms", "", true},
+		{"no span queue", []string{"listen", "--queue-spans", "0"}, exitUsage, "--queue-spans 0: must be positive", "", true},
+		{"negative span queue", []string{"listen", "--queue-spans", "-5"}, exitUsage, "--queue-spans -5: must be positive", "", true},
+		{"negative spans per request", []string{"listen", "--max-spans-per-request", "-1"}, exitUsage, "--max-spans-per-request -1: must be positive", "", true},
+		{"negative reorder wait", []string{"listen", "--reorder-wait", "-1s"}, exitUsage, "--reorder-wait -1s: must not be negative", "", true},
+		{"no connections", []string{"listen", "--max-conns", "0"}, exitUsage, "--max-conns 0: must be positive", "", true},
+		{"no idle time", []string{"listen", "--conn-idle-timeout", "0s"}, exitUsage, "--conn-idle-timeout 0s: must be positive", "", true},
+		{"attach tick", []string{"attach", "--tick", "1ns"}, exitUsage, "--tick 1ns: must be at least 10ms", "", true},
+		// A failed export is a warning after the report, and with --otlp-required its own status.
+		{"refusing collector warns", []string{"run", "--headless", "--steps", "2", "--otlp", "127.0.0.1:1"}, exitOK,
+			"did not reach the collector (failing: ", "xfertop report", false},
+		{"refusing collector required", []string{"run", "--headless", "--steps", "2", "--otlp", "127.0.0.1:1", "--otlp-required"}, exitExport,
+			"xfertop run: the OTLP export to http://127.0.0.1:1 failed: ", "xfertop report", false},
+		{"refusing collector required, replay", []string{"replay", "--headless", filepath.Join("testdata", "hta_small.json"), "--otlp", "127.0.0.1:1", "--otlp-required"}, exitExport,
+			"xfertop replay: the OTLP export to http://127.0.0.1:1 failed: ", "", false},
 		{"watchdog alert", []string{"run", "--headless", "--scenario", "deadlock"}, exitAlert, "", "[watchdog] watchdog: send op", false},
 		{"scenarios", []string{"scenarios"}, exitOK, "", "--set d2d_priority=high (high|normal)", false},
 		{"help", []string{"help"}, exitOK, "", "-scenario string", false},
@@ -115,5 +136,28 @@ func TestReadmeListsEveryBuiltin(t *testing.T) {
 		if !strings.Contains(string(readme), "| `"+name+"`") {
 			t.Errorf("README's scenario table lacks %s", name)
 		}
+	}
+}
+
+// The help says what each command does: run and replay open the console (a report only with
+// --headless), and analyze, replay and convert read Nsight Systems exports.
+func TestHelpSaysWhatCommandsDo(t *testing.T) {
+	code, out, _ := runCLI(t, "help")
+	if code != exitOK {
+		t.Fatalf("help: exit %d", code)
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "xfertop" {
+			lines[strings.Trim(f[1], "[]")] = l
+		}
+	}
+	for _, cmd := range []string{"run", "replay"} {
+		if l := lines[cmd]; !strings.Contains(l, "console") || strings.Contains(l, "and print") {
+			t.Errorf("help on %s: %q; want it to say it opens the console", cmd, l)
+		}
+	}
+	if !strings.Contains(out, "Nsight Systems exports (.sqlite") {
+		t.Errorf("help does not say analyze reads Nsight Systems exports:\n%s", out)
 	}
 }

@@ -25,6 +25,21 @@ type consoleOpts struct {
 	window int
 }
 
+// minTick is the shortest --tick: a terminal shows no more than about 60 frames a second, and a
+// shorter refresh only burns CPU (1 ns took more than a core).
+const minTick = 10 * time.Millisecond
+
+// check refuses a refresh interval or a window that cannot work, naming the flag.
+func (o consoleOpts) check() error {
+	if o.tick < minTick {
+		return usageError("--tick %v: must be at least %v (the terminal draws no faster)", o.tick, minTick)
+	}
+	if o.window <= 0 {
+		return usageError("--window %d: must be positive", o.window)
+	}
+	return nil
+}
+
 // interactive reports whether the console can run: stdout and stdin are a terminal.
 func interactive(stdout io.Writer) bool {
 	f, ok := stdout.(*os.File)
@@ -108,7 +123,7 @@ func runProgram(ctx context.Context, m tea.Model) error {
 // darkTerminal reports whether the terminal's background is dark.
 func darkTerminal() bool { return lipgloss.HasDarkBackground(os.Stdin, os.Stdout) }
 
-func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts) error {
+func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, otlp *otlpFlags, stderr io.Writer) error {
 	if cfg.Steps == 0 && cfg.Duration == 0 {
 		cfg.Steps = math.MaxInt32 // like top: run until the user quits
 	}
@@ -124,7 +139,10 @@ func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts) error {
 	if cerr != nil && ctx.Err() == nil {
 		return failure(fmt.Errorf("console: %w", cerr))
 	}
-	return runEnded(out, rerr)
+	if err := runEnded(out, rerr); err != nil {
+		return err
+	}
+	return otlp.check(session.ReportExport(l.ExportStats()), stderr)
 }
 
 func replayConsole(ctx context.Context, cfg session.ReplayConfig, o consoleOpts) error {

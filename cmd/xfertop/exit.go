@@ -23,6 +23,7 @@ const (
 	exitUsage       = 2   // the command line is wrong: flags, arguments, scenario, knobs, an input that is not there
 	exitAlert       = 3   // a watchdog alert or a deadlock ended the run
 	exitData        = 4   // an input file is not what it should be: a corrupt recording, a malformed trace, no events
+	exitExport      = 5   // with --otlp-required: spans or metric points did not reach the OTLP collector
 	exitInterrupted = 130 // SIGINT or SIGTERM; what ran is reported and the recording closed
 )
 
@@ -34,6 +35,8 @@ Exit status:
   2    usage error (flags, arguments, scenario, knobs; an input file that does not exist or is a directory)
   3    a watchdog alert or a deadlock ended the run (the report says which)
   4    bad input data (a corrupt or unreadable recording, a malformed trace, an input without events)
+  5    with --otlp-required: the OTLP export failed (spans or metric points did not reach the collector);
+       without it a failed export is a warning on standard error and the status is that of the run
   130  interrupted (SIGINT or SIGTERM): the report of what ran is printed and the recording closed
 `
 

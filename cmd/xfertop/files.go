@@ -63,6 +63,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *speed < 0 || *from < 0 {
 		return usageError("--speed and --from must not be negative")
 	}
+	if err := (consoleOpts{tick: *tick, window: *window}).check(); err != nil {
+		return err
+	}
 	exp, err := otlp.config()
 	if err != nil {
 		return usageError("%w", err)
@@ -107,7 +110,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 	}
-	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, stdout, stderr)
+	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, &otlp, stdout, stderr)
 }
 
 // importToRecording imports a trace or an export, or merges a job's per-rank recordings, into a
@@ -205,7 +208,7 @@ func recordingEnd(path string, salvage bool) (end int64, events int, err error) 
 }
 
 // replayReport reads a recording back and prints its report, with the warnings on standard error.
-func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, stdout, stderr io.Writer) error {
+func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, otlp *otlpFlags, stdout, stderr io.Writer) error {
 	rp, err := session.Replay(ctx, cfg)
 	if rp != nil {
 		for _, w := range rp.Warnings {
@@ -215,7 +218,11 @@ func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, st
 	if err != nil {
 		return err // a damaged recording or one without events is a data error (exitStatus), an unreadable file a failure
 	}
-	return writeReport(stdout, rp.Report(), asJSON)
+	rep := rp.Report()
+	if err := writeReport(stdout, rep, asJSON); err != nil {
+		return err
+	}
+	return otlp.check(rep.Export, stderr)
 }
 
 // isRecording reports whether path is a recording, by its content or else its name
@@ -326,7 +333,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 		return convertTrace(in[0], out, limits.options(false), stdout, stderr)
 	}
 	if len(in) > 1 && strings.HasSuffix(out, ".xfr") {
-		return convertTrace(strings.Join(in, ", "), out, limits.options(false), stdout, stderr, in...)
+		return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, limits.options(false), stdout, stderr, in...)
 	}
 	if !strings.HasSuffix(out, ".json") {
 		return usageError("%s is a recording; write it to a .json file (Chrome trace), not %q", in[0], out)
@@ -373,7 +380,11 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 		_ = sink.fail(err)
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, res.Events, in, res.Importer)
+	how := res.Importer
+	if len(ranks) > 0 {
+		how = fmt.Sprintf("%d per-rank recordings merged", len(ranks))
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, res.Events, in, how)
 	return nil
 }
 
@@ -381,18 +392,20 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 type importLimits struct {
 	input, token sizeValue
 	stepRange    string
+	verbose      bool
 }
 
 func (l *importLimits) register(fs *flag.FlagSet) {
 	l.input.n, l.token.n = kineto.DefaultMaxInputBytes, int64(kineto.DefaultMaxTokenBytes)
 	fs.Var(&l.input, "max-input-bytes", "refuse a trace file holding more JSON than this, after decompression")
 	fs.Var(&l.token, "max-token-bytes", "refuse a trace with a string or number longer than this")
+	fs.BoolVar(&l.verbose, "v", false, "Nsight Systems export: a warning for each event left out, not one line per file")
 	fs.StringVar(&l.stepRange, "step-range", "ProfilerStep", "Nsight Systems export: the NVTX range that is a step (NAME, NAME#N or \"NAME, ...\")")
 }
 
 func (l *importLimits) options(likeHTA bool) importers.Options {
 	return importers.Options{Trace: kineto.Options{LikeHTA: likeHTA, MaxInputBytes: l.input.n, MaxTokenBytes: int(l.token.n)},
-		StepRange: l.stepRange}
+		StepRange: l.stepRange, Verbose: l.verbose}
 }
 
 // sizeValue is a flag holding a positive byte count such as 64MiB or 16GiB.

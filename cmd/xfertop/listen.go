@@ -46,6 +46,8 @@ func listenFlags(stderr io.Writer) (*flag.FlagSet, *listenOpts) {
 	fs.Var(&o.maxBytes, "max-message-bytes", "refuse a request larger than this, after decompression")
 	fs.IntVar(&o.cfg.MaxSpansPerRequest, "max-spans-per-request", receiver.DefaultMaxSpans, "refuse a request holding more spans than this")
 	fs.IntVar(&o.cfg.QueueSpans, "queue-spans", receiver.DefaultQueueSpans, "spans waiting to be merged; past it senders are asked to retry (gRPC ResourceExhausted, HTTP 429)")
+	fs.IntVar(&o.cfg.MaxConns, "max-conns", receiver.DefaultMaxConns, "connections open at once, gRPC and HTTP together; past it a new one is closed at once and logged")
+	fs.DurationVar(&o.cfg.MaxConnIdle, "conn-idle-timeout", receiver.DefaultMaxConnIdle, "close a connection that carried no request for this long (the sender reconnects when it has data)")
 	fs.DurationVar(&o.cfg.ReorderWait, "reorder-wait", receiver.DefaultReorderWait, "how long a missing event holds back those after it before it is counted lost")
 	fs.BoolVar(&o.headless, "headless", false, "print a report at the end instead of opening the console")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON at the end instead of opening the console (implies --headless)")
@@ -64,8 +66,23 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))
 	}
-	if o.idle < 0 || o.console.tick <= 0 || o.console.window <= 0 {
-		return usageError("--exit-after-idle must not be negative; --tick and --window must be positive")
+	if o.idle < 0 {
+		return usageError("--exit-after-idle %v: must not be negative", o.idle)
+	}
+	if err := o.console.check(); err != nil {
+		return err
+	}
+	switch {
+	case o.cfg.QueueSpans <= 0:
+		return usageError("--queue-spans %d: must be positive", o.cfg.QueueSpans)
+	case o.cfg.MaxSpansPerRequest <= 0:
+		return usageError("--max-spans-per-request %d: must be positive", o.cfg.MaxSpansPerRequest)
+	case o.cfg.MaxConns <= 0:
+		return usageError("--max-conns %d: must be positive", o.cfg.MaxConns)
+	case o.cfg.MaxConnIdle <= 0:
+		return usageError("--conn-idle-timeout %v: must be positive", o.cfg.MaxConnIdle)
+	case o.cfg.ReorderWait < 0:
+		return usageError("--reorder-wait %v: must not be negative", o.cfg.ReorderWait)
 	}
 	o.cfg.MaxMessageBytes = int(min(o.maxBytes.n, 1<<31-1))
 	if o.tokenFile != "" {
@@ -348,7 +365,7 @@ func (s *listenSource) Status() ui.Status {
 	t := s.l.Totals()
 	var hosts []string
 	for _, h := range t.Hosts {
-		hosts = append(hosts, fmt.Sprintf("%s %s", h.Name, units.Dur(h.OffsetNs)))
+		hosts = append(hosts, hostClock(h))
 	}
 	src := "waiting for senders on " + s.addrs
 	if len(hosts) > 0 {
@@ -365,6 +382,16 @@ func (s *listenSource) Status() ui.Status {
 		line = fmt.Sprintf("RECORDING FAILED (%v): senders answered unavailable · %s", err, line)
 	}
 	return ui.Status{Dropped: t.Lost, Note: line}
+}
+
+// hostClock names a sending host with the estimate of its clock's offset from this one (the
+// report's clock offset), unknown until it has sent a span.
+func hostClock(h receiver.Host) string {
+	off := units.Unknown
+	if h.Spans > 0 {
+		off = units.Dur(h.OffsetNs)
+	}
+	return fmt.Sprintf("%s clock offset ≈ %s", h.Name, off)
 }
 
 func listenConsole(ctx context.Context, o *listenOpts, logs *lineLog) error {

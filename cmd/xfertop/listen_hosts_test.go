@@ -9,8 +9,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/xfertop/xfertop/receiver"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/units"
 )
 
 // splitByHost writes one recording per host of the recording at path, each holding that host's
@@ -126,5 +128,22 @@ func checkMerged(t *testing.T, want, got *report.Report, sent []*report.Report) 
 	}
 	if a, b := analysisSections(t, want), analysisSections(t, got); a != b {
 		t.Errorf("the merged report differs from the single-process run's:\n%s", lineDiff(a, b))
+	}
+}
+
+// The console's header names each sender with its clock offset as such, and an offset not yet
+// estimated (no span received) as unknown.
+func TestHostClockLabelled(t *testing.T) {
+	cases := []struct {
+		h    receiver.Host
+		want string
+	}{
+		{receiver.Host{Name: "host-0", Spans: 10, OffsetNs: -928_000_000}, "host-0 clock offset ≈ -928 ms"},
+		{receiver.Host{Name: "host-1", OffsetNs: 1<<63 - 1}, "host-1 clock offset ≈ " + units.Unknown},
+	}
+	for _, c := range cases {
+		if got := hostClock(c.h); got != c.want {
+			t.Errorf("hostClock(%+v) = %q; want %q", c.h, got, c.want)
+		}
 	}
 }

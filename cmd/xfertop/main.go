@@ -5,19 +5,21 @@
 // Usage:
 //
 //	xfertop [run] [flags]        run a scenario: the console, or a report with --headless
-//	xfertop replay FILE [flags]  replay a recording (.xfr)
+//	xfertop replay FILE [flags]  replay a recording (.xfr), traces or Nsight Systems exports: the
+//	                             console, or the report with --headless
 //	xfertop listen [flags]       receive other hosts' xfertop over OTLP (gRPC 4317, HTTP 4318)
-//	xfertop analyze FILE...      report on a recording or on Kineto / Chrome traces; an nccl-tests
+//	xfertop analyze FILE...      report on a recording, Kineto / Chrome traces or Nsight Systems
+//	                             exports (.sqlite); an nccl-tests
 //	                             log as a reference (with --topology: against the simulated sweep)
 //	xfertop nccl-tests OP        nccl-tests' sweep of OP simulated, in nccl-tests' columns
-//	xfertop convert IN OUT       .xfr <-> Chrome trace JSON
+//	xfertop convert IN OUT       .xfr -> Chrome trace JSON; traces and Nsight exports -> .xfr
 //	xfertop scenarios            list the built-in scenarios and their knobs
 //	xfertop topologies [NAME]    list the built-in topologies, or print one's file
 //	xfertop help                 the flags and the exit statuses
 //
 // Exit status: 0 success; 1 a runtime failure (a recording that cannot be written, a full disk);
 // 2 a usage error; 3 a watchdog alert or a deadlock ended the run; 4 bad input data (a corrupt
-// recording, a malformed trace); 130 interrupted by SIGINT or SIGTERM (the report of what ran is
+// recording, a malformed trace); 5 with --otlp-required, the OTLP export failed; 130 interrupted by SIGINT or SIGTERM (the report of what ran is
 // printed and the recording closed). See exit.go.
 //
 // Environment: XFERTOP_MEMSTATS=FILE appends the process's heap figures to FILE every second (for

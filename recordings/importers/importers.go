@@ -78,7 +78,7 @@ const DetectBytesNeeded = 512
 // is a recording, so that the recording reader says what is wrong with it (empty, cut in its
 // header, not a recording) rather than the JSON reader. Any other text is a trace, for the JSON
 // reader to name its first bad byte; any other empty file is ErrEmpty. The name also recognises an
-// Nsight Systems report, whose format is not public.
+// Nsight Systems report, whose format is not public, text or binary.
 func DetectBytes(name string, head []byte) (Format, error) {
 	lower := strings.ToLower(name)
 	text := bytes.TrimLeft(head, " \t\r\n\ufeff")
@@ -95,10 +95,12 @@ func DetectBytes(name string, head []byte) (Format, error) {
 		return FormatRecording, nil
 	case len(head) == 0:
 		return FormatUnknown, fmt.Errorf("%s: %w", name, ErrEmpty)
+	case strings.HasSuffix(lower, ".nsys-rep") || strings.HasSuffix(lower, ".qdrep"):
+		// Before the text test: what is named a report is more likely one, or a mistake about
+		// one, than a trace, and the export command is what helps.
+		return FormatUnknown, fmt.Errorf("%s: %w", name, ErrNsysReport)
 	case !binary(head):
 		return FormatTrace, nil // the JSON reader says precisely what is wrong with a text file
-	case strings.HasSuffix(lower, ".nsys-rep") || strings.HasSuffix(lower, ".qdrep"):
-		return FormatUnknown, fmt.Errorf("%s: %w", name, ErrNsysReport)
 	}
 	return FormatUnknown, fmt.Errorf("%s: %w", name, ErrUnknownFormat)
 }
@@ -132,6 +134,9 @@ type Options struct {
 	Salvage bool
 	// Writer names the program that describes an import (timeline.Meta.Writer).
 	Writer string
+	// Verbose lists each event an Nsight Systems export leaves out in a warning of its own
+	// instead of one line per file.
+	Verbose bool
 }
 
 // Read imports one or more traces or exports of one format (several files are the ranks or hosts
@@ -160,7 +165,7 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 // read imports traces or exports of format.
 func read(paths []string, format Format, opts Options) (*kineto.Imported, error) {
 	if format == FormatNsys {
-		return nsys.ReadFiles(paths, nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context})
+		return nsys.ReadFiles(paths, nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context, Verbose: opts.Verbose})
 	}
 	return kineto.ReadFiles(paths, traceOptions(opts))
 }

@@ -41,6 +41,7 @@ func TestDetect(t *testing.T) {
 		{"XFERTOP notes.txt", "XFERTOP, but text", FormatTrace, nil},
 		{"run.nsys-rep", "\x00\x01\x02\xffQDSTRM", FormatUnknown, ErrNsysReport},
 		{"RUN.QDREP", "\x89\x00binary", FormatUnknown, ErrNsysReport},
+		{"text.nsys-rep", "hello, this is text\n", FormatUnknown, ErrNsysReport},
 		{"image.png", "\x89PNG\r\n\x1a\n\x00\x00", FormatUnknown, ErrUnknownFormat},
 	} {
 		got, err := DetectBytes(tc.name, []byte(tc.head))

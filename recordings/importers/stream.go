@@ -90,7 +90,7 @@ func streamTraces(paths []string, opts Options, sink Sink) (*Result, error) {
 // order, holding none of them.
 func streamNsys(paths []string, opts Options, sink Sink) (*Result, error) {
 	res := &Result{Format: FormatNsys, Importer: nsys.Format}
-	nopts := nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context}
+	nopts := nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context, Verbose: opts.Verbose}
 	im, err := nsys.Stream(paths, nopts, func(im *kineto.Imported) error {
 		return sink.Begin(&Header{Format: FormatNsys, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
 	}, func(batch []timeline.Event) error {

@@ -151,11 +151,11 @@ func (m *merger) fix(more bool) {
 	}
 }
 
-// each calls fn with every item of every cursor in start order.
-func (m *merger) each(fn func(it *item) error) error {
+// each calls fn with every item of every cursor in start order, and the file it is of.
+func (m *merger) each(fn func(f *fileReader, it *item) error) error {
 	for len(m.heap) > 0 {
 		c := m.heap[0]
-		if err := fn(&c.head); err != nil {
+		if err := fn(c.f, &c.head); err != nil {
 			return err
 		}
 		more, err := c.next()

@@ -17,8 +17,10 @@ const (
 	maxSpan       = kineto.MaxSpan
 	maxTime       = 1 << 62
 	maxWarnings   = 20
-	queuedUnknown = kineto.QueuedUnknown
-	defaultStream = 1 << 31 // stream id 0 means "no stream" in events
+	// maxVerboseWarnings bounds the warnings that Options.Verbose asks for, and their memory.
+	maxVerboseWarnings = 10_000
+	queuedUnknown      = kineto.QueuedUnknown
+	defaultStream      = 1 << 31 // stream id 0 means "no stream" in events
 )
 
 // Options select what is imported and how progress is told.
@@ -32,6 +34,9 @@ type Options struct {
 	Progress func(done, total int64)
 	// Context, when set, interrupts a long read when it is done.
 	Context context.Context
+	// Verbose names every event left out in a warning of its own; without it each file gets one
+	// line saying how many and the first.
+	Verbose bool
 
 	// For the tests: sqlSurvey has the survey read every table with SQL; surveyed, when set, is
 	// given the number of tables it read from their pages.
@@ -65,6 +70,7 @@ type importer struct {
 	// What the events are put through on their way out.
 	median, base int64
 	outliers     bool // events further than maxSpan from median are left out
+	far          map[*fileReader]*farEvents
 	begun        bool
 	launches     launchTimes
 	batch        []timeline.Event
@@ -206,6 +212,37 @@ func closeCursors(cursors []*cursor) {
 	}
 }
 
+// farEvents are a file's events left out for starting too far from the capture's others: how
+// many, and the first, for the file's summary line.
+type farEvents struct {
+	n     int64
+	first string
+}
+
+// describe names an event in a warning: its kind and its name when it has one.
+func (m *importer) describe(ev *timeline.Event) string {
+	if name := m.im.Strings.Lookup(ev.Label); name != "" {
+		return fmt.Sprintf("%s %q", ev.Kind, name)
+	}
+	return fmt.Sprintf("%s (unnamed)", ev.Kind)
+}
+
+// leaveOut counts an event of f left out for starting d from the capture's other events.
+func (m *importer) leaveOut(f *fileReader, ev *timeline.Event, d int64) {
+	if m.opts.Verbose {
+		m.warn("%s: %s starts %s from the capture's other events (more than 24 h): left out", f.d.name, m.describe(ev), time.Duration(d))
+	}
+	if m.far == nil {
+		m.far = map[*fileReader]*farEvents{}
+	}
+	fe := m.far[f]
+	if fe == nil {
+		fe = &farEvents{first: fmt.Sprintf("%s at %s", m.describe(ev), time.Duration(d).Round(time.Second))}
+		m.far[f] = fe
+	}
+	fe.n++
+}
+
 // run merges the cursors' events and hands them on.
 func (m *importer) run(cursors []*cursor) error {
 	var mg merger
@@ -233,12 +270,11 @@ func (m *importer) run(cursors []*cursor) error {
 
 // out puts an event through what needs the events in start order: the outlier test, launch times,
 // time 0 (the first event's start), then hands it on.
-func (m *importer) out(it *item) error {
+func (m *importer) out(f *fileReader, it *item) error {
 	ev := it.ev
 	if m.outliers {
 		if d := ev.Start - m.median; d < -maxSpan || d > maxSpan {
-			m.warn("%s %q starts %s from the capture's other events (more than 24 h): left out",
-				ev.Kind, m.im.Strings.Lookup(ev.Label), time.Duration(ev.Start-m.median))
+			m.leaveOut(f, &ev, d)
 			return nil
 		}
 	}
@@ -324,7 +360,11 @@ func checkExport(d *db) error {
 }
 
 func (m *importer) warn(format string, args ...any) {
-	if len(m.warnings) < maxWarnings {
+	limit := maxWarnings
+	if m.opts.Verbose {
+		limit = maxVerboseWarnings
+	}
+	if len(m.warnings) < limit {
 		m.warnings = append(m.warnings, fmt.Sprintf(format, args...))
 		return
 	}
@@ -372,6 +412,15 @@ func (m *importer) row() {
 // finish completes the description: the warnings, and progress at its end.
 func (m *importer) finish(multi bool) (*kineto.Imported, error) {
 	im := m.im
+	for _, f := range m.files {
+		if fe := m.far[f]; fe != nil && !m.opts.Verbose {
+			what := fmt.Sprintf("%d events start", fe.n)
+			if fe.n == 1 {
+				what = "1 event starts"
+			}
+			m.warn("%s: %s more than 24 h from the capture's other events: left out (the first, %s; -v lists them)", f.d.name, what, fe.first)
+		}
+	}
 	if m.anyClock && multi {
 		m.warn("some files have no %s: their times are those of their own clock, not aligned with the other files", tableStart)
 	}

@@ -53,9 +53,9 @@ func TestSurveyFromPages(t *testing.T) {
 		{"a text device", file("text.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (5000030000, 5000031000, 'x', 1, 14, 0, 0, 0, 512)`)), all - 1, ""},
 		{"an out-of-range time", file("far.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (9000000000000000000, 9000000000000000001, 1, 0, 9, 1, 0)`)), all, ""},
 		{"a start 100 h later", file("later.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (365000000000000, 365000000001000, 1, 1, 14, 9, 0, 3, 2, 1)`)), all,
-			"more than 24 h): left out"},
+			"1 event starts more than 24 h from the capture's other events: left out"},
 		{"a start 100 h later, and a real", file("later-real.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (365000000000000, 365000000001000, 1, 1, 14, 9, 0, 3, 2, 1)`,
-			`INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (5000030000.5, 5000031000, 1, 1, 14, 0, 0, 0, 512)`)), all - 1, "more than 24 h): left out"},
+			`INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (5000030000.5, 5000031000, 1, 1, 14, 0, 0, 0, 512)`)), all - 1, "1 event starts more than 24 h from the capture's other events: left out"},
 		{"a covering index by start, descending", file("index.sqlite", old(`CREATE INDEX k ON CUPTI_ACTIVITY_KIND_KERNEL(start DESC, end, deviceId, streamId, correlationId, globalPid, demangledName, shortName)`)), all, ""},
 	}
 	two := append(append([]string{}, cases[0].paths...), cases[4].paths...)

@@ -84,7 +84,9 @@ func (m *Model) View() string {
 }
 
 // Column widths of the device table: the device, the time split, the idle cause and the total.
-const colDev, colSplit, colCause, colTotal = 5, 21, 14, 9
+// The split's middle column says non-compute, as the idle view and the report do (HTA's word);
+// the cause column is as wide as the longest cause, barrier_wait.
+const colDev, colSplit, colCause, colTotal = 5, 24, 12, 9
 
 // deviceTable is the layout of one drawing of the device table: what fits the width, and the
 // history's scale shared by every row so that sparklines compare across devices.
@@ -145,7 +147,7 @@ func totalAt(d *analysis.DeviceLinks, k int64) float64 {
 }
 
 func (t *deviceTable) head() string {
-	head := fmt.Sprintf("%-*s%7s%7s%7s %-*s", colDev, "gpu", "comp%", "xfer%", "idle%", colCause, "idle mostly")
+	head := fmt.Sprintf("%-*s%7s%10s%7s %-*s", colDev, "gpu", "comp%", "non-comp%", "idle%", colCause, "idle mostly")
 	for l := range analysis.NumLinks {
 		head += fmt.Sprintf("%*s", t.cell, l)
 	}
@@ -166,9 +168,9 @@ func (t *deviceTable) row(ds *analysis.DeviceLinks, tm analysis.DeviceTime, time
 		if tm.IdlePct >= 50 {
 			idle = st.WarnOn + idle + st.WarnOff
 		}
-		line += fmt.Sprintf("%7.1f%7.1f", tm.ComputePct, tm.NonCompPct) + idle
+		line += fmt.Sprintf("%7.1f%10.1f", tm.ComputePct, tm.NonCompPct) + idle
 	} else {
-		line += st.MutedOn + fmt.Sprintf("%7s%7s%7s", units.Unknown, units.Unknown, units.Unknown) + st.MutedOff
+		line += st.MutedOn + fmt.Sprintf("%7s%10s%7s", units.Unknown, units.Unknown, units.Unknown) + st.MutedOff
 	}
 	if cause == "" {
 		cause = units.Unknown

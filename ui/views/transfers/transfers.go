@@ -9,6 +9,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/ui/widget"
@@ -142,46 +143,103 @@ func (v *Model) sorted() []row {
 	return rs
 }
 
+// importance ranks the columns by what a reader needs first, most first: when the window is too
+// narrow the least important give way, whole, rather than every column being cut. The size class
+// tells a row from its neighbours (a sweep has one row per size) and algo_proto two rows at one size.
+var importance = []int{0, 1, 7, 8, 4, 9, 5, 3, 6, 2} // kind, size, GB/s, busbw, bytes, algo_proto, p50, count, p99, ranks
+
+// gap is the space before every column but the first.
+const gap = 2
+
+// cells returns the text of row t's cells, in Cols order.
+func cells(t row) []string {
+	ranks, bus, size, bytes := "", "", "≤"+units.Bytes(t.size), units.Bytes(t.bytes)
+	if t.coll {
+		ranks, bus = units.Unknown, gbpsCell(t.bus)
+		if t.ranks > 0 {
+			ranks = fmt.Sprint(t.ranks)
+		}
+		if t.size == 0 { // not recorded
+			size, bytes = units.Unknown, units.Unknown
+		}
+	}
+	return []string{t.kind, size, ranks, fmt.Sprint(t.count), bytes, units.DurP(t.p50), units.DurP(t.p99), gbpsCell(t.rate), bus, t.algoProto}
+}
+
+// layout chooses the columns shown and their widths for a window w cells wide: each as wide as
+// its widest cell or heading, none that is blank in every row (sends have no busbw), and, when
+// they do not fit, the least important dropped first (never the one sorted by).
+func layout(head []string, body [][]string, w, sortCol int) (shown []bool, widths []int) {
+	n := len(head)
+	shown, widths = make([]bool, n), make([]int, n)
+	for i := range n {
+		widths[i] = ansi.StringWidth(head[i])
+		blank := true
+		for _, r := range body {
+			widths[i] = max(widths[i], ansi.StringWidth(r[i]))
+			blank = blank && r[i] == ""
+		}
+		shown[i] = i == 0 || !blank || len(body) == 0
+	}
+	total := func() int {
+		s := 0
+		for i := range n {
+			if shown[i] {
+				s += widths[i] + gap
+			}
+		}
+		return s - gap
+	}
+	for k := len(importance) - 1; k > 0 && total() > w; k-- {
+		if c := importance[k]; c != sortCol {
+			shown[c] = false
+		}
+	}
+	if total() > w { // only the kind and the sorted column are left: cut the kind's label
+		widths[0] = max(1, widths[0]-(total()-w))
+	}
+	return shown, widths
+}
+
+// formatRow lays cells out in the shown columns: the first left-aligned and cut to its width with
+// an ellipsis, the others right-aligned.
+func formatRow(cs []string, shown []bool, widths []int) string {
+	var b strings.Builder
+	for i, c := range cs {
+		if !shown[i] {
+			continue
+		}
+		if i == 0 {
+			c = ansi.Truncate(c, widths[0], "…")
+			b.WriteString(c + strings.Repeat(" ", widths[0]-ansi.StringWidth(c)))
+			continue
+		}
+		b.WriteString(strings.Repeat(" ", gap+widths[i]-ansi.StringWidth(c)) + c)
+	}
+	return b.String()
+}
+
 // View draws the table, the selection and the filter or a summary line.
 func (v *Model) View() string {
 	st, h := &v.Fr.Styles, v.H
 	rs := v.sorted()
 	var b strings.Builder
-	widths := []int{18, 11, 6, 8, 11, 10, 10, 9, 9, 17}
-	head := ""
-	for i, c := range Cols {
-		name := c
-		if i == v.sortCol {
-			arrow := "▲"
-			if v.reverse {
-				arrow = "▼"
-			}
-			name += arrow
-		}
-		if i == 0 {
-			head += fmt.Sprintf("%-*s", widths[i], name)
-		} else {
-			head += fmt.Sprintf("%*s", widths[i], name)
-		}
+	head := slices.Clone(Cols)
+	if v.reverse {
+		head[v.sortCol] += "▼"
+	} else {
+		head[v.sortCol] += "▲"
 	}
-	b.WriteString(st.Title.Render(head) + "\n")
 	from, to := v.list.Window(len(rs), h-3, 1)
+	body := make([][]string, 0, to-from)
 	for i := from; i < to; i++ {
-		t := rs[i]
-		ranks, bus, size, bytes := "", "", "≤"+units.Bytes(t.size), units.Bytes(t.bytes)
-		if t.coll {
-			ranks, bus = units.Unknown, gbpsCell(t.bus)
-			if t.ranks > 0 {
-				ranks = fmt.Sprint(t.ranks)
-			}
-			if t.size == 0 { // not recorded
-				size, bytes = units.Unknown, units.Unknown
-			}
-		}
-		line := fmt.Sprintf("%-*s%*s%*s%*d%*s%*s%*s%*s%*s%*s", widths[0], t.kind, widths[1], size,
-			widths[2], ranks, widths[3], t.count, widths[4], bytes, widths[5], units.DurP(t.p50),
-			widths[6], units.DurP(t.p99), widths[7], gbpsCell(t.rate), widths[8], bus, widths[9], t.algoProto)
-		if i == v.list.Selected() {
+		body = append(body, cells(rs[i]))
+	}
+	shown, widths := layout(head, body, v.W, v.sortCol)
+	b.WriteString(st.Title.Render(formatRow(head, shown, widths)) + "\n")
+	for i, cs := range body {
+		line := formatRow(cs, shown, widths)
+		if from+i == v.list.Selected() {
 			line = st.Selected.Render(line)
 		}
 		b.WriteString(line + "\n")

@@ -1,6 +1,8 @@
 package transfers
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,6 +77,61 @@ func TestTransfersCollectiveStragglers(t *testing.T) {
 			}
 			if !strings.HasSuffix(strings.TrimRight(last, " "), c.want) {
 				t.Errorf("last line %q, want it to end in %q", last, c.want)
+			}
+		})
+	}
+}
+
+// At any width the columns that fit are shown whole: the least important give way first, a
+// column blank in every row takes no room, and no cell is cut to an ellipsis.
+func TestTransfersColumnsGiveWay(t *testing.T) {
+	alg, bus, rate, p := 123.4, 215.9, 111.0, int64(188_000)
+	res := &analysis.Result{
+		Transfers: analysis.Transfers{BySize: []analysis.SizeRow{{Kind: "send", SizeClass: 64 << 20, Stats: analysis.Stats{Count: 90, Bytes: 90 << 26, P50Ns: &p, P99Ns: &p, GBps: &rate}}}},
+		Collectives: analysis.Collectives{Rows: []analysis.Collective{
+			{Op: "all_reduce", Ranks: 8, SizeClass: 1 << 30, Bytes: 1 << 30, Count: 2, P50Ns: &p, P99Ns: &p, AlgBW: &alg, BusBW: &bus, AlgoProto: "Ring_Simple"},
+		}},
+	}
+	cases := []struct {
+		w          int
+		want, gone []string // headings shown and dropped
+	}{
+		{200, []string{"kind", "size", "ranks", "count", "bytes", "p50", "p99", "GB/s", "busbw", "algo_proto"}, nil},
+		{80, []string{"kind", "size", "bytes", "GB/s", "busbw", "algo_proto", "p50"}, []string{"ranks"}},
+		{60, []string{"kind", "size", "bytes", "GB/s", "busbw"}, []string{"ranks", "p99", "count", "p50"}},
+		// bytes, sorted by, stays though less important than GB/s
+		{30, []string{"kind", "size", "bytes"}, []string{"ranks", "p99", "count", "p50", "algo_proto", "busbw"}},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprint(c.w), func(t *testing.T) {
+			v := New(&widget.Frame{Res: res, Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()})
+			v.SetSize(c.w, 8)
+			out := ansi.Strip(v.View())
+			lines := strings.Split(out, "\n")
+			for i, l := range lines[:3] {
+				if ansi.StringWidth(l) > c.w {
+					t.Errorf("line %d is %d cells wide in %d: %q", i, ansi.StringWidth(l), c.w, l)
+				}
+				if strings.Contains(l, "…") {
+					t.Errorf("line %d has a cut cell: %q", i, l)
+				}
+				if i == 0 && strings.HasSuffix(l, " ") {
+					t.Errorf("heading ends in a blank column: %q", l)
+				}
+			}
+			head := strings.Fields(strings.ReplaceAll(lines[0], "▼", ""))
+			for _, h := range c.want {
+				if !slices.Contains(head, h) {
+					t.Errorf("heading %q missing from %q", h, lines[0])
+				}
+			}
+			for _, h := range c.gone {
+				if slices.Contains(head, h) {
+					t.Errorf("heading %q shown in %q; it should have given way", h, lines[0])
+				}
+			}
+			if slices.Contains(head, "busbw") && !strings.Contains(out, "215.9") {
+				t.Errorf("busbw heading without its value:\n%s", out)
 			}
 		})
 	}
