@@ -42,8 +42,9 @@ func PackPort(group, rail int) uint32 { return uint32(group)<<8 | uint32(rail&0x
 // UnpackPort is PackPort's inverse.
 func UnpackPort(aux uint32) (group, rail int) { return int(aux >> 8), int(aux & 0xff) }
 
-// PortName names a fabric port as reports and the console show it: "leaf g3.r5 up".
-func PortName(aux uint32, dir int) string {
+// PortName names a leaf switch's spine ports as reports and the console show them: "leaf g3.r5"
+// (rail group 3, rail 5).
+func PortName(aux uint32) string {
 	g, r := UnpackPort(aux)
-	return fmt.Sprintf("leaf g%d.r%d %s", g, r, [2]string{"up", "down"}[dir&1])
+	return fmt.Sprintf("leaf g%d.r%d", g, r)
 }

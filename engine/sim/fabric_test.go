@@ -44,7 +44,7 @@ func (p *portTally) Emit(e *timeline.Event) {
 		p.t.Errorf("fabric port event on device %d; want NoDevice", e.Device)
 	}
 	if rate := float64(e.Bytes) / (float64(e.End-e.Start) / 1e9); rate > p.peak*1.0001+1e9/float64(e.End-e.Start) {
-		p.t.Errorf("%s: %.4g B/s over [%d, %d]; the port's bandwidth is %.4g", timeline.PortName(e.Aux, dir), rate, e.Start, e.End, p.peak)
+		p.t.Errorf("%s dir %d: %.4g B/s over [%d, %d]; the port's bandwidth is %.4g", timeline.PortName(e.Aux), dir, rate, e.Start, e.End, p.peak)
 	}
 	p.bytes[dir] += float64(e.Bytes)
 	p.ports[e.Aux] = true

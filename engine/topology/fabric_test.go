@@ -105,3 +105,30 @@ func TestParseFabricErrors(t *testing.T) {
 		})
 	}
 }
+
+// WithHosts scales a topology as `--hosts N` does: the same hardware on N hosts, renamed, checked
+// as a file would be.
+func TestWithHosts(t *testing.T) {
+	tp, err := WithHosts(mustBuiltin(t, "h100x8x2"), 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp.Hosts != 512 || tp.Name != "h100x8x2-512hosts" || tp.Devices() != 4096 || tp.GPU != mustBuiltin(t, "h100x8x2").GPU {
+		t.Errorf("WithHosts(h100x8x2, 512) = %s, %d hosts, %d GPUs; want h100x8x2-512hosts, 512, 4096 and the same GPUs", tp.Name, tp.Hosts, tp.Devices())
+	}
+	for _, tc := range []struct {
+		base  string
+		hosts int
+		want  string
+	}{
+		{"h100x8x2", 2000, "2000 out of range (1 to 1024)"},
+		{"h100x8x2", 0, "0 out of range"},
+		{"l40sx8", 1024, ""},
+		{"h100x8", 4, ""},
+	} {
+		_, err := WithHosts(mustBuiltin(t, tc.base), tc.hosts)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("WithHosts(%s, %d) = %v; want %q", tc.base, tc.hosts, err, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -249,4 +250,23 @@ func quote(s string) string {
 		return fmt.Sprintf("%q", s)
 	}
 	return q
+}
+
+// WithHosts returns t scaled to hosts hosts of the same kind (what --hosts asks for), named after
+// t and its size, and checked as a file giving `hosts: N` would be.
+func WithHosts(t engine.Topology, hosts int) (engine.Topology, error) {
+	f := fieldByKey("hosts")
+	if err := f.bounds(float64(hosts), strconv.Itoa(hosts)); err != nil {
+		return t, err
+	}
+	if hosts == t.Hosts {
+		return t, nil
+	}
+	t.Hosts = hosts
+	t.Name = fmt.Sprintf("%s-%dhosts", t.Name, hosts)
+	t.Description = fmt.Sprintf("%s; scaled to %d hosts", t.Description, hosts)
+	if err := validate(&t); err != nil {
+		return t, fmt.Errorf("%s", err.msg)
+	}
+	return t, nil
 }
