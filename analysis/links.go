@@ -57,14 +57,15 @@ type links struct {
 	// pub is the rows last handed out, shared while nothing was counted since (rows are read-only).
 	pub     []DeviceLinks
 	changed bool
+	fabric  fabric // the fabric's switch ports
 }
 
 // MaxDevices bounds the device ids whose link traffic is counted (per-device state is a dense
 // array: a bogus id from a hostile trace must not allocate gigabytes).
 const MaxDevices = 1 << 14
 
-func newLinks(gpusPerHost int, measured bool) *links {
-	return &links{gpusPerHost: max(gpusPerHost, 1), measured: measured}
+func newLinks(gpusPerHost int, measured bool, portBps float64) *links {
+	return &links{gpusPerHost: max(gpusPerHost, 1), measured: measured, fabric: fabric{portBps: portBps}}
 }
 
 func (l *links) device(d int32) *[NumLinks][NumDirs]float64 {
@@ -77,6 +78,14 @@ func (l *links) device(d int32) *[NumLinks][NumDirs]float64 {
 }
 
 func (l *links) add(e *timeline.Event) {
+	if e.Kind == timeline.KindLinkBytes {
+		if dir, ok := timeline.UnpackFabricLink(e.Sub); ok {
+			if l.measured {
+				l.fabric.add(e, dir)
+			}
+			return
+		}
+	}
 	if e.Status != timeline.StatusOK || e.Device < 0 || e.Bytes <= 0 || e.Device >= MaxDevices {
 		return
 	}
@@ -232,10 +241,17 @@ type Links struct {
 	Devices    []DeviceLinks `json:"devices"`
 	MovedBytes int64         `json:"moved_bytes"`
 	Measured   bool          `json:"measured"`
+	// Fabric is what the network's switch ports carried (a simulated rail fabric); nil when the
+	// source reported none.
+	Fabric *Fabric `json:"fabric,omitempty"`
 }
 
 func (l *links) result() Links {
 	out := Links{MovedBytes: int64(l.moved), Measured: l.measured}
+	if len(l.fabric.ports) > 0 {
+		f := l.fabric.result()
+		out.Fabric = &f
+	}
 	if !l.changed && l.pub != nil {
 		out.Devices = l.pub
 		return out

@@ -20,11 +20,13 @@ type Topology struct {
 	// without it.
 	NVLS bool
 	// CPU is the hosts' CPU vendor: NCCL's tuner picks its LL bandwidth table across nodes by it.
-	CPU   CPUVendor
-	PCIe  PCIe
-	NICs  NICs
-	NCCL  NCCLTuning
-	Costs HostCosts
+	CPU  CPUVendor
+	PCIe PCIe
+	NICs NICs
+	// Fabric is the network between hosts (none: every NIC reaches every NIC at line rate).
+	Fabric Fabric
+	NCCL   NCCLTuning
+	Costs  HostCosts
 }
 
 // GPU is a GPU model's figures. Bandwidths are one-way bytes per second.

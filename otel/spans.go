@@ -123,6 +123,9 @@ func spanName(e *timeline.Event) string {
 		if link, dir, ok := timeline.UnpackLink(e.Sub); ok {
 			return "link " + linkNames[link] + " " + dirNames[dir]
 		}
+		if dir, ok := timeline.UnpackFabricLink(e.Sub); ok {
+			return "switch port " + timeline.PortName(e.Aux) + " " + [2]string{"up", "down"}[dir]
+		}
 	}
 	return e.Kind.String()
 }
@@ -348,6 +351,9 @@ func eventAttrs(e *timeline.Event, attrs []attribute.KeyValue) []attribute.KeyVa
 		if link, dir, ok := timeline.UnpackLink(e.Sub); ok {
 			attrs = append(attrs, AttrSub.Int64(int64(e.Sub)), attribute.String("xfertop.link", linkNames[link]),
 				attribute.String("network.io.direction", dirNames[dir]))
+		} else if dir, ok := timeline.UnpackFabricLink(e.Sub); ok {
+			attrs = append(attrs, AttrSub.Int64(int64(e.Sub)), attribute.String("xfertop.link", "switch port"),
+				attribute.String("xfertop.switch_port", timeline.PortName(e.Aux)), attribute.String("network.io.direction", [2]string{"up", "down"}[dir]))
 		}
 	}
 	if e.Status != timeline.StatusOK {

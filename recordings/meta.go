@@ -1,6 +1,7 @@
 package recordings
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -29,6 +30,9 @@ func MetaPairs(m Meta) [][2]string {
 		if m.LinkPeaks[i] > 0 {
 			kv = append(kv, [2]string{name, strconv.FormatFloat(m.LinkPeaks[i], 'g', -1, 64)})
 		}
+	}
+	if m.FabricPortBps > 0 {
+		kv = append(kv, [2]string{fabricPortKey, strconv.FormatFloat(m.FabricPortBps, 'g', -1, 64)})
 	}
 	if m.Mapping != "" {
 		kv = append(kv, [2]string{"mapping", m.Mapping})
@@ -92,6 +96,10 @@ func metaFrom(kv [][2]string) Meta {
 			m.Mapping = v
 		case "link_bytes":
 			m.LinkBytes = v == "engine"
+		case fabricPortKey:
+			if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 && !math.IsInf(f, 0) {
+				m.FabricPortBps = f
+			}
 		case peakKeys[0], peakKeys[1], peakKeys[2], peakKeys[3]:
 			f, err := strconv.ParseFloat(v, 64)
 			if err == nil && f > 0 {
@@ -113,6 +121,9 @@ func metaFrom(kv [][2]string) Meta {
 	}
 	return m
 }
+
+// fabricPortKey holds timeline.Meta.FabricPortBps: a fabric switch port's bandwidth each way.
+const fabricPortKey = "peak.fabric_port_bps"
 
 // peakKeys name the link peaks (bytes/s per device) in timeline.Meta.LinkPeaks order.
 var peakKeys = [timeline.NumPeaks]string{"peak.pcie_bps", "peak.nvlink_bps", "peak.nic_bps", "peak.hbm_bps"}

@@ -263,3 +263,29 @@ func TestStragglersText(t *testing.T) {
 		})
 	}
 }
+
+// The report's link section lists the hottest fabric switch ports with their share of the port's
+// bandwidth, and says unknown where the bandwidth is not known.
+func TestFabricPortsText(t *testing.T) {
+	ev := []timeline.Event{
+		{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(timeline.PeakNIC, timeline.LinkTx), Start: 0, End: 50_000_000, Bytes: 1e9, Peer: timeline.NoDevice},
+		{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(timeline.LinkFabric, timeline.LinkTx), Start: 0, End: 50_000_000, Bytes: 1e9,
+			Device: timeline.NoDevice, Peer: timeline.NoDevice, Aux: timeline.PackPort(1, 3)},
+	}
+	for _, tc := range []struct {
+		portBps float64
+		want    string
+	}{
+		{25e9, "leaf g1.r3  953.7 MiB   0 B      20.0 GB/s        80%"},
+		{0, "unknown"},
+	} {
+		r := build(ev, timeline.NewStrings(), timeline.Meta{LinkBytes: true, FabricPortBps: tc.portBps, GPUsPerHost: 8})
+		var b strings.Builder
+		if err := Text(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "Fabric switch ports") || !strings.Contains(b.String(), tc.want) {
+			t.Errorf("port bandwidth %v: text lacks the hot port %q:\n%s", tc.portBps, tc.want, b.String())
+		}
+	}
+}

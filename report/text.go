@@ -259,6 +259,34 @@ func linksText(b *strings.Builder, r *Report) {
 	if unknown {
 		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say\n")
 	}
+	fabricText(b, r.Links.Fabric)
+}
+
+// fabricText lists the hottest switch ports of the fabric: a leaf's uplink to the spines and its
+// downlink, with the busiest 50 ms as a share of the port's bandwidth.
+func fabricText(b *strings.Builder, f *analysis.Fabric) {
+	if f == nil {
+		return
+	}
+	capacity := "unknown"
+	if f.PortBps > 0 {
+		capacity = units.Rate(f.PortBps)
+	}
+	fmt.Fprintf(b, "\nFabric switch ports (leaf ↔ spine; ports in use: %d, %s each way): %s up, %s down; hottest:\n",
+		f.Ports, capacity, units.Bytes(f.Up), units.Bytes(f.Down))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "port\tup\tdown\tbusiest 50 ms\t% of peak\t")
+	for _, p := range f.Hot {
+		pct := "unknown"
+		if p.PeakPct != nil {
+			pct = fmt.Sprintf("%.0f%%", *p.PeakPct)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", p.Name, units.Bytes(p.Up), units.Bytes(p.Down), units.Rate(p.PeakBps), pct)
+	}
+	tw.Flush()
+	if f.Dropped > 0 {
+		fmt.Fprintf(b, "  %d port samples beyond the first %d ports were not counted\n", f.Dropped, analysis.MaxFabricPorts)
+	}
 }
 
 func telemetryText(b *strings.Builder, r *Report) {

@@ -27,6 +27,7 @@ type Config struct {
 	Scenario string            // built-in name or path; "" is scenario.DefaultName
 	Sets     map[string]string // knob overrides
 	Topology string            // "" keeps the scenario's
+	Hosts    int               // scales the topology to this many hosts; 0 keeps its own
 	Backend  string            // "" or "sim"
 	Seed     int64
 	Speed    float64       // 0: unpaced
@@ -128,6 +129,11 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	topo, err := loadTopology(f, cfg.Topology)
 	if err != nil {
 		return nil, &ConfigError{err}
+	}
+	if cfg.Hosts != 0 {
+		if topo, err = topology.WithHosts(topo, cfg.Hosts); err != nil {
+			return nil, &ConfigError{fmt.Errorf("--hosts %d: topology %s: %w", cfg.Hosts, topo.Name, err)}
+		}
 	}
 	sc, err := scenario.Resolve(f, cfg.Sets, topo)
 	if err != nil {
@@ -320,7 +326,8 @@ func (p *Prepared) Meta() timeline.Meta {
 		Writer: Writer, Mapping: p.mapping}
 	if p.backendName() == "sim" {
 		m.LinkPeaks = SimPeaks(p.topo)
-		m.LinkBytes = true // the simulator reports what each link carried (KindLinkBytes)
+		m.FabricPortBps = p.topo.LeafPortBps() // 0 without a rail fabric: no ports are reported
+		m.LinkBytes = true                     // the simulator reports what each link carried (KindLinkBytes)
 	}
 	return m
 }

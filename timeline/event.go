@@ -302,6 +302,9 @@ func (e *Event) Title(labels Labels) string {
 		if link, dir, ok := UnpackLink(e.Sub); ok {
 			return [NumPeaks]string{"PCIe", "NVLink", "NIC", "HBM"}[link] + [2]string{" out", " in"}[dir]
 		}
+		if dir, ok := UnpackFabricLink(e.Sub); ok {
+			return PortName(e.Aux) + [2]string{" up", " down"}[dir]
+		}
 	}
 	if label != "" {
 		return e.Kind.String() + " " + label

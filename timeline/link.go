@@ -1,5 +1,7 @@
 package timeline
 
+import "fmt"
+
 // LinkWindowNs is the window of a KindLinkBytes event: the engine reports each link's bytes per
 // window aligned to multiples of it (a window may be cut short where a run pauses), so that a rate
 // computed over these windows is the link's true average over them. The analysis's throughput
@@ -20,4 +22,29 @@ func PackLink(link, dir int) uint8 { return uint8(link<<1 | dir&1) }
 func UnpackLink(sub uint8) (link, dir int, ok bool) {
 	link, dir = int(sub>>1), int(sub&1)
 	return link, dir, link < NumPeaks
+}
+
+// LinkFabric is the link class of a fabric switch port in a KindLinkBytes event's Sub (PackLink):
+// one leaf switch's ports to the spines, LinkTx up (towards the spines), LinkRx down. Such an
+// event has Device NoDevice and names the leaf in Aux (PackPort). It is outside the device link
+// classes, so UnpackLink reports it as unknown and readers that predate it skip it.
+const LinkFabric = NumPeaks
+
+// UnpackFabricLink reports whether a KindLinkBytes event's Sub names a fabric port, and its
+// direction (LinkTx up, LinkRx down).
+func UnpackFabricLink(sub uint8) (dir int, ok bool) {
+	return int(sub & 1), int(sub>>1) == LinkFabric
+}
+
+// PackPort names a leaf switch (rail group, rail) in a fabric port event's Aux.
+func PackPort(group, rail int) uint32 { return uint32(group)<<8 | uint32(rail&0xff) }
+
+// UnpackPort is PackPort's inverse.
+func UnpackPort(aux uint32) (group, rail int) { return int(aux >> 8), int(aux & 0xff) }
+
+// PortName names a leaf switch's spine ports as reports and the console show them: "leaf g3.r5"
+// (rail group 3, rail 5).
+func PortName(aux uint32) string {
+	g, r := UnpackPort(aux)
+	return fmt.Sprintf("leaf g%d.r%d", g, r)
 }

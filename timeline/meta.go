@@ -53,6 +53,9 @@ type Meta struct {
 	// LinkPeaks is each device's peak bandwidth per link in bytes/s (PCIe, NVLink, NIC, HBM);
 	// 0 is unknown.
 	LinkPeaks [NumPeaks]float64
+	// FabricPortBps is a fabric switch port's bandwidth each way in bytes/s (a leaf's uplink or
+	// downlink, the ports LinkFabric events report); 0 is unknown or no fabric.
+	FabricPortBps float64
 	// LinkBytes says the source measures what its links carry (KindLinkBytes events): link traffic
 	// is taken from those alone, not inferred from the ops.
 	LinkBytes    bool

@@ -396,3 +396,17 @@ func TestTimelineLiveEdge(t *testing.T) {
 		}
 	}
 }
+
+// A fabric's hottest switch ports show on the overview with their share of a port's bandwidth.
+func TestFabricPortsShown(t *testing.T) {
+	win := xtimeline.NewWindow(0, nil)
+	meta := xtimeline.Meta{Devices: 8, GPUsPerHost: 8, LinkBytes: true, FabricPortBps: 25e9}
+	src := &fakeSource{win: win, info: SourceInfo{Name: "fabric", Meta: meta}}
+	e := xtimeline.Event{Kind: xtimeline.KindLinkBytes, Sub: xtimeline.PackLink(xtimeline.LinkFabric, xtimeline.LinkRx), Start: 0, End: 50_000_000,
+		Bytes: 1e9, Device: xtimeline.NoDevice, Peer: xtimeline.NoDevice, Aux: xtimeline.PackPort(2, 5)}
+	win.Emit(&e)
+	m := sized(src, 160, 40)
+	if got := text(m); !strings.Contains(got, "Switch ports:") || !strings.Contains(got, "leaf g2.r5 80%") {
+		t.Errorf("overview lacks the hot switch port:\n%s", got)
+	}
+}

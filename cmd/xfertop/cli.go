@@ -146,6 +146,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.Int64Var(&o.cfg.Seed, "seed", 1, "random seed; the same seed gives the same run")
 	fs.Var(setFlag(o.cfg.Sets), "set", "set a scenario knob, key=value (repeatable)")
 	fs.StringVar(&o.cfg.Topology, "topology", "", "built-in topology name (xfertop topologies lists them) or path to a topology file (default: the scenario's)")
+	fs.IntVar(&o.cfg.Hosts, "hosts", 0, "scale the topology to this many hosts of its kind, e.g. --topology h100x8x2 --hosts 512 (0: the topology's own)")
 	fs.StringVar(&o.cfg.Backend, "backend", "sim", "engine backend: sim, or cuda (real GPUs and NCCL; needs a build with -tags cuda)")
 	fs.BoolVar(&o.cfg.Fit, "fit", false, "cuda: run a topology with more ranks than GPUs, rank r on GPU r mod n")
 	fs.Float64Var(&o.cfg.Speed, "speed", 0, "pace the simulation: simulated seconds per wall second (0: as fast as possible)")
@@ -171,6 +172,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if o.cfg.Speed < 0 {
 		return usageError("--speed %v: must be 0 (unpaced) or positive", o.cfg.Speed)
+	}
+	if o.cfg.Hosts < 0 {
+		return usageError("--hosts %d: must be positive (0 keeps the topology's own)", o.cfg.Hosts)
 	}
 	if o.cfg.Steps < 0 || o.cfg.Duration < 0 {
 		return usageError("--steps and --duration must not be negative")

@@ -11,7 +11,7 @@ import (
 // copy and edit (then run it with --topology FILE).
 func topologiesCmd(args []string, stdout io.Writer) error {
 	if isHelp(args) {
-		fmt.Fprint(stdout, "Usage: xfertop topologies [NAME]\n\nLists the built-in topologies (hosts × GPUs, GPU model, interconnect, NVLS, NICs), or prints\nNAME's file: copy it, edit it and run it with --topology FILE (see docs/topologies.md).\n"+exitHelp)
+		fmt.Fprint(stdout, "Usage: xfertop topologies [NAME]\n\nLists the built-in topologies (hosts × GPUs, GPU model, interconnect, NVLS, NICs), or prints\nNAME's file: copy it, edit it and run it with --topology FILE (see docs/topologies.md).\nAny size without a file: xfertop run --topology h100x8x2 --hosts 512.\n"+exitHelp)
 		return nil
 	}
 	switch len(args) {
@@ -27,6 +27,9 @@ func topologiesCmd(args []string, stdout io.Writer) error {
 			}
 			fmt.Fprintf(stdout, "%-9s %s%s\n", name, topology.Summary(t), def)
 		}
+		fmt.Fprint(stdout, "\nAny number of hosts of a kind: xfertop run --topology h100x8x2 --hosts 512 (up to 1024 hosts, 8192 GPUs).\n"+
+			"A network fabric (rail-optimized leaf/spine, oversubscription) or other hardware: xfertop topologies NAME > my.yaml,\n"+
+			"edit it, and run --topology my.yaml (docs/topologies.md).\n")
 		return nil
 	case 1:
 		src, err := topology.Source(args[0])

@@ -31,9 +31,13 @@ func TestTopologiesCommand(t *testing.T) {
 	if code := xfertop(context.Background(), []string{"topologies"}, &out, &errb); code != exitOK {
 		t.Fatalf("topologies: status %d, %s", code, errb.String())
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	list, footer, _ := strings.Cut(out.String(), "\n\n")
+	lines := strings.Split(strings.TrimSpace(list), "\n")
 	if len(lines) != len(topology.Names()) || !strings.Contains(out.String(), "l40sx8    1×8 L40S, pcie (gen4, 27.5GB/s), no NVLS") {
 		t.Errorf("topologies:\n%s", out.String())
+	}
+	if !strings.Contains(footer, "--topology h100x8x2 --hosts 512") {
+		t.Errorf("topologies does not say how to pick a size:\n%s", footer)
 	}
 	out.Reset()
 	if code := xfertop(context.Background(), []string{"topologies", "h100x8x2"}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "base: h100x8\n") {
@@ -57,5 +61,25 @@ func TestTopologiesCommand(t *testing.T) {
 	args = []string{"run", "--headless", "--topology", p}
 	if code := xfertop(context.Background(), args, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), p+`:2: nvls: "sometimes" is not true or false`) {
 		t.Errorf("run --topology bad.yaml: status %d, %q; want a usage error naming the line", code, errb.String())
+	}
+}
+
+// --hosts scales the chosen topology to any number of hosts without a file; a size beyond the
+// limits, or a negative one, is a usage error naming the flag.
+func TestRunHosts(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"run", "--headless", "--scenario", "allreduce-sweep", "--set", "min_bytes=1MiB", "--set", "max_bytes=1MiB", "--topology", "h100x8x2", "--hosts", "16"}
+	if code := xfertop(context.Background(), args, &out, &errb); code != exitOK || !strings.Contains(out.String(), "topology h100x8x2-16hosts (128 devices)") {
+		t.Fatalf("run --hosts 16: status %d\n%s%s", code, out.String(), errb.String())
+	}
+	for _, tc := range []struct{ hosts, want string }{
+		{"2000", "--hosts 2000: topology h100x8x2: 2000 out of range (1 to 1024)"},
+		{"-1", "--hosts -1: must be positive"},
+	} {
+		errb.Reset()
+		args := []string{"run", "--headless", "--topology", "h100x8x2", "--hosts", tc.hosts}
+		if code := xfertop(context.Background(), args, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("run --hosts %s: status %d, %q; want a usage error containing %q", tc.hosts, code, errb.String(), tc.want)
+		}
 	}
 }

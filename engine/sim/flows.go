@@ -128,7 +128,10 @@ func (s *Sim) onWire(fi int32) {
 	f := &s.flows[fi]
 	line := math.Inf(1)
 	for k := int8(0); k < f.nl; k++ {
-		line = min(line, s.linkBW[f.links[k]])
+		if l := f.links[k]; !s.fab.rail || l < s.fab.base {
+			// A switch port is many NICs' aggregate: a flow's line rate is its NICs' and GPUs'.
+			line = min(line, s.linkBW[l])
+		}
 	}
 	if f.cap > 0 && f.cap < line {
 		f.rem *= line / f.cap
@@ -290,7 +293,7 @@ func (s *Sim) rings(ranks []engine.DeviceID) [][]engine.DeviceID {
 	byHost := map[int][]engine.DeviceID{}
 	var order []int
 	for _, r := range ranks {
-		h := s.topo.HostOf(r)
+		h := s.nodeOf(r)
 		if _, ok := byHost[h]; !ok {
 			order = append(order, h)
 		}
@@ -328,18 +331,17 @@ func (s *Sim) gpuRoute(fi int32, src, dst engine.DeviceID, eff float64) {
 }
 
 // edge routes flow fi from src to dst as NCCL moves data (inside a GPU, between GPUs of a host,
-// through the NICs) and returns the hop's latency.
+// of an NVLink domain, through the NICs and the fabric) and returns the hop's latency.
 func (s *Sim) edge(fi int32, src, dst engine.DeviceID) int64 {
 	switch {
 	case src == dst:
 		s.route(fi, int32(src)*linksPerDevice+linkHBM, -1, s.m.HBMBps)
 		return 0
-	case s.topo.HostOf(src) == s.topo.HostOf(dst):
+	case s.nodeOf(src) == s.nodeOf(dst):
 		s.gpuRoute(fi, src, dst, s.m.NCCLNVLinkEff)
 		return s.m.NVLinkLatencyNs
 	default:
-		s.route(fi, int32(src)*linksPerDevice+linkNICOut, int32(dst)*linksPerDevice+linkNICIn, s.m.NICBps*s.m.NCCLNICEff)
-		return s.m.NICLatencyNs
+		return s.netRoute(fi, src, dst)
 	}
 }
 
@@ -368,7 +370,7 @@ func (s *Sim) startCollective(ii int32) {
 	for _, x := range in.ops {
 		s.op(x).aux = aux
 	}
-	lat := int64(math.Round(c.LatUs * 1e3))
+	lat := int64(math.Round(c.LatUs*1e3)) + s.fabricLat(ranks, t.Nodes, op, c.Algo)
 	s.pending = s.pending[:0]
 	if c.Algo == timeline.AlgoNVLS || c.Algo == timeline.AlgoNVLSTree {
 		s.nvlsFlows(ii, t, c.AlgBw*1e9)
@@ -396,7 +398,7 @@ func (s *Sim) startCollective(ii int32) {
 			fi := s.newFlow(ownerInst, ii, share)
 			s.edge(fi, ring[i], ring[(i+1)%len(ring)])
 			s.flows[fi].cap *= scale
-			if len(rings) > 1 && s.topo.HostOf(ring[i]) == s.topo.HostOf(ring[(i+1)%len(ring)]) {
+			if len(rings) > 1 && s.nodeOf(ring[i]) == s.nodeOf(ring[(i+1)%len(ring)]) {
 				// NCCL's channels inside a host are the same whichever NIC a ring leaves by: the
 				// rings share the intra-host bandwidth NCCL's graph gives them, rather than each
 				// getting all of it (NCCL's ring bandwidth is the minimum of intra and inter).
@@ -420,6 +422,9 @@ func (s *Sim) nvlsFlows(ii int32, t ncclTopo, algBps float64) {
 	if t.Nodes > 2 {
 		hops = 2
 	}
+	// Across rail groups the tree's parent or children are behind the spine: each head's share
+	// leaves by its leaf's uplink and arrives by its downlink.
+	spine := s.spansGroups((*s.op(in.ops[0])).op.Ranks)
 	for _, x := range in.ops {
 		o := s.op(x)
 		d := int32(o.op.Device) * linksPerDevice
@@ -429,6 +434,11 @@ func (s *Sim) nvlsFlows(ii int32, t ncclTopo, algBps float64) {
 		if t.Nodes > 1 {
 			fi := s.newFlow(ownerInst, ii, hops*o.op.Bytes/ppn)
 			s.route(fi, d+linkNICOut, d+linkNICIn, s.m.NICBps*s.m.NCCLNICEff)
+			if spine {
+				h, r := s.topo.HostOf(o.op.Device), int(o.op.Device)%s.topo.GPUsPerHost
+				f := &s.flows[fi]
+				f.links[1], f.links[2], f.links[3], f.nl = s.leafLink(h, r, true), s.leafLink(h, r, false), d+linkNICIn, 4
+			}
 			s.pending = append(s.pending, fi)
 		}
 	}
@@ -444,7 +454,7 @@ func (s *Sim) ncclTopo(ranks []engine.DeviceID) ncclTopo {
 	}
 	nodes := 0
 	for _, r := range ranks {
-		h := s.topo.HostOf(r)
+		h := s.nodeOf(r)
 		if h >= len(s.hostSeen) {
 			s.hostSeen = append(s.hostSeen, make([]uint32, h+1-len(s.hostSeen))...)
 		}

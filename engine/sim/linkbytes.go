@@ -110,6 +110,10 @@ var linkPorts = [linksPerDevice][2]int{
 }
 
 func (s *Sim) emitLinkBytes(l int32, from, to, bytes int64) {
+	if s.fab.rail && l >= s.fab.base {
+		s.emitPortBytes(l, from, to, bytes)
+		return
+	}
 	dev := l / linksPerDevice
 	p := linkPorts[l%linksPerDevice]
 	s.emit(timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(p[0], p[1]), Start: from, End: to, Bytes: bytes,

@@ -86,6 +86,7 @@ type Sim struct {
 
 	running running   // the ops in flight, as InFlight reads them
 	lb      linkBytes // what each link carried, reported per window
+	fab     fabric    // the network's switch ports, after the devices' links in linkBW
 }
 
 // New builds a simulator of cfg.Topology that emits its events to sink, interning labels in strs.
@@ -123,6 +124,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Sim, error) {
 		s.linkBW[b+linkNICOut] = m.NICBps / 1e9
 		s.linkBW[b+linkNICIn] = m.NICBps / 1e9
 	}
+	s.initFabric()
 	nl := len(s.linkBW)
 	s.residual, s.count, s.share, s.mark = make([]float64, nl), make([]int32, nl), make([]float64, nl), make([]uint32, nl)
 	s.linkFlows, s.isDirty = make([][]int32, nl), make([]bool, nl)

@@ -3,6 +3,8 @@ package topology
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -170,6 +172,43 @@ func validate(t *engine.Topology) *invalid {
 	case t.Hosts*t.GPUsPerHost > maxHosts*8:
 		return &invalid{"hosts", fmt.Sprintf("%d×%d GPUs: at most %d in all", t.Hosts, t.GPUsPerHost, maxHosts*8)}
 	}
+	return validateFabric(t)
+}
+
+// validateFabric checks the fabric section against itself and the rest of the topology.
+func validateFabric(t *engine.Topology) *invalid {
+	f := &t.Fabric
+	rail := f.Kind == engine.FabricRail
+	bad := func(key, format string, a ...any) *invalid {
+		return &invalid{key, key + ": " + fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case f.Oversubscription != 0 && f.Oversubscription < 1:
+		return bad("fabric.oversubscription", "%v is below 1: it is the leaf's down:up bandwidth ratio (1 is non-blocking, 4 is 4:1)", f.Oversubscription)
+	case !rail:
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"fabric.switch_radix", f.SwitchRadix != 0}, {"fabric.hosts_per_leaf", f.HostsPerLeaf != 0},
+			{"fabric.oversubscription", f.Oversubscription > 1}, {"fabric.hop_latency", f.HopLatencyNs != 0}} {
+			if k.set {
+				return bad(k.key, "describes the leaf switches of a rail fabric: add fabric.kind: rail")
+			}
+		}
+	case t.NICs.PerHost < 1 || t.NICs.Bps < 1e6:
+		return bad("fabric.kind", "a rail fabric joins the hosts' NICs: give nics.per_host and nics.bandwidth")
+	case f.SwitchRadix < 2 && f.HostsPerLeaf == 0:
+		return bad("fabric.kind", "a rail fabric needs fabric.switch_radix (a leaf's ports, e.g. 64) or fabric.hosts_per_leaf")
+	case f.SwitchRadix >= 2 && f.HostsPerLeaf > 0 && float64(f.HostsPerLeaf)*(1+1/f.Oversub()) > float64(f.SwitchRadix)+1e-9:
+		return bad("fabric.hosts_per_leaf", "%d hosts per leaf at %v:1 need %d ports; fabric.switch_radix is %d",
+			f.HostsPerLeaf, f.Oversub(), int(math.Ceil(float64(f.HostsPerLeaf)*(1+1/f.Oversub()))), f.SwitchRadix)
+	}
+	switch {
+	case f.NVLinkDomain != 0 && f.NVLinkDomain%t.GPUsPerHost != 0:
+		return bad("fabric.nvlink_domain", "%d GPUs is not a whole number of hosts of %d GPUs", f.NVLinkDomain, t.GPUsPerHost)
+	case f.NVLinkDomain > t.GPUsPerHost && t.Interconnect != engine.NVSwitch:
+		return bad("fabric.nvlink_domain", "an NVLink domain across hosts needs NVSwitches; interconnect is %s", t.Interconnect)
+	}
 	return nil
 }
 
@@ -211,4 +250,23 @@ func quote(s string) string {
 		return fmt.Sprintf("%q", s)
 	}
 	return q
+}
+
+// WithHosts returns t scaled to hosts hosts of the same kind (what --hosts asks for), named after
+// t and its size, and checked as a file giving `hosts: N` would be.
+func WithHosts(t engine.Topology, hosts int) (engine.Topology, error) {
+	f := fieldByKey("hosts")
+	if err := f.bounds(float64(hosts), strconv.Itoa(hosts)); err != nil {
+		return t, err
+	}
+	if hosts == t.Hosts {
+		return t, nil
+	}
+	t.Hosts = hosts
+	t.Name = fmt.Sprintf("%s-%dhosts", t.Name, hosts)
+	t.Description = fmt.Sprintf("%s; scaled to %d hosts", t.Description, hosts)
+	if err := validate(&t); err != nil {
+		return t, fmt.Errorf("%s", err.msg)
+	}
+	return t, nil
 }

@@ -25,6 +25,8 @@ const (
 	kArch              // hopper, ampere, ada
 	kInterconnect      // nvswitch, nvlink-mesh, pcie
 	kCPU               // intel, amd, other
+	kFabric            // none, rail
+	kFactor            // a ratio of at least 1 (0: not given)
 )
 
 // field is one key of a topology file and where its value lives in engine.Topology.
@@ -76,6 +78,13 @@ var fields = []field{
 	{key: "nics.bandwidth", kind: kBits, ptr: func(t *engine.Topology) any { return &t.NICs.Bps }, max: maxBandwidth},
 	{key: "nics.latency", kind: kDuration, ptr: func(t *engine.Topology) any { return &t.NICs.LatencyNs }, max: maxDuration},
 
+	{key: "fabric.kind", kind: kFabric, ptr: func(t *engine.Topology) any { return &t.Fabric.Kind }, optional: true},
+	{key: "fabric.switch_radix", kind: kInt, ptr: func(t *engine.Topology) any { return &t.Fabric.SwitchRadix }, max: 1024, optional: true},
+	{key: "fabric.hosts_per_leaf", kind: kInt, ptr: func(t *engine.Topology) any { return &t.Fabric.HostsPerLeaf }, max: maxHosts, optional: true},
+	{key: "fabric.oversubscription", kind: kFactor, ptr: func(t *engine.Topology) any { return &t.Fabric.Oversubscription }, max: 64, optional: true},
+	{key: "fabric.hop_latency", kind: kDuration, ptr: func(t *engine.Topology) any { return &t.Fabric.HopLatencyNs }, max: maxDuration, optional: true},
+	{key: "fabric.nvlink_domain", kind: kInt, ptr: func(t *engine.Topology) any { return &t.Fabric.NVLinkDomain }, max: maxHosts * 8, optional: true},
+
 	{key: "nccl.link_efficiency", kind: kRatio, ptr: func(t *engine.Topology) any { return &t.NCCL.LinkEff }, min: 1e-3, max: 1},
 	{key: "nccl.nic_efficiency", kind: kRatio, ptr: func(t *engine.Topology) any { return &t.NCCL.NICEff }, min: 1e-3, max: 1},
 	{key: "nccl.p2p_copy_efficiency", kind: kRatio, ptr: func(t *engine.Topology) any { return &t.NCCL.P2PCopyEff }, min: 1e-3, max: 1},
@@ -101,7 +110,7 @@ var fields = []field{
 }
 
 // sections are the keys that hold a mapping, in the order a formatted file writes them.
-var sections = []string{"gpu", "pcie", "nics", "nccl", "host"}
+var sections = []string{"gpu", "pcie", "nics", "fabric", "nccl", "host"}
 
 func fieldByKey(key string) *field {
 	for i := range fields {
@@ -226,6 +235,10 @@ func (f *field) set(t *engine.Topology, v string) error {
 		c, err := engine.ParseCPUVendor(v)
 		*p = c
 		return err
+	case *engine.FabricKind:
+		k, err := engine.ParseFabricKind(v)
+		*p = k
+		return err
 	case *int:
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
@@ -303,6 +316,8 @@ func (f *field) get(t *engine.Topology) string {
 	case *engine.Interconnect:
 		return p.String()
 	case *engine.CPUVendor:
+		return p.String()
+	case *engine.FabricKind:
 		return p.String()
 	case *int:
 		return strconv.Itoa(*p)

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/widget"
 	"github.com/xfertop/xfertop/units"
 )
@@ -62,6 +63,7 @@ func (m *Model) View() string {
 	}
 	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; "+now) + "\n")
 	m.writeDevices(&b)
+	m.writeFabric(&b)
 	if len(res.Telemetry) > 0 {
 		b.WriteString(st.Title.Render("GPU telemetry (NVML):"))
 		for _, t := range res.Telemetry {
@@ -126,6 +128,9 @@ func (m *Model) writeDevices(b *strings.Builder) {
 	}
 	b.WriteString(st.Muted.Render(t.head()) + "\n")
 	rows := m.H - 5
+	if res.Links.Fabric != nil {
+		rows-- // the fabric's line
+	}
 	for d := range devs {
 		if d >= rows {
 			fmt.Fprintf(b, st.Muted.Render("… %d more devices (widen or heighten the terminal)")+"\n", len(devs)-d)
@@ -214,4 +219,41 @@ func (t *deviceTable) row(ds *analysis.DeviceLinks, tm analysis.DeviceTime, time
 		line += "  " + st.GoodOn + spark.String() + st.GoodOff
 	}
 	return line
+}
+
+// writeFabric writes a line on the fabric's switch ports, when the source reported any: the
+// hottest port now, and the busiest ports so far by their busiest 50 ms, as a share of a port's
+// bandwidth (unknown without it).
+func (m *Model) writeFabric(b *strings.Builder) {
+	fr := m.Fr
+	f := fr.Res.Links.Fabric
+	if f == nil {
+		return
+	}
+	st := fr.Styles
+	pct := func(r float64) string {
+		if f.PortBps <= 0 {
+			return units.Unknown
+		}
+		return fmt.Sprintf("%.0f%%", 100*r/f.PortBps)
+	}
+	now := "idle"
+	if r, port, ok := f.Rate(fr.State.Now/analysis.BucketNs - 1); fr.Live && ok && r > 0 {
+		now = fmt.Sprintf("%s %.1f GB/s (%s)", timeline.PortName(port), r/1e9, pct(r))
+		if f.PortBps > 0 && r > 0.8*f.PortBps {
+			now = st.WarnOn + now + st.WarnOff
+		}
+	}
+	var hot []string
+	for i, p := range f.Hot {
+		if i == 4 {
+			break
+		}
+		share := units.Unknown
+		if p.PeakPct != nil {
+			share = fmt.Sprintf("%.0f%%", *p.PeakPct)
+		}
+		hot = append(hot, p.Name+" "+share)
+	}
+	fmt.Fprintf(b, "%s now %s; busiest 50 ms, %% of peak: %s\n", st.Title.Render("Switch ports:"), now, strings.Join(hot, ", "))
 }
