@@ -424,7 +424,7 @@ func (s *Sim) nvlsFlows(ii int32, t ncclTopo, algBps float64) {
 	}
 	// Across rail groups the tree's parent or children are behind the spine: each head's share
 	// leaves by its leaf's uplink and arrives by its downlink.
-	spine := s.spansGroups((*s.op(in.ops[0])).op.Ranks)
+	spine := s.spansGroups(s.op(in.ops[0]).op.Ranks)
 	for _, x := range in.ops {
 		o := s.op(x)
 		d := int32(o.op.Device) * linksPerDevice
