@@ -96,11 +96,11 @@ func TestTransfersColumnsGiveWay(t *testing.T) {
 		w          int
 		want, gone []string // headings shown and dropped
 	}{
-		{200, []string{"kind", "size", "ranks", "count", "bytes", "p50", "p99", "GB/s", "busbw", "algo_proto"}, nil},
-		{80, []string{"kind", "size", "bytes", "GB/s", "busbw", "algo_proto", "p50"}, []string{"ranks"}},
-		{60, []string{"kind", "size", "bytes", "GB/s", "busbw"}, []string{"ranks", "p99", "count", "p50"}},
+		{200, []string{"kind", "size", "ranks", "count", "payload", "p50", "p99", "GB/s", "busbw", "algo_proto"}, nil},
+		{80, []string{"kind", "size", "payload", "GB/s", "busbw", "algo_proto", "p50"}, []string{"ranks"}},
+		{60, []string{"kind", "size", "payload", "GB/s", "busbw"}, []string{"ranks", "p99", "count", "p50"}},
 		// bytes, sorted by, stays though less important than GB/s
-		{30, []string{"kind", "size", "bytes"}, []string{"ranks", "p99", "count", "p50", "algo_proto", "busbw"}},
+		{30, []string{"kind", "size", "payload"}, []string{"ranks", "p99", "count", "p50", "algo_proto", "busbw"}},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.w), func(t *testing.T) {
