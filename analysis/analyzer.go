@@ -105,7 +105,12 @@ func (a *Analyzer) Result(labels Labels) *Result {
 		Barriers: a.barriers.result(), StreamIdle: a.idle.result(), Breakdown: a.breakdown.result(), Links: a.links.result(),
 		Telemetry: a.telemetry.result()}
 	if a.seen {
-		r.FirstNs = max(a.first, min(a.from, a.last))
+		// Sought to a time, the span starts there; from the beginning, at the first event, which
+		// may lie before time 0 (a source that started before the session).
+		r.FirstNs = a.first
+		if a.from > 0 {
+			r.FirstNs = max(a.first, min(a.from, a.last))
+		}
 		r.DurationNs = a.last - r.FirstNs
 	}
 	r.CommCache, r.Groups = a.comms.result()

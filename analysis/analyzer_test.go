@@ -16,6 +16,9 @@ func TestAnalyzerSpan(t *testing.T) {
 		{"empty", nil, 0, 0, 0},
 		{"one instant", []timeline.Event{instant(timeline.KindMark, 70)}, 1, 70, 0},
 		{"first start, last end", []timeline.Event{kern(0, 1, 100, 200), kern(0, 1, 50, 60), instant(timeline.KindMark, 300)}, 3, 50, 250},
+		// A source that started before the session: its ops lie before time 0, and count.
+		{"before time 0", []timeline.Event{kern(0, 1, -500, -400), kern(0, 1, -300, -100)}, 2, -500, 400},
+		{"across time 0", []timeline.Event{kern(0, 1, -500, -400), kern(0, 1, 100, 200)}, 2, -500, 700},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

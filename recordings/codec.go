@@ -38,7 +38,9 @@ func appendEvents(dst []byte, evs []timeline.Event) []byte {
 		if e.End != e.Start {
 			mask |= bitEnd
 		}
-		if e.Queued < 0 {
+		// Only −1 says unknown: a time before the session's 0 (a source that started before it) is
+		// a time, and is kept.
+		if e.Queued == -1 {
 			mask |= bitQueuedUnknown
 		} else if e.Queued != e.Start {
 			mask |= bitQueued

@@ -448,3 +448,21 @@ func TestWriteRecordingCanonical(t *testing.T) {
 		}
 	}
 }
+
+// Times before the session's 0 are times: an op queued, started and ended before it (a rank that
+// ran before the console attached) reads back as it was written; only a Queued of −1 is unknown.
+func TestEventsBeforeTimeZero(t *testing.T) {
+	evs := []timeline.Event{
+		{Kind: timeline.KindCollective, Start: -12_000_000, End: -11_500_000, Queued: -12_100_000, Device: 0, Peer: -1},
+		{Kind: timeline.KindCollective, Start: -11_000_000, End: -10_000_000, Queued: -1, Device: 1, Peer: -1},
+		{Kind: timeline.KindSend, Start: -2, End: 5, Queued: -3, Device: 0, Peer: 1},
+		{Kind: timeline.KindRecv, Start: 10, End: 20, Queued: -2, Device: 1, Peer: 0},
+	}
+	got, err := decodeEvents(nil, appendEvents(nil, evs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, evs) {
+		t.Errorf("read back\n%+v\nwrote\n%+v", got, evs)
+	}
+}

@@ -125,6 +125,7 @@ type ReplaySource struct {
 	Path     string
 	Meta     timeline.Meta
 	Duration int64 // the recording's length (0 when it has no index)
+	known    bool  // Duration is known: the recording has an index
 	growth   *recordings.Growth
 	meta     atomic.Pointer[timeline.Meta] // a growing recording's, once its first chunk is read
 	win      atomic.Pointer[timeline.Window]
@@ -158,6 +159,7 @@ func StartReplay(ctx context.Context, cfg ReplayConfig, window int) (*ReplaySour
 		}
 		r.Close()
 		rs.Meta = r.Meta()
+		rs.known = r.Indexed()
 		for _, e := range r.Index() {
 			rs.Duration = max(rs.Duration, e.MaxEnd)
 		}
@@ -201,7 +203,9 @@ func (rs *ReplaySource) Description() (timeline.Meta, int64) {
 func (rs *ReplaySource) SeekTo(t int64) {
 	// No further than the end (of what is written, while it is being written): a seek past it
 	// would replay nothing, and the console would stand at time 0 with nothing to show.
-	if _, length := rs.Description(); length > 0 {
+	// A recording whose events all lie before time 0 has a length of 0, and a seek there replays
+	// it whole.
+	if _, length := rs.Description(); length > 0 || rs.known {
 		t = min(t, length)
 	}
 	select {

@@ -36,7 +36,10 @@ const (
 	horizonWall = 2 * sleepSlice
 )
 
-// play emits a recording's events that end at or after from. Paced, the position moves at speed()
+// play emits a recording's events that end at or after from; from ≤ 0 is the recording's
+// beginning, and emits every event, those before time 0 too: a recording's time 0 is when the
+// session that made it started, and a source may report what happened before (attach to a job
+// already running, a rank whose host clock is behind the console's). Paced, the position moves at speed()
 // simulated seconds per wall second (re-read as it changes, from where the position is), and an
 // event is emitted once the position reaches its end. As fast as possible (speed 0) the events go
 // out in the order the recording holds them, and the position is the latest end emitted. next is
@@ -61,7 +64,7 @@ func play(ctx context.Context, r *recordings.Reader, from int64, speed func() fl
 // player is the state of one play.
 type player struct {
 	r     *recordings.Reader
-	from  int64
+	skip  int64 // events that end before it are not emitted: from when it is > 0, else none
 	speed func() float64
 	emit  func(*timeline.Event)
 	o     playOpts
@@ -79,11 +82,12 @@ type player struct {
 }
 
 func newPlayer(r *recordings.Reader, from int64, speed func() float64, emit func(*timeline.Event), o playOpts) *player {
-	p := &player{r: r, from: from, speed: speed, emit: emit, o: o, clk: o.clock}
+	p := &player{r: r, skip: math.MinInt64, speed: speed, emit: emit, o: o, clk: o.clock}
 	if p.clk == nil {
 		p.clk = wallClock{}
 	}
 	if from > 0 {
+		p.skip = from
 		r.SeekTime(from)
 	}
 	if o.running != nil {
@@ -123,7 +127,7 @@ func (p *player) out(e *timeline.Event) {
 func (p *player) peek(ctx context.Context) (e *timeline.Event, next int64, err error) {
 	for {
 		for p.i < len(p.evs) {
-			if e := &p.evs[p.i]; e.End >= p.from {
+			if e := &p.evs[p.i]; e.End >= p.skip {
 				return e, -1, nil
 			}
 			p.i++
