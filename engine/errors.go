@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/xfertop/xfertop/units"
 )
 
 // Sentinel errors that callers branch on with errors.Is.
@@ -84,11 +86,11 @@ type WatchdogError struct {
 
 func (e *WatchdogError) Error() string {
 	if len(e.Missing) > 0 {
-		return fmt.Sprintf("watchdog: %s op %d on rank %d waited %.3f ms for ranks %v that never arrived (%d bytes)",
-			e.Op, e.OpID, e.Rank, float64(e.WaitedNs)/1e6, e.Missing, e.Bytes)
+		return fmt.Sprintf("watchdog: %s op %d on rank %d waited %s for ranks %v that never arrived (%s)",
+			e.Op, e.OpID, e.Rank, units.Dur(e.WaitedNs), e.Missing, units.Bytes(e.Bytes))
 	}
-	return fmt.Sprintf("watchdog: %s op %d from rank %d waited %.3f ms for rank %d, which never posted its half (%d bytes)",
-		e.Op, e.OpID, e.Rank, float64(e.WaitedNs)/1e6, e.Peer, e.Bytes)
+	return fmt.Sprintf("watchdog: %s op %d from rank %d waited %s for rank %d, which never posted its half (%s)",
+		e.Op, e.OpID, e.Rank, units.Dur(e.WaitedNs), e.Peer, units.Bytes(e.Bytes))
 }
 
 // Unwrap returns ErrPeerTimeout.

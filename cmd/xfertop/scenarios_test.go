@@ -54,7 +54,7 @@ func TestScenariosPrint(t *testing.T) {
 			t.Fatal(err)
 		}
 		out.Reset()
-		if code := xfertop(context.Background(), []string{"run", "--headless", "--scenario", p}, &out, &errb); !strings.Contains(out.String(), "waited 1000.000 ms") {
+		if code := xfertop(context.Background(), []string{"run", "--headless", "--scenario", p}, &out, &errb); !strings.Contains(out.String(), "waited 1.00 s") {
 			t.Errorf("run --scenario %s: status %d\n%s%s", p, code, out.String(), errb.String())
 		}
 	}
