@@ -93,3 +93,42 @@ func TestCollMemNeverFreesInFlight(t *testing.T) {
 		t.Errorf("second execution did not reuse the cached buffer")
 	}
 }
+
+func TestDeviceRanges(t *testing.T) {
+	for _, tc := range []struct {
+		devs []DeviceID
+		want string
+	}{
+		{nil, ""},
+		{[]DeviceID{4, 0}, "0,4"},
+		{[]DeviceID{7, 6, 5, 4, 3, 2, 1, 0}, "0-7"},
+		{[]DeviceID{0, 1, 16, 17, 18, 40}, "0,1,16-18,40"},
+		{[]DeviceID{3, 3, 2}, "2,3"},
+	} {
+		if got := DeviceRanges(tc.devs); got != tc.want {
+			t.Errorf("DeviceRanges(%v) = %q; want %q", tc.devs, got, tc.want)
+		}
+	}
+}
+
+// The cache's key does not depend on the order devices are named in, and a reversed 4,096-rank set
+// hits the communicator the ascending one made.
+func TestCommCacheKeyIsTheSet(t *testing.T) {
+	c := NewCommCache(4)
+	up := make([]DeviceID, 4096)
+	down := make([]DeviceID, 4096)
+	for i := range up {
+		up[i], down[len(down)-1-i] = DeviceID(i), DeviceID(i)
+	}
+	a, created, _ := c.Get(up)
+	if !created {
+		t.Fatal("first lookup was a hit")
+	}
+	b, created, _ := c.Get(down)
+	if created || a != b {
+		t.Fatalf("the reversed set made a new communicator (%v, %p vs %p)", created, a, b)
+	}
+	if _, created, _ := c.Get(up[:4095]); !created {
+		t.Fatal("a smaller set hit the larger set's communicator")
+	}
+}

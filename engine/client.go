@@ -371,7 +371,7 @@ func (c *Client) commFor(op string, devs []DeviceID) *Communicator {
 		c.emit(timeline.Event{Kind: timeline.KindCommHit, Device: int32(devs[0]), Peer: timeline.NoDevice, Comm: comm.ID, Ranks: uint16(len(devs))})
 		return comm
 	}
-	label := c.strs.ID(op + " comm " + comm.key)
+	label := c.strs.ID(op + " comm " + DeviceRanges(comm.Devices))
 	for _, d := range comm.Devices {
 		c.b.Submit(d, Command{Kind: CmdCommInit, Comm: comm.ID, Devices: comm.Devices, Label: label})
 	}

@@ -1,5 +1,10 @@
 package engine
 
+import (
+	"encoding/binary"
+	"slices"
+)
+
 // Communicator is a group of devices that can run collectives and send/receive together.
 type Communicator struct {
 	ID      uint32
@@ -29,6 +34,24 @@ type CommCache struct {
 	nextID   uint32
 	stats    CommCacheStats
 	retired  []*Communicator // with the cache off: communicators replaced, for TakeRetired
+	// scratch for a lookup's key: a hit allocates nothing, and sorting costs n log n, not n²
+	sorted []DeviceID
+	keyBuf []byte
+}
+
+// key returns the canonical key of a device set, its sorted ids as uvarints, in a buffer reused by
+// the next call.
+func (c *CommCache) key(devs []DeviceID) []byte {
+	c.sorted = append(c.sorted[:0], devs...)
+	if !slices.IsSorted(c.sorted) {
+		slices.Sort(c.sorted)
+	}
+	b := c.keyBuf[:0]
+	for _, d := range c.sorted {
+		b = binary.AppendUvarint(b, uint64(d))
+	}
+	c.keyBuf = b
+	return b
 }
 
 // NewCommCache returns an empty cache holding at most capacity communicators.
@@ -39,9 +62,9 @@ func NewCommCache(capacity int) *CommCache {
 // Get returns the communicator for devs. created is true when it had to be made (a miss); evicted
 // lists communicators dropped to make room, which the caller must destroy.
 func (c *CommCache) Get(devs []DeviceID) (comm *Communicator, created bool, evicted []*Communicator) {
-	key := sortedKey(devs)
+	k := c.key(devs)
 	c.clock++
-	if e, ok := c.entries[key]; ok && c.Capacity > 0 {
+	if e, ok := c.entries[string(k)]; ok && c.Capacity > 0 {
 		e.lastUse = c.clock
 		e.uses++
 		c.stats.Hits++
@@ -49,6 +72,7 @@ func (c *CommCache) Get(devs []DeviceID) (comm *Communicator, created bool, evic
 	}
 	c.stats.Misses++
 	c.nextID++
+	key := string(k)
 	comm = &Communicator{ID: c.nextID, Devices: append([]DeviceID(nil), devs...), key: key, lastUse: c.clock, uses: 1}
 	if c.Capacity <= 0 {
 		// No cache: the previous communicator for these devices is done with and replaced. It is

@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"fmt"
-	"strings"
+	"slices"
+	"strconv"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -105,23 +105,33 @@ type Command struct {
 	Label    uint32
 }
 
-// sortedKey returns a canonical key for a set of devices: the sorted ids joined by commas.
-func sortedKey(devs []DeviceID) string {
-	s := make([]DeviceID, len(devs))
-	copy(s, devs)
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
+// DeviceRanges names a set of devices for people: its sorted ids, runs of three or more as
+// first-last ("0-7,16,17"), so a 4,096-rank communicator reads "0-4095", not 20 kB of ids.
+func DeviceRanges(devs []DeviceID) string {
+	s := slices.Clone(devs)
+	slices.Sort(s)
+	s = slices.Compact(s)
+	var b []byte
+	for i := 0; i < len(s); {
+		j := i
+		for j+1 < len(s) && s[j+1] == s[j]+1 {
+			j++
 		}
-	}
-	var b strings.Builder
-	for i, d := range s {
-		if i > 0 {
-			b.WriteByte(',')
+		if len(b) > 0 {
+			b = append(b, ',')
 		}
-		fmt.Fprintf(&b, "%d", d)
+		b = strconv.AppendInt(b, int64(s[i]), 10)
+		switch {
+		case j-i >= 2:
+			b = append(b, '-')
+			b = strconv.AppendInt(b, int64(s[j]), 10)
+		case j == i+1:
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(s[j]), 10)
+		}
+		i = j + 1
 	}
-	return b.String()
+	return string(b)
 }
 
 // OpName names an op in messages: "send", "all_reduce", "copy h2d", ...
