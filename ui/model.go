@@ -18,6 +18,7 @@ import (
 	"github.com/xfertop/xfertop/ui/agg"
 	"github.com/xfertop/xfertop/ui/theme"
 	"github.com/xfertop/xfertop/ui/views/barriers"
+	"github.com/xfertop/xfertop/ui/views/cluster"
 	"github.com/xfertop/xfertop/ui/views/comms"
 	"github.com/xfertop/xfertop/ui/views/events"
 	"github.com/xfertop/xfertop/ui/views/idle"
@@ -90,10 +91,11 @@ const (
 	TabIdle
 	TabComms
 	TabEvents
+	TabCluster
 	tabCount
 )
 
-var tabNames = [tabCount]string{"Overview", "Timeline", "Transfers", "Barriers", "Idle", "Comms", "Events"}
+var tabNames = [tabCount]string{"Overview", "Timeline", "Transfers", "Barriers", "Idle", "Comms", "Events", "Cluster"}
 
 // Minimum terminal size.
 const (
@@ -143,6 +145,7 @@ type Model struct {
 	panes    []pane        // the views, in tab order
 	names    []string      // their tab labels
 	timeline int           // the timeline's tab (where JumpToMsg goes), -1 for none
+	back     []int         // the views a jump left, most recent last: esc returns to them
 	compare  bool          // a comparison of two runs: no source to follow
 }
 
@@ -157,6 +160,7 @@ func New(src Source, opts Options) *Model {
 		&slot[*idle.Model]{idle.New(m.fr)},
 		&slot[*comms.Model]{comms.New(m.fr)},
 		&slot[*events.Model]{events.New(m.fr)},
+		&slot[*cluster.Model]{cluster.New(m.fr)},
 	}
 	m.names, m.timeline = tabNames[:], TabTimeline
 	return m
@@ -195,7 +199,7 @@ func (m *Model) configureKeys() {
 	}
 	if m.compare { // one view, nothing running
 		for _, b := range []*key.Binding{&m.keys.Pause, &m.keys.NextTab, &m.keys.PrevTab, &m.keys.Tab2, &m.keys.Tab3,
-			&m.keys.Tab4, &m.keys.Tab5, &m.keys.Tab6, &m.keys.Tab7} {
+			&m.keys.Tab4, &m.keys.Tab5, &m.keys.Tab6, &m.keys.Tab7, &m.keys.Tab8} {
 			b.SetEnabled(false)
 		}
 	}
@@ -304,7 +308,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.timeline < 0 {
 			return m, nil
 		}
-		// The timeline owns the jump; the root shows it.
+		// The timeline owns the jump; the root shows it, and esc comes back.
+		if m.tab != m.timeline {
+			m.back = append(m.back, m.tab)
+		}
 		m.tab = m.timeline
 		return m, m.panes[m.timeline].update(msg)
 	}
@@ -348,8 +355,12 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Help):
 		m.showHelp = !m.showHelp
 		return m, nil
-	case m.showHelp && msg.String() == "esc":
+	case m.showHelp && key.Matches(msg, k.Back):
 		m.showHelp = false
+		return m, nil
+	case key.Matches(msg, k.Back) && !m.paneHas(k.Back) && len(m.back) > 0:
+		// The view has no level of its own to go back to: back to the view a jump came from.
+		m.tab, m.back = m.back[len(m.back)-1], m.back[:len(m.back)-1]
 		return m, nil
 	case key.Matches(msg, k.Pause):
 		m.paused = !m.paused
@@ -359,11 +370,11 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case key.Matches(msg, k.NextTab):
-		m.tab = (m.tab + 1) % len(m.panes)
+		m.tab, m.back = (m.tab+1)%len(m.panes), nil // a view chosen by hand: nothing to go back to
 	case key.Matches(msg, k.PrevTab):
-		m.tab = (m.tab + len(m.panes) - 1) % len(m.panes)
-	case key.Matches(msg, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7) && int(msg.String()[0]-'1') < len(m.panes):
-		m.tab = int(msg.String()[0] - '1')
+		m.tab, m.back = (m.tab+len(m.panes)-1)%len(m.panes), nil
+	case key.Matches(msg, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.Tab8) && int(msg.String()[0]-'1') < len(m.panes):
+		m.tab, m.back = int(msg.String()[0]-'1'), nil
 	case key.Matches(msg, k.Slower):
 		if m.status.Speed > 0 {
 			m.src.SetSpeed(m.status.Speed / 2)
@@ -520,10 +531,26 @@ func (m *Model) header() string {
 
 func (m *Model) tabLabel(i int) string {
 	label := fmt.Sprintf("%d %s", i+1, m.names[i])
-	if i == m.tab {
-		return m.styles.ActiveTab.Render(label)
+	tab, active := m.styles.Tab, m.styles.ActiveTab
+	if m.compactTabs() { // every tab on the line, a space between them rather than padding
+		tab, active, label = tab.Padding(0), active.Padding(0), label+" "
+		if i == m.tab {
+			return active.Render(label[:len(label)-1]) + " "
+		}
 	}
-	return m.styles.Tab.Render(label)
+	if i == m.tab {
+		return active.Render(label)
+	}
+	return tab.Render(label)
+}
+
+// compactTabs reports whether the padded tab labels would not fit the width.
+func (m *Model) compactTabs() bool {
+	w := 0
+	for i := range m.names {
+		w += len(fmt.Sprintf("%d %s", i+1, m.names[i])) + 2
+	}
+	return w > m.width
 }
 
 func (m *Model) tabs() string {
@@ -557,7 +584,7 @@ func (m *Model) fullKeys() help.KeyMap {
 	k := m.keys
 	var groups [][]key.Binding
 	if len(m.panes) > 1 {
-		tabs := []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7}[:len(m.panes)]
+		tabs := []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.Tab8}[:len(m.panes)]
 		groups = append(groups, append(tabs, k.NextTab, k.PrevTab))
 	}
 	groups = append(groups, m.panes[m.tab].FullHelp()...)

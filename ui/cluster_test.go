@@ -1,0 +1,86 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/xfertop/xfertop/ui/views/cluster"
+)
+
+// The cluster view drills from a host to its GPUs to a GPU's streams, enter shows the stream in
+// the timeline, and esc comes back the same way, the breadcrumb saying where it is at each step.
+func TestClusterDrillDown(t *testing.T) {
+	src := scenarioSource(t, "allreduce-sweep", 1, "h100x8x4")
+	m := sized(src, 160, 45)
+	press(m, "8", "j", "l") // host 1, its GPU 1
+	cv := paneAt[*cluster.Model](m, TabCluster)
+	crumbs := func() string { return strings.SplitN(ansi.Strip(m.render()), "\n", 4)[2] }
+	press(m, "enter")
+	if cv.Level() != cluster.LevelHost || !strings.Contains(crumbs(), "cluster (4 hosts × 8 GPUs) › host 1") {
+		t.Fatalf("after enter: level %d, breadcrumb %q; want host 1", cv.Level(), crumbs())
+	}
+	press(m, "enter")
+	if cv.Level() != cluster.LevelGPU || !strings.Contains(crumbs(), "› host 1 › gpu 9") {
+		t.Fatalf("after enter: level %d, breadcrumb %q; want gpu 9", cv.Level(), crumbs())
+	}
+	cmd := press(m, "enter")
+	if cmd == nil {
+		t.Fatal("enter on a stream sends nothing")
+	}
+	m.Update(cmd())
+	if m.Tab() != TabTimeline {
+		t.Fatalf("after enter on a stream the console shows tab %d; want the timeline", m.Tab())
+	}
+	press(m, "esc")
+	if m.Tab() != TabCluster || cv.Level() != cluster.LevelGPU {
+		t.Fatalf("esc from the timeline: tab %d, level %d; want the cluster's GPU", m.Tab(), cv.Level())
+	}
+	press(m, "esc", "esc")
+	if cv.Level() != cluster.LevelHosts || strings.Contains(crumbs(), "›") {
+		t.Fatalf("esc esc: level %d, breadcrumb %q; want the whole cluster", cv.Level(), crumbs())
+	}
+}
+
+// The cluster view at 16, 256 and 4,096 GPUs, at 80×24 and 200×50, colours pinned: a cell per
+// GPU where they fit, per group of hosts where they do not (saying so).
+func TestGoldenCluster(t *testing.T) {
+	for _, gpus := range []int{16, 256, 4096} {
+		src := clusterSource(t, gpus)
+		for _, sz := range [][2]int{{80, 24}, {200, 50}} {
+			name := fmt.Sprintf("8-cluster-%dgpus-%dx%d", gpus, sz[0], sz[1])
+			t.Run(name, func(t *testing.T) {
+				m := sized(src, sz[0], sz[1])
+				press(m, "8")
+				checkGolden(t, name, m.View().Content, sz[0], sz[1])
+			})
+		}
+	}
+}
+
+// Without colour the heatmap still reads: each fifth of the scale has its own glyph, the legend
+// says which, and unknown is "?", never a value.
+func TestClusterReadsWithoutColour(t *testing.T) {
+	m := sized(clusterSource(t, 256), 200, 50)
+	press(m, "8")
+	text := ansi.Strip(m.View().Content)
+	for _, want := range []string{"· 0–20", "░ 20–40", "▒ 40–60", "▓ 60–80", "█ 80–100", "? unknown", "worst GPUs, lowest first", "cell: 1 GPU;"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the cluster view without colour lacks %q:\n%s", want, text)
+		}
+	}
+	// Host 3 is slow (10% busy): its row is all the lowest glyph, and it leads the worst hosts.
+	if !strings.Contains(text, " 3 ········") {
+		t.Errorf("host 3's row does not show its 8 GPUs at the lowest glyph:\n%s", text)
+	}
+	if !strings.Contains(text, "host 3    gpu 24     10.0%") {
+		t.Errorf("the worst hosts do not list host 3 at 10%%:\n%s", text)
+	}
+	press(m, "m") // idle %: now high is bad, and host 3 is 90% idle
+	text = ansi.Strip(m.View().Content)
+	if !strings.Contains(text, "metric: idle %") || !strings.Contains(text, " 3 ████████") {
+		t.Errorf("idle %%: host 3's row is not at the top glyph:\n%s", text)
+	}
+}
