@@ -33,7 +33,9 @@ func manyDevices(n int) *Report {
 }
 
 // deviceRows counts the lines of text that are a device's row of the idle table (span 100 ms).
-func deviceRows(text string) int { return len(regexp.MustCompile(`(?m)^\s+\d+\s+100 ms\s`).FindAllString(text, -1)) }
+func deviceRows(text string) int {
+	return len(regexp.MustCompile(`(?m)^\s+\d+\s+100 ms\s`).FindAllString(text, -1))
+}
 
 func TestTextAtScale(t *testing.T) {
 	tests := []struct {
