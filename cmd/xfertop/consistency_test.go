@@ -139,7 +139,7 @@ func sameNumbers(t *testing.T, m *ui.Model, r *report.Report) {
 		if d.SpanNs <= 0 {
 			continue
 		}
-		row := fmt.Sprintf("%-5d%7.1f%7.1f%7.1f", d.Device, d.ComputePct, d.NonCompPct, d.IdlePct)
+		row := fmt.Sprintf("%-5d%7.1f%10.1f%7.1f", d.Device, d.ComputePct, d.NonCompPct, d.IdlePct) // the overview's columns
 		if !strings.Contains(over, row) {
 			t.Errorf("overview lacks device %d's breakdown %q:\n%s", d.Device, row, over)
 		}
