@@ -146,6 +146,7 @@ type Model struct {
 	names    []string      // their tab labels
 	timeline int           // the timeline's tab (where JumpToMsg goes), -1 for none
 	back     []int         // the views a jump left, most recent last: esc returns to them
+	cmd      cmdLine       // the : command line
 	compare  bool          // a comparison of two runs: no source to follow
 }
 
@@ -173,7 +174,7 @@ func newRoot(src Source, opts Options, compare bool) *Model {
 	}
 	info := src.Info()
 	m := &Model{src: src, info: info, keys: widget.DefaultKeyMap(), help: help.New(), styles: theme.DefaultStyles(opts.IsDark),
-		tick: opts.Tick, state: agg.New(), feed: newFeed(src, info), timeline: -1, compare: compare}
+		tick: opts.Tick, state: agg.New(), feed: newFeed(src, info), timeline: -1, compare: compare, cmd: newCmdLine()}
 	m.help.Styles = help.DefaultStyles(opts.IsDark)
 	m.configureKeys()
 	m.fr = &widget.Frame{Snap: &m.snap, Styles: m.styles, Keys: m.keys}
@@ -198,7 +199,7 @@ func (m *Model) configureKeys() {
 		b.SetEnabled(m.compare)
 	}
 	if m.compare { // one view, nothing running
-		for _, b := range []*key.Binding{&m.keys.Pause, &m.keys.NextTab, &m.keys.PrevTab, &m.keys.Tab2, &m.keys.Tab3,
+		for _, b := range []*key.Binding{&m.keys.Command, &m.keys.Pause, &m.keys.NextTab, &m.keys.PrevTab, &m.keys.Tab2, &m.keys.Tab3,
 			&m.keys.Tab4, &m.keys.Tab5, &m.keys.Tab6, &m.keys.Tab7, &m.keys.Tab8} {
 			b.SetEnabled(false)
 		}
@@ -345,11 +346,17 @@ func (m *Model) click(msg tea.MouseClickMsg) tea.Cmd {
 
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	// A text input that is open takes every key but the ones that close it.
+	if m.cmd.open {
+		return m, m.cmdKey(msg)
+	}
 	if p := m.panes[m.tab]; p.Capturing() {
 		return m, p.update(msg)
 	}
+	m.cmd.said = "" // what the last command said stays until the next key
 	k := m.keys
 	switch {
+	case key.Matches(msg, k.Command) && !m.showHelp:
+		return m, m.openCmd()
 	case key.Matches(msg, k.Quit):
 		return m, tea.Quit
 	case key.Matches(msg, k.Help):
@@ -562,6 +569,9 @@ func (m *Model) tabs() string {
 }
 
 func (m *Model) footer() string {
+	if m.cmd.open || m.cmd.said != "" {
+		return ansi.Truncate(m.cmdView(), m.width, "…")
+	}
 	return ansi.Truncate(m.help.ShortHelpView(m.shortKeys()), m.width, "…")
 }
 
@@ -571,7 +581,7 @@ func (m *Model) viewKeys() []key.Binding { return m.panes[m.tab].ShortHelp() }
 // shortKeys are the keys the footer lists for the current view.
 func (m *Model) shortKeys() []key.Binding {
 	k := m.keys
-	common := append([]key.Binding{k.Help, k.Quit, k.Pause, k.NextTab}, m.viewKeys()...)
+	common := append([]key.Binding{k.Help, k.Quit, k.Command, k.Pause, k.NextTab}, m.viewKeys()...)
 	if m.compare {
 		common = append([]key.Binding{k.Help, k.Quit}, m.viewKeys()...)
 	}
@@ -588,7 +598,7 @@ func (m *Model) fullKeys() help.KeyMap {
 		groups = append(groups, append(tabs, k.NextTab, k.PrevTab))
 	}
 	groups = append(groups, m.panes[m.tab].FullHelp()...)
-	return fullHelp(append(groups, []key.Binding{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit}))
+	return fullHelp(append(groups, []key.Binding{k.Command, k.Back, k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit}))
 }
 
 // fullHelp is a help screen's groups of keys.
