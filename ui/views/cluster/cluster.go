@@ -34,8 +34,8 @@ const sideW = 28
 
 // Model is the cluster view.
 type Model struct {
-	widget.NoCapture
 	widget.Base
+	filter  widget.Filter // the host's GPUs, the GPU's streams
 	metrics []Metric
 	metric  int
 	crumbs  []crumb // the drill-down; crumbs[0] is every host
@@ -53,7 +53,16 @@ type Model struct {
 
 // New returns the cluster view over fr.
 func New(fr *widget.Frame) *Model {
-	return &Model{Base: widget.Base{Fr: fr}, metrics: Metrics(), valsFor: -1}
+	return &Model{Base: widget.Base{Fr: fr}, metrics: Metrics(), valsFor: -1, filter: widget.NewFilter("gpu or stream, role, idle cause")}
+}
+
+// Capturing reports whether the filter is being typed.
+func (v *Model) Capturing() bool { return v.filter.Editing() }
+
+// push drills down to c; the filter was the level's above.
+func (v *Model) push(c crumb) {
+	v.crumbs = append(v.crumbs, c)
+	v.filter.Clear()
 }
 
 // gpus is how many GPUs each host has, and how many hosts there are.
@@ -122,7 +131,8 @@ func (v *Model) GoHost(h, local int) bool {
 	if h < 0 || h >= hosts {
 		return false
 	}
-	v.crumbs = append(v.crumbs[:1], crumb{level: LevelHost, host: h})
+	v.crumbs = v.crumbs[:1]
+	v.push(crumb{level: LevelHost, host: h})
 	v.list.Select(max(local, 0))
 	_ = gpus
 	return true
@@ -137,7 +147,7 @@ func (v *Model) GoDevice(d int) bool {
 		return false
 	}
 	v.GoHost(d/gpus, d%gpus)
-	v.crumbs = append(v.crumbs, crumb{level: LevelGPU, dev: int32(d)})
+	v.push(crumb{level: LevelGPU, dev: int32(d)})
 	v.list.Select(0)
 	return true
 }
@@ -148,11 +158,15 @@ func (v *Model) ShortHelp() []key.Binding {
 	sel := k.Select
 	sel.SetHelp("enter", "drill down")
 	keys := []key.Binding{sel, k.Metric}
-	if len(v.crumbs) > 1 {
-		keys = append(keys, k.Back)
-	}
 	if v.Level() == LevelHosts {
+		if len(v.crumbs) > 1 {
+			keys = append(keys, k.Back)
+		}
 		return append(keys, k.Up, k.Down, k.PanLeft, k.PanRight)
+	}
+	keys = append(keys, v.filter.Keys(k)...)
+	if !v.filter.Shown() { // esc clears the filter first, then goes back
+		keys = append(keys, k.Back)
 	}
 	return append(keys, widget.ListKeys(k)...)
 }
@@ -168,6 +182,11 @@ func (v *Model) FullHelp() [][]key.Binding {
 func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 	v.refresh()
 	k := v.Fr.Keys
+	if v.Level() != LevelHosts {
+		if cmd, ok := v.filter.Handle(msg, k); ok {
+			return v, cmd
+		}
+	}
 	if km, ok := msg.(tea.KeyPressMsg); ok {
 		switch {
 		case key.Matches(km, k.Metric):
@@ -223,6 +242,7 @@ func (v *Model) Back() bool {
 	}
 	v.crumbs = v.crumbs[:len(v.crumbs)-1]
 	v.list.Select(0)
+	v.filter.Clear()
 	return true
 }
 
@@ -254,20 +274,19 @@ func (v *Model) enter() tea.Cmd {
 		g, _ := v.grid(c)
 		hf, ht := g.hosts(v.curR)
 		if ht-hf > 1 {
-			v.crumbs = append(v.crumbs, crumb{level: LevelHosts, h0: hf, h1: ht})
+			v.push(crumb{level: LevelHosts, h0: hf, h1: ht})
 			v.curR, v.curC = 0, v.curC*g.gg
 			return nil
 		}
-		v.crumbs = append(v.crumbs, crumb{level: LevelHost, host: hf})
+		v.push(crumb{level: LevelHost, host: hf})
 		v.list.Select(v.curC * g.gg)
 	case LevelHost:
-		d := c.host*gpus + v.list.Selected()
-		if d < v.ds.N() {
-			v.crumbs = append(v.crumbs, crumb{level: LevelGPU, dev: int32(d)})
+		if locals := v.hostRows(c.host); v.list.Selected() < len(locals) {
+			v.push(crumb{level: LevelGPU, dev: int32(c.host*gpus + locals[v.list.Selected()])})
 			v.list.Select(0)
 		}
 	case LevelGPU:
-		streams := v.streams(c.dev)
+		streams := v.gpuRows(c.dev)
 		if sel := v.list.Selected(); sel < len(streams) {
 			// The stream's latest ops: the last eighth of what the console holds, at most a second.
 			now := v.Fr.Now

@@ -182,15 +182,16 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 		head += fmt.Sprintf("%8s", l.String()+"%")
 	}
 	b.WriteString(st.Muted.Render(head+"   links: % of peak, "+v.ds.LinkWhen()+"; enter: its streams") + "\n")
-	n := min(gpus, v.ds.N()-host*gpus)
-	from, to := v.list.Window(n, v.H-2, 2)
+	locals := v.hostRows(host)
+	from, to := v.list.Window(len(locals), v.H-3, 2)
 	pct := func(x float64, ok bool) string {
 		if !ok {
 			return units.Unknown
 		}
 		return fmt.Sprintf("%.1f", x)
 	}
-	for l := from; l < to; l++ {
+	for i := from; i < to; i++ {
+		l := locals[i]
 		d := int32(host*gpus + l)
 		glyph, on := cell(&st, m, v.vals[d], v.scale())
 		val := fmt.Sprintf("%8s", v.fmtVal(v.vals[d]))
@@ -205,12 +206,41 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 		for lk := range analysis.NumLinks {
 			rest += fmt.Sprintf("%8s", pct(v.ds.LinkPct(lk, d)))
 		}
-		if l == v.list.Selected() {
+		if i == v.list.Selected() {
 			b.WriteString(st.Selected.Render(line+glyph+" "+val+rest) + "\n")
 			continue
 		}
 		b.WriteString(line + on + glyph + " " + val + st.MutedOff + rest + "\n")
 	}
+	v.filterLine(b, len(locals), min(gpus, v.ds.N()-host*gpus), "GPUs")
+}
+
+// filterLine writes the filter, and how many of the level's rows it keeps, while it is shown.
+func (v *Model) filterLine(b *strings.Builder, kept, all int, what string) {
+	if v.filter.Shown() {
+		b.WriteString(v.filter.View() + v.Fr.Styles.Muted.Render(fmt.Sprintf("  %d of %d %s", kept, all, what)) + "\n")
+	}
+}
+
+// hostRows lists the local numbers of host's GPUs that pass the filter ("gpu 613", "local 3").
+func (v *Model) hostRows(host int) []int {
+	gpus, _ := v.shape()
+	var out []int
+	for l := range min(gpus, v.ds.N()-host*gpus) {
+		if v.filter.Match(fmt.Sprintf("gpu %d ", host*gpus+l), fmt.Sprintf("local %d ", l)) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// gpuRows lists device d's streams that pass the filter ("stream 3", role, idle cause).
+func (v *Model) gpuRows(d int32) []stream {
+	ss := v.streams(d)
+	if v.filter.Value() == "" {
+		return ss
+	}
+	return slices.DeleteFunc(ss, func(s stream) bool { return !v.filter.Match(fmt.Sprintf("stream %d ", s.stream), s.role, s.cause) })
 }
 
 // stream is one of a GPU's streams, as the GPU level lists it.
@@ -259,13 +289,13 @@ func (v *Model) streams(d int32) []stream {
 // viewGPU draws one GPU's streams; enter shows the selected one in the timeline.
 func (v *Model) viewGPU(b *strings.Builder, d int32) {
 	st := v.Fr.Styles
-	ss := v.streams(d)
-	if len(ss) == 0 {
+	ss := v.gpuRows(d)
+	if len(ss) == 0 && !v.filter.Shown() {
 		b.WriteString(st.Muted.Render(v.Fr.None("streams on this GPU")) + "\n")
 		return
 	}
 	b.WriteString(st.Muted.Render(fmt.Sprintf("%-8s%5s%-10s%9s%12s  %-13s   enter: show in the timeline", "stream", "prio", "  role", "ops held", "idle gaps", "mostly")) + "\n")
-	from, to := v.list.Window(len(ss), v.H-2, 2)
+	from, to := v.list.Window(len(ss), v.H-3, 2)
 	for i := from; i < to; i++ {
 		s := ss[i]
 		idle := units.Unknown
@@ -278,4 +308,5 @@ func (v *Model) viewGPU(b *strings.Builder, d int32) {
 		}
 		b.WriteString(line + "\n")
 	}
+	v.filterLine(b, len(ss), len(v.streams(d)), "streams")
 }

@@ -18,11 +18,11 @@ import (
 
 // Model is the overview.
 type Model struct {
-	widget.NoCapture
 	widget.Base
 	list     widget.List
-	worst    bool         // devices sorted most idle first, rather than by id
-	expanded map[int]bool // rolled up, the hosts shown GPU by GPU
+	filter   widget.Filter // devices by id, host (h76) or idle cause
+	worst    bool          // devices sorted most idle first, rather than by id
+	expanded map[int]bool  // rolled up, the hosts shown GPU by GPU
 	// As last drawn: the rows, and whether they outnumbered the lines (the list then scrolls, and
 	// g/G are its, not a replay's start and end).
 	rows     []devRow
@@ -39,12 +39,20 @@ type devRow struct {
 }
 
 // New returns the overview over fr.
-func New(fr *widget.Frame) *Model { return &Model{Base: widget.Base{Fr: fr}, expanded: map[int]bool{}} }
+func New(fr *widget.Frame) *Model {
+	return &Model{Base: widget.Base{Fr: fr}, expanded: map[int]bool{}, filter: widget.NewFilter("device, host (h76) or idle cause")}
+}
+
+// Capturing reports whether the filter is being typed.
+func (m *Model) Capturing() bool { return m.filter.Editing() }
 
 // Update takes the device table's keys and the mouse: j/k, the wheel and g/G scroll it, s sorts
 // it most idle first (or back by id), enter expands or collapses a rolled-up host.
 func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 	k := m.Fr.Keys
+	if cmd, ok := m.filter.Handle(msg, k); ok {
+		return m, cmd
+	}
 	if km, ok := msg.(tea.KeyPressMsg); ok {
 		switch {
 		case key.Matches(km, k.Sort):
@@ -80,7 +88,8 @@ func (m *Model) ShortHelp() []key.Binding {
 	k := m.Fr.Keys
 	sort := k.Sort
 	sort.SetHelp("s", "most idle first")
-	keys := []key.Binding{sort, k.Up, k.Down}
+	keys := append([]key.Binding{sort}, m.filter.Keys(k)...)
+	keys = append(keys, k.Up, k.Down)
 	if m.overflow {
 		keys = append(keys, k.Top, k.Bottom)
 	}
@@ -191,8 +200,12 @@ func (m *Model) writeDevices(b *strings.Builder) {
 		t.cell = 14
 	}
 	lines := m.H - 5
+	if m.filter.Shown() {
+		lines-- // the filter's line
+	}
 	gpus := min(fr.Meta.HostGPUs(), max(len(devs), 1))
-	m.rolled = len(devs) > lines && gpus > 1 && len(devs) > gpus
+	// Filtered, the devices that match are listed each: a host's name matches its GPUs.
+	m.rolled = len(devs) > lines && gpus > 1 && len(devs) > gpus && !m.filter.Shown()
 	if m.rolled {
 		t.colDev = colDev + 2 // "▸h511"
 	}
@@ -203,6 +216,11 @@ func (m *Model) writeDevices(b *strings.Builder) {
 		}
 	}
 	m.rows = m.layoutRows(m.rows[:0], devs, times, gpus)
+	if m.filter.Value() != "" {
+		m.rows = slices.DeleteFunc(m.rows, func(r devRow) bool {
+			return !m.filter.Match(fmt.Sprint(devs[r.dev].Device), fmt.Sprintf("h%d", r.host), causes[r.dev])
+		})
+	}
 	m.overflow = len(m.rows) > lines
 	shown := lines
 	if m.overflow {
@@ -236,6 +254,9 @@ func (m *Model) writeDevices(b *strings.Builder) {
 	}
 	if m.overflow {
 		b.WriteString(st.Muted.Render(fmt.Sprintf("rows %d–%d of %d (j/k, wheel, g/G scroll)", from+1, to, len(m.rows))) + "\n")
+	}
+	if m.filter.Shown() {
+		b.WriteString(m.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %d devices", len(m.rows), len(devs))) + "\n")
 	}
 }
 
