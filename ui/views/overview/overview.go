@@ -163,7 +163,8 @@ func (m *Model) View() string {
 const colDev, colSplit, colCause, colTotal = 5, 24, 12, 9
 
 // deviceTable is the layout of one drawing of the device table: what fits the width, and the
-// history's scale shared by every row so that sparklines compare across devices.
+// history's scale shared by every row shown so that their sparklines compare (the rows on screen:
+// over 4,096 devices the scale of every device would cost more than the rest of the frame).
 type deviceTable struct {
 	fr     *widget.Frame
 	colDev int   // width of the device column
@@ -210,11 +211,6 @@ func (m *Model) writeDevices(b *strings.Builder) {
 		t.colDev = colDev + 2 // "▸h511"
 	}
 	t.histW = min(max(m.W-t.colDev-colSplit-1-colCause-int(analysis.NumLinks)*t.cell-colTotal-2, 0), analysis.HistoryBuckets)
-	for d := range devs {
-		for k := t.bucket - int64(t.histW) + 1; k <= t.bucket; k++ {
-			t.peak = max(t.peak, totalAt(&devs[d], k))
-		}
-	}
 	m.rows = m.layoutRows(m.rows[:0], devs, times, gpus)
 	if m.filter.Value() != "" {
 		m.rows = slices.DeleteFunc(m.rows, func(r devRow) bool {
@@ -227,6 +223,11 @@ func (m *Model) writeDevices(b *strings.Builder) {
 		shown-- // a line says which rows are shown
 	}
 	from, to := m.list.Window(len(m.rows), shown, 3)
+	for _, r := range m.rows[from:to] {
+		for k := t.bucket - int64(t.histW) + 1; k <= t.bucket; k++ {
+			t.peak = max(t.peak, totalAt(&devs[r.dev], k))
+		}
+	}
 	head := t.head()
 	if m.rolled {
 		head += "   rolled up: a row per host, its most idle GPU's (enter expands)"
