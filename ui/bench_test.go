@@ -73,12 +73,15 @@ func BenchmarkFrame(b *testing.B) {
 
 // frameP99 draws m's frame b.N times and reports the 99th percentile of the time one takes on the
 // wall clock (ms-p99) and, on Linux, of the CPU time it takes (cpu-ms-p99: the frame's own cost,
-// which a machine busy with other work does not inflate).
-func frameP99(b *testing.B, m *Model) {
+// which a machine busy with other work does not inflate). before runs ahead of each frame, untimed.
+func frameP99(b *testing.B, m *Model, before ...func()) {
 	runtime.LockOSThread() // the thread's CPU clock must be this goroutine's
 	defer runtime.UnlockOSThread()
 	var wall, cpu []time.Duration
 	for b.Loop() {
+		for _, f := range before {
+			f()
+		}
 		t0 := time.Now()
 		c0, ok := threadCPU()
 		_ = m.View()
@@ -190,6 +193,17 @@ func BenchmarkFrameAtScale(b *testing.B) {
 		press(m, "enter")
 		defer press(m, "esc")
 		frameP99(b, m)
+		report(b)
+	})
+	// Every frame after a tick: a new Result, so the cluster view reads every device's value again
+	// (a frame without a new one reuses them, as the Cluster run above does).
+	b.Run("ClusterNewResult", func(b *testing.B) {
+		m.tab = TabCluster
+		frameP99(b, m, func() {
+			r := *m.res
+			m.res = &r
+			m.syncFrame()
+		})
 		report(b)
 	})
 	b.Run("ClusterNICMetric", func(b *testing.B) {
