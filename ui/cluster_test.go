@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	xtimeline "github.com/xfertop/xfertop/timeline"
 
 	"github.com/xfertop/xfertop/ui/views/cluster"
 )
@@ -82,5 +85,35 @@ func TestClusterReadsWithoutColour(t *testing.T) {
 	text = ansi.Strip(m.View().Content)
 	if !strings.Contains(text, "metric: idle %") || !strings.Contains(text, " 3 ████████") {
 		t.Errorf("idle %%: host 3's row is not at the top glyph:\n%s", text)
+	}
+}
+
+// A click on a cell of the heatmap puts the cursor there; the line under the heatmap names it.
+func TestClusterClick(t *testing.T) {
+	m := sized(clusterSource(t, 256), 160, 45)
+	press(m, "8")
+	m.View()
+	// The body starts under the header and the tabs; the heatmap's first row of cells is its 5th
+	// line, after the host number (3 cells: "31 ").
+	bodyTop := 2
+	m.Update(tea.MouseClickMsg{Button: tea.MouseLeft, X: 3 + 5, Y: bodyTop + 4 + 3})
+	if got := text(m); !strings.Contains(got, "cursor: host 3, GPU 5: 10.0% (worst)") {
+		t.Errorf("a click on host 3's GPU 5 does not put the cursor there:\n%s", got)
+	}
+}
+
+// A source with nothing yet: the cluster view says it knows no device's value, and drilling
+// down and back does not fail.
+func TestClusterEmpty(t *testing.T) {
+	src := &fakeSource{win: xtimeline.NewWindow(16, xtimeline.NewStrings()), info: SourceInfo{Name: "empty"}, status: Status{Speed: 1}}
+	m := sized(src, 80, 24)
+	press(m, "8", "enter", "enter", "enter", "m", "esc", "esc", "esc", "j", "l")
+	got := text(m)
+	if !strings.Contains(got, "cluster (no devices yet)") || !strings.Contains(got, "? unknown") {
+		t.Errorf("an empty source's cluster view:\n%s", got)
+	}
+	typeCmd(m, "rank 0")
+	if !strings.Contains(text(m), ":rank 0: no device has reported yet") {
+		t.Errorf(":rank 0 with no devices:\n%s", text(m))
 	}
 }

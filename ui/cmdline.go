@@ -156,6 +156,8 @@ func (m *Model) runCmd(line string) tea.Cmd {
 		return nil
 	case (verb == "rank" || verb == "host" || verb == "link") && !hasCluster:
 		return say(true, ":%s: this console has no cluster view", verb)
+	case (verb == "rank" || verb == "host") && m.deviceCount() == 0:
+		return say(true, ":%s %s: no device has reported yet", verb, arg)
 	case verb == "rank":
 		n, ok := num()
 		if !ok || !cl.GoDevice(n) {

@@ -35,6 +35,9 @@ func (v *Model) breadcrumb() string {
 	st := v.Fr.Styles
 	gpus, hosts := v.shape()
 	parts := []string{fmt.Sprintf("cluster (%d hosts × %d GPUs)", hosts, gpus)}
+	if v.ds.N() == 0 {
+		parts[0] = "cluster (" + v.Fr.None("devices") + ")"
+	}
 	for _, c := range v.crumbs[1:] {
 		switch c.level {
 		case LevelHosts:
