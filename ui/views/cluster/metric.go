@@ -101,8 +101,13 @@ func (ds *Devices) Time(d int32) (analysis.DeviceTime, bool) {
 // bucket while the source runs, over the whole run once it has ended (its last bucket would say
 // only how the run ended).
 func (ds *Devices) LinkPct(l analysis.Link, d int32) (float64, bool) {
-	if ds.res == nil || d < 0 || int(d) >= len(ds.res.Links.Devices) {
+	if ds.res == nil || d < 0 || int(d) >= ds.n {
 		return 0, false
+	}
+	if int(d) >= len(ds.res.Links.Devices) {
+		// Nothing counted on the device's links yet: where the source measures its links, they
+		// carried nothing (a job's first communicator setup); otherwise it is not known.
+		return 0, ds.fr.Meta.LinkBytes && ds.fr.Meta.LinkPeaks[l] > 0
 	}
 	dl := ds.res.Links.Devices[d]
 	peak := ds.fr.Meta.LinkPeaks[l]
