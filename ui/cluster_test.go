@@ -117,3 +117,24 @@ func TestClusterEmpty(t *testing.T) {
 		t.Errorf(":rank 0 with no devices:\n%s", text(m))
 	}
 }
+
+// The help screen lists the cluster view's keys as they work at its level, esc once.
+func TestClusterHelp(t *testing.T) {
+	m := sized(clusterSource(t, 256), 100, 30)
+	keys := func() string { _, k, _ := strings.Cut(text(m), "Keys"); return k } // below the header
+	press(m, "8", "?")
+	top := keys()
+	for _, want := range []string{"drill down", "next metric", "pan left", ":     command"} {
+		if !strings.Contains(top, want) {
+			t.Errorf("the cluster's help lacks %q:\n%s", want, top)
+		}
+	}
+	if strings.Contains(top, "back") || strings.Contains(top, "filter") {
+		t.Errorf("the cluster's top level offers esc or / though neither works there:\n%s", top)
+	}
+	press(m, "?", "enter", "?")
+	host := keys()
+	if !strings.Contains(host, "/     filter") || strings.Count(host, "back") != 1 {
+		t.Errorf("a host's help does not list / and esc once:\n%s", host)
+	}
+}

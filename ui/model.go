@@ -598,7 +598,12 @@ func (m *Model) fullKeys() help.KeyMap {
 		groups = append(groups, append(tabs, k.NextTab, k.PrevTab))
 	}
 	groups = append(groups, m.panes[m.tab].FullHelp()...)
-	return fullHelp(append(groups, []key.Binding{k.Command, k.Back, k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit}))
+	session := []key.Binding{k.Command}
+	if len(m.back) > 0 && !m.paneHas(k.Back) { // esc returns to the view a jump came from
+		session = append(session, k.Back)
+	}
+	session = append(session, k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit)
+	return fullHelp(append(groups, session))
 }
 
 // fullHelp is a help screen's groups of keys.

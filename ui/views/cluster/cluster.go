@@ -171,10 +171,18 @@ func (v *Model) ShortHelp() []key.Binding {
 	return append(keys, widget.ListKeys(k)...)
 }
 
-// FullHelp groups the view's keys.
+// FullHelp groups the view's keys: what it does, then how to move.
 func (v *Model) FullHelp() [][]key.Binding {
-	k := v.Fr.Keys
-	return [][]key.Binding{{k.Select, k.Back, k.Metric}, {k.Up, k.Down, k.PanLeft, k.PanRight, k.Top, k.Bottom}}
+	var do, move []key.Binding
+	for _, b := range v.ShortHelp() {
+		switch b.Help().Key {
+		case "↑/k", "↓/j", "h", "l", "g", "G":
+			move = append(move, b)
+		default:
+			do = append(do, b)
+		}
+	}
+	return [][]key.Binding{do, move}
 }
 
 // Update takes keys and the mouse: the cursor moves over the heatmap (j/k hosts, h/l GPUs) or the
