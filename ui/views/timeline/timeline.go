@@ -153,7 +153,7 @@ func (t *Model) plotW() int { return t.W - LabelW }
 // ShortHelp lists the timeline's keys.
 func (t *Model) ShortHelp() []key.Binding {
 	k := t.Fr.Keys
-	return append([]key.Binding{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse, k.Up, k.Down}, t.filter.Keys(k)...)
+	return append([]key.Binding{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse, k.CollapseOthers, k.Up, k.Down}, t.filter.Keys(k)...)
 }
 
 // FullHelp groups the timeline's keys.
@@ -218,6 +218,36 @@ func (t *Model) key(msg tea.KeyPressMsg) {
 		if sel := t.list.Selected(); sel < len(rows) {
 			d := rows[sel].Device
 			t.collapsed[d] = !t.collapsed[d]
+		}
+	case key.Matches(msg, k.CollapseOthers):
+		t.onlyHost()
+	}
+}
+
+// onlyHost collapses every device but those of the selected row's host, leaving the selection
+// on its row; when that is already so, it expands every device.
+func (t *Model) onlyHost() {
+	rows := t.Rows()
+	sel := t.list.Selected()
+	if sel >= len(rows) {
+		return
+	}
+	gpus := t.Fr.Meta.HostGPUs()
+	host := int(rows[sel].Device) / gpus
+	only := true // is every other host's device collapsed, and this one's open?
+	for _, r := range rows {
+		if r.Header && (int(r.Device)/gpus == host) == t.collapsed[r.Device] {
+			only = false
+		}
+	}
+	for _, r := range rows {
+		if r.Header {
+			t.collapsed[r.Device] = !only && int(r.Device)/gpus != host
+		}
+	}
+	for i, r := range t.Rows() { // the selected row moved: find it again
+		if r.Device == rows[sel].Device && r.Header == rows[sel].Header && r.Track == rows[sel].Track {
+			t.list.Select(i)
 		}
 	}
 }
@@ -308,6 +338,9 @@ func (t *Model) View() string {
 			lbl := fmt.Sprintf("%s device %d", mark, r.Device)
 			if t.collapsed[r.Device] {
 				lbl += fmt.Sprintf(" (%d streams)", r.n)
+			}
+			if g := fr.Meta.GPUsPerHost; g > 0 && fr.Meta.Devices > g { // which host, on a job of several
+				lbl += fmt.Sprintf(" · host %d", int(r.Device)/g)
 			}
 			if sel {
 				lbl = st.Selected.Render(lbl)
