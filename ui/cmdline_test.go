@@ -58,6 +58,10 @@ func TestCmdLineRuns(t *testing.T) {
 	if cv.Level() != cluster.LevelHost {
 		t.Errorf("esc after :rank: level %d; want the host's GPUs", cv.Level())
 	}
+	press(m, "esc")
+	if !strings.Contains(text(m), "cursor: host 9, GPU 5:") {
+		t.Errorf("esc to the heatmap: the cursor is not on rank 77 (host 9, GPU 5):\n%s", text(m))
+	}
 	typeCmd(m, "host 31")
 	if !strings.Contains(text(m), "› host 31") {
 		t.Errorf(":host 31:\n%s", text(m))

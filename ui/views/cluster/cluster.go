@@ -127,14 +127,16 @@ func (v *Model) MetricNames() []string {
 // reports false for a host the job does not have.
 func (v *Model) GoHost(h, local int) bool {
 	v.refresh()
-	gpus, hosts := v.shape()
+	_, hosts := v.shape()
 	if h < 0 || h >= hosts {
 		return false
 	}
 	v.crumbs = v.crumbs[:1]
+	// Back on the heatmap, the cursor is on the host gone to.
+	g, _ := v.grid(v.crumbs[0])
+	v.curR, v.curC = (h-g.h0)/g.hg, max(local, 0)/g.gg
 	v.push(crumb{level: LevelHost, host: h})
 	v.list.Select(max(local, 0))
-	_ = gpus
 	return true
 }
 
