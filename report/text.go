@@ -12,9 +12,13 @@ import (
 	"github.com/xfertop/xfertop/units"
 )
 
-// Text writes the report for people: one section per topic, numbers in the units a person reads,
-// every percentage with its denominator.
-func Text(w io.Writer, r *Report) error {
+// Text writes the report for people with the default options.
+func Text(w io.Writer, r *Report) error { return TextWith(w, r, TextOptions{}) }
+
+// TextWith writes the report for people: one section per topic, numbers in the units a person
+// reads, every percentage with its denominator; per-device tables of more than SummariseAbove
+// devices as their distribution and the worst devices, unless o asks for every row.
+func TextWith(w io.Writer, r *Report, o TextOptions) error {
 	var b strings.Builder
 	header(&b, r)
 	if r.Steps.Count > 0 {
@@ -49,8 +53,8 @@ func Text(w io.Writer, r *Report) error {
 			b.WriteString("  no straggler: no rank ever arrived after all the others and after the median\n")
 		}
 	}
-	idleText(&b, r)
-	linksText(&b, r)
+	idleText(&b, r, o)
+	linksText(&b, r, o)
 	telemetryText(&b, r)
 	if x := r.Export; x != nil {
 		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %d spans built, %d exported, %d dropped; %d events dropped before export; %d metric points built, %d exported, %d dropped\n",
@@ -188,7 +192,7 @@ func pctOf(a, total int64) string {
 	return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(total))
 }
 
-func idleText(b *strings.Builder, r *Report) {
+func idleText(b *strings.Builder, r *Report, o TextOptions) {
 	fmt.Fprintf(b, "\nIdle: %s of device time (Σ over devices of the time none of its ops ran)\n", units.Dur(r.Idle.TotalNs))
 	fmt.Fprintf(b, "Gaps between ops on streams: %s (Σ over streams), by cause (%% of that):\n", units.Dur(r.Idle.StreamNs))
 	for _, c := range analysis.Causes() {
@@ -199,13 +203,7 @@ func idleText(b *strings.Builder, r *Report) {
 		fmt.Fprintf(b, "  %-13s %10s  %6s\n", c, units.Dur(v), pctOf(v, r.Idle.StreamNs))
 	}
 	if len(r.Idle.Devices) > 0 {
-		b.WriteString("Devices (HTA temporal breakdown: % of each device's span; overlap: % of its communication time):\n")
-		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "device\tspan\tidle\tidle %\tcompute %\tnon-compute %\toverlap %\t")
-		for _, d := range r.Idle.Devices {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t\n", d.Device, units.Dur(d.SpanNs), units.Dur(d.IdleNs), d.IdlePct, d.ComputePct, d.NonCompPct, pctNum(d.OverlapPct))
-		}
-		tw.Flush()
+		idleDevicesText(b, r, o)
 	}
 	if len(r.Idle.TopGaps) > 0 {
 		b.WriteString("Largest gaps:\n")
@@ -226,7 +224,7 @@ func pctNum(p *float64) string {
 	return fmt.Sprintf("%.1f", *p)
 }
 
-func linksText(b *strings.Builder, r *Report) {
+func linksText(b *strings.Builder, r *Report, o TextOptions) {
 	if len(r.Links.Devices) == 0 {
 		return
 	}
@@ -239,23 +237,7 @@ func linksText(b *strings.Builder, r *Report) {
 		unknown = unknown || d.Unattributed > 0
 	}
 	fmt.Fprintf(b, "\nLink traffic (%s): %s moved on links (bus bytes)\n", how, units.Bytes(r.Links.MovedBytes))
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "device\tPCIe\tNVLink\tNIC\tHBM\t"
-	if unknown {
-		head += "link unknown\t"
-	}
-	fmt.Fprintln(tw, head)
-	for _, d := range r.Links.Devices {
-		if d.Total == 0 && d.Unattributed == 0 {
-			continue
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t", d.Device, units.Bytes(d.PCIe), units.Bytes(d.NVLink), units.Bytes(d.NIC), units.Bytes(d.HBM))
-		if unknown {
-			fmt.Fprintf(tw, "%s\t", units.Bytes(d.Unattributed))
-		}
-		fmt.Fprintln(tw)
-	}
-	tw.Flush()
+	linkDevicesText(b, r, o, unknown)
 	if unknown {
 		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say\n")
 	}

@@ -2,6 +2,8 @@ package ui
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -71,12 +73,15 @@ func BenchmarkFrame(b *testing.B) {
 
 // frameP99 draws m's frame b.N times and reports the 99th percentile of the time one takes on the
 // wall clock (ms-p99) and, on Linux, of the CPU time it takes (cpu-ms-p99: the frame's own cost,
-// which a machine busy with other work does not inflate).
-func frameP99(b *testing.B, m *Model) {
+// which a machine busy with other work does not inflate). before runs ahead of each frame, untimed.
+func frameP99(b *testing.B, m *Model, before ...func()) {
 	runtime.LockOSThread() // the thread's CPU clock must be this goroutine's
 	defer runtime.UnlockOSThread()
 	var wall, cpu []time.Duration
 	for b.Loop() {
+		for _, f := range before {
+			f()
+		}
 		t0 := time.Now()
 		c0, ok := threadCPU()
 		_ = m.View()
@@ -134,4 +139,77 @@ func BenchmarkRunningTick(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/tick")
 	b.ReportMetric(float64(len(lm.feed.running)), "ops")
+}
+
+// clusterRun runs allreduce-sweep for a step on 512 hosts of 8 H100s (4,096 GPUs) into a window
+// of about 1.2 M events.
+func clusterRun(b *testing.B) *fakeSource {
+	topo := filepath.Join(b.TempDir(), "h512.yaml")
+	if err := os.WriteFile(topo, []byte("base: h100x8x4\nhosts: 512\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	p, err := session.Prepare(session.Config{Scenario: "allreduce-sweep", Topology: topo, Steps: 1, Seed: 1, Window: 1 << 21})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return &fakeSource{win: p, info: SourceInfo{Name: "allreduce-sweep", Meta: p.Meta()}, status: Status{Speed: 1}}
+}
+
+// BenchmarkFrameAtScale renders one frame of each view at 4,096 GPUs with ≥ 1 M events in the
+// store, at 200×50 (goal: ≤ 8 ms p99 of CPU per frame). The cluster view is drawn at its top
+// level and drilled into a host; the overview rolled up by host and sorted most idle first.
+//
+//	go test ./ui -run '^$' -bench FrameAtScale -cpu 1 -count 5
+func BenchmarkFrameAtScale(b *testing.B) {
+	src := clusterRun(b)
+	snap := src.win.Snapshot()
+	m := sized(src, 200, 50)
+	if m.info.Meta.Devices != 4096 {
+		b.Fatalf("%d devices; want 4,096", m.info.Meta.Devices)
+	}
+	report := func(b *testing.B) {
+		b.ReportMetric(float64(snap.Len()), "events")
+		b.ReportMetric(float64(len(m.state.Tracks)), "streams")
+	}
+	for tab := range len(tabNames) {
+		b.Run(tabNames[tab], func(b *testing.B) {
+			m.tab = tab
+			frameP99(b, m)
+			report(b)
+		})
+	}
+	b.Run("OverviewMostIdleFirst", func(b *testing.B) {
+		m.tab = TabOverview
+		press(m, "s")
+		defer press(m, "s")
+		frameP99(b, m)
+		report(b)
+	})
+	b.Run("ClusterHost", func(b *testing.B) {
+		m.tab = TabCluster
+		press(m, "enter")
+		defer press(m, "esc")
+		frameP99(b, m)
+		report(b)
+	})
+	// Every frame after a tick: a new Result, so the cluster view reads every device's value again
+	// (a frame without a new one reuses them, as the Cluster run above does).
+	b.Run("ClusterNewResult", func(b *testing.B) {
+		m.tab = TabCluster
+		frameP99(b, m, func() {
+			r := *m.res
+			m.res = &r
+			m.syncFrame()
+		})
+		report(b)
+	})
+	b.Run("ClusterNICMetric", func(b *testing.B) {
+		m.tab = TabCluster
+		typeCmd(m, "link nic")
+		frameP99(b, m)
+		report(b)
+	})
 }

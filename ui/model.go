@@ -18,6 +18,7 @@ import (
 	"github.com/xfertop/xfertop/ui/agg"
 	"github.com/xfertop/xfertop/ui/theme"
 	"github.com/xfertop/xfertop/ui/views/barriers"
+	"github.com/xfertop/xfertop/ui/views/cluster"
 	"github.com/xfertop/xfertop/ui/views/comms"
 	"github.com/xfertop/xfertop/ui/views/events"
 	"github.com/xfertop/xfertop/ui/views/idle"
@@ -90,10 +91,11 @@ const (
 	TabIdle
 	TabComms
 	TabEvents
+	TabCluster
 	tabCount
 )
 
-var tabNames = [tabCount]string{"Overview", "Timeline", "Transfers", "Barriers", "Idle", "Comms", "Events"}
+var tabNames = [tabCount]string{"Overview", "Timeline", "Transfers", "Barriers", "Idle", "Comms", "Events", "Cluster"}
 
 // Minimum terminal size.
 const (
@@ -143,6 +145,8 @@ type Model struct {
 	panes    []pane        // the views, in tab order
 	names    []string      // their tab labels
 	timeline int           // the timeline's tab (where JumpToMsg goes), -1 for none
+	back     []int         // the views a jump left, most recent last: esc returns to them
+	cmd      cmdLine       // the : command line
 	compare  bool          // a comparison of two runs: no source to follow
 }
 
@@ -157,6 +161,7 @@ func New(src Source, opts Options) *Model {
 		&slot[*idle.Model]{idle.New(m.fr)},
 		&slot[*comms.Model]{comms.New(m.fr)},
 		&slot[*events.Model]{events.New(m.fr)},
+		&slot[*cluster.Model]{cluster.New(m.fr)},
 	}
 	m.names, m.timeline = tabNames[:], TabTimeline
 	return m
@@ -169,7 +174,7 @@ func newRoot(src Source, opts Options, compare bool) *Model {
 	}
 	info := src.Info()
 	m := &Model{src: src, info: info, keys: widget.DefaultKeyMap(), help: help.New(), styles: theme.DefaultStyles(opts.IsDark),
-		tick: opts.Tick, state: agg.New(), feed: newFeed(src, info), timeline: -1, compare: compare}
+		tick: opts.Tick, state: agg.New(), feed: newFeed(src, info), timeline: -1, compare: compare, cmd: newCmdLine()}
 	m.help.Styles = help.DefaultStyles(opts.IsDark)
 	m.configureKeys()
 	m.fr = &widget.Frame{Snap: &m.snap, Styles: m.styles, Keys: m.keys}
@@ -194,8 +199,8 @@ func (m *Model) configureKeys() {
 		b.SetEnabled(m.compare)
 	}
 	if m.compare { // one view, nothing running
-		for _, b := range []*key.Binding{&m.keys.Pause, &m.keys.NextTab, &m.keys.PrevTab, &m.keys.Tab2, &m.keys.Tab3,
-			&m.keys.Tab4, &m.keys.Tab5, &m.keys.Tab6, &m.keys.Tab7} {
+		for _, b := range []*key.Binding{&m.keys.Command, &m.keys.Pause, &m.keys.NextTab, &m.keys.PrevTab, &m.keys.Tab2, &m.keys.Tab3,
+			&m.keys.Tab4, &m.keys.Tab5, &m.keys.Tab6, &m.keys.Tab7, &m.keys.Tab8} {
 			b.SetEnabled(false)
 		}
 	}
@@ -304,7 +309,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.timeline < 0 {
 			return m, nil
 		}
-		// The timeline owns the jump; the root shows it.
+		// The timeline owns the jump; the root shows it, and esc comes back.
+		if m.tab != m.timeline {
+			m.back = append(m.back, m.tab)
+		}
 		m.tab = m.timeline
 		return m, m.panes[m.timeline].update(msg)
 	}
@@ -338,18 +346,28 @@ func (m *Model) click(msg tea.MouseClickMsg) tea.Cmd {
 
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	// A text input that is open takes every key but the ones that close it.
+	if m.cmd.open {
+		return m, m.cmdKey(msg)
+	}
 	if p := m.panes[m.tab]; p.Capturing() {
 		return m, p.update(msg)
 	}
+	m.cmd.said = "" // what the last command said stays until the next key
 	k := m.keys
 	switch {
+	case key.Matches(msg, k.Command) && !m.showHelp:
+		return m, m.openCmd()
 	case key.Matches(msg, k.Quit):
 		return m, tea.Quit
 	case key.Matches(msg, k.Help):
 		m.showHelp = !m.showHelp
 		return m, nil
-	case m.showHelp && msg.String() == "esc":
+	case m.showHelp && key.Matches(msg, k.Back):
 		m.showHelp = false
+		return m, nil
+	case key.Matches(msg, k.Back) && !m.paneHas(k.Back) && len(m.back) > 0:
+		// The view has no level of its own to go back to: back to the view a jump came from.
+		m.tab, m.back = m.back[len(m.back)-1], m.back[:len(m.back)-1]
 		return m, nil
 	case key.Matches(msg, k.Pause):
 		m.paused = !m.paused
@@ -359,11 +377,11 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case key.Matches(msg, k.NextTab):
-		m.tab = (m.tab + 1) % len(m.panes)
+		m.tab, m.back = (m.tab+1)%len(m.panes), nil // a view chosen by hand: nothing to go back to
 	case key.Matches(msg, k.PrevTab):
-		m.tab = (m.tab + len(m.panes) - 1) % len(m.panes)
-	case key.Matches(msg, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7) && int(msg.String()[0]-'1') < len(m.panes):
-		m.tab = int(msg.String()[0] - '1')
+		m.tab, m.back = (m.tab+len(m.panes)-1)%len(m.panes), nil
+	case key.Matches(msg, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.Tab8) && int(msg.String()[0]-'1') < len(m.panes):
+		m.tab, m.back = int(msg.String()[0]-'1'), nil
 	case key.Matches(msg, k.Slower):
 		if m.status.Speed > 0 {
 			m.src.SetSpeed(m.status.Speed / 2)
@@ -520,10 +538,26 @@ func (m *Model) header() string {
 
 func (m *Model) tabLabel(i int) string {
 	label := fmt.Sprintf("%d %s", i+1, m.names[i])
-	if i == m.tab {
-		return m.styles.ActiveTab.Render(label)
+	tab, active := m.styles.Tab, m.styles.ActiveTab
+	if m.compactTabs() { // every tab on the line, a space between them rather than padding
+		tab, active, label = tab.Padding(0), active.Padding(0), label+" "
+		if i == m.tab {
+			return active.Render(label[:len(label)-1]) + " "
+		}
 	}
-	return m.styles.Tab.Render(label)
+	if i == m.tab {
+		return active.Render(label)
+	}
+	return tab.Render(label)
+}
+
+// compactTabs reports whether the padded tab labels would not fit the width.
+func (m *Model) compactTabs() bool {
+	w := 0
+	for i := range m.names {
+		w += len(fmt.Sprintf("%d %s", i+1, m.names[i])) + 2
+	}
+	return w > m.width
 }
 
 func (m *Model) tabs() string {
@@ -535,6 +569,9 @@ func (m *Model) tabs() string {
 }
 
 func (m *Model) footer() string {
+	if m.cmd.open || m.cmd.said != "" {
+		return ansi.Truncate(m.cmdView(), m.width, "…")
+	}
 	return ansi.Truncate(m.help.ShortHelpView(m.shortKeys()), m.width, "…")
 }
 
@@ -544,7 +581,7 @@ func (m *Model) viewKeys() []key.Binding { return m.panes[m.tab].ShortHelp() }
 // shortKeys are the keys the footer lists for the current view.
 func (m *Model) shortKeys() []key.Binding {
 	k := m.keys
-	common := append([]key.Binding{k.Help, k.Quit, k.Pause, k.NextTab}, m.viewKeys()...)
+	common := append([]key.Binding{k.Help, k.Quit, k.Command, k.Pause, k.NextTab}, m.viewKeys()...)
 	if m.compare {
 		common = append([]key.Binding{k.Help, k.Quit}, m.viewKeys()...)
 	}
@@ -557,11 +594,16 @@ func (m *Model) fullKeys() help.KeyMap {
 	k := m.keys
 	var groups [][]key.Binding
 	if len(m.panes) > 1 {
-		tabs := []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7}[:len(m.panes)]
+		tabs := []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.Tab8}[:len(m.panes)]
 		groups = append(groups, append(tabs, k.NextTab, k.PrevTab))
 	}
 	groups = append(groups, m.panes[m.tab].FullHelp()...)
-	return fullHelp(append(groups, []key.Binding{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit}))
+	session := []key.Binding{k.Command}
+	if len(m.back) > 0 && !m.paneHas(k.Back) { // esc returns to the view a jump came from
+		session = append(session, k.Back)
+	}
+	session = append(session, k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit)
+	return fullHelp(append(groups, session))
 }
 
 // fullHelp is a help screen's groups of keys.

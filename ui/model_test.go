@@ -31,7 +31,9 @@ func TestTabsAndKeys(t *testing.T) {
 		{[]string{"tab"}, TabIdle, ""},
 		{[]string{"6"}, TabComms, "Communicator cache"},
 		{[]string{"7"}, TabEvents, "promise_fulfilled"},
+		{[]string{"tab"}, TabCluster, "cluster ("},
 		{[]string{"tab"}, TabOverview, "NVLink"},
+		{[]string{"shift+tab"}, TabCluster, "worst GPUs"},
 		{[]string{"shift+tab"}, TabEvents, "kind"},
 		{[]string{"1"}, TabOverview, "Moved"},
 	}
@@ -321,7 +323,7 @@ func TestHelpFollowsTheView(t *testing.T) {
 	m := sized(scenarioSource(t, "pipeline", 1, ""), 160, 40)
 	press(m, "2", "?")
 	tl := text(m)
-	if !strings.Contains(tl, "zoom in") || strings.Contains(tl, "filter") || strings.Contains(tl, "sort column") {
+	if !strings.Contains(tl, "zoom in") || !strings.Contains(tl, "filter") || strings.Contains(tl, "sort column") {
 		t.Errorf("timeline help lists the wrong keys:\n%s", tl)
 	}
 	press(m, "?", "3", "?")

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -103,4 +105,59 @@ func TestLabelEscapesNeverReachTheTerminal(t *testing.T) {
 		}
 	}
 	checkFrame(t, frame, 160, 40)
+}
+
+// Above a screenful of GPUs the overview rolls them up by host (a host's row is its most idle
+// GPU's), sorts most idle first on s, expands a host on enter, and scrolls with j/k, the wheel
+// and g/G like every list.
+func TestOverviewAtScale(t *testing.T) {
+	m := sized(clusterSource(t, 256), 160, 45)
+	rowsOf := func() []string {
+		var out []string
+		_, table, _ := strings.Cut(text(m), "\ngpu ") // the rows under the table's head
+		for _, l := range strings.Split(table, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && (strings.HasPrefix(f[0], "▸h") || strings.HasPrefix(f[0], "▾h") || isNum(f[0])) {
+				out = append(out, f[0])
+			}
+		}
+		return out
+	}
+	if r := rowsOf(); len(r) != 32 || r[0] != "▸h0" || r[31] != "▸h31" {
+		t.Fatalf("256 GPUs at 160×45: rows %v; want a row per host, h0 … h31", r)
+	}
+	press(m, "s")
+	// Most idle first: hosts 0 (GPU 5), 3, 12 and 24 have a GPU 90% idle; by id among them.
+	if r := rowsOf(); r[0] != "▸h0" || r[1] != "▸h3" || r[2] != "▸h12" || r[3] != "▸h24" {
+		t.Fatalf("most idle first: rows %v; want h0, h3, h12, h24 first", r[:4])
+	}
+	press(m, "j", "enter")
+	if r := rowsOf(); r[1] != "▾h3" || r[2] != "24" || r[9] != "31" || r[10] != "▸h12" {
+		t.Fatalf("host 3 expanded: rows %v; want its 8 GPUs under it", r[:12])
+	}
+	press(m, "enter")
+	if r := rowsOf(); len(r) != 32 {
+		t.Fatalf("host 3 collapsed again: %d rows; want 32", len(r))
+	}
+	// 4,096 GPUs at 80×24: 512 host rows scroll.
+	m = sized(clusterSource(t, 4096), 80, 24)
+	if !strings.Contains(text(m), "rows 1–15 of 512 (j/k, wheel, g/G scroll)") {
+		t.Fatalf("4,096 GPUs at 80×24 do not scroll by host:\n%s", text(m))
+	}
+	press(m, "G")
+	if r := rowsOf(); r[len(r)-1] != "▸h511" || !strings.Contains(text(m), "rows 498–512 of 512") {
+		t.Fatalf("G: rows %v; want the last host at the bottom:\n%s", r, text(m))
+	}
+	m.Update(tea.MouseWheelMsg{Button: tea.MouseWheelUp})
+	if !strings.Contains(text(m), "of 512") || m.Tab() != TabOverview {
+		t.Fatal("the wheel left the overview")
+	}
+}
+
+func isNum(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

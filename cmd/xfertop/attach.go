@@ -29,6 +29,7 @@ type attachOpts struct {
 	addr     attach.Addr
 	headless bool
 	json     bool
+	text     textFlags
 	record   string
 	hang     time.Duration
 	linger   time.Duration
@@ -48,6 +49,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sock := fs.String("socket", "", "listen here: a Unix socket path, or tcp:HOST:PORT (default: $XFERTOP_ATTACH, else "+attach.DefaultSocket()+")")
 	fs.BoolVar(&o.headless, "headless", false, "print the report when the job ends instead of opening the console")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON when the job ends instead of opening the console (implies --headless)")
+	o.text.register(fs)
 	fs.StringVar(&o.record, "record", "", "record the job's events to this .xfr file")
 	fs.DurationVar(&o.hang, "hang-timeout", attach.DefaultHangTimeout, "alert when a collective has been posted by some ranks and not others for this long (0: never)")
 	fs.IntVar(&o.perHost, "gpus-per-host", 0, "ranks per host, for link traffic (rank r on host r / N); 0: every rank on one host")
@@ -56,6 +58,9 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory")
 	if err := parseFlags(fs, args); err != nil {
 		return flagError(fs, err, stdout)
+	}
+	if err := o.text.check(); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))
@@ -189,7 +194,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	if o.headless {
 		m := srv.Meta()
 		m.GPUsPerHost = o.perHost
-		if err := writeReport(stdout, report.Build(an.Result(strs), m, report.Run{DroppedEvents: srv.Dropped(), Export: exported}), o.json); err != nil {
+		if err := writeReport(stdout, report.Build(an.Result(strs), m, report.Run{DroppedEvents: srv.Dropped(), Export: exported}), o.json, o.text.options()); err != nil {
 			return err
 		}
 		if err := ranksDelivered(srv.Ranks(), stderr); err != nil {

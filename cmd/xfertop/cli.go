@@ -129,6 +129,7 @@ type runOpts struct {
 	cfg      session.Config
 	headless bool
 	json     bool
+	text     textFlags
 	record   string
 	console  consoleOpts
 	otlp     otlpFlags
@@ -152,6 +153,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.Float64Var(&o.cfg.Speed, "speed", 0, "pace the simulation: simulated seconds per wall second (0: as fast as possible)")
 	fs.BoolVar(&o.headless, "headless", false, "print a report instead of opening the console")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of opening the console (implies --headless)")
+	o.text.register(fs)
 	fs.StringVar(&o.record, "record", "", "record the session to this .xfr file while it runs")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
 	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory (older ones are trimmed; the recording keeps all)")
@@ -188,6 +190,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := o.console.check(); err != nil {
 		return err
 	}
+	if err := o.text.check(); err != nil {
+		return err
+	}
 	if o.cfg.NVMLInterval <= 0 {
 		return usageError("--nvml-interval %v: must be positive", o.cfg.NVMLInterval)
 	}
@@ -221,7 +226,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	// A recording that failed stopped the run: what ran is still reported.
 	rep := p.Report(out)
-	if err := writeReport(stdout, rep, o.json); err != nil {
+	if err := writeReport(stdout, rep, o.json, o.text.options()); err != nil {
 		return err
 	}
 	if err := runEnded(out, err); err != nil {
@@ -317,15 +322,38 @@ func wrap(s string, width int, indent string) string {
 	return b.String()
 }
 
-// writeReport prints r as text or JSON.
-func writeReport(stdout io.Writer, r *report.Report, asJSON bool) error {
+// textFlags are the text report's options, beside --json wherever a command prints a report.
+type textFlags struct {
+	top       int
+	perDevice bool
+}
+
+func (t *textFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&t.top, "top", report.DefaultTop, fmt.Sprintf("text report: above %d devices each per-device table is summarised across devices and lists this many of the worst", report.SummariseAbove))
+	fs.BoolVar(&t.perDevice, "per-device", false, "text report: every device's row however many devices (the JSON always has them all)")
+}
+
+// check refuses a --top that would list nothing.
+func (t *textFlags) check() error {
+	if t.top < 1 {
+		return usageError("--top %d: must be at least 1", t.top)
+	}
+	return nil
+}
+
+func (t *textFlags) options() report.TextOptions {
+	return report.TextOptions{Top: t.top, PerDevice: t.perDevice}
+}
+
+// writeReport prints r as text (shaped by text) or JSON.
+func writeReport(stdout io.Writer, r *report.Report, asJSON bool, text report.TextOptions) error {
 	var err error
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(r)
 	} else {
-		err = report.Text(stdout, r)
+		err = report.TextWith(stdout, r, text)
 	}
 	if err != nil {
 		return failure(fmt.Errorf("write report: %w", err))

@@ -62,6 +62,13 @@ func TestExitStatuses(t *testing.T) {
 		{"no connections", []string{"listen", "--max-conns", "0"}, exitUsage, "--max-conns 0: must be positive", "", true},
 		{"no idle time", []string{"listen", "--conn-idle-timeout", "0s"}, exitUsage, "--conn-idle-timeout 0s: must be positive", "", true},
 		{"attach tick", []string{"attach", "--tick", "1ns"}, exitUsage, "--tick 1ns: must be at least 10ms", "", true},
+		{"no worst devices", []string{"run", "--headless", "--top", "0"}, exitUsage, "--top 0: must be at least 1", "", true},
+		{"no worst devices, replay", []string{"replay", "--headless", "--top", "-1", "x.xfr"}, exitUsage, "--top -1: must be at least 1", "", true},
+		{"no worst devices, analyze", []string{"analyze", "--top", "0", "x.xfr"}, exitUsage, "--top 0: must be at least 1", "", true},
+		{"no worst devices, listen", []string{"listen", "--top", "0"}, exitUsage, "--top 0: must be at least 1", "", true},
+		{"no worst devices, attach", []string{"attach", "--top", "0"}, exitUsage, "--top 0: must be at least 1", "", true},
+		// 16 devices: every row, --top or not.
+		{"top on a small run", []string{"run", "--headless", "--steps", "1", "--scenario", "allreduce-sweep", "--topology", "h100x8x2", "--top", "2"}, exitOK, "", "Devices (HTA temporal breakdown: % of each device's span; overlap: % of its communication time):", false},
 		// A failed export is a warning after the report, and with --otlp-required its own status.
 		{"refusing collector warns", []string{"run", "--headless", "--steps", "2", "--otlp", "127.0.0.1:1"}, exitOK,
 			"did not reach the collector (failing: ", "xfertop report", false},

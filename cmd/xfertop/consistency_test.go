@@ -139,7 +139,7 @@ func sameNumbers(t *testing.T, m *ui.Model, r *report.Report) {
 		if d.SpanNs <= 0 {
 			continue
 		}
-		row := fmt.Sprintf("%-5d%7.1f%10.1f%7.1f", d.Device, d.ComputePct, d.NonCompPct, d.IdlePct)
+		row := fmt.Sprintf("%-5d%7.1f%10.1f%7.1f", d.Device, d.ComputePct, d.NonCompPct, d.IdlePct) // the overview's columns
 		if !strings.Contains(over, row) {
 			t.Errorf("overview lacks device %d's breakdown %q:\n%s", d.Device, row, over)
 		}
@@ -260,6 +260,57 @@ func TestConsoleEqualsReport(t *testing.T) {
 		r := report.Build(an.Result(im.Strings), meta, report.Run{})
 		m := console(windowSource{info: ui.SourceInfo{Name: path, Meta: meta}, snap: win.Snapshot})
 		sameNumbers(t, m, r)
+	})
+	t.Run("256 GPUs: the cluster view's most idle GPUs are the report's", func(t *testing.T) {
+		topo := filepath.Join(t.TempDir(), "h32.yaml")
+		if err := os.WriteFile(topo, []byte("base: h100x8x4\nhosts: 32\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := session.Config{Scenario: "straggler", Steps: 2, Seed: 2, Topology: topo}
+		p, err := session.Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := p.Report(out)
+		cfg.Window = 1 << 22
+		live, err := session.Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := live.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		m := console(windowSource{info: ui.SourceInfo{Name: "straggler", Meta: live.Meta()}, snap: live.Snapshot})
+		// The figures themselves (sameNumbers also reads each device's overview row, which 256
+		// devices do not have on one screen).
+		if c, w := asJSON(t, m.Result().Breakdown.Devices), asJSON(t, r.Idle.Devices); c != w {
+			t.Errorf("temporal breakdown per device: the console shows\n%s\nthe report says\n%s", c, w)
+		}
+		press(m, "8")
+		view := press(m, "m") // idle %
+		if !strings.Contains(view, "metric: idle %") {
+			t.Fatalf("the cluster view does not show idle %%:\n%s", view)
+		}
+		var text strings.Builder
+		if err := report.TextWith(&text, r, report.TextOptions{Top: 5}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text.String(), "across 256 devices") {
+			t.Fatalf("the report of 256 devices is not summarised:\n%s", text.String())
+		}
+		for _, d := range report.MostIdle(r.Idle.Devices, 5) {
+			want := fmt.Sprintf("gpu %-5d h%-4d %9s", d.Device, int(d.Device)/8, fmt.Sprintf("%.1f%%", d.IdlePct))
+			if !strings.Contains(view, want) {
+				t.Errorf("the cluster view's worst GPUs lack the report's %q:\n%s", want, view)
+			}
+			if row := fmt.Sprintf("%.1f", d.IdlePct); !strings.Contains(text.String(), row) {
+				t.Errorf("the report's text lacks device %d's idle %% %s", d.Device, row)
+			}
+		}
 	})
 }
 

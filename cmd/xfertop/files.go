@@ -16,6 +16,7 @@ import (
 	"github.com/xfertop/xfertop/recordings/importers"
 	"github.com/xfertop/xfertop/recordings/importers/chrome"
 	"github.com/xfertop/xfertop/recordings/importers/kineto"
+	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
@@ -48,6 +49,8 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tick := fs.Duration("tick", 60*time.Millisecond, "console: how often the view refreshes")
 	window := fs.Int("window", timeline.DefaultWindow, "console: events kept in memory")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of opening the console (implies --headless)")
+	var text textFlags
+	text.register(fs)
 	salvage := fs.Bool("salvage", false, "skip damaged chunks instead of stopping at the first")
 	var limits importLimits
 	limits.register(fs)
@@ -56,6 +59,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagError(fs, err, stdout)
+	}
+	if err := text.check(); err != nil {
+		return err
 	}
 	if len(pos) == 0 {
 		return usageError("give a recording, or a job's per-rank recordings (files or their directory): xfertop replay FILE.xfr... [--speed X] [--from T] [--headless [--json]]")
@@ -110,7 +116,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
 	}
-	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, &otlp, stdout, stderr)
+	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, text.options(), &otlp, stdout, stderr)
 }
 
 // importToRecording imports a trace or an export, or merges a job's per-rank recordings, into a
@@ -208,7 +214,7 @@ func recordingEnd(path string, salvage bool) (end int64, events int, err error) 
 }
 
 // replayReport reads a recording back and prints its report, with the warnings on standard error.
-func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, otlp *otlpFlags, stdout, stderr io.Writer) error {
+func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, text report.TextOptions, otlp *otlpFlags, stdout, stderr io.Writer) error {
 	rp, err := session.Replay(ctx, cfg)
 	if rp != nil {
 		for _, w := range rp.Warnings {
@@ -219,7 +225,7 @@ func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, ot
 		return err // a damaged recording or one without events is a data error (exitStatus), an unreadable file a failure
 	}
 	rep := rp.Report()
-	if err := writeReport(stdout, rep, asJSON); err != nil {
+	if err := writeReport(stdout, rep, asJSON, text); err != nil {
 		return err
 	}
 	return otlp.check(rep.Export, stderr)
@@ -245,6 +251,8 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	setUsage(fs, "xfertop analyze FILE... [flags]  (a recording, a job's per-rank recordings or their directory, trace files (.json, .json.gz, one per rank), Nsight Systems exports (.sqlite), or an nccl-tests log (with --topology T: against the simulated sweep))")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	var text textFlags
+	text.register(fs)
 	likeHTA := fs.Bool("like-hta", false, "analyse what Holistic Trace Analysis does by default: with two or more ProfilerStep#N, the ops launched before the last step begins; timestamps rounded to whole µs")
 	salvage := fs.Bool("salvage", false, "skip damaged chunks of a recording")
 	var limits importLimits
@@ -255,6 +263,9 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagError(fs, err, stdout)
+	}
+	if err := text.check(); err != nil {
+		return err
 	}
 	if len(pos) == 0 {
 		return usageError("give a recording (.xfr) or a job's per-rank recordings (files or their directory), or one or more trace files (.json, .json.gz; one per rank) or Nsight Systems exports (.sqlite), or an nccl-tests log")
@@ -287,7 +298,7 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if res.Events == 0 {
 		return dataError(fmt.Errorf("%s: no events", strings.Join(pos, ", ")))
 	}
-	return writeReport(stdout, rep, *asJSON)
+	return writeReport(stdout, rep, *asJSON, text.options())
 }
 
 const convertHelp = `Usage: xfertop convert IN... OUT [flags]

@@ -26,6 +26,7 @@ type listenOpts struct {
 	tokenFile string
 	headless  bool
 	json      bool
+	text      textFlags
 	record    string
 	idle      time.Duration
 	console   consoleOpts
@@ -51,6 +52,7 @@ func listenFlags(stderr io.Writer) (*flag.FlagSet, *listenOpts) {
 	fs.DurationVar(&o.cfg.ReorderWait, "reorder-wait", receiver.DefaultReorderWait, "how long a missing event holds back those after it before it is counted lost")
 	fs.BoolVar(&o.headless, "headless", false, "print a report at the end instead of opening the console")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON at the end instead of opening the console (implies --headless)")
+	o.text.register(fs)
 	fs.StringVar(&o.record, "record", "", "record what is received to this .xfr file")
 	fs.DurationVar(&o.idle, "exit-after-idle", 0, "headless: end when no data has come for this long (0: run until SIGINT or SIGTERM)")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
@@ -62,6 +64,9 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs, o := listenFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return flagError(fs, err, stdout)
+	}
+	if err := o.text.check(); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))
@@ -271,7 +276,7 @@ func listenHeadless(ctx context.Context, o *listenOpts, stdout io.Writer, logs *
 		return dataError(fmt.Errorf("no xfertop spans came in %v (%s): %w", o.idle, listenAddrs(l), session.ErrNoEvents))
 	}
 	// What was taken is reported whatever became of the recording, as run --record does.
-	if err := writeReport(stdout, listenReport(l, sinks), o.json); err != nil {
+	if err := writeReport(stdout, listenReport(l, sinks), o.json, o.text.options()); err != nil {
 		return err
 	}
 	return recErr

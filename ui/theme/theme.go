@@ -73,7 +73,7 @@ type Styles struct {
 	// timeline can colour thousands of cells a frame without rendering each through lipgloss.
 	ActivityOn, ActivityOff [activityCount]string
 	// The same for the styles views colour many cells with.
-	MutedOn, MutedOff, WarnOn, WarnOff, GoodOn, GoodOff string
+	MutedOn, MutedOff, WarnOn, WarnOff, GoodOn, GoodOff, AlertOn, AlertOff, CursorOn, CursorOff string
 }
 
 // DefaultStyles returns the console's styles for a dark or light terminal.
@@ -124,6 +124,8 @@ func DefaultStyles(isDark bool) Styles {
 	s.MutedOn, s.MutedOff = Split(s.Muted)
 	s.WarnOn, s.WarnOff = Split(s.Warn)
 	s.GoodOn, s.GoodOff = Split(s.Good)
+	s.AlertOn, s.AlertOff = Split(s.Alert)
+	s.CursorOn, s.CursorOff = Split(s.Cursor)
 	return s
 }
 

@@ -3,6 +3,7 @@ package widget
 import (
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 )
@@ -54,3 +55,54 @@ func (f *Filter) Shown() bool { return f.filtering || f.input.Value() != "" }
 
 // View draws the filter line.
 func (f *Filter) View() string { return f.input.View() }
+
+// Clear empties the filter and closes it.
+func (f *Filter) Clear() {
+	f.filtering = false
+	f.input.Blur()
+	f.input.SetValue("")
+}
+
+// Handle takes `/` (it opens the filter), every key while the filter is open, and esc while a
+// filter is shown but closed (it clears it: esc goes back from a filtered list to the whole
+// one). It reports whether msg was one of them.
+func (f *Filter) Handle(msg tea.Msg, k KeyMap) (tea.Cmd, bool) {
+	km, ok := msg.(tea.KeyPressMsg)
+	switch {
+	case !ok:
+		return nil, false
+	case f.filtering:
+		return f.Key(km), true
+	case key.Matches(km, k.Filter):
+		return f.Open(), true
+	case key.Matches(km, k.Back) && f.Shown():
+		f.Clear()
+		return nil, true
+	}
+	return nil, false
+}
+
+// Keys are the filter's keys for a view's help: `/`, and esc while a filter is shown.
+func (f *Filter) Keys(k KeyMap) []key.Binding {
+	if f.Shown() {
+		back := k.Back
+		back.SetHelp("esc", "clear filter")
+		return []key.Binding{k.Filter, back}
+	}
+	return []key.Binding{k.Filter}
+}
+
+// Match reports whether any of fields contains the filter (case-insensitive); an empty filter
+// matches everything.
+func (f *Filter) Match(fields ...string) bool {
+	v := f.Value()
+	if v == "" {
+		return true
+	}
+	for _, s := range fields {
+		if strings.Contains(strings.ToLower(s), v) {
+			return true
+		}
+	}
+	return false
+}

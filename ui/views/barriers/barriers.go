@@ -2,11 +2,13 @@ package barriers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/xfertop/xfertop/analysis"
 	xtimeline "github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/theme"
 	"github.com/xfertop/xfertop/ui/widget"
@@ -15,16 +17,23 @@ import (
 
 // Model is the barriers view; its list selects the barrier shown.
 type Model struct {
-	widget.NoCapture
 	widget.Base
-	list widget.List
+	list   widget.List
+	filter widget.Filter // the barrier's ranks
 }
 
 // New returns the barriers view over fr.
-func New(fr *widget.Frame) *Model { return &Model{Base: widget.Base{Fr: fr}} }
+func New(fr *widget.Frame) *Model {
+	return &Model{Base: widget.Base{Fr: fr}, filter: widget.NewFilter("rank, e.g. rank 12")}
+}
+
+// Capturing reports whether the filter is being typed.
+func (v *Model) Capturing() bool { return v.filter.Editing() }
 
 // ShortHelp lists the view's keys.
-func (v *Model) ShortHelp() []key.Binding { return widget.ListKeys(v.Fr.Keys) }
+func (v *Model) ShortHelp() []key.Binding {
+	return append(v.filter.Keys(v.Fr.Keys), widget.ListKeys(v.Fr.Keys)...)
+}
 
 // FullHelp groups the view's keys.
 func (v *Model) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }
@@ -34,6 +43,9 @@ func (v *Model) Selected() int { return v.list.Selected() }
 
 // Update takes the list's keys and the wheel: they choose the barrier.
 func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	if cmd, ok := v.filter.Handle(msg, v.Fr.Keys); ok {
+		return v, cmd
+	}
 	if _, click := msg.(tea.MouseClickMsg); !click {
 		v.list.Handle(msg, v.Fr.Keys)
 	}
@@ -71,9 +83,17 @@ func (v *Model) View() string {
 		maxWait = max(maxWait, a.WaitNs)
 	}
 	barW := max(w-40, 10)
-	for i, a := range br.Arrivals {
-		if i >= h-4 {
-			fmt.Fprintf(&b, "… %d more ranks\n", len(br.Arrivals)-i)
+	arrivals := br.Arrivals
+	if v.filter.Value() != "" {
+		arrivals = slices.DeleteFunc(slices.Clone(arrivals), func(a analysis.Arrival) bool { return !v.filter.Match(fmt.Sprintf("rank %d", a.Rank)) })
+	}
+	rows := h - 4
+	if v.filter.Shown() {
+		rows-- // the filter's line
+	}
+	for i, a := range arrivals {
+		if i >= rows {
+			fmt.Fprintf(&b, "… %d more ranks\n", len(arrivals)-i)
 			break
 		}
 		n := int(float64(a.WaitNs) / float64(maxWait) * float64(barW))
@@ -83,6 +103,9 @@ func (v *Model) View() string {
 			mark = st.Alert.Render(" ◀ last (straggler)")
 		}
 		fmt.Fprintf(&b, "rank %-4d waited %10s %s%s\n", a.Rank, units.Dur(a.WaitNs), bar, mark)
+	}
+	if v.filter.Shown() {
+		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %d ranks", len(arrivals), len(br.Arrivals))) + "\n")
 	}
 	return b.String()
 }

@@ -16,27 +16,48 @@ import (
 
 // Model is the comms view.
 type Model struct {
-	widget.NoCapture
 	widget.Base
-	list widget.List
+	list   widget.List
+	filter widget.Filter // entries by device set, id or state
 }
 
 // New returns the comms view over fr.
-func New(fr *widget.Frame) *Model { return &Model{Base: widget.Base{Fr: fr}} }
+func New(fr *widget.Frame) *Model {
+	return &Model{Base: widget.Base{Fr: fr}, filter: widget.NewFilter("devices (e.g. 8-15), id or state")}
+}
+
+// Capturing reports whether the filter is being typed.
+func (v *Model) Capturing() bool { return v.filter.Editing() }
 
 // Selected returns the selected row.
 func (v *Model) Selected() int { return v.list.Selected() }
 
 // ShortHelp lists the view's keys.
-func (v *Model) ShortHelp() []key.Binding { return widget.ListKeys(v.Fr.Keys) }
+func (v *Model) ShortHelp() []key.Binding {
+	return append(v.filter.Keys(v.Fr.Keys), widget.ListKeys(v.Fr.Keys)...)
+}
 
 // FullHelp groups the view's keys.
 func (v *Model) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }
 
 // Update takes the list's keys and the mouse.
 func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	if cmd, ok := v.filter.Handle(msg, v.Fr.Keys); ok {
+		return v, cmd
+	}
 	v.list.Handle(msg, v.Fr.Keys)
 	return v, nil
+}
+
+// state names a communicator's state, as the view shows it.
+func state(c analysis.Comm) string {
+	switch {
+	case c.Faulted:
+		return "evicted (error)"
+	case c.Evicted:
+		return "evicted"
+	}
+	return "cached"
 }
 
 // order sorts communicators for the view: cached before evicted, newest first.
@@ -70,7 +91,16 @@ func (v *Model) View() string {
 	}
 	b.WriteString(st.Title.Render(fmt.Sprintf("%6s  %-28s%8s%12s%12s  %s", "id", "devices", "hits", "created", "cost", "state")) + "\n")
 	comms := order(cc.Comms)
-	from, to := v.list.Window(len(comms), v.H-3, 2)
+	if v.filter.Value() != "" {
+		comms = slices.DeleteFunc(comms, func(c analysis.Comm) bool {
+			return !v.filter.Match(deviceSet(c.Devices), fmt.Sprint(c.ID), state(c))
+		})
+	}
+	h := v.H - 3
+	if v.filter.Shown() {
+		h-- // the filter's line
+	}
+	from, to := v.list.Window(len(comms), h, 2)
 	for i := from; i < to; i++ {
 		c := comms[i]
 		state := st.Good.Render("cached")
@@ -91,7 +121,10 @@ func (v *Model) View() string {
 		b.WriteString(line + state + "\n")
 	}
 	if to-from < len(comms) {
-		b.WriteString(st.Muted.Render(fmt.Sprintf("%d–%d of %d (j/k to scroll)", from+1, to, len(comms))))
+		b.WriteString(st.Muted.Render(fmt.Sprintf("%d–%d of %d (j/k to scroll)", from+1, to, len(comms))) + "\n")
+	}
+	if v.filter.Shown() {
+		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %d entries", len(comms), len(cc.Comms))))
 	}
 	return b.String()
 }

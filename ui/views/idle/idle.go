@@ -55,20 +55,37 @@ func Groups(si *analysis.StreamGaps) []Group {
 
 // Model is the idle view.
 type Model struct {
-	widget.NoCapture
 	widget.Base
-	list widget.List
+	list   widget.List
+	filter widget.Filter // rows by cause, role, device or stream
 }
 
 // New returns the idle view over fr.
-func New(fr *widget.Frame) *Model { return &Model{Base: widget.Base{Fr: fr}} }
+func New(fr *widget.Frame) *Model {
+	return &Model{Base: widget.Base{Fr: fr}, filter: widget.NewFilter("cause, role, device or stream")}
+}
+
+// Capturing reports whether the filter is being typed.
+func (v *Model) Capturing() bool { return v.filter.Editing() }
+
+// groups is Groups filtered.
+func (v *Model) groups() []Group {
+	gs := Groups(&v.Fr.Res.StreamIdle)
+	if v.filter.Value() == "" {
+		return gs
+	}
+	return slices.DeleteFunc(gs, func(g Group) bool {
+		return !v.filter.Match(g.Cause.String(), g.Role, fmt.Sprintf("device %d", g.Device), fmt.Sprintf("stream %d", g.Stream))
+	})
+}
 
 // Selected returns the selected row of Groups.
 func (v *Model) Selected() int { return v.list.Selected() }
 
 // ShortHelp lists the view's keys.
 func (v *Model) ShortHelp() []key.Binding {
-	return append([]key.Binding{v.Fr.Keys.Select}, widget.ListKeys(v.Fr.Keys)...)
+	keys := append([]key.Binding{v.Fr.Keys.Select}, v.filter.Keys(v.Fr.Keys)...)
+	return append(keys, widget.ListKeys(v.Fr.Keys)...)
 }
 
 // FullHelp groups the view's keys.
@@ -77,11 +94,14 @@ func (v *Model) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp(
 // Update takes the list's keys and the mouse; enter asks the timeline to show the row's gap.
 func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 	k := v.Fr.Keys
+	if cmd, ok := v.filter.Handle(msg, k); ok {
+		return v, cmd
+	}
 	if v.list.Handle(msg, k) {
 		return v, nil
 	}
 	if km, ok := msg.(tea.KeyPressMsg); ok && key.Matches(km, k.Select) {
-		groups := Groups(&v.Fr.Res.StreamIdle)
+		groups := v.groups()
 		if sel := v.list.Selected(); sel < len(groups) && groups[sel].GapNs > 0 {
 			g := groups[sel]
 			return v, widget.JumpTo(widget.JumpToMsg{Device: g.Device, Stream: g.Stream, Time: g.GapAt, Dur: g.GapNs})
@@ -94,8 +114,8 @@ func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 func (v *Model) View() string {
 	fr, h := v.Fr, v.H
 	st, si := fr.Styles, &fr.Res.StreamIdle
-	groups := Groups(si)
-	if len(groups) == 0 {
+	groups := v.groups()
+	if len(groups) == 0 && !v.filter.Shown() {
 		return st.Muted.Render(v.Fr.None("idle time"))
 	}
 	var b strings.Builder
@@ -127,6 +147,9 @@ func (v *Model) View() string {
 	h -= shown + 1
 	head := fmt.Sprintf("%-13s%7s%8s %-9s%11s  %s", "cause", "device", "stream", "role", "total", "largest gap (enter: show in timeline)")
 	b.WriteString(st.Title.Render(head) + "\n")
+	if v.filter.Shown() {
+		h-- // the filter's line
+	}
 	from, to := v.list.Window(len(groups), h-3, y+1)
 	for i := from; i < to; i++ {
 		g := groups[i]
@@ -139,6 +162,9 @@ func (v *Model) View() string {
 			line = st.Selected.Render(line)
 		}
 		b.WriteString(line + "\n")
+	}
+	if v.filter.Shown() {
+		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d rows", len(groups))) + "\n")
 	}
 	return b.String()
 }

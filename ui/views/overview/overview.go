@@ -1,11 +1,15 @@
 package overview
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
@@ -15,21 +19,91 @@ import (
 
 // Model is the overview.
 type Model struct {
-	widget.NoCapture
 	widget.Base
+	list     widget.List
+	filter   widget.Filter // devices by id, host (h76) or idle cause
+	worst    bool          // devices sorted most idle first, rather than by id
+	expanded map[int]bool  // rolled up, the hosts shown GPU by GPU
+	// As last drawn: the rows, and whether they outnumbered the lines (the list then scrolls, and
+	// g/G are its, not a replay's start and end).
+	rows     []devRow
+	overflow bool
+	rolled   bool
+}
+
+// devRow is a line of the device table: a device, or a host rolled up (drawn as its most idle
+// GPU).
+type devRow struct {
+	dev    int // index into the table's devices: the device, or the host's most idle
+	host   int
+	isHost bool
 }
 
 // New returns the overview over fr.
-func New(fr *widget.Frame) *Model { return &Model{Base: widget.Base{Fr: fr}} }
+func New(fr *widget.Frame) *Model {
+	return &Model{Base: widget.Base{Fr: fr}, expanded: map[int]bool{}, filter: widget.NewFilter("device, host (h76) or idle cause")}
+}
 
-// Update does nothing: the overview has no keys of its own.
-func (m *Model) Update(tea.Msg) (*Model, tea.Cmd) { return m, nil }
+// Capturing reports whether the filter is being typed.
+func (m *Model) Capturing() bool { return m.filter.Editing() }
 
-// ShortHelp lists no keys: the overview has none of its own.
-func (m *Model) ShortHelp() []key.Binding { return nil }
+// Update takes the device table's keys and the mouse: j/k, the wheel and g/G scroll it, s sorts
+// it most idle first (or back by id), enter expands or collapses a rolled-up host.
+func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	k := m.Fr.Keys
+	if cmd, ok := m.filter.Handle(msg, k); ok {
+		return m, cmd
+	}
+	if km, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(km, k.Sort):
+			m.worst = !m.worst
+			return m, nil
+		case key.Matches(km, k.Select, k.Collapse):
+			if sel := m.list.Selected(); sel < len(m.rows) && m.rolled {
+				h := m.rows[sel].host
+				m.expanded[h] = !m.expanded[h]
+				if !m.expanded[h] { // the selection goes back to the host's row
+					for i, r := range m.rows {
+						if r.isHost && r.host == h {
+							m.list.Select(i)
+						}
+					}
+				}
+			}
+			return m, nil
+		case key.Matches(km, k.Top, k.Bottom) && !m.overflow:
+			return m, nil
+		}
+	}
+	m.list.Handle(msg, k)
+	return m, nil
+}
 
-// FullHelp lists no keys.
-func (m *Model) FullHelp() [][]key.Binding { return nil }
+// Sorted reports whether the devices are sorted most idle first.
+func (m *Model) Sorted() bool { return m.worst }
+
+// ShortHelp lists the overview's keys: g/G only while the table scrolls (a replay's overview
+// otherwise seeks with them), enter while hosts are rolled up.
+func (m *Model) ShortHelp() []key.Binding {
+	k := m.Fr.Keys
+	sort := k.Sort
+	sort.SetHelp("s", "most idle first")
+	keys := append([]key.Binding{sort}, m.filter.Keys(k)...)
+	keys = append(keys, k.Up, k.Down)
+	if m.overflow {
+		keys = append(keys, k.Top, k.Bottom)
+	}
+	if m.rolled {
+		sel := k.Select
+		sel.SetHelp("enter", "expand host")
+		keys = append(keys, sel)
+	}
+	return keys
+}
+
+// FullHelp groups the overview's keys.
+func (m *Model) FullHelp() [][]key.Binding { return [][]key.Binding{m.ShortHelp()} }
 
 var sparks = []rune("▁▂▃▄▅▆▇█")
 
@@ -91,16 +165,20 @@ func (m *Model) View() string {
 const colDev, colSplit, colCause, colTotal = 5, 24, 12, 9
 
 // deviceTable is the layout of one drawing of the device table: what fits the width, and the
-// history's scale shared by every row so that sparklines compare across devices.
+// history's scale shared by every row shown so that their sparklines compare (the rows on screen:
+// over 4,096 devices the scale of every device would cost more than the rest of the frame).
 type deviceTable struct {
 	fr     *widget.Frame
+	colDev int   // width of the device column
 	cell   int   // width of one link's column
 	histW  int   // sparkline buckets shown; under 8 none
 	bucket int64 // the newest complete bucket
 	peak   float64
 }
 
-// writeDevices writes the table of devices, a row each, as many as the height allows.
+// writeDevices writes the table of devices, a row each, as many as the height allows and the
+// rest a scroll away; above a screenful of devices on several hosts, a row per host (its most
+// idle GPU's) that enter expands.
 func (m *Model) writeDevices(b *strings.Builder) {
 	fr, res := m.Fr, m.Fr.Res
 	st := fr.Styles
@@ -108,37 +186,132 @@ func (m *Model) writeDevices(b *strings.Builder) {
 	for len(devs) < fr.Meta.Devices { // devices that moved nothing yet still have a row
 		devs = append(devs, analysis.DeviceLinks{Device: int32(len(devs))})
 	}
-	times := map[int32]analysis.DeviceTime{}
+	times := make([]analysis.DeviceTime, len(devs)) // by device id; SpanNs 0: nothing ran yet
 	for _, d := range res.Breakdown.Devices {
-		times[d.Device] = d
+		if int(d.Device) < len(times) {
+			times[d.Device] = d
+		}
 	}
-	causes := map[int32]string{}
+	causes := make([]string, len(devs))
 	for _, d := range res.StreamIdle.Devices {
-		causes[d.Device] = d.TopCause
+		if int(d.Device) < len(causes) {
+			causes[d.Device] = d.TopCause
+		}
 	}
-	t := deviceTable{fr: fr, cell: 7, bucket: fr.State.Now/analysis.BucketNs - 1}
+	t := deviceTable{fr: fr, cell: 7, bucket: fr.State.Now/analysis.BucketNs - 1, colDev: colDev}
 	if m.W >= 140 { // wide terminals show each link's GB/s beside its share of peak
 		t.cell = 14
 	}
-	t.histW = min(max(m.W-colDev-colSplit-1-colCause-int(analysis.NumLinks)*t.cell-colTotal-2, 0), analysis.HistoryBuckets)
-	for d := range devs {
-		for k := t.bucket - int64(t.histW) + 1; k <= t.bucket; k++ {
-			t.peak = max(t.peak, totalAt(&devs[d], k))
-		}
+	lines := m.H - 5
+	if m.filter.Shown() {
+		lines-- // the filter's line
 	}
-	b.WriteString(st.Muted.Render(t.head()) + "\n")
-	rows := m.H - 5
 	if res.Links.Fabric != nil {
-		rows-- // the fabric's line
+		lines-- // the fabric's line
 	}
-	for d := range devs {
-		if d >= rows {
-			fmt.Fprintf(b, st.Muted.Render("… %d more devices (widen or heighten the terminal)")+"\n", len(devs)-d)
-			break
+	gpus := min(fr.Meta.HostGPUs(), max(len(devs), 1))
+	// Filtered, the devices that match are listed each: a host's name matches its GPUs.
+	m.rolled = len(devs) > lines && gpus > 1 && len(devs) > gpus && !m.filter.Shown()
+	if m.rolled {
+		t.colDev = colDev + 2 // "▸h511"
+	}
+	t.histW = min(max(m.W-t.colDev-colSplit-1-colCause-int(analysis.NumLinks)*t.cell-colTotal-2, 0), analysis.HistoryBuckets)
+	m.rows = m.layoutRows(m.rows[:0], devs, times, gpus)
+	if m.filter.Value() != "" {
+		m.rows = slices.DeleteFunc(m.rows, func(r devRow) bool {
+			return !m.filter.Match(fmt.Sprint(devs[r.dev].Device), fmt.Sprintf("h%d", r.host), causes[r.dev])
+		})
+	}
+	m.overflow = len(m.rows) > lines
+	shown := lines
+	if m.overflow {
+		shown-- // a line says which rows are shown
+	}
+	from, to := m.list.Window(len(m.rows), shown, 3)
+	for _, r := range m.rows[from:to] {
+		for k := t.bucket - int64(t.histW) + 1; k <= t.bucket; k++ {
+			t.peak = max(t.peak, totalAt(&devs[r.dev], k))
 		}
-		tm, ok := times[devs[d].Device]
-		b.WriteString(t.row(&devs[d], tm, ok, causes[devs[d].Device]) + "\n")
 	}
+	head := t.head()
+	if m.rolled {
+		head += "   rolled up: a row per host, its most idle GPU's (enter expands)"
+	}
+	if m.worst {
+		head += "   most idle first (s: by id)"
+	}
+	b.WriteString(st.Muted.Render(head) + "\n")
+	for i := from; i < to; i++ {
+		r := m.rows[i]
+		label := fmt.Sprint(devs[r.dev].Device)
+		switch {
+		case r.isHost && m.expanded[r.host]:
+			label = fmt.Sprintf("▾h%d", r.host)
+		case r.isHost:
+			label = fmt.Sprintf("▸h%d", r.host)
+		case m.rolled:
+			label = "  " + label
+		}
+		line := t.row(label, &devs[r.dev], times[r.dev], causes[r.dev])
+		if i == m.list.Selected() && m.overflow {
+			line = st.Selected.Render(ansi.Strip(line))
+		}
+		b.WriteString(line + "\n")
+	}
+	if m.overflow {
+		b.WriteString(st.Muted.Render(fmt.Sprintf("rows %d–%d of %d (j/k, wheel, g/G scroll)", from+1, to, len(m.rows))) + "\n")
+	}
+	if m.filter.Shown() {
+		b.WriteString(m.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %d devices", len(m.rows), len(devs))) + "\n")
+	}
+}
+
+// layoutRows lists the table's rows: every device, or (rolled up) every host with the GPUs of the
+// hosts expanded under it; most idle first when asked, else by id.
+func (m *Model) layoutRows(rows []devRow, devs []analysis.DeviceLinks, times []analysis.DeviceTime, gpus int) []devRow {
+	idle := func(d int) float64 { // unknown sorts last
+		if times[d].SpanNs <= 0 {
+			return -1
+		}
+		return times[d].IdlePct
+	}
+	byIdle := func(a, b devRow) int { return cmp.Or(cmp.Compare(idle(b.dev), idle(a.dev)), cmp.Compare(a.dev, b.dev)) }
+	if !m.rolled {
+		for d := range devs {
+			rows = append(rows, devRow{dev: d, host: d / gpus})
+		}
+		if m.worst {
+			slices.SortStableFunc(rows, byIdle)
+		}
+		return rows
+	}
+	var hosts []devRow
+	for h := 0; h*gpus < len(devs); h++ {
+		w := devRow{dev: h * gpus, host: h, isHost: true}
+		for d := h * gpus; d < min((h+1)*gpus, len(devs)); d++ {
+			if idle(d) > idle(w.dev) {
+				w.dev = d
+			}
+		}
+		hosts = append(hosts, w)
+	}
+	if m.worst {
+		slices.SortStableFunc(hosts, byIdle)
+	}
+	for _, h := range hosts {
+		rows = append(rows, h)
+		if !m.expanded[h.host] {
+			continue
+		}
+		start := len(rows)
+		for d := h.host * gpus; d < min((h.host+1)*gpus, len(devs)); d++ {
+			rows = append(rows, devRow{dev: d, host: h.host})
+		}
+		if m.worst {
+			slices.SortStableFunc(rows[start:], byIdle)
+		}
+	}
+	return rows
 }
 
 // totalAt is a device's rate over all its links in bucket k.
@@ -152,7 +325,7 @@ func totalAt(d *analysis.DeviceLinks, k int64) float64 {
 }
 
 func (t *deviceTable) head() string {
-	head := fmt.Sprintf("%-*s%7s%10s%7s %-*s", colDev, "gpu", "comp%", "non-comp%", "idle%", colCause, "idle mostly")
+	head := fmt.Sprintf("%-*s%7s%10s%7s %-*s", t.colDev, "gpu", "comp%", "non-comp%", "idle%", colCause, "idle mostly")
 	for l := range analysis.NumLinks {
 		head += fmt.Sprintf("%*s", t.cell, l)
 	}
@@ -165,10 +338,10 @@ func (t *deviceTable) head() string {
 
 // row draws one device: its time split (unknown without a span), its streams' top idle cause,
 // each link's rate now as a share of the link's peak, the total and the sparkline.
-func (t *deviceTable) row(ds *analysis.DeviceLinks, tm analysis.DeviceTime, timed bool, cause string) string {
+func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm analysis.DeviceTime, cause string) string {
 	st := t.fr.Styles
-	line := fmt.Sprintf("%-*d", colDev, ds.Device)
-	if timed && tm.SpanNs > 0 {
+	line := fmt.Sprintf("%-*s", t.colDev, label)
+	if tm.SpanNs > 0 {
 		idle := fmt.Sprintf("%7.1f", tm.IdlePct)
 		if tm.IdlePct >= 50 {
 			idle = st.WarnOn + idle + st.WarnOff

@@ -19,8 +19,8 @@ const LabelW = 15
 
 // Model is the timeline view.
 type Model struct {
-	widget.NoCapture
 	widget.Base
+	filter    widget.Filter // streams by device, host (h76) or stream (s3)
 	follow    bool
 	end       int64 // right edge (ns) when not following
 	nsPerCol  int64
@@ -42,7 +42,20 @@ type mergedTracks struct {
 
 // New returns the timeline view over fr, following live at 2 ms a column.
 func New(fr *widget.Frame) *Model {
-	return &Model{Base: widget.Base{Fr: fr}, follow: true, nsPerCol: 2_000_000, cursor: -1, collapsed: map[int32]bool{}}
+	return &Model{Base: widget.Base{Fr: fr}, follow: true, nsPerCol: 2_000_000, cursor: -1, collapsed: map[int32]bool{},
+		filter: widget.NewFilter("device, host (h76) or stream (s3)")}
+}
+
+// Capturing reports whether the filter is being typed.
+func (t *Model) Capturing() bool { return t.filter.Editing() }
+
+// matches reports whether a stream passes the filter: its device ("device 613", "613"), its
+// host ("h76") or its stream ("s3").
+func (t *Model) matches(tr *agg.Track) bool {
+	if t.filter.Value() == "" {
+		return true
+	}
+	return t.filter.Match(fmt.Sprintf("device %d", tr.Device), fmt.Sprintf("h%d ", int(tr.Device)/t.Fr.Meta.HostGPUs()), fmt.Sprintf("s%d ", tr.Stream))
 }
 
 // Row is a line of the timeline: a device's header or one of its streams.
@@ -93,6 +106,15 @@ func trackBefore(tr *agg.Track, dev int32, stream uint32) bool {
 func (t *Model) Rows() []Row {
 	var out []Row
 	tracks := t.tracks()
+	if t.filter.Value() != "" {
+		all := tracks
+		tracks = make([]*agg.Track, 0, len(all))
+		for _, tr := range all {
+			if t.matches(tr) {
+				tracks = append(tracks, tr)
+			}
+		}
+	}
 	for i, tr := range tracks {
 		if i == 0 || tracks[i-1].Device != tr.Device {
 			n := 0
@@ -131,7 +153,7 @@ func (t *Model) plotW() int { return t.W - LabelW }
 // ShortHelp lists the timeline's keys.
 func (t *Model) ShortHelp() []key.Binding {
 	k := t.Fr.Keys
-	return []key.Binding{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse, k.Up, k.Down}
+	return append([]key.Binding{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse, k.CollapseOthers, k.Up, k.Down}, t.filter.Keys(k)...)
 }
 
 // FullHelp groups the timeline's keys.
@@ -140,6 +162,9 @@ func (t *Model) FullHelp() [][]key.Binding { return [][]key.Binding{t.ShortHelp(
 // Update takes keys, the mouse (wheel: rows; click: a stream and the op under the pointer), a
 // JumpToMsg and a SeekedMsg.
 func (t *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	if cmd, ok := t.filter.Handle(msg, t.Fr.Keys); ok {
+		return t, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.KeyPressMsg:
 		if !t.list.Handle(msg, t.Fr.Keys) {
@@ -155,6 +180,7 @@ func (t *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 			}
 		}
 	case widget.JumpToMsg:
+		t.filter.Clear() // the stream jumped to is shown, whatever was filtered
 		t.jump(msg)
 	case widget.SeekedMsg:
 		t.follow = true
@@ -193,6 +219,36 @@ func (t *Model) key(msg tea.KeyPressMsg) {
 			d := rows[sel].Device
 			t.collapsed[d] = !t.collapsed[d]
 		}
+	case key.Matches(msg, k.CollapseOthers):
+		t.onlyHost()
+	}
+}
+
+// onlyHost collapses every device but those of the selected row's host, leaving the selection
+// on its row; when that is already so, it expands every device.
+func (t *Model) onlyHost() {
+	rows := t.Rows()
+	sel := t.list.Selected()
+	if sel >= len(rows) {
+		return
+	}
+	gpus := t.Fr.Meta.HostGPUs()
+	host := int(rows[sel].Device) / gpus
+	only := true // is every other host's device collapsed, and this one's open?
+	for _, r := range rows {
+		if r.Header && (int(r.Device)/gpus == host) == t.collapsed[r.Device] {
+			only = false
+		}
+	}
+	for _, r := range rows {
+		if r.Header {
+			t.collapsed[r.Device] = !only && int(r.Device)/gpus != host
+		}
+	}
+	for i, r := range t.Rows() { // the selected row moved: find it again
+		if r.Device == rows[sel].Device && r.Header == rows[sel].Header && r.Track == rows[sel].Track {
+			t.list.Select(i)
+		}
 	}
 }
 
@@ -221,7 +277,12 @@ func (t *Model) right() int64 {
 
 // visible is how many rows fit: the ruler, the detail line and a legend of up to three lines
 // take the rest.
-func (t *Model) visible() int { return t.H - 5 }
+func (t *Model) visible() int {
+	if t.filter.Shown() {
+		return t.H - 6 // and the filter's line
+	}
+	return t.H - 5
+}
 
 // jump centres the timeline on a time on a stream (from the idle view).
 func (t *Model) jump(j widget.JumpToMsg) {
@@ -278,6 +339,9 @@ func (t *Model) View() string {
 			if t.collapsed[r.Device] {
 				lbl += fmt.Sprintf(" (%d streams)", r.n)
 			}
+			if g := fr.Meta.GPUsPerHost; g > 0 && fr.Meta.Devices > g { // which host, on a job of several
+				lbl += fmt.Sprintf(" · host %d", int(r.Device)/g)
+			}
 			if sel {
 				lbl = st.Selected.Render(lbl)
 			}
@@ -309,6 +373,9 @@ func (t *Model) View() string {
 		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.DurAt(t0+int64(cur)*t.nsPerCol, t.nsPerCol)))
 	}
 	b.WriteString(detail + "\n")
+	if t.filter.Shown() {
+		b.WriteString(t.filter.View() + "\n")
+	}
 	b.WriteString(strip.Legend(st, w, fr.Live, fr.RunningKnown))
 	return b.String()
 }

@@ -1,0 +1,85 @@
+package cluster
+
+import (
+	"math"
+	"testing"
+)
+
+func TestLayout(t *testing.T) {
+	tests := []struct {
+		name                   string
+		h0, h1, gpus, n, w, h  int
+		hg, gg, rows, cols, pn int
+	}{
+		{"16 GPUs: a cell each", 0, 2, 8, 16, 51, 16, 1, 1, 2, 8, 1},
+		// 512 hosts in 4 panels of 16 rows: 8 hosts a row.
+		{"4,096 GPUs at 80×24", 0, 512, 8, 4096, 51, 16, 8, 1, 64, 8, 4},
+		// 13 panels of 42 rows hold 546 hosts: a cell per GPU, spread over 13 panels.
+		{"4,096 GPUs at 200×50", 0, 512, 8, 4096, 171, 42, 1, 1, 512, 8, 13},
+		// 72 GPUs a host in 40 columns: 2 GPUs a cell.
+		{"NVL72 narrow", 0, 4, 72, 288, 40, 10, 1, 2, 4, 36, 1},
+		// A drilled-down range of hosts keeps its own numbers.
+		{"hosts 128–135", 128, 136, 8, 4096, 51, 16, 1, 1, 8, 8, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := layout(tt.h0, tt.h1, tt.gpus, tt.n, tt.w, tt.h)
+			if g.hg != tt.hg || g.gg != tt.gg || g.rows != tt.rows || g.cols != tt.cols || g.panels != tt.pn {
+				t.Errorf("layout = hosts/row %d, GPUs/cell %d, rows %d, cols %d, panels %d; want %d, %d, %d, %d, %d",
+					g.hg, g.gg, g.rows, g.cols, g.panels, tt.hg, tt.gg, tt.rows, tt.cols, tt.pn)
+			}
+			if g.perPane > tt.h || g.panels*g.panelW-1 > tt.w {
+				t.Errorf("layout %+v does not fit %d×%d", g, tt.w, tt.h)
+			}
+			seen := map[int32]int{}
+			for r := range g.rows {
+				for c := range g.cols {
+					g.devices(r, c, func(d int32) { seen[d]++ })
+				}
+			}
+			if want := (tt.h1 - tt.h0) * tt.gpus; len(seen) != want {
+				t.Errorf("the cells cover %d devices; want %d", len(seen), want)
+			}
+			for d, k := range seen {
+				if k != 1 {
+					t.Errorf("device %d is in %d cells", d, k)
+				}
+			}
+		})
+	}
+}
+
+func TestGridAt(t *testing.T) {
+	g := layout(0, 512, 8, 4096, 51, 16) // 4 panels of 16 rows, panel width 13 (label 4)
+	for _, tc := range []struct {
+		x, y, r, c int
+		ok         bool
+	}{{4, 0, 0, 0, true}, {11, 2, 2, 7, true}, {13 + 4, 0, 16, 0, true}, {0, 0, 0, 0, false}, {12, 0, 0, 0, false}, {4, 16, 0, 0, false}} {
+		r, c, ok := g.at(tc.x, tc.y)
+		if ok != tc.ok || ok && (r != tc.r || c != tc.c) {
+			t.Errorf("at(%d, %d) = %d, %d, %v; want %d, %d, %v", tc.x, tc.y, r, c, ok, tc.r, tc.c, tc.ok)
+		}
+	}
+}
+
+func TestTopK(t *testing.T) {
+	low := Metric{}                 // low is bad
+	high := Metric{HighIsBad: true} // high is bad
+	vals := []float64{50, math.NaN(), 10, 90, 30, 10, 70}
+	for _, tc := range []struct {
+		m    Metric
+		want []int
+	}{{low, []int{2, 5, 4}}, {high, []int{3, 6, 0}}} {
+		var rs []ranked
+		for i, v := range vals {
+			rs = topK(rs, ranked{id: i, val: v}, 3, tc.m)
+		}
+		var got []int
+		for _, r := range rs {
+			got = append(got, r.id)
+		}
+		if len(got) != len(tc.want) || got[0] != tc.want[0] || got[1] != tc.want[1] || got[2] != tc.want[2] {
+			t.Errorf("topK(HighIsBad %v) = %v; want %v (ties keep their order; unknown never listed)", tc.m.HighIsBad, got, tc.want)
+		}
+	}
+}

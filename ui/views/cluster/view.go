@@ -1,0 +1,315 @@
+package cluster
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/units"
+)
+
+// View draws the breadcrumb line, then the level shown.
+func (v *Model) View() string {
+	v.refresh()
+	var b strings.Builder
+	b.WriteString(ansi.Truncate(v.breadcrumb(), v.W, "…") + "\n")
+	switch c := v.top(); c.level {
+	case LevelHosts:
+		v.viewHosts(&b, c)
+	case LevelHost:
+		v.viewHost(&b, c.host)
+	case LevelGPU:
+		v.viewGPU(&b, c.dev)
+	}
+	return b.String()
+}
+
+// breadcrumb says where the drill-down is: cluster › hosts 128–255 › host 130 › gpu 1043.
+func (v *Model) breadcrumb() string {
+	st := v.Fr.Styles
+	gpus, hosts := v.shape()
+	parts := []string{fmt.Sprintf("cluster (%d hosts × %d GPUs)", hosts, gpus)}
+	if v.ds.N() == 0 {
+		parts[0] = "cluster (" + v.Fr.None("devices") + ")"
+	}
+	for _, c := range v.crumbs[1:] {
+		switch c.level {
+		case LevelHosts:
+			parts = append(parts, fmt.Sprintf("hosts %d–%d", c.h0, c.h1-1))
+		case LevelHost:
+			parts = append(parts, fmt.Sprintf("host %d", c.host))
+		case LevelGPU:
+			parts = append(parts, fmt.Sprintf("gpu %d", c.dev))
+		}
+	}
+	line := st.Title.Render(strings.Join(parts, " › "))
+	if len(v.crumbs) > 1 {
+		line += st.Muted.Render("   esc: back")
+	}
+	return line
+}
+
+// viewHosts draws the heatmap of a range of hosts with the worst lists beside it.
+func (v *Model) viewHosts(b *strings.Builder, c crumb) {
+	st := &v.Fr.Styles
+	m := v.metrics[v.metric]
+	gpus, _ := v.shape()
+	g, side := v.grid(c)
+	scale := v.scale()
+	what := m.Name
+	if strings.Contains(what, "peak") {
+		what += ", " + v.ds.LinkWhen()
+	}
+	fmt.Fprintf(b, "%s %s   %s\n", st.Title.Render("metric: "+what), st.Muted.Render("(m: next)"),
+		st.Muted.Render(g.grouped()+"; rows: hosts, columns: GPUs"))
+	b.WriteString(ansi.Truncate(legend(st, m, scale), v.W, "…") + "\n")
+	// The column line: each panel's GPU numbers (their last digit), over its cells.
+	var cols strings.Builder
+	for p := range g.panels {
+		if p > 0 {
+			cols.WriteByte(' ')
+		}
+		cols.WriteString(strings.Repeat(" ", g.labelW))
+		for cc := range g.cols {
+			cols.WriteByte(byte('0' + (cc*g.gg)%10))
+		}
+	}
+	var grid strings.Builder
+	grid.WriteString(st.MutedOn + cols.String() + st.MutedOff + "\n")
+	g.draw(&grid, st, m, scale, v.cellValue(&g), v.curR, v.curC)
+	lines := strings.Split(strings.TrimSuffix(grid.String(), "\n"), "\n")
+	var sideLines []string
+	if side > 0 {
+		sideLines = v.worst(c, len(lines)+1)
+	}
+	gridW := min(v.W-side-1, g.panels*g.panelW+1) // the lists right beside the heatmap
+	for i := range max(len(lines), len(sideLines)) {
+		l := ""
+		if i < len(lines) {
+			l = lines[i]
+		}
+		if i < len(sideLines) {
+			if pad := gridW - ansi.StringWidth(l); pad > 0 {
+				l += strings.Repeat(" ", pad)
+			}
+			l += " " + sideLines[i]
+		}
+		b.WriteString(l + "\n")
+	}
+	hf, ht := g.hosts(v.curR)
+	sel := fmt.Sprintf("host %d", hf)
+	if ht-hf > 1 {
+		sel = fmt.Sprintf("hosts %d–%d", hf, ht-1)
+	}
+	lo, hi := v.curC*g.gg, min((v.curC+1)*g.gg, gpus)-1
+	gsel := fmt.Sprintf("GPU %d", lo)
+	if hi > lo {
+		gsel = fmt.Sprintf("GPUs %d–%d", lo, hi)
+	}
+	if max(len(lines), len(sideLines)) < v.H-3 {
+		b.WriteString(st.Muted.Render(fmt.Sprintf("cursor: %s, %s: %s (worst)   enter: drill down", sel, gsel, v.fmtVal(v.cellValue(&g)(v.curR, v.curC)))) + "\n")
+	}
+}
+
+// ranked is a device or host with its value, for the worst lists.
+type ranked struct {
+	id  int
+	dev int32 // a host's worst device
+	val float64
+}
+
+// worst lists the worst GPUs and hosts of hosts [c.h0, c.h1) under the metric shown, in h lines.
+func (v *Model) worst(c crumb, h int) []string {
+	st := v.Fr.Styles
+	m := v.metrics[v.metric]
+	gpus, _ := v.shape()
+	k := max((h-3)/2, 1)
+	var devs, hosts []ranked
+	for host := c.h0; host < c.h1; host++ {
+		hw := ranked{id: host, dev: -1, val: math.NaN()}
+		for l := range gpus {
+			d := host*gpus + l
+			if d >= v.ds.N() {
+				break
+			}
+			x := v.vals[d]
+			if m.worse(x, hw.val) {
+				hw.val, hw.dev = x, int32(d)
+			}
+			devs = topK(devs, ranked{id: d, dev: int32(d), val: x}, k, m)
+		}
+		hosts = topK(hosts, hw, k, m)
+	}
+	out := []string{st.Title.Render(ansi.Truncate("worst GPUs, "+m.order(), sideW, "…"))}
+	for _, r := range devs {
+		out = append(out, fmt.Sprintf("gpu %-5d h%-4d %9s", r.id, r.id/gpus, v.fmtVal(r.val)))
+	}
+	out = append(out, "", st.Title.Render(ansi.Truncate("worst hosts, by worst GPU", sideW, "…")))
+	for _, r := range hosts {
+		out = append(out, fmt.Sprintf("host %-4d gpu %-5d%7s", r.id, r.dev, v.fmtVal(r.val)))
+	}
+	return out
+}
+
+// topK keeps the k worst of rs and r, worst first, leaving out unknown values: k is small, so an
+// insertion costs less than sorting every device a frame.
+func topK(rs []ranked, r ranked, k int, m Metric) []ranked {
+	if math.IsNaN(r.val) || (len(rs) == k && !m.worse(r.val, rs[k-1].val)) {
+		return rs
+	}
+	i := len(rs)
+	for i > 0 && m.worse(r.val, rs[i-1].val) {
+		i--
+	}
+	if len(rs) < k {
+		rs = append(rs, ranked{})
+	}
+	copy(rs[i+1:], rs[i:len(rs)-1])
+	rs[i] = r
+	return rs
+}
+
+// viewHost draws one host's GPUs as a table: the metric shown, the time split and every link.
+func (v *Model) viewHost(b *strings.Builder, host int) {
+	st := v.Fr.Styles
+	gpus, _ := v.shape()
+	m := v.metrics[v.metric]
+	head := fmt.Sprintf("%-6s%-6s%10s%8s%8s", "gpu", "local", m.Name, "busy%", "idle%")
+	for l := range analysis.NumLinks {
+		head += fmt.Sprintf("%8s", l.String()+"%")
+	}
+	b.WriteString(st.Muted.Render(head+"   links: % of peak, "+v.ds.LinkWhen()+"; enter: its streams") + "\n")
+	locals := v.hostRows(host)
+	from, to := v.list.Window(len(locals), v.H-3, 2)
+	pct := func(x float64, ok bool) string {
+		if !ok {
+			return units.Unknown
+		}
+		return fmt.Sprintf("%.1f", x)
+	}
+	for i := from; i < to; i++ {
+		l := locals[i]
+		d := int32(host*gpus + l)
+		glyph, on := cell(&st, m, v.vals[d], v.scale())
+		val := fmt.Sprintf("%8s", v.fmtVal(v.vals[d]))
+		line := fmt.Sprintf("%-6d%-6d", d, l)
+		t, tok := v.ds.Time(d)
+		busy, bok := t.BusyPct()
+		idle := math.NaN()
+		if tok && t.SpanNs > 0 {
+			idle = t.IdlePct
+		}
+		rest := fmt.Sprintf("%8s%8s", pct(busy, bok), pct(idle, !math.IsNaN(idle)))
+		for lk := range analysis.NumLinks {
+			rest += fmt.Sprintf("%8s", pct(v.ds.LinkPct(lk, d)))
+		}
+		if i == v.list.Selected() {
+			b.WriteString(st.Selected.Render(line+glyph+" "+val+rest) + "\n")
+			continue
+		}
+		b.WriteString(line + on + glyph + " " + val + st.MutedOff + rest + "\n")
+	}
+	v.filterLine(b, len(locals), min(gpus, v.ds.N()-host*gpus), "GPUs")
+}
+
+// filterLine writes the filter, and how many of the level's rows it keeps, while it is shown.
+func (v *Model) filterLine(b *strings.Builder, kept, all int, what string) {
+	if v.filter.Shown() {
+		b.WriteString(v.filter.View() + v.Fr.Styles.Muted.Render(fmt.Sprintf("  %d of %d %s", kept, all, what)) + "\n")
+	}
+}
+
+// hostRows lists the local numbers of host's GPUs that pass the filter ("gpu 613", "local 3").
+func (v *Model) hostRows(host int) []int {
+	gpus, _ := v.shape()
+	var out []int
+	for l := range min(gpus, v.ds.N()-host*gpus) {
+		if v.filter.Match(fmt.Sprintf("gpu %d ", host*gpus+l), fmt.Sprintf("local %d ", l)) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// gpuRows lists device d's streams that pass the filter ("stream 3", role, idle cause).
+func (v *Model) gpuRows(d int32) []stream {
+	ss := v.streams(d)
+	if v.filter.Value() == "" {
+		return ss
+	}
+	return slices.DeleteFunc(ss, func(s stream) bool { return !v.filter.Match(fmt.Sprintf("stream %d ", s.stream), s.role, s.cause) })
+}
+
+// stream is one of a GPU's streams, as the GPU level lists it.
+type stream struct {
+	stream   uint32
+	priority int8
+	ops      int
+	role     string
+	idle     int64
+	cause    string
+}
+
+// streams lists device d's streams: those the timeline holds, with their idle time by the
+// analysis.
+func (v *Model) streams(d int32) []stream {
+	var out []stream
+	if st := v.Fr.State; st != nil {
+		i, _ := slices.BinarySearchFunc(st.Tracks, d, func(t *agg.Track, d int32) int { return cmp.Compare(t.Device, d) })
+		for ; i < len(st.Tracks) && st.Tracks[i].Device == d; i++ {
+			t := st.Tracks[i]
+			out = append(out, stream{stream: t.Stream, priority: t.Priority, ops: len(t.Ops), role: units.Unknown, cause: units.Unknown})
+		}
+	}
+	if v.Fr.Res == nil {
+		return out
+	}
+	for _, si := range v.Fr.Res.StreamIdle.Streams {
+		if si.Device != d {
+			continue
+		}
+		for i := range out {
+			if out[i].stream == si.Stream {
+				out[i].role, out[i].idle = si.Role, si.TotalNs
+				var top int64
+				for _, c := range analysis.Causes() {
+					if si.ByCause[c] > top {
+						top, out[i].cause = si.ByCause[c], c.String()
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// viewGPU draws one GPU's streams; enter shows the selected one in the timeline.
+func (v *Model) viewGPU(b *strings.Builder, d int32) {
+	st := v.Fr.Styles
+	ss := v.gpuRows(d)
+	if len(ss) == 0 && !v.filter.Shown() {
+		b.WriteString(st.Muted.Render(v.Fr.None("streams on this GPU")) + "\n")
+		return
+	}
+	b.WriteString(st.Muted.Render(fmt.Sprintf("%-8s%5s%-10s%9s%12s  %-13s   enter: show in the timeline", "stream", "prio", "  role", "ops held", "idle gaps", "mostly")) + "\n")
+	from, to := v.list.Window(len(ss), v.H-3, 2)
+	for i := from; i < to; i++ {
+		s := ss[i]
+		idle := units.Unknown
+		if s.role != units.Unknown {
+			idle = units.Dur(s.idle)
+		}
+		line := fmt.Sprintf("%-8d%5d  %-8s%9d%12s  %-13s", s.stream, s.priority, s.role, s.ops, idle, s.cause)
+		if i == v.list.Selected() {
+			line = st.Selected.Render(line)
+		}
+		b.WriteString(line + "\n")
+	}
+	v.filterLine(b, len(ss), len(v.streams(d)), "streams")
+}
