@@ -9,7 +9,7 @@
 #                                            # exporters: otlp (gRPC), prometheus
 #
 # Never run it without a config that names 127.0.0.1 for every listener: the OTLP receiver's
-# defaults bind all interfaces. The tests (receiver/collector_test.go) write such configs.
+# defaults bind all interfaces. The tests (cmd/xfertop/listen_collector_test.go) write such configs.
 set -euo pipefail
 V=v0.155.0
 cache="${XFER_OTELCOL_CACHE:-$HOME/.cache/xfertop-otelcol}"

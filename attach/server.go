@@ -10,19 +10,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xfertop/xfertop/join"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
 )
-
-// DefaultHangTimeout is how long a collective may be posted on some ranks and not others before
-// the console raises a hang alert.
-const DefaultHangTimeout = 30 * time.Second
 
 // Config says where to listen and how to watch.
 type Config struct {
 	Addr Addr
 	// HangTimeout: a collective posted by some of its ranks and not the others for longer raises an
-	// alert (DefaultHangTimeout when 0; negative turns hang detection off).
+	// alert (join.DefaultHangTimeout when 0; negative turns hang detection off).
 	HangTimeout time.Duration
 	// Epoch is the wall-clock time (Unix ns) of session time 0; now when 0. Each rank's clock is
 	// placed on it by the rank's own wall-clock epoch.
@@ -75,8 +72,8 @@ type Server struct {
 	events   atomic.Int64
 	alerts   atomic.Int64
 
-	join    *Join     // the merger goroutine's only
-	running published // the join's collectives in flight, for InFlight
+	join    *join.Join // the merger goroutine's only
+	running published  // the join's collectives in flight, for InFlight
 }
 
 // block is what a connection's reader hands the merger.
@@ -93,14 +90,14 @@ type block struct {
 
 type connState struct {
 	rank    *Rank
-	member  *Member
+	member  *join.Member
 	dropped int64
 }
 
 // Start listens on cfg.Addr and merges connections into sinks until Close or ctx ends.
 func Start(ctx context.Context, cfg Config, sinks ...timeline.Sink) (*Server, error) {
 	if cfg.HangTimeout == 0 {
-		cfg.HangTimeout = DefaultHangTimeout
+		cfg.HangTimeout = join.DefaultHangTimeout
 	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = 64
@@ -118,7 +115,7 @@ func Start(ctx context.Context, cfg Config, sinks ...timeline.Sink) (*Server, er
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Server{cfg: cfg, l: l, sinks: sinks, strs: cfg.Strings, in: make(chan block, cfg.Queue), done: make(chan struct{}),
 		stop: cancel, conns: map[net.Conn]struct{}{}, lastOpen: time.Now()}
-	s.join = NewJoin(JoinConfig{Strings: cfg.Strings, Epoch: cfg.Epoch, HangTimeout: cfg.HangTimeout,
+	s.join = join.New(join.Config{Strings: cfg.Strings, Epoch: cfg.Epoch, HangTimeout: cfg.HangTimeout,
 		Clock: func(*timeline.Event) int64 { return time.Now().UnixNano() - cfg.Epoch }})
 	s.meta = timeline.Meta{Source: "attach " + cfg.Addr.String(), Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
 		Writer: "xfertop attach", EpochUnixNs: cfg.Epoch}

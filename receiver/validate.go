@@ -10,7 +10,7 @@ import (
 // Bounds on what a sender's span may say. A sender is not trusted: a span outside them is left out
 // of the merged stream, counted (Stats.Invalid) and logged, so that no sender can push a total of
 // the analysis past what int64 holds or make it say something absurd (a duration of centuries, a
-// negative idle time, 2^63 lost events). They follow the trace importers' (recordings/importers).
+// negative idle time, 2^63 lost events). They follow the trace importers' (importers).
 const (
 	// MaxEventSpan is the longest event taken: 24 h, as the importers allow.
 	MaxEventSpan = 24 * time.Hour

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfertop/xfertop/importers/chrome"
+	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/recordings"
-	"github.com/xfertop/xfertop/recordings/importers/chrome"
-	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 )

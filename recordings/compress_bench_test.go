@@ -6,8 +6,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/xfertop/xfertop/recordings/importers/chrome"
-	"github.com/xfertop/xfertop/recordings/importers/kineto"
+	"github.com/xfertop/xfertop/importers/chrome"
+	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 )

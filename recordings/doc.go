@@ -7,4 +7,7 @@
 // queue without ever blocking the producer; Reader reads any prefix of a file, reports a torn tail as
 // a warning and damage as a *CorruptionError, and with salvage skips damaged chunks; Repair cuts a
 // damaged file back to its last sound chunk.
+//
+// It holds xfertop's own format alone: the importers of other tools' formats are package importers
+// and the packages under it, which read recordings through this package, never the other way.
 package recordings

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/attach"
+	"github.com/xfertop/xfertop/join"
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
@@ -51,7 +52,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON when the job ends instead of opening the console (implies --headless)")
 	o.text.register(fs)
 	fs.StringVar(&o.record, "record", "", "record the job's events to this .xfr file")
-	fs.DurationVar(&o.hang, "hang-timeout", attach.DefaultHangTimeout, "alert when a collective has been posted by some ranks and not others for this long (0: never)")
+	fs.DurationVar(&o.hang, "hang-timeout", join.DefaultHangTimeout, "alert when a collective has been posted by some ranks and not others for this long (0: never)")
 	fs.IntVar(&o.perHost, "gpus-per-host", 0, "ranks per host, for link traffic (rank r on host r / N); 0: every rank on one host")
 	fs.DurationVar(&o.linger, "linger", time.Second, "headless: the job has ended when no rank has been connected for this long")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")

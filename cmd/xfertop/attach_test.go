@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xfertop/xfertop/attach"
+	"github.com/xfertop/xfertop/join"
 	"github.com/xfertop/xfertop/probes/ncclprof/fold"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
@@ -61,7 +62,7 @@ func rankStream(t *testing.T, sock string, rank int, finished int) {
 	w, _ := recordings.NewStreamWriter("rank", c)
 	_ = w.WriteMeta(recordings.Meta{EpochUnixNs: time.Now().UnixNano(), Extra: map[string]string{"nccl.host": "h", "nccl.rank": "0"}})
 	strs := timeline.NewStrings()
-	posted := strs.ID(fold.PostedLabel)
+	posted := strs.ID(join.PostedLabel)
 	evs := []timeline.Event{{Kind: timeline.KindCommInit, Device: int32(rank), Peer: -1, Comm: 7, Aux: uint32(rank), Ranks: 2}}
 	for seq := range 3 {
 		op := fold.CollOpID(7, "AllReduce", uint64(seq))

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xfertop/xfertop/importers"
 	"github.com/xfertop/xfertop/recordings"
-	"github.com/xfertop/xfertop/recordings/importers"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui"
 )

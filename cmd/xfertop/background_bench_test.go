@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfertop/xfertop/recordings/importers"
-	"github.com/xfertop/xfertop/recordings/importers/nsys/nsystest"
+	"github.com/xfertop/xfertop/importers"
+	"github.com/xfertop/xfertop/importers/nsys/nsystest"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui"

@@ -16,8 +16,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"go.uber.org/goleak"
 
-	"github.com/xfertop/xfertop/recordings/importers"
-	"github.com/xfertop/xfertop/recordings/importers/nsys/nsystest"
+	"github.com/xfertop/xfertop/importers"
+	"github.com/xfertop/xfertop/importers/nsys/nsystest"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui"

@@ -16,9 +16,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/importers"
+	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/recordings"
-	"github.com/xfertop/xfertop/recordings/importers"
-	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"

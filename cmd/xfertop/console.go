@@ -12,8 +12,8 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/xfertop/xfertop/importers"
 	"github.com/xfertop/xfertop/otel"
-	"github.com/xfertop/xfertop/recordings/importers"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfertop/xfertop/recordings/importers/nsys/nsystest"
+	"github.com/xfertop/xfertop/importers/nsys/nsystest"
 )
 
 // tmuxSession drives the real binary in a tmux pane, as a person at a terminal would.

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xfertop/xfertop/importers"
+	"github.com/xfertop/xfertop/importers/chrome"
+	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/recordings"
-	"github.com/xfertop/xfertop/recordings/importers"
-	"github.com/xfertop/xfertop/recordings/importers/chrome"
-	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"

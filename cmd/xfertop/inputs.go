@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/xfertop/xfertop/analysis"
-	"github.com/xfertop/xfertop/attach"
+	"github.com/xfertop/xfertop/importers"
+	"github.com/xfertop/xfertop/importers/kineto"
+	"github.com/xfertop/xfertop/join"
 	"github.com/xfertop/xfertop/recordings"
-	"github.com/xfertop/xfertop/recordings/importers"
-	"github.com/xfertop/xfertop/recordings/importers/kineto"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/session"
 	"github.com/xfertop/xfertop/timeline"
@@ -38,8 +38,8 @@ func readInput(paths []string, opts importers.Options, sink importers.Sink, stde
 			fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
 		}
 	}
-	var me *attach.MergeError
-	var rc *attach.RankConflictError
+	var me *join.MergeError
+	var rc *join.RankConflictError
 	if errors.As(err, &me) || errors.As(err, &rc) {
 		return res, dataError(err) // per-rank recordings that are not one job's
 	}

@@ -4,13 +4,9 @@ import (
 	"fmt"
 	"hash/fnv"
 
+	"github.com/xfertop/xfertop/join"
 	"github.com/xfertop/xfertop/timeline"
 )
-
-// PostedLabel labels the instant mark the folder emits when a rank posts a collective: what the
-// attach console's hang detector counts (a collective posted on some ranks and not others), and
-// what it draws as running on the collective's stream until the collective is reported ended.
-const PostedLabel = "nccl: collective posted"
 
 // Config tunes a Folder.
 type Config struct {
@@ -360,7 +356,7 @@ func (f *Folder) task(ci *ctxInfo, n *node, r *Record, parent *node) {
 			// With its stream and size, so that the console can draw it running until it ends.
 			f.emit(&timeline.Event{Kind: timeline.KindMark, Start: at, End: at, Queued: -1, Device: ci.device, Stream: n.stream,
 				Bytes: n.bytes, Op: n.opID, Sub: uint8(op), Comm: ci.comm32, Ranks: uint16(min(ci.NRanks, 1<<16-1)), Aux: uint32(r.A),
-				Peer: int32(ci.Rank), Label: f.label([]byte(PostedLabel))})
+				Peer: int32(ci.Rank), Label: f.label([]byte(join.PostedLabel))})
 		}
 	}
 }

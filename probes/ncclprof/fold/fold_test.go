@@ -3,6 +3,7 @@ package fold
 import (
 	"testing"
 
+	"github.com/xfertop/xfertop/join"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -112,7 +113,7 @@ func TestFoldCollective(t *testing.T) {
 			if g := kinds(evs, timeline.KindGroupLaunch); len(g) != 1 || g[0].Aux != 1 || g[0].Group != e.Group {
 				t.Errorf("group launches %+v (collective's group %d)", g, e.Group)
 			}
-			if m := kinds(evs, timeline.KindMark); len(m) != 1 || m[0].Op != e.Op || strs.Lookup(m[0].Label) != PostedLabel || m[0].Peer != 2 ||
+			if m := kinds(evs, timeline.KindMark); len(m) != 1 || m[0].Op != e.Op || strs.Lookup(m[0].Label) != join.PostedLabel || m[0].Peer != 2 ||
 				m[0].Stream != e.Stream || m[0].Bytes != e.Bytes { // where and what the console draws running until it ends
 				t.Errorf("posted marks %+v", m)
 			}

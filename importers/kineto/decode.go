@@ -1,0 +1,433 @@
+package kineto
+
+import (
+	"bufio"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/xfertop/xfertop/importers/chrome"
+)
+
+// Default limits of Options: large enough for any real profiler trace, small enough that a hostile
+// file fails with a clear error long before it exhausts memory.
+const (
+	DefaultMaxInputBytes int64 = 16 << 30 // JSON bytes per file, after decompression
+	DefaultMaxTokenBytes int   = 64 << 20 // one string or number
+)
+
+// LimitError says that a trace exceeded one of Options' limits. It names the file; the command
+// that set the limit adds how to raise it.
+type LimitError struct {
+	Name   string
+	Offset int64  // where the refused token starts, or the input limit
+	Limit  int64  // the limit in bytes
+	What   string // "input" (JSON bytes after decompression), "string" or "number"
+}
+
+func (e *LimitError) Error() string {
+	if e.What == "input" {
+		return fmt.Sprintf("%s: more than %s of JSON (after decompression): that is the input limit", e.Name, sizeText(e.Limit))
+	}
+	return fmt.Sprintf("%s: the %s at byte offset %d is longer than %s: that is the limit for one token", e.Name, e.What, e.Offset, sizeText(e.Limit))
+}
+
+// sizeText writes a byte count in the largest binary unit that divides it.
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// limitReader refuses input past limit bytes with a *LimitError.
+type limitReader struct {
+	r        io.Reader
+	n, limit int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n > l.limit {
+		return 0, &LimitError{What: "input", Offset: l.limit, Limit: l.limit}
+	}
+	if room := l.limit - l.n + 1; int64(len(p)) > room {
+		p = p[:room]
+	}
+	m, err := l.r.Read(p)
+	l.n += int64(m)
+	if l.n > l.limit {
+		return m - int(l.n-l.limit), &LimitError{What: "input", Offset: l.limit, Limit: l.limit}
+	}
+	return m, err
+}
+
+// gzipErrors marks errors of the decompressor as such.
+type gzipErrors struct{ r io.Reader }
+
+func (g gzipErrors) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("gzip: %w", err)
+	}
+	return n, err
+}
+
+// rawEvent is the part of a trace event xfertop reads. Its byte slices are reused from one event to
+// the next.
+type rawEvent struct {
+	Index  int64 // position in traceEvents
+	Ph     byte
+	Cat    string
+	Name   []byte
+	Pid    []byte
+	Tid    []byte
+	Ts     int64 // ns
+	Dur    int64 // ns
+	TsF    float64
+	DurF   float64 // µs as float64: what Holistic Trace Analysis computes with
+	HasTs  bool
+	HasDur bool
+	BadTs  bool // present but not a time
+	BadDur bool
+	Args   rawArgs
+}
+
+// Presence bits of rawArgs fields.
+const (
+	hasDevice = 1 << iota
+	hasStream
+	hasCorrelation
+	hasBytes
+	hasInNelems
+	hasOutNelems
+	hasGroupSize
+	hasXfertop
+)
+
+type rawArgs struct {
+	Has         uint8
+	Bad         uint8 // present but not an integer
+	Device      int64
+	Stream      int64
+	Correlation int64
+	Bytes       int64
+	InNelems    int64
+	OutNelems   int64
+	GroupSize   int64
+	DType       string
+	Xfertop     chrome.Args
+}
+
+// header is what a trace holds besides its events.
+type header struct {
+	Rank     int64
+	HasRank  bool
+	BadRank  bool
+	Metadata map[string]string
+}
+
+// decoder streams one trace file's events to a callback.
+type decoder struct {
+	s       *scanner
+	floats  bool // also read ts and dur as float64 (for --like-hta)
+	ev      rawEvent
+	h       header
+	onEvent func(e *rawEvent, h *header) error
+	// seenEvents is set once traceEvents is read: a JSON object without it is no trace.
+	seenEvents bool
+	// Method values made once, so that reading an event allocates nothing.
+	eventField, argField, xfrField func(key []byte)
+}
+
+// openStream wraps r: gunzipped if it starts with the gzip magic, and limited to max bytes.
+func openStream(name string, r io.Reader, max int64) (io.Reader, func(), error) {
+	br := bufio.NewReaderSize(r, readChunk)
+	var src io.Reader = br
+	done := func() {}
+	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: gzip header at byte offset 0: %w", name, err)
+		}
+		src, done = gzipErrors{gz}, func() { gz.Close() }
+	}
+	return &limitReader{r: src, limit: max}, done, nil
+}
+
+// decode reads one trace from r, calling onEvent for each element of traceEvents. It reads the input
+// once, front to back, and stops at the first byte that is not JSON or that a limit refuses, or at
+// the first error onEvent returns (returned as it is).
+func decode(name string, r io.Reader, opts Options, onEvent func(e *rawEvent, h *header) error) (*header, error) {
+	opts = opts.withDefaults()
+	src, done, err := openStream(name, r, opts.MaxInputBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	d := &decoder{s: newScanner(name, src, opts.MaxTokenBytes), floats: opts.LikeHTA, onEvent: onEvent}
+	d.eventField, d.argField, d.xfrField = d.readEventField, d.readArgField, d.readXfrField
+	s := d.s
+	s.object(d.readTopField)
+	if s.err == nil {
+		if s.peek(); s.more() {
+			s.fail("data after the trace object")
+		}
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	if !d.seenEvents {
+		return nil, fmt.Errorf("%s: no traceEvents array: not a Chrome or PyTorch profiler trace", name)
+	}
+	return &d.h, nil
+}
+
+// readTopField reads one field of the trace object: the events, the rank of a PyTorch profiler
+// trace, the metadata of an xfertop export; other fields are skipped.
+func (d *decoder) readTopField(key []byte) {
+	switch string(key) {
+	case "traceEvents":
+		d.seenEvents = true
+		d.readEvents()
+	case "distributedInfo":
+		d.readDistributedInfo()
+	case "xfertopMetadata":
+		d.readMetadata()
+	default:
+		d.s.skip()
+	}
+}
+
+// readEvents reads traceEvents, handing each event to onEvent as it is read.
+func (d *decoder) readEvents() {
+	s := d.s
+	var i int64
+	s.array(func() {
+		d.event(i)
+		if s.err == nil {
+			if err := d.onEvent(&d.ev, &d.h); err != nil {
+				s.err = err
+			}
+		}
+		i++
+	})
+}
+
+// readDistributedInfo reads the rank from distributedInfo.
+func (d *decoder) readDistributedInfo() {
+	s := d.s
+	if s.peek() != '{' {
+		s.skip()
+		return
+	}
+	s.object(func(k []byte) {
+		if string(k) != "rank" {
+			s.skip()
+			return
+		}
+		if v, ok := s.scalar(); ok {
+			d.h.Rank, d.h.HasRank = parseInt(v)
+			d.h.BadRank = !d.h.HasRank
+		}
+	})
+}
+
+// readMetadata reads xfertopMetadata, the description an xfertop export carries.
+func (d *decoder) readMetadata() {
+	s := d.s
+	d.h.Metadata = map[string]string{}
+	if s.peek() != '{' {
+		s.fail("xfertopMetadata must be an object")
+		return
+	}
+	s.object(func(k []byte) {
+		key := string(k)
+		v, _ := s.scalar()
+		d.h.Metadata[key] = string(v)
+	})
+}
+
+// event reads one trace event object into d.ev.
+func (d *decoder) event(index int64) {
+	s, e := d.s, &d.ev
+	if s.peek() != '{' {
+		s.fail("a trace event must be an object")
+		return
+	}
+	*e = rawEvent{Index: index, Name: e.Name[:0], Pid: e.Pid[:0], Tid: e.Tid[:0], Args: rawArgs{Xfertop: chrome.Args{L: e.Args.Xfertop.L[:0]}}}
+	s.object(d.eventField)
+}
+
+// readEventField reads one field of an event. The key is decided on before anything else is read: the
+// window may move under it.
+func (d *decoder) readEventField(key []byte) {
+	s, e := d.s, &d.ev
+	var field string
+	switch string(key) {
+	case "ph":
+		field = "ph"
+	case "cat":
+		field = "cat"
+	case "name":
+		field = "name"
+	case "pid":
+		field = "pid"
+	case "tid":
+		field = "tid"
+	case "ts":
+		field = "ts"
+	case "dur":
+		field = "dur"
+	case "args":
+		field = "args"
+	default:
+		s.skip()
+		return
+	}
+	switch field {
+	case "ph", "cat", "name":
+		if s.peek() != '"' {
+			s.fail("event field %q must be a string", field)
+			return
+		}
+	}
+	switch field {
+	case "ph":
+		if v := s.str(); len(v) > 0 {
+			e.Ph = v[0]
+		}
+	case "cat":
+		e.Cat = category(s.str())
+	case "name":
+		e.Name = append(e.Name, s.str()...)
+	case "pid":
+		v, _ := s.scalar()
+		e.Pid = append(e.Pid, v...)
+	case "tid":
+		v, _ := s.scalar()
+		e.Tid = append(e.Tid, v...)
+	case "ts":
+		e.Ts, e.TsF, e.HasTs, e.BadTs = d.time()
+	case "dur":
+		e.Dur, e.DurF, e.HasDur, e.BadDur = d.time()
+	case "args":
+		if s.peek() != '{' {
+			s.skip()
+			return
+		}
+		s.object(d.argField)
+	}
+}
+
+// time reads a number of microseconds: ns exactly, and the float64 HTA would compute with.
+func (d *decoder) time() (ns int64, f float64, has, bad bool) {
+	v, ok := d.s.scalar()
+	if !ok {
+		return 0, 0, false, d.s.err == nil
+	}
+	ns, ok = parseNs(v)
+	if !ok {
+		return 0, 0, false, true
+	}
+	if d.floats {
+		f, _ = strconv.ParseFloat(string(v), 64)
+	}
+	return ns, f, true, false
+}
+
+// num reads an integer argument, noting in a.Has that it was there or in a.Bad that it was not a
+// usable integer.
+func (d *decoder) num(bit uint8, dst *int64) {
+	a := &d.ev.Args
+	v, ok := d.s.scalar()
+	if !ok {
+		if d.s.err == nil {
+			a.Bad |= bit
+		}
+		return
+	}
+	if n, ok := parseInt(v); ok {
+		*dst = n
+		a.Has |= bit
+	} else if d.s.err == nil {
+		a.Bad |= bit
+	}
+}
+
+// readArgField reads one of an event's args.
+func (d *decoder) readArgField(key []byte) {
+	s, a := d.s, &d.ev.Args
+	switch string(key) {
+	case "device":
+		d.num(hasDevice, &a.Device)
+	case "stream":
+		d.num(hasStream, &a.Stream)
+	case "correlation":
+		d.num(hasCorrelation, &a.Correlation)
+	case "bytes":
+		d.num(hasBytes, &a.Bytes)
+	case "In msg nelems":
+		d.num(hasInNelems, &a.InNelems)
+	case "Out msg nelems":
+		d.num(hasOutNelems, &a.OutNelems)
+	case "Group size":
+		d.num(hasGroupSize, &a.GroupSize)
+	case "dtype":
+		if v, ok := s.scalar(); ok {
+			a.DType = dtypeName(v)
+		}
+	case "xfertop":
+		if s.peek() != '{' {
+			s.skip()
+			return
+		}
+		s.object(d.xfrField)
+		a.Has |= hasXfertop
+	default:
+		s.skip()
+	}
+}
+
+// dtypeName returns the dtypes xfertop knows without allocating; others are not needed.
+func dtypeName(b []byte) string {
+	for k := range dtypeSize {
+		if k == string(b) {
+			return k
+		}
+	}
+	return ""
+}
+
+// readXfrField reads one of the fields chrome.Write stores in an exported slice.
+func (d *decoder) readXfrField(key []byte) {
+	s, x := d.s, &d.ev.Args.Xfertop
+	if string(key) == "l" {
+		v, _ := s.scalar()
+		x.L = append(x.L[:0], v...)
+		return
+	}
+	k := string(key)
+	v, _ := s.scalar()
+	if s.err != nil {
+		return
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		s.fail("xfertop.%s: %q is not an integer", k, v)
+		return
+	}
+	x.Set(k, n)
+}
+
+// inRange reports whether v lies in [lo, hi].
+func inRange(v, lo, hi int64) bool { return v >= lo && v <= hi }
+
+// maxInt32 is the largest device or rank id taken from a trace.
+const maxInt32 = math.MaxInt32

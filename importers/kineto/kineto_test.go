@@ -1,0 +1,252 @@
+package kineto
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/importers/chrome"
+	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+const data = "../../../shared/data/kineto/"
+
+func needData(t testing.TB, name string) string {
+	p := filepath.Join(data, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("real traces not available (%s missing): they live in ../shared/data beside the checkout", p)
+	}
+	return p
+}
+
+// expectedSteps reads what PyTorch's TensorBoard plugin computed for the ResNet-50 trace: per step,
+// Memcpy and Memset µs.
+func expectedSteps(t *testing.T) map[int][2]int64 {
+	raw, err := os.ReadFile(needData(t, "resnet50_tb_profiler_expected.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Steps struct {
+			Rows [][]any `json:"rows"`
+		} `json:"steps"`
+	}
+	line := strings.SplitN(string(raw), "\n", 2)[0]
+	if err := json.Unmarshal([]byte(line), &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[int][2]int64{}
+	for _, r := range doc.Steps.Rows {
+		n, _ := strconv.Atoi(r[0].(string))
+		out[n] = [2]int64{int64(r[3].(float64)), int64(r[5].(float64))}
+	}
+	return out
+}
+
+// Per-step Memcpy and Memset totals of the ResNet-50 trace agree with PyTorch's TensorBoard plugin.
+// A GPU op belongs to the step during which the CPU launched it (its runtime call, by correlation).
+func TestResNetStepsMatchTensorBoard(t *testing.T) {
+	want := expectedSteps(t)
+	im, err := ReadFiles([]string{needData(t, "resnet50_v100_worker0.pt.trace.json.gz")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct {
+		n          int
+		start, end int64
+	}
+	var steps []span
+	for _, e := range im.Events {
+		if e.Kind == timeline.KindStep {
+			steps = append(steps, span{int(e.Aux), e.Start, e.End})
+		}
+	}
+	if len(steps) != 6 {
+		t.Fatalf("%d ProfilerStep ranges; want 6 (steps 5..10)", len(steps))
+	}
+	got := map[int][2]int64{}
+	for _, e := range im.Events {
+		if e.Kind != timeline.KindMemcpy {
+			continue
+		}
+		for _, s := range steps {
+			if e.Queued >= s.start && e.Queued < s.end {
+				v := got[s.n]
+				if timeline.CopyDir(e.Sub) == timeline.CopySet {
+					v[1] += e.Dur() / 1000
+				} else {
+					v[0] += e.Dur() / 1000
+				}
+				got[s.n] = v
+			}
+		}
+	}
+	for n, w := range want {
+		g := got[n]
+		if g[0] != w[0] || g[1] != w[1] {
+			t.Errorf("step %d: memcpy %d µs, memset %d µs; TensorBoard says %d and %d", n, g[0], g[1], w[0], w[1])
+		}
+	}
+}
+
+// Both ranks of the newer-format trace: ranks from distributedInfo, NCCL kernels as collectives,
+// copies of every direction with their bytes, launch times from the runtime calls.
+func TestSampledRanks(t *testing.T) {
+	im, err := ReadFiles([]string{needData(t, "sampled_rank-0.json.gz"), needData(t, "sampled_rank-1.json.gz")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.Devices != 2 {
+		t.Errorf("%d devices; want 2 ranks", im.Devices)
+	}
+	dirs := map[timeline.CopyDir]int{}
+	var nccl, queued, kernels int
+	for _, e := range im.Events {
+		switch e.Kind {
+		case timeline.KindMemcpy:
+			dirs[timeline.CopyDir(e.Sub)]++
+			if e.Bytes <= 0 {
+				t.Fatalf("memcpy without bytes: %+v", e)
+			}
+		case timeline.KindCollective:
+			nccl++
+			if timeline.CollOp(e.Sub) != timeline.CollSendRecv {
+				t.Errorf("NCCL SendRecv kernel imported as %v", timeline.CollOp(e.Sub))
+			}
+		case timeline.KindKernel:
+			kernels++
+			if e.Queued >= 0 {
+				queued++
+			}
+		}
+	}
+	for _, d := range []timeline.CopyDir{timeline.CopyH2D, timeline.CopyD2H, timeline.CopyD2D, timeline.CopySet} {
+		if dirs[d] == 0 {
+			t.Errorf("no %v copies imported (%v)", d, dirs)
+		}
+	}
+	if nccl != 20 {
+		t.Errorf("%d NCCL kernels; want 10 per rank", nccl)
+	}
+	if queued < kernels*9/10 {
+		t.Errorf("only %d of %d kernels have a launch time", queued, kernels)
+	}
+}
+
+func TestNCCLNames(t *testing.T) {
+	tests := map[string]timeline.CollOp{
+		"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)":           timeline.CollAllReduce,
+		"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, ...)":     timeline.CollAllReduce,
+		"ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long)":   timeline.CollAllGather,
+		"ncclKernel_ReduceScatter_RING_SIMPLE_Sum_bf16":                  timeline.CollReduceScatter,
+		"ncclDevKernel_Broadcast_RING_LL":                                timeline.CollBroadcast,
+		"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)":       timeline.CollSendRecv,
+		"ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)": timeline.CollSendRecv,
+	}
+	for name, want := range tests {
+		if got, ok := NCCLOp(name); !ok || got != want {
+			t.Errorf("NCCLOp(%q) = %v, %v; want %v", name, got, ok, want)
+		}
+	}
+	if _, ok := NCCLOp("volta_sgemm_64x64_nt"); ok {
+		t.Error("a GEMM kernel taken for NCCL")
+	}
+}
+
+// An .xfr session exported to Chrome JSON imports back to the same events. What cannot survive:
+// string ids are renumbered (the text is kept) — every other field is checked.
+func TestChromeRoundTrip(t *testing.T) {
+	st := timeline.NewStore(nil)
+	p, err := session.Prepare(session.Config{Scenario: "crosshost", Steps: 2}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs, strs := st.Events(), p.Strings()
+	var buf bytes.Buffer
+	if err := chrome.Write(&buf, evs, strs, map[string]string{"scenario": "crosshost", "epoch_unix_ns": "42"}); err != nil {
+		t.Fatal(err)
+	}
+	var probe map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &probe); err != nil {
+		t.Fatalf("export is not valid JSON: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "x.json")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	im, err := ReadFiles([]string{path}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.Format != "xfertop-chrome" || im.Exported["scenario"] != "crosshost" || im.EpochUnixNs != 42 {
+		t.Errorf("format %q meta %v epoch %d", im.Format, im.Exported, im.EpochUnixNs)
+	}
+	if len(im.Events) != len(evs) {
+		t.Fatalf("%d events back; want %d", len(im.Events), len(evs))
+	}
+	key := func(e timeline.Event, s *timeline.Strings) string {
+		lbl := s.Lookup(e.Label)
+		e.Label = 0
+		b, _ := json.Marshal(e)
+		return string(b) + lbl
+	}
+	var a, b []string
+	for i := range evs {
+		a = append(a, key(evs[i], strs))
+		b = append(b, key(im.Events[i], im.Strings))
+	}
+	sort.Strings(a)
+	sort.Strings(b)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("event differs after the round trip:\n%s\n%s", a[i], b[i])
+		}
+	}
+	// What a person sees in Perfetto: a process per host, named streams, flow arrows, counters.
+	s := buf.String()
+	for _, want := range []string{`"name":"host 1"`, `"name":"device 8 stream`, `"ph":"s","name":"transfer"`, `"ph":"f"`, `"ph":"C","name":"device 0 GB/s"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("export lacks %s", want)
+		}
+	}
+}
+
+// A Chrome trace from an unknown tool still imports: slices become kernels on tracks.
+func TestGenericChrome(t *testing.T) {
+	src := `{"traceEvents":[{"ph":"X","name":"a","pid":7,"tid":1,"ts":10,"dur":5},{"ph":"X","name":"b","pid":7,"tid":1,"ts":20.5,"dur":1},{"ph":"X","name":"c","pid":"other","tid":"t","ts":12,"dur":2}]}`
+	im, err := Import("g.json", strings.NewReader(src), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.Format != "chrome" || len(im.Events) != 3 || im.Devices != 2 {
+		t.Fatalf("format %s, %d events, %d devices", im.Format, len(im.Events), im.Devices)
+	}
+	if e := im.Events[2]; e.Start != 10_500 || e.End != 11_500 || im.Strings.Lookup(e.Label) != "b" {
+		t.Errorf("fractional µs: %+v", e)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{`{"traceEvents": [ {"ph": "X", `, "ends before it is complete"},
+		{`{"traceEvents": [ {"ph": "X",, `, "not valid JSON at byte offset 29: expected a quoted key"},
+		{`{"foo": 1}`, "no traceEvents array"},
+		{`{"traceEvents": [{"ph": 5}]}`, `byte offset 24: event field "ph" must be a string`},
+	}
+	for _, tc := range tests {
+		_, err := Import("bad.json", strings.NewReader(tc.src), Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "bad.json") {
+			t.Errorf("Decode(%q) = %v; want an error naming the file and containing %q", tc.src, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,259 @@
+package importers
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/importers/kineto"
+	"github.com/xfertop/xfertop/importers/nsys"
+	"github.com/xfertop/xfertop/join"
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Header is what an input is, told to a Sink before its first event.
+type Header struct {
+	Format Format
+	// Meta describes the run: a recording's own, or one built from an import (ImportedMeta).
+	Meta timeline.Meta
+	// Strings resolves the events' labels. A recording's grows as its chunks are read: it is
+	// complete once Stream returns.
+	Strings *timeline.Strings
+}
+
+// Sink receives an input's events as Stream reads them. An error it returns stops the stream and is
+// returned by Stream as it is.
+type Sink interface {
+	Begin(h *Header) error
+	// Events receives the next events in the input's order; the slice is reused once it returns.
+	Events(batch []timeline.Event) error
+}
+
+// Result is what Stream read, besides the events.
+type Result struct {
+	Format Format
+	// Importer names an import's format as its importer tells it ("kineto", "chrome",
+	// "xfertop-chrome", "nsys"); empty for a recording.
+	Importer string
+	Events   int
+	Warnings []string // what was wrong in the input and was taken as unknown or left out
+	// A recording's: how its run ended (key, value pairs) and the events its writer dropped.
+	Outcome [][2]string
+	Dropped int64
+}
+
+// Stream reads one or more inputs of one format, told by their content, into sink: a recording, the
+// per-rank recordings of one job (merged by join.MergeRecordings, as a live attach merges its
+// ranks), or traces or exports (the ranks or hosts of one job). It tells opts.Progress how
+// far it has got. The Result is returned with an error too, so that its Format says which reader
+// failed.
+func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
+	format, err := detectAll(paths)
+	if err != nil {
+		return &Result{}, err
+	}
+	if format == FormatRecording && len(paths) > 1 {
+		return streamRanks(paths, opts, sink)
+	}
+	if format == FormatRecording {
+		return streamRecording(paths[0], opts, sink)
+	}
+	if format == FormatNsys {
+		return streamNsys(paths, opts, sink)
+	}
+	return streamTraces(paths, opts, sink)
+}
+
+// streamTraces imports PyTorch profiler or Chrome traces straight into sink, event batch by batch
+// in start order, holding none of them.
+func streamTraces(paths []string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatTrace}
+	im, err := kineto.Stream(paths, traceOptions(opts), func(im *kineto.Imported) error {
+		res.Importer = im.Format
+		return sink.Begin(&Header{Format: FormatTrace, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
+	}, func(batch []timeline.Event) error {
+		if err := sink.Events(batch); err != nil {
+			return err
+		}
+		res.Events += len(batch)
+		return nil
+	})
+	if im != nil {
+		res.Warnings, res.Importer = im.Warnings, im.Format
+	}
+	return res, err
+}
+
+// streamNsys imports Nsight Systems exports straight into sink, event batch by batch in start
+// order, holding none of them.
+func streamNsys(paths []string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatNsys, Importer: nsys.Format}
+	nopts := nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context, Verbose: opts.Verbose}
+	im, err := nsys.Stream(paths, nopts, func(im *kineto.Imported) error {
+		return sink.Begin(&Header{Format: FormatNsys, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
+	}, func(batch []timeline.Event) error {
+		if err := sink.Events(batch); err != nil {
+			return err
+		}
+		res.Events += len(batch)
+		return nil
+	})
+	if im != nil {
+		res.Warnings = im.Warnings
+	}
+	return res, err
+}
+
+// streamRecording reads a recording batch by batch into sink, telling progress in events when the
+// recording has an index (one that was not closed has none, and its length is not known).
+func streamRecording(path string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatRecording}
+	r, err := recordings.Open(path, recordings.Options{Salvage: opts.Salvage})
+	if err != nil {
+		return res, err
+	}
+	defer r.Close()
+	if err := sink.Begin(&Header{Format: FormatRecording, Meta: r.Meta(), Strings: r.Strings()}); err != nil {
+		return res, err
+	}
+	var total int64
+	for _, e := range r.Index() {
+		total += int64(e.Events)
+	}
+	progress := func(done int64) {
+		if opts.Progress != nil && total > 0 {
+			opts.Progress(min(done, total), total)
+		}
+	}
+	progress(0)
+	for r.Next() {
+		if opts.Context != nil && opts.Context.Err() != nil {
+			return res, opts.Context.Err()
+		}
+		if err := sink.Events(r.At()); err != nil {
+			return res, err
+		}
+		res.Events += len(r.At())
+		progress(int64(res.Events))
+	}
+	res.Outcome, res.Dropped, res.Warnings = r.Outcome(), r.Dropped(), r.Warnings()
+	return res, r.Err()
+}
+
+// streamRanks merges the per-rank recordings of one job into sink, batch by batch.
+func streamRanks(paths []string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatRecording}
+	m, err := join.MergeRecordings(paths, recordings.Options{Salvage: opts.Salvage}, 0)
+	if err != nil {
+		return res, err
+	}
+	defer m.Close()
+	if err := sink.Begin(&Header{Format: FormatRecording, Meta: m.Meta(), Strings: m.Strings()}); err != nil {
+		return res, err
+	}
+	for m.Next() {
+		if opts.Context != nil && opts.Context.Err() != nil {
+			return res, opts.Context.Err()
+		}
+		if err := sink.Events(m.At()); err != nil {
+			return res, err
+		}
+		res.Events += len(m.At())
+	}
+	res.Outcome, res.Dropped, res.Warnings = m.Outcome(), m.Dropped(), m.Warnings()
+	return res, m.Err()
+}
+
+// ImportedMeta describes an imported trace or export for the report, as written by writer. Traces
+// carry no engine wait events, so idle time is split as Holistic Trace Analysis does. An xfertop
+// export carries the description of the run it came from (recordings.MetaPairs, as a recording's
+// Meta chunk holds it), and that description is read back whole: the source, scenario, knobs, seed,
+// GPUs per host and link peaks of the run, so that its report is the recording's. Only the writer
+// is the importing program's, when it is given.
+func ImportedMeta(im *kineto.Imported, writer string) timeline.Meta {
+	if im.Exported != nil {
+		return exportedMeta(im, writer)
+	}
+	return timeline.Meta{Source: im.Source, Backend: im.Format, Topology: "unknown", Devices: im.Devices, IdleMode: timeline.IdleHTA,
+		KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: im.EpochUnixNs, Writer: writer, Extra: im.Extra}
+}
+
+// exportedMeta is the description an xfertop export carries, with what the import knows where the
+// export says nothing (an export written by hand, or by an older xfertop, may lack keys).
+func exportedMeta(im *kineto.Imported, writer string) timeline.Meta {
+	keys := make([]string, 0, len(im.Exported))
+	for k := range im.Exported {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // knob and extra maps are filled the same way whatever the map's order
+	kv := make([][2]string, 0, len(keys))
+	for _, k := range keys {
+		kv = append(kv, [2]string{k, im.Exported[k]})
+	}
+	m := recordings.MetaFromPairs(kv)
+	if m.Source == "" {
+		m.Source = im.Source
+	}
+	if m.Backend == "" {
+		m.Backend = im.Format
+	}
+	if m.Topology == "" {
+		m.Topology = "unknown"
+	}
+	if m.Devices <= 0 {
+		m.Devices = im.Devices
+	}
+	if m.KernelWaitNs <= 0 {
+		m.KernelWaitNs = analysis.DefaultKernelWaitNs
+	}
+	if m.EpochUnixNs == 0 {
+		m.EpochUnixNs = im.EpochUnixNs
+	}
+	if writer != "" {
+		m.Writer = writer
+	}
+	for k, v := range im.Extra {
+		if m.Extra == nil {
+			m.Extra = map[string]string{}
+		}
+		m.Extra[k] = v
+	}
+	return m
+}
+
+// Collect is a Sink that keeps every event in memory, for the writers that need them all (the
+// Chrome exporter sorts them by start).
+type Collect struct {
+	Header *Header
+	All    []timeline.Event
+}
+
+// Begin keeps the header.
+func (c *Collect) Begin(h *Header) error { c.Header = h; return nil }
+
+// Events keeps a copy of the batch.
+func (c *Collect) Events(batch []timeline.Event) error {
+	c.All = append(c.All, batch...)
+	return nil
+}
+
+// detectAll tells the one format of paths, refusing a mix (several recordings are a job's ranks).
+func detectAll(paths []string) (Format, error) {
+	if len(paths) == 0 {
+		return FormatUnknown, errors.New("no file to import")
+	}
+	format := FormatUnknown
+	for _, p := range paths {
+		f, err := Detect(p)
+		if err != nil {
+			return FormatUnknown, err
+		}
+		if format != FormatUnknown && f != format {
+			return FormatUnknown, fmt.Errorf("%s is a %s and %s a %s: give files of one format", paths[0], format, p, f)
+		}
+		format = f
+	}
+	return format, nil
+}

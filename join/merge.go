@@ -1,0 +1,309 @@
+package join
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// MergeBatch is how many events a Merged hands out at a time.
+const MergeBatch = recordings.DefaultBatch
+
+// hangCheckNs is how often (in recorded time) a merge asks for hangs, as the live console does on
+// its wall clock.
+const hangCheckNs = int64(200 * time.Millisecond)
+
+// Merged reads the per-rank recordings of one job (the plugin's XFERTOP_RECORD_DIR files) as one
+// session, through the same Join as a live attach: each file's clock placed on its wall clock,
+// ranks kept apart, peers translated, posting marks turned into hang alerts (on recorded time). It
+// merges k ways by start time, holding one block of events per file: memory follows the files'
+// chunks, not their length. Next / At / Err iterate it, as recordings.Reader does.
+type Merged struct {
+	join     *Join
+	files    []*mergeFile
+	heads    mergeHeap
+	meta     timeline.Meta
+	out      []timeline.Event
+	err      error
+	lastHang int64
+	maxEnd   int64
+	finished bool
+}
+
+// mergeFile is one rank's recording: its reader, its member of the join, and its current block.
+type mergeFile struct {
+	path  string
+	r     *recordings.Reader
+	mb    *Member
+	block []timeline.Event
+	i     int
+	known int // entries of its string table given to the join
+	idx   int
+}
+
+func (f *mergeFile) headTime() int64 { return f.block[f.i].Start + f.mb.offset }
+
+type mergeHeap []*mergeFile
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	if c := cmp.Compare(h[i].headTime(), h[j].headTime()); c != 0 {
+		return c < 0
+	}
+	return h[i].idx < h[j].idx
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*mergeFile)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	f := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return f
+}
+
+// MergeError is a recording that cannot be merged with a job's other ranks: what is wrong, and in
+// which file.
+type MergeError struct {
+	File   string
+	Reason string
+}
+
+func (e *MergeError) Error() string { return e.File + ": " + e.Reason }
+
+// MergeRecordings opens the per-rank recordings at paths as one session. Each must be a rank's
+// recording made by the plugin (its meta names the rank, host and process, and its clock's epoch);
+// two of one rank, or a file that cannot be read, is an error naming the file. hang is the hang
+// timeout on recorded time (DefaultHangTimeout when 0; negative: none).
+func MergeRecordings(paths []string, opts recordings.Options, hang time.Duration) (*Merged, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no recording to merge")
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if seen[p] {
+			return nil, &MergeError{p, "given twice"}
+		}
+		seen[p] = true
+	}
+	m := &Merged{}
+	fail := func(err error) (*Merged, error) {
+		m.Close()
+		return nil, err
+	}
+	epoch := int64(0)
+	metas := make([]recordings.Meta, len(paths))
+	for i, p := range paths {
+		r, err := recordings.Open(p, opts)
+		if err != nil {
+			return fail(err)
+		}
+		f := &mergeFile{path: p, r: r, idx: i}
+		m.files = append(m.files, f)
+		meta, err := rankMeta(f)
+		if err != nil {
+			return fail(err)
+		}
+		metas[i] = meta
+		if epoch == 0 || meta.EpochUnixNs < epoch {
+			epoch = meta.EpochUnixNs
+		}
+	}
+	m.join = New(Config{Epoch: epoch, HangTimeout: hang})
+	hosts := map[string]bool{}
+	for i, f := range m.files {
+		mb, err := m.join.Add(f.path, &metas[i])
+		if err != nil {
+			return fail(err)
+		}
+		f.mb = mb
+		hosts[mb.Host] = true
+		f.takeStrings(m.join)
+		if f.i < len(f.block) {
+			heap.Push(&m.heads, f)
+		}
+	}
+	first := metas[0]
+	m.meta = timeline.Meta{Source: mergedSource(paths), Backend: first.Backend, Topology: "unknown", Devices: m.join.Devices(),
+		IdleMode: first.IdleMode, KernelWaitNs: first.KernelWaitNs, EpochUnixNs: epoch, Writer: first.Writer,
+		Extra: map[string]string{"nccl.ranks": strconv.Itoa(len(paths)), "nccl.hosts": strconv.Itoa(len(hosts))}}
+	return m, nil
+}
+
+// rankMeta reads a file's first block and its meta, and checks that it is a rank's recording.
+func rankMeta(f *mergeFile) (recordings.Meta, error) {
+	if !f.advance() && f.r.Err() != nil {
+		return recordings.Meta{}, f.r.Err()
+	}
+	meta := f.r.Meta()
+	if _, ok := meta.Extra["nccl.rank"]; !ok {
+		return meta, &MergeError{f.path, "not a rank's recording from the NCCL profiler plugin (its meta names no nccl.rank): replay it on its own"}
+	}
+	if meta.EpochUnixNs <= 0 {
+		return meta, &MergeError{f.path, "the recording does not say when its clock started (epoch_unix_ns): its times cannot be aligned with the other ranks'"}
+	}
+	if n, err := strconv.Atoi(meta.Extra["nccl.rank"]); err != nil || n < 0 {
+		// The plugin did not know its rank when it began writing: its first communicator says.
+		extra := make(map[string]string, len(meta.Extra))
+		for k, v := range meta.Extra {
+			extra[k] = v
+		}
+		for _, e := range f.block {
+			if e.Kind == timeline.KindCommInit {
+				extra["nccl.rank"] = strconv.Itoa(int(e.Device))
+				break
+			}
+		}
+		meta.Extra = extra
+	}
+	return meta, nil
+}
+
+func mergedSource(paths []string) string {
+	if len(paths) <= 4 {
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s, … (%d rank recordings)", strings.Join(paths[:3], ", "), len(paths))
+}
+
+// advance reads the file's next non-empty block; false at its end or on an error.
+func (f *mergeFile) advance() bool {
+	for f.r.Next() {
+		if b := f.r.At(); len(b) > 0 {
+			f.block, f.i = b, 0
+			return true
+		}
+	}
+	f.block, f.i = nil, 0
+	return false
+}
+
+// takeStrings gives the join the labels the file's table gained with its last block.
+func (f *mergeFile) takeStrings(j *Join) {
+	all := f.r.Strings().All()
+	if f.known == 0 {
+		f.known = 1 // entry 0 is the empty label
+	}
+	if len(all) > f.known {
+		j.AddStrings(f.mb, all[f.known:])
+		f.known = len(all)
+	}
+}
+
+// Meta describes the merged session: devices are the job's ranks.
+func (m *Merged) Meta() timeline.Meta { return m.meta }
+
+// Strings is the session's string table; it grows as the files are read.
+func (m *Merged) Strings() *timeline.Strings { return m.join.Strings() }
+
+// Next merges the next block of events; false at the end of every file or at the first error.
+func (m *Merged) Next() bool {
+	if m.err != nil || m.finished {
+		return false
+	}
+	m.out = m.out[:0]
+	for len(m.out) < MergeBatch && m.heads.Len() > 0 {
+		f := m.heads[0]
+		m.out = append(m.out, f.block[f.i]) // translated in place: a local would escape (Clock)
+		f.i++
+		e := &m.out[len(m.out)-1]
+		start := e.Start + f.mb.offset
+		if m.join.Event(f.mb, e) {
+			m.maxEnd = max(m.maxEnd, e.End)
+		} else {
+			m.out = m.out[:len(m.out)-1]
+		}
+		if start-m.lastHang >= hangCheckNs {
+			m.lastHang = start
+			m.out = append(m.out, m.join.Hangs(start)...)
+		}
+		if f.i < len(f.block) {
+			heap.Fix(&m.heads, 0)
+			continue
+		}
+		if f.advance() {
+			f.takeStrings(m.join)
+			heap.Fix(&m.heads, 0)
+			continue
+		}
+		heap.Pop(&m.heads)
+		if err := f.r.Err(); err != nil {
+			m.err = err // the reader's errors name its file
+			return false
+		}
+	}
+	if m.heads.Len() == 0 {
+		// Every rank has ended: what is still posted by some ranks only is a hang at the end.
+		m.out = append(m.out, m.join.Hangs(m.maxEnd)...)
+		m.finished = true
+	}
+	return len(m.out) > 0
+}
+
+// At returns the block Next merged; it is reused by the next call.
+func (m *Merged) At() []timeline.Event { return m.out }
+
+// Err returns the first error, naming its file.
+func (m *Merged) Err() error { return m.err }
+
+// Dropped sums the events the ranks' plugins dropped.
+func (m *Merged) Dropped() int64 {
+	var n int64
+	for _, f := range m.files {
+		n += f.r.Dropped()
+	}
+	return n
+}
+
+// Warnings are the files' warnings, each naming its file.
+func (m *Merged) Warnings() []string {
+	var out []string
+	for _, f := range m.files {
+		for _, w := range f.r.Warnings() {
+			if !strings.Contains(w, f.path) {
+				w = f.path + ": " + w
+			}
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Outcome is how the job ended: "ended" when every rank's recording says it ended, else the first
+// outcome that differs, naming its file.
+func (m *Merged) Outcome() [][2]string {
+	var out [][2]string
+	for _, f := range m.files {
+		ended := false
+		for _, kv := range f.r.Outcome() {
+			if kv[0] == "ended" {
+				ended = true
+				if kv[1] != "" && out == nil {
+					out = [][2]string{{"ended", f.path + ": " + kv[1]}}
+				}
+			}
+		}
+		if !ended && out == nil {
+			out = [][2]string{{"ended", f.path + ": the recording was not closed (the rank did not finish)"}}
+		}
+	}
+	if out == nil {
+		out = [][2]string{{"ended", ""}}
+	}
+	return out
+}
+
+// Close closes every file.
+func (m *Merged) Close() error {
+	var errs []error
+	for _, f := range m.files {
+		errs = append(errs, f.r.Close())
+	}
+	return errors.Join(errs...)
+}

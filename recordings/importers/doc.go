@@ -1,8 +1,0 @@
-// Package importers opens every input xfertop reads through one interface: it tells a file's
-// format by its content, not its name (an xfertop recording, a PyTorch profiler or Chrome trace in
-// JSON, plain or gzipped, or an Nsight Systems SQLite export), and Stream hands its description and
-// its events, batch by batch, to a Sink, reporting progress as it goes. A recording is read chunk by
-// chunk through package recordings; traces and exports through the importer of their format
-// (packages kineto and nsys). An Nsight Systems report (.nsys-rep) is refused with the command
-// that exports it. The Chrome exporter, the way back, is package chrome.
-package importers
