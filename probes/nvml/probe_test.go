@@ -33,6 +33,10 @@ type collector struct {
 	mu     sync.Mutex
 	events []timeline.Event
 	strs   *timeline.Strings
+	// enough, when set, is called with each event kept and ends the run when it says so: a test
+	// waits for what it needs, not for a time a loaded machine may not keep.
+	enough func(events []timeline.Event) bool
+	stop   context.CancelFunc
 }
 
 func (c *collector) emit(e *timeline.Event, msg string) {
@@ -41,20 +45,38 @@ func (c *collector) emit(e *timeline.Event, msg string) {
 		e.Label = c.strs.ID(msg)
 	}
 	c.events = append(c.events, *e)
+	if c.enough != nil && c.enough(c.events) {
+		c.stop()
+	}
 	c.mu.Unlock()
 }
 
 func run(t *testing.T, r Reader, d time.Duration) (*collector, error) {
-	c := &collector{strs: timeline.NewStrings()}
-	p := New(r, 10*time.Millisecond, c.emit, func() int64 { return 42 })
+	return runUntil(t, r, d, nil)
+}
+
+// runUntil runs the probe until enough says so, or for d at most.
+func runUntil(t *testing.T, r Reader, d time.Duration, enough func([]timeline.Event) bool) (*collector, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
+	c := &collector{strs: timeline.NewStrings(), enough: enough, stop: cancel}
+	p := New(r, 10*time.Millisecond, c.emit, func() int64 { return 42 })
 	err := p.Run(ctx)
 	return c, err
 }
 
 func TestProbeSamples(t *testing.T) {
-	c, err := run(t, &fakeReader{n: 3, fail: 2}, 55*time.Millisecond)
+	// Six rounds of device 0's seven metrics, however long a loaded machine takes to sample them.
+	sixRounds := func(evs []timeline.Event) bool {
+		n := 0
+		for i := range evs {
+			if evs[i].Kind == timeline.KindDeviceSample && evs[i].Device == 1 {
+				n++
+			}
+		}
+		return n >= 6*7
+	}
+	c, err := runUntil(t, &fakeReader{n: 3, fail: 2}, 30*time.Second, sixRounds)
 	if err != nil {
 		t.Fatal(err)
 	}
