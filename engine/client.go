@@ -30,6 +30,10 @@ type Options struct {
 	// NCCL_PROTO); zero lets the tuner choose.
 	NCCLAlgo  timeline.NCCLAlgo
 	NCCLProto timeline.NCCLProto
+	// Graphs makes a scenario run its first step as is (it creates the communicators), capture its
+	// second into a CUDA graph and replay that graph for every later step, as XLA's command
+	// buffers do: one launch per device and step instead of one per op.
+	Graphs bool
 }
 
 // DefaultOptions returns the engine's defaults.
