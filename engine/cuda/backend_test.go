@@ -513,3 +513,29 @@ func TestInitFailureIsNCCLError(t *testing.T) {
 		t.Fatalf("err = %v, want a typed NCCL error from ncclCommInitRank", err)
 	}
 }
+
+// A graph launch is refused on the cuda backend with an error naming the region and the way out
+// (graphs=off), never dropped: stream capture through the driver is not implemented here yet.
+func TestGraphLaunchRefused(t *testing.T) {
+	r := newRig(t, 1, 1, engine.DefaultOptions())
+	if err := r.c.BeginCapture("step"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.c.Kernel(r.c.ComputeStream(0), 1000, "k"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := r.c.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.c.LaunchGraph(g); err != nil {
+		t.Fatal(err)
+	}
+	err = r.c.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `graph "step"`) || !strings.Contains(err.Error(), "graphs=off") {
+		t.Fatalf("Run = %v; want the graph launch refused, naming the region and graphs=off", err)
+	}
+	if n := len(r.events(timeline.KindKernel)); n != 0 {
+		t.Errorf("%d kernels ran from a refused graph", n)
+	}
+}
