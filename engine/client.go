@@ -76,8 +76,9 @@ type Client struct {
 	nextBar   uint32
 	nextBuf   uint32
 
-	nextGraph uint32
-	capt      *capture // the open capture region, nil when none
+	nextGraph    uint32   // graph launches
+	nextGraphKey uint32   // graphs captured
+	capt         *capture // the open capture region, nil when none
 
 	group     bool
 	groupOps  [][]StreamOp // per device, while a group is open

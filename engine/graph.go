@@ -50,6 +50,7 @@ type Graph struct {
 	recorded map[EventID]bool
 	nodes    int
 	launches int
+	key      uint32 // the same at every launch (Command.GraphKey)
 }
 
 // Nodes returns how many ops the graph holds, all devices together (a group counts as one).
@@ -102,6 +103,8 @@ func (c *Client) EndCapture() (*Graph, error) {
 	if cp.err != nil {
 		return nil, cp.err
 	}
+	c.nextGraphKey++
+	cp.g.key = c.nextGraphKey
 	if cp.g.nodes == 0 {
 		return nil, &CaptureError{Region: cp.g.Name, Device: -1, What: "an empty region", Kind: ErrCaptureMisuse,
 			Detail: "nothing was launched between BeginCapture and EndCapture"}
@@ -210,7 +213,7 @@ func (c *Client) LaunchGraph(g *Graph) error {
 				}
 			}
 		}
-		c.b.Submit(d, Command{Kind: CmdGraphLaunch, Graph: ops, Label: g.label})
+		c.b.Submit(d, Command{Kind: CmdGraphLaunch, Graph: ops, Label: g.label, GraphKey: g.key})
 	}
 	return nil
 }

@@ -109,6 +109,9 @@ type Command struct {
 	Label    uint32
 	// Graph is a CmdGraphLaunch's ops in the order they were captured; each has Graph set.
 	Graph []StreamOp
+	// GraphKey names the graph a CmdGraphLaunch launches, the same at every launch of it (a
+	// backend that instantiates a graph once keys it by this).
+	GraphKey uint32
 }
 
 // sortedKey returns a canonical key for a set of devices: the sorted ids joined by commas.

@@ -37,10 +37,7 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 		case engine.CmdSleep:
 			err = sleep(ctx, time.Duration(cmd.Duration))
 		case engine.CmdGraphLaunch:
-			// The driver's capture and launch are wrapped (graph.go), but the backend times each op
-			// with events around it and polls them, which a replayed graph does not carry yet:
-			// said, never dropped.
-			err = fmt.Errorf("cuda: rank %d: graph %q: CUDA graph launch is not supported on the cuda backend yet; run with graphs=off", rank, b.strs.Lookup(cmd.Label))
+			err = b.graphLaunch(ctx, rank, g, cmd)
 		case engine.CmdBatch:
 			batch = append(batch, cmd.Op)
 		case engine.CmdFlush:
