@@ -70,7 +70,8 @@ type capture struct {
 
 // BeginCapture opens a capture region named name: until EndCapture, the ops the client launches
 // (on every device) are recorded into a graph instead of being submitted, as
-// cudaStreamBeginCapture does for a stream's work.
+// cudaStreamBeginCapture does for a stream's work. The futures returned inside the region belong
+// to work that never runs as such: they never resolve (each launch has futures of its own).
 func (c *Client) BeginCapture(name string) error {
 	if c.capt != nil {
 		return &CaptureError{Region: name, Device: -1, What: "a capture", Kind: ErrCaptureMisuse,
