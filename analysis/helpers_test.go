@@ -70,6 +70,9 @@ func withStatus(e timeline.Event, st uint8) timeline.Event { e.Status = st; retu
 
 func withQueued(e timeline.Event, q int64) timeline.Event { e.Queued = q; return e }
 
+// captured marks e as an op a CUDA graph replayed.
+func captured(e timeline.Event) timeline.Event { e.Aux |= timeline.AuxCaptured; return e }
+
 // fold runs a fresh analyzer over evs in the order given.
 func fold(m timeline.Meta, evs []timeline.Event) *Analyzer {
 	a := New(m)

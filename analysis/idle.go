@@ -88,6 +88,9 @@ type streamGaps struct {
 	started   bool
 	prevEnd   int64 // engine mode: the latest end so far; HTA mode: the previous op's end
 	prevStart int64
+	// prevGraph is the Queued of the last op when a graph replayed it (math.MinInt64 when none):
+	// the ops of one graph launch all carry the launch's time.
+	prevGraph int64
 	waits     []waitIv // sorted by start
 	byCause   CauseNs
 	priority  int8
@@ -150,7 +153,7 @@ func (g *idleGaps) stream(e *timeline.Event) *streamGaps {
 	}
 	st := g.streams[k]
 	if st == nil {
-		st = &streamGaps{priority: e.Priority}
+		st = &streamGaps{priority: e.Priority, prevGraph: math.MinInt64}
 		g.streams[k] = st
 	}
 	c.key, c.st = k, st
@@ -198,6 +201,18 @@ func (g *idleGaps) add(e *timeline.Event) {
 
 func (g *idleGaps) op(st *streamGaps, e *timeline.Event) {
 	k := streamKey{e.Device, e.Stream}
+	queued := e.Queued
+	if e.Captured() {
+		// An op a graph replayed after another op of the same launch was on the device with it:
+		// the gap between them is the graph's own dependency, never the host's launch (whose call
+		// may return after the graph's first ops ran, so its time can lie past the previous end).
+		if queued == st.prevGraph {
+			queued = math.MinInt64
+		}
+		st.prevGraph = e.Queued
+	} else {
+		st.prevGraph = math.MinInt64
+	}
 	if !st.started {
 		// Before a stream's first op nothing is idle (as in HTA), except the waits recorded on it:
 		// the stream had that op posted and waited for an event, a barrier or its peers (a send
@@ -222,7 +237,7 @@ func (g *idleGaps) op(st *streamGaps, e *timeline.Event) {
 		if gap := e.Start - st.prevEnd; gap != 0 {
 			c := CauseOther
 			switch {
-			case e.Queued > st.prevEnd:
+			case queued > st.prevEnd:
 				c = CauseHostWait
 			case gap < g.kernelWaitNs:
 				c = CauseKernelWait
@@ -233,7 +248,7 @@ func (g *idleGaps) op(st *streamGaps, e *timeline.Event) {
 		return
 	}
 	if e.Start > st.prevEnd {
-		g.attribute(st, k, st.prevEnd, e.Start, e.Queued)
+		g.attribute(st, k, st.prevEnd, e.Start, queued)
 	}
 	st.prevEnd, st.prevStart = max(st.prevEnd, e.End), max(st.prevStart, e.Start)
 	st.dropWaits(st.prevEnd)

@@ -69,6 +69,16 @@ func TestIdleEngineMode(t *testing.T) {
 			want: map[Cause]int64{CauseOther: 100},
 		},
 		{
+			name: "inside one graph launch the host is not blamed, whatever the launch's time",
+			evs:  []timeline.Event{captured(withQueued(k(0, 100), 150*us)), captured(withQueued(k(200, 300), 150*us))},
+			want: map[Cause]int64{CauseOther: 100},
+		},
+		{
+			name: "the first op of the next graph launch waits for the host",
+			evs:  []timeline.Event{captured(withQueued(k(0, 100), 0)), captured(withQueued(k(200, 300), 180*us))},
+			want: map[Cause]int64{CauseHostWait: 80, CauseOther: 20},
+		},
+		{
 			name: "queued after the op started counts up to the start",
 			evs:  []timeline.Event{k(0, 100), withQueued(k(200, 300), 250*us)},
 			want: map[Cause]int64{CauseHostWait: 100},
@@ -235,6 +245,16 @@ func TestIdleHTAMode(t *testing.T) {
 			name: "host wait wins over kernel wait",
 			evs:  []timeline.Event{k(0, 100), withQueued(k(110, 300), 105*us)},
 			want: map[Cause]int64{CauseHostWait: 10},
+		},
+		{
+			name: "one graph launch: no host wait",
+			evs:  []timeline.Event{captured(withQueued(k(0, 100), 150*us)), captured(withQueued(k(110, 300), 150*us))},
+			want: map[Cause]int64{CauseKernelWait: 10},
+		},
+		{
+			name: "ops launched on their own after a graph's: host wait",
+			evs:  []timeline.Event{captured(withQueued(k(0, 100), 150*us)), withQueued(k(200, 300), 150*us)},
+			want: map[Cause]int64{CauseHostWait: 100},
 		},
 		{
 			name: "launched before the previous op ended",

@@ -30,6 +30,10 @@ type Options struct {
 	// NCCL_PROTO); zero lets the tuner choose.
 	NCCLAlgo  timeline.NCCLAlgo
 	NCCLProto timeline.NCCLProto
+	// Graphs makes a scenario run its first step as is (it creates the communicators), capture its
+	// second into a CUDA graph and replay that graph for every later step, as XLA's command
+	// buffers do: one launch per device and step instead of one per op.
+	Graphs bool
 }
 
 // DefaultOptions returns the engine's defaults.
@@ -71,6 +75,10 @@ type Client struct {
 	nextGroup uint32
 	nextBar   uint32
 	nextBuf   uint32
+
+	nextGraph    uint32   // graph launches
+	nextGraphKey uint32   // graphs captured
+	capt         *capture // the open capture region, nil when none
 
 	group     bool
 	groupOps  [][]StreamOp // per device, while a group is open
@@ -212,7 +220,7 @@ func (c *Client) launch(op StreamOp) {
 		c.groupOps[op.Device] = append(c.groupOps[op.Device], op)
 		return
 	}
-	c.b.Submit(op.Device, Command{Kind: CmdLaunch, Op: op})
+	c.submit(op.Device, Command{Kind: CmdLaunch, Op: op})
 }
 
 // Kernel enqueues compute of dur ns on stream s.
@@ -252,13 +260,13 @@ func (c *Client) WaitEvent(s StreamID, ev EventID) error {
 // HostWait blocks dev's host thread until ev is recorded (what a runtime without early enqueue does).
 func (c *Client) HostWait(dev DeviceID, ev EventID) {
 	if ev != 0 {
-		c.b.Submit(dev, Command{Kind: CmdHostWait, Event: ev})
+		c.submit(dev, Command{Kind: CmdHostWait, Event: ev})
 	}
 }
 
 // HostSleep keeps dev's host thread busy for ns (a slow input pipeline, a straggler).
 func (c *Client) HostSleep(dev DeviceID, ns int64, label string) {
-	c.b.Submit(dev, Command{Kind: CmdSleep, Duration: ns, Label: c.strs.ID(label)})
+	c.submit(dev, Command{Kind: CmdSleep, Duration: ns, Label: c.strs.ID(label)})
 }
 
 // Copy enqueues a memcpy on s. For CopyP2P, peer is the destination device; for the others it is
@@ -332,7 +340,7 @@ func (c *Client) GroupEnd() {
 		for i := range g.Parts {
 			g.Parts[i].Group = c.nextGroup
 		}
-		c.b.Submit(d, Command{Kind: CmdLaunch, Op: g})
+		c.submit(d, Command{Kind: CmdLaunch, Op: g})
 		c.groupOps[d] = ops[:0]
 	}
 	c.groupDevs = c.groupDevs[:0]
@@ -350,12 +358,12 @@ func (c *Client) Batch(kind OpKind, s StreamID, peer DeviceID, bytes int64, id u
 	}
 	comm := c.commFor("Batch", []DeviceID{dev, peer})
 	f := NewFuture(id)
-	c.b.Submit(dev, Command{Kind: CmdBatch, Op: StreamOp{Kind: kind, Stream: s, Device: dev, Peer: peer, Bytes: bytes, ID: id, Comm: comm.ID, Future: f}})
+	c.submit(dev, Command{Kind: CmdBatch, Op: StreamOp{Kind: kind, Stream: s, Device: dev, Peer: peer, Bytes: bytes, ID: id, Comm: comm.ID, Future: f}})
 	return f, nil
 }
 
 // FlushBatch launches whatever dev's batching window holds.
-func (c *Client) FlushBatch(dev DeviceID) { c.b.Submit(dev, Command{Kind: CmdFlush}) }
+func (c *Client) FlushBatch(dev DeviceID) { c.submit(dev, Command{Kind: CmdFlush}) }
 
 // commFor returns the cached communicator for devs, queueing its creation on a miss.
 func (c *Client) commFor(op string, devs []DeviceID) *Communicator {
@@ -373,7 +381,7 @@ func (c *Client) commFor(op string, devs []DeviceID) *Communicator {
 	}
 	label := c.strs.ID(op + " comm " + DeviceRanges(comm.Devices))
 	for _, d := range comm.Devices {
-		c.b.Submit(d, Command{Kind: CmdCommInit, Comm: comm.ID, Devices: comm.Devices, Label: label})
+		c.submit(d, Command{Kind: CmdCommInit, Comm: comm.ID, Devices: comm.Devices, Label: label})
 	}
 	return comm
 }
@@ -605,6 +613,10 @@ func transferID(key uint64, i int) uint64 { return key<<16 | uint64(i) }
 func (c *Client) Run(ctx context.Context) error {
 	if c.group {
 		return fmt.Errorf("run: a group is still open (GroupStart without GroupEnd)")
+	}
+	if c.capt != nil {
+		c.refuse(-1, "a run", "running the device waits for it (a synchronize inside the region)")
+		return c.capt.err
 	}
 	err := c.b.Run(ctx)
 	if fr, ok := c.b.(commFaultReporter); ok {

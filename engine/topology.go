@@ -195,6 +195,9 @@ type HostCosts struct {
 	BarrierStepNs   int64 // per step of a log2(n) barrier
 	CommInitFirstNs int64 // first communicator a host thread creates
 	CommInitNs      int64 // each further communicator
+	// GraphLaunchNs is the launch of a captured CUDA graph (cudaGraphLaunch), whatever its node
+	// count; 0 (a file without host.graph_launch) costs one kernel launch.
+	GraphLaunchNs int64
 }
 
 // Described reports whether t carries hardware figures (it was read from a topology file), not only

@@ -79,6 +79,9 @@ type StreamOp struct {
 	NCCLProto timeline.NCCLProto
 	Future    *Future    // resolved when the op completes (nil: none)
 	Parts     []StreamOp // OpGroup: the fused ops
+	// Graph is the graph launch that replays this op (0: launched on its own): its event is
+	// marked captured and its host launch was the graph's.
+	Graph uint32
 }
 
 // CmdKind is the kind of a host-thread command.
@@ -86,12 +89,13 @@ type CmdKind uint8
 
 // Host command kinds.
 const (
-	CmdLaunch   CmdKind = iota + 1 // enqueue Op on its stream (costs a launch on the host)
-	CmdHostWait                    // block the host thread until Event is recorded
-	CmdCommInit                    // create communicator Comm over Devices (costs creation time)
-	CmdSleep                       // the host is busy for Duration ns (a slow data loader, a straggler)
-	CmdBatch                       // add Op to the host thread's batching window
-	CmdFlush                       // launch what the batching window holds now
+	CmdLaunch      CmdKind = iota + 1 // enqueue Op on its stream (costs a launch on the host)
+	CmdHostWait                       // block the host thread until Event is recorded
+	CmdCommInit                       // create communicator Comm over Devices (costs creation time)
+	CmdSleep                          // the host is busy for Duration ns (a slow data loader, a straggler)
+	CmdBatch                          // add Op to the host thread's batching window
+	CmdFlush                          // launch what the batching window holds now
+	CmdGraphLaunch                    // launch Graph, captured ops, with one launch (cudaGraphLaunch)
 )
 
 // Command is one entry of a host thread's queue. Host threads run their commands in order.
@@ -103,6 +107,11 @@ type Command struct {
 	Comm     uint32
 	Devices  []DeviceID
 	Label    uint32
+	// Graph is a CmdGraphLaunch's ops in the order they were captured; each has Graph set.
+	Graph []StreamOp
+	// GraphKey names the graph a CmdGraphLaunch launches, the same at every launch of it (a
+	// backend that instantiates a graph once keys it by this).
+	GraphKey uint32
 }
 
 // DeviceRanges names a set of devices for people: its sorted ids, runs of three or more as

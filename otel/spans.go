@@ -28,11 +28,13 @@ const (
 	AttrCollective = attribute.Key("xfertop.collective")
 	AttrRanks      = attribute.Key("xfertop.ranks")
 	AttrBarrier    = attribute.Key("xfertop.barrier")
-	AttrWaitNs     = attribute.Key("xfertop.wait.ns")
-	AttrWaitCause  = attribute.Key("xfertop.wait.cause")
-	AttrStraggler  = attribute.Key("xfertop.barrier.straggler")
-	AttrLateness   = attribute.Key("xfertop.barrier.lateness_ns")
-	AttrStatus     = attribute.Key("xfertop.status")
+	// AttrGraphCaptured marks an op a CUDA graph replayed (timeline.Event.Captured).
+	AttrGraphCaptured = attribute.Key("xfertop.graph.captured")
+	AttrWaitNs        = attribute.Key("xfertop.wait.ns")
+	AttrWaitCause     = attribute.Key("xfertop.wait.cause")
+	AttrStraggler     = attribute.Key("xfertop.barrier.straggler")
+	AttrLateness      = attribute.Key("xfertop.barrier.lateness_ns")
+	AttrStatus        = attribute.Key("xfertop.status")
 
 	// With Detail full, these carry the rest of each event, so a receiver rebuilds it exactly.
 	AttrSeq    = attribute.Key("xfertop.seq")       // the event's place in its session's stream
@@ -355,6 +357,9 @@ func eventAttrs(e *timeline.Event, attrs []attribute.KeyValue) []attribute.KeyVa
 			attrs = append(attrs, AttrSub.Int64(int64(e.Sub)), attribute.String("xfertop.link", "switch port"),
 				attribute.String("xfertop.switch_port", timeline.PortName(e.Aux)), attribute.String("network.io.direction", [2]string{"up", "down"}[dir]))
 		}
+	}
+	if e.Captured() {
+		attrs = append(attrs, AttrGraphCaptured.Bool(true))
 	}
 	if e.Status != timeline.StatusOK {
 		attrs = append(attrs, AttrStatus.Int64(int64(e.Status)))

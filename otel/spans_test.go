@@ -154,3 +154,22 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// An op a CUDA graph replayed carries xfertop.graph.captured; one launched on its own does not.
+func TestGraphCapturedAttr(t *testing.T) {
+	for _, captured := range []bool{false, true} {
+		e := timeline.Event{Kind: timeline.KindKernel, Start: 1, End: 2, Device: 0, Peer: -1, Stream: 3}
+		if captured {
+			e.Aux |= timeline.AuxCaptured
+		}
+		got := false
+		for _, kv := range eventAttrs(&e, nil) {
+			if kv.Key == AttrGraphCaptured && kv.Value.AsBool() {
+				got = true
+			}
+		}
+		if got != captured {
+			t.Errorf("captured %v: attribute set %v", captured, got)
+		}
+	}
+}

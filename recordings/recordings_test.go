@@ -466,3 +466,27 @@ func TestEventsBeforeTimeZero(t *testing.T) {
 		t.Errorf("read back\n%+v\nwrote\n%+v", got, evs)
 	}
 }
+
+// A graph launch (kind 24) and the ops it replayed (Aux bit 31) survive a recording unchanged.
+func TestRoundTripGraphMarks(t *testing.T) {
+	s := timeline.NewStrings()
+	evs := []timeline.Event{
+		{Kind: timeline.KindGraphLaunch, Start: 10, End: 2_510, Device: 3, Peer: -1, Op: 7, Aux: 41, Label: s.ID("step")},
+		{Kind: timeline.KindKernel, Start: 3_000, End: 4_000, Queued: 2_510, Device: 3, Peer: -1, Stream: 2, Aux: timeline.AuxCaptured},
+		{Kind: timeline.KindCollective, Start: 4_000, End: 9_000, Queued: 2_510, Device: 3, Peer: -1, Stream: 5, Sub: uint8(timeline.CollAllReduce),
+			Aux: timeline.AuxCaptured | timeline.PackNCCL(timeline.AlgoRing, timeline.ProtoLL, 16)},
+	}
+	rec, err := ReadAll("mem", write(t, evs, s, 8), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rec.Events, evs) {
+		t.Fatalf("read back %+v\nwant %+v", rec.Events, evs)
+	}
+	if !rec.Events[1].Captured() || !rec.Events[2].Captured() || rec.Events[0].Captured() || rec.Events[2].AlgoProto() != "Ring_LL" {
+		t.Errorf("marks lost: %+v", rec.Events)
+	}
+	if rec.Events[0].Kind.String() != "graph_launch" {
+		t.Errorf("kind 24 is named %q", rec.Events[0].Kind)
+	}
+}

@@ -75,6 +75,7 @@ func engineOptions(src string, ps []Param) (engine.Options, error) {
 	// As NCCL_ALGO and NCCL_PROTO: one name forces it, auto lets the tuner choose.
 	o.NCCLAlgo, _ = timeline.ParseNCCLAlgo(p.str("nccl_algo", "auto", "auto", "ring", "tree", "nvls", "nvlstree"))
 	o.NCCLProto, _ = timeline.ParseNCCLProto(p.str("nccl_proto", "auto", "auto", "ll", "ll128", "simple"))
+	o.Graphs = p.boolean("graphs", o.Graphs)
 	return o, p.done()
 }
 
@@ -113,6 +114,38 @@ func (r *runner) pairID(s, m int) uint64 {
 
 func (r *runner) resetPairs() { clear(r.pairs) }
 
+// issueStep issues one step's work: as launches, or with graphs on, as the graph captured from the
+// second step (the first runs as is: it creates the communicators, which no graph may hold).
+func (sc *Scenario) issueStep(r *runner, step int, graph **engine.Graph) error {
+	c := r.c
+	if sc.Options.Graphs && *graph != nil {
+		return c.LaunchGraph(*graph)
+	}
+	capture := sc.Options.Graphs && step > 0
+	if capture {
+		if err := c.BeginCapture(sc.File.Name + " step"); err != nil {
+			return fmt.Errorf("%s: step %d: graphs=on: %w", sc.File.Source, step, err)
+		}
+	}
+	for i, ph := range sc.phases {
+		if err := ph.issue(r, step); err != nil {
+			if capture {
+				_, _ = c.EndCapture() // the phase's own error is the one to report
+			}
+			return fmt.Errorf("%s:%d: step %d: %w", sc.File.Source, sc.lines[i], step, err)
+		}
+	}
+	if !capture {
+		return nil
+	}
+	g, err := c.EndCapture()
+	if err != nil {
+		return fmt.Errorf("%s: step %d: graphs=on: %w", sc.File.Source, step, err)
+	}
+	*graph = g
+	return c.LaunchGraph(g)
+}
+
 // Run executes the scenario on c, emitting a step event per step to sink. A run that ends with a
 // watchdog alert or a deadlock returns normally with Result.Err set: what happened before is all
 // recorded. Errors building a step are returned as err.
@@ -129,15 +162,14 @@ func (sc *Scenario) Run(ctx context.Context, c *engine.Client, sink timeline.Sin
 	begin := b.Now()
 	label := c.Strings().ID("step")
 	var res Result
+	var graph *engine.Graph
 	for step := range steps {
 		if cfg.Duration > 0 && b.Now()-begin >= cfg.Duration.Nanoseconds() {
 			break
 		}
 		start := b.Now()
-		for i, ph := range sc.phases {
-			if err := ph.issue(r, step); err != nil {
-				return res, fmt.Errorf("%s:%d: step %d: %w", sc.File.Source, sc.lines[i], step, err)
-			}
+		if err := sc.issueStep(r, step, &graph); err != nil {
+			return res, err
 		}
 		err := c.Run(ctx)
 		e := timeline.Event{Kind: timeline.KindStep, Start: start, End: b.Now(), Device: timeline.NoDevice, Peer: timeline.NoDevice, Aux: uint32(step), Label: label}

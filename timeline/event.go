@@ -37,15 +37,28 @@ const (
 	// measured it: Sub is PackLink(link, dir), Device the GPU whose port it is. Windows never
 	// straddle a LinkWindowNs boundary, so bytes/(End-Start) is never above the link's peak.
 	KindLinkBytes Kind = 23
-	kindCount     Kind = 24
+	// KindGraphLaunch is a captured CUDA graph launched by a host thread (cudaGraphLaunch): the
+	// interval is the launch's host cost, Device the device it launches on, Aux the number of ops it
+	// replays, Op the launch's id, Label the captured region's name. The ops it replays carry
+	// AuxCaptured.
+	KindGraphLaunch Kind = 24
+	kindCount       Kind = 25
 )
 
 var kindNames = [kindCount]string{
 	"none", "memcpy", "send", "recv", "collective", "kernel", "event_record", "event_wait",
 	"barrier", "group_launch", "comm_init", "comm_hit", "comm_evict", "promise_fulfilled",
 	"promise_failed", "buffer_alloc", "buffer_free", "device_sample", "alert", "mark", "step",
-	"peer_wait", "runtime", "link_bytes",
+	"peer_wait", "runtime", "link_bytes", "graph_launch",
 }
+
+// AuxCaptured, set in the Aux of a busy op (memcpy, send, recv, collective, kernel), marks an op a
+// CUDA graph replayed: its host launch was the graph's, not its own. The other bits of Aux keep
+// their meaning (a collective's PackNCCL uses bits 0-15).
+const AuxCaptured uint32 = 1 << 31
+
+// Captured reports whether e is a busy op replayed by a CUDA graph.
+func (e *Event) Captured() bool { return e.Kind.IsBusy() && e.Aux&AuxCaptured != 0 }
 
 // String returns the kind's stable lower-case name.
 func (k Kind) String() string {

@@ -37,6 +37,9 @@ func TestDocumentedFigures(t *testing.T) {
 			{"--scenario", "allreduce-sweep"}, {"--scenario", "allreduce-sweep", "--set", "nccl_algo=ring"}}},
 		{"docs/scenarios.md", "| step p50 | %s | %s (", p50, [][]string{
 			{"--scenario", "tp-overlap", "--set", "overlap=off"}, {"--scenario", "tp-overlap", "--set", "overlap=ring"}}},
+		{"docs/scenarios.md", "| step p50 (`overlap=off gemm=500ns shard_bytes=4KiB`) | %s | %s |", p50, [][]string{
+			{"--scenario", "tp-overlap", "--set", "overlap=off", "--set", "gemm=500ns", "--set", "shard_bytes=4KiB", "--set", "graphs=off"},
+			{"--scenario", "tp-overlap", "--set", "overlap=off", "--set", "gemm=500ns", "--set", "shard_bytes=4KiB", "--set", "graphs=on"}}},
 		{"scenario/builtin/tp-overlap.yaml", "(simulator: %s per step\n  off, %s ring", p50, [][]string{
 			{"--scenario", "tp-overlap", "--set", "overlap=off"}, {"--scenario", "tp-overlap", "--set", "overlap=ring"}}},
 	}

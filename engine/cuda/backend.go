@@ -114,6 +114,7 @@ type eventState struct {
 	gpu      int
 	recorded chan struct{}
 	once     sync.Once
+	owned    bool // ev belongs to a captured graph, which records it at each launch: never pooled
 }
 
 type inflight struct {
@@ -124,6 +125,7 @@ type inflight struct {
 	queued     time.Duration // host time since the session start
 	group      uint32
 	posted     time.Time
+	owned      bool // start and end belong to a captured graph: not given back to the pool
 }
 
 // Backend runs the engine on real GPUs. It implements engine.Backend.
@@ -143,6 +145,8 @@ type Backend struct {
 	nccl      *nccl.NCCL
 	comms     map[uint32]*commState
 	nextGroup atomic.Uint32
+	runs      atomic.Uint64 // Run calls so far: a graph's timing events serve one launch per run
+	graphs    map[graphKey]*rankGraph
 	watchdog  time.Duration
 
 	anchorEvery time.Duration
@@ -184,7 +188,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Backend, erro
 	// The driver was initialised when the program started (engine/cuda/preflight, then gorgonia.org/cu).
 	b := &Backend{cfg: cfg, topo: cfg.Topology, fit: cfg.Fit, sink: sink, strs: strs, streams: make([]streamState, 1),
 		queues: make([][]engine.Command, cfg.Topology.Devices()), comms: map[uint32]*commState{},
-		watchdog: 10 * time.Second, anchorEvery: cmp.Or(cfg.AnchorEvery, defaultAnchorEvery), barriers: map[uint64]*barrier{}, pairs: map[pairKey]*pair{}}
+		watchdog: 10 * time.Second, anchorEvery: cmp.Or(cfg.AnchorEvery, defaultAnchorEvery), barriers: map[uint64]*barrier{}, pairs: map[pairKey]*pair{}, graphs: map[graphKey]*rankGraph{}}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for g := range cfg.Fit.GPUs {
@@ -283,7 +287,7 @@ func (b *Backend) NewEvent() engine.EventID {
 		return 0
 	}
 	*st = &eventState{recorded: make(chan struct{})}
-	if prev != nil {
+	if prev != nil && !prev.owned {
 		// A slot is reused only once its event was recorded (Done), at least eventslot.ReuseFrom
 		// events ago and in an earlier run: nothing waits on its CUDA event any more.
 		b.gpus[prev.gpu].marks.give(prev.ev)
@@ -308,6 +312,7 @@ func (b *Backend) Run(ctx context.Context) error {
 	queues := b.queues
 	b.queues = make([][]engine.Command, len(queues))
 	b.mu.Unlock()
+	b.runs.Add(1)
 	b.done = make(chan inflight, 1024)
 	b.instant = make(chan timeline.Event, 1024)
 	// A run that ends early (the watchdog, a cancel) stops its host threads through ctx and waits

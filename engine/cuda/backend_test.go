@@ -513,3 +513,79 @@ func TestInitFailureIsNCCLError(t *testing.T) {
 		t.Fatalf("err = %v, want a typed NCCL error from ncclCommInitRank", err)
 	}
 }
+
+// A graph over two streams of one GPU (a kernel, an event, a copy waiting on it) is captured
+// through the driver at its first launch and replayed with one cuGraphLaunch at each later run:
+// every launch reports both ops, marked captured, the copy after the kernel, and one graph launch.
+func TestGraphLaunchReplays(t *testing.T) {
+	r := newRig(t, 1, 1, engine.DefaultOptions())
+	comp, x := r.c.ComputeStream(0), r.c.TransferStream(0)
+	if err := r.c.BeginCapture("step"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.c.Kernel(comp, 2_000_000, "k"); err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := r.c.Record(comp)
+	_ = r.c.WaitEvent(x, ev)
+	if _, err := r.c.Copy(x, timeline.CopyD2D, 1<<20, -1, false); err != nil {
+		t.Fatal(err)
+	}
+	g, err := r.c.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for launch := range 3 {
+		from := len(r.store.Events())
+		if err := r.c.LaunchGraph(g); err != nil {
+			t.Fatal(err)
+		}
+		r.run(t)
+		var k, c, gl []timeline.Event
+		for _, e := range r.store.Events()[from:] {
+			switch e.Kind {
+			case timeline.KindKernel:
+				k = append(k, e)
+			case timeline.KindMemcpy:
+				c = append(c, e)
+			case timeline.KindGraphLaunch:
+				gl = append(gl, e)
+			}
+		}
+		if len(k) != 1 || len(c) != 1 || len(gl) != 1 || gl[0].Aux != 4 {
+			t.Fatalf("launch %d: %d kernels, %d copies, graph launches %+v; want one each, of 4 ops", launch, len(k), len(c), gl)
+		}
+		if !k[0].Captured() || !c[0].Captured() || c[0].Start < k[0].End {
+			t.Errorf("launch %d: kernel %+v, copy %+v: want both captured, the copy after the kernel", launch, k[0], c[0])
+		}
+		if k[0].Dur() < 2_000_000 {
+			t.Errorf("launch %d: the kernel ran %d ns, want its 2 ms", launch, k[0].Dur())
+		}
+	}
+}
+
+// What the cuda backend does not capture yet (NCCL calls) is refused, naming it and graphs=off.
+func TestGraphLaunchRefusesNCCL(t *testing.T) {
+	r := newRig(t, 2, 2, engine.DefaultOptions())
+	needNCCL(t)
+	if _, err := r.c.Communicator([]engine.DeviceID{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	r.run(t)
+	if err := r.c.BeginCapture("step"); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = r.c.Send(r.c.TransferStream(0), 1, 1<<20, 9)
+	_, _ = r.c.Recv(r.c.TransferStream(1), 0, 1<<20, 9)
+	g, err := r.c.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.c.LaunchGraph(g); err != nil {
+		t.Fatal(err)
+	}
+	err = r.c.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "holds a send") && !strings.Contains(err.Error(), "holds a recv") || !strings.Contains(err.Error(), "graphs=off") {
+		t.Fatalf("Run = %v; want the NCCL op refused, naming graphs=off", err)
+	}
+}

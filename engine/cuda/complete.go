@@ -84,8 +84,10 @@ func (b *Backend) poll(ctx context.Context) error {
 			switch err := f.end.Query(); {
 			case err == nil:
 				b.complete(f)
-				b.gpus[f.gpu].timing.give(f.start)
-				b.gpus[f.gpu].timing.give(f.end)
+				if !f.owned {
+					b.gpus[f.gpu].timing.give(f.start)
+					b.gpus[f.gpu].timing.give(f.end)
+				}
 				progressed = true
 			case errors.Is(err, cu.NotReady):
 				if time.Since(f.posted) > b.watchdog {
@@ -153,6 +155,9 @@ func (b *Backend) opEvent(f *inflight, start, end int64) timeline.Event {
 		e.Kind, e.Ranks, e.Peer = timeline.KindBarrier, uint16(len(op.Ranks)), -1
 	case engine.OpGroup:
 		e.Kind, e.Aux, e.Peer = timeline.KindGroupLaunch, uint32(len(op.Parts)), -1
+	}
+	if op.Graph != 0 && e.Kind.IsBusy() {
+		e.Aux |= timeline.AuxCaptured // replayed by a graph launch, as the simulator marks it
 	}
 	return e
 }

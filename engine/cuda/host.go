@@ -36,6 +36,8 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 			err = b.commInit(rank, cmd)
 		case engine.CmdSleep:
 			err = sleep(ctx, time.Duration(cmd.Duration))
+		case engine.CmdGraphLaunch:
+			err = b.graphLaunch(ctx, rank, g, cmd)
 		case engine.CmdBatch:
 			batch = append(batch, cmd.Op)
 		case engine.CmdFlush:

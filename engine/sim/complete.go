@@ -110,6 +110,7 @@ func (s *Sim) opEvent(oi int32, end int64) timeline.Event {
 			e.Kind, e.Start, e.Aux, e.Peer, e.Op = timeline.KindEventWait, o.waitAt, uint32(o.op.Event), timeline.NoDevice, 0
 		}
 	}
+	markCaptured(&e, &o.op)
 	return e
 }
 

@@ -83,6 +83,8 @@ func (s *Sim) hostStep(hi int32) {
 				s.at(s.now+s.batchWin, evBatchTimer, hi, h.batchGen)
 			}
 			s.at(s.now+s.m.BatchAddNs, evHostDone, hi, 0)
+		case engine.CmdGraphLaunch:
+			s.startGraphLaunch(hi, cmd)
 		case engine.CmdFlush:
 			s.pendingCmds--
 			if len(h.batch) > 0 {
@@ -126,6 +128,8 @@ func (s *Sim) hostDone(hi int32) {
 	switch cmd.Kind {
 	case engine.CmdLaunch:
 		s.enqueue(&cmd.Op)
+	case engine.CmdGraphLaunch:
+		s.graphLaunched(h, &cmd)
 	case engine.CmdCommInit, engine.CmdSleep:
 		// Reported as they end, as ops are: emitted at its start, an init's end would run the
 		// session's clock (the latest end seen) ahead of the paced simulation by the whole init.

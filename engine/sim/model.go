@@ -43,6 +43,7 @@ type Model struct {
 	WaveNs          int64            // thread-block wave: how long a high-priority kernel may wait for SMs
 	CommInitFirstNs int64            // first communicator a host thread creates (NCCL + context set-up)
 	CommInitNs      int64            // each further communicator
+	GraphLaunchNs   int64            // a captured graph's launch, whatever its node count (0: one HostLaunchNs)
 	KernelJitter    float64          // relative uniform jitter applied to kernel durations
 }
 
@@ -103,6 +104,7 @@ func ModelOf(t engine.Topology) Model {
 		WaveNs:          t.GPU.WaveNs,
 		CommInitFirstNs: c.CommInitFirstNs,
 		CommInitNs:      c.CommInitNs,
+		GraphLaunchNs:   c.GraphLaunchNs,
 		KernelJitter:    t.GPU.KernelJitter,
 	}
 }

@@ -20,7 +20,7 @@ func TestDefaultModelUnchanged(t *testing.T) {
 		PageableBps: 17.7e9, NVLinkBps: 450e9, NICBps: 50e9, NVLinkLatencyNs: 700, NICLatencyNs: 4_000, NCCLBaseNs: 6_000,
 		NCCLNVLinkEff: 0.822, NCCLNICEff: 0.90, P2PCopyEff: 0.85, NVLinkLinks: 18, NCCLChannels: 16, NVLSChannels: 16,
 		NVLS: true, NVLSTree: true, Hopper: true, Interconnect: engine.NVSwitch, NetOverheadUs: 1.0, BarrierStepNs: 1_500,
-		WaveNs: 40_000, CommInitFirstNs: 920_000_000, CommInitNs: 20_000_000, KernelJitter: 0.02,
+		WaveNs: 40_000, CommInitFirstNs: 920_000_000, CommInitNs: 20_000_000, GraphLaunchNs: 2_500, KernelJitter: 0.02,
 	}
 	if got := sim.DefaultModel(); got != want {
 		t.Errorf("DefaultModel() = %+v; want %+v", got, want)

@@ -107,6 +107,7 @@ var fields = []field{
 	{key: "host.barrier_step", kind: kDuration, ptr: func(t *engine.Topology) any { return &t.Costs.BarrierStepNs }, max: maxDuration},
 	{key: "host.comm_init_first", kind: kDuration, ptr: func(t *engine.Topology) any { return &t.Costs.CommInitFirstNs }, max: maxDuration},
 	{key: "host.comm_init", kind: kDuration, ptr: func(t *engine.Topology) any { return &t.Costs.CommInitNs }, max: maxDuration},
+	{key: "host.graph_launch", kind: kDuration, ptr: func(t *engine.Topology) any { return &t.Costs.GraphLaunchNs }, max: maxDuration, optional: true},
 }
 
 // sections are the keys that hold a mapping, in the order a formatted file writes them.

@@ -139,6 +139,11 @@ func (m *importer) addKineto(e *rawEvent, kind timeline.Kind, gpu bool, start, e
 func (m *importer) addRuntime(e *rawEvent, ev timeline.Event, htaGPU bool) error {
 	pid, _ := parseInt(e.Pid)
 	ev.Kind, ev.Queued, ev.Aux = timeline.KindRuntime, ev.Start, uint32(pid)
+	graph := isGraphLaunch(e.Name)
+	if graph {
+		ev.Aux = 0 // a graph launch's Aux is its node count, which the trace does not give
+		ev.Kind = timeline.KindGraphLaunch
+	}
 	ev.Device = timeline.NoDevice
 	if m.multi {
 		ev.Device = devicePending // the file's rank
@@ -146,11 +151,20 @@ func (m *importer) addRuntime(e *rawEvent, ev timeline.Event, htaGPU bool) error
 	it := m.item(ev, e.Index)
 	if e.Args.Has&hasCorrelation != 0 {
 		it.flags |= flagLaunch
+		if graph {
+			it.flags |= flagGraph
+		}
 		if m.opts.LikeHTA && !htaGPU && htaCPUOp(e) {
 			it.flags |= flagCPUOp
 		}
 	}
 	return m.emit(it, classKineto, htaGPU)
+}
+
+// isGraphLaunch reports whether a runtime call launches a CUDA graph: cudaGraphLaunch (CUPTI may
+// add a version suffix, cudaGraphLaunch_v10000) or the driver's cuGraphLaunch.
+func isGraphLaunch(name []byte) bool {
+	return bytes.HasPrefix(name, []byte("cudaGraphLaunch")) || bytes.HasPrefix(name, []byte("cuGraphLaunch"))
 }
 
 // gpuDevice returns the device of a GPU op from args.device; with several files, the device is

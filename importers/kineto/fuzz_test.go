@@ -17,6 +17,8 @@ import (
 // token.
 func FuzzImport(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.5,"dur":2,"args":{"device":0,"stream":7,"correlation":3}},{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":1,"args":{"correlation":3}}],"distributedInfo":{"rank":2}}`))
+	// A graph launch and two of its kernels, one launched on its own, in two ranks' files.
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch_v10000","pid":1,"tid":1,"ts":1,"dur":3,"args":{"correlation":5}},{"ph":"X","cat":"kernel","name":"g","pid":0,"tid":7,"ts":5,"dur":2,"args":{"device":0,"stream":7,"correlation":5}},{"ph":"X","cat":"kernel","name":"h","pid":0,"tid":7,"ts":8,"dur":2,"args":{"device":0,"stream":7,"correlation":5}},{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":9,"dur":1,"args":{"correlation":6}},{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":11,"dur":2,"args":{"device":0,"stream":7,"correlation":6}}],"distributedInfo":{"rank":1}}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"Memcpy","name":"Memcpy HtoD (Pinned -> Device)","pid":0,"tid":"stream 7","ts":10,"dur":5,"args":{"bytes":1024}}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","name":"ProfilerStep#4","ts":0,"dur":9},{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","ts":1,"dur":1,"args":{"In msg nelems":10,"dtype":"Float","Group size":8}}]}`))
 	f.Add([]byte(`{"xfertopMetadata":{"scenario":"x"},"traceEvents":[{"ph":"X","name":"k","ts":0,"dur":1,"args":{"xfertop":{"k":5,"s":0,"e":1000,"l":"k\u00e9"}}}]}`))

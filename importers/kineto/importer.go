@@ -121,6 +121,9 @@ const (
 	flagPending                   // a GPU op whose launch time is looked up by correlation
 	flagSelect                    // kept only when a CPU op of its correlation starts before the file's cut (--like-hta)
 	flagPhantom                   // told to the lookups only, never handed on
+	// flagGraph (above the class bits) marks a graph launch (cudaGraphLaunch): the GPU ops of its
+	// correlation are a graph's replayed ops.
+	flagGraph uint8 = 1 << 7
 
 	classShift = 5 // the class the item was made as (classKineto, ...), in the two bits above the flags
 	classMask  = 3 << classShift

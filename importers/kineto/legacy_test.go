@@ -54,6 +54,7 @@ type legacyFile struct {
 	lo       int  // its first event in im.Events
 	gpu      bool // it has GPU ops: a Kineto trace, not a generic Chrome one
 	launches map[int64]int64
+	graphs   map[int64]bool // correlations whose (last) launch is a graph launch
 	// Until the first GPU op, the file might be a generic Chrome trace: its slices are kept as such
 	// too, with their own labels, and dropped at the first GPU op.
 	generic    []timeline.Event
@@ -100,7 +101,7 @@ func (m *legacyImporter) warnEvent(e *rawEvent, format string, args ...any) {
 
 // read imports one file.
 func (m *legacyImporter) read(index int, name string, r io.Reader) error {
-	m.f = legacyFile{name: name, index: index, lo: len(m.im.Events), launches: map[int64]int64{},
+	m.f = legacyFile{name: name, index: index, lo: len(m.im.Events), launches: map[int64]int64{}, graphs: map[int64]bool{},
 		genLabels: newInterner(timeline.NewStrings()), pids: map[string]int32{}, tids: map[string]uint32{}}
 	m.names = append(m.names, name)
 	m.hta = append(m.hta, legacyHTA{corrCPU: map[int64]int64{}})
@@ -310,12 +311,17 @@ func (m *legacyImporter) addKineto(e *rawEvent, kind timeline.Kind, gpu bool, st
 func (m *legacyImporter) addRuntime(e *rawEvent, ev timeline.Event, htaGPU bool) {
 	pid, _ := parseInt(e.Pid)
 	ev.Kind, ev.Queued, ev.Aux = timeline.KindRuntime, ev.Start, uint32(pid)
+	graph := isGraphLaunch(e.Name)
+	if graph {
+		ev.Kind, ev.Aux = timeline.KindGraphLaunch, 0
+	}
 	ev.Device = timeline.NoDevice
 	if m.multi {
 		ev.Device = devicePending
 	}
 	if e.Args.Has&hasCorrelation != 0 {
 		m.f.launches[e.Args.Correlation] = ev.Start
+		m.f.graphs[e.Args.Correlation] = graph
 	}
 	m.append(ev, e.Index, htaGPU)
 }
@@ -459,6 +465,9 @@ func (m *legacyImporter) endFile(h *header) {
 			ev.Queued = queuedUnknown
 			if q, ok := f.launches[int64(ev.Op)]; ok {
 				ev.Queued = q
+				if f.graphs[int64(ev.Op)] && ev.Kind.IsBusy() {
+					ev.Aux |= timeline.AuxCaptured
+				}
 			}
 		}
 	}
@@ -500,7 +509,7 @@ func (m *legacyImporter) finish() *Imported {
 	}
 	devices := map[int32]bool{}
 	for _, ev := range im.Events {
-		if ev.Device >= 0 && ev.Kind != timeline.KindRuntime && ev.Kind != timeline.KindStep {
+		if ev.Device >= 0 && ev.Kind != timeline.KindRuntime && ev.Kind != timeline.KindGraphLaunch && ev.Kind != timeline.KindStep {
 			devices[ev.Device] = true
 		}
 	}

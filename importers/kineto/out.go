@@ -46,7 +46,7 @@ func newOutput(m *importer, begin func(*Imported) error, emit func([]timeline.Ev
 // names; a GPU op or runtime call of a rank, its device), and --like-hta's selection keeps it.
 func (o *output) admit(it *item) bool {
 	fi := o.m.files[it.org.file()]
-	if int(it.flags>>classShift) != fi.class {
+	if int(it.flags&classMask>>classShift) != fi.class {
 		return false
 	}
 	it.flags &^= classMask
@@ -68,7 +68,7 @@ func (o *output) admit(it *item) bool {
 		if it.flags&flagLaunch == 0 {
 			return false
 		}
-		it.flags = flagLaunch | flagPhantom // left out, but its GPU ops' launch time is its start
+		it.flags = flagLaunch | flagPhantom | it.flags&flagGraph // left out, but its GPU ops' launch time is its start
 	}
 	return it.flags&flagPhantom == 0 || it.flags&(flagLaunch|flagCPUOp) != 0
 }
@@ -120,8 +120,11 @@ func (o *output) exit(it *item) error {
 	}
 	if it.flags&flagPending != 0 {
 		ev.Queued = queuedUnknown
-		if q, ok := o.corr.launch(file, ev.Op); ok {
+		if q, graph, ok := o.corr.launch(file, ev.Op); ok {
 			ev.Queued = q
+			if graph && ev.Kind.IsBusy() {
+				ev.Aux |= timeline.AuxCaptured // replayed by a graph: the same mark the engine gives
+			}
 		}
 	}
 	if !o.begun {
@@ -139,7 +142,7 @@ func (o *output) exit(it *item) error {
 		ev.Start -= o.base
 		ev.End -= o.base
 	}
-	if ev.Device >= 0 && ev.Kind != timeline.KindRuntime && ev.Kind != timeline.KindStep && len(o.devices) < maxTracks {
+	if ev.Device >= 0 && ev.Kind != timeline.KindRuntime && ev.Kind != timeline.KindGraphLaunch && ev.Kind != timeline.KindStep && len(o.devices) < maxTracks {
 		o.devices[ev.Device] = true
 	}
 	o.batch = append(o.batch, ev)
@@ -191,6 +194,7 @@ type corrEntry struct {
 	used      bool
 	hasLaunch bool
 	hasCPU    bool
+	graph     bool  // its launch is a graph launch
 	launch    int64 // the start of its runtime call (the last the file holds)
 	launchSeq int64
 	minCPU    int64 // the earliest start of a CPU op carrying it (--like-hta)
@@ -275,7 +279,7 @@ func (t *corrTable) put(file int, corr uint64, start, seq int64, flags uint8) {
 	}
 	e := &t.slots[i]
 	if flags&flagLaunch != 0 && (!e.hasLaunch || seq > e.launchSeq) {
-		e.hasLaunch, e.launch, e.launchSeq = true, start, seq
+		e.hasLaunch, e.launch, e.launchSeq, e.graph = true, start, seq, flags&flagGraph != 0
 	}
 	if flags&flagCPUOp != 0 && (!e.hasCPU || start < e.minCPU) {
 		e.hasCPU, e.minCPU = true, start
@@ -296,11 +300,12 @@ func (t *corrTable) get(file int, corr uint64) *corrEntry {
 	return nil
 }
 
-func (t *corrTable) launch(file int, corr uint64) (int64, bool) {
+// launch returns the launch time of a correlation, and whether that launch was a graph's.
+func (t *corrTable) launch(file int, corr uint64) (int64, bool, bool) {
 	if e := t.get(file, corr); e != nil && e.hasLaunch {
-		return e.launch, true
+		return e.launch, e.graph, true
 	}
-	return 0, false
+	return 0, false, false
 }
 
 func (t *corrTable) cpu(file int, corr uint64) (int64, bool) {

@@ -69,7 +69,7 @@ func TestCorrTable(t *testing.T) {
 		tab.put(k.file, k.corr, start, int64(i), flagLaunch)
 		probe := key{rng.IntN(3), uint64(rng.IntN(300 + i))}
 		want, ok := model[probe]
-		got, gok := tab.launch(probe.file, probe.corr)
+		got, _, gok := tab.launch(probe.file, probe.corr)
 		if ok != gok || (ok && got != want) {
 			t.Fatalf("step %d: launch(%v) = %d, %v; want %d, %v", i, probe, got, gok, want, ok)
 		}

@@ -72,7 +72,7 @@ func (fi *fileInfo) note(it *item, c int, htaGPU bool) {
 	}
 	ev := &it.ev
 	switch {
-	case ev.Kind == timeline.KindRuntime || ev.Kind == timeline.KindStep:
+	case ev.Kind == timeline.KindRuntime || ev.Kind == timeline.KindGraphLaunch || ev.Kind == timeline.KindStep:
 	case ev.Device == devicePending:
 		s.pending = true
 	case ev.Device >= 0 && len(s.devices) < maxTracks:

@@ -228,3 +228,48 @@ func TestProgress(t *testing.T) {
 		t.Fatalf("progress %d of %d before the first event, want 14 of 30", atBegin[0], atBegin[1])
 	}
 }
+
+// TestGraphNodeIDs: a kernel with a graph node id (the first two here) was replayed by a CUDA graph and carries the
+// engine's captured mark; one without (NULL, or an export with no such column) does not.
+func TestGraphNodeIDs(t *testing.T) {
+	ddl := strings.Replace(oldSchema, "shortName INTEGER NOT NULL, gridX INTEGER NOT NULL);", "shortName INTEGER NOT NULL, gridX INTEGER NOT NULL, graphNodeId INTEGER);", 1)
+	if ddl == oldSchema {
+		t.Fatal("the kernel table's schema changed: update this test")
+	}
+	rows := append([]string{}, oldRows...)
+	for i, r := range rows {
+		if strings.Contains(r, "INTO CUPTI_ACTIVITY_KIND_KERNEL") {
+			rows[i] = strings.NewReplacer(", 1),", ", 1, 42),", ", 1)", ", 1, NULL)").Replace(r)
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		ddl      string
+		captured int
+	}{{"with graphNodeId", ddl, 2}, {"without the column", oldSchema, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "g.sqlite")
+			r := rows
+			if tc.ddl == oldSchema {
+				r = oldRows
+			}
+			writeExport(t, path, tc.ddl, r...)
+			im, err := nsys.ReadFiles([]string{path}, nsys.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var captured, kernels int
+			for _, e := range im.Events {
+				if e.Kind == timeline.KindKernel || e.Kind == timeline.KindCollective {
+					kernels++
+					if e.Captured() {
+						captured++
+					}
+				}
+			}
+			if kernels != 3 || captured != tc.captured {
+				t.Fatalf("%d kernels, %d captured; want 3, %d", kernels, captured, tc.captured)
+			}
+		})
+	}
+}

@@ -35,10 +35,10 @@ func gpu(more ...string) []string { return append(gpuCols[:len(gpuCols):len(gpuC
 // that a GPU op starting with its launch finds its launch time.
 var tables = []*table{
 	{name: tableRuntime, cols: []string{"rowid", "start", "end", "globalTid", "correlationId", "nameId"}, conv: (*fileReader).runtimeRow},
-	{name: tableKernel, cols: gpu("shortName", "demangledName"), survey: []string{"deviceId", "globalPid"}, conv: (*fileReader).kernelRow},
-	{name: tableMemcpy, cols: gpu("bytes", "copyKind", "srcDeviceId", "dstDeviceId"),
+	{name: tableKernel, cols: gpu("shortName", "demangledName", "graphNodeId"), survey: []string{"deviceId", "globalPid"}, conv: (*fileReader).kernelRow},
+	{name: tableMemcpy, cols: gpu("bytes", "copyKind", "srcDeviceId", "dstDeviceId", "graphNodeId"),
 		survey: []string{"deviceId", "globalPid", "copyKind", "srcDeviceId", "dstDeviceId"}, conv: (*fileReader).memcpyRow},
-	{name: tableMemset, cols: gpu("bytes"), survey: []string{"deviceId", "globalPid"}, conv: (*fileReader).memsetRow},
+	{name: tableMemset, cols: gpu("bytes", "graphNodeId"), survey: []string{"deviceId", "globalPid"}, conv: (*fileReader).memsetRow},
 	{name: tableSync, cols: gpu("eventId"), survey: []string{"deviceId", "globalPid"}, conv: (*fileReader).syncRow,
 		// Recent exports have a syncType column and a deprecatedSyncType one (documented as the
 		// type of older reports): the first that holds a value is the type.
@@ -82,6 +82,15 @@ func (f *fileReader) gpuEvent(table string, s *sqlite3.Stmt, kind timeline.Kind,
 	return true
 }
 
+// markGraph marks the event of a GPU row whose graphNodeId (column col; NULL where the export has
+// no such column or the op was launched on its own) names a CUDA graph node: an op a graph
+// replayed, marked as the engine marks one.
+func markGraph(s *sqlite3.Stmt, col int, it *item) {
+	if n, ok := nullInt(s, col); ok && n != 0 {
+		it.ev.Aux |= timeline.AuxCaptured
+	}
+}
+
 // runtimeRow reads a CUDA API call: a runtime event, whose start is the launch time of the GPU ops
 // that carry its correlation id (Holistic Trace Analysis's host-wait test).
 func (f *fileReader) runtimeRow(s *sqlite3.Stmt, it *item) bool {
@@ -112,6 +121,7 @@ func (f *fileReader) kernelRow(s *sqlite3.Stmt, it *item) bool {
 	if k.nccl {
 		it.ev.Kind, it.ev.Sub = timeline.KindCollective, uint8(k.op)
 	}
+	markGraph(s, 9, it)
 	return true
 }
 
@@ -164,6 +174,7 @@ func (f *fileReader) memcpyRow(s *sqlite3.Stmt, it *item) bool {
 		dir, it.ev.Peer = timeline.CopyP2P, int32(other)+f.devBase
 	}
 	it.ev.Sub = uint8(dir)
+	markGraph(s, 11, it)
 	return true
 }
 
@@ -172,6 +183,7 @@ func (f *fileReader) memsetRow(s *sqlite3.Stmt, it *item) bool {
 		return false
 	}
 	it.ev.Sub, it.ev.Bytes = uint8(timeline.CopySet), f.bytes(tableMemset, s.ColumnInt64(0), s.ColumnInt64(7))
+	markGraph(s, 8, it)
 	return true
 }
 

@@ -16,6 +16,7 @@ type Op struct {
 	Index      int64 // global event index, to fetch details from the snapshot
 	Kind       timeline.Kind
 	Sub        uint8
+	Captured   bool // replayed by a CUDA graph (timeline.Event.Captured)
 }
 
 // Track is one stream's recent activity, ordered by start.
@@ -167,7 +168,7 @@ func (s *State) add(idx int64, e *timeline.Event) {
 	}
 	if e.OnStream() {
 		t := s.track(e)
-		op := Op{Start: e.Start, End: e.End, Index: idx, Kind: e.Kind, Sub: e.Sub}
+		op := Op{Start: e.Start, End: e.End, Index: idx, Kind: e.Kind, Sub: e.Sub, Captured: e.Captured()}
 		j := len(t.Ops)
 		for j > 0 && t.Ops[j-1].Start > op.Start {
 			j--

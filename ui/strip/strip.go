@@ -67,7 +67,12 @@ type Scratch struct {
 	whichNs []int64                      // how much of its cell the op named in which fills
 	sums    [][theme.NumActivities]int64 // time each kind fills in each cell
 	head    int                          // the column of the last Cells' running mark, or -1
+	capt    []bool                       // the op filling most of the cell was replayed by a CUDA graph
 }
+
+// Captured reports, per cell of the last Cells, whether the op filling most of it was replayed by
+// a CUDA graph: the cells DrawMarked draws as a captured region.
+func (s *Scratch) Captured() []bool { return s.capt }
 
 // Head is the column where the last Cells drew the head of an op still running (the cell of
 // now), or -1: Draw marks it.
@@ -77,8 +82,11 @@ func (s *Scratch) Head() int { return s.head }
 func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64, running []timeline.Event) (act []theme.Activity, which []int64) {
 	if cap(s.act) < w {
 		s.act, s.which, s.whichNs, s.sums = make([]theme.Activity, w), make([]int64, w), make([]int64, w), make([][theme.NumActivities]int64, w)
+		s.capt = make([]bool, w)
 	}
-	act, which, whichNs, sums := s.act[:w], s.which[:w], s.whichNs[:w], s.sums[:w]
+	act, which, whichNs, sums, capt := s.act[:w], s.which[:w], s.whichNs[:w], s.sums[:w], s.capt[:w]
+	s.capt = capt
+	clear(capt)
 	clear(act)
 	clear(whichNs)
 	clear(sums)
@@ -86,18 +94,18 @@ func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64, running [
 		which[i] = -1
 	}
 	s.head = -1
-	add := func(c, lo, hi int64, a theme.Activity, idx int64) {
+	add := func(c, lo, hi int64, a theme.Activity, idx int64, captured bool) {
 		n := max(hi-lo, 1)
 		sums[c][a] += n
 		if idx != -1 && n > whichNs[c] {
-			which[c], whichNs[c] = idx, n
+			which[c], whichNs[c], capt[c] = idx, n, captured
 		}
 	}
 	// span adds [lo, hi) as a, cell by cell.
 	span := func(lo, hi int64, a theme.Activity, idx int64) {
 		for c := max((lo-t0)/ns, 0); c < min((hi-t0+ns-1)/ns, int64(w)); c++ {
 			if l, h := max(lo, t0+c*ns), min(hi, t0+(c+1)*ns); h > l {
-				add(c, l, h, a, idx)
+				add(c, l, h, a, idx, false)
 			}
 		}
 	}
@@ -125,7 +133,7 @@ func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64, running [
 		lo := max((o.Start-t0)/ns, 0)
 		hi := min(max((o.End-t0+ns-1)/ns, lo+1), int64(w))
 		for c := lo; c < hi; c++ {
-			add(c, max(o.Start, t0+c*ns), min(o.End, t0+(c+1)*ns), a, o.Index)
+			add(c, max(o.Start, t0+c*ns), min(o.End, t0+(c+1)*ns), a, o.Index, o.Captured)
 		}
 		prevEnd = max(prevEnd, o.End)
 	}
@@ -189,27 +197,39 @@ func lastEnd(ops []agg.Op) int64 {
 // Draw writes cells in their colours; cur >= 0 marks the cursor's cell, head >= 0 the cell where
 // an op still running reaches now (theme.RunningMark in its kind's colour).
 func Draw(st *theme.Styles, act []theme.Activity, cur, head int) string {
+	return DrawMarked(st, act, nil, cur, head)
+}
+
+// DrawMarked is Draw with the cells where capt is set underlined: a captured region, the ops one
+// CUDA graph launch replayed. capt may be nil.
+func DrawMarked(st *theme.Styles, act []theme.Activity, capt []bool, cur, head int) string {
 	var b strings.Builder
+	marked := func(i int) bool { return i < len(capt) && capt[i] }
 	for i := 0; i < len(act); {
 		j := i
-		for j < len(act) && act[j] == act[i] && j != cur && j != head {
+		for j < len(act) && act[j] == act[i] && j != cur && j != head && marked(j) == marked(i) {
 			j++
 		}
-		if i == cur {
+		// Each run sets the underline itself: the styles' closing sequences reset every attribute.
+		on, off := st.ActivityOn[act[i]], st.ActivityOff[act[i]]
+		if marked(i) {
+			on, off = st.CapturedOn+on, off+st.CapturedOff
+		}
+		switch i {
+		case cur:
 			b.WriteString(st.Cursor.Render(glyphAt(act, i, head)))
 			i++
 			continue
-		}
-		if i == head {
-			b.WriteString(st.ActivityOn[act[i]] + theme.RunningMark + st.ActivityOff[act[i]])
+		case head:
+			b.WriteString(on + theme.RunningMark + off)
 			i++
 			continue
 		}
-		b.WriteString(st.ActivityOn[act[i]])
+		b.WriteString(on)
 		for range j - i {
 			b.WriteString(act[i].Glyph())
 		}
-		b.WriteString(st.ActivityOff[act[i]])
+		b.WriteString(off)
 		i = j
 	}
 	return b.String()
@@ -245,6 +265,9 @@ func Describe(snap *timeline.Snapshot, st *theme.Styles, idx int64) string {
 	if e.Comm != 0 {
 		parts = append(parts, fmt.Sprintf("comm %d", e.Comm))
 	}
+	if e.Captured() {
+		parts = append(parts, "replayed by a CUDA graph")
+	}
 	parts = append(parts, "at "+units.Dur(e.Start))
 	return strings.Join(parts, "  ")
 }
@@ -266,6 +289,11 @@ func DescribeRunning(snap *timeline.Snapshot, st *theme.Styles, e *timeline.Even
 // Legend draws the activities' glyphs and names, wrapped to w cells; live adds Pending, and
 // running (the source reports the ops it has running) the running mark.
 func Legend(st *theme.Styles, w int, live, running bool) string {
+	return LegendMarked(st, w, live, running, false)
+}
+
+// LegendMarked is Legend with, when captured, the underline of a captured region explained.
+func LegendMarked(st *theme.Styles, w int, live, running, captured bool) string {
 	var b strings.Builder
 	line, lineW := "", 0
 	put := func(glyph, styled, name string) {
@@ -292,6 +320,9 @@ func Legend(st *theme.Styles, w int, live, running bool) string {
 		// The analysis (the overview's busy/idle split, idle gaps, rates) folds ops as they end: a
 		// running op is drawn here and counted there once it ends.
 		put(theme.RunningMark, st.Title.Render(theme.RunningMark), "running (in totals once it ends)")
+	}
+	if captured {
+		put("__", st.CapturedOn+"__"+st.CapturedOff, "replayed by a CUDA graph")
 	}
 	b.WriteString(line)
 	return b.String()

@@ -2,6 +2,7 @@ package strip
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
@@ -98,5 +99,33 @@ func TestDrawHead(t *testing.T) {
 	}
 	if got := ansi.Strip(Draw(&st, act, -1, -1)); got != "█## " {
 		t.Errorf("Draw without head = %q; want %q", got, "█## ")
+	}
+}
+
+// The ops a CUDA graph replayed are drawn as a captured region: their cells underlined, one run
+// from its first cell to its last, and the line under the cursor says so.
+func TestCapturedRegion(t *testing.T) {
+	tr := &agg.Track{Ops: []agg.Op{
+		{Start: 0, End: 1000, Index: 1, Kind: timeline.KindKernel},
+		{Start: 1000, End: 2000, Index: 2, Kind: timeline.KindKernel, Captured: true},
+		{Start: 2000, End: 3000, Index: 3, Kind: timeline.KindCollective, Captured: true},
+		{Start: 3000, End: 4000, Index: 4, Kind: timeline.KindKernel},
+	}}
+	var s Scratch
+	act, _ := s.Cells(tr, 0, 1000, 4, 0, nil)
+	if got := s.Captured(); !slices.Equal(got, []bool{false, true, true, false}) {
+		t.Fatalf("captured cells %v; want the middle two", got)
+	}
+	st := theme.DefaultStyles(true)
+	out := DrawMarked(&st, act, s.Captured(), -1, -1)
+	// Kernel then collective: two runs, each underlined (a style's closing sequence resets it).
+	if strings.Count(out, st.CapturedOn) != 2 || strings.Count(out, st.CapturedOff) != 2 || strings.Index(out, st.CapturedOn) < strings.Index(out, "█") {
+		t.Errorf("%q: want the middle two cells underlined", out)
+	}
+	if plain := ansi.Strip(out); plain != "██#█" {
+		t.Errorf("cells %q; want the kinds' glyphs unchanged", plain)
+	}
+	if !strings.Contains(ansi.Strip(LegendMarked(&st, 200, false, false, true)), "__ replayed by a CUDA graph") {
+		t.Error("the legend does not explain the underline")
 	}
 }

@@ -74,6 +74,10 @@ type Styles struct {
 	ActivityOn, ActivityOff [activityCount]string
 	// The same for the styles views colour many cells with.
 	MutedOn, MutedOff, WarnOn, WarnOff, GoodOn, GoodOff, AlertOn, AlertOff, CursorOn, CursorOff string
+	// Captured underlines the timeline cells of ops a CUDA graph replayed (a captured region);
+	// CapturedOn and CapturedOff are its escape sequences.
+	Captured                string
+	CapturedOn, CapturedOff string
 }
 
 // DefaultStyles returns the console's styles for a dark or light terminal.
@@ -126,6 +130,9 @@ func DefaultStyles(isDark bool) Styles {
 	s.GoodOn, s.GoodOff = Split(s.Good)
 	s.AlertOn, s.AlertOff = Split(s.Alert)
 	s.CursorOn, s.CursorOff = Split(s.Cursor)
+	// An attribute, not a colour: a captured region reads the same on any palette.
+	s.CapturedOn, s.CapturedOff = "\x1b[4m", "\x1b[24m"
+	s.Captured = "_"
 	return s
 }
 

@@ -84,6 +84,9 @@ type node struct {
 	nChannels     int
 	choice        uint32 // collectives: NCCL's algorithm, protocol and channels (timeline.PackNCCL)
 	apiFuncLabels uint32
+	// captured: the API call that made this task was captured into a CUDA graph (graphCaptured):
+	// the task runs when the graph is launched, not when the call returned.
+	captured bool
 }
 
 // Folder turns the plugin's records into timeline events: a collective's or point-to-point
@@ -304,6 +307,7 @@ func (f *Folder) task(ci *ctxInfo, n *node, r *Record, parent *node) {
 	if parent != nil {
 		if parent.typ == TypeCollAPI || parent.typ == TypeP2pAPI {
 			n.stream, n.queued, n.apiFuncLabels = parent.stream, parent.start, parent.funcID
+			n.captured = parent.c != 0 // collApi/p2pApi.graphCaptured
 		}
 		if parent.typ == TypeGroup {
 			n.group = parent.group
@@ -524,6 +528,12 @@ func (f *Folder) finish(id uint64, n *node) {
 		if n.collOp == timeline.CollBroadcast || n.collOp == timeline.CollReduce {
 			e.Peer = n.peer // the root
 		}
+	}
+	if n.captured {
+		// The same mark the engine gives a graph's replayed op; its launch was the graph's, which
+		// the plugin does not see, not the captured API call.
+		e.Aux |= timeline.AuxCaptured
+		e.Queued = -1
 	}
 	f.emit(&e)
 	f.retire(id, n)

@@ -125,6 +125,16 @@ func TestFoldCollective(t *testing.T) {
 			}
 		})
 	}
+	t.Run("graph-captured", func(t *testing.T) {
+		s := &script{}
+		allReduce(s, 0, 7, 10, true)
+		s.recs[1].C = 1 // collApi.graphCaptured
+		evs, _, _ := run(MaskKernel, s, 0)
+		colls := kinds(evs, timeline.KindCollective)
+		if len(colls) != 1 || !colls[0].Captured() || colls[0].Queued != -1 || colls[0].AlgoProto() != "Ring_LL128" {
+			t.Fatalf("collectives %+v; want one marked captured, its launch unknown, its NCCL choice kept", colls)
+		}
+	})
 	t.Run("proxy-waits", func(t *testing.T) {
 		s := &script{}
 		allReduce(s, 0, 7, 10, false)

@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -327,6 +328,7 @@ func (t *Model) View() string {
 	rows := t.Rows()
 	from, to := t.list.Window(len(rows), t.visible(), 1)
 	var detail string
+	anyCapt := false // a captured region is on screen: the legend says what the underline means
 	for i := from; i < to; i++ {
 		r := rows[i]
 		sel := i == t.list.Selected()
@@ -360,7 +362,9 @@ func (t *Model) View() string {
 		}
 		running := fr.RunningOn(tr.Device, tr.Stream)
 		act, which := t.scratch.Cells(tr, t0, t.nsPerCol, plotW, now, running)
-		b.WriteString(lbl + strip.Draw(st, act, c, t.scratch.Head()) + "\n")
+		capt := t.scratch.Captured()
+		anyCapt = anyCapt || slices.Contains(capt, true)
+		b.WriteString(lbl + strip.DrawMarked(st, act, capt, c, t.scratch.Head()) + "\n")
 		switch w := which[cur]; {
 		case !sel:
 		case w >= 0:
@@ -376,6 +380,6 @@ func (t *Model) View() string {
 	if t.filter.Shown() {
 		b.WriteString(t.filter.View() + "\n")
 	}
-	b.WriteString(strip.Legend(st, w, fr.Live, fr.RunningKnown))
+	b.WriteString(strip.LegendMarked(st, w, fr.Live, fr.RunningKnown, anyCapt))
 	return b.String()
 }

@@ -7,6 +7,12 @@
 // completes when its stream reaches it and is stamped with CLOCK_MONOTONIC; the compute kernel sleeps
 // for the nanoseconds it is given. What is not modelled returns CUDA_ERROR_NOT_SUPPORTED.
 //
+// Stream capture (cuStreamBeginCapture … cuStreamEndCapture, cuGraphInstantiateWithFlags,
+// cuGraphLaunch): a capturing stream's work goes into a graph instead of running; a stream that
+// waits on an event recorded in the capture joins it; a synchronisation, a pageable copy or a wait
+// on work outside the capture invalidates it with the driver's error. A launch replays the captured
+// work on its streams, in capture order. The fake NCCL's work is not capturable.
+//
 // Knobs (read when cuInit is called): XFER_FAKE_GPUS (devices, default 2).
 
 #define _GNU_SOURCE
@@ -34,7 +40,7 @@ typedef struct task {
 	void *staging; // freed after the copy: pageable host memory copied at enqueue time
 	uint64_t ns;   // kernel duration
 	CUevent ev;
-	uint64_t seq; // event record / wait sequence
+	uint64_t seq; // event record / wait sequence (0 in a graph: given at each launch)
 	void (*fn)(void *);
 	void *arg;
 	int *done; // set under mu when a synchronous caller waits for this task
@@ -49,9 +55,26 @@ struct CUstream_st {
 	uint64_t queued, finished; // tasks enqueued and completed
 	struct CUstream_st *nextStream;
 	pthread_cond_t work; // signalled when a task is queued: each worker sleeps on its own
+	struct CUgraph_st *capturing; // the graph this stream's work goes into while it is captured
+};
+
+// A captured graph: its tasks in the order they were captured, each with its stream. A launch puts
+// copies of them on those streams in that order, so stream order and the events recorded and
+// waited on inside the graph hold as captured (the real driver runs nodes on streams of its own;
+// the order of dependencies is what the fake keeps).
+struct CUgraph_st {
+	task **tasks;
+	struct CUstream_st **on;
+	int n, cap;
+	CUresult invalid; // the first capture error: the capture is invalidated, EndCapture returns it
+};
+
+struct CUgraphExec_st {
+	struct CUgraph_st g;
 };
 
 struct CUevent_st {
+	struct CUgraph_st *capturedIn; // recorded last inside this capture: a wait on it joins it
 	unsigned flags;
 	uint64_t recorded; // records enqueued
 	uint64_t reached;  // records their stream has reached
@@ -140,7 +163,14 @@ static struct CUstream_st *stream(CUstream h) {
 	return s;
 }
 
+static void capture(struct CUgraph_st *g, struct CUstream_st *s, task *t);
+static CUresult refuseInCapture(struct CUstream_st *s, CUresult r);
+
 static void enqueueLocked(struct CUstream_st *s, task *t) {
+	if (s->capturing) {
+		capture(s->capturing, s, t);
+		return;
+	}
 	t->next = NULL;
 	if (s->tail) s->tail->next = t;
 	else s->head = t;
@@ -425,6 +455,10 @@ static CUresult copyAsync(void *dst, const void *src, size_t n, CUstream h, int 
 	t->run = runCopy;
 	t->dst = dst, t->src = src, t->n = n;
 	struct CUstream_st *s = stream(h);
+	if (s->capturing && ((fromHost && !isPinned(src)) || (toHost && !isPinned(dst)))) {
+		free(t); // a copy staged or completed by the call itself cannot be replayed
+		return refuseInCapture(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	}
 	// As the real driver does with pageable memory: a copy from it is staged before the call
 	// returns; a copy to it completes before the call returns.
 	if (fromHost && !isPinned(src)) {
@@ -483,6 +517,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream h) {
 CUresult CUDAAPI cuStreamSynchronize(CUstream h) {
 	CHECK_INIT();
 	struct CUstream_st *s = stream(h);
+	if (s->capturing) return refuseInCapture(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
 	pthread_mutex_lock(&mu);
 	uint64_t target = s->queued;
 	while (s->finished < target) pthread_cond_wait(&cond, &mu);
@@ -493,6 +528,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream h) {
 CUresult CUDAAPI cuStreamQuery(CUstream h) {
 	CHECK_INIT();
 	struct CUstream_st *s = stream(h);
+	if (s->capturing) return refuseInCapture(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
 	pthread_mutex_lock(&mu);
 	int idle = s->finished == s->queued;
 	pthread_mutex_unlock(&mu);
@@ -503,12 +539,20 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags) {
 	(void)flags;
 	CHECK_INIT();
 	if (!ev) return CUDA_ERROR_INVALID_HANDLE;
+	struct CUstream_st *s = stream(h);
 	task *t = calloc(1, sizeof *t);
 	t->run = runWait;
 	t->ev = ev;
 	pthread_mutex_lock(&mu);
-	t->seq = ev->recorded; // the record most recently enqueued, as CUDA does; none: no wait
-	enqueueLocked(stream(h), t);
+	if (ev->capturedIn && !s->capturing) s->capturing = ev->capturedIn; // the stream joins the capture
+	if (s->capturing && ev->capturedIn != s->capturing) {
+		// A captured wait for work outside the capture: the graph would not hold its dependency.
+		pthread_mutex_unlock(&mu);
+		free(t);
+		return refuseInCapture(s, CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
+	}
+	t->seq = s->capturing ? 0 : ev->recorded; // the record most recently enqueued, as CUDA does; none: no wait
+	enqueueLocked(s, t);
 	pthread_mutex_unlock(&mu);
 	return CUDA_SUCCESS;
 }
@@ -535,7 +579,8 @@ CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h) {
 	t->run = runRecord;
 	t->ev = e;
 	pthread_mutex_lock(&mu);
-	t->seq = ++e->recorded;
+	if (s->capturing) e->capturedIn = s->capturing; // recorded at each launch, not now
+	else t->seq = ++e->recorded, e->capturedIn = NULL;
 	enqueueLocked(s, t);
 	pthread_mutex_unlock(&mu);
 	return CUDA_SUCCESS;
@@ -544,6 +589,7 @@ CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h) {
 CUresult CUDAAPI cuEventQuery(CUevent e) {
 	CHECK_INIT();
 	if (!e) return CUDA_ERROR_INVALID_HANDLE;
+	if (e->capturedIn) return CUDA_ERROR_CAPTURED_EVENT;
 	pthread_mutex_lock(&mu);
 	int done = e->reached >= e->recorded;
 	pthread_mutex_unlock(&mu);
@@ -553,6 +599,7 @@ CUresult CUDAAPI cuEventQuery(CUevent e) {
 CUresult CUDAAPI cuEventSynchronize(CUevent e) {
 	CHECK_INIT();
 	if (!e) return CUDA_ERROR_INVALID_HANDLE;
+	if (e->capturedIn) return CUDA_ERROR_CAPTURED_EVENT;
 	pthread_mutex_lock(&mu);
 	uint64_t target = e->recorded;
 	while (e->reached < target) pthread_cond_wait(&cond, &mu);
@@ -578,6 +625,11 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
 	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
 	int dev = current->dev;
 	pthread_mutex_lock(&mu);
+	for (struct CUstream_st *s = streams; s; s = s->nextStream)
+		if (s->dev == dev && s->capturing) {
+			pthread_mutex_unlock(&mu);
+			return refuseInCapture(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+		}
 	for (;;) {
 		int idle = 1;
 		for (struct CUstream_st *s = streams; s; s = s->nextStream)
@@ -592,6 +644,10 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
 static const char *errName(CUresult r) {
 	switch (r) {
 	case CUDA_SUCCESS: return "CUDA_SUCCESS";
+	case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+	case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: return "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
+	case CUDA_ERROR_STREAM_CAPTURE_ISOLATION: return "CUDA_ERROR_STREAM_CAPTURE_ISOLATION";
+	case CUDA_ERROR_CAPTURED_EVENT: return "CUDA_ERROR_CAPTURED_EVENT";
 	case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
 	case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
 	case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
@@ -620,6 +676,13 @@ CUresult CUDAAPI cuGetErrorString(CUresult r, const char **s) {
 // xferFakeEnqueue runs fn(arg) on a stream's thread in the stream's order: the fake NCCL puts its
 // collectives on streams with it, as NCCL's kernels are.
 void xferFakeEnqueue(CUstream h, void (*fn)(void *), void *arg) {
+	if (stream(h)->capturing) {
+		// The fake NCCL's work is not replayable (its argument lives for one run): a capture
+		// holding it is invalidated, and the work runs now, so that no peer waits for it forever.
+		refuseInCapture(stream(h), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+		fn(arg);
+		return;
+	}
 	task *t = calloc(1, sizeof *t);
 	t->run = runHostFn;
 	t->fn = fn;
@@ -630,3 +693,131 @@ void xferFakeEnqueue(CUstream h, void (*fn)(void *), void *arg) {
 // xferFakeCurrentDevice is the device of the calling thread's context, or -1 (NCCL uses the current
 // device when a rank joins a communicator).
 int xferFakeCurrentDevice(void) { return current ? current->dev : -1; }
+
+// ---- stream capture and graphs ----
+
+// capture appends t, meant for s, to g (under mu).
+static void capture(struct CUgraph_st *g, struct CUstream_st *s, task *t) {
+	if (g->n == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 16;
+		g->tasks = realloc(g->tasks, g->cap * sizeof *g->tasks);
+		g->on = realloc(g->on, g->cap * sizeof *g->on);
+	}
+	g->tasks[g->n] = t;
+	g->on[g->n] = s;
+	g->n++;
+}
+
+// refuseInCapture invalidates the capture s takes part in, as the driver does for a call it
+// cannot capture, and returns r.
+static CUresult refuseInCapture(struct CUstream_st *s, CUresult r) {
+	pthread_mutex_lock(&mu);
+	if (s->capturing && !s->capturing->invalid) s->capturing->invalid = r;
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+CUresult CUDAAPI cuStreamBeginCapture(CUstream h, CUstreamCaptureMode mode) {
+	(void)mode;
+	CHECK_INIT();
+	struct CUstream_st *s = stream(h);
+	if (h == NULL || h == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; // the legacy stream is not capturable
+	pthread_mutex_lock(&mu);
+	CUresult r = CUDA_SUCCESS;
+	if (s->capturing) r = CUDA_ERROR_ILLEGAL_STATE;
+	else s->capturing = calloc(1, sizeof *s->capturing);
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+CUresult CUDAAPI cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *status) {
+	CHECK_INIT();
+	struct CUstream_st *s = stream(h);
+	pthread_mutex_lock(&mu);
+	*status = !s->capturing ? CU_STREAM_CAPTURE_STATUS_NONE
+	          : s->capturing->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+// cuStreamEndCapture ends the capture begun on h; every stream that joined it leaves it. An
+// invalidated capture returns no graph.
+CUresult CUDAAPI cuStreamEndCapture(CUstream h, CUgraph *graph) {
+	CHECK_INIT();
+	struct CUstream_st *s = stream(h);
+	pthread_mutex_lock(&mu);
+	struct CUgraph_st *g = s->capturing;
+	if (!g) {
+		pthread_mutex_unlock(&mu);
+		return CUDA_ERROR_ILLEGAL_STATE;
+	}
+	for (struct CUstream_st *o = streams; o; o = o->nextStream)
+		if (o->capturing == g) o->capturing = NULL;
+	pthread_mutex_unlock(&mu);
+	*graph = NULL;
+	if (g->invalid) {
+		cuGraphDestroy(g);
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	}
+	*graph = g;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
+	if (!g) return CUDA_ERROR_INVALID_VALUE;
+	for (int i = 0; i < g->n; i++) free(g->tasks[i]);
+	free(g->tasks);
+	free(g->on);
+	free(g);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g, unsigned long long flags) {
+	(void)flags;
+	CHECK_INIT();
+	if (!exec || !g) return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphExec_st *x = calloc(1, sizeof *x);
+	x->g.n = x->g.cap = g->n;
+	x->g.tasks = calloc(g->n ? g->n : 1, sizeof *x->g.tasks);
+	x->g.on = calloc(g->n ? g->n : 1, sizeof *x->g.on);
+	for (int i = 0; i < g->n; i++) {
+		x->g.tasks[i] = malloc(sizeof(task));
+		*x->g.tasks[i] = *g->tasks[i];
+		x->g.on[i] = g->on[i];
+	}
+	*exec = x;
+	return CUDA_SUCCESS;
+}
+
+// cuGraphLaunch puts a copy of each of the graph's tasks on its stream, in capture order, after
+// the work already queued there; records and waits take their sequence now, so each launch's
+// waits wait for that launch's records.
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec x, CUstream h) {
+	CHECK_INIT();
+	if (!x) return CUDA_ERROR_INVALID_VALUE;
+	struct CUstream_st *s = stream(h);
+	pthread_mutex_lock(&mu);
+	if (s->capturing) {
+		pthread_mutex_unlock(&mu);
+		return refuseInCapture(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); // no nested graphs here
+	}
+	for (int i = 0; i < x->g.n; i++) {
+		task *t = malloc(sizeof *t);
+		*t = *x->g.tasks[i];
+		t->done = NULL;
+		if (t->run == runRecord) t->seq = ++t->ev->recorded, t->ev->capturedIn = NULL;
+		else if (t->run == runWait) t->seq = t->ev->recorded;
+		enqueueLocked(x->g.on[i], t);
+	}
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec x) {
+	if (!x) return CUDA_ERROR_INVALID_VALUE;
+	for (int i = 0; i < x->g.n; i++) free(x->g.tasks[i]);
+	free(x->g.tasks);
+	free(x->g.on);
+	free(x);
+	return CUDA_SUCCESS;
+}

@@ -1,0 +1,44 @@
+package sim
+
+import (
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// ---- CUDA graphs: a captured region replayed with one launch ----
+
+// graphLaunchCost is the host cost of launching a captured graph: one cudaGraphLaunch, whatever
+// its node count (the topology's host.graph_launch; a topology without it pays one kernel launch).
+func (s *Sim) graphLaunchCost() int64 {
+	if s.m.GraphLaunchNs > 0 {
+		return s.m.GraphLaunchNs
+	}
+	return s.m.HostLaunchNs
+}
+
+// startGraphLaunch makes host h busy with the launch of cmd's graph.
+func (s *Sim) startGraphLaunch(hi int32, cmd engine.Command) {
+	h := &s.hosts[hi]
+	h.cur, h.busy, h.since = cmd, true, s.now
+	s.at(s.now+s.graphLaunchCost(), evHostDone, hi, 0)
+}
+
+// graphLaunched reports the launch that just ended on host h and puts every op of its graph on
+// its stream at once: their order on each stream and the events between them are as captured.
+func (s *Sim) graphLaunched(h *host, cmd *engine.Command) {
+	id := uint32(0)
+	if len(cmd.Graph) > 0 {
+		id = cmd.Graph[0].Graph
+	}
+	s.emit(engine.GraphLaunchEvent(h.dev, s.hostOf(h.dev), h.since, s.now, len(cmd.Graph), id, cmd.Label))
+	for i := range cmd.Graph {
+		s.enqueue(&cmd.Graph[i])
+	}
+}
+
+// markCaptured sets the captured mark on the event of an op a graph replayed.
+func markCaptured(e *timeline.Event, op *engine.StreamOp) {
+	if op.Graph != 0 && e.Kind.IsBusy() {
+		e.Aux |= timeline.AuxCaptured
+	}
+}
