@@ -12,6 +12,7 @@ import (
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/engine/sim"
 	"github.com/xfertop/xfertop/engine/topology"
 	"github.com/xfertop/xfertop/otel"
@@ -50,6 +51,8 @@ type Config struct {
 	// timeline.Window (for the console) instead of every event in Store, so a run can go on for
 	// ever in bounded memory.
 	Window int
+	// Faults are injected into the simulated run (--fault), besides the scenario file's own.
+	Faults []fault.Fault
 }
 
 // ConfigError is a problem with the configuration (flags, scenario file, knobs) found before
@@ -182,6 +185,12 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 		}
 	}
 	var backend engine.Backend
+	faults := append(append([]fault.Fault(nil), cfg.Faults...), f.Faults...)
+	if cfg.Backend == "cuda" && len(faults) > 0 {
+		// Real GPUs cannot be made to throttle, lose link speed or drop a NIC on request, and
+		// the engine has no hook yet to hold back a rank's launches: say so rather than run healthy.
+		return nil, &ConfigError{fmt.Errorf("fault %s: the cuda backend injects no faults (the simulator does: --backend sim)", faults[0])}
+	}
 	if cfg.Backend == "cuda" {
 		b, mapping, err := newCUDA(cfg, topo, sc.Options, fan, strs)
 		if err != nil {
@@ -189,7 +198,7 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 		}
 		backend, p.mapping = b, mapping
 	} else {
-		s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.ModelOf(topo)}, fan, strs)
+		s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.ModelOf(topo), Faults: faults}, fan, strs)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}

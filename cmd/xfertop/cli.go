@@ -145,6 +145,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.DurationVar(&o.cfg.Duration, "duration", 0, "stop after this much simulated time (0: no limit)")
 	fs.Int64Var(&o.cfg.Seed, "seed", 1, "random seed; the same seed gives the same run")
 	fs.Var(setFlag(o.cfg.Sets), "set", "set a scenario knob, key=value (repeatable)")
+	fs.Var((*faultFlag)(&o.cfg.Faults), "fault", "inject a fault, kind=nic_slow,host=37,nic=3,factor=0.3,at=2s[,for=5s] (repeatable; docs/diagnosis.md)")
 	fs.StringVar(&o.cfg.Topology, "topology", "", "built-in topology name (xfertop topologies lists them) or path to a topology file (default: the scenario's)")
 	fs.StringVar(&o.cfg.Backend, "backend", "sim", "engine backend: sim, or cuda (real GPUs and NCCL; needs a build with -tags cuda)")
 	fs.BoolVar(&o.cfg.Fit, "fit", false, "cuda: run a topology with more ranks than GPUs, rank r on GPU r mod n")

@@ -128,7 +128,7 @@ func (s *Sim) onWire(fi int32) {
 	f := &s.flows[fi]
 	line := math.Inf(1)
 	for k := int8(0); k < f.nl; k++ {
-		line = min(line, s.linkBW[f.links[k]])
+		line = min(line, s.lineBW(f.links[k]))
 	}
 	if f.cap > 0 && f.cap < line {
 		f.rem *= line / f.cap
@@ -233,6 +233,12 @@ func (s *Sim) recompute() {
 				continue // same rate: the completion already in the heap still holds
 			}
 			s.settle(f)
+			if x <= 0 {
+				// A link that is down (a flapping NIC): the flow stalls until it comes back.
+				f.rate, f.scheduled = 0, false
+				f.ver++
+				continue
+			}
 			f.rate, f.scheduled = x, true
 			f.ver++
 			dt := int64(math.Ceil(f.rem / x))
