@@ -53,6 +53,7 @@ type Trial struct {
 	Detectable   bool
 	Culprit      bool  // the top finding names the faulty place
 	KindRight    bool  // and the right kind
+	HostRight    bool  // the top finding names the faulty place's host
 	Found        bool  // any finding at all
 	LatencyNs    int64 // the top finding's At − the fault's onset
 	LatencySteps int   // steps ended from the onset to the finding (1: the onset's own step)
@@ -226,6 +227,7 @@ func faulty(ctx context.Context, cfg *Config, seed int64, ref *runOut) (Trial, e
 	if t.Found {
 		top := o.findings[0]
 		t.Culprit = culpritRight(&f, &top, cfg.Topology)
+		t.HostRight = int(top.Host) == f.Host
 		t.KindRight = t.Culprit && kindRight(&f, &top)
 		t.LatencyNs = top.At - f.At
 		for _, end := range o.steps {

@@ -15,6 +15,7 @@ type Row struct {
 	Detectable   int
 	Top1         int // the top finding named the culprit (of the detectable)
 	KindRight    int // ... and its kind
+	HostRight    int // the top finding named the culprit's host
 	Big          int // detectable trials that slowed the run by 5% or more (or hung)
 	BigTop1      int
 	Found        int // any finding
@@ -81,6 +82,9 @@ func Summarize(trials []Trial) Summary {
 			if t.KindRight {
 				r.KindRight++
 			}
+			if t.HostRight {
+				r.HostRight++
+			}
 		}
 	}
 	for name, r := range byKind {
@@ -140,11 +144,11 @@ func stepsStr(n int) string {
 // Print writes the table.
 func (s Summary) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kind\ttrials\tundetectable\ttop-1 culprit\tkind right\ttop-1 at ≥5% slowdown\tfalse findings\tonset→finding p50\tp90\tsteps p50\tp90\t")
+	fmt.Fprintln(tw, "kind\ttrials\tundetectable\ttop-1 culprit\tkind right\thost right\ttop-1 at ≥5% slowdown\tfalse findings\tonset→finding p50\tp90\tsteps p50\tp90\t")
 	rows := append(append([]Row(nil), s.Rows...), s.All)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", r.Kind, r.Trials, r.Undetectable,
-			frac(r.Top1, r.Detectable), frac(r.KindRight, r.Detectable), frac(r.BigTop1, r.Big), r.FalseFind,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", r.Kind, r.Trials, r.Undetectable,
+			frac(r.Top1, r.Detectable), frac(r.KindRight, r.Detectable), frac(r.HostRight, r.Detectable), frac(r.BigTop1, r.Big), r.FalseFind,
 			secs(r.LatP50), secs(r.LatP90), stepsStr(r.StepsP50), stepsStr(r.StepsP90))
 	}
 	tw.Flush()

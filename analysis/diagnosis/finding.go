@@ -67,6 +67,12 @@ type Finding struct {
 // Culprit names the finding's culprit: "host 37 GPU 3 NIC", "rank 12 (host 1 GPU 4)".
 func (f *Finding) Culprit(gpusPerHost int) string {
 	if f.Rank < 0 {
+		if f.Kind == SlowLink && f.Host >= 0 {
+			return fmt.Sprintf("host %d %s (which GPU's: unknown)", f.Host, linkName(f.Link))
+		}
+		if f.Kind == SlowLink {
+			return fmt.Sprintf("a %s (which: unknown)", linkName(f.Link))
+		}
 		return "unknown"
 	}
 	local := f.Rank

@@ -93,14 +93,32 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 	}
 	conf := 1.0
 	peakNote := ""
+	host := d.hostOf(culprit)
 	if len(tied) > 1 {
-		culprit, conf, peakNote = d.lowestPeak(tied, cls)
-		a = &d.ranks[culprit]
+		var c int32
+		c, conf, peakNote = d.lowestPeak(tied, cls)
+		if c >= 0 {
+			culprit, host = c, d.hostOf(c)
+		} else {
+			// The link is one of the tied ranks': named by their host when they share one, else
+			// unknown, rather than a guess.
+			culprit = -1
+			for _, r := range tied {
+				if d.hostOf(r) != host {
+					host = -1
+				}
+			}
+			if host < 0 {
+				// Transfers across hosts that slowed on every rank alike cross NVLink and NICs
+				// both: which class is slow is not known either.
+				class = -1
+			}
+		}
 	} else if p, med, ok := d.peakAgainst(culprit, cls); ok {
 		peakNote = fmt.Sprintf("; its %s peaked at %.0f%% of its peers' peak rate", linkName(class), 100*p/med)
 	}
 	ratio := 1 + float64(a.slowExcess)/max(a.slowRef, 1)
-	s := suspect{kind: SlowLink, rank: culprit, ratio: ratio, conf: conf, excess: a.slowExcess, link: class,
+	s := suspect{kind: SlowLink, rank: culprit, host: host, ratio: ratio, conf: conf, excess: a.slowExcess, link: class,
 		detail: fmt.Sprintf("%d of its transfers this step took %.2f× its peers' time (%s lost, %.1f%% of the step)%s",
 			a.slowOps, ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs), peakNote)}
 	return s, true
@@ -185,12 +203,12 @@ func (d *Diagnosis) lowestPeak(tied []int32, c int) (int32, float64, string) {
 		}
 	}
 	if len(peaks) < minPeers {
-		return tied[0], 1 / float64(len(tied)), fmt.Sprintf("; %d ranks alike, no link rates to tell them apart", len(tied))
+		return -1, 1 / float64(len(tied)), fmt.Sprintf("; %d ranks alike (%s), no link rates to tell them apart", len(tied), rankRange(tied))
 	}
 	slices.Sort(peaks)
 	med, second := peaks[len(peaks)/2], peaks[1]
 	if low >= 0.7*med {
-		return tied[0], 1 / float64(len(tied)), fmt.Sprintf("; %d ranks alike, their links' peaks too", len(tied))
+		return -1, 1 / float64(len(tied)), fmt.Sprintf("; %d ranks alike (%s), their links' peak rates too", len(tied), rankRange(tied))
 	}
 	conf := min(1, (second-low)/(med-low+1e-12))
 	return lowR, conf, fmt.Sprintf("; its %s peaked at %.0f%% of the %d peers' median peak rate", linkName(linkClass(c)), 100*low/med, len(tied))
@@ -217,4 +235,12 @@ func (d *Diagnosis) peakAgainst(r int32, c int) (p, med float64, ok bool) {
 
 func linkClass(c int) int {
 	return [...]int{timeline.PeakPCIe, timeline.PeakNVLink, timeline.PeakNIC}[c]
+}
+
+// rankRange writes ranks compactly: "0-7" when contiguous, else the first and last.
+func rankRange(rs []int32) string {
+	if int(rs[len(rs)-1]-rs[0]) == len(rs)-1 {
+		return fmt.Sprintf("ranks %d-%d", rs[0], rs[len(rs)-1])
+	}
+	return fmt.Sprintf("ranks %d … %d", rs[0], rs[len(rs)-1])
 }

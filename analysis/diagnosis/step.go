@@ -12,6 +12,7 @@ import (
 type suspect struct {
 	kind   Kind
 	rank   int32
+	host   int32   // the culprit's host (slow links: also when the rank is not known)
 	ratio  float64 // how much worse than its peers (1: as its peers)
 	excess int64   // ns the step lost to it
 	link   int
@@ -73,7 +74,7 @@ func has(sus []suspect, r int32) bool {
 
 // report adds (or updates) the finding for a suspect that held long enough.
 func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event) {
-	f := Finding{Kind: s.kind, Rank: s.rank, Host: d.hostOf(s.rank), Link: s.link, Onset: c.onset, At: e.End, Step: d.step,
+	f := Finding{Kind: s.kind, Rank: s.rank, Host: s.host, Link: s.link, Onset: c.onset, At: e.End, Step: d.step,
 		Confidence: s.conf, Severity: s.excess, Evidence: s.detail}
 	if i, ok := d.reported[k]; ok {
 		old := &d.findings[i]
@@ -212,7 +213,7 @@ func (d *Diagnosis) outlier(kind Kind, num, den []float64, minRatio float64, say
 	if bestR > med {
 		conf = math.Min(1, (bestR-max(second, med))/(bestR-med))
 	}
-	return suspect{kind: kind, rank: int32(best), ratio: bestR / med, conf: conf, excess: int64(num[best] - den[best]),
+	return suspect{kind: kind, rank: int32(best), host: d.hostOf(int32(best)), ratio: bestR / med, conf: conf, excess: int64(num[best] - den[best]),
 		link: -1, detail: say(best, bestR/med)}, true
 }
 
