@@ -65,7 +65,7 @@ func run(ctx context.Context, cfg *Config, seed int64, faults []fault.Fault) (*r
 	topo := cfg.Topology
 	out := &runOut{}
 	strs := timeline.NewStrings()
-	d := diagnosis.New(topo.GPUsPerHost, strs)
+	d := diagnosis.New(topo.GPUsPerHost)
 	sink := &sink{d: d, out: out}
 	s, err := sim.New(sim.Config{Topology: topo, Seed: seed, Model: sim.ModelOf(topo), Faults: faults}, sink, strs)
 	if err != nil {
@@ -99,7 +99,7 @@ func run(ctx context.Context, cfg *Config, seed int64, faults []fault.Fault) (*r
 		d.Pending(math.MaxInt64/2, s.InFlight(nil))
 	}
 	out.end = s.Now()
-	out.findings = d.Result()
+	out.findings = d.Result(strs)
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -264,6 +265,12 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 	begin := time.Now()
 	res, err := p.scenario.Run(ctx, p.client, p.fan, scenario.RunConfig{Steps: p.cfg.Steps, Duration: p.cfg.Duration, Seed: p.cfg.Seed})
 	out := Outcome{Steps: res.Steps, Ended: res.Err, Wall: time.Since(begin)}
+	if res.Err != nil && p.analyzer != nil && !errors.Is(res.Err, engine.ErrCanceled) {
+		// A watchdog or a deadlock stopped the run: nothing moves any more, so what is in flight
+		// is what a look at any time since the hang began would have shown. The diagnosis names
+		// the hang's root from it (and dates it by when the waits began).
+		p.analyzer.Pending(math.MaxInt64/2, p.InFlight(nil))
+	}
 	stopWatch()
 	if stopProbe != nil {
 		stopProbe() // before the recording and the export close: its last samples belong to the run

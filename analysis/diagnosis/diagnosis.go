@@ -12,6 +12,7 @@ const (
 	maxKeys   = 64
 	// maxPairsPerRank bounds the (class, peer) pairs kept per rank on average.
 	maxPairsPerRank = 16
+	maxAlerts       = 16
 )
 
 // Thresholds. A rank is a suspect when it is worse than its peers' median by both a relative
@@ -30,8 +31,9 @@ const (
 
 // Diagnosis folds events into findings.
 type Diagnosis struct {
-	gph  int
-	strs *timeline.Strings
+	gph int
+	// alerts waits for labels to read its messages (Result): at most maxAlerts are kept.
+	alerts []timeline.Event
 
 	step      int   // the last step seen ended (its number)
 	stepStart int64 // when the step being accumulated began
@@ -59,6 +61,11 @@ type Diagnosis struct {
 	maxWait int64
 	maxInit int64
 	hung    map[uint64]int // op id → index in findings
+	// timedOut are the ranks whose wait the watchdog ended: they were waiting, though no longer
+	// in flight.
+	timedOut map[int32]bool
+	alerted  bool
+	alertAt  int64
 }
 
 type rankAcc struct {
@@ -104,11 +111,10 @@ type commInfo struct {
 	lastOp  uint64
 }
 
-// New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host). strs
-// reads alert messages; it may be nil.
-func New(gpusPerHost int, strs *timeline.Strings) *Diagnosis {
-	return &Diagnosis{gph: gpusPerHost, strs: strs, labels: map[uint32]int32{}, keys: map[opKey]int32{}, pairs: map[pairKey]pairAcc{},
-		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, stepStart: -1}
+// New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
+func New(gpusPerHost int) *Diagnosis {
+	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, pairs: map[pairKey]pairAcc{},
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, timedOut: map[int32]bool{}, stepStart: -1}
 }
 
 func (d *Diagnosis) hostOf(dev int32) int32 {
@@ -152,6 +158,12 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 			d.addKernel(e)
 		}
 	case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
+		if e.Status == timeline.StatusTimeout {
+			if e.Device >= 0 && len(d.timedOut) < maxRanks {
+				d.timedOut[e.Device] = true
+			}
+			return
+		}
 		if r := d.rank(e.Device); r != nil {
 			d.launch(r, e)
 			d.addOp(e)
@@ -166,14 +178,22 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 	case timeline.KindLinkBytes:
 		d.addLink(e)
 	case timeline.KindPeerWait:
-		d.maxWait = max(d.maxWait, e.Dur())
+		if e.Status == timeline.StatusOK && (!d.alerted || e.End != d.alertAt) {
+			d.maxWait = max(d.maxWait, e.Dur()) // a wait the watchdog ended is no measure of a normal one
+		} else if e.Device >= 0 && len(d.timedOut) < maxRanks {
+			d.timedOut[e.Device] = true
+		}
 	case timeline.KindCommInit:
 		d.maxInit = max(d.maxInit, e.Dur())
 		d.join(e)
 	case timeline.KindCommHit:
 		d.join(e)
 	case timeline.KindAlert:
-		d.alert(e)
+		if e.Status == timeline.StatusTimeout && len(d.alerts) < maxAlerts {
+			d.alerts = append(d.alerts, *e)
+			// The waits the watchdog ends are reported right after it, ending at its time.
+			d.alerted, d.alertAt = true, e.Start
+		}
 	case timeline.KindStep:
 		d.endStep(e)
 	}
@@ -344,8 +364,13 @@ func (d *Diagnosis) collSeq(e *timeline.Event) {
 	}
 }
 
-// Result returns the findings so far, worst first. The slice is the caller's.
-func (d *Diagnosis) Result() []Finding {
+// Result returns the findings so far, worst first; labels reads the watchdog's alert messages
+// (nil: they are not read). The slice is the caller's.
+func (d *Diagnosis) Result(labels timeline.Labels) []Finding {
+	for _, e := range d.alerts {
+		d.alert(&e, labels)
+	}
+	d.alerts = d.alerts[:0]
 	out := append([]Finding(nil), d.findings...)
 	sortFindings(out)
 	return out

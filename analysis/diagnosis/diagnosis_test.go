@@ -12,11 +12,12 @@ type stepper struct {
 	d    *Diagnosis
 	t    int64 // the current step's start
 	step uint32
+	strs *timeline.Strings
 }
 
 const ms = int64(1_000_000)
 
-func newStepper(gph int) *stepper { return &stepper{d: New(gph, timeline.NewStrings())} }
+func newStepper(gph int) *stepper { return &stepper{d: New(gph), strs: timeline.NewStrings()} }
 
 func (s *stepper) add(e timeline.Event) { s.d.Add(&e) }
 
@@ -87,7 +88,7 @@ func TestSlowGPUAndHost(t *testing.T) {
 			for st := range c.steps {
 				s.kernels(16, 50, c.kdur, c.gap)
 				s.endStep(100 * ms)
-				got := s.d.Result()
+				got := s.d.Result(s.strs)
 				want := c.afterStep >= 0 && st >= c.afterStep
 				if !want {
 					if len(got) > 0 {
@@ -129,7 +130,7 @@ func TestSlowLinkPipeline(t *testing.T) {
 			}
 		}
 		s.endStep(100 * ms)
-		got := s.d.Result()
+		got := s.d.Result(s.strs)
 		if len(got) != 1 || got[0].Kind != SlowLink || got[0].Rank != 10 || got[0].Link != timeline.PeakNIC {
 			t.Fatalf("step %d: %v; want a slow NIC on rank 10", st, got)
 		}
@@ -167,7 +168,7 @@ func TestSlowLinkWholeCommunicator(t *testing.T) {
 			}
 		}
 		s.endStep(240 * ms)
-		got := s.d.Result()
+		got := s.d.Result(s.strs)
 		if st == 0 {
 			if len(got) != 0 {
 				t.Fatalf("healthy step: %v", got)
@@ -250,8 +251,8 @@ func waits(at int64, ranks ...int32) []timeline.Event {
 func TestWatchdogAlert(t *testing.T) {
 	s := newStepper(8)
 	msg := "watchdog: all_gather op 2177 on rank 0 waited 10000.000 ms for ranks [3 5] that never arrived (67108864 bytes)"
-	s.add(timeline.Event{Kind: timeline.KindAlert, Status: timeline.StatusTimeout, Start: 11 * 1000 * ms, Device: 0, Peer: -1, Op: 2177, Label: s.d.strs.ID(msg)})
-	got := s.d.Result()
+	s.add(timeline.Event{Kind: timeline.KindAlert, Status: timeline.StatusTimeout, Start: 11 * 1000 * ms, Device: 0, Peer: -1, Op: 2177, Label: s.strs.ID(msg)})
+	got := s.d.Result(s.strs)
 	if len(got) != 1 || got[0].Kind != Hang || got[0].Rank != 3 || got[0].MissingN != 2 || got[0].Onset != 1000*ms {
 		t.Fatalf("%+v; want a hang naming ranks 3 and 5 since 1 s", got)
 	}

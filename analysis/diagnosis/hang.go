@@ -64,6 +64,9 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 	// A rank waiting in one hung op is the reason it never entered another: only the ops that
 	// ranks not waiting anywhere never entered are the root of a hang (Flight Recorder's analysis).
 	waitingAnywhere := map[int32]bool{}
+	for r := range d.timedOut {
+		waitingAnywhere[r] = true
+	}
 	for _, g := range groups {
 		for _, w := range g.waiting {
 			waitingAnywhere[w] = true
@@ -102,7 +105,7 @@ func (d *Diagnosis) hangFinding(e *timeline.Event, oldest, at int64, waiting []i
 	var what string
 	if e.Peer >= 0 {
 		missing = []int32{e.Peer}
-		what = fmt.Sprintf("%s with rank %d (op %d)", e.Kind, e.Peer, e.Op)
+		what = fmt.Sprintf("send/recv with rank %d (op %d)", e.Peer, e.Op)
 	} else {
 		f.Coll = timeline.CollOp(e.Sub)
 		members := map[int32]bool{}
@@ -181,16 +184,13 @@ var (
 )
 
 // alert turns a watchdog alert into a hang finding, unless Pending found that hang first.
-func (d *Diagnosis) alert(e *timeline.Event) {
-	if e.Status != timeline.StatusTimeout {
-		return
-	}
+func (d *Diagnosis) alert(e *timeline.Event, labels timeline.Labels) {
 	if len(d.hung) > 0 {
 		return // Pending named the hang (and its root) before the watchdog
 	}
 	msg := ""
-	if d.strs != nil {
-		msg = d.strs.Lookup(e.Label)
+	if labels != nil {
+		msg = labels.Lookup(e.Label)
 	}
 	var missing []int32
 	if m := missingRe.FindStringSubmatch(msg); m != nil {

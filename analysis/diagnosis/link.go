@@ -114,7 +114,7 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 				class = -1
 			}
 		}
-	} else if p, med, ok := d.peakAgainst(culprit, cls); ok {
+	} else if p, med, ok := d.peakAgainst(culprit, cls); ok && p < 0.9*med {
 		peakNote = fmt.Sprintf("; its %s peaked at %.0f%% of its peers' peak rate", linkName(class), 100*p/med)
 	}
 	ratio := 1 + float64(a.slowExcess)/max(a.slowRef, 1)
