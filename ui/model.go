@@ -20,6 +20,7 @@ import (
 	"github.com/xfertop/xfertop/ui/views/barriers"
 	"github.com/xfertop/xfertop/ui/views/comms"
 	"github.com/xfertop/xfertop/ui/views/events"
+	"github.com/xfertop/xfertop/ui/views/findings"
 	"github.com/xfertop/xfertop/ui/views/idle"
 	"github.com/xfertop/xfertop/ui/views/overview"
 	"github.com/xfertop/xfertop/ui/views/timeline"
@@ -90,10 +91,11 @@ const (
 	TabIdle
 	TabComms
 	TabEvents
+	TabFindings
 	tabCount
 )
 
-var tabNames = [tabCount]string{"Overview", "Timeline", "Transfers", "Barriers", "Idle", "Comms", "Events"}
+var tabNames = [tabCount]string{"Overview", "Timeline", "Transfers", "Barriers", "Idle", "Comms", "Events", "Findings"}
 
 // Minimum terminal size.
 const (
@@ -157,6 +159,7 @@ func New(src Source, opts Options) *Model {
 		&slot[*idle.Model]{idle.New(m.fr)},
 		&slot[*comms.Model]{comms.New(m.fr)},
 		&slot[*events.Model]{events.New(m.fr)},
+		&slot[*findings.Model]{findings.New(m.fr)},
 	}
 	m.names, m.timeline = tabNames[:], TabTimeline
 	return m
@@ -195,7 +198,7 @@ func (m *Model) configureKeys() {
 	}
 	if m.compare { // one view, nothing running
 		for _, b := range []*key.Binding{&m.keys.Pause, &m.keys.NextTab, &m.keys.PrevTab, &m.keys.Tab2, &m.keys.Tab3,
-			&m.keys.Tab4, &m.keys.Tab5, &m.keys.Tab6, &m.keys.Tab7} {
+			&m.keys.Tab4, &m.keys.Tab5, &m.keys.Tab6, &m.keys.Tab7, &m.keys.Tab8} {
 			b.SetEnabled(false)
 		}
 	}
@@ -362,7 +365,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.tab = (m.tab + 1) % len(m.panes)
 	case key.Matches(msg, k.PrevTab):
 		m.tab = (m.tab + len(m.panes) - 1) % len(m.panes)
-	case key.Matches(msg, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7) && int(msg.String()[0]-'1') < len(m.panes):
+	case key.Matches(msg, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.Tab8) && int(msg.String()[0]-'1') < len(m.panes):
 		m.tab = int(msg.String()[0] - '1')
 	case key.Matches(msg, k.Slower):
 		if m.status.Speed > 0 {
@@ -515,15 +518,41 @@ func (m *Model) header() string {
 	if im := m.importLine(); im != "" {
 		line += "\n" + ansi.Truncate(im, m.width, "…")
 	}
+	if m.res != nil && len(m.res.Findings) > 0 && !m.compare {
+		fs := m.res.Findings
+		// The worst finding, always in sight; the findings view (8) lists them all.
+		more := ""
+		if len(fs) > 1 {
+			more = fmt.Sprintf(" (+%d more)", len(fs)-1)
+		}
+		line += "\n" + ansi.Truncate(st.Alert.Render("⚠ "+fs[0].String(m.info.Meta.HostGPUs())+more+" — 8: findings"), m.width, "…")
+	}
 	return line
 }
 
 func (m *Model) tabLabel(i int) string {
 	label := fmt.Sprintf("%d %s", i+1, m.names[i])
+	st := m.styles.Tab
 	if i == m.tab {
-		return m.styles.ActiveTab.Render(label)
+		st = m.styles.ActiveTab
 	}
-	return m.styles.Tab.Render(label)
+	if m.compactTabs() {
+		// Too narrow for the padded labels (80 columns, eight views): one space between them.
+		st = st.Padding(0)
+		if i < len(m.names)-1 {
+			return st.Render(label) + " "
+		}
+	}
+	return st.Render(label)
+}
+
+// compactTabs reports whether the padded tab labels do not fit the terminal's width.
+func (m *Model) compactTabs() bool {
+	w := 0
+	for i, n := range m.names {
+		w += len(fmt.Sprintf("%d %s", i+1, n)) + m.styles.Tab.GetHorizontalPadding()
+	}
+	return w > m.width
 }
 
 func (m *Model) tabs() string {
@@ -557,7 +586,7 @@ func (m *Model) fullKeys() help.KeyMap {
 	k := m.keys
 	var groups [][]key.Binding
 	if len(m.panes) > 1 {
-		tabs := []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7}[:len(m.panes)]
+		tabs := []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.Tab8}[:len(m.panes)]
 		groups = append(groups, append(tabs, k.NextTab, k.PrevTab))
 	}
 	groups = append(groups, m.panes[m.tab].FullHelp()...)

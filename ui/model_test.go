@@ -31,7 +31,9 @@ func TestTabsAndKeys(t *testing.T) {
 		{[]string{"tab"}, TabIdle, ""},
 		{[]string{"6"}, TabComms, "Communicator cache"},
 		{[]string{"7"}, TabEvents, "promise_fulfilled"},
+		{[]string{"tab"}, TabFindings, "No findings"},
 		{[]string{"tab"}, TabOverview, "NVLink"},
+		{[]string{"shift+tab"}, TabFindings, "No findings"},
 		{[]string{"shift+tab"}, TabEvents, "kind"},
 		{[]string{"1"}, TabOverview, "Moved"},
 	}

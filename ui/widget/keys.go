@@ -6,7 +6,7 @@ import "charm.land/bubbles/v2/key"
 // disabled, so help never lists a key that would not work.
 type KeyMap struct {
 	Help, Quit, Pause, NextTab, PrevTab                          key.Binding
-	Tab1, Tab2, Tab3, Tab4, Tab5, Tab6, Tab7                     key.Binding
+	Tab1, Tab2, Tab3, Tab4, Tab5, Tab6, Tab7, Tab8               key.Binding
 	Up, Down, Left, Right, PanLeft, PanRight, ZoomIn, ZoomOut    key.Binding
 	Follow, Collapse, Top, Bottom, Select, Filter, Sort, Reverse key.Binding
 	Slower, Faster, SeekBack, SeekFwd                            key.Binding
@@ -28,6 +28,7 @@ func DefaultKeyMap() KeyMap {
 		Tab5:     key.NewBinding(key.WithKeys("5"), key.WithHelp("5", "idle")),
 		Tab6:     key.NewBinding(key.WithKeys("6"), key.WithHelp("6", "comms")),
 		Tab7:     key.NewBinding(key.WithKeys("7"), key.WithHelp("7", "events")),
+		Tab8:     key.NewBinding(key.WithKeys("8"), key.WithHelp("8", "findings")),
 		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		Left:     key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "cursor left")),
