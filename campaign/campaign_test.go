@@ -90,3 +90,22 @@ func TestCampaignScores(t *testing.T) {
 		t.Errorf("summary counts %d healthy, %d trials", s.HealthyRuns, s.All.Trials)
 	}
 }
+
+// The straggler built-in (rank 3's host late before every barrier) is named: its host, rank 3.
+func TestStragglerBuiltin(t *testing.T) {
+	f, err := scenario.Builtin("straggler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := sim.TopologyByName(orDefault(f.Topology))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := run(context.Background(), &Config{Scenario: f, Topology: topo, Steps: 3}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.findings) != 1 || o.findings[0].Rank != 3 || o.findings[0].Kind.String() != "slow host" {
+		t.Errorf("findings %v; want one: rank 3's host", o.findings)
+	}
+}

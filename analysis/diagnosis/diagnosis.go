@@ -49,6 +49,8 @@ type Diagnosis struct {
 	oBase   []float64 // per class, the lowest peer median of earlier steps (0: none)
 	keyList []opKey
 	pairs   map[pairKey]pairAcc
+	// barriers are this step's barrier instances by op id.
+	barriers map[uint64]*barrierInst
 	// Dropped counts events not compared: past the bounds on ranks, labels or classes.
 	Dropped int64
 
@@ -113,7 +115,7 @@ type commInfo struct {
 
 // New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
 func New(gpusPerHost int) *Diagnosis {
-	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, pairs: map[pairKey]pairAcc{},
+	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
 		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, timedOut: map[int32]bool{}, stepStart: -1}
 }
 
@@ -194,6 +196,8 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 			// The waits the watchdog ends are reported right after it, ending at its time.
 			d.alerted, d.alertAt = true, e.Start
 		}
+	case timeline.KindBarrier:
+		d.addBarrier(e)
 	case timeline.KindStep:
 		d.endStep(e)
 	}

@@ -257,3 +257,37 @@ func TestWatchdogAlert(t *testing.T) {
 		t.Fatalf("%+v; want a hang naming ranks 3 and 5 since 1 s", got)
 	}
 }
+
+// A rank last at every barrier, 1.5 ms after the others, is a straggler (the barriers' table as
+// a finding); one last at random barriers, as jitter makes some rank last, is not.
+func TestBarrierStraggler(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		last func(i int) int32
+		late int64
+		want bool
+	}{
+		{name: "rank 3 always", last: func(int) int32 { return 3 }, late: 1500_000, want: true},
+		{name: "whoever, by jitter", last: func(i int) int32 { return int32(i*5) % 8 }, late: 20_000},
+		{name: "rank 3 always, barely late", last: func(int) int32 { return 3 }, late: 10_000},
+	} {
+		s := newStepper(8)
+		for st := range 2 {
+			for i := range 4 {
+				at := s.t + int64(i)*5*ms
+				for r := int32(0); r < 8; r++ {
+					arr := at + int64(r)*1000
+					if r == c.last(i) {
+						arr = at + 8000 + c.late
+					}
+					s.add(timeline.Event{Kind: timeline.KindBarrier, Start: arr, End: at + 8000 + c.late, Device: r, Peer: -1, Op: uint64(st*10 + i + 1), Ranks: 8})
+				}
+			}
+			s.endStep(20 * ms)
+		}
+		got := s.d.Result(s.strs)
+		if c.want != (len(got) == 1 && got[0].Kind == SlowHost && got[0].Rank == 3) || (!c.want && len(got) > 0) {
+			t.Errorf("%s: %v; want a straggler finding: %v", c.name, got, c.want)
+		}
+	}
+}

@@ -41,6 +41,9 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	if s, ok := d.slowHost(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
 	}
+	if s, ok := d.straggler(stepNs); ok && !has(sus, s.rank) {
+		sus = append(sus, s)
+	}
 	seen := map[candKey]bool{}
 	for _, s := range sus {
 		k := candKey{s.kind, s.rank}
@@ -101,6 +104,7 @@ func (d *Diagnosis) reset(at int64) {
 		clear(d.oCnt[i])
 	}
 	clear(d.pairs)
+	clear(d.barriers)
 }
 
 // medMAD returns the median and the (floored) scaled median absolute deviation of xs, which it
