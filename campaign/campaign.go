@@ -44,8 +44,8 @@ type Trial struct {
 	Seed         int64
 	Fault        *fault.Fault // nil: healthy
 	Slowdown     float64      // the run's time over the healthy run's, minus 1
-	BusyChange   float64      // the devices' busy time over the healthy run's, minus 1
-	LaunchChange float64      // the ops' launch times summed, over the healthy run's, minus 1
+	BusyChange   float64      // the largest change of one device's busy time from the healthy run's (relative)
+	LaunchChange float64      // the largest change of one device's launch-to-start time (relative)
 	Ended        error        // a hang's watchdog, or nil
 	Findings     []diagnosis.Finding
 	Events       int64
@@ -63,7 +63,8 @@ type Trial struct {
 // run executes one run of cfg with faults, folding its events into a diagnosis.
 func run(ctx context.Context, cfg *Config, seed int64, faults []fault.Fault) (*runOut, error) {
 	topo := cfg.Topology
-	out := &runOut{}
+	n := topo.Devices()
+	out := &runOut{busy: make([]int64, n), lead: make([]int64, n)}
 	strs := timeline.NewStrings()
 	d := diagnosis.New(topo.GPUsPerHost)
 	sink := &sink{d: d, out: out}
@@ -109,8 +110,9 @@ type runOut struct {
 	ended    error
 	findings []diagnosis.Finding
 	events   int64
-	busy     int64 // the time every op kept its device busy: a fault that acts on devices changes it
-	queued   int64 // the ops' time from launch to start, summed: a fault that delays launches changes it
+	// Per device: the time its ops kept it busy (a fault that acts on its links or kernels changes
+	// it) and the ops' time from launch to start (a fault that delays its launches changes it).
+	busy, lead []int64
 }
 
 type sink struct {
@@ -120,10 +122,10 @@ type sink struct {
 
 func (k *sink) Emit(e *timeline.Event) {
 	k.out.events++
-	if e.Kind.IsBusy() {
-		k.out.busy += e.Dur()
+	if e.Kind.IsBusy() && e.Device >= 0 && int(e.Device) < len(k.out.busy) {
+		k.out.busy[e.Device] += e.Dur()
 		if e.Queued >= 0 {
-			k.out.queued += e.Start - e.Queued
+			k.out.lead[e.Device] += e.Start - e.Queued
 		}
 	}
 	if e.Kind == timeline.KindStep && e.Status == timeline.StatusOK {
@@ -220,9 +222,8 @@ func faulty(ctx context.Context, cfg *Config, seed int64, ref *runOut) (Trial, e
 	}
 	t := Trial{Seed: seed, Fault: &f, Findings: o.findings, Ended: o.ended, Events: o.events}
 	t.Slowdown = float64(o.end)/float64(ref.end) - 1
-	t.BusyChange = float64(o.busy)/float64(ref.busy) - 1
-	t.LaunchChange = float64(o.queued)/float64(ref.queued) - 1
-	t.Detectable = o.ended != nil || math.Abs(t.Slowdown) >= 0.01 || math.Abs(t.BusyChange) >= 0.001 || math.Abs(t.LaunchChange) >= 0.001
+	t.BusyChange, t.LaunchChange = maxChange(o.busy, ref.busy), maxChange(o.lead, ref.lead)
+	t.Detectable = o.ended != nil || math.Abs(t.Slowdown) >= 0.01 || t.BusyChange >= 0.01 || t.LaunchChange >= 0.01
 	t.Found = len(o.findings) > 0
 	if t.Found {
 		top := o.findings[0]
@@ -280,4 +281,21 @@ func kindRight(f *fault.Fault, x *diagnosis.Finding) bool {
 		return x.Kind == diagnosis.MissingRank
 	}
 	return false
+}
+
+// maxChange is the largest relative change of one device's figure from the reference run's (a
+// device's, not the sum's: a fault on one GPU of a thousand changes the sum by a thousandth).
+// Changes under 10 µs are not counted: a device that did almost nothing changes by jitter alone.
+func maxChange(got, ref []int64) float64 {
+	x := 0.0
+	for d := range min(len(got), len(ref)) {
+		diff := got[d] - ref[d]
+		if diff < 0 {
+			diff = -diff
+		}
+		if ref[d] > 0 && diff >= 10_000 {
+			x = max(x, float64(diff)/float64(ref[d]))
+		}
+	}
+	return x
 }
