@@ -51,7 +51,8 @@ type Finding struct {
 	Step      int
 	// Confidence is in (0, 1]: how far the culprit stands from the next suspect.
 	Confidence float64
-	// Severity is the time per step the job lost to it (ns), or for a hang how long it has waited.
+	// Severity is the time per step the job lost to it (ns), or for a hang the time its ranks
+	// have waited in it, summed over them.
 	Severity int64
 	// Evidence says it in numbers.
 	Evidence string

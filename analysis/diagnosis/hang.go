@@ -100,7 +100,9 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 // ranks waiting; the members that are not waiting never entered it.
 func (d *Diagnosis) hangFinding(e *timeline.Event, oldest, at int64, waiting []int32, initing map[uint32][]int32) Finding {
 	slices.Sort(waiting)
-	f := Finding{Kind: Hang, Rank: -1, Host: -1, Link: -1, Onset: oldest, At: at, Step: d.step, Comm: e.Comm, Severity: at - oldest}
+	// Worst first: the time lost is the wait times the ranks waiting (a collective most of a
+	// communicator waits in before a send one rank waits on).
+	f := Finding{Kind: Hang, Rank: -1, Host: -1, Link: -1, Onset: oldest, At: at, Step: d.step, Comm: e.Comm, Severity: (at - oldest) * int64(len(waiting))}
 	var missing []int32
 	var what string
 	if e.Peer >= 0 {
