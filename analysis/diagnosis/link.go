@@ -18,52 +18,7 @@ import (
 // never moves more than what is left of it.
 func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 	d.slowPairs()
-	var means []float64
-	for k := range d.oSum {
-		if d.keyList[k].kind != timeline.KindCollective {
-			continue
-		}
-		sum, cnt := d.oSum[k], d.oCnt[k]
-		means = means[:0]
-		for r := range sum {
-			if cnt[r] > 0 {
-				means = append(means, sum[r]/float64(cnt[r]))
-				d.ranks[r].ops += cnt[r]
-			}
-		}
-		if len(means) < minPeers {
-			continue
-		}
-		slices.Sort(means)
-		med := means[len(means)/2]
-		ref, whole := med, false
-		if b := d.oBase[k]; b > 0 && med > opRatio*b {
-			ref, whole = b, true
-		}
-		if d.oBase[k] == 0 || med < d.oBase[k] {
-			d.oBase[k] = med
-		}
-		slow := 0
-		for r := range sum {
-			if cnt[r] > 0 && sum[r]/float64(cnt[r]) > opRatio*ref {
-				slow++
-			}
-		}
-		if slow == 0 || (!whole && float64(slow) > maxOutlier*float64(len(means))) {
-			continue
-		}
-		for r := range sum {
-			if cnt[r] > 0 && sum[r]/float64(cnt[r]) > opRatio*ref {
-				a := &d.ranks[r]
-				a.slowOps += cnt[r]
-				a.slowExcess += int64(sum[r] - float64(cnt[r])*ref)
-				if d.keyList[k].cross {
-					a.slowCross += cnt[r]
-				}
-				a.slowRef += float64(cnt[r]) * ref
-			}
-		}
-	}
+	d.slowColls()
 	// A link's own rank is slow in all its transfers that cross it; a peer on the other end of some
 	// of them only in those: the share of a rank's transfers that were slow ranks them, then the count.
 	var tied []int32
@@ -122,6 +77,56 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 		detail: fmt.Sprintf("%d of its transfers this step took %.2f× its peers' time (%s lost, %.1f%% of the step)%s",
 			a.slowOps, ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs), peakNote)}
 	return s, true
+}
+
+// slowColls marks each rank's collectives of a class that took opRatio× the class's reference.
+func (d *Diagnosis) slowColls() {
+	var means []float64
+	for k := range d.oSum {
+		if d.keyList[k].kind != timeline.KindCollective {
+			continue
+		}
+		sum, cnt := d.oSum[k], d.oCnt[k]
+		means = means[:0]
+		for r := range sum {
+			if cnt[r] > 0 {
+				means = append(means, sum[r]/float64(cnt[r]))
+				d.ranks[r].ops += cnt[r]
+			}
+		}
+		if len(means) < minPeers {
+			continue
+		}
+		slices.Sort(means)
+		med := means[len(means)/2]
+		ref, whole := med, false
+		if b := d.oBase[k]; b > 0 && med > opRatio*b {
+			ref, whole = b, true
+		}
+		if d.oBase[k] == 0 || med < d.oBase[k] {
+			d.oBase[k] = med
+		}
+		slow := 0
+		for r := range sum {
+			if cnt[r] > 0 && sum[r]/float64(cnt[r]) > opRatio*ref {
+				slow++
+			}
+		}
+		if slow == 0 || (!whole && float64(slow) > maxOutlier*float64(len(means))) {
+			continue
+		}
+		for r := range sum {
+			if cnt[r] > 0 && sum[r]/float64(cnt[r]) > opRatio*ref {
+				a := &d.ranks[r]
+				a.slowOps += cnt[r]
+				a.slowExcess += int64(sum[r] - float64(cnt[r])*ref)
+				if d.keyList[k].cross {
+					a.slowCross += cnt[r]
+				}
+				a.slowRef += float64(cnt[r]) * ref
+			}
+		}
+	}
 }
 
 // slowPairs does for sends and receives what slowLink does for collectives, per (rank, peer):
