@@ -1,6 +1,9 @@
 package analysis
 
-import "github.com/xfertop/xfertop/timeline"
+import (
+	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/timeline"
+)
 
 // Labels resolves interned label ids (a timeline.Strings, or a console snapshot).
 type Labels = timeline.Labels
@@ -27,6 +30,7 @@ type Analyzer struct {
 	breakdown   breakdown
 	alerts      alerts
 	telemetry   telemetry
+	diag        *diagnosis.Diagnosis
 }
 
 // New returns an analyzer for a stream described by m (idle mode, kernel-wait threshold, GPUs per host).
@@ -47,6 +51,7 @@ func (a *Analyzer) StartAt(t int64) {
 	*a = Analyzer{meta: a.meta, from: max(t, 0), transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
 		links: newLinks(a.meta.HostGPUs(), a.meta.LinkBytes, a.meta.FabricPortBps), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
 	a.steps = newSteps(a.from)
+	a.diag = diagnosis.New(a.meta.GPUsPerHost)
 	a.comms.seen = recordsComms(a.meta)
 	a.comms.from = a.from
 }
@@ -72,7 +77,14 @@ func (a *Analyzer) Emit(e *timeline.Event) {
 	a.breakdown.add(e)
 	a.alerts.add(e)
 	a.telemetry.add(e)
+	if e.End >= a.from {
+		a.diag.Add(e)
+	}
 }
+
+// Pending gives the diagnosis what a live source has in flight at time now (its InFlight), so
+// that hangs are named while they last, before a watchdog ends the run.
+func (a *Analyzer) Pending(now int64, inflight []timeline.Event) { a.diag.Pending(now, inflight) }
 
 // Events returns how many events were folded.
 func (a *Analyzer) Events() int64 { return a.events }
@@ -96,6 +108,9 @@ type Result struct {
 	Alerts      []Alert
 	AlertCount  int64
 	Telemetry   []DeviceTelemetry
+	// Findings are the diagnosis's verdicts (analysis/diagnosis), worst first: the culprit rank,
+	// GPU, host or link of a slowdown or hang, with the evidence.
+	Findings []diagnosis.Finding
 }
 
 // Result computes the results so far. labels resolves alert messages. Its cost follows what
@@ -115,5 +130,6 @@ func (a *Analyzer) Result(labels Labels) *Result {
 	}
 	r.CommCache, r.Groups = a.comms.result()
 	r.Alerts, r.AlertCount = a.alerts.result(labels)
+	r.Findings = a.diag.Result(labels)
 	return r
 }

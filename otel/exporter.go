@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -76,6 +77,16 @@ type Exporter struct {
 	refilled      time.Time
 	seq           int64  // DetailFull: the next event's place in the stream
 	session       string // this exporter's id (xfertop.session), so a receiver orders its events by seq
+	// diag folds what crosses to the builder (every event when metrics are exported) into the
+	// diagnosis's findings; each is attached once, as a span event of the next step's root.
+	diag     *diagnosis.Diagnosis
+	reported map[findingKey]bool
+}
+
+type findingKey struct {
+	kind       diagnosis.Kind
+	rank, host int32
+	onset      int64
 }
 
 // New starts an exporter for cfg. src is the session's string table (read only inside Emit).
@@ -162,7 +173,8 @@ func newExporter(cfg Config, exp sdktrace.SpanExporter, q *spanQueue, src *timel
 	keepEvent := func(e *timeline.Event) bool { return metrics || spanEvent(e, full) }
 	x := &Exporter{cfg: cfg, batches: timeline.NewBatches(src, cfg.Batch, cfg.Queue, 250*time.Millisecond, keepEvent),
 		queue: q, real: exp, hosts: map[uint16]*sdktrace.TracerProvider{}, done: make(chan struct{}),
-		labels: []string{""}, session: newSessionID(), metricsReady: make(chan struct{})}
+		labels: []string{""}, session: newSessionID(), metricsReady: make(chan struct{}),
+		diag: diagnosis.New(cfg.Meta.GPUsPerHost), reported: map[findingKey]bool{}}
 	x.batches.SetBlocking(full) // lossless: the producer waits for the export rather than lose events
 	q.start(exp)
 	go x.loop()
@@ -196,6 +208,7 @@ func (x *Exporter) consume(b *timeline.Batch) {
 	full := x.cfg.Detail == DetailFull
 	for i := range b.Events {
 		e := &b.Events[i]
+		x.diag.Add(e)
 		if x.metrics != nil && !spanEvent(e, full) {
 			continue
 		}
@@ -359,6 +372,7 @@ func (x *Exporter) flushStep(step *timeline.Event, evs []timeline.Event) {
 			spans[i].SetStatus(codes.Error, sp.errMsg)
 		}
 	}
+	x.addFindings(spans[0])
 	// Children end before parents, so every span is complete when its parent is.
 	for i := len(specs) - 1; i >= 0; i-- {
 		spans[i].End(trace.WithTimestamp(x.wall(specs[i].end)))
@@ -469,4 +483,25 @@ func seeAttempts(q *spanQueue) grpc.DialOption {
 		q.attempt(err)
 		return err
 	})
+}
+
+// addFindings attaches the findings not yet exported to a step's root span, as events named
+// xfertop.finding at the time each was found.
+func (x *Exporter) addFindings(root trace.Span) {
+	gph := x.cfg.Meta.GPUsPerHost
+	for _, f := range x.diag.Result(labelTable(x.labels)) {
+		k := findingKey{f.Kind, f.Rank, f.Host, f.Onset}
+		if x.reported[k] {
+			continue
+		}
+		x.reported[k] = true
+		root.AddEvent("xfertop.finding", trace.WithTimestamp(x.wall(f.At)), trace.WithAttributes(
+			attribute.String("xfertop.finding.kind", f.Kind.String()),
+			attribute.String("xfertop.finding.culprit", f.Culprit(gph)),
+			attribute.Int("xfertop.finding.rank", int(f.Rank)),
+			attribute.Int("xfertop.finding.host", int(f.Host)),
+			attribute.Int64("xfertop.finding.onset_ns", f.Onset),
+			attribute.Float64("xfertop.finding.confidence", f.Confidence),
+			attribute.String("xfertop.finding.evidence", f.Evidence)))
+	}
 }

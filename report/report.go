@@ -84,6 +84,7 @@ type Report struct {
 	Idle           Idle                       `json:"idle"`
 	Overlap        Overlap                    `json:"overlap"`
 	Links          analysis.Links             `json:"links"`
+	Findings       []Finding                  `json:"findings"`
 	Alerts         []analysis.Alert           `json:"alerts"`
 	AlertCount     int64                      `json:"alert_count"`
 	Export         *Export                    `json:"export,omitempty"`
@@ -139,7 +140,8 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		Steps: res.Steps, Transfers: res.Transfers, SendRecv: res.SendRecv, Collectives: res.Collectives.Rows, CollIncomplete: res.Collectives.Incomplete,
 		CollStragglers: res.Collectives.Stragglers,
 		CommCache:      res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
-		AlertCount: res.AlertCount, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Telemetry: res.Telemetry}
+		AlertCount: res.AlertCount, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Telemetry: res.Telemetry,
+		Findings: findings(res.Findings, m.GPUsPerHost)}
 	gaps := res.StreamIdle
 	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: res.Breakdown.Devices,
 		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)]}

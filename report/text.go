@@ -61,6 +61,7 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 			x.Endpoint, x.Protocol, x.State, x.SpansBuilt, x.SpansExported, x.SpansDropped, x.EventsDropped, x.MetricPoints, x.MetricPointsExported, x.MetricPointsDropped)
 	}
 	receiveText(&b, r)
+	findingsText(&b, r)
 	if r.AlertCount > 0 {
 		fmt.Fprintf(&b, "\nALERTS (%d):\n", r.AlertCount)
 		for _, a := range r.Alerts {

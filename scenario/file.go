@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/fileerr"
 	"gopkg.in/yaml.v3"
 )
@@ -21,6 +22,8 @@ type File struct {
 	Knobs       []Knob
 	Engine      []Param
 	Phases      []Phase
+	// Faults are injected into every run of the scenario (engine/fault), after the --fault flags'.
+	Faults []fault.Fault
 }
 
 // Knob is a named value a user can override with --set.
@@ -149,8 +152,14 @@ func Parse(src string, data []byte) (*File, error) {
 				}
 				f.Phases = append(f.Phases, Phase{Kind: ph.Content[0].Value, Params: ps, Line: ph.Content[0].Line})
 			}
+		case "faults":
+			fs, err := parseFaults(src, v)
+			if err != nil {
+				return nil, err
+			}
+			f.Faults = fs
 		default:
-			return nil, fileerr.At(src, k.Line, "unknown key %q (known: name, description, topology, steps, knobs, engine, phases)", k.Value)
+			return nil, fileerr.At(src, k.Line, "unknown key %q (known: name, description, topology, steps, knobs, engine, phases, faults)", k.Value)
 		}
 	}
 	if f.Name == "" {

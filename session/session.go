@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/engine/sim"
 	"github.com/xfertop/xfertop/engine/topology"
 	"github.com/xfertop/xfertop/otel"
@@ -51,6 +53,8 @@ type Config struct {
 	// timeline.Window (for the console) instead of every event in Store, so a run can go on for
 	// ever in bounded memory.
 	Window int
+	// Faults are injected into the simulated run (--fault), besides the scenario file's own.
+	Faults []fault.Fault
 }
 
 // ConfigError is a problem with the configuration (flags, scenario file, knobs) found before
@@ -188,6 +192,12 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 		}
 	}
 	var backend engine.Backend
+	faults := append(append([]fault.Fault(nil), cfg.Faults...), f.Faults...)
+	if cfg.Backend == "cuda" && len(faults) > 0 {
+		// Real GPUs cannot be made to throttle, lose link speed or drop a NIC on request, and
+		// the engine has no hook yet to hold back a rank's launches: say so rather than run healthy.
+		return nil, &ConfigError{fmt.Errorf("fault %s: the cuda backend injects no faults (the simulator does: --backend sim)", faults[0])}
+	}
 	if cfg.Backend == "cuda" {
 		b, mapping, err := newCUDA(cfg, topo, sc.Options, fan, strs)
 		if err != nil {
@@ -195,7 +205,7 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 		}
 		backend, p.mapping = b, mapping
 	} else {
-		s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.ModelOf(topo)}, fan, strs)
+		s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.ModelOf(topo), Faults: faults}, fan, strs)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
@@ -261,6 +271,12 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 	begin := time.Now()
 	res, err := p.scenario.Run(ctx, p.client, p.fan, scenario.RunConfig{Steps: p.cfg.Steps, Duration: p.cfg.Duration, Seed: p.cfg.Seed})
 	out := Outcome{Steps: res.Steps, Ended: res.Err, Wall: time.Since(begin)}
+	if res.Err != nil && p.analyzer != nil && !errors.Is(res.Err, engine.ErrCanceled) {
+		// A watchdog or a deadlock stopped the run: nothing moves any more, so what is in flight
+		// is what a look at any time since the hang began would have shown. The diagnosis names
+		// the hang's root from it (and dates it by when the waits began).
+		p.analyzer.Pending(math.MaxInt64/2, p.InFlight(nil))
+	}
 	stopWatch()
 	if stopProbe != nil {
 		stopProbe() // before the recording and the export close: its last samples belong to the run

@@ -72,6 +72,15 @@ func (f *feed) fold() *shown {
 		f.readRunning()
 	}
 	f.state.Update(&snap, f.an.Emit)
+	if len(f.running) > 0 {
+		// What is in flight now names a hang while it lasts: the ops' End is the time they were
+		// last seen running.
+		now := int64(0)
+		for i := range f.running {
+			now = max(now, f.running[i].End)
+		}
+		f.an.Pending(now, f.running)
+	}
 	f.seq++
 	info, status := f.info, f.src.Status()
 	if status.Import != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/xfertop/xfertop/ui/views/cluster"
 	"github.com/xfertop/xfertop/ui/views/comms"
 	"github.com/xfertop/xfertop/ui/views/events"
+	"github.com/xfertop/xfertop/ui/views/findings"
 	"github.com/xfertop/xfertop/ui/views/idle"
 	"github.com/xfertop/xfertop/ui/views/overview"
 	"github.com/xfertop/xfertop/ui/views/timeline"
@@ -92,10 +93,11 @@ const (
 	TabComms
 	TabEvents
 	TabCluster
+	TabFindings
 	tabCount
 )
 
-var tabNames = [tabCount]string{"Overview", "Timeline", "Transfers", "Barriers", "Idle", "Comms", "Events", "Cluster"}
+var tabNames = [tabCount]string{"Overview", "Timeline", "Transfers", "Barriers", "Idle", "Comms", "Events", "Cluster", "Findings"}
 
 // Minimum terminal size.
 const (
@@ -162,6 +164,7 @@ func New(src Source, opts Options) *Model {
 		&slot[*comms.Model]{comms.New(m.fr)},
 		&slot[*events.Model]{events.New(m.fr)},
 		&slot[*cluster.Model]{cluster.New(m.fr)},
+		&slot[*findings.Model]{findings.New(m.fr)},
 	}
 	m.names, m.timeline = tabNames[:], TabTimeline
 	return m
@@ -200,7 +203,7 @@ func (m *Model) configureKeys() {
 	}
 	if m.compare { // one view, nothing running
 		for _, b := range []*key.Binding{&m.keys.Command, &m.keys.Pause, &m.keys.NextTab, &m.keys.PrevTab, &m.keys.Tab2, &m.keys.Tab3,
-			&m.keys.Tab4, &m.keys.Tab5, &m.keys.Tab6, &m.keys.Tab7, &m.keys.Tab8} {
+			&m.keys.Tab4, &m.keys.Tab5, &m.keys.Tab6, &m.keys.Tab7, &m.keys.Tab8, &m.keys.Tab9} {
 			b.SetEnabled(false)
 		}
 	}
@@ -380,7 +383,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.tab, m.back = (m.tab+1)%len(m.panes), nil // a view chosen by hand: nothing to go back to
 	case key.Matches(msg, k.PrevTab):
 		m.tab, m.back = (m.tab+len(m.panes)-1)%len(m.panes), nil
-	case key.Matches(msg, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.Tab8) && int(msg.String()[0]-'1') < len(m.panes):
+	case key.Matches(msg, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.Tab8, k.Tab9) && int(msg.String()[0]-'1') < len(m.panes):
 		m.tab, m.back = int(msg.String()[0]-'1'), nil
 	case key.Matches(msg, k.Slower):
 		if m.status.Speed > 0 {
@@ -533,6 +536,15 @@ func (m *Model) header() string {
 	if im := m.importLine(); im != "" {
 		line += "\n" + ansi.Truncate(im, m.width, "…")
 	}
+	if m.res != nil && len(m.res.Findings) > 0 && !m.compare {
+		fs := m.res.Findings
+		// The worst finding, always in sight; the findings view (8) lists them all.
+		more := ""
+		if len(fs) > 1 {
+			more = fmt.Sprintf(" (+%d more)", len(fs)-1)
+		}
+		line += "\n" + ansi.Truncate(st.Alert.Render("⚠ "+fs[0].String(m.info.Meta.HostGPUs())+more+" — 8: findings"), m.width, "…")
+	}
 	return line
 }
 
@@ -594,7 +606,7 @@ func (m *Model) fullKeys() help.KeyMap {
 	k := m.keys
 	var groups [][]key.Binding
 	if len(m.panes) > 1 {
-		tabs := []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.Tab8}[:len(m.panes)]
+		tabs := []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Tab6, k.Tab7, k.Tab8, k.Tab9}[:len(m.panes)]
 		groups = append(groups, append(tabs, k.NextTab, k.PrevTab))
 	}
 	groups = append(groups, m.panes[m.tab].FullHelp()...)

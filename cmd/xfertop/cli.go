@@ -36,6 +36,7 @@ Usage:
   xfertop compare A B [flags]         two recordings or traces side by side (or: run --compare knob=a,b)
   xfertop attach [flags]              watch a training job live: its ranks' NCCL collectives and transfers
   xfertop plugin                      print the path of the NCCL profiler plugin attach needs (or how to build it)
+  xfertop diagnose --campaign N        measure the diagnosis: N runs with one random fault each, plus healthy runs
   xfertop repair FILE                 cut a recording's torn or damaged tail to its last sound chunk (backup in FILE.bak)
   xfertop scenarios [NAME]            list built-in scenarios and their knobs, or print one's file to copy
   xfertop topologies [NAME]           list built-in topologies, or print one's file to copy and edit
@@ -77,6 +78,8 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = pluginCmd(args, stdout)
 	case "repair":
 		err = untilInterrupted(ctx, func() error { return repairCmd(args, stdout) })
+	case "diagnose":
+		err = diagnoseCmd(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		fs, _ := runFlags(stdout)
@@ -84,7 +87,7 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprint(stdout, exitHelp)
 	default:
-		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, listen, analyze, nccl-tests, convert, compare, attach, plugin, repair, scenarios, topologies, help)\n", cmd)
+		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, listen, analyze, nccl-tests, convert, compare, attach, plugin, diagnose, repair, scenarios, topologies, help)\n", cmd)
 		return exitUsage
 	}
 	return finish(ctx, cmd, err, stderr)
@@ -146,6 +149,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.DurationVar(&o.cfg.Duration, "duration", 0, "stop after this much simulated time (0: no limit)")
 	fs.Int64Var(&o.cfg.Seed, "seed", 1, "random seed; the same seed gives the same run")
 	fs.Var(setFlag(o.cfg.Sets), "set", "set a scenario knob, key=value (repeatable)")
+	fs.Var((*faultFlag)(&o.cfg.Faults), "fault", "inject a fault, kind=nic_slow,host=37,nic=3,factor=0.3,at=2s[,for=5s] (repeatable; docs/diagnosis.md)")
 	fs.StringVar(&o.cfg.Topology, "topology", "", "built-in topology name (xfertop topologies lists them) or path to a topology file (default: the scenario's)")
 	fs.IntVar(&o.cfg.Hosts, "hosts", 0, "scale the topology to this many hosts of its kind, e.g. --topology h100x8x2 --hosts 512 (0: the topology's own)")
 	fs.StringVar(&o.cfg.Backend, "backend", "sim", "engine backend: sim, or cuda (real GPUs and NCCL; needs a build with -tags cuda)")

@@ -106,7 +106,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	s.waitFor("Moved", 5*time.Second)
 	views := []struct{ key, want string }{
 		{"2", "following"}, {"3", "GB/s"}, {"4", "no barriers"}, {"5", "cause"}, {"6", "Communicator cache"},
-		{"7", "promise_fulfilled"}, {"Tab", "worst GPUs"}, {"Tab", "NVLink"},
+		{"7", "promise_fulfilled"}, {"Tab", "worst GPUs"}, {"9", "No findings"}, {"Tab", "NVLink"},
 	}
 	for _, v := range views {
 		s.keys(v.key)

@@ -130,7 +130,7 @@ func (s *Sim) onWire(fi int32) {
 	for k := int8(0); k < f.nl; k++ {
 		if l := f.links[k]; !s.fab.rail || l < s.fab.base {
 			// A switch port is many NICs' aggregate: a flow's line rate is its NICs' and GPUs'.
-			line = min(line, s.linkBW[l])
+			line = min(line, s.lineBW(l))
 		}
 	}
 	if f.cap > 0 && f.cap < line {
@@ -236,6 +236,12 @@ func (s *Sim) recompute() {
 				continue // same rate: the completion already in the heap still holds
 			}
 			s.settle(f)
+			if x <= 0 {
+				// A link that is down (a flapping NIC): the flow stalls until it comes back.
+				f.rate, f.scheduled = 0, false
+				f.ver++
+				continue
+			}
 			f.rate, f.scheduled = x, true
 			f.ver++
 			dt := int64(math.Ceil(f.rem / x))

@@ -53,8 +53,12 @@ func (s *Sim) hostStep(hi int32) {
 		h.head++
 		switch cmd.Kind {
 		case engine.CmdLaunch:
+			if s.stuck(hi, &cmd) {
+				s.hold(hi, cmd)
+				return
+			}
 			h.cur, h.busy = cmd, true
-			s.at(s.now+s.launchCost(&cmd.Op), evHostDone, hi, 0)
+			s.at(s.now+s.launchCost(&cmd.Op)+s.launchDelay(hi), evHostDone, hi, 0)
 		case engine.CmdHostWait:
 			ev := s.event(cmd.Event)
 			if ev.recorded {
@@ -64,6 +68,10 @@ func (s *Sim) hostStep(hi int32) {
 			h.busy, h.waiting = true, true
 			ev.hosts = append(ev.hosts, hi)
 		case engine.CmdCommInit:
+			if s.stuck(hi, &cmd) {
+				s.hold(hi, cmd)
+				return
+			}
 			cost := s.m.CommInitNs
 			if h.comms == 0 {
 				cost = s.m.CommInitFirstNs
@@ -75,6 +83,10 @@ func (s *Sim) hostStep(hi int32) {
 			h.cur, h.busy, h.since = cmd, true, s.now
 			s.at(s.now+cmd.Duration, evHostDone, hi, 0)
 		case engine.CmdBatch:
+			if s.stuck(hi, &cmd) {
+				s.hold(hi, cmd)
+				return
+			}
 			h.batch = append(h.batch, cmd.Op)
 			s.batched++
 			h.cur, h.busy = cmd, true
@@ -107,7 +119,7 @@ func (s *Sim) launchBatch(hi int32) {
 	g := engine.StreamOp{Kind: engine.OpGroup, Stream: parts[0].Stream, Device: h.dev, Peer: -1, Parts: parts}
 	h.cur, h.busy = engine.Command{Kind: engine.CmdLaunch, Op: g}, true
 	s.pendingCmds++
-	s.at(s.now+s.launchCost(&g), evHostDone, hi, 0)
+	s.at(s.now+s.launchCost(&g)+s.launchDelay(hi), evHostDone, hi, 0)
 }
 
 // hostCmdEvent is the event of cmd, a communicator init or a sleep h began at h.since, up to end.

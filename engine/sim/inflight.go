@@ -101,6 +101,9 @@ func (s *Sim) runningOp(oi int32) (timeline.Event, bool) {
 			e := s.opEvent(oi, s.now)
 			e.Kind, e.Sub, e.Start, e.Aux, e.Ranks = timeline.KindPeerWait, 0, o.waitAt, 0, 0
 			e.Peer = int32(o.op.Peer)
+			if o.op.Kind == engine.OpCollective {
+				e.Sub = uint8(o.op.Coll) // which collective it waits in: a hang is named by it
+			}
 			return e, true
 		}
 	case engine.OpBarrier, engine.OpWaitEvent:

@@ -23,6 +23,7 @@ const (
 	evRecompute
 	evStreamWake
 	evCollStart
+	evFault
 )
 
 // queue is a 4-ary min-heap: shallower than a binary heap, so fewer cache misses per operation.

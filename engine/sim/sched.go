@@ -54,7 +54,7 @@ func (s *Sim) tryAdmit(d engine.DeviceID) {
 			dv.popFront()
 			dv.running, dv.runStart, dv.runPrio = oi, s.now, s.prioOf(oi)
 			o.start = s.now
-			dur := o.op.Duration
+			dur := s.kernelNs(d, o.op.Duration)
 			if j := s.m.KernelJitter; j > 0 && dur > 0 {
 				dur += int64(float64(dur) * j * (2*s.rng.Float64() - 1))
 			}

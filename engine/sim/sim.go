@@ -9,6 +9,7 @@ import (
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/eventslot"
+	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -19,6 +20,8 @@ type Config struct {
 	// Speed paces the simulation to the wall clock: simulated seconds per wall second. 0 runs unpaced.
 	Speed float64
 	Model Model
+	// Faults are injected into the run (engine/fault); each is checked against the topology.
+	Faults []fault.Fault
 }
 type Sim struct {
 	cfg  Config
@@ -87,6 +90,7 @@ type Sim struct {
 	running running   // the ops in flight, as InFlight reads them
 	lb      linkBytes // what each link carried, reported per window
 	fab     fabric    // the network's switch ports, after the devices' links in linkBW
+	flt     faults    // injected faults (faults.go)
 }
 
 // New builds a simulator of cfg.Topology that emits its events to sink, interning labels in strs.
@@ -129,6 +133,9 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Sim, error) {
 	s.residual, s.count, s.share, s.mark = make([]float64, nl), make([]int32, nl), make([]float64, nl), make([]uint32, nl)
 	s.linkFlows, s.isDirty = make([][]int32, nl), make([]bool, nl)
 	s.lb.init(nl)
+	if err := s.setFaults(cfg.Faults); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -325,5 +332,7 @@ func (s *Sim) dispatch(it item) {
 		s.instDone(it.a)
 	case evStreamWake:
 		s.opDone(it.a)
+	case evFault:
+		s.faultStep(it.a)
 	}
 }

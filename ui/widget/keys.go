@@ -6,7 +6,7 @@ import "charm.land/bubbles/v2/key"
 // disabled, so help never lists a key that would not work.
 type KeyMap struct {
 	Help, Quit, Pause, NextTab, PrevTab                          key.Binding
-	Tab1, Tab2, Tab3, Tab4, Tab5, Tab6, Tab7, Tab8               key.Binding
+	Tab1, Tab2, Tab3, Tab4, Tab5, Tab6, Tab7, Tab8, Tab9         key.Binding
 	Back, Metric, Command, CollapseOthers                        key.Binding
 	Up, Down, Left, Right, PanLeft, PanRight, ZoomIn, ZoomOut    key.Binding
 	Follow, Collapse, Top, Bottom, Select, Filter, Sort, Reverse key.Binding
@@ -30,6 +30,7 @@ func DefaultKeyMap() KeyMap {
 		Tab6:           key.NewBinding(key.WithKeys("6"), key.WithHelp("6", "comms")),
 		Tab7:           key.NewBinding(key.WithKeys("7"), key.WithHelp("7", "events")),
 		Tab8:           key.NewBinding(key.WithKeys("8"), key.WithHelp("8", "cluster")),
+		Tab9:           key.NewBinding(key.WithKeys("9"), key.WithHelp("9", "findings")),
 		Back:           key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 		Metric:         key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "next metric")),
 		Command:        key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),

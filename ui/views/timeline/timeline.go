@@ -300,6 +300,10 @@ func (t *Model) jump(j widget.JumpToMsg) {
 		if !r.Header && r.Track.Device == j.Device && r.Track.Stream == j.Stream {
 			t.list.Select(i)
 		}
+		if j.Stream == 0 && r.Header && r.Device == j.Device {
+			t.list.Select(i) // a device, not one of its streams (a finding's culprit)
+			break
+		}
 	}
 }
 

@@ -1,0 +1,384 @@
+package diagnosis
+
+import (
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Bounds on the state kept: per rank a few numbers and one figure per tracked kernel label and
+// data-op class; labels and classes beyond these are not compared (counted in Dropped).
+const (
+	maxRanks  = 1 << 16
+	maxLabels = 64
+	maxKeys   = 64
+	// maxPairsPerRank bounds the (class, peer) pairs kept per rank on average.
+	maxPairsPerRank = 16
+	maxAlerts       = 16
+)
+
+// Thresholds. A rank is a suspect when it is worse than its peers' median by both a relative
+// margin (so that a tiny, real difference is not a fault) and many robust deviations (so that
+// noise is not: the MAD, floored at a fraction of the median for runs with no noise at all).
+const (
+	minPeers   = 3     // fewer ranks doing the same thing: no comparison
+	zLimit     = 8     // robust deviations above the peers' median
+	madFloor   = 0.005 // of the median
+	gpuRatio   = 1.05  // kernels 5% slower than the same kernels on peers
+	hostRatio  = 1.05  // the step's launches spread 5% longer than peers'
+	opRatio    = 1.3   // a rank's transfers of one class 30% slower than peers'
+	maxOutlier = 0.25  // a class where more ranks than this are slow is a role, not a fault
+	strong     = 1.5   // a ratio this high is a finding after one step; weaker ones after two
+)
+
+// Diagnosis folds events into findings.
+type Diagnosis struct {
+	gph int
+	// alerts waits for labels to read its messages (Result): at most maxAlerts are kept.
+	alerts []timeline.Event
+
+	step      int   // the last step seen ended (its number)
+	stepStart int64 // when the step being accumulated began
+	nSteps    int
+
+	ranks   []rankAcc
+	labels  map[uint32]int32 // kernel label → slot
+	kSum    [][]float64      // slot → per-rank sum of durations this step
+	kCnt    [][]int32
+	keys    map[opKey]int32
+	oSum    [][]float64
+	oCnt    [][]int32
+	oBase   []float64 // per class, the lowest peer median of earlier steps (0: none)
+	keyList []opKey
+	pairs   map[pairKey]pairAcc
+	// barriers are this step's barrier instances by op id.
+	barriers map[uint64]*barrierInst
+	// Dropped counts events not compared: past the bounds on ranks, labels or classes.
+	Dropped int64
+
+	cand     map[candKey]*candidate
+	findings []Finding
+	reported map[candKey]int // index in findings
+
+	comms   map[uint32]*commInfo
+	members int // membership entries kept, over all communicators
+	maxWait int64
+	maxInit int64
+	hung    map[uint64]int // op id → index in findings
+	// timedOut are the ranks whose wait the watchdog ended: they were waiting, though no longer
+	// in flight.
+	timedOut map[int32]bool
+	alerted  bool
+	alertAt  int64
+}
+
+type rankAcc struct {
+	launches   int32
+	qmin, qmax int64
+	// peak is the most a link of the rank carried in one window this step, bytes/ns, by
+	// class (PCIe, NVLink, NIC) and direction.
+	peak [3][2]float64
+	// the rank's transfers slower than their class's reference this step: how many, the time
+	// beyond the reference, how many crossed hosts, and the reference time of those transfers.
+	ops        int32 // transfers compared
+	slowOps    int32
+	slowExcess int64
+	slowCross  int32
+	slowRef    float64
+}
+
+// opKey is a class of data movement that peers do alike: kind, op, size, ranks and whether it
+// crosses hosts.
+type opKey struct {
+	kind  timeline.Kind
+	sub   uint8
+	cross bool
+	ranks uint16
+	bytes int64
+}
+
+type candKey struct {
+	kind Kind
+	rank int32
+}
+
+type candidate struct {
+	steps int   // consecutive steps it was a suspect in
+	onset int64 // the start of the first of them
+}
+
+type commInfo struct {
+	size    int
+	members []int32
+	hosts   int32 // the first member's host, -2 once members on two hosts were seen
+	seq     int
+	lastOp  uint64
+}
+
+// New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
+func New(gpusPerHost int) *Diagnosis {
+	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, timedOut: map[int32]bool{}, stepStart: -1}
+}
+
+func (d *Diagnosis) hostOf(dev int32) int32 {
+	if d.gph <= 0 {
+		return 0
+	}
+	return dev / int32(d.gph)
+}
+
+// rank returns dev's accumulator, growing the table; nil past the bound.
+func (d *Diagnosis) rank(dev int32) *rankAcc {
+	if dev < 0 || dev >= maxRanks {
+		d.Dropped++
+		return nil
+	}
+	if int(dev) >= len(d.ranks) {
+		n := max(int(dev)+1, 2*len(d.ranks))
+		n = min(n, maxRanks)
+		grown := make([]rankAcc, n)
+		copy(grown, d.ranks)
+		for i := len(d.ranks); i < n; i++ {
+			grown[i].qmin = -1
+		}
+		d.ranks = grown
+	}
+	return &d.ranks[dev]
+}
+
+// Emit adds an event (the timeline.Sink interface).
+func (d *Diagnosis) Emit(e *timeline.Event) { d.Add(e) }
+
+// Add folds one event.
+func (d *Diagnosis) Add(e *timeline.Event) {
+	if d.stepStart < 0 {
+		d.stepStart = e.Start
+	}
+	switch e.Kind {
+	case timeline.KindKernel:
+		if r := d.rank(e.Device); r != nil {
+			d.launch(r, e)
+			d.addKernel(e)
+		}
+	case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
+		if e.Status == timeline.StatusTimeout {
+			if e.Device >= 0 && len(d.timedOut) < maxRanks {
+				d.timedOut[e.Device] = true
+			}
+			return
+		}
+		if r := d.rank(e.Device); r != nil {
+			d.launch(r, e)
+			d.addOp(e)
+		}
+		if e.Kind == timeline.KindCollective {
+			d.collSeq(e)
+		}
+	case timeline.KindMemcpy:
+		if r := d.rank(e.Device); r != nil {
+			d.launch(r, e)
+		}
+	case timeline.KindLinkBytes:
+		d.addLink(e)
+	case timeline.KindPeerWait:
+		if e.Status == timeline.StatusOK && (!d.alerted || e.End != d.alertAt) {
+			d.maxWait = max(d.maxWait, e.Dur()) // a wait the watchdog ended is no measure of a normal one
+		} else if e.Device >= 0 && len(d.timedOut) < maxRanks {
+			d.timedOut[e.Device] = true
+		}
+	case timeline.KindCommInit:
+		d.maxInit = max(d.maxInit, e.Dur())
+		d.join(e)
+	case timeline.KindCommHit:
+		d.join(e)
+	case timeline.KindAlert:
+		if e.Status == timeline.StatusTimeout && len(d.alerts) < maxAlerts {
+			d.alerts = append(d.alerts, *e)
+			// The waits the watchdog ends are reported right after it, ending at its time.
+			d.alerted, d.alertAt = true, e.Start
+		}
+	case timeline.KindBarrier:
+		d.addBarrier(e)
+	case timeline.KindStep:
+		d.endStep(e)
+	}
+}
+
+// launch notes when the host enqueued an op of the rank (unknown: negative Queued).
+func (d *Diagnosis) launch(r *rankAcc, e *timeline.Event) {
+	if e.Queued < 0 {
+		return
+	}
+	r.launches++
+	if r.qmin < 0 || e.Queued < r.qmin {
+		r.qmin = e.Queued
+	}
+	r.qmax = max(r.qmax, e.Queued)
+}
+
+func (d *Diagnosis) addKernel(e *timeline.Event) {
+	slot, ok := d.labels[e.Label]
+	if !ok {
+		if len(d.labels) >= maxLabels {
+			d.Dropped++
+			return
+		}
+		slot = int32(len(d.labels))
+		d.labels[e.Label] = slot
+		d.kSum = append(d.kSum, nil)
+		d.kCnt = append(d.kCnt, nil)
+	}
+	d.kSum[slot], d.kCnt[slot] = growTo(d.kSum[slot], d.kCnt[slot], len(d.ranks))
+	d.kSum[slot][e.Device] += float64(e.Dur())
+	d.kCnt[slot][e.Device]++
+}
+
+func growTo(s []float64, c []int32, n int) ([]float64, []int32) {
+	if len(s) >= n {
+		return s, c
+	}
+	s2, c2 := make([]float64, n), make([]int32, n)
+	copy(s2, s)
+	copy(c2, c)
+	return s2, c2
+}
+
+// crosses reports whether an op moves data between hosts.
+func (d *Diagnosis) crosses(e *timeline.Event) bool {
+	if e.Kind != timeline.KindCollective {
+		return e.Peer >= 0 && d.hostOf(e.Peer) != d.hostOf(e.Device)
+	}
+	if d.gph > 0 && int(e.Ranks) > d.gph {
+		return true
+	}
+	if ci := d.comms[e.Comm]; ci != nil {
+		return ci.hosts == -2
+	}
+	return false
+}
+
+func (d *Diagnosis) addOp(e *timeline.Event) {
+	k := opKey{kind: e.Kind, sub: e.Sub, cross: d.crosses(e), ranks: e.Ranks, bytes: e.Bytes}
+	if e.Kind != timeline.KindCollective {
+		k.sub, k.ranks = 0, 2
+	}
+	slot, ok := d.keys[k]
+	if !ok {
+		if len(d.keys) >= maxKeys {
+			d.Dropped++
+			return
+		}
+		slot = int32(len(d.keys))
+		d.keys[k] = slot
+		d.keyList = append(d.keyList, k)
+		d.oSum, d.oCnt, d.oBase = append(d.oSum, nil), append(d.oCnt, nil), append(d.oBase, 0)
+	}
+	if e.Kind != timeline.KindCollective {
+		// A send or receive is compared per peer: a rank whose transfers with one peer are slow
+		// and with another are not is slow in those alone (a pipeline's middle stage next to a
+		// slow link), where a mean over both peers would call all of them slow.
+		pk := pairKey{slot: slot, dev: e.Device, peer: e.Peer}
+		a, ok := d.pairs[pk]
+		if !ok && len(d.pairs) >= maxPairsPerRank*max(len(d.ranks), 1) {
+			d.Dropped++
+			return
+		}
+		a.sum += float64(e.Dur())
+		a.cnt++
+		d.pairs[pk] = a
+		return
+	}
+	d.oSum[slot], d.oCnt[slot] = growTo(d.oSum[slot], d.oCnt[slot], len(d.ranks))
+	d.oSum[slot][e.Device] += float64(e.Dur())
+	d.oCnt[slot][e.Device]++
+}
+
+// pairKey is one rank's sends or receives of one class with one peer.
+type pairKey struct {
+	slot      int32
+	dev, peer int32
+}
+
+type pairAcc struct {
+	sum float64
+	cnt int32
+}
+
+func (d *Diagnosis) addLink(e *timeline.Event) {
+	link, dir, ok := timeline.UnpackLink(e.Sub)
+	if !ok || e.End <= e.Start {
+		return
+	}
+	c := -1
+	switch link {
+	case timeline.PeakPCIe:
+		c = 0
+	case timeline.PeakNVLink:
+		c = 1
+	case timeline.PeakNIC:
+		c = 2
+	}
+	r := d.rank(e.Device)
+	if c < 0 || r == nil || dir < 0 || dir > 1 {
+		return
+	}
+	// A window's rate counts only when the window is whole: a run's last, cut short, would read low.
+	if e.End-e.Start < timeline.LinkWindowNs {
+		return
+	}
+	r.peak[c][dir] = max(r.peak[c][dir], float64(e.Bytes)/float64(e.End-e.Start))
+}
+
+// join notes that a device is a member of a communicator.
+func (d *Diagnosis) join(e *timeline.Event) {
+	if e.Comm == 0 || e.Device < 0 {
+		return
+	}
+	ci := d.comms[e.Comm]
+	if ci == nil {
+		if len(d.comms) >= 1<<16 {
+			return
+		}
+		ci = &commInfo{hosts: -1}
+		d.comms[e.Comm] = ci
+	}
+	ci.size = max(ci.size, int(e.Ranks))
+	h := d.hostOf(e.Device)
+	switch {
+	case ci.hosts == -1:
+		ci.hosts = h
+	case ci.hosts >= 0 && ci.hosts != h:
+		ci.hosts = -2
+	}
+	for _, m := range ci.members {
+		if m == e.Device {
+			return
+		}
+	}
+	if d.members < 1<<20 {
+		ci.members = append(ci.members, e.Device)
+		d.members++
+	}
+}
+
+// collSeq counts a communicator's collectives: its parts of one instance end together.
+func (d *Diagnosis) collSeq(e *timeline.Event) {
+	if ci := d.comms[e.Comm]; ci != nil && ci.lastOp != e.Op {
+		ci.lastOp = e.Op
+		ci.seq++
+	}
+}
+
+// Result returns the findings so far, worst first; labels reads the watchdog's alert messages
+// (nil: they are not read). The slice is the caller's.
+func (d *Diagnosis) Result(labels timeline.Labels) []Finding {
+	for _, e := range d.alerts {
+		d.alert(&e, labels)
+	}
+	d.alerts = d.alerts[:0]
+	out := append([]Finding(nil), d.findings...)
+	sortFindings(out)
+	return out
+}
+
+// Steps is how many steps were evaluated.
+func (d *Diagnosis) Steps() int { return d.nSteps }

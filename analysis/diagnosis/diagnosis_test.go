@@ -1,0 +1,293 @@
+package diagnosis
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// stepper builds hand-made event sequences: per step, what each rank did.
+type stepper struct {
+	d    *Diagnosis
+	t    int64 // the current step's start
+	step uint32
+	strs *timeline.Strings
+}
+
+const ms = int64(1_000_000)
+
+func newStepper(gph int) *stepper { return &stepper{d: New(gph), strs: timeline.NewStrings()} }
+
+func (s *stepper) add(e timeline.Event) { s.d.Add(&e) }
+
+// endStep closes a step of length dur.
+func (s *stepper) endStep(dur int64) {
+	s.add(timeline.Event{Kind: timeline.KindStep, Start: s.t, End: s.t + dur, Device: -1, Peer: -1, Aux: s.step})
+	s.t += dur
+	s.step++
+}
+
+// kernels: each rank runs n kernels of label 1, rank r taking dur(r) each; launched every 10 µs
+// (rank's launch gap given by gap(r)).
+func (s *stepper) kernels(ranks, n int, dur func(r, i int) int64, gap func(r int) int64) {
+	for r := range ranks {
+		at := s.t
+		for i := range n {
+			q := s.t + int64(i)*gap(r)
+			d := dur(r, i)
+			at = max(at, q)
+			s.add(timeline.Event{Kind: timeline.KindKernel, Start: at, End: at + d, Queued: q, Device: int32(r), Peer: -1, Label: 1, Stream: 1})
+			at += d
+		}
+	}
+}
+
+// jitter is a fixed pseudo-random ±2%.
+func jitter(r, i int) float64 { return 1 + 0.02*float64((r*7919+i*104729)%201-100)/100 }
+
+func TestSlowGPUAndHost(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		kdur      func(r, i int) int64
+		gap       func(r int) int64
+		steps     int
+		kind      Kind
+		rank      int32
+		afterStep int // the step (0-based) the finding comes in; -1: none ever
+	}{
+		{name: "healthy, jitter", kdur: func(r, i int) int64 { return int64(float64(ms) * jitter(r, i)) }, gap: func(int) int64 { return 10_000 }, steps: 4, afterStep: -1},
+		{name: "GPU 5 at 2x", kdur: func(r, i int) int64 {
+			if r == 5 {
+				return 2 * ms
+			}
+			return int64(float64(ms) * jitter(r, i))
+		}, gap: func(int) int64 { return 10_000 }, steps: 3, kind: SlowGPU, rank: 5, afterStep: 0},
+		{name: "GPU 6 at 1.2x: two steps", kdur: func(r, i int) int64 {
+			if r == 6 {
+				return 12 * ms / 10
+			}
+			return int64(float64(ms) * jitter(r, i))
+		}, gap: func(int) int64 { return 10_000 }, steps: 3, kind: SlowGPU, rank: 6, afterStep: 1},
+		{name: "GPU 6 at 1.03x: below the margin", kdur: func(r, i int) int64 {
+			if r == 6 {
+				return 103 * ms / 100
+			}
+			return ms
+		}, gap: func(int) int64 { return 10_000 }, steps: 3, afterStep: -1},
+		{name: "host of rank 9 launches 3x slower", kdur: func(r, i int) int64 { return int64(float64(ms) * jitter(r, i)) },
+			gap: func(r int) int64 {
+				if r == 9 {
+					return 30_000
+				}
+				return 10_000
+			}, steps: 3, kind: SlowHost, rank: 9, afterStep: 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStepper(8)
+			for st := range c.steps {
+				s.kernels(16, 50, c.kdur, c.gap)
+				s.endStep(100 * ms)
+				got := s.d.Result(s.strs)
+				want := c.afterStep >= 0 && st >= c.afterStep
+				if !want {
+					if len(got) > 0 {
+						t.Fatalf("step %d: finding %s; want none yet", st, got[0].String(8))
+					}
+					continue
+				}
+				if len(got) != 1 || got[0].Kind != c.kind || got[0].Rank != c.rank {
+					t.Fatalf("step %d: findings %v; want one %s on rank %d", st, got, c.kind, c.rank)
+				}
+				if got[0].Onset != 0 {
+					t.Errorf("onset %d; want 0, the start of the first step that showed it", got[0].Onset)
+				}
+			}
+		})
+	}
+}
+
+// p2p adds a send from a to b and its recv, taking dur, at time at.
+func (s *stepper) p2p(a, b int32, at, dur int64, op uint64) {
+	s.add(timeline.Event{Kind: timeline.KindSend, Start: at, End: at + dur, Queued: at, Device: a, Peer: b, Bytes: 1 << 20, Op: op, Stream: 1})
+	s.add(timeline.Event{Kind: timeline.KindRecv, Start: at, End: at + dur, Queued: at, Device: b, Peer: a, Bytes: 1 << 20, Op: op, Stream: 2})
+}
+
+// A slow NIC on rank 10 (host 1 of 3, a pipeline's middle stage): its sends to rank 18 and its
+// receives from rank 2 take 3×; ranks 2 and 18 are slow only in the one transfer they share with it.
+func TestSlowLinkPipeline(t *testing.T) {
+	s := newStepper(8)
+	var op uint64
+	for st := range 2 {
+		for r := int32(0); r < 16; r++ {
+			for i := range 10 {
+				op++
+				dur := int64(float64(ms) * jitter(int(r), i))
+				if r == 2 || r == 10 {
+					dur = 3 * ms
+				}
+				s.p2p(r, r+8, s.t+int64(i)*2*ms, dur, op)
+			}
+		}
+		s.endStep(100 * ms)
+		got := s.d.Result(s.strs)
+		if len(got) != 1 || got[0].Kind != SlowLink || got[0].Rank != 10 || got[0].Link != timeline.PeakNIC {
+			t.Fatalf("step %d: %v; want a slow NIC on rank 10", st, got)
+		}
+	}
+}
+
+// Every rank's collective slows together (one communicator of all ranks): the ranks tie, and the
+// link that never moved more than a third of its peers' peak is the culprit.
+func TestSlowLinkWholeCommunicator(t *testing.T) {
+	s := newStepper(8)
+	var op uint64
+	for st := range 3 {
+		dur := 10 * ms
+		if st > 0 {
+			dur = 25 * ms
+		}
+		for i := range 4 {
+			op++
+			for r := int32(0); r < 16; r++ {
+				at := s.t + int64(i)*60*ms
+				s.add(timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: at, End: at + dur, Queued: at,
+					Device: r, Peer: -1, Ranks: 16, Bytes: 1 << 30, Op: op, Comm: 1, Stream: 1})
+			}
+		}
+		for w := range 4 {
+			for r := int32(0); r < 16; r++ {
+				b := int64(40 << 30 / 20) // 40 GB/s over 50 ms
+				if r == 13 && st > 0 {
+					b /= 3
+				}
+				for dir := range 2 {
+					s.add(timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(timeline.PeakNIC, dir), Start: s.t + int64(w)*50*ms,
+						End: s.t + int64(w+1)*50*ms, Bytes: b, Device: r, Peer: -1})
+				}
+			}
+		}
+		s.endStep(240 * ms)
+		got := s.d.Result(s.strs)
+		if st == 0 {
+			if len(got) != 0 {
+				t.Fatalf("healthy step: %v", got)
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].Rank != 13 || got[0].Kind != SlowLink || got[0].Link != timeline.PeakNIC {
+			t.Fatalf("step %d: %v; want rank 13's NIC", st, got)
+		}
+	}
+}
+
+// Hangs from what is in flight: the collective, its sequence number and communicator, the ranks
+// that never entered it, once the wait passed the threshold, and only the root of a chain.
+func TestPendingHangs(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		inflight []timeline.Event
+		now      int64
+		kind     Kind
+		rank     int32
+		evidence string
+	}{
+		{name: "too early", now: 1900 * ms, inflight: waits(1000*ms, 0, 1, 2)},
+		{name: "rank 3 never entered", now: 2100 * ms, inflight: waits(1000*ms, 0, 1, 2), kind: Hang, rank: 3,
+			evidence: "all_reduce #3 on communicator 7: 3 ranks waited 1.00 s in it; ranks 3 never entered it"},
+		{name: "chain: rank 5 waits for rank 2, which waits for rank 3", now: 2100 * ms,
+			inflight: append(waits(1000*ms, 0, 1, 2), timeline.Event{Kind: timeline.KindPeerWait, Start: 1000 * ms, Device: 5, Peer: 2, Op: 500}),
+			kind:     Hang, rank: 3, evidence: "ranks 3 never entered it"},
+		{name: "rank 3 never joined", now: 6000 * ms,
+			inflight: append(waits(1000*ms, 0, 1, 2), timeline.Event{Kind: timeline.KindCommInit, Start: 0, Device: 3, Peer: -1, Comm: 7}),
+			kind:     MissingRank, rank: 3, evidence: "rank 3 never finished joining the communicator"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStepper(8)
+			for r := int32(0); r < 3; r++ {
+				s.add(timeline.Event{Kind: timeline.KindCommInit, Start: 0, End: 900 * ms, Device: r, Peer: -1, Comm: 7, Ranks: 4})
+			}
+			s.add(timeline.Event{Kind: timeline.KindCommInit, Start: 0, End: 900 * ms, Device: 3, Peer: -1, Comm: 7, Ranks: 4})
+			if c.kind == MissingRank {
+				s = newStepper(8)
+				for r := int32(0); r < 3; r++ {
+					s.add(timeline.Event{Kind: timeline.KindCommInit, Start: 0, End: 900 * ms, Device: r, Peer: -1, Comm: 7, Ranks: 4})
+				}
+			}
+			for op := uint64(1); op <= 2; op++ {
+				for r := int32(0); r < 4; r++ {
+					s.add(timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: 900 * ms, End: 950 * ms, Device: r, Peer: -1, Comm: 7, Op: op, Ranks: 4})
+				}
+			}
+			got := s.d.Pending(c.now, c.inflight)
+			if c.kind == 0 {
+				if len(got) != 0 {
+					t.Fatalf("%v; want no finding", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Kind != c.kind || got[0].Rank != c.rank || !strings.Contains(got[0].Evidence, c.evidence) {
+				t.Fatalf("%+v; want one %s naming rank %d saying %q", got, c.kind, c.rank, c.evidence)
+			}
+			if got[0].At != 2000*ms && c.kind == Hang {
+				t.Errorf("found at %d; want 2 s (the wait's start plus the 1 s threshold)", got[0].At)
+			}
+			if again := s.d.Pending(c.now+ms, c.inflight); len(again) != 0 {
+				t.Errorf("the same hang reported twice")
+			}
+		})
+	}
+}
+
+func waits(at int64, ranks ...int32) []timeline.Event {
+	var out []timeline.Event
+	for _, r := range ranks {
+		out = append(out, timeline.Event{Kind: timeline.KindPeerWait, Sub: uint8(timeline.CollAllReduce), Start: at, Device: r, Peer: -1, Comm: 7, Op: 3})
+	}
+	return out
+}
+
+// The watchdog's alert becomes a finding naming the ranks its message names.
+func TestWatchdogAlert(t *testing.T) {
+	s := newStepper(8)
+	msg := "watchdog: all_gather op 2177 on rank 0 waited 10000.000 ms for ranks [3 5] that never arrived (67108864 bytes)"
+	s.add(timeline.Event{Kind: timeline.KindAlert, Status: timeline.StatusTimeout, Start: 11 * 1000 * ms, Device: 0, Peer: -1, Op: 2177, Label: s.strs.ID(msg)})
+	got := s.d.Result(s.strs)
+	if len(got) != 1 || got[0].Kind != Hang || got[0].Rank != 3 || got[0].MissingN != 2 || got[0].Onset != 1000*ms {
+		t.Fatalf("%+v; want a hang naming ranks 3 and 5 since 1 s", got)
+	}
+}
+
+// A rank last at every barrier, 1.5 ms after the others, is a straggler (the barriers' table as
+// a finding); one last at random barriers, as jitter makes some rank last, is not.
+func TestBarrierStraggler(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		last func(i int) int32
+		late int64
+		want bool
+	}{
+		{name: "rank 3 always", last: func(int) int32 { return 3 }, late: 1500_000, want: true},
+		{name: "whoever, by jitter", last: func(i int) int32 { return int32(i*5) % 8 }, late: 20_000},
+		{name: "rank 3 always, barely late", last: func(int) int32 { return 3 }, late: 10_000},
+	} {
+		s := newStepper(8)
+		for st := range 2 {
+			for i := range 4 {
+				at := s.t + int64(i)*5*ms
+				for r := int32(0); r < 8; r++ {
+					arr := at + int64(r)*1000
+					if r == c.last(i) {
+						arr = at + 8000 + c.late
+					}
+					s.add(timeline.Event{Kind: timeline.KindBarrier, Start: arr, End: at + 8000 + c.late, Device: r, Peer: -1, Op: uint64(st*10 + i + 1), Ranks: 8})
+				}
+			}
+			s.endStep(20 * ms)
+		}
+		got := s.d.Result(s.strs)
+		if c.want != (len(got) == 1 && got[0].Kind == SlowHost && got[0].Rank == 3) || (!c.want && len(got) > 0) {
+			t.Errorf("%s: %v; want a straggler finding: %v", c.name, got, c.want)
+		}
+	}
+}

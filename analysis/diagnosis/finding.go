@@ -1,0 +1,118 @@
+// Package diagnosis turns a run's event stream into findings: which rank, GPU, host or link is
+// slowing or hanging the job, of what kind, since when, with the evidence in numbers. It is a
+// streaming fold like the analysis accumulators (Add each event, read Result), with state bounded
+// per rank, and needs no training data: every rank is compared with its peers at the same step
+// (ranks that launched the same work that step, or that ran the same kernel or moved the same
+// collective), by their median and median absolute deviation, so what is normal for this job at
+// this step is whatever most ranks did. Hangs are named by the collective (op, sequence number on
+// its communicator, communicator) and the ranks that never entered it, from what is in flight
+// (Pending), before the watchdog ends the run; the watchdog's alerts become findings too.
+package diagnosis
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Kind is what a finding says is wrong.
+type Kind uint8
+
+// Finding kinds.
+const (
+	SlowLink    Kind = iota + 1 // a NIC, NVLink port or PCIe link moves less than its peers'
+	SlowGPU                     // a GPU's kernels take longer than the same kernels on its peers
+	SlowHost                    // a host launches its work later than its peers (CPU contention)
+	Hang                        // a collective some ranks never entered
+	MissingRank                 // a rank that never joined its communicator
+)
+
+var kindNames = [...]string{SlowLink: "slow link", SlowGPU: "slow GPU", SlowHost: "slow host", Hang: "hang", MissingRank: "missing rank"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Finding is one verdict.
+type Finding struct {
+	Kind Kind
+	// Rank is the culprit device (global id); Host its host. Link is the link class
+	// (timeline.PeakNIC, PeakNVLink, PeakPCIe) of a slow link, -1 otherwise.
+	Rank int32
+	Host int32
+	Link int
+	// Onset is the start of the first step (or wait) that showed the fault; At is the stream time
+	// at which the evidence crossed the threshold, and Step the step then (0: none seen).
+	Onset, At int64
+	Step      int
+	// Confidence is in (0, 1]: how far the culprit stands from the next suspect.
+	Confidence float64
+	// Severity is the time per step the job lost to it (ns), or for a hang the time its ranks
+	// have waited in it, summed over them.
+	Severity int64
+	// Evidence says it in numbers.
+	Evidence string
+	// Hangs: the collective, its sequence number on its communicator, the communicator and the
+	// ranks that never entered it (Missing holds up to 16; MissingN counts them all).
+	Coll     timeline.CollOp
+	Seq      int
+	Comm     uint32
+	Missing  []int32
+	MissingN int
+}
+
+// Culprit names the finding's culprit: "host 37 GPU 3 NIC", "rank 12 (host 1 GPU 4)".
+func (f *Finding) Culprit(gpusPerHost int) string {
+	if f.Rank < 0 {
+		if f.Kind == SlowLink && f.Host >= 0 {
+			return fmt.Sprintf("host %d %s (which GPU's: unknown)", f.Host, linkName(f.Link))
+		}
+		if f.Kind == SlowLink {
+			return fmt.Sprintf("a %s (which: unknown)", linkName(f.Link))
+		}
+		return "unknown"
+	}
+	local := f.Rank
+	if gpusPerHost > 0 {
+		local = f.Rank % int32(gpusPerHost)
+	}
+	switch f.Kind {
+	case SlowLink:
+		return fmt.Sprintf("host %d GPU %d %s", f.Host, local, linkName(f.Link))
+	case SlowHost:
+		return fmt.Sprintf("host %d (rank %d)", f.Host, f.Rank)
+	}
+	return fmt.Sprintf("rank %d (host %d GPU %d)", f.Rank, f.Host, local)
+}
+
+func linkName(l int) string {
+	switch l {
+	case timeline.PeakNIC:
+		return "NIC"
+	case timeline.PeakNVLink:
+		return "NVLink"
+	case timeline.PeakPCIe:
+		return "PCIe"
+	}
+	return "link"
+}
+
+// String is the finding on one line.
+func (f *Finding) String(gpusPerHost int) string {
+	return fmt.Sprintf("%s: %s — %s", f.Kind, f.Culprit(gpusPerHost), f.Evidence)
+}
+
+// sortFindings orders findings worst first: hangs and missing ranks, then by time lost.
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		hi, hj := fs[i].Kind >= Hang, fs[j].Kind >= Hang
+		if hi != hj {
+			return hi
+		}
+		return fs[i].Severity > fs[j].Severity
+	})
+}

@@ -1,0 +1,234 @@
+package diagnosis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// suspect is one rank's standing in a step for one kind of fault.
+type suspect struct {
+	kind   Kind
+	rank   int32
+	host   int32   // the culprit's host (slow links: also when the rank is not known)
+	ratio  float64 // how much worse than its peers (1: as its peers)
+	excess int64   // ns the step lost to it
+	link   int
+	conf   float64 // how far it stands from the next suspect, (0, 1]
+	detail string
+}
+
+// endStep evaluates the step that a step event closes and starts the next.
+func (d *Diagnosis) endStep(e *timeline.Event) {
+	if e.Status != timeline.StatusOK {
+		// A step cut short (a hang, a deadlock, a cancellation): its ranks did not all do their
+		// work, so they are not compared.
+		d.reset(e.End)
+		return
+	}
+	d.nSteps++
+	d.step = int(e.Aux)
+	stepNs := max(e.End-e.Start, 1)
+	var sus []suspect
+	if s, ok := d.slowGPU(); ok {
+		sus = append(sus, s)
+	}
+	if s, ok := d.slowLink(stepNs); ok && !has(sus, s.rank) {
+		sus = append(sus, s)
+	}
+	if s, ok := d.slowHost(); ok && !has(sus, s.rank) {
+		sus = append(sus, s)
+	}
+	if s, ok := d.straggler(stepNs); ok && !has(sus, s.rank) {
+		sus = append(sus, s)
+	}
+	seen := map[candKey]bool{}
+	for _, s := range sus {
+		k := candKey{s.kind, s.rank}
+		seen[k] = true
+		c := d.cand[k]
+		if c == nil {
+			c = &candidate{onset: e.Start}
+			d.cand[k] = c
+		}
+		c.steps++
+		if c.steps >= 2 || s.ratio >= strong {
+			d.report(k, c, s, e)
+		}
+	}
+	for k := range d.cand {
+		if !seen[k] {
+			delete(d.cand, k)
+		}
+	}
+	d.reset(e.End)
+}
+
+func has(sus []suspect, r int32) bool {
+	for _, s := range sus {
+		if s.rank == r {
+			return true
+		}
+	}
+	return false
+}
+
+// report adds (or updates) the finding for a suspect that held long enough.
+func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event) {
+	f := Finding{Kind: s.kind, Rank: s.rank, Host: s.host, Link: s.link, Onset: c.onset, At: e.End, Step: d.step,
+		Confidence: s.conf, Severity: s.excess, Evidence: s.detail}
+	if i, ok := d.reported[k]; ok {
+		old := &d.findings[i]
+		old.Severity = max(old.Severity, f.Severity)
+		old.Evidence = f.Evidence
+		return
+	}
+	d.reported[k] = len(d.findings)
+	d.findings = append(d.findings, f)
+}
+
+// reset clears the per-step accumulators.
+func (d *Diagnosis) reset(at int64) {
+	d.stepStart = at
+	for i := range d.ranks {
+		d.ranks[i] = rankAcc{qmin: -1}
+	}
+	for i := range d.kSum {
+		clear(d.kSum[i])
+		clear(d.kCnt[i])
+	}
+	for i := range d.oSum {
+		clear(d.oSum[i])
+		clear(d.oCnt[i])
+	}
+	clear(d.pairs)
+	clear(d.barriers)
+}
+
+// medMAD returns the median and the (floored) scaled median absolute deviation of xs, which it
+// reorders.
+func medMAD(xs []float64) (med, mad float64) {
+	slices.Sort(xs)
+	med = xs[len(xs)/2]
+	dev := make([]float64, len(xs))
+	for i, x := range xs {
+		dev[i] = math.Abs(x - med)
+	}
+	slices.Sort(dev)
+	mad = 1.4826 * dev[len(dev)/2]
+	return med, max(mad, madFloor*math.Abs(med))
+}
+
+// slowGPU compares each rank's kernels with the same kernels on its peers this step: per label,
+// the peers' median time per call; per rank, its kernel time over what the peers' medians give for
+// the same calls. The rank whose ratio stands out is the suspect.
+func (d *Diagnosis) slowGPU() (suspect, bool) {
+	n := len(d.ranks)
+	num, den := make([]float64, n), make([]float64, n)
+	var means []float64
+	for slot := range d.kSum {
+		sum, cnt := d.kSum[slot], d.kCnt[slot]
+		means = means[:0]
+		for r := range sum {
+			if cnt[r] > 0 {
+				means = append(means, sum[r]/float64(cnt[r]))
+			}
+		}
+		if len(means) < minPeers {
+			continue
+		}
+		slices.Sort(means)
+		med := means[len(means)/2]
+		for r := range sum {
+			if cnt[r] > 0 {
+				num[r] += sum[r]
+				den[r] += float64(cnt[r]) * med
+			}
+		}
+	}
+	return d.outlier(SlowGPU, num, den, gpuRatio, func(r int, ratio float64) string {
+		return fmt.Sprintf("kernels took %.2f× their time on the peers that ran the same kernels this step (%s lost per step)",
+			ratio, fmtNs(int64(num[r]-den[r])))
+	})
+}
+
+// slowHost compares when each rank's host launched its step's work with the ranks that launched as
+// many ops (the same role): a host slow to launch spreads its launches over longer.
+func (d *Diagnosis) slowHost() (suspect, bool) {
+	groups := map[int32][]int{}
+	for r := range d.ranks {
+		if d.ranks[r].launches > 0 {
+			groups[d.ranks[r].launches] = append(groups[d.ranks[r].launches], r)
+		}
+	}
+	n := len(d.ranks)
+	num, den := make([]float64, n), make([]float64, n)
+	var spans []float64
+	for _, rs := range groups {
+		if len(rs) < minPeers {
+			continue
+		}
+		spans = spans[:0]
+		for _, r := range rs {
+			spans = append(spans, float64(d.ranks[r].qmax-d.ranks[r].qmin))
+		}
+		slices.Sort(spans)
+		med := spans[len(spans)/2]
+		if med <= 0 {
+			continue
+		}
+		for _, r := range rs {
+			num[r], den[r] = float64(d.ranks[r].qmax-d.ranks[r].qmin), med
+		}
+	}
+	return d.outlier(SlowHost, num, den, hostRatio, func(r int, ratio float64) string {
+		return fmt.Sprintf("launched its step's %d ops over %.2f× the time its peers took (%s later)",
+			d.ranks[r].launches, ratio, fmtNs(int64(num[r]-den[r])))
+	})
+}
+
+// outlier finds the rank whose num/den stands out from its peers' (median and MAD of every rank's
+// ratio): at least minRatio and zLimit robust deviations above the median.
+func (d *Diagnosis) outlier(kind Kind, num, den []float64, minRatio float64, say func(r int, ratio float64) string) (suspect, bool) {
+	var ratios []float64
+	best, bestR, second := -1, 0.0, 0.0
+	for r := range num {
+		if den[r] <= 0 {
+			continue
+		}
+		x := num[r] / den[r]
+		ratios = append(ratios, x)
+		if x > bestR {
+			best, second, bestR = r, bestR, x
+		} else if x > second {
+			second = x
+		}
+	}
+	if len(ratios) < minPeers || best < 0 {
+		return suspect{}, false
+	}
+	med, mad := medMAD(ratios)
+	if bestR < minRatio*med || (bestR-med) < zLimit*mad {
+		return suspect{}, false
+	}
+	conf := 1.0
+	if bestR > med {
+		conf = math.Min(1, (bestR-max(second, med))/(bestR-med))
+	}
+	return suspect{kind: kind, rank: int32(best), host: d.hostOf(int32(best)), ratio: bestR / med, conf: conf, excess: int64(num[best] - den[best]),
+		link: -1, detail: say(best, bestR/med)}, true
+}
+
+func fmtNs(ns int64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%.2f s", float64(ns)/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.1f ms", float64(ns)/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.1f µs", float64(ns)/1e3)
+	}
+	return fmt.Sprintf("%d ns", ns)
+}

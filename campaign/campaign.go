@@ -1,0 +1,301 @@
+// Package campaign measures how often and how fast the diagnosis (analysis/diagnosis) is right:
+// it runs a scenario on a topology in the simulator, healthy and with one fault drawn per trial
+// (kind, place, onset, severity from the trial's seed), folds every run's events into a diagnosis,
+// and scores its top finding against the fault injected: culprit, kind, time from onset to
+// finding. A fault that changes nothing measurable (the run takes as long as healthy and nothing
+// hangs) is counted undetectable, not as a miss.
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+
+	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/fault"
+	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/scenario"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Config is one campaign.
+type Config struct {
+	// Scenario is resolved afresh for each run: a resolved scenario keeps its run's streams.
+	Scenario *scenario.File
+	Topology engine.Topology
+	Trials   int   // fault trials
+	Healthy  int   // healthy runs (false findings on them measure precision)
+	Steps    int   // steps per run (at least 3: a healthy step, the onset's, one after)
+	Seed     int64 // the first trial's seed; trial i uses Seed+i
+	// Kinds are the fault kinds drawn from (nil: every kind the simulator models).
+	Kinds []fault.Kind
+	// Progress, when set, is called after each run.
+	Progress func(done, total int, t *Trial)
+}
+
+// DefaultKinds are the kinds a campaign draws from.
+var DefaultKinds = []fault.Kind{fault.NICSlow, fault.NICFlap, fault.NVLinkSlow, fault.GPUSlow, fault.HostSlow, fault.PCIeGen, fault.Hang, fault.MissingRank}
+
+// Trial is one run and how the diagnosis did on it.
+type Trial struct {
+	Seed         int64
+	Fault        *fault.Fault // nil: healthy
+	Slowdown     float64      // the run's time over the healthy run's, minus 1
+	BusyChange   float64      // the largest change of one device's busy time from the healthy run's (relative)
+	LaunchChange float64      // the largest change of one device's launch-to-start time (relative)
+	Ended        error        // a hang's watchdog, or nil
+	Findings     []diagnosis.Finding
+	Events       int64
+	// Scores (fault trials).
+	Detectable   bool
+	Culprit      bool  // the top finding names the faulty place
+	KindRight    bool  // and the right kind
+	HostRight    bool  // the top finding names the faulty place's host
+	Found        bool  // any finding at all
+	LatencyNs    int64 // the top finding's At − the fault's onset
+	LatencySteps int   // steps ended from the onset to the finding (1: the onset's own step)
+	False        int   // findings that name another place
+}
+
+// run executes one run of cfg with faults, folding its events into a diagnosis.
+func run(ctx context.Context, cfg *Config, seed int64, faults []fault.Fault) (*runOut, error) {
+	topo := cfg.Topology
+	n := topo.Devices()
+	out := &runOut{busy: make([]int64, n), lead: make([]int64, n)}
+	strs := timeline.NewStrings()
+	d := diagnosis.New(topo.GPUsPerHost)
+	sink := &sink{d: d, out: out}
+	s, err := sim.New(sim.Config{Topology: topo, Seed: seed, Model: sim.ModelOf(topo), Faults: faults}, sink, strs)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := scenario.Resolve(cfg.Scenario, nil, topo)
+	if err != nil {
+		return nil, err
+	}
+	opts := sc.Options
+	// No watchdog: a hang then stops the simulation where nothing can move any more, and what is in
+	// flight stays as a console polling it during the hang would see it (a watchdog would fail
+	// the waiting ops). Pending below reads it.
+	opts.WatchdogNs = 0
+	c := engine.NewClient(s, sink, opts)
+	res, err := sc.Run(ctx, c, sink, scenario.RunConfig{Steps: cfg.Steps, Seed: seed})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		var wd *engine.WatchdogError
+		var dl *engine.DeadlockError
+		if !errors.As(err, &wd) && !errors.As(err, &dl) {
+			return nil, err
+		}
+		out.ended = err
+		// What a console polling the run's ops in flight would have seen: the waits are still
+		// under way when the run stops.
+		// Nothing moves after a deadlock: a poll at any later time sees this state, so Pending is
+		// given a time past every threshold and dates each hang when its evidence was complete.
+		d.Pending(math.MaxInt64/2, s.InFlight(nil))
+	}
+	out.end = s.Now()
+	out.findings = d.Result(strs)
+	return out, nil
+}
+
+type runOut struct {
+	end      int64
+	steps    []int64 // each step's end
+	ended    error
+	findings []diagnosis.Finding
+	events   int64
+	// Per device: the time its ops kept it busy (a fault that acts on its links or kernels changes
+	// it) and the ops' time from launch to start (a fault that delays its launches changes it).
+	busy, lead []int64
+}
+
+type sink struct {
+	d   *diagnosis.Diagnosis
+	out *runOut
+}
+
+func (k *sink) Emit(e *timeline.Event) {
+	k.out.events++
+	if e.Kind.IsBusy() && e.Device >= 0 && int(e.Device) < len(k.out.busy) {
+		k.out.busy[e.Device] += e.Dur()
+		if e.Queued >= 0 {
+			k.out.lead[e.Device] += e.Start - e.Queued
+		}
+	}
+	if e.Kind == timeline.KindStep && e.Status == timeline.StatusOK {
+		k.out.steps = append(k.out.steps, e.End)
+	}
+	k.d.Add(e)
+}
+
+// Run runs the campaign: a healthy reference run, cfg.Healthy healthy runs with other seeds and
+// cfg.Trials fault trials.
+func Run(ctx context.Context, cfg Config) ([]Trial, error) {
+	if cfg.Steps < 3 {
+		cfg.Steps = 3
+	}
+	if len(cfg.Kinds) == 0 {
+		cfg.Kinds = DefaultKinds
+	}
+	total := cfg.Trials + cfg.Healthy
+	ref, err := run(ctx, &cfg, cfg.Seed, nil)
+	if err != nil {
+		return nil, fmt.Errorf("healthy reference run: %w", err)
+	}
+	if ref.ended != nil || len(ref.steps) < cfg.Steps {
+		return nil, fmt.Errorf("healthy reference run did not complete its %d steps: %v", cfg.Steps, ref.ended)
+	}
+	var trials []Trial
+	for i := range total {
+		if err := ctx.Err(); err != nil {
+			return trials, err
+		}
+		seed := cfg.Seed + int64(i)
+		var t Trial
+		if i < cfg.Healthy {
+			t, err = healthy(ctx, &cfg, seed)
+		} else {
+			t, err = faulty(ctx, &cfg, seed, ref)
+		}
+		if err != nil {
+			return trials, fmt.Errorf("trial %d (seed %d): %w", i+1, seed, err)
+		}
+		trials = append(trials, t)
+		if cfg.Progress != nil {
+			cfg.Progress(i+1, total, &trials[len(trials)-1])
+		}
+	}
+	return trials, nil
+}
+
+func healthy(ctx context.Context, cfg *Config, seed int64) (Trial, error) {
+	o, err := run(ctx, cfg, seed, nil)
+	if err != nil {
+		return Trial{}, err
+	}
+	return Trial{Seed: seed, Findings: o.findings, False: len(o.findings), Ended: o.ended, Events: o.events}, nil
+}
+
+// Draw draws the fault of a trial's seed: kind, place, onset (in the second step of the healthy
+// reference, so that one healthy step precedes it) and severity.
+func Draw(seed int64, topo engine.Topology, kinds []fault.Kind, stepEnds []int64) fault.Fault {
+	rng := rand.New(rand.NewSource(seed))
+	f := fault.Fault{Kind: kinds[rng.Intn(len(kinds))], Host: rng.Intn(topo.Hosts), GPU: -1, NIC: -1, AnyColl: true}
+	s0, s1 := stepEnds[0], stepEnds[1]
+	f.At = s0 + rng.Int63n(max(s1-s0, 1))
+	switch f.Kind {
+	case fault.NICSlow, fault.NICFlap:
+		f.NIC = rng.Intn(max(topo.NICs.PerHost, 1))
+		f.Factor = 0.1 + 0.5*rng.Float64()
+		if f.Kind == fault.NICFlap {
+			f.Factor = 0
+			f.Period = int64(10e6 + rng.Int63n(190e6))
+		}
+	case fault.NVLinkSlow, fault.GPUSlow, fault.PCIeGen, fault.Hang, fault.MissingRank:
+		f.GPU = rng.Intn(topo.GPUsPerHost)
+		f.Factor = 0.1 + 0.5*rng.Float64()
+		switch f.Kind {
+		case fault.GPUSlow:
+			f.Factor = 0.5 + 0.45*rng.Float64()
+		case fault.PCIeGen:
+			f.Factor = 0.5
+		case fault.MissingRank:
+			f.At = 0 // communicators are made in the first step
+		}
+	case fault.HostSlow:
+		f.Delay = int64(10e3 + rng.Int63n(190e3))
+	}
+	return f
+}
+
+func faulty(ctx context.Context, cfg *Config, seed int64, ref *runOut) (Trial, error) {
+	f := Draw(seed, cfg.Topology, cfg.Kinds, ref.steps)
+	o, err := run(ctx, cfg, cfg.Seed, []fault.Fault{f})
+	if err != nil {
+		return Trial{}, err
+	}
+	t := Trial{Seed: seed, Fault: &f, Findings: o.findings, Ended: o.ended, Events: o.events}
+	t.Slowdown = float64(o.end)/float64(ref.end) - 1
+	t.BusyChange, t.LaunchChange = maxChange(o.busy, ref.busy), maxChange(o.lead, ref.lead)
+	t.Detectable = o.ended != nil || math.Abs(t.Slowdown) >= 0.01 || t.BusyChange >= 0.01 || t.LaunchChange >= 0.01
+	t.Found = len(o.findings) > 0
+	if t.Found {
+		top := o.findings[0]
+		t.Culprit = culpritRight(&f, &top, cfg.Topology)
+		t.HostRight = int(top.Host) == f.Host
+		t.KindRight = t.Culprit && kindRight(&f, &top)
+		t.LatencyNs = top.At - f.At
+		for _, end := range o.steps {
+			if end > f.At && end <= top.At {
+				t.LatencySteps++
+			}
+		}
+		if o.ended != nil && (len(o.steps) == 0 || top.At > o.steps[len(o.steps)-1]) {
+			t.LatencySteps++ // found in the step the hang stopped
+		}
+	}
+	for i := range o.findings {
+		if !culpritRight(&f, &o.findings[i], cfg.Topology) {
+			t.False++
+		}
+	}
+	return t, nil
+}
+
+func culpritRight(f *fault.Fault, x *diagnosis.Finding, topo engine.Topology) bool {
+	if x.Rank < 0 {
+		return false
+	}
+	if f.Kind == fault.HostSlow {
+		return int(x.Host) == f.Host
+	}
+	for _, d := range f.Devices(topo) {
+		if int32(d) == x.Rank {
+			return true
+		}
+	}
+	return false
+}
+
+func kindRight(f *fault.Fault, x *diagnosis.Finding) bool {
+	switch f.Kind {
+	case fault.NICSlow, fault.NICFlap:
+		return x.Kind == diagnosis.SlowLink && x.Link == timeline.PeakNIC
+	case fault.NVLinkSlow:
+		return x.Kind == diagnosis.SlowLink && x.Link == timeline.PeakNVLink
+	case fault.PCIeGen:
+		return x.Kind == diagnosis.SlowLink && x.Link == timeline.PeakPCIe
+	case fault.GPUSlow:
+		return x.Kind == diagnosis.SlowGPU
+	case fault.HostSlow:
+		return x.Kind == diagnosis.SlowHost
+	case fault.Hang:
+		return x.Kind == diagnosis.Hang
+	case fault.MissingRank:
+		return x.Kind == diagnosis.MissingRank
+	}
+	return false
+}
+
+// maxChange is the largest relative change of one device's figure from the reference run's (a
+// device's, not the sum's: a fault on one GPU of a thousand changes the sum by a thousandth).
+// Changes under 10 µs are not counted: a device that did almost nothing changes by jitter alone.
+func maxChange(got, ref []int64) float64 {
+	x := 0.0
+	for d := range min(len(got), len(ref)) {
+		diff := got[d] - ref[d]
+		if diff < 0 {
+			diff = -diff
+		}
+		if ref[d] > 0 && diff >= 10_000 {
+			x = max(x, float64(diff)/float64(ref[d]))
+		}
+	}
+	return x
+}

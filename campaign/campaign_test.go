@@ -1,0 +1,111 @@
+package campaign
+
+import (
+	"context"
+	"testing"
+
+	"github.com/xfertop/xfertop/engine/fault"
+	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/scenario"
+)
+
+// faulty are the built-ins that carry a fault by design: a straggler and a deadlock.
+var byDesign = map[string]bool{"straggler": true, "deadlock": true}
+
+// No built-in healthy scenario, on its own topology, gives any finding.
+func TestNoFindingsOnHealthyBuiltins(t *testing.T) {
+	for _, name := range scenario.BuiltinNames() {
+		if byDesign[name] {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			f, err := scenario.Builtin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			topo, err := sim.TopologyByName(orDefault(f.Topology))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := &Config{Scenario: f, Topology: topo, Steps: min(f.Steps, 4)}
+			o, err := run(context.Background(), cfg, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.ended != nil {
+				t.Fatalf("ended: %v", o.ended)
+			}
+			for _, x := range o.findings {
+				t.Errorf("finding on a healthy run: %s", x.String(topo.GPUsPerHost))
+			}
+		})
+	}
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "h100x8"
+	}
+	return s
+}
+
+// A small campaign scores what it injects: every trial's fault is the one drawn from its seed, a
+// fault that changes nothing is undetectable, and a slow NIC on a 4-host llm-train is named.
+func TestCampaignScores(t *testing.T) {
+	topo, err := sim.TopologyByName("h100x8x4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := scenario.Builtin("llm-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Scenario: f, Topology: topo, Trials: 4, Healthy: 1, Steps: 3, Seed: 3,
+		Kinds: []fault.Kind{fault.NICSlow, fault.GPUSlow, fault.PCIeGen}}
+	trials, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trials) != 5 || trials[0].Fault != nil {
+		t.Fatalf("%d trials, first %v; want the healthy run first, then 4 faults", len(trials), trials[0].Fault)
+	}
+	ref, err := run(context.Background(), &cfg, cfg.Seed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trials[1:] {
+		want := Draw(tr.Seed, topo, cfg.Kinds, ref.steps)
+		if tr.Fault.String() != want.String() {
+			t.Errorf("seed %d: fault %s; Draw gives %s", tr.Seed, tr.Fault, want)
+		}
+		if tr.Fault.Kind == fault.PCIeGen && tr.Detectable {
+			t.Errorf("seed %d: PCIe a generation down detectable in llm-train, which moves nothing over PCIe", tr.Seed)
+		}
+		if tr.Fault.Kind != fault.PCIeGen && tr.Detectable && !tr.Culprit {
+			t.Errorf("seed %d: %s not named: %v", tr.Seed, tr.Fault, tr.Findings)
+		}
+	}
+	s := Summarize(trials)
+	if s.HealthyRuns != 1 || s.All.Trials != 4 {
+		t.Errorf("summary counts %d healthy, %d trials", s.HealthyRuns, s.All.Trials)
+	}
+}
+
+// The straggler built-in (rank 3's host late before every barrier) is named: its host, rank 3.
+func TestStragglerBuiltin(t *testing.T) {
+	f, err := scenario.Builtin("straggler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := sim.TopologyByName(orDefault(f.Topology))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := run(context.Background(), &Config{Scenario: f, Topology: topo, Steps: 3}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.findings) != 1 || o.findings[0].Rank != 3 || o.findings[0].Kind.String() != "slow host" {
+		t.Errorf("findings %v; want one: rank 3's host", o.findings)
+	}
+}

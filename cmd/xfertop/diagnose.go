@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/xfertop/xfertop/campaign"
+	"github.com/xfertop/xfertop/engine/fault"
+	"github.com/xfertop/xfertop/engine/topology"
+	"github.com/xfertop/xfertop/scenario"
+)
+
+// diagnoseCmd runs a diagnosis campaign: healthy runs and runs with one random fault each, scored
+// against the faults injected (docs/diagnosis.md).
+func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("xfertop diagnose", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	setUsage(fs, "xfertop diagnose --campaign N [--scenario S] [--topology T] [--hosts H] [flags]")
+	n := fs.Int("campaign", 0, "fault trials to run (each one fault drawn from its seed: kind, place, onset, severity)")
+	healthy := fs.Int("healthy", -1, "healthy runs beside them (-1: a quarter of the trials, at least 1)")
+	sc := fs.String("scenario", "llm-train", "built-in scenario name or path to a scenario file")
+	topo := fs.String("topology", "h100x8x4", "built-in topology name or path to a topology file")
+	hosts := fs.Int("hosts", 0, "hosts of the topology (0: the topology's own)")
+	steps := fs.Int("steps", 4, "steps per run (at least 3)")
+	seed := fs.Int64("seed", 1, "the first trial's seed; trial i uses seed+i")
+	kinds := fs.String("kinds", "", "fault kinds to draw from, comma-separated (default: all the simulator models)")
+	verbose := fs.Bool("v", false, "print each trial as it ends")
+	if err := parseFlags(fs, args); err != nil {
+		return flagError(fs, err, stdout)
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q", fs.Arg(0))
+	}
+	if *n < 1 {
+		return usageError("--campaign %d: give the number of fault trials, 1 or more", *n)
+	}
+	if *hosts < 0 || *steps < 0 {
+		return usageError("--hosts and --steps must not be negative")
+	}
+	t, err := topology.Load(*topo)
+	if err != nil {
+		return usageError("--topology: %v", err)
+	}
+	if *hosts > 0 {
+		t.Hosts = *hosts
+	}
+	f, err := scenario.Load(*sc)
+	if err != nil {
+		return usageError("--scenario: %v", err)
+	}
+	if _, err := scenario.Resolve(f, nil, t); err != nil {
+		return usageError("--scenario %s on %s: %v", *sc, t.Name, err)
+	}
+	cfg := campaign.Config{Scenario: f, Topology: t, Trials: *n, Healthy: *healthy, Steps: *steps, Seed: *seed}
+	if cfg.Healthy < 0 {
+		cfg.Healthy = max(1, *n/4)
+	}
+	if *kinds != "" {
+		for _, k := range strings.Split(*kinds, ",") {
+			kk, ok := fault.ParseKind(strings.TrimSpace(k))
+			if !ok || kk == fault.FabricSlow {
+				return usageError("--kinds: %q is not a fault kind the simulator draws (%s)", k, kindList())
+			}
+			cfg.Kinds = append(cfg.Kinds, kk)
+		}
+	}
+	begin := time.Now()
+	cfg.Progress = func(done, total int, tr *campaign.Trial) {
+		if *verbose {
+			fmt.Fprintf(stderr, "%d/%d %s\n", done, total, describe(tr, t.GPUsPerHost))
+		} else {
+			fmt.Fprintf(stderr, "\r%d/%d runs, %s", done, total, time.Since(begin).Round(time.Second))
+		}
+	}
+	fmt.Fprintf(stdout, "diagnosis campaign: %s on %s (%d hosts × %d GPUs), %d steps per run, %d fault trials + %d healthy, seeds %d..%d\n",
+		f.Name, t.Name, t.Hosts, t.GPUsPerHost, max(*steps, 3), *n, cfg.Healthy, *seed, *seed+int64(*n+cfg.Healthy)-1)
+	trials, err := campaign.Run(ctx, cfg)
+	if !*verbose {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return failure(err)
+	}
+	campaign.Summarize(trials).Print(stdout)
+	fmt.Fprintf(stdout, "wall time %s\n", time.Since(begin).Round(time.Second))
+	return nil
+}
+
+func kindList() string {
+	var s []string
+	for _, k := range campaign.DefaultKinds {
+		s = append(s, k.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+// describe is one trial on a line.
+func describe(t *campaign.Trial, gph int) string {
+	what := "healthy"
+	if t.Fault != nil {
+		what = fmt.Sprintf("%s slowdown %+.1f%%", t.Fault, 100*t.Slowdown)
+	}
+	top := "no finding"
+	if len(t.Findings) > 0 {
+		top = t.Findings[0].String(gph)
+		top += fmt.Sprintf(" [at %.3f s, step %d]", float64(t.Findings[0].At)/1e9, t.Findings[0].Step)
+	}
+	score := ""
+	if t.Fault != nil {
+		score = fmt.Sprintf(" culprit=%v kind=%v detectable=%v steps=%d", t.Culprit, t.KindRight, t.Detectable, t.LatencySteps)
+	}
+	return fmt.Sprintf("seed %d: %s -> %s (%d findings)%s", t.Seed, what, top, len(t.Findings), score)
+}

@@ -1,0 +1,324 @@
+// Package fault describes the faults a run can inject into the simulated cluster: a degraded or
+// flapping NIC, a slow NVLink port, a throttled GPU, a host slow to launch, PCIe trained down a
+// generation, a rank that hangs before a collective and a rank that never joins its communicator.
+// A fault is written as a comma-separated list of key=value pairs (the --fault flag) or as a
+// mapping in a scenario file's `faults:` list; both go through Parse.
+package fault
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Kind is what a fault does.
+type Kind uint8
+
+// Fault kinds.
+const (
+	None        Kind = iota
+	NICSlow          // a NIC moves factor of its line rate, both directions
+	NICFlap          // a NIC goes down (factor of its rate, 0 by default) for half of every period
+	NVLinkSlow       // a GPU's NVLink port moves factor of its line rate
+	GPUSlow          // a GPU's kernels take 1/factor as long (thermal or power throttling)
+	HostSlow         // a GPU's host thread pays delay more per launch (CPU contention)
+	PCIeGen          // a GPU's PCIe link trained one generation down: half its bandwidth
+	Hang             // a rank never posts its next collective (of op coll, if named) after at
+	MissingRank      // a rank never joins a communicator: its initialisation never completes
+	FabricSlow       // a fabric (switch) link degraded: needs a topology with a fabric
+)
+
+var kindNames = map[Kind]string{NICSlow: "nic_slow", NICFlap: "nic_flap", NVLinkSlow: "nvlink_slow", GPUSlow: "gpu_slow",
+	HostSlow: "host_slow", PCIeGen: "pcie_gen", Hang: "hang", MissingRank: "missing_rank", FabricSlow: "fabric_slow"}
+
+func (k Kind) String() string {
+	if n, ok := kindNames[k]; ok {
+		return n
+	}
+	return "none"
+}
+
+// Kinds lists every fault kind's name, sorted.
+func Kinds() []string {
+	out := make([]string, 0, len(kindNames))
+	for _, n := range kindNames {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ParseKind reads a kind's name.
+func ParseKind(s string) (Kind, bool) {
+	for k, n := range kindNames {
+		if n == s {
+			return k, true
+		}
+	}
+	return None, false
+}
+
+// Fault is one injected fault. Host, GPU and NIC are indices within the topology (GPU and NIC
+// within the host); -1 is not given.
+type Fault struct {
+	Kind   Kind
+	Host   int
+	GPU    int
+	NIC    int
+	Factor float64 // the fraction of the healthy rate left (links, GPU); the down level (nic_flap)
+	At     int64   // onset, ns of simulated time
+	For    int64   // how long it lasts; 0: to the end of the run
+	Period int64   // nic_flap: a down and an up half
+	Delay  int64   // host_slow: added host time per launch
+	Coll   timeline.CollOp
+	// AnyColl is true when a hang names no collective op: the rank's next collective hangs.
+	AnyColl bool
+}
+
+// Active reports whether the fault is in effect at time t (for a flapping NIC: in its window, down
+// or up).
+func (f *Fault) Active(t int64) bool {
+	return t >= f.At && (f.For == 0 || t < f.At+f.For)
+}
+
+// Device is the global device the fault names (a GPU, or the first GPU a NIC serves), in topo.
+func (f *Fault) Device(topo engine.Topology) engine.DeviceID {
+	g := f.GPU
+	if g < 0 && f.NIC >= 0 {
+		g = f.NIC * topo.GPUsPerHost / max(topo.NICs.PerHost, 1)
+	}
+	return engine.DeviceID(f.Host*topo.GPUsPerHost + max(g, 0))
+}
+
+// Devices lists the GPUs the fault acts on: the GPUs a NIC serves (a host's NICs are shared evenly
+// by its GPUs), the one GPU named, or every GPU of a host named alone (host_slow).
+func (f *Fault) Devices(topo engine.Topology) []engine.DeviceID {
+	if f.NIC < 0 && f.GPU < 0 {
+		out := make([]engine.DeviceID, topo.GPUsPerHost)
+		for g := range out {
+			out[g] = engine.DeviceID(f.Host*topo.GPUsPerHost + g)
+		}
+		return out
+	}
+	if f.NIC < 0 {
+		return []engine.DeviceID{f.Device(topo)}
+	}
+	nics := max(topo.NICs.PerHost, 1)
+	var out []engine.DeviceID
+	for g := range topo.GPUsPerHost {
+		if g*nics/topo.GPUsPerHost == f.NIC || (nics > topo.GPUsPerHost && f.NIC*topo.GPUsPerHost/nics == g) {
+			out = append(out, engine.DeviceID(f.Host*topo.GPUsPerHost+g))
+		}
+	}
+	return out
+}
+
+// String writes the fault as the flag reads it.
+func (f Fault) String() string {
+	var b strings.Builder
+	b.WriteString("kind=" + f.Kind.String())
+	if f.GPU < -1 {
+		fmt.Fprintf(&b, ",rank=%d", -2-f.GPU)
+	}
+	if f.Host >= 0 {
+		fmt.Fprintf(&b, ",host=%d", f.Host)
+	}
+	if f.GPU >= 0 {
+		fmt.Fprintf(&b, ",gpu=%d", f.GPU)
+	}
+	if f.NIC >= 0 {
+		fmt.Fprintf(&b, ",nic=%d", f.NIC)
+	}
+	switch f.Kind {
+	case NICSlow, NVLinkSlow, GPUSlow, NICFlap:
+		fmt.Fprintf(&b, ",factor=%g", f.Factor)
+	}
+	if f.Kind == NICFlap {
+		fmt.Fprintf(&b, ",period=%v", time.Duration(f.Period))
+	}
+	if f.Kind == HostSlow {
+		fmt.Fprintf(&b, ",delay=%v", time.Duration(f.Delay))
+	}
+	if f.Kind == Hang && !f.AnyColl {
+		b.WriteString(",coll=" + f.Coll.String())
+	}
+	fmt.Fprintf(&b, ",at=%v", time.Duration(f.At))
+	if f.For > 0 {
+		fmt.Fprintf(&b, ",for=%v", time.Duration(f.For))
+	}
+	return b.String()
+}
+
+// keys each kind takes besides kind, at and for; the first group is required.
+var kindKeys = map[Kind][2][]string{
+	NICSlow:     {{"host", "nic", "factor"}, nil},
+	NICFlap:     {{"host", "nic"}, {"period", "factor"}},
+	NVLinkSlow:  {{"host", "gpu", "factor"}, nil},
+	GPUSlow:     {{"host", "gpu", "factor"}, nil},
+	HostSlow:    {{"host", "delay"}, {"gpu"}},
+	PCIeGen:     {{"host", "gpu"}, nil},
+	Hang:        {{"host", "gpu"}, {"coll"}},
+	MissingRank: {{"host", "gpu"}, nil},
+	FabricSlow:  {{"link", "factor"}, nil},
+}
+
+// Parse reads a fault written as key=value pairs separated by commas:
+// kind=nic_slow,host=37,nic=3,factor=0.3,at=2s,for=5s. rank=N may stand for host and gpu.
+func Parse(spec string) (Fault, error) {
+	kv := map[string]string{}
+	var order []string
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return Fault{}, fmt.Errorf("%q is not key=value", part)
+		}
+		k = strings.TrimSpace(k)
+		if _, dup := kv[k]; dup {
+			return Fault{}, fmt.Errorf("%s given twice", k)
+		}
+		kv[k] = strings.TrimSpace(v)
+		order = append(order, k)
+	}
+	return FromMap(kv, order)
+}
+
+// FromMap builds a fault from its keys and values (order: the keys as written, for errors that
+// name the first unknown one).
+func FromMap(kv map[string]string, order []string) (Fault, error) {
+	f := Fault{Host: -1, GPU: -1, NIC: -1, AnyColl: true}
+	kn, ok := kv["kind"]
+	if !ok {
+		return f, fmt.Errorf("kind is missing (one of %s)", strings.Join(Kinds(), ", "))
+	}
+	if f.Kind, ok = ParseKind(kn); !ok {
+		return f, fmt.Errorf("kind %q is not a fault kind (one of %s)", kn, strings.Join(Kinds(), ", "))
+	}
+	keys := kindKeys[f.Kind]
+	allowed := map[string]bool{"kind": true, "at": true, "for": true}
+	for _, k := range append(append([]string{}, keys[0]...), keys[1]...) {
+		allowed[k] = true
+	}
+	if allowed["host"] && allowed["gpu"] {
+		allowed["rank"] = true
+	}
+	for _, k := range order {
+		if !allowed[k] {
+			names := make([]string, 0, len(allowed))
+			for a := range allowed {
+				names = append(names, a)
+			}
+			sort.Strings(names)
+			return f, fmt.Errorf("%s takes no key %q (keys: %s)", f.Kind, k, strings.Join(names, ", "))
+		}
+	}
+	if f.Kind == FabricSlow {
+		return f, fmt.Errorf("fabric_slow needs a topology with a fabric (switch links); this build's topologies have none")
+	}
+	if r, ok := kv["rank"]; ok {
+		if _, h := kv["host"]; h {
+			return f, fmt.Errorf("give rank or host and gpu, not both")
+		}
+		n, err := strconv.Atoi(r)
+		if err != nil || n < 0 {
+			return f, fmt.Errorf("rank %q is not a rank number", r)
+		}
+		f.GPU = -2 - n // resolved against the topology by Bind
+		kv["host"], kv["gpu"] = "0", "0"
+	}
+	for _, k := range keys[0] {
+		if _, ok := kv[k]; !ok {
+			return f, fmt.Errorf("%s needs %s", f.Kind, strings.Join(keys[0], ", "))
+		}
+	}
+	var err error
+	ints := map[string]*int{"host": &f.Host, "nic": &f.NIC}
+	if f.GPU == -1 {
+		ints["gpu"] = &f.GPU
+	}
+	for k, p := range ints {
+		if v, ok := kv[k]; ok {
+			if *p, err = strconv.Atoi(v); err != nil || *p < 0 {
+				return f, fmt.Errorf("%s %q is not a non-negative integer", k, v)
+			}
+		}
+	}
+	if f.GPU < -1 {
+		f.Host = -1
+	}
+	f.Factor = 1
+	if f.Kind == NICFlap {
+		f.Factor = 0
+	}
+	if f.Kind == PCIeGen {
+		f.Factor = 0.5
+	}
+	if v, ok := kv["factor"]; ok {
+		f.Factor, err = strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f.Factor) || f.Factor < 0 || f.Factor >= 1 || (f.Factor == 0 && f.Kind != NICFlap) {
+			return f, fmt.Errorf("factor %q must be a number in (0, 1): the fraction of the healthy rate left", v)
+		}
+	}
+	durs := map[string]*int64{"at": &f.At, "for": &f.For, "period": &f.Period, "delay": &f.Delay}
+	for k, p := range durs {
+		if v, ok := kv[k]; ok {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return f, fmt.Errorf("%s %q is not a duration (examples: 150us, 2s)", k, v)
+			}
+			*p = int64(d)
+		}
+	}
+	if f.Kind == NICFlap && f.Period == 0 {
+		f.Period = int64(time.Second)
+	}
+	if f.Kind == HostSlow && f.Delay <= 0 {
+		return f, fmt.Errorf("host_slow needs a positive delay (the host time added to each launch)")
+	}
+	if v, ok := kv["coll"]; ok {
+		c, ok := timeline.ParseCollOp(v)
+		if !ok {
+			return f, fmt.Errorf("coll %q is not a collective (all_reduce, all_gather, reduce_scatter, ...)", v)
+		}
+		f.Coll, f.AnyColl = c, false
+	}
+	return f, nil
+}
+
+// Bind checks the fault against topo (every index in range) and resolves rank=N.
+func (f *Fault) Bind(topo engine.Topology) error {
+	if f.GPU < -1 {
+		r := -2 - f.GPU
+		if r >= topo.Devices() {
+			return fmt.Errorf("%s: rank %d is out of range (the topology has %d GPUs)", f.Kind, r, topo.Devices())
+		}
+		f.Host, f.GPU = r/topo.GPUsPerHost, r%topo.GPUsPerHost
+	}
+	if f.Host >= topo.Hosts {
+		return fmt.Errorf("%s: host %d is out of range (topology %s has %d hosts)", f.Kind, f.Host, topo.Name, topo.Hosts)
+	}
+	if f.GPU >= topo.GPUsPerHost {
+		return fmt.Errorf("%s: gpu %d is out of range (topology %s has %d GPUs per host)", f.Kind, f.GPU, topo.Name, topo.GPUsPerHost)
+	}
+	if f.NIC >= 0 {
+		if topo.NICs.PerHost == 0 {
+			return fmt.Errorf("%s: topology %s has no NICs", f.Kind, topo.Name)
+		}
+		if f.NIC >= topo.NICs.PerHost {
+			return fmt.Errorf("%s: nic %d is out of range (topology %s has %d NICs per host)", f.Kind, f.NIC, topo.Name, topo.NICs.PerHost)
+		}
+	}
+	if f.Kind == NVLinkSlow && topo.Interconnect == engine.PCIeOnly {
+		return fmt.Errorf("nvlink_slow: topology %s has no NVLink", topo.Name)
+	}
+	return nil
+}

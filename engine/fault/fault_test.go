@@ -1,0 +1,62 @@
+package fault
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, c := range []struct {
+		spec, want, err string
+	}{
+		{spec: "kind=nic_slow,host=37,nic=3,factor=0.3,at=2s,for=5s", want: "kind=nic_slow,host=37,nic=3,factor=0.3,at=2s,for=5s"},
+		{spec: "kind=nic_flap,host=1,nic=0", want: "kind=nic_flap,host=1,nic=0,factor=0,period=1s,at=0s"},
+		{spec: "kind=gpu_slow,rank=12,factor=0.5", want: "kind=gpu_slow,rank=12,factor=0.5,at=0s"},
+		{spec: "kind=host_slow,host=3,delay=50us,at=1s", want: "kind=host_slow,host=3,delay=50µs,at=1s"},
+		{spec: "kind=pcie_gen,host=0,gpu=2", want: "kind=pcie_gen,host=0,gpu=2,at=0s"},
+		{spec: "kind=hang,host=0,gpu=1,coll=AllReduce", want: "kind=hang,host=0,gpu=1,coll=all_reduce,at=0s"},
+		{spec: "kind=missing_rank,host=0,gpu=1", want: "kind=missing_rank,host=0,gpu=1,at=0s"},
+		{spec: "host=1", err: "kind is missing"},
+		{spec: "kind=nic_slow,host=1,nic=0", err: "needs host, nic, factor"},
+		{spec: "kind=nic_slow,host=1,nic=0,factor=1.5", err: "factor \"1.5\" must be a number in (0, 1)"},
+		{spec: "kind=nic_slow,host=1,nic=0,factor=0.5,gpu=2", err: "takes no key \"gpu\""},
+		{spec: "kind=slow", err: "kind \"slow\" is not a fault kind"},
+		{spec: "kind=gpu_slow,host=-1,gpu=0,factor=0.5", err: "host \"-1\" is not a non-negative integer"},
+		{spec: "kind=gpu_slow,host=0,gpu=0,factor=0.5,at=soon", err: "at \"soon\" is not a duration"},
+		{spec: "kind=hang,host=0,gpu=0,coll=allfoo", err: "coll \"allfoo\" is not a collective"},
+		{spec: "kind=host_slow,host=0", err: "needs host, delay"},
+		{spec: "kind=gpu_slow,host=0,host=1", err: "host given twice"},
+		{spec: "kind=gpu_slow,rank=1,host=1,factor=0.5", err: "not both"},
+		{spec: "kind=fabric_slow,link=3,factor=0.5", err: "needs a topology with a fabric"},
+		{spec: "kind", err: "not key=value"},
+	} {
+		f, err := Parse(c.spec)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v; want one saying %q", c.spec, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.spec, err)
+			continue
+		}
+		if got := f.String(); got != c.want {
+			t.Errorf("%s: reads as %s; want %s", c.spec, got, c.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add("kind=nic_slow,host=37,nic=3,factor=0.3,at=2s,for=5s")
+	f.Add("kind=hang,rank=3,coll=all_gather")
+	f.Fuzz(func(t *testing.T, s string) {
+		flt, err := Parse(s)
+		if err != nil {
+			return
+		}
+		if flt.Factor < 0 || flt.Factor > 1 || flt.At < 0 || flt.For < 0 {
+			t.Errorf("%q parsed to out-of-range %+v", s, flt)
+		}
+	})
+}

@@ -1,0 +1,193 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/fault"
+)
+
+// The simulator models each injected fault (engine/fault) where it acts physically: a degraded or
+// flapping NIC, a slow NVLink port or PCIe trained down a generation change the bandwidth of
+// exactly those links from the fault's onset (the links' components are re-solved then, so only
+// the flows crossing them slow down); a throttled GPU's kernels take longer; a slow host pays more
+// for each launch; a hung rank's host thread stops at the collective it never posts; a missing
+// rank's communicator initialisation never completes.
+
+// faults is the simulator's fault state; its per-device slices are nil when no fault needs them,
+// so a healthy run pays one nil check per hook.
+type faults struct {
+	list []fault.Fault
+	// nominal is each link's healthy bandwidth (bytes/ns), kept when a fault changes linkBW.
+	nominal []float64
+	// byDev[d] lists the faults acting on device d's GPU or host thread (not its links).
+	byDev [][]int32
+	// links[i] are the links fault i changes.
+	links [][]int32
+}
+
+// setFaults binds fs to the topology and schedules their link changes.
+func (s *Sim) setFaults(fs []fault.Fault) error {
+	if len(fs) == 0 {
+		return nil
+	}
+	fl := &s.flt
+	fl.list = make([]fault.Fault, len(fs))
+	fl.links = make([][]int32, len(fs))
+	for i, f := range fs {
+		if err := f.Bind(s.topo); err != nil {
+			return fmt.Errorf("sim: fault %d: %w", i+1, err)
+		}
+		fl.list[i] = f
+		var port []int
+		switch f.Kind {
+		case fault.NICSlow, fault.NICFlap:
+			port = []int{linkNICOut, linkNICIn}
+		case fault.NVLinkSlow:
+			port = []int{linkNVOut, linkNVIn}
+		case fault.PCIeGen:
+			port = []int{linkPCIeIn, linkPCIeOut}
+		default:
+			if fl.byDev == nil {
+				fl.byDev = make([][]int32, len(s.hosts))
+			}
+			for _, d := range f.Devices(s.topo) {
+				fl.byDev[d] = append(fl.byDev[d], int32(i))
+			}
+			continue
+		}
+		for _, d := range f.Devices(s.topo) {
+			for _, p := range port {
+				fl.links[i] = append(fl.links[i], int32(d)*linksPerDevice+int32(p))
+			}
+		}
+		if fl.nominal == nil {
+			fl.nominal = append([]float64(nil), s.linkBW...)
+		}
+		s.at(f.At, evFault, int32(i), 0)
+	}
+	return nil
+}
+
+// lineBW is link l's healthy line rate: the rate NCCL's protocol overhead is reckoned against,
+// whatever a fault has left of it.
+func (s *Sim) lineBW(l int32) float64 {
+	if s.flt.nominal != nil {
+		return s.flt.nominal[l]
+	}
+	return s.linkBW[l]
+}
+
+// faultStep applies link fault i at s.now (onset, each flap and the end) and schedules its next
+// change. A link's bandwidth is its nominal rate times the factors of the faults in effect on it.
+func (s *Sim) faultStep(i int32) {
+	fl := &s.flt
+	f := &fl.list[i]
+	for _, l := range fl.links[i] {
+		bw := fl.nominal[l] * s.linkFactor(l)
+		if bw != s.linkBW[l] {
+			s.linkBW[l] = bw
+			s.markDirty(l)
+			s.dirty()
+		}
+	}
+	next := int64(-1)
+	if f.Kind == fault.NICFlap && f.Active(s.now) {
+		next = s.now + max(f.Period/2, 1)
+	}
+	if end := f.At + f.For; f.For > 0 && s.now < end && (next < 0 || end < next) {
+		next = end
+	}
+	if next >= 0 {
+		s.at(next, evFault, i, 0)
+	}
+}
+
+// linkFactor is the share of link l's rate the faults in effect now leave it.
+func (s *Sim) linkFactor(l int32) float64 {
+	fl := &s.flt
+	x := 1.0
+	for i := range fl.list {
+		f := &fl.list[i]
+		if !f.Active(s.now) {
+			continue
+		}
+		if f.Kind == fault.NICFlap && ((s.now-f.At)/max(f.Period/2, 1))%2 == 1 {
+			continue // the up half of its period
+		}
+		for _, fl := range fl.links[i] {
+			if fl == l {
+				x *= f.Factor
+				break
+			}
+		}
+	}
+	return x
+}
+
+// kernelNs is a kernel's duration on device d now: a throttled GPU's kernels take 1/factor as long.
+func (s *Sim) kernelNs(d engine.DeviceID, dur int64) int64 {
+	if s.flt.byDev == nil {
+		return dur
+	}
+	for _, i := range s.flt.byDev[d] {
+		if f := &s.flt.list[i]; f.Kind == fault.GPUSlow && f.Active(s.now) {
+			dur = int64(float64(dur) / f.Factor)
+		}
+	}
+	return dur
+}
+
+// launchDelay is the host time a slow host adds to each launch on device d's host thread now.
+func (s *Sim) launchDelay(d int32) int64 {
+	if s.flt.byDev == nil {
+		return 0
+	}
+	var x int64
+	for _, i := range s.flt.byDev[d] {
+		if f := &s.flt.list[i]; f.Kind == fault.HostSlow && f.Active(s.now) {
+			x += f.Delay
+		}
+	}
+	return x
+}
+
+// stuck reports whether device d's host thread stops for ever at cmd: a hung rank at the
+// collective it never posts, a missing rank at its communicator's initialisation.
+func (s *Sim) stuck(d int32, cmd *engine.Command) bool {
+	if s.flt.byDev == nil {
+		return false
+	}
+	for _, i := range s.flt.byDev[d] {
+		f := &s.flt.list[i]
+		if !f.Active(s.now) {
+			continue
+		}
+		switch {
+		case f.Kind == fault.MissingRank && cmd.Kind == engine.CmdCommInit:
+			return true
+		case f.Kind == fault.Hang && (cmd.Kind == engine.CmdLaunch || cmd.Kind == engine.CmdBatch) && hangsAt(f, &cmd.Op):
+			return true
+		}
+	}
+	return false
+}
+
+// hangsAt reports whether op is (or, a group, holds) the collective a hang fault names.
+func hangsAt(f *fault.Fault, op *engine.StreamOp) bool {
+	if op.Kind == engine.OpCollective {
+		return f.AnyColl || op.Coll == f.Coll
+	}
+	for i := range op.Parts {
+		if hangsAt(f, &op.Parts[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// hold keeps host thread hi busy with cmd for ever: nothing completes it.
+func (s *Sim) hold(hi int32, cmd engine.Command) {
+	h := &s.hosts[hi]
+	h.cur, h.busy, h.since = cmd, true, s.now
+}

@@ -1,0 +1,234 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/fault"
+	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// faultSim builds a jitter-free simulator of the named topology with the faults given as flags.
+func faultSim(t *testing.T, topo string, specs ...string) (*engine.Client, *timeline.Store, sim.Model) {
+	t.Helper()
+	tp, err := sim.TopologyByName(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fs []fault.Fault
+	for _, sp := range specs {
+		f, err := fault.Parse(sp)
+		if err != nil {
+			t.Fatalf("%s: %v", sp, err)
+		}
+		fs = append(fs, f)
+	}
+	m := sim.ModelOf(tp)
+	m.KernelJitter = 0
+	store := timeline.NewStore(nil)
+	s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: m, Faults: fs}, store, store.Strings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.NewClient(s, store, engine.DefaultOptions()), store, m
+}
+
+// sendTimes runs two concurrent sends of bytes between the hosts of h100x8x2, device 0 → 8 (host 0
+// NIC 0 out, host 1 NIC 0 in) and 1 → 9 (NIC 1 of each), and returns each send's event.
+func sendTimes(t *testing.T, bytes int64, specs ...string) (a, b timeline.Event, m sim.Model) {
+	t.Helper()
+	c, store, m := faultSim(t, "h100x8x2", specs...)
+	for i, pair := range [][2]engine.DeviceID{{0, 8}, {1, 9}} {
+		ss, _ := c.NewStream(pair[0], engine.PriorityNormal)
+		rs, _ := c.NewStream(pair[1], engine.PriorityNormal)
+		if _, err := c.Send(ss, pair[1], bytes, uint64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Recv(rs, pair[0], bytes, uint64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, c)
+	for _, e := range store.Events() {
+		if e.Kind == timeline.KindSend && e.Device == 0 {
+			a = e
+		}
+		if e.Kind == timeline.KindSend && e.Device == 1 {
+			b = e
+		}
+	}
+	return a, b, m
+}
+
+// A NIC at a quarter of its rate slows exactly the flow that crosses it, by the hand calculation:
+// NCCL's flow moves its payload at cap = NIC × nic_efficiency alone; on a link at 0.25 of its line
+// rate it still pays its protocol's overhead, so its payload moves at 0.25 × cap, and a send of B
+// bytes takes 3·B/cap longer. The send beside it, over other NICs, takes what it does healthy.
+func TestNICSlowSlowsExactlyItsFlows(t *testing.T) {
+	const B = 1 << 30
+	h0, h1, m := sendTimes(t, B)
+	s0, s1, _ := sendTimes(t, B, "kind=nic_slow,host=0,nic=0,factor=0.25")
+	capNs := m.NICBps * m.NCCLNICEff / 1e9 // payload bytes per ns, healthy
+	want := 3 * float64(B) / capNs
+	if got := float64(s0.Dur() - h0.Dur()); math.Abs(got-want) > 2 {
+		t.Errorf("send across the slow NIC took %.0f ns longer; the hand calculation says %.0f", got, want)
+	}
+	if s1.Start != h1.Start || s1.End != h1.End {
+		t.Errorf("send over healthy NICs changed: [%d, %d] healthy, [%d, %d] with the fault", h1.Start, h1.End, s1.Start, s1.End)
+	}
+
+	// Onset half-way through the healthy transfer: the first half moved at cap, the rest at cap/4,
+	// so it ends 2.5 D after the flow began, D being the healthy transfer time.
+	D := float64(B) / capNs
+	flowStart := float64(h0.End) - D
+	at := int64(flowStart + D/2)
+	s0, _, _ = sendTimes(t, B, "kind=nic_slow,host=0,nic=0,factor=0.25,at="+nsDur(at))
+	if want := flowStart + 2.5*D; math.Abs(float64(s0.End)-want) > 3 {
+		t.Errorf("fault at half-way: send ended at %d; the hand calculation says %.0f", s0.End, want)
+	}
+
+	// A fault that ends: for the middle half of the healthy transfer time.
+	s0, _, _ = sendTimes(t, B, "kind=nic_slow,host=0,nic=0,factor=0.25,at="+nsDur(at)+",for="+nsDur(int64(D/4)))
+	// D/4 at cap/4 moves D/16 worth; the rest (D/2 − D/16) at cap.
+	if want := flowStart + D/2 + D/4 + (D/2 - D/16); math.Abs(float64(s0.End)-want) > 3 {
+		t.Errorf("fault for D/4: send ended at %d; the hand calculation says %.0f", s0.End, want)
+	}
+}
+
+func nsDur(ns int64) string { return time.Duration(ns).String() }
+
+// A flapping NIC (down half of each period) stalls its flows while down: the send takes about
+// twice as long; the other send does not change.
+func TestNICFlapStallsWhileDown(t *testing.T) {
+	const B = 1 << 30
+	h0, h1, _ := sendTimes(t, B)
+	s0, s1, _ := sendTimes(t, B, "kind=nic_flap,host=1,nic=0,period=2ms")
+	if r := float64(s0.Dur()) / float64(h0.Dur()); r < 1.9 || r > 2.1 {
+		t.Errorf("send across a NIC down half the time took %.2f× healthy; want ~2×", r)
+	}
+	if s1.End != h1.End {
+		t.Errorf("send over healthy NICs changed: ended %d healthy, %d with the flap", h1.End, s1.End)
+	}
+}
+
+// kernelEnds runs one 1 ms kernel on devices 2 and 3 of h100x8 after a 1 ms one, and returns the
+// durations of the second kernels.
+func kernelDurs(t *testing.T, specs ...string) (d2, d3 int64) {
+	c, store, _ := faultSim(t, "h100x8", specs...)
+	for _, d := range []engine.DeviceID{2, 3} {
+		s, _ := c.NewStream(d, engine.PriorityNormal)
+		_ = c.Kernel(s, 1_000_000, "a")
+		_ = c.Kernel(s, 1_000_000, "b")
+	}
+	run(t, c)
+	for _, e := range store.Events() {
+		if e.Kind == timeline.KindKernel && store.Strings.Lookup(e.Label) == "b" {
+			if e.Device == 2 {
+				d2 = e.Dur()
+			} else {
+				d3 = e.Dur()
+			}
+		}
+	}
+	return d2, d3
+}
+
+// A GPU throttled to half speed from 0.5 ms on runs its kernels started after then twice as long;
+// the others do not change.
+func TestGPUSlowScalesKernels(t *testing.T) {
+	d2, d3 := kernelDurs(t, "kind=gpu_slow,host=0,gpu=3,factor=0.5,at=500us")
+	if d2 != 1_000_000 || d3 != 2_000_000 {
+		t.Errorf("kernel durations: device 2 %d ns (want 1 ms), device 3 %d ns (want 2 ms)", d2, d3)
+	}
+}
+
+// A slow host pays its delay on every launch: its tenth kernel is queued ten delays later than the
+// healthy host's.
+func TestHostSlowDelaysLaunches(t *testing.T) {
+	c, store, _ := faultSim(t, "h100x8x2", "kind=host_slow,host=1,delay=40us")
+	for _, d := range []engine.DeviceID{0, 8} {
+		s, _ := c.NewStream(d, engine.PriorityNormal)
+		for range 10 {
+			_ = c.Kernel(s, 1000, "k")
+		}
+	}
+	run(t, c)
+	var last [2]int64
+	for _, e := range store.Events() {
+		if e.Kind == timeline.KindKernel {
+			last[e.Device/8] = max(last[e.Device/8], e.Queued)
+		}
+	}
+	if got := last[1] - last[0]; got != 10*40_000 {
+		t.Errorf("the slow host queued its tenth kernel %d ns after the healthy one; want 10 × 40 µs", got)
+	}
+}
+
+// PCIe trained down a generation halves a large host-to-device copy's rate on that GPU only.
+func TestPCIeGenHalvesCopies(t *testing.T) {
+	dur := func(specs ...string) (a, b int64) {
+		c, store, _ := faultSim(t, "h100x8", specs...)
+		for _, d := range []engine.DeviceID{0, 1} {
+			s, _ := c.NewStream(d, engine.PriorityNormal)
+			_, _ = c.Copy(s, timeline.CopyH2D, 1<<30, -1, false)
+		}
+		run(t, c)
+		for _, e := range store.Events() {
+			if e.Kind == timeline.KindMemcpy && e.Device == 0 {
+				a = e.Dur()
+			} else if e.Kind == timeline.KindMemcpy {
+				b = e.Dur()
+			}
+		}
+		return a, b
+	}
+	h0, h1 := dur()
+	f0, f1 := dur("kind=pcie_gen,host=0,gpu=1")
+	if r := float64(f1) / float64(h1); r < 1.98 || r > 2.02 || f0 != h0 {
+		t.Errorf("copy on the GPU at half PCIe took %.3f× healthy (want 2×); the other %d ns vs %d healthy", r, f0, h0)
+	}
+}
+
+// A hung rank never posts its collective and a missing rank never joins the communicator: the
+// others wait, and the watchdog names exactly that rank as never arriving.
+func TestHangAndMissingRank(t *testing.T) {
+	for _, spec := range []string{"kind=hang,host=0,gpu=3,coll=all_reduce", "kind=missing_rank,rank=3"} {
+		c, _, _ := faultSim(t, "h100x8", spec)
+		devs := []engine.DeviceID{0, 1, 2, 3, 4, 5, 6, 7}
+		if _, err := c.Collective(timeline.CollAllReduce, devs, 1<<20, "ar"); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Run(context.Background())
+		var wd *engine.WatchdogError
+		if !errors.As(err, &wd) || len(wd.Missing) != 1 || wd.Missing[0] != 3 {
+			t.Errorf("%s: run ended with %v; want the watchdog naming rank 3 missing", spec, err)
+		}
+	}
+	// A hang that names another collective lets this one through.
+	c, _, _ := faultSim(t, "h100x8", "kind=hang,rank=3,coll=all_gather")
+	if _, err := c.Collective(timeline.CollAllReduce, []engine.DeviceID{0, 1, 2, 3}, 1<<20, "ar"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(context.Background()); err != nil {
+		t.Errorf("a hang at all_gather stopped an all_reduce: %v", err)
+	}
+}
+
+// Faults out of the topology's range are refused when the simulator is built.
+func TestFaultOutOfRange(t *testing.T) {
+	tp, _ := sim.TopologyByName("h100x8x2")
+	for _, spec := range []string{"kind=nic_slow,host=2,nic=0,factor=0.5", "kind=gpu_slow,host=0,gpu=8,factor=0.5", "kind=hang,rank=16"} {
+		f, err := fault.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.New(sim.Config{Topology: tp, Faults: []fault.Fault{f}}, timeline.NewStore(nil), nil); err == nil {
+			t.Errorf("%s: accepted on %s", spec, tp.Name)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
+)
+
+// Finding is one of the diagnosis's verdicts as the report shows it (analysis/diagnosis).
+type Finding struct {
+	Kind    string `json:"kind"`    // slow link, slow GPU, slow host, hang, missing rank
+	Culprit string `json:"culprit"` // in words: "host 37 GPU 3 NIC"
+	// Rank and Host are the culprit's; null when not known (a link the events cannot place).
+	Rank       *int32  `json:"rank"`
+	Host       *int32  `json:"host"`
+	Link       string  `json:"link,omitempty"` // nic, nvlink, pcie; "unknown" for a link not placed
+	OnsetNs    int64   `json:"onset_ns"`
+	AtNs       int64   `json:"at_ns"`
+	Step       int     `json:"step"`
+	Confidence float64 `json:"confidence"`
+	SeverityNs int64   `json:"severity_ns"`
+	Evidence   string  `json:"evidence"`
+	// Hangs: the collective, its sequence number on its communicator, the communicator and the
+	// ranks that never entered it.
+	Coll     string  `json:"coll,omitempty"`
+	Seq      int     `json:"seq,omitempty"`
+	Comm     uint32  `json:"comm,omitempty"`
+	Missing  []int32 `json:"missing,omitempty"`
+	MissingN int     `json:"missing_count,omitempty"`
+}
+
+func findings(fs []diagnosis.Finding, gph int) []Finding {
+	out := make([]Finding, 0, len(fs))
+	for i := range fs {
+		f := &fs[i]
+		x := Finding{Kind: f.Kind.String(), Culprit: f.Culprit(gph), OnsetNs: f.Onset, AtNs: f.At, Step: f.Step,
+			Confidence: f.Confidence, SeverityNs: f.Severity, Evidence: f.Evidence, Seq: f.Seq, Comm: f.Comm, Missing: f.Missing, MissingN: f.MissingN}
+		if f.Rank >= 0 {
+			r := f.Rank
+			x.Rank = &r
+		}
+		if f.Host >= 0 {
+			h := f.Host
+			x.Host = &h
+		}
+		if f.Kind == diagnosis.SlowLink {
+			x.Link = map[int]string{timeline.PeakNIC: "nic", timeline.PeakNVLink: "nvlink", timeline.PeakPCIe: "pcie"}[f.Link]
+			if x.Link == "" {
+				x.Link = "unknown"
+			}
+		}
+		if f.Kind == diagnosis.Hang || f.Kind == diagnosis.MissingRank {
+			if f.Coll != 0 {
+				x.Coll = f.Coll.String()
+			}
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// findingsText writes the findings, worst first, or says there are none.
+func findingsText(b *strings.Builder, r *Report) {
+	if len(r.Findings) == 0 {
+		b.WriteString("\nFindings: none (no rank, GPU, host or link stood out from its peers; no hang)\n")
+		return
+	}
+	fmt.Fprintf(b, "\nFINDINGS (%d, worst first):\n", len(r.Findings))
+	for _, f := range r.Findings {
+		fmt.Fprintf(b, "  %s: %s — %s (since %s, found at %s, confidence %.0f%%)\n", f.Kind, f.Culprit, f.Evidence,
+			units.Dur(f.OnsetNs), units.Dur(f.AtNs), 100*f.Confidence)
+	}
+}
