@@ -550,6 +550,11 @@ func (m *Model) header() string {
 
 func (m *Model) tabLabel(i int) string {
 	label := fmt.Sprintf("%d %s", i+1, m.names[i])
+	if i != m.tab && m.namesTooWide() {
+		// Nine views on 80 columns: the others by number and the first letters of their names,
+		// so every key is still on the line.
+		label = fmt.Sprintf("%d %s", i+1, shortName(m.names[i]))
+	}
 	tab, active := m.styles.Tab, m.styles.ActiveTab
 	if m.compactTabs() { // every tab on the line, a space between them rather than padding
 		tab, active, label = tab.Padding(0), active.Padding(0), label+" "
@@ -570,6 +575,23 @@ func (m *Model) compactTabs() bool {
 		w += len(fmt.Sprintf("%d %s", i+1, m.names[i])) + 2
 	}
 	return w > m.width
+}
+
+// namesTooWide reports whether even unpadded, the full names of the views do not fit the width.
+func (m *Model) namesTooWide() bool {
+	w := 0
+	for i := range m.names {
+		w += len(fmt.Sprintf("%d %s ", i+1, m.names[i]))
+	}
+	return w > m.width
+}
+
+// shortName is a view's name cut to four letters.
+func shortName(name string) string {
+	if r := []rune(name); len(r) > 4 {
+		return string(r[:4])
+	}
+	return name
 }
 
 func (m *Model) tabs() string {
