@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/importers/inspector"
 	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/importers/nsys"
 	"github.com/xfertop/xfertop/join"
@@ -63,6 +64,9 @@ func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	if format == FormatNsys {
 		return streamNsys(paths, opts, sink)
 	}
+	if format == FormatInspector {
+		return streamInspector(paths, opts, sink)
+	}
 	return streamTraces(paths, opts, sink)
 }
 
@@ -93,6 +97,24 @@ func streamNsys(paths []string, opts Options, sink Sink) (*Result, error) {
 	nopts := nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context, Verbose: opts.Verbose}
 	im, err := nsys.Stream(paths, nopts, func(im *kineto.Imported) error {
 		return sink.Begin(&Header{Format: FormatNsys, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
+	}, func(batch []timeline.Event) error {
+		if err := sink.Events(batch); err != nil {
+			return err
+		}
+		res.Events += len(batch)
+		return nil
+	})
+	if im != nil {
+		res.Warnings = im.Warnings
+	}
+	return res, err
+}
+
+// streamInspector imports NCCL Inspector's logs or dumps into sink, batch by batch in start order.
+func streamInspector(paths []string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatInspector, Importer: inspector.Format}
+	im, err := inspector.Stream(paths, inspectorOptions(opts), func(im *kineto.Imported) error {
+		return sink.Begin(&Header{Format: FormatInspector, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
 	}, func(batch []timeline.Event) error {
 		if err := sink.Events(batch); err != nil {
 			return err
