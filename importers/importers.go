@@ -13,6 +13,7 @@ import (
 	"github.com/xfertop/xfertop/importers/inspector"
 	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/importers/nsys"
+	"github.com/xfertop/xfertop/importers/ras"
 	"github.com/xfertop/xfertop/recordings"
 )
 
@@ -26,6 +27,7 @@ const (
 	FormatTrace            // Chrome trace JSON: the PyTorch profiler's (Kineto), xfertop's export, any tool's
 	FormatNsys             // the SQLite export of an Nsight Systems capture
 	FormatInspector        // NCCL Inspector's JSON-lines logs or Prometheus dumps (a file or their directory)
+	FormatRAS              // `ncclras -f json`: a job's communicators and their missing, dead or mismatched ranks
 )
 
 // String names the format for messages.
@@ -39,6 +41,8 @@ func (f Format) String() string {
 		return "Nsight Systems SQLite export"
 	case FormatInspector:
 		return "NCCL Inspector log"
+	case FormatRAS:
+		return "NCCL RAS report (ncclras -f json)"
 	}
 	return "unknown"
 }
@@ -94,6 +98,8 @@ func DetectBytes(name string, head []byte) (Format, error) {
 		return FormatRecording, nil
 	case bytes.HasPrefix(head, []byte(sqliteMagic)):
 		return FormatNsys, nil
+	case ras.Sniff(head):
+		return FormatRAS, nil
 	case inspector.Sniff(head) != inspector.NotInspector: // before JSON and gzip: its logs are both
 		return FormatInspector, nil
 	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b: // gzip: a compressed trace
@@ -173,6 +179,9 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 
 // read imports traces or exports of format.
 func read(paths []string, format Format, opts Options) (*kineto.Imported, error) {
+	if format == FormatRAS {
+		return ras.ReadFiles(paths)
+	}
 	if format == FormatInspector {
 		return inspector.ReadFiles(paths, inspectorOptions(opts))
 	}
