@@ -10,8 +10,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/xfertop/xfertop/importers/inspector"
 	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/importers/nsys"
+	"github.com/xfertop/xfertop/importers/ras"
 	"github.com/xfertop/xfertop/recordings"
 )
 
@@ -24,6 +26,8 @@ const (
 	FormatRecording        // xfertop's own .xfr
 	FormatTrace            // Chrome trace JSON: the PyTorch profiler's (Kineto), xfertop's export, any tool's
 	FormatNsys             // the SQLite export of an Nsight Systems capture
+	FormatInspector        // NCCL Inspector's JSON-lines logs or Prometheus dumps (a file or their directory)
+	FormatRAS              // `ncclras -f json`: a job's communicators and their missing, dead or mismatched ranks
 )
 
 // String names the format for messages.
@@ -35,6 +39,10 @@ func (f Format) String() string {
 		return "trace (JSON)"
 	case FormatNsys:
 		return "Nsight Systems SQLite export"
+	case FormatInspector:
+		return "NCCL Inspector log"
+	case FormatRAS:
+		return "NCCL RAS report (ncclras -f json)"
 	}
 	return "unknown"
 }
@@ -55,6 +63,9 @@ var ErrEmpty = errors.New("the file is empty (0 bytes)")
 
 // Detect tells the format of the file at path from its first bytes and its name (DetectBytes).
 func Detect(path string) (Format, error) {
+	if inspector.IsDir(path) {
+		return FormatInspector, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return FormatUnknown, err
@@ -87,6 +98,10 @@ func DetectBytes(name string, head []byte) (Format, error) {
 		return FormatRecording, nil
 	case bytes.HasPrefix(head, []byte(sqliteMagic)):
 		return FormatNsys, nil
+	case ras.Sniff(head):
+		return FormatRAS, nil
+	case inspector.Sniff(head) != inspector.NotInspector: // before JSON and gzip: its logs are both
+		return FormatInspector, nil
 	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b: // gzip: a compressed trace
 		return FormatTrace, nil
 	case len(text) > 0 && (text[0] == '{' || text[0] == '['):
@@ -164,6 +179,12 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 
 // read imports traces or exports of format.
 func read(paths []string, format Format, opts Options) (*kineto.Imported, error) {
+	if format == FormatRAS {
+		return ras.ReadFiles(paths)
+	}
+	if format == FormatInspector {
+		return inspector.ReadFiles(paths, inspectorOptions(opts))
+	}
 	if format == FormatNsys {
 		return nsys.ReadFiles(paths, nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context, Verbose: opts.Verbose})
 	}
@@ -180,4 +201,9 @@ func traceOptions(opts Options) kineto.Options {
 		t.Context = opts.Context
 	}
 	return t
+}
+
+// inspectorOptions are the options of the NCCL Inspector importer.
+func inspectorOptions(opts Options) inspector.Options {
+	return inspector.Options{Context: opts.Context, Progress: opts.Progress}
 }

@@ -43,6 +43,11 @@ func TestDetect(t *testing.T) {
 		{"RUN.QDREP", "\x89\x00binary", FormatUnknown, ErrNsysReport},
 		{"text.nsys-rep", "hello, this is text\n", FormatUnknown, ErrNsysReport},
 		{"image.png", "\x89PNG\r\n\x1a\n\x00\x00", FormatUnknown, ErrUnknownFormat},
+		// NCCL Inspector's logs are JSON too: told by their record bodies, before a trace.
+		{"node0-pid1.log", `{"header":{"id":"0x1","rank":0},"metadata":{"inspector_output_format_version":"v4.0"}}`, FormatInspector, nil},
+		{"dump.log", `{"coll_perf":{"coll":"AllReduce"}}`, FormatInspector, nil},
+		{"m.prom", "# HELP nccl_bus_bandwidth_gbs x\n", FormatInspector, nil},
+		{"ras.json", "{\n  \"nccl_version\": \"2.28.7\",\n  \"cuda_runtime_version\": 12090,\n  \"communicators\": [", FormatRAS, nil},
 	} {
 		got, err := DetectBytes(tc.name, []byte(tc.head))
 		if got != tc.want || !errors.Is(err, tc.err) {

@@ -6,8 +6,10 @@ import (
 	"sort"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/importers/inspector"
 	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/importers/nsys"
+	"github.com/xfertop/xfertop/importers/ras"
 	"github.com/xfertop/xfertop/join"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
@@ -63,6 +65,12 @@ func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	if format == FormatNsys {
 		return streamNsys(paths, opts, sink)
 	}
+	if format == FormatInspector {
+		return streamInspector(paths, opts, sink)
+	}
+	if format == FormatRAS {
+		return streamRAS(paths, opts, sink)
+	}
 	return streamTraces(paths, opts, sink)
 }
 
@@ -104,6 +112,46 @@ func streamNsys(paths []string, opts Options, sink Sink) (*Result, error) {
 		res.Warnings = im.Warnings
 	}
 	return res, err
+}
+
+// streamInspector imports NCCL Inspector's logs or dumps into sink, batch by batch in start order.
+func streamInspector(paths []string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatInspector, Importer: inspector.Format}
+	im, err := inspector.Stream(paths, inspectorOptions(opts), func(im *kineto.Imported) error {
+		return sink.Begin(&Header{Format: FormatInspector, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
+	}, func(batch []timeline.Event) error {
+		if err := sink.Events(batch); err != nil {
+			return err
+		}
+		res.Events += len(batch)
+		return nil
+	})
+	if im != nil {
+		res.Warnings = im.Warnings
+	}
+	return res, err
+}
+
+// streamRAS reads ncclras JSON documents into sink: their findings, a few events per communicator.
+func streamRAS(paths []string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatRAS, Importer: ras.Format}
+	im, err := ras.ReadFiles(paths)
+	if err != nil {
+		return res, err
+	}
+	if err := sink.Begin(&Header{Format: FormatRAS, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings}); err != nil {
+		return res, err
+	}
+	for b := im.Events; len(b) > 0; {
+		n := min(len(b), recordings.DefaultBatch)
+		if err := sink.Events(b[:n]); err != nil {
+			return res, err
+		}
+		res.Events += n
+		b = b[n:]
+	}
+	res.Warnings = im.Warnings
+	return res, nil
 }
 
 // streamRecording reads a recording batch by batch into sink, telling progress in events when the

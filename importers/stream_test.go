@@ -151,6 +151,29 @@ func TestStreamNsys(t *testing.T) {
 	}
 }
 
+// TestStreamInspector: a directory of NCCL Inspector logs is told as one and streamed in start
+// order, as its importer reads it.
+func TestStreamInspector(t *testing.T) {
+	dir := filepath.Join("inspector", "testdata", "v2.32")
+	if f, err := Detect(dir); f != FormatInspector || err != nil {
+		t.Fatalf("Detect(%s) = %v, %v; want %v", dir, f, err, FormatInspector)
+	}
+	var got Collect
+	res, err := Stream([]string{dir}, Options{Writer: "w"}, &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Format != FormatInspector || res.Importer != "nccl-inspector" || res.Events != 6 || len(got.All) != 6 {
+		t.Fatalf("format %v (%s), %d events; want an Inspector import of 6", res.Format, res.Importer, res.Events)
+	}
+	if m := got.Header.Meta; m.Devices != 2 || m.Backend != "nccl-inspector" || m.Writer != "w" {
+		t.Errorf("meta %+v: want 2 devices from nccl-inspector", m)
+	}
+	if len(res.Warnings) == 0 {
+		t.Errorf("no warnings; want the dump's losses and the proxy records left out")
+	}
+}
+
 // TestExportedMetaRoundTrip: the description a Chrome export carries (recordings.MetaPairs under
 // xfertopMetadata) is read back whole; where an export lacks a key, the import's own finding
 // stands. Only the writer is the importing program's.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xfertop/xfertop/importers"
 	"github.com/xfertop/xfertop/importers/chrome"
+	"github.com/xfertop/xfertop/importers/inspector"
 	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
@@ -157,6 +158,11 @@ func rankInputs(paths []string) ([]string, error) {
 			files, err := filepath.Glob(filepath.Join(p, "*.xfr"))
 			if err != nil {
 				return nil, failure(err)
+			}
+			if len(files) == 0 && inspector.IsDir(p) { // NCCL Inspector's per-process logs
+				if files, err = inspector.Expand([]string{p}); err != nil {
+					return nil, usageError("%v", err)
+				}
 			}
 			if len(files) == 0 {
 				return nil, usageError("%s is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)", p)

@@ -1,0 +1,21 @@
+// Package inspector reads what NCCL Inspector (NVIDIA/nccl's profiler plugin under
+// ext-profiler/inspector, later plugins/profiler/inspector) writes: its JSON-lines logs
+// (<host>-pid<pid>.log, one per process, plain or gzipped, or the directory holding a job's) and
+// its Prometheus textfile dumps (nccl_inspector_metrics_<gpu>.prom).
+//
+// Every collective record becomes a KindCollective event and every point-to-point record a send or
+// a receive, per rank: the device is the process's rank in the widest communicator it reports on
+// (the job's world communicator, when it has one), the stream one per communicator, Bytes
+// Inspector's message size, Aux its algorithm and protocol (timeline.PackNCCL; the channel count
+// from its verbose kernel events). A record's time is its first kernel's start when the log is
+// verbose (NCCL_INSPECTOR_DUMP_VERBOSE=1), and lasts its exec time; without those timestamps a
+// record carries only the time of its dump, so the records of one dump are laid back to back in
+// sequence order ending there (durations exact, start times approximate: a warning says so).
+// Inspector's own bandwidths and timing source are kept in each event's label, beside what
+// xfertop computes from the same bytes and time.
+//
+// Ranks and hosts are merged through join.Join, as a live attach merges its ranks. Format
+// versions v4.0 to v4.3 are read (NCCL 2.28 to 2.32): v4.3 writes a dump_stats marker carrying
+// the header and metadata once per communicator dump, and the operation lines after it take
+// their context from it.
+package inspector

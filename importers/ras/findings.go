@@ -1,0 +1,150 @@
+package ras
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/xfertop/xfertop/importers/kineto"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// findings appends doc's findings to im, as alerts (problems) and marks (healthy communicators)
+// at time at. Devices are the ranks of the widest communicator (the job's world, when RAS saw
+// it), found by host and pid; a rank of a process not in it keeps its communicator rank.
+func findings(doc *Doc, path string, at int64, im *kineto.Imported) {
+	world := worldRanks(doc)
+	dev := func(r *Rank) int32 {
+		if d, ok := world[procKey{r.Host, r.Pid}]; ok {
+			return d
+		}
+		return int32(r.Rank)
+	}
+	add := func(c *Comm, idx int, d int32, status uint8, kind timeline.Kind, msg string) {
+		im.Events = append(im.Events, timeline.Event{Kind: kind, Start: at, End: at, Queued: -1, Device: d, Peer: timeline.NoDevice,
+			Comm: uint32(idx + 1), Status: status, Ranks: uint16(min(c.Size, 1<<16-1)), Label: im.Strings.ID(msg)})
+	}
+	for i := range doc.Comms {
+		c := &doc.Comms[i]
+		name := fmt.Sprintf("RAS: communicator %s (%d ranks)", c.Hash, c.Size)
+		im.Extra[fmt.Sprintf("comm.%d", i+1)] = fmt.Sprintf("%s %d ranks (ncclras, %s)", c.Hash, c.Size, path)
+		problems := 0
+		for _, r := range c.Missing {
+			state, status := "missing (did not answer RAS)", timeline.StatusTimeout
+			switch {
+			case r.Status.Dead:
+				state, status = "considered dead (no RAS keep-alive for 60 s or more)", timeline.StatusError
+			case r.Status.Unresponsive:
+				state = "unresponsive (its RAS thread did not answer in time)"
+			}
+			add(c, i, dev(&r), status, timeline.KindAlert, fmt.Sprintf("%s: rank %d on %s pid %d GPU %d is %s", name, r.Rank, r.Host, r.Pid, r.Dev, state))
+			problems++
+		}
+		if seen := len(c.Ranks) + len(c.Missing); seen < c.Size {
+			add(c, i, timeline.NoDevice, timeline.StatusError, timeline.KindAlert,
+				fmt.Sprintf("%s: only %d of its ranks are known to RAS (%d answered, %d missing): the others never joined (INCOMPLETE)", name, seen, len(c.Ranks), len(c.Missing)))
+			problems++
+		}
+		for _, r := range c.Ranks {
+			var errs []string
+			if r.Status.InitState != 0 {
+				errs = append(errs, fmt.Sprintf("init state %d (ncclResult, not success)", r.Status.InitState))
+			}
+			if r.Status.AsyncError != 0 {
+				errs = append(errs, fmt.Sprintf("asynchronous error %d (ncclResult)", r.Status.AsyncError))
+			}
+			if r.Status.Abort {
+				errs = append(errs, "aborted")
+			}
+			if len(errs) > 0 {
+				add(c, i, dev(&r), timeline.StatusError, timeline.KindAlert, fmt.Sprintf("%s: rank %d on %s pid %d: %s", name, r.Rank, r.Host, r.Pid, strings.Join(errs, ", ")))
+				problems++
+			}
+		}
+		for _, m := range mismatches(c) {
+			add(c, i, dev(m.behind[0]), timeline.StatusTimeout, timeline.KindAlert, name+": "+m.String())
+			problems++
+		}
+		if problems == 0 {
+			add(c, i, timeline.NoDevice, timeline.StatusOK, timeline.KindMark,
+				fmt.Sprintf("%s: all %d ranks answered, no errors, collective counts agree", name, len(c.Ranks)))
+		}
+	}
+}
+
+type procKey struct {
+	host string
+	pid  int64
+}
+
+// worldRanks maps each process to its rank in the widest communicator.
+func worldRanks(doc *Doc) map[procKey]int32 {
+	best := -1
+	for i := range doc.Comms {
+		if best < 0 || doc.Comms[i].Size > doc.Comms[best].Size {
+			best = i
+		}
+	}
+	out := map[procKey]int32{}
+	if best < 0 {
+		return out
+	}
+	c := &doc.Comms[best]
+	for _, rs := range [][]Rank{c.Ranks, c.Missing} {
+		for _, r := range rs {
+			out[procKey{r.Host, r.Pid}] = int32(r.Rank)
+		}
+	}
+	return out
+}
+
+// mismatch is one collective whose count some ranks of a communicator are behind in.
+type mismatch struct {
+	op     string
+	most   uint64
+	ahead  int
+	behind []*Rank
+}
+
+func (m mismatch) String() string {
+	parts := make([]string, 0, len(m.behind))
+	for _, r := range m.behind {
+		parts = append(parts, fmt.Sprintf("rank %d (%s pid %d) at %d", r.Rank, r.Host, r.Pid, r.Counts[m.op]))
+	}
+	return fmt.Sprintf("%s counts disagree (MISMATCH): %d ranks at %d; behind: %s — they have not entered the %s the others are in",
+		m.op, m.ahead, m.most, strings.Join(parts, ", "), m.op)
+}
+
+// mismatches lists, per collective, the ranks whose count is below the highest.
+func mismatches(c *Comm) []mismatch {
+	ops := map[string]bool{}
+	for _, r := range c.Ranks {
+		for op := range r.Counts {
+			ops[op] = true
+		}
+	}
+	names := make([]string, 0, len(ops))
+	for op := range ops {
+		names = append(names, op)
+	}
+	sort.Strings(names)
+	var out []mismatch
+	for _, op := range names {
+		m := mismatch{op: op}
+		for _, r := range c.Ranks {
+			m.most = max(m.most, r.Counts[op])
+		}
+		for i := range c.Ranks {
+			r := &c.Ranks[i]
+			if r.Counts[op] < m.most {
+				m.behind = append(m.behind, r)
+			} else {
+				m.ahead++
+			}
+		}
+		if len(m.behind) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}

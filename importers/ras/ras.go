@@ -1,0 +1,149 @@
+// Package ras reads what `ncclras -f json` prints (NCCL ≥ 2.28.7): the job's communicators as
+// NCCL's RAS subsystem collected them, each with the ranks that answered (host, pid, GPU, status,
+// collective counts) and the ranks that did not. It makes findings of them, as alert events the
+// report and the console list: ranks missing from a communicator (unresponsive, or considered
+// dead), ranks whose collective counts disagree with their peers' (the ones behind have not
+// entered the collective the others are in), ranks with an asynchronous error, an abort or a
+// failed init, and communicators fewer ranks reported on than their size. A healthy
+// communicator is a mark saying so, so that a clean job's report says what was checked.
+package ras
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/xfertop/xfertop/importers/kineto"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Format names the importer.
+const Format = "nccl-ras"
+
+// MaxInputBytes bounds the JSON read from one file.
+const MaxInputBytes = 256 << 20
+
+// maxRanks bounds a communicator's size and ranks.
+const maxRanks = 1 << 20
+
+// Doc is ncclras's JSON document.
+type Doc struct {
+	NCCLVersion string `json:"nccl_version"`
+	Timestamp   string `json:"timestamp"`
+	CommsCount  *int   `json:"communicators_count"`
+	Comms       []Comm `json:"communicators"`
+	RAS         struct {
+		CollectionSec float64 `json:"collection_time_sec"`
+		Timeouts      int     `json:"timeouts_count"`
+	} `json:"ras"`
+}
+
+// Comm is one communicator.
+type Comm struct {
+	Hash         string `json:"hash"`
+	Size         int    `json:"size"`
+	RanksCount   int    `json:"ranks_count"`
+	MissingCount int    `json:"missing_ranks_count"`
+	Ranks        []Rank `json:"ranks"`
+	Missing      []Rank `json:"missing_ranks"`
+}
+
+// Rank is one rank of a communicator, answering or missing.
+type Rank struct {
+	Rank   int    `json:"rank"`
+	Host   string `json:"host"`
+	Pid    int64  `json:"pid"`
+	Dev    int    `json:"cuda_dev"`
+	Status struct {
+		InitState    int  `json:"init_state"`
+		AsyncError   int  `json:"async_error"`
+		Finalize     bool `json:"finalize_called"`
+		Destroy      bool `json:"destroy_flag"`
+		Abort        bool `json:"abort_flag"`
+		Unresponsive bool `json:"unresponsive"`
+		Dead         bool `json:"considered_dead"`
+	} `json:"status"`
+	Counts map[string]uint64 `json:"collective_counts"`
+}
+
+// Sniff reports whether a file's first bytes are ncclras's JSON.
+func Sniff(head []byte) bool {
+	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
+	return len(t) > 0 && t[0] == '{' && bytes.Contains(t, []byte(`"nccl_version"`)) &&
+		(bytes.Contains(t, []byte(`"communicators`)) || bytes.Contains(t, []byte(`"cuda_runtime_version"`)))
+}
+
+// ReadFiles reads ncclras JSON documents (one per file: several are one job's, taken at
+// different times) into findings.
+func ReadFiles(paths []string) (*kineto.Imported, error) {
+	im := &kineto.Imported{Strings: timeline.NewStrings(), Source: strings.Join(paths, ", "), Format: Format, Extra: map[string]string{}}
+	for _, p := range paths {
+		doc, err := readDoc(p)
+		if err != nil {
+			return nil, err
+		}
+		at := docTime(doc)
+		if im.EpochUnixNs == 0 || (at != 0 && at < im.EpochUnixNs) {
+			im.EpochUnixNs = at
+		}
+		findings(doc, p, at, im)
+	}
+	for i := range im.Events {
+		e := &im.Events[i]
+		if e.Start != 0 {
+			e.Start -= im.EpochUnixNs
+			e.End = e.Start
+		}
+		im.Devices = max(im.Devices, int(e.Device)+1)
+	}
+	sort.SliceStable(im.Events, func(a, b int) bool { return im.Events[a].Start < im.Events[b].Start })
+	return im, nil
+}
+
+// readDoc reads and checks one document.
+func readDoc(path string) (*Doc, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > MaxInputBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes: not one ncclras document", path, MaxInputBytes)
+	}
+	var doc Doc
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%s (byte %d): not ncclras JSON: %w", path, dec.InputOffset(), err)
+	}
+	for i, c := range doc.Comms {
+		if c.Size <= 0 || c.Size > maxRanks || len(c.Ranks)+len(c.Missing) > maxRanks {
+			return nil, fmt.Errorf("%s: communicator %d (%s): size %d out of range", path, i, c.Hash, c.Size)
+		}
+		for _, r := range append(append([]Rank(nil), c.Ranks...), c.Missing...) {
+			if r.Rank < 0 || r.Rank >= c.Size {
+				return nil, fmt.Errorf("%s: communicator %s: rank %d outside its size %d", path, c.Hash, r.Rank, c.Size)
+			}
+		}
+	}
+	return &doc, nil
+}
+
+// docTime is the document's timestamp ("%F %T", local time of the host ncclras ran on) in Unix
+// ns; 0 when it has none.
+func docTime(doc *Doc) int64 {
+	for _, layout := range []string{"2006-01-02 15:04:05", time.RFC3339} {
+		if t, err := time.ParseInLocation(layout, doc.Timestamp, time.Local); err == nil {
+			return t.UnixNano()
+		}
+	}
+	return 0
+}
