@@ -45,7 +45,26 @@ func Metrics() []Metric {
 		ms = append(ms, Metric{Name: l.String() + " % of peak", Unit: "%", Max: 100, HighIsBad: true,
 			Value: func(ds *Devices, d int32) (float64, bool) { return ds.LinkPct(l, d) }})
 	}
+	ms = append(ms, Metric{Name: "findings (confidence %)", Unit: "%", Max: 100, HighIsBad: true,
+		Value: func(ds *Devices, d int32) (float64, bool) { return ds.FindingPct(d) }})
 	return ms
+}
+
+// FindingPct is the confidence, as a percentage, of the most confident finding of the diagnosis
+// that names device d as its culprit, or names d's host when it names no device; 0 when none
+// does (the diagnosis runs on every source, so no finding is a known 0).
+func (ds *Devices) FindingPct(d int32) (float64, bool) {
+	if ds.res == nil || d < 0 || int(d) >= ds.n {
+		return 0, false
+	}
+	host := int32(int(d) / max(ds.fr.Meta.HostGPUs(), 1))
+	best := 0.0
+	for _, f := range ds.res.Findings {
+		if f.Rank == d || (f.Rank < 0 && f.Host >= 0 && f.Host == host) {
+			best = max(best, 100*f.Confidence)
+		}
+	}
+	return best, true
 }
 
 // Devices is what the metrics read of one frame: the analysis's rows by device id. It is rebuilt

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/analysis/diagnosis"
 	xtimeline "github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/agg"
 	"github.com/xfertop/xfertop/ui/widget"
@@ -32,5 +33,31 @@ func TestLinkPctBeforeAnyTraffic(t *testing.T) {
 				t.Error("a device the job does not have has a known link")
 			}
 		})
+	}
+}
+
+// The findings metric colours a device by the most confident finding naming it, or naming its host
+// when a finding names no device; a device no finding names is a known 0.
+func TestFindingPct(t *testing.T) {
+	res := &analysis.Result{Findings: []diagnosis.Finding{
+		{Rank: 11, Host: 1, Confidence: 0.9},
+		{Rank: 11, Host: 1, Confidence: 0.4},
+		{Rank: -1, Host: 0, Confidence: 0.5},
+	}}
+	fr := &widget.Frame{Res: res, State: agg.New(), Meta: xtimeline.Meta{Devices: 16, GPUsPerHost: 8}}
+	var ds Devices
+	ds.Reset(fr)
+	for _, tc := range []struct {
+		dev  int32
+		want float64
+		ok   bool
+	}{{11, 90, true}, {3, 50, true}, {12, 0, true}, {16, 0, false}} {
+		if v, ok := ds.FindingPct(tc.dev); v != tc.want || ok != tc.ok {
+			t.Errorf("FindingPct(%d) = %v, %v; want %v, %v", tc.dev, v, ok, tc.want, tc.ok)
+		}
+	}
+	ms := Metrics()
+	if m := ms[len(ms)-1]; m.Name != "findings (confidence %)" || !m.HighIsBad {
+		t.Errorf("the last metric is %q; want the findings, high is bad", m.Name)
 	}
 }
