@@ -66,10 +66,34 @@ var bench512Events = sync.OnceValues(func() ([]timeline.Event, *timeline.Strings
 // Run with: go test ./analysis -run '^$' -bench Result512 -count 6 | benchstat -col /… -
 func BenchmarkResult512Devices(b *testing.B) {
 	evs, strs := bench512Events()
+	benchResult(b, bench512, evs, strs)
+}
+
+// bench4096 is 4,096 GPUs on 512 hosts, 20 kernels per device per step: a cluster-scale console's
+// window of about 1 M events (12 steps of 82 k events).
+var bench4096 = synthWorkload{devices: 4096, gpusPerHost: 8, kernels: 20}
+
+var bench4096Events = sync.OnceValues(func() ([]timeline.Event, *timeline.Strings) {
+	strs := timeline.NewStrings()
+	return bench4096.events(11, 1_000_000, strs), strs
+})
+
+// BenchmarkResult4096Devices is BenchmarkResult512Devices at 4,096 devices (the console at
+// cluster scale: a Result after a tick should stay within a frame's few milliseconds).
+//
+// Run with: go test ./analysis -run '^$' -bench Result4096 -count 6
+func BenchmarkResult4096Devices(b *testing.B) {
+	evs, strs := bench4096Events()
+	benchResult(b, bench4096, evs, strs)
+}
+
+// benchResult times Result over an analyzer holding evs: idle, after a tick of new events, and a
+// tick's fold with its Result.
+func benchResult(b *testing.B, w synthWorkload, evs []timeline.Event, strs *timeline.Strings) {
 	const tick = 20_000
 	base := len(evs) - 5*tick
 	b.Run("idle", func(b *testing.B) {
-		a := fold(bench512.meta(), evs)
+		a := fold(w.meta(), evs)
 		a.Result(strs)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -82,7 +106,7 @@ func BenchmarkResult512Devices(b *testing.B) {
 			name = "frame"
 		}
 		b.Run(name, func(b *testing.B) {
-			a := fold(bench512.meta(), evs[:base])
+			a := fold(w.meta(), evs[:base])
 			a.Result(strs)
 			next := base
 			b.ReportAllocs()
@@ -90,7 +114,7 @@ func BenchmarkResult512Devices(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				if next+tick > len(evs) {
-					a = fold(bench512.meta(), evs[:base])
+					a = fold(w.meta(), evs[:base])
 					a.Result(strs)
 					next = base
 				}
