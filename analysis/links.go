@@ -14,19 +14,13 @@ const (
 	NumLinks
 )
 
-var linkNames = [NumLinks]string{"PCIe", "NVLink", "NIC", "HBM"}
-
 // String returns the link's short name.
-func (l Link) String() string {
-	if l >= 0 && l < NumLinks {
-		return linkNames[l]
-	}
-	return "link?"
-}
+func (l Link) String() string { return timeline.LinkName(int(l)) }
 
-// Throughput history: BucketNs of session time per bucket, the last HistoryBuckets kept.
+// Throughput history: BucketNs of session time per bucket, the last HistoryBuckets kept. A bucket
+// is the engine's link window, so a measured window lands in exactly one bucket.
 const (
-	BucketNs       = 50_000_000
+	BucketNs       = timeline.LinkWindowNs
 	HistoryBuckets = 120
 )
 

@@ -149,6 +149,15 @@ type NICs struct {
 // Devices returns the number of devices in the job.
 func (t Topology) Devices() int { return t.Hosts * t.GPUsPerHost }
 
+// AllDevices returns every device's global id, in order.
+func (t Topology) AllDevices() []DeviceID {
+	all := make([]DeviceID, t.Devices())
+	for i := range all {
+		all[i] = DeviceID(i)
+	}
+	return all
+}
+
 // HostOf returns the host index of a device.
 func (t Topology) HostOf(d DeviceID) int { return int(d) / t.GPUsPerHost }
 

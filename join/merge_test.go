@@ -1,7 +1,6 @@
-package join
+package join_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,66 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/join"
+	"github.com/xfertop/xfertop/join/jointest"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
 )
-
-// rankFile is one rank's recording as the plugin writes it: its meta (host, pid, rank, its clock's
-// wall-clock epoch), its labels, and its events on its own clock.
-type rankFile struct {
-	host   string
-	pid    int
-	rank   string // nccl.rank as written ("-1": not known yet)
-	epoch  int64
-	events []timeline.Event
-}
-
-// rankEvents is what a plugin folds for rank dev (communicator rank cr of 2 in communicator 9):
-// its communicator init, a send to the other rank at t, and a collective at t+100.
-func rankEvents(dev int32, cr uint32, t int64) []timeline.Event {
-	return []timeline.Event{
-		{Kind: timeline.KindCommInit, Start: 1, End: 1, Device: dev, Comm: 9, Aux: cr, Ranks: 2, Label: 1, Peer: -1, Queued: -1},
-		{Kind: timeline.KindSend, Start: t, End: t + 50, Device: dev, Peer: int32(1 - cr), Comm: 9, Stream: 2, Bytes: 64, Op: 7, Queued: -1},
-		{Kind: timeline.KindCollective, Start: t + 100, End: t + 200, Device: dev, Peer: -1, Comm: 9, Stream: 1, Bytes: 1024, Op: 8,
-			Ranks: 2, Sub: uint8(timeline.CollAllReduce), Queued: -1},
-	}
-}
-
-func writeRank(t *testing.T, path string, f rankFile) {
-	t.Helper()
-	w, err := recordings.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = errors.Join(
-		w.WriteMeta(recordings.Meta{Source: "nccl profiler plugin", Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
-			EpochUnixNs: f.epoch, Writer: "xfertop nccl profiler plugin",
-			Extra: map[string]string{"nccl.host": f.host, "nccl.pid": strconv.Itoa(f.pid), "nccl.rank": f.rank}}),
-		w.WriteStrings(1, []string{"comm world"}),
-		w.WriteEvents(f.events),
-		w.WriteOutcome([][2]string{{"ended", ""}}),
-		w.Close())
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mergeAll(t *testing.T, paths []string) ([]timeline.Event, *Merged) {
-	t.Helper()
-	m, err := MergeRecordings(paths, recordings.Options{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	var out []timeline.Event
-	for m.Next() {
-		out = append(out, m.At()...)
-	}
-	if err := m.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out, m
-}
 
 // Each process's clock is placed on its wall-clock epoch, the earliest becoming time 0; the merge
 // is in start order across files; ranks keep their devices, streams and hosts apart; peers are
@@ -93,11 +37,11 @@ func TestMergeAlignsClocks(t *testing.T) {
 			var paths []string
 			for i := 1; i >= 0; i-- {
 				p := filepath.Join(dir, "rank"+strconv.Itoa(int(devs[i]))+".xfr")
-				writeRank(t, p, rankFile{host: "node" + strconv.Itoa(i), pid: 100 + i, rank: strconv.Itoa(int(devs[i])), epoch: c.epochs[i],
-					events: rankEvents(devs[i], crs[i], c.at[i])})
+				jointest.WriteRank(t, p, jointest.RankFile{Host: "node" + strconv.Itoa(i), PID: 100 + i, Rank: strconv.Itoa(int(devs[i])), Epoch: c.epochs[i],
+					Events: jointest.RankEvents(devs[i], crs[i], c.at[i])})
 				paths = append(paths, p)
 			}
-			evs, m := mergeAll(t, paths)
+			evs, m := jointest.MergeAll(t, paths)
 			if got := m.Meta(); got.Devices != 8 || got.EpochUnixNs != min(c.epochs[0], c.epochs[1]) || got.Backend != "nccl" {
 				t.Errorf("meta %+v: want 8 devices (ranks up to 7), the earliest epoch", got)
 			}
@@ -116,9 +60,9 @@ func TestMergeAlignsClocks(t *testing.T) {
 			for _, s := range sends {
 				i := slices.Index(devs[:], s.Device)
 				other := devs[1-i]
-				if s.Start != c.wantStarts[i] || s.Peer != other || s.Host != uint16(1-i) || s.Stream != uint32(s.Device)*StreamsPerRank+2 {
+				if s.Start != c.wantStarts[i] || s.Peer != other || s.Host != uint16(1-i) || s.Stream != uint32(s.Device)*join.StreamsPerRank+2 {
 					t.Errorf("rank %d's send %+v: want start %d, peer %d (job rank), host %d (files in the order given), stream %d",
-						s.Device, s, c.wantStarts[i], other, 1-i, uint32(s.Device)*StreamsPerRank+2)
+						s.Device, s, c.wantStarts[i], other, 1-i, uint32(s.Device)*join.StreamsPerRank+2)
 				}
 				if m.Strings().Lookup(evs[0].Label) != "comm world" {
 					t.Errorf("label %q", m.Strings().Lookup(evs[0].Label))
@@ -133,7 +77,7 @@ func TestMergeRefuses(t *testing.T) {
 	dir := t.TempDir()
 	good := func(name, host string, pid int, rank string) string {
 		p := filepath.Join(dir, name)
-		writeRank(t, p, rankFile{host: host, pid: pid, rank: rank, epoch: 1e9, events: rankEvents(0, 0, 10)})
+		jointest.WriteRank(t, p, jointest.RankFile{Host: host, PID: pid, Rank: rank, Epoch: 1e9, Events: jointest.RankEvents(0, 0, 10)})
 		return p
 	}
 	r0 := good("rank0.xfr", "a", 1, "0")
@@ -152,7 +96,7 @@ func TestMergeRefuses(t *testing.T) {
 	notRank := filepath.Join(dir, "sim.xfr")
 	w, _ := recordings.Create(notRank)
 	_ = w.WriteMeta(recordings.Meta{Source: "sim", EpochUnixNs: 1})
-	_ = w.WriteEvents(rankEvents(1, 1, 5))
+	_ = w.WriteEvents(jointest.RankEvents(1, 1, 5))
 	_ = w.Close()
 	for _, c := range []struct {
 		name  string
@@ -167,7 +111,7 @@ func TestMergeRefuses(t *testing.T) {
 		{"a missing file", []string{r0, filepath.Join(dir, "none.xfr")}, "none.xfr: no such file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m, err := MergeRecordings(c.paths, recordings.Options{}, 0)
+			m, err := join.MergeRecordings(c.paths, recordings.Options{}, 0)
 			if err == nil {
 				for m.Next() {
 				}

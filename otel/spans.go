@@ -106,9 +106,6 @@ func exported(e *timeline.Event, full bool) bool {
 	return false
 }
 
-// linkNames are the links as the timeline numbers them (timeline.PeakPCIe, ...).
-var linkNames = [timeline.NumPeaks]string{"PCIe", "NVLink", "NIC", "HBM"}
-
 func spanName(e *timeline.Event) string {
 	switch e.Kind {
 	case timeline.KindMemcpy:
@@ -123,7 +120,7 @@ func spanName(e *timeline.Event) string {
 		return "communicator init"
 	case timeline.KindLinkBytes:
 		if link, dir, ok := timeline.UnpackLink(e.Sub); ok {
-			return "link " + linkNames[link] + " " + dirNames[dir]
+			return "link " + timeline.LinkName(link) + " " + dirNames[dir]
 		}
 		if dir, ok := timeline.UnpackFabricLink(e.Sub); ok {
 			return "switch port " + timeline.PortName(e.Aux) + " " + [2]string{"up", "down"}[dir]
@@ -351,7 +348,7 @@ func eventAttrs(e *timeline.Event, attrs []attribute.KeyValue) []attribute.KeyVa
 		attrs = append(attrs, AttrBarrier.Int64(int64(e.Barrier)), AttrRanks.Int64(int64(e.Ranks)))
 	case timeline.KindLinkBytes:
 		if link, dir, ok := timeline.UnpackLink(e.Sub); ok {
-			attrs = append(attrs, AttrSub.Int64(int64(e.Sub)), attribute.String("xfertop.link", linkNames[link]),
+			attrs = append(attrs, AttrSub.Int64(int64(e.Sub)), attribute.String("xfertop.link", timeline.LinkName(link)),
 				attribute.String("network.io.direction", dirNames[dir]))
 		} else if dir, ok := timeline.UnpackFabricLink(e.Sub); ok {
 			attrs = append(attrs, AttrSub.Int64(int64(e.Sub)), attribute.String("xfertop.link", "switch port"),

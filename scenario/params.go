@@ -126,10 +126,7 @@ func (p *params) boolean(key string, def bool) bool {
 
 // ranks reads a device list: "all", "host1", "0-7", "0,2,4" or a YAML list.
 func (p *params) ranks(key string, topo engine.Topology) []engine.DeviceID {
-	all := make([]engine.DeviceID, topo.Devices())
-	for i := range all {
-		all[i] = engine.DeviceID(i)
-	}
+	all := topo.AllDevices()
 	x, ok := p.get(key)
 	if !ok || x.Value == "all" {
 		return all

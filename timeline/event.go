@@ -313,7 +313,7 @@ func (e *Event) Title(labels Labels) string {
 		return fmt.Sprintf("step %d", e.Aux)
 	case KindLinkBytes:
 		if link, dir, ok := UnpackLink(e.Sub); ok {
-			return [NumPeaks]string{"PCIe", "NVLink", "NIC", "HBM"}[link] + [2]string{" out", " in"}[dir]
+			return LinkName(link) + [2]string{" out", " in"}[dir]
 		}
 		if dir, ok := UnpackFabricLink(e.Sub); ok {
 			return PortName(e.Aux) + [2]string{" up", " down"}[dir]

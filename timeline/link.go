@@ -14,6 +14,17 @@ const (
 	LinkRx = 1 // into the device
 )
 
+// linkNames are the device link classes' short names, in PeakPCIe… order.
+var linkNames = [NumPeaks]string{"PCIe", "NVLink", "NIC", "HBM"}
+
+// LinkName is a device link class's short name (PCIe, NVLink, NIC, HBM), "link?" for another.
+func LinkName(link int) string {
+	if link >= 0 && link < NumPeaks {
+		return linkNames[link]
+	}
+	return "link?"
+}
+
 // PackLink packs a link (PeakPCIe, PeakNVLink, PeakNIC, PeakHBM) and a direction (LinkTx, LinkRx)
 // into a KindLinkBytes event's Sub.
 func PackLink(link, dir int) uint8 { return uint8(link<<1 | dir&1) }

@@ -128,11 +128,8 @@ func allReduce(t *testing.T, topo string, bytes int64, opts engine.Options) (tim
 // its busbw in GB/s.
 func allReduceOn(t *testing.T, c *engine.Client, store *timeline.Store, bytes int64) (timeline.Event, float64) {
 	t.Helper()
-	n := c.Topology().Devices()
-	devs := make([]engine.DeviceID, n)
-	for i := range devs {
-		devs[i] = engine.DeviceID(i)
-	}
+	devs := c.Topology().AllDevices()
+	n := len(devs)
 	for range 2 {
 		if _, err := c.Collective(timeline.CollAllReduce, devs, bytes, "ar"); err != nil {
 			t.Fatal(err)

@@ -70,10 +70,7 @@ func runOn(t *testing.T, tp engine.Topology, op timeline.CollOp, algo timeline.N
 	opts := engine.DefaultOptions()
 	opts.NCCLAlgo = algo
 	c := engine.NewClient(s, store, opts)
-	devs := make([]engine.DeviceID, tp.Devices())
-	for i := range devs {
-		devs[i] = engine.DeviceID(i)
-	}
+	devs := tp.AllDevices()
 	warm(t, c, devs)
 	if _, err := c.Collective(op, devs, bytes, "c"); err != nil {
 		t.Fatal(err)
@@ -203,10 +200,7 @@ func TestNVLinkDomainAcrossHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := engine.NewClient(s, sink, engine.DefaultOptions())
-		devs := make([]engine.DeviceID, tp.Devices())
-		for i := range devs {
-			devs[i] = engine.DeviceID(i)
-		}
+		devs := tp.AllDevices()
 		if _, err := c.Collective(timeline.CollAllGather, devs, 64<<20, "c"); err != nil {
 			t.Fatal(err)
 		}

@@ -60,10 +60,7 @@ func runCollective(t *testing.T, hosts int, op timeline.CollOp, algo timeline.NC
 	opts := engine.DefaultOptions()
 	opts.NCCLAlgo = algo
 	c := engine.NewClient(s, tally, opts)
-	devs := make([]engine.DeviceID, topo.Devices())
-	for i := range devs {
-		devs[i] = engine.DeviceID(i)
-	}
+	devs := topo.AllDevices()
 	if _, err := c.Collective(op, devs, bytes, "c"); err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,8 @@ import (
 func collective(t *testing.T, topo string, op timeline.CollOp, bytes int64, opts engine.Options, concurrent int) (timeline.Event, float64) {
 	t.Helper()
 	c, store := newClient(t, topo, opts)
-	n := c.Topology().Devices()
-	devs := make([]engine.DeviceID, n)
-	for i := range devs {
-		devs[i] = engine.DeviceID(i)
-	}
+	devs := c.Topology().AllDevices()
+	n := len(devs)
 	warm(t, c, devs)
 	for range concurrent {
 		streams := make([]engine.StreamID, n)

@@ -167,10 +167,7 @@ func TestNCCLChoiceAcrossNodes(t *testing.T) {
 			tp := base
 			tp.Hosts, tp.NVLS = tc.nodes, tc.nvls
 			s := &Sim{m: ModelOf(tp), topo: tp}
-			ranks := make([]engine.DeviceID, tp.Devices())
-			for i := range ranks {
-				ranks[i] = engine.DeviceID(i)
-			}
+			ranks := tp.AllDevices()
 			nt := s.ncclTopo(ranks)
 			next := kib
 			for _, sp := range tc.spans {
@@ -227,10 +224,7 @@ func TestNVLSTreeOnlyWhereNCCLAllowsIt(t *testing.T) {
 		tp := base
 		tc.edit(&tp)
 		s := &Sim{m: ModelOf(tp), topo: tp}
-		ranks := make([]engine.DeviceID, tp.Devices())
-		for i := range ranks {
-			ranks[i] = engine.DeviceID(i)
-		}
+		ranks := tp.AllDevices()
 		nt := s.ncclTopo(ranks)
 		c := nt.choose(timeline.CollAllReduce, gib, tc.algo, 0)
 		if c.Algo != tc.want || nt.available(timeline.CollAllReduce, timeline.AlgoNVLSTree) != tc.wantAvailableT {
