@@ -148,7 +148,8 @@ func (sc *Scenario) issueStep(r *runner, step int, graph **engine.Graph) error {
 
 // Run executes the scenario on c, emitting a step event per step to sink. A run that ends with a
 // watchdog alert or a deadlock returns normally with Result.Err set: what happened before is all
-// recorded. Errors building a step are returned as err.
+// recorded. Errors building a step are returned as err. A resolved Scenario runs on one client:
+// its phases keep what they made there (streams), so a run on another client resolves it anew.
 func (sc *Scenario) Run(ctx context.Context, c *engine.Client, sink timeline.Sink, cfg RunConfig) (Result, error) {
 	steps := cfg.Steps
 	if steps <= 0 {
