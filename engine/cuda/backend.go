@@ -419,6 +419,7 @@ func (b *Backend) destroyRetired() {
 		}
 	}
 	b.mu.Unlock()
+	b.dropGraphs(ids)
 	for _, r := range free {
 		for _, c := range r.comms {
 			if err := b.nccl.Destroy(c); err != nil {

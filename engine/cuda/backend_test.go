@@ -564,9 +564,80 @@ func TestGraphLaunchReplays(t *testing.T) {
 	}
 }
 
-// What the cuda backend does not capture yet (NCCL calls) is refused, naming it and graphs=off.
-func TestGraphLaunchRefusesNCCL(t *testing.T) {
+// NCCL calls captured with the rest of a step (NCCL >= 2.9 captures what is issued on a capturing
+// stream) replay with the graph: a graph holding an all-reduce, a send/receive pair and a group of
+// them, launched N times, reports N graph launches on each rank and, at each, every NCCL op again,
+// marked captured, with group ids of its own. The communicator is created, and NCCL's
+// point-to-point connections are made, before the capture, as NCCL's guide asks.
+func TestGraphLaunchReplaysNCCL(t *testing.T) {
 	r := newRig(t, 2, 2, engine.DefaultOptions())
+	needNCCL(t)
+	ranks := []engine.DeviceID{0, 1}
+	step := func() {
+		if _, err := r.c.Collective(timeline.CollAllReduce, ranks, 1<<16, "ar"); err != nil {
+			t.Fatal(err)
+		}
+		id := r.c.NewOpID()
+		_, _ = r.c.Send(r.c.TransferStream(0), 1, 1<<12, id)
+		_, _ = r.c.Recv(r.c.TransferStream(1), 0, 1<<12, id)
+		r.c.GroupStart()
+		a, b := r.c.NewOpID(), r.c.NewOpID()
+		_, _ = r.c.Send(r.c.TransferStream(0), 1, 1<<10, a)
+		_, _ = r.c.Recv(r.c.TransferStream(0), 1, 1<<10, b)
+		_, _ = r.c.Send(r.c.TransferStream(1), 0, 1<<10, b)
+		_, _ = r.c.Recv(r.c.TransferStream(1), 0, 1<<10, a)
+		r.c.GroupEnd()
+	}
+	step() // uncaptured: creates the communicator and NCCL's connections
+	r.run(t)
+	if err := r.c.BeginCapture("step"); err != nil {
+		t.Fatal(err)
+	}
+	step()
+	g, err := r.c.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const launches = 3
+	groups := map[uint32]bool{}
+	for launch := range launches {
+		from := len(r.store.Events())
+		if err := r.c.LaunchGraph(g); err != nil {
+			t.Fatal(err)
+		}
+		r.run(t)
+		count := map[[2]int32]int{} // [device, kind]
+		for _, e := range r.store.Events()[from:] {
+			count[[2]int32{e.Device, int32(e.Kind)}]++
+			switch {
+			case e.Kind == timeline.KindGraphLaunch:
+			case e.Kind == timeline.KindGroupLaunch:
+				if groups[e.Group] {
+					t.Errorf("launch %d: group id %d seen at an earlier launch", launch, e.Group)
+				}
+				groups[e.Group] = true
+			case e.Kind.IsBusy() && !e.Captured():
+				t.Errorf("launch %d: %v on device %d not marked captured", launch, e.Kind, e.Device)
+			}
+		}
+		for d, sends := range []int{2, 1} { // device 0 sends alone and in the group; device 1 sends in the group
+			for kind, want := range map[timeline.Kind]int{timeline.KindGraphLaunch: 1, timeline.KindCollective: 1, timeline.KindSend: sends, timeline.KindRecv: 3 - sends, timeline.KindGroupLaunch: 1} {
+				if got := count[[2]int32{int32(d), int32(kind)}]; got != want {
+					t.Errorf("launch %d, device %d: %d %v events; want %d", launch, d, got, kind, want)
+				}
+			}
+		}
+	}
+	if got := len(r.events(timeline.KindGraphLaunch)); got != 2*launches {
+		t.Errorf("%d graph launches in all; want %d (one per rank per launch)", got, 2*launches)
+	}
+}
+
+// With --fit, ranks sharing a GPU exchange through a copy and an event the peer's stream waits on;
+// each rank's part is a graph of its own and CUDA lets no capture wait on another's events, so
+// such a graph is refused, naming why and graphs=off.
+func TestGraphLaunchRefusesSharedGPU(t *testing.T) {
+	r := newRig(t, 2, 1, engine.DefaultOptions())
 	needNCCL(t)
 	if _, err := r.c.Communicator([]engine.DeviceID{0, 1}); err != nil {
 		t.Fatal(err)
@@ -585,7 +656,48 @@ func TestGraphLaunchRefusesNCCL(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = r.c.Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "holds a send") && !strings.Contains(err.Error(), "holds a recv") || !strings.Contains(err.Error(), "graphs=off") {
-		t.Fatalf("Run = %v; want the NCCL op refused, naming graphs=off", err)
+	if err == nil || !strings.Contains(err.Error(), "share a GPU (--fit)") || !strings.Contains(err.Error(), "graphs=off") {
+		t.Fatalf("Run = %v; want the shared-GPU transfer refused, naming --fit and graphs=off", err)
+	}
+}
+
+// A communicator the cache drops is destroyed only after the graphs whose NCCL calls use it: since
+// NCCL 2.26 ncclCommDestroy waits for them (the fake refuses, which the run reports as an alert).
+// A later launch of such a graph is an error naming the communicator, not a launch on a dead one.
+func TestGraphDroppedWithItsCommunicator(t *testing.T) {
+	opts := engine.DefaultOptions()
+	opts.CommCacheSize = 1
+	r := newRig(t, 2, 2, opts)
+	needNCCL(t)
+	ranks := []engine.DeviceID{0, 1}
+	if _, err := r.c.Collective(timeline.CollAllReduce, ranks, 1<<12, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	r.run(t)
+	if err := r.c.BeginCapture("step"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.c.Collective(timeline.CollAllReduce, ranks, 1<<12, "ar"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := r.c.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.c.LaunchGraph(g); err != nil {
+		t.Fatal(err)
+	}
+	r.run(t)
+	// A communicator over another set evicts the graph's (the cache holds one).
+	if _, err := r.c.Communicator([]engine.DeviceID{0}); err != nil {
+		t.Fatal(err)
+	}
+	r.run(t) // destroys the evicted communicator: no alert
+	if err := r.c.LaunchGraph(g); err != nil {
+		t.Fatal(err)
+	}
+	err = r.c.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "communicator") {
+		t.Fatalf("Run = %v; want the launch of a graph over a destroyed communicator refused, naming it", err)
 	}
 }

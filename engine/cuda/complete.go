@@ -171,6 +171,9 @@ func partEvent(g timeline.Event, part engine.StreamOp) timeline.Event {
 	} else if part.Kind == engine.OpCollective {
 		pe.Kind, pe.Sub, pe.Peer = timeline.KindCollective, uint8(part.Coll), -1
 	}
+	if part.Graph != 0 {
+		pe.Aux |= timeline.AuxCaptured // a part of a group a graph replayed
+	}
 	return pe
 }
 

@@ -25,6 +25,7 @@ import (
 const (
 	errCaptureUnsupported = 900 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 	errCaptureInvalidated = 901 // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+	errCaptureMerge       = 902 // CUDA_ERROR_STREAM_CAPTURE_MERGE
 	errCaptureIsolation   = 905 // CUDA_ERROR_STREAM_CAPTURE_ISOLATION
 )
 

@@ -4,8 +4,10 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -13,6 +15,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/nccl"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -93,8 +96,12 @@ func TestCaptureAndLaunch(t *testing.T) {
 }
 
 // What the driver cannot capture invalidates the capture, and ending it says so: a
-// synchronisation inside it (cudaErrorStreamCaptureUnsupported), a wait on work recorded outside
-// it (cudaErrorStreamCaptureIsolation).
+// synchronisation inside it (cudaErrorStreamCaptureUnsupported), a wait on an event recorded
+// outside any capture (cudaErrorStreamCaptureIsolation: "a dependency would have been created which
+// crosses the capture sequence boundary"), a wait on an event recorded in another capture
+// (cudaErrorStreamCaptureMerge: the programming guide forbids merging two capture graphs). The
+// fake driver models these from CUDA's documentation; scripts/device runs this test on a GPU to
+// check them against the real driver.
 func TestCaptureRefusals(t *testing.T) {
 	g := oneGPU(t)
 	for _, tc := range []struct {
@@ -109,6 +116,18 @@ func TestCaptureRefusals(t *testing.T) {
 			must(t, ev.Record(o))
 			must(t, o.Synchronize())
 			return s.Wait(ev, 0)
+		}},
+		{"event of another capture", errCaptureMerge, func(s cu.Stream) error {
+			o, _ := cu.MakeStream(cu.NonBlocking)
+			ev, _ := cu.MakeEvent(cu.DisableTiming)
+			must(t, beginCapture(o))
+			spin(t, g, o, 1000)
+			must(t, ev.Record(o))
+			err := s.Wait(ev, 0)
+			if x, _ := endCapture(o); x != nil {
+				_ = x.destroy()
+			}
+			return err
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,4 +171,162 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// An NCCL collective issued on a capturing stream becomes a node of the graph (NCCL >= 2.9) and
+// runs again at each launch: a capture replayed N times with fresh inputs gives N fresh results.
+// Each rank captures and launches from a thread of its own (thread-local capture, as NCCL's guide
+// asks of one thread per GPU). All-gather is out of place, so it shows replay on one GPU too (its
+// output is overwritten before each launch); the in-place all-reduce needs two GPUs to show a sum.
+func TestCaptureNCCLReplays(t *testing.T) {
+	n, err := cu.NumDevices()
+	if err != nil || n < 1 {
+		t.Skipf("needs a GPU (or the fake driver): %v", err)
+	}
+	for _, tc := range []struct {
+		name    string
+		minGPUs int
+		coll    timeline.CollOp
+	}{
+		{"all-reduce", 2, timeline.CollAllReduce},
+		{"all-gather", 1, timeline.CollAllGather},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if n < tc.minGPUs {
+				t.Skipf("needs %d GPUs, the driver reports %d", tc.minGPUs, n)
+			}
+			captureNCCL(t, min(n, 2), tc.coll)
+		})
+	}
+}
+
+// captureNCCL runs one collective over ranks GPUs as described by TestCaptureNCCLReplays.
+func captureNCCL(t *testing.T, ranks int, coll timeline.CollOp) {
+	store := timeline.NewStore(nil)
+	b, err := New(Config{Topology: engine.Topology{Name: "t", Hosts: 1, GPUsPerHost: ranks}, Fit: engine.Fit{Ranks: ranks, GPUs: ranks}}, store, store.Strings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl, err := b.ncclLib()
+	if err != nil {
+		t.Skipf("no NCCL: %v", err)
+	}
+	gpus := make([]int, ranks)
+	for i := range gpus {
+		gpus[i] = i
+	}
+	runtime.LockOSThread()
+	comms, err := b.createComm(gpus, 0)
+	runtime.UnlockOSThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bytes, launches = 4096, 3
+	// in(r, i) is rank r's byte at launch i; want(r, i) what rank r's output holds after it.
+	in := func(r, i int) byte { return byte(10*(r+1) + i) }
+	want := func(k, i int) byte { // the k-th block of the output
+		if coll == timeline.CollAllGather {
+			return in(k, i)
+		}
+		var s byte
+		for r := range ranks {
+			s += in(r, i)
+		}
+		return s
+	}
+	outBytes := int64(bytes)
+	if coll == timeline.CollAllGather {
+		outBytes *= int64(ranks)
+	}
+	var wg sync.WaitGroup
+	for r := range ranks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			if err := captureNCCLRank(b, nl, comms[r], r, coll, bytes, outBytes, launches, in, want); err != nil {
+				t.Errorf("rank %d: %v", r, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// captureNCCLRank is one rank's part: capture the call, then launch it launches times, each with
+// its own input, checking the output after each.
+func captureNCCLRank(b *Backend, nl *nccl.NCCL, c nccl.Comm, r int, coll timeline.CollOp, bytes, outBytes int64, launches int,
+	in func(r, i int) byte, want func(k, i int) byte) error {
+	g := b.gpus[r]
+	if err := cu.SetCurrentContext(g.ctx); err != nil {
+		return err
+	}
+	s, err := cu.MakeStream(cu.NonBlocking)
+	if err != nil {
+		return err
+	}
+	send, err := g.scratch(bytes, 0)
+	if err != nil {
+		return err
+	}
+	out := send // all-reduce: in place
+	if coll == timeline.CollAllGather {
+		if out, err = g.scratch(outBytes, 1); err != nil {
+			return err
+		}
+	}
+	host, err := PinnedHost(outBytes)
+	if err != nil {
+		return err
+	}
+	defer FreePinned(host)
+	buf := unsafe.Slice((*byte)(host), outBytes)
+	stream := uintptr(unsafe.Pointer(s.C()))
+	if err := beginCapture(s); err != nil {
+		return err
+	}
+	if coll == timeline.CollAllGather {
+		err = nl.AllGather(uintptr(send), uintptr(out), bytes, c, stream)
+	} else {
+		err = nl.AllReduce(uintptr(send), bytes, c, stream)
+	}
+	x, endErr := endCapture(s)
+	if err != nil || endErr != nil {
+		return fmt.Errorf("capturing the NCCL call: %v, ending the capture: %v", err, endErr)
+	}
+	defer x.destroy()
+	for i := range launches {
+		for j := range buf {
+			buf[j] = in(r, i)
+		}
+		if err := cu.MemcpyHtoDAsync(send, host, bytes, s); err != nil {
+			return err
+		}
+		if out != send { // the output, overwritten: only the launch can put the result there
+			if err := s.Synchronize(); err != nil {
+				return err
+			}
+			for j := range buf {
+				buf[j] = 0xEE
+			}
+			if err := cu.MemcpyHtoDAsync(out, host, outBytes, s); err != nil {
+				return err
+			}
+		}
+		if err := x.launch(s); err != nil {
+			return fmt.Errorf("launch %d: %w", i, err)
+		}
+		if err := cu.MemcpyDtoHAsync(host, out, outBytes, s); err != nil {
+			return err
+		}
+		if err := s.Synchronize(); err != nil {
+			return fmt.Errorf("launch %d: %w", i, err)
+		}
+		for j, v := range buf {
+			if w := want(j/int(bytes), i); v != w {
+				return fmt.Errorf("launch %d: output byte %d = %d; want %d (the launch's own result)", i, j, v, w)
+			}
+		}
+	}
+	return nil
 }

@@ -11,7 +11,8 @@
 // cuGraphLaunch): a capturing stream's work goes into a graph instead of running; a stream that
 // waits on an event recorded in the capture joins it; a synchronisation, a pageable copy or a wait
 // on work outside the capture invalidates it with the driver's error. A launch replays the captured
-// work on its streams, in capture order. The fake NCCL's work is not capturable.
+// work on its streams, in capture order. The fake NCCL's work is captured as a node that takes its
+// launch-time state (a collective's sequence number) at each launch, as NCCL's graph kernels do.
 //
 // Knobs (read when cuInit is called): XFER_FAKE_GPUS (devices, default 2).
 
@@ -44,7 +45,18 @@ typedef struct task {
 	void (*fn)(void *);
 	void *arg;
 	int *done; // set under mu when a synchronous caller waits for this task
+	struct node *node; // captured host work that is replayed (xferFakeEnqueueNode): the template
 } task;
+
+// node is host work put on a capturing stream by xferFakeEnqueueNode: each launch of a graph holding
+// it runs fn(replay(arg)); drop releases arg once no graph (captured or instantiated) holds it.
+typedef struct node {
+	void (*fn)(void *);
+	void *arg;
+	void *(*replay)(void *);
+	void (*drop)(void *);
+	int refs; // under mu
+} node;
 
 struct CUstream_st {
 	int dev;
@@ -535,10 +547,26 @@ CUresult CUDAAPI cuStreamQuery(CUstream h) {
 	return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
+// cuStreamWaitEvent makes h wait for ev's latest record. Under stream capture it follows CUDA's
+// documented rules (CUDA Programming Guide, "Stream Capture": "Cross-stream Dependencies and Events"
+// and "Prohibited and Unhandled Operations"; the CUDA Runtime API's error list):
+//   - a stream not capturing that waits on an event recorded in a capture joins that capture
+//     (the fork pattern: its later work is captured into the same graph);
+//   - a capturing stream that waits on an event recorded outside any capture fails with
+//     CUDA_ERROR_STREAM_CAPTURE_ISOLATION (cudaErrorStreamCaptureIsolation, 905: "A dependency
+//     would have been created which crosses the capture sequence boundary. Only implicit in-stream
+//     ordering dependencies are allowed to cross the boundary"), and the capture is invalidated;
+//   - a capturing stream that waits on an event recorded in another capture fails with
+//     CUDA_ERROR_STREAM_CAPTURE_MERGE (cudaErrorStreamCaptureMerge, 902: "The operation would have
+//     resulted in a merge of two independent capture sequences"; the guide: "It is invalid to merge
+//     two separate capture graphs by waiting on a captured event from a stream which is being
+//     captured and is associated with a different capture graph than the event").
+// CU_EVENT_WAIT_EXTERNAL (an event wait node instead) is not modelled: xfertop does not use it.
+// engine/cuda's TestCaptureRefusals checks both refusals here and on a GPU (scripts/device).
 CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags) {
-	(void)flags;
 	CHECK_INIT();
 	if (!ev) return CUDA_ERROR_INVALID_HANDLE;
+	if (flags != 0) return CUDA_ERROR_NOT_SUPPORTED;
 	struct CUstream_st *s = stream(h);
 	task *t = calloc(1, sizeof *t);
 	t->run = runWait;
@@ -546,10 +574,10 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags) {
 	pthread_mutex_lock(&mu);
 	if (ev->capturedIn && !s->capturing) s->capturing = ev->capturedIn; // the stream joins the capture
 	if (s->capturing && ev->capturedIn != s->capturing) {
-		// A captured wait for work outside the capture: the graph would not hold its dependency.
+		CUresult r = ev->capturedIn ? CUDA_ERROR_STREAM_CAPTURE_MERGE : CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
 		pthread_mutex_unlock(&mu);
 		free(t);
-		return refuseInCapture(s, CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
+		return refuseInCapture(s, r);
 	}
 	t->seq = s->capturing ? 0 : ev->recorded; // the record most recently enqueued, as CUDA does; none: no wait
 	enqueueLocked(s, t);
@@ -647,6 +675,7 @@ static const char *errName(CUresult r) {
 	case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
 	case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: return "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
 	case CUDA_ERROR_STREAM_CAPTURE_ISOLATION: return "CUDA_ERROR_STREAM_CAPTURE_ISOLATION";
+	case CUDA_ERROR_STREAM_CAPTURE_MERGE: return "CUDA_ERROR_STREAM_CAPTURE_MERGE";
 	case CUDA_ERROR_CAPTURED_EVENT: return "CUDA_ERROR_CAPTURED_EVENT";
 	case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
 	case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
@@ -673,21 +702,34 @@ CUresult CUDAAPI cuGetErrorString(CUresult r, const char **s) {
 	return *s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-// xferFakeEnqueue runs fn(arg) on a stream's thread in the stream's order: the fake NCCL puts its
-// collectives on streams with it, as NCCL's kernels are.
-void xferFakeEnqueue(CUstream h, void (*fn)(void *), void *arg) {
-	if (stream(h)->capturing) {
-		// The fake NCCL's work is not replayable (its argument lives for one run): a capture
-		// holding it is invalidated, and the work runs now, so that no peer waits for it forever.
-		refuseInCapture(stream(h), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-		fn(arg);
-		return;
-	}
+// xferFakeEnqueueNode runs fn(arg) on a stream's thread in the stream's order: the fake NCCL puts
+// its collectives and transfers on streams with it, as NCCL's kernels are. On a capturing stream
+// it becomes a graph node, as an NCCL call issued on the capturing stream does (NCCL >= 2.9): arg
+// is then a template, and each launch of the graph runs fn on replay(arg), made at the launch (in
+// host order, under the driver's lock), so each launch is an operation of its own; drop frees the
+// template once no graph holds it.
+void xferFakeEnqueueNode(CUstream h, void (*fn)(void *), void *arg, void *(*replay)(void *), void (*drop)(void *)) {
+	struct CUstream_st *s = stream(h);
 	task *t = calloc(1, sizeof *t);
 	t->run = runHostFn;
-	t->fn = fn;
-	t->arg = arg;
-	enqueue(stream(h), t);
+	pthread_mutex_lock(&mu);
+	if (s->capturing) {
+		t->node = malloc(sizeof *t->node);
+		*t->node = (node){.fn = fn, .arg = arg, .replay = replay, .drop = drop, .refs = 1};
+	} else {
+		t->fn = fn;
+		t->arg = arg;
+	}
+	enqueueLocked(s, t);
+	pthread_mutex_unlock(&mu);
+}
+
+// unref releases a graph's hold on t's node, if it has one (under mu).
+static void unref(task *t) {
+	if (t->node && --t->node->refs == 0) {
+		t->node->drop(t->node->arg);
+		free(t->node);
+	}
 }
 
 // xferFakeCurrentDevice is the device of the calling thread's context, or -1 (NCCL uses the current
@@ -765,6 +807,9 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream h, CUgraph *graph) {
 
 CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
 	if (!g) return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < g->n; i++) unref(g->tasks[i]);
+	pthread_mutex_unlock(&mu);
 	for (int i = 0; i < g->n; i++) free(g->tasks[i]);
 	free(g->tasks);
 	free(g->on);
@@ -780,11 +825,14 @@ CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g, unsig
 	x->g.n = x->g.cap = g->n;
 	x->g.tasks = calloc(g->n ? g->n : 1, sizeof *x->g.tasks);
 	x->g.on = calloc(g->n ? g->n : 1, sizeof *x->g.on);
+	pthread_mutex_lock(&mu);
 	for (int i = 0; i < g->n; i++) {
 		x->g.tasks[i] = malloc(sizeof(task));
 		*x->g.tasks[i] = *g->tasks[i];
 		x->g.on[i] = g->on[i];
+		if (g->tasks[i]->node) g->tasks[i]->node->refs++;
 	}
+	pthread_mutex_unlock(&mu);
 	*exec = x;
 	return CUDA_SUCCESS;
 }
@@ -807,6 +855,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec x, CUstream h) {
 		t->done = NULL;
 		if (t->run == runRecord) t->seq = ++t->ev->recorded, t->ev->capturedIn = NULL;
 		else if (t->run == runWait) t->seq = t->ev->recorded;
+		if (t->node) t->fn = t->node->fn, t->arg = t->node->replay(t->node->arg), t->node = NULL;
 		enqueueLocked(x->g.on[i], t);
 	}
 	pthread_mutex_unlock(&mu);
@@ -815,6 +864,9 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec x, CUstream h) {
 
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec x) {
 	if (!x) return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < x->g.n; i++) unref(x->g.tasks[i]);
+	pthread_mutex_unlock(&mu);
 	for (int i = 0; i < x->g.n; i++) free(x->g.tasks[i]);
 	free(x->g.tasks);
 	free(x->g.on);

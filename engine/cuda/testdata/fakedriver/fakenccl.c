@@ -5,6 +5,13 @@
 // on int8 sums, ncclCommGetAsyncError and ncclCommAbort. Buffers are host memory, as the fake
 // driver's device memory is.
 //
+// CUDA graphs (NCCL >= 2.9, "Using NCCL with CUDA Graphs" in NCCL's user guide): a call issued on a
+// stream being captured becomes a node of the graph instead of running, and each launch of the
+// graph runs it again as an operation of its own. A collective takes its place in its
+// communicator's sequence when the graph is launched, not when it was captured, so that every
+// rank's k-th collective meets the others' k-th whether it was captured or not (NCCL requires the
+// same sequence of captured and uncaptured operations on every rank).
+//
 // Knobs, read when a communicator is created:
 //   XFER_FAKE_NCCL_FAULT=remote  its operations hang on their streams and ncclCommGetAsyncError
 //                                reports ncclRemoteError, as when a peer process dies;
@@ -22,7 +29,7 @@
 #include <string.h>
 
 // From the fake driver.
-void xferFakeEnqueue(CUstream h, void (*fn)(void *), void *arg);
+void xferFakeEnqueueNode(CUstream h, void (*fn)(void *), void *arg, void *(*replay)(void *), void (*drop)(void *));
 int xferFakeCurrentDevice(void);
 
 typedef int ncclResult_t;
@@ -64,6 +71,7 @@ typedef struct ncclComm {
 	int rank, dev;
 	int aborted, asyncErr;
 	uint64_t collSeq; // collectives issued by this rank
+	int graphRefs;    // operations on it held by graphs (captured or instantiated)
 } ncclComm;
 typedef ncclComm *ncclComm_t;
 
@@ -89,7 +97,8 @@ typedef struct op {
 	int peer; // peer, or root
 	CUstream stream;
 	msg *posted;
-	uint64_t seq;
+	uint64_t seq; // a collective's place in its communicator's sequence (captured: given at each launch)
+	int held;     // a captured operation: counted in its communicator's graphRefs until dropped
 	struct op *next;
 } op;
 
@@ -235,9 +244,17 @@ ncclResult_t ncclCommAbort(ncclComm_t m) {
 	return ncclSuccess;
 }
 
+// ncclCommDestroy frees a communicator. Since NCCL 2.26 it waits until every CUDA graph holding an
+// operation on the communicator has been destroyed (src/init.cc polls comm->localPersistentRefs),
+// so destroying one first hangs; the fake refuses instead, with ncclInvalidUsage, and logs it.
 ncclResult_t ncclCommDestroy(ncclComm_t m) {
 	if (!m) return ncclInvalidArgument;
 	pthread_mutex_lock(&mu);
+	if (m->graphRefs > 0) {
+		note("destroy refused comm=%llu rank=%d: %d operation(s) held by CUDA graphs", m->c->id, m->rank, m->graphRefs);
+		pthread_mutex_unlock(&mu);
+		return ncclInvalidUsage;
+	}
 	note("destroy comm=%llu rank=%d", m->c->id, m->rank);
 	abortLocked(m); // kept, not freed: a stream may still hold one of its operations
 	pthread_mutex_unlock(&mu);
@@ -362,11 +379,52 @@ static void runBatch(void *arg) {
 	free(b);
 }
 
-// launch enqueues ops (a list on one stream) as one unit of the stream's work.
+// replayBatch makes, from a captured batch, the batch one launch of its graph runs (called by the
+// fake driver's cuGraphLaunch): its collectives take their places in their communicators' sequences
+// now, in launch order.
+static void *replayBatch(void *arg) {
+	batch *tmpl = arg, *b = calloc(1, sizeof *b);
+	op **tail = &b->ops;
+	pthread_mutex_lock(&mu);
+	for (op *o = tmpl->ops; o; o = o->next) {
+		op *c = malloc(sizeof *c);
+		*c = *o;
+		c->posted = NULL, c->next = NULL, c->held = 0;
+		if (c->kind != OP_SEND && c->kind != OP_RECV) c->seq = c->comm->collSeq++;
+		*tail = c, tail = &c->next;
+	}
+	pthread_mutex_unlock(&mu);
+	return b;
+}
+
+// dropBatch frees a captured batch once no graph holds it.
+static void dropBatch(void *arg) {
+	batch *b = arg;
+	pthread_mutex_lock(&mu);
+	for (op *o = b->ops; o; o = o->next)
+		if (o->held) o->comm->graphRefs--;
+	pthread_mutex_unlock(&mu);
+	while (b->ops) {
+		op *o = b->ops;
+		b->ops = o->next;
+		free(o);
+	}
+	free(b);
+}
+
+// launch enqueues ops (a list on one stream) as one unit of the stream's work, or, on a capturing
+// stream, as one node of its graph.
 static void launch(op *ops) {
 	batch *b = calloc(1, sizeof *b);
 	b->ops = ops;
-	xferFakeEnqueue(ops->stream, runBatch, b);
+	xferFakeEnqueueNode(ops->stream, runBatch, b, replayBatch, dropBatch);
+}
+
+// capturing reports whether s is being captured into a graph (NCCL asks the same of CUDA).
+static int capturing(CUstream s) {
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (cuStreamIsCapturing(s, &st) != CUDA_SUCCESS) return 0;
+	return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 static ncclResult_t submit(int kind, ncclComm *m, const void *send, void *recv, size_t count, int peer, CUstream s) {
@@ -375,11 +433,11 @@ static ncclResult_t submit(int kind, ncclComm *m, const void *send, void *recv, 
 	if (xferFakeCurrentDevice() != m->dev) return ncclInvalidUsage; // NCCL needs the comm's device current
 	op *o = calloc(1, sizeof *o);
 	o->kind = kind, o->comm = m, o->send = send, o->recv = recv, o->count = count, o->peer = peer, o->stream = s;
-	if (kind != OP_SEND && kind != OP_RECV) {
-		pthread_mutex_lock(&mu);
-		o->seq = m->collSeq++;
-		pthread_mutex_unlock(&mu);
-	}
+	int captured = capturing(s);
+	pthread_mutex_lock(&mu);
+	if (captured) o->held = 1, m->graphRefs++;
+	else if (kind != OP_SEND && kind != OP_RECV) o->seq = m->collSeq++;
+	pthread_mutex_unlock(&mu);
 	if (groupDepth > 0) {
 		op **tail = &groupOps;
 		while (*tail) tail = &(*tail)->next;
