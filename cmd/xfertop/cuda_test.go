@@ -6,10 +6,19 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"gorgonia.org/cu"
+
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // keyPaths lists the paths of every key in a decoded JSON value; list elements count once, as "[]".
@@ -108,4 +117,86 @@ func hasListParent(paths map[string]bool, p string) bool {
 		}
 	}
 	return false
+}
+
+// `--backend cuda --set graphs=on` runs each built-in scenario that has the knob: the first step
+// as launched, the later ones as one graph launch per rank replaying everything the step did,
+// NCCL calls included. Every step does the same work, so of steps S the captured ops are exactly
+// (S-1)/S of all, and each rank that worked in the first step launches the graph S-1 times.
+// It needs a GPU per rank (--fit shares GPUs, which a graph refuses): on the fake driver, with
+// fewer than 4 fake GPUs, it runs itself again with XFER_FAKE_GPUS=4.
+func TestCUDAGraphsOn(t *testing.T) {
+	n, err := cu.NumDevices()
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	if n < 4 && os.Getenv("XFER_FAKE_DRIVER") != "" && os.Getenv("XFER_FAKE_GPUS") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestCUDAGraphsOn$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), "XFER_FAKE_GPUS=4")
+		out, err := cmd.CombinedOutput()
+		t.Logf("with XFER_FAKE_GPUS=4:\n%s", out)
+		if err != nil {
+			t.Fatalf("with XFER_FAKE_GPUS=4: %v", err)
+		}
+		return
+	}
+	g := min(n, 4)
+	if g == 3 {
+		g = 2
+	}
+	topo := fmt.Sprintf("h100x%d", g)
+	const steps = 3
+	for _, tc := range []struct {
+		gpus int
+		args []string
+	}{
+		{4, []string{"--scenario", "pipeline", "--set", "activation_bytes=1MiB", "--set", "compute=1ms", "--set", "microbatches=2"}},
+		{2, []string{"--scenario", "tp-overlap", "--set", fmt.Sprintf("tp=%d", g), "--set", "overlap=ring", "--set", "layers=1", "--set", "shard_bytes=1MiB", "--set", "gemm=100us"}},
+		{2, []string{"--scenario", "tp-overlap", "--set", fmt.Sprintf("tp=%d", g), "--set", "overlap=off", "--set", "layers=1", "--set", "shard_bytes=1MiB", "--set", "gemm=100us"}},
+		{2, []string{"--scenario", "llm-train", "--set", "layers=2", "--set", "hidden=1024", "--set", "seq=512", "--set", "microbatches=2"}},
+	} {
+		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
+			if g < tc.gpus {
+				t.Skipf("needs %d GPUs, one per rank; the driver reports %d", tc.gpus, n)
+			}
+			rec := filepath.Join(t.TempDir(), "run.xfr")
+			args := append([]string{"run", "--headless", "--json", "--backend", "cuda", "--topology", topo, "--steps", fmt.Sprint(steps),
+				"--set", "graphs=on", "--record", rec}, tc.args...)
+			code, out, errs := runCLI(t, args...)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var r map[string]any
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("not JSON: %v", err)
+			}
+			if alerts, _ := r["alerts"].([]any); len(alerts) > 0 {
+				t.Errorf("alerts: %v", alerts)
+			}
+			got, err := recordings.ReadFile(rec, recordings.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			busy, captured, launches := 0, 0, 0
+			worked := map[int32]bool{}
+			for _, e := range got.Events {
+				switch {
+				case e.Kind == timeline.KindGraphLaunch:
+					launches++
+				case e.Captured():
+					captured++
+					busy++
+				case e.Kind.IsBusy():
+					busy++
+					worked[e.Device] = true
+				}
+			}
+			if busy == 0 || captured*steps != busy*(steps-1) {
+				t.Errorf("%d of %d busy ops captured; want %d of %d steps' worth", captured, busy, steps-1, steps)
+			}
+			if want := (steps - 1) * len(worked); launches != want {
+				t.Errorf("%d graph launches; want %d (%d ranks worked, %d steps replayed)", launches, want, len(worked), steps-1)
+			}
+		})
+	}
 }
