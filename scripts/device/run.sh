@@ -7,7 +7,8 @@
 #
 # Steps, in the order given; each has its own timeout, and a failing step never stops the others:
 #   env        nvidia-smi, nvidia-smi topo -m, the driver, NCCL, torch and the kit's build           30 s
-#   tests      engine/cuda's test binary (-test.v) and cmd/xfertop's CUDA tests, on the GPU          240 s
+#   tests      engine/cuda's test binary (-test.v) and cmd/xfertop's CUDA tests, on the GPU, with    240 s
+#              the fake driver's models of CUDA and NCCL (model_tests) listed by name
 #   bench      engine/cuda's benchmarks with -test.benchtime 3x (docs/performance.md)              540 s
 #   scenarios  xfertop run --headless --json --scenario S, S = pipeline, copy-sweep,
 #              allreduce-sweep, crosshost: --backend cuda --fit, then the simulator                 240 s
@@ -128,6 +129,28 @@ step_env() {
   return "$ok"
 }
 
+# model_tests are the tests of behaviour the fake driver and fake NCCL (engine/cuda/testdata/
+# fakedriver) model from CUDA's and NCCL's documentation rather than from a run: the tests step
+# lists each one's result by name, so that a GPU run shows whether the real driver and NCCL agree.
+# A test that did not run at all (renamed, or the binary stopped early) fails the step.
+model_tests=(
+  TestCaptureAndLaunch                       # capture over a fork and join, replayed per cuGraphLaunch
+  TestCaptureRefusals/synchronize            # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, then INVALIDATED
+  TestCaptureRefusals/outside_event          # CUDA_ERROR_STREAM_CAPTURE_ISOLATION (an event recorded outside)
+  TestCaptureRefusals/event_of_another_capture # CUDA_ERROR_STREAM_CAPTURE_MERGE
+  TestCaptureNCCLReplays/all-gather          # an NCCL call captured on the stream, fresh results per launch
+  TestCaptureNCCLReplays/all-reduce          # the same on two GPUs (skips on one)
+)
+
+# model_results FILE prints "STATUS NAME" for each of model_tests in a -test.v log (MISSING if absent).
+model_results() {
+  local t status
+  for t in "${model_tests[@]}"; do
+    status=$(awk -v n="$t" '$1 == "---" && $3 == n { s = $2 } END { sub(/:$/, "", s); print s }' "$1")
+    echo "${status:-MISSING} $t"
+  done
+}
+
 step_tests() {
   local rc=0
   (cd engine/cuda && "$kit/cuda.test" -test.v -test.count=1 -test.timeout 170s) >"$dir/engine-cuda.txt" 2>&1 || rc=1
@@ -137,8 +160,12 @@ step_tests() {
     grep -E '^( *--- |ok|PASS|FAIL|panic)' "$dir/$f.txt"
     tail -1 "$dir/$f.txt" | grep -qx PASS || { echo "-- its last lines:"; tail -n 30 "$dir/$f.txt"; }
   done
+  section "the fake driver's models, on this driver and NCCL"
+  model_results "$dir/engine-cuda.txt" | tee "$dir/models.txt"
+  grep -q '^MISSING ' "$dir/models.txt" && rc=1
   grep -hE -- '--- (FAIL|SKIP)' "$dir/engine-cuda.txt" "$dir/cmd-xfertop.txt" | highlight
-  note "engine/cuda: $(gotest_counts "$dir/engine-cuda.txt"); cmd/xfertop CUDA: $(gotest_counts "$dir/cmd-xfertop.txt")"
+  sed 's/^/model: /' "$dir/models.txt" | highlight
+  note "engine/cuda: $(gotest_counts "$dir/engine-cuda.txt"); cmd/xfertop CUDA: $(gotest_counts "$dir/cmd-xfertop.txt"); models: $(awk '{n[$1]++} END {for (k in n) printf "%s%d %s", sep, n[k], k; sep = ", "}' "$dir/models.txt")"
   return "$rc"
 }
 
