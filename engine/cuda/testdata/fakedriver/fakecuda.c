@@ -724,6 +724,22 @@ void xferFakeEnqueueNode(CUstream h, void (*fn)(void *), void *arg, void *(*repl
 	pthread_mutex_unlock(&mu);
 }
 
+// xferFakeEnqueue runs fn(arg) on a stream's thread in the stream's order, for host work that cannot
+// be replayed (arg lives for one run): a capture holding it is invalidated, and the work runs now,
+// so that no peer waits for it forever. Replayable work uses xferFakeEnqueueNode.
+void xferFakeEnqueue(CUstream h, void (*fn)(void *), void *arg) {
+	if (stream(h)->capturing) {
+		refuseInCapture(stream(h), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+		fn(arg);
+		return;
+	}
+	task *t = calloc(1, sizeof *t);
+	t->run = runHostFn;
+	t->fn = fn;
+	t->arg = arg;
+	enqueue(stream(h), t);
+}
+
 // unref releases a graph's hold on t's node, if it has one (under mu).
 static void unref(task *t) {
 	if (t->node && --t->node->refs == 0) {
