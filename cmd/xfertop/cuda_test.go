@@ -150,17 +150,20 @@ func TestCUDAGraphsOn(t *testing.T) {
 		gpus int
 		args []string
 	}{
-		{4, []string{"--scenario", "pipeline", "--set", "activation_bytes=1MiB", "--set", "compute=1ms", "--set", "microbatches=2"}},
-		{2, []string{"--scenario", "tp-overlap", "--set", fmt.Sprintf("tp=%d", g), "--set", "overlap=ring", "--set", "layers=1", "--set", "shard_bytes=1MiB", "--set", "gemm=100us"}},
-		{2, []string{"--scenario", "tp-overlap", "--set", fmt.Sprintf("tp=%d", g), "--set", "overlap=off", "--set", "layers=1", "--set", "shard_bytes=1MiB", "--set", "gemm=100us"}},
-		{2, []string{"--scenario", "llm-train", "--set", "layers=2", "--set", "hidden=1024", "--set", "seq=512", "--set", "microbatches=2"}},
+		{4, []string{"--topology", topo, "--scenario", "pipeline", "--set", "activation_bytes=1MiB", "--set", "compute=1ms", "--set", "microbatches=2"}},
+		{2, []string{"--topology", topo, "--scenario", "tp-overlap", "--set", fmt.Sprintf("tp=%d", g), "--set", "overlap=ring", "--set", "layers=1", "--set", "shard_bytes=1MiB", "--set", "gemm=100us"}},
+		{2, []string{"--topology", topo, "--scenario", "tp-overlap", "--set", fmt.Sprintf("tp=%d", g), "--set", "overlap=off", "--set", "layers=1", "--set", "shard_bytes=1MiB", "--set", "gemm=100us"}},
+		{2, []string{"--topology", topo, "--scenario", "llm-train", "--set", "layers=2", "--set", "hidden=1024", "--set", "seq=512", "--set", "microbatches=2"}},
+		// On one GPU (--fit) the two ranks' collectives move nothing and their kernels are captured;
+		// on two or more each rank has its GPU and NCCL's calls are captured.
+		{1, []string{"--topology", "h100x2", "--fit", "--scenario", "tp-overlap", "--set", "tp=2", "--set", "overlap=off", "--set", "layers=1", "--set", "shard_bytes=1MiB", "--set", "gemm=100us"}},
 	} {
 		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
 			if g < tc.gpus {
 				t.Skipf("needs %d GPUs, one per rank; the driver reports %d", tc.gpus, n)
 			}
 			rec := filepath.Join(t.TempDir(), "run.xfr")
-			args := append([]string{"run", "--headless", "--json", "--backend", "cuda", "--topology", topo, "--steps", fmt.Sprint(steps),
+			args := append([]string{"run", "--headless", "--json", "--backend", "cuda", "--steps", fmt.Sprint(steps),
 				"--set", "graphs=on", "--record", rec}, tc.args...)
 			code, out, errs := runCLI(t, args...)
 			if code != exitOK {
