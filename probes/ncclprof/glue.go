@@ -104,6 +104,8 @@ func toRecord(c *C.xr_rec, r *fold.Record) {
 	r.Dtype = *(*[16]byte)(unsafe.Pointer(&c.dtype))
 	r.Algo = *(*[16]byte)(unsafe.Pointer(&c.algo))
 	r.Proto = *(*[8]byte)(unsafe.Pointer(&c.proto))
+	r.Flags, r.Tag = uint8(c.flags), uint64(c.tag)
+	r.Variant = *(*[24]byte)(unsafe.Pointer(&c.variant))
 }
 
 // run is the sender goroutine: it drains the ring, folds, and sends, sleeping briefly when idle.

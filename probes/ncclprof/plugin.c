@@ -138,7 +138,8 @@ static xr_result init_common(void** context, uint64_t hash, int* mask, const cha
   c->index = __atomic_fetch_add(&next_ctx, 1, __ATOMIC_RELAXED);
   xfertopComm(c->index, hash, (char*)name, nNodes, nranks, rank, xr_now(), version);
   __atomic_fetch_add(&contexts, 1, __ATOMIC_RELAXED);
-  *mask = (int)activation_mask;
+  // Kernel phases are v7's: an older NCCL is not asked for a bit it does not define.
+  *mask = (int)(version >= 7 ? activation_mask : activation_mask & ~(uint64_t)XR_KERNEL_PHASE);
   *context = c;
   logf_(logfn, 3, "xfertop profiler: rank %d/%d, events 0x%llx, profiler interface v%d", rank, nranks,
         (unsigned long long)activation_mask, version);
@@ -157,6 +158,10 @@ static xr_result init_v6(void** context, uint64_t hash, int* mask, const char* n
   return init_common(context, hash, mask, name, nNodes, nranks, rank, logfn, 6);
 }
 
+static xr_result init_v7(void** context, uint64_t hash, int* mask, const char* name, int nNodes, int nranks, int rank, xr_logger logfn) {
+  return init_common(context, hash, mask, name, nNodes, nranks, rank, logfn, 7);
+}
+
 // start queues an event's start. version says which union members exist.
 static xr_result start(void* context, void** handle, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version) {
   *handle = NULL;
@@ -169,6 +174,9 @@ static xr_result start(void* context, void** handle, uint64_t type, void* parent
       break;
     case XR_CE_COLL: case XR_CE_SYNC: case XR_CE_BATCH:
       if (version < 6) goto unknown;
+      break;
+    case XR_KERNEL_PHASE:
+      if (version < 7) goto unknown;
       break;
     case XR_PROXY_CTRL: case XR_NET_PLUGIN:
       return XR_OK; // never asked for; nothing to keep
@@ -190,7 +198,9 @@ static xr_result start(void* context, void** handle, uint64_t type, void* parent
   r->a = r->b = r->c = r->d = 0;
   r->rank = rank;
   r->peer = -1;
-  r->fn[0] = r->dtype[0] = r->algo[0] = r->proto[0] = 0;
+  r->fn[0] = r->dtype[0] = r->algo[0] = r->proto[0] = r->variant[0] = 0;
+  r->flags = 0;
+  r->tag = 0;
   switch (type) {
     case XR_GROUP_API:
       r->a = (uint64_t)u->groupApi.groupDepth;
@@ -203,6 +213,7 @@ static xr_result start(void* context, void** handle, uint64_t type, void* parent
       r->b = (uint64_t)(uintptr_t)u->collApi.stream;
       r->c = u->collApi.graphCaptured;
       r->peer = u->collApi.root;
+      if (version >= 7) r->tag = u->collApi.userTag;
       break;
     case XR_P2P_API:
       copy_str(r->fn, u->p2pApi.func, sizeof r->fn);
@@ -210,6 +221,7 @@ static xr_result start(void* context, void** handle, uint64_t type, void* parent
       r->a = u->p2pApi.count;
       r->b = (uint64_t)(uintptr_t)u->p2pApi.stream;
       r->c = u->p2pApi.graphCaptured;
+      if (version >= 7) r->tag = u->p2pApi.userTag;
       break;
     case XR_KERNEL_LAUNCH:
       r->b = (uint64_t)(uintptr_t)u->kernelLaunch.stream;
@@ -224,6 +236,11 @@ static xr_result start(void* context, void** handle, uint64_t type, void* parent
       r->c = (uint64_t)u->coll.nChannels | (uint64_t)u->coll.nWarps << 8;
       r->d = version >= 5 ? (uint64_t)(uintptr_t)u->coll.parentGroup : 0;
       r->peer = u->coll.root;
+      if (version >= 7) {
+        r->tag = u->coll.userTag;
+        r->flags = u->coll.isSymColl ? XR_REC_SYM : 0;
+        copy_str(r->variant, u->coll.kernelVariant, sizeof r->variant);
+      }
       break;
     case XR_P2P:
       copy_str(r->fn, u->p2p.func, sizeof r->fn);
@@ -232,6 +249,7 @@ static xr_result start(void* context, void** handle, uint64_t type, void* parent
       r->c = u->p2p.nChannels;
       r->d = version >= 5 ? (uint64_t)(uintptr_t)u->p2p.parentGroup : 0;
       r->peer = u->p2p.peer;
+      if (version >= 7) r->tag = u->p2p.userTag;
       break;
     case XR_PROXY_OP:
       // A proxy op from PXN may come from another process: its parent is not ours to name.
@@ -258,6 +276,7 @@ static xr_result start(void* context, void** handle, uint64_t type, void* parent
       r->c = u->ceColl.batchSize;
       r->d = (uint64_t)(uintptr_t)u->ceColl.stream;
       r->peer = u->ceColl.root;
+      if (version >= 7) r->tag = u->ceColl.userTag;
       break;
     case XR_CE_SYNC:
       r->a = u->ceSync.isComplete;
@@ -266,6 +285,11 @@ static xr_result start(void* context, void** handle, uint64_t type, void* parent
     case XR_CE_BATCH:
       r->a = (uint64_t)u->ceBatch.numOps;
       r->b = u->ceBatch.totalBytes;
+      break;
+    case XR_KERNEL_PHASE:
+      r->a = u->kernelPhase.pTimer;
+      r->c = u->kernelPhase.channelId | (uint64_t)u->kernelPhase.phaseId << 8;
+      copy_str(r->fn, u->kernelPhase.phaseName, sizeof r->fn);
       break;
   }
   publish(s, pos);
@@ -286,6 +310,10 @@ static xr_result start_v5(void* context, void** handle, xr_descr_v5* d) {
 
 static xr_result start_v6(void* context, void** handle, xr_descr_v6* d) {
   return start(context, handle, d->type, d->parentObj, d->rank, &d->u, 6);
+}
+
+static xr_result start_v7(void* context, void** handle, xr_descr_v7* d) {
+  return start(context, handle, d->type, d->parentObj, d->rank, &d->u, 7);
 }
 
 // simple queues a record that carries only an id (stop) or an id and a state.
@@ -313,7 +341,7 @@ static xr_result stop_event(void* handle) {
 static xr_result record_state(void* handle, int state, xr_state_args* args) {
   if (!handle) return XR_OK;
   switch (state) {
-    case XR_KERNEL_CH_STOP:
+    case XR_KERNEL_CH_STOP: case XR_KERNEL_PHASE_STOP:
       simple(3, (uint64_t)(uintptr_t)handle, (uint16_t)state, args ? args->kernelCh.pTimer : 0);
       break;
     case XR_STEP_SEND_GPU_WAIT: case XR_STEP_SEND_WAIT: case XR_STEP_RECV_WAIT: case XR_STEP_RECV_FLUSH_WAIT:
@@ -409,6 +437,7 @@ uint64_t xr_bench(uint64_t n, int kind) {
   return (uint64_t)(xr_now() - t0);
 }
 
+const xr_profiler_v7 ncclProfiler_v7 = {"xfertop", init_v7, start_v7, stop_event, record_state, finalize};
 const xr_profiler_v6 ncclProfiler_v6 = {"xfertop", init_v6, start_v6, stop_event, record_state, finalize};
 const xr_profiler_v5 ncclProfiler_v5 = {"xfertop", init_v5, start_v5, stop_event, record_state, finalize};
 const xr_profiler_v4 ncclProfiler_v4 = {"xfertop", init_v4, start_v4, stop_event, record_state, finalize};

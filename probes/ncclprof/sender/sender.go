@@ -42,7 +42,7 @@ type Config struct {
 	Retry      time.Duration // how often a lost console is tried again
 }
 
-// DefaultRing is the default ring size: 65,536 records of 144 bytes (9 MiB).
+// DefaultRing is the default ring size: 65,536 records of 176 bytes (11 MiB).
 const DefaultRing = 1 << 16
 
 // ConfigFromEnv reads the configuration; an error disables the plugin, and says why.
