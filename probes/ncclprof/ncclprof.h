@@ -156,7 +156,31 @@ typedef struct {
   uint64_t ring;    // records in the ring (a power of two)
   int64_t flush_ms; // how long the last finalize (or exit) waits for the sender
   char err[256];    // non-empty: the plugin is disabled, and why
+  char chain[1024]; // non-empty: the profiler plugin to chain (XFERTOP_CHAIN_PLUGIN)
 } xr_setup;
+
+// A profiler context: one communicator of this process.
+typedef struct {
+  uint32_t index;    // this plugin's context number
+  void* chain_ctx;   // the chained plugin's context (NULL: none, or its init failed)
+  uint64_t chain_mask; // the events the chained plugin asked for
+} xr_ctx;
+
+// plugin.c's recording, for chain.c.
+uint64_t xr_next_id(void);
+int xr_record_start(xr_ctx* c, uint64_t id, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version);
+void xr_record_stop(uint64_t id);
+void xr_record_state(uint64_t id, int state, const xr_state_args* args);
+
+// chain.c: a second profiler plugin that receives every call too (XFERTOP_CHAIN_PLUGIN).
+extern int xr_chain_on;
+void xr_chain_load(const char* path, int version, uint64_t slots, xr_logger logfn);
+uint64_t xr_chain_init(xr_ctx* c, uint64_t hash, const char* name, int nNodes, int nranks, int rank, xr_logger logfn);
+xr_result xr_chain_start(xr_ctx* c, void** handle, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version);
+xr_result xr_chain_stop(void* handle);
+xr_result xr_chain_state(void* handle, int state, xr_state_args* args);
+void xr_chain_finalize(xr_ctx* c);
+uint64_t xr_chain_lost_count(void);
 
 // Shared between C and Go.
 extern xr_slot* xr_ring;

@@ -33,10 +33,6 @@ static pthread_mutex_t setup_mu = PTHREAD_MUTEX_INITIALIZER;
 static int setup_done;
 static char setup_err[256];
 
-typedef struct {
-  uint32_t index;
-} xr_ctx;
-
 int64_t xr_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -94,7 +90,7 @@ static void at_exit(void);
 
 // setup runs once per process, at the first init: the Go side reads the environment, the ring is
 // allocated, and the sender starts.
-static int setup(xr_logger logfn) {
+static int setup(xr_logger logfn, int version) {
   pthread_mutex_lock(&setup_mu);
   if (!setup_done) {
     setup_done = 1;
@@ -116,6 +112,7 @@ static int setup(xr_logger logfn) {
         flush_ms = cfg.flush_ms;
         self_pid = getpid();
         xfertopStart();
+        if (cfg.chain[0]) xr_chain_load(cfg.chain, version, n, logfn);
         __atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
         atexit(at_exit);
       }
@@ -132,14 +129,15 @@ static int setup(xr_logger logfn) {
 static xr_result init_common(void** context, uint64_t hash, int* mask, const char* name, int nNodes, int nranks, int rank,
                              xr_logger logfn, int version) {
   *context = NULL;
-  if (setup(logfn) != 0) return XR_INVALID_USAGE;
-  xr_ctx* c = malloc(sizeof *c);
+  if (setup(logfn, version) != 0) return XR_INVALID_USAGE;
+  xr_ctx* c = calloc(1, sizeof *c);
   if (!c) return XR_INTERNAL_ERROR;
   c->index = __atomic_fetch_add(&next_ctx, 1, __ATOMIC_RELAXED);
   xfertopComm(c->index, hash, (char*)name, nNodes, nranks, rank, xr_now(), version);
   __atomic_fetch_add(&contexts, 1, __ATOMIC_RELAXED);
+  uint64_t m = activation_mask | xr_chain_init(c, hash, name, nNodes, nranks, rank, logfn);
   // Kernel phases are v7's: an older NCCL is not asked for a bit it does not define.
-  *mask = (int)(version >= 7 ? activation_mask : activation_mask & ~(uint64_t)XR_KERNEL_PHASE);
+  *mask = (int)(version >= 7 ? m : m & ~(uint64_t)XR_KERNEL_PHASE);
   *context = c;
   logf_(logfn, 3, "xfertop profiler: rank %d/%d, events 0x%llx, profiler interface v%d", rank, nranks,
         (unsigned long long)activation_mask, version);
@@ -162,10 +160,9 @@ static xr_result init_v7(void** context, uint64_t hash, int* mask, const char* n
   return init_common(context, hash, mask, name, nNodes, nranks, rank, logfn, 7);
 }
 
-// start queues an event's start. version says which union members exist.
-static xr_result start(void* context, void** handle, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version) {
-  *handle = NULL;
-  if (!context || !__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return XR_OK;
+// xr_record_start queues event id's start, if its type is one this plugin records, and reports
+// whether it did. version says which union members exist.
+int xr_record_start(xr_ctx* c, uint64_t id, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version) {
   switch (type) {
     case XR_GROUP: case XR_COLL: case XR_P2P: case XR_PROXY_OP: case XR_PROXY_STEP: case XR_KERNEL_CH:
       break;
@@ -179,18 +176,19 @@ static xr_result start(void* context, void** handle, uint64_t type, void* parent
       if (version < 7) goto unknown;
       break;
     case XR_PROXY_CTRL: case XR_NET_PLUGIN:
-      return XR_OK; // never asked for; nothing to keep
+      return 0; // never asked for (but by a chained plugin); nothing to keep
     default:
       goto unknown;
   }
+  // A chained plugin may have asked NCCL for more than this plugin records.
+  if (!(type & activation_mask)) return 0;
   uint64_t pos;
   xr_slot* s = claim(&pos);
-  if (!s) return XR_OK;
+  if (!s) return 0;
   xr_rec* r = &s->r;
-  uint64_t id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
   r->op = 1;
   r->state = 0;
-  r->ctx = ((xr_ctx*)context)->index;
+  r->ctx = c->index;
   r->type = type;
   r->id = id;
   r->parent = (uint64_t)(uintptr_t)parentObj;
@@ -293,10 +291,22 @@ static xr_result start(void* context, void** handle, uint64_t type, void* parent
       break;
   }
   publish(s, pos);
-  *handle = (void*)(uintptr_t)id;
-  return XR_OK;
+  return 1;
 unknown:
   __atomic_fetch_add(&unknown_types, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+uint64_t xr_next_id(void) { return __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED); }
+
+// start queues an event's start and returns its id as its handle (NULL when not queued, so that
+// NCCL makes no further calls for it); with a chained plugin, xr_chain_start does both plugins'.
+static xr_result start(void* context, void** handle, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version) {
+  *handle = NULL;
+  if (!context || !__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return XR_OK;
+  if (xr_chain_on) return xr_chain_start(context, handle, type, parentObj, rank, u, version);
+  uint64_t id = xr_next_id();
+  if (xr_record_start(context, id, type, parentObj, rank, u, version)) *handle = (void*)(uintptr_t)id;
   return XR_OK;
 }
 
@@ -333,13 +343,24 @@ static void simple(uint8_t op, uint64_t id, uint16_t state, uint64_t a) {
   publish(s, pos);
 }
 
+void xr_record_stop(uint64_t id) { simple(2, id, 0, 0); }
+
 static xr_result stop_event(void* handle) {
-  if (handle) simple(2, (uint64_t)(uintptr_t)handle, 0, 0);
+  if (!handle) return XR_OK;
+  if (xr_chain_on) return xr_chain_stop(handle);
+  xr_record_stop((uint64_t)(uintptr_t)handle);
   return XR_OK;
 }
 
 static xr_result record_state(void* handle, int state, xr_state_args* args) {
   if (!handle) return XR_OK;
+  if (xr_chain_on) return xr_chain_state(handle, state, args);
+  xr_record_state((uint64_t)(uintptr_t)handle, state, args);
+  return XR_OK;
+}
+
+void xr_record_state(uint64_t id, int state, const xr_state_args* args) {
+  void* handle = (void*)(uintptr_t)id;
   switch (state) {
     case XR_KERNEL_CH_STOP: case XR_KERNEL_PHASE_STOP:
       simple(3, (uint64_t)(uintptr_t)handle, (uint16_t)state, args ? args->kernelCh.pTimer : 0);
@@ -351,7 +372,6 @@ static xr_result record_state(void* handle, int state, xr_state_args* args) {
     default:
       break; // group API, proxy control and network plugin states: not used
   }
-  return XR_OK;
 }
 
 // wait_flushed waits, at most flush_ms, for the sender to deliver everything queued before pos.
@@ -368,6 +388,7 @@ static void wait_flushed(uint64_t pos) {
 static xr_result finalize(void* context) {
   if (!context) return XR_OK;
   uint32_t index = ((xr_ctx*)context)->index;
+  xr_chain_finalize(context);
   free(context);
   uint64_t pos;
   xr_slot* s = claim(&pos);
@@ -414,7 +435,7 @@ void xr_bench_setup(uint64_t n) {
 // xr_bench times n start/stop pairs of one kind (0 collective, 1 proxy step with a state) on this
 // thread, with a ring that the caller keeps drained or lets fill; it returns the nanoseconds taken.
 uint64_t xr_bench(uint64_t n, int kind) {
-  xr_ctx c = {1};
+  xr_ctx c = {1, NULL, 0};
   xr_descr_v5 d;
   memset(&d, 0, sizeof d);
   d.type = kind == 0 ? XR_COLL : XR_PROXY_STEP;

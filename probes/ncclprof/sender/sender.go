@@ -24,6 +24,7 @@ const (
 	EnvRing      = "XFERTOP_RING_EVENTS"   // records the ring holds (default 65536)
 	EnvRecordDir = "XFERTOP_RECORD_DIR"    // write a per-rank .xfr recording here
 	EnvFlushMs   = "XFERTOP_FLUSH_TIMEOUT" // how long the end of a job waits for the sender (ms, default 2000)
+	EnvChain     = "XFERTOP_CHAIN_PLUGIN"  // a second NCCL profiler plugin to load and forward every call to
 	EnvRank      = "RANK"                  // the job's rank, as torchrun sets it
 )
 
@@ -40,7 +41,11 @@ type Config struct {
 	SendEvery  time.Duration // partial batches go out at least this often
 	Batch      int           // events per chunk
 	Retry      time.Duration // how often a lost console is tried again
+	Chain      string        // the profiler plugin to chain: a path, or a name as NCCL_PROFILER_PLUGIN takes it
 }
+
+// MaxChainPath is the longest XFERTOP_CHAIN_PLUGIN the plugin takes (its C side's buffer).
+const MaxChainPath = 1023
 
 // DefaultRing is the default ring size: 65,536 records of 176 bytes (11 MiB).
 const DefaultRing = 1 << 16
@@ -72,6 +77,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
 			c.GlobalRank = n
 		}
+	}
+	c.Chain = getenv(EnvChain)
+	if len(c.Chain) > MaxChainPath {
+		return c, fmt.Errorf("%s: a path of %d bytes; at most %d", EnvChain, len(c.Chain), MaxChainPath)
 	}
 	c.RecordDir = getenv(EnvRecordDir)
 	if v := getenv(attach.EnvAttach); v != "" || c.RecordDir == "" {
@@ -105,6 +114,9 @@ type Sender struct {
 
 	unknownSeen int64
 	alerted     bool
+	chain       string   // the chained plugin, as loaded ("inspector (interface v5)")
+	warnings    []string // chaining's, not yet sent as alerts
+	chainLost   bool     // an alert said events were not forwarded
 }
 
 type initRec struct {
@@ -150,6 +162,21 @@ func (s *Sender) takeInits() {
 	}
 }
 
+// ChainLoaded records the chained plugin's name and interface (for the recording's description).
+// It is called once, before the first connection.
+func (s *Sender) ChainLoaded(name string) {
+	s.mu.Lock()
+	s.chain = name
+	s.mu.Unlock()
+}
+
+// ChainWarn queues a warning about the chained plugin, sent as an alert (any thread).
+func (s *Sender) ChainWarn(msg string) {
+	s.mu.Lock()
+	s.warnings = append(s.warnings, msg)
+	s.mu.Unlock()
+}
+
 // Add folds one record.
 func (s *Sender) Add(r *fold.Record) {
 	if r.Op == fold.RecStart {
@@ -165,8 +192,8 @@ func (s *Sender) Add(r *fold.Record) {
 
 // Pump finishes what is due at host time now and sends when a batch is full, SendEvery has
 // passed, or final (the job is ending: everything is flushed). ringDropped and unknown are the C
-// side's counters.
-func (s *Sender) Pump(now, ringDropped, unknown int64, final bool) {
+// side's counters, chainLost the events the chained plugin was not given.
+func (s *Sender) Pump(now, ringDropped, unknown, chainLost int64, final bool) {
 	s.takeInits()
 	s.folder.Tick(now)
 	if final {
@@ -180,6 +207,7 @@ func (s *Sender) Pump(now, ringDropped, unknown int64, final bool) {
 			Peer: timeline.NoDevice, Label: s.strs.ID(fmt.Sprintf("NCCL profiler: an event type this plugin does not know was ignored (%d so far); is this NCCL newer than the plugin?", unknown))})
 	}
 	s.unknownSeen = unknown
+	s.chainAlerts(now, chainLost)
 	if len(s.events) < s.cfg.Batch && !final && now-s.lastSend < int64(s.cfg.SendEvery) {
 		return
 	}
@@ -191,6 +219,26 @@ func (s *Sender) Pump(now, ringDropped, unknown int64, final bool) {
 	s.events = s.events[:0]
 }
 
+// chainAlerts turns chaining's warnings into alerts, once a communicator has named the rank.
+func (s *Sender) chainAlerts(now, lost int64) {
+	if s.comms == 0 {
+		return
+	}
+	s.mu.Lock()
+	msgs := s.warnings
+	s.warnings = nil
+	s.mu.Unlock()
+	if lost > 0 && !s.chainLost {
+		s.chainLost = true
+		msgs = append(msgs, fmt.Sprintf("chained profiler %s: %d events not forwarded to it (more open at once than XFERTOP_RING_EVENTS)", s.chain, lost))
+	}
+	at := now - s.epochMono
+	for _, m := range msgs {
+		s.events = append(s.events, timeline.Event{Kind: timeline.KindAlert, Start: at, End: at, Queued: -1, Device: int32(max(s.rank, 0)),
+			Peer: timeline.NoDevice, Label: s.strs.ID("NCCL profiler: " + m)})
+	}
+}
+
 // Close ends every output (a recording gets its index).
 func (s *Sender) Close() {
 	for _, o := range s.outs {
@@ -199,10 +247,16 @@ func (s *Sender) Close() {
 }
 
 func (s *Sender) meta() recordings.Meta {
-	return recordings.Meta{Source: "nccl profiler plugin", Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
+	m := recordings.Meta{Source: "nccl profiler plugin", Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
 		EpochUnixNs: s.epochUnix, Writer: "xfertop nccl profiler plugin",
 		Extra: map[string]string{"nccl.host": s.cfg.Host, "nccl.pid": strconv.Itoa(s.cfg.Pid), "nccl.rank": strconv.Itoa(s.rank),
 			"nccl.profiler_version": strconv.Itoa(s.version), "nccl.events": "0x" + strconv.FormatUint(s.cfg.Mask, 16)}}
+	s.mu.Lock()
+	if s.chain != "" {
+		m.Extra["nccl.chain"] = s.chain
+	}
+	s.mu.Unlock()
+	return m
 }
 
 // output is one destination: a console connection or a recording file.

@@ -70,13 +70,18 @@ enum { F_ALLREDUCE = 1, F_SEND = 2, F_RECV = 3, F_CE_ALLGATHER = 4 };
 
 // ---- the plugin as NCCL sees it, whatever version was found ----
 
+// Calls made to the plugin (a chained plugin must get as many): starts, and stops and states of
+// non-NULL handles.
+static uint64_t n_start, n_stop, n_state;
+
 static void* start(uint64_t type, void* parent, int rank, xr_descr_union* u) {
   void* h = NULL;
+  if (version == 4 && type > XR_NET_PLUGIN) return NULL;
   if ((type == XR_CE_COLL || type == XR_CE_SYNC || type == XR_CE_BATCH) && version < 6) return NULL;
   if (type == XR_KERNEL_PHASE && version < 7) return NULL;
   if (version == 4) {
     // NCCL's v4 shim: API and copy-engine events are not passed; a task's parent is its group.
-    if (type > XR_NET_PLUGIN) return NULL;
+    __atomic_fetch_add(&n_start, 1, __ATOMIC_RELAXED);
     xr_descr_v4 d;
     memset(&d, 0, sizeof d);
     d.type = (uint8_t)type;
@@ -87,6 +92,7 @@ static void* start(uint64_t type, void* parent, int rank, xr_descr_union* u) {
     if (type == XR_P2P) d.parentObj = u->p2p.parentGroup;
     ((xr_profiler_v4*)plugin)->startEvent(ctx, &h, &d);
   } else {
+    __atomic_fetch_add(&n_start, 1, __ATOMIC_RELAXED);
     xr_descr_v5 d;
     memset(&d, 0, sizeof d);
     d.type = type;
@@ -99,11 +105,15 @@ static void* start(uint64_t type, void* parent, int rank, xr_descr_union* u) {
 }
 
 static void stop(void* h) {
-  if (h) ((xr_profiler_v5*)plugin)->stopEvent(h);
+  if (!h) return;
+  __atomic_fetch_add(&n_stop, 1, __ATOMIC_RELAXED);
+  ((xr_profiler_v5*)plugin)->stopEvent(h);
 }
 
 static void state(void* h, int s, xr_state_args* a) {
-  if (h) ((xr_profiler_v5*)plugin)->recordEventState(h, s, a);
+  if (!h) return;
+  __atomic_fetch_add(&n_state, 1, __ATOMIC_RELAXED);
+  ((xr_profiler_v5*)plugin)->recordEventState(h, s, a);
 }
 
 // ---- an NCCL task, as the planner holds it ----
@@ -468,6 +478,8 @@ int main(int argc, char** argv) {
     fflush(stdout);
     pace();
   }
+  printf("calls start %llu stop %llu state %llu\n", (unsigned long long)n_start, (unsigned long long)n_stop,
+         (unsigned long long)n_state);
   if (!getenv("HARNESS_NO_FINALIZE")) ((xr_profiler_v5*)plugin)->finalize(ctx);
   printf("done\n");
   return 0;
