@@ -428,6 +428,7 @@ void xr_bench_setup(uint64_t n) {
     for (uint64_t i = 0; i < n; i++) xr_ring[i].seq = i;
     xr_ring_mask = n - 1;
   }
+  activation_mask = ~(uint64_t)0; // record whatever the benchmark issues
   __atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&setup_mu);
 }
