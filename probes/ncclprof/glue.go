@@ -127,7 +127,8 @@ func run(s *sender.Sender) {
 	r := newRing()
 	for {
 		n, final := r.drain(1<<14, s.Add)
-		s.Pump(int64(C.xr_now()), int64(C.xr_dropped_count()), int64(C.xr_unknown_count()), int64(C.xr_chain_lost_count()), final)
+		s.Pump(int64(C.xr_now()), sender.Counters{Dropped: int64(C.xr_dropped_count()), Unknown: int64(C.xr_unknown_count()),
+			ChainLost: int64(C.xr_chain_lost_count()), CostNs: int64(C.xr_cost_ns()), CostSamples: int64(C.xr_cost_samples())}, final)
 		C.xr_set_flushed(C.uint64_t(r.head))
 		if n == 0 {
 			time.Sleep(2 * time.Millisecond)

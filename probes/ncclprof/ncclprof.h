@@ -190,6 +190,8 @@ uint64_t xr_unknown_count(void);
 void xr_set_flushed(uint64_t pos);
 int64_t xr_now(void);
 uint64_t xr_bench(uint64_t n, int kind);
+uint64_t xr_cost_ns(void);      // time of the callbacks sampled to measure the plugin's cost
+uint64_t xr_cost_samples(void); // callbacks sampled
 void xr_bench_setup(uint64_t n);
 
 #endif

@@ -98,7 +98,7 @@ func (c *collect) events() []timeline.Event {
 	return slices.Clone(c.evs)
 }
 
-func socketPath(t *testing.T) string {
+func socketPath(t testing.TB) string {
 	// Unix socket paths are short (108 bytes): a temporary directory of its own.
 	d, err := os.MkdirTemp("", "xa")
 	if err != nil {
@@ -108,7 +108,7 @@ func socketPath(t *testing.T) string {
 	return filepath.Join(d, "s")
 }
 
-func startServer(t *testing.T, sock string, hang time.Duration, sinks ...timeline.Sink) *attach.Server {
+func startServer(t testing.TB, sock string, hang time.Duration, sinks ...timeline.Sink) *attach.Server {
 	t.Helper()
 	srv, err := attach.Start(context.Background(), attach.Config{Addr: attach.Addr{Network: "unix", Address: sock}, HangTimeout: hang}, sinks...)
 	if err != nil {

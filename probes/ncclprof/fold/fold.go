@@ -40,6 +40,7 @@ type Stats struct {
 	Orphans int64 // records for an event id never started (its start dropped, or given up)
 	Stale   int64 // events given up because their stop never came
 	Unknown int64 // records of event types this folder does not know
+	OpNs    int64 // the summed time of the collectives, sends and receives emitted
 }
 
 type ctxInfo struct {
@@ -619,6 +620,7 @@ func (f *Folder) finish(id uint64, n *node) {
 		e.Aux |= timeline.AuxCaptured
 		e.Queued = -1
 	}
+	f.stats.OpNs += e.End - e.Start
 	f.emit(&e)
 	if gpuTimed {
 		f.emitPhases(ci, n, end)

@@ -117,6 +117,8 @@ type Sender struct {
 	chain       string   // the chained plugin, as loaded ("inspector (interface v5)")
 	warnings    []string // chaining's, not yet sent as alerts
 	chainLost   bool     // an alert said events were not forwarded
+	records     int64    // records folded: callbacks that queued one
+	lastCost    int64    // when the cost was last sent
 }
 
 type initRec struct {
@@ -187,13 +189,47 @@ func (s *Sender) Add(r *fold.Record) {
 			s.takeInits()
 		}
 	}
+	s.records++
 	s.folder.Add(r)
 }
 
+// cost emits the plugin's cost so far as samples of this rank: the mean time of a callback (of
+// those timed), and what the callbacks (every record, and every drop) took, estimated from that
+// mean, per million ns of the NCCL operations folded. Nothing is sent while nothing is known.
+func (s *Sender) cost(now int64, c Counters) {
+	if s.comms == 0 || c.CostSamples == 0 {
+		return
+	}
+	s.lastCost = now
+	at := now - s.epochMono
+	dev := int32(max(s.rank, 0))
+	calls := s.records + c.Dropped
+	ps := c.CostNs * 1000 / c.CostSamples
+	s.events = append(s.events, timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(timeline.SampleProfilerCallbackPs), Start: at, End: at,
+		Queued: -1, Device: dev, Peer: timeline.NoDevice, Bytes: ps, Op: uint64(calls)})
+	if op := s.folder.Stats().OpNs; op > 0 {
+		ppm := int64(float64(calls) * float64(ps) / 1000 / float64(op) * 1e6)
+		s.events = append(s.events, timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(timeline.SampleProfilerOverheadPPM), Start: at, End: at,
+			Queued: -1, Device: dev, Peer: timeline.NoDevice, Bytes: ppm, Op: uint64(calls)})
+	}
+}
+
+// Counters are the C side's counts, as Pump reads them.
+type Counters struct {
+	Dropped     int64 // events the callbacks dropped (the ring was full)
+	Unknown     int64 // descriptors of event types the plugin does not know
+	ChainLost   int64 // events the chained plugin was not given (no free handle slot)
+	CostNs      int64 // the time of the callbacks timed to measure the plugin's cost
+	CostSamples int64 // how many were timed
+}
+
+// CostEvery is how often the plugin's cost is sent (and at the end of the job).
+const CostEvery = time.Second
+
 // Pump finishes what is due at host time now and sends when a batch is full, SendEvery has
-// passed, or final (the job is ending: everything is flushed). ringDropped and unknown are the C
-// side's counters, chainLost the events the chained plugin was not given.
-func (s *Sender) Pump(now, ringDropped, unknown, chainLost int64, final bool) {
+// passed, or final (the job is ending: everything is flushed).
+func (s *Sender) Pump(now int64, c Counters, final bool) {
+	ringDropped, unknown, chainLost := c.Dropped, c.Unknown, c.ChainLost
 	s.takeInits()
 	s.folder.Tick(now)
 	if final {
@@ -208,6 +244,9 @@ func (s *Sender) Pump(now, ringDropped, unknown, chainLost int64, final bool) {
 	}
 	s.unknownSeen = unknown
 	s.chainAlerts(now, chainLost)
+	if final || now-s.lastCost >= int64(CostEvery) {
+		s.cost(now, c)
+	}
 	if len(s.events) < s.cfg.Batch && !final && now-s.lastSend < int64(s.cfg.SendEvery) {
 		return
 	}

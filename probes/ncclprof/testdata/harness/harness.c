@@ -15,7 +15,7 @@
 // v7 (2.31, 2.32) the per-call userTag (-tag), symmetric kernels (-sym: kernelVariant, isSymColl,
 // algo the variant's suffix, proto "") and the kernel phases of each kernel channel.
 //
-//   harness -lib PATH -rank R -nranks N [-comm HASH] [-scenario allreduce|sendrecv|alltoall|ce|unknown|hang]
+//   harness -lib PATH -rank R -nranks N [-comm HASH] [-scenario allreduce|sendrecv|alltoall|ce|unknown|hang|bench]
 //           [-iters K] [-lookup 7,6,5,4] [-pace-us U] [-count C] [-tag T] [-sym 1]
 #include <dlfcn.h>
 #include <pthread.h>
@@ -388,6 +388,90 @@ static void group_end(void) {
   launch();
 }
 
+// Allocations made on a thread while it counts: the harness's own malloc, calloc and realloc
+// interpose glibc's for the whole process, the plugin included.
+extern void* __libc_malloc(size_t);
+extern void* __libc_calloc(size_t, size_t);
+extern void* __libc_realloc(void*, size_t);
+static __thread int counting;
+static uint64_t mallocs;
+void* malloc(size_t n) {
+  if (counting) mallocs++;
+  return __libc_malloc(n);
+}
+void* calloc(size_t a, size_t b) {
+  if (counting) mallocs++;
+  return __libc_calloc(a, b);
+}
+void* realloc(void* p, size_t n) {
+  if (counting) mallocs++;
+  return __libc_realloc(p, n);
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+// bench issues n all-reduces' callbacks as NCCL 2.31's core does for one all-reduce in its own
+// implicit group at the default (kernel) level, all on this thread (the proxy's kernel channels
+// inline): the group API event and its states, the API call, the kernel launch, the group and the
+// task, and two kernel channels with their stops. It times them in chunks the sender drains
+// between (untimed), and prints the callbacks made, the nanoseconds they took and the
+// allocations made on this thread meanwhile.
+static void bench(int n) {
+  const int chunk = 1000;
+  uint64_t calls0 = n_start + n_stop + n_state;
+  int64_t ns = 0;
+  xr_descr_union u;
+  xr_state_args a;
+  memset(&a, 0, sizeof a);
+  for (int done = 0; done < n;) {
+    int k = n - done < chunk ? n - done : chunk;
+    counting = 1;
+    int64_t t0 = now_ns();
+    for (int i = 0; i < k; i++) {
+      memset(&u, 0, sizeof u);
+      u.groupApi.groupDepth = 1;
+      void* g = start(XR_GROUP_API, NULL, 0, &u);
+      state(g, 23, NULL);
+      memset(&u, 0, sizeof u);
+      u.collApi.func = "AllReduce", u.collApi.count = 262144, u.collApi.datatype = "ncclFloat32", u.collApi.stream = stream;
+      void* api = start(XR_COLL_API, g, 0, &u);
+      stop(api);
+      state(g, 24, NULL);
+      memset(&u, 0, sizeof u);
+      u.kernelLaunch.stream = stream;
+      void* kl = start(XR_KERNEL_LAUNCH, g, 0, &u);
+      stop(kl);
+      memset(&u, 0, sizeof u);
+      void* grp = start(XR_GROUP, NULL, 0, &u);
+      memset(&u, 0, sizeof u);
+      u.coll.seqNumber = seq[F_ALLREDUCE]++, u.coll.func = "AllReduce", u.coll.count = 262144, u.coll.datatype = "ncclFloat32";
+      u.coll.nChannels = 2, u.coll.nWarps = 16, u.coll.algo = "RING", u.coll.proto = "SIMPLE", u.coll.parentGroup = grp;
+      void* task = start(XR_COLL, api, rank_, &u);
+      stop(task);
+      stop(grp);
+      stop(g);
+      for (int c = 0; c < 2; c++) {
+        memset(&u, 0, sizeof u);
+        u.kernelCh.channelId = (uint8_t)c, u.kernelCh.pTimer = 1000000ULL * (uint64_t)i;
+        void* ch = start(XR_KERNEL_CH, task, 0, &u);
+        a.kernelCh.pTimer = 1000000ULL * (uint64_t)i + 20000;
+        state(ch, XR_KERNEL_CH_STOP, &a);
+        stop(ch);
+      }
+    }
+    ns += now_ns() - t0;
+    counting = 0;
+    done += k;
+    usleep(50000); // the sender drains the ring
+  }
+  printf("bench calls %llu ns %lld mallocs %llu allreduces %d\n", (unsigned long long)(n_start + n_stop + n_state - calls0),
+         (long long)ns, (unsigned long long)mallocs, n);
+}
+
 static void pace(void) {
   if (pace_us > 0) usleep((useconds_t)pace_us);
 }
@@ -440,6 +524,7 @@ int main(int argc, char** argv) {
   }
   printf("init v%d result %d mask 0x%x\n", version, r, mask);
   if (r != 0) return 0; // NCCL goes on without the profiler
+  if (!strcmp(scenario, "bench")) bench(iters), iters = 0; // -iters all-reduces, timed
   for (int it = 0; it < iters; it++) {
     if (!strcmp(scenario, "allreduce") || !strcmp(scenario, "hang")) {
       if (!strcmp(scenario, "hang") && it == iters - 1 && rank_ == nranks - 1) break; // the last rank never posts it
