@@ -110,6 +110,13 @@ func TestHarnessProfilerVersions(t *testing.T) {
 				}
 			}
 		}
+		// Named tags (XFERTOP_NCCL_TAGS), as the job's phases are known to its people.
+		evs, labels, _ = job(t, 2, []string{"XFERTOP_NCCL_TAGS=41=fwd,42=tp grads"}, "-iters", "1", "-tag", "42")
+		for _, l := range labelsOf(evs, labels, timeline.KindCollective) {
+			if l != "RING SIMPLE 2ch tag tp grads" {
+				t.Errorf("collective labelled %q; want its tag's name", l)
+			}
+		}
 		evs, labels, _ = job(t, 2, nil, "-scenario", "ce", "-iters", "1", "-tag", "9")
 		for _, l := range labelsOf(evs, labels, timeline.KindCollective) {
 			if l != "copy engine MC tag 9" {

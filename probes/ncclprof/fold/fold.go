@@ -24,6 +24,9 @@ type Config struct {
 	StaleNs int64
 	// Posted emits a mark for every collective posted (for hang detection on a live stream).
 	Posted bool
+	// TagNames names NCCL 2.31's per-call profiler tags (userTag) in labels: "tag fwd" rather than
+	// "tag 1". A tag without a name is shown as its number.
+	TagNames map[uint64]string
 }
 
 // Comm describes one profiler context: a communicator as one rank in this process sees it.
@@ -357,7 +360,7 @@ func (f *Folder) task(ci *ctxInfo, n *node, r *Record, parent *node) {
 			if api == 0 {
 				api = n.funcID
 			}
-			n.label = f.labelf("%s tag %d", f.strs.Lookup(api), n.tag)
+			n.label = f.labelf("%s%s", f.strs.Lookup(api), f.tagText(n.tag))
 		}
 		self := int32(ci.Rank)
 		if n.isSend {
@@ -381,7 +384,7 @@ func (f *Folder) task(ci *ctxInfo, n *node, r *Record, parent *node) {
 		}
 		tag := ""
 		if n.tag != 0 {
-			tag = fmt.Sprintf(" tag %d", n.tag)
+			tag = f.tagText(n.tag)
 		}
 		if r.Type == TypeColl && r.Flags&RecSym != 0 {
 			n.nChannels = int(r.C & 0xff)
@@ -530,6 +533,14 @@ func (f *Folder) emitPhases(ci *ctxInfo, n *node, end int64) {
 			Queued: -1, Device: ci.device, Peer: timeline.NoDevice, Stream: n.stream, Comm: ci.comm32, Aux: uint32(i),
 			Label: f.labelf("kernel phase %s", f.strs.Lookup(p.label))})
 	}
+}
+
+// tagText is a tag as labels show it: " tag NAME", or " tag N" when it has no name.
+func (f *Folder) tagText(tag uint64) string {
+	if name, ok := f.cfg.TagNames[tag]; ok {
+		return " tag " + name
+	}
+	return fmt.Sprintf(" tag %d", tag)
 }
 
 func (f *Folder) runtime(ci *ctxInfo, n *node, label uint32) {

@@ -25,6 +25,7 @@ const (
 	EnvRecordDir = "XFERTOP_RECORD_DIR"    // write a per-rank .xfr recording here
 	EnvFlushMs   = "XFERTOP_FLUSH_TIMEOUT" // how long the end of a job waits for the sender (ms, default 2000)
 	EnvChain     = "XFERTOP_CHAIN_PLUGIN"  // a second NCCL profiler plugin to load and forward every call to
+	EnvTags      = "XFERTOP_NCCL_TAGS"     // names of NCCL 2.31's per-call profiler tags: 1=forward,2=backward
 	EnvRank      = "RANK"                  // the job's rank, as torchrun sets it
 )
 
@@ -42,6 +43,7 @@ type Config struct {
 	Batch      int           // events per chunk
 	Retry      time.Duration // how often a lost console is tried again
 	Chain      string        // the profiler plugin to chain: a path, or a name as NCCL_PROFILER_PLUGIN takes it
+	TagNames   map[uint64]string
 }
 
 // MaxChainPath is the longest XFERTOP_CHAIN_PLUGIN the plugin takes (its C side's buffer).
@@ -78,6 +80,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			c.GlobalRank = n
 		}
 	}
+	tags, err := parseTags(getenv(EnvTags))
+	if err != nil {
+		return c, err
+	}
+	c.TagNames = tags
 	c.Chain = getenv(EnvChain)
 	if len(c.Chain) > MaxChainPath {
 		return c, fmt.Errorf("%s: a path of %d bytes; at most %d", EnvChain, len(c.Chain), MaxChainPath)
@@ -92,6 +99,25 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.Host, _ = os.Hostname()
 	return c, nil
+}
+
+// parseTags reads XFERTOP_NCCL_TAGS: comma-separated TAG=NAME, TAG a number (the userProfilerTag
+// the job passes to NCCL), NAME any text without a comma.
+func parseTags(v string) (map[uint64]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	out := map[uint64]string{}
+	for i, part := range strings.Split(v, ",") {
+		k, name, ok := strings.Cut(part, "=")
+		tag, err := strconv.ParseUint(strings.TrimSpace(k), 0, 64)
+		name = strings.TrimSpace(name)
+		if !ok || err != nil || tag == 0 || name == "" {
+			return nil, fmt.Errorf("%s=%q: item %d (%q): give TAG=NAME, TAG a number above 0, comma-separated", EnvTags, v, i+1, part)
+		}
+		out[tag] = name
+	}
+	return out, nil
 }
 
 // Sender folds the ring's records into events and delivers them to the console and/or a per-rank
@@ -132,7 +158,7 @@ type initRec struct {
 func New(cfg Config, epochMono, epochUnix int64) *Sender {
 	s := &Sender{cfg: cfg, epochMono: epochMono, epochUnix: epochUnix, strs: timeline.NewStrings(), rank: cfg.GlobalRank}
 	s.folder = fold.New(s.strs, func(e *timeline.Event) { s.events = append(s.events, *e) },
-		fold.Config{GlobalRank: cfg.GlobalRank, Mask: cfg.Mask, Epoch: epochMono, Posted: cfg.Attach != nil})
+		fold.Config{GlobalRank: cfg.GlobalRank, Mask: cfg.Mask, Epoch: epochMono, Posted: cfg.Attach != nil, TagNames: cfg.TagNames})
 	if cfg.Attach != nil {
 		s.outs = append(s.outs, &output{name: cfg.Attach.String(), addr: cfg.Attach})
 	}

@@ -29,6 +29,13 @@ func TestConfigFromEnv(t *testing.T) {
 		{"bad ring", map[string]string{EnvRing: "3"}, EnvRing, nil},
 		{"bad flush", map[string]string{EnvFlushMs: "-1"}, EnvFlushMs, nil},
 		{"bad address", map[string]string{attach.EnvAttach: "tcp:x"}, attach.EnvAttach, nil},
+		{"tag names", map[string]string{EnvTags: "1=forward, 0x2=backward pass,42=tp"}, "", func(c Config) bool {
+			return len(c.TagNames) == 3 && c.TagNames[1] == "forward" && c.TagNames[2] == "backward pass" && c.TagNames[42] == "tp"
+		}},
+		{"tag without a name", map[string]string{EnvTags: "1=fwd,2"}, `item 2 ("2")`, nil},
+		{"tag not a number", map[string]string{EnvTags: "fwd=1"}, EnvTags, nil},
+		{"tag 0 is none", map[string]string{EnvTags: "0=x"}, EnvTags, nil},
+		{"chain path too long", map[string]string{EnvChain: strings.Repeat("x", MaxChainPath+1)}, EnvChain, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := ConfigFromEnv(func(k string) string { return c.env[k] })
