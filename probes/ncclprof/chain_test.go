@@ -18,13 +18,14 @@ import (
 )
 
 var counterBuild struct {
-	once sync.Once
-	lib  string
-	err  error
+	once    sync.Once
+	lib, v4 string
+	err     error
 }
 
-// counterLib builds testdata/counter, a profiler plugin that counts the calls it gets.
-func counterLib(t *testing.T) string {
+// counterLib builds testdata/counter, a profiler plugin that counts the calls it gets: with v5
+// and v7, and (v4) with v4 alone.
+func counterLib(t *testing.T) (lib, v4 string) {
 	t.Helper()
 	tools(t)
 	counterBuild.once.Do(func() {
@@ -33,15 +34,20 @@ func counterLib(t *testing.T) string {
 			cc = "gcc"
 		}
 		counterBuild.lib = filepath.Join(build.dir, "libnccl-profiler-counter.so")
-		out, err := exec.Command(cc, "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", counterBuild.lib, "testdata/counter/counter.c").CombinedOutput()
-		if err != nil {
-			counterBuild.err = fmt.Errorf("build the counter plugin: %v\n%s", err, out)
+		counterBuild.v4 = filepath.Join(build.dir, "libnccl-profiler-counter4.so")
+		for _, b := range [][]string{{counterBuild.lib}, {counterBuild.v4, "-DCOUNTER_V4"}} {
+			args := append([]string{"-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", b[0]}, b[1:]...)
+			out, err := exec.Command(cc, append(args, "testdata/counter/counter.c")...).CombinedOutput()
+			if err != nil {
+				counterBuild.err = fmt.Errorf("build the counter plugin: %v\n%s", err, out)
+				return
+			}
 		}
 	})
 	if counterBuild.err != nil {
 		t.Fatal(counterBuild.err)
 	}
-	return counterBuild.lib
+	return counterBuild.lib, counterBuild.v4
 }
 
 // calls is one process's count of profiler calls: as the harness made them to xfertop's plugin,
@@ -53,7 +59,7 @@ type calls struct{ start, stop, state int }
 // the one NCCL took, while the console still receives exactly what the job issued.
 func TestHarnessChain(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	counter := counterLib(t)
+	counter, counter4 := counterLib(t)
 	cases := []struct {
 		lookup, scenario, level string
 		chained                 int // the interface the counter is called through
@@ -62,12 +68,17 @@ func TestHarnessChain(t *testing.T) {
 		{"7,6,5,4", "ce", "api", 7},
 		{"6,5,4", "allreduce", "all", 5}, // the counter has no v6: the nearest older one
 		{"6,5,4", "sendrecv", "proxy", 5},
-		{"4", "allreduce", "kernel", 5}, // and no v4: the nearest newer one
+		{"4", "allreduce", "kernel", 5},    // and no v4: the nearest newer one
+		{"7,6,5,4", "allreduce", "all", 4}, // a v4 plugin from v7: v4's events only, a task's parent its group
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s-v%s-to-v%d-%s", c.scenario, c.lookup, c.chained, c.level), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "counts")
-			_, _, runs := job(t, 2, []string{"XFERTOP_CHAIN_PLUGIN=" + counter, "COUNTER_OUT=" + out, "XFERTOP_NCCL_EVENTS=" + c.level},
+			lib := counter
+			if c.chained == 4 {
+				lib = counter4
+			}
+			_, _, runs := job(t, 2, []string{"XFERTOP_CHAIN_PLUGIN=" + lib, "COUNTER_OUT=" + out, "XFERTOP_NCCL_EVENTS=" + c.level},
 				"-lookup", c.lookup, "-scenario", c.scenario, "-iters", "3")
 			var issued []calls
 			for _, r := range runs {
@@ -88,14 +99,15 @@ func TestHarnessChain(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var v, inits, fin, foreign, phases int
+				var v, inits, fin, foreign, phases, bad int
 				var x calls
-				if _, err := fmt.Sscanf(string(b), "version %d init %d start %d stop %d state %d finalize %d foreign %d phases %d",
-					&v, &inits, &x.start, &x.stop, &x.state, &fin, &foreign, &phases); err != nil {
+				if _, err := fmt.Sscanf(string(b), "version %d init %d start %d stop %d state %d finalize %d foreign %d phases %d badparents %d",
+					&v, &inits, &x.start, &x.stop, &x.state, &fin, &foreign, &phases, &bad); err != nil {
 					t.Fatalf("%s: %q: %v", f, b, err)
 				}
-				if v != c.chained || inits != 1 || fin != 1 || foreign != 0 {
-					t.Errorf("%s: through v%d (want v%d), %d inits, %d finalizes, %d handles not its own", f, v, c.chained, inits, fin, foreign)
+				if v != c.chained || inits != 1 || fin != 1 || foreign != 0 || bad != 0 {
+					t.Errorf("%s: through v%d (want v%d), %d inits, %d finalizes, %d handles not its own, %d parents of the wrong type",
+						f, v, c.chained, inits, fin, foreign, bad)
 				}
 				if c.chained == 7 && c.scenario == "allreduce" && phases == 0 {
 					t.Errorf("%s: no kernel phases forwarded through v7", f)
@@ -105,7 +117,14 @@ func TestHarnessChain(t *testing.T) {
 			cmpCalls := func(a, b calls) int { return a.start*1e6 + a.stop*1e3 + a.state - (b.start*1e6 + b.stop*1e3 + b.state) }
 			slices.SortFunc(issued, cmpCalls)
 			slices.SortFunc(got, cmpCalls)
-			if len(issued) != 2 || !slices.Equal(got, issued) {
+			if c.chained == 4 {
+				// v4 has no API or kernel-launch events: fewer calls, each event stopped.
+				for i, g := range got {
+					if len(got) != 2 || g.start == 0 || g.start != g.stop || g.start >= issued[i].start {
+						t.Errorf("the v4 plugin got %+v; the job made %+v", got, issued)
+					}
+				}
+			} else if len(issued) != 2 || !slices.Equal(got, issued) {
 				t.Errorf("the chained plugin got %+v; the job made %+v", got, issued)
 			}
 		})
@@ -116,7 +135,7 @@ func TestHarnessChain(t *testing.T) {
 // on stderr, the console gets an alert saying so, and the console receives the job as without it.
 func TestHarnessChainFails(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	counter := counterLib(t)
+	counter, _ := counterLib(t)
 	lib, _ := tools(t)
 	missing := filepath.Join(t.TempDir(), "libnccl-profiler-missing.so")
 	cases := []struct {
