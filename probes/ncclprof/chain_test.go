@@ -168,3 +168,20 @@ func TestHarnessChainFails(t *testing.T) {
 		})
 	}
 }
+
+// XFERTOP_CHAIN_PLUGIN=counter loads libnccl-profiler-counter.so from the library path, as
+// NCCL_PROFILER_PLUGIN=counter would.
+func TestHarnessChainByName(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	counter, _ := counterLib(t)
+	out := filepath.Join(t.TempDir(), "counts")
+	_, _, runs := job(t, 2, []string{"XFERTOP_CHAIN_PLUGIN=counter", "LD_LIBRARY_PATH=" + filepath.Dir(counter), "COUNTER_OUT=" + out}, "-iters", "2")
+	for _, r := range runs {
+		if strings.Contains(r.out, "xfertop profiler:") {
+			t.Errorf("rank %d warned: %s", r.rank, r.out)
+		}
+	}
+	if files, _ := filepath.Glob(out + ".*"); len(files) != 2 {
+		t.Errorf("the chained plugin, loaded by name, wrote %v; want one file per rank", files)
+	}
+}
