@@ -30,6 +30,7 @@ type Analyzer struct {
 	breakdown   breakdown
 	alerts      alerts
 	telemetry   telemetry
+	profiler    profilerCost
 	diag        *diagnosis.Diagnosis
 }
 
@@ -77,6 +78,7 @@ func (a *Analyzer) Emit(e *timeline.Event) {
 	a.breakdown.add(e)
 	a.alerts.add(e)
 	a.telemetry.add(e)
+	a.profiler.add(e)
 	if e.End >= a.from {
 		a.diag.Add(e)
 	}
@@ -108,6 +110,8 @@ type Result struct {
 	Alerts      []Alert
 	AlertCount  int64
 	Telemetry   []DeviceTelemetry
+	// ProfilerCost is the NCCL profiler plugin's own cost, per rank (device) that reported it.
+	ProfilerCost []ProfilerCost
 	// Findings are the diagnosis's verdicts (analysis/diagnosis), worst first: the culprit rank,
 	// GPU, host or link of a slowdown or hang, with the evidence.
 	Findings []diagnosis.Finding
@@ -118,7 +122,7 @@ type Result struct {
 func (a *Analyzer) Result(labels Labels) *Result {
 	r := &Result{Events: a.events, Steps: a.steps.result(), Transfers: a.transfers.result(), SendRecv: a.p2p.result(), Collectives: a.colls.result(),
 		Barriers: a.barriers.result(), StreamIdle: a.idle.result(), Breakdown: a.breakdown.result(), Links: a.links.result(),
-		Telemetry: a.telemetry.result()}
+		Telemetry: a.telemetry.result(), ProfilerCost: a.profiler.result()}
 	if a.seen {
 		// Sought to a time, the span starts there; from the beginning, at the first event, which
 		// may lie before time 0 (a source that started before the session).

@@ -92,6 +92,8 @@ type Report struct {
 	Partial        []string                   `json:"partial,omitempty"`
 	Mapping        string                     `json:"mapping,omitempty"`
 	Telemetry      []analysis.DeviceTelemetry `json:"telemetry,omitempty"`
+	// ProfilerCost is the NCCL profiler plugin's own cost per rank, as it measured it.
+	ProfilerCost []analysis.ProfilerCost `json:"profiler_cost,omitempty"`
 }
 
 // Idle is idle time two ways: per device (HTA's temporal breakdown: the time no op of the device
@@ -141,7 +143,8 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		CollStragglers: res.Collectives.Stragglers,
 		CommCache:      res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
 		AlertCount: res.AlertCount, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Telemetry: res.Telemetry,
-		Findings: findings(res.Findings, m.GPUsPerHost)}
+		ProfilerCost: res.ProfilerCost,
+		Findings:     findings(res.Findings, m.GPUsPerHost)}
 	gaps := res.StreamIdle
 	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: res.Breakdown.Devices,
 		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)]}

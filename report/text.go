@@ -56,6 +56,7 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 	idleText(&b, r, o)
 	linksText(&b, r, o)
 	telemetryText(&b, r)
+	profilerCostText(&b, r)
 	if x := r.Export; x != nil {
 		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %d spans built, %d exported, %d dropped; %d events dropped before export; %d metric points built, %d exported, %d dropped\n",
 			x.Endpoint, x.Protocol, x.State, x.SpansBuilt, x.SpansExported, x.SpansDropped, x.EventsDropped, x.MetricPoints, x.MetricPointsExported, x.MetricPointsDropped)
@@ -295,6 +296,36 @@ func telemetryText(b *strings.Builder, r *Report) {
 			mm("pcie_rx_bytes_per_s", 1, true), mm("pcie_tx_bytes_per_s", 1, true), mm("power_milliwatts", 1e3, false), mm("temperature_c", 1, false))
 	}
 	tw.Flush()
+}
+
+// profilerCostText says what the NCCL profiler plugin cost the job's ranks: each rank up to eight
+// ranks, else the median and the worst rank.
+func profilerCostText(b *strings.Builder, r *Report) {
+	if len(r.ProfilerCost) == 0 {
+		return
+	}
+	pct := func(p *float64) string {
+		if p == nil {
+			return units.Unknown + " (no NCCL operation observed)"
+		}
+		return fmt.Sprintf("%.2f %%", *p)
+	}
+	b.WriteString("\nNCCL profiler plugin's own cost (measured in each rank's process; % of the NCCL operations' time it observed):\n")
+	if len(r.ProfilerCost) <= 8 {
+		for _, c := range r.ProfilerCost {
+			fmt.Fprintf(b, "  rank %d: %.1f ns per callback, %d callbacks, %s\n", c.Device, c.NsPerCallback, c.Callbacks, pct(c.OverheadPct))
+		}
+		return
+	}
+	s := analysis.SummarizeProfilerCost(r.ProfilerCost)
+	fmt.Fprintf(b, "  %d ranks, %d callbacks: %.1f ns per callback (p50), %.1f at worst (rank %d)\n", s.Ranks, s.CallbacksTotal,
+		s.NsPerCallbackP50, s.NsPerCallbackMax, s.NsWorstRank)
+	if s.OverheadPctMax != nil {
+		fmt.Fprintf(b, "  %s of the NCCL operations' time (p50 of %d ranks), %s at worst (rank %d)\n", pct(s.OverheadPctP50), s.OverheadRanks,
+			pct(s.OverheadPctMax), s.OverheadWorstRank)
+	} else {
+		fmt.Fprintf(b, "  share of the NCCL operations' time: %s\n", pct(nil))
+	}
 }
 
 // receiveText says what xfertop listen received, and which parts of the report are partial.

@@ -182,6 +182,12 @@ const (
 	SamplePowerMilliW SampleMetric = 7
 	SampleSMClockMHz  SampleMetric = 8
 	SampleTempC       SampleMetric = 9
+	// The NCCL profiler plugin's own cost in one rank's process, from its start (a sample about
+	// every second): the mean time of a callback in picoseconds (Op: the callbacks so far), and the
+	// callbacks' time per million of the time of the NCCL operations it observed (collectives,
+	// sends and receives), sent only once it has observed one.
+	SampleProfilerCallbackPs  SampleMetric = 10
+	SampleProfilerOverheadPPM SampleMetric = 11
 )
 
 // Status codes carried by events that can fail.

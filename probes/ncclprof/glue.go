@@ -41,6 +41,20 @@ func xfertopSetup(out *C.xr_setup) {
 	out.mask = C.uint64_t(cfg.Mask)
 	out.ring = C.uint64_t(cfg.Ring)
 	out.flush_ms = C.int64_t(cfg.FlushMs)
+	for i := 0; i < len(cfg.Chain); i++ { // ConfigFromEnv bounds it below the buffer
+		out.chain[i] = C.char(cfg.Chain[i])
+	}
+	out.chain[len(cfg.Chain)] = 0
+}
+
+//export xfertopChainLoaded
+func xfertopChainLoaded(name *C.char) { plugin.sender.ChainLoaded(C.GoString(name)) }
+
+//export xfertopChainWarn
+func xfertopChainWarn(msg *C.char) {
+	if plugin.sender != nil {
+		plugin.sender.ChainWarn(C.GoString(msg))
+	}
 }
 
 //export xfertopStart
@@ -104,6 +118,8 @@ func toRecord(c *C.xr_rec, r *fold.Record) {
 	r.Dtype = *(*[16]byte)(unsafe.Pointer(&c.dtype))
 	r.Algo = *(*[16]byte)(unsafe.Pointer(&c.algo))
 	r.Proto = *(*[8]byte)(unsafe.Pointer(&c.proto))
+	r.Flags, r.Tag = uint8(c.flags), uint64(c.tag)
+	r.Variant = *(*[24]byte)(unsafe.Pointer(&c.variant))
 }
 
 // run is the sender goroutine: it drains the ring, folds, and sends, sleeping briefly when idle.
@@ -111,7 +127,8 @@ func run(s *sender.Sender) {
 	r := newRing()
 	for {
 		n, final := r.drain(1<<14, s.Add)
-		s.Pump(int64(C.xr_now()), int64(C.xr_dropped_count()), int64(C.xr_unknown_count()), final)
+		s.Pump(int64(C.xr_now()), sender.Counters{Dropped: int64(C.xr_dropped_count()), Unknown: int64(C.xr_unknown_count()),
+			ChainLost: int64(C.xr_chain_lost_count()), CostNs: int64(C.xr_cost_ns()), CostSamples: int64(C.xr_cost_samples())}, final)
 		C.xr_set_flushed(C.uint64_t(r.head))
 		if n == 0 {
 			time.Sleep(2 * time.Millisecond)

@@ -98,7 +98,7 @@ func (c *collect) events() []timeline.Event {
 	return slices.Clone(c.evs)
 }
 
-func socketPath(t *testing.T) string {
+func socketPath(t testing.TB) string {
 	// Unix socket paths are short (108 bytes): a temporary directory of its own.
 	d, err := os.MkdirTemp("", "xa")
 	if err != nil {
@@ -108,7 +108,7 @@ func socketPath(t *testing.T) string {
 	return filepath.Join(d, "s")
 }
 
-func startServer(t *testing.T, sock string, hang time.Duration, sinks ...timeline.Sink) *attach.Server {
+func startServer(t testing.TB, sock string, hang time.Duration, sinks ...timeline.Sink) *attach.Server {
 	t.Helper()
 	srv, err := attach.Start(context.Background(), attach.Config{Addr: attach.Addr{Network: "unix", Address: sock}, HangTimeout: hang}, sinks...)
 	if err != nil {
@@ -173,6 +173,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // issued is what a harness rank says it issued, in order.
 type issued struct {
 	kind  string // coll, send, recv
+	op    string // a collective's: all_reduce, all_gather
 	seq   int
 	peer  int
 	bytes int64
@@ -185,7 +186,7 @@ func parseIssued(t *testing.T, lines []string) []issued {
 		var x issued
 		switch {
 		case strings.HasPrefix(l, "coll "):
-			if _, err := fmt.Sscanf(l, "coll all_reduce seq %d bytes %d", &x.seq, &x.bytes); err != nil {
+			if _, err := fmt.Sscanf(l, "coll %s seq %d bytes %d", &x.op, &x.seq, &x.bytes); err != nil {
 				t.Fatalf("harness line %q: %v", l, err)
 			}
 			x.kind = "coll"
@@ -193,6 +194,7 @@ func parseIssued(t *testing.T, lines []string) []issued {
 			if _, err := fmt.Sscanf(l[5:], "peer %d bytes %d api %s", &x.peer, &x.bytes, &x.api); err != nil {
 				t.Fatalf("harness line %q: %v", l, err)
 			}
+			_, x.api, _ = strings.Cut(l, " api ") // with its tag (v7), as the label shows it
 			x.kind = l[:4]
 		default:
 			continue
@@ -222,7 +224,7 @@ func received(evs []timeline.Event, labels *timeline.Strings, device int32) []is
 	}
 	slices.SortStableFunc(colls, func(a, b timeline.Event) int { return cmp.Compare(a.Start, b.Start) })
 	for i, e := range colls {
-		out = append(out, issued{kind: "coll", seq: i, bytes: e.Bytes})
+		out = append(out, issued{kind: "coll", op: e.OpName(), seq: i, bytes: e.Bytes})
 	}
 	return out
 }
@@ -244,6 +246,11 @@ func TestHarnessScenarios(t *testing.T) {
 		{"sendrecv", 2, "4", "kernel"},
 		{"alltoall", 4, "6,5,4", "kernel"},
 		{"alltoall", 3, "6,5,4", "all"},
+		{"allreduce", 2, "7,6,5,4", "kernel"}, // NCCL 2.31, 2.32: v7, with kernel phases
+		{"allreduce", 2, "7,6,5,4", "all"},
+		{"sendrecv", 2, "7,6,5,4", "kernel"},
+		{"ce", 2, "6,5,4", "kernel"}, // NCCL 2.29, 2.30: copy-engine collectives
+		{"ce", 3, "7,6,5,4", "api"},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s-%dranks-v%s-%s", c.scenario, c.ranks, c.lookup, c.level), func(t *testing.T) {
@@ -270,7 +277,7 @@ func TestHarnessScenarios(t *testing.T) {
 				}
 			}
 			checkOps(t, evs, c.ranks)
-			checkTimes(t, evs, c.level, c.lookup)
+			checkTimes(t, evs, labels, c.level, c.lookup)
 		})
 	}
 }
@@ -283,8 +290,8 @@ func checkOps(t *testing.T, evs []timeline.Event, n int) {
 	for _, e := range evs {
 		switch e.Kind {
 		case timeline.KindCollective:
-			if int(e.Ranks) != n || timeline.CollOp(e.Sub) != timeline.CollAllReduce {
-				t.Errorf("collective %+v: want all_reduce over %d ranks", e, n)
+			if op := timeline.CollOp(e.Sub); int(e.Ranks) != n || (op != timeline.CollAllReduce && op != timeline.CollAllGather) {
+				t.Errorf("collective %+v: want all_reduce or all_gather over %d ranks", e, n)
 			}
 			colls[e.Op] = append(colls[e.Op], e.Device)
 		case timeline.KindSend:
@@ -314,13 +321,15 @@ func checkOps(t *testing.T, evs []timeline.Event, n int) {
 // for the second channel); without, it ends no earlier than it starts. The exact duration holds
 // however late the harness's proxy thread starts the channels (a loaded machine): the plugin waits
 // for a task's channels by events, not for a time (fold's awaitsChannels).
-func checkTimes(t *testing.T, evs []timeline.Event, level, lookup string) {
+func checkTimes(t *testing.T, evs []timeline.Event, labels *timeline.Strings, level, lookup string) {
 	t.Helper()
 	runtimes := 0
 	for _, e := range evs {
 		switch e.Kind {
 		case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
-			if (level == "kernel" || level == "all") && e.Dur() != 110_000 {
+			// A copy-engine collective has no kernel: its time is the host's, from start to stop.
+			ce := strings.HasPrefix(labels.Lookup(e.Label), "copy engine")
+			if (level == "kernel" || level == "all") && !ce && e.Dur() != 110_000 {
 				t.Errorf("%s on device %d lasted %d ns; its kernel channels say 110000", e.OpName(), e.Device, e.Dur())
 			}
 			if e.End < e.Start {
@@ -353,8 +362,8 @@ func TestHarnessUnsupportedVersion(t *testing.T) {
 	sock := socketPath(t)
 	srv := startServer(t, sock, 0)
 	defer srv.Close()
-	// An NCCL whose interfaces are v7 and v1–v3 finds none in this plugin and runs without it.
-	runs := runRanks(t, 1, []string{"XFERTOP_ATTACH=" + sock}, "-lookup", "7,3,2,1")
+	// An NCCL whose interfaces are v8 and v1–v3 finds none in this plugin and runs without it.
+	runs := runRanks(t, 1, []string{"XFERTOP_ATTACH=" + sock}, "-lookup", "8,3,2,1")
 	if len(runs[0].lines) == 0 || !strings.HasPrefix(runs[0].lines[0], "unsupported") {
 		t.Fatalf("harness: %s", runs[0].out)
 	}

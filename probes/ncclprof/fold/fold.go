@@ -24,6 +24,9 @@ type Config struct {
 	StaleNs int64
 	// Posted emits a mark for every collective posted (for hang detection on a live stream).
 	Posted bool
+	// TagNames names NCCL 2.31's per-call profiler tags (userTag) in labels: "tag fwd" rather than
+	// "tag 1". A tag without a name is shown as its number.
+	TagNames map[uint64]string
 }
 
 // Comm describes one profiler context: a communicator as one rank in this process sees it.
@@ -40,6 +43,7 @@ type Stats struct {
 	Orphans int64 // records for an event id never started (its start dropped, or given up)
 	Stale   int64 // events given up because their stop never came
 	Unknown int64 // records of event types this folder does not know
+	OpNs    int64 // the summed time of the collectives, sends and receives emitted
 }
 
 type ctxInfo struct {
@@ -87,7 +91,19 @@ type node struct {
 	// captured: the API call that made this task was captured into a CUDA graph (graphCaptured):
 	// the task runs when the graph is launched, not when the call returned.
 	captured bool
+	tag      uint64 // v7 userTag (API calls and tasks)
+	// phases: a task's kernel phases (v7), the union over its channels of each phase's GPU span.
+	phases [numPhases]phase
 }
+
+// phase is one kernel phase of a task on the GPU's clock; label 0: not seen.
+type phase struct {
+	start, stop int64
+	label       uint32
+}
+
+// numPhases is how many kernel phases NCCL 2.31 names: initial_sync, compute, final_sync.
+const numPhases = 3
 
 // Folder turns the plugin's records into timeline events: a collective's or point-to-point
 // task's parts (its API call, its group, proxy ops, kernel channels with GPU timers) become one
@@ -265,6 +281,7 @@ func (f *Folder) start(r *Record) {
 	case TypeCollAPI, TypeP2pAPI:
 		n.funcID = f.label(cstr(r.Func[:]))
 		n.stream = f.streamID(streamKey{ctx: r.Ctx, v: r.B})
+		n.tag = r.Tag
 	case TypeGroup:
 		n.group = uint32(r.ID)
 	case TypeColl, TypeCeColl:
@@ -286,6 +303,9 @@ func (f *Folder) start(r *Record) {
 			n.isSend = r.D != 0
 			n.stream = f.streamID(streamKey{ctx: r.Ctx, kind: 2, v: r.C<<1 | r.D&1})
 		}
+	case TypeKernelPhase:
+		n.gpuStart = int64(r.A)
+		n.funcID = f.label(cstr(r.Func[:]))
 	case TypeProxyStep, TypeCeSync, TypeCeBatch, TypeProxyCtrl, TypeNetPlugin:
 	default:
 		f.stats.Unknown++
@@ -304,10 +324,14 @@ func (f *Folder) task(ci *ctxInfo, n *node, r *Record, parent *node) {
 		n.stream = f.streamID(streamKey{ctx: r.Ctx, v: r.D})
 	}
 	n.queued = r.T
+	n.tag = r.Tag
 	if parent != nil {
 		if parent.typ == TypeCollAPI || parent.typ == TypeP2pAPI {
 			n.stream, n.queued, n.apiFuncLabels = parent.stream, parent.start, parent.funcID
 			n.captured = parent.c != 0 // collApi/p2pApi.graphCaptured
+			if n.tag == 0 {
+				n.tag = parent.tag
+			}
 		}
 		if parent.typ == TypeGroup {
 			n.group = parent.group
@@ -331,6 +355,13 @@ func (f *Folder) task(ci *ctxInfo, n *node, r *Record, parent *node) {
 		}
 		k := ci.p2pSeq[dir]
 		ci.p2pSeq[dir] = k + 1
+		if n.tag != 0 {
+			api := n.apiFuncLabels
+			if api == 0 {
+				api = n.funcID
+			}
+			n.label = f.labelf("%s%s", f.strs.Lookup(api), f.tagText(n.tag))
+		}
 		self := int32(ci.Rank)
 		if n.isSend {
 			n.opID = P2POpID(ci.Hash, self, r.Peer, k)
@@ -344,16 +375,29 @@ func (f *Folder) task(ci *ctxInfo, n *node, r *Record, parent *node) {
 		if op == timeline.CollAllGather || op == timeline.CollReduceScatter || op == timeline.CollAllToAll {
 			n.bytes *= int64(max(ci.NRanks, 1)) // nccl-tests' size: NCCL's count is per rank
 		}
-		n.opID = CollOpID(ci.Hash, string(fn), r.A)
-		if r.Type == TypeColl {
+		if r.Type == TypeCeColl {
+			// Copy-engine collectives are numbered apart from kernel ones (NCCL's ceSeqNum): their
+			// op ids must not meet.
+			n.opID = CollOpID(ci.Hash, "ce "+string(fn), r.A)
+		} else {
+			n.opID = CollOpID(ci.Hash, string(fn), r.A)
+		}
+		tag := ""
+		if n.tag != 0 {
+			tag = f.tagText(n.tag)
+		}
+		if r.Type == TypeColl && r.Flags&RecSym != 0 {
 			n.nChannels = int(r.C & 0xff)
-			n.label = f.labelf("%s %s %dch", cstr(r.Algo[:]), cstr(r.Proto[:]), n.nChannels)
+			n.label = f.labelf("sym %s %dch%s", cstr(r.Variant[:]), n.nChannels, tag)
+		} else if r.Type == TypeColl {
+			n.nChannels = int(r.C & 0xff)
+			n.label = f.labelf("%s %s %dch%s", cstr(r.Algo[:]), cstr(r.Proto[:]), n.nChannels, tag)
 			// NCCL names them RING, NVLS_TREE, LL128, SIMPLE; CollNet and PAT stay unknown (0).
 			a, _ := timeline.ParseNCCLAlgo(string(cstr(r.Algo[:])))
 			p, _ := timeline.ParseNCCLProto(string(cstr(r.Proto[:])))
 			n.choice = timeline.PackNCCL(a, p, n.nChannels)
 		} else {
-			n.label = f.labelf("copy engine %s", cstr(r.Algo[:]))
+			n.label = f.labelf("copy engine %s%s", cstr(r.Algo[:]), tag)
 		}
 		if f.cfg.Posted {
 			at := r.T - f.cfg.Epoch
@@ -370,6 +414,10 @@ func (f *Folder) state(n *node, r *Record) {
 	switch n.typ {
 	case TypeKernelCh:
 		if r.State == StateKernelChStop {
+			n.gpuStop = int64(r.A)
+		}
+	case TypeKernelPhase:
+		if r.State == StateKernelPhaseStop {
 			n.gpuStop = int64(r.A)
 		}
 	case TypeProxyStep:
@@ -433,6 +481,8 @@ func (f *Folder) stopped(id uint64, n *node) {
 				Device: ci.device, Peer: n.peer, Stream: n.stream, Comm: ci.comm32, Bytes: n.bytes, Aux: uint32(n.a),
 				Label: f.labelf("net %s ch%d", dir, n.c)})
 		}
+	case TypeKernelPhase:
+		f.phaseStopped(n)
 	case TypeProxyStep:
 		if n.state == StateSendPeerWait || n.state == StateRecvWait {
 			n.waitNs += n.stop - n.stateAt
@@ -449,6 +499,48 @@ func (f *Folder) stopped(id uint64, n *node) {
 		}
 	}
 	f.retire(id, n)
+}
+
+// phaseStopped adds a kernel phase (parent: a kernel channel, whose parent is the task) to its
+// task's span of that phase.
+func (f *Folder) phaseStopped(n *node) {
+	id := int(n.c >> 8 & 0xff)
+	ch := f.nodes[n.parent]
+	if ch == nil || ch.typ != TypeKernelCh || id >= numPhases || n.gpuStop <= n.gpuStart {
+		return
+	}
+	t := f.nodes[ch.parent]
+	if t == nil || t.done {
+		return
+	}
+	p := &t.phases[id]
+	if p.label == 0 {
+		p.start, p.stop, p.label = n.gpuStart, n.gpuStop, n.funcID
+		return
+	}
+	p.start, p.stop = min(p.start, n.gpuStart), max(p.stop, n.gpuStop)
+}
+
+// emitPhases emits a GPU-timed task's kernel phases as marks on its stream, placed on the host's
+// clock as the task is (its GPU end at host time end).
+func (f *Folder) emitPhases(ci *ctxInfo, n *node, end int64) {
+	for i := range n.phases {
+		p := &n.phases[i]
+		if p.label == 0 {
+			continue
+		}
+		f.emit(&timeline.Event{Kind: timeline.KindMark, Start: end - (n.gpuMax - p.start) - f.cfg.Epoch, End: end - (n.gpuMax - p.stop) - f.cfg.Epoch,
+			Queued: -1, Device: ci.device, Peer: timeline.NoDevice, Stream: n.stream, Comm: ci.comm32, Aux: uint32(i),
+			Label: f.labelf("kernel phase %s", f.strs.Lookup(p.label))})
+	}
+}
+
+// tagText is a tag as labels show it: " tag NAME", or " tag N" when it has no name.
+func (f *Folder) tagText(tag uint64) string {
+	if name, ok := f.cfg.TagNames[tag]; ok {
+		return " tag " + name
+	}
+	return fmt.Sprintf(" tag %d", tag)
 }
 
 func (f *Folder) runtime(ci *ctxInfo, n *node, label uint32) {
@@ -502,7 +594,8 @@ func (f *Folder) finish(id uint64, n *node) {
 		return
 	}
 	start, end := n.start, max(n.stop, n.lastChild)
-	if n.gpuMax > n.gpuMin && n.gpuMin > 0 {
+	gpuTimed := n.gpuMax > n.gpuMin && n.gpuMin > 0
+	if gpuTimed {
 		end = n.lastChild
 		start = end - (n.gpuMax - n.gpuMin)
 	}
@@ -521,6 +614,9 @@ func (f *Folder) finish(id uint64, n *node) {
 		if e.Label == 0 {
 			e.Label = n.funcID
 		}
+		if n.label != 0 {
+			e.Label = n.label // with its tag
+		}
 	default:
 		// A collective's Aux is the NCCL choice it ran with, as the simulator records it (the
 		// sequence number is in its op id already).
@@ -535,7 +631,11 @@ func (f *Folder) finish(id uint64, n *node) {
 		e.Aux |= timeline.AuxCaptured
 		e.Queued = -1
 	}
+	f.stats.OpNs += e.End - e.Start
 	f.emit(&e)
+	if gpuTimed {
+		f.emitPhases(ci, n, end)
+	}
 	f.retire(id, n)
 	if f.cfg.Mask&TypeKernelCh != 0 && n.nChannels > 0 && n.chSeen >= n.nChannels {
 		f.giveUpBefore(n.ctx, n.stop)

@@ -20,6 +20,7 @@ const (
 	TypeCeColl       uint64 = 1 << 12 // a copy-engine collective (profiler v6)
 	TypeCeSync       uint64 = 1 << 13 // its synchronisation (v6)
 	TypeCeBatch      uint64 = 1 << 14 // one batch of its copies (v6)
+	TypeKernelPhase  uint64 = 1 << 15 // one phase of a kernel channel: initial sync, compute, final sync (v7)
 )
 
 // NCCL event states passed to recordEventState (the numbers are NCCL's ABI).
@@ -32,6 +33,7 @@ const (
 	StateRecvFlushWait     = 11
 	StateRecvGPUWait       = 12
 	StateKernelChStop      = 22
+	StateKernelPhaseStop   = 31 // v7: A is the phase's GPU stop timer
 	StateGroupStartAPIStop = 23
 	StateGroupEndAPIStart  = 24
 )
@@ -40,9 +42,12 @@ const (
 const (
 	MaskAPI    = TypeGroup | TypeColl | TypeP2p | TypeGroupAPI | TypeCollAPI | TypeP2pAPI | TypeKernelLaunch | TypeCeColl | TypeCeSync | TypeCeBatch
 	MaskProxy  = MaskAPI | TypeProxyOp | TypeProxyStep
-	MaskKernel = MaskAPI | TypeKernelCh
-	MaskAll    = MaskProxy | TypeKernelCh
+	MaskKernel = MaskAPI | TypeKernelCh | TypeKernelPhase
+	MaskAll    = MaskProxy | TypeKernelCh | TypeKernelPhase
 )
+
+// RecSym is Record.Flags' bit for a symmetric-memory collective (v7 isSymColl).
+const RecSym = 1
 
 // ParseLevel reads a detail level: api, proxy, kernel, all, a comma-separated mix of them, or an
 // NCCL activation mask as a number. The empty string is the default, kernel.
@@ -98,9 +103,14 @@ const (
 //	P2p: B count, C channels, D parent group, Peer peer      KernelLaunch: B stream
 //	ProxyOp: A steps, B chunk size, C channel, D is send, Peer peer     ProxyStep: A step
 //	KernelCh: A GPU start timer, C channel       CeColl: A seq, B count, C batch size, D stream, Peer root
-//	state records: A transfer size (proxy step) or GPU stop timer (kernel channel)
+//	KernelPhase: A GPU start timer, C channel | phase<<8, Func the phase's name
+//	state records: A transfer size (proxy step) or GPU stop timer (kernel channel, kernel phase)
+//
+// Tag is v7's per-call userTag (API calls, tasks, copy-engine collectives), Variant a symmetric
+// kernel's name (v7 kernelVariant), Flags RecSym for a symmetric-memory collective.
 type Record struct {
 	Op    RecOp
+	Flags uint8
 	State uint16
 	Ctx   uint32
 	Type  uint64
@@ -114,6 +124,8 @@ type Record struct {
 	Dtype      [16]byte
 	Algo       [16]byte
 	Proto      [8]byte
+	Tag        uint64
+	Variant    [24]byte
 }
 
 // cstr returns b up to its first NUL.

@@ -24,6 +24,8 @@ const (
 	EnvRing      = "XFERTOP_RING_EVENTS"   // records the ring holds (default 65536)
 	EnvRecordDir = "XFERTOP_RECORD_DIR"    // write a per-rank .xfr recording here
 	EnvFlushMs   = "XFERTOP_FLUSH_TIMEOUT" // how long the end of a job waits for the sender (ms, default 2000)
+	EnvChain     = "XFERTOP_CHAIN_PLUGIN"  // a second NCCL profiler plugin to load and forward every call to
+	EnvTags      = "XFERTOP_NCCL_TAGS"     // names of NCCL 2.31's per-call profiler tags: 1=forward,2=backward
 	EnvRank      = "RANK"                  // the job's rank, as torchrun sets it
 )
 
@@ -40,9 +42,14 @@ type Config struct {
 	SendEvery  time.Duration // partial batches go out at least this often
 	Batch      int           // events per chunk
 	Retry      time.Duration // how often a lost console is tried again
+	Chain      string        // the profiler plugin to chain: a path, or a name as NCCL_PROFILER_PLUGIN takes it
+	TagNames   map[uint64]string
 }
 
-// DefaultRing is the default ring size: 65,536 records of 144 bytes (9 MiB).
+// MaxChainPath is the longest XFERTOP_CHAIN_PLUGIN the plugin takes (its C side's buffer).
+const MaxChainPath = 1023
+
+// DefaultRing is the default ring size: 65,536 records of 176 bytes (11 MiB).
 const DefaultRing = 1 << 16
 
 // ConfigFromEnv reads the configuration; an error disables the plugin, and says why.
@@ -73,6 +80,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			c.GlobalRank = n
 		}
 	}
+	tags, err := parseTags(getenv(EnvTags))
+	if err != nil {
+		return c, err
+	}
+	c.TagNames = tags
+	c.Chain = getenv(EnvChain)
+	if len(c.Chain) > MaxChainPath {
+		return c, fmt.Errorf("%s: a path of %d bytes; at most %d", EnvChain, len(c.Chain), MaxChainPath)
+	}
 	c.RecordDir = getenv(EnvRecordDir)
 	if v := getenv(attach.EnvAttach); v != "" || c.RecordDir == "" {
 		a, err := attach.ParseAddr(v)
@@ -83,6 +99,25 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.Host, _ = os.Hostname()
 	return c, nil
+}
+
+// parseTags reads XFERTOP_NCCL_TAGS: comma-separated TAG=NAME, TAG a number (the userProfilerTag
+// the job passes to NCCL), NAME any text without a comma.
+func parseTags(v string) (map[uint64]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	out := map[uint64]string{}
+	for i, part := range strings.Split(v, ",") {
+		k, name, ok := strings.Cut(part, "=")
+		tag, err := strconv.ParseUint(strings.TrimSpace(k), 0, 64)
+		name = strings.TrimSpace(name)
+		if !ok || err != nil || tag == 0 || name == "" {
+			return nil, fmt.Errorf("%s=%q: item %d (%q): give TAG=NAME, TAG a number above 0, comma-separated", EnvTags, v, i+1, part)
+		}
+		out[tag] = name
+	}
+	return out, nil
 }
 
 // Sender folds the ring's records into events and delivers them to the console and/or a per-rank
@@ -105,6 +140,11 @@ type Sender struct {
 
 	unknownSeen int64
 	alerted     bool
+	chain       string   // the chained plugin, as loaded ("inspector (interface v5)")
+	warnings    []string // chaining's, not yet sent as alerts
+	chainLost   bool     // an alert said events were not forwarded
+	records     int64    // records folded: callbacks that queued one
+	lastCost    int64    // when the cost was last sent
 }
 
 type initRec struct {
@@ -118,7 +158,7 @@ type initRec struct {
 func New(cfg Config, epochMono, epochUnix int64) *Sender {
 	s := &Sender{cfg: cfg, epochMono: epochMono, epochUnix: epochUnix, strs: timeline.NewStrings(), rank: cfg.GlobalRank}
 	s.folder = fold.New(s.strs, func(e *timeline.Event) { s.events = append(s.events, *e) },
-		fold.Config{GlobalRank: cfg.GlobalRank, Mask: cfg.Mask, Epoch: epochMono, Posted: cfg.Attach != nil})
+		fold.Config{GlobalRank: cfg.GlobalRank, Mask: cfg.Mask, Epoch: epochMono, Posted: cfg.Attach != nil, TagNames: cfg.TagNames})
 	if cfg.Attach != nil {
 		s.outs = append(s.outs, &output{name: cfg.Attach.String(), addr: cfg.Attach})
 	}
@@ -150,6 +190,21 @@ func (s *Sender) takeInits() {
 	}
 }
 
+// ChainLoaded records the chained plugin's name and interface (for the recording's description).
+// It is called once, before the first connection.
+func (s *Sender) ChainLoaded(name string) {
+	s.mu.Lock()
+	s.chain = name
+	s.mu.Unlock()
+}
+
+// ChainWarn queues a warning about the chained plugin, sent as an alert (any thread).
+func (s *Sender) ChainWarn(msg string) {
+	s.mu.Lock()
+	s.warnings = append(s.warnings, msg)
+	s.mu.Unlock()
+}
+
 // Add folds one record.
 func (s *Sender) Add(r *fold.Record) {
 	if r.Op == fold.RecStart {
@@ -160,13 +215,47 @@ func (s *Sender) Add(r *fold.Record) {
 			s.takeInits()
 		}
 	}
+	s.records++
 	s.folder.Add(r)
 }
 
+// cost emits the plugin's cost so far as samples of this rank: the mean time of a callback (of
+// those timed), and what the callbacks (every record, and every drop) took, estimated from that
+// mean, per million ns of the NCCL operations folded. Nothing is sent while nothing is known.
+func (s *Sender) cost(now int64, c Counters) {
+	if s.comms == 0 || c.CostSamples == 0 {
+		return
+	}
+	s.lastCost = now
+	at := now - s.epochMono
+	dev := int32(max(s.rank, 0))
+	calls := s.records + c.Dropped
+	ps := c.CostNs * 1000 / c.CostSamples
+	s.events = append(s.events, timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(timeline.SampleProfilerCallbackPs), Start: at, End: at,
+		Queued: -1, Device: dev, Peer: timeline.NoDevice, Bytes: ps, Op: uint64(calls)})
+	if op := s.folder.Stats().OpNs; op > 0 {
+		ppm := int64(float64(calls) * float64(ps) / 1000 / float64(op) * 1e6)
+		s.events = append(s.events, timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(timeline.SampleProfilerOverheadPPM), Start: at, End: at,
+			Queued: -1, Device: dev, Peer: timeline.NoDevice, Bytes: ppm, Op: uint64(calls)})
+	}
+}
+
+// Counters are the C side's counts, as Pump reads them.
+type Counters struct {
+	Dropped     int64 // events the callbacks dropped (the ring was full)
+	Unknown     int64 // descriptors of event types the plugin does not know
+	ChainLost   int64 // events the chained plugin was not given (no free handle slot)
+	CostNs      int64 // the time of the callbacks timed to measure the plugin's cost
+	CostSamples int64 // how many were timed
+}
+
+// CostEvery is how often the plugin's cost is sent (and at the end of the job).
+const CostEvery = time.Second
+
 // Pump finishes what is due at host time now and sends when a batch is full, SendEvery has
-// passed, or final (the job is ending: everything is flushed). ringDropped and unknown are the C
-// side's counters.
-func (s *Sender) Pump(now, ringDropped, unknown int64, final bool) {
+// passed, or final (the job is ending: everything is flushed).
+func (s *Sender) Pump(now int64, c Counters, final bool) {
+	ringDropped, unknown, chainLost := c.Dropped, c.Unknown, c.ChainLost
 	s.takeInits()
 	s.folder.Tick(now)
 	if final {
@@ -180,6 +269,10 @@ func (s *Sender) Pump(now, ringDropped, unknown int64, final bool) {
 			Peer: timeline.NoDevice, Label: s.strs.ID(fmt.Sprintf("NCCL profiler: an event type this plugin does not know was ignored (%d so far); is this NCCL newer than the plugin?", unknown))})
 	}
 	s.unknownSeen = unknown
+	s.chainAlerts(now, chainLost)
+	if final || now-s.lastCost >= int64(CostEvery) {
+		s.cost(now, c)
+	}
 	if len(s.events) < s.cfg.Batch && !final && now-s.lastSend < int64(s.cfg.SendEvery) {
 		return
 	}
@@ -191,6 +284,26 @@ func (s *Sender) Pump(now, ringDropped, unknown int64, final bool) {
 	s.events = s.events[:0]
 }
 
+// chainAlerts turns chaining's warnings into alerts, once a communicator has named the rank.
+func (s *Sender) chainAlerts(now, lost int64) {
+	if s.comms == 0 {
+		return
+	}
+	s.mu.Lock()
+	msgs := s.warnings
+	s.warnings = nil
+	s.mu.Unlock()
+	if lost > 0 && !s.chainLost {
+		s.chainLost = true
+		msgs = append(msgs, fmt.Sprintf("chained profiler %s: %d events not forwarded to it (more open at once than XFERTOP_RING_EVENTS)", s.chain, lost))
+	}
+	at := now - s.epochMono
+	for _, m := range msgs {
+		s.events = append(s.events, timeline.Event{Kind: timeline.KindAlert, Start: at, End: at, Queued: -1, Device: int32(max(s.rank, 0)),
+			Peer: timeline.NoDevice, Label: s.strs.ID("NCCL profiler: " + m)})
+	}
+}
+
 // Close ends every output (a recording gets its index).
 func (s *Sender) Close() {
 	for _, o := range s.outs {
@@ -199,10 +312,16 @@ func (s *Sender) Close() {
 }
 
 func (s *Sender) meta() recordings.Meta {
-	return recordings.Meta{Source: "nccl profiler plugin", Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
+	m := recordings.Meta{Source: "nccl profiler plugin", Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
 		EpochUnixNs: s.epochUnix, Writer: "xfertop nccl profiler plugin",
 		Extra: map[string]string{"nccl.host": s.cfg.Host, "nccl.pid": strconv.Itoa(s.cfg.Pid), "nccl.rank": strconv.Itoa(s.rank),
 			"nccl.profiler_version": strconv.Itoa(s.version), "nccl.events": "0x" + strconv.FormatUint(s.cfg.Mask, 16)}}
+	s.mu.Lock()
+	if s.chain != "" {
+		m.Extra["nccl.chain"] = s.chain
+	}
+	s.mu.Unlock()
+	return m
 }
 
 // output is one destination: a console connection or a recording file.

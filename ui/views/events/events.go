@@ -85,7 +85,21 @@ func line(snap *timeline.Snapshot, e *timeline.Event) string {
 	// Start times to the microsecond, so that neighbours are told apart.
 	at := fmt.Sprintf("%.6f s", float64(e.Start)/1e9)
 	return fmt.Sprintf("%14s %-17s dev %-3s s%-4d %10s %9s  %s", at, e.Kind, dev, e.Stream, units.Dur(e.Dur()), extra,
-		e.Title(snap))
+		what(snap, e))
+}
+
+// what is the line's last column: the event's title, and for transfers and collectives (whose
+// titles leave it out) their label too, such as NCCL's algorithm or a call's profiler tag, so
+// that `/` finds them by it.
+func what(snap *timeline.Snapshot, e *timeline.Event) string {
+	t := e.Title(snap)
+	switch e.Kind {
+	case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
+		if l := snap.Lookup(e.Label); l != "" && e.Label != 0 {
+			return t + " · " + l
+		}
+	}
+	return t
 }
 
 // runningLine formats an op still running at now: "running" in place of its duration, and how
@@ -101,7 +115,7 @@ func runningLine(snap *timeline.Snapshot, e *timeline.Event, now int64) string {
 	}
 	at := fmt.Sprintf("%.6f s", float64(e.Start)/1e9)
 	return fmt.Sprintf("%14s %-17s dev %-3s s%-4d %10s %9s  %s (%s so far)", at, e.Kind, dev, e.Stream, "running", extra,
-		e.Title(snap), units.Dur(max(now, e.End)-e.Start))
+		what(snap, e), units.Dur(max(now, e.End)-e.Start))
 }
 
 // View draws the newest lines that fit (the scroll offset above them), matching the search.

@@ -147,6 +147,9 @@ func (m *Model) View() string {
 		}
 		b.WriteString("\n")
 	}
+	if len(res.ProfilerCost) > 0 {
+		b.WriteString(profilerCostLine(res.ProfilerCost) + "\n")
+	}
 	if res.AlertCount > 0 {
 		b.WriteString(st.Alert.Render(fmt.Sprintf("Alerts (%d):", res.AlertCount)) + "\n")
 		for _, a := range res.Alerts[max(0, len(res.Alerts)-3):] {
@@ -429,4 +432,16 @@ func (m *Model) writeFabric(b *strings.Builder) {
 		hot = append(hot, p.Name+" "+share)
 	}
 	fmt.Fprintf(b, "%s now %s; busiest 50 ms, %% of peak: %s\n", st.Title.Render("Switch ports:"), now, strings.Join(hot, ", "))
+}
+
+// profilerCostLine is the NCCL profiler plugin's own cost over the ranks: its time per callback
+// and its share of the NCCL operations' time, the median rank's and the worst's.
+func profilerCostLine(rows []analysis.ProfilerCost) string {
+	s := analysis.SummarizeProfilerCost(rows)
+	share := "share of NCCL op time " + units.Unknown + " (none observed yet)"
+	if s.OverheadPctMax != nil {
+		share = fmt.Sprintf("%.2f %% of NCCL op time (worst %.2f %%, rank %d)", *s.OverheadPctP50, *s.OverheadPctMax, s.OverheadWorstRank)
+	}
+	return fmt.Sprintf("NCCL profiler plugin's cost: %.0f ns/callback (p50 of %d ranks, worst %.0f, rank %d), %s", s.NsPerCallbackP50, s.Ranks,
+		s.NsPerCallbackMax, s.NsWorstRank, share)
 }

@@ -1,4 +1,5 @@
-// harness drives an NCCL profiler plugin as NCCL 2.28's core does, without NCCL or a GPU: it loads
+// harness drives an NCCL profiler plugin as NCCL's core does (2.27 through 2.32: profiler interfaces
+// v4 to v7, by the interface it finds), without NCCL or a GPU: it loads
 // the library and looks its interface up as NCCL's loader does (src/plugin/profiler.cc), then calls
 // init, startEvent, stopEvent, recordEventState and finalize in the order and with the parent links
 // that NCCL's enqueue (src/enqueue.cc: collTaskAppend, p2pTaskAppend, hostStreamPlanTask), group
@@ -9,8 +10,13 @@
 // One process is one rank. It prints what it issued, one line per op ("coll all_reduce seq 3
 // bytes 4096", "send peer 1 bytes 256", …), for the test to compare with what the console received.
 //
-//   harness -lib PATH -rank R -nranks N [-comm HASH] [-scenario allreduce|sendrecv|alltoall|unknown|hang]
-//           [-iters K] [-lookup 6,5,4] [-pace-us U] [-count C]
+// As the NCCL of the interface found: v4 passes no API or copy-engine events and no parentGroup
+// (2.27); v5 adds the API events (2.28); v6 the copy-engine collectives (2.29, 2.30: scenario ce);
+// v7 (2.31, 2.32) the per-call userTag (-tag), symmetric kernels (-sym: kernelVariant, isSymColl,
+// algo the variant's suffix, proto "") and the kernel phases of each kernel channel.
+//
+//   harness -lib PATH -rank R -nranks N [-comm HASH] [-scenario allreduce|sendrecv|alltoall|ce|unknown|hang|bench]
+//           [-iters K] [-lookup 7,6,5,4] [-pace-us U] [-count C] [-tag T] [-sym 1]
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -33,6 +39,17 @@ _Static_assert(offsetof(xr_descr_v5, u.collApi.graphCaptured) == 64, "v5 collApi
 _Static_assert(offsetof(xr_descr_v5, u.groupApi.groupDepth) == 28, "v5 groupApi.groupDepth");
 _Static_assert(offsetof(xr_descr_v6, u.ceColl.stream) == 104, "v6 ceColl.stream");
 _Static_assert(offsetof(xr_descr_v6, u.ceColl.batchSize) == 92, "v6 ceColl.batchSize");
+_Static_assert(offsetof(xr_descr_v6, u.ceColl.stream) + 8 == 24 + XR_UNION_V6, "v6 union");
+_Static_assert(offsetof(xr_descr_v7, u.collApi.userTag) == 72, "v7 collApi.userTag");
+_Static_assert(offsetof(xr_descr_v7, u.p2pApi.userTag) == 64, "v7 p2pApi.userTag");
+_Static_assert(offsetof(xr_descr_v7, u.coll.kernelVariant) == 112, "v7 coll.kernelVariant");
+_Static_assert(offsetof(xr_descr_v7, u.coll.isSymColl) == 120, "v7 coll.isSymColl");
+_Static_assert(offsetof(xr_descr_v7, u.coll.userTag) == 128, "v7 coll.userTag");
+_Static_assert(offsetof(xr_descr_v7, u.p2p.userTag) == 72, "v7 p2p.userTag");
+_Static_assert(offsetof(xr_descr_v7, u.ceColl.userTag) == 112, "v7 ceColl.userTag");
+_Static_assert(offsetof(xr_descr_v7, u.kernelPhase.phaseName) == 32, "v7 kernelPhase.phaseName");
+_Static_assert(offsetof(xr_descr_v7, u.kernelPhase.pTimer) == 40, "v7 kernelPhase.pTimer");
+_Static_assert(sizeof(xr_descr_union) == XR_UNION_V7, "v7 union");
 _Static_assert(offsetof(xr_profiler_v5, finalize) == 40, "v5 finalize");
 _Static_assert(sizeof(xr_state_args) == 8, "state args");
 
@@ -43,18 +60,28 @@ static int mask;
 static int rank_, nranks;
 static uint64_t comm_hash = 0x5eed0fc0ffee1234ULL;
 static uint64_t seq[16];   // per NCCL function, as comm->seqNumber
+static uint64_t ce_seq;    // comm->ceColl.ceSeqNum
 static int pace_us;
 static size_t count = 1024;
+static uint64_t user_tag; // v7: every call's ncclCollConfig_t.userProfilerTag
+static int sym;           // v7: all-reduces run as symmetric kernels
 
-enum { F_ALLREDUCE = 1, F_SEND = 2, F_RECV = 3 };
+enum { F_ALLREDUCE = 1, F_SEND = 2, F_RECV = 3, F_CE_ALLGATHER = 4 };
 
 // ---- the plugin as NCCL sees it, whatever version was found ----
 
+// Calls made to the plugin (a chained plugin must get as many): starts, and stops and states of
+// non-NULL handles.
+static uint64_t n_start, n_stop, n_state;
+
 static void* start(uint64_t type, void* parent, int rank, xr_descr_union* u) {
   void* h = NULL;
+  if (version == 4 && type > XR_NET_PLUGIN) return NULL;
+  if ((type == XR_CE_COLL || type == XR_CE_SYNC || type == XR_CE_BATCH) && version < 6) return NULL;
+  if (type == XR_KERNEL_PHASE && version < 7) return NULL;
   if (version == 4) {
     // NCCL's v4 shim: API and copy-engine events are not passed; a task's parent is its group.
-    if (type > XR_NET_PLUGIN) return NULL;
+    __atomic_fetch_add(&n_start, 1, __ATOMIC_RELAXED);
     xr_descr_v4 d;
     memset(&d, 0, sizeof d);
     d.type = (uint8_t)type;
@@ -65,6 +92,7 @@ static void* start(uint64_t type, void* parent, int rank, xr_descr_union* u) {
     if (type == XR_P2P) d.parentObj = u->p2p.parentGroup;
     ((xr_profiler_v4*)plugin)->startEvent(ctx, &h, &d);
   } else {
+    __atomic_fetch_add(&n_start, 1, __ATOMIC_RELAXED);
     xr_descr_v5 d;
     memset(&d, 0, sizeof d);
     d.type = type;
@@ -77,11 +105,15 @@ static void* start(uint64_t type, void* parent, int rank, xr_descr_union* u) {
 }
 
 static void stop(void* h) {
-  if (h) ((xr_profiler_v5*)plugin)->stopEvent(h);
+  if (!h) return;
+  __atomic_fetch_add(&n_stop, 1, __ATOMIC_RELAXED);
+  ((xr_profiler_v5*)plugin)->stopEvent(h);
 }
 
 static void state(void* h, int s, xr_state_args* a) {
-  if (h) ((xr_profiler_v5*)plugin)->recordEventState(h, s, a);
+  if (!h) return;
+  __atomic_fetch_add(&n_state, 1, __ATOMIC_RELAXED);
+  ((xr_profiler_v5*)plugin)->recordEventState(h, s, a);
 }
 
 // ---- an NCCL task, as the planner holds it ----
@@ -135,14 +167,16 @@ static void append(int func, const char* name, const char* api, int peer, size_t
   t->func = func, t->name = name, t->api = api, t->peer = peer, t->count = n, t->nChannels = 2;
   xr_descr_union u;
   memset(&u, 0, sizeof u);
-  if (func == F_ALLREDUCE) {
-    if (on(XR_COLL_API | XR_COLL | XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH)) {
+  if (func == F_ALLREDUCE || func == F_CE_ALLGATHER) {
+    if (on(XR_COLL_API | XR_COLL | XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH | XR_CE_COLL | XR_CE_SYNC | XR_CE_BATCH)) {
       u.collApi.func = api, u.collApi.count = n, u.collApi.datatype = "ncclFloat32", u.collApi.stream = stream;
+      if (version >= 7) u.collApi.userTag = user_tag;
       t->apiHandle = start(XR_COLL_API, groupApi, 0, &u);
       stop(t->apiHandle);
     }
   } else if (on(XR_P2P_API | XR_P2P | XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH)) {
     u.p2pApi.func = api, u.p2pApi.count = n, u.p2pApi.datatype = "ncclFloat32", u.p2pApi.stream = stream;
+    if (version >= 7) u.p2pApi.userTag = user_tag;
     t->apiHandle = start(XR_P2P_API, groupApi, 0, &u);
     stop(t->apiHandle);
   }
@@ -151,8 +185,53 @@ static void append(int func, const char* name, const char* api, int peer, size_t
 
 #define MAX_CHANNELS 4
 static void* kch[MAX_TASKS][MAX_CHANNELS];
+static uint64_t kstart[MAX_TASKS][MAX_CHANNELS];
 static uint64_t kstop[MAX_TASKS][MAX_CHANNELS];
 static uint64_t gpu_launches;
+
+// The kernel phases of a channel (v7 profilerFireKernelPhaseEvents), fired by the proxy before the
+// channel's own stop, children of its event: initial_sync for the first 10 µs of the channel,
+// final_sync for its last 5 µs, compute between.
+static const char* phase_names[] = {"initial_sync", "compute", "final_sync"};
+static void kernel_phases(void* ch, int c, uint64_t t0, uint64_t t3) {
+  uint64_t ts[4] = {t0, t0 + 10000, t3 - 5000, t3};
+  for (int p = 0; p < 3; p++) {
+    xr_descr_union u;
+    memset(&u, 0, sizeof u);
+    u.kernelPhase.channelId = (uint8_t)c, u.kernelPhase.phaseId = (uint8_t)p, u.kernelPhase.phaseName = phase_names[p];
+    u.kernelPhase.pTimer = ts[p];
+    void* h = start(XR_KERNEL_PHASE, ch, 0, &u);
+    if (!h) continue;
+    xr_state_args a;
+    memset(&a, 0, sizeof a);
+    a.kernelCh.pTimer = ts[p + 1];
+    state(h, XR_KERNEL_PHASE_STOP, &a);
+    stop(h);
+  }
+}
+
+// A copy-engine all-gather (v6 and later, ncclProfilerStartCeCollEvent and its children): no
+// kernel and no group; its sync, a batch of copies, its closing sync, on the caller's thread.
+static void ce_collective(task* t) {
+  if (!on(XR_CE_COLL | XR_CE_SYNC | XR_CE_BATCH)) return;
+  xr_descr_union u;
+  memset(&u, 0, sizeof u);
+  u.ceColl.seqNumber = t->seq, u.ceColl.func = "AllGather", u.ceColl.count = t->count, u.ceColl.datatype = "ncclFloat32";
+  u.ceColl.syncStrategy = "MC", u.ceColl.ceSeqNum = (uint32_t)t->seq, u.ceColl.stream = stream, u.ceColl.root = 0;
+  if (version >= 7) u.ceColl.userTag = user_tag;
+  void* cc = start(XR_CE_COLL, t->apiHandle, rank_, &u);
+  if (!cc) return;
+  for (int k = 0; k < 3; k++) {
+    memset(&u, 0, sizeof u);
+    uint64_t type = k == 1 ? XR_CE_BATCH : XR_CE_SYNC;
+    if (k == 1) u.ceBatch.numOps = nranks, u.ceBatch.totalBytes = t->count * 4 * (size_t)nranks;
+    else u.ceSync.isComplete = k == 2, u.ceSync.nRanks = nranks;
+    void* h = on((int)type) ? start(type, cc, rank_, &u) : NULL;
+    usleep(20);
+    stop(h);
+  }
+  stop(cc);
+}
 
 // The proxy thread: kernel channels (profiler proxy progress) and network proxy ops with steps.
 static void* proxy_thread(void* arg) {
@@ -197,6 +276,7 @@ static void* proxy_thread(void* arg) {
         memset(&u, 0, sizeof u);
         u.kernelCh.channelId = (uint8_t)c, u.kernelCh.pTimer = base + (uint64_t)c * 1000;
         kch[i][c] = start(XR_KERNEL_CH, t->handle, 0, &u);
+        kstart[i][c] = u.kernelCh.pTimer;
         kstop[i][c] = base + 100000 + (uint64_t)c * 10000;
       }
     }
@@ -209,6 +289,7 @@ static void* proxy_thread(void* arg) {
       if (!kch[i][c]) continue;
       xr_state_args a;
       memset(&a, 0, sizeof a);
+      if (on(XR_KERNEL_PHASE)) kernel_phases(kch[i][c], c, kstart[i][c], kstop[i][c]);
       a.kernelCh.pTimer = kstop[i][c];
       state(kch[i][c], XR_KERNEL_CH_STOP, &a);
       stop(kch[i][c]);
@@ -236,6 +317,20 @@ static void launch(void) {
     kl = start(XR_KERNEL_LAUNCH, groupApi, 0, &u);
     stop(kl);
   }
+  if (tasks[0].func == F_CE_ALLGATHER) {
+    // NCCL launches a copy-engine collective alone, without a kernel plan.
+    for (int i = 0; i < ntasks; i++) {
+      tasks[i].seq = ce_seq++;
+      ce_collective(&tasks[i]);
+    }
+    stop(groupApi);
+    groupApi = NULL, groupApiState = 0;
+    for (int i = 0; i < ntasks; i++) {
+      printf("coll all_gather seq %llu bytes %zu\n", (unsigned long long)tasks[i].seq, tasks[i].count * 4 * (size_t)nranks);
+    }
+    ntasks = 0;
+    return;
+  }
   void* group = NULL;
   if (on(XR_GROUP | XR_COLL | XR_P2P | XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH)) {
     memset(&u, 0, sizeof u);
@@ -250,11 +345,19 @@ static void launch(void) {
       u.coll.seqNumber = t->seq, u.coll.func = t->name, u.coll.count = t->count, u.coll.datatype = "ncclFloat32";
       u.coll.nChannels = (uint8_t)t->nChannels, u.coll.nWarps = 16, u.coll.algo = "RING", u.coll.proto = "SIMPLE";
       u.coll.parentGroup = group;
+      if (version >= 7) {
+        u.coll.userTag = user_tag;
+        if (sym) {
+          u.coll.isSymColl = true, u.coll.kernelVariant = "AllReduce_AGxLLMC_R";
+          u.coll.algo = "AGxLLMC_R", u.coll.proto = "";
+        }
+      }
       t->handle = start(XR_COLL, t->apiHandle, rank_, &u);
     } else {
       if (!on(XR_P2P | XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH)) continue;
       u.p2p.func = t->name, u.p2p.count = t->count, u.p2p.datatype = "ncclFloat32", u.p2p.peer = t->peer;
       u.p2p.nChannels = (uint8_t)t->nChannels, u.p2p.parentGroup = group;
+      if (version >= 7) u.p2p.userTag = user_tag;
       t->handle = start(XR_P2P, t->apiHandle, rank_, &u);
     }
   }
@@ -271,7 +374,9 @@ static void launch(void) {
     if (t->func == F_ALLREDUCE) {
       printf("coll all_reduce seq %llu bytes %zu\n", (unsigned long long)t->seq, t->count * 4);
     } else {
-      printf("%s peer %d bytes %zu api %s\n", t->func == F_SEND ? "send" : "recv", t->peer, t->count * 4, t->api);
+      printf("%s peer %d bytes %zu api %s", t->func == F_SEND ? "send" : "recv", t->peer, t->count * 4, t->api);
+      if (version >= 7 && user_tag) printf(" tag %llu", (unsigned long long)user_tag);
+      printf("\n");
     }
   }
   ntasks = 0;
@@ -283,6 +388,90 @@ static void group_end(void) {
   launch();
 }
 
+// Allocations made on a thread while it counts: the harness's own malloc, calloc and realloc
+// interpose glibc's for the whole process, the plugin included.
+extern void* __libc_malloc(size_t);
+extern void* __libc_calloc(size_t, size_t);
+extern void* __libc_realloc(void*, size_t);
+static __thread int counting;
+static uint64_t mallocs;
+void* malloc(size_t n) {
+  if (counting) mallocs++;
+  return __libc_malloc(n);
+}
+void* calloc(size_t a, size_t b) {
+  if (counting) mallocs++;
+  return __libc_calloc(a, b);
+}
+void* realloc(void* p, size_t n) {
+  if (counting) mallocs++;
+  return __libc_realloc(p, n);
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+// bench issues n all-reduces' callbacks as NCCL 2.31's core does for one all-reduce in its own
+// implicit group at the default (kernel) level, all on this thread (the proxy's kernel channels
+// inline): the group API event and its states, the API call, the kernel launch, the group and the
+// task, and two kernel channels with their stops. It times them in chunks the sender drains
+// between (untimed), and prints the callbacks made, the nanoseconds they took and the
+// allocations made on this thread meanwhile.
+static void bench(int n) {
+  const int chunk = 1000;
+  uint64_t calls0 = n_start + n_stop + n_state;
+  int64_t ns = 0;
+  xr_descr_union u;
+  xr_state_args a;
+  memset(&a, 0, sizeof a);
+  for (int done = 0; done < n;) {
+    int k = n - done < chunk ? n - done : chunk;
+    counting = 1;
+    int64_t t0 = now_ns();
+    for (int i = 0; i < k; i++) {
+      memset(&u, 0, sizeof u);
+      u.groupApi.groupDepth = 1;
+      void* g = start(XR_GROUP_API, NULL, 0, &u);
+      state(g, 23, NULL);
+      memset(&u, 0, sizeof u);
+      u.collApi.func = "AllReduce", u.collApi.count = 262144, u.collApi.datatype = "ncclFloat32", u.collApi.stream = stream;
+      void* api = start(XR_COLL_API, g, 0, &u);
+      stop(api);
+      state(g, 24, NULL);
+      memset(&u, 0, sizeof u);
+      u.kernelLaunch.stream = stream;
+      void* kl = start(XR_KERNEL_LAUNCH, g, 0, &u);
+      stop(kl);
+      memset(&u, 0, sizeof u);
+      void* grp = start(XR_GROUP, NULL, 0, &u);
+      memset(&u, 0, sizeof u);
+      u.coll.seqNumber = seq[F_ALLREDUCE]++, u.coll.func = "AllReduce", u.coll.count = 262144, u.coll.datatype = "ncclFloat32";
+      u.coll.nChannels = 2, u.coll.nWarps = 16, u.coll.algo = "RING", u.coll.proto = "SIMPLE", u.coll.parentGroup = grp;
+      void* task = start(XR_COLL, api, rank_, &u);
+      stop(task);
+      stop(grp);
+      stop(g);
+      for (int c = 0; c < 2; c++) {
+        memset(&u, 0, sizeof u);
+        u.kernelCh.channelId = (uint8_t)c, u.kernelCh.pTimer = 1000000ULL * (uint64_t)i;
+        void* ch = start(XR_KERNEL_CH, task, 0, &u);
+        a.kernelCh.pTimer = 1000000ULL * (uint64_t)i + 20000;
+        state(ch, XR_KERNEL_CH_STOP, &a);
+        stop(ch);
+      }
+    }
+    ns += now_ns() - t0;
+    counting = 0;
+    done += k;
+    usleep(50000); // the sender drains the ring
+  }
+  printf("bench calls %llu ns %lld mallocs %llu allreduces %d\n", (unsigned long long)(n_start + n_stop + n_state - calls0),
+         (long long)ns, (unsigned long long)mallocs, n);
+}
+
 static void pace(void) {
   if (pace_us > 0) usleep((useconds_t)pace_us);
 }
@@ -290,7 +479,7 @@ static void pace(void) {
 int main(int argc, char** argv) {
   const char* lib = NULL;
   const char* scenario = "allreduce";
-  const char* lookup = "6,5,4";
+  const char* lookup = "7,6,5,4";
   int iters = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "-lib")) lib = argv[i + 1];
@@ -302,9 +491,11 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "-lookup")) lookup = argv[i + 1];
     else if (!strcmp(argv[i], "-pace-us")) pace_us = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-count")) count = (size_t)atoll(argv[i + 1]);
+    else if (!strcmp(argv[i], "-tag")) user_tag = strtoull(argv[i + 1], NULL, 0);
+    else if (!strcmp(argv[i], "-sym")) sym = atoi(argv[i + 1]);
   }
   if (!lib || nranks < 1) {
-    fprintf(stderr, "usage: harness -lib PATH -rank R -nranks N [-scenario S] [-iters K] [-lookup 6,5,4]\n");
+    fprintf(stderr, "usage: harness -lib PATH -rank R -nranks N [-scenario S] [-iters K] [-lookup 7,6,5,4]\n");
     return 2;
   }
   void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
@@ -320,7 +511,7 @@ int main(int argc, char** argv) {
     plugin = dlsym(h, sym);
     if (plugin) version = *p - '0';
   }
-  if (!plugin || version < 4 || version > 6) {
+  if (!plugin || version < 4 || version > 7) {
     // An NCCL that finds no interface it supports runs without a profiler.
     printf("unsupported: no profiler interface among v%s\n", lookup);
     return 0;
@@ -333,6 +524,7 @@ int main(int argc, char** argv) {
   }
   printf("init v%d result %d mask 0x%x\n", version, r, mask);
   if (r != 0) return 0; // NCCL goes on without the profiler
+  if (!strcmp(scenario, "bench")) bench(iters), iters = 0; // -iters all-reduces, timed
   for (int it = 0; it < iters; it++) {
     if (!strcmp(scenario, "allreduce") || !strcmp(scenario, "hang")) {
       if (!strcmp(scenario, "hang") && it == iters - 1 && rank_ == nranks - 1) break; // the last rank never posts it
@@ -352,6 +544,12 @@ int main(int argc, char** argv) {
         append(F_RECV, "Recv", "AlltoAll", p, count);
       }
       launch();
+    } else if (!strcmp(scenario, "ce")) {
+      // ncclAllGather run by the copy engines (NCCL 2.29 and later), an implicit group each.
+      append(F_CE_ALLGATHER, "AllGather", "AllGather", 0, count);
+      launch();
+      append(F_CE_ALLGATHER, "AllGather", "AllGather", 0, count * 2);
+      launch();
     } else if (!strcmp(scenario, "unknown")) {
       xr_descr_union u;
       memset(&u, 0, sizeof u);
@@ -365,6 +563,8 @@ int main(int argc, char** argv) {
     fflush(stdout);
     pace();
   }
+  printf("calls start %llu stop %llu state %llu\n", (unsigned long long)n_start, (unsigned long long)n_stop,
+         (unsigned long long)n_state);
   if (!getenv("HARNESS_NO_FINALIZE")) ((xr_profiler_v5*)plugin)->finalize(ctx);
   printf("done\n");
   return 0;

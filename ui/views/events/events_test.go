@@ -1,0 +1,32 @@
+package events
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// The log's `/` search matches a line's text: a collective's or transfer's label (NCCL's choice,
+// a call's profiler tag) must be in it, since their titles leave it out.
+func TestLineShowsTransferLabels(t *testing.T) {
+	snap := &timeline.Snapshot{Strings: []string{"", "RING SIMPLE 2ch tag 42", "Send tag 7", "stage1 fwd"}}
+	tests := []struct {
+		ev   timeline.Event
+		want string
+	}{
+		{timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Label: 1, End: 10}, "all_reduce · RING SIMPLE 2ch tag 42"},
+		{timeline.Event{Kind: timeline.KindSend, Peer: 3, Label: 2, End: 10}, "send → 3 · Send tag 7"},
+		{timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), End: 10}, "all_reduce"},
+		{timeline.Event{Kind: timeline.KindKernel, Label: 3, End: 10}, "stage1 fwd"},
+	}
+	for _, tt := range tests {
+		got := line(snap, &tt.ev)
+		if !strings.HasSuffix(got, "  "+tt.want) {
+			t.Errorf("line(%+v) = %q; want it to end in %q", tt.ev, got, tt.want)
+		}
+		if r := runningLine(snap, &tt.ev, 5); !strings.Contains(r, "  "+tt.want+" (") {
+			t.Errorf("runningLine(%+v) = %q; want %q in it", tt.ev, r, tt.want)
+		}
+	}
+}
