@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -157,13 +158,13 @@ func TestTimelineKeys(t *testing.T) {
 	if !tl.Following() {
 		t.Error("f should follow again")
 	}
-	// Select device 0's compute stream and walk the cursor left onto its last kernel: the detail
-	// line names the op under it.
-	press(m, "j")
+	// Select device 0's compute stream (under host 0's heading and device 0's) and walk the
+	// cursor left onto its last kernel: the detail line names the op under it.
+	press(m, "j", "j")
 	rows := tl.Rows()
 	plotW := 120 - timeline.LabelW
 	t1 := m.snap.Now
-	act, _ := strip.Cells(rows[1].Track, t1-int64(plotW)*tl.NsPerCol(), tl.NsPerCol(), plotW, 0, nil)
+	act, _ := strip.Cells(rows[2].Track, t1-int64(plotW)*tl.NsPerCol(), tl.NsPerCol(), plotW, 0, nil)
 	col := -1
 	for c := range act {
 		if act[c] == 1 { // theme.Kernel
@@ -227,7 +228,7 @@ func TestIdleJumpsToTimeline(t *testing.T) {
 		t.Fatalf("enter did not jump to the timeline (tab %d)", m.Tab())
 	}
 	rows := tl.Rows()
-	if r := rows[tl.Selected()]; r.Header || r.Track.Device != g.Device || r.Track.Stream != g.Stream {
+	if r := rows[tl.Selected()]; r.Track == nil || r.Track.Device != g.Device || r.Track.Stream != g.Stream {
 		t.Errorf("timeline row %+v; want device %d stream %d", r, g.Device, g.Stream)
 	}
 	// Every row's gap, the earliest in the run too (where the view cannot centre on it, as it never
@@ -375,6 +376,9 @@ func TestIdleRowsEachHaveTheirLargestGap(t *testing.T) {
 	}
 }
 
+// streamLine is a stream's line in the timeline: its label, indented under its headings.
+var streamLine = regexp.MustCompile(`^ +s[0-9]`)
+
 // Live, every stream of the timeline reaches the right edge (now): its time since its last
 // reported op is drawn, not left blank. A finished run leaves streams that ended early blank.
 func TestTimelineLiveEdge(t *testing.T) {
@@ -385,7 +389,7 @@ func TestTimelineLiveEdge(t *testing.T) {
 		press(m, "2", "+", "+", "+", "+", "+", "+") // 31 µs a column: streams end apart
 		blank := 0
 		for _, l := range strings.Split(text(m), "\n") {
-			if strings.HasPrefix(l, "  s") && len([]rune(l)) == 120 && []rune(l)[119] == ' ' {
+			if streamLine.MatchString(l) && len([]rune(l)) == 120 && []rune(l)[119] == ' ' {
 				blank++
 			}
 		}
