@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -141,5 +142,27 @@ func TestCmdRankWithoutStreams(t *testing.T) {
 	}
 	if got := text(m); !strings.Contains(got, "rank 20: no stream has reported yet; its GPU in the cluster view") {
 		t.Errorf(":rank 20 without streams does not say why it shows the cluster view:\n%s", got)
+	}
+}
+
+// The timeline of 256 GPUs at 80×24 and 200×50, colours pinned: rolled up, a heading a host; and
+// host 9 opened by :rank 77, its GPUs' streams under it.
+func TestGoldenTimelineHosts(t *testing.T) {
+	src := clusterSource(t, 256)
+	for _, sz := range [][2]int{{80, 24}, {200, 50}} {
+		for _, rank := range []bool{false, true} {
+			name := fmt.Sprintf("2-timeline-256gpus-%dx%d", sz[0], sz[1])
+			if rank {
+				name = fmt.Sprintf("2-timeline-256gpus-rank77-%dx%d", sz[0], sz[1])
+			}
+			t.Run(name, func(t *testing.T) {
+				m := sized(src, sz[0], sz[1])
+				press(m, "2")
+				if rank {
+					typeCmd(m, "rank 77")
+				}
+				checkGolden(t, name, m.View().Content, sz[0], sz[1])
+			})
+		}
 	}
 }

@@ -348,9 +348,15 @@ func (t *Model) ShowDevice(d int32) bool {
 	t.filter.Clear()
 	t.collapsed[d] = false
 	t.hostOpen[t.hostOf(d)] = true
+	host := 0 // the row of its host's heading
 	for i, r := range t.Rows() {
+		if r.HostHeader && r.Host == t.hostOf(d) {
+			host = i
+		}
 		if r.Header && r.Device == d {
-			t.list.SelectTop(i) // its streams under it in sight
+			// Its streams under it in sight, and above it its host's heading where that is near,
+			// or else a third of the screen of its host's other GPUs.
+			t.list.SelectFrom(i, max(host, i-t.visible()/3))
 			return true
 		}
 	}
