@@ -211,10 +211,9 @@ func (t *Model) plotW() int { return t.W - LabelW }
 // ShortHelp lists the timeline's keys.
 func (t *Model) ShortHelp() []key.Binding {
 	k := t.Fr.Keys
-	sel, coll := k.Select, k.Collapse
+	sel := k.Select
 	sel.SetHelp("enter", "open/close heading")
-	coll.SetHelp("c", "close device")
-	keys := []key.Binding{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, sel, coll}
+	keys := []key.Binding{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, sel, k.Collapse}
 	if t.grouped() { // one host has nothing else to close
 		keys = append(keys, k.CollapseOthers)
 	}
