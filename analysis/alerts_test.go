@@ -123,3 +123,33 @@ func TestTelemetryMeanRounded(t *testing.T) {
 		t.Errorf("Samples = %d; want 0 (it counts utilisation samples)", tel[0].Samples)
 	}
 }
+
+// Across devices, a metric's spread counts only the devices that sampled it, and the least
+// utilised are listed lowest first, ties by device, the unsampled left out.
+func TestTelemetrySpreadAndLeastUtilised(t *testing.T) {
+	var evs []timeline.Event
+	for d, u := range []int64{50, 10, 90, 10, 70} { // device 5 below samples only power
+		evs = append(evs, sample(int32(d), timeline.SampleUtilization, 0, u), sample(int32(d), timeline.SampleUtilization, 1, u+2))
+	}
+	evs = append(evs, sample(5, timeline.SamplePowerMilliW, 0, 300_000))
+	tel := analyze(timeline.Meta{}, evs...).Telemetry
+	if s := TelemetrySpread(tel, "utilization_pct", Latest); s != (Spread{N: 5, Min: 12, P10: 12, P50: 52, P90: 92, Max: 92}) {
+		t.Errorf("latest utilisation spread = %+v", s)
+	}
+	if s := TelemetrySpread(tel, "utilization_pct", Mean); s.N != 5 || s.Min != 11 || s.P50 != 51 {
+		t.Errorf("mean utilisation spread = %+v", s)
+	}
+	if s := TelemetrySpread(tel, "temperature_c", Latest); s.N != 0 {
+		t.Errorf("a metric no device sampled has spread %+v; want N = 0", s)
+	}
+	var got []int32
+	for _, d := range LeastUtilised(tel, 3, Latest) {
+		got = append(got, d.Device)
+	}
+	if !slices.Equal(got, []int32{1, 3, 0}) {
+		t.Errorf("least utilised = %v; want 1, 3 (tied, by device), 0", got)
+	}
+	if n := len(LeastUtilised(tel, 10, Latest)); n != 5 {
+		t.Errorf("least utilised of 10 lists %d; want the 5 that sampled utilisation", n)
+	}
+}

@@ -1,9 +1,11 @@
 package analysis
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 
@@ -200,5 +202,48 @@ func (t *telemetry) result() []DeviceTelemetry {
 		out = append(out, d.row)
 	}
 	t.pub, t.changed = out, false
+	return out
+}
+
+// Latest picks a metric's latest sample: what the console shows now.
+func Latest(m MeanMax) float64 { return float64(m.Latest) }
+
+// Mean picks a metric's mean: what the report gives for a run.
+func Mean(m MeanMax) float64 { return m.Mean }
+
+// TelemetrySpread is one metric's distribution across the devices of tel that sampled it (pick
+// says which figure of each: Latest or Mean); N = 0 when none did.
+func TelemetrySpread(tel []DeviceTelemetry, name string, pick func(MeanMax) float64) Spread {
+	vals := make([]float64, len(tel))
+	for i := range tel {
+		vals[i] = math.NaN()
+		if m, ok := tel[i].Metrics.Get(name); ok {
+			vals[i] = pick(m)
+		}
+	}
+	return SpreadOf(vals)
+}
+
+// LeastUtilised returns the k devices of tel whose utilisation (by pick) is lowest, lowest first,
+// ties in device order: on a job whose GPUs all work alike, the ones that are not. Devices that
+// sampled no utilisation are left out (unknown, not idle).
+func LeastUtilised(tel []DeviceTelemetry, k int, pick func(MeanMax) float64) []DeviceTelemetry {
+	type dev struct {
+		util float64
+		i    int
+	}
+	var ds []dev
+	for i := range tel {
+		if m, ok := tel[i].Metrics.Get("utilization_pct"); ok {
+			ds = append(ds, dev{pick(m), i})
+		}
+	}
+	slices.SortStableFunc(ds, func(a, b dev) int {
+		return cmp.Or(cmp.Compare(a.util, b.util), cmp.Compare(tel[a.i].Device, tel[b.i].Device))
+	})
+	out := make([]DeviceTelemetry, 0, min(k, len(ds)))
+	for _, d := range ds[:min(k, len(ds))] {
+		out = append(out, tel[d.i])
+	}
 	return out
 }

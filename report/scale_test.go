@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // manyDevices is a report of n devices: device d is idle d% of its 100 ms span (device 7 the
@@ -105,6 +106,42 @@ func TestTextAtScaleFigures(t *testing.T) {
 	for _, d := range []int{0, 150, 199} {
 		if !bytes.Contains(js, fmt.Appendf(nil, `"device":%d,`, d)) {
 			t.Errorf("the JSON lacks device %d", d)
+		}
+	}
+}
+
+// The telemetry table above 64 devices: each metric's distribution of the devices' means (a metric
+// no device sampled is unknown), then the least utilised with their rows; at 64 a row each.
+func TestTelemetryAtScale(t *testing.T) {
+	for _, n := range []int{64, 200} {
+		var evs []timeline.Event
+		for d := range int32(n) {
+			u := int64(d%100) + 1 // 1..100 twice at 200: device 0 and 100 least utilised
+			for _, v := range []int64{u - 1, u + 1} {
+				evs = append(evs, timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(timeline.SampleUtilization), Device: d, Bytes: v})
+			}
+		}
+		var b bytes.Buffer
+		if err := TextWith(&b, build(evs, timeline.NewStrings(), timeline.Meta{}), TextOptions{Top: 3}); err != nil {
+			t.Fatal(err)
+		}
+		text := b.String()
+		if n == 64 {
+			if !strings.Contains(text, "Device telemetry (NVML, mean / max):") || !regexp.MustCompile(`(?m)^\s+63\s+2\s+64 / 65\s`).MatchString(text) {
+				t.Errorf("64 devices: the telemetry is not a row each:\n%s", text)
+			}
+			continue
+		}
+		for _, re := range []string{
+			`Device telemetry \(NVML: each device's mean\), across 200 devices \(--per-device lists each\):`,
+			// means 1..100 twice: the 20th is 10, the 100th 50, the 180th 90 (nearest rank)
+			`util %\s+1\.0\s+10\.0\s+50\.0\s+90\.0\s+100\.0\s+200`,
+			`temp °C\s+—\s+—\s+—\s+—\s+—\s+0`,
+			`The 3 devices least utilised[^\n]*\n[^\n]*device[^\n]*\n\s+0\s+2\s+1 / 2\s[^\n]*\n\s+100\s+2\s+1 / 2\s[^\n]*\n\s+1\s+2\s+2 / 3\s`,
+		} {
+			if !regexp.MustCompile(re).MatchString(text) {
+				t.Errorf("200 devices: the telemetry lacks %s:\n%s", re, text)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -55,7 +56,7 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 	}
 	idleText(&b, r, o)
 	linksText(&b, r, o)
-	telemetryText(&b, r)
+	telemetryText(&b, r, o)
 	profilerCostText(&b, r)
 	if x := r.Export; x != nil {
 		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %d spans built, %d exported, %d dropped; %d events dropped before export; %d metric points built, %d exported, %d dropped\n",
@@ -273,29 +274,60 @@ func fabricText(b *strings.Builder, f *analysis.Fabric) {
 	}
 }
 
-func telemetryText(b *strings.Builder, r *Report) {
-	if len(r.Telemetry) == 0 {
+// telemetryText writes the device telemetry: every device's row, or above SummariseAbove devices
+// each metric's distribution across devices (of each device's mean) and the least utilised.
+func telemetryText(b *strings.Builder, r *Report, o TextOptions) {
+	tel := r.Telemetry
+	if len(tel) == 0 {
 		return
 	}
-	b.WriteString("\nDevice telemetry (NVML, mean / max):\n")
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "device\tsamples\tutil %\tPCIe rx\tPCIe tx\tpower W\ttemp °C\t")
-	for _, t := range r.Telemetry {
-		m := t.Metrics
-		mm := func(k string, scale float64, rate bool) string {
-			v, ok := m.Get(k)
-			if !ok {
-				return units.Unknown
+	rowsOf := func(ts []analysis.DeviceTelemetry) {
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "device\tsamples\tutil %\tPCIe rx\tPCIe tx\tpower W\ttemp °C\t")
+		for _, t := range ts {
+			m := t.Metrics
+			mm := func(k string, scale float64, rate bool) string {
+				v, ok := m.Get(k)
+				if !ok {
+					return units.Unknown
+				}
+				if rate {
+					return units.Rate(v.Mean) + " / " + units.Rate(float64(v.Max))
+				}
+				return fmt.Sprintf("%.0f / %.0f", v.Mean/scale, float64(v.Max)/scale)
 			}
-			if rate {
-				return units.Rate(v.Mean) + " / " + units.Rate(float64(v.Max))
-			}
-			return fmt.Sprintf("%.0f / %.0f", v.Mean/scale, float64(v.Max)/scale)
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", t.Device, t.Samples, mm("utilization_pct", 1, false),
+				mm("pcie_rx_bytes_per_s", 1, true), mm("pcie_tx_bytes_per_s", 1, true), mm("power_milliwatts", 1e3, false), mm("temperature_c", 1, false))
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", t.Device, t.Samples, mm("utilization_pct", 1, false),
-			mm("pcie_rx_bytes_per_s", 1, true), mm("pcie_tx_bytes_per_s", 1, true), mm("power_milliwatts", 1e3, false), mm("temperature_c", 1, false))
+		tw.Flush()
 	}
-	tw.Flush()
+	if !o.summarise(len(tel)) {
+		b.WriteString("\nDevice telemetry (NVML, mean / max):\n")
+		rowsOf(tel)
+		return
+	}
+	fmt.Fprintf(b, "\nDevice telemetry (NVML: each device's mean), across %d devices (--per-device lists each):\n", len(tel))
+	col := func(key string, scale float64) []float64 {
+		out := make([]float64, len(tel))
+		for i := range tel {
+			out[i] = math.NaN() // not sampled: unknown
+			if v, ok := tel[i].Metrics.Get(key); ok {
+				out[i] = v.Mean / scale
+			}
+		}
+		return out
+	}
+	fmtRate := func(v float64) string { return units.Rate(v) }
+	writeSpreads(b, []spreadRow{
+		{"util %", col("utilization_pct", 1), fmtPct},
+		{"PCIe rx", col("pcie_rx_bytes_per_s", 1), fmtRate},
+		{"PCIe tx", col("pcie_tx_bytes_per_s", 1), fmtRate},
+		{"power W", col("power_milliwatts", 1e3), fmtPct},
+		{"temp °C", col("temperature_c", 1), fmtPct},
+	})
+	worst := analysis.LeastUtilised(tel, o.top(), analysis.Mean)
+	fmt.Fprintf(b, "The %d devices least utilised (mean utilisation, lowest first; --top N lists more; mean / max):\n", len(worst))
+	rowsOf(worst)
 }
 
 // profilerCostText says what the NCCL profiler plugin cost the job's ranks: each rank up to eight

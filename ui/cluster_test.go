@@ -138,22 +138,3 @@ func TestClusterHelp(t *testing.T) {
 		t.Errorf("a host's help does not list / and esc once:\n%s", host)
 	}
 }
-
-// In the timeline, C keeps only the selected stream's host open (its devices' streams) and
-// collapses every other device; C again opens them all. Device headings say their host.
-func TestTimelineOnlyHost(t *testing.T) {
-	m := sized(clusterSource(t, 32), 160, 45)
-	typeCmd(m, "rank 13")         // host 1
-	m.Update(press(m, "enter")()) // its stream, in the timeline
-	press(m, "C")
-	got := text(m)
-	for _, want := range []string{"▸ device 0 (1 streams) · host 0", "▾ device 8 · host 1", "▾ device 13 · host 1", "▸ device 16 (1 streams) · host 2"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("after C on device 13's stream, the timeline lacks %q:\n%s", want, got)
-		}
-	}
-	press(m, "C")
-	if got := text(m); strings.Contains(got, "streams)") {
-		t.Errorf("C again left devices collapsed:\n%s", got)
-	}
-}

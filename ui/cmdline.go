@@ -10,10 +10,11 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/xfertop/xfertop/ui/views/cluster"
+	"github.com/xfertop/xfertop/ui/views/timeline"
 )
 
-// commands are the `:` command line's verbs, as k9s has them: go to a rank or a host in the
-// cluster view, colour it by a link, show a view, quit. A view's name alone is a command too.
+// commands are the `:` command line's verbs, as k9s has them: go to a rank's streams in the
+// timeline or a host in the cluster view, colour it by a link, show a view, quit. A view's name alone is a command too.
 var commands = []string{"rank", "host", "link", "view", "q", "quit"}
 
 // linkArgs are :link's arguments, the cluster view's link metrics.
@@ -163,8 +164,14 @@ func (m *Model) runCmd(line string) tea.Cmd {
 		if !ok || !cl.GoDevice(n) {
 			return say(true, ":rank %s: give a rank (GPU) from 0 to %d", arg, m.deviceCount()-1)
 		}
+		// The rank's streams in the timeline, where a rank's work is; esc goes up to its GPU in the
+		// cluster view, as it would have come down. A rank with no stream yet stays there.
+		if tl, ok := m.timelinePane(); ok && tl.ShowDevice(int32(n)) {
+			m.tab, m.back = m.timeline, []int{TabCluster}
+			return say(false, "rank %d: its streams (esc: its GPU in the cluster view)", n)
+		}
 		m.tab, m.back = TabCluster, nil
-		return say(false, "rank %d: its streams (enter shows one in the timeline, esc goes up)", n)
+		return say(false, "rank %d: no stream has reported yet; its GPU in the cluster view", n)
 	case verb == "host":
 		n, ok := num()
 		if !ok || !cl.GoHost(n, -1) {
@@ -188,6 +195,18 @@ func (m *Model) clusterPane() (*cluster.Model, bool) {
 		return nil, false
 	}
 	s, ok := m.panes[TabCluster].(*slot[*cluster.Model])
+	if !ok {
+		return nil, false
+	}
+	return s.w, true
+}
+
+// timelinePane returns the timeline, where the console has one.
+func (m *Model) timelinePane() (*timeline.Model, bool) {
+	if m.timeline < 0 {
+		return nil, false
+	}
+	s, ok := m.panes[m.timeline].(*slot[*timeline.Model])
 	if !ok {
 		return nil, false
 	}

@@ -51,8 +51,12 @@ func TestCmdLineRuns(t *testing.T) {
 		t.Errorf("rank 613 of 256: tab %d, footer %q", m.Tab(), footer())
 	}
 	typeCmd(m, "rank 77")
+	if m.Tab() != TabTimeline {
+		t.Fatalf(":rank 77: tab %d; want the timeline:\n%s", m.Tab(), text(m))
+	}
+	press(m, "esc") // up to its GPU in the cluster view
 	if m.Tab() != TabCluster || cv.Level() != cluster.LevelGPU || !strings.Contains(text(m), "cluster (32 hosts × 8 GPUs) › host 9 › gpu 77") {
-		t.Fatalf(":rank 77: tab %d, level %d:\n%s", m.Tab(), cv.Level(), text(m))
+		t.Fatalf("esc after :rank 77: tab %d, level %d:\n%s", m.Tab(), cv.Level(), text(m))
 	}
 	press(m, "esc")
 	if cv.Level() != cluster.LevelHost {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -157,13 +158,13 @@ func TestTimelineKeys(t *testing.T) {
 	if !tl.Following() {
 		t.Error("f should follow again")
 	}
-	// Select device 0's compute stream and walk the cursor left onto its last kernel: the detail
-	// line names the op under it.
-	press(m, "j")
+	// Select device 0's compute stream (under host 0's heading and device 0's) and walk the
+	// cursor left onto its last kernel: the detail line names the op under it.
+	press(m, "j", "j")
 	rows := tl.Rows()
 	plotW := 120 - timeline.LabelW
 	t1 := m.snap.Now
-	act, _ := strip.Cells(rows[1].Track, t1-int64(plotW)*tl.NsPerCol(), tl.NsPerCol(), plotW, 0, nil)
+	act, _ := strip.Cells(rows[2].Track, t1-int64(plotW)*tl.NsPerCol(), tl.NsPerCol(), plotW, 0, nil)
 	col := -1
 	for c := range act {
 		if act[c] == 1 { // theme.Kernel
@@ -227,7 +228,7 @@ func TestIdleJumpsToTimeline(t *testing.T) {
 		t.Fatalf("enter did not jump to the timeline (tab %d)", m.Tab())
 	}
 	rows := tl.Rows()
-	if r := rows[tl.Selected()]; r.Header || r.Track.Device != g.Device || r.Track.Stream != g.Stream {
+	if r := rows[tl.Selected()]; r.Track == nil || r.Track.Device != g.Device || r.Track.Stream != g.Stream {
 		t.Errorf("timeline row %+v; want device %d stream %d", r, g.Device, g.Stream)
 	}
 	// Every row's gap, the earliest in the run too (where the view cannot centre on it, as it never
@@ -292,8 +293,46 @@ func TestTelemetryShown(t *testing.T) {
 		win.Emit(&e)
 	}
 	m := sized(src, 160, 40)
-	if got := text(m); !strings.Contains(got, "gpu0 87% 412W 66°C") {
-		t.Errorf("overview lacks the telemetry:\n%s", got)
+	if got := text(m); !strings.Contains(got, "gpu0 87% 412W 66°C PCIe —/— GB/s") {
+		t.Errorf("overview lacks the telemetry, or shows PCIe, not sampled, as other than unknown:\n%s", got)
+	}
+}
+
+// Above 64 GPUs the telemetry is summarised as the report's tables are: each sampled metric's
+// min, p10, p50, p90 and max across the GPUs now, and the least utilised GPUs; under the device
+// table, which leaves it the lines it needs.
+func TestTelemetrySummarised(t *testing.T) {
+	win := xtimeline.NewWindow(0, nil)
+	src := &fakeSource{win: win, info: SourceInfo{Name: "nvml", Meta: xtimeline.Meta{Devices: 128, GPUsPerHost: 8}}, status: Status{Done: true}}
+	emit := func(d int32, m xtimeline.SampleMetric, v int64) {
+		e := xtimeline.Event{Kind: xtimeline.KindDeviceSample, Sub: uint8(m), Device: d, Bytes: v}
+		win.Emit(&e)
+	}
+	for d := range int32(128) {
+		emit(d, xtimeline.SampleUtilization, 10) // earlier: the latest counts
+		emit(d, xtimeline.SampleUtilization, int64(100-d%100))
+		emit(d, xtimeline.SamplePowerMilliW, 300_000+int64(d)*1000)
+	}
+	m := sized(src, 160, 40)
+	got := text(m)
+	for _, want := range []string{
+		// 1..100 and 73..100 again: the 13th, 64th and 116th of 128 are 13, 64 and 94 (nearest rank).
+		"GPU telemetry (NVML) now, across 128 GPUs         min    p10    p50    p90    max   GPUs",
+		"  utilisation %                                     1     13     64     94    100    128",
+		"  power W                                         300    312    363    415    427    128",
+		"  least utilised now: gpu99 1%, gpu98 2%, gpu97 3%, gpu96 4%, gpu95 5%, gpu94 6%, gpu93 7%, gpu92 8%, gpu91 9%, gpu90 10%\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the overview at 128 GPUs lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "temperature") || strings.Contains(got, "PCIe rx") || strings.Contains(got, "gpu0 ") {
+		t.Errorf("the summary has a row for a metric no GPU sampled, or a GPU's own line:\n%s", got)
+	}
+	// At 80×24 the device table scrolls, and the summary keeps its lines under it.
+	small := text(sized(src, 80, 24))
+	if !strings.Contains(small, "rows 1–") || !strings.Contains(small, "  power W") || !strings.Contains(small, "  least utilised now: gpu99 1%, gpu98 2%") {
+		t.Errorf("at 80×24 the telemetry summary is not under the scrolling device table:\n%s", small)
 	}
 }
 
@@ -375,6 +414,9 @@ func TestIdleRowsEachHaveTheirLargestGap(t *testing.T) {
 	}
 }
 
+// streamLine is a stream's line in the timeline: its label, indented under its headings.
+var streamLine = regexp.MustCompile(`^ +s[0-9]`)
+
 // Live, every stream of the timeline reaches the right edge (now): its time since its last
 // reported op is drawn, not left blank. A finished run leaves streams that ended early blank.
 func TestTimelineLiveEdge(t *testing.T) {
@@ -385,7 +427,7 @@ func TestTimelineLiveEdge(t *testing.T) {
 		press(m, "2", "+", "+", "+", "+", "+", "+") // 31 µs a column: streams end apart
 		blank := 0
 		for _, l := range strings.Split(text(m), "\n") {
-			if strings.HasPrefix(l, "  s") && len([]rune(l)) == 120 && []rune(l)[119] == ' ' {
+			if streamLine.MatchString(l) && len([]rune(l)) == 120 && []rune(l)[119] == ' ' {
 				blank++
 			}
 		}

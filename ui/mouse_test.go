@@ -74,10 +74,11 @@ func TestMouseTimeline(t *testing.T) {
 	if tl.Selected() != 3 {
 		t.Errorf("wheel down selected row %d; want 3", tl.Selected())
 	}
-	// Find a kernel drawn on device 0's compute stream (screen line 2 is the ruler; row 1 of the
-	// timeline, line 4, is device 0's first stream) and click it.
+	// Find a kernel drawn on device 0's compute stream (screen line 2 is the ruler; row 2 of the
+	// timeline, line 5, under host 0's heading and device 0's, is device 0's first stream) and
+	// click it.
 	lines := strings.Split(text(m), "\n")
-	row := []rune(lines[4])
+	row := []rune(lines[5])
 	col := -1
 	for x := timeline.LabelW; x < len(row); x++ {
 		if row[x] == '█' {
@@ -85,11 +86,11 @@ func TestMouseTimeline(t *testing.T) {
 		}
 	}
 	if col < 0 {
-		t.Fatalf("no kernel on line 4:\n%s", text(m))
+		t.Fatalf("no kernel on line 5:\n%s", text(m))
 	}
-	click(m, col, 4)
-	if tl.Selected() != 1 || tl.Cursor() != col-timeline.LabelW {
-		t.Errorf("click at (%d, 4): row %d, cursor %d; want row 1, cursor %d", col, tl.Selected(), tl.Cursor(), col-timeline.LabelW)
+	click(m, col, 5)
+	if tl.Selected() != 2 || tl.Cursor() != col-timeline.LabelW {
+		t.Errorf("click at (%d, 5): row %d, cursor %d; want row 2, cursor %d", col, tl.Selected(), tl.Cursor(), col-timeline.LabelW)
 	}
 	if got := text(m); !strings.Contains(got, "stage0 fwd") {
 		t.Errorf("the detail line does not name the clicked kernel:\n%s", got)

@@ -61,7 +61,7 @@ func TestTimelineDrawsRunningOps(t *testing.T) {
 	out := text(m)
 	heads := 0
 	for _, l := range strings.Split(out, "\n") {
-		if !strings.HasPrefix(l, "  s") {
+		if !streamLine.MatchString(l) {
 			continue
 		}
 		r := []rune(l)

@@ -58,16 +58,23 @@ func kv(k string, v any) *commonpb.KeyValue {
 // session, 10 µs each, as `--otlp-detail full` sends them. The senders stand for other machines:
 // they send bytes encoded beforehand, spending as little of this one's CPU as they can.
 func benchRequest(h, r int) *collectortrace.ExportTraceServiceRequest {
+	return hostRequest(h, r, 8, benchSenders, benchSpans)
+}
+
+// hostRequest is request r of host h of a job of hosts hosts of gpus GPUs: n kernels, a GPU's
+// each in turn on one of two streams, numbered in the host's session (request r holds its numbers
+// r·n to r·n + n − 1).
+func hostRequest(h, r, gpus, hosts, n int) *collectortrace.ExportTraceServiceRequest {
 	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
 		kv("service.name", "xfertop"), kv("host.name", "host-"+strconv.Itoa(h)), kv("xfertop.host", h),
 		kv("xfertop.session", fmt.Sprintf("bench-%d", h)), kv("xfertop.detail", "full"),
-		kv("xfertop.meta.epoch_unix_ns", strconv.FormatInt(benchEpoch, 10)), kv("xfertop.meta.gpus_per_host", "8"),
-		kv("xfertop.meta.devices", strconv.Itoa(8*benchSenders)), kv("xfertop.meta.scenario", "load"),
+		kv("xfertop.meta.epoch_unix_ns", strconv.FormatInt(benchEpoch, 10)), kv("xfertop.meta.gpus_per_host", strconv.Itoa(gpus)),
+		kv("xfertop.meta.devices", strconv.Itoa(gpus*hosts)), kv("xfertop.meta.scenario", "load"),
 	}}
-	spans := make([]*tracepb.Span, benchSpans)
+	spans := make([]*tracepb.Span, n)
 	for i := range spans {
-		seq := r*benchSpans + i
-		dev, stream := h*8+i%8, 1+(i/8)%2
+		seq := r*n + i
+		dev, stream := h*gpus+i%gpus, 1+(i/gpus)%2
 		start := benchEpoch + int64(seq/16)*10_000
 		spans[i] = &tracepb.Span{Name: "kernel", StartTimeUnixNano: uint64(start), EndTimeUnixNano: uint64(start + 9_000),
 			Attributes: []*commonpb.KeyValue{kv("xfertop.kind", "kernel"), kv("xfertop.device", dev), kv("xfertop.stream", stream),
@@ -162,49 +169,7 @@ func BenchmarkListen64Senders(b *testing.B) {
 				}
 			})
 		}
-		// Messages reach the model as Bubble Tea delivers them: commands (the tick's timer, the
-		// fold) run on their own goroutines and their messages come back to this one, which only
-		// updates and draws. Every message handled is a frame.
-		msgs := make(chan tea.Msg, 64)
-		var mu sync.Mutex
-		var folds []time.Duration
-		var run func(tea.Cmd)
-		run = func(cmd tea.Cmd) {
-			if cmd == nil {
-				return
-			}
-			go func() {
-				t0 := time.Now()
-				msg := cmd()
-				if batch, ok := msg.(tea.BatchMsg); ok {
-					for _, c := range batch {
-						run(c)
-					}
-					return
-				}
-				if reflect.TypeOf(msg).Name() == "foldedMsg" { // the console's fold, timed off its goroutine
-					mu.Lock()
-					folds = append(folds, time.Since(t0))
-					mu.Unlock()
-				}
-				msgs <- msg
-			}()
-		}
-		run(next)
-		var frames, views, cpu []time.Duration
-		runtime.LockOSThread() // so that the thread's CPU time is the frames'
-		for sending.Load() > 0 || len(frames) == 0 {
-			msg := <-msgs
-			c0, t0 := threadCPU(), time.Now()
-			_, cmd := m.Update(msg)
-			t1 := time.Now()
-			_ = m.View()
-			frames = append(frames, time.Since(t0))
-			views = append(views, time.Since(t1))
-			cpu = append(cpu, time.Duration(threadCPU()-c0))
-			run(cmd)
-		}
-		runtime.UnlockOSThread()
+		fig := driveConsole(m, next, func() bool { return sending.Load() > 0 })
 		elapsed := time.Since(start)
 		wg.Wait()
 		close(errs)
@@ -217,10 +182,6 @@ func BenchmarkListen64Senders(b *testing.B) {
 		for range 2 { // pause and resume: the last events, folded now
 			m.Update(tea.KeyPressMsg{Code: ' ', Text: " "})
 		}
-		time.Sleep(200 * time.Millisecond) // the commands still running end; what they sent is not the console's
-		for len(msgs) > 0 {
-			<-msgs
-		}
 		tot := src.l.Totals()
 		if want := int64(benchSenders * benchRequests * benchSpans); tot.Events != want || tot.Lost != 0 || len(tot.Hosts) != benchSenders {
 			b.Fatalf("received %d events from %d hosts, %d lost; want %d from %d", tot.Events, len(tot.Hosts), tot.Lost, want, benchSenders)
@@ -228,27 +189,91 @@ func BenchmarkListen64Senders(b *testing.B) {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		at := func(d []time.Duration, q float64) float64 {
-			slices.Sort(d)
-			return float64(d[min(len(d)-1, int(float64(len(d))*q))].Microseconds()) / 1000
-		}
-		b.ReportMetric(at(frames, 0.5), "frame-ms-p50")
-		b.ReportMetric(at(frames, 0.99), "frame-ms-p99")
-		b.ReportMetric(at(frames, 1), "frame-ms-max")
-		b.ReportMetric(at(cpu, 0.5), "frame-cpu-ms-p50")
-		b.ReportMetric(at(cpu, 0.99), "frame-cpu-ms-p99")
-		b.ReportMetric(at(views, 0.99), "view-ms-p99")
-		mu.Lock()
-		if len(folds) > 0 {
-			b.ReportMetric(at(folds, 0.5), "fold-ms-p50")
-			b.ReportMetric(at(folds, 0.99), "fold-ms-p99")
-		}
-		mu.Unlock()
-		b.ReportMetric(float64(len(frames)), "frames")
+		fig.report(b)
 		b.ReportMetric(float64(tot.Events)/elapsed.Seconds(), "spans/s")
 		snap := src.win.Snapshot()
 		b.ReportMetric(float64(snap.Len()), "window-events")
 		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 		b.ReportMetric(rssBytes()/(1<<20), "rss-MiB")
 	}
+}
+
+// consoleFigures are the times of the frames a console drew under load: each frame (Update and
+// View together), its CPU time on the console's thread, View's alone, and each fold's off the
+// console's goroutine.
+type consoleFigures struct {
+	frames, cpu, views, folds []time.Duration
+}
+
+// driveConsole runs m as Bubble Tea would from its first command next, until busy() is false (and
+// at least one frame was drawn): commands (the tick's timer, the fold) run on their own goroutines
+// and their messages come back to this one, which only updates and draws. Every message handled is
+// a frame.
+func driveConsole(m *ui.Model, next tea.Cmd, busy func() bool) *consoleFigures {
+	msgs := make(chan tea.Msg, 64)
+	var mu sync.Mutex
+	var folds []time.Duration
+	var run func(tea.Cmd)
+	run = func(cmd tea.Cmd) {
+		if cmd == nil {
+			return
+		}
+		go func() {
+			t0 := time.Now()
+			msg := cmd()
+			if batch, ok := msg.(tea.BatchMsg); ok {
+				for _, c := range batch {
+					run(c)
+				}
+				return
+			}
+			if reflect.TypeOf(msg).Name() == "foldedMsg" { // the console's fold, timed off its goroutine
+				mu.Lock()
+				folds = append(folds, time.Since(t0))
+				mu.Unlock()
+			}
+			select {
+			case msgs <- msg:
+			case <-time.After(time.Second): // the loop has ended: what it sends now is no one's
+			}
+		}()
+	}
+	run(next)
+	f := &consoleFigures{}
+	runtime.LockOSThread() // so that the thread's CPU time is the frames'
+	for busy() || len(f.frames) == 0 {
+		msg := <-msgs
+		c0, t0 := threadCPU(), time.Now()
+		_, cmd := m.Update(msg)
+		t1 := time.Now()
+		_ = m.View()
+		f.frames = append(f.frames, time.Since(t0))
+		f.views = append(f.views, time.Since(t1))
+		f.cpu = append(f.cpu, time.Duration(threadCPU()-c0))
+		run(cmd)
+	}
+	runtime.UnlockOSThread()
+	mu.Lock()
+	f.folds = slices.Clone(folds)
+	mu.Unlock()
+	return f
+}
+
+// report reports the figures' p50, p99 and max in ms, and how many frames there were.
+func (f *consoleFigures) report(b *testing.B) {
+	at := func(d []time.Duration, q float64) float64 {
+		slices.Sort(d)
+		return float64(d[min(len(d)-1, int(float64(len(d))*q))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(f.frames, 0.5), "frame-ms-p50")
+	b.ReportMetric(at(f.frames, 0.99), "frame-ms-p99")
+	b.ReportMetric(at(f.frames, 1), "frame-ms-max")
+	b.ReportMetric(at(f.cpu, 0.5), "frame-cpu-ms-p50")
+	b.ReportMetric(at(f.cpu, 0.99), "frame-cpu-ms-p99")
+	b.ReportMetric(at(f.views, 0.99), "view-ms-p99")
+	if len(f.folds) > 0 {
+		b.ReportMetric(at(f.folds, 0.5), "fold-ms-p50")
+		b.ReportMetric(at(f.folds, 0.99), "fold-ms-p99")
+	}
+	b.ReportMetric(float64(len(f.frames)), "frames")
 }

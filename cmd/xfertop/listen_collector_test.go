@@ -30,7 +30,7 @@ type collector struct {
 }
 
 // collectorBin is the Collector to test with, or skips the test saying how to get one.
-func collectorBin(t *testing.T) string {
+func collectorBin(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv("OTELCOL_BIN")
 	if bin == "" {
@@ -40,7 +40,7 @@ func collectorBin(t *testing.T) string {
 }
 
 // freeAddr returns a loopback address nothing listens on (a moment ago).
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -53,7 +53,7 @@ func freeAddr(t *testing.T) string {
 // startCollector starts a Collector that forwards traces and metrics to the OTLP/gRPC address to.
 // Every listener it opens is on 127.0.0.1 (its defaults would bind every interface), and its own
 // telemetry is off (it would take port 8888).
-func startCollector(t *testing.T, to string) *collector {
+func startCollector(t testing.TB, to string) *collector {
 	t.Helper()
 	c := &collector{bin: collectorBin(t), grpc: freeAddr(t), prom: freeAddr(t), log: &syncBuffer{}}
 	c.cfg = filepath.Join(t.TempDir(), "otelcol.yaml")
@@ -105,7 +105,7 @@ service:
 
 // start runs the Collector and waits until its OTLP receiver takes connections: it starts its
 // receivers last, so the pipeline is ready then.
-func (c *collector) start(t *testing.T) {
+func (c *collector) start(t testing.TB) {
 	t.Helper()
 	c.cmd = exec.Command(c.bin, "--config=file:"+c.cfg)
 	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
@@ -137,7 +137,7 @@ func (c *collector) start(t *testing.T) {
 // stop signals the Collector and waits for it to exit: SIGTERM lets it shut down as it does on a
 // restart (receivers stop, the batch is flushed, the exporter's queue drained); SIGKILL is a crash,
 // losing what it held.
-func (c *collector) stop(t *testing.T, sig syscall.Signal) {
+func (c *collector) stop(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	if c.cmd == nil {
 		return

@@ -186,3 +186,58 @@ func TestLargeBatchEqualsSmallBatches(t *testing.T) {
 		t.Error("a state published before the large batch changed")
 	}
 }
+
+// Streams that appear out of order, in one update and across updates, are listed by device then
+// stream once Update returns, each once, however its events interleave.
+func TestTracksSortedAcrossUpdates(t *testing.T) {
+	w := timeline.NewWindow(0, nil)
+	s := New()
+	emit := func(dev int32, stream uint32) {
+		w.Emit(&timeline.Event{Kind: timeline.KindKernel, Device: dev, Stream: stream, Start: 1, End: 2, Peer: -1})
+	}
+	for _, ds := range [][2]int{{3, 9}, {0, 5}, {3, 2}, {1, 1}, {0, 5}} {
+		emit(int32(ds[0]), uint32(ds[1]))
+	}
+	snap := w.Snapshot()
+	s.Update(&snap, nil)
+	emit(2, 7)
+	emit(0, 1)
+	emit(3, 2)
+	snap = w.Snapshot()
+	s.Update(&snap, nil)
+	var got [][2]int
+	for _, tr := range s.Tracks {
+		got = append(got, [2]int{int(tr.Device), int(tr.Stream)})
+	}
+	want := [][2]int{{0, 1}, {0, 5}, {1, 1}, {2, 7}, {3, 2}, {3, 9}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("tracks %v; want %v", got, want)
+	}
+	if n := len(s.Tracks[4].Ops); n != 2 {
+		t.Errorf("device 3 stream 2 has %d ops; want 2", n)
+	}
+}
+
+// BenchmarkNewStreams folds a window whose events open 32,768 streams (4,096 devices, 8 each, a
+// stream's first event in stream-major order, as a job's phases open them), as the first frame
+// of a 4,096-GPU console does.
+//
+//	go test ./ui/agg -run '^$' -bench NewStreams -count 5
+func BenchmarkNewStreams(b *testing.B) {
+	w := timeline.NewWindow(1<<20, nil)
+	for st := range uint32(8) {
+		for d := range int32(4096) {
+			for k := range int64(4) {
+				w.Emit(&timeline.Event{Kind: timeline.KindKernel, Device: d, Stream: st + 1, Start: k, End: k + 1, Peer: -1})
+			}
+		}
+	}
+	snap := w.Snapshot()
+	for b.Loop() {
+		s := New()
+		s.Update(&snap, nil)
+		if len(s.Tracks) != 32768 {
+			b.Fatalf("%d tracks", len(s.Tracks))
+		}
+	}
+}

@@ -24,6 +24,10 @@ func (l *List) Selected() int { return l.sel }
 // Select selects row i (clamped when the rows are next drawn).
 func (l *List) Select(i int) { l.sel = max(i, 0) }
 
+// SelectFrom selects row i and scrolls the window to start at row top (at most i), so that what
+// follows i (a heading's rows) is in sight, and as much above it as the caller chose.
+func (l *List) SelectFrom(i, top int) { l.sel, l.top = max(i, 0), max(min(top, i), 0) }
+
 // Scroll moves the selection by n rows.
 func (l *List) Scroll(n int) { l.sel = max(0, l.sel+n) }
 

@@ -27,7 +27,13 @@ type Group struct {
 // Groups ranks every stream's idle time by cause: idle compute streams first (that is GPU time
 // lost), then by cost.
 func Groups(si *analysis.StreamGaps) []Group {
-	var out []Group
+	out := appendGroups(nil, si)
+	slices.SortFunc(out, cmpGroup)
+	return out
+}
+
+// appendGroups appends each stream's idle time of each cause to out, unordered.
+func appendGroups(out []Group, si *analysis.StreamGaps) []Group {
 	for _, s := range si.Streams {
 		for _, c := range analysis.Causes() {
 			if n := s.ByCause[c]; n > 0 {
@@ -41,21 +47,71 @@ func Groups(si *analysis.StreamGaps) []Group {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b Group) int {
-		rank := func(g Group) int {
-			if g.Role == "compute" {
-				return 0
-			}
-			return 1
-		}
-		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(b.Total, a.Total), cmp.Compare(a.Device, b.Device), cmp.Compare(a.Stream, b.Stream))
-	})
 	return out
+}
+
+// cmpGroup is Groups' order: compute streams first, then the costliest, then by device, stream
+// and cause. It is a total order, so the first k rows are the same however they were found.
+func cmpGroup(a, b Group) int {
+	return cmp.Or(cmp.Compare(roleRank(a.Role), roleRank(b.Role)), cmp.Compare(b.Total, a.Total), cmp.Compare(a.Device, b.Device),
+		cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Cause, b.Cause))
+}
+
+func roleRank(role string) int {
+	if role == "compute" {
+		return 0
+	}
+	return 1
+}
+
+// first reorders gs so that its first k rows are those of Groups' order, in that order, and
+// returns them: a frame orders the rows up to the last it draws, not every row (at 32,768
+// streams sorting them all cost 7 ms a frame).
+func first(gs []Group, k int) []Group {
+	if k >= len(gs) {
+		slices.SortFunc(gs, cmpGroup)
+		return gs
+	}
+	lo, hi := 0, len(gs) // gs[:lo] are among the first k, gs[hi:] are not
+	for hi-lo > 1 {
+		// Quickselect, the pivot the median of the first, middle and last rows.
+		mid := lo + (hi-lo)/2
+		if cmpGroup(gs[mid], gs[lo]) < 0 {
+			gs[mid], gs[lo] = gs[lo], gs[mid]
+		}
+		if cmpGroup(gs[hi-1], gs[lo]) < 0 {
+			gs[hi-1], gs[lo] = gs[lo], gs[hi-1]
+		}
+		if cmpGroup(gs[hi-1], gs[mid]) < 0 {
+			gs[hi-1], gs[mid] = gs[mid], gs[hi-1]
+		}
+		gs[mid], gs[hi-1] = gs[hi-1], gs[mid]
+		p, at := gs[hi-1], lo
+		for i := lo; i < hi-1; i++ {
+			if cmpGroup(gs[i], p) < 0 {
+				gs[i], gs[at] = gs[at], gs[i]
+				at++
+			}
+		}
+		gs[at], gs[hi-1] = gs[hi-1], gs[at] // the pivot, with every row before it less
+		switch {
+		case k <= at:
+			hi = at
+		default:
+			lo = at + 1
+		}
+		if lo >= k || hi <= k {
+			break
+		}
+	}
+	slices.SortFunc(gs[:k], cmpGroup)
+	return gs[:k]
 }
 
 // Model is the idle view.
 type Model struct {
 	widget.Base
+	buf    []Group // the rows of the last frame, reused
 	list   widget.List
 	filter widget.Filter // rows by cause, role, device or stream
 }
@@ -68,9 +124,10 @@ func New(fr *widget.Frame) *Model {
 // Capturing reports whether the filter is being typed.
 func (v *Model) Capturing() bool { return v.filter.Editing() }
 
-// groups is Groups filtered.
+// groups is the rows, filtered, unordered: first orders those a frame draws.
 func (v *Model) groups() []Group {
-	gs := Groups(&v.Fr.Res.StreamIdle)
+	gs := appendGroups(v.buf[:0], &v.Fr.Res.StreamIdle)
+	v.buf = gs
 	if v.filter.Value() == "" {
 		return gs
 	}
@@ -102,7 +159,7 @@ func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 	}
 	if km, ok := msg.(tea.KeyPressMsg); ok && key.Matches(km, k.Select) {
 		groups := v.groups()
-		if sel := v.list.Selected(); sel < len(groups) && groups[sel].GapNs > 0 {
+		if sel := v.list.Selected(); sel < len(groups) && first(groups, sel+1)[sel].GapNs > 0 {
 			g := groups[sel]
 			return v, widget.JumpTo(widget.JumpToMsg{Device: g.Device, Stream: g.Stream, Time: g.GapAt, Dur: g.GapNs})
 		}
@@ -151,6 +208,7 @@ func (v *Model) View() string {
 		h-- // the filter's line
 	}
 	from, to := v.list.Window(len(groups), h-3, y+1)
+	first(groups, to)
 	for i := from; i < to; i++ {
 		g := groups[i]
 		gap := units.Unknown

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/widget"
 	"github.com/xfertop/xfertop/units"
@@ -20,6 +21,7 @@ import (
 // Model is the overview.
 type Model struct {
 	widget.Base
+	tele     teleCache // the telemetry's lines, as last drawn
 	list     widget.List
 	filter   widget.Filter // devices by id, host (h76) or idle cause
 	worst    bool          // devices sorted most idle first, rather than by id
@@ -136,20 +138,13 @@ func (m *Model) View() string {
 		now = "each link now (ended: idle), % of peak"
 	}
 	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; "+now) + "\n")
-	m.writeDevices(&b)
-	m.writeFabric(&b)
-	if len(res.Telemetry) > 0 {
-		b.WriteString(st.Title.Render("GPU telemetry (NVML):"))
-		for _, t := range res.Telemetry {
-			v := func(k string) int64 { m, _ := t.Metrics.Get(k); return m.Latest }
-			fmt.Fprintf(&b, "  gpu%d %d%% %.0fW %d°C PCIe %.1f/%.1f GB/s", t.Device, v("utilization_pct"), float64(v("power_milliwatts"))/1e3,
-				v("temperature_c"), float64(v("pcie_rx_bytes_per_s"))/1e9, float64(v("pcie_tx_bytes_per_s"))/1e9)
-		}
-		b.WriteString("\n")
-	}
+	tele := m.telemetry()
 	if len(res.ProfilerCost) > 0 {
-		b.WriteString(profilerCostLine(res.ProfilerCost) + "\n")
+		tele += profilerCostLine(res.ProfilerCost) + "\n"
 	}
+	m.writeDevices(&b, strings.Count(tele, "\n"))
+	m.writeFabric(&b)
+	b.WriteString(tele)
 	if res.AlertCount > 0 {
 		b.WriteString(st.Alert.Render(fmt.Sprintf("Alerts (%d):", res.AlertCount)) + "\n")
 		for _, a := range res.Alerts[max(0, len(res.Alerts)-3):] {
@@ -182,7 +177,7 @@ type deviceTable struct {
 // writeDevices writes the table of devices, a row each, as many as the height allows and the
 // rest a scroll away; above a screenful of devices on several hosts, a row per host (its most
 // idle GPU's) that enter expands.
-func (m *Model) writeDevices(b *strings.Builder) {
+func (m *Model) writeDevices(b *strings.Builder, below int) {
 	fr, res := m.Fr, m.Fr.Res
 	st := fr.Styles
 	devs := res.Links.Devices
@@ -205,7 +200,7 @@ func (m *Model) writeDevices(b *strings.Builder) {
 	if m.W >= 140 { // wide terminals show each link's GB/s beside its share of peak
 		t.cell = 14
 	}
-	lines := m.H - 5
+	lines := m.H - 5 - below // the lines under the table are its too
 	if m.filter.Shown() {
 		lines-- // the filter's line
 	}
@@ -444,4 +439,77 @@ func profilerCostLine(rows []analysis.ProfilerCost) string {
 	}
 	return fmt.Sprintf("NCCL profiler plugin's cost: %.0f ns/callback (p50 of %d ranks, worst %.0f, rank %d), %s", s.NsPerCallbackP50, s.Ranks,
 		s.NsPerCallbackMax, s.NsWorstRank, share)
+}
+
+// teleCache is the telemetry's lines for one Result's telemetry rows and one width: the rows are
+// shared from frame to frame while no sample arrives.
+type teleCache struct {
+	first *analysis.DeviceTelemetry
+	n, w  int
+	text  string
+}
+
+// teleMetrics are the metrics the overview shows of each GPU's telemetry: report key, heading,
+// scale (a sample / scale is shown) and format.
+var teleMetrics = []struct {
+	key, name string
+	scale     float64
+	format    string
+}{
+	{"utilization_pct", "utilisation %", 1, "%.0f"},
+	{"power_milliwatts", "power W", 1e3, "%.0f"},
+	{"temperature_c", "temperature °C", 1, "%.0f"},
+	{"pcie_rx_bytes_per_s", "PCIe rx GB/s", 1e9, "%.1f"},
+	{"pcie_tx_bytes_per_s", "PCIe tx GB/s", 1e9, "%.1f"},
+}
+
+// telemetry returns the NVML section's lines (each ending in a newline; none without samples):
+// each GPU's latest samples on a line, or above report.SummariseAbove GPUs each metric's spread
+// across them (min, p10, p50, p90, max, as the report's summarised tables) and the least
+// utilised GPUs.
+func (m *Model) telemetry() string {
+	tel := m.Fr.Res.Telemetry
+	if len(tel) == 0 {
+		return ""
+	}
+	if c := &m.tele; c.first == &tel[0] && c.n == len(tel) && c.w == m.W {
+		return c.text
+	}
+	st := m.Fr.Styles
+	var b strings.Builder
+	if len(tel) <= report.SummariseAbove {
+		b.WriteString(st.Title.Render("GPU telemetry (NVML):"))
+		for _, t := range tel {
+			v := func(i int) string { // a metric not sampled is unknown, not 0
+				mt := teleMetrics[i]
+				if s, ok := t.Metrics.Get(mt.key); ok {
+					return fmt.Sprintf(mt.format, float64(s.Latest)/mt.scale)
+				}
+				return units.Unknown
+			}
+			fmt.Fprintf(&b, "  gpu%d %s%% %sW %s°C PCIe %s/%s GB/s", t.Device, v(0), v(1), v(2), v(3), v(4))
+		}
+		b.WriteString("\n")
+	} else {
+		fmt.Fprintf(&b, "%s %-*s%7s%7s%7s%7s%7s%7s\n", st.Title.Render("GPU telemetry (NVML)"), 25, fmt.Sprintf("now, across %d GPUs", len(tel)),
+			"min", "p10", "p50", "p90", "max", "GPUs")
+		for _, mt := range teleMetrics {
+			s := analysis.TelemetrySpread(tel, mt.key, analysis.Latest)
+			if s.N == 0 {
+				continue // no GPU samples it: no row, as the report leaves it out
+			}
+			f := func(v float64) string { return fmt.Sprintf(mt.format, v/mt.scale) }
+			fmt.Fprintf(&b, "  %-44s%7s%7s%7s%7s%7s%7d\n", mt.name, f(s.Min), f(s.P10), f(s.P50), f(s.P90), f(s.Max), s.N)
+		}
+		if worst := analysis.LeastUtilised(tel, report.DefaultTop, analysis.Latest); len(worst) > 0 {
+			line := "  least utilised now:"
+			for _, d := range worst {
+				u, _ := d.Metrics.Get("utilization_pct")
+				line += fmt.Sprintf(" gpu%d %d%%,", d.Device, u.Latest)
+			}
+			b.WriteString(ansi.Truncate(strings.TrimSuffix(line, ","), m.W, "…") + "\n")
+		}
+	}
+	m.tele = teleCache{first: &tel[0], n: len(tel), w: m.W, text: b.String()}
+	return m.tele.text
 }

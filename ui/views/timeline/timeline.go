@@ -28,6 +28,9 @@ type Model struct {
 	cursor    int         // column of the cursor in the plot
 	list      widget.List // the selected row and the first shown
 	collapsed map[int32]bool
+	hostOpen  map[int]bool // hosts the user opened (true) or closed (false)
+	rolled    bool         // as last laid out: hosts not in hostOpen are closed
+	rows      []Row        // as last drawn, reused
 	scratch   strip.Scratch
 	merged    mergedTracks
 }
@@ -43,7 +46,7 @@ type mergedTracks struct {
 
 // New returns the timeline view over fr, following live at 2 ms a column.
 func New(fr *widget.Frame) *Model {
-	return &Model{Base: widget.Base{Fr: fr}, follow: true, nsPerCol: 2_000_000, cursor: -1, collapsed: map[int32]bool{},
+	return &Model{Base: widget.Base{Fr: fr}, follow: true, nsPerCol: 2_000_000, cursor: -1, collapsed: map[int32]bool{}, hostOpen: map[int]bool{},
 		filter: widget.NewFilter("device, host (h76) or stream (s3)")}
 }
 
@@ -59,12 +62,16 @@ func (t *Model) matches(tr *agg.Track) bool {
 	return t.filter.Match(fmt.Sprintf("device %d", tr.Device), fmt.Sprintf("h%d ", int(tr.Device)/t.Fr.Meta.HostGPUs()), fmt.Sprintf("s%d ", tr.Stream))
 }
 
-// Row is a line of the timeline: a device's header or one of its streams.
+// Row is a line of the timeline: a host's heading (on a job of several hosts), a device's heading
+// or one of its streams.
 type Row struct {
-	Device int32
-	Header bool
-	Track  *agg.Track
-	n      int // streams of a collapsed device
+	Device     int32 // the device; a host's heading: its first device shown
+	Host       int
+	HostHeader bool
+	Header     bool // a device's heading
+	Track      *agg.Track
+	n          int // streams under a heading
+	gpus       int // devices under a host's heading
 }
 
 // tracks returns the display state's tracks and, in their order, an empty track for each stream
@@ -103,9 +110,23 @@ func trackBefore(tr *agg.Track, dev int32, stream uint32) bool {
 	return tr.Device < dev || (tr.Device == dev && tr.Stream < stream)
 }
 
-// Rows lists the lines the timeline has now, collapsed devices folded.
-func (t *Model) Rows() []Row {
-	var out []Row
+// grouped reports whether the streams are grouped by host: the job has several.
+func (t *Model) grouped() bool {
+	g := t.Fr.Meta.GPUsPerHost
+	return g > 0 && t.Fr.Meta.Devices > g
+}
+
+// hostOf returns the host of a device.
+func (t *Model) hostOf(d int32) int { return int(d) / t.Fr.Meta.HostGPUs() }
+
+// Rows lists the lines the timeline has now, collapsed hosts and devices folded. Above a
+// screenful of streams on several hosts, the hosts a user has not opened or closed are closed
+// (rolled up, as the overview's devices are): a line a host, enter opens one.
+func (t *Model) Rows() []Row { return t.layout(nil) }
+
+// layout appends the rows to out (View reuses its slice from frame to frame; Rows, for callers
+// that keep them, starts afresh).
+func (t *Model) layout(out []Row) []Row {
 	tracks := t.tracks()
 	if t.filter.Value() != "" {
 		all := tracks
@@ -116,22 +137,58 @@ func (t *Model) Rows() []Row {
 			}
 		}
 	}
+	grouped := t.grouped()
+	devs := 0 // device headings, for the roll-up
 	for i, tr := range tracks {
 		if i == 0 || tracks[i-1].Device != tr.Device {
-			n := 0
-			for _, o := range tracks[i:] {
-				if o.Device != tr.Device {
-					break
-				}
-				n++
-			}
-			out = append(out, Row{Device: tr.Device, Header: true, n: n})
-		}
-		if !t.collapsed[tr.Device] {
-			out = append(out, Row{Device: tr.Device, Track: tr})
+			devs++
 		}
 	}
+	t.rolled = grouped && !t.filter.Shown() && len(tracks)+devs > t.visible()
+	for i := 0; i < len(tracks); {
+		host := t.hostOf(tracks[i].Device)
+		j, gpus := i, 0
+		for j < len(tracks) && t.hostOf(tracks[j].Device) == host {
+			if j == i || tracks[j-1].Device != tracks[j].Device {
+				gpus++
+			}
+			j++
+		}
+		if grouped {
+			out = append(out, Row{Device: tracks[i].Device, Host: host, HostHeader: true, n: j - i, gpus: gpus})
+			if t.HostClosed(host) {
+				i = j
+				continue
+			}
+		}
+		for k := i; k < j; k++ {
+			tr := tracks[k]
+			if k == i || tracks[k-1].Device != tr.Device {
+				n := 0
+				for _, o := range tracks[k:j] {
+					if o.Device != tr.Device {
+						break
+					}
+					n++
+				}
+				out = append(out, Row{Device: tr.Device, Host: host, Header: true, n: n})
+			}
+			if !t.collapsed[tr.Device] {
+				out = append(out, Row{Device: tr.Device, Host: host, Track: tr})
+			}
+		}
+		i = j
+	}
 	return out
+}
+
+// HostClosed reports whether a host's streams are folded under its heading: as the user left it,
+// or rolled up when the user has not opened or closed it.
+func (t *Model) HostClosed(h int) bool {
+	if open, ok := t.hostOpen[h]; ok {
+		return !open
+	}
+	return t.rolled
 }
 
 // Selected returns the selected row's index in Rows.
@@ -154,7 +211,13 @@ func (t *Model) plotW() int { return t.W - LabelW }
 // ShortHelp lists the timeline's keys.
 func (t *Model) ShortHelp() []key.Binding {
 	k := t.Fr.Keys
-	return append([]key.Binding{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, k.Collapse, k.CollapseOthers, k.Up, k.Down}, t.filter.Keys(k)...)
+	sel := k.Select
+	sel.SetHelp("enter", "open/close heading")
+	keys := []key.Binding{k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Left, k.Right, k.Follow, sel, k.Collapse}
+	if t.grouped() { // one host has nothing else to close
+		keys = append(keys, k.CollapseOthers)
+	}
+	return append(append(keys, k.Up, k.Down), t.filter.Keys(k)...)
 }
 
 // FullHelp groups the timeline's keys.
@@ -214,43 +277,128 @@ func (t *Model) key(msg tea.KeyPressMsg) {
 		if !t.follow {
 			t.end = fr.Now
 		}
-	case key.Matches(msg, k.Collapse):
-		rows := t.Rows()
-		if sel := t.list.Selected(); sel < len(rows) {
-			d := rows[sel].Device
-			t.collapsed[d] = !t.collapsed[d]
-		}
+	case key.Matches(msg, k.Collapse, k.Select):
+		t.toggle(key.Matches(msg, k.Select))
 	case key.Matches(msg, k.CollapseOthers):
 		t.onlyHost()
 	}
 }
 
-// onlyHost collapses every device but those of the selected row's host, leaving the selection
-// on its row; when that is already so, it expands every device.
-func (t *Model) onlyHost() {
+// toggle opens or closes the selected heading: a host's or a device's. c on a stream closes its
+// device; enter on a stream does nothing.
+func (t *Model) toggle(enter bool) {
 	rows := t.Rows()
 	sel := t.list.Selected()
 	if sel >= len(rows) {
 		return
 	}
-	gpus := t.Fr.Meta.HostGPUs()
-	host := int(rows[sel].Device) / gpus
-	only := true // is every other host's device collapsed, and this one's open?
+	r := rows[sel]
+	switch {
+	case r.HostHeader:
+		t.hostOpen[r.Host] = t.HostClosed(r.Host)
+	case r.Header:
+		t.collapsed[r.Device] = !t.collapsed[r.Device]
+	case enter:
+		return
+	default:
+		t.collapsed[r.Device] = true
+		r = Row{Device: r.Device, Host: r.Host, Header: true} // the selection goes to its heading
+	}
+	t.reselect(r)
+}
+
+// reselect selects the row that is r (the same heading or stream) in the rows as they are now.
+func (t *Model) reselect(r Row) {
+	for i, o := range t.Rows() {
+		same := o.HostHeader == r.HostHeader && o.Header == r.Header && o.Host == r.Host && o.Track == r.Track
+		if same && (o.HostHeader || o.Device == r.Device) {
+			t.list.Select(i)
+			return
+		}
+	}
+}
+
+// onlyHost closes every host but the selected row's, and opens that one, leaving the selection
+// on its row; when that is already so, it opens every host.
+func (t *Model) onlyHost() {
+	rows := t.Rows()
+	sel := t.list.Selected()
+	if sel >= len(rows) || !t.grouped() {
+		return
+	}
+	host := rows[sel].Host
+	only := true // is every other host closed, and this one open?
 	for _, r := range rows {
-		if r.Header && (int(r.Device)/gpus == host) == t.collapsed[r.Device] {
+		if r.HostHeader && (r.Host == host) == t.HostClosed(r.Host) {
 			only = false
 		}
 	}
 	for _, r := range rows {
-		if r.Header {
-			t.collapsed[r.Device] = !only && int(r.Device)/gpus != host
+		if r.HostHeader {
+			t.hostOpen[r.Host] = only || r.Host == host
 		}
 	}
-	for i, r := range t.Rows() { // the selected row moved: find it again
-		if r.Device == rows[sel].Device && r.Header == rows[sel].Header && r.Track == rows[sel].Track {
-			t.list.Select(i)
+	t.reselect(rows[sel])
+}
+
+// ShowDevice selects a device's heading, opening it and its host, and keeps the time shown (:rank
+// N). It reports false when the device has no stream in the timeline.
+func (t *Model) ShowDevice(d int32) bool {
+	t.filter.Clear()
+	t.collapsed[d] = false
+	t.hostOpen[t.hostOf(d)] = true
+	host := 0 // the row of its host's heading
+	for i, r := range t.Rows() {
+		if r.HostHeader && r.Host == t.hostOf(d) {
+			host = i
+		}
+		if r.Header && r.Device == d {
+			// Its streams under it in sight, and above it its host's heading where that is near,
+			// or else a third of the screen of its host's other GPUs.
+			t.list.SelectFrom(i, max(host, i-t.visible()/3))
+			return true
 		}
 	}
+	return false
+}
+
+// heading is a host's or a device's heading: ▾ open, ▸ closed (and what it holds).
+func (t *Model) heading(r Row, grouped bool) string {
+	if r.HostHeader {
+		mark := "▾"
+		if t.HostClosed(r.Host) {
+			mark = "▸"
+		}
+		return fmt.Sprintf("%s host %d · %s on %s", mark, r.Host, plural(r.n, "stream"), plural(r.gpus, "GPU"))
+	}
+	mark, indent := "▾", ""
+	if t.collapsed[r.Device] {
+		mark = "▸"
+	}
+	if grouped {
+		indent = "  "
+	}
+	lbl := fmt.Sprintf("%s%s device %d", indent, mark, r.Device)
+	if t.collapsed[r.Device] {
+		lbl += " (" + plural(r.n, "stream") + ")"
+	}
+	return lbl
+}
+
+// hostDetail is the line under the rows while a host's heading is selected.
+func (t *Model) hostDetail(r Row) string {
+	verb := "closes"
+	if t.HostClosed(r.Host) {
+		verb = "opens"
+	}
+	return fmt.Sprintf("host %d: enter %s its %s on %s; C shows only this host", r.Host, verb, plural(r.n, "stream"), plural(r.gpus, "GPU"))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // CursorAt returns the time at the start of the cursor's column.
@@ -296,8 +444,9 @@ func (t *Model) jump(j widget.JumpToMsg) {
 	t0 := t.right() - int64(plotW)*t.nsPerCol
 	t.cursor = int(min(max((j.Time+j.Dur/2-t0)/t.nsPerCol, 0), int64(plotW-1)))
 	t.collapsed[j.Device] = false
+	t.hostOpen[t.hostOf(j.Device)] = true
 	for i, r := range t.Rows() {
-		if !r.Header && r.Track.Device == j.Device && r.Track.Stream == j.Stream {
+		if r.Track != nil && r.Track.Device == j.Device && r.Track.Stream == j.Stream {
 			t.list.Select(i)
 		}
 		if j.Stream == 0 && r.Header && r.Device == j.Device {
@@ -329,27 +478,21 @@ func (t *Model) View() string {
 	}
 	pad := w - len([]rune(ruler)) - len([]rune(endLbl))
 	b.WriteString(st.Muted.Render(ruler+strings.Repeat(" ", max(pad, 1))+endLbl) + "\n")
-	rows := t.Rows()
+	t.rows = t.layout(t.rows[:0])
+	rows, grouped := t.rows, t.grouped()
 	from, to := t.list.Window(len(rows), t.visible(), 1)
 	var detail string
 	anyCapt := false // a captured region is on screen: the legend says what the underline means
 	for i := from; i < to; i++ {
 		r := rows[i]
 		sel := i == t.list.Selected()
-		if r.Header {
-			mark := "▾"
-			if t.collapsed[r.Device] {
-				mark = "▸"
-			}
-			lbl := fmt.Sprintf("%s device %d", mark, r.Device)
-			if t.collapsed[r.Device] {
-				lbl += fmt.Sprintf(" (%d streams)", r.n)
-			}
-			if g := fr.Meta.GPUsPerHost; g > 0 && fr.Meta.Devices > g { // which host, on a job of several
-				lbl += fmt.Sprintf(" · host %d", int(r.Device)/g)
-			}
+		if r.HostHeader || r.Header {
+			lbl := t.heading(r, grouped)
 			if sel {
 				lbl = st.Selected.Render(lbl)
+				if r.HostHeader {
+					detail = st.Muted.Render(t.hostDetail(r))
+				}
 			}
 			b.WriteString(st.Title.Render(lbl) + "\n")
 			continue
@@ -359,7 +502,11 @@ func (t *Model) View() string {
 		if tr.Priority < 0 {
 			prio = " hi"
 		}
-		lbl := fmt.Sprintf("%-*s", LabelW, fmt.Sprintf("  s%d%s", tr.Stream, prio))
+		indent := "  "
+		if grouped {
+			indent = "    " // under its host's heading and its device's
+		}
+		lbl := fmt.Sprintf("%-*s", LabelW, fmt.Sprintf("%ss%d%s", indent, tr.Stream, prio))
 		c := -1
 		if sel {
 			lbl, c = st.Selected.Render(lbl), cur
