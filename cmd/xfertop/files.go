@@ -14,6 +14,7 @@ import (
 
 	"github.com/xfertop/xfertop/importers"
 	"github.com/xfertop/xfertop/importers/chrome"
+	"github.com/xfertop/xfertop/importers/flightrecorder"
 	"github.com/xfertop/xfertop/importers/inspector"
 	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/recordings"
@@ -158,6 +159,11 @@ func rankInputs(paths []string) ([]string, error) {
 			files, err := filepath.Glob(filepath.Join(p, "*.xfr"))
 			if err != nil {
 				return nil, failure(err)
+			}
+			if len(files) == 0 && flightrecorder.IsDir(p) { // PyTorch Flight Recorder's per-rank dumps
+				if files, err = flightrecorder.Expand([]string{p}); err != nil {
+					return nil, usageError("%v", err)
+				}
 			}
 			if len(files) == 0 && inspector.IsDir(p) { // NCCL Inspector's per-process logs
 				if files, err = inspector.Expand([]string{p}); err != nil {
