@@ -27,9 +27,12 @@ func (d *Diagnosis) addSourced(e *timeline.Event) {
 // sourcedFindings turns the alerts with a cause into findings: the source watched the rank and
 // says what is wrong with it (NCCL RAS), so the verdict is its statement, kind by cause, with its
 // message as the evidence. The ranks behind in a count mismatch have not entered the collective
-// the others are in: a hang, its culprit the first of them.
+// the others are in: a hang, its culprit the first of them. A rank told dead twice (RAS's monitor
+// says so at once, its status per communicator) is one finding, the communicator's, from the
+// first telling.
 func (d *Diagnosis) sourcedFindings(labels timeline.Labels) []Finding {
 	out := make([]Finding, 0, len(d.sourced))
+	dead := map[int32]int{} // rank → its dead-rank finding in out
 	for i := range d.sourced {
 		e := &d.sourced[i]
 		f := Finding{Rank: e.Device, Host: -1, Link: -1, Onset: e.Start, At: e.End, Step: d.step, Comm: e.Comm, Confidence: 1}
@@ -55,6 +58,18 @@ func (d *Diagnosis) sourcedFindings(labels timeline.Labels) []Finding {
 		}
 		if labels != nil {
 			f.Evidence = labels.Lookup(e.Label)
+		}
+		if f.Kind == DeadRank && f.Rank >= 0 {
+			if i, ok := dead[f.Rank]; ok {
+				g := &out[i]
+				onset := min(g.Onset, f.Onset)
+				if g.Comm == 0 && f.Comm != 0 {
+					*g = f
+				}
+				g.Onset = onset
+				continue
+			}
+			dead[f.Rank] = len(out)
 		}
 		out = append(out, f)
 	}
