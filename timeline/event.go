@@ -209,24 +209,27 @@ const (
 	AlertCommIncomplete uint8 = 5 // a communicator fewer ranks are known in than its size
 )
 
-// SeqOpFlag marks an Op that names a collective by its sequence number on its communicator
-// (SeqOp): a source that numbers collectives per communicator (PyTorch's Flight Recorder) gives
-// every rank's part the same op, and the diagnosis matches ranks by it.
-const SeqOpFlag uint64 = 1 << 63
+// AuxSeqOp, set in the Aux of a collective, send, recv or mark, says its Op was made by SeqOp: a
+// source that numbers collectives per communicator (PyTorch's Flight Recorder) gives every rank's
+// part the same op, and the diagnosis matches ranks by it. Other sources' ops are ids of any bits
+// (the NCCL plugin's are hashes), so the mark is in Aux, not in the op. The other bits of Aux keep
+// their meaning (a collective's PackNCCL uses bits 0-15).
+const AuxSeqOp uint32 = 1 << 30
 
-// SeqOp is the op id of sequence number seq on communicator comm: the flag, the communicator in
+// SeqOp is the op id of sequence number seq on communicator comm: bit 63 set, the communicator in
 // bits 40-62, the sequence number in bits 0-39. Seq 0 names no collective: a KindMark with it
 // says its device is a member of the communicator.
 func SeqOp(comm uint32, seq uint64) uint64 {
-	return SeqOpFlag | uint64(comm&(1<<23-1))<<40 | seq&(1<<40-1)
+	return 1<<63 | uint64(comm&(1<<23-1))<<40 | seq&(1<<40-1)
 }
 
-// OpSeq returns the sequence number an Op made by SeqOp carries; false for any other op.
-func OpSeq(op uint64) (uint64, bool) {
-	if op&SeqOpFlag == 0 {
+// OpSeq returns the sequence number of an event whose Op was made by SeqOp (AuxSeqOp set);
+// false for any other.
+func (e *Event) OpSeq() (uint64, bool) {
+	if e.Aux&AuxSeqOp == 0 {
 		return 0, false
 	}
-	return op & (1<<40 - 1), true
+	return e.Op & (1<<40 - 1), true
 }
 
 // NoDevice marks a Device or Peer field that names no device.

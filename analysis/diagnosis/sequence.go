@@ -18,7 +18,8 @@ const (
 )
 
 // seqs matches the ranks of each communicator by the sequence numbers their collectives carry
-// (timeline.SeqOp: PyTorch's Flight Recorder numbers a process group's collectives), as
+// (timeline.SeqOp, marked by timeline.AuxSeqOp: PyTorch's Flight Recorder numbers a process
+// group's collectives), as
 // fr_trace does: the first sequence number some member has not completed is where they diverge;
 // the members that never entered it are behind, and what each of them waits in instead (its
 // oldest unfinished op anywhere) says why. Ranks that entered one sequence number with different
@@ -84,7 +85,7 @@ func newSeqs() *seqs { return &seqs{comms: map[uint32]*seqComm{}, waits: map[int
 // add folds an event whose Op is a sequence number (a collective, a send or receive, or a
 // membership mark with sequence number 0).
 func (s *seqs) add(e *timeline.Event) {
-	seq64, ok := timeline.OpSeq(e.Op)
+	seq64, ok := e.OpSeq()
 	if !ok || e.Comm == 0 || e.Device < 0 || e.Device >= maxRanks {
 		return
 	}
@@ -259,8 +260,22 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 			frontier = f
 		}
 	}
-	var entered, missing, waiting []int32
+	// Sequence numbers are consecutive on a communicator, but a ring that overwrote entries, or a
+	// source that skips, may leave a gap: the divergence is at the first one a member entered.
 	var sub uint8
+	if frontier >= 0 {
+		next := int64(-1)
+		for i := range c.sigs {
+			sg := &c.sigs[i]
+			if sg.agree > 0 && sg.idx == 0 && sg.seq >= frontier && (next < 0 || sg.seq < next) {
+				next, sub = sg.seq, sg.sub
+			}
+		}
+		if next >= 0 {
+			frontier = next
+		}
+	}
+	var entered, missing, waiting []int32
 	var onset, at, severity int64
 	onset = -1
 	for _, d := range members {
@@ -282,12 +297,6 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 	}
 	if frontier < 0 || len(entered) == 0 || (len(missing) == 0 && len(waiting) == 0) || frontier == mmSeq {
 		return Finding{}, false // nobody diverged here, or the mismatch finding says why
-	}
-	if len(waiting) == 0 {
-		slot := &c.sigs[(frontier*8)%sigSlots]
-		if slot.seq == frontier {
-			sub = slot.sub
-		}
 	}
 	unseen := max(c.size-len(members), 0)
 	f := Finding{Kind: Hang, Rank: -1, Host: -1, Link: -1, Comm: id, Seq: int(frontier), Coll: timeline.CollOp(sub),

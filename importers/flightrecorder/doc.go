@@ -10,7 +10,8 @@
 // translated from the group's rank to the job's); the process group is the communicator (one per
 // name and set of ranks, as fr_trace's pg_guid) and the event's stream; Bytes are the larger of
 // the input and output tensors' elements × dtype size; Op is the collective's sequence number on
-// its group (timeline.SeqOp), the same on every rank, so the diagnosis can match ranks by it.
+// its group (timeline.SeqOp, marked by timeline.AuxSeqOp), the same on every rank, so the
+// diagnosis can match ranks by it.
 // An entry that had not completed when the rank dumped (scheduled or started) is
 // timeline.StatusPending, lasting until the last time its rank's dump knows of. Times are the
 // entry's creation and when the watchdog saw it start and complete; duration_ms, when timing was

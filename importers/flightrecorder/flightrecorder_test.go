@@ -36,7 +36,7 @@ func TestHangDump(t *testing.T) {
 		if e.Kind != timeline.KindCollective {
 			continue
 		}
-		seq, ok := timeline.OpSeq(e.Op)
+		seq, ok := e.OpSeq()
 		if !ok {
 			t.Fatalf("op %x carries no sequence number", e.Op)
 		}

@@ -187,7 +187,7 @@ func (st *state) rankEvents(d *dump, first int64, timed bool, strs *timeline.Str
 		}
 		comm, pg := st.pg(d, n, pc.desc)
 		out = append(out, timeline.Event{Kind: timeline.KindMark, Device: rank, Peer: timeline.NoDevice, Queued: -1, Comm: comm,
-			Ranks: uint16(min(len(pg.ranks), 1<<16-1)), Op: timeline.SeqOp(comm, 0), Label: strs.ID(pgLabel(pg))})
+			Ranks: uint16(min(len(pg.ranks), 1<<16-1)), Op: timeline.SeqOp(comm, 0), Aux: timeline.AuxSeqOp, Label: strs.ID(pgLabel(pg))})
 	}
 	var last int64 // the last time this rank's dump knows of: when its unfinished ops were seen unfinished
 	for i := range d.entries {
@@ -232,7 +232,7 @@ func (st *state) event(d *dump, e *entry, timed bool, last int64, strs *timeline
 		st.ends++
 		return timeline.Event{}, false
 	}
-	ev := timeline.Event{Device: int32(d.rank), Peer: timeline.NoDevice, Comm: comm, Stream: comm, Queued: -1,
+	ev := timeline.Event{Device: int32(d.rank), Peer: timeline.NoDevice, Comm: comm, Stream: comm, Queued: -1, Aux: timeline.AuxSeqOp,
 		Ranks: uint16(min(len(pg.ranks), 1<<16-1)), Bytes: max(tensorBytes(e.inSizes, e.inTypes), tensorBytes(e.outSizes, e.outTypes))}
 	switch typ {
 	case "send", "recv":
