@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -352,4 +353,41 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("%d events of %d bytes", len(im.Events), len(b))
 		}
 	})
+}
+
+// TestSendRecv: a send's and a receive's peers are their group ranks turned into job ranks, and
+// the pair shares one op (their p2p sequence number on the group).
+func TestSendRecv(t *testing.T) {
+	dir := t.TempDir()
+	for r, name := range map[int]string{2: "nccl:send 0->1", 3: "nccl:recv 1<-0"} {
+		doc := fmt.Sprintf(`{"version": "2.10", "pg_config": {"4": {"name": "4", "desc": "pp", "ranks": "[2, 3]"}},
+			"entries": [{"record_id": 0, "process_group": ["4", "pp"], "collective_seq_id": 0, "p2p_seq_id": 1, "profiling_name": %q,
+			"time_created_ns": 1764230400000000000, "time_discovered_started_ns": 0, "time_discovered_completed_ns": 0,
+			"input_sizes": [[1024]], "input_dtypes": ["BFloat16"], "output_sizes": [[1024]], "output_dtypes": ["BFloat16"], "state": "started", "is_p2p": true}]}`, name)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("nccl_trace_rank_%d", r)), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	im, err := ReadFiles([]string{dir}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []uint64
+	for _, e := range im.Events {
+		switch e.Kind {
+		case timeline.KindSend:
+			if e.Device != 2 || e.Peer != 3 || e.Bytes != 2048 || e.Status != timeline.StatusPending {
+				t.Errorf("send: device %d peer %d bytes %d status %d; want 2 → 3, 2 KiB, pending", e.Device, e.Peer, e.Bytes, e.Status)
+			}
+			ops = append(ops, e.Op)
+		case timeline.KindRecv:
+			if e.Device != 3 || e.Peer != 2 {
+				t.Errorf("recv: device %d peer %d; want 3 ← 2", e.Device, e.Peer)
+			}
+			ops = append(ops, e.Op)
+		}
+	}
+	if len(ops) != 2 || ops[0] != ops[1] {
+		t.Errorf("ops %x; want the send's and the receive's the same", ops)
+	}
 }
