@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/xfertop/xfertop/importers/flightrecorder"
 	"github.com/xfertop/xfertop/importers/inspector"
 	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/importers/nsys"
@@ -22,12 +23,13 @@ type Format uint8
 
 // Formats xfertop reads.
 const (
-	FormatUnknown   Format = iota
-	FormatRecording        // xfertop's own .xfr
-	FormatTrace            // Chrome trace JSON: the PyTorch profiler's (Kineto), xfertop's export, any tool's
-	FormatNsys             // the SQLite export of an Nsight Systems capture
-	FormatInspector        // NCCL Inspector's JSON-lines logs or Prometheus dumps (a file or their directory)
-	FormatRAS              // `ncclras -f json`: a job's communicators and their missing, dead or mismatched ranks
+	FormatUnknown        Format = iota
+	FormatRecording             // xfertop's own .xfr
+	FormatTrace                 // Chrome trace JSON: the PyTorch profiler's (Kineto), xfertop's export, any tool's
+	FormatNsys                  // the SQLite export of an Nsight Systems capture
+	FormatInspector             // NCCL Inspector's JSON-lines logs or Prometheus dumps (a file or their directory)
+	FormatRAS                   // `ncclras -f json`: a job's communicators and their missing, dead or mismatched ranks
+	FormatFlightRecorder        // PyTorch's Flight Recorder dumps (pickle or JSON; a file per rank, or their directory)
 )
 
 // String names the format for messages.
@@ -43,6 +45,8 @@ func (f Format) String() string {
 		return "NCCL Inspector log"
 	case FormatRAS:
 		return "NCCL RAS report (ncclras -f json)"
+	case FormatFlightRecorder:
+		return "PyTorch Flight Recorder dump"
 	}
 	return "unknown"
 }
@@ -63,6 +67,9 @@ var ErrEmpty = errors.New("the file is empty (0 bytes)")
 
 // Detect tells the format of the file at path from its first bytes and its name (DetectBytes).
 func Detect(path string) (Format, error) {
+	if flightrecorder.IsDir(path) {
+		return FormatFlightRecorder, nil
+	}
 	if inspector.IsDir(path) {
 		return FormatInspector, nil
 	}
@@ -100,6 +107,8 @@ func DetectBytes(name string, head []byte) (Format, error) {
 		return FormatNsys, nil
 	case ras.Sniff(head):
 		return FormatRAS, nil
+	case flightrecorder.Sniff(head): // a pickle, or JSON naming a dump's fields
+		return FormatFlightRecorder, nil
 	case inspector.Sniff(head) != inspector.NotInspector: // before JSON and gzip: its logs are both
 		return FormatInspector, nil
 	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b: // gzip: a compressed trace
@@ -181,6 +190,9 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 func read(paths []string, format Format, opts Options) (*kineto.Imported, error) {
 	if format == FormatRAS {
 		return ras.ReadFiles(paths)
+	}
+	if format == FormatFlightRecorder {
+		return flightrecorder.ReadFiles(paths, flightrecorder.Options{Context: opts.Context, Progress: opts.Progress})
 	}
 	if format == FormatInspector {
 		return inspector.ReadFiles(paths, inspectorOptions(opts))

@@ -48,6 +48,9 @@ func TestDetect(t *testing.T) {
 		{"dump.log", `{"coll_perf":{"coll":"AllReduce"}}`, FormatInspector, nil},
 		{"m.prom", "# HELP nccl_bus_bandwidth_gbs x\n", FormatInspector, nil},
 		{"ras.json", "{\n  \"nccl_version\": \"2.28.7\",\n  \"cuda_runtime_version\": 12090,\n  \"communicators\": [", FormatRAS, nil},
+		// PyTorch's Flight Recorder: a pickle (torch's protocol 2), or JSON naming a dump's fields.
+		{"nccl_trace_rank_0", "\x80\x02}q\x00(X\x07\x00\x00\x00version", FormatFlightRecorder, nil},
+		{"fr_rank_1.json", "{\n \"comm_lib_version\": \"2.27.5\",\n \"entries\": [", FormatFlightRecorder, nil},
 	} {
 		got, err := DetectBytes(tc.name, []byte(tc.head))
 		if got != tc.want || !errors.Is(err, tc.err) {

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/importers/flightrecorder"
 	"github.com/xfertop/xfertop/importers/inspector"
 	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/importers/nsys"
@@ -71,6 +72,9 @@ func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	if format == FormatRAS {
 		return streamRAS(paths, opts, sink)
 	}
+	if format == FormatFlightRecorder {
+		return streamFlightRecorder(paths, opts, sink)
+	}
 	return streamTraces(paths, opts, sink)
 }
 
@@ -119,6 +123,25 @@ func streamInspector(paths []string, opts Options, sink Sink) (*Result, error) {
 	res := &Result{Format: FormatInspector, Importer: inspector.Format}
 	im, err := inspector.Stream(paths, inspectorOptions(opts), func(im *kineto.Imported) error {
 		return sink.Begin(&Header{Format: FormatInspector, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
+	}, func(batch []timeline.Event) error {
+		if err := sink.Events(batch); err != nil {
+			return err
+		}
+		res.Events += len(batch)
+		return nil
+	})
+	if im != nil {
+		res.Warnings = im.Warnings
+	}
+	return res, err
+}
+
+// streamFlightRecorder imports Flight Recorder dumps into sink, batch by batch in start order.
+func streamFlightRecorder(paths []string, opts Options, sink Sink) (*Result, error) {
+	res := &Result{Format: FormatFlightRecorder, Importer: flightrecorder.Format}
+	fopts := flightrecorder.Options{Context: opts.Context, Progress: opts.Progress}
+	im, err := flightrecorder.Stream(paths, fopts, func(im *kineto.Imported) error {
+		return sink.Begin(&Header{Format: FormatFlightRecorder, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
 	}, func(batch []timeline.Event) error {
 		if err := sink.Events(batch); err != nil {
 			return err

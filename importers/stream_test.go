@@ -229,3 +229,25 @@ func pairsOf(m timeline.Meta) map[string]string {
 	}
 	return out
 }
+
+// TestStreamFlightRecorder: a directory of Flight Recorder dumps is told as one and streamed as
+// its importer reads it; a dump file alone is told by its content.
+func TestStreamFlightRecorder(t *testing.T) {
+	dir := filepath.Join("flightrecorder", "testdata", "hang")
+	for _, p := range []string{dir, filepath.Join(dir, "nccl_trace_rank_2")} {
+		if f, err := Detect(p); f != FormatFlightRecorder || err != nil {
+			t.Fatalf("Detect(%s) = %v, %v; want %v", p, f, err, FormatFlightRecorder)
+		}
+	}
+	var got Collect
+	res, err := Stream([]string{dir}, Options{Writer: "w"}, &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Format != FormatFlightRecorder || res.Importer != "flight-recorder" || res.Events != 27 || len(got.All) != 27 {
+		t.Fatalf("format %v (%s), %d events; want a Flight Recorder import of 27", res.Format, res.Importer, res.Events)
+	}
+	if m := got.Header.Meta; m.Devices != 4 || m.Backend != "flight-recorder" || m.Extra["comm.1"] == "" {
+		t.Errorf("meta %+v: want 4 devices from flight-recorder, its process groups named", m)
+	}
+}

@@ -11,7 +11,7 @@ import (
 
 // Finding is one of the diagnosis's verdicts as the report shows it (analysis/diagnosis).
 type Finding struct {
-	Kind    string `json:"kind"`    // slow link, slow GPU, slow host, hang, missing rank
+	Kind    string `json:"kind"`    // slow link, slow GPU, slow host, hang, missing rank, mismatch, dead rank, rank error
 	Culprit string `json:"culprit"` // in words: "host 37 GPU 3 NIC"
 	// Rank and Host are the culprit's; null when not known (a link the events cannot place).
 	Rank       *int32  `json:"rank"`
@@ -52,7 +52,7 @@ func findings(fs []diagnosis.Finding, gph int) []Finding {
 				x.Link = "unknown"
 			}
 		}
-		if f.Kind == diagnosis.Hang || f.Kind == diagnosis.MissingRank {
+		if f.Kind == diagnosis.Hang || f.Kind == diagnosis.MissingRank || f.Kind == diagnosis.Mismatch {
 			if f.Coll != 0 {
 				x.Coll = f.Coll.String()
 			}

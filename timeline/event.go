@@ -198,7 +198,45 @@ const (
 	StatusCanceled uint8 = 3 // the run was cancelled before it completed
 	StatusLRU      uint8 = 4 // comm eviction: least recently used
 	StatusFaulted  uint8 = 5 // comm eviction: the communicator reported an error
+	// StatusPending: the op had not completed when its source last saw it (a Flight Recorder
+	// dump's scheduled or started collective). Its End is the last time the source knew of, not
+	// the op's end; analyses that measure ops leave it out, the diagnosis counts it as entered.
+	StatusPending uint8 = 6
 )
+
+// Alert causes: the Sub of a KindAlert a source raises about a rank or communicator it watched
+// (NCCL RAS), which the diagnosis turns into a finding of the matching kind. 0 is a watchdog's or
+// an error's alert without a cause.
+const (
+	AlertRankDead       uint8 = 1 // a rank RAS considers dead (no keep-alive)
+	AlertRankMissing    uint8 = 2 // a rank that did not answer (unresponsive, or never joined)
+	AlertCountMismatch  uint8 = 3 // ranks whose collective counts are behind their peers'
+	AlertRankError      uint8 = 4 // a rank reporting an error, an abort or a failed init
+	AlertCommIncomplete uint8 = 5 // a communicator fewer ranks are known in than its size
+)
+
+// AuxSeqOp, set in the Aux of a collective, send, recv or mark, says its Op was made by SeqOp: a
+// source that numbers collectives per communicator (PyTorch's Flight Recorder) gives every rank's
+// part the same op, and the diagnosis matches ranks by it. Other sources' ops are ids of any bits
+// (the NCCL plugin's are hashes), so the mark is in Aux, not in the op. The other bits of Aux keep
+// their meaning (a collective's PackNCCL uses bits 0-15).
+const AuxSeqOp uint32 = 1 << 30
+
+// SeqOp is the op id of sequence number seq on communicator comm: bit 63 set, the communicator in
+// bits 40-62, the sequence number in bits 0-39. Seq 0 names no collective: a KindMark with it
+// says its device is a member of the communicator.
+func SeqOp(comm uint32, seq uint64) uint64 {
+	return 1<<63 | uint64(comm&(1<<23-1))<<40 | seq&(1<<40-1)
+}
+
+// OpSeq returns the sequence number of an event whose Op was made by SeqOp (AuxSeqOp set);
+// false for any other.
+func (e *Event) OpSeq() (uint64, bool) {
+	if e.Aux&AuxSeqOp == 0 {
+		return 0, false
+	}
+	return e.Op & (1<<40 - 1), true
+}
 
 // NoDevice marks a Device or Peer field that names no device.
 const NoDevice int32 = -1

@@ -68,6 +68,12 @@ type Diagnosis struct {
 	timedOut map[int32]bool
 	alerted  bool
 	alertAt  int64
+
+	// seq matches ranks by the sequence numbers of their collectives (sequence.go).
+	seq *seqs
+	// sourced are the alerts a source raised with a cause (timeline.AlertRankDead, …), one per
+	// cause, rank, communicator and message: made findings at Result.
+	sourced []timeline.Event
 }
 
 type rankAcc struct {
@@ -116,7 +122,7 @@ type commInfo struct {
 // New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
 func New(gpusPerHost int) *Diagnosis {
 	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
-		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, timedOut: map[int32]bool{}, stepStart: -1}
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs()}
 }
 
 func (d *Diagnosis) hostOf(dev int32) int32 {
@@ -160,6 +166,10 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 			d.addKernel(e)
 		}
 	case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
+		d.seq.add(e)
+		if e.Status == timeline.StatusPending {
+			return // not completed when its source last saw it: entered, but no measure of anything
+		}
 		if e.Status == timeline.StatusTimeout {
 			if e.Device >= 0 && len(d.timedOut) < maxRanks {
 				d.timedOut[e.Device] = true
@@ -190,7 +200,13 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 		d.join(e)
 	case timeline.KindCommHit:
 		d.join(e)
+	case timeline.KindMark:
+		d.seq.add(e)
 	case timeline.KindAlert:
+		if e.Sub != 0 {
+			d.addSourced(e)
+			return
+		}
 		if e.Status == timeline.StatusTimeout && len(d.alerts) < maxAlerts {
 			d.alerts = append(d.alerts, *e)
 			// The waits the watchdog ends are reported right after it, ending at its time.
@@ -376,6 +392,8 @@ func (d *Diagnosis) Result(labels timeline.Labels) []Finding {
 	}
 	d.alerts = d.alerts[:0]
 	out := append([]Finding(nil), d.findings...)
+	out = append(out, d.seq.findings(labels, d.hostOf)...)
+	out = append(out, d.sourcedFindings(labels)...)
 	sortFindings(out)
 	return out
 }

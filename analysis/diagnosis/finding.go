@@ -25,10 +25,14 @@ const (
 	SlowGPU                     // a GPU's kernels take longer than the same kernels on its peers
 	SlowHost                    // a host launches its work later than its peers (CPU contention)
 	Hang                        // a collective some ranks never entered
-	MissingRank                 // a rank that never joined its communicator
+	MissingRank                 // a rank that never joined its communicator, or stopped answering
+	Mismatch                    // ranks entered one collective (by sequence number) with different ops or sizes
+	DeadRank                    // a rank its peers consider dead (NCCL RAS: no keep-alive)
+	RankError                   // a rank reporting an error, an abort or a failed init (NCCL RAS)
 )
 
-var kindNames = [...]string{SlowLink: "slow link", SlowGPU: "slow GPU", SlowHost: "slow host", Hang: "hang", MissingRank: "missing rank"}
+var kindNames = [...]string{SlowLink: "slow link", SlowGPU: "slow GPU", SlowHost: "slow host", Hang: "hang", MissingRank: "missing rank",
+	Mismatch: "mismatch", DeadRank: "dead rank", RankError: "rank error"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/attach"
+	"github.com/xfertop/xfertop/importers/ras"
 	"github.com/xfertop/xfertop/join"
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings"
@@ -38,12 +39,14 @@ type attachOpts struct {
 	console  consoleOpts
 	export   *otel.Config // --otlp: the job's events exported as run and replay export theirs
 	otlp     otlpFlags
+	ras      string        // --ras: the job's NCCL RAS port, polled
+	rasEvery time.Duration // --ras-interval
 }
 
 func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop attach", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	setUsage(fs, "xfertop attach [--socket PATH|tcp:HOST:PORT] [--headless [--json]] [--record FILE] [--hang-timeout D] [--otlp ENDPOINT]")
+	setUsage(fs, "xfertop attach [--socket PATH|tcp:HOST:PORT] [--headless [--json]] [--record FILE] [--hang-timeout D] [--otlp ENDPOINT] [--ras HOST:PORT]")
 	var o attachOpts
 	var otlp otlpFlags
 	otlp.register(fs)
@@ -57,6 +60,8 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&o.linger, "linger", time.Second, "headless: the job has ended when no rank has been connected for this long")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
 	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory")
+	fs.StringVar(&o.ras, "ras", "", "also poll the job's NCCL RAS port, HOST:PORT (NCCL_RAS_ADDR; "+ras.DefaultAddr+" by default): dead, missing and stuck ranks as findings")
+	fs.DurationVar(&o.rasEvery, "ras-interval", ras.DefaultInterval, "how often --ras asks for the job's state (its monitor mode, where NCCL has it, tells a dead peer at once)")
 	if err := parseFlags(fs, args); err != nil {
 		return flagError(fs, err, stdout)
 	}
@@ -65,6 +70,11 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))
+	}
+	if o.ras != "" {
+		if err := checkRASAddr(o.ras); err != nil {
+			return usageError("%v", err)
+		}
 	}
 	if *sock == "" {
 		*sock = os.Getenv(attach.EnvAttach)
@@ -151,7 +161,13 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 		exp = x
 		sinks = append(sinks, exp)
 	}
-	srv, err := attach.Start(ctx, attach.Config{Addr: o.addr, HangTimeout: o.hang, Strings: strs, Epoch: meta.EpochUnixNs}, sinks...)
+	cfg := attach.Config{Addr: o.addr, HangTimeout: o.hang, Strings: strs, Epoch: meta.EpochUnixNs}
+	var mux *rasMux
+	if o.ras != "" { // the RAS poller's events join the ranks' through one door (attachras.go)
+		mux = &rasMux{sinks: sinks, strs: strs, server: timeline.NewStrings()}
+		cfg.Strings, sinks = mux.server, []timeline.Sink{mux}
+	}
+	srv, err := attach.Start(ctx, cfg, sinks...)
 	if err != nil {
 		if rec != nil {
 			_ = rec.Close(nil)
@@ -162,11 +178,16 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 		return usageError("%v", err)
 	}
 	waiting := fmt.Sprintf("waiting for NCCL ranks on %s… start your job with: %s", o.addr, pasteLine(o.addr))
+	stopRAS := func() {}
+	if mux != nil {
+		stopRAS = startRAS(ctx, o.ras, o.rasEvery, meta.EpochUnixNs, mux)
+	}
 	var cerr error
 	told := map[int]rankTold{}
 	if o.headless {
 		fmt.Fprintf(stderr, "xfertop attach: %s\n", waiting)
 		waitForJob(ctx, srv, o.linger, told, stderr)
+		stopRAS()
 		srv.Close()
 		tellRanks(srv, told, stderr) // what the last connections said as they ended
 	} else {
@@ -176,6 +197,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 		if err := runConsole(ctx, src, o.console); err != nil && ctx.Err() == nil {
 			cerr = failure(fmt.Errorf("console: %w", err))
 		}
+		stopRAS()
 		srv.Close()
 	}
 	if rec != nil {

@@ -70,17 +70,19 @@ func compareConsole(ctx context.Context, d compare.Data) error {
 	return nil
 }
 
-// fileReport analyses one recording or trace file, as analyze does; also get its events.
+// fileReport analyses one recording or trace file, or a directory of one job's per-rank files
+// (recordings, NCCL Inspector logs, Flight Recorder dumps), as analyze does; also get its events.
 func fileReport(ctx context.Context, path string, limits importLimits, stderr io.Writer, also ...timeline.Sink) (*report.Report, error) {
-	if err := inputFile(path, "a recording or a trace"); err != nil {
+	paths, err := rankInputs([]string{path})
+	if err != nil {
 		return nil, err
 	}
-	if _, err := isRecording(path); err != nil {
+	if _, err := isRecording(paths[0]); err != nil {
 		return nil, failure(err) // as it always was: the format told before anything is read
 	}
 	opts := limits.options(false)
 	opts.Context = ctx
-	rep, _, err := inputReport([]string{path}, opts, stderr, also...)
+	rep, _, err := inputReport(paths, opts, stderr, also...)
 	return rep, err
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xfertop/xfertop/importers"
 	"github.com/xfertop/xfertop/importers/chrome"
+	"github.com/xfertop/xfertop/importers/flightrecorder"
 	"github.com/xfertop/xfertop/importers/inspector"
 	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/recordings"
@@ -148,6 +149,13 @@ func importToRecording(paths []string, opts importers.Options, stderr io.Writer)
 	return sink.path, nil
 }
 
+// perRankFormat reports whether path is of a format written one file per rank or process (NCCL
+// Inspector's logs, Flight Recorder's dumps), which its importer merges.
+func perRankFormat(path string) bool {
+	f, err := importers.Detect(path)
+	return err == nil && (f == importers.FormatInspector || f == importers.FormatFlightRecorder)
+}
+
 // rankInputs checks the inputs of replay, analyze and convert, and expands a directory to the
 // per-rank recordings in it (XFERTOP_RECORD_DIR: rank<R>-<host>-<pid>.xfr), in name order.
 func rankInputs(paths []string) ([]string, error) {
@@ -158,6 +166,11 @@ func rankInputs(paths []string) ([]string, error) {
 			files, err := filepath.Glob(filepath.Join(p, "*.xfr"))
 			if err != nil {
 				return nil, failure(err)
+			}
+			if len(files) == 0 && flightrecorder.IsDir(p) { // PyTorch Flight Recorder's per-rank dumps
+				if files, err = flightrecorder.Expand([]string{p}); err != nil {
+					return nil, usageError("%v", err)
+				}
 			}
 			if len(files) == 0 && inspector.IsDir(p) { // NCCL Inspector's per-process logs
 				if files, err = inspector.Expand([]string{p}); err != nil {
@@ -344,8 +357,11 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if !rec {
-		if len(in) > 1 {
+		if len(in) > 1 && !perRankFormat(in[0]) {
 			return usageError("convert one trace at a time (%d given)", len(in))
+		}
+		if len(in) > 1 { // a job's per-rank logs or dumps, merged into one recording
+			return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, limits.options(false), stdout, stderr, in...)
 		}
 		return convertTrace(in[0], out, limits.options(false), stdout, stderr)
 	}
@@ -379,7 +395,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 // convertTrace converts a Kineto or Chrome trace, or an Nsight Systems export, to a recording; or
-// merges a job's per-rank recordings (ranks, named in by in) into one.
+// merges a job's per-rank recordings, logs or dumps (ranks, named in by in) into one.
 func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writer, ranks ...string) error {
 	if !strings.HasSuffix(out, ".xfr") {
 		return usageError("%s is a trace; write it to a .xfr recording, not %q", in, out)
@@ -398,8 +414,11 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 		return err
 	}
 	how := res.Importer
-	if len(ranks) > 0 {
+	switch {
+	case len(ranks) > 0 && res.Format == importers.FormatRecording:
 		how = fmt.Sprintf("%d per-rank recordings merged", len(ranks))
+	case len(ranks) > 0:
+		how = fmt.Sprintf("%s, %d per-rank files merged", res.Importer, len(ranks))
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, res.Events, in, how)
 	return nil

@@ -9,10 +9,30 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// findings appends doc's findings to im, as alerts (problems) and marks (healthy communicators)
-// at time at. Devices are the ranks of the widest communicator (the job's world, when RAS saw
-// it), found by host and pid; a rank of a process not in it keeps its communicator rank.
-func findings(doc *Doc, path string, at int64, im *kineto.Imported) {
+// commIDs numbers communicators by their hash, the same in every document of one job (a file's,
+// or each poll of a live job's), from base on.
+type commIDs struct {
+	base uint32
+	ids  map[string]uint32
+}
+
+func (c *commIDs) id(hash string) uint32 {
+	if c.ids == nil {
+		c.ids = map[string]uint32{}
+	}
+	id, ok := c.ids[hash]
+	if !ok {
+		id = c.base + uint32(len(c.ids)) + 1
+		c.ids[hash] = id
+	}
+	return id
+}
+
+// findings appends doc's findings to im, as alerts (problems, each with its cause in Sub, which
+// the diagnosis makes a finding of) and marks (healthy communicators) at time at. Devices are the
+// ranks of the widest communicator (the job's world, when RAS saw it), found by host and pid; a
+// rank of a process not in it keeps its communicator rank.
+func findings(doc *Doc, path string, at int64, im *kineto.Imported, ids *commIDs) {
 	world := worldRanks(doc)
 	dev := func(r *Rank) int32 {
 		if d, ok := world[procKey{r.Host, r.Pid}]; ok {
@@ -20,28 +40,30 @@ func findings(doc *Doc, path string, at int64, im *kineto.Imported) {
 		}
 		return int32(r.Rank)
 	}
-	add := func(c *Comm, idx int, d int32, status uint8, kind timeline.Kind, msg string) {
-		im.Events = append(im.Events, timeline.Event{Kind: kind, Start: at, End: at, Queued: -1, Device: d, Peer: timeline.NoDevice,
-			Comm: uint32(idx + 1), Status: status, Ranks: uint16(min(c.Size, 1<<16-1)), Label: im.Strings.ID(msg)})
+	var comm uint32
+	add := func(c *Comm, d int32, status, cause uint8, kind timeline.Kind, msg string) {
+		im.Events = append(im.Events, timeline.Event{Kind: kind, Sub: cause, Start: at, End: at, Queued: -1, Device: d, Peer: timeline.NoDevice,
+			Comm: comm, Status: status, Ranks: uint16(min(c.Size, 1<<16-1)), Label: im.Strings.ID(msg)})
 	}
 	for i := range doc.Comms {
 		c := &doc.Comms[i]
+		comm = ids.id(c.Hash)
 		name := fmt.Sprintf("RAS: communicator %s (%d ranks)", c.Hash, c.Size)
-		im.Extra[fmt.Sprintf("comm.%d", i+1)] = fmt.Sprintf("%s %d ranks (ncclras, %s)", c.Hash, c.Size, path)
+		im.Extra[fmt.Sprintf("comm.%d", comm)] = fmt.Sprintf("%s %d ranks (ncclras, %s)", c.Hash, c.Size, path)
 		problems := 0
 		for _, r := range c.Missing {
-			state, status := "missing (did not answer RAS)", timeline.StatusTimeout
+			state, status, cause := "missing (did not answer RAS)", timeline.StatusTimeout, timeline.AlertRankMissing
 			switch {
 			case r.Status.Dead:
-				state, status = "considered dead (no RAS keep-alive for 60 s or more)", timeline.StatusError
+				state, status, cause = "considered dead (no RAS keep-alive for 60 s or more)", timeline.StatusError, timeline.AlertRankDead
 			case r.Status.Unresponsive:
 				state = "unresponsive (its RAS thread did not answer in time)"
 			}
-			add(c, i, dev(&r), status, timeline.KindAlert, fmt.Sprintf("%s: rank %d on %s pid %d GPU %d is %s", name, r.Rank, r.Host, r.Pid, r.Dev, state))
+			add(c, dev(&r), status, cause, timeline.KindAlert, fmt.Sprintf("%s: rank %d on %s pid %d GPU %d is %s", name, r.Rank, r.Host, r.Pid, r.Dev, state))
 			problems++
 		}
 		if seen := len(c.Ranks) + len(c.Missing); seen < c.Size {
-			add(c, i, timeline.NoDevice, timeline.StatusError, timeline.KindAlert,
+			add(c, timeline.NoDevice, timeline.StatusError, timeline.AlertCommIncomplete, timeline.KindAlert,
 				fmt.Sprintf("%s: only %d of its ranks are known to RAS (%d answered, %d missing): the others never joined (INCOMPLETE)", name, seen, len(c.Ranks), len(c.Missing)))
 			problems++
 		}
@@ -57,16 +79,16 @@ func findings(doc *Doc, path string, at int64, im *kineto.Imported) {
 				errs = append(errs, "aborted")
 			}
 			if len(errs) > 0 {
-				add(c, i, dev(&r), timeline.StatusError, timeline.KindAlert, fmt.Sprintf("%s: rank %d on %s pid %d: %s", name, r.Rank, r.Host, r.Pid, strings.Join(errs, ", ")))
+				add(c, dev(&r), timeline.StatusError, timeline.AlertRankError, timeline.KindAlert, fmt.Sprintf("%s: rank %d on %s pid %d: %s", name, r.Rank, r.Host, r.Pid, strings.Join(errs, ", ")))
 				problems++
 			}
 		}
 		for _, m := range mismatches(c) {
-			add(c, i, dev(m.behind[0]), timeline.StatusTimeout, timeline.KindAlert, name+": "+m.String())
+			add(c, dev(m.behind[0]), timeline.StatusTimeout, timeline.AlertCountMismatch, timeline.KindAlert, name+": "+m.String())
 			problems++
 		}
 		if problems == 0 {
-			add(c, i, timeline.NoDevice, timeline.StatusOK, timeline.KindMark,
+			add(c, timeline.NoDevice, timeline.StatusOK, 0, timeline.KindMark,
 				fmt.Sprintf("%s: all %d ranks answered, no errors, collective counts agree", name, len(c.Ranks)))
 		}
 	}

@@ -1,16 +1,17 @@
 // Package ras reads what `ncclras -f json` prints (NCCL ≥ 2.28.7): the job's communicators as
 // NCCL's RAS subsystem collected them, each with the ranks that answered (host, pid, GPU, status,
-// collective counts) and the ranks that did not. It makes findings of them, as alert events the
-// report and the console list: ranks missing from a communicator (unresponsive, or considered
-// dead), ranks whose collective counts disagree with their peers' (the ones behind have not
-// entered the collective the others are in), ranks with an asynchronous error, an abort or a
-// failed init, and communicators fewer ranks reported on than their size. A healthy
-// communicator is a mark saying so, so that a clean job's report says what was checked.
+// collective counts) and the ranks that did not; from a file, or polled from a running job's RAS
+// port (Client, Poller: NCCL's RAS client protocol, as ncclras speaks it). What RAS states
+// becomes alert events, each with its cause (timeline.AlertRankDead, …) for the diagnosis to make
+// a finding of: ranks missing from a communicator (unresponsive, or considered dead), ranks whose
+// collective counts disagree with their peers' (the ones behind have not entered the collective
+// the others are in), ranks with an asynchronous error, an abort or a failed init, and
+// communicators fewer ranks reported on than their size. A healthy communicator is a mark saying
+// so, so that a clean job's report says what was checked.
 package ras
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -82,6 +83,7 @@ func Sniff(head []byte) bool {
 // different times) into findings.
 func ReadFiles(paths []string) (*kineto.Imported, error) {
 	im := &kineto.Imported{Strings: timeline.NewStrings(), Source: strings.Join(paths, ", "), Format: Format, Extra: map[string]string{}}
+	var ids commIDs
 	for _, p := range paths {
 		doc, err := readDoc(p)
 		if err != nil {
@@ -91,7 +93,7 @@ func ReadFiles(paths []string) (*kineto.Imported, error) {
 		if im.EpochUnixNs == 0 || (at != 0 && at < im.EpochUnixNs) {
 			im.EpochUnixNs = at
 		}
-		findings(doc, p, at, im)
+		findings(doc, p, at, im, &ids)
 	}
 	for i := range im.Events {
 		e := &im.Events[i]
@@ -119,22 +121,22 @@ func readDoc(path string) (*Doc, error) {
 	if len(b) > MaxInputBytes {
 		return nil, fmt.Errorf("%s: more than %d bytes: not one ncclras document", path, MaxInputBytes)
 	}
-	var doc Doc
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%s (byte %d): not ncclras JSON: %w", path, dec.InputOffset(), err)
-	}
+	return parseDoc(path, b)
+}
+
+// checkDoc checks a document's communicators and ranks are in range.
+func checkDoc(name string, doc *Doc) error {
 	for i, c := range doc.Comms {
 		if c.Size <= 0 || c.Size > maxRanks || len(c.Ranks)+len(c.Missing) > maxRanks {
-			return nil, fmt.Errorf("%s: communicator %d (%s): size %d out of range", path, i, c.Hash, c.Size)
+			return fmt.Errorf("%s: communicator %d (%s): size %d out of range", name, i, c.Hash, c.Size)
 		}
 		for _, r := range append(append([]Rank(nil), c.Ranks...), c.Missing...) {
 			if r.Rank < 0 || r.Rank >= c.Size {
-				return nil, fmt.Errorf("%s: communicator %s: rank %d outside its size %d", path, c.Hash, r.Rank, c.Size)
+				return fmt.Errorf("%s: communicator %s: rank %d outside its size %d", name, c.Hash, r.Rank, c.Size)
 			}
 		}
 	}
-	return &doc, nil
+	return nil
 }
 
 // docTime is the document's timestamp ("%F %T", local time of the host ncclras ran on) in Unix

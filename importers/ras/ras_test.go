@@ -1,11 +1,15 @@
 package ras
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -98,4 +102,26 @@ func FuzzRead(f *testing.F) {
 		}
 		_, _ = ReadFiles([]string{p})
 	})
+}
+
+// TestDiagnosisFindings: what RAS states becomes the diagnosis's findings, each of its kind and
+// naming its rank and communicator; a healthy communicator none.
+func TestDiagnosisFindings(t *testing.T) {
+	im, err := ReadFiles([]string{filepath.Join("testdata", "hang.json"), filepath.Join("testdata", "healthy.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := diagnosis.New(0)
+	for i := range im.Events {
+		d.Add(&im.Events[i])
+	}
+	var got []string
+	for _, f := range d.Result(im.Strings) {
+		got = append(got, fmt.Sprintf("%s rank %d comm %d", f.Kind, f.Rank, f.Comm))
+	}
+	sort.Strings(got)
+	want := []string{"dead rank rank 3 comm 1", "hang rank 1 comm 1", "rank error rank 2 comm 1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("findings %q; want %q", got, want)
+	}
 }

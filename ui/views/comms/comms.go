@@ -8,8 +8,10 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/ui/widget"
 	"github.com/xfertop/xfertop/units"
 )
@@ -96,9 +98,14 @@ func (v *Model) View() string {
 			return !v.filter.Match(deviceSet(c.Devices), fmt.Sprint(c.ID), state(c))
 		})
 	}
+	cf := commFindings(v.Fr.Res.Findings)
 	h := v.H - 3
 	if v.filter.Shown() {
 		h-- // the filter's line
+	}
+	shown := min(len(cf), maxCommFindings, max(h/2, 0))
+	if shown > 0 {
+		h -= shown + 1
 	}
 	from, to := v.list.Window(len(comms), h, 2)
 	for i := from; i < to; i++ {
@@ -123,10 +130,33 @@ func (v *Model) View() string {
 	if to-from < len(comms) {
 		b.WriteString(st.Muted.Render(fmt.Sprintf("%d–%d of %d (j/k to scroll)", from+1, to, len(comms))) + "\n")
 	}
+	if shown > 0 {
+		b.WriteString(st.Title.Render(fmt.Sprintf("Communicators in trouble (%d findings; 9: all findings)", len(cf))) + "\n")
+		gph := v.Fr.Meta.HostGPUs()
+		for _, f := range cf[:shown] {
+			line := fmt.Sprintf("%6d  %-13s %s — %s", f.Comm, f.Kind, f.Culprit(gph), f.Evidence)
+			b.WriteString(st.Alert.Render(ansi.Truncate(line, max(v.W, 1), "…")) + "\n")
+		}
+	}
 	if v.filter.Shown() {
 		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %d entries", len(comms), len(cc.Comms))))
 	}
 	return b.String()
+}
+
+// maxCommFindings bounds the findings the view lists under the cache.
+const maxCommFindings = 6
+
+// commFindings are the diagnosis's findings that name a communicator (a hang, a mismatch, a
+// rank NCCL RAS found dead, missing or failing in it), worst first as the diagnosis orders them.
+func commFindings(fs []diagnosis.Finding) []diagnosis.Finding {
+	var out []diagnosis.Finding
+	for _, f := range fs {
+		if f.Comm != 0 && f.Kind >= diagnosis.Hang {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // deviceSet writes device ids compactly: 0-7,12.

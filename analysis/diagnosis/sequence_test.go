@@ -1,0 +1,70 @@
+package diagnosis
+
+import (
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// coll is one rank's part of collective seq on communicator 1 (a sequence-numbered op when seqOp).
+func coll(rank int32, op uint64, seqOp bool, status uint8, start int64) timeline.Event {
+	e := timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Device: rank, Peer: timeline.NoDevice, Comm: 1, Ranks: 2,
+		Op: op, Status: status, Start: start, End: start + 1000, Queued: -1, Bytes: 1 << 20}
+	if seqOp {
+		e.Aux = timeline.AuxSeqOp
+	}
+	return e
+}
+
+// TestSequenceMatching: ranks are matched by the sequence numbers their collectives carry only
+// when the source says its ops are sequence numbers (AuxSeqOp). The NCCL plugin's ops are hashes,
+// any of whose bits may be set: a job whose recording ends with one rank a collective ahead is no
+// hang.
+func TestSequenceMatching(t *testing.T) {
+	ops := []uint64{1<<63 | 5, 1<<63 | 9, 1<<63 | 20}
+	for _, c := range []struct {
+		name  string
+		seqOp bool
+		want  int
+	}{
+		{"hashed ops", false, 0},
+		{"sequence numbers", true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := New(0)
+			var evs []timeline.Event
+			for i, op := range ops {
+				evs = append(evs, coll(1, op, c.seqOp, timeline.StatusOK, int64(i)*1e6))
+				if i < 2 {
+					evs = append(evs, coll(0, op, c.seqOp, timeline.StatusOK, int64(i)*1e6))
+				}
+			}
+			for i := range evs {
+				d.Add(&evs[i])
+			}
+			fs := d.Result(nil)
+			if len(fs) != c.want {
+				t.Fatalf("%d findings %v; want %d", len(fs), fs, c.want)
+			}
+			if c.want == 1 && (fs[0].Kind != Hang || fs[0].Rank != 0 || fs[0].Seq != 20) {
+				t.Errorf("finding %s (#%d); want rank 0 never entered #20", fs[0].String(0), fs[0].Seq)
+			}
+		})
+	}
+}
+
+// TestSourcedFindings: an alert with a cause is a finding of its kind, once however often it is
+// raised; an alert without one is not.
+func TestSourcedFindings(t *testing.T) {
+	strs := timeline.NewStrings()
+	d := New(8)
+	msg := strs.ID("RAS: communicator 0x1 (16 ranks): rank 9 on h1 pid 7 GPU 1 is considered dead")
+	for range 3 {
+		d.Add(&timeline.Event{Kind: timeline.KindAlert, Sub: timeline.AlertRankDead, Device: 9, Comm: 4, Status: timeline.StatusError, Label: msg})
+	}
+	d.Add(&timeline.Event{Kind: timeline.KindAlert, Device: 3, Status: timeline.StatusError, Label: strs.ID("an error")})
+	fs := d.Result(strs)
+	if len(fs) != 1 || fs[0].Kind != DeadRank || fs[0].Rank != 9 || fs[0].Host != 1 || fs[0].Comm != 4 || fs[0].Evidence != strs.Lookup(msg) {
+		t.Errorf("findings %+v; want one dead rank 9 on host 1, communicator 4, RAS's message its evidence", fs)
+	}
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xfertop/xfertop/importers/ras/rastest"
+)
+
+// TestAttachRAS: attach --ras polls the job's RAS port (a fake one, on loopback, answering a hung
+// job's state) beside the ranks' streams, and the report's findings name the dead rank and the
+// failing one in RAS's communicator, as analyze of the same document does.
+func TestAttachRAS(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "importers", "ras", "testdata", "hang.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := rastest.New(t, doc)
+	srv.NoMonitor = true
+	dir, err := os.MkdirTemp("", "xr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s")
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errs := runCLI(t, "attach", "--headless", "--json", "--socket", sock, "--linger", "300ms", "--ras", srv.Addr(), "--ras-interval", "50ms")
+		done <- result{code, out, errs}
+	}()
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rankStream(t, sock, 0, 2)
+	rankStream(t, sock, 1, 2)
+	r := <-done
+	if r.code != exitOK {
+		t.Fatalf("status %d, stderr %q", r.code, r.err)
+	}
+	var rep struct {
+		Findings []struct {
+			Kind     string `json:"kind"`
+			Rank     *int32 `json:"rank"`
+			Comm     uint32 `json:"comm"`
+			Evidence string `json:"evidence"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, r.out)
+	}
+	found := map[string]bool{}
+	for _, f := range rep.Findings {
+		if f.Rank != nil && f.Comm == rasCommBase+1 && strings.HasPrefix(f.Evidence, "RAS: communicator 0x7f8c496ae9f661") {
+			found[f.Kind+" "+string(rune('0'+*f.Rank))] = true
+		}
+	}
+	if !found["dead rank 3"] || !found["rank error 2"] {
+		t.Errorf("findings %+v; want RAS's dead rank 3 and rank error 2 on communicator %d", rep.Findings, rasCommBase+1)
+	}
+	if cmds := srv.Commands(); len(cmds) == 0 || strings.Join(cmds[0], "|") != "CLIENT PROTOCOL 2|SET FORMAT json|VERBOSE STATUS" &&
+		strings.Join(cmds[0], "|") != "CLIENT PROTOCOL 2|SET FORMAT json|MONITOR lifecycle" {
+		t.Errorf("RAS commands %q; want ncclras's handshake", cmds)
+	}
+}
+
+// TestAttachRASUsage: --ras wants HOST:PORT.
+func TestAttachRASUsage(t *testing.T) {
+	code, _, errs := runCLI(t, "attach", "--headless", "--ras", "localhost")
+	if code != exitUsage || !strings.Contains(errs, `--ras "localhost": want HOST:PORT, e.g. localhost:28028`) {
+		t.Errorf("status %d, stderr %q; want a usage error asking for HOST:PORT", code, errs)
+	}
+}

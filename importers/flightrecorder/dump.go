@@ -1,0 +1,383 @@
+package flightrecorder
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// FormatError is a dump that cannot be read: which file, where in it (a pickle's byte offset, or
+// a JSON document's), and what is wrong.
+type FormatError struct {
+	File   string
+	Offset int64 // −1: not at one place (a field of an entry, named in Reason)
+	Reason string
+}
+
+func (e *FormatError) Error() string {
+	if e.Offset < 0 {
+		return fmt.Sprintf("%s: %s", e.File, e.Reason)
+	}
+	return fmt.Sprintf("%s (byte %d): %s", e.File, e.Offset, e.Reason)
+}
+
+// dump is one rank's Flight Recorder dump, as read.
+type dump struct {
+	version string
+	rank    int // −1: the dump does not say (the file name does)
+	pgs     map[string]pgConfig
+	entries []entry
+}
+
+// pgConfig is one process group a rank belongs to: its name, description and the job ranks in it.
+type pgConfig struct {
+	name, desc string
+	ranks      []int
+}
+
+// entry is one record of the ring.
+type entry struct {
+	record             int64
+	pgName, pgDesc     string
+	collSeq, p2pSeq    int64
+	profiling          string
+	created            int64   // Unix ns; 0: not known
+	started, completed int64   // Unix ns the watchdog saw it start / complete; 0: not seen
+	durMs              float64 // −1: not known (timing off)
+	inSizes, outSizes  [][]int64
+	inTypes, outTypes  []string
+	state              string
+	isP2P              bool
+}
+
+// Bounds on what one dump may hold.
+const (
+	maxEntries = 1 << 20 // torch's ring is TORCH_NCCL_TRACE_BUFFER_SIZE entries, 2,000 by default
+	maxPGs     = 1 << 16
+	maxPGRanks = 1 << 20
+	maxDims    = 64
+)
+
+// parseDump reads a dump's plain values (from pickle or JSON).
+func parseDump(v any) (*dump, error) {
+	top, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the dump is a %s, not a dict", typeName(v))
+	}
+	d := &dump{rank: -1, pgs: map[string]pgConfig{}}
+	if _, ok := top["entries"]; !ok {
+		if _, ok := top["pg_config"]; !ok {
+			return nil, fmt.Errorf("neither entries nor pg_config: not a Flight Recorder dump")
+		}
+	}
+	d.version = str(top["version"])
+	if r, ok := integer(top["rank"]); ok && r >= 0 && r < maxPGRanks {
+		d.rank = int(r)
+	}
+	if err := d.parsePGs(top["pg_config"]); err != nil {
+		return nil, err
+	}
+	if top["entries"] == nil {
+		return d, nil
+	}
+	list, ok := top["entries"].([]any)
+	if !ok {
+		return nil, fmt.Errorf("entries is a %s, not a list", typeName(top["entries"]))
+	}
+	if len(list) > maxEntries {
+		return nil, fmt.Errorf("%d entries, more than %d", len(list), maxEntries)
+	}
+	for i, x := range list {
+		e, err := parseEntry(x)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
+		}
+		d.entries = append(d.entries, e)
+	}
+	return d, nil
+}
+
+func (d *dump) parsePGs(v any) error {
+	if v == nil {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("pg_config is a %s, not a dict", typeName(v))
+	}
+	if len(m) > maxPGs {
+		return fmt.Errorf("pg_config names %d process groups, more than %d", len(m), maxPGs)
+	}
+	for key, x := range m {
+		pm, ok := x.(map[string]any)
+		if !ok {
+			return fmt.Errorf("pg_config[%q] is a %s, not a dict", key, typeName(x))
+		}
+		pg := pgConfig{name: key, desc: str(pm["desc"])}
+		if n := str(pm["name"]); n != "" {
+			pg.name = n
+		}
+		ranks, err := parseRanks(pm["ranks"])
+		if err != nil {
+			return fmt.Errorf("pg_config[%q].ranks: %w", key, err)
+		}
+		pg.ranks = ranks
+		d.pgs[pg.name] = pg
+	}
+	return nil
+}
+
+// parseRanks reads a process group's ranks: torch writes them as a string, "[0, 1, 2]"; a list is
+// taken too.
+func parseRanks(v any) ([]int, error) {
+	var parts []any
+	switch x := v.(type) {
+	case string:
+		s := strings.TrimSpace(x)
+		s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+		for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+			parts = append(parts, f)
+		}
+	case []any:
+		parts = x
+	case nil:
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("a %s, not a list of ranks", typeName(v))
+	}
+	if len(parts) > maxPGRanks {
+		return nil, fmt.Errorf("%d ranks, more than %d", len(parts), maxPGRanks)
+	}
+	out := make([]int, 0, len(parts))
+	for _, p := range parts {
+		r, ok := integer(p)
+		if !ok || r < 0 || r >= maxPGRanks {
+			return nil, fmt.Errorf("rank %v is not a rank", p)
+		}
+		out = append(out, int(r))
+	}
+	return out, nil
+}
+
+func parseEntry(v any) (entry, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return entry{}, fmt.Errorf("a %s, not a dict", typeName(v))
+	}
+	e := entry{durMs: -1, profiling: str(m["profiling_name"]), state: str(m["state"])}
+	if e.profiling == "" {
+		return e, fmt.Errorf("no profiling_name")
+	}
+	var ok1, ok2 bool
+	e.record, _ = integer(m["record_id"])
+	e.collSeq, ok1 = integer(m["collective_seq_id"])
+	e.p2pSeq, ok2 = integer(m["p2p_seq_id"])
+	if !ok1 && !ok2 {
+		return e, fmt.Errorf("%s: neither collective_seq_id nor p2p_seq_id", e.profiling)
+	}
+	if e.collSeq < 0 || e.p2pSeq < 0 || e.record < 0 {
+		return e, fmt.Errorf("%s: a negative record or sequence id", e.profiling)
+	}
+	switch pg := m["process_group"].(type) {
+	case []any:
+		if len(pg) > 0 {
+			e.pgName = str(pg[0])
+		}
+		if len(pg) > 1 {
+			e.pgDesc = str(pg[1])
+		}
+	case string:
+		e.pgName = pg
+	}
+	if e.pgName == "" {
+		if id, ok := integer(m["pg_id"]); ok {
+			e.pgName = strconv.FormatInt(id, 10)
+		}
+	}
+	e.created = nsField(m["time_created_ns"])
+	e.started = nsField(m["time_discovered_started_ns"])
+	e.completed = nsField(m["time_discovered_completed_ns"])
+	if f, ok := number(m["duration_ms"]); ok && f >= 0 && f < 1e9 {
+		e.durMs = f
+	}
+	e.isP2P, _ = m["is_p2p"].(bool)
+	var err error
+	if e.inSizes, err = sizes(m["input_sizes"]); err != nil {
+		return e, fmt.Errorf("%s: input_sizes: %w", e.profiling, err)
+	}
+	if e.outSizes, err = sizes(m["output_sizes"]); err != nil {
+		return e, fmt.Errorf("%s: output_sizes: %w", e.profiling, err)
+	}
+	e.inTypes, e.outTypes = strList(m["input_dtypes"]), strList(m["output_dtypes"])
+	switch e.state {
+	case "completed", "started", "scheduled":
+	default:
+		return e, fmt.Errorf("%s: state %q is none of scheduled, started, completed", e.profiling, e.state)
+	}
+	return e, nil
+}
+
+// nsField reads a time in ns: None (pickle) and 0 (JSON) are not known.
+func nsField(v any) int64 {
+	n, ok := integer(v)
+	if !ok || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+func sizes(v any) ([][]int64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("a %s, not a list", typeName(v))
+	}
+	if len(list) > maxDims {
+		return nil, fmt.Errorf("%d tensors, more than %d", len(list), maxDims)
+	}
+	out := make([][]int64, 0, len(list))
+	for _, t := range list {
+		dims, ok := t.([]any)
+		if !ok || len(dims) > maxDims {
+			return nil, fmt.Errorf("a tensor's sizes are not a list of at most %d dimensions", maxDims)
+		}
+		ds := make([]int64, 0, len(dims))
+		for _, x := range dims {
+			n, ok := integer(x)
+			if !ok || n < 0 {
+				return nil, fmt.Errorf("dimension %v is not a size", x)
+			}
+			ds = append(ds, n)
+		}
+		out = append(out, ds)
+	}
+	return out, nil
+}
+
+func strList(v any) []string {
+	switch x := v.(type) {
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, s := range x {
+			out = append(out, str(s))
+		}
+		return out
+	case string: // PyTorch's analyzer tests write one dtype as a string
+		if x == "" {
+			return nil
+		}
+		return []string{x}
+	}
+	return nil
+}
+
+func str(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case json.Number:
+		return x.String()
+	}
+	return ""
+}
+
+// integer reads an integer written as a number, or as a decimal string (as PyTorch's analyzer
+// tests write sequence ids).
+func integer(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<62 {
+			return int64(x), true
+		}
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n, true
+		}
+	case string:
+		if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, !math.IsNaN(x) && !math.IsInf(x, 0)
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "None"
+	case map[string]any:
+		return "dict"
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	}
+	return "number"
+}
+
+// dtypeBytes is the size of one element of a torch dtype as c10::toString names it (Float,
+// BFloat16, …); 0 for one not known.
+func dtypeBytes(t string) int64 {
+	switch strings.ToLower(strings.TrimPrefix(t, "torch.")) {
+	case "float", "float32", "int", "int32", "uint32", "complexhalf":
+		return 4
+	case "double", "float64", "long", "int64", "uint64", "complexfloat":
+		return 8
+	case "half", "float16", "bfloat16", "short", "int16", "uint16":
+		return 2
+	case "byte", "uint8", "char", "int8", "bool", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz":
+		return 1
+	case "complexdouble":
+		return 16
+	}
+	return 0
+}
+
+// tensorBytes is Σ elements × element size over tensors; 0 when a dtype is not known.
+func tensorBytes(sizes [][]int64, types []string) int64 {
+	var total int64
+	for i, dims := range sizes {
+		n := int64(1)
+		for _, d := range dims {
+			if d != 0 && n > math.MaxInt64/4/d {
+				return 0
+			}
+			n *= d
+		}
+		t := ""
+		if i < len(types) {
+			t = types[i]
+		} else if len(types) > 0 {
+			t = types[len(types)-1]
+		}
+		sz := dtypeBytes(t)
+		if sz == 0 || n > math.MaxInt64/32-total {
+			return 0
+		}
+		total += n * sz
+	}
+	return total
+}

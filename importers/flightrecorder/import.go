@@ -1,0 +1,392 @@
+package flightrecorder
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/xfertop/xfertop/importers/kineto"
+	"github.com/xfertop/xfertop/join"
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Options of an import.
+type Options struct {
+	Context context.Context
+	// Progress, when set, is told after each file how many of the files have been read.
+	Progress func(done, total int64)
+}
+
+// untimedStepNs is the spacing of the entries of a dump without times (record id order).
+const untimedStepNs = 1000
+
+// ReadFiles imports Flight Recorder dumps (files, or directories of one job's per-rank dumps) as
+// one job's events, in start order.
+func ReadFiles(paths []string, opts Options) (*kineto.Imported, error) {
+	var all []timeline.Event
+	im, err := Stream(paths, opts, nil, func(b []timeline.Event) error { all = append(all, b...); return nil })
+	if im != nil {
+		im.Events = all
+	}
+	return im, err
+}
+
+// Stream imports dumps as ReadFiles does, telling begin what was imported (events aside) before
+// handing the events to emit in batches, in start order.
+func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, emit func([]timeline.Event) error) (*kineto.Imported, error) {
+	files, err := Expand(paths)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{pgIdx: map[string]uint32{}, byRank: map[int]string{}}
+	for i, p := range files {
+		if opts.Context != nil && opts.Context.Err() != nil {
+			return nil, opts.Context.Err()
+		}
+		d, err := readFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if other, ok := st.byRank[d.rank]; ok {
+			return nil, &FormatError{File: p, Offset: -1, Reason: fmt.Sprintf("rank %d again: %s already is rank %d (two dumps of one rank, or of two jobs)", d.rank, other, d.rank)}
+		}
+		st.byRank[d.rank] = p
+		st.dumps = append(st.dumps, d)
+		st.files = append(st.files, p)
+		if opts.Progress != nil {
+			opts.Progress(int64(i+1), int64(len(files)))
+		}
+	}
+	events, im, err := st.build(strings.Join(paths, ", "))
+	if err != nil {
+		return im, err
+	}
+	if begin != nil {
+		if err := begin(im); err != nil {
+			return im, err
+		}
+	}
+	for len(events) > 0 {
+		n := min(len(events), recordings.DefaultBatch)
+		if err := emit(events[:n]); err != nil {
+			return im, err
+		}
+		events = events[n:]
+	}
+	return im, nil
+}
+
+type state struct {
+	dumps  []*dump
+	files  []string
+	byRank map[int]string
+	pgs    []pgInfo
+	pgIdx  map[string]uint32 // name|ranks → communicator (1-based)
+	warn   []string
+	ends   int // coalesced-group end markers left out
+}
+
+type pgInfo struct {
+	name, desc string
+	ranks      []int // sorted; nil: not known (an entry of a group its rank's pg_config lacks)
+}
+
+// pg returns the communicator of process group name as rank d knows it: fr_trace's pg_guid, the
+// name and the set of ranks (split groups share a name).
+func (st *state) pg(d *dump, name, desc string) (uint32, *pgInfo) {
+	c, ok := d.pgs[name]
+	var ranks []int
+	if ok {
+		ranks = slices.Clone(c.ranks)
+		slices.Sort(ranks)
+		if desc == "" {
+			desc = c.desc
+		}
+	}
+	key := name + "|" + fmt.Sprint(ranks)
+	if id, ok := st.pgIdx[key]; ok {
+		return id, &st.pgs[id-1]
+	}
+	st.pgs = append(st.pgs, pgInfo{name: name, desc: desc, ranks: ranks})
+	id := uint32(len(st.pgs))
+	st.pgIdx[key] = id
+	return id, &st.pgs[id-1]
+}
+
+// timed reports whether every entry carries its creation time (real dumps do; hand-made ones,
+// like PyTorch's analyzer tests', may not).
+func (st *state) timed() bool {
+	for _, d := range st.dumps {
+		for i := range d.entries {
+			if d.entries[i].created == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// build makes every rank's events and passes them through a join.Join.
+func (st *state) build(source string) ([]timeline.Event, *kineto.Imported, error) {
+	timed := st.timed()
+	first := make([]int64, len(st.dumps))
+	var epoch int64
+	for i, d := range st.dumps {
+		for j := range d.entries {
+			if c := d.entries[j].created; timed && (first[i] == 0 || c < first[i]) {
+				first[i] = c
+			}
+		}
+		if first[i] != 0 && (epoch == 0 || first[i] < epoch) {
+			epoch = first[i]
+		}
+	}
+	j := join.New(join.Config{Epoch: epoch, HangTimeout: -1})
+	strs := j.Strings()
+	var events []timeline.Event
+	devs := 0
+	for i, d := range st.dumps {
+		mb, err := j.Add(st.files[i], &recordings.Meta{EpochUnixNs: first[i], Extra: map[string]string{"nccl.rank": strconv.Itoa(d.rank)}})
+		if err != nil {
+			return nil, nil, err
+		}
+		devs = max(devs, d.rank+1)
+		start := len(events)
+		events = st.rankEvents(d, first[i], timed, strs, events)
+		for k := start; k < len(events); k++ {
+			label := events[k].Label // already the session's: the join maps a member's own table
+			j.Event(mb, &events[k])
+			events[k].Label = label
+		}
+	}
+	slices.SortStableFunc(events, func(a, b timeline.Event) int { return cmp.Compare(a.Start, b.Start) })
+	st.checks(timed)
+	im := &kineto.Imported{Strings: strs, Source: source, Format: Format, Devices: max(devs, j.Devices()), EpochUnixNs: epoch,
+		Extra: st.extra(), Warnings: st.warn}
+	return events, im, nil
+}
+
+// rankEvents appends one rank's events: a mark per process group it is a member of (the
+// diagnosis learns the group's members from it), then an op per entry.
+func (st *state) rankEvents(d *dump, first int64, timed bool, strs *timeline.Strings, out []timeline.Event) []timeline.Event {
+	rank := int32(d.rank)
+	names := make([]string, 0, len(d.pgs))
+	for n := range d.pgs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		pc := d.pgs[n]
+		if !slices.Contains(pc.ranks, d.rank) {
+			continue
+		}
+		comm, pg := st.pg(d, n, pc.desc)
+		out = append(out, timeline.Event{Kind: timeline.KindMark, Device: rank, Peer: timeline.NoDevice, Queued: -1, Comm: comm,
+			Ranks: uint16(min(len(pg.ranks), 1<<16-1)), Op: timeline.SeqOp(comm, 0), Aux: timeline.AuxSeqOp, Label: strs.ID(pgLabel(pg))})
+	}
+	var last int64 // the last time this rank's dump knows of: when its unfinished ops were seen unfinished
+	for i := range d.entries {
+		e := &d.entries[i]
+		last = max(last, e.created, e.started, e.completed)
+	}
+	for i := range d.entries {
+		e := &d.entries[i]
+		ev, ok := st.event(d, e, timed, last, strs)
+		if !ok {
+			continue
+		}
+		if timed {
+			ev.Start -= first
+			ev.End -= first
+			if ev.Queued > 0 {
+				ev.Queued -= first
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func pgLabel(pg *pgInfo) string {
+	if pg.desc == "" || pg.desc == "undefined" {
+		return "process group " + pg.name
+	}
+	return fmt.Sprintf("process group %s (%s)", pg.name, pg.desc)
+}
+
+// event turns one entry into an op; false for a coalesced group's end marker (its ops are the
+// group's entries before it).
+func (st *state) event(d *dump, e *entry, timed bool, last int64, strs *timeline.Strings) (timeline.Event, bool) {
+	comm, pg := st.pg(d, e.pgName, e.pgDesc)
+	name := e.profiling
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[i+1:]
+	}
+	typ, meta, _ := strings.Cut(name, " ")
+	if typ == "coalesced" || (strings.HasSuffix(typ, "_coalesced") && strings.ToUpper(typ) == strings.TrimSuffix(typ, "_coalesced")+"_COALESCED") {
+		st.ends++
+		return timeline.Event{}, false
+	}
+	ev := timeline.Event{Device: int32(d.rank), Peer: timeline.NoDevice, Comm: comm, Stream: comm, Queued: -1, Aux: timeline.AuxSeqOp,
+		Ranks: uint16(min(len(pg.ranks), 1<<16-1)), Bytes: max(tensorBytes(e.inSizes, e.inTypes), tensorBytes(e.outSizes, e.outTypes))}
+	switch typ {
+	case "send", "recv":
+		ev.Kind = timeline.KindSend
+		if typ == "recv" {
+			ev.Kind = timeline.KindRecv
+		}
+		ev.Op = timeline.SeqOp(comm, 1<<39|uint64(e.p2pSeq))
+		ev.Peer = p2pPeer(typ, meta, pg.ranks)
+	default:
+		ev.Kind = timeline.KindCollective
+		ev.Sub = uint8(collOp(typ))
+		ev.Op = timeline.SeqOp(comm, uint64(e.collSeq))
+	}
+	label := e.profiling
+	if e.state != "completed" {
+		ev.Status = timeline.StatusPending
+		label += " (" + e.state + ")"
+	}
+	ev.Label = strs.ID(label)
+	if !timed {
+		ev.Start = e.record * untimedStepNs
+		ev.End = ev.Start
+		if e.durMs >= 0 {
+			ev.End += int64(e.durMs * 1e6)
+		}
+		return ev, true
+	}
+	ev.Queued = e.created
+	ev.Start = e.created
+	if e.started > 0 {
+		ev.Start = max(e.started, e.created)
+	}
+	switch {
+	case e.state != "completed":
+		ev.End = max(ev.Start, last)
+	case e.completed > 0 && e.durMs >= 0:
+		ev.End = max(e.completed, e.created)
+		ev.Start = max(e.created, ev.End-int64(e.durMs*1e6))
+	case e.completed > 0:
+		ev.End = max(e.completed, ev.Start)
+	case e.durMs >= 0:
+		ev.End = ev.Start + int64(e.durMs*1e6)
+	default:
+		ev.End = ev.Start
+	}
+	return ev, true
+}
+
+// p2pPeer reads a send's or receive's peer from its name ("send 0->1": group rank 0 sends to
+// 1; "recv 1<-0") and turns it into a job rank through the group's ranks.
+func p2pPeer(typ, meta string, ranks []int) int32 {
+	var b string
+	var ok bool
+	if typ == "send" {
+		_, b, ok = strings.Cut(meta, "->")
+	} else {
+		_, b, ok = strings.Cut(meta, "<-")
+	}
+	if !ok {
+		return timeline.NoDevice
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(b))
+	if err != nil || n < 0 {
+		return timeline.NoDevice
+	}
+	if len(ranks) == 0 {
+		return int32(min(n, 1<<30))
+	}
+	if n >= len(ranks) {
+		return timeline.NoDevice
+	}
+	return int32(ranks[n])
+}
+
+// collOp names a Flight Recorder collective as xfertop does; 0 for the ones it has no name for
+// (gather, scatter, barrier), whose label keeps torch's name.
+func collOp(typ string) timeline.CollOp {
+	t := strings.TrimLeft(strings.ToLower(typ), "_")
+	for changed := true; changed; {
+		changed = false
+		for _, suf := range []string{"_coalesced", "_base", "_oop", "_single", "_v", "_into_tensor", "_tensor"} {
+			if strings.HasSuffix(t, suf) {
+				t, changed = strings.TrimSuffix(t, suf), true
+			}
+		}
+	}
+	if op, ok := timeline.ParseCollOp(t); ok && op != timeline.CollSendRecv {
+		return op
+	}
+	return 0
+}
+
+// checks adds the import's warnings: what is approximate, what is missing.
+func (st *state) checks(timed bool) {
+	if !timed {
+		st.warn = append(st.warn, "the dumps carry no creation times (time_created_ns): ops are laid out in record order, 1 µs apart, and their times are not measurements")
+	} else {
+		st.warn = append(st.warn, "op times are when the recording process created them and when its watchdog saw them start and complete (later than the GPU did); duration_ms, where the dump has it (TORCH_NCCL_ENABLE_TIMING), is the GPU's")
+	}
+	versions := map[string]bool{}
+	for _, d := range st.dumps {
+		versions[d.version] = true
+	}
+	if len(versions) > 1 {
+		vs := make([]string, 0, len(versions))
+		for v := range versions {
+			vs = append(vs, strconv.Quote(v))
+		}
+		sort.Strings(vs)
+		st.warn = append(st.warn, "the dumps are of different format versions ("+strings.Join(vs, ", ")+"): of different torch builds, or of different jobs")
+	}
+	for _, pg := range st.pgs {
+		var missing []string
+		for _, r := range pg.ranks {
+			if _, ok := st.byRank[r]; !ok {
+				missing = append(missing, strconv.Itoa(r))
+			}
+		}
+		if len(missing) > 0 {
+			const most = 16
+			more := ""
+			if len(missing) > most {
+				more = fmt.Sprintf(" … (%d in all)", len(missing))
+				missing = missing[:most]
+			}
+			st.warn = append(st.warn, fmt.Sprintf("%s: no dump of ranks %s%s: what they did is unknown", pgLabel(&pg), strings.Join(missing, ","), more))
+		}
+	}
+	if st.ends > 0 {
+		st.warn = append(st.warn, fmt.Sprintf("%d coalesced-group end markers left out (the group's ops are its entries)", st.ends))
+	}
+}
+
+// extra describes the import for the report's meta: each process group as a communicator.
+func (st *state) extra() map[string]string {
+	x := map[string]string{}
+	for i := range st.pgs {
+		pg := &st.pgs[i]
+		n := "unknown"
+		if pg.ranks != nil {
+			n = strconv.Itoa(len(pg.ranks))
+		}
+		x[fmt.Sprintf("comm.%d", i+1)] = fmt.Sprintf("%s, %s ranks (Flight Recorder)", pgLabel(pg), n)
+	}
+	versions := map[string]bool{}
+	for _, d := range st.dumps {
+		versions[d.version] = true
+	}
+	vs := make([]string, 0, len(versions))
+	for v := range versions {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	x["flight_recorder.versions"] = strings.Join(vs, ", ")
+	return x
+}

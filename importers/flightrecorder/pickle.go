@@ -1,0 +1,510 @@
+package flightrecorder
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// The pickle opcodes a Flight Recorder dump uses (torch's C++ pickler writes protocol 2: PROTO,
+// containers built with MARK … APPENDS/SETITEMS, strings memoized with BINPUT/BINGET, 8-byte
+// integers as LONG1), and the few protocol 3-5 ones Python adds when a dump is loaded and written
+// again (FRAME, MEMOIZE, SHORT_BINUNICODE, STACK_GLOBAL). Anything else is refused.
+const (
+	opProto           = 0x80
+	opStop            = '.'
+	opMark            = '('
+	opPop             = '0'
+	opEmptyDict       = '}'
+	opEmptyList       = ']'
+	opEmptyTuple      = ')'
+	opBinUnicode      = 'X'
+	opShortBinUnicode = 0x8c
+	opBinUnicode8     = 0x8d
+	opShortBinBytes   = 'C'
+	opBinBytes        = 'B'
+	opBinInt          = 'J'
+	opBinInt1         = 'K'
+	opBinInt2         = 'M'
+	opLong1           = 0x8a
+	opBinFloat        = 'G'
+	opNewTrue         = 0x88
+	opNewFalse        = 0x89
+	opNone            = 'N'
+	opAppend          = 'a'
+	opAppends         = 'e'
+	opSetItem         = 's'
+	opSetItems        = 'u'
+	opTuple           = 't'
+	opTuple1          = 0x85
+	opTuple2          = 0x86
+	opTuple3          = 0x87
+	opBinPut          = 'q'
+	opLongBinPut      = 'r'
+	opBinGet          = 'h'
+	opLongBinGet      = 'j'
+	opMemoize         = 0x94
+	opFrame           = 0x95
+	opGlobal          = 'c'
+	opStackGlobal     = 0x93
+	opReduce          = 'R'
+)
+
+// pickle values: nil, bool, int64, float64, string, []byte, tuple, *plist, *pdict, global.
+type (
+	tuple  []any
+	plist  struct{ items []any }
+	pdict  struct{ keys, vals []any }
+	global struct{ module, name string }
+)
+
+// maxMemo bounds the memo table's ids (torch numbers them from 0 up, one per string and global).
+const maxMemo = 1 << 24
+
+// unpickle decodes one pickle (the value STOP returns) from b. It does no more work than b's
+// length allows: every opcode consumes input, and each makes at most one value. An error names
+// the byte offset of the opcode that failed.
+func unpickle(b []byte) (any, error) {
+	d := decoder{b: b, memo: map[uint32]any{}}
+	v, err := d.run()
+	if err != nil {
+		return nil, &FormatError{Offset: int64(d.op), Reason: err.Error()}
+	}
+	return v, nil
+}
+
+type decoder struct {
+	b     []byte
+	pos   int
+	op    int // the offset of the opcode being decoded
+	stack []any
+	marks []int
+	memo  map[uint32]any
+}
+
+func (d *decoder) take(n int) ([]byte, error) {
+	if n < 0 || n > len(d.b)-d.pos {
+		return nil, fmt.Errorf("opcode 0x%02x needs %d bytes, %d left: the pickle is cut", d.b[d.op], n, len(d.b)-d.pos)
+	}
+	s := d.b[d.pos : d.pos+n]
+	d.pos += n
+	return s, nil
+}
+
+func (d *decoder) pop() (any, error) {
+	if len(d.stack) == 0 || (len(d.marks) > 0 && len(d.stack) == d.marks[len(d.marks)-1]) {
+		return nil, fmt.Errorf("opcode 0x%02x on an empty stack", d.b[d.op])
+	}
+	v := d.stack[len(d.stack)-1]
+	d.stack = d.stack[:len(d.stack)-1]
+	return v, nil
+}
+
+// popMark returns the values pushed since the last MARK and removes them and the mark.
+func (d *decoder) popMark() ([]any, error) {
+	if len(d.marks) == 0 {
+		return nil, fmt.Errorf("opcode 0x%02x without a MARK before it", d.b[d.op])
+	}
+	m := d.marks[len(d.marks)-1]
+	d.marks = d.marks[:len(d.marks)-1]
+	items := d.stack[m:]
+	d.stack = d.stack[:m]
+	return items, nil
+}
+
+func (d *decoder) top() (any, error) {
+	if len(d.stack) == 0 {
+		return nil, fmt.Errorf("opcode 0x%02x on an empty stack", d.b[d.op])
+	}
+	return d.stack[len(d.stack)-1], nil
+}
+
+func (d *decoder) run() (any, error) {
+	for d.pos < len(d.b) {
+		d.op = d.pos
+		c := d.b[d.pos]
+		d.pos++
+		if c == opStop {
+			v, err := d.pop()
+			if err != nil {
+				return nil, err
+			}
+			return v, nil
+		}
+		if err := d.step(c); err != nil {
+			return nil, err
+		}
+	}
+	d.op = d.pos
+	return nil, fmt.Errorf("no STOP opcode: the pickle is cut")
+}
+
+// step decodes one opcode other than STOP.
+func (d *decoder) step(c byte) error {
+	switch c {
+	case opProto:
+		_, err := d.take(1)
+		return err
+	case opFrame:
+		_, err := d.take(8) // frames only group opcodes for buffering; the content follows inline
+		return err
+	case opMark:
+		d.marks = append(d.marks, len(d.stack))
+	case opPop:
+		_, err := d.pop()
+		return err
+	case opEmptyDict:
+		d.stack = append(d.stack, &pdict{})
+	case opEmptyList:
+		d.stack = append(d.stack, &plist{})
+	case opEmptyTuple:
+		d.stack = append(d.stack, tuple{})
+	case opNone:
+		d.stack = append(d.stack, nil)
+	case opNewTrue, opNewFalse:
+		d.stack = append(d.stack, c == opNewTrue)
+	case opBinInt1, opBinInt2, opBinInt, opLong1, opBinFloat:
+		return d.number(c)
+	case opBinUnicode, opShortBinUnicode, opBinUnicode8, opShortBinBytes, opBinBytes:
+		return d.bytes(c)
+	case opTuple, opTuple1, opTuple2, opTuple3:
+		return d.tuple(c)
+	case opAppend, opAppends, opSetItem, opSetItems:
+		return d.fill(c)
+	case opBinPut, opLongBinPut, opMemoize, opBinGet, opLongBinGet:
+		return d.memoOp(c)
+	case opGlobal, opStackGlobal:
+		return d.global(c)
+	case opReduce:
+		return d.reduce()
+	default:
+		return fmt.Errorf("opcode 0x%02x is not one a Flight Recorder dump uses", c)
+	}
+	return nil
+}
+
+func (d *decoder) number(c byte) error {
+	switch c {
+	case opBinInt1:
+		b, err := d.take(1)
+		if err != nil {
+			return err
+		}
+		d.stack = append(d.stack, int64(b[0]))
+	case opBinInt2:
+		b, err := d.take(2)
+		if err != nil {
+			return err
+		}
+		d.stack = append(d.stack, int64(binary.LittleEndian.Uint16(b)))
+	case opBinInt:
+		b, err := d.take(4)
+		if err != nil {
+			return err
+		}
+		d.stack = append(d.stack, int64(int32(binary.LittleEndian.Uint32(b))))
+	case opLong1:
+		n, err := d.take(1)
+		if err != nil {
+			return err
+		}
+		if n[0] > 8 {
+			return fmt.Errorf("LONG1 of %d bytes: integers wider than 64 bits are not a dump's", n[0])
+		}
+		b, err := d.take(int(n[0]))
+		if err != nil {
+			return err
+		}
+		var v int64
+		for i := len(b) - 1; i >= 0; i-- {
+			v = v<<8 | int64(b[i])
+		}
+		if len(b) > 0 && len(b) < 8 && b[len(b)-1]&0x80 != 0 {
+			v -= 1 << (8 * len(b)) // two's complement of a shorter width
+		}
+		d.stack = append(d.stack, v)
+	case opBinFloat:
+		b, err := d.take(8)
+		if err != nil {
+			return err
+		}
+		d.stack = append(d.stack, math.Float64frombits(binary.BigEndian.Uint64(b)))
+	}
+	return nil
+}
+
+func (d *decoder) bytes(c byte) error {
+	var n uint64
+	switch c {
+	case opShortBinUnicode, opShortBinBytes:
+		b, err := d.take(1)
+		if err != nil {
+			return err
+		}
+		n = uint64(b[0])
+	case opBinUnicode, opBinBytes:
+		b, err := d.take(4)
+		if err != nil {
+			return err
+		}
+		n = uint64(binary.LittleEndian.Uint32(b))
+	case opBinUnicode8:
+		b, err := d.take(8)
+		if err != nil {
+			return err
+		}
+		n = binary.LittleEndian.Uint64(b)
+	}
+	if n > uint64(len(d.b)-d.pos) {
+		return fmt.Errorf("a string of %d bytes, %d left: the pickle is cut", n, len(d.b)-d.pos)
+	}
+	s, _ := d.take(int(n))
+	if c == opShortBinBytes || c == opBinBytes {
+		d.stack = append(d.stack, append([]byte(nil), s...))
+	} else {
+		d.stack = append(d.stack, string(s))
+	}
+	return nil
+}
+
+func (d *decoder) tuple(c byte) error {
+	if c == opTuple {
+		items, err := d.popMark()
+		if err != nil {
+			return err
+		}
+		d.stack = append(d.stack, append(tuple(nil), items...))
+		return nil
+	}
+	n := int(c-opTuple1) + 1
+	t := make(tuple, n)
+	for i := n - 1; i >= 0; i-- {
+		v, err := d.pop()
+		if err != nil {
+			return err
+		}
+		t[i] = v
+	}
+	d.stack = append(d.stack, t)
+	return nil
+}
+
+// fill appends to a list or sets a dict's items.
+func (d *decoder) fill(c byte) error {
+	var items []any
+	var err error
+	switch c {
+	case opAppend:
+		v, err := d.pop()
+		if err != nil {
+			return err
+		}
+		items = []any{v}
+	case opSetItem:
+		v, err := d.pop()
+		if err != nil {
+			return err
+		}
+		k, err := d.pop()
+		if err != nil {
+			return err
+		}
+		items = []any{k, v}
+	default:
+		if items, err = d.popMark(); err != nil {
+			return err
+		}
+	}
+	target, err := d.top()
+	if err != nil {
+		return err
+	}
+	switch t := target.(type) {
+	case *plist:
+		if c == opSetItem || c == opSetItems {
+			return fmt.Errorf("SETITEM(S) on a list")
+		}
+		t.items = append(t.items, items...)
+	case *pdict:
+		if c == opAppend || c == opAppends {
+			return fmt.Errorf("APPEND(S) on a dict")
+		}
+		if len(items)%2 != 0 {
+			return fmt.Errorf("SETITEMS with an odd number of values")
+		}
+		for i := 0; i < len(items); i += 2 {
+			t.keys = append(t.keys, items[i])
+			t.vals = append(t.vals, items[i+1])
+		}
+	default:
+		return fmt.Errorf("opcode 0x%02x on a %T, not a list or dict", c, target)
+	}
+	return nil
+}
+
+func (d *decoder) memoOp(c byte) error {
+	var id uint32
+	switch c {
+	case opBinPut, opBinGet:
+		b, err := d.take(1)
+		if err != nil {
+			return err
+		}
+		id = uint32(b[0])
+	case opLongBinPut, opLongBinGet:
+		b, err := d.take(4)
+		if err != nil {
+			return err
+		}
+		id = binary.LittleEndian.Uint32(b)
+	case opMemoize:
+		id = uint32(len(d.memo))
+	}
+	if c == opBinGet || c == opLongBinGet {
+		v, ok := d.memo[id]
+		if !ok {
+			return fmt.Errorf("memo %d read before it was written", id)
+		}
+		d.stack = append(d.stack, v)
+		return nil
+	}
+	if id >= maxMemo {
+		return fmt.Errorf("memo id %d past the bound %d", id, maxMemo)
+	}
+	v, err := d.top()
+	if err != nil {
+		return err
+	}
+	d.memo[id] = v
+	return nil
+}
+
+func (d *decoder) global(c byte) error {
+	if c == opStackGlobal {
+		name, err := d.pop()
+		if err != nil {
+			return err
+		}
+		mod, err := d.pop()
+		if err != nil {
+			return err
+		}
+		ms, ok1 := mod.(string)
+		ns, ok2 := name.(string)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("STACK_GLOBAL of a %T and a %T, not two strings", mod, name)
+		}
+		d.stack = append(d.stack, global{ms, ns})
+		return nil
+	}
+	var parts [2]string
+	for i := range parts {
+		end := d.pos
+		for end < len(d.b) && d.b[end] != '\n' && end-d.pos < 256 {
+			end++
+		}
+		if end >= len(d.b) || d.b[end] != '\n' {
+			return fmt.Errorf("GLOBAL's name is not a line")
+		}
+		parts[i] = string(d.b[d.pos:end])
+		d.pos = end + 1
+	}
+	d.stack = append(d.stack, global{parts[0], parts[1]})
+	return nil
+}
+
+// reduce calls one of the few functions torch's pickler names: the type tag and typed-list
+// builders wrap a container and give it back; OrderedDict() is an empty dict.
+func (d *decoder) reduce() error {
+	args, err := d.pop()
+	if err != nil {
+		return err
+	}
+	fn, err := d.pop()
+	if err != nil {
+		return err
+	}
+	g, ok := fn.(global)
+	if !ok {
+		return fmt.Errorf("REDUCE calls a %T, not a global", fn)
+	}
+	a, ok := args.(tuple)
+	if !ok {
+		return fmt.Errorf("REDUCE of %s.%s with %T arguments, not a tuple", g.module, g.name, args)
+	}
+	switch g.module + "." + g.name {
+	case "torch.jit._pickle.restore_type_tag", "torch.jit._pickle.build_intlist", "torch.jit._pickle.build_doublelist",
+		"torch.jit._pickle.build_boollist", "torch.jit._pickle.build_tensorlist":
+		if len(a) == 0 {
+			return fmt.Errorf("%s.%s without arguments", g.module, g.name)
+		}
+		d.stack = append(d.stack, a[0])
+	case "collections.OrderedDict":
+		d.stack = append(d.stack, &pdict{})
+	default:
+		return fmt.Errorf("REDUCE calls %s.%s, which a Flight Recorder dump does not", g.module, g.name)
+	}
+	return nil
+}
+
+// maxDepth bounds how deep a dump's values nest (a dump nests four levels: the dump, entries, an
+// entry, its sizes); deeper, or a container that holds itself, is refused.
+const maxDepth = 16
+
+// plain turns a pickle value into the values encoding/json decodes into: map[string]any (keys
+// written as strings), []any, string, int64, float64, bool, nil. budget bounds the values made
+// (memo references can share one container many times).
+func plain(v any, depth int, budget *int) (any, error) {
+	*budget--
+	if *budget < 0 {
+		return nil, fmt.Errorf("more values than the dump's size allows (shared containers repeated)")
+	}
+	if depth > maxDepth {
+		return nil, fmt.Errorf("values nested more than %d deep", maxDepth)
+	}
+	switch x := v.(type) {
+	case nil, bool, int64, float64, string:
+		return x, nil
+	case []byte:
+		return string(x), nil
+	case tuple:
+		return plainList(x, depth, budget)
+	case *plist:
+		return plainList(x.items, depth, budget)
+	case *pdict:
+		m := make(map[string]any, len(x.keys))
+		for i, k := range x.keys {
+			var ks string
+			switch kk := k.(type) {
+			case string:
+				ks = kk
+			case int64:
+				ks = strconv.FormatInt(kk, 10)
+			default:
+				return nil, fmt.Errorf("a dict key of type %T", k)
+			}
+			pv, err := plain(x.vals[i], depth+1, budget)
+			if err != nil {
+				return nil, err
+			}
+			m[ks] = pv
+		}
+		return m, nil
+	case global:
+		return nil, fmt.Errorf("a bare reference to %s.%s", x.module, x.name)
+	}
+	return nil, fmt.Errorf("a value of type %T", v)
+}
+
+func plainList(items []any, depth int, budget *int) ([]any, error) {
+	out := make([]any, len(items))
+	for i, it := range items {
+		p, err := plain(it, depth+1, budget)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
+}
