@@ -113,9 +113,16 @@ func (b *builder) steps() {
 		d := g.Event(s).Device
 		byDev[d] = append(byDev[d], s)
 	}
+	calls := b.callsByEnd()
 	for _, ss := range byDev {
-		for i := 1; i < len(ss); i++ {
-			b.add(End(ss[i-1]), Start(ss[i]), 0, EdgeStep, false)
+		for i, st := range ss {
+			// A step marked on the host (a profiler's step range) begins where the host got to:
+			// after the host's last call before it. Else (an engine's steps) after the step before.
+			if c, ok := b.callBefore(calls, g.Event(st)); ok {
+				b.add(End(c), Start(st), 0, EdgeStep, false)
+			} else if i > 0 {
+				b.add(End(ss[i-1]), Start(st), 0, EdgeStep, false)
+			}
 		}
 	}
 	type lastKey struct {
@@ -149,6 +156,30 @@ func (b *builder) steps() {
 	for _, k := range order {
 		b.add(End(last[k]), End(k.step), 0, EdgeStep, false)
 	}
+}
+
+// callsByEnd is the host runtime calls in end order.
+func (b *builder) callsByEnd() []int32 {
+	var ns []int32
+	for n := range b.g.Nodes {
+		if k := b.g.Event(int32(n)).Kind; k == timeline.KindRuntime || k == timeline.KindGraphLaunch {
+			ns = append(ns, int32(n))
+		}
+	}
+	slices.SortFunc(ns, func(x, y int32) int { return cmp.Compare(b.g.Time[End(x)], b.g.Time[End(y)]) })
+	return ns
+}
+
+// callBefore is the runtime call of step st's host (and rank, when steps are per rank) that ended
+// last before st began.
+func (b *builder) callBefore(calls []int32, st *timeline.Event) (int32, bool) {
+	i, _ := slices.BinarySearchFunc(calls, st.Start+1, func(n int32, t int64) int { return cmp.Compare(b.g.Time[End(n)], t) })
+	for i--; i >= 0; i-- {
+		if c := b.g.Event(calls[i]); c.Host == st.Host && (st.Device < 0 || c.Device == st.Device) {
+			return calls[i], true
+		}
+	}
+	return 0, false
 }
 
 // stepOf is the step (of e's rank when steps are per rank) that e lies wholly inside.

@@ -123,3 +123,17 @@ func TestCompareNoStepsAndSizes(t *testing.T) {
 		}
 	}
 }
+
+// A what-if's comparison shows its verdict above the table, and the view still fills its size.
+func TestCompareVerdict(t *testing.T) {
+	d := pipelineCompare(t)
+	d.Cmp.SetNoiseFloor(1, "test")
+	m := sizedCompare(d, 120, 30)
+	got := text(m)
+	if !strings.Contains(got, "verdict B is") {
+		t.Errorf("no verdict line:\n%s", got)
+	}
+	if n := strings.Count(got, "\n") + 1; n != 30 {
+		t.Errorf("%d lines; want 30", n)
+	}
+}

@@ -165,6 +165,10 @@ func (m *Model) View() string {
 		b.WriteString(st.Warn.Render(ansi.Truncate("WARNING: "+warn, w, "…")) + "\n")
 	}
 	top := 1 + len(c.Warnings)
+	if c.Verdict != "" { // a what-if's answer, with its noise floor
+		b.WriteString(ansi.Truncate(st.Title.Render("verdict ")+c.Verdict, w, "…") + "\n")
+		top++
+	}
 	// The strips: a header line, each device of A then of B, and the legend.
 	legend := strip.Legend(st, w, false, false)
 	legendH := strings.Count(legend, "\n") + 1

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/report"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// The what-if report of the small HTA trace with every kernel halved, as people read it: the
+// measured ops (A) against the prediction (B), the method and graph said above, critical-path
+// rows, the noise floor and the verdict.
+func TestWhatIfGolden(t *testing.T) {
+	code, out, errs := runCLI(t, "whatif", "--headless", filepath.Join("testdata", "hta_small.json"), "--scale-kernel", "*=0.5")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	golden := filepath.Join("testdata", "whatif_hta_small.golden")
+	if *updateGolden {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if out != string(want) {
+		t.Errorf("whatif report differs from %s (go test -update rewrites it):\n%s", golden, out)
+	}
+}
+
+// A recording of the engine replayed unchanged reproduces its mean step time within 5% with its
+// collectives re-timed by the NCCL model on its own topology; forcing the ring algorithm re-times
+// them again and says so; the JSON carries the verdict and the noise floor.
+func TestWhatIfRecording(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "moe.xfr")
+	if code, _, errs := runCLI(t, "run", "--headless", "--scenario", "moe-alltoall", "--steps", "4", "--record", rec); code != exitOK {
+		t.Fatal(errs)
+	}
+	code, out, errs := runCLI(t, "whatif", "--json", rec, "--comm", "algo=ring")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var c report.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(c.Notes, "\n")
+	if !strings.Contains(notes, "re-timed by the NCCL model") || strings.Contains(notes, "collectives: 0 re-timed") {
+		t.Errorf("notes do not say the collectives were re-timed:\n%s", notes)
+	}
+	if c.NoiseFloorPct == nil || *c.NoiseFloorPct > 5 || c.Verdict == "" {
+		t.Errorf("noise floor %v (the unchanged replay's error is in it: want ≤ 5%%), verdict %q", c.NoiseFloorPct, c.Verdict)
+	}
+	if !strings.Contains(c.B, "algo=Ring") {
+		t.Errorf("B = %q; want the change named", c.B)
+	}
+}
+
+// Bad what-if flags are usage errors that name the flag.
+func TestWhatIfUsage(t *testing.T) {
+	trace := filepath.Join("testdata", "hta_small.json")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"whatif"}, "give the trace"},
+		{[]string{"whatif", trace, "--hosts", "2"}, "--hosts 2 needs --topology"},
+		{[]string{"whatif", trace, "--comm", "algo=foo"}, `--comm "algo=foo"`},
+		{[]string{"whatif", trace, "--scale-kernel", "gemm=-1"}, "scale-kernel"},
+		{[]string{"whatif", trace, "--set", "gpus=2"}, "--set gpus: not a what-if knob"},
+		{[]string{"whatif", trace, "--topology", "nosuch"}, "--topology nosuch"},
+	} {
+		code, _, errs := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q; want %d naming %q", tc.args, code, errs, exitUsage, tc.want)
+		}
+	}
+}
