@@ -151,3 +151,26 @@ func TestOrderCycle(t *testing.T) {
 		t.Errorf("order = %v; want ErrCycle", err)
 	}
 }
+
+// A profiler's step begins where the host got to: after the host's last call before it, not
+// after the step before (whose end a slow GPU op may have bound).
+func TestBuildStepAfterHostCall(t *testing.T) {
+	s := timeline.NewStrings()
+	evs := []timeline.Event{step(0, 10), call(s, "cudaLaunchKernel", 11, 12, 0), step(15, 30)}
+	g, err := Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, e := range g.Edges {
+		if e.Kind == EdgeStep && e.To == Start(g.Steps[1]) {
+			found = e.From == End(1) // the call
+			if !found {
+				t.Errorf("the second step starts after point %d; want the call's end %d", e.From, End(1))
+			}
+		}
+	}
+	if !found {
+		t.Error("no edge into the second step's start")
+	}
+}

@@ -33,6 +33,7 @@ type Options struct {
 // Result is one replay: the replayed ops and what the replay did.
 type Result struct {
 	Events []timeline.Event // the graph's ops at their replayed times, in start order
+	Node   []int32          // the graph node of each of Events
 	Times  []int64          // each point's replayed time
 	Weight []int64          // each edge's replayed weight
 	// Retimed counts the collective instances (or lone rank parts) the NCCL model timed; Kept
@@ -257,17 +258,22 @@ func (r *Result) model(g *depgraph.Graph, parts []int32, o Options) (int64, stri
 	return int64(p.TimeNs(e.Bytes)), "", nil
 }
 
-// events writes the replayed ops.
+// events writes the replayed ops, in start order, as analyses read them.
 func (r *Result) events(g *depgraph.Graph) {
+	r.Node = make([]int32, len(g.Nodes))
+	for n := range r.Node {
+		r.Node[n] = int32(n)
+	}
+	start := func(n int32) int64 { return r.Times[depgraph.Start(n)] }
+	sort.SliceStable(r.Node, func(i, j int) bool { return start(r.Node[i]) < start(r.Node[j]) })
 	r.Events = make([]timeline.Event, len(g.Nodes))
-	for n := range g.Nodes {
-		e := *g.Event(int32(n))
-		s, end := r.Times[depgraph.Start(int32(n))], r.Times[depgraph.End(int32(n))]
+	for i, n := range r.Node {
+		e := *g.Event(n)
+		s, end := start(n), r.Times[depgraph.End(n)]
 		if e.Queued > 0 {
 			e.Queued = max(0, e.Queued+s-e.Start)
 		}
 		e.Start, e.End = s, max(s, end)
-		r.Events[n] = e
+		r.Events[i] = e
 	}
-	sort.SliceStable(r.Events, func(i, j int) bool { return r.Events[i].Start < r.Events[j].Start })
 }

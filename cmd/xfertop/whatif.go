@@ -95,7 +95,9 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	c, wins := whatifComparison(w, in.header, strings.Join(pos, ", "), o.describe(wo))
 	if !o.json && !o.headless && interactive(stdout) {
-		return compareConsole(ctx, compareData(c, wins))
+		d := compareData(c, wins)
+		d.Runs[0].Critical, d.Runs[1].Critical = criticalOps(w.Before, nil), criticalOps(w.After, w.Changed.Node)
+		return compareConsole(ctx, d)
 	}
 	return writeComparison(stdout, c, o.json)
 }
@@ -240,6 +242,30 @@ func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change stri
 	c.Notes = whatifNotes(w, before, why)
 	c.SetNoiseFloor(floor, why)
 	return c, wins
+}
+
+// criticalOps is the set of the ops on paths, by their index among the events the compare view
+// was given: A's are in node order (order nil), B's in the replay's order (the node of each).
+func criticalOps(paths []depgraph.Path, order []int32) map[int64]bool {
+	on := map[int32]bool{}
+	for _, p := range paths {
+		for _, n := range p.Nodes {
+			on[n] = true
+		}
+	}
+	set := make(map[int64]bool, len(on))
+	if order == nil {
+		for n := range on {
+			set[int64(n)] = true
+		}
+		return set
+	}
+	for i, n := range order {
+		if on[n] {
+			set[int64(i)] = true
+		}
+	}
+	return set
 }
 
 // opsReport analyses ops as a report does.

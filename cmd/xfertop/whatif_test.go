@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/depgraph"
 	"github.com/xfertop/xfertop/report"
 )
 
@@ -82,5 +83,17 @@ func TestWhatIfUsage(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, %q; want %d naming %q", tc.args, code, errs, exitUsage, tc.want)
 		}
+	}
+}
+
+// The compare view marks ops by their index among the events it was given: A's in node order, B's
+// in the replay's start order.
+func TestCriticalOps(t *testing.T) {
+	paths := []depgraph.Path{{Nodes: []int32{2, 0}}}
+	if got := criticalOps(paths, nil); len(got) != 2 || !got[2] || !got[0] {
+		t.Errorf("A: %v; want {0, 2}", got)
+	}
+	if got := criticalOps(paths, []int32{3, 2, 1, 0}); len(got) != 2 || !got[1] || !got[3] {
+		t.Errorf("B: %v; want {1, 3}", got)
 	}
 }
