@@ -2,7 +2,9 @@ package depgraph
 
 import (
 	"cmp"
+	"math"
 	"slices"
+	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -223,10 +225,12 @@ func (b *builder) events() {
 	}
 }
 
-// hostSyncs binds the end of each blocking host call to the GPU op it waited for: the op it
-// launched, by correlation, when that ended inside the call (a synchronous copy); else, for a
-// synchronisation, the op of its rank or host that ended last inside it (inferred: the trace does
-// not say which stream or event it waited on).
+// hostSyncs binds the end of host calls to the GPU ops they waited for: a call's end to the op it
+// launched, by correlation, when that op ended inside the call (a synchronous copy, a pageable
+// "async" one); and a synchronisation's end to the op of its rank or host that ended last before
+// it returned (inferred: the trace does not say which stream or event it waited on, so it waits
+// for all of them, as HTA's context synchronisation does). That op may have ended before the call
+// began: then the call did not wait, but would, were the op slower.
 func (b *builder) hostSyncs() {
 	calls := b.runtimeCalls()
 	launched := map[int32]int32{}
@@ -240,13 +244,14 @@ func (b *builder) hostSyncs() {
 	ix := b.endIndex()
 	for n := range b.g.Nodes {
 		c := b.g.Event(int32(n))
-		if c.Kind != timeline.KindRuntime || !Blocking(b.label(int32(n))) {
+		if c.Kind != timeline.KindRuntime {
 			continue
 		}
-		if op, ok := launched[int32(n)]; ok && b.g.Time[End(op)] <= c.End {
-			if b.g.Time[End(op)] >= c.Start {
-				b.add(End(op), End(int32(n)), 0, EdgeHostSync, false)
-			}
+		if op, ok := launched[int32(n)]; ok && b.g.Time[End(op)] <= c.End && b.g.Time[End(op)] >= c.Start {
+			b.add(End(op), End(int32(n)), 0, EdgeHostSync, false)
+			continue
+		}
+		if !strings.Contains(b.label(int32(n)), "Synchronize") {
 			continue
 		}
 		if p, ok := b.waitedFor(ix, c); ok {
@@ -255,18 +260,18 @@ func (b *builder) hostSyncs() {
 	}
 }
 
-// waitedFor is the GPU op of c's rank (or host) that ended last while host call c lasted.
+// waitedFor is the GPU op of c's rank (or host) that ended last before host call c returned.
 func (b *builder) waitedFor(ix endIndex, c *timeline.Event) (int32, bool) {
 	none := func(int32) bool { return false }
 	if c.Device >= 0 {
-		return b.latestEnd(ix[c.Device], c.Start, c.End, none)
+		return b.latestEnd(ix[c.Device], math.MinInt64, c.End, none)
 	}
 	best, found := int32(0), false
 	for dev, ns := range ix {
 		if len(ns) == 0 || b.g.Event(ns[0]).Host != c.Host || dev < 0 {
 			continue
 		}
-		if p, ok := b.latestEnd(ns, c.Start, c.End, none); ok && (!found || b.g.Time[End(p)] > b.g.Time[End(best)]) {
+		if p, ok := b.latestEnd(ns, math.MinInt64, c.End, none); ok && (!found || b.g.Time[End(p)] > b.g.Time[End(best)]) {
 			best, found = p, true
 		}
 	}

@@ -186,15 +186,13 @@ func (b *builder) label(n int32) string {
 	return b.names.Lookup(b.g.Event(n).Label)
 }
 
-// Blocking reports whether a host runtime call named name waits for the GPU (Holistic Trace
-// Analysis's list of blocking calls: synchronisations, event queries, copies).
-func Blocking(name string) bool {
-	for _, s := range []string{"Synchronize", "cudaEventQuery", "cudaMemcpy", "cuMemcpy"} {
-		if strings.Contains(name, s) {
-			return true
-		}
-	}
-	return false
+// blocking reports whether a host runtime call named name waits for the GPU, so that its time is
+// the GPU's, not the host's own: a synchronisation, or a synchronous copy (cudaMemcpy, not
+// cudaMemcpyAsync). HTA's list also has cudaEventQuery, which returns at once, and
+// cudaMemcpyAsync, which waits only from pageable memory (its copy then ends inside it, and
+// binds it by correlation).
+func blocking(name string) bool {
+	return strings.Contains(name, "Synchronize") || strings.Contains(name, "Memcpy") && !strings.Contains(name, "Async")
 }
 
 // waits reports whether node n is a wait whose end other points decide (its own duration weighs
@@ -204,7 +202,7 @@ func (b *builder) waits(n int32) bool {
 	case timeline.KindEventWait, timeline.KindPeerWait:
 		return true
 	case timeline.KindRuntime:
-		return Blocking(b.label(n))
+		return blocking(b.label(n))
 	}
 	return false
 }

@@ -137,3 +137,26 @@ func TestReplayBadScale(t *testing.T) {
 		t.Errorf("Replay with gemm=-1: %v; want an error naming it", err)
 	}
 }
+
+// A synchronisation the host called after the GPU had finished did not wait; made slower, the
+// GPU makes it wait: gemm ×3 ends at 33, and cudaDeviceSynchronize (20-21 as measured) returns then.
+func TestReplaySyncWaitsForSlowerGPU(t *testing.T) {
+	s := timeline.NewStrings()
+	sync := launch(s, 20, 21, 0)
+	sync.Label = s.ID("cudaDeviceSynchronize")
+	evs := []timeline.Event{launch(s, 0, 2, 1), kern(s, "gemm", 0, 7, 3, 13, 1), sync}
+	g, err := depgraph.Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Inferred[depgraph.EdgeHostSync] != 1 {
+		t.Fatalf("inferred host syncs %d; want 1", g.Inferred[depgraph.EdgeHostSync])
+	}
+	r, err := Replay(g, s, Options{Scale: map[string]float64{"gemm": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := r.Events[2]; e.Start != 20*us || e.End != 33*us {
+		t.Errorf("the synchronisation replayed at [%d, %d]; want [20 µs, 33 µs]", e.Start, e.End)
+	}
+}
