@@ -14,6 +14,8 @@ type Run struct {
 	// Partial names the parts of the report that are incomplete, and why (senders that exported
 	// with the default detail leave kernels, waits and samples out).
 	Partial []string
+	// StepsFrom says how the steps of an input that marks none were found (importers.Result.Steps).
+	StepsFrom string
 }
 
 // Receive is what xfertop listen received (absent for other sources).
@@ -73,6 +75,7 @@ type Report struct {
 	DroppedEvents  int64                      `json:"dropped_events"`
 	Ended          string                     `json:"ended,omitempty"`
 	Steps          analysis.Steps             `json:"steps"`
+	StepsFrom      string                     `json:"steps_from,omitempty"` // how steps the input does not mark were inferred, or why none were
 	Transfers      analysis.Transfers         `json:"transfers"`
 	SendRecv       []analysis.P2PIteration    `json:"send_recv"`
 	Collectives    []analysis.Collective      `json:"collectives"`
@@ -140,7 +143,7 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		Steps: res.Steps, Transfers: res.Transfers, SendRecv: res.SendRecv, Collectives: res.Collectives.Rows, CollIncomplete: res.Collectives.Incomplete,
 		CollStragglers: res.Collectives.Stragglers,
 		CommCache:      res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
-		AlertCount: res.AlertCount, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Telemetry: res.Telemetry,
+		AlertCount: res.AlertCount, StepsFrom: run.StepsFrom, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Telemetry: res.Telemetry,
 		Findings: findings(res.Findings, m.GPUsPerHost)}
 	gaps := res.StreamIdle
 	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: res.Breakdown.Devices,

@@ -93,7 +93,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return dataError(fmt.Errorf("%s: %w", strings.Join(pos, ", "), err))
 	}
-	c, wins := whatifComparison(w, in.header, strings.Join(pos, ", "), o.describe(wo))
+	c, wins := whatifComparison(w, in.header, strings.Join(pos, ", "), o.describe(wo), in.stepsFrom)
 	if !o.json && !o.headless && interactive(stdout) {
 		d := compareData(c, wins)
 		d.Runs[0].Critical, d.Runs[1].Critical = criticalOps(w.Before, nil), criticalOps(w.After, w.Changed.Node)
@@ -193,8 +193,9 @@ func cmpOr(s, d string) string {
 
 // wholeInput is an input read into memory: what a replay needs.
 type wholeInput struct {
-	header *importers.Header
-	events []timeline.Event
+	header    *importers.Header
+	events    []timeline.Event
+	stepsFrom string // how the steps were found, when the input marks none (importers.Result.Steps)
 }
 
 func (w *wholeInput) Begin(h *importers.Header) error { w.header = h; return nil }
@@ -214,15 +215,17 @@ func readWhole(ctx context.Context, paths []string, limits importLimits, stderr 
 	opts := limits.options(false)
 	opts.Context = ctx
 	in := &wholeInput{}
-	if _, err := readInput(paths, opts, in, stderr); err != nil {
+	res, err := readInput(paths, opts, in, stderr)
+	if err != nil {
 		return nil, err
 	}
+	in.stepsFrom = res.Steps
 	return in, nil
 }
 
 // whatifComparison compares the trace's ops as measured (A) with the changed replay (B), and
 // gives each run's events to the compare view.
-func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change string) (*report.Comparison, [2]*timeline.Window) {
+func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change, stepsFrom string) (*report.Comparison, [2]*timeline.Window) {
 	var wins [2]*timeline.Window
 	measured := make([]timeline.Event, len(w.Graph.Nodes))
 	for n := range w.Graph.Nodes {
@@ -239,7 +242,7 @@ func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change stri
 	before, after := whatif.Summarize(w.Before), whatif.Summarize(w.After)
 	report.AddCriticalPaths(c, criticalPath(before), criticalPath(after))
 	floor, why := noiseFloor(a, base, w.Before, before, whatif.Summarize(w.Graph.CriticalPaths(w.Baseline.Times, w.Baseline.Weight)))
-	c.Notes = whatifNotes(w, before, why)
+	c.Notes = whatifNotes(w, before, stepsFrom)
 	c.SetNoiseFloor(floor, why)
 	return c, wins
 }
@@ -334,14 +337,17 @@ func median(xs []float64) float64 {
 }
 
 // whatifNotes say how B was made.
-func whatifNotes(w *whatif.WhatIf, before whatif.Summary, floorWhy string) []string {
+func whatifNotes(w *whatif.WhatIf, before whatif.Summary, stepsFrom string) []string {
 	g := w.Graph
 	notes := []string{
 		"method: the trace's dependency graph replayed (list scheduling over it; collectives timed by the engine's NCCL model where a topology and their sizes are known), not a run of the simulator",
 		"graph: " + whatif.Dependencies(g),
 	}
 	steps := fmt.Sprintf("steps: %d from the trace's step markers", len(g.Steps))
-	if len(g.Steps) == 0 {
+	switch {
+	case stepsFrom != "":
+		steps = fmt.Sprintf("steps: %d; %s", len(g.Steps), stepsFrom)
+	case len(g.Steps) == 0:
 		steps = "steps: the trace marks none; the whole trace is one step"
 	}
 	if before.FirstLeft {
