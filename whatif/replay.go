@@ -19,6 +19,9 @@ type Options struct {
 	Topology engine.Topology
 	// Scale multiplies the duration of the compute kernels whose name contains a key ("*": all).
 	Scale map[string]float64
+	// ScaleExact multiplies the duration of the compute kernels named exactly as a key (it is
+	// looked at before Scale): the ratios another trace's durations give (--kernels-from).
+	ScaleExact map[string]float64
 	// Algo and Proto force NCCL's algorithm and protocol (0: the tuner's choice), as NCCL_ALGO
 	// and NCCL_PROTO do.
 	Algo  timeline.NCCLAlgo
@@ -38,9 +41,10 @@ type Result struct {
 	Weight []int64          // each edge's replayed weight
 	// Retimed counts the collective instances (or lone rank parts) the NCCL model timed; Kept
 	// those that kept their measured time, by reason.
-	Retimed int
-	Kept    map[string]int
-	Scaled  int // kernels whose duration was scaled
+	Retimed    int
+	Kept       map[string]int
+	Scaled     int // compute kernels whose duration was scaled
+	ScaledComm int // collective parts (or instances' parts) scaled by ScaleExact
 }
 
 // KeptReasons lists Kept's reasons with their counts, most first.
@@ -112,7 +116,7 @@ func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error)
 
 // scale scales the duration edges of the kernels o.Scale names.
 func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error {
-	if len(o.Scale) == 0 {
+	if len(o.Scale) == 0 && len(o.ScaleExact) == 0 {
 		return nil
 	}
 	for k, x := range o.Scale {
@@ -121,13 +125,31 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error
 		}
 	}
 	for i, e := range g.Edges {
-		n := g.NodeOf(e.From)
-		if e.Kind != depgraph.EdgeDuration || n < 0 || g.Event(n).Kind != timeline.KindKernel {
+		n, coll := g.NodeOf(e.From), false
+		switch {
+		case e.Kind == depgraph.EdgeDuration && n >= 0 && g.Event(n).Kind == timeline.KindKernel:
+		case e.Kind == depgraph.EdgeDuration && n >= 0 && g.Event(n).Kind == timeline.KindCollective && e.W > 0:
+			coll = true // a lone rank part
+		case e.Kind == depgraph.EdgeCollective && n < 0 && e.To%2 == 1 && g.Event(g.NodeOf(e.To)).Kind == timeline.KindCollective:
+			n, coll = g.NodeOf(e.To), true // an instance's join to a part's end
+		default:
 			continue
 		}
 		name := ""
 		if names != nil {
 			name = names.Lookup(g.Event(n).Label)
+		}
+		if x, ok := o.ScaleExact[name]; ok {
+			r.Weight[i] = int64(float64(e.W) * x)
+			if coll {
+				r.ScaledComm++
+			} else {
+				r.Scaled++
+			}
+			continue
+		}
+		if coll {
+			continue // --scale-kernel scales compute kernels
 		}
 		for k, x := range o.Scale {
 			if k == "*" || strings.Contains(name, k) {

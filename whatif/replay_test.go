@@ -160,3 +160,28 @@ func TestReplaySyncWaitsForSlowerGPU(t *testing.T) {
 		t.Errorf("the synchronisation replayed at [%d, %d]; want [20 µs, 33 µs]", e.Start, e.End)
 	}
 }
+
+// ScaleExact scales kernels named exactly as a key, and collectives too (an instance through its
+// parts' name): the all-reduce's 860 µs together become 1,720 µs; "gem" names no kernel exactly.
+func TestReplayScaleExact(t *testing.T) {
+	s := timeline.NewStrings()
+	ar0, ar1 := allReduce(0, 10, 900, 0), allReduce(1, 40, 900, 0)
+	ar0.Label, ar1.Label = s.ID("nccl_ar"), s.ID("nccl_ar")
+	evs := []timeline.Event{kern(s, "gemm", 0, 10, 0, 10, 0), kern(s, "gemm", 1, 11, 0, 40, 0), ar0, ar1}
+	g, err := depgraph.Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Replay(g, s, Options{ScaleExact: map[string]float64{"nccl_ar": 2, "gem": 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Scaled != 0 || r.ScaledComm != 2 {
+		t.Errorf("scaled %d compute, %d NCCL; want 0, 2", r.Scaled, r.ScaledComm)
+	}
+	for _, e := range r.Events {
+		if e.Kind == timeline.KindCollective && e.End != (40+1720)*us {
+			t.Errorf("rank %d's part ends at %d; want %d", e.Device, e.End, (40+1720)*us)
+		}
+	}
+}

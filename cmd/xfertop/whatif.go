@@ -28,6 +28,7 @@ type whatifOpts struct {
 	scale    scaleFlag
 	comm     string
 	sets     setFlag
+	from     string // --kernels-from
 	json     bool
 	headless bool
 	limits   importLimits
@@ -60,12 +61,13 @@ func (s scaleFlag) Set(v string) error {
 func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop whatif", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	setUsage(fs, "xfertop whatif TRACE... [--scale-kernel NAME=x] [--comm algo=nvls] [--topology T] [--hosts N] [--set k=v] [flags]")
+	setUsage(fs, "xfertop whatif TRACE... [--scale-kernel NAME=x] [--kernels-from OTHER] [--comm algo=nvls] [--topology T] [--hosts N] [--set k=v] [flags]")
 	o := whatifOpts{scale: scaleFlag{}, sets: setFlag{}}
 	fs.StringVar(&o.topology, "topology", "", "re-time collectives with the engine's NCCL model on this topology (a built-in name or a file; default: a recording's own)")
 	fs.IntVar(&o.hosts, "hosts", 0, "scale the topology to this many hosts: collectives over every rank of the trace span every rank of the topology")
 	fs.Var(o.scale, "scale-kernel", "multiply the duration of the kernels whose name contains NAME by x, NAME=x (* for all; repeatable)")
 	fs.StringVar(&o.comm, "comm", "", "force NCCL's choice for the re-timed collectives: algo=ring|tree|nvls|nvlstree|collnet[,proto=ll|ll128|simple]")
+	fs.StringVar(&o.from, "kernels-from", "", "take each kernel's duration (compute and NCCL, by exact name) from this other trace of the workload: its mean there over its mean here")
 	fs.Var(o.sets, "set", "the same changes as knobs: nccl_algo=, nccl_proto=, kernels=x (all kernels scaled) (repeatable)")
 	fs.BoolVar(&o.json, "json", false, "print the comparison as JSON")
 	fs.BoolVar(&o.headless, "headless", false, "print the comparison instead of opening the console")
@@ -89,6 +91,13 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	wo.TraceDevices, wo.ScaleOut = in.header.Meta.Devices, o.hosts > 0
+	if o.from != "" {
+		other, err := readWhole(ctx, []string{o.from}, o.limits, stderr)
+		if err != nil {
+			return err
+		}
+		wo.ScaleExact = durationRatios(in, other)
+	}
 	w, err := whatif.Run(in.events, in.header.Strings, wo)
 	if err != nil {
 		return dataError(fmt.Errorf("%s: %w", strings.Join(pos, ", "), err))
@@ -139,6 +148,30 @@ func (o *whatifOpts) options() (whatif.Options, error) {
 	return wo, nil
 }
 
+// durationRatios is, for each kernel (compute or NCCL) name both inputs ran, its mean duration in
+// other over its mean in in.
+func durationRatios(in, other *wholeInput) map[string]float64 {
+	mean := func(w *wholeInput) map[string][2]float64 {
+		m := map[string][2]float64{}
+		for i := range w.events {
+			if e := &w.events[i]; e.Kind == timeline.KindKernel || e.Kind == timeline.KindCollective {
+				name := w.header.Strings.Lookup(e.Label)
+				v := m[name]
+				m[name] = [2]float64{v[0] + float64(e.Dur()), v[1] + 1}
+			}
+		}
+		return m
+	}
+	here, there := mean(in), mean(other)
+	ratios := map[string]float64{}
+	for name, h := range here {
+		if t, ok := there[name]; ok && h[0] > 0 {
+			ratios[name] = (t[0] / t[1]) / (h[0] / h[1])
+		}
+	}
+	return ratios
+}
+
 // resolveTopology is the topology collectives are re-timed on: --topology, else a recording's own
 // when it names a built-in one; none (collectives keep their measured time) otherwise.
 func (o *whatifOpts) resolveTopology(m timeline.Meta) (engine.Topology, error) {
@@ -171,6 +204,9 @@ func (o *whatifOpts) describe(wo whatif.Options) string {
 	var parts []string
 	if len(o.scale) > 0 {
 		parts = append(parts, "kernels "+o.scale.String())
+	}
+	if o.from != "" {
+		parts = append(parts, fmt.Sprintf("the durations of %d kernels from %s", len(wo.ScaleExact), o.from))
 	}
 	if wo.Algo != 0 || wo.Proto != 0 {
 		parts = append(parts, fmt.Sprintf("NCCL algo=%s proto=%s", cmpOr(wo.Algo.String(), "auto"), cmpOr(wo.Proto.String(), "auto")))
@@ -360,8 +396,12 @@ func whatifNotes(w *whatif.WhatIf, before whatif.Summary, stepsFrom string) []st
 		coll += ", " + k
 	}
 	notes = append(notes, coll)
-	if r.Scaled > 0 {
-		notes = append(notes, fmt.Sprintf("kernels scaled: %d", r.Scaled))
+	if r.Scaled > 0 || r.ScaledComm > 0 {
+		n := fmt.Sprintf("kernels scaled: %d compute", r.Scaled)
+		if r.ScaledComm > 0 {
+			n += fmt.Sprintf(", %d NCCL", r.ScaledComm)
+		}
+		notes = append(notes, n)
 	}
 	notes = append(notes, fmt.Sprintf("critical path: %s per step measured (HTA's definition: the chain of dependencies that bound each step's end)", units.Dur(int64(before.StepNs))))
 	return notes

@@ -97,3 +97,44 @@ func TestCriticalOps(t *testing.T) {
 		t.Errorf("B: %v; want {1, 3}", got)
 	}
 }
+
+// --kernels-from takes each kernel's duration from another trace of the workload: the small HTA
+// trace against a copy whose gemm_a ran three times as long predicts a longer critical path, and
+// says how many kernels it scaled; against itself it changes nothing.
+func TestWhatIfKernelsFrom(t *testing.T) {
+	src := filepath.Join("testdata", "hta_small.json")
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := strings.Replace(string(b), `"name": "gemm_a", "pid": 0, "tid": 7, "ts": 10, "dur": 20`, `"name": "gemm_a", "pid": 0, "tid": 7, "ts": 10, "dur": 60`, 1)
+	if slow == string(b) {
+		t.Fatal("the test trace changed: gemm_a not found")
+	}
+	other := filepath.Join(t.TempDir(), "slow.json")
+	if err := os.WriteFile(other, []byte(slow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		from   string
+		longer bool
+		note   string
+	}{{other, true, "kernels scaled: 7 compute, 1 NCCL"}, {src, false, "kernels scaled: 7 compute, 1 NCCL"}} {
+		code, out, errs := runCLI(t, "whatif", "--json", src, "--kernels-from", tc.from)
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var c report.Comparison
+		if err := json.Unmarshal([]byte(out), &c); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(c.Notes, "\n"), tc.note) {
+			t.Errorf("--kernels-from %s: notes %q; want %q", tc.from, c.Notes, tc.note)
+		}
+		for _, r := range c.Rows {
+			if r.Name == "length per step" && (*r.B > *r.A) != tc.longer {
+				t.Errorf("--kernels-from %s: critical path %v → %v; want longer: %v", tc.from, *r.A, *r.B, tc.longer)
+			}
+		}
+	}
+}
