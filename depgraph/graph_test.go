@@ -174,3 +174,26 @@ func TestBuildStepAfterHostCall(t *testing.T) {
 		t.Error("no edge into the second step's start")
 	}
 }
+
+// Collective parts whose op ids are each rank's own (an importer's correlation ids) are matched by
+// sequence: the n-th all-reduce of a size on each device is one instance, inferred; a part left
+// without a partner, or whose partner never overlapped it, is unmatched.
+func TestBuildCollectiveBySequence(t *testing.T) {
+	evs := []timeline.Event{
+		coll(0, 1, 0, 50, 101), coll(0, 1, 100, 150, 102), coll(0, 1, 200, 250, 103),
+		coll(1, 2, 10, 50, 201), coll(1, 2, 120, 150, 202), coll(1, 2, 260, 300, 203), // the third never overlaps rank 0's
+	}
+	g, err := Build(evs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Instances) != 2 || g.Unmatched != 2 {
+		t.Fatalf("instances %d, unmatched %d; want 2, 2", len(g.Instances), g.Unmatched)
+	}
+	if g.Inferred[EdgeCollective] != g.Counts[EdgeCollective] || g.Counts[EdgeCollective] != 8 {
+		t.Errorf("collective edges %d, inferred %d; want 8, all inferred", g.Counts[EdgeCollective], g.Inferred[EdgeCollective])
+	}
+	if j := g.Instances[1].Join; g.Time[j] != 120000 {
+		t.Errorf("the second instance joins at %d; want 120000 (rank 1 ready last)", g.Time[j])
+	}
+}

@@ -30,8 +30,11 @@ func instanceKey(e *timeline.Event) (instKey, bool) {
 // instances joins the rank parts of each collective, barrier and send/receive: every part ends
 // no earlier than the last part became ready plus the time all of them ran together (the last
 // ready part's start to the first part's end). A part is ready when it started, or when the peer
-// wait just before it on its stream began (the engine records the wait apart). A part alone in
-// the trace, or whose parts never overlapped, keeps its own duration and is counted unmatched.
+// wait just before it on its stream began (the engine records the wait apart). Parts are matched
+// by their op id (or barrier id); collective parts that match nothing so (an importer's op id is
+// its process's correlation id) are matched by communicator and sequence (bySequence). A part
+// alone in the trace, or whose parts never overlapped, keeps its own duration and is counted
+// unmatched.
 func (b *builder) instances() {
 	g := b.g
 	b.member = make([]bool, len(g.Nodes))
@@ -46,30 +49,92 @@ func (b *builder) instances() {
 		}
 	}
 	waitBefore := b.peerWaits()
+	var alone []int32
 	for _, k := range keys {
 		parts := groups[k]
-		if len(parts) < 2 || k.kind == timeline.KindCollective && len(parts) > int(g.Event(parts[0]).Ranks) {
-			g.Unmatched += len(parts)
+		if k.kind == timeline.KindCollective && len(parts) == 1 {
+			alone = append(alone, parts[0])
 			continue
 		}
-		ready, minEnd := int64(-1<<63), int64(1<<63-1)
-		for _, p := range parts {
-			r := g.Time[Start(p)]
-			if w, ok := waitBefore[p]; ok {
-				r = g.Time[Start(w)]
-			}
-			ready, minEnd = max(ready, r), min(minEnd, g.Time[End(p)])
-		}
-		if ready > minEnd {
+		if len(parts) < 2 || k.kind == timeline.KindCollective && len(parts) > int(g.Event(parts[0]).Ranks) || !b.tryJoin(k, parts, waitBefore, false) {
 			g.Unmatched += len(parts)
-			continue
 		}
-		b.join(k, parts, waitBefore, ready, minEnd-ready)
+	}
+	for _, parts := range b.bySequence(alone) {
+		if len(parts) < 2 || !b.tryJoin(instKey{timeline.KindCollective, 0}, parts, waitBefore, true) {
+			g.Unmatched += len(parts)
+		}
 	}
 }
 
+// tryJoin joins parts into one instance when they overlapped in time (all were ready before the
+// first ended), and reports whether it did.
+func (b *builder) tryJoin(k instKey, parts []int32, waitBefore map[int32]int32, inferred bool) bool {
+	g := b.g
+	ready, minEnd := int64(-1<<63), int64(1<<63-1)
+	for _, p := range parts {
+		r := g.Time[Start(p)]
+		if w, ok := waitBefore[p]; ok {
+			r = g.Time[Start(w)]
+		}
+		ready, minEnd = max(ready, r), min(minEnd, g.Time[End(p)])
+	}
+	if ready > minEnd {
+		return false
+	}
+	b.join(k, parts, waitBefore, ready, minEnd-ready, inferred)
+	return true
+}
+
+// seqKey is a collective's communicator, op, ranks and size, and its number among the
+// collectives of that key on its device.
+type seqKey struct {
+	comm  uint32
+	op    uint8
+	ranks uint16
+	bytes int64
+	seq   int
+}
+
+// bySequence groups collective parts, each alone under its op id, by communicator and sequence:
+// the n-th collective of one op, rank count and size on a communicator on each device is one
+// instance, as NCCL runs a communicator's collectives in the order every rank posts them. The
+// match is inferred (a trace whose op ids do not span ranks records neither communicator nor
+// sequence as NCCL numbers them), and kept only when its parts overlapped in time.
+func (b *builder) bySequence(parts []int32) [][]int32 {
+	g := b.g
+	slices.SortFunc(parts, func(x, y int32) int { return cmp.Compare(g.Time[Start(x)], g.Time[Start(y)]) })
+	type devKey struct {
+		dev int32
+		k   seqKey
+	}
+	count := map[devKey]int{}
+	groups := map[seqKey][]int32{}
+	var keys []seqKey
+	for _, p := range parts {
+		e := g.Event(p)
+		k := seqKey{e.Comm, e.Sub, e.Ranks, e.Bytes, 0}
+		dk := devKey{e.Device, k}
+		k.seq = count[dk]
+		count[dk]++
+		if _, seen := groups[k]; !seen {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], p)
+	}
+	out := make([][]int32, 0, len(keys))
+	for _, k := range keys {
+		if ps := groups[k]; len(ps) <= int(k.ranks) {
+			out = append(out, ps)
+		} else {
+			g.Unmatched += len(ps) // more parts than ranks: not one instance
+		}
+	}
+	return out
+}
+
 // join adds one instance's join point at time ready and its edges.
-func (b *builder) join(k instKey, parts []int32, waitBefore map[int32]int32, ready, dur int64) {
+func (b *builder) join(k instKey, parts []int32, waitBefore map[int32]int32, ready, dur int64, inferred bool) {
 	g := b.g
 	j := int32(len(g.Time))
 	g.Time = append(g.Time, ready)
@@ -81,10 +146,10 @@ func (b *builder) join(k instKey, parts []int32, waitBefore map[int32]int32, rea
 		from := Start(p)
 		if w, ok := waitBefore[p]; ok {
 			from = Start(w)
-			b.add(j, End(w), 0, kind, false)
+			b.add(j, End(w), 0, kind, inferred)
 		}
-		b.add(from, j, 0, kind, false)
-		b.add(j, End(p), dur, kind, false)
+		b.add(from, j, 0, kind, inferred)
+		b.add(j, End(p), dur, kind, inferred)
 		b.member[p] = true
 	}
 	g.Instances = append(g.Instances, Instance{Parts: parts, Join: j, Kind: k.kind})
