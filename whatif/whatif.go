@@ -98,7 +98,7 @@ func Dependencies(g *depgraph.Graph) string {
 		out += fmt.Sprintf("; %d collective, barrier or send/receive instances matched across ranks", len(g.Instances))
 	}
 	if g.Unmatched > 0 {
-		out += fmt.Sprintf("; %d collective parts without their other ranks (they keep their own time)", g.Unmatched)
+		out += fmt.Sprintf("; %d collective parts without their other ranks in the trace (each is timed alone)", g.Unmatched)
 	}
 	return out
 }
