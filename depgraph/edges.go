@@ -209,9 +209,13 @@ func (b *builder) events() {
 			continue
 		}
 		if rs := records[w.Aux]; len(rs) > 0 {
+			// The latest record before the wait ended, on another stream: a stream's own record
+			// is ordered with its wait by the stream.
 			i, _ := slices.BinarySearchFunc(rs, w.End+1, func(r int32, t int64) int { return cmp.Compare(b.g.Time[Start(r)], t) })
-			if i > 0 {
-				b.add(End(rs[i-1]), End(int32(n)), 0, EdgeEvent, false)
+			for i--; i >= 0 && b.g.Event(rs[i]).Device == w.Device && b.g.Event(rs[i]).Stream == w.Stream; i-- {
+			}
+			if i >= 0 {
+				b.add(End(rs[i]), End(int32(n)), 0, EdgeEvent, false)
 			}
 			continue
 		}

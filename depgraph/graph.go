@@ -148,14 +148,37 @@ func Build(evs []timeline.Event, names Names) (*Graph, error) {
 	b.events()
 	b.hostSyncs()
 	b.steps()
-	g.In = make([][]int32, len(g.Time))
-	for i, e := range g.Edges {
-		g.In[e.To] = append(g.In[e.To], int32(i))
-	}
 	if err := g.order(); err != nil {
-		return nil, err
+		// Dependencies between points of one instant can close a loop (zero-length ops that
+		// records, launches and streams all order): those are dropped, counted contradicted.
+		g.dropTies()
+		if err := g.order(); err != nil {
+			return nil, err
+		}
 	}
 	return g, nil
+}
+
+// dropTies removes the dependencies between points of one instant that order left unordered: in
+// a cycle, or after one.
+func (g *Graph) dropTies() {
+	done := make([]bool, len(g.Time))
+	for _, p := range g.Order {
+		done[p] = true
+	}
+	kept := g.Edges[:0]
+	for _, e := range g.Edges {
+		if e.Kind != EdgeDuration && !done[e.From] && !done[e.To] && g.Time[e.From] == g.Time[e.To] && e.W == 0 {
+			g.Counts[e.Kind]--
+			if e.Inferred {
+				g.Inferred[e.Kind]--
+			}
+			g.Contradicted[e.Kind]++
+			continue
+		}
+		kept = append(kept, e)
+	}
+	g.Edges = kept
 }
 
 // builder adds the edges of one graph.
@@ -220,8 +243,13 @@ func (b *builder) durations() {
 	}
 }
 
-// order sorts the points topologically, earliest measured time first among those ready.
+// order sorts the points topologically, earliest measured time first among those ready, after
+// indexing each point's incoming edges.
 func (g *Graph) order() error {
+	g.In = make([][]int32, len(g.Time))
+	for i, e := range g.Edges {
+		g.In[e.To] = append(g.In[e.To], int32(i))
+	}
 	indeg := make([]int32, len(g.Time))
 	out := make([][]int32, len(g.Time))
 	for _, e := range g.Edges {

@@ -67,19 +67,28 @@ func (b *builder) instances() {
 	}
 }
 
-// tryJoin joins parts into one instance when they overlapped in time (all were ready before the
-// first ended), and reports whether it did.
+// tryJoin joins parts into one instance when they ran on streams of their own and overlapped in
+// time (all were ready before the first ended), and reports whether it did. Parts that only
+// touch, or share a stream, ran one after the other: they are no instance (and joining them would
+// make the instance wait for itself).
 func (b *builder) tryJoin(k instKey, parts []int32, waitBefore map[int32]int32, inferred bool) bool {
 	g := b.g
 	ready, minEnd := int64(-1<<63), int64(1<<63-1)
+	seen := make(map[streamKey]bool, len(parts))
 	for _, p := range parts {
+		e := g.Event(p)
+		sk := streamKey{e.Device, e.Stream}
+		if seen[sk] {
+			return false
+		}
+		seen[sk] = true
 		r := g.Time[Start(p)]
 		if w, ok := waitBefore[p]; ok {
 			r = g.Time[Start(w)]
 		}
 		ready, minEnd = max(ready, r), min(minEnd, g.Time[End(p)])
 	}
-	if ready > minEnd {
+	if ready >= minEnd {
 		return false
 	}
 	b.join(k, parts, waitBefore, ready, minEnd-ready, inferred)
