@@ -60,22 +60,24 @@ type Export struct {
 
 // Report is the headless report. JSON keys are part of xfertop's interface (docs/report.md).
 type Report struct {
-	Source         string                     `json:"source"`
-	Scenario       string                     `json:"scenario,omitempty"`
-	Knobs          map[string]string          `json:"knobs,omitempty"`
-	Backend        string                     `json:"backend"`
-	Topology       string                     `json:"topology"`
-	Devices        int                        `json:"devices"`
-	GPUsPerHost    int                        `json:"gpus_per_host,omitempty"`
-	Seed           *int64                     `json:"seed"` // null when no scenario ran (a trace, an attached job): no seed drove it
-	IdleMode       string                     `json:"idle_mode"`
-	KernelWaitNs   int64                      `json:"kernel_wait_ns"`
-	DurationNs     int64                      `json:"duration_ns"`
-	Events         int64                      `json:"events"`
-	DroppedEvents  int64                      `json:"dropped_events"`
-	Ended          string                     `json:"ended,omitempty"`
-	Steps          analysis.Steps             `json:"steps"`
-	StepsFrom      string                     `json:"steps_from,omitempty"` // how steps the input does not mark were inferred, or why none were
+	Source        string            `json:"source"`
+	Scenario      string            `json:"scenario,omitempty"`
+	Knobs         map[string]string `json:"knobs,omitempty"`
+	Backend       string            `json:"backend"`
+	Topology      string            `json:"topology"`
+	Devices       int               `json:"devices"`
+	GPUsPerHost   int               `json:"gpus_per_host,omitempty"`
+	Seed          *int64            `json:"seed"` // null when no scenario ran (a trace, an attached job): no seed drove it
+	IdleMode      string            `json:"idle_mode"`
+	KernelWaitNs  int64             `json:"kernel_wait_ns"`
+	DurationNs    int64             `json:"duration_ns"`
+	Events        int64             `json:"events"`
+	DroppedEvents int64             `json:"dropped_events"`
+	Ended         string            `json:"ended,omitempty"`
+	Steps         analysis.Steps    `json:"steps"`
+	StepsFrom     string            `json:"steps_from,omitempty"` // how steps the input does not mark were inferred, or why none were
+	// CriticalPath is the mean critical path per step, when asked for (analyze --critical-path).
+	CriticalPath   *CriticalPath              `json:"critical_path,omitempty"`
 	Transfers      analysis.Transfers         `json:"transfers"`
 	SendRecv       []analysis.P2PIteration    `json:"send_recv"`
 	Collectives    []analysis.Collective      `json:"collectives"`

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/xfertop/xfertop/units"
 )
@@ -11,8 +12,43 @@ import (
 // (compute, communication, copies, launch, waits; depgraph's categories).
 type CriticalPath struct {
 	Steps      int                `json:"steps"`
+	FirstLeft  bool               `json:"first_step_left_out"` // the first step (warm-up) is not in the mean
+	Whole      bool               `json:"whole_input"`         // no steps: the path is the whole input's
 	StepNs     float64            `json:"step_ns"`
 	ByCategory map[string]float64 `json:"by_category"`
+}
+
+// criticalText writes the critical path's line: its length per step and each category's share.
+func criticalText(b *strings.Builder, p *CriticalPath) {
+	if p == nil {
+		return
+	}
+	if p.Steps == 0 {
+		b.WriteString("\nCritical path: — (no step, and no op, to find it in)\n")
+		return
+	}
+	if p.Whole {
+		fmt.Fprintf(b, "\nCritical path: %s, the whole input's (it has no steps):", units.Dur(int64(p.StepNs)))
+	} else {
+		fmt.Fprintf(b, "\nCritical path: %s per step (mean of %d", units.Dur(int64(p.StepNs)), p.Steps)
+		if p.FirstLeft {
+			b.WriteString(", the first step left out")
+		}
+		b.WriteString("):")
+	}
+	for i, k := range criticalCategories {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		v := p.ByCategory[k]
+		pct := 0.0
+		if p.StepNs > 0 {
+			pct = 100 * v / p.StepNs
+		}
+		fmt.Fprintf(b, "%s %s %s (%.0f%%)", sep, k, units.Dur(int64(v)), pct)
+	}
+	b.WriteString("\n")
 }
 
 // criticalCategories are the categories in the order rows show them.

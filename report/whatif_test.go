@@ -39,3 +39,23 @@ func TestSetNoiseFloor(t *testing.T) {
 		t.Errorf("verdict without steps in A: %q", c.Verdict)
 	}
 }
+
+// The critical path's line: per step with the warm-up left out, or the whole input's; none when
+// the report has no critical path.
+func TestCriticalText(t *testing.T) {
+	cats := map[string]float64{"compute": 30, "launch": 10}
+	for _, tc := range []struct {
+		p    *CriticalPath
+		want string
+	}{
+		{nil, ""},
+		{&CriticalPath{Steps: 2, FirstLeft: true, StepNs: 40, ByCategory: cats}, "\nCritical path: 40 ns per step (mean of 2, the first step left out): compute 30 ns (75%), communication 0 s (0%), copies 0 s (0%), launch 10 ns (25%), waits 0 s (0%)\n"},
+		{&CriticalPath{Steps: 1, Whole: true, StepNs: 40, ByCategory: cats}, "\nCritical path: 40 ns, the whole input's (it has no steps): compute 30 ns (75%), communication 0 s (0%), copies 0 s (0%), launch 10 ns (25%), waits 0 s (0%)\n"},
+	} {
+		var b strings.Builder
+		criticalText(&b, tc.p)
+		if b.String() != tc.want {
+			t.Errorf("criticalText(%+v) = %q; want %q", tc.p, b.String(), tc.want)
+		}
+	}
+}

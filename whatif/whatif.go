@@ -43,6 +43,7 @@ func Run(evs []timeline.Event, names depgraph.Names, o Options) (*WhatIf, error)
 type Summary struct {
 	Steps      int                           // steps averaged over
 	FirstLeft  bool                          // the first step was left out (it warms up: communicators, caches)
+	Whole      bool                          // the path is the whole trace's: it has no steps
 	StepNs     float64                       // mean step length along the path
 	ByCategory map[depgraph.Category]float64 // mean ns per step
 }
@@ -50,7 +51,7 @@ type Summary struct {
 // Summarize averages paths, leaving the first step out when there are two or more: it holds the
 // job's warm-up (communicator set-up, first allocations), which a replay keeps as measured.
 func Summarize(paths []depgraph.Path) Summary {
-	s := Summary{ByCategory: map[depgraph.Category]float64{}}
+	s := Summary{ByCategory: map[depgraph.Category]float64{}, Whole: len(paths) == 1 && paths[0].Step < 0}
 	if len(paths) > 1 && paths[0].Step >= 0 {
 		paths, s.FirstLeft = paths[1:], true
 	}

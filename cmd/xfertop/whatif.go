@@ -241,14 +241,33 @@ func (w *wholeInput) Events(batch []timeline.Event) error {
 	return nil
 }
 
+// inputCriticalPath is the mean critical path per step of an input, read again, whole.
+func inputCriticalPath(ctx context.Context, paths []string, limits importLimits, likeHTA bool, stderr io.Writer) (*report.CriticalPath, error) {
+	in, err := readWholeWith(ctx, paths, limits, likeHTA, io.Discard) // its warnings were printed by the first read
+	if err != nil {
+		return nil, err
+	}
+	g, err := depgraph.Build(in.events, in.header.Strings)
+	if err != nil {
+		return nil, dataError(fmt.Errorf("%s: dependency graph: %w", strings.Join(paths, ", "), err))
+	}
+	p := criticalPath(whatif.Summarize(g.CriticalPaths(nil, nil)))
+	return &p, nil
+}
+
 // readWhole reads a trace, an export or a recording whole.
 func readWhole(ctx context.Context, paths []string, limits importLimits, stderr io.Writer) (*wholeInput, error) {
+	return readWholeWith(ctx, paths, limits, false, stderr)
+}
+
+// readWholeWith is readWhole, selecting what HTA does when likeHTA.
+func readWholeWith(ctx context.Context, paths []string, limits importLimits, likeHTA bool, stderr io.Writer) (*wholeInput, error) {
 	for _, p := range paths {
 		if err := inputFile(p, "a trace or a recording"); err != nil {
 			return nil, err
 		}
 	}
-	opts := limits.options(false)
+	opts := limits.options(likeHTA)
 	opts.Context = ctx
 	in := &wholeInput{}
 	res, err := readInput(paths, opts, in, stderr)
@@ -321,7 +340,7 @@ func opsReport(evs []timeline.Event, h *importers.Header, m timeline.Meta, also 
 
 // criticalPath is a summary as the report shows it.
 func criticalPath(s whatif.Summary) report.CriticalPath {
-	p := report.CriticalPath{Steps: s.Steps, StepNs: s.StepNs, ByCategory: map[string]float64{}}
+	p := report.CriticalPath{Steps: s.Steps, FirstLeft: s.FirstLeft, Whole: s.Whole, StepNs: s.StepNs, ByCategory: map[string]float64{}}
 	for c, v := range s.ByCategory {
 		p.ByCategory[c.String()] = v
 	}

@@ -138,3 +138,36 @@ func TestWhatIfKernelsFrom(t *testing.T) {
 		}
 	}
 }
+
+// analyze --critical-path adds each step's mean critical path to the report, its categories
+// summing to its length; without the flag the report has none.
+func TestAnalyzeCriticalPath(t *testing.T) {
+	trace := filepath.Join("testdata", "hta_small.json")
+	code, out, errs := runCLI(t, "analyze", "--json", "--critical-path", trace)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	p := r.CriticalPath
+	if p == nil || p.Steps != 2 || !p.FirstLeft {
+		t.Fatalf("critical path %+v; want the mean of the 2 steps after the first", p)
+	}
+	sum := 0.0
+	for _, v := range p.ByCategory {
+		sum += v
+	}
+	if sum != p.StepNs || p.ByCategory["compute"] != 10000 {
+		t.Errorf("categories %v sum to %v; want %v, 10 µs of compute", p.ByCategory, sum, p.StepNs)
+	}
+	_, out, _ = runCLI(t, "analyze", "--json", trace)
+	if strings.Contains(out, "critical_path") {
+		t.Error("a report without --critical-path has one")
+	}
+	_, out, _ = runCLI(t, "analyze", "--critical-path", trace)
+	if !strings.Contains(out, "Critical path: 100 µs per step (mean of 2, the first step left out): compute 10.0 µs") {
+		t.Errorf("text report:\n%s", out)
+	}
+}
