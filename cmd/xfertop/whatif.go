@@ -292,6 +292,13 @@ func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change, ste
 	a := opsReport(measured, h, h.Meta, wins[0])
 	base := opsReport(w.Baseline.Events, h, metaB)
 	b := opsReport(w.Changed.Events, h, metaB, wins[1])
+	if len(w.Graph.Steps) == 0 && len(w.Before) == 1 && len(w.After) == 1 {
+		// A trace without steps is one: the view aligns the timelines on it (the reports, which
+		// count steps, are not told of it).
+		for i, p := range [2]depgraph.Path{w.Before[0], w.After[0]} {
+			wins[i].Emit(&timeline.Event{Kind: timeline.KindStep, Start: p.StartNs, End: p.EndNs, Device: timeline.NoDevice, Peer: timeline.NoDevice})
+		}
+	}
 	c := report.Compare(a, b, "measured: "+source, change)
 	c.Command = "whatif"
 	before, after := whatif.Summarize(w.Before), whatif.Summarize(w.After)
