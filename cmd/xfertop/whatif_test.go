@@ -9,7 +9,10 @@ import (
 	"testing"
 
 	"github.com/xfertop/xfertop/depgraph"
+	"github.com/xfertop/xfertop/importers"
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/whatif"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -169,5 +172,34 @@ func TestAnalyzeCriticalPath(t *testing.T) {
 	_, out, _ = runCLI(t, "analyze", "--critical-path", trace)
 	if !strings.Contains(out, "Critical path: 100 µs per step (mean of 2, the first step left out): compute 10.0 µs") {
 		t.Errorf("text report:\n%s", out)
+	}
+}
+
+// A trace without steps gives the compare view one step in each run's events, the trace's span
+// as measured and as replayed, so that its timelines show.
+func TestWhatIfWholeTraceStep(t *testing.T) {
+	s := timeline.NewStrings()
+	evs := []timeline.Event{
+		{Kind: timeline.KindKernel, Device: 0, Peer: timeline.NoDevice, Stream: 1, Start: 0, End: 10_000, Label: s.ID("gemm")},
+		{Kind: timeline.KindKernel, Device: 0, Peer: timeline.NoDevice, Stream: 1, Start: 10_000, End: 30_000, Label: s.ID("relu")},
+	}
+	w, err := whatif.Run(evs, s, whatif.Options{Scale: map[string]float64{"gemm": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, wins := whatifComparison(w, &importers.Header{Strings: s, Meta: timeline.Meta{Devices: 1}}, "t", "b", "")
+	for i, want := range [2][2]int64{{0, 30_000}, {0, 40_000}} {
+		var steps [][2]int64
+		snap := wins[i].Snapshot()
+		for _, c := range snap.Chunks {
+			for _, e := range c {
+				if e.Kind == timeline.KindStep {
+					steps = append(steps, [2]int64{e.Start, e.End})
+				}
+			}
+		}
+		if len(steps) != 1 || steps[0] != want {
+			t.Errorf("run %d: steps %v; want one, %v", i, steps, want)
+		}
 	}
 }
