@@ -45,6 +45,9 @@ type Result struct {
 	// A recording's: how its run ended (key, value pairs) and the events its writer dropped.
 	Outcome [][2]string
 	Dropped int64
+	// Steps says how the input's steps were found: "" when it marks them (or has none to find);
+	// else how they were inferred, or why none could be (steps.Infer).
+	Steps string
 }
 
 // Stream reads one or more inputs of one format, told by their content, into sink: a recording, the
@@ -53,6 +56,17 @@ type Result struct {
 // far it has got. The Result is returned with an error too, so that its Format says which reader
 // failed.
 func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
+	inf := &stepSink{inner: sink}
+	res, err := stream(paths, opts, inf)
+	if err == nil {
+		res.Steps, err = inf.finish()
+		res.Events += inf.events
+	}
+	return res, err
+}
+
+// stream is Stream without the steps' inference.
+func stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	format, err := detectAll(paths)
 	if err != nil {
 		return &Result{}, err

@@ -46,6 +46,16 @@ type Comparison struct {
 	Rows []Row  `json:"rows"`
 	// Warnings say what makes the runs compare less than like for like (their step counts differ).
 	Warnings []string `json:"warnings"`
+	// Notes say how B was made, when it is a prediction (what-if): the method, what it kept
+	// measured, how steps were found.
+	Notes []string `json:"notes,omitempty"`
+	// Command is the command that compared ("compare" when empty; "whatif").
+	Command string `json:"command,omitempty"`
+	// NoiseFloorPct, when set, is the relative change within which no row gets a verdict, and
+	// NoiseFloorWhy what it is made of; Verdict is the comparison's answer on step time.
+	NoiseFloorPct *float64 `json:"noise_floor_pct,omitempty"`
+	NoiseFloorWhy string   `json:"noise_floor_why,omitempty"`
+	Verdict       string   `json:"verdict,omitempty"`
 }
 
 func ns(p *int64) *float64 {
@@ -308,9 +318,12 @@ func (r Row) Cells() (a, b, diff, pct, verdict string) {
 // relative change, and whether that is better or worse.
 func CompareText(w io.Writer, c *Comparison) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "xfertop compare\n  A: %s\n  B: %s\n", c.A, c.B)
+	fmt.Fprintf(&b, "xfertop %s\n  A: %s\n  B: %s\n", cmp.Or(c.Command, "compare"), c.A, c.B)
 	for _, w := range c.Warnings {
 		fmt.Fprintf(&b, "  WARNING: %s\n", w)
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(&b, "  %s\n", n)
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -326,6 +339,12 @@ func CompareText(w io.Writer, c *Comparison) error {
 		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%s\t\n", nameW, "  "+r.Name, ca, cb, diff, pct, verdict)
 	}
 	tw.Flush()
+	if c.NoiseFloorPct != nil {
+		fmt.Fprintf(&b, "\nnoise floor: ±%.1f%% (%s)\n", *c.NoiseFloorPct, c.NoiseFloorWhy)
+	}
+	if c.Verdict != "" {
+		fmt.Fprintf(&b, "verdict: %s\n", c.Verdict)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -14,6 +14,8 @@ type Run struct {
 	// Partial names the parts of the report that are incomplete, and why (senders that exported
 	// with the default detail leave kernels, waits and samples out).
 	Partial []string
+	// StepsFrom says how the steps of an input that marks none were found (importers.Result.Steps).
+	StepsFrom string
 }
 
 // Receive is what xfertop listen received (absent for other sources).
@@ -58,21 +60,24 @@ type Export struct {
 
 // Report is the headless report. JSON keys are part of xfertop's interface (docs/report.md).
 type Report struct {
-	Source         string                     `json:"source"`
-	Scenario       string                     `json:"scenario,omitempty"`
-	Knobs          map[string]string          `json:"knobs,omitempty"`
-	Backend        string                     `json:"backend"`
-	Topology       string                     `json:"topology"`
-	Devices        int                        `json:"devices"`
-	GPUsPerHost    int                        `json:"gpus_per_host,omitempty"`
-	Seed           *int64                     `json:"seed"` // null when no scenario ran (a trace, an attached job): no seed drove it
-	IdleMode       string                     `json:"idle_mode"`
-	KernelWaitNs   int64                      `json:"kernel_wait_ns"`
-	DurationNs     int64                      `json:"duration_ns"`
-	Events         int64                      `json:"events"`
-	DroppedEvents  int64                      `json:"dropped_events"`
-	Ended          string                     `json:"ended,omitempty"`
-	Steps          analysis.Steps             `json:"steps"`
+	Source        string            `json:"source"`
+	Scenario      string            `json:"scenario,omitempty"`
+	Knobs         map[string]string `json:"knobs,omitempty"`
+	Backend       string            `json:"backend"`
+	Topology      string            `json:"topology"`
+	Devices       int               `json:"devices"`
+	GPUsPerHost   int               `json:"gpus_per_host,omitempty"`
+	Seed          *int64            `json:"seed"` // null when no scenario ran (a trace, an attached job): no seed drove it
+	IdleMode      string            `json:"idle_mode"`
+	KernelWaitNs  int64             `json:"kernel_wait_ns"`
+	DurationNs    int64             `json:"duration_ns"`
+	Events        int64             `json:"events"`
+	DroppedEvents int64             `json:"dropped_events"`
+	Ended         string            `json:"ended,omitempty"`
+	Steps         analysis.Steps    `json:"steps"`
+	StepsFrom     string            `json:"steps_from,omitempty"` // how steps the input does not mark were inferred, or why none were
+	// CriticalPath is the mean critical path per step, when asked for (analyze --critical-path).
+	CriticalPath   *CriticalPath              `json:"critical_path,omitempty"`
 	Transfers      analysis.Transfers         `json:"transfers"`
 	SendRecv       []analysis.P2PIteration    `json:"send_recv"`
 	Collectives    []analysis.Collective      `json:"collectives"`
@@ -142,9 +147,9 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		Steps: res.Steps, Transfers: res.Transfers, SendRecv: res.SendRecv, Collectives: res.Collectives.Rows, CollIncomplete: res.Collectives.Incomplete,
 		CollStragglers: res.Collectives.Stragglers,
 		CommCache:      res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
-		AlertCount: res.AlertCount, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Telemetry: res.Telemetry,
-		ProfilerCost: res.ProfilerCost,
-		Findings:     findings(res.Findings, m.GPUsPerHost)}
+		AlertCount: res.AlertCount, StepsFrom: run.StepsFrom, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping,
+		Telemetry: res.Telemetry, ProfilerCost: res.ProfilerCost,
+		Findings: findings(res.Findings, m.GPUsPerHost)}
 	gaps := res.StreamIdle
 	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: res.Breakdown.Devices,
 		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)]}

@@ -29,6 +29,10 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 		}
 		b.WriteString("\n")
 	}
+	if r.StepsFrom != "" { // steps the input did not mark: inferred, or why none were
+		fmt.Fprintf(&b, "%sSteps: %s\n", map[bool]string{true: "", false: "\n"}[r.Steps.Count > 0], r.StepsFrom)
+	}
+	criticalText(&b, r.CriticalPath)
 	transfersText(&b, r)
 	collectivesText(&b, r)
 	if cc := r.CommCache; cc.Known {

@@ -123,3 +123,44 @@ func TestCompareNoStepsAndSizes(t *testing.T) {
 		}
 	}
 }
+
+// A what-if's comparison shows its verdict above the table, and the view still fills its size.
+func TestCompareVerdict(t *testing.T) {
+	d := pipelineCompare(t)
+	d.Cmp.SetNoiseFloor(1, "test")
+	m := sizedCompare(d, 120, 30)
+	got := text(m)
+	if !strings.Contains(got, "verdict B is") {
+		t.Errorf("no verdict line:\n%s", got)
+	}
+	if n := strings.Count(got, "\n") + 1; n != 30 {
+		t.Errorf("%d lines; want 30", n)
+	}
+}
+
+// The ops a what-if marks on the critical path are underlined in their run's strips, and the
+// legend says what the underline means; without marks there is neither.
+func TestCompareCriticalMarks(t *testing.T) {
+	d := pipelineCompare(t)
+	plain := sizedCompare(d, 160, 40).View().Content
+	if strings.Contains(plain, "on the critical path") {
+		t.Fatal("a comparison without critical paths explains an underline")
+	}
+	d.Runs[0].Critical = map[int64]bool{}
+	for i := int64(0); i < d.Runs[0].Snap.Total; i++ {
+		d.Runs[0].Critical[i] = true
+	}
+	got := sizedCompare(d, 160, 40).View().Content
+	var a, b int
+	for _, l := range strings.Split(got, "\n") {
+		switch {
+		case strings.Contains(l, "A gpu") && strings.Contains(l, "\x1b[4m"):
+			a++
+		case strings.Contains(l, "B gpu") && strings.Contains(l, "\x1b[4m"):
+			b++
+		}
+	}
+	if a == 0 || b != 0 || !strings.Contains(got, "on the critical path") {
+		t.Errorf("underlined strips: A %d, B %d; want A's only, and the legend naming them", a, b)
+	}
+}

@@ -34,6 +34,8 @@ Usage:
   xfertop nccl-tests OP [flags]       nccl-tests' sweep of OP (all_reduce, ...) simulated, in nccl-tests' columns
   xfertop convert IN OUT [flags]      .xfr -> Chrome trace JSON (Perfetto), or Kineto/Chrome JSON or Nsight .sqlite -> .xfr
   xfertop compare A B [flags]         two recordings or traces side by side (or: run --compare knob=a,b)
+  xfertop whatif TRACE [flags]        replay a trace's dependency graph with one thing changed (--scale-kernel NAME=x,
+                                      --comm algo=nvls, --topology T, --hosts N): predicted against measured
   xfertop attach [flags]              watch a training job live: its ranks' NCCL collectives and transfers
   xfertop plugin                      print the path of the NCCL profiler plugin attach needs (or how to build it)
   xfertop diagnose --campaign N        measure the diagnosis: N runs with one random fault each, plus healthy runs
@@ -70,6 +72,8 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = untilInterrupted(ctx, func() error { return convertCmd(args, stdout, stderr) })
 	case "compare":
 		err = untilInterrupted(ctx, func() error { return compareCmd(ctx, args, stdout, stderr) })
+	case "whatif":
+		err = untilInterrupted(ctx, func() error { return whatifCmd(ctx, args, stdout, stderr) })
 	case "attach":
 		err = attachCmd(ctx, args, stdout, stderr)
 	case "nccl-tests":
@@ -87,7 +91,7 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprint(stdout, exitHelp)
 	default:
-		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, listen, analyze, nccl-tests, convert, compare, attach, plugin, diagnose, repair, scenarios, topologies, help)\n", cmd)
+		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, listen, analyze, nccl-tests, convert, compare, whatif, attach, plugin, diagnose, repair, scenarios, topologies, help)\n", cmd)
 		return exitUsage
 	}
 	return finish(ctx, cmd, err, stderr)

@@ -180,7 +180,7 @@ func TestExitStatusAndMessage(t *testing.T) {
 			"xfertop run: --compare compute=soon: \"soon\" is not a duration (examples: 150us, 21ms, 2s); it sets pipeline.compute at builtin:pipeline:26\n", exact, ""},
 		{"usage: a bad default in a scenario file is the file's", []string{"run", "--headless", "--scenario", badDefault}, exitUsage,
 			"xfertop run: " + badDefault + ":4: compute.duration: \"soon\" is not a duration (examples: 150us, 21ms, 2s)\n", exact, ""},
-		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, listen, analyze, nccl-tests, convert, compare, attach, plugin, diagnose, repair, scenarios, topologies, help)\n", exact, ""},
+		{"usage: unknown command", []string{"frob"}, exitUsage, "xfertop: unknown command \"frob\" (commands: run, replay, listen, analyze, nccl-tests, convert, compare, whatif, attach, plugin, diagnose, repair, scenarios, topologies, help)\n", exact, ""},
 		{"usage: replay a directory", []string{"replay", emptyDir, "--headless"}, exitUsage, "xfertop replay: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
 		{"usage: analyze a directory", []string{"analyze", emptyDir}, exitUsage, "xfertop analyze: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},
 		{"usage: convert a directory", []string{"convert", emptyDir, filepath.Join(dir, "o.json")}, exitUsage, "xfertop convert: " + emptyDir + " is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)\n", exact, ""},

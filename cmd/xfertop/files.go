@@ -278,6 +278,7 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	limits.register(fs)
 	sweep := newNCCLTestsFlags()
 	sweep.register(fs, false)
+	critical := fs.Bool("critical-path", false, "also find each step's critical path (the input is then held in memory): its mean length and time on it by compute, communication, copies, launch and waits")
 	opName := fs.String("op", "", "nccl-tests log: the operation it measured, when the log cannot tell (all_gather or alltoall, ...)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -316,6 +317,11 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if res.Events == 0 {
 		return dataError(fmt.Errorf("%s: no events", strings.Join(pos, ", ")))
+	}
+	if *critical {
+		if rep.CriticalPath, err = inputCriticalPath(ctx, pos, limits, *likeHTA, stderr); err != nil {
+			return err
+		}
 	}
 	return writeReport(stdout, rep, *asJSON, text.options())
 }

@@ -98,7 +98,7 @@ func inputReport(paths []string, opts importers.Options, stderr io.Writer, also 
 	if res.Events == 0 && res.Format == importers.FormatRecording {
 		return nil, res, fmt.Errorf("%s: %w", paths[0], session.ErrNoEvents)
 	}
-	run := report.Run{DroppedEvents: res.Dropped}
+	run := report.Run{DroppedEvents: res.Dropped, StepsFrom: res.Steps}
 	for _, kv := range res.Outcome {
 		if kv[0] == "ended" {
 			run.Ended = kv[1]

@@ -294,6 +294,15 @@ func Legend(st *theme.Styles, w int, live, running bool) string {
 
 // LegendMarked is Legend with, when captured, the underline of a captured region explained.
 func LegendMarked(st *theme.Styles, w int, live, running, captured bool) string {
+	mark := ""
+	if captured {
+		mark = "replayed by a CUDA graph"
+	}
+	return LegendUnderlined(st, w, live, running, mark)
+}
+
+// LegendUnderlined is Legend with the underline DrawMarked draws explained as mark ("": none).
+func LegendUnderlined(st *theme.Styles, w int, live, running bool, mark string) string {
 	var b strings.Builder
 	line, lineW := "", 0
 	put := func(glyph, styled, name string) {
@@ -321,8 +330,8 @@ func LegendMarked(st *theme.Styles, w int, live, running, captured bool) string 
 		// running op is drawn here and counted there once it ends.
 		put(theme.RunningMark, st.Title.Render(theme.RunningMark), "running (in totals once it ends)")
 	}
-	if captured {
-		put("__", st.CapturedOn+"__"+st.CapturedOff, "replayed by a CUDA graph")
+	if mark != "" {
+		put("__", st.CapturedOn+"__"+st.CapturedOff, mark)
 	}
 	b.WriteString(line)
 	return b.String()

@@ -24,6 +24,9 @@ import (
 type Run struct {
 	Label string
 	Snap  timeline.Snapshot
+	// Critical holds the events (by index in Snap) on their step's critical path, drawn
+	// underlined; nil when the run's critical path is not known.
+	Critical map[int64]bool
 }
 
 // Data is what the compare view shows: the comparison and the two runs it was made from.
@@ -71,6 +74,7 @@ type Model struct {
 	nsPerCol int64 // 0: fit the longer of the two steps to the width
 	pan      int64 // ns from the step's start to the strips' left edge
 	scratch  strip.Scratch
+	marks    []bool // the cells of a strip on the critical path, reused
 }
 
 // labelW is the width of the strips' labels.
@@ -165,8 +169,16 @@ func (m *Model) View() string {
 		b.WriteString(st.Warn.Render(ansi.Truncate("WARNING: "+warn, w, "…")) + "\n")
 	}
 	top := 1 + len(c.Warnings)
+	if c.Verdict != "" { // a what-if's answer, with its noise floor
+		b.WriteString(ansi.Truncate(st.Title.Render("verdict ")+c.Verdict, w, "…") + "\n")
+		top++
+	}
 	// The strips: a header line, each device of A then of B, and the legend.
-	legend := strip.Legend(st, w, false, false)
+	mark := ""
+	if m.data.Runs[0].Critical != nil || m.data.Runs[1].Critical != nil {
+		mark = "on the critical path"
+	}
+	legend := strip.LegendUnderlined(st, w, false, false, mark)
 	legendH := strings.Count(legend, "\n") + 1
 	nd := max(len(m.sides[0].devices), len(m.sides[1].devices))
 	perRun := min(nd, max((h-top-2-6-1-legendH)/2, 1)) // keep six lines of table
@@ -260,13 +272,17 @@ func (m *Model) strips(perRun int) string {
 			}
 			d := s.devices[k]
 			lbl := fmt.Sprintf("%-*s", labelW, fmt.Sprintf("%s gpu %d", name, d.Device))
-			act, _ := m.scratch.Cells(d, t0, ns, plotW, 0, nil)
+			act, which := m.scratch.Cells(d, t0, ns, plotW, 0, nil)
+			crit := m.data.Runs[i].Critical
+			marks := m.marks[:0]
 			for c := range act { // the strip ends with the step: a shorter step is a shorter strip
 				if t0+int64(c)*ns >= step.End {
 					act[c] = theme.None
 				}
+				marks = append(marks, crit != nil && which[c] >= 0 && crit[which[c]] && act[c] != theme.None)
 			}
-			b.WriteString(st.Muted.Render(lbl) + strip.Draw(st, act, -1, -1) + "\n")
+			m.marks = marks
+			b.WriteString(st.Muted.Render(lbl) + strip.DrawMarked(st, act, marks, -1, -1) + "\n")
 		}
 	}
 	return b.String()

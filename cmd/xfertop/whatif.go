@@ -1,0 +1,434 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/depgraph"
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/topology"
+	"github.com/xfertop/xfertop/importers"
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
+	"github.com/xfertop/xfertop/whatif"
+)
+
+// whatifOpts are the what-if command's flags.
+type whatifOpts struct {
+	topology string
+	hosts    int
+	scale    scaleFlag
+	comm     string
+	sets     setFlag
+	from     string // --kernels-from
+	json     bool
+	headless bool
+	limits   importLimits
+}
+
+// scaleFlag is --scale-kernel NAME=x, repeatable.
+type scaleFlag map[string]float64
+
+func (s scaleFlag) String() string {
+	keys := make([]string, 0, len(s))
+	for k, v := range s {
+		keys = append(keys, fmt.Sprintf("%s=%g", k, v))
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
+func (s scaleFlag) Set(v string) error {
+	k, x, ok := strings.Cut(v, "=")
+	f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+	if !ok || k == "" || err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return fmt.Errorf("want NAME=factor (a kernel name or part of one, * for all; a factor of 0 or more), got %q", v)
+	}
+	s[strings.TrimSpace(k)] = f
+	return nil
+}
+
+// whatifCmd replays a trace's dependency graph with one thing changed and compares the prediction
+// with the trace.
+func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("xfertop whatif", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	setUsage(fs, "xfertop whatif TRACE... [--scale-kernel NAME=x] [--kernels-from OTHER] [--comm algo=nvls] [--topology T] [--hosts N] [--set k=v] [flags]")
+	o := whatifOpts{scale: scaleFlag{}, sets: setFlag{}}
+	fs.StringVar(&o.topology, "topology", "", "re-time collectives with the engine's NCCL model on this topology (a built-in name or a file; default: a recording's own)")
+	fs.IntVar(&o.hosts, "hosts", 0, "scale the topology to this many hosts: collectives over every rank of the trace span every rank of the topology")
+	fs.Var(o.scale, "scale-kernel", "multiply the duration of the kernels whose name contains NAME by x, NAME=x (* for all; repeatable)")
+	fs.StringVar(&o.comm, "comm", "", "force NCCL's choice for the re-timed collectives: algo=ring|tree|nvls|nvlstree|collnet[,proto=ll|ll128|simple]")
+	fs.StringVar(&o.from, "kernels-from", "", "take each kernel's duration (compute and NCCL, by exact name) from this other trace of the workload: its mean there over its mean here")
+	fs.Var(o.sets, "set", "the same changes as knobs: nccl_algo=, nccl_proto=, kernels=x (all kernels scaled) (repeatable)")
+	fs.BoolVar(&o.json, "json", false, "print the comparison as JSON")
+	fs.BoolVar(&o.headless, "headless", false, "print the comparison instead of opening the console")
+	o.limits.register(fs)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagError(fs, err, stdout)
+	}
+	if len(pos) == 0 {
+		return usageError("give the trace to replay (PyTorch profiler JSON, Nsight Systems .sqlite, or a recording)")
+	}
+	wo, err := o.options()
+	if err != nil {
+		return err
+	}
+	in, err := readWhole(ctx, pos, o.limits, stderr)
+	if err != nil {
+		return err
+	}
+	if wo.Topology, err = o.resolveTopology(in.header.Meta); err != nil {
+		return err
+	}
+	wo.TraceDevices, wo.ScaleOut = in.header.Meta.Devices, o.hosts > 0
+	if o.from != "" {
+		other, err := readWhole(ctx, []string{o.from}, o.limits, stderr)
+		if err != nil {
+			return err
+		}
+		wo.ScaleExact = durationRatios(in, other)
+	}
+	w, err := whatif.Run(in.events, in.header.Strings, wo)
+	if err != nil {
+		return dataError(fmt.Errorf("%s: %w", strings.Join(pos, ", "), err))
+	}
+	c, wins := whatifComparison(w, in.header, strings.Join(pos, ", "), o.describe(wo), in.stepsFrom)
+	if !o.json && !o.headless && interactive(stdout) {
+		d := compareData(c, wins)
+		d.Runs[0].Critical, d.Runs[1].Critical = criticalOps(w.Before, nil), criticalOps(w.After, w.Changed.Node)
+		return compareConsole(ctx, d)
+	}
+	return writeComparison(stdout, c, o.json)
+}
+
+// options turns the flags into the replay's changes.
+func (o *whatifOpts) options() (whatif.Options, error) {
+	wo := whatif.Options{Scale: map[string]float64(o.scale)}
+	for k, v := range o.sets {
+		switch k {
+		case "nccl_algo", "nccl_proto":
+			o.comm += "," + strings.TrimPrefix(k, "nccl_") + "=" + v
+		case "kernels":
+			if err := o.scale.Set("*=" + v); err != nil {
+				return wo, usageError("--set kernels=%s: %v", v, err)
+			}
+		default:
+			return wo, usageError("--set %s: not a what-if knob (nccl_algo, nccl_proto, kernels)", k)
+		}
+	}
+	for _, kv := range strings.Split(o.comm, ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		var ok bool
+		switch k {
+		case "algo":
+			wo.Algo, ok = timeline.ParseNCCLAlgo(v)
+		case "proto":
+			wo.Proto, ok = timeline.ParseNCCLProto(v)
+		}
+		if !ok {
+			return wo, usageError("--comm %q: give algo=ring|tree|nvls|nvlstree|collnet and/or proto=ll|ll128|simple", kv)
+		}
+	}
+	if o.hosts < 0 {
+		return wo, usageError("--hosts %d: give a number of hosts above 0", o.hosts)
+	}
+	return wo, nil
+}
+
+// durationRatios is, for each kernel (compute or NCCL) name both inputs ran, its mean duration in
+// other over its mean in in.
+func durationRatios(in, other *wholeInput) map[string]float64 {
+	mean := func(w *wholeInput) map[string][2]float64 {
+		m := map[string][2]float64{}
+		for i := range w.events {
+			if e := &w.events[i]; e.Kind == timeline.KindKernel || e.Kind == timeline.KindCollective {
+				name := w.header.Strings.Lookup(e.Label)
+				v := m[name]
+				m[name] = [2]float64{v[0] + float64(e.Dur()), v[1] + 1}
+			}
+		}
+		return m
+	}
+	here, there := mean(in), mean(other)
+	ratios := map[string]float64{}
+	for name, h := range here {
+		if t, ok := there[name]; ok && h[0] > 0 {
+			ratios[name] = (t[0] / t[1]) / (h[0] / h[1])
+		}
+	}
+	return ratios
+}
+
+// resolveTopology is the topology collectives are re-timed on: --topology, else a recording's own
+// when it names a built-in one; none (collectives keep their measured time) otherwise.
+func (o *whatifOpts) resolveTopology(m timeline.Meta) (engine.Topology, error) {
+	name := o.topology
+	if name == "" {
+		if _, err := topology.Builtin(m.Topology); err == nil {
+			name = m.Topology
+		}
+	}
+	if name == "" {
+		if o.hosts > 0 {
+			return engine.Topology{}, usageError("--hosts %d needs --topology: the trace does not say what it ran on", o.hosts)
+		}
+		return engine.Topology{}, nil
+	}
+	t, err := topology.Load(name)
+	if err != nil {
+		return t, usageError("--topology %s: %v", name, err)
+	}
+	if o.hosts > 0 {
+		if t, err = topology.WithHosts(t, o.hosts); err != nil {
+			return t, usageError("--hosts %d: topology %s: %v", o.hosts, name, err)
+		}
+	}
+	return t, nil
+}
+
+// describe names the change for the comparison's B.
+func (o *whatifOpts) describe(wo whatif.Options) string {
+	var parts []string
+	if len(o.scale) > 0 {
+		parts = append(parts, "kernels "+o.scale.String())
+	}
+	if o.from != "" {
+		parts = append(parts, fmt.Sprintf("the durations of %d kernels from %s", len(wo.ScaleExact), o.from))
+	}
+	if wo.Algo != 0 || wo.Proto != 0 {
+		parts = append(parts, fmt.Sprintf("NCCL algo=%s proto=%s", cmpOr(wo.Algo.String(), "auto"), cmpOr(wo.Proto.String(), "auto")))
+	}
+	if wo.Topology.Hosts > 0 {
+		parts = append(parts, "collectives on "+wo.Topology.String())
+	}
+	if len(parts) == 0 {
+		return "predicted: nothing changed"
+	}
+	return "predicted: " + strings.Join(parts, ", ")
+}
+
+func cmpOr(s, d string) string {
+	if s == "" || strings.HasPrefix(s, "algo(") || strings.HasPrefix(s, "proto(") {
+		return d
+	}
+	return s
+}
+
+// wholeInput is an input read into memory: what a replay needs.
+type wholeInput struct {
+	header    *importers.Header
+	events    []timeline.Event
+	stepsFrom string // how the steps were found, when the input marks none (importers.Result.Steps)
+}
+
+func (w *wholeInput) Begin(h *importers.Header) error { w.header = h; return nil }
+
+func (w *wholeInput) Events(batch []timeline.Event) error {
+	w.events = append(w.events, batch...)
+	return nil
+}
+
+// inputCriticalPath is the mean critical path per step of an input, read again, whole.
+func inputCriticalPath(ctx context.Context, paths []string, limits importLimits, likeHTA bool, stderr io.Writer) (*report.CriticalPath, error) {
+	in, err := readWholeWith(ctx, paths, limits, likeHTA, io.Discard) // its warnings were printed by the first read
+	if err != nil {
+		return nil, err
+	}
+	g, err := depgraph.Build(in.events, in.header.Strings)
+	if err != nil {
+		return nil, dataError(fmt.Errorf("%s: dependency graph: %w", strings.Join(paths, ", "), err))
+	}
+	p := criticalPath(whatif.Summarize(g.CriticalPaths(nil, nil)))
+	return &p, nil
+}
+
+// readWhole reads a trace, an export or a recording whole.
+func readWhole(ctx context.Context, paths []string, limits importLimits, stderr io.Writer) (*wholeInput, error) {
+	return readWholeWith(ctx, paths, limits, false, stderr)
+}
+
+// readWholeWith is readWhole, selecting what HTA does when likeHTA.
+func readWholeWith(ctx context.Context, paths []string, limits importLimits, likeHTA bool, stderr io.Writer) (*wholeInput, error) {
+	for _, p := range paths {
+		if err := inputFile(p, "a trace or a recording"); err != nil {
+			return nil, err
+		}
+	}
+	opts := limits.options(likeHTA)
+	opts.Context = ctx
+	in := &wholeInput{}
+	res, err := readInput(paths, opts, in, stderr)
+	if err != nil {
+		return nil, err
+	}
+	in.stepsFrom = res.Steps
+	return in, nil
+}
+
+// whatifComparison compares the trace's ops as measured (A) with the changed replay (B), and
+// gives each run's events to the compare view.
+func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change, stepsFrom string) (*report.Comparison, [2]*timeline.Window) {
+	var wins [2]*timeline.Window
+	measured := make([]timeline.Event, len(w.Graph.Nodes))
+	for n := range w.Graph.Nodes {
+		measured[n] = *w.Graph.Event(int32(n))
+	}
+	metaB := h.Meta
+	metaB.Backend, metaB.Source = "whatif", change
+	wins[0], wins[1] = timeline.NewWindow(compareWindow, nil), timeline.NewWindow(compareWindow, nil)
+	a := opsReport(measured, h, h.Meta, wins[0])
+	base := opsReport(w.Baseline.Events, h, metaB)
+	b := opsReport(w.Changed.Events, h, metaB, wins[1])
+	if len(w.Graph.Steps) == 0 && len(w.Before) == 1 && len(w.After) == 1 {
+		// A trace without steps is one: the view aligns the timelines on it (the reports, which
+		// count steps, are not told of it).
+		for i, p := range [2]depgraph.Path{w.Before[0], w.After[0]} {
+			wins[i].Emit(&timeline.Event{Kind: timeline.KindStep, Start: p.StartNs, End: p.EndNs, Device: timeline.NoDevice, Peer: timeline.NoDevice})
+		}
+	}
+	c := report.Compare(a, b, "measured: "+source, change)
+	c.Command = "whatif"
+	before, after := whatif.Summarize(w.Before), whatif.Summarize(w.After)
+	report.AddCriticalPaths(c, criticalPath(before), criticalPath(after))
+	floor, why := noiseFloor(a, base, w.Before, before, whatif.Summarize(w.Graph.CriticalPaths(w.Baseline.Times, w.Baseline.Weight)))
+	c.Notes = whatifNotes(w, before, stepsFrom)
+	c.SetNoiseFloor(floor, why)
+	return c, wins
+}
+
+// criticalOps is the set of the ops on paths, by their index among the events the compare view
+// was given: A's are in node order (order nil), B's in the replay's order (the node of each).
+func criticalOps(paths []depgraph.Path, order []int32) map[int64]bool {
+	on := map[int32]bool{}
+	for _, p := range paths {
+		for _, n := range p.Nodes {
+			on[n] = true
+		}
+	}
+	set := make(map[int64]bool, len(on))
+	if order == nil {
+		for n := range on {
+			set[int64(n)] = true
+		}
+		return set
+	}
+	for i, n := range order {
+		if on[n] {
+			set[int64(i)] = true
+		}
+	}
+	return set
+}
+
+// opsReport analyses ops as a report does.
+func opsReport(evs []timeline.Event, h *importers.Header, m timeline.Meta, also ...timeline.Sink) *report.Report {
+	an := analysis.New(m)
+	for i := range evs {
+		an.Emit(&evs[i])
+		for _, o := range also {
+			o.Emit(&evs[i])
+		}
+	}
+	return report.Build(an.Result(h.Strings), m, report.Run{})
+}
+
+// criticalPath is a summary as the report shows it.
+func criticalPath(s whatif.Summary) report.CriticalPath {
+	p := report.CriticalPath{Steps: s.Steps, FirstLeft: s.FirstLeft, Whole: s.Whole, StepNs: s.StepNs, ByCategory: map[string]float64{}}
+	for c, v := range s.ByCategory {
+		p.ByCategory[c.String()] = v
+	}
+	return p
+}
+
+// noiseFloor is the change within which the comparison gives no verdict: the larger of 1%, the
+// replay's own error on this trace (nothing changed, against the measurement), and the measured
+// steps' spread (the median absolute deviation of their lengths along the critical path, over their
+// median; the first step, which warms up, left out: robust to the odd slow step).
+func noiseFloor(a, base *report.Report, before []depgraph.Path, measured, unchanged whatif.Summary) (float64, string) {
+	errPct, what := 0.0, ""
+	switch {
+	case a.Steps.MeanNs != nil && base.Steps.MeanNs != nil && *a.Steps.MeanNs > 0:
+		errPct, what = 100*float64(*base.Steps.MeanNs-*a.Steps.MeanNs)/float64(*a.Steps.MeanNs), "mean step time"
+	case measured.StepNs > 0:
+		errPct, what = 100*(unchanged.StepNs-measured.StepNs)/measured.StepNs, "critical path length"
+	}
+	spread := 0.0
+	if measured.FirstLeft {
+		before = before[1:]
+	}
+	if len(before) > 1 {
+		lens := make([]float64, len(before))
+		for i, p := range before {
+			lens[i] = float64(p.EndNs - p.StartNs)
+		}
+		med := median(lens)
+		for i := range lens {
+			lens[i] = math.Abs(lens[i] - med)
+		}
+		if med > 0 {
+			spread = 100 * median(lens) / med
+		}
+	}
+	floor := max(1, math.Abs(errPct), spread)
+	return floor, fmt.Sprintf("the larger of 1%%, the unchanged replay's error on this trace (%s %+.2f%%) and the measured steps' spread (median absolute deviation over median: %.1f%%)",
+		cmpOr(what, "unknown"), errPct, spread)
+}
+
+// median is xs' median; xs is sorted in place.
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// whatifNotes say how B was made.
+func whatifNotes(w *whatif.WhatIf, before whatif.Summary, stepsFrom string) []string {
+	g := w.Graph
+	notes := []string{
+		"method: the trace's dependency graph replayed (list scheduling over it; collectives timed by the engine's NCCL model where a topology and their sizes are known), not a run of the simulator",
+		"graph: " + whatif.Dependencies(g),
+	}
+	steps := fmt.Sprintf("steps: %d from the trace's step markers", len(g.Steps))
+	switch {
+	case stepsFrom != "":
+		steps = fmt.Sprintf("steps: %d; %s", len(g.Steps), stepsFrom)
+	case len(g.Steps) == 0:
+		steps = "steps: the trace marks none; the whole trace is one step"
+	}
+	if before.FirstLeft {
+		steps += "; the critical path is averaged over the steps after the first (the first warms up)"
+	}
+	notes = append(notes, steps)
+	r := w.Changed
+	coll := fmt.Sprintf("collectives: %d re-timed by the NCCL model", r.Retimed)
+	for _, k := range r.KeptReasons() {
+		coll += ", " + k
+	}
+	notes = append(notes, coll)
+	if r.Scaled > 0 || r.ScaledComm > 0 {
+		n := fmt.Sprintf("kernels scaled: %d compute", r.Scaled)
+		if r.ScaledComm > 0 {
+			n += fmt.Sprintf(", %d NCCL", r.ScaledComm)
+		}
+		notes = append(notes, n)
+	}
+	notes = append(notes, fmt.Sprintf("critical path: %s per step measured (HTA's definition: the chain of dependencies that bound each step's end)", units.Dur(int64(before.StepNs))))
+	return notes
+}

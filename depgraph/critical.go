@@ -1,0 +1,152 @@
+package depgraph
+
+import (
+	"fmt"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Category is what time on the critical path was spent on.
+type Category uint8
+
+// Categories of critical-path time.
+const (
+	CatCompute       Category = iota // compute kernels
+	CatCommunication                 // collectives, sends and receives
+	CatCopies                        // copies and memsets
+	CatLaunch                        // host runtime calls, the gaps between them, launch delays
+	CatWaits                         // event, barrier, peer and host waits; GPU time no dependency explains
+	catCount
+)
+
+var catNames = [catCount]string{"compute", "communication", "copies", "launch", "waits"}
+
+// String names the category.
+func (c Category) String() string {
+	if c < catCount {
+		return catNames[c]
+	}
+	return fmt.Sprintf("category(%d)", uint8(c))
+}
+
+// Categories lists the categories in order.
+func Categories() []Category {
+	return []Category{CatCompute, CatCommunication, CatCopies, CatLaunch, CatWaits}
+}
+
+// Path is the critical path of one step (or of the whole trace): the chain of dependencies that
+// bound its end, walked back to its start.
+type Path struct {
+	Step       int32 // the step's node, -1 for the whole trace
+	StartNs    int64
+	EndNs      int64
+	ByCategory [catCount]int64 // ns of the path in each category; they sum to EndNs − StartNs
+	Nodes      []int32         // the ops whose time lies on the path, latest first
+}
+
+// category is the category of node n's own duration.
+func (g *Graph) category(n int32) Category {
+	switch e := g.Event(n); {
+	case e.Kind == timeline.KindKernel:
+		return CatCompute
+	case e.Kind.IsNCCL():
+		return CatCommunication
+	case e.Kind == timeline.KindMemcpy:
+		return CatCopies
+	case e.Kind == timeline.KindRuntime || e.Kind == timeline.KindGraphLaunch || e.Kind == timeline.KindCommInit:
+		return CatLaunch
+	}
+	return CatWaits
+}
+
+// edgeCategory is the category of the time edge e weighs.
+func (g *Graph) edgeCategory(e *Edge) Category {
+	if n := g.NodeOf(e.From); n >= 0 {
+		return g.category(n)
+	}
+	n := g.NodeOf(e.To) // an instance's join to a part's end: the part's kind
+	if g.Event(n).Kind == timeline.KindBarrier {
+		return CatWaits
+	}
+	return CatCommunication
+}
+
+// residualCategory is the category of the time at point p that its binding edge does not explain.
+func (g *Graph) residualCategory(p int32, bound *Edge) Category {
+	if n := g.NodeOf(p); n >= 0 {
+		if k := g.Event(n).Kind; k == timeline.KindRuntime || k == timeline.KindGraphLaunch {
+			return CatLaunch
+		}
+	}
+	if bound != nil && bound.Kind == EdgeLaunch {
+		return CatLaunch
+	}
+	return CatWaits
+}
+
+// CriticalPaths returns the critical path of each step, or of the whole trace when it has no
+// steps, under times and weights (the measured ones: Time, and nil for the edges' own).
+func (g *Graph) CriticalPaths(times, weights []int64) []Path {
+	if times == nil {
+		times = g.Time
+	}
+	if len(g.Steps) == 0 {
+		if len(g.Nodes) == 0 {
+			return nil
+		}
+		lo, hi := times[0], int32(0)
+		for p, t := range times {
+			lo = min(lo, t)
+			if t > times[hi] {
+				hi = int32(p)
+			}
+		}
+		return []Path{g.walk(hi, lo, -1, times, weights)}
+	}
+	out := make([]Path, 0, len(g.Steps))
+	for _, s := range g.Steps {
+		out = append(out, g.walk(End(s), times[Start(s)], s, times, weights))
+	}
+	return out
+}
+
+// walk follows the binding edges back from point sink until time from.
+func (g *Graph) walk(sink int32, from int64, step int32, times, weights []int64) Path {
+	path := Path{Step: step, StartNs: from, EndNs: times[sink]}
+	w := func(i int32) int64 {
+		if weights != nil {
+			return weights[i]
+		}
+		return g.Edges[i].W
+	}
+	last := int32(-1)
+	for p := sink; times[p] > from; {
+		var bound *Edge
+		var bi int32
+		at := int64(-1 << 63)
+		for _, i := range g.In[p] {
+			if t := times[g.Edges[i].From] + w(i); t > at || t == at && bound != nil && bound.Kind != EdgeDuration && g.Edges[i].Kind == EdgeDuration {
+				at, bound, bi = t, &g.Edges[i], i
+			}
+		}
+		if bound == nil || at <= from { // the rest of the step is this point's own
+			path.ByCategory[g.residualCategory(p, bound)] += times[p] - from
+			break
+		}
+		path.ByCategory[g.residualCategory(p, bound)] += times[p] - at
+		if wt := w(bi); wt > 0 {
+			part := min(wt, at-from)
+			path.ByCategory[g.edgeCategory(bound)] += part
+			n := g.NodeOf(bound.From)
+			if n < 0 {
+				n = g.NodeOf(bound.To)
+			}
+			if n != last {
+				path.Nodes = append(path.Nodes, n)
+				last = n
+			}
+		}
+		p = bound.From
+	}
+	return path
+}

@@ -1,0 +1,63 @@
+package importers
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/importers/nsys/nsystest"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// An Nsight export without a step range but with FSDP's root pre-forward hook three times gets two
+// steps, from one hook to the next, passed on after its ops, and the result says how they were
+// found; an export with its ProfilerStep range gets none added and nothing said; one with neither
+// is said to be one step.
+func TestStreamInfersSteps(t *testing.T) {
+	const gtid = "(" + "4242 << 24" + ") + 7"
+	nvtx := func(rows string) []string {
+		r := nsystest.OldRows()
+		r[0] += ",(10,'FSDP::root_pre_forward')"
+		return append(r[:len(r)-1], `INSERT INTO NVTX_EVENTS VALUES `+rows)
+	}
+	hook := func(at string) string {
+		return "(" + at + ", " + at + " + 500, 59, NULL, NULL, NULL, NULL, " + gtid + ", NULL, 10, 0)"
+	}
+	for _, tc := range []struct {
+		name  string
+		rows  []string
+		steps int
+		how   string
+	}{
+		{"three hooks", nvtx(hook("5000000000") + "," + hook("5000010000") + "," + hook("5000020000")), 2, `inferred from the NVTX range "FSDP::root_pre_forward", 3 times`},
+		{"a ProfilerStep range", nsystest.OldRows(), 1, ""},
+		{"neither", nvtx("(5000001000, 5000009000, 59, NULL, NULL, NULL, NULL, " + gtid + ", NULL, 8, 0)"), 0, "the whole input is one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "x.sqlite")
+			if err := nsystest.Write(path, nsystest.OldSchema, tc.rows...); err != nil {
+				t.Fatal(err)
+			}
+			var got Collect
+			res, err := Stream([]string{path}, Options{}, &got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var steps []timeline.Event
+			for _, e := range got.All {
+				if e.Kind == timeline.KindStep {
+					steps = append(steps, e)
+				}
+			}
+			if len(steps) != tc.steps || res.Events != len(got.All) {
+				t.Fatalf("%d steps, %d events counted of %d; want %d steps", len(steps), res.Events, len(got.All), tc.steps)
+			}
+			if (tc.how == "") != (res.Steps == "") || !strings.Contains(res.Steps, tc.how) {
+				t.Errorf("how = %q; want %q", res.Steps, tc.how)
+			}
+			if tc.name == "three hooks" && (steps[0].End-steps[0].Start != 10000 || steps[1].Start != steps[0].End || got.Header.Strings.Lookup(steps[0].Label) != "FSDP::root_pre_forward") {
+				t.Errorf("steps %+v; want 10 µs each, one after the other, named after the hook", steps)
+			}
+		})
+	}
+}

@@ -1,0 +1,110 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/xfertop/xfertop/units"
+)
+
+// CriticalPath is a run's mean critical path per step: its length and the time on it by category
+// (compute, communication, copies, launch, waits; depgraph's categories).
+type CriticalPath struct {
+	Steps      int                `json:"steps"`
+	FirstLeft  bool               `json:"first_step_left_out"` // the first step (warm-up) is not in the mean
+	Whole      bool               `json:"whole_input"`         // no steps: the path is the whole input's
+	StepNs     float64            `json:"step_ns"`
+	ByCategory map[string]float64 `json:"by_category"`
+}
+
+// criticalText writes the critical path's line: its length per step and each category's share.
+func criticalText(b *strings.Builder, p *CriticalPath) {
+	if p == nil {
+		return
+	}
+	if p.Steps == 0 {
+		b.WriteString("\nCritical path: — (no step, and no op, to find it in)\n")
+		return
+	}
+	if p.Whole {
+		fmt.Fprintf(b, "\nCritical path: %s, the whole input's (it has no steps):", units.Dur(int64(p.StepNs)))
+	} else {
+		fmt.Fprintf(b, "\nCritical path: %s per step (mean of %d", units.Dur(int64(p.StepNs)), p.Steps)
+		if p.FirstLeft {
+			b.WriteString(", the first step left out")
+		}
+		b.WriteString("):")
+	}
+	for i, k := range criticalCategories {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		v := p.ByCategory[k]
+		pct := 0.0
+		if p.StepNs > 0 {
+			pct = 100 * v / p.StepNs
+		}
+		fmt.Fprintf(b, "%s %s %s (%.0f%%)", sep, k, units.Dur(int64(v)), pct)
+	}
+	b.WriteString("\n")
+}
+
+// criticalCategories are the categories in the order rows show them.
+var criticalCategories = []string{"compute", "communication", "copies", "launch", "waits"}
+
+// AddCriticalPaths adds the critical-path rows: the path's length per step (the step time along
+// the graph, known for traces without step markers too), the communication on it (exposed: the
+// communication nothing overlapped), and each category's time per step.
+func AddCriticalPaths(c *Comparison, a, b CriticalPath) {
+	val := func(p CriticalPath, v float64) *float64 {
+		if p.Steps == 0 {
+			return nil
+		}
+		return &v
+	}
+	c.Rows = append(c.Rows, row("critical path", "length per step", UnitNs, val(a, a.StepNs), val(b, b.StepNs), true))
+	c.Rows = append(c.Rows, row("critical path", "exposed communication per step", UnitNs,
+		val(a, a.ByCategory["communication"]), val(b, b.ByCategory["communication"]), true))
+	for _, k := range criticalCategories {
+		c.Rows = append(c.Rows, row("critical path", k+" on it per step", UnitNs, val(a, a.ByCategory[k]), val(b, b.ByCategory[k]), true))
+	}
+}
+
+// SetNoiseFloor withholds a verdict from every row whose relative change is within ±pct (a change
+// that small is not told apart from the method's own error), and gives the comparison its verdict
+// on step time: the report's mean step time, or the critical path's length where the runs have no
+// steps.
+func (c *Comparison) SetNoiseFloor(pct float64, why string) {
+	c.NoiseFloorPct, c.NoiseFloorWhy = &pct, why
+	for i := range c.Rows {
+		if r := &c.Rows[i]; r.DiffPct != nil && math.Abs(*r.DiffPct) < pct {
+			r.Better = nil
+		}
+	}
+	var step *Row
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		if r.A != nil && r.B != nil && (r.Name == "step time mean" || step == nil && r.Name == "length per step") {
+			step = r
+		}
+	}
+	if step == nil {
+		c.Verdict = "no verdict: neither run has a step time"
+		return
+	}
+	d := 0.0
+	if step.DiffPct != nil {
+		d = *step.DiffPct
+	}
+	span := fmt.Sprintf("%s %s → %s", step.Name, units.Dur(int64(*step.A)), units.Dur(int64(*step.B)))
+	switch {
+	case math.Abs(d) < pct:
+		c.Verdict = fmt.Sprintf("no difference beyond the ±%.1f%% noise floor (%s, %+.1f%%)", pct, span, d)
+	case d < 0:
+		c.Verdict = fmt.Sprintf("B is %.1f%% faster (%s), beyond the ±%.1f%% noise floor", -d, span, pct)
+	default:
+		c.Verdict = fmt.Sprintf("B is %.1f%% slower (%s), beyond the ±%.1f%% noise floor", d, span, pct)
+	}
+}

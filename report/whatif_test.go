@@ -1,0 +1,61 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// Inside the noise floor no row is better or worse and the verdict says no difference; beyond it
+// the verdict names the direction and the size. Critical-path rows are unknown for a run without
+// steps.
+func TestSetNoiseFloor(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		a, b  float64
+		floor float64
+		want  string
+		named bool // the row keeps its verdict
+	}{
+		{100, 98, 3, "no difference beyond the ±3.0% noise floor", false},
+		{100, 90, 3, "B is 10.0% faster", true},
+		{100, 120, 3, "B is 20.0% slower", true},
+	} {
+		c := &Comparison{Rows: []Row{row("steps", "step time mean", UnitNs, f(tc.a*1e6), f(tc.b*1e6), true)}}
+		c.SetNoiseFloor(tc.floor, "test")
+		if !strings.HasPrefix(c.Verdict, tc.want) {
+			t.Errorf("%v → %v, floor %v: verdict %q; want %q…", tc.a, tc.b, tc.floor, c.Verdict, tc.want)
+		}
+		if (c.Rows[0].Better != nil) != tc.named {
+			t.Errorf("%v → %v, floor %v: row verdict %v; want one: %v", tc.a, tc.b, tc.floor, c.Rows[0].Better, tc.named)
+		}
+	}
+	c := &Comparison{}
+	AddCriticalPaths(c, CriticalPath{}, CriticalPath{Steps: 1, StepNs: 5, ByCategory: map[string]float64{"compute": 5}})
+	if len(c.Rows) != 7 || c.Rows[0].A != nil || *c.Rows[0].B != 5 || *c.Rows[2].B != 5 {
+		t.Errorf("critical path rows %+v", c.Rows)
+	}
+	c.SetNoiseFloor(1, "test")
+	if c.Verdict != "no verdict: neither run has a step time" {
+		t.Errorf("verdict without steps in A: %q", c.Verdict)
+	}
+}
+
+// The critical path's line: per step with the warm-up left out, or the whole input's; none when
+// the report has no critical path.
+func TestCriticalText(t *testing.T) {
+	cats := map[string]float64{"compute": 30, "launch": 10}
+	for _, tc := range []struct {
+		p    *CriticalPath
+		want string
+	}{
+		{nil, ""},
+		{&CriticalPath{Steps: 2, FirstLeft: true, StepNs: 40, ByCategory: cats}, "\nCritical path: 40 ns per step (mean of 2, the first step left out): compute 30 ns (75%), communication 0 s (0%), copies 0 s (0%), launch 10 ns (25%), waits 0 s (0%)\n"},
+		{&CriticalPath{Steps: 1, Whole: true, StepNs: 40, ByCategory: cats}, "\nCritical path: 40 ns, the whole input's (it has no steps): compute 30 ns (75%), communication 0 s (0%), copies 0 s (0%), launch 10 ns (25%), waits 0 s (0%)\n"},
+	} {
+		var b strings.Builder
+		criticalText(&b, tc.p)
+		if b.String() != tc.want {
+			t.Errorf("criticalText(%+v) = %q; want %q", tc.p, b.String(), tc.want)
+		}
+	}
+}

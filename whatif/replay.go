@@ -1,0 +1,301 @@
+package whatif
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/xfertop/xfertop/depgraph"
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Options say what to change in a replay. The zero value changes nothing and keeps every
+// measured duration.
+type Options struct {
+	// Topology, when set (Topology.Hosts > 0), re-times collectives whose size and ranks the trace
+	// records with the engine's NCCL cost model on it; trace device d is its device d.
+	Topology engine.Topology
+	// Scale multiplies the duration of the compute kernels whose name contains a key ("*": all).
+	Scale map[string]float64
+	// ScaleExact multiplies the duration of the compute kernels named exactly as a key (it is
+	// looked at before Scale): the ratios another trace's durations give (--kernels-from).
+	ScaleExact map[string]float64
+	// Algo and Proto force NCCL's algorithm and protocol (0: the tuner's choice), as NCCL_ALGO
+	// and NCCL_PROTO do.
+	Algo  timeline.NCCLAlgo
+	Proto timeline.NCCLProto
+	// TraceDevices is the number of devices of the trace. With ScaleOut (the topology was given
+	// more hosts than the trace ran on), a collective over all of them spans all of the
+	// topology's: the job scaled out, each rank doing the work it did.
+	TraceDevices int
+	ScaleOut     bool
+}
+
+// Result is one replay: the replayed ops and what the replay did.
+type Result struct {
+	Events []timeline.Event // the graph's ops at their replayed times, in start order
+	Node   []int32          // the graph node of each of Events
+	Times  []int64          // each point's replayed time
+	Weight []int64          // each edge's replayed weight
+	// Retimed counts the collective instances (or lone rank parts) the NCCL model timed; Kept
+	// those that kept their measured time, by reason.
+	Retimed    int
+	Kept       map[string]int
+	Scaled     int // compute kernels whose duration was scaled
+	ScaledComm int // collective parts (or instances' parts) scaled by ScaleExact
+}
+
+// KeptReasons lists Kept's reasons with their counts, most first.
+func (r *Result) KeptReasons() []string {
+	whys := make([]string, 0, len(r.Kept))
+	for why := range r.Kept {
+		whys = append(whys, why)
+	}
+	sort.Slice(whys, func(i, j int) bool {
+		a, b := r.Kept[whys[i]], r.Kept[whys[j]]
+		return a > b || a == b && whys[i] < whys[j]
+	})
+	out := make([]string, len(whys))
+	for i, why := range whys {
+		out[i] = fmt.Sprintf("%d kept at their measured time (%s)", r.Kept[why], why)
+	}
+	return out
+}
+
+// Replay re-executes g under o: every point comes after its dependencies plus their (changed)
+// weights; the dependency that bound it as measured keeps its lag, the time it did not explain (a
+// host gap, a launch latency). A point that another dependency now binds loses that lag: a
+// kernel whose stream is now the later of its dependencies starts as its stream frees, not a
+// launch latency after. Compute kernels keep their measured duration or are scaled;
+// collectives are re-timed by the engine's NCCL model where o has a topology and the trace their
+// sizes, else keep the measured time of the instance (the last ready rank's start to the first
+// rank's end). This is a list-scheduling pass over the graph with the engine's cost model for
+// collectives, not a run of the simulator: contention between concurrent transfers and link
+// sharing are not modelled beyond what the NCCL model's bandwidths assume.
+func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error) {
+	r := &Result{Kept: map[string]int{}}
+	r.Weight = make([]int64, len(g.Edges))
+	for i, e := range g.Edges {
+		r.Weight[i] = e.W
+	}
+	if err := r.scale(g, names, o); err != nil {
+		return nil, err
+	}
+	if err := r.retime(g, o); err != nil {
+		return nil, err
+	}
+	r.Times = make([]int64, len(g.Time))
+	for _, p := range g.Order {
+		in := g.In[p]
+		if len(in) == 0 {
+			r.Times[p] = g.Time[p]
+			continue
+		}
+		measured := int64(-1 << 63)
+		for _, i := range in {
+			e := &g.Edges[i]
+			measured = max(measured, g.Time[e.From]+e.W)
+		}
+		lag := max(0, g.Time[p]-measured)
+		replayed := int64(-1 << 63)
+		for _, i := range in {
+			e := &g.Edges[i]
+			t := r.Times[e.From] + r.Weight[i]
+			if g.Time[e.From]+e.W == measured {
+				t += lag // the binding dependency's lag: a launch latency, a host gap
+			}
+			replayed = max(replayed, t)
+		}
+		r.Times[p] = replayed
+	}
+	r.events(g)
+	return r, nil
+}
+
+// scale scales the duration edges of the kernels o.Scale names.
+func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error {
+	if len(o.Scale) == 0 && len(o.ScaleExact) == 0 {
+		return nil
+	}
+	for k, x := range o.Scale {
+		if x < 0 {
+			return fmt.Errorf("--scale-kernel %s=%g: a factor is 0 or more", k, x)
+		}
+	}
+	for i, e := range g.Edges {
+		n, coll := g.NodeOf(e.From), false
+		switch {
+		case e.Kind == depgraph.EdgeDuration && n >= 0 && g.Event(n).Kind == timeline.KindKernel:
+		case e.Kind == depgraph.EdgeDuration && n >= 0 && g.Event(n).Kind == timeline.KindCollective && e.W > 0:
+			coll = true // a lone rank part
+		case e.Kind == depgraph.EdgeCollective && n < 0 && e.To%2 == 1 && g.Event(g.NodeOf(e.To)).Kind == timeline.KindCollective:
+			n, coll = g.NodeOf(e.To), true // an instance's join to a part's end
+		default:
+			continue
+		}
+		name := ""
+		if names != nil {
+			name = names.Lookup(g.Event(n).Label)
+		}
+		if x, ok := o.ScaleExact[name]; ok {
+			r.Weight[i] = int64(float64(e.W) * x)
+			if coll {
+				r.ScaledComm++
+			} else {
+				r.Scaled++
+			}
+			continue
+		}
+		if coll {
+			continue // --scale-kernel scales compute kernels
+		}
+		for k, x := range o.Scale {
+			if k == "*" || strings.Contains(name, k) {
+				r.Weight[i] = int64(float64(e.W) * x)
+				r.Scaled++
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// retime times the collectives with the NCCL model where it can: an instance's join-to-end
+// edges, or a lone rank part's duration.
+func (r *Result) retime(g *depgraph.Graph, o Options) error {
+	inst := map[int32]int{} // a join point's instance
+	for i, in := range g.Instances {
+		inst[in.Join] = i
+		if in.Kind == timeline.KindSend {
+			r.Kept["sends and receives: the NCCL model here times collectives"]++
+		}
+	}
+	type timed struct {
+		ns  int64
+		why string
+	}
+	seen := map[int32]timed{}
+	for i, e := range g.Edges {
+		var parts []int32
+		switch n := g.NodeOf(e.From); {
+		case n < 0 && e.Kind == depgraph.EdgeCollective && g.Instances[inst[e.From]].Kind == timeline.KindCollective:
+			parts = g.Instances[inst[e.From]].Parts
+		case n >= 0 && e.Kind == depgraph.EdgeDuration && g.Event(n).Kind == timeline.KindCollective && e.W > 0:
+			parts = []int32{n}
+		default:
+			continue
+		}
+		t, ok := seen[e.From]
+		if !ok {
+			ns, why, err := r.model(g, parts, o)
+			if err != nil {
+				return err
+			}
+			t = timed{ns, why}
+			seen[e.From] = t
+			if why != "" {
+				r.Kept[why]++
+			} else {
+				r.Retimed++
+			}
+		}
+		if t.why == "" {
+			r.Weight[i] = t.ns
+		}
+	}
+	r.fuseGroups(g, inst, func(from int32) (int64, bool) { t, ok := seen[from]; return t.ns, ok && t.why == "" })
+	return nil
+}
+
+// fuseGroups gives the collectives of one NCCL group launch, which run as one fused kernel
+// sharing its links (their parts start and end together), the sum of their modelled times each:
+// the model times a collective alone on the machine.
+func (r *Result) fuseGroups(g *depgraph.Graph, inst map[int32]int, modelled func(join int32) (int64, bool)) {
+	type groupKey struct {
+		group uint32
+		dev   int32
+		start int64
+	}
+	sum := map[groupKey]int64{}
+	keyOf := func(j int32) (groupKey, bool) {
+		in := g.Instances[inst[j]]
+		e := g.Event(in.Parts[0])
+		return groupKey{e.Group, e.Device, e.Start}, e.Group != 0 && in.Kind == timeline.KindCollective
+	}
+	for _, in := range g.Instances {
+		if k, ok := keyOf(in.Join); ok {
+			if ns, ok := modelled(in.Join); ok {
+				sum[k] += ns
+			}
+		}
+	}
+	for i, e := range g.Edges {
+		if g.NodeOf(e.From) >= 0 || e.Kind != depgraph.EdgeCollective || g.NodeOf(e.To) < 0 || e.To%2 == 0 {
+			continue
+		}
+		if k, ok := keyOf(e.From); ok {
+			if _, ok := modelled(e.From); ok && g.Event(g.NodeOf(e.To)).Kind == timeline.KindCollective {
+				r.Weight[i] = sum[k]
+			}
+		}
+	}
+}
+
+// model is the NCCL model's time for the collective whose rank parts are parts, or why it keeps
+// its measured time.
+func (r *Result) model(g *depgraph.Graph, parts []int32, o Options) (int64, string, error) {
+	e := g.Event(parts[0])
+	op := timeline.CollOp(e.Sub)
+	switch {
+	case o.Topology.Hosts == 0:
+		return 0, "no topology to model them on: give --topology", nil
+	case e.Bytes <= 0:
+		return 0, "the trace does not record their size", nil
+	case op == timeline.CollSendRecv || op == 0:
+		return 0, "send/receive kernels: peers and sizes unknown", nil
+	case e.Ranks < 2:
+		return 0, "the trace does not record their ranks", nil
+	}
+	var ranks []engine.DeviceID
+	if len(parts) == int(e.Ranks) {
+		for _, p := range parts {
+			ranks = append(ranks, engine.DeviceID(g.Event(p).Device))
+		}
+		if o.ScaleOut && len(ranks) == o.TraceDevices && o.Topology.Devices() > len(ranks) {
+			ranks = o.Topology.AllDevices() // the job scaled out: the collective over all its ranks
+		}
+	} else if int(e.Ranks) <= o.Topology.Devices() {
+		ranks = o.Topology.AllDevices()[:e.Ranks] // the other ranks are not in the trace
+	} else {
+		return 0, fmt.Sprintf("%d ranks, more than topology %s has devices", e.Ranks, o.Topology.Name), nil
+	}
+	for _, d := range ranks {
+		if !o.Topology.Valid(d) {
+			return 0, "", fmt.Errorf("--topology %s has %d devices; the trace uses device %d", o.Topology.Name, o.Topology.Devices(), d)
+		}
+	}
+	p := sim.PredictNCCL(sim.ModelOf(o.Topology), o.Topology, op, ranks, e.Bytes, o.Algo, o.Proto)
+	return int64(p.TimeNs(e.Bytes)), "", nil
+}
+
+// events writes the replayed ops, in start order, as analyses read them.
+func (r *Result) events(g *depgraph.Graph) {
+	r.Node = make([]int32, len(g.Nodes))
+	for n := range r.Node {
+		r.Node[n] = int32(n)
+	}
+	start := func(n int32) int64 { return r.Times[depgraph.Start(n)] }
+	sort.SliceStable(r.Node, func(i, j int) bool { return start(r.Node[i]) < start(r.Node[j]) })
+	r.Events = make([]timeline.Event, len(g.Nodes))
+	for i, n := range r.Node {
+		e := *g.Event(n)
+		s, end := start(n), r.Times[depgraph.End(n)]
+		if e.Queued > 0 {
+			e.Queued = max(0, e.Queued+s-e.Start)
+		}
+		e.Start, e.End = s, max(s, end)
+		r.Events[i] = e
+	}
+}

@@ -1,0 +1,187 @@
+package whatif
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/depgraph"
+	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/engine/topology"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+const us = 1000
+
+func kern(s *timeline.Strings, name string, dev int32, stream uint32, start, end int64, op uint64) timeline.Event {
+	return timeline.Event{Kind: timeline.KindKernel, Device: dev, Peer: timeline.NoDevice, Stream: stream, Start: start * us, End: end * us,
+		Op: op, Queued: -1, Label: s.ID(name)}
+}
+
+func launch(s *timeline.Strings, start, end int64, op uint64) timeline.Event {
+	return timeline.Event{Kind: timeline.KindRuntime, Device: timeline.NoDevice, Peer: timeline.NoDevice, Start: start * us, End: end * us,
+		Queued: start * us, Op: op, Aux: 1, Label: s.ID("cudaLaunchKernel")}
+}
+
+func allReduce(dev int32, start, end int64, bytes int64) timeline.Event {
+	return timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Device: dev, Peer: timeline.NoDevice,
+		Stream: uint32(10 + dev), Start: start * us, End: end * us, Op: 77, Ranks: 2, Bytes: bytes}
+}
+
+// oneRank is a host launching gemm (10 µs) and relu (5 µs) with a 20 µs host gap between the
+// launches: the host gap binds relu's start, so it is kept.
+func oneRank(s *timeline.Strings) []timeline.Event {
+	return []timeline.Event{
+		launch(s, 0, 2, 1), launch(s, 22, 24, 2),
+		kern(s, "gemm", 0, 7, 3, 13, 1), kern(s, "relu", 0, 7, 25, 30, 2),
+	}
+}
+
+// Unchanged, the replay puts every point where it was measured.
+func TestReplayUnchanged(t *testing.T) {
+	s := timeline.NewStrings()
+	evs := oneRank(s)
+	g, err := depgraph.Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Replay(g, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, tm := range g.Time {
+		if r.Times[p] != tm {
+			t.Errorf("point %d replayed at %d; measured %d", p, r.Times[p], tm)
+		}
+	}
+}
+
+// Scaling gemm by 3 (30 µs, ending at 33) makes the stream, not relu's launch at 22 (3 µs of
+// launch latency), the dependency that binds relu: it starts as gemm ends, at 33, and ends at 38.
+// The host's calls keep their times: nothing they wait for changed.
+func TestReplayScaleKernel(t *testing.T) {
+	s := timeline.NewStrings()
+	g, err := depgraph.Build(oneRank(s), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Replay(g, s, Options{Scale: map[string]float64{"gemm": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Scaled != 1 {
+		t.Errorf("scaled %d kernels; want 1", r.Scaled)
+	}
+	want := [][2]int64{{0, 2 * us}, {3 * us, 33 * us}, {22 * us, 24 * us}, {33 * us, 38 * us}} // in start order
+	for i, e := range r.Events {
+		if got := [2]int64{e.Start, e.End}; got != want[i] {
+			t.Errorf("%s replayed at %v; want %v", s.Lookup(e.Label), got, want[i])
+		}
+	}
+	// Halving it instead leaves relu bound by its launch: it keeps its time.
+	r, _ = Replay(g, s, Options{Scale: map[string]float64{"gemm": 0.5}})
+	if e := r.Events[3]; e.Start != 25*us || e.End != 30*us {
+		t.Errorf("relu after gemm halved: [%d, %d]; want [25 µs, 30 µs]", e.Start, e.End)
+	}
+}
+
+// A two-rank all-reduce of 64 MiB on h100x8 is re-timed by the engine's NCCL model: both parts end
+// when the later-ready rank (rank 1, after its 40 µs kernel) started plus the model's time.
+func TestReplayCollectiveModel(t *testing.T) {
+	s := timeline.NewStrings()
+	const bytes = 64 << 20
+	evs := []timeline.Event{
+		kern(s, "fwd", 0, 10, 0, 10, 0), kern(s, "fwd", 1, 11, 0, 40, 0),
+		allReduce(0, 10, 900, bytes), allReduce(1, 40, 900, bytes),
+	}
+	g, err := depgraph.Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.Builtin("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Replay(g, s, Options{Topology: topo, TraceDevices: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sim.PredictNCCL(sim.ModelOf(topo), topo, timeline.CollAllReduce, []engine.DeviceID{0, 1}, bytes, 0, 0)
+	want := 40*us + int64(p.TimeNs(bytes))
+	if r.Retimed != 1 {
+		t.Fatalf("re-timed %d; want 1 (kept: %v)", r.Retimed, r.Kept)
+	}
+	for _, e := range r.Events {
+		if e.Kind == timeline.KindCollective && e.End != want {
+			t.Errorf("rank %d's part ends at %d; want %d (40 µs + the model's %d ns)", e.Device, e.End, want, int64(p.TimeNs(bytes)))
+		}
+	}
+	// Without a topology, or without sizes, the measured time stays, and the reason is said.
+	r, _ = Replay(g, s, Options{})
+	if r.Retimed != 0 || len(r.KeptReasons()) != 1 || !strings.Contains(r.KeptReasons()[0], "no topology") {
+		t.Errorf("no topology: re-timed %d, kept %v", r.Retimed, r.KeptReasons())
+	}
+	evs[2].Bytes, evs[3].Bytes = 0, 0
+	g, _ = depgraph.Build(evs, s)
+	r, _ = Replay(g, s, Options{Topology: topo})
+	if r.Retimed != 0 || !strings.Contains(strings.Join(r.KeptReasons(), ";"), "does not record their size") {
+		t.Errorf("no sizes: re-timed %d, kept %v", r.Retimed, r.KeptReasons())
+	}
+}
+
+// A factor below 0 is refused.
+func TestReplayBadScale(t *testing.T) {
+	s := timeline.NewStrings()
+	g, _ := depgraph.Build(oneRank(s), s)
+	if _, err := Replay(g, s, Options{Scale: map[string]float64{"gemm": -1}}); err == nil || !strings.Contains(err.Error(), "gemm=-1") {
+		t.Errorf("Replay with gemm=-1: %v; want an error naming it", err)
+	}
+}
+
+// A synchronisation the host called after the GPU had finished did not wait; made slower, the
+// GPU makes it wait: gemm ×3 ends at 33, and cudaDeviceSynchronize (20-21 as measured) returns then.
+func TestReplaySyncWaitsForSlowerGPU(t *testing.T) {
+	s := timeline.NewStrings()
+	sync := launch(s, 20, 21, 0)
+	sync.Label = s.ID("cudaDeviceSynchronize")
+	evs := []timeline.Event{launch(s, 0, 2, 1), kern(s, "gemm", 0, 7, 3, 13, 1), sync}
+	g, err := depgraph.Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Inferred[depgraph.EdgeHostSync] != 1 {
+		t.Fatalf("inferred host syncs %d; want 1", g.Inferred[depgraph.EdgeHostSync])
+	}
+	r, err := Replay(g, s, Options{Scale: map[string]float64{"gemm": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := r.Events[2]; e.Start != 20*us || e.End != 33*us {
+		t.Errorf("the synchronisation replayed at [%d, %d]; want [20 µs, 33 µs]", e.Start, e.End)
+	}
+}
+
+// ScaleExact scales kernels named exactly as a key, and collectives too (an instance through its
+// parts' name): the all-reduce's 860 µs together become 1,720 µs; "gem" names no kernel exactly.
+func TestReplayScaleExact(t *testing.T) {
+	s := timeline.NewStrings()
+	ar0, ar1 := allReduce(0, 10, 900, 0), allReduce(1, 40, 900, 0)
+	ar0.Label, ar1.Label = s.ID("nccl_ar"), s.ID("nccl_ar")
+	evs := []timeline.Event{kern(s, "gemm", 0, 10, 0, 10, 0), kern(s, "gemm", 1, 11, 0, 40, 0), ar0, ar1}
+	g, err := depgraph.Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Replay(g, s, Options{ScaleExact: map[string]float64{"nccl_ar": 2, "gem": 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Scaled != 0 || r.ScaledComm != 2 {
+		t.Errorf("scaled %d compute, %d NCCL; want 0, 2", r.Scaled, r.ScaledComm)
+	}
+	for _, e := range r.Events {
+		if e.Kind == timeline.KindCollective && e.End != (40+1720)*us {
+			t.Errorf("rank %d's part ends at %d; want %d", e.Device, e.End, (40+1720)*us)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package whatif
+
+import (
+	"fmt"
+
+	"github.com/xfertop/xfertop/depgraph"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// WhatIf is a trace's graph replayed twice: unchanged (the method's own error on this trace) and
+// with the changes asked for; and the critical paths of the measured trace and of the change.
+type WhatIf struct {
+	Graph    *depgraph.Graph
+	Baseline *Result // replayed with nothing changed but the collectives' timing source
+	Changed  *Result
+	Before   []depgraph.Path // the measured trace's critical paths, per step
+	After    []depgraph.Path // the changed replay's
+}
+
+// Run builds evs' graph and replays it, unchanged and under o.
+func Run(evs []timeline.Event, names depgraph.Names, o Options) (*WhatIf, error) {
+	g, err := depgraph.Build(evs, names)
+	if err != nil {
+		return nil, fmt.Errorf("dependency graph: %w", err)
+	}
+	if len(g.Nodes) == 0 {
+		return nil, fmt.Errorf("the trace has no ops to replay (kernels, copies, collectives, runtime calls)")
+	}
+	w := &WhatIf{Graph: g}
+	base := Options{Topology: o.Topology, TraceDevices: o.TraceDevices} // the trace as it ran: no scale-out
+	if w.Baseline, err = Replay(g, names, base); err != nil {
+		return nil, err
+	}
+	if w.Changed, err = Replay(g, names, o); err != nil {
+		return nil, err
+	}
+	w.Before = g.CriticalPaths(nil, nil)
+	w.After = g.CriticalPaths(w.Changed.Times, w.Changed.Weight)
+	return w, nil
+}
+
+// Summary is the mean critical path of a trace's steps: time per step in each category.
+type Summary struct {
+	Steps      int                           // steps averaged over
+	FirstLeft  bool                          // the first step was left out (it warms up: communicators, caches)
+	Whole      bool                          // the path is the whole trace's: it has no steps
+	StepNs     float64                       // mean step length along the path
+	ByCategory map[depgraph.Category]float64 // mean ns per step
+}
+
+// Summarize averages paths, leaving the first step out when there are two or more: it holds the
+// job's warm-up (communicator set-up, first allocations), which a replay keeps as measured.
+func Summarize(paths []depgraph.Path) Summary {
+	s := Summary{ByCategory: map[depgraph.Category]float64{}, Whole: len(paths) == 1 && paths[0].Step < 0}
+	if len(paths) > 1 && paths[0].Step >= 0 {
+		paths, s.FirstLeft = paths[1:], true
+	}
+	for _, p := range paths {
+		s.StepNs += float64(p.EndNs - p.StartNs)
+		for _, c := range depgraph.Categories() {
+			s.ByCategory[c] += float64(p.ByCategory[c])
+		}
+	}
+	s.Steps = len(paths)
+	if s.Steps > 0 {
+		n := float64(s.Steps)
+		s.StepNs /= n
+		for c := range s.ByCategory {
+			s.ByCategory[c] /= n
+		}
+	}
+	return s
+}
+
+// Dependencies describes the graph for people: its edges by kind, how many were inferred, how
+// many the timestamps contradicted, and the collective parts left unmatched.
+func Dependencies(g *depgraph.Graph) string {
+	total, inferred, contra := 0, 0, 0
+	s := ""
+	for _, k := range depgraph.EdgeKinds() {
+		if k == depgraph.EdgeDuration {
+			continue
+		}
+		total += g.Counts[k]
+		inferred += g.Inferred[k]
+		contra += g.Contradicted[k]
+		if g.Counts[k] > 0 {
+			s += fmt.Sprintf(", %s %d", k, g.Counts[k])
+			if g.Inferred[k] > 0 {
+				s += fmt.Sprintf(" (%d inferred)", g.Inferred[k])
+			}
+		}
+	}
+	out := fmt.Sprintf("%d ops, %d dependencies (%d inferred)%s", len(g.Nodes), total, inferred, s)
+	if contra > 0 {
+		out += fmt.Sprintf("; %d contradicted by the timestamps, not added (or weakened to start-to-start on a stream)", contra)
+	}
+	if len(g.Instances) > 0 {
+		out += fmt.Sprintf("; %d collective, barrier or send/receive instances matched across ranks", len(g.Instances))
+	}
+	if g.Unmatched > 0 {
+		out += fmt.Sprintf("; %d collective parts without their other ranks in the trace (each is timed alone)", g.Unmatched)
+	}
+	return out
+}
