@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/engine/sim"
@@ -272,10 +273,18 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 	res, err := p.scenario.Run(ctx, p.client, p.fan, scenario.RunConfig{Steps: p.cfg.Steps, Duration: p.cfg.Duration, Seed: p.cfg.Seed})
 	out := Outcome{Steps: res.Steps, Ended: res.Err, Wall: time.Since(begin)}
 	if res.Err != nil && p.analyzer != nil && !errors.Is(res.Err, engine.ErrCanceled) {
-		// A watchdog or a deadlock stopped the run: nothing moves any more, so what is in flight
-		// is what a look at any time since the hang began would have shown. The diagnosis names
-		// the hang's root from it (and dates it by when the waits began).
-		p.analyzer.Pending(math.MaxInt64/2, p.InFlight(nil))
+		// A watchdog or a deadlock stopped the run. After a deadlock nothing could move any more,
+		// so what is in flight is what a look at any time since the hang began would have shown;
+		// after the watchdog, the ops that had just started would have finished: the look is at
+		// the last time they were seen. The diagnosis names the hang's root from it (and dates it
+		// by when the waits began).
+		inflight := p.InFlight(nil)
+		now := diagnosis.LastSeen(inflight)
+		var dl *engine.DeadlockError
+		if errors.As(res.Err, &dl) {
+			now = math.MaxInt64 / 2
+		}
+		p.analyzer.Pending(now, inflight)
 	}
 	stopWatch()
 	if stopProbe != nil {

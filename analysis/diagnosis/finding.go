@@ -26,9 +26,10 @@ const (
 	SlowHost                    // a host launches its work later than its peers (CPU contention)
 	Hang                        // a collective some ranks never entered
 	MissingRank                 // a rank that never joined its communicator
+	Deadlock                    // ranks waiting on each other in a cycle
 )
 
-var kindNames = [...]string{SlowLink: "slow link", SlowGPU: "slow GPU", SlowHost: "slow host", Hang: "hang", MissingRank: "missing rank"}
+var kindNames = [...]string{SlowLink: "slow link", SlowGPU: "slow GPU", SlowHost: "slow host", Hang: "hang", MissingRank: "missing rank", Deadlock: "deadlock"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -63,6 +64,12 @@ type Finding struct {
 	Comm     uint32
 	Missing  []int32
 	MissingN int
+	// Stuck are the ranks that entered the hung op with all their peers and never finished it
+	// (up to 16; StuckN counts them all), as distinct from those that never entered it.
+	Stuck  []int32
+	StuckN int
+	// Cycle is a deadlock's ranks in wait order: each waits on the next, the last on the first.
+	Cycle []int32
 }
 
 // Culprit names the finding's culprit: "host 37 GPU 3 NIC", "rank 12 (host 1 GPU 4)".
@@ -74,7 +81,17 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 		if f.Kind == SlowLink {
 			return fmt.Sprintf("a %s (which: unknown)", linkName(f.Link))
 		}
+		if f.Kind == Hang && f.StuckN > 0 {
+			where := ""
+			if f.Host >= 0 {
+				where = fmt.Sprintf(" on host %d", f.Host)
+			}
+			return fmt.Sprintf("ranks %s%s, stuck inside (which holds it: unknown)", rankList(f.Stuck, f.StuckN), where)
+		}
 		return "unknown"
+	}
+	if f.Kind == Deadlock && len(f.Cycle) > 0 {
+		return "ranks " + cycleString(f.Cycle)
 	}
 	local := f.Rank
 	if gpusPerHost > 0 {

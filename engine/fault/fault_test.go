@@ -15,6 +15,10 @@ func TestParse(t *testing.T) {
 		{spec: "kind=host_slow,host=3,delay=50us,at=1s", want: "kind=host_slow,host=3,delay=50µs,at=1s"},
 		{spec: "kind=pcie_gen,host=0,gpu=2", want: "kind=pcie_gen,host=0,gpu=2,at=0s"},
 		{spec: "kind=hang,host=0,gpu=1,coll=AllReduce", want: "kind=hang,host=0,gpu=1,coll=all_reduce,at=0s"},
+		{spec: "kind=hang,rank=17,coll=all_reduce,mode=in", want: "kind=hang,rank=17,coll=all_reduce,mode=in,at=0s"},
+		{spec: "kind=hang,rank=17,mode=before", want: "kind=hang,rank=17,at=0s"},
+		{spec: "kind=hang,rank=17,mode=after", err: "mode \"after\" is not a hang mode"},
+		{spec: "kind=gpu_slow,rank=1,factor=0.5,mode=in", err: "takes no key \"mode\""},
 		{spec: "kind=missing_rank,host=0,gpu=1", want: "kind=missing_rank,host=0,gpu=1,at=0s"},
 		{spec: "host=1", err: "kind is missing"},
 		{spec: "kind=nic_slow,host=1,nic=0", err: "needs host, nic, factor"},
@@ -50,6 +54,7 @@ func TestParse(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add("kind=nic_slow,host=37,nic=3,factor=0.3,at=2s,for=5s")
 	f.Add("kind=hang,rank=3,coll=all_gather")
+	f.Add("kind=hang,rank=3,mode=in")
 	f.Fuzz(func(t *testing.T, s string) {
 		flt, err := Parse(s)
 		if err != nil {
