@@ -194,13 +194,16 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	}
 	var backend engine.Backend
 	faults := append(append([]fault.Fault(nil), cfg.Faults...), f.Faults...)
-	if cfg.Backend == "cuda" && len(faults) > 0 {
-		// Real GPUs cannot be made to throttle, lose link speed or drop a NIC on request, and
-		// the engine has no hook yet to hold back a rank's launches: say so rather than run healthy.
-		return nil, &ConfigError{fmt.Errorf("fault %s: the cuda backend injects no faults (the simulator does: --backend sim)", faults[0])}
-	}
 	if cfg.Backend == "cuda" {
-		b, mapping, err := newCUDA(cfg, topo, sc.Options, fan, strs)
+		// Real GPUs cannot be made to throttle, lose link speed or drop a NIC on request: the
+		// cuda backend holds back a rank's launches (a slow host, a hang before a collective)
+		// and refuses the rest, saying which and why, rather than run healthy.
+		for _, f := range faults {
+			if err := f.OnRealGPUs(); err != nil {
+				return nil, &ConfigError{fmt.Errorf("fault %s: %w (the simulator injects it: --backend sim)", f, err)}
+			}
+		}
+		b, mapping, err := newCUDA(cfg, topo, sc.Options, faults, fan, strs)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}

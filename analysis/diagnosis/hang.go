@@ -289,7 +289,8 @@ func rankList(rs []int32, n int) string {
 var (
 	missingRe = regexp.MustCompile(`ranks \[([0-9 ]*)\] that never arrived`)
 	peerRe    = regexp.MustCompile(`for rank (-?[0-9]+), which never posted`)
-	waitedRe  = regexp.MustCompile(`waited ([0-9.]+) ms`)
+	// waitedRe reads the wait as units.Dur writes it: "812 ms", "10.0 s", "1m40s".
+	waitedRe = regexp.MustCompile(`waited (?:([0-9.]+) ?(ns|µs|us|ms|s)\b|([0-9]+)m([0-9]{2})s)`)
 )
 
 // alert turns a watchdog alert into a hang finding, unless Pending found that hang first.
@@ -316,10 +317,8 @@ func (d *Diagnosis) alert(e *timeline.Event, labels timeline.Labels) {
 		}
 	}
 	onset := e.Start
-	if m := waitedRe.FindStringSubmatch(msg); m != nil {
-		if ms, err := strconv.ParseFloat(m[1], 64); err == nil {
-			onset = e.Start - int64(ms*1e6)
-		}
+	if w, ok := waited(msg); ok {
+		onset = e.Start - w
 	}
 	f := Finding{Kind: Hang, Rank: -1, Host: -1, Link: -1, Onset: onset, At: e.Start, Step: d.step, Comm: e.Comm,
 		Severity: e.Start - onset, Missing: missing, MissingN: len(missing), Evidence: "watchdog: " + msg}
@@ -343,4 +342,23 @@ func LastSeen(inflight []timeline.Event) int64 {
 		t = max(t, inflight[i].End)
 	}
 	return t
+}
+
+// waited reads how long a watchdog's message says the op waited, in ns.
+func waited(msg string) (int64, bool) {
+	m := waitedRe.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, false
+	}
+	if m[3] != "" {
+		mins, _ := strconv.Atoi(m[3])
+		secs, _ := strconv.Atoi(m[4])
+		return int64(mins*60+secs) * 1e9, true
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, false
+	}
+	scale := map[string]float64{"ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}[m[2]]
+	return int64(v * scale), true
 }

@@ -6,6 +6,7 @@
 package fault
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -354,4 +355,46 @@ func (f *Fault) Bind(topo engine.Topology) error {
 		return fmt.Errorf("nvlink_slow: topology %s has no NVLink", topo.Name)
 	}
 	return nil
+}
+
+// ErrNotOnRealGPUs is wrapped by OnRealGPUs's errors.
+var ErrNotOnRealGPUs = errors.New("the cuda backend cannot inject it")
+
+// OnRealGPUs reports whether a backend on real GPUs (engine/cuda) can inject the fault honestly,
+// and if not, why. It can hold back a rank's host thread: a host slow to launch (each launch
+// waits delay) and a rank that hangs before a collective (its host thread never launches it).
+// It cannot change what the hardware does.
+func (f *Fault) OnRealGPUs() error {
+	why := ""
+	switch f.Kind {
+	case HostSlow:
+		return nil
+	case Hang:
+		if f.Mode == HangBefore {
+			return nil
+		}
+		why = "a real NCCL kernel cannot be made to stall once every rank has launched it (mode=before can: the rank never launches it)"
+	case NICSlow, NICFlap, NVLinkSlow, PCIeGen, FabricSlow:
+		why = "a real link's rate is the hardware's: it cannot be degraded, flapped or trained down on request"
+	case GPUSlow:
+		why = "a real GPU cannot be throttled on request (its clocks are the driver's; locking them lower needs root and slows every process on it)"
+	case MissingRank:
+		why = "the ranks of one process initialise each communicator together (one NCCL group): one rank cannot be left out of it"
+	default:
+		why = "it is not a fault kind"
+	}
+	return fmt.Errorf("%s: %w: %s", f.Kind, ErrNotOnRealGPUs, why)
+}
+
+// HangsAt reports whether op is (or, a group, holds) the collective a hang fault names.
+func (f *Fault) HangsAt(op *engine.StreamOp) bool {
+	if op.Kind == engine.OpCollective {
+		return f.AnyColl || op.Coll == f.Coll
+	}
+	for i := range op.Parts {
+		if f.HangsAt(&op.Parts[i]) {
+			return true
+		}
+	}
+	return false
 }

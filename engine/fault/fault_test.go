@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -64,4 +65,35 @@ func FuzzParse(f *testing.F) {
 			t.Errorf("%q parsed to out-of-range %+v", s, flt)
 		}
 	})
+}
+
+// The cuda backend takes the faults it can make honestly (a slow host's launches, a rank that
+// never launches a collective) and names the others and why.
+func TestOnRealGPUs(t *testing.T) {
+	for _, c := range []struct{ spec, err string }{
+		{spec: "kind=host_slow,host=0,delay=1ms"},
+		{spec: "kind=hang,rank=1,coll=all_reduce"},
+		{spec: "kind=hang,rank=1,mode=in", err: "hang: the cuda backend cannot inject it: a real NCCL kernel cannot be made to stall"},
+		{spec: "kind=nic_slow,host=0,nic=0,factor=0.5", err: "nic_slow: the cuda backend cannot inject it: a real link's rate"},
+		{spec: "kind=nic_flap,host=0,nic=0", err: "a real link's rate"},
+		{spec: "kind=nvlink_slow,rank=1,factor=0.5", err: "a real link's rate"},
+		{spec: "kind=pcie_gen,rank=1", err: "a real link's rate"},
+		{spec: "kind=gpu_slow,rank=1,factor=0.5", err: "gpu_slow: the cuda backend cannot inject it: a real GPU cannot be throttled"},
+		{spec: "kind=missing_rank,rank=1", err: "missing_rank: the cuda backend cannot inject it: the ranks of one process"},
+	} {
+		f, err := Parse(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.OnRealGPUs()
+		if c.err == "" {
+			if err != nil {
+				t.Errorf("%s: %v; want it taken", c.spec, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrNotOnRealGPUs) {
+			t.Errorf("%s: %v; want ErrNotOnRealGPUs saying %q", c.spec, err, c.err)
+		}
+	}
 }
