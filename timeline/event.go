@@ -54,7 +54,9 @@ var kindNames = [kindCount]string{
 
 // A peer wait's Sub is the CollOp of the collective waited in (0: a send or receive, or not
 // known), and its Aux says, of a send or receive, which: PeerWaitSend or PeerWaitRecv (0: not
-// known). A deadlock is named by them ("rank 3 in recv from 5").
+// known); of a collective, its sequence number on its communicator counted from 1, when the source
+// knows it (NCCL's, through attach; 0: not known). A hang or deadlock is named by them ("rank 3 in
+// recv from 5", "all_reduce #3").
 const (
 	PeerWaitSend uint32 = 1
 	PeerWaitRecv uint32 = 2

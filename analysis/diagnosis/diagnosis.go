@@ -75,6 +75,9 @@ type Diagnosis struct {
 	maxEvicted int64
 	hung       map[uint64]int  // op id → index in findings
 	cycles     map[string]bool // the deadlocks reported, by their ranks
+	// hungComms are the communicators with a hang named, until one of their collectives ends.
+	hungComms map[uint32]bool
+	hangFloor int64 // SetHangFloor; 0: hangFloor
 	// timedOut are the ranks whose wait the watchdog ended: they were waiting, though no longer
 	// in flight.
 	timedOut map[int32]bool
@@ -128,7 +131,7 @@ type commInfo struct {
 // New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
 func New(gpusPerHost int) *Diagnosis {
 	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
-		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, cycles: map[string]bool{}, timedOut: map[int32]bool{}, stepStart: -1}
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, timedOut: map[int32]bool{}, stepStart: -1}
 }
 
 func (d *Diagnosis) hostOf(dev int32) int32 {
@@ -426,16 +429,22 @@ func (d *Diagnosis) collSeq(e *timeline.Event) {
 		ci.lastOp = e.Op
 		ci.seq++
 	}
+	delete(d.hungComms, e.Comm) // it moves again: a later hang on it is a new one
 }
 
 // Result returns the findings so far, worst first; labels reads the watchdog's alert messages
 // (nil: they are not read). The slice is the caller's.
 func (d *Diagnosis) Result(labels timeline.Labels) []Finding {
-	if len(d.alerts) > 0 && len(d.endedWaits) > 0 {
-		// The waits the watchdog ended are in the stream: what was waiting on whom when it
-		// fired names the hang's root, or a wait cycle, alike live and in a replay, which has
-		// nothing in flight to look at.
-		d.Pending(d.alertAt, nil)
+	if len(d.endedWaits) > 0 {
+		// The waits the watchdog ended (or that ended with the job, never joined by their
+		// peers: attach, merged recordings) are in the stream: what was waiting on whom then
+		// names the hang's root, or a wait cycle, alike live and in a replay, which has nothing
+		// in flight to look at.
+		now := d.alertAt
+		for i := range d.endedWaits {
+			now = max(now, d.endedWaits[i].End)
+		}
+		d.Pending(now, nil)
 	}
 	for _, e := range d.alerts {
 		d.alert(&e, labels)

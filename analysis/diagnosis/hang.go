@@ -1,7 +1,9 @@
 package diagnosis
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,7 +23,23 @@ const (
 )
 
 // HangAfter is how long a wait must last, given what this run has seen, to be called a hang.
-func (d *Diagnosis) HangAfter() int64 { return max(hangFloor, hangWaitFac*d.maxWait) }
+func (d *Diagnosis) HangAfter() int64 { return max(d.floor(), hangWaitFac*d.maxWait) }
+
+// SetHangFloor sets the least a wait must last to be a hang (1 s by default; attach's
+// --hang-timeout); 0 or less: no wait is a hang.
+func (d *Diagnosis) SetHangFloor(ns int64) {
+	d.hangFloor = ns
+	if ns <= 0 {
+		d.hangFloor = math.MaxInt64 / 4
+	}
+}
+
+func (d *Diagnosis) floor() int64 {
+	if d.hangFloor > 0 {
+		return d.hangFloor
+	}
+	return hangFloor
+}
 
 func (d *Diagnosis) initAfter() int64 { return max(initFloor, hangWaitFac*d.maxInit) }
 
@@ -69,6 +87,9 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 			hung = append(hung, op)
 		}
 	}
+	// The oldest first: on one communicator, the collectives queued behind a hung one are the
+	// same hang (its ranks posted them ahead, as NCCL lets them), reported once until it moves.
+	slices.SortStableFunc(hung, func(a, b uint64) int { return cmp.Compare(groups[a].oldest, groups[b].oldest) })
 	added := d.deadlocks(groups, hung, ops, thr)
 	// A rank waiting in (or stuck inside) one hung op is the reason it never entered another:
 	// only the ops that ranks not waiting anywhere never entered are the root of a hang (Flight
@@ -89,6 +110,10 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 		if _, done := d.hung[op]; done {
 			continue
 		}
+		if c := g.first.Comm; g.first.Peer < 0 && c != 0 && d.hungComms[c] {
+			d.hung[op] = -1 // behind a hang already named on its communicator
+			continue
+		}
 		f := d.hangFinding(g, g.thr, initing)
 		root := g.missingN == 0
 		for _, m := range g.missing {
@@ -99,6 +124,9 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 			continue
 		}
 		d.hung[op] = len(d.findings)
+		if g.first.Peer < 0 && g.first.Comm != 0 && len(d.hungComms) < 1<<16 {
+			d.hungComms[g.first.Comm] = true
+		}
 		d.findings = append(d.findings, f)
 		added = append(added, f)
 	}
@@ -152,6 +180,10 @@ func (d *Diagnosis) groupInFlight(now int64, inflight []timeline.Event) (map[uin
 			ops[e.Device]++
 		}
 	}
+	for _, g := range groups {
+		// A rank both waiting in an op and running it (a source that reports both) waits.
+		g.inside = slices.DeleteFunc(g.inside, func(r int32) bool { return slices.Contains(g.waiting, r) })
+	}
 	return groups, order, initing, ops
 }
 
@@ -204,6 +236,9 @@ func (d *Diagnosis) opName(e *timeline.Event) (string, int) {
 	seq := 0
 	if ci := d.comms[e.Comm]; ci != nil {
 		seq = ci.seq + 1
+	}
+	if e.Kind == timeline.KindPeerWait && e.Aux > 0 {
+		seq = int(e.Aux) // the source's own count (NCCL's, through attach): right also when the look began mid-job
 	}
 	op := "collective"
 	if e.Sub != 0 {
