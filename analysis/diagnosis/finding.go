@@ -82,11 +82,12 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 			return fmt.Sprintf("a %s (which: unknown)", linkName(f.Link))
 		}
 		if f.Kind == Hang && f.StuckN > 0 {
+			// Short, for a table's column: the evidence lists them.
 			where := ""
 			if f.Host >= 0 {
-				where = fmt.Sprintf(" on host %d", f.Host)
+				where = fmt.Sprintf(", host %d", f.Host)
 			}
-			return fmt.Sprintf("ranks %s%s, stuck inside (which holds it: unknown)", rankList(f.Stuck, f.StuckN), where)
+			return fmt.Sprintf("%d ranks stuck inside (%s%s; which holds it: unknown)", f.StuckN, rankSpan(f.Stuck, f.StuckN), where)
 		}
 		return "unknown"
 	}
@@ -132,4 +133,13 @@ func sortFindings(fs []Finding) {
 		}
 		return fs[i].Severity > fs[j].Severity
 	})
+}
+
+// rankSpan writes ranks as a span when they are consecutive and all listed ("16–23"), else as
+// rankList does.
+func rankSpan(rs []int32, n int) string {
+	if len(rs) > 1 && len(rs) == n && int(rs[len(rs)-1]-rs[0]) == len(rs)-1 {
+		return fmt.Sprintf("%d–%d", rs[0], rs[len(rs)-1])
+	}
+	return rankList(rs, n)
 }

@@ -71,7 +71,7 @@ func TestSimHangInVersusBefore(t *testing.T) {
 		mode, culprit, evidence string
 		rank                    int32
 	}{
-		{mode: "in", rank: -1, culprit: "ranks 0, 1, 2, 3 on host 0, stuck inside (which holds it: unknown)",
+		{mode: "in", rank: -1, culprit: "4 ranks stuck inside (0–3, host 0; which holds it: unknown)",
 			evidence: "all_reduce #1 on communicator 1: ranks 0, 1, 2, 3 entered it and are stuck inside: none finished in 1.00 s; no rank is missing from it"},
 		{mode: "before", rank: 3, culprit: "rank 3 (host 0 GPU 3)", evidence: "all_reduce #1 on communicator 1: 3 ranks waited"},
 	} {
