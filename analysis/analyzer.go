@@ -88,6 +88,9 @@ func (a *Analyzer) Emit(e *timeline.Event) {
 // that hangs are named while they last, before a watchdog ends the run.
 func (a *Analyzer) Pending(now int64, inflight []timeline.Event) { a.diag.Pending(now, inflight) }
 
+// SetHangFloor sets the least a wait must last to be called a hang (diagnosis.SetHangFloor).
+func (a *Analyzer) SetHangFloor(ns int64) { a.diag.SetHangFloor(ns) }
+
 // Events returns how many events were folded.
 func (a *Analyzer) Events() int64 { return a.events }
 

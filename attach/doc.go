@@ -4,7 +4,8 @@
 // console's window, an analysis.Analyzer for the headless report, a recorder). The merge is package
 // join's, the one a replay of the ranks' recordings uses too: each process's clock aligned on its
 // wall clock, streams, groups and labels renumbered, hosts indexed, communicator ranks translated to
-// job ranks. It also watches for hangs, through the join: a collective posted by some of its ranks
-// and not the others for longer than a timeout becomes an alert naming the op, its sequence number
-// and the missing ranks.
+// job ranks. A collective posted by some of its ranks and not the others is those ranks' wait for
+// their peers (in flight while the job runs, and handed to the sinks when the session ends with it
+// still open): the diagnosis (analysis/diagnosis) names the hang from them, by op, sequence number
+// and the ranks that never entered it, as it does the engine's. attach makes no verdict of its own.
 package attach

@@ -18,9 +18,6 @@ import (
 // Config says where to listen and how to watch.
 type Config struct {
 	Addr Addr
-	// HangTimeout: a collective posted by some of its ranks and not the others for longer raises an
-	// alert (join.DefaultHangTimeout when 0; negative turns hang detection off).
-	HangTimeout time.Duration
 	// Epoch is the wall-clock time (Unix ns) of session time 0; now when 0. Each rank's clock is
 	// placed on it by the rank's own wall-clock epoch.
 	Epoch int64
@@ -49,8 +46,11 @@ type Rank struct {
 
 // Server accepts rank connections and merges their streams into one session event stream: times
 // aligned on each process's wall clock, labels, streams and groups renumbered, hosts indexed, send
-// and receive peers and collective roots translated from communicator ranks to job ranks, and hang
-// alerts added. It hands every event to its sinks on one goroutine.
+// and receive peers and collective roots translated from communicator ranks to job ranks. A
+// collective posted by some ranks and not the others is, on those that posted it, a wait for their
+// peers: in flight while the job runs (InFlight), and handed to the sinks as waits ended with the
+// job when the session closes with it still open; the diagnosis (analysis/diagnosis) judges a hang
+// from them. It hands every event to its sinks on one goroutine.
 type Server struct {
 	cfg   Config
 	l     net.Listener
@@ -70,7 +70,6 @@ type Server struct {
 	meta     timeline.Meta
 	dropped  atomic.Int64
 	events   atomic.Int64
-	alerts   atomic.Int64
 
 	join    *join.Join // the merger goroutine's only
 	running published  // the join's collectives in flight, for InFlight
@@ -96,9 +95,6 @@ type connState struct {
 
 // Start listens on cfg.Addr and merges connections into sinks until Close or ctx ends.
 func Start(ctx context.Context, cfg Config, sinks ...timeline.Sink) (*Server, error) {
-	if cfg.HangTimeout == 0 {
-		cfg.HangTimeout = join.DefaultHangTimeout
-	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = 64
 	}
@@ -115,7 +111,7 @@ func Start(ctx context.Context, cfg Config, sinks ...timeline.Sink) (*Server, er
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Server{cfg: cfg, l: l, sinks: sinks, strs: cfg.Strings, in: make(chan block, cfg.Queue), done: make(chan struct{}),
 		stop: cancel, conns: map[net.Conn]struct{}{}, lastOpen: time.Now()}
-	s.join = join.New(join.Config{Strings: cfg.Strings, Epoch: cfg.Epoch, HangTimeout: cfg.HangTimeout,
+	s.join = join.New(join.Config{Strings: cfg.Strings, Epoch: cfg.Epoch,
 		Clock: func(*timeline.Event) int64 { return time.Now().UnixNano() - cfg.Epoch }})
 	s.meta = timeline.Meta{Source: "attach " + cfg.Addr.String(), Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
 		Writer: "xfertop attach", EpochUnixNs: cfg.Epoch}
@@ -167,9 +163,6 @@ func (s *Server) Dropped() int64 { return s.dropped.Load() }
 
 // Events returns the events merged so far.
 func (s *Server) Events() int64 { return s.events.Load() }
-
-// Alerts returns how many hang alerts were raised.
-func (s *Server) Alerts() int64 { return s.alerts.Load() }
 
 // Quiet reports whether at least one rank has connected and none has been connected for d: the job
 // has ended.
@@ -265,7 +258,6 @@ func (s *Server) merge(ctx context.Context) {
 		case b := <-s.in:
 			s.apply(b)
 		case <-tick.C:
-			s.checkHangs(time.Now())
 			s.publishRunning(time.Now().UnixNano() - s.epoch)
 		case <-finished:
 			for {
@@ -273,6 +265,7 @@ func (s *Server) merge(ctx context.Context) {
 				case b := <-s.in:
 					s.apply(b)
 				default:
+					s.endWaits(time.Now().UnixNano() - s.epoch)
 					return
 				}
 			}
@@ -347,10 +340,10 @@ func (s *Server) emit(cs *connState, e *timeline.Event) {
 	}
 }
 
-// checkHangs raises an alert for each collective posted by some ranks and not others for too long.
-func (s *Server) checkHangs(now time.Time) {
-	for _, e := range s.join.Hangs(now.UnixNano() - s.epoch) {
-		s.alerts.Add(1)
+// endWaits hands the sinks, as the session ends at now (session ns), the waits of the ranks that
+// posted a collective its other ranks never posted: they waited until the end (status timeout).
+func (s *Server) endWaits(now int64) {
+	for _, e := range s.join.Waits(nil, now, timeline.StatusTimeout) {
 		s.events.Add(1)
 		for _, k := range s.sinks {
 			k.Emit(&e)

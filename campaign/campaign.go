@@ -97,7 +97,13 @@ func run(ctx context.Context, cfg *Config, seed int64, faults []fault.Fault) (*r
 		// under way when the run stops.
 		// Nothing moves after a deadlock: a poll at any later time sees this state, so Pending is
 		// given a time past every threshold and dates each hang when its evidence was complete.
-		d.Pending(math.MaxInt64/2, s.InFlight(nil))
+		// After the watchdog (when it is armed), at the last time an op was seen running.
+		inflight := s.InFlight(nil)
+		now := int64(math.MaxInt64 / 2)
+		if dl == nil {
+			now = diagnosis.LastSeen(inflight)
+		}
+		d.Pending(now, inflight)
 	}
 	out.end = s.Now()
 	out.findings = d.Result(strs)

@@ -230,7 +230,7 @@ func streamRecording(path string, opts Options, sink Sink) (*Result, error) {
 // streamRanks merges the per-rank recordings of one job into sink, batch by batch.
 func streamRanks(paths []string, opts Options, sink Sink) (*Result, error) {
 	res := &Result{Format: FormatRecording}
-	m, err := join.MergeRecordings(paths, recordings.Options{Salvage: opts.Salvage}, 0)
+	m, err := join.MergeRecordings(paths, recordings.Options{Salvage: opts.Salvage})
 	if err != nil {
 		return res, err
 	}

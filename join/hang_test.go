@@ -2,49 +2,49 @@ package join
 
 import (
 	"testing"
-	"time"
 
+	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
 )
 
-func posted(comm uint32, op uint64, rank int32, n uint16, seq uint32) *timeline.Event {
-	return &timeline.Event{Kind: timeline.KindMark, Op: op, Comm: comm, Peer: rank, Ranks: n, Aux: seq, Sub: uint8(timeline.CollAllReduce)}
-}
-
-func TestHangs(t *testing.T) {
-	t0 := int64(100e9)
-	h := newHangs(time.Second)
+// A collective posted by some ranks of its communicator and not the others is, on the ranks that
+// posted it, a wait for their peers from their posting: Waits reports each (the diagnosis judges
+// them); once every rank has posted it, it runs and no one waits.
+func TestWaits(t *testing.T) {
+	j := New(Config{})
+	mb, err := j.Add("rank 0", &recordings.Meta{Extra: map[string]string{"nccl.rank": "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.AddStrings(mb, []string{PostedLabel})
+	for _, c := range []struct{ rank, dev int32 }{{0, 10}, {1, 11}, {2, 12}} {
+		j.Event(mb, &timeline.Event{Kind: timeline.KindCommInit, Device: c.dev, Peer: -1, Comm: 1, Aux: uint32(c.rank), Ranks: 3})
+	}
+	post := func(op uint64, rank int32, at int64) {
+		j.Event(mb, &timeline.Event{Kind: timeline.KindMark, Label: 1, Start: at, End: at, Device: 10 + rank, Op: op, Comm: 1,
+			Peer: rank, Ranks: 3, Stream: 1, Sub: uint8(timeline.CollAllReduce)})
+	}
 	for r := range int32(3) {
-		h.posted(posted(1, 10, r, 3, 0), t0) // complete
+		post(10, r, 100) // every rank: it runs
 	}
-	h.posted(posted(1, 11, 0, 3, 1), t0) // rank 1 and 2 missing
-	h.posted(posted(1, 12, 0, 3, 2), t0) // queued behind the same hang
-	h.posted(posted(2, 20, 1, 2, 5), t0) // another communicator, rank 0 missing
-	if due := h.due(t0 + int64(500*time.Millisecond)); len(due) != 0 {
-		t.Fatalf("due before the timeout: %+v", due)
+	post(11, 0, 200) // ranks 1 and 2 never post it
+	post(11, 2, 300)
+	got := j.Waits(nil, 1000, timeline.StatusTimeout)
+	if len(got) != 2 {
+		t.Fatalf("waits %+v; want ranks 0 and 2's of op 11", got)
 	}
-	due := h.due(t0 + int64(2*time.Second))
-	if len(due) != 2 {
-		t.Fatalf("due %+v, want one per communicator", due)
+	for i, want := range []struct {
+		dev   int32
+		start int64
+	}{{10, 200}, {12, 300}} {
+		e := got[i]
+		if e.Kind != timeline.KindPeerWait || e.Op != 11 || e.Device != want.dev || e.Start != want.start || e.End != 1000 ||
+			e.Status != timeline.StatusTimeout || timeline.CollOp(e.Sub) != timeline.CollAllReduce || e.Peer != timeline.NoDevice || e.Comm != 1 {
+			t.Errorf("wait %d: %+v; want device %d's all-reduce wait from %d to 1000", i, e, want.dev, want.start)
+		}
 	}
-	if d := due[0]; d.seq != 1 || len(d.posted) != 1 || len(d.missing) != 2 || d.missing[0] != 1 || d.missing[1] != 2 {
-		t.Errorf("first hang %+v", d)
-	}
-	if d := due[1]; d.comm != 2 || d.seq != 5 || len(d.missing) != 1 || d.missing[0] != 0 {
-		t.Errorf("second hang %+v", d)
-	}
-	if again := h.due(t0 + int64(3*time.Second)); len(again) != 0 {
-		t.Errorf("alerted twice: %+v", again)
-	}
-	// The missing ranks arrive: the communicator moves again and may hang anew.
-	h.posted(posted(1, 11, 1, 3, 1), t0)
-	h.posted(posted(1, 11, 2, 3, 1), t0)
-	if h.stuck[1] {
-		t.Error("communicator 1 still marked stuck")
-	}
-	off := newHangs(-1)
-	off.posted(posted(1, 1, 0, 2, 0), t0)
-	if d := off.due(t0 + int64(time.Hour)); len(d) != 0 {
-		t.Errorf("hang detection off, yet %+v", d)
+	post(11, 1, 400)
+	if got := j.Waits(nil, 1000, timeline.StatusOK); len(got) != 0 {
+		t.Errorf("waits %+v after every rank posted", got)
 	}
 }

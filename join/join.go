@@ -3,7 +3,6 @@ package join
 import (
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
@@ -30,9 +29,6 @@ type Config struct {
 	Strings *timeline.Strings
 	// Epoch is the wall-clock time (Unix ns) of session time 0.
 	Epoch int64
-	// HangTimeout: a collective posted by some of its ranks and not the others for longer is a
-	// hang (negative: no hang detection; 0: DefaultHangTimeout).
-	HangTimeout time.Duration
 	// Clock tells the session time (ns) at which a posting mark is counted: the wall clock for a
 	// live job, the mark's own time for a recorded one. The mark's own time when nil.
 	Clock func(e *timeline.Event) int64
@@ -41,14 +37,15 @@ type Config struct {
 // Join is the one place where the event streams of a job's ranks become one session's stream, live
 // (attach.Server) or recorded (MergeRecordings): each rank's clock placed on its wall clock, labels interned in the
 // session's table, streams and groups renumbered, hosts indexed, peers and roots translated from
-// communicator ranks to job ranks, and posting marks turned into hang alerts. It is not safe for
-// concurrent use.
+// communicator ranks to job ranks, and posting marks turned into collectives in flight and the
+// waits of ranks whose peers have not posted (the diagnosis judges hangs from them). It is not
+// safe for concurrent use.
 type Join struct {
 	cfg    Config
 	peers  map[commRank]int32
 	hosts  map[string]uint16
 	ranks  map[int]*Member
-	hang   *hangs
+	hang   *postings  // collectives posted by some of their ranks: the others' waits
 	open   *openColls // collectives posted and not reported ended: in flight
 	spare  uint32     // the last stream id given outside the per-rank scheme
 	groups uint32     // the last group id given
@@ -96,14 +93,11 @@ func New(cfg Config) *Join {
 	if cfg.Strings == nil {
 		cfg.Strings = timeline.NewStrings()
 	}
-	if cfg.HangTimeout == 0 {
-		cfg.HangTimeout = DefaultHangTimeout
-	}
 	if cfg.Clock == nil {
 		cfg.Clock = func(e *timeline.Event) int64 { return e.Start }
 	}
 	return &Join{cfg: cfg, peers: map[commRank]int32{}, hosts: map[string]uint16{}, ranks: map[int]*Member{},
-		hang: newHangs(cfg.HangTimeout), open: newOpenColls(), spare: firstSpareStream, groups: firstSpareStream}
+		hang: newPostings(), open: newOpenColls(), spare: firstSpareStream, groups: firstSpareStream}
 }
 
 // Strings is the session's string table.
@@ -222,49 +216,4 @@ func (j *Join) device(comm uint32, rank int32) int32 {
 		return d
 	}
 	return rank
-}
-
-// Hangs returns an alert event, at session time now, for each collective posted by some of its
-// ranks and not the others for longer than the timeout (one per communicator until it moves).
-func (j *Join) Hangs(now int64) []timeline.Event {
-	var out []timeline.Event
-	for _, h := range j.hang.due(now) {
-		missing := make([]string, 0, len(h.missing))
-		first := timeline.NoDevice
-		for _, r := range h.missing {
-			d := j.device(h.comm, r)
-			if first < 0 {
-				first = d
-			}
-			missing = append(missing, strconv.Itoa(int(d)))
-		}
-		posted := make([]string, 0, len(h.posted))
-		for _, r := range h.posted {
-			posted = append(posted, strconv.Itoa(int(j.device(h.comm, r))))
-		}
-		msg := fmt.Sprintf("hang: %s #%d on communicator %08x posted by ranks %s of %d for %s; not posted by ranks %s",
-			h.op, h.seq, h.comm, list(posted), h.nranks, h.waited.Round(time.Millisecond), list(missing))
-		out = append(out, timeline.Event{Kind: timeline.KindAlert, Start: now, End: now, Queued: -1, Op: h.id, Device: first,
-			Peer: timeline.NoDevice, Comm: h.comm, Status: timeline.StatusTimeout, Label: j.cfg.Strings.ID(msg)})
-	}
-	return out
-}
-
-func list(xs []string) string {
-	const most = 16
-	if len(xs) > most {
-		return fmt.Sprintf("%s … (%d in all)", joinComma(xs[:most]), len(xs))
-	}
-	return joinComma(xs)
-}
-
-func joinComma(xs []string) string {
-	out := ""
-	for i, x := range xs {
-		if i > 0 {
-			out += ","
-		}
-		out += x
-	}
-	return out
 }

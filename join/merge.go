@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
@@ -16,13 +15,10 @@ import (
 // MergeBatch is how many events a Merged hands out at a time.
 const MergeBatch = recordings.DefaultBatch
 
-// hangCheckNs is how often (in recorded time) a merge asks for hangs, as the live console does on
-// its wall clock.
-const hangCheckNs = int64(200 * time.Millisecond)
-
 // Merged reads the per-rank recordings of one job (the plugin's XFERTOP_RECORD_DIR files) as one
 // session, through the same Join as a live attach: each file's clock placed on its wall clock,
-// ranks kept apart, peers translated, posting marks turned into hang alerts (on recorded time). It
+// ranks kept apart, peers translated; a collective posted by some ranks only when every file has
+// ended is those ranks' waits for their peers, ended with the job (the diagnosis judges them). It
 // merges k ways by start time, holding one block of events per file: memory follows the files'
 // chunks, not their length. Next / At / Err iterate it, as recordings.Reader does.
 type Merged struct {
@@ -32,7 +28,6 @@ type Merged struct {
 	meta     timeline.Meta
 	out      []timeline.Event
 	err      error
-	lastHang int64
 	maxEnd   int64
 	finished bool
 }
@@ -79,9 +74,8 @@ func (e *MergeError) Error() string { return e.File + ": " + e.Reason }
 
 // MergeRecordings opens the per-rank recordings at paths as one session. Each must be a rank's
 // recording made by the plugin (its meta names the rank, host and process, and its clock's epoch);
-// two of one rank, or a file that cannot be read, is an error naming the file. hang is the hang
-// timeout on recorded time (DefaultHangTimeout when 0; negative: none).
-func MergeRecordings(paths []string, opts recordings.Options, hang time.Duration) (*Merged, error) {
+// two of one rank, or a file that cannot be read, is an error naming the file.
+func MergeRecordings(paths []string, opts recordings.Options) (*Merged, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no recording to merge")
 	}
@@ -115,7 +109,7 @@ func MergeRecordings(paths []string, opts recordings.Options, hang time.Duration
 			epoch = meta.EpochUnixNs
 		}
 	}
-	m.join = New(Config{Epoch: epoch, HangTimeout: hang})
+	m.join = New(Config{Epoch: epoch})
 	hosts := map[string]bool{}
 	for i, f := range m.files {
 		mb, err := m.join.Add(f.path, &metas[i])
@@ -213,15 +207,10 @@ func (m *Merged) Next() bool {
 		m.out = append(m.out, f.block[f.i]) // translated in place: a local would escape (Clock)
 		f.i++
 		e := &m.out[len(m.out)-1]
-		start := e.Start + f.mb.offset
 		if m.join.Event(f.mb, e) {
 			m.maxEnd = max(m.maxEnd, e.End)
 		} else {
 			m.out = m.out[:len(m.out)-1]
-		}
-		if start-m.lastHang >= hangCheckNs {
-			m.lastHang = start
-			m.out = append(m.out, m.join.Hangs(start)...)
 		}
 		if f.i < len(f.block) {
 			heap.Fix(&m.heads, 0)
@@ -239,8 +228,9 @@ func (m *Merged) Next() bool {
 		}
 	}
 	if m.heads.Len() == 0 {
-		// Every rank has ended: what is still posted by some ranks only is a hang at the end.
-		m.out = append(m.out, m.join.Hangs(m.maxEnd)...)
+		// Every rank has ended: what is still posted by some ranks only waited for its peers
+		// until the end, and never had them.
+		m.out = m.join.Waits(m.out, m.maxEnd, timeline.StatusTimeout)
 		m.finished = true
 	}
 	return len(m.out) > 0

@@ -51,7 +51,7 @@ func BenchmarkMergeRecordings(b *testing.B) {
 	events := 0
 	var heap uint64
 	for b.Loop() {
-		m, err := MergeRecordings(paths, recordings.Options{}, 0)
+		m, err := MergeRecordings(paths, recordings.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

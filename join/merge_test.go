@@ -111,7 +111,7 @@ func TestMergeRefuses(t *testing.T) {
 		{"a missing file", []string{r0, filepath.Join(dir, "none.xfr")}, "none.xfr: no such file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m, err := join.MergeRecordings(c.paths, recordings.Options{}, 0)
+			m, err := join.MergeRecordings(c.paths, recordings.Options{})
 			if err == nil {
 				for m.Next() {
 				}

@@ -73,11 +73,15 @@ func (o *openColls) drop(mb *Member) {
 	}
 }
 
-// appendTo appends the open collectives to dst, each seen running up to now (ns).
-func (o *openColls) appendTo(dst []timeline.Event, now int64) []timeline.Event {
+// appendTo appends the open collectives to dst, each seen running up to now (ns); those waiting
+// reports some rank has not posted yet are waits for their peers.
+func (o *openColls) appendTo(dst []timeline.Event, now int64, waiting func(op uint64) bool) []timeline.Event {
 	for _, c := range o.m {
 		e := c.e
 		e.End = max(now, e.Start)
+		if waiting(e.Op) {
+			e.Kind, e.Aux = timeline.KindPeerWait, e.Aux+1 // a peer wait's sequence number counts from 1
+		}
 		dst = append(dst, e)
 	}
 	return dst
@@ -87,7 +91,9 @@ func (o *openColls) appendTo(dst []timeline.Event, now int64) []timeline.Event {
 func (j *Join) Ended(mb *Member) { j.open.drop(mb) }
 
 // InFlight appends to dst j's collectives posted by their rank and not yet reported ended, each seen
-// running up to now (session ns), and returns dst.
+// running up to now (session ns), and returns dst. A collective some of whose ranks have not posted
+// it yet is, on the ranks that have, a wait for their peers (a peer wait, Sub the collective), as
+// the engine reports one: the diagnosis names a hang from these.
 func (j *Join) InFlight(dst []timeline.Event, now int64) []timeline.Event {
-	return j.open.appendTo(dst, now)
+	return j.open.appendTo(dst, now, j.hang.waiting)
 }

@@ -24,7 +24,13 @@ func exportRun(t testing.TB, scenario string, steps int, speed float64, cfg *ote
 		k, v, _ := strings.Cut(kv, "=")
 		knobs[k] = v
 	}
-	p, err := session.Prepare(session.Config{Scenario: scenario, Steps: steps, Speed: speed, Export: cfg, Sets: knobs})
+	return exportRunConfig(t, session.Config{Scenario: scenario, Steps: steps, Speed: speed, Export: cfg, Sets: knobs})
+}
+
+// exportRunConfig is exportRun of any session configuration (faults, a topology).
+func exportRunConfig(t testing.TB, c session.Config) (*session.Prepared, session.Outcome) {
+	t.Helper()
+	p, err := session.Prepare(c)
 	if err != nil {
 		t.Fatal(err)
 	}

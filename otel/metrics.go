@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -45,6 +46,10 @@ const (
 	MetricNetworkIO          = "hw.network.io"                    // bytes per link (hw.type=network, hw.parent=the GPU) and direction
 	MetricNetworkUtilization = "hw.network.bandwidth.utilization" // a direction's throughput / the link's peak
 	MetricNetworkThroughput  = "xfertop.network.throughput"       // bytes/s per link and direction, latest history bucket
+
+	// The diagnosis's findings (docs/diagnosis.md), besides their xfertop.finding span events.
+	MetricFindingConfidence = "xfertop.finding.confidence" // per finding: kind, culprit (and its rank, host when known)
+	MetricFindingCount      = "xfertop.finding.count"      // findings so far, per kind
 )
 
 // metrics reports an analysis.Analyzer's Result over the events the exporter receives through OTel
@@ -143,11 +148,13 @@ type instruments struct {
 	initTime                                                      metric.Float64ObservableCounter
 	gpuIO, netIO                                                  metric.Int64ObservableCounter
 	netUtil, netThru                                              metric.Float64ObservableGauge
+	findConf                                                      metric.Float64ObservableGauge
+	findCount                                                     metric.Int64ObservableCounter
 }
 
 func (m *metrics) register(mt metric.Meter, host int) error {
 	var in instruments
-	var errs [20]error
+	var errs [22]error
 	in.util, errs[0] = mt.Float64ObservableGauge(MetricGPUUtilization, metric.WithUnit("1"), metric.WithDescription("Fraction of the device's span its kernels ran (hw.gpu.task=general)."))
 	in.ratio, errs[1] = mt.Float64ObservableGauge(MetricGPUTimeRatio, metric.WithUnit("1"), metric.WithDescription("Share of the device's span per state (idle, compute, non_compute)."))
 	in.secs, errs[2] = mt.Float64ObservableGauge(MetricGPUTime, metric.WithUnit("s"), metric.WithDescription("Device time per state: span, busy, idle, compute, non_compute, communication, overlap."))
@@ -167,14 +174,17 @@ func (m *metrics) register(mt metric.Meter, host int) error {
 	in.netIO, errs[17] = mt.Int64ObservableCounter(MetricNetworkIO, metric.WithUnit("By"), metric.WithDescription("Bytes on one of the GPU's links (hw.parent), per direction (network.io.direction)."))
 	in.netUtil, errs[18] = mt.Float64ObservableGauge(MetricNetworkUtilization, metric.WithUnit("1"), metric.WithDescription("A direction's throughput on the link in the latest 50 ms of the stream, as a share of the link's peak (absent when the peak is unknown)."))
 	in.netThru, errs[19] = mt.Float64ObservableGauge(MetricNetworkThroughput, metric.WithUnit("By/s"), metric.WithDescription("Bytes per second on the link in one direction in the latest 50 ms of the stream."))
+	in.findConf, errs[20] = mt.Float64ObservableGauge(MetricFindingConfidence, metric.WithUnit("1"), metric.WithDescription("Confidence of each of the diagnosis's findings, by kind and culprit (rank and host when known), on the culprit's host."))
+	in.findCount, errs[21] = mt.Int64ObservableCounter(MetricFindingCount, metric.WithUnit("{finding}"), metric.WithDescription("The diagnosis's findings so far, by kind."))
 	_, errs[14] = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		r := m.result()
 		seen := seenDevices(r)
-		m.observe(o, &in, host, r, seen)
+		first := m.observe(o, &in, host, r, seen)
 		m.observeDirs(o, &in, host, r, seen)
+		m.observeFindings(o, &in, host, first, r)
 		return nil
 	}, in.util, in.ratio, in.secs, in.overlap, in.thru, in.linkUtil, in.busbw, in.algbw, in.linkIO, in.collCount, in.hits, in.misses,
-		in.evictions, in.initTime, in.end, in.gpuIO, in.netIO, in.netUtil, in.netThru)
+		in.evictions, in.initTime, in.end, in.gpuIO, in.netIO, in.netUtil, in.netThru, in.findConf, in.findCount)
 	return errors.Join(errs[:]...)
 }
 
@@ -184,8 +194,9 @@ func gpuAttrs(dev int32, more ...attribute.KeyValue) metric.MeasurementOption {
 }
 
 // observe reports r's numbers for host's devices; the job-wide ones (collectives, communicator
-// cache) go with the lowest host that has a device in r, so each appears once per process.
-func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analysis.Result, seen []bool) {
+// cache) go with the lowest host that has a device in r, so each appears once per process. It
+// returns that host.
+func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analysis.Result, seen []bool) int {
 	first := -1
 	for _, d := range r.Links.Devices {
 		if h := int(d.Device) / m.gpus; seen[d.Device] && (first < 0 || h < first) {
@@ -240,7 +251,7 @@ func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analy
 		}
 	}
 	if host != first {
-		return
+		return first
 	}
 	for _, c := range r.Collectives.Rows {
 		// A rank count or size class the source did not record (0) is left out, not sent as 0.
@@ -266,6 +277,59 @@ func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analy
 		o.ObserveInt64(in.misses, r.CommCache.Misses)
 		o.ObserveInt64(in.evictions, r.CommCache.Evictions)
 		o.ObserveFloat64(in.initTime, float64(r.CommCache.InitNsTotal)/1e9)
+	}
+	return first
+}
+
+// observeFindings reports the diagnosis's findings: each one's confidence on its culprit's host
+// (the first host's when the culprit's is not known or not this process's), named by kind and
+// culprit, with the culprit's rank and host when known (absent, not -1, when not; several findings
+// of one kind and culprit are one series, at the highest confidence); and, with the job-wide
+// figures, how many findings of each kind there are (0 included: none is a known count).
+func (m *metrics) observeFindings(o metric.Observer, in *instruments, host, first int, r *analysis.Result) {
+	gph := m.an.Meta().GPUsPerHost
+	var count [diagnosis.Deadlock + 1]int64
+	type series struct {
+		attrs []attribute.KeyValue
+		conf  float64
+	}
+	var order []string
+	byKey := map[string]*series{}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		if f.Kind <= diagnosis.Deadlock {
+			count[f.Kind]++
+		}
+		at := first
+		if f.Host >= 0 && int(f.Host) < len(m.hosts) {
+			at = int(f.Host)
+		}
+		if at != host {
+			continue
+		}
+		key := f.Kind.String() + "\x00" + f.Culprit(gph)
+		if s := byKey[key]; s != nil {
+			s.conf = max(s.conf, f.Confidence)
+			continue
+		}
+		attrs := []attribute.KeyValue{attribute.String("xfertop.finding.kind", f.Kind.String()), attribute.String("xfertop.finding.culprit", f.Culprit(gph))}
+		if f.Rank >= 0 {
+			attrs = append(attrs, attribute.Int("xfertop.finding.rank", int(f.Rank)))
+		}
+		if f.Host >= 0 {
+			attrs = append(attrs, attribute.Int("xfertop.finding.host", int(f.Host)))
+		}
+		byKey[key] = &series{attrs: attrs, conf: f.Confidence}
+		order = append(order, key)
+	}
+	for _, k := range order {
+		o.ObserveFloat64(in.findConf, byKey[k].conf, metric.WithAttributes(byKey[k].attrs...))
+	}
+	if host != first {
+		return
+	}
+	for k := diagnosis.SlowLink; k <= diagnosis.Deadlock; k++ {
+		o.ObserveInt64(in.findCount, count[k], metric.WithAttributes(attribute.String("xfertop.finding.kind", k.String())))
 	}
 }
 

@@ -7,8 +7,11 @@ import (
 	"testing"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/session"
 )
 
 // expectedMetrics lays out what the metrics of a run must say, from the run's own report: every
@@ -94,6 +97,30 @@ func expectedMetrics(rep *report.Report, peaks [4]float64, end float64, colls bo
 	want[seriesKey(first, otel.MetricCommMisses)] = float64(rep.CommCache.Misses)
 	want[seriesKey(first, otel.MetricCommEvictions)] = float64(rep.CommCache.Evictions)
 	want[seriesKey(first, otel.MetricCommInitTime)] = float64(rep.CommCache.InitNsTotal) / 1e9
+	count := map[string]float64{}
+	for k := diagnosis.SlowLink; k <= diagnosis.Deadlock; k++ {
+		count[k.String()] = 0
+	}
+	hosts := (rep.Devices + gpus - 1) / gpus
+	for _, f := range rep.Findings {
+		count[f.Kind]++
+		h := first
+		attrs := []string{"xfertop.finding.kind=" + f.Kind, "xfertop.finding.culprit=" + f.Culprit}
+		if f.Rank != nil {
+			attrs = append(attrs, fmt.Sprintf("xfertop.finding.rank=%d", *f.Rank))
+		}
+		if f.Host != nil {
+			attrs = append(attrs, fmt.Sprintf("xfertop.finding.host=%d", *f.Host))
+			if int(*f.Host) < hosts {
+				h = fmt.Sprintf("host-%d", *f.Host)
+			}
+		}
+		k := seriesKey(h, otel.MetricFindingConfidence, attrs...)
+		want[k] = max(want[k], f.Confidence)
+	}
+	for kind, n := range count {
+		want[seriesKey(first, otel.MetricFindingCount, "xfertop.finding.kind="+kind)] = n
+	}
 	return want
 }
 
@@ -102,9 +129,11 @@ func expectedMetrics(rep *report.Report, peaks [4]float64, end float64, colls bo
 func TestMetricsEqualReport(t *testing.T) {
 	for _, tc := range []struct {
 		scenario, proto string
-		colls           bool // the run has collectives
-	}{{"crosshost", "grpc", false}, {"crosshost", "http/protobuf", false}, {"allreduce-sweep", "grpc", true}} {
-		t.Run(tc.scenario+"/"+tc.proto, func(t *testing.T) {
+		colls           bool   // the run has collectives
+		fault           string // injected: the run's findings are exported too
+	}{{"crosshost", "grpc", false, ""}, {"crosshost", "http/protobuf", false, ""}, {"allreduce-sweep", "grpc", true, ""},
+		{"crosshost", "grpc", false, "kind=gpu_slow,rank=9,factor=0.5"}} {
+		t.Run(tc.scenario+"/"+tc.proto+"/"+tc.fault, func(t *testing.T) {
 			r := newReceiver()
 			if tc.proto == "grpc" {
 				r.startGRPC(t, "127.0.0.1:0")
@@ -112,8 +141,19 @@ func TestMetricsEqualReport(t *testing.T) {
 				r.startHTTP(t)
 			}
 			defer r.stop()
-			p, out := exportRun(t, tc.scenario, 2, 0, configFor(t, r.addr, tc.proto))
+			cfg := session.Config{Scenario: tc.scenario, Steps: 2, Export: configFor(t, r.addr, tc.proto)}
+			if tc.fault != "" {
+				f, err := fault.Parse(tc.fault)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Faults, cfg.Steps = []fault.Fault{f}, 4
+			}
+			p, out := exportRunConfig(t, cfg)
 			rep := p.Report(out)
+			if (len(rep.Findings) == 0) != (tc.fault == "") {
+				t.Fatalf("findings %+v; want %s", rep.Findings, map[bool]string{true: "none", false: "the fault's"}[tc.fault == ""])
+			}
 			got, received := r.metricsService.snapshot()
 			st := p.ExportStats()
 			if st.MetricPoints == 0 || st.MetricPointsExported != st.MetricPoints || st.MetricPointsDropped != 0 || received != st.MetricPointsExported {
@@ -132,14 +172,15 @@ func TestMetricsEqualReport(t *testing.T) {
 			}
 			kinds := map[string]int{}
 			for k := range want {
-				for _, name := range []string{"host-1 ", otel.MetricLinkThroughput + "{", otel.MetricLinkUtilization + "{", otel.MetricCollBusBW + "{"} {
+				for _, name := range []string{"host-1 ", otel.MetricLinkThroughput + "{", otel.MetricLinkUtilization + "{", otel.MetricCollBusBW + "{",
+					"host-1 " + otel.MetricFindingConfidence + "{"} {
 					if strings.Contains(k, name) {
 						kinds[name]++
 					}
 				}
 			}
 			if kinds[otel.MetricLinkThroughput+"{"] == 0 || kinds[otel.MetricLinkUtilization+"{"] == 0 || (kinds["host-1 "] == 0) == (tc.scenario == "crosshost") ||
-				(kinds[otel.MetricCollBusBW+"{"] == 0) == tc.colls {
+				(kinds[otel.MetricCollBusBW+"{"] == 0) == tc.colls || (kinds["host-1 "+otel.MetricFindingConfidence+"{"] == 0) == (tc.fault != "") {
 				t.Fatalf("the run's metrics lack a kind of series: %v", kinds)
 			}
 			for k, v := range want {

@@ -11,7 +11,7 @@ import (
 
 // Finding is one of the diagnosis's verdicts as the report shows it (analysis/diagnosis).
 type Finding struct {
-	Kind    string `json:"kind"`    // slow link, slow GPU, slow host, hang, missing rank, mismatch, dead rank, rank error
+	Kind    string `json:"kind"`    // slow link, slow GPU, slow host, hang, missing rank, mismatch, dead rank, rank error, deadlock
 	Culprit string `json:"culprit"` // in words: "host 37 GPU 3 NIC"
 	// Rank and Host are the culprit's; null when not known (a link the events cannot place).
 	Rank       *int32  `json:"rank"`
@@ -30,6 +30,11 @@ type Finding struct {
 	Comm     uint32  `json:"comm,omitempty"`
 	Missing  []int32 `json:"missing,omitempty"`
 	MissingN int     `json:"missing_count,omitempty"`
+	// Stuck: the ranks that entered the hung op with all their peers and never finished it.
+	Stuck  []int32 `json:"stuck,omitempty"`
+	StuckN int     `json:"stuck_count,omitempty"`
+	// Cycle: a deadlock's ranks in wait order (each waits on the next, the last on the first).
+	Cycle []int32 `json:"cycle,omitempty"`
 }
 
 func findings(fs []diagnosis.Finding, gph int) []Finding {
@@ -37,7 +42,8 @@ func findings(fs []diagnosis.Finding, gph int) []Finding {
 	for i := range fs {
 		f := &fs[i]
 		x := Finding{Kind: f.Kind.String(), Culprit: f.Culprit(gph), OnsetNs: f.Onset, AtNs: f.At, Step: f.Step,
-			Confidence: f.Confidence, SeverityNs: f.Severity, Evidence: f.Evidence, Seq: f.Seq, Comm: f.Comm, Missing: f.Missing, MissingN: f.MissingN}
+			Confidence: f.Confidence, SeverityNs: f.Severity, Evidence: f.Evidence, Seq: f.Seq, Comm: f.Comm, Missing: f.Missing, MissingN: f.MissingN,
+			Stuck: f.Stuck, StuckN: f.StuckN, Cycle: f.Cycle}
 		if f.Rank >= 0 {
 			r := f.Rank
 			x.Rank = &r

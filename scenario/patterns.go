@@ -487,16 +487,21 @@ func (ph *crosshostPhase) issue(r *runner, step int) error {
 // ---- a single send/receive, optionally with the receive never posted ----
 
 type sendrecvPhase struct {
-	from, to engine.DeviceID
-	bytes    int64
-	postRecv bool
+	from, to  engine.DeviceID
+	bytes     int64
+	postRecv  bool
+	recvFirst bool // an exchange in which each rank receives before it sends: a wait cycle
 }
 
 func buildSendRecv(p *params, topo engine.Topology) (phase, error) {
 	ph := &sendrecvPhase{from: engine.DeviceID(p.integer("from", 0, 0, int64(topo.Devices()-1))),
-		to: engine.DeviceID(p.integer("to", 1, 0, int64(topo.Devices()-1))), bytes: p.size("bytes", 16<<20), postRecv: p.boolean("post_recv", true)}
+		to: engine.DeviceID(p.integer("to", 1, 0, int64(topo.Devices()-1))), bytes: p.size("bytes", 16<<20), postRecv: p.boolean("post_recv", true),
+		recvFirst: p.boolean("recv_first", false)}
 	if err := p.done(); err != nil {
 		return nil, err
+	}
+	if ph.recvFirst && !ph.postRecv {
+		return nil, fileerr.At(p.src, p.line, "sendrecv: recv_first needs the receives posted (post_recv on)")
 	}
 	if ph.from == ph.to {
 		return nil, fileerr.At(p.src, p.line, "sendrecv: from and to are both device %d", ph.from)
@@ -506,6 +511,24 @@ func buildSendRecv(p *params, topo engine.Topology) (phase, error) {
 
 func (ph *sendrecvPhase) issue(r *runner, step int) error {
 	id := r.c.NewOpID()
+	if ph.recvFirst {
+		// Each rank posts its receive of the other's send before its own send, on one stream:
+		// each waits for a send queued behind the other's wait. Neither can move.
+		back := r.c.NewOpID()
+		for _, x := range []struct {
+			self, peer engine.DeviceID
+			in, out    uint64
+		}{{ph.from, ph.to, back, id}, {ph.to, ph.from, id, back}} {
+			s := r.c.TransferStream(x.self)
+			if _, err := r.c.Recv(s, x.peer, ph.bytes, x.in); err != nil {
+				return err
+			}
+			if _, err := r.c.Send(s, x.peer, ph.bytes, x.out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if _, err := r.c.Send(r.c.TransferStream(ph.from), ph.to, ph.bytes, id); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ package session
 import (
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/cuda"
+	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/timeline"
 
 	"gorgonia.org/cu"
@@ -12,7 +13,7 @@ import (
 
 // newCUDA opens the machine's GPUs for the topology's ranks: one rank per GPU, or with cfg.Fit rank r
 // on GPU r mod n.
-func newCUDA(cfg Config, topo engine.Topology, opts engine.Options, sink timeline.Sink, strs *timeline.Strings) (engine.Backend, string, error) {
+func newCUDA(cfg Config, topo engine.Topology, opts engine.Options, faults []fault.Fault, sink timeline.Sink, strs *timeline.Strings) (engine.Backend, string, error) {
 	n, err := cu.NumDevices()
 	if err != nil {
 		return nil, "", err
@@ -21,7 +22,7 @@ func newCUDA(cfg Config, topo engine.Topology, opts engine.Options, sink timelin
 	if err != nil {
 		return nil, "", err
 	}
-	b, err := cuda.New(cuda.Config{Topology: topo, Fit: fit, NCCLAlgo: opts.NCCLAlgo, NCCLProto: opts.NCCLProto}, sink, strs)
+	b, err := cuda.New(cuda.Config{Topology: topo, Fit: fit, NCCLAlgo: opts.NCCLAlgo, NCCLProto: opts.NCCLProto, Faults: faults}, sink, strs)
 	if err != nil {
 		return nil, "", err
 	}

@@ -31,7 +31,7 @@ func TestFaultFindingsInReport(t *testing.T) {
 		t.Errorf("healthy run: findings %+v", r.Findings)
 	}
 	if _, err := Prepare(Config{Scenario: "llm-train", Backend: "cuda", Faults: []fault.Fault{{Kind: fault.GPUSlow, Host: 0, GPU: 0, NIC: -1, Factor: 0.5}}}); err == nil ||
-		!strings.Contains(err.Error(), "the cuda backend injects no faults") {
+		!strings.Contains(err.Error(), "gpu_slow: the cuda backend cannot inject it: a real GPU cannot be throttled") {
 		t.Errorf("cuda with a fault: %v; want it refused", err)
 	}
 }

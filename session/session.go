@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/engine/sim"
@@ -193,13 +194,16 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	}
 	var backend engine.Backend
 	faults := append(append([]fault.Fault(nil), cfg.Faults...), f.Faults...)
-	if cfg.Backend == "cuda" && len(faults) > 0 {
-		// Real GPUs cannot be made to throttle, lose link speed or drop a NIC on request, and
-		// the engine has no hook yet to hold back a rank's launches: say so rather than run healthy.
-		return nil, &ConfigError{fmt.Errorf("fault %s: the cuda backend injects no faults (the simulator does: --backend sim)", faults[0])}
-	}
 	if cfg.Backend == "cuda" {
-		b, mapping, err := newCUDA(cfg, topo, sc.Options, fan, strs)
+		// Real GPUs cannot be made to throttle, lose link speed or drop a NIC on request: the
+		// cuda backend holds back a rank's launches (a slow host, a hang before a collective)
+		// and refuses the rest, saying which and why, rather than run healthy.
+		for _, f := range faults {
+			if err := f.OnRealGPUs(); err != nil {
+				return nil, &ConfigError{fmt.Errorf("fault %s: %w (the simulator injects it: --backend sim)", f, err)}
+			}
+		}
+		b, mapping, err := newCUDA(cfg, topo, sc.Options, faults, fan, strs)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
@@ -272,10 +276,18 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 	res, err := p.scenario.Run(ctx, p.client, p.fan, scenario.RunConfig{Steps: p.cfg.Steps, Duration: p.cfg.Duration, Seed: p.cfg.Seed})
 	out := Outcome{Steps: res.Steps, Ended: res.Err, Wall: time.Since(begin)}
 	if res.Err != nil && p.analyzer != nil && !errors.Is(res.Err, engine.ErrCanceled) {
-		// A watchdog or a deadlock stopped the run: nothing moves any more, so what is in flight
-		// is what a look at any time since the hang began would have shown. The diagnosis names
-		// the hang's root from it (and dates it by when the waits began).
-		p.analyzer.Pending(math.MaxInt64/2, p.InFlight(nil))
+		// A watchdog or a deadlock stopped the run. After a deadlock nothing could move any more,
+		// so what is in flight is what a look at any time since the hang began would have shown;
+		// after the watchdog, the ops that had just started would have finished: the look is at
+		// the last time they were seen. The diagnosis names the hang's root from it (and dates it
+		// by when the waits began).
+		inflight := p.InFlight(nil)
+		now := diagnosis.LastSeen(inflight)
+		var dl *engine.DeadlockError
+		if errors.As(res.Err, &dl) {
+			now = math.MaxInt64 / 2
+		}
+		p.analyzer.Pending(now, inflight)
 	}
 	stopWatch()
 	if stopProbe != nil {

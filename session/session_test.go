@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,25 @@ func TestPipelinePriorityEffect(t *testing.T) {
 	}
 	if high.Transfers.ByKind["send"].Count == 0 {
 		t.Error("no activation sends")
+	}
+}
+
+// deadlock with cycle=on: the two ranks each receive before they send. The watchdog ends one
+// receive; the diagnosis names the cycle, not a rank that never posted, and a replay of the run's
+// recording finds the same (the waits the watchdog ended are in the stream).
+func TestDeadlockCycle(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "cycle.xfr")
+	r, _ := runReport(t, Config{Scenario: "deadlock", Sets: map[string]string{"cycle": "on"}, Record: rec})
+	want := "ranks 0 → 1 → 0 wait on each other: rank 0 in recv from 1 (op 2, communicator 1); rank 1 in recv from 0 (op 1, communicator 1)"
+	if len(r.Findings) != 1 || r.Findings[0].Kind != "deadlock" || r.Findings[0].Evidence != want || len(r.Findings[0].Cycle) != 2 {
+		t.Fatalf("findings %+v; want one deadlock saying %q", r.Findings, want)
+	}
+	rp, err := Replay(context.Background(), ReplayConfig{Path: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := rp.Report(); len(rep.Findings) != 1 || rep.Findings[0].Evidence != want {
+		t.Errorf("replayed findings %+v; want the live run's", rp.Report().Findings)
 	}
 }
 

@@ -31,7 +31,7 @@ const (
 	KindAlert            Kind = 18 // a watchdog or error alert; Label is the message
 	KindMark             Kind = 19 // a user annotation (instant or interval)
 	KindStep             Kind = 20 // one step of the workload (interval)
-	KindPeerWait         Kind = 21 // an op was posted but its peers were not ready (interval)
+	KindPeerWait         Kind = 21 // an op was posted but its peers were not ready (interval); see PeerWaitSend
 	KindRuntime          Kind = 22 // host-side API call (imported traces: cudaLaunchKernel and such)
 	// KindLinkBytes is the payload one direction of a link carried over [Start, End], as the engine
 	// measured it: Sub is PackLink(link, dir), Device the GPU whose port it is. Windows never
@@ -51,6 +51,16 @@ var kindNames = [kindCount]string{
 	"promise_failed", "buffer_alloc", "buffer_free", "device_sample", "alert", "mark", "step",
 	"peer_wait", "runtime", "link_bytes", "graph_launch",
 }
+
+// A peer wait's Sub is the CollOp of the collective waited in (0: a send or receive, or not
+// known), and its Aux says, of a send or receive, which: PeerWaitSend or PeerWaitRecv (0: not
+// known); of a collective, its sequence number on its communicator counted from 1, when the source
+// knows it (NCCL's, through attach; 0: not known). A hang or deadlock is named by them ("rank 3 in
+// recv from 5", "all_reduce #3").
+const (
+	PeerWaitSend uint32 = 1
+	PeerWaitRecv uint32 = 2
+)
 
 // AuxCaptured, set in the Aux of a busy op (memcpy, send, recv, collective, kernel), marks an op a
 // CUDA graph replayed: its host launch was the graph's, not its own. The other bits of Aux keep

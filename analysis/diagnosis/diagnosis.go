@@ -13,6 +13,8 @@ const (
 	// maxPairsPerRank bounds the (class, peer) pairs kept per rank on average.
 	maxPairsPerRank = 16
 	maxAlerts       = 16
+	maxEnded        = 4096
+	maxRecent       = 1024
 )
 
 // Thresholds. A rank is a suspect when it is worse than its peers' median by both a relative
@@ -62,7 +64,20 @@ type Diagnosis struct {
 	members int // membership entries kept, over all communicators
 	maxWait int64
 	maxInit int64
-	hung    map[uint64]int // op id → index in findings
+	maxOp   int64 // the longest collective, send or receive that finished
+	// endedWaits are the waits the watchdog ended (up to maxEnded): no longer in flight, they
+	// still say who waited on whom when it fired, for a wait cycle.
+	endedWaits []timeline.Event
+	// recent are the last maxRecent waits that ended normally (recentN counted in all), and
+	// maxEvicted the longest of those no longer kept.
+	recent     []timeline.Event
+	recentN    int
+	maxEvicted int64
+	hung       map[uint64]int  // op id → index in findings
+	cycles     map[string]bool // the deadlocks reported, by their ranks
+	// hungComms are the communicators with a hang named, until one of their collectives ends.
+	hungComms map[uint32]bool
+	hangFloor int64 // SetHangFloor; 0: hangFloor
 	// timedOut are the ranks whose wait the watchdog ended: they were waiting, though no longer
 	// in flight.
 	timedOut map[int32]bool
@@ -122,7 +137,7 @@ type commInfo struct {
 // New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
 func New(gpusPerHost int) *Diagnosis {
 	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
-		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs()}
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs()}
 }
 
 func (d *Diagnosis) hostOf(dev int32) int32 {
@@ -176,6 +191,9 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 			}
 			return
 		}
+		if e.Status == timeline.StatusOK {
+			d.maxOp = max(d.maxOp, e.Dur())
+		}
 		if r := d.rank(e.Device); r != nil {
 			d.launch(r, e)
 			d.addOp(e)
@@ -191,9 +209,9 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 		d.addLink(e)
 	case timeline.KindPeerWait:
 		if e.Status == timeline.StatusOK && (!d.alerted || e.End != d.alertAt) {
-			d.maxWait = max(d.maxWait, e.Dur()) // a wait the watchdog ended is no measure of a normal one
-		} else if e.Device >= 0 && len(d.timedOut) < maxRanks {
-			d.timedOut[e.Device] = true
+			d.waitEnded(e)
+		} else {
+			d.timeOut(e)
 		}
 	case timeline.KindCommInit:
 		d.maxInit = max(d.maxInit, e.Dur())
@@ -209,8 +227,10 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 		}
 		if e.Status == timeline.StatusTimeout && len(d.alerts) < maxAlerts {
 			d.alerts = append(d.alerts, *e)
-			// The waits the watchdog ends are reported right after it, ending at its time.
+			// The waits the watchdog ends are reported right after it, ending at its time (or,
+			// from a trace ordered by start time, before it).
 			d.alerted, d.alertAt = true, e.Start
+			d.timeOutRecent(e.Start)
 		}
 	case timeline.KindBarrier:
 		d.addBarrier(e)
@@ -344,6 +364,49 @@ func (d *Diagnosis) addLink(e *timeline.Event) {
 	r.peak[c][dir] = max(r.peak[c][dir], float64(e.Bytes)/float64(e.End-e.Start))
 }
 
+// waitEnded notes a peer wait that ended normally: the longest is how long a wait may last (a
+// wait the watchdog ended is no measure of a normal one). The last maxRecent are kept, so that
+// an alert read after the waits it ended (a trace ordered by start time) can still take them out.
+func (d *Diagnosis) waitEnded(e *timeline.Event) {
+	if len(d.recent) < maxRecent {
+		d.recent = append(d.recent, *e)
+	} else {
+		i := d.recentN % maxRecent
+		d.maxEvicted = max(d.maxEvicted, d.recent[i].Dur())
+		d.recent[i] = *e
+	}
+	d.recentN++
+	d.maxWait = max(d.maxWait, e.Dur())
+}
+
+// timeOut notes a peer wait the watchdog ended: its rank was waiting (though no longer in
+// flight), and the wait says on whom.
+func (d *Diagnosis) timeOut(e *timeline.Event) {
+	if e.Device < 0 || len(d.timedOut) >= maxRanks {
+		return
+	}
+	d.timedOut[e.Device] = true
+	if len(d.endedWaits) < maxEnded {
+		d.endedWaits = append(d.endedWaits, *e)
+	}
+}
+
+// timeOutRecent takes the recent waits that ended at an alert's time t out of the normal ones.
+func (d *Diagnosis) timeOutRecent(t int64) {
+	d.maxWait = d.maxEvicted
+	for i := range d.recent {
+		e := &d.recent[i]
+		if e.Kind == timeline.KindPeerWait && e.End == t {
+			d.timeOut(e)
+			e.Kind = timeline.KindNone
+			continue
+		}
+		if e.Kind == timeline.KindPeerWait {
+			d.maxWait = max(d.maxWait, e.Dur())
+		}
+	}
+}
+
 // join notes that a device is a member of a communicator.
 func (d *Diagnosis) join(e *timeline.Event) {
 	if e.Comm == 0 || e.Device < 0 {
@@ -382,11 +445,23 @@ func (d *Diagnosis) collSeq(e *timeline.Event) {
 		ci.lastOp = e.Op
 		ci.seq++
 	}
+	delete(d.hungComms, e.Comm) // it moves again: a later hang on it is a new one
 }
 
 // Result returns the findings so far, worst first; labels reads the watchdog's alert messages
 // (nil: they are not read). The slice is the caller's.
 func (d *Diagnosis) Result(labels timeline.Labels) []Finding {
+	if len(d.endedWaits) > 0 {
+		// The waits the watchdog ended (or that ended with the job, never joined by their
+		// peers: attach, merged recordings) are in the stream: what was waiting on whom then
+		// names the hang's root, or a wait cycle, alike live and in a replay, which has nothing
+		// in flight to look at.
+		now := d.alertAt
+		for i := range d.endedWaits {
+			now = max(now, d.endedWaits[i].End)
+		}
+		d.Pending(now, nil)
+	}
 	for _, e := range d.alerts {
 		d.alert(&e, labels)
 	}

@@ -258,6 +258,27 @@ func TestWatchdogAlert(t *testing.T) {
 	}
 }
 
+// The wait in a watchdog's message is read as the engine writes it (units.Dur).
+func TestWatchdogWaited(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		want int64
+	}{
+		{"all_reduce op 121 on rank 0 waited 10.1 s for ranks [3] that never arrived", 10_100 * ms},
+		{"send op 1 from rank 0 waited 812 ms for rank 1", 812 * ms},
+		{"waited 10000.000 ms for", 10_000 * ms},
+		{"waited 1m40s for", 100_000 * ms},
+		{"waited 15.2 µs for", 15_200},
+	} {
+		if got, ok := waited(c.msg); !ok || got != c.want {
+			t.Errorf("waited(%q) = %d, %v; want %d", c.msg, got, ok, c.want)
+		}
+	}
+	if _, ok := waited("no wait here"); ok {
+		t.Errorf("a message without a wait read as one")
+	}
+}
+
 // A rank last at every barrier, 1.5 ms after the others, is a straggler (the barriers' table as
 // a finding); one last at random barriers, as jitter makes some rank last, is not.
 func TestBarrierStraggler(t *testing.T) {

@@ -29,10 +29,11 @@ const (
 	Mismatch                    // ranks entered one collective (by sequence number) with different ops or sizes
 	DeadRank                    // a rank its peers consider dead (NCCL RAS: no keep-alive)
 	RankError                   // a rank reporting an error, an abort or a failed init (NCCL RAS)
+	Deadlock                    // ranks waiting on each other in a cycle
 )
 
 var kindNames = [...]string{SlowLink: "slow link", SlowGPU: "slow GPU", SlowHost: "slow host", Hang: "hang", MissingRank: "missing rank",
-	Mismatch: "mismatch", DeadRank: "dead rank", RankError: "rank error"}
+	Mismatch: "mismatch", DeadRank: "dead rank", RankError: "rank error", Deadlock: "deadlock"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -67,6 +68,12 @@ type Finding struct {
 	Comm     uint32
 	Missing  []int32
 	MissingN int
+	// Stuck are the ranks that entered the hung op with all their peers and never finished it
+	// (up to 16; StuckN counts them all), as distinct from those that never entered it.
+	Stuck  []int32
+	StuckN int
+	// Cycle is a deadlock's ranks in wait order: each waits on the next, the last on the first.
+	Cycle []int32
 }
 
 // Culprit names the finding's culprit: "host 37 GPU 3 NIC", "rank 12 (host 1 GPU 4)".
@@ -78,7 +85,18 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 		if f.Kind == SlowLink {
 			return fmt.Sprintf("a %s (which: unknown)", linkName(f.Link))
 		}
+		if f.Kind == Hang && f.StuckN > 0 {
+			// Short, for a table's column: the evidence lists them.
+			where := ""
+			if f.Host >= 0 {
+				where = fmt.Sprintf(", host %d", f.Host)
+			}
+			return fmt.Sprintf("%d ranks stuck inside (%s%s; which holds it: unknown)", f.StuckN, rankSpan(f.Stuck, f.StuckN), where)
+		}
 		return "unknown"
+	}
+	if f.Kind == Deadlock && len(f.Cycle) > 0 {
+		return "ranks " + cycleString(f.Cycle)
 	}
 	local := f.Rank
 	if gpusPerHost > 0 {
@@ -119,4 +137,13 @@ func sortFindings(fs []Finding) {
 		}
 		return fs[i].Severity > fs[j].Severity
 	})
+}
+
+// rankSpan writes ranks as a span when they are consecutive and all listed ("16–23"), else as
+// rankList does.
+func rankSpan(rs []int32, n int) string {
+	if len(rs) > 1 && len(rs) == n && int(rs[len(rs)-1]-rs[0]) == len(rs)-1 {
+		return fmt.Sprintf("%d–%d", rs[0], rs[len(rs)-1])
+	}
+	return rankList(rs, n)
 }

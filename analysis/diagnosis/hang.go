@@ -1,7 +1,9 @@
 package diagnosis
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,146 +23,286 @@ const (
 )
 
 // HangAfter is how long a wait must last, given what this run has seen, to be called a hang.
-func (d *Diagnosis) HangAfter() int64 { return max(hangFloor, hangWaitFac*d.maxWait) }
+func (d *Diagnosis) HangAfter() int64 { return max(d.floor(), hangWaitFac*d.maxWait) }
+
+// SetHangFloor sets the least a wait must last to be a hang (1 s by default; attach's
+// --hang-timeout); 0 or less: no wait is a hang.
+func (d *Diagnosis) SetHangFloor(ns int64) {
+	d.hangFloor = ns
+	if ns <= 0 {
+		d.hangFloor = math.MaxInt64 / 4
+	}
+}
+
+func (d *Diagnosis) floor() int64 {
+	if d.hangFloor > 0 {
+		return d.hangFloor
+	}
+	return hangFloor
+}
 
 func (d *Diagnosis) initAfter() int64 { return max(initFloor, hangWaitFac*d.maxInit) }
 
+// hangGroup is one op (a collective's instance, a send/recv pair) some ranks wait in for their
+// peers or run with all of them, as seen in flight.
+type hangGroup struct {
+	first   *timeline.Event
+	oldest  int64
+	waiting []int32  // ranks posted in it, waiting for their peers
+	waitAux []uint32 // each waiting rank's peer-wait Aux (send or receive)
+	inside  []int32  // ranks running it with all their peers (entered; not finished)
+	// ended: only waits the watchdog ended (no longer in flight): the op the watchdog named,
+	// and its waits, as they stood when it fired.
+	ended bool
+	thr   int64 // how long it must last to be a hang
+	// missing are the members that never entered it (up to maxMissing); missingN counts them all.
+	missing  []int32
+	missingN int
+}
+
 // Pending looks at what is in flight at time now (a source's InFlight: ops under way, peer waits,
-// communicator initialisations) as PyTorch's Flight Recorder analysis does: the collectives some
-// ranks have waited in for longer than HangAfter, named by op, sequence number on the
-// communicator and communicator, with the members that never entered them; and the ranks whose
-// communicator initialisation has not completed after initAfter. Each hang is reported once; At is
-// the earliest time the state seen now proves it (the oldest wait's start plus the threshold). It
+// communicator initialisations) as PyTorch's Flight Recorder analysis does: the ops some ranks
+// have waited in for longer than HangAfter (or all their ranks have run for that long, and four
+// times the longest that finished, without finishing), named by op, sequence number on the
+// communicator and communicator, with the members that never entered them and the ranks stuck
+// inside; cycles of ranks waiting on each other (deadlocks); and the ranks whose communicator
+// initialisation has not completed after initAfter. Each hang is reported once; At is the
+// earliest time the state seen now proves it (the oldest wait's start plus the threshold). It
 // returns the findings added.
 func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
-	type group struct {
-		first   *timeline.Event
-		oldest  int64
-		waiting []int32
-	}
-	groups := map[uint64]*group{}
-	var order []uint64
-	initing := map[uint32][]int32{} // communicator → ranks still initialising it
-	for i := range inflight {
-		e := &inflight[i]
-		switch e.Kind {
-		case timeline.KindPeerWait:
-			g := groups[e.Op]
-			if g == nil {
-				g = &group{first: e, oldest: e.Start}
-				groups[e.Op] = g
-				order = append(order, e.Op)
-			}
-			g.oldest = min(g.oldest, e.Start)
-			g.waiting = append(g.waiting, e.Device)
-		case timeline.KindCommInit:
-			if now-e.Start >= d.initAfter() {
-				initing[e.Comm] = append(initing[e.Comm], e.Device)
-			}
-		}
-	}
-	var added []Finding
+	groups, order, initing, ops := d.groupInFlight(now, inflight)
 	thr := d.HangAfter()
-	// A rank waiting in one hung op is the reason it never entered another: only the ops that
-	// ranks not waiting anywhere never entered are the root of a hang (Flight Recorder's analysis).
-	waitingAnywhere := map[int32]bool{}
-	for r := range d.timedOut {
-		waitingAnywhere[r] = true
-	}
-	for _, g := range groups {
-		for _, w := range g.waiting {
-			waitingAnywhere[w] = true
-		}
-	}
+	// A group is hung once its oldest wait is thr old; one that every rank entered and none
+	// finished, once it has also run four times as long as the longest op that did finish.
+	var hung []uint64
 	for _, op := range order {
 		g := groups[op]
-		if now-g.oldest < thr {
-			continue
+		t := thr
+		if len(g.waiting) == 0 {
+			t = max(thr, hangWaitFac*d.maxOp)
 		}
+		if g.ended || now-g.oldest >= t {
+			g.thr = t
+			d.missingOf(g, initing)
+			hung = append(hung, op)
+		}
+	}
+	// The oldest first: on one communicator, the collectives queued behind a hung one are the
+	// same hang (its ranks posted them ahead, as NCCL lets them), reported once until it moves.
+	slices.SortStableFunc(hung, func(a, b uint64) int { return cmp.Compare(groups[a].oldest, groups[b].oldest) })
+	added := d.deadlocks(groups, hung, ops, thr)
+	// A rank waiting in (or stuck inside) one hung op is the reason it never entered another:
+	// only the ops that ranks not waiting anywhere never entered are the root of a hang (Flight
+	// Recorder's analysis).
+	busy := map[int32]bool{}
+	for r := range d.timedOut {
+		busy[r] = true
+	}
+	for _, op := range hung {
+		for _, rs := range [2][]int32{groups[op].waiting, groups[op].inside} {
+			for _, r := range rs {
+				busy[r] = true
+			}
+		}
+	}
+	for _, op := range hung {
+		g := groups[op]
 		if _, done := d.hung[op]; done {
 			continue
 		}
-		f := d.hangFinding(g.first, g.oldest, g.oldest+thr, g.waiting, initing)
-		root := f.MissingN == 0
-		for _, m := range f.Missing {
-			root = root || !waitingAnywhere[m]
+		if c := g.first.Comm; g.first.Peer < 0 && c != 0 && d.hungComms[c] {
+			d.hung[op] = -1 // behind a hang already named on its communicator
+			continue
+		}
+		f := d.hangFinding(g, g.thr, initing)
+		root := g.missingN == 0
+		for _, m := range g.missing {
+			root = root || !busy[m]
 		}
 		if !root {
 			d.hung[op] = -1
 			continue
 		}
 		d.hung[op] = len(d.findings)
+		if g.first.Peer < 0 && g.first.Comm != 0 && len(d.hungComms) < 1<<16 {
+			d.hungComms[g.first.Comm] = true
+		}
 		d.findings = append(d.findings, f)
 		added = append(added, f)
 	}
 	return added
 }
 
-// hangFinding builds the finding for a collective (or send/recv) waited on since oldest by the
-// ranks waiting; the members that are not waiting never entered it.
-func (d *Diagnosis) hangFinding(e *timeline.Event, oldest, at int64, waiting []int32, initing map[uint32][]int32) Finding {
-	slices.Sort(waiting)
-	// Worst first: the time lost is the wait times the ranks waiting (a collective most of a
-	// communicator waits in before a send one rank waits on).
-	f := Finding{Kind: Hang, Rank: -1, Host: -1, Link: -1, Onset: oldest, At: at, Step: d.step, Comm: e.Comm, Severity: (at - oldest) * int64(len(waiting))}
+// groupInFlight groups the waits and the ops running in flight (and the waits the watchdog
+// ended) by op, in the order first seen, lists the ranks still initialising each communicator
+// after initAfter, and counts each rank's ops in flight (a wait the watchdog ended counts one).
+func (d *Diagnosis) groupInFlight(now int64, inflight []timeline.Event) (map[uint64]*hangGroup, []uint64, map[uint32][]int32, map[int32]int) {
+	ops := map[int32]int{}
+	groups := map[uint64]*hangGroup{}
+	var order []uint64
+	initing := map[uint32][]int32{} // communicator → ranks still initialising it
+	get := func(e *timeline.Event, ended bool) *hangGroup {
+		g := groups[e.Op]
+		if g == nil {
+			g = &hangGroup{first: e, oldest: e.Start, ended: ended}
+			groups[e.Op] = g
+			order = append(order, e.Op)
+		}
+		g.ended = g.ended && ended
+		g.oldest = min(g.oldest, e.Start)
+		return g
+	}
+	for i := range inflight {
+		e := &inflight[i]
+		if e.Device >= 0 {
+			ops[e.Device]++
+		}
+		switch e.Kind {
+		case timeline.KindPeerWait:
+			g := get(e, false)
+			g.waiting, g.waitAux = append(g.waiting, e.Device), append(g.waitAux, e.Aux)
+		case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
+			if e.Op != 0 && e.Status == timeline.StatusOK {
+				g := get(e, false)
+				g.inside = append(g.inside, e.Device)
+			}
+		case timeline.KindCommInit:
+			if now-e.Start >= d.initAfter() {
+				initing[e.Comm] = append(initing[e.Comm], e.Device)
+			}
+		}
+	}
+	for i := range d.endedWaits {
+		e := &d.endedWaits[i]
+		g := get(e, true)
+		if !slices.Contains(g.waiting, e.Device) {
+			g.waiting, g.waitAux = append(g.waiting, e.Device), append(g.waitAux, e.Aux)
+			ops[e.Device]++
+		}
+	}
+	for _, g := range groups {
+		// A rank both waiting in an op and running it (a source that reports both) waits.
+		g.inside = slices.DeleteFunc(g.inside, func(r int32) bool { return slices.Contains(g.waiting, r) })
+	}
+	return groups, order, initing, ops
+}
+
+// missingOf fills in the members of g's op that never entered it: the peer of a send or
+// receive, or the communicator's members (from its initialisations and cache hits, and those
+// still initialising it) that neither wait in it nor run it.
+func (d *Diagnosis) missingOf(g *hangGroup, initing map[uint32][]int32) {
+	e := g.first
+	in := func(r int32) bool { return slices.Contains(g.waiting, r) || slices.Contains(g.inside, r) }
 	var missing []int32
-	var what string
 	if e.Peer >= 0 {
-		missing = []int32{e.Peer}
-		what = fmt.Sprintf("send/recv with rank %d (op %d)", e.Peer, e.Op)
+		if !in(e.Peer) {
+			missing = []int32{e.Peer}
+		}
 	} else {
-		f.Coll = timeline.CollOp(e.Sub)
 		members := map[int32]bool{}
 		size := 0
 		if ci := d.comms[e.Comm]; ci != nil {
 			for _, m := range ci.members {
 				members[m] = true
 			}
-			f.Seq = ci.seq + 1
 			size = ci.size
 		}
 		for _, m := range initing[e.Comm] {
 			members[m] = true
 		}
-		for _, w := range waiting {
-			delete(members, w)
-		}
 		for m := range members {
-			missing = append(missing, m)
+			if !in(m) {
+				missing = append(missing, m)
+			}
 		}
 		slices.Sort(missing)
-		op := "collective"
-		if e.Sub != 0 {
-			op = f.Coll.String()
-		}
-		what = fmt.Sprintf("%s #%d on communicator %d", op, f.Seq, e.Comm)
-		if f.Seq == 0 {
-			what = fmt.Sprintf("%s (op %d) on communicator %d", op, e.Op, e.Comm)
-		}
-		if size > 0 && len(waiting)+len(missing) < size {
-			f.MissingN = size - len(waiting) - len(missing) // members never seen at all
+		if seen := len(g.waiting) + len(g.inside) + len(missing); size > 0 && seen < size {
+			g.missingN = size - seen // members never seen at all
 		}
 	}
-	f.MissingN += len(missing)
+	g.missingN += len(missing)
 	if len(missing) > maxMissing {
 		missing = missing[:maxMissing]
 	}
-	f.Missing = missing
-	if len(missing) > 0 {
-		f.Rank = missing[0]
+	g.missing = missing
+}
+
+// opName names the op of g's first event: "all_reduce #129 on communicator 19", "send/recv op 12
+// on communicator 4", and its sequence number (0: not known).
+func (d *Diagnosis) opName(e *timeline.Event) (string, int) {
+	if e.Peer >= 0 {
+		return fmt.Sprintf("send/recv op %d on communicator %d", e.Op, e.Comm), 0
+	}
+	seq := 0
+	if ci := d.comms[e.Comm]; ci != nil {
+		seq = ci.seq + 1
+	}
+	if e.Kind == timeline.KindPeerWait && e.Aux > 0 {
+		seq = int(e.Aux) // the source's own count (NCCL's, through attach): right also when the look began mid-job
+	}
+	op := "collective"
+	if e.Sub != 0 {
+		op = timeline.CollOp(e.Sub).String()
+	}
+	if seq == 0 {
+		return fmt.Sprintf("%s (op %d) on communicator %d", op, e.Op, e.Comm), 0
+	}
+	return fmt.Sprintf("%s #%d on communicator %d", op, seq, e.Comm), seq
+}
+
+// hangFinding builds the finding for an op (a collective or a send/recv) waited in or run since
+// g.oldest, found thr after it: the members that neither wait in it nor run it never entered it;
+// those running it entered it with all their peers and are stuck inside.
+func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]int32) Finding {
+	e, at := g.first, g.oldest+thr
+	slices.Sort(g.waiting)
+	slices.Sort(g.inside)
+	n := len(g.waiting) + len(g.inside)
+	// Worst first: the time lost is the wait times the ranks waiting (a collective most of a
+	// communicator waits in before a send one rank waits on).
+	f := Finding{Kind: Hang, Rank: -1, Host: -1, Link: -1, Onset: g.oldest, At: at, Step: d.step, Comm: e.Comm, Severity: thr * int64(n),
+		Missing: g.missing, MissingN: g.missingN, StuckN: len(g.inside)}
+	what, seq := d.opName(e)
+	f.Seq = seq
+	if e.Peer < 0 && e.Sub != 0 {
+		f.Coll = timeline.CollOp(e.Sub)
+	}
+	f.Stuck = g.inside[:min(len(g.inside), maxMissing)]
+	switch {
+	case len(g.missing) > 0:
+		f.Rank = g.missing[0]
 		f.Host = d.hostOf(f.Rank)
-		f.Confidence = 1 / float64(len(missing))
-		for _, m := range initing[e.Comm] {
-			if m == f.Rank {
-				f.Kind = MissingRank
+		f.Confidence = 1 / float64(len(g.missing))
+		if slices.Contains(initing[e.Comm], f.Rank) {
+			f.Kind = MissingRank
+		}
+	case len(g.inside) > 0:
+		// Every rank entered it and none finished: which of them holds it is not in the
+		// events (a stalled transfer stops them all alike). Their host, when they share one.
+		f.Host = d.hostOf(g.inside[0])
+		for _, r := range g.inside {
+			if d.hostOf(r) != f.Host {
+				f.Host = -1
 			}
 		}
+		f.Confidence = 1 / float64(len(g.inside))
 	}
-	who := "no member is known to be missing"
-	if f.MissingN > 0 {
-		who = fmt.Sprintf("ranks %s never entered it", rankList(f.Missing, f.MissingN))
+	var parts []string
+	if len(g.waiting) > 0 {
+		parts = append(parts, fmt.Sprintf("%d ranks waited %s in it", len(g.waiting), fmtNs(thr)))
 	}
-	f.Evidence = fmt.Sprintf("%s: %d ranks waited %s in it; %s", what, len(waiting), fmtNs(at-oldest), who)
+	if len(g.inside) > 0 {
+		parts = append(parts, fmt.Sprintf("ranks %s entered it and are stuck inside: none finished in %s", rankList(f.Stuck, len(g.inside)), fmtNs(thr)))
+	}
+	switch {
+	case f.MissingN > 0:
+		parts = append(parts, fmt.Sprintf("ranks %s never entered it", rankList(f.Missing, f.MissingN)))
+	case len(g.inside) > 0:
+		parts = append(parts, "no rank is missing from it")
+	default:
+		parts = append(parts, "no member is known to be missing")
+	}
+	f.Evidence = what + ": " + strings.Join(parts, "; ")
 	if f.Kind == MissingRank {
 		f.Evidence += fmt.Sprintf("; rank %d never finished joining the communicator", f.Rank)
 	}
@@ -182,13 +324,16 @@ func rankList(rs []int32, n int) string {
 var (
 	missingRe = regexp.MustCompile(`ranks \[([0-9 ]*)\] that never arrived`)
 	peerRe    = regexp.MustCompile(`for rank (-?[0-9]+), which never posted`)
-	waitedRe  = regexp.MustCompile(`waited ([0-9.]+) ms`)
+	// waitedRe reads the wait as units.Dur writes it: "812 ms", "10.0 s", "1m40s".
+	waitedRe = regexp.MustCompile(`waited (?:([0-9.]+) ?(ns|µs|us|ms|s)\b|([0-9]+)m([0-9]{2})s)`)
 )
 
 // alert turns a watchdog alert into a hang finding, unless Pending found that hang first.
 func (d *Diagnosis) alert(e *timeline.Event, labels timeline.Labels) {
-	if len(d.hung) > 0 {
-		return // Pending named the hang (and its root) before the watchdog
+	for _, i := range d.hung {
+		if i >= 0 {
+			return // Pending named the hang (and its root) before the watchdog
+		}
 	}
 	msg := ""
 	if labels != nil {
@@ -207,10 +352,8 @@ func (d *Diagnosis) alert(e *timeline.Event, labels timeline.Labels) {
 		}
 	}
 	onset := e.Start
-	if m := waitedRe.FindStringSubmatch(msg); m != nil {
-		if ms, err := strconv.ParseFloat(m[1], 64); err == nil {
-			onset = e.Start - int64(ms*1e6)
-		}
+	if w, ok := waited(msg); ok {
+		onset = e.Start - w
 	}
 	f := Finding{Kind: Hang, Rank: -1, Host: -1, Link: -1, Onset: onset, At: e.Start, Step: d.step, Comm: e.Comm,
 		Severity: e.Start - onset, Missing: missing, MissingN: len(missing), Evidence: "watchdog: " + msg}
@@ -222,4 +365,35 @@ func (d *Diagnosis) alert(e *timeline.Event, labels timeline.Labels) {
 	}
 	d.hung[e.Op] = len(d.findings)
 	d.findings = append(d.findings, f)
+}
+
+// LastSeen is the latest time an op in flight was seen running (its End): the time of a look at
+// inflight. A caller that knows nothing will move any more (a deadlock) may look at any later
+// time instead; one whose run a watchdog stopped may not: the ops that had just started would
+// have finished.
+func LastSeen(inflight []timeline.Event) int64 {
+	var t int64
+	for i := range inflight {
+		t = max(t, inflight[i].End)
+	}
+	return t
+}
+
+// waited reads how long a watchdog's message says the op waited, in ns.
+func waited(msg string) (int64, bool) {
+	m := waitedRe.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, false
+	}
+	if m[3] != "" {
+		mins, _ := strconv.Atoi(m[3])
+		secs, _ := strconv.Atoi(m[4])
+		return int64(mins*60+secs) * 1e9, true
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, false
+	}
+	scale := map[string]float64{"ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}[m[2]]
+	return int64(v * scale), true
 }

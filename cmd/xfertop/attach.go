@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/attach"
 	"github.com/xfertop/xfertop/importers/ras"
-	"github.com/xfertop/xfertop/join"
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
@@ -55,7 +55,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON when the job ends instead of opening the console (implies --headless)")
 	o.text.register(fs)
 	fs.StringVar(&o.record, "record", "", "record the job's events to this .xfr file")
-	fs.DurationVar(&o.hang, "hang-timeout", join.DefaultHangTimeout, "alert when a collective has been posted by some ranks and not others for this long (0: never)")
+	fs.DurationVar(&o.hang, "hang-timeout", defaultHangTimeout, "call a collective posted by some ranks and not the others a hang after this long (the diagnosis's finding; 0: never)")
 	fs.IntVar(&o.perHost, "gpus-per-host", 0, "ranks per host, for link traffic (rank r on host r / N); 0: every rank on one host")
 	fs.DurationVar(&o.linger, "linger", time.Second, "headless: the job has ended when no rank has been connected for this long")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
@@ -127,12 +127,12 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 		meta.GPUsPerHost = 1 << 15
 	}
 	var sinks []timeline.Sink
-	var an *analysis.Analyzer
+	// The diagnosis's verdicts make the report (headless) and the exit status (either way).
+	an := analysis.New(meta)
+	an.SetHangFloor(int64(o.hang))
+	sinks = append(sinks, an)
 	var win *timeline.Window
-	if o.headless {
-		an = analysis.New(meta)
-		sinks = append(sinks, an)
-	} else {
+	if !o.headless {
 		win = timeline.NewWindow(o.console.window, strs)
 		sinks = append(sinks, win)
 	}
@@ -161,7 +161,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 		exp = x
 		sinks = append(sinks, exp)
 	}
-	cfg := attach.Config{Addr: o.addr, HangTimeout: o.hang, Strings: strs, Epoch: meta.EpochUnixNs}
+	cfg := attach.Config{Addr: o.addr, Strings: strs, Epoch: meta.EpochUnixNs}
 	var mux *rasMux
 	if o.ras != "" { // the RAS poller's events join the ranks' through one door (attachras.go)
 		mux = &rasMux{sinks: sinks, strs: strs, server: timeline.NewStrings()}
@@ -214,18 +214,19 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	if cerr != nil {
 		return cerr
 	}
+	res := an.Result(strs)
 	if o.headless {
 		m := srv.Meta()
 		m.GPUsPerHost = o.perHost
-		if err := writeReport(stdout, report.Build(an.Result(strs), m, report.Run{DroppedEvents: srv.Dropped(), Export: exported}), o.json, o.text.options()); err != nil {
+		if err := writeReport(stdout, report.Build(res, m, report.Run{DroppedEvents: srv.Dropped(), Export: exported}), o.json, o.text.options()); err != nil {
 			return err
 		}
 		if err := ranksDelivered(srv.Ranks(), stderr); err != nil {
 			return err
 		}
 	}
-	if n := srv.Alerts(); n > 0 {
-		return alertError(fmt.Errorf("%d hang alert(s): a collective was posted by some ranks and not the others (the report lists them)", n))
+	if n := hangFindings(res.Findings); n > 0 {
+		return alertError(fmt.Errorf("%d hang finding(s): a collective posted by some ranks and not the others, ranks waiting on each other, or a rank missing or dead (the report's findings name them)", n))
 	}
 	return o.otlp.check(exported, stderr)
 }
@@ -417,4 +418,21 @@ func pluginCmd(args []string, stdout io.Writer) error {
 Build it (needs cgo and a C compiler) from the xfertop source tree:
   go build -buildmode=c-shared -o %s ./probes/ncclprof
 then run your job with NCCL_PROFILER_PLUGIN=$(xfertop plugin) (see docs/attach.md)`, err, filepath.Join(dir, PluginName)))
+}
+
+// defaultHangTimeout is how long attach lets a collective be posted by some ranks and not the
+// others before the diagnosis calls it a hang: longer than the simulator's 1 s, as a real job's
+// ranks drift apart more (PyTorch's own NCCL timeout is minutes).
+const defaultHangTimeout = 30 * time.Second
+
+// hangFindings counts the findings that say the job stopped: hangs, missing ranks, deadlocks.
+func hangFindings(fs []diagnosis.Finding) int {
+	n := 0
+	for i := range fs {
+		switch fs[i].Kind {
+		case diagnosis.Hang, diagnosis.MissingRank, diagnosis.Deadlock, diagnosis.DeadRank:
+			n++
+		}
+	}
+	return n
 }

@@ -91,7 +91,9 @@ func TestAttachHeadless(t *testing.T) {
 		alert    string
 	}{
 		{"job ends", 2, exitOK, 3, ""},
-		{"hang", 0, exitAlert, 1, "hang: all_reduce #1"},
+		// Rank 0 posts the second and third all-reduces, rank 1 neither: the diagnosis names the
+		// second (the third is queued behind the same hang) and rank 1 as never entering it.
+		{"hang", 0, exitAlert, 1, "all_reduce #2 on communicator 7: 1 ranks waited"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, err := os.MkdirTemp("", "xa")
@@ -131,6 +133,11 @@ func TestAttachHeadless(t *testing.T) {
 				Alerts []struct {
 					Message string `json:"message"`
 				} `json:"alerts"`
+				Findings []struct {
+					Kind     string `json:"kind"`
+					Rank     *int32 `json:"rank"`
+					Evidence string `json:"evidence"`
+				} `json:"findings"`
 			}
 			if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
 				t.Fatalf("report: %v\n%s", err, r.out)
@@ -139,8 +146,19 @@ func TestAttachHeadless(t *testing.T) {
 			if len(rows) != 1 || rows[0].Op != "all_reduce" || rows[0].Ranks != 2 || rows[0].Count != c.count || rows[0].AlgoProto != "Ring_Simple" {
 				t.Errorf("collectives %+v, want %d all_reduce instances over 2 ranks", rows, c.count)
 			}
-			if c.alert != "" && (len(rep.Alerts) != 1 || !strings.Contains(rep.Alerts[0].Message, c.alert)) {
-				t.Errorf("alerts %+v, want one saying %q", rep.Alerts, c.alert)
+			// The verdict is the diagnosis's finding, not an alert of attach's own.
+			if len(rep.Alerts) != 0 {
+				t.Errorf("alerts %+v; want none (hangs are findings)", rep.Alerts)
+			}
+			if c.alert == "" && len(rep.Findings) != 0 {
+				t.Errorf("findings %+v; want none", rep.Findings)
+			}
+			if c.alert != "" {
+				f := rep.Findings
+				if len(f) != 1 || f[0].Kind != "hang" || f[0].Rank == nil || *f[0].Rank != 1 ||
+					!strings.Contains(f[0].Evidence, c.alert) || !strings.Contains(f[0].Evidence, "ranks 1 never entered it") {
+					t.Errorf("findings %+v, want one hang naming rank 1 and saying %q", f, c.alert)
+				}
 			}
 		})
 	}

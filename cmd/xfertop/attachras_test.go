@@ -13,7 +13,7 @@ import (
 
 // TestAttachRAS: attach --ras polls the job's RAS port (a fake one, on loopback, answering a hung
 // job's state) beside the ranks' streams, and the report's findings name the dead rank and the
-// failing one in RAS's communicator, as analyze of the same document does.
+// failing one in RAS's communicator, as analyze of the same document does, and attach exits 3 as for any hang.
 func TestAttachRAS(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "..", "importers", "ras", "testdata", "hang.json"))
 	if err != nil {
@@ -45,8 +45,9 @@ func TestAttachRAS(t *testing.T) {
 	rankStream(t, sock, 0, 2)
 	rankStream(t, sock, 1, 2)
 	r := <-done
-	if r.code != exitOK {
-		t.Fatalf("status %d, stderr %q", r.code, r.err)
+	// RAS says rank 3 is dead and the ranks' counts disagree: a hung job, exit 3 as for any hang.
+	if r.code != exitAlert || !strings.Contains(r.err, "hang finding(s)") {
+		t.Fatalf("status %d, stderr %q; want %d and the hang findings counted", r.code, r.err, exitAlert)
 	}
 	var rep struct {
 		Findings []struct {

@@ -15,6 +15,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/fault"
 	// Checks the driver before gorgonia.org/cu's init can exit the process without a reason.
 	_ "github.com/xfertop/xfertop/engine/cuda/preflight"
 	"github.com/xfertop/xfertop/engine/eventslot"
@@ -57,6 +58,9 @@ type Config struct {
 	// when it creates a communicator, so they apply to every communicator created afterwards.
 	NCCLAlgo  timeline.NCCLAlgo
 	NCCLProto timeline.NCCLProto
+	// Faults are injected by holding back ranks' host threads (faults.go): host_slow and hang
+	// before a collective. New refuses the others (fault.OnRealGPUs).
+	Faults []fault.Fault
 }
 
 type gpu struct {
@@ -161,6 +165,8 @@ type Backend struct {
 	faults  []engine.CommFault // communicators NCCL reported an asynchronous error for
 
 	running running // the ops running on the GPUs, as InFlight reads them
+
+	rankFaults [][]fault.Fault // by rank: the faults acting on its host thread
 }
 
 // barrier is one barrier instance: each rank's stream records an event where it arrives, and every
@@ -186,7 +192,11 @@ type commState struct {
 // New opens every GPU the fit uses and loads the compute kernel on each.
 func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Backend, error) {
 	// The driver was initialised when the program started (engine/cuda/preflight, then gorgonia.org/cu).
-	b := &Backend{cfg: cfg, topo: cfg.Topology, fit: cfg.Fit, sink: sink, strs: strs, streams: make([]streamState, 1),
+	rankFaults, err := bindFaults(cfg.Faults, cfg.Topology)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{rankFaults: rankFaults, cfg: cfg, topo: cfg.Topology, fit: cfg.Fit, sink: sink, strs: strs, streams: make([]streamState, 1),
 		queues: make([][]engine.Command, cfg.Topology.Devices()), comms: map[uint32]*commState{},
 		watchdog: 10 * time.Second, anchorEvery: cmp.Or(cfg.AnchorEvery, defaultAnchorEvery), barriers: map[uint64]*barrier{}, pairs: map[pairKey]*pair{}, graphs: map[graphKey]*rankGraph{}}
 	runtime.LockOSThread()

@@ -79,7 +79,7 @@ func (b *Backend) poll(ctx context.Context) error {
 		}
 		progressed := false
 		kept := pending[:0]
-		for _, f := range pending {
+		for i, f := range pending {
 			use(f.gpu)
 			switch err := f.end.Query(); {
 			case err == nil:
@@ -91,7 +91,7 @@ func (b *Backend) poll(ctx context.Context) error {
 				progressed = true
 			case errors.Is(err, cu.NotReady):
 				if time.Since(f.posted) > b.watchdog {
-					return b.stuck(f)
+					return b.stuck(f, append(kept, pending[i:]...))
 				}
 				kept = append(kept, f)
 			default:
@@ -202,9 +202,11 @@ func (b *Backend) fail(f inflight, err error) {
 
 // stuck ends the run when an op has not finished within the watchdog timeout (a peer that never
 // posted its half hangs an NCCL kernel for ever): its communicators are aborted so the GPU is
-// released, and the alert names the op, the ranks and the bytes.
-func (b *Backend) stuck(f inflight) error {
-	werr := &engine.WatchdogError{Op: engine.OpName(&f.op), OpID: f.op.ID, Rank: f.rank, Peer: f.op.Peer, Bytes: f.op.Bytes, WaitedNs: time.Since(f.posted).Nanoseconds()}
+// released, and the alert names the op, the ranks and the bytes, and for a collective the ranks
+// that never launched it (none of launched, the ops handed over and not finished, is theirs).
+func (b *Backend) stuck(f inflight, launched []inflight) error {
+	werr := &engine.WatchdogError{Op: engine.OpName(&f.op), OpID: f.op.ID, Rank: f.rank, Peer: f.op.Peer, Bytes: f.op.Bytes, WaitedNs: time.Since(f.posted).Nanoseconds(),
+		Missing: neverLaunched(&f.op, launched)}
 	b.mu.Lock()
 	for id, cs := range b.comms {
 		for _, c := range cs.comms {
@@ -222,4 +224,32 @@ func (b *Backend) stuck(f inflight) error {
 	b.resolve(f.op.Future, f.op, f.rank, now, werr)
 	b.err = werr
 	return werr
+}
+
+// neverLaunched lists the ranks of collective op that have no part of it among launched: their
+// host threads never launched it (NCCL finishes a collective on no rank before every rank has
+// launched it, so a part that finished is not missed).
+func neverLaunched(op *engine.StreamOp, launched []inflight) []engine.DeviceID {
+	if op.Kind != engine.OpCollective {
+		return nil
+	}
+	in := map[engine.DeviceID]bool{}
+	for i := range launched {
+		f := &launched[i]
+		if f.op.ID == op.ID && f.op.Kind == engine.OpCollective {
+			in[f.rank] = true
+		}
+		for _, p := range f.op.Parts {
+			if p.ID == op.ID {
+				in[f.rank] = true
+			}
+		}
+	}
+	var out []engine.DeviceID
+	for _, r := range op.Ranks {
+		if !in[r] {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -29,7 +29,12 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 		var err error
 		switch cmd.Kind {
 		case engine.CmdLaunch:
-			err = b.launch(ctx, rank, g, cmd.Op)
+			if b.hangs(rank, &cmd.Op) {
+				return b.hold(ctx, rank, &cmd.Op)
+			}
+			if err = b.delayLaunch(ctx, rank); err == nil {
+				err = b.launch(ctx, rank, g, cmd.Op)
+			}
 		case engine.CmdHostWait:
 			err = b.hostWait(ctx, cmd.Event)
 		case engine.CmdCommInit:
@@ -39,10 +44,15 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 		case engine.CmdGraphLaunch:
 			err = b.graphLaunch(ctx, rank, g, cmd)
 		case engine.CmdBatch:
+			if b.hangs(rank, &cmd.Op) {
+				return b.hold(ctx, rank, &cmd.Op)
+			}
 			batch = append(batch, cmd.Op)
 		case engine.CmdFlush:
 			if len(batch) > 0 {
-				err = b.launch(ctx, rank, g, engine.StreamOp{Kind: engine.OpGroup, Stream: batch[0].Stream, Device: rank, Peer: -1, Parts: batch})
+				if err = b.delayLaunch(ctx, rank); err == nil {
+					err = b.launch(ctx, rank, g, engine.StreamOp{Kind: engine.OpGroup, Stream: batch[0].Stream, Device: rank, Peer: -1, Parts: batch})
+				}
 				batch = nil
 			}
 		}
@@ -51,6 +61,9 @@ func (b *Backend) host(ctx context.Context, rank engine.DeviceID, cmds []engine.
 		}
 	}
 	if len(batch) > 0 {
+		if err := b.delayLaunch(ctx, rank); err != nil {
+			return err
+		}
 		return b.launch(ctx, rank, g, engine.StreamOp{Kind: engine.OpGroup, Stream: batch[0].Stream, Device: rank, Peer: -1, Parts: batch})
 	}
 	return nil

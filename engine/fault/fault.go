@@ -1,11 +1,12 @@
 // Package fault describes the faults a run can inject into the simulated cluster: a degraded or
 // flapping NIC, a slow NVLink port, a throttled GPU, a host slow to launch, PCIe trained down a
-// generation, a rank that hangs before a collective and a rank that never joins its communicator.
+// generation, a rank that hangs before or inside a collective and a rank that never joins its communicator.
 // A fault is written as a comma-separated list of key=value pairs (the --fault flag) or as a
 // mapping in a scenario file's `faults:` list; both go through Parse.
 package fault
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -29,7 +30,7 @@ const (
 	GPUSlow          // a GPU's kernels take 1/factor as long (thermal or power throttling)
 	HostSlow         // a GPU's host thread pays delay more per launch (CPU contention)
 	PCIeGen          // a GPU's PCIe link trained one generation down: half its bandwidth
-	Hang             // a rank never posts its next collective (of op coll, if named) after at
+	Hang             // a rank hangs at its next collective (of op coll, if named) after at: before it (never posts it) or in it
 	MissingRank      // a rank never joins a communicator: its initialisation never completes
 	FabricSlow       // a fabric (switch) link degraded: needs a topology with a fabric
 )
@@ -79,6 +80,29 @@ type Fault struct {
 	Coll   timeline.CollOp
 	// AnyColl is true when a hang names no collective op: the rank's next collective hangs.
 	AnyColl bool
+	// Mode is where a hang stops the rank: before the collective (it never posts it) or in it.
+	Mode HangMode
+}
+
+// HangMode is where a hung rank stops.
+type HangMode uint8
+
+// Hang modes.
+const (
+	// HangBefore: the rank's host thread never posts the collective; the other ranks wait in it
+	// for a rank that never entered it (mode=before, the default).
+	HangBefore HangMode = iota
+	// HangIn: the rank posts the collective and it starts, but its kernel never finishes (a
+	// transfer of it stalls), so the collective never completes on any rank: they are all stuck
+	// inside it (mode=in).
+	HangIn
+)
+
+func (m HangMode) String() string {
+	if m == HangIn {
+		return "in"
+	}
+	return "before"
 }
 
 // Active reports whether the fault is in effect at time t (for a flapping NIC: in its window, down
@@ -148,6 +172,9 @@ func (f Fault) String() string {
 	if f.Kind == Hang && !f.AnyColl {
 		b.WriteString(",coll=" + f.Coll.String())
 	}
+	if f.Kind == Hang && f.Mode != HangBefore {
+		b.WriteString(",mode=" + f.Mode.String())
+	}
 	fmt.Fprintf(&b, ",at=%v", time.Duration(f.At))
 	if f.For > 0 {
 		fmt.Fprintf(&b, ",for=%v", time.Duration(f.For))
@@ -163,7 +190,7 @@ var kindKeys = map[Kind][2][]string{
 	GPUSlow:     {{"host", "gpu", "factor"}, nil},
 	HostSlow:    {{"host", "delay"}, {"gpu"}},
 	PCIeGen:     {{"host", "gpu"}, nil},
-	Hang:        {{"host", "gpu"}, {"coll"}},
+	Hang:        {{"host", "gpu"}, {"coll", "mode"}},
 	MissingRank: {{"host", "gpu"}, nil},
 	FabricSlow:  {{"link", "factor"}, nil},
 }
@@ -291,6 +318,13 @@ func FromMap(kv map[string]string, order []string) (Fault, error) {
 		}
 		f.Coll, f.AnyColl = c, false
 	}
+	switch v := kv["mode"]; v {
+	case "", "before":
+	case "in":
+		f.Mode = HangIn
+	default:
+		return f, fmt.Errorf("mode %q is not a hang mode (before: the rank never posts the collective; in: it posts it and never finishes)", v)
+	}
 	return f, nil
 }
 
@@ -321,4 +355,46 @@ func (f *Fault) Bind(topo engine.Topology) error {
 		return fmt.Errorf("nvlink_slow: topology %s has no NVLink", topo.Name)
 	}
 	return nil
+}
+
+// ErrNotOnRealGPUs is wrapped by OnRealGPUs's errors.
+var ErrNotOnRealGPUs = errors.New("the cuda backend cannot inject it")
+
+// OnRealGPUs reports whether a backend on real GPUs (engine/cuda) can inject the fault honestly,
+// and if not, why. It can hold back a rank's host thread: a host slow to launch (each launch
+// waits delay) and a rank that hangs before a collective (its host thread never launches it).
+// It cannot change what the hardware does.
+func (f *Fault) OnRealGPUs() error {
+	why := ""
+	switch f.Kind {
+	case HostSlow:
+		return nil
+	case Hang:
+		if f.Mode == HangBefore {
+			return nil
+		}
+		why = "a real NCCL kernel cannot be made to stall once every rank has launched it (mode=before can: the rank never launches it)"
+	case NICSlow, NICFlap, NVLinkSlow, PCIeGen, FabricSlow:
+		why = "a real link's rate is the hardware's: it cannot be degraded, flapped or trained down on request"
+	case GPUSlow:
+		why = "a real GPU cannot be throttled on request (its clocks are the driver's; locking them lower needs root and slows every process on it)"
+	case MissingRank:
+		why = "the ranks of one process initialise each communicator together (one NCCL group): one rank cannot be left out of it"
+	default:
+		why = "it is not a fault kind"
+	}
+	return fmt.Errorf("%s: %w: %s", f.Kind, ErrNotOnRealGPUs, why)
+}
+
+// HangsAt reports whether op is (or, a group, holds) the collective a hang fault names.
+func (f *Fault) HangsAt(op *engine.StreamOp) bool {
+	if op.Kind == engine.OpCollective {
+		return f.AnyColl || op.Coll == f.Coll
+	}
+	for i := range op.Parts {
+		if f.HangsAt(&op.Parts[i]) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -15,6 +16,10 @@ func TestParse(t *testing.T) {
 		{spec: "kind=host_slow,host=3,delay=50us,at=1s", want: "kind=host_slow,host=3,delay=50µs,at=1s"},
 		{spec: "kind=pcie_gen,host=0,gpu=2", want: "kind=pcie_gen,host=0,gpu=2,at=0s"},
 		{spec: "kind=hang,host=0,gpu=1,coll=AllReduce", want: "kind=hang,host=0,gpu=1,coll=all_reduce,at=0s"},
+		{spec: "kind=hang,rank=17,coll=all_reduce,mode=in", want: "kind=hang,rank=17,coll=all_reduce,mode=in,at=0s"},
+		{spec: "kind=hang,rank=17,mode=before", want: "kind=hang,rank=17,at=0s"},
+		{spec: "kind=hang,rank=17,mode=after", err: "mode \"after\" is not a hang mode"},
+		{spec: "kind=gpu_slow,rank=1,factor=0.5,mode=in", err: "takes no key \"mode\""},
 		{spec: "kind=missing_rank,host=0,gpu=1", want: "kind=missing_rank,host=0,gpu=1,at=0s"},
 		{spec: "host=1", err: "kind is missing"},
 		{spec: "kind=nic_slow,host=1,nic=0", err: "needs host, nic, factor"},
@@ -50,6 +55,7 @@ func TestParse(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add("kind=nic_slow,host=37,nic=3,factor=0.3,at=2s,for=5s")
 	f.Add("kind=hang,rank=3,coll=all_gather")
+	f.Add("kind=hang,rank=3,mode=in")
 	f.Fuzz(func(t *testing.T, s string) {
 		flt, err := Parse(s)
 		if err != nil {
@@ -59,4 +65,35 @@ func FuzzParse(f *testing.F) {
 			t.Errorf("%q parsed to out-of-range %+v", s, flt)
 		}
 	})
+}
+
+// The cuda backend takes the faults it can make honestly (a slow host's launches, a rank that
+// never launches a collective) and names the others and why.
+func TestOnRealGPUs(t *testing.T) {
+	for _, c := range []struct{ spec, err string }{
+		{spec: "kind=host_slow,host=0,delay=1ms"},
+		{spec: "kind=hang,rank=1,coll=all_reduce"},
+		{spec: "kind=hang,rank=1,mode=in", err: "hang: the cuda backend cannot inject it: a real NCCL kernel cannot be made to stall"},
+		{spec: "kind=nic_slow,host=0,nic=0,factor=0.5", err: "nic_slow: the cuda backend cannot inject it: a real link's rate"},
+		{spec: "kind=nic_flap,host=0,nic=0", err: "a real link's rate"},
+		{spec: "kind=nvlink_slow,rank=1,factor=0.5", err: "a real link's rate"},
+		{spec: "kind=pcie_gen,rank=1", err: "a real link's rate"},
+		{spec: "kind=gpu_slow,rank=1,factor=0.5", err: "gpu_slow: the cuda backend cannot inject it: a real GPU cannot be throttled"},
+		{spec: "kind=missing_rank,rank=1", err: "missing_rank: the cuda backend cannot inject it: the ranks of one process"},
+	} {
+		f, err := Parse(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.OnRealGPUs()
+		if c.err == "" {
+			if err != nil {
+				t.Errorf("%s: %v; want it taken", c.spec, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrNotOnRealGPUs) {
+			t.Errorf("%s: %v; want ErrNotOnRealGPUs saying %q", c.spec, err, c.err)
+		}
+	}
 }

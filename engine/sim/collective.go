@@ -57,6 +57,9 @@ func (s *Sim) arrive(oi int32) {
 		s.peerWait(x)
 		s.op(x).start = s.now
 	}
+	if s.stalls(ii) {
+		return // a rank hung in it: it never completes (its instance stays, as its ops do)
+	}
 	s.startCollective(ii)
 }
 

@@ -166,21 +166,27 @@ func (s *Sim) stuck(d int32, cmd *engine.Command) bool {
 		switch {
 		case f.Kind == fault.MissingRank && cmd.Kind == engine.CmdCommInit:
 			return true
-		case f.Kind == fault.Hang && (cmd.Kind == engine.CmdLaunch || cmd.Kind == engine.CmdBatch) && hangsAt(f, &cmd.Op):
+		case f.Kind == fault.Hang && f.Mode == fault.HangBefore && (cmd.Kind == engine.CmdLaunch || cmd.Kind == engine.CmdBatch) && f.HangsAt(&cmd.Op):
 			return true
 		}
 	}
 	return false
 }
 
-// hangsAt reports whether op is (or, a group, holds) the collective a hang fault names.
-func hangsAt(f *fault.Fault, op *engine.StreamOp) bool {
-	if op.Kind == engine.OpCollective {
-		return f.AnyColl || op.Coll == f.Coll
+// stalls reports whether collective instance ii, all of whose ranks have just posted it, holds a
+// rank hung in it (a hang fault of mode in, in effect now, naming this collective): the rank's
+// part of it never finishes, so the collective, which needs every rank's data, never completes on
+// any of them. Its ops stay running, matched, for ever, and what is queued behind them waits.
+func (s *Sim) stalls(ii int32) bool {
+	if s.flt.byDev == nil {
+		return false
 	}
-	for i := range op.Parts {
-		if hangsAt(f, &op.Parts[i]) {
-			return true
+	for _, x := range s.instPool[ii].ops {
+		o := s.op(x)
+		for _, i := range s.flt.byDev[o.op.Device] {
+			if f := &s.flt.list[i]; f.Kind == fault.Hang && f.Mode == fault.HangIn && f.Active(s.now) && f.HangsAt(&o.op) {
+				return true
+			}
 		}
 	}
 	return false

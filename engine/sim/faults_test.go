@@ -16,6 +16,13 @@ import (
 // faultSim builds a jitter-free simulator of the named topology with the faults given as flags.
 func faultSim(t *testing.T, topo string, specs ...string) (*engine.Client, *timeline.Store, sim.Model) {
 	t.Helper()
+	c, store, m, _ := faultSimulator(t, topo, specs...)
+	return c, store, m
+}
+
+// faultSimulator is faultSim that also returns the simulator, for what is in flight.
+func faultSimulator(t *testing.T, topo string, specs ...string) (*engine.Client, *timeline.Store, sim.Model, *sim.Sim) {
+	t.Helper()
 	tp, err := sim.TopologyByName(topo)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +42,7 @@ func faultSim(t *testing.T, topo string, specs ...string) (*engine.Client, *time
 	if err != nil {
 		t.Fatal(err)
 	}
-	return engine.NewClient(s, store, engine.DefaultOptions()), store, m
+	return engine.NewClient(s, store, engine.DefaultOptions()), store, m, s
 }
 
 // sendTimes runs two concurrent sends of bytes between the hosts of h100x8x2, device 0 → 8 (host 0
@@ -216,6 +223,60 @@ func TestHangAndMissingRank(t *testing.T) {
 	}
 	if err := c.Run(context.Background()); err != nil {
 		t.Errorf("a hang at all_gather stopped an all_reduce: %v", err)
+	}
+}
+
+// A rank hung in a collective (mode=in) posts it, so no rank waits for it to enter; the collective
+// starts and never completes on any rank: nothing the watchdog guards (a wait for a peer) is
+// under way, so the run ends as a deadlock, with every rank's part of it still running and the
+// collective queued behind it never started. Before it (the default), the same fault leaves
+// every other rank waiting for rank 3.
+func TestHangInCollective(t *testing.T) {
+	for _, c := range []struct {
+		spec       string
+		running    int // the all-reduce's parts in flight at the end
+		peerWaits  int
+		wantWdRank bool
+	}{
+		{spec: "kind=hang,rank=3,coll=all_reduce,mode=in", running: 8},
+		{spec: "kind=hang,rank=3,coll=all_reduce", peerWaits: 0, wantWdRank: true},
+	} {
+		cl, store, _, s := faultSimulator(t, "h100x8", c.spec)
+		devs := []engine.DeviceID{0, 1, 2, 3, 4, 5, 6, 7}
+		for _, coll := range []timeline.CollOp{timeline.CollAllReduce, timeline.CollAllGather} {
+			if _, err := cl.Collective(coll, devs, 1<<20, "c"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := cl.Run(context.Background())
+		var wd *engine.WatchdogError
+		var dl *engine.DeadlockError
+		if c.wantWdRank {
+			if !errors.As(err, &wd) || len(wd.Missing) != 1 || wd.Missing[0] != 3 {
+				t.Errorf("%s: run ended with %v; want the watchdog naming rank 3 missing", c.spec, err)
+			}
+			continue
+		}
+		if !errors.As(err, &dl) {
+			t.Fatalf("%s: run ended with %v; want a deadlock (nothing can move)", c.spec, err)
+		}
+		running, waits := 0, 0
+		for _, e := range s.InFlight(nil) {
+			switch {
+			case e.Kind == timeline.KindCollective && timeline.CollOp(e.Sub) == timeline.CollAllReduce:
+				running++
+			case e.Kind == timeline.KindPeerWait:
+				waits++
+			}
+		}
+		if running != c.running || waits != c.peerWaits {
+			t.Errorf("%s: %d all-reduce parts and %d peer waits in flight; want %d and %d", c.spec, running, waits, c.running, c.peerWaits)
+		}
+		for _, e := range store.Events() {
+			if e.Kind == timeline.KindCollective {
+				t.Errorf("%s: a collective completed (%v on device %d); want none", c.spec, timeline.CollOp(e.Sub), e.Device)
+			}
+		}
 	}
 }
 

@@ -99,11 +99,10 @@ func (s *Sim) runningOp(oi int32) (timeline.Event, bool) {
 			}
 			// Launched, waiting for its peers: reported as a peer wait when they come.
 			e := s.opEvent(oi, s.now)
-			e.Kind, e.Sub, e.Start, e.Aux, e.Ranks = timeline.KindPeerWait, 0, o.waitAt, 0, 0
+			e.Kind, e.Start, e.Ranks = timeline.KindPeerWait, o.waitAt, 0
 			e.Peer = int32(o.op.Peer)
-			if o.op.Kind == engine.OpCollective {
-				e.Sub = uint8(o.op.Coll) // which collective it waits in: a hang is named by it
-			}
+			// Which collective it waits in, or send or receive: a hang or deadlock is named by it.
+			e.Sub, e.Aux = peerWaitWhat(&o.op)
 			return e, true
 		}
 	case engine.OpBarrier, engine.OpWaitEvent:

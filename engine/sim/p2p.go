@@ -58,9 +58,24 @@ func (s *Sim) matchP2P(oi int32) {
 func (s *Sim) peerWait(oi int32) {
 	o := s.op(oi)
 	if o.waitAt >= 0 && o.waitAt < s.now {
-		s.emit(timeline.Event{Kind: timeline.KindPeerWait, Start: o.waitAt, End: s.now, Queued: o.queued, Device: int32(o.op.Device),
+		sub, aux := peerWaitWhat(&o.op)
+		s.emit(timeline.Event{Kind: timeline.KindPeerWait, Sub: sub, Aux: aux, Start: o.waitAt, End: s.now, Queued: o.queued, Device: int32(o.op.Device),
 			Peer: int32(o.op.Peer), Stream: uint32(o.op.Stream), Op: o.op.ID, Bytes: o.op.Bytes, Comm: o.op.Comm, Group: o.group,
 			Barrier: o.op.Barrier, Host: s.hostOf(o.op.Device), Priority: int8(s.streams[o.op.Stream].prio)})
 	}
 	o.waitAt = -1
+}
+
+// peerWaitWhat is what a peer wait waits in (timeline.PeerWaitSend): the collective (Sub), or
+// whether a send or a receive (Aux).
+func peerWaitWhat(op *engine.StreamOp) (sub uint8, aux uint32) {
+	switch op.Kind {
+	case engine.OpCollective:
+		return uint8(op.Coll), 0
+	case engine.OpSend:
+		return 0, timeline.PeerWaitSend
+	case engine.OpRecv:
+		return 0, timeline.PeerWaitRecv
+	}
+	return 0, 0
 }

@@ -116,6 +116,15 @@ func (s *Sim) fireWatchdog(oi int32) {
 		xo.status, xo.start = timeline.StatusTimeout, s.now
 		s.emitOp(x)
 	}
+	// The run stops here: the other ops still waiting for their peers waited until now. Their
+	// waits are reported, so that a recording holds who waited on whom when the run stopped (a
+	// replay's diagnosis names the hang, or the wait cycle, as the live run's did).
+	for oi := range s.nOps {
+		o := s.op(int32(oi))
+		if o.live && !o.matched && o.waitAt >= 0 && (o.op.Kind == engine.OpSend || o.op.Kind == engine.OpRecv || o.op.Kind == engine.OpCollective) {
+			s.peerWait(int32(oi))
+		}
+	}
 	s.runErr = werr
 }
 

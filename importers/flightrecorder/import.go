@@ -146,7 +146,7 @@ func (st *state) build(source string) ([]timeline.Event, *kineto.Imported, error
 			epoch = first[i]
 		}
 	}
-	j := join.New(join.Config{Epoch: epoch, HangTimeout: -1})
+	j := join.New(join.Config{Epoch: epoch})
 	strs := j.Strings()
 	var events []timeline.Event
 	devs := 0

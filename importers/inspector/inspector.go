@@ -143,7 +143,7 @@ func (st *state) build(source string) ([]timeline.Event, *kineto.Imported, error
 			epoch = f
 		}
 	}
-	j := join.New(join.Config{Epoch: epoch, HangTimeout: -1})
+	j := join.New(join.Config{Epoch: epoch})
 	members := make([]*join.Member, len(st.procs))
 	for i, p := range st.procs {
 		m := &recordings.Meta{EpochUnixNs: first[i], Extra: map[string]string{

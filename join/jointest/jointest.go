@@ -60,7 +60,7 @@ func WriteRank(t testing.TB, path string, f RankFile) {
 // MergeAll merges the recordings at paths and returns every event, in the merge's order.
 func MergeAll(t testing.TB, paths []string) ([]timeline.Event, *join.Merged) {
 	t.Helper()
-	m, err := join.MergeRecordings(paths, recordings.Options{}, 0)
+	m, err := join.MergeRecordings(paths, recordings.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

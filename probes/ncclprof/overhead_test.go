@@ -75,7 +75,7 @@ func TestHarnessAttachLater(t *testing.T) {
 		}
 	}
 	sink := &collect{}
-	srv := startServer(t, sock, 0, sink)
+	srv := startServer(t, sock, sink)
 	after := 0
 	for sc.Scan() {
 		if strings.HasPrefix(sc.Text(), "coll ") {
@@ -118,7 +118,7 @@ const allReduce1MiBNs = 15_200 + 1<<20*1e9/240e9
 func BenchmarkHarness(b *testing.B) {
 	lib, harness := tools(b)
 	sock := socketPath(b)
-	srv := startServer(b, sock, 0)
+	srv := startServer(b, sock)
 	defer srv.Close()
 	n := max(b.N, 1000)
 	out, err := exec.Command(harness, "-lib", lib, "-rank", "0", "-nranks", "1", "-scenario", "bench", "-iters", fmt.Sprint(n)).CombinedOutput()

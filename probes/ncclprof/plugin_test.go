@@ -20,6 +20,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/attach"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
@@ -108,9 +110,9 @@ func socketPath(t testing.TB) string {
 	return filepath.Join(d, "s")
 }
 
-func startServer(t testing.TB, sock string, hang time.Duration, sinks ...timeline.Sink) *attach.Server {
+func startServer(t testing.TB, sock string, sinks ...timeline.Sink) *attach.Server {
 	t.Helper()
-	srv, err := attach.Start(context.Background(), attach.Config{Addr: attach.Addr{Network: "unix", Address: sock}, HangTimeout: hang}, sinks...)
+	srv, err := attach.Start(context.Background(), attach.Config{Addr: attach.Addr{Network: "unix", Address: sock}}, sinks...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +258,7 @@ func TestHarnessScenarios(t *testing.T) {
 		t.Run(fmt.Sprintf("%s-%dranks-v%s-%s", c.scenario, c.ranks, c.lookup, c.level), func(t *testing.T) {
 			sock := socketPath(t)
 			sink := &collect{}
-			srv := startServer(t, sock, 0, sink)
+			srv := startServer(t, sock, sink)
 			runs := runRanks(t, c.ranks, []string{"XFERTOP_ATTACH=" + sock, "XFERTOP_NCCL_EVENTS=" + c.level},
 				"-scenario", c.scenario, "-iters", "3", "-lookup", c.lookup)
 			waitFor(t, "every rank to end", func() bool { return srv.Quiet(100 * time.Millisecond) })
@@ -360,7 +362,7 @@ func TestHarnessConsoleAbsent(t *testing.T) {
 func TestHarnessUnsupportedVersion(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	sock := socketPath(t)
-	srv := startServer(t, sock, 0)
+	srv := startServer(t, sock)
 	defer srv.Close()
 	// An NCCL whose interfaces are v8 and v1–v3 finds none in this plugin and runs without it.
 	runs := runRanks(t, 1, []string{"XFERTOP_ATTACH=" + sock}, "-lookup", "8,3,2,1")
@@ -377,7 +379,7 @@ func TestHarnessUnknownEventType(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	sock := socketPath(t)
 	sink := &collect{}
-	srv := startServer(t, sock, 0, sink)
+	srv := startServer(t, sock, sink)
 	runs := runRanks(t, 1, []string{"XFERTOP_ATTACH=" + sock}, "-scenario", "unknown", "-iters", "1")
 	waitFor(t, "the rank to end", func() bool { return srv.Quiet(100 * time.Millisecond) })
 	srv.Close()
@@ -399,28 +401,40 @@ func TestHarnessUnknownEventType(t *testing.T) {
 	}
 }
 
-func TestHarnessHangAlert(t *testing.T) {
+// A rank that never posts a collective its peers posted: the peers wait for it (in flight while
+// they run, and handed over as waits ended with the session), and the diagnosis names the hang
+// from those waits, as it does the engine's: attach adds no alert of its own.
+func TestHarnessHangFinding(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	sock := socketPath(t)
 	sink := &collect{}
-	srv := startServer(t, sock, 300*time.Millisecond, sink)
+	an := analysis.New(timeline.Meta{GPUsPerHost: 8})
+	const floor = 300 * time.Millisecond
+	an.SetHangFloor(int64(floor))
+	srv := startServer(t, sock, sink, an)
 	// Rank 2 of 3 never posts the second group's all-reduces (seq 2 and 3).
 	runRanks(t, 3, []string{"XFERTOP_ATTACH=" + sock}, "-scenario", "hang", "-iters", "2")
-	waitFor(t, "a hang alert", func() bool { return srv.Alerts() > 0 })
+	// The waits began before the ranks ended: past the floor from now, they are past it at the
+	// close (a wait, not an assertion on time).
+	time.Sleep(2 * floor)
 	srv.Close()
-	var msgs []string
+	waits := 0
 	for _, e := range sink.events() {
-		if e.Kind == timeline.KindAlert {
-			msgs = append(msgs, srv.Strings().Lookup(e.Label))
-			if e.Status != timeline.StatusTimeout || e.Device != 2 {
-				t.Errorf("alert %+v: want a timeout naming device 2", e)
-			}
+		if e.Kind == timeline.KindAlert && e.Status == timeline.StatusTimeout {
+			t.Errorf("alert %q: attach makes no verdict of its own", srv.Strings().Lookup(e.Label))
+		}
+		if e.Kind == timeline.KindPeerWait && e.Status == timeline.StatusTimeout {
+			waits++
 		}
 	}
-	// One alert for the communicator: the collective queued behind the first is the same hang.
-	if len(msgs) != 1 || !strings.Contains(msgs[0], "all_reduce #2") || !strings.Contains(msgs[0], "posted by ranks 0,1 of 3") ||
-		!strings.HasSuffix(msgs[0], "not posted by ranks 2") {
-		t.Fatalf("hang alerts: %q", msgs)
+	fs := an.Result(srv.Strings()).Findings
+	// One finding for the communicator: the collective queued behind the first is the same hang.
+	if len(fs) != 1 || fs[0].Kind != diagnosis.Hang || fs[0].Rank != 2 || !strings.Contains(fs[0].Evidence, "all_reduce #3 on communicator") ||
+		!strings.Contains(fs[0].Evidence, "2 ranks waited") || !strings.HasSuffix(fs[0].Evidence, "ranks 2 never entered it") || waits != 4 {
+		for _, f := range fs {
+			t.Logf("%s", f.String(8))
+		}
+		t.Fatalf("%d findings, %d waits ended with the session; want one hang naming rank 2 in all_reduce #3, from ranks 0 and 1's 4 waits", len(fs), waits)
 	}
 }
 
@@ -441,7 +455,7 @@ func TestHarnessSlowConsole(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	sock := socketPath(t)
 	sink := &slowSink{until: time.Now().Add(1500 * time.Millisecond)}
-	srv := startServer(t, sock, 0, sink)
+	srv := startServer(t, sock, sink)
 	// A small ring and a burst of all-to-alls: the sender waits on the full socket, the ring fills,
 	// and the callbacks drop and count; the count reaches the console once it reads again.
 	runs := runRanks(t, 4, []string{"XFERTOP_ATTACH=" + sock, "XFERTOP_RING_EVENTS=256", "XFERTOP_FLUSH_TIMEOUT=500"},
@@ -463,7 +477,7 @@ func TestHarnessConsoleKilledMidRun(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	sock := socketPath(t)
 	first := &collect{}
-	srv := startServer(t, sock, 0, first)
+	srv := startServer(t, sock, first)
 	lib, harness := tools(t)
 	cmd := exec.Command(harness, "-lib", lib, "-rank", "0", "-nranks", "1", "-iters", "600", "-pace-us", "5000")
 	cmd.Env = append(os.Environ(), "XFERTOP_ATTACH="+sock)
@@ -476,7 +490,7 @@ func TestHarnessConsoleKilledMidRun(t *testing.T) {
 	srv.Close() // the console dies mid-run
 	time.Sleep(300 * time.Millisecond)
 	second := &collect{}
-	srv2 := startServer(t, sock, 0, second) // and comes back: the plugin reconnects
+	srv2 := startServer(t, sock, second) // and comes back: the plugin reconnects
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the job failed after its console died: %v\n%s", err, out.String())
 	}

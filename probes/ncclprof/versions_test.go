@@ -19,7 +19,7 @@ func job(t *testing.T, n int, env []string, args ...string) ([]timeline.Event, *
 	t.Helper()
 	sock := socketPath(t)
 	sink := &collect{}
-	srv := startServer(t, sock, 0, sink)
+	srv := startServer(t, sock, sink)
 	runs := runRanks(t, n, append([]string{"XFERTOP_ATTACH=" + sock}, env...), args...)
 	waitFor(t, "every rank to end", func() bool { return srv.Quiet(100 * time.Millisecond) })
 	srv.Close()

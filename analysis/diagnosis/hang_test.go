@@ -1,0 +1,115 @@
+package diagnosis
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// comm7 is a stepper whose communicator 7 (ranks 0–3) ran two all-reduces of 50 ms, and whose
+// communicators 8 and 9 hold ranks 3 and 5.
+func comm7() *stepper {
+	s := newStepper(8)
+	for r := int32(0); r < 4; r++ {
+		s.add(timeline.Event{Kind: timeline.KindCommInit, Start: 0, End: 900 * ms, Device: r, Peer: -1, Comm: 7, Ranks: 4})
+	}
+	for _, c := range []uint32{8, 9} {
+		for _, r := range []int32{3, 5} {
+			s.add(timeline.Event{Kind: timeline.KindCommInit, Start: 0, End: 900 * ms, Device: r, Peer: -1, Comm: c, Ranks: 2})
+		}
+	}
+	for op := uint64(1); op <= 2; op++ {
+		for r := int32(0); r < 4; r++ {
+			s.add(timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: 900 * ms, End: 950 * ms, Device: r, Peer: -1, Comm: 7, Op: op, Ranks: 4})
+		}
+	}
+	return s
+}
+
+// running is ranks' parts of all-reduce op 3 on communicator 7, running since at.
+func running(at int64, ranks ...int32) []timeline.Event {
+	var out []timeline.Event
+	for _, r := range ranks {
+		out = append(out, timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: at, End: at + ms, Device: r, Peer: -1, Comm: 7, Op: 3, Ranks: 4})
+	}
+	return out
+}
+
+func p2pWait(at int64, rank, peer int32, aux uint32, op uint64) timeline.Event {
+	return timeline.Event{Kind: timeline.KindPeerWait, Start: at, Device: rank, Peer: peer, Op: op, Comm: 4, Aux: aux}
+}
+
+func collWait(at int64, rank int32, coll timeline.CollOp, comm uint32, op uint64) timeline.Event {
+	return timeline.Event{Kind: timeline.KindPeerWait, Sub: uint8(coll), Start: at, Device: rank, Peer: -1, Op: op, Comm: comm}
+}
+
+// What is in flight tells a rank that never entered a collective from ranks stuck inside one
+// (every rank entered it and none finished), and names a cycle of ranks waiting on each other.
+func TestPendingStuckAndDeadlock(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		inflight []timeline.Event
+		ended    []timeline.Event // waits the watchdog ended
+		now      int64
+		kind     Kind
+		stuck    int
+		cycle    []int32
+		evidence string
+	}{
+		{name: "running, not yet stuck", now: 1900 * ms, inflight: running(1000*ms, 0, 1, 2, 3)},
+		{name: "all stuck inside", now: 2100 * ms, inflight: running(1000*ms, 0, 1, 2, 3), kind: Hang, stuck: 4,
+			evidence: "all_reduce #3 on communicator 7: ranks 0, 1, 2, 3 entered it and are stuck inside: none finished in 1.00 s; no rank is missing from it"},
+		{name: "waits behind ranks stuck inside are not the root", now: 2100 * ms,
+			inflight: append(running(1000*ms, 0, 1, 2, 3), collWait(1000*ms, 5, timeline.CollAllGather, 8, 40)), kind: Hang, stuck: 4,
+			evidence: "are stuck inside"},
+		{name: "recv cycle", now: 2100 * ms,
+			inflight: []timeline.Event{p2pWait(1000*ms, 3, 5, timeline.PeerWaitRecv, 10), p2pWait(1000*ms, 5, 3, timeline.PeerWaitRecv, 11)},
+			kind:     Deadlock, cycle: []int32{3, 5},
+			evidence: "ranks 3 → 5 → 3 wait on each other: rank 3 in recv from 5 (op 10, communicator 4); rank 5 in recv from 3 (op 11, communicator 4)"},
+		{name: "recv cycle, young", now: 1500 * ms,
+			inflight: []timeline.Event{p2pWait(1000*ms, 3, 5, timeline.PeerWaitRecv, 10), p2pWait(1000*ms, 5, 3, timeline.PeerWaitRecv, 11)}},
+		{name: "stages waiting on each other's sends while more is under way: no cycle of its own", now: 2100 * ms,
+			inflight: []timeline.Event{p2pWait(1000*ms, 3, 5, timeline.PeerWaitRecv, 10), p2pWait(1000*ms, 5, 3, timeline.PeerWaitRecv, 11),
+				{Kind: timeline.KindEventWait, Start: 1000 * ms, Device: 5, Peer: -1}}},
+		{name: "collectives in opposite orders", now: 2100 * ms,
+			inflight: []timeline.Event{collWait(1000*ms, 5, timeline.CollAllReduce, 8, 20), collWait(1000*ms, 3, timeline.CollAllGather, 9, 21)},
+			kind:     Deadlock, cycle: []int32{3, 5},
+			evidence: "ranks 3 → 5 → 3 wait on each other: rank 3 in all_gather #1 on communicator 9, waiting for 5; rank 5 in all_reduce #1 on communicator 8, waiting for 3"},
+		{name: "cycle with a wait the watchdog ended", now: 2100 * ms,
+			inflight: []timeline.Event{p2pWait(1000*ms, 5, 3, timeline.PeerWaitSend, 11)},
+			ended:    []timeline.Event{p2pWait(1000*ms, 3, 5, timeline.PeerWaitRecv, 10)},
+			kind:     Deadlock, cycle: []int32{3, 5}, evidence: "rank 3 in recv from 5 (op 10, communicator 4); rank 5 in send to 3 (op 11, communicator 4)"},
+		{name: "a chain is no cycle", now: 2100 * ms,
+			inflight: []timeline.Event{p2pWait(1000*ms, 3, 5, timeline.PeerWaitRecv, 10), p2pWait(1000*ms, 5, 6, timeline.PeerWaitRecv, 11)},
+			kind:     Hang, evidence: "send/recv op 11 on communicator 4: 1 ranks waited 1.00 s in it; ranks 6 never entered it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := comm7()
+			for _, e := range c.ended {
+				e.End, e.Status = 1500*ms, timeline.StatusTimeout
+				s.add(e)
+			}
+			got := s.d.Pending(c.now, c.inflight)
+			if c.kind == 0 {
+				if len(got) != 0 {
+					t.Fatalf("%+v; want no finding", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Kind != c.kind || got[0].StuckN != c.stuck || !strings.Contains(got[0].Evidence, c.evidence) {
+				t.Fatalf("%+v; want one %s with %d ranks stuck inside saying %q", got, c.kind, c.stuck, c.evidence)
+			}
+			f := got[0]
+			if c.cycle != nil && (len(f.Cycle) != len(c.cycle) || f.Cycle[0] != c.cycle[0] || f.Cycle[1] != c.cycle[1] || f.Culprit(8) != "ranks 3 → 5 → 3") {
+				t.Errorf("cycle %v (%s); want %v", f.Cycle, f.Culprit(8), c.cycle)
+			}
+			if c.stuck > 0 && (f.Rank != -1 || f.Host != 0 || f.MissingN != 0 || f.At != 2000*ms) {
+				t.Errorf("%+v; want no rank named, host 0, no missing rank, found at 2 s", f)
+			}
+			if again := s.d.Pending(c.now+ms, c.inflight); len(again) != 0 {
+				t.Errorf("reported twice: %+v", again)
+			}
+		})
+	}
+}
