@@ -141,6 +141,9 @@ type decoder struct {
 	h       header
 	onEvent func(e *rawEvent, h *header) error
 	// seenEvents is set once traceEvents is read: a JSON object without it is no trace.
+	// slowOnly turns the fast path (fast.go) off, for the tests that compare the two.
+	slowOnly   bool
+	slowEvents *int // counts the events read the general way, for a test
 	seenEvents bool
 	// Method values made once, so that reading an event allocates nothing.
 	eventField, argField, xfrField func(key []byte)
@@ -172,8 +175,13 @@ func decode(name string, r io.Reader, opts Options, onEvent func(e *rawEvent, h 
 	}
 	defer done()
 	d := &decoder{s: newScanner(name, src, opts.MaxTokenBytes), floats: opts.LikeHTA, onEvent: onEvent}
+	return d.run()
+}
+
+// run reads the trace.
+func (d *decoder) run() (*header, error) {
 	d.eventField, d.argField, d.xfrField = d.readEventField, d.readArgField, d.readXfrField
-	s := d.s
+	s, name := d.s, d.s.name
 	s.object(d.readTopField)
 	if s.err == nil {
 		if s.peek(); s.more() {
@@ -210,7 +218,12 @@ func (d *decoder) readEvents() {
 	s := d.s
 	var i int64
 	s.array(func() {
-		d.event(i)
+		if d.slowOnly || !d.fastEvent(i) {
+			if d.slowEvents != nil {
+				*d.slowEvents++
+			}
+			d.event(i)
+		}
 		if s.err == nil {
 			if err := d.onEvent(&d.ev, &d.h); err != nil {
 				s.err = err
@@ -395,12 +408,32 @@ func (d *decoder) readArgField(key []byte) {
 	}
 }
 
-// dtypeName returns the dtypes xfertop knows without allocating; others are not needed.
+// dtypeName returns the dtypes xfertop knows (the keys of dtypeSize) without allocating; others
+// are not needed. A switch, not a walk over the map: every collective kernel has a dtype.
 func dtypeName(b []byte) string {
-	for k := range dtypeSize {
-		if k == string(b) {
-			return k
-		}
+	switch string(b) {
+	case "Float":
+		return "Float"
+	case "float":
+		return "float"
+	case "Half":
+		return "Half"
+	case "BFloat16":
+		return "BFloat16"
+	case "Double":
+		return "Double"
+	case "Int":
+		return "Int"
+	case "Long":
+		return "Long"
+	case "Byte":
+		return "Byte"
+	case "Char":
+		return "Char"
+	case "Bool":
+		return "Bool"
+	case "Float8_e4m3fn":
+		return "Float8_e4m3fn"
 	}
 	return ""
 }
