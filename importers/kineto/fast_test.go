@@ -39,7 +39,7 @@ func FuzzFastPath(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[ {} , { "ph" : "i" , "name":"a\"b\\u0041","s":"t\/\b\f\n\r\t\u00e9","ts":1e3,"dur":01} ]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":1},{"cat":"x","ts":1-2},{"ts":1.},{"ts":1e},{"args":{"xfertop":{"k":5,"s":0,"e":1000,"l":"k"}}},{"name":"\ud83d\ude00"},{"a":tru},{"a":[1,]},{"a":{"b":1,}},{"args":{"bytes":99999999999999999999,"device":-9223372036854775808,"stream":+1}}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","ts":1,"dur":2,"name":"n","name":"m","args":{"device":1},"args":{"stream":2,"device":"x"}}]}`))
-	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":7,"tid":7,"ts":1682725898079292,"dur":8,"args":{"External id":1,"Input Dims":[[2048,1024],[1024,4096]],"Input type":["float","float"]}},`+"\n"+
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":7,"tid":7,"ts":1682725898079292,"dur":8,"args":{"External id":1,"Input Dims":[[2048,1024],[1024,4096]],"Input type":["float","float"]}},` + "\n" +
 		`{"ph":"X","cat":"kernel","name":"ampere_sgemm_128x64_nn","pid":0,"tid":7,"ts":1682725898079298.250,"dur":15.5,"args":{"External id":1,"queued":0,"device":0,"context":1,"stream":7,"correlation":1,"blocks per SM":4.8,"grid":[32,16,1],"est. achieved occupancy %":12}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, opts := range []Options{{}, {MaxTokenBytes: 5}, {LikeHTA: true}} {
