@@ -2,11 +2,12 @@ package kineto
 
 import (
 	"bufio"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/xfertop/xfertop/importers/chrome"
 )
