@@ -275,8 +275,25 @@ func (d *decoder) event(index int64) {
 		s.fail("a trace event must be an object")
 		return
 	}
-	*e = rawEvent{Index: index, Name: e.Name[:0], Pid: e.Pid[:0], Tid: e.Tid[:0], Args: rawArgs{Xfertop: chrome.Args{L: e.Args.Xfertop.L[:0]}}}
+	e.reset(index)
 	s.object(d.eventField)
+}
+
+// reset empties the event for the one at index, keeping its slices' arrays: it is
+// *e = rawEvent{Index: index, Name: e.Name[:0], ...} (TestRawEventReset), field by field, since
+// assigning the whole struct, pointers and all, cost a tenth of reading an event.
+func (e *rawEvent) reset(index int64) {
+	e.Index, e.Ph, e.Cat = index, 0, ""
+	e.Name, e.Pid, e.Tid = e.Name[:0], e.Pid[:0], e.Tid[:0]
+	e.Ts, e.Dur, e.TsF, e.DurF = 0, 0, 0, 0
+	e.HasTs, e.HasDur, e.BadTs, e.BadDur = false, false, false, false
+	a := &e.Args
+	if a.Has&hasXfertop != 0 || a.DType != "" {
+		*a = rawArgs{Xfertop: chrome.Args{L: a.Xfertop.L[:0]}}
+		return
+	}
+	a.Has, a.Bad = 0, 0
+	a.Device, a.Stream, a.Correlation, a.Bytes, a.InNelems, a.OutNelems, a.GroupSize = 0, 0, 0, 0, 0, 0, 0
 }
 
 // readEventField reads one field of an event. The key is decided on before anything else is read: the

@@ -2,10 +2,9 @@ package kineto
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"strconv"
-
-	"github.com/xfertop/xfertop/importers/chrome"
 )
 
 // The fast path of the decoder: a trace event read straight from the scanner's window, by index,
@@ -37,7 +36,7 @@ func (d *decoder) fastEvent(index int64) bool {
 		return false
 	}
 	i++
-	*e = rawEvent{Index: index, Name: e.Name[:0], Pid: e.Pid[:0], Tid: e.Tid[:0], Args: rawArgs{Xfertop: chrome.Args{L: e.Args.Xfertop.L[:0]}}}
+	e.reset(index)
 	first := true
 	for {
 		for i < len(b) && isSpace(b[i]) {
@@ -196,11 +195,18 @@ func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
 		}
 		return end, true
 	case fieldTs, fieldDur:
-		v0, v1, end, ok := d.fastScalar(b, i)
-		if !ok {
-			return 0, false
+		ns, ok, end, read := d.fastTime(b, i)
+		if !read {
+			var v0, v1 int
+			if v0, v1, end, read = d.fastScalar(b, i); !read {
+				return 0, false
+			}
+			ns, ok = parseNs(b[v0:v1])
 		}
-		ns, ok := parseNs(b[v0:v1])
+		v0, v1 := i, end
+		if b[i] == '"' {
+			v0, v1 = i+1, end-1
+		}
 		var f float64
 		if ok && d.floats {
 			f, _ = strconv.ParseFloat(string(b[v0:v1]), 64)
@@ -370,6 +376,61 @@ func (d *decoder) fastScalar(b []byte, i int) (v0, v1, end int, ok bool) {
 		return i, end, end, ok
 	}
 	return 0, 0, 0, false
+}
+
+// fastTime reads the JSON number of microseconds at b[i] into ns as parseNs does (ok false where
+// parseNs refuses it), checking its grammar as fastNumber does, in one pass, and returns the
+// index after it. A string, a number with an exponent, or anything fastNumber would not take is
+// not read (read false): the caller goes the longer way.
+func (d *decoder) fastTime(b []byte, i int) (ns int64, ok bool, end int, read bool) {
+	j := i
+	neg := j < len(b) && b[j] == '-'
+	if neg {
+		j++
+	}
+	var whole, frac int64
+	over := false
+	switch {
+	case j >= len(b):
+		return 0, false, 0, false
+	case b[j] == '0':
+		j++
+	case b[j] >= '1' && b[j] <= '9':
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			if whole > (math.MaxInt64-9)/10/1000 {
+				over = true
+			}
+			whole = whole*10 + int64(b[j]-'0')
+			j++
+		}
+	default:
+		return 0, false, 0, false
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		k := j
+		for mult := int64(100); j < len(b) && b[j] >= '0' && b[j] <= '9'; j++ {
+			frac += int64(b[j]-'0') * mult
+			mult /= 10
+		}
+		if j == k {
+			return 0, false, 0, false
+		}
+	}
+	if j >= len(b) || j-i > d.s.maxToken {
+		return 0, false, 0, false
+	}
+	if c := b[j]; (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+		return 0, false, 0, false // an exponent (strconv's), or a byte the general path reports
+	}
+	if over {
+		return 0, false, j, true
+	}
+	ns = whole*1000 + frac
+	if neg {
+		ns = -ns
+	}
+	return ns, true, j, true
 }
 
 // fastNumber reads the JSON number at b[i] and returns the index after it. The number must end

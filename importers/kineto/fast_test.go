@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -38,6 +39,7 @@ func FuzzFastPath(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce","pid":0,"tid":"stream 7","ts":"12.5","dur":-1,"args":{"In msg nelems":"10","dtype":"Float","Group size":8.0,"stream":true,"device":[1],"Input Dims":[[2048,1024],[]],"x":{"a":{},"b":[null,false,true,-0.5e+3]}}}]}`))
 	f.Add([]byte(`{"traceEvents":[ {} , { "ph" : "i" , "name":"a\"b\\u0041","s":"t\/\b\f\n\r\t\u00e9","ts":1e3,"dur":01} ]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":1},{"cat":"x","ts":1-2},{"ts":1.},{"ts":1e},{"args":{"xfertop":{"k":5,"s":0,"e":1000,"l":"k"}}},{"name":"\ud83d\ude00"},{"a":tru},{"a":[1,]},{"a":{"b":1,}},{"args":{"bytes":99999999999999999999,"device":-9223372036854775808,"stream":+1}}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ts":-0,"dur":0.0001},{"ts":-12.5,"dur":1.23456},{"ts":9223372036854775,"dur":9223372036854},{"ts":99999999999999999999},{"ts":0,"dur":-0.5},{"ts":"7.25","dur":"x"},{"ts":1E+2,"dur":2e-3}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","ts":1,"dur":2,"name":"n","name":"m","args":{"device":1},"args":{"stream":2,"device":"x"}}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":7,"tid":7,"ts":1682725898079292,"dur":8,"args":{"External id":1,"Input Dims":[[2048,1024],[1024,4096]],"Input type":["float","float"]}},` + "\n" +
 		`{"ph":"X","cat":"kernel","name":"ampere_sgemm_128x64_nn","pid":0,"tid":7,"ts":1682725898079298.250,"dur":15.5,"args":{"External id":1,"queued":0,"device":0,"context":1,"stream":7,"correlation":1,"blocks per SM":4.8,"grid":[32,16,1],"est. achieved occupancy %":12}}]}`))
@@ -149,6 +151,37 @@ func TestStrStop(t *testing.T) {
 						t.Fatalf("strStop(%q) = %d; want %d", b, got, want)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestRawEventReset: an event read after others is read as it is alone, on both paths: nothing of
+// the one before it is left over (reset empties field by field, and fully after an export's args
+// or a dtype).
+func TestRawEventReset(t *testing.T) {
+	events := []string{
+		`{"ph":"X","name":"k","ts":0,"dur":1,"args":{"xfertop":{"k":5,"s":0,"e":1000,"l":"k","b":7,"d":2}}}`,
+		`{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce","pid":0,"tid":7,"ts":1.5,"dur":2,"args":{"device":0,"stream":7,"correlation":3,"In msg nelems":10,"Out msg nelems":20,"dtype":"Float","Group size":8,"bytes":4}}`,
+		`{}`,
+		`{"ph":"X","cat":"kernel","name":"k","ts":"x","dur":true,"args":{"device":"d","stream":[1],"correlation":1.5}}`,
+		`{"ph":"i","name":"e","pid":"p","tid":"t","ts":3}`,
+		`{"args":{"xfertop":{"k":1}}}`,
+		`{"name":"last"}`,
+	}
+	for _, slow := range []bool{true, false} {
+		all, _, err := decodeAll([]byte(`{"traceEvents":[`+strings.Join(events, ",")+`]}`), Options{LikeHTA: true}, slow)
+		if err != nil || len(all) != len(events) {
+			t.Fatalf("slow=%v: %d events, %v", slow, len(all), err)
+		}
+		for i, ev := range events {
+			alone, _, err := decodeAll([]byte(`{"traceEvents":[`+ev+`]}`), Options{LikeHTA: true}, slow)
+			if err != nil || len(alone) != 1 {
+				t.Fatalf("%s: %v", ev, err)
+			}
+			alone[0].Index = int64(i)
+			if !reflect.DeepEqual(normal(all[i]), normal(alone[0])) {
+				t.Errorf("slow=%v: event %d read after the others:\n%+v\nalone:\n%+v", slow, i, all[i], alone[0])
 			}
 		}
 	}
