@@ -162,8 +162,8 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkThroughput measures what the goal is stated in: megabytes of uncompressed JSON
-// per CPU second (process CPU time, collector included), on the large synthetic traces of
+// BenchmarkThroughput measures the import in the unit its goal is stated in: megabytes of JSON
+// (uncompressed) per CPU second (process CPU time, collector included), on the large traces of
 // writeLargeTrace (200,000 units, 800,000 trace events, 127 MB; in start order and shuffled) and on
 // syntheticKineto's (1,000 steps, 321,000 trace events with the shapes and occupancy args a real
 // trace carries, 75 MB), read from memory:
