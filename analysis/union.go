@@ -65,6 +65,16 @@ func (u *intervalSet) length() int64 { return u.n }
 
 // first returns the index of the first interval that ends after t.
 func (u *intervalSet) first(t int64) int {
+	// Ops arrive near the end of the set, as add finds: look at the last two intervals before
+	// searching (the ends increase, so the answer is the first whose end passes t).
+	ivs := u.ivs
+	n := len(ivs)
+	if n == 0 || ivs[n-1].End <= t {
+		return n
+	}
+	if n == 1 || ivs[n-2].End <= t {
+		return n - 1
+	}
 	i, _ := slices.BinarySearchFunc(u.ivs, t, func(iv timeline.Interval, t int64) int {
 		if iv.End <= t {
 			return -1

@@ -50,7 +50,11 @@ type Diagnosis struct {
 	oCnt    [][]int32
 	oBase   []float64 // per class, the lowest peer median of earlier steps (0: none)
 	keyList []opKey
-	pairs   map[pairKey]pairAcc
+	// lastKey and lastSlot remember the class of the last op: a collective's ranks report one
+	// after another, so most ops need no lookup in keys (slots are never taken back).
+	lastKey  opKey
+	lastSlot int32 // -1: none yet
+	pairs    map[pairKey]pairAcc
 	// barriers are this step's barrier instances by op id.
 	barriers map[uint64]*barrierInst
 	// Dropped counts events not compared: past the bounds on ranks, labels or classes.
@@ -136,7 +140,7 @@ type commInfo struct {
 
 // New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
 func New(gpusPerHost int) *Diagnosis {
-	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
+	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, lastSlot: -1, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
 		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs()}
 }
 
@@ -297,7 +301,10 @@ func (d *Diagnosis) addOp(e *timeline.Event) {
 	if e.Kind != timeline.KindCollective {
 		k.sub, k.ranks = 0, 2
 	}
-	slot, ok := d.keys[k]
+	slot, ok := d.lastSlot, d.lastSlot >= 0 && k == d.lastKey
+	if !ok {
+		slot, ok = d.keys[k]
+	}
 	if !ok {
 		if len(d.keys) >= maxKeys {
 			d.Dropped++
@@ -308,6 +315,7 @@ func (d *Diagnosis) addOp(e *timeline.Event) {
 		d.keyList = append(d.keyList, k)
 		d.oSum, d.oCnt, d.oBase = append(d.oSum, nil), append(d.oCnt, nil), append(d.oBase, 0)
 	}
+	d.lastKey, d.lastSlot = k, slot
 	if e.Kind != timeline.KindCollective {
 		// A send or receive is compared per peer: a rank whose transfers with one peer are slow
 		// and with another are not is slow in those alone (a pipeline's middle stage next to a

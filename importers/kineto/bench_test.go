@@ -161,3 +161,114 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkThroughput measures the import in the unit its goal is stated in: megabytes of JSON
+// (uncompressed) per CPU second (process CPU time, collector included), on the large traces of
+// writeLargeTrace (200,000 units, 800,000 trace events, 127 MB; in start order and shuffled) and on
+// syntheticKineto's (1,000 steps, 321,000 trace events with the shapes and occupancy args a real
+// trace carries, 75 MB), read from memory:
+//
+//   - decode: the scanner alone, every event read and handed to a callback that keeps nothing;
+//
+//   - stream: the whole streaming import (Stream's path: scanner, conversion, sort, output), the
+//     events counted and dropped;
+//
+//   - gunzip: decompressing the same JSON gzipped (compress/gzip's output at the default level),
+//     measured apart from the import, with the decompressor the importer uses
+//     (klauspost/compress), and gunzip-stdlib with compress/gzip's, the one it used before.
+//
+//     go test -run XXX -bench Throughput -benchtime 3x -cpu 1 ./importers/kineto/
+func BenchmarkThroughput(b *testing.B) {
+	traces := []struct {
+		name string
+		data func() []byte
+	}{
+		{"large-in-order", func() []byte { return largeTraceBytes(b, 200_000, 1) }},
+		{"large-shuffled", func() []byte { return largeTraceBytes(b, 200_000, 1<<20) }},
+		{"synthetic", func() []byte { return syntheticKineto(1000) }},
+	}
+	for _, tr := range traces {
+		data := tr.data()
+		report := func(b *testing.B, cpu time.Duration) {
+			b.ReportMetric(float64(len(data))*float64(b.N)/cpu.Seconds()/1e6, "MB/cpu-s")
+			b.SetBytes(int64(len(data)))
+		}
+		b.Run(tr.name+"/decode", func(b *testing.B) {
+			var cpu time.Duration
+			for b.Loop() {
+				runtime.GC()
+				c0 := cpuTime()
+				n := 0
+				if _, err := decode("t.json", bytes.NewReader(data), Options{}, func(*rawEvent, *header) error { n++; return nil }); err != nil {
+					b.Fatal(err)
+				}
+				cpu += cpuTime() - c0
+			}
+			report(b, cpu)
+		})
+		b.Run(tr.name+"/stream", func(b *testing.B) {
+			dir := b.TempDir()
+			var cpu time.Duration
+			for b.Loop() {
+				runtime.GC()
+				c0 := cpuTime()
+				n := 0
+				_, err := stream([]source{readerSource("t.json", bytes.NewReader(data))}, Options{TempDir: dir},
+					func(*Imported) error { return nil }, func(evs []timeline.Event) error { n += len(evs); return nil })
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu += cpuTime() - c0
+			}
+			report(b, cpu)
+		})
+		b.Run(tr.name+"/gunzip", func(b *testing.B) {
+			var gz bytes.Buffer
+			zw := gzip.NewWriter(&gz)
+			zw.Write(data)
+			zw.Close()
+			var cpu time.Duration
+			for b.Loop() {
+				c0 := cpuTime()
+				src, done, err := openStream("t.json.gz", bytes.NewReader(gz.Bytes()), DefaultMaxInputBytes)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.Copy(io.Discard, src); err != nil {
+					b.Fatal(err)
+				}
+				done()
+				cpu += cpuTime() - c0
+			}
+			report(b, cpu)
+		})
+		b.Run(tr.name+"/gunzip-stdlib", func(b *testing.B) {
+			var gz bytes.Buffer
+			zw := gzip.NewWriter(&gz)
+			zw.Write(data)
+			zw.Close()
+			var cpu time.Duration
+			for b.Loop() {
+				c0 := cpuTime()
+				zr, err := gzip.NewReader(bytes.NewReader(gz.Bytes()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.Copy(io.Discard, zr); err != nil {
+					b.Fatal(err)
+				}
+				cpu += cpuTime() - c0
+			}
+			report(b, cpu)
+		})
+	}
+}
+
+// largeTraceBytes is writeLargeTrace's trace in memory.
+func largeTraceBytes(b testing.TB, n, block int) []byte {
+	var buf bytes.Buffer
+	if err := writeLargeTrace(&buf, n, block); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
+}

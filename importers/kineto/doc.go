@@ -15,7 +15,10 @@
 // resolved by correlation id as the events go out, in a window and a table of the last 65,536
 // runtime calls; a GPU op whose call was forgotten is counted in a warning.
 //
-// Input that is not JSON fails at its first invalid byte, naming the file and the offset; Options
+// An event is read straight from the window by a fast path (fast.go) when all of it is there and
+// holds nothing unusual; anything else is read again from its first byte by the general scanner,
+// which reads the same events and reports every error. Input that is not JSON fails at its first
+// invalid byte, naming the file and the offset; Options
 // bound the JSON read per file and the length of one token (LimitError). Numbers out of range are
 // named in Imported.Warnings and never reach a total. Options.LikeHTA selects and rounds as
 // Holistic Trace Analysis does by default.

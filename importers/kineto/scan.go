@@ -674,6 +674,26 @@ func parseNs(num []byte) (int64, bool) {
 
 // parseInt reads an integer (or a string holding one, such as Kineto's "stream 7" thread names).
 func parseInt(b []byte) (int64, bool) {
+	// Plain decimal integers, what traces hold, without strconv's string: up to 18 digits cannot
+	// overflow, and an optional minus is all strconv would accept besides a plus.
+	if i := 0; len(b) > 0 && len(b) <= 19 {
+		neg := b[0] == '-'
+		if neg {
+			i = 1
+		}
+		if i < len(b) && len(b)-i <= 18 {
+			var v int64
+			for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+				v = v*10 + int64(b[i]-'0')
+			}
+			if i == len(b) {
+				if neg {
+					v = -v
+				}
+				return v, true
+			}
+		}
+	}
 	if v, err := strconv.ParseInt(string(b), 10, 64); err == nil {
 		return v, true
 	}

@@ -147,3 +147,21 @@ func TestRunReadBack(t *testing.T) {
 		})
 	}
 }
+
+// TestCorrHome: a file's consecutive correlation ids keep to neighbouring slots in runs of 16
+// (lookups walk the table in order), and the runs of two files, or of far apart ids, spread.
+func TestCorrHome(t *testing.T) {
+	var tab corrTable
+	for base := uint64(0); base < 1<<20; base += 16 * 997 {
+		base -= base % 16
+		h := tab.home(3, base)
+		for i := range uint64(16) {
+			if got := tab.home(3, base+i); got != h+int(i) {
+				t.Fatalf("home(3, %d) = %d; want %d (the run's first %d + %d)", base+i, got, h+int(i), h, i)
+			}
+		}
+		if tab.home(4, base) == h && tab.home(3, base+16) == h+16 {
+			t.Fatalf("runs at %d: another file's and the next run's homes follow on", base)
+		}
+	}
+}

@@ -99,23 +99,35 @@ func (q *Heap[T]) Pop(out *T) {
 		q.free = append(q.free, slot)
 		return
 	}
+	// Bottom-up: the hole at the root goes down to a leaf by the smaller child (one comparison a
+	// level), then the last entry rises from there; it nearly always belongs near the bottom, so
+	// this takes about half the comparisons of sifting it down from the root (two a level).
 	h := q.h
 	top, n := h[0], len(h)-1
-	h[0] = h[n]
+	last := h[n]
 	h = h[:n]
-	for i := 0; ; {
-		l, small := 2*i+1, i
-		if l < n && h[l].key.Before(h[small].key) {
-			small = l
-		}
-		if r := l + 1; r < n && h[r].key.Before(h[small].key) {
-			small = r
-		}
-		if small == i {
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
 			break
 		}
-		h[i], h[small] = h[small], h[i]
-		i = small
+		if r := l + 1; r < n && h[r].key.Before(h[l].key) {
+			l = r
+		}
+		h[i] = h[l]
+		i = l
+	}
+	for i > 0 {
+		p := (i - 1) / 2
+		if !last.key.Before(h[p].key) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	if n > 0 {
+		h[i] = last
 	}
 	q.h = h
 	*out = q.slots[top.slot]

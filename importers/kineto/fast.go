@@ -1,0 +1,656 @@
+package kineto
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"strconv"
+)
+
+// The fast path of the decoder: a trace event read straight from the scanner's window, by index,
+// with no call per byte and no refill. It takes only what it can read to the same result as the
+// general path (decoder.event over the scanner): the whole event in the window, strings without
+// control characters, tokens within the limit, containers nested a few levels deep, the fields
+// of the types profilers write. On anything else (the window's end, an xfertop export's args, a
+// value of an odd type, any byte that is not JSON) it gives up having consumed nothing and
+// changed nothing the general path does not reset, and the general path reads the event again
+// from its first byte: so its errors, offsets and limits stay those of the general path, and
+// FuzzFastPath checks that both read the same events.
+
+// fastDepth is how deeply a value the fast path skips may nest; deeper ones go the general way.
+const fastDepth = 32
+
+// isSpace tells JSON's white space.
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+// fastEvent reads the event at the window's next non-space byte into d.ev, reporting whether it
+// did; when it did not, the scanner has not moved.
+func (d *decoder) fastEvent(index int64) bool {
+	s, e := d.s, &d.ev
+	b := s.buf
+	i := s.pos
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i++
+	e.reset(index)
+	first := true
+	for {
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i >= len(b) {
+			return false
+		}
+		if first && b[i] == '}' {
+			s.pos = i + 1
+			return true
+		}
+		first = false
+		field, next, ok := d.fastEventKey(b, i)
+		if !ok {
+			return false
+		}
+		i = next
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i >= len(b) {
+			return false
+		}
+		if i, ok = d.fastEventField(b, field, i); !ok {
+			return false
+		}
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case '}':
+			s.pos = i + 1
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// Fields of a trace event that the decoder reads.
+const (
+	fieldOther = iota
+	fieldPh
+	fieldCat
+	fieldName
+	fieldPid
+	fieldTid
+	fieldTs
+	fieldDur
+	fieldArgs
+)
+
+// eventField tells which of the fields the decoder reads a key names.
+func eventField(key []byte) int {
+	switch string(key) {
+	case "ph":
+		return fieldPh
+	case "cat":
+		return fieldCat
+	case "name":
+		return fieldName
+	case "pid":
+		return fieldPid
+	case "tid":
+		return fieldTid
+	case "ts":
+		return fieldTs
+	case "dur":
+		return fieldDur
+	case "args":
+		return fieldArgs
+	}
+	return fieldOther
+}
+
+// fastEventKey reads the event's key at b[i] and its colon, and tells which field it names: the
+// keys profilers write are matched with their quotes and colon at once, without a scan.
+func (d *decoder) fastEventKey(b []byte, i int) (field, next int, ok bool) {
+	if len(b)-i >= 6 && b[i] == '"' {
+		var key string
+		switch b[i+1] {
+		case 'p':
+			key, field = `"ph":`, fieldPh
+			if b[i+2] == 'i' {
+				key, field = `"pid":`, fieldPid
+			}
+		case 'c':
+			key, field = `"cat":`, fieldCat
+		case 'n':
+			key, field = `"name":`, fieldName
+		case 't':
+			key, field = `"ts":`, fieldTs
+			if b[i+2] == 'i' {
+				key, field = `"tid":`, fieldTid
+			}
+		case 'd':
+			key, field = `"dur":`, fieldDur
+		case 'a':
+			key, field = `"args":`, fieldArgs
+		}
+		if key != "" && hasLiteral(b, i, key) {
+			return field, i + len(key), true
+		}
+	}
+	k0, k1, ok := d.fastStr(b, i)
+	if !ok {
+		return 0, 0, false
+	}
+	i = k1 + 1
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	if i >= len(b) || b[i] != ':' {
+		return 0, 0, false
+	}
+	return eventField(b[k0:k1]), i + 1, true
+}
+
+// fastEventField reads the value at b[i] of the event's field, as readEventField does, and
+// returns the index after it.
+func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
+	e := &d.ev
+	switch field {
+	case fieldPh, fieldCat, fieldName:
+		v0, v1, ok := d.fastStr(b, i)
+		if !ok {
+			return 0, false
+		}
+		v := b[v0:v1]
+		switch field {
+		case fieldPh:
+			if len(v) > 0 {
+				e.Ph = v[0]
+			}
+		case fieldCat:
+			e.Cat = category(v)
+		default:
+			e.Name = append(e.Name, v...)
+		}
+		return v1 + 1, true
+	case fieldPid, fieldTid:
+		v0, v1, end, ok := d.fastScalar(b, i)
+		if !ok {
+			return 0, false
+		}
+		if field == fieldPid {
+			e.Pid = append(e.Pid, b[v0:v1]...)
+		} else {
+			e.Tid = append(e.Tid, b[v0:v1]...)
+		}
+		return end, true
+	case fieldTs, fieldDur:
+		ns, ok, end, read := d.fastTime(b, i)
+		if !read {
+			var v0, v1 int
+			if v0, v1, end, read = d.fastScalar(b, i); !read {
+				return 0, false
+			}
+			ns, ok = parseNs(b[v0:v1])
+		}
+		v0, v1 := i, end
+		if b[i] == '"' {
+			v0, v1 = i+1, end-1
+		}
+		var f float64
+		if ok && d.floats {
+			f, _ = strconv.ParseFloat(string(b[v0:v1]), 64)
+		}
+		if !ok {
+			ns = 0
+		}
+		if field == fieldTs {
+			e.Ts, e.TsF, e.HasTs, e.BadTs = ns, f, ok, !ok
+		} else {
+			e.Dur, e.DurF, e.HasDur, e.BadDur = ns, f, ok, !ok
+		}
+		return end, true
+	case fieldArgs:
+		if b[i] != '{' {
+			return d.fastSkip(b, i)
+		}
+		return d.fastArgs(b, i+1)
+	}
+	return d.fastSkip(b, i)
+}
+
+// fastArgs reads an event's args object from after its brace, as readArgField does.
+func (d *decoder) fastArgs(b []byte, i int) (int, bool) {
+	a := &d.ev.Args
+	first := true
+	for {
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		if first && b[i] == '}' {
+			return i + 1, true
+		}
+		first = false
+		k0, k1, ok := d.fastStr(b, i)
+		if !ok {
+			return 0, false
+		}
+		i = k1 + 1
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		i++
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		var bit uint8
+		var dst *int64
+		switch string(b[k0:k1]) {
+		case "device":
+			bit, dst = hasDevice, &a.Device
+		case "stream":
+			bit, dst = hasStream, &a.Stream
+		case "correlation":
+			bit, dst = hasCorrelation, &a.Correlation
+		case "bytes":
+			bit, dst = hasBytes, &a.Bytes
+		case "In msg nelems":
+			bit, dst = hasInNelems, &a.InNelems
+		case "Out msg nelems":
+			bit, dst = hasOutNelems, &a.OutNelems
+		case "Group size":
+			bit, dst = hasGroupSize, &a.GroupSize
+		case "dtype":
+			v0, v1, end, ok := d.fastScalar(b, i)
+			if !ok {
+				return 0, false
+			}
+			a.DType = dtypeName(b[v0:v1])
+			i = end
+		case "xfertop":
+			return 0, false // an export's own fields: the general path reads them
+		default:
+			if i, ok = d.fastSkip(b, i); !ok {
+				return 0, false
+			}
+		}
+		if dst != nil {
+			v0, v1, end, ok := d.fastScalar(b, i)
+			if !ok {
+				return 0, false
+			}
+			if n, ok := parseInt(b[v0:v1]); ok {
+				*dst = n
+				a.Has |= bit
+			} else {
+				a.Bad |= bit
+			}
+			i = end
+		}
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// fastStr reads the string at b[i] (its opening quote) without escapes or control characters,
+// within the token limit, and returns where its contents start and end (the closing quote).
+func (d *decoder) fastStr(b []byte, i int) (int, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, 0, false
+	}
+	j := strStop(b, i+1)
+	if j >= len(b) || b[j] != '"' || j+1-i > d.s.maxToken {
+		return 0, 0, false
+	}
+	return i + 1, j, true
+}
+
+// SWAR constants: a byte's value in each of a word's eight bytes.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// strStop returns the index of the first quote, backslash or control character in b[j:]
+// (len(b) when there is none), eight bytes at a time: a string's bytes are mostly none of these.
+func strStop(b []byte, j int) int {
+	for ; j+8 <= len(b); j += 8 {
+		v := binary.LittleEndian.Uint64(b[j:])
+		q, bs := v^(ones*'"'), v^(ones*'\\')
+		// A byte is zero in q or bs, or below 0x20 in v: the lowest set high bit marks the first
+		// (bits above a true one may be false, never bits below it).
+		m := ((q - ones) &^ q) | ((bs - ones) &^ bs) | ((v - ones*0x20) &^ v)
+		if m &= highs; m != 0 {
+			return j + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; j < len(b); j++ {
+		if c := b[j]; c == '"' || c == '\\' || c < 0x20 {
+			return j
+		}
+	}
+	return j
+}
+
+// fastScalar reads the string or number at b[i] and returns its text (a string's contents) and
+// the index after it; any other value is left to the general path.
+func (d *decoder) fastScalar(b []byte, i int) (v0, v1, end int, ok bool) {
+	c := b[i]
+	if c == '"' {
+		v0, v1, ok = d.fastStr(b, i)
+		return v0, v1, v1 + 1, ok
+	}
+	if c == '-' || (c >= '0' && c <= '9') {
+		end, ok = d.fastNumber(b, i)
+		return i, end, end, ok
+	}
+	return 0, 0, 0, false
+}
+
+// fastTime reads the JSON number of microseconds at b[i] into ns as parseNs does (ok false where
+// parseNs refuses it), checking its grammar as fastNumber does, in one pass, and returns the
+// index after it. A string, a number with an exponent, or anything fastNumber would not take is
+// not read (read false): the caller goes the longer way.
+func (d *decoder) fastTime(b []byte, i int) (ns int64, ok bool, end int, read bool) {
+	j := i
+	neg := j < len(b) && b[j] == '-'
+	if neg {
+		j++
+	}
+	var whole, frac int64
+	over := false
+	switch {
+	case j >= len(b):
+		return 0, false, 0, false
+	case b[j] == '0':
+		j++
+	case b[j] >= '1' && b[j] <= '9':
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			if whole > (math.MaxInt64-9)/10/1000 {
+				over = true
+			}
+			whole = whole*10 + int64(b[j]-'0')
+			j++
+		}
+	default:
+		return 0, false, 0, false
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		k := j
+		for mult := int64(100); j < len(b) && b[j] >= '0' && b[j] <= '9'; j++ {
+			frac += int64(b[j]-'0') * mult
+			mult /= 10
+		}
+		if j == k {
+			return 0, false, 0, false
+		}
+	}
+	if j >= len(b) || j-i > d.s.maxToken {
+		return 0, false, 0, false
+	}
+	if c := b[j]; (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+		return 0, false, 0, false // an exponent (strconv's), or a byte the general path reports
+	}
+	if over {
+		return 0, false, j, true
+	}
+	ns = whole*1000 + frac
+	if neg {
+		ns = -ns
+	}
+	return ns, true, j, true
+}
+
+// fastNumber reads the JSON number at b[i] and returns the index after it. The number must end
+// inside the window (the byte after it is there) and be valid as the general path reads it: the
+// longest run of number bytes, all of it a number. One pass checks the grammar.
+func (d *decoder) fastNumber(b []byte, i int) (int, bool) {
+	j := i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j >= len(b):
+		return 0, false
+	case b[j] == '0':
+		j++
+	case b[j] >= '1' && b[j] <= '9':
+		j++
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+	default:
+		return 0, false
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		if j == k {
+			return 0, false
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		if j == k {
+			return 0, false
+		}
+	}
+	// The general path takes every byte that may be part of a number before it checks: one more
+	// here (as in 01 or 1-2) is an error it reports.
+	if j >= len(b) || j-i > d.s.maxToken {
+		return 0, false
+	}
+	if c := b[j]; (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+		return 0, false
+	}
+	return j, true
+}
+
+// fastSkip passes over the value at b[i], checking that it is JSON, and returns the index after
+// it.
+func (d *decoder) fastSkip(b []byte, i int) (int, bool) {
+	var stack [fastDepth]byte
+	depth := 0
+	needValue := true
+	for {
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		c := b[i]
+		if needValue {
+			switch {
+			case c == '"':
+				end, ok := d.fastSkipStr(b, i)
+				if !ok {
+					return 0, false
+				}
+				i = end
+			case c == '{' || c == '[':
+				if depth == fastDepth {
+					return 0, false
+				}
+				stack[depth] = c
+				depth++
+				i++
+				for i < len(b) && isSpace(b[i]) {
+					i++
+				}
+				if i >= len(b) {
+					return 0, false
+				}
+				if (c == '{' && b[i] == '}') || (c == '[' && b[i] == ']') {
+					depth--
+					i++
+					break
+				}
+				if c == '{' {
+					var ok bool
+					if i, ok = d.fastKey(b, i); !ok {
+						return 0, false
+					}
+				}
+				continue
+			case c == '-' || (c >= '0' && c <= '9'):
+				end, ok := d.fastNumber(b, i)
+				if !ok {
+					return 0, false
+				}
+				i = end
+			case c == 't':
+				if !hasLiteral(b, i, "true") {
+					return 0, false
+				}
+				i += 4
+			case c == 'f':
+				if !hasLiteral(b, i, "false") {
+					return 0, false
+				}
+				i += 5
+			case c == 'n':
+				if !hasLiteral(b, i, "null") {
+					return 0, false
+				}
+				i += 4
+			default:
+				return 0, false
+			}
+			if depth == 0 {
+				return i, true
+			}
+			needValue = false
+			continue
+		}
+		top := stack[depth-1]
+		switch {
+		case c == ',':
+			i++
+			if top == '{' {
+				var ok bool
+				if i, ok = d.fastKey(b, i); !ok {
+					return 0, false
+				}
+			}
+			needValue = true
+		case (top == '{' && c == '}') || (top == '[' && c == ']'):
+			i++
+			depth--
+			if depth == 0 {
+				return i, true
+			}
+		default:
+			return 0, false
+		}
+	}
+}
+
+// fastKey passes over an object's key and its colon.
+func (d *decoder) fastKey(b []byte, i int) (int, bool) {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	end, ok := d.fastSkipStr(b, i)
+	if !ok {
+		return 0, false
+	}
+	for end < len(b) && isSpace(b[end]) {
+		end++
+	}
+	if end >= len(b) || b[end] != ':' {
+		return 0, false
+	}
+	return end + 1, true
+}
+
+// fastSkipStr passes over the string at b[i], checking its escapes, and returns the index after
+// its closing quote.
+func (d *decoder) fastSkipStr(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	j := i + 1
+	for {
+		j = strStop(b, j)
+		if j >= len(b) {
+			return 0, false
+		}
+		c := b[j]
+		switch {
+		case c == '"':
+			if j+1-i > d.s.maxToken {
+				return 0, false
+			}
+			return j + 1, true
+		case c < 0x20:
+			return 0, false
+		case c == '\\':
+			if j+1 >= len(b) {
+				return 0, false
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(b) || !isHex(b[j+2]) || !isHex(b[j+3]) || !isHex(b[j+4]) || !isHex(b[j+5]) {
+					return 0, false
+				}
+				j += 6
+			default:
+				return 0, false
+			}
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// hasLiteral tells whether b[i:] starts with the literal w.
+func hasLiteral(b []byte, i int, w string) bool {
+	return len(b)-i >= len(w) && string(b[i:i+len(w)]) == w
+}

@@ -1,0 +1,188 @@
+package kineto
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// decodeAll decodes data with or without the fast path and returns every event as the decoder
+// handed it on (copied: its slices are reused), the header and the error.
+func decodeAll(data []byte, opts Options, slowOnly bool) ([]rawEvent, *header, error) {
+	var evs []rawEvent
+	opts = opts.withDefaults()
+	src, done, err := openStream("t.json", bytes.NewReader(data), opts.MaxInputBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	d := &decoder{s: newScanner("t.json", src, opts.MaxTokenBytes), floats: opts.LikeHTA, slowOnly: slowOnly,
+		onEvent: func(e *rawEvent, _ *header) error {
+			c := *e
+			c.Name, c.Pid, c.Tid = slices.Clone(e.Name), slices.Clone(e.Pid), slices.Clone(e.Tid)
+			c.Args.Xfertop.L = slices.Clone(e.Args.Xfertop.L)
+			evs = append(evs, c)
+			return nil
+		}}
+	h, err := d.run()
+	return evs, h, err
+}
+
+// FuzzFastPath: the decoder's fast path (fast.go) reads every input as the general path does:
+// the same events, field by field, the same header, the same error at the same offset; with the
+// default limits, a tiny token limit, and --like-hta's floats.
+func FuzzFastPath(f *testing.F) {
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.5,"dur":2,"args":{"device":0,"stream":7,"correlation":3}},{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":1,"args":{"correlation":3}}],"distributedInfo":{"rank":2}}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce","pid":0,"tid":"stream 7","ts":"12.5","dur":-1,"args":{"In msg nelems":"10","dtype":"Float","Group size":8.0,"stream":true,"device":[1],"Input Dims":[[2048,1024],[]],"x":{"a":{},"b":[null,false,true,-0.5e+3]}}}]}`))
+	f.Add([]byte(`{"traceEvents":[ {} , { "ph" : "i" , "name":"a\"b\\u0041","s":"t\/\b\f\n\r\t\u00e9","ts":1e3,"dur":01} ]}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":1},{"cat":"x","ts":1-2},{"ts":1.},{"ts":1e},{"args":{"xfertop":{"k":5,"s":0,"e":1000,"l":"k"}}},{"name":"\ud83d\ude00"},{"a":tru},{"a":[1,]},{"a":{"b":1,}},{"args":{"bytes":99999999999999999999,"device":-9223372036854775808,"stream":+1}}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ts":-0,"dur":0.0001},{"ts":-12.5,"dur":1.23456},{"ts":9223372036854775,"dur":9223372036854},{"ts":99999999999999999999},{"ts":0,"dur":-0.5},{"ts":"7.25","dur":"x"},{"ts":1E+2,"dur":2e-3}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","ts":1,"dur":2,"name":"n","name":"m","args":{"device":1},"args":{"stream":2,"device":"x"}}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":7,"tid":7,"ts":1682725898079292,"dur":8,"args":{"External id":1,"Input Dims":[[2048,1024],[1024,4096]],"Input type":["float","float"]}},` + "\n" +
+		`{"ph":"X","cat":"kernel","name":"ampere_sgemm_128x64_nn","pid":0,"tid":7,"ts":1682725898079298.250,"dur":15.5,"args":{"External id":1,"queued":0,"device":0,"context":1,"stream":7,"correlation":1,"blocks per SM":4.8,"grid":[32,16,1],"est. achieved occupancy %":12}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, opts := range []Options{{}, {MaxTokenBytes: 5}, {LikeHTA: true}} {
+			slow, hs, errs := decodeAll(data, opts, true)
+			fast, hf, errf := decodeAll(data, opts, false)
+			if fmt.Sprint(errs) != fmt.Sprint(errf) {
+				t.Fatalf("%+v: general path: %v; fast path: %v", opts, errs, errf)
+			}
+			if !reflect.DeepEqual(hs, hf) {
+				t.Fatalf("%+v: headers differ: %+v / %+v", opts, hs, hf)
+			}
+			if len(slow) != len(fast) {
+				t.Fatalf("%+v: %d events by the general path, %d by the fast path", opts, len(slow), len(fast))
+			}
+			for i := range slow {
+				if !reflect.DeepEqual(normal(slow[i]), normal(fast[i])) {
+					t.Fatalf("%+v: event %d:\ngeneral %+v\nfast    %+v", opts, i, slow[i], fast[i])
+				}
+			}
+		}
+	})
+}
+
+// normal makes empty and nil slices alike, which the two paths may leave differently.
+func normal(e rawEvent) rawEvent {
+	for _, p := range []*[]byte{&e.Name, &e.Pid, &e.Tid, &e.Args.Xfertop.L} {
+		if len(*p) == 0 {
+			*p = nil
+		}
+	}
+	return e
+}
+
+// TestFastPathTakesTheTraces: the benchmarks' traces go the fast way (else their figures would
+// measure the general path), but for the events that straddle the end of the window.
+func TestFastPathTakesTheTraces(t *testing.T) {
+	for name, data := range map[string][]byte{"synthetic": syntheticKineto(20), "large": largeTraceBytes(t, 2000, 1)} {
+		slow := 0
+		src, done, err := openStream("t.json", bytes.NewReader(data), DefaultMaxInputBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &decoder{s: newScanner("t.json", src, DefaultMaxTokenBytes), onEvent: func(*rawEvent, *header) error { return nil }}
+		d.slowEvents = &slow
+		if _, err := d.run(); err != nil {
+			t.Fatal(err)
+		}
+		done()
+		if most := len(data)/readChunk + 1; slow > most {
+			t.Errorf("%s: %d events read the general way; want at most %d (one per window)", name, slow, most)
+		}
+	}
+}
+
+// TestDtypeName: every dtype whose size xfertop knows is recognised, and nothing else.
+func TestDtypeName(t *testing.T) {
+	for k := range dtypeSize {
+		if got := dtypeName([]byte(k)); got != k {
+			t.Errorf("dtypeName(%q) = %q", k, got)
+		}
+	}
+	for _, k := range []string{"", "float32", "FLOAT", "Float8"} {
+		if got := dtypeName([]byte(k)); got != "" {
+			t.Errorf("dtypeName(%q) = %q; want none", k, got)
+		}
+	}
+}
+
+// TestParseInt: the fast decimal path agrees with strconv's, at the edges of int64 too.
+func TestParseInt(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"-0", 0, true}, {"007", 7, true}, {"123456789012345678", 123456789012345678, true},
+		{"9223372036854775807", 9223372036854775807, true}, {"-9223372036854775808", -9223372036854775808, true},
+		{"9223372036854775808", 0, false}, {"+5", 5, true}, {"-", 0, false}, {"", 0, false},
+		{"stream 7", 7, true}, {"7.0", 7, true}, {"7.5", 0, false}, {"1e3", 1000, true}, {"12a", 0, false},
+	} {
+		got, ok := parseInt([]byte(tc.in))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("parseInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestStrStop: the eight-bytes-at-a-time search finds the first quote, backslash or control
+// character wherever it lies, past bytes that are near them (0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7f,
+// 0x80, 0xff).
+func TestStrStop(t *testing.T) {
+	fill := []byte{'a', 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xff, 0xa2, 0xdc}
+	for n := range 20 {
+		for pos := range n + 1 {
+			for _, stop := range []byte{'"', '\\', 0x00, 0x1f, '\n'} {
+				for _, f := range fill {
+					b := bytes.Repeat([]byte{f}, n)
+					want := n
+					if pos < n {
+						b[pos] = stop
+						want = pos
+						if pos+1 < n {
+							b[pos+1] = '"' // a later stop does not hide the first
+						}
+					}
+					if got := strStop(b, 0); got != want {
+						t.Fatalf("strStop(%q) = %d; want %d", b, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRawEventReset: an event read after others is read as it is alone, on both paths: nothing of
+// the one before it is left over (reset empties field by field, and fully after an export's args
+// or a dtype).
+func TestRawEventReset(t *testing.T) {
+	events := []string{
+		`{"ph":"X","name":"k","ts":0,"dur":1,"args":{"xfertop":{"k":5,"s":0,"e":1000,"l":"k","b":7,"d":2}}}`,
+		`{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce","pid":0,"tid":7,"ts":1.5,"dur":2,"args":{"device":0,"stream":7,"correlation":3,"In msg nelems":10,"Out msg nelems":20,"dtype":"Float","Group size":8,"bytes":4}}`,
+		`{}`,
+		`{"ph":"X","cat":"kernel","name":"k","ts":"x","dur":true,"args":{"device":"d","stream":[1],"correlation":1.5}}`,
+		`{"ph":"i","name":"e","pid":"p","tid":"t","ts":3}`,
+		`{"args":{"xfertop":{"k":1}}}`,
+		`{"name":"last"}`,
+	}
+	for _, slow := range []bool{true, false} {
+		all, _, err := decodeAll([]byte(`{"traceEvents":[`+strings.Join(events, ",")+`]}`), Options{LikeHTA: true}, slow)
+		if err != nil || len(all) != len(events) {
+			t.Fatalf("slow=%v: %d events, %v", slow, len(all), err)
+		}
+		for i, ev := range events {
+			alone, _, err := decodeAll([]byte(`{"traceEvents":[`+ev+`]}`), Options{LikeHTA: true}, slow)
+			if err != nil || len(alone) != 1 {
+				t.Fatalf("%s: %v", ev, err)
+			}
+			alone[0].Index = int64(i)
+			if !reflect.DeepEqual(normal(all[i]), normal(alone[0])) {
+				t.Errorf("slow=%v: event %d read after the others:\n%+v\nalone:\n%+v", slow, i, all[i], alone[0])
+			}
+		}
+	}
+}
