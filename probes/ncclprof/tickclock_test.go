@@ -77,4 +77,9 @@ func TestUseTSC(t *testing.T) {
 			t.Errorf("XFERTOP_CLOCK=%q, clocksource %q: %v, %v; want %v, %q", c.env, c.source, got, err, c.want, c.err)
 		}
 	}
+	// This machine's own clocksource, as the plugin reads it: a choice, never an error.
+	src := kernelClocksource()
+	if got, err := useTSC(func(string) string { return "" }, kernelClocksource); err != nil || got != (amd64 && strings.TrimSpace(src) == "tsc") {
+		t.Errorf("clocksource %q here: %v, %v", src, got, err)
+	}
 }
