@@ -209,7 +209,7 @@ xr_result xr_chain_start(xr_ctx* c, void** handle, uint64_t type, void* parentOb
   int fwd = c->chain_ctx && (type & c->chain_mask) && knows(chain_version, type);
   xr_chain_slot* s = fwd ? claim(&id) : NULL;
   if (fwd && !s) __atomic_fetch_add(&lost, 1, __ATOMIC_RELAXED);
-  int ours = xr_record_start(c, id, type, parentObj, rank, u, version);
+  int ours = xr_record_start(c, id, type, parentObj, rank, u, version) != 0;
   void* h = s ? forward(c, type, parentObj, rank, u, version) : NULL;
   if (s) {
     if (!h && !ours) {

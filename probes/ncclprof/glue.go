@@ -22,11 +22,16 @@ import (
 var plugin struct {
 	cfg    sender.Config
 	sender *sender.Sender
+	clock  *tickClock
 }
 
 //export xfertopSetup
 func xfertopSetup(out *C.xr_setup) {
 	cfg, err := sender.ConfigFromEnv(os.Getenv)
+	tsc := false
+	if err == nil {
+		tsc, err = useTSC(os.Getenv, kernelClocksource)
+	}
 	if err != nil {
 		msg := err.Error()
 		n := min(len(msg), len(out.err)-1)
@@ -37,6 +42,10 @@ func xfertopSetup(out *C.xr_setup) {
 		return
 	}
 	plugin.cfg = cfg
+	plugin.clock = startClock(tsc)
+	if tsc {
+		out.tsc = 1
+	}
 	plugin.sender = sender.New(cfg, int64(C.xr_now()), time.Now().UnixNano())
 	out.mask = C.uint64_t(cfg.Mask)
 	out.ring = C.uint64_t(cfg.Ring)
@@ -72,16 +81,39 @@ func xfertopComm(ctx C.uint32_t, hash C.uint64_t, name *C.char, nNodes, nranks, 
 		int64(t), int(version))
 }
 
+// startClock sets the callbacks' clock and calibrates its conversion: two pairs 10 ms apart give
+// the first rate (a few parts per million), which the sender refines as it runs.
+func startClock(tsc bool) *tickClock {
+	if tsc {
+		C.xr_set_tsc(1)
+	} else {
+		C.xr_set_tsc(0)
+	}
+	a := clockPair()
+	if tsc {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return newTickClock(!tsc, a, clockPair())
+}
+
+func clockPair() tickPair {
+	var tick C.uint64_t
+	var ns C.int64_t
+	C.xr_clock_pair(&tick, &ns)
+	return tickPair{tick: uint64(tick), ns: int64(ns)}
+}
+
 // ring is the C ring as Go reads it.
 type ring struct {
 	slots []C.xr_slot
 	mask  uint64
 	head  uint64
+	clock *tickClock
 }
 
-func newRing() *ring {
+func newRing(clock *tickClock) *ring {
 	n := uint64(C.xr_ring_mask) + 1
-	return &ring{slots: unsafe.Slice(C.xr_ring, n), mask: n - 1}
+	return &ring{slots: unsafe.Slice(C.xr_ring, n), mask: n - 1, clock: clock}
 }
 
 // drain hands up to max published records to add, in order, and frees their slots. It reports how
@@ -94,7 +126,7 @@ func (r *ring) drain(max int, add func(*fold.Record)) (n int, final bool) {
 		if atomic.LoadUint64(seq) != r.head+1 {
 			break
 		}
-		toRecord(&s.r, &rec)
+		toRecord(&s.r, &rec, r.clock)
 		atomic.StoreUint64(seq, r.head+r.mask+1)
 		r.head++
 		n++
@@ -106,9 +138,9 @@ func (r *ring) drain(max int, add func(*fold.Record)) (n int, final bool) {
 	return n, final
 }
 
-func toRecord(c *C.xr_rec, r *fold.Record) {
+func toRecord(c *C.xr_rec, r *fold.Record, clock *tickClock) {
 	r.Op, r.State, r.Ctx = fold.RecOp(c.op), uint16(c.state), uint32(c.ctx)
-	r.Type, r.ID, r.Parent, r.T = uint64(c._type), uint64(c.id), uint64(c.parent), int64(c.t)
+	r.Type, r.ID, r.Parent, r.T = uint64(c._type), uint64(c.id), uint64(c.parent), clock.ns(uint64(c.t))
 	r.A, r.B, r.C, r.D = uint64(c.a), uint64(c.b), uint64(c.c), uint64(c.d)
 	r.Rank, r.Peer = int32(c.rank), int32(c.peer)
 	if r.Op != fold.RecStart {
@@ -124,11 +156,12 @@ func toRecord(c *C.xr_rec, r *fold.Record) {
 
 // run is the sender goroutine: it drains the ring, folds, and sends, sleeping briefly when idle.
 func run(s *sender.Sender) {
-	r := newRing()
+	r := newRing(plugin.clock)
 	for {
+		r.clock.observe(clockPair())
 		n, final := r.drain(1<<14, s.Add)
 		s.Pump(int64(C.xr_now()), sender.Counters{Dropped: int64(C.xr_dropped_count()), Unknown: int64(C.xr_unknown_count()),
-			ChainLost: int64(C.xr_chain_lost_count()), CostNs: int64(C.xr_cost_ns()), CostSamples: int64(C.xr_cost_samples())}, final)
+			ChainLost: int64(C.xr_chain_lost_count()), CostNs: r.clock.duration(int64(C.xr_cost_ticks())), CostSamples: int64(C.xr_cost_samples())}, final)
 		C.xr_set_flushed(C.uint64_t(r.head))
 		if n == 0 {
 			time.Sleep(2 * time.Millisecond)
@@ -149,7 +182,8 @@ const benchRingSize = 1 << 18
 func benchCallbacks(n, kind int, full bool) (float64, uint64) {
 	C.xr_bench_setup(benchRingSize)
 	if benchRing == nil {
-		benchRing = newRing()
+		tsc, _ := useTSC(os.Getenv, kernelClocksource) // as the plugin would choose
+		benchRing = newRing(startClock(tsc))
 	}
 	r := benchRing
 	calls := 2
@@ -176,4 +210,13 @@ func benchCallbacks(n, kind int, full bool) (float64, uint64) {
 	for m, _ := r.drain(benchRingSize, discard); m > 0; m, _ = r.drain(benchRingSize, discard) {
 	}
 	return float64(ns) / float64(n*calls), uint64(C.xr_dropped_count()) - before
+}
+
+// bracketClock reads CLOCK_MONOTONIC, the callbacks' ticks, and CLOCK_MONOTONIC again, and
+// returns the two clock reads and the ticks as c converts them (for tests of the conversion).
+func bracketClock(c *tickClock) (before, conv, after int64) {
+	before = int64(C.xr_now())
+	tick := uint64(C.xr_ticks())
+	after = int64(C.xr_now())
+	return before, c.ns(tick), after
 }

@@ -134,7 +134,7 @@ typedef struct {
   uint16_t state;
   uint32_t ctx;
   uint64_t type, id, parent;
-  int64_t t;       // CLOCK_MONOTONIC ns
+  int64_t t;       // ticks (xr_ticks: the TSC, or CLOCK_MONOTONIC ns); the sender converts them
   uint64_t a, b, c, d;
   int32_t rank, peer;
   char fn[16], dtype[16], algo[16], proto[8];
@@ -155,6 +155,7 @@ typedef struct {
   uint64_t mask;    // the activation mask to give NCCL
   uint64_t ring;    // records in the ring (a power of two)
   int64_t flush_ms; // how long the last finalize (or exit) waits for the sender
+  int tsc;          // stamp records with the TSC (else CLOCK_MONOTONIC)
   char err[256];    // non-empty: the plugin is disabled, and why
   char chain[1024]; // non-empty: the profiler plugin to chain (XFERTOP_CHAIN_PLUGIN)
 } xr_setup;
@@ -168,7 +169,7 @@ typedef struct {
 
 // plugin.c's recording, for chain.c.
 uint64_t xr_next_id(void);
-int xr_record_start(xr_ctx* c, uint64_t id, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version);
+uint64_t xr_record_start(xr_ctx* c, uint64_t id, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version);
 void xr_record_stop(uint64_t id);
 void xr_record_state(uint64_t id, int state, const xr_state_args* args);
 
@@ -188,9 +189,13 @@ extern uint64_t xr_ring_mask;
 uint64_t xr_dropped_count(void);
 uint64_t xr_unknown_count(void);
 void xr_set_flushed(uint64_t pos);
-int64_t xr_now(void);
+int64_t xr_now(void);     // CLOCK_MONOTONIC ns
+uint64_t xr_ticks(void);  // the records' timestamps: TSC ticks, or CLOCK_MONOTONIC ns (xr_tsc 0)
+int xr_tsc(void);
+void xr_set_tsc(int on);
+void xr_clock_pair(uint64_t* tick, int64_t* ns); // ticks and CLOCK_MONOTONIC at one instant
 uint64_t xr_bench(uint64_t n, int kind);
-uint64_t xr_cost_ns(void);      // time of the callbacks sampled to measure the plugin's cost
+uint64_t xr_cost_ticks(void);   // time (ticks) of the callbacks sampled to measure the plugin's cost
 uint64_t xr_cost_samples(void); // callbacks sampled
 void xr_bench_setup(uint64_t n);
 

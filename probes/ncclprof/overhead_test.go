@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,36 +109,105 @@ func TestHarnessAttachLater(t *testing.T) {
 // bandwidth term (4.4 µs here), so this is close to a floor, and the share a ceiling.
 const allReduce1MiBNs = 15_200 + 1<<20*1e9/240e9
 
+// benchRun is one harness -scenario bench run: callbacks made, their wall and CPU time on the
+// calling thread, allocations meanwhile, all-reduces issued, and the activation mask the plugin
+// asked for.
+type benchRun struct {
+	calls, ns, cpuNs, mallocs, allReduces int64
+	mask                                  int64
+}
+
+// runBench runs the harness's bench scenario over lib ("null": the harness's null plugin, asking
+// for mask) for n all-reduces, with env added to the environment.
+func runBench(t testing.TB, harness, lib string, n int, mask int64, env ...string) benchRun {
+	t.Helper()
+	cmd := exec.Command(harness, "-lib", lib, "-rank", "0", "-nranks", "1", "-scenario", "bench", "-iters", fmt.Sprint(n),
+		"-mask", fmt.Sprint(mask))
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("harness -lib %s: %v\n%s", lib, err, out)
+	}
+	var r benchRun
+	for _, l := range strings.Split(string(out), "\n") {
+		var v int
+		if _, err := fmt.Sscanf(l, "init v%d result 0 mask %v", &v, &r.mask); err == nil {
+			continue
+		}
+		if _, err := fmt.Sscanf(l, "bench calls %d ns %d mallocs %d allreduces %d cpu_ns %d", &r.calls, &r.ns, &r.mallocs, &r.allReduces, &r.cpuNs); err == nil {
+			break
+		}
+	}
+	if r.calls == 0 || r.allReduces == 0 {
+		t.Fatalf("harness -lib %s: no bench line:\n%s", lib, out)
+	}
+	return r
+}
+
+// The callbacks NCCL's core makes per all-reduce (harness -scenario bench: one all-reduce in its
+// own implicit group, two kernel channels, no proxy events) at each event level: the default asks
+// for the collective and its kernel channels only, so NCCL starts the API events and the group
+// above them (one callback each: the plugin returns no handle) and makes no kernel launch events.
+func TestHarnessCallbacksPerAllReduce(t *testing.T) {
+	_, harness := tools(t)
+	lib, _ := tools(t)
+	for _, c := range []struct {
+		level string
+		want  int64
+	}{
+		{"", 11}, {"coll", 11}, {"api", 12}, {"kernel", 18}, {"all", 18},
+	} {
+		r := runBench(t, harness, lib, 100, 0, "XFERTOP_NCCL_EVENTS="+c.level, "XFERTOP_ATTACH="+filepath.Join(t.TempDir(), "none.sock"))
+		if got := r.calls / r.allReduces; got != c.want || r.calls%r.allReduces != 0 {
+			t.Errorf("level %q: %d callbacks over %d all-reduces; want %d each", c.level, r.calls, r.allReduces, c.want)
+		}
+	}
+}
+
 // BenchmarkHarness: the plugin's cost as NCCL's thread sees it, through the built library and a
-// console, for NCCL 2.31's sequence of callbacks per all-reduce (harness -scenario bench: 18 of
-// them at the default level with 2 kernel channels): nanoseconds per callback, allocations per
-// callback (every malloc in the process on the calling thread while timed), and the share of a
-// 1 MiB all-reduce's time its callbacks take.
+// console, for NCCL 2.31's sequence of callbacks per all-reduce at the default level (harness
+// -scenario bench with 2 kernel channels: 11 callbacks, 18 at the kernel level): CPU nanoseconds
+// per callback on the calling thread (its wall time includes other processes' turns on a loaded
+// machine), allocations per callback (every malloc in the process on the calling thread while
+// timed), callbacks per all-reduce, and the share of a 1 MiB all-reduce's time they take, both
+// as timed (with the harness's own part: building each descriptor as NCCL's core does, and the
+// call) and net of the harness's own part (the same sequence through the harness's null plugin,
+// in the same run). XFERTOP_BENCH_BASELINE=path/to/another/libnccl-profiler-xfertop.so adds the
+// same measures of that library (an earlier build, say) to the run, for a ratio on one machine.
 //
-//	go test -run XXX -bench Harness -benchtime 200000x -count 5 ./probes/ncclprof | benchstat -
+//	go test -run XXX -bench Harness -benchtime 100000x -count 5 ./probes/ncclprof | benchstat -
 func BenchmarkHarness(b *testing.B) {
 	lib, harness := tools(b)
 	sock := socketPath(b)
 	srv := startServer(b, sock)
 	defer srv.Close()
-	n := max(b.N, 1000)
-	out, err := exec.Command(harness, "-lib", lib, "-rank", "0", "-nranks", "1", "-scenario", "bench", "-iters", fmt.Sprint(n)).CombinedOutput()
-	if err != nil {
-		b.Fatalf("harness: %v\n%s", err, out)
+	libs := [][2]string{{"plugin", lib}}
+	if base := os.Getenv("XFERTOP_BENCH_BASELINE"); base != "" {
+		libs = append(libs, [2]string{"baseline", base})
 	}
-	var calls, ns, mallocs, ars int64
-	for _, l := range strings.Split(string(out), "\n") {
-		if _, err := fmt.Sscanf(l, "bench calls %d ns %d mallocs %d allreduces %d", &calls, &ns, &mallocs, &ars); err == nil {
-			break
-		}
+	for _, l := range libs {
+		b.Run(l[0], func(b *testing.B) {
+			n := max(b.N, 1000)
+			r := runBench(b, harness, l[1], n, 0, "XFERTOP_ATTACH="+sock)
+			null := runBench(b, harness, "null", n, r.mask)
+			perAR := float64(r.calls) / float64(r.allReduces)
+			arNs := float64(r.cpuNs) / float64(r.allReduces)
+			netNs := arNs - float64(null.cpuNs)/float64(null.allReduces)
+			b.ReportMetric(float64(r.cpuNs)/float64(r.calls), "ns/callback")
+			b.ReportMetric(float64(r.ns)/float64(r.calls), "wall-ns/callback")
+			b.ReportMetric(float64(r.mallocs)/float64(r.calls), "allocs/callback")
+			b.ReportMetric(perAR, "callbacks/allreduce")
+			b.ReportMetric(arNs, "ns/allreduce")
+			b.ReportMetric(arNs/allReduce1MiBNs*100, "%-of-1MiB-allreduce")
+			b.ReportMetric(netNs/allReduce1MiBNs*100, "net-%-of-1MiB-allreduce")
+			// The null plugin drops nothing: callbacks it got and the plugin did not are events the
+			// plugin dropped (a full ring: the sender fell behind), whose callbacks took the cheap
+			// drop path and NCCL's further calls for them were never made.
+			dropped := float64(null.calls-r.calls) / float64(r.allReduces)
+			b.ReportMetric(dropped, "dropped-callbacks/allreduce")
+			if dropped > 0 {
+				b.Logf("%s: %.2f callbacks per all-reduce missing: the ring filled and events were dropped, so the times are low", l[0], dropped)
+			}
+		})
 	}
-	if calls == 0 {
-		b.Fatalf("no bench line:\n%s", out)
-	}
-	perCall := float64(ns) / float64(calls)
-	perAR := float64(calls) / float64(ars)
-	b.ReportMetric(perCall, "ns/callback")
-	b.ReportMetric(float64(mallocs)/float64(calls), "allocs/callback")
-	b.ReportMetric(perAR, "callbacks/allreduce")
-	b.ReportMetric(perAR*perCall/allReduce1MiBNs*100, "%-of-1MiB-allreduce")
 }

@@ -11,6 +11,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "ncclprof.h"
 #include "_cgo_export.h"
@@ -37,6 +40,47 @@ int64_t xr_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+// Records are stamped in ticks: the CPU's time-stamp counter where the kernel itself keeps time
+// with it (set at setup), else CLOCK_MONOTONIC nanoseconds. A clock_gettime is about half of a
+// callback's cost; rdtsc a few nanoseconds. The sender converts ticks to CLOCK_MONOTONIC
+// nanoseconds with pairs read by xr_clock_pair (tickclock.go), so the events' times stay those of
+// NCCL's and the host's clock.
+static int use_tsc;
+
+static inline uint64_t ticks(void) {
+#if defined(__x86_64__)
+  if (__builtin_expect(use_tsc, 1)) return __rdtsc();
+#endif
+  return (uint64_t)xr_now();
+}
+
+uint64_t xr_ticks(void) { return ticks(); }
+int xr_tsc(void) { return use_tsc; }
+
+void xr_set_tsc(int on) {
+#if defined(__x86_64__)
+  use_tsc = on != 0;
+#else
+  (void)on;
+#endif
+}
+
+// xr_clock_pair reads ticks and CLOCK_MONOTONIC at one instant: the ticks are the middle of the
+// tightest of three tick reads around a clock read.
+void xr_clock_pair(uint64_t* tick, int64_t* ns) {
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; i < 3; i++) {
+    uint64_t t1 = ticks();
+    int64_t n = xr_now();
+    uint64_t t2 = ticks();
+    if (t2 - t1 < best) {
+      best = t2 - t1;
+      *tick = t1 + (t2 - t1) / 2;
+      *ns = n;
+    }
+  }
 }
 
 uint64_t xr_dropped_count(void) { return __atomic_load_n(&dropped, __ATOMIC_RELAXED); }
@@ -107,6 +151,7 @@ static int setup(xr_logger logfn, int version) {
         xr_ring = ring;
         xr_ring_mask = n - 1;
         activation_mask = cfg.mask;
+        xr_set_tsc(cfg.tsc);
         flush_ms = cfg.flush_ms;
         self_pid = getpid();
         xfertopStart();
@@ -158,31 +203,41 @@ static xr_result init_v7(void** context, uint64_t hash, int* mask, const char* n
   return init_common(context, hash, mask, name, nNodes, nranks, rank, logfn, 7);
 }
 
-// record_start queues event id's start, if its type is one this plugin records, and reports
-// whether it did. version says which union members exist.
-static int record_start(xr_ctx* c, uint64_t id, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version) {
+// recordable says whether this plugin records events of type (from NCCL of version), and counts
+// the types it does not know.
+static int recordable(uint64_t type, int version) {
   switch (type) {
     case XR_GROUP: case XR_COLL: case XR_P2P: case XR_PROXY_OP: case XR_PROXY_STEP: case XR_KERNEL_CH:
-      break;
+      return 1;
     case XR_GROUP_API: case XR_COLL_API: case XR_P2P_API: case XR_KERNEL_LAUNCH:
-      if (version < 5) goto unknown;
-      break;
+      if (version < 5) break;
+      return 1;
     case XR_CE_COLL: case XR_CE_SYNC: case XR_CE_BATCH:
-      if (version < 6) goto unknown;
-      break;
+      if (version < 6) break;
+      return 1;
     case XR_KERNEL_PHASE:
-      if (version < 7) goto unknown;
-      break;
+      if (version < 7) break;
+      return 1;
     case XR_PROXY_CTRL: case XR_NET_PLUGIN:
       return 0; // never asked for (but by a chained plugin); nothing to keep
     default:
-      goto unknown;
+      break;
   }
+  __atomic_fetch_add(&unknown_types, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+// record_start queues event id's start, stamped t, if its type is one this plugin records, and
+// returns its id (0: not queued). An id of 0 asks for the record's ring position + 1 as the id:
+// unique in the process, and no atomic counter of its own. version says which union members exist.
+static uint64_t record_start(xr_ctx* c, uint64_t id, uint64_t t, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version) {
+  if (!recordable(type, version)) return 0;
   // A chained plugin may have asked NCCL for more than this plugin records.
   if (!(type & activation_mask)) return 0;
   uint64_t pos;
   xr_slot* s = claim(&pos);
   if (!s) return 0;
+  if (!id) id = pos + 1;
   xr_rec* r = &s->r;
   r->op = 1;
   r->state = 0;
@@ -190,7 +245,7 @@ static int record_start(xr_ctx* c, uint64_t id, uint64_t type, void* parentObj, 
   r->type = type;
   r->id = id;
   r->parent = (uint64_t)(uintptr_t)parentObj;
-  r->t = xr_now();
+  r->t = (int64_t)t;
   r->a = r->b = r->c = r->d = 0;
   r->rank = rank;
   r->peer = -1;
@@ -289,34 +344,32 @@ static int record_start(xr_ctx* c, uint64_t id, uint64_t type, void* parentObj, 
       break;
   }
   publish(s, pos);
-  return 1;
-unknown:
-  __atomic_fetch_add(&unknown_types, 1, __ATOMIC_RELAXED);
-  return 0;
+  return id;
 }
 
-// The plugin's own cost: one event in COST_SAMPLE+1 (by its id: all of its callbacks, so every
-// kind of callback in proportion) is timed from the recording's start to its end. Two clock reads
-// and two atomic adds for one event in 64 keep the measure off the other 63's path.
+// The plugin's own cost: one callback in about COST_SAMPLE+1, chosen by a hash of its entry
+// timestamp (so no kind of callback is favoured by the period of NCCL's sequence), is timed from
+// its entry to its end. One more tick read and two atomic adds for one callback in 64 keep the
+// measure off the others' path. The sum is in ticks; the sender converts it.
 enum { COST_SAMPLE = 63 };
-static uint64_t cost_ns, cost_samples; // atomic
+static uint64_t cost_ticks, cost_samples; // atomic
 
-uint64_t xr_cost_ns(void) { return __atomic_load_n(&cost_ns, __ATOMIC_RELAXED); }
+uint64_t xr_cost_ticks(void) { return __atomic_load_n(&cost_ticks, __ATOMIC_RELAXED); }
 uint64_t xr_cost_samples(void) { return __atomic_load_n(&cost_samples, __ATOMIC_RELAXED); }
 
-static inline int64_t cost_begin(uint64_t id) { return (id & COST_SAMPLE) == 0 ? xr_now() : 0; }
+static inline int sampled(uint64_t t0) { return ((t0 * 0x9E3779B97F4A7C15ULL) >> 58) == 0; }
 
-static inline void cost_end(int64_t t0) {
-  if (!t0) return;
-  __atomic_fetch_add(&cost_ns, (uint64_t)(xr_now() - t0), __ATOMIC_RELAXED);
+static inline void cost_end(uint64_t t0) {
+  if (__builtin_expect(!sampled(t0), 1)) return;
+  __atomic_fetch_add(&cost_ticks, ticks() - t0, __ATOMIC_RELAXED);
   __atomic_fetch_add(&cost_samples, 1, __ATOMIC_RELAXED);
 }
 
-// xr_record_start queues event id's start, if its type is one this plugin records, and reports
-// whether it did. version says which union members exist.
-int xr_record_start(xr_ctx* c, uint64_t id, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version) {
-  int64_t t0 = cost_begin(id);
-  int queued = record_start(c, id, type, parentObj, rank, u, version);
+// xr_record_start queues event id's start (id 0: the ring position's id), if its type is one this
+// plugin records, and returns its id (0: not queued). version says which union members exist.
+uint64_t xr_record_start(xr_ctx* c, uint64_t id, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version) {
+  uint64_t t0 = ticks();
+  uint64_t queued = record_start(c, id, t0, type, parentObj, rank, u, version);
   cost_end(t0);
   return queued;
 }
@@ -329,8 +382,14 @@ static xr_result start(void* context, void** handle, uint64_t type, void* parent
   *handle = NULL;
   if (!context || !__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return XR_OK;
   if (xr_chain_on) return xr_chain_start(context, handle, type, parentObj, rank, u, version);
-  uint64_t id = xr_next_id();
-  if (xr_record_start(context, id, type, parentObj, rank, u, version)) *handle = (void*)(uintptr_t)id;
+  // Types this plugin did not ask for (NCCL starts the API events and the group as parents of
+  // what it asked for) get a NULL handle at once, before any clock read, so NCCL makes no further
+  // calls for them.
+  if (__builtin_expect(!(type & activation_mask), 0)) {
+    recordable(type, version); // counts a type it does not know
+    return XR_OK;
+  }
+  *handle = (void*)(uintptr_t)xr_record_start(context, 0, type, parentObj, rank, u, version);
   return XR_OK;
 }
 
@@ -350,8 +409,8 @@ static xr_result start_v7(void* context, void** handle, xr_descr_v7* d) {
   return start(context, handle, d->type, d->parentObj, d->rank, &d->u, 7);
 }
 
-// simple queues a record that carries only an id (stop) or an id and a state.
-static void simple(uint8_t op, uint64_t id, uint16_t state, uint64_t a) {
+// simple queues a record, stamped t, that carries only an id (stop) or an id and a state.
+static void simple(uint8_t op, uint64_t id, uint16_t state, uint64_t a, uint64_t t) {
   uint64_t pos;
   xr_slot* s = claim(&pos);
   if (!s) return;
@@ -362,14 +421,14 @@ static void simple(uint8_t op, uint64_t id, uint16_t state, uint64_t a) {
   r->type = 0;
   r->id = id;
   r->parent = 0;
-  r->t = xr_now();
+  r->t = (int64_t)t;
   r->a = a;
   publish(s, pos);
 }
 
 void xr_record_stop(uint64_t id) {
-  int64_t t0 = cost_begin(id);
-  simple(2, id, 0, 0);
+  uint64_t t0 = ticks();
+  simple(2, id, 0, 0, t0);
   cost_end(t0);
 }
 
@@ -388,15 +447,14 @@ static xr_result record_state(void* handle, int state, xr_state_args* args) {
 }
 
 void xr_record_state(uint64_t id, int state, const xr_state_args* args) {
-  void* handle = (void*)(uintptr_t)id;
-  int64_t t0 = cost_begin(id);
+  uint64_t t0 = ticks();
   switch (state) {
     case XR_KERNEL_CH_STOP: case XR_KERNEL_PHASE_STOP:
-      simple(3, (uint64_t)(uintptr_t)handle, (uint16_t)state, args ? args->kernelCh.pTimer : 0);
+      simple(3, id, (uint16_t)state, args ? args->kernelCh.pTimer : 0, t0);
       break;
     case XR_STEP_SEND_GPU_WAIT: case XR_STEP_SEND_WAIT: case XR_STEP_RECV_WAIT: case XR_STEP_RECV_FLUSH_WAIT:
     case XR_STEP_RECV_GPU_WAIT: case XR_STEP_SEND_PEER_WAIT:
-      simple(3, (uint64_t)(uintptr_t)handle, (uint16_t)state, args ? args->proxyStep.transSize : 0);
+      simple(3, id, (uint16_t)state, args ? args->proxyStep.transSize : 0, t0);
       break;
     default:
       break; // group API, proxy control and network plugin states: not used
@@ -427,7 +485,7 @@ static xr_result finalize(void* context) {
     memset(&s->r, 0, sizeof s->r);
     s->r.op = 4;
     s->r.ctx = left == 0 ? UINT32_MAX : index;
-    s->r.t = xr_now();
+    s->r.t = (int64_t)ticks();
     publish(s, pos);
     if (left == 0) wait_flushed(pos);
   }
@@ -443,7 +501,7 @@ static void at_exit(void) {
   memset(&s->r, 0, sizeof s->r);
   s->r.op = 4;
   s->r.ctx = UINT32_MAX;
-  s->r.t = xr_now();
+  s->r.t = (int64_t)ticks();
   publish(s, pos);
   wait_flushed(pos);
 }

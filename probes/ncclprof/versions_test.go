@@ -69,7 +69,8 @@ func TestHarnessProfilerVersions(t *testing.T) {
 		}
 	})
 	t.Run("v5-nccl2.28", func(t *testing.T) {
-		evs, labels, runs := job(t, 2, nil, "-lookup", "5,4", "-iters", "2")
+		// API events are the api and kernel levels' (the default asks for collectives only).
+		evs, labels, runs := job(t, 2, []string{"XFERTOP_NCCL_EVENTS=kernel"}, "-lookup", "5,4", "-iters", "2")
 		initLine(t, runs, 5)
 		if !slices.Contains(labelsOf(evs, labels, timeline.KindRuntime), "ncclAllReduce") {
 			t.Error("no ncclAllReduce API call (runtime) event from v5")
@@ -90,7 +91,8 @@ func TestHarnessProfilerVersions(t *testing.T) {
 		checkOps(t, evs, 2)
 	})
 	t.Run("v7-nccl2.31", func(t *testing.T) {
-		evs, labels, runs := job(t, 2, nil, "-lookup", "7,6,5,4", "-iters", "2", "-tag", "42", "-sym", "1")
+		// Kernel phases are the kernel level's (the default asks for collectives only).
+		evs, labels, runs := job(t, 2, []string{"XFERTOP_NCCL_EVENTS=kernel"}, "-lookup", "7,6,5,4", "-iters", "2", "-tag", "42", "-sym", "1")
 		initLine(t, runs, 7)
 		colls := labelsOf(evs, labels, timeline.KindCollective)
 		if len(colls) != 8 {

@@ -219,7 +219,7 @@ func TestParseLevel(t *testing.T) {
 		mask uint64
 		ok   bool
 	}{
-		{"", MaskKernel, true}, {"api", MaskAPI, true}, {"proxy,kernel", MaskAll, true}, {"ALL", MaskAll, true},
+		{"", MaskColl, true}, {"coll", MaskColl, true}, {"api", MaskAPI, true}, {"proxy,kernel", MaskAll, true}, {"ALL", MaskAll, true},
 		{"4095", 4095, true}, {"api,", 0, false}, {"verbose", 0, false}, {"99999999999", 0, false},
 	} {
 		m, ok := ParseLevel(c.in)

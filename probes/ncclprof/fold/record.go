@@ -38,8 +38,15 @@ const (
 	StateGroupEndAPIStart  = 24
 )
 
-// Activation masks for the detail levels users choose (XFERTOP_NCCL_EVENTS).
+// Activation masks for the detail levels users choose (XFERTOP_NCCL_EVENTS). MaskColl, the
+// default, is what the console's views are made of: collectives, sends and receives, timed on
+// the GPU by their kernel channels, as NCCL Inspector asks for (Coll and KernelCh). NCCL still
+// starts the API events above them (their start callback only: the plugin returns no handle, so
+// NCCL makes no further calls), not the group, kernel-launch or proxy events. The other levels
+// add the API calls, groups and kernel launches (api), kernel phases (kernel) and proxy ops and
+// steps (proxy).
 const (
+	MaskColl   = TypeColl | TypeP2p | TypeKernelCh | TypeCeColl | TypeCeSync | TypeCeBatch
 	MaskAPI    = TypeGroup | TypeColl | TypeP2p | TypeGroupAPI | TypeCollAPI | TypeP2pAPI | TypeKernelLaunch | TypeCeColl | TypeCeSync | TypeCeBatch
 	MaskProxy  = MaskAPI | TypeProxyOp | TypeProxyStep
 	MaskKernel = MaskAPI | TypeKernelCh | TypeKernelPhase
@@ -49,15 +56,17 @@ const (
 // RecSym is Record.Flags' bit for a symmetric-memory collective (v7 isSymColl).
 const RecSym = 1
 
-// ParseLevel reads a detail level: api, proxy, kernel, all, a comma-separated mix of them, or an
-// NCCL activation mask as a number. The empty string is the default, kernel.
+// ParseLevel reads a detail level: coll, api, proxy, kernel, all, a comma-separated mix of them,
+// or an NCCL activation mask as a number. The empty string is the default, coll.
 func ParseLevel(s string) (uint64, bool) {
 	if s == "" {
-		return MaskKernel, true
+		return MaskColl, true
 	}
 	var mask uint64
 	for part := range strings.SplitSeq(s, ",") {
 		switch strings.TrimSpace(strings.ToLower(part)) {
+		case "coll":
+			mask |= MaskColl
 		case "api":
 			mask |= MaskAPI
 		case "proxy":

@@ -20,7 +20,7 @@ import (
 
 // Environment variables the plugin reads.
 const (
-	EnvEvents    = "XFERTOP_NCCL_EVENTS"   // detail: api, proxy, kernel (default), all, or a mask
+	EnvEvents    = "XFERTOP_NCCL_EVENTS"   // detail: coll (default), api, proxy, kernel, all, or a mask
 	EnvRing      = "XFERTOP_RING_EVENTS"   // records the ring holds (default 65536)
 	EnvRecordDir = "XFERTOP_RECORD_DIR"    // write a per-rank .xfr recording here
 	EnvFlushMs   = "XFERTOP_FLUSH_TIMEOUT" // how long the end of a job waits for the sender (ms, default 2000)
@@ -58,7 +58,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Batch: recordings.DefaultBatch, Retry: time.Second}
 	mask, ok := fold.ParseLevel(getenv(EnvEvents))
 	if !ok {
-		return c, fmt.Errorf("%s=%q: give api, proxy, kernel, all (comma-separated) or an NCCL event mask", EnvEvents, getenv(EnvEvents))
+		return c, fmt.Errorf("%s=%q: give coll, api, proxy, kernel, all (comma-separated) or an NCCL event mask", EnvEvents, getenv(EnvEvents))
 	}
 	c.Mask = mask
 	if v := getenv(EnvRing); v != "" {

@@ -17,7 +17,7 @@ func TestConfigFromEnv(t *testing.T) {
 		check func(Config) bool
 	}{
 		{"defaults", nil, "", func(c Config) bool {
-			return c.Mask == fold.MaskKernel && c.Ring == DefaultRing && c.Attach != nil && c.Attach.Address == attach.DefaultSocket() && c.GlobalRank == -1
+			return c.Mask == fold.MaskColl && c.Ring == DefaultRing && c.Attach != nil && c.Attach.Address == attach.DefaultSocket() && c.GlobalRank == -1
 		}},
 		{"record dir only: no console tried", map[string]string{EnvRecordDir: "/tmp/r"}, "", func(c Config) bool { return c.Attach == nil && c.RecordDir == "/tmp/r" }},
 		{"both", map[string]string{EnvRecordDir: "/tmp/r", attach.EnvAttach: "tcp::9"}, "", func(c Config) bool {

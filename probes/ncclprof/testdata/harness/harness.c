@@ -72,16 +72,66 @@ enum { F_ALLREDUCE = 1, F_SEND = 2, F_RECV = 3, F_CE_ALLGATHER = 4 };
 
 // Calls made to the plugin (a chained plugin must get as many): starts, and stops and states of
 // non-NULL handles.
-static uint64_t n_start, n_stop, n_state;
+// The main thread (where -scenario bench times the callbacks) counts without an atomic, so that
+// counting adds no atomic of the harness's own to the timed callbacks (NCCL counts nothing); the
+// proxy threads, one per launch, count atomically. Read once the threads are joined.
+typedef struct { uint64_t start, stop, state; } call_row;
+static call_row main_calls, other_calls;
+static __thread int is_main;
+
+#define COUNT_CALL(col) \
+  do { \
+    if (is_main) main_calls.col++; \
+    else __atomic_fetch_add(&other_calls.col, 1, __ATOMIC_RELAXED); \
+  } while (0)
+
+// calls_total sums one column (0 start, 1 stop, 2 state) over the threads.
+static uint64_t calls_total(int col) {
+  return col == 0 ? main_calls.start + other_calls.start : col == 1 ? main_calls.stop + other_calls.stop : main_calls.state + other_calls.state;
+}
+
+// starts says whether NCCL's core starts an event of type given the plugin's activation mask
+// (src/plugin/profiler.cc): an event is started when it, or an event below it, was asked for; the
+// API events are parents of everything a call leads to.
+static int starts(uint64_t type) {
+  uint64_t m = (uint64_t)(unsigned)mask;
+  const uint64_t below_task = XR_PROXY_OP | XR_PROXY_STEP | XR_KERNEL_CH | XR_NET_PLUGIN;
+  const uint64_t ce = XR_CE_COLL | XR_CE_SYNC | XR_CE_BATCH;
+  switch (type) {
+    case XR_GROUP_API:
+      return (m & (XR_GROUP_API | XR_P2P_API | XR_COLL_API | XR_KERNEL_LAUNCH | XR_GROUP | XR_COLL | XR_P2P | below_task | ce)) != 0;
+    case XR_COLL_API:
+      return (m & (XR_COLL_API | XR_COLL | below_task | ce)) != 0;
+    case XR_P2P_API:
+      return (m & (XR_P2P_API | XR_P2P | below_task)) != 0;
+    case XR_GROUP:
+      return (m & (XR_GROUP | XR_COLL | XR_P2P | below_task)) != 0;
+    case XR_COLL:
+      return (m & (XR_COLL | below_task)) != 0;
+    case XR_P2P:
+      return (m & (XR_P2P | below_task)) != 0;
+    case XR_PROXY_OP:
+      return (m & (XR_PROXY_OP | XR_PROXY_STEP | XR_NET_PLUGIN)) != 0;
+    case XR_PROXY_STEP:
+      return (m & (XR_PROXY_STEP | XR_NET_PLUGIN)) != 0;
+    case XR_CE_COLL:
+      return (m & ce) != 0;
+    default:
+      // A type past the harness's interfaces stands for a newer NCCL's event (-scenario
+      // unknown): issued whatever the mask, to see the plugin refuse it.
+      return type > XR_KERNEL_PHASE || (m & type) != 0;
+  }
+}
 
 static void* start(uint64_t type, void* parent, int rank, xr_descr_union* u) {
   void* h = NULL;
+  if (!starts(type)) return NULL;
   if (version == 4 && type > XR_NET_PLUGIN) return NULL;
   if ((type == XR_CE_COLL || type == XR_CE_SYNC || type == XR_CE_BATCH) && version < 6) return NULL;
   if (type == XR_KERNEL_PHASE && version < 7) return NULL;
   if (version == 4) {
     // NCCL's v4 shim: API and copy-engine events are not passed; a task's parent is its group.
-    __atomic_fetch_add(&n_start, 1, __ATOMIC_RELAXED);
+    COUNT_CALL(start);
     xr_descr_v4 d;
     memset(&d, 0, sizeof d);
     d.type = (uint8_t)type;
@@ -92,7 +142,7 @@ static void* start(uint64_t type, void* parent, int rank, xr_descr_union* u) {
     if (type == XR_P2P) d.parentObj = u->p2p.parentGroup;
     ((xr_profiler_v4*)plugin)->startEvent(ctx, &h, &d);
   } else {
-    __atomic_fetch_add(&n_start, 1, __ATOMIC_RELAXED);
+    COUNT_CALL(start);
     xr_descr_v5 d;
     memset(&d, 0, sizeof d);
     d.type = type;
@@ -106,13 +156,13 @@ static void* start(uint64_t type, void* parent, int rank, xr_descr_union* u) {
 
 static void stop(void* h) {
   if (!h) return;
-  __atomic_fetch_add(&n_stop, 1, __ATOMIC_RELAXED);
+  COUNT_CALL(stop);
   ((xr_profiler_v5*)plugin)->stopEvent(h);
 }
 
 static void state(void* h, int s, xr_state_args* a) {
   if (!h) return;
-  __atomic_fetch_add(&n_state, 1, __ATOMIC_RELAXED);
+  COUNT_CALL(state);
   ((xr_profiler_v5*)plugin)->recordEventState(h, s, a);
 }
 
@@ -414,6 +464,14 @@ static int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+// cpu_ns is this thread's CPU time: on a loaded machine the wall time of a timed stretch includes
+// other processes' turns, its CPU time does not.
+static int64_t cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 // bench issues n all-reduces' callbacks as NCCL 2.31's core does for one all-reduce in its own
 // implicit group at the default (kernel) level, all on this thread (the proxy's kernel channels
 // inline): the group API event and its states, the API call, the kernel launch, the group and the
@@ -422,15 +480,15 @@ static int64_t now_ns(void) {
 // allocations made on this thread meanwhile.
 static void bench(int n) {
   const int chunk = 1000;
-  uint64_t calls0 = n_start + n_stop + n_state;
-  int64_t ns = 0;
+  uint64_t calls0 = calls_total(0) + calls_total(1) + calls_total(2);
+  int64_t ns = 0, cpu = 0;
   xr_descr_union u;
   xr_state_args a;
   memset(&a, 0, sizeof a);
   for (int done = 0; done < n;) {
     int k = n - done < chunk ? n - done : chunk;
     counting = 1;
-    int64_t t0 = now_ns();
+    int64_t t0 = now_ns(), c0 = cpu_ns();
     for (int i = 0; i < k; i++) {
       memset(&u, 0, sizeof u);
       u.groupApi.groupDepth = 1;
@@ -464,13 +522,33 @@ static void bench(int n) {
       }
     }
     ns += now_ns() - t0;
+    cpu += cpu_ns() - c0;
     counting = 0;
     done += k;
-    usleep(50000); // the sender drains the ring
+    usleep(100000); // the sender drains the ring (a chunk is 18,000 records at most, the ring 65,536)
   }
-  printf("bench calls %llu ns %lld mallocs %llu allreduces %d\n", (unsigned long long)(n_start + n_stop + n_state - calls0),
-         (long long)ns, (unsigned long long)mallocs, n);
+  printf("bench calls %llu ns %lld mallocs %llu allreduces %d cpu_ns %lld\n", (unsigned long long)(calls_total(0) + calls_total(1) + calls_total(2) - calls0),
+         (long long)ns, (unsigned long long)mallocs, n, (long long)cpu);
 }
+
+// The null plugin (-lib null -mask M): asks for mask M and does nothing but hand out handles, so
+// that -scenario bench through it times the harness's own part of the sequence (building each
+// descriptor, as NCCL's core does, and the calls), to be taken from a plugin's time.
+static int null_mask;
+static xr_result null_init(void** context, uint64_t commId, int* m, const char* name, int nNodes, int nranks, int rank, xr_logger logfn) {
+  (void)commId, (void)name, (void)nNodes, (void)nranks, (void)rank, (void)logfn;
+  *context = &null_mask;
+  *m = null_mask;
+  return XR_OK;
+}
+static xr_result null_start(void* context, void** handle, xr_descr_v5* d) {
+  *handle = d->type & (uint64_t)(unsigned)null_mask ? context : NULL; // as a plugin does with what it did not ask for
+  return XR_OK;
+}
+static xr_result null_stop(void* handle) { return handle ? XR_OK : XR_INVALID_USAGE; }
+static xr_result null_state(void* handle, int s, xr_state_args* a) { return handle && s >= 0 && (a || !a) ? XR_OK : XR_INVALID_USAGE; }
+static xr_result null_finalize(void* context) { return context ? XR_OK : XR_INVALID_USAGE; }
+static xr_profiler_v5 null_plugin = {"null", null_init, null_start, null_stop, null_state, null_finalize};
 
 static void pace(void) {
   if (pace_us > 0) usleep((useconds_t)pace_us);
@@ -478,6 +556,7 @@ static void pace(void) {
 
 int main(int argc, char** argv) {
   const char* lib = NULL;
+  is_main = 1;
   const char* scenario = "allreduce";
   const char* lookup = "7,6,5,4";
   int iters = 3;
@@ -493,18 +572,20 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "-count")) count = (size_t)atoll(argv[i + 1]);
     else if (!strcmp(argv[i], "-tag")) user_tag = strtoull(argv[i + 1], NULL, 0);
     else if (!strcmp(argv[i], "-sym")) sym = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-mask")) null_mask = (int)strtol(argv[i + 1], NULL, 0);
   }
   if (!lib || nranks < 1) {
     fprintf(stderr, "usage: harness -lib PATH -rank R -nranks N [-scenario S] [-iters K] [-lookup 7,6,5,4]\n");
     return 2;
   }
-  void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
+  void* h = strcmp(lib, "null") ? dlopen(lib, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (!strcmp(lib, "null")) plugin = &null_plugin, version = 7;
+  else if (!h) {
     fprintf(stderr, "harness: dlopen %s: %s\n", lib, dlerror());
     return 1;
   }
   // NCCL's loader: the newest interface it knows first.
-  for (const char* p = lookup; *p && !plugin; p++) {
+  for (const char* p = lookup; h && *p && !plugin; p++) {
     if (*p < '1' || *p > '9') continue;
     char sym[32];
     snprintf(sym, sizeof sym, "ncclProfiler_v%c", *p);
@@ -563,8 +644,8 @@ int main(int argc, char** argv) {
     fflush(stdout);
     pace();
   }
-  printf("calls start %llu stop %llu state %llu\n", (unsigned long long)n_start, (unsigned long long)n_stop,
-         (unsigned long long)n_state);
+  printf("calls start %llu stop %llu state %llu\n", (unsigned long long)calls_total(0), (unsigned long long)calls_total(1),
+         (unsigned long long)calls_total(2));
   if (!getenv("HARNESS_NO_FINALIZE")) ((xr_profiler_v5*)plugin)->finalize(ctx);
   printf("done\n");
   return 0;
