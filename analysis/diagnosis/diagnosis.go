@@ -1,6 +1,8 @@
 package diagnosis
 
 import (
+	"math"
+
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -54,6 +56,9 @@ type Diagnosis struct {
 	// Dropped counts events not compared: past the bounds on ranks, labels or classes.
 	Dropped int64
 
+	// win is the link window being gathered: each link's rate while busy in it.
+	win busyWindow
+
 	cand     map[candKey]*candidate
 	findings []Finding
 	reported map[candKey]int // index in findings
@@ -76,6 +81,11 @@ type rankAcc struct {
 	// peak is the most a link of the rank carried in one window this step, bytes/ns, by
 	// class (PCIe, NVLink, NIC) and direction.
 	peak [3][2]float64
+	// busySlow counts, per link class, the step's windows in which the rank's link moved slower
+	// while busy than its peers' in the same window (busy.go); busyLow is the lowest share of
+	// their median it moved at then.
+	busySlow [3]int32
+	busyLow  [3]float64
 	// the rank's transfers slower than their class's reference this step: how many, the time
 	// beyond the reference, how many crossed hosts, and the reference time of those transfers.
 	ops        int32 // transfers compared
@@ -116,7 +126,8 @@ type commInfo struct {
 // New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
 func New(gpusPerHost int) *Diagnosis {
 	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
-		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, timedOut: map[int32]bool{}, stepStart: -1}
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, timedOut: map[int32]bool{}, stepStart: -1,
+		win: busyWindow{idx: math.MinInt64}}
 }
 
 func (d *Diagnosis) hostOf(dev int32) int32 {
@@ -321,6 +332,7 @@ func (d *Diagnosis) addLink(e *timeline.Event) {
 	if c < 0 || r == nil || dir < 0 || dir > 1 {
 		return
 	}
+	d.addBusy(e, c, dir)
 	// A window's rate counts only when the window is whole: a run's last, cut short, would read low.
 	if e.End-e.Start < timeline.LinkWindowNs {
 		return

@@ -42,6 +42,14 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 	}
 	culprit := tied[0]
 	a := &d.ranks[culprit]
+	ratio := 1 + float64(a.slowExcess)/max(a.slowRef, 1)
+	if p, ok := d.slowestBusy(d.busyCands()); ok {
+		// The link itself, by its rate while busy: the ranks' transfer times say the step lost
+		// time to a link, its rate says which.
+		return suspect{kind: SlowLink, rank: p.rank, host: d.hostOf(p.rank), ratio: ratio, conf: p.conf, excess: a.slowExcess, link: p.class,
+			detail: fmt.Sprintf("%s this step, in which %s took %.2f× their reference (%s lost, %.1f%% of the step)",
+				p.say(), whose(tied, a.slowOps), ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs))}, true
+	}
 	class, cls := timeline.PeakNVLink, 1
 	if 2*a.slowCross >= a.slowOps {
 		class, cls = timeline.PeakNIC, 2
@@ -72,7 +80,6 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 	} else if p, med, ok := d.peakAgainst(culprit, cls); ok && p < 0.9*med {
 		peakNote = fmt.Sprintf("; its %s peaked at %.0f%% of its peers' peak rate", linkName(class), 100*p/med)
 	}
-	ratio := 1 + float64(a.slowExcess)/max(a.slowRef, 1)
 	s := suspect{kind: SlowLink, rank: culprit, host: host, ratio: ratio, conf: conf, excess: a.slowExcess, link: class,
 		detail: fmt.Sprintf("%d of its transfers this step took %.2f× its peers' time (%s lost, %.1f%% of the step)%s",
 			a.slowOps, ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs), peakNote)}
@@ -248,4 +255,12 @@ func rankRange(rs []int32) string {
 		return fmt.Sprintf("ranks %d-%d", rs[0], rs[len(rs)-1])
 	}
 	return fmt.Sprintf("ranks %d … %d", rs[0], rs[len(rs)-1])
+}
+
+// whose says whose transfers were slow: one rank's, or the tied ranks'.
+func whose(tied []int32, ops int32) string {
+	if len(tied) == 1 {
+		return fmt.Sprintf("%d transfers of rank %d", ops, tied[0])
+	}
+	return fmt.Sprintf("%d transfers of each of %d ranks", ops, len(tied))
 }

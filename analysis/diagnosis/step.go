@@ -30,6 +30,9 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	}
 	d.nSteps++
 	d.step = int(e.Aux)
+	if d.win.end <= e.End {
+		d.flushWindow() // the windows the step covers are all in
+	}
 	stepNs := max(e.End-e.Start, 1)
 	var sus []suspect
 	if s, ok := d.slowGPU(); ok {
@@ -92,6 +95,7 @@ func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event
 // reset clears the per-step accumulators.
 func (d *Diagnosis) reset(at int64) {
 	d.stepStart = at
+	d.win.peers = [3]int{}
 	for i := range d.ranks {
 		d.ranks[i] = rankAcc{qmin: -1}
 	}

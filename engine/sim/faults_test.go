@@ -232,3 +232,81 @@ func TestFaultOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// linkBusy sums the link bytes events of one device's link (class, direction): bytes and busy ns.
+func linkBusy(store *timeline.Store, dev int32, link, dir int) (bytes, busy float64) {
+	for _, e := range store.Events() {
+		if e.Kind == timeline.KindLinkBytes && e.Device == dev && e.Sub == timeline.PackLink(link, dir) {
+			bytes += float64(e.Bytes)
+			busy += float64(e.Op)
+		}
+	}
+	return bytes, busy
+}
+
+// A link's busy time follows the hand calculation. One send of B bytes from device 0 (host 0 NIC
+// 0) to device 8 (host 1 NIC 0) moves its payload at cap = NIC × nic_efficiency on a wire at the
+// line rate: healthy, both NICs are busy D = B/cap. With host 0's NIC at 0.25 the flow's wire
+// rate is a quarter of the line: NIC 0 out is busy all of the 4D the send takes, and host 1's
+// NIC 0 in, at a quarter of its line rate, a quarter of it (D). Both carried B, so the slow
+// link's rate while busy is 25% of its peer's, though their bytes per window are the same.
+func TestLinkBusyTime(t *testing.T) {
+	const B = 1 << 30
+	for _, tc := range []struct {
+		name           string
+		spec           []string
+		outBusy, inBus float64 // in units of D
+	}{
+		{"healthy", nil, 1, 1},
+		{"nic_slow 0.25", []string{"kind=nic_slow,host=0,nic=0,factor=0.25"}, 4, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, store, m := faultSim(t, "h100x8x2", tc.spec...)
+			ss, _ := c.NewStream(0, engine.PriorityNormal)
+			rs, _ := c.NewStream(8, engine.PriorityNormal)
+			if _, err := c.Send(ss, 8, B, 1); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Recv(rs, 0, B, 1); err != nil {
+				t.Fatal(err)
+			}
+			run(t, c)
+			D := float64(B) / (m.NICBps * m.NCCLNICEff / 1e9)
+			for _, l := range []struct {
+				dev  int32
+				dir  int
+				want float64
+			}{{0, timeline.LinkTx, tc.outBusy * D}, {8, timeline.LinkRx, tc.inBus * D}} {
+				bytes, busy := linkBusy(store, l.dev, timeline.PeakNIC, l.dir)
+				if math.Abs(bytes-B) > 1e-6*B {
+					t.Errorf("device %d NIC dir %d carried %.0f bytes; want %d", l.dev, l.dir, bytes, B)
+				}
+				// Each window's busy time is rounded to the ns: a few windows, a few ns.
+				if math.Abs(busy-l.want) > 1e-6*l.want+10 {
+					t.Errorf("device %d NIC dir %d busy %.0f ns; the hand calculation says %.0f", l.dev, l.dir, busy, l.want)
+				}
+			}
+		})
+	}
+}
+
+// A flapping NIC at 0 is busy while down as well (its flows wait on it) but moves nothing then:
+// its rate while busy is about half its peer's, whose flow simply stops.
+func TestLinkBusyWhileDown(t *testing.T) {
+	const B = 1 << 30
+	c, store, _ := faultSim(t, "h100x8x2", "kind=nic_flap,host=1,nic=0,period=2ms")
+	ss, _ := c.NewStream(0, engine.PriorityNormal)
+	rs, _ := c.NewStream(8, engine.PriorityNormal)
+	if _, err := c.Send(ss, 8, B, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Recv(rs, 0, B, 1); err != nil {
+		t.Fatal(err)
+	}
+	run(t, c)
+	ob, obusy := linkBusy(store, 0, timeline.PeakNIC, timeline.LinkTx)
+	ib, ibusy := linkBusy(store, 8, timeline.PeakNIC, timeline.LinkRx)
+	if r := (ib / ibusy) / (ob / obusy); r < 0.45 || r > 0.55 {
+		t.Errorf("flapping NIC's rate while busy is %.2f of its peer's; want about 0.5", r)
+	}
+}

@@ -1,0 +1,145 @@
+package diagnosis
+
+import (
+	"fmt"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// A link's rate while busy (its bytes over the time it was busy, from link bytes events that carry
+// their busy time, as port counters do on real hardware) is its line rate for a healthy link,
+// whatever its share of a ring or its pace: a link transmits at its line rate or not at all. A
+// degraded link transmits at what is left of it. So where transfer times cannot tell links apart
+// (one ring of every rank slows every rank alike; a host's tensor-parallel ranks all wait for its
+// slowest NVLink), the rate while busy can. Each link is compared with its peers (the links of the
+// same class and direction) in the same window, so that they moved the same mix of protocols: a
+// window of small all-reduces (NCCL's LL protocol, half of it flags) moves less payload per busy
+// second on every link alike.
+const (
+	// minBusyNs: a window in which a link was busy for less says too little about its rate.
+	minBusyNs = 10_000
+	// busyRatio: a link whose rate while busy is below this share of its peers' is degraded.
+	busyRatio = 0.7
+)
+
+// busyWindow gathers one link window's rates while busy, per link class and direction.
+type busyWindow struct {
+	idx   int64 // the window's index (Start / LinkWindowNs); -1: none yet
+	end   int64 // the latest End of its events
+	rates [3][2][]rankRate
+	// peers is the most links compared per class in one window this step (for the evidence).
+	peers [3]int
+}
+
+type rankRate struct {
+	rank int32
+	rate float64
+}
+
+// addBusy notes link class c, direction dir of a link bytes event that says how long the link was
+// busy. A window's links are compared when the events of a later window arrive (or the step that
+// covers the window ends): a source reports a window's links together, when it ends.
+func (d *Diagnosis) addBusy(e *timeline.Event, c, dir int) {
+	if e.Op < minBusyNs {
+		return
+	}
+	w := &d.win
+	idx := e.Start / timeline.LinkWindowNs
+	switch {
+	case idx > w.idx:
+		d.flushWindow()
+		w.idx = idx
+	case idx < w.idx:
+		return // a window already compared
+	}
+	w.end = max(w.end, e.End)
+	w.rates[c][dir] = append(w.rates[c][dir], rankRate{e.Device, float64(e.Bytes) / float64(e.Op)})
+}
+
+// flushWindow compares each link of the window gathered with its peers: a link below busyRatio of
+// their median rate while busy and zLimit robust deviations under it moved slower than they did.
+func (d *Diagnosis) flushWindow() {
+	w := &d.win
+	var xs []float64
+	for c := range w.rates {
+		for dir := range w.rates[c] {
+			rs := w.rates[c][dir]
+			if len(rs) < minPeers {
+				w.rates[c][dir] = rs[:0]
+				continue
+			}
+			w.peers[c] = max(w.peers[c], len(rs))
+			xs = xs[:0]
+			for _, x := range rs {
+				xs = append(xs, x.rate)
+			}
+			med, mad := medMAD(xs)
+			for _, x := range rs {
+				if x.rate >= busyRatio*med || med-x.rate < zLimit*mad {
+					continue
+				}
+				a := &d.ranks[x.rank]
+				if a.busySlow[c] == 0 || x.rate/med < a.busyLow[c] {
+					a.busyLow[c] = x.rate / med
+				}
+				a.busySlow[c]++ // a window in either direction counts
+			}
+			w.rates[c][dir] = rs[:0]
+		}
+	}
+}
+
+// busyPlace is a link placed by its rate while busy.
+type busyPlace struct {
+	rank    int32
+	class   int // timeline.PeakNVLink or PeakNIC
+	windows int32
+	low     float64 // its lowest share of its peers' median rate while busy
+	peers   int
+	conf    float64
+}
+
+// slowestBusy looks among the ranks in cands for the link that moved slower while busy than its
+// peers in the most windows this step (NVLink or NIC; then the lower share of their rate). Its
+// confidence is its share of the windows in which a candidate's link of its class was slow.
+func (d *Diagnosis) slowestBusy(cands []int32) (busyPlace, bool) {
+	var best busyPlace
+	found := false
+	for _, cls := range [...]int{1, 2} {
+		var total int32
+		for _, r := range cands {
+			a := &d.ranks[r]
+			n := a.busySlow[cls]
+			if n == 0 {
+				continue
+			}
+			total += n
+			if !found || n > best.windows || (n == best.windows && a.busyLow[cls] < best.low) {
+				best = busyPlace{rank: r, class: linkClass(cls), windows: n, low: a.busyLow[cls], peers: d.win.peers[cls]}
+				found = true
+			}
+		}
+		if found && best.class == linkClass(cls) {
+			best.conf = float64(best.windows) / float64(total)
+		}
+	}
+	return best, found
+}
+
+// say is the evidence: the link's rate while busy against its peers'.
+func (p busyPlace) say() string {
+	return fmt.Sprintf("its %s moved at %.0f%% of its peers' median rate while busy (%d ranks' %s, the same window), in %d windows",
+		linkName(p.class), 100*p.low, p.peers, linkName(p.class), p.windows)
+}
+
+// busyCands are the ranks with slow transfers this step: the ranks a slow link's place is looked
+// for among.
+func (d *Diagnosis) busyCands() []int32 {
+	var out []int32
+	for r := range d.ranks {
+		if d.ranks[r].slowOps > 0 {
+			out = append(out, int32(r))
+		}
+	}
+	return out
+}
