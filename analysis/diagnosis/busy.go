@@ -27,9 +27,26 @@ type busyWindow struct {
 	idx   int64 // the window's index (Start / LinkWindowNs); -1: none yet
 	end   int64 // the latest End of its events
 	rates [3][2][]rankRate
+	// ports are the fabric's switch ports (up, down), by leaf.
+	ports [2][]portRate
 	// peers is the most links compared per class in one window this step (for the evidence).
-	peers [3]int
+	peers     [3]int
+	portPeers int
 }
+
+type portRate struct {
+	leaf uint32
+	rate float64
+}
+
+type portAcc struct {
+	windows int32
+	last    int64 // the last window counted (its two directions count once)
+	low     float64
+}
+
+// maxPorts bounds the switch ports kept per step.
+const maxPorts = 1 << 12
 
 type rankRate struct {
 	rank int32
@@ -40,8 +57,24 @@ type rankRate struct {
 // busy. A window's links are compared when the events of a later window arrive (or the step that
 // covers the window ends): a source reports a window's links together, when it ends.
 func (d *Diagnosis) addBusy(e *timeline.Event, c, dir int) {
+	if d.inWindow(e) {
+		d.win.rates[c][dir] = append(d.win.rates[c][dir], rankRate{e.Device, float64(e.Bytes) / float64(e.Op)})
+	}
+}
+
+// addPortBusy does for a fabric switch port (a leaf's ports to the spines, up or down) what
+// addBusy does for a device's link.
+func (d *Diagnosis) addPortBusy(e *timeline.Event, dir int) {
+	if d.inWindow(e) && len(d.win.ports[dir]) < maxPorts {
+		d.win.ports[dir] = append(d.win.ports[dir], portRate{e.Aux, float64(e.Bytes) / float64(e.Op)})
+	}
+}
+
+// inWindow reports whether e says how long its link was busy and falls in the window gathered,
+// comparing the one gathered so far when e begins a later one.
+func (d *Diagnosis) inWindow(e *timeline.Event) bool {
 	if e.Op < minBusyNs {
-		return
+		return false
 	}
 	w := &d.win
 	idx := e.Start / timeline.LinkWindowNs
@@ -50,10 +83,10 @@ func (d *Diagnosis) addBusy(e *timeline.Event, c, dir int) {
 		d.flushWindow()
 		w.idx = idx
 	case idx < w.idx:
-		return // a window already compared
+		return false // a window already compared
 	}
 	w.end = max(w.end, e.End)
-	w.rates[c][dir] = append(w.rates[c][dir], rankRate{e.Device, float64(e.Bytes) / float64(e.Op)})
+	return true
 }
 
 // flushWindow compares each link of the window gathered with its peers: a link below busyRatio of
@@ -82,11 +115,59 @@ func (d *Diagnosis) flushWindow() {
 				if a.busySlow[c] == 0 || x.rate/med < a.busyLow[c] {
 					a.busyLow[c] = x.rate / med
 				}
-				a.busySlow[c]++ // a window in either direction counts
+				if a.busySlow[c] == 0 || a.busyWin[c] != w.idx { // its two directions count once
+					a.busySlow[c]++
+					a.busyWin[c] = w.idx
+				}
 			}
 			w.rates[c][dir] = rs[:0]
 		}
 	}
+	for dir, ps := range w.ports {
+		if len(ps) >= minPeers {
+			w.portPeers = max(w.portPeers, len(ps))
+			xs = xs[:0]
+			for _, p := range ps {
+				xs = append(xs, p.rate)
+			}
+			med, mad := medMAD(xs)
+			for _, p := range ps {
+				if p.rate >= busyRatio*med || med-p.rate < zLimit*mad {
+					continue
+				}
+				a, ok := d.portSlow[p.leaf]
+				if !ok && len(d.portSlow) >= maxPorts {
+					continue
+				}
+				if a.windows == 0 || p.rate/med < a.low {
+					a.low = p.rate / med
+				}
+				if a.windows == 0 || a.last != w.idx {
+					a.windows++
+					a.last = w.idx
+				}
+				d.portSlow[p.leaf] = a
+			}
+		}
+		w.ports[dir] = ps[:0]
+	}
+}
+
+// slowestPort is the switch port that moved slower while busy than its peers in the most windows
+// this step (then the lower share of their rate), with its share of the windows in which a port
+// was slow as its confidence.
+func (d *Diagnosis) slowestPort() (leaf uint32, a portAcc, conf float64, ok bool) {
+	var total int32
+	for l, x := range d.portSlow {
+		total += x.windows
+		if !ok || x.windows > a.windows || (x.windows == a.windows && (x.low < a.low || (x.low == a.low && l < leaf))) {
+			leaf, a, ok = l, x, true
+		}
+	}
+	if ok {
+		conf = float64(a.windows) / float64(total)
+	}
+	return leaf, a, conf, ok
 }
 
 // busyPlace is a link placed by its rate while busy.

@@ -58,6 +58,9 @@ type Diagnosis struct {
 
 	// win is the link window being gathered: each link's rate while busy in it.
 	win busyWindow
+	// portSlow are this step's switch ports (leaf + 1) that moved slower while busy than their
+	// peers, in how many windows and at what lowest share of their median (maxPorts at most).
+	portSlow map[uint32]portAcc
 
 	cand     map[candKey]*candidate
 	findings []Finding
@@ -85,6 +88,7 @@ type rankAcc struct {
 	// while busy than its peers' in the same window (busy.go); busyLow is the lowest share of
 	// their median it moved at then.
 	busySlow [3]int32
+	busyWin  [3]int64 // the window last counted in busySlow
 	busyLow  [3]float64
 	// the rank's transfers slower than their class's reference this step: how many, the time
 	// beyond the reference, how many crossed hosts, and the reference time of those transfers.
@@ -108,6 +112,7 @@ type opKey struct {
 type candKey struct {
 	kind Kind
 	rank int32
+	port uint32 // a switch port's leaf (timeline.PackPort) + 1; 0: none
 }
 
 type candidate struct {
@@ -127,7 +132,7 @@ type commInfo struct {
 func New(gpusPerHost int) *Diagnosis {
 	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
 		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, timedOut: map[int32]bool{}, stepStart: -1,
-		win: busyWindow{idx: math.MinInt64}}
+		win: busyWindow{idx: math.MinInt64}, portSlow: map[uint32]portAcc{}}
 }
 
 func (d *Diagnosis) hostOf(dev int32) int32 {
@@ -315,6 +320,10 @@ type pairAcc struct {
 }
 
 func (d *Diagnosis) addLink(e *timeline.Event) {
+	if dir, ok := timeline.UnpackFabricLink(e.Sub); ok {
+		d.addPortBusy(e, dir)
+		return
+	}
 	link, dir, ok := timeline.UnpackLink(e.Sub)
 	if !ok || e.End <= e.Start {
 		return

@@ -353,3 +353,59 @@ func TestSlowLinkByRateWhileBusy(t *testing.T) {
 		})
 	}
 }
+
+// A leaf's ports to the spines degraded: every rank's collective slows alike, the ranks' NICs move
+// at their line rate while busy (the flows are held back at the switch, not at them), and of the
+// eight leaves' ports one moves at 25% of its peers' rate while busy: it is the culprit.
+func TestSlowSwitchPortByRateWhileBusy(t *testing.T) {
+	s := newStepper(8)
+	var op uint64
+	slow := timeline.PackPort(1, 2)
+	for st := range 3 {
+		dur := 10 * ms
+		if st > 0 {
+			dur = 40 * ms
+		}
+		for i := range 4 {
+			op++
+			for r := int32(0); r < 32; r++ {
+				at := s.t + int64(i)*50*ms
+				s.add(timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: at, End: at + dur, Queued: at,
+					Device: r, Peer: -1, Ranks: 32, Bytes: 1 << 30, Op: op, Comm: 1, Stream: 1})
+			}
+		}
+		for w := range 4 {
+			from, to := s.t+int64(w)*50*ms, s.t+int64(w+1)*50*ms
+			for r := int32(0); r < 32; r++ {
+				for dir := range 2 {
+					s.add(timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(timeline.PeakNIC, dir), Start: from, End: to,
+						Bytes: 1 << 28, Op: uint64(float64(5*ms) * jitter(int(r), w)), Device: r, Peer: -1})
+				}
+			}
+			for g := range 2 {
+				for rail := range 4 {
+					busy := uint64(10 * ms)
+					if st > 0 && timeline.PackPort(g, rail) == slow {
+						busy = 40 * uint64(ms)
+					}
+					for dir := range 2 {
+						s.add(timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(timeline.LinkFabric, dir), Start: from, End: to,
+							Bytes: 1 << 30, Op: busy, Device: timeline.NoDevice, Peer: -1, Aux: timeline.PackPort(g, rail)})
+					}
+				}
+			}
+		}
+		s.endStep(200 * ms)
+		got := s.d.Result(s.strs)
+		if st == 0 {
+			if len(got) != 0 {
+				t.Fatalf("healthy step: %v", got)
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].Kind != SlowLink || got[0].Link != timeline.LinkFabric || got[0].Port != slow || got[0].Rank != -1 ||
+			got[0].Culprit(8) != "leaf g1.r2 spine ports" || !strings.Contains(got[0].Evidence, "moved at 25% of their peers' median rate while busy") {
+			t.Fatalf("step %d: %+v; want leaf g1.r2's spine ports at 25%%", st, got)
+		}
+	}
+}
