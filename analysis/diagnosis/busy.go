@@ -20,6 +20,10 @@ const (
 	minBusyNs = 10_000
 	// busyRatio: a link whose rate while busy is below this share of its peers' is degraded.
 	busyRatio = 0.7
+	// stallRatio: in a window with too few busy links to compare, a link busy at below this share
+	// of its peers' rate in the last window that had enough is holding the others up: a link that
+	// is down stalls the ring, whose other links then wait idle.
+	stallRatio = 0.1
 )
 
 // busyWindow gathers one link window's rates while busy, per link class and direction.
@@ -32,6 +36,26 @@ type busyWindow struct {
 	// peers is the most links compared per class in one window this step (for the evidence).
 	peers     [3]int
 	portPeers int
+	// ref and portRef are the peers' median rate while busy in the last window that had enough
+	// of them, per class and direction (0: none yet).
+	ref     [3][2]float64
+	portRef [2]float64
+}
+
+// judge returns how to tell a slow link among a window's rates xs (which it reorders): against
+// their median and MAD when they are enough peers (and the median becomes *ref), else against
+// *ref, for a link all but stalled. ok is false when there is nothing to judge by.
+func judge(xs []float64, ref *float64) (slow func(x float64) (share float64, is bool), ok bool) {
+	switch {
+	case len(xs) >= minPeers:
+		med, mad := medMAD(xs)
+		*ref = med
+		return func(x float64) (float64, bool) { return x / med, x < busyRatio*med && med-x >= zLimit*mad }, true
+	case len(xs) > 0 && *ref > 0:
+		r := *ref
+		return func(x float64) (float64, bool) { return x / r, x < stallRatio*r }, true
+	}
+	return nil, false
 }
 
 type portRate struct {
@@ -97,59 +121,65 @@ func (d *Diagnosis) flushWindow() {
 	for c := range w.rates {
 		for dir := range w.rates[c] {
 			rs := w.rates[c][dir]
-			if len(rs) < minPeers {
-				w.rates[c][dir] = rs[:0]
-				continue
-			}
-			w.peers[c] = max(w.peers[c], len(rs))
+			w.rates[c][dir] = rs[:0]
 			xs = xs[:0]
 			for _, x := range rs {
 				xs = append(xs, x.rate)
 			}
-			med, mad := medMAD(xs)
+			slow, ok := judge(xs, &w.ref[c][dir])
+			if !ok {
+				continue
+			}
+			if len(rs) >= minPeers {
+				w.peers[c] = max(w.peers[c], len(rs))
+			}
 			for _, x := range rs {
-				if x.rate >= busyRatio*med || med-x.rate < zLimit*mad {
+				share, is := slow(x.rate)
+				if !is {
 					continue
 				}
 				a := &d.ranks[x.rank]
-				if a.busySlow[c] == 0 || x.rate/med < a.busyLow[c] {
-					a.busyLow[c] = x.rate / med
+				if a.busySlow[c] == 0 || share < a.busyLow[c] {
+					a.busyLow[c] = share
 				}
 				if a.busySlow[c] == 0 || a.busyWin[c] != w.idx { // its two directions count once
 					a.busySlow[c]++
 					a.busyWin[c] = w.idx
 				}
 			}
-			w.rates[c][dir] = rs[:0]
 		}
 	}
 	for dir, ps := range w.ports {
+		w.ports[dir] = ps[:0]
+		xs = xs[:0]
+		for _, p := range ps {
+			xs = append(xs, p.rate)
+		}
+		slow, ok := judge(xs, &w.portRef[dir])
+		if !ok {
+			continue
+		}
 		if len(ps) >= minPeers {
 			w.portPeers = max(w.portPeers, len(ps))
-			xs = xs[:0]
-			for _, p := range ps {
-				xs = append(xs, p.rate)
-			}
-			med, mad := medMAD(xs)
-			for _, p := range ps {
-				if p.rate >= busyRatio*med || med-p.rate < zLimit*mad {
-					continue
-				}
-				a, ok := d.portSlow[p.leaf]
-				if !ok && len(d.portSlow) >= maxPorts {
-					continue
-				}
-				if a.windows == 0 || p.rate/med < a.low {
-					a.low = p.rate / med
-				}
-				if a.windows == 0 || a.last != w.idx {
-					a.windows++
-					a.last = w.idx
-				}
-				d.portSlow[p.leaf] = a
-			}
 		}
-		w.ports[dir] = ps[:0]
+		for _, p := range ps {
+			share, is := slow(p.rate)
+			if !is {
+				continue
+			}
+			a, ok := d.portSlow[p.leaf]
+			if !ok && len(d.portSlow) >= maxPorts {
+				continue
+			}
+			if a.windows == 0 || share < a.low {
+				a.low = share
+			}
+			if a.windows == 0 || a.last != w.idx {
+				a.windows++
+				a.last = w.idx
+			}
+			d.portSlow[p.leaf] = a
+		}
 	}
 }
 
@@ -209,6 +239,10 @@ func (d *Diagnosis) slowestBusy(cands []int32) (busyPlace, bool) {
 
 // say is the evidence: the link's rate while busy against its peers'.
 func (p busyPlace) say() string {
+	if p.peers == 0 {
+		return fmt.Sprintf("its %s moved at %.0f%% of its peers' median rate while busy (theirs in the last window they moved in: they waited on it), in %d windows",
+			linkName(p.class), 100*p.low, p.windows)
+	}
 	return fmt.Sprintf("its %s moved at %.0f%% of its peers' median rate while busy (%d ranks' %s, the same window), in %d windows",
 		linkName(p.class), 100*p.low, p.peers, linkName(p.class), p.windows)
 }

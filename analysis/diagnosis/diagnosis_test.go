@@ -409,3 +409,46 @@ func TestSlowSwitchPortByRateWhileBusy(t *testing.T) {
 		}
 	}
 }
+
+// A NIC that goes down stalls the ring: in the windows it is down it is the only link busy (data
+// waits on it) and moves nothing, while its peers wait idle, so there are no peers in the window
+// to compare it with; their rate in the last window they moved in is the reference.
+func TestStalledLinkAlone(t *testing.T) {
+	s := newStepper(8)
+	var op uint64
+	for st := range 2 {
+		dur := 10 * ms
+		if st > 0 {
+			dur = 60 * ms
+		}
+		for i := range 2 {
+			op++
+			for r := int32(0); r < 16; r++ {
+				at := s.t + int64(i)*100*ms
+				s.add(timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: at, End: at + dur, Queued: at,
+					Device: r, Peer: -1, Ranks: 16, Bytes: 1 << 30, Op: op, Comm: 1, Stream: 1})
+			}
+		}
+		for w := range 4 {
+			from, to := s.t+int64(w)*50*ms, s.t+int64(w+1)*50*ms
+			for r := int32(0); r < 16; r++ {
+				b, busy := int64(1<<29), uint64(10*ms)
+				if st > 0 && w%2 == 1 { // the down half: only rank 13's NIC is busy, moving nothing
+					if r != 13 {
+						continue
+					}
+					b, busy = 0, uint64(50*ms)
+				}
+				for dir := range 2 {
+					s.add(timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(timeline.PeakNIC, dir), Start: from, End: to,
+						Bytes: b, Op: busy, Device: r, Peer: -1})
+				}
+			}
+		}
+		s.endStep(200 * ms)
+	}
+	got := s.d.Result(s.strs)
+	if len(got) != 1 || got[0].Rank != 13 || got[0].Link != timeline.PeakNIC || !strings.Contains(got[0].Evidence, "moved at 0% of its peers' median rate while busy") {
+		t.Fatalf("%+v; want rank 13's NIC, moving nothing while busy", got)
+	}
+}
