@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 
 	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/engine"
@@ -30,13 +31,14 @@ type Config struct {
 	Healthy  int   // healthy runs (false findings on them measure precision)
 	Steps    int   // steps per run (at least 3: a healthy step, the onset's, one after)
 	Seed     int64 // the first trial's seed; trial i uses Seed+i
-	// Kinds are the fault kinds drawn from (nil: every kind the simulator models).
+	// Kinds are the fault kinds drawn from (nil: DefaultKinds, and fabric_slow where the topology
+	// has more than one rail group).
 	Kinds []fault.Kind
 	// Progress, when set, is called after each run.
 	Progress func(done, total int, t *Trial)
 }
 
-// DefaultKinds are the kinds a campaign draws from.
+// DefaultKinds are the kinds a campaign draws from on every topology.
 var DefaultKinds = []fault.Kind{fault.NICSlow, fault.NICFlap, fault.NVLinkSlow, fault.GPUSlow, fault.HostSlow, fault.PCIeGen, fault.Hang, fault.MissingRank}
 
 // Trial is one run and how the diagnosis did on it.
@@ -148,6 +150,10 @@ func Run(ctx context.Context, cfg Config) ([]Trial, error) {
 	}
 	if len(cfg.Kinds) == 0 {
 		cfg.Kinds = DefaultKinds
+		if cfg.Topology.RailGroups() > 1 {
+			// Only flows between rail groups cross a leaf's ports to the spines.
+			cfg.Kinds = append(slices.Clip(DefaultKinds), fault.FabricSlow)
+		}
 	}
 	total := cfg.Trials + cfg.Healthy
 	ref, err := run(ctx, &cfg, cfg.Seed, nil)
@@ -216,6 +222,10 @@ func Draw(seed int64, topo engine.Topology, kinds []fault.Kind, stepEnds []int64
 		}
 	case fault.HostSlow:
 		f.Delay = int64(10e3 + rng.Int63n(190e3))
+	case fault.FabricSlow:
+		f.Host = -1
+		f.Group, f.Rail = rng.Intn(topo.RailGroups()), rng.Intn(topo.GPUsPerHost)
+		f.Factor = 0.1 + 0.5*rng.Float64()
 	}
 	return f
 }
@@ -235,6 +245,9 @@ func faulty(ctx context.Context, cfg *Config, seed int64, ref *runOut) (Trial, e
 		top := o.findings[0]
 		t.Culprit = culpritRight(&f, &top, cfg.Topology)
 		t.HostRight = int(top.Host) == f.Host
+		if f.Kind == fault.FabricSlow {
+			t.HostRight = t.Culprit // a switch's place is its leaf, the culprit itself
+		}
 		t.KindRight = t.Culprit && kindRight(&f, &top)
 		t.LatencyNs = top.At - f.At
 		for _, end := range o.steps {
@@ -255,6 +268,9 @@ func faulty(ctx context.Context, cfg *Config, seed int64, ref *runOut) (Trial, e
 }
 
 func culpritRight(f *fault.Fault, x *diagnosis.Finding, topo engine.Topology) bool {
+	if f.Kind == fault.FabricSlow {
+		return x.Kind == diagnosis.SlowLink && x.Link == timeline.LinkFabric && x.Port == timeline.PackPort(f.Group, f.Rail)
+	}
 	if x.Rank < 0 {
 		return false
 	}
@@ -277,6 +293,8 @@ func kindRight(f *fault.Fault, x *diagnosis.Finding) bool {
 		return x.Kind == diagnosis.SlowLink && x.Link == timeline.PeakNVLink
 	case fault.PCIeGen:
 		return x.Kind == diagnosis.SlowLink && x.Link == timeline.PeakPCIe
+	case fault.FabricSlow:
+		return x.Kind == diagnosis.SlowLink && x.Link == timeline.LinkFabric
 	case fault.GPUSlow:
 		return x.Kind == diagnosis.SlowGPU
 	case fault.HostSlow:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/engine/sim"
+	"github.com/xfertop/xfertop/engine/topology"
 	"github.com/xfertop/xfertop/scenario"
 )
 
@@ -107,5 +108,31 @@ func TestStragglerBuiltin(t *testing.T) {
 	}
 	if len(o.findings) != 1 || o.findings[0].Rank != 3 || o.findings[0].Kind.String() != "slow host" {
 		t.Errorf("findings %v; want one: rank 3's host", o.findings)
+	}
+}
+
+// On a rail fabric of two rail groups, a leaf's ports to the spines degraded are named by their
+// leaf, from their rate while busy, in an all-reduce of every rank.
+func TestCampaignFabricSlow(t *testing.T) {
+	topo, err := topology.Parse("rail.yaml", []byte("base: h100x8x4\nname: rail4\nfabric:\n  kind: rail\n  switch_radix: 4\n  hosts_per_leaf: 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := scenario.Builtin("allreduce-sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Scenario: f, Topology: topo, Trials: 3, Healthy: 1, Steps: 3, Seed: 1, Kinds: []fault.Kind{fault.FabricSlow}}
+	trials, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trials[0].Findings) != 0 {
+		t.Errorf("healthy run: %v", trials[0].Findings)
+	}
+	for _, tr := range trials[1:] {
+		if tr.Fault.Kind != fault.FabricSlow || !tr.Detectable || !tr.Culprit || !tr.KindRight || !tr.HostRight || tr.False != 0 {
+			t.Errorf("seed %d: %s: culprit %v, kind %v, place %v, %d false; findings %v", tr.Seed, tr.Fault, tr.Culprit, tr.KindRight, tr.HostRight, tr.False, tr.Findings)
+		}
 	}
 }

@@ -16,7 +16,8 @@ type Finding struct {
 	// Rank and Host are the culprit's; null when not known (a link the events cannot place).
 	Rank       *int32  `json:"rank"`
 	Host       *int32  `json:"host"`
-	Link       string  `json:"link,omitempty"` // nic, nvlink, pcie; "unknown" for a link not placed
+	Link       string  `json:"link,omitempty"`        // nic, nvlink, pcie, switch_port; "unknown" for a link not placed
+	SwitchPort string  `json:"switch_port,omitempty"` // a slow switch port's leaf: "leaf g1.r3" (rail group 1, rail 3)
 	OnsetNs    int64   `json:"onset_ns"`
 	AtNs       int64   `json:"at_ns"`
 	Step       int     `json:"step"`
@@ -53,7 +54,10 @@ func findings(fs []diagnosis.Finding, gph int) []Finding {
 			x.Host = &h
 		}
 		if f.Kind == diagnosis.SlowLink {
-			x.Link = map[int]string{timeline.PeakNIC: "nic", timeline.PeakNVLink: "nvlink", timeline.PeakPCIe: "pcie"}[f.Link]
+			x.Link = map[int]string{timeline.PeakNIC: "nic", timeline.PeakNVLink: "nvlink", timeline.PeakPCIe: "pcie", timeline.LinkFabric: "switch_port"}[f.Link]
+			if f.Link == timeline.LinkFabric {
+				x.SwitchPort = timeline.PortName(f.Port)
+			}
 			if x.Link == "" {
 				x.Link = "unknown"
 			}

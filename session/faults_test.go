@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 
@@ -11,17 +12,22 @@ import (
 // hang, dated before the watchdog's timeout (10 s) ended the run, and a throttled GPU by its rank.
 func TestFaultFindingsInReport(t *testing.T) {
 	for _, c := range []struct {
-		spec, kind, culprit string
-		beforeNs            int64
+		scenario, spec, kind, culprit string
+		beforeNs                      int64
 	}{
 		{spec: "kind=hang,host=2,gpu=1,at=1.1s", kind: "hang", culprit: "rank 17 (host 2 GPU 1)", beforeNs: 10_000_000_000},
 		{spec: "kind=gpu_slow,host=1,gpu=5,factor=0.6,at=1.1s", kind: "slow GPU", culprit: "rank 13 (host 1 GPU 5)", beforeNs: 2_000_000_000},
+		// Links that transfer times alone cannot place (every rank of a ring waits for its slowest
+		// link): their rate while busy names them.
+		{spec: "kind=nvlink_slow,host=1,gpu=5,factor=0.5,at=1.1s", kind: "slow link", culprit: "host 1 GPU 5 NVLink", beforeNs: 2_000_000_000},
+		{scenario: "allreduce-sweep", spec: "kind=nic_slow,host=2,nic=3,factor=0.3,at=1.05s", kind: "slow link", culprit: "host 2 GPU 3 NIC", beforeNs: 2_000_000_000},
 	} {
 		f, err := fault.Parse(c.spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, _ := runReport(t, Config{Scenario: "llm-train", Topology: "h100x8x4", Steps: 4, Seed: 1, Faults: []fault.Fault{f}})
+		sc := cmp.Or(c.scenario, "llm-train")
+		r, _ := runReport(t, Config{Scenario: sc, Topology: "h100x8x4", Steps: 4, Seed: 1, Faults: []fault.Fault{f}})
 		if len(r.Findings) == 0 || r.Findings[0].Kind != c.kind || r.Findings[0].Culprit != c.culprit || r.Findings[0].AtNs >= c.beforeNs {
 			t.Errorf("%s: findings %+v; want first a %s on %s before %d ns", c.spec, r.Findings, c.kind, c.culprit, c.beforeNs)
 		}

@@ -1,6 +1,8 @@
 package diagnosis
 
 import (
+	"math"
+
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -60,6 +62,12 @@ type Diagnosis struct {
 	// Dropped counts events not compared: past the bounds on ranks, labels or classes.
 	Dropped int64
 
+	// win is the link window being gathered: each link's rate while busy in it.
+	win busyWindow
+	// portSlow are this step's switch ports (leaf + 1) that moved slower while busy than their
+	// peers, in how many windows and at what lowest share of their median (maxPorts at most).
+	portSlow map[uint32]portAcc
+
 	cand     map[candKey]*candidate
 	findings []Finding
 	reported map[candKey]int // index in findings
@@ -101,6 +109,12 @@ type rankAcc struct {
 	// peak is the most a link of the rank carried in one window this step, bytes/ns, by
 	// class (PCIe, NVLink, NIC) and direction.
 	peak [3][2]float64
+	// busySlow counts, per link class, the step's windows in which the rank's link moved slower
+	// while busy than its peers' in the same window (busy.go); busyLow is the lowest share of
+	// their median it moved at then.
+	busySlow [3]int32
+	busyWin  [3]int64 // the window last counted in busySlow
+	busyLow  [3]float64
 	// the rank's transfers slower than their class's reference this step: how many, the time
 	// beyond the reference, how many crossed hosts, and the reference time of those transfers.
 	ops        int32 // transfers compared
@@ -123,6 +137,7 @@ type opKey struct {
 type candKey struct {
 	kind Kind
 	rank int32
+	port uint32 // a switch port's leaf (timeline.PackPort) + 1; 0: none
 }
 
 type candidate struct {
@@ -141,7 +156,8 @@ type commInfo struct {
 // New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
 func New(gpusPerHost int) *Diagnosis {
 	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, lastSlot: -1, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
-		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs()}
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs(),
+		win: busyWindow{idx: math.MinInt64}, portSlow: map[uint32]portAcc{}}
 }
 
 func (d *Diagnosis) hostOf(dev int32) int32 {
@@ -348,6 +364,10 @@ type pairAcc struct {
 }
 
 func (d *Diagnosis) addLink(e *timeline.Event) {
+	if dir, ok := timeline.UnpackFabricLink(e.Sub); ok {
+		d.addPortBusy(e, dir)
+		return
+	}
 	link, dir, ok := timeline.UnpackLink(e.Sub)
 	if !ok || e.End <= e.Start {
 		return
@@ -365,6 +385,7 @@ func (d *Diagnosis) addLink(e *timeline.Event) {
 	if c < 0 || r == nil || dir < 0 || dir > 1 {
 		return
 	}
+	d.addBusy(e, c, dir)
 	// A window's rate counts only when the window is whole: a run's last, cut short, would read low.
 	if e.End-e.Start < timeline.LinkWindowNs {
 		return

@@ -312,3 +312,164 @@ func TestBarrierStraggler(t *testing.T) {
 		}
 	}
 }
+
+// A host's eight ranks run their tensor-parallel all-reduces in one ring: when one NVLink port is
+// degraded, every rank's collective slows alike and every link carries the same bytes per window,
+// but the degraded link is busy all the time at 30% of the rate and its peers at full rate part of
+// it. The rate while busy names GPU 5; without it the finding could only name the host.
+func TestSlowLinkByRateWhileBusy(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		link int
+		cls  int // index in the diagnosis's link classes
+	}{{"NVLink", timeline.PeakNVLink, 1}, {"NIC", timeline.PeakNIC, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStepper(8)
+			var op uint64
+			for st := range 3 {
+				dur := 10 * ms
+				if st > 0 {
+					dur = 33 * ms
+				}
+				for i := range 4 {
+					op++
+					for r := int32(0); r < 8; r++ {
+						at := s.t + int64(i)*50*ms
+						s.add(timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: at, End: at + dur, Queued: at,
+							Device: r, Peer: -1, Ranks: 8, Bytes: 1 << 30, Op: op, Comm: 1, Stream: 1})
+					}
+				}
+				for w := range 4 {
+					for r := int32(0); r < 8; r++ {
+						// Every link carried the same bytes; healthy, in 10 ms of busy time.
+						b, busy := int64(1<<30), uint64(10*ms)
+						if st > 0 {
+							busy = uint64(float64(10*ms) * jitter(int(r), w))
+							if r == 5 {
+								busy = uint64(10 * ms / 3 * 10) // at 30%: busy all of the 33 ms
+							}
+						}
+						for dir := range 2 {
+							s.add(timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(c.link, dir), Start: s.t + int64(w)*50*ms,
+								End: s.t + int64(w+1)*50*ms, Bytes: b, Op: busy, Device: r, Peer: -1})
+						}
+					}
+				}
+				s.endStep(200 * ms)
+				got := s.d.Result(s.strs)
+				if st == 0 {
+					if len(got) != 0 {
+						t.Fatalf("healthy step: %v", got)
+					}
+					continue
+				}
+				if len(got) != 1 || got[0].Rank != 5 || got[0].Kind != SlowLink || got[0].Link != c.link ||
+					!strings.Contains(got[0].Evidence, "moved at 30% of its peers' median rate while busy") {
+					t.Fatalf("step %d: %+v; want rank 5's %s, at 30%% of its peers' rate while busy", st, got, c.name)
+				}
+				if got[0].Culprit(8) != "host 0 GPU 5 "+c.name {
+					t.Errorf("culprit %q", got[0].Culprit(8))
+				}
+			}
+		})
+	}
+}
+
+// A leaf's ports to the spines degraded: every rank's collective slows alike, the ranks' NICs move
+// at their line rate while busy (the flows are held back at the switch, not at them), and of the
+// eight leaves' ports one moves at 25% of its peers' rate while busy: it is the culprit.
+func TestSlowSwitchPortByRateWhileBusy(t *testing.T) {
+	s := newStepper(8)
+	var op uint64
+	slow := timeline.PackPort(1, 2)
+	for st := range 3 {
+		dur := 10 * ms
+		if st > 0 {
+			dur = 40 * ms
+		}
+		for i := range 4 {
+			op++
+			for r := int32(0); r < 32; r++ {
+				at := s.t + int64(i)*50*ms
+				s.add(timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: at, End: at + dur, Queued: at,
+					Device: r, Peer: -1, Ranks: 32, Bytes: 1 << 30, Op: op, Comm: 1, Stream: 1})
+			}
+		}
+		for w := range 4 {
+			from, to := s.t+int64(w)*50*ms, s.t+int64(w+1)*50*ms
+			for r := int32(0); r < 32; r++ {
+				for dir := range 2 {
+					s.add(timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(timeline.PeakNIC, dir), Start: from, End: to,
+						Bytes: 1 << 28, Op: uint64(float64(5*ms) * jitter(int(r), w)), Device: r, Peer: -1})
+				}
+			}
+			for g := range 2 {
+				for rail := range 4 {
+					busy := uint64(10 * ms)
+					if st > 0 && timeline.PackPort(g, rail) == slow {
+						busy = 40 * uint64(ms)
+					}
+					for dir := range 2 {
+						s.add(timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(timeline.LinkFabric, dir), Start: from, End: to,
+							Bytes: 1 << 30, Op: busy, Device: timeline.NoDevice, Peer: -1, Aux: timeline.PackPort(g, rail)})
+					}
+				}
+			}
+		}
+		s.endStep(200 * ms)
+		got := s.d.Result(s.strs)
+		if st == 0 {
+			if len(got) != 0 {
+				t.Fatalf("healthy step: %v", got)
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].Kind != SlowLink || got[0].Link != timeline.LinkFabric || got[0].Port != slow || got[0].Rank != -1 ||
+			got[0].Culprit(8) != "leaf g1.r2 spine ports" || !strings.Contains(got[0].Evidence, "moved at 25% of their peers' median rate while busy") {
+			t.Fatalf("step %d: %+v; want leaf g1.r2's spine ports at 25%%", st, got)
+		}
+	}
+}
+
+// A NIC that goes down stalls the ring: in the windows it is down it is the only link busy (data
+// waits on it) and moves nothing, while its peers wait idle, so there are no peers in the window
+// to compare it with; their rate in the last window they moved in is the reference.
+func TestStalledLinkAlone(t *testing.T) {
+	s := newStepper(8)
+	var op uint64
+	for st := range 2 {
+		dur := 10 * ms
+		if st > 0 {
+			dur = 60 * ms
+		}
+		for i := range 2 {
+			op++
+			for r := int32(0); r < 16; r++ {
+				at := s.t + int64(i)*100*ms
+				s.add(timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: at, End: at + dur, Queued: at,
+					Device: r, Peer: -1, Ranks: 16, Bytes: 1 << 30, Op: op, Comm: 1, Stream: 1})
+			}
+		}
+		for w := range 4 {
+			from, to := s.t+int64(w)*50*ms, s.t+int64(w+1)*50*ms
+			for r := int32(0); r < 16; r++ {
+				b, busy := int64(1<<29), uint64(10*ms)
+				if st > 0 && w%2 == 1 { // the down half: only rank 13's NIC is busy, moving nothing
+					if r != 13 {
+						continue
+					}
+					b, busy = 0, uint64(50*ms)
+				}
+				for dir := range 2 {
+					s.add(timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(timeline.PeakNIC, dir), Start: from, End: to,
+						Bytes: b, Op: busy, Device: r, Peer: -1})
+				}
+			}
+		}
+		s.endStep(200 * ms)
+	}
+	got := s.d.Result(s.strs)
+	if len(got) != 1 || got[0].Rank != 13 || got[0].Link != timeline.PeakNIC || !strings.Contains(got[0].Evidence, "moved at 0% of its peers' median rate while busy") {
+		t.Fatalf("%+v; want rank 13's NIC, moving nothing while busy", got)
+	}
+}

@@ -46,10 +46,13 @@ func (k Kind) String() string {
 type Finding struct {
 	Kind Kind
 	// Rank is the culprit device (global id); Host its host. Link is the link class
-	// (timeline.PeakNIC, PeakNVLink, PeakPCIe) of a slow link, -1 otherwise.
+	// (timeline.PeakNIC, PeakNVLink, PeakPCIe, or LinkFabric for a leaf switch's ports to the
+	// spines, named by Port) of a slow link, -1 otherwise.
 	Rank int32
 	Host int32
 	Link int
+	// Port is the leaf switch (timeline.PackPort) of a slow link of class timeline.LinkFabric.
+	Port uint32
 	// Onset is the start of the first step (or wait) that showed the fault; At is the stream time
 	// at which the evidence crossed the threshold, and Step the step then (0: none seen).
 	Onset, At int64
@@ -78,6 +81,9 @@ type Finding struct {
 
 // Culprit names the finding's culprit: "host 37 GPU 3 NIC", "rank 12 (host 1 GPU 4)".
 func (f *Finding) Culprit(gpusPerHost int) string {
+	if f.Kind == SlowLink && f.Link == timeline.LinkFabric {
+		return timeline.PortName(f.Port) + " spine ports"
+	}
 	if f.Rank < 0 {
 		if f.Kind == SlowLink && f.Host >= 0 {
 			return fmt.Sprintf("host %d %s (which GPU's: unknown)", f.Host, linkName(f.Link))
@@ -119,6 +125,8 @@ func linkName(l int) string {
 		return "NVLink"
 	case timeline.PeakPCIe:
 		return "PCIe"
+	case timeline.LinkFabric:
+		return "switch port"
 	}
 	return "link"
 }

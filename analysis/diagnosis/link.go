@@ -42,6 +42,22 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 	}
 	culprit := tied[0]
 	a := &d.ranks[culprit]
+	ratio := 1 + float64(a.slowExcess)/max(a.slowRef, 1)
+	p, ok := d.slowestBusy(d.busyCands())
+	if leaf, pa, conf, pok := d.slowestPort(); pok && (!ok || pa.windows > p.windows) {
+		// A leaf's ports to the spines: the flows that cross them are held back there, not at
+		// their NICs, whose rate while busy stays their line rate.
+		return suspect{kind: SlowLink, rank: -1, host: -1, ratio: ratio, conf: max(conf, 0.01), excess: a.slowExcess, link: timeline.LinkFabric, port: leaf + 1,
+			detail: fmt.Sprintf("its ports to the spines moved at %.0f%% of their peers' median rate while busy (%d leaves' ports, the same window), in %d windows this step, in which %s took %.2f× their reference (%s lost, %.1f%% of the step)",
+				100*pa.low, d.win.portPeers, pa.windows, whose(tied, a.slowOps), ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs))}, true
+	}
+	if ok {
+		// The link itself, by its rate while busy: the ranks' transfer times say the step lost
+		// time to a link, its rate says which.
+		return suspect{kind: SlowLink, rank: p.rank, host: d.hostOf(p.rank), ratio: ratio, conf: p.conf, excess: a.slowExcess, link: p.class,
+			detail: fmt.Sprintf("%s this step, in which %s took %.2f× their reference (%s lost, %.1f%% of the step)",
+				p.say(), whose(tied, a.slowOps), ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs))}, true
+	}
 	class, cls := timeline.PeakNVLink, 1
 	if 2*a.slowCross >= a.slowOps {
 		class, cls = timeline.PeakNIC, 2
@@ -72,7 +88,6 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 	} else if p, med, ok := d.peakAgainst(culprit, cls); ok && p < 0.9*med {
 		peakNote = fmt.Sprintf("; its %s peaked at %.0f%% of its peers' peak rate", linkName(class), 100*p/med)
 	}
-	ratio := 1 + float64(a.slowExcess)/max(a.slowRef, 1)
 	s := suspect{kind: SlowLink, rank: culprit, host: host, ratio: ratio, conf: conf, excess: a.slowExcess, link: class,
 		detail: fmt.Sprintf("%d of its transfers this step took %.2f× its peers' time (%s lost, %.1f%% of the step)%s",
 			a.slowOps, ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs), peakNote)}
@@ -248,4 +263,12 @@ func rankRange(rs []int32) string {
 		return fmt.Sprintf("ranks %d-%d", rs[0], rs[len(rs)-1])
 	}
 	return fmt.Sprintf("ranks %d … %d", rs[0], rs[len(rs)-1])
+}
+
+// whose says whose transfers were slow: one rank's, or the tied ranks'.
+func whose(tied []int32, ops int32) string {
+	if len(tied) == 1 {
+		return fmt.Sprintf("%d transfers of rank %d", ops, tied[0])
+	}
+	return fmt.Sprintf("%d transfers of each of %d ranks", ops, len(tied))
 }

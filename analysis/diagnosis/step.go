@@ -16,6 +16,7 @@ type suspect struct {
 	ratio  float64 // how much worse than its peers (1: as its peers)
 	excess int64   // ns the step lost to it
 	link   int
+	port   uint32  // a switch port's leaf + 1 (link timeline.LinkFabric); 0: none
 	conf   float64 // how far it stands from the next suspect, (0, 1]
 	detail string
 }
@@ -30,6 +31,9 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	}
 	d.nSteps++
 	d.step = int(e.Aux)
+	if d.win.end <= e.End {
+		d.flushWindow() // the windows the step covers are all in
+	}
 	stepNs := max(e.End-e.Start, 1)
 	var sus []suspect
 	if s, ok := d.slowGPU(); ok {
@@ -46,7 +50,7 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	}
 	seen := map[candKey]bool{}
 	for _, s := range sus {
-		k := candKey{s.kind, s.rank}
+		k := candKey{s.kind, s.rank, s.port}
 		seen[k] = true
 		c := d.cand[k]
 		if c == nil {
@@ -79,6 +83,9 @@ func has(sus []suspect, r int32) bool {
 func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event) {
 	f := Finding{Kind: s.kind, Rank: s.rank, Host: s.host, Link: s.link, Onset: c.onset, At: e.End, Step: d.step,
 		Confidence: s.conf, Severity: s.excess, Evidence: s.detail}
+	if s.port > 0 {
+		f.Port = s.port - 1
+	}
 	if i, ok := d.reported[k]; ok {
 		old := &d.findings[i]
 		old.Severity = max(old.Severity, f.Severity)
@@ -92,6 +99,8 @@ func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event
 // reset clears the per-step accumulators.
 func (d *Diagnosis) reset(at int64) {
 	d.stepStart = at
+	d.win.peers, d.win.portPeers = [3]int{}, 0
+	clear(d.portSlow)
 	for i := range d.ranks {
 		d.ranks[i] = rankAcc{qmin: -1}
 	}

@@ -27,7 +27,7 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	hosts := fs.Int("hosts", 0, "hosts of the topology (0: the topology's own)")
 	steps := fs.Int("steps", 4, "steps per run (at least 3)")
 	seed := fs.Int64("seed", 1, "the first trial's seed; trial i uses seed+i")
-	kinds := fs.String("kinds", "", "fault kinds to draw from, comma-separated (default: all the simulator models)")
+	kinds := fs.String("kinds", "", "fault kinds to draw from, comma-separated (default: all the simulator models; fabric_slow where the topology has more than one rail group)")
 	verbose := fs.Bool("v", false, "print each trial as it ends")
 	if err := parseFlags(fs, args); err != nil {
 		return flagError(fs, err, stdout)
@@ -62,8 +62,12 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *kinds != "" {
 		for _, k := range strings.Split(*kinds, ",") {
 			kk, ok := fault.ParseKind(strings.TrimSpace(k))
-			if !ok || kk == fault.FabricSlow {
+			if !ok {
 				return usageError("--kinds: %q is not a fault kind the simulator draws (%s)", k, kindList())
+			}
+			if kk == fault.FabricSlow && t.RailGroups() < 2 {
+				return usageError("--kinds: fabric_slow needs flows between rail groups: topology %s has %d (a topology file's fabric: kind: rail; docs/topologies.md)",
+					t.Name, t.RailGroups())
 			}
 			cfg.Kinds = append(cfg.Kinds, kk)
 		}
@@ -95,7 +99,7 @@ func kindList() string {
 	for _, k := range campaign.DefaultKinds {
 		s = append(s, k.String())
 	}
-	return strings.Join(s, ", ")
+	return strings.Join(append(s, "fabric_slow"), ", ")
 }
 
 // describe is one trial on a line.

@@ -1,6 +1,7 @@
 // Package fault describes the faults a run can inject into the simulated cluster: a degraded or
 // flapping NIC, a slow NVLink port, a throttled GPU, a host slow to launch, PCIe trained down a
-// generation, a rank that hangs before or inside a collective and a rank that never joins its communicator.
+// generation, a rank that hangs before or inside a collective, a rank that never joins its
+// communicator and, on a topology with a rail fabric, a leaf switch's ports to the spines degraded.
 // A fault is written as a comma-separated list of key=value pairs (the --fault flag) or as a
 // mapping in a scenario file's `faults:` list; both go through Parse.
 package fault
@@ -32,7 +33,7 @@ const (
 	PCIeGen          // a GPU's PCIe link trained one generation down: half its bandwidth
 	Hang             // a rank hangs at its next collective (of op coll, if named) after at: before it (never posts it) or in it
 	MissingRank      // a rank never joins a communicator: its initialisation never completes
-	FabricSlow       // a fabric (switch) link degraded: needs a topology with a fabric
+	FabricSlow       // a leaf switch's ports to the spines move factor of their rate: needs a rail fabric
 )
 
 var kindNames = map[Kind]string{NICSlow: "nic_slow", NICFlap: "nic_flap", NVLinkSlow: "nvlink_slow", GPUSlow: "gpu_slow",
@@ -66,12 +67,15 @@ func ParseKind(s string) (Kind, bool) {
 }
 
 // Fault is one injected fault. Host, GPU and NIC are indices within the topology (GPU and NIC
-// within the host); -1 is not given.
+// within the host); -1 is not given. Group and Rail name a fabric_slow's leaf switch (rail group,
+// rail: timeline.PackPort); they are meaningless for other kinds.
 type Fault struct {
 	Kind   Kind
 	Host   int
 	GPU    int
 	NIC    int
+	Group  int
+	Rail   int
 	Factor float64 // the fraction of the healthy rate left (links, GPU); the down level (nic_flap)
 	At     int64   // onset, ns of simulated time
 	For    int64   // how long it lasts; 0: to the end of the run
@@ -122,7 +126,11 @@ func (f *Fault) Device(topo engine.Topology) engine.DeviceID {
 
 // Devices lists the GPUs the fault acts on: the GPUs a NIC serves (a host's NICs are shared evenly
 // by its GPUs), the one GPU named, or every GPU of a host named alone (host_slow).
+// A fabric_slow acts on no GPU: nil.
 func (f *Fault) Devices(topo engine.Topology) []engine.DeviceID {
+	if f.Kind == FabricSlow {
+		return nil
+	}
 	if f.NIC < 0 && f.GPU < 0 {
 		out := make([]engine.DeviceID, topo.GPUsPerHost)
 		for g := range out {
@@ -159,8 +167,11 @@ func (f Fault) String() string {
 	if f.NIC >= 0 {
 		fmt.Fprintf(&b, ",nic=%d", f.NIC)
 	}
+	if f.Kind == FabricSlow {
+		fmt.Fprintf(&b, ",group=%d,rail=%d", f.Group, f.Rail)
+	}
 	switch f.Kind {
-	case NICSlow, NVLinkSlow, GPUSlow, NICFlap:
+	case NICSlow, NVLinkSlow, GPUSlow, NICFlap, FabricSlow:
 		fmt.Fprintf(&b, ",factor=%g", f.Factor)
 	}
 	if f.Kind == NICFlap {
@@ -192,7 +203,7 @@ var kindKeys = map[Kind][2][]string{
 	PCIeGen:     {{"host", "gpu"}, nil},
 	Hang:        {{"host", "gpu"}, {"coll", "mode"}},
 	MissingRank: {{"host", "gpu"}, nil},
-	FabricSlow:  {{"link", "factor"}, nil},
+	FabricSlow:  {{"group", "rail", "factor"}, nil},
 }
 
 // Parse reads a fault written as key=value pairs separated by commas:
@@ -248,9 +259,6 @@ func FromMap(kv map[string]string, order []string) (Fault, error) {
 			return f, fmt.Errorf("%s takes no key %q (keys: %s)", f.Kind, k, strings.Join(names, ", "))
 		}
 	}
-	if f.Kind == FabricSlow {
-		return f, fmt.Errorf("fabric_slow needs a topology with a fabric (switch links); this build's topologies have none")
-	}
 	if r, ok := kv["rank"]; ok {
 		if _, h := kv["host"]; h {
 			return f, fmt.Errorf("give rank or host and gpu, not both")
@@ -268,7 +276,7 @@ func FromMap(kv map[string]string, order []string) (Fault, error) {
 		}
 	}
 	var err error
-	ints := map[string]*int{"host": &f.Host, "nic": &f.NIC}
+	ints := map[string]*int{"host": &f.Host, "nic": &f.NIC, "group": &f.Group, "rail": &f.Rail}
 	if f.GPU == -1 {
 		ints["gpu"] = &f.GPU
 	}
@@ -337,6 +345,9 @@ func (f *Fault) Bind(topo engine.Topology) error {
 		}
 		f.Host, f.GPU = r/topo.GPUsPerHost, r%topo.GPUsPerHost
 	}
+	if f.Kind == FabricSlow {
+		return f.bindLeaf(topo)
+	}
 	if f.Host >= topo.Hosts {
 		return fmt.Errorf("%s: host %d is out of range (topology %s has %d hosts)", f.Kind, f.Host, topo.Name, topo.Hosts)
 	}
@@ -397,4 +408,18 @@ func (f *Fault) HangsAt(op *engine.StreamOp) bool {
 		}
 	}
 	return false
+}
+
+// bindLeaf checks a fabric_slow's leaf against topo's rail fabric.
+func (f *Fault) bindLeaf(topo engine.Topology) error {
+	if topo.Fabric.Kind != engine.FabricRail || topo.Hosts < 2 {
+		return fmt.Errorf("fabric_slow: topology %s has no switch fabric (a topology file's fabric: kind: rail, docs/topologies.md)", topo.Name)
+	}
+	if f.Group >= topo.RailGroups() {
+		return fmt.Errorf("fabric_slow: group %d is out of range (topology %s has %d rail groups)", f.Group, topo.Name, topo.RailGroups())
+	}
+	if f.Rail >= topo.GPUsPerHost {
+		return fmt.Errorf("fabric_slow: rail %d is out of range (topology %s has %d rails)", f.Rail, topo.Name, topo.GPUsPerHost)
+	}
+	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/xfertop/xfertop/engine"
 )
 
 func TestParse(t *testing.T) {
@@ -32,7 +34,9 @@ func TestParse(t *testing.T) {
 		{spec: "kind=host_slow,host=0", err: "needs host, delay"},
 		{spec: "kind=gpu_slow,host=0,host=1", err: "host given twice"},
 		{spec: "kind=gpu_slow,rank=1,host=1,factor=0.5", err: "not both"},
-		{spec: "kind=fabric_slow,link=3,factor=0.5", err: "needs a topology with a fabric"},
+		{spec: "kind=fabric_slow,group=1,rail=3,factor=0.5,at=1s", want: "kind=fabric_slow,group=1,rail=3,factor=0.5,at=1s"},
+		{spec: "kind=fabric_slow,link=3,factor=0.5", err: "takes no key \"link\""},
+		{spec: "kind=fabric_slow,group=1,factor=0.5", err: "needs group, rail, factor"},
 		{spec: "kind", err: "not key=value"},
 	} {
 		f, err := Parse(c.spec)
@@ -94,6 +98,36 @@ func TestOnRealGPUs(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrNotOnRealGPUs) {
 			t.Errorf("%s: %v; want ErrNotOnRealGPUs saying %q", c.spec, err, c.err)
+		}
+	}
+}
+
+// A fabric_slow names a leaf of a rail fabric: a topology without one, or a leaf out of range, is
+// refused with what is wrong.
+func TestBindLeaf(t *testing.T) {
+	rail := engine.Topology{Name: "rail64", Hosts: 64, GPUsPerHost: 8, Fabric: engine.Fabric{Kind: engine.FabricRail, SwitchRadix: 40, Oversubscription: 4}}
+	flat := rail
+	flat.Name, flat.Fabric = "flat", engine.Fabric{}
+	for _, c := range []struct {
+		spec string
+		topo engine.Topology
+		err  string
+	}{
+		{"kind=fabric_slow,group=1,rail=7,factor=0.5", rail, ""},
+		{"kind=fabric_slow,group=2,rail=0,factor=0.5", rail, "group 2 is out of range (topology rail64 has 2 rail groups)"},
+		{"kind=fabric_slow,group=0,rail=8,factor=0.5", rail, "rail 8 is out of range (topology rail64 has 8 rails)"},
+		{"kind=fabric_slow,group=0,rail=0,factor=0.5", flat, "topology flat has no switch fabric"},
+	} {
+		f, err := Parse(c.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		err = f.Bind(c.topo)
+		if (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%s on %s: %v; want %q", c.spec, c.topo.Name, err, c.err)
+		}
+		if f.Devices(c.topo) != nil {
+			t.Errorf("%s: acts on GPUs %v; want none", c.spec, f.Devices(c.topo))
 		}
 	}
 }

@@ -129,10 +129,11 @@ func (s *Sim) spansGroups(ranks []engine.DeviceID) bool {
 	return false
 }
 
-// emitPortBytes reports what fabric link l (a leaf's uplink or downlink) carried.
-func (s *Sim) emitPortBytes(l int32, from, to, bytes int64) {
+// emitPortBytes reports what fabric link l (a leaf's uplink or downlink) carried, and how long it
+// was busy.
+func (s *Sim) emitPortBytes(l int32, from, to, bytes, busy int64) {
 	i := int(l - s.fab.base)
 	leaf, dir := i/2, i%2
 	s.emit(timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(timeline.LinkFabric, dir), Start: from, End: to,
-		Bytes: bytes, Device: timeline.NoDevice, Peer: timeline.NoDevice, Aux: timeline.PackPort(leaf/s.fab.rails, leaf%s.fab.rails)})
+		Bytes: bytes, Op: uint64(busy), Device: timeline.NoDevice, Peer: timeline.NoDevice, Aux: timeline.PackPort(leaf/s.fab.rails, leaf%s.fab.rails)})
 }

@@ -10,7 +10,8 @@ import (
 // The simulator models each injected fault (engine/fault) where it acts physically: a degraded or
 // flapping NIC, a slow NVLink port or PCIe trained down a generation change the bandwidth of
 // exactly those links from the fault's onset (the links' components are re-solved then, so only
-// the flows crossing them slow down); a throttled GPU's kernels take longer; a slow host pays more
+// the flows crossing them slow down), as does a leaf switch's ports to the spines degraded (the
+// flows between rail groups that cross them); a throttled GPU's kernels take longer; a slow host pays more
 // for each launch; a hung rank's host thread stops at the collective it never posts; a missing
 // rank's communicator initialisation never completes.
 
@@ -47,6 +48,10 @@ func (s *Sim) setFaults(fs []fault.Fault) error {
 			port = []int{linkNVOut, linkNVIn}
 		case fault.PCIeGen:
 			port = []int{linkPCIeIn, linkPCIeOut}
+		case fault.FabricSlow:
+			// The leaf's uplink and downlink: its ports to the spines, pooled (engine/sim/fabric.go).
+			up := s.fab.base + 2*int32(f.Group*s.fab.rails+f.Rail)
+			fl.links[i] = []int32{up, up + 1}
 		default:
 			if fl.byDev == nil {
 				fl.byDev = make([][]int32, len(s.hosts))

@@ -293,3 +293,151 @@ func TestFaultOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// linkBusy sums the link bytes events of one device's link (class, direction): bytes and busy ns.
+func linkBusy(store *timeline.Store, dev int32, link, dir int) (bytes, busy float64) {
+	for _, e := range store.Events() {
+		if e.Kind == timeline.KindLinkBytes && e.Device == dev && e.Sub == timeline.PackLink(link, dir) {
+			bytes += float64(e.Bytes)
+			busy += float64(e.Op)
+		}
+	}
+	return bytes, busy
+}
+
+// A link's busy time follows the hand calculation. One send of B bytes from device 0 (host 0 NIC
+// 0) to device 8 (host 1 NIC 0) moves its payload at cap = NIC × nic_efficiency on a wire at the
+// line rate: healthy, both NICs are busy D = B/cap. With host 0's NIC at 0.25 the flow's wire
+// rate is a quarter of the line: NIC 0 out is busy all of the 4D the send takes, and host 1's
+// NIC 0 in, at a quarter of its line rate, a quarter of it (D). Both carried B, so the slow
+// link's rate while busy is 25% of its peer's, though their bytes per window are the same.
+func TestLinkBusyTime(t *testing.T) {
+	const B = 1 << 30
+	for _, tc := range []struct {
+		name           string
+		spec           []string
+		outBusy, inBus float64 // in units of D
+	}{
+		{"healthy", nil, 1, 1},
+		{"nic_slow 0.25", []string{"kind=nic_slow,host=0,nic=0,factor=0.25"}, 4, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, store, m := faultSim(t, "h100x8x2", tc.spec...)
+			ss, _ := c.NewStream(0, engine.PriorityNormal)
+			rs, _ := c.NewStream(8, engine.PriorityNormal)
+			if _, err := c.Send(ss, 8, B, 1); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Recv(rs, 0, B, 1); err != nil {
+				t.Fatal(err)
+			}
+			run(t, c)
+			D := float64(B) / (m.NICBps * m.NCCLNICEff / 1e9)
+			for _, l := range []struct {
+				dev  int32
+				dir  int
+				want float64
+			}{{0, timeline.LinkTx, tc.outBusy * D}, {8, timeline.LinkRx, tc.inBus * D}} {
+				bytes, busy := linkBusy(store, l.dev, timeline.PeakNIC, l.dir)
+				if math.Abs(bytes-B) > 1e-6*B {
+					t.Errorf("device %d NIC dir %d carried %.0f bytes; want %d", l.dev, l.dir, bytes, B)
+				}
+				// Each window's busy time is rounded to the ns: a few windows, a few ns.
+				if math.Abs(busy-l.want) > 1e-6*l.want+10 {
+					t.Errorf("device %d NIC dir %d busy %.0f ns; the hand calculation says %.0f", l.dev, l.dir, busy, l.want)
+				}
+			}
+		})
+	}
+}
+
+// A flapping NIC at 0 is busy while down as well (its flows wait on it) but moves nothing then:
+// its rate while busy is about half its peer's, whose flow simply stops.
+func TestLinkBusyWhileDown(t *testing.T) {
+	const B = 1 << 30
+	c, store, _ := faultSim(t, "h100x8x2", "kind=nic_flap,host=1,nic=0,period=2ms")
+	ss, _ := c.NewStream(0, engine.PriorityNormal)
+	rs, _ := c.NewStream(8, engine.PriorityNormal)
+	if _, err := c.Send(ss, 8, B, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Recv(rs, 0, B, 1); err != nil {
+		t.Fatal(err)
+	}
+	run(t, c)
+	ob, obusy := linkBusy(store, 0, timeline.PeakNIC, timeline.LinkTx)
+	ib, ibusy := linkBusy(store, 8, timeline.PeakNIC, timeline.LinkRx)
+	if r := (ib / ibusy) / (ob / obusy); r < 0.45 || r > 0.55 {
+		t.Errorf("flapping NIC's rate while busy is %.2f of its peer's; want about 0.5", r)
+	}
+}
+
+// A leaf's ports to the spines at a quarter of their rate slow exactly the flows between rail
+// groups that cross them. Four hosts, two per rail group at 1:1: a leaf's uplink is 2 NICs' line
+// rate, so at 0.25 it is half a NIC's, and a send from host 0 to host 2 on rail 0 (leaf g0.r0 up,
+// g1.r0 down) moves its wire bytes at half the line rate: 2D where it took D. The same send on
+// rail 1 does not change, and the slow uplink is busy all of the 2D while the NIC beside it is busy
+// half of it.
+func TestFabricSlowSlowsExactlyItsFlows(t *testing.T) {
+	const B = 1 << 30
+	tp := fabricTopo(t, 4, "fabric:\n  kind: rail\n  switch_radix: 4\n  hosts_per_leaf: 2\n")
+	sends := func(specs ...string) (a, b timeline.Event, store *timeline.Store, m sim.Model) {
+		var fs []fault.Fault
+		for _, sp := range specs {
+			f, err := fault.Parse(sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs = append(fs, f)
+		}
+		m = sim.ModelOf(tp)
+		m.KernelJitter = 0
+		store = timeline.NewStore(nil)
+		s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: m, Faults: fs}, store, store.Strings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := engine.NewClient(s, store, engine.DefaultOptions())
+		for i, pair := range [][2]engine.DeviceID{{0, 16}, {1, 17}} {
+			ss, _ := c.NewStream(pair[0], engine.PriorityNormal)
+			rs, _ := c.NewStream(pair[1], engine.PriorityNormal)
+			if _, err := c.Send(ss, pair[1], B, uint64(i+1)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Recv(rs, pair[0], B, uint64(i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(t, c)
+		for _, e := range store.Events() {
+			if e.Kind == timeline.KindSend && e.Device == 0 {
+				a = e
+			}
+			if e.Kind == timeline.KindSend && e.Device == 1 {
+				b = e
+			}
+		}
+		return a, b, store, m
+	}
+	h0, h1, _, m := sends()
+	s0, s1, store, _ := sends("kind=fabric_slow,group=0,rail=0,factor=0.25")
+	D := float64(B) / (m.NICBps * m.NCCLNICEff / 1e9)
+	if got := float64(s0.Dur() - h0.Dur()); math.Abs(got-D) > 3 {
+		t.Errorf("send across the slow leaf took %.0f ns longer; the hand calculation says %.0f", got, D)
+	}
+	if s1.Start != h1.Start || s1.End != h1.End {
+		t.Errorf("send over a healthy leaf changed: [%d, %d] healthy, [%d, %d] with the fault", h1.Start, h1.End, s1.Start, s1.End)
+	}
+	var upBusy float64
+	for _, e := range store.Events() {
+		if dir, ok := timeline.UnpackFabricLink(e.Sub); ok && e.Kind == timeline.KindLinkBytes && dir == timeline.LinkTx && e.Aux == timeline.PackPort(0, 0) {
+			upBusy += float64(e.Op)
+		}
+	}
+	if math.Abs(upBusy-2*D) > 1e-6*D+10 {
+		t.Errorf("slow uplink busy %.0f ns; the hand calculation says %.0f", upBusy, 2*D)
+	}
+	if _, nicBusy := linkBusy(store, 0, timeline.PeakNIC, timeline.LinkTx); math.Abs(nicBusy-D) > 1e-6*D+10 {
+		t.Errorf("its NIC busy %.0f ns; the hand calculation says %.0f", nicBusy, D)
+	}
+}

@@ -11,12 +11,22 @@ import (
 // NICs on the hops between hosts, NVLS to and from the switch) and can never exceed the link's
 // bandwidth. The accounting follows the solver: a link's load (payload bytes per ns) changes only
 // when its component is re-solved, and that is when its bytes so far are banked.
+//
+// Beside the bytes, each event carries the time the link was busy in the window (its Op, in ns),
+// as a port's busy or transmit-wait counters do on real hardware: a link transmits at its line
+// rate or not at all, so a link whose flows put w wire bytes/ns on it at bandwidth c is busy w/c
+// of the time, and a link that is down (bandwidth 0) while flows wait on it is busy all of it.
+// Bytes over busy time is then the link's rate while it moved data: what is left of a degraded
+// link, whatever its flows' share or pace. The links of one ring carry the same bytes in a
+// window, but a degraded one is busy all the time and its peers only part of it.
 
 // linkBytes is the per-link accounting, indexed as linkBW.
 type linkBytes struct {
 	load  []float64 // payload bytes/ns on the link now
 	since []int64   // when load last changed (bytes before it are in acc)
 	acc   []float64 // payload bytes since the window began
+	util  []float64 // the share of the time the link is busy now (0-1)
+	busy  []float64 // ns busy since the window began
 	inUse []bool    // the link is in used
 	used  []int32   // links with bytes in this window or load now
 	from  int64     // the current window's start
@@ -24,13 +34,15 @@ type linkBytes struct {
 
 func (lb *linkBytes) init(n int) {
 	lb.load, lb.since, lb.acc, lb.inUse = make([]float64, n), make([]int64, n), make([]float64, n), make([]bool, n)
+	lb.util, lb.busy = make([]float64, n), make([]float64, n)
 }
 
-// bank moves link l's bytes up to time t into its window's total.
+// bank moves link l's bytes and busy time up to time t into its window's totals.
 func (s *Sim) bank(l int32, t int64) {
 	lb := &s.lb
-	if dt := t - lb.since[l]; dt > 0 && lb.load[l] > 0 {
+	if dt := t - lb.since[l]; dt > 0 {
 		lb.acc[l] += lb.load[l] * float64(dt)
+		lb.busy[l] += lb.util[l] * float64(dt)
 	}
 	lb.since[l] = t
 }
@@ -40,16 +52,23 @@ func (s *Sim) reload(links, comp []int32) {
 	lb := &s.lb
 	for _, l := range links {
 		s.bank(l, s.now)
-		lb.load[l] = 0
+		lb.load[l], lb.util[l] = 0, 0
 	}
 	for _, fi := range comp {
 		f := &s.flows[fi]
 		for k := range f.nl {
 			lb.load[f.links[k]] += f.rate * f.payload
+			lb.util[f.links[k]] += f.rate // wire bytes/ns, made a share of the bandwidth below
 		}
 	}
 	for _, l := range links {
-		if !lb.inUse[l] && (lb.load[l] > 0 || lb.acc[l] > 0) {
+		switch bw := s.linkBW[l]; {
+		case bw > 0:
+			lb.util[l] = min(lb.util[l]/bw, 1)
+		case len(s.linkFlows[l]) > 0:
+			lb.util[l] = 1 // down with flows waiting on it
+		}
+		if !lb.inUse[l] && (lb.load[l] > 0 || lb.util[l] > 0 || lb.acc[l] > 0) {
 			if len(lb.used) == 0 {
 				lb.from = s.now // the window of the first bytes after a quiet spell starts with them
 			}
@@ -84,11 +103,12 @@ func (s *Sim) linkWindow(to int64) {
 	kept := lb.used[:0]
 	for _, l := range lb.used {
 		s.bank(l, to)
-		if b := int64(lb.acc[l] + 0.5); b > 0 {
-			s.emitLinkBytes(l, lb.from, to, b)
+		b, busy := int64(lb.acc[l]+0.5), int64(lb.busy[l]+0.5)
+		if b > 0 || busy > 0 {
+			s.emitLinkBytes(l, lb.from, to, b, busy)
 		}
-		lb.acc[l] = 0
-		if lb.load[l] > 0 {
+		lb.acc[l], lb.busy[l] = 0, 0
+		if lb.load[l] > 0 || lb.util[l] > 0 {
 			kept = append(kept, l)
 		} else {
 			lb.inUse[l] = false
@@ -109,13 +129,14 @@ var linkPorts = [linksPerDevice][2]int{
 	linkNICIn:   {timeline.PeakNIC, timeline.LinkRx},
 }
 
-func (s *Sim) emitLinkBytes(l int32, from, to, bytes int64) {
+// emitLinkBytes reports link l's bytes and busy ns over [from, to].
+func (s *Sim) emitLinkBytes(l int32, from, to, bytes, busy int64) {
 	if s.fab.rail && l >= s.fab.base {
-		s.emitPortBytes(l, from, to, bytes)
+		s.emitPortBytes(l, from, to, bytes, busy)
 		return
 	}
 	dev := l / linksPerDevice
 	p := linkPorts[l%linksPerDevice]
 	s.emit(timeline.Event{Kind: timeline.KindLinkBytes, Sub: timeline.PackLink(p[0], p[1]), Start: from, End: to, Bytes: bytes,
-		Device: dev, Peer: timeline.NoDevice, Host: s.hostOf(engine.DeviceID(dev))})
+		Op: uint64(busy), Device: dev, Peer: timeline.NoDevice, Host: s.hostOf(engine.DeviceID(dev))})
 }

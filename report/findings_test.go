@@ -1,0 +1,31 @@
+package report
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// A slow link's place as the JSON says it: a GPU's NIC by rank and host; a leaf switch's ports to
+// the spines by the leaf, with no rank or host (null, not 0).
+func TestFindingsJSONLinks(t *testing.T) {
+	fs := findings([]diagnosis.Finding{
+		{Kind: diagnosis.SlowLink, Rank: 13, Host: 1, Link: timeline.PeakNIC},
+		{Kind: diagnosis.SlowLink, Rank: -1, Host: -1, Link: timeline.LinkFabric, Port: timeline.PackPort(1, 3)},
+	}, 8)
+	b, err := json.Marshal(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"culprit":"host 1 GPU 5 NIC","rank":13,"host":1,"link":"nic"`,
+		`"culprit":"leaf g1.r3 spine ports","rank":null,"host":null,"link":"switch_port","switch_port":"leaf g1.r3"`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("findings JSON %s; want it to hold %s", b, want)
+		}
+	}
+}
