@@ -25,8 +25,30 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// rawMessage is a request's bytes, decoded by Decode rather than by the generated types.
-type rawMessage struct{ b []byte }
+// rawMessage is a request's bytes, decoded by Decode rather than by the generated types. They are
+// a buffer of gRPC's pool, handed back (release) once the request is decoded: a fresh buffer for
+// every request (gRPC's Materialize) cost a tenth of a listening process's CPU in allocating and
+// clearing it. Decode keeps nothing of them.
+type rawMessage struct{ buf mem.Buffer }
+
+// requestPool holds the requests' buffers (a variable for the tests).
+var requestPool = mem.DefaultBufferPool()
+
+// bytes are the request's bytes, valid until release.
+func (r *rawMessage) bytes() []byte {
+	if r.buf == nil {
+		return nil
+	}
+	return r.buf.ReadOnlyData()
+}
+
+// release hands the request's buffer back to the pool.
+func (r *rawMessage) release() {
+	if r.buf != nil {
+		r.buf.Free()
+		r.buf = nil
+	}
+}
 
 // rawCodec hands requests over as bytes and marshals responses as protobuf. It keeps the name
 // "proto", so clients see the standard OTLP service.
@@ -38,7 +60,7 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if r, ok := v.(*rawMessage); ok {
-		r.b = data.Materialize()
+		r.buf = data.MaterializeToBuffer(requestPool)
 		return nil
 	}
 	return encoding.GetCodecV2("proto").Unmarshal(data, v)
@@ -57,7 +79,8 @@ var traceServiceDesc = grpc.ServiceDesc{
 			if err := dec(&raw); err != nil {
 				return nil, err
 			}
-			return srv.(*Listener).exportGRPC(ctx, raw.b)
+			defer raw.release()
+			return srv.(*Listener).exportGRPC(ctx, raw.bytes())
 		},
 	}},
 	Metadata: "opentelemetry/proto/collector/trace/v1/trace_service.proto",
