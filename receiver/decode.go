@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -230,8 +231,25 @@ func (d *Decoded) resource(r reader, res *Resource) error {
 	return nil
 }
 
+// tagScopeSpan is ScopeSpans' spans field (2, bytes).
+const tagScopeSpan = 2<<3 | byte(protowire.BytesType)
+
 func (d *Decoded) scopeSpans(r reader, ri int32, maxSpans int) error {
 	for !r.done() {
+		if r.buf[r.pos] == tagScopeSpan {
+			// A span, read in place; one cut short goes through reader.field, which says where.
+			if n, m := uvarint(r.buf[r.pos+1:]); m > 0 && n <= uint64(len(r.buf)-r.pos-1-m) {
+				if maxSpans > 0 && len(d.Spans)+int(d.Foreign+d.Tails) >= maxSpans {
+					return fmt.Errorf("%w (more than %d)", ErrTooManySpans, maxSpans)
+				}
+				at := r.pos + 1 + m
+				r.pos = at + int(n)
+				if err := d.span(reader{buf: r.buf[at:r.pos], base: r.base + at}, ri); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		num, typ, f, err := r.field("ScopeSpans")
 		if err != nil {
 			return err
@@ -289,13 +307,21 @@ func keyValue(r reader) (key []byte, val value, err error) {
 	return key, val, nil
 }
 
+// uvarint is protowire.ConsumeVarint, inlined for the one-byte lengths and values most are.
+func uvarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	return protowire.ConsumeVarint(b)
+}
+
 // fastKeyValue reads a KeyValue laid out as every OTLP exporter writes it: the key, then a value
 // holding one string or int. ok is false for anything else, which keyValue then reads in full.
 func fastKeyValue(b []byte) (key []byte, val value, ok bool) {
 	if len(b) < 2 || b[0] != 0x0a { // field 1, bytes: the key
 		return nil, value{}, false
 	}
-	n, m := protowire.ConsumeVarint(b[1:])
+	n, m := uvarint(b[1:])
 	if m < 0 || n > uint64(len(b)) || 1+m+int(n) > len(b) {
 		return nil, value{}, false
 	}
@@ -303,20 +329,20 @@ func fastKeyValue(b []byte) (key []byte, val value, ok bool) {
 	if len(b) < 2 || b[0] != 0x12 { // field 2, bytes: the AnyValue
 		return nil, value{}, false
 	}
-	n, m = protowire.ConsumeVarint(b[1:])
+	n, m = uvarint(b[1:])
 	if m < 0 || 1+m+int(n) != len(b) || n < 2 {
 		return nil, value{}, false
 	}
 	av := b[1+m:]
 	switch av[0] {
 	case 0x0a: // string_value
-		n, m = protowire.ConsumeVarint(av[1:])
+		n, m = uvarint(av[1:])
 		if m < 0 || 1+m+int(n) != len(av) {
 			return nil, value{}, false
 		}
 		return key, value{s: av[1+m:]}, true
 	case 0x18: // int_value
-		v, m := protowire.ConsumeVarint(av[1:])
+		v, m := uvarint(av[1:])
 		if m < 0 || 1+m != len(av) {
 			return nil, value{}, false
 		}
@@ -325,78 +351,141 @@ func fastKeyValue(b []byte) (key []byte, val value, ok bool) {
 	return nil, value{}, false
 }
 
-// span decodes one Span; one that carries no xfertop.kind is counted as foreign.
+// spanAttrs are what a span's attributes say, as span reads them.
+type spanAttrs struct {
+	e                    timeline.Event
+	seq                  int64
+	kind, dir, coll      []byte
+	aux, step, groupOps  int64
+	hasAux, hasStep      bool
+	hasOps, hasSub, tail bool
+}
+
+// attr reads one of a span's attributes.
+func (d *Decoded) attr(a *spanAttrs, key []byte, v value) {
+	e := &a.e
+	switch string(key) {
+	case "xfertop.kind":
+		a.kind = v.s
+	case "xfertop.seq":
+		a.seq = v.i
+	case "xfertop.device":
+		e.Device = int32(v.i)
+	case "xfertop.peer":
+		e.Peer = int32(v.i)
+	case "xfertop.stream":
+		e.Stream = uint32(v.i)
+	case "xfertop.priority":
+		e.Priority = int8(v.i)
+	case "xfertop.op":
+		e.Op = uint64(v.i)
+	case "xfertop.bytes":
+		e.Bytes = v.i
+	case "xfertop.communicator":
+		e.Comm = uint32(v.i)
+	case "xfertop.group":
+		e.Group = uint32(v.i)
+	case "xfertop.group.ops":
+		a.groupOps, a.hasOps = v.i, true
+	case "xfertop.barrier":
+		e.Barrier = uint32(v.i)
+	case "xfertop.ranks":
+		e.Ranks = uint16(v.i)
+	case "xfertop.status":
+		e.Status = uint8(v.i)
+	case "xfertop.sub":
+		e.Sub, a.hasSub = uint8(v.i), true
+	case "xfertop.aux":
+		a.aux, a.hasAux = v.i, true
+	case "xfertop.step":
+		a.step, a.hasStep = v.i, true
+	case "xfertop.label":
+		e.Label = d.label(v.s)
+	case "xfertop.queued_ns":
+		e.Queued = v.i
+	case "xfertop.copy.direction":
+		a.dir = v.s
+	case "xfertop.collective":
+		a.coll = v.s
+	case "xfertop.tail":
+		a.tail = v.i != 0
+	}
+}
+
+// Tags of the Span fields read on span's fast path: start_time_unix_nano and end_time_unix_nano
+// (fixed64) and attributes (bytes).
+const (
+	tagSpanStart = 7<<3 | byte(protowire.Fixed64Type)
+	tagSpanEnd   = 8<<3 | byte(protowire.Fixed64Type)
+	tagSpanAttr  = 9<<3 | byte(protowire.BytesType)
+)
+
+// span decodes one Span; one that carries no xfertop.kind is counted as foreign. The fields every
+// xfertop span has (its times and attributes) are read in place; any other field, or one of those
+// cut short, goes through reader.field, which says where it is malformed.
 func (d *Decoded) span(r reader, ri int32) error {
-	e := timeline.Event{Device: timeline.NoDevice, Peer: timeline.NoDevice}
-	seq := int64(-1)
-	var kind, dir, coll []byte
-	var aux, step, groupOps int64
-	var hasAux, hasStep, hasOps, hasSub, tail bool
-	for !r.done() {
+	a := spanAttrs{e: timeline.Event{Device: timeline.NoDevice, Peer: timeline.NoDevice}, seq: -1}
+	b := r.buf
+	for r.pos < len(b) {
+		switch b[r.pos] {
+		case tagSpanStart, tagSpanEnd:
+			if r.pos+9 > len(b) {
+				break
+			}
+			v := int64(binary.LittleEndian.Uint64(b[r.pos+1:]))
+			if b[r.pos] == tagSpanStart {
+				a.e.Start = v
+			} else {
+				a.e.End = v
+			}
+			r.pos += 9
+			continue
+		case tagSpanAttr:
+			n, m := uvarint(b[r.pos+1:])
+			if m <= 0 || n > uint64(len(b)-r.pos-1-m) {
+				break
+			}
+			at := r.pos + 1 + m
+			kv := b[at : at+int(n)]
+			key, v, ok := fastKeyValue(kv)
+			if !ok {
+				var err error
+				if key, v, err = keyValue(reader{buf: kv, base: r.base + at}); err != nil {
+					return err
+				}
+			}
+			d.attr(&a, key, v)
+			r.pos = at + int(n)
+			continue
+		default:
+			// Another length-delimited field (ids, name, events, links, status): skipped.
+			if t := b[r.pos]; t >= 1<<3 && t < 0x80 && t&7 == byte(protowire.BytesType) {
+				if n, m := uvarint(b[r.pos+1:]); m > 0 && n <= uint64(len(b)-r.pos-1-m) {
+					r.pos += 1 + m + int(n)
+					continue
+				}
+			}
+		}
 		num, typ, f, err := r.field("Span")
 		if err != nil {
 			return err
 		}
 		switch {
 		case num == 7 && typ == protowire.Fixed64Type:
-			e.Start = int64(f.v)
+			a.e.Start = int64(f.v)
 		case num == 8 && typ == protowire.Fixed64Type:
-			e.End = int64(f.v)
+			a.e.End = int64(f.v)
 		case num == 9 && typ == protowire.BytesType:
-			key, v, ok := fastKeyValue(f.r.buf)
-			if !ok {
-				if key, v, err = keyValue(f.r); err != nil {
-					return err
-				}
+			key, v, err := keyValue(f.r)
+			if err != nil {
+				return err
 			}
-			switch string(key) {
-			case "xfertop.kind":
-				kind = v.s
-			case "xfertop.seq":
-				seq = v.i
-			case "xfertop.device":
-				e.Device = int32(v.i)
-			case "xfertop.peer":
-				e.Peer = int32(v.i)
-			case "xfertop.stream":
-				e.Stream = uint32(v.i)
-			case "xfertop.priority":
-				e.Priority = int8(v.i)
-			case "xfertop.op":
-				e.Op = uint64(v.i)
-			case "xfertop.bytes":
-				e.Bytes = v.i
-			case "xfertop.communicator":
-				e.Comm = uint32(v.i)
-			case "xfertop.group":
-				e.Group = uint32(v.i)
-			case "xfertop.group.ops":
-				groupOps, hasOps = v.i, true
-			case "xfertop.barrier":
-				e.Barrier = uint32(v.i)
-			case "xfertop.ranks":
-				e.Ranks = uint16(v.i)
-			case "xfertop.status":
-				e.Status = uint8(v.i)
-			case "xfertop.sub":
-				e.Sub, hasSub = uint8(v.i), true
-			case "xfertop.aux":
-				aux, hasAux = v.i, true
-			case "xfertop.step":
-				step, hasStep = v.i, true
-			case "xfertop.label":
-				e.Label = d.label(v.s)
-			case "xfertop.queued_ns":
-				e.Queued = v.i
-			case "xfertop.copy.direction":
-				dir = v.s
-			case "xfertop.collective":
-				coll = v.s
-			case "xfertop.tail":
-				tail = v.i != 0
-			}
+			d.attr(&a, key, v)
 		}
 	}
+	e, seq, kind, dir, coll := a.e, a.seq, a.kind, a.dir, a.coll
+	aux, step, groupOps := a.aux, a.step, a.groupOps
+	hasAux, hasStep, hasOps, hasSub, tail := a.hasAux, a.hasStep, a.hasOps, a.hasSub, a.tail
 	k, ok := kindByName[string(kind)]
 	switch {
 	case !ok:

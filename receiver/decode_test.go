@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"reflect"
@@ -181,6 +182,22 @@ func FuzzDecode(f *testing.F) {
 	f.Add(marshal(f, sample()))
 	f.Add(marshal(f, kernels("s", 0, 3)))
 	f.Add([]byte{0x0a, 0x02, 0x12, 0x00})
+	// A span as an OTLP exporter writes it in full (ids, name, kind, events, status, an attribute
+	// of each value type) and the same with an attribute whose length runs past its span: the
+	// fast paths of span and scopeSpans against the generated types.
+	full := kernelSpan(1, 2, 0, 10)
+	full.TraceId, full.SpanId, full.ParentSpanId, full.Kind = make([]byte, 16), make([]byte, 8), make([]byte, 8), tracepb.Span_SPAN_KIND_INTERNAL
+	full.Events = []*tracepb.Span_Event{{Name: "e", TimeUnixNano: uint64(epoch)}}
+	full.Status = &tracepb.Status{Message: "ok", Code: tracepb.Status_STATUS_CODE_OK}
+	full.Attributes = append(full.Attributes, &commonpb.KeyValue{Key: "xfertop.aux", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: 3}}},
+		&commonpb.KeyValue{Key: "xfertop.bytes", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: []byte{1}}}})
+	b := marshal(f, request("s", 0, full))
+	f.Add(b)
+	if i := bytes.Index(b, []byte("xfertop.kind")); i > 2 {
+		cut := bytes.Clone(b)
+		cut[i-3]++ // the KeyValue's length: one past its end
+		f.Add(cut)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var d Decoded
 		err := Decode(b, &d, 0)

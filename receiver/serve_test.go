@@ -39,3 +39,19 @@ func TestRequestBufferComesFromThePool(t *testing.T) {
 		t.Errorf("the pool lent %d buffers and got %d back; want 1 and 1", pool.got, pool.put)
 	}
 }
+
+// The request pool lends buffers of the length asked for, in power-of-two capacities it can take
+// back; a request larger than its largest tier gets a buffer of its own.
+func TestBytePool(t *testing.T) {
+	var p bytePool
+	for _, tt := range []struct{ n, cap int }{{0, 1}, {1, 1}, {3, 4}, {1000, 1024}, {1 << 20, 1 << 20}, {1<<20 + 1, 1 << 21}, {1<<26 + 1, 1<<26 + 1}} {
+		b := p.Get(tt.n)
+		if len(*b) != tt.n || cap(*b) != tt.cap {
+			t.Errorf("Get(%d): length %d, capacity %d; want %d, %d", tt.n, len(*b), cap(*b), tt.n, tt.cap)
+		}
+		p.Put(b)
+		if b := p.Get(tt.n); len(*b) != tt.n || cap(*b) < tt.n {
+			t.Errorf("Get(%d) after Put: length %d, capacity %d", tt.n, len(*b), cap(*b))
+		}
+	}
+}
