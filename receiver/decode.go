@@ -41,6 +41,7 @@ type Decoded struct {
 	Foreign   int64    // spans that are not xfertop's (no xfertop.kind): counted, not shown
 	Tails     int64    // roots of the events after a run's last step: no event of their own
 	strIdx    map[string]uint32
+	keys      keyCache
 }
 
 // reset empties d for the next request, keeping its memory.
@@ -54,6 +55,7 @@ func (d *Decoded) reset() {
 	}
 	d.Strings = append(d.Strings[:0], "")
 	d.Foreign, d.Tails = 0, 0
+	d.keys = keyCache{}
 }
 
 func (d *Decoded) label(b []byte) uint32 {
@@ -356,58 +358,143 @@ type spanAttrs struct {
 	e                    timeline.Event
 	seq                  int64
 	kind, dir, coll      []byte
+	label                []byte // interned once the span is known to be kept
 	aux, step, groupOps  int64
 	hasAux, hasStep      bool
 	hasOps, hasSub, tail bool
 }
 
-// attr reads one of a span's attributes.
-func (d *Decoded) attr(a *spanAttrs, key []byte, v value) {
+// attrKey names an attribute span reads; 0 is any other.
+type attrKey uint8
+
+const (
+	keyKind attrKey = iota + 1
+	keySeq
+	keyDevice
+	keyPeer
+	keyStream
+	keyPriority
+	keyOp
+	keyBytes
+	keyCommunicator
+	keyGroup
+	keyGroupOps
+	keyBarrier
+	keyRanks
+	keyStatus
+	keySub
+	keyAux
+	keyStep
+	keyLabel
+	keyQueuedNs
+	keyCopyDirection
+	keyCollective
+	keyTail
+)
+
+// attrNames are the attributes' keys, by attrKey.
+var attrNames = [...]string{keyKind: "xfertop.kind", keySeq: "xfertop.seq", keyDevice: "xfertop.device", keyPeer: "xfertop.peer", keyStream: "xfertop.stream", keyPriority: "xfertop.priority", keyOp: "xfertop.op", keyBytes: "xfertop.bytes", keyCommunicator: "xfertop.communicator", keyGroup: "xfertop.group", keyGroupOps: "xfertop.group.ops", keyBarrier: "xfertop.barrier", keyRanks: "xfertop.ranks", keyStatus: "xfertop.status", keySub: "xfertop.sub", keyAux: "xfertop.aux", keyStep: "xfertop.step", keyLabel: "xfertop.label", keyQueuedNs: "xfertop.queued_ns", keyCopyDirection: "xfertop.copy.direction", keyCollective: "xfertop.collective", keyTail: "xfertop.tail"}
+
+// attrKeys finds an attribute's attrKey by its key.
+var attrKeys = func() map[string]attrKey {
+	m := map[string]attrKey{}
+	for k, name := range attrNames {
+		if name != "" {
+			m[name] = attrKey(k)
+		}
+	}
+	return m
+}()
+
+// keyCache remembers the key of each of a span's first attributes by its place: an exporter
+// writes every span's attributes in the same order, so most keys are found with one comparison,
+// not a map lookup or a search among the names. Its other keys point into the request, so it is
+// emptied at each Decode.
+type keyCache [16]keyCacheEntry
+
+type keyCacheEntry struct {
+	key   []byte // the key, when not one of attrNames
+	id    attrKey
+	valid bool
+}
+
+// find returns the attrKey of key, the span's attribute at place i.
+func (c *keyCache) find(i int, key []byte) attrKey {
+	if i >= len(c) {
+		return attrKeys[string(key)]
+	}
+	e := &c[i]
+	if e.valid {
+		if e.id != 0 && attrNames[e.id] == string(key) || e.id == 0 && string(e.key) == string(key) {
+			return e.id
+		}
+	}
+	id := attrKeys[string(key)]
+	*e = keyCacheEntry{id: id, valid: true}
+	if id == 0 {
+		e.key = key
+	}
+	return id
+}
+
+// intOr is v's integer, or def when v holds none: the last value of a key wins, and a number
+// given as a string (or nothing) leaves the field as if the key were absent (as the generated
+// types read it).
+func intOr(v value, def int64) int64 {
+	if v.isInt {
+		return v.i
+	}
+	return def
+}
+
+// attr reads one of a span's attributes, key being its attrKey. A value that is not a number
+// reads as 0 (v.i) for the fields whose absence is 0.
+func (d *Decoded) attr(a *spanAttrs, key attrKey, v value) {
 	e := &a.e
-	switch string(key) {
-	case "xfertop.kind":
+	switch key {
+	case keyKind:
 		a.kind = v.s
-	case "xfertop.seq":
-		a.seq = v.i
-	case "xfertop.device":
-		e.Device = int32(v.i)
-	case "xfertop.peer":
-		e.Peer = int32(v.i)
-	case "xfertop.stream":
+	case keySeq:
+		a.seq = intOr(v, -1)
+	case keyDevice:
+		e.Device = int32(intOr(v, int64(timeline.NoDevice)))
+	case keyPeer:
+		e.Peer = int32(intOr(v, int64(timeline.NoDevice)))
+	case keyStream:
 		e.Stream = uint32(v.i)
-	case "xfertop.priority":
+	case keyPriority:
 		e.Priority = int8(v.i)
-	case "xfertop.op":
+	case keyOp:
 		e.Op = uint64(v.i)
-	case "xfertop.bytes":
+	case keyBytes:
 		e.Bytes = v.i
-	case "xfertop.communicator":
+	case keyCommunicator:
 		e.Comm = uint32(v.i)
-	case "xfertop.group":
+	case keyGroup:
 		e.Group = uint32(v.i)
-	case "xfertop.group.ops":
-		a.groupOps, a.hasOps = v.i, true
-	case "xfertop.barrier":
+	case keyGroupOps:
+		a.groupOps, a.hasOps = v.i, v.isInt
+	case keyBarrier:
 		e.Barrier = uint32(v.i)
-	case "xfertop.ranks":
+	case keyRanks:
 		e.Ranks = uint16(v.i)
-	case "xfertop.status":
+	case keyStatus:
 		e.Status = uint8(v.i)
-	case "xfertop.sub":
-		e.Sub, a.hasSub = uint8(v.i), true
-	case "xfertop.aux":
-		a.aux, a.hasAux = v.i, true
-	case "xfertop.step":
-		a.step, a.hasStep = v.i, true
-	case "xfertop.label":
-		e.Label = d.label(v.s)
-	case "xfertop.queued_ns":
+	case keySub:
+		e.Sub, a.hasSub = uint8(v.i), v.isInt
+	case keyAux:
+		a.aux, a.hasAux = v.i, v.isInt
+	case keyStep:
+		a.step, a.hasStep = v.i, v.isInt
+	case keyLabel:
+		a.label = v.s
+	case keyQueuedNs:
 		e.Queued = v.i
-	case "xfertop.copy.direction":
+	case keyCopyDirection:
 		a.dir = v.s
-	case "xfertop.collective":
+	case keyCollective:
 		a.coll = v.s
-	case "xfertop.tail":
+	case keyTail:
 		a.tail = v.i != 0
 	}
 }
@@ -426,6 +513,7 @@ const (
 func (d *Decoded) span(r reader, ri int32) error {
 	a := spanAttrs{e: timeline.Event{Device: timeline.NoDevice, Peer: timeline.NoDevice}, seq: -1}
 	b := r.buf
+	nattr := 0 // the attributes read so far
 	for r.pos < len(b) {
 		switch b[r.pos] {
 		case tagSpanStart, tagSpanEnd:
@@ -454,7 +542,8 @@ func (d *Decoded) span(r reader, ri int32) error {
 					return err
 				}
 			}
-			d.attr(&a, key, v)
+			d.attr(&a, d.keys.find(nattr, key), v)
+			nattr++
 			r.pos = at + int(n)
 			continue
 		default:
@@ -480,7 +569,8 @@ func (d *Decoded) span(r reader, ri int32) error {
 			if err != nil {
 				return err
 			}
-			d.attr(&a, key, v)
+			d.attr(&a, d.keys.find(nattr, key), v)
+			nattr++
 		}
 	}
 	e, seq, kind, dir, coll := a.e, a.seq, a.kind, a.dir, a.coll
@@ -496,6 +586,7 @@ func (d *Decoded) span(r reader, ri int32) error {
 		return nil
 	}
 	e.Kind = k
+	e.Label = d.label(a.label)
 	if !hasSub {
 		// Detail spans: the sub-kind is spelt out.
 		if c, ok := copyByName[string(dir)]; ok && k == timeline.KindMemcpy {

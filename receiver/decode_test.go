@@ -217,3 +217,27 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// The key cache finds each attribute's key whatever was at its place before: the same key, another
+// known one, an unknown one (then a known one again), and past the places it keeps.
+func TestKeyCache(t *testing.T) {
+	var c keyCache
+	for _, tt := range []struct {
+		place int
+		key   string
+		want  attrKey
+	}{
+		{0, "xfertop.kind", keyKind}, {0, "xfertop.kind", keyKind}, {0, "xfertop.seq", keySeq},
+		{1, "http.method", 0}, {1, "http.method", 0}, {1, "http.route", 0}, {1, "xfertop.device", keyDevice},
+		{1, "xfertop.device", keyDevice}, {20, "xfertop.label", keyLabel}, {20, "other", 0}, {0, "", 0},
+	} {
+		if got := c.find(tt.place, []byte(tt.key)); got != tt.want {
+			t.Errorf("find(%d, %q) = %d; want %d", tt.place, tt.key, got, tt.want)
+		}
+	}
+	for k, name := range attrNames {
+		if k > 0 && (name == "" || attrKeys[name] != attrKey(k)) {
+			t.Errorf("attrNames[%d] = %q, found as %d", k, name, attrKeys[name])
+		}
+	}
+}
