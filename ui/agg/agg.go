@@ -85,8 +85,8 @@ func (s *State) Update(snap *timeline.Snapshot, fold func(*timeline.Event)) {
 		s.unsorted = false
 	}
 	// Drop stream activity the window no longer holds. The live ops are sliced off the dropped
-	// ones, and move into a new array only once the dropped ones held in front of them reach a
-	// quarter of the live ones: moving them at every update (a sliding window drops a few at each
+	// ones, and move into a new array only once the dropped ones held in front of them reach half
+	// the live ones: moving them at every update (a sliding window drops a few at each
 	// of every stream's) copied the whole window's ops each fold, a sixth of a listening console's
 	// CPU; slicing alone would keep the dropped ops' memory until the next reallocation.
 	for _, t := range s.Tracks {
@@ -96,7 +96,7 @@ func (s *State) Update(snap *timeline.Snapshot, fold func(*timeline.Event)) {
 		}
 		t.pub = nil
 		live := len(t.Ops) - k
-		if t.dropped += k; 4*t.dropped <= live {
+		if t.dropped += k; 2*t.dropped <= live {
 			t.Ops, t.shared = t.Ops[k:], max(0, t.shared-k)
 			continue
 		}

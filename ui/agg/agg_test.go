@@ -243,10 +243,10 @@ func BenchmarkNewStreams(b *testing.B) {
 }
 
 // A sliding window, folded and published at each update as the console does, moves a stream's live
-// ops into a new array only now and then (once the dropped ops held in front of them reach a
-// quarter of the live ones), not at every update: that copied the whole window's ops each fold. The
-// ops are the window's, in order, after every update, and the dropped ones held stay under a
-// quarter of the live ones.
+// ops into a new array only now and then (once the dropped ops held in front of them reach
+// half the live ones), not at every update: that copied the whole window's ops each fold. The
+// ops are the window's, in order, after every update, and the dropped ones held stay under
+// half the live ones.
 func TestTrimMovesOpsOnlyNowAndThen(t *testing.T) {
 	const chunk = 16384 // the window's chunk: it trims a chunk at a time
 	w := timeline.NewWindow(16*chunk, nil)
@@ -277,7 +277,7 @@ func TestTrimMovesOpsOnlyNowAndThen(t *testing.T) {
 				t.Fatalf("update %d: op %d has index %d; want %d, in start order", updates, i, op.Index, snap.Base+int64(i))
 			}
 		}
-		if 4*tr.dropped > len(tr.Ops) {
+		if 2*tr.dropped > len(tr.Ops) {
 			t.Fatalf("update %d: %d dropped ops held in front of %d live ones", updates, tr.dropped, len(tr.Ops))
 		}
 		if last == nil || snap.Base == base {
