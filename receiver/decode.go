@@ -317,35 +317,45 @@ func uvarint(b []byte) (uint64, int) {
 	return protowire.ConsumeVarint(b)
 }
 
-// fastKeyValue reads a KeyValue laid out as every OTLP exporter writes it: the key, then a value
-// holding one string or int. ok is false for anything else, which keyValue then reads in full.
+// fastKeyValue reads a KeyValue laid out as OTLP exporters write it: a key and a value holding one
+// string or int, the key first (the protobuf libraries) or the value first (the Collector's pdata
+// writes messages backwards). ok is false for anything else, which keyValue then reads in full.
 func fastKeyValue(b []byte) (key []byte, val value, ok bool) {
-	if len(b) < 2 || b[0] != 0x0a { // field 1, bytes: the key
+	var av []byte
+	var haveKey, haveVal bool
+	for range 2 {
+		if len(b) < 2 {
+			return nil, value{}, false
+		}
+		tag := b[0]
+		n, m := uvarint(b[1:])
+		if m <= 0 || n > uint64(len(b)-1-m) {
+			return nil, value{}, false
+		}
+		body := b[1+m : 1+m+int(n)]
+		b = b[1+m+int(n):]
+		switch {
+		case tag == 0x0a && !haveKey: // field 1, bytes: the key
+			key, haveKey = body, true
+		case tag == 0x12 && !haveVal: // field 2, bytes: the AnyValue
+			av, haveVal = body, true
+		default:
+			return nil, value{}, false
+		}
+	}
+	if len(b) != 0 || len(av) < 2 {
 		return nil, value{}, false
 	}
-	n, m := uvarint(b[1:])
-	if m < 0 || n > uint64(len(b)) || 1+m+int(n) > len(b) {
-		return nil, value{}, false
-	}
-	key, b = b[1+m:1+m+int(n)], b[1+m+int(n):]
-	if len(b) < 2 || b[0] != 0x12 { // field 2, bytes: the AnyValue
-		return nil, value{}, false
-	}
-	n, m = uvarint(b[1:])
-	if m < 0 || 1+m+int(n) != len(b) || n < 2 {
-		return nil, value{}, false
-	}
-	av := b[1+m:]
 	switch av[0] {
 	case 0x0a: // string_value
-		n, m = uvarint(av[1:])
-		if m < 0 || 1+m+int(n) != len(av) {
+		n, m := uvarint(av[1:])
+		if m <= 0 || n != uint64(len(av)-1-m) {
 			return nil, value{}, false
 		}
 		return key, value{s: av[1+m:]}, true
 	case 0x18: // int_value
 		v, m := uvarint(av[1:])
-		if m < 0 || 1+m != len(av) {
+		if m <= 0 || 1+m != len(av) {
 			return nil, value{}, false
 		}
 		return key, value{i: int64(v), isInt: true}, true

@@ -10,6 +10,7 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -238,6 +239,42 @@ func TestKeyCache(t *testing.T) {
 	for k, name := range attrNames {
 		if k > 0 && (name == "" || attrKeys[name] != attrKey(k)) {
 			t.Errorf("attrNames[%d] = %q, found as %d", k, name, attrKeys[name])
+		}
+	}
+}
+
+// A KeyValue is read on the fast path whichever of its two fields comes first: the Collector
+// (pdata) writes the value before the key. Anything else (a field twice, a third field, a value
+// that is neither a string nor an int) is left to keyValue.
+func TestFastKeyValueEitherOrder(t *testing.T) {
+	key := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("xfertop.device"))
+	intVal := protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 7)
+	strVal := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("gemm"))
+	anyOf := func(v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), v)
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for _, tt := range []struct {
+		name string
+		kv   []byte
+		ok   bool
+		want value
+	}{
+		{"key, int", cat(key, anyOf(intVal)), true, value{i: 7, isInt: true}},
+		{"int, key (pdata)", cat(anyOf(intVal), key), true, value{i: 7, isInt: true}},
+		{"string, key (pdata)", cat(anyOf(strVal), key), true, value{s: []byte("gemm")}},
+		{"key twice", cat(key, key), false, value{}},
+		{"a third field", cat(key, anyOf(intVal), key), false, value{}},
+		{"a double", cat(key, anyOf(protowire.AppendFixed64(protowire.AppendTag(nil, 4, protowire.Fixed64Type), 0))), false, value{}},
+		{"no value", key, false, value{}},
+	} {
+		k, v, ok := fastKeyValue(tt.kv)
+		if ok != tt.ok || ok && (string(k) != "xfertop.device" || !reflect.DeepEqual(v, tt.want)) {
+			t.Errorf("%s: fastKeyValue = %q, %+v, %v; want ok %v, %+v", tt.name, k, v, ok, tt.ok, tt.want)
+		}
+		// Whichever path reads it, the full reader agrees.
+		if fk, fv, err := keyValue(reader{buf: tt.kv}); ok && (err != nil || string(fk) != string(k) || !reflect.DeepEqual(fv, v)) {
+			t.Errorf("%s: keyValue = %q, %+v, %v", tt.name, fk, fv, err)
 		}
 	}
 }
