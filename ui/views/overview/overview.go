@@ -23,6 +23,7 @@ type Model struct {
 	widget.Base
 	tele     teleCache // the telemetry's lines, as last drawn
 	spark    sparkTotals
+	padded   paddedDevices
 	list     widget.List
 	filter   widget.Filter // devices by id, host (h76) or idle cause
 	worst    bool          // devices sorted most idle first, rather than by id
@@ -181,10 +182,7 @@ type deviceTable struct {
 func (m *Model) writeDevices(b *strings.Builder, below int) {
 	fr, res := m.Fr, m.Fr.Res
 	st := fr.Styles
-	devs := res.Links.Devices
-	for len(devs) < fr.Meta.Devices { // devices that moved nothing yet still have a row
-		devs = append(devs, analysis.DeviceLinks{Device: int32(len(devs))})
-	}
+	devs := m.padded.of(res, fr.Meta.Devices)
 	times := make([]analysis.DeviceTime, len(devs)) // by device id; SpanNs 0: nothing ran yet
 	for _, d := range res.Breakdown.Devices {
 		if int(d.Device) < len(times) {
@@ -311,6 +309,32 @@ func (m *Model) layoutRows(rows []devRow, devs []analysis.DeviceLinks, times []a
 		}
 	}
 	return rows
+}
+
+// paddedDevices is a Result's devices with a row for each device of the job, those that moved
+// nothing yet included, for one Result: they were appended anew at each frame (a copy of every
+// device's links, 4,096 of them at a time behind a Collector).
+type paddedDevices struct {
+	res  *analysis.Result
+	n    int
+	devs []analysis.DeviceLinks
+}
+
+// of returns res's devices, padded to n.
+func (c *paddedDevices) of(res *analysis.Result, n int) []analysis.DeviceLinks {
+	devs := res.Links.Devices
+	if len(devs) >= n {
+		return devs
+	}
+	if c.res != res || c.n != n {
+		padded := make([]analysis.DeviceLinks, n)
+		copy(padded, devs)
+		for d := len(devs); d < n; d++ {
+			padded[d].Device = int32(d)
+		}
+		*c = paddedDevices{res: res, n: n, devs: padded}
+	}
+	return c.devs
 }
 
 // sparkTotals are devices' total rates over the sparkline's buckets, for one Result, newest bucket
