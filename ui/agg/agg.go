@@ -90,10 +90,10 @@ func (s *State) Update(snap *timeline.Snapshot, fold func(*timeline.Event)) {
 	// of every stream's) copied the whole window's ops each fold, a sixth of a listening console's
 	// CPU; slicing alone would keep the dropped ops' memory until the next reallocation.
 	for _, t := range s.Tracks {
-		k := sort.Search(len(t.Ops), func(j int) bool { return t.Ops[j].Index >= snap.Base })
-		if k == 0 {
-			continue
+		if len(t.Ops) == 0 || t.Ops[0].Index >= snap.Base {
+			continue // nothing of it dropped (most streams, at most updates): no search
 		}
+		k := sort.Search(len(t.Ops), func(j int) bool { return t.Ops[j].Index >= snap.Base })
 		t.pub = nil
 		live := len(t.Ops) - k
 		if t.dropped += k; 2*t.dropped <= live {
