@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -40,6 +41,7 @@ type Decoded struct {
 	Foreign   int64    // spans that are not xfertop's (no xfertop.kind): counted, not shown
 	Tails     int64    // roots of the events after a run's last step: no event of their own
 	strIdx    map[string]uint32
+	keys      keyCache
 }
 
 // reset empties d for the next request, keeping its memory.
@@ -53,6 +55,7 @@ func (d *Decoded) reset() {
 	}
 	d.Strings = append(d.Strings[:0], "")
 	d.Foreign, d.Tails = 0, 0
+	d.keys = keyCache{}
 }
 
 func (d *Decoded) label(b []byte) uint32 {
@@ -230,8 +233,25 @@ func (d *Decoded) resource(r reader, res *Resource) error {
 	return nil
 }
 
+// tagScopeSpan is ScopeSpans' spans field (2, bytes).
+const tagScopeSpan = 2<<3 | byte(protowire.BytesType)
+
 func (d *Decoded) scopeSpans(r reader, ri int32, maxSpans int) error {
 	for !r.done() {
+		if r.buf[r.pos] == tagScopeSpan {
+			// A span, read in place; one cut short goes through reader.field, which says where.
+			if n, m := uvarint(r.buf[r.pos+1:]); m > 0 && n <= uint64(len(r.buf)-r.pos-1-m) {
+				if maxSpans > 0 && len(d.Spans)+int(d.Foreign+d.Tails) >= maxSpans {
+					return fmt.Errorf("%w (more than %d)", ErrTooManySpans, maxSpans)
+				}
+				at := r.pos + 1 + m
+				r.pos = at + int(n)
+				if err := d.span(reader{buf: r.buf[at:r.pos], base: r.base + at}, ri); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		num, typ, f, err := r.field("ScopeSpans")
 		if err != nil {
 			return err
@@ -289,35 +309,53 @@ func keyValue(r reader) (key []byte, val value, err error) {
 	return key, val, nil
 }
 
-// fastKeyValue reads a KeyValue laid out as every OTLP exporter writes it: the key, then a value
-// holding one string or int. ok is false for anything else, which keyValue then reads in full.
+// uvarint is protowire.ConsumeVarint, inlined for the one-byte lengths and values most are.
+func uvarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	return protowire.ConsumeVarint(b)
+}
+
+// fastKeyValue reads a KeyValue laid out as OTLP exporters write it: a key and a value holding one
+// string or int, the key first (the protobuf libraries) or the value first (the Collector's pdata
+// writes messages backwards). ok is false for anything else, which keyValue then reads in full.
 func fastKeyValue(b []byte) (key []byte, val value, ok bool) {
-	if len(b) < 2 || b[0] != 0x0a { // field 1, bytes: the key
+	var av []byte
+	var haveKey, haveVal bool
+	for range 2 {
+		if len(b) < 2 {
+			return nil, value{}, false
+		}
+		tag := b[0]
+		n, m := uvarint(b[1:])
+		if m <= 0 || n > uint64(len(b)-1-m) {
+			return nil, value{}, false
+		}
+		body := b[1+m : 1+m+int(n)]
+		b = b[1+m+int(n):]
+		switch {
+		case tag == 0x0a && !haveKey: // field 1, bytes: the key
+			key, haveKey = body, true
+		case tag == 0x12 && !haveVal: // field 2, bytes: the AnyValue
+			av, haveVal = body, true
+		default:
+			return nil, value{}, false
+		}
+	}
+	if len(b) != 0 || len(av) < 2 {
 		return nil, value{}, false
 	}
-	n, m := protowire.ConsumeVarint(b[1:])
-	if m < 0 || n > uint64(len(b)) || 1+m+int(n) > len(b) {
-		return nil, value{}, false
-	}
-	key, b = b[1+m:1+m+int(n)], b[1+m+int(n):]
-	if len(b) < 2 || b[0] != 0x12 { // field 2, bytes: the AnyValue
-		return nil, value{}, false
-	}
-	n, m = protowire.ConsumeVarint(b[1:])
-	if m < 0 || 1+m+int(n) != len(b) || n < 2 {
-		return nil, value{}, false
-	}
-	av := b[1+m:]
 	switch av[0] {
 	case 0x0a: // string_value
-		n, m = protowire.ConsumeVarint(av[1:])
-		if m < 0 || 1+m+int(n) != len(av) {
+		n, m := uvarint(av[1:])
+		if m <= 0 || n != uint64(len(av)-1-m) {
 			return nil, value{}, false
 		}
 		return key, value{s: av[1+m:]}, true
 	case 0x18: // int_value
-		v, m := protowire.ConsumeVarint(av[1:])
-		if m < 0 || 1+m != len(av) {
+		v, m := uvarint(av[1:])
+		if m <= 0 || 1+m != len(av) {
 			return nil, value{}, false
 		}
 		return key, value{i: int64(v), isInt: true}, true
@@ -325,78 +363,229 @@ func fastKeyValue(b []byte) (key []byte, val value, ok bool) {
 	return nil, value{}, false
 }
 
-// span decodes one Span; one that carries no xfertop.kind is counted as foreign.
+// spanAttrs are what a span's attributes say, as span reads them.
+type spanAttrs struct {
+	e                    timeline.Event
+	seq                  int64
+	kind, dir, coll      []byte
+	label                []byte // interned once the span is known to be kept
+	aux, step, groupOps  int64
+	hasAux, hasStep      bool
+	hasOps, hasSub, tail bool
+}
+
+// attrKey names an attribute span reads; 0 is any other.
+type attrKey uint8
+
+const (
+	keyKind attrKey = iota + 1
+	keySeq
+	keyDevice
+	keyPeer
+	keyStream
+	keyPriority
+	keyOp
+	keyBytes
+	keyCommunicator
+	keyGroup
+	keyGroupOps
+	keyBarrier
+	keyRanks
+	keyStatus
+	keySub
+	keyAux
+	keyStep
+	keyLabel
+	keyQueuedNs
+	keyCopyDirection
+	keyCollective
+	keyTail
+)
+
+// attrNames are the attributes' keys, by attrKey.
+var attrNames = [...]string{keyKind: "xfertop.kind", keySeq: "xfertop.seq", keyDevice: "xfertop.device", keyPeer: "xfertop.peer", keyStream: "xfertop.stream", keyPriority: "xfertop.priority", keyOp: "xfertop.op", keyBytes: "xfertop.bytes", keyCommunicator: "xfertop.communicator", keyGroup: "xfertop.group", keyGroupOps: "xfertop.group.ops", keyBarrier: "xfertop.barrier", keyRanks: "xfertop.ranks", keyStatus: "xfertop.status", keySub: "xfertop.sub", keyAux: "xfertop.aux", keyStep: "xfertop.step", keyLabel: "xfertop.label", keyQueuedNs: "xfertop.queued_ns", keyCopyDirection: "xfertop.copy.direction", keyCollective: "xfertop.collective", keyTail: "xfertop.tail"}
+
+// attrKeys finds an attribute's attrKey by its key.
+var attrKeys = func() map[string]attrKey {
+	m := map[string]attrKey{}
+	for k, name := range attrNames {
+		if name != "" {
+			m[name] = attrKey(k)
+		}
+	}
+	return m
+}()
+
+// keyCache remembers the key of each of a span's first attributes by its place: an exporter
+// writes every span's attributes in the same order, so most keys are found with one comparison,
+// not a map lookup or a search among the names. Its other keys point into the request, so it is
+// emptied at each Decode.
+type keyCache [16]keyCacheEntry
+
+type keyCacheEntry struct {
+	key   []byte // the key, when not one of attrNames
+	id    attrKey
+	valid bool
+}
+
+// find returns the attrKey of key, the span's attribute at place i.
+func (c *keyCache) find(i int, key []byte) attrKey {
+	if i >= len(c) {
+		return attrKeys[string(key)]
+	}
+	e := &c[i]
+	if e.valid {
+		if e.id != 0 && attrNames[e.id] == string(key) || e.id == 0 && string(e.key) == string(key) {
+			return e.id
+		}
+	}
+	id := attrKeys[string(key)]
+	*e = keyCacheEntry{id: id, valid: true}
+	if id == 0 {
+		e.key = key
+	}
+	return id
+}
+
+// intOr is v's integer, or def when v holds none: the last value of a key wins, and a number
+// given as a string (or nothing) leaves the field as if the key were absent (as the generated
+// types read it).
+func intOr(v value, def int64) int64 {
+	if v.isInt {
+		return v.i
+	}
+	return def
+}
+
+// attr reads one of a span's attributes, key being its attrKey. A value that is not a number
+// reads as 0 (v.i) for the fields whose absence is 0.
+func (d *Decoded) attr(a *spanAttrs, key attrKey, v value) {
+	e := &a.e
+	switch key {
+	case keyKind:
+		a.kind = v.s
+	case keySeq:
+		a.seq = intOr(v, -1)
+	case keyDevice:
+		e.Device = int32(intOr(v, int64(timeline.NoDevice)))
+	case keyPeer:
+		e.Peer = int32(intOr(v, int64(timeline.NoDevice)))
+	case keyStream:
+		e.Stream = uint32(v.i)
+	case keyPriority:
+		e.Priority = int8(v.i)
+	case keyOp:
+		e.Op = uint64(v.i)
+	case keyBytes:
+		e.Bytes = v.i
+	case keyCommunicator:
+		e.Comm = uint32(v.i)
+	case keyGroup:
+		e.Group = uint32(v.i)
+	case keyGroupOps:
+		a.groupOps, a.hasOps = v.i, v.isInt
+	case keyBarrier:
+		e.Barrier = uint32(v.i)
+	case keyRanks:
+		e.Ranks = uint16(v.i)
+	case keyStatus:
+		e.Status = uint8(v.i)
+	case keySub:
+		e.Sub, a.hasSub = uint8(v.i), v.isInt
+	case keyAux:
+		a.aux, a.hasAux = v.i, v.isInt
+	case keyStep:
+		a.step, a.hasStep = v.i, v.isInt
+	case keyLabel:
+		a.label = v.s
+	case keyQueuedNs:
+		e.Queued = v.i
+	case keyCopyDirection:
+		a.dir = v.s
+	case keyCollective:
+		a.coll = v.s
+	case keyTail:
+		a.tail = v.i != 0
+	}
+}
+
+// Tags of the Span fields read on span's fast path: start_time_unix_nano and end_time_unix_nano
+// (fixed64) and attributes (bytes).
+const (
+	tagSpanStart = 7<<3 | byte(protowire.Fixed64Type)
+	tagSpanEnd   = 8<<3 | byte(protowire.Fixed64Type)
+	tagSpanAttr  = 9<<3 | byte(protowire.BytesType)
+)
+
+// span decodes one Span; one that carries no xfertop.kind is counted as foreign. The fields every
+// xfertop span has (its times and attributes) are read in place; any other field, or one of those
+// cut short, goes through reader.field, which says where it is malformed.
 func (d *Decoded) span(r reader, ri int32) error {
-	e := timeline.Event{Device: timeline.NoDevice, Peer: timeline.NoDevice}
-	seq := int64(-1)
-	var kind, dir, coll []byte
-	var aux, step, groupOps int64
-	var hasAux, hasStep, hasOps, hasSub, tail bool
-	for !r.done() {
+	a := spanAttrs{e: timeline.Event{Device: timeline.NoDevice, Peer: timeline.NoDevice}, seq: -1}
+	b := r.buf
+	nattr := 0 // the attributes read so far
+	for r.pos < len(b) {
+		switch b[r.pos] {
+		case tagSpanStart, tagSpanEnd:
+			if r.pos+9 > len(b) {
+				break
+			}
+			v := int64(binary.LittleEndian.Uint64(b[r.pos+1:]))
+			if b[r.pos] == tagSpanStart {
+				a.e.Start = v
+			} else {
+				a.e.End = v
+			}
+			r.pos += 9
+			continue
+		case tagSpanAttr:
+			n, m := uvarint(b[r.pos+1:])
+			if m <= 0 || n > uint64(len(b)-r.pos-1-m) {
+				break
+			}
+			at := r.pos + 1 + m
+			kv := b[at : at+int(n)]
+			key, v, ok := fastKeyValue(kv)
+			if !ok {
+				var err error
+				if key, v, err = keyValue(reader{buf: kv, base: r.base + at}); err != nil {
+					return err
+				}
+			}
+			d.attr(&a, d.keys.find(nattr, key), v)
+			nattr++
+			r.pos = at + int(n)
+			continue
+		default:
+			// Another length-delimited field (ids, name, events, links, status): skipped.
+			if t := b[r.pos]; t >= 1<<3 && t < 0x80 && t&7 == byte(protowire.BytesType) {
+				if n, m := uvarint(b[r.pos+1:]); m > 0 && n <= uint64(len(b)-r.pos-1-m) {
+					r.pos += 1 + m + int(n)
+					continue
+				}
+			}
+		}
 		num, typ, f, err := r.field("Span")
 		if err != nil {
 			return err
 		}
 		switch {
 		case num == 7 && typ == protowire.Fixed64Type:
-			e.Start = int64(f.v)
+			a.e.Start = int64(f.v)
 		case num == 8 && typ == protowire.Fixed64Type:
-			e.End = int64(f.v)
+			a.e.End = int64(f.v)
 		case num == 9 && typ == protowire.BytesType:
-			key, v, ok := fastKeyValue(f.r.buf)
-			if !ok {
-				if key, v, err = keyValue(f.r); err != nil {
-					return err
-				}
+			key, v, err := keyValue(f.r)
+			if err != nil {
+				return err
 			}
-			switch string(key) {
-			case "xfertop.kind":
-				kind = v.s
-			case "xfertop.seq":
-				seq = v.i
-			case "xfertop.device":
-				e.Device = int32(v.i)
-			case "xfertop.peer":
-				e.Peer = int32(v.i)
-			case "xfertop.stream":
-				e.Stream = uint32(v.i)
-			case "xfertop.priority":
-				e.Priority = int8(v.i)
-			case "xfertop.op":
-				e.Op = uint64(v.i)
-			case "xfertop.bytes":
-				e.Bytes = v.i
-			case "xfertop.communicator":
-				e.Comm = uint32(v.i)
-			case "xfertop.group":
-				e.Group = uint32(v.i)
-			case "xfertop.group.ops":
-				groupOps, hasOps = v.i, true
-			case "xfertop.barrier":
-				e.Barrier = uint32(v.i)
-			case "xfertop.ranks":
-				e.Ranks = uint16(v.i)
-			case "xfertop.status":
-				e.Status = uint8(v.i)
-			case "xfertop.sub":
-				e.Sub, hasSub = uint8(v.i), true
-			case "xfertop.aux":
-				aux, hasAux = v.i, true
-			case "xfertop.step":
-				step, hasStep = v.i, true
-			case "xfertop.label":
-				e.Label = d.label(v.s)
-			case "xfertop.queued_ns":
-				e.Queued = v.i
-			case "xfertop.copy.direction":
-				dir = v.s
-			case "xfertop.collective":
-				coll = v.s
-			case "xfertop.tail":
-				tail = v.i != 0
-			}
+			d.attr(&a, d.keys.find(nattr, key), v)
+			nattr++
 		}
 	}
+	e, seq, kind, dir, coll := a.e, a.seq, a.kind, a.dir, a.coll
+	aux, step, groupOps := a.aux, a.step, a.groupOps
+	hasAux, hasStep, hasOps, hasSub, tail := a.hasAux, a.hasStep, a.hasOps, a.hasSub, a.tail
 	k, ok := kindByName[string(kind)]
 	switch {
 	case !ok:
@@ -407,6 +596,7 @@ func (d *Decoded) span(r reader, ri int32) error {
 		return nil
 	}
 	e.Kind = k
+	e.Label = d.label(a.label)
 	if !hasSub {
 		// Detail spans: the sub-kind is spelt out.
 		if c, ok := copyByName[string(dir)]; ok && k == timeline.KindMemcpy {

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -181,6 +183,22 @@ func FuzzDecode(f *testing.F) {
 	f.Add(marshal(f, sample()))
 	f.Add(marshal(f, kernels("s", 0, 3)))
 	f.Add([]byte{0x0a, 0x02, 0x12, 0x00})
+	// A span as an OTLP exporter writes it in full (ids, name, kind, events, status, an attribute
+	// of each value type) and the same with an attribute whose length runs past its span: the
+	// fast paths of span and scopeSpans against the generated types.
+	full := kernelSpan(1, 2, 0, 10)
+	full.TraceId, full.SpanId, full.ParentSpanId, full.Kind = make([]byte, 16), make([]byte, 8), make([]byte, 8), tracepb.Span_SPAN_KIND_INTERNAL
+	full.Events = []*tracepb.Span_Event{{Name: "e", TimeUnixNano: uint64(epoch)}}
+	full.Status = &tracepb.Status{Message: "ok", Code: tracepb.Status_STATUS_CODE_OK}
+	full.Attributes = append(full.Attributes, &commonpb.KeyValue{Key: "xfertop.aux", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: 3}}},
+		&commonpb.KeyValue{Key: "xfertop.bytes", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: []byte{1}}}})
+	b := marshal(f, request("s", 0, full))
+	f.Add(b)
+	if i := bytes.Index(b, []byte("xfertop.kind")); i > 2 {
+		cut := bytes.Clone(b)
+		cut[i-3]++ // the KeyValue's length: one past its end
+		f.Add(cut)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var d Decoded
 		err := Decode(b, &d, 0)
@@ -199,4 +217,64 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode:\n%+v %q %d\nreference:\n%+v %q %d", d.Spans, d.Strings, d.Foreign, spans, labels, foreign)
 		}
 	})
+}
+
+// The key cache finds each attribute's key whatever was at its place before: the same key, another
+// known one, an unknown one (then a known one again), and past the places it keeps.
+func TestKeyCache(t *testing.T) {
+	var c keyCache
+	for _, tt := range []struct {
+		place int
+		key   string
+		want  attrKey
+	}{
+		{0, "xfertop.kind", keyKind}, {0, "xfertop.kind", keyKind}, {0, "xfertop.seq", keySeq},
+		{1, "http.method", 0}, {1, "http.method", 0}, {1, "http.route", 0}, {1, "xfertop.device", keyDevice},
+		{1, "xfertop.device", keyDevice}, {20, "xfertop.label", keyLabel}, {20, "other", 0}, {0, "", 0},
+	} {
+		if got := c.find(tt.place, []byte(tt.key)); got != tt.want {
+			t.Errorf("find(%d, %q) = %d; want %d", tt.place, tt.key, got, tt.want)
+		}
+	}
+	for k, name := range attrNames {
+		if k > 0 && (name == "" || attrKeys[name] != attrKey(k)) {
+			t.Errorf("attrNames[%d] = %q, found as %d", k, name, attrKeys[name])
+		}
+	}
+}
+
+// A KeyValue is read on the fast path whichever of its two fields comes first: the Collector
+// (pdata) writes the value before the key. Anything else (a field twice, a third field, a value
+// that is neither a string nor an int) is left to keyValue.
+func TestFastKeyValueEitherOrder(t *testing.T) {
+	key := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("xfertop.device"))
+	intVal := protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 7)
+	strVal := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("gemm"))
+	anyOf := func(v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), v)
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for _, tt := range []struct {
+		name string
+		kv   []byte
+		ok   bool
+		want value
+	}{
+		{"key, int", cat(key, anyOf(intVal)), true, value{i: 7, isInt: true}},
+		{"int, key (pdata)", cat(anyOf(intVal), key), true, value{i: 7, isInt: true}},
+		{"string, key (pdata)", cat(anyOf(strVal), key), true, value{s: []byte("gemm")}},
+		{"key twice", cat(key, key), false, value{}},
+		{"a third field", cat(key, anyOf(intVal), key), false, value{}},
+		{"a double", cat(key, anyOf(protowire.AppendFixed64(protowire.AppendTag(nil, 4, protowire.Fixed64Type), 0))), false, value{}},
+		{"no value", key, false, value{}},
+	} {
+		k, v, ok := fastKeyValue(tt.kv)
+		if ok != tt.ok || ok && (string(k) != "xfertop.device" || !reflect.DeepEqual(v, tt.want)) {
+			t.Errorf("%s: fastKeyValue = %q, %+v, %v; want ok %v, %+v", tt.name, k, v, ok, tt.ok, tt.want)
+		}
+		// Whichever path reads it, the full reader agrees.
+		if fk, fv, err := keyValue(reader{buf: tt.kv}); ok && (err != nil || string(fk) != string(k) || !reflect.DeepEqual(fv, v)) {
+			t.Errorf("%s: keyValue = %q, %+v, %v", tt.name, fk, fv, err)
+		}
+	}
 }

@@ -47,7 +47,8 @@ type Merger struct {
 	axisSeen time.Time // when the first session came
 	bytes    int64     // the bytes of the events taken, all senders together (held below maxTotalBytes)
 	logf     func(reason, format string, a ...any)
-	res      []resTally // per resource of the request being merged
+	res      []resTally     // per resource of the request being merged
+	out      timeline.Event // the event being handed to the sink
 }
 
 // resTally is what one resource of a request brought that was taken.
@@ -169,7 +170,7 @@ func (m *Merger) Merge(d *Decoded, now time.Time) {
 			return x.Kind != timeline.KindStep && y.Kind == timeline.KindStep
 		})
 		for _, i := range loose {
-			m.emit(sess[d.Spans[i].Res], d.Spans[i].Event)
+			m.emit(sess[d.Spans[i].Res], &d.Spans[i].Event)
 		}
 	}
 }
@@ -293,12 +294,11 @@ func (m *Merger) release(s *session, now time.Time) {
 		if !sl.ok {
 			break
 		}
-		e := sl.e
+		m.emit(s, &sl.e)
 		*sl = slot{}
 		s.held--
 		s.next++
 		moved = true
-		m.emit(s, e)
 	}
 	if moved {
 		s.stalled = now
@@ -335,15 +335,20 @@ func (m *Merger) Flush() {
 	}
 }
 
-func (m *Merger) emit(s *session, e timeline.Event) {
-	e.Start -= m.axis
-	e.End -= m.axis
-	if e.Queued != 0 {
-		e.Queued += s.epoch - m.axis
+// emit hands e, placed on the merger's time axis, to the sink. The sink is given the merger's own
+// copy (a Sink does not retain the pointer): handing it &e made every event escape to the heap,
+// an allocation an event.
+func (m *Merger) emit(s *session, e *timeline.Event) {
+	m.out = *e
+	out := &m.out
+	out.Start -= m.axis
+	out.End -= m.axis
+	if out.Queued != 0 {
+		out.Queued += s.epoch - m.axis
 	}
 	m.stats.events++
 	if m.sink != nil {
-		m.sink.Emit(&e)
+		m.sink.Emit(out)
 	}
 }
 

@@ -140,3 +140,32 @@ func TestMergeUnnumbered(t *testing.T) {
 		t.Errorf("stats %+v; want one foreign span and the partial parts named", st)
 	}
 }
+
+// countSink counts events without keeping them.
+type countSink struct{ n int }
+
+func (c *countSink) Emit(*timeline.Event) { c.n++ }
+
+// Merging a sender's stream in order allocates nothing per event: the merger hands its sink its
+// own copy of each event (handing it a pointer to a local copy put every event on the heap).
+func TestMergeDoesNotAllocatePerEvent(t *testing.T) {
+	var sink countSink
+	m := NewMerger(timeline.NewStrings(), time.Second, func(timeline.Meta) timeline.Sink { return &sink })
+	const n = 512
+	reqs := make([]Decoded, 8)
+	for i := range reqs {
+		if err := Decode(marshal(t, kernels("s1", int64(i*n), n)), &reqs[i], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	m.Merge(&reqs[0], now)
+	i := 1
+	allocs := testing.AllocsPerRun(len(reqs)-2, func() {
+		m.Merge(&reqs[i], now)
+		i++
+	})
+	if sink.n < 2*n || allocs >= n/8 {
+		t.Errorf("%v allocations merging a request of %d events (%d events out); want far fewer than one an event", allocs, n, sink.n)
+	}
+}

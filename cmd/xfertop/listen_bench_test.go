@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"reflect"
 	"runtime"
 	"slices"
@@ -20,11 +22,6 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/xfertop/xfertop/receiver"
 	"github.com/xfertop/xfertop/timeline"
@@ -52,13 +49,6 @@ func kv(k string, v any) *commonpb.KeyValue {
 		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(v)}}}
 	}
 	panic(fmt.Sprintf("kv %T", v))
-}
-
-// benchRequest is request r of host h: kernels on its 8 GPUs (two streams each), numbered in its
-// session, 10 µs each, as `--otlp-detail full` sends them. The senders stand for other machines:
-// they send bytes encoded beforehand, spending as little of this one's CPU as they can.
-func benchRequest(h, r int) *collectortrace.ExportTraceServiceRequest {
-	return hostRequest(h, r, 8, benchSenders, benchSpans)
 }
 
 // hostRequest is request r of host h of a job of hosts hosts of gpus GPUs: n kernels, a GPU's
@@ -90,38 +80,6 @@ func (bytesCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
 func (bytesCodec) Unmarshal([]byte, any) error   { return nil } // the response is empty
 func (bytesCodec) Name() string                  { return "proto" }
 
-// send pushes host h's requests to addr, each encoded as it goes (holding them all would put the
-// senders' gigabyte in the figures of the console's memory), waiting as an OTLP exporter does when
-// told to retry.
-func send(addr string, h int) error {
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer cc.Close()
-	tick := time.NewTicker(benchEvery)
-	defer tick.Stop()
-	for r := range benchRequests {
-		req, err := proto.Marshal(benchRequest(h, r))
-		if err != nil {
-			return err
-		}
-		<-tick.C
-		for tries := 0; ; tries++ {
-			var resp []byte
-			err := cc.Invoke(context.Background(), "/opentelemetry.proto.collector.trace.v1.TraceService/Export", req, &resp, grpc.ForceCodec(bytesCodec{}))
-			if err == nil {
-				break
-			}
-			if status.Code(err) != codes.ResourceExhausted || tries > 100 {
-				return err
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	return nil
-}
-
 // rssBytes is the process's resident set (Linux), 0 where it cannot be read.
 func rssBytes() float64 {
 	b, err := os.ReadFile("/proc/self/status")
@@ -137,16 +95,25 @@ func rssBytes() float64 {
 	return 0
 }
 
-// BenchmarkListen64Senders is `xfertop listen`'s console under load: 64 senders on loopback push
-// their streams (2.6 M spans over 8 s) at once while the console runs as on screen: a tick every
-// 60 ms starts a fold of what arrived (on its own goroutine), and every message the model handles
-// (a tick, a fold's frame) is a frame of the overview. It reports the frame time (Update and View
-// together) at p50, p99 and max, the frame's own CPU time (without the waits for a core the
+// benchScale is BenchmarkListen64Senders' load: 64 hosts of 8 GPUs, each sending its own numbered
+// stream, a request every 100 ms as an OTLP exporter's batches go: 64 × 80 × 512 = 2.6 M spans in
+// 8 s (330 000 spans/s), well past the window's 1 M events.
+var benchScale = scale{senders: 64, gpus: 8, requests: 80, spans: 512, every: 100 * time.Millisecond}
+
+// BenchmarkListen64Senders is `xfertop listen`'s console under load: 64 sender processes (this test
+// binary, each a host sending its own numbered stream, encoding each request as it goes: holding
+// them all would put the senders' gigabyte in the figures of the console's memory) push their
+// streams (2.6 M spans over 8 s) at once on loopback while the console runs as on screen: a tick
+// every 60 ms starts a fold of what arrived (on its own goroutine), and every message the model
+// handles (a tick, a fold's frame) is a frame of the overview. It reports the frame time (Update and
+// View together) at p50, p99 and max, the frame's own CPU time (without the waits for a core the
 // receiver's goroutines cause) and View's alone, the fold's time off the console's goroutine (the
-// new events into the display state and the analysis, and its Result), the spans/s received, and
-// the heap and RSS once the window holds its 1 M events: memory is bounded by the window, not by
-// what was sent.
+// new events into the display state and the analysis, and its Result), the spans/s received, the
+// spans per CPU-second of this process (the listener and the console together: the senders are
+// other processes, as they are other machines), and the heap and RSS once the window holds its 1 M
+// events: memory is bounded by the window, not by what was sent.
 func BenchmarkListen64Senders(b *testing.B) {
+	sc := benchScale
 	for b.Loop() {
 		o := &listenOpts{cfg: receiver.Config{GRPC: "127.0.0.1:0"}, console: consoleOpts{tick: 60 * time.Millisecond, window: timeline.DefaultWindow}}
 		src, err := startListenSource(o, &lineLog{w: io.Discard})
@@ -156,46 +123,82 @@ func BenchmarkListen64Senders(b *testing.B) {
 		m := ui.New(src, ui.Options{Tick: o.console.tick, IsDark: true})
 		next := m.Init()
 		m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
-		var sending atomic.Int32
-		sending.Store(benchSenders)
-		errs := make(chan error, benchSenders)
-		var wg sync.WaitGroup
-		start := time.Now()
-		for h := range benchSenders {
-			wg.Go(func() {
-				defer sending.Add(-1)
-				if err := send(src.l.GRPCAddr().String(), h); err != nil {
-					errs <- err
-				}
-			})
-		}
-		fig := driveConsole(m, next, func() bool { return sending.Load() > 0 })
+		cpu0, start := processCPU(), time.Now()
+		senders := startSenders(b, sc, src.l.GRPCAddr().String())
+		fig := driveConsole(m, next, func() bool { return senders.running.Load() > 0 })
 		elapsed := time.Since(start)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			b.Fatal(err)
-		}
+		sent, dropped := senders.wait(b)
 		if err := src.l.Close(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		for range 2 { // pause and resume: the last events, folded now
 			m.Update(tea.KeyPressMsg{Code: ' ', Text: " "})
 		}
+		cpu := processCPU() - cpu0
 		tot := src.l.Totals()
-		if want := int64(benchSenders * benchRequests * benchSpans); tot.Events != want || tot.Lost != 0 || len(tot.Hosts) != benchSenders {
-			b.Fatalf("received %d events from %d hosts, %d lost; want %d from %d", tot.Events, len(tot.Hosts), tot.Lost, want, benchSenders)
+		if want := int64(sc.senders * sc.requests * sc.spans); tot.Events != want || tot.Lost != 0 || len(tot.Hosts) != sc.senders || sent != want || dropped != 0 {
+			b.Fatalf("received %d events from %d hosts, %d lost; the senders: %d acknowledged, %d given up; want %d from %d", tot.Events, len(tot.Hosts), tot.Lost, sent, dropped, want, sc.senders)
 		}
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		fig.report(b)
 		b.ReportMetric(float64(tot.Events)/elapsed.Seconds(), "spans/s")
+		reportListenCPU(b, tot.Events, cpu)
 		snap := src.win.Snapshot()
 		b.ReportMetric(float64(snap.Len()), "window-events")
 		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 		b.ReportMetric(rssBytes()/(1<<20), "rss-MiB")
 	}
+}
+
+// reportListenCPU reports spans per CPU-second of this process, the listener and the console
+// together (where the system measures it): on a shared machine, what listening costs, where the
+// wall-clock rate is the senders' pace.
+func reportListenCPU(b *testing.B, spans, cpuNs int64) {
+	if cpuNs > 0 {
+		b.ReportMetric(float64(spans)/(float64(cpuNs)/1e9), "spans/cpu-s")
+		b.ReportMetric(float64(cpuNs)/1e9, "listen-cpu-s")
+	}
+}
+
+// senders are sender processes (this test binary, senderMain) running.
+type senders struct {
+	outs, errs []bytes.Buffer
+	exits      chan error
+	running    atomic.Int32
+}
+
+// startSenders starts sc.senders sender processes, host h sending to addr.
+func startSenders(b *testing.B, sc scale, addr string) *senders {
+	s := &senders{outs: make([]bytes.Buffer, sc.senders), errs: make([]bytes.Buffer, sc.senders), exits: make(chan error, sc.senders)}
+	for h := range sc.senders {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s;host=%d;addr=%s", senderEnv, sc, h, addr))
+		cmd.Stdout, cmd.Stderr = &s.outs[h], &s.errs[h]
+		if err := cmd.Start(); err != nil {
+			b.Fatalf("start sender %d: %v", h, err)
+		}
+		s.running.Add(1)
+		go func() { s.exits <- cmd.Wait(); s.running.Add(-1) }()
+	}
+	return s
+}
+
+// wait waits for the senders to end and returns the spans they had acknowledged and those they
+// gave up on.
+func (s *senders) wait(b *testing.B) (sent, dropped int64) {
+	for h := range s.outs {
+		if err := <-s.exits; err != nil {
+			b.Errorf("a sender: %v", err)
+		}
+		var n, d int64
+		if _, err := fmt.Sscanf(s.outs[h].String(), "sent %d dropped %d", &n, &d); err != nil {
+			b.Fatalf("sender %d said %q (stderr %q): %v", h, s.outs[h].String(), s.errs[h].String(), err)
+		}
+		sent, dropped = sent+n, dropped+d
+	}
+	return sent, dropped
 }
 
 // consoleFigures are the times of the frames a console drew under load: each frame (Update and

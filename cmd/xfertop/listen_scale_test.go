@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -161,34 +158,11 @@ func BenchmarkListenCollector4096GPUs(b *testing.B) {
 		next := m.Init()
 		m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
 		c := startCollector(b, src.l.GRPCAddr().String())
-		outs := make([]bytes.Buffer, sc.senders)
-		errs := make([]bytes.Buffer, sc.senders)
-		exits := make(chan error, sc.senders)
-		var running atomic.Int32
-		start := time.Now()
-		for h := range sc.senders {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s;host=%d;addr=%s", senderEnv, sc, h, c.grpc))
-			cmd.Stdout, cmd.Stderr = &outs[h], &errs[h]
-			if err := cmd.Start(); err != nil {
-				b.Fatalf("start sender %d: %v", h, err)
-			}
-			running.Add(1)
-			go func() { exits <- cmd.Wait(); running.Add(-1) }()
-		}
-		fig := driveConsole(m, next, func() bool { return running.Load() > 0 })
+		cpu0, start := processCPU(), time.Now()
+		senders := startSenders(b, sc, c.grpc)
+		fig := driveConsole(m, next, func() bool { return senders.running.Load() > 0 })
 		elapsed := time.Since(start)
-		var sent, senderDropped int64
-		for h := range sc.senders {
-			if err := <-exits; err != nil {
-				b.Errorf("a sender: %v", err)
-			}
-			var s, d int64
-			if _, err := fmt.Sscanf(outs[h].String(), "sent %d dropped %d", &s, &d); err != nil {
-				b.Fatalf("sender %d said %q (stderr %q): %v", h, outs[h].String(), errs[h].String(), err)
-			}
-			sent, senderDropped = sent+s, senderDropped+d
-		}
+		sent, senderDropped := senders.wait(b)
 		c.stop(b, syscall.SIGTERM) // it drains its batch and its exporter's queue into listen
 		if err := src.l.Close(context.Background()); err != nil {
 			b.Fatal(err)
@@ -196,6 +170,7 @@ func BenchmarkListenCollector4096GPUs(b *testing.B) {
 		for range 2 { // pause and resume: the last events, folded now
 			m.Update(tea.KeyPressMsg{Code: ' ', Text: " "})
 		}
+		cpu := processCPU() - cpu0
 		tot := src.l.Totals()
 		numbered := int64(sc.senders * sc.requests * sc.spans)
 		b.Logf("%s: %d spans numbered, %d acknowledged by the Collector, %d given up by the senders; listen: %d received from %d hosts, %d counted lost, %d duplicates, %d refused (resent); %.0f spans/s",
@@ -209,6 +184,7 @@ func BenchmarkListenCollector4096GPUs(b *testing.B) {
 		}
 		fig.report(b)
 		b.ReportMetric(float64(tot.Events)/elapsed.Seconds(), "spans/s")
+		reportListenCPU(b, tot.Events, cpu)
 		b.ReportMetric(float64(sc.senders), "senders")
 		b.ReportMetric(float64(sc.senders*sc.gpus), "gpus")
 		b.ReportMetric(float64(tot.Events), "received")

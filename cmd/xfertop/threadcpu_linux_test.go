@@ -18,3 +18,13 @@ func threadCPU() int64 {
 	}
 	return ts.Nano()
 }
+
+// processCPU is the CPU time (user + system) this process has used, its children's (sender
+// processes, the Collector) not included, in ns.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}

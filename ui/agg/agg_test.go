@@ -241,3 +241,54 @@ func BenchmarkNewStreams(b *testing.B) {
 		}
 	}
 }
+
+// A sliding window, folded and published at each update as the console does, moves a stream's live
+// ops into a new array only now and then (once the dropped ops held in front of them reach
+// half the live ones), not at every update: that copied the whole window's ops each fold. The
+// ops are the window's, in order, after every update, and the dropped ones held stay under
+// half the live ones.
+func TestTrimMovesOpsOnlyNowAndThen(t *testing.T) {
+	const chunk = 16384 // the window's chunk: it trims a chunk at a time
+	w := timeline.NewWindow(16*chunk, nil)
+	s := New()
+	next := int64(0)
+	var updates, trims, moves int
+	for range 60 {
+		for range chunk {
+			w.Emit(&timeline.Event{Kind: timeline.KindKernel, Device: 1, Stream: 1, Start: next, End: next + 5, Peer: -1})
+			next += 10
+		}
+		var last *Op
+		var lastIdx, base int64 = -1, 0
+		if len(s.Tracks) == 1 && len(s.Tracks[0].Ops) > 0 {
+			tr := s.Tracks[0]
+			last, lastIdx, base = &tr.Ops[len(tr.Ops)-1], tr.Ops[len(tr.Ops)-1].Index, tr.Ops[0].Index
+		}
+		snap := w.Snapshot()
+		s.Update(&snap, nil)
+		_ = s.Publish()
+		updates++
+		tr := s.Tracks[0]
+		if int64(len(tr.Ops)) != snap.Total-snap.Base {
+			t.Fatalf("update %d: %d ops; the window holds %d events", updates, len(tr.Ops), snap.Total-snap.Base)
+		}
+		for i, op := range tr.Ops {
+			if op.Index != snap.Base+int64(i) || (i > 0 && op.Start < tr.Ops[i-1].Start) {
+				t.Fatalf("update %d: op %d has index %d; want %d, in start order", updates, i, op.Index, snap.Base+int64(i))
+			}
+		}
+		if 2*tr.dropped > len(tr.Ops) {
+			t.Fatalf("update %d: %d dropped ops held in front of %d live ones", updates, tr.dropped, len(tr.Ops))
+		}
+		if last == nil || snap.Base == base {
+			continue
+		}
+		trims++
+		if &tr.Ops[lastIdx-snap.Base] != last {
+			moves++
+		}
+	}
+	if trims < 40 || moves > trims/2 {
+		t.Errorf("the live ops moved at %d of %d trims; want at most half", moves, trims)
+	}
+}

@@ -22,6 +22,8 @@ import (
 type Model struct {
 	widget.Base
 	tele     teleCache // the telemetry's lines, as last drawn
+	spark    sparkTotals
+	padded   paddedDevices
 	list     widget.List
 	filter   widget.Filter // devices by id, host (h76) or idle cause
 	worst    bool          // devices sorted most idle first, rather than by id
@@ -180,10 +182,7 @@ type deviceTable struct {
 func (m *Model) writeDevices(b *strings.Builder, below int) {
 	fr, res := m.Fr, m.Fr.Res
 	st := fr.Styles
-	devs := res.Links.Devices
-	for len(devs) < fr.Meta.Devices { // devices that moved nothing yet still have a row
-		devs = append(devs, analysis.DeviceLinks{Device: int32(len(devs))})
-	}
+	devs := m.padded.of(res, fr.Meta.Devices)
 	times := make([]analysis.DeviceTime, len(devs)) // by device id; SpanNs 0: nothing ran yet
 	for _, d := range res.Breakdown.Devices {
 		if int(d.Device) < len(times) {
@@ -227,8 +226,8 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	}
 	from, to := m.list.Window(len(m.rows), shown, 3)
 	for _, r := range m.rows[from:to] {
-		for k := t.bucket - int64(t.histW) + 1; k <= t.bucket; k++ {
-			t.peak = max(t.peak, totalAt(&devs[r.dev], k))
+		for _, v := range m.spark.of(res, t.bucket, t.histW, &devs[r.dev]) {
+			t.peak = max(t.peak, v)
 		}
 	}
 	head := t.head()
@@ -250,7 +249,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 		case m.rolled:
 			label = "  " + label
 		}
-		line := t.row(label, &devs[r.dev], times[r.dev], causes[r.dev])
+		line := t.row(label, &devs[r.dev], times[r.dev], causes[r.dev], m.spark.of(res, t.bucket, t.histW, &devs[r.dev]))
 		if i == m.list.Selected() && m.overflow {
 			line = st.Selected.Render(ansi.Strip(line))
 		}
@@ -312,6 +311,59 @@ func (m *Model) layoutRows(rows []devRow, devs []analysis.DeviceLinks, times []a
 	return rows
 }
 
+// paddedDevices is a Result's devices with a row for each device of the job, those that moved
+// nothing yet included, for one Result: they were appended anew at each frame (a copy of every
+// device's links, 4,096 of them at a time behind a Collector).
+type paddedDevices struct {
+	res  *analysis.Result
+	n    int
+	devs []analysis.DeviceLinks
+}
+
+// of returns res's devices, padded to n.
+func (c *paddedDevices) of(res *analysis.Result, n int) []analysis.DeviceLinks {
+	devs := res.Links.Devices
+	if len(devs) >= n {
+		return devs
+	}
+	if c.res != res || c.n != n {
+		padded := make([]analysis.DeviceLinks, n)
+		copy(padded, devs)
+		for d := len(devs); d < n; d++ {
+			padded[d].Device = int32(d)
+		}
+		*c = paddedDevices{res: res, n: n, devs: padded}
+	}
+	return c.devs
+}
+
+// sparkTotals are devices' total rates over the sparkline's buckets, for one Result, newest bucket
+// and width. The peak and the rows read the same figures (each row's were computed twice a frame),
+// and a frame drawn from the same Result as the last (a tick's, while the fold runs) reuses them:
+// under a listening console's load they were a tenth of its CPU.
+type sparkTotals struct {
+	res    *analysis.Result
+	bucket int64
+	histW  int
+	byDev  map[int32][]float64
+}
+
+// of returns d's total rate in each of the histW buckets up to bucket, oldest first.
+func (c *sparkTotals) of(res *analysis.Result, bucket int64, histW int, d *analysis.DeviceLinks) []float64 {
+	if c.res != res || c.bucket != bucket || c.histW != histW || c.byDev == nil {
+		*c = sparkTotals{res: res, bucket: bucket, histW: histW, byDev: map[int32][]float64{}}
+	}
+	if v, ok := c.byDev[d.Device]; ok {
+		return v
+	}
+	v := make([]float64, histW)
+	for i := range v {
+		v[i] = totalAt(d, bucket-int64(histW)+1+int64(i))
+	}
+	c.byDev[d.Device] = v
+	return v
+}
+
 // totalAt is a device's rate over all its links in bucket k.
 func totalAt(d *analysis.DeviceLinks, k int64) float64 {
 	var t float64
@@ -336,7 +388,7 @@ func (t *deviceTable) head() string {
 
 // row draws one device: its time split (unknown without a span), its streams' top idle cause,
 // each link's rate now as a share of the link's peak, the total and the sparkline.
-func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm analysis.DeviceTime, cause string) string {
+func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm analysis.DeviceTime, cause string, spark []float64) string {
 	st := t.fr.Styles
 	line := fmt.Sprintf("%-*s", t.colDev, label)
 	if tm.SpanNs > 0 {
@@ -378,16 +430,15 @@ func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm analysis.De
 	}
 	line += fmt.Sprintf("%*.1f", colTotal, sum/1e9)
 	if t.histW >= 8 {
-		var spark strings.Builder
-		for k := t.bucket - int64(t.histW) + 1; k <= t.bucket; k++ {
-			v := totalAt(ds, k)
+		var bars strings.Builder
+		for _, v := range spark {
 			if v <= 0 || t.peak <= 0 {
-				spark.WriteRune(' ')
+				bars.WriteRune(' ')
 				continue
 			}
-			spark.WriteRune(sparks[min(int(v/t.peak*float64(len(sparks)-1)+0.5), len(sparks)-1)])
+			bars.WriteRune(sparks[min(int(v/t.peak*float64(len(sparks)-1)+0.5), len(sparks)-1)])
 		}
-		line += "  " + st.GoodOn + spark.String() + st.GoodOff
+		line += "  " + st.GoodOn + bars.String() + st.GoodOff
 	}
 	return line
 }

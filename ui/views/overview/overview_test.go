@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/timeline"
 )
 
 func TestProfilerCostLine(t *testing.T) {
@@ -22,5 +23,57 @@ func TestProfilerCostLine(t *testing.T) {
 		if got := profilerCostLine(tt.rows); got != tt.want {
 			t.Errorf("profilerCostLine(%+v)\n = %q\nwant %q", tt.rows, got, tt.want)
 		}
+	}
+}
+
+// The sparkline's totals are each device's rate over all its links a bucket, computed once for a
+// Result, newest bucket and width: asked again (the peak, then the row; a tick's frame drawn from
+// the same Result) they are the same figures, not computed again; another Result computes anew.
+func TestSparkTotalsOncePerResult(t *testing.T) {
+	a := analysis.New(timeline.Meta{GPUsPerHost: 2, Devices: 2})
+	for i := range int64(6) {
+		start := i * analysis.BucketNs
+		a.Emit(&timeline.Event{Kind: timeline.KindMemcpy, Sub: uint8(timeline.CopyH2D), Device: 0, Peer: timeline.NoDevice,
+			Start: start, End: start + analysis.BucketNs/2, Bytes: (i + 1) << 20})
+	}
+	res := a.Result(nil)
+	d := &res.Links.Devices[0]
+	var c sparkTotals
+	got := c.of(res, 5, 6, d)
+	var sum float64
+	for k := range int64(6) {
+		if want := totalAt(d, k); got[k] != want {
+			t.Errorf("bucket %d: %v; want %v", k, got[k], want)
+		}
+		sum += got[k]
+	}
+	if sum == 0 {
+		t.Fatal("no traffic in the sparkline's buckets")
+	}
+	if again := c.of(res, 5, 6, d); &again[0] != &got[0] {
+		t.Error("the same Result's totals were computed again")
+	}
+	if other := c.of(a.Result(nil), 5, 6, d); &other[0] == &got[0] {
+		t.Error("another Result's totals were taken from the last one's")
+	}
+}
+
+// A Result's devices are padded with a row for each device of the job that moved nothing yet, once
+// per Result: drawn again from the same Result, the same rows, not a new copy; from another, anew.
+func TestPaddedDevicesOncePerResult(t *testing.T) {
+	res := &analysis.Result{Links: analysis.Links{Devices: []analysis.DeviceLinks{{Device: 0, NIC: 5}, {Device: 1}}}}
+	var c paddedDevices
+	got := c.of(res, 4)
+	if len(got) != 4 || got[0].NIC != 5 || got[2].Device != 2 || got[3].Device != 3 {
+		t.Fatalf("padded to %d: %+v", len(got), got)
+	}
+	if again := c.of(res, 4); &again[0] != &got[0] {
+		t.Error("the same Result's devices were padded again")
+	}
+	if other := c.of(&analysis.Result{Links: res.Links}, 4); &other[0] == &got[0] {
+		t.Error("another Result's devices were taken from the last one's")
+	}
+	if whole := c.of(res, 2); &whole[0] != &res.Links.Devices[0] {
+		t.Error("a Result with every device was copied")
 	}
 }
