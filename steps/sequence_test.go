@@ -149,3 +149,21 @@ func TestInferSequence(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkInferSequence: a stream of a million ops, 200 steps of 5,000 (layers inside), searched.
+func BenchmarkInferSequence(b *testing.B) {
+	fwd := []string{"gemm", "relu", "norm", "attn", "mlp"}
+	bwd := []string{"gemm_bwd", "relu_bwd", "norm_bwd", "attn_bwd", "mlp_bwd"}
+	var tr trace
+	for range 200 {
+		tr.step(1000, layered(499, fwd, bwd, "ar:all_reduce", "adam", "zero_grad")...)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if f, ok := InferSequence(tr.ops); !ok || len(f.Steps) != 200 {
+			b.Fatalf("%d steps (%s); want 200", len(f.Steps), f.How)
+		}
+	}
+	b.ReportMetric(float64(len(tr.ops)), "ops")
+}
