@@ -10,6 +10,10 @@ import (
 // maxRanges bounds the annotation ranges kept to infer steps from: past it, none is inferred.
 const maxRanges = 1 << 20
 
+// maxOps bounds the GPU ops kept to search for a repeating sequence in (32 bytes each): past it,
+// the search looks at the first maxOps.
+const maxOps = 1 << 21
+
 // stepSink passes an input's events on and, when the input marks no step, keeps its annotation
 // ranges; finish then infers steps from them (steps.Infer) and passes them on last. Every
 // analysis of steps takes them in any order, so coming after the ops they cover changes nothing.
@@ -19,6 +23,9 @@ type stepSink struct {
 	marked  bool // the input has steps of its own
 	ranges  []steps.Range
 	over    bool // more ranges than maxRanges
+	ops     []steps.Op
+	kernels bool // a compute kernel was seen
+	syms    map[symKey]uint32
 	started bool // an event was seen
 	events  int  // the steps it added
 }
@@ -34,8 +41,11 @@ func (s *stepSink) Events(batch []timeline.Event) error {
 		s.started = true
 		switch {
 		case e.Kind == timeline.KindStep:
-			s.marked, s.ranges = true, nil
-		case s.marked || e.Kind != timeline.KindMark || e.End <= e.Start:
+			s.marked, s.ranges, s.ops, s.syms = true, nil, nil, nil
+		case s.marked:
+		case e.Kind.IsBusy() && e.Stream != 0 && e.Device >= 0:
+			s.op(e)
+		case e.Kind != timeline.KindMark || e.End <= e.Start:
 		case len(s.ranges) >= maxRanges:
 			s.over = true
 		default:
@@ -45,24 +55,75 @@ func (s *stepSink) Events(batch []timeline.Event) error {
 	return s.inner.Events(batch)
 }
 
+// symKey is what names an op for the sequence search.
+type symKey struct {
+	label uint32
+	kind  timeline.Kind
+	sub   uint8
+}
+
+// op keeps a GPU op for the search for a repeating sequence.
+func (s *stepSink) op(e *timeline.Event) {
+	if len(s.ops) >= maxOps {
+		return
+	}
+	if s.syms == nil {
+		s.syms = map[symKey]uint32{}
+	}
+	k := symKey{e.Label, e.Kind, e.Sub}
+	if e.Kind != timeline.KindCollective && e.Kind != timeline.KindMemcpy {
+		k.sub = 0
+	}
+	sym, ok := s.syms[k]
+	if !ok {
+		sym = uint32(len(s.syms) + 1)
+		s.syms[k] = sym
+	}
+	c := steps.NotColl
+	s.kernels = s.kernels || e.Kind == timeline.KindKernel
+	if e.Kind == timeline.KindCollective {
+		c = steps.Collective
+		if op := timeline.CollOp(e.Sub); op == timeline.CollAllReduce || op == timeline.CollReduceScatter {
+			c = steps.Reducing
+		}
+	}
+	s.ops = append(s.ops, steps.Op{Start: e.Start, End: e.End, Sym: sym, Device: e.Device, Stream: e.Stream, Host: e.Host, Coll: c})
+}
+
 // finish infers the steps of an input that marks none and passes them on; it says how they were
 // found, or why none were.
 func (s *stepSink) finish() (string, error) {
 	if s.marked || s.header == nil || !s.started {
 		return "", nil
 	}
-	if s.over {
-		return fmt.Sprintf("the input marks no step, and has more than %d annotation ranges to look for repeats in: the whole input is one", maxRanges), nil
+	var f steps.Found
+	ok := false
+	if !s.over {
+		for i := range s.ranges {
+			s.ranges[i].Name = s.header.Strings.Lookup(s.ranges[i].Label)
+		}
+		f, ok = steps.Infer(s.ranges)
 	}
-	for i := range s.ranges {
-		s.ranges[i].Name = s.header.Strings.Lookup(s.ranges[i].Label)
-	}
-	f, ok := steps.Infer(s.ranges)
 	s.ranges = nil
+	seq := "no GPU kernel to look for a repeating sequence in"
+	if !ok && s.kernels {
+		// An input of collectives alone (a Flight Recorder dump, NCCL Inspector's logs) is
+		// not searched: its sequence is the collectives, not the step's work.
+		f, ok = steps.InferSequence(s.ops)
+		seq = f.How
+	}
+	s.ops, s.syms = nil, nil
 	if !ok {
-		if s.header.Format == FormatNsys {
-			return "the input marks no step (no --step-range range), and no NVTX range named like an iteration marker (" + steps.Markers() +
-				") occurs twice: the whole input is one", nil
+		ranges := "no NVTX range named like an iteration marker (" + steps.Markers() + ") occurs twice"
+		if s.over {
+			ranges = fmt.Sprintf("it has more than %d annotation ranges to look for markers in", maxRanges)
+		}
+		if s.header.Format == FormatNsys || s.over || s.kernels {
+			marks := "the input marks no step"
+			if s.header.Format == FormatNsys {
+				marks += " (no --step-range range)"
+			}
+			return marks + ", " + ranges + "; " + seq + ": the whole input is one", nil
 		}
 		return "", nil
 	}

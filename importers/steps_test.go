@@ -1,6 +1,8 @@
 package importers
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,5 +61,61 @@ func TestStreamInfersSteps(t *testing.T) {
 				t.Errorf("steps %+v; want 10 µs each, one after the other, named after the hook", steps)
 			}
 		})
+	}
+}
+
+// A PyTorch trace with no ProfilerStep whose kernels repeat a training step of layers, its
+// gradients' all-reduce inside, gets the steps (not the layers) from the repeating sequence, and
+// the result says so; a trace of one step gets none.
+func TestStreamInfersStepsFromKernels(t *testing.T) {
+	trace := func(steps int) string {
+		var b strings.Builder
+		b.WriteString(`{"traceEvents":[`)
+		ts := 100.0
+		kernel := func(name string) {
+			fmt.Fprintf(&b, `{"ph":"X","cat":"kernel","name":%q,"pid":0,"tid":7,"ts":%.1f,"dur":2,"args":{"device":0,"stream":7}},`, name, ts)
+			ts += 3
+		}
+		for range steps {
+			ts += 50 // the host's work between steps
+			kernel("embedding")
+			for range 6 { // six layers forward, six backward
+				kernel("sgemm_fwd")
+				kernel("relu_fwd")
+			}
+			for range 6 {
+				kernel("sgemm_bwd")
+			}
+			kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+			kernel("adam")
+		}
+		s := strings.TrimSuffix(b.String(), ",")
+		return s + `]}`
+	}
+	for _, tc := range []struct {
+		steps, want int
+		how         string
+	}{
+		{5, 5, "steps inferred from a kernel sequence of 21 ops repeating 5×"},
+		{1, 0, "no sequence of GPU ops repeats twice: the whole input is one"},
+	} {
+		path := filepath.Join(t.TempDir(), "x.json")
+		if err := os.WriteFile(path, []byte(trace(tc.steps)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var got Collect
+		res, err := Stream([]string{path}, Options{}, &got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range got.All {
+			if e.Kind == timeline.KindStep {
+				n++
+			}
+		}
+		if n != tc.want || !strings.Contains(res.Steps, tc.how) || (tc.how == "") != (res.Steps == "") {
+			t.Errorf("%d steps' trace: %d steps (%q); want %d (%q)", tc.steps, n, res.Steps, tc.want, tc.how)
+		}
 	}
 }

@@ -16,6 +16,9 @@ type CriticalPath struct {
 	Whole      bool               `json:"whole_input"`         // no steps: the path is the whole input's
 	StepNs     float64            `json:"step_ns"`
 	ByCategory map[string]float64 `json:"by_category"`
+	// Definition is "hta" when the path is Holistic Trace Analysis's longest weighted path
+	// (analyze --critical-path=hta), empty for the chain that bound each step's end.
+	Definition string `json:"definition,omitempty"`
 }
 
 // criticalText writes the critical path's line: its length per step and each category's share.
@@ -27,10 +30,14 @@ func criticalText(b *strings.Builder, p *CriticalPath) {
 		b.WriteString("\nCritical path: — (no step, and no op, to find it in)\n")
 		return
 	}
+	title := "Critical path"
+	if p.Definition == "hta" {
+		title = "Critical path (HTA's definition)"
+	}
 	if p.Whole {
-		fmt.Fprintf(b, "\nCritical path: %s, the whole input's (it has no steps):", units.Dur(int64(p.StepNs)))
+		fmt.Fprintf(b, "\n%s: %s, the whole input's (it has no steps):", title, units.Dur(int64(p.StepNs)))
 	} else {
-		fmt.Fprintf(b, "\nCritical path: %s per step (mean of %d", units.Dur(int64(p.StepNs)), p.Steps)
+		fmt.Fprintf(b, "\n%s: %s per step (mean of %d", title, units.Dur(int64(p.StepNs)), p.Steps)
 		if p.FirstLeft {
 			b.WriteString(", the first step left out")
 		}

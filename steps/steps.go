@@ -1,5 +1,6 @@
 // Package steps finds the iterations of a trace that marks no step: from annotation ranges (NVTX)
-// that repeat once per iteration. Every importer's step figures go through it (importers.Stream),
+// that repeat once per iteration (Infer), or else from a sequence of GPU ops that repeats
+// (InferSequence). Every importer's step figures go through it (importers.Stream),
 // so the report, the console, compare and what-if count the same steps.
 package steps
 

@@ -58,9 +58,13 @@ func FuzzReplay(f *testing.F) {
 				t.Fatalf("point %d replayed at %d; measured %d", p, r.Times[p], tm)
 			}
 		}
-		for _, p := range g.CriticalPaths(nil, nil) {
+		// Either definition's categories are shares of the step: none negative, summing to it.
+		for _, p := range append(g.CriticalPaths(nil, nil), g.CriticalPathsHTA(nil, nil, nil)...) {
 			var sum int64
 			for _, v := range p.ByCategory {
+				if v < 0 {
+					t.Fatalf("critical path %+v has a negative category", p)
+				}
 				sum += v
 			}
 			if sum != p.EndNs-p.StartNs {

@@ -278,7 +278,8 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	limits.register(fs)
 	sweep := newNCCLTestsFlags()
 	sweep.register(fs, false)
-	critical := fs.Bool("critical-path", false, "also find each step's critical path (the input is then held in memory): its mean length and time on it by compute, communication, copies, launch and waits")
+	var critical criticalFlag
+	fs.Var(&critical, "critical-path", "also find each step's critical path (the input is then held in memory): its mean length and time on it by compute, communication, copies, launch and waits; =hta: Holistic Trace Analysis's longest weighted path (host gaps between CPU operators weigh nothing)")
 	opName := fs.String("op", "", "nccl-tests log: the operation it measured, when the log cannot tell (all_gather or alltoall, ...)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -318,8 +319,8 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if res.Events == 0 {
 		return dataError(fmt.Errorf("%s: no events", strings.Join(pos, ", ")))
 	}
-	if *critical {
-		if rep.CriticalPath, err = inputCriticalPath(ctx, pos, limits, *likeHTA, stderr); err != nil {
+	if critical != "" {
+		if rep.CriticalPath, err = inputCriticalPath(ctx, pos, limits, *likeHTA, critical == "hta", stderr); err != nil {
 			return err
 		}
 	}

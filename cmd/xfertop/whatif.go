@@ -15,6 +15,7 @@ import (
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/topology"
 	"github.com/xfertop/xfertop/importers"
+	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/units"
@@ -241,8 +242,10 @@ func (w *wholeInput) Events(batch []timeline.Event) error {
 	return nil
 }
 
-// inputCriticalPath is the mean critical path per step of an input, read again, whole.
-func inputCriticalPath(ctx context.Context, paths []string, limits importLimits, likeHTA bool, stderr io.Writer) (*report.CriticalPath, error) {
+// inputCriticalPath is the mean critical path per step of an input, read again, whole: the chain
+// that bound each step's end, or with hta, HTA's longest weighted path (whose host weights need a
+// PyTorch trace's CPU operators, read once more).
+func inputCriticalPath(ctx context.Context, paths []string, limits importLimits, likeHTA, hta bool, stderr io.Writer) (*report.CriticalPath, error) {
 	in, err := readWholeWith(ctx, paths, limits, likeHTA, io.Discard) // its warnings were printed by the first read
 	if err != nil {
 		return nil, err
@@ -251,8 +254,40 @@ func inputCriticalPath(ctx context.Context, paths []string, limits importLimits,
 	if err != nil {
 		return nil, dataError(fmt.Errorf("%s: dependency graph: %w", strings.Join(paths, ", "), err))
 	}
-	p := criticalPath(whatif.Summarize(g.CriticalPaths(nil, nil)))
+	if !hta {
+		p := criticalPath(whatif.Summarize(g.CriticalPaths(nil, nil)))
+		return &p, nil
+	}
+	var ops depgraph.HostOps
+	if in.header.Format == importers.FormatTrace {
+		kopts := limits.options(likeHTA).Trace
+		if ops, err = kineto.CPUOps(paths, kopts, in.header.Meta.EpochUnixNs); err != nil {
+			return nil, dataError(err)
+		}
+	}
+	p := criticalPath(whatif.Summarize(g.CriticalPathsHTA(nil, nil, ops)))
+	p.Definition = "hta"
 	return &p, nil
+}
+
+// criticalFlag is --critical-path: "" (not asked), "binding" (the flag alone) or "hta".
+type criticalFlag string
+
+func (c *criticalFlag) String() string   { return string(*c) }
+func (c *criticalFlag) IsBoolFlag() bool { return true }
+
+func (c *criticalFlag) Set(v string) error {
+	switch v {
+	case "true", "binding":
+		*c = "binding"
+	case "false":
+		*c = ""
+	case "hta":
+		*c = "hta"
+	default:
+		return fmt.Errorf("%q: want hta, binding, or nothing (the flag alone)", v)
+	}
+	return nil
 }
 
 // readWhole reads a trace, an export or a recording whole.

@@ -203,3 +203,18 @@ func TestWhatIfWholeTraceStep(t *testing.T) {
 		}
 	}
 }
+
+// --critical-path alone asks for the binding chain, =hta for HTA's definition; anything else is
+// refused with the values it takes.
+func TestCriticalFlag(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{"true", "binding", ""}, {"binding", "binding", ""}, {"hta", "hta", ""}, {"false", "", ""},
+		{"HTA2", "", "want hta, binding"},
+	} {
+		var c criticalFlag
+		err := c.Set(tc.in)
+		if string(c) != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("Set(%q) = %q, %v; want %q, %q", tc.in, c, err, tc.want, tc.err)
+		}
+	}
+}
