@@ -19,6 +19,10 @@ type suspect struct {
 	port   uint32  // a switch port's leaf + 1 (link timeline.LinkFabric); 0: none
 	conf   float64 // how far it stands from the next suspect, (0, 1]
 	detail string
+	// confined: only some of the rank's kernels were slow, others ran at their peers' speed. A
+	// throttled GPU slows all its kernels (from the onset on); uneven work under one kernel name
+	// (a mixture of experts' hot expert) slows one. Such a suspect needs a second step in a row.
+	confined bool
 }
 
 // endStep evaluates the step that a step event closes and starts the next.
@@ -58,7 +62,7 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 			d.cand[k] = c
 		}
 		c.steps++
-		if c.steps >= 2 || s.ratio >= strong {
+		if c.steps >= 2 || (s.ratio >= strong && !s.confined) {
 			d.report(k, c, s, e)
 		}
 	}
@@ -157,10 +161,41 @@ func (d *Diagnosis) slowGPU() (suspect, bool) {
 			}
 		}
 	}
-	return d.outlier(SlowGPU, num, den, gpuRatio, func(r int, ratio float64) string {
+	s, ok := d.outlier(SlowGPU, num, den, gpuRatio, func(r int, ratio float64) string {
 		return fmt.Sprintf("kernels took %.2f× their time on the peers that ran the same kernels this step (%s lost per step)",
 			ratio, fmtNs(int64(num[r]-den[r])))
 	})
+	if ok && d.kernelAtPeerSpeed(int(s.rank)) {
+		s.confined = true
+		s.detail += "; some of its kernels ran at their peers' speed (uneven work under one kernel name looks the same)"
+	}
+	return s, ok
+}
+
+// kernelAtPeerSpeed reports whether one of rank r's kernel names ran this step within gpuRatio
+// of its peers' median.
+func (d *Diagnosis) kernelAtPeerSpeed(r int) bool {
+	var means []float64
+	for slot := range d.kSum {
+		sum, cnt := d.kSum[slot], d.kCnt[slot]
+		if r >= len(sum) || cnt[r] == 0 {
+			continue
+		}
+		means = means[:0]
+		for p := range sum {
+			if cnt[p] > 0 {
+				means = append(means, sum[p]/float64(cnt[p]))
+			}
+		}
+		if len(means) < minPeers {
+			continue
+		}
+		slices.Sort(means)
+		if med := means[len(means)/2]; med > 0 && sum[r]/float64(cnt[r]) < gpuRatio*med {
+			return true
+		}
+	}
+	return false
 }
 
 // slowHost compares when each rank's host launched its step's work with the ranks that launched as
