@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -114,6 +115,9 @@ func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error)
 	return r, nil
 }
 
+// ErrOption is wrapped by the errors that blame an option (what the change asks for), not the trace.
+var ErrOption = errors.New("not a change this trace can take")
+
 // scale scales the duration edges of the kernels o.Scale names.
 func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error {
 	if len(o.Scale) == 0 && len(o.ScaleExact) == 0 {
@@ -121,9 +125,10 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error
 	}
 	for k, x := range o.Scale {
 		if x < 0 {
-			return fmt.Errorf("--scale-kernel %s=%g: a factor is 0 or more", k, x)
+			return fmt.Errorf("--scale-kernel %s=%g: %w: a factor is 0 or more", k, x, ErrOption)
 		}
 	}
+	matched := map[string]int{}
 	for i, e := range g.Edges {
 		n, coll := g.NodeOf(e.From), false
 		switch {
@@ -155,8 +160,15 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error
 			if k == "*" || strings.Contains(name, k) {
 				r.Weight[i] = int64(float64(e.W) * x)
 				r.Scaled++
+				matched[k]++
 				break
 			}
+		}
+	}
+	// A name that matches no kernel would predict "no change" for a change never made.
+	for k, x := range o.Scale {
+		if matched[k] == 0 {
+			return fmt.Errorf("--scale-kernel %s=%g: %w: no kernel's name contains %q (NAME is matched as a substring, not a pattern; * alone scales every kernel)", k, x, ErrOption, k)
 		}
 	}
 	return nil

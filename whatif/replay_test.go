@@ -83,6 +83,10 @@ func TestReplayScaleKernel(t *testing.T) {
 	if e := r.Events[3]; e.Start != 25*us || e.End != 30*us {
 		t.Errorf("relu after gemm halved: [%d, %d]; want [25 µs, 30 µs]", e.Start, e.End)
 	}
+	// A name no kernel contains (a glob, say) is refused rather than predict no change.
+	if _, err := Replay(g, s, Options{Scale: map[string]float64{"ge*": 0.5}}); err == nil || !strings.Contains(err.Error(), `no kernel's name contains "ge*"`) {
+		t.Errorf("--scale-kernel ge*=0.5: %v; want it refused, naming the NAME", err)
+	}
 }
 
 // A two-rank all-reduce of 64 MiB on h100x8 is re-timed by the engine's NCCL model: both parts end

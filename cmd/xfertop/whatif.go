@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -100,6 +101,9 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		wo.ScaleExact = durationRatios(in, other)
 	}
 	w, err := whatif.Run(in.events, in.header.Strings, wo)
+	if errors.Is(err, whatif.ErrOption) {
+		return usageError("%s: %v", strings.Join(pos, ", "), err)
+	}
 	if err != nil {
 		return dataError(fmt.Errorf("%s: %w", strings.Join(pos, ", "), err))
 	}

@@ -80,6 +80,7 @@ func TestWhatIfUsage(t *testing.T) {
 		{[]string{"whatif", trace, "--comm", "algo=foo"}, `--comm "algo=foo"`},
 		{[]string{"whatif", trace, "--scale-kernel", "gemm=-1"}, "scale-kernel"},
 		{[]string{"whatif", trace, "--set", "gpus=2"}, "--set gpus: not a what-if knob"},
+		{[]string{"whatif", trace, "--scale-kernel", "volta_*=0.5"}, `no kernel's name contains "volta_*"`},
 		{[]string{"whatif", trace, "--topology", "nosuch"}, "--topology nosuch"},
 	} {
 		code, _, errs := runCLI(t, tc.args...)
