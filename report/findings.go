@@ -49,7 +49,7 @@ func findings(fs []diagnosis.Finding, gph int) []Finding {
 			r := f.Rank
 			x.Rank = &r
 		}
-		if f.Host >= 0 {
+		if f.Host >= 0 && gph > 0 { // without the job's layout a host number would be made up
 			h := f.Host
 			x.Host = &h
 		}

@@ -29,3 +29,26 @@ func TestFindingsJSONLinks(t *testing.T) {
 		}
 	}
 }
+
+// Without the job's layout (a Flight Recorder or RAS source: GPUs per host unknown) a finding
+// names its rank alone: its host is null and no "host 0" is made up.
+func TestFindingsWithoutLayout(t *testing.T) {
+	fs := findings([]diagnosis.Finding{
+		{Kind: diagnosis.DeadRank, Rank: 3, Host: 0, Link: -1},
+		{Kind: diagnosis.SlowHost, Rank: 2, Host: 0, Link: -1},
+		{Kind: diagnosis.SlowLink, Rank: 5, Host: 0, Link: timeline.PeakNIC},
+	}, 0)
+	b, err := json.Marshal(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"culprit":"rank 3","rank":3,"host":null`,
+		`"culprit":"rank 2's host","rank":2,"host":null`,
+		`"culprit":"rank 5 NIC","rank":5,"host":null`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("findings JSON %s; want it to hold %s", b, want)
+		}
+	}
+}

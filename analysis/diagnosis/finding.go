@@ -94,7 +94,7 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 		if f.Kind == Hang && f.StuckN > 0 {
 			// Short, for a table's column: the evidence lists them.
 			where := ""
-			if f.Host >= 0 {
+			if f.Host >= 0 && gpusPerHost > 0 {
 				where = fmt.Sprintf(", host %d", f.Host)
 			}
 			return fmt.Sprintf("%d ranks stuck inside (%s%s; which holds it: unknown)", f.StuckN, rankSpan(f.Stuck, f.StuckN), where)
@@ -104,10 +104,17 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 	if f.Kind == Deadlock && len(f.Cycle) > 0 {
 		return "ranks " + cycleString(f.Cycle)
 	}
-	local := f.Rank
-	if gpusPerHost > 0 {
-		local = f.Rank % int32(gpusPerHost)
+	if gpusPerHost <= 0 {
+		// The source does not say which ranks share a host: name the rank alone.
+		switch f.Kind {
+		case SlowLink:
+			return fmt.Sprintf("rank %d %s", f.Rank, linkName(f.Link))
+		case SlowHost:
+			return fmt.Sprintf("rank %d's host", f.Rank)
+		}
+		return fmt.Sprintf("rank %d", f.Rank)
 	}
+	local := f.Rank % int32(gpusPerHost)
 	switch f.Kind {
 	case SlowLink:
 		return fmt.Sprintf("host %d GPU %d %s", f.Host, local, linkName(f.Link))
