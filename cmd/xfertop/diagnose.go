@@ -73,17 +73,22 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	begin := time.Now()
+	// A counter rewritten in place on a terminal; to a file or pipe, a line every tenth of the runs.
+	tty := isTerminal(stderr)
 	cfg.Progress = func(done, total int, tr *campaign.Trial) {
-		if *verbose {
+		switch {
+		case *verbose:
 			fmt.Fprintf(stderr, "%d/%d %s\n", done, total, describe(tr, t.GPUsPerHost))
-		} else {
+		case tty:
 			fmt.Fprintf(stderr, "\r%d/%d runs, %s", done, total, time.Since(begin).Round(time.Second))
+		case done == total || done%max(1, total/10) == 0:
+			fmt.Fprintf(stderr, "%d/%d runs, %s\n", done, total, time.Since(begin).Round(time.Second))
 		}
 	}
 	fmt.Fprintf(stdout, "diagnosis campaign: %s on %s (%d hosts × %d GPUs), %d steps per run, %d fault trials + %d healthy, seeds %d..%d\n",
 		f.Name, t.Name, t.Hosts, t.GPUsPerHost, max(*steps, 3), *n, cfg.Healthy, *seed, *seed+int64(*n+cfg.Healthy)-1)
 	trials, err := campaign.Run(ctx, cfg)
-	if !*verbose {
+	if !*verbose && tty {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
