@@ -304,7 +304,7 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 	f.Missing = missing[:min(len(missing), maxMissing)]
 	what := fmt.Sprintf("%s #%d on %s", collName(sub), frontier, name)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: ranks %s entered it", what, rankList(entered, len(entered)))
+	fmt.Fprintf(&b, "%s: %s %s entered it", what, plural(len(entered), "rank", "ranks"), rankList(entered, len(entered)))
 	if len(waiting) > 0 {
 		fmt.Fprintf(&b, " (%s waiting in it, not completed)", rankList(waiting, len(waiting)))
 	} else {
@@ -315,7 +315,7 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 		f.Evidence = b.String()
 		return f, true // no culprit: confidence 0
 	}
-	fmt.Fprintf(&b, "; ranks %s never entered it", rankList(f.Missing, len(missing)))
+	fmt.Fprintf(&b, "; %s %s never entered it", plural(len(missing), "rank", "ranks"), rankList(f.Missing, len(missing)))
 	if unseen > 0 {
 		fmt.Fprintf(&b, " (and %d members of its %d were never seen: no dump of them)", unseen, c.size)
 	}

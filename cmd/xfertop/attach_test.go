@@ -93,7 +93,7 @@ func TestAttachHeadless(t *testing.T) {
 		{"job ends", 2, exitOK, 3, ""},
 		// Rank 0 posts the second and third all-reduces, rank 1 neither: the diagnosis names the
 		// second (the third is queued behind the same hang) and rank 1 as never entering it.
-		{"hang", 0, exitAlert, 1, "all_reduce #2 on communicator 7: 1 ranks waited"},
+		{"hang", 0, exitAlert, 1, "all_reduce #2 on communicator 7: 1 rank waited"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, err := os.MkdirTemp("", "xa")
@@ -156,7 +156,7 @@ func TestAttachHeadless(t *testing.T) {
 			if c.alert != "" {
 				f := rep.Findings
 				if len(f) != 1 || f[0].Kind != "hang" || f[0].Rank == nil || *f[0].Rank != 1 ||
-					!strings.Contains(f[0].Evidence, c.alert) || !strings.Contains(f[0].Evidence, "ranks 1 never entered it") {
+					!strings.Contains(f[0].Evidence, c.alert) || !strings.Contains(f[0].Evidence, "rank 1 never entered it") {
 					t.Errorf("findings %+v, want one hang naming rank 1 and saying %q", f, c.alert)
 				}
 			}

@@ -115,7 +115,7 @@ func TestVerdicts(t *testing.T) {
 		{"rank 0 never enters the coalesced group rank 1 ran", two, map[int][]op{
 			0: {ar(1, "")},
 			1: {ar(1, ""), {"0", 2, "_reduce_oop", []int{4, 4}, "Float", ""}, {"0", 2, "_reduce_oop", []int{4, 4}, "Float", ""}, {"0", 2, "REDUCE_SCATTER_coalesced", []int{}, "Float", ""}}},
-			[]want{{diagnosis.Hang, 0, 2, "[0]", "reduce #2 on process group 0 (default_pg): ranks 1 entered it and completed it; ranks 0 never entered it; rank 0 completed #1 and waits in no recorded op"}}},
+			[]want{{diagnosis.Hang, 0, 2, "[0]", "reduce #2 on process group 0 (default_pg): rank 1 entered it and completed it; rank 0 never entered it; rank 0 completed #1 and waits in no recorded op"}}},
 		{"type mismatch", two, map[int][]op{0: {ar(1, "started")}, 1: {{"0", 1, "all_gather", []int{4, 4}, "Float", "started"}}},
 			[]want{{diagnosis.Mismatch, 1, 1, "", "all_reduce #1 on process group 0 (default_pg): rank 0 posted all_reduce of 64 B; rank 1 posted all_gather of 64 B"}}},
 		{"dtype mismatch", two, map[int][]op{0: {ar(1, "started")}, 1: {{"0", 1, "all_reduce", []int{4, 4}, "Half", "started"}}},
@@ -131,8 +131,8 @@ func TestVerdicts(t *testing.T) {
 				2: {ar(1, ""), {"1", 1, "broadcast", []int{8}, "Float", "started"}},
 			},
 			[]want{
-				{diagnosis.Hang, 2, 2, "[2]", "all_reduce #2 on process group 0 (default_pg): ranks 0, 1 entered it (0, 1 waiting in it, not completed); ranks 2 never entered it; rank 2 waits in broadcast #1 on communicator 2"},
-				{diagnosis.Hang, 1, 1, "[1]", "broadcast #1 on process group 1 (pp): ranks 2 entered it (2 waiting in it, not completed); ranks 1 never entered it; rank 1 waits in all_reduce #2 on communicator 1"},
+				{diagnosis.Hang, 2, 2, "[2]", "all_reduce #2 on process group 0 (default_pg): ranks 0, 1 entered it (0, 1 waiting in it, not completed); rank 2 never entered it; rank 2 waits in broadcast #1 on communicator 2"},
+				{diagnosis.Hang, 1, 1, "[1]", "broadcast #1 on process group 1 (pp): rank 2 entered it (2 waiting in it, not completed); rank 1 never entered it; rank 1 waits in all_reduce #2 on communicator 1"},
 			}},
 	}
 	for _, c := range cases {
@@ -163,7 +163,7 @@ func TestHangVerdict(t *testing.T) {
 	}
 	f := fs[0]
 	if f.Kind != diagnosis.Hang || f.Rank != 3 || f.Seq != 5 || f.Comm != 1 || f.Confidence != 1 || f.MissingN != 1 ||
-		!strings.Contains(f.Evidence, "ranks 0, 1, 2 entered it (0, 1, 2 waiting in it, not completed); ranks 3 never entered it") {
+		!strings.Contains(f.Evidence, "ranks 0, 1, 2 entered it (0, 1, 2 waiting in it, not completed); rank 3 never entered it") {
 		t.Errorf("finding %s (rank %d #%d comm %d confidence %.2f); want rank 3 at all_reduce #5 on comm 1", f.String(0), f.Rank, f.Seq, f.Comm, f.Confidence)
 	}
 }

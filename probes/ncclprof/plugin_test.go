@@ -445,7 +445,7 @@ func TestHarnessHangFinding(t *testing.T) {
 	fs := an.Result(srv.Strings()).Findings
 	// One finding for the communicator: the collective queued behind the first is the same hang.
 	if len(fs) != 1 || fs[0].Kind != diagnosis.Hang || fs[0].Rank != 2 || !strings.Contains(fs[0].Evidence, "all_reduce #3 on communicator") ||
-		!strings.Contains(fs[0].Evidence, "2 ranks waited") || !strings.HasSuffix(fs[0].Evidence, "ranks 2 never entered it") || waits != 4 {
+		!strings.Contains(fs[0].Evidence, "2 ranks waited") || !strings.HasSuffix(fs[0].Evidence, "rank 2 never entered it") || waits != 4 {
 		for _, f := range fs {
 			t.Logf("%s", f.String(8))
 		}

@@ -15,7 +15,7 @@ import (
 func TestCommFindings(t *testing.T) {
 	res := &analysis.Result{Findings: []diagnosis.Finding{
 		{Kind: diagnosis.DeadRank, Rank: 3, Host: 0, Comm: 2, Evidence: "RAS: communicator 0x22bb (4 ranks): rank 3 on node1 pid 201 GPU 1 is considered dead"},
-		{Kind: diagnosis.Hang, Rank: 3, Host: 0, Comm: 1, Evidence: "all_reduce #5 on process group 0 (default_pg): ranks 3 never entered it"},
+		{Kind: diagnosis.Hang, Rank: 3, Host: 0, Comm: 1, Evidence: "all_reduce #5 on process group 0 (default_pg): rank 3 never entered it"},
 		{Kind: diagnosis.SlowGPU, Rank: 1, Host: 0, Evidence: "kernels 20% slower"},
 	}}
 	v := New(&widget.Frame{Res: res, Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()})
