@@ -31,6 +31,8 @@ type seqs struct {
 	waits map[int32]seqWait
 	// p2p pairs sends with receives (sequence_p2p.go).
 	p2p map[p2pKey]*p2pMsg
+	// p2pLost holds the ranks whose sends and receives came without a count in their pair.
+	p2pLost map[int32]bool
 }
 
 type seqComm struct {

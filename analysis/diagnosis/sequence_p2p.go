@@ -33,8 +33,19 @@ type p2pMsg struct{ send, recv p2pHalf }
 // pairs a send with its receive.
 func (s *seqs) addP2P(e *timeline.Event, seq uint64) {
 	pair, own, ok := timeline.SplitP2PSeq(seq)
-	if !ok || pair == 0 || e.Peer < 0 || e.Peer >= maxRanks {
-		return // no count of the pair's ops (a ring that lost its oldest), or no peer: not matched
+	if !ok || e.Peer < 0 || e.Peer >= maxRanks {
+		return // no peer: not matched
+	}
+	if pair == 0 {
+		// No count of the pair's ops (a ring that lost its oldest): this rank's halves cannot be
+		// paired, and whether it posted a peer's other half is not known either.
+		if s.p2pLost == nil {
+			s.p2pLost = map[int32]bool{}
+		}
+		if len(s.p2pLost) < maxRanks {
+			s.p2pLost[e.Device] = true
+		}
+		return
 	}
 	k := p2pKey{comm: e.Comm, src: e.Device, dst: e.Peer, pair: pair}
 	if e.Kind == timeline.KindRecv {
@@ -64,6 +75,9 @@ func (s *seqs) addP2P(e *timeline.Event, seq uint64) {
 func (s *seqs) p2pFindings(labels timeline.Labels, hostOf func(int32) int32) []Finding {
 	keys := make([]p2pKey, 0, len(s.p2p))
 	for k, m := range s.p2p {
+		if s.p2pLost[k.src] || s.p2pLost[k.dst] {
+			continue // one side's ring lost ops: its halves are not counted from the pair's first
+		}
 		if m.send.pending || m.recv.pending || (m.send.posted && m.recv.posted && m.send.bytes != m.recv.bytes) {
 			keys = append(keys, k)
 		}

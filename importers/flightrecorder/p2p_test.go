@@ -21,9 +21,9 @@ type p2pOp struct {
 	state string
 }
 
-// writeP2P writes one JSON dump per rank of a group of n ranks; first is each dump's first record
-// id (above 0: a ring that overwrote its oldest entries).
-func writeP2P(t *testing.T, n, first int, ranks map[int][]p2pOp) string {
+// writeP2P writes one JSON dump per rank of a group of n ranks; first holds the first record id
+// of the ranks whose ring overwrote its oldest entries (0 for the others).
+func writeP2P(t *testing.T, n int, first map[int]int, ranks map[int][]p2pOp) string {
 	t.Helper()
 	dir := t.TempDir()
 	list := make([]string, n)
@@ -43,7 +43,7 @@ func writeP2P(t *testing.T, n, first int, ranks map[int][]p2pOp) string {
 				done = created + 500_000
 			}
 			entries = append(entries, map[string]any{
-				"record_id": first + i, "pg_id": 0, "process_group": []string{"0", "pp"},
+				"record_id": first[r] + i, "pg_id": 0, "process_group": []string{"0", "pp"},
 				"collective_seq_id": 0, "p2p_seq_id": o.seq, "op_id": i + 1, "profiling_name": "nccl:" + o.name,
 				"time_created_ns": created, "time_discovered_started_ns": created + 100_000, "time_discovered_completed_ns": done,
 				"input_sizes": [][]int{o.size}, "output_sizes": [][]int{o.size}, "input_dtypes": []string{o.dtype}, "output_dtypes": []string{o.dtype},
@@ -77,19 +77,19 @@ func TestP2PVerdicts(t *testing.T) {
 	cases := []struct {
 		name  string
 		n     int
-		first int
+		first map[int]int
 		ranks map[int][]p2pOp
 		want  []want
 	}{
-		{"a pipeline's sends and receives matched, counted per pair", 3, 0, map[int][]p2pOp{
+		{"a pipeline's sends and receives matched, counted per pair", 3, nil, map[int][]p2pOp{
 			0: {{"send 0->1", 1, f, "Float", ""}, {"send 0->1", 2, f, "Float", ""}},
 			1: {{"recv 1<-0", 1, f, "Float", ""}, {"send 1->2", 2, f, "Float", ""}, {"recv 1<-0", 3, f, "Float", ""}, {"send 1->2", 4, f, "Float", ""}},
 			2: {{"recv 2<-1", 1, f, "Float", ""}, {"recv 2<-1", 2, f, "Float", ""}}}, nil},
-		{"the receive never posted", 2, 0, map[int][]p2pOp{
+		{"the receive never posted", 2, nil, map[int][]p2pOp{
 			0: {{"send 0->1", 1, f, "Float", ""}, {"send 0->1", 2, f, "Float", "started"}},
 			1: {{"recv 1<-0", 1, f, "Float", ""}}},
 			[]want{{diagnosis.Hang, 1, 2, "send #2 from rank 0 to rank 1 on process group 0 (pp): rank 0 posted its half (p2p seq 2 on rank 0, 1 KiB) and waits in it; rank 1 never posted the matching receive; rank 1 waits in no recorded op"}}},
-		{"the send never posted, its sender waits in another receive: the root first", 3, 0, map[int][]p2pOp{
+		{"the send never posted, its sender waits in another receive: the root first", 3, nil, map[int][]p2pOp{
 			0: {{"recv 0<-2", 1, f, "Float", "started"}},
 			1: {{"recv 1<-0", 1, f, "Float", "scheduled"}},
 			2: {}},
@@ -97,21 +97,24 @@ func TestP2PVerdicts(t *testing.T) {
 				{diagnosis.Hang, 2, 1, "send #1 from rank 2 to rank 0 on process group 0 (pp): rank 0 posted its half (p2p seq 1 on rank 0, 1 KiB) and waits in it; rank 2 never posted the matching send; rank 2 waits in no recorded op"},
 				{diagnosis.Hang, 0, 1, "send #1 from rank 0 to rank 1 on process group 0 (pp): rank 1 posted its half (p2p seq 1 on rank 1, 1 KiB) and waits in it; rank 0 never posted the matching send; rank 0 waits in a receive from rank 2"},
 			}},
-		{"a send and its receive of different sizes", 2, 0, map[int][]p2pOp{
+		{"a send and its receive of different sizes", 2, nil, map[int][]p2pOp{
 			0: {{"send 0->1", 1, f, "Float", "started"}},
 			1: {{"recv 1<-0", 1, []int{16, 8}, "Float", "started"}}},
 			[]want{{diagnosis.Mismatch, 1, 1, "rank 0 sends 1 KiB, rank 1 receives 512 B"}}},
-		{"a send and its receive of different dtypes", 2, 0, map[int][]p2pOp{
+		{"a send and its receive of different dtypes", 2, nil, map[int][]p2pOp{
 			0: {{"send 0->1", 1, f, "Float", "started"}},
 			1: {{"recv 1<-0", 1, f, "BFloat16", "started"}}},
 			[]want{{diagnosis.Mismatch, 1, 1, "rank 0 sends 1 KiB, rank 1 receives 512 B"}}},
-		{"both posted, neither completed", 2, 0, map[int][]p2pOp{
+		{"both posted, neither completed", 2, nil, map[int][]p2pOp{
 			0: {{"send 0->1", 1, f, "Float", "started"}},
 			1: {{"recv 1<-0", 1, f, "Float", "started"}}},
 			[]want{{diagnosis.Hang, -1, 1, "send #1 from rank 0 to rank 1 on process group 0 (pp) (p2p seq 1 on rank 0, 1 on rank 1): both ranks posted it and neither completed it"}}},
-		{"rings that lost their oldest entries are not paired", 2, 40, map[int][]p2pOp{
+		{"rings that lost their oldest entries are not paired", 2, map[int]int{0: 40, 1: 40}, map[int][]p2pOp{
 			0: {{"send 0->1", 41, f, "Float", "started"}},
 			1: {{"recv 1<-0", 40, []int{16, 8}, "Float", ""}}}, nil},
+		{"a send is not called unreceived when the receiver's ring lost entries", 2, map[int]int{1: 40}, map[int][]p2pOp{
+			0: {{"send 0->1", 1, f, "Float", ""}, {"send 0->1", 2, f, "Float", "started"}},
+			1: {{"recv 1<-0", 40, f, "Float", ""}}}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
