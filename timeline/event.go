@@ -244,10 +244,14 @@ func SeqOp(comm uint32, seq uint64) uint64 {
 // sends to (or receives from) one peer on the communicator, from 1; 0: not known (a ring that lost
 // its oldest ops). NCCL delivers one pair's messages in order, so the k-th send from A to B is
 // matched by the k-th receive on B from A. own is the number its source gave it (PyTorch's
-// p2p_seq_id, which counts a rank's sends and receives to every peer together), kept to name it;
-// both are cut to their bits.
+// p2p_seq_id, which counts a rank's sends and receives to every peer together), kept to name it.
+// own is cut to its bits; pair wraps from 2²⁰−1 to 1, never to 0 (which says unknown), the same
+// on both sides of a pair, so they still match.
 func P2PSeq(pair, own uint64) uint64 {
-	return 1<<39 | (own&(1<<19-1))<<20 | pair&(1<<20-1)
+	if pair > 0 {
+		pair = (pair-1)%(1<<20-1) + 1
+	}
+	return 1<<39 | (own&(1<<19-1))<<20 | pair
 }
 
 // SplitP2PSeq returns what P2PSeq packed: the pair's count and the source's own number; ok is

@@ -3,13 +3,14 @@ package timeline
 import "testing"
 
 // TestP2PSeq: a send's or receive's pair count and own number come back from its sequence
-// number, cut to their bits, and a collective's sequence number is not taken for one.
+// number, own cut to its bits and the count wrapped past 0 (unknown) to 1, and a collective's sequence number is not taken for one.
 func TestP2PSeq(t *testing.T) {
 	cases := []struct{ pair, own, wantPair, wantOwn uint64 }{
 		{1, 1, 1, 1},
 		{0, 7, 0, 7},
 		{1<<20 - 1, 1<<19 - 1, 1<<20 - 1, 1<<19 - 1},
-		{1 << 20, 1<<19 + 3, 0, 3},
+		{1 << 20, 1<<19 + 3, 1, 3},
+		{2<<20 - 2, 0, 1<<20 - 1, 0},
 	}
 	for _, c := range cases {
 		e := Event{Aux: AuxSeqOp, Op: SeqOp(5, P2PSeq(c.pair, c.own))}

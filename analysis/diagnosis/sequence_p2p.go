@@ -8,7 +8,7 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// maxP2P bounds the sends and receives the pair matcher follows.
+// maxP2P bounds the messages the pair matcher follows that are not yet matched and done.
 const maxP2P = 1 << 20
 
 // p2pKey is one message of one pair: on communicator comm, the pair-th send from src to dst and
@@ -67,6 +67,9 @@ func (s *seqs) addP2P(e *timeline.Event, seq uint64) {
 		h = &m.recv
 	}
 	*h = p2pHalf{posted: true, pending: e.Status == timeline.StatusPending, bytes: e.Bytes, own: own, start: e.Start, end: e.End}
+	if m.send.posted && m.recv.posted && !m.send.pending && !m.recv.pending && m.send.bytes == m.recv.bytes {
+		delete(s.p2p, k) // matched and done: nothing more will come of it, and the bound is for the rest
+	}
 }
 
 // p2pFindings are the pair matcher's verdicts: per communicator and pair of ranks, its first
