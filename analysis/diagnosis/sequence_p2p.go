@@ -134,6 +134,10 @@ func (s *seqs) p2pFinding(k p2pKey, m *p2pMsg, name string, hostOf func(int32) i
 		f.Evidence = fmt.Sprintf("%s (p2p seq %d on rank %d, %d on rank %d): rank %d sends %s, rank %d receives %s (a send and its receive of different sizes or dtypes: it cannot complete)",
 			what, m.send.own, k.src, m.recv.own, k.dst, k.src, fmtBytes(m.send.bytes), k.dst, fmtBytes(m.recv.bytes))
 	case m.send.posted && m.recv.posted:
+		f.Stuck, f.StuckN = []int32{min(k.src, k.dst), max(k.src, k.dst)}, 2
+		if h := hostOf(k.src); h == hostOf(k.dst) {
+			f.Host = h
+		}
 		f.Onset, f.At = min(m.send.start, m.recv.start), max(m.send.end, m.recv.end)
 		f.Severity = m.send.end - m.send.start + m.recv.end - m.recv.start
 		f.Evidence = fmt.Sprintf("%s (p2p seq %d on rank %d, %d on rank %d): both ranks posted it and neither completed it (the transfer itself does not complete: a rank's GPU or network, not its program, is stuck)",
