@@ -239,6 +239,30 @@ func SeqOp(comm uint32, seq uint64) uint64 {
 	return 1<<63 | uint64(comm&(1<<23-1))<<40 | seq&(1<<40-1)
 }
 
+// P2PSeq is the sequence number SeqOp carries for a send or receive: bit 39 set (it is no
+// collective's), pair in bits 0-19, own in bits 20-38. pair is the op's count among its rank's
+// sends to (or receives from) one peer on the communicator, from 1; 0: not known (a ring that lost
+// its oldest ops). NCCL delivers one pair's messages in order, so the k-th send from A to B is
+// matched by the k-th receive on B from A. own is the number its source gave it (PyTorch's
+// p2p_seq_id, which counts a rank's sends and receives to every peer together), kept to name it.
+// own is cut to its bits; pair wraps from 2²⁰−1 to 1, never to 0 (which says unknown), the same
+// on both sides of a pair, so they still match.
+func P2PSeq(pair, own uint64) uint64 {
+	if pair > 0 {
+		pair = (pair-1)%(1<<20-1) + 1
+	}
+	return 1<<39 | (own&(1<<19-1))<<20 | pair
+}
+
+// SplitP2PSeq returns what P2PSeq packed: the pair's count and the source's own number; ok is
+// false for a collective's sequence number.
+func SplitP2PSeq(seq uint64) (pair, own uint64, ok bool) {
+	if seq&(1<<39) == 0 {
+		return 0, 0, false
+	}
+	return seq & (1<<20 - 1), seq >> 20 & (1<<19 - 1), true
+}
+
 // OpSeq returns the sequence number of an event whose Op was made by SeqOp (AuxSeqOp set);
 // false for any other.
 func (e *Event) OpSeq() (uint64, bool) {

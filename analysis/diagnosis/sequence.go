@@ -29,6 +29,10 @@ type seqs struct {
 	members int
 	// waits holds each rank's oldest unfinished op, on any communicator.
 	waits map[int32]seqWait
+	// p2p pairs sends with receives (sequence_p2p.go).
+	p2p map[p2pKey]*p2pMsg
+	// p2pLost holds the ranks whose sends and receives came without a count in their pair.
+	p2pLost map[int32]bool
 }
 
 type seqComm struct {
@@ -113,7 +117,8 @@ func (s *seqs) add(e *timeline.Event) {
 		}
 	}
 	if e.Kind != timeline.KindCollective {
-		return // sends and receives have sequence numbers of their own (per pair): they only say what a rank waits in
+		s.addP2P(e, seq64) // sends and receives are numbered per pair, not with the collectives
+		return
 	}
 	seq := int64(seq64)
 	if c.first < 0 || seq < c.first {
@@ -186,7 +191,7 @@ func (c *seqComm) sign(e *timeline.Event, seq int64, idx int) {
 }
 
 // findings are the matcher's verdicts as they stand: per communicator, its first divergence and
-// its first mismatch.
+// its first mismatch; then per pair of ranks, its first send or receive that went wrong.
 func (s *seqs) findings(labels timeline.Labels, hostOf func(int32) int32) []Finding {
 	ids := make([]uint32, 0, len(s.comms))
 	for id := range s.comms {
@@ -209,7 +214,7 @@ func (s *seqs) findings(labels timeline.Labels, hostOf func(int32) int32) []Find
 			out = append(out, f)
 		}
 	}
-	return out
+	return append(out, s.p2pFindings(labels, hostOf)...)
 }
 
 func (c *seqComm) mismatch(id uint32, name string, hostOf func(int32) int32) Finding {

@@ -194,11 +194,23 @@ func (st *state) rankEvents(d *dump, first int64, timed bool, strs *timeline.Str
 		e := &d.entries[i]
 		last = max(last, e.created, e.started, e.completed)
 	}
+	// A ring that overwrote its oldest entries (its first record id is not 0) lost sends and
+	// receives, so its per-pair counts do not start at the pair's first op: they are left unknown.
+	wrapped := len(d.entries) > 0 && d.entries[0].record > 0
+	pairs := map[pairKey]uint64{}
 	for i := range d.entries {
 		e := &d.entries[i]
 		ev, ok := st.event(d, e, timed, last, strs)
 		if !ok {
 			continue
+		}
+		if ev.Kind == timeline.KindSend || ev.Kind == timeline.KindRecv {
+			var ord uint64
+			if k := (pairKey{ev.Comm, ev.Peer, ev.Kind}); !wrapped && ev.Peer != timeline.NoDevice {
+				pairs[k]++
+				ord = pairs[k]
+			}
+			ev.Op = timeline.SeqOp(ev.Comm, timeline.P2PSeq(ord, uint64(e.p2pSeq)))
 		}
 		if timed {
 			ev.Start -= first
@@ -210,6 +222,14 @@ func (st *state) rankEvents(d *dump, first int64, timed bool, strs *timeline.Str
 		out = append(out, ev)
 	}
 	return out
+}
+
+// pairKey is one direction of one pair of ranks on one process group, as one of them sees it:
+// its sends to peer, or its receives from peer.
+type pairKey struct {
+	comm uint32
+	peer int32
+	kind timeline.Kind
 }
 
 func pgLabel(pg *pgInfo) string {
@@ -240,7 +260,7 @@ func (st *state) event(d *dump, e *entry, timed bool, last int64, strs *timeline
 		if typ == "recv" {
 			ev.Kind = timeline.KindRecv
 		}
-		ev.Op = timeline.SeqOp(comm, 1<<39|uint64(e.p2pSeq))
+		ev.Op = timeline.SeqOp(comm, timeline.P2PSeq(0, uint64(e.p2pSeq))) // the pair's count is set by rankEvents
 		ev.Peer = p2pPeer(typ, meta, pg.ranks)
 	default:
 		ev.Kind = timeline.KindCollective

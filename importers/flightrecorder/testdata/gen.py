@@ -104,6 +104,54 @@ def mismatch_json():
             json.dump(dump, f, sort_keys=True, indent=1)
 
 
+def pp_hang():
+    """A 4-stage pipeline (ranks 0-3, one stage each) on its process group "pp": per microbatch,
+    stage s receives its activations from s-1 and sends its own to s+1. Microbatches 1-3 pass
+    through every stage. At microbatch 4 stage 2 (rank 2) never posts its receive from rank 1
+    (its dump ends at its send #3 to rank 3: it is stuck outside any collective). So rank 1 waits
+    in its send #4 to rank 2, rank 3 in its receive #4 from rank 2, and rank 0, one microbatch
+    ahead, in its send #5 to rank 1, which rank 1 never posted the receive of. p2p_seq_id counts a
+    rank's sends and receives together, as torch numbers them. Timing is on."""
+    pp = ("0", "pp")
+    act = [[8, 1024, 4096]]  # BFloat16 activations: 64 MiB
+    for rank in range(4):
+        t = BASE + rank * 40_000
+        entries, rec, p2p = [], 0, 0
+
+        def op(kind, peer, mb, state):
+            nonlocal rec, p2p
+            p2p += 1
+            c = t + mb * 100 * MS + (0 if kind == "recv" else 30 * MS)
+            name = f"nccl:send {rank}->{peer}" if kind == "send" else f"nccl:recv {rank}<-{peer}"
+            done = state == "completed"
+            entries.append(entry(rec, 0, name, pp, act, "BFloat16", state, c, c + MS,
+                                 c + 6 * MS if done else None, duration=4.5 if done else None,
+                                 p2p_seq=p2p, is_p2p=True))
+            rec += 1
+
+        for mb in range(1, 6):
+            stuck = mb >= 4
+            if rank == 2 and stuck:
+                break  # stage 2 never posts its receive of microbatch 4
+            if rank == 1 and mb == 5:
+                break  # rank 1 still waits in its send of microbatch 4
+            if rank == 3 and mb == 5:
+                break
+            if rank > 0:
+                op("recv", rank - 1, mb, "started" if stuck and rank == 3 else "completed")
+            if rank < 3:
+                op("send", rank + 1, mb, "started" if (rank == 1 and stuck) or (rank == 0 and mb == 5) else "completed")
+        dump = {"version": "2.10", "comm_lib_version": "2.27.5",
+                "pg_config": {"0": {"name": "0", "desc": "pp", "ranks": "[0, 1, 2, 3]"}},
+                "pg_status": {"0": {"last_enqueued_collective": 0, "last_started_collective": 0,
+                                    "last_completed_collective": 0}},
+                "entries": entries}
+        os.makedirs("pp_hang", exist_ok=True)
+        with open(f"pp_hang/nccl_trace_rank_{rank}", "wb") as f:
+            pickle.dump(dump, f, protocol=2)
+
+
 if __name__ == "__main__":
     hang()
     mismatch_json()
+    pp_hang()
