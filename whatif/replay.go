@@ -40,6 +40,11 @@ type Result struct {
 	Node   []int32          // the graph node of each of Events
 	Times  []int64          // each point's replayed time
 	Weight []int64          // each edge's replayed weight
+	// Bound is the edge that bound each point in the replay (its time is the edge's source time
+	// plus weight, plus the lag the edge kept when it bound the point as measured), -1 for a point
+	// with no incoming edge. The replayed critical path follows it: the edges that bind after the
+	// change, not those whose source plus weight is latest without the kept lags.
+	Bound []int32
 	// Retimed counts the collective instances (or lone rank parts) the NCCL model timed; Kept
 	// those that kept their measured time, by reason.
 	Retimed    int
@@ -88,8 +93,10 @@ func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error)
 		return nil, err
 	}
 	r.Times = make([]int64, len(g.Time))
+	r.Bound = make([]int32, len(g.Time))
 	for _, p := range g.Order {
 		in := g.In[p]
+		r.Bound[p] = -1
 		if len(in) == 0 {
 			r.Times[p] = g.Time[p]
 			continue
@@ -100,16 +107,19 @@ func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error)
 			measured = max(measured, g.Time[e.From]+e.W)
 		}
 		lag := max(0, g.Time[p]-measured)
-		replayed := int64(-1 << 63)
+		replayed, bound := int64(-1<<63), int32(-1)
 		for _, i := range in {
 			e := &g.Edges[i]
 			t := r.Times[e.From] + r.Weight[i]
 			if g.Time[e.From]+e.W == measured {
 				t += lag // the binding dependency's lag: a launch latency, a host gap
 			}
-			replayed = max(replayed, t)
+			// A duration binds before a dependency on ties, as the critical path's walk prefers.
+			if t > replayed || t == replayed && g.Edges[bound].Kind != depgraph.EdgeDuration && e.Kind == depgraph.EdgeDuration {
+				replayed, bound = t, i
+			}
 		}
-		r.Times[p] = replayed
+		r.Times[p], r.Bound[p] = replayed, bound
 	}
 	r.events(g)
 	return r, nil

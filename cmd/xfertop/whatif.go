@@ -342,7 +342,7 @@ func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change, ste
 	c.Command = "whatif"
 	before, after := whatif.Summarize(w.Before), whatif.Summarize(w.After)
 	report.AddCriticalPaths(c, criticalPath(before), criticalPath(after))
-	floor, why := noiseFloor(a, base, w.Before, before, whatif.Summarize(w.Graph.CriticalPaths(w.Baseline.Times, w.Baseline.Weight)))
+	floor, why := noiseFloor(a, base, w.Before, before, whatif.Summarize(w.Graph.CriticalPathsBound(w.Baseline.Times, w.Baseline.Weight, w.Baseline.Bound)))
 	c.Notes = whatifNotes(w, before, stepsFrom)
 	c.SetNoiseFloor(floor, why)
 	return c, wins
