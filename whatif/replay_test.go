@@ -248,3 +248,44 @@ func TestReplayCriticalPathFollowsScale(t *testing.T) {
 		}
 	}
 }
+
+// A forced algorithm applies where NCCL has it for the collective (Tree for an all-reduce) and B's
+// events carry the choice the model made, not the measured one; where NCCL has no such algorithm
+// for the op (Tree for an all-gather) NCCL's own choice is kept and counted.
+func TestReplayForcedAlgorithm(t *testing.T) {
+	topo, err := topology.Builtin("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := timeline.PackNCCL(timeline.AlgoNVLS, timeline.ProtoSimple, 16)
+	for _, c := range []struct {
+		op        timeline.CollOp
+		wantAlgo  timeline.NCCLAlgo
+		notForced string
+	}{
+		{timeline.CollAllReduce, timeline.AlgoTree, ""},
+		{timeline.CollAllGather, timeline.AlgoRing, "algo=tree: not an NCCL algorithm for all_gather: kept Ring for 1 collective"},
+	} {
+		s := timeline.NewStrings()
+		evs := []timeline.Event{allReduce(0, 0, 100, 1<<20), allReduce(1, 0, 100, 1<<20)}
+		for i := range evs {
+			evs[i].Sub, evs[i].Aux = uint8(c.op), measured
+		}
+		g, err := depgraph.Build(evs, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Replay(g, s, Options{Topology: topo, TraceDevices: 2, Algo: timeline.AlgoTree, Proto: timeline.ProtoLL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range r.Events {
+			if a, p, _ := e.NCCLChoice(); a != c.wantAlgo || p != timeline.ProtoLL {
+				t.Errorf("%s: B's part runs %s_%s; want %s_LL", c.op, a, p, c.wantAlgo)
+			}
+		}
+		if got := strings.Join(r.NotForcedReasons(), "; "); got != c.notForced {
+			t.Errorf("%s: not forced %q; want %q", c.op, got, c.notForced)
+		}
+	}
+}

@@ -461,6 +461,9 @@ func whatifNotes(w *whatif.WhatIf, before whatif.Summary, stepsFrom string) []st
 		coll += ", " + k
 	}
 	notes = append(notes, coll)
+	for _, k := range r.NotForcedReasons() {
+		notes = append(notes, "--comm "+k)
+	}
 	if r.Scaled > 0 || r.ScaledComm > 0 {
 		n := fmt.Sprintf("kernels scaled: %d compute", r.Scaled)
 		if r.ScaledComm > 0 {
