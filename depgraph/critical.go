@@ -85,8 +85,21 @@ func (g *Graph) residualCategory(p int32, bound *Edge) Category {
 }
 
 // CriticalPaths returns the critical path of each step, or of the whole trace when it has no
-// steps, under times and weights (the measured ones: Time, and nil for the edges' own).
+// steps, under times and weights (the measured ones: Time, and nil for the edges' own). At each
+// point the binding edge is the one whose source time plus weight is latest.
 func (g *Graph) CriticalPaths(times, weights []int64) []Path {
+	return g.CriticalPathsBound(times, weights, nil)
+}
+
+// CriticalPathsBound is CriticalPaths where bound names the edge that bound each point (-1: none),
+// as a replay knows it: a replayed point keeps the lag its measured binding edge had (a launch
+// latency, a host gap), so the edge whose source plus weight is latest need not be the one that
+// set its time, and walking that one instead would hand a lag to the wrong chain (a kernel scaled
+// by 0.9 then took the whole of a step's compute off its path). nil bound: CriticalPaths' rule.
+func (g *Graph) CriticalPathsBound(times, weights []int64, bound []int32) []Path {
+	if bound != nil && len(bound) != len(g.Time) {
+		bound = nil
+	}
 	if times == nil {
 		times = g.Time
 	}
@@ -101,17 +114,17 @@ func (g *Graph) CriticalPaths(times, weights []int64) []Path {
 				hi = int32(p)
 			}
 		}
-		return []Path{g.walk(hi, lo, -1, times, weights)}
+		return []Path{g.walk(hi, lo, -1, times, weights, bound)}
 	}
 	out := make([]Path, 0, len(g.Steps))
 	for _, s := range g.Steps {
-		out = append(out, g.walk(End(s), times[Start(s)], s, times, weights))
+		out = append(out, g.walk(End(s), times[Start(s)], s, times, weights, bound))
 	}
 	return out
 }
 
 // walk follows the binding edges back from point sink until time from.
-func (g *Graph) walk(sink int32, from int64, step int32, times, weights []int64) Path {
+func (g *Graph) walk(sink int32, from int64, step int32, times, weights []int64, binding []int32) Path {
 	path := Path{Step: step, StartNs: from, EndNs: times[sink]}
 	w := func(i int32) int64 {
 		if weights != nil {
@@ -124,9 +137,16 @@ func (g *Graph) walk(sink int32, from int64, step int32, times, weights []int64)
 		var bound *Edge
 		var bi int32
 		at := int64(-1 << 63)
-		for _, i := range g.In[p] {
-			if t := times[g.Edges[i].From] + w(i); t > at || t == at && bound != nil && bound.Kind != EdgeDuration && g.Edges[i].Kind == EdgeDuration {
-				at, bound, bi = t, &g.Edges[i], i
+		if binding != nil {
+			if bi = binding[p]; bi >= 0 {
+				bound = &g.Edges[bi]
+				at = min(times[p], times[bound.From]+w(bi))
+			}
+		} else {
+			for _, i := range g.In[p] {
+				if t := times[g.Edges[i].From] + w(i); t > at || t == at && bound != nil && bound.Kind != EdgeDuration && g.Edges[i].Kind == EdgeDuration {
+					at, bound, bi = t, &g.Edges[i], i
+				}
 			}
 		}
 		if bound == nil || at <= from { // the rest of the step is this point's own

@@ -149,12 +149,15 @@ func (b *builder) launcher(calls map[launchKey][]int32, e *timeline.Event) (int3
 
 // launches adds each GPU op's dependency on the start of the runtime call that launched it (the
 // launch may return before the op starts, or after: start to start, as Holistic Trace Analysis's
-// launch edge).
+// launch edge). A stream's event wait is enqueued by a runtime call too (cudaStreamWaitEvent):
+// without that edge a wait the host enqueued late is held in place only by its stream's lag from
+// the trace's start, and a replay that shortens the GPU's work leaves it, and the chain of waits
+// after it, at its measured time: the end of a trace whose kernels were made faster.
 func (b *builder) launches() {
 	calls := b.runtimeCalls()
 	for n := range b.g.Nodes {
 		e := b.g.Event(int32(n))
-		if !e.Kind.IsBusy() {
+		if !e.Kind.IsBusy() && (e.Kind != timeline.KindEventWait || e.Stream == 0 || e.Device < 0) {
 			continue
 		}
 		if r, ok := b.launcher(calls, e); ok {

@@ -77,7 +77,8 @@ func row(section, name string, u Unit, a, b *float64, lessIsBetter bool) Row {
 		p := round2(100 * d / *a)
 		r.DiffPct = &p
 	}
-	if d != 0 {
+	// A change the cells do not show (0.01% → 0: both read 0.0%) is neither better nor worse.
+	if d != 0 && cell(a, u) != cell(b, u) {
 		better := (d < 0) == lessIsBetter
 		r.Better = &better
 	}

@@ -164,3 +164,30 @@ func TestCompareCriticalMarks(t *testing.T) {
 		t.Errorf("underlined strips: A %d, B %d; want A's only, and the legend naming them", a, b)
 	}
 }
+
+// At 80 columns the names that do not fit are cut in the middle, so that rows whose names differ
+// only at their ends (the stream gaps by cause, the critical path's categories) still read apart.
+func TestCompareNamesDistinct(t *testing.T) {
+	d := pipelineCompare(t)
+	one := func(v float64) *float64 { return &v }
+	d.Cmp.Rows = nil
+	for _, n := range []string{"stream gaps per step: peer_wait", "stream gaps per step: other", "stream gaps per step: host_wait",
+		"stream gaps per step: event_wait", "communication overlapped with compute", "communication on it per step"} {
+		d.Cmp.Rows = append(d.Cmp.Rows, report.Row{Section: "s", Name: n, Unit: report.UnitNs, A: one(1), B: one(1)})
+	}
+	scr := text(sizedCompare(d, 80, 24))
+	seen := map[string]bool{}
+	for _, l := range strings.Split(scr, "\n") {
+		if !strings.HasPrefix(l, "  stream") && !strings.HasPrefix(l, "  commun") {
+			continue
+		}
+		name := strings.TrimSpace(string([]rune(l)[:80-12-12-13-11-8]))
+		if seen[name] {
+			t.Errorf("two rows read %q at 80 columns:\n%s", name, scr)
+		}
+		seen[name] = true
+	}
+	if len(seen) != 6 {
+		t.Errorf("%d of the 6 rows shown:\n%s", len(seen), scr)
+	}
+}

@@ -33,7 +33,8 @@ func fuzzEvents(b []byte, s *timeline.Strings) []timeline.Event {
 }
 
 // No trace makes the graph or the replay panic; a graph built is replayed unchanged to its measured
-// times, and a step's critical path sums to its length.
+// times, and a step's critical path sums to its length, measured and replayed with the kernels
+// scaled (below 1 and just above: the replayed path follows the edges that bound the replay).
 func FuzzReplay(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 10, 5, 0, 0, 3, 0, 0, 1, 0, 2, 0, 1, 6, 0, 0, 0, 0, 40, 0, 0})
 	f.Add([]byte{2, 0, 0, 3, 10, 9, 2, 0, 2, 1, 1, 3, 12, 9, 2, 0, 4, 0, 1, 1, 5, 9, 0, 0, 5, 1, 2, 1, 5, 0, 0, 0})
@@ -58,8 +59,19 @@ func FuzzReplay(f *testing.F) {
 				t.Fatalf("point %d replayed at %d; measured %d", p, r.Times[p], tm)
 			}
 		}
+		paths := append(g.CriticalPaths(nil, nil), g.CriticalPathsHTA(nil, nil, nil)...)
+		for _, x := range []float64{0, 0.5, 1.01} {
+			r, err := Replay(g, s, Options{Scale: map[string]float64{"*": x}})
+			if errors.Is(err, ErrOption) {
+				break // no kernel to scale
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			paths = append(paths, g.CriticalPathsBound(r.Times, r.Weight, r.Bound)...)
+		}
 		// Either definition's categories are shares of the step: none negative, summing to it.
-		for _, p := range append(g.CriticalPaths(nil, nil), g.CriticalPathsHTA(nil, nil, nil)...) {
+		for _, p := range paths {
 			var sum int64
 			for _, v := range p.ByCategory {
 				if v < 0 {

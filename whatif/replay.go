@@ -40,12 +40,22 @@ type Result struct {
 	Node   []int32          // the graph node of each of Events
 	Times  []int64          // each point's replayed time
 	Weight []int64          // each edge's replayed weight
+	// Bound is the edge that bound each point in the replay (its time is the edge's source time
+	// plus weight, plus the lag the edge kept when it bound the point as measured), -1 for a point
+	// with no incoming edge. The replayed critical path follows it: the edges that bind after the
+	// change, not those whose source plus weight is latest without the kept lags.
+	Bound []int32
 	// Retimed counts the collective instances (or lone rank parts) the NCCL model timed; Kept
 	// those that kept their measured time, by reason.
-	Retimed    int
-	Kept       map[string]int
-	Scaled     int // compute kernels whose duration was scaled
-	ScaledComm int // collective parts (or instances' parts) scaled by ScaleExact
+	Retimed int
+	Kept    map[string]int
+	Scaled  int // compute kernels whose duration was scaled
+	// NotForced counts the re-timed collectives that could not take Options' forced algorithm or
+	// protocol (NCCL has no such algorithm for the op, or the model has none on the topology), by
+	// what was kept instead: NCCL's own choice, as NCCL_ALGO falls back.
+	NotForced  map[string]int
+	choice     map[int32]uint32 // each re-timed collective part's modelled choice, packed as Aux
+	ScaledComm int              // collective parts (or instances' parts) scaled by ScaleExact
 }
 
 // KeptReasons lists Kept's reasons with their counts, most first.
@@ -76,7 +86,7 @@ func (r *Result) KeptReasons() []string {
 // collectives, not a run of the simulator: contention between concurrent transfers and link
 // sharing are not modelled beyond what the NCCL model's bandwidths assume.
 func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error) {
-	r := &Result{Kept: map[string]int{}}
+	r := &Result{Kept: map[string]int{}, NotForced: map[string]int{}, choice: map[int32]uint32{}}
 	r.Weight = make([]int64, len(g.Edges))
 	for i, e := range g.Edges {
 		r.Weight[i] = e.W
@@ -88,8 +98,10 @@ func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error)
 		return nil, err
 	}
 	r.Times = make([]int64, len(g.Time))
+	r.Bound = make([]int32, len(g.Time))
 	for _, p := range g.Order {
 		in := g.In[p]
+		r.Bound[p] = -1
 		if len(in) == 0 {
 			r.Times[p] = g.Time[p]
 			continue
@@ -100,16 +112,19 @@ func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error)
 			measured = max(measured, g.Time[e.From]+e.W)
 		}
 		lag := max(0, g.Time[p]-measured)
-		replayed := int64(-1 << 63)
+		replayed, bound := int64(-1<<63), int32(-1)
 		for _, i := range in {
 			e := &g.Edges[i]
 			t := r.Times[e.From] + r.Weight[i]
 			if g.Time[e.From]+e.W == measured {
 				t += lag // the binding dependency's lag: a launch latency, a host gap
 			}
-			replayed = max(replayed, t)
+			// A duration binds before a dependency on ties, as the critical path's walk prefers.
+			if t > replayed || t == replayed && g.Edges[bound].Kind != depgraph.EdgeDuration && e.Kind == depgraph.EdgeDuration {
+				replayed, bound = t, i
+			}
 		}
-		r.Times[p] = replayed
+		r.Times[p], r.Bound[p] = replayed, bound
 	}
 	r.events(g)
 	return r, nil
@@ -289,7 +304,57 @@ func (r *Result) model(g *depgraph.Graph, parts []int32, o Options) (int64, stri
 		}
 	}
 	p := sim.PredictNCCL(sim.ModelOf(o.Topology), o.Topology, op, ranks, e.Bytes, o.Algo, o.Proto)
+	for _, n := range parts {
+		r.choice[n] = timeline.PackNCCL(p.Algo, p.Proto, p.Channels)
+	}
+	if o.Algo != 0 && p.Algo != o.Algo {
+		r.NotForced[fmt.Sprintf("algo=%s: %s for %s: kept %s", strings.ToLower(o.Algo.String()), whyNoAlgo(op, o.Algo), op, p.Algo)]++
+	} else if o.Proto != 0 && p.Proto != o.Proto {
+		r.NotForced[fmt.Sprintf("proto=%s: %s has no %s protocol: kept %s", strings.ToLower(o.Proto.String()), p.Algo, o.Proto, p.Proto)]++
+	}
 	return int64(p.TimeNs(e.Bytes)), "", nil
+}
+
+// ncclAlgos are the algorithms NCCL (2.28) has for each collective; the others have Ring only
+// (broadcast, reduce) or none (all-to-all, sends and receives run point to point).
+var ncclAlgos = map[timeline.CollOp][]timeline.NCCLAlgo{
+	timeline.CollAllReduce:     {timeline.AlgoRing, timeline.AlgoTree, timeline.AlgoNVLS, timeline.AlgoNVLSTree},
+	timeline.CollAllGather:     {timeline.AlgoRing, timeline.AlgoNVLS},
+	timeline.CollReduceScatter: {timeline.AlgoRing, timeline.AlgoNVLS},
+	timeline.CollBroadcast:     {timeline.AlgoRing},
+	timeline.CollReduce:        {timeline.AlgoRing},
+}
+
+// whyNoAlgo says why a forced algorithm a was not used for op: NCCL has none such for it, or the
+// engine's model has not (on this topology).
+func whyNoAlgo(op timeline.CollOp, a timeline.NCCLAlgo) string {
+	for _, x := range ncclAlgos[op] {
+		if x == a {
+			return "not in the engine's NCCL model on this topology"
+		}
+	}
+	return "not an NCCL algorithm"
+}
+
+// NotForcedReasons lists NotForced with its counts, most first.
+func (r *Result) NotForcedReasons() []string {
+	whys := make([]string, 0, len(r.NotForced))
+	for why := range r.NotForced {
+		whys = append(whys, why)
+	}
+	sort.Slice(whys, func(i, j int) bool {
+		a, b := r.NotForced[whys[i]], r.NotForced[whys[j]]
+		return a > b || a == b && whys[i] < whys[j]
+	})
+	out := make([]string, len(whys))
+	for i, why := range whys {
+		n, noun := r.NotForced[why], "collectives"
+		if n == 1 {
+			noun = "collective"
+		}
+		out[i] = fmt.Sprintf("%s for %d %s", why, n, noun)
+	}
+	return out
 }
 
 // events writes the replayed ops, in start order, as analyses read them.
@@ -308,6 +373,9 @@ func (r *Result) events(g *depgraph.Graph) {
 			e.Queued = max(0, e.Queued+s-e.Start)
 		}
 		e.Start, e.End = s, max(s, end)
+		if c, ok := r.choice[n]; ok {
+			e.Aux = c // B's algorithm and protocol, not the measured ones
+		}
 		r.Events[i] = e
 	}
 }

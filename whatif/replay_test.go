@@ -189,3 +189,103 @@ func TestReplayScaleExact(t *testing.T) {
 		}
 	}
 }
+
+// lateWait is oneRank's pattern with gemm 100 µs and relu queued behind it, then a host that
+// synchronises with the GPU and enqueues a stream wait (cudaStreamWaitEvent) on a second stream,
+// whose only earlier op ran at the start: the wait ends the trace.
+func lateWait(s *timeline.Strings) []timeline.Event {
+	wait := func(start, end int64, op uint64) timeline.Event { // enqueued by the call of correlation op, at 116
+		return timeline.Event{Kind: timeline.KindEventWait, Device: 0, Peer: timeline.NoDevice, Stream: 8, Start: start * us, End: end * us,
+			Op: op, Queued: 116 * us, Label: s.ID("wait")}
+	}
+	call := func(name string, start, end int64, op uint64) timeline.Event {
+		e := launch(s, start, end, op)
+		e.Label = s.ID(name)
+		return e
+	}
+	evs := []timeline.Event{
+		launch(s, 0, 1, 1), launch(s, 2, 3, 2), launch(s, 4, 5, 3),
+		kern(s, "copy", 0, 8, 1, 2, 1), kern(s, "gemm", 0, 7, 4, 104, 2), kern(s, "relu", 0, 7, 104, 114, 3),
+		call("cudaDeviceSynchronize", 6, 115, 4), call("cudaStreamWaitEvent", 116, 117, 5), wait(118, 119, 5),
+	}
+	evs[3].Queued, evs[4].Queued, evs[5].Queued = 0, 2*us, 4*us
+	return evs
+}
+
+// The replayed critical path's categories sum to its length and follow the change: gemm at 0.5
+// and 1.01 takes its compute on the path to 60 and 111 µs (from 110), and the stream wait the host
+// enqueued after synchronising moves with the host, not held at its measured time by its stream's
+// lag (which put a whole trace's path in waits when its kernels were made faster).
+func TestReplayCriticalPathFollowsScale(t *testing.T) {
+	s := timeline.NewStrings()
+	g, err := depgraph.Build(lateWait(s), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := g.CriticalPaths(nil, nil)[0]
+	if got := a.ByCategory[depgraph.CatCompute]; got != 110*us {
+		t.Fatalf("measured compute on the path %d ns; want 110 µs (%+v)", got, a)
+	}
+	for _, x := range []float64{0.5, 1.01} {
+		r, err := Replay(g, s, Options{Scale: map[string]float64{"gemm": x}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := g.CriticalPathsBound(r.Times, r.Weight, r.Bound)[0]
+		var sum int64
+		for _, v := range b.ByCategory {
+			sum += v
+		}
+		if sum != b.EndNs-b.StartNs {
+			t.Errorf("×%g: the path's categories sum to %d; its length is %d", x, sum, b.EndNs-b.StartNs)
+		}
+		wantCompute := int64(float64(100*us)*x) + 10*us
+		if got := b.ByCategory[depgraph.CatCompute]; got != wantCompute {
+			t.Errorf("×%g: compute on the path %d ns; want %d (%+v)", x, got, wantCompute, b)
+		}
+		if want := a.EndNs - a.StartNs + wantCompute - 110*us; b.EndNs-b.StartNs != want {
+			t.Errorf("×%g: the path is %d ns long; want %d (the measured %d moved by gemm's change)", x, b.EndNs-b.StartNs, want, a.EndNs-a.StartNs)
+		}
+	}
+}
+
+// A forced algorithm applies where NCCL has it for the collective (Tree for an all-reduce) and B's
+// events carry the choice the model made, not the measured one; where NCCL has no such algorithm
+// for the op (Tree for an all-gather) NCCL's own choice is kept and counted.
+func TestReplayForcedAlgorithm(t *testing.T) {
+	topo, err := topology.Builtin("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := timeline.PackNCCL(timeline.AlgoNVLS, timeline.ProtoSimple, 16)
+	for _, c := range []struct {
+		op        timeline.CollOp
+		wantAlgo  timeline.NCCLAlgo
+		notForced string
+	}{
+		{timeline.CollAllReduce, timeline.AlgoTree, ""},
+		{timeline.CollAllGather, timeline.AlgoRing, "algo=tree: not an NCCL algorithm for all_gather: kept Ring for 1 collective"},
+	} {
+		s := timeline.NewStrings()
+		evs := []timeline.Event{allReduce(0, 0, 100, 1<<20), allReduce(1, 0, 100, 1<<20)}
+		for i := range evs {
+			evs[i].Sub, evs[i].Aux = uint8(c.op), measured
+		}
+		g, err := depgraph.Build(evs, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Replay(g, s, Options{Topology: topo, TraceDevices: 2, Algo: timeline.AlgoTree, Proto: timeline.ProtoLL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range r.Events {
+			if a, p, _ := e.NCCLChoice(); a != c.wantAlgo || p != timeline.ProtoLL {
+				t.Errorf("%s: B's part runs %s_%s; want %s_LL", c.op, a, p, c.wantAlgo)
+			}
+		}
+		if got := strings.Join(r.NotForcedReasons(), "; "); got != c.notForced {
+			t.Errorf("%s: not forced %q; want %q", c.op, got, c.notForced)
+		}
+	}
+}

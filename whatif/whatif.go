@@ -35,7 +35,7 @@ func Run(evs []timeline.Event, names depgraph.Names, o Options) (*WhatIf, error)
 		return nil, err
 	}
 	w.Before = g.CriticalPaths(nil, nil)
-	w.After = g.CriticalPaths(w.Changed.Times, w.Changed.Weight)
+	w.After = g.CriticalPathsBound(w.Changed.Times, w.Changed.Weight, w.Changed.Bound)
 	return w, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"strings"
 
 	"github.com/xfertop/xfertop/report"
@@ -132,7 +133,59 @@ func runComparison(ctx context.Context, o *runOpts, spec string) (*report.Compar
 		}
 		reps[i] = p.Report(out)
 	}
-	return report.Compare(reps[0], reps[1], knob+"="+a, knob+"="+b), wins, nil
+	c := report.Compare(reps[0], reps[1], knob+"="+a, knob+"="+b)
+	c.SetNoiseFloor(runNoiseFloor(wins))
+	return c, wins, nil
+}
+
+// runNoiseFloor is the change within which run --compare gives no verdict, as whatif's: the larger
+// of 1% and each run's step-time spread (the median absolute deviation of its steps' lengths over
+// their median, each device's first step, which sets up, left out). One seed's two runs differ by
+// the knob and by what the knob moves in the run's timing; a difference smaller than the steps'
+// own spread is not told apart from that.
+func runNoiseFloor(wins [2]*timeline.Window) (float64, string) {
+	floor, spreads := 1.0, [2]string{}
+	for i, w := range wins {
+		spreads[i] = "unknown (no steps)"
+		if w == nil {
+			continue
+		}
+		snap := w.Snapshot()
+		if sp, ok := stepSpread(snap.Events()); ok {
+			floor = max(floor, sp)
+			spreads[i] = fmt.Sprintf("%.1f%%", sp)
+		}
+	}
+	return floor, fmt.Sprintf("the larger of 1%% and the runs' step-time spread (median absolute deviation over median: A %s, B %s)", spreads[0], spreads[1])
+}
+
+// stepSpread is the median absolute deviation of the steps' lengths over their median, in percent,
+// leaving each device's first step out; ok is false with fewer than two steps left.
+func stepSpread(evs []timeline.Event) (float64, bool) {
+	first := map[int32]int{}
+	for i := range evs {
+		e := &evs[i]
+		if j, ok := first[e.Device]; e.Kind == timeline.KindStep && (!ok || e.Start < evs[j].Start) {
+			first[e.Device] = i
+		}
+	}
+	var lens []float64
+	for i := range evs {
+		if e := &evs[i]; e.Kind == timeline.KindStep && first[e.Device] != i {
+			lens = append(lens, float64(e.End-e.Start))
+		}
+	}
+	if len(lens) < 2 {
+		return 0, false
+	}
+	med := median(lens)
+	if med <= 0 {
+		return 0, false
+	}
+	for i := range lens {
+		lens[i] = math.Abs(lens[i] - med)
+	}
+	return 100 * median(lens) / med, true
 }
 
 func writeComparison(stdout io.Writer, c *report.Comparison, asJSON bool) error {

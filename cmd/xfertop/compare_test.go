@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui"
 )
 
@@ -151,5 +152,28 @@ func TestCompareCollectiveOneSide(t *testing.T) {
 	}
 	if len(c.Warnings) != 0 {
 		t.Errorf("warnings %q for runs of as many steps", c.Warnings)
+	}
+}
+
+// run --compare's noise floor is the larger of 1% and the steps' spread, each device's first step
+// (its set-up) left out: steps of 100, 100, 110 and 90 ms after a first of 300 spread 5% (the
+// median absolute deviation, 5 ms, over the median, 100 ms).
+func TestRunNoiseFloor(t *testing.T) {
+	step := func(dev int32, start, ms int64) timeline.Event {
+		return timeline.Event{Kind: timeline.KindStep, Device: dev, Start: start, End: start + ms*1e6}
+	}
+	evs := []timeline.Event{step(0, 0, 300), step(0, 300e6, 100), step(0, 400e6, 100), step(0, 500e6, 110), step(0, 610e6, 90)}
+	if sp, ok := stepSpread(evs); !ok || sp != 5 {
+		t.Errorf("spread %.2f%%, %v; want 5%%", sp, ok)
+	}
+	if _, ok := stepSpread(evs[:2]); ok {
+		t.Error("one step after the first gave a spread")
+	}
+	w := timeline.NewWindow(1<<10, nil)
+	for i := range evs {
+		w.Emit(&evs[i])
+	}
+	if floor, why := runNoiseFloor([2]*timeline.Window{w, nil}); floor != 5 || !strings.Contains(why, "A 5.0%, B unknown") {
+		t.Errorf("floor %.2f (%s); want 5, A's spread and B's unknown", floor, why)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -88,7 +90,41 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	fs.SetOutput(out)
-	return err
+	return choiceError(fs, err)
+}
+
+// choiceFlag is a flag that may stand alone (as a boolean does) or take one of a few values.
+type choiceFlag interface {
+	flag.Value
+	IsBoolFlag() bool
+	Choices() string // the values it takes, for people
+}
+
+// choiceError rewrites the flag package's "invalid boolean value" for a choiceFlag, whose values
+// are not booleans: `invalid value "foo" for --critical-path: give binding (or the flag alone) or hta`.
+func choiceError(fs *flag.FlagSet, err error) error {
+	const pre = "invalid boolean value "
+	if err == nil || !strings.HasPrefix(err.Error(), pre) {
+		return err
+	}
+	rest := strings.TrimPrefix(err.Error(), pre)
+	var v string
+	if _, e := fmt.Sscanf(rest, "%q", &v); e != nil {
+		return err
+	}
+	name, _, ok := strings.Cut(strings.TrimPrefix(rest[len(strconv.Quote(v)):], " for -"), ":")
+	if !ok {
+		return err
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return err
+	}
+	c, ok := f.Value.(choiceFlag)
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("invalid value %q for --%s: give %s", v, name, c.Choices())
 }
 
 // exitStatus maps an error to the exit status: an exitError says it; errors of the packages below

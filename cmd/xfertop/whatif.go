@@ -280,6 +280,11 @@ type criticalFlag string
 func (c *criticalFlag) String() string   { return string(*c) }
 func (c *criticalFlag) IsBoolFlag() bool { return true }
 
+// Choices lists the values --critical-path takes.
+func (c *criticalFlag) Choices() string {
+	return "binding (the flag alone: the chain that bound each step's end) or hta (Holistic Trace Analysis's definition)"
+}
+
 func (c *criticalFlag) Set(v string) error {
 	switch v {
 	case "true", "binding":
@@ -289,7 +294,7 @@ func (c *criticalFlag) Set(v string) error {
 	case "hta":
 		*c = "hta"
 	default:
-		return fmt.Errorf("%q: want hta, binding, or nothing (the flag alone)", v)
+		return fmt.Errorf("%q: want hta, binding, or nothing (the flag alone)", v) // reworded by choiceError
 	}
 	return nil
 }
@@ -342,7 +347,7 @@ func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change, ste
 	c.Command = "whatif"
 	before, after := whatif.Summarize(w.Before), whatif.Summarize(w.After)
 	report.AddCriticalPaths(c, criticalPath(before), criticalPath(after))
-	floor, why := noiseFloor(a, base, w.Before, before, whatif.Summarize(w.Graph.CriticalPaths(w.Baseline.Times, w.Baseline.Weight)))
+	floor, why := noiseFloor(a, base, w.Before, before, whatif.Summarize(w.Graph.CriticalPathsBound(w.Baseline.Times, w.Baseline.Weight, w.Baseline.Bound)))
 	c.Notes = whatifNotes(w, before, stepsFrom)
 	c.SetNoiseFloor(floor, why)
 	return c, wins
@@ -461,6 +466,9 @@ func whatifNotes(w *whatif.WhatIf, before whatif.Summary, stepsFrom string) []st
 		coll += ", " + k
 	}
 	notes = append(notes, coll)
+	for _, k := range r.NotForcedReasons() {
+		notes = append(notes, "--comm "+k)
+	}
 	if r.Scaled > 0 || r.ScaledComm > 0 {
 		n := fmt.Sprintf("kernels scaled: %d compute", r.Scaled)
 		if r.ScaledComm > 0 {
@@ -468,6 +476,6 @@ func whatifNotes(w *whatif.WhatIf, before whatif.Summary, stepsFrom string) []st
 		}
 		notes = append(notes, n)
 	}
-	notes = append(notes, fmt.Sprintf("critical path: %s per step measured (HTA's definition: the chain of dependencies that bound each step's end)", units.Dur(int64(before.StepNs))))
+	notes = append(notes, fmt.Sprintf("critical path: %s per step measured (the chain of dependencies that bound each step's end; HTA's definition is analyze --critical-path=hta)", units.Dur(int64(before.StepNs))))
 	return notes
 }

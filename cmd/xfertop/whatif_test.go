@@ -219,3 +219,15 @@ func TestCriticalFlag(t *testing.T) {
 		}
 	}
 }
+
+// A value --critical-path does not take is a usage error that lists the values, not the flag
+// package's "invalid boolean value" (the flag may stand alone, as a boolean does, but is not one).
+func TestCriticalFlagUsage(t *testing.T) {
+	code, _, errs := runCLI(t, "analyze", "--critical-path=foo", filepath.Join("testdata", "hta_small.json"))
+	if code != exitUsage {
+		t.Errorf("exit %d; want %d (usage)", code, exitUsage)
+	}
+	if !strings.Contains(errs, `invalid value "foo" for --critical-path: give binding`) || !strings.Contains(errs, "or hta") || strings.Contains(errs, "boolean") {
+		t.Errorf("stderr %q; want the values --critical-path takes, and no mention of a boolean", errs)
+	}
+}

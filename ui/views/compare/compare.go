@@ -189,6 +189,20 @@ func (m *Model) View() string {
 	return b.String()
 }
 
+// truncMiddle fits s into w cells by cutting its middle: rows' names differ at their ends
+// ("stream gaps per step: peer_wait", "…: host_wait"), so a cut end would make two rows read alike.
+func truncMiddle(s string, w int) string {
+	n := ansi.StringWidth(s)
+	if n <= w {
+		return s
+	}
+	if w < 3 {
+		return ansi.Truncate(s, w, "")
+	}
+	tail := (w - 1) / 2
+	return ansi.Truncate(s, w-1-tail, "") + "…" + ansi.TruncateLeft(s, n-tail, "")
+}
+
 // Column widths of the table, beside the name's.
 const colA, colB, colDiff, colPct, colVerdict = 12, 12, 13, 11, 8
 
@@ -218,7 +232,7 @@ func (m *Model) table(b *strings.Builder, w, h int) {
 			s = st.Title.Render(fmt.Sprintf("%-*s", w, l.section))
 		} else {
 			a, bv, diff, pct, verdict := l.row.Cells()
-			name := ansi.Truncate("  "+l.row.Name, nameW-1, "…")
+			name := "  " + truncMiddle(l.row.Name, nameW-3)
 			s = fmt.Sprintf("%-*s%*s%*s%*s%*s", nameW, name, colA, a, colB, bv, colDiff, diff, colPct, pct)
 			v := fmt.Sprintf("%*s", colVerdict, verdict)
 			switch verdict {
