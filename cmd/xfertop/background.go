@@ -55,10 +55,7 @@ func startImport(ctx context.Context, paths []string, opts importers.Options, ho
 	if err != nil {
 		return nil, failure(err)
 	}
-	name := strings.TrimSuffix(filepath.Base(paths[0]), filepath.Ext(paths[0]))
-	if len(paths) > 1 {
-		name = filepath.Base(filepath.Dir(paths[0])) + "-ranks" // XFERTOP_RECORD_DIR's name, as the console's title
-	}
+	name := importName(paths)
 	b := &backgroundImport{dir: dir, path: filepath.Join(dir, name+".xfr"), unit: progressUnit(paths),
 		growth: recordings.NewGrowth(), began: time.Now(), ready: make(chan struct{}), finished: make(chan struct{})}
 	b.ctx, b.cancel = context.WithCancel(ctx)
@@ -84,6 +81,8 @@ func progressUnit(paths []string) string {
 		return "row reads" // every row is read twice: by the survey, then into events
 	case f == importers.FormatTrace:
 		return "bytes" // of the files, each read once
+	case f == importers.FormatFlightRecorder || f == importers.FormatInspector:
+		return "files" // their importers count the files read (a rank's dump, a process's log)
 	}
 	return "events"
 }
@@ -210,4 +209,15 @@ func (s *publishSink) publish() error {
 	}
 	s.b.markReady()
 	return nil
+}
+
+// importName names the recording an import writes, which the console shows as its title: the
+// input's name without its extension (a directory's own name: a Flight Recorder or Inspector
+// directory of ranks), or the directory of several files with "-ranks", as XFERTOP_RECORD_DIR's
+// recordings are named.
+func importName(paths []string) string {
+	if len(paths) > 1 {
+		return filepath.Base(filepath.Dir(paths[0])) + "-ranks"
+	}
+	return strings.TrimSuffix(filepath.Base(paths[0]), filepath.Ext(paths[0]))
 }

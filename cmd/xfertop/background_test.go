@@ -244,3 +244,15 @@ func TestImportConsoleInputs(t *testing.T) {
 		})
 	}
 }
+
+// The import bar counts what each importer reports: Flight Recorder and Inspector count the files
+// they read (a rank's dump, a process's log), not events.
+func TestProgressUnit(t *testing.T) {
+	fr := filepath.Join("..", "..", "importers", "flightrecorder", "testdata", "hang", "nccl_trace_rank_0")
+	if got := progressUnit([]string{fr}); got != "files" {
+		t.Errorf("Flight Recorder dump: %q; want files", got)
+	}
+	if got := progressUnit([]string{filepath.Join("testdata", "hta_small.json")}); got != "bytes" {
+		t.Errorf("a trace: %q; want bytes", got)
+	}
+}

@@ -129,10 +129,7 @@ func importToRecording(paths []string, opts importers.Options, stderr io.Writer)
 	if err != nil {
 		return "", failure(err)
 	}
-	name := strings.TrimSuffix(filepath.Base(paths[0]), filepath.Ext(paths[0]))
-	if len(paths) > 1 {
-		name = filepath.Base(filepath.Dir(paths[0])) + "-ranks" // XFERTOP_RECORD_DIR's name, as the console's title
-	}
+	name := importName(paths)
 	sink := &recordingSink{path: filepath.Join(dir, name+".xfr")}
 	res, err := readInput(paths, opts, sink, stderr)
 	if err == nil && res.Events == 0 {
