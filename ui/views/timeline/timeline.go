@@ -524,6 +524,11 @@ func (t *Model) View() string {
 			detail = strip.DescribeRunning(fr.Snap, st, &running[-2-w], now)
 		}
 	}
+	if held, ok := t.heldFrom(); ok && !t.follow && t0 < held {
+		// A span the window no longer holds (a jump, then the run went on) would draw as idle.
+		detail = st.Warn.Render(fmt.Sprintf("before %s the events were trimmed from memory (%d older): f follows live; record and replay to look back",
+			units.DurAt(held, t.nsPerCol), fr.Snap.Trimmed))
+	}
 	if detail == "" {
 		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.DurAt(t0+int64(cur)*t.nsPerCol, t.nsPerCol)))
 	}
@@ -533,4 +538,14 @@ func (t *Model) View() string {
 	}
 	b.WriteString(strip.LegendMarked(st, w, fr.Live, fr.RunningKnown, anyCapt))
 	return b.String()
+}
+
+// heldFrom is the start of the oldest event the window still holds, when it has trimmed older
+// ones (ok false when it has trimmed none: everything since the start is there).
+func (t *Model) heldFrom() (int64, bool) {
+	sn := t.Fr.Snap
+	if sn == nil || sn.Trimmed == 0 || sn.Total == sn.Base {
+		return 0, false
+	}
+	return sn.At(sn.Base).Start, true
 }
