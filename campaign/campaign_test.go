@@ -115,6 +115,52 @@ func TestStragglerBuiltin(t *testing.T) {
 	}
 }
 
+// A whole host slow to launch on a 4-host llm-train (one pipeline stage per host: its ranks' only
+// peers by role are its own and one other host's) is named by its host, its rank unknown, and
+// the top finding is scored right; one GPU's host thread slow is still named by its rank.
+func TestWholeHostSlow(t *testing.T) {
+	topo, err := sim.TopologyByName("h100x8x4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := scenario.Builtin("llm-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		spec string
+		rank int32 // -1: the host, no rank
+	}{
+		{"kind=host_slow,host=1,delay=2ms", -1},
+		{"kind=host_slow,host=3,delay=50us", -1},
+		{"kind=host_slow,host=0,delay=20us,at=1.2s", -1},
+		{"kind=host_slow,host=2,gpu=5,delay=50us", 21},
+	} {
+		t.Run(c.spec, func(t *testing.T) {
+			ft, err := fault.Parse(c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := run(context.Background(), &Config{Scenario: f, Topology: topo, Steps: 4}, 1, []fault.Fault{ft})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(o.findings) == 0 {
+				t.Fatalf("no finding")
+			}
+			top := o.findings[0]
+			if top.Kind.String() != "slow host" || int(top.Host) != ft.Host || top.Rank != c.rank || !culpritRight(&ft, &top, topo) || !kindRight(&ft, &top) {
+				t.Errorf("top finding %s (rank %d, host %d); want a slow host %d, rank %d", top.String(topo.GPUsPerHost), top.Rank, top.Host, ft.Host, c.rank)
+			}
+			for i := range o.findings {
+				if !culpritRight(&ft, &o.findings[i], topo) {
+					t.Errorf("false finding: %s", o.findings[i].String(topo.GPUsPerHost))
+				}
+			}
+		})
+	}
+}
+
 // On a rail fabric of two rail groups, a leaf's ports to the spines degraded are named by their
 // leaf, from their rate while busy, in an all-reduce of every rank.
 func TestCampaignFabricSlow(t *testing.T) {

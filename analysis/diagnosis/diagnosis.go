@@ -106,6 +106,10 @@ type Diagnosis struct {
 type rankAcc struct {
 	launches   int32
 	qmin, qmax int64
+	// lastQ is the last launch seen; minGap the least time between two launches seen one after
+	// the other (0: none yet). Two distinct launches of one host thread are at least its cost per
+	// launch apart, whatever else it waits on: a host slow to launch raises it (slowWholeHost).
+	lastQ, minGap int64
 	// peak is the most a link of the rank carried in one window this step, bytes/ns, by
 	// class (PCIe, NVLink, NIC) and direction.
 	peak [3][2]float64
@@ -138,6 +142,7 @@ type candKey struct {
 	kind Kind
 	rank int32
 	port uint32 // a switch port's leaf (timeline.PackPort) + 1; 0: none
+	host int32  // a whole host's suspect (rank -1): the host; else 0
 }
 
 type candidate struct {
@@ -264,6 +269,15 @@ func (d *Diagnosis) launch(r *rankAcc, e *timeline.Event) {
 	if e.Queued < 0 {
 		return
 	}
+	if r.launches > 0 {
+		if gap := e.Queued - r.lastQ; gap != 0 {
+			gap = max(gap, -gap)
+			if r.minGap == 0 || gap < r.minGap {
+				r.minGap = gap
+			}
+		}
+	}
+	r.lastQ = e.Queued
 	r.launches++
 	if r.qmin < 0 || e.Queued < r.qmin {
 		r.qmin = e.Queued

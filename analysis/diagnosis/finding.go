@@ -91,6 +91,9 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 		if f.Kind == SlowLink {
 			return fmt.Sprintf("a %s (which: unknown)", linkName(f.Link))
 		}
+		if f.Kind == SlowHost && f.Host >= 0 {
+			return fmt.Sprintf("host %d (all its ranks; which rank: unknown)", f.Host)
+		}
 		if f.Kind == Hang && f.StuckN > 0 {
 			// Short, for a table's column: the evidence lists them.
 			where := ""

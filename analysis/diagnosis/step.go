@@ -48,13 +48,20 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	}
 	if s, ok := d.slowHost(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
+	} else if !ok {
+		if s, ok := d.slowWholeHost(); ok && !onHost(sus, s.host) {
+			sus = append(sus, s)
+		}
 	}
 	if s, ok := d.straggler(stepNs); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
 	}
 	seen := map[candKey]bool{}
 	for _, s := range sus {
-		k := candKey{s.kind, s.rank, s.port}
+		k := candKey{kind: s.kind, rank: s.rank, port: s.port}
+		if s.rank < 0 && s.kind == SlowHost {
+			k.host = s.host
+		}
 		seen[k] = true
 		c := d.cand[k]
 		if c == nil {
@@ -72,6 +79,16 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		}
 	}
 	d.reset(e.End)
+}
+
+// onHost reports whether a suspect already names a rank of host h (or the host).
+func onHost(sus []suspect, h int32) bool {
+	for _, s := range sus {
+		if s.host == h {
+			return true
+		}
+	}
+	return false
 }
 
 func has(sus []suspect, r int32) bool {
