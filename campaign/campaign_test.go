@@ -209,6 +209,39 @@ func TestOnsetNotBeforeFault(t *testing.T) {
 	}
 }
 
+// A rank that never joins its communicator on a 4-host llm-train is one finding, a missing rank
+// naming it, at the top: not one per op waiting on it, nor a hang on another communicator whose
+// initialisation it never reached.
+func TestMissingRankOneFinding(t *testing.T) {
+	topo, err := sim.TopologyByName("h100x8x4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := scenario.Builtin("llm-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"kind=missing_rank,host=1,gpu=4", "kind=missing_rank,host=0,gpu=7", "kind=missing_rank,host=3,gpu=0"} {
+		t.Run(spec, func(t *testing.T) {
+			ft, err := fault.Parse(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := run(context.Background(), &Config{Scenario: f, Topology: topo, Steps: 4}, 1, []fault.Fault{ft})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rank := int32(ft.Host*topo.GPUsPerHost + ft.GPU)
+			if len(o.findings) != 1 || o.findings[0].Kind.String() != "missing rank" || o.findings[0].Rank != rank {
+				for _, x := range o.findings {
+					t.Log(x.String(topo.GPUsPerHost))
+				}
+				t.Errorf("%d findings; want one: missing rank %d", len(o.findings), rank)
+			}
+		})
+	}
+}
+
 // On a rail fabric of two rail groups, a leaf's ports to the spines degraded are named by their
 // leaf, from their rate while busy, in an all-reduce of every rank.
 func TestCampaignFabricSlow(t *testing.T) {

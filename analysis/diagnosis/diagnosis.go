@@ -90,8 +90,12 @@ type Diagnosis struct {
 	recent     []timeline.Event
 	recentN    int
 	maxEvicted int64
-	hung       map[uint64]int  // op id → index in findings
-	cycles     map[string]bool // the deadlocks reported, by their ranks
+	hung       map[uint64]int // op id → index in findings
+	// missingRanks are the missing-rank findings by rank (index in findings), and missingOps the
+	// further hung ops folded into each.
+	missingRanks map[int32]int
+	missingOps   map[int32]int
+	cycles       map[string]bool // the deadlocks reported, by their ranks
 	// hungComms are the communicators with a hang named, until one of their collectives ends.
 	hungComms map[uint32]bool
 	hangFloor int64 // SetHangFloor; 0: hangFloor
@@ -171,7 +175,7 @@ type commInfo struct {
 // New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
 func New(gpusPerHost int) *Diagnosis {
 	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, lastSlot: -1, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
-		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs(),
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, missingRanks: map[int32]int{}, missingOps: map[int32]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs(),
 		win: busyWindow{idx: math.MinInt64}, portSlow: map[uint32]portAcc{}}
 }
 
