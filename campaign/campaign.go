@@ -271,11 +271,12 @@ func culpritRight(f *fault.Fault, x *diagnosis.Finding, topo engine.Topology) bo
 	if f.Kind == fault.FabricSlow {
 		return x.Kind == diagnosis.SlowLink && x.Link == timeline.LinkFabric && x.Port == timeline.PackPort(f.Group, f.Rail)
 	}
+	if f.Kind == fault.HostSlow {
+		// A whole host slow is named by its host, its rank unknown (all of them).
+		return x.Host >= 0 && int(x.Host) == f.Host && (x.Rank >= 0 || f.GPU < 0)
+	}
 	if x.Rank < 0 {
 		return false
-	}
-	if f.Kind == fault.HostSlow {
-		return int(x.Host) == f.Host
 	}
 	for _, d := range f.Devices(topo) {
 		if int32(d) == x.Rank {

@@ -8,6 +8,7 @@ import (
 	"github.com/xfertop/xfertop/engine/sim"
 	"github.com/xfertop/xfertop/engine/topology"
 	"github.com/xfertop/xfertop/scenario"
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // faulty are the built-ins that carry a fault by design: a straggler and a deadlock.
@@ -115,6 +116,132 @@ func TestStragglerBuiltin(t *testing.T) {
 	}
 }
 
+// A whole host slow to launch on a 4-host llm-train (one pipeline stage per host: its ranks' only
+// peers by role are its own and one other host's) is named by its host, its rank unknown, and
+// the top finding is scored right; one GPU's host thread slow is still named by its rank.
+func TestWholeHostSlow(t *testing.T) {
+	topo, err := sim.TopologyByName("h100x8x4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := scenario.Builtin("llm-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		spec string
+		rank int32 // -1: the host, no rank
+	}{
+		{"kind=host_slow,host=1,delay=2ms", -1},
+		{"kind=host_slow,host=3,delay=50us", -1},
+		{"kind=host_slow,host=0,delay=20us,at=1.2s", -1},
+		{"kind=host_slow,host=2,gpu=5,delay=50us", 21},
+	} {
+		t.Run(c.spec, func(t *testing.T) {
+			ft, err := fault.Parse(c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := run(context.Background(), &Config{Scenario: f, Topology: topo, Steps: 4}, 1, []fault.Fault{ft})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(o.findings) == 0 {
+				t.Fatalf("no finding")
+			}
+			top := o.findings[0]
+			if top.Kind.String() != "slow host" || int(top.Host) != ft.Host || top.Rank != c.rank || !culpritRight(&ft, &top, topo) || !kindRight(&ft, &top) {
+				t.Errorf("top finding %s (rank %d, host %d); want a slow host %d, rank %d", top.String(topo.GPUsPerHost), top.Rank, top.Host, ft.Host, c.rank)
+			}
+			for i := range o.findings {
+				if !culpritRight(&ft, &o.findings[i], topo) {
+					t.Errorf("false finding: %s", o.findings[i].String(topo.GPUsPerHost))
+				}
+			}
+		})
+	}
+}
+
+// A finding's onset is no earlier than the fault's: the first evidence of it in the step that
+// showed it (the first slow kernel, the first window its link was slow in), not the step's start,
+// which can be long before (the first step begins with the communicators' creation).
+func TestOnsetNotBeforeFault(t *testing.T) {
+	topo, err := sim.TopologyByName("h100x8x4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := scenario.Builtin("llm-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{
+		"kind=gpu_slow,host=0,gpu=5,factor=0.5,at=0.3s",
+		"kind=gpu_slow,host=0,gpu=5,factor=0.5,at=1.2s",
+		"kind=gpu_slow,host=1,gpu=5,factor=0.8,at=1.35s",
+		"kind=nic_slow,host=2,nic=3,factor=0.3,at=1.2s",
+		"kind=host_slow,host=1,delay=50us,at=1.2s",
+	} {
+		t.Run(spec, func(t *testing.T) {
+			ft, err := fault.Parse(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := run(context.Background(), &Config{Scenario: f, Topology: topo, Steps: 4}, 1, []fault.Fault{ft})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(o.findings) == 0 {
+				t.Fatal("no finding")
+			}
+			top := o.findings[0]
+			if !culpritRight(&ft, &top, topo) {
+				t.Fatalf("top finding %s; want the fault's place", top.String(topo.GPUsPerHost))
+			}
+			// A link's evidence is its rate in a 50 ms window: no earlier than the window's start.
+			from := ft.At
+			if ft.Kind == fault.NICSlow {
+				from = ft.At / timeline.LinkWindowNs * timeline.LinkWindowNs
+			}
+			if top.Onset < from || top.Onset > top.At {
+				t.Errorf("onset %d ns, found at %d ns; want from %d ns (the fault's onset, or its link window's start) to the finding", top.Onset, top.At, from)
+			}
+		})
+	}
+}
+
+// A rank that never joins its communicator on a 4-host llm-train is one finding, a missing rank
+// naming it, at the top: not one per op waiting on it, nor a hang on another communicator whose
+// initialisation it never reached.
+func TestMissingRankOneFinding(t *testing.T) {
+	topo, err := sim.TopologyByName("h100x8x4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := scenario.Builtin("llm-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"kind=missing_rank,host=1,gpu=4", "kind=missing_rank,host=0,gpu=7", "kind=missing_rank,host=3,gpu=0"} {
+		t.Run(spec, func(t *testing.T) {
+			ft, err := fault.Parse(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := run(context.Background(), &Config{Scenario: f, Topology: topo, Steps: 4}, 1, []fault.Fault{ft})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rank := int32(ft.Host*topo.GPUsPerHost + ft.GPU)
+			if len(o.findings) != 1 || o.findings[0].Kind.String() != "missing rank" || o.findings[0].Rank != rank {
+				for _, x := range o.findings {
+					t.Log(x.String(topo.GPUsPerHost))
+				}
+				t.Errorf("%d findings; want one: missing rank %d", len(o.findings), rank)
+			}
+		})
+	}
+}
+
 // On a rail fabric of two rail groups, a leaf's ports to the spines degraded are named by their
 // leaf, from their rate while busy, in an all-reduce of every rank.
 func TestCampaignFabricSlow(t *testing.T) {
@@ -137,6 +264,11 @@ func TestCampaignFabricSlow(t *testing.T) {
 	for _, tr := range trials[1:] {
 		if tr.Fault.Kind != fault.FabricSlow || !tr.Detectable || !tr.Culprit || !tr.KindRight || !tr.HostRight || tr.False != 0 {
 			t.Errorf("seed %d: %s: culprit %v, kind %v, place %v, %d false; findings %v", tr.Seed, tr.Fault, tr.Culprit, tr.KindRight, tr.HostRight, tr.False, tr.Findings)
+		}
+		// A link's evidence is its rate in a 50 ms window: the onset is the start of the first
+		// window it was slow in, the one the fault began in.
+		if len(tr.Findings) > 0 && tr.Findings[0].Onset < tr.Fault.At/timeline.LinkWindowNs*timeline.LinkWindowNs {
+			t.Errorf("seed %d: %s: onset %d ns, before the window of the fault's", tr.Seed, tr.Fault, tr.Findings[0].Onset)
 		}
 	}
 }

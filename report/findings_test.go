@@ -10,11 +10,12 @@ import (
 )
 
 // A slow link's place as the JSON says it: a GPU's NIC by rank and host; a leaf switch's ports to
-// the spines by the leaf, with no rank or host (null, not 0).
+// the spines by the leaf, with no rank or host (null, not 0); a whole host slow by its host alone.
 func TestFindingsJSONLinks(t *testing.T) {
 	fs := findings([]diagnosis.Finding{
 		{Kind: diagnosis.SlowLink, Rank: 13, Host: 1, Link: timeline.PeakNIC},
 		{Kind: diagnosis.SlowLink, Rank: -1, Host: -1, Link: timeline.LinkFabric, Port: timeline.PackPort(1, 3)},
+		{Kind: diagnosis.SlowHost, Rank: -1, Host: 2, Link: -1},
 	}, 8)
 	b, err := json.Marshal(fs)
 	if err != nil {
@@ -23,6 +24,8 @@ func TestFindingsJSONLinks(t *testing.T) {
 	for _, want := range []string{
 		`"culprit":"host 1 GPU 5 NIC","rank":13,"host":1,"link":"nic"`,
 		`"culprit":"leaf g1.r3 spine ports","rank":null,"host":null,"link":"switch_port","switch_port":"leaf g1.r3"`,
+		// A whole host slow: the host, no rank.
+		`"culprit":"host 2 (all its ranks; which rank: unknown)","rank":null,"host":2`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("findings JSON %s; want it to hold %s", b, want)

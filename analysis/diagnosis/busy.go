@@ -66,6 +66,7 @@ type portRate struct {
 type portAcc struct {
 	windows int32
 	last    int64 // the last window counted (its two directions count once)
+	first   int64 // the first window counted
 	low     float64
 }
 
@@ -142,6 +143,9 @@ func (d *Diagnosis) flushWindow() {
 				if a.busySlow[c] == 0 || share < a.busyLow[c] {
 					a.busyLow[c] = share
 				}
+				if a.busySlow[c] == 0 {
+					a.busyOne[c] = w.idx
+				}
 				if a.busySlow[c] == 0 || a.busyWin[c] != w.idx { // its two directions count once
 					a.busySlow[c]++
 					a.busyWin[c] = w.idx
@@ -173,6 +177,9 @@ func (d *Diagnosis) flushWindow() {
 			}
 			if a.windows == 0 || share < a.low {
 				a.low = share
+			}
+			if a.windows == 0 {
+				a.first = w.idx
 			}
 			if a.windows == 0 || a.last != w.idx {
 				a.windows++
@@ -208,6 +215,7 @@ type busyPlace struct {
 	low     float64 // its lowest share of its peers' median rate while busy
 	peers   int
 	conf    float64
+	first   int64 // the first window (its index) in which it was slow
 }
 
 // slowestBusy looks among the ranks in cands for the link that moved slower while busy than its
@@ -226,7 +234,7 @@ func (d *Diagnosis) slowestBusy(cands []int32) (busyPlace, bool) {
 			}
 			total += n
 			if !found || n > best.windows || (n == best.windows && a.busyLow[cls] < best.low) {
-				best = busyPlace{rank: r, class: linkClass(cls), windows: n, low: a.busyLow[cls], peers: d.win.peers[cls]}
+				best = busyPlace{rank: r, class: linkClass(cls), windows: n, low: a.busyLow[cls], peers: d.win.peers[cls], first: a.busyOne[cls]}
 				found = true
 			}
 		}

@@ -43,10 +43,15 @@ type Diagnosis struct {
 	stepStart int64 // when the step being accumulated began
 	nSteps    int
 
-	ranks   []rankAcc
-	labels  map[uint32]int32 // kernel label → slot
-	kSum    [][]float64      // slot → per-rank sum of durations this step
-	kCnt    [][]int32
+	ranks  []rankAcc
+	labels map[uint32]int32 // kernel label → slot
+	kSum   [][]float64      // slot → per-rank sum of durations this step
+	kCnt   [][]int32
+	// kMin is per slot the shortest call on any rank this step; kSlow per slot and rank the
+	// start + 1 of its first call that took gpuRatio× the shortest seen before it ended (0: none):
+	// where a GPU's slowness began within the step (a finding's onset).
+	kMin    []float64
+	kSlow   [][]int64
 	keys    map[opKey]int32
 	oSum    [][]float64
 	oCnt    [][]int32
@@ -85,8 +90,12 @@ type Diagnosis struct {
 	recent     []timeline.Event
 	recentN    int
 	maxEvicted int64
-	hung       map[uint64]int  // op id → index in findings
-	cycles     map[string]bool // the deadlocks reported, by their ranks
+	hung       map[uint64]int // op id → index in findings
+	// missingRanks are the missing-rank findings by rank (index in findings), and missingOps the
+	// further hung ops folded into each.
+	missingRanks map[int32]int
+	missingOps   map[int32]int
+	cycles       map[string]bool // the deadlocks reported, by their ranks
 	// hungComms are the communicators with a hang named, until one of their collectives ends.
 	hungComms map[uint32]bool
 	hangFloor int64 // SetHangFloor; 0: hangFloor
@@ -106,6 +115,14 @@ type Diagnosis struct {
 type rankAcc struct {
 	launches   int32
 	qmin, qmax int64
+	// lastQ is the last launch seen; minGap the least time between two launches seen one after
+	// the other (0: none yet). Two distinct launches of one host thread are at least its cost per
+	// launch apart, whatever else it waits on: a host slow to launch raises it (slowWholeHost).
+	lastQ, minGap int64
+	// first is when the rank's first kernel, transfer or copy of the step started (active: one
+	// was seen): a finding's onset is no earlier than the first op its culprit ran in the step.
+	first  int64
+	active bool
 	// peak is the most a link of the rank carried in one window this step, bytes/ns, by
 	// class (PCIe, NVLink, NIC) and direction.
 	peak [3][2]float64
@@ -114,6 +131,7 @@ type rankAcc struct {
 	// their median it moved at then.
 	busySlow [3]int32
 	busyWin  [3]int64 // the window last counted in busySlow
+	busyOne  [3]int64 // the first window counted in busySlow (its index)
 	busyLow  [3]float64
 	// the rank's transfers slower than their class's reference this step: how many, the time
 	// beyond the reference, how many crossed hosts, and the reference time of those transfers.
@@ -138,6 +156,7 @@ type candKey struct {
 	kind Kind
 	rank int32
 	port uint32 // a switch port's leaf (timeline.PackPort) + 1; 0: none
+	host int32  // a whole host's suspect (rank -1): the host; else 0
 }
 
 type candidate struct {
@@ -156,7 +175,7 @@ type commInfo struct {
 // New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
 func New(gpusPerHost int) *Diagnosis {
 	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, lastSlot: -1, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
-		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs(),
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, missingRanks: map[int32]int{}, missingOps: map[int32]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs(),
 		win: busyWindow{idx: math.MinInt64}, portSlow: map[uint32]portAcc{}}
 }
 
@@ -261,9 +280,21 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 
 // launch notes when the host enqueued an op of the rank (unknown: negative Queued).
 func (d *Diagnosis) launch(r *rankAcc, e *timeline.Event) {
+	if !r.active || e.Start < r.first {
+		r.first, r.active = e.Start, true
+	}
 	if e.Queued < 0 {
 		return
 	}
+	if r.launches > 0 {
+		if gap := e.Queued - r.lastQ; gap != 0 {
+			gap = max(gap, -gap)
+			if r.minGap == 0 || gap < r.minGap {
+				r.minGap = gap
+			}
+		}
+	}
+	r.lastQ = e.Queued
 	r.launches++
 	if r.qmin < 0 || e.Queued < r.qmin {
 		r.qmin = e.Queued
@@ -282,10 +313,22 @@ func (d *Diagnosis) addKernel(e *timeline.Event) {
 		d.labels[e.Label] = slot
 		d.kSum = append(d.kSum, nil)
 		d.kCnt = append(d.kCnt, nil)
+		d.kMin = append(d.kMin, 0)
+		d.kSlow = append(d.kSlow, nil)
 	}
 	d.kSum[slot], d.kCnt[slot] = growTo(d.kSum[slot], d.kCnt[slot], len(d.ranks))
-	d.kSum[slot][e.Device] += float64(e.Dur())
+	if len(d.kSlow[slot]) < len(d.ranks) {
+		d.kSlow[slot] = append(d.kSlow[slot], make([]int64, len(d.ranks)-len(d.kSlow[slot]))...)
+	}
+	dur := float64(e.Dur())
+	d.kSum[slot][e.Device] += dur
 	d.kCnt[slot][e.Device]++
+	switch m := d.kMin[slot]; {
+	case m == 0 || dur < m:
+		d.kMin[slot] = dur
+	case dur >= gpuRatio*m && d.kSlow[slot][e.Device] == 0:
+		d.kSlow[slot][e.Device] = e.Start + 1
+	}
 }
 
 func growTo(s []float64, c []int32, n int) ([]float64, []int32) {

@@ -53,7 +53,9 @@ type Finding struct {
 	Link int
 	// Port is the leaf switch (timeline.PackPort) of a slow link of class timeline.LinkFabric.
 	Port uint32
-	// Onset is the start of the first step (or wait) that showed the fault; At is the stream time
+	// Onset is when the first evidence of the fault began: in the first step that showed it, its
+	// first slow kernel or the first link window it was slow in, else the culprit's first op in
+	// that step (or a hang's wait's start); At is the stream time
 	// at which the evidence crossed the threshold, and Step the step then (0: none seen).
 	Onset, At int64
 	Step      int
@@ -90,6 +92,9 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 		}
 		if f.Kind == SlowLink {
 			return fmt.Sprintf("a %s (which: unknown)", linkName(f.Link))
+		}
+		if f.Kind == SlowHost && f.Host >= 0 {
+			return fmt.Sprintf("host %d (all its ranks; which rank: unknown)", f.Host)
 		}
 		if f.Kind == Hang && f.StuckN > 0 {
 			// Short, for a table's column: the evidence lists them.

@@ -115,6 +115,11 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 			continue
 		}
 		f := d.hangFinding(g, g.thr, initing)
+		if i, ok := d.missingRank(&f, initing); ok {
+			// The same missing rank: one finding, which counts the ops waiting on it.
+			d.hung[op] = i
+			continue
+		}
 		root := g.missingN == 0
 		for _, m := range g.missing {
 			root = root || !busy[m]
@@ -124,6 +129,9 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 			continue
 		}
 		d.hung[op] = len(d.findings)
+		if f.Kind == MissingRank && len(d.missingRanks) < maxRanks {
+			d.missingRanks[f.Rank] = len(d.findings)
+		}
 		if g.first.Peer < 0 && g.first.Comm != 0 && len(d.hungComms) < 1<<16 {
 			d.hungComms[g.first.Comm] = true
 		}
@@ -131,6 +139,46 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 		added = append(added, f)
 	}
 	return added
+}
+
+// missingRank makes a hang whose culprit never finished joining some communicator (not only the
+// hung op's: a rank stuck in its first communicator's initialisation never creates the next) a
+// missing rank: the cause, of which the ops that wait on it are symptoms. When that rank is
+// already a missing-rank finding, the hang is folded into it (its index, true): one finding per
+// missing rank, at the top, not one per op waiting on it and a "hang" beside them.
+func (d *Diagnosis) missingRank(f *Finding, initing map[uint32][]int32) (int, bool) {
+	if f.Rank < 0 || (f.Kind != Hang && f.Kind != MissingRank) {
+		return 0, false
+	}
+	if f.Kind == Hang {
+		var comm uint32
+		found := false
+		for c, rs := range initing {
+			if slices.Contains(rs, f.Rank) && (!found || c < comm) {
+				comm, found = c, true
+			}
+		}
+		if !found {
+			return 0, false
+		}
+		f.Kind = MissingRank
+		f.Evidence += fmt.Sprintf("; rank %d never finished joining communicator %d", f.Rank, comm)
+	}
+	i, ok := d.missingRanks[f.Rank]
+	if !ok {
+		return 0, false
+	}
+	old := &d.findings[i]
+	old.Severity += f.Severity
+	old.Onset = min(old.Onset, f.Onset)
+	d.missingOps[f.Rank]++
+	what, _, _ := strings.Cut(f.Evidence, ":")
+	if n := d.missingOps[f.Rank]; n <= 3 {
+		old.Evidence += "; also waited on by " + what
+	} else if n == 4 {
+		old.Evidence += " and more"
+	}
+	return i, true
 }
 
 // groupInFlight groups the waits and the ops running in flight (and the waits the watchdog

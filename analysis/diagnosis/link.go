@@ -48,6 +48,7 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 		// A leaf's ports to the spines: the flows that cross them are held back there, not at
 		// their NICs, whose rate while busy stays their line rate.
 		return suspect{kind: SlowLink, rank: -1, host: -1, ratio: ratio, conf: max(conf, 0.01), excess: a.slowExcess, link: timeline.LinkFabric, port: leaf + 1,
+			evidence: pa.first*timeline.LinkWindowNs + 1,
 			detail: fmt.Sprintf("its ports to the spines moved at %.0f%% of their peers' median rate while busy (%d leaves' ports, the same window), in %d windows this step, in which %s took %.2f× their reference (%s lost, %.1f%% of the step)",
 				100*pa.low, d.win.portPeers, pa.windows, whose(tied, a.slowOps), ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs))}, true
 	}
@@ -55,6 +56,7 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 		// The link itself, by its rate while busy: the ranks' transfer times say the step lost
 		// time to a link, its rate says which.
 		return suspect{kind: SlowLink, rank: p.rank, host: d.hostOf(p.rank), ratio: ratio, conf: p.conf, excess: a.slowExcess, link: p.class,
+			evidence: p.first*timeline.LinkWindowNs + 1,
 			detail: fmt.Sprintf("%s this step, in which %s took %.2f× their reference (%s lost, %.1f%% of the step)",
 				p.say(), whose(tied, a.slowOps), ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs))}, true
 	}

@@ -23,6 +23,9 @@ type suspect struct {
 	// throttled GPU slows all its kernels (from the onset on); uneven work under one kernel name
 	// (a mixture of experts' hot expert) slows one. Such a suspect needs a second step in a row.
 	confined bool
+	// evidence is the start + 1 of the first evidence of it in the step (its first slow kernel, the
+	// first window its link was slow in); 0: not known, the start of its first op in the step.
+	evidence int64
 }
 
 // endStep evaluates the step that a step event closes and starts the next.
@@ -48,17 +51,24 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	}
 	if s, ok := d.slowHost(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
+	} else if !ok {
+		if s, ok := d.slowWholeHost(); ok && !onHost(sus, s.host) {
+			sus = append(sus, s)
+		}
 	}
 	if s, ok := d.straggler(stepNs); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
 	}
 	seen := map[candKey]bool{}
 	for _, s := range sus {
-		k := candKey{s.kind, s.rank, s.port}
+		k := candKey{kind: s.kind, rank: s.rank, port: s.port}
+		if s.rank < 0 && s.kind == SlowHost {
+			k.host = s.host
+		}
 		seen[k] = true
 		c := d.cand[k]
 		if c == nil {
-			c = &candidate{onset: e.Start}
+			c = &candidate{onset: d.onset(s, e.Start)}
 			d.cand[k] = c
 		}
 		c.steps++
@@ -72,6 +82,48 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		}
 	}
 	d.reset(e.End)
+}
+
+// onHost reports whether a suspect already names a rank of host h (or the host).
+func onHost(sus []suspect, h int32) bool {
+	for _, s := range sus {
+		if s.host == h {
+			return true
+		}
+	}
+	return false
+}
+
+// onset is a new suspect's onset: its first evidence in the step when known, else the start of
+// its first op (firstOp); never before the step's start.
+func (d *Diagnosis) onset(s suspect, stepStart int64) int64 {
+	if s.evidence > 0 {
+		return max(s.evidence-1, stepStart)
+	}
+	return d.firstOp(s, stepStart)
+}
+
+// firstOp is a new suspect's onset: the start of the first op its rank (or, for a whole host,
+// any of its host's ranks) ran in the step, not the step's start, which can be long before the
+// fault (a step that began with the communicators' creation); the step's start when unknown.
+func (d *Diagnosis) firstOp(s suspect, stepStart int64) int64 {
+	lo, hi := s.rank, s.rank
+	if s.rank < 0 {
+		if s.kind != SlowHost || s.host < 0 || d.gph <= 0 {
+			return stepStart
+		}
+		lo, hi = s.host*int32(d.gph), (s.host+1)*int32(d.gph)-1
+	}
+	at, ok := int64(0), false
+	for r := lo; r <= hi && int(r) < len(d.ranks); r++ {
+		if a := &d.ranks[r]; a.active && (!ok || a.first < at) {
+			at, ok = a.first, true
+		}
+	}
+	if !ok {
+		return stepStart
+	}
+	return max(at, stepStart)
 }
 
 func has(sus []suspect, r int32) bool {
@@ -108,9 +160,11 @@ func (d *Diagnosis) reset(at int64) {
 	for i := range d.ranks {
 		d.ranks[i] = rankAcc{qmin: -1}
 	}
+	clear(d.kMin)
 	for i := range d.kSum {
 		clear(d.kSum[i])
 		clear(d.kCnt[i])
+		clear(d.kSlow[i])
 	}
 	for i := range d.oSum {
 		clear(d.oSum[i])
@@ -165,11 +219,41 @@ func (d *Diagnosis) slowGPU() (suspect, bool) {
 		return fmt.Sprintf("kernels took %.2f× their time on the peers that ran the same kernels this step (%s lost per step)",
 			ratio, fmtNs(int64(num[r]-den[r])))
 	})
+	if ok {
+		s.evidence = d.firstSlowKernel(int(s.rank))
+	}
 	if ok && d.kernelAtPeerSpeed(int(s.rank)) {
 		s.confined = true
 		s.detail += "; some of its kernels ran at their peers' speed (uneven work under one kernel name looks the same)"
 	}
 	return s, ok
+}
+
+// firstSlowKernel is the start + 1 of rank r's first kernel this step that took gpuRatio× the
+// shortest call of its name seen before it, among the names it ran slower than its peers' median
+// (0: none): where its slowness began, when the step began healthy.
+func (d *Diagnosis) firstSlowKernel(r int) int64 {
+	var first int64
+	var means []float64
+	for slot := range d.kSum {
+		sum, cnt := d.kSum[slot], d.kCnt[slot]
+		if r >= len(sum) || cnt[r] == 0 || r >= len(d.kSlow[slot]) || d.kSlow[slot][r] == 0 {
+			continue
+		}
+		means = means[:0]
+		for p := range sum {
+			if cnt[p] > 0 {
+				means = append(means, sum[p]/float64(cnt[p]))
+			}
+		}
+		slices.Sort(means)
+		if med := means[len(means)/2]; sum[r]/float64(cnt[r]) >= gpuRatio*med {
+			if at := d.kSlow[slot][r]; first == 0 || at < first {
+				first = at
+			}
+		}
+	}
+	return first
 }
 
 // kernelAtPeerSpeed reports whether one of rank r's kernel names ran this step within gpuRatio

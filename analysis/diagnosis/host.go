@@ -1,0 +1,67 @@
+package diagnosis
+
+import (
+	"fmt"
+	"math"
+)
+
+// slowWholeHost compares hosts, not ranks, for a host slow to launch on all its GPUs at once. The
+// rank comparison (slowHost) groups ranks by their launch count, their role; when a job's roles
+// follow its hosts (a pipeline of one host per stage, a host's eight ranks one tensor-parallel
+// group), every peer of a slow host's ranks is on that host or on the one other host of its role,
+// and half of them slow is no outlier (the median is theirs). Per host, its ranks' median least
+// time between two launches (rankAcc.minGap: a host thread's cost per launch, whatever its role
+// makes it wait on between launches, which a pipeline stage's spread of launches is not) is
+// compared with the other hosts' by their median and MAD, as ranks are: at least hostRatio and
+// zLimit robust deviations above. The culprit is the host; which rank is unknown (all of them).
+func (d *Diagnosis) slowWholeHost() (suspect, bool) {
+	if d.gph <= 0 {
+		return suspect{}, false
+	}
+	hosts := (len(d.ranks) + d.gph - 1) / d.gph
+	per := make([]float64, 0, d.gph)
+	var figs []float64
+	var idx []int32
+	var spread, launches []int64
+	for h := range hosts {
+		per = per[:0]
+		var sp, n int64
+		for r := h * d.gph; r < min((h+1)*d.gph, len(d.ranks)); r++ {
+			a := &d.ranks[r]
+			if a.minGap <= 0 {
+				continue
+			}
+			per = append(per, float64(a.minGap))
+			sp += a.qmax - a.qmin
+			n += int64(a.launches)
+		}
+		if len(per) == 0 {
+			continue
+		}
+		med, _ := medMAD(per)
+		figs = append(figs, med)
+		idx = append(idx, int32(h))
+		spread, launches = append(spread, sp/int64(len(per))), append(launches, n/int64(len(per)))
+	}
+	if len(figs) < minPeers {
+		return suspect{}, false
+	}
+	best, bestX, second := -1, 0.0, 0.0
+	for i, x := range figs {
+		if x > bestX {
+			best, second, bestX = i, bestX, x
+		} else if x > second {
+			second = x
+		}
+	}
+	med, mad := medMAD(append([]float64(nil), figs...))
+	if best < 0 || med <= 0 || bestX < hostRatio*med || bestX-med < zLimit*mad {
+		return suspect{}, false
+	}
+	conf := math.Min(1, (bestX-max(second, med))/(bestX-med))
+	ratio := bestX / med
+	excess := int64(float64(launches[best]) * (bestX - med))
+	return suspect{kind: SlowHost, rank: -1, host: idx[best], ratio: ratio, conf: max(conf, 0.01), excess: excess, link: -1,
+		detail: fmt.Sprintf("its ranks' launches were at least %s apart, %.2f× the median of %d hosts (%s); they spread the step's %d launches per rank over %s",
+			fmtNs(int64(bestX)), ratio, len(figs), fmtNs(int64(med)), launches[best], fmtNs(spread[best]))}, true
+}
