@@ -384,13 +384,15 @@ func TestPacedReplayEqualsReport(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rs.Stop()
-			rs.SetSpeed(float64(rs.Duration) / 5e8) // the whole recording in half a second
+			// The whole recording in two seconds: long enough for a loaded machine (CI's -race run
+			// beside other packages) to look at it while ops are under way.
+			rs.SetSpeed(float64(rs.Duration) / 2e9)
 			src := replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}}
 			m := console(src)
 			running := 0
 			for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
 				running += len(rs.InFlight(nil))
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(time.Millisecond)
 			}
 			if running == 0 {
 				t.Error("nothing was ever under way during the replay")
