@@ -112,13 +112,16 @@ func streamTraces(paths []string, opts Options, sink Sink) (*Result, error) {
 	return res, err
 }
 
-// streamNsys imports Nsight Systems exports straight into sink, event batch by batch in start
-// order, holding none of them.
-func streamNsys(paths []string, opts Options, sink Sink) (*Result, error) {
-	res := &Result{Format: FormatNsys, Importer: nsys.Format}
-	nopts := nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context, Verbose: opts.Verbose}
-	im, err := nsys.Stream(paths, nopts, func(im *kineto.Imported) error {
-		return sink.Begin(&Header{Format: FormatNsys, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
+// streamer is an importer that streams: it calls begin once with what it found (the meta and the
+// string table), then batch for each batch of events in start order, and returns what it imported.
+type streamer func(begin func(*kineto.Imported) error, batch func([]timeline.Event) error) (*kineto.Imported, error)
+
+// streamBatches runs a streaming importer into sink: the header from its begin, each batch as it
+// comes (counted), its warnings into the result. Every streaming format goes through it.
+func streamBatches(format Format, importer string, opts Options, sink Sink, run streamer) (*Result, error) {
+	res := &Result{Format: format, Importer: importer}
+	im, err := run(func(im *kineto.Imported) error {
+		return sink.Begin(&Header{Format: format, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
 	}, func(batch []timeline.Event) error {
 		if err := sink.Events(batch); err != nil {
 			return err
@@ -130,43 +133,30 @@ func streamNsys(paths []string, opts Options, sink Sink) (*Result, error) {
 		res.Warnings = im.Warnings
 	}
 	return res, err
+}
+
+// streamNsys imports Nsight Systems exports straight into sink, event batch by batch in start
+// order, holding none of them.
+func streamNsys(paths []string, opts Options, sink Sink) (*Result, error) {
+	nopts := nsys.Options{StepRange: opts.StepRange, Progress: opts.Progress, Context: opts.Context, Verbose: opts.Verbose}
+	return streamBatches(FormatNsys, nsys.Format, opts, sink, func(begin func(*kineto.Imported) error, batch func([]timeline.Event) error) (*kineto.Imported, error) {
+		return nsys.Stream(paths, nopts, begin, batch)
+	})
 }
 
 // streamInspector imports NCCL Inspector's logs or dumps into sink, batch by batch in start order.
 func streamInspector(paths []string, opts Options, sink Sink) (*Result, error) {
-	res := &Result{Format: FormatInspector, Importer: inspector.Format}
-	im, err := inspector.Stream(paths, inspectorOptions(opts), func(im *kineto.Imported) error {
-		return sink.Begin(&Header{Format: FormatInspector, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
-	}, func(batch []timeline.Event) error {
-		if err := sink.Events(batch); err != nil {
-			return err
-		}
-		res.Events += len(batch)
-		return nil
+	return streamBatches(FormatInspector, inspector.Format, opts, sink, func(begin func(*kineto.Imported) error, batch func([]timeline.Event) error) (*kineto.Imported, error) {
+		return inspector.Stream(paths, inspectorOptions(opts), begin, batch)
 	})
-	if im != nil {
-		res.Warnings = im.Warnings
-	}
-	return res, err
 }
 
 // streamFlightRecorder imports Flight Recorder dumps into sink, batch by batch in start order.
 func streamFlightRecorder(paths []string, opts Options, sink Sink) (*Result, error) {
-	res := &Result{Format: FormatFlightRecorder, Importer: flightrecorder.Format}
 	fopts := flightrecorder.Options{Context: opts.Context, Progress: opts.Progress}
-	im, err := flightrecorder.Stream(paths, fopts, func(im *kineto.Imported) error {
-		return sink.Begin(&Header{Format: FormatFlightRecorder, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings})
-	}, func(batch []timeline.Event) error {
-		if err := sink.Events(batch); err != nil {
-			return err
-		}
-		res.Events += len(batch)
-		return nil
+	return streamBatches(FormatFlightRecorder, flightrecorder.Format, opts, sink, func(begin func(*kineto.Imported) error, batch func([]timeline.Event) error) (*kineto.Imported, error) {
+		return flightrecorder.Stream(paths, fopts, begin, batch)
 	})
-	if im != nil {
-		res.Warnings = im.Warnings
-	}
-	return res, err
 }
 
 // streamRAS reads ncclras JSON documents into sink: their findings, a few events per communicator.

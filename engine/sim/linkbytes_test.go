@@ -18,6 +18,7 @@ type linkTally struct {
 	peaks [timeline.NumPeaks]float64 // bytes/s per direction
 	bytes [timeline.NumPeaks][2]float64
 	algos map[timeline.NCCLAlgo]bool
+	busy  int // windows that report a busy time
 }
 
 func (l *linkTally) Emit(e *timeline.Event) {
@@ -35,6 +36,17 @@ func (l *linkTally) Emit(e *timeline.Event) {
 		}
 		if rate := float64(e.Bytes) / (float64(e.End-e.Start) / 1e9); rate > l.peaks[link]*1.0001+1e9/float64(e.End-e.Start) {
 			l.t.Errorf("device %d link %d dir %d: %.4g B/s over [%d, %d]; its bandwidth is %.4g", e.Device, link, dir, rate, e.Start, e.End, l.peaks[link])
+		}
+		// Busy time (Op) is within the window, and bytes over it — the rate while busy, which the
+		// diagnosis compares — is no more than the link's bandwidth either.
+		if busy := int64(e.Op); busy > e.End-e.Start {
+			l.t.Errorf("device %d link %d dir %d: busy %d ns in a %d ns window", e.Device, link, dir, busy, e.End-e.Start)
+		} else if busy > 0 && float64(e.Bytes)/(float64(busy)/1e9) > l.peaks[link]*1.001+1e9/float64(busy) {
+			l.t.Errorf("device %d link %d dir %d: %.4g B/s while busy (%d B in %d ns); its bandwidth is %.4g", e.Device, link, dir,
+				float64(e.Bytes)/(float64(busy)/1e9), e.Bytes, busy, l.peaks[link])
+		}
+		if e.Op > 0 {
+			l.busy++
 		}
 		l.bytes[link][dir] += float64(e.Bytes)
 	}
@@ -131,6 +143,9 @@ func TestLinkBytesAreTheAlgorithmsTraffic(t *testing.T) {
 				got := runCollective(t, h, tc.op, tc.algo, S)
 				if tc.algo != 0 && !got.algos[tc.algo] {
 					t.Fatalf("ran %v; want %v", got.algos, tc.algo)
+				}
+				if got.busy == 0 {
+					t.Error("no link window reports a busy time: the rate-while-busy checks checked nothing")
 				}
 				w := tc.want(n, h)
 				for _, c := range []struct {
