@@ -46,7 +46,7 @@ type links struct {
 	measured    bool                         // link bytes come from KindLinkBytes events
 	bytes       [][NumLinks][NumDirs]float64 // totals by device
 	unknown     []float64                    // by device: bytes on links the source cannot tell
-	moved       float64
+	moved       busBytes
 	hist        linkHistory
 	// pub is the rows last handed out, shared while nothing was counted since (rows are read-only).
 	pub     []DeviceLinks
@@ -95,11 +95,12 @@ func (l *links) add(e *timeline.Event) {
 		if timeline.CopyDir(e.Sub) == timeline.CopySet {
 			return // writes memory, moves nothing between places
 		}
-		l.moved += b
+		l.moved.add(e.Bytes, 1, 1)
 	case timeline.KindSend:
-		l.moved += b
+		l.moved.add(e.Bytes, 1, 1)
 	case timeline.KindCollective:
-		l.moved += b * timeline.CollOp(e.Sub).BusFactor(int(e.Ranks))
+		num, den := timeline.CollOp(e.Sub).BusFraction(int(e.Ranks))
+		l.moved.add(e.Bytes, num, den)
 	}
 	if !l.measured {
 		l.fromOp(e, b)
@@ -241,7 +242,7 @@ type Links struct {
 }
 
 func (l *links) result() Links {
-	out := Links{MovedBytes: int64(l.moved), Measured: l.measured}
+	out := Links{MovedBytes: l.moved.total(), Measured: l.measured}
 	if len(l.fabric.ports) > 0 {
 		f := l.fabric.result()
 		out.Fabric = &f

@@ -165,17 +165,23 @@ func (c CollOp) String() string {
 
 // BusFactor is the nccl-tests factor that turns algorithm bandwidth into bus bandwidth for n ranks.
 func (c CollOp) BusFactor(n int) float64 {
+	num, den := c.BusFraction(n)
+	return float64(num) / float64(den)
+}
+
+// BusFraction is BusFactor as the exact fraction num/den, for sums of bus bytes that must not depend
+// on the order they are added in (a float sum of b×4/3 does).
+func (c CollOp) BusFraction(n int) (num, den int64) {
 	if n <= 1 {
-		return 0
+		return 0, 1
 	}
-	fn := float64(n)
 	switch c {
 	case CollAllReduce:
-		return 2 * (fn - 1) / fn
+		return 2 * int64(n-1), int64(n)
 	case CollAllGather, CollReduceScatter, CollAllToAll, CollRaggedAllToAll:
-		return (fn - 1) / fn
+		return int64(n - 1), int64(n)
 	}
-	return 1
+	return 1, 1
 }
 
 // SampleMetric names what a KindDeviceSample measures (its Sub field).

@@ -22,6 +22,7 @@ import (
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/session/manualclock"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui"
 	"github.com/xfertop/xfertop/units"
@@ -379,20 +380,40 @@ func TestPacedReplayEqualsReport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rs, err := session.StartReplay(context.Background(), session.ReplayConfig{Path: path, Speed: 1}, 1<<22)
+			// A manual clock paces the replay, so every position is looked at whatever the load.
+			clk := manualclock.New(time.Unix(1_000_000, 0))
+			rs, err := session.StartReplay(context.Background(), session.ReplayConfig{Path: path, Speed: 1, Clock: clk}, 1<<22)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer rs.Stop()
-			// The whole recording in two seconds: long enough for a loaded machine (CI's -race run
-			// beside other packages) to look at it while ops are under way.
-			rs.SetSpeed(float64(rs.Duration) / 2e9)
 			src := replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}}
 			m := console(src)
 			running := 0
+			// The whole recording in two seconds of the clock, looked at every 10 ms: coarser than
+			// the replay's shortest sleep, so ops end, and are emitted, in between.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := clk.WaitSleeper(ctx, 0); err != nil {
+				t.Fatal("the replay never waited for its first op:", err)
+			}
+			seq := clk.Seq()
+			rs.SetSpeed(float64(rs.Duration) / 2e9)
+			if err := clk.WaitSleeper(ctx, seq); err != nil {
+				t.Fatal("the replay did not take the new speed:", err)
+			}
+			const step = 10 * time.Millisecond
 			for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
+				seq := clk.Seq()
+				if clk.Advance(step) {
+					// Wait until the replay has done what the new time asks and sleeps again.
+					for settle := time.Now().Add(10 * time.Second); !rs.Done() && time.Now().Before(settle); time.Sleep(100 * time.Microsecond) {
+						if woke(clk, seq) {
+							break
+						}
+					}
+				}
 				running += len(rs.InFlight(nil))
-				time.Sleep(time.Millisecond)
 			}
 			if running == 0 {
 				t.Error("nothing was ever under way during the replay")
@@ -416,4 +437,11 @@ func TestPacedReplayEqualsReport(t *testing.T) {
 			sameNumbers(t, m, rp.Report())
 		})
 	}
+}
+
+// woke reports whether the replay has set a timer since the seq-th: it has caught up with the clock.
+func woke(clk *manualclock.Clock, seq uint64) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	return clk.WaitSleeper(ctx, seq) == nil
 }
