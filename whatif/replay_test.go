@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -286,6 +287,64 @@ func TestReplayForcedAlgorithm(t *testing.T) {
 		}
 		if got := strings.Join(r.NotForcedReasons(), "; "); got != c.notForced {
 			t.Errorf("%s: not forced %q; want %q", c.op, got, c.notForced)
+		}
+	}
+}
+
+// --comm algo=nvls applies to all-gathers and reduce-scatters inside one host, as NCCL_ALGO=NVLS
+// does, and times them as the engine's model does: NCCL's 25 µs NVLS latency, then the gathered
+// 64 MiB through each rank's NVLink at NCCL's share of it (450 GB/s × 0.822; the tuner's own
+// figure, 2 heads × 40 × 0.85 × ½ × ½ = 17 GB/s here, only chooses). Across hosts NCCL runs them
+// with NVLS only with CollNet, which the model has not: the ring is kept and counted.
+func TestReplayForcedNVLSAllGather(t *testing.T) {
+	const bytes = 64 << 20
+	one, err := topology.Builtin("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := topology.Builtin("h100x8x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 25*us + int64(math.Round(bytes/(450*0.822)))
+	for _, op := range []timeline.CollOp{timeline.CollAllGather, timeline.CollReduceScatter} {
+		for _, c := range []struct {
+			topo      engine.Topology
+			peer      int32
+			wantAlgo  timeline.NCCLAlgo
+			notForced string
+		}{
+			{one, 1, timeline.AlgoNVLS, ""},
+			{two, 8, timeline.AlgoRing, "algo=nvls: not in the engine's NCCL model on this topology for " + op.String() + ": kept Ring for 1 collective"},
+		} {
+			s := timeline.NewStrings()
+			evs := []timeline.Event{allReduce(0, 0, 100, bytes), allReduce(c.peer, 0, 100, bytes)}
+			for i := range evs {
+				evs[i].Sub = uint8(op)
+			}
+			g, err := depgraph.Build(evs, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Replay(g, s, Options{Topology: c.topo, TraceDevices: 2, Algo: timeline.AlgoNVLS})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Retimed != 1 {
+				t.Fatalf("%s on %s: re-timed %d; want 1 (kept: %v)", op, c.topo.Name, r.Retimed, r.Kept)
+			}
+			for _, e := range r.Events {
+				a, p, _ := e.NCCLChoice()
+				if a != c.wantAlgo || p != timeline.ProtoSimple {
+					t.Errorf("%s on %s: B's part runs %s_%s; want %s_Simple", op, c.topo.Name, a, p, c.wantAlgo)
+				}
+				if c.wantAlgo == timeline.AlgoNVLS && math.Abs(float64(e.End-e.Start-want)) > 1 {
+					t.Errorf("%s on %s: B's part takes %d ns; want %d (25 µs + 64 MiB at 369.9 GB/s)", op, c.topo.Name, e.End-e.Start, want)
+				}
+			}
+			if got := strings.Join(r.NotForcedReasons(), "; "); got != c.notForced {
+				t.Errorf("%s on %s: not forced %q; want %q", op, c.topo.Name, got, c.notForced)
+			}
 		}
 	}
 }

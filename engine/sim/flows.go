@@ -38,6 +38,11 @@ type flow struct {
 	lpos [maxHops]int32
 	// ways is how many rings of one collective share the flow's port (0 or 1: it is alone).
 	ways uint8
+	// thin is how many times below its protocol's cap the flow is paced (0 or 1: it is not): the
+	// light direction of an NVLS all-gather or reduce-scatter, which moves 1/n of the heavy one's
+	// bytes in the same time. Its wire bytes are its payload at the protocol's efficiency; the
+	// link is idle the rest of the time, not carrying the protocol's overhead.
+	thin uint8
 	// rem is the bytes left at time last; the flow moves at rate (bytes/ns) since then. Progress is
 	// settled lazily, when the rate changes, so that an event costs what it touches, not every flow.
 	rem  float64
@@ -134,9 +139,11 @@ func (s *Sim) onWire(fi int32) {
 		}
 	}
 	if f.cap > 0 && f.cap < line {
-		f.rem *= line / f.cap
-		f.payload = f.cap / line
-		f.cap = line
+		proto := f.cap * float64(max(f.thin, 1)) // the protocol's own cap on the link
+		eff := min(proto/line, 1)
+		f.rem /= eff
+		f.payload = eff
+		f.cap /= eff // the line rate, unless thin
 	}
 	if f.ways > 1 {
 		// A ring's share of its port: its payload reaches cap/ways when the port is otherwise idle.
@@ -355,8 +362,9 @@ func (s *Sim) edge(fi int32, src, dst engine.DeviceID) int64 {
 // (nccl.go) chooses the algorithm, protocol and channels and gives the latency; the flows carry the
 // algorithm's traffic through the links they share with everything else, each capped at the
 // bandwidth the chosen (algorithm, protocol) reaches: ring and tree move the ring's bytes per edge
-// at the chosen bandwidth's share of ring/Simple's, NVLS moves each rank's buffer to and from the
-// switch (and, across hosts, each rank's share over its NIC).
+// at the chosen bandwidth's share of ring/Simple's, NVLS all-reduce moves each rank's buffer to and
+// from the switch (and, across hosts, each rank's share over its NIC), NVLS all-gather and
+// reduce-scatter a rank's share one way and the whole buffer the other.
 func (s *Sim) startCollective(ii int32) {
 	in := &s.instPool[ii]
 	o := s.op(in.ops[0])
@@ -378,7 +386,12 @@ func (s *Sim) startCollective(ii int32) {
 	}
 	lat := int64(math.Round(c.LatUs*1e3)) + s.fabricLat(ranks, t.Nodes, op, c.Algo)
 	s.pending = s.pending[:0]
-	if c.Algo == timeline.AlgoNVLS || c.Algo == timeline.AlgoNVLSTree {
+	switch {
+	case c.Algo == timeline.AlgoNVLS && (op == timeline.CollAllGather || op == timeline.CollReduceScatter):
+		s.nvlsShareFlows(ii, op, t.runBw(op, c)*1e9)
+		s.startFlows(ii, lat)
+		return
+	case c.Algo == timeline.AlgoNVLS || c.Algo == timeline.AlgoNVLSTree:
 		s.nvlsFlows(ii, t, c.AlgBw*1e9)
 		s.startFlows(ii, lat)
 		return
@@ -447,6 +460,33 @@ func (s *Sim) nvlsFlows(ii int32, t ncclTopo, algBps float64) {
 			}
 			s.pending = append(s.pending, fi)
 		}
+	}
+}
+
+// nvlsShareFlows adds the traffic of an NVLS all-gather or reduce-scatter inside one host (NCCL's
+// src/device/all_gather.h and reduce_scatter.h, one node). All-gather: each rank stores its share
+// (S/n of the gathered S) once to the switch's multicast address, which writes it into every rank,
+// itself included: S/n out of each rank's NVLink and S into it. Reduce-scatter: each rank reads its
+// share with multimem.ld_reduce, for which the switch pulls that share from every rank, itself
+// included: S out of each NVLink and S/n into it. The heavy direction moves at bps; the light one,
+// fed by or feeding it, at bps/n, so both end together, its link busy 1/n of the time.
+func (s *Sim) nvlsShareFlows(ii int32, op timeline.CollOp, bps float64) {
+	in := &s.instPool[ii]
+	for _, x := range in.ops {
+		o := s.op(x)
+		d := int32(o.op.Device) * linksPerDevice
+		n := len(o.op.Ranks)
+		heavy, light := d+linkNVIn, d+linkNVOut
+		if op == timeline.CollReduceScatter {
+			heavy, light = light, heavy
+		}
+		fi := s.newFlow(ownerInst, ii, o.op.Bytes)
+		s.route(fi, heavy, -1, bps)
+		s.pending = append(s.pending, fi)
+		fi = s.newFlow(ownerInst, ii, o.op.Bytes/int64(n))
+		s.route(fi, light, -1, bps/float64(n))
+		s.flows[fi].thin = uint8(min(n, 255))
+		s.pending = append(s.pending, fi)
 	}
 }
 

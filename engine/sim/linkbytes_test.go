@@ -92,6 +92,10 @@ func runCollective(t *testing.T, hosts int, op timeline.CollOp, algo timeline.NC
 //     tree's bytes as the ring's (it times the tree by NCCL's model, not its traffic).
 //   - NVLS inside a host: every rank's buffer S goes into the switch and the result comes back:
 //     n·S each way on NVLink, nothing on NICs.
+//   - NVLS all-gather inside a host: each rank stores its share S/n once into the switch, which
+//     writes it into every rank: S out in all (n·S/n) and n·S in. Reduce-scatter the reverse: the
+//     switch pulls every share from every rank (n·S out) and each rank receives its reduced share
+//     (S in all).
 //   - NVLS-tree across hosts: the same on NVLink, and each rank's 1/ppn share of S each way
 //     through its NIC on 2 hosts (twice that beyond, as an inner node of NCCL's two trees).
 //   - all-to-all: each rank sends S/n to every other rank: over a NIC to those on other hosts,
@@ -99,14 +103,15 @@ func runCollective(t *testing.T, hosts int, op timeline.CollOp, algo timeline.NC
 func TestLinkBytesAreTheAlgorithmsTraffic(t *testing.T) {
 	const S = 256 << 20
 	const ppn = 8
-	type want struct{ nvlink, nic float64 }
+	// nvIn < 0: NVLink carries nvlink in as well as out.
+	type want struct{ nvlink, nvIn, nic float64 }
 	ring := func(op timeline.CollOp) func(n, h int) want {
 		return func(n, h int) want {
 			b := float64(S) * op.BusFactor(n)
 			if h == 1 {
-				return want{nvlink: float64(n) * b}
+				return want{nvlink: float64(n) * b, nvIn: -1}
 			}
-			return want{nvlink: float64(n-h) * b, nic: float64(h) * b}
+			return want{nvlink: float64(n-h) * b, nvIn: -1, nic: float64(h) * b}
 		}
 	}
 	tests := []struct {
@@ -120,17 +125,19 @@ func TestLinkBytesAreTheAlgorithmsTraffic(t *testing.T) {
 		{"all-reduce tree", timeline.CollAllReduce, timeline.AlgoTree, []int{1, 2, 64}, ring(timeline.CollAllReduce)},
 		{"all-gather ring", timeline.CollAllGather, timeline.AlgoRing, []int{1, 2, 64}, ring(timeline.CollAllGather)},
 		{"reduce-scatter ring", timeline.CollReduceScatter, timeline.AlgoRing, []int{1, 2, 64}, ring(timeline.CollReduceScatter)},
-		{"all-reduce NVLS", timeline.CollAllReduce, timeline.AlgoNVLS, []int{1}, func(n, h int) want { return want{nvlink: float64(n) * S} }},
+		{"all-reduce NVLS", timeline.CollAllReduce, timeline.AlgoNVLS, []int{1}, func(n, h int) want { return want{nvlink: float64(n) * S, nvIn: -1} }},
+		{"all-gather NVLS", timeline.CollAllGather, timeline.AlgoNVLS, []int{1}, func(n, h int) want { return want{nvlink: S, nvIn: float64(n) * S} }},
+		{"reduce-scatter NVLS", timeline.CollReduceScatter, timeline.AlgoNVLS, []int{1}, func(n, h int) want { return want{nvlink: float64(n) * S, nvIn: S} }},
 		{"all-reduce NVLS-tree", timeline.CollAllReduce, timeline.AlgoNVLSTree, []int{2, 64}, func(n, h int) want {
 			inner := 1.0
 			if h > 2 {
 				inner = 2
 			}
-			return want{nvlink: float64(n) * S, nic: float64(n) * inner * float64(S/ppn)}
+			return want{nvlink: float64(n) * S, nvIn: -1, nic: float64(n) * inner * float64(S/ppn)}
 		}},
 		{"all-to-all", timeline.CollAllToAll, 0, []int{1, 2, 64}, func(n, h int) want {
 			per := float64(S / n)
-			return want{nvlink: float64(n) * float64(ppn-1) * per, nic: float64(n) * float64(n-ppn) * per}
+			return want{nvlink: float64(n) * float64(ppn-1) * per, nvIn: -1, nic: float64(n) * float64(n-ppn) * per}
 		}},
 	}
 	for _, tc := range tests {
@@ -148,21 +155,71 @@ func TestLinkBytesAreTheAlgorithmsTraffic(t *testing.T) {
 					t.Error("no link window reports a busy time: the rate-while-busy checks checked nothing")
 				}
 				w := tc.want(n, h)
+				if w.nvIn < 0 {
+					w.nvIn = w.nvlink
+				}
 				for _, c := range []struct {
 					name string
 					link int
-					want float64
-				}{{"NVLink", timeline.PeakNVLink, w.nvlink}, {"NIC", timeline.PeakNIC, w.nic}, {"PCIe", timeline.PeakPCIe, 0}, {"HBM", timeline.PeakHBM, 0}} {
+					want [2]float64 // out, in
+				}{{"NVLink", timeline.PeakNVLink, [2]float64{w.nvlink, w.nvIn}}, {"NIC", timeline.PeakNIC, [2]float64{w.nic, w.nic}},
+					{"PCIe", timeline.PeakPCIe, [2]float64{}}, {"HBM", timeline.PeakHBM, [2]float64{}}} {
 					for dir, dname := range []string{"out", "in"} {
-						g := got.bytes[c.link][dir]
+						g, want := got.bytes[c.link][dir], c.want[dir]
 						// A flow ends on the nanosecond after its last byte, and a window's bytes are
 						// rounded to whole bytes: a few hundred bytes per flow and window at most.
-						if math.Abs(g-c.want) > float64(n)*1024+c.want*1e-4 {
-							t.Errorf("%s %s: %.6g bytes; the algorithm moves %.6g", c.name, dname, g, c.want)
+						if math.Abs(g-want) > float64(n)*1024+want*1e-4 {
+							t.Errorf("%s %s: %.6g bytes; the algorithm moves %.6g", c.name, dname, g, want)
 						}
 					}
 				}
 			})
 		}
+	}
+}
+
+// An NVLS all-gather or reduce-scatter loads the two directions of a rank's NVLink unequally, and
+// its busy times follow the hand calculation. Of the gathered S on n = 8 ranks, all-gather brings
+// S into each rank at NCCL's protocol rate on NVLink, payload r = 450 GB/s × 0.822, its wire at
+// the line rate L = 450 GB/s: the in link is busy T = S/r, the whole transfer. The rank's own
+// share S/n leaves at r/n, in wire bytes (S/n)·L/r at L: busy T/n, not the whole of T as a flow
+// paced at r/n but stretched to the line would show. Both directions' rate while busy is r.
+// Reduce-scatter swaps the directions.
+func TestNVLSShareLinkBusy(t *testing.T) {
+	const S = 1 << 30
+	for _, tc := range []struct {
+		op        timeline.CollOp
+		heavy, lt int // directions
+	}{
+		{timeline.CollAllGather, timeline.LinkRx, timeline.LinkTx},
+		{timeline.CollReduceScatter, timeline.LinkTx, timeline.LinkRx},
+	} {
+		t.Run(tc.op.String(), func(t *testing.T) {
+			c, store := newClient(t, "h100x8", forced(timeline.AlgoNVLS, 0))
+			m := sim.ModelOf(c.Topology())
+			devs := c.Topology().AllDevices()
+			n := float64(len(devs))
+			if _, err := c.Collective(tc.op, devs, S, "c"); err != nil {
+				t.Fatal(err)
+			}
+			run(t, c)
+			if e := lastOf(store.Events(), timeline.KindCollective); e.AlgoProto() != "NVLS_Simple" {
+				t.Fatalf("ran %s; want NVLS_Simple", e.AlgoProto())
+			}
+			r := m.NVLinkBps * m.NCCLNVLinkEff / 1e9 // bytes/ns
+			T := S / r
+			for _, d := range []struct {
+				dir         int
+				bytes, busy float64
+			}{{tc.heavy, S, T}, {tc.lt, S / n, T / n}} {
+				bytes, busy := linkBusy(store, 3, timeline.PeakNVLink, d.dir)
+				if math.Abs(bytes-d.bytes) > 1e-6*d.bytes+64 {
+					t.Errorf("device 3 NVLink dir %d carried %.0f bytes; want %.0f", d.dir, bytes, d.bytes)
+				}
+				if math.Abs(busy-d.busy) > 1e-6*d.busy+20 {
+					t.Errorf("device 3 NVLink dir %d busy %.0f ns; the hand calculation says %.0f", d.dir, busy, d.busy)
+				}
+			}
+		})
 	}
 }

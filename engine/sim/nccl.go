@@ -17,9 +17,20 @@ import (
 // bandwidth) refined per protocol and converted to the algorithm bandwidth NCCL divides the
 // buffer size by. The constants are 2.28.9's ncclTunerConstantsDefaults; the system NCCL 2.28.3
 // differs only in hwLatencies[NET][NVLSTree][Simple] (14 µs, not 20.9) and in Blackwell entries
-// this model does not use. CollNet and PAT are not modelled, nor NVLS for all-gather and
-// reduce-scatter (2.28 allows it inside a host, but its bandwidth there is well under the ring's,
-// so NCCL never picks it unforced on these topologies).
+// this model does not use. CollNet and PAT are not modelled.
+//
+// NVLS runs all-gather and reduce-scatter too, inside one node (across nodes NCCL needs CollNet
+// for them). The tuner rates them at the NVLS graph's bandwidth with one (ppn−1)/ppn where
+// all-reduce has its factor 2, and leaves that figure as the algorithm bandwidth (no n/nsteps):
+// on 8×H100, 8 heads × 40 GB/s × 0.85 × 7/8 × 7/8 = 208.25 GB/s at 25 µs, against ring LL's
+// 161.1 GB/s at 10.8 µs and ring LL128's 388.9 GB/s at 27.3 µs. NVLS beats LL only above 10.1 MB
+// and LL128 only below 1.03 MB, so NCCL never picks it unforced on such a host; with
+// NCCL_PROTO=Simple it does, below 2.96 MB (nccl_test.go works both out). NCCL also runs it,
+// whatever the cost, for registered buffers under NCCL_CTA_POLICY_EFFICIENCY, which the engine
+// has no notion of. Its time is not the tuner's figure, which is well under what it measures
+// (NVIDIA/nccl issue 1506: ~300 GB/s busbw on 8 GPUs against the tuner's 182): the flows move the
+// bytes NVLink SHARP moves (a rank's share out and the whole buffer in for all-gather, the
+// reverse for reduce-scatter) at the rate NCCL's protocol reaches on NVLink (ncclTopo.runBw).
 //
 // Which algorithms the tuner may pick follows NCCL's init: NVLS exists where the topology says
 // NVLink SHARP is usable (ncclNvlsInit: NCCL_NVLS_ENABLE defaults to 2, on wherever CUDA reports
@@ -103,6 +114,10 @@ func (t *ncclTopo) llMaxBw() float64 {
 // nvlsEfficiency is the share of the NVLS graph's bandwidth NVLS reaches on Hopper.
 const nvlsEfficiency = 0.85
 
+// maxNVLSArity is the most ranks of a node NVLS runs all-gather and reduce-scatter over
+// (NCCL_MAX_NVLS_ARITY).
+const maxNVLSArity = 32
+
 // NCCL's graph search settles on a per-channel bandwidth from these steps (src/graph/search.cc,
 // sm90SpeedArrayIntra and sm90SpeedArrayInter), the highest its links sustain; the NVLS graph's
 // heads take theirs from them.
@@ -173,7 +188,18 @@ func (t *ncclTopo) available(op timeline.CollOp, a timeline.NCCLAlgo) bool {
 	case timeline.AlgoTree:
 		return op == timeline.CollAllReduce
 	case timeline.AlgoNVLS:
-		return op == timeline.CollAllReduce && t.NVLS && t.Nodes == 1 && t.Ranks/t.Nodes > 1
+		// Inside one node; across nodes NVLS needs CollNet, which is not modelled. All-gather and
+		// reduce-scatter also need no more local ranks than NVLS's arity (updateCollCostTable).
+		// Reduce-scatter needs a reduction the switch does (sum, min, max on 16- to 64-bit types:
+		// ncclNvlsSupported): the engine's collectives carry no operator and are taken as sums.
+		ppn := t.Ranks / t.Nodes
+		switch op {
+		case timeline.CollAllReduce:
+			return t.NVLS && t.Nodes == 1 && ppn > 1
+		case timeline.CollAllGather, timeline.CollReduceScatter:
+			return t.NVLS && t.Nodes == 1 && ppn > 1 && ppn <= maxNVLSArity
+		}
+		return false
 	case timeline.AlgoNVLSTree:
 		return op == timeline.CollAllReduce && t.NVLS && t.Nodes > 1 && t.Ranks/t.Nodes > 1
 	}
@@ -195,9 +221,12 @@ func (t *ncclTopo) model(op timeline.CollOp, a timeline.NCCLAlgo, p timeline.NCC
 		nsteps = n - 1
 	}
 	bw = t.busBw(op, a, p)
-	if a == timeline.AlgoTree {
+	switch {
+	case a != timeline.AlgoRing && (op == timeline.CollAllGather || op == timeline.CollReduceScatter):
+		// NCCL converts no bus bandwidth but the ring's to algorithm bandwidth for these.
+	case a == timeline.AlgoTree:
 		bw /= 2
-	} else {
+	default:
 		bw *= float64(n) / float64(nsteps)
 	}
 	return t.latency(op, a, p, nsteps), bw, bw > 0
@@ -249,7 +278,13 @@ func (t *ncclTopo) busBw(op timeline.CollOp, a timeline.NCCLAlgo, p timeline.NCC
 		if heads < 2 {
 			return 0 // NVLS needs at least 2 channels
 		}
-		intra := t.NVLSIntra * nvlsEfficiency * (heads - 1) / heads * 2 // all-reduce pipelines two operations
+		intra := t.NVLSIntra * nvlsEfficiency * (heads - 1) / heads
+		if op == timeline.CollAllReduce {
+			intra *= 2 // all-reduce pipelines two operations
+		} else {
+			ppn := float64(t.Ranks) / float64(t.Nodes)
+			intra *= (ppn - 1) / ppn
+		}
 		per := intra
 		if a == timeline.AlgoNVLSTree {
 			inter := t.NVLSInter
@@ -354,6 +389,21 @@ func (t *ncclTopo) choose(op timeline.CollOp, bytes int64, algo timeline.NCCLAlg
 	return best
 }
 
+// runBw is the algorithm bandwidth, GB/s, collective op under choice c reaches alone on the
+// machine. It is the tuner's own figure, which the simulator's links are calibrated to reach
+// (ring/Simple at NCCL's share of NVLink, NVLS all-reduce at 480 GB/s busbw on 8×H100), except for
+// NVLS all-gather and reduce-scatter: there each rank's NVLink carries the whole buffer one way
+// (the switch's multicast writes every share into every rank, or its ld_reduce pulls every share
+// from every rank) and its own share the other, so the buffer crosses the busy direction at the
+// rate NCCL's protocol reaches on the link, the ring's per-link rate (RingBus). On 8×H100 that is
+// 369 GB/s (busbw 323 at large sizes); NVIDIA/nccl issue 1506 measured ~300 for all-gather.
+func (t *ncclTopo) runBw(op timeline.CollOp, c ncclChoice) float64 {
+	if c.Algo == timeline.AlgoNVLS && (op == timeline.CollAllGather || op == timeline.CollReduceScatter) {
+		return t.RingBus
+	}
+	return c.AlgBw
+}
+
 // channels is the channel count NCCL launches with: it drops channels while each thread would get
 // less than its protocol's threshold of bytes (enqueue.cc), so small messages use few channels.
 func (t *ncclTopo) channels(c ncclChoice, bytes int64) int {
@@ -384,7 +434,10 @@ type NCCLPrediction struct {
 	Proto     timeline.NCCLProto
 	Channels  int
 	LatencyUs float64 // predicted latency
-	AlgBwGBps float64 // algorithm bandwidth: time = latency + bytes / bandwidth
+	AlgBwGBps float64 // algorithm bandwidth the collective reaches: time = latency + bytes / bandwidth
+	// TunerBwGBps is the algorithm bandwidth NCCL's tuner rates the choice at, which chose it. It
+	// is AlgBwGBps but for NVLS all-gather and reduce-scatter, which the tuner underrates.
+	TunerBwGBps float64
 }
 
 // TimeNs is the predicted time of bytes, ns.
@@ -400,5 +453,6 @@ func PredictNCCL(m Model, topo engine.Topology, op timeline.CollOp, ranks []engi
 	s := &Sim{m: m, topo: topo}
 	t := s.ncclTopo(ranks)
 	c := t.choose(op, bytes, algo, proto)
-	return NCCLPrediction{Algo: c.Algo, Proto: c.Proto, Channels: c.Channels, LatencyUs: c.LatUs, AlgBwGBps: c.AlgBw}
+	return NCCLPrediction{Algo: c.Algo, Proto: c.Proto, Channels: c.Channels, LatencyUs: c.LatUs,
+		AlgBwGBps: t.runBw(op, c), TunerBwGBps: c.AlgBw}
 }

@@ -87,7 +87,10 @@ func TestNCCLChoice(t *testing.T) {
 		{"1GiB", one, timeline.CollAllReduce, 1 << 30, 0, 0, timeline.AlgoNVLS, timeline.ProtoSimple},
 		{"1GiB ring", one, timeline.CollAllReduce, 1 << 30, timeline.AlgoRing, 0, timeline.AlgoRing, timeline.ProtoSimple},
 		{"1GiB ring LL", one, timeline.CollAllReduce, 1 << 30, timeline.AlgoRing, timeline.ProtoLL, timeline.AlgoRing, timeline.ProtoLL},
-		{"all-gather NVLS falls back", one, timeline.CollAllGather, 1 << 30, timeline.AlgoNVLS, 0, timeline.AlgoRing, timeline.ProtoSimple},
+		{"all-gather NVLS forced", one, timeline.CollAllGather, 1 << 30, timeline.AlgoNVLS, 0, timeline.AlgoNVLS, timeline.ProtoSimple},
+		{"reduce-scatter NVLS forced", one, timeline.CollReduceScatter, 1 << 30, timeline.AlgoNVLS, 0, timeline.AlgoNVLS, timeline.ProtoSimple},
+		{"2 hosts all-gather NVLS falls back", two, timeline.CollAllGather, 1 << 30, timeline.AlgoNVLS, 0, timeline.AlgoRing, timeline.ProtoSimple},
+		{"2 hosts reduce-scatter NVLS falls back", two, timeline.CollReduceScatter, 1 << 30, timeline.AlgoNVLS, 0, timeline.AlgoRing, timeline.ProtoSimple},
 		{"2 hosts 8B: tree", two, timeline.CollAllReduce, 8, 0, 0, timeline.AlgoTree, timeline.ProtoLL},
 		{"2 hosts 1GiB", two, timeline.CollAllReduce, 1 << 30, 0, 0, timeline.AlgoNVLSTree, timeline.ProtoSimple},
 		{"2 hosts ring forced", two, timeline.CollAllReduce, 1 << 30, timeline.AlgoRing, 0, timeline.AlgoRing, timeline.ProtoSimple},
@@ -143,5 +146,95 @@ func TestNCCLModel228(t *testing.T) {
 	c, _ := two.time(timeline.CollAllReduce, timeline.AlgoRing, timeline.ProtoSimple, 1<<30)
 	if math.Abs(c.LatUs-1.4*131.6) > 1e-9 {
 		t.Errorf("2 hosts ring Simple 1 GiB: %.2f µs; want 1.4 × 131.6", c.LatUs)
+	}
+}
+
+// TestNCCLNVLSAllGather works out, from NCCL 2.28.9's formulas, where the tuner picks NVLS for
+// all-gather and reduce-scatter on one 8×H100 host, and checks the model agrees.
+//
+// ncclTopoTuneModel (tuning.cc), for these two collectives over n = 8 ranks (nsteps = n−1 = 7):
+//
+//	NVLS:        8 heads × 40 GB/s (bwIntra) × nvlsEfficiency 0.85 × (8−1)/8 × (ppn−1)/ppn 7/8
+//	             = 208.25 GB/s, left as the algorithm bandwidth (only the ring's is converted);
+//	             latency hwLat[NVLink][NVLS][Simple] = 25 µs.
+//	Ring LL:     min(llMaxBw 141, 369.9 × 0.5) × n/nsteps = 141 × 8/7 = 161.14 GB/s;
+//	             6.6 + 7 × 0.6 = 10.8 µs.
+//	Ring LL128:  min(369.9 × 0.92, 16 × 36.7) × 8/7 = 388.9 GB/s; 14 + 7 × 1.9 = 27.3 µs.
+//	Ring Simple: 369.9 × 8/7 = 422.7 GB/s; 8.4 + 7 × 3.4 = 32.2 µs.
+//
+// (369.9 GB/s = NVLink's 450 × the calibrated 0.822 is the ring graph's bandwidth.) Time is
+// latency + S/bandwidth, so NVLS beats ring LL only above S = (25 − 10.8)/(1/161.14 − 1/208.25)
+// = 10.1 MB and ring LL128 only below S = (27.3 − 25)/(1/208.25 − 1/388.9) = 1.03 MB: no size is
+// both, and NCCL never picks NVLS for them unforced. With NCCL_PROTO=Simple the ring has Simple
+// only, and NVLS wins below S = (32.2 − 25)/(1/208.25 − 1/422.7) = 2.96 MB.
+func TestNCCLNVLSAllGather(t *testing.T) {
+	one := h100x8Topo(t, 1)
+	ring := 450 * 0.822
+	tab := []struct {
+		name    string
+		a       timeline.NCCLAlgo
+		p       timeline.NCCLProto
+		lat, bw float64
+	}{
+		{"NVLS", timeline.AlgoNVLS, timeline.ProtoSimple, 25, 8 * 40 * 0.85 * 7 / 8 * 7 / 8},
+		{"ring LL", timeline.AlgoRing, timeline.ProtoLL, 6.6 + 7*0.6, 141.0 * 8 / 7},
+		{"ring LL128", timeline.AlgoRing, timeline.ProtoLL128, 14 + 7*1.9, ring * 0.92 * 8 / 7},
+		{"ring Simple", timeline.AlgoRing, timeline.ProtoSimple, 8.4 + 7*3.4, ring * 8 / 7},
+	}
+	for _, op := range []timeline.CollOp{timeline.CollAllGather, timeline.CollReduceScatter} {
+		for _, tc := range tab {
+			lat, bw, ok := one.model(op, tc.a, tc.p)
+			if !ok || math.Abs(lat-tc.lat) > 1e-9 || math.Abs(bw-tc.bw) > 1e-6 {
+				t.Errorf("%v %s: %.2f µs / %.3f GB/s (ok=%v); NCCL 2.28.9 gives %.2f / %.3f", op, tc.name, lat, bw, ok, tc.lat, tc.bw)
+			}
+		}
+	}
+	nvls, ll, ll128, simple := tab[0], tab[1], tab[2], tab[3]
+	// cross is the size (bytes) above which x's bandwidth makes up for its higher latency over y.
+	cross := func(x, y struct {
+		name    string
+		a       timeline.NCCLAlgo
+		p       timeline.NCCLProto
+		lat, bw float64
+	}) float64 {
+		return (x.lat - y.lat) / (1/y.bw - 1/x.bw) * 1e3
+	}
+	aboveLL, belowLL128 := cross(nvls, ll), cross(ll128, nvls)
+	if aboveLL < 10.0e6 || aboveLL > 10.2e6 || belowLL128 < 1.0e6 || belowLL128 > 1.1e6 {
+		t.Fatalf("hand calculation: NVLS beats LL above %.4g B, LL128 below %.4g B; want ~10.1 MB and ~1.03 MB", aboveLL, belowLL128)
+	}
+	// Unforced, NCCL's choice never is NVLS: around both crossings and at every power of two.
+	var sizes []int64
+	for b := int64(1); b <= 16<<30; b *= 2 {
+		sizes = append(sizes, b)
+	}
+	for _, x := range []float64{aboveLL, belowLL128} {
+		sizes = append(sizes, int64(x*0.99), int64(x), int64(x*1.01))
+	}
+	for _, op := range []timeline.CollOp{timeline.CollAllGather, timeline.CollReduceScatter} {
+		for _, b := range sizes {
+			if c := one.choose(op, b, 0, 0); c.Algo == timeline.AlgoNVLS {
+				t.Errorf("%v %d B: NVLS; NCCL 2.28.9 never picks it unforced on 8×H100", op, b)
+			}
+		}
+		// NCCL_PROTO=Simple: NVLS below the crossing with ring Simple, the ring above it.
+		sw := cross(simple, nvls)
+		if sw < 2.9e6 || sw > 3.0e6 {
+			t.Fatalf("hand calculation: NVLS beats ring Simple below %.4g B; want ~2.96 MB", sw)
+		}
+		for _, tc := range []struct {
+			bytes int64
+			want  timeline.NCCLAlgo
+		}{{8, timeline.AlgoNVLS}, {int64(sw * 0.99), timeline.AlgoNVLS}, {int64(sw * 1.01), timeline.AlgoRing}, {1 << 30, timeline.AlgoRing}} {
+			if c := one.choose(op, tc.bytes, 0, timeline.ProtoSimple); c.Algo != tc.want || c.Proto != timeline.ProtoSimple {
+				t.Errorf("%v %d B, NCCL_PROTO=Simple: %v/%v; want %v/Simple (switch at %.0f B)", op, tc.bytes, c.Algo, c.Proto, tc.want, sw)
+			}
+		}
+	}
+	// More local ranks than NVLS's arity (32) run no NVLS all-gather; all-reduce has no such limit.
+	wide := one
+	wide.Ranks, wide.NVLSHeads = 33, 33
+	if wide.available(timeline.CollAllGather, timeline.AlgoNVLS) || !wide.available(timeline.CollAllReduce, timeline.AlgoNVLS) {
+		t.Error("33 ranks on one node: want NVLS for all-reduce only")
 	}
 }
