@@ -26,8 +26,9 @@ import (
 // 161.1 GB/s at 10.8 µs and ring LL128's 388.9 GB/s at 27.3 µs. NVLS beats LL only above 10.1 MB
 // and LL128 only below 1.03 MB, so NCCL never picks it unforced on such a host; with
 // NCCL_PROTO=Simple it does, below 2.96 MB (nccl_test.go works both out). NCCL also runs it,
-// whatever the cost, for registered buffers under NCCL_CTA_POLICY_EFFICIENCY, which the engine
-// has no notion of. Its time is not the tuner's figure, which is well under what it measures
+// whatever the cost, for registered buffers when the communicator's CTA policy is
+// NCCL_CTA_POLICY_EFFICIENCY (config.CTAPolicy, or NCCL_CTA_POLICY=1), which the engine has no
+// notion of. Its time is not the tuner's figure, which is well under what it measures
 // (NVIDIA/nccl issue 1506: ~300 GB/s busbw on 8 GPUs against the tuner's 182): the flows move the
 // bytes NVLink SHARP moves (a rank's share out and the whole buffer in for all-gather, the
 // reverse for reduce-scatter) at the rate NCCL's protocol reaches on NVLink (ncclTopo.runBw).
@@ -36,7 +37,7 @@ import (
 // NVLink SHARP is usable (ncclNvlsInit: NCCL_NVLS_ENABLE defaults to 2, on wherever CUDA reports
 // multicast support, which needs the fabric manager) and a node has at least 2 GPUs; inside one
 // node it is NVLS, across nodes NVLS-tree (ncclTopoTuneModel disables NVLS-tree on one node, and
-// NVLS across nodes without CollNet). The tree is all-reduce only. So across nodes NCCL weighs
+// NVLS across nodes without CollNet). The tree and NVLS-tree are all-reduce only. So across nodes NCCL weighs
 // tree, ring and NVLS-tree at every size and takes the fastest; on 8×H100 hosts with a 400 Gb/s
 // NIC per GPU that is tree at small and mid sizes, NVLS-tree from a few MiB, and on 4 or more
 // nodes the ring again for the largest (nccl_test.go works the table out). The tree graph's
