@@ -259,11 +259,20 @@ func TestJaegerStopsMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Jaeger stops once it has taken spans (not at a fixed time: a loaded machine may export later),
+	// while the paced run still has most of its steps to go.
+	stopped := make(chan struct{})
 	go func() {
-		time.Sleep(900 * time.Millisecond)
+		defer close(stopped)
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if s := p.ExportStats(); s != nil && s.SpansExported > 0 {
+				break
+			}
+		}
 		j.stop()
 	}()
 	out, err := p.Run(context.Background())
+	<-stopped
 	if err != nil || out.Steps != 10 {
 		t.Fatalf("run: %d steps, %v", out.Steps, err)
 	}
