@@ -1,0 +1,60 @@
+package whatif
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/xfertop/xfertop/depgraph"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Plan is a first pass over a trace, looking at what Stream needs to cut it into windows: its
+// steps (one event each) and how far out of start order its ops come. It holds a few bytes a
+// step, nothing of the ops.
+type Plan struct {
+	steps    []Placed
+	seq      int64
+	maxStart int64
+	late     int64
+	started  bool
+}
+
+// Events takes the input's next events (all of them, steps inferred at its end included).
+func (p *Plan) Events(batch []timeline.Event) {
+	for i := range batch {
+		e := &batch[i]
+		seq := p.seq
+		p.seq++
+		if e.Kind == timeline.KindStep {
+			p.steps = append(p.steps, Placed{*e, seq})
+			continue
+		}
+		if !depgraph.IsNode(e) {
+			continue
+		}
+		if !p.started || e.Start > p.maxStart {
+			p.maxStart, p.started = e.Start, true
+		}
+		p.late = max(p.late, p.maxStart-e.Start)
+	}
+}
+
+// Params are the windows: cut at the starts of steps, each after the one before it ended (the
+// ranks of one job mark the same steps a little apart: a window is cut at the first rank's), the
+// steps placed where the input has them.
+func (p *Plan) Params() StreamParams {
+	sp := StreamParams{Late: p.late, Steps: p.steps}
+	ss := slices.Clone(p.steps)
+	slices.SortStableFunc(ss, func(a, b Placed) int {
+		return cmp.Or(cmp.Compare(a.Event.Start, b.Event.Start), cmp.Compare(a.Event.End, b.Event.End))
+	})
+	end := int64(math.MinInt64)
+	for _, s := range ss {
+		if s.Event.Start >= end && s.Event.Start > math.MinInt64 && (len(sp.Cuts) == 0 || s.Event.Start > sp.Cuts[len(sp.Cuts)-1]) {
+			sp.Cuts = append(sp.Cuts, s.Event.Start)
+			end = s.Event.End
+		}
+	}
+	return sp
+}

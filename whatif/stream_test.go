@@ -1,0 +1,174 @@
+package whatif
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/xfertop/xfertop/depgraph"
+	"github.com/xfertop/xfertop/engine/topology"
+	"github.com/xfertop/xfertop/importers"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// events is a sink that keeps what it is given.
+type events []timeline.Event
+
+func (e *events) Emit(ev *timeline.Event) { *e = append(*e, *ev) }
+
+// streamed replays evs window by window, given in batches of batch events, as a command does
+// after its first pass (Plan).
+func streamed(t *testing.T, evs []timeline.Event, names depgraph.Names, o Options, batch int) (*Streamed, [3]events) {
+	t.Helper()
+	var plan Plan
+	plan.Events(evs)
+	p := plan.Params()
+	p.KeepPathNodes = true
+	var out [3]events
+	s := NewStream(names, o, p, Outputs{Measured: &out[0], Baseline: &out[1], Changed: &out[2]})
+	for b := evs; len(b) > 0; {
+		n := min(batch, len(b))
+		if err := s.Events(b[:n]); err != nil {
+			t.Fatal(err)
+		}
+		b = b[n:]
+	}
+	res, err := s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Cuts) > 0 {
+		t.Logf("%d windows", len(p.Cuts)+1)
+	}
+	return res, out
+}
+
+// sameAsRun checks that the streamed what-if of evs says exactly what Run's whole graph says:
+// the same ops in the same order, measured and replayed, the same critical paths per step, the
+// same counts.
+func sameAsRun(t *testing.T, evs []timeline.Event, names depgraph.Names, o Options) {
+	t.Helper()
+	w, err := Run(evs, names, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, out := streamed(t, evs, names, o, 4096)
+	measured := make(events, len(w.Graph.Nodes))
+	for n := range w.Graph.Nodes {
+		measured[n] = *w.Graph.Event(int32(n))
+	}
+	for i, want := range []events{measured, w.Baseline.Events, w.Changed.Events} {
+		name := [3]string{"measured", "baseline", "changed"}[i]
+		if len(out[i]) != len(want) {
+			t.Fatalf("%s: %d ops streamed; the whole graph has %d", name, len(out[i]), len(want))
+		}
+		for j := range want {
+			if out[i][j] != want[j] {
+				t.Fatalf("%s op %d:\nstreamed %+v\nwhole    %+v", name, j, out[i][j], want[j])
+			}
+		}
+	}
+	unchanged := w.Graph.CriticalPathsBound(w.Baseline.Times, w.Baseline.Weight, w.Baseline.Bound)
+	for i, c := range []struct {
+		name      string
+		got, want []depgraph.Path
+	}{{"measured", s.Before, w.Before}, {"baseline", s.Unchanged, unchanged}, {"changed", s.After, w.After}} {
+		if len(c.got) != len(c.want) {
+			t.Fatalf("%s: %d critical paths streamed; the whole graph has %d", c.name, len(c.got), len(c.want))
+		}
+		for j := range c.want {
+			if !reflect.DeepEqual(c.got[j], c.want[j]) {
+				t.Fatalf("%s critical path %d (%d):\nstreamed %+v\nwhole    %+v", c.name, j, i, c.got[j], c.want[j])
+			}
+		}
+	}
+	if s.Stats != w.Graph.Stats {
+		t.Errorf("stats:\nstreamed %+v\nwhole    %+v", s.Stats, w.Graph.Stats)
+	}
+	for i, r := range [][2]*Result{{s.Baseline, w.Baseline}, {s.Changed, w.Changed}} {
+		got, want := r[0], r[1]
+		if got.Retimed != want.Retimed || got.Scaled != want.Scaled || got.ScaledComm != want.ScaledComm ||
+			!reflect.DeepEqual(got.Kept, want.Kept) || !reflect.DeepEqual(got.NotForced, want.NotForced) {
+			t.Errorf("replay %d tallies: streamed %d %d %d %v %v; whole %d %d %d %v %v", i, got.Retimed, got.Scaled, got.ScaledComm, got.Kept, got.NotForced,
+				want.Retimed, want.Scaled, want.ScaledComm, want.Kept, want.NotForced)
+		}
+	}
+}
+
+// readTrace imports paths whole.
+func readTrace(t *testing.T, paths ...string) *collect {
+	t.Helper()
+	c := &collect{}
+	if _, err := importers.Stream(paths, importers.Options{}, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// On every real trace, and on both ranks of the sampled job, the what-if replayed step by step
+// says exactly what the whole trace's graph says, unchanged and with every kernel halved.
+func TestStreamMatchesRunRealTraces(t *testing.T) {
+	for _, names := range [][]string{
+		{"kineto/resnet50_v100_worker0.pt.trace.json.gz"},
+		{"kineto/sampled_rank-0.json.gz"},
+		{"kineto/sampled_rank-0.json.gz", "kineto/sampled_rank-1.json.gz"},
+		{"nsys/mfu_2gpu_after.sqlite"},
+		{"nsys/mock.sqlite"},
+	} {
+		var paths []string
+		for _, n := range names {
+			paths = append(paths, filepath.Join(sharedData, n))
+		}
+		t.Run(filepath.Base(names[len(names)-1])+"-"+string(rune('0'+len(names))), func(t *testing.T) {
+			for _, p := range paths {
+				if _, err := os.Stat(p); err != nil {
+					t.Skipf("%s: %v (the project's real traces are not here)", p, err)
+				}
+			}
+			c := readTrace(t, paths...)
+			sameAsRun(t, c.evs, c.h.Strings, Options{})
+			sameAsRun(t, c.evs, c.h.Strings, Options{Scale: map[string]float64{"*": 0.5}})
+		})
+	}
+}
+
+// On synthetic jobs of several ranks and steps whose GPUs run behind their hosts (a step's
+// kernels run into the next step), with all-reduces matched across ranks and re-timed by the
+// NCCL model, the step-by-step replay says exactly what the whole graph's does.
+func TestStreamMatchesRunSynthetic(t *testing.T) {
+	topo, err := topology.Load("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range []synthShape{{1, 6, 40, 1}, {2, 8, 64, 2}, {4, 5, 33, 3}} {
+		t.Run("", func(t *testing.T) {
+			dir := t.TempDir()
+			var paths []string
+			var ws []io.Writer
+			var bufs []*bytes.Buffer
+			for r := range sh.ranks {
+				b := &bytes.Buffer{}
+				bufs, ws = append(bufs, b), append(ws, b)
+				paths = append(paths, filepath.Join(dir, "rank"+string(rune('0'+r))+".json"))
+			}
+			if err := writeSynth(ws, sh); err != nil {
+				t.Fatal(err)
+			}
+			for r, p := range paths {
+				if err := os.WriteFile(p, bufs[r].Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := readTrace(t, paths...)
+			if len(c.evs) == 0 {
+				t.Fatal("no events")
+			}
+			sameAsRun(t, c.evs, c.h.Strings, Options{})
+			sameAsRun(t, c.evs, c.h.Strings, Options{Scale: map[string]float64{"gemm_1": 0.3, "gemm_3": 2}})
+			sameAsRun(t, c.evs, c.h.Strings, Options{Topology: topo, TraceDevices: sh.ranks, Scale: map[string]float64{"*": 0.5}})
+		})
+	}
+}
