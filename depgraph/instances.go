@@ -68,10 +68,12 @@ func (b *builder) instances() {
 	}
 }
 
-// unmatched counts parts that are no instance.
+// unmatched counts parts that are no instance, each at its end: by then every part it could have
+// been matched with had begun (the parts of an instance overlap), so a window's graph that
+// finalises the end has them all.
 func (b *builder) unmatched(parts []int32) {
 	for _, p := range parts {
-		if b.counts(Start(p)) {
+		if b.counts(End(p)) {
 			b.g.Unmatched++
 		}
 	}

@@ -27,6 +27,8 @@ type Streamed struct {
 // order. Any may be nil.
 type Outputs struct {
 	Measured, Baseline, Changed timeline.Sink
+	// ChangedOrder, when set, gets the index among the measured ops of each op Changed gets.
+	ChangedOrder *[]int32
 }
 
 // StreamParams say where a trace is cut into windows.
@@ -169,7 +171,7 @@ func (s *Stream) Close() (*Streamed, error) {
 		}
 	}
 	for v := range s.reorder {
-		s.reorder[v].flush(math.MaxInt64, s.sink(v))
+		s.flush(v, math.MaxInt64)
 	}
 	if !s.anyNodes {
 		return nil, fmt.Errorf("the trace has no ops to replay (kernels, copies, collectives, runtime calls)")
@@ -184,11 +186,13 @@ func (s *Stream) Close() (*Streamed, error) {
 	return &s.res, nil
 }
 
-func (s *Stream) sink(v int) timeline.Sink {
-	if v == 0 {
-		return s.out.Baseline
+// flush passes on replay v's ops that start before lb.
+func (s *Stream) flush(v int, lb int64) {
+	sink, order := s.out.Baseline, (*[]int32)(nil)
+	if v == 1 {
+		sink, order = s.out.Changed, s.out.ChangedOrder
 	}
-	return s.out.Changed
+	s.reorder[v].flush(lb, sink, order)
 }
 
 // key names point p of g across windows: a node's start or end by its event's index in the
@@ -488,7 +492,7 @@ func (s *Stream) carry(g *depgraph.Graph, in []Placed, seqs []int64, lo, hi int6
 		for _, pt := range s.store {
 			lb = min(lb, pt.t[v])
 		}
-		s.reorder[v].flush(lb, s.sink(v))
+		s.flush(v, lb)
 	}
 }
 
@@ -574,20 +578,23 @@ func (r *reorderBuf) add(e timeline.Event, idx int32) {
 }
 
 // flush passes on, in start order, the ops that start before lb.
-func (r *reorderBuf) flush(lb int64, sink timeline.Sink) {
-	order := make([]int, len(r.evs))
-	for i := range order {
-		order[i] = i
+func (r *reorderBuf) flush(lb int64, sink timeline.Sink, order *[]int32) {
+	byStart := make([]int, len(r.evs))
+	for i := range byStart {
+		byStart[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int {
+	slices.SortFunc(byStart, func(a, b int) int {
 		return cmp.Or(cmp.Compare(r.evs[a].Start, r.evs[b].Start), cmp.Compare(r.idx[a], r.idx[b]))
 	})
 	var evs []timeline.Event
 	var idx []int32
-	for _, i := range order {
+	for _, i := range byStart {
 		if r.evs[i].Start < lb {
 			if sink != nil {
 				sink.Emit(&r.evs[i])
+			}
+			if order != nil {
+				*order = append(*order, r.idx[i])
 			}
 			continue
 		}

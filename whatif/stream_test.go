@@ -12,6 +12,7 @@ import (
 	"github.com/xfertop/xfertop/engine/topology"
 	"github.com/xfertop/xfertop/importers"
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/whatif/synth"
 )
 
 // events is a sink that keeps what it is given.
@@ -143,18 +144,18 @@ func TestStreamMatchesRunSynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sh := range []synthShape{{1, 6, 40, 1}, {2, 8, 64, 2}, {4, 5, 33, 3}} {
+	for _, sh := range []synth.Shape{{Ranks: 1, Steps: 6, Ops: 40, Seed: 1}, {Ranks: 2, Steps: 8, Ops: 64, Seed: 2}, {Ranks: 4, Steps: 5, Ops: 33, Seed: 3}, {Ranks: 2, Steps: 30, Ops: 200, Seed: 1}} {
 		t.Run("", func(t *testing.T) {
 			dir := t.TempDir()
 			var paths []string
 			var ws []io.Writer
 			var bufs []*bytes.Buffer
-			for r := range sh.ranks {
+			for r := range sh.Ranks {
 				b := &bytes.Buffer{}
 				bufs, ws = append(bufs, b), append(ws, b)
 				paths = append(paths, filepath.Join(dir, "rank"+string(rune('0'+r))+".json"))
 			}
-			if err := writeSynth(ws, sh); err != nil {
+			if err := synth.Write(ws, sh); err != nil {
 				t.Fatal(err)
 			}
 			for r, p := range paths {
@@ -168,7 +169,7 @@ func TestStreamMatchesRunSynthetic(t *testing.T) {
 			}
 			sameAsRun(t, c.evs, c.h.Strings, Options{})
 			sameAsRun(t, c.evs, c.h.Strings, Options{Scale: map[string]float64{"gemm_1": 0.3, "gemm_3": 2}})
-			sameAsRun(t, c.evs, c.h.Strings, Options{Topology: topo, TraceDevices: sh.ranks, Scale: map[string]float64{"*": 0.5}})
+			sameAsRun(t, c.evs, c.h.Strings, Options{Topology: topo, TraceDevices: sh.Ranks, Scale: map[string]float64{"*": 0.5}})
 		})
 	}
 }

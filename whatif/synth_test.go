@@ -1,129 +1,40 @@
 package whatif
 
 import (
-	"bufio"
+	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/xfertop/xfertop/whatif/synth"
 )
 
-// synthShape is the shape of a synthetic PyTorch profiler trace: ranks × steps, each step a host
-// launching ops kernels on a compute stream (every eighth an all-reduce on a communication
-// stream, matched across ranks), a copy to the host, and a synchronisation at the step's end.
-type synthShape struct {
-	ranks, steps, ops int
-	seed              uint64
-}
+var (
+	synthDir   = flag.String("synth-dir", "", "TestWriteSynth writes a synthetic trace per rank here (rank-N.json)")
+	synthSteps = flag.Int("synth-steps", 100, "steps of the synthetic trace TestWriteSynth writes")
+	synthRanks = flag.Int("synth-ranks", 1, "ranks of the synthetic trace TestWriteSynth writes")
+	synthOps   = flag.Int("synth-ops", 1000, "kernels a step of the synthetic trace TestWriteSynth writes")
+)
 
-// synthEv is one event of a synthetic trace, as written.
-type synthEv struct {
-	cat, name    string
-	ts, dur      int64
-	corr         int
-	gpu          bool
-	comm         int // the all-reduce's index in its step, for its end; -1 for none
-	bytes, ranks int
-	stream       int
-	annotation   bool
-}
-
-// writeSynth writes one PyTorch profiler trace per rank into ws (ws[r] for rank r), a step at a
-// time: durations come from the seed, so every rank (and every run) sees the same job. The GPU
-// runs behind the host, so each step's last kernels run into the next step's host time, as in
-// real traces.
-func writeSynth(ws []io.Writer, sh synthShape) error {
-	bws := make([]*bufio.Writer, len(ws))
-	for r, w := range ws {
-		bws[r] = bufio.NewWriterSize(w, 1<<16)
-		fmt.Fprintf(bws[r], `{"schemaVersion":1,"distributedInfo":{"rank":%d,"world_size":%d},"traceEvents":[`, r, sh.ranks)
+// TestWriteSynth writes a synthetic trace to try the command on (skipped without -synth-dir):
+//
+//	go test ./whatif -run TestWriteSynth -synth-dir /tmp/big -synth-steps 4000 -synth-ops 1000
+func TestWriteSynth(t *testing.T) {
+	if *synthDir == "" {
+		t.Skip("no -synth-dir")
 	}
-	rng := rand.New(rand.NewPCG(sh.seed, 1))
-	host, gpu, comm, corr := make([]int64, sh.ranks), make([]int64, sh.ranks), make([]int64, sh.ranks), make([]int, sh.ranks)
-	for r := range host {
-		host[r] = 100 + int64(r)*3
-	}
-	first := make([]bool, sh.ranks)
-	for step := range sh.steps {
-		durs := make([]int64, sh.ops)
-		for i := range durs {
-			durs[i] = 8 + rng.Int64N(40)
+	var ws []io.Writer
+	for r := range *synthRanks {
+		f, err := os.Create(filepath.Join(*synthDir, fmt.Sprintf("rank-%d.json", r)))
+		if err != nil {
+			t.Fatal(err)
 		}
-		gap, syncEarly := 20+rng.Int64N(30), rng.Int64N(200)
-		evs := make([][]synthEv, sh.ranks)
-		commEnd := make([]int64, sh.ops/8+1)
-		for r := range evs {
-			stepStart := host[r]
-			add := func(e synthEv) { evs[r] = append(evs[r], e) }
-			for i := range sh.ops {
-				corr[r]++
-				launch := host[r]
-				add(synthEv{cat: "cuda_runtime", name: "cudaLaunchKernel", ts: launch, dur: 4, corr: corr[r], comm: -1})
-				host[r] += 6
-				if i%8 == 7 {
-					start := max(launch+5, comm[r], gpu[r])
-					commEnd[i/8] = max(commEnd[i/8], start+30)
-					add(synthEv{cat: "kernel", name: "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
-						ts: start, corr: corr[r], gpu: true, comm: i / 8, stream: 13, ranks: sh.ranks})
-					continue
-				}
-				start := max(launch+5, gpu[r])
-				gpu[r] = start + durs[i]
-				add(synthEv{cat: "kernel", name: fmt.Sprintf("gemm_%d", i%5), ts: start, dur: durs[i], corr: corr[r], gpu: true, comm: -1, stream: 7})
-			}
-			corr[r]++
-			copyStart := max(host[r]+5, gpu[r])
-			add(synthEv{cat: "cuda_runtime", name: "cudaMemcpyAsync", ts: host[r], dur: 3, corr: corr[r], comm: -1})
-			add(synthEv{cat: "gpu_memcpy", name: "Memcpy DtoH (Device -> Pinned)", ts: copyStart, dur: 6, corr: corr[r], gpu: true, comm: -1, stream: 7, bytes: 4096})
-			gpu[r] = copyStart + 6
-			host[r] += 8
-			corr[r]++
-			wait := max(2, gpu[r]-host[r]-syncEarly)
-			add(synthEv{cat: "cuda_runtime", name: "cudaStreamSynchronize", ts: host[r], dur: wait, corr: corr[r], comm: -1})
-			host[r] += wait + gap
-			add(synthEv{cat: "user_annotation", name: fmt.Sprintf("ProfilerStep#%d", step), ts: stepStart - 1, dur: host[r] - stepStart, comm: -1, annotation: true})
-		}
-		for r := range evs {
-			comm[r] = commEnd[len(commEnd)-1]
-			for _, e := range evs[r] {
-				if e.comm >= 0 {
-					e.dur = commEnd[e.comm] - e.ts
-					comm[r] = max(comm[r], commEnd[e.comm])
-				}
-				if first[r] {
-					bws[r].WriteString(",")
-				}
-				first[r] = true
-				bws[r].WriteString("\n")
-				writeSynthEv(bws[r], r, e)
-			}
-		}
+		defer f.Close()
+		ws = append(ws, f)
 	}
-	for _, bw := range bws {
-		bw.WriteString("\n]}\n")
-		if err := bw.Flush(); err != nil {
-			return err
-		}
+	if err := synth.Write(ws, synth.Shape{Ranks: *synthRanks, Steps: *synthSteps, Ops: *synthOps, Seed: 1}); err != nil {
+		t.Fatal(err)
 	}
-	return nil
-}
-
-// writeSynthEv writes one event of rank r as the PyTorch profiler does.
-func writeSynthEv(w *bufio.Writer, r int, e synthEv) {
-	if !e.gpu {
-		fmt.Fprintf(w, `{"ph":"X","cat":%q,"name":%q,"pid":%d,"tid":%d,"ts":%d,"dur":%d`, e.cat, e.name, 1000+r, 1000+r, e.ts, e.dur)
-		if !e.annotation {
-			fmt.Fprintf(w, `,"args":{"correlation":%d}`, e.corr)
-		}
-		w.WriteString("}")
-		return
-	}
-	fmt.Fprintf(w, `{"ph":"X","cat":%q,"name":%q,"pid":%d,"tid":%d,"ts":%d,"dur":%d,"args":{"device":%d,"stream":%d,"correlation":%d`,
-		e.cat, e.name, r, e.stream, e.ts, e.dur, r, e.stream, e.corr)
-	if e.comm >= 0 {
-		fmt.Fprintf(w, `,"In msg nelems":1048576,"Out msg nelems":1048576,"Group size":%d,"dtype":"Float"`, e.ranks)
-	}
-	if e.bytes > 0 {
-		fmt.Fprintf(w, `,"bytes":%d`, e.bytes)
-	}
-	w.WriteString("}}")
 }
