@@ -74,7 +74,7 @@ type Stream struct {
 	pending  map[int][]Placed  // each window's own events, by window
 	carried  []Placed          // older events the next window keeps
 	prevOwn  []Placed          // the previous window's own events
-	store    map[uint64]*point // the points earlier windows finalised, of the events still kept
+	store    map[uint64]point // the points earlier windows finalised, of the events still kept
 	global   map[int64]int32   // each kept node's index among the measured ops
 	nodes    int32             // measured ops emitted
 	seqBase  map[depgraph.SeqDevKey]int
@@ -100,7 +100,7 @@ type boundRec struct {
 
 // NewStream starts a streamed what-if under o.
 func NewStream(names depgraph.Names, o Options, p StreamParams, out Outputs) *Stream {
-	s := &Stream{names: names, params: p, out: out, pending: map[int][]Placed{}, store: map[uint64]*point{},
+	s := &Stream{names: names, params: p, out: out, pending: map[int][]Placed{}, store: map[uint64]point{},
 		global: map[int64]int32{}, seqBase: map[depgraph.SeqDevKey]int{}, maxStart: math.MinInt64}
 	s.opts[0] = Options{Topology: o.Topology, TraceDevices: o.TraceDevices}
 	s.opts[1] = o
@@ -242,17 +242,35 @@ func (s *Stream) window() error {
 		}
 		return -1
 	}
+	// The points earlier windows finalised, looked up once: their replayed times, and the edges
+	// (of this window's graph) that bound them there.
+	type pinned struct {
+		pt    point
+		edges [3]int32
+	}
+	var pins []pinned
+	pinOf := make([]int32, len(g.Time)) // index in pins + 1; 0: not pinned
+	for p := range g.Time {
+		if g.Time[p] >= lo || g.Time[p] >= hi {
+			continue // final here, or later
+		}
+		if pt, ok := s.store[keyOf(int32(p))]; ok {
+			pn := pinned{pt: pt}
+			for v := range pn.edges {
+				pn.edges[v] = edgeOf(int32(p), pt.bound[v])
+			}
+			pins = append(pins, pn)
+			pinOf[p] = int32(len(pins))
+		}
+	}
 	var rs [2]*Result
 	for v := range rs {
 		pin := func(p int32) (int64, int32, bool) {
-			if isFinal(p) || g.Time[p] >= hi {
+			i := pinOf[p]
+			if i == 0 {
 				return 0, 0, false
 			}
-			pt, ok := s.store[keyOf(p)]
-			if !ok {
-				return 0, 0, false
-			}
-			return pt.t[v], edgeOf(p, pt.bound[v+1]), true
+			return pins[i-1].pt.t[v], pins[i-1].edges[v+1], true
 		}
 		if rs[v], err = replay(g, s.names, s.opts[v], &window{final: isFinal, pin: pin}); err != nil {
 			return err
@@ -261,15 +279,15 @@ func (s *Stream) window() error {
 	}
 	measured := g.Binding(nil, nil)
 	// Pinned points keep the edges (and weights) that bound them in their own window.
-	for p := range g.Time {
-		pt, ok := s.store[keyOf(int32(p))]
-		if isFinal(int32(p)) || !ok {
+	for p, i := range pinOf {
+		if i == 0 {
 			continue
 		}
-		measured[p] = edgeOf(int32(p), pt.bound[0])
+		pn := &pins[i-1]
+		measured[p] = pn.edges[0]
 		for v := range rs {
 			if b := rs[v].Bound[p]; b >= 0 {
-				rs[v].Weight[b] = pt.bound[v+1].w
+				rs[v].Weight[b] = pn.pt.bound[v+1].w
 			}
 		}
 	}
@@ -288,7 +306,7 @@ func (s *Stream) window() error {
 		if !isFinal(int32(p)) {
 			continue
 		}
-		s.store[keyOf(int32(p))] = &point{
+		s.store[keyOf(int32(p))] = point{
 			t:     [2]int64{rs[0].Times[p], rs[1].Times[p]},
 			bound: [3]boundRec{rec(int32(p), measured[p], nil), rec(int32(p), rs[0].Bound[p], rs[0].Weight), rec(int32(p), rs[1].Bound[p], rs[1].Weight)},
 		}
@@ -568,38 +586,49 @@ func (a *anchors) nodes() []int32 {
 
 // reorderBuf holds a replay's ops until no later window can start one before them.
 type reorderBuf struct {
-	evs []timeline.Event
-	idx []int32 // each op's index among the measured ops: the order of ops starting together
+	ops     []reordered // sorted up to sorted
+	sorted  int
+	scratch []reordered
+}
+
+// reordered is an op and its index among the measured ops: the order of ops starting together.
+type reordered struct {
+	e   timeline.Event
+	idx int32
 }
 
 func (r *reorderBuf) add(e timeline.Event, idx int32) {
-	r.evs = append(r.evs, e)
-	r.idx = append(r.idx, idx)
+	r.ops = append(r.ops, reordered{e, idx})
 }
 
-// flush passes on, in start order, the ops that start before lb.
+func byStart(a, b reordered) int {
+	return cmp.Or(cmp.Compare(a.e.Start, b.e.Start), cmp.Compare(a.idx, b.idx))
+}
+
+// flush passes on, in start order, the ops that start before lb (and their indices to order).
 func (r *reorderBuf) flush(lb int64, sink timeline.Sink, order *[]int32) {
-	byStart := make([]int, len(r.evs))
-	for i := range byStart {
-		byStart[i] = i
-	}
-	slices.SortFunc(byStart, func(a, b int) int {
-		return cmp.Or(cmp.Compare(r.evs[a].Start, r.evs[b].Start), cmp.Compare(r.idx[a], r.idx[b]))
-	})
-	var evs []timeline.Event
-	var idx []int32
-	for _, i := range byStart {
-		if r.evs[i].Start < lb {
-			if sink != nil {
-				sink.Emit(&r.evs[i])
-			}
-			if order != nil {
-				*order = append(*order, r.idx[i])
-			}
-			continue
+	// What is left from the last flush is sorted: sort the ops added since, and merge.
+	old, added := r.ops[:r.sorted], r.ops[r.sorted:]
+	slices.SortFunc(added, byStart)
+	merged := r.scratch[:0]
+	for len(old) > 0 && len(added) > 0 {
+		if byStart(added[0], old[0]) < 0 {
+			merged, added = append(merged, added[0]), added[1:]
+		} else {
+			merged, old = append(merged, old[0]), old[1:]
 		}
-		evs = append(evs, r.evs[i])
-		idx = append(idx, r.idx[i])
 	}
-	r.evs, r.idx = evs, idx
+	merged = append(append(merged, old...), added...)
+	r.ops, r.scratch = merged, r.ops
+	n, _ := slices.BinarySearchFunc(r.ops, lb, func(o reordered, t int64) int { return cmp.Compare(o.e.Start, t) })
+	for i := range r.ops[:n] {
+		if sink != nil {
+			sink.Emit(&r.ops[i].e)
+		}
+		if order != nil {
+			*order = append(*order, r.ops[i].idx)
+		}
+	}
+	r.ops = r.ops[:copy(r.ops, r.ops[n:])]
+	r.sorted = len(r.ops)
 }
