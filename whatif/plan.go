@@ -40,21 +40,27 @@ func (p *Plan) Events(batch []timeline.Event) {
 	}
 }
 
-// Params are the windows: cut at the starts of steps, each after the one before it ended (the
-// ranks of one job mark the same steps a little apart: a window is cut at the first rank's), the
-// steps placed where the input has them.
+// Params are the windows: cut just after the starts of the steps, a group of steps that begin
+// together (the ranks of one job mark the same steps a little apart) cut after the last of them,
+// the steps placed where the input has them. Just after: a step's start and the end of the step
+// before (often the same instant) fall in one window, so that the window that ends a step holds
+// its path, not the next.
 func (p *Plan) Params() StreamParams {
 	sp := StreamParams{Late: p.late, Steps: p.steps}
 	ss := slices.Clone(p.steps)
 	slices.SortStableFunc(ss, func(a, b Placed) int {
 		return cmp.Or(cmp.Compare(a.Event.Start, b.Event.Start), cmp.Compare(a.Event.End, b.Event.End))
 	})
-	end := int64(math.MinInt64)
-	for _, s := range ss {
-		if s.Event.Start >= end && s.Event.Start > math.MinInt64 && (len(sp.Cuts) == 0 || s.Event.Start > sp.Cuts[len(sp.Cuts)-1]) {
-			sp.Cuts = append(sp.Cuts, s.Event.Start)
-			end = s.Event.End
+	for i := 0; i < len(ss); {
+		last, end := ss[i].Event.Start, ss[i].Event.End
+		j := i + 1
+		for ; j < len(ss) && ss[j].Event.Start < end; j++ {
+			last, end = ss[j].Event.Start, min(end, ss[j].Event.End)
 		}
+		if last < math.MaxInt64 && (len(sp.Cuts) == 0 || last+1 > sp.Cuts[len(sp.Cuts)-1]) {
+			sp.Cuts = append(sp.Cuts, last+1)
+		}
+		i = j
 	}
 	return sp
 }

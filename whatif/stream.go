@@ -70,13 +70,12 @@ type Stream struct {
 
 	seq      int64
 	maxStart int64
-	next     int               // the next window to replay
-	pending  map[int][]Placed  // each window's own events, by window
-	carried  []Placed          // older events the next window keeps
-	prevOwn  []Placed          // the previous window's own events
+	next     int              // the next window to replay
+	pending  map[int][]Placed // each window's own events, by window
+	carried  []Placed         // older events the next window keeps
 	store    map[uint64]point // the points earlier windows finalised, of the events still kept
-	global   map[int64]int32   // each kept node's index among the measured ops
-	nodes    int32             // measured ops emitted
+	global   map[int64]int32  // each kept node's index among the measured ops
+	nodes    int32            // measured ops emitted
 	seqBase  map[depgraph.SeqDevKey]int
 	reorder  [2]reorderBuf
 	res      Streamed
@@ -212,8 +211,8 @@ func (s *Stream) window() error {
 	own := s.pending[k]
 	delete(s.pending, k)
 	slices.SortStableFunc(own, func(a, b Placed) int { return cmp.Compare(a.Seq, b.Seq) })
-	in := make([]Placed, 0, len(s.carried)+len(s.prevOwn)+len(own))
-	in = append(append(append(in, s.carried...), s.prevOwn...), own...)
+	in := make([]Placed, 0, len(s.carried)+len(own))
+	in = append(append(in, s.carried...), own...)
 	slices.SortStableFunc(in, func(a, b Placed) int { return cmp.Compare(a.Seq, b.Seq) })
 	evs := make([]timeline.Event, len(in))
 	seqs := make([]int64, len(in))
@@ -313,7 +312,7 @@ func (s *Stream) window() error {
 	}
 	s.emit(g, seqs, rs, isFinal)
 	s.walk(g, seqs, rs, measured, isFinal, k)
-	s.carry(g, in, seqs, lo, hi, own, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
+	s.carry(g, in, seqs, lo, hi, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
 	return nil
 }
 
@@ -414,14 +413,9 @@ func (s *Stream) globalPath(g *depgraph.Graph, seqs []int64, p depgraph.Path) de
 // ones those still running at its start, the sources of dependencies into it, and the last op of
 // each stream, host process, event, device and step (what the next ops' dependencies reach back
 // to); and the points those finalised.
-func (s *Stream) carry(g *depgraph.Graph, in []Placed, seqs []int64, lo, hi int64, own []Placed, times [3][]int64, bounds [3][]int32) {
+func (s *Stream) carry(g *depgraph.Graph, in []Placed, seqs []int64, lo, hi int64, times [3][]int64, bounds [3][]int32) {
 	keep := make([]bool, len(in))
-	old := func(n int32) bool { return g.Time[depgraph.Start(n)] < lo }
-	mark := func(n int32) {
-		if old(n) {
-			keep[g.Nodes[n]] = true
-		}
-	}
+	mark := func(n int32) { keep[g.Nodes[n]] = true }
 	inst := map[int32]*depgraph.Instance{}
 	for i := range g.Instances {
 		inst[g.Instances[i].Join] = &g.Instances[i]
@@ -441,45 +435,94 @@ func (s *Stream) carry(g *depgraph.Graph, in []Placed, seqs []int64, lo, hi int6
 			}
 		}
 	}
+	// The sources of the dependencies into points later windows finalise (ops still running).
+	launched := make([]bool, len(g.Nodes))
 	for _, e := range g.Edges {
-		if g.Time[e.To] >= lo {
+		if g.Time[e.To] >= hi {
 			markPoint(e.From)
 		}
-	}
-	// The critical paths of the steps still to walk reach back to where each began, replayed:
-	// the points later than that, and the edges that bound them.
-	for v := range times {
-		from := hi
-		for _, st := range g.Steps {
-			if g.Time[depgraph.End(st)] >= hi || !old(st) {
-				from = min(from, times[v][depgraph.Start(st)])
-			}
-		}
-		for p, t := range times[v] {
-			if t > from && g.Time[p] < hi {
-				markPoint(int32(p))
-				if b := bounds[v][p]; b >= 0 {
-					markPoint(g.Edges[b].From)
-				}
-			}
+		if e.Kind == depgraph.EdgeLaunch {
+			launched[g.NodeOf(e.From)] = true
 		}
 	}
+	// The last ops of each stream, host process, event, device and step, and the ops running on.
 	anchors := newAnchors()
 	for n := range g.Nodes {
-		if !old(int32(n)) {
-			continue
-		}
-		if g.Time[depgraph.End(int32(n))] >= lo {
+		if g.Time[depgraph.End(int32(n))] >= hi {
 			mark(int32(n))
 		}
 		anchors.add(g, int32(n))
+		// A launch whose op has not come yet (it runs in a later step), or a graph's launch
+		// (its ops share its correlation).
+		if e := g.Event(int32(n)); e.Op != 0 && g.Time[depgraph.Start(int32(n))] >= lo &&
+			(e.Kind == timeline.KindRuntime && !launched[n] || e.Kind == timeline.KindGraphLaunch) {
+			mark(int32(n))
+		}
 	}
 	for _, n := range anchors.nodes() {
 		mark(n)
 	}
+	// The critical paths of the steps still to walk reach back to where each began, replayed: a
+	// step here that ends later began where it did; a later step begins after the last host
+	// call of its host (of each process: the least of them) that ended before the cut, or, on a
+	// host without calls, after the step before it. The points later than that on the chains of
+	// binding edges into what is kept, and the edges that bound them, are kept.
+	lastCall, lastStep := map[[2]int32]int32{}, int32(-1)
+	for n := range g.Nodes {
+		e, end := g.Event(int32(n)), g.Time[depgraph.End(int32(n))]
+		switch {
+		case end >= hi:
+		case e.Kind == timeline.KindRuntime || e.Kind == timeline.KindGraphLaunch:
+			k := [2]int32{int32(e.Host), e.Device}
+			if c, ok := lastCall[k]; !ok || end >= g.Time[depgraph.End(c)] {
+				lastCall[k] = int32(n)
+			}
+		case e.Kind == timeline.KindStep:
+			if lastStep < 0 || end >= g.Time[depgraph.End(lastStep)] {
+				lastStep = int32(n)
+			}
+		}
+	}
+	for v := range times {
+		from := hi
+		for _, st := range g.Steps {
+			if g.Time[depgraph.End(st)] >= hi {
+				from = min(from, times[v][depgraph.Start(st)])
+			}
+		}
+		for _, c := range lastCall {
+			from = min(from, times[v][depgraph.End(c)])
+		}
+		if len(lastCall) == 0 && lastStep >= 0 {
+			from = min(from, times[v][depgraph.End(lastStep)])
+		}
+		// Back from the points of what is kept along the edges that bound them: only those
+		// chains reach the points to come.
+		seen := make([]bool, len(g.Time))
+		var stack []int32
+		for n := range g.Nodes {
+			if keep[g.Nodes[n]] {
+				stack = append(stack, depgraph.Start(int32(n)), depgraph.End(int32(n)))
+			}
+		}
+		for len(stack) > 0 {
+			p := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			b := bounds[v][p]
+			if b < 0 {
+				continue
+			}
+			src := g.Edges[b].From
+			markPoint(src)
+			if times[v][src] > from && !seen[src] {
+				seen[src] = true
+				stack = append(stack, src)
+			}
+		}
+	}
 	// The collectives numbered here and not kept count before the next window's.
 	for _, n := range g.Alone {
-		if old(n) && !keep[g.Nodes[n]] {
+		if !keep[g.Nodes[n]] {
 			s.seqBase[depgraph.SeqKeyOf(g.Event(n))]++
 		}
 	}
@@ -491,10 +534,6 @@ func (s *Stream) carry(g *depgraph.Graph, in []Placed, seqs []int64, lo, hi int6
 			kept[seqs[i]] = true
 		}
 	}
-	for _, p := range own {
-		kept[p.Seq] = true
-	}
-	s.prevOwn = own
 	for k := range s.store {
 		if !kept[int64((k-1)/4)] {
 			delete(s.store, k)
@@ -521,8 +560,18 @@ type anchors struct {
 	end  map[anchorKey]int32
 }
 
+// Kinds of anchors.
+const (
+	anchorStream uint8 = iota
+	anchorProcess
+	anchorRecord
+	anchorDevice
+	anchorHostCalls
+	anchorSteps
+)
+
 type anchorKey struct {
-	kind  uint8 // 0 stream, 1 host process, 2 event record, 3 device, 4 host calls, 5 steps
+	kind  uint8
 	dev   int32
 	id    uint64
 	host  uint16
@@ -540,20 +589,20 @@ func (a *anchors) add(g *depgraph.Graph, n int32) {
 	var keys []anchorKey
 	switch {
 	case e.Kind == timeline.KindStep:
-		keys = append(keys, anchorKey{kind: 5, dev: e.Device})
+		keys = append(keys, anchorKey{kind: anchorSteps, dev: e.Device})
 	case call:
 		pid := e.Aux
 		if e.Kind == timeline.KindGraphLaunch {
 			pid = 0
 		}
-		keys = append(keys, anchorKey{kind: 1, dev: e.Device, host: e.Host, extra: pid}, anchorKey{kind: 4, dev: e.Device, host: e.Host})
+		keys = append(keys, anchorKey{kind: anchorProcess, dev: e.Device, host: e.Host, extra: pid}, anchorKey{kind: anchorHostCalls, dev: e.Device, host: e.Host})
 	case e.Stream != 0 && e.Device >= 0:
-		keys = append(keys, anchorKey{kind: 0, dev: e.Device, extra: e.Stream})
+		keys = append(keys, anchorKey{kind: anchorStream, dev: e.Device, extra: e.Stream})
 		if e.Kind == timeline.KindEventRecord {
-			keys = append(keys, anchorKey{kind: 2, dev: e.Device, extra: e.Stream, id: uint64(e.Aux)})
+			keys = append(keys, anchorKey{kind: anchorRecord, dev: e.Device, extra: e.Stream, id: uint64(e.Aux)})
 		}
 		if e.Kind.IsBusy() {
-			keys = append(keys, anchorKey{kind: 3, dev: e.Device})
+			keys = append(keys, anchorKey{kind: anchorDevice, dev: e.Device})
 		}
 	}
 	for _, k := range keys {
