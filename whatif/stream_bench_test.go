@@ -35,11 +35,13 @@ func (s *streamSink) Begin(h *importers.Header) error {
 }
 func (s *streamSink) Events(b []timeline.Event) error { return s.s.Events(b) }
 
-// heapPeak samples the heap in use until stopped, and keeps the most it saw.
+// heapPeak samples the heap in use, and the live heap as the last GC marked it, until stopped,
+// and keeps the most it saw of each.
 type heapPeak struct {
 	stop chan struct{}
 	done sync.WaitGroup
 	peak uint64
+	live uint64
 }
 
 func watchHeap() *heapPeak {
@@ -48,10 +50,11 @@ func watchHeap() *heapPeak {
 	go func() {
 		defer h.done.Done()
 		// runtime/metrics, not ReadMemStats: it does not stop the world.
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}, {Name: "/gc/heap/live:bytes"}}
 		for {
 			metrics.Read(sample)
 			h.peak = max(h.peak, sample[0].Value.Uint64()+sample[1].Value.Uint64())
+			h.live = max(h.live, sample[2].Value.Uint64())
 			select {
 			case <-h.stop:
 				return
@@ -62,25 +65,26 @@ func watchHeap() *heapPeak {
 	return h
 }
 
-func (h *heapPeak) end() uint64 {
+func (h *heapPeak) end() (peak, live uint64) {
 	close(h.stop)
 	h.done.Wait()
-	return h.peak
+	return h.peak, h.live
 }
 
-// BenchmarkStreamMemory replays synthetic PyTorch profiler traces of steps of one shape (2 ranks,
-// 200 kernels a step), 10, 100 and 1000 of them, as the command does (a first pass for the steps,
+// BenchmarkStreamMemory replays synthetic PyTorch profiler traces of steps of one shape (one rank,
+// 400 kernels a step, and two ranks of 200), 10, 100 and 1000 of them, as the command does (a first pass for the steps,
 // then a step at a time), with every kernel halved; it reports the peak heap in use (objects
-// and the unused parts of their spans: HeapInuse, sampled every 5 ms) while replaying, and while
-// the first pass imports the trace and keeps nothing of it (the importer's own) and the trace's MB read per second of both passes. Memory bounded by a step: the
+// and the unused parts of their spans: HeapInuse, sampled every 5 ms) and the most the GC found
+// live, while replaying, and while the first pass imports the trace and keeps nothing of it
+// (the importer's own) and the trace's MB read per second of both passes. Memory bounded by a step: the
 // peak stays flat as the steps grow a hundredfold.
 //
 //	go test ./whatif -run '^$' -bench StreamMemory -benchtime 1x
 func BenchmarkStreamMemory(b *testing.B) {
-	for _, steps := range []int{10, 100, 1000} {
-		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
+	for _, rs := range [][2]int{{1, 10}, {1, 100}, {1, 1000}, {2, 10}, {2, 100}, {2, 1000}} {
+		b.Run(fmt.Sprintf("ranks=%d/steps=%d", rs[0], rs[1]), func(b *testing.B) {
 			dir := b.TempDir()
-			sh := synth.Shape{Ranks: 2, Steps: steps, Ops: 200, Seed: 1}
+			sh := synth.Shape{Ranks: rs[0], Steps: rs[1], Ops: 400 / rs[0], Seed: 1}
 			var paths []string
 			var ws []io.Writer
 			var size int64
@@ -104,7 +108,7 @@ func BenchmarkStreamMemory(b *testing.B) {
 				size += st.Size()
 			}
 			o := Options{Scale: map[string]float64{"*": 0.5}}
-			var peak, importPeak uint64
+			var peak, live, importPeak, importLive uint64
 			b.ResetTimer()
 			for b.Loop() {
 				runtime.GC()
@@ -113,7 +117,8 @@ func BenchmarkStreamMemory(b *testing.B) {
 				if _, err := importers.Stream(paths, importers.Options{}, &first); err != nil {
 					b.Fatal(err)
 				}
-				importPeak = max(importPeak, h.end())
+				p, l := h.end()
+				importPeak, importLive = max(importPeak, p), max(importLive, l)
 				runtime.GC()
 				h = watchHeap()
 				second := &streamSink{params: first.p.Params(), o: o}
@@ -123,10 +128,13 @@ func BenchmarkStreamMemory(b *testing.B) {
 				if _, err := second.s.Close(); err != nil {
 					b.Fatal(err)
 				}
-				peak = max(peak, h.end())
+				p, l = h.end()
+				peak, live = max(peak, p), max(live, l)
 			}
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 			b.ReportMetric(float64(importPeak)/(1<<20), "import-peak-MB")
+			b.ReportMetric(float64(live)/(1<<20), "live-MB")
+			b.ReportMetric(float64(importLive)/(1<<20), "import-live-MB")
 			b.ReportMetric(float64(size)/(1<<20), "trace-MB")
 			b.ReportMetric(float64(size)/(1<<20)*float64(b.N)/b.Elapsed().Seconds(), "MB/s")
 		})
