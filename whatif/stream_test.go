@@ -144,7 +144,8 @@ func TestStreamMatchesRunSynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sh := range []synth.Shape{{Ranks: 1, Steps: 6, Ops: 40, Seed: 1}, {Ranks: 2, Steps: 8, Ops: 64, Seed: 2}, {Ranks: 4, Steps: 5, Ops: 33, Seed: 3}, {Ranks: 2, Steps: 30, Ops: 200, Seed: 1}} {
+	for _, sh := range []synth.Shape{{Ranks: 1, Steps: 6, Ops: 40, Seed: 1}, {Ranks: 2, Steps: 8, Ops: 64, Seed: 2}, {Ranks: 4, Steps: 5, Ops: 33, Seed: 3}, {Ranks: 2, Steps: 30, Ops: 200, Seed: 1},
+		{Ranks: 1, Steps: 12, Ops: 64, Seed: 4, Unmarked: true}, {Ranks: 2, Steps: 10, Ops: 48, Seed: 5, Unmarked: true}} {
 		t.Run("", func(t *testing.T) {
 			dir := t.TempDir()
 			var paths []string
@@ -167,9 +168,23 @@ func TestStreamMatchesRunSynthetic(t *testing.T) {
 			if len(c.evs) == 0 {
 				t.Fatal("no events")
 			}
+			if steps := countSteps(c.evs); steps < sh.Steps-2 {
+				t.Fatalf("%d steps in the trace of %d (inferred: %v)", steps, sh.Steps, sh.Unmarked)
+			}
 			sameAsRun(t, c.evs, c.h.Strings, Options{})
 			sameAsRun(t, c.evs, c.h.Strings, Options{Scale: map[string]float64{"gemm_1": 0.3, "gemm_3": 2}})
 			sameAsRun(t, c.evs, c.h.Strings, Options{Topology: topo, TraceDevices: sh.Ranks, Scale: map[string]float64{"*": 0.5}})
 		})
 	}
+}
+
+// countSteps counts the steps among evs.
+func countSteps(evs []timeline.Event) int {
+	n := 0
+	for i := range evs {
+		if evs[i].Kind == timeline.KindStep {
+			n++
+		}
+	}
+	return n
 }

@@ -14,7 +14,8 @@ import (
 // whatifWholeCases are what-ifs whose --json comparison was written by the whole-trace replay
 // (every op of the trace in one graph, before the replay went a step at a time) into
 // testdata/whatif_whole: real traces, the small HTA trace, and synthetic jobs of one and two ranks
-// whose GPUs run behind their hosts, with all-reduces re-timed by the NCCL model.
+// whose GPUs run behind their hosts, with all-reduces re-timed by the NCCL model, their steps
+// marked or inferred.
 var whatifWholeCases = []struct {
 	name  string
 	synth *synth.Shape // the trace is written; else inputs are paths
@@ -29,6 +30,7 @@ var whatifWholeCases = []struct {
 	{name: "synth-2ranks", synth: &synth.Shape{Ranks: 2, Steps: 12, Ops: 96, Seed: 1}, args: []string{"--topology", "h100x8", "--scale-kernel", "*=0.5"}},
 	{name: "synth-2ranks-hosts", synth: &synth.Shape{Ranks: 2, Steps: 12, Ops: 96, Seed: 1}, args: []string{"--topology", "h100x8", "--hosts", "2", "--comm", "algo=tree"}},
 	{name: "synth-1rank", synth: &synth.Shape{Ranks: 1, Steps: 12, Ops: 96, Seed: 2}, args: []string{"--scale-kernel", "gemm_2=3"}},
+	{name: "synth-2ranks-inferred", synth: &synth.Shape{Ranks: 2, Steps: 12, Ops: 64, Seed: 3, Unmarked: true}, args: []string{"--topology", "h100x8", "--scale-kernel", "*=0.7"}},
 }
 
 // writeSynthFiles writes sh's trace, a file per rank, into dir.

@@ -16,6 +16,9 @@ import (
 type Shape struct {
 	Ranks, Steps, Ops int
 	Seed              uint64
+	// Unmarked leaves out the ProfilerStep#N ranges: the steps are to be inferred from the
+	// kernels' sequence, which repeats.
+	Unmarked bool
 }
 
 // event is one event of a synthetic trace, as written.
@@ -83,7 +86,9 @@ func Write(ws []io.Writer, sh Shape) error {
 			wait := max(2, gpu[r]-host[r]-syncEarly)
 			add(event{cat: "cuda_runtime", name: "cudaStreamSynchronize", ts: host[r], dur: wait, corr: corr[r], comm: -1})
 			host[r] += wait + gap
-			add(event{cat: "user_annotation", name: fmt.Sprintf("ProfilerStep#%d", step), ts: stepStart - 1, dur: host[r] - stepStart, comm: -1, annotation: true})
+			if !sh.Unmarked {
+				add(event{cat: "user_annotation", name: fmt.Sprintf("ProfilerStep#%d", step), ts: stepStart - 1, dur: host[r] - stepStart, comm: -1, annotation: true})
+			}
 		}
 		for r := range evs {
 			comm[r] = commEnd[len(commEnd)-1]
