@@ -17,7 +17,8 @@ type WhatIf struct {
 	After    []depgraph.Path // the changed replay's
 }
 
-// Run builds evs' graph and replays it, unchanged and under o.
+// Run builds evs' graph and replays it, unchanged and under o: the whole trace in one graph, in
+// memory (Stream replays it a step at a time, to the same result).
 func Run(evs []timeline.Event, names depgraph.Names, o Options) (*WhatIf, error) {
 	g, err := depgraph.Build(evs, names)
 	if err != nil {

@@ -227,7 +227,7 @@ func cmpOr(s, d string) string {
 	return s
 }
 
-// wholeInput is an input read into memory: what a replay needs.
+// wholeInput is an input read into memory: what analyze's critical path needs.
 type wholeInput struct {
 	header    *importers.Header
 	events    []timeline.Event
@@ -294,12 +294,8 @@ func (c *criticalFlag) Set(v string) error {
 	return nil
 }
 
-// readWhole reads a trace, an export or a recording whole.
-func readWhole(ctx context.Context, paths []string, limits importLimits, stderr io.Writer) (*wholeInput, error) {
-	return readWholeWith(ctx, paths, limits, false, stderr)
-}
-
-// readWholeWith is readWhole, selecting what HTA does when likeHTA.
+// readWholeWith reads a trace, an export or a recording whole (analyze --critical-path's), selecting
+// what HTA does when likeHTA.
 func readWholeWith(ctx context.Context, paths []string, limits importLimits, likeHTA bool, stderr io.Writer) (*wholeInput, error) {
 	for _, p := range paths {
 		if err := inputFile(p, "a trace or a recording"); err != nil {
