@@ -87,7 +87,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	source := strings.Join(pos, ", ")
 	// A first pass finds the steps (the windows the replay is cut into) and the kernels' mean
 	// durations; the second replays the trace a window at a time, holding about two steps.
-	first, err := planInput(ctx, pos, o.limits, stderr)
+	first, err := planInput(ctx, pos, o.limits, true, stderr)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	wo.TraceDevices, wo.ScaleOut = first.header.Meta.Devices, o.hosts > 0
 	if o.from != "" {
-		other, err := planInput(ctx, []string{o.from}, o.limits, stderr)
+		other, err := planInput(ctx, []string{o.from}, o.limits, false, stderr)
 		if err != nil {
 			return err
 		}

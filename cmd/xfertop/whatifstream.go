@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/importers"
@@ -45,11 +46,14 @@ func (p *planned) means() map[string][2]float64 {
 	return m
 }
 
-// planInput reads paths once for their plan.
-func planInput(ctx context.Context, paths []string, limits importLimits, stderr io.Writer) (*planned, error) {
+// planInput reads paths once for their plan. Replayed inputs (twice) are regular files.
+func planInput(ctx context.Context, paths []string, limits importLimits, twice bool, stderr io.Writer) (*planned, error) {
 	for _, p := range paths {
 		if err := inputFile(p, "a trace or a recording"); err != nil {
 			return nil, err
+		}
+		if st, err := os.Stat(p); twice && err == nil && !st.Mode().IsRegular() {
+			return nil, usageError("%s is not a regular file: whatif reads its input twice (a first pass finds the steps), so give a file, not a pipe", p)
 		}
 	}
 	opts := limits.options(false)
