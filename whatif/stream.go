@@ -194,13 +194,43 @@ func (s *Stream) flush(v int, lb int64) {
 	s.reorder[v].flush(lb, sink, order)
 }
 
-// key names point p of g across windows: a node's start or end by its event's index in the
-// input, a join by its first part's.
-func key(g *depgraph.Graph, seqs []int64, joinOf map[int32]int32, p int32) uint64 {
-	if n := g.NodeOf(p); n >= 0 {
-		return uint64(seqs[g.Nodes[n]])*4 + uint64(p%2) + 1
+// winGraph is one window's graph: its events' indices in the input, and the times [lo, hi) of
+// the points it finalises.
+type winGraph struct {
+	g      *depgraph.Graph
+	seqs   []int64
+	joinOf map[int32]int32 // a join point's first part
+	lo, hi int64
+}
+
+// key names point p across windows: a node's start or end by its event's index in the input, a
+// join by its first part's.
+func (w *winGraph) key(p int32) uint64 {
+	if n := w.g.NodeOf(p); n >= 0 {
+		return uint64(w.seqs[w.g.Nodes[n]])*4 + uint64(p%2) + 1
 	}
-	return uint64(seqs[g.Nodes[joinOf[p]]])*4 + 3
+	return uint64(w.seqs[w.g.Nodes[w.joinOf[p]]])*4 + 3
+}
+
+// final reports whether the window finalises point p.
+func (w *winGraph) final(p int32) bool { t := w.g.Time[p]; return t >= w.lo && t < w.hi }
+
+// edgeOf is the edge of point p's in-edges that a stored binding names, -1 when the window
+// lacks it.
+func (w *winGraph) edgeOf(p int32, b boundRec) int32 {
+	for _, i := range w.g.In[p] {
+		if e := &w.g.Edges[i]; e.Kind == b.kind && b.from != 0 && w.key(e.From) == b.from {
+			return i
+		}
+	}
+	return -1
+}
+
+// pinned is a point an earlier window finalised: its replayed times, and the edges (of this
+// window's graph) that bound it there in each run.
+type pinned struct {
+	pt    point
+	edges [3]int32
 }
 
 // window replays the next window.
@@ -210,7 +240,6 @@ func (s *Stream) window() error {
 	lo, hi := s.bounds(k)
 	own := s.pending[k]
 	delete(s.pending, k)
-	slices.SortStableFunc(own, func(a, b Placed) int { return cmp.Compare(a.Seq, b.Seq) })
 	in := make([]Placed, 0, len(s.carried)+len(own))
 	in = append(append(in, s.carried...), own...)
 	slices.SortStableFunc(in, func(a, b Placed) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -226,42 +255,11 @@ func (s *Stream) window() error {
 	}
 	s.anyNodes = s.anyNodes || len(g.Nodes) > 0
 	s.res.Stats.Add(g.Stats)
-	joinOf := map[int32]int32{} // a join point's first part
+	w := &winGraph{g: g, seqs: seqs, joinOf: map[int32]int32{}, lo: lo, hi: hi}
 	for _, in := range g.Instances {
-		joinOf[in.Join] = in.Parts[0]
+		w.joinOf[in.Join] = in.Parts[0]
 	}
-	keyOf := func(p int32) uint64 { return key(g, seqs, joinOf, p) }
-	isFinal := func(p int32) bool { return final(g, p) }
-	// The edge of point p's in-edges that a stored binding names, -1 when the window lacks it.
-	edgeOf := func(p int32, b boundRec) int32 {
-		for _, i := range g.In[p] {
-			if e := &g.Edges[i]; e.Kind == b.kind && b.from != 0 && keyOf(e.From) == b.from {
-				return i
-			}
-		}
-		return -1
-	}
-	// The points earlier windows finalised, looked up once: their replayed times, and the edges
-	// (of this window's graph) that bound them there.
-	type pinned struct {
-		pt    point
-		edges [3]int32
-	}
-	var pins []pinned
-	pinOf := make([]int32, len(g.Time)) // index in pins + 1; 0: not pinned
-	for p := range g.Time {
-		if g.Time[p] >= lo || g.Time[p] >= hi {
-			continue // final here, or later
-		}
-		if pt, ok := s.store[keyOf(int32(p))]; ok {
-			pn := pinned{pt: pt}
-			for v := range pn.edges {
-				pn.edges[v] = edgeOf(int32(p), pt.bound[v])
-			}
-			pins = append(pins, pn)
-			pinOf[p] = int32(len(pins))
-		}
-	}
+	pins, pinOf := s.pins(w)
 	var rs [2]*Result
 	for v := range rs {
 		pin := func(p int32) (int64, int32, bool) {
@@ -271,7 +269,7 @@ func (s *Stream) window() error {
 			}
 			return pins[i-1].pt.t[v], pins[i-1].edges[v+1], true
 		}
-		if rs[v], err = replay(g, s.names, s.opts[v], &window{final: isFinal, pin: pin}); err != nil {
+		if rs[v], err = replay(g, s.names, s.opts[v], &window{final: w.final, pin: pin}); err != nil {
 			return err
 		}
 		s.tally(v, rs[v])
@@ -290,30 +288,57 @@ func (s *Stream) window() error {
 			}
 		}
 	}
-	rec := func(p int32, bound int32, weights []int64) boundRec {
+	s.record(w, rs, measured)
+	s.emit(g, seqs, rs, w.final)
+	s.walk(g, seqs, rs, measured, w.final)
+	s.carry(g, in, seqs, lo, hi, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
+	return nil
+}
+
+// pins looks up the points of w that earlier windows finalised, once: pinOf[p] is p's index in
+// pins plus one, 0 for a point not pinned.
+func (s *Stream) pins(w *winGraph) ([]pinned, []int32) {
+	var pins []pinned
+	pinOf := make([]int32, len(w.g.Time))
+	for p, t := range w.g.Time {
+		if t >= w.lo {
+			continue // final here, or later
+		}
+		if pt, ok := s.store[w.key(int32(p))]; ok {
+			pn := pinned{pt: pt}
+			for v := range pn.edges {
+				pn.edges[v] = w.edgeOf(int32(p), pt.bound[v])
+			}
+			pins = append(pins, pn)
+			pinOf[p] = int32(len(pins))
+		}
+	}
+	return pins, pinOf
+}
+
+// record stores the points w finalises: their replayed times, and the edges that bound them
+// (measured, and in each replay).
+func (s *Stream) record(w *winGraph, rs [2]*Result, measured []int32) {
+	rec := func(bound int32, weights []int64) boundRec {
 		if bound < 0 {
 			return boundRec{}
 		}
-		e := &g.Edges[bound]
-		w := e.W
+		e := &w.g.Edges[bound]
+		wt := e.W
 		if weights != nil {
-			w = weights[bound]
+			wt = weights[bound]
 		}
-		return boundRec{from: keyOf(e.From), w: w, kind: e.Kind}
+		return boundRec{from: w.key(e.From), w: wt, kind: e.Kind}
 	}
-	for p := range g.Time {
-		if !isFinal(int32(p)) {
+	for p := range w.g.Time {
+		if !w.final(int32(p)) {
 			continue
 		}
-		s.store[keyOf(int32(p))] = point{
+		s.store[w.key(int32(p))] = point{
 			t:     [2]int64{rs[0].Times[p], rs[1].Times[p]},
-			bound: [3]boundRec{rec(int32(p), measured[p], nil), rec(int32(p), rs[0].Bound[p], rs[0].Weight), rec(int32(p), rs[1].Bound[p], rs[1].Weight)},
+			bound: [3]boundRec{rec(measured[p], nil), rec(rs[0].Bound[p], rs[0].Weight), rec(rs[1].Bound[p], rs[1].Weight)},
 		}
 	}
-	s.emit(g, seqs, rs, isFinal)
-	s.walk(g, seqs, rs, measured, isFinal, k)
-	s.carry(g, in, seqs, lo, hi, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
-	return nil
 }
 
 // tally adds a window's replay counts to the totals.
@@ -371,7 +396,7 @@ func (s *Stream) emit(g *depgraph.Graph, seqs []int64, rs [2]*Result, final func
 
 // walk walks the critical paths of the steps whose end the window finalised; a graph without
 // steps is one window, and its path is the whole trace's.
-func (s *Stream) walk(g *depgraph.Graph, seqs []int64, rs [2]*Result, measured []int32, final func(int32) bool, k int) {
+func (s *Stream) walk(g *depgraph.Graph, seqs []int64, rs [2]*Result, measured []int32, final func(int32) bool) {
 	times := [3][]int64{g.Time, rs[0].Times, rs[1].Times}
 	weights := [3][]int64{nil, rs[0].Weight, rs[1].Weight}
 	bounds := [3][]int32{measured, rs[0].Bound, rs[1].Bound}
@@ -407,230 +432,6 @@ func (s *Stream) globalPath(g *depgraph.Graph, seqs []int64, p depgraph.Path) de
 		p.Nodes[i] = s.global[seqs[g.Nodes[n]]]
 	}
 	return p
-}
-
-// carry keeps what the next window needs of this one's events: its own events, and of the older
-// ones those still running at its start, the sources of dependencies into it, and the last op of
-// each stream, host process, event, device and step (what the next ops' dependencies reach back
-// to); and the points those finalised.
-func (s *Stream) carry(g *depgraph.Graph, in []Placed, seqs []int64, lo, hi int64, times [3][]int64, bounds [3][]int32) {
-	keep := make([]bool, len(in))
-	mark := func(n int32) { keep[g.Nodes[n]] = true }
-	inst := map[int32]*depgraph.Instance{}
-	for i := range g.Instances {
-		inst[g.Instances[i].Join] = &g.Instances[i]
-	}
-	// A point's node; a join's parts and what leads to the join.
-	markPoint := func(p int32) {
-		if n := g.NodeOf(p); n >= 0 {
-			mark(n)
-			return
-		}
-		for _, n := range inst[p].Parts {
-			mark(n)
-		}
-		for _, i := range g.In[p] {
-			if n := g.NodeOf(g.Edges[i].From); n >= 0 {
-				mark(n)
-			}
-		}
-	}
-	// The sources of the dependencies into points later windows finalise (ops still running).
-	launched := make([]bool, len(g.Nodes))
-	for _, e := range g.Edges {
-		if g.Time[e.To] >= hi {
-			markPoint(e.From)
-		}
-		if e.Kind == depgraph.EdgeLaunch {
-			launched[g.NodeOf(e.From)] = true
-		}
-	}
-	// The last ops of each stream, host process, event, device and step, and the ops running on.
-	anchors := newAnchors()
-	for n := range g.Nodes {
-		if g.Time[depgraph.End(int32(n))] >= hi {
-			mark(int32(n))
-		}
-		anchors.add(g, int32(n))
-		// A launch whose op has not come yet (it runs in a later step), or a graph's launch
-		// (its ops share its correlation).
-		if e := g.Event(int32(n)); e.Op != 0 && g.Time[depgraph.Start(int32(n))] >= lo &&
-			(e.Kind == timeline.KindRuntime && !launched[n] || e.Kind == timeline.KindGraphLaunch) {
-			mark(int32(n))
-		}
-	}
-	for _, n := range anchors.nodes() {
-		mark(n)
-	}
-	// The critical paths of the steps still to walk reach back to where each began, replayed: a
-	// step here that ends later began where it did; a later step begins after the last host
-	// call of its host (of each process: the least of them) that ended before the cut, or, on a
-	// host without calls, after the step before it. The points later than that on the chains of
-	// binding edges into what is kept, and the edges that bound them, are kept.
-	lastCall, lastStep := map[[2]int32]int32{}, int32(-1)
-	for n := range g.Nodes {
-		e, end := g.Event(int32(n)), g.Time[depgraph.End(int32(n))]
-		switch {
-		case end >= hi:
-		case e.Kind == timeline.KindRuntime || e.Kind == timeline.KindGraphLaunch:
-			k := [2]int32{int32(e.Host), e.Device}
-			if c, ok := lastCall[k]; !ok || end >= g.Time[depgraph.End(c)] {
-				lastCall[k] = int32(n)
-			}
-		case e.Kind == timeline.KindStep:
-			if lastStep < 0 || end >= g.Time[depgraph.End(lastStep)] {
-				lastStep = int32(n)
-			}
-		}
-	}
-	for v := range times {
-		from := hi
-		for _, st := range g.Steps {
-			if g.Time[depgraph.End(st)] >= hi {
-				from = min(from, times[v][depgraph.Start(st)])
-			}
-		}
-		for _, c := range lastCall {
-			from = min(from, times[v][depgraph.End(c)])
-		}
-		if len(lastCall) == 0 && lastStep >= 0 {
-			from = min(from, times[v][depgraph.End(lastStep)])
-		}
-		// Back from the points of what is kept along the edges that bound them: only those
-		// chains reach the points to come.
-		seen := make([]bool, len(g.Time))
-		var stack []int32
-		for n := range g.Nodes {
-			if keep[g.Nodes[n]] {
-				stack = append(stack, depgraph.Start(int32(n)), depgraph.End(int32(n)))
-			}
-		}
-		for len(stack) > 0 {
-			p := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			b := bounds[v][p]
-			if b < 0 {
-				continue
-			}
-			src := g.Edges[b].From
-			markPoint(src)
-			if times[v][src] > from && !seen[src] {
-				seen[src] = true
-				stack = append(stack, src)
-			}
-		}
-	}
-	// The collectives numbered here and not kept count before the next window's.
-	for _, n := range g.Alone {
-		if !keep[g.Nodes[n]] {
-			s.seqBase[depgraph.SeqKeyOf(g.Event(n))]++
-		}
-	}
-	kept := map[int64]bool{}
-	s.carried = s.carried[:0:0]
-	for i := range in {
-		if keep[i] {
-			s.carried = append(s.carried, in[i])
-			kept[seqs[i]] = true
-		}
-	}
-	for k := range s.store {
-		if !kept[int64((k-1)/4)] {
-			delete(s.store, k)
-		}
-	}
-	for q := range s.global {
-		if !kept[q] {
-			delete(s.global, q)
-		}
-	}
-	for v := range s.reorder {
-		lb := hi
-		for _, pt := range s.store {
-			lb = min(lb, pt.t[v])
-		}
-		s.flush(v, lb)
-	}
-}
-
-// anchors are the last ops of each stream, host process, event, device and rank's steps: what
-// the dependencies of ops to come reach back to.
-type anchors struct {
-	last map[anchorKey][2]int32 // the last two by start, and the one that ended last
-	end  map[anchorKey]int32
-}
-
-// Kinds of anchors.
-const (
-	anchorStream uint8 = iota
-	anchorProcess
-	anchorRecord
-	anchorDevice
-	anchorHostCalls
-	anchorSteps
-)
-
-type anchorKey struct {
-	kind  uint8
-	dev   int32
-	id    uint64
-	host  uint16
-	extra uint32
-}
-
-func newAnchors() *anchors {
-	return &anchors{last: map[anchorKey][2]int32{}, end: map[anchorKey]int32{}}
-}
-
-// add takes node n, the latest yet in start order.
-func (a *anchors) add(g *depgraph.Graph, n int32) {
-	e := g.Event(n)
-	call := e.Kind == timeline.KindRuntime || e.Kind == timeline.KindGraphLaunch
-	var keys []anchorKey
-	switch {
-	case e.Kind == timeline.KindStep:
-		keys = append(keys, anchorKey{kind: anchorSteps, dev: e.Device})
-	case call:
-		pid := e.Aux
-		if e.Kind == timeline.KindGraphLaunch {
-			pid = 0
-		}
-		keys = append(keys, anchorKey{kind: anchorProcess, dev: e.Device, host: e.Host, extra: pid}, anchorKey{kind: anchorHostCalls, dev: e.Device, host: e.Host})
-	case e.Stream != 0 && e.Device >= 0:
-		keys = append(keys, anchorKey{kind: anchorStream, dev: e.Device, extra: e.Stream})
-		if e.Kind == timeline.KindEventRecord {
-			keys = append(keys, anchorKey{kind: anchorRecord, dev: e.Device, extra: e.Stream, id: uint64(e.Aux)})
-		}
-		if e.Kind.IsBusy() {
-			keys = append(keys, anchorKey{kind: anchorDevice, dev: e.Device})
-		}
-	}
-	for _, k := range keys {
-		l, ok := a.last[k]
-		if !ok {
-			l = [2]int32{-1, -1}
-		}
-		a.last[k] = [2]int32{l[1], n}
-		if m, ok := a.end[k]; !ok || g.Time[depgraph.End(n)] >= g.Time[depgraph.End(m)] {
-			a.end[k] = n
-		}
-	}
-}
-
-// nodes lists the anchors.
-func (a *anchors) nodes() []int32 {
-	var ns []int32
-	for _, l := range a.last {
-		for _, n := range l {
-			if n >= 0 {
-				ns = append(ns, n)
-			}
-		}
-	}
-	for _, n := range a.end {
-		ns = append(ns, n)
-	}
-	return ns
 }
 
 // reorderBuf holds a replay's ops until no later window can start one before them.
