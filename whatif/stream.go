@@ -20,6 +20,9 @@ type Streamed struct {
 	After    []depgraph.Path // the changed replay's
 	// Unchanged is the replay with nothing changed's critical paths, per step.
 	Unchanged []depgraph.Path
+	// Windows is the number of windows; MaxWindow the most events a window's graph held (its own
+	// and those it kept of earlier windows): what memory follows.
+	Windows, MaxWindow int
 }
 
 // Outputs receive a streamed what-if's ops as they are final, in the orders Run gives them:
@@ -243,6 +246,8 @@ func (s *Stream) window() error {
 	in := make([]Placed, 0, len(s.carried)+len(own))
 	in = append(append(in, s.carried...), own...)
 	slices.SortStableFunc(in, func(a, b Placed) int { return cmp.Compare(a.Seq, b.Seq) })
+	s.res.Windows++
+	s.res.MaxWindow = max(s.res.MaxWindow, len(in))
 	evs := make([]timeline.Event, len(in))
 	seqs := make([]int64, len(in))
 	for i := range in {

@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -187,4 +188,50 @@ func countSteps(evs []timeline.Event) int {
 		}
 	}
 	return n
+}
+
+// A window holds a step and what the next steps reach back to, not the trace: on a job of 20 steps
+// and on one of 200 of the same shape the largest window is about the same (within a step's
+// worth): one rank with every kernel halved, two ranks replayed unchanged. (Two ranks with every
+// kernel halved are not bounded so: the replay moves one rank's host further and further ahead of
+// the other's, and a step's critical path reaches back as far as they drifted: docs/whatif.md.)
+func TestStreamWindowBoundedByStep(t *testing.T) {
+	for _, ranks := range []int{1, 2} {
+		o := Options{Scale: map[string]float64{"*": 0.5}}
+		if ranks > 1 {
+			o = Options{}
+		}
+		var most [2]int
+		for i, steps := range []int{20, 200} {
+			var ws []io.Writer
+			var bufs []*bytes.Buffer
+			for range ranks {
+				b := &bytes.Buffer{}
+				bufs, ws = append(bufs, b), append(ws, b)
+			}
+			if err := synth.Write(ws, synth.Shape{Ranks: ranks, Steps: steps, Ops: 100, Seed: 7}); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			var paths []string
+			for r, b := range bufs {
+				p := filepath.Join(dir, fmt.Sprintf("rank-%d.json", r))
+				if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				paths = append(paths, p)
+			}
+			c := readTrace(t, paths...)
+			s, _ := streamed(t, c.evs, c.h.Strings, o, 4096)
+			if s.Windows < steps {
+				t.Fatalf("%d windows for %d steps", s.Windows, steps)
+			}
+			most[i] = s.MaxWindow
+		}
+		// A step is about 2×100 ops a rank.
+		if step := 200 * ranks; most[1] > most[0]+step {
+			t.Errorf("%d ranks: the largest window holds %d events at 200 steps, %d at 20: more than a step (%d) apart", ranks, most[1], most[0], step)
+		}
+		t.Logf("%d ranks: largest window %d events at 20 steps, %d at 200", ranks, most[0], most[1])
+	}
 }
