@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -233,5 +234,39 @@ func TestStreamWindowBoundedByStep(t *testing.T) {
 			t.Errorf("%d ranks: the largest window holds %d events at 200 steps, %d at 20: more than a step (%d) apart", ranks, most[1], most[0], step)
 		}
 		t.Logf("%d ranks: largest window %d events at 20 steps, %d at 200", ranks, most[0], most[1])
+	}
+}
+
+// On the engine's sample recordings, whose events come as they end (not in start order), with
+// their collectives re-timed by the NCCL model on their own topology, the step-by-step replay says
+// exactly what the whole graph's does, unchanged and with every kernel halved.
+func TestStreamMatchesRunRecordings(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", "recordings", "samples", "*.xfr"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no sample recordings: %v", err)
+	}
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			if testing.Short() && filepath.Base(p) == "llm-train.xfr" {
+				t.Skip("-short: 1,536 collectives over 16 GPUs take seconds")
+			}
+			c := readTrace(t, p)
+			if len(c.evs) == 0 {
+				t.Skip("no events")
+			}
+			o := Options{TraceDevices: c.h.Meta.Devices}
+			if topo, err := topology.Builtin(c.h.Meta.Topology); err == nil {
+				o.Topology = topo
+			}
+			var plan Plan
+			plan.Events(c.evs)
+			t.Logf("%d steps, out of start order by up to %d ns", len(plan.Params().Steps), plan.Params().Late)
+			sameAsRun(t, c.evs, c.h.Strings, o)
+			o.Scale = map[string]float64{"*": 0.5}
+			if _, err := Run(c.evs, c.h.Strings, o); errors.Is(err, ErrOption) {
+				return // no kernel to halve
+			}
+			sameAsRun(t, c.evs, c.h.Strings, o)
+		})
 	}
 }
