@@ -170,3 +170,36 @@ func (g *Graph) walk(sink int32, from int64, step int32, times, weights []int64,
 	}
 	return path
 }
+
+// Binding is, for each point, the incoming edge CriticalPaths walks under times and weights (the
+// measured ones: Time, and nil for the edges' own): the one whose source time plus weight is
+// latest, a duration before a dependency on ties; -1 for a point with none. A graph built for a
+// window walks its steps with it (StepPath), the points it took from earlier windows keeping the
+// edge that bound them there.
+func (g *Graph) Binding(times, weights []int64) []int32 {
+	if times == nil {
+		times = g.Time
+	}
+	bound := make([]int32, len(g.Time))
+	for p := range bound {
+		bound[p] = -1
+		at := int64(-1 << 63)
+		for _, i := range g.In[p] {
+			e := &g.Edges[i]
+			w := e.W
+			if weights != nil {
+				w = weights[i]
+			}
+			if t := times[e.From] + w; t > at || t == at && bound[p] >= 0 && g.Edges[bound[p]].Kind != EdgeDuration && e.Kind == EdgeDuration {
+				at, bound[p] = t, i
+			}
+		}
+	}
+	return bound
+}
+
+// StepPath is the critical path of step node s under times, weights and bound (as for
+// CriticalPathsBound, bound required).
+func (g *Graph) StepPath(s int32, times, weights []int64, bound []int32) Path {
+	return g.walk(End(s), times[Start(s)], s, times, weights, bound)
+}

@@ -71,7 +71,7 @@ func (b *builder) stream(pred, n int32) {
 		b.add(End(pred), Start(n), 0, EdgeStream, false)
 		return
 	}
-	b.g.Contradicted[EdgeStream]++
+	b.contradicted(EdgeStream, Start(n))
 	b.add(Start(pred), Start(n), 0, EdgeStream, false)
 }
 
@@ -97,10 +97,10 @@ func (b *builder) threads() {
 			b.add(End(p), Start(int32(n)), 0, EdgeThread, false)
 			last[k] = int32(n)
 		case e.End > b.g.Time[End(p)]:
-			b.g.Contradicted[EdgeThread]++
+			b.contradicted(EdgeThread, Start(int32(n)))
 			last[k] = int32(n)
 		default:
-			b.g.Contradicted[EdgeThread]++
+			b.contradicted(EdgeThread, Start(int32(n)))
 		}
 	}
 }

@@ -69,13 +69,41 @@ type Graph struct {
 	Instances []Instance
 	// Steps are the nodes that are steps, in time order.
 	Steps []int32
+	// Alone are the collective parts alone under their op id, matched (or not) by communicator
+	// sequence instead, in start order.
+	Alone []int32
+	// Stats counts what the graph holds; for a window's graph, only what lies at its final points.
+	Stats
+}
+
+// Stats is what a graph is made of, as people are told: a window's graph counts the ops, edges
+// and instances at the points it finalises (Window.Final), so that the windows of a trace add up
+// to its whole graph's.
+type Stats struct {
+	Ops   int // nodes (whose start is final)
+	Steps int // step nodes (whose start is final)
 	// Counts is the edges added by kind; Inferred those of them the graph inferred; Contradicted
 	// the dependencies not added because their timestamps contradict them (an op starting on its
-	// stream before the previous one ended).
+	// stream before the previous one ended). Each is counted at its target point.
 	Counts, Inferred, Contradicted [edgeKindCount]int
+	// Matched counts the instances (counted at their join point).
+	Matched int
 	// Unmatched counts the collective parts whose other ranks are not in the trace (or whose
 	// parts never overlapped): their time is their own measured one.
 	Unmatched int
+}
+
+// Add adds o's counts to s's.
+func (s *Stats) Add(o Stats) {
+	s.Ops += o.Ops
+	s.Steps += o.Steps
+	for k := range s.Counts {
+		s.Counts[k] += o.Counts[k]
+		s.Inferred[k] += o.Inferred[k]
+		s.Contradicted[k] += o.Contradicted[k]
+	}
+	s.Matched += o.Matched
+	s.Unmatched += o.Unmatched
 }
 
 // Instance is one collective, barrier or send/receive: its parts (nodes) and their join point.
@@ -109,8 +137,8 @@ type Names interface{ Lookup(id uint32) string }
 // at one instant).
 var ErrCycle = errors.New("the dependencies form a cycle")
 
-// isNode reports whether an event is an op of the graph.
-func isNode(e *timeline.Event) bool {
+// IsNode reports whether an event is an op of the graph.
+func IsNode(e *timeline.Event) bool {
 	switch e.Kind {
 	case timeline.KindRuntime, timeline.KindGraphLaunch, timeline.KindStep, timeline.KindCommInit:
 		return e.End >= e.Start
@@ -122,9 +150,26 @@ func isNode(e *timeline.Event) bool {
 
 // Build builds the graph of evs (any order); names resolves labels to tell blocking host calls.
 func Build(evs []timeline.Event, names Names) (*Graph, error) {
+	return BuildWindow(evs, names, Window{})
+}
+
+// Window says which part of a trace a graph is built for: a trace replayed step by step builds
+// the graph of each window of its ops (the ops of a step and of the step before, and the older
+// ops the window's dependencies reach back to), and counts in Stats only what lies at the
+// points the window finalises.
+type Window struct {
+	// Final reports whether point p is one the window finalises; nil: every point.
+	Final func(g *Graph, p int32) bool
+	// SeqBase is, for each device and collective key, the number of collectives of that key the
+	// device ran before the window's ops (communicator sequences count from the trace's start).
+	SeqBase map[SeqDevKey]int
+}
+
+// Build builds the graph of evs in window w.
+func BuildWindow(evs []timeline.Event, names Names, w Window) (*Graph, error) {
 	g := &Graph{Events: evs}
 	for i := range evs {
-		if isNode(&evs[i]) {
+		if IsNode(&evs[i]) {
 			g.Nodes = append(g.Nodes, int32(i))
 		}
 	}
@@ -139,7 +184,15 @@ func Build(evs []timeline.Event, names Names) (*Graph, error) {
 			g.Steps = append(g.Steps, int32(n))
 		}
 	}
-	b := builder{g: g, names: names}
+	b := builder{g: g, names: names, final: w.Final, seqBase: w.SeqBase}
+	for n := range g.Nodes {
+		if b.counts(Start(int32(n))) {
+			g.Ops++
+			if g.Event(int32(n)).Kind == timeline.KindStep {
+				g.Stats.Steps++
+			}
+		}
+	}
 	b.instances()
 	b.durations()
 	b.streams()
@@ -151,7 +204,7 @@ func Build(evs []timeline.Event, names Names) (*Graph, error) {
 	if err := g.order(); err != nil {
 		// Dependencies between points of one instant can close a loop (zero-length ops that
 		// records, launches and streams all order): those are dropped, counted contradicted.
-		g.dropTies()
+		g.dropTies(w.Final)
 		if err := g.order(); err != nil {
 			return nil, err
 		}
@@ -161,7 +214,7 @@ func Build(evs []timeline.Event, names Names) (*Graph, error) {
 
 // dropTies removes the dependencies between points of one instant that order left unordered: in
 // a cycle, or after one.
-func (g *Graph) dropTies() {
+func (g *Graph) dropTies(final func(*Graph, int32) bool) {
 	done := make([]bool, len(g.Time))
 	for _, p := range g.Order {
 		done[p] = true
@@ -169,11 +222,13 @@ func (g *Graph) dropTies() {
 	kept := g.Edges[:0]
 	for _, e := range g.Edges {
 		if e.Kind != EdgeDuration && !done[e.From] && !done[e.To] && g.Time[e.From] == g.Time[e.To] && e.W == 0 {
-			g.Counts[e.Kind]--
-			if e.Inferred {
-				g.Inferred[e.Kind]--
+			if final == nil || final(g, e.To) {
+				g.Counts[e.Kind]--
+				if e.Inferred {
+					g.Inferred[e.Kind]--
+				}
+				g.Contradicted[e.Kind]++
 			}
-			g.Contradicted[e.Kind]++
 			continue
 		}
 		kept = append(kept, e)
@@ -183,22 +238,36 @@ func (g *Graph) dropTies() {
 
 // builder adds the edges of one graph.
 type builder struct {
-	g      *Graph
-	names  Names
-	member []bool // nodes whose end an instance binds (their own duration does not)
+	g       *Graph
+	names   Names
+	member  []bool // nodes whose end an instance binds (their own duration does not)
+	final   func(*Graph, int32) bool
+	seqBase map[SeqDevKey]int
+}
+
+// counts reports whether what lies at point p is counted in the graph's Stats.
+func (b *builder) counts(p int32) bool { return b.final == nil || b.final(b.g, p) }
+
+// contradicted counts a dependency of kind k into point p that the timestamps contradict.
+func (b *builder) contradicted(k EdgeKind, p int32) {
+	if b.counts(p) {
+		b.g.Contradicted[k]++
+	}
 }
 
 // add adds a dependency edge, unless the measured times contradict it.
 func (b *builder) add(from, to int32, w int64, k EdgeKind, inferred bool) {
 	g := b.g
 	if g.Time[from]+w > g.Time[to] {
-		g.Contradicted[k]++
+		b.contradicted(k, to)
 		return
 	}
 	g.Edges = append(g.Edges, Edge{From: from, To: to, W: w, Kind: k, Inferred: inferred})
-	g.Counts[k]++
-	if inferred {
-		g.Inferred[k]++
+	if b.counts(to) {
+		g.Counts[k]++
+		if inferred {
+			g.Inferred[k]++
+		}
 	}
 }
 
@@ -239,7 +308,9 @@ func (b *builder) durations() {
 			w = 0
 		}
 		g.Edges = append(g.Edges, Edge{From: int32(2 * n), To: int32(2*n + 1), W: w, Kind: EdgeDuration})
-		g.Counts[EdgeDuration]++
+		if b.counts(int32(2*n + 1)) {
+			g.Counts[EdgeDuration]++
+		}
 	}
 }
 

@@ -57,12 +57,24 @@ func (b *builder) instances() {
 			continue
 		}
 		if len(parts) < 2 || k.kind == timeline.KindCollective && len(parts) > int(g.Event(parts[0]).Ranks) || !b.tryJoin(k, parts, waitBefore, false) {
-			g.Unmatched += len(parts)
+			b.unmatched(parts)
 		}
 	}
+	g.Alone = alone
 	for _, parts := range b.bySequence(alone) {
 		if len(parts) < 2 || !b.tryJoin(instKey{timeline.KindCollective, 0}, parts, waitBefore, true) {
-			g.Unmatched += len(parts)
+			b.unmatched(parts)
+		}
+	}
+}
+
+// unmatched counts parts that are no instance, each at its end: by then every part it could have
+// been matched with had begun (the parts of an instance overlap), so a window's graph that
+// finalises the end has them all.
+func (b *builder) unmatched(parts []int32) {
+	for _, p := range parts {
+		if b.counts(End(p)) {
+			b.g.Unmatched++
 		}
 	}
 }
@@ -105,6 +117,20 @@ type seqKey struct {
 	seq   int
 }
 
+// SeqDevKey is what numbers a collective part in its communicator's sequence on its device.
+type SeqDevKey struct {
+	Dev   int32
+	Comm  uint32
+	Op    uint8
+	Ranks uint16
+	Bytes int64
+}
+
+// SeqKeyOf is e's sequence key.
+func SeqKeyOf(e *timeline.Event) SeqDevKey {
+	return SeqDevKey{e.Device, e.Comm, e.Sub, e.Ranks, e.Bytes}
+}
+
 // bySequence groups collective parts, each alone under its op id, by communicator and sequence:
 // the n-th collective of one op, rank count and size on a communicator on each device is one
 // instance, as NCCL runs a communicator's collectives in the order every rank posts them. The
@@ -113,19 +139,19 @@ type seqKey struct {
 func (b *builder) bySequence(parts []int32) [][]int32 {
 	g := b.g
 	slices.SortFunc(parts, func(x, y int32) int { return cmp.Compare(g.Time[Start(x)], g.Time[Start(y)]) })
-	type devKey struct {
-		dev int32
-		k   seqKey
-	}
-	count := map[devKey]int{}
+	count := map[SeqDevKey]int{}
 	groups := map[seqKey][]int32{}
 	var keys []seqKey
 	for _, p := range parts {
 		e := g.Event(p)
 		k := seqKey{e.Comm, e.Sub, e.Ranks, e.Bytes, 0}
-		dk := devKey{e.Device, k}
-		k.seq = count[dk]
-		count[dk]++
+		dk := SeqKeyOf(e)
+		c, ok := count[dk]
+		if !ok {
+			c = b.seqBase[dk]
+		}
+		k.seq = c
+		count[dk] = c + 1
 		if _, seen := groups[k]; !seen {
 			keys = append(keys, k)
 		}
@@ -136,7 +162,7 @@ func (b *builder) bySequence(parts []int32) [][]int32 {
 		if ps := groups[k]; len(ps) <= int(k.ranks) {
 			out = append(out, ps)
 		} else {
-			g.Unmatched += len(ps) // more parts than ranks: not one instance
+			b.unmatched(ps) // more parts than ranks: not one instance
 		}
 	}
 	return out
@@ -162,6 +188,9 @@ func (b *builder) join(k instKey, parts []int32, waitBefore map[int32]int32, rea
 		b.member[p] = true
 	}
 	g.Instances = append(g.Instances, Instance{Parts: parts, Join: j, Kind: k.kind})
+	if b.counts(j) {
+		g.Matched++
+	}
 }
 
 // peerWaits maps each op to the peer wait just before it on its stream, ending as it starts.

@@ -9,4 +9,10 @@
 // sharing between concurrent transfers (a fused NCCL group's collectives add their times). Its
 // output is events, like any producer's: the report and the compare view read them as they read a
 // trace. docs/whatif.md gives the method and its measured fidelity.
+//
+// Stream replays a trace a step at a time, holding a step's graph and what the next steps reach
+// back to, not the trace: a first pass (Plan) finds where the steps begin, the second builds and
+// replays each step's window with the points of earlier windows pinned at their replayed times.
+// It says exactly what Run, the whole trace in one graph, says (TestStreamMatchesRunRealTraces,
+// TestStreamMatchesRunSynthetic); Run is the same graph and replay with one window.
 package whatif

@@ -56,6 +56,7 @@ type Result struct {
 	NotForced  map[string]int
 	choice     map[int32]uint32 // each re-timed collective part's modelled choice, packed as Aux
 	ScaledComm int              // collective parts (or instances' parts) scaled by ScaleExact
+	matched    map[string]int   // the kernels each --scale-kernel name scaled
 }
 
 // KeptReasons lists Kept's reasons with their counts, most first.
@@ -86,15 +87,40 @@ func (r *Result) KeptReasons() []string {
 // collectives, not a run of the simulator: contention between concurrent transfers and link
 // sharing are not modelled beyond what the NCCL model's bandwidths assume.
 func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error) {
-	r := &Result{Kept: map[string]int{}, NotForced: map[string]int{}, choice: map[int32]uint32{}}
+	r, err := replay(g, names, o, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.unmatchedScale(o); err != nil {
+		return nil, err
+	}
+	r.events(g)
+	return r, nil
+}
+
+// window is what a replay of a window's graph takes from the windows before: the points they
+// finalised, pinned at their replayed times, and which points it finalises (only what lies at
+// those is counted).
+type window struct {
+	final func(p int32) bool
+	// pin is point p's replayed time and binding edge when an earlier window finalised it.
+	pin func(p int32) (t int64, bound int32, ok bool)
+}
+
+// counts reports whether what lies at point p is counted in the replay's tallies.
+func (w *window) counts(p int32) bool { return w == nil || w.final(p) }
+
+// replay is Replay in window w (nil: the whole graph), without its events.
+func replay(g *depgraph.Graph, names depgraph.Names, o Options, w *window) (*Result, error) {
+	r := &Result{Kept: map[string]int{}, NotForced: map[string]int{}, choice: map[int32]uint32{}, matched: map[string]int{}}
 	r.Weight = make([]int64, len(g.Edges))
 	for i, e := range g.Edges {
 		r.Weight[i] = e.W
 	}
-	if err := r.scale(g, names, o); err != nil {
+	if err := r.scale(g, names, o, w); err != nil {
 		return nil, err
 	}
-	if err := r.retime(g, o); err != nil {
+	if err := r.retime(g, o, w); err != nil {
 		return nil, err
 	}
 	r.Times = make([]int64, len(g.Time))
@@ -102,6 +128,12 @@ func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error)
 	for _, p := range g.Order {
 		in := g.In[p]
 		r.Bound[p] = -1
+		if w != nil {
+			if t, b, ok := w.pin(p); ok {
+				r.Times[p], r.Bound[p] = t, b
+				continue
+			}
+		}
 		if len(in) == 0 {
 			r.Times[p] = g.Time[p]
 			continue
@@ -126,7 +158,6 @@ func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error)
 		}
 		r.Times[p], r.Bound[p] = replayed, bound
 	}
-	r.events(g)
 	return r, nil
 }
 
@@ -134,7 +165,7 @@ func Replay(g *depgraph.Graph, names depgraph.Names, o Options) (*Result, error)
 var ErrOption = errors.New("not a change this trace can take")
 
 // scale scales the duration edges of the kernels o.Scale names.
-func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error {
+func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options, w *window) error {
 	if len(o.Scale) == 0 && len(o.ScaleExact) == 0 {
 		return nil
 	}
@@ -143,8 +174,8 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error
 			return fmt.Errorf("--scale-kernel %s=%g: %w: a factor is 0 or more", k, x, ErrOption)
 		}
 	}
-	matched := map[string]int{}
 	for i, e := range g.Edges {
+		counted := w.counts(e.To)
 		n, coll := g.NodeOf(e.From), false
 		switch {
 		case e.Kind == depgraph.EdgeDuration && n >= 0 && g.Event(n).Kind == timeline.KindKernel:
@@ -161,9 +192,11 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error
 		}
 		if x, ok := o.ScaleExact[name]; ok {
 			r.Weight[i] = int64(float64(e.W) * x)
-			if coll {
+			switch {
+			case !counted:
+			case coll:
 				r.ScaledComm++
-			} else {
+			default:
 				r.Scaled++
 			}
 			continue
@@ -174,15 +207,22 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error
 		for k, x := range o.Scale {
 			if k == "*" || strings.Contains(name, k) {
 				r.Weight[i] = int64(float64(e.W) * x)
-				r.Scaled++
-				matched[k]++
+				if counted {
+					r.Scaled++
+					r.matched[k]++
+				}
 				break
 			}
 		}
 	}
-	// A name that matches no kernel would predict "no change" for a change never made.
+	return nil
+}
+
+// unmatchedScale refuses a --scale-kernel name that matched no kernel: it would predict "no
+// change" for a change never made.
+func (r *Result) unmatchedScale(o Options) error {
 	for k, x := range o.Scale {
-		if matched[k] == 0 {
+		if r.matched[k] == 0 {
 			return fmt.Errorf("--scale-kernel %s=%g: %w: no kernel's name contains %q (NAME is matched as a substring, not a pattern; * alone scales every kernel)", k, x, ErrOption, k)
 		}
 	}
@@ -191,11 +231,11 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error
 
 // retime times the collectives with the NCCL model where it can: an instance's join-to-end
 // edges, or a lone rank part's duration.
-func (r *Result) retime(g *depgraph.Graph, o Options) error {
+func (r *Result) retime(g *depgraph.Graph, o Options, w *window) error {
 	inst := map[int32]int{} // a join point's instance
 	for i, in := range g.Instances {
 		inst[in.Join] = i
-		if in.Kind == timeline.KindSend {
+		if in.Kind == timeline.KindSend && w.counts(in.Join) {
 			r.Kept["sends and receives: the NCCL model here times collectives"]++
 		}
 	}
@@ -216,15 +256,22 @@ func (r *Result) retime(g *depgraph.Graph, o Options) error {
 		}
 		t, ok := seen[e.From]
 		if !ok {
-			ns, why, err := r.model(g, parts, o)
+			// An instance is counted at its join, a lone part at its end.
+			counted := w.counts(e.From)
+			if len(parts) == 1 {
+				counted = w.counts(e.To)
+			}
+			ns, why, err := r.model(g, parts, o, counted)
 			if err != nil {
 				return err
 			}
 			t = timed{ns, why}
 			seen[e.From] = t
-			if why != "" {
+			switch {
+			case !counted:
+			case why != "":
 				r.Kept[why]++
-			} else {
+			default:
 				r.Retimed++
 			}
 		}
@@ -272,7 +319,7 @@ func (r *Result) fuseGroups(g *depgraph.Graph, inst map[int32]int, modelled func
 
 // model is the NCCL model's time for the collective whose rank parts are parts, or why it keeps
 // its measured time.
-func (r *Result) model(g *depgraph.Graph, parts []int32, o Options) (int64, string, error) {
+func (r *Result) model(g *depgraph.Graph, parts []int32, o Options, counted bool) (int64, string, error) {
 	e := g.Event(parts[0])
 	op := timeline.CollOp(e.Sub)
 	switch {
@@ -306,6 +353,9 @@ func (r *Result) model(g *depgraph.Graph, parts []int32, o Options) (int64, stri
 	p := sim.PredictNCCL(sim.ModelOf(o.Topology), o.Topology, op, ranks, e.Bytes, o.Algo, o.Proto)
 	for _, n := range parts {
 		r.choice[n] = timeline.PackNCCL(p.Algo, p.Proto, p.Channels)
+	}
+	if !counted {
+		return int64(p.TimeNs(e.Bytes)), "", nil
 	}
 	if o.Algo != 0 && p.Algo != o.Algo {
 		r.NotForced[fmt.Sprintf("algo=%s: %s for %s: kept %s", strings.ToLower(o.Algo.String()), whyNoAlgo(op, o.Algo), op, p.Algo)]++

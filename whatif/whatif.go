@@ -17,7 +17,8 @@ type WhatIf struct {
 	After    []depgraph.Path // the changed replay's
 }
 
-// Run builds evs' graph and replays it, unchanged and under o.
+// Run builds evs' graph and replays it, unchanged and under o: the whole trace in one graph, in
+// memory (Stream replays it a step at a time, to the same result).
 func Run(evs []timeline.Event, names depgraph.Names, o Options) (*WhatIf, error) {
 	g, err := depgraph.Build(evs, names)
 	if err != nil {
@@ -74,7 +75,7 @@ func Summarize(paths []depgraph.Path) Summary {
 
 // Dependencies describes the graph for people: its edges by kind, how many were inferred, how
 // many the timestamps contradicted, and the collective parts left unmatched.
-func Dependencies(g *depgraph.Graph) string {
+func Dependencies(g depgraph.Stats) string {
 	total, inferred, contra := 0, 0, 0
 	s := ""
 	for _, k := range depgraph.EdgeKinds() {
@@ -91,12 +92,12 @@ func Dependencies(g *depgraph.Graph) string {
 			}
 		}
 	}
-	out := fmt.Sprintf("%d ops, %d dependencies (%d inferred)%s", len(g.Nodes), total, inferred, s)
+	out := fmt.Sprintf("%d ops, %d dependencies (%d inferred)%s", g.Ops, total, inferred, s)
 	if contra > 0 {
 		out += fmt.Sprintf("; %d contradicted by the timestamps, not added (or weakened to start-to-start on a stream)", contra)
 	}
-	if len(g.Instances) > 0 {
-		out += fmt.Sprintf("; %d collective, barrier or send/receive instances matched across ranks", len(g.Instances))
+	if g.Matched > 0 {
+		out += fmt.Sprintf("; %d collective, barrier or send/receive instances matched across ranks", g.Matched)
 	}
 	if g.Unmatched > 0 {
 		out += fmt.Sprintf("; %d collective parts without their other ranks in the trace (each is timed alone)", g.Unmatched)

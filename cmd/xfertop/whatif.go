@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/depgraph"
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/topology"
@@ -85,32 +84,40 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	in, err := readWhole(ctx, pos, o.limits, stderr)
+	source := strings.Join(pos, ", ")
+	// A first pass finds the steps (the windows the replay is cut into) and the kernels' mean
+	// durations; the second replays the trace a window at a time, holding about two steps.
+	first, err := planInput(ctx, pos, o.limits, true, stderr)
 	if err != nil {
 		return err
 	}
-	if wo.Topology, err = o.resolveTopology(in.header.Meta); err != nil {
+	if wo.Topology, err = o.resolveTopology(first.header.Meta); err != nil {
 		return err
 	}
-	wo.TraceDevices, wo.ScaleOut = in.header.Meta.Devices, o.hosts > 0
+	wo.TraceDevices, wo.ScaleOut = first.header.Meta.Devices, o.hosts > 0
 	if o.from != "" {
-		other, err := readWhole(ctx, []string{o.from}, o.limits, stderr)
+		other, err := planInput(ctx, []string{o.from}, o.limits, false, stderr)
 		if err != nil {
 			return err
 		}
-		wo.ScaleExact = durationRatios(in, other)
+		wo.ScaleExact = durationRatios(first.means(), other.means())
 	}
-	w, err := whatif.Run(in.events, in.header.Strings, wo)
+	view := !o.json && !o.headless && interactive(stdout)
+	run, err := replayInput(ctx, pos, o.limits, first, wo, o.describe(wo), view)
 	if errors.Is(err, whatif.ErrOption) {
-		return usageError("%s: %v", strings.Join(pos, ", "), err)
+		return usageError("%s: %v", source, err)
+	}
+	var xe *exitError
+	if errors.As(err, &xe) {
+		return err
 	}
 	if err != nil {
-		return dataError(fmt.Errorf("%s: %w", strings.Join(pos, ", "), err))
+		return dataError(fmt.Errorf("%s: %w", source, err))
 	}
-	c, wins := whatifComparison(w, in.header, strings.Join(pos, ", "), o.describe(wo), in.stepsFrom)
-	if !o.json && !o.headless && interactive(stdout) {
-		d := compareData(c, wins)
-		d.Runs[0].Critical, d.Runs[1].Critical = criticalOps(w.Before, nil), criticalOps(w.After, w.Changed.Node)
+	c := whatifComparison(run, first.header, source, o.describe(wo), first.stepsFrom)
+	if view {
+		d := compareData(c, run.wins)
+		d.Runs[0].Critical, d.Runs[1].Critical = criticalOps(run.w.Before, nil), criticalOps(run.w.After, run.order)
 		return compareConsole(ctx, d)
 	}
 	return writeComparison(stdout, c, o.json)
@@ -154,20 +161,8 @@ func (o *whatifOpts) options() (whatif.Options, error) {
 }
 
 // durationRatios is, for each kernel (compute or NCCL) name both inputs ran, its mean duration in
-// other over its mean in in.
-func durationRatios(in, other *wholeInput) map[string]float64 {
-	mean := func(w *wholeInput) map[string][2]float64 {
-		m := map[string][2]float64{}
-		for i := range w.events {
-			if e := &w.events[i]; e.Kind == timeline.KindKernel || e.Kind == timeline.KindCollective {
-				name := w.header.Strings.Lookup(e.Label)
-				v := m[name]
-				m[name] = [2]float64{v[0] + float64(e.Dur()), v[1] + 1}
-			}
-		}
-		return m
-	}
-	here, there := mean(in), mean(other)
+// there over its mean in here (sums and counts by name).
+func durationRatios(here, there map[string][2]float64) map[string]float64 {
 	ratios := map[string]float64{}
 	for name, h := range here {
 		if t, ok := there[name]; ok && h[0] > 0 {
@@ -232,7 +227,7 @@ func cmpOr(s, d string) string {
 	return s
 }
 
-// wholeInput is an input read into memory: what a replay needs.
+// wholeInput is an input read into memory: what analyze's critical path needs.
 type wholeInput struct {
 	header    *importers.Header
 	events    []timeline.Event
@@ -299,12 +294,8 @@ func (c *criticalFlag) Set(v string) error {
 	return nil
 }
 
-// readWhole reads a trace, an export or a recording whole.
-func readWhole(ctx context.Context, paths []string, limits importLimits, stderr io.Writer) (*wholeInput, error) {
-	return readWholeWith(ctx, paths, limits, false, stderr)
-}
-
-// readWholeWith is readWhole, selecting what HTA does when likeHTA.
+// readWholeWith reads a trace, an export or a recording whole (analyze --critical-path's), selecting
+// what HTA does when likeHTA.
 func readWholeWith(ctx context.Context, paths []string, limits importLimits, likeHTA bool, stderr io.Writer) (*wholeInput, error) {
 	for _, p := range paths {
 		if err := inputFile(p, "a trace or a recording"); err != nil {
@@ -322,35 +313,25 @@ func readWholeWith(ctx context.Context, paths []string, limits importLimits, lik
 	return in, nil
 }
 
-// whatifComparison compares the trace's ops as measured (A) with the changed replay (B), and
-// gives each run's events to the compare view.
-func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change, stepsFrom string) (*report.Comparison, [2]*timeline.Window) {
-	var wins [2]*timeline.Window
-	measured := make([]timeline.Event, len(w.Graph.Nodes))
-	for n := range w.Graph.Nodes {
-		measured[n] = *w.Graph.Event(int32(n))
-	}
-	metaB := h.Meta
-	metaB.Backend, metaB.Source = "whatif", change
-	wins[0], wins[1] = timeline.NewWindow(compareWindow, nil), timeline.NewWindow(compareWindow, nil)
-	a := opsReport(measured, h, h.Meta, wins[0])
-	base := opsReport(w.Baseline.Events, h, metaB)
-	b := opsReport(w.Changed.Events, h, metaB, wins[1])
-	if len(w.Graph.Steps) == 0 && len(w.Before) == 1 && len(w.After) == 1 {
+// whatifComparison compares the trace's ops as measured (A) with the changed replay (B).
+func whatifComparison(run *whatifRun, h *importers.Header, source, change, stepsFrom string) *report.Comparison {
+	w := run.w
+	if w.Stats.Steps == 0 && len(w.Before) == 1 && len(w.After) == 1 && run.wins[0] != nil {
 		// A trace without steps is one: the view aligns the timelines on it (the reports, which
 		// count steps, are not told of it).
 		for i, p := range [2]depgraph.Path{w.Before[0], w.After[0]} {
-			wins[i].Emit(&timeline.Event{Kind: timeline.KindStep, Start: p.StartNs, End: p.EndNs, Device: timeline.NoDevice, Peer: timeline.NoDevice})
+			run.wins[i].Emit(&timeline.Event{Kind: timeline.KindStep, Start: p.StartNs, End: p.EndNs, Device: timeline.NoDevice, Peer: timeline.NoDevice})
 		}
 	}
+	a, base, b := run.reports[0], run.reports[1], run.reports[2]
 	c := report.Compare(a, b, "measured: "+source, change)
 	c.Command = "whatif"
 	before, after := whatif.Summarize(w.Before), whatif.Summarize(w.After)
 	report.AddCriticalPaths(c, criticalPath(before), criticalPath(after))
-	floor, why := noiseFloor(a, base, w.Before, before, whatif.Summarize(w.Graph.CriticalPathsBound(w.Baseline.Times, w.Baseline.Weight, w.Baseline.Bound)))
+	floor, why := noiseFloor(a, base, w.Before, before, whatif.Summarize(w.Unchanged))
 	c.Notes = whatifNotes(w, before, stepsFrom)
 	c.SetNoiseFloor(floor, why)
-	return c, wins
+	return c
 }
 
 // criticalOps is the set of the ops on paths, by their index among the events the compare view
@@ -375,18 +356,6 @@ func criticalOps(paths []depgraph.Path, order []int32) map[int64]bool {
 		}
 	}
 	return set
-}
-
-// opsReport analyses ops as a report does.
-func opsReport(evs []timeline.Event, h *importers.Header, m timeline.Meta, also ...timeline.Sink) *report.Report {
-	an := analysis.New(m)
-	for i := range evs {
-		an.Emit(&evs[i])
-		for _, o := range also {
-			o.Emit(&evs[i])
-		}
-	}
-	return report.Build(an.Result(h.Strings), m, report.Run{})
 }
 
 // criticalPath is a summary as the report shows it.
@@ -443,17 +412,16 @@ func median(xs []float64) float64 {
 }
 
 // whatifNotes say how B was made.
-func whatifNotes(w *whatif.WhatIf, before whatif.Summary, stepsFrom string) []string {
-	g := w.Graph
+func whatifNotes(w *whatif.Streamed, before whatif.Summary, stepsFrom string) []string {
 	notes := []string{
 		"method: the trace's dependency graph replayed (list scheduling over it; collectives timed by the engine's NCCL model where a topology and their sizes are known), not a run of the simulator",
-		"graph: " + whatif.Dependencies(g),
+		"graph: " + whatif.Dependencies(w.Stats),
 	}
-	steps := fmt.Sprintf("steps: %d from the trace's step markers", len(g.Steps))
+	steps := fmt.Sprintf("steps: %d from the trace's step markers", w.Stats.Steps)
 	switch {
 	case stepsFrom != "":
-		steps = fmt.Sprintf("steps: %d; %s", len(g.Steps), stepsFrom)
-	case len(g.Steps) == 0:
+		steps = fmt.Sprintf("steps: %d; %s", w.Stats.Steps, stepsFrom)
+	case w.Stats.Steps == 0:
 		steps = "steps: the trace marks none; the whole trace is one step"
 	}
 	if before.FirstLeft {

@@ -184,11 +184,20 @@ func TestWhatIfWholeTraceStep(t *testing.T) {
 		{Kind: timeline.KindKernel, Device: 0, Peer: timeline.NoDevice, Stream: 1, Start: 0, End: 10_000, Label: s.ID("gemm")},
 		{Kind: timeline.KindKernel, Device: 0, Peer: timeline.NoDevice, Stream: 1, Start: 10_000, End: 30_000, Label: s.ID("relu")},
 	}
-	w, err := whatif.Run(evs, s, whatif.Options{Scale: map[string]float64{"gemm": 2}})
+	h := &importers.Header{Strings: s, Meta: timeline.Meta{Devices: 1}}
+	r := newReplayer(h.Meta, whatif.StreamParams{}, whatif.Options{Scale: map[string]float64{"gemm": 2}}, "b", true)
+	if err := r.Begin(h); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Events(evs); err != nil {
+		t.Fatal(err)
+	}
+	run, err := r.finish()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, wins := whatifComparison(w, &importers.Header{Strings: s, Meta: timeline.Meta{Devices: 1}}, "t", "b", "")
+	whatifComparison(run, h, "t", "b", "")
+	wins := run.wins
 	for i, want := range [2][2]int64{{0, 30_000}, {0, 40_000}} {
 		var steps [][2]int64
 		snap := wins[i].Snapshot()

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/importers"
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/whatif"
+)
+
+// planned is the first pass over a what-if's input: what it is, where to cut it into windows,
+// and its kernels' durations by name. It holds a few bytes a step and a kernel name, none of the
+// ops (the steps' inference keeps a bounded sample of them: importers.Stream).
+type planned struct {
+	header    *importers.Header
+	plan      whatif.Plan
+	sums      map[uint32][2]float64 // each kernel label's total duration and count
+	stepsFrom string
+}
+
+func (p *planned) Begin(h *importers.Header) error { p.header = h; return nil }
+
+func (p *planned) Events(batch []timeline.Event) error {
+	p.plan.Events(batch)
+	for i := range batch {
+		if e := &batch[i]; e.Kind == timeline.KindKernel || e.Kind == timeline.KindCollective {
+			v := p.sums[e.Label]
+			p.sums[e.Label] = [2]float64{v[0] + float64(e.Dur()), v[1] + 1}
+		}
+	}
+	return nil
+}
+
+// means is each kernel (compute or NCCL) name's total duration and count.
+func (p *planned) means() map[string][2]float64 {
+	m := map[string][2]float64{}
+	for id, v := range p.sums {
+		name := p.header.Strings.Lookup(id)
+		w := m[name]
+		m[name] = [2]float64{w[0] + v[0], w[1] + v[1]}
+	}
+	return m
+}
+
+// planInput reads paths once for their plan. Replayed inputs (twice) are regular files.
+func planInput(ctx context.Context, paths []string, limits importLimits, twice bool, stderr io.Writer) (*planned, error) {
+	for _, p := range paths {
+		if err := inputFile(p, "a trace or a recording"); err != nil {
+			return nil, err
+		}
+		if st, err := os.Stat(p); twice && err == nil && !st.Mode().IsRegular() {
+			return nil, usageError("%s is not a regular file: whatif reads its input twice (a first pass finds the steps), so give a file, not a pipe", p)
+		}
+	}
+	opts := limits.options(false)
+	opts.Context = ctx
+	p := &planned{sums: map[uint32][2]float64{}}
+	res, err := readInput(paths, opts, p, stderr)
+	if err != nil {
+		return nil, err
+	}
+	p.stepsFrom = res.Steps
+	return p, nil
+}
+
+// whatifRun is a what-if replayed: its totals and critical paths, the reports of the measured
+// ops (A), the unchanged replay and the changed one (B), and for the console, each run's ops and
+// the order of B's.
+type whatifRun struct {
+	w       *whatif.Streamed
+	reports [3]*report.Report
+	wins    [2]*timeline.Window
+	order   []int32 // B's ops, by their index among A's (the console's only)
+}
+
+// analyzed folds the ops it is given into an analysis, and for the console into a window.
+type analyzed struct {
+	an  *analysis.Analyzer
+	win *timeline.Window
+}
+
+func (a *analyzed) Emit(e *timeline.Event) {
+	a.an.Emit(e)
+	if a.win != nil {
+		a.win.Emit(e)
+	}
+}
+
+// replayInput reads paths a second time into a streamed what-if under wo, cut where first says,
+// and analyses its three runs as they come.
+func replayInput(ctx context.Context, paths []string, limits importLimits, first *planned, wo whatif.Options, change string, view bool) (*whatifRun, error) {
+	r := newReplayer(first.header.Meta, first.plan.Params(), wo, change, view)
+	opts := limits.options(false)
+	opts.Context = ctx
+	if _, err := readInput(paths, opts, r, io.Discard); err != nil { // its warnings were printed by the first pass
+		return nil, err
+	}
+	return r.finish()
+}
+
+// replayer is the sink of a what-if's second pass: it passes the input's events to a streamed
+// what-if, built when the input's header comes, and analyses the three runs as they come.
+type replayer struct {
+	run    *whatifRun
+	s      *whatif.Stream
+	names  *timeline.Strings
+	metas  [3]timeline.Meta
+	outs   [3]*analyzed
+	params whatif.StreamParams
+	wo     whatif.Options
+}
+
+func newReplayer(m timeline.Meta, params whatif.StreamParams, wo whatif.Options, change string, view bool) *replayer {
+	r := &replayer{run: &whatifRun{}, params: params, wo: wo}
+	metaB := m
+	metaB.Backend, metaB.Source = "whatif", change
+	r.metas = [3]timeline.Meta{m, metaB, metaB}
+	for i := range r.outs {
+		r.outs[i] = &analyzed{an: analysis.New(r.metas[i])}
+	}
+	if view {
+		r.run.wins[0], r.run.wins[1] = timeline.NewWindow(compareWindow, nil), timeline.NewWindow(compareWindow, nil)
+		r.outs[0].win, r.outs[2].win = r.run.wins[0], r.run.wins[1]
+	}
+	r.params.KeepPathNodes = view
+	return r
+}
+
+func (r *replayer) Begin(h *importers.Header) error {
+	r.names = h.Strings
+	out := whatif.Outputs{Measured: r.outs[0], Baseline: r.outs[1], Changed: r.outs[2]}
+	if r.params.KeepPathNodes {
+		out.ChangedOrder = &r.run.order
+	}
+	r.s = whatif.NewStream(h.Strings, r.wo, r.params, out)
+	return nil
+}
+
+func (r *replayer) Events(batch []timeline.Event) error { return r.s.Events(batch) }
+
+// finish replays what is left and reports on the three runs.
+func (r *replayer) finish() (*whatifRun, error) {
+	w, err := r.s.Close()
+	if err != nil {
+		return nil, err
+	}
+	r.run.w = w
+	for i, m := range r.metas {
+		r.run.reports[i] = report.Build(r.outs[i].an.Result(r.names), m, report.Run{})
+	}
+	return r.run, nil
+}
