@@ -82,7 +82,7 @@ func fileReport(ctx context.Context, path string, limits importLimits, stderr io
 		return nil, failure(err) // as it always was: the format told before anything is read
 	}
 	opts := limits.options(false)
-	opts.Context = ctx
+	opts.Context, opts.Source = ctx, givenSource([]string{path})
 	rep, _, err := inputReport(paths, opts, stderr, also...)
 	return rep, err
 }
