@@ -72,6 +72,9 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 		fmt.Fprintf(&b, "\nALERTS (%d):\n", r.AlertCount)
 		for _, a := range r.Alerts {
 			fmt.Fprintf(&b, "  [%s] %s (at %s)\n", a.Kind, a.Message, units.Dur(a.At))
+			if a.Root != nil {
+				fmt.Fprintf(&b, "      %s\n", a.Root)
+			}
 		}
 		if n := r.AlertCount - int64(len(r.Alerts)); n > 0 {
 			fmt.Fprintf(&b, "  … and %d more\n", n)
@@ -113,6 +116,9 @@ func header(b *strings.Builder, r *Report) {
 	}
 	if r.Ended != "" {
 		fmt.Fprintf(b, "run ended early: %s\n", r.Ended)
+		if root := r.EndedRoot(); root != nil {
+			fmt.Fprintf(b, "  %s\n", root)
+		}
 	}
 }
 

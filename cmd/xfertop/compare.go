@@ -128,7 +128,7 @@ func runComparison(ctx context.Context, o *runOpts, spec string) (*report.Compar
 		if err != nil {
 			return nil, wins, err
 		}
-		if err := runEnded(out, nil); err != nil {
+		if err := runEnded(out, nil, nil); err != nil {
 			return nil, wins, err
 		}
 		reps[i] = p.Report(out)

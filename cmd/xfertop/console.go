@@ -139,7 +139,7 @@ func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, otlp *o
 	if cerr != nil && ctx.Err() == nil {
 		return failure(fmt.Errorf("console: %w", cerr))
 	}
-	if err := runEnded(out, rerr); err != nil {
+	if err := runEnded(out, rerr, nil); err != nil {
 		return err
 	}
 	return otlp.check(session.ReportExport(l.ExportStats()), stderr)

@@ -150,7 +150,11 @@ func (m *Model) View() string {
 	if res.AlertCount > 0 {
 		b.WriteString(st.Alert.Render(fmt.Sprintf("Alerts (%d):", res.AlertCount)) + "\n")
 		for _, a := range res.Alerts[max(0, len(res.Alerts)-3):] {
-			b.WriteString(st.Alert.Render("  "+units.Dur(a.At)+"  "+a.Message) + "\n")
+			line := "  " + units.Dur(a.At) + "  " + a.Message
+			if a.Root != nil {
+				line += " — " + a.Root.String()
+			}
+			b.WriteString(st.Alert.Render(line) + "\n")
 		}
 	}
 	if fr.State.Missed > 0 {
