@@ -140,10 +140,26 @@ func (a *Analyzer) Result(labels Labels) *Result {
 		}
 		r.DurationNs = a.last - r.FirstNs
 	}
+	idleCauses(r.Breakdown.Devices, r.StreamIdle.Devices)
 	r.CommCache, r.Groups = a.comms.result()
 	r.Communicators = a.named.result(labels)
 	r.Alerts, r.AlertCount = a.alerts.result(labels)
 	r.Findings = a.diag.Result(labels)
 	quoteRoots(r.Alerts, a.diag, a.meta.HostGPUs())
 	return r
+}
+
+// idleCauses gives each device's time split the top cause of its streams' gaps where the device
+// sat idle (DeviceTime.IdleCause), so that the idle figure and its cause are one account: no cause
+// beside no idle time. Both lists are by device; times is the Result's own (built each call).
+func idleCauses(times []DeviceTime, gaps []DeviceGaps) {
+	j := 0
+	for i := range times {
+		for j < len(gaps) && gaps[j].Device < times[i].Device {
+			j++
+		}
+		if j < len(gaps) && gaps[j].Device == times[i].Device && times[i].IdleNs > 0 {
+			times[i].IdleCause = gaps[j].TopCause
+		}
+	}
 }

@@ -49,3 +49,14 @@ func TestFormats(t *testing.T) {
 		}
 	}
 }
+
+func TestShare(t *testing.T) {
+	for _, c := range []struct {
+		p    float64
+		want string
+	}{{0, "0.0"}, {0.01, "<0.1"}, {0.05, "0.1"}, {12.34, "12.3"}, {99.94, "99.9"}, {99.96, ">99.9"}, {100, "100.0"}} {
+		if got := Share(c.p); got != c.want {
+			t.Errorf("Share(%v) = %q; want %q", c.p, got, c.want)
+		}
+	}
+}

@@ -139,7 +139,7 @@ func (m *Model) View() string {
 	if !fr.Live {
 		now = "each link now (ended: idle), % of peak"
 	}
-	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; "+now) + "\n")
+	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps while it sat idle; "+now) + "\n")
 	tele := m.telemetry()
 	if len(res.ProfilerCost) > 0 {
 		tele += profilerCostLine(res.ProfilerCost) + "\n"
@@ -166,7 +166,7 @@ func (m *Model) View() string {
 // Column widths of the device table: the device, the time split, the idle cause and the total.
 // The split's middle column says non-compute, as the idle view and the report do (HTA's word);
 // the cause column is as wide as the longest cause, barrier_wait.
-const colDev, colSplit, colCause, colTotal = 5, 24, 12, 9
+const colDev, colSplit, colCause, colTotal = 5, 25, 12, 9
 
 // deviceTable is the layout of one drawing of the device table: what fits the width, and the
 // history's scale shared by every row shown so that their sparklines compare (the rows on screen:
@@ -193,11 +193,9 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 			times[d.Device] = d
 		}
 	}
-	causes := make([]string, len(devs))
-	for _, d := range res.StreamIdle.Devices {
-		if int(d.Device) < len(causes) {
-			causes[d.Device] = d.TopCause
-		}
+	causes := make([]string, len(devs)) // the cause of each device's idle time, as the analysis gives it
+	for i := range times {
+		causes[i] = idleCause(times[i])
 	}
 	t := deviceTable{fr: fr, cell: 7, bucket: fr.State.Now/analysis.BucketNs - 1, colDev: colDev}
 	if m.W >= 140 { // wide terminals show each link's GB/s beside its share of peak
@@ -378,8 +376,23 @@ func totalAt(d *analysis.DeviceLinks, k int64) float64 {
 	return t
 }
 
+// idleCause is what the idle-mostly column says of a device: its idle time's top cause; "not
+// idle" when it never was (so no cause stands beside an idle figure of 0); unknown before it ran
+// anything, or when its streams had no gap to name a cause by.
+func idleCause(tm analysis.DeviceTime) string {
+	switch {
+	case tm.SpanNs <= 0:
+		return units.Unknown
+	case tm.IdleNs <= 0:
+		return "not idle"
+	case tm.IdleCause == "":
+		return units.Unknown
+	}
+	return tm.IdleCause
+}
+
 func (t *deviceTable) head() string {
-	head := fmt.Sprintf("%-*s%7s%10s%7s %-*s", t.colDev, "gpu", "comp%", "non-comp%", "idle%", colCause, "idle mostly")
+	head := fmt.Sprintf("%-*s%7s%11s%7s %-*s", t.colDev, "gpu", "comp %", "non-comp %", "idle %", colCause, "idle mostly")
 	for l := range analysis.NumLinks {
 		head += fmt.Sprintf("%*s", t.cell, l)
 	}
@@ -396,18 +409,15 @@ func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm analysis.De
 	st := t.fr.Styles
 	line := fmt.Sprintf("%-*s", t.colDev, label)
 	if tm.SpanNs > 0 {
-		idle := fmt.Sprintf("%7.1f", tm.IdlePct)
+		idle := fmt.Sprintf("%7s", units.Share(tm.IdlePct))
 		if tm.IdlePct >= 50 {
 			idle = st.WarnOn + idle + st.WarnOff
 		}
-		line += fmt.Sprintf("%7.1f%10.1f", tm.ComputePct, tm.NonCompPct) + idle
+		line += fmt.Sprintf("%7s%11s", units.Share(tm.ComputePct), units.Share(tm.NonCompPct)) + idle
 	} else {
-		line += st.MutedOn + fmt.Sprintf("%7s%10s%7s", units.Unknown, units.Unknown, units.Unknown) + st.MutedOff
+		line += st.MutedOn + fmt.Sprintf("%7s%11s%7s", units.Unknown, units.Unknown, units.Unknown) + st.MutedOff
 	}
-	if cause == "" {
-		cause = units.Unknown
-	}
-	line += fmt.Sprintf(" %-*s", colCause, cause)
+	line += " " + cause + strings.Repeat(" ", max(colCause-ansi.StringWidth(cause), 0))
 	var sum float64
 	for l := range analysis.NumLinks {
 		r, _ := ds.Rate(l, t.bucket)

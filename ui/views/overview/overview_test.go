@@ -77,3 +77,21 @@ func TestPaddedDevicesOncePerResult(t *testing.T) {
 		t.Error("a Result with every device was copied")
 	}
 }
+
+// The idle-mostly column names a cause only beside idle time: a device never idle says so, even
+// where its streams had gaps (others ran meanwhile), and a device that ran nothing is unknown.
+func TestIdleCause(t *testing.T) {
+	for _, c := range []struct {
+		tm   analysis.DeviceTime
+		want string
+	}{
+		{analysis.DeviceTime{SpanNs: 1000, IdleNs: 0, IdleCause: ""}, "not idle"},
+		{analysis.DeviceTime{SpanNs: 1000, IdleNs: 1, IdleCause: "host_wait"}, "host_wait"},
+		{analysis.DeviceTime{SpanNs: 1000, IdleNs: 10}, "—"},
+		{analysis.DeviceTime{}, "—"},
+	} {
+		if got := idleCause(c.tm); got != c.want {
+			t.Errorf("idleCause(%+v) = %q; want %q", c.tm, got, c.want)
+		}
+	}
+}
