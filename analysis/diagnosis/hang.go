@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // Hang thresholds: a peer wait is a hang once it lasts hangFloor, or four times the longest wait
@@ -408,14 +409,14 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 	}
 	var parts []string
 	if len(g.waiting) > 0 {
-		parts = append(parts, fmt.Sprintf("%s waited %s in it", counted(len(g.waiting), "rank", "ranks"), fmtNs(thr)))
+		parts = append(parts, fmt.Sprintf("%s waited %s in it", units.Counted(len(g.waiting), "rank"), fmtNs(thr)))
 	}
 	if len(g.inside) > 0 {
-		parts = append(parts, fmt.Sprintf("%s %s entered it and %s stuck inside: none finished in %s", plural(len(g.inside), "rank", "ranks"), rankList(f.Stuck, len(g.inside)), plural(len(g.inside), "is", "are"), fmtNs(thr)))
+		parts = append(parts, fmt.Sprintf("%s %s entered it and %s stuck inside: none finished in %s", units.Plural(len(g.inside), "rank"), rankList(f.Stuck, len(g.inside)), units.Plural(len(g.inside), "is", "are"), fmtNs(thr)))
 	}
 	switch {
 	case f.MissingN > 0:
-		parts = append(parts, fmt.Sprintf("%s %s never entered it", plural(f.MissingN, "rank", "ranks"), rankList(f.Missing, f.MissingN)))
+		parts = append(parts, fmt.Sprintf("%s %s never entered it", units.Plural(f.MissingN, "rank"), rankList(f.Missing, f.MissingN)))
 	case len(g.inside) > 0:
 		parts = append(parts, "no rank is missing from it")
 	default:
@@ -516,14 +517,3 @@ func waited(msg string) (int64, bool) {
 	scale := map[string]float64{"ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}[m[2]]
 	return int64(v * scale), true
 }
-
-// plural is one or many: the word for n things.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// counted is n and the word for n things: "1 rank", "7 ranks".
-func counted(n int, one, many string) string { return fmt.Sprintf("%d %s", n, plural(n, one, many)) }

@@ -34,7 +34,7 @@ func (v *Model) View() string {
 func (v *Model) breadcrumb() string {
 	st := v.Fr.Styles
 	gpus, hosts := v.shape()
-	parts := []string{fmt.Sprintf("cluster (%d hosts × %d GPUs)", hosts, gpus)}
+	parts := []string{fmt.Sprintf("cluster (%s × %s)", units.Counted(hosts, "host"), units.Counted(gpus, "GPU"))}
 	if v.ds.N() == 0 {
 		parts[0] = "cluster (" + v.Fr.None("devices") + ")"
 	}

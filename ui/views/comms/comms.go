@@ -123,7 +123,7 @@ func trouble(c analysis.Communicator) string {
 		parts = append(parts, "incomplete (some ranks never joined)")
 	}
 	if c.Unheard > 0 {
-		parts = append(parts, fmt.Sprintf("unheard from: %d (nothing from them)", c.Unheard))
+		parts = append(parts, units.Counted(c.Unheard, "rank")+" unheard from")
 	}
 	return strings.Join(parts, " · ")
 }
@@ -134,11 +134,11 @@ func name(c analysis.Communicator) string {
 	if n == "" {
 		n = fmt.Sprintf("communicator %d", c.ID)
 	}
-	size := units.Unknown
+	size := units.Unknown + " ranks"
 	if c.Ranks > 0 {
-		size = fmt.Sprint(c.Ranks)
+		size = units.Counted(c.Ranks, "rank")
 	}
-	return n + " · ranks " + size
+	return n + " · " + size
 }
 
 // fields are a row's devices, id and state, as the filter matches them.
@@ -200,16 +200,17 @@ func (v *Model) View() string {
 	}
 	switch {
 	case cc.Known:
-		fmt.Fprintf(&b, "%s %d entries seen · %d hits · %d misses · %d evictions · hit rate %s of lookups · %s spent creating\n",
-			st.Title.Render("Communicator cache"), len(cc.Comms), cc.Hits, cc.Misses, cc.Evictions, rate, units.Dur(cc.InitNsTotal))
+		fmt.Fprintf(&b, "%s %s seen · %s · %s · %s · hit rate %s of lookups · %s spent creating\n",
+			st.Title.Render("Communicator cache"), units.Counted(len(cc.Comms), "entry"), units.Counted(cc.Hits, "hit"), units.Counted(cc.Misses, "miss"),
+			units.Counted(cc.Evictions, "eviction"), rate, units.Dur(cc.InitNsTotal))
 	case len(named) > 0:
-		fmt.Fprintf(&b, "%s %s (the source does not record the cache) · communicators the source names: %d\n",
-			st.Title.Render("Communicator cache"), units.Unknown, len(named))
+		fmt.Fprintf(&b, "%s %s (the source does not record the cache) · %s named by the source\n",
+			st.Title.Render("Communicator cache"), units.Unknown, units.Counted(len(named), "communicator"))
 	default:
 		fmt.Fprintf(&b, "%s %s (the source does not record communicators)\n", st.Title.Render("Communicator cache"), units.Unknown)
 	}
 	if cc.Known && len(named) > 0 {
-		fmt.Fprintf(&b, "communicators the source names besides the cache: %d\n", len(named))
+		fmt.Fprintf(&b, "%s named by the source besides the cache\n", units.Counted(len(named), "communicator"))
 	}
 	b.WriteString(st.Title.Render(fmt.Sprintf("%6s  %-28s%8s%12s%12s  %s", "id", "devices", "hits", "created", "cost", "state")) + "\n")
 	all := rows(cc, named)
@@ -237,7 +238,7 @@ func (v *Model) View() string {
 		b.WriteString(st.Muted.Render(fmt.Sprintf("%d–%d of %d (j/k to scroll)", from+1, to, len(shownRows))) + "\n")
 	}
 	if shown > 0 {
-		b.WriteString(st.Title.Render(fmt.Sprintf("Communicators in trouble (%d findings; 9: all findings)", len(cf))) + "\n")
+		b.WriteString(st.Title.Render(fmt.Sprintf("Communicators in trouble (%s; 9: all findings)", units.Counted(len(cf), "finding"))) + "\n")
 		gph := v.Fr.Meta.HostGPUs()
 		for _, f := range cf[:shown] {
 			line := fmt.Sprintf("%6d  %-13s %s — %s", f.Comm, f.Kind, f.Culprit(gph), f.Evidence)
@@ -245,7 +246,7 @@ func (v *Model) View() string {
 		}
 	}
 	if v.filter.Shown() {
-		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %d entries", len(shownRows), len(all))))
+		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %s", len(shownRows), units.Counted(len(all), "entry"))))
 	}
 	return b.String()
 }

@@ -124,7 +124,8 @@ func (m *Model) View() string {
 	if cc := res.CommCache; !cc.Known {
 		cache = "comm cache: " + units.Unknown + " (the source does not record communicators)"
 	} else if cc.Hits+cc.Misses > 0 {
-		cache = fmt.Sprintf("comm cache %.0f%% hits (%d hits, %d misses, %d evictions)", 100*float64(cc.Hits)/float64(cc.Hits+cc.Misses), cc.Hits, cc.Misses, cc.Evictions)
+		cache = fmt.Sprintf("comm cache %.0f%% hits (%s, %s, %s)", 100*float64(cc.Hits)/float64(cc.Hits+cc.Misses),
+			units.Counted(cc.Hits, "hit"), units.Counted(cc.Misses, "miss"), units.Counted(cc.Evictions, "eviction"))
 	}
 	moved := units.Bytes(res.Links.MovedBytes)
 	if fr.Snap != nil && fr.Snap.From > 0 {
@@ -158,7 +159,7 @@ func (m *Model) View() string {
 		}
 	}
 	if fr.State.Missed > 0 {
-		b.WriteString(st.Warn.Render(fmt.Sprintf("%d events went by while the view was behind (still recorded)", fr.State.Missed)) + "\n")
+		b.WriteString(st.Warn.Render(units.Counted(fr.State.Missed, "event")+" went by while the view was behind (still recorded)") + "\n")
 	}
 	return b.String()
 }
@@ -261,7 +262,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 		b.WriteString(st.Muted.Render(fmt.Sprintf("rows %d–%d of %d (j/k, wheel, g/G scroll)", from+1, to, len(m.rows))) + "\n")
 	}
 	if m.filter.Shown() {
-		b.WriteString(m.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %d devices", len(m.rows), len(devs))) + "\n")
+		b.WriteString(m.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %s", len(m.rows), units.Counted(len(devs), "device"))) + "\n")
 	}
 }
 
@@ -502,7 +503,7 @@ func profilerCostLine(rows []analysis.ProfilerCost) string {
 	if s.OverheadPctMax != nil {
 		share = fmt.Sprintf("%.2f %% of NCCL op time (worst %.2f %%, rank %d)", *s.OverheadPctP50, *s.OverheadPctMax, s.OverheadWorstRank)
 	}
-	return fmt.Sprintf("NCCL profiler plugin's cost: %.0f ns/callback (p50 of %d ranks, worst %.0f, rank %d), %s", s.NsPerCallbackP50, s.Ranks,
+	return fmt.Sprintf("NCCL profiler plugin's cost: %.0f ns/callback (p50 of %s, worst %.0f, rank %d), %s", s.NsPerCallbackP50, units.Counted(s.Ranks, "rank"),
 		s.NsPerCallbackMax, s.NsWorstRank, share)
 }
 

@@ -17,7 +17,7 @@ func TestProfilerCostLine(t *testing.T) {
 			{Device: 2, NsPerCallback: 70, OverheadPct: pct(0.3)}},
 			"NCCL profiler plugin's cost: 80 ns/callback (p50 of 3 ranks, worst 95, rank 1), 0.40 % of NCCL op time (worst 1.25 %, rank 1)"},
 		{[]analysis.ProfilerCost{{Device: 4, NsPerCallback: 60}},
-			"NCCL profiler plugin's cost: 60 ns/callback (p50 of 1 ranks, worst 60, rank 4), share of NCCL op time — (none observed yet)"},
+			"NCCL profiler plugin's cost: 60 ns/callback (p50 of 1 rank, worst 60, rank 4), share of NCCL op time — (none observed yet)"},
 	}
 	for _, tt := range tests {
 		if got := profilerCostLine(tt.rows); got != tt.want {
