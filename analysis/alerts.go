@@ -3,6 +3,7 @@ package analysis
 import (
 	"slices"
 
+	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -17,7 +18,21 @@ type Alert struct {
 	Op      uint64  `json:"op"`
 	Ranks   []int32 `json:"ranks"`
 	Bytes   int64   `json:"bytes"`
-	label   uint32
+	// Root is, for a watchdog's alert, the diagnosis's finding naming the root of the hang the op
+	// waited in (diagnosis.RootOf), quoted so that the alert and the finding name the same rank:
+	// the alert's own message names the peer the op waited for, which may itself be waiting on
+	// another rank. Nil when the diagnosis names none (yet).
+	Root  *AlertRoot `json:"root,omitempty"`
+	label uint32
+}
+
+// AlertRoot is the rank (and host, -1 when not known) the diagnosis names as the root of a hang,
+// and its finding on one line.
+type AlertRoot struct {
+	Rank    int32  `json:"rank"`
+	Host    int32  `json:"host"`
+	Culprit string `json:"culprit"` // "rank 10 (host 1 GPU 2)"
+	Finding string `json:"finding"`
 }
 
 type alerts struct {
@@ -59,3 +74,23 @@ func (a *alerts) result(labels Labels) ([]Alert, int64) {
 	}
 	return out, a.count
 }
+
+// quoteRoots gives each watchdog alert the finding naming the root of its hang, when the
+// diagnosis has one that names a rank.
+func quoteRoots(as []Alert, d *diagnosis.Diagnosis, gpusPerHost int) {
+	for i := range as {
+		if as[i].Kind != "watchdog" {
+			continue
+		}
+		if f, ok := d.RootOf(as[i].Op); ok && f.Rank >= 0 {
+			as[i].Root = &AlertRoot{Rank: f.Rank, Host: f.Host, Culprit: f.Culprit(gpusPerHost), Finding: f.String(gpusPerHost)}
+		}
+	}
+}
+
+// String says the root on one line, as the report, the console and the command's exit message
+// quote it beside the alert.
+func (r *AlertRoot) String() string { return "root of this hang (diagnosis): " + r.Finding }
+
+// Short names the root's culprit alone, for a one-line message.
+func (r *AlertRoot) Short() string { return "root of this hang (diagnosis): " + r.Culprit }

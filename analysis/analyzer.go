@@ -25,6 +25,7 @@ type Analyzer struct {
 	colls       *collectives
 	barriers    *barriers
 	comms       *comms
+	named       named
 	links       *links
 	idle        *idleGaps
 	breakdown   breakdown
@@ -73,6 +74,7 @@ func (a *Analyzer) Emit(e *timeline.Event) {
 	a.colls.add(e)
 	a.barriers.add(e)
 	a.comms.add(e)
+	a.named.add(e)
 	a.links.add(e)
 	a.idle.add(e)
 	a.breakdown.add(e)
@@ -106,13 +108,16 @@ type Result struct {
 	Collectives Collectives
 	CommCache   CommCache
 	Groups      Groups
-	Barriers    Barriers
-	StreamIdle  StreamGaps
-	Breakdown   Breakdown
-	Links       Links
-	Alerts      []Alert
-	AlertCount  int64
-	Telemetry   []DeviceTelemetry
+	// Communicators are the communicators and process groups a source names without a cache of
+	// them (Flight Recorder's process groups, NCCL RAS's communicators), by id.
+	Communicators []Communicator
+	Barriers      Barriers
+	StreamIdle    StreamGaps
+	Breakdown     Breakdown
+	Links         Links
+	Alerts        []Alert
+	AlertCount    int64
+	Telemetry     []DeviceTelemetry
 	// ProfilerCost is the NCCL profiler plugin's own cost, per rank (device) that reported it.
 	ProfilerCost []ProfilerCost
 	// Findings are the diagnosis's verdicts (analysis/diagnosis), worst first: the culprit rank,
@@ -135,8 +140,26 @@ func (a *Analyzer) Result(labels Labels) *Result {
 		}
 		r.DurationNs = a.last - r.FirstNs
 	}
+	idleCauses(r.Breakdown.Devices, r.StreamIdle.Devices)
 	r.CommCache, r.Groups = a.comms.result()
+	r.Communicators = a.named.result(labels)
 	r.Alerts, r.AlertCount = a.alerts.result(labels)
 	r.Findings = a.diag.Result(labels)
+	quoteRoots(r.Alerts, a.diag, a.meta.HostGPUs())
 	return r
+}
+
+// idleCauses gives each device's time split the top cause of its streams' gaps where the device
+// sat idle (DeviceTime.IdleCause), so that the idle figure and its cause are one account: no cause
+// beside no idle time. Both lists are by device; times is the Result's own (built each call).
+func idleCauses(times []DeviceTime, gaps []DeviceGaps) {
+	j := 0
+	for i := range times {
+		for j < len(gaps) && gaps[j].Device < times[i].Device {
+			j++
+		}
+		if j < len(gaps) && gaps[j].Device == times[i].Device && times[i].IdleNs > 0 {
+			times[i].IdleCause = gaps[j].TopCause
+		}
+	}
 }

@@ -142,6 +142,11 @@ type DeviceTime struct {
 	NonCompPct float64  `json:"non_compute_pct"`
 	OverlapPct *float64 `json:"overlap_pct"`
 	LateNs     int64    `json:"late_ns,omitempty"`
+	// IdleCause is the top cause of the device's streams' idle gaps (StreamGaps.Devices), given
+	// only where the device itself sat idle (IdleNs > 0): gaps a stream had while another of the
+	// device's streams ran are no idle time of the device, and a device never idle has no idle
+	// cause. "" then, or when its streams had no gap.
+	IdleCause string `json:"idle_cause,omitempty"`
 }
 
 func (d *deviceTime) result(dev int32) DeviceTime {

@@ -85,7 +85,7 @@ func TestBreakdownHandBuilt(t *testing.T) {
 			name: "no communication: overlap unknown",
 			evs:  []timeline.Event{kern(1, 1, 0, 10), kern(1, 2, 5, 15), kern(1, 1, 20, 30)},
 			want: []DeviceTime{{Device: 1, SpanNs: 30, BusyNs: 25, IdleNs: 5, ComputeNs: 25, NonCompNs: 0, CommNs: 0,
-				OverlapNs: 0, IdlePct: 16.67, ComputePct: 83.33, NonCompPct: 0, OverlapPct: nil}},
+				OverlapNs: 0, IdlePct: 16.67, ComputePct: 83.33, NonCompPct: 0, OverlapPct: nil, IdleCause: "kernel_wait"}},
 			idleNs: 5, overlapPool: nil,
 		},
 		{
@@ -524,5 +524,35 @@ func TestBreakdownAskedBetweenOpsEqualsOnce(t *testing.T) {
 				checkDeviceTime(t, got.Devices[i], want.Devices[i])
 			}
 		})
+	}
+}
+
+// TestIdleCauseOnlyWhereIdle: a device's idle cause is the top cause of its streams' gaps, given
+// only where the device itself sat idle. Device 0's stream 2 has a long gap while stream 1 runs:
+// the device was never idle, and has no idle cause (its streams' gaps still count theirs).
+// Device 1's only stream has the same gap: the device was idle, for that cause (a gap below 30 µs: kernel wait).
+func TestIdleCauseOnlyWhereIdle(t *testing.T) {
+	a := New(timeline.Meta{Backend: "sim", Devices: 2})
+	for _, e := range []timeline.Event{
+		kern(0, 1, 0, 1000), kern(0, 2, 0, 100), kern(0, 2, 900, 1000),
+		kern(1, 1, 0, 100), kern(1, 1, 900, 1000),
+	} {
+		a.Emit(&e)
+	}
+	r := a.Result(nil)
+	if len(r.Breakdown.Devices) != 2 || len(r.StreamIdle.Devices) != 2 {
+		t.Fatalf("breakdown %+v, gaps %+v", r.Breakdown.Devices, r.StreamIdle.Devices)
+	}
+	for i, want := range []struct {
+		idle  int64
+		cause string
+	}{{0, ""}, {800, "kernel_wait"}} {
+		d := r.Breakdown.Devices[i]
+		if d.IdleNs != want.idle || d.IdleCause != want.cause {
+			t.Errorf("device %d: idle %d ns, cause %q; want %d, %q", d.Device, d.IdleNs, d.IdleCause, want.idle, want.cause)
+		}
+		if g := r.StreamIdle.Devices[i]; g.TotalNs != 800 || g.TopCause != "kernel_wait" {
+			t.Errorf("device %d's streams' gaps: %+v; want 800 ns of kernel_wait", g.Device, g)
+		}
 	}
 }

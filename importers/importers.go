@@ -158,6 +158,10 @@ type Options struct {
 	Salvage bool
 	// Writer names the program that describes an import (timeline.Meta.Writer).
 	Writer string
+	// Source, when set, names the input in the report's title and the recording's meta
+	// (timeline.Meta.Source) instead of the files read: the directory the user gave, which the
+	// paths were expanded from, rather than the dumps found in it.
+	Source string
 	// Verbose lists each event an Nsight Systems export leaves out in a warning of its own
 	// instead of one line per file.
 	Verbose bool

@@ -56,6 +56,9 @@ type Result struct {
 // far it has got. The Result is returned with an error too, so that its Format says which reader
 // failed.
 func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
+	if opts.Source != "" {
+		sink = &sourceSink{Sink: sink, source: opts.Source}
+	}
 	inf := &stepSink{inner: sink}
 	res, err := stream(paths, opts, inf)
 	if err == nil {
@@ -63,6 +66,18 @@ func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 		res.Events += inf.events
 	}
 	return res, err
+}
+
+// sourceSink names the input as the user gave it (Options.Source) in the header it passes on.
+type sourceSink struct {
+	Sink
+	source string
+}
+
+func (s *sourceSink) Begin(h *Header) error {
+	named := *h
+	named.Meta.Source = s.source
+	return s.Sink.Begin(&named)
 }
 
 // stream is Stream without the steps' inference.

@@ -119,8 +119,8 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 				c.Rows[i].Better = nil
 			}
 		}
-		c.Warnings = append(c.Warnings, fmt.Sprintf("the runs differ in length: A completed %d steps in %s, B %d in %s. Step times and idle "+
-			"(compared %s) get no verdict: the start of a run weighs more in the shorter one; compare runs of as many steps", a.Steps.Count,
+		c.Warnings = append(c.Warnings, fmt.Sprintf("the runs differ in length: A completed %s in %s, B %d in %s. Step times and idle "+
+			"(compared %s) get no verdict: the start of a run weighs more in the shorter one; compare runs of as many steps", units.Counted(a.Steps.Count, "step"),
 			units.Dur(a.DurationNs), b.Steps.Count, units.Dur(b.DurationNs), per))
 	}
 	idle := func(name string, ta, tb *int64) {

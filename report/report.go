@@ -156,3 +156,17 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 	r.Overlap.CommComputePct = res.Breakdown.OverlapPct
 	return r
 }
+
+// EndedRoot is the root of the hang whose watchdog alert ended the run, as the diagnosis names it
+// (analysis.Alert.Root); nil when no alert ended it or the diagnosis names no root.
+func (r *Report) EndedRoot() *analysis.AlertRoot {
+	if r == nil || r.Ended == "" {
+		return nil
+	}
+	for i := range r.Alerts {
+		if a := &r.Alerts[i]; a.Kind == "watchdog" && a.Message == r.Ended {
+			return a.Root
+		}
+	}
+	return nil
+}

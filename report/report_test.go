@@ -98,7 +98,7 @@ func TestBuild(t *testing.T) {
 		t.Errorf("collective stragglers %+v; want rank 1 once, 100 ns late", cs)
 	}
 	var txt strings.Builder
-	if err := Text(&txt, r); err != nil || !strings.Contains(txt.String(), "rank 1 started last at 1 collectives, 100 ns after the median rank (p50)") {
+	if err := Text(&txt, r); err != nil || !strings.Contains(txt.String(), "rank 1 started last at 1 collective, 100 ns after the median rank (p50)") {
 		t.Errorf("text report (%v) lacks the collective stragglers:\n%s", err, txt.String())
 	}
 	if cc := r.CommCache; cc.Hits != 3 || cc.Misses != 2 || cc.Evictions != 1 || cc.InitNsTotal != 1020 {
@@ -232,7 +232,7 @@ func TestStragglersText(t *testing.T) {
 			barrier(3, 0, 100), barrier(3, 1, 100)}, 0,
 			[]string{collNone, barNone}, []string{"started last", "arrived last"}},
 		{"one late", []timeline.Event{coll(1, 2, 0, 0), coll(1, 2, 1, 30), barrier(3, 0, 100), barrier(3, 1, 160)}, 1,
-			[]string{"rank 1 started last at 1 collectives, 30 ns after the median rank (p50)", "rank 1 arrived last 1 times, 60 ns after the median (p50)"},
+			[]string{"rank 1 started last at 1 collective, 30 ns after the median rank (p50)", "rank 1 arrived last 1 time, 60 ns after the median (p50)"},
 			[]string{collNone, barNone}},
 		{"one rank: nothing to say", []timeline.Event{coll(1, 1, 0, 0)}, 0, nil, []string{collNone, "started last"}},
 	}

@@ -36,13 +36,13 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 	transfersText(&b, r)
 	collectivesText(&b, r)
 	if cc := r.CommCache; cc.Known {
-		fmt.Fprintf(&b, "\nCommunicator cache: %d hits, %d misses, %d evictions, %s creating communicators\n",
-			cc.Hits, cc.Misses, cc.Evictions, units.Dur(cc.InitNsTotal))
+		fmt.Fprintf(&b, "\nCommunicator cache: %s, %s, %s, %s creating communicators\n",
+			units.Counted(cc.Hits, "hit"), units.Counted(cc.Misses, "miss"), units.Counted(cc.Evictions, "eviction"), units.Dur(cc.InitNsTotal))
 	} else {
 		fmt.Fprintf(&b, "\nCommunicator cache: %s (the source does not record communicators)\n", units.Unknown)
 	}
 	if g := r.Groups; g.Known {
-		fmt.Fprintf(&b, "Groups: %d launches fusing %d ops\n", g.Launches, g.Ops)
+		fmt.Fprintf(&b, "Groups: %s fusing %s\n", units.Counted(g.Launches, "launch"), units.Counted(g.Ops, "op"))
 	} else {
 		fmt.Fprintf(&b, "Groups: %s (the source does not record group launches)\n", units.Unknown)
 	}
@@ -52,7 +52,7 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 			if i == 3 {
 				break
 			}
-			fmt.Fprintf(&b, "  rank %d arrived last %d times, %s after the median (p50)\n", s.Rank, s.TimesLast, units.DurP(s.LatenessNs50))
+			fmt.Fprintf(&b, "  rank %d arrived last %s, %s after the median (p50)\n", s.Rank, units.Counted(s.TimesLast, "time"), units.DurP(s.LatenessNs50))
 		}
 		if len(r.Barriers.Stragglers) == 0 {
 			b.WriteString("  no straggler: no rank ever arrived after all the others and after the median\n")
@@ -63,8 +63,9 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 	telemetryText(&b, r, o)
 	profilerCostText(&b, r)
 	if x := r.Export; x != nil {
-		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %d spans built, %d exported, %d dropped; %d events dropped before export; %d metric points built, %d exported, %d dropped\n",
-			x.Endpoint, x.Protocol, x.State, x.SpansBuilt, x.SpansExported, x.SpansDropped, x.EventsDropped, x.MetricPoints, x.MetricPointsExported, x.MetricPointsDropped)
+		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %s built, %d exported, %d dropped; %s dropped before export; %s built, %d exported, %d dropped\n",
+			x.Endpoint, x.Protocol, x.State, units.Counted(x.SpansBuilt, "span"), x.SpansExported, x.SpansDropped, units.Counted(x.EventsDropped, "event"),
+			units.Counted(x.MetricPoints, "metric point"), x.MetricPointsExported, x.MetricPointsDropped)
 	}
 	receiveText(&b, r)
 	findingsText(&b, r)
@@ -72,6 +73,9 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 		fmt.Fprintf(&b, "\nALERTS (%d):\n", r.AlertCount)
 		for _, a := range r.Alerts {
 			fmt.Fprintf(&b, "  [%s] %s (at %s)\n", a.Kind, a.Message, units.Dur(a.At))
+			if a.Root != nil {
+				fmt.Fprintf(&b, "      %s\n", a.Root)
+			}
 		}
 		if n := r.AlertCount - int64(len(r.Alerts)); n > 0 {
 			fmt.Fprintf(&b, "  … and %d more\n", n)
@@ -91,7 +95,8 @@ func header(b *strings.Builder, r *Report) {
 	if r.Seed != nil {
 		seed = fmt.Sprint(*r.Seed)
 	}
-	fmt.Fprintf(b, "backend %s, topology %s (%d devices), seed %s, %s, %d events", r.Backend, r.Topology, r.Devices, seed, units.Dur(r.DurationNs), r.Events)
+	fmt.Fprintf(b, "backend %s, topology %s (%s), seed %s, %s, %s", r.Backend, r.Topology, units.Counted(r.Devices, "device"), seed, units.Dur(r.DurationNs),
+		units.Counted(r.Events, "event"))
 	if r.DroppedEvents > 0 {
 		fmt.Fprintf(b, ", %d DROPPED", r.DroppedEvents)
 	}
@@ -113,6 +118,9 @@ func header(b *strings.Builder, r *Report) {
 	}
 	if r.Ended != "" {
 		fmt.Fprintf(b, "run ended early: %s\n", r.Ended)
+		if root := r.EndedRoot(); root != nil {
+			fmt.Fprintf(b, "  %s\n", root)
+		}
 	}
 }
 
@@ -162,13 +170,13 @@ func collectivesText(b *strings.Builder, r *Report) {
 	}
 	tw.Flush()
 	if r.CollIncomplete > 0 {
-		fmt.Fprintf(b, "%d collectives never heard from every rank (not counted)\n", r.CollIncomplete)
+		fmt.Fprintf(b, "%s never heard from every rank (not counted)\n", units.Counted(r.CollIncomplete, "collective"))
 	}
 	for i, s := range r.CollStragglers {
 		if i == 3 {
 			break
 		}
-		fmt.Fprintf(b, "  rank %d started last at %d collectives, %s after the median rank (p50)\n", s.Rank, s.TimesLast, units.DurP(s.LatenessNs50))
+		fmt.Fprintf(b, "  rank %d started last at %s, %s after the median rank (p50)\n", s.Rank, units.Counted(s.TimesLast, "collective"), units.DurP(s.LatenessNs50))
 	}
 	if len(r.CollStragglers) == 0 && multiRank(r.Collectives) {
 		b.WriteString("  no straggler: no rank ever started a collective after all the others and after the median rank\n")
@@ -274,7 +282,7 @@ func fabricText(b *strings.Builder, f *analysis.Fabric) {
 	}
 	tw.Flush()
 	if f.Dropped > 0 {
-		fmt.Fprintf(b, "  %d port samples beyond the first %d ports were not counted\n", f.Dropped, analysis.MaxFabricPorts)
+		fmt.Fprintf(b, "  %s beyond the first %d ports were not counted\n", units.Counted(f.Dropped, "port sample"), analysis.MaxFabricPorts)
 	}
 }
 
@@ -310,7 +318,7 @@ func telemetryText(b *strings.Builder, r *Report, o TextOptions) {
 		rowsOf(tel)
 		return
 	}
-	fmt.Fprintf(b, "\nDevice telemetry (NVML: each device's mean), across %d devices (--per-device lists each):\n", len(tel))
+	fmt.Fprintf(b, "\nDevice telemetry (NVML: each device's mean), across %s (--per-device lists each):\n", units.Counted(len(tel), "device"))
 	col := func(key string, scale float64) []float64 {
 		out := make([]float64, len(tel))
 		for i := range tel {
@@ -330,7 +338,7 @@ func telemetryText(b *strings.Builder, r *Report, o TextOptions) {
 		{"temp °C", col("temperature_c", 1), fmtPct},
 	})
 	worst := analysis.LeastUtilised(tel, o.top(), analysis.Mean)
-	fmt.Fprintf(b, "The %d devices least utilised (mean utilisation, lowest first; --top N lists more; mean / max):\n", len(worst))
+	fmt.Fprintf(b, "The %s least utilised (mean utilisation, lowest first; --top N lists more; mean / max):\n", units.Counted(len(worst), "device"))
 	rowsOf(worst)
 }
 
@@ -349,15 +357,15 @@ func profilerCostText(b *strings.Builder, r *Report) {
 	b.WriteString("\nNCCL profiler plugin's own cost (measured in each rank's process; % of the NCCL operations' time it observed):\n")
 	if len(r.ProfilerCost) <= 8 {
 		for _, c := range r.ProfilerCost {
-			fmt.Fprintf(b, "  rank %d: %.1f ns per callback, %d callbacks, %s\n", c.Device, c.NsPerCallback, c.Callbacks, pct(c.OverheadPct))
+			fmt.Fprintf(b, "  rank %d: %.1f ns per callback, %s, %s\n", c.Device, c.NsPerCallback, units.Counted(c.Callbacks, "callback"), pct(c.OverheadPct))
 		}
 		return
 	}
 	s := analysis.SummarizeProfilerCost(r.ProfilerCost)
-	fmt.Fprintf(b, "  %d ranks, %d callbacks: %.1f ns per callback (p50), %.1f at worst (rank %d)\n", s.Ranks, s.CallbacksTotal,
+	fmt.Fprintf(b, "  %s, %s: %.1f ns per callback (p50), %.1f at worst (rank %d)\n", units.Counted(s.Ranks, "rank"), units.Counted(s.CallbacksTotal, "callback"),
 		s.NsPerCallbackP50, s.NsPerCallbackMax, s.NsWorstRank)
 	if s.OverheadPctMax != nil {
-		fmt.Fprintf(b, "  %s of the NCCL operations' time (p50 of %d ranks), %s at worst (rank %d)\n", pct(s.OverheadPctP50), s.OverheadRanks,
+		fmt.Fprintf(b, "  %s of the NCCL operations' time (p50 of %s), %s at worst (rank %d)\n", pct(s.OverheadPctP50), units.Counted(s.OverheadRanks, "rank"),
 			pct(s.OverheadPctMax), s.OverheadWorstRank)
 	} else {
 		fmt.Fprintf(b, "  share of the NCCL operations' time: %s\n", pct(nil))
@@ -367,10 +375,11 @@ func profilerCostText(b *strings.Builder, r *Report) {
 // receiveText says what xfertop listen received, and which parts of the report are partial.
 func receiveText(b *strings.Builder, r *Report) {
 	if x := r.Receive; x != nil {
-		fmt.Fprintf(b, "\nReceived over OTLP on %s: %d spans from %d hosts; %d events lost, %d duplicates dropped, %d foreign spans ignored, %d spans refused while the queue was full (resent), %d requests rejected, %d invalid spans left out\n",
-			x.Listen, x.Spans, len(x.Hosts), x.Lost, x.Duplicates, x.Foreign, x.Refused, x.Rejected, x.Invalid)
+		fmt.Fprintf(b, "\nReceived over OTLP on %s: %s from %s; %s lost, %s dropped, %s ignored, %s refused while the queue was full (resent), %s rejected, %s left out\n",
+			x.Listen, units.Counted(x.Spans, "span"), units.Counted(len(x.Hosts), "host"), units.Counted(x.Lost, "event"), units.Counted(x.Duplicates, "duplicate"),
+			units.Counted(x.Foreign, "foreign span"), units.Counted(x.Refused, "span"), units.Counted(x.Rejected, "request"), units.Counted(x.Invalid, "invalid span"))
 		for _, h := range x.Hosts {
-			fmt.Fprintf(b, "  %s (session %s, detail %s): %d spans, clock offset ≈ %s\n", h.Name, h.Session, h.Detail, h.Spans, units.Dur(h.OffsetNs))
+			fmt.Fprintf(b, "  %s (session %s, detail %s): %s, clock offset ≈ %s\n", h.Name, h.Session, h.Detail, units.Counted(h.Spans, "span"), units.Dur(h.OffsetNs))
 		}
 	}
 	if len(r.Partial) > 0 {

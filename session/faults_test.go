@@ -2,10 +2,14 @@ package session
 
 import (
 	"cmp"
+	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/engine/fault"
+	"github.com/xfertop/xfertop/report"
 )
 
 // A run with a fault reports the diagnosis's finding: a hung rank is named as the root of the
@@ -39,5 +43,45 @@ func TestFaultFindingsInReport(t *testing.T) {
 	if _, err := Prepare(Config{Scenario: "llm-train", Backend: "cuda", Faults: []fault.Fault{{Kind: fault.GPUSlow, Host: 0, GPU: 0, NIC: -1, Factor: 0.5}}}); err == nil ||
 		!strings.Contains(err.Error(), "gpu_slow: the cuda backend cannot inject it: a real GPU cannot be throttled") {
 		t.Errorf("cuda with a fault: %v; want it refused", err)
+	}
+}
+
+// TestWatchdogQuotesHangRoot: a rank that hangs before a collective makes its peers wait; the
+// watchdog fires on the first op whose wait runs out, which may wait for a rank that is itself
+// waiting on the hung one (a pipeline's receive from a stage whose group waits in an all-gather
+// the hung rank never entered). The alert quotes the diagnosis's root, so the alert, the finding
+// and the run's end name the same rank, live and replayed from the run's recording.
+func TestWatchdogQuotesHangRoot(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		rank int32
+	}{
+		{"kind=hang,host=1,gpu=2,at=50ms", 10}, // the watchdog's op waits for rank 8, which waits on 10
+		{"kind=hang,host=0,gpu=3,at=50ms", 3},  // the watchdog's op waits for rank 3 itself
+	} {
+		t.Run(c.spec, func(t *testing.T) {
+			f, err := fault.Parse(c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := filepath.Join(t.TempDir(), "hang.xfr")
+			live, out := runReport(t, Config{Scenario: "llm-train", Hosts: 2, Seed: 1, Faults: []fault.Fault{f}, Record: rec})
+			if !out.EndedByAlert() {
+				t.Fatalf("the run ended %v; want the watchdog", out.Ended)
+			}
+			rp, err := Replay(context.Background(), ReplayConfig{Path: rec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, r := range map[string]*report.Report{"live": live, "replay": rp.Report()} {
+				if len(r.Findings) == 0 || r.Findings[0].Rank == nil || *r.Findings[0].Rank != c.rank {
+					t.Fatalf("%s: findings %+v; want first the hang of rank %d", name, r.Findings, c.rank)
+				}
+				root := r.EndedRoot()
+				if root == nil || root.Rank != c.rank || !strings.Contains(root.String(), fmt.Sprintf("rank %d ", c.rank)) {
+					t.Errorf("%s: the alert that ended the run (%q) quotes %+v; want rank %d, the finding's", name, r.Ended, root, c.rank)
+				}
+			}
+		})
 	}
 }

@@ -97,7 +97,7 @@ func TestClusterClick(t *testing.T) {
 	// line, after the host number (3 cells: "31 ").
 	bodyTop := 2
 	m.Update(tea.MouseClickMsg{Button: tea.MouseLeft, X: 3 + 5, Y: bodyTop + 4 + 3})
-	if got := text(m); !strings.Contains(got, "cursor: host 3, GPU 5: 10.0% (worst)") {
+	if got := text(m); !strings.Contains(got, "cursor: host 3, GPU 5: 10.0%   enter") {
 		t.Errorf("a click on host 3's GPU 5 does not put the cursor there:\n%s", got)
 	}
 }

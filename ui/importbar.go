@@ -39,15 +39,24 @@ func (m *Model) importLine() string {
 	if im.Unit == "bytes" {
 		count, unit, rate = units.Bytes, " read", units.Rate(im.Rate)
 	}
+	if im.Unit != "bytes" {
+		n := im.Done
+		if im.Total > 0 {
+			n = im.Total
+		}
+		unit = " " + units.Plural(n, strings.TrimSuffix(im.Unit, "s"), im.Unit) // "1 file", "4 files"
+	}
 	of := count(im.Done) + unit
 	if im.Total > 0 {
 		of = count(im.Done) + " / " + count(im.Total) + unit
 	}
-	events := units.Count(float64(im.Events)) + " events"
+	events := units.Count(float64(im.Events)) + " " + units.Plural(im.Events, "event")
 	switch {
 	case im.Err != nil:
 		return st.Alert.Render(fmt.Sprintf("import stopped at %.0f%% (%s): %v", pct, of, im.Err)) +
 			st.Muted.Render(fmt.Sprintf("  the %s imported before stay", events))
+	case im.Finished && im.Unit == "events":
+		return st.Muted.Render(fmt.Sprintf("imported %s in %s", of, units.Dur(im.Elapsed.Nanoseconds()))) // not "6 events (6 events)"
 	case im.Finished:
 		return st.Muted.Render(fmt.Sprintf("imported %s (%s) in %s", of, events, units.Dur(im.Elapsed.Nanoseconds())))
 	}

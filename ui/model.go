@@ -528,7 +528,7 @@ func (m *Model) header() string {
 	parts = append(parts, item("backend", m.info.Meta.Backend), item("topology", m.info.Meta.Topology))
 	line := ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 	if m.status.Err != nil {
-		line += "\n" + ansi.Truncate(st.Alert.Render("error: "+m.status.Err.Error()), m.width, "…")
+		line += "\n" + ansi.Truncate(st.Alert.Render("error: "+m.status.Err.Error()+m.errRoot()), m.width, "…")
 	}
 	if m.status.Note != "" {
 		line += "\n" + ansi.Truncate(st.Muted.Render(m.status.Note), m.width, "…")
@@ -671,3 +671,19 @@ func (m *Model) Tab() int { return m.tab }
 
 // Paused reports whether the live view is paused.
 func (m *Model) Paused() bool { return m.paused }
+
+// errRoot quotes the diagnosis's root of the hang whose watchdog alert ended the run (the alert
+// names the peer its op waited for, which may itself wait on the root), so that the error line
+// and the findings name the same rank; "" otherwise.
+func (m *Model) errRoot() string {
+	if m.fr.Res == nil {
+		return ""
+	}
+	msg := m.status.Err.Error()
+	for i := range m.fr.Res.Alerts {
+		if a := &m.fr.Res.Alerts[i]; a.Kind == "watchdog" && a.Root != nil && strings.HasSuffix(msg, a.Message) {
+			return "; " + a.Root.Short()
+		}
+	}
+	return ""
+}

@@ -152,6 +152,19 @@ func Pct(p *float64) string {
 	return fmt.Sprintf("%.1f%%", *p)
 }
 
+// Share formats a percentage of a whole with one decimal and no sign, never rounding a part to
+// nothing or to all of it: "<0.1" above 0 and below 0.05, ">99.9" from 99.95 and below 100. A
+// device idle for a moment then never reads idle 0.0 beside the cause of its idle time.
+func Share(p float64) string {
+	switch {
+	case p > 0 && p < 0.05:
+		return "<0.1"
+	case p >= 99.95 && p < 100:
+		return ">99.9"
+	}
+	return fmt.Sprintf("%.1f", p)
+}
+
 // Count formats a count with decimal suffixes: "830", "11.4 k", "27.3 M", "1.20 G".
 func Count(n float64) string {
 	a := n

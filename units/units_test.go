@@ -49,3 +49,35 @@ func TestFormats(t *testing.T) {
 		}
 	}
 }
+
+func TestShare(t *testing.T) {
+	for _, c := range []struct {
+		p    float64
+		want string
+	}{{0, "0.0"}, {0.01, "<0.1"}, {0.05, "0.1"}, {12.34, "12.3"}, {99.94, "99.9"}, {99.96, ">99.9"}, {100, "100.0"}} {
+		if got := Share(c.p); got != c.want {
+			t.Errorf("Share(%v) = %q; want %q", c.p, got, c.want)
+		}
+	}
+}
+
+func TestCounted(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		one  string
+		many []string
+		want string
+	}{
+		{1, "rank", nil, "1 rank"}, {0, "rank", nil, "0 ranks"}, {7, "rank", nil, "7 ranks"},
+		{1, "miss", nil, "1 miss"}, {2, "miss", nil, "2 misses"}, {2, "entry", nil, "2 entries"},
+		{2, "day", nil, "2 days"}, {3, "GPU", nil, "3 GPUs"}, {2, "batch", nil, "2 batches"},
+		{2, "port sample", nil, "2 port samples"}, {1, "is", []string{"are"}, "1 is"}, {4, "is", []string{"are"}, "4 are"},
+	} {
+		if got := Counted(c.n, c.one, c.many...); got != c.want {
+			t.Errorf("Counted(%d, %q, %q) = %q; want %q", c.n, c.one, c.many, got, c.want)
+		}
+	}
+	if got := Plural(int64(1), "rank"); got != "rank" {
+		t.Errorf("Plural(1, rank) = %q", got)
+	}
+}

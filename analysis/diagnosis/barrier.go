@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // maxBarriers bounds the barrier instances kept in one step.
@@ -70,6 +71,6 @@ func (d *Diagnosis) straggler(stepNs int64) (suspect, bool) {
 	}
 	ratio := 1 + float64(late[best])/float64(stepNs)
 	return suspect{kind: SlowHost, rank: best, host: d.hostOf(best), ratio: ratio, conf: float64(bestN) / float64(n), excess: late[best], link: -1,
-		detail: fmt.Sprintf("arrived last at %d of %d barriers this step, %s in all after the median arrival; the others waited for it",
-			bestN, n, fmtNs(late[best]))}, true
+		detail: fmt.Sprintf("arrived last at %d of %s this step, %s in all after the median arrival; the others waited for it",
+			bestN, units.Counted(n, "barrier"), fmtNs(late[best]))}, true
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // A link's rate while busy (its bytes over the time it was busy, from link bytes events that carry
@@ -248,11 +249,11 @@ func (d *Diagnosis) slowestBusy(cands []int32) (busyPlace, bool) {
 // say is the evidence: the link's rate while busy against its peers'.
 func (p busyPlace) say() string {
 	if p.peers == 0 {
-		return fmt.Sprintf("its %s moved at %.0f%% of its peers' median rate while busy (theirs in the last window they moved in: they waited on it), in %d windows",
-			linkName(p.class), 100*p.low, p.windows)
+		return fmt.Sprintf("its %s moved at %.0f%% of its peers' median rate while busy (theirs in the last window they moved in: they waited on it), in %s",
+			linkName(p.class), 100*p.low, units.Counted(p.windows, "window"))
 	}
-	return fmt.Sprintf("its %s moved at %.0f%% of its peers' median rate while busy (%d ranks' %s, the same window), in %d windows",
-		linkName(p.class), 100*p.low, p.peers, linkName(p.class), p.windows)
+	return fmt.Sprintf("its %s moved at %.0f%% of its peers' median rate while busy (%s %s, the same window), in %s",
+		linkName(p.class), 100*p.low, units.Counted(p.peers, "rank's", "ranks'"), linkName(p.class), units.Counted(p.windows, "window"))
 }
 
 // busyCands are the ranks with slow transfers this step: the ranks a slow link's place is looked

@@ -98,6 +98,12 @@ type Diagnosis struct {
 	cycles       map[string]bool // the deadlocks reported, by their ranks
 	// hungComms are the communicators with a hang named, until one of their collectives ends.
 	hungComms map[uint32]bool
+	// links say who waits on whom among the hung ops, to follow a wait to the root of its hang
+	// (RootOf): the hung op each rank waits or is stuck in, and each hung op's communicator and
+	// missing members; commRoot is the finding that named each communicator's hang.
+	waitsIn   map[int32][]uint64
+	links     map[uint64]hangLink
+	commRoot  map[uint32]int
 	hangFloor int64 // SetHangFloor; 0: hangFloor
 	// timedOut are the ranks whose wait the watchdog ended: they were waiting, though no longer
 	// in flight.
@@ -175,7 +181,7 @@ type commInfo struct {
 // New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
 func New(gpusPerHost int) *Diagnosis {
 	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, lastSlot: -1, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
-		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, missingRanks: map[int32]int{}, missingOps: map[int32]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs(),
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, missingRanks: map[int32]int{}, missingOps: map[int32]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, waitsIn: map[int32][]uint64{}, links: map[uint64]hangLink{}, commRoot: map[uint32]int{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs(),
 		win: busyWindow{idx: math.MinInt64}, portSlow: map[uint32]portAcc{}}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sort"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // Kind is what a finding says is wrong.
@@ -102,7 +103,7 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 			if f.Host >= 0 && gpusPerHost > 0 {
 				where = fmt.Sprintf(", host %d", f.Host)
 			}
-			return fmt.Sprintf("%d ranks stuck inside (%s%s; which holds it: unknown)", f.StuckN, rankSpan(f.Stuck, f.StuckN), where)
+			return fmt.Sprintf("%s stuck inside (%s%s; which holds it: unknown)", units.Counted(f.StuckN, "rank"), rankSpan(f.Stuck, f.StuckN), where)
 		}
 		return "unknown"
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // Hang thresholds: a peer wait is a hang once it lasts hangFloor, or four times the longest wait
@@ -90,6 +91,7 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 	// The oldest first: on one communicator, the collectives queued behind a hung one are the
 	// same hang (its ranks posted them ahead, as NCCL lets them), reported once until it moves.
 	slices.SortStableFunc(hung, func(a, b uint64) int { return cmp.Compare(groups[a].oldest, groups[b].oldest) })
+	d.link(groups, hung)
 	added := d.deadlocks(groups, hung, ops, thr)
 	// A rank waiting in (or stuck inside) one hung op is the reason it never entered another:
 	// only the ops that ranks not waiting anywhere never entered are the root of a hang (Flight
@@ -134,11 +136,81 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 		}
 		if g.first.Peer < 0 && g.first.Comm != 0 && len(d.hungComms) < 1<<16 {
 			d.hungComms[g.first.Comm] = true
+			d.commRoot[g.first.Comm] = len(d.findings)
 		}
 		d.findings = append(d.findings, f)
 		added = append(added, f)
 	}
 	return added
+}
+
+// hangLink is what a hung op waits on: its communicator and the members that never entered it.
+type hangLink struct {
+	comm    uint32
+	missing []int32
+}
+
+// maxLinks bounds the hung ops and waiting ranks RootOf can follow; maxWaitsIn the hung ops kept
+// per rank (a pipeline's rank waits in a send, a receive and its group's collective at once).
+const (
+	maxLinks   = 1 << 16
+	maxWaitsIn = 8
+)
+
+// link notes, for the hung ops, the ops each rank waits or is stuck in and the ranks each op
+// waits on, as they stand now.
+func (d *Diagnosis) link(groups map[uint64]*hangGroup, hung []uint64) {
+	for _, op := range hung {
+		g := groups[op]
+		if _, ok := d.links[op]; ok || len(d.links) < maxLinks {
+			d.links[op] = hangLink{comm: g.first.Comm, missing: slices.Clone(g.missing)}
+		}
+		for _, rs := range [2][]int32{g.waiting, g.inside} {
+			for _, r := range rs {
+				ws, ok := d.waitsIn[r]
+				if (ok || len(d.waitsIn) < maxLinks) && len(ws) < maxWaitsIn && !slices.Contains(ws, op) {
+					d.waitsIn[r] = append(ws, op)
+				}
+			}
+		}
+	}
+}
+
+// RootOf returns the finding that names the root of the hang op waits in: its own, when the
+// diagnosis named op itself; else the nearest finding following who waits on whom (op waits on
+// the ranks that never entered it, which wait in other hung ops, …), or the one that named the
+// hang of the communicator an op is queued behind. This is the diagnosis's one answer to "which
+// rank does everyone wait on", which a watchdog's alert about op quotes: the alert names the peer
+// op waited for, which may itself be waiting on the root. False when no finding names it (yet).
+func (d *Diagnosis) RootOf(op uint64) (Finding, bool) {
+	seen := map[uint64]bool{op: true}
+	queue := []uint64{op}
+	behind := -1 // the finding of a communicator's hang an op on the way is queued behind
+	for len(queue) > 0 {
+		op, queue = queue[0], queue[1:]
+		if i, ok := d.hung[op]; ok && i >= 0 {
+			return d.findings[i], true
+		}
+		l, ok := d.links[op]
+		if !ok {
+			continue
+		}
+		if i, ok := d.commRoot[l.comm]; ok && l.comm != 0 && behind < 0 {
+			behind = i
+		}
+		for _, m := range l.missing {
+			for _, next := range d.waitsIn[m] {
+				if !seen[next] {
+					seen[next] = true
+					queue = append(queue, next)
+				}
+			}
+		}
+	}
+	if behind >= 0 {
+		return d.findings[behind], true
+	}
+	return Finding{}, false
 }
 
 // missingRank makes a hang whose culprit never finished joining some communicator (not only the
@@ -337,14 +409,14 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 	}
 	var parts []string
 	if len(g.waiting) > 0 {
-		parts = append(parts, fmt.Sprintf("%s waited %s in it", counted(len(g.waiting), "rank", "ranks"), fmtNs(thr)))
+		parts = append(parts, fmt.Sprintf("%s waited %s in it", units.Counted(len(g.waiting), "rank"), fmtNs(thr)))
 	}
 	if len(g.inside) > 0 {
-		parts = append(parts, fmt.Sprintf("%s %s entered it and %s stuck inside: none finished in %s", plural(len(g.inside), "rank", "ranks"), rankList(f.Stuck, len(g.inside)), plural(len(g.inside), "is", "are"), fmtNs(thr)))
+		parts = append(parts, fmt.Sprintf("%s %s entered it and %s stuck inside: none finished in %s", units.Plural(len(g.inside), "rank"), rankList(f.Stuck, len(g.inside)), units.Plural(len(g.inside), "is", "are"), fmtNs(thr)))
 	}
 	switch {
 	case f.MissingN > 0:
-		parts = append(parts, fmt.Sprintf("%s %s never entered it", plural(f.MissingN, "rank", "ranks"), rankList(f.Missing, f.MissingN)))
+		parts = append(parts, fmt.Sprintf("%s %s never entered it", units.Plural(f.MissingN, "rank"), rankList(f.Missing, f.MissingN)))
 	case len(g.inside) > 0:
 		parts = append(parts, "no rank is missing from it")
 	default:
@@ -445,14 +517,3 @@ func waited(msg string) (int64, bool) {
 	scale := map[string]float64{"ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}[m[2]]
 	return int64(v * scale), true
 }
-
-// plural is one or many: the word for n things.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// counted is n and the word for n things: "1 rank", "7 ranks".
-func counted(n int, one, many string) string { return fmt.Sprintf("%d %s", n, plural(n, one, many)) }

@@ -113,3 +113,30 @@ func TestPendingStuckAndDeadlock(t *testing.T) {
 		})
 	}
 }
+
+// TestRootOf: a wait on a rank that itself waits in a hung op leads to the root of the hang: rank
+// 5's receive waits for rank 0, which waits in an all-gather rank 3 never entered. The receive's
+// op is no finding of its own (rank 0 is busy), and RootOf names rank 3, the all-gather's
+// finding, as a watchdog's alert about the receive quotes it. An op nothing hung waits on has no
+// root.
+func TestRootOf(t *testing.T) {
+	s := comm7()
+	inflight := []timeline.Event{p2pWait(1000*ms, 5, 0, timeline.PeerWaitRecv, 10)}
+	for _, r := range []int32{0, 1, 2} {
+		inflight = append(inflight, collWait(1000*ms, r, timeline.CollAllGather, 7, 30))
+	}
+	got := s.d.Pending(2100*ms, inflight)
+	if len(got) != 1 || got[0].Rank != 3 {
+		t.Fatalf("%+v; want one hang naming rank 3", got)
+	}
+	for _, c := range []struct {
+		op   uint64
+		rank int32
+		ok   bool
+	}{{10, 3, true}, {30, 3, true}, {99, 0, false}} {
+		f, ok := s.d.RootOf(c.op)
+		if ok != c.ok || (ok && (f.Rank != c.rank || f.Evidence != got[0].Evidence)) {
+			t.Errorf("RootOf(%d) = rank %d, %v (%q); want rank %d, %v", c.op, f.Rank, ok, f.Evidence, c.rank, c.ok)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package diagnosis
 import (
 	"fmt"
 	"math"
+
+	"github.com/xfertop/xfertop/units"
 )
 
 // slowWholeHost compares hosts, not ranks, for a host slow to launch on all its GPUs at once. The
@@ -62,6 +64,6 @@ func (d *Diagnosis) slowWholeHost() (suspect, bool) {
 	ratio := bestX / med
 	excess := int64(float64(launches[best]) * (bestX - med))
 	return suspect{kind: SlowHost, rank: -1, host: idx[best], ratio: ratio, conf: max(conf, 0.01), excess: excess, link: -1,
-		detail: fmt.Sprintf("its ranks' launches were at least %s apart, %.2f× the median of %d hosts (%s); they spread the step's %d launches per rank over %s",
-			fmtNs(int64(bestX)), ratio, len(figs), fmtNs(int64(med)), launches[best], fmtNs(spread[best]))}, true
+		detail: fmt.Sprintf("its ranks' launches were at least %s apart, %.2f× the median of %s (%s); they spread the step's %s per rank over %s",
+			fmtNs(int64(bestX)), ratio, units.Counted(len(figs), "host"), fmtNs(int64(med)), units.Counted(launches[best], "launch"), fmtNs(spread[best]))}, true
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // slowLink compares each rank's transfers with its peers' of the same class this step (kind, op,
@@ -49,8 +50,8 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 		// their NICs, whose rate while busy stays their line rate.
 		return suspect{kind: SlowLink, rank: -1, host: -1, ratio: ratio, conf: max(conf, 0.01), excess: a.slowExcess, link: timeline.LinkFabric, port: leaf + 1,
 			evidence: pa.first*timeline.LinkWindowNs + 1,
-			detail: fmt.Sprintf("its ports to the spines moved at %.0f%% of their peers' median rate while busy (%d leaves' ports, the same window), in %d windows this step, in which %s took %.2f× their reference (%s lost, %.1f%% of the step)",
-				100*pa.low, d.win.portPeers, pa.windows, whose(tied, a.slowOps), ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs))}, true
+			detail: fmt.Sprintf("its ports to the spines moved at %.0f%% of their peers' median rate while busy (%s ports, the same window), in %s this step, in which %s took %.2f× their reference (%s lost, %.1f%% of the step)",
+				100*pa.low, units.Counted(d.win.portPeers, "leaf's", "leaves'"), units.Counted(pa.windows, "window"), whose(tied, a.slowOps), ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs))}, true
 	}
 	if ok {
 		// The link itself, by its rate while busy: the ranks' transfer times say the step lost
@@ -225,15 +226,15 @@ func (d *Diagnosis) lowestPeak(tied []int32, c int) (int32, float64, string) {
 		}
 	}
 	if len(peaks) < minPeers {
-		return -1, 1 / float64(len(tied)), fmt.Sprintf("; %d ranks alike (%s), no link rates to tell them apart", len(tied), rankRange(tied))
+		return -1, 1 / float64(len(tied)), fmt.Sprintf("; %s alike (%s), no link rates to tell them apart", units.Counted(len(tied), "rank"), rankRange(tied))
 	}
 	slices.Sort(peaks)
 	med, second := peaks[len(peaks)/2], peaks[1]
 	if low >= 0.7*med {
-		return -1, 1 / float64(len(tied)), fmt.Sprintf("; %d ranks alike (%s), their links' peak rates too", len(tied), rankRange(tied))
+		return -1, 1 / float64(len(tied)), fmt.Sprintf("; %s alike (%s), their links' peak rates too", units.Counted(len(tied), "rank"), rankRange(tied))
 	}
 	conf := min(1, (second-low)/(med-low+1e-12))
-	return lowR, conf, fmt.Sprintf("; its %s peaked at %.0f%% of the %d peers' median peak rate", linkName(linkClass(c)), 100*low/med, len(tied))
+	return lowR, conf, fmt.Sprintf("; its %s peaked at %.0f%% of the %s median peak rate", linkName(linkClass(c)), 100*low/med, units.Counted(len(tied), "peer's", "peers'"))
 }
 
 // peakAgainst is rank r's peak on class c against the median peak of every rank that used it.
@@ -270,7 +271,7 @@ func rankRange(rs []int32) string {
 // whose says whose transfers were slow: one rank's, or the tied ranks'.
 func whose(tied []int32, ops int32) string {
 	if len(tied) == 1 {
-		return fmt.Sprintf("%d transfers of rank %d", ops, tied[0])
+		return fmt.Sprintf("%s of rank %d", units.Counted(ops, "transfer"), tied[0])
 	}
-	return fmt.Sprintf("%d transfers of each of %d ranks", ops, len(tied))
+	return fmt.Sprintf("%s of each of %s", units.Counted(ops, "transfer"), units.Counted(len(tied), "rank"))
 }

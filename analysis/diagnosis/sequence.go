@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // Bounds of the sequence matcher: communicators followed, members named per finding detail, and
@@ -309,7 +310,7 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 	f.Missing = missing[:min(len(missing), maxMissing)]
 	what := fmt.Sprintf("%s #%d on %s", collName(sub), frontier, name)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s %s entered it", what, plural(len(entered), "rank", "ranks"), rankList(entered, len(entered)))
+	fmt.Fprintf(&b, "%s: %s %s entered it", what, units.Plural(len(entered), "rank"), rankList(entered, len(entered)))
 	if len(waiting) > 0 {
 		fmt.Fprintf(&b, " (%s waiting in it, not completed)", rankList(waiting, len(waiting)))
 	} else {
@@ -320,9 +321,9 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 		f.Evidence = b.String()
 		return f, true // no culprit: confidence 0
 	}
-	fmt.Fprintf(&b, "; %s %s never entered it", plural(len(missing), "rank", "ranks"), rankList(f.Missing, len(missing)))
+	fmt.Fprintf(&b, "; %s %s never entered it", units.Plural(len(missing), "rank"), rankList(f.Missing, len(missing)))
 	if unseen > 0 {
-		fmt.Fprintf(&b, " (and %d members of its %d were never seen: no dump of them)", unseen, c.size)
+		fmt.Fprintf(&b, " (and %s of its %d %s never seen: no dump of them)", units.Counted(unseen, "member"), c.size, units.Plural(unseen, "was", "were"))
 	}
 	root := false
 	for i, d := range missing {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // suspect is one rank's standing in a step for one kind of fault.
@@ -312,8 +313,8 @@ func (d *Diagnosis) slowHost() (suspect, bool) {
 		}
 	}
 	return d.outlier(SlowHost, num, den, hostRatio, func(r int, ratio float64) string {
-		return fmt.Sprintf("launched its step's %d ops over %.2f× the time its peers took (%s later)",
-			d.ranks[r].launches, ratio, fmtNs(int64(num[r]-den[r])))
+		return fmt.Sprintf("launched its step's %s over %.2f× the time its peers took (%s later)",
+			units.Counted(d.ranks[r].launches, "op"), ratio, fmtNs(int64(num[r]-den[r])))
 	})
 }
 

@@ -237,7 +237,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := writeReport(stdout, rep, o.json, o.text.options()); err != nil {
 		return err
 	}
-	if err := runEnded(out, err); err != nil {
+	if err := runEnded(out, err, rep); err != nil {
 		return err
 	}
 	return o.otlp.check(rep.Export, stderr)
@@ -254,8 +254,10 @@ func prepareError(err error) error {
 
 // runEnded is the command's error for how a run ended: a failed recording, an alert or a deadlock,
 // another early end. A run cancelled by its caller (the console's quit, a signal) is not an error
-// here: a signal is reported by finish.
-func runEnded(out session.Outcome, err error) error {
+// here: a signal is reported by finish. rep, when there is one, gives the root of the hang whose
+// watchdog alert ended the run, which the error quotes: the alert names the peer its op waited
+// for, which may itself be waiting on the root.
+func runEnded(out session.Outcome, err error, rep *report.Report) error {
 	var re *session.RecordingError
 	switch {
 	case errors.As(err, &re):
@@ -263,6 +265,9 @@ func runEnded(out session.Outcome, err error) error {
 	case err != nil:
 		return err
 	case out.EndedByAlert():
+		if root := rep.EndedRoot(); root != nil {
+			return alertError(fmt.Errorf("the run ended early: %w; %s", out.Ended, root.Short()))
+		}
 		return alertError(fmt.Errorf("the run ended early: %w", out.Ended))
 	case out.Ended != nil && !errors.Is(out.Ended, engine.ErrCanceled):
 		return failure(fmt.Errorf("the run ended early: %w", out.Ended))

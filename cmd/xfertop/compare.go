@@ -82,7 +82,7 @@ func fileReport(ctx context.Context, path string, limits importLimits, stderr io
 		return nil, failure(err) // as it always was: the format told before anything is read
 	}
 	opts := limits.options(false)
-	opts.Context = ctx
+	opts.Context, opts.Source = ctx, givenSource([]string{path})
 	rep, _, err := inputReport(paths, opts, stderr, also...)
 	return rep, err
 }
@@ -128,7 +128,7 @@ func runComparison(ctx context.Context, o *runOpts, spec string) (*report.Compar
 		if err != nil {
 			return nil, wins, err
 		}
-		if err := runEnded(out, nil); err != nil {
+		if err := runEnded(out, nil, nil); err != nil {
 			return nil, wins, err
 		}
 		reps[i] = p.Report(out)

@@ -140,7 +140,7 @@ func sameNumbers(t *testing.T, m *ui.Model, r *report.Report) {
 		if d.SpanNs <= 0 {
 			continue
 		}
-		row := fmt.Sprintf("%-5d%7.1f%10.1f%7.1f", d.Device, d.ComputePct, d.NonCompPct, d.IdlePct) // the overview's columns
+		row := fmt.Sprintf("%-5d%7s%11s%7s", d.Device, units.Share(d.ComputePct), units.Share(d.NonCompPct), units.Share(d.IdlePct)) // the overview's columns
 		if !strings.Contains(over, row) {
 			t.Errorf("overview lacks device %d's breakdown %q:\n%s", d.Device, row, over)
 		}
@@ -173,7 +173,7 @@ func sameNumbers(t *testing.T, m *ui.Model, r *report.Report) {
 	}
 	cm := press(m, "6")
 	cc := r.CommCache
-	want := itoa(cc.Hits) + " hits · " + itoa(cc.Misses) + " misses · " + itoa(cc.Evictions) + " evictions"
+	want := units.Counted(cc.Hits, "hit") + " · " + units.Counted(cc.Misses, "miss") + " · " + units.Counted(cc.Evictions, "eviction")
 	if !cc.Known {
 		want = "Communicator cache " + units.Unknown + " (the source does not record communicators)"
 	}

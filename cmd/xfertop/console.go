@@ -139,7 +139,7 @@ func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, otlp *o
 	if cerr != nil && ctx.Err() == nil {
 		return failure(fmt.Errorf("console: %w", cerr))
 	}
-	if err := runEnded(out, rerr); err != nil {
+	if err := runEnded(out, rerr, nil); err != nil {
 		return err
 	}
 	return otlp.check(session.ReportExport(l.ExportStats()), stderr)
@@ -192,10 +192,10 @@ func openImport(ctx context.Context, paths []string, opts importers.Options, cfg
 	if err != nil {
 		return err
 	}
-	defer rs.Stop() // before the import stops: the replay reads the recording the import removes
-	name := paths[0]
-	if len(paths) > 1 {
-		name = b.path // the merged ranks: the recording's name says whose
+	defer rs.Stop()     // before the import stops: the replay reads the recording the import removes
+	name := opts.Source // the directory the user gave, not the temporary recording nor the dumps in it
+	if name == "" {
+		name = listNames(paths)
 	}
 	if err := run(replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: name}, imp: b}); err != nil && ctx.Err() == nil {
 		return failure(fmt.Errorf("console: %w", err))

@@ -191,7 +191,7 @@ func TestExitStatusAndMessage(t *testing.T) {
 			"xfertop convert: " + good + " is a recording; write it to a .json file (Chrome trace), not \"" + filepath.Join(dir, "o.xfr") + "\"\n", exact, ""},
 
 		{"alert", []string{"run", "--headless", "--scenario", "deadlock"}, exitAlert,
-			"xfertop run: the run ended early: watchdog: send op 1 from rank 0 waited 2.00 s for rank 1, which never posted its half (16 MiB)\n", exact, "[watchdog]"},
+			"xfertop run: the run ended early: watchdog: send op 1 from rank 0 waited 2.00 s for rank 1, which never posted its half (16 MiB); root of this hang (diagnosis): rank 1 (host 0 GPU 1)\n", exact, "[watchdog]"},
 
 		{"data: corrupt recording, replay", []string{"replay", bad, "--headless"}, exitData, corrupt("replay"), exact, ""},
 		{"data: corrupt recording, analyze", []string{"analyze", bad}, exitData, corrupt("analyze"), exact, ""},

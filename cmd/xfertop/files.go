@@ -78,6 +78,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError("%w", err)
 	}
+	given := givenSource(pos)
 	if pos, err = rankInputs(pos); err != nil {
 		return err
 	}
@@ -92,13 +93,17 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			*speed = 1
 		}
 		// The console opens at once and replays the import as it is written.
-		return importConsole(ctx, pos, limits.options(false), session.ReplayConfig{Speed: *speed, From: *from, Salvage: *salvage},
+		opts := limits.options(false)
+		opts.Source = given
+		return importConsole(ctx, pos, opts, session.ReplayConfig{Speed: *speed, From: *from, Salvage: *salvage},
 			consoleOpts{tick: *tick, window: *window}, stderr)
 	}
 	if !rec || len(pos) > 1 {
 		// A trace, or several ranks: one recording first, so that it replays like any (seeking,
 		// memory bounded by the window).
-		tmp, err := importToRecording(pos, limits.options(false), stderr)
+		opts := limits.options(false)
+		opts.Source = given
+		tmp, err := importToRecording(pos, opts, stderr)
 		if err != nil {
 			return err
 		}
@@ -151,6 +156,26 @@ func importToRecording(paths []string, opts importers.Options, stderr io.Writer)
 func perRankFormat(path string) bool {
 	f, err := importers.Detect(path)
 	return err == nil && (f == importers.FormatInspector || f == importers.FormatFlightRecorder)
+}
+
+// givenSource names the inputs as the user gave them, for the report's and the console's title,
+// when a directory among them is expanded to the files in it (rankInputs): the directory, not the
+// dumps or recordings found in it. It is "" when every input is a file, named by the importer.
+func givenSource(paths []string) string {
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return listNames(paths)
+		}
+	}
+	return ""
+}
+
+// listNames lists paths for a title: all of them, or the first three and how many there are.
+func listNames(paths []string) string {
+	if len(paths) <= 4 {
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s, … (%d files)", strings.Join(paths[:3], ", "), len(paths))
 }
 
 // rankInputs checks the inputs of replay, analyze and convert, and expands a directory to the
@@ -288,6 +313,7 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) == 0 {
 		return usageError("give a recording (.xfr) or a job's per-rank recordings (files or their directory), or one or more trace files (.json, .json.gz; one per rank) or Nsight Systems exports (.sqlite), or an nccl-tests log")
 	}
+	given := givenSource(pos)
 	if pos, err = rankInputs(pos); err != nil {
 		return err
 	}
@@ -305,7 +331,7 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	opts := limits.options(*likeHTA)
-	opts.Salvage, opts.Context = *salvage, ctx
+	opts.Salvage, opts.Context, opts.Source = *salvage, ctx, given
 	rep, res, err := inputReport(pos, opts, stderr)
 	if err != nil {
 		return err
@@ -352,6 +378,8 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 		return usageError("usage: xfertop convert IN... OUT  (IN.xfr -> OUT.json, IN.json[.gz] or IN.sqlite -> OUT.xfr, a job's RANK.xfr... or DIR -> OUT.xfr or OUT.json)")
 	}
 	out := pos[len(pos)-1]
+	merged := limits.options(false)
+	merged.Source = givenSource(pos[:len(pos)-1]) // a directory of ranks: the merged recording is named by it
 	in, err := rankInputs(pos[:len(pos)-1])
 	if err != nil {
 		return err
@@ -365,12 +393,12 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 			return usageError("convert one trace at a time (%d given)", len(in))
 		}
 		if len(in) > 1 { // a job's per-rank logs or dumps, merged into one recording
-			return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, limits.options(false), stdout, stderr, in...)
+			return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, merged, stdout, stderr, in...)
 		}
 		return convertTrace(in[0], out, limits.options(false), stdout, stderr)
 	}
 	if len(in) > 1 && strings.HasSuffix(out, ".xfr") {
-		return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, limits.options(false), stdout, stderr, in...)
+		return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, merged, stdout, stderr, in...)
 	}
 	if !strings.HasSuffix(out, ".json") {
 		return usageError("%s is a recording; write it to a .json file (Chrome trace), not %q", in[0], out)

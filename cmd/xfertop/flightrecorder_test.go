@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xfertop/xfertop/importers"
+	"github.com/xfertop/xfertop/session"
+	"github.com/xfertop/xfertop/ui"
 )
 
 // TestFlightRecorderInputs: a directory of Flight Recorder dumps is an input of analyze, compare
@@ -47,5 +53,49 @@ func TestFlightRecorderInputs(t *testing.T) {
 	check("analyze the conversion", out)
 	if code, _, errs := runCLI(t, "compare", "--json", dir, xfr); code != exitOK {
 		t.Errorf("compare: status %d, %s", code, errs)
+	}
+}
+
+// TestFlightRecorderDirTitle: a directory of Flight Recorder dumps is titled by the directory the
+// user gave, in the report (replay, analyze, and a conversion's) and in the console, not by the
+// temporary recording it is imported into nor by the dumps found in it.
+func TestFlightRecorderDirTitle(t *testing.T) {
+	dir := filepath.Join("..", "..", "importers", "flightrecorder", "testdata", "hang")
+	want := "xfertop report: " + dir + "\n"
+	for _, args := range [][]string{{"replay", "--headless", dir}, {"analyze", dir}} {
+		code, out, errs := runCLI(t, args...)
+		if code != exitOK || !strings.HasPrefix(out, want) {
+			t.Errorf("%s: status %d, first line %q; want %q (%s)", strings.Join(args, " "), code, strings.SplitN(out, "\n", 2)[0], want, errs)
+		}
+	}
+	xfr := filepath.Join(t.TempDir(), "fr.xfr")
+	if code, _, errs := runCLI(t, "convert", dir, xfr); code != exitOK {
+		t.Fatalf("convert: status %d, %s", code, errs)
+	}
+	if code, out, _ := runCLI(t, "analyze", xfr); code != exitOK || !strings.HasPrefix(out, want) {
+		t.Errorf("analyze the conversion: first line %q; want %q", strings.SplitN(out, "\n", 2)[0], want)
+	}
+
+	paths, err := rankInputs([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := importers.Options{Source: givenSource([]string{dir})}
+	err = openImport(context.Background(), paths, opts, session.ReplayConfig{}, 1<<20, importHooks{}, io.Discard,
+		func(s ui.Source) error {
+			src := s.(replaySource)
+			m := console(src)
+			scr := until(t, m, "the import replayed", func(string) bool { return src.Status().Import.Finished && src.Status().Done })
+			// The header shows the last element of the path; the window's title the whole.
+			if header := strings.SplitN(scr, "\n", 2)[0]; !strings.Contains(header, "replay hang ") {
+				t.Errorf("the console's header: %q; want it to name the directory hang", header)
+			}
+			if title := m.View().WindowTitle; title != "xfertop: "+dir {
+				t.Errorf("the window's title: %q; want %q", title, "xfertop: "+dir)
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

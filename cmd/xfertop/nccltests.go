@@ -95,7 +95,7 @@ func simulateSweep(ctx context.Context, op timeline.CollOp, f *ncclTestsFlags) (
 	if err != nil {
 		return nil, err
 	}
-	if err := runEnded(out, nil); err != nil {
+	if err := runEnded(out, nil, nil); err != nil {
 		return nil, err
 	}
 	rep := p.Report(out)

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // op is one entry of a scenario: on process group pg, sequence number seq.
@@ -165,5 +168,28 @@ func TestHangVerdict(t *testing.T) {
 	if f.Kind != diagnosis.Hang || f.Rank != 3 || f.Seq != 5 || f.Comm != 1 || f.Confidence != 1 || f.MissingN != 1 ||
 		!strings.Contains(f.Evidence, "ranks 0, 1, 2 entered it (0, 1, 2 waiting in it, not completed); rank 3 never entered it") {
 		t.Errorf("finding %s (rank %d #%d comm %d confidence %.2f); want rank 3 at all_reduce #5 on comm 1", f.String(0), f.Rank, f.Seq, f.Comm, f.Confidence)
+	}
+}
+
+// TestProcessGroupsListed: the analysis lists each process group of the dumps as a communicator,
+// with its name, its size and the ranks whose dump names it; a rank without a dump is unheard.
+func TestProcessGroupsListed(t *testing.T) {
+	dir := writeDumps(t, map[string][2]string{"0": {"default_pg", "[0, 1, 2]"}, "1": {"tp", "[0, 1]"}},
+		map[int][]op{0: {ar(1, "")}, 1: {ar(1, "")}})
+	im, err := ReadFiles([]string{dir}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := analysis.New(timeline.Meta{Backend: Format, Devices: im.Devices})
+	for i := range im.Events {
+		a.Emit(&im.Events[i])
+	}
+	var got []string
+	for _, c := range a.Result(im.Strings).Communicators {
+		got = append(got, fmt.Sprintf("%s: %d ranks, members %v, unheard %d", c.Name, c.Ranks, c.Members, c.Unheard))
+	}
+	want := []string{"process group 0 (default_pg): 3 ranks, members [0 1], unheard 1", "process group 1 (tp): 2 ranks, members [0 1], unheard 0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("communicators %q; want %q", got, want)
 	}
 }

@@ -50,6 +50,12 @@ func findings(doc *Doc, path string, at int64, im *kineto.Imported, ids *commIDs
 		comm = ids.id(c.Hash)
 		name := fmt.Sprintf("RAS: communicator %s (%d ranks)", c.Hash, c.Size)
 		im.Extra[fmt.Sprintf("comm.%d", comm)] = fmt.Sprintf("%s %d ranks (ncclras, %s)", c.Hash, c.Size, path)
+		// First, the communicator itself: a membership mark without a member (timeline.SeqOp's
+		// sequence 0), which names it and gives its size, so that it is listed with its ranks'
+		// states (analysis.Communicator) whether or not any is in trouble. A poller tells it once.
+		im.Events = append(im.Events, timeline.Event{Kind: timeline.KindMark, Start: at, End: at, Queued: -1, Device: timeline.NoDevice,
+			Peer: timeline.NoDevice, Comm: comm, Ranks: uint16(min(c.Size, 1<<16-1)), Op: timeline.SeqOp(comm, 0), Aux: timeline.AuxSeqOp,
+			Label: im.Strings.ID(fmt.Sprintf("RAS communicator %s", c.Hash))})
 		problems := 0
 		for _, r := range c.Missing {
 			state, status, cause := "missing (did not answer RAS)", timeline.StatusTimeout, timeline.AlertRankMissing

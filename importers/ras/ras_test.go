@@ -26,12 +26,17 @@ func TestFindings(t *testing.T) {
 		want []finding
 	}{
 		{"hang.json", []finding{
+			{timeline.KindMark, -1, timeline.StatusOK, "RAS communicator 0x7f8c496ae9f661"},
 			{timeline.KindAlert, 3, timeline.StatusError, "rank 3 on node1 pid 201 GPU 1 is considered dead"},
 			{timeline.KindAlert, 2, timeline.StatusError, "rank 2 on node1 pid 200: asynchronous error 6"},
 			{timeline.KindAlert, 1, timeline.StatusTimeout, "AllReduce counts disagree (MISMATCH): 2 ranks at 1407; behind: rank 1 (node0 pid 101) at 1406"},
+			{timeline.KindMark, -1, timeline.StatusOK, "RAS communicator 0x11aa"},
 			{timeline.KindMark, -1, timeline.StatusOK, "communicator 0x11aa (2 ranks): all 2 ranks answered"},
 		}},
-		{"healthy.json", []finding{{timeline.KindMark, -1, timeline.StatusOK, "all 2 ranks answered, no errors, collective counts agree"}}},
+		{"healthy.json", []finding{
+			{timeline.KindMark, -1, timeline.StatusOK, "RAS communicator"},
+			{timeline.KindMark, -1, timeline.StatusOK, "all 2 ranks answered, no errors, collective counts agree"},
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -64,7 +69,7 @@ func TestIncomplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(im.Events) != 1 || !strings.Contains(im.Strings.Lookup(im.Events[0].Label), "only 1 of its ranks are known to RAS") {
+	if len(im.Events) != 2 || !strings.Contains(im.Strings.Lookup(im.Events[1].Label), "only 1 of its ranks are known to RAS") {
 		t.Fatalf("findings %v; want one saying 3 ranks never joined", im.Events)
 	}
 }

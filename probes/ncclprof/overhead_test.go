@@ -211,3 +211,25 @@ func BenchmarkHarness(b *testing.B) {
 		})
 	}
 }
+
+// A job too short for the hash to pick any of its callbacks (one all-reduce: a rank makes about
+// 20) still reports the plugin's cost: the first callbacks of each kind (start, stop, state) are
+// timed too. Each of four ranks must report it; with only one callback in 64 timed, most would not
+// (each with a chance of about 3 in 4).
+func TestHarnessProfilerCostShortJob(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	evs, labels, runs := job(t, 4, nil, "-iters", "1")
+	a := analysis.New(timeline.Meta{})
+	for i := range evs {
+		a.Emit(&evs[i])
+	}
+	rows := a.Result(labels).ProfilerCost
+	if len(rows) != len(runs) {
+		t.Fatalf("cost rows %+v; want one per rank (%d) after one all-reduce", rows, len(runs))
+	}
+	for _, r := range rows {
+		if r.Callbacks <= 0 || r.NsPerCallback <= 0 {
+			t.Errorf("rank %d: %+v", r.Device, r)
+		}
+	}
+}

@@ -351,16 +351,30 @@ static uint64_t record_start(xr_ctx* c, uint64_t id, uint64_t t, uint64_t type, 
 // timestamp (so no kind of callback is favoured by the period of NCCL's sequence), is timed from
 // its entry to its end. One more tick read and two atomic adds for one callback in 64 keep the
 // measure off the others' path. The sum is in ticks; the sender converts it.
-enum { COST_SAMPLE = 63 };
+//
+// The first COST_FIRST callbacks of each kind (start, stop, state) are timed as well, so that a
+// job too short for the hash to pick any (one all-reduce is about 20 callbacks) still reports a
+// cost. They run cold (caches, the ring's first pages), so a short job's cost reads high rather
+// than not at all; in a long job they are a few among thousands. Once a kind has had its first,
+// the check is one relaxed load.
+enum { COST_SAMPLE = 63, COST_FIRST = 8 };
+enum { CB_START, CB_STOP, CB_STATE, CB_KINDS };
 static uint64_t cost_ticks, cost_samples; // atomic
+static uint64_t cost_first[CB_KINDS];     // atomic: the first callbacks of each kind timed so far
 
 uint64_t xr_cost_ticks(void) { return __atomic_load_n(&cost_ticks, __ATOMIC_RELAXED); }
 uint64_t xr_cost_samples(void) { return __atomic_load_n(&cost_samples, __ATOMIC_RELAXED); }
 
 static inline int sampled(uint64_t t0) { return ((t0 * 0x9E3779B97F4A7C15ULL) >> 58) == 0; }
 
-static inline void cost_end(uint64_t t0) {
-  if (__builtin_expect(!sampled(t0), 1)) return;
+// first reports whether this is one of the first COST_FIRST callbacks of its kind.
+static inline int first(int kind) {
+  if (__builtin_expect(__atomic_load_n(&cost_first[kind], __ATOMIC_RELAXED) >= COST_FIRST, 1)) return 0;
+  return __atomic_fetch_add(&cost_first[kind], 1, __ATOMIC_RELAXED) < COST_FIRST;
+}
+
+static inline void cost_end(uint64_t t0, int kind) {
+  if (__builtin_expect(!sampled(t0), 1) && !first(kind)) return;
   __atomic_fetch_add(&cost_ticks, ticks() - t0, __ATOMIC_RELAXED);
   __atomic_fetch_add(&cost_samples, 1, __ATOMIC_RELAXED);
 }
@@ -370,7 +384,7 @@ static inline void cost_end(uint64_t t0) {
 uint64_t xr_record_start(xr_ctx* c, uint64_t id, uint64_t type, void* parentObj, int rank, const xr_descr_union* u, int version) {
   uint64_t t0 = ticks();
   uint64_t queued = record_start(c, id, t0, type, parentObj, rank, u, version);
-  cost_end(t0);
+  cost_end(t0, CB_START);
   return queued;
 }
 
@@ -429,7 +443,7 @@ static void simple(uint8_t op, uint64_t id, uint16_t state, uint64_t a, uint64_t
 void xr_record_stop(uint64_t id) {
   uint64_t t0 = ticks();
   simple(2, id, 0, 0, t0);
-  cost_end(t0);
+  cost_end(t0, CB_STOP);
 }
 
 static xr_result stop_event(void* handle) {
@@ -459,7 +473,7 @@ void xr_record_state(uint64_t id, int state, const xr_state_args* args) {
     default:
       break; // group API, proxy control and network plugin states: not used
   }
-  cost_end(t0);
+  cost_end(t0, CB_STATE);
 }
 
 // wait_flushed waits, at most flush_ms, for the sender to deliver everything queued before pos.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/xfertop/xfertop/units"
 )
 
 // Delta is one size of a reference log against a simulation. Sim values are absent (HasSim
@@ -90,7 +92,7 @@ func Compare(w io.Writer, title string, ds []Delta) error {
 			}
 		}
 		if n > 0 {
-			fmt.Fprintf(&b, "#   %-16s %+7.1f%%  (%d sizes)\n", rg.Name, sum/float64(n), n)
+			fmt.Fprintf(&b, "#   %-16s %+7.1f%%  (%s)\n", rg.Name, sum/float64(n), units.Counted(n, "size"))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -105,7 +105,7 @@ func (v *Model) View() string {
 		fmt.Fprintf(&b, "rank %-4d waited %10s %s%s\n", a.Rank, units.Dur(a.WaitNs), bar, mark)
 	}
 	if v.filter.Shown() {
-		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %d ranks", len(arrivals), len(br.Arrivals))) + "\n")
+		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %s", len(arrivals), units.Counted(len(br.Arrivals), "rank"))) + "\n")
 	}
 	return b.String()
 }

@@ -309,16 +309,23 @@ func (v *Model) enter() tea.Cmd {
 
 // cellValue is cell (r, c)'s worst value under the metric shown.
 func (v *Model) cellValue(g *grid) cellView {
-	m := v.metrics[v.metric]
 	return func(r, c int) float64 {
-		worst := math.NaN()
-		g.devices(r, c, func(d int32) {
-			if x := v.vals[d]; m.worse(x, worst) {
-				worst = x
-			}
-		})
-		return worst
+		x, _ := v.cellWorst(g, r, c)
+		return x
 	}
+}
+
+// cellWorst is cell (r, c)'s worst device and its value, ranked as the worst lists rank devices
+// (Metric.before); -1 and NaN when none is known.
+func (v *Model) cellWorst(g *grid, r, c int) (float64, int32) {
+	m := v.metrics[v.metric]
+	worst, dev := math.NaN(), int32(-1)
+	g.devices(r, c, func(d int32) {
+		if x := v.vals[d]; m.before(x, d, worst, dev) {
+			worst, dev = x, d
+		}
+	})
+	return worst, dev
 }
 
 // scale is the top of the metric's scale: its Max, or the frame's largest value.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xfertop/xfertop/ui/theme"
+	"github.com/xfertop/xfertop/units"
 )
 
 // glyphs draw a value's fifth of the scale, lowest first, so the heatmap reads without colour.
@@ -49,7 +50,7 @@ func (g *grid) grouped() string {
 	if g.hg == 1 && g.gg == 1 {
 		return "cell: 1 GPU"
 	}
-	return fmt.Sprintf("cell: worst of %d hosts × %d GPUs", g.hg, g.gg)
+	return fmt.Sprintf("cell: worst of %s × %s", units.Counted(g.hg, "host"), units.Counted(g.gg, "GPU"))
 }
 
 // hosts returns the hosts of row r.

@@ -2,7 +2,17 @@ package cluster
 
 import (
 	"math"
+	"strings"
 	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/xfertop/xfertop/analysis"
+	xtimeline "github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/ui/theme"
+	"github.com/xfertop/xfertop/ui/widget"
 )
 
 func TestLayout(t *testing.T) {
@@ -72,14 +82,67 @@ func TestTopK(t *testing.T) {
 	}{{low, []int{2, 5, 4}}, {high, []int{3, 6, 0}}} {
 		var rs []ranked
 		for i, v := range vals {
-			rs = topK(rs, ranked{id: i, val: v}, 3, tc.m)
+			rs = topK(rs, ranked{id: i, dev: int32(i), val: v}, 3, tc.m)
 		}
 		var got []int
 		for _, r := range rs {
 			got = append(got, r.id)
 		}
 		if len(got) != len(tc.want) || got[0] != tc.want[0] || got[1] != tc.want[1] || got[2] != tc.want[2] {
-			t.Errorf("topK(HighIsBad %v) = %v; want %v (ties keep their order; unknown never listed)", tc.m.HighIsBad, got, tc.want)
+			t.Errorf("topK(HighIsBad %v) = %v; want %v (ties to the lower device; unknown never listed)", tc.m.HighIsBad, got, tc.want)
 		}
+	}
+}
+
+// TestWorstTies: values that read the same (to the tenth shown) are a tie, and a tie goes to the
+// lower device wherever the view names the worst: the worst GPUs, a host's worst GPU and the
+// cursor's cell. Device 3 (idle 49.96%) and device 11 (49.99%) both read 50.0%: device 3 is named
+// first, though 11 is a hair worse.
+func TestWorstTies(t *testing.T) {
+	const hosts, gpus = 1024, 8
+	res := &analysis.Result{}
+	for d := int32(0); d < hosts*gpus; d++ {
+		idle := 10.0
+		switch d {
+		case 3:
+			idle = 49.96
+		case 11:
+			idle = 49.99
+		}
+		res.Breakdown.Devices = append(res.Breakdown.Devices, analysis.DeviceTime{Device: d, SpanNs: 1e9, IdlePct: idle})
+	}
+	fr := &widget.Frame{Res: res, State: agg.New(), Meta: xtimeline.Meta{Devices: hosts * gpus, GPUsPerHost: gpus},
+		Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()}
+	v := New(fr)
+	v.SetSize(120, 40)
+	if !v.SetMetric("idle") {
+		t.Fatal("no idle metric")
+	}
+	out := ansi.Strip(v.View())
+	if !strings.Contains(out, "cell: worst of") {
+		t.Fatalf("the heatmap does not group hosts at this size:\n%s", out)
+	}
+	lines := strings.Split(out, "\n")
+	var gpuRows, hostRows []string
+	for _, l := range lines {
+		if i := strings.Index(l, "gpu "); i >= 0 && !strings.Contains(l, "host ") {
+			gpuRows = append(gpuRows, strings.Join(strings.Fields(l[i:]), " "))
+		}
+		if i := strings.Index(l, "host 0 "); i >= 0 {
+			hostRows = append(hostRows, strings.Join(strings.Fields(l[i:]), " "))
+		}
+	}
+	if len(gpuRows) < 2 || gpuRows[0] != "gpu 3 h0 50.0%" || gpuRows[1] != "gpu 11 h1 50.0%" {
+		t.Errorf("worst GPUs %q; want gpu 3 then gpu 11 (a tie as shown goes to the lower id)\n%s", gpuRows, out)
+	}
+	if len(hostRows) != 1 || hostRows[0] != "host 0 gpu 3 50.0%" {
+		t.Errorf("worst hosts %q; want host 0 by gpu 3\n%s", hostRows, out)
+	}
+	// The cursor on the cell holding both names the same device.
+	v.Update(tea.KeyPressMsg{Code: 'l', Text: "l"})
+	v.Update(tea.KeyPressMsg{Code: 'l', Text: "l"})
+	v.Update(tea.KeyPressMsg{Code: 'l', Text: "l"})
+	if out := ansi.Strip(v.View()); !strings.Contains(out, "GPU 3: worst gpu 3, 50.0%") {
+		t.Errorf("the cursor's cell does not name gpu 3:\n%s", out)
 	}
 }

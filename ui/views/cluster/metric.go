@@ -170,6 +170,23 @@ func (m Metric) worse(a, b float64) bool {
 	return a < b
 }
 
+// shown is a value as the view writes it, to a tenth of its unit (fmtVal): two values that read
+// the same are a tie.
+func shown(x float64) float64 { return math.Round(x*10) / 10 }
+
+// before reports whether device a, of value x, ranks before device b, of value y, wherever the
+// view names the worst: the worst lists, a host's worst GPU, a cell's worst device (the cursor
+// names it). The worse value as shown comes first; a tie goes to the lower device id, so the lists
+// and the cursor name the same device whatever order the devices were seen in. An unknown value
+// never ranks before.
+func (m Metric) before(x float64, a int32, y float64, b int32) bool {
+	sx, sy := shown(x), shown(y)
+	if sx != sy || math.IsNaN(sx) {
+		return m.worse(sx, sy)
+	}
+	return a < b
+}
+
 // order says which end the worst lists start from.
 func (m Metric) order() string {
 	if m.HighIsBad {

@@ -34,7 +34,7 @@ func (v *Model) View() string {
 func (v *Model) breadcrumb() string {
 	st := v.Fr.Styles
 	gpus, hosts := v.shape()
-	parts := []string{fmt.Sprintf("cluster (%d hosts × %d GPUs)", hosts, gpus)}
+	parts := []string{fmt.Sprintf("cluster (%s × %s)", units.Counted(hosts, "host"), units.Counted(gpus, "GPU"))}
 	if v.ds.N() == 0 {
 		parts[0] = "cluster (" + v.Fr.None("devices") + ")"
 	}
@@ -86,7 +86,7 @@ func (v *Model) viewHosts(b *strings.Builder, c crumb) {
 	lines := strings.Split(strings.TrimSuffix(grid.String(), "\n"), "\n")
 	var sideLines []string
 	if side > 0 {
-		sideLines = v.worst(c, len(lines)+1)
+		sideLines = v.worst(c, len(lines)) // no longer than the heatmap: the cursor's line goes under both
 	}
 	gridW := min(v.W-side-1, g.panels*g.panelW+1) // the lists right beside the heatmap
 	for i := range max(len(lines), len(sideLines)) {
@@ -113,7 +113,12 @@ func (v *Model) viewHosts(b *strings.Builder, c crumb) {
 		gsel = fmt.Sprintf("GPUs %d–%d", lo, hi)
 	}
 	if max(len(lines), len(sideLines)) < v.H-3 {
-		b.WriteString(st.Muted.Render(fmt.Sprintf("cursor: %s, %s: %s (worst)   enter: drill down", sel, gsel, v.fmtVal(v.cellValue(&g)(v.curR, v.curC)))) + "\n")
+		val, dev := v.cellWorst(&g, v.curR, v.curC)
+		what := v.fmtVal(val)
+		if dev >= 0 && (ht-hf > 1 || hi > lo) {
+			what = fmt.Sprintf("worst gpu %d, %s", dev, what) // the device the worst lists would name
+		}
+		b.WriteString(st.Muted.Render(fmt.Sprintf("cursor: %s, %s: %s   enter: drill down", sel, gsel, what)) + "\n")
 	}
 }
 
@@ -139,7 +144,7 @@ func (v *Model) worst(c crumb, h int) []string {
 				break
 			}
 			x := v.vals[d]
-			if m.worse(x, hw.val) {
+			if m.before(x, int32(d), hw.val, hw.dev) {
 				hw.val, hw.dev = x, int32(d)
 			}
 			devs = topK(devs, ranked{id: d, dev: int32(d), val: x}, k, m)
@@ -157,14 +162,15 @@ func (v *Model) worst(c crumb, h int) []string {
 	return out
 }
 
-// topK keeps the k worst of rs and r, worst first, leaving out unknown values: k is small, so an
-// insertion costs less than sorting every device a frame.
+// topK keeps the k worst of rs and r, worst first as Metric.before orders them (ties by the lower
+// device: a host by its worst device), leaving out unknown values: k is small, so an insertion
+// costs less than sorting every device a frame.
 func topK(rs []ranked, r ranked, k int, m Metric) []ranked {
-	if math.IsNaN(r.val) || (len(rs) == k && !m.worse(r.val, rs[k-1].val)) {
+	if math.IsNaN(r.val) || (len(rs) == k && !m.before(r.val, r.dev, rs[k-1].val, rs[k-1].dev)) {
 		return rs
 	}
 	i := len(rs)
-	for i > 0 && m.worse(r.val, rs[i-1].val) {
+	for i > 0 && m.before(r.val, r.dev, rs[i-1].val, rs[i-1].dev) {
 		i--
 	}
 	if len(rs) < k {
@@ -180,9 +186,9 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 	st := v.Fr.Styles
 	gpus, _ := v.shape()
 	m := v.metrics[v.metric]
-	head := fmt.Sprintf("%-6s%-6s%10s%8s%8s", "gpu", "local", m.Name, "busy%", "idle%")
+	head := fmt.Sprintf("%-6s%-6s%10s%8s%8s", "gpu", "local", m.Name, "busy %", "idle %")
 	for l := range analysis.NumLinks {
-		head += fmt.Sprintf("%8s", l.String()+"%")
+		head += fmt.Sprintf("%9s", l.String()+" %")
 	}
 	b.WriteString(st.Muted.Render(head+"   links: % of peak, "+v.ds.LinkWhen()+"; enter: its streams") + "\n")
 	locals := v.hostRows(host)
@@ -191,7 +197,7 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 		if !ok {
 			return units.Unknown
 		}
-		return fmt.Sprintf("%.1f", x)
+		return units.Share(x)
 	}
 	for i := from; i < to; i++ {
 		l := locals[i]
@@ -207,7 +213,7 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 		}
 		rest := fmt.Sprintf("%8s%8s", pct(busy, bok), pct(idle, !math.IsNaN(idle)))
 		for lk := range analysis.NumLinks {
-			rest += fmt.Sprintf("%8s", pct(v.ds.LinkPct(lk, d)))
+			rest += fmt.Sprintf("%9s", pct(v.ds.LinkPct(lk, d)))
 		}
 		if i == v.list.Selected() {
 			b.WriteString(st.Selected.Render(line+glyph+" "+val+rest) + "\n")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/ui/theme"
 	"github.com/xfertop/xfertop/ui/widget"
 	"github.com/xfertop/xfertop/units"
 )
@@ -77,29 +78,151 @@ func order(cs []analysis.Comm) []analysis.Comm {
 	return out
 }
 
-// View draws the cache's totals and the entries that fit.
+// row is one line of the table: an entry of the communicator cache, or a communicator a source
+// names without a cache (a Flight Recorder process group, an NCCL RAS communicator).
+type row struct {
+	cache *analysis.Comm
+	named *analysis.Communicator
+}
+
+// rows lists the cache's entries (cached before evicted, newest first), then the named
+// communicators, those with ranks in trouble first, each by id.
+func rows(cc analysis.CommCache, named []analysis.Communicator) []row {
+	out := make([]row, 0, len(cc.Comms)+len(named))
+	for _, c := range order(cc.Comms) {
+		out = append(out, row{cache: &c})
+	}
+	ns := slices.Clone(named)
+	slices.SortStableFunc(ns, func(a, b analysis.Communicator) int {
+		if ta, tb := trouble(a) != "", trouble(b) != ""; ta != tb {
+			if ta {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	for i := range ns {
+		out = append(out, row{named: &ns[i]})
+	}
+	return out
+}
+
+// trouble says which ranks of a named communicator its source found in trouble; "" for none.
+func trouble(c analysis.Communicator) string {
+	var parts []string
+	for _, t := range []struct {
+		what  string
+		ranks []int32
+	}{{"dead", c.Dead}, {"missing", c.Missing}, {"error", c.Failing}, {"behind", c.Behind}} {
+		if len(t.ranks) > 0 {
+			parts = append(parts, t.what+" "+deviceSet(t.ranks))
+		}
+	}
+	if c.Incomplete {
+		parts = append(parts, "incomplete (some ranks never joined)")
+	}
+	if c.Unheard > 0 {
+		parts = append(parts, units.Counted(c.Unheard, "rank")+" unheard from")
+	}
+	return strings.Join(parts, " · ")
+}
+
+// name is a named communicator's name and size, as the state column shows it.
+func name(c analysis.Communicator) string {
+	n := c.Name
+	if n == "" {
+		n = fmt.Sprintf("communicator %d", c.ID)
+	}
+	size := units.Unknown + " ranks"
+	if c.Ranks > 0 {
+		size = units.Counted(c.Ranks, "rank")
+	}
+	return n + " · " + size
+}
+
+// fields are a row's devices, id and state, as the filter matches them.
+func (r row) fields() []string {
+	if r.cache != nil {
+		return []string{deviceSet(r.cache.Devices), fmt.Sprint(r.cache.ID), state(*r.cache)}
+	}
+	return []string{deviceSet(r.named.Members), fmt.Sprint(r.named.ID), name(*r.named) + " " + trouble(*r.named)}
+}
+
+// line draws a row, its state coloured.
+func (r row) line(st *theme.Styles, selected bool) string {
+	var devs, hits, created, cost, state string
+	if c := r.cache; c != nil {
+		devs, hits, created, cost = deviceSet(c.Devices), fmt.Sprint(c.Hits), units.Dur(c.CreatedNs), units.Dur(c.InitNs)
+		state = st.Good.Render("cached")
+		switch {
+		case c.Faulted:
+			state = st.Alert.Render("evicted (error)")
+		case c.Evicted:
+			state = st.Muted.Render("evicted")
+		}
+	} else {
+		// Named by a source that records no cache: its hits, creation and cost are unknown.
+		c := r.named
+		devs, hits, created, cost = deviceSet(c.Members), units.Unknown, units.Unknown, units.Unknown
+		if devs == "" {
+			devs = units.Unknown
+		}
+		state = name(*c)
+		if t := trouble(*c); t != "" {
+			state += " · " + st.Alert.Render(t)
+		}
+	}
+	devs = ansi.Truncate(devs, 28, "…")
+	var n uint32
+	if r.cache != nil {
+		n = r.cache.ID
+	} else {
+		n = r.named.ID
+	}
+	// Padded by width, not bytes: "—" is one column of three bytes.
+	line := fmt.Sprintf("%6d  %s%s%s%s  ", n, padRight(devs, 28), padLeft(hits, 8), padLeft(created, 12), padLeft(cost, 12))
+	if selected {
+		line = st.Selected.Render(line)
+	}
+	return line + state
+}
+
+// View draws the cache's totals and the entries that fit, then the communicators the source
+// names, then the findings that name a communicator.
 func (v *Model) View() string {
 	st, cc := v.Fr.Styles, v.Fr.Res.CommCache
+	named := v.Fr.Res.Communicators
 	var b strings.Builder
 	rate := units.Unknown
 	if lookups := cc.Hits + cc.Misses; lookups > 0 {
 		rate = fmt.Sprintf("%.1f%%", 100*float64(cc.Hits)/float64(lookups))
 	}
-	if cc.Known {
-		fmt.Fprintf(&b, "%s %d entries seen · %d hits · %d misses · %d evictions · hit rate %s of lookups · %s spent creating\n",
-			st.Title.Render("Communicator cache"), len(cc.Comms), cc.Hits, cc.Misses, cc.Evictions, rate, units.Dur(cc.InitNsTotal))
-	} else {
+	switch {
+	case cc.Known:
+		fmt.Fprintf(&b, "%s %s seen · %s · %s · %s · hit rate %s of lookups · %s spent creating\n",
+			st.Title.Render("Communicator cache"), units.Counted(len(cc.Comms), "entry"), units.Counted(cc.Hits, "hit"), units.Counted(cc.Misses, "miss"),
+			units.Counted(cc.Evictions, "eviction"), rate, units.Dur(cc.InitNsTotal))
+	case len(named) > 0:
+		fmt.Fprintf(&b, "%s %s (the source does not record the cache) · %s named by the source\n",
+			st.Title.Render("Communicator cache"), units.Unknown, units.Counted(len(named), "communicator"))
+	default:
 		fmt.Fprintf(&b, "%s %s (the source does not record communicators)\n", st.Title.Render("Communicator cache"), units.Unknown)
 	}
+	if cc.Known && len(named) > 0 {
+		fmt.Fprintf(&b, "%s named by the source besides the cache\n", units.Counted(len(named), "communicator"))
+	}
 	b.WriteString(st.Title.Render(fmt.Sprintf("%6s  %-28s%8s%12s%12s  %s", "id", "devices", "hits", "created", "cost", "state")) + "\n")
-	comms := order(cc.Comms)
+	all := rows(cc, named)
+	shownRows := all
 	if v.filter.Value() != "" {
-		comms = slices.DeleteFunc(comms, func(c analysis.Comm) bool {
-			return !v.filter.Match(deviceSet(c.Devices), fmt.Sprint(c.ID), state(c))
-		})
+		shownRows = slices.DeleteFunc(slices.Clone(all), func(r row) bool { return !v.filter.Match(r.fields()...) })
 	}
 	cf := commFindings(v.Fr.Res.Findings)
 	h := v.H - 3
+	if cc.Known && len(named) > 0 {
+		h--
+	}
 	if v.filter.Shown() {
 		h-- // the filter's line
 	}
@@ -107,31 +230,15 @@ func (v *Model) View() string {
 	if shown > 0 {
 		h -= shown + 1
 	}
-	from, to := v.list.Window(len(comms), h, 2)
+	from, to := v.list.Window(len(shownRows), h, 2)
 	for i := from; i < to; i++ {
-		c := comms[i]
-		state := st.Good.Render("cached")
-		switch {
-		case c.Faulted:
-			state = st.Alert.Render("evicted (error)")
-		case c.Evicted:
-			state = st.Muted.Render("evicted")
-		}
-		devs := deviceSet(c.Devices)
-		if len(devs) > 28 {
-			devs = devs[:27] + "…"
-		}
-		line := fmt.Sprintf("%6d  %-28s%8d%12s%12s  ", c.ID, devs, c.Hits, units.Dur(c.CreatedNs), units.Dur(c.InitNs))
-		if i == v.list.Selected() {
-			line = st.Selected.Render(line)
-		}
-		b.WriteString(line + state + "\n")
+		b.WriteString(shownRows[i].line(&st, i == v.list.Selected()) + "\n")
 	}
-	if to-from < len(comms) {
-		b.WriteString(st.Muted.Render(fmt.Sprintf("%d–%d of %d (j/k to scroll)", from+1, to, len(comms))) + "\n")
+	if to-from < len(shownRows) {
+		b.WriteString(st.Muted.Render(fmt.Sprintf("%d–%d of %d (j/k to scroll)", from+1, to, len(shownRows))) + "\n")
 	}
 	if shown > 0 {
-		b.WriteString(st.Title.Render(fmt.Sprintf("Communicators in trouble (%d findings; 9: all findings)", len(cf))) + "\n")
+		b.WriteString(st.Title.Render(fmt.Sprintf("Communicators in trouble (%s; 9: all findings)", units.Counted(len(cf), "finding"))) + "\n")
 		gph := v.Fr.Meta.HostGPUs()
 		for _, f := range cf[:shown] {
 			line := fmt.Sprintf("%6d  %-13s %s — %s", f.Comm, f.Kind, f.Culprit(gph), f.Evidence)
@@ -139,7 +246,7 @@ func (v *Model) View() string {
 		}
 	}
 	if v.filter.Shown() {
-		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %d entries", len(comms), len(cc.Comms))))
+		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %s", len(shownRows), units.Counted(len(all), "entry"))))
 	}
 	return b.String()
 }
@@ -158,6 +265,10 @@ func commFindings(fs []diagnosis.Finding) []diagnosis.Finding {
 	}
 	return out
 }
+
+// padLeft right-aligns s in w columns; padRight left-aligns it.
+func padLeft(s string, w int) string  { return strings.Repeat(" ", max(w-ansi.StringWidth(s), 0)) + s }
+func padRight(s string, w int) string { return s + strings.Repeat(" ", max(w-ansi.StringWidth(s), 0)) }
 
 // deviceSet writes device ids compactly: 0-7,12.
 func deviceSet(ds []int32) string {

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/ui/theme"
@@ -29,5 +32,43 @@ func TestCommFindings(t *testing.T) {
 	}
 	if strings.Contains(out, "kernels 20% slower") {
 		t.Errorf("comms view lists a slow GPU:\n%s", out)
+	}
+}
+
+// TestNamedCommunicators: the communicators a source names without a cache (Flight Recorder's
+// process groups, NCCL RAS's communicators) are listed like the cache's entries: id, the ranks
+// known to be in it, unknown hits, creation and cost, then its name, size and the ranks in
+// trouble, those with trouble first; the filter finds them by name or state.
+func TestNamedCommunicators(t *testing.T) {
+	res := &analysis.Result{Communicators: []analysis.Communicator{
+		{ID: 1, Name: "process group 0 (default_pg)", Ranks: 4, Members: []int32{0, 1, 2, 3}},
+		{ID: 4, Name: "process group 1 (tp)", Ranks: 2, Members: []int32{0}, Unheard: 1},
+		{ID: 2, Name: "RAS communicator 0x7f8c", Ranks: 4, Members: []int32{1, 2, 3}, Dead: []int32{3}, Failing: []int32{2},
+			Behind: []int32{1}, Missing: []int32{5, 6}, Incomplete: true},
+		{ID: 3, Ranks: 0},
+	}}
+	v := New(&widget.Frame{Res: res, Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()})
+	v.SetSize(200, 20)
+	out := ansi.Strip(v.View())
+	for _, want := range []string{
+		"Communicator cache — (the source does not record the cache) · 4 communicators named by the source",
+		"     2  1-3                                —           —           —  RAS communicator 0x7f8c · 4 ranks · dead 3 · missing 5-6 · error 2 · behind 1 · incomplete",
+		"     1  0-3                                —           —           —  process group 0 (default_pg) · 4 ranks\n",
+		"     3  —                                  —           —           —  communicator 3 · — ranks\n",
+		"     4  0                                  —           —           —  process group 1 (tp) · 2 ranks · 1 rank unheard from\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("comms view lacks %q:\n%s", want, out)
+		}
+	}
+	if i, j := strings.Index(out, "RAS communicator"), strings.Index(out, "process group 0"); i < 0 || j < 0 || i > j {
+		t.Errorf("the communicator in trouble is not listed first:\n%s", out)
+	}
+	v.Update(tea.KeyPressMsg{Code: '/', Text: "/"})
+	for _, r := range "default_pg" {
+		v.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	if out := ansi.Strip(v.View()); strings.Contains(out, "RAS communicator") || !strings.Contains(out, "process group 0") || !strings.Contains(out, "1 of 4 entries") {
+		t.Errorf("filtered by default_pg:\n%s", out)
 	}
 }

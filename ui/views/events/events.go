@@ -166,7 +166,7 @@ func (v *Model) View() string {
 		state = "paused"
 	}
 	b.WriteString(st.Title.Render(fmt.Sprintf("%12s %-17s %-7s %-5s %10s %9s  %s", "start", "kind", "device", "strm", "dur", "bytes", "what")) +
-		st.Muted.Render(fmt.Sprintf("  last %d events, %s", len(idx), state)) + "\n")
+		st.Muted.Render(fmt.Sprintf("  last %s, %s", units.Counted(len(idx), "event"), state)) + "\n")
 	end := len(picked)
 	start := min(v.offset, end)
 	shown := picked[start:min(start+list, end)]

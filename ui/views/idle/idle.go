@@ -222,7 +222,7 @@ func (v *Model) View() string {
 		b.WriteString(line + "\n")
 	}
 	if v.filter.Shown() {
-		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d rows", len(groups))) + "\n")
+		b.WriteString(v.filter.View() + st.Muted.Render("  "+units.Counted(len(groups), "row")) + "\n")
 	}
 	return b.String()
 }

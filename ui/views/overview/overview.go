@@ -124,7 +124,8 @@ func (m *Model) View() string {
 	if cc := res.CommCache; !cc.Known {
 		cache = "comm cache: " + units.Unknown + " (the source does not record communicators)"
 	} else if cc.Hits+cc.Misses > 0 {
-		cache = fmt.Sprintf("comm cache %.0f%% hits (%d hits, %d misses, %d evictions)", 100*float64(cc.Hits)/float64(cc.Hits+cc.Misses), cc.Hits, cc.Misses, cc.Evictions)
+		cache = fmt.Sprintf("comm cache %.0f%% hits (%s, %s, %s)", 100*float64(cc.Hits)/float64(cc.Hits+cc.Misses),
+			units.Counted(cc.Hits, "hit"), units.Counted(cc.Misses, "miss"), units.Counted(cc.Evictions, "eviction"))
 	}
 	moved := units.Bytes(res.Links.MovedBytes)
 	if fr.Snap != nil && fr.Snap.From > 0 {
@@ -139,7 +140,7 @@ func (m *Model) View() string {
 	if !fr.Live {
 		now = "each link now (ended: idle), % of peak"
 	}
-	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps; "+now) + "\n")
+	b.WriteString(st.Muted.Render("per GPU: where its time went (temporal breakdown of its span), the top cause of its streams' idle gaps while it sat idle; "+now) + "\n")
 	tele := m.telemetry()
 	if len(res.ProfilerCost) > 0 {
 		tele += profilerCostLine(res.ProfilerCost) + "\n"
@@ -150,11 +151,15 @@ func (m *Model) View() string {
 	if res.AlertCount > 0 {
 		b.WriteString(st.Alert.Render(fmt.Sprintf("Alerts (%d):", res.AlertCount)) + "\n")
 		for _, a := range res.Alerts[max(0, len(res.Alerts)-3):] {
-			b.WriteString(st.Alert.Render("  "+units.Dur(a.At)+"  "+a.Message) + "\n")
+			line := "  " + units.Dur(a.At) + "  " + a.Message
+			if a.Root != nil {
+				line += " — " + a.Root.String()
+			}
+			b.WriteString(st.Alert.Render(line) + "\n")
 		}
 	}
 	if fr.State.Missed > 0 {
-		b.WriteString(st.Warn.Render(fmt.Sprintf("%d events went by while the view was behind (still recorded)", fr.State.Missed)) + "\n")
+		b.WriteString(st.Warn.Render(units.Counted(fr.State.Missed, "event")+" went by while the view was behind (still recorded)") + "\n")
 	}
 	return b.String()
 }
@@ -162,7 +167,7 @@ func (m *Model) View() string {
 // Column widths of the device table: the device, the time split, the idle cause and the total.
 // The split's middle column says non-compute, as the idle view and the report do (HTA's word);
 // the cause column is as wide as the longest cause, barrier_wait.
-const colDev, colSplit, colCause, colTotal = 5, 24, 12, 9
+const colDev, colSplit, colCause, colTotal = 5, 25, 12, 9
 
 // deviceTable is the layout of one drawing of the device table: what fits the width, and the
 // history's scale shared by every row shown so that their sparklines compare (the rows on screen:
@@ -189,11 +194,9 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 			times[d.Device] = d
 		}
 	}
-	causes := make([]string, len(devs))
-	for _, d := range res.StreamIdle.Devices {
-		if int(d.Device) < len(causes) {
-			causes[d.Device] = d.TopCause
-		}
+	causes := make([]string, len(devs)) // the cause of each device's idle time, as the analysis gives it
+	for i := range times {
+		causes[i] = idleCause(times[i])
 	}
 	t := deviceTable{fr: fr, cell: 7, bucket: fr.State.Now/analysis.BucketNs - 1, colDev: colDev}
 	if m.W >= 140 { // wide terminals show each link's GB/s beside its share of peak
@@ -259,7 +262,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 		b.WriteString(st.Muted.Render(fmt.Sprintf("rows %d–%d of %d (j/k, wheel, g/G scroll)", from+1, to, len(m.rows))) + "\n")
 	}
 	if m.filter.Shown() {
-		b.WriteString(m.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %d devices", len(m.rows), len(devs))) + "\n")
+		b.WriteString(m.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %s", len(m.rows), units.Counted(len(devs), "device"))) + "\n")
 	}
 }
 
@@ -374,8 +377,23 @@ func totalAt(d *analysis.DeviceLinks, k int64) float64 {
 	return t
 }
 
+// idleCause is what the idle-mostly column says of a device: its idle time's top cause; "not
+// idle" when it never was (so no cause stands beside an idle figure of 0); unknown before it ran
+// anything, or when its streams had no gap to name a cause by.
+func idleCause(tm analysis.DeviceTime) string {
+	switch {
+	case tm.SpanNs <= 0:
+		return units.Unknown
+	case tm.IdleNs <= 0:
+		return "not idle"
+	case tm.IdleCause == "":
+		return units.Unknown
+	}
+	return tm.IdleCause
+}
+
 func (t *deviceTable) head() string {
-	head := fmt.Sprintf("%-*s%7s%10s%7s %-*s", t.colDev, "gpu", "comp%", "non-comp%", "idle%", colCause, "idle mostly")
+	head := fmt.Sprintf("%-*s%7s%11s%7s %-*s", t.colDev, "gpu", "comp %", "non-comp %", "idle %", colCause, "idle mostly")
 	for l := range analysis.NumLinks {
 		head += fmt.Sprintf("%*s", t.cell, l)
 	}
@@ -392,18 +410,15 @@ func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm analysis.De
 	st := t.fr.Styles
 	line := fmt.Sprintf("%-*s", t.colDev, label)
 	if tm.SpanNs > 0 {
-		idle := fmt.Sprintf("%7.1f", tm.IdlePct)
+		idle := fmt.Sprintf("%7s", units.Share(tm.IdlePct))
 		if tm.IdlePct >= 50 {
 			idle = st.WarnOn + idle + st.WarnOff
 		}
-		line += fmt.Sprintf("%7.1f%10.1f", tm.ComputePct, tm.NonCompPct) + idle
+		line += fmt.Sprintf("%7s%11s", units.Share(tm.ComputePct), units.Share(tm.NonCompPct)) + idle
 	} else {
-		line += st.MutedOn + fmt.Sprintf("%7s%10s%7s", units.Unknown, units.Unknown, units.Unknown) + st.MutedOff
+		line += st.MutedOn + fmt.Sprintf("%7s%11s%7s", units.Unknown, units.Unknown, units.Unknown) + st.MutedOff
 	}
-	if cause == "" {
-		cause = units.Unknown
-	}
-	line += fmt.Sprintf(" %-*s", colCause, cause)
+	line += " " + cause + strings.Repeat(" ", max(colCause-ansi.StringWidth(cause), 0))
 	var sum float64
 	for l := range analysis.NumLinks {
 		r, _ := ds.Rate(l, t.bucket)
@@ -488,7 +503,7 @@ func profilerCostLine(rows []analysis.ProfilerCost) string {
 	if s.OverheadPctMax != nil {
 		share = fmt.Sprintf("%.2f %% of NCCL op time (worst %.2f %%, rank %d)", *s.OverheadPctP50, *s.OverheadPctMax, s.OverheadWorstRank)
 	}
-	return fmt.Sprintf("NCCL profiler plugin's cost: %.0f ns/callback (p50 of %d ranks, worst %.0f, rank %d), %s", s.NsPerCallbackP50, s.Ranks,
+	return fmt.Sprintf("NCCL profiler plugin's cost: %.0f ns/callback (p50 of %s, worst %.0f, rank %d), %s", s.NsPerCallbackP50, units.Counted(s.Ranks, "rank"),
 		s.NsPerCallbackMax, s.NsWorstRank, share)
 }
 

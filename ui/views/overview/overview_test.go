@@ -17,7 +17,7 @@ func TestProfilerCostLine(t *testing.T) {
 			{Device: 2, NsPerCallback: 70, OverheadPct: pct(0.3)}},
 			"NCCL profiler plugin's cost: 80 ns/callback (p50 of 3 ranks, worst 95, rank 1), 0.40 % of NCCL op time (worst 1.25 %, rank 1)"},
 		{[]analysis.ProfilerCost{{Device: 4, NsPerCallback: 60}},
-			"NCCL profiler plugin's cost: 60 ns/callback (p50 of 1 ranks, worst 60, rank 4), share of NCCL op time — (none observed yet)"},
+			"NCCL profiler plugin's cost: 60 ns/callback (p50 of 1 rank, worst 60, rank 4), share of NCCL op time — (none observed yet)"},
 	}
 	for _, tt := range tests {
 		if got := profilerCostLine(tt.rows); got != tt.want {
@@ -75,5 +75,23 @@ func TestPaddedDevicesOncePerResult(t *testing.T) {
 	}
 	if whole := c.of(res, 2); &whole[0] != &res.Links.Devices[0] {
 		t.Error("a Result with every device was copied")
+	}
+}
+
+// The idle-mostly column names a cause only beside idle time: a device never idle says so, even
+// where its streams had gaps (others ran meanwhile), and a device that ran nothing is unknown.
+func TestIdleCause(t *testing.T) {
+	for _, c := range []struct {
+		tm   analysis.DeviceTime
+		want string
+	}{
+		{analysis.DeviceTime{SpanNs: 1000, IdleNs: 0, IdleCause: ""}, "not idle"},
+		{analysis.DeviceTime{SpanNs: 1000, IdleNs: 1, IdleCause: "host_wait"}, "host_wait"},
+		{analysis.DeviceTime{SpanNs: 1000, IdleNs: 10}, "—"},
+		{analysis.DeviceTime{}, "—"},
+	} {
+		if got := idleCause(c.tm); got != c.want {
+			t.Errorf("idleCause(%+v) = %q; want %q", c.tm, got, c.want)
+		}
 	}
 }

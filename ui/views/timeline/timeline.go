@@ -369,7 +369,7 @@ func (t *Model) heading(r Row, grouped bool) string {
 		if t.HostClosed(r.Host) {
 			mark = "▸"
 		}
-		return fmt.Sprintf("%s host %d · %s on %s", mark, r.Host, plural(r.n, "stream"), plural(r.gpus, "GPU"))
+		return fmt.Sprintf("%s host %d · %s on %s", mark, r.Host, units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
 	}
 	mark, indent := "▾", ""
 	if t.collapsed[r.Device] {
@@ -380,7 +380,7 @@ func (t *Model) heading(r Row, grouped bool) string {
 	}
 	lbl := fmt.Sprintf("%s%s device %d", indent, mark, r.Device)
 	if t.collapsed[r.Device] {
-		lbl += " (" + plural(r.n, "stream") + ")"
+		lbl += " (" + units.Counted(r.n, "stream") + ")"
 	}
 	return lbl
 }
@@ -391,14 +391,7 @@ func (t *Model) hostDetail(r Row) string {
 	if t.HostClosed(r.Host) {
 		verb = "opens"
 	}
-	return fmt.Sprintf("host %d: enter %s its %s on %s; C shows only this host", r.Host, verb, plural(r.n, "stream"), plural(r.gpus, "GPU"))
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
+	return fmt.Sprintf("host %d: enter %s its %s on %s; C shows only this host", r.Host, verb, units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
 }
 
 // CursorAt returns the time at the start of the cursor's column.

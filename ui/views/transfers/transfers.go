@@ -253,7 +253,7 @@ func (v *Model) View() string {
 	if v.filter.Shown() {
 		b.WriteString(v.filter.View())
 	} else {
-		b.WriteString(st.Muted.Render(fmt.Sprintf("%d rows · payload: bytes asked of the ops, not bus bytes on links · GB/s = payload / time (algbw for collectives)", len(rs))))
+		b.WriteString(st.Muted.Render(units.Counted(len(rs), "row") + " · payload: bytes asked of the ops, not bus bytes on links · GB/s = payload / time (algbw for collectives)"))
 		if last := lastAtCollectives(v.Fr.Res.Collectives); last != "" {
 			b.WriteString(st.Alert.Render(" · " + last))
 		}
