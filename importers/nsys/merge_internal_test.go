@@ -21,13 +21,16 @@ func TestCursorRefusesDisorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name string
-		mode int
-		fail bool
+		name  string
+		mode  int
+		pages bool
+		fail  bool
 	}{
-		{"straight", readStraight, true},
-		{"reorder buffer", readReorder, true},
-		{"sorted", readSorted, false},
+		{"straight", readStraight, false, true},
+		{"reorder buffer", readReorder, false, true},
+		{"straight, from the pages", readStraight, true, true},
+		{"reorder buffer, from the pages", readReorder, true, true},
+		{"sorted", readSorted, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := open(context.Background(), path)
@@ -42,11 +45,21 @@ func TestCursorRefusesDisorder(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.maxLocal = 7
-			c, err := f.cursor(tables[1], 0, tc.mode)
+			plan := readPlan{mode: tc.mode, hold: reorderRows}
+			if tc.pages {
+				names, _ := pageCols(tables[1], d.tables[tableKernel])
+				if plan.layout, err = d.readLayout(tableKernel, names); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := f.cursor(tables[1], 0, plan)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer c.stmt.Close()
+			defer c.close()
+			if (c.pages != nil) != tc.pages {
+				t.Fatalf("from the pages: %v, want %v", c.pages != nil, tc.pages)
+			}
 			events := 0
 			for {
 				more, err := c.next()

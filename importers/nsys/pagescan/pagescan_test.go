@@ -208,7 +208,7 @@ func TestDamage(t *testing.T) {
 // TestHugeSerialType: a record whose header gives the columns before the one read sizes that add up
 // past 2^64 is refused as damaged, not read at the offset the sum wraps around to.
 func TestHugeSerialType(t *testing.T) {
-	s := scan{need: 4, slot: []int{-1, -1, -1, 0}, row: Row{Ints: make([]int64, 1), Null: make([]bool, 1)}}
+	s := Cursor{need: 4, slot: []int{-1, -1, -1, 0}, text: []bool{false}, row: Row{Ints: make([]int64, 1), Null: make([]bool, 1), Text: make([][]byte, 1)}}
 	huge := []byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFE} // 2^64-2: a blob of 2^63-7 bytes
 	hdr := append(append(append([]byte{}, huge...), huge...), 40, 1)     // a blob of 14 bytes, a 1-byte integer
 	rec := append(append([]byte{byte(len(hdr) + 1)}, hdr...), 7)         // the three blobs' sizes add up to 2^64
