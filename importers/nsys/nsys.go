@@ -202,6 +202,7 @@ func (f *fileReader) cursor(t *table, order int, plan readPlan) (*cursor, error)
 	c := &cursor{f: f, t: t, order: order}
 	if plan.mode == readReorder {
 		c.hold = plan.hold
+		c.buf.Grow(int(min(int64(plan.hold)+1, plan.rows)))
 	}
 	if plan.layout != nil && plan.mode != readSorted && !f.m.opts.sqlRows {
 		p, err := f.openPageRows(t, plan.layout)

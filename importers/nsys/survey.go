@@ -274,6 +274,7 @@ func (ts *tableSurvey) readSQL(count bool) error {
 type readPlan struct {
 	mode   int
 	hold   int
+	rows   int64 // the rows the survey read
 	layout *layout
 }
 
@@ -283,7 +284,7 @@ func (f *fileReader) learn(surveys []*tableSurvey, devices map[int32]bool) map[s
 	plans := map[string]readPlan{}
 	f.devBase = f.m.devBase
 	for _, ts := range surveys {
-		plan := readPlan{mode: readMode(&ts.check), hold: ts.check.Need()}
+		plan := readPlan{mode: readMode(&ts.check), hold: ts.check.Need(), rows: ts.rows}
 		if ts.layout != nil && ts.err == nil {
 			plan.layout = ts.layout
 		}

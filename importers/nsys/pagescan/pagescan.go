@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync"
 )
 
 // ErrUnsupported is returned when a file or table holds what the scanner does not read (a WAL
@@ -89,8 +90,11 @@ func parseHeader(h []byte, size int64) (*File, error) {
 	return &File{pageSize: ps, usable: usable, pages: uint32(min(size/int64(ps), 1<<31))}, nil
 }
 
-// Close closes the file.
-func (f *File) Close() error { return f.f.Close() }
+// Close closes the file, handing its cache's blocks on to the next File opened.
+func (f *File) Close() error {
+	f.cache.release()
+	return f.f.Close()
+}
 
 // Row is one row of a scan: its rowid and the values of the columns asked for, in the order asked
 // (a NULL is 0 with its Null set; a text column's value is in Text, nil for a NULL).
@@ -363,9 +367,10 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 		return errors.New("record header shorter than its size")
 	}
 	hdr, body := payload[n:hsize], payload[hsize:]
+	ints, null, slots, text := c.row.Ints, c.row.Null, c.slot, c.text
 	var at uint64 // where column k's value is in body: the sum of the sizes of those before it
 	k := 0
-	for ; k < c.need && len(hdr) > 0; k++ {
+	for ; k < len(slots) && len(hdr) > 0; k++ {
 		var t uint64
 		if hdr[0] < 0x80 {
 			t, hdr = uint64(hdr[0]), hdr[1:]
@@ -380,19 +385,28 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 		if !ok {
 			return errors.New("reserved serial type")
 		}
-		if i := c.slot[k]; i >= 0 {
-			if c.text[i] {
-				v, null, err := textValue(t, sz, body, at, spilled)
+		if i := slots[k]; i >= 0 {
+			switch {
+			case text[i]:
+				v, isNull, err := textValue(t, sz, body, at, spilled)
 				if err != nil {
 					return err
 				}
-				c.row.Text[i], c.row.Null[i] = v, null
-			} else {
-				v, null, err := intValue(t, sz, body, at, spilled)
+				c.row.Text[i], null[i] = v, isNull
+			case t >= 1 && t <= 6 && at < uint64(len(body)) && sz <= uint64(len(body))-at:
+				// The common case, inline: a big-endian two's complement integer of 1 to 8 bytes.
+				b := body[at : at+sz]
+				v := int64(int8(b[0]))
+				for _, x := range b[1:] {
+					v = v<<8 | int64(x)
+				}
+				ints[i], null[i] = v, false
+			default:
+				v, isNull, err := intValue(t, sz, body, at, spilled)
 				if err != nil {
 					return err
 				}
-				c.row.Ints[i], c.row.Null[i] = v, null
+				ints[i], null[i] = v, isNull
 			}
 		}
 		at += min(sz, math.MaxUint64-at) // saturating: a damaged size may be near 2^64
@@ -527,7 +541,7 @@ func (c *blockCache) page(pg uint32) ([]byte, error) {
 	b := &c.blocks[c.next]
 	c.next = (c.next + 1) % cacheBlocks
 	if b.data == nil {
-		b.data = make([]byte, blockPages*c.pageSize)
+		b.data = getBlock(blockPages * c.pageSize)
 	}
 	n, err := c.r.ReadAt(b.data, int64(first-1)*int64(c.pageSize))
 	b.first, b.pages = first, n/c.pageSize
@@ -540,4 +554,27 @@ func (c *blockCache) page(pg uint32) ([]byte, error) {
 	}
 	at := int(pg-first) * c.pageSize
 	return b.data[at : at+c.pageSize], nil
+}
+
+// blockPool keeps the blocks of closed Files for the next ones: an import reads each table twice,
+// each time on a File of its own, and a block is 64 KiB or more.
+var blockPool sync.Pool
+
+// getBlock returns a block of n bytes, from the pool when it holds one of that size.
+func getBlock(n int) []byte {
+	if p, ok := blockPool.Get().(*[]byte); ok && len(*p) == n {
+		return *p
+	}
+	return make([]byte, n)
+}
+
+// release puts the cache's blocks in the pool.
+func (c *blockCache) release() {
+	for i := range c.blocks {
+		if b := &c.blocks[i]; b.data != nil {
+			data := b.data
+			blockPool.Put(&data)
+			b.data, b.first, b.pages = nil, 0, 0
+		}
+	}
 }
