@@ -1,6 +1,7 @@
 package nsys
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -195,6 +196,10 @@ func (m *importer) survey() ([][]*tableSurvey, error) {
 			m.done -= ts.told // read again, from the start
 			fresh := newTableSurvey(ts.f, ts.t)
 			if err := fresh.readSQL(true); err != nil {
+				var ce *pagescan.CorruptError
+				if errors.As(ts.err, &ce) { // SQL failed where the pages did: say where the pages did
+					return nil, fmt.Errorf("%s: %s: %w (its pages: %v)", ts.f.d.name, ts.t.name, err, ts.err)
+				}
 				return nil, fmt.Errorf("%s: %w", ts.f.d.name, wrap(ts.t.name, err))
 			}
 			*ts = *fresh
