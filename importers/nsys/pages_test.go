@@ -119,6 +119,9 @@ func TestSurveyFromPages(t *testing.T) {
 				if c.warn != "" && !strings.Contains(strings.Join(got.Warnings, "\n"), c.warn) {
 					t.Errorf("warnings %q: want one saying %q", got.Warnings, c.warn)
 				}
+				if len(got.Events) == 0 {
+					t.Fatalf("%+v: no events", p)
+				}
 				sameImport(t, fmt.Sprintf("from pages (%+v)", p), got, want)
 			}
 		})
@@ -127,9 +130,9 @@ func TestSurveyFromPages(t *testing.T) {
 
 // sameImport fails the test unless got is the import want is: the same events, names, warnings,
 // devices, GPU names and time 0.
-func sameImport(t *testing.T, what string, got, want *kineto.Imported) {
+func sameImport(t testing.TB, what string, got, want *kineto.Imported) {
 	t.Helper()
-	if len(got.Events) == 0 || !reflect.DeepEqual(got.Events, want.Events) || !reflect.DeepEqual(got.Warnings, want.Warnings) ||
+	if !reflect.DeepEqual(got.Events, want.Events) || !reflect.DeepEqual(got.Warnings, want.Warnings) ||
 		got.Devices != want.Devices || got.EpochUnixNs != want.EpochUnixNs || !reflect.DeepEqual(got.Extra, want.Extra) ||
 		!reflect.DeepEqual(got.Strings, want.Strings) {
 		for i := range min(len(got.Events), len(want.Events)) {
