@@ -138,9 +138,9 @@ func (f *File) Scan(root uint32, cols []int, fn func(r *Row) error) error {
 // and must not be used beside another reader of the same File.
 type Cursor struct {
 	f     *File
-	need  int   // columns of the record to decode: the last one asked for, plus one
-	slot  []int // by record column: where its value goes in the Row, or -1
-	text  []bool
+	need  int    // columns of the record to decode: the last one asked for, plus one
+	slot  []int  // by record column: where its value goes in the Row, or -1
+	text  []bool // by column asked for: read as text
 	row   Row
 	err   error
 	root  uint32
@@ -381,19 +381,21 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 			}
 			hdr = hdr[n:]
 		}
-		sz, ok := serialSize(t)
-		if !ok {
-			return errors.New("reserved serial type")
+		var sz uint64
+		if t < 12 {
+			if t == 10 || t == 11 {
+				return errors.New("reserved serial type")
+			}
+			sz = uint64(smallSizes[t])
+		} else {
+			sz = (t - 12) >> 1
 		}
 		if i := slots[k]; i >= 0 {
-			switch {
-			case text[i]:
-				v, isNull, err := textValue(t, sz, body, at, spilled)
-				if err != nil {
+			if text[i] || t < 1 || t > 6 || at >= uint64(len(body)) || sz > uint64(len(body))-at {
+				if err := c.value(i, t, sz, body, at, spilled); err != nil {
 					return err
 				}
-				c.row.Text[i], null[i] = v, isNull
-			case t >= 1 && t <= 6 && at < uint64(len(body)) && sz <= uint64(len(body))-at:
+			} else {
 				// The common case, inline: a big-endian two's complement integer of 1 to 8 bytes.
 				b := body[at : at+sz]
 				v := int64(int8(b[0]))
@@ -401,12 +403,6 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 					v = v<<8 | int64(x)
 				}
 				ints[i], null[i] = v, false
-			default:
-				v, isNull, err := intValue(t, sz, body, at, spilled)
-				if err != nil {
-					return err
-				}
-				ints[i], null[i] = v, isNull
 			}
 		}
 		at += min(sz, math.MaxUint64-at) // saturating: a damaged size may be near 2^64
@@ -419,16 +415,21 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 	return nil
 }
 
+// value reads the value of column i of the row, of serial type t and sz bytes at offset at of body,
+// other than an integer on the page (record's own case).
+func (c *Cursor) value(i int, t, sz uint64, body []byte, at uint64, spilled bool) error {
+	if c.text[i] {
+		v, null, err := textValue(t, sz, body, at, spilled)
+		c.row.Text[i], c.row.Null[i] = v, null
+		return err
+	}
+	v, null, err := intValue(t, sz, body, at, spilled)
+	c.row.Ints[i], c.row.Null[i] = v, null
+	return err
+}
+
 // smallSizes are the sizes of the serial types below 12.
 var smallSizes = [12]uint8{0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0}
-
-// serialSize is how many bytes of the body a value of serial type t takes.
-func serialSize(t uint64) (uint64, bool) {
-	if t < 12 {
-		return uint64(smallSizes[t]), t != 10 && t != 11
-	}
-	return (t - 12) / 2, true
-}
 
 // intValue reads the value of serial type t, of sz bytes, at offset at of body: an integer or
 // NULL, else ErrUnsupported.
