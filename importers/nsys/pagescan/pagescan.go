@@ -142,6 +142,8 @@ type Cursor struct {
 	slot  []int  // by record column: where its value goes in the Row, or -1
 	text  []bool // by column asked for: read as text
 	row   Row
+	plans [4]plan // the last headers read, the latest first
+	fresh []place // the header being read
 	err   error
 	root  uint32
 	begun bool
@@ -170,7 +172,7 @@ func (f *File) Rows(root uint32, cols []Column) (*Cursor, error) {
 		}
 		c.need = max(c.need, col.Pos+1)
 	}
-	c.slot, c.text = make([]int, c.need), make([]bool, len(cols))
+	c.slot, c.text, c.fresh = make([]int, c.need), make([]bool, len(cols)), make([]place, len(cols))
 	for i := range c.slot {
 		c.slot[i] = -1
 	}
@@ -367,7 +369,20 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 		return errors.New("record header shorter than its size")
 	}
 	hdr, body := payload[n:hsize], payload[hsize:]
-	ints, null, slots, text := c.row.Ints, c.row.Null, c.slot, c.text
+	if !spilled {
+		// Rows of a table mostly repeat a few headers (the same types and widths): a header met
+		// just before is decoded as it was then, without walking it again.
+		for j := range c.plans {
+			if p := &c.plans[j]; p.used && string(p.hdr) == string(payload[:hsize]) {
+				c.apply(p, body)
+				if j > 0 {
+					c.plans[0], c.plans[j] = c.plans[j], c.plans[0]
+				}
+				return nil
+			}
+		}
+	}
+	ints, null, slots, text, fresh := c.row.Ints, c.row.Null, c.slot, c.text, c.fresh
 	var at uint64 // where column k's value is in body: the sum of the sizes of those before it
 	k := 0
 	for ; k < len(slots) && len(hdr) > 0; k++ {
@@ -391,6 +406,7 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 			sz = (t - 12) >> 1
 		}
 		if i := slots[k]; i >= 0 {
+			fresh[i] = place{t: t, at: at, sz: sz}
 			if text[i] || t < 1 || t > 6 || at >= uint64(len(body)) || sz > uint64(len(body))-at {
 				if err := c.value(i, t, sz, body, at, spilled); err != nil {
 					return err
@@ -410,9 +426,59 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 	for ; k < c.need; k++ { // past the end of the record
 		if i := c.slot[k]; i >= 0 {
 			c.row.Ints[i], c.row.Null[i], c.row.Text[i] = 0, true, nil
+			fresh[i] = place{}
 		}
 	}
+	if !spilled && hsize <= maxPlanHeader {
+		// Keep how this header was read, in place of the plan used least recently.
+		p := c.plans[len(c.plans)-1] // its slices are reused
+		p.hdr = append(p.hdr[:0], payload[:hsize]...)
+		p.at = append(p.at[:0], fresh...)
+		p.used = true
+		copy(c.plans[1:], c.plans[:len(c.plans)-1])
+		c.plans[0] = p
+	}
 	return nil
+}
+
+// place is where a column's value is in a record's body, and its serial type (0 for a column past
+// the end of the record).
+type place struct {
+	t, at, sz uint64
+}
+
+// plan is how a record header was read: where each column asked for is, for the next record with
+// the same header (the same types, so the same sizes and offsets; its values were all read without
+// error, so they will be again).
+type plan struct {
+	hdr  []byte
+	at   []place // by column asked for
+	used bool
+}
+
+// maxPlanHeader bounds the headers a Cursor keeps plans for.
+const maxPlanHeader = 256
+
+// apply reads the columns asked for from a record's body as plan p says.
+func (c *Cursor) apply(p *plan, body []byte) {
+	ints, null, text := c.row.Ints, c.row.Null, c.text
+	for i, pl := range p.at {
+		switch {
+		case pl.t == 0:
+			ints[i], null[i], c.row.Text[i] = 0, true, nil
+		case text[i]:
+			c.row.Text[i], null[i] = body[pl.at:pl.at+pl.sz:pl.at+pl.sz], false
+		case pl.t == 8 || pl.t == 9:
+			ints[i], null[i] = int64(pl.t-8), false
+		default:
+			b := body[pl.at : pl.at+pl.sz]
+			v := int64(int8(b[0]))
+			for _, x := range b[1:] {
+				v = v<<8 | int64(x)
+			}
+			ints[i], null[i] = v, false
+		}
+	}
 }
 
 // value reads the value of column i of the row, of serial type t and sz bytes at offset at of body,
