@@ -131,3 +131,12 @@ func TestCursorPagesChanged(t *testing.T) {
 		t.Fatalf("next = %v, %v; want an error naming %s, %s and %s", more, err, path, tableKernel, want)
 	}
 }
+
+// TestTablesFitRowVals: every table's columns fit a rowVals, and its text column is one of them.
+func TestTablesFitRowVals(t *testing.T) {
+	for _, tb := range tables {
+		if len(tb.cols) > maxCols || tb.text >= len(tb.cols) || tb.cols[0] != "rowid" {
+			t.Errorf("%s: %d columns (at most %d), text column %d, first %q (want rowid)", tb.name, len(tb.cols), maxCols, tb.text, tb.cols[0])
+		}
+	}
+}
