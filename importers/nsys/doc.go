@@ -12,14 +12,16 @@
 //
 // Stream hands the events on in start order without holding them: a survey reads each table once
 // for what must be known before the first event (the devices, whether two starts lie more than 24 h
-// apart, and how far the table's rows are out of start order), reading the few integer columns it
-// needs straight from the table's b-tree pages (package pagescan), several tables at a time, and a
-// table whose pages it does not read with SQL; only when two starts lie more than 24 h apart does a
-// second pass read them again for the median start of the outlier test. Then each table is read
-// straight, through a reorder buffer of 16,384 rows, or sorted by SQLite (which spills to temporary
-// files), and the tables of every file are merged by start. Names are looked up in StringIds as they
-// are met, through bounded caches, and launch times are kept in a ring per process, so memory
-// follows the files, processes and distinct names, not the rows.
+// apart, and how far the table's rows are out of start order), reading its columns straight from
+// the table's b-tree pages (package pagescan), several tables at a time, and a table whose pages it
+// does not read with SQL; only when two starts lie more than 24 h apart does a second pass read them
+// again for the median start of the outlier test. Then each table is read straight, or through a
+// reorder buffer as large as the survey found its rows need (at most 16,384 rows), from its pages
+// when the survey read them (the survey checked every column the events need, so this reading
+// cannot meet what the pages do not hold), or sorted by SQLite when its rows are further out of
+// order (SQLite spills to temporary files); the tables of every file are merged by start. Names are
+// looked up in StringIds as they are met, through bounded caches, and launch times are kept in a
+// ring per process, so memory follows the files, processes and distinct names, not the rows.
 //
 // Files are opened read-only and immutable (SQLite takes no lock and writes nothing), with a pure-Go
 // SQLite (github.com/ncruces/go-sqlite3), so the default build needs no cgo.

@@ -28,3 +28,30 @@ func ReadFilesSurveyed(paths []string, opts Options, sqlOnly bool) (*kineto.Impo
 	im.Events = all
 	return im, n, nil
 }
+
+// Paths says how an import reads its tables: the survey and the events each from the pages (where
+// they can) or with SQL alone.
+type Paths struct{ SQLSurvey, SQLRows bool }
+
+// ReadFilesPaths imports as ReadFiles does, reading the tables as p says; it returns how many
+// tables the survey read from their pages and how many tables' events were read from them.
+func ReadFilesPaths(paths []string, opts Options, p Paths) (*kineto.Imported, int, int, error) {
+	var all []timeline.Event
+	var surveyed, cursors int
+	opts.sqlSurvey, opts.sqlRows, opts.surveyed, opts.cursors = p.SQLSurvey, p.SQLRows, &surveyed, &cursors
+	im, err := Stream(paths, opts, func(*kineto.Imported) error { return nil }, func(evs []timeline.Event) error {
+		all = append(all, evs...)
+		return nil
+	})
+	if err != nil {
+		return nil, surveyed, cursors, err
+	}
+	im.Events = all
+	return im, surveyed, cursors, nil
+}
+
+// StreamPaths is Stream reading the tables as p says.
+func StreamPaths(paths []string, opts Options, p Paths, begin func(*kineto.Imported) error, emit func([]timeline.Event) error) (*kineto.Imported, error) {
+	opts.sqlSurvey, opts.sqlRows = p.SQLSurvey, p.SQLRows
+	return Stream(paths, opts, begin, emit)
+}

@@ -55,6 +55,7 @@ type fileReader struct {
 	devBase  int32            // global id of the file's device 0
 	enums    enums
 	step     uint32
+	devs     devCache // for the cursors' rows (the survey's goroutines have their own)
 }
 
 func newFileReader(m *importer, i int, d *db) *fileReader {
@@ -182,7 +183,7 @@ func (f *fileReader) localOf(p procKey, cuda int64) int64 {
 
 // device resolves the device of a GPU row, warning when it is none.
 func (f *fileReader) device(table string, rowid int64, p procKey, cuda int64) (int32, bool) {
-	local := f.localOf(p, cuda)
+	local := f.devs.localOf(f, p, cuda)
 	if local < 0 || local > math.MaxInt16 {
 		f.m.warn("%s: %s row %d: deviceId %d is not a device id: row left out", f.d.name, table, rowid, cuda)
 		return 0, false

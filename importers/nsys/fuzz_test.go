@@ -52,7 +52,7 @@ func FuzzImport(f *testing.F) {
 // FuzzRows: an export whose first page (the header and the schema) is intact and whose table pages
 // are patched, so that mutations reach the rows' values (out of range, of another type, NULL) and
 // the b-trees of the tables read, never makes the importer panic or emit an event out of order or
-// ending before it starts. The input is a list of patches, three bytes each: where (a little-endian
+// ending before it starts; and when SQL alone imports the file too, it imports the same. The input is a list of patches, three bytes each: where (a little-endian
 // offset into the pages after the first) and the byte written there; a byte-level mutation of a
 // whole file would mostly shift its pages and be refused before any row is read.
 func FuzzRows(f *testing.F) {
@@ -89,6 +89,10 @@ func FuzzRows(f *testing.F) {
 			if e.End < e.Start || int(e.Label) >= im.Strings.Len() || i > 0 && e.Start < im.Events[i-1].Start {
 				t.Fatalf("bad event %d: %+v", i, e)
 			}
+		}
+		// What the pages read, SQL reads: the import is the one SQL alone makes.
+		if want, _, _, err := nsys.ReadFilesPaths([]string{path}, nsys.Options{}, nsys.Paths{SQLSurvey: true, SQLRows: true}); err == nil {
+			sameImport(t, "from the pages", im, want)
 		}
 	})
 }

@@ -183,8 +183,9 @@ func TestMemoryFlat(t *testing.T) {
 // (first-events-s: after the survey) and how long the whole import takes (import-s), and the peak
 // heap and resident set of streaming an export of 128,000 and 1,280,000 kernels (0.27 and 2.7
 // million rows), or of the numbers of kernels listed in XFERTOP_NSYS_LARGE (10000000 writes an
-// export of about 1 GB); survey=pages is the importer's, survey=sql its survey with SQL alone (as
-// it was before it read tables from their pages), one after the other on the same export:
+// export of about 1 GB); survey=pages is the importer's (the survey and the events from the tables'
+// pages), survey=sql the import with SQL alone (as it was before it read tables from their pages),
+// one after the other on the same export:
 //
 //	XFERTOP_NSYS_LARGE=1000000,10000000 go test -run XXX -bench ImportLarge -benchtime 1x -cpu 1 ./importers/nsys/
 func BenchmarkImportLarge(b *testing.B) {

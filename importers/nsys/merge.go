@@ -36,11 +36,14 @@ type item struct {
 type cursor struct {
 	f     *fileReader
 	t     *table
-	order int // position among every file's tables, breaking ties between tables
-	stmt  *sqlite3.Stmt
+	order int           // position among every file's tables, breaking ties between tables
+	stmt  *sqlite3.Stmt // the rows with SQL; nil when they are read from the pages
+	pages *pageRows     // the rows from the pages
+	vals  rowVals
 	hold  int
 	buf   reorder.Heap[item]
 	head  item
+	next1 item // the row read into the reorder buffer
 	rows  int64
 	done  bool // the statement has no more rows
 	began bool // head has held an item
@@ -67,13 +70,13 @@ func (c *cursor) advance() (bool, error) {
 		return c.read(&c.head)
 	}
 	for !c.done && c.buf.Len() <= c.hold {
-		var it item
-		ok, err := c.read(&it)
+		it := &c.next1 // the cursor's own: an item of the loop's would be allocated for each row
+		ok, err := c.read(it)
 		if err != nil {
 			return false, err
 		}
 		if ok {
-			c.buf.Push(reorder.Key{Start: it.ev.Start, Seq: it.seq}, &it)
+			c.buf.Push(reorder.Key{Start: it.ev.Start, Seq: it.seq}, it)
 		}
 	}
 	if c.buf.Len() == 0 {
@@ -86,21 +89,58 @@ func (c *cursor) advance() (bool, error) {
 // read reads the next row that makes an event into it, reporting false at the end.
 func (c *cursor) read(it *item) (bool, error) {
 	for !c.done {
-		if !c.stmt.Step() {
+		if !c.step() {
 			c.done = true
-			if err := c.stmt.Err(); err != nil {
-				return false, fmt.Errorf("%s: %s: %w", c.f.d.name, c.t.name, err)
-			}
-			return false, nil
+			return false, c.err()
 		}
 		c.rows++
 		c.f.m.row()
 		*it = item{seq: c.rows}
-		if c.t.conv(c.f, c.stmt, it) {
+		if c.t.conv(c.f, &c.vals, it) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// step reads the next row the table's WHERE clause keeps into c.vals, reporting false at the end
+// or at an error.
+func (c *cursor) step() bool {
+	if c.pages != nil {
+		return c.pages.next(&c.vals)
+	}
+	if !c.stmt.Step() {
+		return false
+	}
+	c.vals.fromStmt(c.t, c.stmt)
+	return true
+}
+
+// err is why step reported false, naming the file and table: nil at the end of the rows.
+func (c *cursor) err() error {
+	var err error
+	if c.pages != nil {
+		if err = c.pages.rows.Err(); err != nil {
+			// The survey read these pages whole: they changed since, or the file is not one file.
+			err = fmt.Errorf("%w (the survey read this table's pages without error: the file changed while it was read)", err)
+		}
+	} else {
+		err = c.stmt.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", c.f.d.name, c.t.name, err)
+	}
+	return nil
+}
+
+// close releases the cursor's statement or file.
+func (c *cursor) close() {
+	if c.stmt != nil {
+		c.stmt.Close()
+	}
+	if c.pages != nil {
+		c.pages.file.Close()
+	}
 }
 
 // merger merges cursors into one stream in start order (ties: the cursor's order).

@@ -42,6 +42,10 @@ type Options struct {
 	// given the number of tables it read from their pages.
 	sqlSurvey bool
 	surveyed  *int
+	// sqlRows has every table's events read with SQL (the survey may read pages); cursors, when
+	// set, is given the number of tables whose events were read from their pages.
+	sqlRows bool
+	cursors *int
 }
 
 // Format is the name of the format in Imported.Format and in reports.
@@ -64,8 +68,9 @@ type importer struct {
 	unnamed  int               // events whose name was left out, past maxLabels
 	devBase  int32             // global id of the next file's device 0
 	files    []*fileReader
-	// fromPages counts the tables the survey read from their pages (the others, with SQL).
-	fromPages int
+	// fromPages counts the tables the survey read from their pages (the others, with SQL);
+	// pageCursors, the tables whose events were read from them.
+	fromPages, pageCursors int
 
 	// What the events are put through on their way out.
 	median, base int64
@@ -119,6 +124,9 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 	if opts.surveyed != nil {
 		*opts.surveyed = m.fromPages
 	}
+	if opts.cursors != nil {
+		*opts.cursors = m.pageCursors
+	}
 	if err := m.run(cursors); err != nil {
 		return nil, err
 	}
@@ -162,7 +170,7 @@ func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
 	var cursors []*cursor
 	for i, f := range m.files {
 		d := f.d
-		modes := f.learn(surveys[i], devices)
+		plans := f.learn(surveys[i], devices)
 		m.devBase += int32(f.maxLocal + 1)
 		if err := f.readGPUNames(); err != nil {
 			closeCursors(cursors)
@@ -172,7 +180,7 @@ func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
 			if !d.has(t.name) {
 				continue
 			}
-			c, err := f.cursor(t, i*len(tables)+j, modes[t.name])
+			c, err := f.cursor(t, i*len(tables)+j, plans[t.name])
 			if err != nil {
 				closeCursors(cursors) // a connection with statements open does not close
 				return nil, fmt.Errorf("%s: %w", d.name, err)
@@ -188,27 +196,39 @@ func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
 	return cursors, nil
 }
 
-// cursor opens a cursor on table t of the file, read in start order as mode says.
-func (f *fileReader) cursor(t *table, order int, mode int) (*cursor, error) {
+// cursor opens a cursor on table t of the file, read in start order as the plan says: from its
+// pages when the survey read them and its rows need no sorting, else with SQL.
+func (f *fileReader) cursor(t *table, order int, plan readPlan) (*cursor, error) {
+	c := &cursor{f: f, t: t, order: order}
+	if plan.mode == readReorder {
+		c.hold = plan.hold
+		c.buf.Grow(int(min(int64(plan.hold)+1, plan.rows)))
+	}
+	if plan.layout != nil && plan.mode != readSorted && !f.m.opts.sqlRows {
+		p, err := f.openPageRows(t, plan.layout)
+		if err != nil {
+			return nil, wrap(t.name, err)
+		}
+		c.pages = p
+		f.m.pageCursors++
+		return c, nil
+	}
 	have := f.d.tables[t.name]
 	exprs := make([]string, len(t.cols))
-	for i, c := range t.cols {
-		exprs[i] = pick(have, c)
+	for i, col := range t.cols {
+		exprs[i] = pick(have, col)
 	}
-	s, _, err := f.d.conn.Prepare(f.query(t, exprs, mode == readSorted))
+	s, _, err := f.d.conn.Prepare(f.query(t, exprs, plan.mode == readSorted))
 	if err != nil {
 		return nil, wrap(t.name, err)
 	}
-	c := &cursor{f: f, t: t, order: order, stmt: s}
-	if mode == readReorder {
-		c.hold = reorderRows
-	}
+	c.stmt = s
 	return c, nil
 }
 
 func closeCursors(cursors []*cursor) {
 	for _, c := range cursors {
-		c.stmt.Close()
+		c.close()
 	}
 }
 

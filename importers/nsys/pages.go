@@ -78,24 +78,71 @@ func (d *db) readLayout(table string, need []string) (*layout, error) {
 	return l, nil
 }
 
-// pageCols names what readPages reads of each row, in this order: start, end, the table's survey
-// columns, then those of its WHERE clause; each as the export names it (pick's choice among
-// alternatives), or "" where the export lacks it.
-func pageCols(t *table, have map[string]bool) []string {
+// pageCols names what is read of each row from the pages, in this order: start, end, the table's
+// survey columns, those of its WHERE clause, then the columns of its events after the rowid (where
+// the survey sees that the cursor will read them, so that a table the survey read from its pages
+// is read from them to its end); each as the export names it (pick's choice among alternatives),
+// or "" where the export lacks it. It returns the names and where the WHERE clause's columns begin.
+func pageCols(t *table, have map[string]bool) ([]string, int) {
 	cols := append([]string{"start", "end"}, t.survey...)
+	where := len(cols)
 	switch t.name {
 	case tableSync:
 		cols = append(cols, "syncType", "deprecatedSyncType")
 	case tableNVTX:
 		cols = append(cols, "eventType")
 	}
+	cols = append(cols, t.cols[1:]...)
 	for i, c := range cols {
 		cols[i] = ""
 		if p := pick(have, c); p != "NULL" {
 			cols[i] = strings.Trim(p, `"`)
 		}
 	}
-	return cols
+	return cols, where
+}
+
+// pageColumns is what a scan of table t reads from its pages for the names of pageCols: the record
+// columns, each once, and for each name where its value is among them (-1: NULL).
+func (l *layout) pageColumns(t *table, names []string) ([]pagescan.Column, []int) {
+	var rec []pagescan.Column
+	slot := make([]int, len(names))
+	at := map[int]int{} // a record column's place in rec
+	text := ""
+	if t.text > 0 {
+		text = t.cols[t.text]
+	}
+	for i, c := range names {
+		slot[i] = -1
+		if c == "" {
+			continue
+		}
+		pos := l.pos[c]
+		j, ok := at[pos]
+		if !ok {
+			j = len(rec)
+			at[pos] = j
+			rec = append(rec, pagescan.Column{Pos: pos, Text: c == text})
+		}
+		slot[i] = j
+	}
+	return rec, slot
+}
+
+// pageWhere is the table's WHERE clause as its SQL works it out, on the values of its WHERE
+// columns (pageCols' from where on; NULL as 0 with null set).
+func (f *fileReader) pageWhere(t *table, v []int64, null []bool) bool {
+	switch t.name {
+	case tableSync:
+		typ, ok := v[0], !null[0]
+		if !ok {
+			typ, ok = v[1], !null[1]
+		}
+		return ok && oneOfIDs(typ, f.enums.syncWaits)
+	case tableNVTX:
+		return !null[0] && (oneOfIDs(v[0], f.enums.nvtxMarks) || oneOfIDs(v[0], f.enums.nvtxRanges))
+	}
+	return true
 }
 
 // readPages surveys the table from its pages, on a File of its own (Files are not shared between
@@ -113,29 +160,26 @@ func (ts *tableSurvey) readPages(progress *atomic.Int64) error {
 		return err
 	}
 	defer pages.Close()
-	names := pageCols(t, f.d.tables[t.name])
-	// The record columns scanned, and where each name's value is among them (-1: NULL).
-	var rec []int
-	slot := make([]int, len(names))
-	for i, c := range names {
-		slot[i] = -1
-		if c != "" {
-			slot[i] = len(rec)
-			rec = append(rec, ts.layout.pos[c])
-		}
+	names, where := pageCols(t, f.d.tables[t.name])
+	rec, slot := ts.layout.pageColumns(t, names)
+	wheres := len(names) - (len(t.cols) - 1) - where // the WHERE clause's columns
+	slot = slot[:where+wheres]
+	cur, err := pages.Rows(ts.layout.root, rec)
+	if err != nil {
+		return err
 	}
-	where := 2 + len(t.survey) // the first column of the WHERE clause
-	isSync, isNVTX := t.name == tableSync, t.name == tableNVTX
+	isNVTX := t.name == tableNVTX
 	var v [8]int64 // the row's values by name (NULL: 0, with null set)
 	var null [8]bool
 	var sr surveyRow
 	var scanned int64
-	return pages.Scan(ts.layout.root, rec, func(r *pagescan.Row) error {
+	for cur.Next() {
 		if scanned++; scanned%progressEvery == 0 {
 			if err := f.m.interrupted(); err != nil {
 				return err
 			}
 		}
+		r := cur.Row()
 		for i, s := range slot {
 			if s >= 0 {
 				v[i], null[i] = r.Ints[s], r.Null[s]
@@ -143,31 +187,18 @@ func (ts *tableSurvey) readPages(progress *atomic.Int64) error {
 				v[i], null[i] = 0, true
 			}
 		}
+		if !f.pageWhere(t, v[where:where+wheres], null[where:where+wheres]) {
+			continue
+		}
 		sr.start, sr.end = v[0], v[1]
-		// The table's WHERE clause and an NVTX row's end, as its SQL works them out.
-		switch {
-		case isSync:
-			typ, ok := v[where], !null[where]
-			if !ok {
-				typ, ok = v[where+1], !null[where+1]
-			}
-			if !ok || !oneOfIDs(typ, f.enums.syncWaits) {
-				return nil
-			}
-		case isNVTX:
-			typ := v[where]
-			if null[where] || !oneOfIDs(typ, f.enums.nvtxMarks) && !oneOfIDs(typ, f.enums.nvtxRanges) {
-				return nil
-			}
-			if f.isMark(typ) || null[1] {
-				sr.end = sr.start
-			}
+		if isNVTX && (f.isMark(v[where]) || null[1]) { // an NVTX row's end, as its SQL works it out
+			sr.end = sr.start
 		}
 		copy(sr.v[:], v[2:where])
 		copy(sr.null[:], null[2:where])
 		ts.add(&sr, progress)
-		return nil
-	})
+	}
+	return cur.Err()
 }
 
 // oneOfIDs is oneOf's test in Go: whether id is one of ids.
@@ -176,6 +207,68 @@ func oneOfIDs(id int64, ids []int64) bool {
 		if id == x {
 			return true
 		}
+	}
+	return false
+}
+
+// pageRows reads a table's rows for its cursor from the pages, as the survey read them: the same
+// record columns, so that a table the survey read from its pages whole is read whole here, and the
+// table's WHERE clause worked out as its SQL works it out.
+type pageRows struct {
+	f     *fileReader
+	t     *table
+	file  *pagescan.File
+	rows  *pagescan.Cursor
+	slot  []int // by column of t.cols after the rowid, where its value is in a row (-1: NULL)
+	where []int // the WHERE clause's columns, where their values are
+	v     [2]int64
+	null  [2]bool
+}
+
+// openPageRows opens the table's rows on its pages, laid out as l says.
+func (f *fileReader) openPageRows(t *table, l *layout) (*pageRows, error) {
+	names, where := pageCols(t, f.d.tables[t.name])
+	rec, slot := l.pageColumns(t, names)
+	file, err := pagescan.Open(f.d.name)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := file.Rows(l.root, rec)
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	events := len(names) - (len(t.cols) - 1)
+	return &pageRows{f: f, t: t, file: file, rows: rows, slot: slot[events:], where: slot[where:events]}, nil
+}
+
+// next reads the next row the WHERE clause keeps into r, reporting false at the end or an error.
+func (p *pageRows) next(r *rowVals) bool {
+	for p.rows.Next() {
+		row := p.rows.Row()
+		if len(p.where) > 0 {
+			for i, s := range p.where {
+				p.v[i], p.null[i] = 0, true
+				if s >= 0 {
+					p.v[i], p.null[i] = row.Ints[s], row.Null[s]
+				}
+			}
+			if !p.f.pageWhere(p.t, p.v[:len(p.where)], p.null[:len(p.where)]) {
+				continue
+			}
+		}
+		r.v[0], r.null[0] = row.Rowid, false
+		for i, s := range p.slot {
+			if s < 0 {
+				r.v[i+1], r.null[i+1] = 0, true
+				continue
+			}
+			r.v[i+1], r.null[i+1] = row.Ints[s], row.Null[s]
+			if i+1 == p.t.text {
+				r.text = row.Text[s]
+			}
+		}
+		return true
 	}
 	return false
 }

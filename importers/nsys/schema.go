@@ -61,11 +61,16 @@ func open(ctx context.Context, path string) (*db, error) {
 
 func (d *db) close() error { return d.conn.Close() }
 
-// readSchema lists the tables and their columns.
+// schemaTables are the tables whose columns readSchema reads: those the importer reads. An export
+// holds some fifty tables; reading the columns of every one cost a query each.
+var schemaTables = []string{tableStrings, tableKernel, tableMemcpy, tableMemset, tableRuntime, tableSync, tableNVTX,
+	tableGPU, tableCUDADev, tableStart, tableDetails, tableStreams, enumCopy, enumSync, enumNVTX}
+
+// readSchema lists the tables, and the columns of those the importer reads (schemaTables; the
+// others are listed with no columns).
 func (d *db) readSchema() error {
-	var names []string
 	err := d.each("SELECT name FROM sqlite_master WHERE type = 'table'", func(s *sqlite3.Stmt) error {
-		names = append(names, s.ColumnText(0))
+		d.tables[s.ColumnText(0)] = map[string]bool{}
 		return nil
 	})
 	if err != nil {
@@ -74,17 +79,26 @@ func (d *db) readSchema() error {
 		}
 		return fmt.Errorf("%s: reading the SQLite schema: %w", d.name, err)
 	}
-	for _, t := range names {
-		cols := map[string]bool{}
-		// table_info's second column is the column's name.
-		err := d.each("SELECT name FROM pragma_table_info("+quote(t)+")", func(s *sqlite3.Stmt) error {
-			cols[s.ColumnText(0)] = true
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("%s: reading the columns of %s: %w", d.name, t, err)
+	var list []string
+	for _, t := range schemaTables {
+		if d.has(t) {
+			list = append(list, quote(t))
 		}
-		d.tables[t] = cols
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	// One query for every table's columns (table_info's second column is the column's name).
+	q := "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table' AND m.name IN (" +
+		strings.Join(list, ", ") + ")"
+	err = d.each(q, func(s *sqlite3.Stmt) error {
+		if cols := d.tables[s.ColumnText(0)]; cols != nil {
+			cols[s.ColumnText(1)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: reading the columns of its tables: %w", d.name, err)
 	}
 	return nil
 }

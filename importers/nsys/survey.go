@@ -1,6 +1,7 @@
 package nsys
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -78,13 +79,17 @@ type tableSurvey struct {
 	rows   int64    // rows read
 	told   int64    // of those, rows counted in the progress
 	err    error    // from the pages; the table is then read with SQL
-	// The file's ids of the last processes' devices met, looked up without hashing: a capture has
-	// a few of them, and its rows go from one to another.
-	seen []seenDevice
+	devs   devCache
 }
 
 func newTableSurvey(f *fileReader, t *table) *tableSurvey {
 	return &tableSurvey{f: f, t: t, check: reorder.Check{N: reorderRows}, peer: -1, copies: t.name == tableMemcpy}
+}
+
+// devCache holds the file's ids of the last processes' devices met, looked up without hashing: a
+// capture has a few of them, and its rows go from one to another. Each goroutine has its own.
+type devCache struct {
+	seen []seenDevice
 }
 
 // seenDevice is a process's CUDA device and the file's id for it.
@@ -94,19 +99,19 @@ type seenDevice struct {
 	local int64
 }
 
-// maxSeen bounds tableSurvey.seen: past it, devices are looked up in the file's map.
+// maxSeen bounds devCache.seen: past it, devices are looked up in the file's map.
 const maxSeen = 16
 
-// localOf is fileReader.localOf through the table's list of devices met.
-func (ts *tableSurvey) localOf(p procKey, cuda int64) int64 {
-	for _, d := range ts.seen {
+// localOf is fileReader.localOf through the list of devices met.
+func (c *devCache) localOf(f *fileReader, p procKey, cuda int64) int64 {
+	for _, d := range c.seen {
 		if d.proc == p && d.cuda == cuda {
 			return d.local
 		}
 	}
-	l := ts.f.localOf(p, cuda)
-	if len(ts.seen) < maxSeen {
-		ts.seen = append(ts.seen, seenDevice{p, cuda, l})
+	l := f.localOf(p, cuda)
+	if len(c.seen) < maxSeen {
+		c.seen = append(c.seen, seenDevice{p, cuda, l})
 	}
 	return l
 }
@@ -142,7 +147,7 @@ func (ts *tableSurvey) add(r *surveyRow, progress *atomic.Int64) {
 		return
 	}
 	p := proc(r.v[1]) // globalPid: its NULL reads as 0, as nullInt's does
-	l := ts.localOf(p, r.v[0])
+	l := ts.devs.localOf(ts.f, p, r.v[0])
 	if l < 0 || l > maxDevice {
 		return
 	}
@@ -168,7 +173,8 @@ func (m *importer) survey() ([][]*tableSurvey, error) {
 			}
 			ts := newTableSurvey(f, t)
 			if !m.opts.sqlSurvey {
-				ts.layout, ts.err = f.d.readLayout(t.name, pageCols(t, f.d.tables[t.name]))
+				names, _ := pageCols(t, f.d.tables[t.name])
+				ts.layout, ts.err = f.d.readLayout(t.name, names)
 				if ts.err == nil {
 					pages = append(pages, ts)
 				}
@@ -190,6 +196,10 @@ func (m *importer) survey() ([][]*tableSurvey, error) {
 			m.done -= ts.told // read again, from the start
 			fresh := newTableSurvey(ts.f, ts.t)
 			if err := fresh.readSQL(true); err != nil {
+				var ce *pagescan.CorruptError
+				if errors.As(ts.err, &ce) { // SQL failed where the pages did: say where the pages did
+					return nil, fmt.Errorf("%s: %s: %w (its pages: %v)", ts.f.d.name, ts.t.name, err, ts.err)
+				}
 				return nil, fmt.Errorf("%s: %w", ts.f.d.name, wrap(ts.t.name, err))
 			}
 			*ts = *fresh
@@ -264,13 +274,26 @@ func (ts *tableSurvey) readSQL(count bool) error {
 	})
 }
 
+// readPlan is how a table is read in start order: straight, through a reorder buffer of hold rows,
+// or sorted by SQLite; from its pages where the survey read them (layout), else with SQL.
+type readPlan struct {
+	mode   int
+	hold   int
+	rows   int64 // the rows the survey read
+	layout *layout
+}
+
 // learn takes what the survey learned of the file's tables: its devices (added to devices, global
 // ids) and largest device id; it returns, by table name, how each is to be read in start order.
-func (f *fileReader) learn(surveys []*tableSurvey, devices map[int32]bool) map[string]int {
-	modes := map[string]int{}
+func (f *fileReader) learn(surveys []*tableSurvey, devices map[int32]bool) map[string]readPlan {
+	plans := map[string]readPlan{}
 	f.devBase = f.m.devBase
 	for _, ts := range surveys {
-		modes[ts.t.name] = readMode(&ts.check)
+		plan := readPlan{mode: readMode(&ts.check), hold: ts.check.Need(), rows: ts.rows}
+		if ts.layout != nil && ts.err == nil {
+			plan.layout = ts.layout
+		}
+		plans[ts.t.name] = plan
 		f.maxLocal = max(f.maxLocal, ts.peer)
 		for w, bits := range ts.local {
 			for b := range 64 {
@@ -282,7 +305,7 @@ func (f *fileReader) learn(surveys []*tableSurvey, devices map[int32]bool) map[s
 			}
 		}
 	}
-	return modes
+	return plans
 }
 
 // medianStart is the median start of every file's rows, and whether events far from it are left out:

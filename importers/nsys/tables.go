@@ -23,7 +23,38 @@ type table struct {
 	// survey lists what the survey reads after start and end: the device, the process, and for a
 	// copy its kind and devices.
 	survey []string
-	conv   func(f *fileReader, s *sqlite3.Stmt, it *item) bool
+	// text is the column of cols read as text (NVTX's text); 0: none (column 0 is the rowid).
+	text int
+	conv func(f *fileReader, r *rowVals, it *item) bool
+}
+
+// maxCols bounds the columns of a table's events.
+const maxCols = 12
+
+// rowVals is one row as a table's conversion reads it, from SQL or from the pages: the values of
+// the table's cols in order (a NULL is 0 with null set), and the value of its text column (nil
+// when NULL), valid until the next row is read.
+type rowVals struct {
+	v    [maxCols]int64
+	null [maxCols]bool
+	text []byte
+}
+
+// int reads a column that may be NULL.
+func (r *rowVals) int(col int) (int64, bool) { return r.v[col], !r.null[col] }
+
+// fromStmt fills the row from a statement reading the table's cols.
+func (r *rowVals) fromStmt(t *table, s *sqlite3.Stmt) {
+	for i := range t.cols {
+		if i == t.text && i > 0 {
+			r.v[i], r.null[i], r.text = 0, s.ColumnType(i) == sqlite3.NULL, nil
+			if !r.null[i] {
+				r.text = s.ColumnRawText(i)
+			}
+			continue
+		}
+		r.v[i], r.null[i] = s.ColumnInt64(i), s.ColumnType(i) == sqlite3.NULL
+	}
 }
 
 // gpuCols are the columns every GPU activity table shares, in this order.
@@ -46,7 +77,7 @@ var tables = []*table{
 			have := f.d.tables[tableSync]
 			return oneOf(fmt.Sprintf("coalesce(%s, %s)", pick(have, "syncType"), pick(have, "deprecatedSyncType")), f.enums.syncWaits)
 		}},
-	{name: tableNVTX, cols: []string{"rowid", "start", "end", "eventType", "text", "textId", "globalTid"}, conv: (*fileReader).nvtxRow,
+	{name: tableNVTX, cols: []string{"rowid", "start", "end", "eventType", "text", "textId", "globalTid"}, text: 4, conv: (*fileReader).nvtxRow,
 		where: func(f *fileReader) string {
 			return oneOf(`"eventType"`, append(f.enums.nvtxMarks[:len(f.enums.nvtxMarks):len(f.enums.nvtxMarks)], f.enums.nvtxRanges...))
 		}},
@@ -58,24 +89,24 @@ func (f *fileReader) instantEnd() string {
 }
 
 // gpuEvent makes the event of a GPU row (columns as gpuCols).
-func (f *fileReader) gpuEvent(table string, s *sqlite3.Stmt, kind timeline.Kind, it *item) bool {
-	rowid := s.ColumnInt64(0)
-	start, end, ok := f.times(table, rowid, s.ColumnInt64(1), s.ColumnInt64(2))
+func (f *fileReader) gpuEvent(table string, r *rowVals, kind timeline.Kind, it *item) bool {
+	rowid := r.v[0]
+	start, end, ok := f.times(table, rowid, r.v[1], r.v[2])
 	if !ok {
 		return false
 	}
-	gp, _ := nullInt(s, 6)
+	gp, _ := r.int(6)
 	p := proc(gp)
-	dev, ok := f.device(table, rowid, p, s.ColumnInt64(3))
+	dev, ok := f.device(table, rowid, p, r.v[3])
 	if !ok {
 		return false
 	}
 	it.ev = timeline.Event{Kind: kind, Start: start, End: end, Queued: queuedUnknown, Device: dev + f.devBase, Peer: timeline.NoDevice,
 		Host: f.host, Stream: defaultStream}
-	if st := s.ColumnInt64(4); st > 0 && st < math.MaxUint32 {
+	if st := r.v[4]; st > 0 && st < math.MaxUint32 {
 		it.ev.Stream = uint32(st)
 	}
-	if corr, ok := nullInt(s, 5); ok && corr > 0 {
+	if corr, ok := r.int(5); ok && corr > 0 {
 		it.ev.Op = uint64(corr)
 		it.proc, it.role = p, roleLaunched
 	}
@@ -85,24 +116,24 @@ func (f *fileReader) gpuEvent(table string, s *sqlite3.Stmt, kind timeline.Kind,
 // markGraph marks the event of a GPU row whose graphNodeId (column col; NULL where the export has
 // no such column or the op was launched on its own) names a CUDA graph node: an op a graph
 // replayed, marked as the engine marks one.
-func markGraph(s *sqlite3.Stmt, col int, it *item) {
-	if n, ok := nullInt(s, col); ok && n != 0 {
+func markGraph(r *rowVals, col int, it *item) {
+	if n, ok := r.int(col); ok && n != 0 {
 		it.ev.Aux |= timeline.AuxCaptured
 	}
 }
 
 // runtimeRow reads a CUDA API call: a runtime event, whose start is the launch time of the GPU ops
 // that carry its correlation id (Holistic Trace Analysis's host-wait test).
-func (f *fileReader) runtimeRow(s *sqlite3.Stmt, it *item) bool {
-	start, end, ok := f.times(tableRuntime, s.ColumnInt64(0), s.ColumnInt64(1), s.ColumnInt64(2))
+func (f *fileReader) runtimeRow(r *rowVals, it *item) bool {
+	start, end, ok := f.times(tableRuntime, r.v[0], r.v[1], r.v[2])
 	if !ok {
 		return false
 	}
-	gt, _ := nullInt(s, 3)
+	gt, _ := r.int(3)
 	p := proc(gt)
 	it.ev = timeline.Event{Kind: timeline.KindRuntime, Start: start, End: end, Queued: start, Device: timeline.NoDevice,
-		Peer: timeline.NoDevice, Host: f.host, Aux: p.pid(), Label: f.str(s.ColumnInt64(5))}
-	if corr, ok := nullInt(s, 4); ok && corr > 0 {
+		Peer: timeline.NoDevice, Host: f.host, Aux: p.pid(), Label: f.str(r.v[5])}
+	if corr, ok := r.int(4); ok && corr > 0 {
 		it.ev.Op = uint64(corr)
 		it.proc, it.role = p, roleLaunch
 	}
@@ -111,17 +142,17 @@ func (f *fileReader) runtimeRow(s *sqlite3.Stmt, it *item) bool {
 
 // kernelRow reads a kernel; NCCL's (ncclDevKernel_*, ncclKernel_*) are collectives, as in the
 // PyTorch profiler importer. Nsight does not record their message sizes, so those stay unknown.
-func (f *fileReader) kernelRow(s *sqlite3.Stmt, it *item) bool {
-	if !f.gpuEvent(tableKernel, s, timeline.KindKernel, it) {
+func (f *fileReader) kernelRow(r *rowVals, it *item) bool {
+	if !f.gpuEvent(tableKernel, r, timeline.KindKernel, it) {
 		return false
 	}
-	full, _ := nullInt(s, 8)
-	k := f.kernelName(nameKey{s.ColumnInt64(7), full})
+	full, _ := r.int(8)
+	k := f.kernelName(nameKey{r.v[7], full})
 	it.ev.Label = k.label
 	if k.nccl {
 		it.ev.Kind, it.ev.Sub = timeline.KindCollective, uint8(k.op)
 	}
-	markGraph(s, 9, it)
+	markGraph(r, 9, it)
 	return true
 }
 
@@ -162,39 +193,39 @@ func (f *fileReader) peer(p procKey, local int64, dir timeline.CopyDir, src, dst
 
 // memcpyRow reads a copy: direction from copyKind; a copy between two devices is a peer copy whose
 // Peer is the other device.
-func (f *fileReader) memcpyRow(s *sqlite3.Stmt, it *item) bool {
-	if !f.gpuEvent(tableMemcpy, s, timeline.KindMemcpy, it) {
+func (f *fileReader) memcpyRow(r *rowVals, it *item) bool {
+	if !f.gpuEvent(tableMemcpy, r, timeline.KindMemcpy, it) {
 		return false
 	}
-	it.ev.Bytes = f.bytes(tableMemcpy, s.ColumnInt64(0), s.ColumnInt64(7))
-	dir := f.copyDir(s.ColumnInt64(8))
-	src, okS := nullInt(s, 9)
-	dst, okD := nullInt(s, 10)
+	it.ev.Bytes = f.bytes(tableMemcpy, r.v[0], r.v[7])
+	dir := f.copyDir(r.v[8])
+	src, okS := r.int(9)
+	dst, okD := r.int(10)
 	if other, ok := f.peer(it.proc, int64(it.ev.Device-f.devBase), dir, src, dst, okS, okD); ok {
 		dir, it.ev.Peer = timeline.CopyP2P, int32(other)+f.devBase
 	}
 	it.ev.Sub = uint8(dir)
-	markGraph(s, 11, it)
+	markGraph(r, 11, it)
 	return true
 }
 
-func (f *fileReader) memsetRow(s *sqlite3.Stmt, it *item) bool {
-	if !f.gpuEvent(tableMemset, s, timeline.KindMemcpy, it) {
+func (f *fileReader) memsetRow(r *rowVals, it *item) bool {
+	if !f.gpuEvent(tableMemset, r, timeline.KindMemcpy, it) {
 		return false
 	}
-	it.ev.Sub, it.ev.Bytes = uint8(timeline.CopySet), f.bytes(tableMemset, s.ColumnInt64(0), s.ColumnInt64(7))
-	markGraph(s, 8, it)
+	it.ev.Sub, it.ev.Bytes = uint8(timeline.CopySet), f.bytes(tableMemset, r.v[0], r.v[7])
+	markGraph(r, 8, it)
 	return true
 }
 
 // syncRow reads a wait on an event (the query keeps only those): an event wait on its stream.
 // Stream and context synchronisations are host calls, already among the runtime calls.
-func (f *fileReader) syncRow(s *sqlite3.Stmt, it *item) bool {
-	if !f.gpuEvent(tableSync, s, timeline.KindEventWait, it) {
+func (f *fileReader) syncRow(r *rowVals, it *item) bool {
+	if !f.gpuEvent(tableSync, r, timeline.KindEventWait, it) {
 		return false
 	}
 	it.ev.Queued, it.role = queuedUnknown, roleNone
-	if id, ok := nullInt(s, 7); ok && id >= 0 && id <= math.MaxUint32 {
+	if id, ok := r.int(7); ok && id >= 0 && id <= math.MaxUint32 {
 		it.ev.Aux = uint32(id)
 	}
 	return true
@@ -203,24 +234,24 @@ func (f *fileReader) syncRow(s *sqlite3.Stmt, it *item) bool {
 // nvtxRow reads an NVTX range or mark: a range named like the step range is a step, the others are
 // marks (intervals), and NVTX marks are instant marks. A name is the range's text, or the
 // registered string it names.
-func (f *fileReader) nvtxRow(s *sqlite3.Stmt, it *item) bool {
-	rowid, typ := s.ColumnInt64(0), s.ColumnInt64(3)
-	end, hasEnd := nullInt(s, 2)
+func (f *fileReader) nvtxRow(r *rowVals, it *item) bool {
+	rowid, typ := r.v[0], r.v[3]
+	end, hasEnd := r.int(2)
 	instant := f.isMark(typ)
 	if instant || !hasEnd {
-		end = s.ColumnInt64(1)
+		end = r.v[1]
 	}
-	start, end, ok := f.times(tableNVTX, rowid, s.ColumnInt64(1), end)
+	start, end, ok := f.times(tableNVTX, rowid, r.v[1], end)
 	if !ok {
 		return false
 	}
 	var label uint32
-	if s.ColumnType(4) != sqlite3.NULL {
-		label = f.m.labelBytes(nvtxName(s.ColumnRawText(4)))
-	} else if id, ok := nullInt(s, 5); ok {
+	if !r.null[4] {
+		label = f.m.labelBytes(nvtxName(r.text))
+	} else if id, ok := r.int(5); ok {
 		label = f.str(id)
 	}
-	gt, _ := nullInt(s, 6)
+	gt, _ := r.int(6)
 	it.ev = timeline.Event{Kind: timeline.KindMark, Start: start, End: end, Queued: queuedUnknown, Device: timeline.NoDevice,
 		Peer: timeline.NoDevice, Host: f.host, Aux: proc(gt).pid(), Label: label}
 	if n, ok := f.stepNumber(f.m.im.Strings.Lookup(label)); ok && !instant {

@@ -19,6 +19,7 @@ type Check struct {
 	last   int64 // the start last let out of the buffer
 	popped bool
 	bad    bool
+	need   int // the most starts before one that are larger than it, while the buffer is sorted
 }
 
 // maxShift is how far back in the sorted buffer a start may go before the buffer becomes a heap.
@@ -52,6 +53,9 @@ func (o *Check) Add(t int64) {
 			return
 		}
 	}
+	// The starts before t that are larger than it are those k passed: the ones let out of the
+	// buffer are not larger, or t is out of order.
+	o.need = max(o.need, len(d)-k)
 	if k == 0 && len(d) >= o.N {
 		o.last, o.popped = t, true // the buffer lets the smallest out at once
 		return
@@ -111,6 +115,17 @@ func (o *Check) popMin() int64 {
 
 // InOrder reports whether every start came out in order through the buffer.
 func (o *Check) InOrder() bool { return !o.bad }
+
+// Need is a reorder buffer's size that suffices for the starts played, at most N: the most starts
+// that came before one and are larger than it (a buffer of K puts a sequence in order exactly when
+// no start has more than K larger ones before it), or N once the check has become a heap and no
+// longer counts them.
+func (o *Check) Need() int {
+	if o.heap || o.bad {
+		return o.N
+	}
+	return min(o.need, o.N)
+}
 
 // Sorted reports whether the starts came in order as they were, needing no buffer.
 func (o *Check) Sorted() bool { return !o.bad && !o.moved }

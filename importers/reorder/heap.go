@@ -1,5 +1,7 @@
 package reorder
 
+import "slices"
+
 // Key orders a heap's items: by run (the sorted run of an external sort it belongs to; 0 when
 // there is one), then start, then seq (an item's position in its input, so ties keep input order).
 type Key struct {
@@ -32,6 +34,15 @@ type Heap[T any] struct {
 type entry struct {
 	key  Key
 	slot int32
+}
+
+// Grow makes room for n items, so that filling the heap to n moves none of them (the heap grows
+// as it fills otherwise, copying its items each time it doubles).
+func (q *Heap[T]) Grow(n int) {
+	if n > cap(q.slots) {
+		q.slots = slices.Grow(q.slots, n-len(q.slots))
+		q.h = slices.Grow(q.h, n-len(q.h))
+	}
 }
 
 // Len is how many items the heap holds.

@@ -70,6 +70,18 @@ func TestCheckPlaysTheBuffer(t *testing.T) {
 		if got != buffer || got != tc.want {
 			t.Errorf("%s: check %+v, the buffer %+v, want %+v", tc.name, got, buffer, tc.want)
 		}
+		// Need is a buffer that suffices, and while the check counts (within maxShift), the
+		// smallest one: a buffer of one less lets a start out of order.
+		need := check.Need()
+		if _, ok := playBuffer(starts, need); inOrder && !ok {
+			t.Errorf("%s: Need %d, but a buffer of %d lets a start out of order", tc.name, need, need)
+		}
+		if _, ok := playBuffer(starts, need-1); inOrder && need > 0 && need < maxShift && ok {
+			t.Errorf("%s: Need %d, but a buffer of %d suffices", tc.name, need, need-1)
+		}
+		if !inOrder && need != n {
+			t.Errorf("%s: Need %d for starts no buffer of %d puts in order; want %d", tc.name, need, n, n)
+		}
 	}
 }
 
@@ -220,6 +232,14 @@ func TestCheckRandom(t *testing.T) {
 		if check.Sorted() != sorted || check.InOrder() != inOrder {
 			t.Fatalf("round %d (buffer %d, %v): check sorted %v, in order %v; the buffer %v, %v",
 				round, size, starts, check.Sorted(), check.InOrder(), sorted, inOrder)
+		}
+		// Need suffices, and is the smallest buffer that does while the check counts.
+		need := check.Need()
+		if _, ok := playBuffer(starts, need); inOrder && !ok {
+			t.Fatalf("round %d (buffer %d, %v): Need %d does not suffice", round, size, starts, need)
+		}
+		if _, ok := playBuffer(starts, need-1); inOrder && need > 0 && need < min(size, maxShift) && ok {
+			t.Fatalf("round %d (buffer %d, %v): Need %d, but %d suffices", round, size, starts, need, need-1)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync"
 )
 
 // ErrUnsupported is returned when a file or table holds what the scanner does not read (a WAL
@@ -89,74 +90,179 @@ func parseHeader(h []byte, size int64) (*File, error) {
 	return &File{pageSize: ps, usable: usable, pages: uint32(min(size/int64(ps), 1<<31))}, nil
 }
 
-// Close closes the file.
-func (f *File) Close() error { return f.f.Close() }
+// Close closes the file, handing its cache's blocks on to the next File opened.
+func (f *File) Close() error {
+	f.cache.release()
+	return f.f.Close()
+}
 
 // Row is one row of a scan: its rowid and the values of the columns asked for, in the order asked
-// (a NULL is 0 with its Null set).
+// (a NULL is 0 with its Null set; a text column's value is in Text, nil for a NULL).
 type Row struct {
 	Rowid int64
 	Ints  []int64
 	Null  []bool
+	Text  [][]byte
+}
+
+// Column is a column a scan reads: its position in the record (from 0), and whether it holds text
+// (a text or NULL; else an integer or NULL).
+type Column struct {
+	Pos  int
+	Text bool
 }
 
 // Scan calls fn with each row of the table whose b-tree starts at page root, in rowid order, with
-// the values of the record columns cols (distinct positions in the record, from 0; a column past
-// the end of a record is NULL, as it is for a column added later without a default). The Row is
+// the values of the integer record columns cols (distinct positions in the record, from 0; a column
+// past the end of a record is NULL, as it is for a column added later without a default). The Row is
 // reused once fn returns. It stops at fn's first error and returns it.
 func (f *File) Scan(root uint32, cols []int, fn func(r *Row) error) error {
-	s := scan{f: f, fn: fn, row: Row{Ints: make([]int64, len(cols)), Null: make([]bool, len(cols))}}
-	for _, c := range cols {
-		if c < 0 || c > 1<<15 {
-			return fmt.Errorf("column %d: not a column of a record", c)
-		}
-		s.need = max(s.need, c+1)
-	}
-	s.slot = make([]int, s.need)
-	for i := range s.slot {
-		s.slot[i] = -1
-	}
+	cc := make([]Column, len(cols))
 	for i, c := range cols {
-		if s.slot[c] >= 0 {
-			return fmt.Errorf("column %d asked for twice", c)
-		}
-		s.slot[c] = i
+		cc[i] = Column{Pos: c}
 	}
-	return s.tree(root, 0)
-}
-
-// scan is one Scan's state.
-type scan struct {
-	f       *File
-	need    int   // columns of the record to decode: the last one asked for, plus one
-	slot    []int // by record column: where its value goes in the Row, or -1
-	fn      func(r *Row) error
-	row     Row
-	visited uint32
-}
-
-// tree scans the b-tree page pg, depth pages below the root.
-func (s *scan) tree(pg uint32, depth int) error {
-	if depth >= maxDepth {
-		return &CorruptError{Page: pg, Reason: "b-tree deeper than 20 pages"}
-	}
-	if pg < 1 || pg > s.f.pages {
-		return &CorruptError{Page: pg, Reason: fmt.Sprintf("page number beyond the %d pages of the file", s.f.pages)}
-	}
-	if s.visited++; s.visited > s.f.pages {
-		return &CorruptError{Page: pg, Reason: "more pages visited than the file holds (a loop)"}
-	}
-	page, err := s.f.cache.page(pg)
+	c, err := f.Rows(root, cc)
 	if err != nil {
 		return err
 	}
-	page = page[:s.f.usable]
+	for c.Next() {
+		if err := fn(c.Row()); err != nil {
+			return err
+		}
+	}
+	return c.Err()
+}
+
+// Cursor reads a table's rows one at a time, in rowid order: Next, then Row, until Next reports
+// false; then Err tells whether the rows ended or a page did not parse. It reads the File's pages
+// and must not be used beside another reader of the same File.
+type Cursor struct {
+	f     *File
+	need  int    // columns of the record to decode: the last one asked for, plus one
+	slot  []int  // by record column: where its value goes in the Row, or -1
+	text  []bool // by column asked for: read as text
+	row   Row
+	plans [4]plan // the last headers read, the latest first
+	fresh []place // the header being read
+	err   error
+	root  uint32
+	begun bool
+	// The interior pages above the current leaf: the children of each and the next one to read.
+	stack   []frame
+	leaf    []byte // the current leaf page (usable bytes), valid until the next page is read
+	leafPg  uint32
+	ptrs    int // where the leaf's cell pointers start
+	cell, n int // the next cell of the leaf, and how many it has
+	visited uint32
+}
+
+type frame struct {
+	children []uint32
+	next     int
+}
+
+// Rows opens a cursor on the table whose b-tree starts at page root, reading the record columns
+// cols (distinct positions; a column past the end of a record is NULL, as it is for a column added
+// later without a default).
+func (f *File) Rows(root uint32, cols []Column) (*Cursor, error) {
+	c := &Cursor{f: f, root: root, row: Row{Ints: make([]int64, len(cols)), Null: make([]bool, len(cols)), Text: make([][]byte, len(cols))}}
+	for _, col := range cols {
+		if col.Pos < 0 || col.Pos > 1<<15 {
+			return nil, fmt.Errorf("column %d: not a column of a record", col.Pos)
+		}
+		c.need = max(c.need, col.Pos+1)
+	}
+	c.slot, c.text, c.fresh = make([]int, c.need), make([]bool, len(cols)), make([]place, len(cols))
+	for i := range c.slot {
+		c.slot[i] = -1
+	}
+	for i, col := range cols {
+		if c.slot[col.Pos] >= 0 {
+			return nil, fmt.Errorf("column %d asked for twice", col.Pos)
+		}
+		c.slot[col.Pos], c.text[i] = i, col.Text
+	}
+	return c, nil
+}
+
+// Row is the row Next moved to; it and its texts are valid until the next call to Next.
+func (c *Cursor) Row() *Row { return &c.row }
+
+// Err is why Next reported false: nil at the end of the rows.
+func (c *Cursor) Err() error { return c.err }
+
+// Next moves to the next row, reporting false at the end or at an error (Err).
+func (c *Cursor) Next() bool {
+	if c.err != nil {
+		return false
+	}
+	for c.cell >= c.n {
+		if !c.nextLeaf() {
+			return false
+		}
+	}
+	off := int(binary.BigEndian.Uint16(c.leaf[c.ptrs+2*c.cell:]))
+	c.cell++
+	if err := c.leafCell(c.leafPg, c.leaf, off); err != nil {
+		c.err = err
+		return false
+	}
+	return true
+}
+
+// nextLeaf moves to the next leaf page of the b-tree, reporting false at its end or at an error.
+func (c *Cursor) nextLeaf() bool {
+	pg := c.root
+	if c.begun {
+		for len(c.stack) > 0 && c.stack[len(c.stack)-1].next >= len(c.stack[len(c.stack)-1].children) {
+			c.stack = c.stack[:len(c.stack)-1]
+		}
+		if len(c.stack) == 0 {
+			return false
+		}
+		top := &c.stack[len(c.stack)-1]
+		pg = top.children[top.next]
+		top.next++
+	}
+	c.begun = true
+	for {
+		leaf, err := c.load(pg, len(c.stack))
+		if err != nil {
+			c.err = err
+			return false
+		}
+		if leaf {
+			return true
+		}
+		top := &c.stack[len(c.stack)-1]
+		pg = top.children[0]
+		top.next = 1
+	}
+}
+
+// load reads page pg, depth pages below the root: a leaf becomes the current leaf (true); an
+// interior page's children are pushed on the stack.
+func (c *Cursor) load(pg uint32, depth int) (bool, error) {
+	if depth >= maxDepth {
+		return false, &CorruptError{Page: pg, Reason: "b-tree deeper than 20 pages"}
+	}
+	if pg < 1 || pg > c.f.pages {
+		return false, &CorruptError{Page: pg, Reason: fmt.Sprintf("page number beyond the %d pages of the file", c.f.pages)}
+	}
+	if c.visited++; c.visited > c.f.pages {
+		return false, &CorruptError{Page: pg, Reason: "more pages visited than the file holds (a loop)"}
+	}
+	page, err := c.f.cache.page(pg)
+	if err != nil {
+		return false, err
+	}
+	page = page[:c.f.usable]
 	hdr := 0
 	if pg == 1 {
 		hdr = headerSize
 	}
 	if hdr+8 > len(page) {
-		return &CorruptError{Page: pg, Reason: "page shorter than its header"}
+		return false, &CorruptError{Page: pg, Reason: "page shorter than its header"}
 	}
 	typ := page[hdr]
 	n := int(binary.BigEndian.Uint16(page[hdr+3:]))
@@ -164,46 +270,44 @@ func (s *scan) tree(pg uint32, depth int) error {
 	case leafTable:
 		ptrs := hdr + 8
 		if ptrs+2*n > len(page) {
-			return &CorruptError{Page: pg, Reason: fmt.Sprintf("%d cells do not fit", n)}
+			return false, &CorruptError{Page: pg, Reason: fmt.Sprintf("%d cells do not fit", n)}
 		}
-		// The page is the cache's and may be evicted by no other read while fn runs: fn reads no page.
-		for i := range n {
-			off := int(binary.BigEndian.Uint16(page[ptrs+2*i:]))
-			if err := s.leafCell(pg, page, off); err != nil {
-				return err
-			}
-		}
-		return nil
+		// The page is the cache's: no other page is read until the leaf's cells are.
+		c.leaf, c.leafPg, c.ptrs, c.cell, c.n = page, pg, ptrs, 0, n
+		return true, nil
 	case interiorTable:
 		ptrs := hdr + 12
 		if ptrs+2*n > len(page) {
-			return &CorruptError{Page: pg, Reason: fmt.Sprintf("%d cells do not fit", n)}
+			return false, &CorruptError{Page: pg, Reason: fmt.Sprintf("%d cells do not fit", n)}
 		}
 		right := binary.BigEndian.Uint32(page[hdr+8:])
-		// The page may be evicted while its children are read: keep its child pointers.
-		children := make([]uint32, 0, n+1)
+		// The page may be evicted while its children are read: keep its child pointers, in a
+		// frame whose slice is reused from one page to the next at this depth.
+		if depth == len(c.stack) && depth < cap(c.stack) {
+			c.stack = c.stack[:depth+1]
+		} else {
+			c.stack = append(c.stack, frame{})
+		}
+		fr := &c.stack[depth]
+		children := fr.children[:0]
 		for i := range n {
 			off := int(binary.BigEndian.Uint16(page[ptrs+2*i:]))
 			if off < ptrs+2*n || off+4 > len(page) {
-				return &CorruptError{Page: pg, Reason: fmt.Sprintf("cell %d at offset %d", i, off)}
+				c.stack = c.stack[:depth]
+				return false, &CorruptError{Page: pg, Reason: fmt.Sprintf("cell %d at offset %d", i, off)}
 			}
 			children = append(children, binary.BigEndian.Uint32(page[off:]))
 		}
-		children = append(children, right)
-		for _, c := range children {
-			if err := s.tree(c, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
+		fr.children, fr.next = append(children, right), 0
+		return false, nil
 	case 0x02, 0x0A:
-		return fmt.Errorf("page %d: an index b-tree (a table without rowid): %w", pg, ErrUnsupported)
+		return false, fmt.Errorf("page %d: an index b-tree (a table without rowid): %w", pg, ErrUnsupported)
 	}
-	return &CorruptError{Page: pg, Reason: fmt.Sprintf("page type %#x", typ)}
+	return false, &CorruptError{Page: pg, Reason: fmt.Sprintf("page type %#x", typ)}
 }
 
-// leafCell reads the cell at off of leaf page pg and hands its row on.
-func (s *scan) leafCell(pg uint32, page []byte, off int) error {
+// leafCell reads the cell at off of leaf page pg into the row.
+func (c *Cursor) leafCell(pg uint32, page []byte, off int) error {
 	bad := func(what string) error {
 		return &CorruptError{Page: pg, Reason: fmt.Sprintf("cell at offset %d: %s", off, what)}
 	}
@@ -221,19 +325,19 @@ func (s *scan) leafCell(pg uint32, page []byte, off int) error {
 		return bad("rowid")
 	}
 	p = p[n:]
-	local := s.f.localPayload(size)
+	local := c.f.localPayload(size)
 	if local > int64(len(p)) {
 		return bad("payload beyond the page")
 	}
 	payload := p[:local]
-	s.row.Rowid = int64(rowid)
-	if err := s.record(payload, local < int64(size)); err != nil {
+	c.row.Rowid = int64(rowid)
+	if err := c.record(payload, local < int64(size)); err != nil {
 		if errors.Is(err, ErrUnsupported) {
 			return fmt.Errorf("page %d: row %d: %w", pg, int64(rowid), err)
 		}
 		return bad(err.Error())
 	}
-	return s.fn(&s.row)
+	return nil
 }
 
 // localPayload is how many bytes of a payload of size bytes a table leaf cell holds on its page.
@@ -253,7 +357,7 @@ func (f *File) localPayload(size uint64) int64 {
 
 // record decodes the columns asked for from a record's local payload; spilled tells that the rest
 // of the record is on overflow pages.
-func (s *scan) record(payload []byte, spilled bool) error {
+func (c *Cursor) record(payload []byte, spilled bool) error {
 	hsize, n := varint(payload)
 	if n == 0 || hsize > uint64(len(payload)) {
 		if spilled {
@@ -265,45 +369,133 @@ func (s *scan) record(payload []byte, spilled bool) error {
 		return errors.New("record header shorter than its size")
 	}
 	hdr, body := payload[n:hsize], payload[hsize:]
-	var at uint64 // where column c's value is in body: the sum of the sizes of those before it
-	c := 0
-	for ; c < s.need && len(hdr) > 0; c++ {
-		t, n := varint(hdr)
-		if n == 0 {
-			return errors.New("serial type")
-		}
-		hdr = hdr[n:]
-		sz, ok := serialSize(t)
-		if !ok {
-			return errors.New("reserved serial type")
-		}
-		if i := s.slot[c]; i >= 0 {
-			v, null, err := intValue(t, sz, body, at, spilled)
-			if err != nil {
-				return err
+	if !spilled {
+		// Rows of a table mostly repeat a few headers (the same types and widths): a header met
+		// just before is decoded as it was then, without walking it again.
+		for j := range c.plans {
+			if p := &c.plans[j]; p.used && string(p.hdr) == string(payload[:hsize]) {
+				c.apply(p, body)
+				if j > 0 {
+					c.plans[0], c.plans[j] = c.plans[j], c.plans[0]
+				}
+				return nil
 			}
-			s.row.Ints[i], s.row.Null[i] = v, null
+		}
+	}
+	ints, null, slots, text, fresh := c.row.Ints, c.row.Null, c.slot, c.text, c.fresh
+	var at uint64 // where column k's value is in body: the sum of the sizes of those before it
+	k := 0
+	for ; k < len(slots) && len(hdr) > 0; k++ {
+		var t uint64
+		if hdr[0] < 0x80 {
+			t, hdr = uint64(hdr[0]), hdr[1:]
+		} else {
+			var n int
+			if t, n = varint(hdr); n == 0 {
+				return errors.New("serial type")
+			}
+			hdr = hdr[n:]
+		}
+		var sz uint64
+		if t < 12 {
+			if t == 10 || t == 11 {
+				return errors.New("reserved serial type")
+			}
+			sz = uint64(smallSizes[t])
+		} else {
+			sz = (t - 12) >> 1
+		}
+		if i := slots[k]; i >= 0 {
+			fresh[i] = place{t: t, at: at, sz: sz}
+			if text[i] || t < 1 || t > 6 || at >= uint64(len(body)) || sz > uint64(len(body))-at {
+				if err := c.value(i, t, sz, body, at, spilled); err != nil {
+					return err
+				}
+			} else {
+				// The common case, inline: a big-endian two's complement integer of 1 to 8 bytes.
+				b := body[at : at+sz]
+				v := int64(int8(b[0]))
+				for _, x := range b[1:] {
+					v = v<<8 | int64(x)
+				}
+				ints[i], null[i] = v, false
+			}
 		}
 		at += min(sz, math.MaxUint64-at) // saturating: a damaged size may be near 2^64
 	}
-	for ; c < s.need; c++ { // past the end of the record
-		if i := s.slot[c]; i >= 0 {
-			s.row.Ints[i], s.row.Null[i] = 0, true
+	for ; k < c.need; k++ { // past the end of the record
+		if i := c.slot[k]; i >= 0 {
+			c.row.Ints[i], c.row.Null[i], c.row.Text[i] = 0, true, nil
+			fresh[i] = place{}
 		}
+	}
+	if !spilled && hsize <= maxPlanHeader {
+		// Keep how this header was read, in place of the plan used least recently.
+		p := c.plans[len(c.plans)-1] // its slices are reused
+		p.hdr = append(p.hdr[:0], payload[:hsize]...)
+		p.at = append(p.at[:0], fresh...)
+		p.used = true
+		copy(c.plans[1:], c.plans[:len(c.plans)-1])
+		c.plans[0] = p
 	}
 	return nil
 }
 
+// place is where a column's value is in a record's body, and its serial type (0 for a column past
+// the end of the record).
+type place struct {
+	t, at, sz uint64
+}
+
+// plan is how a record header was read: where each column asked for is, for the next record with
+// the same header (the same types, so the same sizes and offsets; its values were all read without
+// error, so they will be again).
+type plan struct {
+	hdr  []byte
+	at   []place // by column asked for
+	used bool
+}
+
+// maxPlanHeader bounds the headers a Cursor keeps plans for.
+const maxPlanHeader = 256
+
+// apply reads the columns asked for from a record's body as plan p says.
+func (c *Cursor) apply(p *plan, body []byte) {
+	ints, null, text := c.row.Ints, c.row.Null, c.text
+	for i, pl := range p.at {
+		switch {
+		case pl.t == 0:
+			ints[i], null[i], c.row.Text[i] = 0, true, nil
+		case text[i]:
+			c.row.Text[i], null[i] = body[pl.at:pl.at+pl.sz:pl.at+pl.sz], false
+		case pl.t == 8 || pl.t == 9:
+			ints[i], null[i] = int64(pl.t-8), false
+		default:
+			b := body[pl.at : pl.at+pl.sz]
+			v := int64(int8(b[0]))
+			for _, x := range b[1:] {
+				v = v<<8 | int64(x)
+			}
+			ints[i], null[i] = v, false
+		}
+	}
+}
+
+// value reads the value of column i of the row, of serial type t and sz bytes at offset at of body,
+// other than an integer on the page (record's own case).
+func (c *Cursor) value(i int, t, sz uint64, body []byte, at uint64, spilled bool) error {
+	if c.text[i] {
+		v, null, err := textValue(t, sz, body, at, spilled)
+		c.row.Text[i], c.row.Null[i] = v, null
+		return err
+	}
+	v, null, err := intValue(t, sz, body, at, spilled)
+	c.row.Ints[i], c.row.Null[i] = v, null
+	return err
+}
+
 // smallSizes are the sizes of the serial types below 12.
 var smallSizes = [12]uint8{0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0}
-
-// serialSize is how many bytes of the body a value of serial type t takes.
-func serialSize(t uint64) (uint64, bool) {
-	if t < 12 {
-		return uint64(smallSizes[t]), t != 10 && t != 11
-	}
-	return (t - 12) / 2, true
-}
 
 // intValue reads the value of serial type t, of sz bytes, at offset at of body: an integer or
 // NULL, else ErrUnsupported.
@@ -337,6 +529,23 @@ func intValue(t, sz uint64, body []byte, at uint64, spilled bool) (int64, bool, 
 		return int64(int16(binary.BigEndian.Uint16(b)))<<32 | int64(binary.BigEndian.Uint32(b[2:])), false, nil
 	}
 	return int64(binary.BigEndian.Uint64(b)), false, nil
+}
+
+// textValue reads the value of serial type t, of sz bytes, at offset at of body: a text or NULL,
+// else ErrUnsupported (an integer, a real or a blob, which SQL would convert).
+func textValue(t, sz uint64, body []byte, at uint64, spilled bool) ([]byte, bool, error) {
+	switch {
+	case t == 0:
+		return nil, true, nil
+	case t < 13 || t%2 == 0:
+		return nil, false, fmt.Errorf("a value of serial type %d, not a text: %w", t, ErrUnsupported)
+	case at > uint64(len(body)) || sz > uint64(len(body))-at:
+		if spilled {
+			return nil, false, fmt.Errorf("a text on overflow pages: %w", ErrUnsupported)
+		}
+		return nil, false, errors.New("value beyond the payload")
+	}
+	return body[at : at+sz : at+sz], false, nil
 }
 
 // varint decodes an SQLite varint (1 to 9 bytes, big-endian, 7 bits a byte but 8 in the ninth),
@@ -399,7 +608,7 @@ func (c *blockCache) page(pg uint32) ([]byte, error) {
 	b := &c.blocks[c.next]
 	c.next = (c.next + 1) % cacheBlocks
 	if b.data == nil {
-		b.data = make([]byte, blockPages*c.pageSize)
+		b.data = getBlock(blockPages * c.pageSize)
 	}
 	n, err := c.r.ReadAt(b.data, int64(first-1)*int64(c.pageSize))
 	b.first, b.pages = first, n/c.pageSize
@@ -412,4 +621,27 @@ func (c *blockCache) page(pg uint32) ([]byte, error) {
 	}
 	at := int(pg-first) * c.pageSize
 	return b.data[at : at+c.pageSize], nil
+}
+
+// blockPool keeps the blocks of closed Files for the next ones: an import reads each table twice,
+// each time on a File of its own, and a block is 64 KiB or more.
+var blockPool sync.Pool
+
+// getBlock returns a block of n bytes, from the pool when it holds one of that size.
+func getBlock(n int) []byte {
+	if p, ok := blockPool.Get().(*[]byte); ok && len(*p) == n {
+		return *p
+	}
+	return make([]byte, n)
+}
+
+// release puts the cache's blocks in the pool.
+func (c *blockCache) release() {
+	for i := range c.blocks {
+		if b := &c.blocks[i]; b.data != nil {
+			data := b.data
+			blockPool.Put(&data)
+			b.data, b.first, b.pages = nil, 0, 0
+		}
+	}
 }

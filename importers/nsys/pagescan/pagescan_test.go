@@ -106,6 +106,10 @@ func TestAgreesWithSQL(t *testing.T) {
 	}
 	many := "WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 99999) " +
 		"INSERT INTO t SELECT 5000000000 + i * 2000, i % 8, CASE WHEN i % 7 = 0 THEN NULL ELSE i END, -i FROM s"
+	// Six kinds of value in a, in turn, and five in c: rows repeat 30 headers.
+	repeat := "WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 9999) " +
+		"INSERT INTO t SELECT CASE i % 6 WHEN 0 THEN 0 WHEN 1 THEN 1 WHEN 2 THEN NULL WHEN 3 THEN 300 WHEN 4 THEN 1 << 40 ELSE -5 END, " +
+		"i, CASE i % 5 WHEN 0 THEN NULL WHEN 1 THEN 70000 ELSE i % 3 END, -i FROM s"
 	for _, tc := range []struct {
 		name  string
 		stmts []string
@@ -123,6 +127,8 @@ func TestAgreesWithSQL(t *testing.T) {
 			[]string{"a", "c"}, []int{0, 2}, nil},
 		{"many rows, 64 KiB pages", []string{"PRAGMA page_size = 65536", "CREATE TABLE t (a INTEGER, b INTEGER, c INTEGER, d INTEGER)", many},
 			[]string{"b", "d"}, []int{1, 3}, nil},
+		{"headers that repeat, more than a Cursor keeps", []string{"CREATE TABLE t (a INTEGER, b INTEGER, c INTEGER, d INTEGER)", repeat},
+			[]string{"a", "b", "c", "d"}, []int{0, 1, 2, 3}, nil},
 		{"rows deleted", []string{"CREATE TABLE t (a INTEGER, b INTEGER, c INTEGER, d INTEGER)", many, "DELETE FROM t WHERE a % 3 = 0"},
 			[]string{"a", "d"}, []int{0, 3}, nil},
 		{"column added", []string{"CREATE TABLE t (a INTEGER)", "INSERT INTO t VALUES (1), (2)", "ALTER TABLE t ADD COLUMN b INTEGER",
@@ -208,7 +214,7 @@ func TestDamage(t *testing.T) {
 // TestHugeSerialType: a record whose header gives the columns before the one read sizes that add up
 // past 2^64 is refused as damaged, not read at the offset the sum wraps around to.
 func TestHugeSerialType(t *testing.T) {
-	s := scan{need: 4, slot: []int{-1, -1, -1, 0}, row: Row{Ints: make([]int64, 1), Null: make([]bool, 1)}}
+	s := Cursor{need: 4, slot: []int{-1, -1, -1, 0}, text: []bool{false}, fresh: make([]place, 1), row: Row{Ints: make([]int64, 1), Null: make([]bool, 1), Text: make([][]byte, 1)}}
 	huge := []byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFE} // 2^64-2: a blob of 2^63-7 bytes
 	hdr := append(append(append([]byte{}, huge...), huge...), 40, 1)     // a blob of 14 bytes, a 1-byte integer
 	rec := append(append([]byte{byte(len(hdr) + 1)}, hdr...), 7)         // the three blobs' sizes add up to 2^64
