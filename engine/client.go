@@ -88,6 +88,8 @@ type Client struct {
 	// duplicate is found in one pass, not by comparing every pair of a 4,096-rank set.
 	seen      []uint32
 	seenEpoch uint32
+
+	ev timeline.Event // scratch for emit: handed to the sink by pointer, so emitting does not allocate
 }
 
 // NewClient builds a client over b. Events the client itself produces (cache hits, evictions,
@@ -128,7 +130,8 @@ func (c *Client) emit(e timeline.Event) {
 	if e.Status == 0 && e.End < e.Start {
 		e.End = e.Start
 	}
-	c.sink.Emit(&e)
+	c.ev = e
+	c.sink.Emit(&c.ev)
 }
 
 // Topology returns the cluster's shape.
@@ -491,17 +494,21 @@ func (c *Client) collectiveOn(op timeline.CollOp, devs []DeviceID, streams []Str
 	scratch := c.coll.Acquire(comm.ID, max(bytes, 1))
 	id := c.NewOpID()
 	futs := make([]*Future, len(devs))
+	// The ranks' futures in one allocation, and one callback for all of them: a collective on
+	// 4,096 ranks is not 8,192 small objects for the garbage collector.
+	slab := make([]Future, len(devs))
 	remaining := len(devs)
+	onDone := func(*Future) {
+		remaining--
+		if remaining == 0 {
+			c.coll.Release(scratch) // in flight until every rank is done
+		}
+	}
 	lbl := c.strs.ID(label)
 	ranks := append([]DeviceID(nil), devs...)
 	for i, d := range devs {
-		f := NewFuture(id)
-		f.OnDone = func(*Future) {
-			remaining--
-			if remaining == 0 {
-				c.coll.Release(scratch) // in flight until every rank is done
-			}
-		}
+		f := &slab[i]
+		f.op, f.OnDone = id, onDone
 		futs[i] = f
 		var row, col []int64
 		var rb int64 = bytes

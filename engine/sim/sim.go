@@ -87,6 +87,8 @@ type Sim struct {
 	hostSeen  []uint32
 	hostEpoch uint32
 
+	ringScratch ringScratch // rings' answer
+
 	running running   // the ops in flight, as InFlight reads them
 	lb      linkBytes // what each link carried, reported per window
 	fab     fabric    // the network's switch ports, after the devices' links in linkBW
