@@ -48,17 +48,22 @@ func (s *Sim) hostStep(hi int32) {
 			h.q, h.head = h.q[:0], 0
 			return
 		}
+		if next := &h.q[h.head]; next.Kind == engine.CmdLaunch && !s.stuck(hi, next) {
+			// The common command, copied once (a command is some 300 bytes): nothing below
+			// appends to h.q while next points into it.
+			h.cur, h.busy = *next, true
+			*next = engine.Command{}
+			h.head++
+			s.at(s.now+s.launchCost(&h.cur.Op)+s.launchDelay(hi), evHostDone, hi, 0)
+			return
+		}
 		cmd := h.q[h.head]
 		h.q[h.head] = engine.Command{}
 		h.head++
 		switch cmd.Kind {
-		case engine.CmdLaunch:
-			if s.stuck(hi, &cmd) {
-				s.hold(hi, cmd)
-				return
-			}
-			h.cur, h.busy = cmd, true
-			s.at(s.now+s.launchCost(&cmd.Op)+s.launchDelay(hi), evHostDone, hi, 0)
+		case engine.CmdLaunch: // stuck
+			s.hold(hi, cmd)
+			return
 		case engine.CmdHostWait:
 			ev := s.event(cmd.Event)
 			if ev.recorded {
@@ -134,23 +139,26 @@ func hostCmdEvent(h *host, cmd *engine.Command, end int64) timeline.Event {
 
 func (s *Sim) hostDone(hi int32) {
 	h := &s.hosts[hi]
-	cmd := h.cur
-	h.cur, h.busy = engine.Command{}, false
+	h.busy = false
 	s.pendingCmds--
-	switch cmd.Kind {
+	// h.cur is read in place, not copied: what runs below schedules items but starts no host
+	// command, so nothing writes h.cur before it is cleared.
+	switch cmd := &h.cur; cmd.Kind {
 	case engine.CmdLaunch:
 		s.enqueue(&cmd.Op)
 	case engine.CmdGraphLaunch:
-		s.graphLaunched(h, &cmd)
+		s.graphLaunched(h, cmd)
 	case engine.CmdCommInit, engine.CmdSleep:
 		// Reported as they end, as ops are: emitted at its start, an init's end would run the
 		// session's clock (the latest end seen) ahead of the paced simulation by the whole init.
-		s.emit(hostCmdEvent(h, &cmd, s.now))
+		s.emit(hostCmdEvent(h, cmd, s.now))
 	case engine.CmdBatch:
 		if len(h.batch) >= s.batchMax {
+			h.cur = engine.Command{}
 			s.launchBatch(hi)
 			return
 		}
 	}
+	h.cur = engine.Command{}
 	s.hostStep(hi)
 }
