@@ -252,7 +252,9 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 			// Publishing scans every op slot and host: once per that many items, its cost per item
 			// stays constant however large the cluster.
 			s.nextPublish = s.handled + uint64(max(publishEvery, s.nOps+len(s.hosts)))
-			s.publish()
+			if s.running.watched.Load() {
+				s.publish()
+			}
 			if ctx.Err() != nil {
 				return engine.Canceled(ctx, s.now)
 			}
