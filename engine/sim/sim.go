@@ -206,7 +206,7 @@ func (s *Sim) Submit(dev engine.DeviceID, cmd engine.Command) {
 
 func (s *Sim) at(t int64, typ uint8, a int32, ver uint32) {
 	s.seq++
-	s.q.push(item{t: t, seq: s.seq, typ: typ, a: a, ver: ver})
+	s.q.push(item{t: t, key: s.seq<<8 | uint64(typ), a: a, ver: ver})
 }
 
 // atOp schedules a timer for the op r names; it is dropped if that op is gone by then.
@@ -282,7 +282,7 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 }
 
 func (s *Sim) stale(it item) bool {
-	switch it.typ {
+	switch it.typ() {
 	case evFlowDone:
 		f := &s.flows[it.a]
 		return !f.on || f.ver != it.ver
@@ -300,7 +300,7 @@ func (s *Sim) stale(it item) bool {
 }
 
 func (s *Sim) dispatch(it item) {
-	switch it.typ {
+	switch it.typ() {
 	case evHostReady:
 		h := &s.hosts[it.a]
 		h.kicked = false
