@@ -89,6 +89,8 @@ type Sim struct {
 
 	ringScratch ringScratch // rings' answer
 
+	freeCmds [][]engine.Command // blocks of host commands, cleared, for any host's cmdQueue
+
 	running running   // the ops in flight, as InFlight reads them
 	lb      linkBytes // what each link carried, reported per window
 	fab     fabric    // the network's switch ports, after the devices' links in linkBW
@@ -196,7 +198,7 @@ func (s *Sim) event(id engine.EventID) *evState {
 // Submit queues cmd on dev's host thread.
 func (s *Sim) Submit(dev engine.DeviceID, cmd engine.Command) {
 	h := &s.hosts[dev]
-	h.q = append(h.q, cmd)
+	s.pushCmd(&h.q, &cmd)
 	s.pendingCmds++
 	if !h.busy && !h.kicked {
 		h.kicked = true
