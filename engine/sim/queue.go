@@ -28,6 +28,7 @@ const (
 	evStreamWake
 	evCollStart
 	evFault
+	evCollFlows // a collective's flows start (its inst's starts), in the order it made them
 )
 
 // queue is a 4-ary min-heap: shallower than a binary heap, so fewer cache misses per operation.

@@ -317,6 +317,10 @@ func (s *Sim) dispatch(it item) {
 		s.opDone(it.a)
 	case evFlowStart:
 		s.flowStart(it.a)
+	case evCollFlows:
+		for _, fi := range s.instPool[it.a].starts {
+			s.flowStart(fi)
+		}
 	case evFlowDone:
 		s.flowDone(it.a)
 	case evRecompute:
