@@ -120,9 +120,12 @@ type idleGaps struct {
 	kernelWaitNs int64
 	streams      map[streamKey]*streamGaps
 	cache        [streamCacheSize]streamCacheEntry // recently used streams: most events skip the map
-	byCause      CauseNs
-	top          []Gap // longest first
-	reordered    int64
+	// byDev[d] is device d's first few streams (up to devStreams): on a cluster, more streams
+	// than the cache holds take turns, and each missed the cache for the map.
+	byDev     [][]devStream
+	byCause   CauseNs
+	top       []Gap // longest first
+	reordered int64
 	// Results are cached per stream (a console asks every frame): streams in result order, rebuilt
 	// when one is added, and the rows last handed out, shared while no stream changed.
 	order   []streamKey
@@ -145,7 +148,38 @@ type streamCacheEntry struct {
 	st  *streamGaps
 }
 
+// devStream is one of a device's streams in idleGaps.byDev.
+type devStream struct {
+	stream uint32
+	st     *streamGaps
+}
+
+// devStreams is how many of a device's streams idleGaps.byDev holds; a device with more (a trace
+// of many streams) finds the rest through the cache and the map.
+const devStreams = 8
+
 func (g *idleGaps) stream(e *timeline.Event) *streamGaps {
+	d := int(e.Device)
+	if d < 0 || d >= MaxDevices {
+		return g.streamOf(e)
+	}
+	if d >= len(g.byDev) {
+		g.byDev = slices.Grow(g.byDev, d+1-len(g.byDev))[:d+1]
+	}
+	for _, ds := range g.byDev[d] {
+		if ds.stream == e.Stream {
+			return ds.st
+		}
+	}
+	st := g.streamOf(e)
+	if len(g.byDev[d]) < devStreams {
+		g.byDev[d] = append(g.byDev[d], devStream{e.Stream, st})
+	}
+	return st
+}
+
+// streamOf finds (or makes) e's stream through the cache and the map.
+func (g *idleGaps) streamOf(e *timeline.Event) *streamGaps {
 	k := streamKey{e.Device, e.Stream}
 	c := &g.cache[(uint32(e.Stream)*2654435761^uint32(e.Device))%streamCacheSize]
 	if c.st != nil && c.key == k {

@@ -340,6 +340,33 @@ func TestIdleStreamsKeptApart(t *testing.T) {
 	}
 }
 
+// A device with more streams than are looked up per device (devStreams), and a negative device,
+// still keep every stream's gaps apart: the streams past the first few are found through the
+// cache and the map, interleaved with the others.
+func TestIdleManyStreamsPerDevice(t *testing.T) {
+	const n = 3 * devStreams
+	var evs []timeline.Event
+	for round := range int64(2) {
+		for s := range uint32(n) {
+			start := round * 1000 * us // stream s idles (s+1) µs before its second op
+			if round == 1 {
+				start += int64(s+1) * us
+			}
+			evs = append(evs, kern(0, s+1, start, start+100*us))
+			evs = append(evs, kern(-1, s+1, start, start+100*us))
+		}
+	}
+	g := analyze(timeline.Meta{}, evs...).StreamIdle
+	if len(g.Streams) != 2*n {
+		t.Fatalf("%d streams; want %d", len(g.Streams), 2*n)
+	}
+	for _, st := range g.Streams {
+		if want := 900*us + int64(st.Stream)*us; st.TotalNs != want {
+			t.Errorf("device %d stream %d: %d ns idle; want %d", st.Device, st.Stream, st.TotalNs, want)
+		}
+	}
+}
+
 func TestIdleReordered(t *testing.T) {
 	for _, mode := range []timeline.IdleMode{timeline.IdleEngine, timeline.IdleHTA} {
 		t.Run(mode.String(), func(t *testing.T) {

@@ -133,9 +133,9 @@ func (c *Client) refuse(dev DeviceID, what, detail string) {
 }
 
 // submit hands cmd to the backend, or to the open capture region.
-func (c *Client) submit(dev DeviceID, cmd Command) {
+func (c *Client) submit(dev DeviceID, cmd *Command) {
 	if c.capt == nil {
-		c.b.Submit(dev, cmd)
+		c.b.Submit(dev, *cmd)
 		return
 	}
 	g := c.capt.g

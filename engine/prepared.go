@@ -134,14 +134,14 @@ func (p *Prepared) Execute(ev EventID) error {
 		for i := range p.waitCmd {
 			d := p.waitCmd[i].dev
 			if p.c.opts.EarlyEnqueue {
-				p.c.submit(d, Command{Kind: CmdLaunch, Op: StreamOp{Kind: OpWaitEvent, Stream: p.c.TransferStream(d), Device: d, Peer: -1, Event: ev}})
+				p.c.submit(d, &Command{Kind: CmdLaunch, Op: StreamOp{Kind: OpWaitEvent, Stream: p.c.TransferStream(d), Device: d, Peer: -1, Event: ev}})
 			} else {
-				p.c.submit(d, Command{Kind: CmdHostWait, Event: ev})
+				p.c.submit(d, &Command{Kind: CmdHostWait, Event: ev})
 			}
 		}
 	}
 	for i := range p.cmds {
-		p.c.submit(p.cmds[i].dev, p.cmds[i].cmd)
+		p.c.submit(p.cmds[i].dev, &p.cmds[i].cmd)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"syscall"
 	"testing"
@@ -20,10 +21,21 @@ import (
 //	go test ./session -run '^$' -bench Headless -benchtime 3x -cpu 1
 func BenchmarkHeadless(b *testing.B) {
 	for _, sc := range []struct {
-		name  string
-		steps int
-	}{{"llm-train", 40}, {"overlap", 400}, {"allreduce-sweep", 200}} {
-		b.Run(sc.name, func(b *testing.B) {
+		name     string
+		steps    int
+		topology string
+		hosts    int
+	}{
+		{"llm-train", 40, "", 0}, {"overlap", 400, "", 0}, {"allreduce-sweep", 200, "", 0},
+		// At cluster scale: 128 hosts × 8 H100, one step.
+		{"llm-train", 1, "h100x8x4", 128}, {"allreduce-sweep", 2, "h100x8x4", 128},
+	} {
+		name := sc.name
+		if sc.hosts > 0 {
+			name = fmt.Sprintf("%s-%dgpu", sc.name, sc.hosts*8)
+		}
+		cfg := Config{Scenario: sc.name, Steps: sc.steps, Seed: 1, Topology: sc.topology, Hosts: sc.hosts}
+		b.Run(name, func(b *testing.B) {
 			var whole, engine time.Duration
 			events, i := 0, 0
 			for b.Loop() {
@@ -31,8 +43,8 @@ func BenchmarkHeadless(b *testing.B) {
 				// the second then finds.
 				first := i%2 == 0
 				i++
-				n, d := headless(b, sc.name, sc.steps, first)
-				n2, d2 := headless(b, sc.name, sc.steps, !first)
+				n, d := headless(b, cfg, first)
+				n2, d2 := headless(b, cfg, !first)
 				if !first {
 					d, d2 = d2, d
 				}
@@ -53,8 +65,8 @@ func BenchmarkHeadless(b *testing.B) {
 
 // headless runs a scenario, with the analysis and the report or without, and returns its events
 // and the CPU time it took.
-func headless(b *testing.B, name string, steps int, analyse bool) (int, time.Duration) {
-	p, err := Prepare(Config{Scenario: name, Steps: steps, Seed: 1})
+func headless(b *testing.B, cfg Config, analyse bool) (int, time.Duration) {
+	p, err := Prepare(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

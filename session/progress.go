@@ -7,21 +7,36 @@ import (
 )
 
 // progress counts a run's events and how far in time they reached, for readers on other
-// goroutines (a progress line on a terminal). The producer writes it; anyone reads it.
+// goroutines (a progress line on a terminal). The producer counts in plain fields and publishes
+// them to the atomics every publishEvents events and when the run ends (publish): an atomic add
+// and store on every event cost more than the rest of this sink.
 type progress struct {
 	events atomic.Int64
 	now    atomic.Int64
 	steps  atomic.Int64
+
+	n, t, st int64 // the producer's own counts, ahead of the published ones
 }
 
+// publishEvents is how many events the published progress may lag behind the run.
+const publishEvents = 256
+
 func (p *progress) Emit(e *timeline.Event) {
-	p.events.Add(1)
-	if e.End > p.now.Load() {
-		p.now.Store(e.End)
-	}
+	p.n++
+	p.t = max(p.t, e.End)
 	if e.Kind == timeline.KindStep && e.Status == timeline.StatusOK {
-		p.steps.Add(1)
+		p.st++
 	}
+	if p.n%publishEvents == 0 {
+		p.publish()
+	}
+}
+
+// publish makes the producer's counts what readers see; the producer calls it.
+func (p *progress) publish() {
+	p.events.Store(p.n)
+	p.now.Store(p.t)
+	p.steps.Store(p.st)
 }
 
 // Progress is how far a run has got: events produced, simulated (or recorded) time reached in ns,

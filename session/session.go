@@ -267,6 +267,7 @@ type Outcome struct {
 func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer p.progress.publish() // the last events, after the probe's (stopProbe drains them)
 	stopWatch := p.watchRecorder(ctx, cancel)
 	var stopProbe func()
 	if p.cfg.NVML {

@@ -23,7 +23,8 @@
 // printed and the recording closed). See exit.go.
 //
 // Environment: XFERTOP_MEMSTATS=FILE appends the process's heap figures to FILE every second (for
-// soak tests; see scripts/soak.sh).
+// soak tests; see scripts/soak.sh). XFERTOP_CPUPROFILE=FILE writes a CPU profile of the whole
+// process to FILE, for go tool pprof (docs/performance.md).
 package main
 
 import (
@@ -44,7 +45,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "xfertop: %v\n", err)
 		os.Exit(exitFailure)
 	}
+	stopProf, err := startCPUProfile(os.Getenv(cpuProfileEnv))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "xfertop: %v\n", err)
+		os.Exit(exitFailure)
+	}
 	code := xfertop(signalContext(), os.Args[1:], os.Stdout, os.Stderr)
+	if err := stopProf(); err != nil && code == exitOK {
+		fmt.Fprintf(os.Stderr, "xfertop: %v\n", err)
+		code = exitFailure
+	}
 	if err := stopMem(); err != nil && code == exitOK {
 		fmt.Fprintf(os.Stderr, "xfertop: %v\n", err)
 		code = exitFailure

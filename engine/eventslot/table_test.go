@@ -138,3 +138,19 @@ func TestTableBoundedInSteadyState(t *testing.T) {
 		t.Errorf("the queue of done slots holds an array of %d after %d events; want at most %d", c, 10*ReuseFrom, 3*ReuseFrom)
 	}
 }
+
+// Growing the table moves no state already in it: a pointer New handed out still reads the same
+// state after the table has grown past many chunks (the states are never copied as it grows).
+func TestGrowingMovesNoState(t *testing.T) {
+	var tb Table[int]
+	first, st, _, _ := tb.New()
+	*st = 7
+	for range 3 * chunkLen {
+		if _, _, _, ok := tb.New(); !ok {
+			t.Fatal("New refused")
+		}
+	}
+	if got := tb.Get(first); got != st || *got != 7 {
+		t.Fatalf("the first state moved or changed as the table grew: %p (%v), was %p", got, got, st)
+	}
+}

@@ -13,6 +13,7 @@ type inst struct {
 	barrier  bool
 	ops      []int32
 	flows    int32
+	starts   []int32 // the flows an evCollFlows starts
 	released int64
 }
 

@@ -29,3 +29,6 @@ func PaceAnchor(s *Sim) time.Time {
 	defer s.running.mu.Unlock()
 	return s.running.pace.Wall
 }
+
+// Publications is how many times s has published what is in flight.
+func Publications(s *Sim) int { return s.running.scans }

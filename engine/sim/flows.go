@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/timeline"
@@ -301,36 +302,74 @@ func (s *Sim) visitLink(links []int32, l int32) []int32 {
 
 // rings returns NCCL-style rings over ranks: inside one host a single ring; across hosts one ring per
 // NIC (the fewest GPUs any host contributes), ring r entering each host at a different GPU so every
-// GPU's NIC carries one ring.
+// GPU's NIC carries one ring. The rings are the Sim's scratch, valid until the next call: every
+// collective of a run asks for its rings, and a map and a slice per host each time were most of
+// what the simulator allocated.
 func (s *Sim) rings(ranks []engine.DeviceID) [][]engine.DeviceID {
-	byHost := map[int][]engine.DeviceID{}
-	var order []int
-	for _, r := range ranks {
-		h := s.nodeOf(r)
-		if _, ok := byHost[h]; !ok {
-			order = append(order, h)
+	r := &s.ringScratch
+	r.epoch++
+	if r.epoch == 0 {
+		clear(r.seen)
+		r.epoch = 1
+	}
+	// Group the ranks by node, nodes in the order they first appear, ranks in their order.
+	r.order, r.count = r.order[:0], r.count[:0]
+	for _, d := range ranks {
+		h := s.nodeOf(d)
+		if h >= len(r.seen) {
+			r.seen = append(r.seen, make([]uint32, h+1-len(r.seen))...)
+			r.index = append(r.index, make([]int32, h+1-len(r.index))...)
 		}
-		byHost[h] = append(byHost[h], r)
+		if r.seen[h] != r.epoch {
+			r.seen[h], r.index[h] = r.epoch, int32(len(r.order))
+			r.order, r.count = append(r.order, h), append(r.count, 0)
+		}
+		r.count[r.index[h]]++
 	}
-	if len(order) == 1 {
-		return [][]engine.DeviceID{ranks}
+	if len(r.order) == 1 {
+		return append(r.out[:0], ranks)
 	}
-	nr := len(ranks)
-	for _, h := range order {
-		nr = min(nr, len(byHost[h]))
+	r.pos = r.pos[:0]
+	nr, at := len(ranks), int32(0)
+	for _, c := range r.count {
+		r.pos = append(r.pos, at)
+		at += c
+		nr = min(nr, int(c))
 	}
-	out := make([][]engine.DeviceID, nr)
-	for r := range nr {
-		ring := make([]engine.DeviceID, 0, len(ranks))
-		for _, h := range order {
-			g := byHost[h]
+	r.grouped = slices.Grow(r.grouped[:0], len(ranks))[:len(ranks)]
+	for _, d := range ranks {
+		k := r.index[s.nodeOf(d)]
+		r.grouped[r.pos[k]] = d
+		r.pos[k]++
+	}
+	r.flat = slices.Grow(r.flat[:0], nr*len(ranks))
+	r.out = r.out[:0]
+	for ring := range nr {
+		from := len(r.flat)
+		at := 0
+		for _, c := range r.count {
+			g := r.grouped[at : at+int(c)]
+			at += int(c)
 			for i := range g {
-				ring = append(ring, g[(i+r+1)%len(g)])
+				r.flat = append(r.flat, g[(i+ring+1)%len(g)])
 			}
 		}
-		out[r] = ring
+		r.out = append(r.out, r.flat[from:len(r.flat):len(r.flat)])
 	}
-	return out
+	return r.out
+}
+
+// ringScratch is what rings builds its answer in, kept between calls.
+type ringScratch struct {
+	seen    []uint32 // seen[node] == epoch: the node has a rank in the current call
+	epoch   uint32
+	index   []int32 // a seen node's place in order
+	order   []int   // the nodes, in the order their first rank appears
+	count   []int32 // ranks per node of order
+	pos     []int32
+	grouped []engine.DeviceID // the ranks grouped by node, in order's order
+	flat    []engine.DeviceID
+	out     [][]engine.DeviceID
 }
 
 // gpuRoute routes flow fi between two GPUs of one host at eff of their link: NVLink, or without it
@@ -543,9 +582,12 @@ func (s *Sim) startFlows(ii int32, lat int64) {
 		s.at(s.now+lat, evCollStart, ii, in.gen)
 		return
 	}
-	for _, fi := range s.pending {
-		s.at(s.now+lat, evFlowStart, fi, 0)
-	}
+	// One item starts them all: a collective over 1,024 ranks has thousands of flows, and an item
+	// each filled the heap. Their items had consecutive sequence numbers, so nothing ran between
+	// them, and what a start schedules comes after the last of them either way: starting them in
+	// turn under one item keeps the order of everything.
+	in.starts = append(in.starts[:0], s.pending...)
+	s.at(s.now+lat, evCollFlows, ii, in.gen)
 }
 
 func (s *Sim) startAllToAll(ii int32) {

@@ -7,8 +7,7 @@ import (
 
 type host struct {
 	dev         engine.DeviceID
-	q           []engine.Command
-	head        int
+	q           cmdQueue
 	busy        bool
 	waiting     bool
 	kicked      bool
@@ -21,6 +20,54 @@ type host struct {
 }
 
 // ---- host threads ----
+
+// cmdQueue is a host thread's commands, first in first out, in blocks of cmdBlock that never move
+// and go back to the Sim's pool once read: a step that queues thousands of commands on each of a
+// thousand host threads grows no array by copying, and keeps no array per thread once it drained.
+type cmdQueue struct {
+	blocks [][]engine.Command // the first holds the next command, at head
+	head   int
+	tail   int // commands in the last block
+}
+
+// cmdBlock is how many commands a block of a cmdQueue holds.
+const cmdBlock = 32
+
+func (q *cmdQueue) empty() bool { return len(q.blocks) == 0 }
+
+// front returns the next command; the queue must not be empty.
+func (q *cmdQueue) front() *engine.Command { return &q.blocks[0][q.head] }
+
+// pushCmd appends a copy of cmd to q.
+func (s *Sim) pushCmd(q *cmdQueue, cmd *engine.Command) {
+	if len(q.blocks) == 0 || q.tail == cmdBlock {
+		var b []engine.Command
+		if n := len(s.freeCmds); n > 0 {
+			b, s.freeCmds = s.freeCmds[n-1], s.freeCmds[:n-1]
+		} else {
+			b = make([]engine.Command, cmdBlock)
+		}
+		q.blocks, q.tail = append(q.blocks, b), 0
+	}
+	q.blocks[len(q.blocks)-1][q.tail] = *cmd
+	q.tail++
+}
+
+// popCmd drops q's front command (clearing its slot), and gives a block it has read to the pool.
+func (s *Sim) popCmd(q *cmdQueue) {
+	q.blocks[0][q.head] = engine.Command{}
+	q.head++
+	if (len(q.blocks) == 1 && q.head == q.tail) || q.head == cmdBlock {
+		s.freeCmds = append(s.freeCmds, q.blocks[0])
+		// Shifted down, not resliced past: the array of blocks is reused from its start.
+		n := copy(q.blocks, q.blocks[1:])
+		q.blocks[n] = nil
+		q.blocks, q.head = q.blocks[:n], 0
+		if n == 0 {
+			q.tail = 0
+		}
+	}
+}
 
 func (s *Sim) launchCost(op *engine.StreamOp) int64 {
 	switch op.Kind {
@@ -44,21 +91,22 @@ func (s *Sim) hostStep(hi int32) {
 				return
 			}
 		}
-		if h.head >= len(h.q) {
-			h.q, h.head = h.q[:0], 0
+		if h.q.empty() {
 			return
 		}
-		cmd := h.q[h.head]
-		h.q[h.head] = engine.Command{}
-		h.head++
+		if next := h.q.front(); next.Kind == engine.CmdLaunch && !s.stuck(hi, next) {
+			// The common command, copied once (a command is some 300 bytes).
+			h.cur, h.busy = *next, true
+			s.popCmd(&h.q)
+			s.at(s.now+s.launchCost(&h.cur.Op)+s.launchDelay(hi), evHostDone, hi, 0)
+			return
+		}
+		cmd := *h.q.front()
+		s.popCmd(&h.q)
 		switch cmd.Kind {
-		case engine.CmdLaunch:
-			if s.stuck(hi, &cmd) {
-				s.hold(hi, cmd)
-				return
-			}
-			h.cur, h.busy = cmd, true
-			s.at(s.now+s.launchCost(&cmd.Op)+s.launchDelay(hi), evHostDone, hi, 0)
+		case engine.CmdLaunch: // stuck
+			s.hold(hi, cmd)
+			return
 		case engine.CmdHostWait:
 			ev := s.event(cmd.Event)
 			if ev.recorded {
@@ -134,23 +182,26 @@ func hostCmdEvent(h *host, cmd *engine.Command, end int64) timeline.Event {
 
 func (s *Sim) hostDone(hi int32) {
 	h := &s.hosts[hi]
-	cmd := h.cur
-	h.cur, h.busy = engine.Command{}, false
+	h.busy = false
 	s.pendingCmds--
-	switch cmd.Kind {
+	// h.cur is read in place, not copied: what runs below schedules items but starts no host
+	// command, so nothing writes h.cur before it is cleared.
+	switch cmd := &h.cur; cmd.Kind {
 	case engine.CmdLaunch:
 		s.enqueue(&cmd.Op)
 	case engine.CmdGraphLaunch:
-		s.graphLaunched(h, &cmd)
+		s.graphLaunched(h, cmd)
 	case engine.CmdCommInit, engine.CmdSleep:
 		// Reported as they end, as ops are: emitted at its start, an init's end would run the
 		// session's clock (the latest end seen) ahead of the paced simulation by the whole init.
-		s.emit(hostCmdEvent(h, &cmd, s.now))
+		s.emit(hostCmdEvent(h, cmd, s.now))
 	case engine.CmdBatch:
 		if len(h.batch) >= s.batchMax {
+			h.cur = engine.Command{}
 			s.launchBatch(hi)
 			return
 		}
 	}
+	h.cur = engine.Command{}
 	s.hostStep(hi)
 }

@@ -155,3 +155,27 @@ func BenchmarkInFlight(b *testing.B) {
 	b.ReportMetric(float64(len(dst)), "ops")
 	_ = c.Run(context.Background())
 }
+
+// A run nobody watches publishes what is in flight only when Run returns (each publication reads
+// every op slot); once InFlight has been called, it publishes as it goes.
+func TestPublishesOnlyOnceWatched(t *testing.T) {
+	c, _ := newClient(t, "h100x8", engine.DefaultOptions())
+	s := c.Backend().(*sim.Sim)
+	work := func() {
+		for range 4096 {
+			if err := c.Kernel(c.ComputeStream(0), 1000, "k"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(t, c)
+	}
+	work()
+	if n := sim.Publications(s); n != 1 {
+		t.Fatalf("unwatched: %d publications over a run of 4,096 kernels; want 1, when Run returned", n)
+	}
+	s.InFlight(nil)
+	work()
+	if n := sim.Publications(s); n < 4 {
+		t.Fatalf("watched: %d publications in all; want the first run's one, some as the second ran and one as it returned", n)
+	}
+}

@@ -1,14 +1,18 @@
 package sim
 
-// item is one scheduled simulation event. Items are values in a binary heap, ordered by time then
-// by the order they were scheduled, which makes the simulation deterministic.
+// item is one scheduled simulation event. Items are values in a heap, ordered by time then by
+// the order they were scheduled, which makes the simulation deterministic. The order and the type
+// share a word (seq<<8 | type; sequence numbers stay below 2^56), so an item is 24 bytes, not 32:
+// the heap moves items on every push and pop.
 type item struct {
 	t   int64
-	seq uint64
-	typ uint8
+	key uint64 // the sequence number << 8 | the item's type
 	a   int32
 	ver uint32
 }
+
+// typ returns the item's type.
+func (it item) typ() uint8 { return uint8(it.key) }
 
 // Item types.
 const (
@@ -24,16 +28,19 @@ const (
 	evStreamWake
 	evCollStart
 	evFault
+	evCollFlows // a collective's flows start (its inst's starts), in the order it made them
 )
 
 // queue is a 4-ary min-heap: shallower than a binary heap, so fewer cache misses per operation.
+// Push and pop move a hole rather than swap items, writing each item moved once.
 type queue []item
 
-func (q queue) less(i, j int) bool {
-	if q[i].t != q[j].t {
-		return q[i].t < q[j].t
+// before reports whether a comes out of the queue before b.
+func before(a, b *item) bool {
+	if a.t != b.t {
+		return a.t < b.t
 	}
-	return q[i].seq < q[j].seq
+	return a.key < b.key
 }
 
 func (q *queue) push(it item) {
@@ -42,20 +49,25 @@ func (q *queue) push(it item) {
 	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / 4
-		if !h.less(i, p) {
+		if !before(&it, &h[p]) {
 			break
 		}
-		h[i], h[p] = h[p], h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = it
 }
 
 func (q *queue) pop() item {
 	h := *q
 	top := h[0]
 	n := len(h) - 1
-	h[0] = h[n]
+	last := h[n]
 	h = h[:n]
+	*q = h
+	if n == 0 {
+		return top
+	}
 	i := 0
 	for {
 		first := 4*i + 1
@@ -64,16 +76,16 @@ func (q *queue) pop() item {
 		}
 		m := first
 		for c := first + 1; c < first+4 && c < n; c++ {
-			if h.less(c, m) {
+			if before(&h[c], &h[m]) {
 				m = c
 			}
 		}
-		if !h.less(m, i) {
+		if !before(&h[m], &last) {
 			break
 		}
-		h[i], h[m] = h[m], h[i]
+		h[i] = h[m]
 		i = m
 	}
-	*q = h
+	h[i] = last
 	return top
 }

@@ -12,13 +12,13 @@ func TestQueueOrder(t *testing.T) {
 	var q queue
 	var want []item
 	for i := range 2000 {
-		it := item{t: int64(rng.Intn(50)), seq: uint64(i)}
+		it := item{t: int64(rng.Intn(50)), key: uint64(i)<<8 | uint64(i%12+1)}
 		q.push(it)
 		want = append(want, it)
 		if i%7 == 0 { // interleave pops with pushes
 			got := q.pop()
 			sort.Slice(want, func(a, b int) bool {
-				return want[a].t < want[b].t || (want[a].t == want[b].t && want[a].seq < want[b].seq)
+				return want[a].t < want[b].t || (want[a].t == want[b].t && want[a].key < want[b].key)
 			})
 			if got != want[0] {
 				t.Fatalf("pop %d = %+v; want %+v", i, got, want[0])
@@ -27,7 +27,7 @@ func TestQueueOrder(t *testing.T) {
 		}
 	}
 	sort.Slice(want, func(a, b int) bool {
-		return want[a].t < want[b].t || (want[a].t == want[b].t && want[a].seq < want[b].seq)
+		return want[a].t < want[b].t || (want[a].t == want[b].t && want[a].key < want[b].key)
 	})
 	for _, w := range want {
 		if got := q.pop(); got != w {

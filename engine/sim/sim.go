@@ -87,6 +87,10 @@ type Sim struct {
 	hostSeen  []uint32
 	hostEpoch uint32
 
+	ringScratch ringScratch // rings' answer
+
+	freeCmds [][]engine.Command // blocks of host commands, cleared, for any host's cmdQueue
+
 	running running   // the ops in flight, as InFlight reads them
 	lb      linkBytes // what each link carried, reported per window
 	fab     fabric    // the network's switch ports, after the devices' links in linkBW
@@ -194,7 +198,7 @@ func (s *Sim) event(id engine.EventID) *evState {
 // Submit queues cmd on dev's host thread.
 func (s *Sim) Submit(dev engine.DeviceID, cmd engine.Command) {
 	h := &s.hosts[dev]
-	h.q = append(h.q, cmd)
+	s.pushCmd(&h.q, &cmd)
 	s.pendingCmds++
 	if !h.busy && !h.kicked {
 		h.kicked = true
@@ -204,7 +208,7 @@ func (s *Sim) Submit(dev engine.DeviceID, cmd engine.Command) {
 
 func (s *Sim) at(t int64, typ uint8, a int32, ver uint32) {
 	s.seq++
-	s.q.push(item{t: t, seq: s.seq, typ: typ, a: a, ver: ver})
+	s.q.push(item{t: t, key: s.seq<<8 | uint64(typ), a: a, ver: ver})
 }
 
 // atOp schedules a timer for the op r names; it is dropped if that op is gone by then.
@@ -250,7 +254,9 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 			// Publishing scans every op slot and host: once per that many items, its cost per item
 			// stays constant however large the cluster.
 			s.nextPublish = s.handled + uint64(max(publishEvery, s.nOps+len(s.hosts)))
-			s.publish()
+			if s.running.watched.Load() {
+				s.publish()
+			}
 			if ctx.Err() != nil {
 				return engine.Canceled(ctx, s.now)
 			}
@@ -278,7 +284,7 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 }
 
 func (s *Sim) stale(it item) bool {
-	switch it.typ {
+	switch it.typ() {
 	case evFlowDone:
 		f := &s.flows[it.a]
 		return !f.on || f.ver != it.ver
@@ -296,7 +302,7 @@ func (s *Sim) stale(it item) bool {
 }
 
 func (s *Sim) dispatch(it item) {
-	switch it.typ {
+	switch it.typ() {
 	case evHostReady:
 		h := &s.hosts[it.a]
 		h.kicked = false
@@ -311,6 +317,10 @@ func (s *Sim) dispatch(it item) {
 		s.opDone(it.a)
 	case evFlowStart:
 		s.flowStart(it.a)
+	case evCollFlows:
+		for _, fi := range s.instPool[it.a].starts {
+			s.flowStart(fi)
+		}
 	case evFlowDone:
 		s.flowDone(it.a)
 	case evRecompute:

@@ -61,6 +61,14 @@ func (s *Sim) op(oi int32) *opState { return &s.ops[oi/opChunk][oi%opChunk] }
 
 // newOp puts o in a free slot (or a new one) as the slot's next generation and returns the slot.
 func (s *Sim) newOp(o opState) int32 {
+	oi := s.takeSlot()
+	o.gen = s.op(oi).gen + 1
+	*s.op(oi) = o
+	return oi
+}
+
+// takeSlot returns a free op slot (or a new one), still holding its last generation.
+func (s *Sim) takeSlot() int32 {
 	var oi int32
 	if n := len(s.freeOps); n > 0 {
 		oi = s.freeOps[n-1]
@@ -72,8 +80,6 @@ func (s *Sim) newOp(o opState) int32 {
 		oi = int32(s.nOps)
 		s.nOps++
 	}
-	o.gen = s.op(oi).gen + 1
-	*s.op(oi) = o
 	return oi
 }
 
@@ -94,7 +100,11 @@ func (s *Sim) current(r opRef) bool {
 
 func (s *Sim) enqueue(op *engine.StreamOp) {
 	s.seq++
-	oi := s.newOp(opState{op: *op, seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true})
+	// Built in its slot: an op is some 260 bytes, and newOp would copy it twice.
+	oi := s.takeSlot()
+	o := s.op(oi)
+	gen := o.gen + 1
+	*o = opState{op: *op, seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true, gen: gen}
 	st := &s.streams[op.Stream]
 	st.q = append(st.q, oi)
 	s.pendingOps++
