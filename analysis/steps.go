@@ -48,6 +48,7 @@ type steps struct {
 	// (newSteps).
 	firstInit []timeline.Interval
 	steadyNs  int64
+	win       *stepWindow // told of each step counted and each change to the setup; nil: none
 }
 
 func newSteps(from int64) steps {
@@ -133,12 +134,14 @@ func (s *steps) creation(dev int32, iv timeline.Interval) {
 func (s *steps) add(e *timeline.Event) {
 	switch e.Kind {
 	case timeline.KindCommInit:
+		s.changed()
 		iv := timeline.Interval{Start: e.Start, End: e.End}
 		if len(s.inits) < maxSetupInits {
 			s.inits = append(s.inits, creation{Interval: iv, comm: e.Comm, dev: e.Device})
 		}
 		s.creation(e.Device, iv)
 	case timeline.KindCommHit:
+		s.changed()
 		if t, ok := s.hits[e.Comm]; ok || len(s.hits) < maxSetupInits {
 			s.hits[e.Comm] = max(t, e.Start)
 		}
@@ -146,8 +149,31 @@ func (s *steps) add(e *timeline.Event) {
 		if e.Status != timeline.StatusOK || e.Start < s.from {
 			return
 		}
-		s.mark(e.Aux, rankKey{e.Host, e.Device}, timeline.Interval{Start: e.Start, End: e.End})
+		iv := timeline.Interval{Start: e.Start, End: e.End}
+		s.mark(e.Aux, rankKey{e.Host, e.Device}, iv)
+		if s.win != nil {
+			s.win.mark(iv)
+		}
 	}
+}
+
+// changed tells the window that the setup may have changed.
+func (s *steps) changed() {
+	if s.win != nil {
+		s.win.stale = true
+	}
+}
+
+// firstFold is the fold's first step and count, without its durations: what setup needs.
+func (s *steps) firstFold() stepFold {
+	f := stepFold{count: s.done.count, first: s.done.first, haveFirst: s.done.haveFirst}
+	for _, j := range s.open {
+		f.count++
+		if !f.haveFirst || j.Start < f.first.Start {
+			f.first, f.haveFirst = j.Interval, true
+		}
+	}
+	return f
 }
 
 // mark adds rank r's mark of step number n.

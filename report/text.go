@@ -201,6 +201,10 @@ func pctOf(a, total int64) string {
 
 func idleText(b *strings.Builder, r *Report, o TextOptions) {
 	fmt.Fprintf(b, "\nIdle: %s of device time (Σ over devices of the time none of its ops ran)\n", units.Dur(r.Idle.TotalNs))
+	if in := r.Idle.InSteps; in != nil && r.Steps.Count > 0 {
+		fmt.Fprintf(b, "  inside the steps: %s of device time, %s of stream gaps; per step %s and %s (the first step's setup and the time outside steps left out)\n",
+			units.Dur(in.DeviceNs), units.Dur(in.StreamNs), units.Dur(in.DeviceNs/r.Steps.Count), units.Dur(in.StreamNs/r.Steps.Count))
+	}
 	fmt.Fprintf(b, "Gaps between ops on streams: %s (Σ over streams), by cause (%% of that):\n", units.Dur(r.Idle.StreamNs))
 	for _, c := range analysis.Causes() {
 		v := r.Idle.ByCause[c.String()]
