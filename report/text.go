@@ -275,6 +275,9 @@ func linksText(b *strings.Builder, r *Report, o TextOptions) {
 	if unknown {
 		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say\n")
 	}
+	if slices.ContainsFunc(r.Links.Devices, func(d analysis.DeviceLinks) bool { return len(d.LowerBound) > 0 }) {
+		b.WriteString("  ≥: a lower bound, " + units.Unknown + ": unknown " + partialWhy + "\n")
+	}
 	fabricText(b, r.Links.Fabric)
 }
 

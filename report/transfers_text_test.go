@@ -41,3 +41,15 @@ func TestTransfersText(t *testing.T) {
 		})
 	}
 }
+
+// A link whose bytes are in part unknown reads "≥ N", or "—" when none are known: never a bare 0.
+func TestLinkCell(t *testing.T) {
+	d := analysis.DeviceLinks{}
+	d.HBM = 1 << 20
+	d.Partial[analysis.LinkHBM], d.Partial[analysis.LinkNVLink] = true, true
+	for link, want := range map[analysis.Link]string{analysis.LinkPCIe: "0 B", analysis.LinkNVLink: "—", analysis.LinkHBM: "≥ 1 MiB"} {
+		if got := linkCell(d, link); got != want {
+			t.Errorf("linkCell(%v) = %q; want %q", link, got, want)
+		}
+	}
+}
