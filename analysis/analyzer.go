@@ -20,6 +20,7 @@ type Analyzer struct {
 	first, last int64
 	seen        bool
 	steps       steps
+	window      *stepWindow
 	transfers   *transfers
 	p2p         *p2pIterations
 	colls       *collectives
@@ -53,6 +54,8 @@ func (a *Analyzer) StartAt(t int64) {
 	*a = Analyzer{meta: a.meta, from: max(t, 0), transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
 		links: newLinks(a.meta.HostGPUs(), a.meta.LinkBytes, a.meta.FabricPortBps), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
 	a.steps = newSteps(a.from)
+	a.window = &stepWindow{s: &a.steps, stale: true}
+	a.steps.win, a.idle.win, a.breakdown.win = a.window, a.window, a.window
 	a.diag = diagnosis.New(a.meta.GPUsPerHost)
 	a.comms.seen = recordsComms(a.meta)
 	a.comms.from = a.from

@@ -26,7 +26,11 @@ type deviceTime struct {
 	// its devices may not have run anything new since.
 	res      DeviceTime
 	resValid bool
-	pcts     []float64 // overlap percentages handed out, by pointer: never written once appended
+	// win is where the steps ran, stepBusyNs the busy time committed inside them (as the window
+	// knew them at the commit); win nil: not asked.
+	win        *stepWindow
+	stepBusyNs int64
+	pcts       []float64 // overlap percentages handed out, by pointer: never written once appended
 }
 
 // pctBufLen is how many overlap percentages a device's buffer holds: a device's results take
@@ -110,6 +114,11 @@ func (d *deviceTime) commit() {
 	if t > d.cutAt && t > d.busy.ivs[0].Start {
 		d.buf = d.busy.cut(t, d.buf)
 		d.busyNs += timeline.Length(d.buf)
+		if d.win != nil {
+			for _, iv := range d.buf {
+				d.stepBusyNs += d.win.inside(iv.Start, iv.End, false)
+			}
+		}
 		d.buf = d.comp.cut(t, d.buf)
 		d.bufB = d.comm.cut(t, d.bufB)
 		d.compNs += timeline.Length(d.buf)
@@ -168,9 +177,16 @@ func (d *deviceTime) result(dev int32) DeviceTime {
 	return r
 }
 
+// idleInSteps is the device's idle time inside the steps, setup left out (stepWindow).
+func (d *deviceTime) idleInSteps() int64 {
+	span := d.win.inside(d.first, d.last, true)
+	return max(0, span-d.stepBusyNs-d.win.insideAll(d.busy.ivs))
+}
+
 // breakdown keeps a deviceTime per device.
 type breakdown struct {
 	devs []*deviceTime // by device id (< MaxDevices); nil where a device ran nothing
+	win  *stepWindow   // where the steps ran; nil: idle inside steps is not asked
 }
 
 func (b *breakdown) add(e *timeline.Event) {
@@ -193,7 +209,7 @@ func (b *breakdown) fold(e *timeline.Event) {
 	}
 	d := b.devs[e.Device]
 	if d == nil {
-		d = &deviceTime{cutAt: math.MinInt64} // nothing committed yet: no time is late
+		d = &deviceTime{cutAt: math.MinInt64, win: b.win} // nothing committed yet: no time is late
 		b.devs[e.Device] = d
 	}
 	d.add(e)
@@ -206,6 +222,20 @@ type Breakdown struct {
 	IdleNs int64 `json:"idle_ns"`
 	// OverlapPct pools every device: Σ overlap / Σ communication, nil when nothing communicated.
 	OverlapPct *float64 `json:"overlap_pct"`
+	// InSteps is the idle time that lies inside the job's steps: IdleNs and the stream gaps by
+	// cause without the first step's communicator setup and the time outside steps. Nil when the
+	// run completed no step, or the steps are too scattered to keep (maxStepSpans).
+	InSteps *IdleInSteps `json:"in_steps"`
+}
+
+// IdleInSteps is idle time inside the job's steps, the first step's setup left out: what is
+// compared per step.
+type IdleInSteps struct {
+	// DeviceNs sums over devices each device's idle time inside the steps.
+	DeviceNs int64 `json:"device_ns"`
+	// StreamNs sums the stream gaps inside the steps; ByCause splits it.
+	StreamNs int64            `json:"stream_ns"`
+	ByCause  map[string]int64 `json:"by_cause"`
 }
 
 func (b *breakdown) result() Breakdown {
@@ -222,6 +252,17 @@ func (b *breakdown) result() Breakdown {
 		ov += r.OverlapNs
 	}
 	out.OverlapPct = pctOf(ov, comm)
+	if w := b.win; w != nil && w.any && !w.over {
+		in := &IdleInSteps{}
+		for _, d := range b.devs {
+			if d != nil {
+				in.DeviceNs += d.idleInSteps()
+			}
+		}
+		gaps, _ := w.gapsInside()
+		in.StreamNs, in.ByCause = gaps.Total(), gaps.Map()
+		out.InSteps = in
+	}
 	return out
 }
 

@@ -131,7 +131,8 @@ type idleGaps struct {
 	order   []streamKey
 	ordered []*streamGaps
 	pub     StreamGaps
-	changed bool // an op arrived, or a gap was recorded, since pub was made
+	changed bool        // an op arrived, or a gap was recorded, since pub was made
+	win     *stepWindow // told of each gap, for the gaps inside steps; nil: none
 }
 
 func newIdleGaps(mode timeline.IdleMode, kernelWaitNs int64) *idleGaps {
@@ -343,6 +344,9 @@ func (g *idleGaps) record(st *streamGaps, k streamKey, start, dur int64, c Cause
 	g.changed = true
 	if dur <= 0 {
 		return
+	}
+	if g.win != nil {
+		g.win.gap(start, start+dur, c)
 	}
 	gap := Gap{Device: k.dev, Stream: k.stream, Start: start, Dur: dur, Cause: c, CauseName: c.String()}
 	if dur > st.largest[c].Dur {

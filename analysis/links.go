@@ -46,8 +46,11 @@ type links struct {
 	measured    bool                         // link bytes come from KindLinkBytes events
 	bytes       [][NumLinks][NumDirs]float64 // totals by device
 	unknown     []float64                    // by device: bytes on links the source cannot tell
-	moved       busBytes
-	hist        linkHistory
+	// partial is, by device, the links whose bytes are in part unknown: an op of unknown size, or
+	// (HBM) kernels and NCCL ops, whose memory traffic no source records.
+	partial [][NumLinks]bool
+	moved   busBytes
+	hist    linkHistory
 	// pub is the rows last handed out, shared while nothing was counted since (rows are read-only).
 	pub     []DeviceLinks
 	changed bool
@@ -66,6 +69,7 @@ func (l *links) device(d int32) *[NumLinks][NumDirs]float64 {
 	for int(d) >= len(l.bytes) {
 		l.bytes = append(l.bytes, [NumLinks][NumDirs]float64{})
 		l.unknown = append(l.unknown, 0)
+		l.partial = append(l.partial, [NumLinks]bool{})
 	}
 	l.changed = true
 	return &l.bytes[d]
@@ -80,6 +84,9 @@ func (l *links) add(e *timeline.Event) {
 			return
 		}
 	}
+	if e.Status == timeline.StatusOK && e.Device >= 0 && e.Device < MaxDevices {
+		l.markPartial(e)
+	}
 	if e.Status != timeline.StatusOK || e.Device < 0 || e.Bytes <= 0 || e.Device >= MaxDevices {
 		return
 	}
@@ -92,10 +99,9 @@ func (l *links) add(e *timeline.Event) {
 	}
 	switch e.Kind {
 	case timeline.KindMemcpy:
-		if timeline.CopyDir(e.Sub) == timeline.CopySet {
-			return // writes memory, moves nothing between places
+		if timeline.CopyDir(e.Sub) != timeline.CopySet { // a memset writes memory, moves nothing between places
+			l.moved.add(e.Bytes, 1, 1)
 		}
-		l.moved.add(e.Bytes, 1, 1)
 	case timeline.KindSend:
 		l.moved.add(e.Bytes, 1, 1)
 	case timeline.KindCollective:
@@ -104,6 +110,60 @@ func (l *links) add(e *timeline.Event) {
 	}
 	if !l.measured {
 		l.fromOp(e, b)
+	}
+}
+
+// markPartial notes the links an op puts bytes on that the figures cannot hold: kernels' and NCCL
+// ops' memory traffic (HBM: no source records it), and, where the links are inferred from the ops,
+// those an op of unknown size crossed (a Nsight export's SendRecv kernel).
+func (l *links) markPartial(e *timeline.Event) {
+	mark := func(dev int32, ls ...Link) {
+		if dev < 0 || dev >= MaxDevices {
+			return
+		}
+		for _, k := range ls {
+			if int(dev) >= len(l.partial) || !l.partial[dev][k] {
+				l.device(dev) // grows partial; marks the rows changed
+				l.partial[dev][k] = true
+			}
+		}
+	}
+	switch e.Kind {
+	case timeline.KindKernel:
+		mark(e.Device, LinkHBM)
+		return
+	case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
+		mark(e.Device, LinkHBM)
+	case timeline.KindMemcpy:
+	default:
+		return
+	}
+	if l.measured || e.Bytes > 0 {
+		return
+	}
+	switch e.Kind {
+	case timeline.KindMemcpy:
+		switch timeline.CopyDir(e.Sub) {
+		case timeline.CopyH2D, timeline.CopyD2H:
+			mark(e.Device, LinkPCIe)
+		case timeline.CopyP2P:
+			mark(e.Device, LinkNVLink)
+			mark(e.Peer, LinkNVLink)
+		default:
+			mark(e.Device, LinkHBM)
+		}
+	case timeline.KindSend, timeline.KindRecv:
+		if e.Peer >= 0 && int(e.Peer)/l.gpusPerHost != int(e.Device)/l.gpusPerHost {
+			mark(e.Device, LinkNIC)
+		} else {
+			mark(e.Device, LinkNVLink)
+		}
+	case timeline.KindCollective:
+		if int(e.Ranks) > l.gpusPerHost {
+			mark(e.Device, LinkNVLink, LinkNIC)
+		} else {
+			mark(e.Device, LinkNVLink)
+		}
 	}
 }
 
@@ -121,8 +181,7 @@ func (l *links) fromOp(e *timeline.Event, b float64) {
 			if e.Peer >= 0 && e.Peer != e.Device && e.Peer < MaxDevices {
 				l.put(e.Peer, LinkNVLink, DirRx, e, b)
 			}
-		case timeline.CopySet:
-		default:
+		default: // on the device: a D2D copy, or a memset (it writes its bytes to HBM as a copy does)
 			l.put(e.Device, LinkHBM, DirTx, e, b)
 		}
 	case timeline.KindSend, timeline.KindRecv:
@@ -193,6 +252,11 @@ type DeviceLinks struct {
 	// Unattributed is bytes the device moved on links its source cannot tell apart (a collective
 	// across hosts in a trace): its per-link figures are then lower bounds.
 	Unattributed int64 `json:"unattributed_bytes,omitempty"`
+	// LowerBound names the links whose figure holds only part of their bytes (the rest unknown: an
+	// op of unknown size; on HBM, the memory traffic of kernels and NCCL ops, which no source
+	// records): a figure of 0 there is unknown, not none. Partial has the same by Link.
+	LowerBound []string       `json:"lower_bound_links,omitempty"`
+	Partial    [NumLinks]bool `json:"-"`
 	// Dir is the bytes per link out of (DirTx) and into (DirRx) the device.
 	Dir  [NumLinks][NumDirs]int64 `json:"-"`
 	hist *histRing                // the history as of the result: never written once handed out
@@ -262,6 +326,12 @@ func (l *links) result() Links {
 		}
 		row.PCIe, row.NVLink, row.NIC, row.HBM = row.Bytes(LinkPCIe), row.Bytes(LinkNVLink), row.Bytes(LinkNIC), row.Bytes(LinkHBM)
 		row.Total = row.PCIe + row.NVLink + row.NIC + row.HBM
+		row.Partial = l.partial[i]
+		for k, p := range row.Partial {
+			if p {
+				row.LowerBound = append(row.LowerBound, Link(k).String())
+			}
+		}
 		out.Devices = append(out.Devices, row)
 	}
 	l.pub, l.changed = out.Devices, false

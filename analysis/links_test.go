@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -70,13 +71,14 @@ func TestLinks(t *testing.T) {
 			moved: 500,
 		},
 		{
-			name: "host copies on PCIe, device copies on HBM, memsets nowhere",
+			// A memset writes its bytes to HBM as a D2D copy does; it moves nothing between places.
+			name: "host copies on PCIe, device copies and memsets on HBM",
 			meta: twoHosts,
 			evs: []timeline.Event{
 				copyEv(timeline.CopyH2D, 0, timeline.NoDevice, 0, 10, 100), copyEv(timeline.CopyD2H, 1, timeline.NoDevice, 0, 10, 200),
 				copyEv(timeline.CopyD2D, 2, timeline.NoDevice, 0, 10, 400), copyEv(timeline.CopySet, 3, timeline.NoDevice, 0, 10, 10_000),
 			},
-			want:  map[int32]linkBytes{0: {LinkPCIe: 100}, 1: {LinkPCIe: 200}, 2: {LinkHBM: 400}},
+			want:  map[int32]linkBytes{0: {LinkPCIe: 100}, 1: {LinkPCIe: 200}, 2: {LinkHBM: 400}, 3: {LinkHBM: 10_000}},
 			moved: 700,
 		},
 		{
@@ -256,4 +258,34 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestLinksPartial: a link whose bytes are in part unknown says so, so that 0 there reads as
+// unknown: a SendRecv kernel of unknown size (an Nsight export's) on NVLink, a copy of unknown size
+// on its link, and HBM wherever kernels or NCCL ops ran (their memory traffic is in no source). A
+// device that only copied is exact.
+func TestLinksPartial(t *testing.T) {
+	sr := timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollSendRecv), Device: 0, Peer: timeline.NoDevice, Stream: 1, Start: 0, End: 10}
+	unsized := copyEv(timeline.CopyH2D, 2, timeline.NoDevice, 0, 10, 0)
+	evs := []timeline.Event{sr, kern(1, 1, 0, 10), copyEv(timeline.CopySet, 1, timeline.NoDevice, 10, 20, 4096), unsized,
+		copyEv(timeline.CopyD2D, 3, timeline.NoDevice, 0, 10, 400)}
+	for _, measured := range []bool{false, true} {
+		a := New(timeline.Meta{GPUsPerHost: 4, LinkBytes: measured})
+		for i := range evs {
+			a.Emit(&evs[i])
+		}
+		got := map[int32][]string{}
+		for _, d := range a.Result(nil).Links.Devices {
+			got[d.Device] = d.LowerBound
+		}
+		want := map[int32][]string{0: {"NVLink", "HBM"}, 1: {"HBM"}, 2: {"PCIe"}, 3: nil}
+		if measured { // the engine measures every link but HBM's kernel traffic
+			want = map[int32][]string{0: {"HBM"}, 1: {"HBM"}}
+		}
+		for dev, w := range want {
+			if !slices.Equal(got[dev], w) {
+				t.Errorf("measured %v: device %d lower-bound links = %q; want %q", measured, dev, got[dev], w)
+			}
+		}
+	}
 }

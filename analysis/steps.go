@@ -1,11 +1,25 @@
 package analysis
 
-import "github.com/xfertop/xfertop/timeline"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/xfertop/xfertop/timeline"
+)
 
 // maxSetupInits bounds the communicator creations kept to work out the first step's setup time.
 const maxSetupInits = 4096
 
-// steps folds completed steps. Communicator set-up in the first step is setup, not step time:
+// maxOpenSteps bounds the job steps kept open for more ranks' marks of them: past it, the one that
+// ended earliest is taken as complete. Ranks of one job run within a few steps of each other.
+const maxOpenSteps = 256
+
+// steps folds completed steps. A step is the job's: the marks of one step number by several ranks
+// (merged per-rank traces, each rank's profiler marking ProfilerStep#N) are one step, from the
+// first rank's start to the last rank's end, as a collective's instance runs from the first rank's
+// start to the last rank's end. A rank that marks a number again begins another step (a source that
+// does not number its steps marks each 0). Communicator set-up in the first step is setup, not step
+// time:
 // the first step (the earliest to start) counts from the end of the last communicator creation
 // that began before it ended, and that time is reported apart as SetupNs. Communicators created in
 // later steps (a cache too small or off, a fault) stay in their steps: that cost is what the cache
@@ -24,23 +38,69 @@ const maxSetupInits = 4096
 // counted: the communicators created at its start may lie before that time, unseen, and its
 // duration would then hold its setup.
 type steps struct {
-	from     int64     // steps that began earlier are not counted
-	durs     Quantiles // every completed step but the first
-	count    int64
-	sum      int64 // of durs
-	first    *timeline.Interval
-	inits    []creation        // communicator creations, earliest kept
-	hits     map[uint32]int64  // each communicator's latest cache hit, at most maxSetupInits of them
-	last     timeline.Interval // the step that ended latest
-	haveLast bool
+	from  int64               // steps that began earlier are not counted
+	open  map[uint32]*jobStep // by step number: steps more ranks may still mark
+	done  stepFold            // the steps taken as complete
+	inits []creation          // communicator creations, earliest kept
+	hits  map[uint32]int64    // each communicator's latest cache hit, at most maxSetupInits of them
 	// firstInit is each device's earliest communicator creation (by device id, < MaxDevices);
 	// steadyNs the shortest creation that was not its device's first, -1 while none was seen
 	// (newSteps).
 	firstInit []timeline.Interval
 	steadyNs  int64
+	win       *stepWindow // told of each step counted and each change to the setup; nil: none
 }
 
-func newSteps(from int64) steps { return steps{from: from, steadyNs: -1, hits: map[uint32]int64{}} }
+func newSteps(from int64) steps {
+	return steps{from: from, steadyNs: -1, hits: map[uint32]int64{}, open: map[uint32]*jobStep{}}
+}
+
+// rankKey names the rank that marked a step: its host and device (NoDevice when the step is the
+// whole job's, as the simulator's are).
+type rankKey struct {
+	host uint16
+	dev  int32
+}
+
+// jobStep is one step of the job: the span of its ranks' marks, and which ranks marked it.
+type jobStep struct {
+	timeline.Interval
+	ranks map[rankKey]struct{}
+}
+
+// stepFold folds complete steps, the first held apart.
+type stepFold struct {
+	durs      Quantiles // every completed step but the first
+	count     int64
+	sum       int64 // of durs
+	first     timeline.Interval
+	haveFirst bool
+	last      timeline.Interval // the step that ended latest
+	haveLast  bool
+}
+
+// add folds one complete step.
+func (f *stepFold) add(iv timeline.Interval) {
+	f.count++
+	if !f.haveLast || iv.End >= f.last.End {
+		f.last, f.haveLast = iv, true
+	}
+	if !f.haveFirst {
+		f.first, f.haveFirst = iv, true
+		return
+	}
+	if iv.Start < f.first.Start {
+		iv, f.first = f.first, iv
+	}
+	f.sum += iv.End - iv.Start
+	f.durs.Add(float64(iv.End - iv.Start))
+}
+
+func (f *stepFold) clone() stepFold {
+	c := *f
+	c.durs = f.durs.clone()
+	return c
+}
 
 // creation is one communicator creation on one device.
 type creation struct {
@@ -74,12 +134,14 @@ func (s *steps) creation(dev int32, iv timeline.Interval) {
 func (s *steps) add(e *timeline.Event) {
 	switch e.Kind {
 	case timeline.KindCommInit:
+		s.changed()
 		iv := timeline.Interval{Start: e.Start, End: e.End}
 		if len(s.inits) < maxSetupInits {
 			s.inits = append(s.inits, creation{Interval: iv, comm: e.Comm, dev: e.Device})
 		}
 		s.creation(e.Device, iv)
 	case timeline.KindCommHit:
+		s.changed()
 		if t, ok := s.hits[e.Comm]; ok || len(s.hits) < maxSetupInits {
 			s.hits[e.Comm] = max(t, e.Start)
 		}
@@ -87,36 +149,89 @@ func (s *steps) add(e *timeline.Event) {
 		if e.Status != timeline.StatusOK || e.Start < s.from {
 			return
 		}
-		s.count++
 		iv := timeline.Interval{Start: e.Start, End: e.End}
-		if !s.haveLast || e.End >= s.last.End {
-			s.last, s.haveLast = iv, true
+		s.mark(e.Aux, rankKey{e.Host, e.Device}, iv)
+		if s.win != nil {
+			s.win.mark(iv)
 		}
-		if s.first == nil {
-			s.first = &iv
-			return
-		}
-		if iv.Start < s.first.Start {
-			iv, *s.first = *s.first, iv
-		}
-		s.sum += iv.End - iv.Start
-		s.durs.Add(float64(iv.End - iv.Start))
 	}
 }
 
-// setup is the part of the first step spent before its communicators were created.
-func (s *steps) setup() int64 {
-	if s.first == nil {
-		return 0
+// changed tells the window that the setup may have changed.
+func (s *steps) changed() {
+	if s.win != nil {
+		s.win.stale = true
 	}
-	end := s.first.Start
-	for _, iv := range s.inits {
-		if iv.Start < s.first.End {
-			end = max(end, min(iv.End, s.first.End))
+}
+
+// firstFold is the fold's first step and count, without its durations: what setup needs.
+func (s *steps) firstFold() stepFold {
+	f := stepFold{count: s.done.count, first: s.done.first, haveFirst: s.done.haveFirst}
+	for _, j := range s.open {
+		f.count++
+		if !f.haveFirst || j.Start < f.first.Start {
+			f.first, f.haveFirst = j.Interval, true
 		}
 	}
-	span := end - s.first.Start
-	if s.steadyNs < 0 || s.count < 2 {
+	return f
+}
+
+// mark adds rank r's mark of step number n.
+func (s *steps) mark(n uint32, r rankKey, iv timeline.Interval) {
+	if j, ok := s.open[n]; ok {
+		if _, again := j.ranks[r]; !again {
+			j.ranks[r] = struct{}{}
+			j.Start, j.End = min(j.Start, iv.Start), max(j.End, iv.End)
+			return
+		}
+		delete(s.open, n) // the rank marks the number again: that step is complete
+		s.done.add(j.Interval)
+	}
+	if len(s.open) >= maxOpenSteps {
+		var oldest uint32
+		var o *jobStep
+		for k, j := range s.open {
+			if o == nil || j.End < o.End || j.End == o.End && k < oldest {
+				oldest, o = k, j
+			}
+		}
+		delete(s.open, oldest)
+		s.done.add(o.Interval)
+	}
+	s.open[n] = &jobStep{Interval: iv, ranks: map[rankKey]struct{}{r: {}}}
+}
+
+// all is the fold of every step seen, the open ones too.
+func (s *steps) all() stepFold {
+	f := s.done.clone()
+	open := make([]timeline.Interval, 0, len(s.open))
+	for _, j := range s.open {
+		open = append(open, j.Interval)
+	}
+	// In time order, so that the sketch of many steps does not depend on the map's order.
+	slices.SortFunc(open, func(a, b timeline.Interval) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End))
+	})
+	for _, iv := range open {
+		f.add(iv)
+	}
+	return f
+}
+
+// setup is the part of the first step spent before its communicators were created.
+func (s *steps) setup(f *stepFold) int64 {
+	if !f.haveFirst {
+		return 0
+	}
+	first := f.first
+	end := first.Start
+	for _, iv := range s.inits {
+		if iv.Start < first.End {
+			end = max(end, min(iv.End, first.End))
+		}
+	}
+	span := end - first.Start
+	if s.steadyNs < 0 || f.count < 2 {
 		// No further creation seen (its steady cost is unknown), or no later step that could have
 		// reused the communicators: all of it is setup.
 		return span
@@ -126,7 +241,7 @@ func (s *steps) setup() int64 {
 	kept := map[int32]int64{}
 	var most int64
 	for _, iv := range s.inits {
-		if t, hit := s.hits[iv.comm]; iv.Start < s.first.End && iv.End > s.first.Start && (!hit || t < s.first.End) {
+		if t, hit := s.hits[iv.comm]; iv.Start < first.End && iv.End > first.Start && (!hit || t < first.End) {
 			kept[iv.dev] += min(iv.End-iv.Start, s.steadyNs)
 			most = max(most, kept[iv.dev])
 		}
@@ -148,17 +263,18 @@ type Steps struct {
 }
 
 func (s *steps) result() Steps {
-	out := Steps{Count: s.count}
-	if s.first == nil {
+	f := s.all()
+	out := Steps{Count: f.count}
+	if !f.haveFirst {
 		return out
 	}
-	out.SetupNs = s.setup()
-	first := s.first.End - s.first.Start - out.SetupNs
-	q := s.durs.clone()
+	out.SetupNs = s.setup(&f)
+	first := f.first.End - f.first.Start - out.SetupNs
+	q := &f.durs
 	q.Add(float64(first))
-	mean := (s.sum + first) / s.count
-	last := s.last.End - s.last.Start
-	if s.last == *s.first {
+	mean := (f.sum + first) / f.count
+	last := f.last.End - f.last.Start
+	if f.last == f.first {
 		last = first
 	}
 	out.MeanNs, out.LastNs, out.P50Ns, out.P99Ns = &mean, &last, q.quantileNs(50), q.quantileNs(99)

@@ -129,6 +129,37 @@ func TestSteps(t *testing.T) {
 			count: 2, mean: i64(100), p50: i64(100), p99: i64(100),
 		},
 		{
+			// Two ranks' profilers each mark ProfilerStep#551 and #552 (merged per-rank traces):
+			// the job ran 2 steps, each from the first rank's start to the last rank's end.
+			name: "ranks' marks of one step number are one step",
+			evs: []timeline.Event{
+				rankStep(551, 0, 0, 600), rankStep(551, 1, 20, 610), rankStep(552, 0, 600, 1200), rankStep(552, 1, 610, 1250),
+			},
+			count: 2, mean: i64(630), p50: i64(610), p99: i64(650), last: i64(650),
+		},
+		{
+			name: "ranks' marks of one step number are one step, in any order",
+			evs: []timeline.Event{
+				rankStep(552, 1, 610, 1250), rankStep(551, 0, 0, 600), rankStep(552, 0, 600, 1200), rankStep(551, 1, 20, 610),
+			},
+			count: 2, mean: i64(630), p50: i64(610), p99: i64(650), last: i64(650),
+		},
+		{
+			// The setup of the job's first step ends with the last rank's communicator creation.
+			name: "the job's first step's setup is left out across ranks",
+			evs: []timeline.Event{
+				commInitEv(1, 0, 0, 900), commInitEv(1, 1, 30, 950), rankStep(1, 0, 0, 1000), rankStep(1, 1, 20, 1010),
+				rankStep(2, 0, 1000, 1300), rankStep(2, 1, 1010, 1320),
+			},
+			count: 2, mean: i64(190), p50: i64(60), p99: i64(320), last: i64(320), setup: 950,
+		},
+		{
+			// A rank that marks a number again (a source that numbers no step) begins a new step.
+			name:  "a rank marking a number again begins a new step",
+			evs:   []timeline.Event{rankStep(0, 0, 0, 100), rankStep(0, 1, 5, 110), rankStep(0, 0, 100, 300), rankStep(0, 1, 110, 320)},
+			count: 2, mean: i64(165), p50: i64(110), p99: i64(220),
+		},
+		{
 			name:  "failed steps are not counted",
 			evs:   []timeline.Event{withStatus(stepEv(0, 5000), timeline.StatusError), stepEv(5000, 5100)},
 			count: 1, mean: i64(100), p50: i64(100), p99: i64(100),
@@ -276,5 +307,12 @@ func TestCommsBounded(t *testing.T) {
 func instantComm(kind timeline.Kind, comm uint32, at int64) timeline.Event {
 	e := instant(kind, at)
 	e.Comm, e.Device = comm, 0
+	return e
+}
+
+// rankStep is rank dev's mark of step number n.
+func rankStep(n uint32, dev int32, start, end int64) timeline.Event {
+	e := stepEv(start, end)
+	e.Device, e.Aux = dev, n
 	return e
 }

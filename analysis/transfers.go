@@ -42,6 +42,13 @@ func (s *opStats) add(bytes, dur int64) {
 // Stats is a group of ops: count, bytes and the time they took. GBps is bytes-weighted (total
 // bytes / total time, GB/s = 10⁹ B/s), nil when unknown (no bytes or no time), never a median
 // over ops of different sizes.
+//
+// A source's timestamps have a resolution (a Kineto trace's are whole µs): each op's measured
+// duration is within one tick of the true one, so the group's time is within Count ticks of
+// BusyNs. When that is more than 1% of it (the ops last under 100 ticks on average), GBps is
+// unknown (nil) and GBpsMin and GBpsMax bound the rate instead (GBpsMax nil: no upper bound, the
+// ops may have taken no time at all): a 4 MiB memset that took "4 µs" moved 1049 GB/s only to
+// within 839–1398 GB/s, and a bare 1049 GB/s is above a V100's HBM2 peak.
 type Stats struct {
 	Count  int64    `json:"count"`
 	Bytes  int64    `json:"bytes"`
@@ -49,11 +56,33 @@ type Stats struct {
 	GBps   *float64 `json:"gbps"`
 	P50Ns  *int64   `json:"time_ns_p50"`
 	P99Ns  *int64   `json:"time_ns_p99"`
+	// GBpsMin and GBpsMax bound the rate when the timestamps' resolution leaves it uncertain
+	// (GBps nil); absent otherwise.
+	GBpsMin *float64 `json:"gbps_min,omitempty"`
+	GBpsMax *float64 `json:"gbps_max,omitempty"`
 }
 
-func (s *opStats) result() Stats {
-	return Stats{Count: s.count, Bytes: s.bytes, BusyNs: s.busyNs, GBps: rate(s.bytes, s.busyNs),
+// MinTicks is the mean duration, in ticks of the timestamps' resolution, under which a group's
+// rate is given as a range: each duration is known to ±1 tick, so 100 ticks is ±1%.
+const MinTicks = 100
+
+// minTickNs is the coarsest resolution taken for a clock's ns: below 1 µs, a common divisor of the
+// timestamps is more likely round numbers (a hand-built timeline) than a clock's tick, and the
+// traces that round (Kineto's, Chrome's) round to whole µs.
+const minTickNs = 1000
+
+// result is the group's figures, its rate bounded when ticks (the timestamps' resolution, ns)
+// leave it uncertain.
+func (s *opStats) result(tick int64) Stats {
+	out := Stats{Count: s.count, Bytes: s.bytes, BusyNs: s.busyNs, GBps: rate(s.bytes, s.busyNs),
 		P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99)}
+	if tick >= minTickNs && s.bytes > 0 && s.busyNs < MinTicks*s.count*tick {
+		slack := s.count * tick
+		out.GBps = nil
+		out.GBpsMin = rate(s.bytes, s.busyNs+slack)
+		out.GBpsMax = rate(s.bytes, s.busyNs-slack) // nil when the ops may have taken no time
+	}
+	return out
 }
 
 // numKinds is the number of transfer kinds with a fixed slot: timeline.TransferKinds.
@@ -99,11 +128,27 @@ type transfers struct {
 	// count and bytes count each transfer once: copies (not memsets) and sends; a receive is the
 	// same bytes as its send.
 	count, bytes int64
+	// tick is the timestamps' resolution as the busy ops show it: the greatest common divisor of
+	// their starts and ends (1000 for a trace in whole µs, 1 for the engine's ns); 0 before any.
+	tick int64
+}
+
+// gcd is the greatest common divisor of |a| and |b|.
+func gcd(a, b int64) int64 {
+	a, b = max(a, -a), max(b, -b)
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 func newTransfers() *transfers { return &transfers{odd: map[string]*opStats{}} }
 
 func (t *transfers) add(e *timeline.Event) {
+	// The clock's resolution, from every busy op: rates of ops a few ticks long are ranges.
+	if e.Kind.IsBusy() && t.tick != 1 {
+		t.tick = gcd(gcd(t.tick, e.Start), e.End)
+	}
 	// The kinds it folds are tested here, small enough to inline into Analyzer.Emit: most events
 	// are of other kinds, and a call per accumulator per event was a tenth of the analysis.
 	if e.Kind == timeline.KindMemcpy || e.Kind == timeline.KindSend || e.Kind == timeline.KindRecv {
@@ -157,19 +202,19 @@ type Transfers struct {
 func (t *transfers) result() Transfers {
 	out := Transfers{Count: t.count, Bytes: t.bytes, ByKind: map[string]Stats{}, BySize: []SizeRow{}}
 	for k, name := range timeline.TransferKinds {
-		out.ByKind[name] = t.byKind[k].result()
+		out.ByKind[name] = t.byKind[k].result(t.tick)
 		for c, s := range t.bySize[k] {
 			if s != nil {
 				class := int64(c) // classes 0 and 1
 				if c > 1 {
 					class = 1 << (c - 1)
 				}
-				out.BySize = append(out.BySize, SizeRow{Kind: name, SizeClass: class, Stats: s.result()})
+				out.BySize = append(out.BySize, SizeRow{Kind: name, SizeClass: class, Stats: s.result(t.tick)})
 			}
 		}
 	}
 	for name, s := range t.odd {
-		out.ByKind[name] = s.result()
+		out.ByKind[name] = s.result(t.tick)
 	}
 	return out
 }

@@ -143,3 +143,46 @@ func TestTransfersBySize(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantisedRate: timestamps in whole µs (a Kineto trace) leave a 4 MiB memset that took "4 µs"
+// anywhere between 3 and 5 µs: its rate is a range, 838.86–1398.10 GB/s, not a bare 1048.58 GB/s
+// (above a V100's HBM2 peak); a 1 KiB one of "1 µs" may have taken no time at all (no upper bound).
+// Long ops (100 ticks or more on average) keep their figure, and so does the engine's ns clock.
+func TestQuantisedRate(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name         string
+		evs          []timeline.Event
+		class        int64
+		gbps, lo, hi *float64
+	}{
+		{"4 MiB in 4 µs, µs timestamps", []timeline.Event{copyEv(timeline.CopySet, 0, timeline.NoDevice, 1000, 5000, 4<<20)},
+			4 << 20, nil, f(838.86), f(1398.1)},
+		{"1 KiB in 1 µs, µs timestamps", []timeline.Event{copyEv(timeline.CopySet, 0, timeline.NoDevice, 1000, 2000, 1000), kern(0, 1, 3000, 9000)},
+			1024, nil, f(0.5), nil},
+		{"64 MiB in 200 µs, µs timestamps", []timeline.Event{copyEv(timeline.CopySet, 0, timeline.NoDevice, 1000, 201000, 200000000)},
+			1 << 28, f(1000), nil, nil},
+		{"4 MiB in 4 µs, ns timestamps", []timeline.Event{copyEv(timeline.CopySet, 0, timeline.NoDevice, 1001, 5001, 4000000)},
+			4 << 20, f(1000), nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := New(timeline.Meta{})
+			for i := range tc.evs {
+				a.Emit(&tc.evs[i])
+			}
+			var got *SizeRow
+			for _, r := range a.Result(nil).Transfers.BySize {
+				if r.Kind == "memset" && r.SizeClass == tc.class {
+					got = &r
+				}
+			}
+			if got == nil {
+				t.Fatalf("no memset row of class %d", tc.class)
+			}
+			eqPtrF(t, "GBps", got.GBps, tc.gbps)
+			eqPtrF(t, "GBpsMin", got.GBpsMin, tc.lo)
+			eqPtrF(t, "GBpsMax", got.GBpsMax, tc.hi)
+		})
+	}
+}

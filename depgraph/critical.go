@@ -2,6 +2,7 @@ package depgraph
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -84,8 +85,9 @@ func (g *Graph) residualCategory(p int32, bound *Edge) Category {
 	return CatWaits
 }
 
-// CriticalPaths returns the critical path of each step, or of the whole trace when it has no
-// steps, under times and weights (the measured ones: Time, and nil for the edges' own). At each
+// CriticalPaths returns the critical path of each of the job's steps (JobSteps: from its first
+// rank's start, back from the end of the rank that ended it last), or of the whole trace when it
+// has no steps, under times and weights (the measured ones: Time, and nil for the edges' own). At each
 // point the binding edge is the one whose source time plus weight is latest.
 func (g *Graph) CriticalPaths(times, weights []int64) []Path {
 	return g.CriticalPathsBound(times, weights, nil)
@@ -116,11 +118,49 @@ func (g *Graph) CriticalPathsBound(times, weights []int64, bound []int32) []Path
 		}
 		return []Path{g.walk(hi, lo, -1, times, weights, bound)}
 	}
-	out := make([]Path, 0, len(g.Steps))
-	for _, s := range g.Steps {
-		out = append(out, g.walk(End(s), times[Start(s)], s, times, weights, bound))
+	jobs := g.JobSteps()
+	out := make([]Path, 0, len(jobs))
+	for _, ranks := range jobs {
+		sink, from := jobSpan(ranks, times)
+		out = append(out, g.walk(End(sink), from, sink, times, weights, bound))
 	}
 	return out
+}
+
+// JobSteps groups the step nodes into the job's steps, in the order of their first rank's start:
+// the marks of one step number by several ranks (merged per-rank traces, each rank's profiler
+// marking ProfilerStep#N, each step node on its rank's device) are one step of the job. A rank
+// that marks a number again begins another step, so a source that numbers no step (every mark 0)
+// keeps each mark a step.
+func (g *Graph) JobSteps() [][]int32 {
+	var jobs [][]int32
+	open := map[uint32]int{} // step number → its latest job step
+	for _, s := range g.Steps {
+		e := g.Event(s)
+		if j, ok := open[e.Aux]; ok && !slices.ContainsFunc(jobs[j], func(o int32) bool {
+			r := g.Event(o)
+			return r.Device == e.Device && r.Host == e.Host
+		}) {
+			jobs[j] = append(jobs[j], s)
+			continue
+		}
+		open[e.Aux] = len(jobs)
+		jobs = append(jobs, []int32{s})
+	}
+	return jobs
+}
+
+// jobSpan is the rank step of a job step that ended last under times (the job's step ends with it,
+// so its critical path is the job step's) and the job step's start, its first rank's.
+func jobSpan(ranks []int32, times []int64) (sink int32, from int64) {
+	sink, from = ranks[0], times[Start(ranks[0])]
+	for _, s := range ranks[1:] {
+		if times[End(s)] > times[End(sink)] {
+			sink = s
+		}
+		from = min(from, times[Start(s)])
+	}
+	return sink, from
 }
 
 // walk follows the binding edges back from point sink until time from.

@@ -197,3 +197,49 @@ func TestBuildCollectiveBySequence(t *testing.T) {
 		t.Errorf("the second instance joins at %d; want 120000 (rank 1 ready last)", g.Time[j])
 	}
 }
+
+// TestJobSteps: two ranks' traces merged, each rank marking steps 551 and 552 (on its device):
+// the job ran 2 steps, each from its first rank's start to its last rank's end, and its critical
+// path ends with the rank that ended it last.
+func TestJobSteps(t *testing.T) {
+	s := timeline.NewStrings()
+	rankStep := func(n uint32, dev int32, start, end int64) timeline.Event {
+		e := step(start, end)
+		e.Aux, e.Device = n, dev
+		return e
+	}
+	rankCall := func(dev int32, start, end int64, op uint64) timeline.Event {
+		e := call(s, "cudaLaunchKernel", start, end, op)
+		e.Device = dev
+		return e
+	}
+	evs := []timeline.Event{
+		rankStep(551, 0, 0, 100), rankCall(0, 0, 2, 1), kern(0, 7, 5, 95, 1),
+		rankStep(551, 1, 2, 105), rankCall(1, 2, 4, 2), kern(1, 7, 6, 103, 2),
+		rankStep(552, 0, 100, 200), rankCall(0, 100, 102, 3), kern(0, 7, 105, 195, 3),
+		rankStep(552, 1, 105, 210), rankCall(1, 105, 107, 4), kern(1, 7, 110, 208, 4),
+	}
+	g, err := Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs := g.JobSteps(); len(jobs) != 2 || len(jobs[0]) != 2 || len(jobs[1]) != 2 {
+		t.Fatalf("JobSteps = %v; want 2 steps of 2 ranks", jobs)
+	}
+	type span struct{ start, end, compute int64 }
+	want := []span{{0, 105000, 97000}, {100000, 210000, 98000}}
+	for name, paths := range map[string][]Path{"binding": g.CriticalPaths(nil, nil), "hta": g.CriticalPathsHTA(nil, nil, nil)} {
+		if len(paths) != len(want) {
+			t.Fatalf("%s: %d paths; want %d (one per step of the job)", name, len(paths), len(want))
+		}
+		for i, p := range paths {
+			if p.StartNs != want[i].start || p.EndNs != want[i].end {
+				t.Errorf("%s: step %d spans %d–%d ns; want %d–%d", name, i, p.StartNs, p.EndNs, want[i].start, want[i].end)
+			}
+			if p.ByCategory[CatCompute] != want[i].compute {
+				t.Errorf("%s: step %d compute on the path = %d ns; want %d (the kernel of the rank that ended last)",
+					name, i, p.ByCategory[CatCompute], want[i].compute)
+			}
+		}
+	}
+}

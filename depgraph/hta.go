@@ -54,16 +54,31 @@ func (g *Graph) CriticalPathsHTA(times, weights []int64, ops HostOps) []Path {
 		isStep[s] = true
 	}
 	in := make([]int32, len(times))
+	rankSpans := g.rankStepSpans(spans, times)
 	for p := range times {
 		in[p] = -1
-		if n := g.NodeOf(int32(p)); n >= 0 && isStep[n] {
+		n := g.NodeOf(int32(p))
+		if n >= 0 && isStep[n] {
 			continue
 		}
-		i, found := slices.BinarySearchFunc(spans, times[p], func(s Path, t int64) int { return cmp.Compare(s.StartNs, t) })
+		// A point of a rank that marks its own steps lies in its rank's step (the job's steps
+		// overlap where one rank ends a step after another began the next).
+		ss, rank := spans, false
+		if n >= 0 {
+			ss, rank = rankSpans[g.Event(n).Device]
+			if !rank {
+				ss = spans
+			}
+		}
+		i, found := slices.BinarySearchFunc(ss, times[p], func(s Path, t int64) int { return cmp.Compare(s.StartNs, t) })
 		if !found {
 			i--
 		}
-		if i >= 0 && times[p] <= spans[i].EndNs {
+		switch {
+		case i < 0 || times[p] > ss[i].EndNs:
+		case rank:
+			in[p] = ss[i].Step // the job step's index
+		default:
 			in[p] = int32(i)
 		}
 	}
@@ -184,7 +199,7 @@ func (g *Graph) launchAndStream() (launch, stream, next []int32) {
 	return launch, stream, next
 }
 
-// stepSpans is a Path for each step in time order with its bounds set, or one for the whole trace.
+// stepSpans is a Path for each of the job's steps (JobSteps) in time order with its bounds set, or one for the whole trace.
 func (g *Graph) stepSpans(times []int64) []Path {
 	if len(g.Steps) == 0 {
 		lo, hi := times[0], times[0]
@@ -193,12 +208,41 @@ func (g *Graph) stepSpans(times []int64) []Path {
 		}
 		return []Path{{Step: -1, StartNs: lo, EndNs: hi}}
 	}
-	spans := make([]Path, len(g.Steps))
-	for i, s := range g.Steps {
-		spans[i] = Path{Step: s, StartNs: times[Start(s)], EndNs: times[End(s)]}
+	jobs := g.JobSteps()
+	spans := make([]Path, len(jobs))
+	for i, ranks := range jobs {
+		sink, from := jobSpan(ranks, times)
+		spans[i] = Path{Step: sink, StartNs: from, EndNs: times[End(sink)]}
 	}
 	slices.SortStableFunc(spans, func(a, b Path) int { return cmp.Compare(a.StartNs, b.StartNs) })
 	return spans
+}
+
+// rankStepSpans is, for each device that marks steps of its own (merged per-rank traces), its steps
+// in time order, each with Step set to the index in spans of the job step it belongs to; spans are
+// stepSpans'. Steps marked for the whole job (NoDevice) are not in it.
+func (g *Graph) rankStepSpans(spans []Path, times []int64) map[int32][]Path {
+	job := map[int32]int32{}
+	for i, ranks := range g.JobSteps() {
+		for _, s := range ranks {
+			job[s] = int32(i)
+		}
+	}
+	// stepSpans sorts the job steps by start: find each one's index by its sink step.
+	at := map[int32]int32{}
+	for i, sp := range spans {
+		at[job[sp.Step]] = int32(i)
+	}
+	out := map[int32][]Path{}
+	for _, s := range g.Steps {
+		if d := g.Event(s).Device; d != timeline.NoDevice {
+			out[d] = append(out[d], Path{Step: at[job[s]], StartNs: times[Start(s)], EndNs: times[End(s)]})
+		}
+	}
+	for _, ps := range out {
+		slices.SortStableFunc(ps, func(a, b Path) int { return cmp.Compare(a.StartNs, b.StartNs) })
+	}
+	return out
 }
 
 // tracePath walks the longest path back from point p by pred, filling path's nodes and categories.

@@ -9,8 +9,20 @@ import (
 
 func withRun(steps int64, durNs, idleNs, hostWaitNs int64, colls ...analysis.Collective) *Report {
 	p50 := int64(100)
-	return &Report{DurationNs: durNs, Steps: analysis.Steps{Count: steps, P50Ns: &p50, MeanNs: &p50, P99Ns: &p50},
+	r := &Report{DurationNs: durNs, Steps: analysis.Steps{Count: steps, P50Ns: &p50, MeanNs: &p50, P99Ns: &p50},
 		Idle: Idle{TotalNs: idleNs, ByCause: map[string]int64{"host_wait": hostWaitNs}}, Collectives: colls}
+	if steps > 0 {
+		r.Idle.InSteps = &analysis.IdleInSteps{DeviceNs: idleNs, StreamNs: hostWaitNs, ByCause: map[string]int64{"host_wait": hostWaitNs}}
+	}
+	return r
+}
+
+// withSetup is withRun whose idle totals hold a setup of setupNs on each of devs devices, outside
+// the steps.
+func withSetup(steps int64, idleNs, hostWaitNs, setupNs int64, devs int64) *Report {
+	r := withRun(steps, 2e9, idleNs+devs*setupNs, hostWaitNs+devs*setupNs)
+	r.Idle.InSteps = &analysis.IdleInSteps{DeviceNs: idleNs, StreamNs: hostWaitNs, ByCause: map[string]int64{"host_wait": hostWaitNs}}
+	return r
 }
 
 func busRow(op string, ranks int, class int64, ap string, bus float64) analysis.Collective {
@@ -44,6 +56,11 @@ func TestCompareLength(t *testing.T) {
 			"device idle per step (Σ devices)", 200, 200, "", true},
 		{"different lengths: causes per step too", withRun(6, 3e9, 1200, 600), withRun(4, 2e9, 1200, 400),
 			"stream gaps per step: host_wait", 100, 100, "", true},
+		// 8 devices idle through a 920 ms setup: per step only the idle inside the steps counts.
+		{"per step: the setup is not a step's", withSetup(8, 800, 400, 920e6, 8), withSetup(8, 1600, 400, 920e6, 8),
+			"device idle per step (Σ devices)", 100, 200, "worse", false},
+		{"per step: the setup is not a step's, causes too", withSetup(8, 800, 400, 920e6, 8), withSetup(8, 1600, 800, 920e6, 8),
+			"stream gaps per step: host_wait", 50, 100, "worse", false},
 		{"no steps: per second of run", withRun(0, 2e9, 800, 0), withRun(0, 1e9, 400, 0),
 			"device idle per second of run (Σ devices)", 400, 400, "", false},
 	}
@@ -119,6 +136,7 @@ func TestCompareCollectives(t *testing.T) {
 func TestCompareVerdictsAndUnknownCauses(t *testing.T) {
 	a, b := withRun(2, 1e9, 100, 50), withRun(5, 2e9, 100, 50)
 	a.Idle.ByCause["event_wait"] = 40
+	a.Idle.InSteps.ByCause["event_wait"] = 40
 	c := Compare(a, b, "A", "B")
 	for _, name := range []string{"step time p50", "step time mean", "step time p99"} {
 		if r := findRow(c, name); r == nil || r.Better != nil {

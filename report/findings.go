@@ -14,16 +14,19 @@ type Finding struct {
 	Kind    string `json:"kind"`    // slow link, slow GPU, slow host, hang, missing rank, mismatch, dead rank, rank error, deadlock
 	Culprit string `json:"culprit"` // in words: "host 37 GPU 3 NIC"
 	// Rank and Host are the culprit's; null when not known (a link the events cannot place).
-	Rank       *int32  `json:"rank"`
-	Host       *int32  `json:"host"`
-	Link       string  `json:"link,omitempty"`        // nic, nvlink, pcie, switch_port; "unknown" for a link not placed
-	SwitchPort string  `json:"switch_port,omitempty"` // a slow switch port's leaf: "leaf g1.r3" (rail group 1, rail 3)
-	OnsetNs    int64   `json:"onset_ns"`
-	AtNs       int64   `json:"at_ns"`
-	Step       int     `json:"step"`
-	Confidence float64 `json:"confidence"`
-	SeverityNs int64   `json:"severity_ns"`
-	Evidence   string  `json:"evidence"`
+	Rank       *int32 `json:"rank"`
+	Host       *int32 `json:"host"`
+	Link       string `json:"link,omitempty"`        // nic, nvlink, pcie, switch_port; "unknown" for a link not placed
+	SwitchPort string `json:"switch_port,omitempty"` // a slow switch port's leaf: "leaf g1.r3" (rail group 1, rail 3)
+	OnsetNs    int64  `json:"onset_ns"`              // when the first evidence was seen, not when the fault began
+	// FromFirstTraffic: the first evidence is in the first traffic the culprit carried after
+	// setup; the fault may have begun earlier.
+	FromFirstTraffic bool    `json:"from_first_traffic,omitempty"`
+	AtNs             int64   `json:"at_ns"`
+	Step             int     `json:"step"`
+	Confidence       float64 `json:"confidence"`
+	SeverityNs       int64   `json:"severity_ns"`
+	Evidence         string  `json:"evidence"`
 	// Hangs: the collective, its sequence number on its communicator, the communicator and the
 	// ranks that never entered it.
 	Coll     string  `json:"coll,omitempty"`
@@ -42,7 +45,7 @@ func findings(fs []diagnosis.Finding, gph int) []Finding {
 	out := make([]Finding, 0, len(fs))
 	for i := range fs {
 		f := &fs[i]
-		x := Finding{Kind: f.Kind.String(), Culprit: f.Culprit(gph), OnsetNs: f.Onset, AtNs: f.At, Step: f.Step,
+		x := Finding{Kind: f.Kind.String(), Culprit: f.Culprit(gph), OnsetNs: f.Onset, FromFirstTraffic: f.FromFirstTraffic, AtNs: f.At, Step: f.Step,
 			Confidence: f.Confidence, SeverityNs: f.Severity, Evidence: f.Evidence, Seq: f.Seq, Comm: f.Comm, Missing: f.Missing, MissingN: f.MissingN,
 			Stuck: f.Stuck, StuckN: f.StuckN, Cycle: f.Cycle}
 		if f.Rank >= 0 {
@@ -80,7 +83,11 @@ func findingsText(b *strings.Builder, r *Report) {
 	}
 	fmt.Fprintf(b, "\nFINDINGS (%d, worst first):\n", len(r.Findings))
 	for _, f := range r.Findings {
-		fmt.Fprintf(b, "  %s: %s — %s (since %s, found at %s, confidence %.0f%%)\n", f.Kind, f.Culprit, f.Evidence,
-			units.Dur(f.OnsetNs), units.Dur(f.AtNs), 100*f.Confidence)
+		seen := "first seen at " + units.Dur(f.OnsetNs)
+		if f.FromFirstTraffic {
+			seen += ", in its first traffic after setup: it may have begun earlier"
+		}
+		fmt.Fprintf(b, "  %s: %s — %s (%s; found at %s, confidence %.0f%%)\n", f.Kind, f.Culprit, f.Evidence,
+			seen, units.Dur(f.AtNs), 100*f.Confidence)
 	}
 }

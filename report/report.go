@@ -113,6 +113,10 @@ type Idle struct {
 	// DeviceGaps sums each device's stream gaps by cause, with the cause of most of them.
 	DeviceGaps []analysis.DeviceGaps `json:"device_gaps"`
 	TopGaps    []analysis.Gap        `json:"top_gaps"`
+	// InSteps is the idle time inside the job's steps, the first step's communicator setup
+	// (steps.setup_ns) and the time outside steps left out: what a comparison divides by the
+	// steps. Null when no step completed, or the steps' spans were too many to keep.
+	InSteps *analysis.IdleInSteps `json:"in_steps"`
 }
 
 // Overlap is HTA's communication/computation overlap, |union(compute ∩ comm)| / |union(comm)|,
@@ -152,7 +156,8 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		Findings: findings(res.Findings, m.GPUsPerHost)}
 	gaps := res.StreamIdle
 	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: res.Breakdown.Devices,
-		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)]}
+		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)],
+		InSteps: res.Breakdown.InSteps}
 	r.Overlap.CommComputePct = res.Breakdown.OverlapPct
 	return r
 }

@@ -135,10 +135,11 @@ func linkDevicesText(b *strings.Builder, r *Report, o TextOptions, unknown bool)
 		}
 		fmt.Fprintln(tw, head)
 		for _, d := range ds {
-			if all && d.Total == 0 && d.Unattributed == 0 {
+			if all && d.Total == 0 && d.Unattributed == 0 && len(d.LowerBound) == 0 {
 				continue
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t", d.Device, units.Bytes(d.PCIe), units.Bytes(d.NVLink), units.Bytes(d.NIC), units.Bytes(d.HBM))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t", d.Device, linkCell(d, analysis.LinkPCIe), linkCell(d, analysis.LinkNVLink),
+				linkCell(d, analysis.LinkNIC), linkCell(d, analysis.LinkHBM))
 			if unknown {
 				fmt.Fprintf(tw, "%s\t", units.Bytes(d.Unattributed))
 			}
@@ -161,17 +162,32 @@ func linkDevicesText(b *strings.Builder, r *Report, o TextOptions, unknown bool)
 		}
 		return out
 	}
-	rows := []spreadRow{
-		{"PCIe", col(func(d analysis.DeviceLinks) int64 { return d.PCIe }), fmtBytes},
-		{"NVLink", col(func(d analysis.DeviceLinks) int64 { return d.NVLink }), fmtBytes},
-		{"NIC", col(func(d analysis.DeviceLinks) int64 { return d.NIC }), fmtBytes},
-		{"HBM", col(func(d analysis.DeviceLinks) int64 { return d.HBM }), fmtBytes},
+	var rows []spreadRow
+	var unknownLinks []string
+	for _, link := range []analysis.Link{analysis.LinkPCIe, analysis.LinkNVLink, analysis.LinkNIC, analysis.LinkHBM} {
+		partial, known := false, false
+		for _, d := range devs {
+			partial = partial || d.Partial[link]
+			known = known || !d.Partial[link] || linkBytes(d, link) > 0
+		}
+		name := link.String()
+		switch {
+		case !known: // every device's figure is unknown: no spread of zeros
+			unknownLinks = append(unknownLinks, name)
+			continue
+		case partial:
+			name += " (≥)"
+		}
+		rows = append(rows, spreadRow{name, col(func(d analysis.DeviceLinks) int64 { return linkBytes(d, link) }), fmtBytes})
 	}
 	if unknown {
 		rows = append(rows, spreadRow{"link unknown", col(func(d analysis.DeviceLinks) int64 { return d.Unattributed }), fmtBytes})
 	}
 	totals := col(func(d analysis.DeviceLinks) int64 { return d.Total })
 	writeSpreads(b, append(rows, spreadRow{"total", totals, fmtBytes}))
+	if len(unknownLinks) > 0 {
+		fmt.Fprintf(b, "%s: unknown on every device %s\n", strings.Join(unknownLinks, ", "), partialWhy)
+	}
 	med := analysis.SpreadOf(totals).P50
 	worst := FurthestFromMedian(devs, med, o.top())
 	fmt.Fprintf(b, "The %d devices whose total is furthest from the median device's (%s), furthest first:\n", len(worst), fmtBytes(med))
@@ -187,4 +203,24 @@ func FurthestFromMedian(devs []analysis.DeviceLinks, med float64, k int) []analy
 		return cmp.Or(cmp.Compare(dist(b), dist(a)), cmp.Compare(a.Device, b.Device))
 	})
 	return s[:min(k, len(s))]
+}
+
+// partialWhy says why a link's bytes are a lower bound or unknown.
+const partialWhy = "(kernels' and NCCL ops' memory traffic, and ops of unknown size, are in no source)"
+
+// linkCell is a device's bytes on link: "≥ N" where some of them are unknown, "—" where all may be.
+func linkCell(d analysis.DeviceLinks, link analysis.Link) string {
+	n := linkBytes(d, link)
+	switch {
+	case !d.Partial[link]:
+		return units.Bytes(n)
+	case n == 0:
+		return units.Unknown
+	}
+	return "≥ " + units.Bytes(n)
+}
+
+// linkBytes is a device's bytes on link, both directions.
+func linkBytes(d analysis.DeviceLinks, link analysis.Link) int64 {
+	return [analysis.NumLinks]int64{d.PCIe, d.NVLink, d.NIC, d.HBM}[link]
 }

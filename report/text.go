@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -126,22 +127,44 @@ func header(b *strings.Builder, r *Report) {
 
 func transfersText(b *strings.Builder, r *Report) {
 	fmt.Fprintf(b, "\nTransfers: %d, %s payload (copies and sends, each once)\n", r.Transfers.Count, units.Bytes(r.Transfers.Bytes))
+	if !slices.ContainsFunc(timeline.TransferKinds, func(k string) bool { return r.Transfers.ByKind[k].Count > 0 }) {
+		return // no row: no table
+	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kind\tsize ≤\tcount\tpayload\ttime p50\ttime p99\tGB/s\t")
+	quantised := false
 	for _, k := range timeline.TransferKinds {
 		ks := r.Transfers.ByKind[k]
 		if ks.Count == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\tall\t%d\t%s\t%s\t%s\t%s\t\n", k, ks.Count, units.Bytes(ks.Bytes), units.DurP(ks.P50Ns), units.DurP(ks.P99Ns), gbps(ks.GBps))
+		quantised = quantised || ks.GBpsMin != nil
+		for _, s := range r.Transfers.BySize {
+			quantised = quantised || s.Kind == k && s.GBpsMin != nil
+		}
+		fmt.Fprintf(tw, "%s\tall\t%d\t%s\t%s\t%s\t%s\t\n", k, ks.Count, units.Bytes(ks.Bytes), units.DurP(ks.P50Ns), units.DurP(ks.P99Ns), statsGBps(ks))
 		for _, s := range r.Transfers.BySize {
 			if s.Kind == k && s.Count < ks.Count {
-				fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s\t%s\t%s\t\n", units.Bytes(s.SizeClass), s.Count, units.Bytes(s.Bytes), units.DurP(s.P50Ns), units.DurP(s.P99Ns), gbps(s.GBps))
+				fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s\t%s\t%s\t\n", units.Bytes(s.SizeClass), s.Count, units.Bytes(s.Bytes), units.DurP(s.P50Ns), units.DurP(s.P99Ns), statsGBps(s.Stats))
 			}
 		}
 	}
 	tw.Flush()
 	b.WriteString("GB/s is payload-weighted: total payload / total time of the ops in the row.\n")
+	if quantised {
+		b.WriteString("A range (lo–hi, or ≥ lo) is a rate the timestamps' resolution leaves uncertain: the ops lasted under 100 ticks of it on average.\n")
+	}
+}
+
+// statsGBps is a group's rate, or its bounds when the timestamps' resolution leaves it uncertain.
+func statsGBps(s analysis.Stats) string {
+	switch {
+	case s.GBpsMin == nil:
+		return gbps(s.GBps)
+	case s.GBpsMax == nil:
+		return "≥ " + gbps(s.GBpsMin)
+	}
+	return gbps(s.GBpsMin) + "–" + gbps(s.GBpsMax)
 }
 
 func collectivesText(b *strings.Builder, r *Report) {
@@ -209,6 +232,10 @@ func pctOf(a, total int64) string {
 
 func idleText(b *strings.Builder, r *Report, o TextOptions) {
 	fmt.Fprintf(b, "\nIdle: %s of device time (Σ over devices of the time none of its ops ran)\n", units.Dur(r.Idle.TotalNs))
+	if in := r.Idle.InSteps; in != nil && r.Steps.Count > 0 {
+		fmt.Fprintf(b, "  inside the steps: %s of device time, %s of stream gaps; per step %s and %s (the first step's setup and the time outside steps left out)\n",
+			units.Dur(in.DeviceNs), units.Dur(in.StreamNs), units.Dur(in.DeviceNs/r.Steps.Count), units.Dur(in.StreamNs/r.Steps.Count))
+	}
 	fmt.Fprintf(b, "Gaps between ops on streams: %s (Σ over streams), by cause (%% of that):\n", units.Dur(r.Idle.StreamNs))
 	for _, c := range analysis.Causes() {
 		v := r.Idle.ByCause[c.String()]
@@ -255,6 +282,9 @@ func linksText(b *strings.Builder, r *Report, o TextOptions) {
 	linkDevicesText(b, r, o, unknown)
 	if unknown {
 		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say\n")
+	}
+	if slices.ContainsFunc(r.Links.Devices, func(d analysis.DeviceLinks) bool { return len(d.LowerBound) > 0 }) {
+		b.WriteString("  ≥: a lower bound, " + units.Unknown + ": unknown " + partialWhy + "\n")
 	}
 	fabricText(b, r.Links.Fabric)
 }

@@ -168,6 +168,10 @@ type candKey struct {
 type candidate struct {
 	steps int   // consecutive steps it was a suspect in
 	onset int64 // the start of the first of them
+	// first: the first of them was the first step compared and the evidence began at the
+	// culprit's first op there, the first traffic it carried after the communicators' setup:
+	// the fault may predate it.
+	first bool
 }
 
 type commInfo struct {

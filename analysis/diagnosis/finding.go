@@ -54,12 +54,16 @@ type Finding struct {
 	Link int
 	// Port is the leaf switch (timeline.PackPort) of a slow link of class timeline.LinkFabric.
 	Port uint32
-	// Onset is when the first evidence of the fault began: in the first step that showed it, its
+	// Onset is when the first evidence of the fault was seen (not when the fault began): in the first step that showed it, its
 	// first slow kernel or the first link window it was slow in, else the culprit's first op in
 	// that step (or a hang's wait's start); At is the stream time
 	// at which the evidence crossed the threshold, and Step the step then (0: none seen).
 	Onset, At int64
 	Step      int
+	// FromFirstTraffic says the first evidence is in the first step compared, the first traffic
+	// the culprit carried after the communicators' setup: no evidence can come earlier, so the
+	// fault may have begun before Onset (a NIC slow from 0 s shows at the first collective).
+	FromFirstTraffic bool
 	// Confidence is in (0, 1]: how far the culprit stands from the next suspect.
 	Confidence float64
 	// Severity is the time per step the job lost to it (ns), or for a hang the time its ranks

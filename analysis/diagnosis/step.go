@@ -70,6 +70,9 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		c := d.cand[k]
 		if c == nil {
 			c = &candidate{onset: d.onset(s, e.Start)}
+			// Seen in the first step compared, at the culprit's first op (within a link window,
+			// the granularity of a link's evidence): no evidence could come earlier.
+			c.first = d.nSteps == 1 && c.onset <= d.firstOp(s, e.Start)+timeline.LinkWindowNs
 			d.cand[k] = c
 		}
 		c.steps++
@@ -139,7 +142,7 @@ func has(sus []suspect, r int32) bool {
 // report adds (or updates) the finding for a suspect that held long enough.
 func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event) {
 	f := Finding{Kind: s.kind, Rank: s.rank, Host: s.host, Link: s.link, Onset: c.onset, At: e.End, Step: d.step,
-		Confidence: s.conf, Severity: s.excess, Evidence: s.detail}
+		Confidence: s.conf, Severity: s.excess, Evidence: s.detail, FromFirstTraffic: c.first}
 	if s.port > 0 {
 		f.Port = s.port - 1
 	}

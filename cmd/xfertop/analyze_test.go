@@ -306,3 +306,19 @@ func TestUnknownFieldsCLI(t *testing.T) {
 		})
 	}
 }
+
+// analyze takes --headless, as run, replay and whatif do (it always prints a report): a command
+// line that works for one works for the other, with the same report.
+func TestAnalyzeHeadless(t *testing.T) {
+	in := filepath.Join("testdata", "hta_small.json")
+	code, want, errs := runCLI(t, "analyze", in)
+	if code != exitOK {
+		t.Fatalf("analyze: exit %d: %s", code, errs)
+	}
+	for _, args := range [][]string{{"analyze", "--headless", in}, {"analyze", in, "--headless"}} {
+		code, out, errs := runCLI(t, args...)
+		if code != exitOK || out != want {
+			t.Errorf("%q: exit %d (%s), report differs: %v", args, code, errs, out != want)
+		}
+	}
+}

@@ -292,6 +292,9 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	setUsage(fs, "xfertop analyze FILE... [flags]  (a recording, a job's per-rank recordings or their directory, trace files (.json, .json.gz, one per rank), Nsight Systems exports (.sqlite), or an nccl-tests log (with --topology T: against the simulated sweep))")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	// analyze never opens the console; the flag is taken so that a command line that works for
+	// run, replay and whatif works here too.
+	fs.Bool("headless", true, "accepted for consistency with run, replay and whatif: analyze always prints a report")
 	var text textFlags
 	text.register(fs)
 	likeHTA := fs.Bool("like-hta", false, "analyse what Holistic Trace Analysis does by default: with two or more ProfilerStep#N, the ops launched before the last step begins; timestamps rounded to whole µs")

@@ -82,7 +82,7 @@ func (m *importer) addGeneric(e *rawEvent, start, end int64) error {
 	return m.emit(m.item(ev, e.Index), classGeneric, false)
 }
 
-// addStep keeps a ProfilerStep#N annotation as a step.
+// addStep keeps a ProfilerStep#N annotation as a step: of the file's rank when several are merged.
 func (m *importer) addStep(e *rawEvent, start, end int64) error {
 	sm := stepName.FindSubmatch(e.Name)
 	if sm == nil {
@@ -95,6 +95,11 @@ func (m *importer) addStep(e *rawEvent, start, end int64) error {
 	}
 	ev := timeline.Event{Kind: timeline.KindStep, Start: start, End: end, Queued: queuedUnknown,
 		Device: timeline.NoDevice, Peer: timeline.NoDevice, Aux: uint32(n), Label: m.label(e.Name)}
+	if m.multi {
+		// Each rank marks the job's steps: the step says whose it is, so that the ranks' marks
+		// of one step number are taken as one step of the job, and each rank's ops as in its own.
+		ev.Device = devicePending
+	}
 	return m.emit(m.item(ev, e.Index), classKineto, false)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -108,8 +109,17 @@ func TestSampledRanks(t *testing.T) {
 	}
 	dirs := map[timeline.CopyDir]int{}
 	var nccl, queued, kernels int
+	type rankStep struct {
+		dev int32
+		n   uint32
+	}
+	steps := map[rankStep]int{}
 	for _, e := range im.Events {
 		switch e.Kind {
+		case timeline.KindStep:
+			// Each rank marks the job's steps: its marks are its device's, so that the analyses
+			// take one step number as one step of the job and each rank's ops as in its own.
+			steps[rankStep{e.Device, e.Aux}]++
 		case timeline.KindMemcpy:
 			dirs[timeline.CopyDir(e.Sub)]++
 			if e.Bytes <= 0 {
@@ -131,6 +141,9 @@ func TestSampledRanks(t *testing.T) {
 		if dirs[d] == 0 {
 			t.Errorf("no %v copies imported (%v)", d, dirs)
 		}
+	}
+	if want := map[rankStep]int{{0, 551}: 1, {0, 552}: 1, {1, 551}: 1, {1, 552}: 1}; !maps.Equal(steps, want) {
+		t.Errorf("steps by rank and number = %v; want %v", steps, want)
 	}
 	if nccl != 20 {
 		t.Errorf("%d NCCL kernels; want 10 per rank", nccl)

@@ -263,8 +263,12 @@ func (m *legacyImporter) addStep(e *rawEvent, start, end int64) {
 		m.warnEvent(e, "step number out of range: not taken as a step")
 		return
 	}
-	m.append(timeline.Event{Kind: timeline.KindStep, Start: start, End: end, Queued: queuedUnknown,
-		Device: timeline.NoDevice, Peer: timeline.NoDevice, Aux: uint32(n), Label: m.labels.id(e.Name)}, e.Index, false)
+	ev := timeline.Event{Kind: timeline.KindStep, Start: start, End: end, Queued: queuedUnknown,
+		Device: timeline.NoDevice, Peer: timeline.NoDevice, Aux: uint32(n), Label: m.labels.id(e.Name)}
+	if m.multi {
+		ev.Device = devicePending // the file's rank
+	}
+	m.append(ev, e.Index, false)
 }
 
 func (m *legacyImporter) append(ev timeline.Event, index int64, gpu bool) {

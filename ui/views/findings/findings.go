@@ -75,7 +75,7 @@ func (v *Model) View() string {
 	gph := fr.Meta.HostGPUs()
 	var b strings.Builder
 	b.WriteString(st.Title.Render(fmt.Sprintf("Findings (%d, worst first; enter: show the culprit in the timeline)", len(fs))) + "\n")
-	head := fmt.Sprintf("%-13s %-34s %10s %10s %6s  %s", "kind", "culprit", "since", "found", "conf", "evidence")
+	head := fmt.Sprintf("%-13s %-34s %10s %10s %6s  %s", "kind", "culprit", "first seen", "found", "conf", "evidence")
 	b.WriteString(st.Muted.Render(head) + "\n")
 	h := v.H - 5
 	from, to := v.list.Window(len(fs), max(h, 1), 2)
