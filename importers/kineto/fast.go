@@ -119,32 +119,28 @@ func eventField(key []byte) int {
 }
 
 // fastEventKey reads the event's key at b[i] and its colon, and tells which field it names: the
-// keys profilers write are matched with their quotes and colon at once, without a scan.
+// keys profilers write are matched with their quotes and colon at once, as one eight-byte word
+// masked to the key's length, without a scan.
 func (d *decoder) fastEventKey(b []byte, i int) (field, next int, ok bool) {
-	if len(b)-i >= 6 && b[i] == '"' {
-		var key string
-		switch b[i+1] {
-		case 'p':
-			key, field = `"ph":`, fieldPh
-			if b[i+2] == 'i' {
-				key, field = `"pid":`, fieldPid
-			}
-		case 'c':
-			key, field = `"cat":`, fieldCat
-		case 'n':
-			key, field = `"name":`, fieldName
-		case 't':
-			key, field = `"ts":`, fieldTs
-			if b[i+2] == 'i' {
-				key, field = `"tid":`, fieldTid
-			}
-		case 'd':
-			key, field = `"dur":`, fieldDur
-		case 'a':
-			key, field = `"args":`, fieldArgs
-		}
-		if key != "" && hasLiteral(b, i, key) {
-			return field, i + len(key), true
+	if len(b)-i >= 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		switch {
+		case w&mask5 == keyPh:
+			return fieldPh, i + 5, true
+		case w&mask6 == keyCat:
+			return fieldCat, i + 6, true
+		case w&mask7 == keyName:
+			return fieldName, i + 7, true
+		case w&mask6 == keyPid:
+			return fieldPid, i + 6, true
+		case w&mask6 == keyTid:
+			return fieldTid, i + 6, true
+		case w&mask5 == keyTs:
+			return fieldTs, i + 5, true
+		case w&mask6 == keyDur:
+			return fieldDur, i + 6, true
+		case w&mask7 == keyArgs:
+			return fieldArgs, i + 7, true
 		}
 	}
 	k0, k1, ok := d.fastStr(b, i)
@@ -159,6 +155,27 @@ func (d *decoder) fastEventKey(b []byte, i int) (field, next int, ok bool) {
 		return 0, 0, false
 	}
 	return eventField(b[k0:k1]), i + 1, true
+}
+
+// Masks of a word's first five, six and seven bytes, and the keys profilers write with their
+// quotes and colon, as little-endian words.
+const (
+	mask5 = 1<<40 - 1
+	mask6 = 1<<48 - 1
+	mask7 = 1<<56 - 1
+)
+
+var (
+	keyPh, keyTs                   = keyWord(`"ph":`), keyWord(`"ts":`)
+	keyCat, keyPid, keyTid, keyDur = keyWord(`"cat":`), keyWord(`"pid":`), keyWord(`"tid":`), keyWord(`"dur":`)
+	keyName, keyArgs               = keyWord(`"name":`), keyWord(`"args":`)
+)
+
+// keyWord is a key of up to eight bytes as a little-endian word.
+func keyWord(k string) uint64 {
+	var w [8]byte
+	copy(w[:], k)
+	return binary.LittleEndian.Uint64(w[:])
 }
 
 // fastEventField reads the value at b[i] of the event's field, as readEventField does, and
@@ -294,6 +311,14 @@ func (d *decoder) fastArgs(b []byte, i int) (int, bool) {
 			}
 		}
 		if dst != nil {
+			if n, end, ok := d.fastInt(b, i); ok {
+				*dst = n
+				a.Has |= bit
+				i = end
+				dst = nil
+			}
+		}
+		if dst != nil {
 			v0, v1, end, ok := d.fastScalar(b, i)
 			if !ok {
 				return 0, false
@@ -381,31 +406,40 @@ func (d *decoder) fastScalar(b []byte, i int) (v0, v1, end int, ok bool) {
 // fastTime reads the JSON number of microseconds at b[i] into ns as parseNs does (ok false where
 // parseNs refuses it), checking its grammar as fastNumber does, in one pass, and returns the
 // index after it. A string, a number with an exponent, or anything fastNumber would not take is
-// not read (read false): the caller goes the longer way.
+// not read (read false): the caller goes the longer way. The integer part is read eight digits
+// at a time: a Kineto timestamp has sixteen.
 func (d *decoder) fastTime(b []byte, i int) (ns int64, ok bool, end int, read bool) {
 	j := i
 	neg := j < len(b) && b[j] == '-'
 	if neg {
 		j++
 	}
-	var whole, frac int64
-	over := false
+	var whole uint64
+	digits := 0
 	switch {
 	case j >= len(b):
 		return 0, false, 0, false
 	case b[j] == '0':
 		j++
 	case b[j] >= '1' && b[j] <= '9':
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			if whole > (math.MaxInt64-9)/10/1000 {
-				over = true
+		k := j
+		for j+8 <= len(b) {
+			v := binary.LittleEndian.Uint64(b[j:])
+			if !eightDigits(v) {
+				break
 			}
-			whole = whole*10 + int64(b[j]-'0')
+			whole = whole*100_000_000 + eightDigitsValue(v)
+			j += 8
+		}
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			whole = whole*10 + uint64(b[j]-'0')
 			j++
 		}
+		digits = j - k
 	default:
 		return 0, false, 0, false
 	}
+	var frac int64
 	if j < len(b) && b[j] == '.' {
 		j++
 		k := j
@@ -423,14 +457,63 @@ func (d *decoder) fastTime(b []byte, i int) (ns int64, ok bool, end int, read bo
 	if c := b[j]; (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
 		return 0, false, 0, false // an exponent (strconv's), or a byte the general path reports
 	}
-	if over {
+	// parseNs refuses a number whose digits before its last one exceed maxWhole: any of seventeen
+	// digits or more, some of sixteen.
+	if digits > 16 || digits == 16 && whole/10 > maxWhole {
 		return 0, false, j, true
 	}
-	ns = whole*1000 + frac
+	ns = int64(whole)*1000 + frac
 	if neg {
 		ns = -ns
 	}
 	return ns, true, j, true
+}
+
+// maxWhole is the largest whole number of microseconds parseNs takes another digit after.
+const maxWhole = (math.MaxInt64 - 9) / 10 / 1000
+
+// eightDigits tells whether the eight bytes of v (the first in its low byte) are ASCII digits:
+// each byte's high nibble is 3, and stays 3 when 6 is added (0x3a to 0x3f become 0x4_).
+func eightDigits(v uint64) bool {
+	const hi, three, six = 0xf0f0f0f0f0f0f0f0, 0x3030303030303030, 0x0606060606060606
+	return v&hi == three && (v+six)&hi == three
+}
+
+// eightDigitsValue is the value of eight ASCII digits (the first, the most significant, in v's low
+// byte): pairs, then fours, then the eight are combined by multiplications (simdjson's
+// parse_eight_digits_unrolled).
+func eightDigitsValue(v uint64) uint64 {
+	v = (v & 0x0f0f0f0f0f0f0f0f) * 2561 >> 8
+	v = (v & 0x00ff00ff00ff00ff) * 6553601 >> 16
+	return (v & 0x0000ffff0000ffff) * 42949672960001 >> 32
+}
+
+// fastInt reads the plain decimal integer at b[i] (an optional minus, 1 to 18 digits, no leading
+// zero) and returns its value and the index after it, as fastNumber and parseInt together would;
+// anything else (a fraction, an exponent, a longer number, the window's end) is not read.
+func (d *decoder) fastInt(b []byte, i int) (int64, int, bool) {
+	j := i
+	neg := j < len(b) && b[j] == '-'
+	if neg {
+		j++
+	}
+	k := j
+	var v int64
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		v = v*10 + int64(b[j]-'0')
+		j++
+	}
+	n := j - k
+	if n == 0 || n > 18 || n > 1 && b[k] == '0' || j >= len(b) || j-i > d.s.maxToken {
+		return 0, 0, false
+	}
+	if c := b[j]; c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+		return 0, 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, j, true
 }
 
 // fastNumber reads the JSON number at b[i] and returns the index after it. The number must end
