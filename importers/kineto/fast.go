@@ -37,6 +37,7 @@ func (d *decoder) fastEvent(index int64) bool {
 	}
 	i++
 	e.reset(index)
+	e.Name, e.Pid, e.Tid = nil, nil, nil // not the arrays the general path copies to: they may point into the window
 	first := true
 	for {
 		for i < len(b) && isSpace(b[i]) {
@@ -197,7 +198,7 @@ func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
 		case fieldCat:
 			e.Cat = category(v)
 		default:
-			e.Name = append(e.Name, v...)
+			e.Name = d.take(e.Name, &d.name, b[v0:v1:v1])
 		}
 		return v1 + 1, true
 	case fieldPid, fieldTid:
@@ -206,9 +207,9 @@ func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
 			return 0, false
 		}
 		if field == fieldPid {
-			e.Pid = append(e.Pid, b[v0:v1]...)
+			e.Pid = d.take(e.Pid, &d.pid, b[v0:v1:v1])
 		} else {
-			e.Tid = append(e.Tid, b[v0:v1]...)
+			e.Tid = d.take(e.Tid, &d.tid, b[v0:v1:v1])
 		}
 		return end, true
 	case fieldTs, fieldDur:
@@ -244,6 +245,17 @@ func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
 		return d.fastArgs(b, i+1)
 	}
 	return d.fastSkip(b, i)
+}
+
+// take is a field's value v (in the window) after what the event already has of it, cur: v
+// itself, not copied, when that is nothing (the general path appends a repeated key's values, so
+// a second one is copied after the first into own).
+func (d *decoder) take(cur []byte, own *[]byte, v []byte) []byte {
+	if len(cur) == 0 {
+		return v
+	}
+	*own = append(append((*own)[:0], cur...), v...)
+	return *own
 }
 
 // fastArgs reads an event's args object from after its brace, as readArgField does.

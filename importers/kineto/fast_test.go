@@ -2,11 +2,15 @@ package kineto
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // decodeAll decodes data with or without the fast path and returns every event as the decoder
@@ -183,6 +187,60 @@ func TestRawEventReset(t *testing.T) {
 			if !reflect.DeepEqual(normal(all[i]), normal(alone[0])) {
 				t.Errorf("slow=%v: event %d read after the others:\n%+v\nalone:\n%+v", slow, i, all[i], alone[0])
 			}
+		}
+	}
+}
+
+// TestInternerCache: names interned through the cache of recent names get the ids the map gives
+// them, whatever order they come in and however many share a cache entry, and the empty name is
+// 0.
+func TestInternerCache(t *testing.T) {
+	n := newInterner(timeline.NewStrings())
+	var names []string
+	for i := range 3 * recentNames {
+		names = append(names, fmt.Sprintf("kernel_%d", i), fmt.Sprintf("k%dx", i%7), strings.Repeat("a", i%40))
+	}
+	want := map[string]uint32{}
+	for round := range 3 {
+		for i, name := range names {
+			if round == 1 {
+				name = names[len(names)-1-i]
+			}
+			id := n.id([]byte(name))
+			if w, ok := want[name]; ok && w != id {
+				t.Fatalf("round %d: id(%q) = %d; was %d", round, name, id, w)
+			}
+			want[name] = id
+			if got := n.strs.Lookup(id); got != name {
+				t.Fatalf("id(%q) = %d, which names %q", name, id, got)
+			}
+		}
+	}
+	if id := n.id(nil); id != 0 {
+		t.Fatalf("id of the empty name = %d; want 0", id)
+	}
+}
+
+// TestEightDigits: eight bytes are taken as digits only when each is one ('/' and ':' lie either
+// side of them), and their value is strconv's.
+func TestEightDigits(t *testing.T) {
+	near := []byte{'0', '1', '5', '9', '/', ':', 0x00, 0x30 + 0x80, 0xb9, 'a', ' ', '.'}
+	for trial := range 20000 {
+		var w [8]byte
+		for i := range w {
+			w[i] = byte('0' + (trial*7+i*3)%10)
+			if (trial+i)%5 == 0 {
+				w[i] = near[(trial/5+i)%len(near)]
+			}
+		}
+		v := binary.LittleEndian.Uint64(w[:])
+		n, err := strconv.ParseUint(string(w[:]), 10, 64)
+		allDigits := err == nil && !bytes.ContainsAny(w[:], "+-")
+		if got := eightDigits(v); got != allDigits {
+			t.Fatalf("eightDigits(%q) = %v; want %v", w, got, allDigits)
+		}
+		if allDigits && eightDigitsValue(v) != n {
+			t.Fatalf("eightDigitsValue(%q) = %d; want %d", w, eightDigitsValue(v), n)
 		}
 	}
 }
