@@ -185,6 +185,10 @@ func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
 	e := &d.ev
 	switch field {
 	case fieldPh, fieldCat, fieldName:
+		if field == fieldPh && len(b)-i >= 3 && b[i] == '"' && b[i+2] == '"' && b[i+1] >= 0x20 && b[i+1] != '"' && b[i+1] != '\\' && d.s.maxToken >= 3 {
+			e.Ph = b[i+1] // "X": a phase is one letter
+			return i + 3, true
+		}
 		v0, v1, ok := d.fastStr(b, i)
 		if !ok {
 			return 0, false
@@ -202,8 +206,10 @@ func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
 		}
 		return v1 + 1, true
 	case fieldPid, fieldTid:
-		v0, v1, end, ok := d.fastScalar(b, i)
-		if !ok {
+		v0, v1, end, ok := i, 0, 0, false
+		if _, end, ok = d.fastInt(b, i); ok {
+			v1 = end
+		} else if v0, v1, end, ok = d.fastScalar(b, i); !ok {
 			return 0, false
 		}
 		if field == fieldPid {
@@ -247,6 +253,96 @@ func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
 	return d.fastSkip(b, i)
 }
 
+// The args the decoder reads.
+const (
+	argOther = iota
+	argDevice
+	argStream
+	argCorrelation
+	argBytes
+	argInNelems
+	argOutNelems
+	argGroupSize
+	argDType
+	argXfertop
+)
+
+// argKeys are the args the decoder reads, by the key's first byte, each as its first eight
+// bytes with the opening quote, the rest with the closing quote and colon (and how long that
+// is), for fastArgKey.
+var argKeys = func() (keys [128][]argKey) {
+	for _, k := range []struct {
+		name string
+		id   int
+	}{{"device", argDevice}, {"stream", argStream}, {"correlation", argCorrelation}, {"bytes", argBytes},
+		{"In msg nelems", argInNelems}, {"Out msg nelems", argOutNelems}, {"Group size", argGroupSize},
+		{"dtype", argDType}, {"xfertop", argXfertop}} {
+		quoted := `"` + k.name + `":`
+		head, tail := quoted[:min(8, len(quoted))], quoted[min(8, len(quoted)):min(16, len(quoted))]
+		keys[k.name[0]] = append(keys[k.name[0]], argKey{keyWord(head), uint64(1)<<(8*len(head)) - 1, keyWord(tail),
+			uint64(1)<<(8*len(tail)) - 1, quoted[min(16, len(quoted)):], len(quoted), k.id})
+	}
+	return keys
+}()
+
+// argKey is a quoted key and its colon as a word, the next up to eight bytes as another, and
+// what follows (masks of 64 bits are all ones: a shift by 64 is 0).
+type argKey struct {
+	head, headMask, tail, tailMask uint64
+	rest                           string
+	n, id                          int
+}
+
+// fastArgKey reads the key of an arg at b[i] and its colon, and tells which arg it names: those
+// the decoder reads are matched as one or two masked words, others read as a string.
+func (d *decoder) fastArgKey(b []byte, i int) (key, next int, ok bool) {
+	if len(b)-i >= 24 && b[i+1] < 128 {
+		w, w2 := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
+		for _, k := range argKeys[b[i+1]] {
+			if w&k.headMask == k.head && w2&k.tailMask == k.tail && (k.rest == "" || hasLiteral(b, i+16, k.rest)) {
+				return k.id, i + k.n, true
+			}
+		}
+	}
+	k0, k1, ok := d.fastStr(b, i)
+	if !ok {
+		return 0, 0, false
+	}
+	i = k1 + 1
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	if i >= len(b) || b[i] != ':' {
+		return 0, 0, false
+	}
+	return argID(b[k0:k1]), i + 1, true
+}
+
+// argID tells which of the args the decoder reads a key names.
+func argID(key []byte) int {
+	switch string(key) {
+	case "device":
+		return argDevice
+	case "stream":
+		return argStream
+	case "correlation":
+		return argCorrelation
+	case "bytes":
+		return argBytes
+	case "In msg nelems":
+		return argInNelems
+	case "Out msg nelems":
+		return argOutNelems
+	case "Group size":
+		return argGroupSize
+	case "dtype":
+		return argDType
+	case "xfertop":
+		return argXfertop
+	}
+	return argOther
+}
+
 // take is a field's value v (in the window) after what the event already has of it, cur: v
 // itself, not copied, when that is nothing (the general path appends a repeated key's values, so
 // a second one is copied after the first into own).
@@ -273,18 +369,11 @@ func (d *decoder) fastArgs(b []byte, i int) (int, bool) {
 			return i + 1, true
 		}
 		first = false
-		k0, k1, ok := d.fastStr(b, i)
+		key, next, ok := d.fastArgKey(b, i)
 		if !ok {
 			return 0, false
 		}
-		i = k1 + 1
-		for i < len(b) && isSpace(b[i]) {
-			i++
-		}
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		i++
+		i = next
 		for i < len(b) && isSpace(b[i]) {
 			i++
 		}
@@ -293,29 +382,29 @@ func (d *decoder) fastArgs(b []byte, i int) (int, bool) {
 		}
 		var bit uint8
 		var dst *int64
-		switch string(b[k0:k1]) {
-		case "device":
+		switch key {
+		case argDevice:
 			bit, dst = hasDevice, &a.Device
-		case "stream":
+		case argStream:
 			bit, dst = hasStream, &a.Stream
-		case "correlation":
+		case argCorrelation:
 			bit, dst = hasCorrelation, &a.Correlation
-		case "bytes":
+		case argBytes:
 			bit, dst = hasBytes, &a.Bytes
-		case "In msg nelems":
+		case argInNelems:
 			bit, dst = hasInNelems, &a.InNelems
-		case "Out msg nelems":
+		case argOutNelems:
 			bit, dst = hasOutNelems, &a.OutNelems
-		case "Group size":
+		case argGroupSize:
 			bit, dst = hasGroupSize, &a.GroupSize
-		case "dtype":
+		case argDType:
 			v0, v1, end, ok := d.fastScalar(b, i)
 			if !ok {
 				return 0, false
 			}
 			a.DType = dtypeName(b[v0:v1])
 			i = end
-		case "xfertop":
+		case argXfertop:
 			return 0, false // an export's own fields: the general path reads them
 		default:
 			if i, ok = d.fastSkip(b, i); !ok {

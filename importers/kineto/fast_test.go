@@ -244,3 +244,27 @@ func TestEightDigits(t *testing.T) {
 		}
 	}
 }
+
+// TestFastArgKey: every arg the decoder reads is matched by its words, with its colon; a key
+// that only starts like one, or lacks its colon, is read as a string, as the general path does.
+func TestFastArgKey(t *testing.T) {
+	d := &decoder{s: &scanner{maxToken: DefaultMaxTokenBytes}}
+	pad := strings.Repeat(" ", 24)
+	for _, tc := range []struct {
+		in   string
+		key  int
+		next int
+		ok   bool
+	}{
+		{`"device":`, argDevice, 9, true}, {`"stream":`, argStream, 9, true}, {`"correlation":`, argCorrelation, 14, true},
+		{`"bytes":`, argBytes, 8, true}, {`"In msg nelems":`, argInNelems, 16, true}, {`"Out msg nelems":`, argOutNelems, 17, true},
+		{`"Group size":`, argGroupSize, 13, true}, {`"dtype":`, argDType, 8, true}, {`"xfertop":`, argXfertop, 10, true},
+		{`"Out msg nelems"x`, 0, 0, false}, {`"Out msg nelems" :`, argOutNelems, 18, true}, {`"device_id":`, argOther, 12, true},
+		{`"devic":`, argOther, 8, true}, {`"bytes"`, 0, 0, false}, {`"External id":`, argOther, 14, true},
+	} {
+		key, next, ok := d.fastArgKey([]byte(tc.in+pad), 0)
+		if key != tc.key || next != tc.next || ok != tc.ok {
+			t.Errorf("fastArgKey(%q) = %d, %d, %v; want %d, %d, %v", tc.in, key, next, ok, tc.key, tc.next, tc.ok)
+		}
+	}
+}
