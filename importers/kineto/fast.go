@@ -20,8 +20,9 @@ import (
 // fastDepth is how deeply a value the fast path skips may nest; deeper ones go the general way.
 const fastDepth = 32
 
-// isSpace tells JSON's white space.
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+// isSpace tells JSON's white space. Most bytes it is asked about are none, and above the space:
+// one comparison tells them.
+func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\n' || c == '\r' || c == '\t') }
 
 // fastEvent reads the event at the window's next non-space byte into d.ev, reporting whether it
 // did; when it did not, the scanner has not moved.
@@ -267,10 +268,11 @@ const (
 	argXfertop
 )
 
-// argKeys are the args the decoder reads, by the key's first byte, each as its first eight
+// argKeys are the args the decoder reads, by the key's first byte (two at most; an id of
+// argOther ends them), each as its first eight
 // bytes with the opening quote, the rest with the closing quote and colon (and how long that
 // is), for fastArgKey.
-var argKeys = func() (keys [128][]argKey) {
+var argKeys = func() (keys [128][2]argKey) {
 	for _, k := range []struct {
 		name string
 		id   int
@@ -279,8 +281,13 @@ var argKeys = func() (keys [128][]argKey) {
 		{"dtype", argDType}, {"xfertop", argXfertop}} {
 		quoted := `"` + k.name + `":`
 		head, tail := quoted[:min(8, len(quoted))], quoted[min(8, len(quoted)):min(16, len(quoted))]
-		keys[k.name[0]] = append(keys[k.name[0]], argKey{keyWord(head), uint64(1)<<(8*len(head)) - 1, keyWord(tail),
-			uint64(1)<<(8*len(tail)) - 1, quoted[min(16, len(quoted)):], len(quoted), k.id})
+		at := &keys[k.name[0]]
+		j := 0
+		if at[0].id != argOther {
+			j = 1 // no first byte starts more than two
+		}
+		at[j] = argKey{keyWord(head), uint64(1)<<(8*len(head)) - 1, keyWord(tail),
+			uint64(1)<<(8*len(tail)) - 1, quoted[min(16, len(quoted)):], len(quoted), k.id}
 	}
 	return keys
 }()
@@ -298,7 +305,12 @@ type argKey struct {
 func (d *decoder) fastArgKey(b []byte, i int) (key, next int, ok bool) {
 	if len(b)-i >= 24 && b[i+1] < 128 {
 		w, w2 := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
-		for _, k := range argKeys[b[i+1]] {
+		ks := &argKeys[b[i+1]]
+		for j := range ks {
+			k := &ks[j]
+			if k.id == argOther {
+				break
+			}
 			if w&k.headMask == k.head && w2&k.tailMask == k.tail && (k.rest == "" || hasLiteral(b, i+16, k.rest)) {
 				return k.id, i + k.n, true
 			}

@@ -357,9 +357,14 @@ type recDecoder struct {
 }
 
 func (d *recDecoder) uvarint() uint64 {
-	if d.i < len(d.b) && d.b[d.i] < 0x80 {
-		d.i++
-		return uint64(d.b[d.i-1])
+	if i := d.i; i+1 < len(d.b) {
+		if c := d.b[i]; c < 0x80 {
+			d.i++
+			return uint64(c)
+		} else if c2 := d.b[i+1]; c2 < 0x80 {
+			d.i += 2
+			return uint64(c&0x7f) | uint64(c2)<<7
+		}
 	}
 	return d.uvarintLong()
 }
