@@ -687,6 +687,20 @@ func (d *decoder) fastNumber(b []byte, i int) (int, bool) {
 // fastSkip passes over the value at b[i], checking that it is JSON, and returns the index after
 // it.
 func (d *decoder) fastSkip(b []byte, i int) (int, bool) {
+	if i < len(b) {
+		// A number or a string, what most skipped args are, without the stack below (zeroed at
+		// every call that declares it).
+		if c := b[i]; c == '-' || (c >= '0' && c <= '9') {
+			return d.fastNumber(b, i)
+		} else if c == '"' {
+			return d.fastSkipStr(b, i)
+		}
+	}
+	return d.fastSkipNested(b, i)
+}
+
+// fastSkipNested is fastSkip of any value, containers included.
+func (d *decoder) fastSkipNested(b []byte, i int) (int, bool) {
 	var stack [fastDepth]byte
 	depth := 0
 	needValue := true
