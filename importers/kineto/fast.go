@@ -121,7 +121,8 @@ func eventField(key []byte) int {
 
 // fastEventKey reads the event's key at b[i] and its colon, and tells which field it names: the
 // keys profilers write are matched with their quotes and colon at once, as one eight-byte word
-// masked to the key's length, without a scan.
+// masked to the key's length, without a scan. (None is longer than "traceEvents", which the
+// token limit let through to reach the events.)
 func (d *decoder) fastEventKey(b []byte, i int) (field, next int, ok bool) {
 	if len(b)-i >= 8 {
 		w := binary.LittleEndian.Uint64(b[i:])
@@ -311,6 +312,9 @@ func (d *decoder) fastArgKey(b []byte, i int) (key, next int, ok bool) {
 				break
 			}
 			if w&k.headMask == k.head && w2&k.tailMask == k.tail && (k.rest == "" || hasLiteral(b, i+16, k.rest)) {
+				if k.n-1 > d.s.maxToken {
+					return 0, 0, false // the quoted key is past the token limit: the general path says so
+				}
 				return k.id, i + k.n, true
 			}
 		}

@@ -37,7 +37,8 @@ func decodeAll(data []byte, opts Options, slowOnly bool) ([]rawEvent, *header, e
 
 // FuzzFastPath: the decoder's fast path (fast.go) reads every input as the general path does:
 // the same events, field by field, the same header, the same error at the same offset; with the
-// default limits, a tiny token limit, and --like-hta's floats.
+// default limits, a tiny token limit, one that "traceEvents" is within but some arg keys are
+// not, and --like-hta's floats.
 func FuzzFastPath(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.5,"dur":2,"args":{"device":0,"stream":7,"correlation":3}},{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":1,"args":{"correlation":3}}],"distributedInfo":{"rank":2}}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce","pid":0,"tid":"stream 7","ts":"12.5","dur":-1,"args":{"In msg nelems":"10","dtype":"Float","Group size":8.0,"stream":true,"device":[1],"Input Dims":[[2048,1024],[]],"x":{"a":{},"b":[null,false,true,-0.5e+3]}}}]}`))
@@ -47,8 +48,9 @@ func FuzzFastPath(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","ts":1,"dur":2,"name":"n","name":"m","args":{"device":1},"args":{"stream":2,"device":"x"}}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":7,"tid":7,"ts":1682725898079292,"dur":8,"args":{"External id":1,"Input Dims":[[2048,1024],[1024,4096]],"Input type":["float","float"]}},` + "\n" +
 		`{"ph":"X","cat":"kernel","name":"ampere_sgemm_128x64_nn","pid":0,"tid":7,"ts":1682725898079298.250,"dur":15.5,"args":{"External id":1,"queued":0,"device":0,"context":1,"stream":7,"correlation":1,"blocks per SM":4.8,"grid":[32,16,1],"est. achieved occupancy %":12}}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","name":"k","args":{"device":0,"In msg nelems":1,"Out msg nelems":2,"correlation":3}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, opts := range []Options{{}, {MaxTokenBytes: 5}, {LikeHTA: true}} {
+		for _, opts := range []Options{{}, {MaxTokenBytes: 5}, {MaxTokenBytes: 14}, {LikeHTA: true}} {
 			slow, hs, errs := decodeAll(data, opts, true)
 			fast, hf, errf := decodeAll(data, opts, false)
 			if fmt.Sprint(errs) != fmt.Sprint(errf) {
@@ -266,5 +268,13 @@ func TestFastArgKey(t *testing.T) {
 		if key != tc.key || next != tc.next || ok != tc.ok {
 			t.Errorf("fastArgKey(%q) = %d, %d, %v; want %d, %d, %v", tc.in, key, next, ok, tc.key, tc.next, tc.ok)
 		}
+	}
+	// A key past the token limit is left to the general path, which refuses it.
+	d.s.maxToken = 14
+	if _, _, ok := d.fastArgKey([]byte(`"In msg nelems":`+pad), 0); ok {
+		t.Error(`fastArgKey read "In msg nelems" (15 bytes) under a 14-byte token limit`)
+	}
+	if key, _, ok := d.fastArgKey([]byte(`"correlation":`+pad), 0); !ok || key != argCorrelation {
+		t.Error(`fastArgKey did not read "correlation" (13 bytes) under a 14-byte token limit`)
 	}
 }
