@@ -10,7 +10,7 @@ require (
 	github.com/NVIDIA/go-nvml v0.13.0-1
 	github.com/charmbracelet/x/ansi v0.11.6
 	github.com/charmbracelet/x/term v0.2.2
-	github.com/klauspost/compress v1.20.4
+	github.com/klauspost/compress v1.18.0
 	github.com/ncruces/go-sqlite3 v0.36.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc v1.47.0
