@@ -146,6 +146,9 @@ type decoder struct {
 	slowOnly   bool
 	slowEvents *int // counts the events read the general way, for a test
 	seenEvents bool
+	// The arrays of the event's name, pid and tid where they are copied to: the fast path
+	// points them into the window instead, where the event lies whole while onEvent runs.
+	name, pid, tid []byte
 	// Method values made once, so that reading an event allocates nothing.
 	eventField, argField, xfrField func(key []byte)
 }
@@ -276,7 +279,9 @@ func (d *decoder) event(index int64) {
 		return
 	}
 	e.reset(index)
+	e.Name, e.Pid, e.Tid = d.name[:0], d.pid[:0], d.tid[:0]
 	s.object(d.eventField)
+	d.name, d.pid, d.tid = e.Name, e.Pid, e.Tid
 }
 
 // reset empties the event for the one at index, keeping its slices' arrays: it is

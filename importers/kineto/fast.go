@@ -2,7 +2,6 @@ package kineto
 
 import (
 	"encoding/binary"
-	"math"
 	"math/bits"
 	"strconv"
 )
@@ -20,8 +19,9 @@ import (
 // fastDepth is how deeply a value the fast path skips may nest; deeper ones go the general way.
 const fastDepth = 32
 
-// isSpace tells JSON's white space.
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+// isSpace tells JSON's white space. Most bytes it is asked about are none, and above the space:
+// one comparison tells them.
+func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\n' || c == '\r' || c == '\t') }
 
 // fastEvent reads the event at the window's next non-space byte into d.ev, reporting whether it
 // did; when it did not, the scanner has not moved.
@@ -37,6 +37,7 @@ func (d *decoder) fastEvent(index int64) bool {
 	}
 	i++
 	e.reset(index)
+	e.Name, e.Pid, e.Tid = nil, nil, nil // not the arrays the general path copies to: they may point into the window
 	first := true
 	for {
 		for i < len(b) && isSpace(b[i]) {
@@ -119,32 +120,29 @@ func eventField(key []byte) int {
 }
 
 // fastEventKey reads the event's key at b[i] and its colon, and tells which field it names: the
-// keys profilers write are matched with their quotes and colon at once, without a scan.
+// keys profilers write are matched with their quotes and colon at once, as one eight-byte word
+// masked to the key's length, without a scan. (None is longer than "traceEvents", which the
+// token limit let through to reach the events.)
 func (d *decoder) fastEventKey(b []byte, i int) (field, next int, ok bool) {
-	if len(b)-i >= 6 && b[i] == '"' {
-		var key string
-		switch b[i+1] {
-		case 'p':
-			key, field = `"ph":`, fieldPh
-			if b[i+2] == 'i' {
-				key, field = `"pid":`, fieldPid
-			}
-		case 'c':
-			key, field = `"cat":`, fieldCat
-		case 'n':
-			key, field = `"name":`, fieldName
-		case 't':
-			key, field = `"ts":`, fieldTs
-			if b[i+2] == 'i' {
-				key, field = `"tid":`, fieldTid
-			}
-		case 'd':
-			key, field = `"dur":`, fieldDur
-		case 'a':
-			key, field = `"args":`, fieldArgs
-		}
-		if key != "" && hasLiteral(b, i, key) {
-			return field, i + len(key), true
+	if len(b)-i >= 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		switch {
+		case w&mask5 == keyPh:
+			return fieldPh, i + 5, true
+		case w&mask6 == keyCat:
+			return fieldCat, i + 6, true
+		case w&mask7 == keyName:
+			return fieldName, i + 7, true
+		case w&mask6 == keyPid:
+			return fieldPid, i + 6, true
+		case w&mask6 == keyTid:
+			return fieldTid, i + 6, true
+		case w&mask5 == keyTs:
+			return fieldTs, i + 5, true
+		case w&mask6 == keyDur:
+			return fieldDur, i + 6, true
+		case w&mask7 == keyArgs:
+			return fieldArgs, i + 7, true
 		}
 	}
 	k0, k1, ok := d.fastStr(b, i)
@@ -161,12 +159,37 @@ func (d *decoder) fastEventKey(b []byte, i int) (field, next int, ok bool) {
 	return eventField(b[k0:k1]), i + 1, true
 }
 
+// Masks of a word's first five, six and seven bytes, and the keys profilers write with their
+// quotes and colon, as little-endian words.
+const (
+	mask5 = 1<<40 - 1
+	mask6 = 1<<48 - 1
+	mask7 = 1<<56 - 1
+)
+
+var (
+	keyPh, keyTs                   = keyWord(`"ph":`), keyWord(`"ts":`)
+	keyCat, keyPid, keyTid, keyDur = keyWord(`"cat":`), keyWord(`"pid":`), keyWord(`"tid":`), keyWord(`"dur":`)
+	keyName, keyArgs               = keyWord(`"name":`), keyWord(`"args":`)
+)
+
+// keyWord is a key of up to eight bytes as a little-endian word.
+func keyWord(k string) uint64 {
+	var w [8]byte
+	copy(w[:], k)
+	return binary.LittleEndian.Uint64(w[:])
+}
+
 // fastEventField reads the value at b[i] of the event's field, as readEventField does, and
 // returns the index after it.
 func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
 	e := &d.ev
 	switch field {
 	case fieldPh, fieldCat, fieldName:
+		if field == fieldPh && len(b)-i >= 3 && b[i] == '"' && b[i+2] == '"' && b[i+1] >= 0x20 && b[i+1] != '"' && b[i+1] != '\\' && d.s.maxToken >= 3 {
+			e.Ph = b[i+1] // "X": a phase is one letter
+			return i + 3, true
+		}
 		v0, v1, ok := d.fastStr(b, i)
 		if !ok {
 			return 0, false
@@ -180,18 +203,20 @@ func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
 		case fieldCat:
 			e.Cat = category(v)
 		default:
-			e.Name = append(e.Name, v...)
+			e.Name = d.take(e.Name, &d.name, b[v0:v1:v1])
 		}
 		return v1 + 1, true
 	case fieldPid, fieldTid:
-		v0, v1, end, ok := d.fastScalar(b, i)
-		if !ok {
+		v0, v1, end, ok := i, 0, 0, false
+		if _, end, ok = d.fastInt(b, i); ok {
+			v1 = end
+		} else if v0, v1, end, ok = d.fastScalar(b, i); !ok {
 			return 0, false
 		}
 		if field == fieldPid {
-			e.Pid = append(e.Pid, b[v0:v1]...)
+			e.Pid = d.take(e.Pid, &d.pid, b[v0:v1:v1])
 		} else {
-			e.Tid = append(e.Tid, b[v0:v1]...)
+			e.Tid = d.take(e.Tid, &d.tid, b[v0:v1:v1])
 		}
 		return end, true
 	case fieldTs, fieldDur:
@@ -229,6 +254,121 @@ func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
 	return d.fastSkip(b, i)
 }
 
+// The args the decoder reads.
+const (
+	argOther = iota
+	argDevice
+	argStream
+	argCorrelation
+	argBytes
+	argInNelems
+	argOutNelems
+	argGroupSize
+	argDType
+	argXfertop
+)
+
+// argKeys are the args the decoder reads, by the key's first byte (two at most; an id of
+// argOther ends them), each as its first eight
+// bytes with the opening quote, the rest with the closing quote and colon (and how long that
+// is), for fastArgKey.
+var argKeys = func() (keys [128][2]argKey) {
+	for _, k := range []struct {
+		name string
+		id   int
+	}{{"device", argDevice}, {"stream", argStream}, {"correlation", argCorrelation}, {"bytes", argBytes},
+		{"In msg nelems", argInNelems}, {"Out msg nelems", argOutNelems}, {"Group size", argGroupSize},
+		{"dtype", argDType}, {"xfertop", argXfertop}} {
+		quoted := `"` + k.name + `":`
+		head, tail := quoted[:min(8, len(quoted))], quoted[min(8, len(quoted)):min(16, len(quoted))]
+		at := &keys[k.name[0]]
+		j := 0
+		if at[0].id != argOther {
+			j = 1 // no first byte starts more than two
+		}
+		at[j] = argKey{keyWord(head), uint64(1)<<(8*len(head)) - 1, keyWord(tail),
+			uint64(1)<<(8*len(tail)) - 1, quoted[min(16, len(quoted)):], len(quoted), k.id}
+	}
+	return keys
+}()
+
+// argKey is a quoted key and its colon as a word, the next up to eight bytes as another, and
+// what follows (masks of 64 bits are all ones: a shift by 64 is 0).
+type argKey struct {
+	head, headMask, tail, tailMask uint64
+	rest                           string
+	n, id                          int
+}
+
+// fastArgKey reads the key of an arg at b[i] and its colon, and tells which arg it names: those
+// the decoder reads are matched as one or two masked words, others read as a string.
+func (d *decoder) fastArgKey(b []byte, i int) (key, next int, ok bool) {
+	if len(b)-i >= 24 && b[i+1] < 128 {
+		w, w2 := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
+		ks := &argKeys[b[i+1]]
+		for j := range ks {
+			k := &ks[j]
+			if k.id == argOther {
+				break
+			}
+			if w&k.headMask == k.head && w2&k.tailMask == k.tail && (k.rest == "" || hasLiteral(b, i+16, k.rest)) {
+				if k.n-1 > d.s.maxToken {
+					return 0, 0, false // the quoted key is past the token limit: the general path says so
+				}
+				return k.id, i + k.n, true
+			}
+		}
+	}
+	k0, k1, ok := d.fastStr(b, i)
+	if !ok {
+		return 0, 0, false
+	}
+	i = k1 + 1
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	if i >= len(b) || b[i] != ':' {
+		return 0, 0, false
+	}
+	return argID(b[k0:k1]), i + 1, true
+}
+
+// argID tells which of the args the decoder reads a key names.
+func argID(key []byte) int {
+	switch string(key) {
+	case "device":
+		return argDevice
+	case "stream":
+		return argStream
+	case "correlation":
+		return argCorrelation
+	case "bytes":
+		return argBytes
+	case "In msg nelems":
+		return argInNelems
+	case "Out msg nelems":
+		return argOutNelems
+	case "Group size":
+		return argGroupSize
+	case "dtype":
+		return argDType
+	case "xfertop":
+		return argXfertop
+	}
+	return argOther
+}
+
+// take is a field's value v (in the window) after what the event already has of it, cur: v
+// itself, not copied, when that is nothing (the general path appends a repeated key's values, so
+// a second one is copied after the first into own).
+func (d *decoder) take(cur []byte, own *[]byte, v []byte) []byte {
+	if len(cur) == 0 {
+		return v
+	}
+	*own = append(append((*own)[:0], cur...), v...)
+	return *own
+}
+
 // fastArgs reads an event's args object from after its brace, as readArgField does.
 func (d *decoder) fastArgs(b []byte, i int) (int, bool) {
 	a := &d.ev.Args
@@ -244,18 +384,11 @@ func (d *decoder) fastArgs(b []byte, i int) (int, bool) {
 			return i + 1, true
 		}
 		first = false
-		k0, k1, ok := d.fastStr(b, i)
+		key, next, ok := d.fastArgKey(b, i)
 		if !ok {
 			return 0, false
 		}
-		i = k1 + 1
-		for i < len(b) && isSpace(b[i]) {
-			i++
-		}
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		i++
+		i = next
 		for i < len(b) && isSpace(b[i]) {
 			i++
 		}
@@ -264,33 +397,41 @@ func (d *decoder) fastArgs(b []byte, i int) (int, bool) {
 		}
 		var bit uint8
 		var dst *int64
-		switch string(b[k0:k1]) {
-		case "device":
+		switch key {
+		case argDevice:
 			bit, dst = hasDevice, &a.Device
-		case "stream":
+		case argStream:
 			bit, dst = hasStream, &a.Stream
-		case "correlation":
+		case argCorrelation:
 			bit, dst = hasCorrelation, &a.Correlation
-		case "bytes":
+		case argBytes:
 			bit, dst = hasBytes, &a.Bytes
-		case "In msg nelems":
+		case argInNelems:
 			bit, dst = hasInNelems, &a.InNelems
-		case "Out msg nelems":
+		case argOutNelems:
 			bit, dst = hasOutNelems, &a.OutNelems
-		case "Group size":
+		case argGroupSize:
 			bit, dst = hasGroupSize, &a.GroupSize
-		case "dtype":
+		case argDType:
 			v0, v1, end, ok := d.fastScalar(b, i)
 			if !ok {
 				return 0, false
 			}
 			a.DType = dtypeName(b[v0:v1])
 			i = end
-		case "xfertop":
+		case argXfertop:
 			return 0, false // an export's own fields: the general path reads them
 		default:
 			if i, ok = d.fastSkip(b, i); !ok {
 				return 0, false
+			}
+		}
+		if dst != nil {
+			if n, end, ok := d.fastInt(b, i); ok {
+				*dst = n
+				a.Has |= bit
+				i = end
+				dst = nil
 			}
 		}
 		if dst != nil {
@@ -378,119 +519,23 @@ func (d *decoder) fastScalar(b []byte, i int) (v0, v1, end int, ok bool) {
 	return 0, 0, 0, false
 }
 
-// fastTime reads the JSON number of microseconds at b[i] into ns as parseNs does (ok false where
-// parseNs refuses it), checking its grammar as fastNumber does, in one pass, and returns the
-// index after it. A string, a number with an exponent, or anything fastNumber would not take is
-// not read (read false): the caller goes the longer way.
-func (d *decoder) fastTime(b []byte, i int) (ns int64, ok bool, end int, read bool) {
-	j := i
-	neg := j < len(b) && b[j] == '-'
-	if neg {
-		j++
-	}
-	var whole, frac int64
-	over := false
-	switch {
-	case j >= len(b):
-		return 0, false, 0, false
-	case b[j] == '0':
-		j++
-	case b[j] >= '1' && b[j] <= '9':
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			if whole > (math.MaxInt64-9)/10/1000 {
-				over = true
-			}
-			whole = whole*10 + int64(b[j]-'0')
-			j++
-		}
-	default:
-		return 0, false, 0, false
-	}
-	if j < len(b) && b[j] == '.' {
-		j++
-		k := j
-		for mult := int64(100); j < len(b) && b[j] >= '0' && b[j] <= '9'; j++ {
-			frac += int64(b[j]-'0') * mult
-			mult /= 10
-		}
-		if j == k {
-			return 0, false, 0, false
-		}
-	}
-	if j >= len(b) || j-i > d.s.maxToken {
-		return 0, false, 0, false
-	}
-	if c := b[j]; (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-		return 0, false, 0, false // an exponent (strconv's), or a byte the general path reports
-	}
-	if over {
-		return 0, false, j, true
-	}
-	ns = whole*1000 + frac
-	if neg {
-		ns = -ns
-	}
-	return ns, true, j, true
-}
-
-// fastNumber reads the JSON number at b[i] and returns the index after it. The number must end
-// inside the window (the byte after it is there) and be valid as the general path reads it: the
-// longest run of number bytes, all of it a number. One pass checks the grammar.
-func (d *decoder) fastNumber(b []byte, i int) (int, bool) {
-	j := i
-	if j < len(b) && b[j] == '-' {
-		j++
-	}
-	switch {
-	case j >= len(b):
-		return 0, false
-	case b[j] == '0':
-		j++
-	case b[j] >= '1' && b[j] <= '9':
-		j++
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
-	default:
-		return 0, false
-	}
-	if j < len(b) && b[j] == '.' {
-		j++
-		k := j
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
-		if j == k {
-			return 0, false
-		}
-	}
-	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
-		j++
-		if j < len(b) && (b[j] == '+' || b[j] == '-') {
-			j++
-		}
-		k := j
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
-		if j == k {
-			return 0, false
-		}
-	}
-	// The general path takes every byte that may be part of a number before it checks: one more
-	// here (as in 01 or 1-2) is an error it reports.
-	if j >= len(b) || j-i > d.s.maxToken {
-		return 0, false
-	}
-	if c := b[j]; (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-		return 0, false
-	}
-	return j, true
-}
-
 // fastSkip passes over the value at b[i], checking that it is JSON, and returns the index after
 // it.
 func (d *decoder) fastSkip(b []byte, i int) (int, bool) {
+	if i < len(b) {
+		// A number or a string, what most skipped args are, without the stack below (zeroed at
+		// every call that declares it).
+		if c := b[i]; c == '-' || (c >= '0' && c <= '9') {
+			return d.fastNumber(b, i)
+		} else if c == '"' {
+			return d.fastSkipStr(b, i)
+		}
+	}
+	return d.fastSkipNested(b, i)
+}
+
+// fastSkipNested is fastSkip of any value, containers included.
+func (d *decoder) fastSkipNested(b []byte, i int) (int, bool) {
 	var stack [fastDepth]byte
 	depth := 0
 	needValue := true

@@ -2,11 +2,15 @@ package kineto
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // decodeAll decodes data with or without the fast path and returns every event as the decoder
@@ -33,7 +37,8 @@ func decodeAll(data []byte, opts Options, slowOnly bool) ([]rawEvent, *header, e
 
 // FuzzFastPath: the decoder's fast path (fast.go) reads every input as the general path does:
 // the same events, field by field, the same header, the same error at the same offset; with the
-// default limits, a tiny token limit, and --like-hta's floats.
+// default limits, a tiny token limit, one that "traceEvents" is within but some arg keys are
+// not, and --like-hta's floats.
 func FuzzFastPath(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.5,"dur":2,"args":{"device":0,"stream":7,"correlation":3}},{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":1,"args":{"correlation":3}}],"distributedInfo":{"rank":2}}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce","pid":0,"tid":"stream 7","ts":"12.5","dur":-1,"args":{"In msg nelems":"10","dtype":"Float","Group size":8.0,"stream":true,"device":[1],"Input Dims":[[2048,1024],[]],"x":{"a":{},"b":[null,false,true,-0.5e+3]}}}]}`))
@@ -43,8 +48,9 @@ func FuzzFastPath(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","ts":1,"dur":2,"name":"n","name":"m","args":{"device":1},"args":{"stream":2,"device":"x"}}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":7,"tid":7,"ts":1682725898079292,"dur":8,"args":{"External id":1,"Input Dims":[[2048,1024],[1024,4096]],"Input type":["float","float"]}},` + "\n" +
 		`{"ph":"X","cat":"kernel","name":"ampere_sgemm_128x64_nn","pid":0,"tid":7,"ts":1682725898079298.250,"dur":15.5,"args":{"External id":1,"queued":0,"device":0,"context":1,"stream":7,"correlation":1,"blocks per SM":4.8,"grid":[32,16,1],"est. achieved occupancy %":12}}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","name":"k","args":{"device":0,"In msg nelems":1,"Out msg nelems":2,"correlation":3}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, opts := range []Options{{}, {MaxTokenBytes: 5}, {LikeHTA: true}} {
+		for _, opts := range []Options{{}, {MaxTokenBytes: 5}, {MaxTokenBytes: 14}, {LikeHTA: true}} {
 			slow, hs, errs := decodeAll(data, opts, true)
 			fast, hf, errf := decodeAll(data, opts, false)
 			if fmt.Sprint(errs) != fmt.Sprint(errf) {
@@ -184,5 +190,91 @@ func TestRawEventReset(t *testing.T) {
 				t.Errorf("slow=%v: event %d read after the others:\n%+v\nalone:\n%+v", slow, i, all[i], alone[0])
 			}
 		}
+	}
+}
+
+// TestInternerCache: names interned through the cache of recent names get the ids the map gives
+// them, whatever order they come in and however many share a cache entry, and the empty name is
+// 0.
+func TestInternerCache(t *testing.T) {
+	n := newInterner(timeline.NewStrings())
+	var names []string
+	for i := range 3 * recentNames {
+		names = append(names, fmt.Sprintf("kernel_%d", i), fmt.Sprintf("k%dx", i%7), strings.Repeat("a", i%40))
+	}
+	want := map[string]uint32{}
+	for round := range 3 {
+		for i, name := range names {
+			if round == 1 {
+				name = names[len(names)-1-i]
+			}
+			id := n.id([]byte(name))
+			if w, ok := want[name]; ok && w != id {
+				t.Fatalf("round %d: id(%q) = %d; was %d", round, name, id, w)
+			}
+			want[name] = id
+			if got := n.strs.Lookup(id); got != name {
+				t.Fatalf("id(%q) = %d, which names %q", name, id, got)
+			}
+		}
+	}
+	if id := n.id(nil); id != 0 {
+		t.Fatalf("id of the empty name = %d; want 0", id)
+	}
+}
+
+// TestEightDigits: eight bytes are taken as digits only when each is one ('/' and ':' lie either
+// side of them), and their value is strconv's.
+func TestEightDigits(t *testing.T) {
+	near := []byte{'0', '1', '5', '9', '/', ':', 0x00, 0x30 + 0x80, 0xb9, 'a', ' ', '.'}
+	for trial := range 20000 {
+		var w [8]byte
+		for i := range w {
+			w[i] = byte('0' + (trial*7+i*3)%10)
+			if (trial+i)%5 == 0 {
+				w[i] = near[(trial/5+i)%len(near)]
+			}
+		}
+		v := binary.LittleEndian.Uint64(w[:])
+		n, err := strconv.ParseUint(string(w[:]), 10, 64)
+		allDigits := err == nil && !bytes.ContainsAny(w[:], "+-")
+		if got := eightDigits(v); got != allDigits {
+			t.Fatalf("eightDigits(%q) = %v; want %v", w, got, allDigits)
+		}
+		if allDigits && eightDigitsValue(v) != n {
+			t.Fatalf("eightDigitsValue(%q) = %d; want %d", w, eightDigitsValue(v), n)
+		}
+	}
+}
+
+// TestFastArgKey: every arg the decoder reads is matched by its words, with its colon; a key
+// that only starts like one, or lacks its colon, is read as a string, as the general path does.
+func TestFastArgKey(t *testing.T) {
+	d := &decoder{s: &scanner{maxToken: DefaultMaxTokenBytes}}
+	pad := strings.Repeat(" ", 24)
+	for _, tc := range []struct {
+		in   string
+		key  int
+		next int
+		ok   bool
+	}{
+		{`"device":`, argDevice, 9, true}, {`"stream":`, argStream, 9, true}, {`"correlation":`, argCorrelation, 14, true},
+		{`"bytes":`, argBytes, 8, true}, {`"In msg nelems":`, argInNelems, 16, true}, {`"Out msg nelems":`, argOutNelems, 17, true},
+		{`"Group size":`, argGroupSize, 13, true}, {`"dtype":`, argDType, 8, true}, {`"xfertop":`, argXfertop, 10, true},
+		{`"Out msg nelems"x`, 0, 0, false}, {`"Out msg nelems" :`, argOutNelems, 18, true}, {`"device_id":`, argOther, 12, true},
+		{`"devic":`, argOther, 8, true}, {`"bytes"`, 0, 0, false}, {`"External id":`, argOther, 14, true},
+	} {
+		key, next, ok := d.fastArgKey([]byte(tc.in+pad), 0)
+		if key != tc.key || next != tc.next || ok != tc.ok {
+			t.Errorf("fastArgKey(%q) = %d, %d, %v; want %d, %d, %v", tc.in, key, next, ok, tc.key, tc.next, tc.ok)
+		}
+	}
+	// A key past the token limit is left to the general path, which refuses it.
+	d.s.maxToken = 14
+	if _, _, ok := d.fastArgKey([]byte(`"In msg nelems":`+pad), 0); ok {
+		t.Error(`fastArgKey read "In msg nelems" (15 bytes) under a 14-byte token limit`)
+	}
+	if key, _, ok := d.fastArgKey([]byte(`"correlation":`+pad), 0); !ok || key != argCorrelation {
+		t.Error(`fastArgKey did not read "correlation" (13 bytes) under a 14-byte token limit`)
 	}
 }

@@ -13,10 +13,10 @@ const heldBytes = 1 << 20
 
 // held are the records of the generic slices of the file being read, until its first GPU op.
 type held struct {
-	recs      []byte // length and body of each record (spill.go)
-	body      []byte
-	prevStart int64
-	direct    bool // there were too many to hold: they go to the sorter as they are made
+	recs   []byte // length and body of each record (spill.go)
+	body   []byte
+	prev   recBase
+	direct bool // there were too many to hold: they go to the sorter as they are made
 }
 
 // hold holds a generic slice apart, or passes it to the sorter once too many are held.
@@ -25,8 +25,8 @@ func (m *importer) hold(it *item) error {
 	if h.direct {
 		return m.put(it)
 	}
-	h.body = appendItem(h.body[:0], it, h.prevStart)
-	h.prevStart = it.ev.Start
+	h.body = appendItem(h.body[:0], it, h.prev)
+	h.prev = baseOf(it)
 	h.recs = binary.AppendUvarint(h.recs, uint64(len(h.body)))
 	h.recs = append(h.recs, h.body...)
 	if len(h.recs) > m.opts.held {
@@ -39,13 +39,13 @@ func (m *importer) hold(it *item) error {
 // release passes the slices held to the sorter.
 func (m *importer) release() error {
 	h := &m.f.held
-	b, prev := h.recs, int64(0)
+	b, prev := h.recs, recBase{}
 	for len(b) > 0 {
 		n, k := binary.Uvarint(b)
 		if err := decodeItem(b[k:k+int(n)], &m.scratch, prev); err != nil {
 			return err // not reached: the records were made just now
 		}
-		b, prev = b[k+int(n):], m.scratch.ev.Start
+		b, prev = b[k+int(n):], baseOf(&m.scratch)
 		if err := m.put(&m.scratch); err != nil {
 			return err
 		}

@@ -57,6 +57,26 @@ type interner struct {
 	ids  map[string]uint32
 	strs *timeline.Strings
 	lost int // names taken as unknown past maxLabels
+	// recent holds names met before, by a hash of a few of their bytes: a trace repeats a few
+	// names (its kernels, its runtime calls) in turn, and comparing one with the name in its
+	// entry costs less than hashing the whole of it for the map.
+	recent [recentNames]struct {
+		s  string
+		id uint32
+	}
+}
+
+// recentNames is how many entries the interner's cache of names has (a power of two).
+const recentNames = 256
+
+// recentSlot is the cache entry of a name: a hash of its length and three of its bytes.
+func recentSlot(b []byte) int {
+	n := len(b)
+	if n == 0 {
+		return 0
+	}
+	h := uint(n)*0x9e37 ^ uint(b[0])*0x85eb ^ uint(b[n-1])*0xc2b2 ^ uint(b[n/2])*0x27d4
+	return int(h>>4^h) & (recentNames - 1)
 }
 
 func newInterner(strs *timeline.Strings) *interner {
@@ -67,7 +87,12 @@ func (n *interner) id(b []byte) uint32 { return n.idUses(b, 1) }
 
 // idUses interns a name that uses events carry: each is counted as left out when it is.
 func (n *interner) idUses(b []byte, uses int) uint32 {
+	r := &n.recent[recentSlot(b)]
+	if r.s == string(b) {
+		return r.id // an empty entry holds "", whose id is 0
+	}
 	if id, ok := n.ids[string(b)]; ok {
+		r.s, r.id = n.strs.Lookup(id), id
 		return id
 	}
 	if len(n.ids) >= maxLabels {
@@ -77,6 +102,7 @@ func (n *interner) idUses(b []byte, uses int) uint32 {
 	s := string(b)
 	id := n.strs.ID(s)
 	n.ids[s] = id
+	r.s, r.id = s, id
 	return id
 }
 

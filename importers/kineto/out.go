@@ -33,12 +33,13 @@ type output struct {
 	base     int64
 	batch    []timeline.Event
 	devices  map[int32]bool
+	lastDev  int32 // the device last put in devices (-1: none)
 	begin    func(*Imported) error
 	emit     func([]timeline.Event) error
 }
 
 func newOutput(m *importer, begin func(*Imported) error, emit func([]timeline.Event) error) *output {
-	return &output{m: m, corr: newCorrTable(m.opts.corrKeep), devices: map[int32]bool{}, begin: begin, emit: emit}
+	return &output{m: m, corr: newCorrTable(m.opts.corrKeep), devices: map[int32]bool{}, lastDev: -1, begin: begin, emit: emit}
 }
 
 // admit applies to an item what the survey learnt once every file was read, and reports whether
@@ -142,8 +143,8 @@ func (o *output) exit(it *item) error {
 		ev.Start -= o.base
 		ev.End -= o.base
 	}
-	if ev.Device >= 0 && ev.Kind != timeline.KindRuntime && ev.Kind != timeline.KindGraphLaunch && ev.Kind != timeline.KindStep && len(o.devices) < maxTracks {
-		o.devices[ev.Device] = true
+	if ev.Device >= 0 && ev.Device != o.lastDev && ev.Kind != timeline.KindRuntime && ev.Kind != timeline.KindGraphLaunch && ev.Kind != timeline.KindStep && len(o.devices) < maxTracks {
+		o.devices[ev.Device], o.lastDev = true, ev.Device
 	}
 	o.batch = append(o.batch, ev)
 	if len(o.batch) == cap(o.batch) {
@@ -207,13 +208,20 @@ type corrTable struct {
 	slots    []corrEntry
 	fifo     []corrEntry // keys only (corr, file), a ring of capacity
 	head, n  int
-	evicted  map[int32]uint64 // per file, the largest id forgotten
-	lost     int              // GPU ops whose correlation was forgotten
+	evicted  []evicted // by file
+	lost     int       // GPU ops whose correlation was forgotten
 	capacity int
 }
 
+// evicted is the largest correlation id a file had forgotten, if any: a slice by file, not a map,
+// since every call past the table's capacity forgets one.
+type evicted struct {
+	corr uint64
+	was  bool
+}
+
 func newCorrTable(capacity int) corrTable {
-	return corrTable{evicted: map[int32]uint64{}, capacity: capacity}
+	return corrTable{capacity: capacity}
 }
 
 // home is a key's first slot. A file's correlation ids come in sequence, so runs of 16 ids keep
@@ -269,7 +277,11 @@ func (t *corrTable) put(file int, corr uint64, start, seq int64, flags uint8) {
 		if t.n == t.capacity {
 			old := t.fifo[t.head]
 			t.remove(t.find(old.file, old.corr))
-			t.evicted[old.file] = max(t.evicted[old.file], old.corr)
+			if int(old.file) >= len(t.evicted) {
+				t.evicted = append(t.evicted, make([]evicted, int(old.file)+1-len(t.evicted))...)
+			}
+			ev := &t.evicted[old.file]
+			ev.corr, ev.was = max(ev.corr, old.corr), true
 			t.head = (t.head + 1) % len(t.fifo)
 			t.n--
 			i = t.find(f, corr)
@@ -298,7 +310,7 @@ func (t *corrTable) get(file int, corr uint64) *corrEntry {
 			return e
 		}
 	}
-	if ev, was := t.evicted[f]; was && corr <= ev {
+	if int(f) < len(t.evicted) && t.evicted[f].was && corr <= t.evicted[f].corr {
 		t.lost++
 	}
 	return nil

@@ -36,6 +36,9 @@ type scanner struct {
 
 const (
 	readChunk = 64 << 10
+	// window is the scanner's window before a token grows it: four chunks, so that it reads
+	// straight into it past the reader's buffer, and few events straddle its end.
+	window = 4 * readChunk
 	// maxDepth bounds the nesting of arrays and objects (encoding/json's limit), so that a file of
 	// brackets cannot grow the stack without bound.
 	maxDepth = 10000
@@ -44,7 +47,7 @@ const (
 var errTruncated = errors.New("the JSON ends before it is complete")
 
 func newScanner(name string, r io.Reader, maxToken int) *scanner {
-	return &scanner{r: r, buf: make([]byte, 0, readChunk), mark: -1, name: name, maxToken: maxToken}
+	return &scanner{r: r, buf: make([]byte, 0, window), mark: -1, name: name, maxToken: maxToken}
 }
 
 // offset is the input offset of the next byte.

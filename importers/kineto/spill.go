@@ -1,7 +1,6 @@
 package kineto
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,11 +11,9 @@ import (
 )
 
 // The external merge sort's runs are temporary files of records, one per item, in (start, seq)
-// order. A record is its length (uvarint) and its body: the start less the run's previous start
-// (uvarint), the duration, seq and origin (varint, uvarint, uvarint), the flags and the kind
-// (one byte each), a mask of the fields that are not zero (uvarint), and those fields in the
-// order of the mask's bits (signed ones as varints, the launch time less the start). A kernel
-// takes about 25 bytes where its JSON took 400 or more.
+// order. A record is its length (uvarint) and its body (appendItem): each field written against
+// the run's previous item or left out when zero, so that a kernel takes about 15 bytes where its
+// JSON took 150 to 400.
 
 // mergeFanIn bounds the runs merged at once (open files, and their read buffers): more runs are
 // first merged fanIn at a time into longer ones.
@@ -47,7 +44,7 @@ func (s *spill) create() (*runWriter, error) {
 	if s.told != nil {
 		s.told(f.Name())
 	}
-	return &runWriter{s: s, f: f, bw: bufio.NewWriterSize(f, runWriteBuffer)}, nil
+	return &runWriter{s: s, f: f, buf: make([]byte, 0, runWriteBuffer+binary.MaxVarintLen64+maxRecord)}, nil
 }
 
 func (s *spill) runs() int { return len(s.ready) }
@@ -96,221 +93,320 @@ func (s *spill) merge(out func(it *item) error) error {
 
 // runWriter writes one run.
 type runWriter struct {
-	s         *spill
-	f         *os.File
-	bw        *bufio.Writer
-	rec       []byte
-	prevStart int64
-	err       error
+	s    *spill
+	f    *os.File
+	buf  []byte // records not yet written to f
+	prev recBase
+	err  error
 }
 
 func (w *runWriter) write(it *item) error {
 	if w.err != nil {
 		return w.err
 	}
-	// The body goes after room for its length, which is then written just before it, so that
-	// the record is one write of a reused buffer.
-	const room = binary.MaxVarintLen64
-	w.rec = appendItem(append(w.rec[:0], make([]byte, room)...), it, w.prevStart)
-	w.prevStart = it.ev.Start
-	n := uint64(len(w.rec) - room)
-	at := room - uvarintLen(n)
-	binary.PutUvarint(w.rec[at:], n)
-	_, err := w.bw.Write(w.rec[at:])
-	if err != nil {
-		w.err = fmt.Errorf("sort the trace's events: write %s: %w", w.f.Name(), err)
+	// The body goes after a byte for its length, which nearly always fits one: a longer one
+	// moves the body along by the second byte it takes.
+	at := len(w.buf)
+	w.buf = appendItem(append(w.buf, 0), it, w.prev)
+	w.prev = baseOf(it)
+	if n := len(w.buf) - at - 1; n < 0x80 {
+		w.buf[at] = byte(n)
+	} else {
+		w.buf = append(w.buf, 0)
+		copy(w.buf[at+2:], w.buf[at+1:len(w.buf)-1])
+		binary.PutUvarint(w.buf[at:], uint64(n))
+	}
+	if len(w.buf) >= runWriteBuffer {
+		w.flush()
 	}
 	return w.err
 }
 
+// flush writes the records buffered to the file.
+func (w *runWriter) flush() {
+	if w.err == nil && len(w.buf) > 0 {
+		if _, err := w.f.Write(w.buf); err != nil {
+			w.err = fmt.Errorf("sort the trace's events: write %s: %w", w.f.Name(), err)
+		}
+	}
+	w.buf = w.buf[:0]
+}
+
 // close finishes the run and makes it ready to merge.
 func (w *runWriter) close() error {
+	w.flush()
 	err := w.err
-	if err == nil {
-		err = w.bw.Flush()
-	}
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
+	if cerr := w.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("sort the trace's events: write %s: %w", w.f.Name(), cerr)
 	}
 	if err != nil {
-		return fmt.Errorf("sort the trace's events: write %s: %w", w.f.Name(), err)
+		return err
 	}
 	w.s.ready = append(w.s.ready, w.f.Name())
 	return nil
 }
 
-// Bits of a record's mask: the fields that are not zero.
+// The bits of a record's mask, the fields that are not zero, the commonest in its first byte.
+// Its two lowest bits say what Queued is: zero, the start plus a varint, or a sentinel.
 const (
-	mQueued = 1 << iota
-	mBytes
-	mOp
-	mDevice
+	mQueuedDelta = 1 + iota
+	mQueuedPending
+	mQueuedUnknown
+	mQueued = 3
+)
+
+const (
+	mOp = 4 << iota
 	mPeer
 	mStream
+	mLabel
+	mAux
+	mDevice
+	mBytes
+	mSub
+	mRanks
 	mGroup
 	mComm
 	mBarrier
-	mLabel
-	mAux
 	mHost
-	mRanks
-	mSub
 	mStatus
 	mPriority
 )
 
-// appendItem appends the body of an item's record.
-func appendItem(b []byte, it *item, prevStart int64) []byte {
+// recBase is what a record is written against: the fields of the run's previous item that the
+// next one's differ little from (in a run in start order, the start a little later, seq and
+// origin often the next ones).
+type recBase struct {
+	start, seq int64
+	org        origin
+}
+
+func baseOf(it *item) recBase { return recBase{it.ev.Start, it.seq, it.org} }
+
+// appendItem appends the body of an item's record: the start less the base's (uvarint), the
+// duration (varint), seq and origin less the base's (varints), the flags and the kind (a byte
+// each), the mask, and the fields it names in the order of its bits (signed ones as varints,
+// Queued less the start).
+func appendItem(b []byte, it *item, base recBase) []byte {
 	e := &it.ev
-	b = binary.AppendUvarint(b, uint64(e.Start-prevStart))
+	b = binary.AppendUvarint(b, uint64(e.Start-base.start))
 	b = binary.AppendVarint(b, e.End-e.Start)
-	b = binary.AppendUvarint(b, uint64(it.seq))
-	b = binary.AppendUvarint(b, uint64(it.org))
+	b = binary.AppendVarint(b, it.seq-base.seq)
+	b = binary.AppendVarint(b, int64(it.org-base.org))
 	b = append(b, it.flags, byte(e.Kind))
-	u32 := [...]uint32{e.Stream, e.Group, e.Comm, e.Barrier, e.Label, e.Aux, uint32(e.Host), uint32(e.Ranks), uint32(e.Sub), uint32(e.Status)}
 	var mask uint64
-	if e.Queued != 0 {
-		mask |= mQueued
+	switch e.Queued {
+	case 0:
+	case queuedPending:
+		mask = mQueuedPending
+	case queuedUnknown:
+		mask = mQueuedUnknown
+	default:
+		mask = mQueuedDelta
 	}
-	if e.Bytes != 0 {
-		mask |= mBytes
-	}
-	if e.Op != 0 {
-		mask |= mOp
-	}
-	if e.Device != 0 {
-		mask |= mDevice
-	}
-	if e.Peer != 0 {
-		mask |= mPeer
-	}
-	for i, v := range u32 { // mStream ... mStatus, in that order
-		if v != 0 {
-			mask |= mStream << i
-		}
-	}
-	if e.Priority != 0 {
-		mask |= mPriority
-	}
+	mask |= bit(e.Op != 0, mOp) | bit(e.Peer != 0, mPeer) | bit(e.Stream != 0, mStream) | bit(e.Label != 0, mLabel) |
+		bit(e.Aux != 0, mAux) | bit(e.Device != 0, mDevice) | bit(e.Bytes != 0, mBytes) | bit(e.Sub != 0, mSub) |
+		bit(e.Ranks != 0, mRanks) | bit(e.Group != 0, mGroup) | bit(e.Comm != 0, mComm) | bit(e.Barrier != 0, mBarrier) |
+		bit(e.Host != 0, mHost) | bit(e.Status != 0, mStatus) | bit(e.Priority != 0, mPriority)
 	b = binary.AppendUvarint(b, mask)
-	if mask&mQueued != 0 {
-		b = binary.AppendVarint(b, e.Queued-e.Start) // wraps for the sentinels, and back on reading
-	}
-	if mask&mBytes != 0 {
-		b = binary.AppendVarint(b, e.Bytes)
+	if mask&mQueued == mQueuedDelta {
+		b = binary.AppendVarint(b, e.Queued-e.Start) // wraps when far from the start, and back on reading
 	}
 	if mask&mOp != 0 {
 		b = binary.AppendUvarint(b, e.Op)
 	}
-	if mask&mDevice != 0 {
-		b = binary.AppendVarint(b, int64(e.Device))
-	}
 	if mask&mPeer != 0 {
 		b = binary.AppendVarint(b, int64(e.Peer))
 	}
-	for i, v := range u32 {
-		if mask&(mStream<<i) != 0 {
-			b = binary.AppendUvarint(b, uint64(v))
+	if mask&mStream != 0 {
+		b = binary.AppendUvarint(b, uint64(e.Stream))
+	}
+	if mask&mLabel != 0 {
+		b = binary.AppendUvarint(b, uint64(e.Label))
+	}
+	if mask&mAux != 0 {
+		b = binary.AppendUvarint(b, uint64(e.Aux))
+	}
+	if mask&mDevice != 0 {
+		b = binary.AppendVarint(b, int64(e.Device))
+	}
+	if mask&^(mQueued|mOp|mPeer|mStream|mLabel|mAux|mDevice) == 0 {
+		return b // the rest are rare
+	}
+	if mask&mBytes != 0 {
+		b = binary.AppendVarint(b, e.Bytes)
+	}
+	if mask&mSub != 0 {
+		b = append(b, e.Sub)
+	}
+	if mask&mRanks != 0 {
+		b = binary.AppendUvarint(b, uint64(e.Ranks))
+	}
+	for _, f := range [...]struct {
+		bit uint64
+		v   uint32
+	}{{mGroup, e.Group}, {mComm, e.Comm}, {mBarrier, e.Barrier}, {mHost, uint32(e.Host)}, {mStatus, uint32(e.Status)}} {
+		if mask&f.bit != 0 {
+			b = binary.AppendUvarint(b, uint64(f.v))
 		}
 	}
 	if mask&mPriority != 0 {
-		b = binary.AppendVarint(b, int64(e.Priority))
+		b = append(b, byte(e.Priority))
 	}
 	return b
+}
+
+// bit is v when c holds, else 0.
+func bit(c bool, v uint64) uint64 {
+	if c {
+		return v
+	}
+	return 0
 }
 
 // errRecord is the error of a record that does not decode: the file was changed under the import.
 var errRecord = errors.New("damaged record")
 
 // decodeItem decodes a record's body into it.
-func decodeItem(b []byte, it *item, prevStart int64) error {
+func decodeItem(b []byte, it *item, base recBase) error {
 	d := recDecoder{b: b}
-	*it = item{}
 	e := &it.ev
-	e.Start = prevStart + int64(d.uvarint())
+	*e = timeline.Event{}
+	e.Start = base.start + int64(d.uvarint())
 	e.End = e.Start + d.varint()
-	it.seq = int64(d.uvarint())
-	it.org = origin(d.uvarint())
+	it.seq = base.seq + d.varint()
+	it.org = base.org + origin(d.varint())
 	it.flags = d.byte()
 	e.Kind = timeline.Kind(d.byte())
 	mask := d.uvarint()
-	if mask&mQueued != 0 {
+	switch mask & mQueued {
+	case mQueuedDelta:
 		e.Queued = e.Start + d.varint()
-	}
-	if mask&mBytes != 0 {
-		e.Bytes = d.varint()
+	case mQueuedPending:
+		e.Queued = queuedPending
+	case mQueuedUnknown:
+		e.Queued = queuedUnknown
 	}
 	if mask&mOp != 0 {
 		e.Op = d.uvarint()
 	}
-	if mask&mDevice != 0 {
-		e.Device = int32(d.varint())
-	}
 	if mask&mPeer != 0 {
 		e.Peer = int32(d.varint())
 	}
-	u32 := func(bit uint64) uint32 {
-		if mask&bit != 0 {
-			return uint32(d.uvarint())
-		}
-		return 0
+	if mask&mStream != 0 {
+		e.Stream = uint32(d.uvarint())
 	}
-	e.Stream, e.Group, e.Comm, e.Barrier, e.Label, e.Aux = u32(mStream), u32(mGroup), u32(mComm), u32(mBarrier), u32(mLabel), u32(mAux)
-	e.Host, e.Ranks, e.Sub, e.Status = uint16(u32(mHost)), uint16(u32(mRanks)), uint8(u32(mSub)), uint8(u32(mStatus))
-	if mask&mPriority != 0 {
-		e.Priority = int8(d.varint())
+	if mask&mLabel != 0 {
+		e.Label = uint32(d.uvarint())
 	}
-	if d.bad || len(d.b) != 0 {
+	if mask&mAux != 0 {
+		e.Aux = uint32(d.uvarint())
+	}
+	if mask&mDevice != 0 {
+		e.Device = int32(d.varint())
+	}
+	if mask&^(mQueued|mOp|mPeer|mStream|mLabel|mAux|mDevice) != 0 {
+		d.rare(e, mask)
+	}
+	if d.bad || d.i != len(d.b) {
 		return errRecord
 	}
 	return nil
 }
 
-// recDecoder reads varints from a record, with a sticky error.
+// rare decodes the fields after the mask's first byte.
+func (d *recDecoder) rare(e *timeline.Event, mask uint64) {
+	if mask&mBytes != 0 {
+		e.Bytes = d.varint()
+	}
+	if mask&mSub != 0 {
+		e.Sub = d.byte()
+	}
+	if mask&mRanks != 0 {
+		e.Ranks = uint16(d.uvarint())
+	}
+	if mask&mGroup != 0 {
+		e.Group = uint32(d.uvarint())
+	}
+	if mask&mComm != 0 {
+		e.Comm = uint32(d.uvarint())
+	}
+	if mask&mBarrier != 0 {
+		e.Barrier = uint32(d.uvarint())
+	}
+	if mask&mHost != 0 {
+		e.Host = uint16(d.uvarint())
+	}
+	if mask&mStatus != 0 {
+		e.Status = uint8(d.uvarint())
+	}
+	if mask&mPriority != 0 {
+		e.Priority = int8(d.byte())
+	}
+	if mask >= mPriority<<1 {
+		d.bad = true
+	}
+}
+
+// recDecoder reads varints from a record, with a sticky error; a value of one byte (the usual)
+// is read without a call.
 type recDecoder struct {
 	b   []byte
+	i   int
 	bad bool
 }
 
 func (d *recDecoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.bad, d.b = true, nil
+	if i := d.i; i+1 < len(d.b) {
+		if c := d.b[i]; c < 0x80 {
+			d.i++
+			return uint64(c)
+		} else if c2 := d.b[i+1]; c2 < 0x80 {
+			d.i += 2
+			return uint64(c&0x7f) | uint64(c2)<<7
+		}
+	}
+	return d.uvarintLong()
+}
+
+func (d *recDecoder) uvarintLong() uint64 {
+	if d.i > len(d.b) {
+		d.bad = true
 		return 0
 	}
-	d.b = d.b[n:]
+	v, n := binary.Uvarint(d.b[d.i:])
+	if n <= 0 {
+		d.bad, d.i = true, len(d.b)
+		return 0
+	}
+	d.i += n
 	return v
 }
 
 func (d *recDecoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.bad, d.b = true, nil
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
+	u := d.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func (d *recDecoder) byte() byte {
-	if len(d.b) == 0 {
+	if d.i >= len(d.b) {
 		d.bad = true
 		return 0
 	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
+	d.i++
+	return d.b[d.i-1]
 }
 
 // runReader reads one run back.
 type runReader struct {
-	path      string
-	f         *os.File
-	br        *bufio.Reader
-	rec       []byte
-	off       int64
-	prevStart int64
-	head      item
+	path string
+	f    *os.File
+	buf  []byte // buf[pos:] is read and not yet decoded
+	pos  int
+	eof  bool
+	off  int64 // the file offset of buf[pos]
+	prev recBase
+	head item
 }
 
 func openRun(path string) (*runReader, error) {
@@ -318,7 +414,7 @@ func openRun(path string) (*runReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sort the trace's events: %w", err)
 	}
-	return &runReader{path: path, f: f, br: bufio.NewReaderSize(f, runReadBuffer)}, nil
+	return &runReader{path: path, f: f, buf: make([]byte, 0, runReadBuffer)}, nil
 }
 
 // maxRecord bounds a record's length (an item takes well under 200 bytes).
@@ -326,52 +422,48 @@ const maxRecord = 1 << 10
 
 // next reads the next item into head, reporting false at the end of the run.
 func (r *runReader) next() (bool, error) {
-	// A record whole in the read buffer is decoded there; one that straddles its end is copied.
-	b, _ := r.br.Peek(min(binary.MaxVarintLen64+maxRecord, r.br.Size()))
-	if n, k := binary.Uvarint(b); k > 0 && n <= maxRecord && k+int(n) <= len(b) {
-		err := decodeItem(b[k:k+int(n)], &r.head, r.prevStart)
-		if err == nil {
-			r.br.Discard(k + int(n))
-			r.off += int64(k) + int64(n)
-			r.prevStart = r.head.ev.Start
-			return true, nil
+	if len(r.buf)-r.pos < binary.MaxVarintLen64+maxRecord && !r.eof {
+		if err := r.fill(); err != nil {
+			return false, fmt.Errorf("sort the trace's events: read %s at byte offset %d: %w", r.path, r.off, err)
 		}
-		return false, fmt.Errorf("sort the trace's events: read %s at byte offset %d: %w", r.path, r.off, err)
 	}
-	n, err := binary.ReadUvarint(r.br)
-	if err == io.EOF {
+	b := r.buf[r.pos:]
+	if len(b) == 0 {
 		return false, nil
 	}
-	if err == nil && n > maxRecord {
-		err = errRecord
-	}
-	if err == nil {
-		if cap(r.rec) < int(n) {
-			r.rec = make([]byte, n)
+	n, k := binary.Uvarint(b)
+	err := errRecord
+	if k > 0 && n <= maxRecord {
+		err = io.ErrUnexpectedEOF
+		if k+int(n) <= len(b) {
+			err = decodeItem(b[k:k+int(n)], &r.head, r.prev)
 		}
-		r.rec = r.rec[:n]
-		_, err = io.ReadFull(r.br, r.rec)
-	}
-	if err == nil {
-		err = decodeItem(r.rec, &r.head, r.prevStart)
 	}
 	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
 		return false, fmt.Errorf("sort the trace's events: read %s at byte offset %d: %w", r.path, r.off, err)
 	}
-	r.off += int64(uvarintLen(n)) + int64(n)
-	r.prevStart = r.head.ev.Start
+	r.pos += k + int(n)
+	r.off += int64(k) + int64(n)
+	r.prev = baseOf(&r.head)
 	return true, nil
 }
 
-func uvarintLen(n uint64) int {
-	l := 1
-	for ; n >= 0x80; n >>= 7 {
-		l++
+// fill moves what is left of the buffer to its front and reads until it is full or the file ends.
+func (r *runReader) fill() error {
+	n := copy(r.buf[:cap(r.buf)], r.buf[r.pos:])
+	r.buf, r.pos = r.buf[:n], 0
+	for len(r.buf) < cap(r.buf) {
+		m, err := r.f.Read(r.buf[len(r.buf):cap(r.buf)])
+		r.buf = r.buf[:len(r.buf)+m]
+		if err == io.EOF {
+			r.eof = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return l
+	return nil
 }
 
 // mergeRuns merges runs in (start, seq) order into out.

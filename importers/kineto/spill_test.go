@@ -2,6 +2,7 @@ package kineto
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -22,7 +23,7 @@ func FuzzRunRecord(f *testing.F) {
 			Stream: u, Group: u >> 1, Comm: u >> 2, Barrier: u >> 3, Label: u >> 4, Aux: u >> 5, Host: uint16(u), Ranks: uint16(u >> 16),
 			Kind: timeline.Kind(u), Sub: uint8(u >> 8), Status: uint8(u >> 16), Priority: int8(u >> 24)},
 			seq: int64(op >> 1), org: origin(op), flags: uint8(u)}
-		prev := queued
+		prev := recBase{start: queued, seq: int64(op), org: origin(u)}
 		rec := appendItem(nil, &it, prev)
 		var back item
 		if err := decodeItem(rec, &back, prev); err != nil || !reflect.DeepEqual(back, it) {
@@ -128,7 +129,7 @@ func TestRunReadBack(t *testing.T) {
 		damage func([]byte) []byte
 	}{
 		{"cut short", func(b []byte) []byte { return b[:len(b)-3] }},
-		{"length garbled", func(b []byte) []byte { b[len(b)/2] = 0xff; return b }},
+		{"length garbled", func(b []byte) []byte { b[recordAt(b, len(b)/2)] = 0xff; return b }},
 		{"body garbled", func(b []byte) []byte {
 			for i := len(b) / 3; i < len(b)/3+40; i++ {
 				b[i] = 0x80
@@ -146,6 +147,16 @@ func TestRunReadBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordAt is the offset of the first record of a run that starts at or after off.
+func recordAt(run []byte, off int) int {
+	at := 0
+	for at < off {
+		n, k := binary.Uvarint(run[at:])
+		at += k + int(n)
+	}
+	return at
 }
 
 // TestCorrHome: a file's consecutive correlation ids keep to neighbouring slots in runs of 16

@@ -29,7 +29,8 @@ type classStats struct {
 	lo, hi   int64
 	cpu, gpu reorder.Sample // starts of the items HTA counts as CPU ops and as GPU ops
 	devices  map[int32]bool
-	pending  bool // some GPU op's device is the file's rank
+	lastDev  int32 // the device last put in devices (-1: none): most ops are on the last one's
+	pending  bool  // some GPU op's device is the file's rank
 }
 
 // fileInfo is what the survey learnt of one file.
@@ -49,7 +50,7 @@ type fileInfo struct {
 func newFileInfo(name string, index int) *fileInfo {
 	fi := &fileInfo{name: name, index: index}
 	for i := range fi.cls {
-		fi.cls[i].devices = map[int32]bool{}
+		fi.cls[i].devices, fi.cls[i].lastDev = map[int32]bool{}, -1
 	}
 	return fi
 }
@@ -75,8 +76,8 @@ func (fi *fileInfo) note(it *item, c int, htaGPU bool) {
 	case ev.Kind == timeline.KindRuntime || ev.Kind == timeline.KindGraphLaunch || ev.Kind == timeline.KindStep:
 	case ev.Device == devicePending:
 		s.pending = true
-	case ev.Device >= 0 && len(s.devices) < maxTracks:
-		s.devices[ev.Device] = true
+	case ev.Device >= 0 && ev.Device != s.lastDev && len(s.devices) < maxTracks:
+		s.devices[ev.Device], s.lastDev = true, ev.Device
 	}
 }
 

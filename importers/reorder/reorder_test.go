@@ -266,3 +266,25 @@ func playBuffer(starts []int64, n int) (sorted, inOrder bool) {
 	}
 	return slices.IsSorted(starts) && inOrder, inOrder
 }
+
+// BenchmarkHeapFull: a full buffer of 32,768 items (as the Kineto import's) letting one out for
+// each one in, keys far out of order: the cost of the heap on shuffled input.
+//
+//	go test -run '^$' -bench HeapFull -cpu 1 ./importers/reorder
+func BenchmarkHeapFull(b *testing.B) {
+	type item [13]int64 // an import's item is about this size
+	const n = 1 << 15
+	r := rand.New(rand.NewPCG(3, 4))
+	var q Heap[item]
+	var it, out item
+	seq := int64(0)
+	for range n {
+		seq++
+		q.Push(Key{Start: r.Int64N(1 << 40), Seq: seq}, &it)
+	}
+	for b.Loop() {
+		seq++
+		q.Push(Key{Start: r.Int64N(1 << 40), Seq: seq}, &it)
+		q.Pop(&out)
+	}
+}
