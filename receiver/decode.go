@@ -601,26 +601,43 @@ func (d *Decoded) span(r reader, ri int32) error {
 	a := spanAttrs{e: &sp.Event}
 	b := r.buf
 	nattr := 0 // the attributes read so far
-	for r.pos < len(b) {
-		switch b[r.pos] {
+	// pos is r.pos, kept in a register on the fast paths (r escapes to field).
+	for pos := r.pos; pos < len(b); pos = r.pos {
+		switch t := b[pos]; t {
 		case tagSpanStart, tagSpanEnd:
-			if r.pos+9 > len(b) {
+			if pos+9 > len(b) {
 				break
 			}
-			v := int64(binary.LittleEndian.Uint64(b[r.pos+1:]))
-			if b[r.pos] == tagSpanStart {
+			v := int64(binary.LittleEndian.Uint64(b[pos+1 : pos+9]))
+			if t == tagSpanStart {
 				sp.Event.Start = v
 			} else {
 				sp.Event.End = v
 			}
-			r.pos += 9
+			r.pos = pos + 9
 			continue
 		case tagSpanAttr:
-			n, m := uvarint(b[r.pos+1:])
-			if m <= 0 || n > uint64(len(b)-r.pos-1-m) {
+			if nattr < len(d.keys) && pos+4 < len(b) && b[pos+1] < 0x80 {
+				// The Collector's layout as the span before had it at this place, read in place:
+				// [0x4a n] [0x12 avLen] AnyValue [0x0a keyLen] key, each length one byte.
+				e := &d.keys[nattr]
+				end, kl := pos+2+int(b[pos+1]), len(e.key)
+				ks := end - kl - 2 // the key's field
+				if e.valid && e.valueFirst && end <= len(b) && ks >= pos+4 && kl < 0x80 && b[pos+2] == 0x12 && int(b[pos+3]) == ks-pos-4 &&
+					b[ks] == 0x0a && int(b[ks+1]) == kl && string(b[ks+2:end]) == string(e.key) {
+					if v, ok := anyValue(b[pos+4 : ks]); ok {
+						d.attr(sp, &a, e.id, v)
+						nattr++
+						r.pos = end
+						continue
+					}
+				}
+			}
+			n, m := uvarint(b[pos+1:])
+			if m <= 0 || n > uint64(len(b)-pos-1-m) {
 				break
 			}
-			at := r.pos + 1 + m
+			at := pos + 1 + m
 			kv := b[at : at+int(n)]
 			id, v, ok := d.keys.match(nattr, kv)
 			if !ok {
@@ -639,9 +656,9 @@ func (d *Decoded) span(r reader, ri int32) error {
 			continue
 		default:
 			// Another length-delimited field (ids, name, events, links, status): skipped.
-			if t := b[r.pos]; t >= 1<<3 && t < 0x80 && t&7 == byte(protowire.BytesType) {
-				if n, m := uvarint(b[r.pos+1:]); m > 0 && n <= uint64(len(b)-r.pos-1-m) {
-					r.pos += 1 + m + int(n)
+			if t >= 1<<3 && t < 0x80 && t&7 == byte(protowire.BytesType) {
+				if n, m := uvarint(b[pos+1:]); m > 0 && n <= uint64(len(b)-pos-1-m) {
+					r.pos = pos + 1 + m + int(n)
 					continue
 				}
 			}

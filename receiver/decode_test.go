@@ -179,6 +179,12 @@ func TestDecodeCollectorLayout(t *testing.T) {
 		// Two ResourceSpans in one request: the exporters' layout, then the Collector's.
 		"both":                append(marshal(t, kernels("a", 0, 3)), marshalBackwards(sample())...),
 		"both, the other way": append(marshalBackwards(kernels("a", 0, 3)), marshal(t, sample())...),
+		// At a place read in place for the spans before it, a double, bytes, and a key of the same
+		// length as the one before: read in full.
+		"other values, backwards": marshalBackwards(request("s", 0, kernelSpan(1, 2, 0, 10),
+			&tracepb.Span{Attributes: attrs(str("xfertop.kind", "kernel"), &commonpb.KeyValue{Key: "xfertop.device", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: 3}}},
+				&commonpb.KeyValue{Key: "xfertop.stream", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: []byte{1}}}}, num("xfertop.seq", 2), str("xfertop.tabel", "x"))},
+			kernelSpan(3, 2, 20, 30))),
 	}
 	for name, b := range reqs {
 		var req collectortrace.ExportTraceServiceRequest
