@@ -308,9 +308,11 @@ func TestKeyCache(t *testing.T) {
 	}
 }
 
-// match reads an attribute only where it holds the key last seen at its place, in the same layout,
-// and a string or an int; whatever it reads, keyValue reads the same.
-func TestKeyCacheMatch(t *testing.T) {
+// An attribute in the Collector's layout is read in place only where it holds the key last seen at
+// its place, laid out the same, with a string or an int; whatever path reads it, Decode finds what
+// the generated types find. Each case is a span whose attribute at place 0 (after a first span
+// that set the place's key and layout) is the case's KeyValue.
+func TestDecodeAttributeInPlace(t *testing.T) {
 	kvOf := func(key string, val []byte, valueFirst bool) []byte {
 		k := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), key)
 		v := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), val)
@@ -319,43 +321,55 @@ func TestKeyCacheMatch(t *testing.T) {
 		}
 		return append(k, v...)
 	}
+	// span is a span holding the given KeyValues as its attributes, then xfertop.kind.
+	span := func(kvs ...[]byte) []byte {
+		var b []byte
+		for _, kv := range append(kvs, kvOf("xfertop.kind", protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "kernel"), true)) {
+			b = protowire.AppendBytes(protowire.AppendTag(b, 9, protowire.BytesType), kv)
+		}
+		return protowire.AppendFixed64(protowire.AppendTag(b, 7, protowire.Fixed64Type), uint64(epoch))
+	}
+	request := func(spans ...[]byte) []byte {
+		var ss []byte
+		for _, sp := range spans {
+			ss = protowire.AppendBytes(protowire.AppendTag(ss, 2, protowire.BytesType), sp)
+		}
+		rs := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), ss)
+		return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), rs)
+	}
 	intVal := protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 300)
 	strVal := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "gemm")
-	dblVal := protowire.AppendFixed64(protowire.AppendTag(nil, 4, protowire.Fixed64Type), 0)
-	long := strings.Repeat("k", 0x80)
-	var c keyCache
-	c.find(0, []byte("xfertop.device"), true)
-	c.find(1, []byte("xfertop.label"), false)
-	c.find(2, []byte(long), false)
+	dblVal := protowire.AppendFixed64(protowire.AppendTag(nil, 4, protowire.Fixed64Type), math.Float64bits(7))
+	long := "xfertop." + strings.Repeat("k", 0x80)
+	first := kvOf("xfertop.device", intVal, true)
 	for _, tt := range []struct {
-		name  string
-		place int
-		kv    []byte
-		ok    bool
-		id    attrKey
+		name string
+		kv   []byte
 	}{
-		{"the key, value first", 0, kvOf("xfertop.device", intVal, true), true, keyDevice},
-		{"the key, value after", 0, kvOf("xfertop.device", intVal, false), false, 0},
-		{"another key", 0, kvOf("xfertop.stream", intVal, true), false, 0},
-		{"a key of the same length", 0, kvOf("xfertop.devicf", intVal, true), false, 0},
-		{"a string, key first", 1, kvOf("xfertop.label", strVal, false), true, keyLabel},
-		{"a double", 1, kvOf("xfertop.label", dblVal, false), false, 0},
-		{"no value", 1, kvOf("xfertop.label", nil, false), false, 0},
-		{"a key of 128 bytes", 2, kvOf(long, intVal, false), false, 0},
-		{"nothing learnt there", 3, kvOf("xfertop.device", intVal, true), false, 0},
-		{"past the places kept", 20, kvOf("xfertop.device", intVal, true), false, 0},
-		{"empty", 0, nil, false, 0},
-		{"the key field alone", 1, protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "xfertop.label"), false, 0},
+		{"the same key and layout", kvOf("xfertop.device", protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 5), true)},
+		{"the key, its value after it", kvOf("xfertop.device", intVal, false)},
+		{"another key", kvOf("xfertop.stream", intVal, true)},
+		{"a key of the same length", kvOf("xfertop.devicf", intVal, true)},
+		{"a string", kvOf("xfertop.device", strVal, true)},
+		{"a double", kvOf("xfertop.device", dblVal, true)},
+		{"no value", kvOf("xfertop.device", nil, true)},
+		{"an empty KeyValue", nil},
+		{"a key of 136 bytes", kvOf(long, intVal, true)},
+		{"the key field alone", protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "xfertop.device")},
+		{"the value field alone", protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), intVal)},
 	} {
-		id, v, ok := c.match(tt.place, tt.kv)
-		if ok != tt.ok || ok && id != tt.id {
-			t.Errorf("%s: match = %d, %+v, %v; want %d, ok %v", tt.name, id, v, ok, tt.id, tt.ok)
+		b := request(span(first), span(tt.kv), span(first))
+		var req collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(b, &req); err != nil {
+			t.Fatalf("%s: the generated types refuse it: %v", tt.name, err)
 		}
-		if !ok {
-			continue
+		spans, labels, foreign := reference(&req)
+		var d Decoded
+		if err := Decode(b, &d, 0); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if key, want, err := keyValue(reader{buf: tt.kv}); err != nil || attrKeys[string(key)] != id || !reflect.DeepEqual(v, want) {
-			t.Errorf("%s: match read %d %+v; keyValue %q %+v %v", tt.name, id, v, key, want, err)
+		if !reflect.DeepEqual(d.Spans, spans) || !reflect.DeepEqual(d.Strings, labels) || d.Foreign != foreign {
+			t.Errorf("%s: Decode:\n%+v %q %d\nreference:\n%+v %q %d", tt.name, d.Spans, d.Strings, d.Foreign, spans, labels, foreign)
 		}
 	}
 }
