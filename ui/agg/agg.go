@@ -48,7 +48,7 @@ type State struct {
 	Tracks []*Track // sorted by device, then stream, once Update returns
 	// byDev holds each device's tracks by its id (up to maxIndexedDevice; others are in trackIdx):
 	// a device has a few streams, found by looking at each, where a map lookup per event was a
-	// third of the fold at 4,096 GPUs (8,192 streams outgrew a cache of recent tracks).
+	// third of an event's cost here at 4,096 GPUs (8,192 streams outgrew a cache of recent tracks).
 	byDev    [][]*Track
 	trackIdx map[[2]int64]*Track
 	unsorted bool    // a track was added to Tracks since they were last sorted
