@@ -663,3 +663,32 @@ func TestIdleDevicesAndRoles(t *testing.T) {
 		t.Errorf("device 0 by cause = %v; want 12 µs kernel wait, 100 µs other", c)
 	}
 }
+
+// A stream's gaps are its own whatever its device's id: ids found by their place (byDev), past
+// MaxDevices and without a device (through the map), interleaved, give each stream the gaps
+// it would have alone.
+func TestIdleStreamsByDevice(t *testing.T) {
+	devs := []int32{0, 3, MaxDevices + 7, timeline.NoDevice}
+	g := newIdleGaps(timeline.IdleEngine, 0)
+	for i := range int64(4) {
+		for j, d := range devs {
+			for stream := uint32(1); stream <= 2; stream++ {
+				gap := int64(j+1) * int64(stream) * us // each stream its own gap
+				e := kern(d, stream, i*100*us+gap*i, i*100*us+gap*i+10*us)
+				g.add(&e)
+			}
+		}
+	}
+	res := g.result()
+	if len(res.Streams) != 2*len(devs) {
+		t.Fatalf("%d streams; want %d", len(res.Streams), 2*len(devs))
+	}
+	for _, row := range res.Streams {
+		j := slices.Index(devs, row.Device)
+		gap := int64(j+1) * int64(row.Stream) * us
+		// 3 gaps: from op i's end (i·(100 µs + gap) + 10 µs) to op i+1's start.
+		if want := 3 * (100*us + gap - 10*us); row.TotalNs != want {
+			t.Errorf("device %d stream %d: %d ns idle; want %d", row.Device, row.Stream, row.TotalNs, want)
+		}
+	}
+}

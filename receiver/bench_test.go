@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -119,4 +120,50 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// collectorBatches are requests as a Collector forwards cmd/xfertop's
+// BenchmarkListenCollector4096GPUs load: its batch processor joins 16 hosts' requests of 512
+// kernel spans (64 GPUs a host, two streams each) into one request of 8,192 spans, written
+// backwards (pdata: a KeyValue's value before its key). r numbers the batches.
+func collectorBatches(n int) [][]byte {
+	var reqs [][]byte
+	for r := range n {
+		req := &collectortrace.ExportTraceServiceRequest{}
+		for h := range 16 {
+			spans := make([]*tracepb.Span, 512)
+			for i := range spans {
+				seq := int64(r*512 + i)
+				start := int64(seq/16) * 10_000
+				spans[i] = &tracepb.Span{Name: "kernel", StartTimeUnixNano: uint64(epoch + start), EndTimeUnixNano: uint64(epoch + start + 9_000),
+					Attributes: attrs(str("xfertop.kind", "kernel"), num("xfertop.device", int64(h*64+i%64)), num("xfertop.stream", int64(1+(i/64)%2)),
+						num("xfertop.seq", seq), str("xfertop.label", "gemm"))}
+			}
+			req.ResourceSpans = append(req.ResourceSpans, &tracepb.ResourceSpans{Resource: resource(fmt.Sprintf("bench-%d", h), h),
+				ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}})
+		}
+		reqs = append(reqs, marshalBackwards(req))
+	}
+	return reqs
+}
+
+// BenchmarkDecodeCollector is Decode of the Collector's batches, per CPU second.
+//
+//	go test -run '^$' -bench DecodeCollector -cpu 1 -count 6 ./receiver | benchstat -
+func BenchmarkDecodeCollector(b *testing.B) {
+	reqs := collectorBatches(4)
+	var d Decoded
+	spans := 0
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		for _, r := range reqs {
+			if err := Decode(r, &d, 0); err != nil {
+				b.Fatal(err)
+			}
+			spans += len(d.Spans)
+		}
+	}
+	b.ReportMetric(float64(spans)/(cpuTime()-cpu0).Seconds(), "spans/cpu-s")
+	b.ReportMetric(0, "ns/op")
 }

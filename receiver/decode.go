@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -41,6 +42,7 @@ type Decoded struct {
 	Foreign   int64    // spans that are not xfertop's (no xfertop.kind): counted, not shown
 	Tails     int64    // roots of the events after a run's last step: no event of their own
 	strIdx    map[string]uint32
+	lastLabel uint32 // the label interned last: spans in a row mostly share theirs
 	keys      keyCache
 }
 
@@ -54,7 +56,7 @@ func (d *Decoded) reset() {
 		clear(d.strIdx)
 	}
 	d.Strings = append(d.Strings[:0], "")
-	d.Foreign, d.Tails = 0, 0
+	d.Foreign, d.Tails, d.lastLabel = 0, 0, 0
 	d.keys = keyCache{}
 }
 
@@ -62,13 +64,18 @@ func (d *Decoded) label(b []byte) uint32 {
 	if len(b) == 0 {
 		return 0
 	}
+	if d.Strings[d.lastLabel] == string(b) {
+		return d.lastLabel
+	}
 	if id, ok := d.strIdx[string(b)]; ok {
+		d.lastLabel = id
 		return id
 	}
 	s := string(b)
 	id := uint32(len(d.Strings))
 	d.Strings = append(d.Strings, s)
 	d.strIdx[s] = id
+	d.lastLabel = id
 	return id
 }
 
@@ -88,13 +95,37 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // ErrTooManySpans is returned when a request holds more spans than the limit allows.
 var ErrTooManySpans = errors.New("too many spans in one request")
 
-var kindByName = func() map[string]timeline.Kind {
-	m := map[string]timeline.Kind{}
+// kindsByLen are the kinds by the length of their name: a span's kind is found by comparing it
+// with the few names of its length (a map lookup of every span's kind was a tenth of Decode).
+var kindsByLen = func() [][]kindName {
+	var byLen [][]kindName
 	for k := timeline.Kind(1); k.String() != fmt.Sprintf("kind(%d)", uint8(k)); k++ {
-		m[k.String()] = k
+		n := len(k.String())
+		for len(byLen) <= n {
+			byLen = append(byLen, nil)
+		}
+		byLen[n] = append(byLen[n], kindName{k.String(), k})
 	}
-	return m
+	return byLen
 }()
+
+type kindName struct {
+	name string
+	kind timeline.Kind
+}
+
+// kindOf is the kind named name.
+func kindOf(name []byte) (timeline.Kind, bool) {
+	if len(name) >= len(kindsByLen) {
+		return 0, false
+	}
+	for _, c := range kindsByLen[len(name)] {
+		if c.name == string(name) {
+			return c.kind, true
+		}
+	}
+	return 0, false
+}
 
 var copyByName = map[string]timeline.CopyDir{"h2d": timeline.CopyH2D, "d2h": timeline.CopyD2H, "d2d": timeline.CopyD2D,
 	"p2p": timeline.CopyP2P, "memset": timeline.CopySet}
@@ -346,6 +377,7 @@ func fastKeyValue(b []byte) (key []byte, val value, ok bool) {
 	if len(b) != 0 || len(av) < 2 {
 		return nil, value{}, false
 	}
+	// anyValue's, written out: a call here cost the exporters' layout a tenth of Decode.
 	switch av[0] {
 	case 0x0a: // string_value
 		n, m := uvarint(av[1:])
@@ -363,10 +395,10 @@ func fastKeyValue(b []byte) (key []byte, val value, ok bool) {
 	return nil, value{}, false
 }
 
-// spanAttrs are what a span's attributes say, as span reads them.
+// spanAttrs are what a span's attributes say, as span reads them: the event's fields straight
+// into e (the span's place in Decoded.Spans), the rest here.
 type spanAttrs struct {
-	e                    timeline.Event
-	seq                  int64
+	e                    *timeline.Event
 	kind, dir, coll      []byte
 	label                []byte // interned once the span is known to be kept
 	aux, step, groupOps  int64
@@ -416,35 +448,59 @@ var attrKeys = func() map[string]attrKey {
 	return m
 }()
 
-// keyCache remembers the key of each of a span's first attributes by its place: an exporter
-// writes every span's attributes in the same order, so most keys are found with one comparison,
-// not a map lookup or a search among the names. Its other keys point into the request, so it is
-// emptied at each Decode.
+// keyCache remembers each of a span's first attributes by its place: its key, and whether the
+// value came before the key (the Collector) or after it (the protobuf libraries). An exporter writes
+// every span's attributes in the same order and layout, so most keys are found with one comparison,
+// not a map lookup or a search among the names; and span reads an attribute in the Collector's
+// layout in place, checking that its key and layout are the ones last seen at its place. Its keys
+// point into the request, so it is emptied at each Decode.
 type keyCache [16]keyCacheEntry
 
 type keyCacheEntry struct {
-	key   []byte // the key, when not one of attrNames
-	id    attrKey
-	valid bool
+	key        []byte // the key last seen at this place (in the request being decoded)
+	id         attrKey
+	valid      bool
+	valueFirst bool // the KeyValue's value came before its key
 }
 
-// find returns the attrKey of key, the span's attribute at place i.
-func (c *keyCache) find(i int, key []byte) attrKey {
+// find returns the attrKey of key, the span's attribute at place i, and remembers it there with
+// the order of the KeyValue's fields.
+func (c *keyCache) find(i int, key []byte, valueFirst bool) attrKey {
 	if i >= len(c) {
 		return attrKeys[string(key)]
 	}
 	e := &c[i]
-	if e.valid {
-		if e.id != 0 && attrNames[e.id] == string(key) || e.id == 0 && string(e.key) == string(key) {
-			return e.id
+	if e.valid && string(e.key) == string(key) {
+		e.valueFirst = valueFirst
+		return e.id
+	}
+	*e = keyCacheEntry{key: key, id: attrKeys[string(key)], valid: true, valueFirst: valueFirst}
+	return e.id
+}
+
+// valueFirst reports whether a KeyValue starts with its value (as the Collector writes them).
+func valueFirst(kv []byte) bool { return len(kv) > 0 && kv[0] == 0x12 }
+
+// anyValue reads an AnyValue that holds one string or one int; ok is false for anything else.
+func anyValue(av []byte) (value, bool) {
+	if len(av) < 2 {
+		return value{}, false
+	}
+	switch av[0] {
+	case 0x0a: // string_value
+		n, m := uvarint(av[1:])
+		if m <= 0 || n != uint64(len(av)-1-m) {
+			return value{}, false
 		}
+		return value{s: av[1+m:]}, true
+	case 0x18: // int_value
+		v, m := uvarint(av[1:])
+		if m <= 0 || 1+m != len(av) {
+			return value{}, false
+		}
+		return value{i: int64(v), isInt: true}, true
 	}
-	id := attrKeys[string(key)]
-	*e = keyCacheEntry{id: id, valid: true}
-	if id == 0 {
-		e.key = key
-	}
-	return id
+	return value{}, false
 }
 
 // intOr is v's integer, or def when v holds none: the last value of a key wins, and a number
@@ -459,13 +515,13 @@ func intOr(v value, def int64) int64 {
 
 // attr reads one of a span's attributes, key being its attrKey. A value that is not a number
 // reads as 0 (v.i) for the fields whose absence is 0.
-func (d *Decoded) attr(a *spanAttrs, key attrKey, v value) {
-	e := &a.e
+func (d *Decoded) attr(sp *Span, a *spanAttrs, key attrKey, v value) {
+	e := a.e
 	switch key {
 	case keyKind:
 		a.kind = v.s
 	case keySeq:
-		a.seq = intOr(v, -1)
+		sp.Seq = intOr(v, -1)
 	case keyDevice:
 		e.Device = int32(intOr(v, int64(timeline.NoDevice)))
 	case keyPeer:
@@ -519,31 +575,56 @@ const (
 
 // span decodes one Span; one that carries no xfertop.kind is counted as foreign. The fields every
 // xfertop span has (its times and attributes) are read in place; any other field, or one of those
-// cut short, goes through reader.field, which says where it is malformed.
+// cut short, goes through reader.field, which says where it is malformed. The span is decoded into
+// the next place of d.Spans, which it takes only if it is kept: copying a decoded span (104 bytes)
+// twice on its way there was a tenth of Decode.
 func (d *Decoded) span(r reader, ri int32) error {
-	a := spanAttrs{e: timeline.Event{Device: timeline.NoDevice, Peer: timeline.NoDevice}, seq: -1}
+	at := len(d.Spans)
+	if at == cap(d.Spans) {
+		d.Spans = slices.Grow(d.Spans, 1)
+	}
+	sp := &d.Spans[:at+1][at]
+	*sp = Span{Event: timeline.Event{Device: timeline.NoDevice, Peer: timeline.NoDevice}, Seq: -1, Res: ri}
+	a := spanAttrs{e: &sp.Event}
 	b := r.buf
 	nattr := 0 // the attributes read so far
-	for r.pos < len(b) {
-		switch b[r.pos] {
+	// pos is r.pos, kept in a register on the fast paths (r escapes to field).
+	for pos := r.pos; pos < len(b); pos = r.pos {
+		switch t := b[pos]; t {
 		case tagSpanStart, tagSpanEnd:
-			if r.pos+9 > len(b) {
+			if pos+9 > len(b) {
 				break
 			}
-			v := int64(binary.LittleEndian.Uint64(b[r.pos+1:]))
-			if b[r.pos] == tagSpanStart {
-				a.e.Start = v
+			v := int64(binary.LittleEndian.Uint64(b[pos+1 : pos+9]))
+			if t == tagSpanStart {
+				sp.Event.Start = v
 			} else {
-				a.e.End = v
+				sp.Event.End = v
 			}
-			r.pos += 9
+			r.pos = pos + 9
 			continue
 		case tagSpanAttr:
-			n, m := uvarint(b[r.pos+1:])
-			if m <= 0 || n > uint64(len(b)-r.pos-1-m) {
+			if nattr < len(d.keys) && pos+4 < len(b) && b[pos+1] < 0x80 {
+				// The Collector's layout as the span before had it at this place, read in place:
+				// [0x4a n] [0x12 avLen] AnyValue [0x0a keyLen] key, each length one byte.
+				e := &d.keys[nattr]
+				end, kl := pos+2+int(b[pos+1]), len(e.key)
+				ks := end - kl - 2 // the key's field
+				if e.valid && e.valueFirst && end <= len(b) && ks >= pos+4 && kl < 0x80 && b[pos+2] == 0x12 && int(b[pos+3]) == ks-pos-4 &&
+					b[ks] == 0x0a && int(b[ks+1]) == kl && string(b[ks+2:end]) == string(e.key) {
+					if v, ok := anyValue(b[pos+4 : ks]); ok {
+						d.attr(sp, &a, e.id, v)
+						nattr++
+						r.pos = end
+						continue
+					}
+				}
+			}
+			n, m := uvarint(b[pos+1:])
+			if m <= 0 || n > uint64(len(b)-pos-1-m) {
 				break
 			}
-			at := r.pos + 1 + m
+			at := pos + 1 + m
 			kv := b[at : at+int(n)]
 			key, v, ok := fastKeyValue(kv)
 			if !ok {
@@ -552,15 +633,15 @@ func (d *Decoded) span(r reader, ri int32) error {
 					return err
 				}
 			}
-			d.attr(&a, d.keys.find(nattr, key), v)
+			d.attr(sp, &a, d.keys.find(nattr, key, valueFirst(kv)), v)
 			nattr++
 			r.pos = at + int(n)
 			continue
 		default:
 			// Another length-delimited field (ids, name, events, links, status): skipped.
-			if t := b[r.pos]; t >= 1<<3 && t < 0x80 && t&7 == byte(protowire.BytesType) {
-				if n, m := uvarint(b[r.pos+1:]); m > 0 && n <= uint64(len(b)-r.pos-1-m) {
-					r.pos += 1 + m + int(n)
+			if t >= 1<<3 && t < 0x80 && t&7 == byte(protowire.BytesType) {
+				if n, m := uvarint(b[pos+1:]); m > 0 && n <= uint64(len(b)-pos-1-m) {
+					r.pos = pos + 1 + m + int(n)
 					continue
 				}
 			}
@@ -571,48 +652,51 @@ func (d *Decoded) span(r reader, ri int32) error {
 		}
 		switch {
 		case num == 7 && typ == protowire.Fixed64Type:
-			a.e.Start = int64(f.v)
+			sp.Event.Start = int64(f.v)
 		case num == 8 && typ == protowire.Fixed64Type:
-			a.e.End = int64(f.v)
+			sp.Event.End = int64(f.v)
 		case num == 9 && typ == protowire.BytesType:
 			key, v, err := keyValue(f.r)
 			if err != nil {
 				return err
 			}
-			d.attr(&a, d.keys.find(nattr, key), v)
+			d.attr(sp, &a, d.keys.find(nattr, key, valueFirst(f.r.buf)), v)
 			nattr++
 		}
 	}
-	e, seq, kind, dir, coll := a.e, a.seq, a.kind, a.dir, a.coll
-	aux, step, groupOps := a.aux, a.step, a.groupOps
-	hasAux, hasStep, hasOps, hasSub, tail := a.hasAux, a.hasStep, a.hasOps, a.hasSub, a.tail
-	k, ok := kindByName[string(kind)]
+	k, ok := kindOf(a.kind)
 	switch {
 	case !ok:
 		d.Foreign++
 		return nil
-	case tail:
+	case a.tail:
 		d.Tails++
 		return nil
 	}
+	e := &sp.Event
 	e.Kind = k
 	e.Label = d.label(a.label)
-	if !hasSub {
+	if !a.hasSub {
 		// Detail spans: the sub-kind is spelt out.
-		if c, ok := copyByName[string(dir)]; ok && k == timeline.KindMemcpy {
-			e.Sub = uint8(c)
-		} else if c, ok := timeline.ParseCollOp(string(coll)); ok && k == timeline.KindCollective {
-			e.Sub = uint8(c)
+		switch k {
+		case timeline.KindMemcpy:
+			if c, ok := copyByName[string(a.dir)]; ok {
+				e.Sub = uint8(c)
+			}
+		case timeline.KindCollective:
+			if c, ok := timeline.ParseCollOp(string(a.coll)); ok {
+				e.Sub = uint8(c)
+			}
 		}
 	}
 	switch {
-	case hasAux:
-		e.Aux = uint32(aux)
-	case hasStep && k == timeline.KindStep:
-		e.Aux = uint32(step)
-	case hasOps && k == timeline.KindGroupLaunch:
-		e.Aux = uint32(groupOps)
+	case a.hasAux:
+		e.Aux = uint32(a.aux)
+	case a.hasStep && k == timeline.KindStep:
+		e.Aux = uint32(a.step)
+	case a.hasOps && k == timeline.KindGroupLaunch:
+		e.Aux = uint32(a.groupOps)
 	}
-	d.Spans = append(d.Spans, Span{Event: e, Seq: seq, Res: ri})
+	d.Spans = d.Spans[:at+1]
 	return nil
 }

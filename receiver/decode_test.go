@@ -3,8 +3,10 @@ package receiver
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -15,6 +17,15 @@ import (
 
 	"github.com/xfertop/xfertop/timeline"
 )
+
+// refKinds are the kinds by name, as the reference reads them.
+var refKinds = func() map[string]timeline.Kind {
+	m := map[string]timeline.Kind{}
+	for k := timeline.Kind(1); k.String() != fmt.Sprintf("kind(%d)", uint8(k)); k++ {
+		m[k.String()] = k
+	}
+	return m
+}()
 
 // reference decodes a request through the generated types: what Decode must find, field by field.
 func reference(req *collectortrace.ExportTraceServiceRequest) (spans []Span, labels []string, foreign int64) {
@@ -42,7 +53,7 @@ func reference(req *collectortrace.ExportTraceServiceRequest) (spans []Span, lab
 				}
 				iv := func(k string) (int64, bool) { return intOf(a[k]) }
 				sv := func(k string) string { return string(bytesOf(a[k])) }
-				k, ok := kindByName[sv("xfertop.kind")]
+				k, ok := refKinds[sv("xfertop.kind")]
 				if !ok {
 					foreign++
 					continue
@@ -158,6 +169,39 @@ func TestDecodeMatchesGeneratedTypes(t *testing.T) {
 	}
 }
 
+// The Collector writes every message's fields backwards (pdata): a KeyValue's value before its key.
+// Decode reads that layout, the exporters' and the two in one request (the key cache's places
+// then change layout and key from one span to the next) as the generated types do.
+func TestDecodeCollectorLayout(t *testing.T) {
+	reqs := map[string][]byte{
+		"sample, backwards":  marshalBackwards(sample()),
+		"kernels, backwards": marshalBackwards(kernels("s", 0, 5)),
+		// Two ResourceSpans in one request: the exporters' layout, then the Collector's.
+		"both":                append(marshal(t, kernels("a", 0, 3)), marshalBackwards(sample())...),
+		"both, the other way": append(marshalBackwards(kernels("a", 0, 3)), marshal(t, sample())...),
+		// At a place read in place for the spans before it, a double, bytes, and a key of the same
+		// length as the one before: read in full.
+		"other values, backwards": marshalBackwards(request("s", 0, kernelSpan(1, 2, 0, 10),
+			&tracepb.Span{Attributes: attrs(str("xfertop.kind", "kernel"), &commonpb.KeyValue{Key: "xfertop.device", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: 3}}},
+				&commonpb.KeyValue{Key: "xfertop.stream", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: []byte{1}}}}, num("xfertop.seq", 2), str("xfertop.tabel", "x"))},
+			kernelSpan(3, 2, 20, 30))),
+	}
+	for name, b := range reqs {
+		var req collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(b, &req); err != nil {
+			t.Fatalf("%s: the generated types refuse it: %v", name, err)
+		}
+		spans, labels, foreign := reference(&req)
+		var d Decoded
+		if err := Decode(b, &d, 0); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(d.Spans, spans) || !reflect.DeepEqual(d.Strings, labels) || d.Foreign != foreign {
+			t.Errorf("%s: Decode:\n%+v %q %d\nreference:\n%+v %q %d", name, d.Spans, d.Strings, d.Foreign, spans, labels, foreign)
+		}
+	}
+}
+
 // Damaged requests: an error naming the byte offset, never a panic.
 func TestDecodeErrors(t *testing.T) {
 	good := marshal(t, sample())
@@ -183,6 +227,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(marshal(f, sample()))
 	f.Add(marshal(f, kernels("s", 0, 3)))
 	f.Add([]byte{0x0a, 0x02, 0x12, 0x00})
+	f.Add(marshalBackwards(sample())) // the Collector's layout
+	f.Add(append(marshal(f, kernels("a", 0, 3)), marshalBackwards(sample())...))
 	// A span as an OTLP exporter writes it in full (ids, name, kind, events, status, an attribute
 	// of each value type) and the same with an attribute whose length runs past its span: the
 	// fast paths of span and scopeSpans against the generated types.
@@ -219,6 +265,25 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// Every kind is found by its name, and nothing else is a kind.
+func TestKindOf(t *testing.T) {
+	n := 0
+	for k := timeline.Kind(1); k.String() != fmt.Sprintf("kind(%d)", uint8(k)); k++ {
+		if got, ok := kindOf([]byte(k.String())); !ok || got != k {
+			t.Errorf("kindOf(%q) = %v, %v; want %v", k.String(), got, ok, k)
+		}
+		n++
+	}
+	if n < 20 {
+		t.Errorf("only %d kinds found", n)
+	}
+	for _, name := range []string{"", "kernels", "Kernel", "kerne", "kind(1)", strings.Repeat("x", 300)} {
+		if k, ok := kindOf([]byte(name)); ok {
+			t.Errorf("kindOf(%q) = %v; want no kind", name, k)
+		}
+	}
+}
+
 // The key cache finds each attribute's key whatever was at its place before: the same key, another
 // known one, an unknown one (then a known one again), and past the places it keeps.
 func TestKeyCache(t *testing.T) {
@@ -232,13 +297,79 @@ func TestKeyCache(t *testing.T) {
 		{1, "http.method", 0}, {1, "http.method", 0}, {1, "http.route", 0}, {1, "xfertop.device", keyDevice},
 		{1, "xfertop.device", keyDevice}, {20, "xfertop.label", keyLabel}, {20, "other", 0}, {0, "", 0},
 	} {
-		if got := c.find(tt.place, []byte(tt.key)); got != tt.want {
+		if got := c.find(tt.place, []byte(tt.key), false); got != tt.want {
 			t.Errorf("find(%d, %q) = %d; want %d", tt.place, tt.key, got, tt.want)
 		}
 	}
 	for k, name := range attrNames {
 		if k > 0 && (name == "" || attrKeys[name] != attrKey(k)) {
 			t.Errorf("attrNames[%d] = %q, found as %d", k, name, attrKeys[name])
+		}
+	}
+}
+
+// An attribute in the Collector's layout is read in place only where it holds the key last seen at
+// its place, laid out the same, with a string or an int; whatever path reads it, Decode finds what
+// the generated types find. Each case is a span whose attribute at place 0 (after a first span
+// that set the place's key and layout) is the case's KeyValue.
+func TestDecodeAttributeInPlace(t *testing.T) {
+	kvOf := func(key string, val []byte, valueFirst bool) []byte {
+		k := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), key)
+		v := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), val)
+		if valueFirst {
+			return append(v, k...)
+		}
+		return append(k, v...)
+	}
+	// span is a span holding the given KeyValues as its attributes, then xfertop.kind.
+	span := func(kvs ...[]byte) []byte {
+		var b []byte
+		for _, kv := range append(kvs, kvOf("xfertop.kind", protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "kernel"), true)) {
+			b = protowire.AppendBytes(protowire.AppendTag(b, 9, protowire.BytesType), kv)
+		}
+		return protowire.AppendFixed64(protowire.AppendTag(b, 7, protowire.Fixed64Type), uint64(epoch))
+	}
+	request := func(spans ...[]byte) []byte {
+		var ss []byte
+		for _, sp := range spans {
+			ss = protowire.AppendBytes(protowire.AppendTag(ss, 2, protowire.BytesType), sp)
+		}
+		rs := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), ss)
+		return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), rs)
+	}
+	intVal := protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 300)
+	strVal := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "gemm")
+	dblVal := protowire.AppendFixed64(protowire.AppendTag(nil, 4, protowire.Fixed64Type), math.Float64bits(7))
+	long := "xfertop." + strings.Repeat("k", 0x80)
+	first := kvOf("xfertop.device", intVal, true)
+	for _, tt := range []struct {
+		name string
+		kv   []byte
+	}{
+		{"the same key and layout", kvOf("xfertop.device", protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 5), true)},
+		{"the key, its value after it", kvOf("xfertop.device", intVal, false)},
+		{"another key", kvOf("xfertop.stream", intVal, true)},
+		{"a key of the same length", kvOf("xfertop.devicf", intVal, true)},
+		{"a string", kvOf("xfertop.device", strVal, true)},
+		{"a double", kvOf("xfertop.device", dblVal, true)},
+		{"no value", kvOf("xfertop.device", nil, true)},
+		{"an empty KeyValue", nil},
+		{"a key of 136 bytes", kvOf(long, intVal, true)},
+		{"the key field alone", protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "xfertop.device")},
+		{"the value field alone", protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), intVal)},
+	} {
+		b := request(span(first), span(tt.kv), span(first))
+		var req collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(b, &req); err != nil {
+			t.Fatalf("%s: the generated types refuse it: %v", tt.name, err)
+		}
+		spans, labels, foreign := reference(&req)
+		var d Decoded
+		if err := Decode(b, &d, 0); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if !reflect.DeepEqual(d.Spans, spans) || !reflect.DeepEqual(d.Strings, labels) || d.Foreign != foreign {
+			t.Errorf("%s: Decode:\n%+v %q %d\nreference:\n%+v %q %d", tt.name, d.Spans, d.Strings, d.Foreign, spans, labels, foreign)
 		}
 	}
 }

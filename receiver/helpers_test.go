@@ -1,6 +1,10 @@
 package receiver
 
 import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -9,7 +13,9 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -74,3 +80,56 @@ type collect struct{ evs []timeline.Event }
 func (c *collect) Emit(e *timeline.Event) { c.evs = append(c.evs, *e) }
 
 func attrs(kv ...*commonpb.KeyValue) []*commonpb.KeyValue { return kv }
+
+// marshalBackwards encodes m as the Collector (pdata) does: each message's fields from the highest
+// number to the lowest, so that a KeyValue's value comes before its key and a span's attributes
+// before its times; the elements of a repeated field stay in their order.
+func marshalBackwards(m proto.Message) []byte {
+	msg := m.ProtoReflect()
+	var fields []protoreflect.FieldDescriptor
+	msg.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		fields = append(fields, fd)
+		return true
+	})
+	slices.SortFunc(fields, func(a, b protoreflect.FieldDescriptor) int { return cmp.Compare(b.Number(), a.Number()) })
+	var out []byte
+	for _, fd := range fields {
+		v := msg.Get(fd)
+		if fd.IsList() {
+			for i := range v.List().Len() {
+				out = appendBackwards(out, fd, v.List().Get(i))
+			}
+			continue
+		}
+		out = appendBackwards(out, fd, v)
+	}
+	return out
+}
+
+// appendBackwards appends one value of field fd (marshalBackwards).
+func appendBackwards(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value) []byte {
+	n := fd.Number()
+	switch fd.Kind() {
+	case protoreflect.MessageKind:
+		return protowire.AppendBytes(protowire.AppendTag(b, n, protowire.BytesType), marshalBackwards(v.Message().Interface()))
+	case protoreflect.StringKind:
+		return protowire.AppendString(protowire.AppendTag(b, n, protowire.BytesType), v.String())
+	case protoreflect.BytesKind:
+		return protowire.AppendBytes(protowire.AppendTag(b, n, protowire.BytesType), v.Bytes())
+	case protoreflect.Fixed64Kind:
+		return protowire.AppendFixed64(protowire.AppendTag(b, n, protowire.Fixed64Type), v.Uint())
+	case protoreflect.DoubleKind:
+		return protowire.AppendFixed64(protowire.AppendTag(b, n, protowire.Fixed64Type), math.Float64bits(v.Float()))
+	case protoreflect.Fixed32Kind:
+		return protowire.AppendFixed32(protowire.AppendTag(b, n, protowire.Fixed32Type), uint32(v.Uint()))
+	case protoreflect.BoolKind:
+		return protowire.AppendVarint(protowire.AppendTag(b, n, protowire.VarintType), protowire.EncodeBool(v.Bool()))
+	case protoreflect.EnumKind:
+		return protowire.AppendVarint(protowire.AppendTag(b, n, protowire.VarintType), uint64(v.Enum()))
+	case protoreflect.Int64Kind, protoreflect.Int32Kind:
+		return protowire.AppendVarint(protowire.AppendTag(b, n, protowire.VarintType), uint64(v.Int()))
+	case protoreflect.Uint64Kind, protoreflect.Uint32Kind:
+		return protowire.AppendVarint(protowire.AppendTag(b, n, protowire.VarintType), v.Uint())
+	}
+	panic(fmt.Sprintf("marshalBackwards: field %s of kind %s", fd.FullName(), fd.Kind()))
+}

@@ -169,3 +169,29 @@ func TestMergeDoesNotAllocatePerEvent(t *testing.T) {
 		t.Errorf("%v allocations merging a request of %d events (%d events out); want far fewer than one an event", allocs, n, sink.n)
 	}
 }
+
+// A stream that arrives in order (a Collector forwards each sender's spans in order) is released
+// without the reorder ring, which is made only once an event comes early: then the stream is the
+// same whichever way each event went.
+func TestMergeInOrderSkipsTheRing(t *testing.T) {
+	var sink collect
+	m := NewMerger(timeline.NewStrings(), time.Second, func(timeline.Meta) timeline.Sink { return &sink })
+	now := time.Now()
+	mergeAll(t, m, now, marshal(t, kernels("s", 0, 5)), marshal(t, kernels("s", 5, 5)))
+	s := m.sessions["s"]
+	if len(sink.evs) != 10 || len(s.ring) != 0 {
+		t.Fatalf("released %v with a ring of %d slots; want 0..9 and no ring", seqs(sink.evs), len(s.ring))
+	}
+	// 12 comes early (held in the ring), 10 and 11 fill the gap, 13 follows in order; 3 again is a duplicate.
+	mergeAll(t, m, now, marshal(t, request("s", 0, kernelSpan(12, 0, 12_000, 12_001), kernelSpan(10, 0, 10_000, 10_001),
+		kernelSpan(11, 0, 11_000, 11_001), kernelSpan(13, 0, 13_000, 13_001), kernelSpan(3, 0, 3000, 3001))))
+	got := seqs(sink.evs)
+	for i, q := range got {
+		if q != int64(i) {
+			t.Fatalf("released %v; want 0..13 in order", got)
+		}
+	}
+	if st := m.Stats(); len(got) != 14 || st.Duplicates != 1 || st.Held != 0 || len(s.ring) == 0 {
+		t.Errorf("released %d, stats %+v, ring %d slots; want 14, one duplicate, none held, a ring once 12 came early", len(got), st, len(s.ring))
+	}
+}

@@ -57,6 +57,30 @@ func TestTabsAndKeys(t *testing.T) {
 	}
 }
 
+// Bubble Tea asks for a frame after every message; a tick changes nothing drawn (it only starts a
+// fold), so the frame after it is the one before, not drawn again, and is what drawing afresh gives.
+// The fold's frame, once installed, is drawn anew.
+func TestTickDrawsNothingNew(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 2, "")
+	m := sized(src, 120, 30)
+	before, n := text(m), m.Frames()
+	src.status.Dropped = 7 // seen by the next fold, not by the tick
+	if _, cmd := m.Update(tickMsg{id: m.tickID}); cmd == nil {
+		t.Fatal("a tick started no fold")
+	}
+	if got := text(m); got != before || m.Frames() != n {
+		t.Errorf("after a tick: %d frames drawn, want 0; the frame unchanged: %v", m.Frames()-n, got == before)
+	}
+	if fresh := ansi.Strip(m.render()); fresh != before {
+		t.Errorf("the frame kept after a tick is not what drawing gives:\n%s\nwant\n%s", before, fresh)
+	}
+	n = m.Frames()
+	m.Update(m.feed.foldCmd()())
+	if got := text(m); !strings.Contains(got, "dropped 7") || m.Frames() != n+1 {
+		t.Errorf("the fold's frame: %d frames drawn, want 1; shows the status it read: %v", m.Frames()-n, strings.Contains(got, "dropped 7"))
+	}
+}
+
 // Space pauses the view: ticks stop reading snapshots (the source keeps running), and space again
 // catches up.
 func TestPause(t *testing.T) {

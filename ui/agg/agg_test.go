@@ -292,3 +292,24 @@ func TestTrimMovesOpsOnlyNowAndThen(t *testing.T) {
 		t.Errorf("the live ops moved at %d of %d trims; want at most half", moves, trims)
 	}
 }
+
+// Each (device, stream) has one track, found again whatever the device's id: small ids by their
+// place, ids past maxIndexedDevice through the map; Tracks end sorted by device, then stream.
+func TestTrackPerStream(t *testing.T) {
+	w := timeline.NewWindow(0, nil)
+	keys := [][2]int64{{5, 2}, {0, 1}, {5, 1}, {maxIndexedDevice + 3, 1}, {0, 1}, {5, 2}, {maxIndexedDevice + 3, 1}, {maxIndexedDevice + 3, 4}, {70_000, 9}}
+	for i, k := range keys {
+		w.Emit(&timeline.Event{Kind: timeline.KindKernel, Device: int32(k[0]), Stream: uint32(k[1]), Start: int64(i), End: int64(i) + 1, Peer: -1})
+	}
+	s := New()
+	snap := w.Snapshot()
+	s.Update(&snap, nil)
+	var got [][3]int64
+	for _, tr := range s.Tracks {
+		got = append(got, [3]int64{int64(tr.Device), int64(tr.Stream), int64(len(tr.Ops))})
+	}
+	want := [][3]int64{{0, 1, 2}, {5, 1, 1}, {5, 2, 2}, {70_000, 9, 1}, {maxIndexedDevice + 3, 1, 2}, {maxIndexedDevice + 3, 4, 1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("tracks (device, stream, ops) %v; want %v", got, want)
+	}
+}
