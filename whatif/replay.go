@@ -32,6 +32,10 @@ type Options struct {
 	// topology's: the job scaled out, each rank doing the work it did.
 	TraceDevices int
 	ScaleOut     bool
+	// Recorded is the topology the trace ran on (a recording's own; zero when the trace does not
+	// say). The unchanged replay, whose error is the noise floor, times collectives on it, not on
+	// Topology: on the changed topology its error would be the very effect measured.
+	Recorded engine.Topology
 }
 
 // Result is one replay: the replayed ops and what the replay did.

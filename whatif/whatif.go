@@ -11,7 +11,7 @@ import (
 // with the changes asked for; and the critical paths of the measured trace and of the change.
 type WhatIf struct {
 	Graph    *depgraph.Graph
-	Baseline *Result // replayed with nothing changed but the collectives' timing source
+	Baseline *Result // replayed with nothing changed, on the trace's own topology (Options.Recorded)
 	Changed  *Result
 	Before   []depgraph.Path // the measured trace's critical paths, per step
 	After    []depgraph.Path // the changed replay's
@@ -27,7 +27,9 @@ func Run(evs []timeline.Event, names depgraph.Names, o Options) (*WhatIf, error)
 		return nil, fmt.Errorf("the trace has no ops to replay (kernels, copies, collectives, runtime calls)")
 	}
 	w := &WhatIf{Graph: g}
-	base := Options{Topology: o.Topology, TraceDevices: o.TraceDevices} // the trace as it ran: no scale-out
+	// The trace as it ran: on its own topology (none: collectives keep their measured time), no
+	// scale-out.
+	base := Options{Topology: o.Recorded, Recorded: o.Recorded, TraceDevices: o.TraceDevices}
 	if w.Baseline, err = Replay(g, names, base); err != nil {
 		return nil, err
 	}

@@ -92,6 +92,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if wo.Topology, err = o.resolveTopology(in.header.Meta); err != nil {
 		return err
 	}
+	wo.Recorded = recordedTopology(in.header.Meta)
 	wo.TraceDevices, wo.ScaleOut = in.header.Meta.Devices, o.hosts > 0
 	if o.from != "" {
 		other, err := readWhole(ctx, []string{o.from}, o.limits, stderr)
@@ -175,6 +176,16 @@ func durationRatios(in, other *wholeInput) map[string]float64 {
 		}
 	}
 	return ratios
+}
+
+// recordedTopology is the topology the trace ran on, when it names a built-in one; zero otherwise
+// (the unchanged replay then keeps the collectives' measured times).
+func recordedTopology(m timeline.Meta) engine.Topology {
+	t, err := topology.Builtin(m.Topology)
+	if err != nil {
+		return engine.Topology{}
+	}
+	return t
 }
 
 // resolveTopology is the topology collectives are re-timed on: --topology, else a recording's own

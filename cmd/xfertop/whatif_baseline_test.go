@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/xfertop/xfertop/report"
+)
+
+// record runs scenario with args for steps steps and records it in a temporary folder.
+func record(t *testing.T, scenario string, steps int, args ...string) string {
+	t.Helper()
+	rec := filepath.Join(t.TempDir(), scenario+".xfr")
+	a := append([]string{"run", "--headless", "--scenario", scenario, "--steps", strconv.Itoa(steps), "--record", rec}, args...)
+	if code, _, errs := runCLI(t, a...); code != exitOK {
+		t.Fatalf("%v: exit %d: %s", a, code, errs)
+	}
+	return rec
+}
+
+// whatifJSON runs whatif --json with args and decodes the comparison.
+func whatifJSON(t *testing.T, args ...string) report.Comparison {
+	t.Helper()
+	code, out, errs := runCLI(t, append([]string{"whatif", "--json"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("whatif %v: exit %d: %s", args, code, errs)
+	}
+	var c report.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// rowOf is the comparison's row named name ("" and false when it has none).
+func rowOf(c report.Comparison, name string) (report.Row, bool) {
+	for _, r := range c.Rows {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return report.Row{}, false
+}
+
+// The unchanged replay, whose error is the noise floor, runs on the recording's own topology: with
+// --topology l40sx8 (PCIe only) the overlap scenario's NVLS all-reduces slow down, and the noise
+// floor stays the replay's own error on h100x8 (near 0), not that very slow-down.
+func TestWhatIfTopologyNoiseFloorOnOwnTopology(t *testing.T) {
+	rec := record(t, "overlap", 4)
+	c := whatifJSON(t, rec, "--topology", "l40sx8")
+	step, ok := rowOf(c, "step time mean")
+	if !ok || step.DiffPct == nil || c.NoiseFloorPct == nil {
+		t.Fatalf("no step time change or noise floor: %+v", c)
+	}
+	if *c.NoiseFloorPct > 1.5 || math.Abs(*c.NoiseFloorPct-math.Abs(*step.DiffPct)) < 0.05 {
+		t.Errorf("noise floor ±%.2f%% (%s) with a step change of %+.2f%%: want the unchanged replay's error on h100x8, not the change", *c.NoiseFloorPct, c.NoiseFloorWhy, *step.DiffPct)
+	}
+}
