@@ -34,8 +34,14 @@ type Options struct {
 	ScaleOut     bool
 	// Recorded is the topology the trace ran on (a recording's own; zero when the trace does not
 	// say). The unchanged replay, whose error is the noise floor, times collectives on it, not on
-	// Topology: on the changed topology its error would be the very effect measured.
+	// Topology: on the changed topology its error would be the very effect measured. On it, a
+	// collective keeps the algorithm and protocol it was recorded with unless Algo or Proto force
+	// others.
 	Recorded engine.Topology
+	// RunAlgo and RunProto are the algorithm and protocol the run itself forced (its nccl_algo and
+	// nccl_proto knobs; 0: NCCL chose). They hold on any topology unless Algo or Proto override them.
+	RunAlgo  timeline.NCCLAlgo
+	RunProto timeline.NCCLProto
 }
 
 // Result is one replay: the replayed ops and what the replay did.
@@ -307,7 +313,8 @@ func (r *Result) model(g *depgraph.Graph, parts []int32, o Options) (int64, stri
 			return 0, "", fmt.Errorf("--topology %s has %d devices; the trace uses device %d", o.Topology.Name, o.Topology.Devices(), d)
 		}
 	}
-	p := sim.PredictNCCL(sim.ModelOf(o.Topology), o.Topology, op, ranks, e.Bytes, o.Algo, o.Proto)
+	algo, proto := o.ncclAsk(e)
+	p := sim.PredictNCCL(sim.ModelOf(o.Topology), o.Topology, op, ranks, e.Bytes, algo, proto)
 	for _, n := range parts {
 		r.choice[n] = timeline.PackNCCL(p.Algo, p.Proto, p.Channels)
 	}

@@ -27,9 +27,9 @@ func Run(evs []timeline.Event, names depgraph.Names, o Options) (*WhatIf, error)
 		return nil, fmt.Errorf("the trace has no ops to replay (kernels, copies, collectives, runtime calls)")
 	}
 	w := &WhatIf{Graph: g}
-	// The trace as it ran: on its own topology (none: collectives keep their measured time), no
-	// scale-out.
-	base := Options{Topology: o.Recorded, Recorded: o.Recorded, TraceDevices: o.TraceDevices}
+	// The trace as it ran: on its own topology (none: collectives keep their measured time), with
+	// its own NCCL choices, no scale-out.
+	base := Options{Topology: o.Recorded, Recorded: o.Recorded, TraceDevices: o.TraceDevices, RunAlgo: o.RunAlgo, RunProto: o.RunProto}
 	if w.Baseline, err = Replay(g, names, base); err != nil {
 		return nil, err
 	}

@@ -93,6 +93,8 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	wo.Recorded = recordedTopology(in.header.Meta)
+	wo.RunAlgo, _ = timeline.ParseNCCLAlgo(in.header.Meta.Knobs["nccl_algo"])
+	wo.RunProto, _ = timeline.ParseNCCLProto(in.header.Meta.Knobs["nccl_proto"])
 	wo.TraceDevices, wo.ScaleOut = in.header.Meta.Devices, o.hosts > 0
 	if o.from != "" {
 		other, err := readWhole(ctx, []string{o.from}, o.limits, stderr)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/report"
@@ -57,5 +58,20 @@ func TestWhatIfTopologyNoiseFloorOnOwnTopology(t *testing.T) {
 	}
 	if *c.NoiseFloorPct > 1.5 || math.Abs(*c.NoiseFloorPct-math.Abs(*step.DiffPct)) < 0.05 {
 		t.Errorf("noise floor ±%.2f%% (%s) with a step change of %+.2f%%: want the unchanged replay's error on h100x8, not the change", *c.NoiseFloorPct, c.NoiseFloorWhy, *step.DiffPct)
+	}
+}
+
+// A recording made with NCCL forced to the ring replays, unchanged, with the ring: B's
+// collectives are labelled as A's, and the unchanged replay's error stays near 0.
+func TestWhatIfKeepsRecordedAlgorithm(t *testing.T) {
+	rec := record(t, "allreduce-sweep", 2, "--set", "nccl_algo=ring")
+	c := whatifJSON(t, rec)
+	for _, r := range c.Rows {
+		if strings.Contains(r.Name, "→") || strings.Contains(r.Name, "NVLS") {
+			t.Errorf("row %q: the replay changed the recorded algorithm", r.Name)
+		}
+	}
+	if c.NoiseFloorPct == nil || *c.NoiseFloorPct > 1.5 {
+		t.Errorf("noise floor %s; want the unchanged replay's error near 0", c.NoiseFloorWhy)
 	}
 }
