@@ -346,9 +346,13 @@ func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change, ste
 	metaB := h.Meta
 	metaB.Backend, metaB.Source = "whatif", change
 	wins[0], wins[1] = timeline.NewWindow(compareWindow, nil), timeline.NewWindow(compareWindow, nil)
-	a := opsReport(measured, h, h.Meta, wins[0])
-	base := opsReport(w.Baseline.Events, h, metaB)
-	b := opsReport(w.Changed.Events, h, metaB, wins[1])
+	// A is the input analysed as analyze analyses it: one truth for its figures. The view's
+	// timelines get the graph's ops, in node order (criticalOps indexes them so).
+	a := opsReport(w.Graph.Events, h, h.Meta)
+	feed(wins[0], measured)
+	carried := cacheEvents(w.Graph.Events)
+	base := opsReport(append(w.Baseline.Events, carried...), h, metaB)
+	b := opsReport(append(w.Changed.Events, carried...), h, metaB, wins[1])
 	if len(w.Graph.Steps) == 0 && len(w.Before) == 1 && len(w.After) == 1 {
 		// A trace without steps is one: the view aligns the timelines on it (the reports, which
 		// count steps, are not told of it).
@@ -388,6 +392,26 @@ func criticalOps(paths []depgraph.Path, order []int32) map[int64]bool {
 		}
 	}
 	return set
+}
+
+// cacheEvents are the communicator cache's hits and evictions among evs. They are not ops, so the
+// replay does not move them, but the analysis needs them in B as in A: a communicator created in
+// the first step and hit later is setup, not step time (analysis.Steps).
+func cacheEvents(evs []timeline.Event) []timeline.Event {
+	var out []timeline.Event
+	for i := range evs {
+		if k := evs[i].Kind; k == timeline.KindCommHit || k == timeline.KindCommEvict {
+			out = append(out, evs[i])
+		}
+	}
+	return out
+}
+
+// feed emits evs to s.
+func feed(s timeline.Sink, evs []timeline.Event) {
+	for i := range evs {
+		s.Emit(&evs[i])
+	}
 }
 
 // opsReport analyses ops as a report does.

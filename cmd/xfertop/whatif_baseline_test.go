@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -74,4 +75,44 @@ func TestWhatIfKeepsRecordedAlgorithm(t *testing.T) {
 	if c.NoiseFloorPct == nil || *c.NoiseFloorPct > 1.5 {
 		t.Errorf("noise floor %s; want the unchanged replay's error near 0", c.NoiseFloorWhy)
 	}
+}
+
+// A's figures are the analysis layer's, as analyze prints them: on llm-train, whose first step
+// creates its communicators (setup, not step time), A's step time mean, p50 and p99 equal
+// analyze's to the nanosecond, and the unchanged replay (B) matches them.
+func TestWhatIfMeasuredIsAnalyze(t *testing.T) {
+	rec := record(t, "llm-train", 3)
+	code, out, errs := runCLI(t, "analyze", "--json", rec)
+	if code != exitOK {
+		t.Fatalf("analyze: exit %d: %s", code, errs)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Steps.SetupNs == 0 {
+		t.Fatal("llm-train's first step has no communicator setup: the test no longer tests it")
+	}
+	c := whatifJSON(t, rec)
+	for _, w := range []struct {
+		row  string
+		want *int64
+	}{{"step time mean", r.Steps.MeanNs}, {"step time p50", r.Steps.P50Ns}, {"step time p99", r.Steps.P99Ns}} {
+		row, ok := rowOf(c, w.row)
+		if !ok || row.A == nil || w.want == nil || int64(*row.A) != *w.want {
+			t.Errorf("%s: whatif's A %s; analyze %s", w.row, ptrStr(row.A), ptrStr(w.want))
+			continue
+		}
+		if d := math.Abs(*row.B-*row.A) / *row.A; d > 0.001 {
+			t.Errorf("%s: unchanged B %v, A %v", w.row, *row.B, *row.A)
+		}
+	}
+}
+
+// ptrStr is *p, or "nil".
+func ptrStr[T any](p *T) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
 }
