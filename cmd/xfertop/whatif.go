@@ -182,37 +182,70 @@ func durationRatios(in, other *wholeInput) map[string]float64 {
 
 // recordedTopology is the topology the trace ran on, when it names a built-in one; zero otherwise
 // (the unchanged replay then keeps the collectives' measured times).
+// A run scaled with --hosts names its topology as topology.WithHosts does ("h100x8x2-32hosts"):
+// the built-in one scaled to that many hosts. A topology whose devices are not the recording's is
+// not taken.
 func recordedTopology(m timeline.Meta) engine.Topology {
 	t, err := topology.Builtin(m.Topology)
 	if err != nil {
+		base, hosts, ok := scaledName(m.Topology)
+		if !ok {
+			return engine.Topology{}
+		}
+		if t, err = topology.Builtin(base); err != nil {
+			return engine.Topology{}
+		}
+		if t, err = topology.WithHosts(t, hosts); err != nil {
+			return engine.Topology{}
+		}
+	}
+	if m.Devices > 0 && t.Devices() != m.Devices {
 		return engine.Topology{}
 	}
 	return t
 }
 
+// scaledName splits a scaled topology's name, "NAME-Nhosts", into NAME and N.
+func scaledName(name string) (string, int, bool) {
+	i := strings.LastIndex(name, "-")
+	if i <= 0 || !strings.HasSuffix(name, "hosts") {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(name[i+1:], "hosts"))
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return name[:i], n, true
+}
+
 // resolveTopology is the topology collectives are re-timed on: --topology, else a recording's own
 // when it names a built-in one; none (collectives keep their measured time) otherwise.
 func (o *whatifOpts) resolveTopology(m timeline.Meta) (engine.Topology, error) {
+	var t engine.Topology
 	name := o.topology
 	if name == "" {
-		if _, err := topology.Builtin(m.Topology); err == nil {
-			name = m.Topology
+		if t = recordedTopology(m); t.Hosts == 0 {
+			if o.hosts > 0 {
+				return t, usageError("--hosts %d needs --topology: the trace does not say what it ran on", o.hosts)
+			}
+			return t, nil
+		}
+		if base, _, ok := scaledName(t.Name); ok && o.hosts > 0 {
+			name = base // scaled again from the built-in one, not from its scaled copy
 		}
 	}
-	if name == "" {
-		if o.hosts > 0 {
-			return engine.Topology{}, usageError("--hosts %d needs --topology: the trace does not say what it ran on", o.hosts)
+	if name != "" {
+		var err error
+		if t, err = topology.Load(name); err != nil {
+			return t, usageError("--topology %s: %v", name, err)
 		}
-		return engine.Topology{}, nil
-	}
-	t, err := topology.Load(name)
-	if err != nil {
-		return t, usageError("--topology %s: %v", name, err)
 	}
 	if o.hosts > 0 {
-		if t, err = topology.WithHosts(t, o.hosts); err != nil {
-			return t, usageError("--hosts %d: topology %s: %v", o.hosts, name, err)
+		s, err := topology.WithHosts(t, o.hosts)
+		if err != nil {
+			return t, usageError("--hosts %d: topology %s: %v", o.hosts, t.Name, err)
 		}
+		t = s
 	}
 	return t, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // record runs scenario with args for steps steps and records it in a temporary folder.
@@ -115,4 +116,32 @@ func ptrStr[T any](p *T) string {
 		return "nil"
 	}
 	return fmt.Sprint(*p)
+}
+
+// A recording made with --hosts names its topology as scaled ("h100x8x2-4hosts"): whatif takes
+// that topology for its collectives, and --hosts scales it again from the built-in one.
+func TestWhatIfScaledRecordingTopology(t *testing.T) {
+	for _, c := range []struct {
+		meta      timeline.Meta
+		wantName  string
+		wantHosts int
+	}{
+		{timeline.Meta{Topology: "h100x8x2-4hosts", Devices: 32}, "h100x8x2-4hosts", 4},
+		{timeline.Meta{Topology: "h100x8x2", Devices: 16}, "h100x8x2", 2},
+		{timeline.Meta{Topology: "h100x8x2-4hosts", Devices: 16}, "", 0}, // not the recording's devices
+		{timeline.Meta{Topology: "nosuch-4hosts"}, "", 0},
+		{timeline.Meta{Topology: "h100x8x2-hosts"}, "", 0},
+	} {
+		if got := recordedTopology(c.meta); got.Name != c.wantName || got.Hosts != c.wantHosts {
+			t.Errorf("recordedTopology(%q, %d devices) = %q, %d hosts; want %q, %d", c.meta.Topology, c.meta.Devices, got.Name, got.Hosts, c.wantName, c.wantHosts)
+		}
+	}
+	rec := record(t, "llm-train", 2, "--hosts", "4", "--topology", "h100x8x2")
+	for _, args := range [][]string{{rec}, {rec, "--hosts", "8"}} {
+		c := whatifJSON(t, args...)
+		notes := strings.Join(c.Notes, "\n")
+		if strings.Contains(notes, "no topology") || !strings.Contains(notes, "re-timed by the NCCL model") || strings.Contains(notes, "collectives: 0 re-timed") {
+			t.Errorf("%v: the recording's topology was not used:\n%s", args, notes)
+		}
+	}
 }
