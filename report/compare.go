@@ -35,6 +35,9 @@ type Row struct {
 	DiffPct *float64 `json:"diff_pct"` // (B − A) / A, in percent
 	// Better says whether B improves on A (true), worsens it (false), or either (null).
 	Better *bool `json:"better"`
+	// NoiseFloorPct, when set, is the row's own noise floor: the change the replay with nothing
+	// changed already shows on it, above the comparison's (Comparison.SetRowFloors).
+	NoiseFloorPct *float64 `json:"noise_floor_pct,omitempty"`
 }
 
 // Comparison lays two reports side by side: step time, GB/s per kind, idle by cause (per step, or
@@ -342,6 +345,9 @@ func CompareText(w io.Writer, c *Comparison) error {
 	tw.Flush()
 	if c.NoiseFloorPct != nil {
 		fmt.Fprintf(&b, "\nnoise floor: ±%.1f%% (%s)\n", *c.NoiseFloorPct, c.NoiseFloorWhy)
+	}
+	if f := rowFloors(c); len(f) > 0 {
+		fmt.Fprintf(&b, "rows with a floor of their own (the unchanged replay's change on them): %s\n", strings.Join(f, "; "))
 	}
 	if c.Verdict != "" {
 		fmt.Fprintf(&b, "verdict: %s\n", c.Verdict)

@@ -205,6 +205,11 @@ func recordedTopology(m timeline.Meta) engine.Topology {
 	return t
 }
 
+// sameTopology says a and b are one topology (the recording's own is not a change).
+func sameTopology(a, b engine.Topology) bool {
+	return a.Name == b.Name && a.Hosts == b.Hosts && a.GPUsPerHost == b.GPUsPerHost
+}
+
 // scaledName splits a scaled topology's name, "NAME-Nhosts", into NAME and N.
 func scaledName(name string) (string, int, bool) {
 	i := strings.LastIndex(name, "-")
@@ -262,7 +267,7 @@ func (o *whatifOpts) describe(wo whatif.Options) string {
 	if wo.Algo != 0 || wo.Proto != 0 {
 		parts = append(parts, fmt.Sprintf("NCCL algo=%s proto=%s", cmpOr(wo.Algo.String(), "auto"), cmpOr(wo.Proto.String(), "auto")))
 	}
-	if wo.Topology.Hosts > 0 {
+	if wo.Topology.Hosts > 0 && !sameTopology(wo.Topology, wo.Recorded) {
 		parts = append(parts, "collectives on "+wo.Topology.String())
 	}
 	if len(parts) == 0 {
@@ -397,9 +402,13 @@ func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change, ste
 	c.Command = "whatif"
 	before, after := whatif.Summarize(w.Before), whatif.Summarize(w.After)
 	report.AddCriticalPaths(c, criticalPath(before), criticalPath(after))
-	floor, why := noiseFloor(a, base, w.Before, before, whatif.Summarize(w.Graph.CriticalPathsBound(w.Baseline.Times, w.Baseline.Weight, w.Baseline.Bound)))
+	unchangedPath := whatif.Summarize(w.Graph.CriticalPathsBound(w.Baseline.Times, w.Baseline.Weight, w.Baseline.Bound))
+	floor, why := noiseFloor(a, base, w.Before, before, unchangedPath)
 	c.Notes = whatifNotes(w, before, stepsFrom)
 	c.SetNoiseFloor(floor, why)
+	unchanged := report.Compare(a, base, "", "")
+	report.AddCriticalPaths(unchanged, criticalPath(before), criticalPath(unchangedPath))
+	c.SetRowFloors(unchanged)
 	return c, wins
 }
 

@@ -145,3 +145,18 @@ func TestWhatIfScaledRecordingTopology(t *testing.T) {
 		}
 	}
 }
+
+// With nothing changed, no row is called better or worse, though the NCCL model times the overlap
+// scenario's grouped NVLS all-reduces apart from their measurement (each such row gets the
+// unchanged replay's change as its own floor), and B says nothing changed.
+func TestWhatIfUnchangedNoVerdicts(t *testing.T) {
+	c := whatifJSON(t, record(t, "overlap", 4))
+	if c.B != "predicted: nothing changed" {
+		t.Errorf("B = %q; want nothing changed (the recording's own topology is not a change)", c.B)
+	}
+	for _, r := range c.Rows {
+		if r.Better != nil {
+			t.Errorf("row %q: %v → %v called better: %v with nothing changed", r.Name, ptrStr(r.A), ptrStr(r.B), *r.Better)
+		}
+	}
+}
