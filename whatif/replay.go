@@ -18,7 +18,8 @@ type Options struct {
 	// Topology, when set (Topology.Hosts > 0), re-times collectives whose size and ranks the trace
 	// records with the engine's NCCL cost model on it; trace device d is its device d.
 	Topology engine.Topology
-	// Scale multiplies the duration of the compute kernels whose name contains a key ("*": all).
+	// Scale multiplies the duration of the compute kernels whose name contains a key ("*": all);
+	// a kernel that several keys match takes the product of their factors.
 	Scale map[string]float64
 	// ScaleExact multiplies the duration of the compute kernels named exactly as a key (it is
 	// looked at before Scale): the ratios another trace's durations give (--kernels-from).
@@ -181,13 +182,18 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error
 		if coll {
 			continue // --scale-kernel scales compute kernels
 		}
+		// Every NAME the kernel's name contains applies, their factors multiplied: the answer
+		// does not depend on the order the flags came in (a map's, here).
+		f, hit := 1.0, false
 		for k, x := range o.Scale {
 			if k == "*" || strings.Contains(name, k) {
-				r.Weight[i] = int64(float64(e.W) * x)
-				r.Scaled++
+				f, hit = f*x, true
 				matched[k]++
-				break
 			}
+		}
+		if hit {
+			r.Weight[i] = int64(float64(e.W) * f)
+			r.Scaled++
 		}
 	}
 	// A name that matches no kernel would predict "no change" for a change never made.

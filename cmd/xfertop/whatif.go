@@ -39,13 +39,14 @@ type whatifOpts struct {
 // scaleFlag is --scale-kernel NAME=x, repeatable.
 type scaleFlag map[string]float64
 
+// String names the factors as they apply: multiplied ("*=2 × sgemm=0.5": sgemm kernels take 1×).
 func (s scaleFlag) String() string {
 	keys := make([]string, 0, len(s))
 	for k, v := range s {
 		keys = append(keys, fmt.Sprintf("%s=%g", k, v))
 	}
 	sort.Strings(keys)
-	return strings.Join(keys, ",")
+	return strings.Join(keys, " × ")
 }
 
 func (s scaleFlag) Set(v string) error {
@@ -54,7 +55,11 @@ func (s scaleFlag) Set(v string) error {
 	if !ok || k == "" || err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
 		return fmt.Errorf("want NAME=factor (a kernel name or part of one, * for all; a factor of 0 or more), got %q", v)
 	}
-	s[strings.TrimSpace(k)] = f
+	k = strings.TrimSpace(k)
+	if old, ok := s[k]; ok {
+		f *= old // the same NAME twice multiplies too, as every factor that applies does
+	}
+	s[k] = f
 	return nil
 }
 
@@ -67,7 +72,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	o := whatifOpts{scale: scaleFlag{}, sets: setFlag{}}
 	fs.StringVar(&o.topology, "topology", "", "re-time collectives with the engine's NCCL model on this topology (a built-in name or a file; default: a recording's own)")
 	fs.IntVar(&o.hosts, "hosts", 0, "scale the topology to this many hosts: collectives over every rank of the trace span every rank of the topology")
-	fs.Var(o.scale, "scale-kernel", "multiply the duration of the kernels whose name contains NAME by x, NAME=x (* for all; repeatable)")
+	fs.Var(o.scale, "scale-kernel", "multiply the duration of the kernels whose name contains NAME by x, NAME=x (* for all; repeatable: a kernel several NAMEs match takes the product of their factors)")
 	fs.StringVar(&o.comm, "comm", "", "force NCCL's choice for the re-timed collectives: algo=ring|tree|nvls|nvlstree|collnet[,proto=ll|ll128|simple]")
 	fs.StringVar(&o.from, "kernels-from", "", "take each kernel's duration (compute and NCCL, by exact name) from this other trace of the workload: its mean there over its mean here")
 	fs.Var(o.sets, "set", "the same changes as knobs: nccl_algo=, nccl_proto=, kernels=x (all kernels scaled) (repeatable)")
