@@ -73,7 +73,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.topology, "topology", "", "re-time collectives with the engine's NCCL model on this topology (a built-in name or a file; default: a recording's own)")
 	fs.IntVar(&o.hosts, "hosts", 0, "scale the topology to this many hosts: collectives over every rank of the trace span every rank of the topology")
 	fs.Var(o.scale, "scale-kernel", "multiply the duration of the kernels whose name contains NAME by x, NAME=x (* for all; repeatable: a kernel several NAMEs match takes the product of their factors)")
-	fs.StringVar(&o.comm, "comm", "", "force NCCL's choice for the re-timed collectives: algo=ring|tree|nvls|nvlstree|collnet[,proto=ll|ll128|simple]")
+	fs.StringVar(&o.comm, "comm", "", "force NCCL's choice for the re-timed collectives: algo="+commAlgos+"[,proto="+commProtos+"]")
 	fs.StringVar(&o.from, "kernels-from", "", "take each kernel's duration (compute and NCCL, by exact name) from this other trace of the workload: its mean there over its mean here")
 	fs.Var(o.sets, "set", "the same changes as knobs: nccl_algo=, nccl_proto=, kernels=x (all kernels scaled) (repeatable)")
 	fs.BoolVar(&o.json, "json", false, "print the comparison as JSON")
@@ -124,6 +124,13 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return writeComparison(stdout, c, o.json)
 }
 
+// commAlgos and commProtos are what --comm takes: the algorithms and protocols the engine's NCCL
+// model has (not CollNet).
+const (
+	commAlgos  = "ring|tree|nvls|nvlstree"
+	commProtos = "ll|ll128|simple"
+)
+
 // options turns the flags into the replay's changes.
 func (o *whatifOpts) options() (whatif.Options, error) {
 	wo := whatif.Options{Scale: map[string]float64(o.scale)}
@@ -147,12 +154,15 @@ func (o *whatifOpts) options() (whatif.Options, error) {
 		var ok bool
 		switch k {
 		case "algo":
+			if strings.HasPrefix(strings.ToLower(v), "collnet") {
+				return wo, usageError("--comm %q: the engine's NCCL model has no CollNet (it needs a network that reduces, SHARP): give algo=%s", kv, commAlgos)
+			}
 			wo.Algo, ok = timeline.ParseNCCLAlgo(v)
 		case "proto":
 			wo.Proto, ok = timeline.ParseNCCLProto(v)
 		}
 		if !ok {
-			return wo, usageError("--comm %q: give algo=ring|tree|nvls|nvlstree|collnet and/or proto=ll|ll128|simple", kv)
+			return wo, usageError("--comm %q: give algo=%s and/or proto=%s", kv, commAlgos, commProtos)
 		}
 	}
 	if o.hosts < 0 {

@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 // --scale-kernel's label shows its factors multiplied, in one order whatever the flags' order; the
 // same NAME twice multiplies too.
@@ -22,5 +26,23 @@ func TestScaleFlag(t *testing.T) {
 		if got := s.String(); got != c.want {
 			t.Errorf("--scale-kernel %v: %q; want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// --comm names only what the engine models: CollNet is refused with why, and no message or help
+// offers it.
+func TestWhatIfCommCollNet(t *testing.T) {
+	trace := filepath.Join("testdata", "hta_small.json")
+	code, _, errs := runCLI(t, "whatif", trace, "--comm", "algo=collnet")
+	if code != exitUsage || !strings.Contains(errs, "has no CollNet") || strings.Contains(errs, "|collnet") {
+		t.Errorf("--comm algo=collnet: exit %d, %q; want a usage error saying the model has no CollNet", code, errs)
+	}
+	_, _, errs = runCLI(t, "whatif", trace, "--comm", "algo=foo")
+	if strings.Contains(strings.ToLower(errs), "collnet") {
+		t.Errorf("--comm algo=foo: %q offers collnet", errs)
+	}
+	_, out, errs := runCLI(t, "whatif", "--help")
+	if strings.Contains(strings.ToLower(out+errs), "collnet") {
+		t.Errorf("whatif --help offers collnet:\n%s%s", out, errs)
 	}
 }
