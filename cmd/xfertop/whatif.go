@@ -504,9 +504,9 @@ func noiseFloor(a, base *report.Report, before []depgraph.Path, measured, unchan
 	case measured.StepNs > 0:
 		errPct, what = 100*(unchanged.StepNs-measured.StepNs)/measured.StepNs, "critical path length"
 	}
-	spread := 0.0
-	if measured.FirstLeft {
-		before = before[1:]
+	spread, spreadText := 0.0, "unknown: fewer than 2 measured steps after the first"
+	if measured.FirstLeft || len(before) > 0 && before[0].Step >= 0 {
+		before = before[1:] // the first step warms up, whether or not the path's mean left it out
 	}
 	if len(before) > 1 {
 		lens := make([]float64, len(before))
@@ -519,11 +519,12 @@ func noiseFloor(a, base *report.Report, before []depgraph.Path, measured, unchan
 		}
 		if med > 0 {
 			spread = 100 * median(lens) / med
+			spreadText = fmt.Sprintf("%.1f%%", spread)
 		}
 	}
 	floor := max(1, math.Abs(errPct), spread)
-	return floor, fmt.Sprintf("the larger of 1%%, the unchanged replay's error on this trace (%s %+.2f%%) and the measured steps' spread (median absolute deviation over median: %.1f%%)",
-		cmpOr(what, "unknown"), errPct, spread)
+	return floor, fmt.Sprintf("the larger of 1%%, the unchanged replay's error on this trace (%s %+.2f%%) and the measured steps' spread (median absolute deviation over median: %s)",
+		cmpOr(what, "unknown"), errPct, spreadText)
 }
 
 // median is xs' median; xs is sorted in place.

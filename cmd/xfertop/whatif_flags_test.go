@@ -4,6 +4,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xfertop/xfertop/depgraph"
+	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/whatif"
 )
 
 // --scale-kernel's label shows its factors multiplied, in one order whatever the flags' order; the
@@ -44,5 +48,35 @@ func TestWhatIfCommCollNet(t *testing.T) {
 	_, out, errs := runCLI(t, "whatif", "--help")
 	if strings.Contains(strings.ToLower(out+errs), "collnet") {
 		t.Errorf("whatif --help offers collnet:\n%s%s", out, errs)
+	}
+}
+
+// The steps' spread is unknown, not 0, when fewer than two measured steps remain once the first
+// (the warm-up) is left out; or when the trace has no steps.
+func TestNoiseFloorSpreadUnknown(t *testing.T) {
+	a := &report.Report{}
+	paths := func(steps ...int64) []depgraph.Path {
+		var out []depgraph.Path
+		for i, d := range steps {
+			out = append(out, depgraph.Path{Step: int32(i), StartNs: 0, EndNs: d})
+		}
+		return out
+	}
+	whole := []depgraph.Path{{Step: -1, EndNs: 100}}
+	for _, c := range []struct {
+		name    string
+		before  []depgraph.Path
+		unknown bool
+	}{
+		{"one step", paths(100), true},
+		{"two steps", paths(100, 90), true},
+		{"three steps", paths(100, 90, 110), false},
+		{"no steps", whole, true},
+	} {
+		s := whatif.Summarize(c.before)
+		_, why := noiseFloor(a, a, c.before, s, s)
+		if got := strings.Contains(why, "spread (median absolute deviation over median: unknown"); got != c.unknown {
+			t.Errorf("%s: %q; want the spread unknown: %v", c.name, why, c.unknown)
+		}
 	}
 }
