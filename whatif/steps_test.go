@@ -56,3 +56,39 @@ func TestReplayStepsDoNotOverlap(t *testing.T) {
 		}
 	}
 }
+
+// Two ranks' marks of one step (merged per-rank traces: the same step number, nothing saying
+// whose each is) run side by side: neither is pushed after the other, and the next step's marks
+// start after both ended.
+func TestReplayRanksStepsSideBySide(t *testing.T) {
+	s := timeline.NewStrings()
+	numbered := func(n uint32, start, end int64) timeline.Event {
+		e := step(start, end)
+		e.Aux = n
+		return e
+	}
+	evs := []timeline.Event{
+		numbered(1, 0, 30), numbered(1, 1, 31), numbered(2, 30, 60), numbered(2, 31, 61),
+		launch(s, 0, 2, 1), kern(s, "gemm", 0, 7, 3, 13, 1),
+	}
+	w, err := Run(evs, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][2]int64
+	for _, e := range w.Changed.Events {
+		if e.Kind == timeline.KindStep {
+			got = append(got, [2]int64{e.Start / us, e.End / us})
+		}
+	}
+	want := [][2]int64{{0, 30}, {1, 31}, {31, 60}, {31, 61}}
+	if len(got) != len(want) {
+		t.Fatalf("steps %v; want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("steps %v (µs); want %v", got, want)
+			break
+		}
+	}
+}

@@ -109,29 +109,47 @@ func Dependencies(g *depgraph.Graph) string {
 	return out
 }
 
-// serializeSteps starts each step of a rank no earlier than the rank's previous step ended. A
-// profiler's step begins where the host began it, and a host that runs ahead of a slower GPU
-// begins the next step while the GPU still runs this one: replayed, the steps would overlap, each
-// holding the queue of the one before, and their mean would count that time twice (kernels ×3
-// on the ResNet-50 trace: steps of 434 ms a step apart by 297). A step holds the machine from
-// the previous one's end, as the time between step ends, the job's throughput, has it.
+// serializeSteps starts each step no earlier than the previous step ended. A profiler's step
+// begins where the host began it, and a host that runs ahead of a slowed GPU begins the next step
+// while the GPU still runs this one: replayed, the steps would overlap, each holding the queue of
+// the one before, and their mean would count that time twice (kernels ×3 on the ResNet-50 trace:
+// steps of 434 ms a step apart by 297). A step holds the machine from the previous one's end, as
+// the time between step ends, the job's throughput, has it. Ranks' marks of one step (the same
+// step number, Aux, in merged per-rank traces, which do not say whose a mark is) run side by side:
+// each starts no earlier than the latest end of the step numbered before it.
 func (r *Result) serializeSteps(g *depgraph.Graph) {
 	type rank struct {
 		host uint16
 		dev  int32
 	}
-	prevEnd := map[rank]int64{}
+	type seq struct {
+		num            uint32 // the current step's number (0: unnumbered, each mark a step)
+		curEnd, before int64  // the current step's latest end; the previous step's
+		begun          bool
+	}
+	seqs := map[rank]*seq{}
 	moved := false
 	steps := append([]int32(nil), g.Steps...)
 	sort.SliceStable(steps, func(i, j int) bool { return r.Times[depgraph.Start(steps[i])] < r.Times[depgraph.Start(steps[j])] })
-	for _, s := range steps {
-		e := g.Event(s)
+	for _, st := range steps {
+		e := g.Event(st)
 		k := rank{e.Host, e.Device}
-		start, end := depgraph.Start(s), depgraph.End(s)
-		if t, ok := prevEnd[k]; ok && r.Times[start] < t {
-			r.Times[start], moved = min(t, r.Times[end]), true
+		q := seqs[k]
+		if q == nil {
+			q = &seq{}
+			seqs[k] = q
 		}
-		prevEnd[k] = max(prevEnd[k], r.Times[end])
+		start, end := depgraph.Start(st), depgraph.End(st)
+		if !q.begun || e.Aux == 0 || e.Aux != q.num {
+			if q.begun {
+				q.before = q.curEnd
+			}
+			q.num, q.curEnd = e.Aux, r.Times[end]
+		}
+		if q.begun && r.Times[start] < q.before {
+			r.Times[start], moved = min(q.before, r.Times[end]), true
+		}
+		q.begun, q.curEnd = true, max(q.curEnd, r.Times[end])
 	}
 	if !moved {
 		return
