@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,8 +91,14 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if err := distinctInputs(pos); err != nil {
+		return err
+	}
 	in, err := readWhole(ctx, pos, o.limits, stderr)
 	if err != nil {
+		return err
+	}
+	if err := oneJob(pos, in.warnings); err != nil {
 		return err
 	}
 	if wo.Topology, err = o.resolveTopology(in.header.Meta); err != nil {
@@ -302,7 +309,62 @@ func cmpOr(s, d string) string {
 type wholeInput struct {
 	header    *importers.Header
 	events    []timeline.Event
-	stepsFrom string // how the steps were found, when the input marks none (importers.Result.Steps)
+	stepsFrom string   // how the steps were found, when the input marks none (importers.Result.Steps)
+	warnings  []string // the import's (importers.Result.Warnings)
+}
+
+// distinctInputs refuses a file given twice (by another name too): it would be replayed as two
+// ranks of one job.
+func distinctInputs(paths []string) error {
+	infos := make([]os.FileInfo, len(paths))
+	for i, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue // reading it says what is wrong
+		}
+		for j := range i {
+			if infos[j] != nil && os.SameFile(infos[j], fi) {
+				return usageError("%s: given twice (as %s too): each trace is one rank of the job; give each once", p, paths[j])
+			}
+		}
+		infos[i] = fi
+	}
+	return nil
+}
+
+// farApart is how the trace importers say an event lies more than a day from the others (left out).
+const farApart = "from the trace's other events (more than 24 h)"
+
+// oneJob refuses traces that are not one job's: when the import left events of one of them out for
+// lying more than a day from the others' (runs made on different days), that file is named.
+func oneJob(paths []string, warnings []string) error {
+	if len(paths) < 2 {
+		return nil
+	}
+	for _, w := range warnings {
+		if !strings.Contains(w, farApart) {
+			continue
+		}
+		for _, p := range paths {
+			if strings.HasPrefix(w, p+":") {
+				_, span, _ := strings.Cut(w, "ts lies ")
+				span, _, _ = strings.Cut(span, " from")
+				return dataError(fmt.Errorf("%s: its events lie %s from the other traces': not a trace of the same job as %s (whatif replays the ranks of one run)", p, cmpOr(span, "more than a day"), strings.Join(others(paths, p), ", ")))
+			}
+		}
+	}
+	return nil
+}
+
+// others is paths without p.
+func others(paths []string, p string) []string {
+	var out []string
+	for _, q := range paths {
+		if q != p {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 func (w *wholeInput) Begin(h *importers.Header) error { w.header = h; return nil }
@@ -384,7 +446,7 @@ func readWholeWith(ctx context.Context, paths []string, limits importLimits, lik
 	if err != nil {
 		return nil, err
 	}
-	in.stepsFrom = res.Steps
+	in.stepsFrom, in.warnings = res.Steps, res.Warnings
 	return in, nil
 }
 

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,6 +81,43 @@ func TestNoiseFloorSpreadUnknown(t *testing.T) {
 		_, why := noiseFloor(a, a, c.before, s, s)
 		if got := strings.Contains(why, "spread (median absolute deviation over median: unknown"); got != c.unknown {
 			t.Errorf("%s: %q; want the spread unknown: %v", c.name, why, c.unknown)
+		}
+	}
+}
+
+// Traces that are not one job's are refused, naming the file: one given twice (by another name
+// too), or one whose events lie days from the other's (the importer leaves them out).
+func TestWhatIfNotOneJob(t *testing.T) {
+	src := filepath.Join("testdata", "hta_small.json")
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two days later, in µs: every ts moved.
+	later := regexp.MustCompile(`"ts": ([0-9.]+)`).ReplaceAllStringFunc(string(b), func(m string) string {
+		v, err := strconv.ParseFloat(strings.TrimPrefix(m, `"ts": `), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf(`"ts": %.2f`, v+2*86400e6)
+	})
+	dir := t.TempDir()
+	other := filepath.Join(dir, "later.json")
+	if err := os.WriteFile(other, []byte(later), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{src, other}, exitData, "not a trace of the same job"},
+		{[]string{src, "./" + src}, exitUsage, "given twice"},
+	} {
+		code, _, errs := runCLI(t, append([]string{"whatif", "--headless"}, c.args...)...)
+		named := strings.Contains(errs, "xfertop whatif: "+c.args[0]+":") || strings.Contains(errs, "xfertop whatif: "+c.args[1]+":")
+		if code != c.code || !strings.Contains(errs, c.want) || !named {
+			t.Errorf("whatif %v: exit %d, %q; want %d naming the file: %q", c.args, code, errs, c.code, c.want)
 		}
 	}
 }
