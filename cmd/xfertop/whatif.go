@@ -113,7 +113,9 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		wo.ScaleExact = durationRatios(in, other)
+		if wo.ScaleExact = durationRatios(in, other); len(wo.ScaleExact) == 0 {
+			return usageError("--kernels-from %s: no kernel of it is named as one of %s (names are matched exactly): nothing to take", o.from, strings.Join(pos, ", "))
+		}
 	}
 	w, err := whatif.Run(in.events, in.header.Strings, wo)
 	if errors.Is(err, whatif.ErrOption) {

@@ -121,3 +121,17 @@ func TestWhatIfNotOneJob(t *testing.T) {
 		}
 	}
 }
+
+// --kernels-from a trace with no kernel name in common changes nothing: refused as --scale-kernel
+// with no match is (exit 2), naming the flag.
+func TestWhatIfKernelsFromNoneInCommon(t *testing.T) {
+	other := filepath.Join(t.TempDir(), "other.json")
+	trace := `{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "elsewhere", "pid": 0, "tid": 7, "ts": 10, "dur": 20, "args": {"device": 0, "stream": 7}}]}`
+	if err := os.WriteFile(other, []byte(trace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "whatif", "--headless", filepath.Join("testdata", "hta_small.json"), "--kernels-from", other)
+	if code != exitUsage || !strings.Contains(errs, "--kernels-from "+other+": no kernel") {
+		t.Errorf("exit %d, %q; want %d naming --kernels-from", code, errs, exitUsage)
+	}
+}
