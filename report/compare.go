@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/units"
@@ -318,6 +320,11 @@ func (r Row) Cells() (a, b, diff, pct, verdict string) {
 	return cell(r.A, r.Unit), cell(r.B, r.Unit), diff, pct, verdict
 }
 
+// padRight pads s with spaces to w display columns.
+func padRight(s string, w int) string {
+	return s + strings.Repeat(" ", max(0, w-ansi.StringWidth(s)))
+}
+
 // CompareText writes the comparison for people: each figure in A and B, B − A with its sign and
 // relative change, and whether that is better or worse.
 func CompareText(w io.Writer, c *Comparison) error {
@@ -331,16 +338,22 @@ func CompareText(w io.Writer, c *Comparison) error {
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	const nameW = 44 // names are padded here so that they read left-aligned in the right-aligned table
-	fmt.Fprintf(tw, "%-*s\tA\tB\tB − A\tchange\t\t\n", nameW, "")
+	// Names are padded here so that they read left-aligned in the right-aligned table: to the
+	// widest name's display width (a collective's "→" and "×" are one column, three bytes), so
+	// that a long one does not push the others right.
+	nameW := 44
+	for _, r := range c.Rows {
+		nameW = max(nameW, ansi.StringWidth("  "+r.Name))
+	}
+	fmt.Fprintf(tw, "%s\tA\tB\tB − A\tchange\t\t\n", padRight("", nameW))
 	section := ""
 	for _, r := range c.Rows {
 		if r.Section != section {
 			section = r.Section
-			fmt.Fprintf(tw, "%-*s\t\t\t\t\t\t\n", nameW, section)
+			fmt.Fprintf(tw, "%s\t\t\t\t\t\t\n", padRight(section, nameW))
 		}
 		ca, cb, diff, pct, verdict := r.Cells()
-		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%s\t\n", nameW, "  "+r.Name, ca, cb, diff, pct, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", padRight("  "+r.Name, nameW), ca, cb, diff, pct, verdict)
 	}
 	tw.Flush()
 	if c.NoiseFloorPct != nil {
