@@ -80,6 +80,9 @@ func row(section, name string, u Unit, a, b *float64, lessIsBetter bool) Row {
 	r.Diff = &d
 	if *a != 0 {
 		p := round2(100 * d / *a)
+		if cell(a, u) == cell(b, u) {
+			p = 0 // 0.0% → 0.0% is no change, whatever the digits the cells do not show (+200%)
+		}
 		r.DiffPct = &p
 	}
 	// A change the cells do not show (0.01% → 0: both read 0.0%) is neither better nor worse.

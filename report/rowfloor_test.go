@@ -47,3 +47,39 @@ func TestSetRowFloors(t *testing.T) {
 		t.Errorf("the text does not list the row's floor:\n%s", b.String())
 	}
 }
+
+// Only rows whose direction means better or worse get the word: not idle, overlap or the
+// critical path's make-up; and a row whose cells read alike (0.0% → 0.0%) changes by 0%.
+func TestDirectedOnly(t *testing.T) {
+	a := withRun(4, 2e9, 800, 400, busRow("all_reduce", 8, 32<<20, "NVLS_Simple", 100))
+	b := withRun(4, 2e9, 1600, 800, busRow("all_reduce", 8, 32<<20, "NVLS_Simple", 50))
+	pa, pb := 0.01, 0.03
+	a.Overlap.CommComputePct, b.Overlap.CommComputePct = &pa, &pb
+	c := Compare(a, b, "A", "B")
+	AddCriticalPaths(c, CriticalPath{Steps: 2, StepNs: 100, ByCategory: map[string]float64{"compute": 10, "communication": 5}},
+		CriticalPath{Steps: 2, StepNs: 200, ByCategory: map[string]float64{"compute": 90, "communication": 50}})
+	c.DirectedOnly()
+	for _, want := range []struct {
+		name    string
+		verdict bool
+	}{
+		{"device idle per step (Σ devices)", false},
+		{"stream gaps per step: host_wait", false},
+		{"communication overlapped with compute", false},
+		{"compute on it per step", false},
+		{"all_reduce ×8 ≤32 MiB NVLS_Simple busbw", true},
+		{"length per step", true},
+		{"exposed communication per step", true},
+	} {
+		r := findRow(c, want.name)
+		if r == nil {
+			t.Fatalf("no row %q", want.name)
+		}
+		if (r.Better != nil) != want.verdict {
+			t.Errorf("%s: verdict %v; want one: %v", want.name, r.Better, want.verdict)
+		}
+	}
+	if r := findRow(c, "communication overlapped with compute"); r.DiffPct == nil || *r.DiffPct != 0 {
+		t.Errorf("0.0%% → 0.0%%: change %v; want 0", r.DiffPct)
+	}
+}

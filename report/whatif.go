@@ -171,3 +171,20 @@ func rowFloors(c *Comparison) []string {
 	}
 	return slices.Clip(out)
 }
+
+// DirectedOnly leaves "better" and "worse" only on the rows whose direction means that whatever
+// the change: step times, GB/s and busbw, the critical path's length and the communication exposed
+// on it. Idle and overlap follow the work: halving the kernels leaves the device idle longer while
+// the step shortens, and a slower all-reduce overlaps more of the compute; nor is more compute on
+// the critical path worse when the step is as long. Those rows keep their figures, without a word.
+func (c *Comparison) DirectedOnly() {
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		switch {
+		case r.Section == "idle", r.Section == "overlap":
+			r.Better = nil
+		case r.Section == "critical path" && r.Name != "length per step" && r.Name != "exposed communication per step":
+			r.Better = nil
+		}
+	}
+}

@@ -479,6 +479,7 @@ func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change, ste
 	}
 	c := report.Compare(a, b, "measured: "+source, change)
 	c.Command = "whatif"
+	c.DirectedOnly()
 	before, after := whatif.Summarize(w.Before), whatif.Summarize(w.After)
 	report.AddCriticalPaths(c, criticalPath(before), criticalPath(after))
 	unchangedPath := whatif.Summarize(w.Graph.CriticalPathsBound(w.Baseline.Times, w.Baseline.Weight, w.Baseline.Bound))
