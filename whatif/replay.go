@@ -154,7 +154,7 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error
 			return fmt.Errorf("--scale-kernel %s=%g: %w: a factor is 0 or more", k, x, ErrOption)
 		}
 	}
-	matched := map[string]int{}
+	matched, commMatched := map[string]int{}, map[string]int{}
 	for i, e := range g.Edges {
 		n, coll := g.NodeOf(e.From), false
 		switch {
@@ -180,6 +180,11 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error
 			continue
 		}
 		if coll {
+			for k := range o.Scale {
+				if k != "*" && strings.Contains(name, k) {
+					commMatched[k]++
+				}
+			}
 			continue // --scale-kernel scales compute kernels
 		}
 		// Every NAME the kernel's name contains applies, their factors multiplied: the answer
@@ -198,6 +203,9 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options) error
 	}
 	// A name that matches no kernel would predict "no change" for a change never made.
 	for k, x := range o.Scale {
+		if matched[k] == 0 && commMatched[k] > 0 {
+			return fmt.Errorf("--scale-kernel %s=%g: %w: the kernels whose name contains %q are NCCL's (%d), communication, not compute: their time is the NCCL model's (give --comm to change its algorithm or protocol, --topology its machine) or, measured, another trace's (--kernels-from)", k, x, ErrOption, k, commMatched[k])
+		}
 		if matched[k] == 0 {
 			return fmt.Errorf("--scale-kernel %s=%g: %w: no kernel's name contains %q (NAME is matched as a substring, not a pattern; * alone scales every kernel)", k, x, ErrOption, k)
 		}

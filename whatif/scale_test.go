@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/depgraph"
@@ -29,5 +30,22 @@ func TestReplayScaleFactorsMultiply(t *testing.T) {
 		if r.Scaled != 2 {
 			t.Fatalf("scaled %d kernels; want 2", r.Scaled)
 		}
+	}
+}
+
+// --scale-kernel names compute kernels: a NAME only NCCL kernels contain is refused saying they are
+// communication, and what changes them.
+func TestReplayScaleNCCLKernel(t *testing.T) {
+	s := timeline.NewStrings()
+	evs := oneRank(s)
+	evs = append(evs, timeline.Event{Kind: timeline.KindCollective, Device: 0, Peer: timeline.NoDevice, Stream: 20,
+		Start: 40 * us, End: 60 * us, Label: s.ID("ncclDevKernel_SendRecv(ncclDevComm*)")})
+	g, err := depgraph.Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Replay(g, s, Options{Scale: map[string]float64{"SendRecv": 0.5}})
+	if err == nil || !strings.Contains(err.Error(), `the kernels whose name contains "SendRecv" are NCCL's (1), communication`) || !strings.Contains(err.Error(), "--comm") {
+		t.Errorf("--scale-kernel SendRecv=0.5: %v; want it refused as communication, pointing at --comm", err)
 	}
 }
