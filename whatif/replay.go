@@ -299,15 +299,16 @@ func (r *Result) fuseGroups(g *depgraph.Graph, inst map[int32]int, modelled func
 func (r *Result) model(g *depgraph.Graph, parts []int32, o Options) (int64, string, error) {
 	e := g.Event(parts[0])
 	op := timeline.CollOp(e.Sub)
+	// What the trace lacks comes first: a topology would not help those.
 	switch {
-	case o.Topology.Hosts == 0:
-		return 0, "no topology to model them on: give --topology", nil
-	case e.Bytes <= 0:
-		return 0, "the trace does not record their size", nil
 	case op == timeline.CollSendRecv || op == 0:
 		return 0, "send/receive kernels: peers and sizes unknown", nil
+	case e.Bytes <= 0:
+		return 0, "the trace does not record their size", nil
 	case e.Ranks < 2:
 		return 0, "the trace does not record their ranks", nil
+	case o.Topology.Hosts == 0:
+		return 0, "no topology to model them on: give --topology", nil
 	}
 	var ranks []engine.DeviceID
 	if len(parts) == int(e.Ranks) {
