@@ -56,7 +56,7 @@ type Result struct {
 // far it has got. The Result is returned with an error too, so that its Format says which reader
 // failed.
 func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
-	inf := &stepSink{inner: sink}
+	inf := &stepSink{inner: sink, rng: opts.StepRange}
 	res, err := stream(paths, opts, inf)
 	if err == nil {
 		res.Steps, err = inf.finish()
