@@ -104,6 +104,13 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if wo.Topology, err = o.resolveTopology(in.header.Meta); err != nil {
 		return err
 	}
+	if n := in.header.Meta.Devices; wo.Topology.Hosts > 0 && n > wo.Topology.Devices() {
+		by := "--topology " + wo.Topology.Name
+		if o.hosts > 0 {
+			by = fmt.Sprintf("--hosts %d", o.hosts)
+		}
+		return usageError("%s: %s has %d devices, fewer than the trace's %d: give more hosts or a larger topology", by, wo.Topology.String(), wo.Topology.Devices(), n)
+	}
 	wo.Recorded = recordedTopology(in.header.Meta)
 	wo.RunAlgo, _ = timeline.ParseNCCLAlgo(in.header.Meta.Knobs["nccl_algo"])
 	wo.RunProto, _ = timeline.ParseNCCLProto(in.header.Meta.Knobs["nccl_proto"])
@@ -143,35 +150,64 @@ const (
 // options turns the flags into the replay's changes.
 func (o *whatifOpts) options() (whatif.Options, error) {
 	wo := whatif.Options{Scale: map[string]float64(o.scale)}
-	for k, v := range o.sets {
+	// What each of algo and proto was set by, to name it in an error or a conflict.
+	var algoBy, protoBy string
+	set := func(by, k, v string) error {
+		var ok bool
 		switch k {
-		case "nccl_algo", "nccl_proto":
-			o.comm += "," + strings.TrimPrefix(k, "nccl_") + "=" + v
-		case "kernels":
-			if err := o.scale.Set("*=" + v); err != nil {
-				return wo, usageError("--set kernels=%s: %v", v, err)
+		case "algo":
+			if strings.HasPrefix(strings.ToLower(v), "collnet") {
+				return usageError("%s: the engine's NCCL model has no CollNet (it needs a network that reduces, SHARP): give %s", by, commAlgos)
 			}
-		default:
-			return wo, usageError("--set %s: not a what-if knob (nccl_algo, nccl_proto, kernels)", k)
+			if algoBy != "" {
+				return usageError("%s and %s both force the algorithm: give one", algoBy, by)
+			}
+			wo.Algo, ok = timeline.ParseNCCLAlgo(v)
+			algoBy = by
+		case "proto":
+			if protoBy != "" {
+				return usageError("%s and %s both force the protocol: give one", protoBy, by)
+			}
+			wo.Proto, ok = timeline.ParseNCCLProto(v)
+			protoBy = by
 		}
+		switch {
+		case ok:
+			return nil
+		case strings.HasPrefix(by, "--set") && k == "algo":
+			return usageError("%s: give nccl_algo=%s", by, commAlgos)
+		case strings.HasPrefix(by, "--set"):
+			return usageError("%s: give nccl_proto=%s", by, commProtos)
+		}
+		return usageError("%s: give algo=%s and/or proto=%s", by, commAlgos, commProtos)
 	}
 	for _, kv := range strings.Split(o.comm, ",") {
 		if kv == "" {
 			continue
 		}
 		k, v, _ := strings.Cut(kv, "=")
-		var ok bool
-		switch k {
-		case "algo":
-			if strings.HasPrefix(strings.ToLower(v), "collnet") {
-				return wo, usageError("--comm %q: the engine's NCCL model has no CollNet (it needs a network that reduces, SHARP): give algo=%s", kv, commAlgos)
-			}
-			wo.Algo, ok = timeline.ParseNCCLAlgo(v)
-		case "proto":
-			wo.Proto, ok = timeline.ParseNCCLProto(v)
+		if err := set(fmt.Sprintf("--comm %q", kv), k, v); err != nil {
+			return wo, err
 		}
-		if !ok {
-			return wo, usageError("--comm %q: give algo=%s and/or proto=%s", kv, commAlgos, commProtos)
+	}
+	keys := make([]string, 0, len(o.sets))
+	for k := range o.sets {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // errors in one order
+	for _, k := range keys {
+		v := o.sets[k]
+		switch k {
+		case "nccl_algo", "nccl_proto":
+			if err := set(fmt.Sprintf("--set %s=%s", k, v), strings.TrimPrefix(k, "nccl_"), v); err != nil {
+				return wo, err
+			}
+		case "kernels":
+			if err := o.scale.Set("*=" + v); err != nil {
+				return wo, usageError("--set kernels=%s: %v", v, err)
+			}
+		default:
+			return wo, usageError("--set %s: not a what-if knob (nccl_algo, nccl_proto, kernels)", k)
 		}
 	}
 	if o.hosts < 0 {

@@ -135,3 +135,26 @@ func TestWhatIfKernelsFromNoneInCommon(t *testing.T) {
 		t.Errorf("exit %d, %q; want %d naming --kernels-from", code, errs, exitUsage)
 	}
 }
+
+// Errors name the flag that set what is wrong: --set's knob, --hosts (not the topology it made),
+// and two flags forcing one thing are refused rather than the last winning.
+func TestWhatIfErrorsNameTheFlag(t *testing.T) {
+	trace := filepath.Join("testdata", "hta_small.json")
+	rec := record(t, "llm-train", 2)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{trace, "--set", "nccl_proto=zz"}, "--set nccl_proto=zz: give nccl_proto=ll|ll128|simple"},
+		{[]string{trace, "--set", "nccl_algo=zz"}, "--set nccl_algo=zz: give nccl_algo="},
+		{[]string{trace, "--comm", "algo=nvls", "--set", "nccl_algo=ring"}, `--comm "algo=nvls" and --set nccl_algo=ring both force the algorithm`},
+		{[]string{trace, "--comm", "proto=ll,proto=simple"}, `--comm "proto=ll" and --comm "proto=simple" both force the protocol`},
+		{[]string{rec, "--hosts", "1"}, "--hosts 1: h100x8x2-1hosts (1 hosts × 8 GPUs) has 8 devices, fewer than the trace's 16"},
+		{[]string{rec, "--topology", "h100x8"}, "--topology h100x8: h100x8 (1 hosts × 8 GPUs) has 8 devices, fewer than the trace's 16"},
+	} {
+		code, _, errs := runCLI(t, append([]string{"whatif", "--headless"}, c.args...)...)
+		if code != exitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("whatif %v: exit %d, %q; want %d naming %q", c.args, code, errs, exitUsage, c.want)
+		}
+	}
+}
