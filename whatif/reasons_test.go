@@ -45,3 +45,25 @@ func TestReplayKeptReasonFirst(t *testing.T) {
 		}
 	}
 }
+
+// --comm algo=nvls,proto=ll128 is not taken because NVLS runs Simple only, and the note says so,
+// not that NVLS is missing from the model on the topology.
+func TestReplayForcedPairNotInNCCL(t *testing.T) {
+	topo, err := topology.Builtin("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := timeline.NewStrings()
+	g, err := depgraph.Build([]timeline.Event{allReduce(0, 0, 100, 64<<20), allReduce(1, 0, 100, 64<<20)}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Replay(g, s, Options{Topology: topo, TraceDevices: 2, Algo: timeline.AlgoNVLS, Proto: timeline.ProtoLL128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(r.NotForcedReasons(), "; ")
+	if !strings.Contains(got, "algo=nvls,proto=ll128: NVLS has no LL128 protocol in NCCL") {
+		t.Errorf("not forced: %q; want NVLS's protocol named as the reason", got)
+	}
+}

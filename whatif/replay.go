@@ -333,7 +333,10 @@ func (r *Result) model(g *depgraph.Graph, parts []int32, o Options) (int64, stri
 	for _, n := range parts {
 		r.choice[n] = timeline.PackNCCL(p.Algo, p.Proto, p.Channels)
 	}
-	if o.Algo != 0 && p.Algo != o.Algo {
+	if o.Algo != 0 && p.Algo != o.Algo && o.Proto != 0 && sim.PredictNCCL(sim.ModelOf(o.Topology), o.Topology, op, ranks, e.Bytes, o.Algo, 0).Algo == o.Algo {
+		// The algorithm alone is there: the pair is not (NVLS runs Simple only).
+		r.NotForced[fmt.Sprintf("algo=%s,proto=%s: %s has no %s protocol in NCCL: kept %s_%s", strings.ToLower(o.Algo.String()), strings.ToLower(o.Proto.String()), o.Algo, o.Proto, p.Algo, p.Proto)]++
+	} else if o.Algo != 0 && p.Algo != o.Algo {
 		r.NotForced[fmt.Sprintf("algo=%s: %s for %s: kept %s", strings.ToLower(o.Algo.String()), whyNoAlgo(op, o.Algo), op, p.Algo)]++
 	} else if o.Proto != 0 && p.Proto != o.Proto {
 		r.NotForced[fmt.Sprintf("proto=%s: %s has no %s protocol: kept %s", strings.ToLower(o.Proto.String()), p.Algo, o.Proto, p.Proto)]++
