@@ -188,3 +188,20 @@ func (c *Comparison) DirectedOnly() {
 		}
 	}
 }
+
+// ScaledOut labels the collective rows of a job scaled from `from` ranks to `to` (whatif --hosts):
+// a collective over every rank of the trace ran, in B, over every rank of the scaled job
+// ("all_gather ×16 → ×64 …"). B's figures come from the trace's ranks' parts, replayed at the
+// scaled job's time.
+func (c *Comparison) ScaledOut(from, to int) {
+	if from <= 0 || to <= from {
+		return
+	}
+	old := fmt.Sprintf(" ×%d ", from)
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		if r.Section == "collectives" && r.B != nil && strings.Contains(r.Name, old) {
+			r.Name = strings.Replace(r.Name, old, fmt.Sprintf(" ×%d → ×%d ", from, to), 1)
+		}
+	}
+}

@@ -132,6 +132,9 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return dataError(fmt.Errorf("%s: %w", strings.Join(pos, ", "), err))
 	}
 	c, wins := whatifComparison(w, in.header, strings.Join(pos, ", "), o.describe(wo), in.stepsFrom)
+	if wo.ScaleOut && w.Changed.Retimed > 0 {
+		c.ScaledOut(wo.TraceDevices, wo.Topology.Devices())
+	}
 	if !o.json && !o.headless && interactive(stdout) {
 		d := compareData(c, wins)
 		d.Runs[0].Critical, d.Runs[1].Critical = criticalOps(w.Before, nil), criticalOps(w.After, w.Changed.Node)

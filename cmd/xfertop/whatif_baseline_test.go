@@ -160,3 +160,23 @@ func TestWhatIfUnchangedNoVerdicts(t *testing.T) {
 		}
 	}
 }
+
+// With --hosts, a collective over every rank of the trace is labelled with the scaled job's rank
+// count in B: an all-gather over the 16 GPUs of h100x8x2 is ×16 → ×32 on 4 hosts.
+func TestWhatIfHostsRowLabels(t *testing.T) {
+	rec := record(t, "allreduce-sweep", 2, "--topology", "h100x8x2", "--set", "op=all_gather", "--set", "min_bytes=512MiB")
+	c := whatifJSON(t, rec, "--hosts", "4")
+	found := false
+	for _, r := range c.Rows {
+		if r.Section != "collectives" {
+			continue
+		}
+		if !strings.Contains(r.Name, "all_gather ×16 → ×32 ") {
+			t.Errorf("row %q: want the scaled job's ranks, ×16 → ×32", r.Name)
+		}
+		found = true
+	}
+	if !found {
+		t.Error("no collective row")
+	}
+}
