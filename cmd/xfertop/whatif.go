@@ -650,10 +650,12 @@ func whatifNotes(w *whatif.WhatIf, before whatif.Summary, stepsFrom string) []st
 	}
 	steps := fmt.Sprintf("steps: %d from the trace's step markers", len(g.Steps))
 	switch {
+	case len(g.Steps) == 0 && stepsFrom != "":
+		steps = "steps: 1, the whole input (as the console shows it); " + stepsFrom
+	case len(g.Steps) == 0:
+		steps = "steps: 1, the whole input: the trace marks none"
 	case stepsFrom != "":
 		steps = fmt.Sprintf("steps: %d; %s", len(g.Steps), stepsFrom)
-	case len(g.Steps) == 0:
-		steps = "steps: the trace marks none; the whole trace is one step"
 	}
 	if before.FirstLeft {
 		steps += "; the critical path is averaged over the steps after the first (the first warms up)"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xfertop/xfertop/depgraph"
 	"github.com/xfertop/xfertop/report"
+	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/whatif"
 )
 
@@ -155,6 +156,22 @@ func TestWhatIfErrorsNameTheFlag(t *testing.T) {
 		code, _, errs := runCLI(t, append([]string{"whatif", "--headless"}, c.args...)...)
 		if code != exitUsage || !strings.Contains(errs, c.want) {
 			t.Errorf("whatif %v: exit %d, %q; want %d naming %q", c.args, code, errs, exitUsage, c.want)
+		}
+	}
+}
+
+// A trace without steps is one step, in the notes as in the console ("step 1 of 1"), not "steps: 0".
+func TestWhatIfNotesWholeInputOneStep(t *testing.T) {
+	s := timeline.NewStrings()
+	evs := []timeline.Event{{Kind: timeline.KindKernel, Device: 0, Peer: timeline.NoDevice, Stream: 1, Start: 0, End: 10_000, Label: s.ID("gemm")}}
+	w, err := whatif.Run(evs, s, whatif.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{"", "the input marks no step: the whole input is one"} {
+		notes := strings.Join(whatifNotes(w, whatif.Summarize(w.Before), from), "\n")
+		if !strings.Contains(notes, "steps: 1, the whole input") || strings.Contains(notes, "steps: 0") {
+			t.Errorf("stepsFrom %q: notes\n%s\nwant steps: 1, the whole input", from, notes)
 		}
 	}
 }
