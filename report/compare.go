@@ -261,14 +261,18 @@ func pairCollectives(a, b []analysis.Collective) [][2]*analysis.Collective {
 // ("Ring_LL128", or "Ring_LL128 → Tree_LL128" when they differ).
 func collName(x, y *analysis.Collective) string {
 	c := cmp.Or(x, y)
-	ranks, size := units.Unknown, units.Unknown // 0: not recorded
-	if c.Ranks > 0 {
-		ranks = fmt.Sprint(c.Ranks)
+	// 0: not recorded (an imported NCCL kernel), said in words rather than as "×— ≤—".
+	var name string
+	switch {
+	case c.Ranks > 0 && c.SizeClass > 0:
+		name = fmt.Sprintf("%s ×%d ≤%s", c.Op, c.Ranks, units.Bytes(c.SizeClass))
+	case c.Ranks > 0:
+		name = fmt.Sprintf("%s ×%d (size unknown)", c.Op, c.Ranks)
+	case c.SizeClass > 0:
+		name = fmt.Sprintf("%s (ranks unknown) ≤%s", c.Op, units.Bytes(c.SizeClass))
+	default:
+		name = fmt.Sprintf("%s (ranks and size unknown)", c.Op)
 	}
-	if c.SizeClass > 0 {
-		size = units.Bytes(c.SizeClass)
-	}
-	name := fmt.Sprintf("%s ×%s ≤%s", c.Op, ranks, size)
 	switch {
 	case x != nil && y != nil && x.AlgoProto != y.AlgoProto:
 		name += " " + cmp.Or(x.AlgoProto, units.Unknown) + " → " + cmp.Or(y.AlgoProto, units.Unknown)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/xfertop/xfertop/analysis"
 )
 
 // A collective's long label (its algorithm changed: "→", "×" and "≤" are one column, three bytes)
@@ -36,6 +38,25 @@ func TestCompareTextLongNameAligned(t *testing.T) {
 			if !strings.HasPrefix(l, "    ") || l[4] == ' ' {
 				t.Errorf("row %q does not start its name in column 4", l)
 			}
+		}
+	}
+}
+
+// A collective whose ranks or size the source does not record is named in words, not "×— ≤—".
+func TestCollNameUnknown(t *testing.T) {
+	for _, c := range []struct {
+		ranks int
+		class int64
+		want  string
+	}{
+		{0, 0, "send_recv (ranks and size unknown) busbw"},
+		{8, 0, "send_recv ×8 (size unknown) busbw"},
+		{0, 1 << 20, "send_recv (ranks unknown) ≤1 MiB busbw"},
+		{8, 1 << 20, "send_recv ×8 ≤1 MiB busbw"},
+	} {
+		x := analysis.Collective{Op: "send_recv", Ranks: c.ranks, SizeClass: c.class}
+		if got := collName(&x, &x); got != c.want {
+			t.Errorf("ranks %d, size %d: %q; want %q", c.ranks, c.class, got, c.want)
 		}
 	}
 }
