@@ -518,9 +518,9 @@ func whatifComparison(w *whatif.WhatIf, h *importers.Header, source, change, ste
 	}
 	c := report.Compare(a, b, "measured: "+source, change)
 	c.Command = "whatif"
-	c.DirectedOnly()
 	before, after := whatif.Summarize(w.Before), whatif.Summarize(w.After)
 	report.AddCriticalPaths(c, criticalPath(before), criticalPath(after))
+	c.DirectedOnly()
 	unchangedPath := whatif.Summarize(w.Graph.CriticalPathsBound(w.Baseline.Times, w.Baseline.Weight, w.Baseline.Bound))
 	floor, why := noiseFloor(a, base, w.Before, before, unchangedPath)
 	c.Notes = whatifNotes(w, before, stepsFrom)

@@ -175,3 +175,16 @@ func TestWhatIfNotesWholeInputOneStep(t *testing.T) {
 		}
 	}
 }
+
+// Halving every kernel calls no idle, overlap or critical-path make-up row better or worse: only
+// rows whose direction means it get the word.
+func TestWhatIfVerdictsOnlyWhereDirected(t *testing.T) {
+	c := whatifJSON(t, filepath.Join("testdata", "hta_small.json"), "--scale-kernel", "*=0.5")
+	directed := map[string]bool{"length per step": true, "exposed communication per step": true}
+	for _, r := range c.Rows {
+		undirected := r.Section == "idle" || r.Section == "overlap" || r.Section == "critical path" && !directed[r.Name]
+		if undirected && r.Better != nil {
+			t.Errorf("%s / %s: called better: %v", r.Section, r.Name, *r.Better)
+		}
+	}
+}
