@@ -121,10 +121,16 @@ func (g *Graph) CriticalPathsBound(times, weights []int64, bound []int32) []Path
 	jobs := g.JobSteps()
 	out := make([]Path, 0, len(jobs))
 	for _, ranks := range jobs {
-		sink, from := jobSpan(ranks, times)
-		out = append(out, g.walk(End(sink), from, sink, times, weights, bound))
+		out = append(out, g.JobStepPath(ranks, times, weights, bound))
 	}
 	return out
+}
+
+// JobStepPath is the critical path of the job step whose ranks' step nodes are ranks (one of
+// JobSteps): walked back from the rank that ended last, from the first rank's start.
+func (g *Graph) JobStepPath(ranks []int32, times, weights []int64, bound []int32) Path {
+	sink, from := jobSpan(ranks, times)
+	return g.walk(End(sink), from, sink, times, weights, bound)
 }
 
 // JobSteps groups the step nodes into the job's steps, in the order of their first rank's start:

@@ -1,6 +1,7 @@
 package importers
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/xfertop/xfertop/steps"
@@ -19,6 +20,7 @@ const maxOps = 1 << 21
 // analysis of steps takes them in any order, so coming after the ops they cover changes nothing.
 type stepSink struct {
 	inner   Sink
+	rng     string // the NVTX range an Nsight export's steps are (Options.StepRange)
 	header  *Header
 	marked  bool // the input has steps of its own
 	ranges  []steps.Range
@@ -121,7 +123,7 @@ func (s *stepSink) finish() (string, error) {
 		if s.header.Format == FormatNsys || s.over || s.kernels {
 			marks := "the input marks no step"
 			if s.header.Format == FormatNsys {
-				marks += " (no --step-range range)"
+				marks += fmt.Sprintf(" (no NVTX range named %q, the --step-range)", cmp.Or(s.rng, "ProfilerStep"))
 			}
 			return marks + ", " + ranges + "; " + seq + ": the whole input is one", nil
 		}

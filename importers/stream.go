@@ -59,7 +59,7 @@ func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	if opts.Source != "" {
 		sink = &sourceSink{Sink: sink, source: opts.Source}
 	}
-	inf := &stepSink{inner: sink}
+	inf := &stepSink{inner: sink, rng: opts.StepRange}
 	res, err := stream(paths, opts, inf)
 	if err == nil {
 		res.Steps, err = inf.finish()

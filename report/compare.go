@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/units"
@@ -35,6 +37,9 @@ type Row struct {
 	DiffPct *float64 `json:"diff_pct"` // (B − A) / A, in percent
 	// Better says whether B improves on A (true), worsens it (false), or either (null).
 	Better *bool `json:"better"`
+	// NoiseFloorPct, when set, is the row's own noise floor: the change the replay with nothing
+	// changed already shows on it, above the comparison's (Comparison.SetRowFloors).
+	NoiseFloorPct *float64 `json:"noise_floor_pct,omitempty"`
 }
 
 // Comparison lays two reports side by side: step time, GB/s per kind, idle by cause (per step, or
@@ -75,6 +80,9 @@ func row(section, name string, u Unit, a, b *float64, lessIsBetter bool) Row {
 	r.Diff = &d
 	if *a != 0 {
 		p := round2(100 * d / *a)
+		if cell(a, u) == cell(b, u) {
+			p = 0 // 0.0% → 0.0% is no change, whatever the digits the cells do not show (+200%)
+		}
 		r.DiffPct = &p
 	}
 	// A change the cells do not show (0.01% → 0: both read 0.0%) is neither better nor worse.
@@ -276,14 +284,18 @@ func pairCollectives(a, b []analysis.Collective) [][2]*analysis.Collective {
 // ("Ring_LL128", or "Ring_LL128 → Tree_LL128" when they differ).
 func collName(x, y *analysis.Collective) string {
 	c := cmp.Or(x, y)
-	ranks, size := units.Unknown, units.Unknown // 0: not recorded
-	if c.Ranks > 0 {
-		ranks = fmt.Sprint(c.Ranks)
+	// 0: not recorded (an imported NCCL kernel), said in words rather than as "×— ≤—".
+	var name string
+	switch {
+	case c.Ranks > 0 && c.SizeClass > 0:
+		name = fmt.Sprintf("%s ×%d ≤%s", c.Op, c.Ranks, units.Bytes(c.SizeClass))
+	case c.Ranks > 0:
+		name = fmt.Sprintf("%s ×%d (size unknown)", c.Op, c.Ranks)
+	case c.SizeClass > 0:
+		name = fmt.Sprintf("%s (ranks unknown) ≤%s", c.Op, units.Bytes(c.SizeClass))
+	default:
+		name = fmt.Sprintf("%s (ranks and size unknown)", c.Op)
 	}
-	if c.SizeClass > 0 {
-		size = units.Bytes(c.SizeClass)
-	}
-	name := fmt.Sprintf("%s ×%s ≤%s", c.Op, ranks, size)
 	switch {
 	case x != nil && y != nil && x.AlgoProto != y.AlgoProto:
 		name += " " + cmp.Or(x.AlgoProto, units.Unknown) + " → " + cmp.Or(y.AlgoProto, units.Unknown)
@@ -338,6 +350,11 @@ func (r Row) Cells() (a, b, diff, pct, verdict string) {
 	return cell(r.A, r.Unit), cell(r.B, r.Unit), diff, pct, verdict
 }
 
+// padRight pads s with spaces to w display columns.
+func padRight(s string, w int) string {
+	return s + strings.Repeat(" ", max(0, w-ansi.StringWidth(s)))
+}
+
 // CompareText writes the comparison for people: each figure in A and B, B − A with its sign and
 // relative change, and whether that is better or worse.
 func CompareText(w io.Writer, c *Comparison) error {
@@ -351,20 +368,29 @@ func CompareText(w io.Writer, c *Comparison) error {
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	const nameW = 44 // names are padded here so that they read left-aligned in the right-aligned table
-	fmt.Fprintf(tw, "%-*s\tA\tB\tB − A\tchange\t\t\n", nameW, "")
+	// Names are padded here so that they read left-aligned in the right-aligned table: to the
+	// widest name's display width (a collective's "→" and "×" are one column, three bytes), so
+	// that a long one does not push the others right.
+	nameW := 44
+	for _, r := range c.Rows {
+		nameW = max(nameW, ansi.StringWidth("  "+r.Name))
+	}
+	fmt.Fprintf(tw, "%s\tA\tB\tB − A\tchange\t\t\n", padRight("", nameW))
 	section := ""
 	for _, r := range c.Rows {
 		if r.Section != section {
 			section = r.Section
-			fmt.Fprintf(tw, "%-*s\t\t\t\t\t\t\n", nameW, section)
+			fmt.Fprintf(tw, "%s\t\t\t\t\t\t\n", padRight(section, nameW))
 		}
 		ca, cb, diff, pct, verdict := r.Cells()
-		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%s\t\n", nameW, "  "+r.Name, ca, cb, diff, pct, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", padRight("  "+r.Name, nameW), ca, cb, diff, pct, verdict)
 	}
 	tw.Flush()
 	if c.NoiseFloorPct != nil {
 		fmt.Fprintf(&b, "\nnoise floor: ±%.1f%% (%s)\n", *c.NoiseFloorPct, c.NoiseFloorWhy)
+	}
+	if f := rowFloors(c); len(f) > 0 {
+		fmt.Fprintf(&b, "rows with a floor of their own (the unchanged replay's change on them): %s\n", strings.Join(f, "; "))
 	}
 	if c.Verdict != "" {
 		fmt.Fprintf(&b, "verdict: %s\n", c.Verdict)

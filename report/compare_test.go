@@ -109,10 +109,10 @@ func TestCompareCollectives(t *testing.T) {
 			[]analysis.Collective{busRow("all_reduce", 8, mib, "Tree_LL128", 80)},
 			[]string{"all_reduce ×8 ≤1 MiB Ring_LL128 → Tree_LL128 busbw 100.00 GB/s 80.00 GB/s"}},
 		{"ranks unknown in a trace", []analysis.Collective{busRow("all_reduce", 0, mib, "", 10)}, nil,
-			[]string{"all_reduce ×— ≤1 MiB busbw 10.00 GB/s —"}},
+			[]string{"all_reduce (ranks unknown) ≤1 MiB busbw 10.00 GB/s —"}},
 		{"size unknown in a trace: its row, busbw unknown", nil,
 			[]analysis.Collective{{Op: "all_reduce", Count: 3}},
-			[]string{"all_reduce ×— ≤— busbw — —"}},
+			[]string{"all_reduce (ranks and size unknown) busbw — —"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/xfertop/xfertop/units"
@@ -113,5 +114,94 @@ func (c *Comparison) SetNoiseFloor(pct float64, why string) {
 		c.Verdict = fmt.Sprintf("B is %.1f%% faster (%s), beyond the ±%.1f%% noise floor", -d, span, pct)
 	default:
 		c.Verdict = fmt.Sprintf("B is %.1f%% slower (%s), beyond the ±%.1f%% noise floor", d, span, pct)
+	}
+}
+
+// SetRowFloors gives each row whose change the unchanged replay (base: A against the replay with
+// nothing changed, rows as c's) already shows beyond the comparison's noise floor a floor of its
+// own, that change: the method's own error on that figure (a collective's bandwidth the model
+// times apart from the measurement, the idle that follows from it). No verdict is given within it.
+// A row whose A is 0 has no relative change: within the unchanged replay's absolute change it gets
+// no verdict either. Call it after SetNoiseFloor.
+func (c *Comparison) SetRowFloors(base *Comparison) {
+	floor := 0.0
+	if c.NoiseFloorPct != nil {
+		floor = *c.NoiseFloorPct
+	}
+	byKey := map[string]*Row{}
+	for i := range base.Rows {
+		byKey[rowKey(&base.Rows[i])] = &base.Rows[i]
+	}
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		b, ok := byKey[rowKey(r)]
+		if !ok || b.Diff == nil || *b.Diff == 0 {
+			continue
+		}
+		if b.DiffPct != nil && math.Abs(*b.DiffPct) > floor {
+			f := math.Abs(*b.DiffPct)
+			r.NoiseFloorPct = &f
+			if r.DiffPct != nil && math.Abs(*r.DiffPct) <= f {
+				r.Better = nil
+			}
+		}
+		if b.DiffPct == nil && r.Diff != nil && math.Abs(*r.Diff) <= math.Abs(*b.Diff) {
+			r.Better = nil
+		}
+	}
+}
+
+// rowKey names a row across comparisons of the same A: its section and name, a collective's
+// without the algorithms (which the change may alter).
+func rowKey(r *Row) string {
+	if r.Section != "collectives" {
+		return r.Section + "\x00" + r.Name
+	}
+	f := strings.Fields(r.Name)
+	return r.Section + "\x00" + strings.Join(f[:min(3, len(f))], " ")
+}
+
+// rowFloors lists the rows with a floor of their own, for people.
+func rowFloors(c *Comparison) []string {
+	var out []string
+	for _, r := range c.Rows {
+		if r.NoiseFloorPct != nil {
+			out = append(out, fmt.Sprintf("%s ±%.1f%%", r.Name, *r.NoiseFloorPct))
+		}
+	}
+	return slices.Clip(out)
+}
+
+// DirectedOnly leaves "better" and "worse" only on the rows whose direction means that whatever
+// the change: step times, GB/s and busbw, the critical path's length and the communication exposed
+// on it. Idle and overlap follow the work: halving the kernels leaves the device idle longer while
+// the step shortens, and a slower all-reduce overlaps more of the compute; nor is more compute on
+// the critical path worse when the step is as long. Those rows keep their figures, without a word.
+func (c *Comparison) DirectedOnly() {
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		switch {
+		case r.Section == "idle", r.Section == "overlap":
+			r.Better = nil
+		case r.Section == "critical path" && r.Name != "length per step" && r.Name != "exposed communication per step":
+			r.Better = nil
+		}
+	}
+}
+
+// ScaledOut labels the collective rows of a job scaled from `from` ranks to `to` (whatif --hosts):
+// a collective over every rank of the trace ran, in B, over every rank of the scaled job
+// ("all_gather ×16 → ×64 …"). B's figures come from the trace's ranks' parts, replayed at the
+// scaled job's time.
+func (c *Comparison) ScaledOut(from, to int) {
+	if from <= 0 || to <= from {
+		return
+	}
+	old := fmt.Sprintf(" ×%d ", from)
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		if r.Section == "collectives" && r.B != nil && strings.Contains(r.Name, old) {
+			r.Name = strings.Replace(r.Name, old, fmt.Sprintf(" ×%d → ×%d ", from, to), 1)
+		}
 	}
 }

@@ -18,7 +18,8 @@ type Options struct {
 	// Topology, when set (Topology.Hosts > 0), re-times collectives whose size and ranks the trace
 	// records with the engine's NCCL cost model on it; trace device d is its device d.
 	Topology engine.Topology
-	// Scale multiplies the duration of the compute kernels whose name contains a key ("*": all).
+	// Scale multiplies the duration of the compute kernels whose name contains a key ("*": all);
+	// a kernel that several keys match takes the product of their factors.
 	Scale map[string]float64
 	// ScaleExact multiplies the duration of the compute kernels named exactly as a key (it is
 	// looked at before Scale): the ratios another trace's durations give (--kernels-from).
@@ -32,6 +33,16 @@ type Options struct {
 	// topology's: the job scaled out, each rank doing the work it did.
 	TraceDevices int
 	ScaleOut     bool
+	// Recorded is the topology the trace ran on (a recording's own; zero when the trace does not
+	// say). The unchanged replay, whose error is the noise floor, times collectives on it, not on
+	// Topology: on the changed topology its error would be the very effect measured. On it, a
+	// collective keeps the algorithm and protocol it was recorded with unless Algo or Proto force
+	// others.
+	Recorded engine.Topology
+	// RunAlgo and RunProto are the algorithm and protocol the run itself forced (its nccl_algo and
+	// nccl_proto knobs; 0: NCCL chose). They hold on any topology unless Algo or Proto override them.
+	RunAlgo  timeline.NCCLAlgo
+	RunProto timeline.NCCLProto
 }
 
 // Result is one replay: the replayed ops and what the replay did.
@@ -57,6 +68,9 @@ type Result struct {
 	choice     map[int32]uint32 // each re-timed collective part's modelled choice, packed as Aux
 	ScaledComm int              // collective parts (or instances' parts) scaled by ScaleExact
 	matched    map[string]int   // the kernels each --scale-kernel name scaled
+	// commMatched counts the NCCL kernels each --scale-kernel name (not *) contains: a name that
+	// matched only those is told so.
+	commMatched map[string]int
 }
 
 // KeptReasons lists Kept's reasons with their counts, most first.
@@ -112,7 +126,7 @@ func (w *window) counts(p int32) bool { return w == nil || w.final(p) }
 
 // replay is Replay in window w (nil: the whole graph), without its events.
 func replay(g *depgraph.Graph, names depgraph.Names, o Options, w *window) (*Result, error) {
-	r := &Result{Kept: map[string]int{}, NotForced: map[string]int{}, choice: map[int32]uint32{}, matched: map[string]int{}}
+	r := &Result{Kept: map[string]int{}, NotForced: map[string]int{}, choice: map[int32]uint32{}, matched: map[string]int{}, commMatched: map[string]int{}}
 	r.Weight = make([]int64, len(g.Edges))
 	for i, e := range g.Edges {
 		r.Weight[i] = e.W
@@ -202,16 +216,28 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options, w *wi
 			continue
 		}
 		if coll {
+			for k := range o.Scale {
+				if k != "*" && strings.Contains(name, k) && counted {
+					r.commMatched[k]++
+				}
+			}
 			continue // --scale-kernel scales compute kernels
 		}
+		// Every NAME the kernel's name contains applies, their factors multiplied: the answer
+		// does not depend on the order the flags came in (a map's, here).
+		f, hit := 1.0, false
 		for k, x := range o.Scale {
 			if k == "*" || strings.Contains(name, k) {
-				r.Weight[i] = int64(float64(e.W) * x)
+				f, hit = f*x, true
 				if counted {
-					r.Scaled++
 					r.matched[k]++
 				}
-				break
+			}
+		}
+		if hit {
+			r.Weight[i] = int64(float64(e.W) * f)
+			if counted {
+				r.Scaled++
 			}
 		}
 	}
@@ -222,6 +248,9 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options, w *wi
 // change" for a change never made.
 func (r *Result) unmatchedScale(o Options) error {
 	for k, x := range o.Scale {
+		if r.matched[k] == 0 && r.commMatched[k] > 0 {
+			return fmt.Errorf("--scale-kernel %s=%g: %w: the kernels whose name contains %q are NCCL's (%d), communication, not compute: their time is the NCCL model's (give --comm to change its algorithm or protocol, --topology its machine) or, measured, another trace's (--kernels-from)", k, x, ErrOption, k, r.commMatched[k])
+		}
 		if r.matched[k] == 0 {
 			return fmt.Errorf("--scale-kernel %s=%g: %w: no kernel's name contains %q (NAME is matched as a substring, not a pattern; * alone scales every kernel)", k, x, ErrOption, k)
 		}
@@ -322,15 +351,16 @@ func (r *Result) fuseGroups(g *depgraph.Graph, inst map[int32]int, modelled func
 func (r *Result) model(g *depgraph.Graph, parts []int32, o Options, counted bool) (int64, string, error) {
 	e := g.Event(parts[0])
 	op := timeline.CollOp(e.Sub)
+	// What the trace lacks comes first: a topology would not help those.
 	switch {
-	case o.Topology.Hosts == 0:
-		return 0, "no topology to model them on: give --topology", nil
-	case e.Bytes <= 0:
-		return 0, "the trace does not record their size", nil
 	case op == timeline.CollSendRecv || op == 0:
 		return 0, "send/receive kernels: peers and sizes unknown", nil
+	case e.Bytes <= 0:
+		return 0, "the trace does not record their size", nil
 	case e.Ranks < 2:
 		return 0, "the trace does not record their ranks", nil
+	case o.Topology.Hosts == 0:
+		return 0, "no topology to model them on: give --topology", nil
 	}
 	var ranks []engine.DeviceID
 	if len(parts) == int(e.Ranks) {
@@ -350,14 +380,18 @@ func (r *Result) model(g *depgraph.Graph, parts []int32, o Options, counted bool
 			return 0, "", fmt.Errorf("--topology %s has %d devices; the trace uses device %d", o.Topology.Name, o.Topology.Devices(), d)
 		}
 	}
-	p := sim.PredictNCCL(sim.ModelOf(o.Topology), o.Topology, op, ranks, e.Bytes, o.Algo, o.Proto)
+	algo, proto := o.ncclAsk(e)
+	p := sim.PredictNCCL(sim.ModelOf(o.Topology), o.Topology, op, ranks, e.Bytes, algo, proto)
 	for _, n := range parts {
 		r.choice[n] = timeline.PackNCCL(p.Algo, p.Proto, p.Channels)
 	}
 	if !counted {
 		return int64(p.TimeNs(e.Bytes)), "", nil
 	}
-	if o.Algo != 0 && p.Algo != o.Algo {
+	if o.Algo != 0 && p.Algo != o.Algo && o.Proto != 0 && sim.PredictNCCL(sim.ModelOf(o.Topology), o.Topology, op, ranks, e.Bytes, o.Algo, 0).Algo == o.Algo {
+		// The algorithm alone is there: the pair is not (NVLS runs Simple only).
+		r.NotForced[fmt.Sprintf("algo=%s,proto=%s: %s has no %s protocol in NCCL: kept %s_%s", strings.ToLower(o.Algo.String()), strings.ToLower(o.Proto.String()), o.Algo, o.Proto, p.Algo, p.Proto)]++
+	} else if o.Algo != 0 && p.Algo != o.Algo {
 		r.NotForced[fmt.Sprintf("algo=%s: %s for %s: kept %s", strings.ToLower(o.Algo.String()), whyNoAlgo(op, o.Algo), op, p.Algo)]++
 	} else if o.Proto != 0 && p.Proto != o.Proto {
 		r.NotForced[fmt.Sprintf("proto=%s: %s has no %s protocol: kept %s", strings.ToLower(o.Proto.String()), p.Algo, o.Proto, p.Proto)]++

@@ -83,7 +83,11 @@ type Stream struct {
 	reorder  [2]reorderBuf
 	res      Streamed
 	paths    [3][]depgraph.Path
-	anyNodes bool
+	queues   [2]stepQueue // each replay's ranks' step sequences (serializeSteps), window to window
+	// pathFirst is, for each job step walked, its first mark's index among the measured ops:
+	// the paths come out in that order, as CriticalPathsBound gives them.
+	pathFirst []int32
+	anyNodes  bool
 }
 
 // point is a finalised point's replayed times and binding edges: measured, baseline, changed.
@@ -104,10 +108,10 @@ type boundRec struct {
 func NewStream(names depgraph.Names, o Options, p StreamParams, out Outputs) *Stream {
 	s := &Stream{names: names, params: p, out: out, pending: map[int][]Placed{}, store: map[uint64]point{},
 		global: map[int64]int32{}, seqBase: map[depgraph.SeqDevKey]int{}, maxStart: math.MinInt64}
-	s.opts[0] = Options{Topology: o.Topology, TraceDevices: o.TraceDevices}
+	s.opts[0] = baselineOptions(o)
 	s.opts[1] = o
-	s.res.Baseline = &Result{Kept: map[string]int{}, NotForced: map[string]int{}, matched: map[string]int{}}
-	s.res.Changed = &Result{Kept: map[string]int{}, NotForced: map[string]int{}, matched: map[string]int{}}
+	s.res.Baseline = &Result{Kept: map[string]int{}, NotForced: map[string]int{}, matched: map[string]int{}, commMatched: map[string]int{}}
+	s.res.Changed = &Result{Kept: map[string]int{}, NotForced: map[string]int{}, matched: map[string]int{}, commMatched: map[string]int{}}
 	for _, st := range p.Steps {
 		k := s.windowOf(st.Event.Start)
 		s.pending[k] = append(s.pending[k], st)
@@ -181,8 +185,19 @@ func (s *Stream) Close() (*Streamed, error) {
 	if err := s.res.Changed.unmatchedScale(s.opts[1]); err != nil {
 		return nil, err
 	}
-	for v := range s.paths {
-		slices.SortStableFunc(s.paths[v], func(a, b depgraph.Path) int { return cmp.Compare(a.Step, b.Step) })
+	if len(s.pathFirst) == len(s.paths[0]) {
+		idx := make([]int, len(s.pathFirst))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(s.pathFirst[a], s.pathFirst[b]) })
+		for v := range s.paths {
+			sorted := make([]depgraph.Path, len(idx))
+			for i, j := range idx {
+				sorted[i] = s.paths[v][j]
+			}
+			s.paths[v] = sorted
+		}
 	}
 	s.res.Before, s.res.Unchanged, s.res.After = s.paths[0], s.paths[1], s.paths[2]
 	return &s.res, nil
@@ -294,8 +309,20 @@ func (s *Stream) window() error {
 		}
 	}
 	s.record(w, rs, measured)
+	// The steps that end here start no earlier than their rank's previous step ended, as Run's
+	// serializeSteps has them; later windows pin these points as replayed, before the move, as the
+	// whole graph's replay has them too.
+	var ends []int32
+	for _, st := range g.Steps {
+		if w.final(depgraph.End(st)) {
+			ends = append(ends, st)
+		}
+	}
+	for v := range rs {
+		s.queues[v].serialize(g, ends, rs[v].Times)
+	}
 	s.emit(g, seqs, rs, w.final)
-	s.walk(g, seqs, rs, measured, w.final)
+	s.walk(g, seqs, rs, measured, w.final, hi)
 	s.carry(g, in, seqs, lo, hi, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
 	return nil
 }
@@ -364,6 +391,9 @@ func (s *Stream) tally(v int, r *Result) {
 	for k, n := range r.matched {
 		t.matched[k] += n
 	}
+	for k, n := range r.commMatched {
+		t.commMatched[k] += n
+	}
 }
 
 // emit passes on the ops the window finalised: the measured ops that start in it, in node order,
@@ -401,7 +431,7 @@ func (s *Stream) emit(g *depgraph.Graph, seqs []int64, rs [2]*Result, final func
 
 // walk walks the critical paths of the steps whose end the window finalised; a graph without
 // steps is one window, and its path is the whole trace's.
-func (s *Stream) walk(g *depgraph.Graph, seqs []int64, rs [2]*Result, measured []int32, final func(int32) bool) {
+func (s *Stream) walk(g *depgraph.Graph, seqs []int64, rs [2]*Result, measured []int32, final func(int32) bool, hi int64) {
 	times := [3][]int64{g.Time, rs[0].Times, rs[1].Times}
 	weights := [3][]int64{nil, rs[0].Weight, rs[1].Weight}
 	bounds := [3][]int32{measured, rs[0].Bound, rs[1].Bound}
@@ -413,14 +443,19 @@ func (s *Stream) walk(g *depgraph.Graph, seqs []int64, rs [2]*Result, measured [
 		}
 		return
 	}
-	for _, st := range g.Steps {
-		if !final(depgraph.End(st)) {
+	// A job step (the ranks' marks of one step number) is walked in the window that ends its
+	// last mark: the marks of steps that begin together are cut into one window (Plan.Params).
+	for _, ranks := range g.JobSteps() {
+		if !slices.ContainsFunc(ranks, func(st int32) bool { return final(depgraph.End(st)) }) ||
+			slices.ContainsFunc(ranks, func(st int32) bool { return g.Time[depgraph.End(st)] >= hi }) {
 			continue
 		}
+		first := s.global[seqs[g.Nodes[ranks[0]]]]
 		for v := range s.paths {
-			p := g.StepPath(st, times[v], weights[v], bounds[v])
+			p := g.JobStepPath(ranks, times[v], weights[v], bounds[v])
 			s.paths[v] = append(s.paths[v], s.globalPath(g, seqs, p))
 		}
+		s.pathFirst = append(s.pathFirst, first)
 	}
 }
 

@@ -134,6 +134,9 @@ func TestStreamMatchesRunRealTraces(t *testing.T) {
 			c := readTrace(t, paths...)
 			sameAsRun(t, c.evs, c.h.Strings, Options{})
 			sameAsRun(t, c.evs, c.h.Strings, Options{Scale: map[string]float64{"*": 0.5}})
+			// Kernels ×3: the GPU falls behind the host, and each replayed step waits for its
+			// rank's previous one to end (serializeSteps), from window to window.
+			sameAsRun(t, c.evs, c.h.Strings, Options{Scale: map[string]float64{"*": 3}})
 		})
 	}
 }
@@ -176,6 +179,9 @@ func TestStreamMatchesRunSynthetic(t *testing.T) {
 			sameAsRun(t, c.evs, c.h.Strings, Options{})
 			sameAsRun(t, c.evs, c.h.Strings, Options{Scale: map[string]float64{"gemm_1": 0.3, "gemm_3": 2}})
 			sameAsRun(t, c.evs, c.h.Strings, Options{Topology: topo, TraceDevices: sh.Ranks, Scale: map[string]float64{"*": 0.5}})
+			// The unchanged replay on the recorded topology, the change on it with kernels ×3
+			// (steps pushed after their rank's previous one) and NCCL forced to Ring.
+			sameAsRun(t, c.evs, c.h.Strings, Options{Topology: topo, Recorded: topo, TraceDevices: sh.Ranks, Scale: map[string]float64{"*": 3}, Algo: timeline.AlgoRing})
 		})
 	}
 }
@@ -256,7 +262,7 @@ func TestStreamMatchesRunRecordings(t *testing.T) {
 			}
 			o := Options{TraceDevices: c.h.Meta.Devices}
 			if topo, err := topology.Builtin(c.h.Meta.Topology); err == nil {
-				o.Topology = topo
+				o.Topology, o.Recorded = topo, topo // the recording's own: its NCCL choices kept
 			}
 			var plan Plan
 			plan.Events(c.evs)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,13 +39,14 @@ type whatifOpts struct {
 // scaleFlag is --scale-kernel NAME=x, repeatable.
 type scaleFlag map[string]float64
 
+// String names the factors as they apply: multiplied ("*=2 × sgemm=0.5": sgemm kernels take 1×).
 func (s scaleFlag) String() string {
 	keys := make([]string, 0, len(s))
 	for k, v := range s {
 		keys = append(keys, fmt.Sprintf("%s=%g", k, v))
 	}
 	sort.Strings(keys)
-	return strings.Join(keys, ",")
+	return strings.Join(keys, " × ")
 }
 
 func (s scaleFlag) Set(v string) error {
@@ -53,7 +55,11 @@ func (s scaleFlag) Set(v string) error {
 	if !ok || k == "" || err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
 		return fmt.Errorf("want NAME=factor (a kernel name or part of one, * for all; a factor of 0 or more), got %q", v)
 	}
-	s[strings.TrimSpace(k)] = f
+	k = strings.TrimSpace(k)
+	if old, ok := s[k]; ok {
+		f *= old // the same NAME twice multiplies too, as every factor that applies does
+	}
+	s[k] = f
 	return nil
 }
 
@@ -66,8 +72,8 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	o := whatifOpts{scale: scaleFlag{}, sets: setFlag{}}
 	fs.StringVar(&o.topology, "topology", "", "re-time collectives with the engine's NCCL model on this topology (a built-in name or a file; default: a recording's own)")
 	fs.IntVar(&o.hosts, "hosts", 0, "scale the topology to this many hosts: collectives over every rank of the trace span every rank of the topology")
-	fs.Var(o.scale, "scale-kernel", "multiply the duration of the kernels whose name contains NAME by x, NAME=x (* for all; repeatable)")
-	fs.StringVar(&o.comm, "comm", "", "force NCCL's choice for the re-timed collectives: algo=ring|tree|nvls|nvlstree|collnet[,proto=ll|ll128|simple]")
+	fs.Var(o.scale, "scale-kernel", "multiply the duration of the kernels whose name contains NAME by x, NAME=x (* for all; repeatable: a kernel several NAMEs match takes the product of their factors)")
+	fs.StringVar(&o.comm, "comm", "", "force NCCL's choice for the re-timed collectives: algo="+commAlgos+"[,proto="+commProtos+"]")
 	fs.StringVar(&o.from, "kernels-from", "", "take each kernel's duration (compute and NCCL, by exact name) from this other trace of the workload: its mean there over its mean here")
 	fs.Var(o.sets, "set", "the same changes as knobs: nccl_algo=, nccl_proto=, kernels=x (all kernels scaled) (repeatable)")
 	fs.BoolVar(&o.json, "json", false, "print the comparison as JSON")
@@ -85,22 +91,41 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	source := strings.Join(pos, ", ")
+	if err := distinctInputs(pos); err != nil {
+		return err
+	}
 	// A first pass finds the steps (the windows the replay is cut into) and the kernels' mean
 	// durations; the second replays the trace a window at a time, holding about two steps.
 	first, err := planInput(ctx, pos, o.limits, true, stderr)
 	if err != nil {
 		return err
 	}
-	if wo.Topology, err = o.resolveTopology(first.header.Meta); err != nil {
+	if err := oneJob(pos, first.warnings); err != nil {
 		return err
 	}
-	wo.TraceDevices, wo.ScaleOut = first.header.Meta.Devices, o.hosts > 0
+	meta := first.header.Meta
+	if wo.Topology, err = o.resolveTopology(meta); err != nil {
+		return err
+	}
+	if n := meta.Devices; wo.Topology.Hosts > 0 && n > wo.Topology.Devices() {
+		by := "--topology " + wo.Topology.Name
+		if o.hosts > 0 {
+			by = fmt.Sprintf("--hosts %d", o.hosts)
+		}
+		return usageError("%s: %s has %d devices, fewer than the trace's %d: give more hosts or a larger topology", by, wo.Topology.String(), wo.Topology.Devices(), n)
+	}
+	wo.Recorded = recordedTopology(meta)
+	wo.RunAlgo, _ = timeline.ParseNCCLAlgo(meta.Knobs["nccl_algo"])
+	wo.RunProto, _ = timeline.ParseNCCLProto(meta.Knobs["nccl_proto"])
+	wo.TraceDevices, wo.ScaleOut = meta.Devices, o.hosts > 0
 	if o.from != "" {
 		other, err := planInput(ctx, []string{o.from}, o.limits, false, stderr)
 		if err != nil {
 			return err
 		}
-		wo.ScaleExact = durationRatios(first.means(), other.means())
+		if wo.ScaleExact = durationRatios(first.means(), other.means()); len(wo.ScaleExact) == 0 {
+			return usageError("--kernels-from %s: no kernel of it is named as one of %s (names are matched exactly): nothing to take", o.from, source)
+		}
 	}
 	view := !o.json && !o.headless && interactive(stdout)
 	run, err := replayInput(ctx, pos, o.limits, first, wo, o.describe(wo), view)
@@ -115,6 +140,9 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return dataError(fmt.Errorf("%s: %w", source, err))
 	}
 	c := whatifComparison(run, first.header, source, o.describe(wo), first.stepsFrom)
+	if wo.ScaleOut && run.w.Changed.Retimed > 0 {
+		c.ScaledOut(wo.TraceDevices, wo.Topology.Devices())
+	}
 	if view {
 		d := compareData(c, run.wins)
 		d.Runs[0].Critical, d.Runs[1].Critical = criticalOps(run.w.Before, nil), criticalOps(run.w.After, run.order)
@@ -123,35 +151,74 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return writeComparison(stdout, c, o.json)
 }
 
+// commAlgos and commProtos are what --comm takes: the algorithms and protocols the engine's NCCL
+// model has (not CollNet).
+const (
+	commAlgos  = "ring|tree|nvls|nvlstree"
+	commProtos = "ll|ll128|simple"
+)
+
 // options turns the flags into the replay's changes.
 func (o *whatifOpts) options() (whatif.Options, error) {
 	wo := whatif.Options{Scale: map[string]float64(o.scale)}
-	for k, v := range o.sets {
+	// What each of algo and proto was set by, to name it in an error or a conflict.
+	var algoBy, protoBy string
+	set := func(by, k, v string) error {
+		var ok bool
 		switch k {
-		case "nccl_algo", "nccl_proto":
-			o.comm += "," + strings.TrimPrefix(k, "nccl_") + "=" + v
-		case "kernels":
-			if err := o.scale.Set("*=" + v); err != nil {
-				return wo, usageError("--set kernels=%s: %v", v, err)
+		case "algo":
+			if strings.HasPrefix(strings.ToLower(v), "collnet") {
+				return usageError("%s: the engine's NCCL model has no CollNet (it needs a network that reduces, SHARP): give %s", by, commAlgos)
 			}
-		default:
-			return wo, usageError("--set %s: not a what-if knob (nccl_algo, nccl_proto, kernels)", k)
+			if algoBy != "" {
+				return usageError("%s and %s both force the algorithm: give one", algoBy, by)
+			}
+			wo.Algo, ok = timeline.ParseNCCLAlgo(v)
+			algoBy = by
+		case "proto":
+			if protoBy != "" {
+				return usageError("%s and %s both force the protocol: give one", protoBy, by)
+			}
+			wo.Proto, ok = timeline.ParseNCCLProto(v)
+			protoBy = by
 		}
+		switch {
+		case ok:
+			return nil
+		case strings.HasPrefix(by, "--set") && k == "algo":
+			return usageError("%s: give nccl_algo=%s", by, commAlgos)
+		case strings.HasPrefix(by, "--set"):
+			return usageError("%s: give nccl_proto=%s", by, commProtos)
+		}
+		return usageError("%s: give algo=%s and/or proto=%s", by, commAlgos, commProtos)
 	}
 	for _, kv := range strings.Split(o.comm, ",") {
 		if kv == "" {
 			continue
 		}
 		k, v, _ := strings.Cut(kv, "=")
-		var ok bool
-		switch k {
-		case "algo":
-			wo.Algo, ok = timeline.ParseNCCLAlgo(v)
-		case "proto":
-			wo.Proto, ok = timeline.ParseNCCLProto(v)
+		if err := set(fmt.Sprintf("--comm %q", kv), k, v); err != nil {
+			return wo, err
 		}
-		if !ok {
-			return wo, usageError("--comm %q: give algo=ring|tree|nvls|nvlstree|collnet and/or proto=ll|ll128|simple", kv)
+	}
+	keys := make([]string, 0, len(o.sets))
+	for k := range o.sets {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // errors in one order
+	for _, k := range keys {
+		v := o.sets[k]
+		switch k {
+		case "nccl_algo", "nccl_proto":
+			if err := set(fmt.Sprintf("--set %s=%s", k, v), strings.TrimPrefix(k, "nccl_"), v); err != nil {
+				return wo, err
+			}
+		case "kernels":
+			if err := o.scale.Set("*=" + v); err != nil {
+				return wo, usageError("--set kernels=%s: %v", v, err)
+			}
+		default:
+			return wo, usageError("--set %s: not a what-if knob (nccl_algo, nccl_proto, kernels)", k)
 		}
 	}
 	if o.hosts < 0 {
@@ -172,29 +239,77 @@ func durationRatios(here, there map[string][2]float64) map[string]float64 {
 	return ratios
 }
 
+// recordedTopology is the topology the trace ran on, when it names a built-in one; zero otherwise
+// (the unchanged replay then keeps the collectives' measured times).
+// A run scaled with --hosts names its topology as topology.WithHosts does ("h100x8x2-32hosts"):
+// the built-in one scaled to that many hosts. A topology whose devices are not the recording's is
+// not taken.
+func recordedTopology(m timeline.Meta) engine.Topology {
+	t, err := topology.Builtin(m.Topology)
+	if err != nil {
+		base, hosts, ok := scaledName(m.Topology)
+		if !ok {
+			return engine.Topology{}
+		}
+		if t, err = topology.Builtin(base); err != nil {
+			return engine.Topology{}
+		}
+		if t, err = topology.WithHosts(t, hosts); err != nil {
+			return engine.Topology{}
+		}
+	}
+	if m.Devices > 0 && t.Devices() != m.Devices {
+		return engine.Topology{}
+	}
+	return t
+}
+
+// sameTopology says a and b are one topology (the recording's own is not a change).
+func sameTopology(a, b engine.Topology) bool {
+	return a.Name == b.Name && a.Hosts == b.Hosts && a.GPUsPerHost == b.GPUsPerHost
+}
+
+// scaledName splits a scaled topology's name, "NAME-Nhosts", into NAME and N.
+func scaledName(name string) (string, int, bool) {
+	i := strings.LastIndex(name, "-")
+	if i <= 0 || !strings.HasSuffix(name, "hosts") {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(name[i+1:], "hosts"))
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return name[:i], n, true
+}
+
 // resolveTopology is the topology collectives are re-timed on: --topology, else a recording's own
 // when it names a built-in one; none (collectives keep their measured time) otherwise.
 func (o *whatifOpts) resolveTopology(m timeline.Meta) (engine.Topology, error) {
+	var t engine.Topology
 	name := o.topology
 	if name == "" {
-		if _, err := topology.Builtin(m.Topology); err == nil {
-			name = m.Topology
+		if t = recordedTopology(m); t.Hosts == 0 {
+			if o.hosts > 0 {
+				return t, usageError("--hosts %d needs --topology: the trace does not say what it ran on", o.hosts)
+			}
+			return t, nil
+		}
+		if base, _, ok := scaledName(t.Name); ok && o.hosts > 0 {
+			name = base // scaled again from the built-in one, not from its scaled copy
 		}
 	}
-	if name == "" {
-		if o.hosts > 0 {
-			return engine.Topology{}, usageError("--hosts %d needs --topology: the trace does not say what it ran on", o.hosts)
+	if name != "" {
+		var err error
+		if t, err = topology.Load(name); err != nil {
+			return t, usageError("--topology %s: %v", name, err)
 		}
-		return engine.Topology{}, nil
-	}
-	t, err := topology.Load(name)
-	if err != nil {
-		return t, usageError("--topology %s: %v", name, err)
 	}
 	if o.hosts > 0 {
-		if t, err = topology.WithHosts(t, o.hosts); err != nil {
-			return t, usageError("--hosts %d: topology %s: %v", o.hosts, name, err)
+		s, err := topology.WithHosts(t, o.hosts)
+		if err != nil {
+			return t, usageError("--hosts %d: topology %s: %v", o.hosts, t.Name, err)
 		}
+		t = s
 	}
 	return t, nil
 }
@@ -211,7 +326,7 @@ func (o *whatifOpts) describe(wo whatif.Options) string {
 	if wo.Algo != 0 || wo.Proto != 0 {
 		parts = append(parts, fmt.Sprintf("NCCL algo=%s proto=%s", cmpOr(wo.Algo.String(), "auto"), cmpOr(wo.Proto.String(), "auto")))
 	}
-	if wo.Topology.Hosts > 0 {
+	if wo.Topology.Hosts > 0 && !sameTopology(wo.Topology, wo.Recorded) {
 		parts = append(parts, "collectives on "+wo.Topology.String())
 	}
 	if len(parts) == 0 {
@@ -232,6 +347,60 @@ type wholeInput struct {
 	header    *importers.Header
 	events    []timeline.Event
 	stepsFrom string // how the steps were found, when the input marks none (importers.Result.Steps)
+}
+
+// distinctInputs refuses a file given twice (by another name too): it would be replayed as two
+// ranks of one job.
+func distinctInputs(paths []string) error {
+	infos := make([]os.FileInfo, len(paths))
+	for i, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue // reading it says what is wrong
+		}
+		for j := range i {
+			if infos[j] != nil && os.SameFile(infos[j], fi) {
+				return usageError("%s: given twice (as %s too): each trace is one rank of the job; give each once", p, paths[j])
+			}
+		}
+		infos[i] = fi
+	}
+	return nil
+}
+
+// farApart is how the trace importers say an event lies more than a day from the others (left out).
+const farApart = "from the trace's other events (more than 24 h)"
+
+// oneJob refuses traces that are not one job's: when the import left events of one of them out for
+// lying more than a day from the others' (runs made on different days), that file is named.
+func oneJob(paths []string, warnings []string) error {
+	if len(paths) < 2 {
+		return nil
+	}
+	for _, w := range warnings {
+		if !strings.Contains(w, farApart) {
+			continue
+		}
+		for _, p := range paths {
+			if strings.HasPrefix(w, p+":") {
+				_, span, _ := strings.Cut(w, "ts lies ")
+				span, _, _ = strings.Cut(span, " from")
+				return dataError(fmt.Errorf("%s: its events lie %s from the other traces': not a trace of the same job as %s (whatif replays the ranks of one run)", p, cmpOr(span, "more than a day"), strings.Join(others(paths, p), ", ")))
+			}
+		}
+	}
+	return nil
+}
+
+// others is paths without p.
+func others(paths []string, p string) []string {
+	var out []string
+	for _, q := range paths {
+		if q != p {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 func (w *wholeInput) Begin(h *importers.Header) error { w.header = h; return nil }
@@ -313,7 +482,7 @@ func readWholeWith(ctx context.Context, paths []string, limits importLimits, lik
 	return in, nil
 }
 
-// whatifComparison compares the trace's ops as measured (A) with the changed replay (B).
+// whatifComparison compares the input as measured (A) with the changed replay (B).
 func whatifComparison(run *whatifRun, h *importers.Header, source, change, stepsFrom string) *report.Comparison {
 	w := run.w
 	if w.Stats.Steps == 0 && len(w.Before) == 1 && len(w.After) == 1 && run.wins[0] != nil {
@@ -328,9 +497,15 @@ func whatifComparison(run *whatifRun, h *importers.Header, source, change, steps
 	c.Command = "whatif"
 	before, after := whatif.Summarize(w.Before), whatif.Summarize(w.After)
 	report.AddCriticalPaths(c, criticalPath(before), criticalPath(after))
-	floor, why := noiseFloor(a, base, w.Before, before, whatif.Summarize(w.Unchanged))
+	c.DirectedOnly()
+	unchangedPath := whatif.Summarize(w.Unchanged)
+	floor, why := noiseFloor(a, base, w.Before, before, unchangedPath)
 	c.Notes = whatifNotes(w, before, stepsFrom)
 	c.SetNoiseFloor(floor, why)
+	// Each row's own floor: what the unchanged replay already moves it by.
+	unchanged := report.Compare(a, base, "", "")
+	report.AddCriticalPaths(unchanged, criticalPath(before), criticalPath(unchangedPath))
+	c.SetRowFloors(unchanged)
 	return c
 }
 
@@ -379,9 +554,9 @@ func noiseFloor(a, base *report.Report, before []depgraph.Path, measured, unchan
 	case measured.StepNs > 0:
 		errPct, what = 100*(unchanged.StepNs-measured.StepNs)/measured.StepNs, "critical path length"
 	}
-	spread := 0.0
-	if measured.FirstLeft {
-		before = before[1:]
+	spread, spreadText := 0.0, "unknown: fewer than 2 measured steps after the first"
+	if measured.FirstLeft || len(before) > 0 && before[0].Step >= 0 {
+		before = before[1:] // the first step warms up, whether or not the path's mean left it out
 	}
 	if len(before) > 1 {
 		lens := make([]float64, len(before))
@@ -394,11 +569,12 @@ func noiseFloor(a, base *report.Report, before []depgraph.Path, measured, unchan
 		}
 		if med > 0 {
 			spread = 100 * median(lens) / med
+			spreadText = fmt.Sprintf("%.1f%%", spread)
 		}
 	}
 	floor := max(1, math.Abs(errPct), spread)
-	return floor, fmt.Sprintf("the larger of 1%%, the unchanged replay's error on this trace (%s %+.2f%%) and the measured steps' spread (median absolute deviation over median: %.1f%%)",
-		cmpOr(what, "unknown"), errPct, spread)
+	return floor, fmt.Sprintf("the larger of 1%%, the unchanged replay's error on this trace (%s %+.2f%%) and the measured steps' spread (median absolute deviation over median: %s)",
+		cmpOr(what, "unknown"), errPct, spreadText)
 }
 
 // median is xs' median; xs is sorted in place.
@@ -419,10 +595,12 @@ func whatifNotes(w *whatif.Streamed, before whatif.Summary, stepsFrom string) []
 	}
 	steps := fmt.Sprintf("steps: %d from the trace's step markers", w.Stats.Steps)
 	switch {
+	case w.Stats.Steps == 0 && stepsFrom != "":
+		steps = "steps: 1, the whole input (as the console shows it); " + stepsFrom
+	case w.Stats.Steps == 0:
+		steps = "steps: 1, the whole input: the trace marks none"
 	case stepsFrom != "":
 		steps = fmt.Sprintf("steps: %d; %s", w.Stats.Steps, stepsFrom)
-	case w.Stats.Steps == 0:
-		steps = "steps: the trace marks none; the whole trace is one step"
 	}
 	if before.FirstLeft {
 		steps += "; the critical path is averaged over the steps after the first (the first warms up)"

@@ -20,6 +20,7 @@ type planned struct {
 	plan      whatif.Plan
 	sums      map[uint32][2]float64 // each kernel label's total duration and count
 	stepsFrom string
+	warnings  []string // the import's (importers.Result.Warnings)
 }
 
 func (p *planned) Begin(h *importers.Header) error { p.header = h; return nil }
@@ -63,13 +64,13 @@ func planInput(ctx context.Context, paths []string, limits importLimits, twice b
 	if err != nil {
 		return nil, err
 	}
-	p.stepsFrom = res.Steps
+	p.stepsFrom, p.warnings = res.Steps, res.Warnings
 	return p, nil
 }
 
-// whatifRun is a what-if replayed: its totals and critical paths, the reports of the measured
-// ops (A), the unchanged replay and the changed one (B), and for the console, each run's ops and
-// the order of B's.
+// whatifRun is a what-if replayed: its totals and critical paths, the reports of the input as
+// measured (A: analysed as analyze analyses it), the unchanged replay and the changed one (B), and
+// for the console, each run's ops and the order of B's.
 type whatifRun struct {
 	w       *whatif.Streamed
 	reports [3]*report.Report
@@ -124,7 +125,7 @@ func newReplayer(m timeline.Meta, params whatif.StreamParams, wo whatif.Options,
 	}
 	if view {
 		r.run.wins[0], r.run.wins[1] = timeline.NewWindow(compareWindow, nil), timeline.NewWindow(compareWindow, nil)
-		r.outs[0].win, r.outs[2].win = r.run.wins[0], r.run.wins[1]
+		r.outs[2].win = r.run.wins[1]
 	}
 	r.params.KeepPathNodes = view
 	return r
@@ -132,7 +133,12 @@ func newReplayer(m timeline.Meta, params whatif.StreamParams, wo whatif.Options,
 
 func (r *replayer) Begin(h *importers.Header) error {
 	r.names = h.Strings
-	out := whatif.Outputs{Measured: r.outs[0], Baseline: r.outs[1], Changed: r.outs[2]}
+	// A's analysis takes the input itself (Events); the view's timeline gets the graph's ops, in
+	// node order (criticalOps indexes them so).
+	out := whatif.Outputs{Baseline: r.outs[1], Changed: r.outs[2]}
+	if r.run.wins[0] != nil {
+		out.Measured = r.run.wins[0]
+	}
 	if r.params.KeepPathNodes {
 		out.ChangedOrder = &r.run.order
 	}
@@ -140,7 +146,22 @@ func (r *replayer) Begin(h *importers.Header) error {
 	return nil
 }
 
-func (r *replayer) Events(batch []timeline.Event) error { return r.s.Events(batch) }
+// Events analyses the input's events as analyze does (A), gives the communicator cache's hits
+// and evictions to the replays' analyses too, and passes the events on to the replay. Those are
+// not ops, so the replay does not move them, but the analysis needs them in B as in A: a
+// communicator created in the first step and hit later is setup, not step time (analysis.Steps);
+// it keeps their latest time a communicator, whatever the order they come in.
+func (r *replayer) Events(batch []timeline.Event) error {
+	for i := range batch {
+		e := &batch[i]
+		r.outs[0].Emit(e)
+		if e.Kind == timeline.KindCommHit || e.Kind == timeline.KindCommEvict {
+			r.outs[1].Emit(e)
+			r.outs[2].Emit(e)
+		}
+	}
+	return r.s.Events(batch)
+}
 
 // finish replays what is left and reports on the three runs.
 func (r *replayer) finish() (*whatifRun, error) {

@@ -11,8 +11,9 @@ import (
 	"github.com/xfertop/xfertop/whatif/synth"
 )
 
-// whatifWholeCases are what-ifs whose --json comparison was written by the whole-trace replay
-// (every op of the trace in one graph, before the replay went a step at a time) into
+// whatifWholeCases are what-ifs whose --json comparison was written by the whole-trace command
+// (every op of the trace in one graph: whatif.Run, A analysed as analyze does, the unchanged
+// replay on the recording's own topology and its report giving each row's floor) into
 // testdata/whatif_whole: real traces, the small HTA trace, and synthetic jobs of one and two ranks
 // whose GPUs run behind their hosts, with all-reduces re-timed by the NCCL model, their steps
 // marked or inferred.

@@ -164,14 +164,31 @@ func (m *Model) View() string {
 	st, w, h := &m.Fr.Styles, m.W, m.H
 	c := m.data.Cmp
 	var b strings.Builder
-	b.WriteString(ansi.Truncate(st.Title.Render("A ")+c.A+st.Title.Render("   B ")+c.B, w, "…") + "\n")
+	top := 0
+	if head := st.Title.Render("A ") + c.A + st.Title.Render("   B ") + c.B; ansi.StringWidth(head) <= w {
+		b.WriteString(head + "\n")
+		top++
+	} else { // each on its line, so that B's description, the change, is not cut first
+		b.WriteString(ansi.Truncate(st.Title.Render("A ")+c.A, w, "…") + "\n")
+		top++
+		lines := wrapped("B "+c.B, w, maxBLines)
+		lines[0] = st.Title.Render("B") + strings.TrimPrefix(lines[0], "B")
+		for _, l := range lines {
+			b.WriteString(l + "\n")
+		}
+		top += len(lines)
+	}
 	for _, warn := range c.Warnings { // as the text comparison prints them, above the figures
 		b.WriteString(st.Warn.Render(ansi.Truncate("WARNING: "+warn, w, "…")) + "\n")
 	}
-	top := 1 + len(c.Warnings)
-	if c.Verdict != "" { // a what-if's answer, with its noise floor
-		b.WriteString(ansi.Truncate(st.Title.Render("verdict ")+c.Verdict, w, "…") + "\n")
-		top++
+	top += len(c.Warnings)
+	if c.Verdict != "" { // a what-if's answer, with its noise floor: wrapped, never cut short of its %
+		lines := wrapped("verdict "+c.Verdict, w, maxVerdictLines)
+		lines[0] = st.Title.Render("verdict") + strings.TrimPrefix(lines[0], "verdict")
+		for _, l := range lines {
+			b.WriteString(l + "\n")
+		}
+		top += len(lines)
 	}
 	// The strips: a header line, each device of A then of B, and the legend.
 	mark := ""
@@ -189,6 +206,12 @@ func (m *Model) View() string {
 	return b.String()
 }
 
+// padTo pads s with spaces to w display columns (fmt pads by runes, and a name's "→" and "×"
+// are one column each but so are they as runes: this is for names with wider characters too).
+func padTo(s string, w int) string {
+	return s + strings.Repeat(" ", max(0, w-ansi.StringWidth(s)))
+}
+
 // truncMiddle fits s into w cells by cutting its middle: rows' names differ at their ends
 // ("stream gaps per step: peer_wait", "…: host_wait"), so a cut end would make two rows read alike.
 func truncMiddle(s string, w int) string {
@@ -203,17 +226,41 @@ func truncMiddle(s string, w int) string {
 	return ansi.Truncate(s, w-1-tail, "") + "…" + ansi.TruncateLeft(s, n-tail, "")
 }
 
-// Column widths of the table, beside the name's.
-const colA, colB, colDiff, colPct, colVerdict = 12, 12, 13, 11, 8
+// Column widths of the table, beside the name's. Below narrowTable columns the B − A column is
+// left out (A, B and the change say it), for the names.
+const (
+	colA, colB, colDiff, colPct, colVerdict = 12, 12, 13, 11, 8
+	narrowTable                             = 100
+	maxVerdictLines, maxBLines              = 3, 2
+)
+
+// wrapped is s wrapped at words to w columns, in at most n lines (the last cut, with "…", when
+// more are needed).
+func wrapped(s string, w, n int) []string {
+	lines := strings.Split(ansi.Wrap(s, w, " "), "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+		lines[n-1] = ansi.Truncate(lines[n-1], w-1, "") + "…"
+	}
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(strings.TrimRight(l, " "), w, "…")
+	}
+	return lines
+}
 
 // table writes the column names and the rows that fit in h lines, sections as their own lines.
 func (m *Model) table(b *strings.Builder, w, h int) {
 	st := &m.Fr.Styles
-	nameW := max(w-colA-colB-colDiff-colPct-colVerdict, 16)
-	fmt.Fprintf(b, "%s\n", st.Title.Render(fmt.Sprintf("%-*s%*s%*s%*s%*s%*s", nameW, "", colA, "A", colB, "B", colDiff, "B − A", colPct, "change", colVerdict, "")))
+	cDiff, diffHead := colDiff, "B − A"
+	if w < narrowTable {
+		cDiff, diffHead = 0, ""
+	}
+	nameW := max(w-colA-colB-cDiff-colPct-colVerdict, 16)
+	fmt.Fprintf(b, "%s\n", st.Title.Render(fmt.Sprintf("%-*s%*s%*s%*s%*s%*s", nameW, "", colA, "A", colB, "B", cDiff, diffHead, colPct, "change", colVerdict, "")))
 	type line struct {
 		section string
 		row     *report.Row
+		name    bool // the row's name alone, on a line of its own (its cells follow)
 	}
 	var lines []line
 	section := ""
@@ -222,18 +269,32 @@ func (m *Model) table(b *strings.Builder, w, h int) {
 			section = r.Section
 			lines = append(lines, line{section: section})
 		}
+		// A collective's name ends with what tells its rows apart (the algorithm each run
+		// chose): one too long for its column gets a line of its own rather than lose it.
+		if r.Section == "collectives" && ansi.StringWidth(r.Name) > nameW-3 {
+			lines = append(lines, line{row: &m.data.Cmp.Rows[i], name: true})
+		}
 		lines = append(lines, line{row: &m.data.Cmp.Rows[i]})
 	}
 	from, to := m.list.Window(len(lines), h-1, 2)
 	for i := from; i < to; i++ {
 		l := lines[i]
 		var s string
-		if l.row == nil {
+		switch {
+		case l.row == nil:
 			s = st.Title.Render(fmt.Sprintf("%-*s", w, l.section))
-		} else {
+		case l.name:
+			s = padTo("  "+truncMiddle(l.row.Name, w-2), w)
+		default:
 			a, bv, diff, pct, verdict := l.row.Cells()
 			name := "  " + truncMiddle(l.row.Name, nameW-3)
-			s = fmt.Sprintf("%-*s%*s%*s%*s%*s", nameW, name, colA, a, colB, bv, colDiff, diff, colPct, pct)
+			if i > 0 && lines[i-1].name && lines[i-1].row == l.row {
+				name = "" // said on the line above
+			}
+			if cDiff == 0 {
+				diff = ""
+			}
+			s = fmt.Sprintf("%s%*s%*s%*s%*s", padTo(name, nameW), colA, a, colB, bv, cDiff, diff, colPct, pct)
 			v := fmt.Sprintf("%*s", colVerdict, verdict)
 			switch verdict {
 			case "better":
