@@ -242,6 +242,44 @@ func TestConsoleEqualsReport(t *testing.T) {
 		m := console(replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}})
 		sameNumbers(t, m, rp.Report())
 	})
+	// A console whose view falls behind the replay (a window far smaller than the recording, looked
+	// at only once the replay is over) draws what the window still holds, but its numbers are the
+	// report's all the same: the analysis never skips what the window trimmed.
+	t.Run("replayed recording, the view behind", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "llm.xfr")
+		p, err := session.Prepare(session.Config{Scenario: "llm-train", Steps: 6, Record: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rp, err := session.Replay(context.Background(), session.ReplayConfig{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rp.Report()
+		const window = 1 // the least: two chunks of the window's
+		rs, err := session.StartReplay(context.Background(), session.ReplayConfig{Path: path}, window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Stop()
+		for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if snap := rs.Snapshot(); snap.Trimmed == 0 || r.Events <= int64(snap.Len()) {
+			t.Fatalf("the window holds %d of the %d events (%d trimmed): the view would not be behind", snap.Len(), r.Events, snap.Trimmed)
+		}
+		m := console(replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}})
+		if over := press(m, "1"); !strings.Contains(over, "went by while the view was behind") {
+			t.Errorf("the overview does not say the view was behind:\n%s", over)
+		}
+		sameNumbers(t, m, r)
+		if len(r.Findings) != len(m.Result().Findings) {
+			t.Errorf("the console has %d findings; the report %d", len(m.Result().Findings), len(r.Findings))
+		}
+	})
 	t.Run("imported Kineto trace", func(t *testing.T) {
 		path := filepath.Join("..", "..", "..", "shared", "data", "kineto", "sampled_rank-0.json.gz")
 		if _, err := os.Stat(path); err != nil {

@@ -1,0 +1,61 @@
+package session
+
+import (
+	"sync"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// replayGen is one generation of a replay (from its start or a seek to the next seek): the window
+// the console draws from and the analysis of every event emitted into it. The analysis is fed on
+// the replay's goroutine as each event is emitted, not by the console from its window: a console
+// that falls behind finds events trimmed from its window, and an analysis folded from the window
+// skipped them (totals, steps and findings then disagreed with the report and from run to run).
+// Only the drawing may lag; the numbers never do.
+type replayGen struct {
+	win *timeline.Window
+	mu  sync.Mutex // the window's contents and the analysis, together
+	an  *analysis.Analyzer
+}
+
+func newReplayGen(win *timeline.Window, m timeline.Meta, from int64) *replayGen {
+	g := &replayGen{win: win, an: analysis.New(m)}
+	g.an.StartAt(from) // a replay sought to a time emits what ends from then on
+	return g
+}
+
+// emit puts e in the window and the analysis at once, so that a snapshot and a result taken
+// together hold the same events.
+func (g *replayGen) emit(e *timeline.Event) {
+	g.mu.Lock()
+	g.win.Emit(e)
+	g.an.Emit(e)
+	g.mu.Unlock()
+}
+
+// analysed returns a snapshot of the window and the analysis of every event emitted so far (all
+// of those in the snapshot, and those trimmed from it before), after telling the diagnosis what is
+// in flight at now.
+func (g *replayGen) analysed(now int64, running []timeline.Event) (timeline.Snapshot, *analysis.Result) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(running) > 0 {
+		g.an.Pending(now, running)
+	}
+	snap := g.win.Snapshot()
+	return snap, g.an.Result(&snap)
+}
+
+// Analysed returns a snapshot of the replay's window and the analysis of every event the replay
+// has emitted since it started or last sought, however many the window has trimmed since: the
+// numbers a console shows equal the headless report's however far behind its drawing falls.
+// running are the ops in flight (InFlight), the latest of whose ends is now. Safe for concurrent
+// use while the replay goes on.
+func (rs *ReplaySource) Analysed(running []timeline.Event) (timeline.Snapshot, *analysis.Result) {
+	now := int64(0)
+	for i := range running {
+		now = max(now, running[i].End)
+	}
+	return rs.cur.Load().analysed(now, running)
+}
