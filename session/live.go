@@ -291,6 +291,14 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 	// a console that reads this window reads no running op from before the seek.
 	rs.running.clear()
 	gen := newReplayGen(win, r.Meta(), from)
+	if from > 0 {
+		if err := rs.diagnoseBefore(ctx, gen, from); err != nil {
+			if ctx.Err() != nil {
+				return -1, nil
+			}
+			return -1, err
+		}
+	}
 	rs.cur.Store(gen)
 	emit := func(e *timeline.Event) {
 		gen.emit(e)

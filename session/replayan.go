@@ -1,9 +1,12 @@
 package session
 
 import (
+	"context"
+	"fmt"
 	"sync"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -58,4 +61,60 @@ func (rs *ReplaySource) Analysed(running []timeline.Event) (timeline.Snapshot, *
 		now = max(now, running[i].End)
 	}
 	return rs.cur.Load().analysed(now, running)
+}
+
+// diagnoseBefore reads the recording again from its start and gives the diagnosis of g every event
+// that ends before from (Analyzer.Diagnose), so that after a seek a finding is first seen where
+// the recording first shows it, not where the seek landed. r is a reader of its own. Only chunks that start before from are
+// decoded when the recording has an index. It runs before g is published: no lock.
+func (g *replayGen) diagnoseBefore(ctx context.Context, r *recordings.Reader, from int64, salvage bool) error {
+	if from <= 0 {
+		return nil
+	}
+	if r.Indexed() {
+		var evs []timeline.Event
+		for _, c := range r.Index() {
+			if c.MinStart >= from || (c.Type != recordings.ChunkEvents && c.Type != recordings.ChunkEventsZstd) {
+				continue // nothing in it ends before from
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var err error
+			if evs, err = r.EventsAt(c, evs[:0]); err != nil {
+				if salvage {
+					continue // a damaged chunk: the salvaged replay skips it too
+				}
+				return fmt.Errorf("reading the recording before %d ns again for the diagnosis: %w", from, err)
+			}
+			for i := range evs {
+				g.an.Diagnose(&evs[i])
+			}
+		}
+		return nil
+	}
+	for r.Next() { // a reader of its own: this moves it
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		evs := r.At()
+		for i := range evs {
+			g.an.Diagnose(&evs[i])
+		}
+	}
+	if err := r.Err(); err != nil && !salvage {
+		return fmt.Errorf("reading the recording before %d ns again for the diagnosis: %w", from, err)
+	}
+	return nil
+}
+
+// diagnoseBefore opens the recording again and reads it up to from for gen's diagnosis
+// (replayGen.diagnoseBefore).
+func (rs *ReplaySource) diagnoseBefore(ctx context.Context, gen *replayGen, from int64) error {
+	r, err := rs.open(ctx)
+	if r == nil {
+		return err
+	}
+	defer r.Close()
+	return gen.diagnoseBefore(ctx, r, from, rs.salvage)
 }
