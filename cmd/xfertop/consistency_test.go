@@ -483,3 +483,54 @@ func woke(clk *manualclock.Clock, seq uint64) bool {
 	defer cancel()
 	return clk.WaitSleeper(ctx, seq) == nil
 }
+
+// Seeking back in a console replay whose view fell behind (a window far smaller than the
+// recording) counts no idle time for the jump: after the seek to T the console's idle accounting
+// is the headless `replay --from T`'s, stream by stream, not gaps that run from T up to where the
+// view last looked.
+func TestReplaySeekBackIdleFromSeek(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "llm.xfr")
+	p, err := session.Prepare(session.Config{Scenario: "llm-train", Steps: 6, Record: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := session.StartReplay(context.Background(), session.ReplayConfig{Path: path}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Stop()
+	m := console(replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}})
+	settle := func() {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		m.Update(tea.KeyPressMsg{Code: ' ', Text: " "}) // pause and resume: a refresh now
+		m.Update(tea.KeyPressMsg{Code: ' ', Text: " "})
+	}
+	settle()
+	from := rs.Duration / 2
+	rs.SeekTo(from)
+	settle()
+	rp, err := session.Replay(context.Background(), session.ReplayConfig{Path: path, From: time.Duration(from)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rp.Report()
+	if snap := rs.Snapshot(); snap.Trimmed == 0 {
+		t.Fatalf("the window trimmed nothing of the %d events replayed since the seek: the view was not behind", r.Events)
+	}
+	res := m.Result()
+	if c, w := asJSON(t, res.StreamIdle.ByCause), asJSON(t, r.Idle.ByCause); c != w {
+		t.Errorf("idle by cause since the seek: the console shows\n%s\nthe report from there says\n%s", c, w)
+	}
+	if c, w := asJSON(t, res.StreamIdle.Streams), asJSON(t, r.Idle.Streams); c != w {
+		t.Errorf("idle per stream since the seek: the console shows\n%s\nthe report from there says\n%s", c, w)
+	}
+	if c, w := asJSON(t, res.Breakdown.Devices), asJSON(t, r.Idle.Devices); c != w {
+		t.Errorf("idle per device since the seek: the console shows\n%s\nthe report from there says\n%s", c, w)
+	}
+}
