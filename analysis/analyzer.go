@@ -89,6 +89,17 @@ func (a *Analyzer) Emit(e *timeline.Event) {
 	}
 }
 
+// Diagnose gives the diagnosis alone an event that ends before the time the analysis starts at
+// (StartAt), in the order produced, before any Emit: a replay sought to t reads the recording up
+// to t again for it, so that a finding's onset is the first evidence in the recording, not the
+// first after the seek, while the numbers still cover the stream from t on. Other events are
+// left to Emit.
+func (a *Analyzer) Diagnose(e *timeline.Event) {
+	if e.End < a.from {
+		a.diag.Add(e)
+	}
+}
+
 // Pending gives the diagnosis what a live source has in flight at time now (its InFlight), so
 // that hangs are named while they last, before a watchdog ends the run.
 func (a *Analyzer) Pending(now int64, inflight []timeline.Event) { a.diag.Pending(now, inflight) }

@@ -128,7 +128,7 @@ type ReplaySource struct {
 	known    bool  // Duration is known: the recording has an index
 	growth   *recordings.Growth
 	meta     atomic.Pointer[timeline.Meta] // a growing recording's, once its first chunk is read
-	win      atomic.Pointer[timeline.Window]
+	cur      atomic.Pointer[replayGen]     // the window and analysis of the current generation
 	gen      atomic.Uint64
 	limit    int
 	salvage  bool
@@ -164,7 +164,7 @@ func StartReplay(ctx context.Context, cfg ReplayConfig, window int) (*ReplaySour
 			rs.Duration = max(rs.Duration, e.MaxEnd)
 		}
 	}
-	rs.win.Store(timeline.NewWindow(window, nil))
+	rs.cur.Store(newReplayGen(timeline.NewWindow(window, nil), rs.Meta, 0))
 	rs.speed.Store(mathFloat64bits(max(cfg.Speed, 0)))
 	ctx, rs.stop = context.WithCancel(ctx)
 	go rs.loop(ctx, cfg.From.Nanoseconds())
@@ -219,7 +219,7 @@ func (rs *ReplaySource) SeekTo(t int64) {
 }
 
 // Snapshot returns the replayed events held now.
-func (rs *ReplaySource) Snapshot() timeline.Snapshot { return rs.win.Load().Snapshot() }
+func (rs *ReplaySource) Snapshot() timeline.Snapshot { return rs.cur.Load().win.Snapshot() }
 
 // InFlight appends to dst the ops under way at the replay's position now (start ≤ position < end),
 // each with End set to the position, and returns it: what a live backend reports as running. They
@@ -290,9 +290,18 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 	// Nothing of the last position runs at the new one: cleared before the new window is seen, so
 	// a console that reads this window reads no running op from before the seek.
 	rs.running.clear()
-	rs.win.Store(win)
+	gen := newReplayGen(win, r.Meta(), from)
+	if from > 0 {
+		if err := rs.diagnoseBefore(ctx, gen, from); err != nil {
+			if ctx.Err() != nil {
+				return -1, nil
+			}
+			return -1, err
+		}
+	}
+	rs.cur.Store(gen)
 	emit := func(e *timeline.Event) {
-		win.Emit(e)
+		gen.emit(e)
 		rs.dropped.Store(r.Dropped())
 	}
 	o := playOpts{seek: rs.seek, paced: rs.paced, running: &rs.running, clock: rs.running.clock}

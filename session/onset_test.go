@@ -1,7 +1,9 @@
 package session
 
 import (
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/timeline"
@@ -65,5 +67,52 @@ func TestOnsetLaterFault(t *testing.T) {
 	}
 	if x := r.Findings[0]; x.FromFirstTraffic || x.OnsetNs < 1_100_000_000 {
 		t.Errorf("finding %+v: want it first seen at or after 1.1 s, not in the first traffic", x)
+	}
+}
+
+// A console replay sought past the first evidence of a fault still says the finding was first
+// seen there, as the headless report does: the diagnosis is rebuilt from the recording read again
+// up to the seek, not started at the seek (nor does it depend on what the console looked at).
+func TestReplaySeekKeepsOnset(t *testing.T) {
+	f, err := fault.Parse("kind=nic_slow,host=1,nic=3,factor=0.3,at=1.5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "slow.xfr")
+	runReport(t, Config{Scenario: "llm-train", Topology: "h100x8x2", Steps: 6, Seed: 1, Faults: []fault.Fault{f}, Record: path})
+	rp, err := Replay(t.Context(), ReplayConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rp.Report().Findings
+	if len(want) == 0 || want[0].Rank == nil || want[0].OnsetNs < 1_500_000_000 {
+		t.Fatalf("the report's findings %+v: want a slow NIC first seen at 1.5 s or later", want)
+	}
+	rs, err := StartReplay(t.Context(), ReplayConfig{Path: path}, 1<<22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Stop()
+	wait := func() {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !rs.Done() {
+			t.Fatal("the replay did not end")
+		}
+	}
+	wait()
+	for _, to := range []int64{want[0].OnsetNs + 300_000_000, want[0].OnsetNs - 200_000_000, 0} {
+		rs.SeekTo(to)
+		wait()
+		_, res := rs.Analysed(nil)
+		if len(res.Findings) == 0 {
+			t.Fatalf("sought to %d ns: no findings; the report's first is %+v", to, want[0])
+		}
+		if got := res.Findings[0]; got.Rank != *want[0].Rank || got.Onset != want[0].OnsetNs {
+			t.Errorf("sought to %d ns: the first finding is rank %d first seen at %d ns; the report's rank %d at %d ns",
+				to, got.Rank, got.Onset, *want[0].Rank, want[0].OnsetNs)
+		}
 	}
 }

@@ -57,14 +57,13 @@ func newFeed(src Source, info SourceInfo) *feed {
 func (f *feed) fold() *shown {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if a, ok := f.src.(Analyser); ok {
+		return f.foldAnalysed(a)
+	}
 	f.readRunning() // before the snapshot: an op that ends in between is in it, and ended after it was seen running
 	snap := f.src.Snapshot()
 	if snap.Generation != f.gen {
-		f.gen = snap.Generation
-		f.state = agg.New()
-		// A new generation may come with a new description (xfertop listen learns it from the
-		// first sender): the analysis starts over with it.
-		f.info = f.src.Info()
+		f.newGeneration(&snap)
 		f.an = analysis.New(f.info.Meta)
 		f.an.StartAt(snap.From) // a replay sought to a time emits what ends from then on
 		// The ops running were read before the snapshot, maybe of the generation before (a replay
@@ -81,12 +80,44 @@ func (f *feed) fold() *shown {
 		}
 		f.an.Pending(now, f.running)
 	}
+	return f.publish(&snap, f.an.Result(&snap), f.src.Status())
+}
+
+// foldAnalysed folds a new snapshot of a source that analyses its events itself into the display
+// state only; the analysis is the source's, of every event (the display may skip those trimmed
+// before it looked). The status is read first: a source done then has produced every event, so a
+// frame that says done shows the analysis of the end.
+func (f *feed) foldAnalysed(a Analyser) *shown {
+	status := f.src.Status()
+	f.readRunning()
+	snap, res := a.Analysed(f.running)
+	if snap.Generation != f.gen {
+		f.newGeneration(&snap)
+		// The ops running were read before the snapshot, maybe of the position before a seek:
+		// read again, after it.
+		f.readRunning()
+	}
+	f.state.Update(&snap, nil)
+	return f.publish(&snap, res, status)
+}
+
+// newGeneration starts the display state over for a new generation (a replay that sought).
+func (f *feed) newGeneration(snap *xtimeline.Snapshot) {
+	f.gen = snap.Generation
+	f.state = agg.New()
+	// A new generation may come with a new description (xfertop listen learns it from the first
+	// sender): the analysis starts over with it.
+	f.info = f.src.Info()
+}
+
+// publish makes the frame of a fold.
+func (f *feed) publish(snap *xtimeline.Snapshot, res *analysis.Result, status Status) *shown {
 	f.seq++
-	info, status := f.info, f.src.Status()
+	info := f.info
 	if status.Import != nil {
 		info.Duration = status.Import.Length // the replay's length grows with the import
 	}
-	return &shown{seq: f.seq, snap: snap, state: f.state.Publish(), res: f.an.Result(&snap), info: info, status: status,
+	return &shown{seq: f.seq, snap: *snap, state: f.state.Publish(), res: res, info: info, status: status,
 		running: slices.Clone(f.running)} // a copy: the frame is read on the console's goroutine while the next fold reads again
 }
 

@@ -55,6 +55,17 @@ type InFlighter interface {
 	InFlight(dst []xtimeline.Event) []xtimeline.Event
 }
 
+// Analyser is a Source that analyses every event it produces as it produces it (a replay), so
+// that the console's numbers never depend on how far its drawing falls behind: a console folding
+// its analysis from the window skips the events the window trimmed before it looked. The console
+// then draws from the snapshot and shows the result that come together.
+type Analyser interface {
+	// Analysed tells the analysis the ops running now (InFlight's, so that a hang is named while
+	// it lasts) and returns a snapshot and the analysis of every event produced in its
+	// generation, the snapshot's included. It is called from the console's goroutines.
+	Analysed(running []xtimeline.Event) (xtimeline.Snapshot, *analysis.Result)
+}
+
 // SourceInfo describes a source. The console reads it again when a new snapshot generation starts
 // (a source may learn its description late: xfertop listen from its first sender, a replay of an
 // import from the import's first events).

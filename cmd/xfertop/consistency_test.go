@@ -242,6 +242,44 @@ func TestConsoleEqualsReport(t *testing.T) {
 		m := console(replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}})
 		sameNumbers(t, m, rp.Report())
 	})
+	// A console whose view falls behind the replay (a window far smaller than the recording, looked
+	// at only once the replay is over) draws what the window still holds, but its numbers are the
+	// report's all the same: the analysis never skips what the window trimmed.
+	t.Run("replayed recording, the view behind", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "llm.xfr")
+		p, err := session.Prepare(session.Config{Scenario: "llm-train", Steps: 6, Record: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rp, err := session.Replay(context.Background(), session.ReplayConfig{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rp.Report()
+		const window = 1 // the least: two chunks of the window's
+		rs, err := session.StartReplay(context.Background(), session.ReplayConfig{Path: path}, window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Stop()
+		for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if snap := rs.Snapshot(); snap.Trimmed == 0 || r.Events <= int64(snap.Len()) {
+			t.Fatalf("the window holds %d of the %d events (%d trimmed): the view would not be behind", snap.Len(), r.Events, snap.Trimmed)
+		}
+		m := console(replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}})
+		if over := press(m, "1"); !strings.Contains(over, "went by while the view was behind") {
+			t.Errorf("the overview does not say the view was behind:\n%s", over)
+		}
+		sameNumbers(t, m, r)
+		if len(r.Findings) != len(m.Result().Findings) {
+			t.Errorf("the console has %d findings; the report %d", len(m.Result().Findings), len(r.Findings))
+		}
+	})
 	t.Run("imported Kineto trace", func(t *testing.T) {
 		path := filepath.Join("..", "..", "..", "shared", "data", "kineto", "sampled_rank-0.json.gz")
 		if _, err := os.Stat(path); err != nil {
@@ -444,4 +482,55 @@ func woke(clk *manualclock.Clock, seq uint64) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
 	return clk.WaitSleeper(ctx, seq) == nil
+}
+
+// Seeking back in a console replay whose view fell behind (a window far smaller than the
+// recording) counts no idle time for the jump: after the seek to T the console's idle accounting
+// is the headless `replay --from T`'s, stream by stream, not gaps that run from T up to where the
+// view last looked.
+func TestReplaySeekBackIdleFromSeek(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "llm.xfr")
+	p, err := session.Prepare(session.Config{Scenario: "llm-train", Steps: 6, Record: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := session.StartReplay(context.Background(), session.ReplayConfig{Path: path}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Stop()
+	m := console(replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}})
+	settle := func() {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		m.Update(tea.KeyPressMsg{Code: ' ', Text: " "}) // pause and resume: a refresh now
+		m.Update(tea.KeyPressMsg{Code: ' ', Text: " "})
+	}
+	settle()
+	from := rs.Duration / 2
+	rs.SeekTo(from)
+	settle()
+	rp, err := session.Replay(context.Background(), session.ReplayConfig{Path: path, From: time.Duration(from)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rp.Report()
+	if snap := rs.Snapshot(); snap.Trimmed == 0 {
+		t.Fatalf("the window trimmed nothing of the %d events replayed since the seek: the view was not behind", r.Events)
+	}
+	res := m.Result()
+	if c, w := asJSON(t, res.StreamIdle.ByCause), asJSON(t, r.Idle.ByCause); c != w {
+		t.Errorf("idle by cause since the seek: the console shows\n%s\nthe report from there says\n%s", c, w)
+	}
+	if c, w := asJSON(t, res.StreamIdle.Streams), asJSON(t, r.Idle.Streams); c != w {
+		t.Errorf("idle per stream since the seek: the console shows\n%s\nthe report from there says\n%s", c, w)
+	}
+	if c, w := asJSON(t, res.Breakdown.Devices), asJSON(t, r.Idle.Devices); c != w {
+		t.Errorf("idle per device since the seek: the console shows\n%s\nthe report from there says\n%s", c, w)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/importers"
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/session"
@@ -91,6 +92,12 @@ func (s replaySource) Snapshot() timeline.Snapshot { return s.r.Snapshot() }
 // InFlight makes the replay a ui.InFlighter: the ops under way at the replay's position are drawn
 // up to it, as a live run's are up to now.
 func (s replaySource) InFlight(dst []timeline.Event) []timeline.Event { return s.r.InFlight(dst) }
+
+// Analysed makes the replay a ui.Analyser: the replay analyses every event it emits, so the
+// console's numbers are the report's however far its drawing falls behind.
+func (s replaySource) Analysed(running []timeline.Event) (timeline.Snapshot, *analysis.Result) {
+	return s.r.Analysed(running)
+}
 
 func (s replaySource) SetSpeed(x float64) bool { s.r.SetSpeed(x); return true }
 func (s replaySource) SeekTo(t int64) bool     { s.r.SeekTo(t); return true }

@@ -1,0 +1,120 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// replayGen is one generation of a replay (from its start or a seek to the next seek): the window
+// the console draws from and the analysis of every event emitted into it. The analysis is fed on
+// the replay's goroutine as each event is emitted, not by the console from its window: a console
+// that falls behind finds events trimmed from its window, and an analysis folded from the window
+// skipped them (totals, steps and findings then disagreed with the report and from run to run).
+// Only the drawing may lag; the numbers never do.
+type replayGen struct {
+	win *timeline.Window
+	mu  sync.Mutex // the window's contents and the analysis, together
+	an  *analysis.Analyzer
+}
+
+func newReplayGen(win *timeline.Window, m timeline.Meta, from int64) *replayGen {
+	g := &replayGen{win: win, an: analysis.New(m)}
+	g.an.StartAt(from) // a replay sought to a time emits what ends from then on
+	return g
+}
+
+// emit puts e in the window and the analysis at once, so that a snapshot and a result taken
+// together hold the same events.
+func (g *replayGen) emit(e *timeline.Event) {
+	g.mu.Lock()
+	g.win.Emit(e)
+	g.an.Emit(e)
+	g.mu.Unlock()
+}
+
+// analysed returns a snapshot of the window and the analysis of every event emitted so far (all
+// of those in the snapshot, and those trimmed from it before), after telling the diagnosis what is
+// in flight at now.
+func (g *replayGen) analysed(now int64, running []timeline.Event) (timeline.Snapshot, *analysis.Result) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(running) > 0 {
+		g.an.Pending(now, running)
+	}
+	snap := g.win.Snapshot()
+	return snap, g.an.Result(&snap)
+}
+
+// Analysed returns a snapshot of the replay's window and the analysis of every event the replay
+// has emitted since it started or last sought, however many the window has trimmed since: the
+// numbers a console shows equal the headless report's however far behind its drawing falls.
+// running are the ops in flight (InFlight), the latest of whose ends is now. Safe for concurrent
+// use while the replay goes on.
+func (rs *ReplaySource) Analysed(running []timeline.Event) (timeline.Snapshot, *analysis.Result) {
+	now := int64(0)
+	for i := range running {
+		now = max(now, running[i].End)
+	}
+	return rs.cur.Load().analysed(now, running)
+}
+
+// diagnoseBefore reads the recording again from its start and gives the diagnosis of g every event
+// that ends before from (Analyzer.Diagnose), so that after a seek a finding is first seen where
+// the recording first shows it, not where the seek landed. r is a reader of its own. Only chunks that start before from are
+// decoded when the recording has an index. It runs before g is published: no lock.
+func (g *replayGen) diagnoseBefore(ctx context.Context, r *recordings.Reader, from int64, salvage bool) error {
+	if from <= 0 {
+		return nil
+	}
+	if r.Indexed() {
+		var evs []timeline.Event
+		for _, c := range r.Index() {
+			if c.MinStart >= from || (c.Type != recordings.ChunkEvents && c.Type != recordings.ChunkEventsZstd) {
+				continue // nothing in it ends before from
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var err error
+			if evs, err = r.EventsAt(c, evs[:0]); err != nil {
+				if salvage {
+					continue // a damaged chunk: the salvaged replay skips it too
+				}
+				return fmt.Errorf("reading the recording before %d ns again for the diagnosis: %w", from, err)
+			}
+			for i := range evs {
+				g.an.Diagnose(&evs[i])
+			}
+		}
+		return nil
+	}
+	for r.Next() { // a reader of its own: this moves it
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		evs := r.At()
+		for i := range evs {
+			g.an.Diagnose(&evs[i])
+		}
+	}
+	if err := r.Err(); err != nil && !salvage {
+		return fmt.Errorf("reading the recording before %d ns again for the diagnosis: %w", from, err)
+	}
+	return nil
+}
+
+// diagnoseBefore opens the recording again and reads it up to from for gen's diagnosis
+// (replayGen.diagnoseBefore).
+func (rs *ReplaySource) diagnoseBefore(ctx context.Context, gen *replayGen, from int64) error {
+	r, err := rs.open(ctx)
+	if r == nil {
+		return err
+	}
+	defer r.Close()
+	return gen.diagnoseBefore(ctx, r, from, rs.salvage)
+}
