@@ -155,7 +155,7 @@ type DeviceTime struct {
 	// only where the device itself sat idle (IdleNs > 0): gaps a stream had while another of the
 	// device's streams ran are no idle time of the device, and a device never idle has no idle
 	// cause. "" then, or when its streams had no gap.
-	IdleCause string `json:"idle_cause,omitempty"`
+	IdleCause string `json:"idle_cause"`
 }
 
 func (d *deviceTime) result(dev int32) DeviceTime {
