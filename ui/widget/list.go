@@ -28,6 +28,16 @@ func (l *List) Select(i int) { l.sel = max(i, 0) }
 // follows i (a heading's rows) is in sight, and as much above it as the caller chose.
 func (l *List) SelectFrom(i, top int) { l.sel, l.top = max(i, 0), max(min(top, i), 0) }
 
+// Reveal selects row i and scrolls the window of h rows as little as brings the n rows after i
+// (an expanded heading's) in sight too, keeping i itself in sight.
+func (l *List) Reveal(i, n, h int) {
+	l.sel = max(i, 0)
+	if l.sel+n >= l.top+h {
+		l.top = l.sel + n - h + 1
+	}
+	l.top = max(min(l.top, l.sel), 0)
+}
+
 // Scroll moves the selection by n rows.
 func (l *List) Scroll(n int) { l.sel = max(0, l.sel+n) }
 

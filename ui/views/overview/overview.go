@@ -33,6 +33,8 @@ type Model struct {
 	rows     []devRow
 	overflow bool
 	rolled   bool
+	// lines is how many lines the table had, and gpus how many GPUs a host row rolls up.
+	lines, gpus int
 }
 
 // devRow is a line of the device table: a device, or a host rolled up (drawn as its most idle
@@ -67,6 +69,11 @@ func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 			if sel := m.list.Selected(); sel < len(m.rows) && m.rolled {
 				h := m.rows[sel].host
 				m.expanded[h] = !m.expanded[h]
+				if m.expanded[h] && m.rows[sel].isHost {
+					// The table scrolls as little as brings the host's GPUs, under it, in sight
+					// (a line of it then says which rows are shown).
+					m.list.Reveal(sel, m.gpus, m.lines-1)
+				}
 				if !m.expanded[h] { // the selection goes back to the host's row
 					for i, r := range m.rows {
 						if r.isHost && r.host == h {
@@ -223,6 +230,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 		})
 	}
 	m.overflow = len(m.rows) > lines
+	m.lines, m.gpus = lines, gpus
 	shown := lines
 	if m.overflow {
 		shown-- // a line says which rows are shown

@@ -438,12 +438,22 @@ func (t *Model) jump(j widget.JumpToMsg) {
 	t.cursor = int(min(max((j.Time+j.Dur/2-t0)/t.nsPerCol, 0), int64(plotW-1)))
 	t.collapsed[j.Device] = false
 	t.hostOpen[t.hostOf(j.Device)] = true
+	// The device's heading goes near the top, the row above it for context (its host's heading
+	// when it is the host's first): its streams, below it, are then on screen, not below the fold.
+	hdr := -1
 	for i, r := range t.Rows() {
-		if r.Track != nil && r.Track.Device == j.Device && r.Track.Stream == j.Stream {
-			t.list.Select(i)
+		if r.Header && r.Device == j.Device {
+			hdr = i
 		}
-		if j.Stream == 0 && r.Header && r.Device == j.Device {
-			t.list.Select(i) // a device, not one of its streams (a finding's culprit)
+		if r.Track != nil && r.Track.Device == j.Device && r.Track.Stream == j.Stream {
+			top := i - 1
+			if hdr >= 0 {
+				top = hdr - 1
+			}
+			t.list.SelectFrom(i, top)
+		}
+		if j.Stream == 0 && hdr == i {
+			t.list.SelectFrom(i, i-1) // a device, not one of its streams (a finding's culprit)
 			break
 		}
 	}
