@@ -126,6 +126,11 @@ type Model struct {
 	tick   time.Duration
 	tickID int
 
+	// rate is the simulated time achieved per wall-clock second, from the frames installed at
+	// clock's times (nil: time.Now).
+	rate  rate
+	clock func() time.Time
+
 	width, height int
 	tab           int
 	paused        bool
@@ -262,6 +267,11 @@ func (m *Model) install(fr *shown) {
 	m.drawnOK = false
 	m.seq, m.snap, m.state, m.res, m.info, m.status, m.running = fr.seq, fr.snap, fr.state, fr.res, fr.info, fr.status, fr.running
 	m.syncFrame()
+	clock := m.clock
+	if clock == nil {
+		clock = time.Now
+	}
+	m.rate.add(clock(), m.fr.Now, m.status.Speed, m.snap.Generation)
 }
 
 // paneHas reports whether the current view uses a key itself.
@@ -504,10 +514,7 @@ func (m *Model) header() string {
 	case m.status.Done:
 		state = "■ done"
 	}
-	speed := "max"
-	if m.status.Speed > 0 {
-		speed = fmt.Sprintf("%g×", m.status.Speed)
-	}
+	speed := m.speedText()
 	item := func(k, v string) string { return st.Muted.Render(k+" ") + st.HeaderValue.Render(v) }
 	// Most important first: what is shown, its clock and state, what was lost; then the rest.
 	clock := item("t", units.Dur(m.fr.Now))
