@@ -200,7 +200,7 @@ func newRoot(src Source, opts Options, compare bool) *Model {
 // syncFrame brings the views' Frame up to date with the root's state.
 func (m *Model) syncFrame() {
 	*m.fr = widget.Frame{Res: m.res, Snap: &m.snap, State: m.state, Meta: m.info.Meta, Styles: m.styles, Keys: m.keys,
-		Paused: m.paused, Live: !m.status.Done && m.status.Err == nil, Running: m.running}
+		Paused: m.paused, Replay: m.info.Replay, Live: !m.status.Done && m.status.Err == nil, Running: m.running}
 	_, m.fr.RunningKnown = m.src.(InFlighter)
 	m.fr.Now = m.snap.Now
 	for i := range m.running {

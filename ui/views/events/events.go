@@ -57,6 +57,10 @@ func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 			v.scroll(-1)
 		case key.Matches(msg, k.Down):
 			v.scroll(1)
+		case key.Matches(msg, k.PageUp):
+			v.scroll(-max(v.H-3, 1))
+		case key.Matches(msg, k.PageDown):
+			v.scroll(max(v.H-3, 1))
 		case key.Matches(msg, k.Top):
 			v.offset = 1 << 30
 		case key.Matches(msg, k.Bottom):

@@ -103,7 +103,7 @@ func (m *Model) ShortHelp() []key.Binding {
 	keys := append([]key.Binding{sort}, m.filter.Keys(k)...)
 	keys = append(keys, k.Up, k.Down)
 	if m.overflow {
-		keys = append(keys, k.Top, k.Bottom)
+		keys = append(keys, k.PageUp, k.PageDown, k.Top, k.Bottom)
 	}
 	if m.rolled {
 		sel := k.Select
