@@ -89,3 +89,23 @@ func TestPageKeys(t *testing.T) {
 		t.Errorf("the timeline's help lists no g/G or PgDn:\n%s", got)
 	}
 }
+
+// A host's GPU table does not repeat the metric it is coloured by as another column.
+func TestHostTableNoDuplicateColumn(t *testing.T) {
+	m := sized(clusterSource(t, 256), 160, 45)
+	for _, c := range []struct{ link, col string }{{"", "busy %"}, {"nic", "NIC %"}} {
+		if c.link != "" {
+			typeCmd(m, "link "+c.link)
+		}
+		typeCmd(m, "host 3")
+		var head string
+		for _, l := range strings.Split(text(m), "\n") {
+			if strings.HasPrefix(l, "gpu   local") {
+				head = l
+			}
+		}
+		if head == "" || strings.Count(head, c.col) != 1 {
+			t.Errorf("coloured by %q: the host's table head %q has %q other than once", c.col, head, c.col)
+		}
+	}
+}
