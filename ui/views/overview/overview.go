@@ -131,7 +131,7 @@ func (m *Model) View() string {
 	if cc := res.CommCache; !cc.Known {
 		cache = "comm cache: " + units.Unknown + " (the source does not record communicators)"
 	} else if cc.Hits+cc.Misses > 0 {
-		cache = fmt.Sprintf("comm cache %.0f%% hits (%s, %s, %s)", 100*float64(cc.Hits)/float64(cc.Hits+cc.Misses),
+		cache = fmt.Sprintf("comm cache %s hits (%s, %s, %s)", units.HitRate(cc.Hits, cc.Misses),
 			units.Counted(cc.Hits, "hit"), units.Counted(cc.Misses, "miss"), units.Counted(cc.Evictions, "eviction"))
 	}
 	moved := units.Bytes(res.Links.MovedBytes)
