@@ -183,6 +183,7 @@ func (m *Model) runCmd(line string) tea.Cmd {
 		if !slices.Contains(linkArgs, arg) || !cl.SetMetric(arg) {
 			return say(true, ":link %q: one of %s", arg, strings.Join(linkArgs, ", "))
 		}
+		cl.GoCluster() // the heatmap of every host by that link, not a drilled-in GPU's streams
 		m.tab, m.back = TabCluster, nil
 		return say(false, "cluster coloured by %s", cl.Metric().Name)
 	}

@@ -70,9 +70,10 @@ func TestCmdLineRuns(t *testing.T) {
 	if !strings.Contains(text(m), "› host 31") {
 		t.Errorf(":host 31:\n%s", text(m))
 	}
-	typeCmd(m, "link nic")
-	if cv.Metric().Name != "NIC % of peak" {
-		t.Errorf(":link nic: metric %q", cv.Metric().Name)
+	typeCmd(m, "rank 77")
+	typeCmd(m, "link nic") // after a drill-down too: the whole cluster's heatmap, by NIC
+	if cv.Metric().Name != "NIC % of peak" || m.Tab() != TabCluster || cv.Level() != cluster.LevelHosts {
+		t.Errorf(":link nic after :rank 77: metric %q, tab %d, level %d; want the cluster's heatmap by NIC", cv.Metric().Name, m.Tab(), cv.Level())
 	}
 	typeCmd(m, "view timeline")
 	if m.Tab() != TabTimeline {

@@ -84,6 +84,10 @@ func press(m *Model, keys ...string) tea.Cmd {
 			msg = tea.KeyPressMsg{Code: tea.KeyRight}
 		case "down":
 			msg = tea.KeyPressMsg{Code: tea.KeyDown}
+		case "pgdown":
+			msg = tea.KeyPressMsg{Code: tea.KeyPgDown}
+		case "pgup":
+			msg = tea.KeyPressMsg{Code: tea.KeyPgUp}
 		case "ctrl+c":
 			msg = tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
 		default:

@@ -137,6 +137,11 @@ type Model struct {
 	tick   time.Duration
 	tickID int
 
+	// rate is the simulated time achieved per wall-clock second, from the frames installed at
+	// clock's times (nil: time.Now).
+	rate  rate
+	clock func() time.Time
+
 	width, height int
 	tab           int
 	paused        bool
@@ -206,7 +211,7 @@ func newRoot(src Source, opts Options, compare bool) *Model {
 // syncFrame brings the views' Frame up to date with the root's state.
 func (m *Model) syncFrame() {
 	*m.fr = widget.Frame{Res: m.res, Snap: &m.snap, State: m.state, Meta: m.info.Meta, Styles: m.styles, Keys: m.keys,
-		Paused: m.paused, Live: !m.status.Done && m.status.Err == nil, Running: m.running}
+		Paused: m.paused, Replay: m.info.Replay, Live: !m.status.Done && m.status.Err == nil, Running: m.running}
 	_, m.fr.RunningKnown = m.src.(InFlighter)
 	m.fr.Now = m.snap.Now
 	for i := range m.running {
@@ -273,6 +278,11 @@ func (m *Model) install(fr *shown) {
 	m.drawnOK = false
 	m.seq, m.snap, m.state, m.res, m.info, m.status, m.running = fr.seq, fr.snap, fr.state, fr.res, fr.info, fr.status, fr.running
 	m.syncFrame()
+	clock := m.clock
+	if clock == nil {
+		clock = time.Now
+	}
+	m.rate.add(clock(), m.fr.Now, m.status.Speed, m.snap.Generation)
 }
 
 // paneHas reports whether the current view uses a key itself.
@@ -515,10 +525,7 @@ func (m *Model) header() string {
 	case m.status.Done:
 		state = "■ done"
 	}
-	speed := "max"
-	if m.status.Speed > 0 {
-		speed = fmt.Sprintf("%g×", m.status.Speed)
-	}
+	speed := m.speedText()
 	item := func(k, v string) string { return st.Muted.Render(k+" ") + st.HeaderValue.Render(v) }
 	// Most important first: what is shown, its clock and state, what was lost; then the rest.
 	clock := item("t", units.Dur(m.fr.Now))

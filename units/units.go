@@ -152,6 +152,16 @@ func Pct(p *float64) string {
 	return fmt.Sprintf("%.1f%%", *p)
 }
 
+// HitRate formats the share of lookups that hit, as "99.8%": never "100%" while there were
+// misses, nor "0%" while there were hits (Share); "—" with no lookups. The console's overview and
+// its comms view both say it so.
+func HitRate(hits, misses int64) string {
+	if hits+misses <= 0 {
+		return Unknown
+	}
+	return Share(100*float64(hits)/float64(hits+misses)) + "%"
+}
+
 // Share formats a percentage of a whole with one decimal and no sign, never rounding a part to
 // nothing or to all of it: "<0.1" above 0 and below 0.05, ">99.9" from 99.95 and below 100. A
 // device idle for a moment then never reads idle 0.0 beside the cause of its idle time.

@@ -81,3 +81,23 @@ func TestCounted(t *testing.T) {
 		t.Errorf("Plural(1, rank) = %q", got)
 	}
 }
+
+// A hit rate never reads 100% while there were misses (1,024 GPUs: 928 misses in many
+// lookups), nor 0% while there were hits.
+func TestHitRate(t *testing.T) {
+	for _, c := range []struct {
+		hits, misses int64
+		want         string
+	}{
+		{600_000, 928, "99.8%"},
+		{2_000_000, 928, ">99.9%"},
+		{177, 3, "98.3%"},
+		{10, 0, "100.0%"},
+		{1, 30_000, "<0.1%"},
+		{0, 0, Unknown},
+	} {
+		if got := HitRate(c.hits, c.misses); got != c.want {
+			t.Errorf("HitRate(%d, %d) = %q; want %q", c.hits, c.misses, got, c.want)
+		}
+	}
+}

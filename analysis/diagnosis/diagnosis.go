@@ -91,11 +91,11 @@ type Diagnosis struct {
 	recentN    int
 	maxEvicted int64
 	hung       map[uint64]int // op id → index in findings
-	// missingRanks are the missing-rank findings by rank (index in findings), and missingOps the
-	// further hung ops folded into each.
-	missingRanks map[int32]int
-	missingOps   map[int32]int
-	cycles       map[string]bool // the deadlocks reported, by their ranks
+	// rankHangs are the hang and missing-rank findings by their culprit rank (index in findings),
+	// and foldedOps the further hung ops folded into each.
+	rankHangs map[int32]int
+	foldedOps map[int32]int
+	cycles    map[string]bool // the deadlocks reported, by their ranks
 	// hungComms are the communicators with a hang named, until one of their collectives ends.
 	hungComms map[uint32]bool
 	// links say who waits on whom among the hung ops, to follow a wait to the root of its hang
@@ -185,7 +185,7 @@ type commInfo struct {
 // New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
 func New(gpusPerHost int) *Diagnosis {
 	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, lastSlot: -1, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
-		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, missingRanks: map[int32]int{}, missingOps: map[int32]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, waitsIn: map[int32][]uint64{}, links: map[uint64]hangLink{}, commRoot: map[uint32]int{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs(),
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, rankHangs: map[int32]int{}, foldedOps: map[int32]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, waitsIn: map[int32][]uint64{}, links: map[uint64]hangLink{}, commRoot: map[uint32]int{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs(),
 		win: busyWindow{idx: math.MinInt64}, portSlow: map[uint32]portAcc{}}
 }
 

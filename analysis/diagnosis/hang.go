@@ -71,7 +71,8 @@ type hangGroup struct {
 // earliest time the state seen now proves it (the oldest wait's start plus the threshold). It
 // returns the findings added.
 func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
-	groups, order, initing, ops := d.groupInFlight(now, inflight)
+	groups, order, initing, joining, ops := d.groupInFlight(now, inflight)
+	d.upgradeHangs(initing)
 	thr := d.HangAfter()
 	// A group is hung once its oldest wait is thr old; one that every rank entered and none
 	// finished, once it has also run four times as long as the longest op that did finish.
@@ -84,7 +85,7 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 		}
 		if g.ended || now-g.oldest >= t {
 			g.thr = t
-			d.missingOf(g, initing)
+			d.missingOf(g, joining)
 			hung = append(hung, op)
 		}
 	}
@@ -107,6 +108,15 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 			}
 		}
 	}
+	// A rank waiting for its peers in an op not (yet) old enough to be a hang is not the root
+	// either, for now: a console looks while the hang builds up, and the ranks that entered their
+	// waits later are waiting on the root too (a look once the run stopped sees those waits hung).
+	waiting := map[int32]bool{}
+	for _, op := range order {
+		for _, r := range groups[op].waiting {
+			waiting[r] = true
+		}
+	}
 	for _, op := range hung {
 		g := groups[op]
 		if _, done := d.hung[op]; done {
@@ -122,17 +132,20 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 			d.hung[op] = i
 			continue
 		}
-		root := g.missingN == 0
+		root, later := g.missingN == 0, false
 		for _, m := range g.missing {
-			root = root || !busy[m]
+			root = root || (!busy[m] && !waiting[m])
+			later = later || !busy[m]
 		}
 		if !root {
-			d.hung[op] = -1
+			if !later {
+				d.hung[op] = -1
+			} // else looked at again: the waits it is behind may prove a hang, or end
 			continue
 		}
 		d.hung[op] = len(d.findings)
-		if f.Kind == MissingRank && len(d.missingRanks) < maxRanks {
-			d.missingRanks[f.Rank] = len(d.findings)
+		if f.Rank >= 0 && (f.Kind == MissingRank || f.Kind == Hang) && len(d.rankHangs) < maxRanks {
+			d.rankHangs[f.Rank] = len(d.findings)
 		}
 		if g.first.Peer < 0 && g.first.Comm != 0 && len(d.hungComms) < 1<<16 {
 			d.hungComms[g.first.Comm] = true
@@ -216,36 +229,28 @@ func (d *Diagnosis) RootOf(op uint64) (Finding, bool) {
 // missingRank makes a hang whose culprit never finished joining some communicator (not only the
 // hung op's: a rank stuck in its first communicator's initialisation never creates the next) a
 // missing rank: the cause, of which the ops that wait on it are symptoms. When that rank is
-// already a missing-rank finding, the hang is folded into it (its index, true): one finding per
-// missing rank, at the top, not one per op waiting on it and a "hang" beside them.
+// already the culprit of a hang or missing-rank finding, the hang is folded into it (its index,
+// true): one finding per culprit rank, at the top, not one per op or communicator waiting on it.
 func (d *Diagnosis) missingRank(f *Finding, initing map[uint32][]int32) (int, bool) {
 	if f.Rank < 0 || (f.Kind != Hang && f.Kind != MissingRank) {
 		return 0, false
 	}
 	if f.Kind == Hang {
-		var comm uint32
-		found := false
-		for c, rs := range initing {
-			if slices.Contains(rs, f.Rank) && (!found || c < comm) {
-				comm, found = c, true
-			}
+		if comm, ok := initingComm(f.Rank, initing); ok {
+			f.Kind = MissingRank
+			f.Evidence += fmt.Sprintf("; rank %d never finished joining communicator %d", f.Rank, comm)
 		}
-		if !found {
-			return 0, false
-		}
-		f.Kind = MissingRank
-		f.Evidence += fmt.Sprintf("; rank %d never finished joining communicator %d", f.Rank, comm)
 	}
-	i, ok := d.missingRanks[f.Rank]
+	i, ok := d.rankHangs[f.Rank]
 	if !ok {
 		return 0, false
 	}
 	old := &d.findings[i]
 	old.Severity += f.Severity
 	old.Onset = min(old.Onset, f.Onset)
-	d.missingOps[f.Rank]++
+	d.foldedOps[f.Rank]++
 	what, _, _ := strings.Cut(f.Evidence, ":")
-	if n := d.missingOps[f.Rank]; n <= 3 {
+	if n := d.foldedOps[f.Rank]; n <= 3 {
 		old.Evidence += "; also waited on by " + what
 	} else if n == 4 {
 		old.Evidence += " and more"
@@ -253,14 +258,58 @@ func (d *Diagnosis) missingRank(f *Finding, initing map[uint32][]int32) (int, bo
 	return i, true
 }
 
+// initingComm is the lowest communicator rank is still initialising after initAfter.
+func initingComm(rank int32, initing map[uint32][]int32) (uint32, bool) {
+	var comm uint32
+	found := false
+	for c, rs := range initing {
+		if slices.Contains(rs, rank) && (!found || c < comm) {
+			comm, found = c, true
+		}
+	}
+	return comm, found
+}
+
+// upgradeHangs makes the hang findings whose culprit is now seen never to have finished joining a
+// communicator missing ranks, as a later look at the same hang names them: a console looks as
+// soon as the wait is a hang, before the initialisation is late enough to tell.
+func (d *Diagnosis) upgradeHangs(initing map[uint32][]int32) {
+	if len(initing) == 0 {
+		return
+	}
+	for r, i := range d.rankHangs {
+		f := &d.findings[i]
+		if f.Kind != Hang {
+			continue
+		}
+		comm, ok := initingComm(r, initing)
+		if !ok {
+			continue
+		}
+		f.Kind = MissingRank
+		why := fmt.Sprintf("; rank %d never finished joining communicator %d", r, comm)
+		if slices.Contains(initing[f.Comm], r) {
+			why = fmt.Sprintf("; rank %d never finished joining the communicator", r)
+		}
+		// Where a look that saw it at once would have said it: before the ops folded in.
+		if j := strings.Index(f.Evidence, "; also waited on by "); j >= 0 {
+			f.Evidence = f.Evidence[:j] + why + f.Evidence[j:]
+		} else {
+			f.Evidence += why
+		}
+	}
+}
+
 // groupInFlight groups the waits and the ops running in flight (and the waits the watchdog
 // ended) by op, in the order first seen, lists the ranks still initialising each communicator
-// after initAfter, and counts each rank's ops in flight (a wait the watchdog ended counts one).
-func (d *Diagnosis) groupInFlight(now int64, inflight []timeline.Event) (map[uint64]*hangGroup, []uint64, map[uint32][]int32, map[int32]int) {
-	ops := map[int32]int{}
-	groups := map[uint64]*hangGroup{}
-	var order []uint64
-	initing := map[uint32][]int32{} // communicator → ranks still initialising it
+// after initAfter (initing) and at all (joining: a member that never entered an op is known by
+// it before it is late), and counts each rank's ops in flight (a wait the watchdog ended counts
+// one).
+func (d *Diagnosis) groupInFlight(now int64, inflight []timeline.Event) (groups map[uint64]*hangGroup, order []uint64, initing, joining map[uint32][]int32, ops map[int32]int) {
+	ops = map[int32]int{}
+	groups = map[uint64]*hangGroup{}
+	initing = map[uint32][]int32{} // communicator → ranks still initialising it
+	joining = map[uint32][]int32{}
 	get := func(e *timeline.Event, ended bool) *hangGroup {
 		g := groups[e.Op]
 		if g == nil {
@@ -287,6 +336,7 @@ func (d *Diagnosis) groupInFlight(now int64, inflight []timeline.Event) (map[uin
 				g.inside = append(g.inside, e.Device)
 			}
 		case timeline.KindCommInit:
+			joining[e.Comm] = append(joining[e.Comm], e.Device)
 			if now-e.Start >= d.initAfter() {
 				initing[e.Comm] = append(initing[e.Comm], e.Device)
 			}
@@ -304,13 +354,13 @@ func (d *Diagnosis) groupInFlight(now int64, inflight []timeline.Event) (map[uin
 		// A rank both waiting in an op and running it (a source that reports both) waits.
 		g.inside = slices.DeleteFunc(g.inside, func(r int32) bool { return slices.Contains(g.waiting, r) })
 	}
-	return groups, order, initing, ops
+	return groups, order, initing, joining, ops
 }
 
 // missingOf fills in the members of g's op that never entered it: the peer of a send or
 // receive, or the communicator's members (from its initialisations and cache hits, and those
-// still initialising it) that neither wait in it nor run it.
-func (d *Diagnosis) missingOf(g *hangGroup, initing map[uint32][]int32) {
+// still initialising it: joining) that neither wait in it nor run it.
+func (d *Diagnosis) missingOf(g *hangGroup, joining map[uint32][]int32) {
 	e := g.first
 	in := func(r int32) bool { return slices.Contains(g.waiting, r) || slices.Contains(g.inside, r) }
 	var missing []int32
@@ -327,7 +377,7 @@ func (d *Diagnosis) missingOf(g *hangGroup, initing map[uint32][]int32) {
 			}
 			size = ci.size
 		}
-		for _, m := range initing[e.Comm] {
+		for _, m := range joining[e.Comm] {
 			members[m] = true
 		}
 		for m := range members {

@@ -140,3 +140,60 @@ func TestRootOf(t *testing.T) {
 		}
 	}
 }
+
+// A console looks at what is in flight many times while a hang builds up; the report once, after
+// the run stopped. Ranks 0–2 joined communicator 12 and wait from 920 ms in its all-gather op 3;
+// rank 3 never finished joining it. Rank 5 waits from 960 ms on rank 6, which waits from 1 s on
+// rank 3. At the look at 1.96 s rank 6's wait is not yet a hang, yet rank 6 is not the root of
+// rank 5's; rank 3's initialisation is not yet late, yet it is the member missing from op 3; and
+// only a look after 5 s tells that rank 3 is a missing rank. The looks find what the one look at
+// the end finds: one missing rank, which the other hung ops wait on.
+func TestPendingManyLooksAgreeWithOne(t *testing.T) {
+	inflight := []timeline.Event{
+		collWait(920*ms, 0, timeline.CollAllGather, 12, 3), collWait(920*ms, 1, timeline.CollAllGather, 12, 3), collWait(920*ms, 2, timeline.CollAllGather, 12, 3),
+		p2pWait(960*ms, 5, 6, timeline.PeerWaitRecv, 50), p2pWait(1000*ms, 6, 3, timeline.PeerWaitRecv, 51),
+		{Kind: timeline.KindCommInit, Start: 0, End: 900 * ms, Device: 3, Peer: -1, Comm: 12, Ranks: 4},
+	}
+	culprits := func(looks ...int64) []string {
+		s := comm7()
+		for r := int32(0); r < 3; r++ {
+			s.add(timeline.Event{Kind: timeline.KindCommInit, Start: 0, End: 900 * ms, Device: r, Peer: -1, Comm: 12, Ranks: 4})
+		}
+		for _, now := range looks {
+			s.d.Pending(now, inflight)
+		}
+		var out []string
+		for _, f := range s.d.Result(nil) {
+			out = append(out, f.Kind.String()+": "+f.Culprit(8)+" — "+f.Evidence)
+		}
+		return out
+	}
+	once := culprits(6000 * ms)
+	live := culprits(1960*ms, 1970*ms, 2000*ms, 2500*ms, 6000*ms)
+	if len(once) != 1 || !strings.HasPrefix(once[0], "missing rank: rank 3 (host 0 GPU 3) — all_gather #1 on communicator 12: ") {
+		t.Fatalf("one look found %q; want one missing rank 3", once)
+	}
+	if len(live) != 1 || live[0] != once[0] {
+		t.Fatalf("many looks found\n%s\none look\n%s", strings.Join(live, "\n"), strings.Join(once, "\n"))
+	}
+}
+
+// A rank hung before two ops of different communicators (all-reduce op 3 on communicator 7, a
+// receive on communicator 4) is one finding, which names the second op it holds up, not two
+// findings that differ only by communicator.
+func TestHangOneFindingPerRank(t *testing.T) {
+	s := comm7()
+	inflight := []timeline.Event{
+		collWait(1000*ms, 0, timeline.CollAllReduce, 7, 3), collWait(1000*ms, 1, timeline.CollAllReduce, 7, 3), collWait(1000*ms, 2, timeline.CollAllReduce, 7, 3),
+		p2pWait(1100*ms, 5, 3, timeline.PeerWaitRecv, 51),
+	}
+	s.d.Pending(2500*ms, inflight)
+	fs := s.d.Result(nil)
+	if len(fs) != 1 || fs[0].Kind != Hang || fs[0].Rank != 3 ||
+		!strings.HasPrefix(fs[0].Evidence, "all_reduce #3 on communicator 7: 3 ranks waited 1.00 s in it; rank 3 never entered it; also waited on by send/recv op 51 on communicator 4") {
+		for _, f := range fs {
+			t.Logf("%s", f.String(8))
+		}
+		t.Fatalf("%d findings; want one hang of rank 3 that also names the receive waiting on it", len(fs))
+	}
+}

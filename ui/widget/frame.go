@@ -26,6 +26,8 @@ type Frame struct {
 	Styles theme.Styles
 	Keys   KeyMap
 	Paused bool
+	// Replay is true for a recording's replay, where g and G seek unless a view uses them.
+	Replay bool
 	// Live is true while the source still produces events: the timeline then draws each stream
 	// up to now, the latest time any stream has reported.
 	Live bool
@@ -117,7 +119,9 @@ func JumpTo(msg JumpToMsg) tea.Cmd { return func() tea.Msg { return msg } }
 type SeekedMsg struct{}
 
 // ListKeys are the keys of a list.
-func ListKeys(k KeyMap) []key.Binding { return []key.Binding{k.Up, k.Down, k.Top, k.Bottom} }
+func ListKeys(k KeyMap) []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
+}
 
 // NoCapture is embedded by views without a text input.
 type NoCapture struct{}

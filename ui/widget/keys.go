@@ -8,7 +8,8 @@ type KeyMap struct {
 	Help, Quit, Pause, NextTab, PrevTab                          key.Binding
 	Tab1, Tab2, Tab3, Tab4, Tab5, Tab6, Tab7, Tab8, Tab9         key.Binding
 	Back, Metric, Command, CollapseOthers                        key.Binding
-	Up, Down, Left, Right, PanLeft, PanRight, ZoomIn, ZoomOut    key.Binding
+	Up, Down, PageUp, PageDown, Left, Right, PanLeft, PanRight   key.Binding
+	ZoomIn, ZoomOut                                              key.Binding
 	Follow, Collapse, Top, Bottom, Select, Filter, Sort, Reverse key.Binding
 	Slower, Faster, SeekBack, SeekFwd                            key.Binding
 	PrevStep, NextStep                                           key.Binding
@@ -36,6 +37,8 @@ func DefaultKeyMap() KeyMap {
 		Command:        key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),
 		Up:             key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 		Down:           key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:         key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "page up")),
+		PageDown:       key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "page down")),
 		Left:           key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "cursor left")),
 		Right:          key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "cursor right")),
 		PanLeft:        key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "pan left")),

@@ -9,7 +9,7 @@ import (
 const WheelRows = 3
 
 // List is the selection and scrolling of a table of rows, the same in every list view: j/k and
-// the wheel move, g/G go to the first and last row, a click selects the row under it, and the
+// the wheel move, PgUp/PgDn a page, g/G go to the first and last row, a click selects the row under it, and the
 // window keeps the selection on screen.
 type List struct {
 	sel, top int
@@ -28,6 +28,23 @@ func (l *List) Select(i int) { l.sel = max(i, 0) }
 // follows i (a heading's rows) is in sight, and as much above it as the caller chose.
 func (l *List) SelectFrom(i, top int) { l.sel, l.top = max(i, 0), max(min(top, i), 0) }
 
+// Reveal selects row i and scrolls the window of h rows as little as brings the n rows after i
+// (an expanded heading's) in sight too, keeping i itself in sight.
+func (l *List) Reveal(i, n, h int) {
+	l.sel = max(i, 0)
+	if l.sel+n >= l.top+h {
+		l.top = l.sel + n - h + 1
+	}
+	l.top = max(min(l.top, l.sel), 0)
+}
+
+// Page moves the selection and the window by n screenfuls (as last drawn) less a row, so that a
+// row of the last page stays in sight.
+func (l *List) Page(n int) {
+	d := n * max(l.shown-1, 1)
+	l.sel, l.top = max(0, l.sel+d), max(0, l.top+d)
+}
+
 // Scroll moves the selection by n rows.
 func (l *List) Scroll(n int) { l.sel = max(0, l.sel+n) }
 
@@ -40,6 +57,10 @@ func (l *List) Handle(msg tea.Msg, k KeyMap) bool {
 			l.Scroll(-1)
 		case key.Matches(msg, k.Down):
 			l.Scroll(1)
+		case key.Matches(msg, k.PageUp):
+			l.Page(-1)
+		case key.Matches(msg, k.PageDown):
+			l.Page(1)
 		case key.Matches(msg, k.Top):
 			l.sel = 0
 		case key.Matches(msg, k.Bottom):

@@ -123,6 +123,14 @@ func (v *Model) MetricNames() []string {
 	return out
 }
 
+// GoCluster goes back up to the whole cluster's heatmap, its cursor where it was (on the host
+// last drilled into).
+func (v *Model) GoCluster() {
+	v.refresh()
+	v.crumbs = v.crumbs[:1]
+	v.filter.Clear()
+}
+
 // GoHost drills straight to host h's GPUs, selecting its GPU local (-1: none in particular). It
 // reports false for a host the job does not have.
 func (v *Model) GoHost(h, local int) bool {

@@ -186,9 +186,19 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 	st := v.Fr.Styles
 	gpus, _ := v.shape()
 	m := v.metrics[v.metric]
-	head := fmt.Sprintf("%-6s%-6s%10s%8s%8s", "gpu", "local", m.Name, "busy %", "idle %")
+	// The columns after the metric's, less the one that is the metric ("busy %" coloured by busy
+	// %, "NIC %" by NIC % of peak): a column twice says nothing more.
+	dup := func(col string) bool { return m.Name == col || m.Name == col+" of peak" }
+	head := fmt.Sprintf("%-6s%-6s%10s", "gpu", "local", m.Name)
+	for _, col := range []string{"busy %", "idle %"} {
+		if !dup(col) {
+			head += fmt.Sprintf("%8s", col)
+		}
+	}
 	for l := range analysis.NumLinks {
-		head += fmt.Sprintf("%9s", l.String()+" %")
+		if !dup(l.String() + " %") {
+			head += fmt.Sprintf("%9s", l.String()+" %")
+		}
 	}
 	b.WriteString(st.Muted.Render(head+"   links: % of peak, "+v.ds.LinkWhen()+"; enter: its streams") + "\n")
 	locals := v.hostRows(host)
@@ -211,9 +221,17 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 		if tok && t.SpanNs > 0 {
 			idle = t.IdlePct
 		}
-		rest := fmt.Sprintf("%8s%8s", pct(busy, bok), pct(idle, !math.IsNaN(idle)))
+		rest := ""
+		if !dup("busy %") {
+			rest += fmt.Sprintf("%8s", pct(busy, bok))
+		}
+		if !dup("idle %") {
+			rest += fmt.Sprintf("%8s", pct(idle, !math.IsNaN(idle)))
+		}
 		for lk := range analysis.NumLinks {
-			rest += fmt.Sprintf("%9s", pct(v.ds.LinkPct(lk, d)))
+			if !dup(lk.String() + " %") {
+				rest += fmt.Sprintf("%9s", pct(v.ds.LinkPct(lk, d)))
+			}
 		}
 		if i == v.list.Selected() {
 			b.WriteString(st.Selected.Render(line+glyph+" "+val+rest) + "\n")

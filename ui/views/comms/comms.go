@@ -194,10 +194,7 @@ func (v *Model) View() string {
 	st, cc := v.Fr.Styles, v.Fr.Res.CommCache
 	named := v.Fr.Res.Communicators
 	var b strings.Builder
-	rate := units.Unknown
-	if lookups := cc.Hits + cc.Misses; lookups > 0 {
-		rate = fmt.Sprintf("%.1f%%", 100*float64(cc.Hits)/float64(lookups))
-	}
+	rate := units.HitRate(cc.Hits, cc.Misses)
 	switch {
 	case cc.Known:
 		fmt.Fprintf(&b, "%s %s seen · %s · %s · %s · hit rate %s of lookups · %s spent creating\n",

@@ -19,6 +19,7 @@ type Model struct {
 	filter widget.Filter
 	offset int              // lines scrolled up from the newest
 	lines  map[int64]string // formatted lines by event index
+	found  search           // the search over every event held
 }
 
 // New returns the events view over fr.
@@ -56,6 +57,10 @@ func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 			v.scroll(-1)
 		case key.Matches(msg, k.Down):
 			v.scroll(1)
+		case key.Matches(msg, k.PageUp):
+			v.scroll(-max(v.H-3, 1))
+		case key.Matches(msg, k.PageDown):
+			v.scroll(max(v.H-3, 1))
 		case key.Matches(msg, k.Top):
 			v.offset = 1 << 30
 		case key.Matches(msg, k.Bottom):
@@ -144,6 +149,10 @@ func (v *Model) View() string {
 	// above them) are found: a frame must not format thousands of lines.
 	want := list + v.offset
 	var picked []string
+	state := "newest last"
+	if fr.Paused {
+		state = "paused"
+	}
 	// Ops still running are the newest lines; they change each frame, so they are not kept.
 	if fr.Live {
 		for k := len(fr.Running) - 1; k >= 0 && len(picked) < want; k-- {
@@ -152,21 +161,36 @@ func (v *Model) View() string {
 			}
 		}
 	}
-	for k := len(idx) - 1; k >= 0 && len(picked) < want; k-- {
-		l, ok := get(idx[k])
-		if !ok || (f != "" && !strings.Contains(strings.ToLower(l), f)) {
-			continue
+	held := units.Count(float64(fr.Snap.Len()))
+	header := fmt.Sprintf("last %s, %s; / searches all %s held", units.Counted(len(idx), "event"), state, held)
+	if f == "" {
+		for k := len(idx) - 1; k >= 0 && len(picked) < want; k-- {
+			if l, ok := get(idx[k]); ok {
+				picked = append(picked, l)
+			}
 		}
-		picked = append(picked, l)
+	} else {
+		v.found.update(f, fr.Snap, func(i int64) string {
+			if e := fr.Snap.At(i); e == nil || e.Kind == timeline.KindLinkBytes {
+				return "" // link measurements are the overview's, not the log's
+			}
+			l, _ := get(i)
+			return l
+		})
+		for k := 0; k < v.found.matches() && len(picked) < want; k++ {
+			if l, ok := get(v.found.nth(k)); ok {
+				picked = append(picked, l)
+			}
+		}
+		header = fmt.Sprintf("%s in all %s events held, %s", units.Counted(v.found.matches(), "match", "matches"), held, state)
+		if !v.found.done(fr.Snap) {
+			header = fmt.Sprintf("searching: %s so far in %s of %s events held, %s", units.Counted(v.found.matches(), "match", "matches"), units.Count(float64(v.found.searched())), held, state)
+		}
 	}
 	v.offset = min(v.offset, max(len(picked)-list, 0))
 	var b strings.Builder
-	state := "newest last"
-	if fr.Paused {
-		state = "paused"
-	}
 	b.WriteString(st.Title.Render(fmt.Sprintf("%12s %-17s %-7s %-5s %10s %9s  %s", "start", "kind", "device", "strm", "dur", "bytes", "what")) +
-		st.Muted.Render(fmt.Sprintf("  last %s, %s", units.Counted(len(idx), "event"), state)) + "\n")
+		st.Muted.Render("  "+header) + "\n")
 	end := len(picked)
 	start := min(v.offset, end)
 	shown := picked[start:min(start+list, end)]

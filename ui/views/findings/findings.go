@@ -17,17 +17,37 @@ import (
 
 // Model is the findings view.
 type Model struct {
-	widget.NoCapture
 	widget.Base
-	list widget.List
+	list   widget.List
+	filter widget.Filter // by kind, culprit (rank 700, host 87) or evidence
 }
 
 // New returns the findings view over fr.
-func New(fr *widget.Frame) *Model { return &Model{Base: widget.Base{Fr: fr}} }
+func New(fr *widget.Frame) *Model {
+	return &Model{Base: widget.Base{Fr: fr}, filter: widget.NewFilter("kind, rank, host or evidence, e.g. 700")}
+}
+
+// Capturing reports whether the filter is being typed.
+func (v *Model) Capturing() bool { return v.filter.Editing() }
 
 // ShortHelp lists the view's keys.
 func (v *Model) ShortHelp() []key.Binding {
-	return append([]key.Binding{v.Fr.Keys.Select}, widget.ListKeys(v.Fr.Keys)...)
+	keys := append([]key.Binding{v.Fr.Keys.Select}, v.filter.Keys(v.Fr.Keys)...)
+	return append(keys, widget.ListKeys(v.Fr.Keys)...)
+}
+
+// shown returns the findings that pass the filter (indices into Res.Findings), worst first.
+func (v *Model) shown() []int {
+	fs := v.Fr.Res.Findings
+	gph := v.Fr.Meta.HostGPUs()
+	out := make([]int, 0, len(fs))
+	for i := range fs {
+		f := &fs[i]
+		if v.filter.Match(f.Kind.String(), f.Culprit(gph), f.Evidence) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // FullHelp groups the view's keys.
@@ -50,13 +70,16 @@ func Jump(f *diagnosis.Finding, gpusPerHost int) (widget.JumpToMsg, bool) {
 // Update takes the list's keys; enter asks the timeline to show the culprit.
 func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 	k := v.Fr.Keys
+	if cmd, ok := v.filter.Handle(msg, k); ok {
+		return v, cmd
+	}
 	if v.list.Handle(msg, k) {
 		return v, nil
 	}
 	if km, ok := msg.(tea.KeyPressMsg); ok && key.Matches(km, k.Select) {
-		fs := v.Fr.Res.Findings
-		if sel := v.list.Selected(); sel < len(fs) {
-			if j, ok := Jump(&fs[sel], v.Fr.Meta.HostGPUs()); ok {
+		fs, shown := v.Fr.Res.Findings, v.shown()
+		if sel := v.list.Selected(); sel < len(shown) {
+			if j, ok := Jump(&fs[shown[sel]], v.Fr.Meta.HostGPUs()); ok {
 				return v, widget.JumpTo(j)
 			}
 		}
@@ -73,14 +96,18 @@ func (v *Model) View() string {
 		return st.Muted.Render("No findings: no rank, GPU, host or link stands out from its peers at the same step, and nothing hangs.")
 	}
 	gph := fr.Meta.HostGPUs()
+	shown := v.shown()
 	var b strings.Builder
 	b.WriteString(st.Title.Render(fmt.Sprintf("Findings (%d, worst first; enter: show the culprit in the timeline)", len(fs))) + "\n")
 	head := fmt.Sprintf("%-13s %-34s %10s %10s %6s  %s", "kind", "culprit", "first seen", "found", "conf", "evidence")
 	b.WriteString(st.Muted.Render(head) + "\n")
 	h := v.H - 5
-	from, to := v.list.Window(len(fs), max(h, 1), 2)
+	if v.filter.Shown() {
+		h-- // the filter's line
+	}
+	from, to := v.list.Window(len(shown), max(h, 1), 2)
 	for i := from; i < to; i++ {
-		f := &fs[i]
+		f := &fs[shown[i]]
 		line := fmt.Sprintf("%-13s %-34s %10s %10s %5.0f%%  %s", f.Kind, f.Culprit(gph), units.Dur(f.Onset), units.Dur(f.At), 100*f.Confidence, f.Evidence)
 		line = ansi.Truncate(line, v.W, "…")
 		if i == v.list.Selected() {
@@ -90,8 +117,11 @@ func (v *Model) View() string {
 		}
 		b.WriteString(line + "\n")
 	}
-	if sel := v.list.Selected(); sel < len(fs) {
-		b.WriteString("\n" + ansi.Wordwrap(fs[sel].String(gph), v.W, " ") + "\n")
+	if sel := v.list.Selected(); sel < len(shown) {
+		b.WriteString("\n" + ansi.Wordwrap(fs[shown[sel]].String(gph), v.W, " ") + "\n")
+	}
+	if v.filter.Shown() {
+		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %s", len(shown), units.Counted(len(fs), "finding"))) + "\n")
 	}
 	return b.String()
 }

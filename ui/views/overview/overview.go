@@ -33,6 +33,8 @@ type Model struct {
 	rows     []devRow
 	overflow bool
 	rolled   bool
+	// lines is how many lines the table had, and gpus how many GPUs a host row rolls up.
+	lines, gpus int
 }
 
 // devRow is a line of the device table: a device, or a host rolled up (drawn as its most idle
@@ -67,6 +69,11 @@ func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 			if sel := m.list.Selected(); sel < len(m.rows) && m.rolled {
 				h := m.rows[sel].host
 				m.expanded[h] = !m.expanded[h]
+				if m.expanded[h] && m.rows[sel].isHost {
+					// The table scrolls as little as brings the host's GPUs, under it, in sight
+					// (a line of it then says which rows are shown).
+					m.list.Reveal(sel, m.gpus, m.lines-1)
+				}
 				if !m.expanded[h] { // the selection goes back to the host's row
 					for i, r := range m.rows {
 						if r.isHost && r.host == h {
@@ -96,7 +103,7 @@ func (m *Model) ShortHelp() []key.Binding {
 	keys := append([]key.Binding{sort}, m.filter.Keys(k)...)
 	keys = append(keys, k.Up, k.Down)
 	if m.overflow {
-		keys = append(keys, k.Top, k.Bottom)
+		keys = append(keys, k.PageUp, k.PageDown, k.Top, k.Bottom)
 	}
 	if m.rolled {
 		sel := k.Select
@@ -124,7 +131,7 @@ func (m *Model) View() string {
 	if cc := res.CommCache; !cc.Known {
 		cache = "comm cache: " + units.Unknown + " (the source does not record communicators)"
 	} else if cc.Hits+cc.Misses > 0 {
-		cache = fmt.Sprintf("comm cache %.0f%% hits (%s, %s, %s)", 100*float64(cc.Hits)/float64(cc.Hits+cc.Misses),
+		cache = fmt.Sprintf("comm cache %s hits (%s, %s, %s)", units.HitRate(cc.Hits, cc.Misses),
 			units.Counted(cc.Hits, "hit"), units.Counted(cc.Misses, "miss"), units.Counted(cc.Evictions, "eviction"))
 	}
 	moved := units.Bytes(res.Links.MovedBytes)
@@ -223,6 +230,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 		})
 	}
 	m.overflow = len(m.rows) > lines
+	m.lines, m.gpus = lines, gpus
 	shown := lines
 	if m.overflow {
 		shown-- // a line says which rows are shown

@@ -217,7 +217,14 @@ func (t *Model) ShortHelp() []key.Binding {
 	if t.grouped() { // one host has nothing else to close
 		keys = append(keys, k.CollapseOthers)
 	}
-	return append(append(keys, k.Up, k.Down), t.filter.Keys(k)...)
+	keys = append(keys, k.Up, k.Down, k.PageUp, k.PageDown)
+	if !t.Fr.Replay { // a replay's g and G seek to its start and end
+		top, bottom := k.Top, k.Bottom
+		top.SetHelp("g", "first row")
+		bottom.SetHelp("G", "last row")
+		keys = append(keys, top, bottom)
+	}
+	return append(keys, t.filter.Keys(k)...)
 }
 
 // FullHelp groups the timeline's keys.
@@ -347,19 +354,32 @@ func (t *Model) ShowDevice(d int32) bool {
 	t.filter.Clear()
 	t.collapsed[d] = false
 	t.hostOpen[t.hostOf(d)] = true
-	host := 0 // the row of its host's heading
-	for i, r := range t.Rows() {
-		if r.HostHeader && r.Host == t.hostOf(d) {
-			host = i
-		}
+	rows := t.Rows()
+	for i, r := range rows {
 		if r.Header && r.Device == d {
-			// Its streams under it in sight, and above it its host's heading where that is near,
-			// or else a third of the screen of its host's other GPUs.
-			t.list.SelectFrom(i, max(host, i-t.visible()/3))
+			t.list.SelectFrom(i, t.topFor(rows, i))
 			return true
 		}
 	}
 	return false
+}
+
+// topFor is the first row to draw so that the device heading at row hdr has its streams under it
+// in sight, and above it its host's heading where that is near, or else up to a third of the
+// screen of its host's other GPUs, from a heading (a stream at the top would not say whose it is).
+func (t *Model) topFor(rows []Row, hdr int) int {
+	host := 0 // the row of its host's heading
+	for i := hdr; i >= 0; i-- {
+		if rows[i].HostHeader {
+			host = i
+			break
+		}
+	}
+	top := max(host, hdr-t.visible()/3)
+	for top < hdr && !rows[top].Header && !rows[top].HostHeader {
+		top++
+	}
+	return top
 }
 
 // heading is a host's or a device's heading: ▾ open, ▸ closed (and what it holds).
@@ -438,12 +458,23 @@ func (t *Model) jump(j widget.JumpToMsg) {
 	t.cursor = int(min(max((j.Time+j.Dur/2-t0)/t.nsPerCol, 0), int64(plotW-1)))
 	t.collapsed[j.Device] = false
 	t.hostOpen[t.hostOf(j.Device)] = true
-	for i, r := range t.Rows() {
-		if r.Track != nil && r.Track.Device == j.Device && r.Track.Stream == j.Stream {
-			t.list.Select(i)
+	// The device's heading goes near the top, as :rank puts it: its streams, below it, are then
+	// on screen, not below the fold.
+	rows := t.Rows()
+	hdr := -1
+	for i, r := range rows {
+		if r.Header && r.Device == j.Device {
+			hdr = i
 		}
-		if j.Stream == 0 && r.Header && r.Device == j.Device {
-			t.list.Select(i) // a device, not one of its streams (a finding's culprit)
+		if r.Track != nil && r.Track.Device == j.Device && r.Track.Stream == j.Stream {
+			top := i
+			if hdr >= 0 {
+				top = t.topFor(rows, hdr)
+			}
+			t.list.SelectFrom(i, top)
+		}
+		if j.Stream == 0 && hdr == i {
+			t.list.SelectFrom(i, t.topFor(rows, i)) // a device, not one of its streams (a finding's culprit)
 			break
 		}
 	}

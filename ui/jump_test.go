@@ -1,0 +1,111 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/ui/views/timeline"
+	"github.com/xfertop/xfertop/ui/widget"
+)
+
+// A jump to a finding's culprit device, far down a cluster's timeline, scrolls so that the
+// device's heading and its streams are on screen, the device near the top: not its heading on the
+// last row with its streams below the fold.
+func TestJumpShowsTheDevicesStreams(t *testing.T) {
+	m := sized(clusterSource(t, 1024), 80, 24)
+	m.Update(widget.JumpToMsg{Device: 613, Stream: 0, Time: 10_000_000, Dur: 1_000_000})
+	lines := strings.Split(text(m), "\n")
+	at := -1
+	for i, l := range lines {
+		if strings.Contains(l, "device 613") {
+			at = i
+			break
+		}
+	}
+	if at < 0 || at > 12 || at+1 >= len(lines) || !strings.Contains(lines[at+1], "s1") {
+		t.Fatalf("device 613's heading at line %d (want in the top half, its stream under it):\n%s", at, strings.Join(lines, "\n"))
+	}
+	if first := strings.TrimSpace(lines[3]); !strings.HasPrefix(first, "▾") && !strings.HasPrefix(first, "▸") {
+		t.Fatalf("the first row is %q, not a host's or device's heading:\n%s", first, strings.Join(lines, "\n"))
+	}
+}
+
+// :rank puts the rank's device heading near the top with its streams under it, and the first
+// row drawn is a heading (a host's or a device's), not a stream that does not say whose it is.
+func TestRankShowsAHeadingFirst(t *testing.T) {
+	m := sized(scenarioSource(t, "llm-train", 1, "h100x8x2"), 80, 24)
+	typeCmd(m, "rank 13")
+	lines := strings.Split(text(m), "\n")
+	if first := strings.TrimSpace(lines[3]); !strings.HasPrefix(first, "▾") && !strings.HasPrefix(first, "▸") {
+		t.Fatalf("after :rank 13 the first row is %q, not a heading:\n%s", first, strings.Join(lines, "\n"))
+	}
+	if !strings.Contains(text(m), "▾ device 13") {
+		t.Fatalf("after :rank 13 device 13's heading is not on screen:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// Enter on a rolled-up host far down the overview's table expands it with its GPUs in sight: the
+// host's row near the top, not its GPUs below the fold.
+func TestOverviewExpandShowsTheGPUs(t *testing.T) {
+	m := sized(clusterSource(t, 1024), 80, 24)
+	text(m) // drawn once: the table knows it scrolls
+	press(m, "G")
+	text(m)
+	press(m, "enter")
+	lines := strings.Split(text(m), "\n")
+	at := -1
+	for i, l := range lines {
+		if strings.Contains(l, "▾h127") {
+			at = i
+		}
+	}
+	if at < 0 || at+8 >= len(lines) || !strings.Contains(lines[at+8], "1023") {
+		t.Fatalf("host 127's row at line %d (want its 8 GPUs under it on screen):\n%s", at, strings.Join(lines, "\n"))
+	}
+}
+
+// PgDn and PgUp page the overview's table and the timeline's rows, as in every list.
+func TestPageKeys(t *testing.T) {
+	m := sized(clusterSource(t, 1024), 80, 24)
+	text(m) // drawn once: the table knows it scrolls
+	press(m, "pgdown")
+	if got := text(m); !strings.Contains(got, "rows 15–29 of 128") {
+		t.Errorf("PgDn in the overview:\n%s", got)
+	}
+	press(m, "pgup")
+	if got := text(m); !strings.Contains(got, "rows 1–15 of 128") {
+		t.Errorf("PgUp in the overview:\n%s", got)
+	}
+	press(m, "2")
+	text(m)
+	before := paneAt[*timeline.Model](m, TabTimeline).Selected()
+	press(m, "pgdown")
+	text(m)
+	if after := paneAt[*timeline.Model](m, TabTimeline).Selected(); after-before < 5 {
+		t.Errorf("PgDn in the timeline moved the selection from row %d to %d; want a page", before, after)
+	}
+	press(m, "?")
+	if got := text(m); !strings.Contains(got, "first row") || !strings.Contains(got, "page down") {
+		t.Errorf("the timeline's help lists no g/G or PgDn:\n%s", got)
+	}
+}
+
+// A host's GPU table does not repeat the metric it is coloured by as another column.
+func TestHostTableNoDuplicateColumn(t *testing.T) {
+	m := sized(clusterSource(t, 256), 160, 45)
+	for _, c := range []struct{ link, col string }{{"", "busy %"}, {"nic", "NIC %"}} {
+		if c.link != "" {
+			typeCmd(m, "link "+c.link)
+		}
+		typeCmd(m, "host 3")
+		var head string
+		for _, l := range strings.Split(text(m), "\n") {
+			if strings.HasPrefix(l, "gpu   local") {
+				head = l
+			}
+		}
+		if head == "" || strings.Count(head, c.col) != 1 {
+			t.Errorf("coloured by %q: the host's table head %q has %q other than once", c.col, head, c.col)
+		}
+	}
+}

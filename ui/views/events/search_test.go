@@ -1,0 +1,46 @@
+package events
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// A search over more events than one frame's budget goes on over the next frames, newest first,
+// and then takes the events that arrive as they come; a new query starts over.
+func TestSearchSpansFrames(t *testing.T) {
+	win := timeline.NewWindow(1<<20, timeline.NewStrings())
+	emit := func(from, to int) {
+		for i := from; i < to; i++ {
+			win.Emit(&timeline.Event{Kind: timeline.KindKernel, Device: int32(i % 1000), Start: int64(i), End: int64(i + 1)})
+		}
+	}
+	n := 2*searchBudget + searchBudget/2
+	emit(0, n)
+	format := func(snap *timeline.Snapshot) func(int64) string {
+		return func(i int64) string { return fmt.Sprintf("dev %d ", snap.At(i).Device) }
+	}
+	var s search
+	want := n / 1000
+	for frame := 1; frame <= 3; frame++ {
+		snap := win.Snapshot()
+		s.update("dev 7 ", &snap, format(&snap))
+		if done := s.done(&snap); done != (frame == 3) {
+			t.Fatalf("frame %d: done %v after %d of %d events", frame, done, s.searched(), n)
+		}
+	}
+	if s.matches() != want || s.nth(0) != int64(n-1000+7) || s.nth(want-1) != 7 {
+		t.Fatalf("%d matches, newest %d, oldest %d; want %d, %d, 7", s.matches(), s.nth(0), s.nth(want-1), want, n-1000+7)
+	}
+	emit(n, n+1000)
+	snap := win.Snapshot()
+	s.update("dev 7 ", &snap, format(&snap))
+	if s.matches() != want+1 || s.nth(0) != int64(n+7) || !s.done(&snap) {
+		t.Fatalf("after 1,000 more events: %d matches, newest %d; want %d, %d", s.matches(), s.nth(0), want+1, n+7)
+	}
+	s.update("dev 8 ", &snap, format(&snap))
+	if s.matches() == 0 || s.nth(0) != int64(n+8) {
+		t.Fatalf("a new query: %d matches, newest %d; want newest %d", s.matches(), s.nth(0), n+8)
+	}
+}
