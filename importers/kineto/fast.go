@@ -145,18 +145,11 @@ func (d *decoder) fastEventKey(b []byte, i int) (field, next int, ok bool) {
 			return fieldArgs, i + 7, true
 		}
 	}
-	k0, k1, ok := d.fastStr(b, i)
-	if !ok {
+	name, after, found := d.fastNamedKey(b, i)
+	if !found {
 		return 0, 0, false
 	}
-	i = k1 + 1
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	if i >= len(b) || b[i] != ':' {
-		return 0, 0, false
-	}
-	return eventField(b[k0:k1]), i + 1, true
+	return eventField(name), after, true
 }
 
 // Masks of a word's first five, six and seven bytes, and the keys profilers write with their
@@ -319,18 +312,28 @@ func (d *decoder) fastArgKey(b []byte, i int) (key, next int, ok bool) {
 			}
 		}
 	}
+	name, after, found := d.fastNamedKey(b, i)
+	if !found {
+		return 0, 0, false
+	}
+	return argID(name), after, true
+}
+
+// fastNamedKey reads the quoted key at b[i] and its colon: the key's bytes (its escapes as
+// written) and the index after the colon.
+func (d *decoder) fastNamedKey(b []byte, i int) (key []byte, next int, ok bool) {
 	k0, k1, ok := d.fastStr(b, i)
 	if !ok {
-		return 0, 0, false
+		return nil, 0, false
 	}
 	i = k1 + 1
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
 	if i >= len(b) || b[i] != ':' {
-		return 0, 0, false
+		return nil, 0, false
 	}
-	return argID(b[k0:k1]), i + 1, true
+	return b[k0:k1], i + 1, true
 }
 
 // argID tells which of the args the decoder reads a key names.
