@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"maps"
 	"math"
 	"slices"
 )
@@ -11,8 +10,11 @@ import (
 // ops arrive in, as a live attach and a merged replay of the same job deliver them differently.
 type busBytes struct {
 	whole int64
-	rem   map[int64]int64 // by denominator: the fractional bytes × den, below den
+	rem   []busRem // by denominator, few: a short list, searched, costs less than a map per op
 }
+
+// busRem is the fractional bytes × den, below den, of the ops whose bus factor has denominator den.
+type busRem struct{ den, rem int64 }
 
 // add counts b × num/den (den > 0).
 func (s *busBytes) add(b, num, den int64) {
@@ -28,23 +30,25 @@ func (s *busBytes) add(b, num, den int64) {
 	s.whole += q * num
 	r *= num
 	s.whole += r / den
-	if s.rem == nil {
-		s.rem = map[int64]int64{}
+	i := slices.IndexFunc(s.rem, func(x busRem) bool { return x.den == den })
+	if i < 0 {
+		i = len(s.rem)
+		s.rem = append(s.rem, busRem{den: den})
 	}
-	s.rem[den] += r % den
-	if s.rem[den] >= den {
+	x := &s.rem[i]
+	if x.rem += r % den; x.rem >= den {
 		s.whole++
-		s.rem[den] -= den
+		x.rem -= den
 	}
 }
 
 // total is the sum, rounded to the nearest byte once (the fractions summed in the order of their
 // denominators, so that the rounding too is the same every time).
 func (s *busBytes) total() int64 {
-	dens := slices.Sorted(maps.Keys(s.rem))
+	rem := slices.SortedFunc(slices.Values(s.rem), func(a, b busRem) int { return int(a.den - b.den) })
 	frac := 0.0
-	for _, den := range dens {
-		frac += float64(s.rem[den]) / float64(den)
+	for _, x := range rem {
+		frac += float64(x.rem) / float64(x.den)
 	}
 	return s.whole + int64(math.Round(frac))
 }
