@@ -40,6 +40,12 @@ type Row struct {
 	// NoiseFloorPct, when set, is the row's own noise floor: the change the replay with nothing
 	// changed already shows on it, above the comparison's (Comparison.SetRowFloors).
 	NoiseFloorPct *float64 `json:"noise_floor_pct,omitempty"`
+	// AMin, AMax, BMin and BMax bound a rate A or B that the timestamps' resolution leaves
+	// uncertain (A or B null), as analysis.Stats' GBpsMin and GBpsMax do; absent otherwise.
+	AMin *float64 `json:"a_min,omitempty"`
+	AMax *float64 `json:"a_max,omitempty"`
+	BMin *float64 `json:"b_min,omitempty"`
+	BMax *float64 `json:"b_max,omitempty"`
 }
 
 // Comparison lays two reports side by side: step time, GB/s per kind, idle by cause (per step, or
@@ -112,7 +118,9 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 		if ka.Count == 0 && kb.Count == 0 {
 			continue
 		}
-		add(row("transfers", k+" GB/s", UnitGBps, ka.GBps, kb.GBps, false))
+		r := row("transfers", k+" GB/s", UnitGBps, ka.GBps, kb.GBps, false)
+		r.AMin, r.AMax, r.BMin, r.BMax = ka.GBpsMin, ka.GBpsMax, kb.GBpsMin, kb.GBpsMax
+		add(r)
 	}
 	// Idle totals grow with a run's length: they are compared per step (or per second). Per step,
 	// only the idle time inside the steps counts (the first step's communicator setup and the time
@@ -347,7 +355,16 @@ func (r Row) Cells() (a, b, diff, pct, verdict string) {
 			verdict = "better"
 		}
 	}
-	return cell(r.A, r.Unit), cell(r.B, r.Unit), diff, pct, verdict
+	return bounded(r.A, r.AMin, r.AMax, r.Unit), bounded(r.B, r.BMin, r.BMax, r.Unit), diff, pct, verdict
+}
+
+// bounded is a figure's cell, or its bounds as the text report gives them (units.GBpsBounds)
+// when only they are known.
+func bounded(v, lo, hi *float64, u Unit) string {
+	if v == nil && lo != nil {
+		return units.GBpsBounds(lo, hi) + " " + string(u)
+	}
+	return cell(v, u)
 }
 
 // padRight pads s with spaces to w display columns.

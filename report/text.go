@@ -158,13 +158,10 @@ func transfersText(b *strings.Builder, r *Report) {
 
 // statsGBps is a group's rate, or its bounds when the timestamps' resolution leaves it uncertain.
 func statsGBps(s analysis.Stats) string {
-	switch {
-	case s.GBpsMin == nil:
+	if s.GBpsMin == nil {
 		return gbps(s.GBps)
-	case s.GBpsMax == nil:
-		return "≥ " + gbps(s.GBpsMin)
 	}
-	return gbps(s.GBpsMin) + "–" + gbps(s.GBpsMax)
+	return units.GBpsBounds(s.GBpsMin, s.GBpsMax)
 }
 
 func collectivesText(b *strings.Builder, r *Report) {

@@ -131,6 +131,20 @@ func GBps(r *float64) string {
 	return fmt.Sprintf("%.1f GB/s", *r)
 }
 
+// GBpsBounds formats the bounds of a rate in GB/s that the timestamps' resolution leaves
+// uncertain (analysis.Stats' GBpsMin and GBpsMax): "838.86–1398.10", "≥ 0.50" without an upper
+// bound (the ops may have taken no time), "—" without a lower one. The text report and the
+// console's views all show a bounded rate so, and only so.
+func GBpsBounds(lo, hi *float64) string {
+	switch {
+	case lo == nil:
+		return Unknown
+	case hi == nil:
+		return fmt.Sprintf("≥ %.2f", *lo)
+	}
+	return fmt.Sprintf("%.2f–%.2f", *lo, *hi)
+}
+
 // Rate formats bytes per second: "830 MB/s", "54.8 GB/s" (decimal units, as link speeds are quoted).
 func Rate(bps float64) string {
 	switch {

@@ -82,15 +82,17 @@ type row struct {
 	count, bytes int64
 	p50, p99     *int64
 	rate, bus    *float64
-	algoProto    string // collectives: NCCL's algorithm and protocol ("Ring_LL128"), "" when not known
-	coll         bool   // a collective: its ranks, size and bytes are 0 when the source did not record them
+	lo, hi       *float64 // rate's bounds when the timestamps' resolution leaves it uncertain (rate nil)
+	algoProto    string   // collectives: NCCL's algorithm and protocol ("Ring_LL128"), "" when not known
+	coll         bool     // a collective: its ranks, size and bytes are 0 when the source did not record them
 }
 
 // rows lists the analysis's transfer and collective rows, filtered.
 func rows(res *analysis.Result, f string) []row {
 	var out []row
 	for _, r := range res.Transfers.BySize {
-		out = append(out, row{kind: r.Kind, size: r.SizeClass, count: r.Count, bytes: r.Bytes, p50: r.P50Ns, p99: r.P99Ns, rate: r.GBps})
+		out = append(out, row{kind: r.Kind, size: r.SizeClass, count: r.Count, bytes: r.Bytes, p50: r.P50Ns, p99: r.P99Ns, rate: r.GBps,
+			lo: r.GBpsMin, hi: r.GBpsMax})
 	}
 	for _, c := range res.Collectives.Rows {
 		out = append(out, row{kind: c.Op, size: c.SizeClass, ranks: c.Ranks, count: c.Count, bytes: c.Bytes * c.Count,
@@ -116,10 +118,27 @@ func gbpsCell(p *float64) string {
 	return fmt.Sprintf("%.1f", *p)
 }
 
+// rateCell is a row's GB/s: its figure, or the bounds the text report gives it when the
+// timestamps' resolution leaves it uncertain.
+func rateCell(t row) string {
+	if t.rate == nil && t.lo != nil {
+		return units.GBpsBounds(t.lo, t.hi)
+	}
+	return gbpsCell(t.rate)
+}
+
+// rateKey sorts a row by its rate, or by its lower bound when only bounds are known.
+func rateKey(t row) float64 {
+	if t.rate == nil && t.lo != nil {
+		return *t.lo
+	}
+	return orZero(t.rate)
+}
+
 func (v *Model) sorted() []row {
 	rs := rows(v.Fr.Res, v.filter.Value())
 	keyOf := func(t row) []any {
-		return []any{t.kind, t.size, int64(t.ranks), t.count, t.bytes, orZero(t.p50), orZero(t.p99), orZero(t.rate), orZero(t.bus), t.algoProto}
+		return []any{t.kind, t.size, int64(t.ranks), t.count, t.bytes, orZero(t.p50), orZero(t.p99), rateKey(t), orZero(t.bus), t.algoProto}
 	}
 	sort.SliceStable(rs, func(i, j int) bool {
 		a, b := keyOf(rs[i])[v.sortCol], keyOf(rs[j])[v.sortCol]
@@ -163,7 +182,7 @@ func cells(t row) []string {
 			size, bytes = units.Unknown, units.Unknown
 		}
 	}
-	return []string{t.kind, size, ranks, fmt.Sprint(t.count), bytes, units.DurP(t.p50), units.DurP(t.p99), gbpsCell(t.rate), bus, t.algoProto}
+	return []string{t.kind, size, ranks, fmt.Sprint(t.count), bytes, units.DurP(t.p50), units.DurP(t.p99), rateCell(t), bus, t.algoProto}
 }
 
 // layout chooses the columns shown and their widths for a window w cells wide: each as wide as
@@ -253,7 +272,11 @@ func (v *Model) View() string {
 	if v.filter.Shown() {
 		b.WriteString(v.filter.View())
 	} else {
-		b.WriteString(st.Muted.Render(units.Counted(len(rs), "row") + " · payload: bytes asked of the ops, not bus bytes on links · GB/s = payload / time (algbw for collectives)"))
+		foot := units.Counted(len(rs), "row") + " · payload: bytes asked of the ops, not bus bytes on links · GB/s = payload / time (algbw for collectives)"
+		if slices.ContainsFunc(rs, func(t row) bool { return t.rate == nil && t.lo != nil }) {
+			foot += " · lo–hi: within the clock's ticks"
+		}
+		b.WriteString(st.Muted.Render(foot))
 		if last := lastAtCollectives(v.Fr.Res.Collectives); last != "" {
 			b.WriteString(st.Alert.Render(" · " + last))
 		}
