@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xfertop/xfertop/engine/fault"
+	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -114,5 +115,72 @@ func TestReplaySeekKeepsOnset(t *testing.T) {
 			t.Errorf("sought to %d ns: the first finding is rank %d first seen at %d ns; the report's rank %d at %d ns",
 				to, got.Rank, got.Onset, *want[0].Rank, want[0].OnsetNs)
 		}
+	}
+}
+
+// A headless replay from T (replay --from T) and a console replay sought to T name the same
+// findings first seen at the same time, the one the whole recording's report gives: when the fault
+// first showed, not where either began reading.
+func TestReplayFromAgreesWithSeek(t *testing.T) {
+	f, err := fault.Parse("kind=nic_slow,host=1,nic=3,factor=0.3,at=1.5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "slow.xfr")
+	runReport(t, Config{Scenario: "llm-train", Topology: "h100x8x2", Steps: 6, Seed: 1, Faults: []fault.Fault{f}, Record: path})
+	whole, err := Replay(t.Context(), ReplayConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := whole.Report().Findings
+	if len(want) == 0 || want[0].Rank == nil || want[0].OnsetNs < 1_500_000_000 {
+		t.Fatalf("the report's findings %+v: want a slow NIC first seen at 1.5 s or later", want)
+	}
+	rs, err := StartReplay(t.Context(), ReplayConfig{Path: path}, 1<<22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Stop()
+	wait := func() {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !rs.Done() {
+			t.Fatal("the replay did not end")
+		}
+	}
+	wait()
+	for _, from := range []int64{want[0].OnsetNs + 300_000_000, want[0].OnsetNs - 200_000_000} {
+		t.Run(time.Duration(from).String(), func(t *testing.T) {
+			rs.SeekTo(from)
+			wait()
+			_, res := rs.Analysed(nil)
+			hl, err := Replay(t.Context(), ReplayConfig{Path: path, From: time.Duration(from)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := hl.Report()
+			con := report.Build(res, rs.Meta, report.Run{}).Findings // the console's, laid out as the report's
+			if len(con) == 0 || len(rep.Findings) != len(con) {
+				t.Fatalf("from %d ns: the console names %d findings, replay --from %d; want as many, and some",
+					from, len(con), len(rep.Findings))
+			}
+			for i, got := range rep.Findings {
+				c := con[i]
+				if got.Kind != c.Kind || got.Culprit != c.Culprit || got.OnsetNs != c.OnsetNs || got.Step != c.Step {
+					t.Errorf("from %d ns, finding %d: replay --from says %s %s first seen at %d ns (step %d); the console %s %s at %d ns (step %d)",
+						from, i, got.Kind, got.Culprit, got.OnsetNs, got.Step, c.Kind, c.Culprit, c.OnsetNs, c.Step)
+				}
+			}
+			if got := rep.Findings[0]; got.OnsetNs != want[0].OnsetNs {
+				t.Errorf("from %d ns: replay --from's first finding first seen at %d ns; the whole recording's at %d ns",
+					from, got.OnsetNs, want[0].OnsetNs)
+			}
+			if rep.DurationNs > whole.Report().DurationNs-from+1 {
+				t.Errorf("from %d ns: replay --from covers %d ns; want the time from %d ns on only (the whole is %d ns)",
+					from, rep.DurationNs, from, whole.Report().DurationNs)
+			}
+		})
 	}
 }

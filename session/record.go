@@ -85,7 +85,10 @@ type Replayed struct {
 
 // Replay reads a recording back, analysing its events and emitting them to the extra sinks too,
 // paced to the wall clock at cfg.Speed and starting at cfg.From. It is the same event stream the
-// live run produced. A recording without events is ErrNoEvents.
+// live run produced. From cfg.From on, the totals cover what ends then or later, while the
+// diagnosis also reads the recording before it, so that a finding's onset is where the recording
+// first shows the fault, as a console sought to cfg.From says. A recording without events is
+// ErrNoEvents.
 func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Replayed, error) {
 	r, err := recordings.Open(cfg.Path, recordings.Options{Salvage: cfg.Salvage})
 	if err != nil {
@@ -94,6 +97,13 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 	defer r.Close()
 	an := analysis.New(r.Meta())
 	an.StartAt(cfg.From.Nanoseconds())
+	if cfg.From > 0 {
+		// The totals cover the replay from From on, but a finding's onset is where the recording
+		// first shows it, as the console's seek to From says (ReplaySource.diagnoseBefore).
+		if err := diagnoseRecordingBefore(ctx, an, cfg.Path, cfg.From.Nanoseconds(), cfg.Salvage); err != nil {
+			return nil, fmt.Errorf("replay %s: %w", cfg.Path, err)
+		}
+	}
 	fan := &fanout{sinks: append([]timeline.Sink{an}, sinks...)}
 	var exp *otel.Exporter
 	if cfg.Export != nil {
@@ -127,6 +137,17 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 		return out, fmt.Errorf("%s: %w", cfg.Path, ErrNoEvents)
 	}
 	return out, nil
+}
+
+// diagnoseRecordingBefore opens the recording at path again and gives an's diagnosis every event
+// that ends before from (diagnoseBefore).
+func diagnoseRecordingBefore(ctx context.Context, an *analysis.Analyzer, path string, from int64, salvage bool) error {
+	r, err := recordings.Open(path, recordings.Options{Salvage: salvage})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return diagnoseBefore(ctx, an, r, from, salvage)
 }
 
 // Report is the replayed recording's report: the same as the run that made it.

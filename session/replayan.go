@@ -63,11 +63,12 @@ func (rs *ReplaySource) Analysed(running []timeline.Event) (timeline.Snapshot, *
 	return rs.cur.Load().analysed(now, running)
 }
 
-// diagnoseBefore reads the recording again from its start and gives the diagnosis of g every event
-// that ends before from (Analyzer.Diagnose), so that after a seek a finding is first seen where
-// the recording first shows it, not where the seek landed. r is a reader of its own. Only chunks that start before from are
-// decoded when the recording has an index. It runs before g is published: no lock.
-func (g *replayGen) diagnoseBefore(ctx context.Context, r *recordings.Reader, from int64, salvage bool) error {
+// diagnoseBefore reads the recording again from its start and gives the diagnosis of an every event
+// that ends before from (Analyzer.Diagnose), so that after a seek, or in a replay from a time
+// (replay --from), a finding is first seen where the recording first shows it, not where the
+// replay began. r is a reader of its own. Only chunks that start before from are decoded when the
+// recording has an index. It runs before any event is emitted to an.
+func diagnoseBefore(ctx context.Context, an *analysis.Analyzer, r *recordings.Reader, from int64, salvage bool) error {
 	if from <= 0 {
 		return nil
 	}
@@ -88,7 +89,7 @@ func (g *replayGen) diagnoseBefore(ctx context.Context, r *recordings.Reader, fr
 				return fmt.Errorf("reading the recording before %d ns again for the diagnosis: %w", from, err)
 			}
 			for i := range evs {
-				g.an.Diagnose(&evs[i])
+				an.Diagnose(&evs[i])
 			}
 		}
 		return nil
@@ -99,7 +100,7 @@ func (g *replayGen) diagnoseBefore(ctx context.Context, r *recordings.Reader, fr
 		}
 		evs := r.At()
 		for i := range evs {
-			g.an.Diagnose(&evs[i])
+			an.Diagnose(&evs[i])
 		}
 	}
 	if err := r.Err(); err != nil && !salvage {
@@ -109,12 +110,12 @@ func (g *replayGen) diagnoseBefore(ctx context.Context, r *recordings.Reader, fr
 }
 
 // diagnoseBefore opens the recording again and reads it up to from for gen's diagnosis
-// (replayGen.diagnoseBefore).
+// (diagnoseBefore). It runs before gen is published: no lock.
 func (rs *ReplaySource) diagnoseBefore(ctx context.Context, gen *replayGen, from int64) error {
 	r, err := rs.open(ctx)
 	if r == nil {
 		return err
 	}
 	defer r.Close()
-	return gen.diagnoseBefore(ctx, r, from, rs.salvage)
+	return diagnoseBefore(ctx, gen.an, r, from, rs.salvage)
 }
