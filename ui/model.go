@@ -74,6 +74,9 @@ type SourceInfo struct {
 	Name     string         // scenario or file
 	Meta     xtimeline.Meta // the run's description: backend, topology, devices per host, link peaks
 	Duration int64          // replay: the recording's length in ns
+	// Recording is the file a live source records every event to, whatever the console reads of
+	// them ("" when it records none): the overview names it when the view fell behind.
+	Recording string
 }
 
 // ExportStatus is how the OpenTelemetry export is doing: a line for people, and whether it is
@@ -213,6 +216,8 @@ func (m *Model) syncFrame() {
 	*m.fr = widget.Frame{Res: m.res, Snap: &m.snap, State: m.state, Meta: m.info.Meta, Styles: m.styles, Keys: m.keys,
 		Paused: m.paused, Replay: m.info.Replay, Live: !m.status.Done && m.status.Err == nil, Running: m.running}
 	_, m.fr.RunningKnown = m.src.(InFlighter)
+	_, m.fr.AnalysesAll = m.src.(Analyser)
+	m.fr.Recording = m.info.Recording
 	m.fr.Now = m.snap.Now
 	for i := range m.running {
 		m.fr.Now = max(m.fr.Now, m.running[i].End)

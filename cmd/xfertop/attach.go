@@ -191,7 +191,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 		srv.Close()
 		tellRanks(srv, told, stderr) // what the last connections said as they ended
 	} else {
-		info := ui.SourceInfo{Name: "attach " + o.addr.String(), Meta: srv.Meta()}
+		info := ui.SourceInfo{Name: "attach " + o.addr.String(), Meta: srv.Meta(), Recording: o.record}
 		info.Meta.GPUsPerHost = meta.GPUsPerHost
 		src := attachSource{srv: srv, win: win, waiting: waiting, info: info, exp: exp}
 		if err := runConsole(ctx, src, o.console); err != nil && ctx.Err() == nil {

@@ -272,7 +272,7 @@ func TestConsoleEqualsReport(t *testing.T) {
 			t.Fatalf("the window holds %d of the %d events (%d trimmed): the view would not be behind", snap.Len(), r.Events, snap.Trimmed)
 		}
 		m := console(replaySource{r: rs, info: ui.SourceInfo{Replay: true, Name: path, Meta: rs.Meta, Duration: rs.Duration}})
-		if over := press(m, "1"); !strings.Contains(over, "went by while the view was behind") {
+		if over := press(m, "1"); !strings.Contains(over, "went by while the view was behind: in every figure, not in the timeline or the log") {
 			t.Errorf("the overview does not say the view was behind:\n%s", over)
 		}
 		sameNumbers(t, m, r)

@@ -140,7 +140,7 @@ func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, otlp *o
 		return prepareError(err)
 	}
 	m := l.Meta()
-	info := ui.SourceInfo{Name: m.Scenario, Meta: m}
+	info := ui.SourceInfo{Name: m.Scenario, Meta: m, Recording: cfg.Record}
 	cerr := runConsole(ctx, liveSource{l: l, info: info}, o)
 	out, rerr := l.Stop()
 	if cerr != nil && ctx.Err() == nil {

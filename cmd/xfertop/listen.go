@@ -354,7 +354,7 @@ type listenSource struct {
 }
 
 func (s *listenSource) Info() ui.SourceInfo {
-	info := ui.SourceInfo{Name: "otlp"}
+	info := ui.SourceInfo{Name: "otlp", Recording: s.sinks.record}
 	select {
 	case <-s.sinks.metaSet.ch:
 		info.Meta = s.sinks.meta

@@ -38,6 +38,13 @@ type Frame struct {
 	// reported op may be an op running.
 	Running      []timeline.Event
 	RunningKnown bool
+	// AnalysesAll is whether the source analyses every event it produces itself (ui.Analyser: a
+	// replay), so that the figures count the events the view missed while it was behind; a
+	// source that does not is analysed from what the console reads of its window, and the
+	// figures miss them too.
+	AnalysesAll bool
+	// Recording is the file a live source records every event to ("" when none).
+	Recording string
 	// Now is how far the source has got: the snapshot's latest reported end, or later when an op
 	// was seen running later than that (long ops run while nothing ends). The timeline's live
 	// edge; the analysis keeps to the snapshot's ops.

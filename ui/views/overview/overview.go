@@ -166,9 +166,27 @@ func (m *Model) View() string {
 		}
 	}
 	if fr.State.Missed > 0 {
-		b.WriteString(st.Warn.Render(units.Counted(fr.State.Missed, "event")+" went by while the view was behind (still recorded)") + "\n")
+		b.WriteString(st.Warn.Render(behind(fr)) + "\n")
 	}
 	return b.String()
+}
+
+// behind says how many events went by while the view was behind (trimmed from the window before
+// the console read them) and what they are missing from. A source that analyses every event itself
+// (a replay) has them in every figure: only the timeline and the log skipped them. Any other is
+// analysed from what the console reads, so its figures miss them too, and only a recording the
+// source writes beside the console still holds them.
+func behind(fr *widget.Frame) string {
+	n := units.Counted(fr.State.Missed, "event") + " went by while the view was behind: "
+	switch {
+	case fr.AnalysesAll && fr.Replay:
+		return n + "in every figure, not in the timeline or the log (seek back to see them)"
+	case fr.AnalysesAll:
+		return n + "in every figure, not in the timeline or the log"
+	case fr.Recording != "":
+		return n + "not in the figures, the timeline or the log; " + fr.Recording + " has them"
+	}
+	return n + "not in the figures, the timeline or the log, and not recorded (--record FILE keeps every event)"
 }
 
 // Column widths of the device table: the device, the time split, the idle cause and the total.
