@@ -1,10 +1,13 @@
 package whatif
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/xfertop/xfertop/depgraph"
 	"github.com/xfertop/xfertop/importers"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -54,6 +57,61 @@ func TestRealTraces(t *testing.T) {
 			}
 			if w.Changed.Scaled == 0 {
 				t.Error("no kernel was scaled")
+			}
+		})
+	}
+}
+
+// On the ResNet-50 trace the host's last launch and the GPU's last kernel end steps within less
+// than 1% of the compute: scaling every kernel by a hair moves whole steps' compute on or off the
+// critical path while the step times barely move (docs/whatif.md, "The replay"). As measured,
+// steps 0, 3 and 5 have compute on their paths; ×1.01 adds steps 1 and 4 (step 2, starting when
+// the longer step 1 ends, stays the host's); ×0.99 takes it off every step; no step's time moves by
+// more than 0.6 ms.
+func TestResNetScaleByAHair(t *testing.T) {
+	path := filepath.Join(sharedData, "kineto/resnet50_v100_worker0.pt.trace.json.gz")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("%s: %v (the project's real traces are not here)", path, err)
+	}
+	c := &collect{}
+	if _, err := importers.Stream([]string{path}, importers.Options{}, c); err != nil {
+		t.Fatal(err)
+	}
+	withCompute := func(ps []depgraph.Path) []int {
+		var out []int
+		for i, p := range ps {
+			if p.ByCategory[depgraph.CatCompute] > 0 {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		scale             float64
+		measured, changed []int
+	}{
+		{1.01, []int{0, 3, 5}, []int{0, 1, 3, 4, 5}},
+		{0.99, []int{0, 3, 5}, nil},
+	} {
+		t.Run(fmt.Sprint(tc.scale), func(t *testing.T) {
+			w, err := Run(c.evs, c.h.Strings, Options{Scale: map[string]float64{"*": tc.scale}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := withCompute(w.Before); !slices.Equal(got, tc.measured) {
+				t.Errorf("measured steps with compute on their critical path: %v; want %v", got, tc.measured)
+			}
+			if got := withCompute(w.After); !slices.Equal(got, tc.changed) {
+				t.Errorf("×%v: steps with compute on their critical path: %v; want %v", tc.scale, got, tc.changed)
+			}
+			if len(w.After) != len(w.Before) {
+				t.Fatalf("%d steps replayed; %d measured", len(w.After), len(w.Before))
+			}
+			for i := range w.Before {
+				m, b := w.Before[i].EndNs-w.Before[i].StartNs, w.After[i].EndNs-w.After[i].StartNs
+				if d := b - m; d > 600_000 || d < -600_000 {
+					t.Errorf("×%v: step %d moved by %d ns (measured %d ns); want within 0.6 ms", tc.scale, i, d, m)
+				}
 			}
 		})
 	}
