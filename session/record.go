@@ -101,6 +101,10 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 		// The totals cover the replay from From on, but a finding's onset is where the recording
 		// first shows it, as the console's seek to From says (ReplaySource.diagnoseBefore).
 		if err := diagnoseRecordingBefore(ctx, an, cfg.Path, cfg.From.Nanoseconds(), cfg.Salvage); err != nil {
+			var ce *recordings.CorruptionError
+			if errors.As(err, &ce) {
+				return nil, ce // it names the file and the offset, as the replay's own read says it
+			}
 			return nil, fmt.Errorf("replay %s: %w", cfg.Path, err)
 		}
 	}
