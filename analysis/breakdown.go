@@ -150,7 +150,7 @@ type DeviceTime struct {
 	ComputePct float64  `json:"compute_pct"`
 	NonCompPct float64  `json:"non_compute_pct"`
 	OverlapPct *float64 `json:"overlap_pct"`
-	LateNs     int64    `json:"late_ns,omitempty"`
+	LateNs     int64    `json:"late_ns"`
 	// IdleCause is the top cause of the device's streams' idle gaps (StreamGaps.Devices), given
 	// only where the device itself sat idle (IdleNs > 0): gaps a stream had while another of the
 	// device's streams ran are no idle time of the device, and a device never idle has no idle

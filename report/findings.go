@@ -21,7 +21,7 @@ type Finding struct {
 	OnsetNs    int64  `json:"onset_ns"`              // when the first evidence was seen, not when the fault began
 	// FromFirstTraffic: the first evidence is in the first traffic the culprit carried after
 	// setup; the fault may have begun earlier.
-	FromFirstTraffic bool    `json:"from_first_traffic,omitempty"`
+	FromFirstTraffic bool    `json:"from_first_traffic"`
 	AtNs             int64   `json:"at_ns"`
 	Step             int     `json:"step"`
 	Confidence       float64 `json:"confidence"`

@@ -38,7 +38,8 @@ func keyPaths(v any, prefix string, out map[string]bool) {
 
 // `xfertop run --backend cuda --headless --json` reports what the simulator reports, under the same
 // keys, for each kind of workload; the cuda report adds only how ranks were mapped onto GPUs. The
-// same workload moves the same transfers on both.
+// same workload moves the same transfers on both. Neither leaves out a key that the other could
+// have (omittedKeys: every key the report declares is there, unless mayBeAbsent says why not).
 func TestCUDAReportHasSimKeys(t *testing.T) {
 	extras := []string{".mapping"}
 	for _, sc := range [][]string{
@@ -64,6 +65,12 @@ func TestCUDAReportHasSimKeys(t *testing.T) {
 				var r map[string]any
 				if err := json.Unmarshal([]byte(out), &r); err != nil {
 					t.Fatalf("%s: not JSON: %v", backend, err)
+				}
+				// A key left out when empty (0, false) would be in one report and not the other
+				// whenever the backends' events differ in order or timing, which the key sets
+				// compared below cannot show while both happen to leave it out (late_ns did).
+				if keys := omittedKeys(t, out); len(keys) > 0 {
+					t.Errorf("%s: keys left out of the report, which the other backend's could have: %v", backend, keys)
 				}
 				if r["backend"] != backend {
 					t.Errorf("backend = %v, want %s", r["backend"], backend)
