@@ -141,6 +141,43 @@ func TestShapesTakeTheTraces(t *testing.T) {
 	}
 }
 
+// TestShapesBounded: a trace whose events are each of a shape of their own fills the tree of
+// shapes to its bound and no further, then stops trying it once most events are of no shape in
+// it; its events are read as the general path reads them all along.
+func TestShapesBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"traceEvents":[`)
+	const n = 3 * maxShapeNodes
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"ph":"X","name":"n","ts":%d,"k%d":1,"args":{"device":%d}}`, i, i, i%4)
+	}
+	b.WriteString(`]}`)
+	raw := []byte(b.String())
+	slow, _, err := decodeAll(raw, Options{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, _, err := decodeAll(raw, Options{}, false)
+	if err != nil || !reflect.DeepEqual(slow, fast) {
+		t.Fatalf("the fast path reads other events than the general path (%v)", err)
+	}
+	src, done, err := openStream("t.json", bytes.NewReader(raw), DefaultMaxInputBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	d := &decoder{s: newScanner("t.json", src, DefaultMaxTokenBytes), onEvent: func(*rawEvent, *header) error { return nil }}
+	if _, err := d.run(); err != nil {
+		t.Fatal(err)
+	}
+	if d.shapes.nodes > maxShapeNodes || !d.shapes.full || d.shapes.root != nil {
+		t.Errorf("%d shape nodes (most %d), full %v, tree kept %v; want a full tree given up", d.shapes.nodes, maxShapeNodes, d.shapes.full, d.shapes.root != nil)
+	}
+}
+
 // TestDtypeName: every dtype whose size xfertop knows is recognised, and nothing else.
 func TestDtypeName(t *testing.T) {
 	for k := range dtypeSize {

@@ -52,6 +52,9 @@ type shapes struct {
 	full  bool // nothing more is learnt
 	from  int  // the index of the brace of the event being read the fast way
 	vals  []shapeValue
+	// Events read by a shape and not, since nothing more is learnt: a file of more shapes than
+	// the tree holds stops trying them once most events are of none (each is read twice then).
+	hits, misses int
 }
 
 // shapeValue is a value of the event being read: where it lies, and its reader.
@@ -60,9 +63,14 @@ type shapeValue struct {
 	slot       uint8
 }
 
-// start begins noting the values of the event at b[from].
+// start begins noting the values of the event at b[from], which no shape read.
 func (sh *shapes) start(from int) {
 	sh.from, sh.vals = from, sh.vals[:0]
+	if sh.full && len(sh.root) > 0 {
+		if sh.misses++; sh.misses >= 256 && sh.misses > sh.hits {
+			sh.root = nil // not a trace of few shapes
+		}
+	}
 }
 
 // note notes a value of the event being read.
@@ -96,11 +104,8 @@ func (sh *shapes) learn(b []byte, end int) {
 			}
 		}
 		if n == nil {
-			if len(*kids) >= maxShapeKids {
-				return
-			}
-			if sh.nodes >= maxShapeNodes {
-				sh.full = true
+			if len(*kids) >= maxShapeKids || sh.nodes >= maxShapeNodes {
+				sh.full, sh.hits, sh.misses = true, 0, 0
 				return
 			}
 			n = newShapeNode(string(lit), slot)
@@ -177,6 +182,7 @@ func (d *decoder) shapedEvent(b []byte, i int, index int64) bool {
 		i += len(n.lit)
 		if n.slot == slotEnd {
 			d.s.pos = i
+			d.shapes.hits++
 			if d.shapedEvents != nil {
 				*d.shapedEvents++
 			}
