@@ -103,22 +103,24 @@ func (m *importer) addStep(e *rawEvent, start, end int64) error {
 	return m.emit(m.item(ev, e.Index), classKineto, false)
 }
 
-// addKineto converts a GPU op or a runtime call of a PyTorch profiler trace.
+// addKineto converts a GPU op or a runtime call of a PyTorch profiler trace. The event is made in
+// the importer's item itself: made apart and copied in, its copies cost more than the rest.
 func (m *importer) addKineto(e *rawEvent, kind timeline.Kind, gpu bool, start, end int64, htaGPU bool) error {
 	a := &e.Args
-	ev := timeline.Event{Kind: kind, Start: start, End: end, Queued: queuedUnknown, Peer: timeline.NoDevice, Label: m.label(e.Name)}
+	it := m.item(timeline.Event{}, e.Index)
+	ev := &it.ev
+	ev.Kind, ev.Start, ev.End, ev.Queued, ev.Peer, ev.Label = kind, start, end, queuedUnknown, timeline.NoDevice, m.label(e.Name)
 	if a.Has&hasCorrelation != 0 {
 		ev.Op = uint64(a.Correlation)
 	}
 	if !gpu {
-		return m.addRuntime(e, ev, htaGPU)
+		return m.addRuntime(e, it, htaGPU)
 	}
 	dev, ok := m.gpuDevice(e)
 	if !ok {
 		return nil
 	}
 	ev.Device = dev
-	it := m.item(timeline.Event{}, e.Index)
 	if a.Has&hasCorrelation != 0 {
 		ev.Queued = queuedPending
 		it.flags |= flagPending
@@ -133,15 +135,16 @@ func (m *importer) addKineto(e *rawEvent, kind timeline.Kind, gpu bool, start, e
 			ev.Bytes = m.checkBytes(e, "args.bytes", a.Bytes)
 		}
 	case timeline.KindKernel:
-		m.collective(e, &ev)
+		m.collective(e, ev)
 	}
-	it.ev = ev
 	return m.emit(it, classKineto, htaGPU)
 }
 
 // addRuntime keeps a runtime call (a launch, a copy call, a synchronisation) of the host thread
-// whose process id it stores; its start is the launch time of its correlated GPU op.
-func (m *importer) addRuntime(e *rawEvent, ev timeline.Event, htaGPU bool) error {
+// whose process id it stores; its start is the launch time of its correlated GPU op. it holds
+// the call as addKineto made it.
+func (m *importer) addRuntime(e *rawEvent, it *item, htaGPU bool) error {
+	ev := &it.ev
 	pid, _ := parseInt(e.Pid)
 	ev.Kind, ev.Queued, ev.Aux = timeline.KindRuntime, ev.Start, uint32(pid)
 	graph := isGraphLaunch(e.Name)
@@ -153,7 +156,6 @@ func (m *importer) addRuntime(e *rawEvent, ev timeline.Event, htaGPU bool) error
 	if m.multi {
 		ev.Device = devicePending // the file's rank
 	}
-	it := m.item(ev, e.Index)
 	if e.Args.Has&hasCorrelation != 0 {
 		it.flags |= flagLaunch
 		if graph {

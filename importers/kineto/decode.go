@@ -143,12 +143,14 @@ type decoder struct {
 	onEvent func(e *rawEvent, h *header) error
 	// seenEvents is set once traceEvents is read: a JSON object without it is no trace.
 	// slowOnly turns the fast path (fast.go) off, for the tests that compare the two.
-	slowOnly   bool
-	slowEvents *int // counts the events read the general way, for a test
-	seenEvents bool
+	slowOnly     bool
+	slowEvents   *int // counts the events read the general way, for a test
+	shapedEvents *int // and those read by a shape learnt
+	seenEvents   bool
 	// The arrays of the event's name, pid and tid where they are copied to: the fast path
 	// points them into the window instead, where the event lies whole while onEvent runs.
 	name, pid, tid []byte
+	shapes         shapes // the shapes of the file's events (shape.go)
 	// Method values made once, so that reading an event allocates nothing.
 	eventField, argField, xfrField func(key []byte)
 }

@@ -10,13 +10,16 @@
 // --like-hta's selection cuts, the devices, a sample of starts for the check of timestamps). The
 // items wait in a sorter until every file is read: a reorder buffer of 32,768 items, which, once
 // full, makes the sorted runs of an external merge sort (spilled to temporary files in a compact
-// binary form, one run for a trace in start order, merged 64 at a time; the files are removed on
-// every path). They go out in start order, what the survey learnt applied to each. Launch times are
+// binary form, merged 64 at a time; the files are removed on every path). While the first run is
+// written and the items come in start order, they go straight to it, past the buffer: a trace in
+// start order is one run, or two when some of its events come late (those wait for the second). They go out in start order, what the survey learnt applied to each. Launch times are
 // resolved by correlation id as the events go out, in a window and a table of the last 65,536
 // runtime calls; a GPU op whose call was forgotten is counted in a warning.
 //
 // An event is read straight from the window by a fast path (fast.go) when all of it is there and
-// holds nothing unusual; anything else is read again from its first byte by the general scanner,
+// holds nothing unusual, and most by the shapes the fast path learnt from the first events of each
+// kind (shape.go: the bytes between the values compared as words, each value read by the fast
+// path's reader for it); anything else is read again from its first byte by the general scanner,
 // which reads the same events and reports every error. Input that is not JSON fails at its first
 // invalid byte, naming the file and the offset; Options
 // bound the JSON read per file and the length of one token (LimitError). Numbers out of range are

@@ -35,6 +35,10 @@ func (d *decoder) fastEvent(index int64) bool {
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
+	if d.shapedEvent(b, i, index) {
+		return true
+	}
+	d.shapes.start(i)
 	i++
 	e.reset(index)
 	e.Name, e.Pid, e.Tid = nil, nil, nil // not the arrays the general path copies to: they may point into the window
@@ -48,6 +52,7 @@ func (d *decoder) fastEvent(index int64) bool {
 		}
 		if first && b[i] == '}' {
 			s.pos = i + 1
+			d.shapes.learn(b, s.pos)
 			return true
 		}
 		first = false
@@ -62,8 +67,12 @@ func (d *decoder) fastEvent(index int64) bool {
 		if i >= len(b) {
 			return false
 		}
+		at := i
 		if i, ok = d.fastEventField(b, field, i); !ok {
 			return false
+		}
+		if field != fieldArgs || b[at] != '{' { // an args object's values are noted one by one
+			d.shapes.note(at, i, uint8(field))
 		}
 		for i < len(b) && isSpace(b[i]) {
 			i++
@@ -76,6 +85,7 @@ func (d *decoder) fastEvent(index int64) bool {
 			i++
 		case '}':
 			s.pos = i + 1
+			d.shapes.learn(b, s.pos)
 			return true
 		default:
 			return false
@@ -174,70 +184,31 @@ func keyWord(k string) uint64 {
 }
 
 // fastEventField reads the value at b[i] of the event's field, as readEventField does, and
-// returns the index after it.
+// returns the index after it. It only dispatches: each kind of field is read by a function of its
+// own, so that the commonest (a time, an id) do not pay for the frame of the rarest.
 func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
-	e := &d.ev
 	switch field {
-	case fieldPh, fieldCat, fieldName:
-		if field == fieldPh && len(b)-i >= 3 && b[i] == '"' && b[i+2] == '"' && b[i+1] >= 0x20 && b[i+1] != '"' && b[i+1] != '\\' && d.s.maxToken >= 3 {
-			e.Ph = b[i+1] // "X": a phase is one letter
+	case fieldPh:
+		if len(b)-i >= 3 && b[i] == '"' && b[i+2] == '"' && b[i+1] >= 0x20 && b[i+1] != '"' && b[i+1] != '\\' && d.s.maxToken >= 3 {
+			d.ev.Ph = b[i+1] // "X": a phase is one letter
 			return i + 3, true
 		}
-		v0, v1, ok := d.fastStr(b, i)
-		if !ok {
-			return 0, false
-		}
-		v := b[v0:v1]
-		switch field {
-		case fieldPh:
-			if len(v) > 0 {
-				e.Ph = v[0]
-			}
-		case fieldCat:
-			e.Cat = category(v)
-		default:
-			e.Name = d.take(e.Name, &d.name, b[v0:v1:v1])
-		}
-		return v1 + 1, true
+		return d.fastStrField(b, field, i)
+	case fieldCat, fieldName:
+		return d.fastStrField(b, field, i)
 	case fieldPid, fieldTid:
-		v0, v1, end, ok := i, 0, 0, false
-		if _, end, ok = d.fastInt(b, i); ok {
-			v1 = end
-		} else if v0, v1, end, ok = d.fastScalar(b, i); !ok {
-			return 0, false
-		}
-		if field == fieldPid {
-			e.Pid = d.take(e.Pid, &d.pid, b[v0:v1:v1])
-		} else {
-			e.Tid = d.take(e.Tid, &d.tid, b[v0:v1:v1])
-		}
-		return end, true
+		return d.fastIDField(b, field, i)
 	case fieldTs, fieldDur:
-		ns, ok, end, read := d.fastTime(b, i)
-		if !read {
-			var v0, v1 int
-			if v0, v1, end, read = d.fastScalar(b, i); !read {
-				return 0, false
+		if ns, ok, end, read := d.fastTime(b, i); read && ok && !d.floats {
+			e := &d.ev
+			if field == fieldTs {
+				e.Ts, e.TsF, e.HasTs, e.BadTs = ns, 0, true, false
+			} else {
+				e.Dur, e.DurF, e.HasDur, e.BadDur = ns, 0, true, false
 			}
-			ns, ok = parseNs(b[v0:v1])
+			return end, true
 		}
-		v0, v1 := i, end
-		if b[i] == '"' {
-			v0, v1 = i+1, end-1
-		}
-		var f float64
-		if ok && d.floats {
-			f, _ = strconv.ParseFloat(string(b[v0:v1]), 64)
-		}
-		if !ok {
-			ns = 0
-		}
-		if field == fieldTs {
-			e.Ts, e.TsF, e.HasTs, e.BadTs = ns, f, ok, !ok
-		} else {
-			e.Dur, e.DurF, e.HasDur, e.BadDur = ns, f, ok, !ok
-		}
-		return end, true
+		return d.fastTimeField(b, field, i)
 	case fieldArgs:
 		if b[i] != '{' {
 			return d.fastSkip(b, i)
@@ -245,6 +216,75 @@ func (d *decoder) fastEventField(b []byte, field, i int) (int, bool) {
 		return d.fastArgs(b, i+1)
 	}
 	return d.fastSkip(b, i)
+}
+
+// fastStrField reads the string value of ph, cat or name.
+func (d *decoder) fastStrField(b []byte, field, i int) (int, bool) {
+	e := &d.ev
+	v0, v1, ok := d.fastStr(b, i)
+	if !ok {
+		return 0, false
+	}
+	v := b[v0:v1]
+	switch field {
+	case fieldPh:
+		if len(v) > 0 {
+			e.Ph = v[0]
+		}
+	case fieldCat:
+		e.Cat = category(v)
+	default:
+		e.Name = d.take(e.Name, &d.name, b[v0:v1:v1])
+	}
+	return v1 + 1, true
+}
+
+// fastIDField reads the value of pid or tid: its text, an integer's or a string's.
+func (d *decoder) fastIDField(b []byte, field, i int) (int, bool) {
+	e := &d.ev
+	v0, v1, end, ok := i, 0, 0, false
+	if _, end, ok = d.fastInt(b, i); ok {
+		v1 = end
+	} else if v0, v1, end, ok = d.fastScalar(b, i); !ok {
+		return 0, false
+	}
+	if field == fieldPid {
+		e.Pid = d.take(e.Pid, &d.pid, b[v0:v1:v1])
+	} else {
+		e.Tid = d.take(e.Tid, &d.tid, b[v0:v1:v1])
+	}
+	return end, true
+}
+
+// fastTimeField reads the value of ts or dur, with its float64 for --like-hta, where fastTime
+// alone did not: a string, an exponent, a number out of range.
+func (d *decoder) fastTimeField(b []byte, field, i int) (int, bool) {
+	e := &d.ev
+	ns, ok, end, read := d.fastTime(b, i)
+	if !read {
+		var v0, v1 int
+		if v0, v1, end, read = d.fastScalar(b, i); !read {
+			return 0, false
+		}
+		ns, ok = parseNs(b[v0:v1])
+	}
+	v0, v1 := i, end
+	if b[i] == '"' {
+		v0, v1 = i+1, end-1
+	}
+	var f float64
+	if ok && d.floats {
+		f, _ = strconv.ParseFloat(string(b[v0:v1]), 64)
+	}
+	if !ok {
+		ns = 0
+	}
+	if field == fieldTs {
+		e.Ts, e.TsF, e.HasTs, e.BadTs = ns, f, ok, !ok
+	} else {
+		e.Dur, e.DurF, e.HasDur, e.BadDur = ns, f, ok, !ok
+	}
+	return end, true
 }
 
 // The args the decoder reads.
@@ -374,7 +414,6 @@ func (d *decoder) take(cur []byte, own *[]byte, v []byte) []byte {
 
 // fastArgs reads an event's args object from after its brace, as readArgField does.
 func (d *decoder) fastArgs(b []byte, i int) (int, bool) {
-	a := &d.ev.Args
 	first := true
 	for {
 		for i < len(b) && isSpace(b[i]) {
@@ -398,58 +437,11 @@ func (d *decoder) fastArgs(b []byte, i int) (int, bool) {
 		if i >= len(b) {
 			return 0, false
 		}
-		var bit uint8
-		var dst *int64
-		switch key {
-		case argDevice:
-			bit, dst = hasDevice, &a.Device
-		case argStream:
-			bit, dst = hasStream, &a.Stream
-		case argCorrelation:
-			bit, dst = hasCorrelation, &a.Correlation
-		case argBytes:
-			bit, dst = hasBytes, &a.Bytes
-		case argInNelems:
-			bit, dst = hasInNelems, &a.InNelems
-		case argOutNelems:
-			bit, dst = hasOutNelems, &a.OutNelems
-		case argGroupSize:
-			bit, dst = hasGroupSize, &a.GroupSize
-		case argDType:
-			v0, v1, end, ok := d.fastScalar(b, i)
-			if !ok {
-				return 0, false
-			}
-			a.DType = dtypeName(b[v0:v1])
-			i = end
-		case argXfertop:
-			return 0, false // an export's own fields: the general path reads them
-		default:
-			if i, ok = d.fastSkip(b, i); !ok {
-				return 0, false
-			}
+		at := i
+		if i, ok = d.fastArgValue(b, key, i); !ok {
+			return 0, false
 		}
-		if dst != nil {
-			if n, end, ok := d.fastInt(b, i); ok {
-				*dst = n
-				a.Has |= bit
-				i = end
-				dst = nil
-			}
-		}
-		if dst != nil {
-			v0, v1, end, ok := d.fastScalar(b, i)
-			if !ok {
-				return 0, false
-			}
-			if n, ok := parseInt(b[v0:v1]); ok {
-				*dst = n
-				a.Has |= bit
-			} else {
-				a.Bad |= bit
-			}
-			i = end
-		}
+		d.shapes.note(at, i, slotArg+uint8(key))
 		for i < len(b) && isSpace(b[i]) {
 			i++
 		}
@@ -465,6 +457,57 @@ func (d *decoder) fastArgs(b []byte, i int) (int, bool) {
 			return 0, false
 		}
 	}
+}
+
+// fastArgValue reads the value at b[i] (i < len(b)) of the arg key names, and returns the index
+// after it.
+func (d *decoder) fastArgValue(b []byte, key, i int) (int, bool) {
+	a := &d.ev.Args
+	var bit uint8
+	var dst *int64
+	switch key {
+	case argDevice:
+		bit, dst = hasDevice, &a.Device
+	case argStream:
+		bit, dst = hasStream, &a.Stream
+	case argCorrelation:
+		bit, dst = hasCorrelation, &a.Correlation
+	case argBytes:
+		bit, dst = hasBytes, &a.Bytes
+	case argInNelems:
+		bit, dst = hasInNelems, &a.InNelems
+	case argOutNelems:
+		bit, dst = hasOutNelems, &a.OutNelems
+	case argGroupSize:
+		bit, dst = hasGroupSize, &a.GroupSize
+	case argDType:
+		v0, v1, end, ok := d.fastScalar(b, i)
+		if !ok {
+			return 0, false
+		}
+		a.DType = dtypeName(b[v0:v1])
+		return end, true
+	case argXfertop:
+		return 0, false // an export's own fields: the general path reads them
+	default:
+		return d.fastSkip(b, i)
+	}
+	if n, end, ok := d.fastInt(b, i); ok {
+		*dst = n
+		a.Has |= bit
+		return end, true
+	}
+	v0, v1, end, ok := d.fastScalar(b, i)
+	if !ok {
+		return 0, false
+	}
+	if n, ok := parseInt(b[v0:v1]); ok {
+		*dst = n
+		a.Has |= bit
+	} else {
+		a.Bad |= bit
+	}
+	return end, true
 }
 
 // fastStr reads the string at b[i] (its opening quote) without escapes or control characters,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -49,6 +50,11 @@ func FuzzFastPath(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":7,"tid":7,"ts":1682725898079292,"dur":8,"args":{"External id":1,"Input Dims":[[2048,1024],[1024,4096]],"Input type":["float","float"]}},` + "\n" +
 		`{"ph":"X","cat":"kernel","name":"ampere_sgemm_128x64_nn","pid":0,"tid":7,"ts":1682725898079298.250,"dur":15.5,"args":{"External id":1,"queued":0,"device":0,"context":1,"stream":7,"correlation":1,"blocks per SM":4.8,"grid":[32,16,1],"est. achieved occupancy %":12}}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","name":"k","args":{"device":0,"In msg nelems":1,"Out msg nelems":2,"correlation":3}}]}`))
+	// Events of a shape learnt, then events that part from it: at a literal (other white space,
+	// another key, a key longer or shorter), at a value the shape's reader refuses, an args
+	// object where the shape had a plain value and the other way round, a repeated key.
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"a","pid":0,"tid":7,"ts":1,"dur":2,"args":{"device":0,"stream":7}},{"ph":"X","cat":"kernel","name":"b","pid":0,"tid":7,"ts":3,"dur":4,"args":{"device":1,"stream":8}},{"ph":"X","cat":"kernel","name":"c","pid":0,"tid":7,"ts":5,"dur":6,"args":{"device":1,"streams":8}},{"ph": "X","cat":"kernel","name":"d","pid":0,"tid":7,"ts":7,"dur":8,"args":{"device":1,"stream":8}},{"ph":"X","cat":"kernel","name":"e","pid":"0","tid":7,"ts":"9","dur":1e1,"args":{"device":"x","stream":[8]}},{"ph":"X","cat":"kernel","name":"f","pid":0,"tid":7,"ts":11,"dur":12,"args":{"device":1,"stream":8},"name":"g"}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","name":"a","ts":1,"args":7},{"ph":"X","name":"b","ts":2,"args":{"device":3}},{"ph":"X","name":"c","ts":3,"args":{"device":3}},{"ph":"X","name":"d","ts":4,"args":8},{"ph":"X","name":"e","ts":5,"args":{}},{"ph":"X","name":"f","ts":6,"args":{ }},{},{ },{"ph":"X","name":"g","ts":7,"args":{"xfertop":{"k":5}}},{"ph":"X","name":"h","ts":8,"args":  9}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, opts := range []Options{{}, {MaxTokenBytes: 5}, {MaxTokenBytes: 14}, {LikeHTA: true}} {
 			slow, hs, errs := decodeAll(data, opts, true)
@@ -99,6 +105,76 @@ func TestFastPathTakesTheTraces(t *testing.T) {
 		if most := len(data)/readChunk + 1; slow > most {
 			t.Errorf("%s: %d events read the general way; want at most %d (one per window)", name, slow, most)
 		}
+	}
+}
+
+// TestShapesTakeTheTraces: the events of the benchmarks' traces, and of the real traces where
+// ../shared/data has them, are read by the shapes learnt from the first of each kind, but for
+// those that straddle the end of the window; the shapes of the real traces stay few.
+func TestShapesTakeTheTraces(t *testing.T) {
+	inputs := map[string][]byte{"synthetic": syntheticKineto(20), "large": largeTraceBytes(t, 2000, 1)}
+	for _, name := range []string{"resnet50_v100_worker0.pt.trace.json.gz", "sampled_rank-0.json.gz"} {
+		if raw, err := os.ReadFile(data + name); err == nil {
+			inputs[name] = raw
+		}
+	}
+	for name, raw := range inputs {
+		shaped, events := 0, 0
+		src, done, err := openStream("t.json", bytes.NewReader(raw), DefaultMaxInputBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &decoder{s: newScanner("t.json", src, DefaultMaxTokenBytes), onEvent: func(*rawEvent, *header) error { events++; return nil }}
+		d.shapedEvents = &shaped
+		if _, err := d.run(); err != nil {
+			t.Fatal(err)
+		}
+		done()
+		t.Logf("%s: %d of %d events read by %d shape nodes", name, shaped, events, d.shapes.nodes)
+		if name == "synthetic" || name == "large" {
+			if most := d.shapes.nodes + events/(readChunk/400) + 8; events-shaped > most {
+				t.Errorf("%s: %d of %d events read by a shape; want all but %d at most", name, shaped, events, most)
+			}
+		} else if shaped < events/2 {
+			t.Errorf("%s: %d of %d events read by a shape; want most", name, shaped, events)
+		}
+	}
+}
+
+// TestShapesBounded: a trace whose events are each of a shape of their own fills the tree of
+// shapes to its bound and no further, then stops trying it once most events are of no shape in
+// it; its events are read as the general path reads them all along.
+func TestShapesBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"traceEvents":[`)
+	const n = 3 * maxShapeNodes
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"ph":"X","name":"n","ts":%d,"k%d":1,"args":{"device":%d}}`, i, i, i%4)
+	}
+	b.WriteString(`]}`)
+	raw := []byte(b.String())
+	slow, _, err := decodeAll(raw, Options{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, _, err := decodeAll(raw, Options{}, false)
+	if err != nil || !reflect.DeepEqual(slow, fast) {
+		t.Fatalf("the fast path reads other events than the general path (%v)", err)
+	}
+	src, done, err := openStream("t.json", bytes.NewReader(raw), DefaultMaxInputBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	d := &decoder{s: newScanner("t.json", src, DefaultMaxTokenBytes), onEvent: func(*rawEvent, *header) error { return nil }}
+	if _, err := d.run(); err != nil {
+		t.Fatal(err)
+	}
+	if d.shapes.nodes > maxShapeNodes || !d.shapes.full || d.shapes.root != nil {
+		t.Errorf("%d shape nodes (most %d), full %v, tree kept %v; want a full tree given up", d.shapes.nodes, maxShapeNodes, d.shapes.full, d.shapes.root != nil)
 	}
 }
 

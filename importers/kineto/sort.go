@@ -14,6 +14,14 @@ const reorderItems = 1 << 15
 // it is full, the first goes out to the sorted run being written. Nothing goes out to out before
 // finish: the items wait there until every file is read and surveyed. Then what is in the buffer
 // goes out in order, or, if runs were written, to the last run, and the runs are merged.
+//
+// While the first run is written and the buffer, full, holds only items of it, it is emptied into
+// the run and the items that follow go straight to the run (direct) as
+// long as each comes after the one before it: an in-order trace costs no copy into the buffer and
+// out of it. One that comes late waits in the buffer for the next run; once the buffer is full
+// again the sort goes on as replacement selection. A trace nearly in order so costs a run more,
+// the late items'; the runs are merged by (start, seq), so the events come out the same whichever
+// run an item went to.
 type sorter struct {
 	heap     reorder.Heap[item]
 	capacity int
@@ -21,8 +29,10 @@ type sorter struct {
 	spill    *spill
 	run      int32 // run being written
 	w        *runWriter
-	last     reorder.Key // the item last let out of the buffer
+	last     reorder.Key // the item last let out of the buffer, or written directly
 	popped   bool
+	direct   bool
+	ahead    int // items in the buffer of the next run
 	tmp      item
 }
 
@@ -31,14 +41,39 @@ func newSorter(capacity int, sp *spill, out func(it *item) error) *sorter {
 }
 
 func (s *sorter) put(it *item) error {
+	late := s.popped && (it.ev.Start < s.last.Start || it.ev.Start == s.last.Start && it.seq < s.last.Seq)
+	if s.direct && !late {
+		s.last = reorder.Key{Run: s.run, Start: it.ev.Start, Seq: it.seq}
+		return s.w.write(it)
+	}
 	run := s.run
-	if s.popped && (it.ev.Start < s.last.Start || it.ev.Start == s.last.Start && it.seq < s.last.Seq) {
+	if late {
 		run++ // too late for the run being written: it starts the next one
+		s.ahead++
 	}
 	s.heap.Push(reorder.Key{Run: run, Start: it.ev.Start, Seq: it.seq}, it)
 	if s.heap.Len() > s.capacity {
-		return s.letOut()
+		s.direct = false
+		if err := s.letOut(); err != nil {
+			return err
+		}
+		return s.goDirect()
 	}
+	return nil
+}
+
+// goDirect empties the buffer into the first run and has the items that follow written directly,
+// when every item in it belongs to that run.
+func (s *sorter) goDirect() error {
+	if s.run != 0 || s.ahead > 0 {
+		return nil
+	}
+	for s.heap.Len() > 0 {
+		if err := s.letOut(); err != nil {
+			return err
+		}
+	}
+	s.direct = true
 	return nil
 }
 
@@ -54,6 +89,9 @@ func (s *sorter) letOut() error {
 		w, err := s.spill.create()
 		if err != nil {
 			return err
+		}
+		if top.Run != s.run {
+			s.ahead = 0 // the run's items are all out: those left are of the next
 		}
 		s.w, s.run = w, top.Run
 	}

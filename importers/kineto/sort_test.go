@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -215,4 +216,58 @@ func TestAgreesWithWholeImporter(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSorterDirect: once the buffer is full of items of the first run, the items that come in
+// order go straight to that run (nothing waits in the buffer), those that come late wait there for
+// the next run, and a buffer full of them again goes back to replacement selection; every item
+// comes out once, in (start, seq) order, in each case.
+func TestSorterDirect(t *testing.T) {
+	const capacity = 4
+	tests := []struct {
+		name   string
+		starts []int64
+		direct bool // still writing directly after the last item
+		runs   int
+	}{
+		{"in order", []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, true, 1},
+		{"one late", []int64{1, 2, 3, 4, 5, 6, 7, 3, 8, 9}, true, 2},
+		{"late ones fill the buffer", []int64{1, 2, 3, 4, 5, 20, 6, 7, 8, 9, 10, 21, 22, 11}, false, 2},
+		{"shuffled from the start", []int64{5, 3, 1, 4, 2, 9, 7, 8, 6}, true, 2},
+	}
+	for _, tc := range tests {
+		sp := &spill{dir: t.TempDir(), fanIn: mergeFanIn}
+		var got []item
+		s := newSorter(capacity, sp, func(it *item) error { got = append(got, *it); return nil })
+		var want []item
+		for i, st := range tc.starts {
+			it := item{ev: timeline.Event{Start: st, End: st + 1}, seq: int64(i)}
+			want = append(want, it)
+			if err := s.put(&it); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.direct != tc.direct {
+			t.Errorf("%s: writing directly %v; want %v", tc.name, s.direct, tc.direct)
+		}
+		if err := s.finish(); err != nil {
+			t.Fatal(err)
+		}
+		if runs := len(sp.made); runs != tc.runs {
+			t.Errorf("%s: %d runs; want %d", tc.name, runs, tc.runs)
+		}
+		sp.close()
+		slices.SortStableFunc(want, func(a, b item) int { return cmpInt(a.ev.Start, b.ev.Start) })
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: items out %v; want %v", tc.name, starts(got), starts(want))
+		}
+	}
+}
+
+func starts(its []item) []int64 {
+	var s []int64
+	for _, it := range its {
+		s = append(s, it.ev.Start)
+	}
+	return s
 }

@@ -348,8 +348,8 @@ func (d *recDecoder) rare(e *timeline.Event, mask uint64) {
 	}
 }
 
-// recDecoder reads varints from a record, with a sticky error; a value of one byte (the usual)
-// is read without a call.
+// recDecoder reads varints from a record, with a sticky error; a value of up to three bytes (a
+// duration in ns, a correlation id) is read without a call.
 type recDecoder struct {
 	b   []byte
 	i   int
@@ -357,14 +357,20 @@ type recDecoder struct {
 }
 
 func (d *recDecoder) uvarint() uint64 {
-	if i := d.i; i+1 < len(d.b) {
-		if c := d.b[i]; c < 0x80 {
+	if b, i := d.b, d.i; i+2 < len(b) {
+		if c := b[i]; c < 0x80 {
 			d.i++
 			return uint64(c)
-		} else if c2 := d.b[i+1]; c2 < 0x80 {
+		} else if c2 := b[i+1]; c2 < 0x80 {
 			d.i += 2
 			return uint64(c&0x7f) | uint64(c2)<<7
+		} else if c3 := b[i+2]; c3 < 0x80 {
+			d.i += 3
+			return uint64(c&0x7f) | uint64(c2&0x7f)<<7 | uint64(c3)<<14
 		}
+	} else if i < len(b) && b[i] < 0x80 {
+		d.i++
+		return uint64(b[i])
 	}
 	return d.uvarintLong()
 }
