@@ -238,11 +238,11 @@ func (s *Sim) Run(ctx context.Context) error {
 // submitted is still pending.
 func (s *Sim) run(ctx context.Context, until int64) error {
 	for s.pendingCmds+s.pendingOps+s.batched > 0 {
-		if len(s.q) == 0 {
+		if s.q.len() == 0 {
 			s.runErr = s.deadlock()
 			return s.runErr
 		}
-		if s.q[0].t > until {
+		if s.q.minT() > until {
 			return nil
 		}
 		it := s.q.pop()
