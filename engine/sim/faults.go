@@ -189,7 +189,7 @@ func (s *Sim) stalls(ii int32) bool {
 	for _, x := range s.instPool[ii].ops {
 		o := s.op(x)
 		for _, i := range s.flt.byDev[o.op.Device] {
-			if f := &s.flt.list[i]; f.Kind == fault.Hang && f.Mode == fault.HangIn && f.Active(s.now) && f.HangsAt(&o.op) {
+			if f := &s.flt.list[i]; f.Kind == fault.Hang && f.Mode == fault.HangIn && f.Active(s.now) && s.hangsAt(f, &o.op) {
 				return true
 			}
 		}

@@ -37,8 +37,8 @@ func (s *Sim) graphLaunched(h *host, cmd *engine.Command) {
 }
 
 // markCaptured sets the captured mark on the event of an op a graph replayed.
-func markCaptured(e *timeline.Event, op *engine.StreamOp) {
-	if op.Graph != 0 && e.Kind.IsBusy() {
+func markCaptured(e *timeline.Event, graph uint32) {
+	if graph != 0 && e.Kind.IsBusy() {
 		e.Aux |= timeline.AuxCaptured
 	}
 }

@@ -31,7 +31,7 @@ type opRef struct {
 var retired = evState{recorded: true}
 
 type opState struct {
-	op     engine.StreamOp
+	op     opSpec
 	seq    uint64
 	queued int64
 	start  int64
@@ -104,7 +104,7 @@ func (s *Sim) enqueue(op *engine.StreamOp) {
 	oi := s.takeSlot()
 	o := s.op(oi)
 	gen := o.gen + 1
-	*o = opState{op: *op, seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true, gen: gen}
+	*o = opState{op: specOf(op), seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true, gen: gen}
 	st := &s.streams[op.Stream]
 	st.q = append(st.q, oi)
 	s.pendingOps++
