@@ -96,3 +96,37 @@ func (s *Sim) hangsAt(f *fault.Fault, o *opSpec) bool {
 	op := o.streamOp()
 	return f.HangsAt(&op)
 }
+
+// hostCmd is what a host thread's queue keeps of an engine.Command: its op packed (opSpec), a
+// communicator init's devices as their count (all that its event reports), a graph launch's ops
+// behind a pointer. 152 bytes instead of 296: a 1,024-GPU step of llm-train queues a quarter of a
+// million commands before the first runs.
+type hostCmd struct {
+	Op       opSpec
+	Duration int64
+	graph    *[]engine.StreamOp // a graph launch's ops (nil: none)
+	Event    engine.EventID
+	Comm     uint32
+	Label    uint32
+	devices  int32 // a communicator init's devices
+	Kind     engine.CmdKind
+}
+
+// cmdOf is cmd as a host thread's queue keeps it.
+func cmdOf(cmd *engine.Command) hostCmd {
+	c := hostCmd{Op: specOf(&cmd.Op), Duration: cmd.Duration, Event: cmd.Event, Comm: cmd.Comm, Label: cmd.Label,
+		devices: int32(len(cmd.Devices)), Kind: cmd.Kind}
+	if cmd.Graph != nil {
+		g := cmd.Graph
+		c.graph = &g
+	}
+	return c
+}
+
+// graphOps is a graph launch's ops, in the order they were captured (nil: none).
+func (c *hostCmd) graphOps() []engine.StreamOp {
+	if c.graph == nil {
+		return nil
+	}
+	return *c.graph
+}

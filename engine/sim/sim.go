@@ -89,7 +89,7 @@ type Sim struct {
 
 	ringScratch ringScratch // rings' answer
 
-	freeCmds [][]engine.Command // blocks of host commands, cleared, for any host's cmdQueue
+	freeCmds [][]hostCmd // blocks of host commands, cleared, for any host's cmdQueue
 
 	running running   // the ops in flight, as InFlight reads them
 	lb      linkBytes // what each link carried, reported per window
@@ -198,7 +198,7 @@ func (s *Sim) event(id engine.EventID) *evState {
 // Submit queues cmd on dev's host thread.
 func (s *Sim) Submit(dev engine.DeviceID, cmd engine.Command) {
 	h := &s.hosts[dev]
-	s.pushCmd(&h.q, &cmd)
+	*s.pushCmd(&h.q) = cmdOf(&cmd)
 	s.pendingCmds++
 	if !h.busy && !h.kicked {
 		h.kicked = true

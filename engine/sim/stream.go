@@ -98,13 +98,13 @@ func (s *Sim) current(r opRef) bool {
 	return o.live && o.gen == r.gen
 }
 
-func (s *Sim) enqueue(op *engine.StreamOp) {
+func (s *Sim) enqueue(op *opSpec) {
 	s.seq++
 	// Built in its slot: an op is some 260 bytes, and newOp would copy it twice.
 	oi := s.takeSlot()
 	o := s.op(oi)
 	gen := o.gen + 1
-	*o = opState{op: specOf(op), seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true, gen: gen}
+	*o = opState{op: *op, seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true, gen: gen}
 	st := &s.streams[op.Stream]
 	st.q = append(st.q, oi)
 	s.pendingOps++
