@@ -60,6 +60,7 @@ type streamInfo struct {
 // builds a step's work, then calls Run.
 type Client struct {
 	b     Backend
+	fast  Launcher // b, when it takes launches without a Command (nil: it does not)
 	sink  timeline.Sink
 	strs  *timeline.Strings
 	topo  Topology
@@ -106,6 +107,7 @@ func NewClient(b Backend, sink timeline.Sink, opts Options) *Client {
 		groupOps: make([][]StreamOp, n),
 		seen:     make([]uint32, n),
 	}
+	c.fast, _ = b.(Launcher)
 	c.pool = newRecvPool(n, opts.RecvPoolSlots, opts.RecvPoolSlotBytes, &c.nextBuf)
 	for d := range n {
 		for range opts.RecvPoolSlots {
@@ -223,6 +225,10 @@ func (c *Client) launch(op *StreamOp) {
 			c.groupDevs = append(c.groupDevs, op.Device)
 		}
 		c.groupOps[op.Device] = append(c.groupOps[op.Device], *op)
+		return
+	}
+	if c.fast != nil && c.capt == nil {
+		c.fast.Launch(op.Device, *op)
 		return
 	}
 	c.submit(op.Device, &Command{Kind: CmdLaunch, Op: *op})

@@ -197,8 +197,20 @@ func (s *Sim) event(id engine.EventID) *evState {
 
 // Submit queues cmd on dev's host thread.
 func (s *Sim) Submit(dev engine.DeviceID, cmd engine.Command) {
+	*s.pushCmd(&s.hosts[dev].q) = cmdOf(&cmd)
+	s.submitted(dev)
+}
+
+// Launch queues the launch of op on dev's host thread, as Submit of a CmdLaunch command does
+// (engine.Launcher).
+func (s *Sim) Launch(dev engine.DeviceID, op engine.StreamOp) {
+	*s.pushCmd(&s.hosts[dev].q) = hostCmd{Kind: engine.CmdLaunch, Op: specOf(&op)}
+	s.submitted(dev)
+}
+
+// submitted counts the command just queued on dev's host thread and wakes the thread if idle.
+func (s *Sim) submitted(dev engine.DeviceID) {
 	h := &s.hosts[dev]
-	*s.pushCmd(&h.q) = cmdOf(&cmd)
 	s.pendingCmds++
 	if !h.busy && !h.kicked {
 		h.kicked = true
