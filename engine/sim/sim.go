@@ -47,6 +47,7 @@ type Sim struct {
 	armed     bool
 	ops       [][]opState // op slots in chunks of opChunk (see op)
 	nOps      int         // slots taken so far
+	gens      []uint32    // each slot's generation (opState.gen), apart from the slots
 	freeOps   []int32
 	pairs     map[uint64]int32
 	insts     map[uint64]int32
