@@ -32,6 +32,15 @@ type Backend interface {
 	Strings() *timeline.Strings
 }
 
+// Launcher is a Backend that takes a launch (Submit of a CmdLaunch command) without a Command
+// around its op: a Command is some 300 bytes, built and then copied again to pass it by value,
+// once per op. Launch(dev, op) must do what Submit(dev, Command{Kind: CmdLaunch, Op: op}) does.
+// (The op goes by value too: a pointer through an interface would put every op the client builds
+// on the heap.)
+type Launcher interface {
+	Launch(dev DeviceID, op StreamOp)
+}
+
 // CommFault is an error a backend found in a communicator's background work (NCCL's
 // ncclCommGetAsyncError): the communicator was aborted, and the client evicts it so the next use
 // of its devices creates a fresh one.

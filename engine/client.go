@@ -59,10 +59,14 @@ type streamInfo struct {
 // Client is the engine's API over one backend. It is not safe for concurrent use: one goroutine
 // builds a step's work, then calls Run.
 type Client struct {
-	b     Backend
-	sink  timeline.Sink
-	strs  *timeline.Strings
-	topo  Topology
+	b    Backend
+	fast Launcher // b, when it takes launches without a Command (nil: it does not)
+	sink timeline.Sink
+	strs *timeline.Strings
+	topo Topology
+	// nDevs is topo.Devices(): Topology's methods take it by value, and the compiler copies its
+	// some 400 bytes at each call, which checking every op's device did twice.
+	nDevs int
 	opts  Options
 	comms *CommCache
 	pool  *RecvPool
@@ -97,7 +101,7 @@ type Client struct {
 func NewClient(b Backend, sink timeline.Sink, opts Options) *Client {
 	topo := b.Topology()
 	n := topo.Devices()
-	c := &Client{b: b, sink: sink, strs: b.Strings(), topo: topo, opts: opts,
+	c := &Client{b: b, sink: sink, strs: b.Strings(), topo: topo, nDevs: n, opts: opts,
 		comms:    NewCommCache(opts.CommCacheSize),
 		coll:     NewCollMem(opts.CollMemBytes),
 		streams:  make([]streamInfo, 1),
@@ -106,6 +110,7 @@ func NewClient(b Backend, sink timeline.Sink, opts Options) *Client {
 		groupOps: make([][]StreamOp, n),
 		seen:     make([]uint32, n),
 	}
+	c.fast, _ = b.(Launcher)
 	c.pool = newRecvPool(n, opts.RecvPoolSlots, opts.RecvPoolSlotBytes, &c.nextBuf)
 	for d := range n {
 		for range opts.RecvPoolSlots {
@@ -150,7 +155,7 @@ func (c *Client) Strings() *timeline.Strings { return c.strs }
 func (c *Client) NewOpID() uint64 { c.nextOp++; return c.nextOp }
 
 func (c *Client) checkDevice(op string, d DeviceID) error {
-	if !c.topo.Valid(d) {
+	if d < 0 || int(d) >= c.nDevs {
 		return &GuardError{Op: op, Kind: ErrUnknownPeer, Devices: []DeviceID{d},
 			Detail: fmt.Sprintf("topology %s has devices 0..%d", c.topo.Name, c.topo.Devices()-1)}
 	}
@@ -223,6 +228,10 @@ func (c *Client) launch(op *StreamOp) {
 			c.groupDevs = append(c.groupDevs, op.Device)
 		}
 		c.groupOps[op.Device] = append(c.groupOps[op.Device], *op)
+		return
+	}
+	if c.fast != nil && c.capt == nil {
+		c.fast.Launch(op.Device, *op)
 		return
 	}
 	c.submit(op.Device, &Command{Kind: CmdLaunch, Op: *op})

@@ -3,9 +3,10 @@
 # `xfertop run --headless` (the analysis and the report included), run by the OLD and the NEW
 # binary in turn, ROUNDS times (default 5); the CPU time is the process's user + system time
 # (/usr/bin/time), so a loaded machine, which stretches the wall clock, moves the figure less. It
-# prints each run's events per CPU second and, per case, the medians and NEW/OLD.
+# prints each run's events per CPU second and, per case, the medians, NEW/OLD and each round's
+# NEW/OLD (the two runs of a round ran side by side, under the same load).
 #
-#   git worktree add /tmp/old-sim 21efb1d && (cd /tmp/old-sim && go build -o /tmp/xfertop-old ./cmd/xfertop)
+#   git worktree add --detach /tmp/old-sim 6725509 && (cd /tmp/old-sim && go build -o /tmp/xfertop-old ./cmd/xfertop)
 #   go build -o bin/xfertop ./cmd/xfertop && scripts/simbench.sh /tmp/xfertop-old bin/xfertop
 set -euo pipefail
 old=${1:?usage: simbench.sh OLD NEW [ROUNDS]}
@@ -49,7 +50,8 @@ for c in "${cases[@]}"; do
 	done
 	mo=$(median <"$tmp/old.rates")
 	mn=$(median <"$tmp/new.rates")
-	printf '%s (%s events): old %s, new %s M events/cpu-s; medians %s → %s, new/old %s\n' "$name" "$events" \
+	printf '%s (%s events): old %s, new %s M events/cpu-s; medians %s → %s, new/old %s; per round %s\n' "$name" "$events" \
 		"$(sort -g "$tmp/old.rates" | paste -sd' ')" "$(sort -g "$tmp/new.rates" | paste -sd' ')" "$mo" "$mn" \
-		"$(awk -v a="$mo" -v b="$mn" 'BEGIN { printf "%.2f", b / a }')"
+		"$(awk -v a="$mo" -v b="$mn" 'BEGIN { printf "%.2f", b / a }')" \
+		"$(paste -d' ' "$tmp/old.rates" "$tmp/new.rates" | awk '{ printf "%s%.2f", (NR > 1 ? " " : ""), $2 / $1 }')"
 done

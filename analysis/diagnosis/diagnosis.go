@@ -45,8 +45,12 @@ type Diagnosis struct {
 
 	ranks  []rankAcc
 	labels map[uint32]int32 // kernel label → slot
-	kSum   [][]float64      // slot → per-rank sum of durations this step
-	kCnt   [][]int32
+	// labelCache holds label → slot + 1 for the labels seen, by label modulo its size (labels
+	// are interned in order, so a run's few dozen fall in distinct entries): most kernels need
+	// no lookup in labels. Slots are never taken back, so an entry never goes stale.
+	labelCache [cacheSize]labelSlot
+	kSum       [][]float64 // slot → per-rank sum of durations this step
+	kCnt       [][]int32
 	// kMin is per slot the shortest call on any rank this step; kSlow per slot and rank the
 	// start + 1 of its first call that took gpuRatio× the shortest seen before it ended (0: none):
 	// where a GPU's slowness began within the step (a finding's onset).
@@ -77,11 +81,14 @@ type Diagnosis struct {
 	findings []Finding
 	reported map[candKey]int // index in findings
 
-	comms   map[uint32]*commInfo
-	members int // membership entries kept, over all communicators
-	maxWait int64
-	maxInit int64
-	maxOp   int64 // the longest collective, send or receive that finished
+	comms map[uint32]*commInfo
+	// commCache holds the communicators by id modulo its size, as labelCache the labels (a
+	// communicator once in comms stays there): a collective looks its communicator up twice.
+	commCache [cacheSize]commSlot
+	members   int // membership entries kept, over all communicators
+	maxWait   int64
+	maxInit   int64
+	maxOp     int64 // the longest collective, send or receive that finished
 	// endedWaits are the waits the watchdog ended (up to maxEnded): no longer in flight, they
 	// still say who waited on whom when it fired, for a wait cycle.
 	endedWaits []timeline.Event
@@ -312,8 +319,40 @@ func (d *Diagnosis) launch(r *rankAcc, e *timeline.Event) {
 	r.qmax = max(r.qmax, e.Queued)
 }
 
+// cacheSize is the number of entries of labelCache and commCache.
+const cacheSize = 64
+
+type labelSlot struct {
+	label uint32
+	slot  int32 // + 1; 0: the entry is empty
+}
+
+type commSlot struct {
+	id uint32
+	ci *commInfo
+}
+
+// comm returns the communicator id (nil: none seen).
+func (d *Diagnosis) comm(id uint32) *commInfo {
+	c := &d.commCache[id%cacheSize]
+	if c.ci != nil && c.id == id {
+		return c.ci
+	}
+	ci := d.comms[id]
+	if ci != nil {
+		*c = commSlot{id, ci}
+	}
+	return ci
+}
+
 func (d *Diagnosis) addKernel(e *timeline.Event) {
-	slot, ok := d.labels[e.Label]
+	var slot int32
+	ok := false
+	if c := &d.labelCache[e.Label%cacheSize]; c.slot > 0 && c.label == e.Label {
+		slot, ok = c.slot-1, true
+	} else if slot, ok = d.labels[e.Label]; ok {
+		*c = labelSlot{e.Label, slot + 1}
+	}
 	if !ok {
 		if len(d.labels) >= maxLabels {
 			d.Dropped++
@@ -359,7 +398,7 @@ func (d *Diagnosis) crosses(e *timeline.Event) bool {
 	if d.gph > 0 && int(e.Ranks) > d.gph {
 		return true
 	}
-	if ci := d.comms[e.Comm]; ci != nil {
+	if ci := d.comm(e.Comm); ci != nil {
 		return ci.hosts == -2
 	}
 	return false
@@ -523,11 +562,13 @@ func (d *Diagnosis) join(e *timeline.Event) {
 
 // collSeq counts a communicator's collectives: its parts of one instance end together.
 func (d *Diagnosis) collSeq(e *timeline.Event) {
-	if ci := d.comms[e.Comm]; ci != nil && ci.lastOp != e.Op {
+	if ci := d.comm(e.Comm); ci != nil && ci.lastOp != e.Op {
 		ci.lastOp = e.Op
 		ci.seq++
 	}
-	delete(d.hungComms, e.Comm) // it moves again: a later hang on it is a new one
+	if len(d.hungComms) > 0 {
+		delete(d.hungComms, e.Comm) // it moves again: a later hang on it is a new one
+	}
 }
 
 // Result returns the findings so far, worst first; labels reads the watchdog's alert messages

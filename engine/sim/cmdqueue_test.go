@@ -29,7 +29,8 @@ func TestCmdQueue(t *testing.T) {
 			for range tt.rounds {
 				for range tt.push {
 					free := len(s.freeCmds)
-					s.pushCmd(&q, &engine.Command{Kind: engine.CmdSleep, Duration: next, Devices: []engine.DeviceID{1}})
+					*s.pushCmd(&q) = cmdOf(&engine.Command{Kind: engine.CmdSleep, Duration: next, Devices: []engine.DeviceID{1},
+						Op: engine.StreamOp{Ranks: []engine.DeviceID{1}, Sizes: []int64{1}}, Graph: []engine.StreamOp{{}}})
 					if free == 0 && len(s.freeCmds) == 0 && q.tail == 1 {
 						made++
 					}
@@ -61,7 +62,7 @@ func TestCmdQueue(t *testing.T) {
 			}
 			for _, b := range s.freeCmds {
 				for i := range b {
-					if b[i].Kind != 0 || b[i].Devices != nil {
+					if c := &b[i]; c.Kind != 0 || c.devices != 0 || c.graph != nil || c.Op.Ranks != nil || c.Op.more != nil {
 						t.Fatalf("a pooled block holds a command: %+v", b[i])
 					}
 				}

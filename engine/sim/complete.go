@@ -104,13 +104,13 @@ func (s *Sim) opEvent(oi int32, end int64) timeline.Event {
 			e.Start = o.start
 		}
 	case engine.OpGroup:
-		e.Kind, e.Aux, e.Peer, e.Op = timeline.KindGroupLaunch, uint32(len(o.op.Parts)), timeline.NoDevice, 0
+		e.Kind, e.Aux, e.Peer, e.Op = timeline.KindGroupLaunch, uint32(len(o.op.parts())), timeline.NoDevice, 0
 	case engine.OpWaitEvent:
 		if o.waitAt >= 0 {
 			e.Kind, e.Start, e.Aux, e.Peer, e.Op = timeline.KindEventWait, o.waitAt, uint32(o.op.Event), timeline.NoDevice, 0
 		}
 	}
-	markCaptured(&e, &o.op)
+	markCaptured(&e, o.op.Graph)
 	return e
 }
 

@@ -159,7 +159,7 @@ func (s *Sim) launchDelay(d int32) int64 {
 
 // stuck reports whether device d's host thread stops for ever at cmd: a hung rank at the
 // collective it never posts, a missing rank at its communicator's initialisation.
-func (s *Sim) stuck(d int32, cmd *engine.Command) bool {
+func (s *Sim) stuck(d int32, cmd *hostCmd) bool {
 	if s.flt.byDev == nil {
 		return false
 	}
@@ -171,7 +171,7 @@ func (s *Sim) stuck(d int32, cmd *engine.Command) bool {
 		switch {
 		case f.Kind == fault.MissingRank && cmd.Kind == engine.CmdCommInit:
 			return true
-		case f.Kind == fault.Hang && f.Mode == fault.HangBefore && (cmd.Kind == engine.CmdLaunch || cmd.Kind == engine.CmdBatch) && f.HangsAt(&cmd.Op):
+		case f.Kind == fault.Hang && f.Mode == fault.HangBefore && (cmd.Kind == engine.CmdLaunch || cmd.Kind == engine.CmdBatch) && s.hangsAt(f, &cmd.Op):
 			return true
 		}
 	}
@@ -189,7 +189,7 @@ func (s *Sim) stalls(ii int32) bool {
 	for _, x := range s.instPool[ii].ops {
 		o := s.op(x)
 		for _, i := range s.flt.byDev[o.op.Device] {
-			if f := &s.flt.list[i]; f.Kind == fault.Hang && f.Mode == fault.HangIn && f.Active(s.now) && f.HangsAt(&o.op) {
+			if f := &s.flt.list[i]; f.Kind == fault.Hang && f.Mode == fault.HangIn && f.Active(s.now) && s.hangsAt(f, &o.op) {
 				return true
 			}
 		}
@@ -198,7 +198,7 @@ func (s *Sim) stalls(ii int32) bool {
 }
 
 // hold keeps host thread hi busy with cmd for ever: nothing completes it.
-func (s *Sim) hold(hi int32, cmd engine.Command) {
+func (s *Sim) hold(hi int32, cmd hostCmd) {
 	h := &s.hosts[hi]
 	h.cur, h.busy, h.since = cmd, true, s.now
 }

@@ -603,8 +603,8 @@ func (s *Sim) startAllToAll(ii int32) {
 				continue
 			}
 			var b int64
-			if o.op.Sizes != nil {
-				b = o.op.Sizes[j]
+			if sizes := o.op.sizes(); sizes != nil {
+				b = sizes[j]
 			} else {
 				b = o.op.Bytes / int64(n)
 			}

@@ -17,7 +17,7 @@ func (s *Sim) graphLaunchCost() int64 {
 }
 
 // startGraphLaunch makes host h busy with the launch of cmd's graph.
-func (s *Sim) startGraphLaunch(hi int32, cmd engine.Command) {
+func (s *Sim) startGraphLaunch(hi int32, cmd hostCmd) {
 	h := &s.hosts[hi]
 	h.cur, h.busy, h.since = cmd, true, s.now
 	s.at(s.now+s.graphLaunchCost(), evHostDone, hi, 0)
@@ -25,20 +25,22 @@ func (s *Sim) startGraphLaunch(hi int32, cmd engine.Command) {
 
 // graphLaunched reports the launch that just ended on host h and puts every op of its graph on
 // its stream at once: their order on each stream and the events between them are as captured.
-func (s *Sim) graphLaunched(h *host, cmd *engine.Command) {
+func (s *Sim) graphLaunched(h *host, cmd *hostCmd) {
+	ops := cmd.graphOps()
 	id := uint32(0)
-	if len(cmd.Graph) > 0 {
-		id = cmd.Graph[0].Graph
+	if len(ops) > 0 {
+		id = ops[0].Graph
 	}
-	s.emit(engine.GraphLaunchEvent(h.dev, s.hostOf(h.dev), h.since, s.now, len(cmd.Graph), id, cmd.Label))
-	for i := range cmd.Graph {
-		s.enqueue(&cmd.Graph[i])
+	s.emit(engine.GraphLaunchEvent(h.dev, s.hostOf(h.dev), h.since, s.now, len(ops), id, cmd.Label))
+	for i := range ops {
+		op := specOf(&ops[i])
+		s.enqueue(&op)
 	}
 }
 
 // markCaptured sets the captured mark on the event of an op a graph replayed.
-func markCaptured(e *timeline.Event, op *engine.StreamOp) {
-	if op.Graph != 0 && e.Kind.IsBusy() {
+func markCaptured(e *timeline.Event, graph uint32) {
+	if graph != 0 && e.Kind.IsBusy() {
 		e.Aux |= timeline.AuxCaptured
 	}
 }

@@ -11,7 +11,7 @@ type host struct {
 	busy        bool
 	waiting     bool
 	kicked      bool
-	cur         engine.Command
+	cur         hostCmd
 	since       int64 // when cur began: a communicator init or a sleep is reported when it ends
 	comms       int
 	batch       []engine.StreamOp
@@ -25,7 +25,7 @@ type host struct {
 // and go back to the Sim's pool once read: a step that queues thousands of commands on each of a
 // thousand host threads grows no array by copying, and keeps no array per thread once it drained.
 type cmdQueue struct {
-	blocks [][]engine.Command // the first holds the next command, at head
+	blocks [][]hostCmd // the first holds the next command, at head
 	head   int
 	tail   int // commands in the last block
 }
@@ -36,26 +36,26 @@ const cmdBlock = 32
 func (q *cmdQueue) empty() bool { return len(q.blocks) == 0 }
 
 // front returns the next command; the queue must not be empty.
-func (q *cmdQueue) front() *engine.Command { return &q.blocks[0][q.head] }
+func (q *cmdQueue) front() *hostCmd { return &q.blocks[0][q.head] }
 
-// pushCmd appends a copy of cmd to q.
-func (s *Sim) pushCmd(q *cmdQueue, cmd *engine.Command) {
+// pushCmd appends a command to q and returns its slot, to be written.
+func (s *Sim) pushCmd(q *cmdQueue) *hostCmd {
 	if len(q.blocks) == 0 || q.tail == cmdBlock {
-		var b []engine.Command
+		var b []hostCmd
 		if n := len(s.freeCmds); n > 0 {
 			b, s.freeCmds = s.freeCmds[n-1], s.freeCmds[:n-1]
 		} else {
-			b = make([]engine.Command, cmdBlock)
+			b = make([]hostCmd, cmdBlock)
 		}
 		q.blocks, q.tail = append(q.blocks, b), 0
 	}
-	q.blocks[len(q.blocks)-1][q.tail] = *cmd
 	q.tail++
+	return &q.blocks[len(q.blocks)-1][q.tail-1]
 }
 
 // popCmd drops q's front command (clearing its slot), and gives a block it has read to the pool.
 func (s *Sim) popCmd(q *cmdQueue) {
-	q.blocks[0][q.head] = engine.Command{}
+	q.blocks[0][q.head] = hostCmd{}
 	q.head++
 	if (len(q.blocks) == 1 && q.head == q.tail) || q.head == cmdBlock {
 		s.freeCmds = append(s.freeCmds, q.blocks[0])
@@ -69,12 +69,12 @@ func (s *Sim) popCmd(q *cmdQueue) {
 	}
 }
 
-func (s *Sim) launchCost(op *engine.StreamOp) int64 {
+func (s *Sim) launchCost(op *opSpec) int64 {
 	switch op.Kind {
 	case engine.OpSend, engine.OpRecv, engine.OpCollective:
 		return s.m.NCCLLaunchNs
 	case engine.OpGroup:
-		return s.m.GroupLaunchNs + s.m.GroupPerOpNs*int64(len(op.Parts))
+		return s.m.GroupLaunchNs + s.m.GroupPerOpNs*int64(len(op.parts()))
 	case engine.OpRecord, engine.OpWaitEvent:
 		return s.m.WaitLaunchNs
 	}
@@ -135,7 +135,7 @@ func (s *Sim) hostStep(hi int32) {
 				s.hold(hi, cmd)
 				return
 			}
-			h.batch = append(h.batch, cmd.Op)
+			h.batch = append(h.batch, cmd.Op.streamOp())
 			s.batched++
 			h.cur, h.busy = cmd, true
 			if len(h.batch) == 1 {
@@ -164,17 +164,17 @@ func (s *Sim) launchBatch(hi int32) {
 	s.batched -= len(parts)
 	h.batch = h.batch[:0]
 	h.batchGen++
-	g := engine.StreamOp{Kind: engine.OpGroup, Stream: parts[0].Stream, Device: h.dev, Peer: -1, Parts: parts}
-	h.cur, h.busy = engine.Command{Kind: engine.CmdLaunch, Op: g}, true
+	g := opSpec{Kind: engine.OpGroup, Stream: parts[0].Stream, Device: h.dev, Peer: -1, more: &opMore{Parts: parts}}
+	h.cur, h.busy = hostCmd{Kind: engine.CmdLaunch, Op: g}, true
 	s.pendingCmds++
 	s.at(s.now+s.launchCost(&g)+s.launchDelay(hi), evHostDone, hi, 0)
 }
 
 // hostCmdEvent is the event of cmd, a communicator init or a sleep h began at h.since, up to end.
-func hostCmdEvent(h *host, cmd *engine.Command, end int64) timeline.Event {
+func hostCmdEvent(h *host, cmd *hostCmd, end int64) timeline.Event {
 	if cmd.Kind == engine.CmdCommInit {
 		return timeline.Event{Kind: timeline.KindCommInit, Start: h.since, End: end, Device: int32(h.dev),
-			Peer: timeline.NoDevice, Comm: cmd.Comm, Ranks: uint16(len(cmd.Devices)), Label: cmd.Label}
+			Peer: timeline.NoDevice, Comm: cmd.Comm, Ranks: uint16(cmd.devices), Label: cmd.Label}
 	}
 	return timeline.Event{Kind: timeline.KindMark, Start: h.since, End: end, Device: int32(h.dev),
 		Peer: timeline.NoDevice, Label: cmd.Label}
@@ -197,11 +197,11 @@ func (s *Sim) hostDone(hi int32) {
 		s.emit(hostCmdEvent(h, cmd, s.now))
 	case engine.CmdBatch:
 		if len(h.batch) >= s.batchMax {
-			h.cur = engine.Command{}
+			h.cur = hostCmd{}
 			s.launchBatch(hi)
 			return
 		}
 	}
-	h.cur = engine.Command{}
+	h.cur = hostCmd{}
 	s.hostStep(hi)
 }

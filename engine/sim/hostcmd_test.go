@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -143,4 +144,73 @@ func (l *lateCheck) Emit(e *timeline.Event) {
 		l.t.Errorf("%v reported at %d, before its end at %d", e.Kind, now, e.End)
 	}
 	l.store.Emit(e)
+}
+
+// submitOnly is the sim without its Launch: every launch reaches it as a Command (Submit).
+type submitOnly struct{ engine.Backend }
+
+// A launch the client hands the sim without a Command (engine.Launcher) runs as the same launch
+// submitted as a Command does: the same events, in the same order, for kernels, copies, events,
+// sends and receives, collectives (a ragged all-to-all's sizes included), groups, barriers and a
+// captured graph.
+func TestLaunchIsSubmit(t *testing.T) {
+	events := func(wrap bool) []timeline.Event {
+		s, store := h100x8(t)
+		var b engine.Backend = s
+		if wrap {
+			b = submitOnly{s}
+		}
+		c := engine.NewClient(b, store, engine.DefaultOptions())
+		if _, ok := b.(engine.Launcher); ok == wrap {
+			t.Fatalf("wrapped %v: the backend is a Launcher: %v", wrap, ok)
+		}
+		workload(t, c)
+		run(t, c)
+		return store.Events()
+	}
+	fast, submitted := events(false), events(true)
+	if len(fast) < 50 || !slices.Equal(fast, submitted) {
+		t.Fatalf("%d events launched, %d submitted; want the same, and more than 50", len(fast), len(submitted))
+	}
+}
+
+// workload queues some of every kind of op on c.
+func workload(t *testing.T, c *engine.Client) {
+	t.Helper()
+	all := []engine.DeviceID{0, 1, 2, 3}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range all {
+		must(c.Kernel(c.ComputeStream(d), 40_000, "fwd"))
+	}
+	ev, err := c.Record(c.ComputeStream(0))
+	must(err)
+	must(c.WaitEvent(c.TransferStream(1), ev))
+	_, err = c.Copy(c.TransferStream(1), timeline.CopyH2D, 1<<20, -1, false)
+	must(err)
+	_, err = c.Collective(timeline.CollAllReduce, all, 8<<20, "ar")
+	must(err)
+	_, err = c.RaggedAllToAll(all[:3], [][]int64{{0, 1 << 10, 2 << 10}, {3 << 10, 0, 4 << 10}, {5 << 10, 6 << 10, 0}}, "moe")
+	must(err)
+	c.GroupStart()
+	_, err = c.Send(c.TransferStream(2), 3, 1<<20, 77)
+	must(err)
+	_, err = c.Recv(c.TransferStream(3), 2, 1<<20, 77)
+	must(err)
+	c.GroupEnd()
+	_, err = c.Barrier(all, "sync")
+	must(err)
+	must(c.BeginCapture("g"))
+	for _, d := range all {
+		must(c.Kernel(c.ComputeStream(d), 10_000, "captured"))
+	}
+	g, err := c.EndCapture()
+	must(err)
+	must(c.LaunchGraph(g))
+	c.HostWait(0, ev)
+	must(c.Kernel(c.ComputeStream(0), 10_000, "after"))
 }

@@ -68,7 +68,7 @@ func (s *Sim) peerWait(oi int32) {
 
 // peerWaitWhat is what a peer wait waits in (timeline.PeerWaitSend): the collective (Sub), or
 // whether a send or a receive (Aux).
-func peerWaitWhat(op *engine.StreamOp) (sub uint8, aux uint32) {
+func peerWaitWhat(op *opSpec) (sub uint8, aux uint32) {
 	switch op.Kind {
 	case engine.OpCollective:
 		return uint8(op.Coll), 0

@@ -106,12 +106,12 @@ func (s *Sim) launchNCCL(oi int32) {
 		s.nextGroup++
 		gid := s.nextGroup
 		o.group = gid
-		n := len(o.op.Parts)
+		n := len(o.op.parts())
 		o.parts = int32(n)
 		children := make([]int32, 0, 8)
 		for i := range n {
 			o = s.op(oi)
-			part := o.op.Parts[i]
+			part := specOf(&o.op.parts()[i])
 			part.Group = gid
 			s.seq++
 			ci := s.newOp(opState{op: part, seq: s.seq, queued: o.queued, start: s.now, waitAt: -1, parent: oi, inst: -1, live: true, group: gid})

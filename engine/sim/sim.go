@@ -47,6 +47,7 @@ type Sim struct {
 	armed     bool
 	ops       [][]opState // op slots in chunks of opChunk (see op)
 	nOps      int         // slots taken so far
+	gens      []uint32    // each slot's generation (opState.gen), apart from the slots
 	freeOps   []int32
 	pairs     map[uint64]int32
 	insts     map[uint64]int32
@@ -89,7 +90,7 @@ type Sim struct {
 
 	ringScratch ringScratch // rings' answer
 
-	freeCmds [][]engine.Command // blocks of host commands, cleared, for any host's cmdQueue
+	freeCmds [][]hostCmd // blocks of host commands, cleared, for any host's cmdQueue
 
 	running running   // the ops in flight, as InFlight reads them
 	lb      linkBytes // what each link carried, reported per window
@@ -197,8 +198,20 @@ func (s *Sim) event(id engine.EventID) *evState {
 
 // Submit queues cmd on dev's host thread.
 func (s *Sim) Submit(dev engine.DeviceID, cmd engine.Command) {
+	*s.pushCmd(&s.hosts[dev].q) = cmdOf(&cmd)
+	s.submitted(dev)
+}
+
+// Launch queues the launch of op on dev's host thread, as Submit of a CmdLaunch command does
+// (engine.Launcher).
+func (s *Sim) Launch(dev engine.DeviceID, op engine.StreamOp) {
+	*s.pushCmd(&s.hosts[dev].q) = hostCmd{Kind: engine.CmdLaunch, Op: specOf(&op)}
+	s.submitted(dev)
+}
+
+// submitted counts the command just queued on dev's host thread and wakes the thread if idle.
+func (s *Sim) submitted(dev engine.DeviceID) {
 	h := &s.hosts[dev]
-	s.pushCmd(&h.q, &cmd)
 	s.pendingCmds++
 	if !h.busy && !h.kicked {
 		h.kicked = true
@@ -238,11 +251,11 @@ func (s *Sim) Run(ctx context.Context) error {
 // submitted is still pending.
 func (s *Sim) run(ctx context.Context, until int64) error {
 	for s.pendingCmds+s.pendingOps+s.batched > 0 {
-		if len(s.q) == 0 {
+		if s.q.len() == 0 {
 			s.runErr = s.deadlock()
 			return s.runErr
 		}
-		if s.q[0].t > until {
+		if s.q.minT() > until {
 			return nil
 		}
 		it := s.q.pop()

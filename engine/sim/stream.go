@@ -31,7 +31,7 @@ type opRef struct {
 var retired = evState{recorded: true}
 
 type opState struct {
-	op     engine.StreamOp
+	op     opSpec
 	seq    uint64
 	queued int64
 	start  int64
@@ -39,8 +39,9 @@ type opState struct {
 	parts  int32
 	parent int32
 	inst   int32
-	// gen is the slot's generation: it grows each time the slot takes a new op and survives
-	// freeing, so a watchdog entry or timer left from an earlier op never matches a later one.
+	// gen is the slot's generation (Sim.gens): it grows each time the slot takes a new op and
+	// survives freeing, so a watchdog entry or timer left from an earlier op never matches a
+	// later one.
 	gen     uint32
 	group   uint32
 	aux     uint32 // collectives: the tuner's choice, packed as timeline.PackNCCL
@@ -62,12 +63,15 @@ func (s *Sim) op(oi int32) *opState { return &s.ops[oi/opChunk][oi%opChunk] }
 // newOp puts o in a free slot (or a new one) as the slot's next generation and returns the slot.
 func (s *Sim) newOp(o opState) int32 {
 	oi := s.takeSlot()
-	o.gen = s.op(oi).gen + 1
+	o.gen = s.gens[oi]
 	*s.op(oi) = o
 	return oi
 }
 
-// takeSlot returns a free op slot (or a new one), still holding its last generation.
+// takeSlot returns a free op slot (or a new one) and moves it to its next generation. The
+// generations are kept apart from the slots (gens): a slot taken is written whole, and reading
+// its last generation from it first was a cache miss per op (a step's ops are queued long before
+// they run, so the slot freed longest ago is as cold as memory gets).
 func (s *Sim) takeSlot() int32 {
 	var oi int32
 	if n := len(s.freeOps); n > 0 {
@@ -79,18 +83,20 @@ func (s *Sim) takeSlot() int32 {
 		}
 		oi = int32(s.nOps)
 		s.nOps++
+		s.gens = append(s.gens, 0)
 	}
+	s.gens[oi]++
 	return oi
 }
 
-// freeOp clears a finished op's slot (dropping its future and parts) but keeps its generation.
+// freeOp clears a finished op's slot (dropping its future and parts); its generation stays in gens.
 func (s *Sim) freeOp(oi int32) {
-	*s.op(oi) = opState{gen: s.op(oi).gen}
+	*s.op(oi) = opState{}
 	s.freeOps = append(s.freeOps, oi)
 }
 
 // ref names the op now in slot oi.
-func (s *Sim) ref(oi int32) opRef { return opRef{oi, s.op(oi).gen} }
+func (s *Sim) ref(oi int32) opRef { return opRef{oi, s.gens[oi]} }
 
 // current reports whether r still names the op in its slot.
 func (s *Sim) current(r opRef) bool {
@@ -98,13 +104,11 @@ func (s *Sim) current(r opRef) bool {
 	return o.live && o.gen == r.gen
 }
 
-func (s *Sim) enqueue(op *engine.StreamOp) {
+func (s *Sim) enqueue(op *opSpec) {
 	s.seq++
 	// Built in its slot: an op is some 260 bytes, and newOp would copy it twice.
 	oi := s.takeSlot()
-	o := s.op(oi)
-	gen := o.gen + 1
-	*o = opState{op: *op, seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true, gen: gen}
+	*s.op(oi) = opState{op: *op, seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true, gen: s.gens[oi]}
 	st := &s.streams[op.Stream]
 	st.q = append(st.q, oi)
 	s.pendingOps++
@@ -174,4 +178,6 @@ func (s *Sim) record(evID engine.EventID, oi int32) {
 	ev.ops, ev.hosts = nil, nil
 }
 
-func (s *Sim) hostOf(d engine.DeviceID) uint16 { return uint16(s.topo.HostOf(d)) }
+// hostOf is s.topo.HostOf(d), without the copy of the topology (some 400 bytes) the compiler
+// makes to call a method of it by value: every event names its host.
+func (s *Sim) hostOf(d engine.DeviceID) uint16 { return uint16(int(d) / s.topo.GPUsPerHost) }

@@ -80,7 +80,7 @@ func (s *Sim) fail(oi int32, err error) {
 
 func (s *Sim) fireWatchdog(oi int32) {
 	o := s.op(oi)
-	werr := &engine.WatchdogError{Op: engine.OpName(&o.op), OpID: o.op.ID, Rank: o.op.Device, Peer: o.op.Peer, Bytes: o.op.Bytes, WaitedNs: s.now - o.waitAt}
+	werr := &engine.WatchdogError{Op: opName(&o.op), OpID: o.op.ID, Rank: o.op.Device, Peer: o.op.Peer, Bytes: o.op.Bytes, WaitedNs: s.now - o.waitAt}
 	if o.inst >= 0 {
 		in := &s.instPool[o.inst]
 		werr.Peer = -1
@@ -136,7 +136,7 @@ func (s *Sim) deadlock() error {
 			n++
 			if first == "" {
 				o := s.op(oi)
-				first = fmt.Sprintf("%s on device %d stream %d (op %d)", engine.OpName(&o.op), o.op.Device, sid, o.op.ID)
+				first = fmt.Sprintf("%s on device %d stream %d (op %d)", opName(&o.op), o.op.Device, sid, o.op.ID)
 			}
 		}
 	}
