@@ -31,6 +31,10 @@ type deviceTime struct {
 	win        *stepWindow
 	stepBusyNs int64
 	pcts       []float64 // overlap percentages handed out, by pointer: never written once appended
+	// row is the device's place in breakdown.rows, -1 before it has one; queued: its row is
+	// stale, and listed in breakdown.dirty.
+	row    int32
+	queued bool
 }
 
 // pctBufLen is how many overlap percentages a device's buffer holds: a device's results take
@@ -187,6 +191,14 @@ func (d *deviceTime) idleInSteps() int64 {
 type breakdown struct {
 	devs []*deviceTime // by device id (< MaxDevices); nil where a device ran nothing
 	win  *stepWindow   // where the steps ran; nil: idle inside steps is not asked
+	// The rows of the last result, kept so that a result rebuilds only the rows of the devices
+	// that ran an op since (a console asks every frame, over up to 4,096 devices): a row per
+	// device that ran something, by id; stale when a device was added since.
+	rows  []DeviceTime
+	stale bool
+	dirty []int32 // the places in rows of the devices whose rows are stale (deviceTime.queued)
+	// Sums of the rows' IdleNs, CommNs and OverlapNs.
+	idleNs, commNs, overlapNs int64
 }
 
 func (b *breakdown) add(e *timeline.Event) {
@@ -209,10 +221,15 @@ func (b *breakdown) fold(e *timeline.Event) {
 	}
 	d := b.devs[e.Device]
 	if d == nil {
-		d = &deviceTime{cutAt: math.MinInt64, win: b.win} // nothing committed yet: no time is late
+		d = &deviceTime{cutAt: math.MinInt64, win: b.win, row: -1} // nothing committed yet: no time is late
 		b.devs[e.Device] = d
+		b.stale = true
 	}
 	d.add(e)
+	if !d.resValid && !d.queued && d.row >= 0 {
+		d.queued = true
+		b.dirty = append(b.dirty, d.row)
+	}
 }
 
 // Breakdown is the temporal breakdown per device, and the pooled figures over all devices.
@@ -239,19 +256,20 @@ type IdleInSteps struct {
 }
 
 func (b *breakdown) result() Breakdown {
-	out := Breakdown{Devices: make([]DeviceTime, 0, len(b.devs))}
-	var comm, ov int64
-	for dev, d := range b.devs {
-		if d == nil {
-			continue
-		}
-		r := d.result(int32(dev))
-		out.Devices = append(out.Devices, r)
-		out.IdleNs += r.IdleNs
-		comm += r.CommNs
-		ov += r.OverlapNs
+	if b.stale {
+		b.rebuild()
 	}
-	out.OverlapPct = pctOf(ov, comm)
+	for _, i := range b.dirty {
+		r := &b.rows[i]
+		b.idleNs, b.commNs, b.overlapNs = b.idleNs-r.IdleNs, b.commNs-r.CommNs, b.overlapNs-r.OverlapNs
+		d := b.devs[r.Device]
+		*r, d.queued = d.result(r.Device), false
+		b.idleNs, b.commNs, b.overlapNs = b.idleNs+r.IdleNs, b.commNs+r.CommNs, b.overlapNs+r.OverlapNs
+	}
+	b.dirty = b.dirty[:0]
+	// The rows handed out are copies: the next result rebuilds its own in place.
+	out := Breakdown{Devices: append(make([]DeviceTime, 0, len(b.rows)), b.rows...), IdleNs: b.idleNs}
+	out.OverlapPct = pctOf(b.overlapNs, b.commNs)
 	if w := b.win; w != nil && w.any && !w.over {
 		in := &IdleInSteps{}
 		for _, d := range b.devs {
@@ -264,6 +282,21 @@ func (b *breakdown) result() Breakdown {
 		out.InSteps = in
 	}
 	return out
+}
+
+// rebuild makes a row for every device that ran something: when a device was added.
+func (b *breakdown) rebuild() {
+	b.rows, b.dirty, b.stale = b.rows[:0], b.dirty[:0], false
+	b.idleNs, b.commNs, b.overlapNs = 0, 0, 0
+	for dev, d := range b.devs {
+		if d == nil {
+			continue
+		}
+		r := d.result(int32(dev))
+		d.row, d.queued = int32(len(b.rows)), false
+		b.rows = append(b.rows, r)
+		b.idleNs, b.commNs, b.overlapNs = b.idleNs+r.IdleNs, b.commNs+r.CommNs, b.overlapNs+r.OverlapNs
+	}
 }
 
 // pct is 100·a/b rounded to two decimals.

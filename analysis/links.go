@@ -263,7 +263,7 @@ type DeviceLinks struct {
 }
 
 // Bytes returns the bytes counted on link, both directions.
-func (d DeviceLinks) Bytes(link Link) int64 {
+func (d *DeviceLinks) Bytes(link Link) int64 {
 	if link < 0 || link >= NumLinks {
 		return 0
 	}
@@ -273,14 +273,14 @@ func (d DeviceLinks) Bytes(link Link) int64 {
 // Rate returns the link's throughput in bytes/s over history bucket k (time k·BucketNs): its busier
 // direction's, the figure a link's one-way peak bounds. It is false when the history no longer (or
 // never) held that bucket.
-func (d DeviceLinks) Rate(link Link, k int64) (float64, bool) {
+func (d *DeviceLinks) Rate(link Link, k int64) (float64, bool) {
 	tx, ok := d.RateDir(link, DirTx, k)
 	rx, _ := d.RateDir(link, DirRx, k)
 	return max(tx, rx), ok
 }
 
 // RateDir returns one direction's throughput on link in bytes/s over history bucket k, as Rate.
-func (d DeviceLinks) RateDir(link Link, dir int, k int64) (float64, bool) {
+func (d *DeviceLinks) RateDir(link Link, dir int, k int64) (float64, bool) {
 	if d.hist == nil || k < 0 || link < 0 || link >= NumLinks || dir < 0 || dir >= NumDirs {
 		return 0, false
 	}

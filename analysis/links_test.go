@@ -208,7 +208,7 @@ func TestLinkRateHistory(t *testing.T) {
 			t.Errorf("Rate(%v, %d) ok; want false", bad.link, bad.k)
 		}
 	}
-	if _, ok := (DeviceLinks{}).Rate(LinkPCIe, 0); ok {
+	if _, ok := new(DeviceLinks).Rate(LinkPCIe, 0); ok {
 		t.Error("Rate on a row without history ok; want false")
 	}
 }
