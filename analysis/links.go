@@ -293,6 +293,24 @@ func (d *DeviceLinks) RateDir(link Link, dir int, k int64) (float64, bool) {
 	return c.bytes[link][dir] / (BucketNs / 1e9), true
 }
 
+// TotalRate returns the device's throughput over all its links in bucket k: the sum of each link's
+// Rate in link order, read from the history once rather than twice a link (a console's sparklines
+// ask for every bucket of every row on screen, each frame).
+func (d *DeviceLinks) TotalRate(k int64) float64 {
+	if d.hist == nil || k < 0 {
+		return 0
+	}
+	c := d.hist.at(d.Device, int(k%HistoryBuckets))
+	if c.stamp != k {
+		return 0
+	}
+	var t float64
+	for l := range NumLinks {
+		t += max(c.bytes[l][DirTx]/(BucketNs/1e9), c.bytes[l][DirRx]/(BucketNs/1e9))
+	}
+	return t
+}
+
 // Links is traffic per device and link. MovedBytes counts each byte moved once: copies (not
 // memsets), sends, and collectives' bus bytes summed over ranks. Measured says the link figures
 // are the source's own measurement of its links (the simulator's), not inferred from its ops.

@@ -393,20 +393,10 @@ func (c *sparkTotals) of(res *analysis.Result, bucket int64, histW int, d *analy
 	}
 	v := make([]float64, histW)
 	for i := range v {
-		v[i] = totalAt(d, bucket-int64(histW)+1+int64(i))
+		v[i] = d.TotalRate(bucket - int64(histW) + 1 + int64(i))
 	}
 	c.byDev[d.Device] = v
 	return v
-}
-
-// totalAt is a device's rate over all its links in bucket k.
-func totalAt(d *analysis.DeviceLinks, k int64) float64 {
-	var t float64
-	for l := range analysis.NumLinks {
-		r, _ := d.Rate(l, k)
-		t += r
-	}
-	return t
 }
 
 // idleCause is what the idle-mostly column says of a device: its idle time's top cause; "not
