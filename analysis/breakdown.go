@@ -12,7 +12,11 @@ import (
 // and forgotten. An op that arrives later and starts before the cut counts only from the cut (its
 // earlier part is LateNs): exact for streams in time order, as every producer emits them.
 type deviceTime struct {
-	busy, comp, comm       intervalSet
+	busy, comp, comm intervalSet
+	// busyApart: an op other than a kernel added busy time. Until then busy time is the kernels'
+	// alone and busy is not kept (busySet is comp): a device that only computes keeps one set
+	// of intervals, not two equal ones (half the work and memory per kernel).
+	busyApart              bool
 	cutAt                  int64
 	busyNs, compNs, commNs int64 // committed before cutAt
 	overlapNs              int64
@@ -78,7 +82,12 @@ func (d *deviceTime) add(e *timeline.Event) {
 		return
 	}
 	d.resValid = false
-	d.busy.add(s, end)
+	if e.Kind != timeline.KindKernel && !d.busyApart {
+		d.busy, d.busyApart = d.comp.clone(), true
+	}
+	if d.busyApart {
+		d.busy.add(s, end)
+	}
 	// The overlap grows by what an add newly covers in one set that the other covers already.
 	if e.Kind == timeline.KindKernel {
 		d.liveOverlapNs += d.comp.newOverlap(&d.comm, s, end)
@@ -88,9 +97,17 @@ func (d *deviceTime) add(e *timeline.Event) {
 		d.liveOverlapNs += d.comm.newOverlap(&d.comp, s, end)
 		d.comm.add(s, end)
 	}
-	if lim := max(d.limit, maxIntervals); len(d.busy.ivs) > lim || len(d.comp.ivs) > lim || len(d.comm.ivs) > lim {
+	if lim := max(d.limit, maxIntervals); len(d.busySet().ivs) > lim || len(d.comp.ivs) > lim || len(d.comm.ivs) > lim {
 		d.commit()
 	}
+}
+
+// busySet is the union of the busy ops in the sets: comp while only kernels added busy time.
+func (d *deviceTime) busySet() *intervalSet {
+	if d.busyApart {
+		return &d.busy
+	}
+	return &d.comp
 }
 
 // commitLagNs is how much of the latest session time a commit leaves in the sets: producers emit
@@ -105,7 +122,8 @@ const hardMaxIntervals = 16 * maxIntervals
 // commit moves the older half of the sets into the totals, keeping the last commitLagNs unless a
 // set outgrew hardMaxIntervals.
 func (d *deviceTime) commit() {
-	set := &d.busy
+	busy := d.busySet()
+	set := busy
 	for _, u := range []*intervalSet{&d.comp, &d.comm} {
 		if len(u.ivs) > len(set.ivs) {
 			set = u
@@ -115,15 +133,17 @@ func (d *deviceTime) commit() {
 	if len(set.ivs) <= hardMaxIntervals {
 		t = min(t, d.last-commitLagNs)
 	}
-	if t > d.cutAt && t > d.busy.ivs[0].Start {
-		d.buf = d.busy.cut(t, d.buf)
+	if t > d.cutAt && t > busy.ivs[0].Start {
+		d.buf = busy.cut(t, d.buf)
 		d.busyNs += timeline.Length(d.buf)
 		if d.win != nil {
 			for _, iv := range d.buf {
 				d.stepBusyNs += d.win.inside(iv.Start, iv.End, false)
 			}
 		}
-		d.buf = d.comp.cut(t, d.buf)
+		if d.busyApart { // else comp was cut as busy, just now
+			d.buf = d.comp.cut(t, d.buf)
+		}
 		d.bufB = d.comm.cut(t, d.bufB)
 		d.compNs += timeline.Length(d.buf)
 		d.commNs += timeline.Length(d.bufB)
@@ -133,7 +153,7 @@ func (d *deviceTime) commit() {
 		d.cutAt = t
 	}
 	// When the lag kept most of a set, try again only once it has doubled.
-	d.limit = max(maxIntervals, min(2*max(len(d.busy.ivs), len(d.comp.ivs), len(d.comm.ivs)), hardMaxIntervals))
+	d.limit = max(maxIntervals, min(2*max(len(busy.ivs), len(d.comp.ivs), len(d.comm.ivs)), hardMaxIntervals))
 }
 
 // DeviceTime is one device's temporal breakdown (HTA) over its span, the first op's start to the
@@ -166,7 +186,7 @@ func (d *deviceTime) result(dev int32) DeviceTime {
 	if d.resValid {
 		return d.res
 	}
-	busy := d.busyNs + d.busy.length()
+	busy := d.busyNs + d.busySet().length()
 	comp := d.compNs + d.comp.length()
 	comm := d.commNs + d.comm.length()
 	ov := d.overlapNs + d.liveOverlapNs
@@ -184,7 +204,7 @@ func (d *deviceTime) result(dev int32) DeviceTime {
 // idleInSteps is the device's idle time inside the steps, setup left out (stepWindow).
 func (d *deviceTime) idleInSteps() int64 {
 	span := d.win.inside(d.first, d.last, true)
-	return max(0, span-d.stepBusyNs-d.win.insideAll(d.busy.ivs))
+	return max(0, span-d.stepBusyNs-d.win.insideAll(d.busySet().ivs))
 }
 
 // breakdown keeps a deviceTime per device.
