@@ -12,7 +12,11 @@ import (
 // and forgotten. An op that arrives later and starts before the cut counts only from the cut (its
 // earlier part is LateNs): exact for streams in time order, as every producer emits them.
 type deviceTime struct {
-	busy, comp, comm       intervalSet
+	busy, comp, comm intervalSet
+	// busyApart: an op other than a kernel added busy time. Until then busy time is the kernels'
+	// alone and busy is not kept (busySet is comp): a device that only computes keeps one set
+	// of intervals, not two equal ones (half the work and memory per kernel).
+	busyApart              bool
 	cutAt                  int64
 	busyNs, compNs, commNs int64 // committed before cutAt
 	overlapNs              int64
@@ -31,6 +35,10 @@ type deviceTime struct {
 	win        *stepWindow
 	stepBusyNs int64
 	pcts       []float64 // overlap percentages handed out, by pointer: never written once appended
+	// row is the device's place in breakdown.rows, -1 before it has one; queued: its row is
+	// stale, and listed in breakdown.dirty.
+	row    int32
+	queued bool
 }
 
 // pctBufLen is how many overlap percentages a device's buffer holds: a device's results take
@@ -74,7 +82,12 @@ func (d *deviceTime) add(e *timeline.Event) {
 		return
 	}
 	d.resValid = false
-	d.busy.add(s, end)
+	if e.Kind != timeline.KindKernel && !d.busyApart {
+		d.busy, d.busyApart = d.comp.clone(), true
+	}
+	if d.busyApart {
+		d.busy.add(s, end)
+	}
 	// The overlap grows by what an add newly covers in one set that the other covers already.
 	if e.Kind == timeline.KindKernel {
 		d.liveOverlapNs += d.comp.newOverlap(&d.comm, s, end)
@@ -84,9 +97,17 @@ func (d *deviceTime) add(e *timeline.Event) {
 		d.liveOverlapNs += d.comm.newOverlap(&d.comp, s, end)
 		d.comm.add(s, end)
 	}
-	if lim := max(d.limit, maxIntervals); len(d.busy.ivs) > lim || len(d.comp.ivs) > lim || len(d.comm.ivs) > lim {
+	if lim := max(d.limit, maxIntervals); len(d.busySet().ivs) > lim || len(d.comp.ivs) > lim || len(d.comm.ivs) > lim {
 		d.commit()
 	}
+}
+
+// busySet is the union of the busy ops in the sets: comp while only kernels added busy time.
+func (d *deviceTime) busySet() *intervalSet {
+	if d.busyApart {
+		return &d.busy
+	}
+	return &d.comp
 }
 
 // commitLagNs is how much of the latest session time a commit leaves in the sets: producers emit
@@ -101,7 +122,8 @@ const hardMaxIntervals = 16 * maxIntervals
 // commit moves the older half of the sets into the totals, keeping the last commitLagNs unless a
 // set outgrew hardMaxIntervals.
 func (d *deviceTime) commit() {
-	set := &d.busy
+	busy := d.busySet()
+	set := busy
 	for _, u := range []*intervalSet{&d.comp, &d.comm} {
 		if len(u.ivs) > len(set.ivs) {
 			set = u
@@ -111,15 +133,17 @@ func (d *deviceTime) commit() {
 	if len(set.ivs) <= hardMaxIntervals {
 		t = min(t, d.last-commitLagNs)
 	}
-	if t > d.cutAt && t > d.busy.ivs[0].Start {
-		d.buf = d.busy.cut(t, d.buf)
+	if t > d.cutAt && t > busy.ivs[0].Start {
+		d.buf = busy.cut(t, d.buf)
 		d.busyNs += timeline.Length(d.buf)
 		if d.win != nil {
 			for _, iv := range d.buf {
 				d.stepBusyNs += d.win.inside(iv.Start, iv.End, false)
 			}
 		}
-		d.buf = d.comp.cut(t, d.buf)
+		if d.busyApart { // else comp was cut as busy, just now
+			d.buf = d.comp.cut(t, d.buf)
+		}
 		d.bufB = d.comm.cut(t, d.bufB)
 		d.compNs += timeline.Length(d.buf)
 		d.commNs += timeline.Length(d.bufB)
@@ -129,7 +153,7 @@ func (d *deviceTime) commit() {
 		d.cutAt = t
 	}
 	// When the lag kept most of a set, try again only once it has doubled.
-	d.limit = max(maxIntervals, min(2*max(len(d.busy.ivs), len(d.comp.ivs), len(d.comm.ivs)), hardMaxIntervals))
+	d.limit = max(maxIntervals, min(2*max(len(busy.ivs), len(d.comp.ivs), len(d.comm.ivs)), hardMaxIntervals))
 }
 
 // DeviceTime is one device's temporal breakdown (HTA) over its span, the first op's start to the
@@ -162,7 +186,7 @@ func (d *deviceTime) result(dev int32) DeviceTime {
 	if d.resValid {
 		return d.res
 	}
-	busy := d.busyNs + d.busy.length()
+	busy := d.busyNs + d.busySet().length()
 	comp := d.compNs + d.comp.length()
 	comm := d.commNs + d.comm.length()
 	ov := d.overlapNs + d.liveOverlapNs
@@ -180,13 +204,21 @@ func (d *deviceTime) result(dev int32) DeviceTime {
 // idleInSteps is the device's idle time inside the steps, setup left out (stepWindow).
 func (d *deviceTime) idleInSteps() int64 {
 	span := d.win.inside(d.first, d.last, true)
-	return max(0, span-d.stepBusyNs-d.win.insideAll(d.busy.ivs))
+	return max(0, span-d.stepBusyNs-d.win.insideAll(d.busySet().ivs))
 }
 
 // breakdown keeps a deviceTime per device.
 type breakdown struct {
 	devs []*deviceTime // by device id (< MaxDevices); nil where a device ran nothing
 	win  *stepWindow   // where the steps ran; nil: idle inside steps is not asked
+	// The rows of the last result, kept so that a result rebuilds only the rows of the devices
+	// that ran an op since (a console asks every frame, over up to 4,096 devices): a row per
+	// device that ran something, by id; stale when a device was added since.
+	rows  []DeviceTime
+	stale bool
+	dirty []int32 // the places in rows of the devices whose rows are stale (deviceTime.queued)
+	// Sums of the rows' IdleNs, CommNs and OverlapNs.
+	idleNs, commNs, overlapNs int64
 }
 
 func (b *breakdown) add(e *timeline.Event) {
@@ -209,10 +241,15 @@ func (b *breakdown) fold(e *timeline.Event) {
 	}
 	d := b.devs[e.Device]
 	if d == nil {
-		d = &deviceTime{cutAt: math.MinInt64, win: b.win} // nothing committed yet: no time is late
+		d = &deviceTime{cutAt: math.MinInt64, win: b.win, row: -1} // nothing committed yet: no time is late
 		b.devs[e.Device] = d
+		b.stale = true
 	}
 	d.add(e)
+	if !d.resValid && !d.queued && d.row >= 0 {
+		d.queued = true
+		b.dirty = append(b.dirty, d.row)
+	}
 }
 
 // Breakdown is the temporal breakdown per device, and the pooled figures over all devices.
@@ -239,19 +276,20 @@ type IdleInSteps struct {
 }
 
 func (b *breakdown) result() Breakdown {
-	out := Breakdown{Devices: make([]DeviceTime, 0, len(b.devs))}
-	var comm, ov int64
-	for dev, d := range b.devs {
-		if d == nil {
-			continue
-		}
-		r := d.result(int32(dev))
-		out.Devices = append(out.Devices, r)
-		out.IdleNs += r.IdleNs
-		comm += r.CommNs
-		ov += r.OverlapNs
+	if b.stale {
+		b.rebuild()
 	}
-	out.OverlapPct = pctOf(ov, comm)
+	for _, i := range b.dirty {
+		r := &b.rows[i]
+		b.idleNs, b.commNs, b.overlapNs = b.idleNs-r.IdleNs, b.commNs-r.CommNs, b.overlapNs-r.OverlapNs
+		d := b.devs[r.Device]
+		*r, d.queued = d.result(r.Device), false
+		b.idleNs, b.commNs, b.overlapNs = b.idleNs+r.IdleNs, b.commNs+r.CommNs, b.overlapNs+r.OverlapNs
+	}
+	b.dirty = b.dirty[:0]
+	// The rows handed out are copies: the next result rebuilds its own in place.
+	out := Breakdown{Devices: append(make([]DeviceTime, 0, len(b.rows)), b.rows...), IdleNs: b.idleNs}
+	out.OverlapPct = pctOf(b.overlapNs, b.commNs)
 	if w := b.win; w != nil && w.any && !w.over {
 		in := &IdleInSteps{}
 		for _, d := range b.devs {
@@ -264,6 +302,21 @@ func (b *breakdown) result() Breakdown {
 		out.InSteps = in
 	}
 	return out
+}
+
+// rebuild makes a row for every device that ran something: when a device was added.
+func (b *breakdown) rebuild() {
+	b.rows, b.dirty, b.stale = b.rows[:0], b.dirty[:0], false
+	b.idleNs, b.commNs, b.overlapNs = 0, 0, 0
+	for dev, d := range b.devs {
+		if d == nil {
+			continue
+		}
+		r := d.result(int32(dev))
+		d.row, d.queued = int32(len(b.rows)), false
+		b.rows = append(b.rows, r)
+		b.idleNs, b.commNs, b.overlapNs = b.idleNs+r.IdleNs, b.commNs+r.CommNs, b.overlapNs+r.OverlapNs
+	}
 }
 
 // pct is 100·a/b rounded to two decimals.

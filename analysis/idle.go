@@ -86,13 +86,14 @@ type waitIv struct {
 // streamGaps is one stream's state: where its last op ended, and the waits recorded since.
 //
 // What every op reads or writes comes first, in the struct's first cache line: a 1,024-GPU run has
-// some 3,000 streams, whose state does not stay in the caches, and rowValid at the end of the
-// struct was a second miss per op.
+// some 3,000 streams, whose state does not stay in the caches, and a flag at the end of the struct
+// was a second miss per op.
 type streamGaps struct {
 	started  bool
 	compute  bool // the stream ran kernels: its idle time is idle compute
-	rowValid bool // row is its result: no op arrived since
+	dirty    bool // an op arrived since its row was last built, and idx is in idleGaps.dirty
 	priority int8
+	idx      int32 // the stream's place in result order (idleGaps.order), -1 before it has one
 	prevEnd  int64 // engine mode: the latest end so far; HTA mode: the previous op's end
 	// prevGraph is the Queued of the last op when a graph replayed it (math.MinInt64 when none):
 	// the ops of one graph launch all carry the launch's time.
@@ -104,7 +105,6 @@ type streamGaps struct {
 	// pubLargest is the largest gaps last handed out, nil once one changed since: a new longest gap
 	// is rare, so results share the slice rather than allocate one per stream each time.
 	pubLargest []Gap
-	row        StreamIdle // its last result, valid while rowValid
 }
 
 // idleGaps folds each stream's gaps between busy ops (gaps before a stream's first op and after its
@@ -130,13 +130,10 @@ type idleGaps struct {
 	byCause   CauseNs
 	top       []Gap // longest first
 	reordered int64
-	// Results are cached per stream (a console asks every frame): streams in result order, rebuilt
-	// when one is added, and the rows last handed out, shared while no stream changed.
-	order   []streamKey
-	ordered []*streamGaps
-	pub     StreamGaps
-	changed bool        // an op arrived, or a gap was recorded, since pub was made
-	win     *stepWindow // told of each gap, for the gaps inside steps; nil: none
+	rows      idleRows
+	pub       StreamGaps  // the result last handed out, shared while nothing changed
+	changed   bool        // an op arrived, or a gap was recorded, since pub was made
+	win       *stepWindow // told of each gap, for the gaps inside steps; nil: none
 }
 
 func newIdleGaps(mode timeline.IdleMode, kernelWaitNs int64) *idleGaps {
@@ -192,7 +189,7 @@ func (g *idleGaps) streamOf(e *timeline.Event) *streamGaps {
 	}
 	st := g.streams[k]
 	if st == nil {
-		st = &streamGaps{priority: e.Priority, prevGraph: math.MinInt64}
+		st = &streamGaps{priority: e.Priority, prevGraph: math.MinInt64, idx: -1}
 		g.streams[k] = st
 	}
 	c.key, c.st = k, st
@@ -207,7 +204,11 @@ func (g *idleGaps) add(e *timeline.Event) {
 	switch {
 	case e.Kind.IsBusy():
 		st := g.stream(e)
-		st.rowValid, g.changed = false, true
+		g.changed = true
+		if !st.dirty && st.idx >= 0 {
+			st.dirty = true
+			g.rows.dirty = append(g.rows.dirty, st.idx)
+		}
 		st.compute = st.compute || e.Kind == timeline.KindKernel
 		g.op(st, e)
 		return
@@ -411,64 +412,26 @@ type StreamGaps struct {
 }
 
 func (g *idleGaps) result() StreamGaps {
-	if !g.changed && g.pub.Streams != nil && len(g.order) == len(g.streams) {
+	if !g.changed && g.pub.Streams != nil && len(g.rows.order) == len(g.streams) {
 		// Nothing arrived since the last result: its rows are read-only, share them.
 		return g.pub
 	}
-	out := StreamGaps{Streams: make([]StreamIdle, 0, len(g.streams)), Devices: []DeviceGaps{}, TopGaps: slices.Clone(g.top),
-		Reordered: g.reordered}
+	out := StreamGaps{TopGaps: slices.Clone(g.top), Reordered: g.reordered}
 	if out.TopGaps == nil {
 		out.TopGaps = []Gap{}
 	}
 	out.ByCause = g.byCause.Map()
 	out.TotalNs = g.byCause.Total()
-	if len(g.order) != len(g.streams) {
-		g.sortStreams()
+	if len(g.rows.order) != len(g.streams) {
+		g.rows.rebuild(g.streams)
+	} else {
+		g.rows.refresh()
 	}
-	ndev := 0
-	for i := range g.order {
-		if i == len(g.order)-1 || g.order[i+1].dev != g.order[i].dev {
-			ndev++
-		}
-	}
-	out.Devices = make([]DeviceGaps, 0, ndev)
-	// Per device, in the same order: the sum of its streams' gaps by cause.
-	var sums CauseNs
-	for i, st := range g.ordered {
-		k := g.order[i]
-		if !st.rowValid {
-			st.row, st.rowValid = st.result(k), true
-		}
-		out.Streams = append(out.Streams, st.row)
-		for c := range sums {
-			sums[c] += st.byCause[c]
-		}
-		if i < len(g.order)-1 && g.order[i+1].dev == k.dev {
-			continue
-		}
-		out.Devices = append(out.Devices, deviceGaps(k.dev, &sums))
-		sums = CauseNs{}
-	}
+	// The rows handed out are copies: the next result rebuilds rows of its own in place.
+	out.Streams = append(make([]StreamIdle, 0, len(g.rows.streams)), g.rows.streams...)
+	out.Devices = append(make([]DeviceGaps, 0, len(g.rows.devices)), g.rows.devices...)
 	g.pub, g.changed = out, false
 	return out
-}
-
-// sortStreams puts the streams in result order: by device, then stream.
-func (g *idleGaps) sortStreams() {
-	g.order = g.order[:0]
-	for k := range g.streams {
-		g.order = append(g.order, k)
-	}
-	slices.SortFunc(g.order, func(a, b streamKey) int {
-		if a.dev != b.dev {
-			return int(a.dev) - int(b.dev)
-		}
-		return int(int64(a.stream) - int64(b.stream))
-	})
-	g.ordered = g.ordered[:0]
-	for _, k := range g.order {
-		g.ordered = append(g.ordered, g.streams[k])
-	}
 }
 
 // result is the stream's row. Its slice is new when a largest gap changed since it was last

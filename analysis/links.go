@@ -263,7 +263,7 @@ type DeviceLinks struct {
 }
 
 // Bytes returns the bytes counted on link, both directions.
-func (d DeviceLinks) Bytes(link Link) int64 {
+func (d *DeviceLinks) Bytes(link Link) int64 {
 	if link < 0 || link >= NumLinks {
 		return 0
 	}
@@ -273,14 +273,14 @@ func (d DeviceLinks) Bytes(link Link) int64 {
 // Rate returns the link's throughput in bytes/s over history bucket k (time k·BucketNs): its busier
 // direction's, the figure a link's one-way peak bounds. It is false when the history no longer (or
 // never) held that bucket.
-func (d DeviceLinks) Rate(link Link, k int64) (float64, bool) {
+func (d *DeviceLinks) Rate(link Link, k int64) (float64, bool) {
 	tx, ok := d.RateDir(link, DirTx, k)
 	rx, _ := d.RateDir(link, DirRx, k)
 	return max(tx, rx), ok
 }
 
 // RateDir returns one direction's throughput on link in bytes/s over history bucket k, as Rate.
-func (d DeviceLinks) RateDir(link Link, dir int, k int64) (float64, bool) {
+func (d *DeviceLinks) RateDir(link Link, dir int, k int64) (float64, bool) {
 	if d.hist == nil || k < 0 || link < 0 || link >= NumLinks || dir < 0 || dir >= NumDirs {
 		return 0, false
 	}
@@ -293,6 +293,24 @@ func (d DeviceLinks) RateDir(link Link, dir int, k int64) (float64, bool) {
 	return c.bytes[link][dir] / (BucketNs / 1e9), true
 }
 
+// TotalRate returns the device's throughput over all its links in bucket k: the sum of each link's
+// Rate in link order, read from the history once rather than twice a link (a console's sparklines
+// ask for every bucket of every row on screen, each frame).
+func (d *DeviceLinks) TotalRate(k int64) float64 {
+	if d.hist == nil || k < 0 {
+		return 0
+	}
+	c := d.hist.at(d.Device, int(k%HistoryBuckets))
+	if c.stamp != k {
+		return 0
+	}
+	var t float64
+	for l := range NumLinks {
+		t += max(c.bytes[l][DirTx]/(BucketNs/1e9), c.bytes[l][DirRx]/(BucketNs/1e9))
+	}
+	return t
+}
+
 // Links is traffic per device and link. MovedBytes counts each byte moved once: copies (not
 // memsets), sends, and collectives' bus bytes summed over ranks. Measured says the link figures
 // are the source's own measurement of its links (the simulator's), not inferred from its ops.
@@ -303,6 +321,31 @@ type Links struct {
 	// Fabric is what the network's switch ports carried (a simulated rail fabric); nil when the
 	// source reported none.
 	Fabric *Fabric `json:"fabric,omitempty"`
+}
+
+// lowerBound holds, for each set of partial links (bit k: link k), their names in link order: a
+// row's LowerBound is one of these, shared by every row and result (never written), where a list
+// made per row per result was most of a result's allocations at 4,096 devices.
+var lowerBound = func() (names [1 << NumLinks][]string) {
+	for set := 1; set < len(names); set++ {
+		for k := range NumLinks {
+			if set&(1<<k) != 0 {
+				names[set] = append(names[set], k.String())
+			}
+		}
+	}
+	return names
+}()
+
+// lowerBoundNames is the names of the partial links, in link order; nil when none is.
+func lowerBoundNames(partial [NumLinks]bool) []string {
+	set := 0
+	for k, p := range partial {
+		if p {
+			set |= 1 << k
+		}
+	}
+	return lowerBound[set]
 }
 
 func (l *links) result() Links {
@@ -327,11 +370,7 @@ func (l *links) result() Links {
 		row.PCIe, row.NVLink, row.NIC, row.HBM = row.Bytes(LinkPCIe), row.Bytes(LinkNVLink), row.Bytes(LinkNIC), row.Bytes(LinkHBM)
 		row.Total = row.PCIe + row.NVLink + row.NIC + row.HBM
 		row.Partial = l.partial[i]
-		for k, p := range row.Partial {
-			if p {
-				row.LowerBound = append(row.LowerBound, Link(k).String())
-			}
-		}
+		row.LowerBound = lowerBoundNames(row.Partial)
 		out.Devices = append(out.Devices, row)
 	}
 	l.pub, l.changed = out.Devices, false

@@ -208,7 +208,7 @@ func TestLinkRateHistory(t *testing.T) {
 			t.Errorf("Rate(%v, %d) ok; want false", bad.link, bad.k)
 		}
 	}
-	if _, ok := (DeviceLinks{}).Rate(LinkPCIe, 0); ok {
+	if _, ok := new(DeviceLinks).Rate(LinkPCIe, 0); ok {
 		t.Error("Rate on a row without history ok; want false")
 	}
 }
@@ -287,5 +287,35 @@ func TestLinksPartial(t *testing.T) {
 				t.Errorf("measured %v: device %d lower-bound links = %q; want %q", measured, dev, got[dev], w)
 			}
 		}
+	}
+}
+
+// TotalRate is the sum of a device's links' Rate, in link order, in every bucket: held, never
+// written, and evicted from the ring alike.
+func TestTotalRateSumsLinks(t *testing.T) {
+	m := timeline.Meta{Devices: 70, GPUsPerHost: 8}
+	r := fold(m, spreadTransfers(70, 400)).Result(nil)
+	last := (r.FirstNs + r.DurationNs) / BucketNs
+	var moving int
+	for _, d := range r.Links.Devices {
+		for k := int64(-1); k <= last+1; k++ {
+			var want float64
+			for l := range NumLinks {
+				v, _ := d.Rate(l, k)
+				want += v
+			}
+			if got := d.TotalRate(k); got != want {
+				t.Fatalf("device %d, bucket %d: TotalRate = %v; want %v", d.Device, k, got, want)
+			}
+			if want > 0 {
+				moving++
+			}
+		}
+	}
+	if moving == 0 {
+		t.Fatal("no bucket had traffic")
+	}
+	if got := new(DeviceLinks).TotalRate(0); got != 0 {
+		t.Errorf("TotalRate on a row without history = %v; want 0", got)
 	}
 }

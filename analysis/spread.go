@@ -45,7 +45,7 @@ func (d DeviceTime) BusyPct() (pct float64, ok bool) {
 // PctOfPeak is the link's rate over history bucket k as a percentage of peak (bytes/s, the
 // link's one-way peak). ok is false when the peak is unknown (0) or the history does not hold
 // bucket k.
-func (d DeviceLinks) PctOfPeak(link Link, k int64, peak float64) (pct float64, ok bool) {
+func (d *DeviceLinks) PctOfPeak(link Link, k int64, peak float64) (pct float64, ok bool) {
 	if peak <= 0 {
 		return 0, false
 	}
@@ -59,7 +59,7 @@ func (d DeviceLinks) PctOfPeak(link Link, k int64, peak float64) (pct float64, o
 // MeanPctOfPeak is the link's mean rate over durNs (its busier direction's bytes / durNs) as a
 // percentage of peak: what a finished run's link did on average. ok is false when the peak or the
 // duration is unknown (0).
-func (d DeviceLinks) MeanPctOfPeak(link Link, durNs int64, peak float64) (pct float64, ok bool) {
+func (d *DeviceLinks) MeanPctOfPeak(link Link, durNs int64, peak float64) (pct float64, ok bool) {
 	if peak <= 0 || durNs <= 0 || link < 0 || link >= NumLinks {
 		return 0, false
 	}

@@ -24,6 +24,7 @@ type Model struct {
 	tele     teleCache // the telemetry's lines, as last drawn
 	spark    sparkTotals
 	padded   paddedDevices
+	times    deviceTimes
 	list     widget.List
 	filter   widget.Filter // devices by id, host (h76) or idle cause
 	worst    bool          // devices sorted most idle first, rather than by id
@@ -213,16 +214,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	fr, res := m.Fr, m.Fr.Res
 	st := fr.Styles
 	devs := m.padded.of(res, fr.Meta.Devices)
-	times := make([]analysis.DeviceTime, len(devs)) // by device id; SpanNs 0: nothing ran yet
-	for _, d := range res.Breakdown.Devices {
-		if int(d.Device) < len(times) {
-			times[d.Device] = d
-		}
-	}
-	causes := make([]string, len(devs)) // the cause of each device's idle time, as the analysis gives it
-	for i := range times {
-		causes[i] = idleCause(times[i])
-	}
+	times := m.times.of(res, len(devs))
 	t := deviceTable{fr: fr, cell: 7, bucket: fr.State.Now/analysis.BucketNs - 1, colDev: colDev}
 	if m.W >= 140 { // wide terminals show each link's GB/s beside its share of peak
 		t.cell = 14
@@ -244,7 +236,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	m.rows = m.layoutRows(m.rows[:0], devs, times, gpus)
 	if m.filter.Value() != "" {
 		m.rows = slices.DeleteFunc(m.rows, func(r devRow) bool {
-			return !m.filter.Match(fmt.Sprint(devs[r.dev].Device), fmt.Sprintf("h%d", r.host), causes[r.dev])
+			return !m.filter.Match(fmt.Sprint(devs[r.dev].Device), fmt.Sprintf("h%d", r.host), idleCause(times[r.dev]))
 		})
 	}
 	m.overflow = len(m.rows) > lines
@@ -278,7 +270,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 		case m.rolled:
 			label = "  " + label
 		}
-		line := t.row(label, &devs[r.dev], times[r.dev], causes[r.dev], m.spark.of(res, t.bucket, t.histW, &devs[r.dev]))
+		line := t.row(label, &devs[r.dev], &times[r.dev], idleCause(times[r.dev]), m.spark.of(res, t.bucket, t.histW, &devs[r.dev]))
 		if i == m.list.Selected() && m.overflow {
 			line = st.Selected.Render(ansi.Strip(line))
 		}
@@ -366,6 +358,38 @@ func (c *paddedDevices) of(res *analysis.Result, n int) []analysis.DeviceLinks {
 	return c.devs
 }
 
+// deviceTimes is a Result's time split of each device by device id (SpanNs 0: nothing ran yet),
+// for one Result. The analysis lists a row for each device that ran something, by id: once every
+// device of the job has run, that list is the table itself and is read as it is (a copy of every
+// row, 4,096 of them behind a Collector, was made at every frame).
+type deviceTimes struct {
+	res   *analysis.Result
+	n     int
+	times []analysis.DeviceTime
+}
+
+// of returns res's device times by device id, for devices 0 to n-1.
+func (c *deviceTimes) of(res *analysis.Result, n int) []analysis.DeviceTime {
+	if c.res == res && c.n == n {
+		return c.times
+	}
+	times := res.Breakdown.Devices
+	dense := len(times) == n
+	for i := 0; dense && i < n; i++ {
+		dense = times[i].Device == int32(i)
+	}
+	if !dense {
+		times = make([]analysis.DeviceTime, n)
+		for _, d := range res.Breakdown.Devices {
+			if d.Device >= 0 && int(d.Device) < n {
+				times[d.Device] = d
+			}
+		}
+	}
+	*c = deviceTimes{res: res, n: n, times: times}
+	return times
+}
+
 // sparkTotals are devices' total rates over the sparkline's buckets, for one Result, newest bucket
 // and width. The peak and the rows read the same figures (each row's were computed twice a frame),
 // and a frame drawn from the same Result as the last (a tick's, while the fold runs) reuses them:
@@ -387,20 +411,10 @@ func (c *sparkTotals) of(res *analysis.Result, bucket int64, histW int, d *analy
 	}
 	v := make([]float64, histW)
 	for i := range v {
-		v[i] = totalAt(d, bucket-int64(histW)+1+int64(i))
+		v[i] = d.TotalRate(bucket - int64(histW) + 1 + int64(i))
 	}
 	c.byDev[d.Device] = v
 	return v
-}
-
-// totalAt is a device's rate over all its links in bucket k.
-func totalAt(d *analysis.DeviceLinks, k int64) float64 {
-	var t float64
-	for l := range analysis.NumLinks {
-		r, _ := d.Rate(l, k)
-		t += r
-	}
-	return t
 }
 
 // idleCause is what the idle-mostly column says of a device: its idle time's top cause; "not
@@ -432,7 +446,7 @@ func (t *deviceTable) head() string {
 
 // row draws one device: its time split (unknown without a span), its streams' top idle cause,
 // each link's rate now as a share of the link's peak, the total and the sparkline.
-func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm analysis.DeviceTime, cause string, spark []float64) string {
+func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm *analysis.DeviceTime, cause string, spark []float64) string {
 	st := t.fr.Styles
 	line := fmt.Sprintf("%-*s", t.colDev, label)
 	if tm.SpanNs > 0 {
