@@ -218,6 +218,11 @@ const (
 	// dump's scheduled or started collective). Its End is the last time the source knew of, not
 	// the op's end; analyses that measure ops leave it out, the diagnosis counts it as entered.
 	StatusPending uint8 = 6
+	// StatusNoRecord, in a membership mark (a KindMark whose SeqOp sequence number is 0), says its
+	// source knows Peer is a member of the communicator but holds no record of it (a Flight
+	// Recorder job whose rank left no dump, or one that could not be read): what that rank did is
+	// unknown. Its Device is NoDevice, so nothing counts the rank as one that was heard from.
+	StatusNoRecord uint8 = 7
 )
 
 // Alert causes: the Sub of a KindAlert a source raises about a rank or communicator it watched
