@@ -129,18 +129,28 @@ func TestWholeHostSlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		spec string
-		rank int32 // -1: the host, no rank
+		spec  string
+		hosts int   // 0: the topology's 4
+		rank  int32 // -1: the host, no rank
 	}{
-		{"kind=host_slow,host=1,delay=2ms", -1},
-		{"kind=host_slow,host=3,delay=50us", -1},
-		{"kind=host_slow,host=0,delay=20us,at=1.2s", -1},
-		{"kind=host_slow,host=2,gpu=5,delay=50us", 21},
+		{"kind=host_slow,host=1,delay=2ms", 0, -1},
+		{"kind=host_slow,host=3,delay=50us", 0, -1},
+		{"kind=host_slow,host=0,delay=20us,at=1.2s", 0, -1},
+		{"kind=host_slow,host=2,gpu=5,delay=50us", 0, 21},
+		// 16 hosts: the roles no longer follow the hosts, so the host's 8 ranks stand out alike
+		// among their peers by role, and the host is named, not its lowest rank.
+		{"kind=host_slow,host=3,delay=200us", 16, -1},
 	} {
 		t.Run(c.spec, func(t *testing.T) {
 			ft, err := fault.Parse(c.spec)
 			if err != nil {
 				t.Fatal(err)
+			}
+			topo := topo
+			if c.hosts > 0 {
+				if topo, err = topology.WithHosts(topo, c.hosts); err != nil {
+					t.Fatal(err)
+				}
 			}
 			o, err := run(context.Background(), &Config{Scenario: f, Topology: topo, Steps: 4}, 1, []fault.Fault{ft})
 			if err != nil {
@@ -150,8 +160,10 @@ func TestWholeHostSlow(t *testing.T) {
 				t.Fatalf("no finding")
 			}
 			top := o.findings[0]
-			if top.Kind.String() != "slow host" || int(top.Host) != ft.Host || top.Rank != c.rank || !culpritRight(&ft, &top, topo) || !kindRight(&ft, &top) {
-				t.Errorf("top finding %s (rank %d, host %d); want a slow host %d, rank %d", top.String(topo.GPUsPerHost), top.Rank, top.Host, ft.Host, c.rank)
+			if top.Kind.String() != "slow host" || int(top.Host) != ft.Host || top.Rank != c.rank || !culpritRight(&ft, &top, topo) || !kindRight(&ft, &top) ||
+				top.Confidence <= 0 || top.Confidence > 1 {
+				t.Errorf("top finding %s (rank %d, host %d, confidence %g); want a slow host %d, rank %d, confidence in (0, 1]",
+					top.String(topo.GPUsPerHost), top.Rank, top.Host, top.Confidence, ft.Host, c.rank)
 			}
 			for i := range o.findings {
 				if !culpritRight(&ft, &o.findings[i], topo) {
