@@ -2,6 +2,8 @@ package campaign
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/engine/fault"
@@ -282,5 +284,47 @@ func TestCampaignFabricSlow(t *testing.T) {
 		if len(tr.Findings) > 0 && tr.Findings[0].Onset < tr.Fault.At/timeline.LinkWindowNs*timeline.LinkWindowNs {
 			t.Errorf("seed %d: %s: onset %d ns, before the window of the fault's", tr.Seed, tr.Fault, tr.Findings[0].Onset)
 		}
+	}
+}
+
+// The kinds a scenario cannot show on its topology are told before the trials, from the healthy
+// run: of the defaults they are left out (llm-train moves nothing over PCIe; allreduce-sweep runs
+// no kernels), kinds asked for are drawn all the same.
+func TestUnshownKinds(t *testing.T) {
+	topo, err := sim.TopologyByName("h100x8x4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		scenario string
+		kinds    []fault.Kind
+		want     string
+		leftOut  bool
+	}{
+		{"llm-train", nil, "[pcie_gen (it moves nothing over PCIe)]", true},
+		{"allreduce-sweep", nil, "[gpu_slow (it runs no kernels) pcie_gen (it moves nothing over PCIe)]", true},
+		{"llm-train", []fault.Kind{fault.PCIeGen, fault.NICSlow}, "[pcie_gen (it moves nothing over PCIe)]", false},
+	} {
+		t.Run(fmt.Sprint(c.scenario, c.kinds), func(t *testing.T) {
+			f, err := scenario.Builtin(c.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var told []string
+			cfg := Config{Scenario: f, Topology: topo, Trials: 12, Steps: 3, Seed: 1, Kinds: c.kinds,
+				Unshown: func(un []Unshown, leftOut bool) { told = append(told, fmt.Sprintf("%v %v", un, leftOut)) }}
+			trials, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("%s %v", c.want, c.leftOut); len(told) != 1 || told[0] != want {
+				t.Errorf("told %q; want once %q", told, want)
+			}
+			for _, tr := range trials {
+				if c.leftOut && strings.Contains(c.want, tr.Fault.Kind.String()+" ") {
+					t.Errorf("seed %d drew %s, which was left out", tr.Seed, tr.Fault)
+				}
+			}
+		})
 	}
 }
