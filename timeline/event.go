@@ -243,6 +243,16 @@ const (
 // their meaning (a collective's PackNCCL uses bits 0-15).
 const AuxSeqOp uint32 = 1 << 30
 
+// AuxOneHost, set in the Aux of a collective, says its source knows every rank of it is on one
+// host (NCCL Inspector's nnodes, or n_nodes, of 1): its bus bytes go over NVLink, whatever the
+// session knows of the hosts' layout. The other bits of Aux keep their meaning.
+const AuxOneHost uint32 = 1 << 29
+
+// AuxManyHosts, set in the Aux of a collective, says its source knows its ranks span more than
+// one host (NCCL Inspector's nnodes above 1): part of its bus bytes cross NICs, however few
+// ranks it has.
+const AuxManyHosts uint32 = 1 << 28
+
 // SeqOp is the op id of sequence number seq on communicator comm: bit 63 set, the communicator in
 // bits 40-62, the sequence number in bits 0-39. Seq 0 names no collective: a KindMark with it
 // says its device is a member of the communicator.

@@ -12,7 +12,12 @@
 // record carries only the time of its dump, so the records of one dump are laid back to back in
 // sequence order ending there (durations exact, start times approximate: a warning says so).
 // Inspector's own bandwidths and timing source are kept in each event's label, beside what
-// xfertop computes from the same bytes and time.
+// xfertop computes from the same bytes and time. A collective's node count (nnodes, n_nodes) says
+// whether its bus bytes stay in one host (timeline.AuxOneHost: NVLink) or cross hosts
+// (timeline.AuxManyHosts), whatever the analysis knows of the layout. A Prometheus series is one
+// GPU's aggregate over a dump interval: its collective carries no op id, so the analysis takes it
+// as a whole instance (at Inspector's bandwidth) rather than one rank's part of one waiting for
+// the others.
 //
 // Ranks and hosts are merged through join.Join, as a live attach merges its ranks. Format
 // versions v4.0 to v4.3 are read (NCCL 2.28 to 2.32): v4.3 writes a dump_stats marker carrying

@@ -165,7 +165,9 @@ func (st *state) build(source string) ([]timeline.Event, *kineto.Imported, error
 		if r.queued > 0 && r.queued <= r.start {
 			e.Queued = r.queued - first[r.proc]
 		}
-		if r.kind == timeline.KindCollective {
+		if r.kind == timeline.KindCollective && !r.series {
+			// A series is one GPU's aggregate: no op id, so the analysis takes it as a whole
+			// instance (its Inspector busbw), not as one rank's part waiting for the others.
 			e.Op = uint64(r.comm)<<40 | r.sn&(1<<40-1)
 		}
 		if r.peer >= 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -250,4 +251,49 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("%d events past the bound of 64", len(im.Events))
 		}
 	})
+}
+
+// TestPrometheusReport: a series is one GPU's aggregate, so the analysis takes it as a whole
+// collective (its busbw Inspector's own), not as one rank's part waiting for three others; and a
+// series of n_nodes="1" (or a log record of nnodes 1) puts its bus bytes on NVLink, not on links
+// "across hosts".
+func TestPrometheusReport(t *testing.T) {
+	for _, c := range []struct {
+		path   string
+		op     string
+		ranks  int
+		busbw  float64
+		nvlink bool // its bus bytes on NVLink; else across hosts (unattributed)
+	}{
+		{"testdata/prom", "all_reduce", 4, 678.26, true},
+		{"testdata/v2.32", "all_reduce", 2, 107.37, false}, // nnodes 2
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			im, err := ReadFiles([]string{c.path}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := analysis.New(timeline.Meta{Backend: Format, Devices: im.Devices})
+			for i := range im.Events {
+				a.Emit(&im.Events[i])
+			}
+			r := a.Result(im.Strings)
+			var row *analysis.Collective
+			for i := range r.Collectives.Rows {
+				if x := &r.Collectives.Rows[i]; x.Op == c.op && x.Ranks == c.ranks {
+					row = x
+				}
+			}
+			if row == nil || row.BusBW == nil || *row.BusBW != c.busbw {
+				t.Fatalf("collectives %+v (open %d); want a %s row of %d ranks at busbw %.2f", r.Collectives.Rows, r.Collectives.Open, c.op, c.ranks, c.busbw)
+			}
+			var unattributed int64
+			for _, d := range r.Links.Devices {
+				unattributed += d.Unattributed
+			}
+			if (unattributed == 0) != c.nvlink {
+				t.Errorf("%d bytes on links across hosts; want them on NVLink: %v", unattributed, c.nvlink)
+			}
+		})
+	}
 }

@@ -128,9 +128,12 @@ func (st *state) promOp(path string, s *promSeries, dumpNs int64, sn uint64) err
 		return &LimitError{File: path, Line: s.line, What: "operations", Limit: int64(st.opts.MaxRecords)}
 	}
 	// No rank is written: the GPU's index on its node stands for it within the communicator.
-	r := rec{proc: proc, comm: comm, rank: int32(g), peer: -1, nranks: uint16(nranks), execNs: -1, queued: -1, dumpNs: dumpNs, sn: sn}
+	r := rec{proc: proc, comm: comm, rank: int32(g), peer: -1, nranks: uint16(nranks), execNs: -1, queued: -1, dumpNs: dumpNs, sn: sn, series: true}
 	if err := st.fill(&r, op); err != nil {
 		return where("%v", err)
+	}
+	if n, err := strconv.Atoi(lb["n_nodes"]); err == nil {
+		r.aux |= hostsAux(r.kind, n)
 	}
 	r.label += " geometric mean over the dump, bucket " + lb["message_size"]
 	st.versions["prometheus "+lb["version"]]++

@@ -28,6 +28,9 @@ type rec struct {
 	dumpNs int64  // Unix ns of its dump: it ended before
 	sn     uint64 // its sequence number in the communicator
 	label  string
+	// series: a Prometheus series, an aggregate over one GPU's dump interval, not one operation
+	// the other ranks' parts could be matched with.
+	series bool
 }
 
 // process is one writer of a log (a host and pid), or one GPU of a Prometheus dump.
@@ -219,6 +222,7 @@ func (st *state) add(path string, n int, h *header, m *metadata, op *perf) error
 	if err := st.fill(&r, op); err != nil {
 		return where("%v", err)
 	}
+	r.aux |= hostsAux(r.kind, h.NNodes)
 	st.note(proc, comm, r.rank, h.NRanks)
 	st.recs = append(st.recs, r)
 	return nil
@@ -279,6 +283,20 @@ func (st *state) fill(r *rec, op *perf) error {
 	}
 	r.label = opLabel(op)
 	return nil
+}
+
+// hostsAux is what a collective's node count (Inspector's nnodes; 0: not said) tells of the links
+// its bus bytes cross: timeline.AuxOneHost or AuxManyHosts.
+func hostsAux(kind timeline.Kind, nodes int) uint32 {
+	switch {
+	case kind != timeline.KindCollective:
+		return 0
+	case nodes == 1:
+		return timeline.AuxOneHost
+	case nodes > 1:
+		return timeline.AuxManyHosts
+	}
+	return 0
 }
 
 func (r *rec) p2pKind() bool { return r.kind == timeline.KindSend || r.kind == timeline.KindRecv }
