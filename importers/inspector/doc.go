@@ -19,6 +19,13 @@
 // as a whole instance (at Inspector's bandwidth) rather than one rank's part of one waiting for
 // the others.
 //
+// Damage is read past, with a warning naming the file and line: a record whose number is out of
+// its field's range is left out; an operation whose size over its exec time is a rate no GPU
+// reaches (above 100 TB/s) keeps its size with its exec time unknown; a cut last line (a log still
+// being written, with or without its newline) is left out and the lines before it stand, and a
+// file cut inside its first line is said to be; in a Prometheus dump a NaN exec time leaves its
+// series out and a NaN busbw leaves that value out, each at the line it is on.
+//
 // Ranks and hosts are merged through join.Join, as a live attach merges its ranks. Format
 // versions v4.0 to v4.3 are read (NCCL 2.28 to 2.32): v4.3 writes a dump_stats marker carrying
 // the header and metadata once per communicator dump, and the operation lines after it take

@@ -76,7 +76,12 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 		}
 	}
 	if len(st.recs) == 0 {
-		return nil, fmt.Errorf("%s: no collective or p2p records", strings.Join(files, ", "))
+		// Say why where the reader knows: a file cut inside its first line, records left out.
+		why := ""
+		if len(st.warn.list) > 0 {
+			why = " (" + strings.Join(st.warn.list, "; ") + ")"
+		}
+		return nil, fmt.Errorf("%s: no collective or p2p records%s", strings.Join(files, ", "), why)
 	}
 	events, im, err := st.build(strings.Join(paths, ", "))
 	if err != nil {
