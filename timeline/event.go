@@ -1,6 +1,9 @@
 package timeline
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Labels resolves interned label ids: a Strings, or a console snapshot.
 type Labels interface{ Lookup(id uint32) string }
@@ -392,6 +395,15 @@ func ParseCollOp(name string) (CollOp, bool) {
 	return 0, false
 }
 
+// peerName names a send's or receive's peer device: its number, or "unknown" where the source
+// does not say (NoDevice), never −1.
+func peerName(p int32) string {
+	if p < 0 {
+		return "unknown"
+	}
+	return strconv.Itoa(int(p))
+}
+
 // Title is how an event is named to people: in the console, in exported traces and spans.
 func (e *Event) Title(labels Labels) string {
 	label := labels.Lookup(e.Label)
@@ -399,9 +411,9 @@ func (e *Event) Title(labels Labels) string {
 	case KindMemcpy:
 		return "memcpy " + e.OpName()
 	case KindSend:
-		return fmt.Sprintf("send → %d", e.Peer)
+		return "send → " + peerName(e.Peer)
 	case KindRecv:
-		return fmt.Sprintf("recv ← %d", e.Peer)
+		return "recv ← " + peerName(e.Peer)
 	case KindCollective:
 		return e.OpName()
 	case KindKernel, KindRuntime, KindMark, KindAlert:
