@@ -276,35 +276,7 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 		members = append(members, d)
 	}
 	slices.Sort(members)
-	frontier := int64(-1)
-	for _, d := range members {
-		r := c.ranks[d]
-		f := r.done + 1
-		if r.pend >= 0 {
-			f = r.pend
-		}
-		if r.entered < 0 {
-			f = c.first // a member that entered nothing is behind from the first
-		}
-		if frontier < 0 || f < frontier {
-			frontier = f
-		}
-	}
-	// Sequence numbers are consecutive on a communicator, but a ring that overwrote entries, or a
-	// source that skips, may leave a gap: the divergence is at the first one a member entered.
-	var sub uint8
-	if frontier >= 0 {
-		next := int64(-1)
-		for i := range c.sigs {
-			sg := &c.sigs[i]
-			if sg.agree > 0 && sg.idx == 0 && sg.seq >= frontier && (next < 0 || sg.seq < next) {
-				next, sub = sg.seq, sg.sub
-			}
-		}
-		if next >= 0 {
-			frontier = next
-		}
-	}
+	frontier, sub := c.frontier(members)
 	var entered, missing, waiting []int32
 	var onset, at, severity int64
 	onset = -1
@@ -389,6 +361,41 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 		f.Confidence /= 2
 	}
 	return f, true
+}
+
+// frontier is the first sequence number of c some member has not completed (its lowest pending
+// one, else the one after its last completed), and its op as first seen; −1 when none.
+func (c *seqComm) frontier(members []int32) (int64, uint8) {
+	frontier := int64(-1)
+	for _, d := range members {
+		r := c.ranks[d]
+		f := r.done + 1
+		if r.pend >= 0 {
+			f = r.pend
+		}
+		if r.entered < 0 {
+			f = c.first // a member that entered nothing is behind from the first
+		}
+		if frontier < 0 || f < frontier {
+			frontier = f
+		}
+	}
+	// Sequence numbers are consecutive on a communicator, but a ring that overwrote entries, or a
+	// source that skips, may leave a gap: the divergence is at the first one a member entered.
+	var sub uint8
+	if frontier >= 0 {
+		next := int64(-1)
+		for i := range c.sigs {
+			sg := &c.sigs[i]
+			if sg.agree > 0 && sg.idx == 0 && sg.seq >= frontier && (next < 0 || sg.seq < next) {
+				next, sub = sg.seq, sg.sub
+			}
+		}
+		if next >= 0 {
+			frontier = next
+		}
+	}
+	return frontier, sub
 }
 
 // unseenCulprit completes a divergence every member seen entered, though some members were never
