@@ -29,8 +29,9 @@ type Alert struct {
 // AlertRoot is the rank (and host, -1 when not known) the diagnosis names as the root of a hang,
 // and its finding on one line.
 type AlertRoot struct {
-	Rank    int32  `json:"rank"`
-	Host    int32  `json:"host"`
+	Rank int32 `json:"rank"`
+	// Host is the rank's host; null where the job's layout is not known.
+	Host    *int32 `json:"host"`
 	Culprit string `json:"culprit"` // "rank 10 (host 1 GPU 2)"
 	Finding string `json:"finding"`
 }
@@ -83,7 +84,10 @@ func quoteRoots(as []Alert, d *diagnosis.Diagnosis, gpusPerHost int) {
 			continue
 		}
 		if f, ok := d.RootOf(as[i].Op); ok && f.Rank >= 0 {
-			as[i].Root = &AlertRoot{Rank: f.Rank, Host: f.Host, Culprit: f.Culprit(gpusPerHost), Finding: f.String(gpusPerHost)}
+			as[i].Root = &AlertRoot{Rank: f.Rank, Culprit: f.Culprit(gpusPerHost), Finding: f.String(gpusPerHost)}
+			if h := f.Host; h >= 0 && gpusPerHost > 0 {
+				as[i].Root.Host = &h
+			}
 		}
 	}
 }

@@ -159,12 +159,24 @@ func (l *links) markPartial(e *timeline.Event) {
 			mark(e.Device, LinkNVLink)
 		}
 	case timeline.KindCollective:
-		if int(e.Ranks) > l.gpusPerHost {
+		if l.acrossHosts(e) {
 			mark(e.Device, LinkNVLink, LinkNIC)
 		} else {
 			mark(e.Device, LinkNVLink)
 		}
 	}
+}
+
+// acrossHosts reports whether a collective may span hosts: as its source says
+// (timeline.AuxOneHost, AuxManyHosts), else when it has more ranks than a host holds.
+func (l *links) acrossHosts(e *timeline.Event) bool {
+	switch {
+	case e.Aux&timeline.AuxOneHost != 0:
+		return false
+	case e.Aux&timeline.AuxManyHosts != 0:
+		return true
+	}
+	return int(e.Ranks) > l.gpusPerHost
 }
 
 // fromOp counts an op's bytes on the links it crossed, as far as the op itself tells.
@@ -196,7 +208,7 @@ func (l *links) fromOp(e *timeline.Event, b float64) {
 		l.put(e.Device, link, dir, e, b)
 	case timeline.KindCollective:
 		bus := b * timeline.CollOp(e.Sub).BusFactor(int(e.Ranks))
-		if int(e.Ranks) > l.gpusPerHost {
+		if l.acrossHosts(e) {
 			l.device(e.Device)
 			l.unknown[e.Device] += 2 * bus
 			return

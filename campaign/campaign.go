@@ -32,10 +32,15 @@ type Config struct {
 	Steps    int   // steps per run (at least 3: a healthy step, the onset's, one after)
 	Seed     int64 // the first trial's seed; trial i uses Seed+i
 	// Kinds are the fault kinds drawn from (nil: DefaultKinds, and fabric_slow where the topology
-	// has more than one rail group).
+	// has more than one rail group, less the kinds the scenario cannot show there: see Unshown).
 	Kinds []fault.Kind
 	// Progress, when set, is called after each run.
 	Progress func(done, total int, t *Trial)
+	// Unshown, when set, is told after the healthy reference run, before any trial, of the kinds
+	// the scenario cannot show on the topology (a healthy run does nothing they act on: PCIe a
+	// generation down in a job that moves nothing over PCIe). Of the default kinds they are left
+	// out (leftOut); kinds given in Kinds are drawn all the same, their trials undetectable.
+	Unshown func(kinds []Unshown, leftOut bool)
 }
 
 // DefaultKinds are the kinds a campaign draws from on every topology.
@@ -45,7 +50,7 @@ var DefaultKinds = []fault.Kind{fault.NICSlow, fault.NICFlap, fault.NVLinkSlow, 
 type Trial struct {
 	Seed         int64
 	Fault        *fault.Fault // nil: healthy
-	Slowdown     float64      // the run's time over the healthy run's, minus 1
+	Slowdown     float64      // the run's time over the healthy run's, minus 1; not a slowdown when Ended (a hung run stops early)
 	BusyChange   float64      // the largest change of one device's busy time from the healthy run's (relative)
 	LaunchChange float64      // the largest change of one device's launch-to-start time (relative)
 	Ended        error        // a hang's watchdog, or nil
@@ -118,6 +123,7 @@ type runOut struct {
 	ended    error
 	findings []diagnosis.Finding
 	events   int64
+	shows    shows // what the run did that faults act on
 	// Per device: the time its ops kept it busy (a fault that acts on its links or kernels changes
 	// it) and the ops' time from launch to start (a fault that delays its launches changes it).
 	busy, lead []int64
@@ -130,6 +136,7 @@ type sink struct {
 
 func (k *sink) Emit(e *timeline.Event) {
 	k.out.events++
+	k.out.shows.add(e)
 	if e.Kind.IsBusy() && e.Device >= 0 && int(e.Device) < len(k.out.busy) {
 		k.out.busy[e.Device] += e.Dur()
 		if e.Queued >= 0 {
@@ -148,7 +155,8 @@ func Run(ctx context.Context, cfg Config) ([]Trial, error) {
 	if cfg.Steps < 3 {
 		cfg.Steps = 3
 	}
-	if len(cfg.Kinds) == 0 {
+	defaults := len(cfg.Kinds) == 0
+	if defaults {
 		cfg.Kinds = DefaultKinds
 		if cfg.Topology.RailGroups() > 1 {
 			// Only flows between rail groups cross a leaf's ports to the spines.
@@ -162,6 +170,17 @@ func Run(ctx context.Context, cfg Config) ([]Trial, error) {
 	}
 	if ref.ended != nil || len(ref.steps) < cfg.Steps {
 		return nil, fmt.Errorf("healthy reference run did not complete its %d steps: %v", cfg.Steps, ref.ended)
+	}
+	if un := ref.shows.unshown(cfg.Kinds); len(un) > 0 {
+		leftOut := defaults && len(un) < len(cfg.Kinds) // never all of them
+		if leftOut {
+			cfg.Kinds = slices.DeleteFunc(slices.Clone(cfg.Kinds), func(k fault.Kind) bool {
+				return slices.ContainsFunc(un, func(u Unshown) bool { return u.Kind == k })
+			})
+		}
+		if cfg.Unshown != nil {
+			cfg.Unshown(un, leftOut)
+		}
 	}
 	var trials []Trial
 	for i := range total {

@@ -2,6 +2,8 @@ package campaign
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/engine/fault"
@@ -129,18 +131,28 @@ func TestWholeHostSlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		spec string
-		rank int32 // -1: the host, no rank
+		spec  string
+		hosts int   // 0: the topology's 4
+		rank  int32 // -1: the host, no rank
 	}{
-		{"kind=host_slow,host=1,delay=2ms", -1},
-		{"kind=host_slow,host=3,delay=50us", -1},
-		{"kind=host_slow,host=0,delay=20us,at=1.2s", -1},
-		{"kind=host_slow,host=2,gpu=5,delay=50us", 21},
+		{"kind=host_slow,host=1,delay=2ms", 0, -1},
+		{"kind=host_slow,host=3,delay=50us", 0, -1},
+		{"kind=host_slow,host=0,delay=20us,at=1.2s", 0, -1},
+		{"kind=host_slow,host=2,gpu=5,delay=50us", 0, 21},
+		// 16 hosts: the roles no longer follow the hosts, so the host's 8 ranks stand out alike
+		// among their peers by role, and the host is named, not its lowest rank.
+		{"kind=host_slow,host=3,delay=200us", 16, -1},
 	} {
 		t.Run(c.spec, func(t *testing.T) {
 			ft, err := fault.Parse(c.spec)
 			if err != nil {
 				t.Fatal(err)
+			}
+			topo := topo
+			if c.hosts > 0 {
+				if topo, err = topology.WithHosts(topo, c.hosts); err != nil {
+					t.Fatal(err)
+				}
 			}
 			o, err := run(context.Background(), &Config{Scenario: f, Topology: topo, Steps: 4}, 1, []fault.Fault{ft})
 			if err != nil {
@@ -150,8 +162,10 @@ func TestWholeHostSlow(t *testing.T) {
 				t.Fatalf("no finding")
 			}
 			top := o.findings[0]
-			if top.Kind.String() != "slow host" || int(top.Host) != ft.Host || top.Rank != c.rank || !culpritRight(&ft, &top, topo) || !kindRight(&ft, &top) {
-				t.Errorf("top finding %s (rank %d, host %d); want a slow host %d, rank %d", top.String(topo.GPUsPerHost), top.Rank, top.Host, ft.Host, c.rank)
+			if top.Kind.String() != "slow host" || int(top.Host) != ft.Host || top.Rank != c.rank || !culpritRight(&ft, &top, topo) || !kindRight(&ft, &top) ||
+				top.Confidence <= 0 || top.Confidence > 1 {
+				t.Errorf("top finding %s (rank %d, host %d, confidence %g); want a slow host %d, rank %d, confidence in (0, 1]",
+					top.String(topo.GPUsPerHost), top.Rank, top.Host, top.Confidence, ft.Host, c.rank)
 			}
 			for i := range o.findings {
 				if !culpritRight(&ft, &o.findings[i], topo) {
@@ -270,5 +284,47 @@ func TestCampaignFabricSlow(t *testing.T) {
 		if len(tr.Findings) > 0 && tr.Findings[0].Onset < tr.Fault.At/timeline.LinkWindowNs*timeline.LinkWindowNs {
 			t.Errorf("seed %d: %s: onset %d ns, before the window of the fault's", tr.Seed, tr.Fault, tr.Findings[0].Onset)
 		}
+	}
+}
+
+// The kinds a scenario cannot show on its topology are told before the trials, from the healthy
+// run: of the defaults they are left out (llm-train moves nothing over PCIe; allreduce-sweep runs
+// no kernels), kinds asked for are drawn all the same.
+func TestUnshownKinds(t *testing.T) {
+	topo, err := sim.TopologyByName("h100x8x4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		scenario string
+		kinds    []fault.Kind
+		want     string
+		leftOut  bool
+	}{
+		{"llm-train", nil, "[pcie_gen (it moves nothing over PCIe)]", true},
+		{"allreduce-sweep", nil, "[gpu_slow (it runs no kernels) pcie_gen (it moves nothing over PCIe)]", true},
+		{"llm-train", []fault.Kind{fault.PCIeGen, fault.NICSlow}, "[pcie_gen (it moves nothing over PCIe)]", false},
+	} {
+		t.Run(fmt.Sprint(c.scenario, c.kinds), func(t *testing.T) {
+			f, err := scenario.Builtin(c.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var told []string
+			cfg := Config{Scenario: f, Topology: topo, Trials: 12, Steps: 3, Seed: 1, Kinds: c.kinds,
+				Unshown: func(un []Unshown, leftOut bool) { told = append(told, fmt.Sprintf("%v %v", un, leftOut)) }}
+			trials, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("%s %v", c.want, c.leftOut); len(told) != 1 || told[0] != want {
+				t.Errorf("told %q; want once %q", told, want)
+			}
+			for _, tr := range trials {
+				if c.leftOut && strings.Contains(c.want, tr.Fault.Kind.String()+" ") {
+					t.Errorf("seed %d drew %s, which was left out", tr.Seed, tr.Fault)
+				}
+			}
+		})
 	}
 }

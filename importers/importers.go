@@ -174,8 +174,9 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 		return nil, errors.New("no file to import")
 	}
 	format := FormatUnknown
-	for _, p := range paths {
-		f, err := Detect(p)
+	formats, errs := detectEach(paths)
+	for i, p := range paths {
+		f, err := formats[i], errs[i]
 		if err != nil {
 			return nil, err
 		}

@@ -334,16 +334,40 @@ func detectAll(paths []string) (Format, error) {
 	if len(paths) == 0 {
 		return FormatUnknown, errors.New("no file to import")
 	}
+	formats, errs := detectEach(paths)
 	format := FormatUnknown
-	for _, p := range paths {
-		f, err := Detect(p)
-		if err != nil {
-			return FormatUnknown, err
+	for i, p := range paths {
+		if errs[i] != nil {
+			return FormatUnknown, errs[i]
 		}
-		if format != FormatUnknown && f != format {
-			return FormatUnknown, fmt.Errorf("%s is a %s and %s a %s: give files of one format", paths[0], format, p, f)
+		if format != FormatUnknown && formats[i] != format {
+			return FormatUnknown, fmt.Errorf("%s is a %s and %s a %s: give files of one format", paths[0], format, p, formats[i])
 		}
-		format = f
+		format = formats[i]
 	}
 	return format, nil
+}
+
+// detectEach tells each path's format. A file named like a Flight Recorder dump of the same
+// prefix as one that is a dump (nccl_trace_rank_3 beside nccl_trace_rank_0) is taken as a dump
+// whatever it holds: empty, cut short or garbled, it is one rank's dump that cannot be read, which
+// the importer warns about and leaves out, rather than a file of another format.
+func detectEach(paths []string) ([]Format, []error) {
+	formats, errs := make([]Format, len(paths)), make([]error, len(paths))
+	var dump string // a path that is a dump
+	for i, p := range paths {
+		formats[i], errs[i] = Detect(p)
+		if errs[i] == nil && formats[i] == FormatFlightRecorder && dump == "" {
+			dump = p
+		}
+	}
+	if dump == "" {
+		return formats, errs
+	}
+	for i, p := range paths {
+		if (errs[i] != nil || formats[i] != FormatFlightRecorder) && flightrecorder.SamePrefix(dump, p) {
+			formats[i], errs[i] = FormatFlightRecorder, nil
+		}
+	}
+	return formats, errs
 }

@@ -1,6 +1,9 @@
 package timeline
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Labels resolves interned label ids: a Strings, or a console snapshot.
 type Labels interface{ Lookup(id uint32) string }
@@ -218,6 +221,11 @@ const (
 	// dump's scheduled or started collective). Its End is the last time the source knew of, not
 	// the op's end; analyses that measure ops leave it out, the diagnosis counts it as entered.
 	StatusPending uint8 = 6
+	// StatusNoRecord, in a membership mark (a KindMark whose SeqOp sequence number is 0), says its
+	// source knows Peer is a member of the communicator but holds no record of it (a Flight
+	// Recorder job whose rank left no dump, or one that could not be read): what that rank did is
+	// unknown. Its Device is NoDevice, so nothing counts the rank as one that was heard from.
+	StatusNoRecord uint8 = 7
 )
 
 // Alert causes: the Sub of a KindAlert a source raises about a rank or communicator it watched
@@ -237,6 +245,16 @@ const (
 // (the NCCL plugin's are hashes), so the mark is in Aux, not in the op. The other bits of Aux keep
 // their meaning (a collective's PackNCCL uses bits 0-15).
 const AuxSeqOp uint32 = 1 << 30
+
+// AuxOneHost, set in the Aux of a collective, says its source knows every rank of it is on one
+// host (NCCL Inspector's nnodes, or n_nodes, of 1): its bus bytes go over NVLink, whatever the
+// session knows of the hosts' layout. The other bits of Aux keep their meaning.
+const AuxOneHost uint32 = 1 << 29
+
+// AuxManyHosts, set in the Aux of a collective, says its source knows its ranks span more than
+// one host (NCCL Inspector's nnodes above 1): part of its bus bytes cross NICs, however few
+// ranks it has.
+const AuxManyHosts uint32 = 1 << 28
 
 // SeqOp is the op id of sequence number seq on communicator comm: bit 63 set, the communicator in
 // bits 40-62, the sequence number in bits 0-39. Seq 0 names no collective: a KindMark with it
@@ -377,6 +395,15 @@ func ParseCollOp(name string) (CollOp, bool) {
 	return 0, false
 }
 
+// peerName names a send's or receive's peer device: its number, or "unknown" where the source
+// does not say (NoDevice), never −1.
+func peerName(p int32) string {
+	if p < 0 {
+		return "unknown"
+	}
+	return strconv.Itoa(int(p))
+}
+
 // Title is how an event is named to people: in the console, in exported traces and spans.
 func (e *Event) Title(labels Labels) string {
 	label := labels.Lookup(e.Label)
@@ -384,9 +411,9 @@ func (e *Event) Title(labels Labels) string {
 	case KindMemcpy:
 		return "memcpy " + e.OpName()
 	case KindSend:
-		return fmt.Sprintf("send → %d", e.Peer)
+		return "send → " + peerName(e.Peer)
 	case KindRecv:
-		return fmt.Sprintf("recv ← %d", e.Peer)
+		return "recv ← " + peerName(e.Peer)
 	case KindCollective:
 		return e.OpName()
 	case KindKernel, KindRuntime, KindMark, KindAlert:

@@ -107,6 +107,50 @@ func TestSlowGPUAndHost(t *testing.T) {
 	}
 }
 
+// Ranks that stand out alike: every rank of one host slow to launch is the host, its rank
+// unknown; two GPUs equally slow are a tie, the finding naming one of them at confidence ½. No
+// confidence is 0 (finding.go: it is in (0, 1]).
+func TestTiedOutliers(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		kdur       func(r, i int) int64
+		gap        func(r int) int64
+		kind       Kind
+		rank, host int32
+		conf       float64
+		culprit    string
+	}{
+		{name: "host 1's 8 ranks launch 3x slower", kdur: func(r, i int) int64 { return int64(float64(ms) * jitter(r, i)) },
+			gap: func(r int) int64 {
+				if r/8 == 1 {
+					return 30_000
+				}
+				return 10_000
+			}, kind: SlowHost, rank: -1, host: 1, conf: 1, culprit: "host 1 (all its ranks; which rank: unknown)"},
+		{name: "GPUs 5 and 6 at 2x", kdur: func(r, i int) int64 {
+			if r == 5 || r == 6 {
+				return 2 * ms
+			}
+			return int64(float64(ms) * jitter(r, i))
+		}, gap: func(int) int64 { return 10_000 }, kind: SlowGPU, rank: 5, host: 0, conf: 0.5, culprit: "rank 5 (host 0 GPU 5)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStepper(8)
+			for range 2 {
+				s.kernels(32, 50, c.kdur, c.gap)
+				s.endStep(100 * ms)
+			}
+			got := s.d.Result(s.strs)
+			if len(got) != 1 || got[0].Kind != c.kind || got[0].Rank != c.rank || got[0].Host != c.host || got[0].Confidence != c.conf || got[0].Culprit(8) != c.culprit {
+				for _, f := range got {
+					t.Logf("%s (confidence %g)", f.String(8), f.Confidence)
+				}
+				t.Fatalf("%d findings; want one %s: %s, confidence %g", len(got), c.kind, c.culprit, c.conf)
+			}
+		})
+	}
+}
+
 // p2p adds a send from a to b and its recv, taking dur, at time at.
 func (s *stepper) p2p(a, b int32, at, dur int64, op uint64) {
 	s.add(timeline.Event{Kind: timeline.KindSend, Start: at, End: at + dur, Queued: at, Device: a, Peer: b, Bytes: 1 << 20, Op: op, Stream: 1})

@@ -87,6 +87,9 @@ type Finding struct {
 }
 
 // Culprit names the finding's culprit: "host 37 GPU 3 NIC", "rank 12 (host 1 GPU 4)".
+// gpusPerHost is the job's layout as known (timeline.Meta.GPUsPerHost), 0 when it is not: then a
+// rank is named alone, never placed on a host that was not measured. The report, the console
+// and the alerts' roots all pass that same value.
 func (f *Finding) Culprit(gpusPerHost int) string {
 	if f.Kind == SlowLink && f.Link == timeline.LinkFabric {
 		return timeline.PortName(f.Port) + " spine ports"

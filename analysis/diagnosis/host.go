@@ -61,9 +61,18 @@ func (d *Diagnosis) slowWholeHost() (suspect, bool) {
 		return suspect{}, false
 	}
 	conf := math.Min(1, (bestX-max(second, med))/(bestX-med))
+	if conf <= 0 { // hosts as slow as it: one of them
+		n := 0
+		for _, x := range figs {
+			if x >= hostRatio*med && x-med >= zLimit*mad {
+				n++
+			}
+		}
+		conf = 1 / float64(max(n, 1))
+	}
 	ratio := bestX / med
 	excess := int64(float64(launches[best]) * (bestX - med))
-	return suspect{kind: SlowHost, rank: -1, host: idx[best], ratio: ratio, conf: max(conf, 0.01), excess: excess, link: -1,
+	return suspect{kind: SlowHost, rank: -1, host: idx[best], ratio: ratio, conf: conf, excess: excess, link: -1,
 		detail: fmt.Sprintf("its ranks' launches were at least %s apart, %.2f× the median of %s (%s); they spread the step's %s per rank over %s",
 			fmtNs(int64(bestX)), ratio, units.Counted(len(figs), "host"), fmtNs(int64(med)), units.Counted(launches[best], "launch"), fmtNs(spread[best]))}, true
 }

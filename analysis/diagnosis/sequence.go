@@ -43,6 +43,9 @@ type seqComm struct {
 	first int64 // the lowest sequence number seen on it
 	sigs  [sigSlots]seqSig
 	mm    *seqSig // the first mismatch seen, as it stands
+	// norecord holds, sorted, the members its source knows of but has no record of
+	// (timeline.StatusNoRecord): the unseen members that can be named.
+	norecord []int32
 }
 
 // seqRank is one member's progress on one communicator; sequence numbers are −1 when none.
@@ -91,6 +94,10 @@ func newSeqs() *seqs { return &seqs{comms: map[uint32]*seqComm{}, waits: map[int
 // membership mark with sequence number 0).
 func (s *seqs) add(e *timeline.Event) {
 	seq64, ok := e.OpSeq()
+	if ok && e.Kind == timeline.KindMark && e.Status == timeline.StatusNoRecord && seq64 == 0 {
+		s.addNoRecord(e)
+		return
+	}
 	if !ok || e.Comm == 0 || e.Device < 0 || e.Device >= maxRanks {
 		return
 	}
@@ -139,6 +146,23 @@ func (s *seqs) add(e *timeline.Event) {
 		r.done = max(r.done, seq)
 	}
 	c.sign(e, seq, r.idx)
+}
+
+// addNoRecord notes a member of a communicator its source has no record of (its Peer): it is
+// not one of the members seen, but when the divergence has no other suspect it is named.
+func (s *seqs) addNoRecord(e *timeline.Event) {
+	if e.Comm == 0 || e.Peer < 0 || e.Peer >= maxRanks {
+		return
+	}
+	c := s.comm(e.Comm)
+	if c == nil {
+		return
+	}
+	c.size = max(c.size, int(e.Ranks))
+	if i, found := slices.BinarySearch(c.norecord, e.Peer); !found && s.members < maxSeqMembers {
+		s.members++
+		c.norecord = slices.Insert(c.norecord, i, e.Peer)
+	}
 }
 
 func (s *seqs) comm(id uint32) *seqComm {
@@ -252,35 +276,7 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 		members = append(members, d)
 	}
 	slices.Sort(members)
-	frontier := int64(-1)
-	for _, d := range members {
-		r := c.ranks[d]
-		f := r.done + 1
-		if r.pend >= 0 {
-			f = r.pend
-		}
-		if r.entered < 0 {
-			f = c.first // a member that entered nothing is behind from the first
-		}
-		if frontier < 0 || f < frontier {
-			frontier = f
-		}
-	}
-	// Sequence numbers are consecutive on a communicator, but a ring that overwrote entries, or a
-	// source that skips, may leave a gap: the divergence is at the first one a member entered.
-	var sub uint8
-	if frontier >= 0 {
-		next := int64(-1)
-		for i := range c.sigs {
-			sg := &c.sigs[i]
-			if sg.agree > 0 && sg.idx == 0 && sg.seq >= frontier && (next < 0 || sg.seq < next) {
-				next, sub = sg.seq, sg.sub
-			}
-		}
-		if next >= 0 {
-			frontier = next
-		}
-	}
+	frontier, sub := c.frontier(members)
 	var entered, missing, waiting []int32
 	var onset, at, severity int64
 	onset = -1
@@ -304,7 +300,14 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 	if frontier < 0 || len(entered) == 0 || (len(missing) == 0 && len(waiting) == 0) || frontier == mmSeq {
 		return Finding{}, false // nobody diverged here, or the mismatch finding says why
 	}
-	unseen := max(c.size-len(members), 0)
+	// The members never seen: those the source names as unrecorded, and any more its size counts.
+	var named []int32
+	for _, d := range c.norecord {
+		if _, ok := c.ranks[d]; !ok {
+			named = append(named, d)
+		}
+	}
+	unseen := max(c.size-len(members), len(named))
 	f := Finding{Kind: Hang, Rank: -1, Host: -1, Link: -1, Comm: id, Seq: int(frontier), Coll: timeline.CollOp(sub),
 		Onset: max(onset, 0), At: at, Severity: severity, MissingN: len(missing) + unseen}
 	f.Missing = missing[:min(len(missing), maxMissing)]
@@ -321,9 +324,13 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 		f.Evidence = b.String()
 		return f, true // no culprit: confidence 0
 	}
+	if len(missing) == 0 {
+		unseenCulprit(&f, &b, named, unseen, c.size, hostOf)
+		return f, true
+	}
 	fmt.Fprintf(&b, "; %s %s never entered it", units.Plural(len(missing), "rank"), rankList(f.Missing, len(missing)))
 	if unseen > 0 {
-		fmt.Fprintf(&b, " (and %s of its %d %s never seen: no dump of them)", units.Counted(unseen, "member"), c.size, units.Plural(unseen, "was", "were"))
+		fmt.Fprintf(&b, " (and %s of its %d %s never seen: %s)", units.Counted(unseen, "member"), c.size, units.Plural(unseen, "was", "were"), noDumpOf(named, unseen))
 	}
 	root := false
 	for i, d := range missing {
@@ -354,6 +361,73 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 		f.Confidence /= 2
 	}
 	return f, true
+}
+
+// frontier is the first sequence number of c some member has not completed (its lowest pending
+// one, else the one after its last completed), and its op as first seen; −1 when none.
+func (c *seqComm) frontier(members []int32) (int64, uint8) {
+	frontier := int64(-1)
+	for _, d := range members {
+		r := c.ranks[d]
+		f := r.done + 1
+		if r.pend >= 0 {
+			f = r.pend
+		}
+		if r.entered < 0 {
+			f = c.first // a member that entered nothing is behind from the first
+		}
+		if frontier < 0 || f < frontier {
+			frontier = f
+		}
+	}
+	// Sequence numbers are consecutive on a communicator, but a ring that overwrote entries, or a
+	// source that skips, may leave a gap: the divergence is at the first one a member entered.
+	var sub uint8
+	if frontier >= 0 {
+		next := int64(-1)
+		for i := range c.sigs {
+			sg := &c.sigs[i]
+			if sg.agree > 0 && sg.idx == 0 && sg.seq >= frontier && (next < 0 || sg.seq < next) {
+				next, sub = sg.seq, sg.sub
+			}
+		}
+		if next >= 0 {
+			frontier = next
+		}
+	}
+	return frontier, sub
+}
+
+// unseenCulprit completes a divergence every member seen entered, though some members were never
+// seen: they are the ones that never entered it, as far as the records show. Members the source
+// names (it knows them, but holds no record of them: the hung rank is the one least likely to
+// leave a dump) are named as the culprits, at half the confidence of a rank seen behind, since
+// what they did is unknown; members only counted leave the culprit unknown.
+func unseenCulprit(f *Finding, b *strings.Builder, named []int32, unseen, size int, hostOf func(int32) int32) {
+	f.MissingN = unseen
+	if len(named) == 0 {
+		fmt.Fprintf(b, "; %s of its %d %s never seen (no record of %s): which of them never entered it is unknown",
+			units.Counted(unseen, "member"), size, units.Plural(unseen, "was", "were"), units.Plural(unseen, "it", "them"))
+		f.Evidence = b.String()
+		return // no culprit: confidence 0
+	}
+	f.Missing = named[:min(len(named), maxMissing)]
+	fmt.Fprintf(b, "; %s %s never entered it as far as is known: %s, what %s did is unknown",
+		units.Plural(len(named), "rank"), rankList(f.Missing, len(named)), noDumpOf(named, len(named)), units.Plural(len(named), "it", "they"))
+	if more := unseen - len(named); more > 0 {
+		fmt.Fprintf(b, " (and %s of its %d %s never seen)", units.Counted(more, "more member"), size, units.Plural(more, "was", "were"))
+	}
+	f.Evidence = b.String()
+	f.Rank, f.Host = named[0], hostOf(named[0])
+	f.Confidence = 0.5 / float64(unseen)
+}
+
+// noDumpOf says which unseen members have no record: by rank where all of them are named.
+func noDumpOf(named []int32, unseen int) string {
+	if len(named) == 0 || len(named) < unseen {
+		return "no dump of them"
+	}
+	return fmt.Sprintf("no dump of %s %s", units.Plural(len(named), "rank"), rankList(named[:min(len(named), maxMissing)], len(named)))
 }
 
 // name names the op a rank waits in by its kind, sequence number or peer, and communicator.

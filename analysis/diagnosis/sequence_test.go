@@ -1,6 +1,8 @@
 package diagnosis
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -66,5 +68,47 @@ func TestSourcedFindings(t *testing.T) {
 	fs := d.Result(strs)
 	if len(fs) != 1 || fs[0].Kind != DeadRank || fs[0].Rank != 9 || fs[0].Host != 1 || fs[0].Comm != 4 || fs[0].Evidence != strs.Lookup(msg) {
 		t.Errorf("findings %+v; want one dead rank 9 on host 1, communicator 4, RAS's message its evidence", fs)
+	}
+}
+
+// TestUnseenMembers: a collective every member seen entered, on a communicator with members never
+// seen, is a hang; the culprit is the unseen member the source names as unrecorded
+// (timeline.StatusNoRecord), and unknown where the source only counts them.
+func TestUnseenMembers(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		named    []int32
+		rank     int32
+		missing  string
+		evidence string
+	}{
+		{"counted only", nil, -1, "[]", "1 member of its 3 was never seen (no record of it): which of them never entered it is unknown"},
+		{"named", []int32{2}, 2, "[2]", "rank 2 never entered it as far as is known: no dump of rank 2, what it did is unknown"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := New(0)
+			evs := []timeline.Event{
+				coll(0, timeline.SeqOp(1, 1), true, timeline.StatusPending, 0),
+				coll(1, timeline.SeqOp(1, 1), true, timeline.StatusPending, 10),
+			}
+			for _, r := range c.named {
+				evs = append(evs, timeline.Event{Kind: timeline.KindMark, Device: timeline.NoDevice, Peer: r, Comm: 1, Ranks: 3,
+					Op: timeline.SeqOp(1, 0), Aux: timeline.AuxSeqOp, Status: timeline.StatusNoRecord})
+			}
+			for i := range evs {
+				evs[i].Ranks = 3
+				d.Add(&evs[i])
+			}
+			fs := d.Result(nil)
+			if len(fs) != 1 {
+				t.Fatalf("%d findings %v; want 1", len(fs), fs)
+			}
+			f := fs[0]
+			if f.Kind != Hang || f.Rank != c.rank || fmt.Sprint(f.Missing) != c.missing || f.MissingN != 1 || (f.Rank >= 0) != (f.Confidence > 0) ||
+				!strings.Contains(f.Evidence, c.evidence) {
+				t.Errorf("finding %s (rank %d missing %v of %d, confidence %.2f); want rank %d missing %s, evidence containing %q",
+					f.String(0), f.Rank, f.Missing, f.MissingN, f.Confidence, c.rank, c.missing, c.evidence)
+			}
+		})
 	}
 }

@@ -322,7 +322,11 @@ func (d *Diagnosis) slowHost() (suspect, bool) {
 }
 
 // outlier finds the rank whose num/den stands out from its peers' (median and MAD of every rank's
-// ratio): at least minRatio and zLimit robust deviations above the median.
+// ratio): at least minRatio and zLimit robust deviations above the median. Its confidence is how
+// far it stands from the next suspect; where several ranks stand out as far (a tie), one of n
+// equally likely ranks is 1/n. For a slow host, when the ranks that stand out are two or more and
+// all the ranks of one host compared (a host's CPU contention slows all its ranks alike), the
+// suspect is that host, its rank unknown: naming its lowest rank would be a guess.
 func (d *Diagnosis) outlier(kind Kind, num, den []float64, minRatio float64, say func(r int, ratio float64) string) (suspect, bool) {
 	var ratios []float64
 	best, bestR, second := -1, 0.0, 0.0
@@ -342,15 +346,69 @@ func (d *Diagnosis) outlier(kind Kind, num, den []float64, minRatio float64, say
 		return suspect{}, false
 	}
 	med, mad := medMAD(ratios)
-	if bestR < minRatio*med || (bestR-med) < zLimit*mad {
+	stands := func(x float64) bool { return x >= minRatio*med && x-med >= zLimit*mad }
+	if !stands(bestR) {
 		return suspect{}, false
+	}
+	var out []int32 // the ranks that stand out
+	for r := range num {
+		if den[r] > 0 && stands(num[r]/den[r]) {
+			out = append(out, int32(r))
+		}
+	}
+	if kind == SlowHost {
+		if s, ok := d.wholeHostOutlier(out, num, den, med, say); ok {
+			return s, true
+		}
 	}
 	conf := 1.0
 	if bestR > med {
 		conf = math.Min(1, (bestR-max(second, med))/(bestR-med))
 	}
+	if conf <= 0 {
+		conf = 1 / float64(len(out)) // tied with others that stand out as far
+	}
 	return suspect{kind: kind, rank: int32(best), host: d.hostOf(int32(best)), ratio: bestR / med, conf: conf, excess: int64(num[best] - den[best]),
 		link: -1, detail: say(best, bestR/med)}, true
+}
+
+// wholeHostOutlier is the slow-host suspect when the ranks that stand out (out, two or more) are
+// every rank of one host that was compared: the host, its rank unknown. Its ratio is the least of
+// its ranks', its confidence how far that stands above the most any rank elsewhere reached.
+func (d *Diagnosis) wholeHostOutlier(out []int32, num, den []float64, med float64, say func(r int, ratio float64) string) (suspect, bool) {
+	if d.gph <= 0 || len(out) < 2 {
+		return suspect{}, false
+	}
+	h := d.hostOf(out[0])
+	low, lowR := 0.0, -1
+	for _, r := range out {
+		if d.hostOf(r) != h {
+			return suspect{}, false
+		}
+		if x := num[r] / den[r]; lowR < 0 || x < low {
+			low, lowR = x, int(r)
+		}
+	}
+	compared := 0
+	next := med // the most any rank of another host reached
+	for r := range num {
+		switch {
+		case den[r] <= 0:
+		case d.hostOf(int32(r)) == h:
+			compared++
+		default:
+			next = max(next, num[r]/den[r])
+		}
+	}
+	if compared != len(out) || low <= med {
+		return suspect{}, false // some of the host's ranks at their peers' pace: not the whole host
+	}
+	var excess int64
+	for _, r := range out {
+		excess = max(excess, int64(num[r]-den[r]))
+	}
+	return suspect{kind: SlowHost, rank: -1, host: h, ratio: low / med, conf: math.Min(1, (low-next)/(low-med)), excess: excess, link: -1,
+		detail: fmt.Sprintf("all %s of the host stand out alike (%s): the least slow %s", units.Counted(len(out), "rank"), rankSpan(out, len(out)), say(lowR, low/med))}, true
 }
 
 func fmtNs(ns int64) string {

@@ -85,6 +85,13 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			fmt.Fprintf(stderr, "%d/%d runs, %s\n", done, total, time.Since(begin).Round(time.Second))
 		}
 	}
+	cfg.Unshown = func(un []campaign.Unshown, leftOut bool) {
+		what := "drawn all the same: their trials will be undetectable"
+		if leftOut {
+			what = "left out of the kinds drawn"
+		}
+		fmt.Fprintf(stdout, "%s on %s cannot show %s: %s\n", f.Name, t.Name, joinUnshown(un), what)
+	}
 	fmt.Fprintf(stdout, "diagnosis campaign: %s on %s (%d hosts × %d GPUs), %d steps per run, %d fault trials + %d healthy, seeds %d..%d\n",
 		f.Name, t.Name, t.Hosts, t.GPUsPerHost, max(*steps, 3), *n, cfg.Healthy, *seed, *seed+int64(*n+cfg.Healthy)-1)
 	trials, err := campaign.Run(ctx, cfg)
@@ -107,10 +114,22 @@ func kindList() string {
 	return strings.Join(append(s, "fabric_slow"), ", ")
 }
 
-// describe is one trial on a line.
+func joinUnshown(un []campaign.Unshown) string {
+	s := make([]string, len(un))
+	for i, u := range un {
+		s[i] = u.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// describe is one trial on a line. A run a hang stopped early has no slowdown to show: it ended
+// before the healthy run did, which says nothing of its pace.
 func describe(t *campaign.Trial, gph int) string {
 	what := "healthy"
-	if t.Fault != nil {
+	switch {
+	case t.Fault != nil && t.Ended != nil:
+		what = fmt.Sprintf("%s hung the run (slowdown —)", t.Fault)
+	case t.Fault != nil:
 		what = fmt.Sprintf("%s slowdown %+.1f%%", t.Fault, 100*t.Slowdown)
 	}
 	top := "no finding"

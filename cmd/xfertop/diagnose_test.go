@@ -16,3 +16,22 @@ func TestDiagnoseProgressToAFile(t *testing.T) {
 		t.Errorf("progress %q; want lines, ending at 3/3 runs, and no carriage return", errs)
 	}
 }
+
+// A hang trial's line shows no slowdown (the run stopped early: its length says nothing of its
+// pace), and the kinds the scenario cannot show are said before the trials.
+func TestDiagnoseHangAndUnshown(t *testing.T) {
+	code, _, errs := runCLI(t, "diagnose", "--campaign", "2", "--healthy", "0", "--kinds", "hang", "-v")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.Contains(errs, "slowdown -") || strings.Count(errs, "hung the run (slowdown —)") != 2 {
+		t.Errorf("trials:\n%s\nwant each hang to have hung the run, with no slowdown", errs)
+	}
+	code, out, errs := runCLI(t, "diagnose", "--campaign", "1", "--healthy", "0")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if want := "\nllm-train on h100x8x4 cannot show pcie_gen (it moves nothing over PCIe): left out of the kinds drawn\n"; !strings.Contains(out, want) {
+		t.Errorf("output:\n%s\nwant the line %q", out, want)
+	}
+}

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,5 +99,85 @@ func TestFlightRecorderDirTitle(t *testing.T) {
 		})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFlightRecorderNoDumpOfHungRank: the hung rank's dump missing, empty or not a dump, in a
+// directory or with files given by name, gives a verdict naming it (no panic) in analyze, replay
+// and the console; an unreadable dump is warned about.
+func TestFlightRecorderNoDumpOfHungRank(t *testing.T) {
+	src := filepath.Join("..", "..", "importers", "flightrecorder", "testdata", "hang")
+	dump := func(t *testing.T, third string) string {
+		t.Helper()
+		dir := t.TempDir()
+		for r := range 3 {
+			b, err := os.ReadFile(filepath.Join(src, fmt.Sprintf("nccl_trace_rank_%d", r)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("nccl_trace_rank_%d", r)), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if third != "none" {
+			if err := os.WriteFile(filepath.Join(dir, "nccl_trace_rank_3"), []byte(third), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	type rep struct {
+		Findings []struct {
+			Kind    string  `json:"kind"`
+			Rank    *int32  `json:"rank"`
+			Missing []int32 `json:"missing"`
+		} `json:"findings"`
+	}
+	for _, c := range []struct{ name, third, warn string }{
+		{"missing", "none", "no dump of rank 3"},
+		{"empty", "", "nccl_trace_rank_3 (byte 0): empty file"},
+		{"not a dump", "hello\n", "nccl_trace_rank_3 (byte 1): not a Flight Recorder dump"},
+	} {
+		dir := dump(t, c.third)
+		byName := []string{"analyze", "--json"}
+		for r := range 4 {
+			if r < 3 || c.third != "none" {
+				byName = append(byName, filepath.Join(dir, fmt.Sprintf("nccl_trace_rank_%d", r)))
+			}
+		}
+		for _, args := range [][]string{{"analyze", "--json", dir}, {"replay", "--headless", "--json", dir}, byName} {
+			t.Run(c.name+" "+args[0]+fmt.Sprint(len(args)), func(t *testing.T) {
+				code, out, errs := runCLI(t, args...)
+				var r rep
+				if err := json.Unmarshal([]byte(out), &r); code != exitOK || err != nil {
+					t.Fatalf("status %d (%v), %s", code, err, errs)
+				}
+				if len(r.Findings) == 0 || r.Findings[0].Kind != "hang" || r.Findings[0].Rank == nil || *r.Findings[0].Rank != 3 || fmt.Sprint(r.Findings[0].Missing) != "[3]" {
+					t.Errorf("findings %+v; want a hang naming rank 3, missing [3]", r.Findings)
+				}
+				if !strings.Contains(errs, c.warn) {
+					t.Errorf("stderr %q; want a warning containing %q", errs, c.warn)
+				}
+			})
+		}
+		t.Run(c.name+" console", func(t *testing.T) {
+			paths, err := rankInputs([]string{dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = openImport(context.Background(), paths, importers.Options{Source: givenSource([]string{dir})}, session.ReplayConfig{}, 1<<20, importHooks{}, io.Discard,
+				func(s ui.Source) error {
+					src := s.(replaySource)
+					m := console(src)
+					until(t, m, "the import replayed", func(string) bool { return src.Status().Import.Finished && src.Status().Done })
+					if scr := press(m, "9"); !strings.Contains(scr, "rank 3 never entered it as far as is known") {
+						t.Errorf("the findings view does not name rank 3 without a dump:\n%s", scr)
+					}
+					return nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

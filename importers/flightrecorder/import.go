@@ -3,6 +3,7 @@ package flightrecorder
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"github.com/xfertop/xfertop/join"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // Options of an import.
@@ -44,13 +46,22 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 		return nil, err
 	}
 	st := &state{pgIdx: map[string]uint32{}, byRank: map[int]string{}}
+	var unread error // the first dump that could not be read
 	for i, p := range files {
 		if opts.Context != nil && opts.Context.Err() != nil {
 			return nil, opts.Context.Err()
 		}
 		d, err := readFile(p)
 		if err != nil {
-			return nil, err
+			// One rank's dump cut short or garbled (its process died while dumping: the hung rank
+			// is the likeliest) leaves the others' worth reading: that rank is one without a dump.
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				return nil, err
+			}
+			unread = cmp.Or(unread, err)
+			st.warn = append(st.warn, fmt.Sprintf("%v; left out (its rank counts as one without a dump)", err))
+			continue
 		}
 		if other, ok := st.byRank[d.rank]; ok {
 			return nil, &FormatError{File: p, Offset: -1, Reason: fmt.Sprintf("rank %d again: %s already is rank %d (two dumps of one rank, or of two jobs)", d.rank, other, d.rank)}
@@ -61,6 +72,9 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 		if opts.Progress != nil {
 			opts.Progress(int64(i+1), int64(len(files)))
 		}
+	}
+	if len(st.dumps) == 0 && unread != nil {
+		return nil, unread
 	}
 	events, im, err := st.build(strings.Join(paths, ", "))
 	if err != nil {
@@ -164,6 +178,7 @@ func (st *state) build(source string) ([]timeline.Event, *kineto.Imported, error
 			events[k].Label = label
 		}
 	}
+	events = st.unrecorded(strs, events)
 	slices.SortStableFunc(events, func(a, b timeline.Event) int { return cmp.Compare(a.Start, b.Start) })
 	st.checks(timed)
 	im := &kineto.Imported{Strings: strs, Source: source, Format: Format, Devices: max(devs, j.Devices()), EpochUnixNs: epoch,
@@ -220,6 +235,25 @@ func (st *state) rankEvents(d *dump, first int64, timed bool, strs *timeline.Str
 			}
 		}
 		out = append(out, ev)
+	}
+	return out
+}
+
+// unrecorded appends a membership mark (timeline.StatusNoRecord) for each member of a process
+// group whose dump is missing or could not be read: the diagnosis names such a rank when it is the
+// one member not seen in a collective the others entered.
+func (st *state) unrecorded(strs *timeline.Strings, out []timeline.Event) []timeline.Event {
+	for i := range st.pgs {
+		pg := &st.pgs[i]
+		for _, r := range pg.ranks {
+			if _, ok := st.byRank[r]; ok || r < 0 || r > 1<<30 {
+				continue
+			}
+			comm := uint32(i + 1)
+			out = append(out, timeline.Event{Kind: timeline.KindMark, Device: timeline.NoDevice, Peer: int32(r), Queued: -1, Comm: comm,
+				Ranks: uint16(min(len(pg.ranks), 1<<16-1)), Op: timeline.SeqOp(comm, 0), Aux: timeline.AuxSeqOp, Status: timeline.StatusNoRecord,
+				Label: strs.ID(pgLabel(pg))})
+		}
 	}
 	return out
 }
@@ -372,14 +406,14 @@ func (st *state) checks(timed bool) {
 				missing = append(missing, strconv.Itoa(r))
 			}
 		}
-		if len(missing) > 0 {
+		if n := len(missing); n > 0 {
 			const most = 16
 			more := ""
 			if len(missing) > most {
 				more = fmt.Sprintf(" … (%d in all)", len(missing))
 				missing = missing[:most]
 			}
-			st.warn = append(st.warn, fmt.Sprintf("%s: no dump of ranks %s%s: what they did is unknown", pgLabel(&pg), strings.Join(missing, ","), more))
+			st.warn = append(st.warn, fmt.Sprintf("%s: no dump of %s %s%s: what %s did is unknown", pgLabel(&pg), units.Plural(n, "rank"), strings.Join(missing, ","), more, units.Plural(n, "it", "they")))
 		}
 	}
 	if st.ends > 0 {

@@ -44,9 +44,20 @@ func Sniff(head []byte) bool {
 // added (.pkl, .json) is allowed.
 var rankName = regexp.MustCompile(`^(.*?)(\d+)(\.(?:pkl|pickle|json))?$`)
 
+// SamePrefix reports whether two paths are named as dumps of one job: in one directory, names
+// ending in a rank after one prefix (nccl_trace_rank_0 and nccl_trace_rank_3).
+func SamePrefix(a, b string) bool {
+	if filepath.Dir(a) != filepath.Dir(b) {
+		return false
+	}
+	ma, mb := rankName.FindStringSubmatch(filepath.Base(a)), rankName.FindStringSubmatch(filepath.Base(b))
+	return ma != nil && mb != nil && ma[1] == mb[1] && ma[1] != ""
+}
+
 // Expand turns the paths a user gave into dump files: a directory becomes the files in it whose
-// names end in a rank and whose content is a dump, all of one prefix. A directory holding none is
-// an error naming it.
+// names end in a rank and whose content is a dump, all of one prefix, and the files of that
+// prefix whose content is not a dump (empty, cut short, garbled: the import warns about each and
+// leaves it out). A directory holding no dump is an error naming it.
 func Expand(paths []string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
@@ -80,17 +91,21 @@ func dirFiles(dir string) ([]string, error) {
 		path string
 		rank int
 	}
-	byPrefix := map[string][]file{}
+	// Files named like a dump that are none count only where their prefix is the dumps': a
+	// stray "notes1.txt" is no rank's dump, a "nccl_trace_rank_3" beside rank 0's is one that
+	// could not be read.
+	byPrefix, others := map[string][]file{}, map[string][]file{}
 	for _, e := range ents {
 		m := rankName.FindStringSubmatch(e.Name())
 		if e.IsDir() || m == nil {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
+		r, _ := strconv.Atoi(m[2])
 		if !sniffFile(p) {
+			others[m[1]] = append(others[m[1]], file{p, r})
 			continue
 		}
-		r, _ := strconv.Atoi(m[2])
 		byPrefix[m[1]] = append(byPrefix[m[1]], file{p, r})
 	}
 	if len(byPrefix) > 1 {
@@ -102,7 +117,8 @@ func dirFiles(dir string) ([]string, error) {
 		return nil, fmt.Errorf("%s: Flight Recorder dumps of %d prefixes (%s): give the files of one job", dir, len(ps), strings.Join(ps, ", "))
 	}
 	var out []string
-	for _, fs := range byPrefix {
+	for prefix, fs := range byPrefix {
+		fs = append(fs, others[prefix]...)
 		sort.Slice(fs, func(a, b int) bool { return fs[a].rank < fs[b].rank })
 		for _, f := range fs {
 			out = append(out, f.path)
@@ -146,6 +162,9 @@ func readFile(path string) (*dump, error) {
 	}
 	if len(b) > MaxFileBytes {
 		return nil, &FormatError{File: path, Offset: MaxFileBytes, Reason: fmt.Sprintf("more than %d bytes: not one rank's Flight Recorder dump", MaxFileBytes)}
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, &FormatError{File: path, Offset: 0, Reason: "empty file: not a Flight Recorder dump"}
 	}
 	d, err := decode(b)
 	if err != nil {

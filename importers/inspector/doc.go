@@ -12,7 +12,19 @@
 // record carries only the time of its dump, so the records of one dump are laid back to back in
 // sequence order ending there (durations exact, start times approximate: a warning says so).
 // Inspector's own bandwidths and timing source are kept in each event's label, beside what
-// xfertop computes from the same bytes and time.
+// xfertop computes from the same bytes and time. A collective's node count (nnodes, n_nodes) says
+// whether its bus bytes stay in one host (timeline.AuxOneHost: NVLink) or cross hosts
+// (timeline.AuxManyHosts), whatever the analysis knows of the layout. A Prometheus series is one
+// GPU's aggregate over a dump interval: its collective carries no op id, so the analysis takes it
+// as a whole instance (at Inspector's bandwidth) rather than one rank's part of one waiting for
+// the others.
+//
+// Damage is read past, with a warning naming the file and line: a record whose number is out of
+// its field's range is left out; an operation whose size over its exec time is a rate no GPU
+// reaches (above 100 TB/s) keeps its size with its exec time unknown; a cut last line (a log still
+// being written, with or without its newline) is left out and the lines before it stand, and a
+// file cut inside its first line is said to be; in a Prometheus dump a NaN exec time leaves its
+// series out and a NaN busbw leaves that value out, each at the line it is on.
 //
 // Ranks and hosts are merged through join.Join, as a live attach merges its ranks. Format
 // versions v4.0 to v4.3 are read (NCCL 2.28 to 2.32): v4.3 writes a dump_stats marker carrying

@@ -76,7 +76,12 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 		}
 	}
 	if len(st.recs) == 0 {
-		return nil, fmt.Errorf("%s: no collective or p2p records", strings.Join(files, ", "))
+		// Say why where the reader knows: a file cut inside its first line, records left out.
+		why := ""
+		if len(st.warn.list) > 0 {
+			why = " (" + strings.Join(st.warn.list, "; ") + ")"
+		}
+		return nil, fmt.Errorf("%s: no collective or p2p records%s", strings.Join(files, ", "), why)
 	}
 	events, im, err := st.build(strings.Join(paths, ", "))
 	if err != nil {
@@ -165,7 +170,9 @@ func (st *state) build(source string) ([]timeline.Event, *kineto.Imported, error
 		if r.queued > 0 && r.queued <= r.start {
 			e.Queued = r.queued - first[r.proc]
 		}
-		if r.kind == timeline.KindCollective {
+		if r.kind == timeline.KindCollective && !r.series {
+			// A series is one GPU's aggregate: no op id, so the analysis takes it as a whole
+			// instance (its Inspector busbw), not as one rank's part waiting for the others.
 			e.Op = uint64(r.comm)<<40 | r.sn&(1<<40-1)
 		}
 		if r.peer >= 0 {

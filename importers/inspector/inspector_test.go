@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -240,6 +241,9 @@ func FuzzRead(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	for _, c := range damaged {
+		f.Add([]byte(c.body))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := filepath.Join(t.TempDir(), "f.log")
 		if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -250,4 +254,112 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("%d events past the bound of 64", len(im.Events))
 		}
 	})
+}
+
+// TestPrometheusReport: a series is one GPU's aggregate, so the analysis takes it as a whole
+// collective (its busbw Inspector's own), not as one rank's part waiting for three others; and a
+// series of n_nodes="1" (or a log record of nnodes 1) puts its bus bytes on NVLink, not on links
+// "across hosts".
+func TestPrometheusReport(t *testing.T) {
+	for _, c := range []struct {
+		path   string
+		op     string
+		ranks  int
+		busbw  float64
+		nvlink bool // its bus bytes on NVLink; else across hosts (unattributed)
+	}{
+		{"testdata/prom", "all_reduce", 4, 678.26, true},
+		{"testdata/v2.32", "all_reduce", 2, 107.37, false}, // nnodes 2
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			im, err := ReadFiles([]string{c.path}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := analysis.New(timeline.Meta{Backend: Format, Devices: im.Devices})
+			for i := range im.Events {
+				a.Emit(&im.Events[i])
+			}
+			r := a.Result(im.Strings)
+			var row *analysis.Collective
+			for i := range r.Collectives.Rows {
+				if x := &r.Collectives.Rows[i]; x.Op == c.op && x.Ranks == c.ranks {
+					row = x
+				}
+			}
+			if row == nil || row.BusBW == nil || *row.BusBW != c.busbw {
+				t.Fatalf("collectives %+v (open %d); want a %s row of %d ranks at busbw %.2f", r.Collectives.Rows, r.Collectives.Open, c.op, c.ranks, c.busbw)
+			}
+			var unattributed int64
+			for _, d := range r.Links.Devices {
+				unattributed += d.Unattributed
+			}
+			if (unattributed == 0) != c.nvlink {
+				t.Errorf("%d bytes on links across hosts; want them on NVLink: %v", unattributed, c.nvlink)
+			}
+		})
+	}
+}
+
+// damaged are logs and dumps with one bad value or a cut end, and what the import makes of them:
+// the rest is read, and a warning names the file, line and what became of the bad part.
+var damaged = []struct {
+	name, file, body string
+	events           int    // events read; -1: the import fails
+	want             string // in a warning (or, when it fails, the error)
+}{
+	{"size past int64", "x.log", strings.Replace(goodLog, "8192", "999999999999999999999", 1) + "\n" + goodLog2 + "\n", 1,
+		"x.log:1: coll_perf.coll_msg_size_bytes number 999999999999999999999 is out of range (int64): record left out"},
+	{"1 GiB in 1 µs", "x.log", strings.Replace(strings.Replace(goodLog, "8192", "1073741824", 1), `"coll_exec_time_us":10`, `"coll_exec_time_us":1`, 1) + "\n", 1,
+		"x.log:1: all_reduce of 1 GiB in 1.00 µs claims 1073742 GB/s, more than any GPU moves (100000 GB/s): its exec time is taken as unknown"},
+	{"last line cut, newline after", "x.log", goodLog + "\n" + goodLog2[:len(goodLog2)/2] + "\n", 1,
+		"x.log:2: the last line is cut"},
+	{"cut inside the first line", "x.log", goodLog[:len(goodLog)/2], -1, "x.log:1: the file is cut inside its first line"},
+	{"prom: NaN exec time", "x.prom", promNaN(`} 9498.47`), 1, "x.prom:6: exec time NaN µs is not a time: the series is left out"},
+	{"prom: NaN busbw", "x.prom", promNaN(`} 678.263`), 2, "x.prom:3: busbw NaN is not a rate: left out"},
+}
+
+const (
+	goodLog  = `{"header":{"id":"0x1","rank":0,"n_ranks":2,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.0","dump_timestamp_us":1752867229000000,"hostname":"h","pid":1},"coll_perf":{"coll":"AllReduce","coll_sn":1,"coll_msg_size_bytes":8192,"coll_exec_time_us":10}}`
+	goodLog2 = `{"header":{"id":"0x1","rank":0,"n_ranks":2,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.0","dump_timestamp_us":1752867229000000,"hostname":"h","pid":1},"coll_perf":{"coll":"AllReduce","coll_sn":2,"coll_msg_size_bytes":8192,"coll_exec_time_us":10}}`
+)
+
+func promNaN(value string) string {
+	b, err := os.ReadFile("testdata/prom/nccl_inspector_metrics_GPU-0.prom")
+	if err != nil {
+		panic(err)
+	}
+	return strings.Replace(string(b), value, "} NaN", 1)
+}
+
+// TestDamagedRecords: one bad value or a cut end does not abort an import: the record (or the
+// value) is left out with a warning naming the file and line, and a rate no GPU reaches is not
+// kept as a measured time. A file with nothing but a cut first line says so.
+func TestDamagedRecords(t *testing.T) {
+	for _, c := range damaged {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), c.file)
+			if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			im, err := ReadFiles([]string{p}, Options{})
+			if c.events < 0 {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("ReadFiles = %v; want an error containing %q", err, c.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(im.Events) != c.events || !strings.Contains(strings.Join(im.Warnings, "\n"), c.want) {
+				t.Errorf("%d events, warnings %q; want %d and one containing %q", len(im.Events), im.Warnings, c.events, c.want)
+			}
+			for _, e := range im.Events {
+				if e.Bytes > 0 && e.Dur() > 0 && float64(e.Bytes)*1e9/float64(e.Dur()) > maxRateBps {
+					t.Errorf("event of %d B in %d ns kept: a rate no GPU reaches", e.Bytes, e.Dur())
+				}
+			}
+		})
+	}
 }

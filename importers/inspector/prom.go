@@ -16,7 +16,9 @@ type promSeries struct {
 	busbw  float64
 	execUs float64
 	has    uint8 // bits: 1 busbw, 2 exec time
-	line   int
+	line   int   // its first line
+	// bwLine and execLine are the lines its busbw and its exec time were read on.
+	bwLine, execLine int
 }
 
 // readProm reads one Prometheus textfile dump into st: each series (a collective or p2p
@@ -66,18 +68,41 @@ func (st *state) readProm(path string, r io.Reader, dumpNs int64) error {
 			order = append(order, key)
 		}
 		if bit == 1 {
-			s.busbw = value
+			s.busbw, s.bwLine = value, lr.n
 		} else {
-			s.execUs = value
+			s.execUs, s.execLine = value, lr.n
 		}
 		s.has |= bit
 	}
 	for i, key := range order {
-		if err := st.promOp(path, series[key], dumpNs, uint64(i)); err != nil {
+		s := series[key]
+		if !st.promValues(path, s) {
+			continue
+		}
+		if err := st.promOp(path, s, dumpNs, uint64(i)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// promValues checks a series' values, as a log's numbers are checked: an exec time that is not a
+// time (NaN, negative, past a day) leaves the series out, a busbw that is not a rate leaves the
+// busbw out; each with a warning naming the line it is on. It reports whether the series stays.
+func (st *state) promValues(path string, s *promSeries) bool {
+	if s.has&1 != 0 && (math.IsNaN(s.busbw) || math.IsInf(s.busbw, 0) || s.busbw < 0) {
+		st.warn.add(fmt.Sprintf("%s:%d: busbw %v is not a rate: left out", path, s.bwLine, s.busbw))
+		s.has &^= 1
+	}
+	switch {
+	case s.has&2 == 0:
+		st.warn.add(fmt.Sprintf("%s:%d: the series has no exec time: left out", path, s.line))
+		return false
+	case math.IsNaN(s.execUs) || s.execUs < 0 || s.execUs > maxExecUs:
+		st.warn.add(fmt.Sprintf("%s:%d: exec time %v µs is not a time: the series is left out", path, s.execLine, s.execUs))
+		return false
+	}
+	return true
 }
 
 // promOp turns one series into an operation.
@@ -98,9 +123,6 @@ func (st *state) promOp(path string, s *promSeries, dumpNs int64, sn uint64) err
 	size, err := bucketLow(lb["message_size"])
 	if err != nil {
 		return where("label message_size: %v", err)
-	}
-	if s.has&2 == 0 || s.execUs < 0 || s.execUs > maxExecUs || math.IsNaN(s.execUs) {
-		return where("no usable exec time for the series")
 	}
 	// The dump names the communicator, not its id: the name and size stand for it.
 	h := &header{ID: "prom:" + lb["comm_name"] + "/" + lb["nranks"], CommName: lb["comm_name"], NRanks: nranks}
@@ -128,11 +150,15 @@ func (st *state) promOp(path string, s *promSeries, dumpNs int64, sn uint64) err
 		return &LimitError{File: path, Line: s.line, What: "operations", Limit: int64(st.opts.MaxRecords)}
 	}
 	// No rank is written: the GPU's index on its node stands for it within the communicator.
-	r := rec{proc: proc, comm: comm, rank: int32(g), peer: -1, nranks: uint16(nranks), execNs: -1, queued: -1, dumpNs: dumpNs, sn: sn}
+	r := rec{proc: proc, comm: comm, rank: int32(g), peer: -1, nranks: uint16(nranks), execNs: -1, queued: -1, dumpNs: dumpNs, sn: sn, series: true}
 	if err := st.fill(&r, op); err != nil {
 		return where("%v", err)
 	}
+	if n, err := strconv.Atoi(lb["n_nodes"]); err == nil {
+		r.aux |= hostsAux(r.kind, n)
+	}
 	r.label += " geometric mean over the dump, bucket " + lb["message_size"]
+	st.plausible(path, s.execLine, &r)
 	st.versions["prometheus "+lb["version"]]++
 	st.prom++
 	st.note(proc, comm, r.rank, nranks)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // rec is one operation as read, before devices and times are settled.
@@ -28,6 +29,9 @@ type rec struct {
 	dumpNs int64  // Unix ns of its dump: it ended before
 	sn     uint64 // its sequence number in the communicator
 	label  string
+	// series: a Prometheus series, an aggregate over one GPU's dump interval, not one operation
+	// the other ranks' parts could be matched with.
+	series bool
 }
 
 // process is one writer of a log (a host and pid), or one GPU of a Prometheus dump.
@@ -118,11 +122,25 @@ func (st *state) readLog(path string, r io.Reader) error {
 		}
 		var l line
 		if err := json.Unmarshal(b, &l); err != nil {
-			if lr.torn {
-				st.warn.add(fmt.Sprintf("%s:%d: the last line is cut (%d bytes, no newline): left out (a job stopped while Inspector wrote)", path, lr.n, len(b)))
-				break
+			n, size := lr.n, len(b)
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				// A value out of its field's range (a size past int64): the record is left out, as
+				// the trace importers leave out such a field's event, and the import goes on.
+				st.warn.add(fmt.Sprintf("%s:%d: %s %s is out of range (%s): record left out", path, n, te.Field, te.Value, te.Type))
+				continue
 			}
-			return fmt.Errorf("%s:%d (byte %d): not an NCCL Inspector record: %w", path, lr.n, lr.off, err)
+			if !lr.torn && !(cutShort(err) && lastLine(lr)) {
+				return fmt.Errorf("%s:%d (byte %d): not an NCCL Inspector record: %w", path, n, lr.off, err)
+			}
+			// A log still being written, or a job stopped while Inspector wrote: its last line is
+			// cut (with or without its newline); the records before it stand.
+			what := "the last line is cut"
+			if n == 1 {
+				what = "the file is cut inside its first line"
+			}
+			st.warn.add(fmt.Sprintf("%s:%d: %s (%d bytes, its JSON unfinished): left out (a job stopped, or a log still being written)", path, n, what, size))
+			break
 		}
 		if err := st.line(path, lr.n, &l, &ctx); err != nil {
 			return err
@@ -132,6 +150,50 @@ func (st *state) readLog(path string, r io.Reader) error {
 		st.warn.add(fmt.Sprintf("%s: the dump that begins on line %d announced %d more records than the file holds: the file is cut", path, ctx.line, ctx.remaining))
 	}
 	return nil
+}
+
+// maxRateBps bounds the rate an operation's size over its exec time may claim: 100 TB/s, about 30×
+// an H100's HBM (3.35 TB/s) and 100× its NVLink (900 GB/s); no GPU's links or memory move more.
+const maxRateBps = 100e12
+
+// plausible takes an operation's exec time as unknown when its size over it is a rate no GPU
+// reaches (a corrupt or mistyped time: 1 GiB in 1 µs), with a warning naming the file and line,
+// so that no such rate is shown as measured.
+func (st *state) plausible(path string, n int, r *rec) {
+	if r.bytes <= 0 || r.execNs < 0 || float64(r.bytes)*1e9 <= maxRateBps*float64(r.execNs) {
+		return
+	}
+	name := map[timeline.Kind]string{timeline.KindSend: "send", timeline.KindRecv: "recv"}[r.kind]
+	if r.kind == timeline.KindCollective {
+		name = timeline.CollOp(r.sub).String()
+	}
+	claim := "no time"
+	if r.execNs > 0 {
+		claim = units.Rate(float64(r.bytes) * 1e9 / float64(r.execNs))
+	}
+	st.warn.add(fmt.Sprintf("%s:%d: %s of %s in %s claims %s, more than any GPU moves (%s): its exec time is taken as unknown",
+		path, n, name, units.Bytes(r.bytes), units.Dur(r.execNs), claim, units.Rate(maxRateBps)))
+	r.execNs = -1
+	r.label += " (exec time implausible: taken as unknown)"
+}
+
+// cutShort reports whether a JSON error is the input ending before its value does.
+func cutShort(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se) && se.Error() == "unexpected end of JSON input"
+}
+
+// lastLine reports whether no line but blank ones follows the current one (it reads them).
+func lastLine(lr *lineReader) bool {
+	for {
+		b, err := lr.Next()
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		if err != nil || len(bytes.TrimSpace(b)) > 0 {
+			return false
+		}
+	}
 }
 
 // line takes one parsed line: a marker (its losses counted, and in v4.3 its context kept), an
@@ -219,6 +281,8 @@ func (st *state) add(path string, n int, h *header, m *metadata, op *perf) error
 	if err := st.fill(&r, op); err != nil {
 		return where("%v", err)
 	}
+	r.aux |= hostsAux(r.kind, h.NNodes)
+	st.plausible(path, n, &r)
 	st.note(proc, comm, r.rank, h.NRanks)
 	st.recs = append(st.recs, r)
 	return nil
@@ -279,6 +343,20 @@ func (st *state) fill(r *rec, op *perf) error {
 	}
 	r.label = opLabel(op)
 	return nil
+}
+
+// hostsAux is what a collective's node count (Inspector's nnodes; 0: not said) tells of the links
+// its bus bytes cross: timeline.AuxOneHost or AuxManyHosts.
+func hostsAux(kind timeline.Kind, nodes int) uint32 {
+	switch {
+	case kind != timeline.KindCollective:
+		return 0
+	case nodes == 1:
+		return timeline.AuxOneHost
+	case nodes > 1:
+		return timeline.AuxManyHosts
+	}
+	return 0
 }
 
 func (r *rec) p2pKind() bool { return r.kind == timeline.KindSend || r.kind == timeline.KindRecv }

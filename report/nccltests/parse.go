@@ -99,10 +99,12 @@ func Parse(r io.Reader, name string) (*Table, error) {
 	if len(p.t.Rows) == 0 {
 		return nil, fmt.Errorf("%s: %w", name, ErrNoRows)
 	}
-	if len(p.ranks) > 0 {
-		p.t.Ranks = len(p.ranks)
-	} else if p.t.NGpus > 0 {
-		p.t.Ranks = max(p.t.NThread, 1) * p.t.NGpus
+	// The header's nThread × nGpus are one process's ranks (under MPI every process runs that
+	// many; rank 0 prints every rank's "# Rank" line); a log whose rank lines were cut or
+	// filtered lists fewer. The ranks are the more of the two.
+	p.t.Ranks = len(p.ranks)
+	if p.t.NGpus > 0 {
+		p.t.Ranks = max(p.t.Ranks, max(p.t.NThread, 1)*p.t.NGpus)
 	}
 	return p.t, nil
 }

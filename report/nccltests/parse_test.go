@@ -70,6 +70,39 @@ func TestParseLogs(t *testing.T) {
 	}
 }
 
+// TestRankCount: the ranks are the header's nThread × nGpus where its rank lines list fewer (cut
+// or filtered), and the rank lines' count where there are more (MPI: the header is one process's).
+func TestRankCount(t *testing.T) {
+	b, err := os.ReadFile("testdata/h100x8x2_all_reduce.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var few []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(l, "#  Rank ") || strings.HasPrefix(l, "#  Rank  0 ") || strings.HasPrefix(l, "#  Rank  1 ") {
+			few = append(few, l)
+		}
+	}
+	for _, c := range []struct {
+		name, log string
+		want      int
+	}{
+		{"MPI: 16 rank lines, nGpus 1", string(b), 16},
+		{"2 of 8 rank lines, nGpus 8", strings.Replace(strings.Join(few, "\n"), "nGpus 1 ", "nGpus 8 ", 1), 8},
+		{"2 rank lines, nGpus 1", strings.Join(few, "\n"), 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tab, err := Parse(strings.NewReader(c.log), "x.log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tab.Ranks != c.want {
+				t.Errorf("Ranks = %d; want %d", tab.Ranks, c.want)
+			}
+		})
+	}
+}
+
 // TestParseNoise: MPI's tag prefixes, NCCL's INFO lines and banners between the table's lines
 // change nothing.
 func TestParseNoise(t *testing.T) {

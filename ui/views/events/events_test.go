@@ -17,6 +17,9 @@ func TestLineShowsTransferLabels(t *testing.T) {
 	}{
 		{timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Label: 1, End: 10}, "all_reduce · RING SIMPLE 2ch tag 42"},
 		{timeline.Event{Kind: timeline.KindSend, Peer: 3, Label: 2, End: 10}, "send → 3 · Send tag 7"},
+		// A peer the source does not name (NCCL Inspector's .prom, a receive without p2p_peer).
+		{timeline.Event{Kind: timeline.KindSend, Peer: timeline.NoDevice, Label: 2, End: 10}, "send → unknown · Send tag 7"},
+		{timeline.Event{Kind: timeline.KindRecv, Peer: timeline.NoDevice, End: 10}, "recv ← unknown"},
 		{timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), End: 10}, "all_reduce"},
 		{timeline.Event{Kind: timeline.KindKernel, Label: 3, End: 10}, "stage1 fwd"},
 	}

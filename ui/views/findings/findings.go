@@ -39,7 +39,7 @@ func (v *Model) ShortHelp() []key.Binding {
 // shown returns the findings that pass the filter (indices into Res.Findings), worst first.
 func (v *Model) shown() []int {
 	fs := v.Fr.Res.Findings
-	gph := v.Fr.Meta.HostGPUs()
+	gph := v.Fr.Meta.GPUsPerHost
 	out := make([]int, 0, len(fs))
 	for i := range fs {
 		f := &fs[i]
@@ -54,12 +54,12 @@ func (v *Model) shown() []int {
 func (v *Model) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }
 
 // Jump is where the timeline goes for a finding: the culprit's device from the onset to the
-// finding (a link placed only by its host: the host's first GPU); ok is false when the finding
-// names no device.
+// finding (a link placed only by its host: the host's first GPU, where the job's layout,
+// gpusPerHost, is known); ok is false when the finding names no device.
 func Jump(f *diagnosis.Finding, gpusPerHost int) (widget.JumpToMsg, bool) {
 	dev := f.Rank
-	if dev < 0 && f.Host >= 0 {
-		dev = f.Host * int32(max(gpusPerHost, 1))
+	if dev < 0 && f.Host >= 0 && gpusPerHost > 0 {
+		dev = f.Host * int32(gpusPerHost)
 	}
 	if dev < 0 {
 		return widget.JumpToMsg{}, false
@@ -79,7 +79,7 @@ func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 	if km, ok := msg.(tea.KeyPressMsg); ok && key.Matches(km, k.Select) {
 		fs, shown := v.Fr.Res.Findings, v.shown()
 		if sel := v.list.Selected(); sel < len(shown) {
-			if j, ok := Jump(&fs[shown[sel]], v.Fr.Meta.HostGPUs()); ok {
+			if j, ok := Jump(&fs[shown[sel]], v.Fr.Meta.GPUsPerHost); ok {
 				return v, widget.JumpTo(j)
 			}
 		}
@@ -95,7 +95,7 @@ func (v *Model) View() string {
 	if len(fs) == 0 {
 		return st.Muted.Render("No findings: no rank, GPU, host or link stands out from its peers at the same step, and nothing hangs.")
 	}
-	gph := fr.Meta.HostGPUs()
+	gph := fr.Meta.GPUsPerHost
 	shown := v.shown()
 	var b strings.Builder
 	b.WriteString(st.Title.Render(fmt.Sprintf("Findings (%d, worst first; enter: show the culprit in the timeline)", len(fs))) + "\n")
