@@ -469,17 +469,15 @@ func (d *decoder) readXfrField(key []byte) {
 		x.L = append(x.L[:0], v...)
 		return
 	}
-	k := string(key)
+	s.peek() // past the spaces, so start is where the value starts
+	start := s.offset()
 	v, _ := s.scalar()
 	if s.err != nil {
 		return
 	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil {
-		s.fail("xfertop.%s: %q is not an integer", k, v)
-		return
+	if err := x.Set(string(key), v); err != nil {
+		s.badValue(start, err)
 	}
-	x.Set(k, n)
 }
 
 // inRange reports whether v lies in [lo, hi].

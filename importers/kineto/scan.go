@@ -143,6 +143,14 @@ func (s *scanner) fail(format string, args ...any) {
 	s.err = fmt.Errorf("%s: not valid JSON at byte offset %d: %s", s.name, s.offset(), fmt.Sprintf(format, args...))
 }
 
+// badValue refuses a value, valid JSON, that started at offset start and that xfertop cannot take:
+// the message says what is wrong with it, not that the file is not JSON.
+func (s *scanner) badValue(start int64, err error) {
+	if s.err == nil {
+		s.err = fmt.Errorf("%s: at byte offset %d: %w", s.name, start, err)
+	}
+}
+
 // tooLong refuses a token that started at offset start.
 func (s *scanner) tooLong(start int64, what string) {
 	if s.err == nil {
