@@ -173,6 +173,9 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no file to import")
 	}
+	if err := checkDuplicates(paths); err != nil {
+		return nil, err
+	}
 	format := FormatUnknown
 	for _, p := range paths {
 		f, err := Detect(p)

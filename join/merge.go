@@ -111,11 +111,18 @@ func MergeRecordings(paths []string, opts recordings.Options) (*Merged, error) {
 	}
 	m.join = New(Config{Epoch: epoch})
 	hosts := map[string]bool{}
+	ranks := map[int]string{}
 	for i, f := range m.files {
 		mb, err := m.join.Add(f.path, &metas[i])
 		if err != nil {
 			return fail(err)
 		}
+		// A live attach takes one process's reconnection as the same rank again; files are not
+		// reconnections: two of one rank, even of one process (a copy), would count it twice.
+		if other, ok := ranks[mb.Rank]; ok && mb.Rank >= 0 {
+			return fail(&RankConflictError{Rank: mb.Rank, Name: f.path, Other: other})
+		}
+		ranks[mb.Rank] = f.path
 		f.mb = mb
 		hosts[mb.Host] = true
 		f.takeStrings(m.join)
