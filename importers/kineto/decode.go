@@ -132,6 +132,9 @@ type header struct {
 	HasRank  bool
 	BadRank  bool
 	Metadata map[string]string
+	// Unclosed is a trace in the JSON Array Format whose array ends without its ']' (the format
+	// allows it: a tracer that stopped while writing).
+	Unclosed bool
 }
 
 // decoder streams one trace file's events to a callback.
@@ -186,10 +189,16 @@ func decode(name string, r io.Reader, opts Options, onEvent func(e *rawEvent, h 
 func (d *decoder) run() (*header, error) {
 	d.eventField, d.argField, d.xfrField = d.readEventField, d.readArgField, d.readXfrField
 	s, name := d.s, d.s.name
-	s.object(d.readTopField)
+	what := "object"
+	if s.peek() == '[' { // the JSON Array Format: the events alone
+		d.seenEvents, what = true, "array"
+		d.h.Unclosed = !d.readEvents(true)
+	} else {
+		s.object(d.readTopField)
+	}
 	if s.err == nil {
 		if s.peek(); s.more() {
-			s.fail("data after the trace object")
+			s.fail("data after the trace %s", what)
 		}
 	}
 	if s.err != nil {
@@ -207,7 +216,7 @@ func (d *decoder) readTopField(key []byte) {
 	switch string(key) {
 	case "traceEvents":
 		d.seenEvents = true
-		d.readEvents()
+		d.readEvents(false)
 	case "distributedInfo":
 		d.readDistributedInfo()
 	case "xfertopMetadata":
@@ -217,11 +226,17 @@ func (d *decoder) readTopField(key []byte) {
 	}
 }
 
-// readEvents reads traceEvents, handing each event to onEvent as it is read.
-func (d *decoder) readEvents() {
+// readEvents reads traceEvents, or the whole trace in the JSON Array Format (top), handing each
+// event to onEvent as it is read. It reports whether the array was closed: only the top array may
+// end with the input instead, after a whole event (and a comma, maybe), as Chrome allows.
+func (d *decoder) readEvents(top bool) (closed bool) {
 	s := d.s
 	var i int64
-	s.array(func() {
+	arr := s.array
+	if top {
+		arr = s.openArray
+	}
+	return arr(func() {
 		if d.slowOnly || !d.fastEvent(i) {
 			if d.slowEvents != nil {
 				*d.slowEvents++

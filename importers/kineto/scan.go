@@ -615,28 +615,51 @@ func (s *scanner) object(field func(key []byte)) {
 	}
 }
 
-// array calls elem for each element; elem must consume it.
-func (s *scanner) array(elem func()) {
+// array calls elem for each element; elem must consume it. It reports whether the array was read
+// to its ']' (false on an error).
+func (s *scanner) array(elem func()) bool {
+	return s.elements(elem, false)
+}
+
+// openArray is array for an array that may end with the input instead of its ']' (after an
+// element, or a comma after one), as the Trace Event Format allows the JSON Array Format to: it
+// reports whether the ']' was there. An element cut short is still an error.
+func (s *scanner) openArray(elem func()) bool {
+	return s.elements(elem, true)
+}
+
+func (s *scanner) elements(elem func(), open bool) bool {
 	if !s.expect('[') {
-		return
+		return false
 	}
+	ended := func() bool { return open && s.peek() == 0 && s.err == nil && !s.more() && s.err == nil }
 	if s.peek() == ']' {
 		s.pos++
-		return
+		return true
 	}
 	for s.err == nil {
+		if ended() {
+			return false
+		}
 		elem()
+		if s.err != nil {
+			return false
+		}
 		switch s.peek() {
 		case ',':
 			s.pos++
 		case ']':
 			s.pos++
-			return
+			return true
 		default:
+			if ended() {
+				return false
+			}
 			s.fail("expected ',' or ']'")
-			return
+			return false
 		}
 	}
+	return false
 }
 
 // parseNs turns a JSON number of microseconds into nanoseconds exactly (no float rounding for
