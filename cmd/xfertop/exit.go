@@ -160,7 +160,7 @@ func finish(ctx context.Context, cmd string, err error, stderr io.Writer) int {
 	}
 	var xe *exitError
 	if err != nil && !(errors.As(err, &xe) && xe.printed) {
-		fmt.Fprintf(stderr, "xfertop %s: %v%s\n", cmd, err, salvageHint(cmd, err))
+		fmt.Fprintf(stderr, "xfertop %s: %s%s\n", cmd, namesOf(ctx).say(err.Error()), salvageHint(cmd, err))
 	}
 	return exitStatus(err)
 }
@@ -202,8 +202,12 @@ func untilInterrupted(ctx context.Context, f func() error) error {
 }
 
 // inputFile checks that path, named on the command line as what to read, is there and is not a
-// directory (both usage errors).
+// directory or a pipe (all usage errors). Commands that take pipes copy them to files first
+// (spoolPipes); the others read an input more than once, or write it.
 func inputFile(path, what string) error {
+	if isPipe(path) {
+		return usageError("%s is a pipe (or standard input), not a regular file: this command reads %s more than once, so give a file (analyze, replay, convert and compare take a pipe)", pipeName(path), what)
+	}
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -79,7 +79,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError("%w", err)
 	}
 	given := givenSource(pos)
-	if pos, err = rankInputs(pos); err != nil {
+	if pos, err = rankInputs(ctx, pos); err != nil {
 		return err
 	}
 	rec, err := isRecording(pos[0])
@@ -163,7 +163,7 @@ func perRankFormat(path string) bool {
 // dumps or recordings found in it. It is "" when every input is a file, named by the importer.
 func givenSource(paths []string) string {
 	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
+		if st, err := os.Stat(p); (err == nil && st.IsDir()) || isPipe(p) {
 			return listNames(paths)
 		}
 	}
@@ -180,7 +180,11 @@ func listNames(paths []string) string {
 
 // rankInputs checks the inputs of replay, analyze and convert, and expands a directory to the
 // per-rank recordings in it (XFERTOP_RECORD_DIR: rank<R>-<host>-<pid>.xfr), in name order.
-func rankInputs(paths []string) ([]string, error) {
+func rankInputs(ctx context.Context, paths []string) ([]string, error) {
+	paths, err := spoolPipes(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -317,7 +321,7 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError("give a recording (.xfr) or a job's per-rank recordings (files or their directory), or one or more trace files (.json, .json.gz; one per rank) or Nsight Systems exports (.sqlite), or an nccl-tests log")
 	}
 	given := givenSource(pos)
-	if pos, err = rankInputs(pos); err != nil {
+	if pos, err = rankInputs(ctx, pos); err != nil {
 		return err
 	}
 	if log, err := isNCCLTestsLog(pos[0]); err != nil || log {
@@ -364,7 +368,7 @@ content where that says one, else by its name (a file named .xfr is a recording)
 Flags:
 `
 
-func convertCmd(args []string, stdout, stderr io.Writer) error {
+func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop convert", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -383,7 +387,8 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 	out := pos[len(pos)-1]
 	merged := limits.options(false)
 	merged.Source = givenSource(pos[:len(pos)-1]) // a directory of ranks: the merged recording is named by it
-	in, err := rankInputs(pos[:len(pos)-1])
+	merged.Context = ctx
+	in, err := rankInputs(ctx, pos[:len(pos)-1])
 	if err != nil {
 		return err
 	}
@@ -398,7 +403,9 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 		if len(in) > 1 { // a job's per-rank logs or dumps, merged into one recording
 			return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, merged, stdout, stderr, in...)
 		}
-		return convertTrace(in[0], out, limits.options(false), stdout, stderr)
+		one := limits.options(false)
+		one.Context = ctx
+		return convertTrace(in[0], out, one, stdout, stderr)
 	}
 	if len(in) > 1 && strings.HasSuffix(out, ".xfr") {
 		return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, merged, stdout, stderr, in...)
@@ -407,7 +414,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 		return usageError("%s is a recording; write it to a .json file (Chrome trace), not %q", in[0], out)
 	}
 	var all importers.Collect
-	if _, err := readInput(in, importers.Options{}, &all, stderr); err != nil {
+	if _, err := readInput(in, importers.Options{Context: ctx}, &all, stderr); err != nil {
 		return err // a damaged recording is a data error (exitStatus)
 	}
 	f, err := os.Create(out)
@@ -455,7 +462,7 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 	case len(ranks) > 0:
 		how = fmt.Sprintf("%s, %d per-rank files merged", res.Importer, len(ranks))
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, res.Events, in, how)
+	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, res.Events, namesOf(opts.Context).say(in), how)
 	return nil
 }
 

@@ -35,7 +35,7 @@ func readInput(paths []string, opts importers.Options, sink importers.Sink, stde
 	sinkErr := errors.As(err, &xe)
 	if res.Format == importers.FormatRecording || err == nil || sinkErr {
 		for _, w := range res.Warnings {
-			fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
+			fmt.Fprintf(stderr, "xfertop: warning: %s\n", namesOf(opts.Context).say(w))
 		}
 	}
 	var me *join.MergeError
