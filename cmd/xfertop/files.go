@@ -362,7 +362,9 @@ const convertHelp = `Usage: xfertop convert IN... OUT [flags]
 Converts a recording to a Chrome trace (IN.xfr -> OUT.json, for Perfetto or chrome://tracing), or a
 Kineto or Chrome trace or an Nsight Systems SQLite export to a recording (IN.json[.gz] or
 IN.sqlite -> OUT.xfr). A job's per-rank recordings (several IN.xfr, or their directory) are merged
-first, into one recording (OUT.xfr) or one trace (OUT.json). The format of IN is told by its
+first, into one recording (OUT.xfr) or one trace (OUT.json). A recording converted to a recording
+(IN.xfr -> OUT.xfr) is read as replay reads it and written again, closed cleanly: what lies before
+a torn tail is kept. The format of IN is told by its
 content where that says one, else by its name (a file named .xfr is a recording).
 
 Flags:
@@ -392,6 +394,13 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if ost, err := os.Stat(out); err == nil {
+		for _, p := range in {
+			if st, err := os.Stat(p); err == nil && os.SameFile(st, ost) {
+				return usageError("%s is both an input and the output: write the output to another file", out)
+			}
+		}
+	}
 	rec, err := isRecording(in[0])
 	if err != nil {
 		return err
@@ -408,6 +417,11 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return convertTrace(in[0], out, one, stdout, stderr)
 	}
 	if len(in) > 1 && strings.HasSuffix(out, ".xfr") {
+		return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, merged, stdout, stderr, in...)
+	}
+	if strings.HasSuffix(out, ".xfr") {
+		// One recording to another: read as replay reads it (a torn tail is said, and what is
+		// before it kept), written whole and closed cleanly.
 		return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, merged, stdout, stderr, in...)
 	}
 	if !strings.HasSuffix(out, ".json") {
@@ -448,6 +462,9 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 	}
 	sink := &recordingSink{path: out}
 	res, err := readInput(paths, opts, sink, stderr)
+	if err == nil && res.Events == 0 && res.Format == importers.FormatRecording {
+		err = dataError(fmt.Errorf("%s: no events", namesOf(opts.Context).say(in)))
+	}
 	if err == nil {
 		err = sink.close()
 	}
@@ -457,6 +474,8 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 	}
 	how := res.Importer
 	switch {
+	case len(ranks) == 1 && res.Format == importers.FormatRecording:
+		how = "a recording, read and written again"
 	case len(ranks) > 0 && res.Format == importers.FormatRecording:
 		how = fmt.Sprintf("%d per-rank recordings merged", len(ranks))
 	case len(ranks) > 0:
