@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"container/heap"
 	"errors"
-	"os"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
