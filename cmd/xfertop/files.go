@@ -102,7 +102,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// A trace, or several ranks: one recording first, so that it replays like any (seeking,
 		// memory bounded by the window).
 		opts := limits.options(false)
-		opts.Source = given
+		opts.Source, opts.Context = given, ctx
 		tmp, err := importToRecording(pos, opts, stderr)
 		if err != nil {
 			return err
@@ -136,6 +136,7 @@ func importToRecording(paths []string, opts importers.Options, stderr io.Writer)
 	}
 	name := importName(paths)
 	sink := &recordingSink{path: filepath.Join(dir, name+".xfr")}
+	namesOf(opts.Context).stand(sink.path, importedName(paths, opts))
 	res, err := readInput(paths, opts, sink, stderr)
 	if err == nil && res.Events == 0 {
 		err = dataError(fmt.Errorf("%s: no events", strings.Join(paths, ", ")))
@@ -149,6 +150,15 @@ func importToRecording(paths []string, opts importers.Options, stderr io.Writer)
 		return "", err
 	}
 	return sink.path, nil
+}
+
+// importedName is how messages name the recording an import writes to a temporary file: by the
+// user's inputs, never the file's path (which the user did not give).
+func importedName(paths []string, opts importers.Options) string {
+	if opts.Source != "" {
+		return opts.Source
+	}
+	return listNames(paths)
 }
 
 // perRankFormat reports whether path is of a format written one file per rank or process (NCCL
@@ -425,7 +435,7 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, merged, stdout, stderr, in...)
 	}
 	if !strings.HasSuffix(out, ".json") {
-		return usageError("%s is a recording; write it to a .json file (Chrome trace), not %q", in[0], out)
+		return usageError("%s is a recording; write it to a .json file (Chrome trace) or a .xfr recording, not %q", in[0], out)
 	}
 	var all importers.Collect
 	if _, err := readInput(in, importers.Options{Context: ctx}, &all, stderr); err != nil {
