@@ -48,6 +48,7 @@ type procKey struct {
 // state is what an import has read so far: operations, processes, communicators, warnings.
 type state struct {
 	opts     Options
+	gzipped  bool // the file being read is gzipped: its offsets count decompressed bytes
 	recs     []rec
 	procs    []*process
 	procIdx  map[procKey]int32
@@ -102,6 +103,10 @@ type dumpCtx struct {
 func (st *state) readLog(path string, r io.Reader) error {
 	lr := newLineReader(r, st.opts.MaxLineBytes)
 	var ctx dumpCtx
+	of := "" // a gzipped log's offsets count its decompressed bytes
+	if st.gzipped {
+		of = " of the decompressed data"
+	}
 	for {
 		b, err := lr.Next()
 		if errors.Is(err, io.EOF) {
@@ -111,7 +116,7 @@ func (st *state) readLog(path string, r io.Reader) error {
 			return &LimitError{File: path, Line: lr.n, What: "bytes in one line", Limit: int64(st.opts.MaxLineBytes)}
 		}
 		if err != nil {
-			return fmt.Errorf("%s:%d (byte %d): %w", path, lr.n+1, lr.off, err)
+			return fmt.Errorf("%s:%d (byte %d%s): %w", path, lr.n+1, lr.off, of, err)
 		}
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
@@ -122,7 +127,7 @@ func (st *state) readLog(path string, r io.Reader) error {
 				st.warn.add(fmt.Sprintf("%s:%d: the last line is cut (%d bytes, no newline): left out (a job stopped while Inspector wrote)", path, lr.n, len(b)))
 				break
 			}
-			return fmt.Errorf("%s:%d (byte %d): not an NCCL Inspector record: %w", path, lr.n, lr.off, err)
+			return fmt.Errorf("%s:%d (byte %d%s): not an NCCL Inspector record: %w", path, lr.n, lr.off, of, err)
 		}
 		if err := st.line(path, lr.n, &l, &ctx); err != nil {
 			return err

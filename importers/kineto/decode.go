@@ -26,13 +26,24 @@ type LimitError struct {
 	Offset int64  // where the refused token starts, or the input limit
 	Limit  int64  // the limit in bytes
 	What   string // "input" (JSON bytes after decompression), "string" or "number"
+	// Gzipped: the input is gzip, and Offset counts its decompressed bytes.
+	Gzipped bool
 }
 
 func (e *LimitError) Error() string {
 	if e.What == "input" {
 		return fmt.Sprintf("%s: more than %s of JSON (after decompression): that is the input limit", e.Name, sizeText(e.Limit))
 	}
-	return fmt.Sprintf("%s: the %s at byte offset %d is longer than %s: that is the limit for one token", e.Name, e.What, e.Offset, sizeText(e.Limit))
+	return fmt.Sprintf("%s: the %s at %s is longer than %s: that is the limit for one token", e.Name, e.What, byteOffset(e.Offset, e.Gzipped), sizeText(e.Limit))
+}
+
+// byteOffset says where a byte lies: in a gzipped input, offsets count the decompressed bytes,
+// which a person opening the file (zcat, an editor) sees, not the file's own.
+func byteOffset(off int64, gzipped bool) string {
+	if gzipped {
+		return fmt.Sprintf("byte offset %d of the decompressed data", off)
+	}
+	return fmt.Sprintf("byte offset %d", off)
 }
 
 // sizeText writes a byte count in the largest binary unit that divides it.
@@ -157,18 +168,17 @@ type decoder struct {
 }
 
 // openStream wraps r: gunzipped if it starts with the gzip magic, and limited to max bytes.
-func openStream(name string, r io.Reader, max int64) (io.Reader, func(), error) {
+func openStream(name string, r io.Reader, max int64) (src io.Reader, done func(), gzipped bool, err error) {
 	br := bufio.NewReaderSize(r, readChunk)
-	var src io.Reader = br
-	done := func() {}
+	src, done = br, func() {}
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: gzip header at byte offset 0: %w", name, err)
+			return nil, nil, true, fmt.Errorf("%s: gzip header at byte offset 0: %w", name, err)
 		}
-		src, done = gzipErrors{gz}, func() { gz.Close() }
+		src, done, gzipped = gzipErrors{gz}, func() { gz.Close() }, true
 	}
-	return &limitReader{r: src, limit: max}, done, nil
+	return &limitReader{r: src, limit: max}, done, gzipped, nil
 }
 
 // decode reads one trace from r, calling onEvent for each element of traceEvents. It reads the input
@@ -176,12 +186,13 @@ func openStream(name string, r io.Reader, max int64) (io.Reader, func(), error) 
 // the first error onEvent returns (returned as it is).
 func decode(name string, r io.Reader, opts Options, onEvent func(e *rawEvent, h *header) error) (*header, error) {
 	opts = opts.withDefaults()
-	src, done, err := openStream(name, r, opts.MaxInputBytes)
+	src, done, gzipped, err := openStream(name, r, opts.MaxInputBytes)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	d := &decoder{s: newScanner(name, src, opts.MaxTokenBytes), floats: opts.LikeHTA, onEvent: onEvent}
+	d.s.gzipped = gzipped
 	return d.run()
 }
 

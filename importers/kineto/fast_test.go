@@ -18,7 +18,7 @@ import (
 func decodeAll(data []byte, opts Options, slowOnly bool) ([]rawEvent, *header, error) {
 	var evs []rawEvent
 	opts = opts.withDefaults()
-	src, done, err := openStream("t.json", bytes.NewReader(data), opts.MaxInputBytes)
+	src, done, _, err := openStream("t.json", bytes.NewReader(data), opts.MaxInputBytes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,7 +86,7 @@ func normal(e rawEvent) rawEvent {
 func TestFastPathTakesTheTraces(t *testing.T) {
 	for name, data := range map[string][]byte{"synthetic": syntheticKineto(20), "large": largeTraceBytes(t, 2000, 1)} {
 		slow := 0
-		src, done, err := openStream("t.json", bytes.NewReader(data), DefaultMaxInputBytes)
+		src, done, _, err := openStream("t.json", bytes.NewReader(data), DefaultMaxInputBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
