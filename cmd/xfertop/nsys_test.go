@@ -37,7 +37,14 @@ func TestAnalyzeNsys(t *testing.T) {
 	if r.Backend != "nsys" || r.Devices != 2 || r.Transfers.Count != 904 || len(r.Idle.Devices) != 2 {
 		t.Fatalf("backend %s, %d devices, %d transfers, %d device rows", r.Backend, r.Devices, r.Transfers.Count, len(r.Idle.Devices))
 	}
-	two := analyzeJSON(t, src, renamed)
+	// A second host with the same events: a copy would be refused as the same input given twice,
+	// so this one differs in its SQLite header's application id (offset 68), which SQLite ignores.
+	data[68] ^= 1
+	other := filepath.Join(t.TempDir(), "other.sqlite")
+	if err := os.WriteFile(other, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	two := analyzeJSON(t, src, other)
 	if two.Devices != 4 || two.Transfers.Count != 2*904 || two.Idle.TotalNs != 2*r.Idle.TotalNs {
 		t.Fatalf("two exports: %d devices, %d transfers, idle %d (one: %d)", two.Devices, two.Transfers.Count, two.Idle.TotalNs, r.Idle.TotalNs)
 	}

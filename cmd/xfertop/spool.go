@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -184,8 +183,6 @@ func spool(ctx context.Context, p, tmp string) (string, error) {
 		err = cerr
 	}
 	switch {
-	case err != nil && errors.Is(err, os.ErrClosed):
-		return "", ctx.Err()
 	case err != nil:
 		return "", failure(fmt.Errorf("%s: reading the pipe: %w", pipeName(p), err))
 	case n > maxSpoolBytes:
