@@ -173,6 +173,9 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no file to import")
 	}
+	if err := checkDuplicates(paths); err != nil {
+		return nil, err
+	}
 	format := FormatUnknown
 	formats, errs := detectEach(paths)
 	for i, p := range paths {

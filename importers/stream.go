@@ -82,6 +82,9 @@ func (s *sourceSink) Begin(h *Header) error {
 
 // stream is Stream without the steps' inference.
 func stream(paths []string, opts Options, sink Sink) (*Result, error) {
+	if err := checkDuplicates(paths); err != nil {
+		return &Result{}, err
+	}
 	format, err := detectAll(paths)
 	if err != nil {
 		return &Result{}, err

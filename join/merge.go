@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -30,6 +31,7 @@ type Merged struct {
 	err      error
 	maxEnd   int64
 	finished bool
+	skipped  []string // the files left out, torn before they said which rank they are
 }
 
 // mergeFile is one rank's recording: its reader, its member of the join, and its current block.
@@ -92,30 +94,52 @@ func MergeRecordings(paths []string, opts recordings.Options) (*Merged, error) {
 		return nil, err
 	}
 	epoch := int64(0)
-	metas := make([]recordings.Meta, len(paths))
+	var metas []recordings.Meta
+	var firstSkip *tornError
 	for i, p := range paths {
 		r, err := recordings.Open(p, opts)
 		if err != nil {
 			return fail(err)
 		}
 		f := &mergeFile{path: p, r: r, idx: i}
-		m.files = append(m.files, f)
 		meta, err := rankMeta(f)
+		var te *tornError
+		if errors.As(err, &te) {
+			// What replay does with the file alone: read what is there, which is nothing of the rank.
+			m.skipped = append(m.skipped, te.Error())
+			if firstSkip == nil {
+				firstSkip = te
+			}
+			r.Close()
+			continue
+		}
+		m.files = append(m.files, f)
 		if err != nil {
 			return fail(err)
 		}
-		metas[i] = meta
+		metas = append(metas, meta)
 		if epoch == 0 || meta.EpochUnixNs < epoch {
 			epoch = meta.EpochUnixNs
 		}
 	}
+	if len(m.files) == 0 { // every file torn before its meta: no rank to merge
+		return fail(&MergeError{firstSkip.file, strings.TrimPrefix(firstSkip.tear, firstSkip.file+": ") +
+			"; it ends before its meta (its rank, host and clock) was written, and so do the job's other files: nothing of any rank was recorded"})
+	}
 	m.join = New(Config{Epoch: epoch})
 	hosts := map[string]bool{}
+	ranks := map[int]string{}
 	for i, f := range m.files {
 		mb, err := m.join.Add(f.path, &metas[i])
 		if err != nil {
 			return fail(err)
 		}
+		// A live attach takes one process's reconnection as the same rank again; files are not
+		// reconnections: two of one rank, even of one process (a copy), would count it twice.
+		if other, ok := ranks[mb.Rank]; ok && mb.Rank >= 0 {
+			return fail(&RankConflictError{Rank: mb.Rank, Name: f.path, Other: other})
+		}
+		ranks[mb.Rank] = f.path
 		f.mb = mb
 		hosts[mb.Host] = true
 		f.takeStrings(m.join)
@@ -126,7 +150,7 @@ func MergeRecordings(paths []string, opts recordings.Options) (*Merged, error) {
 	first := metas[0]
 	m.meta = timeline.Meta{Source: mergedSource(paths), Backend: first.Backend, Topology: "unknown", Devices: m.join.Devices(),
 		IdleMode: first.IdleMode, KernelWaitNs: first.KernelWaitNs, EpochUnixNs: epoch, Writer: first.Writer,
-		Extra: map[string]string{"nccl.ranks": strconv.Itoa(len(paths)), "nccl.hosts": strconv.Itoa(len(hosts))}}
+		Extra: map[string]string{"nccl.ranks": strconv.Itoa(len(m.files)), "nccl.hosts": strconv.Itoa(len(hosts))}}
 	return m, nil
 }
 
@@ -136,6 +160,9 @@ func rankMeta(f *mergeFile) (recordings.Meta, error) {
 		return recordings.Meta{}, f.r.Err()
 	}
 	meta := f.r.Meta()
+	if meta.Source == "" && len(meta.Extra) == 0 && !f.r.Indexed() && f.r.Err() == nil {
+		return meta, tornBeforeMeta(f)
+	}
 	if _, ok := meta.Extra["nccl.rank"]; !ok {
 		return meta, &MergeError{f.path, "not a rank's recording from the NCCL profiler plugin (its meta names no nccl.rank): replay it on its own"}
 	}
@@ -157,6 +184,33 @@ func rankMeta(f *mergeFile) (recordings.Meta, error) {
 		meta.Extra = extra
 	}
 	return meta, nil
+}
+
+// tornError is a rank's recording torn before its meta chunk was written (a process killed as it
+// began): it does not say which rank it is, and holds none of the rank's events.
+type tornError struct {
+	file, tear string
+}
+
+func (e *tornError) Error() string {
+	return fmt.Sprintf("%s; it ends before its meta (its rank, host and clock) was written, so it holds nothing of its rank: left out of the job", e.tear)
+}
+
+// tornBeforeMeta describes the tear of a file whose meta was not read: the reader's own words
+// (a torn tail at its offset) when it has them, else where the file ends.
+func tornBeforeMeta(f *mergeFile) error {
+	tear := strings.Join(f.r.Warnings(), "; ")
+	if tear == "" || !strings.Contains(tear, "torn tail") {
+		size := int64(-1)
+		if st, err := os.Stat(f.path); err == nil {
+			size = st.Size()
+		}
+		tear = fmt.Sprintf("%s: torn tail: the file ends at byte offset %d, after its header", f.path, size)
+	}
+	if !strings.HasPrefix(tear, f.path) {
+		tear = f.path + ": " + tear
+	}
+	return &tornError{file: f.path, tear: tear}
 }
 
 func mergedSource(paths []string) string {
@@ -253,7 +307,7 @@ func (m *Merged) Dropped() int64 {
 
 // Warnings are the files' warnings, each naming its file.
 func (m *Merged) Warnings() []string {
-	var out []string
+	out := append([]string(nil), m.skipped...)
 	for _, f := range m.files {
 		for _, w := range f.r.Warnings() {
 			if !strings.Contains(w, f.path) {

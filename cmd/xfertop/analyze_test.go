@@ -193,7 +193,7 @@ func TestFileErrors(t *testing.T) {
 			longName + ": more than 1 KiB of JSON (after decompression): that is the input limit (raise it with --max-input-bytes)"},
 		{[]string{"analyze", "--max-input-bytes", "0", longName}, exitUsage, `invalid value "0" for flag -max-input-bytes: "0": give a size above 0`},
 		{[]string{"analyze", overflow}, exitOK, "xfertop: warning: " + overflow + `: traceEvents[1] "Memcpy HtoD": args.bytes 9223372036854775807 is out of range (0 to 1 TiB): taken as unknown`},
-		{[]string{"convert", good, filepath.Join(dir, "o.xfr")}, exitUsage, "write it to a .json file"},
+		{[]string{"convert", good, filepath.Join(dir, "o.csv")}, exitUsage, "write it to a .json file (Chrome trace) or a .xfr recording"},
 	}
 	for _, tc := range tests {
 		code, _, errs := runCLI(t, tc.args...)

@@ -64,6 +64,7 @@ func startImport(ctx context.Context, paths []string, opts importers.Options, ho
 	if opts.Trace.TempDir == "" {
 		opts.Trace.TempDir = dir // a trace's sorted runs, if it spills any, go with the recording
 	}
+	namesOf(ctx).stand(b.path, importedName(paths, opts))
 	ps := &publishSink{recordingSink: recordingSink{path: b.path}, b: b}
 	var sink importers.Sink = ps
 	if hooks.wrap != nil {

@@ -187,8 +187,8 @@ func TestImportConsoleInputs(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	dir := t.TempDir()
 	export, second := filepath.Join(dir, "a.sqlite"), filepath.Join(dir, "b.sqlite")
-	for _, p := range []string{export, second} {
-		if err := nsystest.WriteLarge(p, 65_536, 64); err != nil {
+	for i, p := range []string{export, second} { // two exports, not one twice (which is refused)
+		if err := nsystest.WriteLarge(p, 65_536+64*i, 64); err != nil {
 			t.Fatal(err)
 		}
 	}

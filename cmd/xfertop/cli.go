@@ -54,6 +54,8 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
+	ctx, names := withInputNames(ctx)
+	defer names.cleanup() // after a signal too: the command's goroutine may be left behind
 	var err error
 	switch cmd {
 	case "run":
@@ -69,7 +71,7 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "analyze":
 		err = untilInterrupted(ctx, func() error { return analyzeCmd(ctx, args, stdout, stderr) })
 	case "convert":
-		err = untilInterrupted(ctx, func() error { return convertCmd(args, stdout, stderr) })
+		err = untilInterrupted(ctx, func() error { return convertCmd(ctx, args, stdout, stderr) })
 	case "compare":
 		err = untilInterrupted(ctx, func() error { return compareCmd(ctx, args, stdout, stderr) })
 	case "whatif":

@@ -74,7 +74,7 @@ func compareConsole(ctx context.Context, d compare.Data) error {
 // fileReport analyses one recording or trace file, or a directory of one job's per-rank files
 // (recordings, NCCL Inspector logs, Flight Recorder dumps), as analyze does; also get its events.
 func fileReport(ctx context.Context, path string, limits importLimits, stderr io.Writer, also ...timeline.Sink) (*report.Report, error) {
-	paths, err := rankInputs([]string{path})
+	paths, err := rankInputs(ctx, []string{path})
 	if err != nil {
 		return nil, err
 	}

@@ -110,7 +110,7 @@ func (s replaySource) Status() ui.Status {
 	return st
 }
 
-// runConsole runs the console until the user quits or ctx is done (SIGINT, SIGTERM). Bubble Tea
+// runConsole runs the console until the user quits or ctx is done (SIGINT, SIGTERM, SIGHUP). Bubble Tea
 // restores the terminal on the way out, after a panic too.
 //
 // Signals are main's alone (ctx): Bubble Tea's own handler would race with the context, and when the

@@ -48,7 +48,7 @@ func TestConsoleCulpritIsReports(t *testing.T) {
 			if len(r.Findings) == 0 || r.Findings[0].Culprit != c.want {
 				t.Fatalf("the report's findings %+v; want the first culprit %q", r.Findings, c.want)
 			}
-			paths, err := rankInputs([]string{c.input})
+			paths, err := rankInputs(context.Background(), []string{c.input})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,7 +26,7 @@ const (
 	exitAlert       = 3   // a watchdog alert or a deadlock ended the run
 	exitData        = 4   // an input file is not what it should be: a corrupt recording, a malformed trace, no events
 	exitExport      = 5   // with --otlp-required: spans or metric points did not reach the OTLP collector
-	exitInterrupted = 130 // SIGINT or SIGTERM; what ran is reported and the recording closed
+	exitInterrupted = 130 // SIGINT, SIGTERM or SIGHUP; what ran is reported and the recording closed
 )
 
 // exitHelp ends every command's help.
@@ -39,7 +39,7 @@ Exit status:
   4    bad input data (a corrupt or unreadable recording, a malformed trace, an input without events)
   5    with --otlp-required: the OTLP export failed (spans or metric points did not reach the collector);
        without it a failed export is a warning on standard error and the status is that of the run
-  130  interrupted (SIGINT or SIGTERM): the report of what ran is printed and the recording closed
+  130  interrupted (SIGINT, SIGTERM or SIGHUP): the report of what ran is printed and the recording closed
 `
 
 // exitError is an error that ends the command with a given status. Commands return errors; xfertop
@@ -160,7 +160,7 @@ func finish(ctx context.Context, cmd string, err error, stderr io.Writer) int {
 	}
 	var xe *exitError
 	if err != nil && !(errors.As(err, &xe) && xe.printed) {
-		fmt.Fprintf(stderr, "xfertop %s: %v%s\n", cmd, err, salvageHint(cmd, err))
+		fmt.Fprintf(stderr, "xfertop %s: %s%s\n", cmd, namesOf(ctx).say(err.Error()), salvageHint(cmd, err))
 	}
 	return exitStatus(err)
 }
@@ -174,6 +174,8 @@ func (e *interruptedError) Error() string {
 		return "interrupted by SIGINT (Ctrl-C)"
 	case syscall.SIGTERM:
 		return "interrupted by SIGTERM"
+	case syscall.SIGHUP:
+		return "interrupted by SIGHUP (the terminal closed)"
 	}
 	return "interrupted by " + e.sig.String()
 }
@@ -202,8 +204,12 @@ func untilInterrupted(ctx context.Context, f func() error) error {
 }
 
 // inputFile checks that path, named on the command line as what to read, is there and is not a
-// directory (both usage errors).
+// directory or a pipe (all usage errors). Commands that take pipes copy them to files first
+// (spoolPipes); the others read an input more than once, or write it.
 func inputFile(path, what string) error {
+	if isPipe(path) {
+		return usageError("%s is a pipe (or standard input), not a regular file: this command reads %s more than once, so give a file (analyze, replay, convert and compare take a pipe)", pipeName(path), what)
+	}
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

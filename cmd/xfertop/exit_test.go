@@ -187,8 +187,8 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"usage: replay a missing file", []string{"replay", missing}, exitUsage, "xfertop replay: " + missing + ": no such file\n", exact, ""},
 		{"usage: --from past the end", []string{"replay", good, "--headless", "--from", "1000h"}, exitUsage,
 			"xfertop replay: --from 1000h0m0s is past the end of " + good + ": the recording ends at " + humanDuration(end) + "\n", exact, ""},
-		{"usage: convert to the wrong kind", []string{"convert", good, filepath.Join(dir, "o.xfr")}, exitUsage,
-			"xfertop convert: " + good + " is a recording; write it to a .json file (Chrome trace), not \"" + filepath.Join(dir, "o.xfr") + "\"\n", exact, ""},
+		{"usage: convert to the wrong kind", []string{"convert", good, filepath.Join(dir, "o.txt")}, exitUsage,
+			"xfertop convert: " + good + " is a recording; write it to a .json file (Chrome trace) or a .xfr recording, not \"" + filepath.Join(dir, "o.txt") + "\"\n", exact, ""},
 
 		{"alert", []string{"run", "--headless", "--scenario", "deadlock"}, exitAlert,
 			"xfertop run: the run ended early: watchdog: send op 1 from rank 0 waited 2.00 s for rank 1, which never posted its half (16 MiB); root of this hang (diagnosis): rank 1 (host 0 GPU 1)\n", exact, "[watchdog]"},

@@ -79,7 +79,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError("%w", err)
 	}
 	given := givenSource(pos)
-	if pos, err = rankInputs(pos); err != nil {
+	if pos, err = rankInputs(ctx, pos); err != nil {
 		return err
 	}
 	rec, err := isRecording(pos[0])
@@ -102,7 +102,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// A trace, or several ranks: one recording first, so that it replays like any (seeking,
 		// memory bounded by the window).
 		opts := limits.options(false)
-		opts.Source = given
+		opts.Source, opts.Context = given, ctx
 		tmp, err := importToRecording(pos, opts, stderr)
 		if err != nil {
 			return err
@@ -136,6 +136,7 @@ func importToRecording(paths []string, opts importers.Options, stderr io.Writer)
 	}
 	name := importName(paths)
 	sink := &recordingSink{path: filepath.Join(dir, name+".xfr")}
+	namesOf(opts.Context).stand(sink.path, importedName(paths, opts))
 	res, err := readInput(paths, opts, sink, stderr)
 	if err == nil && res.Events == 0 {
 		err = dataError(fmt.Errorf("%s: no events", strings.Join(paths, ", ")))
@@ -151,6 +152,15 @@ func importToRecording(paths []string, opts importers.Options, stderr io.Writer)
 	return sink.path, nil
 }
 
+// importedName is how messages name the recording an import writes to a temporary file: by the
+// user's inputs, never the file's path (which the user did not give).
+func importedName(paths []string, opts importers.Options) string {
+	if opts.Source != "" {
+		return opts.Source
+	}
+	return listNames(paths)
+}
+
 // perRankFormat reports whether path is of a format written one file per rank or process (NCCL
 // Inspector's logs, Flight Recorder's dumps), which its importer merges.
 func perRankFormat(path string) bool {
@@ -163,7 +173,7 @@ func perRankFormat(path string) bool {
 // dumps or recordings found in it. It is "" when every input is a file, named by the importer.
 func givenSource(paths []string) string {
 	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
+		if st, err := os.Stat(p); (err == nil && st.IsDir()) || isPipe(p) {
 			return listNames(paths)
 		}
 	}
@@ -180,7 +190,11 @@ func listNames(paths []string) string {
 
 // rankInputs checks the inputs of replay, analyze and convert, and expands a directory to the
 // per-rank recordings in it (XFERTOP_RECORD_DIR: rank<R>-<host>-<pid>.xfr), in name order.
-func rankInputs(paths []string) ([]string, error) {
+func rankInputs(ctx context.Context, paths []string) ([]string, error) {
+	paths, err := spoolPipes(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -317,7 +331,7 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError("give a recording (.xfr) or a job's per-rank recordings (files or their directory), or one or more trace files (.json, .json.gz; one per rank) or Nsight Systems exports (.sqlite), or an nccl-tests log")
 	}
 	given := givenSource(pos)
-	if pos, err = rankInputs(pos); err != nil {
+	if pos, err = rankInputs(ctx, pos); err != nil {
 		return err
 	}
 	if log, err := isNCCLTestsLog(pos[0]); err != nil || log {
@@ -358,13 +372,15 @@ const convertHelp = `Usage: xfertop convert IN... OUT [flags]
 Converts a recording to a Chrome trace (IN.xfr -> OUT.json, for Perfetto or chrome://tracing), or a
 Kineto or Chrome trace or an Nsight Systems SQLite export to a recording (IN.json[.gz] or
 IN.sqlite -> OUT.xfr). A job's per-rank recordings (several IN.xfr, or their directory) are merged
-first, into one recording (OUT.xfr) or one trace (OUT.json). The format of IN is told by its
+first, into one recording (OUT.xfr) or one trace (OUT.json). A recording converted to a recording
+(IN.xfr -> OUT.xfr) is read as replay reads it and written again, closed cleanly: what lies before
+a torn tail is kept. The format of IN is told by its
 content where that says one, else by its name (a file named .xfr is a recording).
 
 Flags:
 `
 
-func convertCmd(args []string, stdout, stderr io.Writer) error {
+func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xfertop convert", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -383,9 +399,17 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 	out := pos[len(pos)-1]
 	merged := limits.options(false)
 	merged.Source = givenSource(pos[:len(pos)-1]) // a directory of ranks: the merged recording is named by it
-	in, err := rankInputs(pos[:len(pos)-1])
+	merged.Context = ctx
+	in, err := rankInputs(ctx, pos[:len(pos)-1])
 	if err != nil {
 		return err
+	}
+	if ost, err := os.Stat(out); err == nil {
+		for _, p := range in {
+			if st, err := os.Stat(p); err == nil && os.SameFile(st, ost) {
+				return usageError("%s is both an input and the output: write the output to another file", out)
+			}
+		}
 	}
 	rec, err := isRecording(in[0])
 	if err != nil {
@@ -398,16 +422,23 @@ func convertCmd(args []string, stdout, stderr io.Writer) error {
 		if len(in) > 1 { // a job's per-rank logs or dumps, merged into one recording
 			return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, merged, stdout, stderr, in...)
 		}
-		return convertTrace(in[0], out, limits.options(false), stdout, stderr)
+		one := limits.options(false)
+		one.Context = ctx
+		return convertTrace(in[0], out, one, stdout, stderr)
 	}
 	if len(in) > 1 && strings.HasSuffix(out, ".xfr") {
 		return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, merged, stdout, stderr, in...)
 	}
+	if strings.HasSuffix(out, ".xfr") {
+		// One recording to another: read as replay reads it (a torn tail is said, and what is
+		// before it kept), written whole and closed cleanly.
+		return convertTrace(strings.Join(pos[:len(pos)-1], ", "), out, merged, stdout, stderr, in...)
+	}
 	if !strings.HasSuffix(out, ".json") {
-		return usageError("%s is a recording; write it to a .json file (Chrome trace), not %q", in[0], out)
+		return usageError("%s is a recording; write it to a .json file (Chrome trace) or a .xfr recording, not %q", in[0], out)
 	}
 	var all importers.Collect
-	if _, err := readInput(in, importers.Options{}, &all, stderr); err != nil {
+	if _, err := readInput(in, importers.Options{Context: ctx}, &all, stderr); err != nil {
 		return err // a damaged recording is a data error (exitStatus)
 	}
 	f, err := os.Create(out)
@@ -441,6 +472,9 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 	}
 	sink := &recordingSink{path: out}
 	res, err := readInput(paths, opts, sink, stderr)
+	if err == nil && res.Events == 0 && res.Format == importers.FormatRecording {
+		err = dataError(fmt.Errorf("%s: no events", namesOf(opts.Context).say(in)))
+	}
 	if err == nil {
 		err = sink.close()
 	}
@@ -450,12 +484,14 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 	}
 	how := res.Importer
 	switch {
+	case len(ranks) == 1 && res.Format == importers.FormatRecording:
+		how = "a recording, read and written again"
 	case len(ranks) > 0 && res.Format == importers.FormatRecording:
 		how = fmt.Sprintf("%d per-rank recordings merged", len(ranks))
 	case len(ranks) > 0:
 		how = fmt.Sprintf("%s, %d per-rank files merged", res.Importer, len(ranks))
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, res.Events, in, how)
+	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, res.Events, namesOf(opts.Context).say(in), how)
 	return nil
 }
 

@@ -78,7 +78,7 @@ func TestFlightRecorderDirTitle(t *testing.T) {
 		t.Errorf("analyze the conversion: first line %q; want %q", strings.SplitN(out, "\n", 2)[0], want)
 	}
 
-	paths, err := rankInputs([]string{dir})
+	paths, err := rankInputs(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestFlightRecorderNoDumpOfHungRank(t *testing.T) {
 			})
 		}
 		t.Run(c.name+" console", func(t *testing.T) {
-			paths, err := rankInputs([]string{dir})
+			paths, err := rankInputs(context.Background(), []string{dir})
 			if err != nil {
 				t.Fatal(err)
 			}

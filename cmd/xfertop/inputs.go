@@ -35,13 +35,14 @@ func readInput(paths []string, opts importers.Options, sink importers.Sink, stde
 	sinkErr := errors.As(err, &xe)
 	if res.Format == importers.FormatRecording || err == nil || sinkErr {
 		for _, w := range res.Warnings {
-			fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
+			fmt.Fprintf(stderr, "xfertop: warning: %s\n", namesOf(opts.Context).say(w))
 		}
 	}
 	var me *join.MergeError
 	var rc *join.RankConflictError
-	if errors.As(err, &me) || errors.As(err, &rc) {
-		return res, dataError(err) // per-rank recordings that are not one job's
+	var de *importers.DuplicateError
+	if errors.As(err, &me) || errors.As(err, &rc) || errors.As(err, &de) {
+		return res, dataError(err) // per-rank recordings that are not one job's, or an input given twice
 	}
 	if err == nil || sinkErr || res.Format == importers.FormatRecording {
 		return res, err

@@ -19,7 +19,7 @@
 //
 // Exit status: 0 success; 1 a runtime failure (a recording that cannot be written, a full disk);
 // 2 a usage error; 3 a watchdog alert or a deadlock ended the run; 4 bad input data (a corrupt
-// recording, a malformed trace); 5 with --otlp-required, the OTLP export failed; 130 interrupted by SIGINT or SIGTERM (the report of what ran is
+// recording, a malformed trace); 5 with --otlp-required, the OTLP export failed; 130 interrupted by SIGINT, SIGTERM or SIGHUP (the report of what ran is
 // printed and the recording closed). See exit.go.
 //
 // Environment: XFERTOP_MEMSTATS=FILE appends the process's heap figures to FILE every second (for
@@ -63,12 +63,17 @@ func main() {
 }
 
 // signalContext is cancelled, with an *interruptedError naming the signal as its cause, at the
-// first SIGINT or SIGTERM: the run stops, reports what ran and closes its recording. That signal
-// also restores the default handling, so a second one ends the process at once.
+// first SIGINT, SIGTERM or SIGHUP (the terminal closed): the run stops, reports what ran, closes its
+// recording and removes its temporary files (an imported trace's recording: as big as the trace).
+// That signal also restores the default handling, so a second one ends the process at once. SIGHUP
+// is left alone when it was ignored at start (nohup): the command then goes on as asked.
 func signalContext() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(sigs, syscall.SIGHUP)
+	}
 	go func() {
 		sig := <-sigs
 		signal.Stop(sigs)

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/xfertop/xfertop/importers/nsys/nsystest"
 )
 
 // nsysSample is a sample Nsight Systems export beside the repository, or the test is skipped.
@@ -35,7 +37,14 @@ func TestAnalyzeNsys(t *testing.T) {
 	if r.Backend != "nsys" || r.Devices != 2 || r.Transfers.Count != 904 || len(r.Idle.Devices) != 2 {
 		t.Fatalf("backend %s, %d devices, %d transfers, %d device rows", r.Backend, r.Devices, r.Transfers.Count, len(r.Idle.Devices))
 	}
-	two := analyzeJSON(t, src, renamed)
+	// A second host with the same events: a copy would be refused as the same input given twice,
+	// so this one differs in its SQLite header's application id (offset 68), which SQLite ignores.
+	data[68] ^= 1
+	other := filepath.Join(t.TempDir(), "other.sqlite")
+	if err := os.WriteFile(other, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	two := analyzeJSON(t, src, other)
 	if two.Devices != 4 || two.Transfers.Count != 2*904 || two.Idle.TotalNs != 2*r.Idle.TotalNs {
 		t.Fatalf("two exports: %d devices, %d transfers, idle %d (one: %d)", two.Devices, two.Transfers.Count, two.Idle.TotalNs, r.Idle.TotalNs)
 	}
@@ -65,5 +74,33 @@ func TestNsysReport(t *testing.T) {
 		if code != exitData || !strings.Contains(errs, "this is an Nsight Systems report; run `nsys export --type sqlite FILE` and open the .sqlite") {
 			t.Errorf("%v: exit %d: %s", cmd, code, errs)
 		}
+	}
+}
+
+// Nsight Systems exports captured more than a day apart are not one job's: analyze leaves the far
+// one out, naming it and the other, and counts only the kept devices; whatif refuses them with exit
+// status 4, as it refuses traces a day apart.
+func TestExportsOfAnotherDay(t *testing.T) {
+	dir := t.TempDir()
+	near, far := filepath.Join(dir, "near.sqlite"), filepath.Join(dir, "far.sqlite")
+	if err := nsystest.Write(near, nsystest.OldSchema, append(nsystest.OldRows(), `INSERT INTO StringIds VALUES (100, 'near')`)...); err != nil {
+		t.Fatal(err)
+	}
+	rows := nsystest.OldRows()
+	for i, r := range rows {
+		rows[i] = strings.Replace(r, "(1700000000000000000,", "(1700172800000000000,", 1)
+	}
+	rows = rows[:len(rows)-1] // fewer events than near: near holds the median start
+	if err := nsystest.Write(far, nsystest.OldSchema, rows...); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "analyze", near, far)
+	if want := "xfertop: warning: " + far + ": its capture starts 48 h (2.0 days) after the other exports' (" + near + ")"; code != exitOK ||
+		!strings.Contains(errs, want) || !strings.Contains(out, "(2 devices)") {
+		t.Errorf("analyze: exit %d, stderr %q, report %.300q; want the warning %q and 2 devices", code, errs, out, want)
+	}
+	code, _, errs = runCLI(t, "whatif", "--json", near, far)
+	if want := "xfertop whatif: " + far + ": its capture starts 48 h (2.0 days) after the other exports' (" + near + "): not a capture of the same job"; code != exitData || !strings.Contains(errs, want) {
+		t.Errorf("whatif: exit %d, stderr %q; want %d and %q", code, errs, exitData, want)
 	}
 }

@@ -2,10 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"testing"
+
+	"github.com/xfertop/xfertop/importers/nsys/nsystest"
+	"github.com/xfertop/xfertop/recordings"
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // A recording converted to Chrome JSON and back reports what the recording does: the export carries
@@ -80,4 +86,84 @@ func sortedKeys(a, b map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Every source's recording, converted to Chrome JSON and back, holds the same events: the export
+// carries each event's fields in its args and the import reads them back exactly, the op ids of
+// Flight Recorder and plugin sequence ops (top bit set) included.
+func TestChromeRoundTripEvents(t *testing.T) {
+	dir := t.TempDir()
+	ranks := filepath.Join(dir, "ranks")
+	if err := os.Mkdir(ranks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeRankRecording(t, filepath.Join(ranks, "rank0-h-10.xfr"), 0, 10, 5e9)
+	writeRankRecording(t, filepath.Join(ranks, "rank1-h-11.xfr"), 1, 11, 5e9+3e3)
+	export := filepath.Join(dir, "small.sqlite")
+	if err := nsystest.WriteLarge(export, 64, 16); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run.xfr")
+	runCLI(t, "run", "--headless", "--scenario", "crosshost", "--steps", "2", "--record", run)
+	sources := []struct{ name, in string }{
+		{"simulated run", run},
+		{"flight recorder (sequence op ids)", filepath.Join("..", "..", "importers", "flightrecorder", "testdata", "pp_hang")},
+		{"nccl ras", filepath.Join("..", "..", "importers", "ras", "testdata", "hang.json")},
+		{"plugin rank recordings (attach)", ranks},
+		{"kineto", filepath.Join("testdata", "hta_small.json")},
+		{"nsys", export},
+		{"nccl inspector", filepath.Join("..", "..", "importers", "inspector", "testdata", "v2.32")},
+	}
+	for i, src := range sources {
+		t.Run(src.name, func(t *testing.T) {
+			rec := filepath.Join(dir, fmt.Sprintf("s%d.xfr", i))
+			if src.in == run {
+				rec = run
+			} else if code, _, errs := runCLI(t, "convert", src.in, rec); code != exitOK {
+				t.Fatalf("convert %s: exit %d: %s", src.in, code, errs)
+			}
+			trace, back := filepath.Join(dir, fmt.Sprintf("s%d.json", i)), filepath.Join(dir, fmt.Sprintf("s%d-back.xfr", i))
+			for _, args := range [][]string{{"convert", rec, trace}, {"convert", trace, back}} {
+				if code, _, errs := runCLI(t, args...); code != exitOK {
+					t.Fatalf("%v: exit %d: %s", args, code, errs)
+				}
+			}
+			want, got := eventsOf(t, rec), eventsOf(t, back)
+			if len(want) == 0 {
+				t.Fatal("the source has no events: the case shows nothing")
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d events after the round trip; want %d", len(got), len(want))
+			}
+			for j := range want {
+				if got[j] != want[j] {
+					t.Errorf("event %d after the round trip:\n%+v\nwant:\n%+v", j, got[j], want[j])
+				}
+			}
+		})
+	}
+}
+
+// labelled is an event with its label as text, so events of two recordings compare whatever ids
+// their string tables gave the labels.
+type labelled struct {
+	timeline.Event
+	Text string
+}
+
+// eventsOf is the events of the recording at path, in order of start (the export sorts them so).
+func eventsOf(t *testing.T, path string) []labelled {
+	t.Helper()
+	rec, err := recordings.ReadFile(path, recordings.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]labelled, len(rec.Events))
+	for i, e := range rec.Events {
+		text := rec.Strings.Lookup(e.Label)
+		e.Label = 0
+		out[i] = labelled{e, text}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/xfertop/xfertop/engine/topology"
 	"github.com/xfertop/xfertop/importers"
 	"github.com/xfertop/xfertop/importers/kineto"
+	"github.com/xfertop/xfertop/importers/nsys"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/units"
@@ -378,6 +379,11 @@ func oneJob(paths []string, warnings []string) error {
 		return nil
 	}
 	for _, w := range warnings {
+		if strings.Contains(w, nsys.FarApart) { // a whole export: it names the others itself
+			file, rest, _ := strings.Cut(w, ": its capture starts ")
+			when, _, _ := strings.Cut(rest, ": "+nsys.FarApart)
+			return dataError(fmt.Errorf("%s: its capture starts %s: not a capture of the same job (whatif replays the ranks of one run)", file, when))
+		}
 		if !strings.Contains(w, farApart) {
 			continue
 		}

@@ -2,6 +2,7 @@ package chrome
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -27,46 +28,90 @@ type Args struct {
 	Pr     int8
 }
 
-// Set stores field k of an exported slice's "xfertop" args.
-func (x *Args) Set(k string, n int64) {
-	switch k {
-	case "k":
-		x.K = uint8(n)
-	case "s":
-		x.S = n
-	case "e":
-		x.E = n
-	case "q":
-		x.Q = n
-	case "b":
-		x.B = n
-	case "o":
-		x.O = uint64(n)
-	case "d":
-		x.D = int32(n)
-	case "p":
-		x.P = int32(n)
-	case "st":
-		x.St = uint32(n)
-	case "g":
-		x.G = uint32(n)
-	case "c":
-		x.C = uint32(n)
-	case "ba":
-		x.Ba = uint32(n)
-	case "a":
-		x.A = uint32(n)
-	case "h":
-		x.H = uint16(n)
-	case "r":
-		x.R = uint16(n)
-	case "sb":
-		x.Sb = uint8(n)
-	case "su":
-		x.Su = uint8(n)
-	case "pr":
-		x.Pr = int8(n)
+// Set parses v, the text of field k of an exported slice's "xfertop" args, and stores it. The
+// field's type is the Event field it carries: the op id is unsigned 64-bit (sequence ops set the top
+// bit), the times and sizes signed 64-bit, ids 32-bit and so on. A value that is not an integer, or
+// lies outside its field's type, is a *FieldError; an unknown key is passed over (a newer writer's).
+func (x *Args) Set(k string, v []byte) error {
+	f, ok := xfrFields[k]
+	if !ok {
+		return nil
 	}
+	var n int64
+	if f.signed {
+		i, err := strconv.ParseInt(string(v), 10, f.bits)
+		if err != nil {
+			return fieldError(k, v, f, err)
+		}
+		n = i
+	} else {
+		u, err := strconv.ParseUint(string(v), 10, f.bits)
+		if err != nil {
+			return fieldError(k, v, f, err)
+		}
+		if k == "o" {
+			x.O = u
+			return nil
+		}
+		n = int64(u)
+	}
+	f.set(x, n)
+	return nil
+}
+
+// xfrField is the type of one field of an exported slice's "xfertop" args and where it goes.
+type xfrField struct {
+	signed bool
+	bits   int
+	set    func(x *Args, n int64)
+}
+
+// xfrFields are the fields appendXfr writes (and "l", the label, which is a string and read apart).
+var xfrFields = map[string]xfrField{
+	"k":  {false, 8, func(x *Args, n int64) { x.K = uint8(n) }},
+	"s":  {true, 64, func(x *Args, n int64) { x.S = n }},
+	"e":  {true, 64, func(x *Args, n int64) { x.E = n }},
+	"q":  {true, 64, func(x *Args, n int64) { x.Q = n }},
+	"b":  {true, 64, func(x *Args, n int64) { x.B = n }},
+	"o":  {false, 64, nil}, // set in Set: it needs all 64 bits
+	"d":  {true, 32, func(x *Args, n int64) { x.D = int32(n) }},
+	"p":  {true, 32, func(x *Args, n int64) { x.P = int32(n) }},
+	"st": {false, 32, func(x *Args, n int64) { x.St = uint32(n) }},
+	"g":  {false, 32, func(x *Args, n int64) { x.G = uint32(n) }},
+	"c":  {false, 32, func(x *Args, n int64) { x.C = uint32(n) }},
+	"ba": {false, 32, func(x *Args, n int64) { x.Ba = uint32(n) }},
+	"a":  {false, 32, func(x *Args, n int64) { x.A = uint32(n) }},
+	"h":  {false, 16, func(x *Args, n int64) { x.H = uint16(n) }},
+	"r":  {false, 16, func(x *Args, n int64) { x.R = uint16(n) }},
+	"sb": {false, 8, func(x *Args, n int64) { x.Sb = uint8(n) }},
+	"su": {false, 8, func(x *Args, n int64) { x.Su = uint8(n) }},
+	"pr": {true, 8, func(x *Args, n int64) { x.Pr = int8(n) }},
+}
+
+// FieldError is a field of an exported slice's "xfertop" args whose value is not an integer of the
+// field's type: the file may be valid JSON, but it was not written by Write (or was edited).
+type FieldError struct {
+	Key, Value string
+	Range      bool   // an integer, out of the field's range
+	Type       string // the field's type, as "uint64"
+}
+
+func (e *FieldError) Error() string {
+	if e.Range {
+		return fmt.Sprintf("args.xfertop.%s: %s is out of range for the field (%s)", e.Key, e.Value, e.Type)
+	}
+	if e.Value == "" {
+		return fmt.Sprintf("args.xfertop.%s is not an integer (the field is %s)", e.Key, e.Type)
+	}
+	return fmt.Sprintf("args.xfertop.%s: %q is not an integer (the field is %s)", e.Key, e.Value, e.Type)
+}
+
+func fieldError(k string, v []byte, f xfrField, err error) *FieldError {
+	typ := fmt.Sprintf("int%d", f.bits)
+	if !f.signed {
+		typ = "u" + typ
+	}
+	return &FieldError{Key: k, Value: string(v), Type: typ, Range: errors.Is(err, strconv.ErrRange)}
 }
 
 // sessionPid is the Chrome process that holds events tied to no device (steps, marks, alerts).

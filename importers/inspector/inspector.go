@@ -2,6 +2,7 @@ package inspector
 
 import (
 	"cmp"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -109,6 +110,7 @@ func (st *state) readFile(path string) error {
 		return err
 	}
 	defer closeFn()
+	_, st.gzipped = r.(*gzip.Reader)
 	head := make([]byte, 512)
 	br := newPeeker(r)
 	n, _ := br.peek(head)

@@ -1,7 +1,10 @@
 package inspector
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,7 +158,7 @@ func TestBadInput(t *testing.T) {
 		name, body, want string
 		limit            bool
 	}{
-		{"bad json", good + "\n{oops\n", "x.log:2 (byte", false},
+		{"bad json", good + "\n{oops\n", fmt.Sprintf("x.log:2 (byte %d): not an NCCL Inspector record", len(good)+1), false},
 		{"orphan v4.3 line", good + "\n" + `{"coll_perf":{"coll":"AllReduce","coll_sn":2}}` + "\n", "x.log:2: an operation without its header", false},
 		{"unknown collective", strings.Replace(good, "AllReduce", "Shuffle", 1) + "\n", `x.log:1: collective "Shuffle"`, false},
 		{"rank outside", strings.Replace(good, `"rank":0`, `"rank":5`, 1) + "\n", "x.log:1: header's n_ranks 2", false},
@@ -180,6 +183,23 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("error %v: LimitError %v; want %v", err, !c.limit, c.limit)
 			}
 		})
+	}
+}
+
+// In a gzipped log, the byte offset of a bad line counts the decompressed bytes, and says so.
+func TestGzippedOffsets(t *testing.T) {
+	good := `{"header":{"id":"0x1","rank":0,"n_ranks":2,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.0","dump_timestamp_us":1752867229000000,"hostname":"h","pid":1},"coll_perf":{"coll":"AllReduce","coll_sn":1,"coll_msg_size_bytes":8192,"coll_exec_time_us":10}}`
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(good + "\n{oops\n"))
+	zw.Close()
+	p := filepath.Join(t.TempDir(), "x.log.gz")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("x.log.gz:2 (byte %d of the decompressed data): not an NCCL Inspector record", len(good)+1)
+	if _, err := ReadFiles([]string{p}, Options{}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("ReadFiles = %v; want %q", err, want)
 	}
 }
 

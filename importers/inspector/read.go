@@ -52,6 +52,7 @@ type procKey struct {
 // state is what an import has read so far: operations, processes, communicators, warnings.
 type state struct {
 	opts     Options
+	gzipped  bool // the file being read is gzipped: its offsets count decompressed bytes
 	recs     []rec
 	procs    []*process
 	procIdx  map[procKey]int32
@@ -106,6 +107,10 @@ type dumpCtx struct {
 func (st *state) readLog(path string, r io.Reader) error {
 	lr := newLineReader(r, st.opts.MaxLineBytes)
 	var ctx dumpCtx
+	of := "" // a gzipped log's offsets count its decompressed bytes
+	if st.gzipped {
+		of = " of the decompressed data"
+	}
 	for {
 		b, err := lr.Next()
 		if errors.Is(err, io.EOF) {
@@ -115,7 +120,7 @@ func (st *state) readLog(path string, r io.Reader) error {
 			return &LimitError{File: path, Line: lr.n, What: "bytes in one line", Limit: int64(st.opts.MaxLineBytes)}
 		}
 		if err != nil {
-			return fmt.Errorf("%s:%d (byte %d): %w", path, lr.n+1, lr.off, err)
+			return fmt.Errorf("%s:%d (byte %d%s): %w", path, lr.n+1, lr.off, of, err)
 		}
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
@@ -131,7 +136,7 @@ func (st *state) readLog(path string, r io.Reader) error {
 				continue
 			}
 			if !lr.torn && !(cutShort(err) && lastLine(lr)) {
-				return fmt.Errorf("%s:%d (byte %d): not an NCCL Inspector record: %w", path, n, lr.off, err)
+				return fmt.Errorf("%s:%d (byte %d%s): not an NCCL Inspector record: %w", path, n, lr.off, of, err)
 			}
 			// A log still being written, or a job stopped while Inspector wrote: its last line is
 			// cut (with or without its newline); the records before it stand.

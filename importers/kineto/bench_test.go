@@ -238,7 +238,7 @@ func BenchmarkThroughput(b *testing.B) {
 			var cpu time.Duration
 			for b.Loop() {
 				c0 := cpuTime()
-				src, done, err := openStream("t.json.gz", bytes.NewReader(gz.Bytes()), DefaultMaxInputBytes)
+				src, done, _, err := openStream("t.json.gz", bytes.NewReader(gz.Bytes()), DefaultMaxInputBytes)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -26,13 +26,24 @@ type LimitError struct {
 	Offset int64  // where the refused token starts, or the input limit
 	Limit  int64  // the limit in bytes
 	What   string // "input" (JSON bytes after decompression), "string" or "number"
+	// Gzipped: the input is gzip, and Offset counts its decompressed bytes.
+	Gzipped bool
 }
 
 func (e *LimitError) Error() string {
 	if e.What == "input" {
 		return fmt.Sprintf("%s: more than %s of JSON (after decompression): that is the input limit", e.Name, sizeText(e.Limit))
 	}
-	return fmt.Sprintf("%s: the %s at byte offset %d is longer than %s: that is the limit for one token", e.Name, e.What, e.Offset, sizeText(e.Limit))
+	return fmt.Sprintf("%s: the %s at %s is longer than %s: that is the limit for one token", e.Name, e.What, byteOffset(e.Offset, e.Gzipped), sizeText(e.Limit))
+}
+
+// byteOffset says where a byte lies: in a gzipped input, offsets count the decompressed bytes,
+// which a person opening the file (zcat, an editor) sees, not the file's own.
+func byteOffset(off int64, gzipped bool) string {
+	if gzipped {
+		return fmt.Sprintf("byte offset %d of the decompressed data", off)
+	}
+	return fmt.Sprintf("byte offset %d", off)
 }
 
 // sizeText writes a byte count in the largest binary unit that divides it.
@@ -132,6 +143,9 @@ type header struct {
 	HasRank  bool
 	BadRank  bool
 	Metadata map[string]string
+	// Unclosed is a trace in the JSON Array Format whose array ends without its ']' (the format
+	// allows it: a tracer that stopped while writing).
+	Unclosed bool
 }
 
 // decoder streams one trace file's events to a callback.
@@ -156,18 +170,17 @@ type decoder struct {
 }
 
 // openStream wraps r: gunzipped if it starts with the gzip magic, and limited to max bytes.
-func openStream(name string, r io.Reader, max int64) (io.Reader, func(), error) {
+func openStream(name string, r io.Reader, max int64) (src io.Reader, done func(), gzipped bool, err error) {
 	br := bufio.NewReaderSize(r, readChunk)
-	var src io.Reader = br
-	done := func() {}
+	src, done = br, func() {}
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: gzip header at byte offset 0: %w", name, err)
+			return nil, nil, true, fmt.Errorf("%s: gzip header at byte offset 0: %w", name, err)
 		}
-		src, done = gzipErrors{gz}, func() { gz.Close() }
+		src, done, gzipped = gzipErrors{gz}, func() { gz.Close() }, true
 	}
-	return &limitReader{r: src, limit: max}, done, nil
+	return &limitReader{r: src, limit: max}, done, gzipped, nil
 }
 
 // decode reads one trace from r, calling onEvent for each element of traceEvents. It reads the input
@@ -175,12 +188,13 @@ func openStream(name string, r io.Reader, max int64) (io.Reader, func(), error) 
 // the first error onEvent returns (returned as it is).
 func decode(name string, r io.Reader, opts Options, onEvent func(e *rawEvent, h *header) error) (*header, error) {
 	opts = opts.withDefaults()
-	src, done, err := openStream(name, r, opts.MaxInputBytes)
+	src, done, gzipped, err := openStream(name, r, opts.MaxInputBytes)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	d := &decoder{s: newScanner(name, src, opts.MaxTokenBytes), floats: opts.LikeHTA, onEvent: onEvent}
+	d.s.gzipped = gzipped
 	return d.run()
 }
 
@@ -188,10 +202,16 @@ func decode(name string, r io.Reader, opts Options, onEvent func(e *rawEvent, h 
 func (d *decoder) run() (*header, error) {
 	d.eventField, d.argField, d.xfrField = d.readEventField, d.readArgField, d.readXfrField
 	s, name := d.s, d.s.name
-	s.object(d.readTopField)
+	what := "object"
+	if s.peek() == '[' { // the JSON Array Format: the events alone
+		d.seenEvents, what = true, "array"
+		d.h.Unclosed = !d.readEvents(true)
+	} else {
+		s.object(d.readTopField)
+	}
 	if s.err == nil {
 		if s.peek(); s.more() {
-			s.fail("data after the trace object")
+			s.fail("data after the trace %s", what)
 		}
 	}
 	if s.err != nil {
@@ -209,7 +229,7 @@ func (d *decoder) readTopField(key []byte) {
 	switch string(key) {
 	case "traceEvents":
 		d.seenEvents = true
-		d.readEvents()
+		d.readEvents(false)
 	case "distributedInfo":
 		d.readDistributedInfo()
 	case "xfertopMetadata":
@@ -219,11 +239,17 @@ func (d *decoder) readTopField(key []byte) {
 	}
 }
 
-// readEvents reads traceEvents, handing each event to onEvent as it is read.
-func (d *decoder) readEvents() {
+// readEvents reads traceEvents, or the whole trace in the JSON Array Format (top), handing each
+// event to onEvent as it is read. It reports whether the array was closed: only the top array may
+// end with the input instead, after a whole event (and a comma, maybe), as Chrome allows.
+func (d *decoder) readEvents(top bool) (closed bool) {
 	s := d.s
 	var i int64
-	s.array(func() {
+	arr := s.array
+	if top {
+		arr = s.openArray
+	}
+	return arr(func() {
 		if d.slowOnly || !d.fastEvent(i) {
 			if d.slowEvents != nil {
 				*d.slowEvents++
@@ -471,17 +497,15 @@ func (d *decoder) readXfrField(key []byte) {
 		x.L = append(x.L[:0], v...)
 		return
 	}
-	k := string(key)
+	s.peek() // past the spaces, so start is where the value starts
+	start := s.offset()
 	v, _ := s.scalar()
 	if s.err != nil {
 		return
 	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil {
-		s.fail("xfertop.%s: %q is not an integer", k, v)
-		return
+	if err := x.Set(string(key), v); err != nil {
+		s.badValue(start, err)
 	}
-	x.Set(k, n)
 }
 
 // inRange reports whether v lies in [lo, hi].

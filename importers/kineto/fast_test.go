@@ -19,7 +19,7 @@ import (
 func decodeAll(data []byte, opts Options, slowOnly bool) ([]rawEvent, *header, error) {
 	var evs []rawEvent
 	opts = opts.withDefaults()
-	src, done, err := openStream("t.json", bytes.NewReader(data), opts.MaxInputBytes)
+	src, done, _, err := openStream("t.json", bytes.NewReader(data), opts.MaxInputBytes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -92,7 +92,7 @@ func normal(e rawEvent) rawEvent {
 func TestFastPathTakesTheTraces(t *testing.T) {
 	for name, data := range map[string][]byte{"synthetic": syntheticKineto(20), "large": largeTraceBytes(t, 2000, 1)} {
 		slow := 0
-		src, done, err := openStream("t.json", bytes.NewReader(data), DefaultMaxInputBytes)
+		src, done, _, err := openStream("t.json", bytes.NewReader(data), DefaultMaxInputBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestShapesTakeTheTraces(t *testing.T) {
 	}
 	for name, raw := range inputs {
 		shaped, events := 0, 0
-		src, done, err := openStream("t.json", bytes.NewReader(raw), DefaultMaxInputBytes)
+		src, done, _, err := openStream("t.json", bytes.NewReader(raw), DefaultMaxInputBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestShapesBounded(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(slow, fast) {
 		t.Fatalf("the fast path reads other events than the general path (%v)", err)
 	}
-	src, done, err := openStream("t.json", bytes.NewReader(raw), DefaultMaxInputBytes)
+	src, done, _, err := openStream("t.json", bytes.NewReader(raw), DefaultMaxInputBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,16 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"Memcpy","name":"Memcpy HtoD (Pinned -> Device)","pid":0,"tid":"stream 7","ts":10,"dur":5,"args":{"bytes":1024}}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","name":"ProfilerStep#4","ts":0,"dur":9},{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","ts":1,"dur":1,"args":{"In msg nelems":10,"dtype":"Float","Group size":8}}]}`))
 	f.Add([]byte(`{"xfertopMetadata":{"scenario":"x"},"traceEvents":[{"ph":"X","name":"k","ts":0,"dur":1,"args":{"xfertop":{"k":5,"s":0,"e":1000,"l":"k\u00e9"}}}]}`))
+	// A sequence op's id (top bit set), and fields out of their types' range.
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","name":"k","ts":0,"dur":1,"args":{"xfertop":{"k":5,"o":9223373136366403584,"d":-1,"h":65535}}},{"ph":"X","name":"k","ts":0,"dur":1,"args":{"xfertop":{"o":18446744073709551616,"h":65536,"pr":-129}}}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","name":"a\"b\\u0041","pid":"p","tid":"t","ts":1e3,"dur":-1}]}`))
 	f.Add([]byte(`{"traceEvents": [`))
+	// The JSON Array Format: closed, empty, and ended without its ']' (after an event, a comma).
+	f.Add([]byte(`[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"device":0,"stream":7}}]`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`[{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":2},{"ph":"X","name":"b","pid":1,"tid":1,"ts":4,"dur":2},`))
+	f.Add([]byte(` [ {"ph":"X","name":"a","ts":1,"dur":2} `))
+	f.Add([]byte(`[{"ph":"X","name":"a","ts":1,"dur":2}] [`))
 	// The errors and warnings of hostile input.
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"gpu_memcpy","name":"m","ts":1,"dur":1,"args":{"bytes":9223372036854775807}},{"ph":"X","cat":"gpu_memcpy","name":"m","ts":2,"dur":1,"args":{"bytes":-9.2e18}}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1682725898079292,"dur":1e12},{"ph":"X","cat":"kernel","name":"k","ts":0,"dur":1},{"ph":"X","cat":"kernel","name":"k","ts":1e300,"dur":1}]}`))

@@ -74,7 +74,7 @@ func TestGzipBomb(t *testing.T) {
 	// A bomb of zeros is refused at its first byte, whatever the limit.
 	zeros := gzipOf(t, "", 0, 32<<20)
 	_, err = Import("zeros.json.gz", bytes.NewReader(zeros), Options{})
-	if want := `zeros.json.gz: not valid JSON at byte offset 0: expected '{'`; err == nil || err.Error() != want {
+	if want := `zeros.json.gz: not valid JSON at byte offset 0 of the decompressed data: expected '{'`; err == nil || err.Error() != want {
 		t.Fatalf("Import(zeros) = %v; want %q", err, want)
 	}
 }
@@ -231,5 +231,42 @@ func TestTokenLimitBoundary(t *testing.T) {
 		if tc.ok != (err == nil) || (err != nil && (!errors.As(err, &le) || le.Offset != 24)) {
 			t.Errorf("name %s under a 13-byte limit (the length of \"traceEvents\"): %v", tc.name, err)
 		}
+	}
+}
+
+// In a gzipped trace, an error's offset counts the decompressed bytes (what zcat shows), and the
+// message says so; in a plain trace it counts the file's bytes, and says nothing more.
+func TestGzipOffsets(t *testing.T) {
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(s))
+		zw.Close()
+		return b.Bytes()
+	}
+	whole := gz(`{"traceEvents":[{"ph":"X","name":"` + strings.Repeat("a", 5000) + `"}]}`)
+	tests := []struct {
+		name string
+		data []byte
+		opts Options
+		want string
+	}{
+		{"cut JSON", gz(`{"traceEvents":[{"ph":"X",`), Options{}, "the JSON ends before it is complete, at byte offset 26 of the decompressed data (is the file truncated?)"},
+		{"bad JSON", gz(`{"traceEvents":[{"ph":5}]}`), Options{}, `not valid JSON at byte offset 22 of the decompressed data: event field "ph" must be a string`},
+		{"cut gzip stream", whole[:len(whole)-12], Options{}, "of the decompressed data: gzip: unexpected EOF"},
+		{"a token over the limit", whole, Options{MaxTokenBytes: 1024}, "the string at byte offset 33 of the decompressed data is longer than 1 KiB"},
+		{"an exported field out of range", gz(`{"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":1,"args":{"xfertop":{"h":65536}}}]}`), Options{}, "at byte offset 75 of the decompressed data: args.xfertop.h: 65536 is out of range"},
+		{"plain: the file's offset", []byte(`{"traceEvents":[{"ph":5}]}`), Options{}, `not valid JSON at byte offset 22: event field`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Import("t.json.gz", bytes.NewReader(tc.data), tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Import = %v; want %q", err, tc.want)
+			}
+			if gzipped := tc.data[0] == 0x1f; !gzipped && strings.Contains(err.Error(), "decompressed") {
+				t.Errorf("a plain file's error speaks of decompressed data: %v", err)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -249,16 +250,75 @@ func TestGenericChrome(t *testing.T) {
 	}
 }
 
+// A trace in the JSON Array Format (the events alone, in an array) imports as its object form does;
+// its array may end without its ']' after a whole event (the Trace Event Format allows that, for a
+// tracer stopped while writing), which is said in a warning. An event cut short is still an error.
+func TestArrayFormat(t *testing.T) {
+	const a, b = `{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"device":0,"stream":7}}`,
+		`{"ph":"X","cat":"kernel","name":"j","pid":0,"tid":7,"ts":5,"dur":2,"args":{"device":0,"stream":7}}`
+	object, err := Import("o.json", strings.NewReader(`{"traceEvents":[`+a+`,`+b+`]}`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const unclosed = "the trace's array ends without its closing ']'"
+	tests := []struct {
+		name, src string
+		events    int
+		warn      bool
+	}{
+		{"closed", `[` + a + `,` + b + `]`, 2, false},
+		{"spaces around", " \n[ " + a + " , " + b + " ]\n", 2, false},
+		{"no ']'", `[` + a + `,` + b, 2, true},
+		{"no ']' after a comma", `[` + a + `,` + b + ",\n", 2, true},
+		{"no ']' after one event", `[` + a + `,`, 1, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			im, err := Import("a.json", strings.NewReader(tc.src), Options{})
+			if err != nil {
+				t.Fatalf("Import(%q) = %v", tc.src, err)
+			}
+			if len(im.Events) != tc.events || im.Format != object.Format {
+				t.Fatalf("%d events, format %s; want %d, %s", len(im.Events), im.Format, tc.events, object.Format)
+			}
+			if tc.events == 2 && !reflect.DeepEqual(im.Events, object.Events) {
+				t.Errorf("events %+v; the object form's %+v", im.Events, object.Events)
+			}
+			if warned := strings.Contains(strings.Join(im.Warnings, "\n"), unclosed); warned != tc.warn {
+				t.Errorf("warnings %q; want the unclosed array said: %v", im.Warnings, tc.warn)
+			}
+		})
+	}
+	for _, tc := range []struct{ src, want string }{
+		{`[` + a[:30], "ends before it is complete, at byte offset 31"},
+		{`[` + a + ` ` + b + `]`, "not valid JSON at byte offset 100: expected ',' or ']'"},
+		{`[` + a + `] x`, "not valid JSON at byte offset 101: data after the trace array"},
+		{`[1]`, "not valid JSON at byte offset 1: a trace event must be an object"},
+	} {
+		if _, err := Import("a.json", strings.NewReader(tc.src), Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Import(%q) = %v; want %q", tc.src, err, tc.want)
+		}
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
+	const xfr = `{"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":0,"ts":1,"dur":1,"args":{"xfertop":`
 	tests := []struct{ src, want string }{
 		{`{"traceEvents": [ {"ph": "X", `, "ends before it is complete"},
+		// Valid JSON whose exported fields lie outside their types: the message says so, not "not valid JSON".
+		{xfr + `{"k":1,"o":18446744073709551616}}}]}`, "at byte offset 97: args.xfertop.o: 18446744073709551616 is out of range for the field (uint64)"},
+		{xfr + `{"k":1,"d":2147483648}}}]}`, "at byte offset 97: args.xfertop.d: 2147483648 is out of range for the field (int32)"},
+		{xfr + `{"k":-1}}}]}`, `at byte offset 91: args.xfertop.k: "-1" is not an integer (the field is uint8)`},
+		{xfr + `{"s":"x"}}}]}`, `at byte offset 91: args.xfertop.s: "x" is not an integer (the field is int64)`},
+		{xfr + `{"s":[1]}}}]}`, `at byte offset 91: args.xfertop.s is not an integer (the field is int64)`},
 		{`{"traceEvents": [ {"ph": "X",, `, "not valid JSON at byte offset 29: expected a quoted key"},
 		{`{"foo": 1}`, "no traceEvents array"},
 		{`{"traceEvents": [{"ph": 5}]}`, `byte offset 24: event field "ph" must be a string`},
 	}
 	for _, tc := range tests {
 		_, err := Import("bad.json", strings.NewReader(tc.src), Options{})
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "bad.json") {
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "bad.json") ||
+			(strings.Contains(tc.src, "xfertop") && strings.Contains(err.Error(), "JSON")) {
 			t.Errorf("Decode(%q) = %v; want an error naming the file and containing %q", tc.src, err, tc.want)
 		}
 	}

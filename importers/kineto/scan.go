@@ -29,6 +29,7 @@ type scanner struct {
 	name     string
 	err      error
 	maxToken int
+	gzipped  bool   // offsets count decompressed bytes (byteOffset says so)
 	tmp      []byte // a string's unescaped contents
 	key      []byte // the key object passes to its callback
 	stack    []byte // open containers while skipping a value
@@ -118,11 +119,11 @@ func (s *scanner) readFailed() {
 	}
 	var le *LimitError
 	if errors.As(s.rerr, &le) {
-		le.Name = s.name
+		le.Name, le.Gzipped = s.name, s.gzipped
 		s.err = le
 		return
 	}
-	s.err = fmt.Errorf("%s: read at byte offset %d: %w", s.name, s.offset(), s.rerr)
+	s.err = fmt.Errorf("%s: read at %s: %w", s.name, byteOffset(s.offset(), s.gzipped), s.rerr)
 }
 
 // more reports whether a byte is available at buf[pos], reading if needed.
@@ -136,17 +137,25 @@ func (s *scanner) fail(format string, args ...any) {
 	}
 	if !s.more() {
 		if s.err == nil {
-			s.err = fmt.Errorf("%s: %w, at byte offset %d (is the file truncated?)", s.name, errTruncated, s.offset())
+			s.err = fmt.Errorf("%s: %w, at %s (is the file truncated?)", s.name, errTruncated, byteOffset(s.offset(), s.gzipped))
 		}
 		return
 	}
-	s.err = fmt.Errorf("%s: not valid JSON at byte offset %d: %s", s.name, s.offset(), fmt.Sprintf(format, args...))
+	s.err = fmt.Errorf("%s: not valid JSON at %s: %s", s.name, byteOffset(s.offset(), s.gzipped), fmt.Sprintf(format, args...))
+}
+
+// badValue refuses a value, valid JSON, that started at offset start and that xfertop cannot take:
+// the message says what is wrong with it, not that the file is not JSON.
+func (s *scanner) badValue(start int64, err error) {
+	if s.err == nil {
+		s.err = fmt.Errorf("%s: at %s: %w", s.name, byteOffset(start, s.gzipped), err)
+	}
 }
 
 // tooLong refuses a token that started at offset start.
 func (s *scanner) tooLong(start int64, what string) {
 	if s.err == nil {
-		s.err = &LimitError{Name: s.name, Offset: start, Limit: int64(s.maxToken), What: what}
+		s.err = &LimitError{Name: s.name, Offset: start, Limit: int64(s.maxToken), What: what, Gzipped: s.gzipped}
 	}
 }
 
@@ -607,28 +616,51 @@ func (s *scanner) object(field func(key []byte)) {
 	}
 }
 
-// array calls elem for each element; elem must consume it.
-func (s *scanner) array(elem func()) {
+// array calls elem for each element; elem must consume it. It reports whether the array was read
+// to its ']' (false on an error).
+func (s *scanner) array(elem func()) bool {
+	return s.elements(elem, false)
+}
+
+// openArray is array for an array that may end with the input instead of its ']' (after an
+// element, or a comma after one), as the Trace Event Format allows the JSON Array Format to: it
+// reports whether the ']' was there. An element cut short is still an error.
+func (s *scanner) openArray(elem func()) bool {
+	return s.elements(elem, true)
+}
+
+func (s *scanner) elements(elem func(), open bool) bool {
 	if !s.expect('[') {
-		return
+		return false
 	}
+	ended := func() bool { return open && s.peek() == 0 && s.err == nil && !s.more() && s.err == nil }
 	if s.peek() == ']' {
 		s.pos++
-		return
+		return true
 	}
 	for s.err == nil {
+		if ended() {
+			return false
+		}
 		elem()
+		if s.err != nil {
+			return false
+		}
 		switch s.peek() {
 		case ',':
 			s.pos++
 		case ']':
 			s.pos++
-			return
+			return true
 		default:
+			if ended() {
+				return false
+			}
 			s.fail("expected ',' or ']'")
-			return
+			return false
 		}
 	}
+	return false
 }
 
 // parseNs turns a JSON number of microseconds into nanoseconds exactly (no float rounding for

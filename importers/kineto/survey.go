@@ -108,6 +108,9 @@ func (m *importer) endFile(info *fileInfo, h *header) error {
 			m.im.EpochUnixNs, _ = strconv.ParseInt(v, 10, 64)
 		}
 	}
+	if h.Unclosed {
+		m.warn("%s: the trace's array ends without its closing ']' (the Trace Event Format allows it: a tracer stopped while writing): the events before the end are read", info.name)
+	}
 	if h.Metadata == nil && !(h.HasRank && inRange(h.Rank, 0, maxInt32)) && (h.HasRank || h.BadRank) {
 		m.warn("%s: distributedInfo.rank is not a rank: the file's position (%d) is used", info.name, info.index)
 	}

@@ -76,6 +76,7 @@ type importer struct {
 	median, base int64
 	outliers     bool // events further than maxSpan from median are left out
 	far          map[*fileReader]*farEvents
+	farFiles     map[*fileReader]int64 // files captured on another day: how far their nearest start lies
 	begun        bool
 	launches     launchTimes
 	batch        []timeline.Event
@@ -166,11 +167,12 @@ func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	devices := map[int32]bool{}
+	fileDevices := make([]map[int32]bool, len(m.files))
 	var cursors []*cursor
 	for i, f := range m.files {
 		d := f.d
-		plans := f.learn(surveys[i], devices)
+		fileDevices[i] = map[int32]bool{}
+		plans := f.learn(surveys[i], fileDevices[i])
 		m.devBase += int32(f.maxLocal + 1)
 		if err := f.readGPUNames(); err != nil {
 			closeCursors(cursors)
@@ -188,13 +190,59 @@ func (m *importer) prepare(dbs []*db) ([]*cursor, error) {
 			cursors = append(cursors, c)
 		}
 	}
-	m.im.Devices = len(devices)
 	if m.median, m.outliers, err = m.medianStart(surveys); err != nil {
 		closeCursors(cursors)
 		return nil, err
 	}
+	// A file whose every start lies more than 24 h from the median was captured on another day:
+	// all its events are left out, so its devices are not the capture's either.
+	devices := map[int32]bool{}
+	for i, f := range m.files {
+		if d, ok := m.farFile(surveys[i]); ok {
+			if m.farFiles == nil {
+				m.farFiles = map[*fileReader]int64{}
+			}
+			m.farFiles[f] = d
+			continue
+		}
+		for id := range fileDevices[i] {
+			devices[id] = true
+		}
+	}
+	m.im.Devices = len(devices)
 	return cursors, nil
 }
+
+// farFile reports whether every start of a file's tables lies more than maxSpan from the median
+// start, and how far its nearest start lies (negative: before it).
+func (m *importer) farFile(surveys []*tableSurvey) (int64, bool) {
+	if !m.outliers {
+		return 0, false
+	}
+	var lo, hi int64
+	some := false
+	for _, ts := range surveys {
+		if ts.starts {
+			if !some {
+				lo, hi, some = ts.lo, ts.hi, true
+			}
+			lo, hi = min(lo, ts.lo), max(hi, ts.hi)
+		}
+	}
+	switch {
+	case !some:
+		return 0, false
+	case hi-m.median < -maxSpan:
+		return hi - m.median, true
+	case lo-m.median > maxSpan:
+		return lo - m.median, true
+	}
+	return 0, false
+}
+
+// FarApart is said, in the warning of an export captured more than 24 h away from the others, of
+// the exports: they are not one job's (whatif refuses them).
+const FarApart = "captured more than 24 h apart"
 
 // cursor opens a cursor on table t of the file, read in start order as the plan says: from its
 // pages when the survey read them and its rows need no sorting, else with SQL.
@@ -230,6 +278,23 @@ func closeCursors(cursors []*cursor) {
 	for _, c := range cursors {
 		c.close()
 	}
+}
+
+// farSpan says how far apart two captures are, in hours and days.
+func farSpan(d int64) string {
+	h := time.Duration(d).Hours()
+	return fmt.Sprintf("%.0f h (%.1f days)", h, h/24)
+}
+
+// otherNames names the files but f.
+func (m *importer) otherNames(f *fileReader) []string {
+	var out []string
+	for _, o := range m.files {
+		if o != f {
+			out = append(out, o.d.name)
+		}
+	}
+	return out
 }
 
 // farEvents are a file's events left out for starting too far from the capture's others: how
@@ -433,6 +498,19 @@ func (m *importer) row() {
 func (m *importer) finish(multi bool) (*kineto.Imported, error) {
 	im := m.im
 	for _, f := range m.files {
+		if d, ok := m.farFiles[f]; ok {
+			when := "after"
+			if d < 0 {
+				when, d = "before", -d
+			}
+			n := int64(0)
+			if fe := m.far[f]; fe != nil {
+				n = fe.n
+			}
+			m.warn("%s: its capture starts %s %s the other exports' (%s): %s, not one job's captures: its %d events are left out; give the exports of one run",
+				f.d.name, farSpan(d), when, strings.Join(m.otherNames(f), ", "), FarApart, n)
+			continue
+		}
 		if fe := m.far[f]; fe != nil && !m.opts.Verbose {
 			what := fmt.Sprintf("%d events start", fe.n)
 			if fe.n == 1 {
