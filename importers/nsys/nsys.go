@@ -46,7 +46,23 @@ type Options struct {
 	// set, is given the number of tables whose events were read from their pages.
 	sqlRows bool
 	cursors *int
+	// sqlMeta has the schema, the small tables and the names read with SQL (the activity tables
+	// as the other options say).
+	sqlMeta bool
+	// sqlOpened, when set, is given the number of files that SQLite was opened on.
+	sqlOpened *int
+	// cached has every file's pages read through caches, none whole: the memory of exports of
+	// different sizes is then compared like with like.
+	cached bool
 }
+
+// An export of at most wholeFile bytes is read into memory once, for every reader of its pages
+// (pagescan.Source), within wholeBudget bytes for the files of an import; a larger one is read by
+// each reader through a cache of its own.
+const (
+	wholeFile   = 16 << 20
+	wholeBudget = 64 << 20
+)
 
 // Format is the name of the format in Imported.Format and in reports.
 const Format = "nsys"
@@ -101,13 +117,23 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 			f.close()
 		}
 		for _, d := range dbs {
+			if d.conn != nil && opts.sqlOpened != nil {
+				*opts.sqlOpened++
+			}
 			d.close()
 		}
 	}()
+	whole := int64(wholeBudget)
+	if opts.cached {
+		whole = 0
+	}
 	for _, p := range paths {
-		d, err := open(opts.Context, p)
+		d, err := open(opts.Context, p, min(whole, wholeFile), opts.sqlMeta)
 		if err != nil {
 			return nil, err
+		}
+		if d.src != nil && d.src.Whole() {
+			whole -= d.src.Size()
 		}
 		dbs = append(dbs, d)
 		if err := checkExport(d); err != nil {
@@ -218,7 +244,11 @@ func (f *fileReader) cursor(t *table, order int, plan readPlan) (*cursor, error)
 	for i, col := range t.cols {
 		exprs[i] = pick(have, col)
 	}
-	s, _, err := f.d.conn.Prepare(f.query(t, exprs, plan.mode == readSorted))
+	conn, err := f.d.sql()
+	if err != nil {
+		return nil, err
+	}
+	s, _, err := conn.Prepare(f.query(t, exprs, plan.mode == readSorted))
 	if err != nil {
 		return nil, wrap(t.name, err)
 	}

@@ -38,6 +38,21 @@ type layout struct {
 // is stored as NULL) or have a default (a record written before the column was added holds none)
 // is refused.
 func (d *db) readLayout(table string, need []string) (*layout, error) {
+	if def := d.defs[table]; def != nil { // the schema read from the pages
+		l := &layout{root: d.roots[table], pos: map[string]int{}}
+		if l.root == 0 {
+			return nil, fmt.Errorf("no root page: %w", pagescan.ErrUnsupported)
+		}
+		for i, c := range def.cols {
+			l.pos[c] = i
+		}
+		for _, n := range need {
+			if def.pk[n] || def.dflt[n] {
+				return nil, fmt.Errorf("column %s is a key or has a default: %w", n, pagescan.ErrUnsupported)
+			}
+		}
+		return l, nil
+	}
 	l := &layout{pos: map[string]int{}}
 	err := d.each("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = "+quote(table), func(s *sqlite3.Stmt) error {
 		l.root = uint32(max(0, min(s.ColumnInt64(0), 1<<31)))
@@ -155,7 +170,7 @@ func (ts *tableSurvey) readPages(progress *atomic.Int64) error {
 			ts.told = ts.rows
 		}
 	}()
-	pages, err := pagescan.Open(f.d.name)
+	pages, err := f.d.file()
 	if err != nil {
 		return err
 	}
@@ -229,7 +244,7 @@ type pageRows struct {
 func (f *fileReader) openPageRows(t *table, l *layout) (*pageRows, error) {
 	names, where := pageCols(t, f.d.tables[t.name])
 	rec, slot := l.pageColumns(t, names)
-	file, err := pagescan.Open(f.d.name)
+	file, err := f.d.file()
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/debug"
 	"sync"
 )
 
@@ -77,7 +78,9 @@ func parseHeader(h []byte, size int64) (*Source, error) {
 	if usable < 480 {
 		return nil, &CorruptError{Page: 1, Reason: fmt.Sprintf("%d bytes reserved per page", h[20])}
 	}
-	return &Source{pageSize: ps, usable: usable, pages: uint32(min(size/int64(ps), 1<<31))}, nil
+	// The text encoding: 1 is UTF-8 (0, a database not yet written); texts in UTF-16 are not read.
+	enc := binary.BigEndian.Uint32(h[56:])
+	return &Source{pageSize: ps, usable: usable, pages: uint32(min(size/int64(ps), 1<<31)), utf16: enc > 1}, nil
 }
 
 // Close releases the File, handing its cache's blocks on to the next File opened (and closes its
@@ -179,6 +182,9 @@ func (f *File) Rows(root uint32, cols []Column) (*Cursor, error) {
 		if col.Pos < 0 || col.Pos > 1<<15 {
 			return nil, fmt.Errorf("column %d: not a column of a record", col.Pos)
 		}
+		if col.Text && f.src.utf16 {
+			return nil, fmt.Errorf("texts in UTF-16: %w", ErrUnsupported)
+		}
 		c.need = max(c.need, col.Pos+1)
 	}
 	c.slot, c.text, c.fresh = make([]int, c.need), make([]bool, len(cols)), make([]place, len(cols))
@@ -202,6 +208,20 @@ func (c *Cursor) Err() error { return c.err }
 
 // Next moves to the next row, reporting false at the end or at an error (Err).
 func (c *Cursor) Next() bool {
+	if c.f.data != nil && c.f.src.mapped {
+		return c.nextMapped()
+	}
+	return c.next()
+}
+
+// nextMapped is next on a mapped file, a fault an error.
+func (c *Cursor) nextMapped() (ok bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer c.f.src.caught(&c.err)
+	return c.next()
+}
+
+func (c *Cursor) next() bool {
 	if c.err != nil {
 		return false
 	}

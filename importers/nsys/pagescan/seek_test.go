@@ -2,7 +2,9 @@ package pagescan
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -174,4 +176,59 @@ func FuzzFind(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestUTF16Refused: the texts of a database in UTF-16 are refused (SQL converts them), its
+// integers read.
+func TestUTF16Refused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.sqlite")
+	write(t, path, "PRAGMA encoding = 'UTF-16le'", "CREATE TABLE t (a INTEGER, s TEXT)", "INSERT INTO t VALUES (1, 'x'), (2, 'y')")
+	_, root, err := rowsViaSQL(path, "t", []string{"a"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rowsViaPages(path, root, []Column{{Pos: 0}, {Pos: 1, Text: true}}); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("a UTF-16 text read: %v, want ErrUnsupported", err)
+	}
+	if got, err := rowsViaPages(path, root, []Column{{Pos: 0}}); err != nil || !slices.Equal(got, []string{"1 1", "2 2"}) {
+		t.Fatalf("integers: %q, %v", got, err)
+	}
+}
+
+// TestMappedFileCutShort: a file read whole (mapped) that is cut short while it is read makes the
+// reads that reach past its new end fail with an error naming it, never crash the process.
+func TestMappedFileCutShort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.sqlite")
+	write(t, path, "CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, b INTEGER)",
+		"WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 20000) INSERT INTO t SELECT i, 'name ' || i, i FROM s")
+	_, root, err := rowsViaSQL(path, "t", []string{"b"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenSource(path, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := os.Truncate(path, 4096); err != nil {
+		t.Fatal(err)
+	}
+	f := s.File()
+	defer f.Close()
+	c, err := f.Rows(root, []Column{{Pos: 1, Text: true}, {Pos: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c.Next() {
+	}
+	_, findErr := c.Find(19999)
+	_, maxErr := f.MaxRowid(root)
+	for _, err := range []error{c.Err(), findErr, maxErr} {
+		if !s.mapped {
+			t.Skip("the file was read, not mapped")
+		}
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "cut short") {
+			t.Errorf("%v; want an error saying that %s was cut short", err, path)
+		}
+	}
 }
