@@ -154,8 +154,9 @@ type Cursor struct {
 	slot     []int  // by record column: where its value goes in the Row, or -1
 	text     []bool // by column asked for: read as text
 	row      Row
-	plans    [4]plan // the last headers read, the latest first
-	fresh    []place // the header being read
+	plans    [4]plan  // the last headers read
+	order    [4]uint8 // the plans by use, the latest first
+	fresh    []place  // the header being read
 	err      error
 	root     uint32
 	begun    bool
@@ -178,6 +179,7 @@ type frame struct {
 // later without a default).
 func (f *File) Rows(root uint32, cols []Column) (*Cursor, error) {
 	c := &Cursor{f: f, root: root, row: Row{Ints: make([]int64, len(cols)), Null: make([]bool, len(cols)), Text: make([][]byte, len(cols))}}
+	c.order = [4]uint8{0, 1, 2, 3}
 	for _, col := range cols {
 		if col.Pos < 0 || col.Pos > 1<<15 {
 			return nil, fmt.Errorf("column %d: not a column of a record", col.Pos)
@@ -344,8 +346,11 @@ func (c *Cursor) leafCell(pg uint32, page []byte, off int) error {
 		return bad("outside the page")
 	}
 	p := page[off:]
-	size, n := varint(p)
-	if n == 0 {
+	var size uint64
+	n := 1
+	if p[0] < 0x80 { // inline: most payloads are shorter than 128 bytes
+		size = uint64(p[0])
+	} else if size, n = varint(p); n == 0 {
 		return bad("payload size")
 	}
 	p = p[n:]
@@ -394,7 +399,13 @@ func (f *File) localPayload(size uint64) int64 {
 // record decodes the columns asked for from a record's local payload; spilled tells that the rest
 // of the record is on overflow pages.
 func (c *Cursor) record(payload []byte, spilled bool) error {
-	hsize, n := varint(payload)
+	var hsize uint64
+	n := 1
+	if len(payload) > 0 && payload[0] < 0x80 { // inline: a header is mostly shorter than 128 bytes
+		hsize = uint64(payload[0])
+	} else {
+		hsize, n = varint(payload)
+	}
 	if n == 0 || hsize > uint64(len(payload)) {
 		if spilled {
 			return ErrUnsupported
@@ -408,11 +419,11 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 	if !spilled {
 		// Rows of a table mostly repeat a few headers (the same types and widths): a header met
 		// just before is decoded as it was then, without walking it again.
-		for j := range c.plans {
-			if p := &c.plans[j]; p.used && string(p.hdr) == string(payload[:hsize]) {
+		for j, k := range c.order {
+			if p := &c.plans[k]; p.used && string(p.hdr) == string(payload[:hsize]) {
 				c.apply(p, body)
 				if j > 0 {
-					c.plans[0], c.plans[j] = c.plans[j], c.plans[0]
+					c.order[0], c.order[j] = k, c.order[0]
 				}
 				return nil
 			}
@@ -467,12 +478,15 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 	}
 	if !spilled && hsize <= maxPlanHeader {
 		// Keep how this header was read, in place of the plan used least recently.
-		p := c.plans[len(c.plans)-1] // its slices are reused
+		// The plans stay in place (moving them would write their slices' pointers): their order
+		// of use is kept apart.
+		k := c.order[len(c.order)-1]
+		p := &c.plans[k] // its slices are reused
 		p.hdr = append(p.hdr[:0], payload[:hsize]...)
 		p.at = append(p.at[:0], fresh...)
 		p.used = true
-		copy(c.plans[1:], c.plans[:len(c.plans)-1])
-		c.plans[0] = p
+		copy(c.order[1:], c.order[:len(c.order)-1])
+		c.order[0] = k
 	}
 	return nil
 }
