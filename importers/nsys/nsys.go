@@ -3,6 +3,7 @@ package nsys
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -105,7 +106,7 @@ type importer struct {
 // batches of events in start order (the slice is reused once emit returns). The description it
 // returns is complete: its Warnings are known only at the end. Memory is bounded by the number of
 // files and of distinct names, not by the rows (see the survey, the reorder buffers and the caches).
-func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, emit func([]timeline.Event) error) (*kineto.Imported, error) {
+func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, emit func([]timeline.Event) error) (_ *kineto.Imported, err error) {
 	if opts.StepRange == "" {
 		opts.StepRange = "ProfilerStep"
 	}
@@ -121,6 +122,16 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 				*opts.sqlOpened++
 			}
 			d.close()
+		}
+	}()
+	// A small export is mapped into memory (pagescan.Source): a file cut short while it is read
+	// faults, which this goroutine turns into an error naming it (the survey's goroutines do too).
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if err = fault(dbs, r); err == nil {
+				panic(r)
+			}
 		}
 	}()
 	whole := int64(wholeBudget)
@@ -488,4 +499,17 @@ func (m *importer) finish(multi bool) (*kineto.Imported, error) {
 		m.opts.Progress(max(m.total, m.done), max(m.total, m.done))
 	}
 	return im, nil
+}
+
+// fault is the error of a recovered panic that a fault on an export's mapped file raised (it was
+// cut short while it was read), naming the file; nil for any other panic.
+func fault(dbs []*db, r any) error {
+	for _, d := range dbs {
+		if d.src != nil {
+			if err := d.src.Fault(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

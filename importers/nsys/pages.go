@@ -2,6 +2,7 @@ package nsys
 
 import (
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 
@@ -162,7 +163,7 @@ func (f *fileReader) pageWhere(t *table, v []int64, null []bool) bool {
 
 // readPages surveys the table from its pages, on a File of its own (Files are not shared between
 // goroutines), adding the rows read to progress now and then.
-func (ts *tableSurvey) readPages(progress *atomic.Int64) error {
+func (ts *tableSurvey) readPages(progress *atomic.Int64) (err error) {
 	f, t := ts.f, ts.t
 	defer func() {
 		if progress != nil {
@@ -170,6 +171,16 @@ func (ts *tableSurvey) readPages(progress *atomic.Int64) error {
 			ts.told = ts.rows
 		}
 	}()
+	if src := f.d.src; src != nil && src.Mapped() { // on a goroutine of its own: see Stream
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				if err = src.Fault(r); err == nil {
+					panic(r)
+				}
+			}
+		}()
+	}
 	pages, err := f.d.file()
 	if err != nil {
 		return err

@@ -294,3 +294,19 @@ func TestSQLiteOnlyWhenNeeded(t *testing.T) {
 		}
 	}
 }
+
+// TestFileCutShortWhileRead: an export read whole (mapped into memory) that is cut short while
+// its events are read fails with an error naming it, never crashes the process.
+func TestFileCutShortWhileRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.sqlite")
+	if err := nsystest.WriteLarge(path, 4096, 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := nsys.Stream([]string{path}, nsys.Options{}, func(*kineto.Imported) error {
+		return os.Truncate(path, 4096) // after the survey, before the first events are handed on
+	}, func([]timeline.Event) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("%v; want an error naming %s", err, path)
+	}
+	t.Log(err)
+}

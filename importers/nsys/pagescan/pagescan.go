@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime/debug"
 	"sync"
 )
 
@@ -210,20 +209,6 @@ func (c *Cursor) Err() error { return c.err }
 
 // Next moves to the next row, reporting false at the end or at an error (Err).
 func (c *Cursor) Next() bool {
-	if c.f.data != nil && c.f.src.mapped {
-		return c.nextMapped()
-	}
-	return c.next()
-}
-
-// nextMapped is next on a mapped file, a fault an error.
-func (c *Cursor) nextMapped() (ok bool) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer c.f.src.caught(&c.err)
-	return c.next()
-}
-
-func (c *Cursor) next() bool {
 	if c.err != nil {
 		return false
 	}

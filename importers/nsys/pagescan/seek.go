@@ -3,7 +3,6 @@ package pagescan
 import (
 	"encoding/binary"
 	"fmt"
-	"runtime/debug"
 	"sort"
 )
 
@@ -124,11 +123,7 @@ func cellKey(pg uint32, page []byte, ptrs, i int, leaf bool) (key int64, child u
 // Find reads the row of rowid into Row, reporting whether the table has one: a descent of the
 // b-tree, as SQLite looks a row up by its rowid (an INTEGER PRIMARY KEY). A Cursor finds or scans:
 // Next reports false after a Find.
-func (c *Cursor) Find(rowid int64) (found bool, err error) {
-	if c.f.data != nil && c.f.src.mapped {
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer c.f.src.caught(&err)
-	}
+func (c *Cursor) Find(rowid int64) (bool, error) {
 	c.begun, c.stack, c.cell, c.n = true, c.stack[:0], 0, 0
 	pg := c.root
 	for depth := 0; ; depth++ {
@@ -168,11 +163,7 @@ func (c *Cursor) Find(rowid int64) (found bool, err error) {
 
 // MaxRowid is the largest rowid of the table whose b-tree starts at page root (0 when it is empty),
 // as SQLite's max(rowid) finds it: down the right-most children to the last cell.
-func (f *File) MaxRowid(root uint32) (rowid int64, err error) {
-	if f.data != nil && f.src.mapped {
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer f.src.caught(&err)
-	}
+func (f *File) MaxRowid(root uint32) (int64, error) {
 	pg := root
 	for depth := 0; ; depth++ {
 		page, ptrs, n, leaf, err := f.btreePage(pg, depth)

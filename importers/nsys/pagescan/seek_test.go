@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -195,8 +196,10 @@ func TestUTF16Refused(t *testing.T) {
 	}
 }
 
-// TestMappedFileCutShort: a file read whole (mapped) that is cut short while it is read makes the
-// reads that reach past its new end fail with an error naming it, never crash the process.
+// TestMappedFileCutShort: a file read whole (mapped) that is cut short while it is read makes a
+// read that reaches past its new end raise a panic (on a goroutine that asked for faults as
+// panics) that Fault turns into an error naming the file, never crash the process; Fault leaves
+// other panics alone.
 func TestMappedFileCutShort(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.sqlite")
 	write(t, path, "CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, b INTEGER)",
@@ -210,25 +213,42 @@ func TestMappedFileCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if !s.Mapped() {
+		t.Skip("the file was read, not mapped")
+	}
 	if err := os.Truncate(path, 4096); err != nil {
 		t.Fatal(err)
 	}
 	f := s.File()
 	defer f.Close()
+	guarded := func(read func()) (err error) {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				if err = s.Fault(r); err == nil {
+					panic(r)
+				}
+			}
+		}()
+		read()
+		return nil
+	}
 	c, err := f.Rows(root, []Column{{Pos: 1, Text: true}, {Pos: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for c.Next() {
-	}
-	_, findErr := c.Find(19999)
-	_, maxErr := f.MaxRowid(root)
-	for _, err := range []error{c.Err(), findErr, maxErr} {
-		if !s.mapped {
-			t.Skip("the file was read, not mapped")
+	scanErr := guarded(func() {
+		for c.Next() {
 		}
+	})
+	findErr := guarded(func() { _, _ = c.Find(19999) })
+	maxErr := guarded(func() { _, _ = f.MaxRowid(root) })
+	for _, err := range []error{scanErr, findErr, maxErr} {
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "cut short") {
 			t.Errorf("%v; want an error saying that %s was cut short", err, path)
 		}
+	}
+	if s.Fault("another panic") != nil {
+		t.Error("Fault took another panic for a fault on the file")
 	}
 }
