@@ -153,9 +153,9 @@ type Cursor struct {
 	slot     []int  // by record column: where its value goes in the Row, or -1
 	text     []bool // by column asked for: read as text
 	row      Row
-	plans    [4]plan  // the last headers read
-	order    [4]uint8 // the plans by use, the latest first
-	fresh    []place  // the header being read
+	plans    []plan  // the headers read, by planSlot (made with the first)
+	last     int     // the plan used last
+	fresh    []place // the header being read
 	err      error
 	root     uint32
 	begun    bool
@@ -178,7 +178,6 @@ type frame struct {
 // later without a default).
 func (f *File) Rows(root uint32, cols []Column) (*Cursor, error) {
 	c := &Cursor{f: f, root: root, row: Row{Ints: make([]int64, len(cols)), Null: make([]bool, len(cols)), Text: make([][]byte, len(cols))}}
-	c.order = [4]uint8{0, 1, 2, 3}
 	for _, col := range cols {
 		if col.Pos < 0 || col.Pos > 1<<15 {
 			return nil, fmt.Errorf("column %d: not a column of a record", col.Pos)
@@ -402,14 +401,17 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 	}
 	hdr, body := payload[n:hsize], payload[hsize:]
 	if !spilled {
-		// Rows of a table mostly repeat a few headers (the same types and widths): a header met
-		// just before is decoded as it was then, without walking it again.
-		for j, k := range c.order {
-			if p := &c.plans[k]; p.used && string(p.hdr) == string(payload[:hsize]) {
+		// Rows of a table repeat a few headers (the same types and widths; a text's length is in
+		// its type): a header met before is decoded as it was then, without walking it again. The
+		// last one first (a table's rows mostly repeat one), then the one kept in its slot.
+		if key := payload[:hsize]; c.plans != nil {
+			if p := &c.plans[c.last]; p.used && string(p.hdr) == string(key) {
 				c.apply(p, body)
-				if j > 0 {
-					c.order[0], c.order[j] = k, c.order[0]
-				}
+				return nil
+			}
+			if k := planSlot(key); c.plans[k].used && string(c.plans[k].hdr) == string(key) {
+				c.apply(&c.plans[k], body)
+				c.last = k
 				return nil
 			}
 		}
@@ -462,18 +464,31 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 		}
 	}
 	if !spilled && hsize <= maxPlanHeader {
-		// Keep how this header was read, in place of the plan used least recently.
-		// The plans stay in place (moving them would write their slices' pointers): their order
-		// of use is kept apart.
-		k := c.order[len(c.order)-1]
+		// Keep how this header was read, in its slot (in place of the one there).
+		if c.plans == nil {
+			c.plans = make([]plan, planSlots)
+		}
+		k := planSlot(payload[:hsize])
 		p := &c.plans[k] // its slices are reused
 		p.hdr = append(p.hdr[:0], payload[:hsize]...)
 		p.at = append(p.at[:0], fresh...)
 		p.used = true
-		copy(c.order[1:], c.order[:len(c.order)-1])
-		c.order[0] = k
+		c.last = k
 	}
 	return nil
+}
+
+// planSlots is how many headers a Cursor keeps plans for: a table of texts has a header for each
+// length of its texts.
+const planSlots = 64
+
+// planSlot is where a header's plan is kept: a hash of its bytes (FNV-1a).
+func planSlot(hdr []byte) int {
+	h := uint32(2166136261)
+	for _, b := range hdr {
+		h = (h ^ uint32(b)) * 16777619
+	}
+	return int(h % planSlots)
 }
 
 // place is where a column's value is in a record's body, and its serial type (0 for a column past
