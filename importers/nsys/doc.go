@@ -5,8 +5,8 @@
 // time axis by each capture's wall-clock start.
 //
 // The importer only turns rows into timeline events: every number of a report is made by package
-// analysis from those events, as for any other source. Columns are looked up by name (PRAGMA
-// table_info), and kinds by their names in the ENUM tables, so exports of different Nsight Systems
+// analysis from those events, as for any other source. Columns are looked up by name (as PRAGMA
+// table_info lists them), and kinds by their names in the ENUM tables, so exports of different Nsight Systems
 // versions are read alike (the tests read the tables of 2024 and 2026 exports): a column a version
 // lacks is taken as unknown; a table or column xfertop needs that is missing is an error naming it.
 //
@@ -22,6 +22,13 @@
 // order (SQLite spills to temporary files); the tables of every file are merged by start. Names are
 // looked up in StringIds as they are met, through bounded caches, and launch times are kept in a
 // ring per process, so memory follows the files, processes and distinct names, not the rows.
+//
+// The schema (sqlite_master's CREATE TABLE statements, read as pragma_table_xinfo lists their
+// columns), the session's start, the ENUM, GPU and device tables and the names in StringIds are read
+// from the pages too, so that SQLite, whose opening and statements cost a small export more than
+// its rows, is opened only for a read the pages cannot serve (each such read falls back to SQL,
+// which then reads it or names what is wrong). A file of at most 16 MiB is mapped into memory once
+// for every reader of its pages; a larger one is read by each reader through a cache of its own.
 //
 // Files are opened read-only and immutable (SQLite takes no lock and writes nothing), with a pure-Go
 // SQLite (github.com/ncruces/go-sqlite3), so the default build needs no cgo.

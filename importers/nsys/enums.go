@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ncruces/go-sqlite3"
-
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -62,10 +60,10 @@ func (f *fileReader) readEnums() error {
 			continue
 		}
 		ids := map[string]int64{}
-		err := f.d.each(`SELECT "id", "name" FROM `+t, func(s *sqlite3.Stmt) error {
-			ids[s.ColumnText(1)] = s.ColumnInt64(0)
-			return nil
-		})
+		err := f.d.read(t, []string{"id", "name"}, map[string]bool{"name": true}, `SELECT "id", "name" FROM `+t, func(r metaRow) {
+			id, _ := r.int(0)
+			ids[r.text(1)] = id
+		}, func() { clear(ids) })
 		if err != nil {
 			return fmt.Errorf("%s: %w", t, err)
 		}

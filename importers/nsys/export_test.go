@@ -30,15 +30,15 @@ func ReadFilesSurveyed(paths []string, opts Options, sqlOnly bool) (*kineto.Impo
 }
 
 // Paths says how an import reads its tables: the survey and the events each from the pages (where
-// they can) or with SQL alone.
-type Paths struct{ SQLSurvey, SQLRows bool }
+// they can) or with SQL alone; and the schema, the small tables and the names (SQLMeta).
+type Paths struct{ SQLSurvey, SQLRows, SQLMeta bool }
 
 // ReadFilesPaths imports as ReadFiles does, reading the tables as p says; it returns how many
 // tables the survey read from their pages and how many tables' events were read from them.
 func ReadFilesPaths(paths []string, opts Options, p Paths) (*kineto.Imported, int, int, error) {
 	var all []timeline.Event
 	var surveyed, cursors int
-	opts.sqlSurvey, opts.sqlRows, opts.surveyed, opts.cursors = p.SQLSurvey, p.SQLRows, &surveyed, &cursors
+	opts.sqlSurvey, opts.sqlRows, opts.sqlMeta, opts.surveyed, opts.cursors = p.SQLSurvey, p.SQLRows, p.SQLMeta, &surveyed, &cursors
 	im, err := Stream(paths, opts, func(*kineto.Imported) error { return nil }, func(evs []timeline.Event) error {
 		all = append(all, evs...)
 		return nil
@@ -52,6 +52,19 @@ func ReadFilesPaths(paths []string, opts Options, p Paths) (*kineto.Imported, in
 
 // StreamPaths is Stream reading the tables as p says.
 func StreamPaths(paths []string, opts Options, p Paths, begin func(*kineto.Imported) error, emit func([]timeline.Event) error) (*kineto.Imported, error) {
-	opts.sqlSurvey, opts.sqlRows = p.SQLSurvey, p.SQLRows
+	opts.sqlSurvey, opts.sqlRows, opts.sqlMeta = p.SQLSurvey, p.SQLRows, p.SQLMeta
 	return Stream(paths, opts, begin, emit)
+}
+
+// StreamCached is StreamSurveyed with every file's pages read through caches, none whole in memory.
+func StreamCached(paths []string, opts Options, sqlOnly bool, begin func(*kineto.Imported) error, emit func([]timeline.Event) error) (*kineto.Imported, int, error) {
+	opts.cached = true
+	return StreamSurveyed(paths, opts, sqlOnly, begin, emit)
+}
+
+// SQLiteOpened imports paths as ReadFiles does and returns on how many of them SQLite was opened.
+func SQLiteOpened(paths []string) (int, error) {
+	var n int
+	_, err := ReadFiles(paths, Options{sqlOpened: &n})
+	return n, err
 }

@@ -2,6 +2,7 @@ package nsys
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"time"
@@ -80,19 +81,20 @@ func (f *fileReader) readClock() error {
 	}
 	var utc, clock int64
 	var okUTC, okClock bool
-	err := f.d.each(f.d.selectCols(tableStart, []string{"utcEpochNs", "systemClockNs"}, ""), func(s *sqlite3.Stmt) error {
-		utc, okUTC = nullInt(s, 0)
-		clock, okClock = nullInt(s, 1)
-		return nil
-	})
+	err := f.d.read(tableStart, []string{"utcEpochNs", "systemClockNs"}, nil, "", func(r metaRow) {
+		utc, okUTC = r.int(0)
+		clock, okClock = r.int(1)
+	}, func() { okUTC, okClock = false, false })
 	if err != nil {
 		return fmt.Errorf("%s: %w", tableStart, err)
 	}
 	if !okClock && f.d.has(tableDetails) && f.d.tables[tableDetails]["startTime"] {
-		err := f.d.each(`SELECT min("startTime") FROM `+tableDetails, func(s *sqlite3.Stmt) error {
-			clock, okClock = nullInt(s, 0)
-			return nil
-		})
+		// min("startTime"): with SQL, the query's one row
+		err := f.d.read(tableDetails, []string{"startTime"}, nil, `SELECT min("startTime") FROM `+tableDetails, func(r metaRow) {
+			if t, ok := r.int(0); ok && (!okClock || t < clock) {
+				clock, okClock = t, true
+			}
+		}, func() { okClock = false })
 		if err != nil {
 			return fmt.Errorf("%s: %w", tableDetails, err)
 		}
@@ -122,11 +124,18 @@ func (f *fileReader) str(id int64) uint32 {
 // text looks up a StringIds id ("" when there is none): StringIds' id is its primary key, so this
 // is one b-tree descent, and the strings are never all held.
 func (f *fileReader) text(id int64) string {
+	if s, ok := f.d.stringPages(id); ok {
+		return s
+	}
 	if f.lookup == nil {
 		if f.noLookup {
 			return ""
 		}
-		s, _, err := f.d.conn.Prepare("SELECT value FROM " + tableStrings + " WHERE id = ?")
+		conn, err := f.d.sql()
+		var s *sqlite3.Stmt
+		if err == nil {
+			s, _, err = conn.Prepare("SELECT value FROM " + tableStrings + " WHERE id = ?")
+		}
 		if err != nil {
 			f.m.warn("%s: %s: %v: names left out", f.d.name, tableStrings, err)
 			f.noLookup = true
@@ -148,12 +157,13 @@ func (f *fileReader) readDevices() error {
 	if !f.d.has(tableCUDADev) || f.d.need(tableCUDADev, "cudaId", "pid") != nil {
 		return nil
 	}
-	return f.d.each(f.d.selectCols(tableCUDADev, []string{"pid", "cudaId", "gpuId"}, ""), func(s *sqlite3.Stmt) error {
-		if gpu, ok := nullInt(s, 2); ok && gpu >= 0 && gpu <= math.MaxInt16 {
-			f.gpus[devKey{uint32(s.ColumnInt64(0)), s.ColumnInt64(1)}] = gpu
+	return f.d.read(tableCUDADev, []string{"pid", "cudaId", "gpuId"}, nil, "", func(r metaRow) {
+		pid, _ := r.int(0)
+		cuda, _ := r.int(1)
+		if gpu, ok := r.int(2); ok && gpu >= 0 && gpu <= math.MaxInt16 {
+			f.gpus[devKey{uint32(pid), cuda}] = gpu
 		}
-		return nil
-	})
+	}, func() { clear(f.gpus) })
 }
 
 // readGPUNames keeps each GPU's name for the report's description.
@@ -161,13 +171,15 @@ func (f *fileReader) readGPUNames() error {
 	if !f.d.has(tableGPU) || f.d.need(tableGPU, "id", "name") != nil {
 		return nil
 	}
-	return f.d.each(f.d.selectCols(tableGPU, []string{"id", "name"}, ""), func(s *sqlite3.Stmt) error {
-		id := s.ColumnInt64(0)
-		if name := s.ColumnText(1); name != "" && id >= 0 && id <= f.maxLocal {
-			f.m.extra["gpu."+strconv.FormatInt(id+int64(f.devBase), 10)] = name
+	kept := map[string]string{}
+	err := f.d.read(tableGPU, []string{"id", "name"}, map[string]bool{"name": true}, "", func(r metaRow) {
+		id, _ := r.int(0)
+		if name := r.text(1); name != "" && id >= 0 && id <= f.maxLocal {
+			kept["gpu."+strconv.FormatInt(id+int64(f.devBase), 10)] = name
 		}
-		return nil
-	})
+	}, func() { clear(kept) })
+	maps.Copy(f.m.extra, kept)
+	return err
 }
 
 // localOf is the file's id of a process's CUDA device: its GPU, or the CUDA id when the export

@@ -33,7 +33,12 @@ func newRing(n int) *launchRing {
 
 // launchTimes maps correlations to their runtime call's start.
 type launchTimes struct {
-	rings  map[procID]*launchRing
+	rings map[procID]*launchRing
+	// sizes holds, by process, the span of the correlation ids of its runtime calls (the survey's):
+	// its ring starts as large as that needs (within ringMin and ringMax), where growing to it would
+	// allocate and copy every smaller ring on the way (the ids of a process are sparse: its driver
+	// calls take ids too).
+	sizes  map[procID]int
 	last   procID // the last process looked up, and its ring: rows come in runs
 	lastR  *launchRing
 	budget int
@@ -41,7 +46,7 @@ type launchTimes struct {
 }
 
 func newLaunchTimes() launchTimes {
-	return launchTimes{rings: map[procID]*launchRing{}, budget: ringBudget}
+	return launchTimes{rings: map[procID]*launchRing{}, sizes: map[procID]int{}, budget: ringBudget}
 }
 
 // ring returns the ring of process p, made when create is set and the bounds allow.
@@ -51,11 +56,15 @@ func (l *launchTimes) ring(p procID, create bool) *launchRing {
 	}
 	r := l.rings[p]
 	if r == nil {
-		if !create || len(l.rings) >= maxProcs || l.budget < ringMin {
+		n := ringMin
+		for n < l.sizes[p] && n < ringMax && l.budget >= 2*n { // the size growing to it would reach
+			n *= 2
+		}
+		if !create || len(l.rings) >= maxProcs || l.budget < n {
 			return nil
 		}
-		r = newRing(ringMin)
-		l.budget -= ringMin
+		r = newRing(n)
+		l.budget -= n
 		l.rings[p] = r
 	}
 	l.last, l.lastR = p, r

@@ -35,7 +35,7 @@ func TestCursorRefusesDisorder(t *testing.T) {
 		{"sorted", readSorted, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := open(context.Background(), path)
+			d, err := open(context.Background(), path, 0, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestCursorPagesChanged(t *testing.T) {
 	if err := nsystest.WriteLarge(path, 4096, 1); err != nil {
 		t.Fatal(err)
 	}
-	d, err := open(context.Background(), path)
+	d, err := open(context.Background(), path, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}

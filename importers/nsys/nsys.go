@@ -3,6 +3,7 @@ package nsys
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -46,7 +47,23 @@ type Options struct {
 	// set, is given the number of tables whose events were read from their pages.
 	sqlRows bool
 	cursors *int
+	// sqlMeta has the schema, the small tables and the names read with SQL (the activity tables
+	// as the other options say).
+	sqlMeta bool
+	// sqlOpened, when set, is given the number of files that SQLite was opened on.
+	sqlOpened *int
+	// cached has every file's pages read through caches, none whole: the memory of exports of
+	// different sizes is then compared like with like.
+	cached bool
 }
+
+// An export of at most wholeFile bytes is read into memory once, for every reader of its pages
+// (pagescan.Source), within wholeBudget bytes for the files of an import; a larger one is read by
+// each reader through a cache of its own.
+const (
+	wholeFile   = 16 << 20
+	wholeBudget = 64 << 20
+)
 
 // Format is the name of the format in Imported.Format and in reports.
 const Format = "nsys"
@@ -90,7 +107,7 @@ type importer struct {
 // batches of events in start order (the slice is reused once emit returns). The description it
 // returns is complete: its Warnings are known only at the end. Memory is bounded by the number of
 // files and of distinct names, not by the rows (see the survey, the reorder buffers and the caches).
-func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, emit func([]timeline.Event) error) (*kineto.Imported, error) {
+func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, emit func([]timeline.Event) error) (_ *kineto.Imported, err error) {
 	if opts.StepRange == "" {
 		opts.StepRange = "ProfilerStep"
 	}
@@ -102,13 +119,33 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 			f.close()
 		}
 		for _, d := range dbs {
+			if d.conn != nil && opts.sqlOpened != nil {
+				*opts.sqlOpened++
+			}
 			d.close()
 		}
 	}()
+	// A small export is mapped into memory (pagescan.Source): a file cut short while it is read
+	// faults, which this goroutine turns into an error naming it (the survey's goroutines do too).
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if err = fault(dbs, r); err == nil {
+				panic(r)
+			}
+		}
+	}()
+	whole := int64(wholeBudget)
+	if opts.cached {
+		whole = 0
+	}
 	for _, p := range paths {
-		d, err := open(opts.Context, p)
+		d, err := open(opts.Context, p, min(whole, wholeFile), opts.sqlMeta)
 		if err != nil {
 			return nil, err
+		}
+		if d.src != nil && d.src.Whole() {
+			whole -= d.src.Size()
 		}
 		dbs = append(dbs, d)
 		if err := checkExport(d); err != nil {
@@ -266,7 +303,11 @@ func (f *fileReader) cursor(t *table, order int, plan readPlan) (*cursor, error)
 	for i, col := range t.cols {
 		exprs[i] = pick(have, col)
 	}
-	s, _, err := f.d.conn.Prepare(f.query(t, exprs, plan.mode == readSorted))
+	conn, err := f.d.sql()
+	if err != nil {
+		return nil, err
+	}
+	s, _, err := conn.Prepare(f.query(t, exprs, plan.mode == readSorted))
 	if err != nil {
 		return nil, wrap(t.name, err)
 	}
@@ -536,4 +577,17 @@ func (m *importer) finish(multi bool) (*kineto.Imported, error) {
 		m.opts.Progress(max(m.total, m.done), max(m.total, m.done))
 	}
 	return im, nil
+}
+
+// fault is the error of a recovered panic that a fault on an export's mapped file raised (it was
+// cut short while it was read), naming the file; nil for any other panic.
+func fault(dbs []*db, r any) error {
+	for _, d := range dbs {
+		if d.src != nil {
+			if err := d.src.Fault(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

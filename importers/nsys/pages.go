@@ -2,6 +2,7 @@ package nsys
 
 import (
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 
@@ -38,6 +39,21 @@ type layout struct {
 // is stored as NULL) or have a default (a record written before the column was added holds none)
 // is refused.
 func (d *db) readLayout(table string, need []string) (*layout, error) {
+	if def := d.defs[table]; def != nil { // the schema read from the pages
+		l := &layout{root: d.roots[table], pos: map[string]int{}}
+		if l.root == 0 {
+			return nil, fmt.Errorf("no root page: %w", pagescan.ErrUnsupported)
+		}
+		for i, c := range def.cols {
+			l.pos[c] = i
+		}
+		for _, n := range need {
+			if def.pk[n] || def.dflt[n] {
+				return nil, fmt.Errorf("column %s is a key or has a default: %w", n, pagescan.ErrUnsupported)
+			}
+		}
+		return l, nil
+	}
 	l := &layout{pos: map[string]int{}}
 	err := d.each("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = "+quote(table), func(s *sqlite3.Stmt) error {
 		l.root = uint32(max(0, min(s.ColumnInt64(0), 1<<31)))
@@ -147,7 +163,7 @@ func (f *fileReader) pageWhere(t *table, v []int64, null []bool) bool {
 
 // readPages surveys the table from its pages, on a File of its own (Files are not shared between
 // goroutines), adding the rows read to progress now and then.
-func (ts *tableSurvey) readPages(progress *atomic.Int64) error {
+func (ts *tableSurvey) readPages(progress *atomic.Int64) (err error) {
 	f, t := ts.f, ts.t
 	defer func() {
 		if progress != nil {
@@ -155,7 +171,17 @@ func (ts *tableSurvey) readPages(progress *atomic.Int64) error {
 			ts.told = ts.rows
 		}
 	}()
-	pages, err := pagescan.Open(f.d.name)
+	if src := f.d.src; src != nil && src.Mapped() { // on a goroutine of its own: see Stream
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				if err = src.Fault(r); err == nil {
+					panic(r)
+				}
+			}
+		}()
+	}
+	pages, err := f.d.file()
 	if err != nil {
 		return err
 	}
@@ -229,7 +255,7 @@ type pageRows struct {
 func (f *fileReader) openPageRows(t *table, l *layout) (*pageRows, error) {
 	names, where := pageCols(t, f.d.tables[t.name])
 	rec, slot := l.pageColumns(t, names)
-	file, err := pagescan.Open(f.d.name)
+	file, err := f.d.file()
 	if err != nil {
 		return nil, err
 	}

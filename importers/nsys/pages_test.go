@@ -23,7 +23,10 @@ import (
 // out of it is sorted by SQLite), the real samples, several files; and odd databases (WAL mode, a
 // freelist, a name on overflow pages, columns in another order, a column with a default or
 // generated, a value of another type than the pages are read for, an index) are read from their
-// pages where that reads what SQL reads, else with SQL, to the same import.
+// pages where that reads what SQL reads, else with SQL, to the same import; and so are the schema,
+// the small tables (the session's start, the GPUs, the devices, the ENUMs) and the names (a name on
+// overflow pages, a table with an index, a value of another type, a column with a default), read
+// with SQL (SQLMeta) or from the pages.
 func TestSurveyFromPages(t *testing.T) {
 	dir := t.TempDir()
 	file := func(name string, write func(path string)) []string {
@@ -79,6 +82,15 @@ func TestSurveyFromPages(t *testing.T) {
 		{"a text name in an integer column", file("textname.sqlite", old(`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (5000030000, 5000031000, 1, 1, 14, 9, 0, 'x3', 2, 1)`)), all - 1, "", 0},
 		{"a blob NVTX name", file("blobname.sqlite", old(`INSERT INTO NVTX_EVENTS VALUES (5000003000, 5000004000, 59, NULL, NULL, NULL, x'6e616d65', `+
 			itoa(nsystest.GTID)+`, NULL, NULL, 0)`)), all - 1, "", 0},
+		// The schema, the small tables and the names, read from their pages where that reads what
+		// SQL reads, else with SQL.
+		{"a kernel name on overflow pages", file("longname.sqlite", old(`INSERT INTO StringIds VALUES (90001, printf('%.*c', 9000, 'k'))`,
+			`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (5000030000, 5000031000, 1, 1, 14, 9, 0, 90001, 90001, 1)`)), all, "", 0},
+		{"an index on the GPUs", file("gpuindex.sqlite", old(`CREATE INDEX g ON TARGET_INFO_GPU(name DESC)`, `INSERT INTO TARGET_INFO_GPU VALUES (3, 'B', '')`)), all, "", 0},
+		{"a blob GPU name", file("gpublob.sqlite", old(`INSERT INTO TARGET_INFO_GPU VALUES (5, x'4750552d58', '')`)), all, "", 0},
+		{"a real session start", file("startreal.sqlite", old(`UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = utcEpochNs + 0.5`)), all, "", 0},
+		{"a device mapping with a default", file("devdefault.sqlite", old(`ALTER TABLE TARGET_INFO_CUDA_DEVICE ADD COLUMN extra INTEGER DEFAULT 1`)), all, "", 0},
+		{"a generated column in the strings", file("strgen.sqlite", old(`ALTER TABLE StringIds ADD COLUMN n INTEGER GENERATED ALWAYS AS (length(value)) VIRTUAL`)), all, "", 0},
 	}
 	for _, c := range cases {
 		if strings.Contains(c.name, "freelist") || strings.Contains(c.name, "another order") {
@@ -96,16 +108,23 @@ func TestSurveyFromPages(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			want, n, m, err := nsys.ReadFilesPaths(c.paths, nsys.Options{}, nsys.Paths{SQLSurvey: true, SQLRows: true})
+			want, n, m, err := nsys.ReadFilesPaths(c.paths, nsys.Options{}, nsys.Paths{SQLSurvey: true, SQLRows: true, SQLMeta: true})
 			if err != nil || n != 0 || m != 0 {
 				t.Fatalf("with SQL: %v, %d tables surveyed and %d read from pages", err, n, m)
 			}
-			for _, p := range []nsys.Paths{{SQLRows: true}, {}} {
+			for _, p := range []nsys.Paths{{SQLSurvey: true, SQLRows: true}, {SQLRows: true, SQLMeta: true}, {SQLRows: true}, {}} {
 				got, n, m, err := nsys.ReadFilesPaths(c.paths, nsys.Options{}, p)
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Logf("%+v: %d tables surveyed from their pages, %d tables' events read from them", p, n, m)
+				if p.SQLSurvey {
+					if n != 0 || m != 0 {
+						t.Errorf("%+v: %d tables surveyed from their pages and %d read from them, want none", p, n, m)
+					}
+					sameImport(t, fmt.Sprintf("from pages (%+v)", p), got, want)
+					continue
+				}
 				if c.pages >= 0 && n != c.pages || c.pages < 0 && n == 0 {
 					t.Errorf("%+v: %d tables surveyed from their pages, want %d", p, n, c.pages)
 				}
@@ -227,4 +246,67 @@ func TestPagesAgreeLarge(t *testing.T) {
 		!reflect.DeepEqual(gotIm.Strings, wantIm.Strings) || !reflect.DeepEqual(gotIm.Extra, wantIm.Extra) {
 		t.Fatalf("descriptions differ: from the pages %+v, with SQL %+v", gotIm, wantIm)
 	}
+}
+
+// TestSQLiteOnlyWhenNeeded: an export whose schema, small tables, names and activity tables its
+// pages can serve is imported without opening SQLite (its opening and statements cost a small
+// export more than its rows); one with a table they cannot serve opens it for that read.
+func TestSQLiteOnlyWhenNeeded(t *testing.T) {
+	dir := t.TempDir()
+	old := func(name string, extra ...string) string {
+		path := filepath.Join(dir, name)
+		writeExport(t, path, oldSchema, append(nsystest.OldRows(), extra...)...)
+		return path
+	}
+	version := func(name, schema string) string {
+		path := filepath.Join(dir, name)
+		writeVersion(t, path, schema, sameEnum)
+		return path
+	}
+	cases := []struct {
+		name string
+		path string
+		sql  bool
+	}{
+		{"old schema", old("old.sqlite"), false},
+		{"2024", version("v2024.sqlite", "schema-2024.sql"), false},
+		{"2026", version("v2026.sqlite", "schema-2026.sql"), false},
+		{"a kernel name on overflow pages", old("longname.sqlite", `INSERT INTO StringIds VALUES (90001, printf('%.*c', 9000, 'k'))`,
+			`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (5000030000, 5000031000, 1, 1, 14, 9, 0, 90001, 90001, 1)`), false},
+		{"an index on the GPUs", old("gpuindex.sqlite", `CREATE INDEX g ON TARGET_INFO_GPU(name DESC)`), true},
+		{"a blob GPU name", old("gpublob.sqlite", `INSERT INTO TARGET_INFO_GPU VALUES (5, x'4750552d58', '')`), true},
+		{"a real start", old("real.sqlite", `INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (5000030000.5, 5000031000, 1, 1, 14, 9, 0, 3, 2, 1)`), true},
+	}
+	if p := sharedExportOrEmpty("mfu_2gpu_after.sqlite"); p != "" {
+		cases = append(cases, struct {
+			name string
+			path string
+			sql  bool
+		}{"mfu_2gpu_after.sqlite", p, false})
+	}
+	for _, c := range cases {
+		n, err := nsys.SQLiteOpened([]string{c.path})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := n > 0; got != c.sql {
+			t.Errorf("%s: SQLite opened %v, want %v", c.name, got, c.sql)
+		}
+	}
+}
+
+// TestFileCutShortWhileRead: an export read whole (mapped into memory) that is cut short while
+// its events are read fails with an error naming it, never crashes the process.
+func TestFileCutShortWhileRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.sqlite")
+	if err := nsystest.WriteLarge(path, 4096, 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := nsys.Stream([]string{path}, nsys.Options{}, func(*kineto.Imported) error {
+		return os.Truncate(path, 4096) // after the survey, before the first events are handed on
+	}, func([]timeline.Event) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("%v; want an error naming %s", err, path)
+	}
+	t.Log(err)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/ncruces/go-sqlite3"
+
+	"github.com/xfertop/xfertop/importers/nsys/pagescan"
 )
 
 // Tables of an Nsight Systems export that the importer reads.
@@ -29,37 +31,74 @@ const (
 	progressEvery = 1 << 16
 )
 
-// db is one export, opened read-only.
+// db is one export, opened read-only: read from its pages (pagescan) where they can be, and with
+// SQLite, opened when a read first needs it (sql), where they cannot.
 type db struct {
 	name   string
-	conn   *sqlite3.Conn
+	ctx    context.Context
+	conn   *sqlite3.Conn              // nil until a read needs SQL
 	tables map[string]map[string]bool // table → its columns
+	pages
 }
 
-// open opens path read-only and immutable: SQLite neither locks nor writes it, and trusts that no
-// one else does (an export is never written again).
-func open(ctx context.Context, path string) (*db, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+// open opens path read-only: its pages, and its schema read from them (unless sqlMeta), or with
+// SQLite when they cannot be read (SQLite then names what is wrong with the file); the small
+// tables and the names are then read with SQL too. A file of at most whole bytes is read into
+// memory once, for every reader of its pages.
+func open(ctx context.Context, path string, whole int64, sqlMeta bool) (*db, error) {
+	d := &db{name: path, ctx: ctx, tables: map[string]map[string]bool{}}
+	d.src, d.srcErr = pagescan.OpenSource(path, whole)
+	if d.srcErr == nil {
+		d.meta = d.src.File()
+		if !sqlMeta && d.readSchemaPages() == nil {
+			return d, nil
+		}
+		d.tables, d.defs = map[string]map[string]bool{}, nil
 	}
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: "mode=ro&immutable=1"}
-	conn, err := sqlite3.OpenFlags(u.String(), sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
-	if err != nil {
-		return nil, fmt.Errorf("%s: open SQLite: %w", path, err)
+	if _, err := d.sql(); err != nil {
+		d.close()
+		return nil, err
 	}
-	if ctx != nil {
-		conn.SetInterrupt(ctx)
-	}
-	d := &db{name: path, conn: conn, tables: map[string]map[string]bool{}}
 	if err := d.readSchema(); err != nil {
-		conn.Close()
+		d.close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *db) close() error { return d.conn.Close() }
+// sql returns the export opened with SQLite, opening it the first time: immutable, so that SQLite
+// neither locks nor writes it, and trusts that no one else does (an export is never written again).
+func (d *db) sql() (*sqlite3.Conn, error) {
+	if d.conn != nil {
+		return d.conn, nil
+	}
+	abs, err := filepath.Abs(d.name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.name, err)
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: "mode=ro&immutable=1"}
+	conn, err := sqlite3.OpenFlags(u.String(), sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open SQLite: %w", d.name, err)
+	}
+	if d.ctx != nil {
+		conn.SetInterrupt(d.ctx)
+	}
+	d.conn = conn
+	return conn, nil
+}
+
+func (d *db) close() {
+	if d.meta != nil {
+		d.meta.Close()
+	}
+	if d.src != nil {
+		d.src.Close()
+	}
+	if d.conn != nil {
+		d.conn.Close()
+	}
+}
 
 // schemaTables are the tables whose columns readSchema reads: those the importer reads. An export
 // holds some fifty tables; reading the columns of every one cost a query each.
@@ -182,7 +221,11 @@ func pick(have map[string]bool, c string) string {
 
 // each runs query and calls fn for each row.
 func (d *db) each(query string, fn func(s *sqlite3.Stmt) error) error {
-	s, _, err := d.conn.Prepare(query)
+	conn, err := d.sql()
+	if err != nil {
+		return err
+	}
+	s, _, err := conn.Prepare(query)
 	if err != nil {
 		return err
 	}
@@ -200,6 +243,9 @@ func (d *db) each(query string, fn func(s *sqlite3.Stmt) error) error {
 func (d *db) rows(table string) int64 {
 	if !d.has(table) {
 		return 0
+	}
+	if n, ok := d.maxRowidPages(table); ok {
+		return n
 	}
 	var n int64
 	_ = d.each("SELECT max(rowid) FROM "+table, func(s *sqlite3.Stmt) error {

@@ -3,6 +3,7 @@ package nsys
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -73,17 +74,21 @@ type tableSurvey struct {
 	local  [(maxDevice + 1) / 64]uint64 // a bit per device id: a map costs more, row by row
 	peer   int64
 	lo, hi int64
-	starts bool     // some start was taken: lo and hi hold
-	copies bool     // the table is the copies'
-	sample *sampler // the second pass's: the starts are added to it
-	rows   int64    // rows read
-	told   int64    // of those, rows counted in the progress
-	err    error    // from the pages; the table is then read with SQL
-	devs   devCache
+	starts bool // some start was taken: lo and hi hold
+	copies bool // the table is the copies'
+	// runtime: the table is the runtime calls', whose correlation ids are spanned by process in
+	// corrs (the size of each process's ring of launch times).
+	runtime bool
+	corrs   corrSpans
+	sample  *sampler // the second pass's: the starts are added to it
+	rows    int64    // rows read
+	told    int64    // of those, rows counted in the progress
+	err     error    // from the pages; the table is then read with SQL
+	devs    devCache
 }
 
 func newTableSurvey(f *fileReader, t *table) *tableSurvey {
-	return &tableSurvey{f: f, t: t, check: reorder.Check{N: reorderRows}, peer: -1, copies: t.name == tableMemcpy}
+	return &tableSurvey{f: f, t: t, check: reorder.Check{N: reorderRows}, peer: -1, copies: t.name == tableMemcpy, runtime: t.name == tableRuntime}
 }
 
 // devCache holds the file's ids of the last processes' devices met, looked up without hashing: a
@@ -142,6 +147,12 @@ func (ts *tableSurvey) add(r *surveyRow, progress *atomic.Int64) {
 	}
 	if ts.sample != nil {
 		ts.sample.Add(r.start + ts.f.offset)
+	}
+	if ts.runtime {
+		if corr := r.v[1]; !r.null[1] && corr > 0 && corr <= math.MaxUint32 {
+			ts.corrs.add(proc(r.v[0]), uint32(corr))
+		}
+		return
 	}
 	if len(ts.t.survey) == 0 {
 		return
@@ -294,6 +305,9 @@ func (f *fileReader) learn(surveys []*tableSurvey, devices map[int32]bool) map[s
 			plan.layout = ts.layout
 		}
 		plans[ts.t.name] = plan
+		for _, s := range ts.corrs.spans {
+			f.m.launches.sizes[procID{f.host, s.proc}] = int(min(uint64(s.hi-s.lo)+1, ringMax))
+		}
 		f.maxLocal = max(f.maxLocal, ts.peer)
 		for w, bits := range ts.local {
 			for b := range 64 {
@@ -351,4 +365,38 @@ func (m *importer) medianStart(surveys [][]*tableSurvey) (int64, bool, error) {
 		}
 	}
 	return sample.median(), true, nil
+}
+
+// corrSpans are the smallest and largest correlation ids of each process's runtime calls, for
+// the first maxProcs processes (the others' rings start small and grow).
+type corrSpans struct {
+	spans []corrSpan
+	index map[procKey]int // where each process's span is
+	last  int             // the span added to last: rows come in runs of one thread
+}
+
+type corrSpan struct {
+	proc   procKey
+	lo, hi uint32
+}
+
+func (c *corrSpans) add(p procKey, corr uint32) {
+	i := c.last
+	if i >= len(c.spans) || c.spans[i].proc != p {
+		var ok bool
+		if i, ok = c.index[p]; !ok {
+			if len(c.spans) >= maxProcs {
+				return
+			}
+			if c.index == nil {
+				c.index = map[procKey]int{}
+			}
+			i = len(c.spans)
+			c.index[p] = i
+			c.spans = append(c.spans, corrSpan{p, corr, corr})
+		}
+		c.last = i
+	}
+	s := &c.spans[i]
+	s.lo, s.hi = min(s.lo, corr), max(s.hi, corr)
 }

@@ -21,7 +21,7 @@ type table struct {
 	// where keeps the rows that may become events; a function of the export's columns and enums.
 	where func(f *fileReader) string
 	// survey lists what the survey reads after start and end: the device, the process, and for a
-	// copy its kind and devices.
+	// copy its kind and devices; for the runtime calls, the thread and the correlation id.
 	survey []string
 	// text is the column of cols read as text (NVTX's text); 0: none (column 0 is the rowid).
 	text int
@@ -65,7 +65,8 @@ func gpu(more ...string) []string { return append(gpuCols[:len(gpuCols):len(gpuC
 // tables are the activity tables in the order that breaks ties in start: runtime calls first, so
 // that a GPU op starting with its launch finds its launch time.
 var tables = []*table{
-	{name: tableRuntime, cols: []string{"rowid", "start", "end", "globalTid", "correlationId", "nameId"}, conv: (*fileReader).runtimeRow},
+	{name: tableRuntime, cols: []string{"rowid", "start", "end", "globalTid", "correlationId", "nameId"}, survey: []string{"globalTid", "correlationId"},
+		conv: (*fileReader).runtimeRow},
 	{name: tableKernel, cols: gpu("shortName", "demangledName", "graphNodeId"), survey: []string{"deviceId", "globalPid"}, conv: (*fileReader).kernelRow},
 	{name: tableMemcpy, cols: gpu("bytes", "copyKind", "srcDeviceId", "dstDeviceId", "graphNodeId"),
 		survey: []string{"deviceId", "globalPid", "copyKind", "srcDeviceId", "dstDeviceId"}, conv: (*fileReader).memcpyRow},

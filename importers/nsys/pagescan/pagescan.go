@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sync"
 )
 
@@ -31,44 +30,35 @@ const (
 	maxDepth      = 20  // SQLite's BTCURSOR_MAX_DEPTH
 )
 
-// File is an SQLite file opened for scanning. It is not safe for concurrent use.
+// File is an SQLite file opened for scanning: its own reader of a Source's pages. It is not safe for
+// concurrent use; the Files of one Source are, each on its own goroutine.
 type File struct {
-	f        *os.File
+	src      *Source
+	own      bool // the File opened its Source, and closes it
 	name     string
 	pageSize int
 	usable   int    // page size less the bytes reserved at the end of each page
 	pages    uint32 // pages in the file
+	data     []byte // the whole file when the Source holds it; else pages come from cache
 	cache    blockCache
+	spill    []byte // a record assembled from its overflow pages (Cursor.Overflow)
+	scratch  []byte // an overflow page read past the cache
 }
 
-// Open opens an SQLite file and reads its header.
+// Open opens an SQLite file and reads its header: a File on a Source of its own, read through a
+// cache of blocks.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	s, err := OpenSource(path, 0)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	var h [headerSize]byte
-	if _, err := f.ReadAt(h[:], 0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: database header: %w", path, err)
-	}
-	sf, err := parseHeader(h[:], st.Size())
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	sf.f, sf.name = f, path
-	sf.cache = newBlockCache(f, sf.pageSize)
-	return sf, nil
+	f := s.File()
+	f.own = true
+	return f, nil
 }
 
 // parseHeader checks the database header of a file of size bytes.
-func parseHeader(h []byte, size int64) (*File, error) {
+func parseHeader(h []byte, size int64) (*Source, error) {
 	if string(h[:16]) != "SQLite format 3\x00" {
 		return nil, fmt.Errorf("not an SQLite file: %w", ErrUnsupported)
 	}
@@ -87,13 +77,31 @@ func parseHeader(h []byte, size int64) (*File, error) {
 	if usable < 480 {
 		return nil, &CorruptError{Page: 1, Reason: fmt.Sprintf("%d bytes reserved per page", h[20])}
 	}
-	return &File{pageSize: ps, usable: usable, pages: uint32(min(size/int64(ps), 1<<31))}, nil
+	// The text encoding: 1 is UTF-8 (0, a database not yet written); texts in UTF-16 are not read.
+	enc := binary.BigEndian.Uint32(h[56:])
+	return &Source{pageSize: ps, usable: usable, pages: uint32(min(size/int64(ps), 1<<31)), utf16: enc > 1}, nil
 }
 
-// Close closes the file, handing its cache's blocks on to the next File opened.
+// Close releases the File, handing its cache's blocks on to the next File opened (and closes its
+// Source when Open opened it).
 func (f *File) Close() error {
 	f.cache.release()
-	return f.f.Close()
+	if f.own {
+		return f.src.Close()
+	}
+	return nil
+}
+
+// page returns page pg (from 1), valid until the next call.
+func (f *File) page(pg uint32) ([]byte, error) {
+	if f.data != nil {
+		at := int64(pg-1) * int64(f.pageSize)
+		if at+int64(f.pageSize) > int64(len(f.data)) {
+			return nil, &CorruptError{Page: pg, Reason: "beyond the end of the file"}
+		}
+		return f.data[at : at+int64(f.pageSize)], nil
+	}
+	return f.cache.page(pg)
 }
 
 // Row is one row of a scan: its rowid and the values of the columns asked for, in the order asked
@@ -137,16 +145,20 @@ func (f *File) Scan(root uint32, cols []int, fn func(r *Row) error) error {
 // false; then Err tells whether the rows ended or a page did not parse. It reads the File's pages
 // and must not be used beside another reader of the same File.
 type Cursor struct {
-	f     *File
-	need  int    // columns of the record to decode: the last one asked for, plus one
-	slot  []int  // by record column: where its value goes in the Row, or -1
-	text  []bool // by column asked for: read as text
-	row   Row
-	plans [4]plan // the last headers read, the latest first
-	fresh []place // the header being read
-	err   error
-	root  uint32
-	begun bool
+	// Overflow has a record that spills to overflow pages read from them (up to 16 MiB), rather
+	// than refused when a column asked for lies there.
+	Overflow bool
+	f        *File
+	need     int    // columns of the record to decode: the last one asked for, plus one
+	slot     []int  // by record column: where its value goes in the Row, or -1
+	text     []bool // by column asked for: read as text
+	row      Row
+	plans    []plan  // the headers read, by planSlot (made with the first)
+	last     int     // the plan used last
+	fresh    []place // the header being read
+	err      error
+	root     uint32
+	begun    bool
 	// The interior pages above the current leaf: the children of each and the next one to read.
 	stack   []frame
 	leaf    []byte // the current leaf page (usable bytes), valid until the next page is read
@@ -169,6 +181,9 @@ func (f *File) Rows(root uint32, cols []Column) (*Cursor, error) {
 	for _, col := range cols {
 		if col.Pos < 0 || col.Pos > 1<<15 {
 			return nil, fmt.Errorf("column %d: not a column of a record", col.Pos)
+		}
+		if col.Text && f.src.utf16 {
+			return nil, fmt.Errorf("texts in UTF-16: %w", ErrUnsupported)
 		}
 		c.need = max(c.need, col.Pos+1)
 	}
@@ -252,7 +267,7 @@ func (c *Cursor) load(pg uint32, depth int) (bool, error) {
 	if c.visited++; c.visited > c.f.pages {
 		return false, &CorruptError{Page: pg, Reason: "more pages visited than the file holds (a loop)"}
 	}
-	page, err := c.f.cache.page(pg)
+	page, err := c.f.page(pg)
 	if err != nil {
 		return false, err
 	}
@@ -315,8 +330,11 @@ func (c *Cursor) leafCell(pg uint32, page []byte, off int) error {
 		return bad("outside the page")
 	}
 	p := page[off:]
-	size, n := varint(p)
-	if n == 0 {
+	var size uint64
+	n := 1
+	if p[0] < 0x80 { // inline: most payloads are shorter than 128 bytes
+		size = uint64(p[0])
+	} else if size, n = varint(p); n == 0 {
 		return bad("payload size")
 	}
 	p = p[n:]
@@ -329,9 +347,16 @@ func (c *Cursor) leafCell(pg uint32, page []byte, off int) error {
 	if local > int64(len(p)) {
 		return bad("payload beyond the page")
 	}
-	payload := p[:local]
+	payload, spilled := p[:local], local < int64(size)
+	if spilled && c.Overflow {
+		full, err := c.f.assemble(pg, p, local, size)
+		if err != nil {
+			return err
+		}
+		payload, spilled = full, false
+	}
 	c.row.Rowid = int64(rowid)
-	if err := c.record(payload, local < int64(size)); err != nil {
+	if err := c.record(payload, spilled); err != nil {
 		if errors.Is(err, ErrUnsupported) {
 			return fmt.Errorf("page %d: row %d: %w", pg, int64(rowid), err)
 		}
@@ -358,7 +383,13 @@ func (f *File) localPayload(size uint64) int64 {
 // record decodes the columns asked for from a record's local payload; spilled tells that the rest
 // of the record is on overflow pages.
 func (c *Cursor) record(payload []byte, spilled bool) error {
-	hsize, n := varint(payload)
+	var hsize uint64
+	n := 1
+	if len(payload) > 0 && payload[0] < 0x80 { // inline: a header is mostly shorter than 128 bytes
+		hsize = uint64(payload[0])
+	} else {
+		hsize, n = varint(payload)
+	}
 	if n == 0 || hsize > uint64(len(payload)) {
 		if spilled {
 			return ErrUnsupported
@@ -370,14 +401,17 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 	}
 	hdr, body := payload[n:hsize], payload[hsize:]
 	if !spilled {
-		// Rows of a table mostly repeat a few headers (the same types and widths): a header met
-		// just before is decoded as it was then, without walking it again.
-		for j := range c.plans {
-			if p := &c.plans[j]; p.used && string(p.hdr) == string(payload[:hsize]) {
+		// Rows of a table repeat a few headers (the same types and widths; a text's length is in
+		// its type): a header met before is decoded as it was then, without walking it again. The
+		// last one first (a table's rows mostly repeat one), then the one kept in its slot.
+		if key := payload[:hsize]; c.plans != nil {
+			if p := &c.plans[c.last]; p.used && string(p.hdr) == string(key) {
 				c.apply(p, body)
-				if j > 0 {
-					c.plans[0], c.plans[j] = c.plans[j], c.plans[0]
-				}
+				return nil
+			}
+			if k := planSlot(key); c.plans[k].used && string(c.plans[k].hdr) == string(key) {
+				c.apply(&c.plans[k], body)
+				c.last = k
 				return nil
 			}
 		}
@@ -430,15 +464,31 @@ func (c *Cursor) record(payload []byte, spilled bool) error {
 		}
 	}
 	if !spilled && hsize <= maxPlanHeader {
-		// Keep how this header was read, in place of the plan used least recently.
-		p := c.plans[len(c.plans)-1] // its slices are reused
+		// Keep how this header was read, in its slot (in place of the one there).
+		if c.plans == nil {
+			c.plans = make([]plan, planSlots)
+		}
+		k := planSlot(payload[:hsize])
+		p := &c.plans[k] // its slices are reused
 		p.hdr = append(p.hdr[:0], payload[:hsize]...)
 		p.at = append(p.at[:0], fresh...)
 		p.used = true
-		copy(c.plans[1:], c.plans[:len(c.plans)-1])
-		c.plans[0] = p
+		c.last = k
 	}
 	return nil
+}
+
+// planSlots is how many headers a Cursor keeps plans for: a table of texts has a header for each
+// length of its texts.
+const planSlots = 64
+
+// planSlot is where a header's plan is kept: a hash of its bytes (FNV-1a).
+func planSlot(hdr []byte) int {
+	h := uint32(2166136261)
+	for _, b := range hdr {
+		h = (h ^ uint32(b)) * 16777619
+	}
+	return int(h % planSlots)
 }
 
 // place is where a column's value is in a record's body, and its serial type (0 for a column past
