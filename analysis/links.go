@@ -50,7 +50,9 @@ type links struct {
 	// (HBM) kernels and NCCL ops, whose memory traffic no source records.
 	partial [][NumLinks]bool
 	moved   busBytes
-	hist    linkHistory
+	// movedPartial says an op that moves bytes was of unknown size: moved is then a lower bound.
+	movedPartial bool
+	hist         linkHistory
 	// pub is the rows last handed out, shared while nothing was counted since (rows are read-only).
 	pub     []DeviceLinks
 	changed bool
@@ -87,6 +89,9 @@ func (l *links) add(e *timeline.Event) {
 	if e.Status == timeline.StatusOK && e.Device >= 0 && e.Device < MaxDevices {
 		l.markPartial(e)
 	}
+	if e.Status == timeline.StatusOK && e.Bytes <= 0 && movesBytes(e) {
+		l.movedPartial = true
+	}
 	if e.Status != timeline.StatusOK || e.Device < 0 || e.Bytes <= 0 || e.Device >= MaxDevices {
 		return
 	}
@@ -111,6 +116,18 @@ func (l *links) add(e *timeline.Event) {
 	if !l.measured {
 		l.fromOp(e, b)
 	}
+}
+
+// movesBytes reports whether the op's bytes count in the bytes moved on links: a copy (not a
+// memset), a send, a collective.
+func movesBytes(e *timeline.Event) bool {
+	switch e.Kind {
+	case timeline.KindMemcpy:
+		return timeline.CopyDir(e.Sub) != timeline.CopySet
+	case timeline.KindSend, timeline.KindCollective:
+		return true
+	}
+	return false
 }
 
 // markPartial notes the links an op puts bytes on that the figures cannot hold: kernels' and NCCL
@@ -299,14 +316,17 @@ func (d DeviceLinks) RateDir(link Link, dir int, k int64) (float64, bool) {
 type Links struct {
 	Devices    []DeviceLinks `json:"devices"`
 	MovedBytes int64         `json:"moved_bytes"`
-	Measured   bool          `json:"measured"`
+	// MovedLowerBound says some op that moved bytes was of unknown size: MovedBytes holds only
+	// the others' (0 then reads as unknown, not none).
+	MovedLowerBound bool `json:"moved_lower_bound"`
+	Measured        bool `json:"measured"`
 	// Fabric is what the network's switch ports carried (a simulated rail fabric); nil when the
 	// source reported none.
 	Fabric *Fabric `json:"fabric,omitempty"`
 }
 
 func (l *links) result() Links {
-	out := Links{MovedBytes: l.moved.total(), Measured: l.measured}
+	out := Links{MovedBytes: l.moved.total(), MovedLowerBound: l.movedPartial, Measured: l.measured}
 	if len(l.fabric.ports) > 0 {
 		f := l.fabric.result()
 		out.Fabric = &f

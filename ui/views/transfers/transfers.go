@@ -83,7 +83,7 @@ type row struct {
 	p50, p99     *int64
 	rate, bus    *float64
 	algoProto    string // collectives: NCCL's algorithm and protocol ("Ring_LL128"), "" when not known
-	coll         bool   // a collective: its ranks, size and bytes are 0 when the source did not record them
+	coll         bool   // a collective: its ranks are 0 when the source did not record them (size and bytes of any row: 0 when unknown)
 }
 
 // rows lists the analysis's transfer and collective rows, filtered.
@@ -159,9 +159,9 @@ func cells(t row) []string {
 		if t.ranks > 0 {
 			ranks = fmt.Sprint(t.ranks)
 		}
-		if t.size == 0 { // not recorded
-			size, bytes = units.Unknown, units.Unknown
-		}
+	}
+	if t.size == 0 { // not recorded, or out of range: a copy or collective of unknown size
+		size, bytes = units.Unknown, units.Unknown
 	}
 	return []string{t.kind, size, ranks, fmt.Sprint(t.count), bytes, units.DurP(t.p50), units.DurP(t.p99), gbpsCell(t.rate), bus, t.algoProto}
 }
