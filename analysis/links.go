@@ -89,8 +89,8 @@ func (l *links) add(e *timeline.Event) {
 	if e.Status == timeline.StatusOK && e.Device >= 0 && e.Device < MaxDevices {
 		l.markPartial(e)
 	}
-	if e.Status == timeline.StatusOK && e.Bytes <= 0 && movesBytes(e) {
-		l.movedPartial = true
+	if e.Status == timeline.StatusOK && movesBytes(e) && (e.Bytes <= 0 || e.Kind == timeline.KindCollective && e.Ranks == 0) {
+		l.movedPartial = true // its size, or its ranks and so its bus bytes, are unknown
 	}
 	if e.Status != timeline.StatusOK || e.Device < 0 || e.Bytes <= 0 || e.Device >= MaxDevices {
 		return
@@ -155,8 +155,8 @@ func (l *links) markPartial(e *timeline.Event) {
 	default:
 		return
 	}
-	if l.measured || e.Bytes > 0 {
-		return
+	if l.measured || e.Bytes > 0 && (e.Kind != timeline.KindCollective || e.Ranks > 0) {
+		return // the op's links hold all its bytes (a collective's bus bytes need its ranks)
 	}
 	switch e.Kind {
 	case timeline.KindMemcpy:
@@ -170,18 +170,28 @@ func (l *links) markPartial(e *timeline.Event) {
 			mark(e.Device, LinkHBM)
 		}
 	case timeline.KindSend, timeline.KindRecv:
-		if e.Peer >= 0 && int(e.Peer)/l.gpusPerHost != int(e.Device)/l.gpusPerHost {
+		switch {
+		case e.Peer < 0: // the peer is unknown: on this host or another, NVLink or a NIC
+			mark(e.Device, LinkNVLink, LinkNIC)
+		case int(e.Peer)/l.gpusPerHost != int(e.Device)/l.gpusPerHost:
 			mark(e.Device, LinkNIC)
-		} else {
+		default:
 			mark(e.Device, LinkNVLink)
 		}
 	case timeline.KindCollective:
-		if int(e.Ranks) > l.gpusPerHost {
+		if mayCrossHosts(e, l.gpusPerHost) {
 			mark(e.Device, LinkNVLink, LinkNIC)
 		} else {
 			mark(e.Device, LinkNVLink)
 		}
 	}
+}
+
+// mayCrossHosts reports whether a collective's ranks may be on more than one host: more ranks
+// than a host has GPUs, or ranks not recorded (a trace's SendRecv kernel of a 128-rank job: its
+// NIC traffic is unknown, not 0).
+func mayCrossHosts(e *timeline.Event, gpusPerHost int) bool {
+	return e.Ranks == 0 || int(e.Ranks) > gpusPerHost
 }
 
 // fromOp counts an op's bytes on the links it crossed, as far as the op itself tells.
@@ -213,7 +223,7 @@ func (l *links) fromOp(e *timeline.Event, b float64) {
 		l.put(e.Device, link, dir, e, b)
 	case timeline.KindCollective:
 		bus := b * timeline.CollOp(e.Sub).BusFactor(int(e.Ranks))
-		if int(e.Ranks) > l.gpusPerHost {
+		if mayCrossHosts(e, l.gpusPerHost) {
 			l.device(e.Device)
 			l.unknown[e.Device] += 2 * bus
 			return
