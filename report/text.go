@@ -30,8 +30,12 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 		}
 		b.WriteString("\n")
 	}
-	if r.StepsFrom != "" { // steps the input did not mark: inferred, or why none were
-		fmt.Fprintf(&b, "%sSteps: %s\n", map[bool]string{true: "", false: "\n"}[r.Steps.Count > 0], r.StepsFrom)
+	switch {
+	case r.StepsFrom == "":
+	case r.Steps.Count > 0: // steps the input did not mark: how they were inferred
+		fmt.Fprintf(&b, "Steps: %s\n", r.StepsFrom)
+	default: // why none were: the count is the JSON's, 0
+		fmt.Fprintf(&b, "\nSteps: 0 (%s)\n", r.StepsFrom)
 	}
 	criticalText(&b, r.CriticalPath)
 	transfersText(&b, r)
