@@ -31,6 +31,9 @@ type Receive struct {
 	// Invalid counts spans left out because what they say cannot be (times outside their sender's
 	// window, a sequence number past its range, a size of no transfer); the log names each reason.
 	Invalid int64 `json:"invalid_spans"`
+	// OtherJobs names the senders left out as another job than the first one's (a run after it
+	// into the same listener, on the same hosts): this report's figures are the first job's alone.
+	OtherJobs []string `json:"other_jobs,omitempty"`
 }
 
 // ReceiveHost is one sending host.

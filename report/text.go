@@ -455,6 +455,9 @@ func receiveText(b *strings.Builder, r *Report) {
 		for _, h := range x.Hosts {
 			fmt.Fprintf(b, "  %s (session %s, detail %s): %s, clock offset ≈ %s\n", h.Name, h.Session, h.Detail, units.Counted(h.Spans, "span"), units.Dur(h.OffsetNs))
 		}
+		for _, j := range x.OtherJobs {
+			fmt.Fprintf(b, "  WARNING: %s\n", j)
+		}
 	}
 	if len(r.Partial) > 0 {
 		b.WriteString("\nPARTIAL: the senders exported with --otlp-detail spans (use full for a complete report):\n")
