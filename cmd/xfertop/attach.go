@@ -179,8 +179,12 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	}
 	waiting := fmt.Sprintf("waiting for NCCL ranks on %s… start your job with: %s", o.addr, pasteLine(o.addr))
 	stopRAS := func() {}
+	rasSt := &rasState{addr: o.ras}
+	if o.headless {
+		rasSt.warn = func(msg string) { fmt.Fprintf(stderr, "xfertop attach: warning: %s\n", msg) }
+	}
 	if mux != nil {
-		stopRAS = startRAS(ctx, o.ras, o.rasEvery, meta.EpochUnixNs, mux)
+		stopRAS = startRAS(ctx, o.ras, o.rasEvery, meta.EpochUnixNs, mux, rasSt)
 	}
 	var cerr error
 	told := map[int]rankTold{}
@@ -193,7 +197,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	} else {
 		info := ui.SourceInfo{Name: "attach " + o.addr.String(), Meta: srv.Meta()}
 		info.Meta.GPUsPerHost = meta.GPUsPerHost
-		src := attachSource{srv: srv, win: win, waiting: waiting, info: info, exp: exp}
+		src := attachSource{srv: srv, win: win, waiting: waiting, info: info, exp: exp, ras: rasSt}
 		if err := runConsole(ctx, src, o.console); err != nil && ctx.Err() == nil {
 			cerr = failure(fmt.Errorf("console: %w", err))
 		}
@@ -218,7 +222,11 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	if o.headless {
 		m := srv.Meta()
 		m.GPUsPerHost = o.perHost
-		if err := writeReport(stdout, report.Build(res, m, report.Run{DroppedEvents: srv.Dropped(), Export: exported}), o.json, o.text.options()); err != nil {
+		run := report.Run{DroppedEvents: srv.Dropped(), Export: exported}
+		if p := rasSt.Problem(); p != "" {
+			run.Warnings = append(run.Warnings, p)
+		}
+		if err := writeReport(stdout, report.Build(res, m, run), o.json, o.text.options()); err != nil {
 			return err
 		}
 		if err := ranksDelivered(srv.Ranks(), stderr); err != nil {
@@ -302,6 +310,7 @@ type attachSource struct {
 	waiting string
 	info    ui.SourceInfo
 	exp     *otel.Exporter // nil when not exporting
+	ras     *rasState      // how the polls of --ras went (none polled without it)
 }
 
 func (s attachSource) Info() ui.SourceInfo         { return s.info }
@@ -321,6 +330,9 @@ func (s attachSource) Status() ui.Status {
 	ranks := s.srv.Ranks()
 	if len(ranks) == 0 {
 		st.Note = s.waiting
+		if p := s.ras.Problem(); p != "" {
+			st.Note = "RAS UNREACHABLE: " + p + " · " + st.Note
+		}
 		return st
 	}
 	hosts := map[string][]string{}
@@ -340,6 +352,9 @@ func (s attachSource) Status() ui.Status {
 		parts = append(parts, fmt.Sprintf("%s: ranks %s", h, strings.Join(hosts[h], ",")))
 	}
 	st.Note = fmt.Sprintf("%d of %d ranks connected — %s", open, len(ranks), strings.Join(parts, "; "))
+	if p := s.ras.Problem(); p != "" {
+		st.Note = "RAS UNREACHABLE: " + p + " · " + st.Note
+	}
 	if open == 0 {
 		st.Done = true
 	}
