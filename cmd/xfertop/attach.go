@@ -50,7 +50,8 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var o attachOpts
 	var otlp otlpFlags
 	otlp.register(fs)
-	sock := fs.String("socket", "", "listen here: a Unix socket path, or tcp:HOST:PORT (default: $XFERTOP_ATTACH, else "+attach.DefaultSocket()+")")
+	sock := fs.String("socket", "", "listen here: a Unix socket path, or tcp:HOST:PORT (default: $XFERTOP_ATTACH, else "+attach.DefaultSocket()+"); a TCP address beyond loopback needs --expose")
+	expose := fs.Bool("expose", false, "allow a --socket TCP address other hosts can reach (0.0.0.0, a NIC's address): the ranks' port has no authentication or encryption, so any host that reaches it can send events into the report; a trusted network only")
 	fs.BoolVar(&o.headless, "headless", false, "print the report when the job ends instead of opening the console")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON when the job ends instead of opening the console (implies --headless)")
 	o.text.register(fs)
@@ -82,6 +83,12 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	addr, err := attach.ParseAddr(*sock)
 	if err != nil {
 		return usageError("--socket: %v", err)
+	}
+	if !addr.Loopback() && !*expose {
+		// listen refuses this without TLS and a token; the ranks' protocol has neither, so
+		// only the user's explicit word opens it beyond this machine.
+		return usageError("--socket %s: listens beyond this machine, and the ranks' port has no authentication: any host that reaches it "+
+			"could send events into the report. Use a Unix socket or tcp:127.0.0.1:PORT (an SSH tunnel for ranks elsewhere), or give --expose on a trusted network", addr)
 	}
 	o.addr = addr
 	o.otlp = otlp
@@ -177,7 +184,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 		}
 		return usageError("%v", err)
 	}
-	waiting := fmt.Sprintf("waiting for NCCL ranks on %s… start your job with: %s", o.addr, pasteLine(o.addr))
+	waiting := fmt.Sprintf("waiting for NCCL ranks on %s… start your job with: %s", o.addr, pasteLine(o.addr.ForRanks()))
 	stopRAS := func() {}
 	rasSt := &rasState{addr: o.ras}
 	if o.headless {
