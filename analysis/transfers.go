@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"encoding/json"
+	"math"
 	"math/bits"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -23,8 +24,18 @@ func rate(bytes, ns int64) *float64 {
 	if bytes <= 0 || ns <= 0 {
 		return nil
 	}
-	r := round2(float64(bytes) / float64(ns))
+	r := roundRate(float64(bytes) / float64(ns))
 	return &r
+}
+
+// roundRate rounds a rate to two decimals, or, below 1, to three significant digits: a 4 KiB
+// collective's 0.00412 GB/s rounded to two decimals read 0, a rate that was not 0.
+func roundRate(x float64) float64 {
+	if a := math.Abs(x); a >= 1 || a == 0 {
+		return round2(x)
+	}
+	scale := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*scale) / scale
 }
 
 // opStats accumulates ops of one kind: how many, their bytes and busy time, and their durations.

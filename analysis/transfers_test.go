@@ -190,3 +190,12 @@ func TestQuantisedRate(t *testing.T) {
 		})
 	}
 }
+
+// A rate below 1 GB/s is kept to three significant digits, not rounded to 0.00: 4 KiB in 1 ms is
+// 0.0041 GB/s.
+func TestTransfersSmallRate(t *testing.T) {
+	tr := analyze(timeline.Meta{}, copyEv(timeline.CopyH2D, 0, timeline.NoDevice, 1, 1_000_001, 4096)).Transfers
+	if g := tr.ByKind["h2d"].GBps; g == nil || *g != 0.0041 {
+		t.Errorf("GBps = %s; want 0.0041", fmtPtrF(g))
+	}
+}

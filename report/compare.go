@@ -367,7 +367,7 @@ func cell(v *float64, u Unit) string {
 	case UnitNs:
 		return units.Dur(int64(*v))
 	case UnitGBps:
-		return fmt.Sprintf("%.2f GB/s", *v)
+		return units.GBpsFigure(*v) + " GB/s"
 	}
 	return fmt.Sprintf("%.1f%%", *v)
 }

@@ -264,7 +264,7 @@ func gbps(p *float64) string {
 	if p == nil {
 		return units.Unknown
 	}
-	return fmt.Sprintf("%.2f", *p)
+	return units.GBpsFigure(*p)
 }
 
 func pctOf(a, total int64) string {

@@ -113,6 +113,9 @@ func gbpsCell(p *float64) string {
 	if p == nil {
 		return units.Unknown
 	}
+	if *p < 1 { // three significant digits, not "0.0" for a 4 KiB op's 0.00412 GB/s
+		return units.GBpsFigure(*p)
+	}
 	return fmt.Sprintf("%.1f", *p)
 }
 
