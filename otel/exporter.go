@@ -485,7 +485,7 @@ func newSessionID() string {
 // Stats returns the export's counters.
 func (x *Exporter) Stats() Stats {
 	q := x.queue
-	s := Stats{Endpoint: x.cfg.Endpoint, Protocol: x.cfg.Protocol, SpansBuilt: x.built.Load(), SpansExported: q.exported.Load(),
+	s := Stats{Endpoint: ShownEndpoint(x.cfg.Endpoint, x.cfg.Protocol), Protocol: x.cfg.Protocol, SpansBuilt: x.built.Load(), SpansExported: q.exported.Load(),
 		SpansDropped: q.dropped.Load(), EventsDropped: x.batches.Dropped(), StepsSampled: x.stepsKept.Load(), StepsSkipped: x.stepsSkipped.Load(),
 		StepsOverRate: x.stepsOverRate.Load()}
 	if m := x.metrics; m != nil {
@@ -500,6 +500,23 @@ func (x *Exporter) Stats() Stats {
 		s.State = "starting"
 	}
 	return s
+}
+
+// ShownEndpoint is the endpoint as people write it for its protocol: a gRPC target is host:port
+// ("127.0.0.1:4317", with " (TLS)" over https), not the http:// URL the SDK is given to say it is
+// plaintext; an HTTP endpoint stays a URL.
+func ShownEndpoint(endpoint, protocol string) string {
+	if protocol == "http/protobuf" {
+		return endpoint
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return endpoint
+	}
+	if u.Scheme == "https" {
+		return u.Host + " (TLS)"
+	}
+	return u.Host
 }
 
 // probePort returns a fresh TCP connection attempt to the endpoint's port, or nil when the URL names
