@@ -89,7 +89,9 @@ func (l *links) add(e *timeline.Event) {
 	if e.Status == timeline.StatusOK && e.Device >= 0 && e.Device < MaxDevices {
 		l.markPartial(e)
 	}
-	if e.Status == timeline.StatusOK && movesBytes(e) && (e.Bytes <= 0 || e.Kind == timeline.KindCollective && e.Ranks == 0) {
+	// A source that measures its links (the engine) knows every op's size: a 0 there is 0 bytes
+	// (a communicator's warm-up collective), not unknown.
+	if !l.measured && e.Status == timeline.StatusOK && movesBytes(e) && (e.Bytes <= 0 || e.Kind == timeline.KindCollective && e.Ranks == 0) {
 		l.movedPartial = true // its size, or its ranks and so its bus bytes, are unknown
 	}
 	if e.Status != timeline.StatusOK || e.Device < 0 || e.Bytes <= 0 || e.Device >= MaxDevices {
