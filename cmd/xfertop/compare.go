@@ -119,9 +119,12 @@ func runComparison(ctx context.Context, o *runOpts, spec string) (*report.Compar
 		p, err := session.Prepare(cfg, wins[i])
 		var se *scenario.SetError
 		if errors.As(err, &se) && se.Knob == knob && se.Value == v {
-			// The value is one side of --compare, not a --set: the message echoes the flag as
-			// given (it said "--compare nosuch=1" of --compare nosuch=1,2).
-			se.Flag, se.Value = "--compare", vals
+			se.Flag = "--compare" // the value is one side of --compare, not a --set
+			if strings.HasPrefix(se.Msg, "unknown knob") {
+				// Not one value's fault: the flag is echoed as given (it said "--compare nosuch=1"
+				// of --compare nosuch=1,2). A bad value is named alone, as the message is its.
+				se.Value = vals
+			}
 		}
 		if err != nil {
 			return nil, wins, prepareError(err)
