@@ -184,7 +184,7 @@ func (c *collectives) result() Collectives {
 			row.Channels = &ch
 		}
 		if row.AlgBW != nil && k.ranks > 1 {
-			b := round2(*row.AlgBW * k.op.BusFactor(k.ranks))
+			b := roundRate(*row.AlgBW * k.op.BusFactor(k.ranks))
 			row.BusBW = &b
 		}
 		out.Rows = append(out.Rows, row)

@@ -50,7 +50,9 @@ type links struct {
 	// (HBM) kernels and NCCL ops, whose memory traffic no source records.
 	partial [][NumLinks]bool
 	moved   busBytes
-	hist    linkHistory
+	// movedPartial says an op that moves bytes was of unknown size: moved is then a lower bound.
+	movedPartial bool
+	hist         linkHistory
 	// pub is the rows last handed out, shared while nothing was counted since (rows are read-only).
 	pub     []DeviceLinks
 	changed bool
@@ -87,6 +89,11 @@ func (l *links) add(e *timeline.Event) {
 	if e.Status == timeline.StatusOK && e.Device >= 0 && e.Device < MaxDevices {
 		l.markPartial(e)
 	}
+	// A source that measures its links (the engine) knows every op's size: a 0 there is 0 bytes
+	// (a communicator's warm-up collective), not unknown.
+	if !l.measured && e.Status == timeline.StatusOK && movesBytes(e) && (e.Bytes <= 0 || e.Kind == timeline.KindCollective && e.Ranks == 0) {
+		l.movedPartial = true // its size, or its ranks and so its bus bytes, are unknown
+	}
 	if e.Status != timeline.StatusOK || e.Device < 0 || e.Bytes <= 0 || e.Device >= MaxDevices {
 		return
 	}
@@ -111,6 +118,18 @@ func (l *links) add(e *timeline.Event) {
 	if !l.measured {
 		l.fromOp(e, b)
 	}
+}
+
+// movesBytes reports whether the op's bytes count in the bytes moved on links: a copy (not a
+// memset), a send, a collective.
+func movesBytes(e *timeline.Event) bool {
+	switch e.Kind {
+	case timeline.KindMemcpy:
+		return timeline.CopyDir(e.Sub) != timeline.CopySet
+	case timeline.KindSend, timeline.KindCollective:
+		return true
+	}
+	return false
 }
 
 // markPartial notes the links an op puts bytes on that the figures cannot hold: kernels' and NCCL
@@ -138,8 +157,8 @@ func (l *links) markPartial(e *timeline.Event) {
 	default:
 		return
 	}
-	if l.measured || e.Bytes > 0 {
-		return
+	if l.measured || e.Bytes > 0 && (e.Kind != timeline.KindCollective || e.Ranks > 0) {
+		return // the op's links hold all its bytes (a collective's bus bytes need its ranks)
 	}
 	switch e.Kind {
 	case timeline.KindMemcpy:
@@ -153,9 +172,12 @@ func (l *links) markPartial(e *timeline.Event) {
 			mark(e.Device, LinkHBM)
 		}
 	case timeline.KindSend, timeline.KindRecv:
-		if e.Peer >= 0 && int(e.Peer)/l.gpusPerHost != int(e.Device)/l.gpusPerHost {
+		switch {
+		case e.Peer < 0: // the peer is unknown: on this host or another, NVLink or a NIC
+			mark(e.Device, LinkNVLink, LinkNIC)
+		case int(e.Peer)/l.gpusPerHost != int(e.Device)/l.gpusPerHost:
 			mark(e.Device, LinkNIC)
-		} else {
+		default:
 			mark(e.Device, LinkNVLink)
 		}
 	case timeline.KindCollective:
@@ -168,7 +190,8 @@ func (l *links) markPartial(e *timeline.Event) {
 }
 
 // acrossHosts reports whether a collective may span hosts: as its source says
-// (timeline.AuxOneHost, AuxManyHosts), else when it has more ranks than a host holds.
+// (timeline.AuxOneHost, AuxManyHosts), else when it has more ranks than a host holds or its ranks
+// are not recorded (a trace's SendRecv kernel of a 128-rank job: its NIC traffic is unknown, not 0).
 func (l *links) acrossHosts(e *timeline.Event) bool {
 	switch {
 	case e.Aux&timeline.AuxOneHost != 0:
@@ -176,7 +199,7 @@ func (l *links) acrossHosts(e *timeline.Event) bool {
 	case e.Aux&timeline.AuxManyHosts != 0:
 		return true
 	}
-	return int(e.Ranks) > l.gpusPerHost
+	return e.Ranks == 0 || int(e.Ranks) > l.gpusPerHost
 }
 
 // fromOp counts an op's bytes on the links it crossed, as far as the op itself tells.
@@ -329,7 +352,10 @@ func (d *DeviceLinks) TotalRate(k int64) float64 {
 type Links struct {
 	Devices    []DeviceLinks `json:"devices"`
 	MovedBytes int64         `json:"moved_bytes"`
-	Measured   bool          `json:"measured"`
+	// MovedLowerBound says some op that moved bytes was of unknown size: MovedBytes holds only
+	// the others' (0 then reads as unknown, not none).
+	MovedLowerBound bool `json:"moved_lower_bound"`
+	Measured        bool `json:"measured"`
 	// Fabric is what the network's switch ports carried (a simulated rail fabric); nil when the
 	// source reported none.
 	Fabric *Fabric `json:"fabric,omitempty"`
@@ -361,7 +387,7 @@ func lowerBoundNames(partial [NumLinks]bool) []string {
 }
 
 func (l *links) result() Links {
-	out := Links{MovedBytes: l.moved.total(), Measured: l.measured}
+	out := Links{MovedBytes: l.moved.total(), MovedLowerBound: l.movedPartial, Measured: l.measured}
 	if len(l.fabric.ports) > 0 {
 		f := l.fabric.result()
 		out.Fabric = &f

@@ -253,6 +253,17 @@ func TestLinkRateEvictedBucket(t *testing.T) {
 	}
 }
 
+// TestLinksCollectiveOfUnknownRanks: a collective whose bytes are known but not its ranks may have
+// crossed hosts, and its bus bytes (bytes × a factor of the ranks) are unknown: nothing is put on
+// NVLink, NVLink and the NIC are lower bounds, and so are the bytes moved on links.
+func TestLinksCollectiveOfUnknownRanks(t *testing.T) {
+	l := analyze(timeline.Meta{GPUsPerHost: 8}, collEv(timeline.CollAllToAll, 0, 0, 1, 0, 10, 1<<20)).Links
+	d := l.Devices[0]
+	if d.NVLink != 0 || !slices.Equal(d.LowerBound, []string{"NVLink", "NIC", "HBM"}) || !l.MovedLowerBound {
+		t.Errorf("NVLink %d, lower bounds %q, moved lower bound %v; want 0, [NVLink NIC HBM], true", d.NVLink, d.LowerBound, l.MovedLowerBound)
+	}
+}
+
 func abs(x float64) float64 {
 	if x < 0 {
 		return -x
@@ -261,14 +272,17 @@ func abs(x float64) float64 {
 }
 
 // TestLinksPartial: a link whose bytes are in part unknown says so, so that 0 there reads as
-// unknown: a SendRecv kernel of unknown size (an Nsight export's) on NVLink, a copy of unknown size
-// on its link, and HBM wherever kernels or NCCL ops ran (their memory traffic is in no source). A
-// device that only copied is exact.
+// unknown: a SendRecv kernel of unknown size and ranks (an Nsight export's, a Kineto trace's of a
+// 128-rank job) on NVLink and the NIC, as its peers may be on this host or another; a send to an
+// unknown peer the same; a collective known to fit in the host on NVLink alone; a copy of unknown
+// size on its link, and HBM wherever kernels or NCCL ops ran (their memory traffic is in no
+// source). A device that only copied is exact.
 func TestLinksPartial(t *testing.T) {
 	sr := timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollSendRecv), Device: 0, Peer: timeline.NoDevice, Stream: 1, Start: 0, End: 10}
 	unsized := copyEv(timeline.CopyH2D, 2, timeline.NoDevice, 0, 10, 0)
+	inHost := collEv(timeline.CollAllReduce, 2, 5, 7, 0, 10, 0)
 	evs := []timeline.Event{sr, kern(1, 1, 0, 10), copyEv(timeline.CopySet, 1, timeline.NoDevice, 10, 20, 4096), unsized,
-		copyEv(timeline.CopyD2D, 3, timeline.NoDevice, 0, 10, 400)}
+		copyEv(timeline.CopyD2D, 3, timeline.NoDevice, 0, 10, 400), sendEv(4, timeline.NoDevice, 0, 10, 0, 9), inHost}
 	for _, measured := range []bool{false, true} {
 		a := New(timeline.Meta{GPUsPerHost: 4, LinkBytes: measured})
 		for i := range evs {
@@ -278,9 +292,9 @@ func TestLinksPartial(t *testing.T) {
 		for _, d := range a.Result(nil).Links.Devices {
 			got[d.Device] = d.LowerBound
 		}
-		want := map[int32][]string{0: {"NVLink", "HBM"}, 1: {"HBM"}, 2: {"PCIe"}, 3: nil}
+		want := map[int32][]string{0: {"NVLink", "NIC", "HBM"}, 1: {"HBM"}, 2: {"PCIe"}, 3: nil, 4: {"NVLink", "NIC", "HBM"}, 5: {"NVLink", "HBM"}}
 		if measured { // the engine measures every link but HBM's kernel traffic
-			want = map[int32][]string{0: {"HBM"}, 1: {"HBM"}}
+			want = map[int32][]string{0: {"HBM"}, 1: {"HBM"}, 4: {"HBM"}, 5: {"HBM"}}
 		}
 		for dev, w := range want {
 			if !slices.Equal(got[dev], w) {

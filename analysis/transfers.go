@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"encoding/json"
+	"math"
 	"math/bits"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -22,26 +24,51 @@ func rate(bytes, ns int64) *float64 {
 	if bytes <= 0 || ns <= 0 {
 		return nil
 	}
-	r := round2(float64(bytes) / float64(ns))
+	r := roundRate(float64(bytes) / float64(ns))
 	return &r
 }
 
+// roundRate rounds a rate to two decimals, or, below 1, to three significant digits: a 4 KiB
+// collective's 0.00412 GB/s rounded to two decimals read 0, a rate that was not 0.
+func roundRate(x float64) float64 {
+	if a := math.Abs(x); a >= 1 || a == 0 {
+		return round2(x)
+	}
+	scale := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*scale) / scale
+}
+
 // opStats accumulates ops of one kind: how many, their bytes and busy time, and their durations.
+// An op of unknown size (Bytes 0: the source did not record it, or recorded a value out of range)
+// counts and its time is busy time, but it is left out of the rate: its bytes are not 0, and
+// dividing the known bytes by its time too would pull the rate down. knownNs is the busy time of
+// the ops whose size is known, the rate's denominator.
 type opStats struct {
 	count, bytes, busyNs int64
+	unknown, knownNs     int64
 	lat                  Quantiles
 }
 
 func (s *opStats) add(bytes, dur int64) {
+	dur = max(dur, 0)
 	s.count++
-	s.bytes += bytes
-	s.busyNs += max(dur, 0)
-	s.lat.Add(float64(max(dur, 0)))
+	s.busyNs += dur
+	if bytes <= 0 {
+		s.unknown++
+	} else {
+		s.bytes += bytes
+		s.knownNs += dur
+	}
+	s.lat.Add(float64(dur))
 }
 
 // Stats is a group of ops: count, bytes and the time they took. GBps is bytes-weighted (total
 // bytes / total time, GB/s = 10⁹ B/s), nil when unknown (no bytes or no time), never a median
 // over ops of different sizes.
+//
+// UnknownSize of the Count ops are of unknown size: they are left out of GBps (its bytes and its
+// time are the other ops'), and Bytes holds only the others' bytes, a lower bound; when every op
+// is of unknown size, Bytes is unknown (0 here, null in JSON).
 //
 // A source's timestamps have a resolution (a Kineto trace's are whole µs): each op's measured
 // duration is within one tick of the true one, so the group's time is within Count ticks of
@@ -50,17 +77,47 @@ func (s *opStats) add(bytes, dur int64) {
 // ops may have taken no time at all): a 4 MiB memset that took "4 µs" moved 1049 GB/s only to
 // within 839–1398 GB/s, and a bare 1049 GB/s is above a V100's HBM2 peak.
 type Stats struct {
-	Count  int64    `json:"count"`
-	Bytes  int64    `json:"bytes"`
-	BusyNs int64    `json:"busy_ns"`
-	GBps   *float64 `json:"gbps"`
-	P50Ns  *int64   `json:"time_ns_p50"`
-	P99Ns  *int64   `json:"time_ns_p99"`
+	Count       int64    `json:"count"`
+	Bytes       int64    `json:"bytes"`
+	UnknownSize int64    `json:"unknown_size"`
+	BusyNs      int64    `json:"busy_ns"`
+	GBps        *float64 `json:"gbps"`
+	P50Ns       *int64   `json:"time_ns_p50"`
+	P99Ns       *int64   `json:"time_ns_p99"`
 	// GBpsMin and GBpsMax bound the rate when the timestamps' resolution leaves it uncertain
 	// (GBps nil); absent otherwise.
 	GBpsMin *float64 `json:"gbps_min,omitempty"`
 	GBpsMax *float64 `json:"gbps_max,omitempty"`
 }
+
+// statsJSON is Stats as written: Bytes null when no op's size is known.
+type statsJSON struct {
+	Count       int64    `json:"count"`
+	Bytes       *int64   `json:"bytes"`
+	UnknownSize int64    `json:"unknown_size"`
+	BusyNs      int64    `json:"busy_ns"`
+	GBps        *float64 `json:"gbps"`
+	P50Ns       *int64   `json:"time_ns_p50"`
+	P99Ns       *int64   `json:"time_ns_p99"`
+	GBpsMin     *float64 `json:"gbps_min,omitempty"`
+	GBpsMax     *float64 `json:"gbps_max,omitempty"`
+}
+
+// BytesKnown reports whether Bytes is a figure (some op's size is known, or there is no op).
+func (s Stats) BytesKnown() bool { return s.Count == 0 || s.UnknownSize < s.Count }
+
+func (s Stats) toJSON() statsJSON {
+	j := statsJSON{Count: s.Count, UnknownSize: s.UnknownSize, BusyNs: s.BusyNs, GBps: s.GBps,
+		P50Ns: s.P50Ns, P99Ns: s.P99Ns, GBpsMin: s.GBpsMin, GBpsMax: s.GBpsMax}
+	if s.BytesKnown() {
+		j.Bytes = &s.Bytes
+	}
+	return j
+}
+
+// MarshalJSON writes the group with null bytes when no op's size is known. A null reads back as
+// 0 (with UnknownSize == Count: unknown again).
+func (s Stats) MarshalJSON() ([]byte, error) { return json.Marshal(s.toJSON()) }
 
 // MinTicks is the mean duration, in ticks of the timestamps' resolution, under which a group's
 // rate is given as a range: each duration is known to ±1 tick, so 100 ticks is ±1%.
@@ -74,13 +131,13 @@ const minTickNs = 1000
 // result is the group's figures, its rate bounded when ticks (the timestamps' resolution, ns)
 // leave it uncertain.
 func (s *opStats) result(tick int64) Stats {
-	out := Stats{Count: s.count, Bytes: s.bytes, BusyNs: s.busyNs, GBps: rate(s.bytes, s.busyNs),
+	out := Stats{Count: s.count, Bytes: s.bytes, UnknownSize: s.unknown, BusyNs: s.busyNs, GBps: rate(s.bytes, s.knownNs),
 		P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99)}
-	if tick >= minTickNs && s.bytes > 0 && s.busyNs < MinTicks*s.count*tick {
-		slack := s.count * tick
+	if known := s.count - s.unknown; tick >= minTickNs && s.bytes > 0 && s.knownNs < MinTicks*known*tick {
+		slack := known * tick
 		out.GBps = nil
-		out.GBpsMin = rate(s.bytes, s.busyNs+slack)
-		out.GBpsMax = rate(s.bytes, s.busyNs-slack) // nil when the ops may have taken no time
+		out.GBpsMin = rate(s.bytes, s.knownNs+slack)
+		out.GBpsMax = rate(s.bytes, s.knownNs-slack) // nil when the ops may have taken no time
 	}
 	return out
 }
@@ -128,6 +185,7 @@ type transfers struct {
 	// count and bytes count each transfer once: copies (not memsets) and sends; a receive is the
 	// same bytes as its send.
 	count, bytes int64
+	unknown      int64 // of count, the transfers of unknown size
 	// tick is the timestamps' resolution as the busy ops show it: the greatest common divisor of
 	// their starts and ends (1000 for a trace in whole µs, 1 for the engine's ns); 0 before any.
 	tick int64
@@ -179,28 +237,44 @@ func (t *transfers) fold(e *timeline.Event) {
 	ss.add(e.Bytes, e.Dur())
 	if e.Kind == timeline.KindSend || (e.Kind == timeline.KindMemcpy && timeline.CopyDir(e.Sub) != timeline.CopySet) {
 		t.count++
-		t.bytes += e.Bytes
+		t.bytes += max(e.Bytes, 0)
+		if e.Bytes <= 0 {
+			t.unknown++
+		}
 	}
 }
 
-// SizeRow is the transfers of one kind in one size class (sizes up to SizeClass bytes).
+// SizeRow is the transfers of one kind in one size class (sizes up to SizeClass bytes). SizeClass
+// 0 is the ops of unknown size (null in JSON).
 type SizeRow struct {
 	Kind      string `json:"kind"`
 	SizeClass int64  `json:"size_class"`
 	Stats
 }
 
+// MarshalJSON writes the row flat, as the embedded Stats's own MarshalJSON would otherwise hide
+// Kind and SizeClass, with null for a size class that is unknown.
+func (r SizeRow) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind      string `json:"kind"`
+		SizeClass *int64 `json:"size_class"`
+		statsJSON
+	}{r.Kind, known(r.SizeClass), r.Stats.toJSON()})
+}
+
 // Transfers are copies and point-to-point transfers. Count and Bytes count each transfer once
-// (copies other than memsets, and sends; a receive carries the bytes its send did).
+// (copies other than memsets, and sends; a receive carries the bytes its send did). UnknownSize
+// of the Count are of unknown size: Bytes is then a lower bound.
 type Transfers struct {
-	Count  int64            `json:"count"`
-	Bytes  int64            `json:"bytes"`
-	ByKind map[string]Stats `json:"by_kind"`
-	BySize []SizeRow        `json:"by_size"`
+	Count       int64            `json:"count"`
+	Bytes       int64            `json:"bytes"`
+	UnknownSize int64            `json:"unknown_size"`
+	ByKind      map[string]Stats `json:"by_kind"`
+	BySize      []SizeRow        `json:"by_size"`
 }
 
 func (t *transfers) result() Transfers {
-	out := Transfers{Count: t.count, Bytes: t.bytes, ByKind: map[string]Stats{}, BySize: []SizeRow{}}
+	out := Transfers{Count: t.count, Bytes: t.bytes, UnknownSize: t.unknown, ByKind: map[string]Stats{}, BySize: []SizeRow{}}
 	for k, name := range timeline.TransferKinds {
 		out.ByKind[name] = t.byKind[k].result(t.tick)
 		for c, s := range t.bySize[k] {

@@ -51,15 +51,19 @@ func TestTransfersByKind(t *testing.T) {
 		// Collectives and kernels are not transfers.
 		collEv(timeline.CollAllReduce, 2, 0, 11, 0, 100, 1<<20),
 		kern(0, 1, 0, 100),
-		// A transfer of unknown size has no rate.
+		// A transfer of unknown size has no rate, and is left out of its kind's: d2h's is the
+		// known copy's 500 B in 50 ns, not 500 B in 100 ns.
 		copyEv(timeline.CopyD2H, 1, timeline.NoDevice, 100, 150, 0),
 	}
 	tr := analyze(timeline.Meta{}, evs...).Transfers
 	if want := int64(2 + 1 + 1 + 1 + 1 + 1); tr.Count != want {
 		t.Errorf("Count = %d; want %d (copies but memsets, sends)", tr.Count, want)
 	}
-	if want := int64(1000 + 1000 + 500 + 4000 + 5000 + 3000); tr.Bytes != want {
-		t.Errorf("Bytes = %d; want %d", tr.Bytes, want)
+	if want := int64(1000 + 1000 + 500 + 4000 + 5000 + 3000); tr.Bytes != want || tr.UnknownSize != 1 {
+		t.Errorf("Bytes, UnknownSize = %d, %d; want %d, 1", tr.Bytes, tr.UnknownSize, want)
+	}
+	if u := tr.ByKind["d2h"].UnknownSize; u != 1 {
+		t.Errorf("d2h UnknownSize = %d; want 1", u)
 	}
 	tests := []struct {
 		kind               string
@@ -68,7 +72,7 @@ func TestTransfersByKind(t *testing.T) {
 		p50, p99           *int64
 	}{
 		{"h2d", 2, 2000, 110, f64(18.18), i64(10), i64(100)},
-		{"d2h", 2, 500, 100, f64(5), i64(50), i64(50)},
+		{"d2h", 2, 500, 100, f64(10), i64(50), i64(50)},
 		{"d2d", 1, 4000, 40, f64(100), i64(40), i64(40)},
 		{"p2p", 1, 5000, 25, f64(200), i64(25), i64(25)},
 		{"memset", 1, 7000, 10, f64(700), i64(10), i64(10)},
@@ -184,5 +188,14 @@ func TestQuantisedRate(t *testing.T) {
 			eqPtrF(t, "GBpsMin", got.GBpsMin, tc.lo)
 			eqPtrF(t, "GBpsMax", got.GBpsMax, tc.hi)
 		})
+	}
+}
+
+// A rate below 1 GB/s is kept to three significant digits, not rounded to 0.00: 4 KiB in 1 ms is
+// 0.0041 GB/s.
+func TestTransfersSmallRate(t *testing.T) {
+	tr := analyze(timeline.Meta{}, copyEv(timeline.CopyH2D, 0, timeline.NoDevice, 1, 1_000_001, 4096)).Transfers
+	if g := tr.ByKind["h2d"].GBps; g == nil || *g != 0.0041 {
+		t.Errorf("GBps = %s; want 0.0041", fmtPtrF(g))
 	}
 }

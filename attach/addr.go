@@ -37,6 +37,41 @@ func (a Addr) String() string {
 	return a.Address
 }
 
+// Loopback reports whether only this machine can reach a: a Unix socket, or TCP on a loopback
+// address (127.0.0.0/8, ::1, localhost).
+func (a Addr) Loopback() bool {
+	if a.Network != "tcp" {
+		return true
+	}
+	host, _, err := net.SplitHostPort(a.Address)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ForRanks is the address ranks connect to when the console listens on a: a TCP address on every
+// interface (0.0.0.0, ::) is no address to connect to, so it names this machine instead.
+func (a Addr) ForRanks() Addr {
+	if a.Network != "tcp" {
+		return a
+	}
+	host, port, err := net.SplitHostPort(a.Address)
+	if err != nil {
+		return a
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if name, err := os.Hostname(); err == nil && name != "" {
+			return Addr{"tcp", net.JoinHostPort(name, port)}
+		}
+	}
+	return a
+}
+
 // ParseAddr reads an address: "" (the default socket), a path or unix:PATH, or tcp:HOST:PORT
 // (a TCP address without a host listens on loopback only).
 func ParseAddr(s string) (Addr, error) {

@@ -2,6 +2,7 @@ package attach
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +194,36 @@ func TestListenKeepsWhatIsNotASocket(t *testing.T) {
 				t.Errorf("%s changed: mode %v -> %v", c.name, before.Mode(), after.Mode())
 			}
 		})
+	}
+}
+
+// An address is loopback when only this machine can reach it; one on every interface is given
+// to ranks as this machine's name, never as 0.0.0.0 (no address to connect to).
+func TestAddrLoopbackAndForRanks(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip(err)
+	}
+	tests := []struct {
+		in       string
+		loopback bool
+		forRanks string
+	}{
+		{"/tmp/x.sock", true, "/tmp/x.sock"},
+		{"tcp::7777", true, "tcp:127.0.0.1:7777"},
+		{"tcp:localhost:7777", true, "tcp:localhost:7777"},
+		{"tcp:[::1]:7777", true, "tcp:[::1]:7777"},
+		{"tcp:0.0.0.0:7777", false, "tcp:" + net.JoinHostPort(host, "7777")},
+		{"tcp:[::]:7777", false, "tcp:" + net.JoinHostPort(host, "7777")},
+		{"tcp:10.0.0.2:7777", false, "tcp:10.0.0.2:7777"},
+	}
+	for _, tc := range tests {
+		a, err := ParseAddr(tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Loopback() != tc.loopback || a.ForRanks().String() != tc.forRanks {
+			t.Errorf("%s: Loopback %v, ForRanks %s; want %v, %s", tc.in, a.Loopback(), a.ForRanks(), tc.loopback, tc.forRanks)
+		}
 	}
 }

@@ -92,6 +92,10 @@ func (s *stepSink) op(e *timeline.Event) {
 	s.ops = append(s.ops, steps.Op{Start: e.Start, End: e.End, Sym: sym, Device: e.Device, Stream: e.Stream, Host: e.Host, Coll: c})
 }
 
+// NoStepFound ends the account of an input in which no step could be found: the report then has
+// no step (steps.count 0), and its figures are the whole input's.
+const NoStepFound = ": no step found, so every figure covers the whole input"
+
 // finish infers the steps of an input that marks none and passes them on; it says how they were
 // found, or why none were.
 func (s *stepSink) finish() (string, error) {
@@ -125,7 +129,7 @@ func (s *stepSink) finish() (string, error) {
 			if s.header.Format == FormatNsys {
 				marks += fmt.Sprintf(" (no NVTX range named %q, the --step-range)", cmp.Or(s.rng, "ProfilerStep"))
 			}
-			return marks + ", " + ranges + "; " + seq + ": the whole input is one", nil
+			return marks + ", " + ranges + "; " + seq + NoStepFound, nil
 		}
 		return "", nil
 	}

@@ -33,7 +33,7 @@ func TestStreamInfersSteps(t *testing.T) {
 	}{
 		{"three hooks", nvtx(hook("5000000000") + "," + hook("5000010000") + "," + hook("5000020000")), 2, `inferred from the NVTX range "FSDP::root_pre_forward", 3 times`},
 		{"a ProfilerStep range", nsystest.OldRows(), 1, ""},
-		{"neither", nvtx("(5000001000, 5000009000, 59, NULL, NULL, NULL, NULL, " + gtid + ", NULL, 8, 0)"), 0, "the whole input is one"},
+		{"neither", nvtx("(5000001000, 5000009000, 59, NULL, NULL, NULL, NULL, " + gtid + ", NULL, 8, 0)"), 0, "no step found, so every figure covers the whole input"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "x.sqlite")
@@ -97,7 +97,7 @@ func TestStreamInfersStepsFromKernels(t *testing.T) {
 		how         string
 	}{
 		{5, 5, "steps inferred from a kernel sequence of 21 ops repeating 5×"},
-		{1, 0, "no sequence of GPU ops repeats twice: the whole input is one"},
+		{1, 0, "no sequence of GPU ops repeats twice: no step found, so every figure covers the whole input"},
 	} {
 		path := filepath.Join(t.TempDir(), "x.json")
 		if err := os.WriteFile(path, []byte(trace(tc.steps)), 0o644); err != nil {

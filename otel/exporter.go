@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -383,13 +384,22 @@ func (x *Exporter) flushStep(step *timeline.Event, evs []timeline.Event) {
 // Close exports what is left (a trailing partial step becomes a trace of its own) and shuts the
 // exporter down. It waits for the collector until ctx ends or the shutdown budget
 // (Config.ShutdownTimeout) is spent, whichever comes first, and gives up at once when the collector
-// refuses connections; spans not exported by then are counted as dropped.
+// refuses connections; spans not exported by then are counted as dropped. With DetailFull the
+// budget bounds a stall, not the wait: the export goes on as long as the collector keeps taking
+// spans (or the builder keeps making them), and is given up only when neither moved for the
+// budget. A slow collector then costs time, never events, as the detail promises.
 func (x *Exporter) Close(ctx context.Context) error {
 	if x.closed.Swap(true) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, x.cfg.ShutdownTimeout,
-		fmt.Errorf("the shutdown budget (%v, --otlp-shutdown-timeout) was spent", x.cfg.ShutdownTimeout))
+	var cancel context.CancelFunc
+	if x.cfg.Detail == DetailFull {
+		ctx, cancel = stallContext(ctx, x.cfg.ShutdownTimeout, x.progress,
+			fmt.Errorf("the collector took no span for %v (--otlp-shutdown-timeout)", x.cfg.ShutdownTimeout))
+	} else {
+		ctx, cancel = context.WithTimeoutCause(ctx, x.cfg.ShutdownTimeout,
+			fmt.Errorf("the shutdown budget (%v, --otlp-shutdown-timeout) was spent", x.cfg.ShutdownTimeout))
+	}
 	defer cancel()
 	defer x.queue.drain(ctx)()
 	x.batches.Close() // the producer has stopped: the last batch waits for room rather than drop
@@ -416,6 +426,48 @@ func (x *Exporter) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// progress is a count that grows while the export moves: spans built and exported, metric points
+// exported.
+func (x *Exporter) progress() int64 {
+	n := x.built.Load() + x.queue.exported.Load()
+	if m := x.metrics; m != nil {
+		n += m.exported.Load()
+	}
+	return n
+}
+
+// stallContext is a context that ends, with cause, once progress has not changed for budget (or
+// when parent ends). It checks a few times per budget, so a stall is seen within 1¼ budgets.
+func stallContext(parent context.Context, budget time.Duration, progress func() int64, cause error) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	stop := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(max(budget/4, time.Millisecond))
+		defer tick.Stop()
+		last, since := progress(), time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				if p := progress(); p != last {
+					last, since = p, now
+				} else if now.Sub(since) >= budget {
+					cancel(cause)
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() { close(stop) })
+		cancel(context.Canceled)
+	}
+}
+
 func (x *Exporter) detail() string {
 	if x.cfg.Detail == DetailFull {
 		return DetailFull
@@ -433,7 +485,7 @@ func newSessionID() string {
 // Stats returns the export's counters.
 func (x *Exporter) Stats() Stats {
 	q := x.queue
-	s := Stats{Endpoint: x.cfg.Endpoint, Protocol: x.cfg.Protocol, SpansBuilt: x.built.Load(), SpansExported: q.exported.Load(),
+	s := Stats{Endpoint: ShownEndpoint(x.cfg.Endpoint, x.cfg.Protocol), Protocol: x.cfg.Protocol, SpansBuilt: x.built.Load(), SpansExported: q.exported.Load(),
 		SpansDropped: q.dropped.Load(), EventsDropped: x.batches.Dropped(), StepsSampled: x.stepsKept.Load(), StepsSkipped: x.stepsSkipped.Load(),
 		StepsOverRate: x.stepsOverRate.Load()}
 	if m := x.metrics; m != nil {
@@ -448,6 +500,23 @@ func (x *Exporter) Stats() Stats {
 		s.State = "starting"
 	}
 	return s
+}
+
+// ShownEndpoint is the endpoint as people write it for its protocol: a gRPC target is host:port
+// ("127.0.0.1:4317", with " (TLS)" over https), not the http:// URL the SDK is given to say it is
+// plaintext; an HTTP endpoint stays a URL.
+func ShownEndpoint(endpoint, protocol string) string {
+	if protocol == "http/protobuf" {
+		return endpoint
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return endpoint
+	}
+	if u.Scheme == "https" {
+		return u.Host + " (TLS)"
+	}
+	return u.Host
 }
 
 // probePort returns a fresh TCP connection attempt to the endpoint's port, or nil when the URL names

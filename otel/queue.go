@@ -1,6 +1,7 @@
 package otel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -264,9 +265,13 @@ func (q *spanQueue) Shutdown(ctx context.Context) error {
 		q.spans, q.inflight, q.settled, q.abandoned = nil, 0, true, true
 		why := q.why
 		q.mu.Unlock()
-		q.dropped.Add(int64(left))
-		if left > 0 {
-			err = fmt.Errorf("gave up at shutdown with %d spans queued: %s", left, why)
+		total := q.dropped.Add(int64(left))
+		if left > 0 || why != "" && total > 0 {
+			// The spans still queued are only part of what was lost: once the export was given up,
+			// each span the builder finished was dropped as it ended. Say both, so the count here
+			// is the one the report gives.
+			err = fmt.Errorf("gave up at shutdown: %s (%d spans dropped: %d still queued, %d ended after the export stopped or were in failed exports)",
+				cmp.Or(why, "the export ended"), total, left, total-int64(left))
 			msg := err.Error()
 			q.lastErr.Store(&msg)
 		}

@@ -30,6 +30,8 @@ type receiver struct {
 	first  time.Time // the earliest span start received
 	grpc   *grpc.Server
 	http   *http.Server
+	// delay is how long each trace export request waits before it is taken (a slow collector).
+	delay time.Duration
 }
 
 func newReceiver() *receiver {
@@ -39,6 +41,7 @@ func newReceiver() *receiver {
 }
 
 func (r *receiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	time.Sleep(r.delay)
 	r.record(req)
 	return &collectortrace.ExportTraceServiceResponse{}, nil
 }

@@ -173,3 +173,17 @@ func TestGraphCapturedAttr(t *testing.T) {
 		}
 	}
 }
+
+// A gRPC endpoint is shown as its target, host:port, not as the http:// URL that tells the SDK it
+// is plaintext; an HTTP endpoint stays a URL.
+func TestShownEndpoint(t *testing.T) {
+	for _, tc := range []struct{ endpoint, protocol, want string }{
+		{"http://127.0.0.1:24317", "grpc", "127.0.0.1:24317"},
+		{"https://collector:4317", "grpc", "collector:4317 (TLS)"},
+		{"http://127.0.0.1:4318", "http/protobuf", "http://127.0.0.1:4318"},
+	} {
+		if got := ShownEndpoint(tc.endpoint, tc.protocol); got != tc.want {
+			t.Errorf("ShownEndpoint(%q, %q) = %q; want %q", tc.endpoint, tc.protocol, got, tc.want)
+		}
+	}
+}

@@ -55,14 +55,19 @@ func request(session string, host int, spans ...*tracepb.Span) *collectortrace.E
 		Resource: resource(session, host), ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}}
 }
 
-// kernels is a request of n kernel spans numbered from seq, 1 µs each, back to back.
+// kernels is a request of n kernel spans numbered from seq, 1 µs each, back to back, from host 0.
 func kernels(session string, seq int64, n int) *collectortrace.ExportTraceServiceRequest {
+	return kernelsOn(session, 0, seq, n)
+}
+
+// kernelsOn is kernels from host (its device 8 × host).
+func kernelsOn(session string, host int, seq int64, n int) *collectortrace.ExportTraceServiceRequest {
 	spans := make([]*tracepb.Span, n)
 	for i := range spans {
 		s := seq + int64(i)
-		spans[i] = kernelSpan(s, 0, s*1000, s*1000+1000)
+		spans[i] = kernelSpan(s, int32(8*host), s*1000, s*1000+1000)
 	}
-	return request(session, 0, spans...)
+	return request(session, host, spans...)
 }
 
 func marshal(t testing.TB, m proto.Message) []byte {

@@ -334,7 +334,7 @@ func TestLoad64Senders(t *testing.T) {
 			client := collectortrace.NewTraceServiceClient(cc)
 			session := fmt.Sprintf("sender-%d", s)
 			for r := range requests {
-				req := kernels(session, int64(r*spans), spans)
+				req := kernelsOn(session, s, int64(r*spans), spans) // each sender a host of one job
 				for {
 					_, err := client.Export(context.Background(), req)
 					if err == nil {

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -47,8 +48,10 @@ type Merger struct {
 	axisSeen time.Time // when the first session came
 	bytes    int64     // the bytes of the events taken, all senders together (held below maxTotalBytes)
 	logf     func(reason, format string, a ...any)
-	res      []resTally     // per resource of the request being merged
-	out      timeline.Event // the event being handed to the sink
+	res      []resTally // per resource of the request being merged
+	// otherJobs says, for each session left out as another job, which and why.
+	otherJobs []string
+	out       timeline.Event // the event being handed to the sink
 }
 
 // resTally is what one resource of a request brought that was taken.
@@ -193,6 +196,9 @@ func (m *Merger) session(r *Resource, d *Decoded, i int, now time.Time) *session
 		m.order = append(m.order, s)
 		if m.hasAxis {
 			s.refuse = m.refuseSession(s, now)
+			if s.refuse == "" {
+				m.otherJob(s, m.otherRun(s))
+			}
 		} else {
 			m.axis, m.hasAxis, m.axisSeen = s.epoch, true, now
 			m.meta = meta
@@ -204,6 +210,9 @@ func (m *Merger) session(r *Resource, d *Decoded, i int, now time.Time) *session
 	}
 	h := s.hosts[r.HostName]
 	if h == nil {
+		if s.refuse == "" {
+			m.otherJob(s, m.hostTaken(s, r.HostName))
+		}
 		h = &Host{Name: r.HostName, Session: id, Detail: r.Detail, OffsetNs: 1<<63 - 1}
 		s.hosts[r.HostName] = h
 		s.hostList = append(s.hostList, h)
@@ -221,6 +230,42 @@ func (m *Merger) session(r *Resource, d *Decoded, i int, now time.Time) *session
 		}
 	}
 	return s
+}
+
+// otherRun says how session s's run differs from the first sender's (its scenario or seed: the
+// run's identity), "" when it does not or either does not say.
+func (m *Merger) otherRun(s *session) string {
+	a, b := m.meta, s.meta
+	if a.Scenario == "" || b.Scenario == "" || a.Scenario == b.Scenario && a.Seed == b.Seed {
+		return ""
+	}
+	return fmt.Sprintf("it ran %s seed %d, the first job %s seed %d", b.Scenario, b.Seed, a.Scenario, a.Seed)
+}
+
+// hostTaken says which session already sent host (""  when none other did): the processes of one
+// job each send their own hosts, so a second sender of a host is another job on the same GPUs (a
+// run after the first, into the same listener).
+func (m *Merger) hostTaken(s *session, host string) string {
+	for _, o := range m.order {
+		if o != s && o.refuse == "" && o.hosts[host] != nil {
+			return fmt.Sprintf("it sends %s, which session %s sent", host, o.id)
+		}
+	}
+	return ""
+}
+
+// otherJob leaves session s out as another job, for why ("" leaves it in): its spans would mix a
+// second job's steps into the first's figures. It is said in the report, the console and the log.
+func (m *Merger) otherJob(s *session, why string) {
+	if why == "" {
+		return
+	}
+	s.refuse = "another job: " + why
+	msg := fmt.Sprintf("session %s is another job (%s): its spans are left out; listen analyses one job, start it afresh for the next", s.id, why)
+	m.otherJobs = append(m.otherJobs, msg)
+	if m.logf != nil {
+		m.logf("job", "%s", msg)
+	}
 }
 
 // firstStart is the earliest start of resource i's spans that can be a clock's; the receive time
@@ -378,14 +423,22 @@ type Stats struct {
 	// Partial names what the senders left out (DetailSpans): the parts of the analysis that are
 	// then incomplete.
 	Partial []string `json:"partial,omitempty"`
+	// OtherJobs names the sessions left out as another job than the first sender's (they sent a
+	// host another session sent, or ran another scenario or seed), and why; their spans count as
+	// Invalid, their hosts are not in Hosts.
+	OtherJobs []string `json:"other_jobs,omitempty"`
 }
 
 // Stats returns the merger's counters.
 func (m *Merger) Stats() Stats {
 	st := Stats{Spans: m.stats.spans, Events: m.stats.events, Foreign: m.stats.foreign, Lost: m.stats.lost, Duplicates: m.stats.dup, Invalid: m.stats.invalid}
 	partial := false
+	st.OtherJobs = slices.Clone(m.otherJobs)
 	for _, s := range m.order {
 		st.Held += int64(s.held)
+		if strings.HasPrefix(s.refuse, "another job") {
+			continue // not this report's: OtherJobs names it
+		}
 		for _, h := range s.hostList {
 			st.Hosts = append(st.Hosts, *h)
 		}

@@ -1,9 +1,11 @@
 package receiver
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -193,5 +195,48 @@ func TestMergeInOrderSkipsTheRing(t *testing.T) {
 	}
 	if st := m.Stats(); len(got) != 14 || st.Duplicates != 1 || st.Held != 0 || len(s.ring) == 0 {
 		t.Errorf("released %d, stats %+v, ring %d slots; want 14, one duplicate, none held, a ring once 12 came early", len(got), st, len(s.ring))
+	}
+}
+
+// withSeed is request's resource with the run's seed said.
+func withSeed(r *collectortrace.ExportTraceServiceRequest, seed string) *collectortrace.ExportTraceServiceRequest {
+	res := r.ResourceSpans[0].Resource
+	res.Attributes = append(res.Attributes, str("xfertop.meta.seed", seed))
+	return r
+}
+
+// A second job into the same listener (a run after the first, on the same hosts, or with another
+// seed) is told apart: its spans are left out, so that no figure mixes two jobs' steps, and
+// OtherJobs says which session and why. A second session of the same job (another process,
+// sending its own host) is merged.
+func TestMergeTellsJobsApart(t *testing.T) {
+	tests := []struct {
+		name   string
+		second *collectortrace.ExportTraceServiceRequest
+		events int    // released in all
+		why    string // in OtherJobs[0]; "" for none
+	}{
+		{"another process of the job, its own host", request("s2", 1, kernelSpan(0, 8, 0, 10), kernelSpan(1, 8, 10, 20)), 5, ""},
+		{"a later run on the same host", request("s2", 0, kernelSpan(0, 0, 0, 10), kernelSpan(1, 0, 10, 20)), 3, "it sends host-0, which session s1 sent"},
+		{"another seed, other hosts", withSeed(request("s2", 1, kernelSpan(0, 8, 0, 10), kernelSpan(1, 8, 10, 20)), "9"), 3, "it ran test seed 9, the first job test seed 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var sink collect
+			m := NewMerger(timeline.NewStrings(), time.Second, func(timeline.Meta) timeline.Sink { return &sink })
+			mergeAll(t, m, time.Now(), marshal(t, kernels("s1", 0, 3)), marshal(t, tc.second))
+			st := m.Stats()
+			if len(sink.evs) != tc.events {
+				t.Errorf("released %d events; want %d", len(sink.evs), tc.events)
+			}
+			switch {
+			case tc.why == "" && len(st.OtherJobs) != 0:
+				t.Errorf("other jobs %q; want none", st.OtherJobs)
+			case tc.why != "" && (len(st.OtherJobs) != 1 || !strings.Contains(st.OtherJobs[0], "session s2 is another job ("+tc.why)):
+				t.Errorf("other jobs %q; want session s2, because %s", st.OtherJobs, tc.why)
+			case tc.why != "" && (st.Invalid != 2 || len(st.Hosts) != 1):
+				t.Errorf("%d spans left out, hosts %+v; want s2's 2, and s1's host alone", st.Invalid, st.Hosts)
+			}
+		})
 	}
 }

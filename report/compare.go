@@ -55,7 +55,8 @@ type Comparison struct {
 	A    string `json:"a"`
 	B    string `json:"b"`
 	Rows []Row  `json:"rows"`
-	// Warnings say what makes the runs compare less than like for like (their step counts differ).
+	// Warnings say what makes the runs compare less than like for like: their step counts,
+	// device counts, hosts or workloads differ.
 	Warnings []string `json:"warnings"`
 	// Notes say how B was made, when it is a prediction (what-if): the method, what it kept
 	// measured, how steps were found.
@@ -141,6 +142,14 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 			"(compared %s) get no verdict: the start of a run weighs more in the shorter one; compare runs of as many steps", units.Counted(a.Steps.Count, "step"),
 			units.Dur(a.DurationNs), b.Steps.Count, units.Dur(b.DurationNs), per))
 	}
+	shape := compareShape(a, b)
+	c.Warnings = append(c.Warnings, shape.warnings...)
+	sum := "(Σ devices)"
+	if shape.perDevice {
+		// Idle summed over 16 devices against 128 grows with the devices, not with anything a
+		// run did better or worse: each run's is divided by its own device count.
+		na, nb, sum = na*float64(a.Devices), nb*float64(b.Devices), "(per device)"
+	}
 	idle := func(name string, ta, tb *int64) {
 		r := row("idle", name, UnitNs, overP(ta, na), overP(tb, nb), true)
 		if !sameLength {
@@ -153,13 +162,17 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 	if inSteps {
 		devA, devB = deviceInSteps(a), deviceInSteps(b)
 	}
-	idle("device idle "+per+" (Σ devices)", devA, devB)
+	idle("device idle "+per+" "+sum, devA, devB)
 	for _, cause := range analysis.Causes() {
 		ca, cb := causeNs(a, cause, inSteps), causeNs(b, cause, inSteps)
 		if (ca == nil || *ca == 0) && (cb == nil || *cb == 0) {
 			continue
 		}
-		idle("stream gaps "+per+": "+cause.String(), ca, cb)
+		name := "stream gaps " + per + ": " + cause.String()
+		if shape.perDevice {
+			name = "stream gaps " + per + " per device: " + cause.String()
+		}
+		idle(name, ca, cb)
 	}
 	add(row("overlap", "communication overlapped with compute", UnitPct, a.Overlap.CommComputePct, b.Overlap.CommComputePct, false))
 	for _, p := range pairCollectives(a.Collectives, b.Collectives) {
@@ -173,7 +186,48 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 		}
 		add(row("collectives", collName(x, y), UnitGBps, bwA, bwB, false))
 	}
+	if !shape.sameWorkload {
+		for i := range c.Rows {
+			c.Rows[i].Better = nil // a different workload's figures are no better or worse
+		}
+	}
 	return c
+}
+
+// shape is how two runs differ in size and workload, and what the comparison makes of it.
+type shape struct {
+	warnings     []string
+	perDevice    bool // the device counts differ (both known): totals over devices are divided by each run's
+	sameWorkload bool // no verdict at all when the runs ran different scenarios
+}
+
+// compareShape warns when two runs are not of one size or workload: their device counts, hosts or
+// scenarios differ. A comparison of 16 GPUs against 128 had called B's idle, summed over its 128
+// devices, 6388% worse.
+func compareShape(a, b *Report) shape {
+	s := shape{sameWorkload: true}
+	if a.Devices > 0 && b.Devices > 0 && a.Devices != b.Devices {
+		s.perDevice = true
+		s.warnings = append(s.warnings, fmt.Sprintf("the runs differ in size: A has %s, B %d. Idle is compared per device "+
+			"(each run's total divided by its own devices), not summed over them", units.Counted(int64(a.Devices), "device"), b.Devices))
+	}
+	if ha, hb := hosts(a), hosts(b); ha > 0 && hb > 0 && ha != hb {
+		s.warnings = append(s.warnings, fmt.Sprintf("the runs differ in hosts: A ran on %s, B on %d; traffic between hosts crosses NICs in one and not "+
+			"(or less) in the other", units.Counted(int64(ha), "host"), hb))
+	}
+	if a.Scenario != "" && b.Scenario != "" && a.Scenario != b.Scenario {
+		s.sameWorkload = false
+		s.warnings = append(s.warnings, fmt.Sprintf("the runs ran different workloads: A %q, B %q. No figure is called better or worse", a.Scenario, b.Scenario))
+	}
+	return s
+}
+
+// hosts is the number of hosts a run's devices were on, 0 when unknown.
+func hosts(r *Report) int {
+	if r.GPUsPerHost <= 0 || r.Devices <= 0 {
+		return 0
+	}
+	return (r.Devices + r.GPUsPerHost - 1) / r.GPUsPerHost
 }
 
 // causeNs is a run's stream gaps put down to cause (inside its steps: inSteps), nil where its
@@ -321,7 +375,7 @@ func cell(v *float64, u Unit) string {
 	case UnitNs:
 		return units.Dur(int64(*v))
 	case UnitGBps:
-		return fmt.Sprintf("%.2f GB/s", *v)
+		return units.GBpsFigure(*v) + " GB/s"
 	}
 	return fmt.Sprintf("%.1f%%", *v)
 }

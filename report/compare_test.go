@@ -153,3 +153,61 @@ func TestCompareVerdictsAndUnknownCauses(t *testing.T) {
 		t.Errorf("host_wait against a trace: %+v; want both figures (HTA tells host waits)", h)
 	}
 }
+
+// sized is withRun(4 steps) on devs devices of gpus per host, running scenario.
+func sized(devs, gpus int, scenario string, idleNs int64) *Report {
+	r := withRun(4, 2e9, idleNs, idleNs/2)
+	r.Devices, r.GPUsPerHost, r.Scenario = devs, gpus, scenario
+	return r
+}
+
+// Runs of different sizes or workloads are warned about (the warnings are the text's, the JSON's
+// and the console's), their idle compared per device when the device counts differ, and a
+// different workload gets no verdict at all: 16 GPUs of pipeline against 128 of llm-train had
+// their idle summed over devices called 6388% worse, with no warning.
+func TestCompareShape(t *testing.T) {
+	tests := []struct {
+		name         string
+		a, b         *Report
+		warns        []string // each a part of one warning, in order
+		row          string
+		wantA, wantB float64
+		verdicts     bool // some row has one
+	}{
+		{"same size and workload", sized(16, 8, "pipeline", 1600), sized(16, 8, "pipeline", 800), nil,
+			"device idle per step (Σ devices)", 400, 200, true},
+		// 16 devices with 1600 ns idle over 4 steps: 25 per device per step; 128 with 6400: 12.5.
+		{"more devices: per device", sized(16, 8, "pipeline", 1600), sized(128, 8, "pipeline", 6400),
+			[]string{"A has 16 devices, B 128", "A ran on 2 hosts, B on 16"}, "device idle per step (per device)", 25, 12.5, true},
+		{"same devices, other hosts", sized(16, 8, "pipeline", 1600), sized(16, 4, "pipeline", 1600),
+			[]string{"A ran on 2 hosts, B on 4"}, "device idle per step (Σ devices)", 400, 400, false},
+		{"other workload", sized(16, 8, "pipeline", 1600), sized(16, 8, "llm-train", 800),
+			[]string{`A "pipeline", B "llm-train"`}, "device idle per step (Σ devices)", 400, 200, false},
+		{"traces: sizes unknown, no warning", sized(0, 0, "", 1600), sized(0, 0, "", 800), nil,
+			"device idle per step (Σ devices)", 400, 200, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Compare(tc.a, tc.b, "A", "B")
+			if len(c.Warnings) != len(tc.warns) {
+				t.Fatalf("warnings %q; want %d", c.Warnings, len(tc.warns))
+			}
+			for i, w := range tc.warns {
+				if !strings.Contains(c.Warnings[i], w) {
+					t.Errorf("warning %d = %q; want it to hold %q", i, c.Warnings[i], w)
+				}
+			}
+			r := findRow(c, tc.row)
+			if r == nil || *r.A != tc.wantA || *r.B != tc.wantB {
+				t.Fatalf("row %q = %+v; want A %v, B %v", tc.row, r, tc.wantA, tc.wantB)
+			}
+			verdicts := false
+			for _, r := range c.Rows {
+				verdicts = verdicts || r.Better != nil
+			}
+			if verdicts != tc.verdicts {
+				t.Errorf("some row has a verdict: %v; want %v", verdicts, tc.verdicts)
+			}
+		})
+	}
+}

@@ -77,6 +77,11 @@ func findings(fs []diagnosis.Finding, gph int) []Finding {
 
 // findingsText writes the findings, worst first, or says there are none.
 func findingsText(b *strings.Builder, r *Report) {
+	defer func() {
+		for _, w := range r.Warnings { // beside the findings, which they qualify
+			fmt.Fprintf(b, "  WARNING: %s\n", w)
+		}
+	}()
 	if len(r.Findings) == 0 {
 		b.WriteString("\nFindings: none (no rank, GPU, host or link stood out from its peers; no hang)\n")
 		return

@@ -16,6 +16,9 @@ type Run struct {
 	Partial []string
 	// StepsFrom says how the steps of an input that marks none were found (importers.Result.Steps).
 	StepsFrom string
+	// Warnings say what the report cannot see that a reader would take for health (a RAS port
+	// that could not be reached).
+	Warnings []string
 }
 
 // Receive is what xfertop listen received (absent for other sources).
@@ -31,6 +34,9 @@ type Receive struct {
 	// Invalid counts spans left out because what they say cannot be (times outside their sender's
 	// window, a sequence number past its range, a size of no transfer); the log names each reason.
 	Invalid int64 `json:"invalid_spans"`
+	// OtherJobs names the senders left out as another job than the first one's (a run after it
+	// into the same listener, on the same hosts): this report's figures are the first job's alone.
+	OtherJobs []string `json:"other_jobs,omitempty"`
 }
 
 // ReceiveHost is one sending host.
@@ -77,26 +83,28 @@ type Report struct {
 	Steps         analysis.Steps    `json:"steps"`
 	StepsFrom     string            `json:"steps_from,omitempty"` // how steps the input does not mark were inferred, or why none were
 	// CriticalPath is the mean critical path per step, when asked for (analyze --critical-path).
-	CriticalPath   *CriticalPath              `json:"critical_path,omitempty"`
-	Transfers      analysis.Transfers         `json:"transfers"`
-	SendRecv       []analysis.P2PIteration    `json:"send_recv"`
-	Collectives    []analysis.Collective      `json:"collectives"`
-	CollIncomplete int64                      `json:"collectives_incomplete"`
-	CollStragglers []analysis.Straggler       `json:"collective_stragglers"`
-	CommCache      analysis.CommCache         `json:"comm_cache"`
-	Groups         analysis.Groups            `json:"groups"`
-	Barriers       analysis.Barriers          `json:"barriers"`
-	Idle           Idle                       `json:"idle"`
-	Overlap        Overlap                    `json:"overlap"`
-	Links          analysis.Links             `json:"links"`
-	Findings       []Finding                  `json:"findings"`
-	Alerts         []analysis.Alert           `json:"alerts"`
-	AlertCount     int64                      `json:"alert_count"`
-	Export         *Export                    `json:"export,omitempty"`
-	Receive        *Receive                   `json:"receive,omitempty"`
-	Partial        []string                   `json:"partial,omitempty"`
-	Mapping        string                     `json:"mapping,omitempty"`
-	Telemetry      []analysis.DeviceTelemetry `json:"telemetry,omitempty"`
+	CriticalPath   *CriticalPath           `json:"critical_path,omitempty"`
+	Transfers      analysis.Transfers      `json:"transfers"`
+	SendRecv       []analysis.P2PIteration `json:"send_recv"`
+	Collectives    []analysis.Collective   `json:"collectives"`
+	CollIncomplete int64                   `json:"collectives_incomplete"`
+	CollStragglers []analysis.Straggler    `json:"collective_stragglers"`
+	CommCache      analysis.CommCache      `json:"comm_cache"`
+	Groups         analysis.Groups         `json:"groups"`
+	Barriers       analysis.Barriers       `json:"barriers"`
+	Idle           Idle                    `json:"idle"`
+	Overlap        Overlap                 `json:"overlap"`
+	Links          analysis.Links          `json:"links"`
+	Findings       []Finding               `json:"findings"`
+	Alerts         []analysis.Alert        `json:"alerts"`
+	AlertCount     int64                   `json:"alert_count"`
+	Export         *Export                 `json:"export,omitempty"`
+	Receive        *Receive                `json:"receive,omitempty"`
+	Partial        []string                `json:"partial,omitempty"`
+	Mapping        string                  `json:"mapping,omitempty"`
+	// Warnings say what the report could not see that its silence would hide (report.Run.Warnings).
+	Warnings  []string                   `json:"warnings,omitempty"`
+	Telemetry []analysis.DeviceTelemetry `json:"telemetry,omitempty"`
 	// ProfilerCost is the NCCL profiler plugin's own cost per rank, as it measured it.
 	ProfilerCost []analysis.ProfilerCost `json:"profiler_cost,omitempty"`
 }
@@ -153,7 +161,7 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		CommCache:      res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
 		AlertCount: res.AlertCount, StepsFrom: run.StepsFrom, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping,
 		Telemetry: res.Telemetry, ProfilerCost: res.ProfilerCost,
-		Findings: findings(res.Findings, m.GPUsPerHost)}
+		Findings: findings(res.Findings, m.GPUsPerHost), Warnings: run.Warnings}
 	gaps := res.StreamIdle
 	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: res.Breakdown.Devices,
 		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)],

@@ -30,8 +30,12 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 		}
 		b.WriteString("\n")
 	}
-	if r.StepsFrom != "" { // steps the input did not mark: inferred, or why none were
-		fmt.Fprintf(&b, "%sSteps: %s\n", map[bool]string{true: "", false: "\n"}[r.Steps.Count > 0], r.StepsFrom)
+	switch {
+	case r.StepsFrom == "":
+	case r.Steps.Count > 0: // steps the input did not mark: how they were inferred
+		fmt.Fprintf(&b, "Steps: %s\n", r.StepsFrom)
+	default: // why none were: the count is the JSON's, 0
+		fmt.Fprintf(&b, "\nSteps: 0 (%s)\n", r.StepsFrom)
 	}
 	criticalText(&b, r.CriticalPath)
 	transfersText(&b, r)
@@ -126,34 +130,74 @@ func header(b *strings.Builder, r *Report) {
 }
 
 func transfersText(b *strings.Builder, r *Report) {
-	fmt.Fprintf(b, "\nTransfers: %d, %s payload (copies and sends, each once)\n", r.Transfers.Count, units.Bytes(r.Transfers.Bytes))
-	if !slices.ContainsFunc(timeline.TransferKinds, func(k string) bool { return r.Transfers.ByKind[k].Count > 0 }) {
+	t := r.Transfers
+	payload := units.Bytes(t.Bytes) + " payload"
+	switch {
+	case t.UnknownSize > 0 && t.UnknownSize == t.Count:
+		payload = fmt.Sprintf("%s payload, every one of unknown size", units.Unknown)
+	case t.UnknownSize > 0:
+		payload = fmt.Sprintf("≥ %s, %d of them of unknown size", payload, t.UnknownSize)
+	}
+	fmt.Fprintf(b, "\nTransfers: %d, %s (copies and sends, each once)\n", t.Count, payload)
+	if !slices.ContainsFunc(timeline.TransferKinds, func(k string) bool { return t.ByKind[k].Count > 0 }) {
 		return // no row: no table
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kind\tsize ≤\tcount\tpayload\ttime p50\ttime p99\tGB/s\t")
-	quantised := false
+	quantised, unknown := false, false
 	for _, k := range timeline.TransferKinds {
-		ks := r.Transfers.ByKind[k]
+		ks := t.ByKind[k]
 		if ks.Count == 0 {
 			continue
 		}
 		quantised = quantised || ks.GBpsMin != nil
-		for _, s := range r.Transfers.BySize {
+		unknown = unknown || ks.UnknownSize > 0
+		for _, s := range t.BySize {
 			quantised = quantised || s.Kind == k && s.GBpsMin != nil
 		}
-		fmt.Fprintf(tw, "%s\tall\t%d\t%s\t%s\t%s\t%s\t\n", k, ks.Count, units.Bytes(ks.Bytes), units.DurP(ks.P50Ns), units.DurP(ks.P99Ns), statsGBps(ks))
-		for _, s := range r.Transfers.BySize {
+		fmt.Fprintf(tw, "%s\tall\t%d\t%s\t%s\t%s\t%s\t\n", k, ks.Count, statsBytes(ks), units.DurP(ks.P50Ns), units.DurP(ks.P99Ns), statsGBps(ks))
+		for _, s := range t.BySize {
 			if s.Kind == k && s.Count < ks.Count {
-				fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s\t%s\t%s\t\n", units.Bytes(s.SizeClass), s.Count, units.Bytes(s.Bytes), units.DurP(s.P50Ns), units.DurP(s.P99Ns), statsGBps(s.Stats))
+				size := units.Unknown // class 0: the ops of unknown size
+				if s.SizeClass > 0 {
+					size = units.Bytes(s.SizeClass)
+				}
+				fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s\t%s\t%s\t\n", size, s.Count, statsBytes(s.Stats), units.DurP(s.P50Ns), units.DurP(s.P99Ns), statsGBps(s.Stats))
 			}
 		}
 	}
 	tw.Flush()
 	b.WriteString("GB/s is payload-weighted: total payload / total time of the ops in the row.\n")
+	if unknown {
+		b.WriteString("Ops of unknown size (" + units.Unknown + ": the source did not record it, or its value was out of range) are left out of GB/s; a payload with ≥ holds only the known sizes.\n")
+	}
 	if quantised {
 		b.WriteString("A range (lo–hi, or ≥ lo) is a rate the timestamps' resolution leaves uncertain: the ops lasted under 100 ticks of it on average.\n")
 	}
+}
+
+// MovedBytes is the bytes moved on links as text: a lower bound (≥) when some op of unknown size
+// moved bytes too, unknown when none of known size did.
+func MovedBytes(l analysis.Links) string {
+	switch {
+	case !l.MovedLowerBound:
+		return units.Bytes(l.MovedBytes)
+	case l.MovedBytes == 0:
+		return units.Unknown
+	}
+	return "≥ " + units.Bytes(l.MovedBytes)
+}
+
+// statsBytes is a group's payload: unknown when no op's size is known, a lower bound when some
+// op's is not.
+func statsBytes(s analysis.Stats) string {
+	switch {
+	case !s.BytesKnown():
+		return units.Unknown
+	case s.UnknownSize > 0:
+		return "≥ " + units.Bytes(s.Bytes)
+	}
+	return units.Bytes(s.Bytes)
 }
 
 // statsGBps is a group's rate, or its bounds when the timestamps' resolution leaves it uncertain.
@@ -217,7 +261,7 @@ func gbps(p *float64) string {
 	if p == nil {
 		return units.Unknown
 	}
-	return fmt.Sprintf("%.2f", *p)
+	return units.GBpsFigure(*p)
 }
 
 func pctOf(a, total int64) string {
@@ -275,7 +319,7 @@ func linksText(b *strings.Builder, r *Report, o TextOptions) {
 	for _, d := range r.Links.Devices {
 		unknown = unknown || d.Unattributed > 0
 	}
-	fmt.Fprintf(b, "\nLink traffic (%s): %s moved on links (bus bytes)\n", how, units.Bytes(r.Links.MovedBytes))
+	fmt.Fprintf(b, "\nLink traffic (%s): %s moved on links (bus bytes)\n", how, MovedBytes(r.Links))
 	linkDevicesText(b, r, o, unknown)
 	if unknown {
 		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say\n")
@@ -407,6 +451,9 @@ func receiveText(b *strings.Builder, r *Report) {
 			units.Counted(x.Foreign, "foreign span"), units.Counted(x.Refused, "span"), units.Counted(x.Rejected, "request"), units.Counted(x.Invalid, "invalid span"))
 		for _, h := range x.Hosts {
 			fmt.Fprintf(b, "  %s (session %s, detail %s): %s, clock offset ≈ %s\n", h.Name, h.Session, h.Detail, units.Counted(h.Spans, "span"), units.Dur(h.OffsetNs))
+		}
+		for _, j := range x.OtherJobs {
+			fmt.Fprintf(b, "  WARNING: %s\n", j)
 		}
 	}
 	if len(r.Partial) > 0 {

@@ -3,10 +3,12 @@ package ui
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/session"
@@ -189,5 +191,17 @@ func TestCompareNamesDistinct(t *testing.T) {
 	}
 	if len(seen) != 6 {
 		t.Errorf("%d of the 6 rows shown:\n%s", len(seen), scr)
+	}
+}
+
+// Two values in neighbouring columns are at least two spaces apart: "110.98 GB/s 110.98 GB/s"
+// (cells of 11 in columns of 12) read as one figure.
+func TestCompareColumnsApart(t *testing.T) {
+	got := ansi.Strip(sizedCompare(pipelineCompare(t), 120, 30).View().Content)
+	together := regexp.MustCompile(`(GB/s|ms|µs|%) [−+0-9]`)
+	for _, l := range strings.Split(got, "\n") {
+		if together.MatchString(l) {
+			t.Errorf("values run together: %q", l)
+		}
 	}
 }

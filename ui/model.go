@@ -448,7 +448,13 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Top) && m.info.Replay && !m.paneHas(k.Top):
 		m.seek(0)
 	case key.Matches(msg, k.Bottom) && m.info.Replay && !m.paneHas(k.Bottom):
-		m.seek(m.info.Duration)
+		// The end as a user means it: the replay plays on to the end as fast as it can, so the
+		// figures still cover the recording from where they started. A seek to the end had
+		// started them there: "Moved on links 0 B since 1.07 s", every figure blank.
+		m.src.SetSpeed(0)
+		m.status = m.src.Status()
+		m.paused, m.fr.Paused = false, false
+		m.refresh()
 	default:
 		return m, m.panes[m.tab].update(msg)
 	}
@@ -700,8 +706,31 @@ func (m *Model) fullKeys() help.KeyMap {
 	if len(m.back) > 0 && !m.paneHas(k.Back) { // esc returns to the view a jump came from
 		session = append(session, k.Back)
 	}
-	session = append(session, k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd, k.Help, k.Quit)
+	session = append(session, k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd)
+	session = append(session, m.replayEnds()...)
+	session = append(session, k.Help, k.Quit)
 	return fullHelp(append(groups, session))
+}
+
+// replayEnds are g and G as a replay's session keys, where the view does not take them (a table
+// that scrolls): g replays from the start, G plays on to the end as fast as it can.
+func (m *Model) replayEnds() []key.Binding {
+	k := m.keys
+	if !m.info.Replay {
+		return nil
+	}
+	var out []key.Binding
+	if !m.paneHas(k.Top) {
+		top := k.Top
+		top.SetHelp("g", "replay from the start")
+		out = append(out, top)
+	}
+	if !m.paneHas(k.Bottom) {
+		bottom := k.Bottom
+		bottom.SetHelp("G", "play to the end at full speed (the figures keep their start)")
+		out = append(out, bottom)
+	}
+	return out
 }
 
 // fullHelp is a help screen's groups of keys.

@@ -2,6 +2,7 @@ package units
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -128,6 +129,9 @@ func GBps(r *float64) string {
 	if r == nil {
 		return Unknown
 	}
+	if a := math.Abs(*r); a < 1 && a > 0 {
+		return GBpsFigure(*r) + " GB/s" // three significant digits, not "0.0"
+	}
 	return fmt.Sprintf("%.1f GB/s", *r)
 }
 
@@ -140,9 +144,20 @@ func GBpsBounds(lo, hi *float64) string {
 	case lo == nil:
 		return Unknown
 	case hi == nil:
-		return fmt.Sprintf("≥ %.2f", *lo)
+		return "≥ " + GBpsFigure(*lo)
 	}
-	return fmt.Sprintf("%.2f–%.2f", *lo, *hi)
+	return GBpsFigure(*lo) + "–" + GBpsFigure(*hi)
+}
+
+// GBpsFigure is a rate in GB/s with two decimals, or, below 1 GB/s, three significant digits:
+// a 4 KiB collective's 0.00412 GB/s is not "0.00". Past nine decimals it is 0.
+func GBpsFigure(v float64) string {
+	a := math.Abs(v)
+	if a >= 1 || a == 0 {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	prec := min(2-int(math.Floor(math.Log10(a))), 9)
+	return strconv.FormatFloat(v, 'f', prec, 64)
 }
 
 // Rate formats bytes per second: "830 MB/s", "54.8 GB/s" (decimal units, as link speeds are quoted).

@@ -104,3 +104,21 @@ func TestHitRate(t *testing.T) {
 		}
 	}
 }
+
+// A rate below 1 GB/s keeps three significant digits: a 4 KiB collective's rate is not "0.00".
+func TestGBpsFigure(t *testing.T) {
+	for _, tc := range []struct {
+		in   float64
+		want string
+	}{
+		{110.98, "110.98"}, {1, "1.00"}, {0, "0.00"}, {0.412, "0.412"}, {0.0041, "0.00410"},
+		{0.00004119, "0.0000412"}, {-0.0041, "-0.00410"}, {1e-12, "0.000000000"},
+	} {
+		if got := GBpsFigure(tc.in); got != tc.want {
+			t.Errorf("GBpsFigure(%v) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+	if r := 0.0041; GBps(&r) != "0.00410 GB/s" {
+		t.Errorf("GBps(0.0041) = %q", GBps(&r))
+	}
+}

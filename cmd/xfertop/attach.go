@@ -50,7 +50,8 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var o attachOpts
 	var otlp otlpFlags
 	otlp.register(fs)
-	sock := fs.String("socket", "", "listen here: a Unix socket path, or tcp:HOST:PORT (default: $XFERTOP_ATTACH, else "+attach.DefaultSocket()+")")
+	sock := fs.String("socket", "", "listen here: a Unix socket path, or tcp:HOST:PORT (default: $XFERTOP_ATTACH, else "+attach.DefaultSocket()+"); a TCP address beyond loopback needs --expose")
+	expose := fs.Bool("expose", false, "allow a --socket TCP address other hosts can reach (0.0.0.0, a NIC's address): the ranks' port has no authentication or encryption, so any host that reaches it can send events into the report; a trusted network only")
 	fs.BoolVar(&o.headless, "headless", false, "print the report when the job ends instead of opening the console")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON when the job ends instead of opening the console (implies --headless)")
 	o.text.register(fs)
@@ -82,6 +83,12 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	addr, err := attach.ParseAddr(*sock)
 	if err != nil {
 		return usageError("--socket: %v", err)
+	}
+	if !addr.Loopback() && !*expose {
+		// listen refuses this without TLS and a token; the ranks' protocol has neither, so
+		// only the user's explicit word opens it beyond this machine.
+		return usageError("--socket %s: listens beyond this machine, and the ranks' port has no authentication: any host that reaches it "+
+			"could send events into the report. Use a Unix socket or tcp:127.0.0.1:PORT (an SSH tunnel for ranks elsewhere), or give --expose on a trusted network", addr)
 	}
 	o.addr = addr
 	o.otlp = otlp
@@ -177,10 +184,14 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 		}
 		return usageError("%v", err)
 	}
-	waiting := fmt.Sprintf("waiting for NCCL ranks on %s… start your job with: %s", o.addr, pasteLine(o.addr))
+	waiting := fmt.Sprintf("waiting for NCCL ranks on %s… start your job with: %s", o.addr, pasteLine(o.addr.ForRanks()))
 	stopRAS := func() {}
+	rasSt := &rasState{addr: o.ras}
+	if o.headless {
+		rasSt.warn = func(msg string) { fmt.Fprintf(stderr, "xfertop attach: warning: %s\n", msg) }
+	}
 	if mux != nil {
-		stopRAS = startRAS(ctx, o.ras, o.rasEvery, meta.EpochUnixNs, mux)
+		stopRAS = startRAS(ctx, o.ras, o.rasEvery, meta.EpochUnixNs, mux, rasSt)
 	}
 	var cerr error
 	told := map[int]rankTold{}
@@ -193,7 +204,7 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	} else {
 		info := ui.SourceInfo{Name: "attach " + o.addr.String(), Meta: srv.Meta(), Recording: o.record}
 		info.Meta.GPUsPerHost = meta.GPUsPerHost
-		src := attachSource{srv: srv, win: win, waiting: waiting, info: info, exp: exp}
+		src := attachSource{srv: srv, win: win, waiting: waiting, info: info, exp: exp, ras: rasSt}
 		if err := runConsole(ctx, src, o.console); err != nil && ctx.Err() == nil {
 			cerr = failure(fmt.Errorf("console: %w", err))
 		}
@@ -218,7 +229,11 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	if o.headless {
 		m := srv.Meta()
 		m.GPUsPerHost = o.perHost
-		if err := writeReport(stdout, report.Build(res, m, report.Run{DroppedEvents: srv.Dropped(), Export: exported}), o.json, o.text.options()); err != nil {
+		run := report.Run{DroppedEvents: srv.Dropped(), Export: exported}
+		if p := rasSt.Problem(); p != "" {
+			run.Warnings = append(run.Warnings, p)
+		}
+		if err := writeReport(stdout, report.Build(res, m, run), o.json, o.text.options()); err != nil {
 			return err
 		}
 		if err := ranksDelivered(srv.Ranks(), stderr); err != nil {
@@ -302,6 +317,7 @@ type attachSource struct {
 	waiting string
 	info    ui.SourceInfo
 	exp     *otel.Exporter // nil when not exporting
+	ras     *rasState      // how the polls of --ras went (none polled without it)
 }
 
 func (s attachSource) Info() ui.SourceInfo         { return s.info }
@@ -321,6 +337,9 @@ func (s attachSource) Status() ui.Status {
 	ranks := s.srv.Ranks()
 	if len(ranks) == 0 {
 		st.Note = s.waiting
+		if p := s.ras.Problem(); p != "" {
+			st.Note = "RAS UNREACHABLE: " + p + " · " + st.Note
+		}
 		return st
 	}
 	hosts := map[string][]string{}
@@ -340,6 +359,9 @@ func (s attachSource) Status() ui.Status {
 		parts = append(parts, fmt.Sprintf("%s: ranks %s", h, strings.Join(hosts[h], ",")))
 	}
 	st.Note = fmt.Sprintf("%d of %d ranks connected — %s", open, len(ranks), strings.Join(parts, "; "))
+	if p := s.ras.Problem(); p != "" {
+		st.Note = "RAS UNREACHABLE: " + p + " · " + st.Note
+	}
 	if open == 0 {
 		st.Done = true
 	}

@@ -40,6 +40,10 @@ func TestAttachAndPluginCLI(t *testing.T) {
 		has  string
 	}{
 		{[]string{"attach", "--socket", "tcp:nohost"}, "--socket"},
+		// Beyond loopback without --expose: the ranks' port has no authentication (listen refuses
+		// the same without TLS and a token).
+		{[]string{"attach", "--headless", "--socket", "tcp:0.0.0.0:1"}, "no authentication"},
+		{[]string{"attach", "--headless", "--socket", "tcp:10.0.0.2:1"}, "--expose"},
 		{[]string{"attach", "--hang-timeout", "-1s"}, "--hang-timeout"},
 		{[]string{"attach", "extra"}, `unexpected argument "extra"`},
 		{[]string{"plugin", "x"}, "takes no arguments"},

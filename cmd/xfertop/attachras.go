@@ -58,15 +58,68 @@ func (m *rasMux) inject(evs []timeline.Event, labels *timeline.Strings) {
 	}
 }
 
+// rasState is how the polls of the job's RAS went: an unreachable RAS must be said, or its
+// silence ("Findings: none") reads as a healthy job.
+type rasState struct {
+	addr string
+	// warn is told once when a poll fails after none had, or after one had succeeded (from the
+	// poller's goroutine).
+	warn func(string)
+
+	mu            sync.Mutex
+	polls, failed int
+	lastErr       string
+	down          bool // the latest poll failed
+}
+
+// polled notes one poll's outcome.
+func (r *rasState) polled(err error) {
+	r.mu.Lock()
+	r.polls++
+	wasDown := r.down
+	r.down = err != nil
+	if err != nil {
+		r.failed++
+		r.lastErr = err.Error()
+	}
+	msg := r.problemLocked()
+	r.mu.Unlock()
+	if err != nil && !wasDown && r.warn != nil {
+		r.warn(msg)
+	}
+}
+
+// Problem says that RAS could not be reached, and what that leaves unknown; "" when every poll
+// reached it (or none has ended yet).
+func (r *rasState) Problem() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.problemLocked()
+}
+
+func (r *rasState) problemLocked() string {
+	if r.failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("NCCL RAS at %s could not be reached (%d of %d polls failed; last: %s): the dead, missing and stuck ranks it tells are unknown, so no finding from it is no sign of health",
+		r.addr, r.failed, r.polls, r.lastErr)
+}
+
 // startRAS polls the job's RAS at addr into mux until the returned stop is called. stop waits for
 // the first poll to have ended, so that a job shorter than a poll is still asked once, unless
-// ctx ended; then for the poller to end, so that nothing is emitted after it.
-func startRAS(ctx context.Context, addr string, every time.Duration, epoch int64, mux *rasMux) (stop func()) {
+// ctx ended; then for the poller to end, so that nothing is emitted after it. state counts the
+// polls and tells its warn of an unreachable RAS.
+func startRAS(ctx context.Context, addr string, every time.Duration, epoch int64, mux *rasMux, state *rasState) (stop func()) {
 	pctx, cancel := context.WithCancel(ctx)
 	first := make(chan struct{})
 	var once sync.Once
 	p := &ras.Poller{Addr: addr, Interval: every, Epoch: epoch, CommBase: rasCommBase,
-		Polled: func(error) { once.Do(func() { close(first) }) }}
+		Polled: func(err error) {
+			if pctx.Err() == nil { // a poll cut short by the end of the job is no failure of RAS
+				state.polled(err)
+			}
+			once.Do(func() { close(first) })
+		}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

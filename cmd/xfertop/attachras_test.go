@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,5 +81,47 @@ func TestAttachRASUsage(t *testing.T) {
 	code, _, errs := runCLI(t, "attach", "--headless", "--ras", "localhost")
 	if code != exitUsage || !strings.Contains(errs, `--ras "localhost": want HOST:PORT, e.g. localhost:28028`) {
 		t.Errorf("status %d, stderr %q; want a usage error asking for HOST:PORT", code, errs)
+	}
+}
+
+// TestAttachRASUnreachable: a --ras port nothing listens on is said to be unreachable, on stderr
+// and in the report beside its findings: the report once read "Findings: none" with nothing on
+// stderr, which reads as a healthy job.
+func TestAttachRASUnreachable(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := lis.Addr().String()
+	lis.Close() // the port was free a moment ago and nothing listens on it now
+	dir, err := os.MkdirTemp("", "xr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s")
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errs := runCLI(t, "attach", "--headless", "--socket", sock, "--linger", "300ms", "--ras", dead, "--ras-interval", "50ms")
+		done <- result{code, out, errs}
+	}()
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rankStream(t, sock, 0, 2)
+	r := <-done
+	want := "NCCL RAS at " + dead + " could not be reached"
+	if !strings.Contains(r.err, "warning: "+want) {
+		t.Errorf("stderr %q; want the warning %q", r.err, want)
+	}
+	if !strings.Contains(r.out, "WARNING: "+want) || !strings.Contains(r.out, "no finding from it is no sign of health") {
+		t.Errorf("the report does not say RAS was unreachable:\n%s", r.out)
 	}
 }

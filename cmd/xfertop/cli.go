@@ -403,7 +403,7 @@ func (f *otlpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.protocol, "otlp-protocol", "", "grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)")
 	fs.StringVar(&f.detail, "otlp-detail", otel.DetailSpans, "spans: what a trace viewer shows (no kernels, waits or samples; steps may be sampled); full: every event with every field, for xfertop listen to rebuild the run exactly (no sampling, budget or minimum span; the run waits for the export rather than lose events)")
 	fs.BoolVar(&f.required, "otlp-required", false, "exit with status 5 when the export failed: spans or metric points did not reach the collector (without it a failed export is a warning)")
-	fs.DurationVar(&f.shutdown, "otlp-shutdown-timeout", otel.DefaultShutdownTimeout, "at the end, wait at most this long for the collector to take the spans still queued (they count as dropped after; a collector refusing connections is not waited for)")
+	fs.DurationVar(&f.shutdown, "otlp-shutdown-timeout", otel.DefaultShutdownTimeout, "at the end, wait at most this long for the collector to take the spans still queued (they count as dropped after; a collector refusing connections is not waited for); with --otlp-detail full, wait as long as the collector keeps taking spans, giving up only when it took none for this long")
 }
 
 // config resolves the flags and the OTEL_* environment; nil when no export is asked for.

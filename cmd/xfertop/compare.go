@@ -120,6 +120,11 @@ func runComparison(ctx context.Context, o *runOpts, spec string) (*report.Compar
 		var se *scenario.SetError
 		if errors.As(err, &se) && se.Knob == knob && se.Value == v {
 			se.Flag = "--compare" // the value is one side of --compare, not a --set
+			if strings.HasPrefix(se.Msg, "unknown knob") {
+				// Not one value's fault: the flag is echoed as given (it said "--compare nosuch=1"
+				// of --compare nosuch=1,2). A bad value is named alone, as the message is its.
+				se.Value = vals
+			}
 		}
 		if err != nil {
 			return nil, wins, prepareError(err)

@@ -52,6 +52,10 @@ func TestRunCompare(t *testing.T) {
 	if code, _, errs := runCLI(t, "run", "--compare", "d2d_priority"); code != exitUsage || !strings.Contains(errs, "give knob=a,b") {
 		t.Errorf("a malformed --compare: exit %d, %s", code, errs)
 	}
+	// An unknown knob is echoed as the flag was given, both values (it said "--compare nosuch=1").
+	if code, _, errs := runCLI(t, "run", "--compare", "nosuch=1,2"); code != exitUsage || !strings.Contains(errs, "--compare nosuch=1,2: unknown knob") {
+		t.Errorf("an unknown knob in --compare: exit %d, %s", code, errs)
+	}
 }
 
 // compare A B reads two recordings, and a recording against itself differs by nothing.

@@ -328,7 +328,7 @@ func listenReport(l *receiver.Listener, s *listenSinks) *report.Report {
 	m := s.meta
 	m.Source = "otlp " + t.HostNames()
 	run := report.Run{DroppedEvents: t.Lost, Partial: t.Partial, Receive: &report.Receive{Listen: listenAddrs(l), Spans: t.Spans,
-		Foreign: t.Foreign, Lost: t.Lost, Duplicates: t.Duplicates, Refused: t.Refused, Rejected: t.Rejected, Invalid: t.Invalid}}
+		Foreign: t.Foreign, Lost: t.Lost, Duplicates: t.Duplicates, Refused: t.Refused, Rejected: t.Rejected, Invalid: t.Invalid, OtherJobs: t.OtherJobs}}
 	for _, h := range t.Hosts {
 		run.Receive.Hosts = append(run.Receive.Hosts, report.ReceiveHost{Name: h.Name, Session: h.Session, Detail: h.Detail, Spans: h.Spans, OffsetNs: h.OffsetNs})
 	}
@@ -382,6 +382,11 @@ func (s *listenSource) Status() ui.Status {
 	}
 	if len(t.Partial) > 0 {
 		line += " · partial (detail spans)"
+	}
+	if n := len(t.OtherJobs); n > 0 {
+		// A run after the first into this listener: its figures are not mixed in, and the user
+		// must know why its steps do not appear.
+		line = fmt.Sprintf("ANOTHER JOB LEFT OUT (%d; %s) · %s", n, t.OtherJobs[n-1], line)
 	}
 	if err, _ := s.sinks.failure(); err != nil {
 		line = fmt.Sprintf("RECORDING FAILED (%v): senders answered unavailable · %s", err, line)

@@ -174,7 +174,9 @@ func TestListenPartial(t *testing.T) {
 	}
 }
 
-// Two runs export to one listener: both hosts appear, each run's events are all there.
+// Two runs of different scenarios export to one listener at once: they are two jobs, so the report
+// is one job's alone (all its events, on its one host), and names the other as left out: mixing them
+// made one job of two runs' steps on the same GPUs.
 func TestListenTwoSenders(t *testing.T) {
 	l := startListen(t)
 	var wg sync.WaitGroup
@@ -192,8 +194,10 @@ func TestListenTwoSenders(t *testing.T) {
 	}
 	wg.Wait()
 	got := l.stop(t)
-	if got.Receive == nil || len(got.Receive.Hosts) != 2 || got.Events != 1074+626 {
-		t.Fatalf("received %+v, %d events; want two senders and 1700 events (copy-sweep 1074, straggler 626 with its link windows)", got.Receive, got.Events)
+	// The runs' events: 1074 and 626 (one with its link windows), whichever came first kept.
+	if got.Receive == nil || len(got.Receive.Hosts) != 1 || got.Events != 1074 && got.Events != 626 || len(got.Receive.OtherJobs) != 1 ||
+		!strings.Contains(got.Receive.OtherJobs[0], "is another job (it ran") || got.Receive.Invalid != 1074+626-got.Events {
+		t.Fatalf("received %+v, %d events; want one job's host and events (1074 or 626) and the other job named, its spans left out", got.Receive, got.Events)
 	}
 }
 

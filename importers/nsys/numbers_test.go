@@ -159,7 +159,7 @@ func checkCopies(t *testing.T, c *sqlite3.Conn, res *analysis.Result) {
 	}
 	for k, want := range kinds {
 		got := res.Transfers.ByKind[k]
-		gbps := math.Round(float64(want.bytes)/float64(want.ns)*100) / 100
+		gbps := roundRate(float64(want.bytes) / float64(want.ns))
 		if got.Count != want.n || got.Bytes != want.bytes || got.BusyNs != want.ns || (want.bytes > 0 && (got.GBps == nil || *got.GBps != gbps)) {
 			t.Errorf("%s: %d copies, %d B, %d ns, %v GB/s; SQL %d, %d B, %d ns, %.2f GB/s", k, got.Count, got.Bytes, got.BusyNs, deref(got.GBps),
 				want.n, want.bytes, want.ns, gbps)
@@ -235,4 +235,13 @@ func checkCollectives(t *testing.T, c *sqlite3.Conn, res *analysis.Result) {
 	if n != r[0] || ns != r[1] {
 		t.Errorf("collectives: %d taking %d ns; SQL %d taking %d ns", n, ns, r[0], r[1])
 	}
+}
+
+// roundRate rounds a rate as the analysis does: two decimals, three significant digits below 1.
+func roundRate(x float64) float64 {
+	if x >= 1 || x == 0 {
+		return math.Round(x*100) / 100
+	}
+	scale := math.Pow(10, 2-math.Floor(math.Log10(x)))
+	return math.Round(x*scale) / scale
 }

@@ -255,8 +255,18 @@ func (m *Model) table(b *strings.Builder, w, h int) {
 	if w < narrowTable {
 		cDiff, diffHead = 0, ""
 	}
-	nameW := max(w-colA-colB-cDiff-colPct-colVerdict, 16)
-	fmt.Fprintf(b, "%s\n", st.Title.Render(fmt.Sprintf("%-*s%*s%*s%*s%*s%*s", nameW, "", colA, "A", colB, "B", cDiff, diffHead, colPct, "change", colVerdict, "")))
+	// Each column at least two wider than its widest cell, so that two values never run together
+	// ("110.98 GB/s 110.98 GB/s" read as one figure in columns of 12).
+	cA, cB, cPct := colA, colB, colPct
+	for _, r := range m.data.Cmp.Rows {
+		a, bv, diff, pct, _ := r.Cells()
+		cA, cB, cPct = max(cA, ansi.StringWidth(a)+2), max(cB, ansi.StringWidth(bv)+2), max(cPct, ansi.StringWidth(pct)+2)
+		if cDiff > 0 {
+			cDiff = max(cDiff, ansi.StringWidth(diff)+2)
+		}
+	}
+	nameW := max(w-cA-cB-cDiff-cPct-colVerdict, 16)
+	fmt.Fprintf(b, "%s\n", st.Title.Render(fmt.Sprintf("%-*s%*s%*s%*s%*s%*s", nameW, "", cA, "A", cB, "B", cDiff, diffHead, cPct, "change", colVerdict, "")))
 	type line struct {
 		section string
 		row     *report.Row
@@ -294,7 +304,7 @@ func (m *Model) table(b *strings.Builder, w, h int) {
 			if cDiff == 0 {
 				diff = ""
 			}
-			s = fmt.Sprintf("%s%*s%*s%*s%*s", padTo(name, nameW), colA, a, colB, bv, cDiff, diff, colPct, pct)
+			s = fmt.Sprintf("%s%*s%*s%*s%*s", padTo(name, nameW), cA, a, cB, bv, cDiff, diff, cPct, pct)
 			v := fmt.Sprintf("%*s", colVerdict, verdict)
 			switch verdict {
 			case "better":

@@ -135,7 +135,7 @@ func (m *Model) View() string {
 		cache = fmt.Sprintf("comm cache %s hits (%s, %s, %s)", units.HitRate(cc.Hits, cc.Misses),
 			units.Counted(cc.Hits, "hit"), units.Counted(cc.Misses, "miss"), units.Counted(cc.Evictions, "eviction"))
 	}
-	moved := units.Bytes(res.Links.MovedBytes)
+	moved := report.MovedBytes(res.Links)
 	if fr.Snap != nil && fr.Snap.From > 0 {
 		// A replay started or sought there: every figure counts from then on, as the headless
 		// report of a replay --from does.

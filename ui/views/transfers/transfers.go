@@ -84,7 +84,7 @@ type row struct {
 	rate, bus    *float64
 	lo, hi       *float64 // rate's bounds when the timestamps' resolution leaves it uncertain (rate nil)
 	algoProto    string   // collectives: NCCL's algorithm and protocol ("Ring_LL128"), "" when not known
-	coll         bool     // a collective: its ranks, size and bytes are 0 when the source did not record them
+	coll         bool     // a collective: its ranks are 0 when the source did not record them (size and bytes of any row: 0 when unknown)
 }
 
 // rows lists the analysis's transfer and collective rows, filtered.
@@ -114,6 +114,9 @@ func orZero[T int64 | float64](p *T) T {
 func gbpsCell(p *float64) string {
 	if p == nil {
 		return units.Unknown
+	}
+	if *p < 1 { // three significant digits, not "0.0" for a 4 KiB op's 0.00412 GB/s
+		return units.GBpsFigure(*p)
 	}
 	return fmt.Sprintf("%.1f", *p)
 }
@@ -178,9 +181,9 @@ func cells(t row) []string {
 		if t.ranks > 0 {
 			ranks = fmt.Sprint(t.ranks)
 		}
-		if t.size == 0 { // not recorded
-			size, bytes = units.Unknown, units.Unknown
-		}
+	}
+	if t.size == 0 { // not recorded, or out of range: a copy or collective of unknown size
+		size, bytes = units.Unknown, units.Unknown
 	}
 	return []string{t.kind, size, ranks, fmt.Sprint(t.count), bytes, units.DurP(t.p50), units.DurP(t.p99), rateCell(t), bus, t.algoProto}
 }
