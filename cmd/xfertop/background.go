@@ -201,6 +201,11 @@ func (s *publishSink) Events(batch []timeline.Event) error {
 	if err := s.recordingSink.Events(batch); err != nil {
 		return err
 	}
+	// The console shows what is published: the events of each batch go to the file at once, in
+	// a chunk cut short where need be. This temporary recording is not compared with any other.
+	if err := s.flush(); err != nil {
+		return err
+	}
 	return s.publish()
 }
 

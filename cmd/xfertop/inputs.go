@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/importers"
@@ -109,12 +108,18 @@ func inputReport(paths []string, opts importers.Options, stderr io.Writer, also 
 }
 
 // recordingSink writes an input as a recording at path, created when the input begins (so that
-// an input that fails to import leaves no file).
+// an input that fails to import leaves no file). The file's bytes are a function of the input's
+// meta, labels and events alone, so that converting the same input twice gives the same file:
+// events are written in chunks of recordings.DefaultBatch whatever batches the importer hands
+// over (a recording's or a merge's follow the chunks of the files read, which a live recorder cut
+// by the clock), each chunk preceded by the labels it is the first to use, and nothing in it says
+// when it was written.
 type recordingSink struct {
 	path    string
 	w       *recordings.Writer
 	strings *timeline.Strings
-	written int // labels written so far, the empty label 0 included
+	written int              // labels written so far, the empty label 0 included
+	pending []timeline.Event // events not yet written: fewer than a chunk
 }
 
 func (s *recordingSink) Begin(h *importers.Header) error {
@@ -126,36 +131,87 @@ func (s *recordingSink) Begin(h *importers.Header) error {
 	if err := w.WriteMeta(h.Meta); err != nil {
 		return s.fail(err)
 	}
-	return s.writeLabels()
+	return nil
 }
 
-// writeLabels writes the labels added since the last batch: a recording's grow as it is read.
-func (s *recordingSink) writeLabels() error {
-	if all := s.strings.All(); len(all) > s.written {
-		if err := s.w.WriteStrings(uint32(s.written), all[s.written:]); err != nil {
+// writeLabels writes the labels from the first not yet written up to id upTo (exclusive): those
+// the next chunk refers to. A recording's table grows as it is read, so how far it has grown at a
+// batch depends on how the input was cut; which labels a chunk needs does not.
+func (s *recordingSink) writeLabels(upTo int) error {
+	all := s.strings.All()
+	upTo = min(upTo, len(all))
+	if upTo > s.written {
+		if err := s.w.WriteStrings(uint32(s.written), all[s.written:upTo]); err != nil {
 			return s.fail(err)
 		}
-		s.written = len(all)
+		s.written = upTo
 	}
 	return nil
 }
 
+// Events adds batch to the chunk being filled, writing each chunk as it fills.
 func (s *recordingSink) Events(batch []timeline.Event) error {
-	if err := s.writeLabels(); err != nil {
+	for len(batch) > 0 {
+		if len(s.pending) == 0 && len(batch) >= recordings.DefaultBatch {
+			// A whole chunk in the batch: written from it, without a copy.
+			if err := s.writeChunk(batch[:recordings.DefaultBatch]); err != nil {
+				return err
+			}
+			batch = batch[recordings.DefaultBatch:]
+			continue
+		}
+		n := min(len(batch), recordings.DefaultBatch-len(s.pending))
+		s.pending = append(s.pending, batch[:n]...)
+		batch = batch[n:]
+		if len(s.pending) == recordings.DefaultBatch {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush writes the events waiting, a chunk cut short (the input's end, or a console that shows
+// the import as it goes).
+func (s *recordingSink) flush() error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	err := s.writeChunk(s.pending)
+	s.pending = s.pending[:0]
+	return err
+}
+
+// writeChunk writes evs as one chunk, after the labels it is the first to use.
+func (s *recordingSink) writeChunk(evs []timeline.Event) error {
+	var top uint32
+	for i := range evs {
+		top = max(top, evs[i].Label)
+	}
+	if err := s.writeLabels(int(top) + 1); err != nil {
 		return err
 	}
-	if err := s.w.WriteEvents(batch); err != nil {
+	if err := s.w.WriteEvents(evs); err != nil {
 		return s.fail(err)
 	}
 	return nil
 }
 
-// close ends the recording, noting when it was imported.
+// close writes the last chunk and the labels no event uses, and ends the recording.
 func (s *recordingSink) close() error {
 	if s.w == nil {
 		return nil
 	}
-	if err := s.w.WriteOutcome([][2]string{{"imported_at", time.Now().UTC().Format(time.RFC3339)}}); err != nil {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	if err := s.writeLabels(s.strings.Len()); err != nil {
+		return err
+	}
+	// An empty outcome: an import has no run that ended, and a time of writing (which the outcome
+	// once held) would make every conversion of the same input a different file.
+	if err := s.w.WriteOutcome(nil); err != nil {
 		return s.fail(err)
 	}
 	err := s.w.Close()
