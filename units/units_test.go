@@ -36,7 +36,7 @@ func TestFormats(t *testing.T) {
 		{GBps(f(54.84)), "54.8 GB/s"},
 		{GBpsBounds(nil, f(2)), "—"},
 		{GBpsBounds(f(838.86), f(1398.1)), "838.86–1398.10"},
-		{GBpsBounds(f(0.5), nil), "≥ 0.50"},
+		{GBpsBounds(f(0.5), nil), "≥ 0.500"},
 		{Rate(54.8e9), "54.8 GB/s"},
 		{Rate(830e6), "830 MB/s"},
 		{Pct(nil), "—"},
