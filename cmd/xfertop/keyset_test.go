@@ -30,6 +30,7 @@ var mayBeAbsent = map[string]string{
 	".mapping":                            "the cuda backend's mapping of ranks onto GPUs: its one documented extra",
 	".telemetry":                          "--nvml, or samples in the source",
 	".profiler_cost":                      "the NCCL profiler plugin measured itself",
+	".warnings":                           "attach --ras could not reach NCCL RAS: the flags and the job's, never the backend's",
 	".alerts[].root":                      "the diagnosis names the root of a hang the alert is about",
 	".findings[].link":                    "a slow link's finding",
 	".findings[].switch_port":             "a slow switch port's finding",
