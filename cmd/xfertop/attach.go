@@ -188,6 +188,8 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	stopRAS := func() {}
 	rasSt := &rasState{addr: o.ras}
 	if o.headless {
+		// The RAS poller warns from its own goroutine while this one reports the ranks.
+		stderr = &lockedWriter{w: stderr}
 		rasSt.warn = func(msg string) { fmt.Fprintf(stderr, "xfertop attach: warning: %s\n", msg) }
 	}
 	if mux != nil {

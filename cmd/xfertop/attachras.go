@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -141,4 +142,17 @@ func checkRASAddr(addr string) error {
 		return fmt.Errorf("--ras %q: want HOST:PORT, e.g. %s (NCCL_RAS_ADDR): %v", addr, ras.DefaultAddr, err)
 	}
 	return nil
+}
+
+// lockedWriter serialises writes from several goroutines to one writer (stderr, which a test may
+// give as a bytes.Buffer).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
