@@ -45,6 +45,10 @@ type Result struct {
 	// A recording's: how its run ended (key, value pairs) and the events its writer dropped.
 	Outcome [][2]string
 	Dropped int64
+	// Merged and LeftOut count a job's per-rank recordings: those merged, and those left out
+	// (torn before their meta said which rank they are; each named in Warnings). Both are 0 for
+	// any other input.
+	Merged, LeftOut int
 	// Steps says how the input's steps were found: "" when it marks them (or has none to find);
 	// else how they were inferred, or why none could be (steps.Infer).
 	Steps string
@@ -256,6 +260,7 @@ func streamRanks(paths []string, opts Options, sink Sink) (*Result, error) {
 		res.Events += len(m.At())
 	}
 	res.Outcome, res.Dropped, res.Warnings = m.Outcome(), m.Dropped(), m.Warnings()
+	res.Merged, res.LeftOut = m.Ranks(), m.LeftOut()
 	return res, m.Err()
 }
 

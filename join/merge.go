@@ -305,6 +305,13 @@ func (m *Merged) Dropped() int64 {
 	return n
 }
 
+// Ranks is how many files are merged: those given, less those left out (LeftOut).
+func (m *Merged) Ranks() int { return len(m.files) }
+
+// LeftOut is how many files were left out of the job, torn before their meta said which rank
+// they are (each named in Warnings).
+func (m *Merged) LeftOut() int { return len(m.skipped) }
+
 // Warnings are the files' warnings, each naming its file.
 func (m *Merged) Warnings() []string {
 	out := append([]string(nil), m.skipped...)

@@ -487,12 +487,25 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 	case len(ranks) == 1 && res.Format == importers.FormatRecording:
 		how = "a recording, read and written again"
 	case len(ranks) > 0 && res.Format == importers.FormatRecording:
-		how = fmt.Sprintf("%d per-rank recordings merged", len(ranks))
+		how = ranksMerged(res.Merged, res.LeftOut)
 	case len(ranks) > 0:
 		how = fmt.Sprintf("%s, %d per-rank files merged", res.Importer, len(ranks))
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d events from %s (%s)\n", out, res.Events, namesOf(opts.Context).say(in), how)
 	return nil
+}
+
+// ranksMerged says how many of a job's per-rank recordings a merge took, and how many it left out
+// (torn before their meta: the warnings name them).
+func ranksMerged(merged, leftOut int) string {
+	s := fmt.Sprintf("%d per-rank recordings merged", merged)
+	if merged == 1 {
+		s = "1 per-rank recording merged"
+	}
+	if leftOut > 0 {
+		s += fmt.Sprintf(", %d left out", leftOut)
+	}
+	return s
 }
 
 // importLimits are the flags of importing a trace or an export: what it may cost, and what a step is.

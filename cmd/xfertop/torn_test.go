@@ -104,3 +104,36 @@ func TestConvertRecordingToRecording(t *testing.T) {
 		t.Errorf("the torn recording written again: exit %d\n%.300s", code, rep)
 	}
 }
+
+// convert of a job whose rank recording is torn before its meta says how many recordings it
+// merged and how many it left out, not how many it was given.
+func TestConvertCountsRanksMerged(t *testing.T) {
+	dir := t.TempDir()
+	r0, r1, r2 := filepath.Join(dir, "rank0-h-10.xfr"), filepath.Join(dir, "rank1-h-11.xfr"), filepath.Join(dir, "rank2-h-12.xfr")
+	writeRankRecording(t, r0, 0, 10, 5e9)
+	writeRankRecording(t, r1, 1, 11, 5e9)
+	writeRankRecording(t, r2, 2, 12, 5e9)
+	whole, err := os.ReadFile(r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r2, whole[:100], 0o644); err != nil { // torn in its meta chunk
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "job.xfr")
+	tests := []struct {
+		in   []string
+		want string
+	}{
+		{[]string{dir}, "(2 per-rank recordings merged, 1 left out)"},
+		{[]string{r0, r1, r2}, "(2 per-rank recordings merged, 1 left out)"},
+		{[]string{r2, r0}, "(1 per-rank recording merged, 1 left out)"},
+	}
+	for _, tc := range tests {
+		args := append(append([]string{"convert"}, tc.in...), out)
+		code, stdout, errs := runCLI(t, args...)
+		if code != exitOK || !strings.Contains(stdout, tc.want) || !strings.Contains(errs, r2+": torn tail") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, %q and the tear of %s", args, code, stdout, errs, exitOK, tc.want, r2)
+		}
+	}
+}
