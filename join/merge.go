@@ -326,28 +326,45 @@ func (m *Merged) Warnings() []string {
 	return out
 }
 
-// Outcome is how the job ended: "ended" when every rank's recording says it ended, else the first
-// outcome that differs, naming its file.
+// Outcome is how the job ended, as one recording's outcome says it: "ended" is empty when every
+// rank's recording says its run ended normally; else it is the first rank's reason for ending early
+// (or that its recording was not closed: its process died), naming the rank and its file, and how
+// many other ranks did not end normally either.
 func (m *Merged) Outcome() [][2]string {
-	var out [][2]string
+	first, others := "", 0
 	for _, f := range m.files {
-		ended := false
+		why, said := "", false
 		for _, kv := range f.r.Outcome() {
 			if kv[0] == "ended" {
-				ended = true
-				if kv[1] != "" && out == nil {
-					out = [][2]string{{"ended", f.path + ": " + kv[1]}}
-				}
+				why, said = kv[1], true
 			}
 		}
-		if !ended && out == nil {
-			out = [][2]string{{"ended", f.path + ": the recording was not closed (the rank did not finish)"}}
+		if !said {
+			why = "the recording was not closed (the rank did not finish)"
+		}
+		switch {
+		case why == "":
+		case first == "":
+			first = f.rankName() + ": " + why
+		default:
+			others++
 		}
 	}
-	if out == nil {
-		out = [][2]string{{"ended", ""}}
+	switch {
+	case others == 1:
+		first += " (and 1 other rank did not end normally)"
+	case others > 1:
+		first += fmt.Sprintf(" (and %d other ranks did not end normally)", others)
 	}
-	return out
+	return [][2]string{{"ended", first}}
+}
+
+// rankName names the file's rank and the file, or the file alone when its rank is not known.
+func (f *mergeFile) rankName() string {
+	if f.mb.Rank < 0 {
+		return f.path
+	}
+	return fmt.Sprintf("rank %d (%s)", f.mb.Rank, f.path)
 }
 
 // Close closes every file.

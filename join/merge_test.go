@@ -124,3 +124,39 @@ func TestMergeRefuses(t *testing.T) {
 		})
 	}
 }
+
+// The merge's outcome is one recording's: how the job ended, from each rank's, and the events
+// every rank's plugin dropped, summed.
+func TestMergeOutcome(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		ranks   []jointest.RankFile // Host, PID, Rank and Events are filled in
+		ended   string              // "{}" stands for the directory
+		dropped int64
+	}{
+		{"every rank ended normally", []jointest.RankFile{{}, {Dropped: 4}}, "", 4},
+		{"one ended early", []jointest.RankFile{{Dropped: 2}, {Ended: "watchdog: stuck", Dropped: 3}},
+			"rank 1 ({}/rank1.xfr): watchdog: stuck", 5},
+		{"two ended early, one not closed", []jointest.RankFile{{}, {Ended: "interrupted by SIGTERM"}, {NoOutcome: true}, {Ended: "watchdog: stuck"}},
+			"rank 1 ({}/rank1.xfr): interrupted by SIGTERM (and 2 other ranks did not end normally)", 0},
+		{"only one not closed", []jointest.RankFile{{NoOutcome: true}, {}},
+			"rank 0 ({}/rank0.xfr): the recording was not closed (the rank did not finish)", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var paths []string
+			for i, f := range c.ranks {
+				p := filepath.Join(dir, "rank"+strconv.Itoa(i)+".xfr")
+				f.Host, f.PID, f.Rank, f.Epoch = "h", 100+i, strconv.Itoa(i), 1e9
+				f.Events = jointest.RankEvents(int32(i), uint32(i), 10)
+				jointest.WriteRank(t, p, f)
+				paths = append(paths, p)
+			}
+			_, m := jointest.MergeAll(t, paths)
+			want := [][2]string{{"ended", strings.ReplaceAll(c.ended, "{}", dir)}}
+			if got := m.Outcome(); !slices.Equal(got, want) || m.Dropped() != c.dropped {
+				t.Errorf("Outcome() = %q, Dropped() = %d; want %q, %d", got, m.Dropped(), want, c.dropped)
+			}
+		})
+	}
+}

@@ -172,6 +172,13 @@ func TestAttachHeadless(t *testing.T) {
 // all-reduces of a 2-rank communicator, on the rank's own clock (its epoch on the wall clock).
 func writeRankRecording(t *testing.T, path string, rank, pid int, epoch int64) {
 	t.Helper()
+	writeRankEnded(t, path, rank, pid, epoch, "", 0)
+}
+
+// writeRankEnded writes a rank's recording as writeRankRecording does, whose run ended as ended
+// says ("" when it did not end early) and whose plugin dropped dropped events.
+func writeRankEnded(t *testing.T, path string, rank, pid int, epoch int64, ended string, dropped int64) {
+	t.Helper()
 	w, err := recordings.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -185,11 +192,22 @@ func writeRankRecording(t *testing.T, path string, rank, pid int, epoch int64) {
 	for _, err := range []error{
 		w.WriteMeta(recordings.Meta{Source: "nccl profiler plugin", Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
 			EpochUnixNs: epoch, Extra: map[string]string{"nccl.host": "h", "nccl.pid": fmt.Sprint(pid), "nccl.rank": fmt.Sprint(rank)}}),
-		w.WriteStrings(1, []string{"comm world"}), w.WriteEvents(evs), w.WriteOutcome([][2]string{{"ended", ""}}), w.Close(),
+		w.WriteStrings(1, []string{"comm world"}), w.WriteEvents(evs),
 	} {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	if dropped > 0 {
+		if err := w.WriteDropped(dropped); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteOutcome([][2]string{{"ended", ended}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

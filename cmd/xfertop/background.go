@@ -96,7 +96,7 @@ func (b *backgroundImport) run(paths []string, opts importers.Options, ps *publi
 		err = dataError(fmt.Errorf("%s: no events", strings.Join(paths, ", ")))
 	}
 	if err == nil {
-		err = ps.close()
+		err = ps.close(res)
 	}
 	if err != nil {
 		_ = ps.fail(err)

@@ -164,7 +164,7 @@ func TestRecordingSinkBatches(t *testing.T) {
 			i += size
 		}
 		grow(len(labels))
-		if err := s.close(); err != nil {
+		if err := s.close(&importers.Result{}); err != nil {
 			t.Fatal(err)
 		}
 		data, err := os.ReadFile(path)

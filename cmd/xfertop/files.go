@@ -142,7 +142,7 @@ func importToRecording(paths []string, opts importers.Options, stderr io.Writer)
 		err = dataError(fmt.Errorf("%s: no events", strings.Join(paths, ", ")))
 	}
 	if err == nil {
-		err = sink.close()
+		err = sink.close(res)
 	}
 	if err != nil {
 		_ = sink.fail(err)
@@ -476,7 +476,7 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 		err = dataError(fmt.Errorf("%s: no events", namesOf(opts.Context).say(in)))
 	}
 	if err == nil {
-		err = sink.close()
+		err = sink.close(res)
 	}
 	if err != nil {
 		_ = sink.fail(err)

@@ -198,8 +198,10 @@ func (s *recordingSink) writeChunk(evs []timeline.Event) error {
 	return nil
 }
 
-// close writes the last chunk and the labels no event uses, and ends the recording.
-func (s *recordingSink) close() error {
+// close writes the last chunk, the labels no event uses and how the input's run ended (res: a
+// recording's or a merged job's outcome and the events its recorders dropped, known only once it
+// has been read), and ends the recording.
+func (s *recordingSink) close(res *importers.Result) error {
 	if s.w == nil {
 		return nil
 	}
@@ -209,9 +211,15 @@ func (s *recordingSink) close() error {
 	if err := s.writeLabels(s.strings.Len()); err != nil {
 		return err
 	}
-	// An empty outcome: an import has no run that ended, and a time of writing (which the outcome
-	// once held) would make every conversion of the same input a different file.
-	if err := s.w.WriteOutcome(nil); err != nil {
+	if res.Dropped > 0 {
+		if err := s.w.WriteDropped(res.Dropped); err != nil {
+			return s.fail(err)
+		}
+	}
+	// A trace's or an export's outcome is empty: an import has no run that ended, and a time of
+	// writing (which the outcome once held) would make every conversion of the same input a
+	// different file.
+	if err := s.w.WriteOutcome(res.Outcome); err != nil {
 		return s.fail(err)
 	}
 	err := s.w.Close()

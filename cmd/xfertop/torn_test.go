@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -134,6 +136,50 @@ func TestConvertCountsRanksMerged(t *testing.T) {
 		code, stdout, errs := runCLI(t, args...)
 		if code != exitOK || !strings.Contains(stdout, tc.want) || !strings.Contains(errs, r2+": torn tail") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, %q and the tear of %s", args, code, stdout, errs, exitOK, tc.want, r2)
+		}
+	}
+}
+
+// A job's per-rank recordings merged into one by convert keep how the ranks' runs ended and what
+// their plugins dropped: analyze of the merged file reports the ended reason and dropped events
+// that replay and analyze of the ranks' directory report, and so does a merged file converted
+// again.
+func TestConvertRanksKeepOutcome(t *testing.T) {
+	dir := t.TempDir()
+	writeRankEnded(t, filepath.Join(dir, "rank0-h-10.xfr"), 0, 10, 5e9, "", 3)
+	writeRankEnded(t, filepath.Join(dir, "rank1-h-11.xfr"), 1, 11, 5e9, "watchdog: all_reduce op 2 waited 2.00 s", 5)
+	merged := filepath.Join(t.TempDir(), "job.xfr")
+	if code, out, errs := runCLI(t, "convert", dir, merged); code != exitOK {
+		t.Fatalf("convert %s %s: exit %d %s %s", dir, merged, code, out, errs)
+	}
+	again := filepath.Join(t.TempDir(), "again.xfr")
+	if code, out, errs := runCLI(t, "convert", merged, again); code != exitOK {
+		t.Fatalf("convert %s %s: exit %d %s %s", merged, again, code, out, errs)
+	}
+	keys := func(args ...string) map[string]any {
+		t.Helper()
+		code, out, errs := runCLI(t, args...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d %s", args, code, errs)
+		}
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return map[string]any{"ended": rep["ended"], "dropped_events": rep["dropped_events"]}
+	}
+	want := keys("replay", "--headless", "--json", dir)
+	if want["ended"] == nil || !strings.Contains(want["ended"].(string), "watchdog: all_reduce op 2 waited 2.00 s") || want["dropped_events"] != 8.0 {
+		t.Fatalf("replay of %s: %v; want rank 1's watchdog and 8 dropped events", dir, want)
+	}
+	for _, args := range [][]string{
+		{"analyze", "--json", dir},
+		{"analyze", "--json", merged},
+		{"replay", "--headless", "--json", merged},
+		{"analyze", "--json", again},
+	} {
+		if got := keys(args...); !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: %v; want %v, as replay of the ranks' directory", args, got, want)
 		}
 	}
 }

@@ -20,6 +20,11 @@ type RankFile struct {
 	Rank   string // nccl.rank as written ("-1": not known yet)
 	Epoch  int64
 	Events []timeline.Event
+	// How the rank's run ended: its Outcome's "ended" ("" when it did not end early), the events
+	// its plugin dropped, and NoOutcome for a file whose process died before writing its Outcome.
+	Ended     string
+	Dropped   int64
+	NoOutcome bool
 }
 
 // Meta is the recording meta the plugin writes for f.
@@ -50,8 +55,11 @@ func WriteRank(t testing.TB, path string, f RankFile) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = errors.Join(w.WriteMeta(f.Meta()), w.WriteStrings(1, Labels), w.WriteEvents(f.Events),
-		w.WriteOutcome([][2]string{{"ended", ""}}), w.Close())
+	err = errors.Join(w.WriteMeta(f.Meta()), w.WriteStrings(1, Labels), w.WriteEvents(f.Events), w.WriteDropped(f.Dropped))
+	if !f.NoOutcome {
+		err = errors.Join(err, w.WriteOutcome([][2]string{{"ended", f.Ended}}))
+	}
+	err = errors.Join(err, w.Close())
 	if err != nil {
 		t.Fatal(err)
 	}
