@@ -59,6 +59,7 @@ func (a *Analyzer) StartAt(t int64) {
 	a.diag = diagnosis.New(a.meta.GPUsPerHost)
 	a.comms.seen = recordsComms(a.meta)
 	a.comms.from = a.from
+	a.colls.from = a.from
 }
 
 // Meta returns the description the analyzer was made with.

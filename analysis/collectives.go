@@ -46,6 +46,7 @@ type collStats struct {
 // straggler is the rank that started measurably last, late by its start − the median start (as at
 // barriers: none when the ranks started together).
 type collectives struct {
+	from   int64 // the analysis covers the stream from this time on (Analyzer.StartAt)
 	open   openSet[collInst]
 	rows   map[collKey]*collStats
 	late   stragglers
@@ -168,13 +169,29 @@ type Collectives struct {
 	// more (stragglers: after the median rank and after every other): how often, and how late after
 	// the median rank's start (p50), most often first. Empty when no rank ever started late.
 	Stragglers []Straggler `json:"stragglers"`
-	// Open counts instances still waiting for ranks; Incomplete those given up.
+	// Open counts instances still waiting for ranks; Incomplete those given up past the bound on
+	// open instances. Cut counts the open ones begun before the analysis starts (a replay from T):
+	// their other ranks' parts may have ended before T, unseen, rather than never.
 	Open       int   `json:"open"`
 	Incomplete int64 `json:"incomplete"`
+	Cut        int   `json:"cut"`
 }
+
+// Unreported is how many instances some rank never reported, once the stream has ended (the
+// report's collectives_incomplete): those given up past the bound, and those still open at the
+// end (one file of a two-rank NCCL Inspector log, a job killed mid-collective), but for those cut
+// by the analysis's start. Before the end, an open instance may still hear from its other ranks.
+func (c Collectives) Unreported() int64 { return c.Incomplete + int64(c.Open-c.Cut) }
 
 func (c *collectives) result() Collectives {
 	out := Collectives{Rows: []Collective{}, Stragglers: c.late.result(), Open: c.open.len(), Incomplete: c.open.given}
+	if c.from > 0 {
+		for _, in := range c.open.byOp {
+			if in.start < c.from {
+				out.Cut++
+			}
+		}
+	}
 	for k, s := range c.rows {
 		row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
 			TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs),

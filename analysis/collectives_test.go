@@ -306,3 +306,37 @@ func TestCollectiveStragglers(t *testing.T) {
 		}
 	}
 }
+
+// An instance some rank never reported by the stream's end (one file of a two-rank Inspector log)
+// is counted unreported, with those given up past the bound; one begun before the analysis starts
+// (a replay from T) is not: its other ranks' parts may have ended before T, unseen.
+func TestCollectiveUnreportedAtEnd(t *testing.T) {
+	twoRanks := instance(timeline.CollAllReduce, 1, []int64{100, 110}, []int64{500, 510}, 1<<20)
+	tests := []struct {
+		name       string
+		from       int64
+		evs        []timeline.Event
+		rows, open int
+		unreported int64
+	}{
+		{"every rank reported", 0, twoRanks, 1, 0, 0},
+		{"rank 1 never reported", 0, twoRanks[:1], 0, 1, 1},
+		{"two instances, one rank each", 0, []timeline.Event{collEv(timeline.CollAllGather, 2, 0, 2, 100, 200, 64),
+			collEv(timeline.CollAllGather, 2, 1, 3, 300, 400, 64)}, 0, 2, 2},
+		{"rank 0's part ended before the start", 505, twoRanks[1:], 0, 1, 0},
+		{"begun after the start, rank 1 missing", 50, twoRanks[:1], 0, 1, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := New(timeline.Meta{})
+			a.StartAt(tc.from)
+			for i := range tc.evs {
+				a.Emit(&tc.evs[i])
+			}
+			c := a.Result(timeline.NewStrings()).Collectives
+			if len(c.Rows) != tc.rows || c.Open != tc.open || c.Unreported() != tc.unreported {
+				t.Errorf("rows, open, Unreported() = %d, %d, %d; want %d, %d, %d", len(c.Rows), c.Open, c.Unreported(), tc.rows, tc.open, tc.unreported)
+			}
+		})
+	}
+}

@@ -210,6 +210,9 @@ func statsGBps(s analysis.Stats) string {
 
 func collectivesText(b *strings.Builder, r *Report) {
 	if len(r.Collectives) == 0 {
+		if r.CollIncomplete > 0 { // no instance complete: what is known is that some were not
+			fmt.Fprintf(b, "\nCollectives: none complete; %s never heard from every rank (not counted)\n", units.Counted(r.CollIncomplete, "collective"))
+		}
 		return
 	}
 	b.WriteString("\nCollectives (nccl-tests algbw/busbw, per instance: last rank end − first rank start):\n")

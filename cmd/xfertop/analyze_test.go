@@ -322,3 +322,33 @@ func TestAnalyzeHeadless(t *testing.T) {
 		}
 	}
 }
+
+// NCCL Inspector logs of which some rank's records are missing (one file of a two-rank log): the
+// collectives whose other rank never reported are counted incomplete when the input ends, in the
+// JSON and the text alike, rather than vanishing from both.
+func TestAnalyzeInspectorRankMissing(t *testing.T) {
+	dir := filepath.Join("..", "..", "importers", "inspector", "testdata", "v2.28")
+	one := filepath.Join(dir, "node0-pid1000.log")
+	for _, tc := range []struct {
+		in         []string
+		incomplete int
+		rows       int
+		text       string // what the text says of them; "" for nothing
+	}{
+		{[]string{dir}, 0, 2, ""},
+		{[]string{one}, 2, 0, "Collectives: none complete; 2 collectives never heard from every rank (not counted)"},
+	} {
+		code, out, errs := runCLI(t, append([]string{"analyze", "--json"}, tc.in...)...)
+		var rep struct {
+			Collectives []json.RawMessage `json:"collectives"`
+			Incomplete  *int              `json:"collectives_incomplete"`
+		}
+		if code != exitOK || json.Unmarshal([]byte(out), &rep) != nil || rep.Incomplete == nil || *rep.Incomplete != tc.incomplete || len(rep.Collectives) != tc.rows {
+			t.Errorf("analyze --json %v: exit %d, %d rows, collectives_incomplete %v; want %d, %d rows, %d\n%s", tc.in, code, len(rep.Collectives), rep.Incomplete, exitOK, tc.rows, tc.incomplete, errs)
+		}
+		code, out, _ = runCLI(t, append([]string{"analyze"}, tc.in...)...)
+		if says := strings.Contains(out, "never heard from every rank"); code != exitOK || says != (tc.text != "") || !strings.Contains(out, tc.text) {
+			t.Errorf("analyze %v: exit %d; want the text to say %q\n%s", tc.in, code, tc.text, out)
+		}
+	}
+}
