@@ -67,6 +67,9 @@ func TestDuplicateInputsRefused(t *testing.T) {
 		{"convert: a directory and a rank in it", []string{"convert", ranks, r0, filepath.Join(dir, "out.xfr")}, []string{r0 + " is given twice"}},
 		{"flight recorder: a directory and a dump in it", []string{"analyze", fr, filepath.Join(fr, "nccl_trace_rank_0")}, []string{"nccl_trace_rank_0 is given twice"}},
 		{"ras: one document twice", []string{"analyze", ras, ras}, []string{ras + " is given twice"}},
+		{"whatif: one trace twice", []string{"whatif", "--headless", kin, kin}, []string{kin + " is given twice"}},
+		{"whatif: a copy", []string{"whatif", "--headless", kin, kinCopy}, []string{kinCopy + " holds the same bytes as " + kin}},
+		{"whatif: a rank's recording copied", []string{"whatif", "--headless", r0, c0}, []string{c0 + " holds the same bytes as " + r0}},
 		{"inspector: a directory and a log in it", []string{"analyze", insp, filepath.Join(insp, "node0-pid1000.log")}, []string{"node0-pid1000.log is given twice"}},
 	}
 	for _, tc := range tests {

@@ -36,7 +36,8 @@ Exit status:
   1    runtime failure (I/O, the backend; a recording that cannot be created or written, e.g. a full disk)
   2    usage error (flags, arguments, scenario, knobs; an input file that does not exist or is a directory)
   3    a watchdog alert or a deadlock ended the run (the report says which)
-  4    bad input data (a corrupt or unreadable recording, a malformed trace, an input without events)
+  4    bad input data (a corrupt or unreadable recording, a malformed trace, an input without events,
+       an input given twice)
   5    with --otlp-required: the OTLP export failed (spans or metric points did not reach the collector);
        without it a failed export is a warning on standard error and the status is that of the run
   130  interrupted (SIGINT, SIGTERM or SIGHUP): the report of what ran is printed and the recording closed

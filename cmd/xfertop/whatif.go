@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,9 +91,6 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	source := strings.Join(pos, ", ")
-	if err := distinctInputs(pos); err != nil {
-		return err
-	}
 	// A first pass finds the steps (the windows the replay is cut into) and the kernels' mean
 	// durations; the second replays the trace a window at a time, holding about two steps.
 	first, err := planInput(ctx, pos, o.limits, true, stderr)
@@ -348,25 +344,6 @@ type wholeInput struct {
 	header    *importers.Header
 	events    []timeline.Event
 	stepsFrom string // how the steps were found, when the input marks none (importers.Result.Steps)
-}
-
-// distinctInputs refuses a file given twice (by another name too): it would be replayed as two
-// ranks of one job.
-func distinctInputs(paths []string) error {
-	infos := make([]os.FileInfo, len(paths))
-	for i, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			continue // reading it says what is wrong
-		}
-		for j := range i {
-			if infos[j] != nil && os.SameFile(infos[j], fi) {
-				return usageError("%s: given twice (as %s too): each trace is one rank of the job; give each once", p, paths[j])
-			}
-		}
-		infos[i] = fi
-	}
-	return nil
 }
 
 // farApart is how the trace importers say an event lies more than a day from the others (left out).
