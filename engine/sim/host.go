@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"unsafe"
+
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -98,6 +100,11 @@ func (s *Sim) hostStep(hi int32) {
 			// The common command, copied once (a command is some 300 bytes).
 			h.cur, h.busy = *next, true
 			s.popCmd(&h.q)
+			if !h.q.empty() {
+				// The next command is read when this one's launch is over, thousands of items
+				// later; queued with the whole step, it is long out of the caches by now.
+				prefetch(unsafe.Pointer(h.q.front()))
+			}
 			s.at(s.now+s.launchCost(&h.cur.Op)+s.launchDelay(hi), evHostDone, hi, 0)
 			return
 		}

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"unsafe"
+
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -122,6 +124,11 @@ func (s *Sim) streamKick(sid engine.StreamID) {
 	for st.running < 0 && st.head < len(st.q) {
 		oi := st.q[st.head]
 		st.running = oi
+		if st.head+1 < len(st.q) {
+			// The stream's next op starts when this one ends; queued with its step, long
+			// before, its slot is out of the caches by now.
+			prefetch(unsafe.Pointer(s.op(st.q[st.head+1])))
+		}
 		if s.startOp(oi) {
 			s.finish(oi, false)
 		}

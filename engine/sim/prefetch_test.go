@@ -1,0 +1,26 @@
+package sim
+
+import (
+	"reflect"
+	"testing"
+	"unsafe"
+)
+
+// TestPrefetchChangesNothing: prefetch is a hint. Given the last command of a block, whose three
+// lines reach past the end of the allocation (and possibly onto an unmapped page), it neither
+// faults nor writes.
+func TestPrefetchChangesNothing(t *testing.T) {
+	b := make([]hostCmd, cmdBlock)
+	for i := range b {
+		b[i] = hostCmd{Kind: 3, Op: opSpec{Bytes: int64(i), Stream: 7}, Event: 9}
+	}
+	want := append([]hostCmd(nil), b...)
+	for i := range b {
+		prefetch(unsafe.Pointer(&b[i]))
+	}
+	for i := range b {
+		if !reflect.DeepEqual(b[i], want[i]) {
+			t.Fatalf("command %d after prefetch = %+v; want %+v", i, b[i], want[i])
+		}
+	}
+}
