@@ -27,7 +27,7 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	hosts := fs.Int("hosts", 0, "hosts of the topology (0: the topology's own)")
 	steps := fs.Int("steps", 4, "steps per run (at least 3)")
 	seed := fs.Int64("seed", 1, "the first trial's seed; trial i uses seed+i")
-	kinds := fs.String("kinds", "", "fault kinds to draw from, comma-separated (default: all the simulator models; fabric_slow where the topology has more than one rail group)")
+	kinds := fs.String("kinds", "", "fault kinds to draw from, comma-separated (default: all the simulator models, fabric_slow where the topology has more than one rail group, less the kinds the scenario cannot show there; a kind named here is drawn all the same)")
 	verbose := fs.Bool("v", false, "print each trial as it ends")
 	if err := parseFlags(fs, args); err != nil {
 		return flagError(fs, err, stdout)

@@ -35,3 +35,22 @@ func TestDiagnoseHangAndUnshown(t *testing.T) {
 		t.Errorf("output:\n%s\nwant the line %q", out, want)
 	}
 }
+
+// The help says what the campaign draws by default: the kinds a scenario cannot show are left
+// out of it, and a quarter of the trials are healthy runs.
+func TestDiagnoseHelpDefaults(t *testing.T) {
+	code, out, errs := runCLI(t, "diagnose", "--help")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	help := strings.Join(strings.Fields(out+errs), " ")
+	for _, want := range []string{
+		"less the kinds the scenario cannot show there",
+		"a quarter of the trials, at least 1",
+		`(default "llm-train")`, `(default "h100x8x4")`, "(default 4)",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("diagnose --help:\n%s\nwant %q", out+errs, want)
+		}
+	}
+}
