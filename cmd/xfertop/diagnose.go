@@ -12,6 +12,7 @@ import (
 	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/engine/topology"
 	"github.com/xfertop/xfertop/scenario"
+	"github.com/xfertop/xfertop/units"
 )
 
 // diagnoseCmd runs a diagnosis campaign: healthy runs and runs with one random fault each, scored
@@ -141,5 +142,5 @@ func describe(t *campaign.Trial, gph int) string {
 	if t.Fault != nil {
 		score = fmt.Sprintf(" culprit=%v kind=%v detectable=%v steps=%d", t.Culprit, t.KindRight, t.Detectable, t.LatencySteps)
 	}
-	return fmt.Sprintf("seed %d: %s -> %s (%d findings)%s", t.Seed, what, top, len(t.Findings), score)
+	return fmt.Sprintf("seed %d: %s -> %s (%s)%s", t.Seed, what, top, units.Counted(len(t.Findings), "finding"), score)
 }
