@@ -212,7 +212,7 @@ const partialWhy = "(kernels' and NCCL ops' memory traffic, and ops of unknown s
 func linkCell(d analysis.DeviceLinks, link analysis.Link) string {
 	n := linkBytes(d, link)
 	switch {
-	case !d.Partial[link]:
+	case d.Known(link):
 		return units.Bytes(n)
 	case n == 0:
 		return units.Unknown

@@ -465,6 +465,12 @@ func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm *analysis.D
 		if !t.fr.Live {
 			r = 0 // the source has ended: nothing moves now, whatever the last bucket held
 		}
+		if !ds.Known(l) {
+			// Part of the link's bytes are in no source (the report's "≥" or "—"): its rate now is
+			// unknown, not the part counted.
+			line += st.MutedOn + fmt.Sprintf("%*s", t.cell, units.Unknown) + st.MutedOff
+			continue
+		}
 		sum += r
 		p := t.fr.Meta.LinkPeaks[l]
 		txt := units.Unknown // no peak known for this link: a share of it is unknown
