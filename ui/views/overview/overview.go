@@ -26,7 +26,7 @@ type Model struct {
 	padded   paddedDevices
 	times    deviceTimes
 	list     widget.List
-	filter   widget.Filter // devices by id, host (h76) or idle cause
+	filter   widget.Filter // devices by id, host (h76: exactly) or idle cause
 	worst    bool          // devices sorted most idle first, rather than by id
 	expanded map[int]bool  // rolled up, the hosts shown GPU by GPU
 	// As last drawn: the rows, and whether they outnumbered the lines (the list then scrolls, and
@@ -48,7 +48,7 @@ type devRow struct {
 
 // New returns the overview over fr.
 func New(fr *widget.Frame) *Model {
-	return &Model{Base: widget.Base{Fr: fr}, expanded: map[int]bool{}, filter: widget.NewFilter("device, host (h76) or idle cause")}
+	return &Model{Base: widget.Base{Fr: fr}, expanded: map[int]bool{}, filter: widget.NewFilter("device, host (h76: that host alone) or idle cause")}
 }
 
 // Capturing reports whether the filter is being typed.
@@ -101,7 +101,7 @@ func (m *Model) ShortHelp() []key.Binding {
 	k := m.Fr.Keys
 	sort := k.Sort
 	sort.SetHelp("s", "most idle first")
-	keys := append([]key.Binding{sort}, m.filter.Keys(k)...)
+	keys := append([]key.Binding{sort}, hostFilterKeys(m.filter.Keys(k))...)
 	keys = append(keys, k.Up, k.Down)
 	if m.overflow {
 		keys = append(keys, k.PageUp, k.PageDown, k.Top, k.Bottom)
@@ -236,7 +236,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	m.rows = m.layoutRows(m.rows[:0], devs, times, gpus)
 	if m.filter.Value() != "" {
 		m.rows = slices.DeleteFunc(m.rows, func(r devRow) bool {
-			return !m.filter.Match(fmt.Sprint(devs[r.dev].Device), fmt.Sprintf("h%d", r.host), idleCause(times[r.dev]))
+			return !m.filter.MatchHost(r.host, fmt.Sprint(devs[r.dev].Device), idleCause(times[r.dev]))
 		})
 	}
 	m.overflow = len(m.rows) > lines
@@ -624,4 +624,12 @@ func (m *Model) telemetry() string {
 	}
 	m.tele = teleCache{first: &tel[0], n: len(tel), w: m.W, text: b.String()}
 	return m.tele.text
+}
+
+// hostFilterKeys says in help that the filter takes a host's name as that host alone.
+func hostFilterKeys(ks []key.Binding) []key.Binding {
+	if len(ks) > 0 {
+		ks[0].SetHelp("/", "filter (h1: host 1)")
+	}
+	return ks
 }
