@@ -439,9 +439,15 @@ func (t *deviceTable) head() string {
 	}
 	head += fmt.Sprintf("%*s", colTotal, "GB/s")
 	if t.histW >= 8 {
-		head += "  last " + units.Dur(int64(t.histW)*analysis.BucketNs)
+		head += "  last " + units.Dur(t.histSpan())
 	}
 	return head
+}
+
+// histSpan is the time the sparklines cover: their width in buckets, or the buckets since the
+// start when the run is younger (a 1.55 s run's history is not "the last 4.40 s").
+func (t *deviceTable) histSpan() int64 {
+	return min(int64(t.histW), max(t.bucket+1, 0)) * analysis.BucketNs
 }
 
 // row draws one device: its time split (unknown without a span), its streams' top idle cause,
