@@ -1,6 +1,8 @@
 package findings
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/analysis/diagnosis"
@@ -22,6 +24,26 @@ func TestJump(t *testing.T) {
 		j, ok := Jump(&c.f, 8)
 		if ok != c.ok || (ok && (j.Device != c.dev || j.Time != c.t || j.Dur != c.dur || j.Stream != 0)) {
 			t.Errorf("%+v: jump %+v %v; want device %d at %d for %d (%v)", c.f, j, ok, c.dev, c.t, c.dur, c.ok)
+		}
+	}
+}
+
+// A culprit longer than its column is cut to it with "…", so that first seen, found and conf stay
+// under their headings, whatever the culprit's length.
+func TestRowColumns(t *testing.T) {
+	head := fmt.Sprintf("%-13s %-*s %10s %10s %6s  %s", "kind", colCulprit, "culprit", "first seen", "found", "conf", "evidence")
+	conf := strings.Index(head, "conf") + len("conf")
+	for _, f := range []diagnosis.Finding{
+		{Kind: diagnosis.SlowGPU, Rank: 19, Host: 2, Onset: 1e9, At: 1.3e9, Confidence: 0.9},
+		{Kind: diagnosis.Hang, Rank: -1, Host: 12, Onset: 1.2e9, At: 2.2e9, Confidence: 0.125,
+			Stuck: []int32{96, 97, 98, 99, 100, 101, 102, 103}, StuckN: 8},
+	} {
+		r := row(&f, 8)
+		if got := []rune(r); len(got) < conf || got[conf-1] != '%' {
+			t.Errorf("%s: conf not under its heading:\n%s\n%s", f.Culprit(8), head, r)
+		}
+		if c := f.Culprit(8); len([]rune(c)) > colCulprit && !strings.Contains(r, "…") {
+			t.Errorf("a culprit of %d characters is not cut: %s", len([]rune(c)), r)
 		}
 	}
 }
