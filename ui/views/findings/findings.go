@@ -119,6 +119,9 @@ func (v *Model) View() string {
 	}
 	if sel := v.list.Selected(); sel < len(shown) {
 		b.WriteString("\n" + ansi.Wordwrap(fs[shown[sel]].String(gph), v.W, " ") + "\n")
+		if w := trimmedNote(&fs[shown[sel]], fr); w != "" {
+			b.WriteString(st.Warn.Render(ansi.Wordwrap(w, v.W, " ")) + "\n")
+		}
 	}
 	if v.filter.Shown() {
 		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %s", len(shown), units.Counted(len(fs), "finding"))) + "\n")
@@ -136,4 +139,20 @@ func row(f *diagnosis.Finding, gph int) string {
 	culprit := ansi.Truncate(f.Culprit(gph), colCulprit, "…")
 	return fmt.Sprintf("%-13s %s %10s %10s %5.0f%%  %s", f.Kind, culprit+strings.Repeat(" ", colCulprit-ansi.StringWidth(culprit)),
 		units.Dur(f.Onset), units.Dur(f.At), 100*f.Confidence, f.Evidence)
+}
+
+// trimmedNote says, before enter is pressed, when the events of a finding's onset have been
+// trimmed from the console's memory (--window): the timeline would show its culprit's rows empty
+// there. "" when they are still held.
+func trimmedNote(f *diagnosis.Finding, fr *widget.Frame) string {
+	sn := fr.Snap
+	if sn == nil || sn.Trimmed == 0 || sn.Total == sn.Base {
+		return ""
+	}
+	held := sn.At(sn.Base).Start
+	if f.Onset >= held {
+		return ""
+	}
+	return fmt.Sprintf("its evidence from %s was trimmed from memory (events held from %s on): enter shows the culprit's rows empty there; a larger --window, or record and replay, keeps it",
+		units.Dur(f.Onset), units.Dur(held))
 }

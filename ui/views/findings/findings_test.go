@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/xfertop/xfertop/analysis/diagnosis"
+	xtimeline "github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/widget"
 )
 
 // Enter on a finding shows its culprit: the rank's device from onset to finding, a link placed
@@ -45,5 +47,26 @@ func TestRowColumns(t *testing.T) {
 		if c := f.Culprit(8); len([]rune(c)) > colCulprit && !strings.Contains(r, "…") {
 			t.Errorf("a culprit of %d characters is not cut: %s", len([]rune(c)), r)
 		}
+	}
+}
+
+// A finding whose onset is older than the oldest event the window holds says so before enter
+// (the timeline would show its culprit's rows empty); one whose events are held says nothing.
+func TestTrimmedNote(t *testing.T) {
+	win := xtimeline.NewWindow(1, nil) // the smallest window: the older events are trimmed
+	for i := range int64(100_000) { // beyond the window's least (a few chunks)
+		win.Emit(&xtimeline.Event{Kind: xtimeline.KindKernel, Device: 1, Start: i * 1e6, End: i*1e6 + 5e5})
+	}
+	snap := win.Snapshot()
+	if snap.Trimmed == 0 {
+		t.Fatal("the window trimmed nothing")
+	}
+	fr := &widget.Frame{Snap: &snap}
+	held := snap.At(snap.Base).Start
+	if w := trimmedNote(&diagnosis.Finding{Onset: held - 1e6}, fr); !strings.Contains(w, "trimmed from memory") {
+		t.Errorf("onset before the events held: %q", w)
+	}
+	if w := trimmedNote(&diagnosis.Finding{Onset: held}, fr); w != "" {
+		t.Errorf("onset held: %q", w)
 	}
 }
