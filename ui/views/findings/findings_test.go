@@ -54,7 +54,7 @@ func TestRowColumns(t *testing.T) {
 // (the timeline would show its culprit's rows empty); one whose events are held says nothing.
 func TestTrimmedNote(t *testing.T) {
 	win := xtimeline.NewWindow(1, nil) // the smallest window: the older events are trimmed
-	for i := range int64(100_000) { // beyond the window's least (a few chunks)
+	for i := range int64(100_000) {    // beyond the window's least (a few chunks)
 		win.Emit(&xtimeline.Event{Kind: xtimeline.KindKernel, Device: 1, Start: i * 1e6, End: i*1e6 + 5e5})
 	}
 	snap := win.Snapshot()
