@@ -29,7 +29,9 @@ type Alert struct {
 // AlertRoot is the rank (and host, -1 when not known) the diagnosis names as the root of a hang,
 // and its finding on one line.
 type AlertRoot struct {
-	Rank int32 `json:"rank"`
+	// Rank is the root's rank; null where it is a group of ranks (the ranks stuck inside a
+	// collective, which of them holds it unknown) that Culprit names.
+	Rank *int32 `json:"rank"`
 	// Host is the rank's host; null where the job's layout is not known.
 	Host    *int32 `json:"host"`
 	Culprit string `json:"culprit"` // "rank 10 (host 1 GPU 2)"
@@ -83,8 +85,14 @@ func quoteRoots(as []Alert, d *diagnosis.Diagnosis, gpusPerHost int) {
 		if as[i].Kind != "watchdog" {
 			continue
 		}
-		if f, ok := d.RootOf(as[i].Op); ok && f.Rank >= 0 {
-			as[i].Root = &AlertRoot{Rank: f.Rank, Culprit: f.Culprit(gpusPerHost), Finding: f.String(gpusPerHost)}
+		// A root that is no one rank (ranks stuck inside a collective: mode=in) is quoted too:
+		// without it the alert names only the peer the op waited for.
+		if f, ok := d.RootOf(as[i].Op); ok {
+			as[i].Root = &AlertRoot{Culprit: f.Culprit(gpusPerHost), Finding: f.String(gpusPerHost)}
+			if f.Rank >= 0 {
+				r := f.Rank
+				as[i].Root.Rank = &r
+			}
 			if h := f.Host; h >= 0 && gpusPerHost > 0 {
 				as[i].Root.Host = &h
 			}

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/json"
 	"math"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -336,4 +337,32 @@ func round2(x float64) float64 {
 		return -round2(-x)
 	}
 	return float64(int64(x*100+0.5)) / 100
+}
+
+// Ran reports whether the device ran anything the breakdown could measure: a device of the job
+// that ran nothing (a rank hung before its first op) has a row of unknown figures, not zeros.
+func (d DeviceTime) Ran() bool { return d.SpanNs > 0 || d.BusyNs > 0 }
+
+// MarshalJSON writes a device that ran nothing with its figures null (unknown), not 0.
+func (d DeviceTime) MarshalJSON() ([]byte, error) {
+	type plain DeviceTime // without the method
+	if d.Ran() {
+		return json.Marshal(plain(d))
+	}
+	return json.Marshal(struct {
+		Device     int32    `json:"device"`
+		SpanNs     *int64   `json:"span_ns"`
+		BusyNs     *int64   `json:"busy_ns"`
+		IdleNs     *int64   `json:"idle_ns"`
+		ComputeNs  *int64   `json:"compute_ns"`
+		NonCompNs  *int64   `json:"non_compute_ns"`
+		CommNs     *int64   `json:"comm_ns"`
+		OverlapNs  *int64   `json:"overlap_ns"`
+		IdlePct    *float64 `json:"idle_pct"`
+		ComputePct *float64 `json:"compute_pct"`
+		NonCompPct *float64 `json:"non_compute_pct"`
+		OverlapPct *float64 `json:"overlap_pct"`
+		LateNs     *int64   `json:"late_ns"`
+		IdleCause  *string  `json:"idle_cause"`
+	}{Device: d.Device})
 }

@@ -297,6 +297,13 @@ type DeviceLinks struct {
 	hist *histRing                // the history as of the result: never written once handed out
 }
 
+// Known reports whether the device's figures on link are whole: false where part of its bytes are
+// in no source (Partial), where the report writes "≥ N" or "—". A rate or share of peak on such a
+// link is unknown, not the part counted: the console and the report follow this one rule.
+func (d *DeviceLinks) Known(link Link) bool {
+	return link >= 0 && link < NumLinks && !d.Partial[link]
+}
+
 // Bytes returns the bytes counted on link, both directions.
 func (d *DeviceLinks) Bytes(link Link) int64 {
 	if link < 0 || link >= NumLinks {

@@ -260,6 +260,10 @@ type Steps struct {
 	P99Ns   *int64 `json:"p99_ns"`
 	SetupNs int64  `json:"setup_ns"`
 	LastNs  *int64 `json:"last_ns"`
+	// SteadyMeanNs is the mean of the steps after the first (the first, even without its setup,
+	// runs colder: caches, a pipeline filling); nil with none after it. A comparison's verdict
+	// rests on it, not on a mean that one shorter first step can move.
+	SteadyMeanNs *int64 `json:"steady_mean_ns"`
 }
 
 func (s *steps) result() Steps {
@@ -272,6 +276,10 @@ func (s *steps) result() Steps {
 	first := f.first.End - f.first.Start - out.SetupNs
 	q := &f.durs
 	q.Add(float64(first))
+	if f.count > 1 {
+		steady := f.sum / (f.count - 1)
+		out.SteadyMeanNs = &steady
+	}
 	mean := (f.sum + first) / f.count
 	last := f.last.End - f.last.Start
 	if f.last == f.first {

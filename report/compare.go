@@ -68,7 +68,14 @@ type Comparison struct {
 	NoiseFloorPct *float64 `json:"noise_floor_pct,omitempty"`
 	NoiseFloorWhy string   `json:"noise_floor_why,omitempty"`
 	Verdict       string   `json:"verdict,omitempty"`
+	// SteadyStepsA and SteadyStepsB are each run's steps after the first, the steps SteadyRow is
+	// of: the verdict wants two or more in each.
+	SteadyStepsA, SteadyStepsB int64 `json:"-"`
 }
+
+// SteadyRow is the name of the row of the mean step time after the first step: the comparison's
+// verdict rests on it (a shorter first step alone, warming up, moves the plain mean).
+const SteadyRow = "step time mean after the first"
 
 func ns(p *int64) *float64 {
 	if p == nil {
@@ -114,6 +121,10 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 	add(row("steps", "step time p50", UnitNs, ns(a.Steps.P50Ns), ns(b.Steps.P50Ns), true))
 	add(row("steps", "step time mean", UnitNs, ns(a.Steps.MeanNs), ns(b.Steps.MeanNs), true))
 	add(row("steps", "step time p99", UnitNs, ns(a.Steps.P99Ns), ns(b.Steps.P99Ns), true))
+	if a.Steps.Count > 0 || b.Steps.Count > 0 {
+		add(row("steps", SteadyRow, UnitNs, ns(a.Steps.SteadyMeanNs), ns(b.Steps.SteadyMeanNs), true))
+		c.SteadyStepsA, c.SteadyStepsB = max(a.Steps.Count-1, 0), max(b.Steps.Count-1, 0)
+	}
 	for _, k := range timeline.TransferKinds {
 		ka, kb := a.Transfers.ByKind[k], b.Transfers.ByKind[k]
 		if ka.Count == 0 && kb.Count == 0 {

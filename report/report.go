@@ -163,11 +163,35 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		Telemetry: res.Telemetry, ProfilerCost: res.ProfilerCost,
 		Findings: findings(res.Findings, m.GPUsPerHost), Warnings: run.Warnings}
 	gaps := res.StreamIdle
-	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: res.Breakdown.Devices,
+	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: everyDevice(res.Breakdown.Devices, m.Devices),
 		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)],
 		InSteps: res.Breakdown.InSteps}
 	r.Overlap.CommComputePct = res.Breakdown.OverlapPct
 	return r
+}
+
+// everyDevice is the breakdown's rows (by device id, of the devices that ran something) with a row
+// of unknown figures for each other device of the job's n: a rank hung before its first op, often
+// the culprit, is listed as unknown (as the console's overview lists it), not left out.
+func everyDevice(devs []analysis.DeviceTime, n int) []analysis.DeviceTime {
+	if len(devs) >= n {
+		return devs
+	}
+	out := make([]analysis.DeviceTime, 0, n)
+	k := 0
+	for d := range int32(min(n, analysis.MaxDevices)) {
+		for k < len(devs) && devs[k].Device < d {
+			out = append(out, devs[k]) // ids beyond the order: kept as they come
+			k++
+		}
+		if k < len(devs) && devs[k].Device == d {
+			out = append(out, devs[k])
+			k++
+			continue
+		}
+		out = append(out, analysis.DeviceTime{Device: d})
+	}
+	return append(out, devs[k:]...)
 }
 
 // EndedRoot is the root of the hang whose watchdog alert ended the run, as the diagnosis names it

@@ -74,6 +74,11 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "device\tspan\tidle\tidle %\tcompute %\tnon-compute %\toverlap %\t")
 		for _, d := range ds {
+			if !d.Ran() {
+				u := units.Unknown
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Device, u, u, u, u, u, u)
+				continue
+			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t\n", d.Device, units.Dur(d.SpanNs), units.Dur(d.IdleNs), d.IdlePct, d.ComputePct, d.NonCompPct, pctNum(d.OverlapPct))
 		}
 		tw.Flush()
@@ -84,12 +89,21 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 		return
 	}
 	fmt.Fprintf(b, "%s, across %d devices (--per-device lists each):\n", head, len(devs))
+	var unran []analysis.DeviceTime
 	col := func(f func(d analysis.DeviceTime) float64) []float64 {
 		out := make([]float64, len(devs))
 		for i, d := range devs {
-			out[i] = f(d)
+			out[i] = math.NaN() // ran nothing: unknown, out of the spread
+			if d.Ran() {
+				out[i] = f(d)
+			}
 		}
 		return out
+	}
+	for _, d := range devs {
+		if !d.Ran() {
+			unran = append(unran, d)
+		}
 	}
 	writeSpreads(b, []spreadRow{
 		{"span", col(func(d analysis.DeviceTime) float64 { return float64(d.SpanNs) }), fmtDur},
@@ -104,6 +118,10 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 			return *d.OverlapPct
 		}), fmtPct},
 	})
+	if len(unran) > 0 {
+		fmt.Fprintf(b, "%s nothing, figures unknown:\n", units.Counted(len(unran), "device ran", "devices ran"))
+		rowsOf(unran[:min(len(unran), o.top())])
+	}
 	worst := MostIdle(devs, o.top())
 	fmt.Fprintf(b, "The %d devices most idle (idle %% of their span, highest first; --top N lists more):\n", len(worst))
 	rowsOf(worst)
@@ -113,7 +131,7 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 // in device order: the devices the text report lists, and the console's cluster view's worst
 // GPUs by idle %.
 func MostIdle(devs []analysis.DeviceTime, k int) []analysis.DeviceTime {
-	s := slices.Clone(devs)
+	s := slices.DeleteFunc(slices.Clone(devs), func(d analysis.DeviceTime) bool { return !d.Ran() }) // unknown: never among the worst
 	slices.SortStableFunc(s, func(a, b analysis.DeviceTime) int {
 		return cmp.Or(cmp.Compare(b.IdlePct, a.IdlePct), cmp.Compare(a.Device, b.Device))
 	})
@@ -212,7 +230,7 @@ const partialWhy = "(kernels' and NCCL ops' memory traffic, and ops of unknown s
 func linkCell(d analysis.DeviceLinks, link analysis.Link) string {
 	n := linkBytes(d, link)
 	switch {
-	case !d.Partial[link]:
+	case d.Known(link):
 		return units.Bytes(n)
 	case n == 0:
 		return units.Unknown

@@ -92,11 +92,30 @@ func (c *Comparison) SetNoiseFloor(pct float64, why string) {
 		}
 	}
 	var step *Row
+	steps := false // the runs have steps: the verdict is on the steps after the first
 	for i := range c.Rows {
 		r := &c.Rows[i]
-		if r.A != nil && r.B != nil && (r.Name == "step time mean" || step == nil && r.Name == "length per step") {
+		if r.Name == SteadyRow { // added where a run has steps
+			steps = true
+			if r.A != nil && r.B != nil {
+				step = r
+			}
+		}
+	}
+	for i := range c.Rows {
+		if r := &c.Rows[i]; !steps && step == nil && r.A != nil && r.B != nil && r.Name == "length per step" {
 			step = r
 		}
+	}
+	switch {
+	case steps && (c.SteadyStepsA < 2 || c.SteadyStepsB < 2):
+		// One step after the first has no spread to weigh a difference against, and the first
+		// alone (warming up) is not the run's step time.
+		c.Verdict = fmt.Sprintf("no verdict: fewer than two steps after the first (A %d, B %d); run more steps", c.SteadyStepsA, c.SteadyStepsB)
+		return
+	case steps && step == nil:
+		c.Verdict = "no verdict: a run's step time after the first step is unknown"
+		return
 	}
 	if step == nil {
 		c.Verdict = "no verdict: neither run has a step time"

@@ -3,6 +3,8 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/xfertop/xfertop/analysis"
 )
 
 // Inside the noise floor no row is better or worse and the verdict says no difference; beyond it
@@ -20,7 +22,7 @@ func TestSetNoiseFloor(t *testing.T) {
 		{100, 90, 3, "B is 10.0% faster", true},
 		{100, 120, 3, "B is 20.0% slower", true},
 	} {
-		c := &Comparison{Rows: []Row{row("steps", "step time mean", UnitNs, f(tc.a*1e6), f(tc.b*1e6), true)}}
+		c := &Comparison{Rows: []Row{row("steps", SteadyRow, UnitNs, f(tc.a*1e6), f(tc.b*1e6), true)}, SteadyStepsA: 3, SteadyStepsB: 3}
 		c.SetNoiseFloor(tc.floor, "test")
 		if !strings.HasPrefix(c.Verdict, tc.want) {
 			t.Errorf("%v → %v, floor %v: verdict %q; want %q…", tc.a, tc.b, tc.floor, c.Verdict, tc.want)
@@ -57,6 +59,31 @@ func TestCriticalText(t *testing.T) {
 		criticalText(&b, tc.p)
 		if b.String() != tc.want {
 			t.Errorf("criticalText(%+v) = %q; want %q", tc.p, b.String(), tc.want)
+		}
+	}
+}
+
+// The verdict rests on the steps after the first: a shorter first step alone (B's mean lower, its
+// steady steps slower) is no "B is faster", and with fewer than two steps after the first there
+// is no verdict, saying so (not "no steps").
+func TestVerdictOnSteadySteps(t *testing.T) {
+	i := func(v int64) *int64 { return &v }
+	for _, tc := range []struct {
+		name string
+		a, b analysis.Steps
+		want string
+	}{
+		{"first step shorter, steady slower", analysis.Steps{Count: 4, MeanNs: i(162e6), P50Ns: i(165e6), SteadyMeanNs: i(165e6)},
+			analysis.Steps{Count: 4, MeanNs: i(159e6), P50Ns: i(167e6), SteadyMeanNs: i(167e6)}, "B is 1.2% slower"},
+		{"two steps", analysis.Steps{Count: 2, MeanNs: i(158e6), SteadyMeanNs: i(165e6)}, analysis.Steps{Count: 2, MeanNs: i(151e6), SteadyMeanNs: i(167e6)},
+			"no verdict: fewer than two steps after the first (A 1, B 1)"},
+		{"one step", analysis.Steps{Count: 1, MeanNs: i(158e6)}, analysis.Steps{Count: 1, MeanNs: i(151e6)},
+			"no verdict: fewer than two steps after the first (A 0, B 0)"},
+	} {
+		c := Compare(&Report{Steps: tc.a}, &Report{Steps: tc.b}, "A", "B")
+		c.SetNoiseFloor(1, "test")
+		if !strings.HasPrefix(c.Verdict, tc.want) {
+			t.Errorf("%s: verdict %q; want %q…", tc.name, c.Verdict, tc.want)
 		}
 	}
 }

@@ -13,9 +13,10 @@ import (
 func TestCompareWhatIfNarrow(t *testing.T) {
 	d := pipelineCompare(t)
 	v := func(x float64) *float64 { return &x }
-	c := &report.Comparison{A: "measured: overlap.xfr", B: "predicted: NCCL algo=Ring proto=LL128, collectives on l40sx8 (1 hosts × 8 GPUs)", Command: "whatif"}
+	c := &report.Comparison{A: "measured: overlap.xfr", B: "predicted: NCCL algo=Ring proto=LL128, collectives on l40sx8 (1 hosts × 8 GPUs)", Command: "whatif",
+		SteadyStepsA: 9, SteadyStepsB: 9}
 	c.Rows = []report.Row{
-		{Section: "steps", Name: "step time mean", Unit: report.UnitNs, A: v(48.1e6), B: v(49.2e6)},
+		{Section: "steps", Name: report.SteadyRow, Unit: report.UnitNs, A: v(48.1e6), B: v(49.2e6)},
 		{Section: "collectives", Name: "all_reduce ×8 ≤32 MiB NVLS_Simple → Ring_LL128 busbw", Unit: report.UnitGBps, A: v(111.76), B: v(55.06)},
 	}
 	for i := range c.Rows {

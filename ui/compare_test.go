@@ -205,3 +205,26 @@ func TestCompareColumnsApart(t *testing.T) {
 		}
 	}
 }
+
+// More devices than the terminal has rows for strips: J and K scroll each run's strips, so that
+// every GPU (a culprit among 1,024) can be reached, and the last row says how many are beyond.
+func TestCompareStripsScroll(t *testing.T) {
+	d := pipelineCompare(t)
+	for range 5 { // lines above the strips: room for two strips a run at 80×24
+		d.Cmp.Warnings = append(d.Cmp.Warnings, "a warning")
+	}
+	m := sizedCompare(d, 80, 24)
+	scr := text(m)
+	if !strings.Contains(scr, "A gpu 0 ") || strings.Contains(scr, "A gpu 4 ") || !strings.Contains(scr, "3 more devices, 0 before (J/K scroll)") {
+		t.Fatalf("at 80×24: want gpu 0's strip and the rest a scroll away:\n%s", scr)
+	}
+	press(m, "J")
+	scr = text(m)
+	if strings.Contains(scr, "A gpu 0 ") || !strings.Contains(scr, "A gpu 4 ") || !strings.Contains(scr, "B gpu 4 ") || !strings.Contains(scr, "2 more devices, 1 before") {
+		t.Fatalf("after J: want gpu 4's strips, not gpu 0's:\n%s", scr)
+	}
+	press(m, "K")
+	if scr = text(m); !strings.Contains(scr, "A gpu 0 ") {
+		t.Fatalf("after K: want gpu 0's strip again:\n%s", scr)
+	}
+}

@@ -27,7 +27,10 @@ func TestFilterInEveryList(t *testing.T) {
 		has    []string
 		not    []string
 	}{
-		{"overview", big, []string{"1"}, "h3", []string{"/h3", "24 of 256 devices", "\n24 ", "\n250 "}, []string{"\n23 ", "▸h"}},
+		{"overview", big, []string{"1"}, "h3", []string{"/h3", "8 of 256 devices", "\n24 ", "\n31 "}, []string{"\n23 ", "\n250 ", "▸h"}},
+		// A host's name is that host alone, not every host whose name begins so (h10–h19).
+		{"overview host h1", big, []string{"1"}, "h1", []string{"8 of 256 devices", "\n8 ", "\n15 "}, []string{"\n80 ", "\n16 "}},
+		{"timeline host h1", big, []string{"2"}, "h1", []string{"▾ device 8\n", "▾ device 15\n"}, []string{"device 80", "device 16\n"}},
 		{"timeline", big, []string{"2"}, "device 77", []string{"device 77"}, []string{"device 76", "device 78"}},
 		{"idle", pipe, []string{"5"}, "peer", []string{"peer_wait", "rows"}, []string{"host_wait    "}},
 		{"comms", pipe, []string{"6"}, "0-7", []string{"of"}, nil},

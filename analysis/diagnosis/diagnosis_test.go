@@ -238,7 +238,7 @@ func TestPendingHangs(t *testing.T) {
 	}{
 		{name: "too early", now: 1900 * ms, inflight: waits(1000*ms, 0, 1, 2)},
 		{name: "rank 3 never entered", now: 2100 * ms, inflight: waits(1000*ms, 0, 1, 2), kind: Hang, rank: 3,
-			evidence: "all_reduce #3 on communicator 7: 3 ranks waited 1.00 s in it; rank 3 never entered it"},
+			evidence: "all_reduce #3 on communicator 7: 3 ranks waited ≥ 1.00 s in it when found; rank 3 never entered it"},
 		{name: "chain: rank 5 waits for rank 2, which waits for rank 3", now: 2100 * ms,
 			inflight: append(waits(1000*ms, 0, 1, 2), timeline.Event{Kind: timeline.KindPeerWait, Start: 1000 * ms, Device: 5, Peer: 2, Op: 500}),
 			kind:     Hang, rank: 3, evidence: "rank 3 never entered it"},

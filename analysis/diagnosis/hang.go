@@ -459,7 +459,8 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 	}
 	var parts []string
 	if len(g.waiting) > 0 {
-		parts = append(parts, fmt.Sprintf("%s waited %s in it", units.Counted(len(g.waiting), "rank"), fmtNs(thr)))
+		// The wait when found: the finding is not rewritten as it goes on (the watchdog says how long).
+		parts = append(parts, fmt.Sprintf("%s waited ≥ %s in it when found", units.Counted(len(g.waiting), "rank"), fmtNs(thr)))
 	}
 	if len(g.inside) > 0 {
 		parts = append(parts, fmt.Sprintf("%s %s entered it and %s stuck inside: none finished in %s", units.Plural(len(g.inside), "rank"), rankList(f.Stuck, len(g.inside)), units.Plural(len(g.inside), "is", "are"), fmtNs(thr)))

@@ -160,7 +160,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.IntVar(&o.cfg.Hosts, "hosts", 0, "scale the topology to this many hosts of its kind, e.g. --topology h100x8x2 --hosts 512 (0: the topology's own)")
 	fs.StringVar(&o.cfg.Backend, "backend", "sim", "engine backend: sim, or cuda (real GPUs and NCCL; needs a build with -tags cuda)")
 	fs.BoolVar(&o.cfg.Fit, "fit", false, "cuda: run a topology with more ranks than GPUs, rank r on GPU r mod n")
-	fs.Float64Var(&o.cfg.Speed, "speed", 0, "pace the simulation: simulated seconds per wall second (0: as fast as possible)")
+	fs.Float64Var(&o.cfg.Speed, "speed", 0, "pace the simulation: simulated seconds per wall second (0: as fast as possible; default 1 in the console, 0 headless)")
 	fs.BoolVar(&o.headless, "headless", false, "print a report instead of opening the console")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of opening the console (implies --headless)")
 	o.text.register(fs)

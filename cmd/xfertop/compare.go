@@ -17,6 +17,7 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui"
 	"github.com/xfertop/xfertop/ui/views/compare"
+	"github.com/xfertop/xfertop/units"
 )
 
 // compareCmd lays the reports of two recordings or traces side by side.
@@ -156,17 +157,22 @@ func runNoiseFloor(wins [2]*timeline.Window) (float64, string) {
 			continue
 		}
 		snap := w.Snapshot()
-		if sp, ok := stepSpread(snap.Events()); ok {
+		sp, steady, ok := stepSpread(snap.Events())
+		switch {
+		case ok:
 			floor = max(floor, sp)
 			spreads[i] = fmt.Sprintf("%.1f%%", sp)
+		case steady >= 0:
+			spreads[i] = fmt.Sprintf("unknown (%s after the first; the spread needs two)", units.Counted(steady, "step"))
 		}
 	}
 	return floor, fmt.Sprintf("the larger of 1%% and the runs' step-time spread (median absolute deviation over median: A %s, B %s)", spreads[0], spreads[1])
 }
 
 // stepSpread is the median absolute deviation of the steps' lengths over their median, in percent,
-// leaving each device's first step out; ok is false with fewer than two steps left.
-func stepSpread(evs []timeline.Event) (float64, bool) {
+// leaving each device's first step out; ok is false with fewer than two steps left, steady being
+// how many were left (-1 with no steps at all).
+func stepSpread(evs []timeline.Event) (spread float64, steady int, ok bool) {
 	first := map[int32]int{}
 	for i := range evs {
 		e := &evs[i]
@@ -180,17 +186,20 @@ func stepSpread(evs []timeline.Event) (float64, bool) {
 			lens = append(lens, float64(e.End-e.Start))
 		}
 	}
+	if len(first) == 0 {
+		return 0, -1, false
+	}
 	if len(lens) < 2 {
-		return 0, false
+		return 0, len(lens), false
 	}
 	med := median(lens)
 	if med <= 0 {
-		return 0, false
+		return 0, len(lens), false
 	}
 	for i := range lens {
 		lens[i] = math.Abs(lens[i] - med)
 	}
-	return 100 * median(lens) / med, true
+	return 100 * median(lens) / med, len(lens), true
 }
 
 func writeComparison(stdout io.Writer, c *report.Comparison, asJSON bool) error {

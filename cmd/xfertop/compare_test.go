@@ -167,11 +167,20 @@ func TestRunNoiseFloor(t *testing.T) {
 		return timeline.Event{Kind: timeline.KindStep, Device: dev, Start: start, End: start + ms*1e6}
 	}
 	evs := []timeline.Event{step(0, 0, 300), step(0, 300e6, 100), step(0, 400e6, 100), step(0, 500e6, 110), step(0, 610e6, 90)}
-	if sp, ok := stepSpread(evs); !ok || sp != 5 {
+	if sp, _, ok := stepSpread(evs); !ok || sp != 5 {
 		t.Errorf("spread %.2f%%, %v; want 5%%", sp, ok)
 	}
-	if _, ok := stepSpread(evs[:2]); ok {
-		t.Error("one step after the first gave a spread")
+	if _, n, ok := stepSpread(evs[:2]); ok || n != 1 {
+		t.Errorf("one step after the first: %d steps, spread %v; want 1, none", n, ok)
+	}
+	// Two steps, one after the first: the line says so, not "no steps".
+	two := timeline.NewWindow(1<<10, nil)
+	for i := range evs[:2] {
+		two.Emit(&evs[i])
+	}
+	if _, why := runNoiseFloor([2]*timeline.Window{two, timeline.NewWindow(1<<10, nil)}); !strings.Contains(why,
+		"A unknown (1 step after the first; the spread needs two), B unknown (no steps)") {
+		t.Errorf("two steps and none: %q", why)
 	}
 	w := timeline.NewWindow(1<<10, nil)
 	for i := range evs {

@@ -1,6 +1,7 @@
 package widget
 
 import (
+	"strconv"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -105,4 +106,27 @@ func (f *Filter) Match(fields ...string) bool {
 		}
 	}
 	return false
+}
+
+// HostToken reports whether the filter is a host's name, h and a number ("h1"), and which host.
+func (f *Filter) HostToken() (int, bool) {
+	v, ok := strings.CutPrefix(f.Value(), "h")
+	if !ok || v == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || strconv.Itoa(n) != v {
+		return 0, false
+	}
+	return n, true
+}
+
+// MatchHost is Match for a row of a device on host, whose name ("h1") is among fields: a filter
+// that is a host's name matches that host alone (h1 is host 1, not hosts 10–19 and 100–127 too);
+// any other filter matches as Match does, the host's name among the fields.
+func (f *Filter) MatchHost(host int, fields ...string) bool {
+	if h, ok := f.HostToken(); ok {
+		return h == host
+	}
+	return f.Match(append(fields, "h"+strconv.Itoa(host))...)
 }

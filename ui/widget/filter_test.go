@@ -50,3 +50,22 @@ func TestFilterHandle(t *testing.T) {
 		t.Errorf("esc on a kept filter: shown %v; want it cleared", f.Shown())
 	}
 }
+
+// A filter that is a host's name matches that host alone; anything else matches by containment,
+// the host's name among the fields.
+func TestFilterMatchHost(t *testing.T) {
+	for _, tc := range []struct {
+		filter string
+		host   int
+		want   bool
+	}{
+		{"h1", 1, true}, {"h1", 10, false}, {"h1", 127, false}, {"H12", 12, true}, {"h12", 1, false},
+		{"h", 5, true}, {"h01", 1, false}, {"h01", 10, false}, {"peer", 3, true}, {"idle", 3, false}, {"", 9, true},
+	} {
+		f := NewFilter("")
+		f.input.SetValue(tc.filter)
+		if got := f.MatchHost(tc.host, "peer_wait"); got != tc.want {
+			t.Errorf("filter %q on host %d: %v; want %v", tc.filter, tc.host, got, tc.want)
+		}
+	}
+}

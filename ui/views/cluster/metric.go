@@ -129,6 +129,9 @@ func (ds *Devices) LinkPct(l analysis.Link, d int32) (float64, bool) {
 		return 0, ds.fr.Meta.LinkBytes && ds.fr.Meta.LinkPeaks[l] > 0
 	}
 	dl := ds.res.Links.Devices[d]
+	if !dl.Known(l) {
+		return 0, false // part of its bytes are in no source: the report's "≥" or "—"
+	}
 	peak := ds.fr.Meta.LinkPeaks[l]
 	if ds.fr.Live {
 		return dl.PctOfPeak(l, ds.fr.State.Now/analysis.BucketNs-1, peak)

@@ -73,9 +73,17 @@ type Model struct {
 	step     int
 	nsPerCol int64 // 0: fit the longer of the two steps to the width
 	pan      int64 // ns from the step's start to the strips' left edge
+	devOff   int   // the first device of each run's strips (J/K scroll them)
+	perRun   int   // strips a run had room for at the last drawing
 	scratch  strip.Scratch
 	marks    []bool // the cells of a strip on the critical path, reused
 }
+
+// Keys of the strips' devices: a run of 1,024 GPUs has more strips than any terminal's rows.
+var (
+	keyDevDown = key.NewBinding(key.WithKeys("J"), key.WithHelp("J", "later GPUs' strips"))
+	keyDevUp   = key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "earlier GPUs' strips"))
+)
 
 // labelW is the width of the strips' labels.
 const labelW = 12
@@ -103,13 +111,13 @@ func (m *Model) Rows() []report.Row { return m.data.Cmp.Rows }
 // ShortHelp lists the view's keys.
 func (m *Model) ShortHelp() []key.Binding {
 	k := m.Fr.Keys
-	return []key.Binding{k.PrevStep, k.NextStep, k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, k.Up, k.Down}
+	return []key.Binding{k.PrevStep, k.NextStep, k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, keyDevDown, keyDevUp, k.Up, k.Down}
 }
 
 // FullHelp groups the view's keys: the strips', then the table's.
 func (m *Model) FullHelp() [][]key.Binding {
 	k := m.Fr.Keys
-	return [][]key.Binding{{k.PrevStep, k.NextStep, k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight}, widget.ListKeys(k)}
+	return [][]key.Binding{{k.PrevStep, k.NextStep, k.ZoomIn, k.ZoomOut, k.PanLeft, k.PanRight, keyDevDown, keyDevUp}, widget.ListKeys(k)}
 }
 
 // Update takes the table's keys and the mouse, and the strips' keys: n/p choose the step, +/-
@@ -139,9 +147,16 @@ func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 		m.pan -= plotW / 4 * m.scale()
 	case key.Matches(km, k.PanRight):
 		m.pan += plotW / 4 * m.scale()
+	case key.Matches(km, keyDevDown):
+		m.devOff = min(m.devOff+max(m.perRun-1, 1), max(m.devices()-1, 0))
+	case key.Matches(km, keyDevUp):
+		m.devOff = max(m.devOff-max(m.perRun-1, 1), 0)
 	}
 	return m, nil
 }
+
+// devices is the larger run's count of devices with strips.
+func (m *Model) devices() int { return max(len(m.sides[0].devices), len(m.sides[1].devices)) }
 
 // scale is ns a column: the zoom chosen, or the longer step fitted to the width.
 func (m *Model) scale() int64 {
@@ -326,6 +341,7 @@ func (m *Model) table(b *strings.Builder, w, h int) {
 
 // strips writes the step line and each run's first perRun devices, aligned at the step's start.
 func (m *Model) strips(perRun int) string {
+	m.perRun = perRun
 	st, w := &m.Fr.Styles, m.W
 	var b strings.Builder
 	n := m.steps()
@@ -347,15 +363,16 @@ func (m *Model) strips(perRun int) string {
 		step := s.steps[m.step]
 		t0 := step.Start + m.pan
 		for k := range perRun {
-			if k >= len(s.devices) {
+			at := m.devOff + k
+			if at >= len(s.devices) {
 				b.WriteString("\n")
 				continue
 			}
-			if k == perRun-1 && len(s.devices) > perRun {
-				b.WriteString(st.Muted.Render(fmt.Sprintf("%s: … %d more devices (heighten the terminal)", name, len(s.devices)-k)) + "\n")
+			if k == perRun-1 && perRun > 1 && len(s.devices) > at+1 { // with room for one, the strip itself
+				b.WriteString(st.Muted.Render(fmt.Sprintf("%s: … %d more devices, %d before (J/K scroll)", name, len(s.devices)-at, m.devOff)) + "\n")
 				continue
 			}
-			d := s.devices[k]
+			d := s.devices[at]
 			lbl := fmt.Sprintf("%-*s", labelW, fmt.Sprintf("%s gpu %d", name, d.Device))
 			act, which := m.scratch.Cells(d, t0, ns, plotW, 0, nil)
 			crit := m.data.Runs[i].Critical

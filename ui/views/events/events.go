@@ -182,10 +182,7 @@ func (v *Model) View() string {
 				picked = append(picked, l)
 			}
 		}
-		header = fmt.Sprintf("%s in all %s events held, %s", units.Counted(v.found.matches(), "match", "matches"), held, state)
-		if !v.found.done(fr.Snap) {
-			header = fmt.Sprintf("searching: %s so far in %s of %s events held, %s", units.Counted(v.found.matches(), "match", "matches"), units.Count(float64(v.found.searched())), held, state)
-		}
+		header = v.found.header(fr.Snap, held, state)
 	}
 	v.offset = min(v.offset, max(len(picked)-list, 0))
 	var b strings.Builder

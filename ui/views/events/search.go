@@ -1,10 +1,12 @@
 package events
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // Bounds on a search's work and memory: a frame formats at most searchBudget events (a search of
@@ -26,6 +28,10 @@ type search struct {
 	// older those below where the search began, newest first.
 	lo, hi       int64
 	newer, older []int64
+	// uncounted bounds the events whose matches were not all kept: below it the cap let matches go
+	// (older ones not searched, or newer ones dropped), so the count is a floor while the window
+	// still holds any of them.
+	uncounted int64
 }
 
 // reset starts a search for query in snap's events.
@@ -56,6 +62,7 @@ func (s *search) update(query string, snap *timeline.Snapshot, format func(int64
 	s.newer = slices.DeleteFunc(s.newer, func(i int64) bool { return i < snap.Base })
 	for ; s.lo > snap.Base && budget > 0; s.lo-- {
 		if len(s.older)+len(s.newer) >= maxMatches {
+			s.uncounted = max(s.uncounted, s.lo)
 			s.lo = snap.Base // enough: the newest are kept
 			break
 		}
@@ -64,6 +71,7 @@ func (s *search) update(query string, snap *timeline.Snapshot, format func(int64
 		}
 	}
 	if n := len(s.newer) - maxMatches; n > 0 {
+		s.uncounted = max(s.uncounted, s.newer[n-1]+1)
 		s.newer = slices.Delete(s.newer, 0, n)
 	}
 }
@@ -73,6 +81,24 @@ func (s *search) done(snap *timeline.Snapshot) bool { return s.lo <= snap.Base &
 
 // searched is how many events were searched.
 func (s *search) searched() int64 { return s.hi - s.lo }
+
+// capped reports whether matches among the events snap holds were let go for the cap, so that
+// matches is a floor rather than the count.
+func (s *search) capped(snap *timeline.Snapshot) bool { return s.uncounted > snap.Base }
+
+// header says how many lines match among held (the events held, formatted): the count when every
+// match was kept, and that only the newest maxMatches are shown when the cap let some go.
+func (s *search) header(snap *timeline.Snapshot, held, state string) string {
+	switch {
+	case !s.done(snap):
+		return fmt.Sprintf("searching: %s so far in %s of %s events held, %s", units.Counted(s.matches(), "match", "matches"),
+			units.Count(float64(s.searched())), held, state)
+	case s.capped(snap):
+		return fmt.Sprintf("more than %d matches in the %s events held (the newest %d shown, the rest not counted), %s",
+			maxMatches, held, maxMatches, state)
+	}
+	return fmt.Sprintf("%s in all %s events held, %s", units.Counted(s.matches(), "match", "matches"), held, state)
+}
 
 // matches is how many lines match.
 func (s *search) matches() int { return len(s.newer) + len(s.older) }

@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -42,5 +43,37 @@ func TestSearchSpansFrames(t *testing.T) {
 	s.update("dev 8 ", &snap, format(&snap))
 	if s.matches() == 0 || s.nth(0) != int64(n+8) {
 		t.Fatalf("a new query: %d matches, newest %d; want newest %d", s.matches(), s.nth(0), n+8)
+	}
+}
+
+// When more lines match than the search keeps, the header says that only the newest are shown and
+// the count is a floor, not "N matches in all"; with fewer it gives the count.
+func TestSearchHeaderCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events int
+		want   string
+	}{
+		{"under the cap", maxMatches / 2, fmt.Sprintf("%d matches in all", maxMatches/2)},
+		{"over the cap", maxMatches + 5_000, fmt.Sprintf("more than %d matches", maxMatches)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			win := timeline.NewWindow(1<<20, timeline.NewStrings())
+			for i := range tc.events {
+				win.Emit(&timeline.Event{Kind: timeline.KindKernel, Device: 1, Start: int64(i), End: int64(i + 1)})
+			}
+			snap := win.Snapshot()
+			var s search
+			for range 10 {
+				s.update("dev", &snap, func(int64) string { return "dev 1" })
+			}
+			if !s.done(&snap) {
+				t.Fatalf("not done after 10 frames: %d of %d searched", s.searched(), tc.events)
+			}
+			got := s.header(&snap, "x", "newest last")
+			if !strings.HasPrefix(got, tc.want) {
+				t.Fatalf("header %q; want it to begin %q", got, tc.want)
+			}
+		})
 	}
 }

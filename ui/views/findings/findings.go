@@ -99,7 +99,7 @@ func (v *Model) View() string {
 	shown := v.shown()
 	var b strings.Builder
 	b.WriteString(st.Title.Render(fmt.Sprintf("Findings (%d, worst first; enter: show the culprit in the timeline)", len(fs))) + "\n")
-	head := fmt.Sprintf("%-13s %-34s %10s %10s %6s  %s", "kind", "culprit", "first seen", "found", "conf", "evidence")
+	head := fmt.Sprintf("%-13s %-*s %10s %10s %6s  %s", "kind", colCulprit, "culprit", "first seen", "found", "conf", "evidence")
 	b.WriteString(st.Muted.Render(head) + "\n")
 	h := v.H - 5
 	if v.filter.Shown() {
@@ -108,7 +108,7 @@ func (v *Model) View() string {
 	from, to := v.list.Window(len(shown), max(h, 1), 2)
 	for i := from; i < to; i++ {
 		f := &fs[shown[i]]
-		line := fmt.Sprintf("%-13s %-34s %10s %10s %5.0f%%  %s", f.Kind, f.Culprit(gph), units.Dur(f.Onset), units.Dur(f.At), 100*f.Confidence, f.Evidence)
+		line := row(f, gph)
 		line = ansi.Truncate(line, v.W, "…")
 		if i == v.list.Selected() {
 			line = st.Selected.Render(line)
@@ -119,9 +119,40 @@ func (v *Model) View() string {
 	}
 	if sel := v.list.Selected(); sel < len(shown) {
 		b.WriteString("\n" + ansi.Wordwrap(fs[shown[sel]].String(gph), v.W, " ") + "\n")
+		if w := trimmedNote(&fs[shown[sel]], fr); w != "" {
+			b.WriteString(st.Warn.Render(ansi.Wordwrap(w, v.W, " ")) + "\n")
+		}
 	}
 	if v.filter.Shown() {
 		b.WriteString(v.filter.View() + st.Muted.Render(fmt.Sprintf("  %d of %s", len(shown), units.Counted(len(fs), "finding"))) + "\n")
 	}
 	return b.String()
+}
+
+// colCulprit is the culprit column's width: a longer culprit (8 ranks stuck inside, their range and
+// host) is cut to it with "…", so that the columns after it stay under their headings; the whole
+// culprit is in the selected finding's text below the table.
+const colCulprit = 34
+
+// row is a finding's line of the table.
+func row(f *diagnosis.Finding, gph int) string {
+	culprit := ansi.Truncate(f.Culprit(gph), colCulprit, "…")
+	return fmt.Sprintf("%-13s %s %10s %10s %5.0f%%  %s", f.Kind, culprit+strings.Repeat(" ", colCulprit-ansi.StringWidth(culprit)),
+		units.Dur(f.Onset), units.Dur(f.At), 100*f.Confidence, f.Evidence)
+}
+
+// trimmedNote says, before enter is pressed, when the events of a finding's onset have been
+// trimmed from the console's memory (--window): the timeline would show its culprit's rows empty
+// there. "" when they are still held.
+func trimmedNote(f *diagnosis.Finding, fr *widget.Frame) string {
+	sn := fr.Snap
+	if sn == nil || sn.Trimmed == 0 || sn.Total == sn.Base {
+		return ""
+	}
+	held := sn.At(sn.Base).Start
+	if f.Onset >= held {
+		return ""
+	}
+	return fmt.Sprintf("its evidence from %s was trimmed from memory (events held from %s on): enter shows the culprit's rows empty there; a larger --window, or record and replay, keeps it",
+		units.Dur(f.Onset), units.Dur(held))
 }

@@ -1,9 +1,13 @@
 package findings
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/analysis/diagnosis"
+	xtimeline "github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/widget"
 )
 
 // Enter on a finding shows its culprit: the rank's device from onset to finding, a link placed
@@ -23,5 +27,46 @@ func TestJump(t *testing.T) {
 		if ok != c.ok || (ok && (j.Device != c.dev || j.Time != c.t || j.Dur != c.dur || j.Stream != 0)) {
 			t.Errorf("%+v: jump %+v %v; want device %d at %d for %d (%v)", c.f, j, ok, c.dev, c.t, c.dur, c.ok)
 		}
+	}
+}
+
+// A culprit longer than its column is cut to it with "…", so that first seen, found and conf stay
+// under their headings, whatever the culprit's length.
+func TestRowColumns(t *testing.T) {
+	head := fmt.Sprintf("%-13s %-*s %10s %10s %6s  %s", "kind", colCulprit, "culprit", "first seen", "found", "conf", "evidence")
+	conf := strings.Index(head, "conf") + len("conf")
+	for _, f := range []diagnosis.Finding{
+		{Kind: diagnosis.SlowGPU, Rank: 19, Host: 2, Onset: 1e9, At: 1.3e9, Confidence: 0.9},
+		{Kind: diagnosis.Hang, Rank: -1, Host: 12, Onset: 1.2e9, At: 2.2e9, Confidence: 0.125,
+			Stuck: []int32{96, 97, 98, 99, 100, 101, 102, 103}, StuckN: 8},
+	} {
+		r := row(&f, 8)
+		if got := []rune(r); len(got) < conf || got[conf-1] != '%' {
+			t.Errorf("%s: conf not under its heading:\n%s\n%s", f.Culprit(8), head, r)
+		}
+		if c := f.Culprit(8); len([]rune(c)) > colCulprit && !strings.Contains(r, "…") {
+			t.Errorf("a culprit of %d characters is not cut: %s", len([]rune(c)), r)
+		}
+	}
+}
+
+// A finding whose onset is older than the oldest event the window holds says so before enter
+// (the timeline would show its culprit's rows empty); one whose events are held says nothing.
+func TestTrimmedNote(t *testing.T) {
+	win := xtimeline.NewWindow(1, nil) // the smallest window: the older events are trimmed
+	for i := range int64(100_000) {    // beyond the window's least (a few chunks)
+		win.Emit(&xtimeline.Event{Kind: xtimeline.KindKernel, Device: 1, Start: i * 1e6, End: i*1e6 + 5e5})
+	}
+	snap := win.Snapshot()
+	if snap.Trimmed == 0 {
+		t.Fatal("the window trimmed nothing")
+	}
+	fr := &widget.Frame{Snap: &snap}
+	held := snap.At(snap.Base).Start
+	if w := trimmedNote(&diagnosis.Finding{Onset: held - 1e6}, fr); !strings.Contains(w, "trimmed from memory") {
+		t.Errorf("onset before the events held: %q", w)
+	}
+	if w := trimmedNote(&diagnosis.Finding{Onset: held}, fr); w != "" {
+		t.Errorf("onset held: %q", w)
 	}
 }

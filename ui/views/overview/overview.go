@@ -26,7 +26,7 @@ type Model struct {
 	padded   paddedDevices
 	times    deviceTimes
 	list     widget.List
-	filter   widget.Filter // devices by id, host (h76) or idle cause
+	filter   widget.Filter // devices by id, host (h76: exactly) or idle cause
 	worst    bool          // devices sorted most idle first, rather than by id
 	expanded map[int]bool  // rolled up, the hosts shown GPU by GPU
 	// As last drawn: the rows, and whether they outnumbered the lines (the list then scrolls, and
@@ -48,7 +48,7 @@ type devRow struct {
 
 // New returns the overview over fr.
 func New(fr *widget.Frame) *Model {
-	return &Model{Base: widget.Base{Fr: fr}, expanded: map[int]bool{}, filter: widget.NewFilter("device, host (h76) or idle cause")}
+	return &Model{Base: widget.Base{Fr: fr}, expanded: map[int]bool{}, filter: widget.NewFilter("device, host (h76: that host alone) or idle cause")}
 }
 
 // Capturing reports whether the filter is being typed.
@@ -101,7 +101,7 @@ func (m *Model) ShortHelp() []key.Binding {
 	k := m.Fr.Keys
 	sort := k.Sort
 	sort.SetHelp("s", "most idle first")
-	keys := append([]key.Binding{sort}, m.filter.Keys(k)...)
+	keys := append([]key.Binding{sort}, hostFilterKeys(m.filter.Keys(k))...)
 	keys = append(keys, k.Up, k.Down)
 	if m.overflow {
 		keys = append(keys, k.PageUp, k.PageDown, k.Top, k.Bottom)
@@ -236,7 +236,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	m.rows = m.layoutRows(m.rows[:0], devs, times, gpus)
 	if m.filter.Value() != "" {
 		m.rows = slices.DeleteFunc(m.rows, func(r devRow) bool {
-			return !m.filter.Match(fmt.Sprint(devs[r.dev].Device), fmt.Sprintf("h%d", r.host), idleCause(times[r.dev]))
+			return !m.filter.MatchHost(r.host, fmt.Sprint(devs[r.dev].Device), idleCause(times[r.dev]))
 		})
 	}
 	m.overflow = len(m.rows) > lines
@@ -439,9 +439,15 @@ func (t *deviceTable) head() string {
 	}
 	head += fmt.Sprintf("%*s", colTotal, "GB/s")
 	if t.histW >= 8 {
-		head += "  last " + units.Dur(int64(t.histW)*analysis.BucketNs)
+		head += "  last " + units.Dur(t.histSpan())
 	}
 	return head
+}
+
+// histSpan is the time the sparklines cover: their width in buckets, or the buckets since the
+// start when the run is younger (a 1.55 s run's history is not "the last 4.40 s").
+func (t *deviceTable) histSpan() int64 {
+	return min(int64(t.histW), max(t.bucket+1, 0)) * analysis.BucketNs
 }
 
 // row draws one device: its time split (unknown without a span), its streams' top idle cause,
@@ -464,6 +470,12 @@ func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm *analysis.D
 		r, _ := ds.Rate(l, t.bucket)
 		if !t.fr.Live {
 			r = 0 // the source has ended: nothing moves now, whatever the last bucket held
+		}
+		if !ds.Known(l) {
+			// Part of the link's bytes are in no source (the report's "≥" or "—"): its rate now is
+			// unknown, not the part counted.
+			line += st.MutedOn + fmt.Sprintf("%*s", t.cell, units.Unknown) + st.MutedOff
+			continue
 		}
 		sum += r
 		p := t.fr.Meta.LinkPeaks[l]
@@ -618,4 +630,12 @@ func (m *Model) telemetry() string {
 	}
 	m.tele = teleCache{first: &tel[0], n: len(tel), w: m.W, text: b.String()}
 	return m.tele.text
+}
+
+// hostFilterKeys says in help that the filter takes a host's name as that host alone.
+func hostFilterKeys(ks []key.Binding) []key.Binding {
+	if len(ks) > 0 {
+		ks[0].SetHelp("/", "filter (h1: host 1)")
+	}
+	return ks
 }

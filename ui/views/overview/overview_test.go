@@ -100,3 +100,18 @@ func TestIdleCause(t *testing.T) {
 		}
 	}
 }
+
+// The sparklines' heading says the time they cover: their width, or the run's time so far when it
+// is shorter (a 1.55 s run's is not "last 4.40 s").
+func TestHistSpan(t *testing.T) {
+	for _, tc := range []struct {
+		histW  int
+		bucket int64
+		want   int64
+	}{{88, 30, 31 * analysis.BucketNs}, {88, 200, 88 * analysis.BucketNs}, {10, -1, 0}} {
+		d := deviceTable{histW: tc.histW, bucket: tc.bucket}
+		if got := d.histSpan(); got != tc.want {
+			t.Errorf("%d buckets wide at bucket %d: %d ns; want %d", tc.histW, tc.bucket, got, tc.want)
+		}
+	}
+}

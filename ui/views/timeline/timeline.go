@@ -47,7 +47,7 @@ type mergedTracks struct {
 // New returns the timeline view over fr, following live at 2 ms a column.
 func New(fr *widget.Frame) *Model {
 	return &Model{Base: widget.Base{Fr: fr}, follow: true, nsPerCol: 2_000_000, cursor: -1, collapsed: map[int32]bool{}, hostOpen: map[int]bool{},
-		filter: widget.NewFilter("device, host (h76) or stream (s3)")}
+		filter: widget.NewFilter("device, host (h76: that host alone) or stream (s3)")}
 }
 
 // Capturing reports whether the filter is being typed.
@@ -59,7 +59,8 @@ func (t *Model) matches(tr *agg.Track) bool {
 	if t.filter.Value() == "" {
 		return true
 	}
-	return t.filter.Match(fmt.Sprintf("device %d", tr.Device), fmt.Sprintf("h%d ", int(tr.Device)/t.Fr.Meta.HostGPUs()), fmt.Sprintf("s%d ", tr.Stream))
+	host := int(tr.Device) / t.Fr.Meta.HostGPUs()
+	return t.filter.MatchHost(host, fmt.Sprintf("device %d", tr.Device), fmt.Sprintf("h%d ", host), fmt.Sprintf("s%d ", tr.Stream))
 }
 
 // Row is a line of the timeline: a host's heading (on a job of several hosts), a device's heading
@@ -224,7 +225,9 @@ func (t *Model) ShortHelp() []key.Binding {
 		bottom.SetHelp("G", "last row")
 		keys = append(keys, top, bottom)
 	}
-	return append(keys, t.filter.Keys(k)...)
+	fk := t.filter.Keys(k)
+	fk[0].SetHelp("/", "filter (h1: host 1)")
+	return append(keys, fk...)
 }
 
 // FullHelp groups the timeline's keys.
