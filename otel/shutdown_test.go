@@ -120,16 +120,17 @@ func TestShutdownAccountsForEverySpan(t *testing.T) {
 }
 
 // With --otlp-detail full the run waits for a slow collector rather than drop a span: the budget
-// bounds a stall, not the export. The collector takes each request of up to 1,024 spans 100 ms
-// after it came, so the thousands of spans of a full-detail run take longer than the budget of
-// 250 ms (which dropped most of them before) while the collector never stalls for that long.
+// bounds a stall, not the export. The collector takes each request of up to 1,024 spans 300 ms
+// after it came, so the six or more requests of a full-detail run take longer than the budget of
+// 1.2 s (a budget on the whole wait dropped a third of them or more) while the collector never
+// stalls for that long: 900 ms to spare for a machine loaded under -race (250 ms was not).
 func TestFullDetailWaitsForSlowCollector(t *testing.T) {
 	r := newReceiver()
-	r.delay = 100 * time.Millisecond
+	r.delay = 300 * time.Millisecond
 	r.startGRPC(t, "127.0.0.1:0")
 	defer r.stop()
 	cfg := configFor(t, r.addr, "grpc")
-	cfg.Detail, cfg.ShutdownTimeout = otel.DetailFull, 250*time.Millisecond
+	cfg.Detail, cfg.ShutdownTimeout = otel.DetailFull, 1200*time.Millisecond
 	p, out := exportRun(t, "pipeline", 16, 0, cfg)
 	st := p.ExportStats()
 	if out.Steps != 16 || st.SpansBuilt < 5*1024 {

@@ -60,13 +60,14 @@ func refreshed(m *ui.Model) string {
 }
 
 // until refreshes the console until cond holds of its screen; the bound only keeps a broken
-// import from hanging the test.
+// import from hanging the test. A cond on the source's state (its replay done) may come true after
+// the refresh it is given: the console is refreshed once more, so what it shows follows that state.
 func until(t *testing.T, m *ui.Model, what string, cond func(screen string) bool) string {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		scr := refreshed(m)
 		if cond(scr) {
-			return scr
+			return refreshed(m)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("never: %s; the console shows:\n%s", what, scr)

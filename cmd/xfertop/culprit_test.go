@@ -55,6 +55,7 @@ func TestConsoleCulpritIsReports(t *testing.T) {
 			show := func(s ui.Source) error {
 				m := console(s)
 				until(t, m, "the replay done", func(string) bool { return s.Status().Done && (s.Status().Import == nil || s.Status().Import.Finished) })
+				until(t, m, "the header showing a finding", func(string) bool { return strings.Contains(press(m, "9"), "⚠ ") })
 				scr := press(m, "9")
 				header, _, _ := strings.Cut(scr, " 1 Overview")
 				if !strings.Contains(header, "⚠ "+r.Findings[0].Kind+": "+c.want+" — ") {
