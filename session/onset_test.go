@@ -75,35 +75,8 @@ func TestOnsetLaterFault(t *testing.T) {
 // seen there, as the headless report does: the diagnosis is rebuilt from the recording read again
 // up to the seek, not started at the seek (nor does it depend on what the console looked at).
 func TestReplaySeekKeepsOnset(t *testing.T) {
-	f, err := fault.Parse("kind=nic_slow,host=1,nic=3,factor=0.3,at=1.5s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "slow.xfr")
-	runReport(t, Config{Scenario: "llm-train", Topology: "h100x8x2", Steps: 6, Seed: 1, Faults: []fault.Fault{f}, Record: path})
-	rp, err := Replay(t.Context(), ReplayConfig{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := rp.Report().Findings
-	if len(want) == 0 || want[0].Rank == nil || want[0].OnsetNs < 1_500_000_000 {
-		t.Fatalf("the report's findings %+v: want a slow NIC first seen at 1.5 s or later", want)
-	}
-	rs, err := StartReplay(t.Context(), ReplayConfig{Path: path}, 1<<22)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Stop()
-	wait := func() {
-		t.Helper()
-		for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if !rs.Done() {
-			t.Fatal("the replay did not end")
-		}
-	}
-	wait()
+	_, whole, rs, wait := slowNICReplay(t)
+	want := whole.Report().Findings
 	for _, to := range []int64{want[0].OnsetNs + 300_000_000, want[0].OnsetNs - 200_000_000, 0} {
 		rs.SeekTo(to)
 		wait()
@@ -122,35 +95,8 @@ func TestReplaySeekKeepsOnset(t *testing.T) {
 // findings first seen at the same time, the one the whole recording's report gives: when the fault
 // first showed, not where either began reading.
 func TestReplayFromAgreesWithSeek(t *testing.T) {
-	f, err := fault.Parse("kind=nic_slow,host=1,nic=3,factor=0.3,at=1.5s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "slow.xfr")
-	runReport(t, Config{Scenario: "llm-train", Topology: "h100x8x2", Steps: 6, Seed: 1, Faults: []fault.Fault{f}, Record: path})
-	whole, err := Replay(t.Context(), ReplayConfig{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, whole, rs, wait := slowNICReplay(t)
 	want := whole.Report().Findings
-	if len(want) == 0 || want[0].Rank == nil || want[0].OnsetNs < 1_500_000_000 {
-		t.Fatalf("the report's findings %+v: want a slow NIC first seen at 1.5 s or later", want)
-	}
-	rs, err := StartReplay(t.Context(), ReplayConfig{Path: path}, 1<<22)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Stop()
-	wait := func() {
-		t.Helper()
-		for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if !rs.Done() {
-			t.Fatal("the replay did not end")
-		}
-	}
-	wait()
 	for _, from := range []int64{want[0].OnsetNs + 300_000_000, want[0].OnsetNs - 200_000_000} {
 		t.Run(time.Duration(from).String(), func(t *testing.T) {
 			rs.SeekTo(from)
@@ -183,4 +129,40 @@ func TestReplayFromAgreesWithSeek(t *testing.T) {
 			}
 		})
 	}
+}
+
+// slowNICReplay records llm-train with a NIC slowed from 1.5 s, checks its whole replay finds it
+// first seen at 1.5 s or later, and starts a console replay of it, run to its end; wait waits for
+// that replay to end again (after a seek).
+func slowNICReplay(t *testing.T) (path string, whole *Replayed, rs *ReplaySource, wait func()) {
+	t.Helper()
+	f, err := fault.Parse("kind=nic_slow,host=1,nic=3,factor=0.3,at=1.5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "slow.xfr")
+	runReport(t, Config{Scenario: "llm-train", Topology: "h100x8x2", Steps: 6, Seed: 1, Faults: []fault.Fault{f}, Record: path})
+	whole, err = Replay(t.Context(), ReplayConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := whole.Report().Findings; len(want) == 0 || want[0].Rank == nil || want[0].OnsetNs < 1_500_000_000 {
+		t.Fatalf("the report's findings %+v: want a slow NIC first seen at 1.5 s or later", want)
+	}
+	rs, err = StartReplay(t.Context(), ReplayConfig{Path: path}, 1<<22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rs.Stop)
+	wait = func() {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !rs.Done() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !rs.Done() {
+			t.Fatal("the replay did not end")
+		}
+	}
+	wait()
+	return path, whole, rs, wait
 }

@@ -100,27 +100,7 @@ func TestAttachHeadless(t *testing.T) {
 		{"hang", 0, exitAlert, 1, "all_reduce #2 on communicator 7: 1 rank waited"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir, err := os.MkdirTemp("", "xa")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(dir)
-			sock := filepath.Join(dir, "s")
-			type result struct {
-				code     int
-				out, err string
-			}
-			done := make(chan result, 1)
-			go func() {
-				code, out, errs := runCLI(t, "attach", "--headless", "--json", "--socket", sock, "--linger", "700ms", "--hang-timeout", "300ms")
-				done <- result{code, out, errs}
-			}()
-			for i := 0; i < 100; i++ {
-				if _, err := os.Stat(sock); err == nil {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			sock, done := attachInBackground(t, "--headless", "--json", "--linger", "700ms", "--hang-timeout", "300ms")
 			rankStream(t, sock, 0, c.finished)
 			rankStream(t, sock, 1, c.finished)
 			r := <-done
@@ -265,28 +245,7 @@ func TestRankRecordingsMerged(t *testing.T) {
 // own report counts.
 func TestAttachExportsOTLP(t *testing.T) {
 	l := startListen(t, "--exit-after-idle", "2s")
-	dir, err := os.MkdirTemp("", "xa")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s")
-	type result struct {
-		code     int
-		out, err string
-	}
-	done := make(chan result, 1)
-	go func() {
-		code, out, errs := runCLI(t, "attach", "--headless", "--json", "--socket", sock, "--linger", "700ms",
-			"--otlp", l.grpc, "--otlp-detail", "full", "--otlp-shutdown-timeout", "20s")
-		done <- result{code, out, errs}
-	}()
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sock, done := attachInBackground(t, "--headless", "--json", "--linger", "700ms", "--otlp", l.grpc, "--otlp-detail", "full", "--otlp-shutdown-timeout", "20s")
 	rankStream(t, sock, 0, 2)
 	rankStream(t, sock, 1, 2)
 	r := <-done
@@ -381,27 +340,7 @@ func TestAttachHeadlessBrokenRanks(t *testing.T) {
 			"rank 3 connected (host h", "rank connection 2: ", "1 of 2 rank connections failed"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir, err := os.MkdirTemp("", "xa")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(dir)
-			sock := filepath.Join(dir, "s")
-			type result struct {
-				code     int
-				out, err string
-			}
-			done := make(chan result, 1)
-			go func() {
-				code, out, errs := runCLI(t, "attach", "--headless", "--json", "--socket", sock, "--linger", "500ms")
-				done <- result{code, out, errs}
-			}()
-			for i := 0; i < 100; i++ {
-				if _, err := os.Stat(sock); err == nil {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			sock, done := attachInBackground(t, "--headless", "--json", "--linger", "500ms")
 			for _, s := range c.streams {
 				sendRaw(t, sock, s)
 			}
@@ -419,4 +358,35 @@ func TestAttachHeadlessBrokenRanks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// attachResult is what a headless attach run in the background returned.
+type attachResult struct {
+	code     int
+	out, err string
+}
+
+// attachInBackground starts `xfertop attach --socket SOCK ARGS...` on a socket in a fresh short
+// directory (a Unix socket's path is bounded, t.TempDir's can be too long) and returns once the
+// socket exists (or after 2 s, when the ranks' dial says why); done gives the command's result.
+func attachInBackground(t *testing.T, args ...string) (sock string, done <-chan attachResult) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "xa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock = filepath.Join(dir, "s")
+	ch := make(chan attachResult, 1)
+	go func() {
+		code, out, errs := runCLI(t, append([]string{"attach", "--socket", sock}, args...)...)
+		ch <- attachResult{code, out, errs}
+	}()
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return sock, ch
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xfertop/xfertop/importers/ras/rastest"
 )
@@ -22,27 +21,7 @@ func TestAttachRAS(t *testing.T) {
 	}
 	srv := rastest.New(t, doc)
 	srv.NoMonitor = true
-	dir, err := os.MkdirTemp("", "xr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s")
-	type result struct {
-		code     int
-		out, err string
-	}
-	done := make(chan result, 1)
-	go func() {
-		code, out, errs := runCLI(t, "attach", "--headless", "--json", "--socket", sock, "--linger", "300ms", "--ras", srv.Addr(), "--ras-interval", "50ms")
-		done <- result{code, out, errs}
-	}()
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sock, done := attachInBackground(t, "--headless", "--json", "--linger", "300ms", "--ras", srv.Addr(), "--ras-interval", "50ms")
 	rankStream(t, sock, 0, 2)
 	rankStream(t, sock, 1, 2)
 	r := <-done
@@ -94,27 +73,7 @@ func TestAttachRASUnreachable(t *testing.T) {
 	}
 	dead := lis.Addr().String()
 	lis.Close() // the port was free a moment ago and nothing listens on it now
-	dir, err := os.MkdirTemp("", "xr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s")
-	type result struct {
-		code     int
-		out, err string
-	}
-	done := make(chan result, 1)
-	go func() {
-		code, out, errs := runCLI(t, "attach", "--headless", "--socket", sock, "--linger", "300ms", "--ras", dead, "--ras-interval", "50ms")
-		done <- result{code, out, errs}
-	}()
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sock, done := attachInBackground(t, "--headless", "--linger", "300ms", "--ras", dead, "--ras-interval", "50ms")
 	rankStream(t, sock, 0, 2)
 	r := <-done
 	want := "NCCL RAS at " + dead + " could not be reached"
