@@ -8,11 +8,11 @@
 // in a raw form (the file's rank, its class and --like-hta's selection still open), while a survey
 // learns what must be known before the first event goes out (what the file is, its rank, where
 // --like-hta's selection cuts, the devices, a sample of starts for the check of timestamps). The
-// items wait in a sorter until every file is read: a reorder buffer of 32,768 items, which, once
-// full, makes the sorted runs of an external merge sort (spilled to temporary files in a compact
-// binary form, merged 64 at a time; the files are removed on every path). While the first run is
-// written and the items come in start order, they go straight to it, past the buffer: a trace in
-// start order is one run, or two when some of its events come late (those wait for the second). They go out in start order, what the survey learnt applied to each. Launch times are
+// items wait in a sorter until every file is read: a reorder buffer of 32,768 items, each of whose
+// overflows is sorted into a run of an external merge sort (spilled to temporary files in a
+// compact binary form, merged 64 at a time; the files are removed on every path). The first run
+// stays open, and items that come in start order go straight to it, past the buffer: a trace in
+// start order is one run, or two when some of its events come late (those wait in the buffer). They go out in start order, what the survey learnt applied to each. Launch times are
 // resolved by correlation id as the events go out, in a window and a table of the last 65,536
 // runtime calls; a GPU op whose call was forgotten is counted in a warning.
 //

@@ -1,39 +1,54 @@
 package kineto
 
-import (
-	"github.com/xfertop/xfertop/importers/reorder"
-)
+import "slices"
 
 // reorderItems is how many items the reorder buffer holds: an import of fewer items is sorted in
-// it alone. Otherwise the buffer makes the sorted runs of an external merge sort (replacement
-// selection: runs of about twice its size on shuffled input, one run of the whole input when it is
-// in start order), spilled to temporary files and merged.
+// it alone. Otherwise each buffer full is sorted and spilled as a sorted run of an external merge
+// sort (a temporary file), and the runs are merged.
 const reorderItems = 1 << 15
 
-// sorter puts the items of every file in (start, seq) order. Items go into the reorder buffer; when
-// it is full, the first goes out to the sorted run being written. Nothing goes out to out before
-// finish: the items wait there until every file is read and surveyed. Then what is in the buffer
-// goes out in order, or, if runs were written, to the last run, and the runs are merged.
+// sorter puts the items of every file in (start, seq) order. Items go into the reorder buffer in
+// the order they come; nothing goes out to out before finish: the items wait until every file is
+// read and surveyed. An import whose items fit the buffer is sorted there and goes out from it.
 //
-// While the first run is written and the buffer, full, holds only items of it, it is emptied into
-// the run and the items that follow go straight to the run (direct) as
-// long as each comes after the one before it: an in-order trace costs no copy into the buffer and
-// out of it. One that comes late waits in the buffer for the next run; once the buffer is full
-// again the sort goes on as replacement selection. A trace nearly in order so costs a run more,
-// the late items'; the runs are merged by (start, seq), so the events come out the same whichever
+// The first time the buffer overflows, its items are sorted and written as the first run, which is
+// kept open (direct): from then on an item that comes after the last one written to it goes
+// straight to it, and only one that comes late waits in the buffer; each time the buffer
+// overflows again, its items are sorted and written as a run of their own. An in-order trace so
+// costs no copy into the buffer and out of it (one run), a trace nearly in order a run more for
+// its late items, a shuffled one a run per buffer full. The buffer is sorted all at once, by its
+// keys, rather than kept as a heap: a heap pops each item through fifteen levels of a 1 MB array,
+// a cache miss at each, where a sort of the keys walks them in order (docs/performance.md,
+// "Fourth round"). The runs are merged by (start, seq), so the events come out the same whichever
 // run an item went to.
 type sorter struct {
-	heap     reorder.Heap[item]
+	items    []item    // the buffer, in the order the items came
+	keys     []sortKey // their keys, sorted when the buffer is let out
 	capacity int
 	out      func(it *item) error
 	spill    *spill
-	run      int32 // run being written
-	w        *runWriter
-	last     reorder.Key // the item last let out of the buffer, or written directly
-	popped   bool
-	direct   bool
-	ahead    int // items in the buffer of the next run
-	tmp      item
+	direct   *runWriter // the first run, open for the items that come in order
+	last     sortKey    // the item last written to it
+}
+
+// sortKey is an item's place in the order, and its slot in the buffer.
+type sortKey struct {
+	start, seq int64
+	slot       int
+}
+
+func cmpKey(a, b sortKey) int {
+	switch {
+	case a.start < b.start:
+		return -1
+	case a.start > b.start:
+		return 1
+	case a.seq < b.seq:
+		return -1
+	case a.seq > b.seq:
+		return 1
+	}
+	return 0
 }
 
 func newSorter(capacity int, sp *spill, out func(it *item) error) *sorter {
@@ -41,89 +56,63 @@ func newSorter(capacity int, sp *spill, out func(it *item) error) *sorter {
 }
 
 func (s *sorter) put(it *item) error {
-	late := s.popped && (it.ev.Start < s.last.Start || it.ev.Start == s.last.Start && it.seq < s.last.Seq)
-	if s.direct && !late {
-		s.last = reorder.Key{Run: s.run, Start: it.ev.Start, Seq: it.seq}
-		return s.w.write(it)
+	if s.direct != nil && (it.ev.Start > s.last.start || it.ev.Start == s.last.start && it.seq > s.last.seq) {
+		s.last.start, s.last.seq = it.ev.Start, it.seq
+		return s.direct.write(it)
 	}
-	run := s.run
-	if late {
-		run++ // too late for the run being written: it starts the next one
-		s.ahead++
+	if s.items == nil {
+		s.items, s.keys = make([]item, 0, s.capacity+1), make([]sortKey, 0, s.capacity+1)
 	}
-	s.heap.Push(reorder.Key{Run: run, Start: it.ev.Start, Seq: it.seq}, it)
-	if s.heap.Len() > s.capacity {
-		s.direct = false
-		if err := s.letOut(); err != nil {
-			return err
-		}
-		return s.goDirect()
+	s.keys = append(s.keys, sortKey{it.ev.Start, it.seq, len(s.items)})
+	s.items = append(s.items, *it)
+	if len(s.items) > s.capacity {
+		return s.spillBuffer()
 	}
 	return nil
 }
 
-// goDirect empties the buffer into the first run and has the items that follow written directly,
-// when every item in it belongs to that run.
-func (s *sorter) goDirect() error {
-	if s.run != 0 || s.ahead > 0 {
-		return nil
+// spillBuffer sorts the buffer and writes it as a run: the first one, kept open for the items
+// that follow in order, or one of its own.
+func (s *sorter) spillBuffer() error {
+	slices.SortFunc(s.keys, cmpKey)
+	w, err := s.spill.create()
+	if err != nil {
+		return err
 	}
-	for s.heap.Len() > 0 {
-		if err := s.letOut(); err != nil {
+	for _, k := range s.keys {
+		if err := w.write(&s.items[k.slot]); err != nil {
+			w.f.Close()
 			return err
 		}
 	}
-	s.direct = true
+	if s.direct == nil {
+		s.direct, s.last = w, s.keys[len(s.keys)-1]
+	} else if err := w.close(); err != nil {
+		return err
+	}
+	s.items, s.keys = s.items[:0], s.keys[:0]
 	return nil
-}
-
-// letOut lets the first item out of the buffer, to the run it belongs to.
-func (s *sorter) letOut() error {
-	top := s.heap.Top()
-	s.heap.Pop(&s.tmp)
-	s.last, s.popped = top, true
-	if s.w == nil || top.Run != s.run {
-		if err := s.closeRun(); err != nil {
-			return err
-		}
-		w, err := s.spill.create()
-		if err != nil {
-			return err
-		}
-		if top.Run != s.run {
-			s.ahead = 0 // the run's items are all out: those left are of the next
-		}
-		s.w, s.run = w, top.Run
-	}
-	return s.w.write(&s.tmp)
-}
-
-func (s *sorter) closeRun() error {
-	if s.w == nil {
-		return nil
-	}
-	err := s.w.close()
-	s.w = nil
-	return err
 }
 
 // finish lets every item out, in order, to out.
 func (s *sorter) finish() error {
-	if s.spill.runs() == 0 && s.w == nil {
-		for s.heap.Len() > 0 {
-			s.heap.Pop(&s.tmp)
-			if err := s.out(&s.tmp); err != nil {
+	if s.direct == nil {
+		slices.SortFunc(s.keys, cmpKey)
+		for _, k := range s.keys {
+			if err := s.out(&s.items[k.slot]); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	for s.heap.Len() > 0 {
-		if err := s.letOut(); err != nil {
+	if len(s.items) > 0 {
+		if err := s.spillBuffer(); err != nil {
 			return err
 		}
 	}
-	if err := s.closeRun(); err != nil {
+	w := s.direct
+	s.direct = nil
+	if err := w.close(); err != nil {
 		return err
 	}
 	return s.spill.merge(s.out)

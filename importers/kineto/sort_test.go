@@ -218,37 +218,43 @@ func TestAgreesWithWholeImporter(t *testing.T) {
 	}
 }
 
-// TestSorterDirect: once the buffer is full of items of the first run, the items that come in
-// order go straight to that run (nothing waits in the buffer), those that come late wait there for
-// the next run, and a buffer full of them again goes back to replacement selection; every item
-// comes out once, in (start, seq) order, in each case.
+// TestSorterDirect: once the buffer has overflowed, its items sorted make the first run, and the
+// items that come in order go straight to that run (nothing waits in the buffer), those that come
+// late wait there, and a buffer full of them is sorted into a run of its own; every item comes out
+// once, in (start, seq) order, in each case.
 func TestSorterDirect(t *testing.T) {
 	const capacity = 4
 	tests := []struct {
 		name   string
 		starts []int64
-		direct bool // still writing directly after the last item
+		direct int // items written straight to the first run, past the buffer
 		runs   int
 	}{
-		{"in order", []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, true, 1},
-		{"one late", []int64{1, 2, 3, 4, 5, 6, 7, 3, 8, 9}, true, 2},
-		{"late ones fill the buffer", []int64{1, 2, 3, 4, 5, 20, 6, 7, 8, 9, 10, 21, 22, 11}, false, 2},
-		{"shuffled from the start", []int64{5, 3, 1, 4, 2, 9, 7, 8, 6}, true, 2},
+		{"in order", []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 5, 1},
+		{"one late", []int64{1, 2, 3, 4, 5, 6, 7, 3, 8, 9}, 4, 2},
+		{"late ones fill the buffer", []int64{1, 2, 3, 4, 5, 20, 6, 7, 8, 9, 10, 21, 22, 11}, 3, 3},
+		{"shuffled from the start", []int64{5, 3, 1, 4, 2, 9, 7, 8, 6}, 1, 2},
+		{"fits the buffer", []int64{3, 1, 2}, 0, 0},
 	}
 	for _, tc := range tests {
 		sp := &spill{dir: t.TempDir(), fanIn: mergeFanIn}
 		var got []item
 		s := newSorter(capacity, sp, func(it *item) error { got = append(got, *it); return nil })
 		var want []item
+		direct := 0
 		for i, st := range tc.starts {
 			it := item{ev: timeline.Event{Start: st, End: st + 1}, seq: int64(i)}
 			want = append(want, it)
+			buffered := len(s.items)
 			if err := s.put(&it); err != nil {
 				t.Fatal(err)
 			}
+			if len(s.items) == buffered {
+				direct++
+			}
 		}
-		if s.direct != tc.direct {
-			t.Errorf("%s: writing directly %v; want %v", tc.name, s.direct, tc.direct)
+		if direct != tc.direct {
+			t.Errorf("%s: %d items written directly; want %d", tc.name, direct, tc.direct)
 		}
 		if err := s.finish(); err != nil {
 			t.Fatal(err)

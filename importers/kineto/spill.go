@@ -47,8 +47,6 @@ func (s *spill) create() (*runWriter, error) {
 	return &runWriter{s: s, f: f, buf: make([]byte, 0, runWriteBuffer+binary.MaxVarintLen64+maxRecord)}, nil
 }
 
-func (s *spill) runs() int { return len(s.ready) }
-
 // remove deletes a file made by create.
 func (s *spill) remove(path string) {
 	os.Remove(path)
