@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -276,4 +277,51 @@ func starts(its []item) []int64 {
 		s = append(s, it.ev.Start)
 	}
 	return s
+}
+
+// TestSortKeys: the radix sort puts keys in the order the comparison sort does, by start and then
+// seq, on starts close together and far apart (past the radix sort's passes), negative ones, many
+// of one start, and ties whose seqs came out of order (held slices join the buffer late).
+func TestSortKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tests := []struct {
+		name string
+		n    int
+		span int64
+		ties bool // seqs of equal starts out of order
+	}{
+		{"empty", 0, 10, false},
+		{"one", 1, 10, false},
+		{"one start", 500, 1, true},
+		{"µs apart", 5000, 1 << 20, true},
+		{"seconds apart", 5000, 1 << 40, false},
+		{"days apart", 3000, 1 << 56, true},
+		{"the whole range", 3000, maxTime, true},
+	}
+	for _, tc := range tests {
+		keys := make([]sortKey, tc.n)
+		for i := range keys {
+			seq := int64(i)
+			if tc.ties && rng.IntN(4) == 0 {
+				seq = -int64(i) - 1 // a held slice's: before those in the buffer
+			}
+			start := rng.Int64N(tc.span)
+			if tc.span == maxTime {
+				start = rng.Int64N(2*maxTime-1) - (maxTime - 1)
+			}
+			if tc.ties && rng.IntN(3) == 0 && i > 0 {
+				start = keys[rng.IntN(i)].start
+			}
+			keys[i] = sortKey{start: start, seq: seq, slot: i}
+		}
+		want := slices.Clone(keys)
+		slices.SortFunc(want, cmpKey)
+		got, other := sortKeys(slices.Clone(keys), make([]sortKey, len(keys)))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: sortKeys orders %d keys otherwise than the comparison sort", tc.name, len(keys))
+		}
+		if len(other) != len(keys) {
+			t.Errorf("%s: the scratch half has %d keys; want %d", tc.name, len(other), len(keys))
+		}
+	}
 }
