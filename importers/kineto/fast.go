@@ -131,10 +131,11 @@ func eventField(key []byte) int {
 
 // fastEventKey reads the event's key at b[i] and its colon, and tells which field it names: the
 // keys profilers write are matched with their quotes and colon at once, as one eight-byte word
-// masked to the key's length, without a scan. (None is longer than "traceEvents", which the
-// token limit let through to reach the events.)
+// masked to the key's length, without a scan, when the token limit lets the longest of them
+// ("name" and "args", six bytes with their quotes) through; under a lower one each key is read
+// as a string, which the limit applies to.
 func (d *decoder) fastEventKey(b []byte, i int) (field, next int, ok bool) {
-	if len(b)-i >= 8 {
+	if len(b)-i >= 8 && d.s.maxToken >= len(`"name"`) {
 		w := binary.LittleEndian.Uint64(b[i:])
 		switch {
 		case w&mask5 == keyPh:
