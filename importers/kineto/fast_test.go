@@ -55,6 +55,18 @@ func FuzzFastPath(f *testing.F) {
 	// object where the shape had a plain value and the other way round, a repeated key.
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"a","pid":0,"tid":7,"ts":1,"dur":2,"args":{"device":0,"stream":7}},{"ph":"X","cat":"kernel","name":"b","pid":0,"tid":7,"ts":3,"dur":4,"args":{"device":1,"stream":8}},{"ph":"X","cat":"kernel","name":"c","pid":0,"tid":7,"ts":5,"dur":6,"args":{"device":1,"streams":8}},{"ph": "X","cat":"kernel","name":"d","pid":0,"tid":7,"ts":7,"dur":8,"args":{"device":1,"stream":8}},{"ph":"X","cat":"kernel","name":"e","pid":"0","tid":7,"ts":"9","dur":1e1,"args":{"device":"x","stream":[8]}},{"ph":"X","cat":"kernel","name":"f","pid":0,"tid":7,"ts":11,"dur":12,"args":{"device":1,"stream":8},"name":"g"}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","name":"a","ts":1,"args":7},{"ph":"X","name":"b","ts":2,"args":{"device":3}},{"ph":"X","name":"c","ts":3,"args":{"device":3}},{"ph":"X","name":"d","ts":4,"args":8},{"ph":"X","name":"e","ts":5,"args":{}},{"ph":"X","name":"f","ts":6,"args":{ }},{},{ },{"ph":"X","name":"g","ts":7,"args":{"xfertop":{"k":5}}},{"ph":"X","name":"h","ts":8,"args":  9}]}`))
+	// Values read by a shape's own readers (shapeValue), then values of the same slots they leave
+	// to the fast path's: a negative, 18 and 19 digits, a fraction, an exponent, a name with an
+	// escape, one past the token limit of 14, a phase of two letters; then what is not JSON (a
+	// leading zero, a control byte in a name, a string cut by the input's end).
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"args":{"device":0,"stream":7,"correlation":12}},{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"args":{"device":1,"stream":8,"correlation":13}},` +
+		`{"ph":"X","cat":"kernel","name":"g","pid":-1,"tid":7,"args":{"device":123456789012345678,"stream":1234567890123456789,"correlation":1.5}},` +
+		`{"ph":"X","cat":"kernel","name":"g\"h","pid":1,"tid":2,"args":{"device":1e3,"stream":-0,"correlation":0}},` +
+		`{"ph":"X","cat":"kernel","name":"a_name_longer_than_fourteen","pid":1,"tid":2,"args":{"device":2,"stream":3,"correlation":4}},` +
+		`{"ph":"XY","cat":"kernel\n","name":"g","pid":1,"tid":2,"args":{"device":2,"stream":3,"correlation":4}},` +
+		`{"ph":"X","cat":"kernel","name":"g","pid":1,"tid":07,"args":{"device":2,"stream":3,"correlation":4}}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7},{"ph":"X","cat":"kernel","name":"g` + "\x01" + `","pid":0,"tid":7}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7},{"ph":"X","cat":"kernel","name":"an unfinished string`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, opts := range []Options{{}, {MaxTokenBytes: 5}, {MaxTokenBytes: 14}, {LikeHTA: true}} {
 			slow, hs, errs := decodeAll(data, opts, true)

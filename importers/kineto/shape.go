@@ -1,6 +1,9 @@
 package kineto
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Shapes: the events of a trace are written by one profiler and come in a few shapes, the same
 // keys in the same order with the same punctuation and white space between the values. An event
@@ -192,14 +195,110 @@ func (d *decoder) shapedEvent(b []byte, i int, index int64) bool {
 			return false
 		}
 		var ok bool
-		if n.slot < slotArg {
-			i, ok = d.fastEventField(b, int(n.slot), i)
-		} else {
-			i, ok = d.fastArgValue(b, int(n.slot-slotArg), i)
-		}
-		if !ok {
+		if i, ok = d.shapeValue(b, n.slot, i); !ok {
 			return false
 		}
 		kids = n.next
 	}
+}
+
+// shapeValue reads the value at b[i] (i < len(b)) of a shape's slot, as fastEventField or
+// fastArgValue does, and returns the index after it. The values most events hold (a phase's
+// letter, a string without escapes, a small integer) are read here, in one call, rather than
+// through the fast path's readers two or three calls deep (each call spills what the caller
+// holds in registers); each is taken only where that reader would read it to the same
+// result, and anything else goes to the reader.
+func (d *decoder) shapeValue(b []byte, slot uint8, i int) (int, bool) {
+	e := &d.ev
+	switch slot {
+	case fieldPh:
+		if len(b)-i >= 3 && b[i] == '"' && b[i+2] == '"' && b[i+1] >= 0x20 && b[i+1] != '"' && b[i+1] != '\\' && d.s.maxToken >= 3 {
+			e.Ph = b[i+1]
+			return i + 3, true
+		}
+	case fieldCat, fieldName:
+		if b[i] != '"' {
+			break
+		}
+		// strStop's words: the string ends at its first quote, backslash or control byte.
+		for j := i + 1; j+8 <= len(b); j += 8 {
+			v := binary.LittleEndian.Uint64(b[j:])
+			q, bs := v^(ones*'"'), v^(ones*'\\')
+			m := ((q - ones) &^ q) | ((bs - ones) &^ bs) | ((v - ones*0x20) &^ v)
+			if m &= highs; m != 0 {
+				j += bits.TrailingZeros64(m) / 8
+				if b[j] != '"' || j+1-i > d.s.maxToken {
+					break
+				}
+				if slot == fieldCat {
+					e.Cat = category(b[i+1 : j])
+				} else {
+					e.Name = d.take(e.Name, &d.name, b[i+1:j:j])
+				}
+				return j + 1, true
+			}
+		}
+	case fieldTs, fieldDur:
+		if ns, ok, end, read := d.fastTime(b, i); read && ok && !d.floats {
+			if slot == fieldTs {
+				e.Ts, e.TsF, e.HasTs, e.BadTs = ns, 0, true, false
+			} else {
+				e.Dur, e.DurF, e.HasDur, e.BadDur = ns, 0, true, false
+			}
+			return end, true
+		}
+	case fieldPid, fieldTid, slotArg + argDevice, slotArg + argStream, slotArg + argCorrelation, slotArg + argBytes,
+		slotArg + argInNelems, slotArg + argOutNelems, slotArg + argGroupSize:
+		// fastInt's plain integer, not negative: its digits, no leading zero, and after them no
+		// byte that would make it another number (a digit past the eighteenth included).
+		j, v := i, int64(0)
+		for j < len(b) && j-i < 18 && b[j]-'0' < 10 {
+			v = v*10 + int64(b[j]-'0')
+			j++
+		}
+		if j == i || j >= len(b) || j-i > 1 && b[i] == '0' || j-i > d.s.maxToken || numberByte(b[j]) {
+			break
+		}
+		switch slot {
+		case fieldPid:
+			e.Pid = d.take(e.Pid, &d.pid, b[i:j:j])
+		case fieldTid:
+			e.Tid = d.take(e.Tid, &d.tid, b[i:j:j])
+		default:
+			d.setArg(slot-slotArg, v)
+		}
+		return j, true
+	}
+	if slot < slotArg {
+		return d.fastEventField(b, int(slot), i)
+	}
+	return d.fastArgValue(b, int(slot-slotArg), i)
+}
+
+// numberByte tells whether c may continue a number: after an integer's digits, one of these
+// makes it a fraction, an exponent or something the general path reports.
+func numberByte(c byte) bool {
+	return c-'0' < 10 || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// setArg sets an integer arg, as fastArgValue does for one read by fastInt.
+func (d *decoder) setArg(arg uint8, v int64) {
+	a := &d.ev.Args
+	switch arg {
+	case argDevice:
+		a.Device = v
+	case argStream:
+		a.Stream = v
+	case argCorrelation:
+		a.Correlation = v
+	case argBytes:
+		a.Bytes = v
+	case argInNelems:
+		a.InNelems = v
+	case argOutNelems:
+		a.OutNelems = v
+	case argGroupSize:
+		a.GroupSize = v
+	}
+	a.Has |= 1 << (arg - argDevice)
 }
