@@ -18,8 +18,8 @@
 //
 // An event is read straight from the window by a fast path (fast.go) when all of it is there and
 // holds nothing unusual, and most by the shapes the fast path learnt from the first events of each
-// kind (shape.go: the bytes between the values compared as words, each value read by the fast
-// path's reader for it); anything else is read again from its first byte by the general scanner,
+// kind (shape.go: the bytes between the values compared as words, each value read as the fast
+// path's reader for it reads it); anything else is read again from its first byte by the general scanner,
 // which reads the same events and reports every error. Input that is not JSON fails at its first
 // invalid byte, naming the file and the offset; Options
 // bound the JSON read per file and the length of one token (LimitError). Numbers out of range are

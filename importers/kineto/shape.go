@@ -16,8 +16,8 @@ import (
 // matching of keys and the dispatch on them are done once per shape instead of once per event.
 //
 // An event read by a shape is read as the fast path reads it: the literals are bytes that the fast
-// path read, in the same state, and each value is read by the function the fast path calls for
-// it, at the same place. Where the event parts from every shape learnt (another key, other
+// path read, in the same state, and each value is read, at the same place, by the function the
+// fast path calls for it or, for the commonest (shapeValue), as that function reads it. Where the event parts from every shape learnt (another key, other
 // white space, a value that turns out not to be of the fast path's), it is read again by the
 // fast path from its first byte (and learnt), as the general path reads what the fast path
 // gives up on. FuzzFastPath checks that every path reads the same events.
