@@ -39,6 +39,10 @@ type flow struct {
 	lpos [maxHops]int32
 	// ways is how many rings of one collective share the flow's port (0 or 1: it is alone).
 	ways uint8
+	// mult is how many identical flows this one stands for (1 but for a collective's ring edges,
+	// see startCollective): flows of one owner with the same links, bytes and cap always get the
+	// same rate, so the solver counts and loads the links for each of them but keeps one state.
+	mult uint16
 	// thin is how many times below its protocol's cap the flow is paced (0 or 1: it is not): the
 	// light direction of an NVLS all-gather or reduce-scatter, which moves 1/n of the heavy one's
 	// bytes in the same time. Its wire bytes are its payload at the protocol's efficiency; the
@@ -71,7 +75,7 @@ func (s *Sim) newFlow(kind uint8, owner int32, bytes int64) int32 {
 		fi = int32(len(s.flows) - 1)
 	}
 	ver := s.flows[fi].ver + 1
-	s.flows[fi] = flow{kind: kind, owner: owner, peer: -1, rem: float64(bytes), ver: ver, payload: 1}
+	s.flows[fi] = flow{kind: kind, owner: owner, peer: -1, rem: float64(bytes), ver: ver, payload: 1, mult: 1}
 	return fi
 }
 
@@ -237,8 +241,11 @@ func (s *Sim) recompute() {
 			left--
 			for k := int8(0); k < f.nl; k++ {
 				l := f.links[k]
-				s.residual[l] -= x
-				s.count[l]--
+				// One subtraction per flow stood for, as for that many flows: the same floats.
+				for range f.mult {
+					s.residual[l] -= x
+				}
+				s.count[l] -= int32(f.mult)
 			}
 			if f.rate == x && f.scheduled {
 				continue // same rate: the completion already in the heap still holds
@@ -280,7 +287,7 @@ func (s *Sim) component() (links, comp []int32) {
 			comp = append(comp, fi)
 			for k := range f.nl {
 				links = s.visitLink(links, f.links[k])
-				s.count[f.links[k]]++
+				s.count[f.links[k]] += int32(f.mult)
 			}
 		}
 	}
@@ -448,24 +455,77 @@ func (s *Sim) startCollective(ii int32) {
 	rings := s.rings(ranks)
 	chain := op == timeline.CollBroadcast || op == timeline.CollReduce
 	share := int64(math.Ceil(perEdge / float64(len(rings))))
+	s.edges.next(len(s.hosts))
 	for _, ring := range rings {
 		for i := range ring {
 			if chain && i == len(ring)-1 {
 				break
 			}
+			src, dst := ring[i], ring[(i+1)%len(ring)]
+			shared := len(rings) > 1 && s.nodeOf(src) == s.nodeOf(dst)
+			if shared {
+				// The rings enter a node at different GPUs but walk its GPUs in one order, so
+				// most of a node's edges are the same GPU pair in every ring: the same links,
+				// bytes and cap, hence always the same rate. They are one flow standing for as
+				// many (a 1,024-GPU ring all-reduce has 2,048 flows instead of 8,192).
+				if fi := s.edges.find(src, dst); fi >= 0 && s.flows[fi].mult < math.MaxUint16 {
+					s.flows[fi].mult++
+					continue
+				}
+			}
 			fi := s.newFlow(ownerInst, ii, share)
-			s.edge(fi, ring[i], ring[(i+1)%len(ring)])
+			s.edge(fi, src, dst)
 			s.flows[fi].cap *= scale
-			if len(rings) > 1 && s.nodeOf(ring[i]) == s.nodeOf(ring[(i+1)%len(ring)]) {
+			if shared {
 				// NCCL's channels inside a host are the same whichever NIC a ring leaves by: the
 				// rings share the intra-host bandwidth NCCL's graph gives them, rather than each
 				// getting all of it (NCCL's ring bandwidth is the minimum of intra and inter).
 				s.flows[fi].ways = uint8(min(len(rings), 255))
+				s.edges.note(src, dst, fi)
 			}
 			s.pending = append(s.pending, fi)
 		}
 	}
 	s.startFlows(ii, lat)
+}
+
+// edgeScratch remembers, for one collective being expanded, the flow of each GPU's edge inside its
+// node: the rings that take the same pair of GPUs share that flow (startCollective).
+type edgeScratch struct {
+	seen  []uint32 // seen[src] == epoch: dst[src] and fi[src] are this collective's
+	dst   []engine.DeviceID
+	fi    []int32
+	epoch uint32
+	off   bool // every edge its own flow (tests of the merge)
+}
+
+// next starts a collective over n devices: nothing is remembered.
+func (e *edgeScratch) next(n int) {
+	if len(e.seen) < n {
+		e.seen, e.dst, e.fi = make([]uint32, n), make([]engine.DeviceID, n), make([]int32, n)
+		e.epoch = 0
+	}
+	e.epoch++
+	if e.epoch == 0 {
+		clear(e.seen)
+		e.epoch = 1
+	}
+}
+
+// find returns the flow of the edge src → dst noted in this collective, or -1.
+func (e *edgeScratch) find(src, dst engine.DeviceID) int32 {
+	if e.seen[src] == e.epoch && e.dst[src] == dst && !e.off {
+		return e.fi[src]
+	}
+	return -1
+}
+
+// note remembers fi as the flow of the edge src → dst, unless src has one already (a GPU's edges
+// inside a node all go to the same next GPU; another would be a different pair, not merged).
+func (e *edgeScratch) note(src, dst engine.DeviceID, fi int32) {
+	if e.seen[src] != e.epoch {
+		e.seen[src], e.dst[src], e.fi[src] = e.epoch, dst, fi
+	}
 }
 
 // nvlsFlows adds NVLS traffic: each rank sends its buffer into the NVSwitch and receives the

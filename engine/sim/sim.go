@@ -89,6 +89,7 @@ type Sim struct {
 	hostEpoch uint32
 
 	ringScratch ringScratch // rings' answer
+	edges       edgeScratch // a collective's edges inside nodes, as its rings are expanded
 
 	freeCmds [][]hostCmd // blocks of host commands, cleared, for any host's cmdQueue
 
