@@ -39,15 +39,15 @@ type flow struct {
 	lpos [maxHops]int32
 	// ways is how many rings of one collective share the flow's port (0 or 1: it is alone).
 	ways uint8
-	// mult is how many identical flows this one stands for (1 but for a collective's ring edges,
-	// see startCollective): flows of one owner with the same links, bytes and cap always get the
-	// same rate, so the solver counts and loads the links for each of them but keeps one state.
-	mult uint16
 	// thin is how many times below its protocol's cap the flow is paced (0 or 1: it is not): the
 	// light direction of an NVLS all-gather or reduce-scatter, which moves 1/n of the heavy one's
 	// bytes in the same time. Its wire bytes are its payload at the protocol's efficiency; the
 	// link is idle the rest of the time, not carrying the protocol's overhead.
 	thin uint8
+	// mult is how many identical flows this one stands for (1 but for a collective's ring edges,
+	// see startCollective): flows of one owner with the same links, bytes and cap always get the
+	// same rate, so the solver counts and loads the links for each of them but keeps one state.
+	mult uint16
 	// rem is the bytes left at time last; the flow moves at rate (bytes/ns) since then. Progress is
 	// settled lazily, when the rate changes, so that an event costs what it touches, not every flow.
 	rem  float64
