@@ -142,3 +142,48 @@ func TestRingEdgesMergedChangeNothing(t *testing.T) {
 		})
 	}
 }
+
+// Completions that leave every link they touched without flows have nothing to share out: the
+// solve after them only banks the links' bytes. A ring all-reduce alone on two hosts fills its
+// links once, when it starts (its flows' ends were a second solve, of no flows), and its links
+// still report what they carried.
+func TestEndedFlowsAreNotResolved(t *testing.T) {
+	topo, err := sim.TopologyByName("h100x8x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &eventLog{}
+	s, err := sim.New(sim.Config{Topology: topo, Seed: 1, Model: sim.ModelOf(topo)}, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := engine.DefaultOptions()
+	opts.NCCLAlgo = timeline.AlgoRing
+	c := engine.NewClient(s, log, opts)
+	all := topo.AllDevices()
+	warm(t, c, all)
+	before := sim.Solves(s)
+	if _, err := c.Collective(timeline.CollAllReduce, all, 64<<20, "alone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := sim.Solves(s) - before; got != 1 {
+		t.Errorf("%d solves with flows for one collective alone; want 1", got)
+	}
+	var nvlink, nic int64
+	for _, e := range log.events {
+		if link, _, ok := timeline.UnpackLink(e.Sub); ok && e.Kind == timeline.KindLinkBytes {
+			switch link {
+			case timeline.PeakNVLink:
+				nvlink += e.Bytes
+			case timeline.PeakNIC:
+				nic += e.Bytes
+			}
+		}
+	}
+	if nvlink == 0 || nic == 0 {
+		t.Errorf("links reported %d bytes on NVLink, %d on NICs; want both", nvlink, nic)
+	}
+}

@@ -39,3 +39,6 @@ func SetMergeEdges(s *Sim, on bool) { s.edges.off = !on }
 
 // FlowSlots is the most flows s has had at once (its flow slots, never given back).
 func FlowSlots(s *Sim) int { return len(s.flows) }
+
+// Solves is how many solves of s had flows to share links among.
+func Solves(s *Sim) int { return s.solves }

@@ -207,6 +207,10 @@ func (s *Sim) flowDone(fi int32) {
 // connected component of the changed links is solved: a collective on one host does not re-solve
 // every flow of a 4,096-GPU cluster.
 func (s *Sim) recompute() {
+	if s.allEnded() {
+		return
+	}
+	s.solves++
 	s.epoch++
 	links, comp := s.component()
 	left := len(comp)
@@ -265,6 +269,29 @@ func (s *Sim) recompute() {
 	}
 	s.reload(links, comp)
 	s.touched, s.comp = links, comp
+}
+
+// allEnded handles the solve after completions that left every changed link without flows (a
+// collective alone on its links, once a batch of its flows ends; at 1,024 GPUs two solves in
+// three): there is nothing to fill, only each link's bytes so far to bank and its load to clear,
+// as reload would, without visiting the links as a component first. It reports whether that was
+// the case.
+func (s *Sim) allEnded() bool {
+	for _, l := range s.dirtyLinks {
+		if len(s.linkFlows[l]) > 0 {
+			return false
+		}
+	}
+	// A link that had a load is in use (reload) until a window ends with its load gone and its
+	// bytes reported (linkWindow), so these links are in use already, or have nothing to bank.
+	lb := &s.lb
+	for _, l := range s.dirtyLinks {
+		s.isDirty[l] = false
+		s.bank(l, s.now)
+		lb.load[l], lb.util[l] = 0, 0
+	}
+	s.dirtyLinks = s.dirtyLinks[:0]
+	return true
 }
 
 // component returns the links and active flows connected to the links marked dirty since the last
