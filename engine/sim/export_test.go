@@ -32,3 +32,13 @@ func PaceAnchor(s *Sim) time.Time {
 
 // Publications is how many times s has published what is in flight.
 func Publications(s *Sim) int { return s.running.scans }
+
+// SetMergeEdges turns the merging of a collective's identical ring edges into one flow on or off
+// (startCollective), for tests that check the merge changes nothing but the work.
+func SetMergeEdges(s *Sim, on bool) { s.edges.off = !on }
+
+// FlowSlots is the most flows s has had at once (its flow slots, never given back).
+func FlowSlots(s *Sim) int { return len(s.flows) }
+
+// Solves is how many solves of s had flows to share links among.
+func Solves(s *Sim) int { return s.solves }

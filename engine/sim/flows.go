@@ -44,6 +44,10 @@ type flow struct {
 	// bytes in the same time. Its wire bytes are its payload at the protocol's efficiency; the
 	// link is idle the rest of the time, not carrying the protocol's overhead.
 	thin uint8
+	// mult is how many identical flows this one stands for (1 but for a collective's ring edges,
+	// see startCollective): flows of one owner with the same links, bytes and cap always get the
+	// same rate, so the solver counts and loads the links for each of them but keeps one state.
+	mult uint16
 	// rem is the bytes left at time last; the flow moves at rate (bytes/ns) since then. Progress is
 	// settled lazily, when the rate changes, so that an event costs what it touches, not every flow.
 	rem  float64
@@ -71,7 +75,7 @@ func (s *Sim) newFlow(kind uint8, owner int32, bytes int64) int32 {
 		fi = int32(len(s.flows) - 1)
 	}
 	ver := s.flows[fi].ver + 1
-	s.flows[fi] = flow{kind: kind, owner: owner, peer: -1, rem: float64(bytes), ver: ver, payload: 1}
+	s.flows[fi] = flow{kind: kind, owner: owner, peer: -1, rem: float64(bytes), ver: ver, payload: 1, mult: 1}
 	return fi
 }
 
@@ -203,6 +207,10 @@ func (s *Sim) flowDone(fi int32) {
 // connected component of the changed links is solved: a collective on one host does not re-solve
 // every flow of a 4,096-GPU cluster.
 func (s *Sim) recompute() {
+	if s.allEnded() {
+		return
+	}
+	s.solves++
 	s.epoch++
 	links, comp := s.component()
 	left := len(comp)
@@ -237,8 +245,11 @@ func (s *Sim) recompute() {
 			left--
 			for k := int8(0); k < f.nl; k++ {
 				l := f.links[k]
-				s.residual[l] -= x
-				s.count[l]--
+				// One subtraction per flow stood for, as for that many flows: the same floats.
+				for range f.mult {
+					s.residual[l] -= x
+				}
+				s.count[l] -= int32(f.mult)
 			}
 			if f.rate == x && f.scheduled {
 				continue // same rate: the completion already in the heap still holds
@@ -258,6 +269,29 @@ func (s *Sim) recompute() {
 	}
 	s.reload(links, comp)
 	s.touched, s.comp = links, comp
+}
+
+// allEnded handles the solve after completions that left every changed link without flows (a
+// collective alone on its links, once a batch of its flows ends; at 1,024 GPUs two solves in
+// three): there is nothing to fill, only each link's bytes so far to bank and its load to clear,
+// as reload would, without visiting the links as a component first. It reports whether that was
+// the case.
+func (s *Sim) allEnded() bool {
+	for _, l := range s.dirtyLinks {
+		if len(s.linkFlows[l]) > 0 {
+			return false
+		}
+	}
+	// A link that had a load is in use (reload) until a window ends with its load gone and its
+	// bytes reported (linkWindow), so these links are in use already, or have nothing to bank.
+	lb := &s.lb
+	for _, l := range s.dirtyLinks {
+		s.isDirty[l] = false
+		s.bank(l, s.now)
+		lb.load[l], lb.util[l] = 0, 0
+	}
+	s.dirtyLinks = s.dirtyLinks[:0]
+	return true
 }
 
 // component returns the links and active flows connected to the links marked dirty since the last
@@ -280,7 +314,7 @@ func (s *Sim) component() (links, comp []int32) {
 			comp = append(comp, fi)
 			for k := range f.nl {
 				links = s.visitLink(links, f.links[k])
-				s.count[f.links[k]]++
+				s.count[f.links[k]] += int32(f.mult)
 			}
 		}
 	}
@@ -448,24 +482,77 @@ func (s *Sim) startCollective(ii int32) {
 	rings := s.rings(ranks)
 	chain := op == timeline.CollBroadcast || op == timeline.CollReduce
 	share := int64(math.Ceil(perEdge / float64(len(rings))))
+	s.edges.next(len(s.hosts))
 	for _, ring := range rings {
 		for i := range ring {
 			if chain && i == len(ring)-1 {
 				break
 			}
+			src, dst := ring[i], ring[(i+1)%len(ring)]
+			shared := len(rings) > 1 && s.nodeOf(src) == s.nodeOf(dst)
+			if shared {
+				// The rings enter a node at different GPUs but walk its GPUs in one order, so
+				// most of a node's edges are the same GPU pair in every ring: the same links,
+				// bytes and cap, hence always the same rate. They are one flow standing for as
+				// many (a 1,024-GPU ring all-reduce has 2,048 flows instead of 8,192).
+				if fi := s.edges.find(src, dst); fi >= 0 && s.flows[fi].mult < math.MaxUint16 {
+					s.flows[fi].mult++
+					continue
+				}
+			}
 			fi := s.newFlow(ownerInst, ii, share)
-			s.edge(fi, ring[i], ring[(i+1)%len(ring)])
+			s.edge(fi, src, dst)
 			s.flows[fi].cap *= scale
-			if len(rings) > 1 && s.nodeOf(ring[i]) == s.nodeOf(ring[(i+1)%len(ring)]) {
+			if shared {
 				// NCCL's channels inside a host are the same whichever NIC a ring leaves by: the
 				// rings share the intra-host bandwidth NCCL's graph gives them, rather than each
 				// getting all of it (NCCL's ring bandwidth is the minimum of intra and inter).
 				s.flows[fi].ways = uint8(min(len(rings), 255))
+				s.edges.note(src, dst, fi)
 			}
 			s.pending = append(s.pending, fi)
 		}
 	}
 	s.startFlows(ii, lat)
+}
+
+// edgeScratch remembers, for one collective being expanded, the flow of each GPU's edge inside its
+// node: the rings that take the same pair of GPUs share that flow (startCollective).
+type edgeScratch struct {
+	seen  []uint32 // seen[src] == epoch: dst[src] and fi[src] are this collective's
+	dst   []engine.DeviceID
+	fi    []int32
+	epoch uint32
+	off   bool // every edge its own flow (tests of the merge)
+}
+
+// next starts a collective over n devices: nothing is remembered.
+func (e *edgeScratch) next(n int) {
+	if len(e.seen) < n {
+		e.seen, e.dst, e.fi = make([]uint32, n), make([]engine.DeviceID, n), make([]int32, n)
+		e.epoch = 0
+	}
+	e.epoch++
+	if e.epoch == 0 {
+		clear(e.seen)
+		e.epoch = 1
+	}
+}
+
+// find returns the flow of the edge src → dst noted in this collective, or -1.
+func (e *edgeScratch) find(src, dst engine.DeviceID) int32 {
+	if e.seen[src] == e.epoch && e.dst[src] == dst && !e.off {
+		return e.fi[src]
+	}
+	return -1
+}
+
+// note remembers fi as the flow of the edge src → dst, unless src has one already (a GPU's edges
+// inside a node all go to the same next GPU; another would be a different pair, not merged).
+func (e *edgeScratch) note(src, dst engine.DeviceID, fi int32) {
+	if e.seen[src] != e.epoch {
+		e.seen[src], e.dst[src], e.fi[src] = e.epoch, dst, fi
+	}
 }
 
 // nvlsFlows adds NVLS traffic: each rank sends its buffer into the NVSwitch and receives the

@@ -57,8 +57,11 @@ func (s *Sim) reload(links, comp []int32) {
 	for _, fi := range comp {
 		f := &s.flows[fi]
 		for k := range f.nl {
-			lb.load[f.links[k]] += f.rate * f.payload
-			lb.util[f.links[k]] += f.rate // wire bytes/ns, made a share of the bandwidth below
+			l := f.links[k]
+			for range f.mult { // one addition per flow it stands for: the same sums as that many flows
+				lb.load[l] += f.rate * f.payload
+				lb.util[l] += f.rate // wire bytes/ns, made a share of the bandwidth below
+			}
 		}
 	}
 	for _, l := range links {

@@ -121,7 +121,7 @@ func TestLinkBytesAreTheAlgorithmsTraffic(t *testing.T) {
 		hosts []int
 		want  func(n, h int) want
 	}{
-		{"all-reduce ring", timeline.CollAllReduce, timeline.AlgoRing, []int{1, 2, 64}, ring(timeline.CollAllReduce)},
+		{"all-reduce ring", timeline.CollAllReduce, timeline.AlgoRing, []int{1, 2, 64, 128}, ring(timeline.CollAllReduce)},
 		{"all-reduce tree", timeline.CollAllReduce, timeline.AlgoTree, []int{1, 2, 64}, ring(timeline.CollAllReduce)},
 		{"all-gather ring", timeline.CollAllGather, timeline.AlgoRing, []int{1, 2, 64}, ring(timeline.CollAllGather)},
 		{"reduce-scatter ring", timeline.CollReduceScatter, timeline.AlgoRing, []int{1, 2, 64}, ring(timeline.CollReduceScatter)},
@@ -144,7 +144,7 @@ func TestLinkBytesAreTheAlgorithmsTraffic(t *testing.T) {
 		for _, h := range tc.hosts {
 			t.Run(fmt.Sprintf("%s/%d hosts", tc.name, h), func(t *testing.T) {
 				if testing.Short() && h > 2 {
-					t.Skip("64 hosts: not in -short")
+					t.Skip("64 and 128 hosts: not in -short")
 				}
 				n := h * ppn
 				got := runCollective(t, h, tc.op, tc.algo, S)

@@ -78,6 +78,7 @@ type Sim struct {
 	share    []float64
 	mark     []uint32
 	epoch    uint32
+	solves   int     // solves that had flows to fill (the others only bank their links: allEnded)
 	touched  []int32 // the links of the component last solved
 	comp     []int32 // its flows
 	// links whose flows changed since the last solve
@@ -89,6 +90,7 @@ type Sim struct {
 	hostEpoch uint32
 
 	ringScratch ringScratch // rings' answer
+	edges       edgeScratch // a collective's edges inside nodes, as its rings are expanded
 
 	freeCmds [][]hostCmd // blocks of host commands, cleared, for any host's cmdQueue
 
