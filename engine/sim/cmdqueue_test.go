@@ -29,8 +29,8 @@ func TestCmdQueue(t *testing.T) {
 			for range tt.rounds {
 				for range tt.push {
 					free := len(s.freeCmds)
-					*s.pushCmd(&q) = cmdOf(&engine.Command{Kind: engine.CmdSleep, Duration: next, Devices: []engine.DeviceID{1},
-						Op: engine.StreamOp{Ranks: []engine.DeviceID{1}, Sizes: []int64{1}}, Graph: []engine.StreamOp{{}}})
+					c := s.cmdOf(&engine.Command{Kind: engine.CmdSleep, Duration: next, Devices: []engine.DeviceID{1}, Label: 3})
+					*s.pushCmd(&q) = c
 					if free == 0 && len(s.freeCmds) == 0 && q.tail == 1 {
 						made++
 					}
@@ -62,7 +62,7 @@ func TestCmdQueue(t *testing.T) {
 			}
 			for _, b := range s.freeCmds {
 				for i := range b {
-					if c := &b[i]; c.Kind != 0 || c.devices != 0 || c.graph != nil || c.Op.Ranks != nil || c.Op.more != nil {
+					if b[i] != (hostCmd{}) {
 						t.Fatalf("a pooled block holds a command: %+v", b[i])
 					}
 				}

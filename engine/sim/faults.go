@@ -171,7 +171,7 @@ func (s *Sim) stuck(d int32, cmd *hostCmd) bool {
 		switch {
 		case f.Kind == fault.MissingRank && cmd.Kind == engine.CmdCommInit:
 			return true
-		case f.Kind == fault.Hang && f.Mode == fault.HangBefore && (cmd.Kind == engine.CmdLaunch || cmd.Kind == engine.CmdBatch) && s.hangsAt(f, &cmd.Op):
+		case f.Kind == fault.Hang && f.Mode == fault.HangBefore && (cmd.Kind == engine.CmdLaunch || cmd.Kind == engine.CmdBatch) && s.hangsAt(f, &s.op(cmd.ref).op):
 			return true
 		}
 	}

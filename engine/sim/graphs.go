@@ -26,16 +26,30 @@ func (s *Sim) startGraphLaunch(hi int32, cmd hostCmd) {
 // graphLaunched reports the launch that just ended on host h and puts every op of its graph on
 // its stream at once: their order on each stream and the events between them are as captured.
 func (s *Sim) graphLaunched(h *host, cmd *hostCmd) {
-	ops := cmd.graphOps()
+	ops := s.graphs[cmd.ref]
+	s.graphs[cmd.ref] = nil
+	s.freeGraphs = append(s.freeGraphs, cmd.ref)
 	id := uint32(0)
 	if len(ops) > 0 {
 		id = ops[0].Graph
 	}
 	s.emit(engine.GraphLaunchEvent(h.dev, s.hostOf(h.dev), h.since, s.now, len(ops), id, cmd.Label))
 	for i := range ops {
-		op := specOf(&ops[i])
-		s.enqueue(&op)
+		s.enqueue(s.reserve(&ops[i]))
 	}
+}
+
+// keepGraph keeps a graph launch's ops, in the order they were captured, until the launch ends
+// (graphLaunched), and returns where: a host command holds no pointer (hostCmd).
+func (s *Sim) keepGraph(ops []engine.StreamOp) int32 {
+	if n := len(s.freeGraphs); n > 0 {
+		gi := s.freeGraphs[n-1]
+		s.freeGraphs = s.freeGraphs[:n-1]
+		s.graphs[gi] = ops
+		return gi
+	}
+	s.graphs = append(s.graphs, ops)
+	return int32(len(s.graphs) - 1)
 }
 
 // markCaptured sets the captured mark on the event of an op a graph replayed.

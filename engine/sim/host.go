@@ -97,15 +97,15 @@ func (s *Sim) hostStep(hi int32) {
 			return
 		}
 		if next := h.q.front(); next.Kind == engine.CmdLaunch && !s.stuck(hi, next) {
-			// The common command, copied once (a command is some 300 bytes).
 			h.cur, h.busy = *next, true
 			s.popCmd(&h.q)
+			// The op's slot and the next command are read when this launch is over, thousands
+			// of items later; written with the whole step, they are long out of the caches.
+			prefetch(unsafe.Pointer(s.op(h.cur.ref)))
 			if !h.q.empty() {
-				// The next command is read when this one's launch is over, thousands of items
-				// later; queued with the whole step, it is long out of the caches by now.
 				prefetch(unsafe.Pointer(h.q.front()))
 			}
-			s.at(s.now+s.launchCost(&h.cur.Op)+s.launchDelay(hi), evHostDone, hi, 0)
+			s.at(s.now+h.cur.Duration+s.launchDelay(hi), evHostDone, hi, 0)
 			return
 		}
 		cmd := *h.q.front()
@@ -142,7 +142,8 @@ func (s *Sim) hostStep(hi int32) {
 				s.hold(hi, cmd)
 				return
 			}
-			h.batch = append(h.batch, cmd.Op.streamOp())
+			h.batch = append(h.batch, s.op(cmd.ref).op.streamOp())
+			s.freeOp(cmd.ref) // reserved, never queued: the batch's group launch takes a slot of its own
 			s.batched++
 			h.cur, h.busy = cmd, true
 			if len(h.batch) == 1 {
@@ -171,10 +172,11 @@ func (s *Sim) launchBatch(hi int32) {
 	s.batched -= len(parts)
 	h.batch = h.batch[:0]
 	h.batchGen++
-	g := opSpec{Kind: engine.OpGroup, Stream: parts[0].Stream, Device: h.dev, Peer: -1, more: &opMore{Parts: parts}}
-	h.cur, h.busy = hostCmd{Kind: engine.CmdLaunch, Op: g}, true
+	oi := s.reserve(&engine.StreamOp{Kind: engine.OpGroup, Stream: parts[0].Stream, Device: h.dev, Peer: -1, Parts: parts})
+	cost := s.launchCost(&s.op(oi).op)
+	h.cur, h.busy = hostCmd{Kind: engine.CmdLaunch, ref: oi, Duration: cost}, true
 	s.pendingCmds++
-	s.at(s.now+s.launchCost(&g)+s.launchDelay(hi), evHostDone, hi, 0)
+	s.at(s.now+cost+s.launchDelay(hi), evHostDone, hi, 0)
 }
 
 // hostCmdEvent is the event of cmd, a communicator init or a sleep h began at h.since, up to end.
@@ -195,7 +197,7 @@ func (s *Sim) hostDone(hi int32) {
 	// command, so nothing writes h.cur before it is cleared.
 	switch cmd := &h.cur; cmd.Kind {
 	case engine.CmdLaunch:
-		s.enqueue(&cmd.Op)
+		s.enqueue(cmd.ref)
 	case engine.CmdGraphLaunch:
 		s.graphLaunched(h, cmd)
 	case engine.CmdCommInit, engine.CmdSleep:

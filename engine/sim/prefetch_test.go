@@ -6,13 +6,12 @@ import (
 	"unsafe"
 )
 
-// TestPrefetchChangesNothing: prefetch is a hint. Given the last command of a block, whose three
-// lines reach past the end of the allocation (and possibly onto an unmapped page), it neither
-// faults nor writes.
+// TestPrefetchChangesNothing: prefetch is a hint. Given the last command of a block, past whose
+// end its three lines reach (possibly onto an unmapped page), it neither faults nor writes.
 func TestPrefetchChangesNothing(t *testing.T) {
 	b := make([]hostCmd, cmdBlock)
 	for i := range b {
-		b[i] = hostCmd{Kind: 3, Op: opSpec{Bytes: int64(i), Stream: 7}, Event: 9}
+		b[i] = hostCmd{Kind: 3, Duration: int64(i), ref: 7, Event: 9}
 	}
 	want := append([]hostCmd(nil), b...)
 	for i := range b {

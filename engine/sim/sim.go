@@ -92,7 +92,9 @@ type Sim struct {
 	ringScratch ringScratch // rings' answer
 	edges       edgeScratch // a collective's edges inside nodes, as its rings are expanded
 
-	freeCmds [][]hostCmd // blocks of host commands, cleared, for any host's cmdQueue
+	freeCmds   [][]hostCmd         // blocks of host commands, cleared, for any host's cmdQueue
+	graphs     [][]engine.StreamOp // graph launches' ops, until the launch ends (keepGraph)
+	freeGraphs []int32
 
 	running running   // the ops in flight, as InFlight reads them
 	lb      linkBytes // what each link carried, reported per window
@@ -200,14 +202,16 @@ func (s *Sim) event(id engine.EventID) *evState {
 
 // Submit queues cmd on dev's host thread.
 func (s *Sim) Submit(dev engine.DeviceID, cmd engine.Command) {
-	*s.pushCmd(&s.hosts[dev].q) = cmdOf(&cmd)
+	c := s.cmdOf(&cmd)
+	*s.pushCmd(&s.hosts[dev].q) = c
 	s.submitted(dev)
 }
 
 // Launch queues the launch of op on dev's host thread, as Submit of a CmdLaunch command does
 // (engine.Launcher).
 func (s *Sim) Launch(dev engine.DeviceID, op engine.StreamOp) {
-	*s.pushCmd(&s.hosts[dev].q) = hostCmd{Kind: engine.CmdLaunch, Op: specOf(&op)}
+	oi := s.reserve(&op)
+	*s.pushCmd(&s.hosts[dev].q) = hostCmd{Kind: engine.CmdLaunch, ref: oi, Duration: s.launchCost(&s.op(oi).op)}
 	s.submitted(dev)
 }
 

@@ -106,16 +106,28 @@ func (s *Sim) current(r opRef) bool {
 	return o.live && o.gen == r.gen
 }
 
-func (s *Sim) enqueue(op *opSpec) {
-	s.seq++
-	// Built in its slot: an op is some 260 bytes, and newOp would copy it twice.
+// reserve puts op in a free slot (or a new one), not yet queued on its stream (enqueue does
+// that), and returns the slot. A launch's op is put in its slot as it is submitted, and waits
+// there while its host thread reaches it: it is written once, built in the slot (an op is some
+// 180 bytes), and read once more when queued.
+func (s *Sim) reserve(op *engine.StreamOp) int32 {
 	oi := s.takeSlot()
-	*s.op(oi) = opState{op: *op, seq: s.seq, queued: s.now, start: s.now, waitAt: -1, parent: -1, inst: -1, live: true, gen: s.gens[oi]}
-	st := &s.streams[op.Stream]
+	o := s.op(oi)
+	*o = opState{op: specOf(op), waitAt: -1, parent: -1, inst: -1, gen: s.gens[oi]}
+	return oi
+}
+
+// enqueue queues the op reserved in slot oi on its stream.
+func (s *Sim) enqueue(oi int32) {
+	s.seq++
+	o := s.op(oi)
+	o.seq, o.queued, o.start, o.live = s.seq, s.now, s.now, true
+	sid := o.op.Stream
+	st := &s.streams[sid]
 	st.q = append(st.q, oi)
 	s.pendingOps++
 	if st.running < 0 {
-		s.streamKick(op.Stream)
+		s.streamKick(sid)
 	}
 }
 

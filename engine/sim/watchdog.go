@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/timeline"
@@ -118,12 +120,18 @@ func (s *Sim) fireWatchdog(oi int32) {
 	}
 	// The run stops here: the other ops still waiting for their peers waited until now. Their
 	// waits are reported, so that a recording holds who waited on whom when the run stopped (a
-	// replay's diagnosis names the hang, or the wait cycle, as the live run's did).
+	// replay's diagnosis names the hang, or the wait cycle, as the live run's did). They are
+	// reported in the order they were queued, which does not depend on which slots they took.
+	var waiting []int32
 	for oi := range s.nOps {
 		o := s.op(int32(oi))
 		if o.live && !o.matched && o.waitAt >= 0 && (o.op.Kind == engine.OpSend || o.op.Kind == engine.OpRecv || o.op.Kind == engine.OpCollective) {
-			s.peerWait(int32(oi))
+			waiting = append(waiting, int32(oi))
 		}
+	}
+	slices.SortFunc(waiting, func(a, b int32) int { return cmp.Compare(s.op(a).seq, s.op(b).seq) })
+	for _, oi := range waiting {
+		s.peerWait(oi)
 	}
 	s.runErr = werr
 }
