@@ -72,22 +72,31 @@ func (a *Analyzer) Emit(e *timeline.Event) {
 		a.first, a.last, a.seen = e.Start, e.End, true
 	}
 	a.first, a.last = min(a.first, e.Start), max(a.last, e.End)
+	// On a cluster the state of an event's stream, device and rank is rarely in the caches: ask
+	// for it now, and fold the event into the accumulators that keep no such state first, so that
+	// the lines arrive meanwhile (and the ends of the device's interval sets, found from its state,
+	// halfway). The steps go before the idle gaps and the breakdown, which read the window they
+	// mark.
+	a.idle.prefetch(e)
+	a.breakdown.prefetch(e)
+	a.diag.Prefetch(e)
 	a.steps.add(e)
 	a.transfers.add(e)
 	a.p2p.add(e)
 	a.colls.add(e)
 	a.barriers.add(e)
 	a.comms.add(e)
+	a.breakdown.prefetchEnds(e)
 	a.named.add(e)
 	a.links.add(e)
-	a.idle.add(e)
-	a.breakdown.add(e)
 	a.alerts.add(e)
 	a.telemetry.add(e)
 	a.profiler.add(e)
 	if e.End >= a.from {
 		a.diag.Add(e)
 	}
+	a.idle.add(e)
+	a.breakdown.add(e)
 }
 
 // Diagnose gives the diagnosis alone an event that ends before the time the analysis starts at
