@@ -665,9 +665,9 @@ func TestIdleDevicesAndRoles(t *testing.T) {
 	}
 }
 
-// A stream's gaps are its own whatever its device's id: ids found by their place (byDev), past
-// MaxDevices and without a device (through the map), interleaved, give each stream the gaps
-// it would have alone.
+// A stream's gaps are its own whatever its device's id: ids found by their id (idleStreams.byID)
+// or their device's place (idleStreams.dir), past MaxDevices and without a device (through the
+// map), interleaved, give each stream the gaps it would have alone.
 func TestIdleStreamsByDevice(t *testing.T) {
 	devs := []int32{0, 3, MaxDevices + 7, timeline.NoDevice}
 	g := newIdleGaps(timeline.IdleEngine, 0)
