@@ -3,7 +3,9 @@ package analysis
 import (
 	"encoding/json"
 	"math"
+	"unsafe"
 
+	"github.com/xfertop/xfertop/analysis/internal/cacheline"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -13,33 +15,36 @@ import (
 // and forgotten. An op that arrives later and starts before the cut counts only from the cut (its
 // earlier part is LateNs): exact for streams in time order, as every producer emits them.
 type deviceTime struct {
-	busy, comp, comm intervalSet
+	// What every op reads or writes comes first, then the sets, so that an op's work is the first
+	// four cache lines (the analyzer asks for them ahead: Analyzer.Emit); TestDeviceTimeLayout
+	// holds it.
+	first, last   int64
+	cutAt         int64
+	liveOverlapNs int64 // |comp ∩ comm| of the sets, kept as ops are added
+	lateNs        int64
+	limit         int   // set size that triggers a commit (maxIntervals when 0)
+	row           int32 // the device's place in breakdown.rows, -1 before it has one
+	seen          bool
 	// busyApart: an op other than a kernel added busy time. Until then busy time is the kernels'
 	// alone and busy is not kept (busySet is comp): a device that only computes keeps one set
 	// of intervals, not two equal ones (half the work and memory per kernel).
-	busyApart              bool
-	cutAt                  int64
+	busyApart        bool
+	resValid         bool // res is the last result, valid until the next add
+	queued           bool // its row is stale, and listed in breakdown.dirty
+	_                [4]byte
+	comp, comm, busy intervalSet
+
 	busyNs, compNs, commNs int64 // committed before cutAt
 	overlapNs              int64
-	liveOverlapNs          int64 // |comp ∩ comm| of the sets, kept as ops are added
-	first, last            int64
-	seen                   bool
-	lateNs                 int64
-	limit                  int                 // set size that triggers a commit (maxIntervals when 0)
 	buf, bufB              []timeline.Interval // scratch for commits
 	// res is the last result, valid until the next add: a console asks every frame, and most of
 	// its devices may not have run anything new since.
-	res      DeviceTime
-	resValid bool
+	res DeviceTime
 	// win is where the steps ran, stepBusyNs the busy time committed inside them (as the window
 	// knew them at the commit); win nil: not asked.
 	win        *stepWindow
 	stepBusyNs int64
 	pcts       []float64 // overlap percentages handed out, by pointer: never written once appended
-	// row is the device's place in breakdown.rows, -1 before it has one; queued: its row is
-	// stale, and listed in breakdown.dirty.
-	row    int32
-	queued bool
 }
 
 // pctBufLen is how many overlap percentages a device's buffer holds: a device's results take
@@ -225,6 +230,29 @@ type breakdown struct {
 func (b *breakdown) add(e *timeline.Event) {
 	if e.Kind.IsBusy() {
 		b.fold(e) // the test inlines into Analyzer.Emit (see transfers.add)
+	}
+}
+
+// prefetch asks for the state of e's device ahead of add.
+func (b *breakdown) prefetch(e *timeline.Event) {
+	if e.Kind.IsBusy() && e.Device >= 0 && int(e.Device) < len(b.devs) {
+		if d := b.devs[e.Device]; d != nil {
+			cacheline.Prefetch(unsafe.Pointer(d), 4)
+		}
+	}
+}
+
+// prefetchEnds asks for the last interval of each set of e's device, which add reads or writes:
+// the sets' arrays are apart from the device's state, whose lines prefetch asked for earlier.
+func (b *breakdown) prefetchEnds(e *timeline.Event) {
+	if e.Kind.IsBusy() && e.Device >= 0 && int(e.Device) < len(b.devs) {
+		if d := b.devs[e.Device]; d != nil {
+			for _, u := range [...]*intervalSet{&d.comp, &d.comm, &d.busy} {
+				if n := len(u.ivs); n > 0 {
+					cacheline.Prefetch(unsafe.Pointer(&u.ivs[n-1]), 1)
+				}
+			}
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -553,6 +554,29 @@ func TestIdleCauseOnlyWhereIdle(t *testing.T) {
 		}
 		if g := r.StreamIdle.Devices[i]; g.TotalNs != 800 || g.TopCause != "kernel_wait" {
 			t.Errorf("device %d's streams' gaps: %+v; want 800 ns of kernel_wait", g.Device, g)
+		}
+	}
+}
+
+// A device's state is laid out by what an op touches (deviceTime): its fields and its three sets
+// in the first four cache lines, which the analyzer asks for ahead, and a state takes whole
+// lines, so that each starts a line of its own.
+func TestDeviceTimeLayout(t *testing.T) {
+	var d deviceTime
+	if n := unsafe.Sizeof(d); n%64 != 0 {
+		t.Errorf("a device's state is %d bytes; want a multiple of 64", n)
+	}
+	if end := unsafe.Offsetof(d.busy) + unsafe.Sizeof(d.busy); end > 4*64 || unsafe.Offsetof(d.queued) >= 64 {
+		t.Errorf("an op's fields end at %d and its sets at %d; want 64 and 256 at most", unsafe.Offsetof(d.queued)+1, end)
+	}
+	var b breakdown
+	for dev := range int32(64) {
+		e := kern(dev, 1, 0, us)
+		b.add(&e)
+	}
+	for dev, d := range b.devs {
+		if p := uintptr(unsafe.Pointer(d)); p%64 != 0 {
+			t.Errorf("device %d's state starts at %#x; want a cache line's start", dev, p)
 		}
 	}
 }

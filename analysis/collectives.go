@@ -96,8 +96,6 @@ func (c *collectives) finish(in *collInst) {
 	s.timeNs += t
 	s.lat.Add(float64(t))
 	if len(in.arrivals) > 1 {
-		// In rank order, so that a tie names the lowest rank whatever order the parts came in.
-		slices.SortFunc(in.arrivals, func(a, b collArrival) int { return int(a.rank) - int(b.rank) })
 		c.ranks, c.arrive = c.ranks[:0], c.arrive[:0]
 		for _, a := range in.arrivals {
 			c.ranks = append(c.ranks, a.rank)

@@ -340,3 +340,41 @@ func TestCollectiveUnreportedAtEnd(t *testing.T) {
 		})
 	}
 }
+
+// An instance's straggler and its lateness do not depend on the order its ranks' parts arrive in:
+// every order of four ranks' parts, one rank last alone, two tied for last, or all together,
+// names the same ranks with the same lateness.
+func TestCollectiveStragglerOrderFree(t *testing.T) {
+	starts := [][]int64{{100, 400, 130, 120}, {100, 400, 400, 120}, {100, 100, 100, 100}, {90, 100, 110, 150}}
+	var want []Straggler
+	for p := range 24 {
+		order := []int{0, 1, 2, 3}
+		for i, k := 0, p; i < 4; i, k = i+1, k/(4-i) { // the p-th permutation
+			j := i + k%(4-i)
+			order[i], order[j] = order[j], order[i]
+		}
+		var evs []timeline.Event
+		for n, s := range starts {
+			inst := instance(timeline.CollAllReduce, uint64(n+1), s, []int64{1000, 1000, 1000, 1000}, 64)
+			for _, r := range order {
+				evs = append(evs, inst[r])
+			}
+		}
+		got := analyze(timeline.Meta{}, evs...).Collectives.Stragglers
+		if p == 0 {
+			want = got
+			if len(want) != 2 || want[0].Rank != 1 || want[1].Rank != 3 {
+				t.Fatalf("stragglers %+v; want ranks 1 and 3", want)
+			}
+			continue
+		}
+		if len(got) != len(want) {
+			t.Fatalf("order %v: stragglers %+v; want %+v", order, got, want)
+		}
+		for i := range got {
+			if got[i].Rank != want[i].Rank || got[i].TimesLast != want[i].TimesLast || *got[i].LatenessNs50 != *want[i].LatenessNs50 {
+				t.Errorf("order %v: straggler %d = %+v; want %+v", order, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -85,26 +85,45 @@ type waitIv struct {
 
 // streamGaps is one stream's state: where its last op ended, and the waits recorded since.
 //
-// What every op reads or writes comes first, in the struct's first cache line: a 1,024-GPU run has
-// some 3,000 streams, whose state does not stay in the caches, and a flag at the end of the struct
-// was a second miss per op.
+// A 1,024-GPU run has some 5,000 streams, whose state does not stay in the caches while the
+// engine runs beside the analysis, so the layout is by what an event touches: the first cache
+// line holds all that an op reads or writes, the next two what a gap adds to (the time by cause
+// and the longest gap's length, side by side), the rest what only a new longest gap or a result
+// reads. States live in blocks of streamBlock (idleStreams), so that each starts a cache line;
+// TestStreamStateLayout holds the offsets.
 type streamGaps struct {
-	started  bool
-	compute  bool // the stream ran kernels: its idle time is idle compute
-	dirty    bool // an op arrived since its row was last built, and idx is in idleGaps.dirty
-	priority int8
-	idx      int32 // the stream's place in result order (idleGaps.order), -1 before it has one
-	prevEnd  int64 // engine mode: the latest end so far; HTA mode: the previous op's end
+	prevEnd int64 // engine mode: the latest end so far; HTA mode: the previous op's end
 	// prevGraph is the Queued of the last op when a graph replayed it (math.MinInt64 when none):
 	// the ops of one graph launch all carry the launch's time.
 	prevGraph int64
 	prevStart int64
 	waits     []waitIv // sorted by start
-	byCause   CauseNs
+	idx       int32    // the stream's place in result order (idleGaps.order), -1 before it has one
+	started   bool
+	compute   bool // the stream ran kernels: its idle time is idle compute
+	dirty     bool // an op arrived since its row was last built, and idx is in idleGaps.dirty
+	priority  int8
+	dev       int32 // the stream's key, which idleStreams.byID does not hold
+	stream    uint32
+	causes    [causeCount]causeSum
+	_         [32]byte
 	largest   [causeCount]Gap
 	// pubLargest is the largest gaps last handed out, nil once one changed since: a new longest gap
 	// is rare, so results share the slice rather than allocate one per stream each time.
 	pubLargest []Gap
+	_          [8]byte
+}
+
+// causeSum is a stream's idle time of one cause and its longest gap of that cause (largest's Dur).
+type causeSum struct{ ns, longest int64 }
+
+// byCause returns the stream's idle time by cause.
+func (st *streamGaps) byCause() CauseNs {
+	var c CauseNs
+	for i := range c {
+		c[i] = st.causes[i].ns
+	}
+	return c
 }
 
 // idleGaps folds each stream's gaps between busy ops (gaps before a stream's first op and after its
@@ -123,10 +142,7 @@ type idleGaps struct {
 	mode         timeline.IdleMode
 	kernelWaitNs int64
 	streams      map[streamKey]*streamGaps
-	cache        [streamCacheSize]streamCacheEntry // recently used streams: most events skip the map
-	// byDev[d] is device d's first few streams (up to devStreams): on a cluster, more streams
-	// than the cache holds take turns, and each missed the cache for the map.
-	byDev     [][]devStream
+	idleStreams
 	byCause   CauseNs
 	top       []Gap // longest first
 	reordered int64
@@ -141,59 +157,6 @@ func newIdleGaps(mode timeline.IdleMode, kernelWaitNs int64) *idleGaps {
 		kernelWaitNs = DefaultKernelWaitNs
 	}
 	return &idleGaps{mode: mode, kernelWaitNs: kernelWaitNs, streams: map[streamKey]*streamGaps{}}
-}
-
-const streamCacheSize = 256
-
-type streamCacheEntry struct {
-	key streamKey
-	st  *streamGaps
-}
-
-// devStream is one of a device's streams in idleGaps.byDev.
-type devStream struct {
-	stream uint32
-	st     *streamGaps
-}
-
-// devStreams is how many of a device's streams idleGaps.byDev holds; a device with more (a trace
-// of many streams) finds the rest through the cache and the map.
-const devStreams = 8
-
-func (g *idleGaps) stream(e *timeline.Event) *streamGaps {
-	d := int(e.Device)
-	if d < 0 || d >= MaxDevices {
-		return g.streamOf(e)
-	}
-	if d >= len(g.byDev) {
-		g.byDev = slices.Grow(g.byDev, d+1-len(g.byDev))[:d+1]
-	}
-	for _, ds := range g.byDev[d] {
-		if ds.stream == e.Stream {
-			return ds.st
-		}
-	}
-	st := g.streamOf(e)
-	if len(g.byDev[d]) < devStreams {
-		g.byDev[d] = append(g.byDev[d], devStream{e.Stream, st})
-	}
-	return st
-}
-
-// streamOf finds (or makes) e's stream through the cache and the map.
-func (g *idleGaps) streamOf(e *timeline.Event) *streamGaps {
-	k := streamKey{e.Device, e.Stream}
-	c := &g.cache[(uint32(e.Stream)*2654435761^uint32(e.Device))%streamCacheSize]
-	if c.st != nil && c.key == k {
-		return c.st
-	}
-	st := g.streams[k]
-	if st == nil {
-		st = &streamGaps{priority: e.Priority, prevGraph: math.MinInt64, idx: -1}
-		g.streams[k] = st
-	}
-	c.key, c.st = k, st
-	return st
 }
 
 func (g *idleGaps) add(e *timeline.Event) {
@@ -344,7 +307,7 @@ func (g *idleGaps) attribute(st *streamGaps, k streamKey, a, b, queued int64) {
 }
 
 func (g *idleGaps) record(st *streamGaps, k streamKey, start, dur int64, c Cause) {
-	st.byCause[c] += dur
+	st.causes[c].ns += dur
 	g.byCause[c] += dur
 	g.changed = true
 	if dur <= 0 {
@@ -354,8 +317,8 @@ func (g *idleGaps) record(st *streamGaps, k streamKey, start, dur int64, c Cause
 		g.win.gap(start, start+dur, c)
 	}
 	gap := Gap{Device: k.dev, Stream: k.stream, Start: start, Dur: dur, Cause: c, CauseName: c.String()}
-	if dur > st.largest[c].Dur {
-		st.largest[c], st.pubLargest = gap, nil
+	if dur > st.causes[c].longest {
+		st.causes[c].longest, st.largest[c], st.pubLargest = dur, gap, nil
 	}
 	longer := func(x, y Gap) bool {
 		if x.Dur != y.Dur {
@@ -455,7 +418,8 @@ func (st *streamGaps) result(k streamKey) StreamIdle {
 			}
 		}
 	}
-	return StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, Role: role, TotalNs: st.byCause.Total(), ByCause: st.byCause,
+	byCause := st.byCause()
+	return StreamIdle{Device: k.dev, Stream: k.stream, Priority: st.priority, Role: role, TotalNs: byCause.Total(), ByCause: byCause,
 		Largest: st.pubLargest}
 }
 

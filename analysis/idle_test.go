@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -664,9 +665,9 @@ func TestIdleDevicesAndRoles(t *testing.T) {
 	}
 }
 
-// A stream's gaps are its own whatever its device's id: ids found by their place (byDev), past
-// MaxDevices and without a device (through the map), interleaved, give each stream the gaps
-// it would have alone.
+// A stream's gaps are its own whatever its device's id: ids found by their id (idleStreams.byID)
+// or their device's place (idleStreams.dir), past MaxDevices and without a device (through the
+// map), interleaved, give each stream the gaps it would have alone.
 func TestIdleStreamsByDevice(t *testing.T) {
 	devs := []int32{0, 3, MaxDevices + 7, timeline.NoDevice}
 	g := newIdleGaps(timeline.IdleEngine, 0)
@@ -688,6 +689,58 @@ func TestIdleStreamsByDevice(t *testing.T) {
 		gap := int64(j+1) * int64(row.Stream) * us
 		// 3 gaps: from op i's end (i·(100 µs + gap) + 10 µs) to op i+1's start.
 		if want := 3 * (100*us + gap - 10*us); row.TotalNs != want {
+			t.Errorf("device %d stream %d: %d ns idle; want %d", row.Device, row.Stream, row.TotalNs, want)
+		}
+	}
+}
+
+// A stream's state is laid out by what an event touches (streamGaps): an op's fields in the first
+// cache line, a gap's in the next two, and a state takes whole lines, so that a block of them
+// starts each on a line of its own.
+func TestStreamStateLayout(t *testing.T) {
+	var st streamGaps
+	if n := unsafe.Sizeof(st); n%64 != 0 || n*streamBlock != 32<<10 {
+		t.Errorf("a stream state is %d bytes; want a multiple of 64 that fills a 32 KiB block %d times", n, streamBlock)
+	}
+	if off := unsafe.Offsetof(st.priority); off >= 64 {
+		t.Errorf("an op's fields end at %d; want them in the first 64 bytes", off+1)
+	}
+	if off := unsafe.Offsetof(st.causes); off != 64 {
+		t.Errorf("the times by cause start at %d; want 64", off)
+	}
+	g := newIdleGaps(timeline.IdleEngine, 0)
+	for d := range int32(3 * streamBlock) {
+		e := kern(d, 1, 0, us)
+		g.add(&e)
+	}
+	for i, b := range g.blocks {
+		if p := uintptr(unsafe.Pointer(b)); p%64 != 0 {
+			t.Errorf("block %d of stream states starts at %#x; want a cache line's start", i, p)
+		}
+	}
+}
+
+// More streams on one device than its directory holds, and many devices, interleaved: each
+// stream's gaps are its own, whether found in the directory or through the cache and the map.
+func TestIdleStreamsPastDirectory(t *testing.T) {
+	const devices, streams = 600, 2*devStreams + 3
+	g := newIdleGaps(timeline.IdleEngine, 0)
+	for i := range int64(3) {
+		for stream := uint32(1); stream <= streams; stream++ {
+			for d := range int32(devices) {
+				gap := int64(d%7+1) * int64(stream) * us // each stream its own gap
+				e := kern(d, stream, i*(100*us+gap), i*(100*us+gap)+10*us)
+				g.add(&e)
+			}
+		}
+	}
+	res := g.result()
+	if len(res.Streams) != devices*streams {
+		t.Fatalf("%d streams; want %d", len(res.Streams), devices*streams)
+	}
+	for _, row := range res.Streams {
+		gap := int64(row.Device%7+1) * int64(row.Stream) * us
+		if want := 2 * (100*us + gap - 10*us); row.TotalNs != want {
 			t.Errorf("device %d stream %d: %d ns idle; want %d", row.Device, row.Stream, row.TotalNs, want)
 		}
 	}

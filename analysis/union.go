@@ -11,9 +11,22 @@ const maxIntervals = 1024
 
 // intervalSet is the union of intervals added in any order, kept as sorted disjoint intervals. It
 // keeps its total length as intervals come and go, so that a result does not walk every interval.
+//
+// It also keeps a copy of its last interval beside the array: ops arrive near the end of the set,
+// and on a cluster the array's end is rarely in the caches when the device's next op comes (a
+// device's three sets were three misses an op), so the common cases (an op after the set's end,
+// or overlapping its last interval) read the copy and only write the array.
 type intervalSet struct {
-	ivs []timeline.Interval
-	n   int64 // Length(ivs)
+	ivs  []timeline.Interval
+	n    int64             // Length(ivs)
+	last timeline.Interval // ivs[len(ivs)-1] when ivs is not empty
+}
+
+// sync sets last from the array, after a change other than at its end.
+func (u *intervalSet) sync() {
+	if n := len(u.ivs); n > 0 {
+		u.last = u.ivs[n-1]
+	}
 }
 
 // add merges [s, e) into the set.
@@ -24,15 +37,19 @@ func (u *intervalSet) add(s, e int64) {
 	ivs := u.ivs
 	// Most intervals arrive near the end of the set: look there first.
 	n := len(ivs)
-	if n == 0 || s > ivs[n-1].End {
-		u.ivs = append(ivs, timeline.Interval{Start: s, End: e})
+	if n == 0 || s > u.last.End {
+		u.last = timeline.Interval{Start: s, End: e}
+		u.ivs = append(ivs, u.last)
 		u.n += e - s
 		return
 	}
-	if last := &ivs[n-1]; s >= last.Start {
-		old := last.End
-		last.End = max(last.End, e) // overlaps or touches the last: the common case
-		u.n += last.End - old
+	if s >= u.last.Start {
+		// Overlaps or touches the last: the common case.
+		if e > u.last.End {
+			u.n += e - u.last.End
+			u.last.End = e
+			ivs[n-1].End = e
+		}
 		return
 	}
 	i, _ := slices.BinarySearchFunc(ivs, s, func(iv timeline.Interval, t int64) int {
@@ -50,15 +67,18 @@ func (u *intervalSet) add(s, e int64) {
 	if i == j {
 		u.ivs = slices.Insert(ivs, i, timeline.Interval{Start: s, End: e})
 		u.n += e - s
-		return
+	} else {
+		merged := timeline.Interval{Start: min(s, ivs[i].Start), End: max(e, ivs[j-1].End)}
+		u.n += merged.End - merged.Start - timeline.Length(ivs[i:j])
+		u.ivs = slices.Replace(ivs, i, j, merged)
 	}
-	merged := timeline.Interval{Start: min(s, ivs[i].Start), End: max(e, ivs[j-1].End)}
-	u.n += merged.End - merged.Start - timeline.Length(ivs[i:j])
-	u.ivs = slices.Replace(ivs, i, j, merged)
+	u.sync()
 }
 
 // clone returns an independent copy.
-func (u *intervalSet) clone() intervalSet { return intervalSet{ivs: slices.Clone(u.ivs), n: u.n} }
+func (u *intervalSet) clone() intervalSet {
+	return intervalSet{ivs: slices.Clone(u.ivs), n: u.n, last: u.last}
+}
 
 // length returns the total length of the set.
 func (u *intervalSet) length() int64 { return u.n }
@@ -69,7 +89,7 @@ func (u *intervalSet) first(t int64) int {
 	// searching (the ends increase, so the answer is the first whose end passes t).
 	ivs := u.ivs
 	n := len(ivs)
-	if n == 0 || ivs[n-1].End <= t {
+	if n == 0 || u.last.End <= t {
 		return n
 	}
 	if n == 1 || ivs[n-2].End <= t {
@@ -129,5 +149,6 @@ func (u *intervalSet) cut(t int64, buf []timeline.Interval) []timeline.Interval 
 	// devices); this copies about half a set per commit, which a commit walks anyway.
 	u.ivs = u.ivs[:copy(u.ivs, u.ivs[k:])]
 	u.n -= timeline.Length(before)
+	u.sync()
 	return before
 }

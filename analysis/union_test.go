@@ -2,7 +2,10 @@ package analysis
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // TestIntervalSetFirst: first finds the first interval ending after t wherever t lies (before,
@@ -29,6 +32,106 @@ func TestIntervalSetFirst(t *testing.T) {
 					t.Fatalf("first(%d) of %v = %d; want %d", q, u.ivs, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestIntervalSetAgainstBitmap: intervals added in any order (none before the latest cut, as
+// deviceTime adds them), with cuts between, leave the set, its length, its copy of the last
+// interval, overlap and newOverlap as a bitmap of the time line says.
+func TestIntervalSetAgainstBitmap(t *testing.T) {
+	const span = 200
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 300 {
+		var u, o intervalSet
+		var inU, inO [span]bool
+		cutAt := 0
+		for step := range 60 {
+			s := r.IntN(span - 1)
+			if round%2 == 0 {
+				s = min(span-2, step*3+r.IntN(8)) // mostly near the end, as ops arrive
+			}
+			e := s + 1 + r.IntN(min(12, span-s))
+			s = max(s, cutAt) // as deviceTime does: nothing is added before a cut
+			if e <= s {
+				continue
+			}
+			if got, want := u.newOverlap(&o, int64(s), int64(e)), bitsNew(&inU, &inO, s, e, cutAt); got != want {
+				t.Fatalf("round %d: newOverlap(%d, %d) = %d; want %d (u %v, o %v)", round, s, e, got, want, u.ivs, o.ivs)
+			}
+			u.add(int64(s), int64(e))
+			for x := max(s, cutAt); x < e; x++ {
+				inU[x] = true
+			}
+			if r.IntN(3) == 0 {
+				os, oe := r.IntN(span-1), 0
+				oe = os + 1 + r.IntN(min(12, span-os))
+				os = max(os, cutAt)
+				o.add(int64(os), int64(oe))
+				for x := max(os, cutAt); x < oe; x++ {
+					inO[x] = true
+				}
+			}
+			if r.IntN(15) == 0 {
+				c := r.IntN(span)
+				u.cut(int64(c), nil)
+				o.cut(int64(c), nil)
+				for x := range c {
+					inU[x], inO[x] = false, false
+				}
+				cutAt = max(cutAt, c)
+			}
+			checkSet(t, &u, &inU)
+			checkSet(t, &o, &inO)
+			c := u.clone()
+			checkSet(t, &c, &inU)
+		}
+	}
+}
+
+// bitsNew is |([s, e) \ u) ∩ o| on the bitmaps, from cutAt on.
+func bitsNew(u, o *[200]bool, s, e, cutAt int) int64 {
+	var n int64
+	for x := max(s, cutAt); x < e; x++ {
+		if !u[x] && o[x] {
+			n++
+		}
+	}
+	return n
+}
+
+func checkSet(t *testing.T, u *intervalSet, bits *[200]bool) {
+	t.Helper()
+	var want []timeline.Interval
+	for x := range int64(len(bits)) {
+		if !bits[x] {
+			continue
+		}
+		if n := len(want); n > 0 && want[n-1].End == x {
+			want[n-1].End++
+		} else {
+			want = append(want, timeline.Interval{Start: x, End: x + 1})
+		}
+	}
+	if !slices.Equal(u.ivs, want) {
+		t.Fatalf("set %v; want %v", u.ivs, want)
+	}
+	if u.length() != timeline.Length(want) {
+		t.Fatalf("length %d of %v; want %d", u.length(), u.ivs, timeline.Length(want))
+	}
+	if n := len(want); n > 0 && u.last != want[n-1] {
+		t.Fatalf("last %v of %v; want %v", u.last, u.ivs, want[n-1])
+	}
+	for s := int64(0); s < int64(len(bits)); s += 7 {
+		e := s + 9
+		var ov int64
+		for x := s; x < min(e, int64(len(bits))); x++ {
+			if bits[x] {
+				ov++
+			}
+		}
+		if got := u.overlap(s, e); got != ov {
+			t.Fatalf("overlap(%d, %d) of %v = %d; want %d", s, e, u.ivs, got, ov)
 		}
 	}
 }
