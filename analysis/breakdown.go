@@ -5,7 +5,7 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/xfertop/xfertop/analysis/internal/cacheline"
+	"github.com/xfertop/xfertop/internal/cacheline"
 	"github.com/xfertop/xfertop/timeline"
 )
 

@@ -4,7 +4,7 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/xfertop/xfertop/analysis/internal/cacheline"
+	"github.com/xfertop/xfertop/internal/cacheline"
 	"github.com/xfertop/xfertop/timeline"
 )
 
