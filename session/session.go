@@ -52,7 +52,7 @@ type Config struct {
 	Fit bool
 	// Window, when positive, keeps the most recent events in a bounded, concurrent
 	// timeline.Window (for the console) instead of every event in Store, so a run can go on for
-	// ever in bounded memory.
+	// ever in bounded memory. AutoWindow sizes it to the topology's GPUs (AutoWindowFor).
 	Window int
 	// Faults are injected into the simulated run (--fault), besides the scenario file's own.
 	Faults []fault.Fault
@@ -151,6 +151,10 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	strs := timeline.NewStrings()
 	fan := &fanout{}
 	p := &Prepared{cfg: cfg, scenario: sc, strs: strs, topo: topo, fan: fan}
+	if cfg.Window == AutoWindow {
+		cfg.Window = AutoWindowFor(p.Meta().Devices)
+		p.cfg.Window = cfg.Window
+	}
 	if cfg.Window > 0 {
 		p.window = timeline.NewWindow(cfg.Window, strs)
 		fan.sinks = append(fan.sinks, p.window)
