@@ -319,6 +319,9 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 	}
 	next, err := play(ctx, r, from, rs.Speed, emit, o)
 	rs.dropped.Store(r.Dropped())
+	if f := r.InFlight(); f != nil && err == nil && next < 0 {
+		gen.pending(f) // at the end, as the run's own diagnosis looked when it stopped
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return -1, nil
 	}
