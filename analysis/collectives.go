@@ -49,13 +49,41 @@ type collectives struct {
 	from   int64 // the analysis covers the stream from this time on (Analyzer.StartAt)
 	open   openSet[collInst]
 	rows   map[collKey]*collStats
+	given  map[collKey]*partStats // instances given up past the bound on open ones (Partial)
 	late   stragglers
 	ranks  []int32
 	arrive []int64
 }
 
 func newCollectives() *collectives {
-	return &collectives{open: newOpenSet[collInst](), rows: map[collKey]*collStats{}, late: newStragglers()}
+	c := &collectives{open: newOpenSet[collInst](), rows: map[collKey]*collStats{}, given: map[collKey]*partStats{}, late: newStragglers()}
+	c.open.evict = func(in *collInst) { addPartial(c.given, in) }
+	return c
+}
+
+// partStats folds the instances some rank never reported: how many, their bytes (each the mean
+// over the ranks seen: a uniform collective's size whichever ranks reported), and the fewest and
+// most ranks seen in one. Their time and bandwidths need every rank and stay unknown.
+type partStats struct {
+	count, bytes     int64
+	seenMin, seenMax int
+}
+
+// addPartial folds an instance not every rank reported into m.
+func addPartial(m map[collKey]*partStats, in *collInst) {
+	if in.n == 0 {
+		return
+	}
+	bytes := in.sum / int64(in.n)
+	k := collKey{in.op, in.ranks, SizeClass(bytes), in.algo, in.proto}
+	s := m[k]
+	if s == nil {
+		s = &partStats{seenMin: in.n, seenMax: in.n}
+		m[k] = s
+	}
+	s.count++
+	s.bytes += bytes
+	s.seenMin, s.seenMax = min(s.seenMin, in.n), max(s.seenMax, in.n)
 }
 
 func (c *collectives) add(e *timeline.Event) {
@@ -127,6 +155,10 @@ type Collective struct {
 	// when not known. Both keys are always present, so every backend's report has the same shape.
 	AlgoProto string `json:"algo_proto"`
 	Channels  *int   `json:"channels"`
+	// RanksSeen is a partial row's (Collectives.Partial): the fewest and most ranks that reported
+	// an instance of it, of Ranks; nil for a row of complete instances. A partial row's time
+	// (TimeNs, written null), quantiles and bandwidths need every rank's part and are unknown.
+	RanksSeen *[2]int `json:"ranks_seen"`
 }
 
 // collectiveJSON is Collective as written: the fields that may be unknown as pointers.
@@ -136,20 +168,25 @@ type collectiveJSON struct {
 	SizeClass *int64   `json:"size_class"`
 	Bytes     *int64   `json:"bytes"`
 	Count     int64    `json:"count"`
-	TimeNs    int64    `json:"time_ns_total"`
+	TimeNs    *int64   `json:"time_ns_total"`
 	P50Ns     *int64   `json:"time_ns_p50"`
 	P99Ns     *int64   `json:"time_ns_p99"`
 	AlgBW     *float64 `json:"algbw_gbps"`
 	BusBW     *float64 `json:"busbw_gbps"`
 	AlgoProto string   `json:"algo_proto"`
 	Channels  *int     `json:"channels"`
+	RanksSeen *[2]int  `json:"ranks_seen"`
 }
 
-// MarshalJSON writes the row with null for what is unknown (Ranks, SizeClass, Bytes at 0). A
-// null reads back as 0, unknown again.
+// MarshalJSON writes the row with null for what is unknown (Ranks, SizeClass, Bytes at 0; a
+// partial row's time). A null reads back as 0, unknown again.
 func (c Collective) MarshalJSON() ([]byte, error) {
+	t := &c.TimeNs
+	if c.RanksSeen != nil {
+		t = nil
+	}
 	return json.Marshal(collectiveJSON{Op: c.Op, Ranks: known(c.Ranks), SizeClass: known(c.SizeClass), Bytes: known(c.Bytes), Count: c.Count,
-		TimeNs: c.TimeNs, P50Ns: c.P50Ns, P99Ns: c.P99Ns, AlgBW: c.AlgBW, BusBW: c.BusBW, AlgoProto: c.AlgoProto, Channels: c.Channels})
+		TimeNs: t, P50Ns: c.P50Ns, P99Ns: c.P99Ns, AlgBW: c.AlgBW, BusBW: c.BusBW, AlgoProto: c.AlgoProto, Channels: c.Channels, RanksSeen: c.RanksSeen})
 }
 
 // known is v, or nil when v is 0: the unknown of a count or size that cannot be 0 when known.
@@ -173,6 +210,11 @@ type Collectives struct {
 	Open       int   `json:"open"`
 	Incomplete int64 `json:"incomplete"`
 	Cut        int   `json:"cut"`
+	// Partial are rows of the instances Unreported counts (given up, or open now but for those
+	// cut), folded as Rows are, with the ranks seen: their size is known from the ranks that
+	// reported, their time and bandwidths are not (a log of some ranks only, a job killed
+	// mid-collective). Before the stream ends an open instance may still complete.
+	Partial []Collective `json:"partial"`
 }
 
 // Unreported is how many instances some rank never reported, once the stream has ended (the
@@ -190,6 +232,7 @@ func (c *collectives) result() Collectives {
 			}
 		}
 	}
+	out.Partial = c.partial()
 	for k, s := range c.rows {
 		row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
 			TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs),
@@ -204,28 +247,54 @@ func (c *collectives) result() Collectives {
 		}
 		out.Rows = append(out.Rows, row)
 	}
-	slices.SortFunc(out.Rows, func(a, b Collective) int {
-		if a.Op != b.Op {
-			if a.Op < b.Op {
-				return -1
-			}
-			return 1
+	slices.SortFunc(out.Rows, cmpRows)
+	return out
+}
+
+// partial is the partial rows: the instances given up, and those open now (but those cut by the
+// analysis's start, whose other ranks may have ended before it, unseen).
+func (c *collectives) partial() []Collective {
+	m := make(map[collKey]*partStats, len(c.given))
+	for k, s := range c.given {
+		cp := *s
+		m[k] = &cp
+	}
+	for _, in := range c.open.byOp {
+		if c.from > 0 && in.start < c.from {
+			continue
 		}
-		if a.Ranks != b.Ranks {
-			return a.Ranks - b.Ranks
-		}
-		if c := cmpInt(a.SizeClass, b.SizeClass); c != 0 {
-			return c
-		}
-		if a.AlgoProto < b.AlgoProto {
+		addPartial(m, in)
+	}
+	out := make([]Collective, 0, len(m))
+	for k, s := range m {
+		out = append(out, Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
+			AlgoProto: algoProto(k.algo, k.proto), RanksSeen: &[2]int{s.seenMin, s.seenMax}})
+	}
+	slices.SortFunc(out, cmpRows)
+	return out
+}
+
+// cmpRows orders rows by op, ranks, size class and algorithm/protocol.
+func cmpRows(a, b Collective) int {
+	if a.Op != b.Op {
+		if a.Op < b.Op {
 			return -1
 		}
-		if a.AlgoProto > b.AlgoProto {
-			return 1
-		}
-		return 0
-	})
-	return out
+		return 1
+	}
+	if a.Ranks != b.Ranks {
+		return a.Ranks - b.Ranks
+	}
+	if c := cmpInt(a.SizeClass, b.SizeClass); c != 0 {
+		return c
+	}
+	if a.AlgoProto < b.AlgoProto {
+		return -1
+	}
+	if a.AlgoProto > b.AlgoProto {
+		return 1
+	}
+	return 0
 }
 
 // algoProto labels a choice as NCCL Inspector does; "" when it is not known.

@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -376,5 +378,79 @@ func TestCollectiveStragglerOrderFree(t *testing.T) {
 				t.Errorf("order %v: straggler %d = %+v; want %+v", order, i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// The instances some rank never reported (an NCCL Inspector log of some ranks only, a job killed
+// mid-collective) are rows too: their size and count are known from the ranks seen, with the
+// fewest and most ranks seen of those expected; their time and bandwidths, which need every rank,
+// are unknown. The given-up ones (past the bound on open instances) are among them, and the rows
+// count exactly the instances Unreported counts.
+func TestCollectivePartialRows(t *testing.T) {
+	var evs []timeline.Event
+	// A complete 2-rank all_gather, and a 2-rank all_reduce of which rank 1 never reported.
+	evs = append(evs, instance(timeline.CollAllGather, 1, []int64{0, 0}, []int64{100, 100}, 1<<20)...)
+	evs = append(evs, collEv(timeline.CollAllReduce, 2, 0, 2, 200, 300, 1<<30))
+	// Two 4-rank reduce_scatters of 4 KiB: three ranks of one reported, two of the other.
+	for r := range int32(3) {
+		evs = append(evs, collEv(timeline.CollReduceScatter, 4, r, 3, 400, 500, 4096))
+	}
+	for r := range int32(2) {
+		evs = append(evs, collEv(timeline.CollReduceScatter, 4, r, 4, 600, 700, 4096))
+	}
+	c := analyze(timeline.Meta{}, evs...).Collectives
+	if len(c.Rows) != 1 || c.Rows[0].Op != "all_gather" || c.Rows[0].RanksSeen != nil {
+		t.Errorf("complete rows = %+v; want the all_gather alone", c.Rows)
+	}
+	want := []struct {
+		op           string
+		ranks        int
+		bytes, n     int64
+		fewest, most int
+	}{{"all_reduce", 2, 1 << 30, 1, 1, 1}, {"reduce_scatter", 4, 4096, 2, 2, 3}}
+	if len(c.Partial) != len(want) {
+		t.Fatalf("partial rows = %+v; want %d", c.Partial, len(want))
+	}
+	var n int64
+	for i, w := range want {
+		p := c.Partial[i]
+		if p.Op != w.op || p.Ranks != w.ranks || p.Bytes != w.bytes || p.Count != w.n || p.RanksSeen == nil || *p.RanksSeen != [2]int{w.fewest, w.most} {
+			t.Errorf("partial row %d = %+v (seen %v); want %s of %d ranks, %d B, %d instances, %d–%d ranks seen", i, p, p.RanksSeen, w.op, w.ranks, w.bytes, w.n, w.fewest, w.most)
+		}
+		if p.P50Ns != nil || p.P99Ns != nil || p.AlgBW != nil || p.BusBW != nil {
+			t.Errorf("partial row %d has a time or a rate: %+v", i, p)
+		}
+		n += p.Count
+	}
+	if n != c.Unreported() {
+		t.Errorf("partial rows count %d instances; Unreported says %d", n, c.Unreported())
+	}
+	// Given up past the bound: still rows.
+	evs = evs[:0]
+	for op := range uint64(maxOpenInstances + 10) {
+		evs = append(evs, collEv(timeline.CollAllReduce, 2, 0, op+1, int64(op), int64(op)+5, 64))
+	}
+	c = analyze(timeline.Meta{}, evs...).Collectives
+	if c.Incomplete != 10 || len(c.Partial) != 1 || c.Partial[0].Count != maxOpenInstances+10 || c.Partial[0].Count != c.Unreported() {
+		t.Errorf("given up %d, partial %+v; want one row of all %d instances", c.Incomplete, c.Partial, maxOpenInstances+10)
+	}
+}
+
+// A partial row's JSON writes its unknown time as null, and the ranks seen; a complete row's
+// ranks_seen is null (the key is always there).
+func TestCollectivePartialJSON(t *testing.T) {
+	p := Collective{Op: "all_reduce", Ranks: 2, SizeClass: 1 << 30, Bytes: 1 << 30, Count: 1, RanksSeen: &[2]int{1, 1}}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"time_ns_total":null`, `"ranks_seen":[1,1]`, `"busbw_gbps":null`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("partial row JSON %s lacks %s", b, want)
+		}
+	}
+	b, _ = json.Marshal(Collective{Op: "all_reduce", Ranks: 2, Count: 1, TimeNs: 5})
+	if !strings.Contains(string(b), `"time_ns_total":5`) || !strings.Contains(string(b), `"ranks_seen":null`) {
+		t.Errorf("complete row JSON %s", b)
 	}
 }

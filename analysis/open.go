@@ -14,6 +14,9 @@ type openSet[T any] struct {
 	order []uint64 // ids opened, oldest first; may still hold ids since finished
 	free  []*T
 	given int64 // instances given up incomplete
+	// evict, when set, is shown each instance given up before it is forgotten (its parts are
+	// still figures: the collectives keep them as a partial row).
+	evict func(*T)
 }
 
 func newOpenSet[T any]() openSet[T] { return openSet[T]{byOp: map[uint64]*T{}} }
@@ -38,7 +41,10 @@ func (o *openSet[T]) open(op uint64) *T {
 	for len(o.byOp) > maxOpenInstances && len(o.order) > 0 {
 		id := o.order[0]
 		o.order = o.order[1:]
-		if _, ok := o.byOp[id]; ok {
+		if old, ok := o.byOp[id]; ok {
+			if o.evict != nil {
+				o.evict(old)
+			}
 			delete(o.byOp, id)
 			o.given++
 		}

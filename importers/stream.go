@@ -45,6 +45,10 @@ type Result struct {
 	// A recording's: how its run ended (key, value pairs) and the events its writer dropped.
 	Outcome [][2]string
 	Dropped int64
+	// InFlight is what a recording's run had in flight when it stopped early (a watchdog, a
+	// deadlock): ops that never ended, for the diagnosis to look at as the run's did; nil when
+	// it ran to its end, and for any other input.
+	InFlight *recordings.InFlight
 	// Merged and LeftOut count a job's per-rank recordings: those merged, and those left out
 	// (torn before their meta said which rank they are; each named in Warnings). Both are 0 for
 	// any other input.
@@ -235,7 +239,7 @@ func streamRecording(path string, opts Options, sink Sink) (*Result, error) {
 		res.Events += len(r.At())
 		progress(int64(res.Events))
 	}
-	res.Outcome, res.Dropped, res.Warnings = r.Outcome(), r.Dropped(), r.Warnings()
+	res.Outcome, res.Dropped, res.Warnings, res.InFlight = r.Outcome(), r.Dropped(), r.Warnings(), r.InFlight()
 	return res, r.Err()
 }
 

@@ -40,6 +40,7 @@ const (
 	ChunkOutcome    ChunkType = 5
 	ChunkIndex      ChunkType = 6
 	ChunkEventsZstd ChunkType = 7
+	ChunkInFlight   ChunkType = 8
 )
 
 // String names the chunk type.
@@ -59,6 +60,8 @@ func (t ChunkType) String() string {
 		return "index"
 	case ChunkEventsZstd:
 		return "events-zstd"
+	case ChunkInFlight:
+		return "in-flight"
 	}
 	return fmt.Sprintf("chunk(%d)", uint8(t))
 }

@@ -79,6 +79,7 @@ type Reader struct {
 	end      int64 // where chunks stop: the trailer's start, or size
 	meta     Meta
 	outcome  [][2]string
+	inflight *InFlight // the InFlight chunk, once read
 	strs     *timeline.Strings
 	dropped  int64
 	events   []timeline.Event
@@ -358,9 +359,19 @@ func (r *Reader) apply(typ ChunkType, payload []byte) error {
 		r.dropped += int64(n)
 	case ChunkIndex:
 		// Read through as a chunk when scanning; the trailer path uses it for seeking.
+	case ChunkInFlight:
+		f, err := decodeInFlight(payload)
+		if err != nil {
+			return err
+		}
+		r.inflight = &f
 	}
 	return nil
 }
+
+// InFlight returns what the run had in flight when it stopped early, once the reader has read
+// its InFlight chunk (written by Close, near the end); nil without one.
+func (r *Reader) InFlight() *InFlight { return r.inflight }
 
 // At returns the current block of events. The slice is reused by the next call to Next.
 func (r *Reader) At() []timeline.Event { return r.events }
@@ -460,6 +471,7 @@ type Recording struct {
 	Events   []timeline.Event
 	Dropped  int64
 	Warnings []string
+	InFlight *InFlight // what the run had in flight when it stopped early; nil when it did not
 }
 
 // ReadFile reads every event of the recording at path.
@@ -490,7 +502,8 @@ func readAll(r *Reader) (*Recording, error) {
 	for r.Next() {
 	}
 	r.into = nil
-	rec := &Recording{Meta: r.meta, Outcome: r.outcome, Strings: r.strs, Events: evs, Dropped: r.dropped, Warnings: r.warnings}
+	rec := &Recording{Meta: r.meta, Outcome: r.outcome, Strings: r.strs, Events: evs, Dropped: r.dropped, Warnings: r.warnings,
+		InFlight: r.inflight}
 	return rec, r.Err()
 }
 

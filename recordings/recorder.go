@@ -3,6 +3,7 @@ package recordings
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,8 @@ type Recorder struct {
 	failed  chan struct{}
 	err     atomic.Pointer[error]
 	closed  atomic.Bool
+	known   uint32    // string ids written so far (the loop's; Close reads it once the loop ended)
+	flight  *InFlight // SetInFlight's, written by Close
 }
 
 // RecorderOption changes a Recorder's defaults.
@@ -77,6 +80,9 @@ func (r *Recorder) loop() {
 	for b := range r.batches.C() {
 		if r.err.Load() == nil {
 			err := r.w.WriteStrings(b.First, b.Strings)
+			if err == nil && len(b.Strings) > 0 {
+				r.known = max(r.known, b.First+uint32(len(b.Strings)))
+			}
 			if err == nil {
 				err = r.w.WriteDropped(b.Dropped)
 			}
@@ -120,8 +126,27 @@ func (r *Recorder) Close(outcome [][2]string) error {
 		_ = r.w.Close()
 		return fmt.Errorf("recording: %w", *p)
 	}
+	if f := r.flight; f != nil {
+		// A label the recording never wrote (an op that never ended, of a kernel that never
+		// ran before) would name no string: it is left out rather than name the wrong one.
+		for i := range f.Events {
+			if f.Events[i].Label >= r.known {
+				f.Events[i].Label = 0
+			}
+		}
+		if err := r.w.WriteInFlight(*f); err != nil {
+			return err
+		}
+	}
 	if err := r.w.WriteOutcome(outcome); err != nil {
 		return err
 	}
 	return r.w.Close()
+}
+
+// SetInFlight keeps what the run had in flight when it stopped early, at time now (what the
+// diagnosis was given), for Close to write (an InFlight chunk, before the outcome): a replay then
+// gives the diagnosis the same. Call it before Close, from the goroutine that calls Close.
+func (r *Recorder) SetInFlight(now int64, inflight []timeline.Event) {
+	r.flight = &InFlight{Now: now, Events: slices.Clone(inflight)}
 }

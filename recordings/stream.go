@@ -23,14 +23,16 @@ type StreamReader struct {
 	hasMeta bool
 	outcome [][2]string
 	strs    *timeline.Strings
-	dropped int64
-	events  []timeline.Event
-	buf     []byte
-	err     error
-	torn    int64
-	ended   bool
-	version uint16
-	zstd    eventsInflater // decompresses EventsZstd chunks
+	// inflight is the InFlight chunk, once read
+	inflight *InFlight
+	dropped  int64
+	events   []timeline.Event
+	buf      []byte
+	err      error
+	torn     int64
+	ended    bool
+	version  uint16
+	zstd     eventsInflater // decompresses EventsZstd chunks
 }
 
 // NewStreamReader reads the header of the stream r. name is used in errors.
@@ -162,9 +164,19 @@ func (s *StreamReader) apply(typ ChunkType, payload []byte) error {
 			return errors.New("bad drop count")
 		}
 		s.dropped += int64(n)
+	case ChunkInFlight:
+		f, err := decodeInFlight(payload)
+		if err != nil {
+			return err
+		}
+		s.inflight = &f
 	}
 	return nil
 }
+
+// InFlight returns what the producer's run had in flight when it stopped early, once its
+// InFlight chunk has arrived; nil before, or without one.
+func (s *StreamReader) InFlight() *InFlight { return s.inflight }
 
 // At returns the current block of events; the slice is reused by the next call to Next.
 func (s *StreamReader) At() []timeline.Event { return s.events }

@@ -246,6 +246,11 @@ func WriteRecording(w *Writer, rec *Recording) error {
 	if err := w.WriteDropped(rec.Dropped); err != nil {
 		return err
 	}
+	if rec.InFlight != nil {
+		if err := w.WriteInFlight(*rec.InFlight); err != nil {
+			return err
+		}
+	}
 	if err := w.WriteOutcome(rec.Outcome); err != nil {
 		return err
 	}

@@ -88,20 +88,23 @@ type Report struct {
 	SendRecv       []analysis.P2PIteration `json:"send_recv"`
 	Collectives    []analysis.Collective   `json:"collectives"`
 	CollIncomplete int64                   `json:"collectives_incomplete"`
-	CollStragglers []analysis.Straggler    `json:"collective_stragglers"`
-	CommCache      analysis.CommCache      `json:"comm_cache"`
-	Groups         analysis.Groups         `json:"groups"`
-	Barriers       analysis.Barriers       `json:"barriers"`
-	Idle           Idle                    `json:"idle"`
-	Overlap        Overlap                 `json:"overlap"`
-	Links          analysis.Links          `json:"links"`
-	Findings       []Finding               `json:"findings"`
-	Alerts         []analysis.Alert        `json:"alerts"`
-	AlertCount     int64                   `json:"alert_count"`
-	Export         *Export                 `json:"export,omitempty"`
-	Receive        *Receive                `json:"receive,omitempty"`
-	Partial        []string                `json:"partial,omitempty"`
-	Mapping        string                  `json:"mapping,omitempty"`
+	// CollPartial are the rows of the instances CollIncomplete counts, with the ranks seen of
+	// those expected (analysis.Collectives.Partial): size and count known, time and bandwidths null.
+	CollPartial    []analysis.Collective `json:"collectives_partial"`
+	CollStragglers []analysis.Straggler  `json:"collective_stragglers"`
+	CommCache      analysis.CommCache    `json:"comm_cache"`
+	Groups         analysis.Groups       `json:"groups"`
+	Barriers       analysis.Barriers     `json:"barriers"`
+	Idle           Idle                  `json:"idle"`
+	Overlap        Overlap               `json:"overlap"`
+	Links          analysis.Links        `json:"links"`
+	Findings       []Finding             `json:"findings"`
+	Alerts         []analysis.Alert      `json:"alerts"`
+	AlertCount     int64                 `json:"alert_count"`
+	Export         *Export               `json:"export,omitempty"`
+	Receive        *Receive              `json:"receive,omitempty"`
+	Partial        []string              `json:"partial,omitempty"`
+	Mapping        string                `json:"mapping,omitempty"`
 	// Warnings say what the report could not see that its silence would hide (report.Run.Warnings).
 	Warnings  []string                   `json:"warnings,omitempty"`
 	Telemetry []analysis.DeviceTelemetry `json:"telemetry,omitempty"`
@@ -157,8 +160,8 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		Devices: m.Devices, GPUsPerHost: m.GPUsPerHost, Seed: seed(m), IdleMode: m.IdleMode.String(), KernelWaitNs: kw,
 		DurationNs: res.DurationNs, Events: res.Events, DroppedEvents: run.DroppedEvents, Ended: run.Ended,
 		Steps: res.Steps, Transfers: res.Transfers, SendRecv: res.SendRecv, Collectives: res.Collectives.Rows, CollIncomplete: res.Collectives.Unreported(),
-		CollStragglers: res.Collectives.Stragglers,
-		CommCache:      res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
+		CollPartial: res.Collectives.Partial, CollStragglers: res.Collectives.Stragglers,
+		CommCache: res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
 		AlertCount: res.AlertCount, StepsFrom: run.StepsFrom, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping,
 		Telemetry: res.Telemetry, ProfilerCost: res.ProfilerCost,
 		Findings: findings(res.Findings, m.GPUsPerHost), Warnings: run.Warnings}

@@ -209,7 +209,7 @@ func statsGBps(s analysis.Stats) string {
 }
 
 func collectivesText(b *strings.Builder, r *Report) {
-	if len(r.Collectives) == 0 {
+	if len(r.Collectives) == 0 && len(r.CollPartial) == 0 {
 		if r.CollIncomplete > 0 { // no instance complete: what is known is that some were not
 			fmt.Fprintf(b, "\nCollectives: none complete; %s never heard from every rank (not counted)\n", units.Counted(r.CollIncomplete, "collective"))
 		}
@@ -219,24 +219,17 @@ func collectivesText(b *strings.Builder, r *Report) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "op\tranks\tpayload\tcount\ttime p50\talgbw GB/s\tbusbw GB/s\talgo_proto\tch\t")
 	for _, c := range r.Collectives {
-		size, ranks := units.Unknown, units.Unknown // 0: not recorded (analysis.Collective)
-		if c.Bytes > 0 {
-			size = units.Bytes(c.Bytes)
-		}
-		if c.Ranks > 0 {
-			ranks = fmt.Sprint(c.Ranks)
-		}
-		ap, ch := c.AlgoProto, units.Unknown
-		if ap == "" {
-			ap = units.Unknown
-		}
-		if c.Channels != nil {
-			ch = fmt.Sprint(*c.Channels)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", c.Op, ranks, size, c.Count, units.DurP(c.P50Ns), gbps(c.AlgBW), gbps(c.BusBW), ap, ch)
+		collectiveLine(tw, c)
+	}
+	for _, c := range r.CollPartial {
+		collectiveLine(tw, c)
 	}
 	tw.Flush()
-	if r.CollIncomplete > 0 {
+	switch {
+	case len(r.CollPartial) > 0:
+		fmt.Fprintf(b, "%s never heard from every rank: the rows whose ranks read seen/expected; their time and bandwidths need every rank's part (—)\n",
+			units.Counted(r.CollIncomplete, "collective"))
+	case r.CollIncomplete > 0:
 		fmt.Fprintf(b, "%s never heard from every rank (not counted)\n", units.Counted(r.CollIncomplete, "collective"))
 	}
 	for i, s := range r.CollStragglers {
@@ -248,6 +241,33 @@ func collectivesText(b *strings.Builder, r *Report) {
 	if len(r.CollStragglers) == 0 && multiRank(r.Collectives) {
 		b.WriteString("  no straggler: no rank ever started a collective after all the others and after the median rank\n")
 	}
+}
+
+// collectiveLine writes a row of the collectives table: a partial row's ranks as those seen of
+// those expected ("1/2", or "1–3/4" when its instances differ), its time and bandwidths unknown.
+func collectiveLine(tw io.Writer, c analysis.Collective) {
+	size, ranks := units.Unknown, units.Unknown // 0: not recorded (analysis.Collective)
+	if c.Bytes > 0 {
+		size = units.Bytes(c.Bytes)
+	}
+	if c.Ranks > 0 {
+		ranks = fmt.Sprint(c.Ranks)
+	}
+	if s := c.RanksSeen; s != nil {
+		seen := fmt.Sprint(s[0])
+		if s[1] != s[0] {
+			seen = fmt.Sprintf("%d–%d", s[0], s[1])
+		}
+		ranks = seen + "/" + ranks
+	}
+	ap, ch := c.AlgoProto, units.Unknown
+	if ap == "" {
+		ap = units.Unknown
+	}
+	if c.Channels != nil {
+		ch = fmt.Sprint(*c.Channels)
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", c.Op, ranks, size, c.Count, units.DurP(c.P50Ns), gbps(c.AlgBW), gbps(c.BusBW), ap, ch)
 }
 
 // multiRank says whether a collective spanned two ranks or more: only those can have a straggler.

@@ -26,10 +26,11 @@ type Live struct {
 	ended  atomic.Bool
 }
 
-// StartLive prepares cfg with a window (DefaultWindow events unless cfg.Window is set) and starts it.
+// StartLive prepares cfg with a window (sized to the job, AutoWindow, unless cfg.Window is set)
+// and starts it.
 func StartLive(ctx context.Context, cfg Config) (*Live, error) {
 	if cfg.Window <= 0 {
-		cfg.Window = timeline.DefaultWindow
+		cfg.Window = AutoWindow
 	}
 	p, err := Prepare(cfg)
 	if err != nil {
@@ -164,6 +165,10 @@ func StartReplay(ctx context.Context, cfg ReplayConfig, window int) (*ReplaySour
 			rs.Duration = max(rs.Duration, e.MaxEnd)
 		}
 	}
+	if window <= 0 && cfg.Growth == nil {
+		window = AutoWindowFor(rs.Meta.Devices) // a growing recording's size is known when it is opened (replay)
+	}
+	rs.limit = window
 	rs.cur.Store(newReplayGen(timeline.NewWindow(window, nil), rs.Meta, 0))
 	rs.speed.Store(mathFloat64bits(max(cfg.Speed, 0)))
 	ctx, rs.stop = context.WithCancel(ctx)
@@ -284,7 +289,11 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 	defer r.Close()
 	// A fresh window over this reader's string table, of a new generation: the console starts
 	// afresh after a seek.
-	win := timeline.NewWindow(rs.limit, r.Strings())
+	limit := rs.limit
+	if limit <= 0 {
+		limit = AutoWindowFor(r.Meta().Devices)
+	}
+	win := timeline.NewWindow(limit, r.Strings())
 	win.SetGeneration(rs.gen.Add(1))
 	win.SetFrom(from)
 	// Nothing of the last position runs at the new one: cleared before the new window is seen, so
@@ -310,6 +319,9 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 	}
 	next, err := play(ctx, r, from, rs.Speed, emit, o)
 	rs.dropped.Store(r.Dropped())
+	if f := r.InFlight(); f != nil && err == nil && next < 0 {
+		gen.pending(f) // at the end, as the run's own diagnosis looked when it stopped
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return -1, nil
 	}

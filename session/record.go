@@ -127,6 +127,11 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 		}
 		return nil, fmt.Errorf("replay %s: %w", cfg.Path, err)
 	}
+	if f := r.InFlight(); f != nil {
+		// The run stopped early: its diagnosis was given what was in flight then, ops that never
+		// ended; this one is given the same, and so names the same root.
+		an.Pending(f.Now, f.Events)
+	}
 	out := &Replayed{Meta: r.Meta(), Outcome: map[string]string{}, Dropped: r.Dropped(), Warnings: r.Warnings(),
 		Strings: r.Strings(), analyzer: an}
 	if exp != nil {

@@ -50,6 +50,13 @@ func (g *replayGen) analysed(now int64, running []timeline.Event) (timeline.Snap
 	return snap, g.an.Result(&snap)
 }
 
+// pending gives the analysis what the recorded run had in flight when it stopped early.
+func (g *replayGen) pending(f *recordings.InFlight) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.an.Pending(f.Now, f.Events)
+}
+
 // Analysed returns a snapshot of the replay's window and the analysis of every event the replay
 // has emitted since it started or last sought, however many the window has trimmed since: the
 // numbers a console shows equal the headless report's however far behind its drawing falls.

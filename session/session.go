@@ -52,7 +52,7 @@ type Config struct {
 	Fit bool
 	// Window, when positive, keeps the most recent events in a bounded, concurrent
 	// timeline.Window (for the console) instead of every event in Store, so a run can go on for
-	// ever in bounded memory.
+	// ever in bounded memory. AutoWindow sizes it to the topology's GPUs (AutoWindowFor).
 	Window int
 	// Faults are injected into the simulated run (--fault), besides the scenario file's own.
 	Faults []fault.Fault
@@ -151,6 +151,10 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	strs := timeline.NewStrings()
 	fan := &fanout{}
 	p := &Prepared{cfg: cfg, scenario: sc, strs: strs, topo: topo, fan: fan}
+	if cfg.Window == AutoWindow {
+		cfg.Window = AutoWindowFor(p.Meta().Devices)
+		p.cfg.Window = cfg.Window
+	}
 	if cfg.Window > 0 {
 		p.window = timeline.NewWindow(cfg.Window, strs)
 		fan.sinks = append(fan.sinks, p.window)
@@ -276,19 +280,26 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 	begin := time.Now()
 	res, err := p.scenario.Run(ctx, p.client, p.fan, scenario.RunConfig{Steps: p.cfg.Steps, Duration: p.cfg.Duration, Seed: p.cfg.Seed})
 	out := Outcome{Steps: res.Steps, Ended: res.Err, Wall: time.Since(begin)}
-	if res.Err != nil && p.analyzer != nil && !errors.Is(res.Err, engine.ErrCanceled) {
+	if res.Err != nil && !errors.Is(res.Err, engine.ErrCanceled) && (p.analyzer != nil || p.recorder != nil) {
 		// A watchdog or a deadlock stopped the run. After a deadlock nothing could move any more,
 		// so what is in flight is what a look at any time since the hang began would have shown;
 		// after the watchdog, the ops that had just started would have finished: the look is at
 		// the last time they were seen. The diagnosis names the hang's root from it (and dates it
-		// by when the waits began).
+		// by when the waits began). The recording keeps the same look, so that its replay's
+		// diagnosis is given what this one was and names the same root: ops that never ended are
+		// in no Events chunk.
 		inflight := p.InFlight(nil)
 		now := diagnosis.LastSeen(inflight)
 		var dl *engine.DeadlockError
 		if errors.As(res.Err, &dl) {
 			now = math.MaxInt64 / 2
 		}
-		p.analyzer.Pending(now, inflight)
+		if p.analyzer != nil {
+			p.analyzer.Pending(now, inflight)
+		}
+		if p.recorder != nil {
+			p.recorder.SetInFlight(now, inflight)
+		}
 	}
 	stopWatch()
 	if stopProbe != nil {

@@ -5,9 +5,49 @@ import (
 	"sync/atomic"
 )
 
-// DefaultWindow is how many events a Window keeps by default: about ten minutes of the default
-// scenario at real speed (~700 events per simulated second), with room to spare.
+// DefaultWindow is how many events a Window keeps when a caller gives no limit, and the least the
+// console's automatic window keeps (AutoWindow): about ten minutes of the default scenario at real
+// speed (~700 events per simulated second), with room to spare.
 const DefaultWindow = 1 << 20
+
+// The console's automatic window (AutoWindow) keeps a minute of the busiest built-in workload for
+// the job's GPUs, within a memory budget. Events arrive in proportion to the GPUs: llm-train's
+// steady steps emit about EventsPerGPUSecond events per GPU per simulated second (3.5 M/s at
+// 1,024 GPUs, 52,000/s at 32), so a fixed count holds ever less time as the job grows (1 M events
+// held 0.3 s at 1,024 GPUs, trimming a finding's evidence a second after it was found).
+const (
+	// EventsPerGPUSecond is llm-train's event rate per GPU per simulated second in its steps.
+	EventsPerGPUSecond = 3400
+	// AutoWindowSeconds is the simulated time the automatic window is sized to hold.
+	AutoWindowSeconds = 60
+	// HeldEventBytes is the console's resident memory per event it holds: the event (80 bytes), the
+	// console's state over it and the garbage collector's headroom (the heap may grow to twice
+	// what is live before a collection). Measured as the peak resident set of a 1,024-GPU console
+	// after 40 unpaced llm-train steps with a 14.9 M-event window less that with a 1 M-event one,
+	// over the 13.9 M events the first held more: 218 bytes (docs/performance.md).
+	HeldEventBytes = 218
+	// WindowBudget is the most memory the automatic window's events may take: 2 GiB, and no more
+	// than a quarter of the machine's memory where that is known.
+	WindowBudget = 2 << 30
+)
+
+// AutoWindow is the console's window when --window is not given: AutoWindowSeconds of
+// EventsPerGPUSecond for each of devices GPUs, at least DefaultWindow, and at most the events of
+// HeldEventBytes that fit in WindowBudget or a quarter of ram (bytes; 0 when unknown). A job of
+// unknown size (devices <= 0: an attach before the first event) gets DefaultWindow. The limit
+// costs nothing until events fill it: a short run holds what it made.
+func AutoWindow(devices int, ram uint64) int {
+	if devices <= 0 {
+		return DefaultWindow
+	}
+	budget := uint64(WindowBudget)
+	if ram > 0 {
+		budget = min(budget, ram/4)
+	}
+	most := max(int(budget/HeldEventBytes), DefaultWindow)
+	want := min(int64(devices), 1<<20) * EventsPerGPUSecond * AutoWindowSeconds
+	return int(min(max(want, DefaultWindow), int64(most)))
+}
 
 // windowChunk is the number of events per chunk; trimming drops whole chunks.
 const windowChunk = 1 << 14
@@ -19,10 +59,10 @@ const windowChunk = 1 << 14
 //
 // Labels are copied from the producer's string table on its goroutine, so readers never touch it.
 type Window struct {
-	limit int
-	src   *Strings // the producer's table; read only inside Emit
+	src *Strings // the producer's table; read only inside Emit
 
 	mu      sync.Mutex
+	limit   int       // guarded by mu: a listener sets it when its sender's job is known
 	chunks  [][]Event // full chunks have len == cap; the last one's length is lastLen
 	strs    []string
 	base    int64 // global index of chunks[0][0]
@@ -194,5 +234,21 @@ func (s *Snapshot) Events() []Event {
 	return out
 }
 
+// SetLimit changes the most events the window keeps (DefaultWindow when limit <= 0): a listener
+// sizes its window once a sender has said how many GPUs its job has. A smaller limit trims at the
+// next chunk.
+func (w *Window) SetLimit(limit int) {
+	if limit <= 0 {
+		limit = DefaultWindow
+	}
+	w.mu.Lock()
+	w.limit = max(limit, windowChunk)
+	w.mu.Unlock()
+}
+
 // Limit returns the most events the window keeps.
-func (w *Window) Limit() int { return w.limit }
+func (w *Window) Limit() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.limit
+}

@@ -62,3 +62,49 @@ func TestWindowConcurrent(t *testing.T) {
 		t.Errorf("after reset and emit: %+v", s)
 	}
 }
+
+// The console's automatic window grows with the job's GPUs (a minute of llm-train's events for
+// each), from DefaultWindow up to the memory budget: 2 GiB, or a quarter of the machine's memory.
+func TestAutoWindow(t *testing.T) {
+	const gib = 1 << 30
+	most := WindowBudget / HeldEventBytes
+	for _, c := range []struct {
+		devices int
+		ram     uint64
+		want    int
+	}{
+		{0, 0, DefaultWindow}, // an attach that has seen no job yet
+		{1, 0, DefaultWindow}, // a minute of one GPU is less than the floor
+		{8, 64 * gib, 8 * EventsPerGPUSecond * AutoWindowSeconds},   // 1.6 M
+		{32, 64 * gib, 32 * EventsPerGPUSecond * AutoWindowSeconds}, // 6.5 M
+		{1024, 64 * gib, most}, // the 2 GiB budget, not 12 GiB of events
+		{1024, 0, most},        // memory unknown: the budget
+		{1024, 4 * gib, gib / HeldEventBytes},
+		{1024, 1 << 28, DefaultWindow}, // a quarter of a small machine is below the floor: the floor
+		{1 << 40, 64 * gib, most},      // no overflow
+	} {
+		if got := AutoWindow(c.devices, c.ram); got != c.want {
+			t.Errorf("AutoWindow(%d, %d) = %d; want %d", c.devices, c.ram, got, c.want)
+		}
+	}
+	// The 1,024-GPU run of the user trial (1.7 M events in 1.55 s) is held whole.
+	if got := AutoWindow(1024, 24*gib); got < 1_706_512 {
+		t.Errorf("AutoWindow(1024, 24 GiB) = %d; the trial's 1,706,512 events would be trimmed", got)
+	}
+}
+
+// A listener sizes its window when the sender's job is known: a smaller limit trims from then on.
+func TestWindowSetLimit(t *testing.T) {
+	w := NewWindow(4*windowChunk, nil)
+	for i := range 4 * windowChunk {
+		w.Emit(&Event{Kind: KindKernel, Start: int64(i), End: int64(i + 1)})
+	}
+	w.SetLimit(windowChunk)
+	for i := range windowChunk + 1 {
+		w.Emit(&Event{Kind: KindKernel, Start: int64(i), End: int64(i + 1)})
+	}
+	s := w.Snapshot()
+	if w.Limit() != windowChunk || s.Len() > 2*windowChunk || s.Trimmed == 0 {
+		t.Errorf("after SetLimit(%d): limit %d, %d held, %d trimmed", windowChunk, w.Limit(), s.Len(), s.Trimmed)
+	}
+}

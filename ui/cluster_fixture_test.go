@@ -15,6 +15,13 @@ import (
 // It costs a few events a GPU, so a 4,096-GPU console is cheap to build in a test.
 func clusterSource(t testing.TB, gpus int) *fakeSource {
 	t.Helper()
+	return clusterSourceWithout(t, gpus, -1)
+}
+
+// clusterSourceWithout is clusterSource in which GPU silent (where 0 or more) launched nothing, as
+// a rank hung from the start: it has no event, while the job's layout counts it.
+func clusterSourceWithout(t testing.TB, gpus, silent int) *fakeSource {
+	t.Helper()
 	const span = 100_000_000
 	meta := timeline.Meta{Source: "sim", Scenario: "synthetic", Backend: "sim", Topology: fmt.Sprintf("h100x8x%d", gpus/8),
 		Devices: gpus, GPUsPerHost: 8, LinkBytes: true,
@@ -22,6 +29,9 @@ func clusterSource(t testing.TB, gpus int) *fakeSource {
 	strs := timeline.NewStrings()
 	var evs []timeline.Event
 	for d := range gpus {
+		if d == silent {
+			continue
+		}
 		busy := 0.95 - 0.5*float64((d*37)%101)/101
 		if d/8 == 3 || d%97 == 5 {
 			busy = 0.1

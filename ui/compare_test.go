@@ -48,10 +48,10 @@ func sizedCompare(d compare.Data, w, h int) *Model {
 	return m
 }
 
-// The compare view at two sizes, colours pinned, against testdata (go test ./ui -update rewrites).
+// The compare view at four sizes, colours pinned, against testdata (go test ./ui -update rewrites).
 func TestGoldenCompare(t *testing.T) {
 	d := pipelineCompare(t)
-	for _, sz := range [][2]int{{80, 24}, {160, 40}} {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}, {160, 40}, {200, 50}} {
 		name := fmt.Sprintf("compare-%dx%d", sz[0], sz[1])
 		t.Run(name, func(t *testing.T) {
 			checkGolden(t, name, sizedCompare(d, sz[0], sz[1]).View().Content, sz[0], sz[1])
@@ -226,5 +226,30 @@ func TestCompareStripsScroll(t *testing.T) {
 	press(m, "K")
 	if scr = text(m); !strings.Contains(scr, "A gpu 0 ") {
 		t.Fatalf("after K: want gpu 0's strip again:\n%s", scr)
+	}
+}
+
+// On a wide terminal the table's figures stay beside their names: the A column ends within a
+// figure's width of the widest name, not across the whole width (at 200 columns the A column
+// stood at column ~150, 100 columns past the names).
+func TestCompareTableFitsTheWidth(t *testing.T) {
+	d := pipelineCompare(t)
+	longest := 0
+	for _, r := range d.Cmp.Rows {
+		longest = max(longest, 2+ansi.StringWidth(r.Name))
+	}
+	for _, w := range []int{120, 160, 200, 300} {
+		lines := strings.Split(ansi.Strip(sizedCompare(d, w, 50).View().Content), "\n")
+		head := ""
+		for _, l := range lines {
+			if strings.Contains(l, "change") && strings.Contains(l, " A ") {
+				head = l
+				break
+			}
+		}
+		a := strings.Index(head, " A ") + 1
+		if a <= 0 || a > longest+1+20 {
+			t.Errorf("at %d columns the A column ends at column %d; the widest name ends at %d:\n%s", w, a, longest, head)
+		}
 	}
 }

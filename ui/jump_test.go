@@ -1,9 +1,12 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/ui/views/findings"
 	"github.com/xfertop/xfertop/ui/views/timeline"
 	"github.com/xfertop/xfertop/ui/widget"
 )
@@ -107,5 +110,71 @@ func TestHostTableNoDuplicateColumn(t *testing.T) {
 		if head == "" || strings.Count(head, c.col) != 1 {
 			t.Errorf("coloured by %q: the host's table head %q has %q other than once", c.col, head, c.col)
 		}
+	}
+}
+
+// Enter on a finding puts its culprit's own device heading on the first row of the timeline,
+// selected, at a small and a large terminal: not the heading of a GPU a few above it (the user
+// read "device 297" at the top for a culprit on 299). Rank 1023 cannot be first (the list ends);
+// it is still selected and on screen.
+func TestFindingJumpPutsTheCulpritFirst(t *testing.T) {
+	src := clusterSource(t, 1024)
+	for _, sz := range [][2]int{{80, 24}, {200, 50}} {
+		for _, f := range []diagnosis.Finding{
+			{Kind: diagnosis.SlowLink, Rank: 299, Host: 37, Onset: 900_000_000, At: 1_150_000_000},
+			{Kind: diagnosis.Hang, Rank: 402, Host: 50, Onset: 920_000_000, At: 1_920_000_000},
+			{Kind: diagnosis.Hang, Rank: 1023, Host: 127, Onset: 920_000_000, At: 1_920_000_000},
+		} {
+			m := sized(src, sz[0], sz[1])
+			j, ok := findings.Jump(&f, 8)
+			if !ok {
+				t.Fatalf("Jump(%+v) found no device", f)
+			}
+			m.Update(j)
+			lines := strings.Split(text(m), "\n")
+			want := fmt.Sprintf("▾ device %d", f.Rank)
+			first := ""
+			for i, l := range lines[:len(lines)-1] {
+				if strings.Contains(l, "/col") { // the ruler: the rows start under it
+					first = strings.TrimSpace(lines[i+1])
+					break
+				}
+			}
+			if f.Rank != 1023 && first != want {
+				t.Errorf("%dx%d: after the jump to rank %d the first row is %q; want %q:\n%s", sz[0], sz[1], f.Rank, first, want, strings.Join(lines, "\n"))
+			}
+			if !strings.Contains(text(m), want) {
+				t.Errorf("%dx%d: rank %d's heading is not on screen:\n%s", sz[0], sz[1], f.Rank, strings.Join(lines, "\n"))
+			}
+			tl := paneAt[*timeline.Model](m, TabTimeline)
+			if r := tl.Rows()[tl.Selected()]; !r.Header || r.Device != f.Rank {
+				t.Errorf("%dx%d: after the jump to rank %d the selected row is %+v; want its heading", sz[0], sz[1], f.Rank, r)
+			}
+		}
+	}
+}
+
+// Enter on a hang whose culprit launched nothing (no stream in the timeline) shows its host's
+// GPUs, the host's heading first, and the footer says why the culprit is not among them: not the
+// first host's rows, as if the jump had gone nowhere.
+func TestFindingJumpToASilentRank(t *testing.T) {
+	m := sized(clusterSourceWithout(t, 1024, 402), 200, 50)
+	f := diagnosis.Finding{Kind: diagnosis.Hang, Rank: 402, Host: 50, Onset: 920_000_000, At: 1_920_000_000}
+	j, _ := findings.Jump(&f, 8)
+	m.Update(j)
+	got := text(m)
+	lines := strings.Split(got, "\n")
+	first := ""
+	for i, l := range lines[:len(lines)-1] {
+		if strings.Contains(l, "/col") {
+			first = strings.TrimSpace(lines[i+1])
+			break
+		}
+	}
+	if !strings.HasPrefix(first, "▾ host 50 ") {
+		t.Errorf("after the jump to silent rank 402 the first row is %q; want host 50's heading, open:\n%s", first, got)
+	}
+	if !strings.Contains(got, "rank 402 has no stream in the events held") {
+		t.Errorf("the console does not say why rank 402 is not shown:\n%s", got)
 	}
 }

@@ -356,7 +356,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.back = append(m.back, m.tab)
 		}
 		m.tab = m.timeline
-		return m, m.panes[m.timeline].update(msg)
+		if tl, ok := m.timelinePane(); ok && !tl.Jump(msg) && msg.Stream == 0 {
+			// A hung rank that launched nothing has no row: its host's GPUs are shown instead, and
+			// the footer says why the culprit is not among them.
+			m.cmd.said, m.cmd.bad = fmt.Sprintf("rank %d has no stream in the events held (a hung rank may have launched nothing); its host %d's GPUs are shown",
+				msg.Device, int(msg.Device)/tl.Fr.Meta.HostGPUs()), false
+		}
+		return m, nil
 	}
 	return m, nil
 }

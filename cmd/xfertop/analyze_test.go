@@ -324,31 +324,48 @@ func TestAnalyzeHeadless(t *testing.T) {
 }
 
 // NCCL Inspector logs of which some rank's records are missing (one file of a two-rank log): the
-// collectives whose other rank never reported are counted incomplete when the input ends, in the
-// JSON and the text alike, rather than vanishing from both.
+// collectives whose other rank never reported are counted incomplete when the input ends, and
+// shown as rows of their own, in the JSON and the text alike, with the ranks seen of those
+// expected and their time and bandwidths unknown (—), rather than vanishing from both.
 func TestAnalyzeInspectorRankMissing(t *testing.T) {
 	dir := filepath.Join("..", "..", "importers", "inspector", "testdata", "v2.28")
 	one := filepath.Join(dir, "node0-pid1000.log")
 	for _, tc := range []struct {
-		in         []string
-		incomplete int
-		rows       int
-		text       string // what the text says of them; "" for nothing
+		in            []string
+		incomplete    int
+		rows, partial int
+		text          string // what the text says of them; "" for nothing
+		row           string // a line of the table
 	}{
-		{[]string{dir}, 0, 2, ""},
-		{[]string{one}, 2, 0, "Collectives: none complete; 2 collectives never heard from every rank (not counted)"},
+		{[]string{dir}, 0, 2, 0, "", "all_reduce      2    1 GiB      1   10.0 ms"},
+		{[]string{one}, 2, 0, 2, "2 collectives never heard from every rank: the rows whose ranks read seen/expected",
+			"all_reduce    1/2    1 GiB      1         —           —           —"},
 	} {
 		code, out, errs := runCLI(t, append([]string{"analyze", "--json"}, tc.in...)...)
 		var rep struct {
 			Collectives []json.RawMessage `json:"collectives"`
-			Incomplete  *int              `json:"collectives_incomplete"`
+			Partial     []struct {
+				Op        string   `json:"op"`
+				Ranks     int      `json:"ranks"`
+				RanksSeen []int    `json:"ranks_seen"`
+				TimeNs    *int64   `json:"time_ns_total"`
+				BusBW     *float64 `json:"busbw_gbps"`
+			} `json:"collectives_partial"`
+			Incomplete *int `json:"collectives_incomplete"`
 		}
-		if code != exitOK || json.Unmarshal([]byte(out), &rep) != nil || rep.Incomplete == nil || *rep.Incomplete != tc.incomplete || len(rep.Collectives) != tc.rows {
-			t.Errorf("analyze --json %v: exit %d, %d rows, collectives_incomplete %v; want %d, %d rows, %d\n%s", tc.in, code, len(rep.Collectives), rep.Incomplete, exitOK, tc.rows, tc.incomplete, errs)
+		if code != exitOK || json.Unmarshal([]byte(out), &rep) != nil || rep.Incomplete == nil || *rep.Incomplete != tc.incomplete ||
+			len(rep.Collectives) != tc.rows || len(rep.Partial) != tc.partial {
+			t.Errorf("analyze --json %v: exit %d, %d rows, %d partial, collectives_incomplete %v; want %d, %d rows, %d partial, %d\n%s",
+				tc.in, code, len(rep.Collectives), len(rep.Partial), rep.Incomplete, exitOK, tc.rows, tc.partial, tc.incomplete, errs)
+		}
+		for _, p := range rep.Partial {
+			if p.Ranks != 2 || len(p.RanksSeen) != 2 || p.RanksSeen[1] != 1 || p.TimeNs != nil || p.BusBW != nil {
+				t.Errorf("analyze --json %v: partial row %+v; want 1 of 2 ranks seen, time and busbw null", tc.in, p)
+			}
 		}
 		code, out, _ = runCLI(t, append([]string{"analyze"}, tc.in...)...)
-		if says := strings.Contains(out, "never heard from every rank"); code != exitOK || says != (tc.text != "") || !strings.Contains(out, tc.text) {
-			t.Errorf("analyze %v: exit %d; want the text to say %q\n%s", tc.in, code, tc.text, out)
+		if says := strings.Contains(out, "never heard from every rank"); code != exitOK || says != (tc.text != "") || !strings.Contains(out, tc.text) || !strings.Contains(out, tc.row) {
+			t.Errorf("analyze %v: exit %d; want the text to say %q and show %q\n%s", tc.in, code, tc.text, tc.row, out)
 		}
 	}
 }

@@ -60,7 +60,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&o.perHost, "gpus-per-host", 0, "ranks per host, for link traffic (rank r on host r / N); 0: every rank on one host")
 	fs.DurationVar(&o.linger, "linger", time.Second, "headless: the job has ended when no rank has been connected for this long")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
-	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory")
+	fs.IntVar(&o.console.window, "window", 0, windowUsage)
 	fs.StringVar(&o.ras, "ras", "", "also poll the job's NCCL RAS port, HOST:PORT (NCCL_RAS_ADDR; "+ras.DefaultAddr+" by default): dead, missing and stuck ranks as findings")
 	fs.DurationVar(&o.rasEvery, "ras-interval", ras.DefaultInterval, "how often --ras asks for the job's state (its monitor mode, where NCCL has it, tells a dead peer at once)")
 	if err := parseFlags(fs, args); err != nil {
@@ -140,7 +140,11 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	sinks = append(sinks, an)
 	var win *timeline.Window
 	if !o.headless {
-		win = timeline.NewWindow(o.console.window, strs)
+		limit := o.console.window
+		if limit == 0 {
+			limit = session.AutoWindowFor(meta.Devices)
+		}
+		win = timeline.NewWindow(limit, strs)
 		sinks = append(sinks, win)
 	}
 	var rec *recordings.Recorder

@@ -18,7 +18,6 @@ import (
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
-	"github.com/xfertop/xfertop/timeline"
 )
 
 const usage = `xfertop: see which bytes move between which GPUs, how fast, and where devices wait.
@@ -166,7 +165,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	o.text.register(fs)
 	fs.StringVar(&o.record, "record", "", "record the session to this .xfr file while it runs")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
-	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory (older ones are trimmed; the recording keeps all)")
+	fs.IntVar(&o.console.window, "window", 0, windowUsage)
 	o.otlp.register(fs)
 	fs.BoolVar(&o.cfg.NVML, "nvml", false, "sample GPU telemetry through NVML beside the run (utilisation, memory, PCIe, NVLink, power, clocks, temperature)")
 	fs.DurationVar(&o.cfg.NVMLInterval, "nvml-interval", 500*time.Millisecond, "how often --nvml samples")

@@ -43,6 +43,7 @@ func TestExitStatuses(t *testing.T) {
 		{"malformed set", []string{"run", "--set", "novalue"}, exitUsage, "want key=value", "", true},
 		{"malformed file", []string{"run", "--scenario", bad}, exitUsage, bad + `:4: compute.duration: "soon" is not a duration`, "", true},
 		{"missing file", []string{"run", "--scenario", "/no/such.yaml"}, exitUsage, "read scenario: open /no/such.yaml", "", true},
+		{"negative window", []string{"run", "--window", "-5"}, exitUsage, "--window -5: must be positive (or 0: sized to the job)", "", true},
 		{"unknown topology", []string{"run", "--topology", "tpu"}, exitUsage, `unknown topology "tpu"`, "", true},
 		{"unknown command", []string{"frob"}, exitUsage, `unknown command "frob"`, "", true},
 		{"bad fault", []string{"run", "--fault", "kind=nic_slow,host=1"}, exitUsage, "nic_slow needs host, nic, factor", "", true},

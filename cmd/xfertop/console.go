@@ -26,6 +26,18 @@ type consoleOpts struct {
 	window int
 }
 
+// windowUsage is --window's help: what its default holds, so that a user can tell whether a
+// finding's evidence will still be in memory when they look.
+var windowUsage = func() string {
+	most := timeline.AutoWindow(1<<20, 0)
+	perGPU := timeline.EventsPerGPUSecond * timeline.AutoWindowSeconds
+	return fmt.Sprintf("console: events kept in memory; older ones are trimmed, a recording keeps all "+
+		"(0: sized to the job's GPUs: a minute of llm-train's ~%d events a GPU a simulated second, at least %d events, "+
+		"at most %d (2 GiB of ~%d bytes an event: from %d GPUs up, ~%.1f s of llm-train at 1,024) or a quarter of the machine's memory)",
+		timeline.EventsPerGPUSecond, timeline.DefaultWindow, most, timeline.HeldEventBytes,
+		(most+perGPU-1)/perGPU, float64(most)/(1024*timeline.EventsPerGPUSecond))
+}()
+
 // minTick is the shortest --tick: a terminal shows no more than about 60 frames a second, and a
 // shorter refresh only burns CPU (1 ns took more than a core).
 const minTick = 10 * time.Millisecond
@@ -35,8 +47,8 @@ func (o consoleOpts) check() error {
 	if o.tick < minTick {
 		return usageError("--tick %v: must be at least %v (the terminal draws no faster)", o.tick, minTick)
 	}
-	if o.window <= 0 {
-		return usageError("--window %d: must be positive", o.window)
+	if o.window < 0 {
+		return usageError("--window %d: must be positive (or 0: sized to the job)", o.window)
 	}
 	return nil
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/scenario"
 	"github.com/xfertop/xfertop/session"
-	"github.com/xfertop/xfertop/timeline"
 )
 
 // parseInterspersed parses flags that may come before or after the positional arguments.
@@ -49,7 +48,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	from := fs.Duration("from", 0, "start at this time into the recording")
 	headless := fs.Bool("headless", false, "print a report instead of opening the console")
 	tick := fs.Duration("tick", 60*time.Millisecond, "console: how often the view refreshes")
-	window := fs.Int("window", timeline.DefaultWindow, "console: events kept in memory")
+	window := fs.Int("window", 0, windowUsage)
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of opening the console (implies --headless)")
 	var text textFlags
 	text.register(fs)

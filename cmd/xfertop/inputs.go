@@ -98,6 +98,11 @@ func inputReport(paths []string, opts importers.Options, stderr io.Writer, also 
 	if res.Events == 0 && res.Format == importers.FormatRecording {
 		return nil, res, fmt.Errorf("%s: %w", paths[0], session.ErrNoEvents)
 	}
+	if f := res.InFlight; f != nil {
+		// The recorded run stopped early: its diagnosis looked at what was in flight then (ops
+		// that never ended, in no Events chunk); this one looks at the same, and names the same root.
+		sink.an.Pending(f.Now, f.Events)
+	}
 	run := report.Run{DroppedEvents: res.Dropped, StepsFrom: res.Steps}
 	for _, kv := range res.Outcome {
 		if kv[0] == "ended" {
@@ -213,6 +218,11 @@ func (s *recordingSink) close(res *importers.Result) error {
 	}
 	if res.Dropped > 0 {
 		if err := s.w.WriteDropped(res.Dropped); err != nil {
+			return s.fail(err)
+		}
+	}
+	if res.InFlight != nil { // what the run had in flight when it stopped: the diagnosis's look
+		if err := s.w.WriteInFlight(*res.InFlight); err != nil {
 			return s.fail(err)
 		}
 	}

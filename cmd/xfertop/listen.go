@@ -56,7 +56,7 @@ func listenFlags(stderr io.Writer) (*flag.FlagSet, *listenOpts) {
 	fs.StringVar(&o.record, "record", "", "record what is received to this .xfr file")
 	fs.DurationVar(&o.idle, "exit-after-idle", 0, "headless: end when no data has come for this long (0: run until SIGINT or SIGTERM)")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
-	fs.IntVar(&o.console.window, "window", timeline.DefaultWindow, "console: events kept in memory")
+	fs.IntVar(&o.console.window, "window", 0, windowUsage)
 	return fs, o
 }
 
@@ -430,6 +430,9 @@ func startListenSource(o *listenOpts, logs *lineLog) (*listenSource, error) {
 	sinks.window = timeline.NewWindow(o.console.window, sinks.strs)
 	l, err := receiver.Listen(o.cfg, sinks.strs, func(m timeline.Meta) timeline.Sink {
 		s := sinks.onMeta(m)
+		if o.console.window == 0 { // sized to the job, now that its sender says how large it is
+			sinks.window.SetLimit(session.AutoWindowFor(m.Devices))
+		}
 		// A new generation before the first event: the console reads the sender's description
 		// (Info) again and starts its analysis with it.
 		sinks.window.SetGeneration(1)

@@ -273,14 +273,19 @@ func (m *Model) table(b *strings.Builder, w, h int) {
 	// Each column at least two wider than its widest cell, so that two values never run together
 	// ("110.98 GB/s 110.98 GB/s" read as one figure in columns of 12).
 	cA, cB, cPct := colA, colB, colPct
+	longest := 0 // the widest row name, indented
 	for _, r := range m.data.Cmp.Rows {
 		a, bv, diff, pct, _ := r.Cells()
 		cA, cB, cPct = max(cA, ansi.StringWidth(a)+2), max(cB, ansi.StringWidth(bv)+2), max(cPct, ansi.StringWidth(pct)+2)
 		if cDiff > 0 {
 			cDiff = max(cDiff, ansi.StringWidth(diff)+2)
 		}
+		longest = max(longest, 2+ansi.StringWidth(r.Name))
 	}
-	nameW := max(w-cA-cB-cDiff-cPct-colVerdict, 16)
+	// The names' column is as wide as the widest name (and a space), not the whole width left:
+	// on a wide terminal the figures stay beside the names they belong to, the rest of the line
+	// blank, rather than 100 columns away across a gap the eye must cross on every row.
+	nameW := max(min(w-cA-cB-cDiff-cPct-colVerdict, longest+1), 16)
 	fmt.Fprintf(b, "%s\n", st.Title.Render(fmt.Sprintf("%-*s%*s%*s%*s%*s%*s", nameW, "", cA, "A", cB, "B", cDiff, diffHead, cPct, "change", colVerdict, "")))
 	type line struct {
 		section string

@@ -254,8 +254,7 @@ func (t *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 			}
 		}
 	case widget.JumpToMsg:
-		t.filter.Clear() // the stream jumped to is shown, whatever was filtered
-		t.jump(msg)
+		t.Jump(msg)
 	case widget.SeekedMsg:
 		t.follow = true
 	}
@@ -367,22 +366,15 @@ func (t *Model) ShowDevice(d int32) bool {
 	return false
 }
 
-// topFor is the first row to draw so that the device heading at row hdr has its streams under it
-// in sight, and above it its host's heading where that is near, or else up to a third of the
-// screen of its host's other GPUs, from a heading (a stream at the top would not say whose it is).
+// topFor is the first row to draw so that the device heading at row hdr is the first row, its
+// streams under it: a device named (:rank N, a finding's culprit) must not be one heading among
+// its host's others, where the eye lands on the wrong one first. Its host's heading stays above
+// it where it is the row just before (the host's first GPU), saying whose GPU it is.
 func (t *Model) topFor(rows []Row, hdr int) int {
-	host := 0 // the row of its host's heading
-	for i := hdr; i >= 0; i-- {
-		if rows[i].HostHeader {
-			host = i
-			break
-		}
+	if hdr > 0 && rows[hdr-1].HostHeader {
+		return hdr - 1
 	}
-	top := max(host, hdr-t.visible()/3)
-	for top < hdr && !rows[top].Header && !rows[top].HostHeader {
-		top++
-	}
-	return top
+	return hdr
 }
 
 // heading is a host's or a device's heading: ▾ open, ▸ closed (and what it holds).
@@ -449,8 +441,13 @@ func (t *Model) visible() int {
 	return t.H - 5
 }
 
-// jump centres the timeline on a time on a stream (from the idle view).
-func (t *Model) jump(j widget.JumpToMsg) {
+// Jump centres the timeline on a time on a stream (from the idle view) or on a device (a finding's
+// culprit, Stream 0), clearing any filter so that it is shown. It reports false when the device
+// has no row in the timeline (a hung rank that launched nothing, or whose events were trimmed):
+// its host's heading is then the first row, opened, its other GPUs under it, and the caller says
+// why the culprit is not there.
+func (t *Model) Jump(j widget.JumpToMsg) bool {
+	t.filter.Clear()
 	plotW := max(t.plotW(), 1)
 	t.nsPerCol = max(j.Dur*4/int64(plotW), 1)
 	t.end = j.Time + j.Dur/2 + int64(plotW/2)*t.nsPerCol
@@ -460,14 +457,22 @@ func (t *Model) jump(j widget.JumpToMsg) {
 	t0 := t.right() - int64(plotW)*t.nsPerCol
 	t.cursor = int(min(max((j.Time+j.Dur/2-t0)/t.nsPerCol, 0), int64(plotW-1)))
 	t.collapsed[j.Device] = false
-	t.hostOpen[t.hostOf(j.Device)] = true
-	// The device's heading goes near the top, as :rank puts it: its streams, below it, are then
-	// on screen, not below the fold.
+	host := t.hostOf(j.Device)
+	t.hostOpen[host] = true
+	// The device's heading goes on the first row, as :rank puts it: its streams, below it, are
+	// then on screen, not below the fold.
 	rows := t.Rows()
-	hdr := -1
+	hdr, hostRow := -1, -1
 	for i, r := range rows {
+		if r.HostHeader && r.Host == host {
+			hostRow = i
+		}
 		if r.Header && r.Device == j.Device {
 			hdr = i
+			if j.Stream == 0 { // a device, not one of its streams (a finding's culprit)
+				t.list.SelectFrom(i, t.topFor(rows, i))
+				return true
+			}
 		}
 		if r.Track != nil && r.Track.Device == j.Device && r.Track.Stream == j.Stream {
 			top := i
@@ -475,12 +480,13 @@ func (t *Model) jump(j widget.JumpToMsg) {
 				top = t.topFor(rows, hdr)
 			}
 			t.list.SelectFrom(i, top)
-		}
-		if j.Stream == 0 && hdr == i {
-			t.list.SelectFrom(i, t.topFor(rows, i)) // a device, not one of its streams (a finding's culprit)
-			break
+			return true
 		}
 	}
+	if hostRow >= 0 {
+		t.list.SelectFrom(hostRow, hostRow)
+	}
+	return false
 }
 
 // View draws the ruler, the rows that fit, the op under the cursor and the legend.

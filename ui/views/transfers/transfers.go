@@ -85,10 +85,13 @@ type row struct {
 	lo, hi       *float64 // rate's bounds when the timestamps' resolution leaves it uncertain (rate nil)
 	algoProto    string   // collectives: NCCL's algorithm and protocol ("Ring_LL128"), "" when not known
 	coll         bool     // a collective: its ranks are 0 when the source did not record them (size and bytes of any row: 0 when unknown)
+	seen         *[2]int  // a partial collective row's fewest and most ranks seen (analysis.Collectives.Partial)
 }
 
-// rows lists the analysis's transfer and collective rows, filtered.
-func rows(res *analysis.Result, f string) []row {
+// rows lists the analysis's transfer and collective rows, filtered; once the source has ended
+// (ended), also the partial rows of the collectives some rank never reported (before, an open
+// instance may yet complete).
+func rows(res *analysis.Result, f string, ended bool) []row {
 	var out []row
 	for _, r := range res.Transfers.BySize {
 		out = append(out, row{kind: r.Kind, size: r.SizeClass, count: r.Count, bytes: r.Bytes, p50: r.P50Ns, p99: r.P99Ns, rate: r.GBps,
@@ -97,6 +100,12 @@ func rows(res *analysis.Result, f string) []row {
 	for _, c := range res.Collectives.Rows {
 		out = append(out, row{kind: c.Op, size: c.SizeClass, ranks: c.Ranks, count: c.Count, bytes: c.Bytes * c.Count,
 			p50: c.P50Ns, p99: c.P99Ns, rate: c.AlgBW, bus: c.BusBW, algoProto: c.AlgoProto, coll: true})
+	}
+	for _, c := range res.Collectives.Partial {
+		if ended {
+			out = append(out, row{kind: c.Op, size: c.SizeClass, ranks: c.Ranks, count: c.Count, bytes: c.Bytes * c.Count,
+				algoProto: c.AlgoProto, coll: true, seen: c.RanksSeen})
+		}
 	}
 	if f != "" {
 		out = slices.DeleteFunc(out, func(t row) bool { return !strings.Contains(strings.ToLower(t.kind), f) })
@@ -139,7 +148,7 @@ func rateKey(t row) float64 {
 }
 
 func (v *Model) sorted() []row {
-	rs := rows(v.Fr.Res, v.filter.Value())
+	rs := rows(v.Fr.Res, v.filter.Value(), !v.Fr.Live)
 	keyOf := func(t row) []any {
 		return []any{t.kind, t.size, int64(t.ranks), t.count, t.bytes, orZero(t.p50), orZero(t.p99), rateKey(t), orZero(t.bus), t.algoProto}
 	}
@@ -180,6 +189,13 @@ func cells(t row) []string {
 		ranks, bus = units.Unknown, gbpsCell(t.bus)
 		if t.ranks > 0 {
 			ranks = fmt.Sprint(t.ranks)
+		}
+		if s := t.seen; s != nil { // ranks seen of those expected: its time and rates need them all
+			seen := fmt.Sprint(s[0])
+			if s[1] != s[0] {
+				seen = fmt.Sprintf("%d–%d", s[0], s[1])
+			}
+			ranks = seen + "/" + ranks
 		}
 	}
 	if t.size == 0 { // not recorded, or out of range: a copy or collective of unknown size
@@ -278,6 +294,9 @@ func (v *Model) View() string {
 		foot := units.Counted(len(rs), "row") + " · payload: bytes asked of the ops, not bus bytes on links · GB/s = payload / time (algbw for collectives)"
 		if slices.ContainsFunc(rs, func(t row) bool { return t.rate == nil && t.lo != nil }) {
 			foot += " · lo–hi: within the clock's ticks"
+		}
+		if slices.ContainsFunc(rs, func(t row) bool { return t.seen != nil }) {
+			foot += " · ranks 1/2: seen of expected"
 		}
 		b.WriteString(st.Muted.Render(foot))
 		if last := lastAtCollectives(v.Fr.Res.Collectives); last != "" {
