@@ -307,6 +307,7 @@ func (f *fileReader) learn(surveys []*tableSurvey, devices map[int32]bool) map[s
 		plans[ts.t.name] = plan
 		for _, s := range ts.corrs.spans {
 			f.m.launches.sizes[procID{f.host, s.proc}] = int(min(uint64(s.hi-s.lo)+1, ringMax))
+			f.m.launches.spans[procID{f.host, s.proc}] = s
 		}
 		f.maxLocal = max(f.maxLocal, ts.peer)
 		for w, bits := range ts.local {
@@ -378,6 +379,7 @@ type corrSpans struct {
 type corrSpan struct {
 	proc   procKey
 	lo, hi uint32
+	calls  int // the calls with an id
 }
 
 func (c *corrSpans) add(p procKey, corr uint32) {
@@ -393,10 +395,11 @@ func (c *corrSpans) add(p procKey, corr uint32) {
 			}
 			i = len(c.spans)
 			c.index[p] = i
-			c.spans = append(c.spans, corrSpan{p, corr, corr})
+			c.spans = append(c.spans, corrSpan{proc: p, lo: corr, hi: corr})
 		}
 		c.last = i
 	}
 	s := &c.spans[i]
 	s.lo, s.hi = min(s.lo, corr), max(s.hi, corr)
+	s.calls++
 }
