@@ -11,7 +11,8 @@ import (
 // survey, which reads every column the events need anyway (pageCols), keeps the values of the rows
 // its WHERE clause keeps in a rowStore, and the table's events are made from it instead of from the
 // pages again. Reading a row from its pages again (its cell, its record header, its values: memory
-// the survey read long before) cost about twice what decoding it from the store does.
+// the survey read long before) cost the sample's events pass 20 % of the import's process; keeping
+// the rows and decoding them from the store, 14 %.
 //
 // The store is compact: each value as its difference from the same column's value in the row before
 // (zigzag, a varint), which for times in start order and ids that repeat is a byte or three; a text
