@@ -19,9 +19,12 @@
 // reorder buffer as large as the survey found its rows need (at most 16,384 rows), from its pages
 // when the survey read them (the survey checked every column the events need, so this reading
 // cannot meet what the pages do not hold), or sorted by SQLite when its rows are further out of
-// order (SQLite spills to temporary files); the tables of every file are merged by start. Names are
-// looked up in StringIds as they are met, through bounded caches, and launch times are kept in a
-// ring per process, so memory follows the files, processes and distinct names, not the rows.
+// order (SQLite spills to temporary files); the tables of every file are merged by start. A file
+// mapped into memory (below) has its rows read from its pages once: the survey keeps them, compact,
+// within the file's size, and the events are made from them. Names are looked up in StringIds as
+// they are met, through bounded caches, and launch times are kept in a ring per process (or, for a
+// process whose calls the survey counted, a table by hash as small as its calls), so memory follows
+// the files, processes and distinct names, not the rows.
 //
 // The schema (sqlite_master's CREATE TABLE statements, read as pragma_table_xinfo lists their
 // columns), the session's start, the ENUM, GPU and device tables and the names in StringIds are read

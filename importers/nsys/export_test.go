@@ -68,3 +68,21 @@ func SQLiteOpened(paths []string) (int, error) {
 	_, err := ReadFiles(paths, Options{sqlOpened: &n})
 	return n, err
 }
+
+// ReadFilesStored imports as ReadFiles does (every file's pages read through caches when cached)
+// and returns how many tables' events were read from their pages, and how many of those from the
+// rows the survey kept.
+func ReadFilesStored(paths []string, opts Options, cached bool) (*kineto.Imported, int, int, error) {
+	var all []timeline.Event
+	var cursors, stored int
+	opts.cached, opts.cursors, opts.stored = cached, &cursors, &stored
+	im, err := Stream(paths, opts, func(*kineto.Imported) error { return nil }, func(evs []timeline.Event) error {
+		all = append(all, evs...)
+		return nil
+	})
+	if err != nil {
+		return nil, cursors, stored, err
+	}
+	im.Events = all
+	return im, cursors, stored, nil
+}

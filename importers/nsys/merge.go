@@ -39,6 +39,7 @@ type cursor struct {
 	order int           // position among every file's tables, breaking ties between tables
 	stmt  *sqlite3.Stmt // the rows with SQL; nil when they are read from the pages
 	pages *pageRows     // the rows from the pages
+	store *storeRows    // the rows as the survey kept them
 	vals  rowVals
 	hold  int
 	buf   reorder.Heap[item]
@@ -106,6 +107,9 @@ func (c *cursor) read(it *item) (bool, error) {
 // step reads the next row the table's WHERE clause keeps into c.vals, reporting false at the end
 // or at an error.
 func (c *cursor) step() bool {
+	if c.store != nil {
+		return c.store.next(&c.vals)
+	}
 	if c.pages != nil {
 		return c.pages.next(&c.vals)
 	}
@@ -119,6 +123,9 @@ func (c *cursor) step() bool {
 // err is why step reported false, naming the file and table: nil at the end of the rows.
 func (c *cursor) err() error {
 	var err error
+	if c.store != nil {
+		return nil
+	}
 	if c.pages != nil {
 		if err = c.pages.rows.Err(); err != nil {
 			// The survey read these pages whole: they changed since, or the file is not one file.
@@ -140,6 +147,10 @@ func (c *cursor) close() {
 	}
 	if c.pages != nil {
 		c.pages.file.Close()
+	}
+	if c.store != nil {
+		c.store.s.release()
+		c.store = nil
 	}
 }
 

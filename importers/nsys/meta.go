@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ncruces/go-sqlite3"
 
@@ -27,6 +28,9 @@ type pages struct {
 	indexed map[string]bool
 	strings *pagescan.Cursor // StringIds by id, once opened
 	noPages bool             // StringIds cannot be read by id from its pages
+	// storeLeft is what the survey's row stores of the file may still take (rowstore.go): as much
+	// as the file held in memory.
+	storeLeft atomic.Int64
 }
 
 // file returns a new reader of the export's pages, for one goroutine.

@@ -47,6 +47,9 @@ type Options struct {
 	// set, is given the number of tables whose events were read from their pages.
 	sqlRows bool
 	cursors *int
+	// stored, when set, is given the number of tables whose events were read from the rows the
+	// survey kept (rowstore.go).
+	stored *int
 	// sqlMeta has the schema, the small tables and the names read with SQL (the activity tables
 	// as the other options say).
 	sqlMeta bool
@@ -88,6 +91,7 @@ type importer struct {
 	// fromPages counts the tables the survey read from their pages (the others, with SQL);
 	// pageCursors, the tables whose events were read from them.
 	fromPages, pageCursors int
+	stored                 int // of those, the tables whose events came from the survey's rows
 
 	// What the events are put through on their way out.
 	median, base int64
@@ -164,6 +168,9 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 	}
 	if opts.cursors != nil {
 		*opts.cursors = m.pageCursors
+	}
+	if opts.stored != nil {
+		*opts.stored = m.stored
 	}
 	if err := m.run(cursors); err != nil {
 		return nil, err
@@ -288,6 +295,12 @@ func (f *fileReader) cursor(t *table, order int, plan readPlan) (*cursor, error)
 	if plan.mode == readReorder {
 		c.hold = plan.hold
 		c.buf.Grow(int(min(int64(plan.hold)+1, plan.rows)))
+	}
+	if plan.store != nil {
+		c.store = &storeRows{s: plan.store}
+		f.m.pageCursors++
+		f.m.stored++
+		return c, nil
 	}
 	if plan.layout != nil && plan.mode != readSorted && !f.m.opts.sqlRows {
 		p, err := f.openPageRows(t, plan.layout)

@@ -188,8 +188,19 @@ func (ts *tableSurvey) readPages(progress *atomic.Int64) (err error) {
 	defer pages.Close()
 	names, where := pageCols(t, f.d.tables[t.name])
 	rec, slot := ts.layout.pageColumns(t, names)
-	wheres := len(names) - (len(t.cols) - 1) - where // the WHERE clause's columns
+	events := len(names) - (len(t.cols) - 1)
+	wheres := events - where // the WHERE clause's columns
+	evSlot := slot[events:]
 	slot = slot[:where+wheres]
+	if data := f.d.src.Data(); data != nil && ts.sample == nil && !f.m.opts.sqlRows {
+		ts.store = newRowStore(t, data, &f.d.storeLeft)
+	}
+	defer func() {
+		if err != nil && ts.store != nil {
+			ts.store.release()
+			ts.store = nil
+		}
+	}()
 	cur, err := pages.Rows(ts.layout.root, rec)
 	if err != nil {
 		return err
@@ -223,6 +234,10 @@ func (ts *tableSurvey) readPages(progress *atomic.Int64) (err error) {
 		copy(sr.v[:], v[2:where])
 		copy(sr.null[:], null[2:where])
 		ts.add(&sr, progress)
+		if ts.store != nil && !ts.store.add(r, evSlot) {
+			ts.store.release()
+			ts.store = nil
+		}
 	}
 	return cur.Err()
 }

@@ -38,6 +38,8 @@ type db struct {
 	ctx    context.Context
 	conn   *sqlite3.Conn              // nil until a read needs SQL
 	tables map[string]map[string]bool // table → its columns
+	// counted holds rows' answers: the progress's total and the survey's reserve ask for them.
+	counted map[string]int64
 	pages
 }
 
@@ -49,6 +51,7 @@ func open(ctx context.Context, path string, whole int64, sqlMeta bool) (*db, err
 	d := &db{name: path, ctx: ctx, tables: map[string]map[string]bool{}}
 	d.src, d.srcErr = pagescan.OpenSource(path, whole)
 	if d.srcErr == nil {
+		d.storeLeft.Store(d.src.Size())
 		d.meta = d.src.File()
 		if !sqlMeta && d.readSchemaPages() == nil {
 			return d, nil
@@ -244,14 +247,20 @@ func (d *db) rows(table string) int64 {
 	if !d.has(table) {
 		return 0
 	}
-	if n, ok := d.maxRowidPages(table); ok {
+	if n, ok := d.counted[table]; ok {
 		return n
 	}
-	var n int64
-	_ = d.each("SELECT max(rowid) FROM "+table, func(s *sqlite3.Stmt) error {
-		n = s.ColumnInt64(0)
-		return nil
-	})
+	n, ok := d.maxRowidPages(table)
+	if !ok {
+		_ = d.each("SELECT max(rowid) FROM "+table, func(s *sqlite3.Stmt) error {
+			n = s.ColumnInt64(0)
+			return nil
+		})
+	}
+	if d.counted == nil {
+		d.counted = map[string]int64{}
+	}
+	d.counted[table] = n
 	return n
 }
 

@@ -85,10 +85,13 @@ type tableSurvey struct {
 	told    int64    // of those, rows counted in the progress
 	err     error    // from the pages; the table is then read with SQL
 	devs    devCache
+	store   *rowStore // the rows read from the pages, for the events (rowstore.go); nil: none kept
 }
 
 func newTableSurvey(f *fileReader, t *table) *tableSurvey {
-	return &tableSurvey{f: f, t: t, check: reorder.Check{N: reorderRows}, peer: -1, copies: t.name == tableMemcpy, runtime: t.name == tableRuntime}
+	ts := &tableSurvey{f: f, t: t, check: reorder.Check{N: reorderRows}, peer: -1, copies: t.name == tableMemcpy, runtime: t.name == tableRuntime}
+	ts.check.Reserve(int(min(f.d.rows(t.name), 1<<31))) // the largest rowid: the rows, unless some were deleted
+	return ts
 }
 
 // devCache holds the file's ids of the last processes' devices met, looked up without hashing: a
@@ -292,6 +295,7 @@ type readPlan struct {
 	hold   int
 	rows   int64 // the rows the survey read
 	layout *layout
+	store  *rowStore // the rows the survey kept; nil: read from the layout's pages, or with SQL
 }
 
 // learn takes what the survey learned of the file's tables: its devices (added to devices, global
@@ -303,10 +307,18 @@ func (f *fileReader) learn(surveys []*tableSurvey, devices map[int32]bool) map[s
 		plan := readPlan{mode: readMode(&ts.check), hold: ts.check.Need(), rows: ts.rows}
 		if ts.layout != nil && ts.err == nil {
 			plan.layout = ts.layout
+			if plan.mode != readSorted {
+				plan.store = ts.store
+			}
 		}
+		if plan.store == nil && ts.store != nil {
+			ts.store.release()
+		}
+		ts.store = nil
 		plans[ts.t.name] = plan
 		for _, s := range ts.corrs.spans {
 			f.m.launches.sizes[procID{f.host, s.proc}] = int(min(uint64(s.hi-s.lo)+1, ringMax))
+			f.m.launches.spans[procID{f.host, s.proc}] = s
 		}
 		f.maxLocal = max(f.maxLocal, ts.peer)
 		for w, bits := range ts.local {
@@ -378,6 +390,7 @@ type corrSpans struct {
 type corrSpan struct {
 	proc   procKey
 	lo, hi uint32
+	calls  int // the calls with an id
 }
 
 func (c *corrSpans) add(p procKey, corr uint32) {
@@ -393,10 +406,11 @@ func (c *corrSpans) add(p procKey, corr uint32) {
 			}
 			i = len(c.spans)
 			c.index[p] = i
-			c.spans = append(c.spans, corrSpan{p, corr, corr})
+			c.spans = append(c.spans, corrSpan{proc: p, lo: corr, hi: corr})
 		}
 		c.last = i
 	}
 	s := &c.spans[i]
 	s.lo, s.hi = min(s.lo, corr), max(s.hi, corr)
+	s.calls++
 }

@@ -25,6 +25,14 @@ type Check struct {
 // maxShift is how far back in the sorted buffer a start may go before the buffer becomes a heap.
 const maxShift = 128
 
+// Reserve makes room for the starts of a sequence of n, so that the buffer does not grow by copying
+// while they are added (it holds up to 2N).
+func (o *Check) Reserve(n int) {
+	if o.buf == nil && !o.bad {
+		o.buf = make([]int64, 0, min(max(n, 0), 2*o.N)+1)
+	}
+}
+
 // Add plays the next start.
 func (o *Check) Add(t int64) {
 	if o.bad {
@@ -48,7 +56,8 @@ func (o *Check) Add(t int64) {
 	for k > 0 && d[k-1] > t {
 		if k--; len(d)-k > maxShift {
 			// A sorted slice is a min-heap.
-			o.buf, o.lo, o.heap = append([]int64(nil), d...), 0, true
+			n := copy(o.buf, d) // in place: d is the end of buf
+			o.buf, o.lo, o.heap = o.buf[:n], 0, true
 			o.push(t)
 			return
 		}

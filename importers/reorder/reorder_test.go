@@ -288,3 +288,36 @@ func BenchmarkHeapFull(b *testing.B) {
 		q.Pop(&out)
 	}
 }
+
+// TestCheckReserve: a check given room for its sequence plays it as one without (the same verdict
+// and Need) and never grows its buffer, going from sorted to a heap in place too.
+func TestCheckReserve(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, tc := range []struct {
+		name string
+		n    int
+		jump int
+	}{{"in order", 5000, 0}, {"a little out of it", 5000, 30}, {"far out of it: a heap", 5000, 600}, {"longer than 2N", 3000, 10}} {
+		starts := make([]int64, tc.n)
+		for i := range starts {
+			starts[i] = int64(i)
+			if tc.jump > 0 && r.IntN(4) == 0 {
+				starts[i] -= int64(r.IntN(tc.jump))
+			}
+		}
+		plain, reserved := Check{N: 1000}, Check{N: 1000}
+		reserved.Reserve(len(starts))
+		room := cap(reserved.buf)
+		for _, s := range starts {
+			plain.Add(s)
+			reserved.Add(s)
+			if cap(reserved.buf) != room && !reserved.bad {
+				t.Fatalf("%s: the reserved buffer grew from %d to %d", tc.name, room, cap(reserved.buf))
+			}
+		}
+		if plain.InOrder() != reserved.InOrder() || plain.Sorted() != reserved.Sorted() || plain.Need() != reserved.Need() {
+			t.Errorf("%s: reserved %v %v %d, plain %v %v %d", tc.name, reserved.InOrder(), reserved.Sorted(), reserved.Need(),
+				plain.InOrder(), plain.Sorted(), plain.Need())
+		}
+	}
+}

@@ -87,6 +87,10 @@ func (s *Source) Fault(r any) error {
 // Mapped reports whether the Source maps the file into memory (Fault).
 func (s *Source) Mapped() bool { return s.mapped }
 
+// Data is the whole file as the Source holds it in memory (nil unless Whole): what its Files read
+// (a Row's texts among it) until the Source is closed.
+func (s *Source) Data() []byte { return s.data }
+
 // Whole reports whether the Source holds the whole file in memory.
 func (s *Source) Whole() bool { return s.data != nil }
 
