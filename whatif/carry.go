@@ -11,7 +11,15 @@ import (
 // and the chains the next steps' critical paths can walk; and the points those finalised.
 func (s *Stream) carry(g *depgraph.Graph, in []Placed, seqs []int64, lo, hi int64, times [3][]int64, bounds [3][]int32) {
 	k := newKeeper(g, len(in))
-	k.frontier(lo, hi)
+	// A record of an event is kept for the waits to come while it is of this window or the one
+	// before, or while its event is recorded again and again (reused, as CUDA programs reuse
+	// theirs): the engine records each event of its own once, and a record kept for ever for
+	// each would grow with the trace.
+	recent := lo
+	if s.next >= 2 {
+		recent, _ = s.bounds(s.next - 2)
+	}
+	k.frontier(lo, hi, recent)
 	k.paths(hi, times, bounds)
 	// The collectives numbered here and not kept count before the next window's.
 	for _, n := range g.Alone {
@@ -84,7 +92,9 @@ func (k *keeper) markPoint(p int32) {
 // into points at or after the cut hi (ops still running), the ops still running, the last op of
 // each stream, host process, event, device and step, and the launches (since lo) whose op has not
 // come yet (it runs in a later step) or that launched a graph (its ops share its correlation).
-func (k *keeper) frontier(lo, hi int64) {
+// The last record of an event is an anchor while it ended at or after recent or its event was
+// recorded twice (on its stream, among what is held).
+func (k *keeper) frontier(lo, hi, recent int64) {
 	g := k.g
 	launched := make([]bool, len(g.Nodes))
 	for _, e := range g.Edges {
@@ -106,7 +116,7 @@ func (k *keeper) frontier(lo, hi int64) {
 			k.mark(int32(n))
 		}
 	}
-	for _, n := range anchors.nodes() {
+	for _, n := range anchors.nodes(g, recent) {
 		k.mark(n)
 	}
 }
@@ -243,18 +253,19 @@ func (a *anchors) add(g *depgraph.Graph, n int32) {
 	}
 }
 
-// nodes lists the anchors.
-func (a *anchors) nodes() []int32 {
+// nodes lists the anchors, but for the records of events recorded once that ended before recent.
+func (a *anchors) nodes(g *depgraph.Graph, recent int64) []int32 {
 	var ns []int32
-	for _, l := range a.last {
+	for k, l := range a.last {
+		if k.kind == anchorRecord && l[0] < 0 && g.Time[depgraph.End(a.end[k])] < recent {
+			continue
+		}
 		for _, n := range l {
 			if n >= 0 {
 				ns = append(ns, n)
 			}
 		}
-	}
-	for _, n := range a.end {
-		ns = append(ns, n)
+		ns = append(ns, a.end[k])
 	}
 	return ns
 }

@@ -23,6 +23,10 @@ type Streamed struct {
 	// Windows is the number of windows; MaxWindow the most events a window's graph held (its own
 	// and those it kept of earlier windows): what memory follows.
 	Windows, MaxWindow int
+	// MaxHeld is the most items held from one window to the next: the events kept, the points
+	// finalised of them, their places among the measured ops, and the replayed ops waiting in the
+	// reorder buffers. Bounded by a step, it stays flat however long the trace.
+	MaxHeld int
 }
 
 // Outputs receive a streamed what-if's ops as they are final, in the orders Run gives them:
@@ -324,6 +328,7 @@ func (s *Stream) window() error {
 	s.emit(g, seqs, rs, w.final)
 	s.walk(g, seqs, rs, measured, w.final, hi)
 	s.carry(g, in, seqs, lo, hi, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
+	s.res.MaxHeld = max(s.res.MaxHeld, len(s.carried)+len(s.store)+len(s.global)+len(s.reorder[0].ops)+len(s.reorder[1].ops))
 	return nil
 }
 
