@@ -83,3 +83,32 @@ func TestDirectedOnly(t *testing.T) {
 		t.Errorf("0.0%% → 0.0%%: change %v; want 0", r.DiffPct)
 	}
 }
+
+// The verdict is taken against the floor of the row it is measured on: B, the unchanged replay
+// itself, is as far from A on the mean step time after the first as the unchanged replay is (its
+// own floor), beyond the comparison's floor (taken on another row): no verdict, not "faster".
+func TestVerdictAgainstItsRowsFloor(t *testing.T) {
+	steady := func(r *Report, ns int64) *Report { r.Steps.SteadyMeanNs = &ns; return r }
+	a := steady(withRun(4, 2e9, 800, 0), 201_000_000)
+	unchangedRun := steady(withRun(4, 2e9, 800, 0), 185_000_000) // −7.96%
+	base := Compare(a, unchangedRun, "A", "unchanged")
+	for _, c := range []struct {
+		name string
+		b    *Report
+		want string
+	}{
+		{"B is the unchanged replay", unchangedRun, "no difference beyond the ±8.0% noise floor of that row"},
+		{"B moves it as far the other way", steady(withRun(4, 2e9, 800, 0), 217_000_000), "no difference beyond the ±8.0% noise floor of that row"},
+		{"B beyond it", steady(withRun(4, 2e9, 800, 0), 150_000_000), "B is 25.4% faster"},
+	} {
+		cmpd := Compare(a, c.b, "A", "B")
+		cmpd.SetNoiseFloor(7.3, "the unchanged replay's error on the mean step time, the first step in")
+		cmpd.SetRowFloors(base)
+		if !strings.HasPrefix(cmpd.Verdict, c.want) {
+			t.Errorf("%s: verdict %q; want %q…", c.name, cmpd.Verdict, c.want)
+		}
+		if r := findRow(cmpd, SteadyRow); c.b == unchangedRun && r.Better != nil {
+			t.Errorf("%s: the row %q has a verdict (%v) within its own floor", c.name, SteadyRow, *r.Better)
+		}
+	}
+}

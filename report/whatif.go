@@ -91,8 +91,12 @@ func (c *Comparison) SetNoiseFloor(pct float64, why string) {
 			r.Better = nil
 		}
 	}
-	var step *Row
-	steps := false // the runs have steps: the verdict is on the steps after the first
+	c.verdict(pct, "")
+}
+
+// verdictRow is the row the verdict is taken on: the mean step time after the first step where
+// the runs have steps (steps true; nil when a run lacks it), else the critical path's length.
+func (c *Comparison) verdictRow() (step *Row, steps bool) {
 	for i := range c.Rows {
 		r := &c.Rows[i]
 		if r.Name == SteadyRow { // added where a run has steps
@@ -107,6 +111,13 @@ func (c *Comparison) SetNoiseFloor(pct float64, why string) {
 			step = r
 		}
 	}
+	return step, steps
+}
+
+// verdict gives the comparison its answer on step time, against the noise floor pct (of the
+// verdict's own row, said by whose, when that row has one of its own).
+func (c *Comparison) verdict(pct float64, whose string) {
+	step, steps := c.verdictRow()
 	switch {
 	case steps && (c.SteadyStepsA < 2 || c.SteadyStepsB < 2):
 		// One step after the first has no spread to weigh a difference against, and the first
@@ -126,13 +137,20 @@ func (c *Comparison) SetNoiseFloor(pct float64, why string) {
 		d = *step.DiffPct
 	}
 	span := fmt.Sprintf("%s %s → %s", step.Name, units.Dur(int64(*step.A)), units.Dur(int64(*step.B)))
+	floor := fmt.Sprintf("the ±%.1f%% noise floor", pct)
+	if whose != "" {
+		floor = fmt.Sprintf("the ±%.1f%% noise floor of %s", pct, whose)
+	}
+	// A change as large as the floor (the unchanged replay's own error) is that error, not the
+	// change's: within, at the hundredths the row's change is rounded to.
+	within := round2(math.Abs(d)) <= round2(pct)
 	switch {
-	case math.Abs(d) < pct:
-		c.Verdict = fmt.Sprintf("no difference beyond the ±%.1f%% noise floor (%s, %+.1f%%)", pct, span, d)
+	case within:
+		c.Verdict = fmt.Sprintf("no difference beyond %s (%s, %+.1f%%)", floor, span, d)
 	case d < 0:
-		c.Verdict = fmt.Sprintf("B is %.1f%% faster (%s), beyond the ±%.1f%% noise floor", -d, span, pct)
+		c.Verdict = fmt.Sprintf("B is %.1f%% faster (%s), beyond %s", -d, span, floor)
 	default:
-		c.Verdict = fmt.Sprintf("B is %.1f%% slower (%s), beyond the ±%.1f%% noise floor", d, span, pct)
+		c.Verdict = fmt.Sprintf("B is %.1f%% slower (%s), beyond %s", d, span, floor)
 	}
 }
 
@@ -141,7 +159,8 @@ func (c *Comparison) SetNoiseFloor(pct float64, why string) {
 // own, that change: the method's own error on that figure (a collective's bandwidth the model
 // times apart from the measurement, the idle that follows from it). No verdict is given within it.
 // A row whose A is 0 has no relative change: within the unchanged replay's absolute change it gets
-// no verdict either. Call it after SetNoiseFloor.
+// no verdict either. The comparison's verdict is taken again against its row's own floor, where
+// that row has one. Call it after SetNoiseFloor.
 func (c *Comparison) SetRowFloors(base *Comparison) {
 	floor := 0.0
 	if c.NoiseFloorPct != nil {
@@ -167,6 +186,9 @@ func (c *Comparison) SetRowFloors(base *Comparison) {
 		if b.DiffPct == nil && r.Diff != nil && math.Abs(*r.Diff) <= math.Abs(*b.Diff) {
 			r.Better = nil
 		}
+	}
+	if step, _ := c.verdictRow(); step != nil && step.NoiseFloorPct != nil && c.NoiseFloorPct != nil {
+		c.verdict(*step.NoiseFloorPct, "that row (the unchanged replay's change on it)")
 	}
 }
 

@@ -526,12 +526,16 @@ func criticalPath(s whatif.Summary) report.CriticalPath {
 }
 
 // noiseFloor is the change within which the comparison gives no verdict: the larger of 1%, the
-// replay's own error on this trace (nothing changed, against the measurement), and the measured
+// replay's own error on this trace (nothing changed, against the measurement) on the row the
+// verdict is taken on (the mean step time after the first, where known), and the measured
 // steps' spread (the median absolute deviation of their lengths along the critical path, over their
 // median; the first step, which warms up, left out: robust to the odd slow step).
 func noiseFloor(a, base *report.Report, before []depgraph.Path, measured, unchanged whatif.Summary) (float64, string) {
 	errPct, what := 0.0, ""
 	switch {
+	case a.Steps.SteadyMeanNs != nil && base.Steps.SteadyMeanNs != nil && *a.Steps.SteadyMeanNs > 0:
+		// The verdict's own row: the first step, which holds the setup, replays apart from the rest.
+		errPct, what = 100*float64(*base.Steps.SteadyMeanNs-*a.Steps.SteadyMeanNs)/float64(*a.Steps.SteadyMeanNs), report.SteadyRow
 	case a.Steps.MeanNs != nil && base.Steps.MeanNs != nil && *a.Steps.MeanNs > 0:
 		errPct, what = 100*float64(*base.Steps.MeanNs-*a.Steps.MeanNs)/float64(*a.Steps.MeanNs), "mean step time"
 	case measured.StepNs > 0:
