@@ -27,6 +27,9 @@ type Streamed struct {
 	// finalised of them, their places among the measured ops, and the replayed ops waiting in the
 	// reorder buffers. Bounded by a step, it stays flat however long the trace.
 	MaxHeld int
+	// Differ counts the ops whose replayed duration the change alters: the changed replay's
+	// against the unchanged one's. None: the change reaches no op of the trace.
+	Differ int
 }
 
 // Outputs receive a streamed what-if's ops as they are final, in the orders Run gives them:
@@ -313,6 +316,12 @@ func (s *Stream) window() error {
 		}
 	}
 	s.record(w, rs, measured)
+	for n := range g.Nodes {
+		st, end := depgraph.Start(int32(n)), depgraph.End(int32(n))
+		if w.final(end) && rs[1].Times[end]-rs[1].Times[st] != rs[0].Times[end]-rs[0].Times[st] {
+			s.res.Differ++
+		}
+	}
 	// The steps that end here start no earlier than their rank's previous step ended, as Run's
 	// serializeSteps has them; later windows pin these points as replayed, before the move, as the
 	// whole graph's replay has them too.

@@ -311,6 +311,9 @@ func (o *whatifOpts) resolveTopology(m timeline.Meta) (engine.Topology, error) {
 	return t, nil
 }
 
+// nothingChanged is B's name when no change was asked for.
+const nothingChanged = "predicted: nothing changed"
+
 // describe names the change for the comparison's B.
 func (o *whatifOpts) describe(wo whatif.Options) string {
 	var parts []string
@@ -327,7 +330,7 @@ func (o *whatifOpts) describe(wo whatif.Options) string {
 		parts = append(parts, "collectives on "+wo.Topology.String())
 	}
 	if len(parts) == 0 {
-		return "predicted: nothing changed"
+		return nothingChanged
 	}
 	return "predicted: " + strings.Join(parts, ", ")
 }
@@ -489,7 +492,23 @@ func whatifComparison(run *whatifRun, h *importers.Header, source, change, steps
 	unchanged := report.Compare(a, base, "", "")
 	report.AddCriticalPaths(unchanged, criticalPath(before), criticalPath(unchangedPath))
 	c.SetRowFloors(unchanged)
+	if w.Differ == 0 && change != nothingChanged {
+		c.Verdict = reachesNoOp(w.Changed)
+	}
 	return c
+}
+
+// reachesNoOp is the verdict on a change that re-timed no op (B is the unchanged replay): no
+// prediction, and why, from what kept its measured time.
+func reachesNoOp(r *whatif.Result) string {
+	v := "no prediction: the change reaches no op of this trace (each op takes the time the unchanged replay gives it"
+	if r.Retimed > 0 {
+		v += fmt.Sprintf("; the %d collectives the NCCL model re-times take the same time with the change", r.Retimed)
+	}
+	for _, k := range r.KeptReasons() {
+		v += "; " + k
+	}
+	return v + ")"
 }
 
 // criticalOps is the set of the ops on paths, by their index among the events the compare view

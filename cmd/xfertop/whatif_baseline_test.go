@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -178,5 +179,33 @@ func TestWhatIfHostsRowLabels(t *testing.T) {
 	}
 	if !found {
 		t.Error("no collective row")
+	}
+}
+
+// A change that re-times no op says so in the verdict, not "no difference": a faster NIC on a
+// pipeline whose only cross-host traffic is sends and receives (kept at their measured time), and
+// more hosts for it. A change that reaches ops gets a verdict on them.
+func TestWhatIfChangeReachesNoOp(t *testing.T) {
+	rec := record(t, "pipeline", 3, "--topology", "h100x8x2")
+	fast := filepath.Join(t.TempDir(), "fastnic.yaml")
+	if err := os.WriteFile(fast, []byte("base: h100x8x2\nnics:\n  bandwidth: 800Gb/s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const none = "no prediction: the change reaches no op of this trace"
+	for _, c := range []struct {
+		args    []string
+		nothing bool
+	}{
+		{[]string{"--topology", fast}, true},
+		{[]string{"--hosts", "4"}, true},
+		{[]string{"--scale-kernel", "*=0.5"}, false},
+	} {
+		cmpd := whatifJSON(t, append([]string{rec}, c.args...)...)
+		if got := strings.HasPrefix(cmpd.Verdict, none); got != c.nothing {
+			t.Errorf("%v: verdict %q; want it to say the change reaches no op: %v", c.args, cmpd.Verdict, c.nothing)
+		}
+		if c.nothing && !strings.Contains(cmpd.Verdict, "kept at their measured time (sends and receives") {
+			t.Errorf("%v: verdict %q does not say what kept its time", c.args, cmpd.Verdict)
+		}
 	}
 }
