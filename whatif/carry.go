@@ -1,6 +1,8 @@
 package whatif
 
 import (
+	"slices"
+
 	"github.com/xfertop/xfertop/depgraph"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -145,6 +147,16 @@ func (k *keeper) paths(hi int64, times [3][]int64, bounds [3][]int32) {
 			}
 		}
 	}
+	// Each run's chains begin at what the frontier keeps: a source one run's chain reached, and
+	// stopped at, is before any step still to walk in that run; begun from too in the next run,
+	// each run took the chains a step further back (a step's start is bound by the step before's
+	// end), and what was kept, and the reorder buffers, trailed the cut by four steps.
+	var seeds []int32
+	for n := range g.Nodes {
+		if k.keep[g.Nodes[n]] {
+			seeds = append(seeds, depgraph.Start(int32(n)), depgraph.End(int32(n)))
+		}
+	}
 	for v := range times {
 		from := hi
 		for _, st := range g.Steps {
@@ -158,21 +170,16 @@ func (k *keeper) paths(hi int64, times [3][]int64, bounds [3][]int32) {
 		if len(lastCall) == 0 && lastStep >= 0 {
 			from = min(from, times[v][depgraph.End(lastStep)])
 		}
-		k.chains(times[v], bounds[v], from)
+		k.chains(seeds, times[v], bounds[v], from)
 	}
 }
 
 // chains marks, back from the points of what is kept, the sources of the edges that bound them,
 // and goes on from those later than from.
-func (k *keeper) chains(times []int64, bound []int32, from int64) {
+func (k *keeper) chains(seeds []int32, times []int64, bound []int32, from int64) {
 	g := k.g
 	seen := make([]bool, len(g.Time))
-	var stack []int32
-	for n := range g.Nodes {
-		if k.keep[g.Nodes[n]] {
-			stack = append(stack, depgraph.Start(int32(n)), depgraph.End(int32(n)))
-		}
-	}
+	stack := slices.Clone(seeds)
 	for len(stack) > 0 {
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
