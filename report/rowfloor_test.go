@@ -112,3 +112,49 @@ func TestVerdictAgainstItsRowsFloor(t *testing.T) {
 		}
 	}
 }
+
+// A row the unchanged replay moves by more than half is not reproduced by the replay: marked so
+// (its change column says it, no six-digit percentage, no verdict) and listed apart from the rows
+// with a floor of their own; a row moved less keeps its floor and its percentage.
+func TestRowsNotReproduced(t *testing.T) {
+	a := withRun(4, 2e9, 800, 3_000, busRow("all_reduce", 8, 32<<20, "NVLS_Simple", 100))
+	unchangedRun := withRun(4, 2e9, 1_000, 17_700_000, busRow("all_reduce", 8, 32<<20, "NVLS_Simple", 70))
+	base := Compare(a, unchangedRun, "A", "unchanged")
+	c := Compare(a, withRun(4, 2e9, 1_100, 17_600_000, busRow("all_reduce", 8, 32<<20, "NVLS_Simple", 20)), "A", "B")
+	c.SetNoiseFloor(1, "test")
+	c.SetRowFloors(base)
+	for _, want := range []struct {
+		row string
+		not bool
+	}{
+		{"stream gaps per step: host_wait", true},
+		{"device idle per step (Σ devices)", false},
+		{"all_reduce ×8 ≤32 MiB NVLS_Simple busbw", false},
+		{SteadyRow, false},
+	} {
+		r := findRow(c, want.row)
+		if r == nil {
+			t.Fatalf("no row %q", want.row)
+		}
+		_, _, _, pct, verdict := r.Cells()
+		if r.NotReproduced != want.not || (pct == "not reproduced") != want.not || want.not && (verdict != "" || r.Better != nil) {
+			t.Errorf("%q: not reproduced %v, change %q, verdict %q; want not reproduced: %v", want.row, r.NotReproduced, pct, verdict, want.not)
+		}
+	}
+	var b strings.Builder
+	if err := CompareText(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	for _, want := range []string{
+		"rows not reproduced by the replay (the unchanged replay alone moves them by more than 50%: no prediction on them): stream gaps per step: host_wait\n",
+		"rows with a floor of their own (the unchanged replay's change on them): device idle per step (Σ devices) ±25.0%; all_reduce ×8 ≤32 MiB NVLS_Simple busbw ±30.0%\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the text lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "586566.7%") || strings.Contains(text, "589900") {
+		t.Errorf("the text gives the row not reproduced its six-digit change:\n%s", text)
+	}
+}

@@ -159,7 +159,8 @@ func (c *Comparison) verdict(pct float64, whose string) {
 // own, that change: the method's own error on that figure (a collective's bandwidth the model
 // times apart from the measurement, the idle that follows from it). No verdict is given within it.
 // A row whose A is 0 has no relative change: within the unchanged replay's absolute change it gets
-// no verdict either. The comparison's verdict is taken again against its row's own floor, where
+// no verdict either. A row (but the step times) the unchanged replay moves by more than
+// NotReproducedPct is marked not reproduced. The comparison's verdict is taken again against its row's own floor, where
 // that row has one. Call it after SetNoiseFloor.
 func (c *Comparison) SetRowFloors(base *Comparison) {
 	floor := 0.0
@@ -182,6 +183,10 @@ func (c *Comparison) SetRowFloors(base *Comparison) {
 			if r.DiffPct != nil && math.Abs(*r.DiffPct) <= f {
 				r.Better = nil
 			}
+			// The step times stay: the verdict is on them, against their floor.
+			if f > NotReproducedPct && r.Section != "steps" {
+				r.NotReproduced, r.Better = true, nil
+			}
 		}
 		if b.DiffPct == nil && r.Diff != nil && math.Abs(*r.Diff) <= math.Abs(*b.Diff) {
 			r.Better = nil
@@ -202,11 +207,29 @@ func rowKey(r *Row) string {
 	return r.Section + "\x00" + strings.Join(f[:min(3, len(f))], " ")
 }
 
-// rowFloors lists the rows with a floor of their own, for people.
+// NotReproducedPct is the change of the unchanged replay on a row beyond which the replay does not
+// reproduce it: the row's causes are not in the graph (a simulator's recording replayed loses its
+// stream gaps' causes and part of the devices' idle: +591,331% on one), and B's figure there is
+// no prediction.
+const NotReproducedPct = 50.0
+
+// notReproduced lists the rows the replay does not reproduce (the unchanged replay's change on
+// them, which can run to six digits, is in the JSON: it says nothing more to a reader).
+func notReproduced(c *Comparison) []string {
+	var out []string
+	for _, r := range c.Rows {
+		if r.NotReproduced {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// rowFloors lists the rows with a floor of their own, for people (but those not reproduced).
 func rowFloors(c *Comparison) []string {
 	var out []string
 	for _, r := range c.Rows {
-		if r.NoiseFloorPct != nil {
+		if r.NoiseFloorPct != nil && !r.NotReproduced {
 			out = append(out, fmt.Sprintf("%s ±%.1f%%", r.Name, *r.NoiseFloorPct))
 		}
 	}
