@@ -30,6 +30,9 @@ type Streamed struct {
 	// Differ counts the ops whose replayed duration the change alters: the changed replay's
 	// against the unchanged one's. None: the change reaches no op of the trace.
 	Differ int
+	// StepRanks is the number of ranks (host and device) whose step marks the trace has: the job's
+	// steps are len(Before), each marked by each rank (Stats.Steps marks in all).
+	StepRanks int
 }
 
 // Outputs receive a streamed what-if's ops as they are final, in the orders Run gives them:
@@ -95,6 +98,7 @@ type Stream struct {
 	// the paths come out in that order, as CriticalPathsBound gives them.
 	pathFirst []int32
 	anyNodes  bool
+	stepRanks map[[2]int32]bool // the ranks (host, device) that mark steps
 }
 
 // point is a finalised point's replayed times and binding edges: measured, baseline, changed.
@@ -114,7 +118,7 @@ type boundRec struct {
 // NewStream starts a streamed what-if under o.
 func NewStream(names depgraph.Names, o Options, p StreamParams, out Outputs) *Stream {
 	s := &Stream{names: names, params: p, out: out, pending: map[int][]Placed{}, store: map[uint64]point{},
-		global: map[int64]int32{}, seqBase: map[depgraph.SeqDevKey]int{}, maxStart: math.MinInt64}
+		global: map[int64]int32{}, seqBase: map[depgraph.SeqDevKey]int{}, maxStart: math.MinInt64, stepRanks: map[[2]int32]bool{}}
 	s.opts[0] = baselineOptions(o)
 	s.opts[1] = o
 	s.res.Baseline = &Result{Kept: map[string]int{}, NotForced: map[string]int{}, matched: map[string]int{}, commMatched: map[string]int{}}
@@ -207,6 +211,7 @@ func (s *Stream) Close() (*Streamed, error) {
 		}
 	}
 	s.res.Before, s.res.Unchanged, s.res.After = s.paths[0], s.paths[1], s.paths[2]
+	s.res.StepRanks = len(s.stepRanks)
 	return &s.res, nil
 }
 
@@ -325,6 +330,11 @@ func (s *Stream) window() error {
 	// The steps that end here start no earlier than their rank's previous step ended, as Run's
 	// serializeSteps has them; later windows pin these points as replayed, before the move, as the
 	// whole graph's replay has them too.
+	for _, st := range g.Steps {
+		if e := g.Event(st); w.final(depgraph.Start(st)) {
+			s.stepRanks[[2]int32{int32(e.Host), e.Device}] = true
+		}
+	}
 	var ends []int32
 	for _, st := range g.Steps {
 		if w.final(depgraph.End(st)) {

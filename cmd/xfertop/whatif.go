@@ -599,14 +599,19 @@ func whatifNotes(w *whatif.Streamed, before whatif.Summary, stepsFrom string) []
 		"method: the trace's dependency graph replayed (list scheduling over it; collectives timed by the engine's NCCL model where a topology and their sizes are known), not a run of the simulator",
 		"graph: " + whatif.Dependencies(w.Stats),
 	}
-	steps := fmt.Sprintf("steps: %d from the trace's step markers", w.Stats.Steps)
+	// The job's steps, each marked by each of its ranks: "2 steps (4 marks on 2 ranks)".
+	count := fmt.Sprint(w.Stats.Steps)
+	if job := len(w.Before); job > 0 && job != w.Stats.Steps {
+		count = fmt.Sprintf("%d (%d marks on %d ranks)", job, w.Stats.Steps, w.StepRanks)
+	}
+	steps := fmt.Sprintf("steps: %s from the trace's step markers", count)
 	switch {
 	case w.Stats.Steps == 0 && stepsFrom != "":
 		steps = "steps: 1, the whole input (as the console shows it); " + stepsFrom
 	case w.Stats.Steps == 0:
 		steps = "steps: 1, the whole input: the trace marks none"
 	case stepsFrom != "":
-		steps = fmt.Sprintf("steps: %d; %s", w.Stats.Steps, stepsFrom)
+		steps = fmt.Sprintf("steps: %s; %s", count, stepsFrom)
 	}
 	if before.FirstLeft {
 		steps += "; the critical path is averaged over the steps after the first (the first warms up)"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/whatif/synth"
 )
 
 // record runs scenario with args for steps steps and records it in a temporary folder.
@@ -206,6 +207,27 @@ func TestWhatIfChangeReachesNoOp(t *testing.T) {
 		}
 		if c.nothing && !strings.Contains(cmpd.Verdict, "kept at their measured time (sends and receives") {
 			t.Errorf("%v: verdict %q does not say what kept its time", c.args, cmpd.Verdict)
+		}
+	}
+}
+
+// The steps line counts the job's steps, not its ranks' marks: two ranks marking 12 steps each
+// are 12 steps (24 marks on 2 ranks); one rank's 12 steps are 12 steps.
+func TestWhatIfStepsCountsJobSteps(t *testing.T) {
+	for _, c := range []struct {
+		sh   synth.Shape
+		want string
+	}{
+		{synth.Shape{Ranks: 2, Steps: 12, Ops: 32, Seed: 1}, "steps: 12 (24 marks on 2 ranks) from the trace's step markers"},
+		{synth.Shape{Ranks: 1, Steps: 12, Ops: 32, Seed: 1}, "steps: 12 from the trace's step markers"},
+	} {
+		cmpd := whatifJSON(t, append(writeSynthFiles(t, t.TempDir(), c.sh), "--scale-kernel", "*=0.5")...)
+		found := false
+		for _, n := range cmpd.Notes {
+			found = found || strings.HasPrefix(n, c.want)
+		}
+		if !found {
+			t.Errorf("%d ranks: no note begins %q: %q", c.sh.Ranks, c.want, cmpd.Notes)
 		}
 	}
 }
