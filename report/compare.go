@@ -40,6 +40,9 @@ type Row struct {
 	// NoiseFloorPct, when set, is the row's own noise floor: the change the replay with nothing
 	// changed already shows on it, above the comparison's (Comparison.SetRowFloors).
 	NoiseFloorPct *float64 `json:"noise_floor_pct,omitempty"`
+	// NotReproduced marks a row the replay with nothing changed cannot reproduce: it moves it by
+	// more than NotReproducedPct, and B's figure there is no prediction (the change column says so).
+	NotReproduced bool `json:"not_reproduced,omitempty"`
 	// AMin, AMax, BMin and BMax bound a rate A or B that the timestamps' resolution leaves
 	// uncertain (A or B null), as analysis.Stats' GBpsMin and GBpsMax do; absent otherwise.
 	AMin *float64 `json:"a_min,omitempty"`
@@ -420,6 +423,9 @@ func (r Row) Cells() (a, b, diff, pct, verdict string) {
 			verdict = "better"
 		}
 	}
+	if r.NotReproduced {
+		pct, verdict = "not reproduced", ""
+	}
 	return bounded(r.A, r.AMin, r.AMax, r.Unit), bounded(r.B, r.BMin, r.BMax, r.Unit), diff, pct, verdict
 }
 
@@ -473,6 +479,9 @@ func CompareText(w io.Writer, c *Comparison) error {
 	}
 	if f := rowFloors(c); len(f) > 0 {
 		fmt.Fprintf(&b, "rows with a floor of their own (the unchanged replay's change on them): %s\n", strings.Join(f, "; "))
+	}
+	if f := notReproduced(c); len(f) > 0 {
+		fmt.Fprintf(&b, "rows not reproduced by the replay (the unchanged replay alone moves them by more than %.0f%%: no prediction on them): %s\n", NotReproducedPct, strings.Join(f, "; "))
 	}
 	if c.Verdict != "" {
 		fmt.Fprintf(&b, "verdict: %s\n", c.Verdict)

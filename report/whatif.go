@@ -91,8 +91,12 @@ func (c *Comparison) SetNoiseFloor(pct float64, why string) {
 			r.Better = nil
 		}
 	}
-	var step *Row
-	steps := false // the runs have steps: the verdict is on the steps after the first
+	c.verdict(pct, "")
+}
+
+// verdictRow is the row the verdict is taken on: the mean step time after the first step where
+// the runs have steps (steps true; nil when a run lacks it), else the critical path's length.
+func (c *Comparison) verdictRow() (step *Row, steps bool) {
 	for i := range c.Rows {
 		r := &c.Rows[i]
 		if r.Name == SteadyRow { // added where a run has steps
@@ -107,6 +111,13 @@ func (c *Comparison) SetNoiseFloor(pct float64, why string) {
 			step = r
 		}
 	}
+	return step, steps
+}
+
+// verdict gives the comparison its answer on step time, against the noise floor pct (of the
+// verdict's own row, said by whose, when that row has one of its own).
+func (c *Comparison) verdict(pct float64, whose string) {
+	step, steps := c.verdictRow()
 	switch {
 	case steps && (c.SteadyStepsA < 2 || c.SteadyStepsB < 2):
 		// One step after the first has no spread to weigh a difference against, and the first
@@ -126,13 +137,20 @@ func (c *Comparison) SetNoiseFloor(pct float64, why string) {
 		d = *step.DiffPct
 	}
 	span := fmt.Sprintf("%s %s → %s", step.Name, units.Dur(int64(*step.A)), units.Dur(int64(*step.B)))
+	floor := fmt.Sprintf("the ±%.1f%% noise floor", pct)
+	if whose != "" {
+		floor = fmt.Sprintf("the ±%.1f%% noise floor of %s", pct, whose)
+	}
+	// A change as large as the floor (the unchanged replay's own error) is that error, not the
+	// change's: within, at the hundredths the row's change is rounded to.
+	within := round2(math.Abs(d)) <= round2(pct)
 	switch {
-	case math.Abs(d) < pct:
-		c.Verdict = fmt.Sprintf("no difference beyond the ±%.1f%% noise floor (%s, %+.1f%%)", pct, span, d)
+	case within:
+		c.Verdict = fmt.Sprintf("no difference beyond %s (%s, %+.1f%%)", floor, span, d)
 	case d < 0:
-		c.Verdict = fmt.Sprintf("B is %.1f%% faster (%s), beyond the ±%.1f%% noise floor", -d, span, pct)
+		c.Verdict = fmt.Sprintf("B is %.1f%% faster (%s), beyond %s", -d, span, floor)
 	default:
-		c.Verdict = fmt.Sprintf("B is %.1f%% slower (%s), beyond the ±%.1f%% noise floor", d, span, pct)
+		c.Verdict = fmt.Sprintf("B is %.1f%% slower (%s), beyond %s", d, span, floor)
 	}
 }
 
@@ -141,7 +159,9 @@ func (c *Comparison) SetNoiseFloor(pct float64, why string) {
 // own, that change: the method's own error on that figure (a collective's bandwidth the model
 // times apart from the measurement, the idle that follows from it). No verdict is given within it.
 // A row whose A is 0 has no relative change: within the unchanged replay's absolute change it gets
-// no verdict either. Call it after SetNoiseFloor.
+// no verdict either. A row (but the step times) the unchanged replay moves by more than
+// NotReproducedPct is marked not reproduced. The comparison's verdict is taken again against its row's own floor, where
+// that row has one. Call it after SetNoiseFloor.
 func (c *Comparison) SetRowFloors(base *Comparison) {
 	floor := 0.0
 	if c.NoiseFloorPct != nil {
@@ -163,10 +183,17 @@ func (c *Comparison) SetRowFloors(base *Comparison) {
 			if r.DiffPct != nil && math.Abs(*r.DiffPct) <= f {
 				r.Better = nil
 			}
+			// The step times stay: the verdict is on them, against their floor.
+			if f > NotReproducedPct && r.Section != "steps" {
+				r.NotReproduced, r.Better = true, nil
+			}
 		}
 		if b.DiffPct == nil && r.Diff != nil && math.Abs(*r.Diff) <= math.Abs(*b.Diff) {
 			r.Better = nil
 		}
+	}
+	if step, _ := c.verdictRow(); step != nil && step.NoiseFloorPct != nil && c.NoiseFloorPct != nil {
+		c.verdict(*step.NoiseFloorPct, "that row (the unchanged replay's change on it)")
 	}
 }
 
@@ -180,11 +207,29 @@ func rowKey(r *Row) string {
 	return r.Section + "\x00" + strings.Join(f[:min(3, len(f))], " ")
 }
 
-// rowFloors lists the rows with a floor of their own, for people.
+// NotReproducedPct is the change of the unchanged replay on a row beyond which the replay does not
+// reproduce it: the row's causes are not in the graph (a simulator's recording replayed loses its
+// stream gaps' causes and part of the devices' idle: +591,331% on one), and B's figure there is
+// no prediction.
+const NotReproducedPct = 50.0
+
+// notReproduced lists the rows the replay does not reproduce (the unchanged replay's change on
+// them, which can run to six digits, is in the JSON: it says nothing more to a reader).
+func notReproduced(c *Comparison) []string {
+	var out []string
+	for _, r := range c.Rows {
+		if r.NotReproduced {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// rowFloors lists the rows with a floor of their own, for people (but those not reproduced).
 func rowFloors(c *Comparison) []string {
 	var out []string
 	for _, r := range c.Rows {
-		if r.NoiseFloorPct != nil {
+		if r.NoiseFloorPct != nil && !r.NotReproduced {
 			out = append(out, fmt.Sprintf("%s ±%.1f%%", r.Name, *r.NoiseFloorPct))
 		}
 	}

@@ -1,6 +1,8 @@
 package whatif
 
 import (
+	"slices"
+
 	"github.com/xfertop/xfertop/depgraph"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -11,7 +13,15 @@ import (
 // and the chains the next steps' critical paths can walk; and the points those finalised.
 func (s *Stream) carry(g *depgraph.Graph, in []Placed, seqs []int64, lo, hi int64, times [3][]int64, bounds [3][]int32) {
 	k := newKeeper(g, len(in))
-	k.frontier(lo, hi)
+	// A record of an event is kept for the waits to come while it is of this window or the one
+	// before, or while its event is recorded again and again (reused, as CUDA programs reuse
+	// theirs): the engine records each event of its own once, and a record kept for ever for
+	// each would grow with the trace.
+	recent := lo
+	if s.next >= 2 {
+		recent, _ = s.bounds(s.next - 2)
+	}
+	k.frontier(lo, hi, recent)
 	k.paths(hi, times, bounds)
 	// The collectives numbered here and not kept count before the next window's.
 	for _, n := range g.Alone {
@@ -84,7 +94,9 @@ func (k *keeper) markPoint(p int32) {
 // into points at or after the cut hi (ops still running), the ops still running, the last op of
 // each stream, host process, event, device and step, and the launches (since lo) whose op has not
 // come yet (it runs in a later step) or that launched a graph (its ops share its correlation).
-func (k *keeper) frontier(lo, hi int64) {
+// The last record of an event is an anchor while it ended at or after recent or its event was
+// recorded twice (on its stream, among what is held).
+func (k *keeper) frontier(lo, hi, recent int64) {
 	g := k.g
 	launched := make([]bool, len(g.Nodes))
 	for _, e := range g.Edges {
@@ -106,7 +118,7 @@ func (k *keeper) frontier(lo, hi int64) {
 			k.mark(int32(n))
 		}
 	}
-	for _, n := range anchors.nodes() {
+	for _, n := range anchors.nodes(g, recent) {
 		k.mark(n)
 	}
 }
@@ -135,6 +147,16 @@ func (k *keeper) paths(hi int64, times [3][]int64, bounds [3][]int32) {
 			}
 		}
 	}
+	// Each run's chains begin at what the frontier keeps: a source one run's chain reached, and
+	// stopped at, is before any step still to walk in that run; begun from too in the next run,
+	// each run took the chains a step further back (a step's start is bound by the step before's
+	// end), and what was kept, and the reorder buffers, trailed the cut by four steps.
+	var seeds []int32
+	for n := range g.Nodes {
+		if k.keep[g.Nodes[n]] {
+			seeds = append(seeds, depgraph.Start(int32(n)), depgraph.End(int32(n)))
+		}
+	}
 	for v := range times {
 		from := hi
 		for _, st := range g.Steps {
@@ -148,21 +170,16 @@ func (k *keeper) paths(hi int64, times [3][]int64, bounds [3][]int32) {
 		if len(lastCall) == 0 && lastStep >= 0 {
 			from = min(from, times[v][depgraph.End(lastStep)])
 		}
-		k.chains(times[v], bounds[v], from)
+		k.chains(seeds, times[v], bounds[v], from)
 	}
 }
 
 // chains marks, back from the points of what is kept, the sources of the edges that bound them,
 // and goes on from those later than from.
-func (k *keeper) chains(times []int64, bound []int32, from int64) {
+func (k *keeper) chains(seeds []int32, times []int64, bound []int32, from int64) {
 	g := k.g
 	seen := make([]bool, len(g.Time))
-	var stack []int32
-	for n := range g.Nodes {
-		if k.keep[g.Nodes[n]] {
-			stack = append(stack, depgraph.Start(int32(n)), depgraph.End(int32(n)))
-		}
-	}
+	stack := slices.Clone(seeds)
 	for len(stack) > 0 {
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -243,18 +260,19 @@ func (a *anchors) add(g *depgraph.Graph, n int32) {
 	}
 }
 
-// nodes lists the anchors.
-func (a *anchors) nodes() []int32 {
+// nodes lists the anchors, but for the records of events recorded once that ended before recent.
+func (a *anchors) nodes(g *depgraph.Graph, recent int64) []int32 {
 	var ns []int32
-	for _, l := range a.last {
+	for k, l := range a.last {
+		if k.kind == anchorRecord && l[0] < 0 && g.Time[depgraph.End(a.end[k])] < recent {
+			continue
+		}
 		for _, n := range l {
 			if n >= 0 {
 				ns = append(ns, n)
 			}
 		}
-	}
-	for _, n := range a.end {
-		ns = append(ns, n)
+		ns = append(ns, a.end[k])
 	}
 	return ns
 }

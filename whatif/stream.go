@@ -23,6 +23,16 @@ type Streamed struct {
 	// Windows is the number of windows; MaxWindow the most events a window's graph held (its own
 	// and those it kept of earlier windows): what memory follows.
 	Windows, MaxWindow int
+	// MaxHeld is the most items held from one window to the next: the events kept, the points
+	// finalised of them, their places among the measured ops, and the replayed ops waiting in the
+	// reorder buffers. Bounded by a step, it stays flat however long the trace.
+	MaxHeld int
+	// Differ counts the ops whose replayed duration the change alters: the changed replay's
+	// against the unchanged one's. None: the change reaches no op of the trace.
+	Differ int
+	// StepRanks is the number of ranks (host and device) whose step marks the trace has: the job's
+	// steps are len(Before), each marked by each rank (Stats.Steps marks in all).
+	StepRanks int
 }
 
 // Outputs receive a streamed what-if's ops as they are final, in the orders Run gives them:
@@ -88,6 +98,7 @@ type Stream struct {
 	// the paths come out in that order, as CriticalPathsBound gives them.
 	pathFirst []int32
 	anyNodes  bool
+	stepRanks map[[2]int32]bool // the ranks (host, device) that mark steps
 }
 
 // point is a finalised point's replayed times and binding edges: measured, baseline, changed.
@@ -107,7 +118,7 @@ type boundRec struct {
 // NewStream starts a streamed what-if under o.
 func NewStream(names depgraph.Names, o Options, p StreamParams, out Outputs) *Stream {
 	s := &Stream{names: names, params: p, out: out, pending: map[int][]Placed{}, store: map[uint64]point{},
-		global: map[int64]int32{}, seqBase: map[depgraph.SeqDevKey]int{}, maxStart: math.MinInt64}
+		global: map[int64]int32{}, seqBase: map[depgraph.SeqDevKey]int{}, maxStart: math.MinInt64, stepRanks: map[[2]int32]bool{}}
 	s.opts[0] = baselineOptions(o)
 	s.opts[1] = o
 	s.res.Baseline = &Result{Kept: map[string]int{}, NotForced: map[string]int{}, matched: map[string]int{}, commMatched: map[string]int{}}
@@ -200,6 +211,7 @@ func (s *Stream) Close() (*Streamed, error) {
 		}
 	}
 	s.res.Before, s.res.Unchanged, s.res.After = s.paths[0], s.paths[1], s.paths[2]
+	s.res.StepRanks = len(s.stepRanks)
 	return &s.res, nil
 }
 
@@ -309,9 +321,20 @@ func (s *Stream) window() error {
 		}
 	}
 	s.record(w, rs, measured)
+	for n := range g.Nodes {
+		st, end := depgraph.Start(int32(n)), depgraph.End(int32(n))
+		if w.final(end) && rs[1].Times[end]-rs[1].Times[st] != rs[0].Times[end]-rs[0].Times[st] {
+			s.res.Differ++
+		}
+	}
 	// The steps that end here start no earlier than their rank's previous step ended, as Run's
 	// serializeSteps has them; later windows pin these points as replayed, before the move, as the
 	// whole graph's replay has them too.
+	for _, st := range g.Steps {
+		if e := g.Event(st); w.final(depgraph.Start(st)) {
+			s.stepRanks[[2]int32{int32(e.Host), e.Device}] = true
+		}
+	}
 	var ends []int32
 	for _, st := range g.Steps {
 		if w.final(depgraph.End(st)) {
@@ -324,6 +347,7 @@ func (s *Stream) window() error {
 	s.emit(g, seqs, rs, w.final)
 	s.walk(g, seqs, rs, measured, w.final, hi)
 	s.carry(g, in, seqs, lo, hi, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
+	s.res.MaxHeld = max(s.res.MaxHeld, len(s.carried)+len(s.store)+len(s.global)+len(s.reorder[0].ops)+len(s.reorder[1].ops))
 	return nil
 }
 

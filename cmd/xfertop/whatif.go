@@ -311,6 +311,9 @@ func (o *whatifOpts) resolveTopology(m timeline.Meta) (engine.Topology, error) {
 	return t, nil
 }
 
+// nothingChanged is B's name when no change was asked for.
+const nothingChanged = "predicted: nothing changed"
+
 // describe names the change for the comparison's B.
 func (o *whatifOpts) describe(wo whatif.Options) string {
 	var parts []string
@@ -327,7 +330,7 @@ func (o *whatifOpts) describe(wo whatif.Options) string {
 		parts = append(parts, "collectives on "+wo.Topology.String())
 	}
 	if len(parts) == 0 {
-		return "predicted: nothing changed"
+		return nothingChanged
 	}
 	return "predicted: " + strings.Join(parts, ", ")
 }
@@ -489,7 +492,23 @@ func whatifComparison(run *whatifRun, h *importers.Header, source, change, steps
 	unchanged := report.Compare(a, base, "", "")
 	report.AddCriticalPaths(unchanged, criticalPath(before), criticalPath(unchangedPath))
 	c.SetRowFloors(unchanged)
+	if w.Differ == 0 && change != nothingChanged {
+		c.Verdict = reachesNoOp(w.Changed)
+	}
 	return c
+}
+
+// reachesNoOp is the verdict on a change that re-timed no op (B is the unchanged replay): no
+// prediction, and why, from what kept its measured time.
+func reachesNoOp(r *whatif.Result) string {
+	v := "no prediction: the change reaches no op of this trace (each op takes the time the unchanged replay gives it"
+	if r.Retimed > 0 {
+		v += fmt.Sprintf("; the %d collectives the NCCL model re-times take the same time with the change", r.Retimed)
+	}
+	for _, k := range r.KeptReasons() {
+		v += "; " + k
+	}
+	return v + ")"
 }
 
 // criticalOps is the set of the ops on paths, by their index among the events the compare view
@@ -526,12 +545,16 @@ func criticalPath(s whatif.Summary) report.CriticalPath {
 }
 
 // noiseFloor is the change within which the comparison gives no verdict: the larger of 1%, the
-// replay's own error on this trace (nothing changed, against the measurement), and the measured
+// replay's own error on this trace (nothing changed, against the measurement) on the row the
+// verdict is taken on (the mean step time after the first, where known), and the measured
 // steps' spread (the median absolute deviation of their lengths along the critical path, over their
 // median; the first step, which warms up, left out: robust to the odd slow step).
 func noiseFloor(a, base *report.Report, before []depgraph.Path, measured, unchanged whatif.Summary) (float64, string) {
 	errPct, what := 0.0, ""
 	switch {
+	case a.Steps.SteadyMeanNs != nil && base.Steps.SteadyMeanNs != nil && *a.Steps.SteadyMeanNs > 0:
+		// The verdict's own row: the first step, which holds the setup, replays apart from the rest.
+		errPct, what = 100*float64(*base.Steps.SteadyMeanNs-*a.Steps.SteadyMeanNs)/float64(*a.Steps.SteadyMeanNs), report.SteadyRow
 	case a.Steps.MeanNs != nil && base.Steps.MeanNs != nil && *a.Steps.MeanNs > 0:
 		errPct, what = 100*float64(*base.Steps.MeanNs-*a.Steps.MeanNs)/float64(*a.Steps.MeanNs), "mean step time"
 	case measured.StepNs > 0:
@@ -576,14 +599,19 @@ func whatifNotes(w *whatif.Streamed, before whatif.Summary, stepsFrom string) []
 		"method: the trace's dependency graph replayed (list scheduling over it; collectives timed by the engine's NCCL model where a topology and their sizes are known), not a run of the simulator",
 		"graph: " + whatif.Dependencies(w.Stats),
 	}
-	steps := fmt.Sprintf("steps: %d from the trace's step markers", w.Stats.Steps)
+	// The job's steps, each marked by each of its ranks: "2 steps (4 marks on 2 ranks)".
+	count := fmt.Sprint(w.Stats.Steps)
+	if job := len(w.Before); job > 0 && job != w.Stats.Steps {
+		count = fmt.Sprintf("%d (%d marks on %d ranks)", job, w.Stats.Steps, w.StepRanks)
+	}
+	steps := fmt.Sprintf("steps: %s from the trace's step markers", count)
 	switch {
 	case w.Stats.Steps == 0 && stepsFrom != "":
 		steps = "steps: 1, the whole input (as the console shows it); " + stepsFrom
 	case w.Stats.Steps == 0:
 		steps = "steps: 1, the whole input: the trace marks none"
 	case stepsFrom != "":
-		steps = fmt.Sprintf("steps: %d; %s", w.Stats.Steps, stepsFrom)
+		steps = fmt.Sprintf("steps: %s; %s", count, stepsFrom)
 	}
 	if before.FirstLeft {
 		steps += "; the critical path is averaged over the steps after the first (the first warms up)"

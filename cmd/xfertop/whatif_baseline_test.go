@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/whatif/synth"
 )
 
 // record runs scenario with args for steps steps and records it in a temporary folder.
@@ -178,5 +180,54 @@ func TestWhatIfHostsRowLabels(t *testing.T) {
 	}
 	if !found {
 		t.Error("no collective row")
+	}
+}
+
+// A change that re-times no op says so in the verdict, not "no difference": a faster NIC on a
+// pipeline whose only cross-host traffic is sends and receives (kept at their measured time), and
+// more hosts for it. A change that reaches ops gets a verdict on them.
+func TestWhatIfChangeReachesNoOp(t *testing.T) {
+	rec := record(t, "pipeline", 3, "--topology", "h100x8x2")
+	fast := filepath.Join(t.TempDir(), "fastnic.yaml")
+	if err := os.WriteFile(fast, []byte("base: h100x8x2\nnics:\n  bandwidth: 800Gb/s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const none = "no prediction: the change reaches no op of this trace"
+	for _, c := range []struct {
+		args    []string
+		nothing bool
+	}{
+		{[]string{"--topology", fast}, true},
+		{[]string{"--hosts", "4"}, true},
+		{[]string{"--scale-kernel", "*=0.5"}, false},
+	} {
+		cmpd := whatifJSON(t, append([]string{rec}, c.args...)...)
+		if got := strings.HasPrefix(cmpd.Verdict, none); got != c.nothing {
+			t.Errorf("%v: verdict %q; want it to say the change reaches no op: %v", c.args, cmpd.Verdict, c.nothing)
+		}
+		if c.nothing && !strings.Contains(cmpd.Verdict, "kept at their measured time (sends and receives") {
+			t.Errorf("%v: verdict %q does not say what kept its time", c.args, cmpd.Verdict)
+		}
+	}
+}
+
+// The steps line counts the job's steps, not its ranks' marks: two ranks marking 12 steps each
+// are 12 steps (24 marks on 2 ranks); one rank's 12 steps are 12 steps.
+func TestWhatIfStepsCountsJobSteps(t *testing.T) {
+	for _, c := range []struct {
+		sh   synth.Shape
+		want string
+	}{
+		{synth.Shape{Ranks: 2, Steps: 12, Ops: 32, Seed: 1}, "steps: 12 (24 marks on 2 ranks) from the trace's step markers"},
+		{synth.Shape{Ranks: 1, Steps: 12, Ops: 32, Seed: 1}, "steps: 12 from the trace's step markers"},
+	} {
+		cmpd := whatifJSON(t, append(writeSynthFiles(t, t.TempDir(), c.sh), "--scale-kernel", "*=0.5")...)
+		found := false
+		for _, n := range cmpd.Notes {
+			found = found || strings.HasPrefix(n, c.want)
+		}
+		if !found {
+			t.Errorf("%d ranks: no note begins %q: %q", c.sh.Ranks, c.want, cmpd.Notes)
+		}
 	}
 }
