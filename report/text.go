@@ -277,8 +277,14 @@ func pctOf(a, total int64) string {
 func idleText(b *strings.Builder, r *Report, o TextOptions) {
 	fmt.Fprintf(b, "\nIdle: %s of device time (Σ over devices of the time none of its ops ran)\n", units.Dur(r.Idle.TotalNs))
 	if in := r.Idle.InSteps; in != nil && r.Steps.Count > 0 {
+		gaps, perStep := units.Dur(in.StreamNs), units.Dur(in.StreamNs/r.Steps.Count)
+		if in.StreamErrorNs > 0 {
+			// Too many gaps to hold each: summed in time bins, split where a step's edge crosses one.
+			gaps = fmt.Sprintf("≈%s (± %s)", gaps, units.Dur(in.StreamErrorNs))
+			perStep = "≈" + perStep
+		}
 		fmt.Fprintf(b, "  inside the steps: %s of device time, %s of stream gaps; per step %s and %s (the first step's setup and the time outside steps left out)\n",
-			units.Dur(in.DeviceNs), units.Dur(in.StreamNs), units.Dur(in.DeviceNs/r.Steps.Count), units.Dur(in.StreamNs/r.Steps.Count))
+			units.Dur(in.DeviceNs), gaps, units.Dur(in.DeviceNs/r.Steps.Count), perStep)
 	}
 	fmt.Fprintf(b, "Gaps between ops on streams: %s (Σ over streams), by cause (%% of that):\n", units.Dur(r.Idle.StreamNs))
 	for _, c := range analysis.Causes() {
