@@ -156,6 +156,10 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 	}
 	shape := compareShape(a, b)
 	c.Warnings = append(c.Warnings, shape.warnings...)
+	if !slices.Equal(a.Faults, b.Faults) {
+		// Why B differs, when one run had a fault injected: the recordings say so.
+		c.Warnings = append(c.Warnings, fmt.Sprintf("the runs had different faults injected: A %s; B %s", faultList(a.Faults), faultList(b.Faults)))
+	}
 	sum := "(Σ devices)"
 	if shape.perDevice {
 		// Idle summed over 16 devices against 128 grows with the devices, not with anything a
@@ -264,6 +268,14 @@ func causeNs(r *Report, cause analysis.Cause, inSteps bool) *int64 {
 	}
 	v := by[cause.String()]
 	return &v
+}
+
+// faultList is a run's injected faults as a warning names them.
+func faultList(fs []string) string {
+	if len(fs) == 0 {
+		return "none"
+	}
+	return strings.Join(fs, ", ")
 }
 
 // streamErrorNs is how far a run's stream gaps inside its steps may be from exact (inSteps), 0

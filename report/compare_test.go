@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -233,5 +234,18 @@ func TestCompareEstimatedStreamGaps(t *testing.T) {
 				t.Fatalf("%+v; want a verdict: %v", r, c.verdict)
 			}
 		})
+	}
+}
+
+// Runs with different faults injected say so: why B differs from A.
+func TestCompareFaultsDiffer(t *testing.T) {
+	a, b := withRun(2, 1e9, 100, 50), withRun(2, 1e9, 100, 50)
+	if c := Compare(a, b, "A", "B"); len(c.Warnings) != 0 {
+		t.Errorf("healthy runs: warnings %q; want none", c.Warnings)
+	}
+	b.Faults = []string{"kind=nic_slow,host=37,nic=3,factor=0.3,at=1.1s"}
+	want := "the runs had different faults injected: A none; B kind=nic_slow,host=37,nic=3,factor=0.3,at=1.1s"
+	if c := Compare(a, b, "A", "B"); !slices.Contains(c.Warnings, want) {
+		t.Errorf("warnings %q; want %q", c.Warnings, want)
 	}
 }

@@ -102,6 +102,8 @@ type Report struct {
 	Receive        *Receive                `json:"receive,omitempty"`
 	Partial        []string                `json:"partial,omitempty"`
 	Mapping        string                  `json:"mapping,omitempty"`
+	// Faults are the faults injected into the run, as --fault reads them (absent: none known).
+	Faults []string `json:"faults,omitempty"`
 	// Warnings say what the report could not see that its silence would hide (report.Run.Warnings).
 	Warnings  []string                   `json:"warnings,omitempty"`
 	Telemetry []analysis.DeviceTelemetry `json:"telemetry,omitempty"`
@@ -159,7 +161,7 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		Steps: res.Steps, Transfers: res.Transfers, SendRecv: res.SendRecv, Collectives: res.Collectives.Rows, CollIncomplete: res.Collectives.Unreported(),
 		CollStragglers: res.Collectives.Stragglers,
 		CommCache:      res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
-		AlertCount: res.AlertCount, StepsFrom: run.StepsFrom, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping,
+		AlertCount: res.AlertCount, StepsFrom: run.StepsFrom, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Faults: m.Faults,
 		Telemetry: res.Telemetry, ProfilerCost: res.ProfilerCost,
 		Findings: findings(res.Findings, m.GPUsPerHost), Warnings: run.Warnings}
 	gaps := res.StreamIdle

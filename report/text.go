@@ -121,6 +121,9 @@ func header(b *strings.Builder, r *Report) {
 	if r.Mapping != "" {
 		fmt.Fprintf(b, "placement: %s\n", r.Mapping)
 	}
+	if len(r.Faults) > 0 {
+		fmt.Fprintf(b, "faults injected: %s\n", strings.Join(r.Faults, "; "))
+	}
 	if r.Ended != "" {
 		fmt.Fprintf(b, "run ended early: %s\n", r.Ended)
 		if root := r.EndedRoot(); root != nil {

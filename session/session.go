@@ -107,7 +107,8 @@ type Prepared struct {
 	strs     *timeline.Strings
 	client   *engine.Client
 	backend  engine.Backend
-	mapping  string // how ranks were placed on GPUs (cuda)
+	mapping  string        // how ranks were placed on GPUs (cuda)
+	faults   []fault.Fault // injected into the run: --fault, then the scenario's own
 	topo     engine.Topology
 	window   *timeline.Window   // when Config.Window is set
 	analyzer *analysis.Analyzer // otherwise
@@ -150,7 +151,10 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	}
 	strs := timeline.NewStrings()
 	fan := &fanout{}
-	p := &Prepared{cfg: cfg, scenario: sc, strs: strs, topo: topo, fan: fan}
+	// The faults are known before the description (Meta) goes to the analysis, the export and
+	// the recording.
+	p := &Prepared{cfg: cfg, scenario: sc, strs: strs, topo: topo, fan: fan,
+		faults: append(append([]fault.Fault(nil), cfg.Faults...), f.Faults...)}
 	if cfg.Window > 0 {
 		p.window = timeline.NewWindow(cfg.Window, strs)
 		fan.sinks = append(fan.sinks, p.window)
@@ -193,7 +197,7 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 		}
 	}
 	var backend engine.Backend
-	faults := append(append([]fault.Fault(nil), cfg.Faults...), f.Faults...)
+	faults := p.faults
 	if cfg.Backend == "cuda" {
 		// Real GPUs cannot be made to throttle, lose link speed or drop a NIC on request: the
 		// cuda backend holds back a rank's launches (a slow host, a hang before a collective)
@@ -353,6 +357,9 @@ func (p *Prepared) Meta() timeline.Meta {
 		Topology: p.topo.Name, Devices: p.topo.Devices(), GPUsPerHost: p.topo.GPUsPerHost, Seed: p.cfg.Seed,
 		IdleMode: timeline.IdleEngine, KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: p.cfg.Epoch.UnixNano(),
 		Writer: Writer, Mapping: p.mapping}
+	for _, f := range p.faults {
+		m.Faults = append(m.Faults, f.String())
+	}
 	if p.backendName() == "sim" {
 		m.LinkPeaks = SimPeaks(p.topo)
 		m.FabricPortBps = p.topo.LeafPortBps() // 0 without a rail fabric: no ports are reported
