@@ -143,8 +143,11 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	}
 	sc, err := scenario.Resolve(f, cfg.Sets, topo)
 	if err != nil {
-		if cfg.Topology != "" && f.Topology != "" && topo.Name != f.Topology {
-			// The scenario was written for another topology: name one it fits.
+		if cfg.Topology != "" && f.Topology != "" && topo.Name != f.Topology && fitsOwn(f, cfg.Sets) {
+			// The scenario was written for another topology, on which it resolves with the same
+			// knobs: the topology is what does not fit, so name the one that does. An error that
+			// the scenario's own topology gives too (an unknown knob, a tensor-parallel size no
+			// host divides) is about the knobs: sending a 1,024-GPU user to 16 GPUs fixes nothing.
 			err = fmt.Errorf("%w (scenario %s does not fit topology %s; it was written for %s: --topology %s)", err, f.Name, topo.Name, f.Topology, f.Topology)
 		}
 		return nil, &ConfigError{err}
@@ -222,6 +225,16 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	p.backend = backend
 	p.client = engine.NewClient(backend, fan, sc.Options)
 	return p, nil
+}
+
+// fitsOwn reports whether the scenario resolves with sets on the topology it was written for.
+func fitsOwn(f *scenario.File, sets map[string]string) bool {
+	own, err := loadTopology(f, "")
+	if err != nil {
+		return false
+	}
+	_, err = scenario.Resolve(f, sets, own)
+	return err == nil
 }
 
 // loadTopology returns the topology a run uses: flag (--topology: a built-in's name or a file's
