@@ -58,6 +58,12 @@ type Export struct {
 	SpansDropped  int64  `json:"spans_dropped"`
 	EventsDropped int64  `json:"events_dropped"`
 	StepsSkipped  int64  `json:"steps_skipped"` // by the sampling ratio or the span budget
+	// StepsExported are the steps whose spans were built; StepsOverRate those of StepsSkipped the
+	// span budget skipped (MaxRate spans/s), the rest the sampling ratio (SampleRatio).
+	StepsExported int64   `json:"steps_exported"`
+	StepsOverRate int64   `json:"steps_over_rate"`
+	SampleRatio   float64 `json:"sample_ratio"`
+	MaxRate       float64 `json:"max_rate"`
 	// OTLP metric data points: built = exported + dropped once the run has ended.
 	MetricPoints         int64 `json:"metric_points"`
 	MetricPointsExported int64 `json:"metric_points_exported"`

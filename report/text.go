@@ -71,6 +71,9 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %s built, %d exported, %d dropped; %s dropped before export; %s built, %d exported, %d dropped\n",
 			x.Endpoint, x.Protocol, x.State, units.Counted(x.SpansBuilt, "span"), x.SpansExported, x.SpansDropped, units.Counted(x.EventsDropped, "event"),
 			units.Counted(x.MetricPoints, "metric point"), x.MetricPointsExported, x.MetricPointsDropped)
+		if s := exportSkipped(x); s != "" {
+			fmt.Fprintf(&b, "  %s\n", s)
+		}
 	}
 	receiveText(&b, r)
 	findingsText(&b, r)
@@ -88,6 +91,23 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// exportSkipped says how many steps the export skipped whole, and what skipped them: "2 of 3
+// steps skipped, not exported: 2 by the span budget (--otlp-max-rate 10000/s)"; "" when none.
+// "ok … 0 dropped" alone reads as every step sent.
+func exportSkipped(x *Export) string {
+	if x.StepsSkipped <= 0 {
+		return ""
+	}
+	var why []string
+	if x.StepsOverRate > 0 {
+		why = append(why, fmt.Sprintf("%d by the span budget (--otlp-max-rate %g/s)", x.StepsOverRate, x.MaxRate))
+	}
+	if n := x.StepsSkipped - x.StepsOverRate; n > 0 {
+		why = append(why, fmt.Sprintf("%d by the sampling ratio (--otlp-sample %g)", n, x.SampleRatio))
+	}
+	return fmt.Sprintf("%d of %s skipped, not exported: %s", x.StepsSkipped, units.Counted(x.StepsSkipped+x.StepsExported, "step"), strings.Join(why, ", "))
 }
 
 func header(b *strings.Builder, r *Report) {
