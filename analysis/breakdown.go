@@ -302,6 +302,10 @@ type IdleInSteps struct {
 	// StreamNs sums the stream gaps inside the steps; ByCause splits it.
 	StreamNs int64            `json:"stream_ns"`
 	ByCause  map[string]int64 `json:"by_cause"`
+	// StreamErrorNs is how far StreamNs may be from the exact figure: 0 when it is exact (up to
+	// maxPendingGaps gaps), else past that bound, where the gaps are summed in time bins and a
+	// bin a step's edge crosses is split by its share inside (gapBins).
+	StreamErrorNs int64 `json:"stream_error_ns"`
 }
 
 func (b *breakdown) result() Breakdown {
@@ -326,8 +330,8 @@ func (b *breakdown) result() Breakdown {
 				in.DeviceNs += d.idleInSteps()
 			}
 		}
-		gaps, _ := w.gapsInside()
-		in.StreamNs, in.ByCause = gaps.Total(), gaps.Map()
+		gaps, bound, _ := w.gapsInside()
+		in.StreamNs, in.ByCause, in.StreamErrorNs = gaps.Total(), gaps.Map(), bound
 		out.InSteps = in
 	}
 	return out

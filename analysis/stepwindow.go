@@ -7,7 +7,9 @@ import "github.com/xfertop/xfertop/timeline"
 // time inside steps is unknown.
 const maxStepSpans = 1 << 14
 
-// maxPendingGaps bounds the stream gaps held until the steps around them are known.
+// maxPendingGaps bounds the stream gaps held, each exactly, until the steps around them are
+// known. Past it every gap, those held included, is summed into time bins (gapBins): bounded
+// memory, and a figure that does not depend on the order the gaps came in, which is an estimate.
 const maxPendingGaps = 1 << 14
 
 // stepWindow is where the job's steps ran, for the idle figures counted per step: the union of
@@ -17,7 +19,8 @@ const maxPendingGaps = 1 << 14
 // outside the steps when the result is read; a stretch that must be settled earlier (a device's
 // busy time committed, a stream gap past maxPendingGaps) is settled by the steps known then, a
 // stretch after the last step known taken as inside the step under way (producers mark a step
-// when it ends).
+// when it ends). Stream gaps are all settled when the result is read: held exactly up to
+// maxPendingGaps, past that summed in time bins and estimated (gapBins).
 type stepWindow struct {
 	s      *steps
 	spans  intervalSet
@@ -27,10 +30,10 @@ type stepWindow struct {
 	// The setup window [setupFrom, setupTo), recomputed when a step or a communicator changed.
 	setupFrom, setupTo int64
 	stale              bool
-	// Stream gaps not yet settled (a ring), and those settled inside steps, by cause.
+	// Stream gaps held exactly, up to maxPendingGaps; bins once there were more (then pending is
+	// empty and every gap is in bins).
 	pending []pendingGap
-	head    int
-	settled CauseNs
+	bins    *gapBins
 }
 
 type pendingGap struct {
@@ -99,24 +102,40 @@ func (w *stepWindow) gap(start, end int64, c Cause) {
 	if end <= start {
 		return
 	}
+	if w.bins != nil {
+		w.bins.add(start, end, c)
+		return
+	}
 	if len(w.pending) < maxPendingGaps {
 		w.pending = append(w.pending, pendingGap{start, end, c})
 		return
 	}
-	old := &w.pending[w.head]
-	w.settled[old.cause] += w.inside(old.start, old.end, false)
-	*old = pendingGap{start, end, c}
-	w.head = (w.head + 1) % len(w.pending)
+	// Too many to hold: from now on every gap goes to the bins, so that the figure is the same
+	// whichever gaps came first (settling the oldest by the steps known at the time was not).
+	w.bins = newGapBins()
+	for _, g := range w.pending {
+		w.bins.add(g.start, g.end, g.cause)
+	}
+	w.pending = nil
+	w.bins.add(start, end, c)
 }
 
-// gapsInside is the stream gaps inside the steps, by cause; false when that is unknown.
-func (w *stepWindow) gapsInside() (CauseNs, bool) {
+// gapsInside is the stream gaps inside the steps, by cause, and how far that may be from the
+// exact figure (0: exact); false when it is unknown.
+func (w *stepWindow) gapsInside() (CauseNs, int64, bool) {
 	if w.over {
-		return CauseNs{}, false
+		return CauseNs{}, 0, false
 	}
-	out := w.settled
+	var out CauseNs
 	for _, g := range w.pending {
 		out[g.cause] += w.inside(g.start, g.end, true)
 	}
-	return out, true
+	if w.bins == nil {
+		return out, 0, true
+	}
+	est, bound := w.bins.inside(w)
+	for c := range out {
+		out[c] += est[c]
+	}
+	return out, bound, true
 }

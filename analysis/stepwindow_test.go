@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -64,5 +65,93 @@ func TestIdleInStepsOutside(t *testing.T) {
 	}
 	if in := b.Result(nil).Breakdown.InSteps; in != nil {
 		t.Errorf("without steps, InSteps = %+v; want nil (unknown)", in)
+	}
+}
+
+// TestIdleInStepsPastGapCap: more stream gaps than are held exactly (maxPendingGaps), with some
+// before the first step and after the last. Whether the steps are marked after their ops (a
+// recording, in the order ops end) or before them (a trace sorted by start) the figure is the
+// same, and within the error it states of the exact figure, worked out here gap by gap.
+func TestIdleInStepsPastGapCap(t *testing.T) {
+	const (
+		devs   = 40
+		perDev = maxPendingGaps/devs + 100 // gaps inside the steps, per device
+		from   = 1000                      // the first step's start
+		period = 100                       // a kernel of 60 ns every 100 ns: gaps of 40 ns
+	)
+	mid := int64(from + period*perDev/2)
+	end := int64(from + period*perDev)
+	var ops []timeline.Event
+	var exact int64
+	for d := int32(0); d < devs; d++ {
+		ops = append(ops, kern(d, 1, 0, 10)) // then a gap of 990 ns before the first step
+		for i := range int64(perDev) {
+			at := from + i*period
+			ops = append(ops, kern(d, 1, at, at+60))
+			if i > 0 {
+				exact += 40 // the gap before it
+			}
+		}
+		// After the last step: a gap of 540 ns, its first 40 inside the step.
+		ops = append(ops, kern(d, 1, end+500, end+600))
+		exact += 40
+	}
+	steps := []timeline.Event{rankStep(1, timeline.NoDevice, from, mid), rankStep(2, timeline.NoDevice, mid, end)}
+	orders := map[string][]timeline.Event{
+		"steps last":  slices.Concat(ops, steps),
+		"steps first": slices.Concat(steps, ops),
+	}
+	var got []IdleInSteps
+	for _, name := range []string{"steps last", "steps first"} {
+		evs := orders[name]
+		a := New(timeline.Meta{})
+		for i := range evs {
+			a.Emit(&evs[i])
+		}
+		in := a.Result(nil).Breakdown.InSteps
+		if in == nil {
+			t.Fatalf("%s: InSteps = nil; want the idle inside the steps", name)
+		}
+		if d := in.StreamNs - exact; in.StreamErrorNs <= 0 || max(d, -d) > in.StreamErrorNs {
+			t.Errorf("%s: stream gaps inside the steps %d ± %d; want an estimate within its error of the exact %d", name, in.StreamNs, in.StreamErrorNs, exact)
+		}
+		t.Logf("%s: %d ± %d; exact %d", name, in.StreamNs, in.StreamErrorNs, exact)
+		got = append(got, *in)
+	}
+	if got[0].StreamNs != got[1].StreamNs || got[0].StreamErrorNs != got[1].StreamErrorNs || !maps.Equal(got[0].ByCause, got[1].ByCause) {
+		t.Errorf("steps last %+v, steps first %+v; want the same figure in either order", got[0], got[1])
+	}
+}
+
+// TestGapBinsOrder: the bins, their width included, are the same whichever order the gaps come
+// in, also when they widen many times and lie before time 0.
+func TestGapBinsOrder(t *testing.T) {
+	var gaps [][2]int64
+	for i := range int64(3 * maxGapBins) {
+		at := -5_000_000 + i*i*37 // spread wider and wider: the bins widen as they come
+		gaps = append(gaps, [2]int64{at, at + 1 + i%5000})
+	}
+	fwd, rev := newGapBins(), newGapBins()
+	for i, g := range gaps {
+		fwd.add(g[0], g[1], Cause(i%int(causeCount)))
+	}
+	for i := len(gaps) - 1; i >= 0; i-- {
+		rev.add(gaps[i][0], gaps[i][1], Cause(i%int(causeCount)))
+	}
+	if fwd.shift != rev.shift || !maps.Equal(fwd.bins, rev.bins) {
+		t.Fatalf("in order: width 2^%d, %d bins; reversed: 2^%d, %d bins; want the same", fwd.shift, len(fwd.bins), rev.shift, len(rev.bins))
+	}
+	if fwd.shift == minBinShift || len(fwd.bins) > maxGapBins {
+		t.Fatalf("width 2^%d, %d bins; want widened, at most %d bins", fwd.shift, len(fwd.bins), maxGapBins)
+	}
+	var sum, want int64
+	for _, v := range fwd.bins {
+		sum += v.Total()
+	}
+	for _, g := range gaps {
+		want += g[1] - g[0]
+	}
+	if sum != want {
+		t.Errorf("the bins hold %d ns; want every gap's %d", sum, want)
 	}
 }

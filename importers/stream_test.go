@@ -185,7 +185,7 @@ func TestExportedMetaRoundTrip(t *testing.T) {
 	full := timeline.Meta{Source: "sim", Scenario: "pipeline", Knobs: map[string]string{"compute": "21ms", "d2d_priority": "high"},
 		Backend: "sim", Topology: "h100x8x2", Devices: 16, GPUsPerHost: 8, LinkPeaks: [timeline.NumPeaks]float64{55e9, 450e9, 50e9, 1.512e12},
 		Seed: 7, IdleMode: timeline.IdleEngine, KernelWaitNs: 25_000, EpochUnixNs: 1_795_413_997_204_135_809, Writer: "xfertop 0.0",
-		Mapping: "rank r on GPU r mod 4", Extra: map[string]string{"gpu.0": "H100"}}
+		Mapping: "rank r on GPU r mod 4", Extra: map[string]string{"gpu.0": "H100"}, Faults: []string{"kind=gpu_slow,host=1,gpu=2,factor=0.5,at=1s"}}
 	tests := []struct {
 		name  string
 		pairs map[string]string

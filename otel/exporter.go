@@ -47,6 +47,10 @@ type Stats struct {
 	StepsSampled  int64  `json:"steps_exported"`
 	StepsSkipped  int64  `json:"steps_skipped"`   // by the sampling ratio
 	StepsOverRate int64  `json:"steps_over_rate"` // skipped whole because the span budget was spent
+	// SampleRatio and MaxRate are the sampling ratio and the span budget (spans/s, 0: none) in
+	// effect: what skipped the steps above.
+	SampleRatio float64 `json:"sample_ratio"`
+	MaxRate     float64 `json:"max_rate"`
 	// Metric data points handed to the OTLP metric exporter, and how their exports went: once Close
 	// has returned, MetricPoints == MetricPointsExported + MetricPointsDropped.
 	MetricPoints         int64 `json:"metric_points"`
@@ -487,7 +491,7 @@ func (x *Exporter) Stats() Stats {
 	q := x.queue
 	s := Stats{Endpoint: ShownEndpoint(x.cfg.Endpoint, x.cfg.Protocol), Protocol: x.cfg.Protocol, SpansBuilt: x.built.Load(), SpansExported: q.exported.Load(),
 		SpansDropped: q.dropped.Load(), EventsDropped: x.batches.Dropped(), StepsSampled: x.stepsKept.Load(), StepsSkipped: x.stepsSkipped.Load(),
-		StepsOverRate: x.stepsOverRate.Load()}
+		StepsOverRate: x.stepsOverRate.Load(), SampleRatio: x.cfg.SampleRatio, MaxRate: x.cfg.MaxRate}
 	if m := x.metrics; m != nil {
 		s.MetricPoints, s.MetricPointsExported, s.MetricPointsDropped = m.built.Load(), m.exported.Load(), m.dropped.Load()
 	}

@@ -40,6 +40,10 @@ func MetaPairs(m Meta) [][2]string {
 	if m.LinkBytes {
 		kv = append(kv, [2]string{"link_bytes", "engine"})
 	}
+	if len(m.Faults) > 0 {
+		// One pair: a fault reads as key=value pairs parted by commas, never by "; ".
+		kv = append(kv, [2]string{faultsKey, strings.Join(m.Faults, faultsSep)})
+	}
 	keys := make([]string, 0, len(m.Knobs))
 	for k := range m.Knobs {
 		keys = append(keys, k)
@@ -96,6 +100,10 @@ func metaFrom(kv [][2]string) Meta {
 			m.Mapping = v
 		case "link_bytes":
 			m.LinkBytes = v == "engine"
+		case faultsKey:
+			if v != "" {
+				m.Faults = strings.Split(v, faultsSep)
+			}
 		case fabricPortKey:
 			if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 && !math.IsInf(f, 0) {
 				m.FabricPortBps = f
@@ -121,6 +129,13 @@ func metaFrom(kv [][2]string) Meta {
 	}
 	return m
 }
+
+// faultsKey holds timeline.Meta.Faults, parted by faultsSep (absent: none, or a recording
+// written before faults were kept).
+const (
+	faultsKey = "faults"
+	faultsSep = "; "
+)
 
 // fabricPortKey holds timeline.Meta.FabricPortBps: a fabric switch port's bandwidth each way.
 const fabricPortKey = "peak.fabric_port_bps"

@@ -1,6 +1,7 @@
 package recordings
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -23,5 +24,17 @@ func TestMetaFabricPortRoundTrip(t *testing.T) {
 		if bad := MetaFromPairs([][2]string{{"peak.fabric_port_bps", v}}); bad.FabricPortBps != 0 {
 			t.Errorf("peak.fabric_port_bps %q read as %v; want it ignored", v, bad.FabricPortBps)
 		}
+	}
+}
+
+// The faults injected into a run survive the Meta chunk (a fault's own commas included); a
+// recording without the key (every one written before it) reads as none.
+func TestMetaFaultsRoundTrip(t *testing.T) {
+	m := timeline.Meta{Source: "sim", Faults: []string{"kind=nic_slow,host=37,nic=3,factor=0.3,at=1.1s", "kind=hang,host=2,gpu=1,at=2s"}}
+	if back := MetaFromPairs(MetaPairs(m)); !slices.Equal(back.Faults, m.Faults) || back.Extra != nil {
+		t.Errorf("round trip = faults %q, extra %v; want %q and no extra", back.Faults, back.Extra, m.Faults)
+	}
+	if old := MetaFromPairs([][2]string{{"source", "sim"}, {"seed", "7"}}); old.Faults != nil {
+		t.Errorf("a recording without the key has faults %q; want none", old.Faults)
 	}
 }

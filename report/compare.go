@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -158,15 +159,24 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 	}
 	shape := compareShape(a, b)
 	c.Warnings = append(c.Warnings, shape.warnings...)
+	if !slices.Equal(a.Faults, b.Faults) {
+		// Why B differs, when one run had a fault injected: the recordings say so.
+		c.Warnings = append(c.Warnings, fmt.Sprintf("the runs had different faults injected: A %s; B %s", faultList(a.Faults), faultList(b.Faults)))
+	}
 	sum := "(Σ devices)"
 	if shape.perDevice {
 		// Idle summed over 16 devices against 128 grows with the devices, not with anything a
 		// run did better or worse: each run's is divided by its own device count.
 		na, nb, sum = na*float64(a.Devices), nb*float64(b.Devices), "(per device)"
 	}
-	idle := func(name string, ta, tb *int64) {
+	idle := func(name string, ta, tb *int64, errA, errB int64) {
 		r := row("idle", name, UnitNs, overP(ta, na), overP(tb, nb), true)
 		if !sameLength {
+			r.Better = nil
+		}
+		// An estimate (stream gaps summed in time bins: IdleInSteps.StreamErrorNs) no further
+		// from the other run's figure than the two may be off is no better or worse.
+		if ta != nil && tb != nil && errA+errB > 0 && math.Abs(float64(*ta)/na-float64(*tb)/nb) <= float64(errA)/na+float64(errB)/nb {
 			r.Better = nil
 		}
 		add(r)
@@ -176,7 +186,8 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 	if inSteps {
 		devA, devB = deviceInSteps(a), deviceInSteps(b)
 	}
-	idle("device idle "+per+" "+sum, devA, devB)
+	idle("device idle "+per+" "+sum, devA, devB, 0, 0)
+	errA, errB := streamErrorNs(a, inSteps), streamErrorNs(b, inSteps)
 	for _, cause := range analysis.Causes() {
 		ca, cb := causeNs(a, cause, inSteps), causeNs(b, cause, inSteps)
 		if (ca == nil || *ca == 0) && (cb == nil || *cb == 0) {
@@ -186,7 +197,7 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 		if shape.perDevice {
 			name = "stream gaps " + per + " per device: " + cause.String()
 		}
-		idle(name, ca, cb)
+		idle(name, ca, cb, errA, errB)
 	}
 	add(row("overlap", "communication overlapped with compute", UnitPct, a.Overlap.CommComputePct, b.Overlap.CommComputePct, false))
 	for _, p := range pairCollectives(a.Collectives, b.Collectives) {
@@ -260,6 +271,23 @@ func causeNs(r *Report, cause analysis.Cause, inSteps bool) *int64 {
 	}
 	v := by[cause.String()]
 	return &v
+}
+
+// faultList is a run's injected faults as a warning names them.
+func faultList(fs []string) string {
+	if len(fs) == 0 {
+		return "none"
+	}
+	return strings.Join(fs, ", ")
+}
+
+// streamErrorNs is how far a run's stream gaps inside its steps may be from exact (inSteps), 0
+// when they are exact or the figure is not inside the steps.
+func streamErrorNs(r *Report, inSteps bool) int64 {
+	if !inSteps || r.Idle.InSteps == nil {
+		return 0
+	}
+	return r.Idle.InSteps.StreamErrorNs
 }
 
 // deviceInSteps is a run's device idle time inside its steps, nil when unknown.

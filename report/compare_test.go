@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -209,5 +210,42 @@ func TestCompareShape(t *testing.T) {
 				t.Errorf("some row has a verdict: %v; want %v", verdicts, tc.verdicts)
 			}
 		})
+	}
+}
+
+// Stream gaps inside the steps estimated from time bins (StreamErrorNs > 0) get no verdict when
+// the two runs' figures differ by no more than the two estimates may be off; a difference past
+// that, or between exact figures, gets one.
+func TestCompareEstimatedStreamGaps(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		hostB, errA, errB int64
+		verdict           bool
+	}{
+		{name: "exact", hostB: 990_000, verdict: true},
+		{name: "within the error", hostB: 990_000, errA: 6_000, errB: 6_000},
+		{name: "past the error", hostB: 900_000, errA: 6_000, errB: 6_000, verdict: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := withRun(2, 1e9, 100, 1_000_000), withRun(2, 1e9, 100, c.hostB)
+			a.Idle.InSteps.StreamErrorNs, b.Idle.InSteps.StreamErrorNs = c.errA, c.errB
+			r := findRow(Compare(a, b, "A", "B"), "stream gaps per step: host_wait")
+			if r == nil || (r.Better != nil) != c.verdict {
+				t.Fatalf("%+v; want a verdict: %v", r, c.verdict)
+			}
+		})
+	}
+}
+
+// Runs with different faults injected say so: why B differs from A.
+func TestCompareFaultsDiffer(t *testing.T) {
+	a, b := withRun(2, 1e9, 100, 50), withRun(2, 1e9, 100, 50)
+	if c := Compare(a, b, "A", "B"); len(c.Warnings) != 0 {
+		t.Errorf("healthy runs: warnings %q; want none", c.Warnings)
+	}
+	b.Faults = []string{"kind=nic_slow,host=37,nic=3,factor=0.3,at=1.1s"}
+	want := "the runs had different faults injected: A none; B kind=nic_slow,host=37,nic=3,factor=0.3,at=1.1s"
+	if c := Compare(a, b, "A", "B"); !slices.Contains(c.Warnings, want) {
+		t.Errorf("warnings %q; want %q", c.Warnings, want)
 	}
 }

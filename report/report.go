@@ -58,6 +58,12 @@ type Export struct {
 	SpansDropped  int64  `json:"spans_dropped"`
 	EventsDropped int64  `json:"events_dropped"`
 	StepsSkipped  int64  `json:"steps_skipped"` // by the sampling ratio or the span budget
+	// StepsExported are the steps whose spans were built; StepsOverRate those of StepsSkipped the
+	// span budget skipped (MaxRate spans/s), the rest the sampling ratio (SampleRatio).
+	StepsExported int64   `json:"steps_exported"`
+	StepsOverRate int64   `json:"steps_over_rate"`
+	SampleRatio   float64 `json:"sample_ratio"`
+	MaxRate       float64 `json:"max_rate"`
 	// OTLP metric data points: built = exported + dropped once the run has ended.
 	MetricPoints         int64 `json:"metric_points"`
 	MetricPointsExported int64 `json:"metric_points_exported"`
@@ -105,6 +111,8 @@ type Report struct {
 	Receive        *Receive              `json:"receive,omitempty"`
 	Partial        []string              `json:"partial,omitempty"`
 	Mapping        string                `json:"mapping,omitempty"`
+	// Faults are the faults injected into the run, as --fault reads them (absent: none known).
+	Faults []string `json:"faults,omitempty"`
 	// Warnings say what the report could not see that its silence would hide (report.Run.Warnings).
 	Warnings  []string                   `json:"warnings,omitempty"`
 	Telemetry []analysis.DeviceTelemetry `json:"telemetry,omitempty"`
@@ -162,7 +170,7 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		Steps: res.Steps, Transfers: res.Transfers, SendRecv: res.SendRecv, Collectives: res.Collectives.Rows, CollIncomplete: res.Collectives.Unreported(),
 		CollPartial: res.Collectives.Partial, CollStragglers: res.Collectives.Stragglers,
 		CommCache: res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
-		AlertCount: res.AlertCount, StepsFrom: run.StepsFrom, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping,
+		AlertCount: res.AlertCount, StepsFrom: run.StepsFrom, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Faults: m.Faults,
 		Telemetry: res.Telemetry, ProfilerCost: res.ProfilerCost,
 		Findings: findings(res.Findings, m.GPUsPerHost), Warnings: run.Warnings}
 	gaps := res.StreamIdle

@@ -71,6 +71,9 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %s built, %d exported, %d dropped; %s dropped before export; %s built, %d exported, %d dropped\n",
 			x.Endpoint, x.Protocol, x.State, units.Counted(x.SpansBuilt, "span"), x.SpansExported, x.SpansDropped, units.Counted(x.EventsDropped, "event"),
 			units.Counted(x.MetricPoints, "metric point"), x.MetricPointsExported, x.MetricPointsDropped)
+		if s := exportSkipped(x); s != "" {
+			fmt.Fprintf(&b, "  %s\n", s)
+		}
 	}
 	receiveText(&b, r)
 	findingsText(&b, r)
@@ -88,6 +91,23 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// exportSkipped says how many steps the export skipped whole, and what skipped them: "2 of 3
+// steps skipped, not exported: 2 by the span budget (--otlp-max-rate 10000/s)"; "" when none.
+// "ok … 0 dropped" alone reads as every step sent.
+func exportSkipped(x *Export) string {
+	if x.StepsSkipped <= 0 {
+		return ""
+	}
+	var why []string
+	if x.StepsOverRate > 0 {
+		why = append(why, fmt.Sprintf("%d by the span budget (--otlp-max-rate %g/s)", x.StepsOverRate, x.MaxRate))
+	}
+	if n := x.StepsSkipped - x.StepsOverRate; n > 0 {
+		why = append(why, fmt.Sprintf("%d by the sampling ratio (--otlp-sample %g)", n, x.SampleRatio))
+	}
+	return fmt.Sprintf("%d of %s skipped, not exported: %s", x.StepsSkipped, units.Counted(x.StepsSkipped+x.StepsExported, "step"), strings.Join(why, ", "))
 }
 
 func header(b *strings.Builder, r *Report) {
@@ -120,6 +140,9 @@ func header(b *strings.Builder, r *Report) {
 	}
 	if r.Mapping != "" {
 		fmt.Fprintf(b, "placement: %s\n", r.Mapping)
+	}
+	if len(r.Faults) > 0 {
+		fmt.Fprintf(b, "faults injected: %s\n", strings.Join(r.Faults, "; "))
 	}
 	if r.Ended != "" {
 		fmt.Fprintf(b, "run ended early: %s\n", r.Ended)
@@ -297,8 +320,14 @@ func pctOf(a, total int64) string {
 func idleText(b *strings.Builder, r *Report, o TextOptions) {
 	fmt.Fprintf(b, "\nIdle: %s of device time (Σ over devices of the time none of its ops ran)\n", units.Dur(r.Idle.TotalNs))
 	if in := r.Idle.InSteps; in != nil && r.Steps.Count > 0 {
+		gaps, perStep := units.Dur(in.StreamNs), units.Dur(in.StreamNs/r.Steps.Count)
+		if in.StreamErrorNs > 0 {
+			// Too many gaps to hold each: summed in time bins, split where a step's edge crosses one.
+			gaps = fmt.Sprintf("≈%s (± %s)", gaps, units.Dur(in.StreamErrorNs))
+			perStep = "≈" + perStep
+		}
 		fmt.Fprintf(b, "  inside the steps: %s of device time, %s of stream gaps; per step %s and %s (the first step's setup and the time outside steps left out)\n",
-			units.Dur(in.DeviceNs), units.Dur(in.StreamNs), units.Dur(in.DeviceNs/r.Steps.Count), units.Dur(in.StreamNs/r.Steps.Count))
+			units.Dur(in.DeviceNs), gaps, units.Dur(in.DeviceNs/r.Steps.Count), perStep)
 	}
 	fmt.Fprintf(b, "Gaps between ops on streams: %s (Σ over streams), by cause (%% of that):\n", units.Dur(r.Idle.StreamNs))
 	for _, c := range analysis.Causes() {

@@ -93,3 +93,35 @@ func TestWatchdogQuotesHangRoot(t *testing.T) {
 		})
 	}
 }
+
+// The faults injected into a run are part of its description: the report (text and JSON), and
+// the recording, so that its replay says so too. A healthy run names none.
+func TestFaultsInDescription(t *testing.T) {
+	const spec = "kind=nic_slow,host=1,nic=3,factor=0.3,at=1.1s"
+	f, err := fault.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(t.TempDir(), "nic.xfr")
+	live, _ := runReport(t, Config{Scenario: "llm-train", Topology: "h100x8x2", Steps: 2, Seed: 1, Faults: []fault.Fault{f}, Record: rec})
+	rp, err := Replay(context.Background(), ReplayConfig{Path: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*report.Report{"live": live, "replay": rp.Report()} {
+		if len(r.Faults) != 1 || r.Faults[0] != spec {
+			t.Errorf("%s: faults %q; want [%q]", name, r.Faults, spec)
+		}
+		var b strings.Builder
+		if err := report.Text(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "\nfaults injected: "+spec+"\n") {
+			t.Errorf("%s: the text report does not name the fault:\n%s", name, b.String()[:min(b.Len(), 600)])
+		}
+	}
+	healthy, _ := runReport(t, Config{Scenario: "llm-train", Topology: "h100x8x2", Steps: 2, Seed: 1})
+	if healthy.Faults != nil {
+		t.Errorf("healthy run: faults %q; want none", healthy.Faults)
+	}
+}

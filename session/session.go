@@ -107,7 +107,8 @@ type Prepared struct {
 	strs     *timeline.Strings
 	client   *engine.Client
 	backend  engine.Backend
-	mapping  string // how ranks were placed on GPUs (cuda)
+	mapping  string        // how ranks were placed on GPUs (cuda)
+	faults   []fault.Fault // injected into the run: --fault, then the scenario's own
 	topo     engine.Topology
 	window   *timeline.Window   // when Config.Window is set
 	analyzer *analysis.Analyzer // otherwise
@@ -142,15 +143,21 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	}
 	sc, err := scenario.Resolve(f, cfg.Sets, topo)
 	if err != nil {
-		if cfg.Topology != "" && f.Topology != "" && topo.Name != f.Topology {
-			// The scenario was written for another topology: name one it fits.
+		if cfg.Topology != "" && f.Topology != "" && topo.Name != f.Topology && fitsOwn(f, cfg.Sets) {
+			// The scenario was written for another topology, on which it resolves with the same
+			// knobs: the topology is what does not fit, so name the one that does. An error that
+			// the scenario's own topology gives too (an unknown knob, a tensor-parallel size no
+			// host divides) is about the knobs: sending a 1,024-GPU user to 16 GPUs fixes nothing.
 			err = fmt.Errorf("%w (scenario %s does not fit topology %s; it was written for %s: --topology %s)", err, f.Name, topo.Name, f.Topology, f.Topology)
 		}
 		return nil, &ConfigError{err}
 	}
 	strs := timeline.NewStrings()
 	fan := &fanout{}
-	p := &Prepared{cfg: cfg, scenario: sc, strs: strs, topo: topo, fan: fan}
+	// The faults are known before the description (Meta) goes to the analysis, the export and
+	// the recording.
+	p := &Prepared{cfg: cfg, scenario: sc, strs: strs, topo: topo, fan: fan,
+		faults: append(append([]fault.Fault(nil), cfg.Faults...), f.Faults...)}
 	if cfg.Window == AutoWindow {
 		cfg.Window = AutoWindowFor(p.Meta().Devices)
 		p.cfg.Window = cfg.Window
@@ -197,7 +204,7 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 		}
 	}
 	var backend engine.Backend
-	faults := append(append([]fault.Fault(nil), cfg.Faults...), f.Faults...)
+	faults := p.faults
 	if cfg.Backend == "cuda" {
 		// Real GPUs cannot be made to throttle, lose link speed or drop a NIC on request: the
 		// cuda backend holds back a rank's launches (a slow host, a hang before a collective)
@@ -222,6 +229,16 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	p.backend = backend
 	p.client = engine.NewClient(backend, fan, sc.Options)
 	return p, nil
+}
+
+// fitsOwn reports whether the scenario resolves with sets on the topology it was written for.
+func fitsOwn(f *scenario.File, sets map[string]string) bool {
+	own, err := loadTopology(f, "")
+	if err != nil {
+		return false
+	}
+	_, err = scenario.Resolve(f, sets, own)
+	return err == nil
 }
 
 // loadTopology returns the topology a run uses: flag (--topology: a built-in's name or a file's
@@ -364,6 +381,9 @@ func (p *Prepared) Meta() timeline.Meta {
 		Topology: p.topo.Name, Devices: p.topo.Devices(), GPUsPerHost: p.topo.GPUsPerHost, Seed: p.cfg.Seed,
 		IdleMode: timeline.IdleEngine, KernelWaitNs: analysis.DefaultKernelWaitNs, EpochUnixNs: p.cfg.Epoch.UnixNano(),
 		Writer: Writer, Mapping: p.mapping}
+	for _, f := range p.faults {
+		m.Faults = append(m.Faults, f.String())
+	}
 	if p.backendName() == "sim" {
 		m.LinkPeaks = SimPeaks(p.topo)
 		m.FabricPortBps = p.topo.LeafPortBps() // 0 without a rail fabric: no ports are reported
@@ -469,6 +489,7 @@ func ReportExport(s *otel.Stats) *report.Export {
 	}
 	return &report.Export{Endpoint: s.Endpoint, Protocol: s.Protocol, State: s.State, SpansBuilt: s.SpansBuilt,
 		SpansExported: s.SpansExported, SpansDropped: s.SpansDropped, EventsDropped: s.EventsDropped, StepsSkipped: s.StepsSkipped + s.StepsOverRate,
+		StepsExported: s.StepsSampled, StepsOverRate: s.StepsOverRate, SampleRatio: s.SampleRatio, MaxRate: s.MaxRate,
 		MetricPoints: s.MetricPoints, MetricPointsExported: s.MetricPointsExported, MetricPointsDropped: s.MetricPointsDropped}
 }
 

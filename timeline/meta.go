@@ -65,7 +65,10 @@ type Meta struct {
 	EpochUnixNs  int64  // wall-clock time of time 0
 	Writer       string // the program that wrote a recording
 	Mapping      string // how ranks were placed on GPUs (cuda backend)
-	Extra        map[string]string
+	// Faults are the faults injected into the run (--fault and the scenario's own), each as
+	// --fault reads it; none for a healthy run, and for a recording written before they were kept.
+	Faults []string
+	Extra  map[string]string
 }
 
 // HostGPUs returns GPUsPerHost; when that is unknown, every device is taken as one host's.

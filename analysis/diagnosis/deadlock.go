@@ -27,13 +27,18 @@ type waitEdge struct {
 // another stream) may post it from elsewhere once that ends: a pipeline's stages waiting on each
 // other's sends behind a hang upstream are not a deadlock of their own. No rank of a cycle can
 // move until another of it does, so each cycle is a deadlock, whatever else is hung. Each is
-// reported once, and its ops are not reported again as hangs.
+// reported once, and its ops are not reported again as hangs. A rank with a wait the watchdog
+// ended that was not kept (past maxEnded) has ops not counted: it is left out, so that a cap
+// reached yields no cycle rather than a false one.
 func (d *Diagnosis) deadlocks(groups map[uint64]*hangGroup, hung []uint64, ops map[int32]int, thr int64) []Finding {
 	out := map[int32][]waitEdge{}
+	if d.endedLostAll {
+		return nil
+	}
 	for _, op := range hung {
 		g := groups[op]
 		for i, w := range g.waiting {
-			if ops[w] != 1 {
+			if ops[w] != 1 || d.endedLost[w] {
 				continue
 			}
 			for _, m := range g.missing {

@@ -17,8 +17,10 @@ const (
 	// maxPairsPerRank bounds the (class, peer) pairs kept per rank on average.
 	maxPairsPerRank = 16
 	maxAlerts       = 16
-	maxEnded        = 4096
-	maxRecent       = 1024
+	// maxEnded bounds the waits the watchdog ended that are kept: one per rank of the largest
+	// job (a hang in a 4,096-GPU llm-train run ends about 7,200), several each of a smaller one.
+	maxEnded  = maxRanks
+	maxRecent = 1024
 )
 
 // Thresholds. A rank is a suspect when it is worse than its peers' median by both a relative
@@ -94,6 +96,11 @@ type Diagnosis struct {
 	// endedWaits are the waits the watchdog ended (up to maxEnded): no longer in flight, they
 	// still say who waited on whom when it fired, for a wait cycle.
 	endedWaits []timeline.Event
+	// endedLost are the ranks with a wait the watchdog ended that was not kept (past maxEnded):
+	// what they waited in, and how many ops they had under way, are unknown, so no wait cycle
+	// goes through them. endedLostAll: more such ranks than maxRanks, so no cycle at all.
+	endedLost    map[int32]bool
+	endedLostAll bool
 	// recent are the last maxRecent waits that ended normally (recentN counted in all), and
 	// maxEvicted the longest of those no longer kept.
 	recent     []timeline.Event
@@ -517,12 +524,25 @@ func (d *Diagnosis) waitEnded(e *timeline.Event) {
 // timeOut notes a peer wait the watchdog ended: its rank was waiting (though no longer in
 // flight), and the wait says on whom.
 func (d *Diagnosis) timeOut(e *timeline.Event) {
-	if e.Device < 0 || len(d.timedOut) >= maxRanks {
+	if e.Device < 0 {
 		return
 	}
-	d.timedOut[e.Device] = true
+	if len(d.timedOut) < maxRanks {
+		d.timedOut[e.Device] = true
+	}
 	if len(d.endedWaits) < maxEnded {
 		d.endedWaits = append(d.endedWaits, *e)
+		return
+	}
+	// Not kept: a look would count this rank's ops one short and could take a rank with a
+	// second wait (a pipeline stage's send beside its receive) for one stuck in a single one.
+	switch {
+	case d.endedLost == nil:
+		d.endedLost = map[int32]bool{e.Device: true}
+	case len(d.endedLost) < maxRanks:
+		d.endedLost[e.Device] = true
+	default:
+		d.endedLostAll = true
 	}
 }
 

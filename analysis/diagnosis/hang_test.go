@@ -1,6 +1,7 @@
 package diagnosis
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -195,5 +196,56 @@ func TestHangOneFindingPerRank(t *testing.T) {
 			t.Logf("%s", f.String(8))
 		}
 		t.Fatalf("%d findings; want one hang of rank 3 that also names the receive waiting on it", len(fs))
+	}
+}
+
+// A hung job of thousands of ranks has more waits ended by the watchdog than the diagnosis keeps
+// (maxEnded). Ranks 3 and 5, pipeline neighbours, each wait in a receive from the other and in a
+// send to it: no cycle, since each send can go once the other's receive is posted. When the
+// sends come past the cap, the ranks must not look as if each had only its receive under way
+// (a false deadlock): a rank with a wait not kept is left out of the wait graph. A cycle of ranks
+// whose waits were all kept is still one.
+func TestDeadlockPastEndedCap(t *testing.T) {
+	recvs := []timeline.Event{p2pWait(1000*ms, 3, 5, timeline.PeerWaitRecv, 10), p2pWait(1000*ms, 5, 3, timeline.PeerWaitRecv, 11)}
+	sends := []timeline.Event{p2pWait(1000*ms, 3, 5, timeline.PeerWaitSend, 12), p2pWait(1000*ms, 5, 3, timeline.PeerWaitSend, 13)}
+	for _, c := range []struct {
+		name     string
+		ended    [][]timeline.Event // in order: before the filler, after it (past the cap)
+		deadlock bool
+	}{
+		{name: "sends kept", ended: [][]timeline.Event{append(slices.Clone(recvs), sends...), nil}},
+		{name: "sends past the cap", ended: [][]timeline.Event{recvs, sends}},
+		{name: "a true cycle, kept; another rank's wait past the cap", ended: [][]timeline.Event{recvs, {p2pWait(1000*ms, 8, 7, timeline.PeerWaitRecv, 14)}}, deadlock: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := comm7()
+			s.add(timeline.Event{Kind: timeline.KindAlert, Status: timeline.StatusTimeout, Start: 1500 * ms, Device: 0, Peer: -1, Op: 99})
+			end := func(e timeline.Event) {
+				e.End, e.Status = 1500*ms, timeline.StatusTimeout
+				s.add(e)
+			}
+			for _, e := range c.ended[0] {
+				end(e)
+			}
+			// The rest of the job waits on the hung rank 7, each rank in its own receive.
+			for i := len(c.ended[0]); i < maxEnded; i++ {
+				end(p2pWait(1000*ms, int32(100+i), 7, timeline.PeerWaitRecv, uint64(1000+i)))
+			}
+			for _, e := range c.ended[1] {
+				end(e)
+			}
+			var dl []Finding
+			for _, f := range s.d.Result(nil) {
+				if f.Kind == Deadlock {
+					dl = append(dl, f)
+				}
+			}
+			if got := len(dl) > 0; got != c.deadlock {
+				t.Fatalf("deadlock findings %+v; want a deadlock: %v", dl, c.deadlock)
+			}
+			if c.deadlock && (len(dl) != 1 || dl[0].Culprit(8) != "ranks 3 → 5 → 3") {
+				t.Fatalf("%+v; want the one cycle 3 → 5 → 3", dl)
+			}
+		})
 	}
 }

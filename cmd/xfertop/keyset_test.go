@@ -28,6 +28,7 @@ var mayBeAbsent = map[string]string{
 	".receive":                            "xfertop listen",
 	".partial":                            "an input was read in part",
 	".mapping":                            "the cuda backend's mapping of ranks onto GPUs: its one documented extra",
+	".faults":                             "--fault, or the scenario's own faults, injected",
 	".telemetry":                          "--nvml, or samples in the source",
 	".profiler_cost":                      "the NCCL profiler plugin measured itself",
 	".warnings":                           "attach --ras could not reach NCCL RAS: the flags and the job's, never the backend's",

@@ -50,6 +50,9 @@ type db struct {
 func open(ctx context.Context, path string, whole int64, sqlMeta bool) (*db, error) {
 	d := &db{name: path, ctx: ctx, tables: map[string]map[string]bool{}}
 	d.src, d.srcErr = pagescan.OpenSource(path, whole)
+	if _, ok := errors.AsType[*pagescan.TruncatedError](d.srcErr); ok {
+		return nil, d.srcErr // SQLite would read it, and fail at the first missing page as "malformed"
+	}
 	if d.srcErr == nil {
 		d.storeLeft.Store(d.src.Size())
 		d.meta = d.src.File()

@@ -2,6 +2,7 @@ package pagescan
 
 import (
 	"encoding/binary"
+	"errors"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -42,6 +43,35 @@ func FuzzScan(f *testing.F) {
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("%d rows from the pages, %d from SQL; first difference:\n%s", len(got), len(want), firstDiff(got, want))
+		}
+	})
+}
+
+// FuzzHeader: any 100 bytes and file size give a Source or an error, never a panic; a file called
+// truncated is shorter than its header's pages, and a Source's pages fit in the file.
+func FuzzHeader(f *testing.F) {
+	ok := make([]byte, headerSize)
+	copy(ok, "SQLite format 3\x00")
+	ok[16], ok[18], ok[19], ok[21] = 0x10, 1, 1, 64
+	ok[31], ok[27], ok[95] = 9, 1, 1 // 9 pages, change counter 1 = valid-for 1
+	f.Add(ok, int64(9*4096))
+	f.Add(ok, int64(4096))
+	f.Add(make([]byte, headerSize), int64(0))
+	f.Fuzz(func(t *testing.T, h []byte, size int64) {
+		if len(h) < headerSize || size < 0 {
+			return
+		}
+		s, err := parseHeader(h[:headerSize], size)
+		var te *TruncatedError
+		switch {
+		case errors.As(err, &te):
+			if want := int64(te.Pages) * int64(te.PageSize); want <= te.Size || te.Size != size {
+				t.Fatalf("truncated: %d of %d bytes (file %d); want a file shorter than its pages", te.Size, want, size)
+			}
+		case err == nil:
+			if int64(s.pages)*int64(s.pageSize) > size {
+				t.Fatalf("%d pages of %d bytes in a file of %d", s.pages, s.pageSize, size)
+			}
 		}
 	})
 }

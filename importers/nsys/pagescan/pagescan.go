@@ -22,6 +22,19 @@ type CorruptError struct {
 
 func (e *CorruptError) Error() string { return fmt.Sprintf("page %d: %s", e.Page, e.Reason) }
 
+// TruncatedError is a file shorter than its header says it is: Pages pages of PageSize bytes,
+// of which the file holds Size bytes (a copy cut short, a download not finished).
+type TruncatedError struct {
+	Size     int64
+	Pages    uint32
+	PageSize int
+}
+
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("truncated: %d bytes of the %d its header gives (%d pages of %d bytes; is the copy complete?)",
+		e.Size, int64(e.Pages)*int64(e.PageSize), e.Pages, e.PageSize)
+}
+
 // Page types of table b-trees.
 const (
 	interiorTable = 0x05
@@ -76,6 +89,13 @@ func parseHeader(h []byte, size int64) (*Source, error) {
 	usable := ps - int(h[20])
 	if usable < 480 {
 		return nil, &CorruptError{Page: 1, Reason: fmt.Sprintf("%d bytes reserved per page", h[20])}
+	}
+	// The database's size in pages (offset 28) is valid when it is not 0 and the change counter
+	// (24) equals the version it is valid for (92), as SQLite reads it; a file shorter than that
+	// was cut short, which SQLite reports only as "database disk image is malformed" when a read
+	// reaches a missing page.
+	if n := binary.BigEndian.Uint32(h[28:]); n > 0 && string(h[24:28]) == string(h[92:96]) && int64(n)*int64(ps) > size {
+		return nil, &TruncatedError{Size: size, Pages: n, PageSize: ps}
 	}
 	// The text encoding: 1 is UTF-8 (0, a database not yet written); texts in UTF-16 are not read.
 	enc := binary.BigEndian.Uint32(h[56:])

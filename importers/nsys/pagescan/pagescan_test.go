@@ -1,6 +1,7 @@
 package pagescan
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -220,5 +221,40 @@ func TestHugeSerialType(t *testing.T) {
 	rec := append(append([]byte{byte(len(hdr) + 1)}, hdr...), 7)         // the three blobs' sizes add up to 2^64
 	if err := s.record(rec, false); err == nil || errors.Is(err, ErrUnsupported) {
 		t.Fatalf("record = %v, value %d; want damage", err, s.row.Ints[0])
+	}
+}
+
+// TestTruncatedHeader: a file shorter than the page count its header gives is truncated, with
+// both sizes; a page count not valid for the file's version (a writer that did not keep it up to
+// date: the change counter differs) says nothing, and a whole file is fine.
+func TestTruncatedHeader(t *testing.T) {
+	header := func(pages uint32, counter, validFor uint32) []byte {
+		h := make([]byte, headerSize)
+		copy(h, "SQLite format 3\x00")
+		h[16], h[17] = 0x10, 0x00 // 4,096-byte pages
+		h[18], h[19], h[21], h[22], h[23] = 1, 1, 64, 32, 32
+		binary.BigEndian.PutUint32(h[24:], counter)
+		binary.BigEndian.PutUint32(h[28:], pages)
+		binary.BigEndian.PutUint32(h[92:], validFor)
+		return h
+	}
+	for _, c := range []struct {
+		name string
+		h    []byte
+		size int64
+		want string
+	}{
+		{name: "cut short", h: header(595, 7, 7), size: 1_000_000, want: "truncated: 1000000 bytes of the 2437120 its header gives (595 pages of 4096 bytes; is the copy complete?)"},
+		{name: "whole", h: header(595, 7, 7), size: 595 * 4096},
+		{name: "page count not valid", h: header(595, 7, 6), size: 1_000_000},
+		{name: "no page count", h: header(0, 7, 7), size: 1_000_000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parseHeader(c.h, c.size)
+			var te *TruncatedError
+			if got := errors.As(err, &te); got != (c.want != "") || (got && err.Error() != c.want) {
+				t.Fatalf("parseHeader = %v; want %q", err, c.want)
+			}
+		})
 	}
 }

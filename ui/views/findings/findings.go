@@ -143,7 +143,9 @@ func row(f *diagnosis.Finding, gph int) string {
 
 // trimmedNote says, before enter is pressed, when the events of a finding's onset have been
 // trimmed from the console's memory (--window): the timeline would show its culprit's rows empty
-// there. "" when they are still held.
+// there, and how to see them: in a replay, by seeking back to the onset (it is already a replay
+// of a recording: ← here, since g moves in the list), live by a larger --window or the
+// recording. "" when they are still held.
 func trimmedNote(f *diagnosis.Finding, fr *widget.Frame) string {
 	sn := fr.Snap
 	if sn == nil || sn.Trimmed == 0 || sn.Total == sn.Base {
@@ -153,6 +155,13 @@ func trimmedNote(f *diagnosis.Finding, fr *widget.Frame) string {
 	if f.Onset >= held {
 		return ""
 	}
-	return fmt.Sprintf("its evidence from %s was trimmed from memory (events held from %s on): enter shows the culprit's rows empty there; a larger --window, or record and replay, keeps it",
-		units.Dur(f.Onset), units.Dur(held))
+	how := "a larger --window, or record and replay, keeps it"
+	switch {
+	case fr.Replay:
+		how = "seek back to it (←) to see it, or replay with a larger --window"
+	case fr.Recording != "":
+		how = fmt.Sprintf("a larger --window keeps it, and so does replaying %s", fr.Recording)
+	}
+	return fmt.Sprintf("its evidence from %s was trimmed from memory (events held from %s on): enter shows the culprit's rows empty there; %s",
+		units.Dur(f.Onset), units.Dur(held), how)
 }

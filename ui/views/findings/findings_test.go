@@ -61,12 +61,23 @@ func TestTrimmedNote(t *testing.T) {
 	if snap.Trimmed == 0 {
 		t.Fatal("the window trimmed nothing")
 	}
-	fr := &widget.Frame{Snap: &snap}
 	held := snap.At(snap.Base).Start
-	if w := trimmedNote(&diagnosis.Finding{Onset: held - 1e6}, fr); !strings.Contains(w, "trimmed from memory") {
-		t.Errorf("onset before the events held: %q", w)
-	}
-	if w := trimmedNote(&diagnosis.Finding{Onset: held}, fr); w != "" {
-		t.Errorf("onset held: %q", w)
+	// What it advises depends on the console: a replay (already of a recording) seeks back.
+	for _, c := range []struct {
+		name      string
+		fr        widget.Frame
+		want, not string
+	}{
+		{name: "live", fr: widget.Frame{Snap: &snap}, want: "a larger --window, or record and replay, keeps it"},
+		{name: "live, recording", fr: widget.Frame{Snap: &snap, Recording: "run.xfr"}, want: "a larger --window keeps it, and so does replaying run.xfr", not: "record and replay"},
+		{name: "replay", fr: widget.Frame{Snap: &snap, Replay: true}, want: "seek back to it (←) to see it, or replay with a larger --window", not: "record and replay"},
+	} {
+		w := trimmedNote(&diagnosis.Finding{Onset: held - 1e6}, &c.fr)
+		if !strings.Contains(w, "trimmed from memory") || !strings.Contains(w, c.want) || (c.not != "" && strings.Contains(w, c.not)) {
+			t.Errorf("%s: onset before the events held: %q; want it to say %q (not %q)", c.name, w, c.want, c.not)
+		}
+		if w := trimmedNote(&diagnosis.Finding{Onset: held}, &c.fr); w != "" {
+			t.Errorf("%s: onset held: %q", c.name, w)
+		}
 	}
 }

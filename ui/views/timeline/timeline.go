@@ -559,8 +559,12 @@ func (t *Model) View() string {
 	}
 	if held, ok := t.heldFrom(); ok && !t.follow && t0 < held {
 		// A span the window no longer holds (a jump, then the run went on) would draw as idle.
-		detail = st.Warn.Render(fmt.Sprintf("before %s the events were trimmed from memory (%d older): f follows live; record and replay to look back",
-			units.DurAt(held, t.nsPerCol), fr.Snap.Trimmed))
+		how := "f follows live; record and replay to look back"
+		if fr.Replay {
+			how = "f follows the replay; seek back (←) to look there" // a replay already: recording it again shows nothing more
+		}
+		detail = st.Warn.Render(fmt.Sprintf("before %s the events were trimmed from memory (%d older): %s",
+			units.DurAt(held, t.nsPerCol), fr.Snap.Trimmed, how))
 	}
 	if detail == "" {
 		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.DurAt(t0+int64(cur)*t.nsPerCol, t.nsPerCol)))
