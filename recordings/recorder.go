@@ -20,27 +20,32 @@ const (
 // Recorder is a timeline.Sink that writes a recording in the background. Emit never blocks: events
 // travel in batches through a bounded queue (timeline.Batches) to a writer goroutine; when the
 // queue is full a batch is dropped, counted, and the count written into the file (and shown by
-// Dropped). Every batch, full or not, reaches the file within DefaultFlushEvery.
+// Dropped). Every batch, full or not, reaches the file within DefaultFlushEvery. A Lossless
+// recorder instead makes Emit wait for the writer when the queue is full, and drops nothing.
 //
 // The first write error (a full disk, say) stops writing: later batches are dropped, Failed is
 // closed so the session can stop the run, and what was written before stays readable.
 //
 // Emit must be called from one goroutine (the producer's); Close, Failed and Err from any.
 type Recorder struct {
-	w       *Writer
-	batches *timeline.Batches
-	done    chan struct{}
-	failed  chan struct{}
-	err     atomic.Pointer[error]
-	closed  atomic.Bool
-	known   uint32    // string ids written so far (the loop's; Close reads it once the loop ended)
-	flight  *InFlight // SetInFlight's, written by Close
+	w        *Writer
+	batches  *timeline.Batches
+	done     chan struct{}
+	failed   chan struct{}
+	err      atomic.Pointer[error]
+	closed   atomic.Bool
+	lossless bool
+	known    uint32    // string ids written so far (the loop's; Close reads it once the loop ended)
+	flight   *InFlight // SetInFlight's, written by Close
 }
 
 // RecorderOption changes a Recorder's defaults.
 type RecorderOption func(*recorderConfig)
 
-type recorderConfig struct{ every time.Duration }
+type recorderConfig struct {
+	every    time.Duration
+	lossless bool
+}
 
 // FlushEvery sets how often a partial batch goes to the file (default DefaultFlushEvery; values
 // ≤ 0 keep the default). A period longer than the run makes the chunk boundaries depend on the
@@ -53,6 +58,13 @@ func FlushEvery(d time.Duration) RecorderOption {
 	}
 }
 
+// Lossless makes Emit wait for the writer when its queue is full instead of dropping a batch. For
+// a producer that is not tied to the wall clock (an unpaced simulation): whether a batch would be
+// dropped depends on how fast the disk and the scheduler let the writer go, so a dropping recorder
+// can record the same run differently from one time to the next. Waiting slows such a producer
+// down, and costs it nothing else.
+func Lossless() RecorderOption { return func(c *recorderConfig) { c.lossless = true } }
+
 // NewRecorder starts recording to w. strs is the session's string table: it is read only from the
 // producer's goroutine, inside Emit. meta is written first.
 func NewRecorder(w *Writer, strs *timeline.Strings, meta Meta, opts ...RecorderOption) (*Recorder, error) {
@@ -60,14 +72,15 @@ func NewRecorder(w *Writer, strs *timeline.Strings, meta Meta, opts ...RecorderO
 	for _, o := range opts {
 		o(&c)
 	}
-	return newRecorder(w, strs, meta, DefaultBatch, DefaultQueue, c.every)
+	return newRecorder(w, strs, meta, DefaultBatch, DefaultQueue, c)
 }
 
-func newRecorder(w *Writer, strs *timeline.Strings, meta Meta, size, queue int, every time.Duration) (*Recorder, error) {
+func newRecorder(w *Writer, strs *timeline.Strings, meta Meta, size, queue int, c recorderConfig) (*Recorder, error) {
 	if err := w.WriteMeta(meta); err != nil {
 		return nil, err
 	}
-	r := &Recorder{w: w, batches: timeline.NewBatches(strs, size, queue, every, nil), done: make(chan struct{}), failed: make(chan struct{})}
+	r := &Recorder{w: w, batches: timeline.NewBatches(strs, size, queue, c.every, nil), done: make(chan struct{}), failed: make(chan struct{}), lossless: c.lossless}
+	r.batches.SetBlocking(c.lossless) // before the first Emit
 	go r.loop()
 	return r, nil
 }
@@ -113,6 +126,12 @@ func (r *Recorder) Err() error {
 
 // Dropped returns how many events were dropped because the writer fell behind.
 func (r *Recorder) Dropped() int64 { return r.batches.Dropped() }
+
+// Lossless reports whether Emit waits for the writer rather than drop (the Lossless option).
+func (r *Recorder) Lossless() bool { return r.lossless }
+
+// Waits returns how many times a Lossless recorder's Emit waited for the writer to catch up.
+func (r *Recorder) Waits() int64 { return r.batches.Waits() }
 
 // Close writes what is left, the outcome, the index and the trailer, and syncs the file. It returns
 // the first write error, if any.

@@ -37,7 +37,7 @@ func recordTo(t *testing.T, d *fullDisk, evs []timeline.Event, s *timeline.Strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := newRecorder(w, s, Meta{Source: "sim"}, 100, len(evs), time.Hour)
+	rec, err := newRecorder(w, s, Meta{Source: "sim"}, 100, len(evs), recorderConfig{every: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -307,7 +309,7 @@ func TestRecorderDropsWhenBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := newRecorder(w, s, Meta{Source: "sim"}, 100, 1, time.Hour)
+	rec, err := newRecorder(w, s, Meta{Source: "sim"}, 100, 1, recorderConfig{every: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,6 +339,67 @@ func TestRecorderDropsWhenBehind(t *testing.T) {
 	if emitting > 500*time.Millisecond {
 		t.Logf("emitting took %v", emitting)
 	}
+}
+
+// A Lossless recorder whose writer is stuck makes Emit wait instead of dropping: once the writer
+// goes on, every event is in the file, however long it was stuck. The writer here stays stuck
+// until Emit has waited, or, for a recorder that drops, until every event was emitted (and whole
+// batches were dropped): no timing decides the outcome.
+func TestRecorderLosslessWaits(t *testing.T) {
+	evs, s := sample(5000)
+	var buf bytes.Buffer
+	gate := &gatedWriter{w: &buf, open: make(chan struct{})}
+	w, err := NewWriter("gated", gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := newRecorder(w, s, Meta{Source: "sim"}, 100, 1, recorderConfig{every: time.Hour, lossless: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitted := make(chan struct{})
+	go func() {
+		defer close(emitted)
+		for i := range evs {
+			rec.Emit(&evs[i])
+		}
+	}()
+	for waiting := false; !waiting; {
+		select {
+		case <-emitted:
+			waiting = true
+		default:
+			waiting = rec.Waits() > 0
+			runtime.Gosched()
+		}
+	}
+	close(gate.open)
+	<-emitted
+	if err := rec.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadAll("gated", buf.Bytes(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Dropped() != 0 || got.Dropped != 0 || rec.Waits() == 0 {
+		t.Errorf("lossless recorder behind a stuck writer: dropped %d (file says %d), waited %d times; want 0 dropped and some waits",
+			rec.Dropped(), got.Dropped, rec.Waits())
+	}
+	if !reflect.DeepEqual(got.Events, evs) {
+		t.Errorf("lossless recorder wrote %d events; want the %d emitted, as emitted", len(got.Events), len(evs))
+	}
+}
+
+// gatedWriter holds every write until open is closed.
+type gatedWriter struct {
+	w    io.Writer
+	open chan struct{}
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	<-g.open
+	return g.w.Write(p)
 }
 
 type slowWriter struct {

@@ -26,7 +26,14 @@ func (p *Prepared) startRecording() error {
 	if err != nil {
 		return err
 	}
-	rec, err := recordings.NewRecorder(w, p.strs, p.Meta(), recordings.FlushEvery(p.cfg.RecordFlushEvery))
+	opts := []recordings.RecorderOption{recordings.FlushEvery(p.cfg.RecordFlushEvery)}
+	if p.unpacedSim() {
+		// Nothing here keeps time with the wall clock, so the recording waits for a slow disk
+		// rather than drop events: which batches a dropping recorder loses depends on the disk and
+		// the scheduler, and the same seed must record the same run.
+		opts = append(opts, recordings.Lossless())
+	}
+	rec, err := recordings.NewRecorder(w, p.strs, p.Meta(), opts...)
 	if err != nil {
 		return err
 	}
@@ -34,6 +41,10 @@ func (p *Prepared) startRecording() error {
 	p.recorder = rec
 	return nil
 }
+
+// unpacedSim reports whether the run is a simulation run as fast as it can go (Speed 0): the
+// headless report's and a recording's, where no one watches the wall clock.
+func (p *Prepared) unpacedSim() bool { return p.cfg.Backend != "cuda" && p.cfg.Speed == 0 }
 
 func (p *Prepared) stopRecording(o Outcome, runErr error) error {
 	ended := ""

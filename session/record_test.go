@@ -210,3 +210,26 @@ func TestSamplesUpToDate(t *testing.T) {
 		}
 	}
 }
+
+// A simulation run unpaced (headless, or recorded for later) records losslessly: a disk or a
+// scheduler that holds the writer back must not change which events the recording keeps, or the
+// same seed would record different runs. A paced run (the live console) keeps to the wall clock
+// and drops, counted, rather than fall behind it.
+func TestRecordingLosslessWhenUnpaced(t *testing.T) {
+	for _, tc := range []struct {
+		speed    float64
+		lossless bool
+	}{{0, true}, {1, false}, {100, false}} {
+		path := filepath.Join(t.TempDir(), "run.xfr")
+		p, err := Prepare(Config{Scenario: "pipeline", Steps: 1, Speed: tc.speed, Record: path}, timeline.NewStore(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.recorder.Lossless(); got != tc.lossless {
+			t.Errorf("speed %v: recorder lossless = %v; want %v", tc.speed, got, tc.lossless)
+		}
+		if err := p.recorder.Close(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

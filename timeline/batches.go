@@ -35,6 +35,7 @@ type Batches struct {
 	queue   chan *Batch
 	free    chan *Batch
 	dropped atomic.Int64
+	waits   atomic.Int64 // handOffs that found the queue full and waited (SetBlocking)
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -99,7 +100,12 @@ func (b *Batches) handOff() {
 	c := b.cur
 	c.Dropped = b.pending
 	if b.block {
-		b.queue <- c
+		select {
+		case b.queue <- c:
+		default:
+			b.waits.Add(1)
+			b.queue <- c
+		}
 		b.pending = 0
 		b.cur = b.newBatch()
 		return
@@ -147,6 +153,11 @@ func (b *Batches) Release(x *Batch) {
 
 // Dropped returns how many events were dropped because the consumer fell behind.
 func (b *Batches) Dropped() int64 { return b.dropped.Load() }
+
+// Waits returns how many times a blocking Emit (SetBlocking) found the queue full and waited for
+// the consumer: each is a time a dropping Batches would have dropped a batch. Safe from any
+// goroutine.
+func (b *Batches) Waits() int64 { return b.waits.Load() }
 
 // Close sends what is left — waiting for room, since the producer has stopped and nothing more is
 // coming — and closes C. It reports false when already closed.
