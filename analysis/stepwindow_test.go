@@ -138,7 +138,7 @@ func TestGapBinsOrder(t *testing.T) {
 	for i := len(gaps) - 1; i >= 0; i-- {
 		rev.add(gaps[i][0], gaps[i][1], Cause(i%int(causeCount)))
 	}
-	if fwd.shift != rev.shift || !maps.Equal(fwd.bins, rev.bins) {
+	if fwd.shift != rev.shift || fwd.base != rev.base || !slices.Equal(fwd.bins, rev.bins) {
 		t.Fatalf("in order: width 2^%d, %d bins; reversed: 2^%d, %d bins; want the same", fwd.shift, len(fwd.bins), rev.shift, len(rev.bins))
 	}
 	if fwd.shift == minBinShift || len(fwd.bins) > maxGapBins {
@@ -153,5 +153,22 @@ func TestGapBinsOrder(t *testing.T) {
 	}
 	if sum != want {
 		t.Errorf("the bins hold %d ns; want every gap's %d", sum, want)
+	}
+}
+
+// TestGapBinsFirstGapLong: a first gap longer than the bins can span at the first width widens
+// them before anything is held, and every nanosecond of it is in them.
+func TestGapBinsFirstGapLong(t *testing.T) {
+	for _, g := range [][2]int64{{1 << 40, 1<<40 + 1<<30}, {-(1 << 35), 1 << 35}, {0, maxGapBins << minBinShift}} {
+		b := newGapBins()
+		b.add(g[0], g[1], CauseOther)
+		b.add(g[1], g[1]+1, CauseOther)
+		var sum int64
+		for _, v := range b.bins {
+			sum += v.Total()
+		}
+		if want := g[1] + 1 - g[0]; sum != want || len(b.bins) > maxGapBins {
+			t.Errorf("gap %v: %d bins holding %d ns; want at most %d bins holding %d", g, len(b.bins), sum, maxGapBins, want)
+		}
 	}
 }
