@@ -41,25 +41,6 @@ func TestWhatIfPredictsTheSimulator(t *testing.T) {
 		}
 		return rec
 	}
-	// steady is the whatif comparison's "step time mean after the first", A's or B's.
-	steady := func(args ...string) (a, b float64) {
-		t.Helper()
-		code, out, errs := runCLI(t, append([]string{"whatif", "--json"}, args...)...)
-		if code != exitOK {
-			t.Fatalf("whatif %v: exit %d: %s", args, code, errs)
-		}
-		var c report.Comparison
-		if err := json.Unmarshal([]byte(out), &c); err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range c.Rows {
-			if r.Name == "step time mean after the first" && r.A != nil && r.B != nil {
-				return *r.A, *r.B
-			}
-		}
-		t.Fatalf("whatif %v: no step time mean after the first in %s", args, out)
-		return 0, 0
-	}
 	base := record("base", "--topology", "h100x8x4")
 	for _, tc := range []struct {
 		name   string
@@ -73,11 +54,54 @@ func TestWhatIfPredictsTheSimulator(t *testing.T) {
 		{"kernels ×2", []string{"--scale-kernel", "*=2"}, []string{"--topology", "h100x8x4", "--set", "mfu=0.25"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, predicted := steady(append([]string{base}, tc.whatif...)...)
-			ran, _ := steady(record("changed", tc.run...))
+			_, predicted := steadyStep(t, append([]string{base}, tc.whatif...)...)
+			ran, _ := steadyStep(t, record("changed", tc.run...))
 			if err := (predicted - ran) / ran * 100; math.Abs(err) > whatifSimTolerancePct {
 				t.Errorf("whatif %v predicts %.2f ms a step; the simulator's run of it gives %.2f ms (%+.2f%%, tolerance ±%.0f%%)", tc.whatif, predicted/1e6, ran/1e6, err, whatifSimTolerancePct)
 			}
 		})
 	}
+}
+
+// --kernels-from keeps each rank's own kernel times: a job with one GPU at half speed, replayed
+// with the healthy run's kernels, predicts the healthy run's step time. Taking each kernel name's
+// mean over every rank spread the slow GPU's 2× over the 16 ranks as a 5% cut on each, and
+// predicted 755 ms where the healthy run takes 454.
+func TestWhatIfKernelsFromKeepsAStraggler(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"run", "--headless", "--scenario", "llm-train", "--topology", "h100x8x4", "--hosts", "2", "--steps", "3", "--set", "pp=1", "--seed", "3"}
+	healthy, slow := filepath.Join(dir, "healthy.xfr"), filepath.Join(dir, "slow.xfr")
+	for _, args := range [][]string{
+		append(append([]string{}, job...), "--record", healthy),
+		append(append([]string{}, job...), "--fault", "kind=gpu_slow,host=1,gpu=3,factor=0.5", "--record", slow),
+	} {
+		if code, _, errs := runCLI(t, args...); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+	want, _ := steadyStep(t, healthy)
+	measured, predicted := steadyStep(t, slow, "--kernels-from", healthy)
+	if err := (predicted - want) / want * 100; math.Abs(err) > whatifSimTolerancePct {
+		t.Errorf("whatif slow.xfr --kernels-from healthy.xfr: %.2f → %.2f ms a step; the healthy run takes %.2f ms (%+.2f%%, tolerance ±%.0f%%)", measured/1e6, predicted/1e6, want/1e6, err, whatifSimTolerancePct)
+	}
+}
+
+// steadyStep is a whatif comparison's "step time mean after the first", A's and B's.
+func steadyStep(t *testing.T, args ...string) (a, b float64) {
+	t.Helper()
+	code, out, errs := runCLI(t, append([]string{"whatif", "--json"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("whatif %v: exit %d: %s", args, code, errs)
+	}
+	var c report.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.Rows {
+		if r.Name == "step time mean after the first" && r.A != nil && r.B != nil {
+			return *r.A, *r.B
+		}
+	}
+	t.Fatalf("whatif %v: no step time mean after the first in %s", args, out)
+	return 0, 0
 }
