@@ -23,7 +23,7 @@ const (
 	EdgeHostSync                   // a GPU op to the end of the host call that waited for it
 	EdgeCollective                 // a rank part of a collective (or barrier) to the instance, the instance to each part
 	EdgeSendRecv                   // a send and its receive, through their instance
-	EdgeStep                       // the previous step, and a step's last ops, to its end
+	EdgeStep                       // the previous step, and a step's last ops, to its end; an engine step's start to its streams' first ops
 	edgeKindCount
 )
 

@@ -228,6 +228,7 @@ func (b *builder) steps() {
 			}
 		}
 	}
+	b.stepIssues(byDev, calls)
 	type lastKey struct {
 		step   int32
 		stream streamKey
@@ -258,6 +259,35 @@ func (b *builder) steps() {
 	}
 	for _, k := range order {
 		b.add(End(last[k]), End(k.step), 0, EdgeStep, false)
+	}
+}
+
+// stepIssues binds the first op of each device stream in a step to the step's start, for steps
+// whose host records no runtime call: the engine's, which issues a step's ops as the step begins
+// and begins it only once the step before has drained. Without this the next step's ops would
+// keep, as a lag, their measured wait for that boundary, and a step whose tail grows (a slower
+// all-reduce) or shrinks (faster kernels) would not move the steps after it. A profiler's steps
+// are bound through the host calls that launch their ops instead.
+func (b *builder) stepIssues(byDev map[int32][]int32, calls []int32) {
+	g := b.g
+	hosts := map[uint16]bool{}
+	for _, c := range calls {
+		hosts[g.Event(c).Host] = true
+	}
+	for _, ns := range b.byStream() {
+		prev := int32(-1)
+		for i, n := range ns {
+			e := g.Event(n)
+			s, ok := b.stepOf(byDev, e)
+			if !ok || e.Kind == timeline.KindStep || e.Kind == timeline.KindCommInit {
+				prev = -1
+				continue
+			}
+			if st := g.Event(s); !hosts[st.Host] && (i == 0 || prev != s) {
+				b.add(Start(s), Start(n), 0, EdgeStep, false)
+			}
+			prev = s
+		}
 	}
 }
 

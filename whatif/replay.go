@@ -12,6 +12,12 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
+// DeviceKernel names a kernel on one device (its global id).
+type DeviceKernel struct {
+	Device int32
+	Name   string
+}
+
 // Options say what to change in a replay. The zero value changes nothing and keeps every
 // measured duration.
 type Options struct {
@@ -24,6 +30,10 @@ type Options struct {
 	// ScaleExact multiplies the duration of the compute kernels named exactly as a key (it is
 	// looked at before Scale): the ratios another trace's durations give (--kernels-from).
 	ScaleExact map[string]float64
+	// ScaleDevice is ScaleExact for a kernel name on one device, looked at before it: a rank
+	// whose kernels ran slower or faster than its peers' keeps that in the ratio, where the
+	// name's mean over every rank would spread it over all of them.
+	ScaleDevice map[DeviceKernel]float64
 	// Algo and Proto force NCCL's algorithm and protocol (0: the tuner's choice), as NCCL_ALGO
 	// and NCCL_PROTO do.
 	Algo  timeline.NCCLAlgo
@@ -180,7 +190,7 @@ var ErrOption = errors.New("not a change this trace can take")
 
 // scale scales the duration edges of the kernels o.Scale names.
 func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options, w *window) error {
-	if len(o.Scale) == 0 && len(o.ScaleExact) == 0 {
+	if len(o.Scale) == 0 && len(o.ScaleExact) == 0 && len(o.ScaleDevice) == 0 {
 		return nil
 	}
 	for k, x := range o.Scale {
@@ -204,7 +214,11 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options, w *wi
 		if names != nil {
 			name = names.Lookup(g.Event(n).Label)
 		}
-		if x, ok := o.ScaleExact[name]; ok {
+		x, ok := o.ScaleDevice[DeviceKernel{g.Event(n).Device, name}]
+		if !ok {
+			x, ok = o.ScaleExact[name]
+		}
+		if ok {
 			r.Weight[i] = int64(float64(e.W) * x)
 			switch {
 			case !counted:

@@ -94,3 +94,46 @@ func TestReplayRanksStepsSideBySide(t *testing.T) {
 	}
 	sameAsRun(t, evs, s, Options{}) // a step at a time too
 }
+
+// The engine begins a step only once the one before has drained, and issues its ops as it begins
+// (no host call is recorded): a step's tail that grows or shrinks moves the next step's ops. Step
+// 1 ends with a 40 µs all-reduce-like kernel on stream 8 while stream 7 idles; step 2's kernel on
+// stream 7 starts 2 µs (a launch) after step 2 begins. With "tail" ×2 step 1 ends 40 µs later and
+// so does everything after it; with ×0.5, 20 µs earlier. Before the step's start bound its
+// streams' first ops, step 2's kernel kept its measured wait after the kernel before it on its
+// stream and did not move.
+func TestReplayEngineStepBoundary(t *testing.T) {
+	s := timeline.NewStrings()
+	evs := []timeline.Event{
+		step(0, 60), step(60, 100),
+		kern(s, "gemm", 0, 7, 0, 20, 1), kern(s, "tail", 0, 8, 20, 60, 2),
+		kern(s, "gemm", 0, 7, 62, 100, 3),
+	}
+	for _, tc := range []struct {
+		tail      float64
+		step2, k3 [2]int64 // step 2 and its kernel, µs
+	}{
+		{1, [2]int64{60, 100}, [2]int64{62, 100}},
+		{2, [2]int64{100, 140}, [2]int64{102, 140}},
+		{0.5, [2]int64{40, 80}, [2]int64{42, 80}},
+	} {
+		o := Options{Scale: map[string]float64{"tail": tc.tail}}
+		w, err := Run(evs, s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var step2, k3 [2]int64
+		for _, e := range w.Changed.Events {
+			switch {
+			case e.Kind == timeline.KindStep && e.Start > 0:
+				step2 = [2]int64{e.Start / us, e.End / us}
+			case e.Kind == timeline.KindKernel && e.Op == 3:
+				k3 = [2]int64{e.Start / us, e.End / us}
+			}
+		}
+		if step2 != tc.step2 || k3 != tc.k3 {
+			t.Errorf("tail ×%g: step 2 %v, its kernel %v (µs); want %v, %v", tc.tail, step2, k3, tc.step2, tc.k3)
+		}
+		sameAsRun(t, evs, s, o) // a step at a time too
+	}
+}

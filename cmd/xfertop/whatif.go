@@ -123,6 +123,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if wo.ScaleExact = durationRatios(first.means(), other.means()); len(wo.ScaleExact) == 0 {
 			return usageError("--kernels-from %s: no kernel of it is named as one of %s (names are matched exactly): nothing to take", o.from, source)
 		}
+		wo.ScaleDevice = durationRatios(first.deviceMeans(), other.deviceMeans())
 	}
 	view := !o.json && !o.headless && interactive(stdout)
 	run, err := replayInput(ctx, pos, o.limits, first, wo, o.describe(wo), view)
@@ -224,10 +225,10 @@ func (o *whatifOpts) options() (whatif.Options, error) {
 	return wo, nil
 }
 
-// durationRatios is, for each kernel (compute or NCCL) name both inputs ran, its mean duration in
-// there over its mean in here (sums and counts by name).
-func durationRatios(here, there map[string][2]float64) map[string]float64 {
-	ratios := map[string]float64{}
+// durationRatios is, for each kernel (compute or NCCL) name (or name on a device) both inputs
+// ran, its mean duration in there over its mean in here (sums and counts by key).
+func durationRatios[K comparable](here, there map[K][2]float64) map[K]float64 {
+	ratios := map[K]float64{}
 	for name, h := range here {
 		if t, ok := there[name]; ok && h[0] > 0 {
 			ratios[name] = (t[0] / t[1]) / (h[0] / h[1])

@@ -18,7 +18,8 @@ import (
 type planned struct {
 	header    *importers.Header
 	plan      whatif.Plan
-	sums      map[uint32][2]float64 // each kernel label's total duration and count
+	sums      map[uint32][2]float64   // each kernel label's total duration and count
+	devSums   map[devLabel][2]float64 // the same on each device
 	stepsFrom string
 	warnings  []string // the import's (importers.Result.Warnings)
 }
@@ -31,6 +32,9 @@ func (p *planned) Events(batch []timeline.Event) error {
 		if e := &batch[i]; e.Kind == timeline.KindKernel || e.Kind == timeline.KindCollective {
 			v := p.sums[e.Label]
 			p.sums[e.Label] = [2]float64{v[0] + float64(e.Dur()), v[1] + 1}
+			k := devLabel{e.Device, e.Label}
+			d := p.devSums[k]
+			p.devSums[k] = [2]float64{d[0] + float64(e.Dur()), d[1] + 1}
 		}
 	}
 	return nil
@@ -47,6 +51,23 @@ func (p *planned) means() map[string][2]float64 {
 	return m
 }
 
+// devLabel is a kernel label on one device.
+type devLabel struct {
+	dev   int32
+	label uint32
+}
+
+// deviceMeans is each kernel name's total duration and count on each device.
+func (p *planned) deviceMeans() map[whatif.DeviceKernel][2]float64 {
+	m := map[whatif.DeviceKernel][2]float64{}
+	for k, v := range p.devSums {
+		dk := whatif.DeviceKernel{Device: k.dev, Name: p.header.Strings.Lookup(k.label)}
+		w := m[dk]
+		m[dk] = [2]float64{w[0] + v[0], w[1] + v[1]}
+	}
+	return m
+}
+
 // planInput reads paths once for their plan. Replayed inputs (twice) are regular files.
 func planInput(ctx context.Context, paths []string, limits importLimits, twice bool, stderr io.Writer) (*planned, error) {
 	for _, p := range paths {
@@ -59,7 +80,7 @@ func planInput(ctx context.Context, paths []string, limits importLimits, twice b
 	}
 	opts := limits.options(false)
 	opts.Context = ctx
-	p := &planned{sums: map[uint32][2]float64{}}
+	p := &planned{sums: map[uint32][2]float64{}, devSums: map[devLabel][2]float64{}}
 	res, err := readInput(paths, opts, p, stderr)
 	if err != nil {
 		return nil, err

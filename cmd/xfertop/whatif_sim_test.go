@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/xfertop/xfertop/report"
+)
+
+// whatifSimTolerancePct is how far a what-if of a simulator recording may predict the mean step
+// time from the simulator's own run of the same change. On the job below every change is
+// predicted to within 0.01%; before the engine's step boundary was an edge of the graph, a 4×
+// slower NIC was predicted 18% short, a 2× faster one 1.9% long and halved kernels 2.3% short.
+// (With 8 layers instead of 2, NVLink ×2 comes out 1.6% short: the NCCL model times a
+// collective alone where the simulator shares links flow by flow, docs/whatif.md.)
+const whatifSimTolerancePct = 1.0
+
+// What-if of a recording of the engine predicts what the engine itself gives for the same change:
+// a data-parallel job across two hosts (its gradients' all-reduce over the NICs ends each step),
+// replayed with a slower and a faster NIC, NVLink doubled and its kernels scaled, against the
+// simulator's run of each changed setup (the independent reference), on the mean step time after
+// the first.
+func TestWhatIfPredictsTheSimulator(t *testing.T) {
+	dir := t.TempDir()
+	topo := func(name, line string) string {
+		p := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(p, []byte("base: h100x8x4\n"+line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	job := []string{"run", "--headless", "--scenario", "llm-train", "--hosts", "2", "--steps", "3", "--set", "pp=1", "--set", "layers=2", "--set", "dp_comm=allreduce"}
+	// record runs the job with extra flags into a recording and returns its path.
+	record := func(name string, extra ...string) string {
+		rec := filepath.Join(dir, name+".xfr")
+		args := append(append(append([]string{}, job...), extra...), "--record", rec)
+		if code, _, errs := runCLI(t, args...); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		return rec
+	}
+	base := record("base", "--topology", "h100x8x4")
+	for _, tc := range []struct {
+		name   string
+		whatif []string // the change, to whatif
+		run    []string // the same change, to run
+	}{
+		{"NIC 4× slower", []string{"--topology", topo("slownic", "nics.bandwidth: 100Gb/s"), "--hosts", "2"}, []string{"--topology", topo("slownic", "nics.bandwidth: 100Gb/s")}},
+		{"NIC 2× faster", []string{"--topology", topo("fastnic", "nics.bandwidth: 800Gb/s"), "--hosts", "2"}, []string{"--topology", topo("fastnic", "nics.bandwidth: 800Gb/s")}},
+		{"NVLink ×2", []string{"--topology", topo("fastnvl", "gpu.nvlink: 900GB/s"), "--hosts", "2"}, []string{"--topology", topo("fastnvl", "gpu.nvlink: 900GB/s")}},
+		{"kernels ×0.5", []string{"--scale-kernel", "*=0.5"}, []string{"--topology", "h100x8x4", "--set", "mfu=1"}},
+		{"kernels ×2", []string{"--scale-kernel", "*=2"}, []string{"--topology", "h100x8x4", "--set", "mfu=0.25"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, predicted := steadyStep(t, append([]string{base}, tc.whatif...)...)
+			ran, _ := steadyStep(t, record("changed", tc.run...))
+			if err := (predicted - ran) / ran * 100; math.Abs(err) > whatifSimTolerancePct {
+				t.Errorf("whatif %v predicts %.2f ms a step; the simulator's run of it gives %.2f ms (%+.2f%%, tolerance ±%.0f%%)", tc.whatif, predicted/1e6, ran/1e6, err, whatifSimTolerancePct)
+			}
+		})
+	}
+}
+
+// --kernels-from keeps each rank's own kernel times: a job with one GPU at half speed, replayed
+// with the healthy run's kernels, predicts the healthy run's step time. Taking each kernel name's
+// mean over every rank spread the slow GPU's 2× over the 16 ranks as a 5% cut on each, and
+// predicted 755 ms where the healthy run takes 454.
+func TestWhatIfKernelsFromKeepsAStraggler(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"run", "--headless", "--scenario", "llm-train", "--topology", "h100x8x4", "--hosts", "2", "--steps", "3", "--set", "pp=1", "--seed", "3"}
+	healthy, slow := filepath.Join(dir, "healthy.xfr"), filepath.Join(dir, "slow.xfr")
+	for _, args := range [][]string{
+		append(append([]string{}, job...), "--record", healthy),
+		append(append([]string{}, job...), "--fault", "kind=gpu_slow,host=1,gpu=3,factor=0.5", "--record", slow),
+	} {
+		if code, _, errs := runCLI(t, args...); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+	want, _ := steadyStep(t, healthy)
+	measured, predicted := steadyStep(t, slow, "--kernels-from", healthy)
+	if err := (predicted - want) / want * 100; math.Abs(err) > whatifSimTolerancePct {
+		t.Errorf("whatif slow.xfr --kernels-from healthy.xfr: %.2f → %.2f ms a step; the healthy run takes %.2f ms (%+.2f%%, tolerance ±%.0f%%)", measured/1e6, predicted/1e6, want/1e6, err, whatifSimTolerancePct)
+	}
+}
+
+// steadyStep is a whatif comparison's "step time mean after the first", A's and B's.
+func steadyStep(t *testing.T, args ...string) (a, b float64) {
+	t.Helper()
+	code, out, errs := runCLI(t, append([]string{"whatif", "--json"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("whatif %v: exit %d: %s", args, code, errs)
+	}
+	var c report.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.Rows {
+		if r.Name == "step time mean after the first" && r.A != nil && r.B != nil {
+			return *r.A, *r.B
+		}
+	}
+	t.Fatalf("whatif %v: no step time mean after the first in %s", args, out)
+	return 0, 0
+}
