@@ -313,10 +313,15 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 	f.Missing = missing[:min(len(missing), maxMissing)]
 	what := fmt.Sprintf("%s #%d on %s", collName(sub), frontier, name)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s %s entered it", what, units.Plural(len(entered), "rank"), rankList(entered, len(entered)))
-	if len(waiting) > 0 {
+	fmt.Fprintf(&b, "%s: %s entered it", what, rankSummary(entered))
+	switch {
+	case len(waiting) > listRanks && len(waiting) == len(entered):
+		b.WriteString(" (all waiting in it, not completed)")
+	case len(waiting) > listRanks:
+		fmt.Fprintf(&b, " (%s waiting in it, not completed)", rankSummary(waiting))
+	case len(waiting) > 0:
 		fmt.Fprintf(&b, " (%s waiting in it, not completed)", rankList(waiting, len(waiting)))
-	} else {
+	default:
 		b.WriteString(" and completed it")
 	}
 	if len(missing)+unseen == 0 {

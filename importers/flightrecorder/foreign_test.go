@@ -1,6 +1,7 @@
 package flightrecorder
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,5 +91,27 @@ func TestRankListHeldOnce(t *testing.T) {
 	}
 	if len(sets.byList) == 0 || len(sets.byList) > len(dumps[0].pgs) {
 		t.Errorf("%d rank lists held for %d process groups; want one per group", len(sets.byList), len(dumps[0].pgs))
+	}
+}
+
+// TestHangAtScaleIsOneLine: a hang at many ranks names those that entered as a count and runs of
+// ranks, not one by one, so that the evidence stays a line and its "why" can be read.
+func TestHangAtScaleIsOneLine(t *testing.T) {
+	const n = 200
+	var members []string
+	ranks := map[int][]op{}
+	for r := range n {
+		members = append(members, fmt.Sprint(r))
+		ranks[r] = []op{ar(1, ""), ar(2, "started")}
+	}
+	ranks[117] = []op{ar(1, "")}
+	fs := verdicts(t, writeDumps(t, map[string][2]string{"0": {"default_pg", "[" + strings.Join(members, ", ") + "]"}}, ranks))
+	if len(fs) == 0 {
+		t.Fatal("no finding")
+	}
+	f := fs[0]
+	want := "199 ranks (0–116, 118–199) entered it (all waiting in it, not completed); rank 117 never entered it"
+	if f.Rank != 117 || !strings.Contains(f.Evidence, want) || len(f.Evidence) > 600 {
+		t.Errorf("finding (rank %d, %d bytes) %q; want rank 117, with %q, under 600 bytes", f.Rank, len(f.Evidence), f.Evidence, want)
 	}
 }
