@@ -64,10 +64,10 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 			}
 			unread = cmp.Or(unread, err)
 			st.warn = append(st.warn, fmt.Sprintf("%v; left out (its rank counts as one without a dump)", err))
-			continue
+		} else {
+			read, readPaths = append(read, d), append(readPaths, p)
 		}
-		read, readPaths = append(read, d), append(readPaths, p)
-		if opts.Progress != nil {
+		if opts.Progress != nil { // a dump left out was read too: the count reaches the total
 			opts.Progress(int64(i+1), int64(len(files)))
 		}
 	}

@@ -88,11 +88,11 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 			}
 			first = cmp.Or(first, err)
 			st.warn.add(fmt.Sprintf("%v: left out (the other files are read)", err))
-			continue
+		} else {
+			parts = append(parts, part{p, fst})
+			held += len(fst.recs)
 		}
-		parts = append(parts, part{p, fst})
-		held += len(fst.recs)
-		if opts.Progress != nil {
+		if opts.Progress != nil { // a file left out was read too: the count reaches the total
 			opts.Progress(int64(i+1), int64(len(files)))
 		}
 	}

@@ -99,9 +99,13 @@ func TestFileLeftOut(t *testing.T) {
 			dir := t.TempDir()
 			paths := writeJob(t, dir, "0x7f8c496ae9f661", 16, 13)
 			c.spoil(t, dir, paths)
-			im, err := ReadFiles([]string{dir}, Options{})
+			var calls, total int64
+			im, err := ReadFiles([]string{dir}, Options{Progress: func(_, n int64) { calls, total = calls+1, n }})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if calls != total || total == 0 {
+				t.Errorf("progress told of %d of %d files; want every file counted, the one left out too", calls, total)
 			}
 			if !slices.ContainsFunc(im.Warnings, func(w string) bool { return strings.Contains(w, c.warned) }) {
 				t.Errorf("warnings %q; want one containing %q", im.Warnings, c.warned)
