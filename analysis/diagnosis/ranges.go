@@ -54,3 +54,13 @@ func rankRuns(rs []int32) string {
 	}
 	return out
 }
+
+// sortedRanks is a sorted copy of rs, nil when empty.
+func sortedRanks(rs []int32) []int32 {
+	if len(rs) == 0 {
+		return nil
+	}
+	s := slices.Clone(rs)
+	slices.Sort(s)
+	return s
+}

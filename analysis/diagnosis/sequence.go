@@ -311,6 +311,7 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 	f := Finding{Kind: Hang, Rank: -1, Host: -1, Link: -1, Comm: id, Seq: int(frontier), Coll: timeline.CollOp(sub),
 		Onset: max(onset, 0), At: at, Severity: severity, MissingN: len(missing) + unseen}
 	f.Missing = missing[:min(len(missing), maxMissing)]
+	f.Entered, f.Waiting = sortedRanks(entered), sortedRanks(waiting)
 	what := fmt.Sprintf("%s #%d on %s", collName(sub), frontier, name)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s entered it", what, rankSummary(entered))

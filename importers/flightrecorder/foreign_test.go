@@ -114,4 +114,8 @@ func TestHangAtScaleIsOneLine(t *testing.T) {
 	if f.Rank != 117 || !strings.Contains(f.Evidence, want) || len(f.Evidence) > 600 {
 		t.Errorf("finding (rank %d, %d bytes) %q; want rank 117, with %q, under 600 bytes", f.Rank, len(f.Evidence), f.Evidence, want)
 	}
+	// The whole list stays in the finding (and the JSON report) for a program to read.
+	if len(f.Entered) != n-1 || len(f.Waiting) != n-1 || slices.Contains(f.Entered, 117) || f.Entered[0] != 0 || f.Entered[n-2] != n-1 {
+		t.Errorf("entered %d ranks, waiting %d; want every rank but 117 in each, in order", len(f.Entered), len(f.Waiting))
+	}
 }
