@@ -37,6 +37,10 @@ type Finding struct {
 	// Stuck: the ranks that entered the hung op with all their peers and never finished it.
 	Stuck  []int32 `json:"stuck,omitempty"`
 	StuckN int     `json:"stuck_count,omitempty"`
+	// Entered, Waiting: a sequence-number hang's ranks that entered the op and those of them
+	// waiting in it, every one (the evidence summarises them).
+	Entered []int32 `json:"entered,omitempty"`
+	Waiting []int32 `json:"waiting,omitempty"`
 	// Cycle: a deadlock's ranks in wait order (each waits on the next, the last on the first).
 	Cycle []int32 `json:"cycle,omitempty"`
 }
@@ -47,7 +51,7 @@ func findings(fs []diagnosis.Finding, gph int) []Finding {
 		f := &fs[i]
 		x := Finding{Kind: f.Kind.String(), Culprit: f.Culprit(gph), OnsetNs: f.Onset, FromFirstTraffic: f.FromFirstTraffic, AtNs: f.At, Step: f.Step,
 			Confidence: f.Confidence, SeverityNs: f.Severity, Evidence: f.Evidence, Seq: f.Seq, Comm: f.Comm, Missing: f.Missing, MissingN: f.MissingN,
-			Stuck: f.Stuck, StuckN: f.StuckN, Cycle: f.Cycle}
+			Stuck: f.Stuck, StuckN: f.StuckN, Entered: f.Entered, Waiting: f.Waiting, Cycle: f.Cycle}
 		if f.Rank >= 0 {
 			r := f.Rank
 			x.Rank = &r

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,8 +37,11 @@ func (m *Model) importLine() string {
 		pct = min(100*float64(im.Done)/float64(im.Total), 100)
 	}
 	count, unit, rate := func(n int64) string { return units.Count(float64(n)) }, " "+im.Unit, units.Count(im.Rate)+" "+im.Unit+"/s"
-	if im.Unit == "bytes" {
+	switch im.Unit {
+	case "bytes":
 		count, unit, rate = units.Bytes, " read", units.Rate(im.Rate)
+	case "files":
+		count = grouped // a job's files are counted exactly: "1,024 files", not "1.02 k"
 	}
 	if im.Unit != "bytes" {
 		n := im.Done
@@ -82,4 +86,22 @@ func (m *Model) importLine() string {
 		so = "seek within " + units.Dur(im.Length)
 	}
 	return strings.Join(append(parts, st.Muted.Render(so)), "  ")
+}
+
+// grouped writes n in full with its thousands grouped: 1,024.
+func grouped(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

@@ -32,6 +32,8 @@ func TestImportLine(t *testing.T) {
 			[]string{"importing  4.10 k events  seek within 1.00 µs"}, []string{"░░░░░░░░░░░░░░░░░░░░"}},
 		{"finished", ImportStatus{Done: 27_300_000, Total: 27_300_000, Unit: "rows", Events: 12_300_000, Finished: true, Elapsed: 21 * time.Second},
 			[]string{"imported 27.3 M / 27.3 M rows (12.3 M events) in 21.0 s"}, []string{"importing"}},
+		{"files", ImportStatus{Done: 1024, Total: 1024, Unit: "files", Events: 7170, Finished: true, Elapsed: time.Second},
+			[]string{"imported 1,024 / 1,024 files (7.17 k events) in 1.00 s"}, []string{"1.02 k"}},
 		{"failed", ImportStatus{Done: 13_650_000, Total: 27_300_000, Unit: "rows", Events: 6_000_000, Finished: true, Err: diskFull},
 			[]string{"import stopped at 50% (13.7 M / 27.3 M rows): write import.xfr: no space left on device", "6.00 M events imported before stay"},
 			[]string{"importing"}},

@@ -82,6 +82,9 @@ type Finding struct {
 	// (up to 16; StuckN counts them all), as distinct from those that never entered it.
 	Stuck  []int32
 	StuckN int
+	// Entered and Waiting are a sequence-number hang's ranks that entered the op and those of
+	// them waiting in it, every one, in order (the evidence writes them as a count and runs).
+	Entered, Waiting []int32
 	// Cycle is a deadlock's ranks in wait order: each waits on the next, the last on the first.
 	Cycle []int32
 }

@@ -311,12 +311,18 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 	f := Finding{Kind: Hang, Rank: -1, Host: -1, Link: -1, Comm: id, Seq: int(frontier), Coll: timeline.CollOp(sub),
 		Onset: max(onset, 0), At: at, Severity: severity, MissingN: len(missing) + unseen}
 	f.Missing = missing[:min(len(missing), maxMissing)]
+	f.Entered, f.Waiting = sortedRanks(entered), sortedRanks(waiting)
 	what := fmt.Sprintf("%s #%d on %s", collName(sub), frontier, name)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s %s entered it", what, units.Plural(len(entered), "rank"), rankList(entered, len(entered)))
-	if len(waiting) > 0 {
+	fmt.Fprintf(&b, "%s: %s entered it", what, rankSummary(entered))
+	switch {
+	case len(waiting) > listRanks && len(waiting) == len(entered):
+		b.WriteString(" (all waiting in it, not completed)")
+	case len(waiting) > listRanks:
+		fmt.Fprintf(&b, " (%s waiting in it, not completed)", rankSummary(waiting))
+	case len(waiting) > 0:
 		fmt.Fprintf(&b, " (%s waiting in it, not completed)", rankList(waiting, len(waiting)))
-	} else {
+	default:
 		b.WriteString(" and completed it")
 	}
 	if len(missing)+unseen == 0 {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -169,14 +170,49 @@ func perRankFormat(path string) bool {
 
 // givenSource names the inputs as the user gave them, for the report's and the console's title,
 // when a directory among them is expanded to the files in it (rankInputs): the directory, not the
-// dumps or recordings found in it. It is "" when every input is a file, named by the importer.
+// dumps or recordings found in it. Many files (a shell's glob of a job's per-rank traces) are
+// summarised, "kin/rank-*.json.gz (128 files)", rather than listed in a title kilobytes long. It
+// is "" when the inputs are a few files, named by the importer.
 func givenSource(paths []string) string {
 	for _, p := range paths {
 		if st, err := os.Stat(p); (err == nil && st.IsDir()) || isPipe(p) {
 			return listNames(paths)
 		}
 	}
+	if len(paths) > 4 {
+		return filesPattern(paths)
+	}
 	return ""
+}
+
+// filesPattern names many files for a title: as a glob of their shared directory, name prefix
+// and suffix, and their count ("kin/rank-*.json.gz (128 files)"); files in several directories
+// as listNames does.
+func filesPattern(paths []string) string {
+	dir := filepath.Dir(paths[0])
+	pre, suf := filepath.Base(paths[0]), filepath.Base(paths[0])
+	short := len(pre)
+	for _, p := range paths[1:] {
+		if filepath.Dir(p) != dir {
+			return listNames(paths)
+		}
+		b := filepath.Base(p)
+		short = min(short, len(b))
+		for !strings.HasPrefix(b, pre) {
+			pre = pre[:len(pre)-1]
+		}
+		for !strings.HasSuffix(b, suf) {
+			suf = suf[1:]
+		}
+	}
+	if len(pre)+len(suf) > short {
+		suf = suf[len(pre)+len(suf)-short:]
+	}
+	name := pre + "*" + suf
+	if !strings.HasPrefix(paths[0], dir+string(filepath.Separator)) { // given as bare names
+		return fmt.Sprintf("%s (%d files)", name, len(paths))
+	}
+	return fmt.Sprintf("%s (%d files)", filepath.Join(dir, name), len(paths))
 }
 
 // listNames lists paths for a title: all of them, or the first three and how many there are.
@@ -212,8 +248,12 @@ func rankInputs(ctx context.Context, paths []string) ([]string, error) {
 					return nil, usageError("%v", err)
 				}
 			}
+			if len(files) == 0 { // a job's per-rank traces (the PyTorch profiler's, one per rank)
+				files = dirTraces(p)
+			}
 			if len(files) == 0 {
-				return nil, usageError("%s is a directory without recordings (*.xfr): give a recording, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR)", p)
+				return nil, usageError("%s is a directory without recordings (*.xfr), Flight Recorder dumps, NCCL Inspector logs or traces (*.json, *.json.gz): "+
+					"give a recording or trace files, or the directory of a job's per-rank recordings (XFERTOP_RECORD_DIR), dumps, logs or traces", p)
 			}
 			out = append(out, files...)
 			continue
@@ -569,4 +609,23 @@ func (p *progressLine) clear() {
 	if p.shown {
 		fmt.Fprint(p.w, "\r\x1b[K")
 	}
+}
+
+// dirTraces lists the traces directly in dir (*.json, *.json.gz whose content is a JSON trace),
+// in name order: a job's per-rank PyTorch profiler traces, read as if given one by one.
+func dirTraces(dir string) []string {
+	var out []string
+	for _, pat := range []string{"*.json", "*.json.gz"} {
+		files, _ := filepath.Glob(filepath.Join(dir, pat))
+		for _, f := range files {
+			if st, err := os.Stat(f); err != nil || st.IsDir() {
+				continue
+			}
+			if format, err := importers.Detect(f); err == nil && format == importers.FormatTrace {
+				out = append(out, f)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -42,6 +42,8 @@ var mayBeAbsent = map[string]string{
 	".findings[].missing_count":           "a hang's finding with ranks that never entered",
 	".findings[].stuck":                   "a hang's finding with ranks stuck in the op",
 	".findings[].stuck_count":             "a hang's finding with ranks stuck in the op",
+	".findings[].entered":                 "a hang matched by sequence number (Flight Recorder)",
+	".findings[].waiting":                 "a hang matched by sequence number whose ranks wait in the op",
 	".findings[].cycle":                   "a deadlock's finding",
 	".links.devices[].unattributed_bytes": "a source that cannot tell a collective's links apart (a trace); the engine's backends place every byte",
 	".links.devices[].lower_bound_links":  "links some of whose bytes no source records (HBM under kernels), or ops of unknown size: the workload's",

@@ -34,7 +34,8 @@ type dump struct {
 // pgConfig is one process group a rank belongs to: its name, description and the job ranks in it.
 type pgConfig struct {
 	name, desc string
-	ranks      []int
+	ranks      []int    // set.ranks, shared with the other dumps of the group; nil: not known
+	set        *rankSet // nil: not known
 }
 
 // entry is one record of the ring.
@@ -61,7 +62,7 @@ const (
 )
 
 // parseDump reads a dump's plain values (from pickle or JSON).
-func parseDump(v any) (*dump, error) {
+func parseDump(v any, sets *rankSets) (*dump, error) {
 	top, ok := v.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("the dump is a %s, not a dict", typeName(v))
@@ -76,7 +77,7 @@ func parseDump(v any) (*dump, error) {
 	if r, ok := integer(top["rank"]); ok && r >= 0 && r < maxPGRanks {
 		d.rank = int(r)
 	}
-	if err := d.parsePGs(top["pg_config"]); err != nil {
+	if err := d.parsePGs(top["pg_config"], sets); err != nil {
 		return nil, err
 	}
 	if top["entries"] == nil {
@@ -99,7 +100,7 @@ func parseDump(v any) (*dump, error) {
 	return d, nil
 }
 
-func (d *dump) parsePGs(v any) error {
+func (d *dump) parsePGs(v any, sets *rankSets) error {
 	if v == nil {
 		return nil
 	}
@@ -119,11 +120,13 @@ func (d *dump) parsePGs(v any) error {
 		if n := str(pm["name"]); n != "" {
 			pg.name = n
 		}
-		ranks, err := parseRanks(pm["ranks"])
+		set, err := sets.intern(pm["ranks"])
 		if err != nil {
 			return fmt.Errorf("pg_config[%q].ranks: %w", key, err)
 		}
-		pg.ranks = ranks
+		if set != nil {
+			pg.ranks, pg.set = set.ranks, set
+		}
 		d.pgs[pg.name] = pg
 	}
 	return nil

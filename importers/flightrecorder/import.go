@@ -45,13 +45,16 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 	if err != nil {
 		return nil, err
 	}
-	st := &state{pgIdx: map[string]uint32{}, byRank: map[int]string{}}
+	st := &state{pgIdx: map[pgKey]uint32{}, byRank: map[int]string{}}
+	sets := newRankSets()
 	var unread error // the first dump that could not be read
+	var read []*dump
+	var readPaths []string
 	for i, p := range files {
 		if opts.Context != nil && opts.Context.Err() != nil {
 			return nil, opts.Context.Err()
 		}
-		d, err := readFile(p)
+		d, err := readFile(p, sets)
 		if err != nil {
 			// One rank's dump cut short or garbled (its process died while dumping: the hung rank
 			// is the likeliest) leaves the others' worth reading: that rank is one without a dump.
@@ -61,17 +64,30 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 			}
 			unread = cmp.Or(unread, err)
 			st.warn = append(st.warn, fmt.Sprintf("%v; left out (its rank counts as one without a dump)", err))
+		} else {
+			read, readPaths = append(read, d), append(readPaths, p)
+		}
+		if opts.Progress != nil { // a dump left out was read too: the count reaches the total
+			opts.Progress(int64(i+1), int64(len(files)))
+		}
+	}
+	// A dump of another job among the job's (copied into its directory) would split its process
+	// groups in two and hide every collective: it is left out, by name, and the rest analysed.
+	other := foreign(read)
+	for i, d := range read {
+		p := readPaths[i]
+		if why, ok := other[i]; ok {
+			err := &FormatError{File: p, Offset: -1, Reason: why}
+			unread = cmp.Or(unread, error(err))
+			st.warn = append(st.warn, err.Error())
 			continue
 		}
-		if other, ok := st.byRank[d.rank]; ok {
-			return nil, &FormatError{File: p, Offset: -1, Reason: fmt.Sprintf("rank %d again: %s already is rank %d (two dumps of one rank, or of two jobs)", d.rank, other, d.rank)}
+		if prev, ok := st.byRank[d.rank]; ok {
+			return nil, &FormatError{File: p, Offset: -1, Reason: fmt.Sprintf("rank %d again: %s already is rank %d (two dumps of one rank, or of two jobs)", d.rank, prev, d.rank)}
 		}
 		st.byRank[d.rank] = p
 		st.dumps = append(st.dumps, d)
 		st.files = append(st.files, p)
-		if opts.Progress != nil {
-			opts.Progress(int64(i+1), int64(len(files)))
-		}
 	}
 	if len(st.dumps) == 0 && unread != nil {
 		return nil, unread
@@ -100,7 +116,7 @@ type state struct {
 	files  []string
 	byRank map[int]string
 	pgs    []pgInfo
-	pgIdx  map[string]uint32 // name|ranks → communicator (1-based)
+	pgIdx  map[pgKey]uint32 // name and ranks → communicator (1-based)
 	warn   []string
 	ends   int // coalesced-group end markers left out
 }
@@ -115,21 +131,29 @@ type pgInfo struct {
 func (st *state) pg(d *dump, name, desc string) (uint32, *pgInfo) {
 	c, ok := d.pgs[name]
 	var ranks []int
+	k := pgKey{name: name}
 	if ok {
-		ranks = slices.Clone(c.ranks)
-		slices.Sort(ranks)
+		if c.set != nil {
+			ranks, k.set = c.set.sorted, c.set.id
+		}
 		if desc == "" {
 			desc = c.desc
 		}
 	}
-	key := name + "|" + fmt.Sprint(ranks)
-	if id, ok := st.pgIdx[key]; ok {
+	if id, ok := st.pgIdx[k]; ok {
 		return id, &st.pgs[id-1]
 	}
 	st.pgs = append(st.pgs, pgInfo{name: name, desc: desc, ranks: ranks})
 	id := uint32(len(st.pgs))
-	st.pgIdx[key] = id
+	st.pgIdx[k] = id
 	return id, &st.pgs[id-1]
+}
+
+// pgKey is a process group as the import tells them apart: its name and its set of ranks (0: not
+// known).
+type pgKey struct {
+	name string
+	set  int
 }
 
 // timed reports whether every entry carries its creation time (real dumps do; hand-made ones,
@@ -197,7 +221,7 @@ func (st *state) rankEvents(d *dump, first int64, timed bool, strs *timeline.Str
 	sort.Strings(names)
 	for _, n := range names {
 		pc := d.pgs[n]
-		if !slices.Contains(pc.ranks, d.rank) {
+		if pc.set == nil || !pc.set.has(d.rank) {
 			continue
 		}
 		comm, pg := st.pg(d, n, pc.desc)

@@ -150,7 +150,7 @@ func IsDir(path string) bool {
 
 // readFile reads one dump, pickle or JSON as its first bytes say, and settles its rank: the
 // dump's own "rank" when it has one, else the digits its file name ends in.
-func readFile(path string) (*dump, error) {
+func readFile(path string, sets *rankSets) (*dump, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func readFile(path string) (*dump, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, &FormatError{File: path, Offset: 0, Reason: "empty file: not a Flight Recorder dump"}
 	}
-	d, err := decode(b)
+	d, err := decode(b, sets)
 	if err != nil {
 		var fe *FormatError
 		if errors.As(err, &fe) {
@@ -190,7 +190,7 @@ func readFile(path string) (*dump, error) {
 }
 
 // decode reads a dump's bytes: a pickle, or JSON.
-func decode(b []byte) (*dump, error) {
+func decode(b []byte, sets *rankSets) (*dump, error) {
 	var v any
 	if len(b) > 0 && b[0] == opProto {
 		p, err := unpickle(b)
@@ -214,7 +214,7 @@ func decode(b []byte) (*dump, error) {
 		}
 		v = jsonInts(v, 0)
 	}
-	d, err := parseDump(v)
+	d, err := parseDump(v, sets)
 	if err != nil {
 		return nil, &FormatError{Offset: -1, Reason: err.Error()}
 	}

@@ -26,6 +26,14 @@
 // file cut inside its first line is said to be; in a Prometheus dump a NaN exec time leaves its
 // series out and a NaN busbw leaves that value out, each at the line it is on.
 //
+// Each file is read on its own before it joins the others. A file that cannot be read as
+// Inspector's (a line mid-file that is no record, a gzip stream cut short) or that is of another
+// job (a communicator it reports on has another size there than more of the other files say) is
+// left out with a warning naming it and the line, and the rest are read; only when no file is
+// left is the import refused, with the first file's error. Two processes holding one rank of one
+// communicator (a rank's log twice: a restarted process, another job's log under that id) are an
+// error naming both files, as a recording given twice is.
+//
 // Ranks and hosts are merged through join.Join, as a live attach merges its ranks. Format
 // versions v4.0 to v4.3 are read (NCCL 2.28 to 2.32): v4.3 writes a dump_stats marker carrying
 // the header and metadata once per communicator dump, and the operation lines after it take

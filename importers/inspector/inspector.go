@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -64,17 +65,52 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 	if err != nil {
 		return nil, err
 	}
+	// Each file is read on its own first: one that is damaged, or of another job, is left out with
+	// a warning naming it and the line, and the rest analysed (the policy of every importer of
+	// per-rank files); only when nothing is left is the import refused.
 	st := newState(opts)
+	var parts []part
+	var first error // the first file left out
+	held := 0
 	for i, p := range files {
 		if opts.Context != nil && opts.Context.Err() != nil {
 			return nil, opts.Context.Err()
 		}
-		if err := st.readFile(p); err != nil {
-			return nil, err
+		fst := newState(opts)
+		fst.opts.MaxRecords = opts.MaxRecords - held
+		if err := fst.readFile(p); err != nil {
+			var le *LimitError
+			if errors.As(err, &le) && le.What == "operations" {
+				le.Limit = int64(opts.MaxRecords)
+			}
+			if fatal(err) {
+				return nil, err
+			}
+			first = cmp.Or(first, err)
+			st.warn.add(fmt.Sprintf("%v: left out (the other files are read)", err))
+		} else {
+			parts = append(parts, part{p, fst})
+			held += len(fst.recs)
 		}
-		if opts.Progress != nil {
+		if opts.Progress != nil { // a file left out was read too: the count reaches the total
 			opts.Progress(int64(i+1), int64(len(files)))
 		}
+	}
+	other := foreignParts(parts)
+	for _, i := range sortedKeys(other) {
+		st.warn.add(other[i])
+		first = cmp.Or(first, error(errors.New(other[i])))
+	}
+	for i := range parts {
+		if _, ok := other[i]; ok {
+			continue
+		}
+		if err := st.merge(parts[i].st); err != nil {
+			return nil, err
+		}
+	}
+	if len(st.recs) == 0 && first != nil && len(parts) == len(other) {
+		return nil, first
 	}
 	if len(st.recs) == 0 {
 		// Say why where the reader knows: a file cut inside its first line, records left out.

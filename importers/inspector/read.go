@@ -71,6 +71,8 @@ type commInfo struct {
 	id     string
 	name   string
 	nranks int
+	file   string // where it was first seen
+	line   int
 }
 
 type commRankKey struct {
@@ -418,7 +420,7 @@ func (st *state) comm(path string, n int, h *header) (uint32, error) {
 	if len(st.comms) >= maxComms || len(h.ID) > 256 || len(h.CommName) > 256 {
 		return 0, &LimitError{File: path, Line: n, What: "communicators (or an id or name over 256 bytes)", Limit: maxComms}
 	}
-	st.comms = append(st.comms, commInfo{id: h.ID, name: h.CommName, nranks: h.NRanks})
+	st.comms = append(st.comms, commInfo{id: h.ID, name: h.CommName, nranks: h.NRanks, file: path, line: n})
 	i := uint32(len(st.comms))
 	st.commIdx[h.ID] = i
 	return i, nil

@@ -170,6 +170,8 @@ const (
 	classGeneric         // a Chrome trace of another tool: every slice a kernel on a track
 	classExported        // xfertop's own export: events rebuilt from their args
 	classes
+	// classLeftOut is a file left out after an error (no item is made as it, so admit keeps none).
+	classLeftOut = classes
 )
 
 // fileState is the state of the file being read.

@@ -1,9 +1,14 @@
 package kineto
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -111,16 +116,25 @@ func stream(srcs []source, opts Options, begin func(*Imported) error, emit func(
 		return out.in(it)
 	})
 	m.put = srt.put
+	var first error // the first file left out
 	for i, s := range srcs {
 		info := newFileInfo(s.name, i)
 		m.files = append(m.files, info)
 		h, err := m.readSource(s, info)
 		if err != nil {
-			return nil, err
+			if !m.multi || fatalRead(err) {
+				return nil, err
+			}
+			m.leaveOut(info, err)
+			first = cmp.Or(first, err)
+			continue
 		}
 		if err := m.endFile(info, h); err != nil {
 			return nil, err
 		}
+	}
+	if first != nil && !slices.ContainsFunc(m.files, func(fi *fileInfo) bool { return fi.class != classLeftOut }) {
+		return nil, first
 	}
 	m.surveyed()
 	out.rebase = m.im.Format != "xfertop-chrome"
@@ -216,4 +230,24 @@ func (m *importer) finish(out *output) *Imported {
 		m.opts.Progress(max(m.total, m.done), max(m.total, m.done))
 	}
 	return im
+}
+
+// fatalRead reports whether a file's error stops an import of several: a bound passed, the import
+// cancelled, a file that cannot be opened. Any other (a trace cut short, garbled) leaves that file
+// out, as the importers of per-rank files do.
+func fatalRead(err error) bool {
+	var le *LimitError
+	var pe *fs.PathError
+	return errors.As(err, &le) || errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// leaveOut leaves a file of several out after an error reading it: one rank's trace cut short
+// (its process killed while writing) leaves the other ranks' worth analysing. What it put in the
+// sorter goes no further (admit keeps no item of classLeftOut), what it held is dropped, and a
+// warning names the file, where and why.
+func (m *importer) leaveOut(info *fileInfo, err error) {
+	m.dropHeld()
+	info.class = classLeftOut
+	m.f = fileState{}
+	m.warn("%v: left out (the other files are analysed; its rank counts as one not heard from)", err)
 }

@@ -42,7 +42,7 @@ type fileInfo struct {
 	rank  int32
 	gpu   bool // it holds a GPU op: a Kineto trace, not a generic Chrome one
 	hta   htaFile
-	cls   [classes]classStats
+	cls   [classes + 1]classStats // classLeftOut's stay empty
 	// genIDs are the import's ids of the names of a generic trace's slices, by provisional id.
 	genIDs []uint32
 }

@@ -1,0 +1,52 @@
+package flightrecorder
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// FuzzDecode: any bytes decode to a dump or an error, never a panic, and a dump's process groups
+// hold interned rank lists that agree with themselves (the sorted copy is the list sorted), shared
+// by every dump of the import that carries the same list.
+func FuzzDecode(f *testing.F) {
+	for _, dir := range []string{"hang", "mismatch_json", "pp_hang"} {
+		files, _ := filepath.Glob(filepath.Join("testdata", dir, "*"))
+		for _, p := range files {
+			if b, err := os.ReadFile(p); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Add([]byte(`{"pg_config": {"0": {"ranks": "[3, 1, 2]"}, "1": {"ranks": [1, 2, 3]}}, "entries": []}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sets := newRankSets()
+		d, err := decode(b, sets)
+		if err != nil {
+			return
+		}
+		again, err := decode(b, sets)
+		if err != nil {
+			t.Fatalf("decoded once, not twice: %v", err)
+		}
+		for name, pc := range d.pgs {
+			if pc.set == nil {
+				continue
+			}
+			want := slices.Clone(pc.ranks)
+			slices.Sort(want)
+			if !slices.Equal(pc.set.sorted, want) {
+				t.Errorf("group %s: sorted %v; want %v", name, pc.set.sorted, want)
+			}
+			for _, r := range pc.ranks {
+				if !pc.set.has(r) {
+					t.Errorf("group %s: rank %d of its list not in its set", name, r)
+				}
+			}
+			if again.pgs[name].set != pc.set {
+				t.Errorf("group %s: the same list decoded twice is held twice", name)
+			}
+		}
+	})
+}
