@@ -175,6 +175,7 @@ func (a *Analyzer) Result(labels Labels) *Result {
 		r.DurationNs = a.last - r.FirstNs
 	}
 	idleCauses(r.Breakdown.Devices, r.StreamIdle.Devices)
+	markNoKernels(r, a.meta)
 	r.CommCache, r.Groups = a.comms.result()
 	r.Communicators = a.named.result(labels)
 	r.Alerts, r.AlertCount = a.alerts.result(labels)

@@ -74,9 +74,13 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "device\tspan\tidle\tidle %\tcompute %\tnon-compute %\toverlap %\t")
 		for _, d := range ds {
+			u := units.Unknown
 			if !d.Ran() {
-				u := units.Unknown
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Device, u, u, u, u, u, u)
+				continue
+			}
+			if d.NoKernels {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Device, units.Dur(d.SpanNs), u, u, u, u, u)
 				continue
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t\n", d.Device, units.Dur(d.SpanNs), units.Dur(d.IdleNs), d.IdlePct, d.ComputePct, d.NonCompPct, pctNum(d.OverlapPct))
@@ -93,12 +97,19 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 	col := func(f func(d analysis.DeviceTime) float64) []float64 {
 		out := make([]float64, len(devs))
 		for i, d := range devs {
-			out[i] = math.NaN() // ran nothing: unknown, out of the spread
-			if d.Ran() {
+			out[i] = math.NaN() // ran nothing, or its source records no kernels: unknown, out of the spread
+			if d.Known() {
 				out[i] = f(d)
 			}
 		}
 		return out
+	}
+	spans := make([]float64, len(devs))
+	for i, d := range devs {
+		spans[i] = math.NaN() // ran nothing: unknown, out of the spread
+		if d.Ran() {
+			spans[i] = float64(d.SpanNs) // measured, kernels or not
+		}
 	}
 	for _, d := range devs {
 		if !d.Ran() {
@@ -106,7 +117,7 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 		}
 	}
 	writeSpreads(b, []spreadRow{
-		{"span", col(func(d analysis.DeviceTime) float64 { return float64(d.SpanNs) }), fmtDur},
+		{"span", spans, fmtDur},
 		{"idle", col(func(d analysis.DeviceTime) float64 { return float64(d.IdleNs) }), fmtDur},
 		{"idle %", col(func(d analysis.DeviceTime) float64 { return d.IdlePct }), fmtPct},
 		{"compute %", col(func(d analysis.DeviceTime) float64 { return d.ComputePct }), fmtPct},
@@ -123,6 +134,9 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 		rowsOf(unran[:min(len(unran), o.top())])
 	}
 	worst := MostIdle(devs, o.top())
+	if len(worst) == 0 {
+		return // no device's idle time is known
+	}
 	fmt.Fprintf(b, "The %d devices most idle (idle %% of their span, highest first; --top N lists more):\n", len(worst))
 	rowsOf(worst)
 }
@@ -131,7 +145,7 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 // in device order: the devices the text report lists, and the console's cluster view's worst
 // GPUs by idle %.
 func MostIdle(devs []analysis.DeviceTime, k int) []analysis.DeviceTime {
-	s := slices.DeleteFunc(slices.Clone(devs), func(d analysis.DeviceTime) bool { return !d.Ran() }) // unknown: never among the worst
+	s := slices.DeleteFunc(slices.Clone(devs), func(d analysis.DeviceTime) bool { return !d.Known() }) // unknown: never among the worst
 	slices.SortStableFunc(s, func(a, b analysis.DeviceTime) int {
 		return cmp.Or(cmp.Compare(b.IdlePct, a.IdlePct), cmp.Compare(a.Device, b.Device))
 	})

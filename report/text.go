@@ -295,6 +295,10 @@ func pctOf(a, total int64) string {
 }
 
 func idleText(b *strings.Builder, r *Report, o TextOptions) {
+	if r.Idle.Unknown != "" {
+		idleUnknownText(b, r, o)
+		return
+	}
 	fmt.Fprintf(b, "\nIdle: %s of device time (Σ over devices of the time none of its ops ran)\n", units.Dur(r.Idle.TotalNs))
 	if in := r.Idle.InSteps; in != nil && r.Steps.Count > 0 {
 		fmt.Fprintf(b, "  inside the steps: %s of device time, %s of stream gaps; per step %s and %s (the first step's setup and the time outside steps left out)\n",
@@ -321,6 +325,17 @@ func idleText(b *strings.Builder, r *Report, o TextOptions) {
 		tw.Flush()
 	}
 	fmt.Fprintf(b, "\nCommunication overlapped with compute: %s of communication time, all devices pooled\n", units.Pct(r.Overlap.CommComputePct))
+}
+
+// idleUnknownText writes the idle section of a source that records no kernels: the gaps between
+// its ops are measured, but whether a device sat idle in them or computed, and why, is not.
+func idleUnknownText(b *strings.Builder, r *Report, o TextOptions) {
+	fmt.Fprintf(b, "\nIdle: %s (%s)\n", units.Unknown, r.Idle.Unknown)
+	fmt.Fprintf(b, "Gaps between ops on streams: %s (Σ over streams), cause %s\n", units.Dur(r.Idle.StreamNs), units.Unknown)
+	if len(r.Idle.Devices) > 0 {
+		idleDevicesText(b, r, o)
+	}
+	fmt.Fprintf(b, "\nCommunication overlapped with compute: %s\n", units.Unknown)
 }
 
 func pctNum(p *float64) string {
