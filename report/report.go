@@ -131,8 +131,8 @@ type Idle struct {
 	// steps. Null when no step completed, or the steps' spans were too many to keep.
 	InSteps *analysis.IdleInSteps `json:"in_steps"`
 	// Unknown says why device idle time and the gaps' causes are unknown (analysis.NoKernelsWhy:
-	// a source that records no kernels); "" when they are measured. total_ns and by_cause are null then.
-	Unknown string `json:"unknown,omitempty"`
+	// a source that records no kernels); "" (the key always present) when they are measured. total_ns and by_cause are null then.
+	Unknown string `json:"unknown"`
 }
 
 // MarshalJSON writes idle time a source cannot know (Unknown) as null, not 0.
