@@ -238,7 +238,7 @@ func FurthestFromMedian(devs []analysis.DeviceLinks, med float64, k int) []analy
 }
 
 // partialWhy says why a link's bytes are a lower bound or unknown.
-const partialWhy = "(kernels' and NCCL ops' memory traffic, and ops of unknown size, are in no source)"
+const partialWhy = "(kernels' and NCCL ops' memory traffic, ops of unknown size, and the link of ops counted under \"link unknown\", are in no source)"
 
 // linkCell is a device's bytes on link: "≥ N" where some of them are unknown, "—" where all may be.
 func linkCell(d analysis.DeviceLinks, link analysis.Link) string {

@@ -360,7 +360,7 @@ func linksText(b *strings.Builder, r *Report, o TextOptions) {
 	fmt.Fprintf(b, "\nLink traffic (%s): %s moved on links (bus bytes)\n", how, MovedBytes(r.Links))
 	linkDevicesText(b, r, o, unknown)
 	if unknown {
-		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say\n")
+		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say, and ops between devices whose hosts are unknown (no topology)\n")
 	}
 	if slices.ContainsFunc(r.Links.Devices, func(d analysis.DeviceLinks) bool { return len(d.LowerBound) > 0 }) {
 		b.WriteString("  ≥: a lower bound, " + units.Unknown + ": unknown " + partialWhy + "\n")
