@@ -13,7 +13,7 @@ import (
 // and in the summary across devices, and ranks no device as most idle.
 func TestNoKernelsReport(t *testing.T) {
 	var ev []timeline.Event
-	const devs = 40 // above SummariseAbove: the summary is checked too
+	const devs = SummariseAbove + 16 // the summary across devices is checked too
 	for d := range int32(devs) {
 		for i := range int64(3) {
 			ev = append(ev, timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Ranks: devs, Op: uint64(i + 1),
@@ -42,9 +42,20 @@ func TestNoKernelsReport(t *testing.T) {
 					t.Fatal(err)
 				}
 				txt := b.String()
-				for _, want := range []string{"Idle: — (", "cause —", "Communication overlapped with compute: —"} {
+				want := []string{"Idle: — (", "cause —", "Communication overlapped with compute: —"}
+				if !per {
+					want = append(want, "idle, idle %, compute %, non-compute %, overlap %: unknown on every device")
+				}
+				for _, want := range want {
 					if !strings.Contains(txt, want) {
 						t.Errorf("per-device %v: text lacks %q:\n%s", per, want, txt)
+					}
+				}
+				// Without a topology the collectives' link is unknown; a device's total still counts
+				// those bytes, not 0 B.
+				for _, line := range strings.Split(txt, "\n") {
+					if f := strings.Fields(line); len(f) > 1 && f[0] == "total" && strings.Contains(line, " 0 B") {
+						t.Errorf("per-device %v: a total of 0 B beside bytes of unknown link: %q", per, line)
 					}
 				}
 				for _, bad := range []string{"host_wait", "most idle", "90.0", " 0.0"} {

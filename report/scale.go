@@ -93,6 +93,19 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 		return
 	}
 	fmt.Fprintf(b, "%s, across %d devices (--per-device lists each):\n", head, len(devs))
+	if r.Idle.Unknown != "" {
+		// No spread of unknowns: the span alone is measured.
+		spans := make([]float64, len(devs))
+		for i, d := range devs {
+			spans[i] = math.NaN()
+			if d.Ran() {
+				spans[i] = float64(d.SpanNs)
+			}
+		}
+		writeSpreads(b, []spreadRow{{"span", spans, fmtDur}})
+		fmt.Fprintf(b, "idle, idle %%, compute %%, non-compute %%, overlap %%: unknown on every device (%s)\n", r.Idle.Unknown)
+		return
+	}
 	var unran []analysis.DeviceTime
 	col := func(f func(d analysis.DeviceTime) float64) []float64 {
 		out := make([]float64, len(devs))
@@ -176,7 +189,7 @@ func linkDevicesText(b *strings.Builder, r *Report, o TextOptions, unknown bool)
 				fmt.Fprintf(tw, "%s\t", units.Bytes(d.Unattributed))
 			}
 			if !all {
-				fmt.Fprintf(tw, "%s\t", units.Bytes(d.Total))
+				fmt.Fprintf(tw, "%s\t", units.Bytes(allLinks(d)))
 			}
 			fmt.Fprintln(tw)
 		}
@@ -215,7 +228,7 @@ func linkDevicesText(b *strings.Builder, r *Report, o TextOptions, unknown bool)
 	if unknown {
 		rows = append(rows, spreadRow{"link unknown", col(func(d analysis.DeviceLinks) int64 { return d.Unattributed }), fmtBytes})
 	}
-	totals := col(func(d analysis.DeviceLinks) int64 { return d.Total })
+	totals := col(allLinks)
 	writeSpreads(b, append(rows, spreadRow{"total", totals, fmtBytes}))
 	if len(unknownLinks) > 0 {
 		fmt.Fprintf(b, "%s: unknown on every device %s\n", strings.Join(unknownLinks, ", "), partialWhy)
@@ -226,11 +239,15 @@ func linkDevicesText(b *strings.Builder, r *Report, o TextOptions, unknown bool)
 	rowsOf(worst, false)
 }
 
+// allLinks is a device's bytes on all its links, those whose link is unknown included: a total
+// of 0 B beside 80 MiB of "link unknown" (a job without topology) would say it moved nothing.
+func allLinks(d analysis.DeviceLinks) int64 { return d.Total + d.Unattributed }
+
 // FurthestFromMedian returns the k devices whose total bytes differ most from med, furthest
 // first, ties in device order: on a job whose ranks all move the same, the odd one out.
 func FurthestFromMedian(devs []analysis.DeviceLinks, med float64, k int) []analysis.DeviceLinks {
 	s := slices.Clone(devs)
-	dist := func(d analysis.DeviceLinks) float64 { return math.Abs(float64(d.Total) - med) }
+	dist := func(d analysis.DeviceLinks) float64 { return math.Abs(float64(allLinks(d)) - med) }
 	slices.SortStableFunc(s, func(a, b analysis.DeviceLinks) int {
 		return cmp.Or(cmp.Compare(dist(b), dist(a)), cmp.Compare(a.Device, b.Device))
 	})
