@@ -52,7 +52,7 @@ func (a *Analyzer) Reset() { a.StartAt(0) }
 // unseen), and the duration runs from t (or the first event, when later) to the last event's end.
 func (a *Analyzer) StartAt(t int64) {
 	*a = Analyzer{meta: a.meta, from: max(t, 0), transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
-		links: newLinks(a.meta.HostGPUs(), a.meta.LinkBytes, a.meta.FabricPortBps), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
+		links: newLinks(a.meta.GPUsPerHost, a.meta.LinkBytes, a.meta.FabricPortBps), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
 	a.steps = newSteps(a.from)
 	a.window = &stepWindow{s: &a.steps, stale: true}
 	a.steps.win, a.idle.win, a.breakdown.win = a.window, a.window, a.window
@@ -175,6 +175,7 @@ func (a *Analyzer) Result(labels Labels) *Result {
 		r.DurationNs = a.last - r.FirstNs
 	}
 	idleCauses(r.Breakdown.Devices, r.StreamIdle.Devices)
+	markNoKernels(r, a.meta)
 	r.CommCache, r.Groups = a.comms.result()
 	r.Communicators = a.named.result(labels)
 	r.Alerts, r.AlertCount = a.alerts.result(labels)

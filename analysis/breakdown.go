@@ -168,7 +168,10 @@ func (d *deviceTime) commit() {
 // union of compute ∩ communication. Percentages are of the span; OverlapPct is of communication
 // time and nil (unknown) when the device did not communicate.
 type DeviceTime struct {
-	Device     int32    `json:"device"`
+	Device int32 `json:"device"`
+	// NoKernels: the source records no kernels (RecordsKernels), so idle, compute, non-compute and
+	// overlap are unknown; written null. (Beside Device: in its padding, so the size holds.)
+	NoKernels  bool     `json:"-"`
 	SpanNs     int64    `json:"span_ns"`
 	BusyNs     int64    `json:"busy_ns"`
 	IdleNs     int64    `json:"idle_ns"`
@@ -292,6 +295,9 @@ type Breakdown struct {
 	// cause without the first step's communicator setup and the time outside steps. Nil when the
 	// run completed no step, or the steps are too scattered to keep (maxStepSpans).
 	InSteps *IdleInSteps `json:"in_steps"`
+	// NoKernels: the source records no kernels (RecordsKernels) and none turned up, so the
+	// devices' idle, compute and overlap figures are unknown.
+	NoKernels bool `json:"no_kernels,omitempty"`
 }
 
 // IdleInSteps is idle time inside the job's steps, the first step's setup left out: what is
@@ -378,6 +384,9 @@ func (d DeviceTime) Ran() bool { return d.SpanNs > 0 || d.BusyNs > 0 }
 // MarshalJSON writes a device that ran nothing with its figures null (unknown), not 0.
 func (d DeviceTime) MarshalJSON() ([]byte, error) {
 	type plain DeviceTime // without the method
+	if d.Ran() && d.NoKernels {
+		return d.marshalNoKernels()
+	}
 	if d.Ran() {
 		return json.Marshal(plain(d))
 	}

@@ -352,6 +352,8 @@ type StreamIdle struct {
 	ByCause CauseNs `json:"by_cause"`
 	// Largest is the stream's longest gap of each cause it had, in cause order.
 	Largest []Gap `json:"largest"`
+	// causesUnknown: the source records no kernels (markNoKernels); ByCause is written null.
+	causesUnknown bool
 }
 
 // DeviceGaps is the gaps of one device's streams by cause, and the cause with the most time.
@@ -360,6 +362,8 @@ type DeviceGaps struct {
 	TotalNs  int64   `json:"total_ns"`
 	ByCause  CauseNs `json:"by_cause"`
 	TopCause string  `json:"top_cause"`
+	// causesUnknown: the source records no kernels (markNoKernels); ByCause is written null.
+	causesUnknown bool
 }
 
 // StreamGaps is idle time between ops on streams, summed over streams, by cause.
@@ -372,6 +376,9 @@ type StreamGaps struct {
 	TopGaps []Gap            `json:"top_gaps"`
 	// Reordered counts ops that reached the analysis out of start order on their stream.
 	Reordered int64 `json:"reordered,omitempty"`
+	// CausesUnknown: the source records no kernels, so what a gap waited for is unknown
+	// (ByCause is then not a split of the gaps; markNoKernels).
+	CausesUnknown bool `json:"causes_unknown,omitempty"`
 }
 
 func (g *idleGaps) result() StreamGaps {

@@ -42,6 +42,8 @@ const (
 // shares only its algorithm knows, so a source that did not measure them leaves them unattributed
 // (shown as unknown), rather than putting them all on one link above its peak.
 type links struct {
+	// gpusPerHost is how many devices a host holds; 0 when unknown (a trace without topology),
+	// where which ops stay in a host, and so their link, is unknown too.
 	gpusPerHost int
 	measured    bool                         // link bytes come from KindLinkBytes events
 	bytes       [][NumLinks][NumDirs]float64 // totals by device
@@ -64,7 +66,20 @@ type links struct {
 const MaxDevices = 1 << 14
 
 func newLinks(gpusPerHost int, measured bool, portBps float64) *links {
-	return &links{gpusPerHost: max(gpusPerHost, 1), measured: measured, fabric: fabric{portBps: portBps}}
+	return &links{gpusPerHost: max(gpusPerHost, 0), measured: measured, fabric: fabric{portBps: portBps}}
+}
+
+// sameHost reports whether devices a and b are on one host, and whether that is known: it is not
+// where the hosts' size is unknown (every device taken as one host's would put a 1,024-rank job's
+// traffic on NVLink, none on the NICs).
+func (l *links) sameHost(a, b int32) (same, known bool) {
+	if a == b {
+		return true, true
+	}
+	if l.gpusPerHost <= 0 {
+		return false, false
+	}
+	return int(a)/l.gpusPerHost == int(b)/l.gpusPerHost, true
 }
 
 func (l *links) device(d int32) *[NumLinks][NumDirs]float64 {
@@ -157,7 +172,16 @@ func (l *links) markPartial(e *timeline.Event) {
 	default:
 		return
 	}
-	if l.measured || e.Bytes > 0 && (e.Kind != timeline.KindCollective || e.Ranks > 0) {
+	if l.measured {
+		return // the links are measured: they hold all the op's bytes
+	}
+	if e.Bytes > 0 && l.unattributed(e) {
+		// Its bytes went to "link unknown": NVLink and the NIC hold only part of the device's
+		// traffic, a lower bound (— when nothing else), never a bare 0.
+		mark(e.Device, LinkNVLink, LinkNIC)
+		return
+	}
+	if e.Bytes > 0 && (e.Kind != timeline.KindCollective || e.Ranks > 0) {
 		return // the op's links hold all its bytes (a collective's bus bytes need its ranks)
 	}
 	switch e.Kind {
@@ -172,10 +196,11 @@ func (l *links) markPartial(e *timeline.Event) {
 			mark(e.Device, LinkHBM)
 		}
 	case timeline.KindSend, timeline.KindRecv:
+		same, known := l.sameHost(e.Device, e.Peer)
 		switch {
-		case e.Peer < 0: // the peer is unknown: on this host or another, NVLink or a NIC
+		case e.Peer < 0 || !known: // the peer or the hosts unknown: on this host or another, NVLink or a NIC
 			mark(e.Device, LinkNVLink, LinkNIC)
-		case int(e.Peer)/l.gpusPerHost != int(e.Device)/l.gpusPerHost:
+		case !same:
 			mark(e.Device, LinkNIC)
 		default:
 			mark(e.Device, LinkNVLink)
@@ -190,8 +215,10 @@ func (l *links) markPartial(e *timeline.Event) {
 }
 
 // acrossHosts reports whether a collective may span hosts: as its source says
-// (timeline.AuxOneHost, AuxManyHosts), else when it has more ranks than a host holds or its ranks
-// are not recorded (a trace's SendRecv kernel of a 128-rank job: its NIC traffic is unknown, not 0).
+// (timeline.AuxOneHost, AuxManyHosts), else when it has more ranks than a host holds, its ranks
+// are not recorded (a trace's SendRecv kernel of a 128-rank job: its NIC traffic is unknown, not 0),
+// or the hosts' size is not known (a trace without topology: a 1,024-rank all-reduce is not one
+// host's). A 1-rank collective stays on its device.
 func (l *links) acrossHosts(e *timeline.Event) bool {
 	switch {
 	case e.Aux&timeline.AuxOneHost != 0:
@@ -199,7 +226,23 @@ func (l *links) acrossHosts(e *timeline.Event) bool {
 	case e.Aux&timeline.AuxManyHosts != 0:
 		return true
 	}
-	return e.Ranks == 0 || int(e.Ranks) > l.gpusPerHost
+	if e.Ranks == 1 {
+		return false
+	}
+	return e.Ranks == 0 || l.gpusPerHost <= 0 || int(e.Ranks) > l.gpusPerHost
+}
+
+// unattributed reports whether an op's bytes go to no one link: a collective across hosts (only
+// its algorithm knows the split) or a send or receive whose hosts are unknown.
+func (l *links) unattributed(e *timeline.Event) bool {
+	switch e.Kind {
+	case timeline.KindCollective:
+		return e.Ranks > 0 && l.acrossHosts(e)
+	case timeline.KindSend, timeline.KindRecv:
+		_, known := l.sameHost(e.Device, e.Peer)
+		return e.Peer >= 0 && !known
+	}
+	return false
 }
 
 // fromOp counts an op's bytes on the links it crossed, as far as the op itself tells.
@@ -221,7 +264,11 @@ func (l *links) fromOp(e *timeline.Event, b float64) {
 		}
 	case timeline.KindSend, timeline.KindRecv:
 		link := LinkNVLink
-		if e.Peer >= 0 && int(e.Peer)/l.gpusPerHost != int(e.Device)/l.gpusPerHost {
+		if same, known := l.sameHost(e.Device, e.Peer); e.Peer >= 0 && !known {
+			l.device(e.Device)
+			l.unknown[e.Device] += b // NVLink or a NIC: the hosts are not known
+			return
+		} else if e.Peer >= 0 && !same {
 			link = LinkNIC
 		}
 		dir := DirTx

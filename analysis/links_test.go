@@ -57,10 +57,36 @@ func TestLinks(t *testing.T) {
 			moved: 2000,
 		},
 		{
-			name:  "unknown hosts: every device on one host",
+			// Not every device on one host: NVLink or a NIC, unknown (W2: a 1,024-rank job's
+			// traffic had all gone on NVLink, none on the NICs).
+			name:  "unknown hosts: a send's link unknown",
 			meta:  timeline.Meta{Devices: 8},
-			evs:   []timeline.Event{sendEv(3, 4, 0, 10, 2000, 1), recvEv(4, 3, 0, 10, 2000, 1)},
-			want:  map[int32]linkBytes{3: {LinkNVLink: 2000}, 4: {LinkNVLink: 2000}},
+			evs:   []timeline.Event{sendEv(0, 1, 0, 10, 2000, 1), recvEv(1, 0, 0, 10, 2000, 1)},
+			want:  map[int32]linkBytes{},
+			unatt: 2000,
+			moved: 2000,
+		},
+		{
+			name:  "unknown hosts: a 1,024-rank all-reduce's link unknown",
+			meta:  timeline.Meta{Devices: 1024},
+			evs:   ranks(1024, instance(timeline.CollAllReduce, 1, []int64{0, 0}, []int64{10, 10}, 1024)),
+			want:  map[int32]linkBytes{},
+			unatt: 2 * 2046,
+			moved: 2 * 2046,
+		},
+		{
+			name:  "unknown hosts: a 2-rank all-reduce's link unknown too",
+			meta:  timeline.Meta{Devices: 2},
+			evs:   instance(timeline.CollAllReduce, 1, []int64{0, 0}, []int64{10, 10}, 1000),
+			want:  map[int32]linkBytes{},
+			unatt: 2 * 1000,
+			moved: 2000,
+		},
+		{
+			name:  "unknown hosts, but the source says one host: NVLink",
+			meta:  timeline.Meta{Devices: 2},
+			evs:   oneHost(instance(timeline.CollAllReduce, 1, []int64{0, 0}, []int64{10, 10}, 1000)),
+			want:  map[int32]linkBytes{0: {LinkNVLink: 2000}, 1: {LinkNVLink: 2000}},
 			moved: 2000,
 		},
 		{
@@ -184,7 +210,7 @@ func TestLinkRateHistory(t *testing.T) {
 	evs = append(evs, sendEv(0, 1, 3*b, 4*b, 2e9, 1))
 	// An instant (zero-length) copy lands in one bucket.
 	evs = append(evs, copyEv(timeline.CopyD2D, 0, timeline.NoDevice, 5*b+10, 5*b+10, 1e6))
-	a := fold(timeline.Meta{Devices: 2}, evs)
+	a := fold(timeline.Meta{Devices: 2, GPUsPerHost: 2}, evs)
 	d := a.Result(nil).Links.Devices[0]
 	tests := []struct {
 		link Link
@@ -282,7 +308,8 @@ func TestLinksPartial(t *testing.T) {
 	unsized := copyEv(timeline.CopyH2D, 2, timeline.NoDevice, 0, 10, 0)
 	inHost := collEv(timeline.CollAllReduce, 2, 5, 7, 0, 10, 0)
 	evs := []timeline.Event{sr, kern(1, 1, 0, 10), copyEv(timeline.CopySet, 1, timeline.NoDevice, 10, 20, 4096), unsized,
-		copyEv(timeline.CopyD2D, 3, timeline.NoDevice, 0, 10, 400), sendEv(4, timeline.NoDevice, 0, 10, 0, 9), inHost}
+		copyEv(timeline.CopyD2D, 3, timeline.NoDevice, 0, 10, 400), sendEv(4, timeline.NoDevice, 0, 10, 0, 9), inHost,
+		collEv(timeline.CollAllReduce, 8, 6, 8, 0, 10, 100)} // across hosts: its bytes are "link unknown"
 	for _, measured := range []bool{false, true} {
 		a := New(timeline.Meta{GPUsPerHost: 4, LinkBytes: measured})
 		for i := range evs {
@@ -292,9 +319,10 @@ func TestLinksPartial(t *testing.T) {
 		for _, d := range a.Result(nil).Links.Devices {
 			got[d.Device] = d.LowerBound
 		}
-		want := map[int32][]string{0: {"NVLink", "NIC", "HBM"}, 1: {"HBM"}, 2: {"PCIe"}, 3: nil, 4: {"NVLink", "NIC", "HBM"}, 5: {"NVLink", "HBM"}}
+		want := map[int32][]string{0: {"NVLink", "NIC", "HBM"}, 1: {"HBM"}, 2: {"PCIe"}, 3: nil, 4: {"NVLink", "NIC", "HBM"}, 5: {"NVLink", "HBM"},
+			6: {"NVLink", "NIC", "HBM"}}
 		if measured { // the engine measures every link but HBM's kernel traffic
-			want = map[int32][]string{0: {"HBM"}, 1: {"HBM"}, 4: {"HBM"}, 5: {"HBM"}}
+			want = map[int32][]string{0: {"HBM"}, 1: {"HBM"}, 4: {"HBM"}, 5: {"HBM"}, 6: {"HBM"}}
 		}
 		for dev, w := range want {
 			if !slices.Equal(got[dev], w) {
@@ -331,5 +359,46 @@ func TestTotalRateSumsLinks(t *testing.T) {
 	}
 	if got := new(DeviceLinks).TotalRate(0); got != 0 {
 		t.Errorf("TotalRate on a row without history = %v; want 0", got)
+	}
+}
+
+// oneHost marks collectives as their source knowing every rank is on one host.
+func oneHost(evs []timeline.Event) []timeline.Event {
+	for i := range evs {
+		evs[i].Aux |= timeline.AuxOneHost
+	}
+	return evs
+}
+
+// ranks gives collectives n ranks (of which the test holds only some).
+func ranks(n int, evs []timeline.Event) []timeline.Event {
+	for i := range evs {
+		evs[i].Ranks = uint16(n)
+	}
+	return evs
+}
+
+// Without a topology (GPUsPerHost unknown) no op between devices is known to stay in a host: a
+// 1,024-rank all-reduce and a send put their bytes in "link unknown", with NVLink and the NIC lower
+// bounds (shown —), not all on NVLink with the NIC 0 B; a copy to the host stays on PCIe.
+func TestLinksUnknownHosts(t *testing.T) {
+	evs := ranks(1024, instance(timeline.CollAllReduce, 1, []int64{0, 0}, []int64{10, 10}, 1<<20))
+	evs = append(evs, sendEv(2, 3, 0, 10, 4096, 2), recvEv(3, 2, 0, 10, 4096, 2), copyEv(timeline.CopyD2H, 4, timeline.NoDevice, 0, 10, 100))
+	r := analyze(timeline.Meta{Devices: 1024}, evs...)
+	for _, d := range r.Links.Devices {
+		want, lower := int64(0), []string(nil)
+		switch d.Device {
+		case 0, 1:
+			want, lower = 2*(1<<20)*2046/1024, []string{"NVLink", "NIC", "HBM"}
+		case 2, 3:
+			want, lower = 4096, []string{"NVLink", "NIC", "HBM"}
+		}
+		if d.Unattributed != want || d.NVLink != 0 || d.NIC != 0 || !slices.Equal(d.LowerBound, lower) {
+			t.Errorf("device %d: unattributed %d, NVLink %d, NIC %d, lower bounds %q; want %d, 0, 0, %q",
+				d.Device, d.Unattributed, d.NVLink, d.NIC, d.LowerBound, want, lower)
+		}
+		if d.Device == 4 && d.PCIe != 100 {
+			t.Errorf("device 4: PCIe %d; want 100", d.PCIe)
+		}
 	}
 }

@@ -36,8 +36,8 @@ func SpreadOf(vals []float64) Spread {
 // BusyPct is the share of the device's span in which some op of it ran: 100 − IdlePct. ok is
 // false when the device has no span yet (nothing, or only instants, ran): unknown, not 0.
 func (d DeviceTime) BusyPct() (pct float64, ok bool) {
-	if d.SpanNs <= 0 {
-		return 0, false
+	if !d.Known() {
+		return 0, false // ran nothing, or its source records no kernels: busy is unknown
 	}
 	return round2(100 - d.IdlePct), true
 }

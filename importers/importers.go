@@ -187,11 +187,20 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 		case f == FormatRecording:
 			return nil, fmt.Errorf("%s is an xfertop recording: replay it instead of importing it", p)
 		case format != FormatUnknown && f != format:
-			return nil, fmt.Errorf("%s is a %s and %s a %s: give files of one format", paths[0], format, p, f)
+			return nil, mixedFormats(paths[0], format, p, f)
 		}
 		format = f
 	}
 	return read(paths, format, opts)
+}
+
+// mixedFormats is the error for inputs of two formats: one analysis reads one, and the sources of
+// one job (a Flight Recorder dump and an Inspector log of the same ranks) are not joined by rank,
+// so the message says what to do instead.
+func mixedFormats(first string, a Format, p string, b Format) error {
+	return fmt.Errorf("%s is a %s and %s a %s: give files of one format; sources of one job in different formats are not joined by rank: "+
+		"analyse each format on its own (the %ss, then the %ss) and compare their findings by rank (docs/importers.md, \"Several formats of one job\")",
+		first, a, p, b, a, b)
 }
 
 // read imports traces or exports of format.

@@ -2,7 +2,6 @@ package importers
 
 import (
 	"errors"
-	"fmt"
 	"sort"
 
 	"github.com/xfertop/xfertop/analysis"
@@ -353,7 +352,7 @@ func detectAll(paths []string) (Format, error) {
 			return FormatUnknown, errs[i]
 		}
 		if format != FormatUnknown && formats[i] != format {
-			return FormatUnknown, fmt.Errorf("%s is a %s and %s a %s: give files of one format", paths[0], format, p, formats[i])
+			return FormatUnknown, mixedFormats(paths[0], format, p, formats[i])
 		}
 		format = formats[i]
 	}

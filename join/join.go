@@ -177,6 +177,7 @@ func (j *Join) Event(mb *Member, e *timeline.Event) bool {
 		e.Peer = j.device(e.Comm, e.Peer)
 		if e.Kind == timeline.KindCollective {
 			j.open.ended(e)
+			j.oneHost(e)
 		}
 	case timeline.KindMark:
 		if j.cfg.Strings.Lookup(e.Label) == PostedLabel {
@@ -187,6 +188,24 @@ func (j *Join) Event(mb *Member, e *timeline.Event) bool {
 		e.Peer = j.device(e.Comm, e.Peer)
 	}
 	return true
+}
+
+// oneHost marks a collective timeline.AuxOneHost where the hosts the ranks named show it stays in
+// one: every rank joined so far is on one host. Without a topology the analysis takes no op
+// between devices to stay in a host (its link is unknown); the ranks' own host names are what tell
+// it here. Live, ranks join one by one, and a collective's is marked whichever of its ranks joined
+// first (as attach takes every rank to share one host until told otherwise), so that a merge of
+// the recordings gives the events attach gave (TestMergeEqualsAttach).
+func (j *Join) oneHost(e *timeline.Event) {
+	if e.Aux&(timeline.AuxOneHost|timeline.AuxManyHosts) != 0 || len(j.hosts) != 1 || e.Ranks == 0 {
+		return
+	}
+	for h := range j.hosts {
+		if h == "" {
+			return // a rank that named no host: where it runs is unknown
+		}
+	}
+	e.Aux |= timeline.AuxOneHost
 }
 
 // stream is the session's id of a rank's stream: rank × StreamsPerRank + its own id when that

@@ -213,6 +213,13 @@ func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analy
 		if int(t.Device)/m.gpus != host {
 			continue
 		}
+		if t.NoKernels {
+			// A source without kernels: its span and communication are measured, the rest is
+			// unknown, and an unknown is no observation rather than a 0.
+			o.ObserveFloat64(in.secs, float64(t.SpanNs)/1e9, gpuAttrs(t.Device, attribute.String("xfertop.gpu.state", "span")))
+			o.ObserveFloat64(in.secs, float64(t.CommNs)/1e9, gpuAttrs(t.Device, attribute.String("xfertop.gpu.state", "communication")))
+			continue
+		}
 		o.ObserveFloat64(in.util, t.ComputePct/100, gpuAttrs(t.Device, attribute.String("hw.gpu.task", "general")))
 		for _, s := range []struct {
 			state string

@@ -182,7 +182,7 @@ func Compare(a, b *Report, la, lb string) *Comparison {
 		add(r)
 	}
 	inSteps := per == "per step"
-	devA, devB := &a.Idle.TotalNs, &b.Idle.TotalNs
+	devA, devB := idleTotal(a), idleTotal(b)
 	if inSteps {
 		devA, devB = deviceInSteps(a), deviceInSteps(b)
 	}
@@ -259,7 +259,7 @@ func hosts(r *Report) int {
 // analysis cannot tell that cause (a trace's gaps are split as Holistic Trace Analysis does: it
 // records no waits) or the time inside its steps is unknown.
 func causeNs(r *Report, cause analysis.Cause, inSteps bool) *int64 {
-	if !cause.KnownIn(timeline.ParseIdleMode(r.IdleMode)) {
+	if !cause.KnownIn(timeline.ParseIdleMode(r.IdleMode)) || r.Idle.Unknown != "" {
 		return nil
 	}
 	by := r.Idle.ByCause
@@ -288,6 +288,14 @@ func streamErrorNs(r *Report, inSteps bool) int64 {
 		return 0
 	}
 	return r.Idle.InSteps.StreamErrorNs
+}
+
+// idleTotal is a run's device idle time, nil when unknown (a source that records no kernels).
+func idleTotal(r *Report) *int64 {
+	if r.Idle.Unknown != "" {
+		return nil
+	}
+	return &r.Idle.TotalNs
 }
 
 // deviceInSteps is a run's device idle time inside its steps, nil when unknown.

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"encoding/json"
+
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -136,6 +138,22 @@ type Idle struct {
 	// (steps.setup_ns) and the time outside steps left out: what a comparison divides by the
 	// steps. Null when no step completed, or the steps' spans were too many to keep.
 	InSteps *analysis.IdleInSteps `json:"in_steps"`
+	// Unknown says why device idle time and the gaps' causes are unknown (analysis.NoKernelsWhy:
+	// a source that records no kernels); "" (the key always present) when they are measured. total_ns and by_cause are null then.
+	Unknown string `json:"unknown"`
+}
+
+// MarshalJSON writes idle time a source cannot know (Unknown) as null, not 0.
+func (i Idle) MarshalJSON() ([]byte, error) {
+	type plain Idle // without the method
+	if i.Unknown == "" {
+		return json.Marshal(plain(i))
+	}
+	return json.Marshal(struct {
+		TotalNs *int64            `json:"total_ns"`
+		ByCause *map[string]int64 `json:"by_cause"`
+		plain
+	}{plain: plain(i)})
 }
 
 // Overlap is HTA's communication/computation overlap, |union(compute ∩ comm)| / |union(comm)|,
@@ -178,6 +196,9 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)],
 		InSteps: res.Breakdown.InSteps}
 	r.Overlap.CommComputePct = res.Breakdown.OverlapPct
+	if res.Breakdown.NoKernels {
+		r.Idle.Unknown = analysis.NoKernelsWhy
+	}
 	return r
 }
 

@@ -74,9 +74,13 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "device\tspan\tidle\tidle %\tcompute %\tnon-compute %\toverlap %\t")
 		for _, d := range ds {
+			u := units.Unknown
 			if !d.Ran() {
-				u := units.Unknown
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Device, u, u, u, u, u, u)
+				continue
+			}
+			if d.NoKernels {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Device, units.Dur(d.SpanNs), u, u, u, u, u)
 				continue
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t\n", d.Device, units.Dur(d.SpanNs), units.Dur(d.IdleNs), d.IdlePct, d.ComputePct, d.NonCompPct, pctNum(d.OverlapPct))
@@ -89,16 +93,36 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 		return
 	}
 	fmt.Fprintf(b, "%s, across %d devices (--per-device lists each):\n", head, len(devs))
+	if r.Idle.Unknown != "" {
+		// No spread of unknowns: the span alone is measured.
+		spans := make([]float64, len(devs))
+		for i, d := range devs {
+			spans[i] = math.NaN()
+			if d.Ran() {
+				spans[i] = float64(d.SpanNs)
+			}
+		}
+		writeSpreads(b, []spreadRow{{"span", spans, fmtDur}})
+		fmt.Fprintf(b, "idle, idle %%, compute %%, non-compute %%, overlap %%: unknown on every device (%s)\n", r.Idle.Unknown)
+		return
+	}
 	var unran []analysis.DeviceTime
 	col := func(f func(d analysis.DeviceTime) float64) []float64 {
 		out := make([]float64, len(devs))
 		for i, d := range devs {
-			out[i] = math.NaN() // ran nothing: unknown, out of the spread
-			if d.Ran() {
+			out[i] = math.NaN() // ran nothing, or its source records no kernels: unknown, out of the spread
+			if d.Known() {
 				out[i] = f(d)
 			}
 		}
 		return out
+	}
+	spans := make([]float64, len(devs))
+	for i, d := range devs {
+		spans[i] = math.NaN() // ran nothing: unknown, out of the spread
+		if d.Ran() {
+			spans[i] = float64(d.SpanNs) // measured, kernels or not
+		}
 	}
 	for _, d := range devs {
 		if !d.Ran() {
@@ -106,7 +130,7 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 		}
 	}
 	writeSpreads(b, []spreadRow{
-		{"span", col(func(d analysis.DeviceTime) float64 { return float64(d.SpanNs) }), fmtDur},
+		{"span", spans, fmtDur},
 		{"idle", col(func(d analysis.DeviceTime) float64 { return float64(d.IdleNs) }), fmtDur},
 		{"idle %", col(func(d analysis.DeviceTime) float64 { return d.IdlePct }), fmtPct},
 		{"compute %", col(func(d analysis.DeviceTime) float64 { return d.ComputePct }), fmtPct},
@@ -123,6 +147,9 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 		rowsOf(unran[:min(len(unran), o.top())])
 	}
 	worst := MostIdle(devs, o.top())
+	if len(worst) == 0 {
+		return // no device's idle time is known
+	}
 	fmt.Fprintf(b, "The %d devices most idle (idle %% of their span, highest first; --top N lists more):\n", len(worst))
 	rowsOf(worst)
 }
@@ -131,7 +158,7 @@ func idleDevicesText(b *strings.Builder, r *Report, o TextOptions) {
 // in device order: the devices the text report lists, and the console's cluster view's worst
 // GPUs by idle %.
 func MostIdle(devs []analysis.DeviceTime, k int) []analysis.DeviceTime {
-	s := slices.DeleteFunc(slices.Clone(devs), func(d analysis.DeviceTime) bool { return !d.Ran() }) // unknown: never among the worst
+	s := slices.DeleteFunc(slices.Clone(devs), func(d analysis.DeviceTime) bool { return !d.Known() }) // unknown: never among the worst
 	slices.SortStableFunc(s, func(a, b analysis.DeviceTime) int {
 		return cmp.Or(cmp.Compare(b.IdlePct, a.IdlePct), cmp.Compare(a.Device, b.Device))
 	})
@@ -162,7 +189,7 @@ func linkDevicesText(b *strings.Builder, r *Report, o TextOptions, unknown bool)
 				fmt.Fprintf(tw, "%s\t", units.Bytes(d.Unattributed))
 			}
 			if !all {
-				fmt.Fprintf(tw, "%s\t", units.Bytes(d.Total))
+				fmt.Fprintf(tw, "%s\t", units.Bytes(allLinks(d)))
 			}
 			fmt.Fprintln(tw)
 		}
@@ -201,7 +228,7 @@ func linkDevicesText(b *strings.Builder, r *Report, o TextOptions, unknown bool)
 	if unknown {
 		rows = append(rows, spreadRow{"link unknown", col(func(d analysis.DeviceLinks) int64 { return d.Unattributed }), fmtBytes})
 	}
-	totals := col(func(d analysis.DeviceLinks) int64 { return d.Total })
+	totals := col(allLinks)
 	writeSpreads(b, append(rows, spreadRow{"total", totals, fmtBytes}))
 	if len(unknownLinks) > 0 {
 		fmt.Fprintf(b, "%s: unknown on every device %s\n", strings.Join(unknownLinks, ", "), partialWhy)
@@ -212,11 +239,15 @@ func linkDevicesText(b *strings.Builder, r *Report, o TextOptions, unknown bool)
 	rowsOf(worst, false)
 }
 
+// allLinks is a device's bytes on all its links, those whose link is unknown included: a total
+// of 0 B beside 80 MiB of "link unknown" (a job without topology) would say it moved nothing.
+func allLinks(d analysis.DeviceLinks) int64 { return d.Total + d.Unattributed }
+
 // FurthestFromMedian returns the k devices whose total bytes differ most from med, furthest
 // first, ties in device order: on a job whose ranks all move the same, the odd one out.
 func FurthestFromMedian(devs []analysis.DeviceLinks, med float64, k int) []analysis.DeviceLinks {
 	s := slices.Clone(devs)
-	dist := func(d analysis.DeviceLinks) float64 { return math.Abs(float64(d.Total) - med) }
+	dist := func(d analysis.DeviceLinks) float64 { return math.Abs(float64(allLinks(d)) - med) }
 	slices.SortStableFunc(s, func(a, b analysis.DeviceLinks) int {
 		return cmp.Or(cmp.Compare(dist(b), dist(a)), cmp.Compare(a.Device, b.Device))
 	})
@@ -224,7 +255,7 @@ func FurthestFromMedian(devs []analysis.DeviceLinks, med float64, k int) []analy
 }
 
 // partialWhy says why a link's bytes are a lower bound or unknown.
-const partialWhy = "(kernels' and NCCL ops' memory traffic, and ops of unknown size, are in no source)"
+const partialWhy = "(kernels' and NCCL ops' memory traffic, ops of unknown size, and the link of ops counted under \"link unknown\", are in no source)"
 
 // linkCell is a device's bytes on link: "≥ N" where some of them are unknown, "—" where all may be.
 func linkCell(d analysis.DeviceLinks, link analysis.Link) string {

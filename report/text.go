@@ -318,6 +318,10 @@ func pctOf(a, total int64) string {
 }
 
 func idleText(b *strings.Builder, r *Report, o TextOptions) {
+	if r.Idle.Unknown != "" {
+		idleUnknownText(b, r, o)
+		return
+	}
 	fmt.Fprintf(b, "\nIdle: %s of device time (Σ over devices of the time none of its ops ran)\n", units.Dur(r.Idle.TotalNs))
 	if in := r.Idle.InSteps; in != nil && r.Steps.Count > 0 {
 		gaps, perStep := units.Dur(in.StreamNs), units.Dur(in.StreamNs/r.Steps.Count)
@@ -352,6 +356,17 @@ func idleText(b *strings.Builder, r *Report, o TextOptions) {
 	fmt.Fprintf(b, "\nCommunication overlapped with compute: %s of communication time, all devices pooled\n", units.Pct(r.Overlap.CommComputePct))
 }
 
+// idleUnknownText writes the idle section of a source that records no kernels: the gaps between
+// its ops are measured, but whether a device sat idle in them or computed, and why, is not.
+func idleUnknownText(b *strings.Builder, r *Report, o TextOptions) {
+	fmt.Fprintf(b, "\nIdle: %s (%s)\n", units.Unknown, r.Idle.Unknown)
+	fmt.Fprintf(b, "Gaps between ops on streams: %s (Σ over streams), cause %s\n", units.Dur(r.Idle.StreamNs), units.Unknown)
+	if len(r.Idle.Devices) > 0 {
+		idleDevicesText(b, r, o)
+	}
+	fmt.Fprintf(b, "\nCommunication overlapped with compute: %s\n", units.Unknown)
+}
+
 func pctNum(p *float64) string {
 	if p == nil {
 		return units.Unknown
@@ -374,7 +389,7 @@ func linksText(b *strings.Builder, r *Report, o TextOptions) {
 	fmt.Fprintf(b, "\nLink traffic (%s): %s moved on links (bus bytes)\n", how, MovedBytes(r.Links))
 	linkDevicesText(b, r, o, unknown)
 	if unknown {
-		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say\n")
+		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say, and ops between devices whose hosts are unknown (no topology)\n")
 	}
 	if slices.ContainsFunc(r.Links.Devices, func(d analysis.DeviceLinks) bool { return len(d.LowerBound) > 0 }) {
 		b.WriteString("  ≥: a lower bound, " + units.Unknown + ": unknown " + partialWhy + "\n")

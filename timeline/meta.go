@@ -48,7 +48,8 @@ type Meta struct {
 	Topology string            // the topology's name (for people; nothing parses it)
 	Devices  int               // devices in the job
 	// GPUsPerHost is how many devices each host has (global id = host × GPUsPerHost + local);
-	// 0 when unknown, taken then as every device on one host.
+	// 0 when unknown: then which ops stay in a host is unknown too (analysis: their link), and
+	// only the console's grouping of rows takes every device as one host's (HostGPUs).
 	GPUsPerHost int
 	// LinkPeaks is each device's peak bandwidth per link in bytes/s (PCIe, NVLink, NIC, HBM);
 	// 0 is unknown.
@@ -71,7 +72,9 @@ type Meta struct {
 	Extra  map[string]string
 }
 
-// HostGPUs returns GPUsPerHost; when that is unknown, every device is taken as one host's.
+// HostGPUs returns GPUsPerHost; when that is unknown, every device is taken as one host's. It is
+// for grouping rows on screen only: a number about links must not rest on it (a 1,024-rank job
+// without topology had all its traffic put on NVLink), so the analysis reads GPUsPerHost itself.
 func (m *Meta) HostGPUs() int {
 	switch {
 	case m.GPUsPerHost > 0:

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -112,7 +113,82 @@ func (s *seqs) p2pFindings(labels timeline.Labels, hostOf func(int32) int32) []F
 		}
 		return cmp.Compare(a.Onset, b.Onset)
 	})
-	return out
+	return s.foldP2P(out)
+}
+
+// maxFolded is how many ops a finding names as also waiting on its culprit before "and more".
+const maxFolded = 3
+
+// foldP2P makes the pairs' hang findings one per culprit rank, as Pending's are
+// (TestHangOneFindingPerRank): a rank that never posted its halves of several pairs (a pipeline
+// stage that posts neither its receive from the stage before nor its send to the stage after) is
+// one finding, its later pairs "also waited on by" it; and a rank named only because it waits in
+// a send or receive to a culprit (through any chain of such waits) is a symptom, folded into that
+// culprit's finding. out is in p2pFindings' order: roots first, then the oldest wait.
+func (s *seqs) foldP2P(out []Finding) []Finding {
+	byRank := map[int32]int{} // culprit rank → its finding's index in kept
+	kept := out[:0:0]
+	folded := map[int32]int{}
+	fold := func(into int, f Finding, why string) {
+		k := &kept[into]
+		k.Severity += f.Severity
+		k.Onset = min(k.Onset, f.Onset)
+		folded[k.Rank]++
+		what, _, _ := strings.Cut(f.Evidence, ":")
+		switch n := folded[k.Rank]; {
+		case n <= maxFolded:
+			k.Evidence += "; also waited on by " + what + why
+		case n == maxFolded+1:
+			k.Evidence += " and more"
+		}
+	}
+	var symptoms []Finding
+	for _, f := range out {
+		if f.Kind != Hang || f.Rank < 0 {
+			kept = append(kept, f)
+			continue
+		}
+		if i, ok := byRank[f.Rank]; ok {
+			fold(i, f, "")
+			continue
+		}
+		if _, waits := s.waits[f.Rank]; waits && f.Confidence < 1 {
+			symptoms = append(symptoms, f) // it waits in another op: settled once every root is known
+			continue
+		}
+		byRank[f.Rank] = len(kept)
+		kept = append(kept, f)
+	}
+	for _, f := range symptoms {
+		if root, ok := s.rootOf(f.Rank, byRank); ok {
+			fold(byRank[root], f, fmt.Sprintf(" (rank %d waits in %s)", f.Rank, s.waits[f.Rank].name()))
+			continue
+		}
+		if i, ok := byRank[f.Rank]; ok {
+			fold(i, f, "")
+			continue
+		}
+		byRank[f.Rank] = len(kept)
+		kept = append(kept, f)
+	}
+	return kept
+}
+
+// rootOf follows rank's waits in sends and receives, peer to peer, to a rank that is the culprit
+// of a finding (in byRank); false when the chain leaves the sends and receives, ends, or loops.
+func (s *seqs) rootOf(rank int32, byRank map[int32]int) (int32, bool) {
+	seen := map[int32]bool{rank: true}
+	for r := rank; ; {
+		w, ok := s.waits[r]
+		if !ok || (w.kind != timeline.KindSend && w.kind != timeline.KindRecv) || w.peer < 0 || seen[w.peer] {
+			return 0, false
+		}
+		if _, ok := byRank[w.peer]; ok {
+			return w.peer, true
+		}
+		seen[w.peer] = true
+		r = w.peer
+	}
 }
 
 func (s *seqs) commName(id uint32, labels timeline.Labels) string {

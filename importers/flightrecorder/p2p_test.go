@@ -89,13 +89,14 @@ func TestP2PVerdicts(t *testing.T) {
 			0: {{"send 0->1", 1, f, "Float", ""}, {"send 0->1", 2, f, "Float", "started"}},
 			1: {{"recv 1<-0", 1, f, "Float", ""}}},
 			[]want{{diagnosis.Hang, 1, 2, "send #2 from rank 0 to rank 1 on process group 0 (pp): rank 0 posted its half (p2p seq 2 on rank 0, 1 KiB) and waits in it; rank 1 never posted the matching receive; rank 1 waits in no recorded op"}}},
-		{"the send never posted, its sender waits in another receive: the root first", 3, nil, map[int][]p2pOp{
+		// Rank 0's own wait is a symptom of rank 2's: one finding, of rank 2, that names it.
+		{"the send never posted, its sender waits in another receive: one finding, the root's", 3, nil, map[int][]p2pOp{
 			0: {{"recv 0<-2", 1, f, "Float", "started"}},
 			1: {{"recv 1<-0", 1, f, "Float", "scheduled"}},
 			2: {}},
 			[]want{
-				{diagnosis.Hang, 2, 1, "send #1 from rank 2 to rank 0 on process group 0 (pp): rank 0 posted its half (p2p seq 1 on rank 0, 1 KiB) and waits in it; rank 2 never posted the matching send; rank 2 waits in no recorded op"},
-				{diagnosis.Hang, 0, 1, "send #1 from rank 0 to rank 1 on process group 0 (pp): rank 1 posted its half (p2p seq 1 on rank 1, 1 KiB) and waits in it; rank 0 never posted the matching send; rank 0 waits in a receive from rank 2"},
+				{diagnosis.Hang, 2, 1, "send #1 from rank 2 to rank 0 on process group 0 (pp): rank 0 posted its half (p2p seq 1 on rank 0, 1 KiB) and waits in it; rank 2 never posted the matching send; rank 2 waits in no recorded op" +
+					" (busy elsewhere: compute, data, a host hang); also waited on by send #1 from rank 0 to rank 1 on process group 0 (pp) (rank 0 waits in a receive from rank 2 on communicator 1)"},
 			}},
 		{"a send and its receive of different sizes", 2, nil, map[int][]p2pOp{
 			0: {{"send 0->1", 1, f, "Float", "started"}},
@@ -137,9 +138,9 @@ func TestP2PVerdicts(t *testing.T) {
 }
 
 // TestPPHangVerdict: in the pickled 4-stage pipeline, stage 2 never posted its receive of
-// microbatch 4; the findings name rank 2 for both of its pairs, with a root's confidence, the
-// oldest wait first, then rank 1 (which waits in its send to rank 2) at half, for the receive it
-// never posted.
+// microbatch 4; one finding names rank 2, with a root's confidence, for its oldest wait, and folds
+// in its other pair and rank 1's wait (rank 1 waits in its send to rank 2: a symptom), as a
+// hang's culprit is one finding however many ops wait on it (TestHangOneFindingPerRank).
 func TestPPHangVerdict(t *testing.T) {
 	fs := verdicts(t, "testdata/pp_hang")
 	want := []struct {
@@ -148,9 +149,9 @@ func TestPPHangVerdict(t *testing.T) {
 		confidence float64
 		evidence   string
 	}{
-		{2, 4, 1, "send #4 from rank 2 to rank 3 on process group 0 (pp): rank 3 posted its half (p2p seq 4 on rank 3, 64 MiB) and waits in it; rank 2 never posted the matching send"},
-		{2, 4, 1, "send #4 from rank 1 to rank 2 on process group 0 (pp): rank 1 posted its half (p2p seq 8 on rank 1, 64 MiB) and waits in it; rank 2 never posted the matching receive; rank 2 waits in no recorded op"},
-		{1, 5, 0.5, "send #5 from rank 0 to rank 1 on process group 0 (pp): rank 0 posted its half (p2p seq 5 on rank 0, 64 MiB) and waits in it; rank 1 never posted the matching receive; rank 1 waits in a send to rank 2"},
+		{2, 4, 1, "send #4 from rank 2 to rank 3 on process group 0 (pp): rank 3 posted its half (p2p seq 4 on rank 3, 64 MiB) and waits in it; rank 2 never posted the matching send; " +
+			"rank 2 waits in no recorded op (busy elsewhere: compute, data, a host hang); also waited on by send #4 from rank 1 to rank 2 on process group 0 (pp); " +
+			"also waited on by send #5 from rank 0 to rank 1 on process group 0 (pp) (rank 1 waits in a send to rank 2 on communicator 1)"},
 	}
 	if len(fs) != len(want) {
 		for _, f := range fs {

@@ -35,7 +35,7 @@ func Metrics() []Metric {
 		}},
 		{Name: "idle %", Unit: "%", Max: 100, HighIsBad: true, Value: func(ds *Devices, d int32) (float64, bool) {
 			t, ok := ds.Time(d)
-			if !ok || t.SpanNs <= 0 {
+			if !ok || !t.Known() {
 				return 0, false
 			}
 			return t.IdlePct, true

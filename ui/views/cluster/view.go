@@ -218,7 +218,7 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 		t, tok := v.ds.Time(d)
 		busy, bok := t.BusyPct()
 		idle := math.NaN()
-		if tok && t.SpanNs > 0 {
+		if tok && t.Known() {
 			idle = t.IdlePct
 		}
 		rest := ""

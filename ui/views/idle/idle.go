@@ -16,12 +16,22 @@ import (
 
 // Group is one stream's idle time of one cause, with its largest gap of that cause.
 type Group struct {
-	Cause        analysis.Cause
+	Cause analysis.Cause
+	// CauseUnknown: the source records no kernels, so what the gaps waited for is unknown.
+	CauseUnknown bool
 	Role         string
 	Device       int32
 	Stream       uint32
 	Total        int64
 	GapAt, GapNs int64
+}
+
+// CauseName is the group's cause as shown: unknown (—) where the source cannot tell it.
+func (g Group) CauseName() string {
+	if g.CauseUnknown {
+		return units.Unknown
+	}
+	return g.Cause.String()
 }
 
 // Groups ranks every stream's idle time by cause: idle compute streams first (that is GPU time
@@ -37,7 +47,7 @@ func appendGroups(out []Group, si *analysis.StreamGaps) []Group {
 	for _, s := range si.Streams {
 		for _, c := range analysis.Causes() {
 			if n := s.ByCause[c]; n > 0 {
-				g := Group{Cause: c, Role: s.Role, Device: s.Device, Stream: s.Stream, Total: n}
+				g := Group{Cause: c, CauseUnknown: s.CausesUnknown(), Role: s.Role, Device: s.Device, Stream: s.Stream, Total: n}
 				for _, gap := range s.Largest {
 					if gap.Cause == c {
 						g.GapAt, g.GapNs = gap.Start, gap.Dur
@@ -132,7 +142,7 @@ func (v *Model) groups() []Group {
 		return gs
 	}
 	return slices.DeleteFunc(gs, func(g Group) bool {
-		return !v.filter.Match(g.Cause.String(), g.Role, fmt.Sprintf("device %d", g.Device), fmt.Sprintf("stream %d", g.Stream))
+		return !v.filter.Match(g.CauseName(), g.Role, fmt.Sprintf("device %d", g.Device), fmt.Sprintf("stream %d", g.Stream))
 	})
 }
 
@@ -182,8 +192,12 @@ func (v *Model) View() string {
 			causes = append(causes, fmt.Sprintf("%s %s (%.0f%%)", c, units.Dur(n), 100*float64(n)/float64(si.TotalNs)))
 		}
 	}
+	devIdle := units.Dur(fr.Res.Breakdown.IdleNs)
+	if fr.Res.Breakdown.NoKernels {
+		devIdle, causes = units.Unknown, []string{"cause " + units.Unknown + " (" + analysis.NoKernelsWhy + ")"}
+	}
 	fmt.Fprintf(&b, "%s devices %s idle · gaps on streams %s (Σ over streams; %% of that): %s\n", st.Title.Render("Idle"),
-		units.Dur(fr.Res.Breakdown.IdleNs), units.Dur(si.TotalNs), strings.Join(causes, ", "))
+		devIdle, units.Dur(si.TotalNs), strings.Join(causes, ", "))
 	// Per device, HTA's temporal breakdown and overlap, as the report gives them.
 	devs := fr.Res.Breakdown.Devices
 	shown := min(len(devs), max(h/3, 1))
@@ -193,6 +207,11 @@ func (v *Model) View() string {
 		ov := units.Unknown
 		if d.OverlapPct != nil {
 			ov = fmt.Sprintf("%.1f", *d.OverlapPct)
+		}
+		if d.NoKernels {
+			u := units.Unknown
+			fmt.Fprintf(&b, "%-7d%8s%10s%14s%11s\n", d.Device, u, u, u, ov)
+			continue
 		}
 		fmt.Fprintf(&b, "%-7d%8.1f%10.1f%14.1f%11s\n", d.Device, d.IdlePct, d.ComputePct, d.NonCompPct, ov)
 	}
@@ -215,7 +234,7 @@ func (v *Model) View() string {
 		if g.GapNs > 0 {
 			gap = units.Dur(g.GapNs) + " at " + units.Dur(g.GapAt)
 		}
-		line := fmt.Sprintf("%-13s%7d%8d %-9s%11s  %s", g.Cause, g.Device, g.Stream, g.Role, units.Dur(g.Total), gap)
+		line := fmt.Sprintf("%-13s%7d%8d %-9s%11s  %s", g.CauseName(), g.Device, g.Stream, g.Role, units.Dur(g.Total), gap)
 		if i == v.list.Selected() {
 			line = st.Selected.Render(line)
 		}

@@ -288,7 +288,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 // hosts expanded under it; most idle first when asked, else by id.
 func (m *Model) layoutRows(rows []devRow, devs []analysis.DeviceLinks, times []analysis.DeviceTime, gpus int) []devRow {
 	idle := func(d int) float64 { // unknown sorts last
-		if times[d].SpanNs <= 0 {
+		if !times[d].Known() {
 			return -1
 		}
 		return times[d].IdlePct
@@ -422,8 +422,8 @@ func (c *sparkTotals) of(res *analysis.Result, bucket int64, histW int, d *analy
 // anything, or when its streams had no gap to name a cause by.
 func idleCause(tm analysis.DeviceTime) string {
 	switch {
-	case tm.SpanNs <= 0:
-		return units.Unknown
+	case !tm.Known():
+		return units.Unknown // ran nothing, or its source records no kernels
 	case tm.IdleNs <= 0:
 		return "not idle"
 	case tm.IdleCause == "":
@@ -455,7 +455,7 @@ func (t *deviceTable) histSpan() int64 {
 func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm *analysis.DeviceTime, cause string, spark []float64) string {
 	st := t.fr.Styles
 	line := fmt.Sprintf("%-*s", t.colDev, label)
-	if tm.SpanNs > 0 {
+	if tm.Known() {
 		idle := fmt.Sprintf("%7s", units.Share(tm.IdlePct))
 		if tm.IdlePct >= 50 {
 			idle = st.WarnOn + idle + st.WarnOff
