@@ -34,11 +34,12 @@ type Backend interface {
 
 // Launcher is a Backend that takes a launch (Submit of a CmdLaunch command) without a Command
 // around its op: a Command is some 300 bytes, built and then copied again to pass it by value,
-// once per op. Launch(dev, op) must do what Submit(dev, Command{Kind: CmdLaunch, Op: op}) does.
-// (The op goes by value too: a pointer through an interface would put every op the client builds
-// on the heap.)
+// once per op. Launch(dev, op) must do what Submit(dev, Command{Kind: CmdLaunch, Op: *op}) does,
+// and must not keep op past its return: the client builds every op in one scratch StreamOp of its
+// own (a pointer to an op on the caller's stack, through an interface, would put every op the
+// client builds on the heap; passing it by value copied its 200 bytes once more per op).
 type Launcher interface {
-	Launch(dev DeviceID, op StreamOp)
+	Launch(dev DeviceID, op *StreamOp)
 }
 
 // CommFault is an error a backend found in a communicator's background work (NCCL's

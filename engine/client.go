@@ -94,6 +94,10 @@ type Client struct {
 	seenEpoch uint32
 
 	ev timeline.Event // scratch for emit: handed to the sink by pointer, so emitting does not allocate
+	// lop is scratch for a launch: an op is built in it and handed to the backend by pointer,
+	// where an op built on the stack was copied again to pass it by value (a pointer to it
+	// through the Launcher interface would have put every op on the heap).
+	lop StreamOp
 }
 
 // NewClient builds a client over b. Events the client itself produces (cache hits, evictions,
@@ -231,7 +235,7 @@ func (c *Client) launch(op *StreamOp) {
 		return
 	}
 	if c.fast != nil && c.capt == nil {
-		c.fast.Launch(op.Device, *op)
+		c.fast.Launch(op.Device, op)
 		return
 	}
 	c.submit(op.Device, &Command{Kind: CmdLaunch, Op: *op})
@@ -243,7 +247,8 @@ func (c *Client) Kernel(s StreamID, dur int64, label string) error {
 	if err != nil {
 		return err
 	}
-	c.launch(&StreamOp{Kind: OpKernel, Stream: s, Device: dev, Peer: -1, Duration: dur, Label: c.strs.ID(label)})
+	c.lop = StreamOp{Kind: OpKernel, Stream: s, Device: dev, Peer: -1, Duration: dur, Label: c.strs.ID(label)}
+	c.launch(&c.lop)
 	return nil
 }
 
@@ -255,7 +260,8 @@ func (c *Client) Record(s StreamID) (EventID, error) {
 		return 0, err
 	}
 	ev := c.b.NewEvent()
-	c.launch(&StreamOp{Kind: OpRecord, Stream: s, Device: dev, Peer: -1, Event: ev})
+	c.lop = StreamOp{Kind: OpRecord, Stream: s, Device: dev, Peer: -1, Event: ev}
+	c.launch(&c.lop)
 	return ev, nil
 }
 
@@ -266,7 +272,8 @@ func (c *Client) WaitEvent(s StreamID, ev EventID) error {
 		return err
 	}
 	if ev != 0 {
-		c.launch(&StreamOp{Kind: OpWaitEvent, Stream: s, Device: dev, Peer: -1, Event: ev})
+		c.lop = StreamOp{Kind: OpWaitEvent, Stream: s, Device: dev, Peer: -1, Event: ev}
+		c.launch(&c.lop)
 	}
 	return nil
 }
@@ -305,7 +312,8 @@ func (c *Client) Copy(s StreamID, dir timeline.CopyDir, bytes int64, peer Device
 	}
 	id := c.NewOpID()
 	f := NewFuture(id)
-	c.launch(&StreamOp{Kind: OpCopy, Stream: s, Device: dev, Peer: peer, Dir: dir, Bytes: bytes, Pageable: pageable, ID: id, Future: f})
+	c.lop = StreamOp{Kind: OpCopy, Stream: s, Device: dev, Peer: peer, Dir: dir, Bytes: bytes, Pageable: pageable, ID: id, Future: f}
+	c.launch(&c.lop)
 	return f, nil
 }
 
@@ -321,7 +329,10 @@ func (c *Client) Recv(s StreamID, peer DeviceID, bytes int64, id uint64) (*Futur
 }
 
 func (c *Client) p2p(kind OpKind, s StreamID, peer DeviceID, bytes int64, id uint64) (*Future, error) {
-	name := map[OpKind]string{OpSend: "Send", OpRecv: "Recv"}[kind]
+	name := "Send" // not a map literal: that built a map on every call
+	if kind == OpRecv {
+		name = "Recv"
+	}
 	dev, err := c.streamDev(s)
 	if err != nil {
 		return nil, err
@@ -334,7 +345,8 @@ func (c *Client) p2p(kind OpKind, s StreamID, peer DeviceID, bytes int64, id uin
 	}
 	comm := c.commFor(name, []DeviceID{dev, peer})
 	f := NewFuture(id)
-	c.launch(&StreamOp{Kind: kind, Stream: s, Device: dev, Peer: peer, Bytes: bytes, ID: id, Comm: comm.ID, Future: f})
+	c.lop = StreamOp{Kind: kind, Stream: s, Device: dev, Peer: peer, Bytes: bytes, ID: id, Comm: comm.ID, Future: f}
+	c.launch(&c.lop)
 	return f, nil
 }
 
@@ -534,9 +546,10 @@ func (c *Client) collectiveOn(op timeline.CollOp, devs []DeviceID, streams []Str
 				rb += v
 			}
 		}
-		c.launch(&StreamOp{Kind: OpCollective, Stream: streams[i], Device: d, Peer: -1, Coll: op, Bytes: rb, ID: id,
+		c.lop = StreamOp{Kind: OpCollective, Stream: streams[i], Device: d, Peer: -1, Coll: op, Bytes: rb, ID: id,
 			Ranks: ranks, Sizes: row, RecvSizes: col, Comm: comm.ID, Label: lbl, Future: f,
-			NCCLAlgo: c.opts.NCCLAlgo, NCCLProto: c.opts.NCCLProto})
+			NCCLAlgo: c.opts.NCCLAlgo, NCCLProto: c.opts.NCCLProto}
+		c.launch(&c.lop)
 	}
 	return futs, nil
 }
@@ -552,7 +565,8 @@ func (c *Client) Barrier(devs []DeviceID, label string) (uint32, error) {
 	ranks := append([]DeviceID(nil), devs...)
 	lbl := c.strs.ID(label)
 	for _, d := range devs {
-		c.launch(&StreamOp{Kind: OpBarrier, Stream: c.ComputeStream(d), Device: d, Peer: -1, ID: id, Barrier: c.nextBar, Ranks: ranks, Label: lbl})
+		c.lop = StreamOp{Kind: OpBarrier, Stream: c.ComputeStream(d), Device: d, Peer: -1, ID: id, Barrier: c.nextBar, Ranks: ranks, Label: lbl}
+		c.launch(&c.lop)
 	}
 	return c.nextBar, nil
 }

@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"unsafe"
+
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/internal/cacheline"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -24,6 +27,12 @@ func (s *Sim) finish(oi int32, kick bool) {
 	o := s.op(oi)
 	if !o.live {
 		return
+	}
+	if o.op.Future != nil {
+		// The future was made with its op, long before at 1,024 GPUs (a step queues a quarter
+		// of a million ops ahead of the devices), and is out of the caches: reading it in
+		// resolve waited for memory. Asked for now, it arrives while the op's event is folded.
+		cacheline.Prefetch(unsafe.Pointer(o.op.Future), 2)
 	}
 	s.emitOp(oi)
 	if f := o.op.Future; f != nil {

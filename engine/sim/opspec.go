@@ -57,6 +57,18 @@ func specOf(op *engine.StreamOp) opSpec {
 	return o
 }
 
+// set makes o what specOf(op) returns, written in place.
+func (o *opSpec) set(op *engine.StreamOp) {
+	o.Bytes, o.Duration, o.ID, o.Ranks, o.Future = op.Bytes, op.Duration, op.ID, op.Ranks, op.Future
+	o.more = nil
+	if op.Sizes != nil || op.RecvSizes != nil || op.Parts != nil {
+		o.more = &opMore{Sizes: op.Sizes, RecvSizes: op.RecvSizes, Parts: op.Parts}
+	}
+	o.Stream, o.Device, o.Peer, o.Event = op.Stream, op.Device, op.Peer, op.Event
+	o.Comm, o.Group, o.Barrier, o.Label, o.Graph = op.Comm, op.Group, op.Barrier, op.Label, op.Graph
+	o.Kind, o.Dir, o.Coll, o.NCCLAlgo, o.NCCLProto, o.Pageable = op.Kind, op.Dir, op.Coll, op.NCCLAlgo, op.NCCLProto, op.Pageable
+}
+
 // streamOp is the engine.StreamOp o was made from, for the few places that need one whole.
 func (o *opSpec) streamOp() engine.StreamOp {
 	op := engine.StreamOp{Bytes: o.Bytes, Duration: o.Duration, ID: o.ID, Ranks: o.Ranks, Future: o.Future,

@@ -38,7 +38,7 @@ func TestQueuedLaunchBytes(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	for i := range perDev {
 		for d, st := range streams {
-			s.Launch(engine.DeviceID(d), engine.StreamOp{Kind: engine.OpKernel, Stream: st, Device: engine.DeviceID(d), Peer: -1, Duration: int64(1_000_000 + i%7)})
+			s.Launch(engine.DeviceID(d), &engine.StreamOp{Kind: engine.OpKernel, Stream: st, Device: engine.DeviceID(d), Peer: -1, Duration: int64(1_000_000 + i%7)})
 		}
 	}
 	if err := s.Run(context.Background()); err != nil {

@@ -209,8 +209,8 @@ func (s *Sim) Submit(dev engine.DeviceID, cmd engine.Command) {
 
 // Launch queues the launch of op on dev's host thread, as Submit of a CmdLaunch command does
 // (engine.Launcher).
-func (s *Sim) Launch(dev engine.DeviceID, op engine.StreamOp) {
-	oi := s.reserve(&op)
+func (s *Sim) Launch(dev engine.DeviceID, op *engine.StreamOp) {
+	oi := s.reserve(op)
 	*s.pushCmd(&s.hosts[dev].q) = hostCmd{Kind: engine.CmdLaunch, ref: oi, Duration: s.launchCost(&s.op(oi).op)}
 	s.submitted(dev)
 }

@@ -113,7 +113,13 @@ func (s *Sim) current(r opRef) bool {
 func (s *Sim) reserve(op *engine.StreamOp) int32 {
 	oi := s.takeSlot()
 	o := s.op(oi)
-	*o = opState{op: specOf(op), waitAt: -1, parent: -1, inst: -1, gen: s.gens[oi]}
+	// Field by field, not *o = opState{op: specOf(op), …}: that built the slot on the stack and
+	// copied it in (a memmove, and with the collector running a write barrier over every word),
+	// three times the bytes a launch writes.
+	o.op.set(op)
+	o.seq, o.queued, o.start, o.waitAt = 0, 0, 0, -1
+	o.parts, o.parent, o.inst, o.gen, o.group, o.aux = 0, -1, -1, s.gens[oi], 0, 0
+	o.live, o.matched, o.failed, o.status = false, false, false, 0
 	return oi
 }
 
