@@ -390,20 +390,24 @@ func (d DeviceTime) MarshalJSON() ([]byte, error) {
 	if d.Ran() {
 		return json.Marshal(plain(d))
 	}
-	return json.Marshal(struct {
-		Device     int32    `json:"device"`
-		SpanNs     *int64   `json:"span_ns"`
-		BusyNs     *int64   `json:"busy_ns"`
-		IdleNs     *int64   `json:"idle_ns"`
-		ComputeNs  *int64   `json:"compute_ns"`
-		NonCompNs  *int64   `json:"non_compute_ns"`
-		CommNs     *int64   `json:"comm_ns"`
-		OverlapNs  *int64   `json:"overlap_ns"`
-		IdlePct    *float64 `json:"idle_pct"`
-		ComputePct *float64 `json:"compute_pct"`
-		NonCompPct *float64 `json:"non_compute_pct"`
-		OverlapPct *float64 `json:"overlap_pct"`
-		LateNs     *int64   `json:"late_ns"`
-		IdleCause  *string  `json:"idle_cause"`
-	}{Device: d.Device})
+	return json.Marshal(deviceTimeNullable{Device: d.Device})
+}
+
+// deviceTimeNullable is DeviceTime as JSON with each figure that may be unknown a pointer (null):
+// a device that ran nothing, or one of a source without kernels.
+type deviceTimeNullable struct {
+	Device     int32    `json:"device"`
+	SpanNs     *int64   `json:"span_ns"`
+	BusyNs     *int64   `json:"busy_ns"`
+	IdleNs     *int64   `json:"idle_ns"`
+	ComputeNs  *int64   `json:"compute_ns"`
+	NonCompNs  *int64   `json:"non_compute_ns"`
+	CommNs     *int64   `json:"comm_ns"`
+	OverlapNs  *int64   `json:"overlap_ns"`
+	IdlePct    *float64 `json:"idle_pct"`
+	ComputePct *float64 `json:"compute_pct"`
+	NonCompPct *float64 `json:"non_compute_pct"`
+	OverlapPct *float64 `json:"overlap_pct"`
+	LateNs     *int64   `json:"late_ns"`
+	IdleCause  *string  `json:"idle_cause"`
 }

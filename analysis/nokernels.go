@@ -100,22 +100,7 @@ func (d DeviceTime) Known() bool { return d.Ran() && !d.NoKernels }
 // are measured; its busy, idle, compute and non-compute time and overlap are null (unknown).
 func (d DeviceTime) marshalNoKernels() ([]byte, error) {
 	span, comm, late := d.SpanNs, d.CommNs, d.LateNs
-	return json.Marshal(struct {
-		Device     int32    `json:"device"`
-		SpanNs     *int64   `json:"span_ns"`
-		BusyNs     *int64   `json:"busy_ns"`
-		IdleNs     *int64   `json:"idle_ns"`
-		ComputeNs  *int64   `json:"compute_ns"`
-		NonCompNs  *int64   `json:"non_compute_ns"`
-		CommNs     *int64   `json:"comm_ns"`
-		OverlapNs  *int64   `json:"overlap_ns"`
-		IdlePct    *float64 `json:"idle_pct"`
-		ComputePct *float64 `json:"compute_pct"`
-		NonCompPct *float64 `json:"non_compute_pct"`
-		OverlapPct *float64 `json:"overlap_pct"`
-		LateNs     *int64   `json:"late_ns"`
-		IdleCause  *string  `json:"idle_cause"`
-	}{Device: d.Device, SpanNs: &span, CommNs: &comm, LateNs: &late})
+	return json.Marshal(deviceTimeNullable{Device: d.Device, SpanNs: &span, CommNs: &comm, LateNs: &late})
 }
 
 // MarshalJSON writes a gap whose cause is unknown (CauseName "") with its cause null.

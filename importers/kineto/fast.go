@@ -460,35 +460,43 @@ func (d *decoder) fastArgs(b []byte, i int) (int, bool) {
 	}
 }
 
+// intArg is the integer arg key names: its bit in Has and Bad and where its value goes; nil for
+// an arg that is no integer.
+func (a *rawArgs) intArg(key int) (uint8, *int64) {
+	switch key {
+	case argDevice:
+		return hasDevice, &a.Device
+	case argStream:
+		return hasStream, &a.Stream
+	case argCorrelation:
+		return hasCorrelation, &a.Correlation
+	case argBytes:
+		return hasBytes, &a.Bytes
+	case argInNelems:
+		return hasInNelems, &a.InNelems
+	case argOutNelems:
+		return hasOutNelems, &a.OutNelems
+	case argGroupSize:
+		return hasGroupSize, &a.GroupSize
+	}
+	return 0, nil
+}
+
 // fastArgValue reads the value at b[i] (i < len(b)) of the arg key names, and returns the index
 // after it.
 func (d *decoder) fastArgValue(b []byte, key, i int) (int, bool) {
 	a := &d.ev.Args
-	var bit uint8
-	var dst *int64
-	switch key {
-	case argDevice:
-		bit, dst = hasDevice, &a.Device
-	case argStream:
-		bit, dst = hasStream, &a.Stream
-	case argCorrelation:
-		bit, dst = hasCorrelation, &a.Correlation
-	case argBytes:
-		bit, dst = hasBytes, &a.Bytes
-	case argInNelems:
-		bit, dst = hasInNelems, &a.InNelems
-	case argOutNelems:
-		bit, dst = hasOutNelems, &a.OutNelems
-	case argGroupSize:
-		bit, dst = hasGroupSize, &a.GroupSize
-	case argDType:
+	bit, dst := a.intArg(key)
+	switch {
+	case dst != nil:
+	case key == argDType:
 		v0, v1, end, ok := d.fastScalar(b, i)
 		if !ok {
 			return 0, false
 		}
 		a.DType = dtypeName(b[v0:v1])
 		return end, true
-	case argXfertop:
+	case key == argXfertop:
 		return 0, false // an export's own fields: the general path reads them
 	default:
 		return d.fastSkip(b, i)

@@ -284,21 +284,7 @@ func numberByte(c byte) bool {
 // setArg sets an integer arg, as fastArgValue does for one read by fastInt.
 func (d *decoder) setArg(arg uint8, v int64) {
 	a := &d.ev.Args
-	switch arg {
-	case argDevice:
-		a.Device = v
-	case argStream:
-		a.Stream = v
-	case argCorrelation:
-		a.Correlation = v
-	case argBytes:
-		a.Bytes = v
-	case argInNelems:
-		a.InNelems = v
-	case argOutNelems:
-		a.OutNelems = v
-	case argGroupSize:
-		a.GroupSize = v
-	}
-	a.Has |= 1 << (arg - argDevice)
+	bit, dst := a.intArg(int(arg))
+	*dst = v
+	a.Has |= bit
 }
