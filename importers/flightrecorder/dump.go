@@ -3,7 +3,9 @@ package flightrecorder
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -30,6 +32,10 @@ type dump struct {
 	pgs     map[string]pgConfig
 	entries []entry
 }
+
+// pgNames is the names of the dump's process groups, sorted: the order the import visits them in,
+// so that its output does not depend on a map's.
+func (d *dump) pgNames() []string { return slices.Sorted(maps.Keys(d.pgs)) }
 
 // pgConfig is one process group a rank belongs to: its name, description and the job ranks in it.
 type pgConfig struct {

@@ -214,12 +214,7 @@ func (st *state) build(source string) ([]timeline.Event, *kineto.Imported, error
 // diagnosis learns the group's members from it), then an op per entry.
 func (st *state) rankEvents(d *dump, first int64, timed bool, strs *timeline.Strings, out []timeline.Event) []timeline.Event {
 	rank := int32(d.rank)
-	names := make([]string, 0, len(d.pgs))
-	for n := range d.pgs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range d.pgNames() {
 		pc := d.pgs[n]
 		if pc.set == nil || !pc.set.has(d.rank) {
 			continue

@@ -108,12 +108,7 @@ func foreign(dumps []*dump) map[int]string {
 	}
 	out := map[int]string{}
 	for i, d := range dumps {
-		names := make([]string, 0, len(d.pgs))
-		for n := range d.pgs {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range d.pgNames() {
 			pc := d.pgs[name]
 			sets := bySize[name]
 			if sets == nil || pc.set == nil || !pc.set.has(d.rank) {
