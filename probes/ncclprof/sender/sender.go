@@ -221,15 +221,17 @@ func (s *Sender) Add(r *fold.Record) {
 
 // cost emits the plugin's cost so far as samples of this rank: the mean time of a callback (of
 // those timed), and what the callbacks (every record, and every drop) took, estimated from that
-// mean, per million ns of the NCCL operations folded. Nothing is sent while nothing is known.
+// mean, per million ns of the NCCL operations folded. Nothing is sent while nothing is known:
+// callbacks can be timed before the sender has folded any record they queued (the pump read the
+// counters before draining the ring), and a time per callback over no callbacks says nothing.
 func (s *Sender) cost(now int64, c Counters) {
-	if s.comms == 0 || c.CostSamples == 0 {
+	calls := s.records + c.Dropped
+	if s.comms == 0 || c.CostSamples == 0 || calls == 0 {
 		return
 	}
 	s.lastCost = now
 	at := now - s.epochMono
 	dev := int32(max(s.rank, 0))
-	calls := s.records + c.Dropped
 	ps := c.CostNs * 1000 / c.CostSamples
 	s.events = append(s.events, timeline.Event{Kind: timeline.KindDeviceSample, Sub: uint8(timeline.SampleProfilerCallbackPs), Start: at, End: at,
 		Queued: -1, Device: dev, Peer: timeline.NoDevice, Bytes: ps, Op: uint64(calls)})

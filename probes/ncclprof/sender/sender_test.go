@@ -97,4 +97,10 @@ func TestCost(t *testing.T) {
 	if len(s2.events) != 1 || s2.events[0].Kind != timeline.KindCommInit {
 		t.Errorf("a cost sent with no callback timed: %+v", s2.events)
 	}
+	// Callbacks timed, but none of their records folded yet (the ring not drained when the
+	// counters were read): a time per callback over no callbacks is not sent either.
+	s2.cost(2, Counters{CostNs: 640, CostSamples: 8})
+	if len(s2.events) != 1 {
+		t.Errorf("a cost sent over no callback folded: %+v", s2.events[1:])
+	}
 }
