@@ -95,11 +95,16 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.export, err = otlp.config(); err != nil {
 		return usageError("%v", err)
 	}
-	if o.hang == 0 {
-		o.hang = -1
+	switch {
+	case o.hang < 0:
+		return usageError("--hang-timeout %v: must not be negative (0: never)", o.hang)
+	case o.perHost < 0:
+		return usageError("--gpus-per-host %d: must not be negative (0: every rank on one host)", o.perHost)
+	case o.linger <= 0:
+		return usageError("--linger %v: must be positive", o.linger)
 	}
-	if o.hang < 0 || o.perHost < 0 || o.linger <= 0 {
-		return usageError("--hang-timeout and --gpus-per-host must not be negative; --linger must be positive")
+	if o.hang == 0 {
+		o.hang = -1 // never: the server's own sign for no timeout
 	}
 	if err := o.console.check(); err != nil {
 		return err

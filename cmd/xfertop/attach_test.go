@@ -390,3 +390,15 @@ func attachInBackground(t *testing.T, args ...string) (sock string, done <-chan 
 	}
 	return sock, ch
 }
+
+// --hang-timeout 0 is "never", as its help says, not a value refused: a job watched without a
+// hang timeout runs to its end.
+func TestAttachNoHangTimeout(t *testing.T) {
+	sock, done := attachInBackground(t, "--headless", "--json", "--linger", "700ms", "--hang-timeout", "0")
+	rankStream(t, sock, 0, 2)
+	rankStream(t, sock, 1, 2)
+	r := <-done
+	if r.code != exitOK || !strings.Contains(r.out, `"all_reduce"`) {
+		t.Fatalf("status %d, stderr %q, report %.300q", r.code, r.err, r.out)
+	}
+}

@@ -181,14 +181,20 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))
 	}
-	if o.cfg.Speed < 0 {
-		return usageError("--speed %v: must be 0 (unpaced) or positive", o.cfg.Speed)
+	if !(o.cfg.Speed >= 0) || math.IsInf(o.cfg.Speed, 0) { // NaN too
+		return usageError("--speed %v: must be 0 (unpaced) or a positive number", o.cfg.Speed)
 	}
 	if o.cfg.Hosts < 0 {
 		return usageError("--hosts %d: must be positive (0 keeps the topology's own)", o.cfg.Hosts)
 	}
-	if o.cfg.Steps < 0 || o.cfg.Duration < 0 {
-		return usageError("--steps and --duration must not be negative")
+	if o.cfg.Steps < 0 {
+		return usageError("--steps %d: must not be negative (0: the scenario's own)", o.cfg.Steps)
+	}
+	if o.cfg.Duration < 0 {
+		return usageError("--duration %v: must not be negative", o.cfg.Duration)
+	}
+	if o.cfg.Fit && o.cfg.Backend != "cuda" {
+		return usageError("--fit: only the cuda backend places ranks on fewer GPUs (--backend %s)", o.cfg.Backend)
 	}
 	o.cfg.Record = o.record
 	exp, err := o.otlp.config()
@@ -419,6 +425,9 @@ func (f *otlpFlags) config() (*otel.Config, error) {
 	if f.detail != otel.DetailSpans && f.detail != otel.DetailFull {
 		return nil, fmt.Errorf("--otlp-detail %q: give spans or full", f.detail)
 	}
+	if f.shutdown <= 0 { // checked with or without an endpoint: a bad value is a mistake either way
+		return nil, fmt.Errorf("--otlp-shutdown-timeout %v: must be positive", f.shutdown)
+	}
 	getenv := os.Getenv
 	if f.protocol != "" {
 		if f.protocol != "grpc" && f.protocol != "http/protobuf" {
@@ -434,9 +443,6 @@ func (f *otlpFlags) config() (*otel.Config, error) {
 	cfg, ok, err := otel.Resolve(f.endpoint, getenv)
 	if err != nil || !ok {
 		return nil, err
-	}
-	if f.shutdown <= 0 {
-		return nil, fmt.Errorf("--otlp-shutdown-timeout %v: must be positive", f.shutdown)
 	}
 	cfg.SampleRatio, cfg.MinSpan, cfg.MaxRate, cfg.ShutdownTimeout, cfg.Detail = f.sample, f.minSpan, f.maxRate, f.shutdown, f.detail
 	return &cfg, nil

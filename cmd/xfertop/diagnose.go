@@ -39,8 +39,14 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *n < 1 {
 		return usageError("--campaign %d: give the number of fault trials, 1 or more", *n)
 	}
-	if *hosts < 0 || *steps < 0 {
-		return usageError("--hosts and --steps must not be negative")
+	if *hosts < 0 {
+		return usageError("--hosts %d: must not be negative (0: the topology's own)", *hosts)
+	}
+	if *steps < 3 { // a fault needs a step before its onset and steps after it to be seen
+		return usageError("--steps %d: give 3 or more steps per run", *steps)
+	}
+	if *healthy < -1 {
+		return usageError("--healthy %d: give a number of healthy runs, or -1 for a quarter of the trials", *healthy)
 	}
 	t, err := topology.Load(*topo)
 	if err != nil {
@@ -94,7 +100,7 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stdout, "%s on %s cannot show %s: %s\n", f.Name, t.Name, joinUnshown(un), what)
 	}
 	fmt.Fprintf(stdout, "diagnosis campaign: %s on %s (%d hosts × %d GPUs), %d steps per run, %d fault trials + %d healthy, seeds %d..%d\n",
-		f.Name, t.Name, t.Hosts, t.GPUsPerHost, max(*steps, 3), *n, cfg.Healthy, *seed, *seed+int64(*n+cfg.Healthy)-1)
+		f.Name, t.Name, t.Hosts, t.GPUsPerHost, *steps, *n, cfg.Healthy, *seed, *seed+int64(*n+cfg.Healthy)-1)
 	trials, err := campaign.Run(ctx, cfg)
 	if !*verbose && tty {
 		fmt.Fprintln(stderr)

@@ -169,7 +169,7 @@ func TestExitStatusAndMessage(t *testing.T) {
 		{"usage: unknown flag", []string{"run", "--frobnicate"}, exitUsage, "xfertop run: flag provided but not defined: -frobnicate (see xfertop run --help)\n", exact, ""},
 		{"usage: unknown flag, listen", []string{"listen", "--frobnicate"}, exitUsage, "xfertop listen: flag provided but not defined: -frobnicate (see xfertop listen --help)\n", exact, ""},
 		{"usage: unknown flag, attach", []string{"attach", "--frobnicate"}, exitUsage, "xfertop attach: flag provided but not defined: -frobnicate (see xfertop attach --help)\n", exact, ""},
-		{"usage: bad value", []string{"run", "--steps", "-1"}, exitUsage, "xfertop run: --steps and --duration must not be negative\n", exact, ""},
+		{"usage: bad value", []string{"run", "--steps", "-1"}, exitUsage, "xfertop run: --steps -1: must not be negative (0: the scenario's own)\n", exact, ""},
 		{"usage: a --set value that is not a duration", []string{"run", "--headless", "--set", "compute=soon"}, exitUsage,
 			"xfertop run: --set compute=soon: \"soon\" is not a duration (examples: 150us, 21ms, 2s); it sets pipeline.compute at builtin:pipeline:26\n", exact, ""},
 		{"usage: a --set value, scenario file", []string{"run", "--headless", "--scenario", userScenario, "--set", "t=soon"}, exitUsage,

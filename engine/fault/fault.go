@@ -303,14 +303,21 @@ func FromMap(kv map[string]string, order []string) (Fault, error) {
 			return f, fmt.Errorf("factor %q must be a number in (0, 1): the fraction of the healthy rate left", v)
 		}
 	}
-	durs := map[string]*int64{"at": &f.At, "for": &f.For, "period": &f.Period, "delay": &f.Delay}
-	for k, p := range durs {
-		if v, ok := kv[k]; ok {
+	// In a fixed order, so that a spec with two bad durations always names the same one.
+	durs := []struct {
+		key string
+		to  *int64
+	}{{"at", &f.At}, {"for", &f.For}, {"period", &f.Period}, {"delay", &f.Delay}}
+	for _, du := range durs {
+		if v, ok := kv[du.key]; ok {
 			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return f, fmt.Errorf("%s %q is not a duration (examples: 150us, 2s)", k, v)
+			if err != nil {
+				return f, fmt.Errorf("%s %q is not a duration (examples: 150us, 2s)", du.key, v)
 			}
-			*p = int64(d)
+			if d < 0 {
+				return f, fmt.Errorf("%s %q: must not be negative", du.key, v)
+			}
+			*du.to = int64(d)
 		}
 	}
 	if f.Kind == NICFlap && f.Period == 0 {

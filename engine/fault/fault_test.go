@@ -30,6 +30,8 @@ func TestParse(t *testing.T) {
 		{spec: "kind=slow", err: "kind \"slow\" is not a fault kind"},
 		{spec: "kind=gpu_slow,host=-1,gpu=0,factor=0.5", err: "host \"-1\" is not a non-negative integer"},
 		{spec: "kind=gpu_slow,host=0,gpu=0,factor=0.5,at=soon", err: "at \"soon\" is not a duration"},
+		{spec: "kind=nic_slow,host=0,nic=0,factor=0.3,at=-1s", err: "at \"-1s\": must not be negative"},
+		{spec: "kind=gpu_slow,host=0,gpu=0,factor=0.5,for=x,at=y", err: "at \"y\" is not a duration"},
 		{spec: "kind=hang,host=0,gpu=0,coll=allfoo", err: "coll \"allfoo\" is not a collective"},
 		{spec: "kind=host_slow,host=0", err: "needs host, delay"},
 		{spec: "kind=gpu_slow,host=0,host=1", err: "host given twice"},
