@@ -58,8 +58,10 @@ const sqliteMagic = "SQLite format 3\x00"
 var ErrNsysReport = errors.New("this is an Nsight Systems report; run `nsys export --type sqlite FILE` and open the .sqlite")
 
 // ErrUnknownFormat is the error for a binary file that is none of the formats xfertop reads.
-var ErrUnknownFormat = errors.New("not an xfertop recording, a JSON trace or an Nsight Systems SQLite export " +
-	"(an Nsight Systems report is opened after `nsys export --type sqlite FILE`)")
+var ErrUnknownFormat = errors.New("none of the formats xfertop reads: an xfertop recording (.xfr), a Kineto or Chrome " +
+	"JSON trace (.json, .json.gz), an Nsight Systems SQLite export (a report is opened after `nsys export --type sqlite FILE`), " +
+	"a PyTorch Flight Recorder dump (nccl_trace_rank_N, pickle or JSON), an NCCL Inspector log, an ncclras report " +
+	"or an nccl-tests log")
 
 // ErrEmpty is the error for an empty file that is not named as a recording: no format xfertop
 // reads is empty.

@@ -37,10 +37,11 @@ Usage:
                                       --comm algo=nvls, --topology T, --hosts N): predicted against measured
   xfertop attach [flags]              watch a training job live: its ranks' NCCL collectives and transfers
   xfertop plugin                      print the path of the NCCL profiler plugin attach needs (or how to build it)
-  xfertop diagnose --campaign N        measure the diagnosis: N runs with one random fault each, plus healthy runs
+  xfertop diagnose --campaign N       measure the diagnosis: N runs with one random fault each, plus healthy runs
   xfertop repair FILE                 cut a recording's torn or damaged tail to its last sound chunk (backup in FILE.bak)
   xfertop scenarios [NAME]            list built-in scenarios and their knobs, or print one's file to copy
   xfertop topologies [NAME]           list built-in topologies, or print one's file to copy and edit
+  xfertop version                     print xfertop's version (also --version)
   xfertop help                        show this help
 
 Run flags:
@@ -52,6 +53,8 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := "run"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
+	} else if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		cmd, args = "version", args[1:]
 	}
 	ctx, names := withInputNames(ctx)
 	defer names.cleanup() // after a signal too: the command's goroutine may be left behind
@@ -85,6 +88,8 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = untilInterrupted(ctx, func() error { return repairCmd(args, stdout) })
 	case "diagnose":
 		err = diagnoseCmd(ctx, args, stdout, stderr)
+	case "version":
+		err = versionCmd(args, stdout)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		fs, _ := runFlags(stdout)
@@ -92,7 +97,7 @@ func xfertop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprint(stdout, exitHelp)
 	default:
-		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, listen, analyze, nccl-tests, convert, compare, whatif, attach, plugin, diagnose, repair, scenarios, topologies, help)\n", cmd)
+		fmt.Fprintf(stderr, "xfertop: unknown command %q (commands: run, replay, listen, analyze, nccl-tests, convert, compare, whatif, attach, plugin, diagnose, repair, scenarios, topologies, version, help)\n", cmd)
 		return exitUsage
 	}
 	return finish(ctx, cmd, err, stderr)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"os"
 	"strings"
 
 	"github.com/xfertop/xfertop/report"
@@ -35,6 +36,9 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(pos) != 2 {
 		return usageError("give two recordings or traces to compare")
+	}
+	if sameFile(pos[0], pos[1]) {
+		return dataError(fmt.Errorf("%s and %s are the same file: give two runs to compare", pos[0], pos[1]))
 	}
 	var reps [2]*report.Report
 	var wins [2]*timeline.Window
@@ -80,7 +84,7 @@ func fileReport(ctx context.Context, path string, limits importLimits, stderr io
 		return nil, err
 	}
 	if _, err := isRecording(paths[0]); err != nil {
-		return nil, failure(err) // as it always was: the format told before anything is read
+		return nil, err // the format told before anything is read: unreadable 1, not a known format 4
 	}
 	opts := limits.options(false)
 	opts.Context, opts.Source = ctx, givenSource([]string{path})
@@ -215,4 +219,12 @@ func writeComparison(stdout io.Writer, c *report.Comparison, asJSON bool) error 
 		return failure(fmt.Errorf("write comparison: %w", err))
 	}
 	return nil
+}
+
+// sameFile reports whether two paths name one file (the same path, or a link to it). Copies are
+// not refused: two runs of one seed write identical recordings, and comparing them is a check.
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }

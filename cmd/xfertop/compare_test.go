@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -75,7 +76,34 @@ func TestCompareFiles(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &c); err != nil || len(c.Rows) == 0 || *c.Rows[0].Diff <= 0 {
 		t.Fatalf("compare: %v %+v", err, c)
 	}
-	_, out, _ = runCLI(t, "compare", a, a, "--json")
+	// A copy is compared (two runs of one seed write the same bytes); the same file twice is an
+	// input given twice, and bad data is bad data (status 4), as for every other reader.
+	data, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aCopy, garbage, empty := filepath.Join(dir, "a-copy.xfr"), filepath.Join(dir, "garbage.json"), filepath.Join(dir, "empty.json")
+	for p, d := range map[string][]byte{aCopy: data, garbage: []byte("\x00\x9f garbage, not a trace"), empty: nil} {
+		if err := os.WriteFile(p, d, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		has  string
+	}{
+		{[]string{a, a}, "are the same file"},
+		{[]string{garbage, a}, garbage},
+		{[]string{a, empty}, empty},
+	} {
+		if code, _, errs := runCLI(t, append([]string{"compare", "--json"}, c.args...)...); code != exitData || !strings.Contains(errs, c.has) {
+			t.Errorf("compare %v: exit %d, %q; want 4 naming %s", c.args, code, errs, c.has)
+		}
+	}
+	code, out, errs = runCLI(t, "compare", a, aCopy, "--json")
+	if code != exitOK {
+		t.Fatalf("a copy: exit %d: %s", code, errs)
+	}
 	var same report.Comparison
 	_ = json.Unmarshal([]byte(out), &same)
 	for _, r := range same.Rows {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/xfertop/xfertop/recordings"
 )
@@ -23,7 +22,10 @@ func repairCmd(args []string, stdout io.Writer) error {
 		fmt.Fprint(stdout, repairHelp, exitHelp)
 		return nil
 	}
-	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+	if f := undefinedFlag(args); f != "" {
+		return usageError("flag provided but not defined: %s (usage: xfertop repair FILE.xfr)", f)
+	}
+	if len(args) != 1 {
 		return usageError("usage: xfertop repair FILE.xfr  (cuts a torn or damaged tail to the last sound chunk; the original is kept as FILE.xfr.bak)")
 	}
 	path := args[0]

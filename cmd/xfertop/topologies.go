@@ -14,6 +14,9 @@ func topologiesCmd(args []string, stdout io.Writer) error {
 		fmt.Fprint(stdout, "Usage: xfertop topologies [NAME]\n\nLists the built-in topologies (hosts × GPUs, GPU model, interconnect, NVLS, NICs), or prints\nNAME's file: copy it, edit it and run it with --topology FILE (see docs/topologies.md).\nAny size without a file: xfertop run --topology h100x8x2 --hosts 512.\n"+exitHelp)
 		return nil
 	}
+	if f := undefinedFlag(args); f != "" {
+		return usageError("flag provided but not defined: %s (usage: xfertop topologies [NAME])", f)
+	}
 	switch len(args) {
 	case 0:
 		for _, name := range topology.Names() {
