@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -291,6 +292,25 @@ func writeChunkedRanks(t *testing.T, dir string, n, chunk int) {
 		}
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// An input without events converts to nothing: status 4 as analyze gives it (the help's "an input
+// without events"), and no recording left behind that every reader would then refuse.
+func TestConvertNoEvents(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"empty-array.json": "[]", "no-events.json": `{"traceEvents": []}`} {
+		in, out := filepath.Join(dir, name), filepath.Join(dir, name+".xfr")
+		if err := os.WriteFile(in, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs := runCLI(t, "convert", in, out)
+		if code != exitData || !strings.Contains(errs, "no events") {
+			t.Errorf("%s: exit %d, %q; want 4 saying no events", name, code, errs)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%s: %s left behind (%v)", name, out, err)
 		}
 	}
 }

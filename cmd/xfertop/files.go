@@ -511,7 +511,7 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 	}
 	sink := &recordingSink{path: out}
 	res, err := readInput(paths, opts, sink, stderr)
-	if err == nil && res.Events == 0 && res.Format == importers.FormatRecording {
+	if err == nil && res.Events == 0 { // as analyze says of it: a recording of nothing helps no one
 		err = dataError(fmt.Errorf("%s: no events", namesOf(opts.Context).say(in)))
 	}
 	if err == nil {
@@ -519,6 +519,9 @@ func convertTrace(in, out string, opts importers.Options, stdout, stderr io.Writ
 	}
 	if err != nil {
 		_ = sink.fail(err)
+		if sink.created { // a conversion cut short is no recording of the input: leave none
+			_ = os.Remove(out)
+		}
 		return err
 	}
 	how := res.Importer

@@ -125,6 +125,7 @@ type recordingSink struct {
 	strings *timeline.Strings
 	written int              // labels written so far, the empty label 0 included
 	pending []timeline.Event // events not yet written: fewer than a chunk
+	created bool             // Begin created the file at path
 }
 
 func (s *recordingSink) Begin(h *importers.Header) error {
@@ -132,7 +133,7 @@ func (s *recordingSink) Begin(h *importers.Header) error {
 	if err != nil {
 		return failure(err)
 	}
-	s.w, s.strings, s.written = w, h.Strings, 1
+	s.w, s.strings, s.written, s.created = w, h.Strings, 1, true
 	if err := w.WriteMeta(h.Meta); err != nil {
 		return s.fail(err)
 	}
