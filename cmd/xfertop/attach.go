@@ -56,6 +56,8 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON when the job ends instead of opening the console (implies --headless)")
 	o.text.register(fs)
 	fs.StringVar(&o.record, "record", "", "record the job's events to this .xfr file")
+	force := false
+	registerForceOverwrite(fs, &force)
 	fs.DurationVar(&o.hang, "hang-timeout", defaultHangTimeout, "call a collective posted by some ranks and not the others a hang after this long (the diagnosis's finding; 0: never)")
 	fs.IntVar(&o.perHost, "gpus-per-host", 0, "ranks per host, for link traffic (rank r on host r / N); 0: every rank on one host")
 	fs.DurationVar(&o.linger, "linger", time.Second, "headless: the job has ended when no rank has been connected for this long")
@@ -65,6 +67,9 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&o.rasEvery, "ras-interval", ras.DefaultInterval, "how often --ras asks for the job's state (its monitor mode, where NCCL has it, tells a dead peer at once)")
 	if err := parseFlags(fs, args); err != nil {
 		return flagError(fs, err, stdout)
+	}
+	if err := checkRecordTarget(o.record, force); err != nil {
+		return err
 	}
 	if err := o.text.check(); err != nil {
 		return err

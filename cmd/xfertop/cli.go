@@ -144,6 +144,7 @@ type runOpts struct {
 	json     bool
 	text     textFlags
 	record   string
+	force    bool // --force-overwrite
 	console  consoleOpts
 	otlp     otlpFlags
 	compare  string // knob=a,b
@@ -169,6 +170,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runOpts) {
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of opening the console (implies --headless)")
 	o.text.register(fs)
 	fs.StringVar(&o.record, "record", "", "record the session to this .xfr file while it runs")
+	registerForceOverwrite(fs, &o.force)
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
 	fs.IntVar(&o.console.window, "window", 0, windowUsage)
 	o.otlp.register(fs)
@@ -200,6 +202,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if o.cfg.Fit && o.cfg.Backend != "cuda" {
 		return usageError("--fit: only the cuda backend places ranks on fewer GPUs (--backend %s)", o.cfg.Backend)
+	}
+	if err := checkRecordTarget(o.record, o.force); err != nil {
+		return err
 	}
 	o.cfg.Record = o.record
 	exp, err := o.otlp.config()

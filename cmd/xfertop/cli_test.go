@@ -24,6 +24,10 @@ func TestExitStatuses(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("name: bad\nphases:\n  - compute:\n      duration: soon\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	existing := filepath.Join(t.TempDir(), "kept.xfr") // an earlier session's recording
+	if err := os.WriteFile(existing, []byte("an earlier recording"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		args    []string
@@ -37,6 +41,10 @@ func TestExitStatuses(t *testing.T) {
 		{"unknown flag", []string{"run", "--frobnicate"}, exitUsage, "flag provided but not defined: -frobnicate", "", true},
 		{"bad flag value", []string{"run", "--steps", "x"}, exitUsage, `invalid value "x" for flag -steps`, "", true},
 		{"negative speed", []string{"run", "--speed", "-1"}, exitUsage, "--speed -1", "", true},
+		{"record over a recording", []string{"run", "--headless", "--steps", "1", "--record", existing}, exitUsage, "--record " + existing + ": the file exists", "", true},
+		{"record over a recording, listen", []string{"listen", "--headless", "--record", existing}, exitUsage, "--force-overwrite to replace it", "", true},
+		{"record over a recording, attach", []string{"attach", "--headless", "--record", existing}, exitUsage, "--force-overwrite to replace it", "", true},
+		{"record over a recording, forced", []string{"run", "--headless", "--steps", "1", "--record", existing, "--force-overwrite"}, exitOK, "", "xfertop report", false},
 		{"version", []string{"--version"}, exitOK, "", "xfertop ", false},
 		{"version command", []string{"version"}, exitOK, "", " go1.", false},
 		{"unknown flag of topologies", []string{"topologies", "h100x8", "--bogus"}, exitUsage, "flag provided but not defined: --bogus", "", true},

@@ -23,6 +23,7 @@ import (
 
 type listenOpts struct {
 	cfg       receiver.Config
+	force     bool // --force-overwrite: --record may replace a file
 	tokenFile string
 	headless  bool
 	json      bool
@@ -54,6 +55,7 @@ func listenFlags(stderr io.Writer) (*flag.FlagSet, *listenOpts) {
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON at the end instead of opening the console (implies --headless)")
 	o.text.register(fs)
 	fs.StringVar(&o.record, "record", "", "record what is received to this .xfr file")
+	registerForceOverwrite(fs, &o.force)
 	fs.DurationVar(&o.idle, "exit-after-idle", 0, "headless: end when no data has come for this long (0: run until SIGINT or SIGTERM)")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
 	fs.IntVar(&o.console.window, "window", 0, windowUsage)
@@ -64,6 +66,9 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs, o := listenFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return flagError(fs, err, stdout)
+	}
+	if err := checkRecordTarget(o.record, o.force); err != nil {
+		return err
 	}
 	if err := o.text.check(); err != nil {
 		return err

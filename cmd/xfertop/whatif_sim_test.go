@@ -36,7 +36,7 @@ func TestWhatIfPredictsTheSimulator(t *testing.T) {
 	// record runs the job with extra flags into a recording and returns its path.
 	record := func(name string, extra ...string) string {
 		rec := filepath.Join(dir, name+".xfr")
-		args := append(append(append([]string{}, job...), extra...), "--record", rec)
+		args := append(append(append([]string{}, job...), extra...), "--record", rec, "--force-overwrite") // one name per change: each subtest rewrites it
 		if code, _, errs := runCLI(t, args...); code != exitOK {
 			t.Fatalf("%v: exit %d: %s", args, code, errs)
 		}
