@@ -91,7 +91,10 @@ type Replayed struct {
 	Dropped  int64
 	Warnings []string
 	Strings  *timeline.Strings
-	analyzer *analysis.Analyzer
+	// EndedByAlert says a watchdog alert or a deadlock stopped the recorded run: its recording
+	// holds what was in flight then (the InFlight chunk, written only for such an end).
+	EndedByAlert bool
+	analyzer     *analysis.Analyzer
 }
 
 // Replay reads a recording back, analysing its events and emitting them to the extra sinks too,
@@ -144,7 +147,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 		an.Pending(f.Now, f.Events)
 	}
 	out := &Replayed{Meta: r.Meta(), Outcome: map[string]string{}, Dropped: r.Dropped(), Warnings: r.Warnings(),
-		Strings: r.Strings(), analyzer: an}
+		Strings: r.Strings(), EndedByAlert: r.InFlight() != nil, analyzer: an}
 	if exp != nil {
 		_ = exp.Close(context.Background()) // bounded by the export's shutdown budget
 		s := exp.Stats()

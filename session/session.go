@@ -402,7 +402,25 @@ func (p *Prepared) Report(o Outcome) *report.Report {
 	if o.Ended != nil {
 		run.Ended = o.Ended.Error()
 	}
-	return report.Build(p.analyzer.Result(p.strs), p.Meta(), run)
+	res := p.analyzer.Result(p.strs)
+	if res.Events > 0 {
+		run.Warnings = append(run.Warnings, unreachedFaults(p.faults, res.FirstNs+res.DurationNs)...)
+	}
+	return report.Build(res, p.Meta(), run)
+}
+
+// unreachedFaults says which faults never began: their onset came after the run's last event
+// (end, ns of simulated time). Listed as injected and silent in every figure, such a fault would
+// read as a healthy verdict on it.
+func unreachedFaults(faults []fault.Fault, end int64) []string {
+	var out []string
+	for _, f := range faults {
+		if f.At > end {
+			out = append(out, fmt.Sprintf("fault %s never began: its onset (%v) comes after the run ended (%v); give more --steps or a --duration past it",
+				f, time.Duration(f.At), time.Duration(end).Round(time.Microsecond)))
+		}
+	}
+	return out
 }
 
 // Snapshot returns the events a console run holds now (empty for a headless run).

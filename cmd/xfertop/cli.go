@@ -269,6 +269,19 @@ func prepareError(err error) error {
 	return err // a *session.ConfigError is a usage error; the rest are failures
 }
 
+// recordedEnd is replay's and analyze's status for a recording of a run that a watchdog alert or a
+// deadlock stopped (byAlert: the recording holds what was in flight then): 3, as the run itself
+// exited, so that a job replaying recordings to catch hangs sees them.
+func recordedEnd(rep *report.Report, byAlert bool) error {
+	if !byAlert || rep.Ended == "" {
+		return nil
+	}
+	if root := rep.EndedRoot(); root != nil {
+		return alertError(fmt.Errorf("the recorded run ended early: %s; %s", rep.Ended, root.Short()))
+	}
+	return alertError(fmt.Errorf("the recorded run ended early: %s", rep.Ended))
+}
+
 // runEnded is the command's error for how a run ended: a failed recording, an alert or a deadlock,
 // another early end. A run cancelled by its caller (the console's quit, a signal) is not an error
 // here: a signal is reported by finish. rep, when there is one, gives the root of the hang whose

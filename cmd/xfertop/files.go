@@ -322,7 +322,10 @@ func replayReport(ctx context.Context, cfg session.ReplayConfig, asJSON bool, te
 	if err := writeReport(stdout, rep, asJSON, text); err != nil {
 		return err
 	}
-	return otlp.check(rep.Export, stderr)
+	if err := otlp.check(rep.Export, stderr); err != nil {
+		return err
+	}
+	return recordedEnd(rep, rp.EndedByAlert)
 }
 
 // isRecording reports whether path is a recording, by its content or else its name
@@ -403,7 +406,10 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
-	return writeReport(stdout, rep, *asJSON, text.options())
+	if err := writeReport(stdout, rep, *asJSON, text.options()); err != nil {
+		return err
+	}
+	return recordedEnd(rep, res.InFlight != nil)
 }
 
 const convertHelp = `Usage: xfertop convert IN... OUT [flags]

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +90,31 @@ func TestStoppedRunOneVerdict(t *testing.T) {
 	} {
 		if !slices.Equal(c.got, live) {
 			t.Errorf("%s: the verdicts\n%q\ndiffer from the live run's\n%q", c.path, c.got, live)
+		}
+	}
+	// The run's exit status too: a watchdog alert or a deadlock ended it (3), and a replay or an
+	// analysis of its recording says so with the same status, so that a CI job replaying
+	// recordings to catch hangs sees them; a healthy recording stays 0.
+	healthy := filepath.Join(t.TempDir(), "ok.xfr")
+	if code, _, errs := runCLI(t, "run", "--headless", "--steps", "2", "--record", healthy); code != exitOK {
+		t.Fatalf("healthy run: %d %s", code, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"replay", "--headless", path}, exitAlert},
+		{[]string{"replay", "--headless", "--json", path}, exitAlert},
+		{[]string{"analyze", path}, exitAlert},
+		{[]string{"replay", "--headless", healthy}, exitOK},
+		{[]string{"analyze", healthy}, exitOK},
+	} {
+		code, out, errs := runCLI(t, c.args...)
+		if code != c.code || out == "" {
+			t.Errorf("%v: exit %d (want %d), %d bytes of report, stderr %q", c.args, code, c.code, len(out), errs)
+		}
+		if c.code == exitAlert && !strings.Contains(errs, "the recorded run ended early") {
+			t.Errorf("%v: stderr %q does not say how the recorded run ended", c.args, errs)
 		}
 	}
 }
