@@ -3,6 +3,8 @@ package ui
 import (
 	"strconv"
 	"time"
+
+	"github.com/xfertop/xfertop/units"
 )
 
 // Over how much wall-clock time the achieved rate is measured, and the least that gives one.
@@ -66,7 +68,23 @@ func (m *Model) speedText() string {
 		return s
 	}
 	if a, ok := m.rate.achieved(); ok && a < rateBehind*m.status.Speed {
-		s += " (running at " + strconv.FormatFloat(a, 'g', 2, 64) + "×)"
+		s += " (" + achievedText(a) + ")"
 	}
 	return s
+}
+
+// achievedText says how fast a run behind its speed goes: as a factor while it is one a person
+// reads (0.12×, 0.014×), below a hundredth as simulated time per second of wall clock (a 4,096-GPU
+// run's 2.9 µs/s; its factor, 2.9e-06×, reads as a formula), and a run whose clock did not move
+// in the frames measured says that rather than "0×", which reads as stopped.
+func achievedText(a float64) string {
+	switch {
+	case a >= 0.1:
+		return "running at " + strconv.FormatFloat(a, 'f', 2, 64) + "×"
+	case a >= 0.01:
+		return "running at " + strconv.FormatFloat(a, 'f', 3, 64) + "×"
+	case a*1e9 >= 1:
+		return "running at " + units.Dur(int64(a*1e9)) + " simulated per second"
+	}
+	return "simulated time not advancing"
 }

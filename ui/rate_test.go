@@ -20,6 +20,9 @@ func TestHeaderShowsAchievedRate(t *testing.T) {
 		want    string
 	}{
 		{name: "behind", simStep: 12_000_000, frames: 30, want: "speed 1× (running at 0.12×)"},
+		{name: "far behind", simStep: 1_400_000, frames: 30, want: "speed 1× (running at 0.014×)"},
+		// A factor of 2.9e-06 is said as simulated time per second, not in scientific notation.
+		{name: "cluster scale", simStep: 290, frames: 30, want: "speed 1× (running at 2.90 µs simulated per second)"},
 		{name: "keeping up", simStep: 100_000_000, frames: 30, want: "speed 1×  "},
 		{name: "too soon to tell", simStep: 12_000_000, frames: 5, want: "speed 1×  "},
 		{name: "done", simStep: 12_000_000, frames: 30, done: true, want: "speed 1×  "},
