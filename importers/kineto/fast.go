@@ -595,10 +595,10 @@ func (d *decoder) fastSkip(b []byte, i int) (int, bool) {
 }
 
 // fastSkipArray passes over the array at b[i] when it holds only arrays (nested up to
-// fastDepth), integers not negative and strings without escapes, with no white space: the
-// arrays profilers write in args ("Input Dims":[[2048,1024],[1024,4096]], "grid":[32,16,1],
-// "Input type":["float","float"]). Its elements are told apart by their first byte and checked
-// as fastNumber and fastSkipStr check them, with no stack (arrays only: a depth is enough). On
+// fastDepth), integers not negative and strings without escapes: the arrays profilers write in
+// args ("Input Dims": [[2048, 1024], [1024, 4096]], "grid": [32, 16, 1], "Input type":
+// ["float", "float"]). Its elements are told apart by their first byte and checked as
+// fastNumber and fastSkipStr check them, with no stack (arrays only: a depth is enough). On
 // anything else it reports false, and fastSkipNested reads the array from the same byte.
 func (d *decoder) fastSkipArray(b []byte, i int) (int, bool) {
 	if i >= len(b) || b[i] != '[' {
@@ -607,6 +607,9 @@ func (d *decoder) fastSkipArray(b []byte, i int) (int, bool) {
 	depth, j := 0, i
 	for {
 		// A value: an array opens (an empty one is a value whole), or a number or string.
+		for j < len(b) && isSpace(b[j]) {
+			j++
+		}
 		if j >= len(b) {
 			return 0, false
 		}
@@ -616,7 +619,9 @@ func (d *decoder) fastSkipArray(b []byte, i int) (int, bool) {
 				return 0, false
 			}
 			depth++
-			if j++; j >= len(b) || b[j] != ']' {
+			for j++; j < len(b) && isSpace(b[j]); j++ {
+			}
+			if j >= len(b) || b[j] != ']' {
 				continue
 			}
 			depth--
@@ -642,6 +647,9 @@ func (d *decoder) fastSkipArray(b []byte, i int) (int, bool) {
 		}
 		// After a value: a comma and the next, or brackets that close arrays.
 		for {
+			for j < len(b) && isSpace(b[j]) {
+				j++
+			}
 			if j >= len(b) {
 				return 0, false
 			}

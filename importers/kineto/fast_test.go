@@ -68,9 +68,10 @@ func FuzzFastPath(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7},{"ph":"X","cat":"kernel","name":"g` + "\x01" + `","pid":0,"tid":7}]}`))
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7},{"ph":"X","cat":"kernel","name":"an unfinished string`))
 	// Skipped args of a shape learnt: arrays fastSkipArray takes, then arrays it leaves to
-	// fastSkipNested (white space, a negative, a fraction, an escape, an object) and arrays that
-	// are not JSON (a leading zero, a trailing comma, a control byte, too deep).
+	// fastSkipNested (a negative, a fraction, an escape, an object) and arrays that are not JSON
+	// (a leading zero, a trailing comma, a control byte, too deep).
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","name":"a","ts":1,"args":{"External id":1,"Input Dims":[[2048,1024],[]],"grid":[32,16,1],"Input type":["float",""]}},` +
+		`{"ph":"X","name":"a","ts":1,"args":{"External id":1,"Input Dims": [[2048, 1024], [ ]],"grid":[32 ,16,1 ],"Input type":[ "float" ,""]}},` +
 		`{"ph":"X","name":"b","ts":2,"args":{"External id":2,"Input Dims":[[2048, 1024],[-1]],"grid":[3.5],"Input type":["a\"b",{"c":1}]}},` +
 		`{"ph":"X","name":"c","ts":3,"args":{"External id":3,"Input Dims":[[01]],"grid":[1],"Input type":["x"]}},` +
 		`{"ph":"X","name":"d","ts":4,"args":{"External id":4,"Input Dims":[[1,]],"grid":[1],"Input type":["x"]}},` +

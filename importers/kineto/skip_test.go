@@ -22,7 +22,7 @@ func skipDecoders() []*decoder {
 func FuzzSkipArray(f *testing.F) {
 	for _, s := range []string{`[[2048,1024],[1024,4096]],`, `[32,16,1]}`, `["float","float"],`, `[]`, `[[],[[]]]}`,
 		`[0,10,"",""]`, `[01]`, `[-1]`, `[1.5]`, `[1e3]`, `[1,]`, `[,1]`, `[1 ]`, `[ 1]`, `["a\"b"]`, `["a` + "\x01" + `"]`,
-		`[1`, `[1]]`, `["abcdefghijklmnop"]`, `[123456]`, `{"a":1}`, `[true]`, strings.Repeat("[", 33) + strings.Repeat("]", 33)} {
+		`[1`, `[1]]`, `[ [1 , 2] ,[] ]`, "[1\t,\n2]", `["abcdefghijklmnop"]`, `[123456]`, `{"a":1}`, `[true]`, strings.Repeat("[", 33) + strings.Repeat("]", 33)} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -56,11 +56,12 @@ func TestSkipArray(t *testing.T) {
 		{`[],`, true, 2, 2},
 		{`[[],[[]]]}`, true, 9, 9},
 		{`[0,10]`, true, 6, 6},
+		{`[1, 2]`, true, 6, 6},
+		{`[ 1]`, true, 4, 4},
+		{"[ [ 1 ,\t2 ] ,\n[ ] , \"a\" ]\r\n,", true, 25, 25},
 		{strings.Repeat("[", 32) + strings.Repeat("]", 32), true, 64, 64},
-		// Valid, but left to fastSkipNested: white space, a negative, a fraction, an exponent, an
-		// escape, an object, a literal, nesting past fastDepth (which it refuses too).
-		{`[1, 2]`, false, 6, 0},
-		{`[ 1]`, false, 4, 0},
+		// Valid, but left to fastSkipNested: a negative, a fraction, an exponent, an escape, an
+		// object, a literal, nesting past fastDepth (which it refuses too).
 		{`[-1]`, false, 4, 0},
 		{`[1.5]`, false, 5, 0},
 		{`[1e3]`, false, 5, 0},
