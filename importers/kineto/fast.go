@@ -580,13 +580,92 @@ func (d *decoder) fastSkip(b []byte, i int) (int, bool) {
 	if i < len(b) {
 		// A number or a string, what most skipped args are, without the stack below (zeroed at
 		// every call that declares it).
-		if c := b[i]; c == '-' || (c >= '0' && c <= '9') {
+		switch c := b[i]; {
+		case c == '-' || (c >= '0' && c <= '9'):
 			return d.fastNumber(b, i)
-		} else if c == '"' {
+		case c == '"':
 			return d.fastSkipStr(b, i)
+		case c == '[':
+			if end, ok := d.fastSkipArray(b, i); ok {
+				return end, true
+			}
 		}
 	}
 	return d.fastSkipNested(b, i)
+}
+
+// fastSkipArray passes over the array at b[i] when it holds only arrays (nested up to
+// fastDepth), integers not negative and strings without escapes: the arrays profilers write in
+// args ("Input Dims": [[2048, 1024], [1024, 4096]], "grid": [32, 16, 1], "Input type":
+// ["float", "float"]). Its elements are told apart by their first byte and checked as
+// fastNumber and fastSkipStr check them, with no stack (arrays only: a depth is enough). On
+// anything else it reports false, and fastSkipNested reads the array from the same byte.
+func (d *decoder) fastSkipArray(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '[' {
+		return 0, false
+	}
+	depth, j := 0, i
+	for {
+		// A value: an array opens (an empty one is a value whole), or a number or string.
+		for j < len(b) && isSpace(b[j]) {
+			j++
+		}
+		if j >= len(b) {
+			return 0, false
+		}
+		switch c := b[j]; {
+		case c == '[':
+			if depth == fastDepth {
+				return 0, false
+			}
+			depth++
+			for j++; j < len(b) && isSpace(b[j]); j++ {
+			}
+			if j >= len(b) || b[j] != ']' {
+				continue
+			}
+			depth--
+			j++
+		case c-'0' < 10:
+			k := j
+			for j++; j < len(b) && b[j]-'0' < 10; j++ {
+			}
+			if c == '0' && j-k > 1 || j-k > d.s.maxToken {
+				return 0, false
+			}
+		case c == '"':
+			end := strStop(b, j+1)
+			if end >= len(b) || b[end] != '"' || end+1-j > d.s.maxToken {
+				return 0, false
+			}
+			j = end + 1
+		default:
+			return 0, false
+		}
+		if depth == 0 {
+			return j, true
+		}
+		// After a value: a comma and the next, or brackets that close arrays.
+		for {
+			for j < len(b) && isSpace(b[j]) {
+				j++
+			}
+			if j >= len(b) {
+				return 0, false
+			}
+			if b[j] == ',' {
+				j++
+				break
+			}
+			if b[j] != ']' {
+				return 0, false
+			}
+			j++
+			if depth--; depth == 0 {
+				return j, true
+			}
+		}
+	}
 }
 
 // fastSkipNested is fastSkip of any value, containers included.

@@ -247,6 +247,11 @@ func (d *decoder) shapeValue(b []byte, slot uint8, i int) (int, bool) {
 			}
 			return end, true
 		}
+	case fieldOther, slotArg + argOther:
+		// A value the importer does not read (an arg such as "External id" or "grid", a field
+		// such as "id"): skipped as fastEventField and fastArgValue skip it, without the two
+		// calls between.
+		return d.fastSkip(b, i)
 	case fieldPid, fieldTid, slotArg + argDevice, slotArg + argStream, slotArg + argCorrelation, slotArg + argBytes,
 		slotArg + argInNelems, slotArg + argOutNelems, slotArg + argGroupSize:
 		// fastInt's plain integer, not negative: its digits, no leading zero, and after them no
