@@ -86,3 +86,12 @@ func ReadFilesStored(paths []string, opts Options, cached bool) (*kineto.Importe
 	im.Events = all
 	return im, cursors, stored, nil
 }
+
+// ReadFilesByRuns imports as ReadFiles does and returns how many tables' events were read from
+// the rows the survey kept, and of those how many by merging their runs.
+func ReadFilesByRuns(paths []string, opts Options) (*kineto.Imported, int, int, error) {
+	var stored, runs int
+	opts.stored, opts.byRuns = &stored, &runs
+	im, err := ReadFiles(paths, opts)
+	return im, stored, runs, err
+}

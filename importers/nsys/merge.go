@@ -40,6 +40,7 @@ type cursor struct {
 	stmt  *sqlite3.Stmt // the rows with SQL; nil when they are read from the pages
 	pages *pageRows     // the rows from the pages
 	store *storeRows    // the rows as the survey kept them
+	runs  *runMerge     // those rows read by their runs in start order (runmerge.go)
 	vals  rowVals
 	hold  int
 	buf   reorder.Heap[item]
@@ -69,6 +70,9 @@ func (c *cursor) next() (bool, error) {
 func (c *cursor) advance() (bool, error) {
 	if c.hold == 0 {
 		return c.read(&c.head)
+	}
+	if c.runs != nil { // read with a hold, by its runs instead
+		return c.advanceRuns(), nil
 	}
 	for !c.done && c.buf.Len() <= c.hold {
 		it := &c.next1 // the cursor's own: an item of the loop's would be allocated for each row

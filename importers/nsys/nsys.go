@@ -48,8 +48,9 @@ type Options struct {
 	sqlRows bool
 	cursors *int
 	// stored, when set, is given the number of tables whose events were read from the rows the
-	// survey kept (rowstore.go).
+	// survey kept (rowstore.go); byRuns, of those, the tables read by their runs (runmerge.go).
 	stored *int
+	byRuns *int
 	// sqlMeta has the schema, the small tables and the names read with SQL (the activity tables
 	// as the other options say).
 	sqlMeta bool
@@ -86,12 +87,16 @@ type importer struct {
 	extra    map[string]string
 	labels   map[string]uint32 // the names of labels, as Strings has them
 	unnamed  int               // events whose name was left out, past maxLabels
-	devBase  int32             // global id of the next file's device 0
-	files    []*fileReader
+	// quiet mutes warnings and the count of unnamed events, while a row converted already is
+	// converted again (runmerge.go).
+	quiet   bool
+	devBase int32 // global id of the next file's device 0
+	files   []*fileReader
 	// fromPages counts the tables the survey read from their pages (the others, with SQL);
 	// pageCursors, the tables whose events were read from them.
 	fromPages, pageCursors int
 	stored                 int // of those, the tables whose events came from the survey's rows
+	byRuns                 int // of those, the tables read by their runs
 
 	// What the events are put through on their way out.
 	median, base int64
@@ -171,6 +176,9 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 	}
 	if opts.stored != nil {
 		*opts.stored = m.stored
+	}
+	if opts.byRuns != nil {
+		*opts.byRuns = m.byRuns
 	}
 	if err := m.run(cursors); err != nil {
 		return nil, err
@@ -294,6 +302,14 @@ func (f *fileReader) cursor(t *table, order int, plan readPlan) (*cursor, error)
 	c := &cursor{f: f, t: t, order: order}
 	if plan.mode == readReorder {
 		c.hold = plan.hold
+		if plan.store != nil && plan.store.runs != nil && plan.hold > 0 {
+			c.runs = newRunMerge(plan.store)
+			c.store = &c.runs.lead
+			f.m.pageCursors++
+			f.m.stored++
+			f.m.byRuns++
+			return c, nil
+		}
 		c.buf.Grow(int(min(int64(plan.hold)+1, plan.rows)))
 	}
 	if plan.store != nil {
@@ -499,6 +515,9 @@ func checkExport(d *db) error {
 }
 
 func (m *importer) warn(format string, args ...any) {
+	if m.quiet {
+		return
+	}
 	limit := maxWarnings
 	if m.opts.Verbose {
 		limit = maxVerboseWarnings
@@ -532,7 +551,9 @@ func (m *importer) labelBytes(b []byte) uint32 {
 
 func (m *importer) newLabel(s string) uint32 {
 	if m.im.Strings.Len() >= maxLabels {
-		m.unnamed++
+		if !m.quiet {
+			m.unnamed++
+		}
 		return 0
 	}
 	id := m.im.Strings.ID(s)

@@ -39,6 +39,24 @@ type rowStore struct {
 	left   *atomic.Int64 // the file's budget: what its stores may still take
 	took   int64
 	file   []byte // the file the texts are in
+	// runs, for a table read by its runs (table.runs): where each run of rows in start order
+	// begins; nil once there are more than maxRuns.
+	runs      []storeRun
+	trackRuns bool
+	rows      int64 // rows added
+	lastStart int64 // the start of the row added last
+}
+
+// maxRuns bounds the runs of rows in start order a store notes: a table stored in more is read
+// through a reorder buffer.
+const maxRuns = 64
+
+// storeRun is where a run of rows in start order begins in a store: its first row's place, the
+// values that row's differences are from, and how many rows come before it.
+type storeRun struct {
+	chunk, at int
+	prev      [maxCols]int64
+	seq       int64
 }
 
 // newRowStore returns a store for table t's rows, taking its room from left.
@@ -47,7 +65,20 @@ func newRowStore(t *table, file []byte, left *atomic.Int64) *rowStore {
 	if text == 0 { // column 0 is the rowid
 		text = -1
 	}
-	return &rowStore{cols: len(t.cols), text: text, left: left, file: file}
+	return &rowStore{cols: len(t.cols), text: text, left: left, file: file, trackRuns: t.runs}
+}
+
+// noteRun notes where a run of rows in start order begins, if the row about to be added at
+// s.chunks[chunk][at:], of start start, begins one.
+func (s *rowStore) noteRun(chunk, at int, start int64) {
+	if s.rows == 0 || start < s.lastStart {
+		if len(s.runs) == maxRuns {
+			s.runs, s.trackRuns = nil, false
+			return
+		}
+		s.runs = append(s.runs, storeRun{chunk: chunk, at: at, prev: s.prev, seq: s.rows})
+	}
+	s.lastStart = start
 }
 
 // add appends a row read from the pages: its rowid, and the values of t.cols after it at slot (as
@@ -76,6 +107,14 @@ func (s *rowStore) add(r *pagescan.Row, slot []int) bool {
 			nulls |= 1 << (i + 1)
 		}
 	}
+	if s.trackRuns {
+		var start int64 // column 1, as the store gives it back: 0 when NULL
+		if nulls&(1<<1) == 0 {
+			start = r.Ints[slot[0]]
+		}
+		s.noteRun(n-1, len(c), start)
+	}
+	s.rows++
 	at := putUvarint(b, 0, nulls)
 	at = putUvarint(b, at, s.delta(0, r.Rowid))
 	for i, sl := range slot {
@@ -153,6 +192,19 @@ type storeRows struct {
 	chunk int // the chunk read, and where in it
 	at    int
 	prev  [maxCols]int64
+	// end, when set, is where the rows read end: the first row of the next run.
+	end             bool
+	endChunk, endAt int
+}
+
+// runRows reads run k of a store: its rows up to the next run's first.
+func (s *rowStore) runRows(k int) storeRows {
+	run := &s.runs[k]
+	p := storeRows{s: s, chunk: run.chunk, at: run.at, prev: run.prev}
+	if k+1 < len(s.runs) {
+		p.end, p.endChunk, p.endAt = true, s.runs[k+1].chunk, s.runs[k+1].at
+	}
+	return p
 }
 
 // next reads the next row into r, reporting false at the end.
@@ -161,7 +213,7 @@ func (p *storeRows) next(r *rowVals) bool {
 	for p.chunk < len(s.chunks) && p.at >= len(s.chunks[p.chunk]) {
 		p.chunk, p.at = p.chunk+1, 0
 	}
-	if p.chunk >= len(s.chunks) {
+	if p.chunk >= len(s.chunks) || p.end && p.chunk == p.endChunk && p.at == p.endAt {
 		return false
 	}
 	b := s.chunks[p.chunk]

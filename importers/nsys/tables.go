@@ -26,6 +26,11 @@ type table struct {
 	// text is the column of cols read as text (NVTX's text); 0: none (column 0 is the rowid).
 	text int
 	conv func(f *fileReader, r *rowVals, it *item) bool
+	// runs: when the table's rows are kept by the survey and are a few runs in start order, they
+	// are read by merging the runs rather than through a reorder buffer (runMerge). Its conv must
+	// have no effect but on the item, the warnings and the names interned, so that a row converted
+	// a second time, warnings muted, makes the same item and changes nothing.
+	runs bool
 }
 
 // maxCols bounds the columns of a table's events.
@@ -66,7 +71,7 @@ func gpu(more ...string) []string { return append(gpuCols[:len(gpuCols):len(gpuC
 // that a GPU op starting with its launch finds its launch time.
 var tables = []*table{
 	{name: tableRuntime, cols: []string{"rowid", "start", "end", "globalTid", "correlationId", "nameId"}, survey: []string{"globalTid", "correlationId"},
-		conv: (*fileReader).runtimeRow},
+		conv: (*fileReader).runtimeRow, runs: true}, // stored thread by thread
 	{name: tableKernel, cols: gpu("shortName", "demangledName", "graphNodeId"), survey: []string{"deviceId", "globalPid"}, conv: (*fileReader).kernelRow},
 	{name: tableMemcpy, cols: gpu("bytes", "copyKind", "srcDeviceId", "dstDeviceId", "graphNodeId"),
 		survey: []string{"deviceId", "globalPid", "copyKind", "srcDeviceId", "dstDeviceId"}, conv: (*fileReader).memcpyRow},
