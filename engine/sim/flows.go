@@ -245,10 +245,14 @@ func (s *Sim) recompute() {
 			left--
 			for k := int8(0); k < f.nl; k++ {
 				l := f.links[k]
-				// One subtraction per flow stood for, as for that many flows: the same floats.
+				// One subtraction per flow stood for, as for that many flows: the same floats. The
+				// running value stays in a register: through memory each subtraction waited for the
+				// store of the one before.
+				r := s.residual[l]
 				for range f.mult {
-					s.residual[l] -= x
+					r -= x
 				}
+				s.residual[l] = r
 				s.count[l] -= int32(f.mult)
 			}
 			if f.rate == x && f.scheduled {
