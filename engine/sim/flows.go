@@ -245,10 +245,23 @@ func (s *Sim) recompute() {
 			left--
 			for k := int8(0); k < f.nl; k++ {
 				l := f.links[k]
-				// One subtraction per flow stood for, as for that many flows: the same floats.
-				for range f.mult {
-					s.residual[l] -= x
+				if s.count[l] == int32(f.mult) {
+					// The last flow on the link to be frozen: nothing reads its residual again in
+					// this solve (a link's share is taken only while it has flows to fill) and the
+					// next solve starts it over (visitLink). A collective alone on its links is the
+					// last on each: its merged edges' seven subtractions a link were a chain of
+					// dependent operations.
+					s.count[l] = 0
+					continue
 				}
+				// One subtraction per flow stood for, as for that many flows: the same floats. The
+				// running value stays in a register: through memory each subtraction waited for the
+				// store of the one before.
+				r := s.residual[l]
+				for range f.mult {
+					r -= x
+				}
+				s.residual[l] = r
 				s.count[l] -= int32(f.mult)
 			}
 			if f.rate == x && f.scheduled {

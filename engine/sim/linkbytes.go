@@ -56,12 +56,17 @@ func (s *Sim) reload(links, comp []int32) {
 	}
 	for _, fi := range comp {
 		f := &s.flows[fi]
+		pay := f.rate * f.payload
 		for k := range f.nl {
 			l := f.links[k]
-			for range f.mult { // one addition per flow it stands for: the same sums as that many flows
-				lb.load[l] += f.rate * f.payload
-				lb.util[l] += f.rate // wire bytes/ns, made a share of the bandwidth below
+			// One addition per flow it stands for: the same sums as that many flows. The sums
+			// stay in registers meanwhile (through memory each waited for the store before it).
+			load, util := lb.load[l], lb.util[l]
+			for range f.mult {
+				load += pay
+				util += f.rate // wire bytes/ns, made a share of the bandwidth below
 			}
+			lb.load[l], lb.util[l] = load, util
 		}
 	}
 	for _, l := range links {
