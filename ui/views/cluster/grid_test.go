@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,5 +145,49 @@ func TestWorstTies(t *testing.T) {
 	v.Update(tea.KeyPressMsg{Code: 'l', Text: "l"})
 	if out := ansi.Strip(v.View()); !strings.Contains(out, "GPU 3: worst gpu 3, 50.0%") {
 		t.Errorf("the cursor's cell does not name gpu 3:\n%s", out)
+	}
+}
+
+// The worst lists of a metric whose high values are bad stop at the last device with any: GPUs
+// at 0.0% are not "worst" (a 1,024-GPU run's one culprit once stood above thirteen of them), and
+// a cluster with none says so.
+func TestWorstListsLeaveOutNothingBad(t *testing.T) {
+	const hosts, gpus = 128, 8
+	for _, c := range []struct {
+		name    string
+		culprit int32 // -1: none
+		want    []string
+	}{
+		{"one culprit", 299, []string{"gpu 299 h37 40.0%"}},
+		{"none", -1, nil},
+	} {
+		res := &analysis.Result{}
+		for d := int32(0); d < hosts*gpus; d++ {
+			idle := 0.0
+			if d == c.culprit {
+				idle = 40
+			}
+			res.Breakdown.Devices = append(res.Breakdown.Devices, analysis.DeviceTime{Device: d, SpanNs: 1e9, IdlePct: idle})
+		}
+		fr := &widget.Frame{Res: res, State: agg.New(), Meta: xtimeline.Meta{Devices: hosts * gpus, GPUsPerHost: gpus},
+			Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()}
+		v := New(fr)
+		v.SetSize(120, 40)
+		if !v.SetMetric("idle") {
+			t.Fatal("no idle metric")
+		}
+		out := ansi.Strip(v.View())
+		var gpuRows []string
+		for _, l := range strings.Split(out, "\n") {
+			if i := strings.Index(l, "gpu "); i >= 0 && !strings.Contains(l, "host ") && !strings.Contains(l, "worst") && !strings.Contains(l, "GPU") {
+				gpuRows = append(gpuRows, strings.Join(strings.Fields(l[i:]), " "))
+			}
+		}
+		if !slices.Equal(gpuRows, c.want) {
+			t.Errorf("%s: worst GPUs %q; want %q\n%s", c.name, gpuRows, c.want, out)
+		}
+		if c.culprit < 0 && strings.Count(out, "none above") != 2 {
+			t.Errorf("%s: the lists do not say none is above 0\n%s", c.name, out)
+		}
 	}
 }
