@@ -100,25 +100,15 @@ func TestTopK(t *testing.T) {
 // cursor's cell. Device 3 (idle 49.96%) and device 11 (49.99%) both read 50.0%: device 3 is named
 // first, though 11 is a hair worse.
 func TestWorstTies(t *testing.T) {
-	const hosts, gpus = 1024, 8
-	res := &analysis.Result{}
-	for d := int32(0); d < hosts*gpus; d++ {
-		idle := 10.0
+	v := idleView(t, 1024, 8, func(d int32) float64 {
 		switch d {
 		case 3:
-			idle = 49.96
+			return 49.96
 		case 11:
-			idle = 49.99
+			return 49.99
 		}
-		res.Breakdown.Devices = append(res.Breakdown.Devices, analysis.DeviceTime{Device: d, SpanNs: 1e9, IdlePct: idle})
-	}
-	fr := &widget.Frame{Res: res, State: agg.New(), Meta: xtimeline.Meta{Devices: hosts * gpus, GPUsPerHost: gpus},
-		Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()}
-	v := New(fr)
-	v.SetSize(120, 40)
-	if !v.SetMetric("idle") {
-		t.Fatal("no idle metric")
-	}
+		return 10
+	})
 	out := ansi.Strip(v.View())
 	if !strings.Contains(out, "cell: worst of") {
 		t.Fatalf("the heatmap does not group hosts at this size:\n%s", out)
@@ -161,21 +151,12 @@ func TestWorstListsLeaveOutNothingBad(t *testing.T) {
 		{"one culprit", 299, []string{"gpu 299 h37 40.0%"}},
 		{"none", -1, nil},
 	} {
-		res := &analysis.Result{}
-		for d := int32(0); d < hosts*gpus; d++ {
-			idle := 0.0
+		v := idleView(t, hosts, gpus, func(d int32) float64 {
 			if d == c.culprit {
-				idle = 40
+				return 40
 			}
-			res.Breakdown.Devices = append(res.Breakdown.Devices, analysis.DeviceTime{Device: d, SpanNs: 1e9, IdlePct: idle})
-		}
-		fr := &widget.Frame{Res: res, State: agg.New(), Meta: xtimeline.Meta{Devices: hosts * gpus, GPUsPerHost: gpus},
-			Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()}
-		v := New(fr)
-		v.SetSize(120, 40)
-		if !v.SetMetric("idle") {
-			t.Fatal("no idle metric")
-		}
+			return 0
+		})
 		out := ansi.Strip(v.View())
 		var gpuRows []string
 		for _, l := range strings.Split(out, "\n") {
@@ -190,4 +171,22 @@ func TestWorstListsLeaveOutNothingBad(t *testing.T) {
 			t.Errorf("%s: the lists do not say none is above 0\n%s", c.name, out)
 		}
 	}
+}
+
+// idleView is the cluster view of hosts × gpus devices whose idle % idle gives, showing idle, at
+// 120×40.
+func idleView(t *testing.T, hosts, gpus int, idle func(d int32) float64) *Model {
+	t.Helper()
+	res := &analysis.Result{}
+	for d := int32(0); d < int32(hosts*gpus); d++ {
+		res.Breakdown.Devices = append(res.Breakdown.Devices, analysis.DeviceTime{Device: d, SpanNs: 1e9, IdlePct: idle(d)})
+	}
+	fr := &widget.Frame{Res: res, State: agg.New(), Meta: xtimeline.Meta{Devices: hosts * gpus, GPUsPerHost: gpus},
+		Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()}
+	v := New(fr)
+	v.SetSize(120, 40)
+	if !v.SetMetric("idle") {
+		t.Fatal("no idle metric")
+	}
+	return v
 }
