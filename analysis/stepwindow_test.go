@@ -140,10 +140,10 @@ func TestGapBinsOrder(t *testing.T) {
 		rev.add(gaps[i][0], gaps[i][1], Cause(i%int(causeCount)))
 	}
 	if fwd.shift != rev.shift || fwd.base != rev.base || !slices.Equal(fwd.bins(), rev.bins()) {
-		t.Fatalf("in order: width 2^%d, %d bins; reversed: 2^%d, %d bins; want the same", fwd.shift, len(fwd.ends), rev.shift, len(rev.ends))
+		t.Fatalf("in order: width 2^%d, %d bins; reversed: 2^%d, %d bins; want the same", fwd.shift, fwd.n, rev.shift, rev.n)
 	}
-	if fwd.shift == minBinShift || len(fwd.ends) > maxGapBins {
-		t.Fatalf("width 2^%d, %d bins; want widened, at most %d bins", fwd.shift, len(fwd.ends), maxGapBins)
+	if fwd.shift == minBinShift || fwd.n > maxGapBins {
+		t.Fatalf("width 2^%d, %d bins; want widened, at most %d bins", fwd.shift, fwd.n, maxGapBins)
 	}
 	var sum, want int64
 	for _, v := range fwd.bins() {
@@ -168,8 +168,8 @@ func TestGapBinsFirstGapLong(t *testing.T) {
 		for _, v := range b.bins() {
 			sum += v.Total()
 		}
-		if want := g[1] + 1 - g[0]; sum != want || len(b.ends) > maxGapBins {
-			t.Errorf("gap %v: %d bins holding %d ns; want at most %d bins holding %d", g, len(b.ends), sum, maxGapBins, want)
+		if want := g[1] + 1 - g[0]; sum != want || b.n > maxGapBins {
+			t.Errorf("gap %v: %d bins holding %d ns; want at most %d bins holding %d", g, b.n, sum, maxGapBins, want)
 		}
 	}
 }
@@ -208,7 +208,7 @@ func TestGapBinsAgainstPerBin(t *testing.T) {
 			if widened := b.shift > minBinShift; widened != tc.widened {
 				t.Fatalf("width 2^%d: widened %v; want %v", b.shift, widened, tc.widened)
 			}
-			want := make([]CauseNs, len(b.ends))
+			want := make([]CauseNs, b.n)
 			for _, g := range gaps {
 				for i := g.start >> b.shift; i <= (g.end-1)>>b.shift; i++ {
 					want[i-b.base][g.c] += min(g.end, (i+1)<<b.shift) - max(g.start, i<<b.shift)
