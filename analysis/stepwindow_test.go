@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -138,14 +139,14 @@ func TestGapBinsOrder(t *testing.T) {
 	for i := len(gaps) - 1; i >= 0; i-- {
 		rev.add(gaps[i][0], gaps[i][1], Cause(i%int(causeCount)))
 	}
-	if fwd.shift != rev.shift || fwd.base != rev.base || !slices.Equal(fwd.bins, rev.bins) {
-		t.Fatalf("in order: width 2^%d, %d bins; reversed: 2^%d, %d bins; want the same", fwd.shift, len(fwd.bins), rev.shift, len(rev.bins))
+	if fwd.shift != rev.shift || fwd.base != rev.base || !slices.Equal(fwd.bins(), rev.bins()) {
+		t.Fatalf("in order: width 2^%d, %d bins; reversed: 2^%d, %d bins; want the same", fwd.shift, fwd.n, rev.shift, rev.n)
 	}
-	if fwd.shift == minBinShift || len(fwd.bins) > maxGapBins {
-		t.Fatalf("width 2^%d, %d bins; want widened, at most %d bins", fwd.shift, len(fwd.bins), maxGapBins)
+	if fwd.shift == minBinShift || fwd.n > maxGapBins {
+		t.Fatalf("width 2^%d, %d bins; want widened, at most %d bins", fwd.shift, fwd.n, maxGapBins)
 	}
 	var sum, want int64
-	for _, v := range fwd.bins {
+	for _, v := range fwd.bins() {
 		sum += v.Total()
 	}
 	for _, g := range gaps {
@@ -164,11 +165,61 @@ func TestGapBinsFirstGapLong(t *testing.T) {
 		b.add(g[0], g[1], CauseOther)
 		b.add(g[1], g[1]+1, CauseOther)
 		var sum int64
-		for _, v := range b.bins {
+		for _, v := range b.bins() {
 			sum += v.Total()
 		}
-		if want := g[1] + 1 - g[0]; sum != want || len(b.bins) > maxGapBins {
-			t.Errorf("gap %v: %d bins holding %d ns; want at most %d bins holding %d", g, len(b.bins), sum, maxGapBins, want)
+		if want := g[1] + 1 - g[0]; sum != want || b.n > maxGapBins {
+			t.Errorf("gap %v: %d bins holding %d ns; want at most %d bins holding %d", g, b.n, sum, maxGapBins, want)
 		}
+	}
+}
+
+// TestGapBinsAgainstPerBin: the bins' sums, their ends and whole-bin counts put together, are
+// what adding each gap's overlap to every bin it crosses gives, at the width the bins end with:
+// gaps inside one bin, across two, across hundreds, before time 0, and enough of them, spread
+// wide enough, to widen the bins several times.
+func TestGapBinsAgainstPerBin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 34))
+	for _, tc := range []struct {
+		name      string
+		n         int
+		from, to  int64 // where gaps start
+		maxLength int64
+		widened   bool // the bins end wider than minBinShift
+	}{
+		{"short, one width", 2000, 0, 1 << 20, 900, false},
+		{"across bins", 2000, 0, 1 << 21, 1 << 14, false},
+		{"long, widening", 3000, -(1 << 24), 1 << 30, 1 << 26, true},
+		{"before time 0", 500, -(1 << 28), -(1 << 20), 1 << 20, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newGapBins()
+			type gap struct {
+				start, end int64
+				c          Cause
+			}
+			var gaps []gap
+			for range tc.n {
+				start := tc.from + rng.Int64N(tc.to-tc.from)
+				g := gap{start, start + 1 + rng.Int64N(tc.maxLength), Cause(rng.IntN(int(causeCount)))}
+				gaps = append(gaps, g)
+				b.add(g.start, g.end, g.c)
+			}
+			if widened := b.shift > minBinShift; widened != tc.widened {
+				t.Fatalf("width 2^%d: widened %v; want %v", b.shift, widened, tc.widened)
+			}
+			want := make([]CauseNs, b.n)
+			for _, g := range gaps {
+				for i := g.start >> b.shift; i <= (g.end-1)>>b.shift; i++ {
+					want[i-b.base][g.c] += min(g.end, (i+1)<<b.shift) - max(g.start, i<<b.shift)
+				}
+			}
+			got := b.bins()
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("width 2^%d, bin %d of %d: %v; want %v", b.shift, i, len(want), got[i], want[i])
+				}
+			}
+		})
 	}
 }
