@@ -113,46 +113,18 @@ func Parts(parts []Part) (*Joined, error) {
 	var comms uint32
 	shadowed := 0
 	var names []string
-	for _, p := range parts {
+	for i := range parts {
+		p := &parts[i]
 		names = append(names, fmt.Sprintf("%s (%s)", p.Format, p.Files))
-		offset := p.EpochUnixNs - out.EpochUnixNs
-		labels := map[uint32]uint32{}
-		var top uint32
-		for i := range p.Events {
-			e := p.Events[i]
-			e.Start += offset
-			e.End += offset
-			if e.Queued >= 0 {
-				e.Queued += offset
-			}
-			if e.Label != 0 {
-				id, ok := labels[e.Label]
-				if !ok {
-					id = out.Strings.ID(p.Strings.Lookup(e.Label))
-					labels[e.Label] = id
-				}
-				e.Label = id
-			}
-			if e.Comm != 0 {
-				top = max(top, e.Comm)
-				e.Comm += comms
-				if seq, ok := e.OpSeq(); ok {
-					e.Op = timeline.SeqOp(e.Comm, seq)
-				}
-			}
-			if e.Stream != 0 && comms > 0 {
-				e.Stream = partStream(e.Stream)
-			}
+		top, n := out.add(p, comms, i > 0, func(e *timeline.Event) {
 			if e.Device >= 0 {
 				e.Host = hostIDs[hosts[e.Device]]
-				out.Devices = max(out.Devices, int(e.Device)+1)
 			}
-			if m, ok := measured[e.Device]; ok && m != p.Format && measures(&e) {
+			if m, ok := measured[e.Device]; ok && m != p.Format && measures(e) {
 				e.Status = timeline.StatusShadow
-				shadowed++
 			}
-			out.Events = append(out.Events, e)
-		}
+		})
+		shadowed += n
 		for k, v := range p.Extra {
 			if n, ok := strings.CutPrefix(k, "comm."); ok {
 				if c, err := strconv.Atoi(n); err == nil {
@@ -220,4 +192,48 @@ func sameJob(parts []Part) error {
 		}
 	}
 	return nil
+}
+
+// add appends part p's events to the session's: on the session's clock, labels in its table, its
+// communicators after the comms of the parts before it (a sequence number's op id with them), a
+// later part's streams moved off the earlier ones', each event then given its host and status by
+// place. It returns the part's highest communicator and how many of its ops place made shadows.
+func (out *Joined) add(p *Part, comms uint32, later bool, place func(*timeline.Event)) (top uint32, shadowed int) {
+	offset := p.EpochUnixNs - out.EpochUnixNs
+	labels := map[uint32]uint32{}
+	for i := range p.Events {
+		e := p.Events[i]
+		e.Start += offset
+		e.End += offset
+		if e.Queued >= 0 {
+			e.Queued += offset
+		}
+		if e.Label != 0 {
+			id, ok := labels[e.Label]
+			if !ok {
+				id = out.Strings.ID(p.Strings.Lookup(e.Label))
+				labels[e.Label] = id
+			}
+			e.Label = id
+		}
+		if e.Comm != 0 {
+			top = max(top, e.Comm)
+			e.Comm += comms
+			if seq, ok := e.OpSeq(); ok {
+				e.Op = timeline.SeqOp(e.Comm, seq)
+			}
+		}
+		if e.Stream != 0 && later {
+			e.Stream = partStream(e.Stream)
+		}
+		if e.Device >= 0 {
+			out.Devices = max(out.Devices, int(e.Device)+1)
+		}
+		place(&e)
+		if e.Status == timeline.StatusShadow && p.Events[i].Status != timeline.StatusShadow {
+			shadowed++
+		}
+		out.Events = append(out.Events, e)
+	}
+	return top, shadowed
 }
