@@ -87,7 +87,7 @@ func (b *barriers) finish(op uint64, in *barrierInst) {
 		b.arrive = append(b.arrive, a.Arrive)
 	}
 	inst := BarrierInstance{Op: op, Label: in.label, Release: in.release}
-	inst.Straggler, inst.LatenessNs, _ = b.late.add(b.ranks, b.arrive)
+	inst.Straggler, inst.LatenessNs, _ = b.late.add(b.ranks, b.arrive, false)
 	// Keep it in the ring. Its arrivals are a new slice, never written after: results share them
 	// (one barrier's arrivals are copied once, not by every result while it is recent).
 	inst.Arrivals = slices.Clone(as)

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -17,6 +18,7 @@ type collInst struct {
 	algo       timeline.NCCLAlgo
 	proto      timeline.NCCLProto
 	channels   int
+	comm       uint32        // the communicator, for the ranks of it that left no record
 	arrivals   []collArrival // each rank's start, for its straggler
 }
 
@@ -53,20 +55,39 @@ type collectives struct {
 	late   stragglers
 	ranks  []int32
 	arrive []int64
+	// unrecorded are, by communicator, the members that left no record (a membership mark with
+	// timeline.StatusNoRecord: a Flight Recorder dump missing or left out), at most the
+	// communicator's ranks.
+	unrecorded map[uint32]map[int32]struct{}
 }
 
 func newCollectives() *collectives {
-	c := &collectives{open: newOpenSet[collInst](), rows: map[collKey]*collStats{}, given: map[collKey]*partStats{}, late: newStragglers()}
-	c.open.evict = func(in *collInst) { addPartial(c.given, in) }
+	c := &collectives{open: newOpenSet[collInst](), rows: map[collKey]*collStats{}, given: map[collKey]*partStats{}, late: newStragglers(),
+		unrecorded: map[uint32]map[int32]struct{}{}}
+	c.open.evict = func(in *collInst) {
+		addPartial(c.given, in)
+		c.lateAt(in, &c.late)
+	}
 	return c
 }
 
-// partStats folds the instances some rank never reported: how many, their bytes (each the mean
-// over the ranks seen: a uniform collective's size whichever ranks reported), and the fewest and
-// most ranks seen in one. Their time and bandwidths need every rank and stay unknown.
+// partStats folds the instances some rank never reported as collStats folds the complete ones,
+// over the ranks seen: how many, their bytes (each the mean over the ranks seen: a uniform
+// collective's size whichever ranks reported), their time (last end − first start of the ranks
+// seen: a lower bound, as a missing rank's part can only widen it), the fewest and most ranks
+// seen in one, and the communicators they ran on (whose unrecorded members the row names).
 type partStats struct {
-	count, bytes     int64
+	collStats
 	seenMin, seenMax int
+	comms            map[uint32]struct{}
+}
+
+// clone returns an independent copy.
+func (s *partStats) clone() *partStats {
+	cp := *s
+	cp.lat = s.lat.clone()
+	cp.comms = maps.Clone(s.comms)
+	return &cp
 }
 
 // addPartial folds an instance not every rank reported into m.
@@ -78,17 +99,39 @@ func addPartial(m map[collKey]*partStats, in *collInst) {
 	k := collKey{in.op, in.ranks, SizeClass(bytes), in.algo, in.proto}
 	s := m[k]
 	if s == nil {
-		s = &partStats{seenMin: in.n, seenMax: in.n}
+		s = &partStats{seenMin: in.n, seenMax: in.n, comms: map[uint32]struct{}{}}
 		m[k] = s
 	}
-	s.count++
-	s.bytes += bytes
+	s.fold(in, bytes)
 	s.seenMin, s.seenMax = min(s.seenMin, in.n), max(s.seenMax, in.n)
+	if in.comm != 0 {
+		s.comms[in.comm] = struct{}{}
+	}
+}
+
+// fold adds an instance of bytes (its mean over the ranks seen) to the row.
+func (s *collStats) fold(in *collInst, bytes int64) {
+	s.count++
+	s.channels = max(s.channels, in.channels)
+	s.bytes += bytes
+	t := in.end - in.start
+	s.timeNs += t
+	s.lat.Add(float64(t))
 }
 
 func (c *collectives) add(e *timeline.Event) {
-	if e.Kind == timeline.KindCollective && e.Status == timeline.StatusOK {
+	switch {
+	case e.Kind == timeline.KindCollective && e.Status == timeline.StatusOK:
 		c.fold(e) // the test inlines into Analyzer.Emit (see transfers.add)
+	case e.Kind == timeline.KindMark && e.Status == timeline.StatusNoRecord && e.Comm != 0 && e.Peer != timeline.NoDevice:
+		if seq, ok := e.OpSeq(); ok && seq == 0 {
+			set := c.unrecorded[e.Comm]
+			if set == nil {
+				set = map[int32]struct{}{}
+				c.unrecorded[e.Comm] = set
+			}
+			set[e.Peer] = struct{}{}
+		}
 	}
 }
 
@@ -96,7 +139,7 @@ func (c *collectives) fold(e *timeline.Event) {
 	in := c.open.get(e.Op)
 	if in == nil {
 		in = c.open.open(e.Op)
-		*in = collInst{op: timeline.CollOp(e.Sub), ranks: int(e.Ranks), start: e.Start, end: e.End, arrivals: in.arrivals[:0]}
+		*in = collInst{op: timeline.CollOp(e.Sub), ranks: int(e.Ranks), start: e.Start, end: e.End, comm: e.Comm, arrivals: in.arrivals[:0]}
 		in.algo, in.proto, in.channels = e.NCCLChoice()
 	}
 	in.start, in.end = min(in.start, e.Start), max(in.end, e.End)
@@ -117,20 +160,21 @@ func (c *collectives) finish(in *collInst) {
 		s = &collStats{}
 		c.rows[k] = s
 	}
-	s.count++
-	s.channels = max(s.channels, in.channels)
-	s.bytes += bytes
-	t := in.end - in.start
-	s.timeNs += t
-	s.lat.Add(float64(t))
-	if len(in.arrivals) > 1 {
-		c.ranks, c.arrive = c.ranks[:0], c.arrive[:0]
-		for _, a := range in.arrivals {
-			c.ranks = append(c.ranks, a.rank)
-			c.arrive = append(c.arrive, a.start)
-		}
-		c.late.add(c.ranks, c.arrive)
+	s.fold(in, bytes)
+	c.lateAt(in, &c.late)
+}
+
+// lateAt folds instance in's straggler, if it has one, into late.
+func (c *collectives) lateAt(in *collInst, late *stragglers) {
+	if len(in.arrivals) < 2 {
+		return
 	}
+	c.ranks, c.arrive = c.ranks[:0], c.arrive[:0]
+	for _, a := range in.arrivals {
+		c.ranks = append(c.ranks, a.rank)
+		c.arrive = append(c.arrive, a.start)
+	}
+	late.add(c.ranks, c.arrive, in.n < in.ranks)
 }
 
 // Collective is one (op, ranks, size class, algorithm/protocol) row of collective instances, with
@@ -156,9 +200,16 @@ type Collective struct {
 	AlgoProto string `json:"algo_proto"`
 	Channels  *int   `json:"channels"`
 	// RanksSeen is a partial row's (Collectives.Partial): the fewest and most ranks that reported
-	// an instance of it, of Ranks; nil for a row of complete instances. A partial row's time
-	// (TimeNs, written null), quantiles and bandwidths need every rank's part and are unknown.
+	// an instance of it, of Ranks; nil for a row of complete instances. A partial row's figures
+	// are of the ranks seen: its times (last end − first start of the ranks seen) are lower
+	// bounds and its bandwidths upper bounds of every rank's, as a rank unseen could only have
+	// started earlier or ended later.
 	RanksSeen *[2]int `json:"ranks_seen"`
+	// Unrecorded names, in a partial row, the members of its instances' communicators that left
+	// no record at all (a Flight Recorder dump missing or left out): at most 16, in rank order;
+	// UnrecordedCount is how many there are. Such a rank may be the one the others waited for.
+	Unrecorded      []int32 `json:"ranks_unrecorded"`
+	UnrecordedCount int     `json:"ranks_unrecorded_count"`
 }
 
 // collectiveJSON is Collective as written: the fields that may be unknown as pointers.
@@ -176,17 +227,21 @@ type collectiveJSON struct {
 	AlgoProto string   `json:"algo_proto"`
 	Channels  *int     `json:"channels"`
 	RanksSeen *[2]int  `json:"ranks_seen"`
+	// Unrecorded is never null: an empty list says no member is known to have left no record.
+	Unrecorded      []int32 `json:"ranks_unrecorded"`
+	UnrecordedCount int     `json:"ranks_unrecorded_count"`
 }
 
-// MarshalJSON writes the row with null for what is unknown (Ranks, SizeClass, Bytes at 0; a
-// partial row's time). A null reads back as 0, unknown again.
+// MarshalJSON writes the row with null for what is unknown (Ranks, SizeClass, Bytes at 0). A
+// null reads back as 0, unknown again.
 func (c Collective) MarshalJSON() ([]byte, error) {
-	t := &c.TimeNs
-	if c.RanksSeen != nil {
-		t = nil
+	un := c.Unrecorded
+	if un == nil {
+		un = []int32{}
 	}
 	return json.Marshal(collectiveJSON{Op: c.Op, Ranks: known(c.Ranks), SizeClass: known(c.SizeClass), Bytes: known(c.Bytes), Count: c.Count,
-		TimeNs: t, P50Ns: c.P50Ns, P99Ns: c.P99Ns, AlgBW: c.AlgBW, BusBW: c.BusBW, AlgoProto: c.AlgoProto, Channels: c.Channels, RanksSeen: c.RanksSeen})
+		TimeNs: &c.TimeNs, P50Ns: c.P50Ns, P99Ns: c.P99Ns, AlgBW: c.AlgBW, BusBW: c.BusBW, AlgoProto: c.AlgoProto, Channels: c.Channels, RanksSeen: c.RanksSeen,
+		Unrecorded: un, UnrecordedCount: c.UnrecordedCount})
 }
 
 // known is v, or nil when v is 0: the unknown of a count or size that cannot be 0 when known.
@@ -211,9 +266,9 @@ type Collectives struct {
 	Incomplete int64 `json:"incomplete"`
 	Cut        int   `json:"cut"`
 	// Partial are rows of the instances Unreported counts (given up, or open now but for those
-	// cut), folded as Rows are, with the ranks seen: their size is known from the ranks that
-	// reported, their time and bandwidths are not (a log of some ranks only, a job killed
-	// mid-collective). Before the stream ends an open instance may still complete.
+	// cut), folded as Rows are over the ranks seen, which they name (Collective.RanksSeen): a log
+	// of some ranks only, a job with a rank's dump missing, a job killed mid-collective. Before
+	// the stream ends an open instance may still complete.
 	Partial []Collective `json:"partial"`
 }
 
@@ -223,8 +278,23 @@ type Collectives struct {
 // by the analysis's start. Before the end, an open instance may still hear from its other ranks.
 func (c Collectives) Unreported() int64 { return c.Incomplete + int64(c.Open-c.Cut) }
 
+// UnrecordedRanks names the ranks the partial rows' communicators hold that left no record (a
+// Flight Recorder dump missing or left out): the first of them in rank order, and how many
+// there are (a lower bound when rows named different ranks past their own bound).
+func UnrecordedRanks(partial []Collective) ([]int32, int) {
+	var ranks []int32
+	n := 0
+	for _, c := range partial {
+		ranks = append(ranks, c.Unrecorded...)
+		n = max(n, c.UnrecordedCount)
+	}
+	slices.Sort(ranks)
+	ranks = slices.Compact(ranks)
+	return ranks, max(n, len(ranks))
+}
+
 func (c *collectives) result() Collectives {
-	out := Collectives{Rows: []Collective{}, Stragglers: c.late.result(), Open: c.open.len(), Incomplete: c.open.given}
+	out := Collectives{Rows: []Collective{}, Open: c.open.len(), Incomplete: c.open.given}
 	if c.from > 0 {
 		for _, in := range c.open.byOp {
 			if in.start < c.from {
@@ -232,46 +302,75 @@ func (c *collectives) result() Collectives {
 			}
 		}
 	}
-	out.Partial = c.partial()
+	out.Partial, out.Stragglers = c.partial()
 	for k, s := range c.rows {
-		row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
-			TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs),
-			AlgoProto: algoProto(k.algo, k.proto)}
-		if s.channels > 0 {
-			ch := s.channels
-			row.Channels = &ch
-		}
-		if row.AlgBW != nil && k.ranks > 1 {
-			b := roundRate(*row.AlgBW * k.op.BusFactor(k.ranks))
-			row.BusBW = &b
-		}
-		out.Rows = append(out.Rows, row)
+		out.Rows = append(out.Rows, s.row(k))
 	}
 	slices.SortFunc(out.Rows, cmpRows)
 	return out
 }
 
+// row is the row of key k: nccl-tests' figures over its instances.
+func (s *collStats) row(k collKey) Collective {
+	row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
+		TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs),
+		AlgoProto: algoProto(k.algo, k.proto)}
+	if s.channels > 0 {
+		ch := s.channels
+		row.Channels = &ch
+	}
+	if row.AlgBW != nil && k.ranks > 1 {
+		b := roundRate(*row.AlgBW * k.op.BusFactor(k.ranks))
+		row.BusBW = &b
+	}
+	return row
+}
+
+// maxUnrecorded bounds the ranks a partial row names (Collective.Unrecorded).
+const maxUnrecorded = 16
+
 // partial is the partial rows: the instances given up, and those open now (but those cut by the
-// analysis's start, whose other ranks may have ended before it, unseen).
-func (c *collectives) partial() []Collective {
+// analysis's start, whose other ranks may have ended before it, unseen); and the stragglers with
+// those open instances folded in (over an overlay: an open instance may yet complete).
+func (c *collectives) partial() ([]Collective, []Straggler) {
 	m := make(map[collKey]*partStats, len(c.given))
 	for k, s := range c.given {
-		cp := *s
-		m[k] = &cp
+		m[k] = s.clone()
 	}
+	late := c.late.overlay()
 	for _, in := range c.open.byOp {
 		if c.from > 0 && in.start < c.from {
 			continue
 		}
 		addPartial(m, in)
+		c.lateAt(in, late)
 	}
 	out := make([]Collective, 0, len(m))
 	for k, s := range m {
-		out = append(out, Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
-			AlgoProto: algoProto(k.algo, k.proto), RanksSeen: &[2]int{s.seenMin, s.seenMax}})
+		row := s.row(k)
+		row.RanksSeen = &[2]int{s.seenMin, s.seenMax}
+		row.Unrecorded, row.UnrecordedCount = c.unrecordedOf(s.comms)
+		out = append(out, row)
 	}
 	slices.SortFunc(out, cmpRows)
-	return out
+	return out, late.result()
+}
+
+// unrecordedOf names the members of comms that left no record: the first maxUnrecorded in rank
+// order, and how many there are.
+func (c *collectives) unrecordedOf(comms map[uint32]struct{}) ([]int32, int) {
+	var all []int32
+	for comm := range comms {
+		for r := range c.unrecorded[comm] {
+			all = append(all, r)
+		}
+	}
+	if len(all) == 0 {
+		return nil, 0
+	}
+	slices.Sort(all)
+	all = slices.Compact(all)
+	return slices.Clip(all[:min(len(all), maxUnrecorded)]), len(all)
 }
 
 // cmpRows orders rows by op, ranks, size class and algorithm/protocol.

@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"encoding/json"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -382,18 +384,23 @@ func TestCollectiveStragglerOrderFree(t *testing.T) {
 }
 
 // The instances some rank never reported (an NCCL Inspector log of some ranks only, a job killed
-// mid-collective) are rows too: their size and count are known from the ranks seen, with the
-// fewest and most ranks seen of those expected; their time and bandwidths, which need every rank,
-// are unknown. The given-up ones (past the bound on open instances) are among them, and the rows
-// count exactly the instances Unreported counts.
+// mid-collective, a Flight Recorder dump missing) are rows too, with the fewest and most ranks
+// seen of those expected, and the figures of the ranks seen: size, count, time (last end − first
+// start of those ranks) and bandwidths. The given-up ones (past the bound on open instances) are
+// among them, and the rows count exactly the instances Unreported counts.
 func TestCollectivePartialRows(t *testing.T) {
 	var evs []timeline.Event
 	// A complete 2-rank all_gather, and a 2-rank all_reduce of which rank 1 never reported.
 	evs = append(evs, instance(timeline.CollAllGather, 1, []int64{0, 0}, []int64{100, 100}, 1<<20)...)
 	evs = append(evs, collEv(timeline.CollAllReduce, 2, 0, 2, 200, 300, 1<<30))
-	// Two 4-rank reduce_scatters of 4 KiB: three ranks of one reported, two of the other.
+	// Two 4-rank reduce_scatters of 4 KiB: three ranks of one reported (400–500, rank 2 from 450
+	// to 520: 120 ns), two of the other (600–700: 100 ns).
 	for r := range int32(3) {
-		evs = append(evs, collEv(timeline.CollReduceScatter, 4, r, 3, 400, 500, 4096))
+		s, e := int64(400), int64(500)
+		if r == 2 {
+			s, e = 450, 520
+		}
+		evs = append(evs, collEv(timeline.CollReduceScatter, 4, r, 3, s, e, 4096))
 	}
 	for r := range int32(2) {
 		evs = append(evs, collEv(timeline.CollReduceScatter, 4, r, 4, 600, 700, 4096))
@@ -403,22 +410,42 @@ func TestCollectivePartialRows(t *testing.T) {
 		t.Errorf("complete rows = %+v; want the all_gather alone", c.Rows)
 	}
 	want := []struct {
-		op           string
-		ranks        int
-		bytes, n     int64
-		fewest, most int
-	}{{"all_reduce", 2, 1 << 30, 1, 1, 1}, {"reduce_scatter", 4, 4096, 2, 2, 3}}
+		op             string
+		ranks          int
+		bytes, n       int64
+		fewest, most   int
+		timeNs, p99    int64
+		algbw, busbw   float64 // GB/s = bytes per ns
+		straggler      int32
+		stragglerTimes int64
+	}{
+		// 1 GiB in 100 ns; all_reduce's bus factor over 2 ranks is 2·1/2 = 1.
+		{"all_reduce", 2, 1 << 30, 1, 1, 1, 100, 100, float64(1<<30) / 100, float64(1<<30) / 100, -1, 0},
+		// 2 × 4096 B in 120 + 100 ns; reduce_scatter's bus factor over 4 ranks is 3/4. Rank 2
+		// started 50 ns after the median of the first: the straggler of the ranks seen.
+		{"reduce_scatter", 4, 4096, 2, 2, 3, 220, 120, 8192.0 / 220, 8192.0 / 220 * 3 / 4, 2, 1},
+	}
 	if len(c.Partial) != len(want) {
 		t.Fatalf("partial rows = %+v; want %d", c.Partial, len(want))
+	}
+	if len(c.Stragglers) != 1 || c.Stragglers[0].Rank != 2 || c.Stragglers[0].TimesLast != 1 || c.Stragglers[0].TimesLastPartial != 1 ||
+		c.Stragglers[0].LatenessNs50 == nil || *c.Stragglers[0].LatenessNs50 != 50 {
+		t.Errorf("stragglers = %+v; want rank 2, once, at a partial instance, 50 ns late", c.Stragglers)
+	}
+	for i, w := range want {
+		p := c.Partial[i]
+		if p.TimeNs != w.timeNs || p.P99Ns == nil || *p.P99Ns != w.p99 {
+			t.Errorf("partial row %d: time %d ns, p99 %v; want %d ns, p99 %d ns (of the ranks seen)", i, p.TimeNs, p.P99Ns, w.timeNs, w.p99)
+		}
+		if p.AlgBW == nil || p.BusBW == nil || math.Abs(*p.AlgBW-w.algbw) > 0.001*w.algbw || math.Abs(*p.BusBW-w.busbw) > 0.001*w.busbw {
+			t.Errorf("partial row %d: algbw %v, busbw %v; want %.4g, %.4g GB/s", i, p.AlgBW, p.BusBW, w.algbw, w.busbw)
+		}
 	}
 	var n int64
 	for i, w := range want {
 		p := c.Partial[i]
 		if p.Op != w.op || p.Ranks != w.ranks || p.Bytes != w.bytes || p.Count != w.n || p.RanksSeen == nil || *p.RanksSeen != [2]int{w.fewest, w.most} {
 			t.Errorf("partial row %d = %+v (seen %v); want %s of %d ranks, %d B, %d instances, %d–%d ranks seen", i, p, p.RanksSeen, w.op, w.ranks, w.bytes, w.n, w.fewest, w.most)
-		}
-		if p.P50Ns != nil || p.P99Ns != nil || p.AlgBW != nil || p.BusBW != nil {
-			t.Errorf("partial row %d has a time or a rate: %+v", i, p)
 		}
 		n += p.Count
 	}
@@ -436,21 +463,82 @@ func TestCollectivePartialRows(t *testing.T) {
 	}
 }
 
-// A partial row's JSON writes its unknown time as null, and the ranks seen; a complete row's
-// ranks_seen is null (the key is always there).
+// A partial row's JSON writes its time (of the ranks seen) and the ranks seen; a complete row's
+// ranks_seen is null (the key is always there); ranks_unrecorded is a list, empty when none.
 func TestCollectivePartialJSON(t *testing.T) {
-	p := Collective{Op: "all_reduce", Ranks: 2, SizeClass: 1 << 30, Bytes: 1 << 30, Count: 1, RanksSeen: &[2]int{1, 1}}
+	p := Collective{Op: "all_reduce", Ranks: 4, SizeClass: 1 << 30, Bytes: 1 << 30, Count: 1, TimeNs: 7, RanksSeen: &[2]int{3, 3},
+		Unrecorded: []int32{3}, UnrecordedCount: 1}
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"time_ns_total":null`, `"ranks_seen":[1,1]`, `"busbw_gbps":null`} {
+	for _, want := range []string{`"time_ns_total":7`, `"ranks_seen":[3,3]`, `"busbw_gbps":null`, `"ranks_unrecorded":[3]`, `"ranks_unrecorded_count":1`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("partial row JSON %s lacks %s", b, want)
 		}
 	}
 	b, _ = json.Marshal(Collective{Op: "all_reduce", Ranks: 2, Count: 1, TimeNs: 5})
-	if !strings.Contains(string(b), `"time_ns_total":5`) || !strings.Contains(string(b), `"ranks_seen":null`) {
-		t.Errorf("complete row JSON %s", b)
+	for _, want := range []string{`"time_ns_total":5`, `"ranks_seen":null`, `"ranks_unrecorded":[]`, `"ranks_unrecorded_count":0`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("complete row JSON %s lacks %s", b, want)
+		}
+	}
+}
+
+// A rank that left no record (a membership mark with StatusNoRecord: its Flight Recorder dump
+// missing) is named by the partial rows of its communicator's collectives, not by another
+// communicator's; the stragglers of the ranks seen are counted, as at partial instances.
+func TestCollectivePartialNamesUnrecorded(t *testing.T) {
+	const world, pair = 1, 2
+	seqEv := func(comm uint32, ranks int, dev int32, seq uint64, start, end int64) timeline.Event {
+		e := collEv(timeline.CollAllReduce, ranks, dev, timeline.SeqOp(comm, seq), start, end, 1<<20)
+		e.Comm, e.Aux = comm, timeline.AuxSeqOp
+		return e
+	}
+	// Rank 3 of the 4-rank world left no dump; ranks 0–2 ran three all_reduces, rank 2 starting
+	// 30 ns after the others each time. Ranks 0 and 1 also ran a complete 2-rank all_reduce of
+	// 4 MiB on their pair.
+	evs := []timeline.Event{{Kind: timeline.KindMark, Device: timeline.NoDevice, Peer: 3, Comm: world, Ranks: 4,
+		Op: timeline.SeqOp(world, 0), Aux: timeline.AuxSeqOp, Status: timeline.StatusNoRecord}}
+	for seq := uint64(1); seq <= 3; seq++ {
+		at := int64(seq) * 1000
+		for r := range int32(3) {
+			s := at
+			if r == 2 {
+				s += 30
+			}
+			evs = append(evs, seqEv(world, 4, r, seq, s, at+500))
+		}
+	}
+	for r := range int32(2) {
+		e := seqEv(pair, 2, r, 1, 5000, 5100)
+		e.Bytes = 4 << 20
+		evs = append(evs, e)
+	}
+	c := analyze(timeline.Meta{}, evs...).Collectives
+	if len(c.Partial) != 1 {
+		t.Fatalf("partial rows = %+v; want the world's all_reduce", c.Partial)
+	}
+	p := c.Partial[0]
+	if p.Ranks != 4 || *p.RanksSeen != [2]int{3, 3} || p.Count != 3 || p.TimeNs != 1500 || !slices.Equal(p.Unrecorded, []int32{3}) || p.UnrecordedCount != 1 {
+		t.Errorf("partial row = %+v (seen %v); want 3 of 4 ranks seen, 3 instances of 500 ns, rank 3 unrecorded", p, p.RanksSeen)
+	}
+	if len(c.Rows) != 1 || c.Rows[0].Ranks != 2 {
+		t.Errorf("complete rows = %+v; want the pair's all_reduce", c.Rows)
+	}
+	if len(c.Stragglers) != 1 || c.Stragglers[0].Rank != 2 || c.Stragglers[0].TimesLast != 3 || c.Stragglers[0].TimesLastPartial != 3 {
+		t.Errorf("stragglers = %+v; want rank 2, last 3 times, all at partial instances", c.Stragglers)
+	}
+	// The stragglers of the open instances are an overlay: a later result, after the instances
+	// completed, counts them once, as complete.
+	a := fold(timeline.Meta{}, evs)
+	_ = a.Result(timeline.NewStrings())
+	for seq := uint64(1); seq <= 3; seq++ {
+		e := seqEv(world, 4, 3, seq, int64(seq)*1000+60, int64(seq)*1000+500)
+		a.Emit(&e)
+	}
+	c = a.Result(timeline.NewStrings()).Collectives
+	if len(c.Partial) != 0 || len(c.Stragglers) != 1 || c.Stragglers[0].Rank != 3 || c.Stragglers[0].TimesLast != 3 || c.Stragglers[0].TimesLastPartial != 0 {
+		t.Errorf("after rank 3 reported: partial %+v, stragglers %+v; want none partial, rank 3 last 3 times", c.Partial, c.Stragglers)
 	}
 }

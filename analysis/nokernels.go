@@ -16,7 +16,7 @@ const NoKernelsWhy = "the source records only communication ops, no kernels: the
 // between their ops is not idle but unknown, perhaps compute.
 func RecordsKernels(m timeline.Meta) bool {
 	switch m.Backend {
-	case "flight-recorder", "nccl-inspector", "nccl-ras":
+	case "flight-recorder", "nccl-inspector", "nccl-ras", "flight-recorder+nccl-inspector": // the last: the two joined by rank
 		return false
 	}
 	return true

@@ -12,11 +12,14 @@ type Straggler struct {
 	Rank         int32  `json:"rank"`
 	TimesLast    int64  `json:"times_last"`
 	LatenessNs50 *int64 `json:"lateness_ns_p50"`
+	// TimesLastPartial counts the times of TimesLast at instances some rank never reported
+	// (Collectives.Partial): last of the ranks seen; the unseen rank may have come later still.
+	TimesLastPartial int64 `json:"times_last_partial"`
 }
 
 type rankLate struct {
-	times int64
-	late  Quantiles
+	times, partial int64
+	late           Quantiles
 }
 
 // stragglers folds the instances of one kind of synchronising op: an instance's straggler is the
@@ -26,15 +29,25 @@ type rankLate struct {
 // is named: a straggler is a rank the others waited for alone. Barriers and collectives share it,
 // so "straggler" means one thing in every report.
 type stragglers struct {
-	last    map[int32]*rankLate
+	last map[int32]*rankLate
+	// base, in an overlay (overlay), holds the ranks the overlay has not touched.
+	base    *stragglers
 	scratch []int64
 }
 
 func newStragglers() stragglers { return stragglers{last: map[int32]*rankLate{}} }
 
+// overlay returns stragglers that read as s and take more instances without changing s: a rank it
+// is told of is copied from s first. A result can so fold instances that may yet complete (open
+// collectives) at the cost of the ranks they name, not of every rank.
+func (s *stragglers) overlay() *stragglers {
+	return &stragglers{last: map[int32]*rankLate{}, base: s}
+}
+
 // add takes one instance's arrivals (ranks[i] arrived at arrive[i]) and returns its straggler and
 // its lateness; ok is false when it has none (one rank, a tie for last, nobody after the median).
-func (s *stragglers) add(ranks []int32, arrive []int64) (rank int32, latenessNs int64, ok bool) {
+// partial says some rank of the instance never reported.
+func (s *stragglers) add(ranks []int32, arrive []int64, partial bool) (rank int32, latenessNs int64, ok bool) {
 	if len(arrive) < 2 {
 		return timeline.NoDevice, 0, false
 	}
@@ -56,9 +69,17 @@ func (s *stragglers) add(ranks []int32, arrive []int64) (rank int32, latenessNs 
 	r := s.last[rank]
 	if r == nil {
 		r = &rankLate{}
+		if s.base != nil {
+			if b := s.base.last[rank]; b != nil {
+				r.times, r.partial, r.late = b.times, b.partial, b.late.clone()
+			}
+		}
 		s.last[rank] = r
 	}
 	r.times++
+	if partial {
+		r.partial++
+	}
 	r.late.Add(float64(latenessNs))
 	return rank, latenessNs, true
 }
@@ -67,7 +88,14 @@ func (s *stragglers) add(ranks []int32, arrive []int64) (rank int32, latenessNs 
 func (s *stragglers) result() []Straggler {
 	out := make([]Straggler, 0, len(s.last))
 	for rank, r := range s.last {
-		out = append(out, Straggler{Rank: rank, TimesLast: r.times, LatenessNs50: r.late.quantileNs(50)})
+		out = append(out, Straggler{Rank: rank, TimesLast: r.times, LatenessNs50: r.late.quantileNs(50), TimesLastPartial: r.partial})
+	}
+	if s.base != nil {
+		for rank, r := range s.base.last {
+			if _, ok := s.last[rank]; !ok {
+				out = append(out, Straggler{Rank: rank, TimesLast: r.times, LatenessNs50: r.late.quantileNs(50), TimesLastPartial: r.partial})
+			}
+		}
 	}
 	slices.SortFunc(out, func(x, y Straggler) int {
 		if x.TimesLast != y.TimesLast {

@@ -30,6 +30,9 @@ const (
 	FormatInspector             // NCCL Inspector's JSON-lines logs or Prometheus dumps (a file or their directory)
 	FormatRAS                   // `ncclras -f json`: a job's communicators and their missing, dead or mismatched ranks
 	FormatFlightRecorder        // PyTorch's Flight Recorder dumps (pickle or JSON; a file per rank, or their directory)
+	// FormatJoined is a job's Flight Recorder dumps and NCCL Inspector logs given together, joined
+	// by rank (join.Parts).
+	FormatJoined
 )
 
 // String names the format for messages.
@@ -47,6 +50,8 @@ func (f Format) String() string {
 		return "NCCL RAS report (ncclras -f json)"
 	case FormatFlightRecorder:
 		return "PyTorch Flight Recorder dump"
+	case FormatJoined:
+		return "PyTorch Flight Recorder dumps and NCCL Inspector logs of one job"
 	}
 	return "unknown"
 }
@@ -188,6 +193,8 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 		switch {
 		case f == FormatRecording:
 			return nil, fmt.Errorf("%s is an xfertop recording: replay it instead of importing it", p)
+		case format != FormatUnknown && f != format && joinable(formats):
+			return readJoined(paths, formats, opts)
 		case format != FormatUnknown && f != format:
 			return nil, mixedFormats(paths[0], format, p, f)
 		}
@@ -196,11 +203,13 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 	return read(paths, format, opts)
 }
 
-// mixedFormats is the error for inputs of two formats: one analysis reads one, and the sources of
-// one job (a Flight Recorder dump and an Inspector log of the same ranks) are not joined by rank,
-// so the message says what to do instead.
+// mixedFormats is the error for inputs of two formats that are not joined: one analysis reads
+// one format, or Flight Recorder dumps with NCCL Inspector logs (joined by rank); the sources of
+// one job in other formats (an NCCL RAS report, Kineto traces beside either) are not joined, so
+// the message says what to do instead.
 func mixedFormats(first string, a Format, p string, b Format) error {
-	return fmt.Errorf("%s is a %s and %s a %s: give files of one format; sources of one job in different formats are not joined by rank: "+
+	return fmt.Errorf("%s is a %s and %s a %s: give files of one format (or Flight Recorder dumps with NCCL Inspector logs, which are joined by rank); "+
+		"sources of one job in these formats are not joined by rank: "+
 		"analyse each format on its own (the %ss, then the %ss) and compare their findings by rank (docs/importers.md, \"Several formats of one job\")",
 		first, a, p, b, a, b)
 }

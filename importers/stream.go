@@ -2,6 +2,7 @@ package importers
 
 import (
 	"errors"
+	"slices"
 	"sort"
 
 	"github.com/xfertop/xfertop/analysis"
@@ -113,6 +114,9 @@ func stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	}
 	if format == FormatFlightRecorder {
 		return streamFlightRecorder(paths, opts, sink)
+	}
+	if format == FormatJoined {
+		return streamJoined(paths, opts, sink)
 	}
 	return streamTraces(paths, opts, sink)
 }
@@ -352,6 +356,9 @@ func detectAll(paths []string) (Format, error) {
 			return FormatUnknown, errs[i]
 		}
 		if format != FormatUnknown && formats[i] != format {
+			if joinable(formats) && !slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+				return FormatJoined, nil
+			}
 			return FormatUnknown, mixedFormats(paths[0], format, p, formats[i])
 		}
 		format = formats[i]

@@ -16,7 +16,7 @@ func TestFindingsJSONLinks(t *testing.T) {
 		{Kind: diagnosis.SlowLink, Rank: 13, Host: 1, Link: timeline.PeakNIC},
 		{Kind: diagnosis.SlowLink, Rank: -1, Host: -1, Link: timeline.LinkFabric, Port: timeline.PackPort(1, 3)},
 		{Kind: diagnosis.SlowHost, Rank: -1, Host: 2, Link: -1},
-	}, 8)
+	}, timeline.Meta{GPUsPerHost: 8})
 	b, err := json.Marshal(fs)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestFindingsWithoutLayout(t *testing.T) {
 		{Kind: diagnosis.DeadRank, Rank: 3, Host: 0, Link: -1},
 		{Kind: diagnosis.SlowHost, Rank: 2, Host: 0, Link: -1},
 		{Kind: diagnosis.SlowLink, Rank: 5, Host: 0, Link: timeline.PeakNIC},
-	}, 0)
+	}, timeline.Meta{})
 	b, err := json.Marshal(fs)
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +50,23 @@ func TestFindingsWithoutLayout(t *testing.T) {
 		`"culprit":"rank 2's host","rank":2,"host":null`,
 		`"culprit":"rank 5 NIC","rank":5,"host":null`,
 	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("findings JSON %s; want it to hold %s", b, want)
+		}
+	}
+}
+
+// A culprit rank whose host a source of the job named (NCCL Inspector's hostname, joined by rank
+// with Flight Recorder's verdict) is named with it, in the culprit and in host_name; a rank no
+// source placed is named alone, its host_name null.
+func TestFindingsHostName(t *testing.T) {
+	m := timeline.Meta{Extra: map[string]string{timeline.RankHostKey(3): "node1"}}
+	fs := findings([]diagnosis.Finding{{Kind: diagnosis.Hang, Rank: 3, Host: 1, Link: -1}, {Kind: diagnosis.Hang, Rank: 2, Host: 1, Link: -1}}, m)
+	b, err := json.Marshal(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"culprit":"rank 3 (host node1)","rank":3,"host":null,"host_name":"node1"`, `"culprit":"rank 2","rank":2,"host":null,"host_name":null`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("findings JSON %s; want it to hold %s", b, want)
 		}

@@ -250,8 +250,11 @@ func collectivesText(b *strings.Builder, r *Report) {
 	tw.Flush()
 	switch {
 	case len(r.CollPartial) > 0:
-		fmt.Fprintf(b, "%s never heard from every rank: the rows whose ranks read seen/expected; their time and bandwidths need every rank's part (—)\n",
+		fmt.Fprintf(b, "%s never heard from every rank: the rows whose ranks read seen/expected, with the figures of the ranks seen (time ≥, bandwidths ≤ every rank's)\n",
 			units.Counted(r.CollIncomplete, "collective"))
+		if un := unrecordedText(r.CollPartial); un != "" {
+			b.WriteString("  " + un + "\n")
+		}
 	case r.CollIncomplete > 0:
 		fmt.Fprintf(b, "%s never heard from every rank (not counted)\n", units.Counted(r.CollIncomplete, "collective"))
 	}
@@ -259,15 +262,21 @@ func collectivesText(b *strings.Builder, r *Report) {
 		if i == 3 {
 			break
 		}
-		fmt.Fprintf(b, "  rank %d started last at %s, %s after the median rank (p50)\n", s.Rank, units.Counted(s.TimesLast, "collective"), units.DurP(s.LatenessNs50))
+		partial := ""
+		if s.TimesLastPartial > 0 {
+			partial = fmt.Sprintf(" (%d of them last of the ranks seen)", s.TimesLastPartial)
+		}
+		fmt.Fprintf(b, "  rank %d started last at %s%s, %s after the median rank (p50)\n", s.Rank, units.Counted(s.TimesLast, "collective"), partial,
+			units.DurP(s.LatenessNs50))
 	}
-	if len(r.CollStragglers) == 0 && multiRank(r.Collectives) {
+	if len(r.CollStragglers) == 0 && (multiRank(r.Collectives) || multiRank(r.CollPartial)) {
 		b.WriteString("  no straggler: no rank ever started a collective after all the others and after the median rank\n")
 	}
 }
 
 // collectiveLine writes a row of the collectives table: a partial row's ranks as those seen of
-// those expected ("1/2", or "1–3/4" when its instances differ), its time and bandwidths unknown.
+// those expected ("1/2", or "1–3/4" when its instances differ), and its figures, of the ranks
+// seen, as bounds: its time at least, its bandwidths at most.
 func collectiveLine(tw io.Writer, c analysis.Collective) {
 	size, ranks := units.Unknown, units.Unknown // 0: not recorded (analysis.Collective)
 	if c.Bytes > 0 {
@@ -276,12 +285,14 @@ func collectiveLine(tw io.Writer, c analysis.Collective) {
 	if c.Ranks > 0 {
 		ranks = fmt.Sprint(c.Ranks)
 	}
+	p50, alg, bus := units.DurP(c.P50Ns), gbps(c.AlgBW), gbps(c.BusBW)
 	if s := c.RanksSeen; s != nil {
 		seen := fmt.Sprint(s[0])
 		if s[1] != s[0] {
 			seen = fmt.Sprintf("%d–%d", s[0], s[1])
 		}
 		ranks = seen + "/" + ranks
+		p50, alg, bus = units.Bound("≥", p50), units.Bound("≤", alg), units.Bound("≤", bus)
 	}
 	ap, ch := c.AlgoProto, units.Unknown
 	if ap == "" {
@@ -290,7 +301,26 @@ func collectiveLine(tw io.Writer, c analysis.Collective) {
 	if c.Channels != nil {
 		ch = fmt.Sprint(*c.Channels)
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", c.Op, ranks, size, c.Count, units.DurP(c.P50Ns), gbps(c.AlgBW), gbps(c.BusBW), ap, ch)
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", c.Op, ranks, size, c.Count, p50, alg, bus, ap, ch)
+}
+
+// unrecordedText names the ranks the partial rows' communicators hold that left no record at all
+// (a Flight Recorder dump missing or left out); "" when none did.
+func unrecordedText(rows []analysis.Collective) string {
+	ranks, n := analysis.UnrecordedRanks(rows)
+	if len(ranks) == 0 {
+		return ""
+	}
+	names := make([]string, len(ranks))
+	for i, r := range ranks {
+		names[i] = fmt.Sprint(r)
+	}
+	list := strings.Join(names, ", ")
+	if n > len(ranks) {
+		list += fmt.Sprintf(" … (%d in all)", n)
+	}
+	return fmt.Sprintf("no record of %s %s (no dump, or one left out): not in these figures; what %s did is unknown, and %s be the one the others waited for",
+		units.Plural(n, "rank"), list, units.Plural(n, "it", "they"), units.Plural(n, "it may", "one may"))
 }
 
 // multiRank says whether a collective spanned two ranks or more: only those can have a straggler.

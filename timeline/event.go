@@ -226,6 +226,11 @@ const (
 	// Recorder job whose rank left no dump, or one that could not be read): what that rank did is
 	// unknown. Its Device is NoDevice, so nothing counts the rank as one that was heard from.
 	StatusNoRecord uint8 = 7
+	// StatusShadow: a completed op as a second source of the job recorded it, on a rank whose ops
+	// another source measured (a Flight Recorder dump's collective, by its watchdog's times, where
+	// NCCL Inspector timed the rank's kernels; join.Parts). The diagnosis matches ranks by it as a
+	// completed op; analyses that measure ops leave it out, so that nothing counts twice.
+	StatusShadow uint8 = 8
 )
 
 // Alert causes: the Sub of a KindAlert a source raises about a rank or communicator it watched

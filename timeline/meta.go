@@ -1,6 +1,9 @@
 package timeline
 
-import "math"
+import (
+	"math"
+	"strconv"
+)
 
 // IdleMode selects how idle gaps are attributed to causes.
 type IdleMode uint8
@@ -84,3 +87,8 @@ func (m *Meta) HostGPUs() int {
 	}
 	return math.MaxInt32
 }
+
+// RankHostKey is the Extra key naming rank r's host where a source of the job said it (NCCL
+// Inspector's hostname, joined by rank with another source's ranks: join.Parts): findings name
+// a culprit rank's host by it, in the report and the console alike.
+func RankHostKey(r int32) string { return "rank." + strconv.Itoa(int(r)) + ".host" }

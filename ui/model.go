@@ -594,7 +594,7 @@ func (m *Model) header() string {
 		if len(fs) > 1 {
 			more = fmt.Sprintf(" (+%d more)", len(fs)-1)
 		}
-		line += "\n" + ansi.Truncate(st.Alert.Render("⚠ "+fs[0].String(m.info.Meta.GPUsPerHost)+more+fmt.Sprintf(" — %d: findings", TabFindings+1)), m.width, "…")
+		line += "\n" + ansi.Truncate(st.Alert.Render("⚠ "+fs[0].StringIn(m.info.Meta)+more+fmt.Sprintf(" — %d: findings", TabFindings+1)), m.width, "…")
 	}
 	return line
 }

@@ -220,3 +220,13 @@ func Count(n float64) string {
 	}
 	return sig3(n/1e9) + " G"
 }
+
+// Bound marks a figure as a bound ("≥ 9.55 ms", "≤ 0.44"): sign is "≥" or "≤". An unknown
+// figure stays unknown, unmarked. The text report and the console mark a partial collective
+// row's figures (those of the ranks seen) so, and only so.
+func Bound(sign, figure string) string {
+	if figure == Unknown || figure == "" {
+		return figure
+	}
+	return sign + " " + figure
+}

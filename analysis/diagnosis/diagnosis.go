@@ -247,8 +247,10 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 		}
 	case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
 		d.seq.add(e)
-		if e.Status == timeline.StatusPending {
-			return // not completed when its source last saw it: entered, but no measure of anything
+		if e.Status == timeline.StatusPending || e.Status == timeline.StatusShadow {
+			// Not completed when its source last saw it (entered, but no measure of anything), or
+			// measured by another source of the job: its times are that source's.
+			return
 		}
 		if e.Status == timeline.StatusTimeout {
 			if e.Device >= 0 && len(d.timedOut) < maxRanks {

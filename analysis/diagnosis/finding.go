@@ -159,6 +159,30 @@ func (f *Finding) String(gpusPerHost int) string {
 	return fmt.Sprintf("%s: %s — %s", f.Kind, f.Culprit(gpusPerHost), f.Evidence)
 }
 
+// CulpritIn is Culprit in the job m describes: with the culprit rank's host name where a source
+// named it (timeline.RankHostKey), "rank 3 (host node1)".
+func (f *Finding) CulpritIn(m timeline.Meta) string {
+	c := f.Culprit(m.GPUsPerHost)
+	if h := f.HostName(m); h != "" {
+		c += " (host " + h + ")"
+	}
+	return c
+}
+
+// HostName is the culprit rank's host as a source of the job m describes named it; "" when none
+// did.
+func (f *Finding) HostName(m timeline.Meta) string {
+	if f.Rank < 0 {
+		return ""
+	}
+	return m.Extra[timeline.RankHostKey(f.Rank)]
+}
+
+// StringIn is String in the job m describes (CulpritIn).
+func (f *Finding) StringIn(m timeline.Meta) string {
+	return fmt.Sprintf("%s: %s — %s", f.Kind, f.CulpritIn(m), f.Evidence)
+}
+
 // sortFindings orders findings worst first: hangs and missing ranks, then by time lost.
 func sortFindings(fs []Finding) {
 	sort.SliceStable(fs, func(i, j int) bool {

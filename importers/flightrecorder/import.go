@@ -207,6 +207,9 @@ func (st *state) build(source string) ([]timeline.Event, *kineto.Imported, error
 	st.checks(timed)
 	im := &kineto.Imported{Strings: strs, Source: source, Format: Format, Devices: max(devs, j.Devices()), EpochUnixNs: epoch,
 		Extra: st.extra(), Warnings: st.warn}
+	for i := range st.pgs {
+		im.World = max(im.World, len(st.pgs[i].ranks))
+	}
 	return events, im, nil
 }
 

@@ -229,7 +229,13 @@ func (st *state) build(source string) ([]timeline.Event, *kineto.Imported, error
 	}
 	slices.SortStableFunc(events, func(a, b timeline.Event) int { return cmp.Compare(a.Start, b.Start) })
 	im := &kineto.Imported{Strings: strs, Source: source, Format: Format, Devices: j.Devices(), EpochUnixNs: epoch,
-		Extra: st.extra(how), Warnings: st.warnings(how)}
+		Extra: st.extra(how), Warnings: st.warnings(how), RankHosts: map[int32]string{}}
+	for i, p := range st.procs {
+		im.RankHosts[devs[i]] = p.host
+	}
+	if wide := st.procs[0].wide; strings.HasPrefix(how, "ranks") && wide > 0 {
+		im.World = st.comms[wide-1].nranks
+	}
 	return events, im, nil
 }
 

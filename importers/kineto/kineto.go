@@ -25,6 +25,11 @@ type Imported struct {
 	// Warnings name the events whose fields were out of range, and say what became of them (left
 	// out, or the field taken as unknown or clamped): such a field never reaches a total.
 	Warnings []string
+	// World is the job's size as a per-rank source knows it (its widest communicator or process
+	// group), 0 when it does not; RankHosts the host name of each rank it names one of. A join of
+	// a job's sources in several formats checks and joins them by these.
+	World     int
+	RankHosts map[int32]string
 }
 
 // Options select what is imported and bound what an import may cost.

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/widget"
 	"github.com/xfertop/xfertop/units"
 )
@@ -39,11 +40,10 @@ func (v *Model) ShortHelp() []key.Binding {
 // shown returns the findings that pass the filter (indices into Res.Findings), worst first.
 func (v *Model) shown() []int {
 	fs := v.Fr.Res.Findings
-	gph := v.Fr.Meta.GPUsPerHost
 	out := make([]int, 0, len(fs))
 	for i := range fs {
 		f := &fs[i]
-		if v.filter.Match(f.Kind.String(), f.Culprit(gph), f.Evidence) {
+		if v.filter.Match(f.Kind.String(), f.CulpritIn(v.Fr.Meta), f.Evidence) {
 			out = append(out, i)
 		}
 	}
@@ -95,7 +95,6 @@ func (v *Model) View() string {
 	if len(fs) == 0 {
 		return st.Muted.Render("No findings: no rank, GPU, host or link stands out from its peers at the same step, and nothing hangs.")
 	}
-	gph := fr.Meta.GPUsPerHost
 	shown := v.shown()
 	var b strings.Builder
 	b.WriteString(st.Title.Render(fmt.Sprintf("Findings (%d, worst first; enter: show the culprit in the timeline)", len(fs))) + "\n")
@@ -108,7 +107,7 @@ func (v *Model) View() string {
 	from, to := v.list.Window(len(shown), max(h, 1), 2)
 	for i := from; i < to; i++ {
 		f := &fs[shown[i]]
-		line := row(f, gph)
+		line := row(f, fr.Meta)
 		line = ansi.Truncate(line, v.W, "…")
 		if i == v.list.Selected() {
 			line = st.Selected.Render(line)
@@ -118,7 +117,7 @@ func (v *Model) View() string {
 		b.WriteString(line + "\n")
 	}
 	if sel := v.list.Selected(); sel < len(shown) {
-		b.WriteString("\n" + ansi.Wordwrap(fs[shown[sel]].String(gph), v.W, " ") + "\n")
+		b.WriteString("\n" + ansi.Wordwrap(fs[shown[sel]].StringIn(fr.Meta), v.W, " ") + "\n")
 		if w := trimmedNote(&fs[shown[sel]], fr); w != "" {
 			b.WriteString(st.Warn.Render(ansi.Wordwrap(w, v.W, " ")) + "\n")
 		}
@@ -135,8 +134,8 @@ func (v *Model) View() string {
 const colCulprit = 34
 
 // row is a finding's line of the table.
-func row(f *diagnosis.Finding, gph int) string {
-	culprit := ansi.Truncate(f.Culprit(gph), colCulprit, "…")
+func row(f *diagnosis.Finding, m timeline.Meta) string {
+	culprit := ansi.Truncate(f.CulpritIn(m), colCulprit, "…")
 	return fmt.Sprintf("%-13s %s %10s %10s %5.0f%%  %s", f.Kind, culprit+strings.Repeat(" ", colCulprit-ansi.StringWidth(culprit)),
 		units.Dur(f.Onset), units.Dur(f.At), 100*f.Confidence, f.Evidence)
 }

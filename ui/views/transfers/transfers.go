@@ -85,7 +85,7 @@ type row struct {
 	lo, hi       *float64 // rate's bounds when the timestamps' resolution leaves it uncertain (rate nil)
 	algoProto    string   // collectives: NCCL's algorithm and protocol ("Ring_LL128"), "" when not known
 	coll         bool     // a collective: its ranks are 0 when the source did not record them (size and bytes of any row: 0 when unknown)
-	seen         *[2]int  // a partial collective row's fewest and most ranks seen (analysis.Collectives.Partial)
+	seen         *[2]int  // a partial collective row's fewest and most ranks seen (analysis.Collectives.Partial): its figures are theirs, bounds
 }
 
 // rows lists the analysis's transfer and collective rows, filtered; once the source has ended
@@ -104,7 +104,7 @@ func rows(res *analysis.Result, f string, ended bool) []row {
 	for _, c := range res.Collectives.Partial {
 		if ended {
 			out = append(out, row{kind: c.Op, size: c.SizeClass, ranks: c.Ranks, count: c.Count, bytes: c.Bytes * c.Count,
-				algoProto: c.AlgoProto, coll: true, seen: c.RanksSeen})
+				p50: c.P50Ns, p99: c.P99Ns, rate: c.AlgBW, bus: c.BusBW, algoProto: c.AlgoProto, coll: true, seen: c.RanksSeen})
 		}
 	}
 	if f != "" {
@@ -190,18 +190,20 @@ func cells(t row) []string {
 		if t.ranks > 0 {
 			ranks = fmt.Sprint(t.ranks)
 		}
-		if s := t.seen; s != nil { // ranks seen of those expected: its time and rates need them all
-			seen := fmt.Sprint(s[0])
-			if s[1] != s[0] {
-				seen = fmt.Sprintf("%d–%d", s[0], s[1])
-			}
-			ranks = seen + "/" + ranks
+	}
+	p50, p99, rate := units.DurP(t.p50), units.DurP(t.p99), rateCell(t)
+	if s := t.seen; s != nil { // ranks seen of those expected: the figures are theirs, bounds of every rank's
+		seen := fmt.Sprint(s[0])
+		if s[1] != s[0] {
+			seen = fmt.Sprintf("%d–%d", s[0], s[1])
 		}
+		ranks = seen + "/" + ranks
+		p50, p99, rate, bus = units.Bound("≥", p50), units.Bound("≥", p99), units.Bound("≤", rate), units.Bound("≤", bus)
 	}
 	if t.size == 0 { // not recorded, or out of range: a copy or collective of unknown size
 		size, bytes = units.Unknown, units.Unknown
 	}
-	return []string{t.kind, size, ranks, fmt.Sprint(t.count), bytes, units.DurP(t.p50), units.DurP(t.p99), rateCell(t), bus, t.algoProto}
+	return []string{t.kind, size, ranks, fmt.Sprint(t.count), bytes, p50, p99, rate, bus, t.algoProto}
 }
 
 // layout chooses the columns shown and their widths for a window w cells wide: each as wide as
@@ -291,12 +293,19 @@ func (v *Model) View() string {
 	if v.filter.Shown() {
 		b.WriteString(v.filter.View())
 	} else {
-		foot := units.Counted(len(rs), "row") + " · payload: bytes asked of the ops, not bus bytes on links · GB/s = payload / time (algbw for collectives)"
+		foot := units.Counted(len(rs), "row")
+		if slices.ContainsFunc(rs, func(t row) bool { return t.seen != nil }) {
+			// Named first, where a narrow window still shows it: the rank may be the hung one.
+			if un := unrecorded(v.Fr.Res.Collectives.Partial); un != "" {
+				foot += " · " + un
+			}
+		}
+		foot += " · payload: bytes asked of the ops, not bus bytes on links · GB/s = payload / time (algbw for collectives)"
 		if slices.ContainsFunc(rs, func(t row) bool { return t.rate == nil && t.lo != nil }) {
 			foot += " · lo–hi: within the clock's ticks"
 		}
 		if slices.ContainsFunc(rs, func(t row) bool { return t.seen != nil }) {
-			foot += " · ranks 1/2: seen of expected"
+			foot += " · ranks 1/2: seen of expected, ≥/≤: figures of those seen"
 		}
 		b.WriteString(st.Muted.Render(foot))
 		if last := lastAtCollectives(v.Fr.Res.Collectives); last != "" {
@@ -312,7 +321,7 @@ func (v *Model) View() string {
 func lastAtCollectives(cs analysis.Collectives) string {
 	ss := cs.Stragglers
 	if len(ss) == 0 {
-		for _, c := range cs.Rows {
+		for _, c := range slices.Concat(cs.Rows, cs.Partial) {
 			if c.Ranks > 1 {
 				return "no straggler at collectives"
 			}
@@ -324,4 +333,22 @@ func lastAtCollectives(cs analysis.Collectives) string {
 		parts = append(parts, fmt.Sprintf("rank %d (%d×, p50 %s)", s.Rank, s.TimesLast, units.DurP(s.LatenessNs50)))
 	}
 	return "last at collectives: " + strings.Join(parts, ", ")
+}
+
+// unrecorded names the ranks the partial rows' communicators hold that left no record (a Flight
+// Recorder dump missing), as the text report does; "" when none did.
+func unrecorded(rows []analysis.Collective) string {
+	ranks, n := analysis.UnrecordedRanks(rows)
+	if len(ranks) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ranks))
+	for i, r := range ranks {
+		parts[i] = fmt.Sprint(r)
+	}
+	list := strings.Join(parts, ",")
+	if n > len(ranks) {
+		list += fmt.Sprintf("… (%d)", n)
+	}
+	return fmt.Sprintf("no record of %s %s (no dump)", units.Plural(n, "rank"), list)
 }
