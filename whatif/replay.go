@@ -70,7 +70,9 @@ type Result struct {
 	// those that kept their measured time, by reason.
 	Retimed int
 	Kept    map[string]int
-	Scaled  int // compute kernels whose duration was scaled
+	// RetimedP2P counts the sends (each with its receive) timed on a path the change touched.
+	RetimedP2P int
+	Scaled     int // compute kernels whose duration was scaled
 	// NotForced counts the re-timed collectives that could not take Options' forced algorithm or
 	// protocol (NCCL has no such algorithm for the op, or the model has none on the topology), by
 	// what was kept instead: NCCL's own choice, as NCCL_ALGO falls back.
@@ -278,9 +280,9 @@ func (r *Result) retime(g *depgraph.Graph, o Options, w *window) error {
 	inst := map[int32]int{} // a join point's instance
 	for i, in := range g.Instances {
 		inst[in.Join] = i
-		if in.Kind == timeline.KindSend && w.counts(in.Join) {
-			r.Kept["sends and receives: the NCCL model here times collectives"]++
-		}
+	}
+	if err := r.retimeP2P(g, o, inst, w); err != nil {
+		return err
 	}
 	type timed struct {
 		ns  int64

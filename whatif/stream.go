@@ -404,6 +404,7 @@ func (s *Stream) tally(v int, r *Result) {
 		t = s.res.Changed
 	}
 	t.Retimed += r.Retimed
+	t.RetimedP2P += r.RetimedP2P
 	t.Scaled += r.Scaled
 	t.ScaledComm += r.ScaledComm
 	for k, n := range r.Kept {
