@@ -292,7 +292,10 @@ func (r *Result) retime(g *depgraph.Graph, o Options, w *window) error {
 	for i, e := range g.Edges {
 		var parts []int32
 		switch n := g.NodeOf(e.From); {
-		case n < 0 && e.Kind == depgraph.EdgeCollective && g.Instances[inst[e.From]].Kind == timeline.KindCollective:
+		case n < 0 && e.Kind == depgraph.EdgeCollective && g.Instances[inst[e.From]].Kind == timeline.KindCollective &&
+			g.Event(g.NodeOf(e.To)).Kind == timeline.KindCollective:
+			// The join's edges to the parts' ends: not those to the ends of the peer waits before
+			// them, which end as the collective begins (weight 0), not as it ends.
 			parts = g.Instances[inst[e.From]].Parts
 		case n >= 0 && e.Kind == depgraph.EdgeDuration && g.Event(n).Kind == timeline.KindCollective && e.W > 0:
 			parts = []int32{n}

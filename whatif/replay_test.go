@@ -348,3 +348,39 @@ func TestReplayForcedNVLSAllGather(t *testing.T) {
 		}
 	}
 }
+
+// A rank part that waited for its peers (a peer wait just before it) starts as the collective
+// begins, replayed as measured: the join's edge to the wait's end weighs nothing. Re-timed by the
+// NCCL model, it was given the collective's time too, so the wait ended, and the part began, as
+// the collective ended: every such part replayed with no duration, and the stream's time in it
+// became a gap without a cause.
+func TestReplayPartAfterPeerWaitStartsAtTheJoin(t *testing.T) {
+	topo, err := topology.Builtin("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := timeline.Event{Kind: timeline.KindPeerWait, Sub: uint8(timeline.CollAllReduce), Device: 0, Peer: timeline.NoDevice, Stream: 10, Start: 0, End: 50 * us, Op: 77}
+	evs := []timeline.Event{wait, allReduce(0, 50, 60, 64<<20), allReduce(1, 50, 60, 64<<20)}
+	s := timeline.NewStrings()
+	g, err := depgraph.Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []Options{{}, {Topology: topo}} {
+		r, err := Replay(g, s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range r.Events {
+			if e.Kind == timeline.KindCollective && e.Start != 50*us {
+				t.Errorf("topology %q: device %d's part replayed at %d..%d; want it to start at the join, %d", o.Topology.Name, e.Device, e.Start, e.End, 50*us)
+			}
+			if e.Kind == timeline.KindPeerWait && e.End != 50*us {
+				t.Errorf("topology %q: the peer wait replayed at %d..%d; want it to end at the join, %d", o.Topology.Name, e.Start, e.End, 50*us)
+			}
+		}
+		if o.Topology.Hosts > 0 && r.Retimed != 1 {
+			t.Errorf("re-timed %d collectives; want 1", r.Retimed)
+		}
+	}
+}
