@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/depgraph"
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/sim"
@@ -382,5 +383,42 @@ func TestReplayPartAfterPeerWaitStartsAtTheJoin(t *testing.T) {
 		if o.Topology.Hosts > 0 && r.Retimed != 1 {
 			t.Errorf("re-timed %d collectives; want 1", r.Retimed)
 		}
+	}
+}
+
+// An op's enqueue moves as its readiness did: as the wait just before it began. Stream 1 runs k1
+// (0–10 µs), then waits for an event x records on stream 2 (12–101 µs: the host enqueued k2 at 12,
+// and the wait began then), then runs k2 (101–111). With x halved the event comes at 50 and k2
+// runs at 51, but its enqueue stays at 12, as the wait's start does: the 2 µs before the wait
+// are host wait, as measured. Moved with k2's start (to before time 0), it left the gap before the
+// wait without a cause, and the analysis called the time "other".
+func TestReplayQueuedMovesWithTheWaitBefore(t *testing.T) {
+	s := timeline.NewStrings()
+	k2 := kern(s, "k2", 0, 1, 101, 111, 0)
+	k2.Queued = 12 * us
+	evs := []timeline.Event{
+		kern(s, "k1", 0, 1, 0, 10, 0), kern(s, "x", 0, 2, 0, 100, 0),
+		{Kind: timeline.KindEventWait, Device: 0, Peer: timeline.NoDevice, Stream: 1, Start: 12 * us, End: 101 * us, Aux: 5, Queued: 12 * us},
+		{Kind: timeline.KindEventRecord, Device: 0, Peer: timeline.NoDevice, Stream: 2, Start: 100 * us, End: 100 * us, Aux: 5},
+		k2,
+	}
+	g, err := depgraph.Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Replay(g, s, Options{Scale: map[string]float64{"x": 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := analysis.New(timeline.Meta{})
+	for i, e := range r.Events {
+		if s.Lookup(e.Label) == "k2" && (e.Start != 51*us || e.Queued != 12*us) {
+			t.Errorf("k2 replayed at %d, enqueued at %d; want 51 µs, enqueued at 12 µs", e.Start, e.Queued)
+		}
+		a.Emit(&r.Events[i])
+	}
+	by := a.Result(nil).StreamIdle.ByCause
+	if by["other"] != 0 || by["host_wait"] != 2*us {
+		t.Errorf("replayed stream gaps by cause %v; want 2 µs of host wait and no other, as measured", by)
 	}
 }
