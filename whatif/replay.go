@@ -475,9 +475,9 @@ func (r *Result) events(g *depgraph.Graph) {
 }
 
 // event is node n's event at its replayed times. Its Queued (when the host enqueued it) moves as
-// its readiness did: as the wait just before it on its stream began, where it waited there (for
-// its peers, for an event: the stream reached it, and it was posted, as the wait began), else as it
-// started. Moved with its start, the op's enqueue left the wait before it: a stage replayed
+// its readiness did: as the waits just before it on its stream began, where it waited there (for
+// an event, for its peers: the stream reached it, and it was posted, as the first wait began),
+// else as it started. Moved with its start, the op's enqueue left the wait before it: a stage replayed
 // faster, whose receives now waited long for their peers, was enqueued after the gap before the
 // wait in A (host wait) and before it in B, which the analysis can only call "other" (0.6 ms a
 // step of "other" gaps read as 304 ms).
@@ -498,12 +498,26 @@ func (r *Result) event(g *depgraph.Graph, n int32) timeline.Event {
 	return e
 }
 
-// waitJustBefore is the event or peer wait before busy op n on its stream that ended as n began
-// (the stream dependency that binds n's start as measured).
+// waitJustBefore is the first of the waits before busy op n on its stream that it waited in: the
+// event or peer wait that ended as n began, or, where another wait ended as that one began (an
+// event wait, then the wait for the peers), the first of them.
 func waitJustBefore(g *depgraph.Graph, n int32) (int32, bool) {
 	if !g.Event(n).Kind.IsBusy() {
 		return 0, false
 	}
+	first, found := n, false
+	for {
+		w, ok := waitEndingAt(g, first)
+		if !ok {
+			return first, found
+		}
+		first, found = w, true
+	}
+}
+
+// waitEndingAt is the event or peer wait on n's stream that ended as n began, by the stream
+// dependency between them.
+func waitEndingAt(g *depgraph.Graph, n int32) (int32, bool) {
 	for _, i := range g.In[depgraph.Start(n)] {
 		e := &g.Edges[i]
 		w := g.NodeOf(e.From)
