@@ -232,6 +232,44 @@ func (b *builder) events() {
 	}
 }
 
+// sms adds, inferred, each NCCL op's dependency on the compute kernel that held its device's SMs:
+// an NCCL kernel needs SMs, and one admitted at the very nanosecond a compute kernel of another
+// stream of its device ended waited for that kernel (the engine's device scheduler admits it
+// then; a GPU's, when the kernel's blocks leave). Its admission is its start, or the start of the
+// peer wait just before it (it waited there for its peers once admitted). Without the edge the
+// wait was a lag the replay kept as measured: a what-if that sped the kernel up (a slow GPU
+// replayed with a healthy one's kernels) still waited the slow kernel's time. Only where the trace
+// records no launch of the op (the engine's recordings): a launched op's start has its launch and
+// stream to explain it, and on a profiler's trace, whose NCCL kernels wait for the gradients on
+// their stream by events it does not record, a start at a kernel's end is that wait, not the SMs.
+func (b *builder) sms() {
+	waitBefore := b.peerWaits()
+	launched := map[int32]bool{}
+	for _, e := range b.g.Edges {
+		if e.Kind == EdgeLaunch {
+			launched[b.g.NodeOf(e.To)] = true
+		}
+	}
+	var ix endIndex
+	for n := range b.g.Nodes {
+		e := b.g.Event(int32(n))
+		if _, waited := waitBefore[int32(n)]; waited || launched[int32(n)] || e.Device < 0 || !e.Kind.IsNCCL() && e.Kind != timeline.KindPeerWait {
+			continue
+		}
+		if ix == nil {
+			ix = b.endIndex()
+		}
+		t := b.g.Time[Start(int32(n))]
+		other := func(p int32) bool {
+			k := b.g.Event(p)
+			return k.Kind != timeline.KindKernel || k.Stream == e.Stream
+		}
+		if p, ok := b.latestEnd(ix[e.Device], t, t, other); ok {
+			b.add(End(p), Start(int32(n)), 0, EdgeSM, true)
+		}
+	}
+}
+
 // hostSyncs binds the end of host calls to the GPU ops they waited for: a call's end to the op it
 // launched, by correlation, when that op ended inside the call (a synchronous copy, a pageable
 // "async" one); and a synchronisation's end to the op of its rank or host that ended last before

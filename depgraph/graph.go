@@ -24,10 +24,11 @@ const (
 	EdgeCollective                 // a rank part of a collective (or barrier) to the instance, the instance to each part
 	EdgeSendRecv                   // a send and its receive, through their instance
 	EdgeStep                       // the previous step, and a step's last ops, to its end; an engine step's start to its streams' first ops
+	EdgeSM                         // the compute kernel that held the device's SMs to the NCCL op admitted as it ended (inferred)
 	edgeKindCount
 )
 
-var edgeNames = [edgeKindCount]string{"duration", "stream", "thread", "launch", "event", "host_sync", "collective", "send_recv", "step"}
+var edgeNames = [edgeKindCount]string{"duration", "stream", "thread", "launch", "event", "host_sync", "collective", "send_recv", "step", "sm"}
 
 // String names the kind.
 func (k EdgeKind) String() string {
@@ -199,6 +200,7 @@ func BuildWindow(evs []timeline.Event, names Names, w Window) (*Graph, error) {
 	b.threads()
 	b.launches()
 	b.events()
+	b.sms()
 	b.hostSyncs()
 	b.steps()
 	if err := g.order(); err != nil {

@@ -2,6 +2,7 @@ package depgraph
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -241,5 +242,49 @@ func TestJobSteps(t *testing.T) {
 					name, i, p.ByCategory[CatCompute], want[i].compute)
 			}
 		}
+	}
+}
+
+// An NCCL op admitted at the nanosecond a compute kernel of another stream of its device ended
+// waited for the kernel's SMs: an inferred sm edge, kernel end to op start (to its peer wait's
+// start when it waited for its peers there). None from a kernel of its own stream (the stream
+// edge), of another device, that ended a nanosecond earlier, nor to an op a recorded call
+// launched (its launch explains its start).
+func TestBuildSMWait(t *testing.T) {
+	s := timeline.NewStrings()
+	wait := timeline.Event{Kind: timeline.KindPeerWait, Device: 1, Peer: timeline.NoDevice, Stream: 3, Start: 40000, End: 45000}
+	launched := coll(2, 3, 40, 50, 11)
+	late := coll(3, 2, 10, 20, 0)
+	late.Start++
+	evs := []timeline.Event{
+		kern(0, 1, 0, 10, 0), coll(0, 2, 10, 20, 0), // admitted as the kernel ended: an edge
+		kern(0, 2, 20, 30, 0), coll(0, 2, 30, 35, 0), // the kernel of its own stream: none
+		kern(1, 1, 0, 40, 0), wait, coll(1, 3, 45, 50, 0), // to the peer wait's start
+		kern(1, 1, 50, 60, 0), coll(0, 4, 60, 70, 0), // another device's kernel: none
+		call(s, "ncclKernel", 30, 31, 11), kern(2, 1, 0, 40, 0), launched, // launched: none
+		kern(3, 1, 0, 10, 0), late, // a nanosecond after the kernel ended: none
+	}
+	g, err := Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type hop struct {
+		from, to timeline.Kind
+		dev      int32
+		at       int64
+	}
+	var got []hop
+	for _, e := range g.Edges {
+		if e.Kind == EdgeSM {
+			from, to := g.Event(g.NodeOf(e.From)), g.Event(g.NodeOf(e.To))
+			if e.From != End(g.NodeOf(e.From)) || e.To != Start(g.NodeOf(e.To)) || !e.Inferred || from.Device != to.Device {
+				t.Errorf("sm edge %+v: want an inferred edge from a kernel's end to an op's start on its device", e)
+			}
+			got = append(got, hop{from.Kind, to.Kind, to.Device, to.Start})
+		}
+	}
+	want := []hop{{timeline.KindKernel, timeline.KindCollective, 0, 10000}, {timeline.KindKernel, timeline.KindPeerWait, 1, 40000}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("sm edges %v; want %v", got, want)
 	}
 }

@@ -70,7 +70,9 @@ type Result struct {
 	// those that kept their measured time, by reason.
 	Retimed int
 	Kept    map[string]int
-	Scaled  int // compute kernels whose duration was scaled
+	// RetimedP2P counts the sends (each with its receive) timed on a path the change touched.
+	RetimedP2P int
+	Scaled     int // compute kernels whose duration was scaled
 	// NotForced counts the re-timed collectives that could not take Options' forced algorithm or
 	// protocol (NCCL has no such algorithm for the op, or the model has none on the topology), by
 	// what was kept instead: NCCL's own choice, as NCCL_ALGO falls back.
@@ -278,9 +280,9 @@ func (r *Result) retime(g *depgraph.Graph, o Options, w *window) error {
 	inst := map[int32]int{} // a join point's instance
 	for i, in := range g.Instances {
 		inst[in.Join] = i
-		if in.Kind == timeline.KindSend && w.counts(in.Join) {
-			r.Kept["sends and receives: the NCCL model here times collectives"]++
-		}
+	}
+	if err := r.retimeP2P(g, o, inst, w); err != nil {
+		return err
 	}
 	type timed struct {
 		ns  int64
@@ -290,7 +292,10 @@ func (r *Result) retime(g *depgraph.Graph, o Options, w *window) error {
 	for i, e := range g.Edges {
 		var parts []int32
 		switch n := g.NodeOf(e.From); {
-		case n < 0 && e.Kind == depgraph.EdgeCollective && g.Instances[inst[e.From]].Kind == timeline.KindCollective:
+		case n < 0 && e.Kind == depgraph.EdgeCollective && g.Instances[inst[e.From]].Kind == timeline.KindCollective &&
+			g.Event(g.NodeOf(e.To)).Kind == timeline.KindCollective:
+			// The join's edges to the parts' ends: not those to the ends of the peer waits before
+			// them, which end as the collective begins (weight 0), not as it ends.
 			parts = g.Instances[inst[e.From]].Parts
 		case n >= 0 && e.Kind == depgraph.EdgeDuration && g.Event(n).Kind == timeline.KindCollective && e.W > 0:
 			parts = []int32{n}
@@ -465,15 +470,63 @@ func (r *Result) events(g *depgraph.Graph) {
 	sort.SliceStable(r.Node, func(i, j int) bool { return start(r.Node[i]) < start(r.Node[j]) })
 	r.Events = make([]timeline.Event, len(g.Nodes))
 	for i, n := range r.Node {
-		e := *g.Event(n)
-		s, end := start(n), r.Times[depgraph.End(n)]
-		if e.Queued > 0 {
+		r.Events[i] = r.event(g, n)
+	}
+}
+
+// event is node n's event at its replayed times. Its Queued (when the host enqueued it) moves as
+// its readiness did: as the waits just before it on its stream began, where it waited there (for
+// an event, for its peers: the stream reached it, and it was posted, as the first wait began),
+// else as it started. Moved with its start, the op's enqueue left the wait before it: a stage replayed
+// faster, whose receives now waited long for their peers, was enqueued after the gap before the
+// wait in A (host wait) and before it in B, which the analysis can only call "other" (0.6 ms a
+// step of "other" gaps read as 304 ms).
+func (r *Result) event(g *depgraph.Graph, n int32) timeline.Event {
+	e := *g.Event(n)
+	s, end := r.Times[depgraph.Start(n)], r.Times[depgraph.End(n)]
+	if e.Queued > 0 {
+		if w, ok := waitJustBefore(g, n); ok {
+			e.Queued = max(0, min(e.Queued+r.Times[depgraph.Start(w)]-g.Time[depgraph.Start(w)], s))
+		} else {
 			e.Queued = max(0, e.Queued+s-e.Start)
 		}
-		e.Start, e.End = s, max(s, end)
-		if c, ok := r.choice[n]; ok {
-			e.Aux = c // B's algorithm and protocol, not the measured ones
-		}
-		r.Events[i] = e
 	}
+	e.Start, e.End = s, max(s, end)
+	if c, ok := r.choice[n]; ok {
+		e.Aux = c // B's algorithm and protocol, not the measured ones
+	}
+	return e
+}
+
+// waitJustBefore is the first of the waits before busy op n on its stream that it waited in: the
+// event or peer wait that ended as n began, or, where another wait ended as that one began (an
+// event wait, then the wait for the peers), the first of them.
+func waitJustBefore(g *depgraph.Graph, n int32) (int32, bool) {
+	if !g.Event(n).Kind.IsBusy() {
+		return 0, false
+	}
+	first, found := n, false
+	for {
+		w, ok := waitEndingAt(g, first)
+		if !ok {
+			return first, found
+		}
+		first, found = w, true
+	}
+}
+
+// waitEndingAt is the event or peer wait on n's stream that ended as n began, by the stream
+// dependency between them.
+func waitEndingAt(g *depgraph.Graph, n int32) (int32, bool) {
+	for _, i := range g.In[depgraph.Start(n)] {
+		e := &g.Edges[i]
+		w := g.NodeOf(e.From)
+		if e.Kind != depgraph.EdgeStream || w < 0 || e.From != depgraph.End(w) {
+			continue
+		}
+		if k := g.Event(w).Kind; (k == timeline.KindEventWait || k == timeline.KindPeerWait) && g.Time[e.From] == g.Time[depgraph.Start(n)] {
+			return w, true
+		}
+	}
+	return 0, false
 }

@@ -2,9 +2,11 @@ package whatif
 
 import (
 	"math"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/depgraph"
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/sim"
@@ -346,5 +348,97 @@ func TestReplayForcedNVLSAllGather(t *testing.T) {
 				t.Errorf("%s on %s: not forced %q; want %q", op, c.topo.Name, got, c.notForced)
 			}
 		}
+	}
+}
+
+// A rank part that waited for its peers (a peer wait just before it) starts as the collective
+// begins, replayed as measured: the join's edge to the wait's end weighs nothing. Re-timed by the
+// NCCL model, it was given the collective's time too, so the wait ended, and the part began, as
+// the collective ended: every such part replayed with no duration, and the stream's time in it
+// became a gap without a cause.
+func TestReplayPartAfterPeerWaitStartsAtTheJoin(t *testing.T) {
+	topo, err := topology.Builtin("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := timeline.Event{Kind: timeline.KindPeerWait, Sub: uint8(timeline.CollAllReduce), Device: 0, Peer: timeline.NoDevice, Stream: 10, Start: 0, End: 50 * us, Op: 77}
+	evs := []timeline.Event{wait, allReduce(0, 50, 60, 64<<20), allReduce(1, 50, 60, 64<<20)}
+	s := timeline.NewStrings()
+	g, err := depgraph.Build(evs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []Options{{}, {Topology: topo}} {
+		r, err := Replay(g, s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range r.Events {
+			if e.Kind == timeline.KindCollective && e.Start != 50*us {
+				t.Errorf("topology %q: device %d's part replayed at %d..%d; want it to start at the join, %d", o.Topology.Name, e.Device, e.Start, e.End, 50*us)
+			}
+			if e.Kind == timeline.KindPeerWait && e.End != 50*us {
+				t.Errorf("topology %q: the peer wait replayed at %d..%d; want it to end at the join, %d", o.Topology.Name, e.Start, e.End, 50*us)
+			}
+		}
+		if o.Topology.Hosts > 0 && r.Retimed != 1 {
+			t.Errorf("re-timed %d collectives; want 1", r.Retimed)
+		}
+	}
+}
+
+// An op's enqueue moves as its readiness did: as the first of the waits just before it began.
+// Stream 1 runs k1 (0–10 µs), then waits for an event x records on stream 2 (12–101 µs: the host
+// enqueued k2 at 12, and the wait began then), then runs k2 (101–111). With x halved the event
+// comes at 50 and k2 runs at 51, but its enqueue stays at 12, as the wait's start does: the 2 µs
+// before the wait are host wait, as measured. Moved with k2's start (to before time 0), it left
+// the gap before the wait without a cause, and the analysis called the time "other". The same
+// with two waits in a row (the second for an event y records on stream 3 at 100, as an event
+// wait and then a wait for the peers are), whose second begins later than measured.
+func TestReplayQueuedMovesWithTheWaitBefore(t *testing.T) {
+	wait := func(start, end int64, ev uint32) timeline.Event {
+		return timeline.Event{Kind: timeline.KindEventWait, Device: 0, Peer: timeline.NoDevice, Stream: 1, Start: start * us, End: end * us, Aux: ev, Queued: 12 * us}
+	}
+	record := func(stream uint32, at int64, ev uint32) timeline.Event {
+		return timeline.Event{Kind: timeline.KindEventRecord, Device: 0, Peer: timeline.NoDevice, Stream: stream, Start: at * us, End: at * us, Aux: ev}
+	}
+	for _, tc := range []struct {
+		name string
+		evs  func(s *timeline.Strings) []timeline.Event
+	}{
+		{"one wait", func(s *timeline.Strings) []timeline.Event {
+			return []timeline.Event{kern(s, "x", 0, 2, 0, 100, 0), record(2, 100, 5), wait(12, 101, 5), kern(s, "y", 0, 3, 0, 1, 0)}
+		}},
+		{"two waits", func(s *timeline.Strings) []timeline.Event {
+			return []timeline.Event{kern(s, "x", 0, 2, 0, 59, 0), record(2, 59, 5), wait(12, 60, 5),
+				kern(s, "y", 0, 3, 0, 100, 0), record(3, 100, 6), wait(60, 101, 6)}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := timeline.NewStrings()
+			k2 := kern(s, "k2", 0, 1, 101, 111, 0)
+			k2.Queued = 12 * us
+			evs := append(append([]timeline.Event{kern(s, "k1", 0, 1, 0, 10, 0)}, tc.evs(s)...), k2)
+			sort.SliceStable(evs, func(i, j int) bool { return evs[i].Start < evs[j].Start })
+			g, err := depgraph.Build(evs, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Replay(g, s, Options{Scale: map[string]float64{"x": 0.5, "y": 0.5}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := analysis.New(timeline.Meta{})
+			for i, e := range r.Events {
+				if s.Lookup(e.Label) == "k2" && (e.Start != 51*us || e.Queued != 12*us) {
+					t.Errorf("k2 replayed at %d, enqueued at %d; want 51 µs, enqueued at 12 µs", e.Start, e.Queued)
+				}
+				a.Emit(&r.Events[i])
+			}
+			by := a.Result(nil).StreamIdle.ByCause
+			if by["other"] != 0 || by["host_wait"] != 2*us {
+				t.Errorf("replayed stream gaps by cause %v; want 2 µs of host wait and no other, as measured", by)
+			}
+		})
 	}
 }

@@ -404,6 +404,7 @@ func (s *Stream) tally(v int, r *Result) {
 		t = s.res.Changed
 	}
 	t.Retimed += r.Retimed
+	t.RetimedP2P += r.RetimedP2P
 	t.Scaled += r.Scaled
 	t.ScaledComm += r.ScaledComm
 	for k, n := range r.Kept {
@@ -439,16 +440,7 @@ func (s *Stream) emit(g *depgraph.Graph, seqs []int64, rs [2]*Result, final func
 			if !final(depgraph.End(int32(n))) {
 				continue
 			}
-			e := *g.Event(int32(n))
-			st, end := r.Times[depgraph.Start(int32(n))], r.Times[depgraph.End(int32(n))]
-			if e.Queued > 0 {
-				e.Queued = max(0, e.Queued+st-e.Start)
-			}
-			e.Start, e.End = st, max(st, end)
-			if c, ok := r.choice[int32(n)]; ok {
-				e.Aux = c
-			}
-			s.reorder[v].add(e, s.global[seqs[g.Nodes[n]]])
+			s.reorder[v].add(r.event(g, int32(n)), s.global[seqs[g.Nodes[n]]])
 		}
 	}
 }

@@ -506,6 +506,9 @@ func reachesNoOp(r *whatif.Result) string {
 	if r.Retimed > 0 {
 		v += fmt.Sprintf("; the %d collectives the NCCL model re-times take the same time with the change", r.Retimed)
 	}
+	if r.RetimedP2P > 0 {
+		v += fmt.Sprintf("; the %d sends re-timed on their changed path take the same time with the change", r.RetimedP2P)
+	}
 	for _, k := range r.KeptReasons() {
 		v += "; " + k
 	}
@@ -624,6 +627,9 @@ func whatifNotes(w *whatif.Streamed, before whatif.Summary, stepsFrom string) []
 		coll += ", " + k
 	}
 	notes = append(notes, coll)
+	if r.RetimedP2P > 0 {
+		notes = append(notes, fmt.Sprintf("sends and receives: %d re-timed on the path between their GPUs, which the change touches (the engine's model of a lone send: the measured transfer at the new path's rate over the old, plus its latency)", r.RetimedP2P))
+	}
 	for _, k := range r.NotForcedReasons() {
 		notes = append(notes, "--comm "+k)
 	}

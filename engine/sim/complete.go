@@ -83,7 +83,7 @@ func (s *Sim) emitOp(oi int32) {
 }
 
 // opEvent is the event the op in slot oi is reported as, ending at end; its Kind is KindNone for
-// an op that is not reported (an event wait that did not wait, a record).
+// an op that is not reported (a record, which record emits).
 func (s *Sim) opEvent(oi int32, end int64) timeline.Event {
 	o := s.op(oi)
 	e := timeline.Event{Start: o.start, End: end, Queued: o.queued, Bytes: o.op.Bytes, Op: o.op.ID, Device: int32(o.op.Device),
@@ -115,8 +115,13 @@ func (s *Sim) opEvent(oi int32, end int64) timeline.Event {
 	case engine.OpGroup:
 		e.Kind, e.Aux, e.Peer, e.Op = timeline.KindGroupLaunch, uint32(len(o.op.parts())), timeline.NoDevice, 0
 	case engine.OpWaitEvent:
+		// A wait whose event was recorded before the stream reached it is reported too, as an
+		// instant: it is still the stream's dependency on the record, which a what-if of a faster
+		// stream needs (without it, a pipeline stage that ran slow, its inputs always there,
+		// replayed at full speed ran ahead of them).
+		e.Kind, e.Aux, e.Peer, e.Op = timeline.KindEventWait, uint32(o.op.Event), timeline.NoDevice, 0
 		if o.waitAt >= 0 {
-			e.Kind, e.Start, e.Aux, e.Peer, e.Op = timeline.KindEventWait, o.waitAt, uint32(o.op.Event), timeline.NoDevice, 0
+			e.Start = o.waitAt
 		}
 	}
 	markCaptured(&e, o.op.Graph)

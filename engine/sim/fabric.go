@@ -33,15 +33,25 @@ type fabric struct {
 // initFabric appends the leaf links to the link table.
 func (s *Sim) initFabric() {
 	t := s.topo
-	s.fab.nodeGPUs = t.DomainGPUs()
-	if t.Fabric.Kind != engine.FabricRail || t.Hosts < 2 {
+	if !s.setFabric(int32(len(s.linkBW))) {
 		return
 	}
-	s.fab.rail, s.fab.base, s.fab.rails, s.fab.hop = true, int32(len(s.linkBW)), t.GPUsPerHost, t.Fabric.HopLatencyNs
 	port := t.LeafPortBps() / 1e9
 	for range t.RailGroups() * t.GPUsPerHost {
 		s.linkBW = append(s.linkBW, port, port)
 	}
+}
+
+// setFabric sets s.fab from the topology, its leaf links numbered from base; it reports whether
+// the topology has a rail fabric (leaf links).
+func (s *Sim) setFabric(base int32) bool {
+	t := s.topo
+	s.fab.nodeGPUs = t.DomainGPUs()
+	if t.Fabric.Kind != engine.FabricRail || t.Hosts < 2 {
+		return false
+	}
+	s.fab.rail, s.fab.base, s.fab.rails, s.fab.hop = true, base, t.GPUsPerHost, t.Fabric.HopLatencyNs
+	return true
 }
 
 // leafLink returns the uplink (up) or downlink of host h's leaf on rail r.

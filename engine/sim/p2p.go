@@ -42,17 +42,21 @@ func (s *Sim) matchP2P(oi int32) {
 		s.peerWait(x)
 		xo.start = s.now
 	}
-	src, dst := so.op.Device, ro.op.Device
-	lat := s.m.NCCLBaseNs
 	fi := s.newFlow(ownerP2P, snd, so.op.Bytes)
 	s.flows[fi].peer = rcv
-	lat += s.edge(fi, src, dst)
+	s.at(s.now+s.p2pRoute(fi, so.op.Device, ro.op.Device), evFlowStart, fi, 0)
+}
+
+// p2pRoute routes flow fi of a send from src to dst and returns its latency: NCCL's fixed cost
+// of the kernel and the hop's (PredictP2P times a send alone the same way).
+func (s *Sim) p2pRoute(fi int32, src, dst engine.DeviceID) int64 {
+	lat := s.m.NCCLBaseNs + s.edge(fi, src, dst)
 	if s.m.Interconnect == engine.NVLinkMesh && src != dst && s.topo.HostOf(src) == s.topo.HostOf(dst) {
 		// Without a switch a pair has only the links joining the two GPUs: a GPU's links are
 		// spread over its peers.
 		s.flows[fi].cap /= float64(max(s.topo.GPUsPerHost-1, 1))
 	}
-	s.at(s.now+lat, evFlowStart, fi, 0)
+	return lat
 }
 
 func (s *Sim) peerWait(oi int32) {
