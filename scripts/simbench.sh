@@ -4,7 +4,10 @@
 # binary in turn, ROUNDS times (default 5); the CPU time is the process's user + system time
 # (/usr/bin/time), so a loaded machine, which stretches the wall clock, moves the figure less. It
 # prints each run's events per CPU second and, per case, the medians, NEW/OLD and each round's
-# NEW/OLD (the two runs of a round ran side by side, under the same load).
+# NEW/OLD (the two runs of a round ran side by side, under the same load). When the two binaries
+# record different numbers of events for the same run (an event added to the model), events per
+# CPU second are not comparable: the line then gives each one's count and the CPU time's ratio,
+# OLD/NEW per round (above 1: NEW costs less for the same run).
 #
 #   git worktree add --detach /tmp/old-sim 6725509 && (cd /tmp/old-sim && go build -o /tmp/xfertop-old ./cmd/xfertop)
 #   go build -o bin/xfertop ./cmd/xfertop && scripts/simbench.sh /tmp/xfertop-old bin/xfertop
@@ -40,14 +43,23 @@ for c in "${cases[@]}"; do
 	read -r -a args <<<"${c#*|}"
 	: >"$tmp/old.rates"
 	: >"$tmp/new.rates"
+	: >"$tmp/old.cpu"
+	: >"$tmp/new.cpu"
 	for ((r = 1; r <= rounds; r++)); do
 		for which in old new; do
 			bin=$old
 			[ $which = new ] && bin=$new
 			read -r events cpu < <(one "$bin" "${args[@]}")
 			awk -v e="$events" -v c="$cpu" 'BEGIN { printf "%.3f\n", e / c / 1e6 }' >>"$tmp/$which.rates"
+			echo "$cpu" >>"$tmp/$which.cpu"
+			printf -v "events_$which" '%s' "$events"
 		done
 	done
+	if [ "$events_old" != "$events_new" ]; then
+		printf '%s: old %s events, new %s events: CPU s old %s, new %s; old/new per round %s\n' "$name" "$events_old" "$events_new" \
+			"$(sort -g "$tmp/old.cpu" | paste -sd' ')" "$(sort -g "$tmp/new.cpu" | paste -sd' ')" \
+			"$(paste -d' ' "$tmp/old.cpu" "$tmp/new.cpu" | awk '{ printf "%s%.2f", (NR > 1 ? " " : ""), $1 / $2 }')"
+	fi
 	mo=$(median <"$tmp/old.rates")
 	mn=$(median <"$tmp/new.rates")
 	printf '%s (%s events): old %s, new %s M events/cpu-s; medians %s → %s, new/old %s; per round %s\n' "$name" "$events" \
