@@ -68,8 +68,11 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) == 0 {
 		return usageError("give a recording, or a job's per-rank recordings (files or their directory): xfertop replay FILE.xfr... [--speed X] [--from T] [--headless [--json]]")
 	}
-	if *speed < 0 || *from < 0 {
-		return usageError("--speed and --from must not be negative")
+	if err := checkSpeed(*speed); err != nil {
+		return err
+	}
+	if *from < 0 {
+		return usageError("--from %v: must not be negative", *from)
 	}
 	if err := (consoleOpts{tick: *tick, window: *window}).check(); err != nil {
 		return err
