@@ -1,6 +1,7 @@
 package flightrecorder
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -271,14 +272,17 @@ func TestLong1(t *testing.T) {
 		b    []byte
 		want int64
 	}{
-		{[]byte{opProto, 2, opLong1, 8, 0, 0, 0, 0, 0, 0, 0, 0x40, opStop}, 1 << 62},
-		{[]byte{opProto, 2, opLong1, 2, 0xff, 0xff, opStop}, -1},
-		{[]byte{opProto, 2, opLong1, 0, opStop}, 0},
-		{[]byte{opProto, 2, opBinInt, 0xfe, 0xff, 0xff, 0xff, opStop}, -2},
+		{[]byte{opLong1, 8, 0, 0, 0, 0, 0, 0, 0, 0x40}, 1 << 62},
+		{[]byte{opLong1, 2, 0xff, 0xff}, -1},
+		{[]byte{opLong1, 0}, 0},
+		{[]byte{opBinInt, 0xfe, 0xff, 0xff, 0xff}, -2},
 	} {
-		v, err := unpickle(c.b)
-		if err != nil || v != any(c.want) {
-			t.Errorf("unpickle(%x) = %v, %v; want %d", c.b, v, err, c.want)
+		// A dump is a dict: the number is its value of key 0, {0: n}.
+		b := append(append([]byte{opProto, 2, opEmptyDict, opBinInt1, 0}, c.b...), opSetItem, opStop)
+		v, err := unpickle(b)
+		d, ok := v.(*pdict)
+		if err != nil || !ok || len(d.vals) != 1 || d.vals[0] != any(c.want) {
+			t.Errorf("unpickle(%x) = %v, %v; want {0: %d}", b, v, err, c.want)
 		}
 	}
 }
@@ -294,7 +298,13 @@ func TestBadInput(t *testing.T) {
 		{"nccl_trace_rank_0", good[:len(good)/2], "nccl_trace_rank_0 (byte "},
 		{"nccl_trace_rank_0", good[:len(good)-1], "no STOP opcode: the pickle is cut"},
 		{"nccl_trace_rank_0", []byte{opProto, 2, 'c', 'o', 's', '\n', 's', 'y', 's', 't', 'e', 'm', '\n', ')', 'R', '.'}, "(byte 14): REDUCE calls os.system"},
-		{"nccl_trace_rank_0", []byte{opProto, 2, ']', 'q', 0, 'h', 0, 'a', '.'}, "nested more than 16 deep"},
+		{"nccl_trace_rank_0", []byte{opProto, 2, '}', 'K', 1, ']', 'q', 0, 'h', 0, 'a', 's', '.'}, "nested more than 16 deep"},
+		// Garbage of one-byte opcodes is refused where it shows, not after it is all decoded.
+		{"nccl_trace_rank_0", append([]byte{opProto, 4}, bytes.Repeat([]byte{']'}, 1000)...), "(byte 2): the dump is a list, not a dict"},
+		{"nccl_trace_rank_0", append([]byte{opProto, 4}, bytes.Repeat([]byte{'('}, 1000)...), fmt.Sprintf("(byte %d): more than %d MARKs open", 2+maxMarks, maxMarks)},
+		{"nccl_trace_rank_0", append([]byte{opProto, 4, '}'}, bytes.Repeat([]byte{']'}, maxStack+10)...), fmt.Sprintf("(byte %d): more than %d values waiting on the stack", 2+maxStack, maxStack)},
+		{"nccl_trace_rank_0", []byte{opProto, 4, '}', 'r', 5, 0, 0, 0, '.'}, "(byte 3): memo id 5 skips ahead of the 0 written"},
+		{"nccl_trace_rank_0", append([]byte{opProto, 4, '}'}, bytes.Repeat([]byte{']', opMemoize, '0'}, 100)...), "(byte 277): memo id 91 past the bound 91 (a quarter of the pickle's 303 bytes)"},
 		{"nccl_trace_rank_0", []byte{opProto, 2, 'K', 1, '.'}, "the dump is a number, not a dict"},
 		{"nccl_trace_rank_0", []byte(`{"pg_config": {}, "entries": [{"profiling_name": "nccl:all_reduce", "collective_seq_id": 1, "state": "done"}]}`), `entry 0: nccl:all_reduce: state "done"`},
 		{"nccl_trace_rank_0", []byte(`{"pg_config": {"0": {"ranks": "[0, x]"}}}`), `pg_config["0"].ranks: rank x is not a rank`},
@@ -309,7 +319,7 @@ func TestBadInput(t *testing.T) {
 		_, err := ReadFiles([]string{p}, Options{})
 		var fe *FormatError
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &fe) || fe.File != p {
-			t.Errorf("ReadFiles(%q) = %v; want a FormatError of %s containing %q", c.b, err, p, c.want)
+			t.Errorf("ReadFiles(%.80q) = %v; want a FormatError of %s containing %q", c.b, err, p, c.want)
 		}
 	}
 }
