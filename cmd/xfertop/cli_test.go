@@ -37,6 +37,7 @@ func TestExitStatuses(t *testing.T) {
 		{"unknown flag", []string{"run", "--frobnicate"}, exitUsage, "flag provided but not defined: -frobnicate", "", true},
 		{"bad flag value", []string{"run", "--steps", "x"}, exitUsage, `invalid value "x" for flag -steps`, "", true},
 		{"negative speed", []string{"run", "--speed", "-1"}, exitUsage, "--speed -1", "", true},
+		{"dump over --max-input-bytes", []string{"analyze", "--max-input-bytes", "100", filepath.Join("..", "..", "importers", "flightrecorder", "testdata", "hang")}, exitData, "nccl_trace_rank_0 (byte 100): more than 100 bytes (--max-input-bytes", "", true},
 		{"NaN speed", []string{"run", "--speed", "NaN"}, exitUsage, "--speed NaN: must be 0 (unpaced) or a positive number", "", true},
 		{"replay NaN speed", []string{"replay", "--headless", "--speed", "NaN", "x.xfr"}, exitUsage, "--speed NaN: must be 0 (unpaced) or a positive number", "", true},
 		{"replay Inf speed", []string{"replay", "--headless", "--speed", "+Inf", "x.xfr"}, exitUsage, "--speed +Inf: must be 0 (unpaced) or a positive number", "", true},

@@ -401,3 +401,43 @@ func TestSendRecv(t *testing.T) {
 		t.Errorf("ops %x; want the send's and the receive's the same", ops)
 	}
 }
+
+// TestReadBounds: a dump past the file bound, a JSON dump with a string past the token bound, and
+// a JSON dump cut short are refused naming the byte where it shows.
+func TestReadBounds(t *testing.T) {
+	good, err := os.ReadFile("testdata/mismatch_json/nccl_trace_rank_0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := []byte(`{"version": "2.9", "pg_config": {}, "entries": [{"profiling_name": "` + strings.Repeat("a", 5000) + `"}]}`)
+	for _, c := range []struct {
+		name string
+		b    []byte
+		opts Options
+		want string
+	}{
+		{"file bound", good, Options{MaxFileBytes: 100}, "(byte 100): more than 100 bytes (--max-input-bytes"},
+		{"token bound", long, Options{MaxTokenBytes: 1000}, fmt.Sprintf("(byte %d): a string or number longer than 1000 bytes (--max-token-bytes)", bytes.Index(long, []byte("aaaa"))+1000)},
+		{"number past the token bound", []byte(`{"entries": [` + strings.Repeat("1", 2000) + `]}`), Options{MaxTokenBytes: 1000}, "(byte 1013): a string or number longer than 1000 bytes"},
+		{"escapes count", []byte(`{"entries": ["` + strings.Repeat(`\"`, 600) + `"]}`), Options{MaxTokenBytes: 1000}, "(byte 1014): a string or number longer"},
+		{"cut short", good[:815], Options{}, "(byte 815): not a Flight Recorder dump (pickle or JSON): the JSON ends before it is complete"},
+		{"within the bounds", good, Options{MaxFileBytes: int64(len(good)), MaxTokenBytes: 1000}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "nccl_trace_rank_0")
+			if err := os.WriteFile(p, c.b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := readFile(p, newRankSets(), c.opts.limits())
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("readFile = %v; want it read", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("readFile = %v; want %q", err, c.want)
+			}
+		})
+	}
+}
