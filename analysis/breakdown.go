@@ -228,6 +228,10 @@ type breakdown struct {
 	dirty []int32 // the places in rows of the devices whose rows are stale (deviceTime.queued)
 	// Sums of the rows' IdleNs, CommNs and OverlapNs.
 	idleNs, commNs, overlapNs int64
+	// far counts the devices with ids at or past MaxDevices (their time is not in the rows), and
+	// farFirst is the first such id seen, so that the report can say so rather than drop them.
+	far      map[int32]struct{}
+	farFirst int32
 }
 
 func (b *breakdown) add(e *timeline.Event) {
@@ -266,6 +270,7 @@ func (b *breakdown) fold(e *timeline.Event) {
 		return
 	}
 	if e.Device >= MaxDevices {
+		b.noteFar(e.Device)
 		return
 	}
 	for int(e.Device) >= len(b.devs) {
@@ -298,6 +303,10 @@ type Breakdown struct {
 	// NoKernels: the source records no kernels (RecordsKernels) and none turned up, so the
 	// devices' idle, compute and overlap figures are unknown.
 	NoKernels bool `json:"no_kernels,omitempty"`
+	// FarDevices counts the devices (up to 1,024) whose ids are at or past MaxDevices: they ran
+	// ops, but are not in Devices; FirstFarDevice is the first such id. 0: none.
+	FarDevices     int   `json:"far_devices,omitempty"`
+	FirstFarDevice int32 `json:"first_far_device,omitempty"`
 }
 
 // IdleInSteps is idle time inside the job's steps, the first step's setup left out: what is
@@ -314,6 +323,21 @@ type IdleInSteps struct {
 	StreamErrorNs int64 `json:"stream_error_ns"`
 }
 
+// noteFar counts a device id past MaxDevices, up to maxFarDevices of them (a hostile trace's
+// random ids must not grow the set without bound).
+func (b *breakdown) noteFar(d int32) {
+	if _, ok := b.far[d]; ok || len(b.far) >= maxFarDevices {
+		return
+	}
+	if b.far == nil {
+		b.far, b.farFirst = map[int32]struct{}{}, d
+	}
+	b.far[d] = struct{}{}
+}
+
+// maxFarDevices bounds the device ids past MaxDevices that are counted (Breakdown.FarDevices).
+const maxFarDevices = 1 << 10
+
 func (b *breakdown) result() Breakdown {
 	if b.stale {
 		b.rebuild()
@@ -327,7 +351,8 @@ func (b *breakdown) result() Breakdown {
 	}
 	b.dirty = b.dirty[:0]
 	// The rows handed out are copies: the next result rebuilds its own in place.
-	out := Breakdown{Devices: append(make([]DeviceTime, 0, len(b.rows)), b.rows...), IdleNs: b.idleNs}
+	out := Breakdown{Devices: append(make([]DeviceTime, 0, len(b.rows)), b.rows...), IdleNs: b.idleNs,
+		FarDevices: len(b.far), FirstFarDevice: b.farFirst}
 	out.OverlapPct = pctOf(b.overlapNs, b.commNs)
 	if w := b.win; w != nil && w.any && !w.over {
 		in := &IdleInSteps{}

@@ -580,3 +580,15 @@ func TestDeviceTimeLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakdownFarDevices: a device id past MaxDevices has no row, but is counted and named, so
+// that the report can say its time is left out rather than drop it unsaid.
+func TestBreakdownFarDevices(t *testing.T) {
+	k := func(dev int32) timeline.Event {
+		return timeline.Event{Kind: timeline.KindKernel, Device: dev, Stream: 7, Start: 1, End: 1000}
+	}
+	b := analyze(timeline.Meta{}, k(4), k(MaxDevices+3616), k(MaxDevices+3616), k(70000)).Breakdown
+	if len(b.Devices) != 1 || b.Devices[0].Device != 4 || b.FarDevices != 2 || b.FirstFarDevice != MaxDevices+3616 {
+		t.Errorf("breakdown = %d rows, far %d (first %d); want device 4's row and 2 far devices, the first %d", len(b.Devices), b.FarDevices, b.FirstFarDevice, MaxDevices+3616)
+	}
+}

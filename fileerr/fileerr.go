@@ -3,6 +3,8 @@ package fileerr
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -45,4 +47,38 @@ func FromYAML(src string, err error) error {
 		msg = "empty file"
 	}
 	return At(src, line, "%s", msg)
+}
+
+// ReadBounded reads the whole file at path when it holds at most max bytes, and refuses it
+// otherwise. The bound is applied while reading, not from the file's stated size, so a device
+// (/dev/zero), a FIFO fed forever or a file still growing is refused after max+1 bytes instead of
+// filling memory. what names the file's role in the error ("topology file").
+func ReadBounded(path, what string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not a %s", path, what)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: larger than %s, too large for a %s", path, sizeName(max), what)
+	}
+	return data, nil
+}
+
+// sizeName writes a bound the way a person states one: 1 MiB, 64 KiB, or bytes.
+func sizeName(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -169,6 +169,10 @@ type Options struct {
 	// (timeline.Meta.Source) instead of the files read: the directory the user gave, which the
 	// paths were expanded from, rather than the dumps found in it.
 	Source string
+	// MaxWholeFileBytes, when positive, bounds a file that its reader decodes whole (a Flight
+	// Recorder dump) instead of that format's own default: --max-input-bytes, when it is given
+	// (its default, sized for streamed traces, is far more than a whole file should cost).
+	MaxWholeFileBytes int64
 	// Verbose lists each event an Nsight Systems export leaves out in a warning of its own
 	// instead of one line per file.
 	Verbose bool
@@ -220,7 +224,7 @@ func read(paths []string, format Format, opts Options) (*kineto.Imported, error)
 		return ras.ReadFiles(paths)
 	}
 	if format == FormatFlightRecorder {
-		return flightrecorder.ReadFiles(paths, flightrecorder.Options{Context: opts.Context, Progress: opts.Progress})
+		return flightrecorder.ReadFiles(paths, flightRecorderOptions(opts))
 	}
 	if format == FormatInspector {
 		return inspector.ReadFiles(paths, inspectorOptions(opts))
@@ -241,6 +245,14 @@ func traceOptions(opts Options) kineto.Options {
 		t.Context = opts.Context
 	}
 	return t
+}
+
+// flightRecorderOptions are the options of the Flight Recorder importer: a dump is decoded whole,
+// so its bound is MaxWholeFileBytes (its own default unless given), and a JSON dump's strings are
+// bounded as a trace's are.
+func flightRecorderOptions(opts Options) flightrecorder.Options {
+	return flightrecorder.Options{Context: opts.Context, Progress: opts.Progress,
+		MaxFileBytes: opts.MaxWholeFileBytes, MaxTokenBytes: opts.Trace.MaxTokenBytes}
 }
 
 // inspectorOptions are the options of the NCCL Inspector importer.

@@ -182,7 +182,7 @@ func streamInspector(paths []string, opts Options, sink Sink) (*Result, error) {
 
 // streamFlightRecorder imports Flight Recorder dumps into sink, batch by batch in start order.
 func streamFlightRecorder(paths []string, opts Options, sink Sink) (*Result, error) {
-	fopts := flightrecorder.Options{Context: opts.Context, Progress: opts.Progress}
+	fopts := flightRecorderOptions(opts)
 	return streamBatches(FormatFlightRecorder, flightrecorder.Format, opts, sink, func(begin func(*kineto.Imported) error, batch func([]timeline.Event) error) (*kineto.Imported, error) {
 		return flightrecorder.Stream(paths, fopts, begin, batch)
 	})

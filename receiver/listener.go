@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/xfertop/xfertop/fileerr"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -71,7 +72,7 @@ func Listen(cfg Config, strs *timeline.Strings, onMeta func(timeline.Meta) timel
 	l.merger.SetLog(l.logs.log)
 	var tc *tls.Config
 	if cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		cert, err := loadKeyPair(cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
 			return nil, &ConfigError{fmt.Errorf("--tls-cert %s, --tls-key %s: %w", cfg.TLSCert, cfg.TLSKey, err)}
 		}
@@ -369,4 +370,21 @@ func (r *rateMeter) perSec() float64 {
 		return 0
 	}
 	return float64(r.v[newest]-r.v[oldest]) / dt
+}
+
+// maxPEMBytes bounds a TLS certificate or key file: PEM chains are kilobytes, and the bound keeps
+// a device or an endless FIFO given by mistake out of memory.
+const maxPEMBytes = 1 << 20
+
+// loadKeyPair is tls.LoadX509KeyPair with each file read under maxPEMBytes.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	cert, err := fileerr.ReadBounded(certFile, "PEM certificate file", maxPEMBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := fileerr.ReadBounded(keyFile, "PEM key file", maxPEMBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(cert, key)
 }

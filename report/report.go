@@ -2,6 +2,8 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
@@ -191,8 +193,14 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		AlertCount: res.AlertCount, StepsFrom: run.StepsFrom, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Faults: m.Faults,
 		Telemetry: res.Telemetry, ProfilerCost: res.ProfilerCost,
 		Findings: findings(res.Findings, m), Warnings: run.Warnings}
+	devices := res.Breakdown.Devices
+	if bd := res.Breakdown; bd.FarDevices > 0 {
+		r.Warnings = append(slices.Clip(r.Warnings), farDevicesWarning(bd.FarDevices, bd.FirstFarDevice))
+	} else {
+		devices = everyDevice(devices, m.Devices)
+	}
 	gaps := res.StreamIdle
-	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: everyDevice(res.Breakdown.Devices, m.Devices),
+	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: devices,
 		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)],
 		InSteps: res.Breakdown.InSteps}
 	r.Overlap.CommComputePct = res.Breakdown.OverlapPct
@@ -202,11 +210,24 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 	return r
 }
 
+// farDevicesWarning says that n devices, first, have ids past the per-device tables' bound:
+// they ran ops the header counts, but no row of the per-device figures holds them.
+func farDevicesWarning(n int, first int32) string {
+	others := ""
+	if n > 1 {
+		others = fmt.Sprintf(" and %d other devices", n-1)
+	}
+	return fmt.Sprintf("device %d%s: ids of %d and above are past the bound of the per-device tables: their time is left out of the device rows and the idle figures",
+		first, others, analysis.MaxDevices)
+}
+
 // everyDevice is the breakdown's rows (by device id, of the devices that ran something) with a row
 // of unknown figures for each other device of the job's n: a rank hung before its first op, often
 // the culprit, is listed as unknown (as the console's overview lists it), not left out.
 func everyDevice(devs []analysis.DeviceTime, n int) []analysis.DeviceTime {
-	if len(devs) >= n {
+	if len(devs) >= n || len(devs) > 0 && int(devs[len(devs)-1].Device) >= n {
+		// Every device ran something, or the ids are not 0..n-1 (a trace's own device numbers):
+		// which ids ran nothing is not known, and rows made up for 0..n-1 would be phantoms.
 		return devs
 	}
 	out := make([]analysis.DeviceTime, 0, n)

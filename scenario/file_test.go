@@ -1,7 +1,10 @@
 package scenario
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -239,4 +242,16 @@ func FuzzParseSize(f *testing.F) {
 			t.Fatalf("ParseSize(%q) = %d", s, v)
 		}
 	})
+}
+
+// TestLoadTooLarge: a scenario file past the bound is refused before it is parsed, naming it.
+func TestLoadTooLarge(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(p, bytes.Repeat([]byte("#"), maxFileSize+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(p)
+	if err == nil || !strings.Contains(err.Error(), p+": larger than 1 MiB, too large for a scenario file") {
+		t.Fatalf("Load(%d bytes) = %v; want it refused as too large", maxFileSize+1, err)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/xfertop/xfertop/fileerr"
 )
 
 //go:embed builtin/*.yaml
@@ -45,6 +47,9 @@ func Builtin(name string) (*File, error) {
 	return Parse("builtin:"+name, data)
 }
 
+// maxFileSize bounds what Load reads: a scenario file is a few kilobytes.
+const maxFileSize = 1 << 20
+
 // Load returns a built-in scenario by name, or reads a scenario file when nameOrPath names one (it
 // contains a path separator or ends in .yaml/.yml, or a file of that name exists).
 func Load(nameOrPath string) (*File, error) {
@@ -54,7 +59,7 @@ func Load(nameOrPath string) (*File, error) {
 			return Builtin(nameOrPath)
 		}
 	}
-	data, err := os.ReadFile(nameOrPath)
+	data, err := fileerr.ReadBounded(nameOrPath, "scenario file", maxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("read scenario: %w", err)
 	}

@@ -18,7 +18,12 @@ type Plan struct {
 	maxStart int64
 	late     int64
 	started  bool
+	ops      int64 // the ops the graph holds (depgraph.IsNode)
 }
+
+// Ops is how many ops the input holds: what a replay holds at once when it has no steps to cut
+// it at (Params' Cuts empty), its graph being then the whole input's.
+func (p *Plan) Ops() int64 { return p.ops }
 
 // Events takes the input's next events (all of them, steps inferred at its end included).
 func (p *Plan) Events(batch []timeline.Event) {
@@ -33,6 +38,7 @@ func (p *Plan) Events(batch []timeline.Event) {
 		if !depgraph.IsNode(e) {
 			continue
 		}
+		p.ops++
 		if !p.started || e.Start > p.maxStart {
 			p.maxStart, p.started = e.Start, true
 		}

@@ -188,8 +188,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))
 	}
-	if !(o.cfg.Speed >= 0) || math.IsInf(o.cfg.Speed, 0) { // NaN too
-		return usageError("--speed %v: must be 0 (unpaced) or a positive number", o.cfg.Speed)
+	if err := checkSpeed(o.cfg.Speed); err != nil {
+		return err
 	}
 	if o.cfg.Hosts < 0 {
 		return usageError("--hosts %d: must be positive (0 keeps the topology's own)", o.cfg.Hosts)
@@ -469,4 +469,13 @@ func (f *otlpFlags) config() (*otel.Config, error) {
 	}
 	cfg.SampleRatio, cfg.MinSpan, cfg.MaxRate, cfg.ShutdownTimeout, cfg.Detail = f.sample, f.minSpan, f.maxRate, f.shutdown, f.detail
 	return &cfg, nil
+}
+
+// checkSpeed refuses a --speed that pacing cannot use: negative, NaN (every comparison with it is
+// false, so a paced replay never reaches its next event) or infinite.
+func checkSpeed(v float64) error {
+	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return usageError("--speed %v: must be 0 (unpaced) or a positive number", v)
+	}
+	return nil
 }

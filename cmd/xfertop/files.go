@@ -68,8 +68,11 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) == 0 {
 		return usageError("give a recording, or a job's per-rank recordings (files or their directory): xfertop replay FILE.xfr... [--speed X] [--from T] [--headless [--json]]")
 	}
-	if *speed < 0 || *from < 0 {
-		return usageError("--speed and --from must not be negative")
+	if err := checkSpeed(*speed); err != nil {
+		return err
+	}
+	if *from < 0 {
+		return usageError("--from %v: must not be negative", *from)
 	}
 	if err := (consoleOpts{tick: *tick, window: *window}).check(); err != nil {
 		return err
@@ -565,19 +568,26 @@ type importLimits struct {
 
 func (l *importLimits) register(fs *flag.FlagSet) {
 	l.input.n, l.token.n = kineto.DefaultMaxInputBytes, int64(kineto.DefaultMaxTokenBytes)
-	fs.Var(&l.input, "max-input-bytes", "refuse a trace file holding more JSON than this, after decompression")
-	fs.Var(&l.token, "max-token-bytes", "refuse a trace with a string or number longer than this")
+	fs.Var(&l.input, "max-input-bytes", "refuse a JSON trace holding more than this, after decompression, or a Flight Recorder dump larger than this (default for dumps: 256MiB)")
+	fs.Var(&l.token, "max-token-bytes", "refuse a JSON trace or Flight Recorder dump with a string or number longer than this")
 	fs.BoolVar(&l.verbose, "v", false, "Nsight Systems export: a warning for each event left out, not one line per file")
 	fs.StringVar(&l.stepRange, "step-range", "ProfilerStep", "Nsight Systems export: the NVTX range that is a step (NAME, NAME#N or \"NAME, ...\")")
 }
 
 func (l *importLimits) options(likeHTA bool) importers.Options {
-	return importers.Options{Trace: kineto.Options{LikeHTA: likeHTA, MaxInputBytes: l.input.n, MaxTokenBytes: int(l.token.n)},
+	o := importers.Options{Trace: kineto.Options{LikeHTA: likeHTA, MaxInputBytes: l.input.n, MaxTokenBytes: int(l.token.n)},
 		StepRange: l.stepRange, Verbose: l.verbose}
+	if l.input.set { // a dump read whole keeps its own, smaller default unless the flag is given
+		o.MaxWholeFileBytes = l.input.n
+	}
+	return o
 }
 
 // sizeValue is a flag holding a positive byte count such as 64MiB or 16GiB.
-type sizeValue struct{ n int64 }
+type sizeValue struct {
+	n   int64
+	set bool // given on the command line
+}
 
 func (v *sizeValue) String() string { return scenario.FormatSize(v.n) }
 
@@ -589,7 +599,7 @@ func (v *sizeValue) Set(s string) error {
 	if n <= 0 {
 		return fmt.Errorf("%q: give a size above 0", s)
 	}
-	v.n = n
+	v.n, v.set = n, true
 	return nil
 }
 

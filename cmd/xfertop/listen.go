@@ -6,12 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/fileerr"
 	"github.com/xfertop/xfertop/receiver"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/report"
@@ -96,7 +96,8 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	o.cfg.MaxMessageBytes = int(min(o.maxBytes.n, 1<<31-1))
 	if o.tokenFile != "" {
-		b, err := os.ReadFile(o.tokenFile)
+		// A token is tens of bytes; the bound keeps /dev/zero or an endless FIFO out of memory.
+		b, err := fileerr.ReadBounded(o.tokenFile, "token file", 64<<10)
 		if err != nil {
 			return usageError("--auth-token-file: %v", err)
 		}

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,5 +91,60 @@ func TestPipeInputs(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// A pipe is looked at before it is copied: one that is no format xfertop reads (here zeros that
+// never end, as `xfertop analyze - < /dev/zero` gives) is refused at once, and nothing of it is
+// written to the temporary directory; one too large for the bound is refused naming the bound.
+func TestSpoolSniffsFirst(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	defer func(n int64) { maxSpoolBytes = n }(maxSpoolBytes)
+	maxSpoolBytes = 1 << 20 // without the sniff, the zeros are copied up to this and refused as too large
+	fifo := filepath.Join(t.TempDir(), "in")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	feed(t, fifo, make([]byte, 4<<20))
+	ctx, names := withInputNames(context.Background())
+	defer names.cleanup()
+	_, err := spoolPipes(ctx, []string{fifo})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitData || !strings.Contains(err.Error(), "not an xfertop recording") {
+		t.Fatalf("spoolPipes(zeros) = %v; want exit %d, not a format xfertop reads", err, exitData)
+	}
+	_ = filepath.Walk(tmp, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+			t.Errorf("%s holds %d bytes of the refused pipe", p, fi.Size())
+		}
+		return nil
+	})
+
+	// Text past the bound: refused naming it.
+	feed(t, fifo, append([]byte("["), bytes.Repeat([]byte(" "), 2<<20)...))
+	_, err = spoolPipes(ctx, []string{fifo})
+	if !errors.As(err, &ee) || ee.code != exitData || !strings.Contains(err.Error(), fifo+": the pipe holds more than 1 MiB") {
+		t.Fatalf("spoolPipes(2 MiB) = %v; want it refused past 1 MiB", err)
+	}
+}
+
+// The spool is bounded by half the temporary directory's free space when that is below
+// maxSpoolBytes, and says so.
+func TestSpoolLimitByFreeSpace(t *testing.T) {
+	dir := t.TempDir()
+	free, ok := freeBytes(dir)
+	if !ok {
+		t.Skip("free space not known here")
+	}
+	defer func(n int64) { maxSpoolBytes = n }(maxSpoolBytes)
+	maxSpoolBytes = 1 << 62
+	limit, why := spoolLimit(dir)
+	if limit <= 0 || limit > free/2+free/100 || !strings.Contains(why, "half the free space of the temporary directory "+dir) {
+		t.Errorf("spoolLimit = %d, %q; want about %d (half of %d free) and the reason", limit, why, free/2, free)
+	}
+	maxSpoolBytes = 1 << 10
+	if limit, why := spoolLimit(dir); limit != 1<<10 || why != "" {
+		t.Errorf("spoolLimit with a bound below the free space = %d, %q; want the bound", limit, why)
 	}
 }

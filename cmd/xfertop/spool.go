@@ -1,17 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
 	"github.com/charmbracelet/x/term"
-	"github.com/xfertop/xfertop/scenario"
+	"github.com/xfertop/xfertop/importers"
+	"github.com/xfertop/xfertop/units"
 )
 
 // inputNames is what one command made of the user's inputs behind their backs: temporary files
@@ -160,7 +164,10 @@ func pipeName(p string) string {
 	return p
 }
 
-// spool copies the pipe p into the new file tmp, at most maxSpoolBytes.
+// spool copies the pipe p into the new file tmp, at most maxSpoolBytes (less when the temporary
+// directory has less than twice that free). Its first bytes are looked at before anything is
+// written: what is no format xfertop reads (zeros, random bytes) is refused at once, without
+// filling a disk with it. Standard input that is a regular file (< FILE) is read in place.
 func spool(ctx context.Context, p, tmp string) (string, error) {
 	src := os.Stdin
 	if p != "-" {
@@ -172,21 +179,80 @@ func spool(ctx context.Context, p, tmp string) (string, error) {
 		src = f
 	} else if term.IsTerminal(src.Fd()) {
 		return "", usageError("- is standard input, and it is a terminal: pipe a trace into xfertop (cmd | xfertop analyze -), or give a file")
-	}
-	dst, err := os.Create(tmp)
-	if err != nil {
-		return "", failure(err)
+	} else if in, ok := stdinInPlace(); ok {
+		namesOf(ctx).stand(in, pipeName(p))
+		return in, nil
 	}
 	namesOf(ctx).stand(tmp, pipeName(p))
-	n, err := io.Copy(dst, io.LimitReader(src, maxSpoolBytes+1))
-	if cerr := dst.Close(); err == nil {
-		err = cerr
+	head := make([]byte, importers.DetectBytesNeeded)
+	n, err := io.ReadFull(src, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", failure(fmt.Errorf("%s: reading the pipe: %w", pipeName(p), err))
+	}
+	head = head[:n]
+	if _, err := importers.DetectBytes(tmp, head); err != nil {
+		return "", dataError(err)
+	}
+	limit, why := spoolLimit(filepath.Dir(filepath.Dir(tmp)))
+	dst, err := os.Create(tmp)
+	if err != nil {
+		return "", failure(fmt.Errorf("%s: a pipe is kept in a temporary file to be read: %w", pipeName(p), err))
+	}
+	w := &spoolWriter{w: dst}
+	copied, err := io.Copy(w, io.LimitReader(io.MultiReader(bytes.NewReader(head), src), limit+1))
+	if cerr := dst.Close(); err == nil && cerr != nil {
+		err, w.err = cerr, cerr
 	}
 	switch {
+	case w.err != nil:
+		return "", failure(fmt.Errorf("%s: writing the pipe's temporary file in %s after %s: %w (set TMPDIR to a directory with room, or give a file)",
+			pipeName(p), filepath.Dir(filepath.Dir(tmp)), units.Bytes(w.n), rootCause(w.err)))
 	case err != nil:
 		return "", failure(fmt.Errorf("%s: reading the pipe: %w", pipeName(p), err))
-	case n > maxSpoolBytes:
-		return "", dataError(fmt.Errorf("%s: the pipe holds more than %s: a pipe is kept in a temporary file to be read (it can be read only once), up to that; give a file", pipeName(p), scenario.FormatSize(maxSpoolBytes)))
+	case copied > limit:
+		return "", dataError(fmt.Errorf("%s: the pipe holds more than %s%s: a pipe is kept in a temporary file to be read (it can be read only once), up to that; give a file", pipeName(p), units.Bytes(limit), why))
 	}
 	return tmp, nil
+}
+
+// spoolWriter tells a failure to write the temporary file (a full disk) from a failure to read
+// the pipe, and counts what was written.
+type spoolWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (s *spoolWriter) Write(b []byte) (int, error) {
+	n, err := s.w.Write(b)
+	s.n += int64(n)
+	if err != nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// spoolLimit is the most a pipe may put in the temporary directory dir ($TMPDIR): maxSpoolBytes,
+// or half of dir's free space when that is less (a pipe spooled there must not fill a disk others use), and
+// the reason to give when it is the free space that bounds it.
+func spoolLimit(dir string) (int64, string) {
+	free, ok := freeBytes(dir)
+	if !ok || free/2 >= maxSpoolBytes {
+		return maxSpoolBytes, ""
+	}
+	return free / 2, fmt.Sprintf(", half the free space of the temporary directory %s (set TMPDIR to one with more room)", dir)
+}
+
+// stdinInPlace returns a path that opens standard input's own file from its start when standard
+// input is a regular file (xfertop analyze - < FILE), so that it need not be copied. Only on
+// Linux, where opening /dev/stdin opens the file anew rather than sharing its offset.
+func stdinInPlace() (string, bool) {
+	if runtime.GOOS != "linux" {
+		return "", false
+	}
+	st, err := os.Stdin.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return "", false
+	}
+	return "/dev/stdin", true
 }

@@ -100,6 +100,9 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := oneJob(pos, first.warnings); err != nil {
 		return err
 	}
+	if w := wholeGraphWarning(source, &first.plan); w != "" {
+		fmt.Fprintln(stderr, "xfertop: warning: "+w)
+	}
 	meta := first.header.Meta
 	if wo.Topology, err = o.resolveTopology(meta); err != nil {
 		return err
@@ -642,4 +645,23 @@ func whatifNotes(w *whatif.Streamed, before whatif.Summary, stepsFrom string) []
 	}
 	notes = append(notes, fmt.Sprintf("critical path: %s per step measured (the chain of dependencies that bound each step's end; HTA's definition is analyze --critical-path=hta)", units.Dur(int64(before.StepNs))))
 	return notes
+}
+
+// wholeGraphOps is the size of input past which whatif warns that, having no steps, it holds the
+// whole input's graph at once (about 2.3 KB an op, measured on a 300,000-kernel trace: 698 MB).
+const (
+	wholeGraphOps     = 100_000
+	wholeGraphOpBytes = 2300
+)
+
+// wholeGraphWarning says, for an input without steps and with more than wholeGraphOps ops, how
+// many ops the replay holds at once and about how much memory that takes, and what keeps it to
+// a step's: "" for any other input.
+func wholeGraphWarning(source string, p *whatif.Plan) string {
+	if len(p.Params().Cuts) > 0 || p.Ops() <= wholeGraphOps {
+		return ""
+	}
+	return fmt.Sprintf("%s marks no steps: the what-if holds its whole graph at once, %d ops (about %s of memory); "+
+		"a trace with steps (PyTorch profiler ProfilerStep#N ranges, an Nsight export's --step-range) is replayed a step at a time",
+		source, p.Ops(), units.Bytes(p.Ops()*wholeGraphOpBytes))
 }

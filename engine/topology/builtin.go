@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/fileerr"
 )
 
 //go:embed builtin/*.yaml
@@ -76,14 +77,7 @@ func Load(nameOrPath string) (engine.Topology, error) {
 	if !IsPath(nameOrPath) {
 		return Builtin(nameOrPath)
 	}
-	fi, err := os.Stat(nameOrPath)
-	if err != nil {
-		return engine.Topology{}, fmt.Errorf("read topology: %w", err)
-	}
-	if fi.Size() > maxFileSize {
-		return engine.Topology{}, fmt.Errorf("read topology %s: %d bytes; a topology file is at most %d", nameOrPath, fi.Size(), maxFileSize)
-	}
-	data, err := os.ReadFile(nameOrPath)
+	data, err := fileerr.ReadBounded(nameOrPath, "topology file", maxFileSize)
 	if err != nil {
 		return engine.Topology{}, fmt.Errorf("read topology: %w", err)
 	}

@@ -1,6 +1,7 @@
 package flightrecorder
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -271,14 +272,17 @@ func TestLong1(t *testing.T) {
 		b    []byte
 		want int64
 	}{
-		{[]byte{opProto, 2, opLong1, 8, 0, 0, 0, 0, 0, 0, 0, 0x40, opStop}, 1 << 62},
-		{[]byte{opProto, 2, opLong1, 2, 0xff, 0xff, opStop}, -1},
-		{[]byte{opProto, 2, opLong1, 0, opStop}, 0},
-		{[]byte{opProto, 2, opBinInt, 0xfe, 0xff, 0xff, 0xff, opStop}, -2},
+		{[]byte{opLong1, 8, 0, 0, 0, 0, 0, 0, 0, 0x40}, 1 << 62},
+		{[]byte{opLong1, 2, 0xff, 0xff}, -1},
+		{[]byte{opLong1, 0}, 0},
+		{[]byte{opBinInt, 0xfe, 0xff, 0xff, 0xff}, -2},
 	} {
-		v, err := unpickle(c.b)
-		if err != nil || v != any(c.want) {
-			t.Errorf("unpickle(%x) = %v, %v; want %d", c.b, v, err, c.want)
+		// A dump is a dict: the number is its value of key 0, {0: n}.
+		b := append(append([]byte{opProto, 2, opEmptyDict, opBinInt1, 0}, c.b...), opSetItem, opStop)
+		v, err := unpickle(b)
+		d, ok := v.(*pdict)
+		if err != nil || !ok || len(d.vals) != 1 || d.vals[0] != any(c.want) {
+			t.Errorf("unpickle(%x) = %v, %v; want {0: %d}", b, v, err, c.want)
 		}
 	}
 }
@@ -294,7 +298,13 @@ func TestBadInput(t *testing.T) {
 		{"nccl_trace_rank_0", good[:len(good)/2], "nccl_trace_rank_0 (byte "},
 		{"nccl_trace_rank_0", good[:len(good)-1], "no STOP opcode: the pickle is cut"},
 		{"nccl_trace_rank_0", []byte{opProto, 2, 'c', 'o', 's', '\n', 's', 'y', 's', 't', 'e', 'm', '\n', ')', 'R', '.'}, "(byte 14): REDUCE calls os.system"},
-		{"nccl_trace_rank_0", []byte{opProto, 2, ']', 'q', 0, 'h', 0, 'a', '.'}, "nested more than 16 deep"},
+		{"nccl_trace_rank_0", []byte{opProto, 2, '}', 'K', 1, ']', 'q', 0, 'h', 0, 'a', 's', '.'}, "nested more than 16 deep"},
+		// Garbage of one-byte opcodes is refused where it shows, not after it is all decoded.
+		{"nccl_trace_rank_0", append([]byte{opProto, 4}, bytes.Repeat([]byte{']'}, 1000)...), "(byte 2): the dump is a list, not a dict"},
+		{"nccl_trace_rank_0", append([]byte{opProto, 4}, bytes.Repeat([]byte{'('}, 1000)...), fmt.Sprintf("(byte %d): more than %d MARKs open", 2+maxMarks, maxMarks)},
+		{"nccl_trace_rank_0", append([]byte{opProto, 4, '}'}, bytes.Repeat([]byte{']'}, maxStack+10)...), fmt.Sprintf("(byte %d): more than %d values waiting on the stack", 2+maxStack, maxStack)},
+		{"nccl_trace_rank_0", []byte{opProto, 4, '}', 'r', 5, 0, 0, 0, '.'}, "(byte 3): memo id 5 skips ahead of the 0 written"},
+		{"nccl_trace_rank_0", append([]byte{opProto, 4, '}'}, bytes.Repeat([]byte{']', opMemoize, '0'}, 100)...), "(byte 277): memo id 91 past the bound 91 (a quarter of the pickle's 303 bytes)"},
 		{"nccl_trace_rank_0", []byte{opProto, 2, 'K', 1, '.'}, "the dump is a number, not a dict"},
 		{"nccl_trace_rank_0", []byte(`{"pg_config": {}, "entries": [{"profiling_name": "nccl:all_reduce", "collective_seq_id": 1, "state": "done"}]}`), `entry 0: nccl:all_reduce: state "done"`},
 		{"nccl_trace_rank_0", []byte(`{"pg_config": {"0": {"ranks": "[0, x]"}}}`), `pg_config["0"].ranks: rank x is not a rank`},
@@ -309,7 +319,7 @@ func TestBadInput(t *testing.T) {
 		_, err := ReadFiles([]string{p}, Options{})
 		var fe *FormatError
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &fe) || fe.File != p {
-			t.Errorf("ReadFiles(%q) = %v; want a FormatError of %s containing %q", c.b, err, p, c.want)
+			t.Errorf("ReadFiles(%.80q) = %v; want a FormatError of %s containing %q", c.b, err, p, c.want)
 		}
 	}
 }
@@ -389,5 +399,45 @@ func TestSendRecv(t *testing.T) {
 	}
 	if len(ops) != 2 || ops[0] != ops[1] {
 		t.Errorf("ops %x; want the send's and the receive's the same", ops)
+	}
+}
+
+// TestReadBounds: a dump past the file bound, a JSON dump with a string past the token bound, and
+// a JSON dump cut short are refused naming the byte where it shows.
+func TestReadBounds(t *testing.T) {
+	good, err := os.ReadFile("testdata/mismatch_json/nccl_trace_rank_0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := []byte(`{"version": "2.9", "pg_config": {}, "entries": [{"profiling_name": "` + strings.Repeat("a", 5000) + `"}]}`)
+	for _, c := range []struct {
+		name string
+		b    []byte
+		opts Options
+		want string
+	}{
+		{"file bound", good, Options{MaxFileBytes: 100}, "(byte 100): more than 100 bytes (--max-input-bytes"},
+		{"token bound", long, Options{MaxTokenBytes: 1000}, fmt.Sprintf("(byte %d): a string or number longer than 1000 bytes (--max-token-bytes)", bytes.Index(long, []byte("aaaa"))+1000)},
+		{"number past the token bound", []byte(`{"entries": [` + strings.Repeat("1", 2000) + `]}`), Options{MaxTokenBytes: 1000}, "(byte 1013): a string or number longer than 1000 bytes"},
+		{"escapes count", []byte(`{"entries": ["` + strings.Repeat(`\"`, 600) + `"]}`), Options{MaxTokenBytes: 1000}, "(byte 1014): a string or number longer"},
+		{"cut short", good[:815], Options{}, "(byte 815): not a Flight Recorder dump (pickle or JSON): the JSON ends before it is complete"},
+		{"within the bounds", good, Options{MaxFileBytes: int64(len(good)), MaxTokenBytes: 1000}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "nccl_trace_rank_0")
+			if err := os.WriteFile(p, c.b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := readFile(p, newRankSets(), c.opts.limits())
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("readFile = %v; want it read", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("readFile = %v; want %q", err, c.want)
+			}
+		})
 	}
 }

@@ -72,7 +72,7 @@ func TestRankListHeldOnce(t *testing.T) {
 	sets := newRankSets()
 	var dumps []*dump
 	for _, name := range []string{"nccl_trace_rank_0", "nccl_trace_rank_1", "nccl_trace_rank_2"} {
-		d, err := readFile(filepath.Join("testdata", "hang", name), sets)
+		d, err := readFile(filepath.Join("testdata", "hang", name), sets, Options{}.limits())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,10 @@ type Options struct {
 	Context context.Context
 	// Progress, when set, is told after each file how many of the files have been read.
 	Progress func(done, total int64)
+	// MaxFileBytes bounds one dump, which is decoded whole (0: MaxFileBytes).
+	MaxFileBytes int64
+	// MaxTokenBytes bounds one string or number of a JSON dump (0: DefaultMaxTokenBytes).
+	MaxTokenBytes int
 }
 
 // untimedStepNs is the spacing of the entries of a dump without times (record id order).
@@ -54,7 +58,7 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 		if opts.Context != nil && opts.Context.Err() != nil {
 			return nil, opts.Context.Err()
 		}
-		d, err := readFile(p, sets)
+		d, err := readFile(p, sets, opts.limits())
 		if err != nil {
 			// One rank's dump cut short or garbled (its process died while dumping: the hung rank
 			// is the likeliest) leaves the others' worth reading: that rank is one without a dump.

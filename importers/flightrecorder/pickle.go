@@ -62,11 +62,20 @@ type (
 // maxMemo bounds the memo table's ids (torch numbers them from 0 up, one per string and global).
 const maxMemo = 1 << 24
 
+// Bounds on what a dump's pickle holds at once, so that memory follows what a dump can be and not
+// what garbage made of one-byte opcodes asks for (each opcode can make a value of tens of bytes):
+// pickle pushes a container's items in batches of 1,000 (2,000 values for a dict) after a MARK,
+// one batch open per level of nesting, and values nest at most maxDepth deep.
+const (
+	maxStack = 1 << 16
+	maxMarks = 2 * maxDepth
+)
+
 // unpickle decodes one pickle (the value STOP returns) from b. It does no more work than b's
 // length allows: every opcode consumes input, and each makes at most one value. An error names
 // the byte offset of the opcode that failed.
 func unpickle(b []byte) (any, error) {
-	d := decoder{b: b, memo: map[uint32]any{}}
+	d := decoder{b: b}
 	v, err := d.run()
 	if err != nil {
 		return nil, &FormatError{Offset: int64(d.op), Reason: err.Error()}
@@ -80,7 +89,9 @@ type decoder struct {
 	op    int // the offset of the opcode being decoded
 	stack []any
 	marks []int
-	memo  map[uint32]any
+	// memo is indexed by id: a pickler numbers its memo from 0 up, one id after the other, so
+	// that the table is dense (an id further ahead is refused).
+	memo []any
 }
 
 func (d *decoder) take(n int) ([]byte, error) {
@@ -135,9 +146,43 @@ func (d *decoder) run() (any, error) {
 		if err := d.step(c); err != nil {
 			return nil, err
 		}
+		if err := d.bounded(); err != nil {
+			return nil, err
+		}
 	}
 	d.op = d.pos
 	return nil, fmt.Errorf("no STOP opcode: the pickle is cut")
+}
+
+// bounded refuses, at the opcode that breaks it, a pickle that cannot be a dump: one whose first
+// value is not a dict (or the OrderedDict REDUCE builds one from), or one holding more values on
+// the stack or more open MARKs than a dump's nesting allows. Garbage fails within its first bytes
+// instead of after it has all been decoded.
+func (d *decoder) bounded() error {
+	switch {
+	case len(d.stack) > maxStack:
+		return fmt.Errorf("more than %d values waiting on the stack: not a Flight Recorder dump", maxStack)
+	case len(d.marks) > maxMarks:
+		return fmt.Errorf("more than %d MARKs open at once: not a Flight Recorder dump", maxMarks)
+	case len(d.stack) > 0:
+		switch v := d.stack[0].(type) {
+		case *pdict, global:
+		default:
+			return fmt.Errorf("the dump is a %s, not a dict", pickleTypeName(v))
+		}
+	}
+	return nil
+}
+
+// pickleTypeName names a pickle value's type as typeName names the decoded one.
+func pickleTypeName(v any) string {
+	switch v.(type) {
+	case tuple, *plist:
+		return "list"
+	case []byte:
+		return "string"
+	}
+	return typeName(v)
 }
 
 // step decodes one opcode other than STOP.
@@ -362,21 +407,29 @@ func (d *decoder) memoOp(c byte) error {
 		id = uint32(len(d.memo))
 	}
 	if c == opBinGet || c == opLongBinGet {
-		v, ok := d.memo[id]
-		if !ok {
+		if int64(id) >= int64(len(d.memo)) {
 			return fmt.Errorf("memo %d read before it was written", id)
 		}
-		d.stack = append(d.stack, v)
+		d.stack = append(d.stack, d.memo[id])
 		return nil
 	}
-	if id >= maxMemo {
-		return fmt.Errorf("memo id %d past the bound %d", id, maxMemo)
+	// The smallest value a dump memoizes, a one-byte string, takes 4 bytes with its MEMOIZE
+	// (torch's dumps take about 18 per id): more ids than a quarter of the bytes is not a dump.
+	if limit := min(maxMemo, len(d.b)/4+16); int(id) >= limit {
+		return fmt.Errorf("memo id %d past the bound %d (a quarter of the pickle's %d bytes)", id, limit, len(d.b))
+	}
+	if int64(id) > int64(len(d.memo)) {
+		return fmt.Errorf("memo id %d skips ahead of the %d written (a pickler numbers them in order)", id, len(d.memo))
 	}
 	v, err := d.top()
 	if err != nil {
 		return err
 	}
-	d.memo[id] = v
+	if int(id) == len(d.memo) {
+		d.memo = append(d.memo, v)
+	} else {
+		d.memo[id] = v
+	}
 	return nil
 }
 

@@ -150,18 +150,28 @@ func IsDir(path string) bool {
 
 // readFile reads one dump, pickle or JSON as its first bytes say, and settles its rank: the
 // dump's own "rank" when it has one, else the digits its file name ends in.
-func readFile(path string, sets *rankSets) (*dump, error) {
+func readFile(path string, sets *rankSets, lim limits) (*dump, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	var head [1]byte
+	n, _ := io.ReadFull(f, head[:])
+	var src io.Reader = io.MultiReader(bytes.NewReader(head[:n]), f)
+	if n == 1 && head[0] != opProto { // JSON: a string or number past the bound is refused as it is read
+		src = &tokenGuard{r: src, max: lim.tokenBytes}
+	}
+	b, err := io.ReadAll(io.LimitReader(src, lim.fileBytes+1))
+	var te *TokenError
+	if errors.As(err, &te) {
+		return nil, &FormatError{File: path, Offset: te.Offset, Reason: te.Error()}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(b) > MaxFileBytes {
-		return nil, &FormatError{File: path, Offset: MaxFileBytes, Reason: fmt.Sprintf("more than %d bytes: not one rank's Flight Recorder dump", MaxFileBytes)}
+	if int64(len(b)) > lim.fileBytes {
+		return nil, &FormatError{File: path, Offset: lim.fileBytes, Reason: fmt.Sprintf("more than %d bytes (--max-input-bytes; 256 MiB unless given): not one rank's Flight Recorder dump", lim.fileBytes)}
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, &FormatError{File: path, Offset: 0, Reason: "empty file: not a Flight Recorder dump"}
@@ -206,11 +216,17 @@ func decode(b []byte, sets *rankSets) (*dump, error) {
 		dec.UseNumber()
 		if err := dec.Decode(&v); err != nil {
 			off := dec.InputOffset()
+			reason := err.Error()
 			var se *json.SyntaxError
-			if errors.As(err, &se) {
+			switch {
+			case errors.As(err, &se):
 				off = se.Offset
+			case errors.Is(err, io.ErrUnexpectedEOF):
+				// The decoder's offset is where the value it was reading began (byte 0 for the
+				// dump itself); what is wrong is where the file ends.
+				off, reason = int64(len(b)), "the JSON ends before it is complete"
 			}
-			return nil, &FormatError{Offset: off, Reason: "not a Flight Recorder dump (pickle or JSON): " + err.Error()}
+			return nil, &FormatError{Offset: off, Reason: "not a Flight Recorder dump (pickle or JSON): " + reason}
 		}
 		v = jsonInts(v, 0)
 	}

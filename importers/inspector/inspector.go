@@ -109,6 +109,7 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 			return nil, err
 		}
 	}
+	st.dropRepeats()
 	if len(st.recs) == 0 && first != nil && len(parts) == len(other) {
 		return nil, first
 	}

@@ -158,7 +158,8 @@ func TestBadInput(t *testing.T) {
 		name, body, want string
 		limit            bool
 	}{
-		{"bad json", good + "\n{oops\n", fmt.Sprintf("x.log:2 (byte %d): not an NCCL Inspector record", len(good)+1), false},
+		// The byte named is the bad one ('o', the line's second), not the line's first.
+		{"bad json", good + "\n{oops\n", fmt.Sprintf("x.log:2 (byte %d): not an NCCL Inspector record", len(good)+2), false},
 		{"orphan v4.3 line", good + "\n" + `{"coll_perf":{"coll":"AllReduce","coll_sn":2}}` + "\n", "x.log:2: an operation without its header", false},
 		{"unknown collective", strings.Replace(good, "AllReduce", "Shuffle", 1) + "\n", `x.log:1: collective "Shuffle"`, false},
 		{"rank outside", strings.Replace(good, `"rank":0`, `"rank":5`, 1) + "\n", "x.log:1: header's n_ranks 2", false},
@@ -197,7 +198,7 @@ func TestGzippedOffsets(t *testing.T) {
 	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("x.log.gz:2 (byte %d of the decompressed data): not an NCCL Inspector record", len(good)+1)
+	want := fmt.Sprintf("x.log.gz:2 (byte %d of the decompressed data): not an NCCL Inspector record", len(good)+2)
 	if _, err := ReadFiles([]string{p}, Options{}); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("ReadFiles = %v; want %q", err, want)
 	}

@@ -138,7 +138,7 @@ func (st *state) readLog(path string, r io.Reader) error {
 				continue
 			}
 			if !lr.torn && !(cutShort(err) && lastLine(lr)) {
-				return fmt.Errorf("%s:%d (byte %d%s): not an NCCL Inspector record: %w", path, n, lr.off, of, err)
+				return fmt.Errorf("%s:%d (byte %d%s): not an NCCL Inspector record: %w", path, n, lr.off+badByte(err), of, err)
 			}
 			// A log still being written, or a job stopped while Inspector wrote: its last line is
 			// cut (with or without its newline); the records before it stand.
@@ -452,4 +452,14 @@ func (w *warnings) add(s string) {
 	if len(w.list) < 32 {
 		w.list = append(w.list, s)
 	}
+}
+
+// badByte is where in its line a record's JSON goes wrong: the byte a syntax error names (its
+// Offset counts the bytes read, that one included), else the line's start.
+func badByte(err error) int64 {
+	var se *json.SyntaxError
+	if errors.As(err, &se) && se.Offset > 0 {
+		return se.Offset - 1
+	}
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -85,10 +86,67 @@ type gzipErrors struct{ r io.Reader }
 
 func (g gzipErrors) Read(p []byte) (int, error) {
 	n, err := g.r.Read(p)
-	if err != nil && err != io.EOF {
+	if err != nil && err != io.EOF && !strings.HasPrefix(err.Error(), "gzip: ") { // compress/gzip's own say it already
 		err = fmt.Errorf("gzip: %w", err)
 	}
 	return n, err
+}
+
+// gzipMembers reads a gzip file's members one after the other, as gzip -d does, and says what is
+// wrong with bytes after the last that are no gzip member (a file with something appended), with
+// how many there are and where they begin, where compress/gzip, looking for the next member's
+// header, says "unexpected EOF" or "invalid header" about them.
+type gzipMembers struct {
+	gz    *gzip.Reader
+	br    *bufio.Reader
+	file  *countingReader // the compressed bytes read from the file
+	ended bool            // the member being read has ended
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (g *gzipMembers) Read(p []byte) (int, error) {
+	for {
+		if !g.ended {
+			n, err := g.gz.Read(p)
+			if err != io.EOF {
+				return n, err
+			}
+			if g.ended = true; n > 0 {
+				return n, nil
+			}
+		}
+		head, _ := g.br.Peek(2)
+		switch {
+		case len(head) == 0:
+			return 0, io.EOF
+		case len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b: // the next member
+			if err := g.gz.Reset(g.br); err != nil {
+				return 0, err
+			}
+			g.gz.Multistream(false)
+			g.ended = false
+		default:
+			at := g.file.n - int64(g.br.Buffered())
+			const most = 1 << 20
+			n, _ := io.Copy(io.Discard, io.LimitReader(g.br, most+1))
+			count := fmt.Sprintf("%d bytes", n)
+			if n > most {
+				count = "more than 1 MiB"
+			}
+			return 0, fmt.Errorf("%s after the gzip data, at byte offset %d of the file: not gzip (something appended to the file?)", count, at)
+		}
+	}
 }
 
 // rawEvent is the part of a trace event xfertop reads. Its byte slices are reused from one event to
@@ -171,14 +229,16 @@ type decoder struct {
 
 // openStream wraps r: gunzipped if it starts with the gzip magic, and limited to max bytes.
 func openStream(name string, r io.Reader, max int64) (src io.Reader, done func(), gzipped bool, err error) {
-	br := bufio.NewReaderSize(r, readChunk)
+	file := &countingReader{r: r}
+	br := bufio.NewReaderSize(file, readChunk)
 	src, done = br, func() {}
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, nil, true, fmt.Errorf("%s: gzip header at byte offset 0: %w", name, err)
 		}
-		src, done, gzipped = gzipErrors{gz}, func() { gz.Close() }, true
+		gz.Multistream(false) // gzipMembers reads the next member, or names what follows the last
+		src, done, gzipped = gzipErrors{&gzipMembers{gz: gz, br: br, file: file}}, func() { gz.Close() }, true
 	}
 	return &limitReader{r: src, limit: max}, done, gzipped, nil
 }
@@ -195,6 +255,7 @@ func decode(name string, r io.Reader, opts Options, onEvent func(e *rawEvent, h 
 	defer done()
 	d := &decoder{s: newScanner(name, src, opts.MaxTokenBytes), floats: opts.LikeHTA, onEvent: onEvent}
 	d.s.gzipped = gzipped
+	d.s.skipBOM()
 	return d.run()
 }
 

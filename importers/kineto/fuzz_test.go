@@ -38,6 +38,9 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"ncclKernel_AllGather","ts":1,"dur":1,"args":{"In msg nelems":4611686018427387904,"Group size":70000,"stream":-1,"device":-4}}],"distributedInfo":{"rank":1e99}}`))
 	f.Add([]byte(`{"traceEvents":[{"args":{"a":[[[[[[[[{"b":[1,2,{"c":null}]}]]]]]]]]}}]}`))
 	f.Add([]byte("{\x00\xff junk"))
+	// A byte-order mark before the JSON; a gzip member followed by bytes that are no gzip.
+	f.Add([]byte("\ufeff[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2}]"))
+	f.Add([]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff\x8a\x8e\x05\x04\x00\x00\xff\xff\x29\xbb\x4c\x0d\x02\x00\x00\x00garbage!!"))
 	f.Add([]byte(`{"traceEvents":[{"name":"\ud83d\ude00\ud800\u0041"}]} x`))
 	f.Add([]byte(`{"traceEvents":[{"ts":01},{"ts":-},{"ts":1.},{"ts":1e}]}`))
 	f.Add([]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00"))

@@ -160,6 +160,16 @@ func (s *scanner) tooLong(start int64, what string) {
 }
 
 // peek returns the next non-space byte without consuming it (0 at the end).
+// skipBOM steps over a UTF-8 byte-order mark at the start of the input (editors on Windows write
+// one before JSON); offsets still count its 3 bytes, as the file holds them.
+func (s *scanner) skipBOM() {
+	for len(s.buf)-s.pos < 3 && s.fill() {
+	}
+	if b := s.buf[s.pos:]; len(b) >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf {
+		s.pos += 3
+	}
+}
+
 func (s *scanner) peek() byte {
 	for {
 		for s.pos < len(s.buf) {
