@@ -111,7 +111,7 @@ func TestSpoolSniffsFirst(t *testing.T) {
 	defer names.cleanup()
 	_, err := spoolPipes(ctx, []string{fifo})
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != exitData || !strings.Contains(err.Error(), "not an xfertop recording") {
+	if !errors.As(err, &ee) || ee.code != exitData || !strings.Contains(err.Error(), "none of the formats xfertop reads") {
 		t.Fatalf("spoolPipes(zeros) = %v; want exit %d, not a format xfertop reads", err, exitData)
 	}
 	_ = filepath.Walk(tmp, func(p string, fi os.FileInfo, err error) error {
