@@ -122,7 +122,8 @@ type Report struct {
 	ProfilerCost []analysis.ProfilerCost `json:"profiler_cost,omitempty"`
 	// OpsUnknown says why the span, transfers and gaps between ops are unknown (analysis.NoOpsWhy:
 	// a source that records no ops); duration_ns, transfers and idle.stream_gaps_ns are null then.
-	OpsUnknown string `json:"ops_unknown,omitempty"`
+	// "" (the key always present) when they are measured.
+	OpsUnknown string `json:"ops_unknown"`
 }
 
 // MarshalJSON writes what a source without ops cannot know (OpsUnknown) as null, not 0.
