@@ -126,6 +126,10 @@ func parseDump(v any, sets *rankSets) (*dump, error) {
 		e.index = i
 		d.entries = append(d.entries, e)
 	}
+	if len(list) > 0 && len(d.entries) == 0 {
+		// Not one entry read: a garbled dump, not one with a bad entry; its rank is one without a dump.
+		return nil, fmt.Errorf("none of its %d entries could be read (%s)", len(list), d.notes[0])
+	}
 	return d, nil
 }
 
