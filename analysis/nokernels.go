@@ -22,6 +22,14 @@ func RecordsKernels(m timeline.Meta) bool {
 	return true
 }
 
+// NoOpsWhy says why a source's span, transfers and gaps between ops are unknown.
+const NoOpsWhy = "NCCL RAS records no ops, only the communicators' states and collective counts"
+
+// RecordsOps says whether a stream's source records ops at all. NCCL RAS does not: a snapshot of
+// its communicators says which ranks answered and how many collectives each ran, never when one
+// ran or what moved, so its span, transfers and gaps are unknown, not 0.
+func RecordsOps(m timeline.Meta) bool { return m.Backend != "nccl-ras" }
+
 // markNoKernels marks r's idle and compute figures unknown when its source records no kernels and
 // none turned up: each device's idle, compute and overlap shares, the pooled overlap, and the cause
 // of every gap (a gap on a communication stream is compute or a late host, and which is not known).

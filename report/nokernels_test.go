@@ -67,3 +67,37 @@ func TestNoKernelsReport(t *testing.T) {
 		})
 	}
 }
+
+// TestNoOpsReport: an NCCL RAS input records no ops: its span, transfers and gaps between ops are
+// unknown ("—", null), not 0; a source with ops keeps them measured.
+func TestNoOpsReport(t *testing.T) {
+	strs := timeline.NewStrings()
+	ev := []timeline.Event{{Kind: timeline.KindMark, Device: timeline.NoDevice, Peer: timeline.NoDevice, Queued: -1, Label: strs.ID("RAS communicator 0x1")}}
+	for _, c := range []struct {
+		backend string
+		unknown bool
+	}{{"nccl-ras", true}, {"flight-recorder", false}} {
+		t.Run(c.backend, func(t *testing.T) {
+			r := build(ev, strs, timeline.Meta{Backend: c.backend, Devices: 2, IdleMode: timeline.IdleHTA})
+			data, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			js := string(data)
+			var b strings.Builder
+			if err := Text(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			txt := b.String()
+			for _, want := range []string{`"duration_ns":null`, `"transfers":null`, `"stream_gaps_ns":null`, `"ops_unknown":"NCCL RAS`,
+				"(2 devices), seed —, span —,", "Transfers: — (NCCL RAS records no ops", "Gaps between ops on streams: — (the source records no ops)"} {
+				if strings.Contains(js+txt, want) != c.unknown {
+					t.Errorf("report contains %q: %v; want %v\n%s\n%s", want, !c.unknown, c.unknown, js, txt)
+				}
+			}
+			if c.unknown && (strings.Contains(txt, " 0 s") || strings.Contains(txt, "Transfers: 0")) {
+				t.Errorf("text says 0 for what the source does not record:\n%s", txt)
+			}
+		})
+	}
+}

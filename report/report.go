@@ -122,6 +122,23 @@ type Report struct {
 	Telemetry []analysis.DeviceTelemetry `json:"telemetry,omitempty"`
 	// ProfilerCost is the NCCL profiler plugin's own cost per rank, as it measured it.
 	ProfilerCost []analysis.ProfilerCost `json:"profiler_cost,omitempty"`
+	// OpsUnknown says why the span, transfers and gaps between ops are unknown (analysis.NoOpsWhy:
+	// a source that records no ops); duration_ns, transfers and idle.stream_gaps_ns are null then.
+	// "" (the key always present) when they are measured.
+	OpsUnknown string `json:"ops_unknown"`
+}
+
+// MarshalJSON writes what a source without ops cannot know (OpsUnknown) as null, not 0.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report // without the method
+	if r.OpsUnknown == "" {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		DurationNs *int64              `json:"duration_ns"`
+		Transfers  *analysis.Transfers `json:"transfers"`
+		plain
+	}{plain: plain(r)})
 }
 
 // Idle is idle time two ways: per device (HTA's temporal breakdown: the time no op of the device
@@ -143,6 +160,8 @@ type Idle struct {
 	// Unknown says why device idle time and the gaps' causes are unknown (analysis.NoKernelsWhy:
 	// a source that records no kernels); "" (the key always present) when they are measured. total_ns and by_cause are null then.
 	Unknown string `json:"unknown"`
+	// noOps: the source records no ops (Report.OpsUnknown), so stream_gaps_ns is null too.
+	noOps bool
 }
 
 // MarshalJSON writes idle time a source cannot know (Unknown) as null, not 0.
@@ -150,6 +169,14 @@ func (i Idle) MarshalJSON() ([]byte, error) {
 	type plain Idle // without the method
 	if i.Unknown == "" {
 		return json.Marshal(plain(i))
+	}
+	if i.noOps {
+		return json.Marshal(struct {
+			TotalNs  *int64            `json:"total_ns"`
+			StreamNs *int64            `json:"stream_gaps_ns"`
+			ByCause  *map[string]int64 `json:"by_cause"`
+			plain
+		}{plain: plain(i)})
 	}
 	return json.Marshal(struct {
 		TotalNs *int64            `json:"total_ns"`
@@ -206,6 +233,10 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 	r.Overlap.CommComputePct = res.Breakdown.OverlapPct
 	if res.Breakdown.NoKernels {
 		r.Idle.Unknown = analysis.NoKernelsWhy
+	}
+	if !analysis.RecordsOps(m) && res.Transfers.Count == 0 && gaps.TotalNs == 0 {
+		r.OpsUnknown = analysis.NoOpsWhy
+		r.Idle.noOps = r.Idle.Unknown != ""
 	}
 	return r
 }

@@ -120,7 +120,11 @@ func header(b *strings.Builder, r *Report) {
 	if r.Seed != nil {
 		seed = fmt.Sprint(*r.Seed)
 	}
-	fmt.Fprintf(b, "backend %s, topology %s (%s), seed %s, %s, %s", r.Backend, r.Topology, units.Counted(r.Devices, "device"), seed, units.Dur(r.DurationNs),
+	span := units.Dur(r.DurationNs)
+	if r.OpsUnknown != "" {
+		span = "span " + units.Unknown
+	}
+	fmt.Fprintf(b, "backend %s, topology %s (%s), seed %s, %s, %s", r.Backend, r.Topology, units.Counted(r.Devices, "device"), seed, span,
 		units.Counted(r.Events, "event"))
 	if r.DroppedEvents > 0 {
 		fmt.Fprintf(b, ", %d DROPPED", r.DroppedEvents)
@@ -153,6 +157,10 @@ func header(b *strings.Builder, r *Report) {
 }
 
 func transfersText(b *strings.Builder, r *Report) {
+	if r.OpsUnknown != "" {
+		fmt.Fprintf(b, "\nTransfers: %s (%s)\n", units.Unknown, r.OpsUnknown)
+		return
+	}
 	t := r.Transfers
 	payload := units.Bytes(t.Bytes) + " payload"
 	switch {
@@ -390,7 +398,11 @@ func idleText(b *strings.Builder, r *Report, o TextOptions) {
 // its ops are measured, but whether a device sat idle in them or computed, and why, is not.
 func idleUnknownText(b *strings.Builder, r *Report, o TextOptions) {
 	fmt.Fprintf(b, "\nIdle: %s (%s)\n", units.Unknown, r.Idle.Unknown)
-	fmt.Fprintf(b, "Gaps between ops on streams: %s (Σ over streams), cause %s\n", units.Dur(r.Idle.StreamNs), units.Unknown)
+	if r.OpsUnknown != "" {
+		fmt.Fprintf(b, "Gaps between ops on streams: %s (the source records no ops)\n", units.Unknown)
+	} else {
+		fmt.Fprintf(b, "Gaps between ops on streams: %s (Σ over streams), cause %s\n", units.Dur(r.Idle.StreamNs), units.Unknown)
+	}
 	if len(r.Idle.Devices) > 0 {
 		idleDevicesText(b, r, o)
 	}

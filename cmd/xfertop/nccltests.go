@@ -175,6 +175,9 @@ func analyzeNCCLTests(ctx context.Context, path string, opName string, f *ncclTe
 	if err != nil {
 		return readError(err)
 	}
+	for _, w := range ref.Warnings {
+		fmt.Fprintf(stderr, "xfertop: warning: %s\n", w)
+	}
 	var op timeline.CollOp
 	if opName != "" {
 		if op, err = ncclOp(opName); err != nil {

@@ -31,6 +31,20 @@ type dump struct {
 	rank    int // −1: the dump does not say (the file name does)
 	pgs     map[string]pgConfig
 	entries []entry
+	notes   []string // what was wrong with single entries ("entry 3: …"): warned about, the dump kept
+	dropped int      // notes past maxNotes, counted
+}
+
+// maxNotes bounds the notes one dump keeps: a dump whose every entry is off says so in a count.
+const maxNotes = 20
+
+// note records something wrong with one entry, within maxNotes.
+func (d *dump) note(format string, args ...any) {
+	if len(d.notes) >= maxNotes {
+		d.dropped++
+		return
+	}
+	d.notes = append(d.notes, fmt.Sprintf(format, args...))
 }
 
 // pgNames is the names of the dump's process groups, sorted: the order the import visits them in,
@@ -46,11 +60,13 @@ type pgConfig struct {
 
 // entry is one record of the ring.
 type entry struct {
+	index              int // its place in the dump's entries list, for warnings
 	record             int64
 	pgName, pgDesc     string
 	collSeq, p2pSeq    int64
 	profiling          string
 	created            int64   // Unix ns; 0: not known
+	badCreated         string  // time_created_ns as written, when it is there but not a time
 	started, completed int64   // Unix ns the watchdog saw it start / complete; 0: not seen
 	durMs              float64 // −1: not known (timing off)
 	inSizes, outSizes  [][]int64
@@ -96,12 +112,23 @@ func parseDump(v any, sets *rankSets) (*dump, error) {
 	if len(list) > maxEntries {
 		return nil, fmt.Errorf("%d entries, more than %d", len(list), maxEntries)
 	}
+	// One entry the rank's ring got wrong leaves the rest of its dump worth reading: the entry is
+	// left out (or its size left unknown) with a note, and the rank keeps its dump.
 	for i, x := range list {
-		e, err := parseEntry(x)
-		if err != nil {
-			return nil, fmt.Errorf("entry %d: %w", i, err)
+		e, notes, err := parseEntry(x)
+		for _, n := range notes {
+			d.note("entry %d: %s", i, n)
 		}
+		if err != nil {
+			d.note("entry %d: %v: left out", i, err)
+			continue
+		}
+		e.index = i
 		d.entries = append(d.entries, e)
+	}
+	if len(list) > 0 && len(d.entries) == 0 {
+		// Not one entry read: a garbled dump, not one with a bad entry; its rank is one without a dump.
+		return nil, fmt.Errorf("none of its %d entries could be read (%s)", len(list), d.notes[0])
 	}
 	return d, nil
 }
@@ -170,24 +197,33 @@ func parseRanks(v any) ([]int, error) {
 	return out, nil
 }
 
-func parseEntry(v any) (entry, error) {
+// parseEntry reads one entry of the ring. An error leaves the entry out; notes are what is off in
+// an entry that is kept (a size or dtype not known, a creation time that is not one).
+func parseEntry(v any) (entry, []string, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return entry{}, fmt.Errorf("a %s, not a dict", typeName(v))
+		return entry{}, nil, fmt.Errorf("a %s, not a dict", typeName(v))
 	}
 	e := entry{durMs: -1, profiling: str(m["profiling_name"]), state: str(m["state"])}
 	if e.profiling == "" {
-		return e, fmt.Errorf("no profiling_name")
+		return e, nil, fmt.Errorf("no profiling_name")
 	}
-	var ok1, ok2 bool
+	var notes []string
+	var err error
 	e.record, _ = integer(m["record_id"])
-	e.collSeq, ok1 = integer(m["collective_seq_id"])
-	e.p2pSeq, ok2 = integer(m["p2p_seq_id"])
+	ok1, err := seqID(m, "collective_seq_id", &e.collSeq)
+	if err != nil {
+		return e, nil, fmt.Errorf("%s: %w", e.profiling, err)
+	}
+	ok2, err := seqID(m, "p2p_seq_id", &e.p2pSeq)
+	if err != nil {
+		return e, nil, fmt.Errorf("%s: %w", e.profiling, err)
+	}
 	if !ok1 && !ok2 {
-		return e, fmt.Errorf("%s: neither collective_seq_id nor p2p_seq_id", e.profiling)
+		return e, nil, fmt.Errorf("%s: neither collective_seq_id nor p2p_seq_id", e.profiling)
 	}
 	if e.collSeq < 0 || e.p2pSeq < 0 || e.record < 0 {
-		return e, fmt.Errorf("%s: a negative record or sequence id", e.profiling)
+		return e, nil, fmt.Errorf("%s: a negative record or sequence id", e.profiling)
 	}
 	switch pg := m["process_group"].(type) {
 	case []any:
@@ -206,26 +242,69 @@ func parseEntry(v any) (entry, error) {
 		}
 	}
 	e.created = nsField(m["time_created_ns"])
+	if raw, there := m["time_created_ns"]; there && raw != nil && e.created == 0 {
+		e.badCreated = written(raw)
+	}
 	e.started = nsField(m["time_discovered_started_ns"])
 	e.completed = nsField(m["time_discovered_completed_ns"])
 	if f, ok := number(m["duration_ms"]); ok && f >= 0 && f < 1e9 {
 		e.durMs = f
 	}
 	e.isP2P, _ = m["is_p2p"].(bool)
-	var err error
 	if e.inSizes, err = sizes(m["input_sizes"]); err != nil {
-		return e, fmt.Errorf("%s: input_sizes: %w", e.profiling, err)
+		notes = append(notes, fmt.Sprintf("%s: input_sizes: %v: its size is unknown", e.profiling, err))
+		e.inSizes = nil
 	}
 	if e.outSizes, err = sizes(m["output_sizes"]); err != nil {
-		return e, fmt.Errorf("%s: output_sizes: %w", e.profiling, err)
+		notes = append(notes, fmt.Sprintf("%s: output_sizes: %v: its size is unknown", e.profiling, err))
+		e.outSizes = nil
 	}
 	e.inTypes, e.outTypes = strList(m["input_dtypes"]), strList(m["output_dtypes"])
+	for _, f := range []struct {
+		name  string
+		types []string
+	}{{"input_dtypes", e.inTypes}, {"output_dtypes", e.outTypes}} {
+		for _, t := range f.types {
+			if t != "" && dtypeBytes(t) == 0 {
+				notes = append(notes, fmt.Sprintf("%s: %s: %q is no dtype xfertop knows: its size is unknown", e.profiling, f.name, t))
+				break
+			}
+		}
+	}
 	switch e.state {
 	case "completed", "started", "scheduled":
 	default:
-		return e, fmt.Errorf("%s: state %q is none of scheduled, started, completed", e.profiling, e.state)
+		return e, nil, fmt.Errorf("%s: state %q is none of scheduled, started, completed", e.profiling, e.state)
 	}
-	return e, nil
+	return e, notes, nil
+}
+
+// seqID reads a sequence id into *to: false when the entry has none (absent or None), an error
+// when it has one that is not an integer ("abc" is no sequence id, and 0 in its place would
+// match the entry with another rank's first op).
+func seqID(m map[string]any, key string, to *int64) (bool, error) {
+	raw, there := m[key]
+	if !there || raw == nil {
+		return false, nil
+	}
+	n, ok := integer(raw)
+	if !ok {
+		return false, fmt.Errorf("%s %s is not a sequence id", key, written(raw))
+	}
+	*to = n
+	return true, nil
+}
+
+// written is a plain value as a warning quotes it.
+func written(v any) string {
+	s, more := fmt.Sprint(v), ""
+	if r := []rune(s); len(r) > 40 {
+		s, more = string(r[:40]), "…"
+	}
+	if _, ok := v.(string); ok {
+		s = strconv.Quote(s)
+	}
+	return s + more
 }
 
 // nsField reads a time in ns: None (pickle) and 0 (JSON) are not known.

@@ -306,8 +306,9 @@ func TestBadInput(t *testing.T) {
 		{"nccl_trace_rank_0", []byte{opProto, 4, '}', 'r', 5, 0, 0, 0, '.'}, "(byte 3): memo id 5 skips ahead of the 0 written"},
 		{"nccl_trace_rank_0", append([]byte{opProto, 4, '}'}, bytes.Repeat([]byte{']', opMemoize, '0'}, 100)...), "(byte 277): memo id 91 past the bound 91 (a quarter of the pickle's 303 bytes)"},
 		{"nccl_trace_rank_0", []byte{opProto, 2, 'K', 1, '.'}, "the dump is a number, not a dict"},
-		{"nccl_trace_rank_0", []byte(`{"pg_config": {}, "entries": [{"profiling_name": "nccl:all_reduce", "collective_seq_id": 1, "state": "done"}]}`), `entry 0: nccl:all_reduce: state "done"`},
 		{"nccl_trace_rank_0", []byte(`{"pg_config": {"0": {"ranks": "[0, x]"}}}`), `pg_config["0"].ranks: rank x is not a rank`},
+		{"nccl_trace_rank_0", []byte(`{"pg_config": {}, "entries": [{"profiling_name": "nccl:all_reduce", "collective_seq_id": 1, "state": "done"}, 7]}`),
+			`none of its 2 entries could be read (entry 0: nccl:all_reduce: state "done" is none of scheduled, started, completed: left out)`},
 		{"nccl_trace_rank_0", []byte(`{"pg_config": {}, "entries": [}`), "nccl_trace_rank_0 (byte 31): not a Flight Recorder dump"},
 		{"dump.json", []byte(`{"pg_config": {}}`), "the file name does not end in it"},
 	}

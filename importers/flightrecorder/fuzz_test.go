@@ -20,11 +20,18 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"pg_config": {"0": {"ranks": "[3, 1, 2]"}, "1": {"ranks": [1, 2, 3]}}, "entries": []}`))
+	// Entries each wrong in one way: left out, or kept with a note (W7, W8).
+	f.Add([]byte(`{"pg_config": {}, "entries": [{"profiling_name": "nccl:all_reduce", "collective_seq_id": "abc", "state": "completed"},` +
+		`{"profiling_name": "nccl:all_reduce", "collective_seq_id": 1, "state": "completed", "input_sizes": [[1e30]], "input_dtypes": ["Bogus"], "time_created_ns": -1},` +
+		`{"collective_seq_id": 2, "state": "completed"}, 7]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sets := newRankSets()
 		d, err := decode(b, sets)
 		if err != nil {
 			return
+		}
+		if len(d.notes) > maxNotes {
+			t.Errorf("%d notes; want at most %d (the rest counted)", len(d.notes), maxNotes)
 		}
 		again, err := decode(b, sets)
 		if err != nil {

@@ -70,6 +70,12 @@ func Stream(paths []string, opts Options, begin func(*kineto.Imported) error, em
 			st.warn = append(st.warn, fmt.Sprintf("%v; left out (its rank counts as one without a dump)", err))
 		} else {
 			read, readPaths = append(read, d), append(readPaths, p)
+			for _, n := range d.notes {
+				st.warn = append(st.warn, fmt.Sprintf("%s (rank %d): %s", p, d.rank, n))
+			}
+			if d.dropped > 0 {
+				st.warn = append(st.warn, fmt.Sprintf("%s (rank %d): %d more entries like these (not listed)", p, d.rank, d.dropped))
+			}
 		}
 		if opts.Progress != nil { // a dump left out was read too: the count reaches the total
 			opts.Progress(int64(i+1), int64(len(files)))
@@ -160,22 +166,73 @@ type pgKey struct {
 	set  int
 }
 
-// timed reports whether every entry carries its creation time (real dumps do; hand-made ones,
-// like PyTorch's analyzer tests', may not).
+// timed reports whether every dump with entries carries creation times (real dumps do; hand-made
+// ones, like PyTorch's analyzer tests', may not). An entry without one among entries with them
+// does not make the import untimed: fillTimes places it by its neighbours.
 func (st *state) timed() bool {
 	for _, d := range st.dumps {
-		for i := range d.entries {
-			if d.entries[i].created == 0 {
-				return false
-			}
+		if len(d.entries) > 0 && !slices.ContainsFunc(d.entries, func(e entry) bool { return e.created > 0 }) {
+			return false
 		}
 	}
 	return true
 }
 
+// fillTimes gives each entry of a timed import that lacks its creation time the time its
+// watchdog saw it start, or else the creation time of the entry before it on its rank (after it,
+// for a rank's first), so that it keeps its place in its rank's order; each is warned about,
+// naming the rank and the entry, as a time that is unknown.
+func (st *state) fillTimes() {
+	const most = 20
+	n := 0
+	for i, d := range st.dumps {
+		for j := range d.entries {
+			e := &d.entries[j]
+			if e.created > 0 {
+				continue
+			}
+			why := "no time_created_ns"
+			if e.badCreated != "" {
+				why = "time_created_ns " + e.badCreated + " is not a time"
+			}
+			var at string
+			if e.started > 0 {
+				e.created, at = e.started, "drawn from when its watchdog saw it start"
+			} else if k := neighbour(d.entries, j); k >= 0 {
+				e.created, at = d.entries[k].created, fmt.Sprintf("drawn at entry %d's creation time", d.entries[k].index)
+			}
+			if n++; n <= most {
+				st.warn = append(st.warn, fmt.Sprintf("%s (rank %d): entry %d (%s): %s: its time is unknown (%s, not a measurement)", st.files[i], d.rank, e.index, e.profiling, why, at))
+			}
+		}
+	}
+	if n > most {
+		st.warn = append(st.warn, fmt.Sprintf("%d more entries without a creation time (not listed)", n-most))
+	}
+}
+
+// neighbour is the index of the entry nearest before j (else after it) that has a creation time;
+// −1 when none has.
+func neighbour(es []entry, j int) int {
+	for k := j - 1; k >= 0; k-- {
+		if es[k].created > 0 {
+			return k
+		}
+	}
+	for k := j + 1; k < len(es); k++ {
+		if es[k].created > 0 {
+			return k
+		}
+	}
+	return -1
+}
+
 // build makes every rank's events and passes them through a join.Join.
 func (st *state) build(source string) ([]timeline.Event, *kineto.Imported, error) {
 	timed := st.timed()
+	if timed {
+		st.fillTimes()
+	}
 	first := make([]int64, len(st.dumps))
 	var epoch int64
 	for i, d := range st.dumps {

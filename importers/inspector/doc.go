@@ -23,11 +23,13 @@
 // its field's range is left out; an operation whose size over its exec time is a rate no GPU
 // reaches (above 100 TB/s) keeps its size with its exec time unknown; a cut last line (a log still
 // being written, with or without its newline) is left out and the lines before it stand, and a
-// file cut inside its first line is said to be; in a Prometheus dump a NaN exec time leaves its
+// file cut inside its first line is said to be; a damaged line among records (not JSON: a
+// garbled or spliced write) is left out the same way, the records before and after it kept, the
+// first five named and all counted per file; in a Prometheus dump a NaN exec time leaves its
 // series out and a NaN busbw leaves that value out, each at the line it is on.
 //
 // Each file is read on its own before it joins the others. A file that cannot be read as
-// Inspector's (a line mid-file that is no record, a gzip stream cut short) or that is of another
+// Inspector's (a first line that is no record, a gzip stream cut short) or that is of another
 // job (a communicator it reports on has another size there than more of the other files say) is
 // left out with a warning naming it and the line, and the rest are read; only when no file is
 // left is the import refused, with the first file's error. Two processes holding one rank of one

@@ -109,7 +109,8 @@ type dumpCtx struct {
 func (st *state) readLog(path string, r io.Reader) error {
 	lr := newLineReader(r, st.opts.MaxLineBytes)
 	var ctx dumpCtx
-	of := "" // a gzipped log's offsets count its decompressed bytes
+	records, bad := 0, 0 // lines read as records; damaged lines left out
+	of := ""             // a gzipped log's offsets count its decompressed bytes
 	if st.gzipped {
 		of = " of the decompressed data"
 	}
@@ -138,7 +139,17 @@ func (st *state) readLog(path string, r io.Reader) error {
 				continue
 			}
 			if !lr.torn && !(cutShort(err) && lastLine(lr)) {
-				return fmt.Errorf("%s:%d (byte %d%s): not an NCCL Inspector record: %w", path, n, lr.off+badByte(err), of, err)
+				if records == 0 {
+					// Nothing read yet: the file is not an Inspector log (or begins damaged).
+					return fmt.Errorf("%s:%d (byte %d%s): not an NCCL Inspector record: %w", path, n, lr.off+badByte(err), of, err)
+				}
+				// One damaged line among records costs that line, as a cut last line does: the
+				// records before and after it stand. It took the place of one a dump announced.
+				if bad++; bad <= maxBadLines {
+					st.warn.add(fmt.Sprintf("%s:%d (byte %d%s): not an NCCL Inspector record: %v: line left out", path, n, lr.off+badByte(err), of, err))
+				}
+				ctx.remaining = max(ctx.remaining-1, 0)
+				continue
 			}
 			// A log still being written, or a job stopped while Inspector wrote: its last line is
 			// cut (with or without its newline); the records before it stand.
@@ -152,6 +163,14 @@ func (st *state) readLog(path string, r io.Reader) error {
 		if err := st.line(path, lr.n, &l, &ctx); err != nil {
 			return err
 		}
+		records++
+	}
+	if bad > 0 {
+		what := "a damaged line (not an NCCL Inspector record) left out"
+		if bad > 1 {
+			what = fmt.Sprintf("%d damaged lines (not NCCL Inspector records) left out", bad)
+		}
+		st.warn.add(fmt.Sprintf("%s: %s; %s read", path, what, units.Counted(records, "record")))
 	}
 	if ctx.remaining > 0 {
 		st.warn.add(fmt.Sprintf("%s: the dump that begins on line %d announced %d more records than the file holds: the file is cut", path, ctx.line, ctx.remaining))
@@ -444,6 +463,9 @@ const (
 	maxUs     = 7258118400 * 1000000
 	maxLabels = 1 << 20
 )
+
+// maxBadLines bounds the damaged lines of one log named in warnings; the rest are counted.
+const maxBadLines = 5
 
 // warnings collects warnings, at most a few of each.
 type warnings struct{ list []string }

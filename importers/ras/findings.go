@@ -48,6 +48,7 @@ func findings(doc *Doc, path string, at int64, im *kineto.Imported, ids *commIDs
 	for i := range doc.Comms {
 		c := &doc.Comms[i]
 		comm = ids.id(c.Hash)
+		absent := dedupe(c, path, im)
 		name := fmt.Sprintf("RAS: communicator %s (%d ranks)", c.Hash, c.Size)
 		im.Extra[fmt.Sprintf("comm.%d", comm)] = fmt.Sprintf("%s %d ranks (ncclras, %s)", c.Hash, c.Size, path)
 		// First, the communicator itself: a membership mark without a member (timeline.SeqOp's
@@ -68,7 +69,12 @@ func findings(doc *Doc, path string, at int64, im *kineto.Imported, ids *commIDs
 			add(c, dev(&r), status, cause, timeline.KindAlert, fmt.Sprintf("%s: rank %d on %s pid %d GPU %d is %s", name, r.Rank, r.Host, r.Pid, r.Dev, state))
 			problems++
 		}
-		if seen := len(c.Ranks) + len(c.Missing); seen < c.Size {
+		for _, r := range absent {
+			add(c, dev(&Rank{Rank: r, Pid: -1}), timeline.StatusTimeout, timeline.AlertRankMissing, timeline.KindAlert,
+				fmt.Sprintf("%s: rank %d is in neither its ranks nor its missing ranks (another rank is listed twice in its place): not heard from", name, r))
+			problems++
+		}
+		if seen := len(c.Ranks) + len(c.Missing) + len(absent); seen < c.Size {
 			add(c, timeline.NoDevice, timeline.StatusError, timeline.AlertCommIncomplete, timeline.KindAlert,
 				fmt.Sprintf("%s: only %d of its ranks are known to RAS (%d answered, %d missing): the others never joined (INCOMPLETE)", name, seen, len(c.Ranks), len(c.Missing)))
 			problems++
@@ -98,6 +104,47 @@ func findings(doc *Doc, path string, at int64, im *kineto.Imported, ids *commIDs
 				fmt.Sprintf("%s: all %d ranks answered, no errors, collective counts agree", name, len(c.Ranks)))
 		}
 	}
+}
+
+// dedupe leaves out of c each listing of a rank after its first (in ranks, then missing_ranks),
+// with a warning naming the file, the communicator and the rank, and returns the ranks then
+// absent from both lists when they are as many as the listings left out: the duplicates took
+// their places, so they are the ones RAS did not hear from. (More absent ranks than duplicates is
+// a communicator RAS saw incomplete, told as such.)
+func dedupe(c *Comm, path string, im *kineto.Imported) []int {
+	seen := make(map[int]bool, len(c.Ranks)+len(c.Missing))
+	dups := 0
+	keep := func(list []Rank, field string) []Rank {
+		out := list[:0:0]
+		for i, r := range list {
+			if seen[r.Rank] {
+				dups++
+				if dups <= 20 {
+					im.Warnings = append(im.Warnings, fmt.Sprintf("%s: communicator %s: %s[%d] lists rank %d again: left out (one record per rank)", path, c.Hash, field, i, r.Rank))
+				}
+				continue
+			}
+			seen[r.Rank] = true
+			out = append(out, r)
+		}
+		return out
+	}
+	if c.Ranks, c.Missing = keep(c.Ranks, "ranks"), keep(c.Missing, "missing_ranks"); dups == 0 {
+		return nil
+	}
+	if dups > 20 {
+		im.Warnings = append(im.Warnings, fmt.Sprintf("%s: communicator %s: %d ranks listed more than once in all", path, c.Hash, dups))
+	}
+	if c.Size-len(seen) != dups {
+		return nil
+	}
+	absent := make([]int, 0, dups)
+	for r := 0; r < c.Size && len(absent) < dups; r++ {
+		if !seen[r] {
+			absent = append(absent, r)
+		}
+	}
+	return absent
 }
 
 type procKey struct {

@@ -94,6 +94,11 @@ func ReadFiles(paths []string) (*kineto.Imported, error) {
 			im.EpochUnixNs = at
 		}
 		findings(doc, p, at, im, &ids)
+		// RAS lists each communicator's ranks with their GPUs: they are the job's devices even
+		// where nothing is wrong with them (no event of theirs names them).
+		for _, c := range doc.Comms {
+			im.Devices = max(im.Devices, c.Size)
+		}
 	}
 	for i := range im.Events {
 		e := &im.Events[i]

@@ -130,3 +130,70 @@ func TestDiagnosisFindings(t *testing.T) {
 		t.Errorf("findings %q; want %q", got, want)
 	}
 }
+
+// TestDuplicateRank: a rank listed twice while another of the communicator is absent is warned
+// about, the second listing left out, and the absent rank is a missing rank (not heard from) that
+// the diagnosis names, not a communicator found healthy.
+func TestDuplicateRank(t *testing.T) {
+	cases := []struct {
+		name, ranks, missing string
+		absent               []int32 // ranks told as missing
+		incomplete           bool
+	}{
+		{"twice in ranks", `{"rank":0,"host":"h0","pid":1},{"rank":0,"host":"h0","pid":1}`, ``, []int32{1}, false},
+		{"in ranks and missing", `{"rank":0,"host":"h0","pid":1}`, `{"rank":0,"host":"h0","pid":1}`, []int32{1}, false},
+		{"twice, two absent", `{"rank":1,"host":"h0","pid":1},{"rank":1,"host":"h0","pid":1}`, ``, nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			size := 2
+			if c.incomplete {
+				size = 3
+			}
+			doc := fmt.Sprintf(`{"nccl_version":"2.29.2","timestamp":"2026-11-27 08:30:00","communicators":[{"hash":"0x1","size":%d,"ranks":[%s],"missing_ranks":[%s]}]}`, size, c.ranks, c.missing)
+			p := filepath.Join(t.TempDir(), "dup.json")
+			if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			im, err := ReadFiles([]string{p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(im.Warnings) != 1 || !strings.Contains(im.Warnings[0], p+": communicator 0x1: ") || !strings.Contains(im.Warnings[0], "lists rank") ||
+				!strings.Contains(im.Warnings[0], "again: left out") {
+				t.Errorf("warnings %q; want one naming the file, communicator and the rank listed again", im.Warnings)
+			}
+			var missing []int32
+			incomplete, healthy := false, false
+			for _, e := range im.Events {
+				msg := im.Strings.Lookup(e.Label)
+				switch {
+				case e.Kind == timeline.KindAlert && e.Sub == timeline.AlertRankMissing:
+					missing = append(missing, e.Device)
+					if !strings.Contains(msg, "not heard from") {
+						t.Errorf("missing rank's finding %q; want it to say it was not heard from", msg)
+					}
+				case e.Kind == timeline.KindAlert && e.Sub == timeline.AlertCommIncomplete:
+					incomplete = true
+				case strings.Contains(msg, "all ") && strings.Contains(msg, "ranks answered"):
+					healthy = true
+				}
+			}
+			if !reflect.DeepEqual(missing, c.absent) || incomplete != c.incomplete || healthy {
+				t.Errorf("missing %v, incomplete %v, healthy %v; want missing %v, incomplete %v, not healthy", missing, incomplete, healthy, c.absent, c.incomplete)
+			}
+		})
+	}
+}
+
+// TestRanksAreDevices: a communicator's ranks are the job's devices, counted though no finding
+// names them (a healthy job's report says 2 devices, not 0).
+func TestRanksAreDevices(t *testing.T) {
+	im, err := ReadFiles([]string{filepath.Join("testdata", "healthy.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.Devices != 2 {
+		t.Errorf("%d devices; want 2 (the communicator's ranks)", im.Devices)
+	}
+}

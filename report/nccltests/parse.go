@@ -69,13 +69,38 @@ type parser struct {
 	t     *Table
 	cols  []column // the data columns, from the header line
 	ranks map[int]bool
+	seen  map[rowKey]int // each row's size, type, redop and root → the line it was first on
+}
+
+// rowKey is what tells one row of a sweep from another.
+type rowKey struct {
+	size, count int64
+	typ, redop  string
+	root        int
+}
+
+// Bounds on a row's figures: a time past a million seconds (11.6 days) per iteration, or a rate past
+// 10^6 GB/s (a PB/s), is no measurement but a damaged or hand-edited line ("1e308").
+const (
+	maxTimeUs = 1e12
+	maxGBps   = 1e6
+	// maxWarnings bounds the rows warned about one by one; the rest are counted.
+	maxWarnings = 20
+)
+
+// warn adds a warning about line n, within maxWarnings.
+func (p *parser) warn(n int, format string, a ...any) {
+	p.t.warned++
+	if p.t.warned <= maxWarnings {
+		p.t.Warnings = append(p.t.Warnings, fmt.Sprintf("%s:%d: %s", p.name, n, fmt.Sprintf(format, a...)))
+	}
 }
 
 // Parse reads an nccl-tests log. Lines other than the header ('#'), the data rows and the average
 // are skipped (NCCL's own output, banners); a data row (a line starting with a number after the
 // column header) that does not fit the header is a *SyntaxError naming its line and column.
 func Parse(r io.Reader, name string) (*Table, error) {
-	p := &parser{name: name, t: &Table{}, ranks: map[int]bool{}}
+	p := &parser{name: name, t: &Table{}, ranks: map[int]bool{}, seen: map[rowKey]int{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), MaxLineBytes)
 	line := 0
@@ -98,6 +123,9 @@ func Parse(r io.Reader, name string) (*Table, error) {
 	}
 	if len(p.t.Rows) == 0 {
 		return nil, fmt.Errorf("%s: %w", name, ErrNoRows)
+	}
+	if n := p.t.warned - maxWarnings; n > 0 {
+		p.t.Warnings = append(p.t.Warnings, fmt.Sprintf("%s: %d more rows warned about (not listed)", name, n))
 	}
 	// The header's nThread × nGpus are one process's ranks (under MPI every process runs that
 	// many; rank 0 prints every rank's "# Rank" line); a log whose rank lines were cut or
@@ -137,7 +165,7 @@ func (p *parser) line(n, off int, text string) error {
 	if strings.HasPrefix(fs[0], "#") {
 		return p.comment(n, text[cols[0]-1:], fs, cols)
 	}
-	if fs[0][0] < '0' || fs[0][0] > '9' {
+	if !numeric(fs[0]) {
 		return nil // NCCL's INFO lines, version banners: not the table's
 	}
 	if p.cols == nil {
@@ -147,6 +175,13 @@ func (p *parser) line(n, off int, text string) error {
 		return &SyntaxError{File: p.name, Line: n, Col: cols[0], Msg: fmt.Sprintf("more than %d rows", MaxRows)}
 	}
 	return p.row(n, fs, cols)
+}
+
+// numeric reports whether a line's first field begins as a number does (a digit, or a minus
+// sign before one: "-8" is a row with a bad size, not noise to skip).
+func numeric(f string) bool {
+	digit := func(c byte) bool { return c >= '0' && c <= '9' }
+	return digit(f[0]) || (len(f) > 1 && f[0] == '-' && (digit(f[1]) || f[1] == '.'))
 }
 
 // comment reads a '#' line: the run's parameters, a rank, the column header, the average.
@@ -299,30 +334,71 @@ func (p *parser) row(n int, fs []string, cols []int) error {
 			if times == 2 {
 				m, r.HasIn = &r.In, true
 			}
-			m.TimeUs, err = number(v)
+			m.TimeUs, err = number(v, maxTimeUs, "µs")
 		case colAlgBW:
-			m.AlgBW, err = number(v)
+			m.AlgBW, err = number(v, maxGBps, "GB/s")
 		case colBusBW:
-			m.BusBW, err = number(v)
+			m.BusBW, err = number(v, maxGBps, "GB/s")
 		case colWrong:
+			if x, perr := strconv.ParseInt(v, 10, 64); v != "N/A" && (perr != nil || x < 0) {
+				return bad("a count of 0 or more, or N/A")
+			}
 			m.Wrong = v
+		}
+		var re *rangeError
+		if errors.As(err, &re) {
+			return &SyntaxError{File: p.name, Line: n, Col: at, Msg: fmt.Sprintf("%s %q is out of range (%s)", colName(c), v, re.why)}
 		}
 		if err != nil {
 			return bad("a number of 0 or more")
 		}
 	}
+	p.check(&r)
 	p.t.Rows = append(p.t.Rows, r)
 	return nil
 }
 
-// number reads a non-negative finite decimal; nccl-tests prints N/A for what it did not measure.
-func number(s string) (float64, error) {
+// check warns about a row that nccl-tests marked wrong (its #wrong column: results that differed
+// from the expected ones, so its time is no reference to compare with) or that repeats an earlier
+// row's size, type, operation and root (two runs in one log, nccl-tests -N, or a line copied):
+// both are listed, and the warning says which lines.
+func (p *parser) check(r *Row) {
+	for _, w := range []struct {
+		m     *Measure
+		place string
+	}{{&r.Out, "out-of-place"}, {&r.In, "in-place"}} {
+		if w.m.Wrong != "" && w.m.Wrong != "N/A" && w.m.Wrong != "0" {
+			p.warn(r.Line, "nccl-tests found %s wrong results at %d B (%s): the row's figures are no timing reference", w.m.Wrong, r.Size, w.place)
+		}
+	}
+	k := rowKey{r.Size, r.Count, r.Type, r.Redop, r.Root}
+	if first, ok := p.seen[k]; ok {
+		p.warn(r.Line, "repeats the row of line %d (%d B, %s, %s, root %d): two runs in one log, or a copied line; both are listed", first, r.Size, r.Type, r.Redop, r.Root)
+		return
+	}
+	p.seen[k] = r.Line
+}
+
+// rangeError is a number that reads but is past what the column can hold.
+type rangeError struct{ why string }
+
+func (e *rangeError) Error() string { return e.why }
+
+// number reads a non-negative finite decimal of at most most (unit); nccl-tests prints N/A for
+// what it did not measure.
+func number(s string, most float64, unit string) (float64, error) {
 	if s == "N/A" {
 		return 0, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
+	if errors.Is(err, strconv.ErrRange) && f > 0 { // "1e400": a number, past any float
+		return 0, &rangeError{fmt.Sprintf("more than %g %s", most, unit)}
+	}
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
 		return 0, errors.New("not a number")
+	}
+	if f > most {
+		return 0, &rangeError{fmt.Sprintf("more than %g %s", most, unit)}
 	}
 	return f, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -150,7 +151,12 @@ func TestParseErrors(t *testing.T) {
 		{"too many fields", header + "8 2 float sum -1 1 0 0 0 1 0 0 0 extra\n", "x.log:3:34: 14 fields; the column header has 13"},
 		{"bad time", header + "           8             2     float     sum      -1    fast    0.00    0.00      0   1   0   0   0\n",
 			`x.log:3:57: time "fast" is not a number of 0 or more`},
-		{"negative size", header + "-8 2 float sum -1 1 0 0 0 1 0 0 0\n", ""}, // not a row: a line starting with '-' is noise
+		{"negative size", header + "  -8 2 float sum -1 1 0 0 0 1 0 0 0\n", `x.log:3:3: size "-8" is not a count of 0 or more`},
+		{"time 1e308", header + "8 2 float sum -1 1e308 0 0 0 1 0 0 0\n", `x.log:3:18: time "1e308" is out of range (more than 1e+12 µs)`},
+		{"time 1e400", header + "8 2 float sum -1 1 0 0 0 1e400 0 0 0\n", `x.log:3:26: time "1e400" is out of range`},
+		{"busbw 1e9", header + "8 2 float sum -1 1 0 1e9 0 1 0 0 0\n", `x.log:3:22: busbw "1e9" is out of range (more than 1e+06 GB/s)`},
+		{"bad #wrong", header + "8 2 float sum -1 1 0 0 x 1 0 0 0\n", `x.log:3:24: #wrong "x" is not a count of 0 or more, or N/A`},
+		{"a dash line is noise", header + "- 8 2 float\n", ""},
 		{"bad size", header + "8x 2 float sum -1 1 0 0 0 1 0 0 0\n", `x.log:3:1: size "8x" is not a count of 0 or more`},
 		{"bad root", header + "8 2 float sum -7 1 0 0 0 1 0 0 0\n", `x.log:3:15: root "-7" is not a rank or -1`},
 		{"NaN busbw", header + "8 2 float sum -1 1 0 NaN 0 1 0 0 0\n", `x.log:3:22: busbw "NaN" is not a number of 0 or more`},
@@ -171,6 +177,53 @@ func TestParseErrors(t *testing.T) {
 			}
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Errorf("Parse = %v; want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseWarnings: rows nccl-tests marked wrong and rows repeated are read, and warned about
+// naming the file and line; a clean log has no warnings.
+func TestParseWarnings(t *testing.T) {
+	clean, err := os.ReadFile("testdata/h100x8x2_all_reduce.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(clean), "\n")
+	edit := func(f func(l []string) []string) string {
+		return strings.Join(f(slices.Clone(lines)), "")
+	}
+	tests := []struct {
+		name, in string
+		rows     int
+		want     []string
+	}{
+		{"clean", string(clean), 31, nil},
+		{"wrong out-of-place", edit(func(l []string) []string {
+			l[23] = strings.Replace(l[23], " 0    123.5", " 17    123.5", 1)
+			return l
+		}), 31, []string{"x.log:24: nccl-tests found 17 wrong results at 8 B (out-of-place): the row's figures are no timing reference"}},
+		{"wrong both", edit(func(l []string) []string {
+			l[24] = strings.Replace(strings.Replace(l[24], "      0\n", "      3\n", 1), " 0    122.3", " 2    122.3", 1)
+			return l
+		}), 31, []string{"x.log:25: nccl-tests found 2 wrong results at 16 B (out-of-place)", "x.log:25: nccl-tests found 3 wrong results at 16 B (in-place)"}},
+		{"repeated row", edit(func(l []string) []string {
+			return slices.Insert(l, 25, l[24])
+		}), 32, []string{"x.log:26: repeats the row of line 25 (16 B, float, sum, root -1)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tab, err := Parse(strings.NewReader(tc.in), "x.log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tab.Rows) != tc.rows || len(tab.Warnings) != len(tc.want) {
+				t.Fatalf("%d rows, warnings %q; want %d rows and %d warnings", len(tab.Rows), tab.Warnings, tc.rows, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(tab.Warnings[i], w) {
+					t.Errorf("warning %d = %q; want %q", i, tab.Warnings[i], w)
+				}
 			}
 		})
 	}
@@ -274,6 +327,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(header + "8 2 float sum -1 1 0 0 0 1 0 0 0\n# Avg bus bandwidth : 1\n"))
 	f.Add([]byte("#size count type redop time algbw busbw\n1 1 x y N/A N/A N/A\n"))
+	f.Add([]byte(header + "8 2 float sum -1 1 0 0 17 1 0 0 0\n8 2 float sum -1 1 0 0 0 1 0 0 0\n-8 2 float sum -1 1e308 0 0 0 1 0 0 0\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, err := Parse(bytes.NewReader(data), "fuzz.log")
 		if err != nil {

@@ -48,6 +48,10 @@ type Table struct {
 	HasAvg   bool
 	// Notes are '#' lines Write prints first: where the table came from.
 	Notes []string
+	// Warnings are what Parse read but would not pass in silence, each naming the file and line:
+	// rows nccl-tests marked wrong, rows repeated.
+	Warnings []string
+	warned   int // rows warned about, listed or not
 }
 
 // Redop and root as nccl-tests prints them for op.
