@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -12,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -392,5 +394,37 @@ func TestGateRefusesAsUnavailable(t *testing.T) {
 	}
 	if tot := l.Totals(); tot.Spans != 3 || tot.Refused != 6 || len(sink.evs) != 3 {
 		t.Errorf("totals %+v, %d events; want the first 3 spans taken, the 6 after refused", tot, len(sink.evs))
+	}
+}
+
+// A request whose declared Content-Length is over the limit is answered at once, without waiting
+// for a body the sender may never send.
+func TestHTTPContentLengthOverLimit(t *testing.T) {
+	l, logs := listen(t, Config{MaxMessageBytes: 2000}, nil)
+	conn, err := net.Dial("tcp", l.HTTPAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 99999999999\r\n\r\n"
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	// Only a guard against hanging the whole run: the answer is expected at once, before any body.
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("read the answer: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %s; want 413", resp.Status)
+	}
+	if !strings.Contains(string(body), "2000 bytes") || !strings.Contains(string(body), "--max-message-bytes") {
+		t.Errorf("body %q does not name the limit", body)
+	}
+	if !logs.has("--max-message-bytes") {
+		t.Errorf("no log line names --max-message-bytes: %v", logs.lines)
 	}
 }
