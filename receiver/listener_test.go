@@ -58,6 +58,11 @@ func TestCheckRefusesExposedAddresses(t *testing.T) {
 		{Config{GRPC: "127.0.0.2:4317"}, nil},                                       // all of 127/8 is loopback
 		{Config{HTTP: "[::]:4318"}, ErrExposed},                                     // every interface
 		{Config{HTTP: "192.168.0.1:4318", TLSKey: "k", TLSCert: "c", Token: ""}, ErrExposed},
+		{Config{HTTP: ":-1"}, errors.New("--http :-1: port -1 is out of range (a port is 0 to 65535)")},     // the port, not the host, is wrong
+		{Config{GRPC: "127.0.0.1:99999"}, errors.New("--grpc 127.0.0.1:99999: port 99999 is out of range")}, // a usage error, before binding
+		{Config{GRPC: "127.0.0.1:nosuchservice"}, errors.New(`port "nosuchservice" is neither a number`)},
+		{Config{GRPC: "127.0.0.1:0"}, nil}, // any free port
+		{Config{GRPC: "127.0.0.1:"}, nil},  // likewise
 	}
 	for _, tc := range tests {
 		err := tc.cfg.Check()
