@@ -121,7 +121,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return replayConsole(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage},
 				consoleOpts{tick: *tick, window: *window})
 		}
-		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
+		headlessNotice(stderr, stdout, "")
 	}
 	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, text.options(), &otlp, stdout, stderr)
 }

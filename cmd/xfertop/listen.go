@@ -109,7 +109,7 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	o.headless = o.headless || o.json // --json asks for the report, which the console does not print
 	if !o.headless && !interactive(stdout) {
-		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report at the end (use --headless to say so)")
+		headlessNotice(stderr, stdout, " at the end")
 		o.headless = true
 	}
 	logs := &lineLog{w: stderr}
