@@ -223,6 +223,9 @@ func listNames(paths []string) string {
 	return fmt.Sprintf("%s, … (%d files)", strings.Join(paths[:3], ", "), len(paths))
 }
 
+// readDir reads a directory; a variable so that a test can make one unreadable to root.
+var readDir = os.ReadDir
+
 // rankInputs checks the inputs of replay, analyze and convert, and expands a directory to the
 // per-rank recordings in it (XFERTOP_RECORD_DIR: rank<R>-<host>-<pid>.xfr), in name order.
 func rankInputs(ctx context.Context, paths []string) ([]string, error) {
@@ -234,6 +237,10 @@ func rankInputs(ctx context.Context, paths []string) ([]string, error) {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err == nil && st.IsDir() {
+			// Glob reads a directory it cannot open as empty: say what stops it, as for a file.
+			if _, err := readDir(p); err != nil {
+				return nil, failure(err)
+			}
 			files, err := filepath.Glob(filepath.Join(p, "*.xfr"))
 			if err != nil {
 				return nil, failure(err)
