@@ -393,6 +393,9 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		compare := flagSet(fs, "topology") || flagSet(fs, "scenario")
 		return analyzeNCCLTests(ctx, pos[0], *opName, sweep, compare, stdout, stderr)
 	}
+	if err := ncclTestsOnly(fs, pos[0]); err != nil {
+		return err
+	}
 	if _, err := isRecording(pos[0]); err != nil {
 		return err
 	}
@@ -644,4 +647,16 @@ func dirTraces(dir string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ncclTestsOnly refuses the flags that apply to an nccl-tests log alone (the sweep to simulate
+// beside it) when the input is something else: silently ignored, a --topology that names no
+// topology would pass for checked.
+func ncclTestsOnly(fs *flag.FlagSet, input string) error {
+	for _, name := range []string{"topology", "scenario", "set", "seed", "op"} {
+		if flagSet(fs, name) {
+			return usageError("--%s applies to an nccl-tests log only (the sweep simulated beside it); %s is not one", name, input)
+		}
+	}
+	return nil
 }
