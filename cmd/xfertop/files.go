@@ -82,6 +82,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if pos, err = rankInputs(ctx, pos); err != nil {
 		return err
 	}
+	if err := refuseNCCLTestsLogs(pos); err != nil {
+		return err
+	}
 	rec, err := isRecording(pos[0])
 	if err != nil {
 		return err
@@ -457,6 +460,9 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	merged.Context = ctx
 	in, err := rankInputs(ctx, pos[:len(pos)-1])
 	if err != nil {
+		return err
+	}
+	if err := refuseNCCLTestsLogs(in); err != nil {
 		return err
 	}
 	if ost, err := os.Stat(out); err == nil {
