@@ -18,11 +18,33 @@ func TestMixedFormatsSaysWhatToDo(t *testing.T) {
 			t.Fatalf("%s: a Flight Recorder dump and an Inspector log read together; want refused", name)
 		}
 		msg := err.Error()
-		for _, want := range []string{fr + " is a PyTorch Flight Recorder dump", insp + " a NCCL Inspector log", "not joined by rank",
-			"analyse each format on its own", "docs/importers.md"} {
+		for _, want := range []string{fr + " is a PyTorch Flight Recorder dump", insp + " an NCCL Inspector log", "not joined by rank",
+			"analyse each format on its own (the PyTorch Flight Recorder dumps, then the NCCL Inspector logs)", "docs/importers.md"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%s: error %q lacks %q", name, msg, want)
 			}
+		}
+	}
+}
+
+// Each format takes the article it is said with, and the message its plural.
+func TestFormatArticles(t *testing.T) {
+	for _, c := range []struct {
+		f               Format
+		article, plural string
+	}{
+		{FormatRecording, "an xfertop recording", "xfertop recordings"},
+		{FormatTrace, "a trace (JSON)", "traces (JSON)"},
+		{FormatNsys, "an Nsight Systems SQLite export", "Nsight Systems SQLite exports"},
+		{FormatInspector, "an NCCL Inspector log", "NCCL Inspector logs"},
+		{FormatRAS, "an NCCL RAS report (ncclras -f json)", "NCCL RAS reports"},
+		{FormatFlightRecorder, "a PyTorch Flight Recorder dump", "PyTorch Flight Recorder dumps"},
+	} {
+		if got := c.f.withArticle(); got != c.article {
+			t.Errorf("withArticle() = %q; want %q", got, c.article)
+		}
+		if got := c.f.plural(); got != c.plural {
+			t.Errorf("plural() = %q; want %q", got, c.plural)
 		}
 	}
 }
