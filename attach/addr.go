@@ -1,7 +1,9 @@
 package attach
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -106,7 +108,30 @@ func Dial(a Addr, timeout time.Duration) (net.Conn, error) {
 	return c, nil
 }
 
-// Listen listens on a. A Unix socket's directory is created (mode 0700) when missing, a stale
+// socketDir makes the default socket's directory (mode 0700) when missing. Any other path's
+// directory must exist: a mistyped --socket would otherwise leave directories behind, and the
+// ranks, given the same path, would wait on a socket nobody meant.
+func socketDir(a Addr) error {
+	dir := filepath.Dir(a.Address)
+	if dir == filepath.Dir(DefaultSocket()) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("listen on %s: %w", a, err)
+		}
+		return nil
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("listen on %s: directory %s does not exist: create it, or give --socket a path in an existing directory", a, dir)
+	case err != nil:
+		return fmt.Errorf("listen on %s: %w", a, err)
+	case !st.IsDir():
+		return fmt.Errorf("listen on %s: %s is not a directory", a, dir)
+	}
+	return nil
+}
+
+// Listen listens on a. The default socket's directory is created (mode 0700) when missing, a stale
 // socket left by a console that died is replaced, and the socket is made private to the user
 // (mode 0600) before any rank can connect.
 func Listen(a Addr) (net.Listener, error) {
@@ -117,8 +142,8 @@ func Listen(a Addr) (net.Listener, error) {
 		}
 		return l, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(a.Address), 0o700); err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", a, err)
+	if err := socketDir(a); err != nil {
+		return nil, err
 	}
 	if st, err := os.Lstat(a.Address); err == nil {
 		// Only a socket may be taken for one a dead console left: whatever else is at the path

@@ -43,7 +43,8 @@ func TestListenPrivateAndStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	a := Addr{"unix", filepath.Join(dir, "sub", "s")}
+	t.Setenv("XDG_RUNTIME_DIR", dir) // the default socket, whose directory Listen makes
+	a := Addr{"unix", DefaultSocket()}
 	l, err := Listen(a)
 	if err != nil {
 		t.Fatal(err)
@@ -226,4 +227,31 @@ func TestAddrLoopbackAndForRanks(t *testing.T) {
 			t.Errorf("%s: Loopback %v, ForRanks %s; want %v, %s", tc.in, a.Loopback(), a.ForRanks(), tc.loopback, tc.forRanks)
 		}
 	}
+}
+
+// Only the default socket's directory is made: a --socket path in a directory that does not exist
+// is refused naming it, and nothing is created.
+func TestListenMakesOnlyTheDefaultDirectory(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(dir, "run"))
+	typo := filepath.Join(dir, "nonexistent", "dir")
+	_, err := Listen(Addr{"unix", filepath.Join(typo, "sock")})
+	if err == nil || !strings.Contains(err.Error(), "directory "+typo+" does not exist") {
+		t.Errorf("Listen in a missing directory: %v; want refused naming %s", err, typo)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nonexistent")); !os.IsNotExist(err) {
+		t.Errorf("Listen created %s (%v)", filepath.Join(dir, "nonexistent"), err)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(Addr{"unix", filepath.Join(file, "sock")}); err == nil || !strings.Contains(err.Error(), file+" is not a directory") {
+		t.Errorf("Listen under a file: %v; want refused as not a directory", err)
+	}
+	l, err := Listen(Addr{"unix", DefaultSocket()})
+	if err != nil {
+		t.Fatalf("the default socket: %v", err)
+	}
+	l.Close()
 }

@@ -212,10 +212,31 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 // one job in other formats (an NCCL RAS report, Kineto traces beside either) are not joined, so
 // the message says what to do instead.
 func mixedFormats(first string, a Format, p string, b Format) error {
-	return fmt.Errorf("%s is a %s and %s a %s: give files of one format (or Flight Recorder dumps with NCCL Inspector logs, which are joined by rank); "+
+	return fmt.Errorf("%s is %s and %s %s: give files of one format (or Flight Recorder dumps with NCCL Inspector logs, which are joined by rank); "+
 		"sources of one job in these formats are not joined by rank: "+
-		"analyse each format on its own (the %ss, then the %ss) and compare their findings by rank (docs/importers.md, \"Several formats of one job\")",
-		first, a, p, b, a, b)
+		"analyse each format on its own (the %s, then the %s) and compare their findings by rank (docs/importers.md, \"Several formats of one job\")",
+		first, a.withArticle(), p, b.withArticle(), a.plural(), b.plural())
+}
+
+// withArticle is the format's name after "a" or "an", as it is said: "an xfertop recording", "an
+// NCCL Inspector log", "an Nsight Systems SQLite export".
+func (f Format) withArticle() string {
+	switch f {
+	case FormatRecording, FormatNsys, FormatInspector, FormatRAS, FormatUnknown:
+		return "an " + f.String()
+	}
+	return "a " + f.String()
+}
+
+// plural is the format's name for several files of it.
+func (f Format) plural() string {
+	switch f {
+	case FormatTrace:
+		return "traces (JSON)"
+	case FormatRAS:
+		return "NCCL RAS reports"
+	}
+	return f.String() + "s"
 }
 
 // read imports traces or exports of format.

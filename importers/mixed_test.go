@@ -30,8 +30,8 @@ func TestMixedFormatsSaysWhatToDo(t *testing.T) {
 			t.Fatalf("%s: a Flight Recorder dump and an NCCL RAS report read together; want refused", name)
 		}
 		msg := err.Error()
-		for _, want := range []string{fr + " is a PyTorch Flight Recorder dump", rasDoc + " a NCCL RAS report", "not joined by rank",
-			"analyse each format on its own", "docs/importers.md"} {
+		for _, want := range []string{fr + " is a PyTorch Flight Recorder dump", rasDoc + " an NCCL RAS report", "not joined by rank",
+			"analyse each format on its own (the PyTorch Flight Recorder dumps, then the NCCL RAS reports)", "docs/importers.md"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%s: error %q lacks %q", name, msg, want)
 			}
@@ -126,5 +126,27 @@ func TestJoinRefusesOtherJob(t *testing.T) {
 	_, err = Read([]string{jointFR, dir}, Options{})
 	if err == nil || !strings.Contains(err.Error(), jointFR) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "4 ranks, 8 ranks") {
 		t.Errorf("dumps of 4 ranks with logs of 8: %v; want refused, naming both and their sizes", err)
+	}
+}
+
+// Each format takes the article it is said with, and the message its plural.
+func TestFormatArticles(t *testing.T) {
+	for _, c := range []struct {
+		f               Format
+		article, plural string
+	}{
+		{FormatRecording, "an xfertop recording", "xfertop recordings"},
+		{FormatTrace, "a trace (JSON)", "traces (JSON)"},
+		{FormatNsys, "an Nsight Systems SQLite export", "Nsight Systems SQLite exports"},
+		{FormatInspector, "an NCCL Inspector log", "NCCL Inspector logs"},
+		{FormatRAS, "an NCCL RAS report (ncclras -f json)", "NCCL RAS reports"},
+		{FormatFlightRecorder, "a PyTorch Flight Recorder dump", "PyTorch Flight Recorder dumps"},
+	} {
+		if got := c.f.withArticle(); got != c.article {
+			t.Errorf("withArticle() = %q; want %q", got, c.article)
+		}
+		if got := c.f.plural(); got != c.plural {
+			t.Errorf("plural() = %q; want %q", got, c.plural)
+		}
 	}
 }

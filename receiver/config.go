@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 )
 
@@ -102,13 +103,36 @@ func (c *Config) Check() error {
 		if a.addr == "" {
 			continue
 		}
-		host, _, err := net.SplitHostPort(a.addr)
+		host, port, err := net.SplitHostPort(a.addr)
 		if err != nil {
 			return &ConfigError{fmt.Errorf("%s %q: give host:port (%v)", a.flag, a.addr, err)}
+		}
+		// The port first: a bad one is what is wrong, whatever the host; and it is the user's
+		// mistake (a usage error), not a failure to bind.
+		if err := checkPort(port); err != nil {
+			return &ConfigError{fmt.Errorf("%s %s: %w", a.flag, a.addr, err)}
 		}
 		if !Loopback(host) && !secured {
 			return &ConfigError{fmt.Errorf("%s %s %w", a.flag, a.addr, ErrExposed)}
 		}
+	}
+	return nil
+}
+
+// checkPort refuses a port that is not a number from 0 to 65535 or a service name this machine
+// knows (0 or none: any free port).
+func checkPort(port string) error {
+	if port == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		if n < 0 || n > 65535 {
+			return fmt.Errorf("port %d is out of range (a port is 0 to 65535)", n)
+		}
+		return nil
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q is neither a number (0 to 65535) nor a service name this machine knows", port)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -32,6 +33,24 @@ type Resource struct {
 	Meta     [][2]string // xfertop.meta.* pairs (recordings.MetaPairs)
 	Spans    int         // xfertop spans in it
 	MaxEnd   int64       // the latest span end, wall-clock ns (for the clock offset estimate)
+}
+
+// senders names the hosts of the request's resources, for a log line.
+func (d *Decoded) senders() string {
+	var names []string
+	for _, r := range d.Resources {
+		n := r.HostName
+		if n == "" {
+			n = "a host without host.name"
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "a sender without a resource"
+	}
+	return strings.Join(names, ", ")
 }
 
 // Decoded is one OTLP trace request turned into events. Its slices are reused by the next Decode.

@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/xfertop/xfertop/fileerr"
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // tickEvery is how often the merger gives up stale gaps and samples the span rate.
@@ -241,6 +243,7 @@ func (l *Listener) Close(ctx context.Context) error {
 	}
 	l.mu.Unlock()
 	<-l.done
+	l.logs.flush()
 	return errors.Join(errs...)
 }
 
@@ -333,6 +336,24 @@ func (g *logLimiter) log(reason, format string, a ...any) {
 	}
 	g.last[reason], g.held[reason] = now, 0
 	g.logf(format, a...)
+}
+
+// flush says how many lines each reason held back since its last line: without it, the spans
+// left out in the last second before the end would go unsaid.
+func (g *logLimiter) flush() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	reasons := make([]string, 0, len(g.held))
+	for r, n := range g.held {
+		if n > 0 {
+			reasons = append(reasons, r)
+		}
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		g.logf("%s like the last %q line held back (one a second is logged)", units.Counted(g.held[r], "more line"), r)
+		g.held[r] = 0
+	}
 }
 
 // logWriter passes the HTTP server's own log lines to the limiter.

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -12,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -56,6 +58,11 @@ func TestCheckRefusesExposedAddresses(t *testing.T) {
 		{Config{GRPC: "127.0.0.2:4317"}, nil},                                       // all of 127/8 is loopback
 		{Config{HTTP: "[::]:4318"}, ErrExposed},                                     // every interface
 		{Config{HTTP: "192.168.0.1:4318", TLSKey: "k", TLSCert: "c", Token: ""}, ErrExposed},
+		{Config{HTTP: ":-1"}, errors.New("--http :-1: port -1 is out of range (a port is 0 to 65535)")},     // the port, not the host, is wrong
+		{Config{GRPC: "127.0.0.1:99999"}, errors.New("--grpc 127.0.0.1:99999: port 99999 is out of range")}, // a usage error, before binding
+		{Config{GRPC: "127.0.0.1:nosuchservice"}, errors.New(`port "nosuchservice" is neither a number`)},
+		{Config{GRPC: "127.0.0.1:0"}, nil}, // any free port
+		{Config{GRPC: "127.0.0.1:"}, nil},  // likewise
 	}
 	for _, tc := range tests {
 		err := tc.cfg.Check()
@@ -392,5 +399,37 @@ func TestGateRefusesAsUnavailable(t *testing.T) {
 	}
 	if tot := l.Totals(); tot.Spans != 3 || tot.Refused != 6 || len(sink.evs) != 3 {
 		t.Errorf("totals %+v, %d events; want the first 3 spans taken, the 6 after refused", tot, len(sink.evs))
+	}
+}
+
+// A request whose declared Content-Length is over the limit is answered at once, without waiting
+// for a body the sender may never send.
+func TestHTTPContentLengthOverLimit(t *testing.T) {
+	l, logs := listen(t, Config{MaxMessageBytes: 2000}, nil)
+	conn, err := net.Dial("tcp", l.HTTPAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 99999999999\r\n\r\n"
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	// Only a guard against hanging the whole run: the answer is expected at once, before any body.
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("read the answer: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %s; want 413", resp.Status)
+	}
+	if !strings.Contains(string(body), "2000 bytes") || !strings.Contains(string(body), "--max-message-bytes") {
+		t.Errorf("body %q does not name the limit", body)
+	}
+	if !logs.has("--max-message-bytes") {
+		t.Errorf("no log line names --max-message-bytes: %v", logs.lines)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/xfertop/xfertop/otel"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // Defaults of the merger.
@@ -117,6 +118,9 @@ func (m *Merger) Meta() timeline.Meta { return m.meta }
 // Merge takes one decoded request received at now.
 func (m *Merger) Merge(d *Decoded, now time.Time) {
 	m.stats.foreign += d.Foreign
+	if d.Foreign > 0 && m.logf != nil {
+		m.logf("foreign", "ignored %s from %s that are not xfertop's (no xfertop.kind)", units.Counted(d.Foreign, "span"), d.senders())
+	}
 	// A tail root (the events after a sender's last step) carries no event of its own, but it is
 	// one of the spans the sender built: counted, so that what was sent adds up to what was taken.
 	m.stats.spans += d.Tails

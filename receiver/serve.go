@@ -229,6 +229,11 @@ var errTooLarge = errors.New("request too large")
 // readBody reads the body, gunzipping it if need be, refusing more than the message limit either way.
 func (l *Listener) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := int64(l.cfg.MaxMessageBytes)
+	// A declared length over the limit is refused before reading: the sender may be waiting for an
+	// answer before it sends the body (Expect: 100-continue), or may never send it at all.
+	if r.ContentLength > limit {
+		return nil, fmt.Errorf("%w: Content-Length %d is over the limit of %d bytes (--max-message-bytes)", errTooLarge, r.ContentLength, limit)
+	}
 	var src io.Reader = http.MaxBytesReader(w, r.Body, limit)
 	switch enc := r.Header.Get("Content-Encoding"); enc {
 	case "", "identity":

@@ -226,6 +226,11 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 	} else {
 		devices = everyDevice(devices, m.Devices)
 	}
+	if r.Devices == 0 {
+		// The source did not say its topology (a sender without xfertop.meta.*): the devices that
+		// ran something are the ones known, and a count of 0 beside a table of them would be false.
+		r.Devices = len(res.Breakdown.Devices)
+	}
 	gaps := res.StreamIdle
 	r.Idle = Idle{TotalNs: res.Breakdown.IdleNs, StreamNs: gaps.TotalNs, ByCause: gaps.ByCause, Devices: devices,
 		Streams: gaps.Streams, DeviceGaps: gaps.Devices, TopGaps: gaps.TopGaps[:min(len(gaps.TopGaps), TopGaps)],

@@ -124,7 +124,7 @@ func header(b *strings.Builder, r *Report) {
 	if r.OpsUnknown != "" {
 		span = "span " + units.Unknown
 	}
-	fmt.Fprintf(b, "backend %s, topology %s (%s), seed %s, %s, %s", r.Backend, r.Topology, units.Counted(r.Devices, "device"), seed, span,
+	fmt.Fprintf(b, "backend %s, topology %s (%s), seed %s, %s, %s", orUnknown(r.Backend), orUnknown(r.Topology), units.Counted(r.Devices, "device"), seed, span,
 		units.Counted(r.Events, "event"))
 	if r.DroppedEvents > 0 {
 		fmt.Fprintf(b, ", %d DROPPED", r.DroppedEvents)
@@ -559,16 +559,38 @@ func receiveText(b *strings.Builder, r *Report) {
 			x.Listen, units.Counted(x.Spans, "span"), units.Counted(len(x.Hosts), "host"), units.Counted(x.Lost, "event"), units.Counted(x.Duplicates, "duplicate"),
 			units.Counted(x.Foreign, "foreign span"), units.Counted(x.Refused, "span"), units.Counted(x.Rejected, "request"), units.Counted(x.Invalid, "invalid span"))
 		for _, h := range x.Hosts {
-			fmt.Fprintf(b, "  %s (session %s, detail %s): %s, clock offset ≈ %s\n", h.Name, h.Session, h.Detail, units.Counted(h.Spans, "span"), units.Dur(h.OffsetNs))
+			fmt.Fprintf(b, "  %s (session %s, detail %s): %s, clock offset ≈ %s\n", h.Name, orUnknown(h.Session), orUnknown(h.Detail), units.Counted(h.Spans, "span"), units.Dur(h.OffsetNs))
 		}
 		for _, j := range x.OtherJobs {
 			fmt.Fprintf(b, "  WARNING: %s\n", j)
 		}
 	}
 	if len(r.Partial) > 0 {
-		b.WriteString("\nPARTIAL: the senders exported with --otlp-detail spans (use full for a complete report):\n")
+		b.WriteString("\nPARTIAL: " + receivePartialWhy(r.Receive) + ":\n")
 		for _, p := range r.Partial {
 			fmt.Fprintf(b, "  %s\n", p)
 		}
 	}
+}
+
+// orUnknown is s, or "unknown" when the source did not say it (a sender without xfertop.meta.*, a
+// failed import): an empty field would read as a word left out.
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// receivePartialWhy says why the report is partial: only what the senders said, so a sender that did not
+// say its detail is not said to have chosen spans.
+func receivePartialWhy(x *Receive) string {
+	if x != nil {
+		for _, h := range x.Hosts {
+			if h.Detail == "" {
+				return "a sender did not say its --otlp-detail (detail unknown), so the report may lack what detail spans leaves out (senders with --otlp-detail full make it complete)"
+			}
+		}
+	}
+	return "the senders exported with --otlp-detail spans (use full for a complete report)"
 }

@@ -576,7 +576,9 @@ func (m *Model) header() string {
 		}
 		parts = append(parts, ex)
 	}
-	parts = append(parts, item("backend", m.info.Meta.Backend), item("topology", m.info.Meta.Topology))
+	// A source that has not said them (listen before its first sender, a failed import) shows
+	// unknown: an empty value would leave the word hanging.
+	parts = append(parts, item("backend", orUnknown(m.info.Meta.Backend)), item("topology", orUnknown(m.info.Meta.Topology)))
 	line := ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 	if m.status.Err != nil {
 		line += "\n" + ansi.Truncate(st.Alert.Render("error: "+m.status.Err.Error()+m.errRoot()), m.width, "…")
@@ -785,4 +787,12 @@ func (m *Model) errRoot() string {
 		}
 	}
 	return ""
+}
+
+// orUnknown is s, or "unknown" when it is empty.
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }

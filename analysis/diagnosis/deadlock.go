@@ -140,7 +140,8 @@ func (d *Diagnosis) deadlockFinding(groups map[uint64]*hangGroup, cyc []int32, e
 		f.Severity += thr
 		parts[i] = fmt.Sprintf("rank %d %s", r, d.waitIn(g.first, e))
 	}
-	f.Evidence = fmt.Sprintf("ranks %s wait on each other: %s", cycleString(cyc), strings.Join(parts, "; "))
+	// The ranks of the cycle are the finding's culprit (Culprit): the evidence does not say them again.
+	f.Evidence = "each waits on the next: " + strings.Join(parts, "; ")
 	return f
 }
 

@@ -67,7 +67,7 @@ func TestPendingStuckAndDeadlock(t *testing.T) {
 		{name: "recv cycle", now: 2100 * ms,
 			inflight: []timeline.Event{p2pWait(1000*ms, 3, 5, timeline.PeerWaitRecv, 10), p2pWait(1000*ms, 5, 3, timeline.PeerWaitRecv, 11)},
 			kind:     Deadlock, cycle: []int32{3, 5},
-			evidence: "ranks 3 → 5 → 3 wait on each other: rank 3 in recv from 5 (op 10, communicator 4); rank 5 in recv from 3 (op 11, communicator 4)"},
+			evidence: "each waits on the next: rank 3 in recv from 5 (op 10, communicator 4); rank 5 in recv from 3 (op 11, communicator 4)"},
 		{name: "recv cycle, young", now: 1500 * ms,
 			inflight: []timeline.Event{p2pWait(1000*ms, 3, 5, timeline.PeerWaitRecv, 10), p2pWait(1000*ms, 5, 3, timeline.PeerWaitRecv, 11)}},
 		{name: "stages waiting on each other's sends while more is under way: no cycle of its own", now: 2100 * ms,
@@ -76,7 +76,7 @@ func TestPendingStuckAndDeadlock(t *testing.T) {
 		{name: "collectives in opposite orders", now: 2100 * ms,
 			inflight: []timeline.Event{collWait(1000*ms, 5, timeline.CollAllReduce, 8, 20), collWait(1000*ms, 3, timeline.CollAllGather, 9, 21)},
 			kind:     Deadlock, cycle: []int32{3, 5},
-			evidence: "ranks 3 → 5 → 3 wait on each other: rank 3 in all_gather #1 on communicator 9, waiting for 5; rank 5 in all_reduce #1 on communicator 8, waiting for 3"},
+			evidence: "each waits on the next: rank 3 in all_gather #1 on communicator 9, waiting for 5; rank 5 in all_reduce #1 on communicator 8, waiting for 3"},
 		{name: "cycle with a wait the watchdog ended", now: 2100 * ms,
 			inflight: []timeline.Event{p2pWait(1000*ms, 5, 3, timeline.PeerWaitSend, 11)},
 			ended:    []timeline.Event{p2pWait(1000*ms, 3, 5, timeline.PeerWaitRecv, 10)},
@@ -104,6 +104,9 @@ func TestPendingStuckAndDeadlock(t *testing.T) {
 			f := got[0]
 			if c.cycle != nil && (len(f.Cycle) != len(c.cycle) || f.Cycle[0] != c.cycle[0] || f.Cycle[1] != c.cycle[1] || f.Culprit(8) != "ranks 3 → 5 → 3") {
 				t.Errorf("cycle %v (%s); want %v", f.Cycle, f.Culprit(8), c.cycle)
+			}
+			if s := f.String(8); c.cycle != nil && strings.Count(s, "3 → 5 → 3") != 1 {
+				t.Errorf("%q names the cycle %d times; want once (the culprit)", s, strings.Count(s, "3 → 5 → 3"))
 			}
 			if c.stuck > 0 && (f.Rank != -1 || f.Host != 0 || f.MissingN != 0 || f.At != 2000*ms) {
 				t.Errorf("%+v; want no rank named, host 0, no missing rank, found at 2 s", f)

@@ -116,7 +116,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	o.headless = o.headless || o.json // --json asks for the report, which the console does not print
 	if !o.headless && !interactive(stdout) {
-		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
+		headlessNotice(stderr, stdout, "")
 		o.headless = true
 	}
 	return runAttach(ctx, o, stdout, stderr)

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,7 +83,7 @@ func (r *rasState) polled(err error) {
 	r.down = err != nil
 	if err != nil {
 		r.failed++
-		r.lastErr = err.Error()
+		r.lastErr = rasErrText(err)
 	}
 	msg := r.problemLocked()
 	r.mu.Unlock()
@@ -155,4 +157,28 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// rasQuoteMax is how many bytes of a peer's answer a warning quotes: enough to recognise what
+// answered (an HTTP server, another protocol), not the kilobytes a garbage peer may send.
+const rasQuoteMax = 40
+
+// rasErrText is a poll's error for the user: an answer that is not NCCL RAS's is quoted only by
+// its first bytes, with its length, and the greeting is said as it was sent.
+func rasErrText(err error) string {
+	text := err.Error()
+	var pe *ras.ProtocolError
+	if !errors.As(err, &pe) {
+		return text
+	}
+	sent := pe.Sent
+	if sent == "CLIENT PROTOCOL" { // the greeting, named without its version
+		sent = fmt.Sprintf("CLIENT PROTOCOL %d", ras.ClientProtocol)
+	}
+	got := fmt.Sprintf("%q", pe.Got)
+	if len(pe.Got) > rasQuoteMax {
+		got = fmt.Sprintf("%q… (%d bytes: not NCCL RAS)", pe.Got[:rasQuoteMax], len(pe.Got))
+	}
+	short := fmt.Sprintf("NCCL RAS at %s: sent %q, got %s", pe.Addr, sent, got)
+	return strings.Replace(text, pe.Error(), short, 1)
 }

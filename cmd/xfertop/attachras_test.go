@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/importers/ras"
 	"github.com/xfertop/xfertop/importers/ras/rastest"
 )
 
@@ -82,5 +85,60 @@ func TestAttachRASUnreachable(t *testing.T) {
 	}
 	if !strings.Contains(r.out, "WARNING: "+want) || !strings.Contains(r.out, "no finding from it is no sign of health") {
 		t.Errorf("the report does not say RAS was unreachable:\n%s", r.out)
+	}
+}
+
+// A peer that answers something other than NCCL RAS is quoted by its first bytes and its length,
+// not whole, and the greeting is said as it was sent.
+func TestRASErrText(t *testing.T) {
+	long := strings.Repeat("Y\x97\x80]", 600)
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"garbage", &ras.ProtocolError{Addr: "h:1", Sent: "CLIENT PROTOCOL", Got: long},
+			fmt.Sprintf(`NCCL RAS at h:1: sent "CLIENT PROTOCOL %d", got %q… (2400 bytes: not NCCL RAS)`, ras.ClientProtocol, long[:rasQuoteMax])},
+		{"short answer", &ras.ProtocolError{Addr: "h:1", Sent: "SET FORMAT json", Got: "ERROR unknown"},
+			`NCCL RAS at h:1: sent "SET FORMAT json", got "ERROR unknown"`},
+		{"wrapped", fmt.Errorf("%w: the job's NCCL writes no JSON", &ras.ProtocolError{Addr: "h:1", Sent: "SET FORMAT json", Got: long}),
+			fmt.Sprintf(`NCCL RAS at h:1: sent "SET FORMAT json", got %q… (2400 bytes: not NCCL RAS): the job's NCCL writes no JSON`, long[:rasQuoteMax])},
+		{"other", errors.New("dial tcp: connection refused"), "dial tcp: connection refused"},
+	} {
+		if got := rasErrText(c.err); got != c.want {
+			t.Errorf("%s: rasErrText = %q; want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// A garbage peer, end to end: the warning stays short.
+func TestAttachRASGarbagePeer(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte(strings.Repeat("\x97garbage\x80", 300) + "\n"))
+			_ = c.Close()
+		}
+	}()
+	sock, done := attachInBackground(t, "--headless", "--linger", "300ms", "--ras", lis.Addr().String(), "--ras-interval", "50ms")
+	rankStream(t, sock, 0, 2)
+	r := <-done
+	var line string
+	for _, l := range strings.Split(r.err, "\n") {
+		if strings.Contains(l, "NCCL RAS at") {
+			line = l
+			break
+		}
+	}
+	if !strings.Contains(line, "(2700 bytes: not NCCL RAS)") || len(line) > 600 {
+		t.Errorf("warning %q (%d bytes); want the answer's first bytes and its length", line, len(line))
 	}
 }

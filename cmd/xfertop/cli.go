@@ -232,7 +232,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 			return liveConsole(ctx, o.cfg, o.console, &o.otlp, stderr)
 		}
-		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
+		headlessNotice(stderr, stdout, "")
 	}
 	p, err := session.Prepare(o.cfg)
 	if err != nil {

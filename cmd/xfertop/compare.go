@@ -83,6 +83,9 @@ func fileReport(ctx context.Context, path string, limits importLimits, stderr io
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseNCCLTestsLogs(paths); err != nil {
+		return nil, err
+	}
 	if _, err := isRecording(paths[0]); err != nil {
 		return nil, err // the format told before anything is read: unreadable 1, not a known format 4
 	}

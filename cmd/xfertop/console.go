@@ -53,10 +53,49 @@ func (o consoleOpts) check() error {
 	return nil
 }
 
-// interactive reports whether the console can run: stdout and stdin are a terminal.
-func interactive(stdout io.Writer) bool {
+// interactive reports whether the console can run (see consoleWhy).
+func interactive(stdout io.Writer) bool { return notInteractive(stdout) == "" }
+
+// notInteractive says why the console cannot run on stdout, "" when it can.
+func notInteractive(stdout io.Writer) string {
 	f, ok := stdout.(*os.File)
-	return ok && term.IsTerminal(f.Fd()) && term.IsTerminal(os.Stdin.Fd())
+	outTerm := ok && term.IsTerminal(f.Fd())
+	inTerm := term.IsTerminal(os.Stdin.Fd())
+	return consoleWhy(outTerm, inTerm, !outTerm || inTerm || ttyReadable())
+}
+
+// consoleWhy says why the console cannot run, "" when it can. It draws on standard output, which
+// must be a terminal; its keys come from standard input or, where that is a pipe (`cat trace |
+// xfertop replay -`), from the controlling terminal (/dev/tty), as less and fzf read theirs (Bubble
+// Tea opens it when standard input is not a terminal).
+func consoleWhy(outTerm, inTerm, ttyOK bool) string {
+	switch {
+	case !outTerm:
+		return "standard output is not a terminal"
+	case !inTerm && !ttyOK:
+		return "standard input is not a terminal, and there is no terminal (/dev/tty) to read keys from"
+	}
+	return ""
+}
+
+// ttyReadable reports whether this process has a controlling terminal to read keys from.
+func ttyReadable() bool {
+	f, err := os.Open("/dev/tty")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return term.IsTerminal(f.Fd())
+}
+
+// headlessNotice tells the user that the report is printed instead of the console, and why;
+// when is "" or " at the end" (listen prints it when it stops).
+func headlessNotice(stderr, stdout io.Writer, when string) {
+	why := notInteractive(stdout)
+	if why == "" {
+		why = "the console cannot run here"
+	}
+	fmt.Fprintf(stderr, "xfertop: %s: printing the headless report%s (use --headless to say so)\n", why, when)
 }
 
 type liveSource struct {
@@ -140,7 +179,16 @@ func runProgram(ctx context.Context, m tea.Model) error {
 }
 
 // darkTerminal reports whether the terminal's background is dark.
-func darkTerminal() bool { return lipgloss.HasDarkBackground(os.Stdin, os.Stdout) }
+func darkTerminal() bool {
+	in := os.Stdin
+	if !term.IsTerminal(in.Fd()) { // keys come from /dev/tty (consoleWhy): ask it, not the pipe
+		if tty, err := os.Open("/dev/tty"); err == nil {
+			defer tty.Close()
+			in = tty
+		}
+	}
+	return lipgloss.HasDarkBackground(in, os.Stdout)
+}
 
 func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, otlp *otlpFlags, stderr io.Writer) error {
 	if cfg.Steps == 0 && cfg.Duration == 0 {

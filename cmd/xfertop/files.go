@@ -85,6 +85,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if pos, err = rankInputs(ctx, pos); err != nil {
 		return err
 	}
+	if err := refuseNCCLTestsLogs(pos); err != nil {
+		return err
+	}
 	rec, err := isRecording(pos[0])
 	if err != nil {
 		return err
@@ -124,7 +127,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return replayConsole(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage},
 				consoleOpts{tick: *tick, window: *window})
 		}
-		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report (use --headless to say so)")
+		headlessNotice(stderr, stdout, "")
 	}
 	return replayReport(ctx, session.ReplayConfig{Path: pos[0], Speed: *speed, From: *from, Salvage: *salvage, Export: exp}, *asJSON, text.options(), &otlp, stdout, stderr)
 }
@@ -226,6 +229,9 @@ func listNames(paths []string) string {
 	return fmt.Sprintf("%s, … (%d files)", strings.Join(paths[:3], ", "), len(paths))
 }
 
+// readDir reads a directory; a variable so that a test can make one unreadable to root.
+var readDir = os.ReadDir
+
 // rankInputs checks the inputs of replay, analyze and convert, and expands a directory to the
 // per-rank recordings in it (XFERTOP_RECORD_DIR: rank<R>-<host>-<pid>.xfr), in name order.
 func rankInputs(ctx context.Context, paths []string) ([]string, error) {
@@ -237,6 +243,10 @@ func rankInputs(ctx context.Context, paths []string) ([]string, error) {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err == nil && st.IsDir() {
+			// Glob reads a directory it cannot open as empty: say what stops it, as for a file.
+			if _, err := readDir(p); err != nil {
+				return nil, failure(err)
+			}
 			files, err := filepath.Glob(filepath.Join(p, "*.xfr"))
 			if err != nil {
 				return nil, failure(err)
@@ -389,6 +399,9 @@ func analyzeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		compare := flagSet(fs, "topology") || flagSet(fs, "scenario")
 		return analyzeNCCLTests(ctx, pos[0], *opName, sweep, compare, stdout, stderr)
 	}
+	if err := ncclTestsOnly(fs, pos[0]); err != nil {
+		return err
+	}
 	if _, err := isRecording(pos[0]); err != nil {
 		return err
 	}
@@ -450,6 +463,9 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	merged.Context = ctx
 	in, err := rankInputs(ctx, pos[:len(pos)-1])
 	if err != nil {
+		return err
+	}
+	if err := refuseNCCLTestsLogs(in); err != nil {
 		return err
 	}
 	if ost, err := os.Stat(out); err == nil {
@@ -647,4 +663,16 @@ func dirTraces(dir string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ncclTestsOnly refuses the flags that apply to an nccl-tests log alone (the sweep to simulate
+// beside it) when the input is something else: silently ignored, a --topology that names no
+// topology would pass for checked.
+func ncclTestsOnly(fs *flag.FlagSet, input string) error {
+	for _, name := range []string{"topology", "scenario", "set", "seed", "op"} {
+		if flagSet(fs, name) {
+			return usageError("--%s applies to an nccl-tests log only (the sweep simulated beside it); %s is not one", name, input)
+		}
+	}
+	return nil
 }

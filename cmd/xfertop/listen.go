@@ -110,7 +110,7 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	o.headless = o.headless || o.json // --json asks for the report, which the console does not print
 	if !o.headless && !interactive(stdout) {
-		fmt.Fprintln(stderr, "xfertop: standard output is not a terminal: printing the headless report at the end (use --headless to say so)")
+		headlessNotice(stderr, stdout, " at the end")
 		o.headless = true
 	}
 	logs := &lineLog{w: stderr}
@@ -387,7 +387,7 @@ func (s *listenSource) Status() ui.Status {
 		line += fmt.Sprintf(" · invalid %d", t.Invalid)
 	}
 	if len(t.Partial) > 0 {
-		line += " · partial (detail spans)"
+		line += " · partial (" + partialDetail(t.Hosts) + ")"
 	}
 	if n := len(t.OtherJobs); n > 0 {
 		// A run after the first into this listener: its figures are not mixed in, and the user
@@ -448,4 +448,15 @@ func startListenSource(o *listenOpts, logs *lineLog) (*listenSource, error) {
 		return nil, err
 	}
 	return &listenSource{l: l, win: sinks.window, sinks: sinks, addrs: listenAddrs(l)}, nil
+}
+
+// partialDetail says why a listen's data is partial, as the senders said it: "detail spans", or
+// "detail unknown" when a sender did not say its detail (report.receivePartialWhy's words).
+func partialDetail(hosts []receiver.Host) string {
+	for _, h := range hosts {
+		if h.Detail == "" {
+			return "detail unknown"
+		}
+	}
+	return "detail spans"
 }

@@ -163,6 +163,21 @@ func isNCCLTestsLog(path string) (bool, error) {
 	return nccltests.Detect(head[:n]), nil
 }
 
+// refuseNCCLTestsLogs refuses an nccl-tests log given to a command other than analyze: it is a
+// table of timings, not events, and would otherwise be called malformed JSON. Only regular files
+// are looked at: the first bytes of a pipe are the input's.
+func refuseNCCLTestsLogs(paths []string) error {
+	for _, p := range paths {
+		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+			continue // the command's own checks say what is wrong with it
+		}
+		if log, err := isNCCLTestsLog(p); err == nil && log {
+			return dataError(fmt.Errorf("%s is an nccl-tests log: only analyze reads it (as a reference; with --topology, against the simulated sweep)", p))
+		}
+	}
+	return nil
+}
+
 // analyzeNCCLTests reads an nccl-tests log as a reference table; with --topology or --scenario it
 // runs the simulated sweep of the same operation and sizes and prints the two side by side.
 func analyzeNCCLTests(ctx context.Context, path string, opName string, f *ncclTestsFlags, compare bool, stdout, stderr io.Writer) error {

@@ -78,6 +78,9 @@ func planInput(ctx context.Context, paths []string, limits importLimits, twice b
 			return nil, usageError("%s is not a regular file: whatif reads its input twice (a first pass finds the steps), so give a file, not a pipe", p)
 		}
 	}
+	if err := refuseNCCLTestsLogs(paths); err != nil {
+		return nil, err
+	}
 	opts := limits.options(false)
 	opts.Context = ctx
 	p := &planned{sums: map[uint32][2]float64{}, devSums: map[devLabel][2]float64{}}
