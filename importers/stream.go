@@ -2,7 +2,9 @@ package importers
 
 import (
 	"errors"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/importers/flightrecorder"
@@ -372,13 +374,34 @@ func detectEach(paths []string) ([]Format, []error) {
 			dump = p
 		}
 	}
-	if dump == "" {
-		return formats, errs
-	}
-	for i, p := range paths {
-		if (errs[i] != nil || formats[i] != FormatFlightRecorder) && flightrecorder.SamePrefix(dump, p) {
-			formats[i], errs[i] = FormatFlightRecorder, nil
+	if dump != "" {
+		for i, p := range paths {
+			if (errs[i] != nil || formats[i] != FormatFlightRecorder) && flightrecorder.SamePrefix(dump, p) {
+				formats[i], errs[i] = FormatFlightRecorder, nil
+			}
 		}
 	}
+	tracesBeside(paths, formats, errs)
 	return formats, errs
+}
+
+// tracesBeside takes a file named like a trace (.json, .json.gz) that is empty or holds no format
+// xfertop knows as a trace, when another of the paths is one: it is one rank's trace that cannot
+// be read (garbled, or its writer killed before the first byte), which the trace importer warns
+// about and leaves out, as it does a trace cut short, rather than a reason to refuse every file.
+func tracesBeside(paths []string, formats []Format, errs []error) {
+	if !slices.ContainsFunc(formats, func(f Format) bool { return f == FormatTrace }) {
+		return
+	}
+	for i, p := range paths {
+		if errs[i] != nil && traceName(p) && (errors.Is(errs[i], ErrUnknownFormat) || errors.Is(errs[i], ErrEmpty)) {
+			formats[i], errs[i] = FormatTrace, nil
+		}
+	}
+}
+
+// traceName reports whether a file is named like a Chrome or PyTorch profiler trace.
+func traceName(p string) bool {
+	lower := strings.ToLower(p)
+	return strings.HasSuffix(lower, ".json") || strings.HasSuffix(lower, ".json.gz")
 }

@@ -47,6 +47,15 @@ const (
 
 var errTruncated = errors.New("the JSON ends before it is complete")
 
+// errEmptyFile is a file that ends before its first byte: a truncation (errors.Is errTruncated)
+// said plainly.
+var errEmptyFile error = emptyFile{}
+
+type emptyFile struct{}
+
+func (emptyFile) Error() string        { return "the file is empty (0 bytes)" }
+func (emptyFile) Is(target error) bool { return target == errTruncated }
+
 func newScanner(name string, r io.Reader, maxToken int) *scanner {
 	return &scanner{r: r, buf: make([]byte, 0, window), mark: -1, name: name, maxToken: maxToken}
 }
@@ -136,7 +145,11 @@ func (s *scanner) fail(format string, args ...any) {
 		return
 	}
 	if !s.more() {
-		if s.err == nil {
+		switch {
+		case s.err != nil:
+		case s.offset() == 0 && !s.gzipped:
+			s.err = fmt.Errorf("%s: %w", s.name, errEmptyFile)
+		default:
 			s.err = fmt.Errorf("%s: %w, at %s (is the file truncated?)", s.name, errTruncated, byteOffset(s.offset(), s.gzipped))
 		}
 		return
