@@ -218,6 +218,9 @@ func span(start, end int64) (int64, bool) {
 // times checks a row's interval and puts it on the Unix clock.
 func (f *fileReader) times(table string, rowid, start, end int64) (int64, int64, bool) {
 	switch {
+	case start == notATime || end == notATime:
+		f.m.warn("%s: %s row %d: start or end is not an integer (text or a real number in an integer column): row left out", f.d.name, table, rowid)
+		return 0, 0, false
 	case !inTime(start) || !inTime(end):
 		f.m.warn("%s: %s row %d: start or end is not a time within 146 years: row left out", f.d.name, table, rowid)
 		return 0, 0, false
