@@ -267,7 +267,13 @@ func (f *fileReader) nvtxRow(r *rowVals, it *item) bool {
 	}
 	var label uint32
 	if !r.null[4] {
-		label = f.m.labelBytes(nvtxName(r.text))
+		name := nvtxName(r.text)
+		if len(name) > maxName {
+			f.m.warn("%s: %s row %d: a name of %d bytes, longer than the %s limit of one name: cut to its first %s",
+				f.d.name, tableNVTX, rowid, len(name), sizeText(maxName), sizeText(maxName))
+			name = []byte(cutName(string(name)))
+		}
+		label = f.m.labelBytes(name)
 	} else if id, ok := r.int(5); ok {
 		label = f.str(id)
 	}
