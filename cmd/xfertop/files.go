@@ -113,6 +113,10 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkFrom(pos[0], *from, *salvage); err != nil {
 		return err
 	}
+	if rec && len(pos) == 1 && limits.stepRange != importers.DefaultStepRange {
+		// A recording is replayed, not imported: the import's warning is said here.
+		fmt.Fprintf(stderr, "xfertop: warning: --step-range %q applies to Nsight Systems exports only: ignored for an xfertop recording\n", limits.stepRange)
+	}
 	if !*headless {
 		if console {
 			if !flagSet(fs, "speed") {
