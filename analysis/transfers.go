@@ -139,8 +139,16 @@ func (s *opStats) result(tick int64) Stats {
 		out.GBpsMin = rate(s.bytes, s.knownNs+slack)
 		out.GBpsMax = rate(s.bytes, s.knownNs-slack) // nil when the ops may have taken no time
 	}
+	if implausible(out.GBps) || implausible(out.GBpsMin) {
+		// Faster than anything moves data, even at the bound: broken records (a 1 GB copy that
+		// took no time), so the rate is unknown, not a figure above every link.
+		out.GBps, out.GBpsMin, out.GBpsMax = nil, nil, nil
+	}
 	return out
 }
+
+// implausible reports whether a rate is above timeline.MaxRateGBps.
+func implausible(gbps *float64) bool { return gbps != nil && *gbps > timeline.MaxRateGBps }
 
 // numKinds is the number of transfer kinds with a fixed slot: timeline.TransferKinds.
 const numKinds = 7

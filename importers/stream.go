@@ -2,8 +2,10 @@ package importers
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/importers/flightrecorder"
@@ -70,10 +72,49 @@ func Stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	inf := &stepSink{inner: sink, rng: opts.StepRange}
 	res, err := stream(paths, opts, inf)
 	if err == nil {
+		if w := stepRangeUnused(opts.StepRange, res.Format, inf.marked); w != "" {
+			res.Warnings = append(res.Warnings, w) // before the fallback's account (Steps)
+		}
 		res.Steps, err = inf.finish()
 		res.Events += inf.events
 	}
 	return res, err
+}
+
+// inputNoun names an input of a format, with its article, for a sentence.
+func inputNoun(f Format) string {
+	switch f {
+	case FormatRecording:
+		return "an xfertop recording"
+	case FormatTrace:
+		return "a JSON trace (its steps are its ProfilerStep#N ranges)"
+	case FormatInspector:
+		return "NCCL Inspector logs"
+	case FormatRAS:
+		return "an ncclras report"
+	case FormatFlightRecorder:
+		return "Flight Recorder dumps"
+	}
+	return "this input"
+}
+
+// DefaultStepRange is the NVTX range an Nsight Systems export's steps are, unless
+// Options.StepRange names another.
+const DefaultStepRange = "ProfilerStep"
+
+// stepRangeUnused is the warning for a step range named (not the default) that did not mark the
+// input's steps: an Nsight export with no such range, whose steps are then inferred or none, or an
+// input of another format, to which the option does not apply. "" when there is none to give.
+func stepRangeUnused(rng string, format Format, marked bool) string {
+	switch {
+	case rng == "" || rng == DefaultStepRange:
+		return ""
+	case format != FormatNsys:
+		return fmt.Sprintf("--step-range %q applies to Nsight Systems exports only: ignored for %s", rng, inputNoun(format))
+	case !marked:
+		return fmt.Sprintf("--step-range %q: the export has no NVTX range named %q: its steps are inferred instead, or none (see Steps)", rng, rng)
+	}
+	return ""
 }
 
 // sourceSink names the input as the user gave it (Options.Source) in the header it passes on.
@@ -379,13 +420,34 @@ func detectEach(paths []string) ([]Format, []error) {
 			dump = p
 		}
 	}
-	if dump == "" {
-		return formats, errs
-	}
-	for i, p := range paths {
-		if (errs[i] != nil || formats[i] != FormatFlightRecorder) && flightrecorder.SamePrefix(dump, p) {
-			formats[i], errs[i] = FormatFlightRecorder, nil
+	if dump != "" {
+		for i, p := range paths {
+			if (errs[i] != nil || formats[i] != FormatFlightRecorder) && flightrecorder.SamePrefix(dump, p) {
+				formats[i], errs[i] = FormatFlightRecorder, nil
+			}
 		}
 	}
+	tracesBeside(paths, formats, errs)
 	return formats, errs
+}
+
+// tracesBeside takes a file named like a trace (.json, .json.gz) that is empty or holds no format
+// xfertop knows as a trace, when another of the paths is one: it is one rank's trace that cannot
+// be read (garbled, or its writer killed before the first byte), which the trace importer warns
+// about and leaves out, as it does a trace cut short, rather than a reason to refuse every file.
+func tracesBeside(paths []string, formats []Format, errs []error) {
+	if !slices.ContainsFunc(formats, func(f Format) bool { return f == FormatTrace }) {
+		return
+	}
+	for i, p := range paths {
+		if errs[i] != nil && traceName(p) && (errors.Is(errs[i], ErrUnknownFormat) || errors.Is(errs[i], ErrEmpty)) {
+			formats[i], errs[i] = FormatTrace, nil
+		}
+	}
+}
+
+// traceName reports whether a file is named like a Chrome or PyTorch profiler trace.
+func traceName(p string) bool {
+	lower := strings.ToLower(p)
+	return strings.HasSuffix(lower, ".json") || strings.HasSuffix(lower, ".json.gz")
 }

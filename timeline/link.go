@@ -59,3 +59,9 @@ func PortName(aux uint32) string {
 	g, r := UnpackPort(aux)
 	return fmt.Sprintf("leaf g%d.r%d", g, r)
 }
+
+// MaxRateGBps bounds the rate at which anything moves data, in GB/s (10⁹ B/s, which is bytes per
+// ns): no link or memory comes near it (HBM3e peaks at about 8 TB/s, NVLink 5 at 1.8 TB/s per
+// GPU). A copy whose bytes and duration give more, even with a tick more of time, is a broken
+// record: its rate is unknown, never a figure or a bound above every link.
+const MaxRateGBps = 20_000

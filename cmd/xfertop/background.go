@@ -61,6 +61,7 @@ func startImport(ctx context.Context, paths []string, opts importers.Options, ho
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	opts.Context = b.ctx
 	opts.Progress = b.progress
+	opts.Trace.KeepRead = true // the console shows what a trace damaged late held before the damage
 	if opts.Trace.TempDir == "" {
 		opts.Trace.TempDir = dir // a trace's sorted runs, if it spills any, go with the recording
 	}

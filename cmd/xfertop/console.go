@@ -154,6 +154,9 @@ func (s replaySource) SetSpeed(x float64) bool { s.r.SetSpeed(x); return true }
 func (s replaySource) SeekTo(t int64) bool     { s.r.SeekTo(t); return true }
 func (s replaySource) Status() ui.Status {
 	st := ui.Status{Speed: s.r.Speed(), Done: s.r.Done(), Err: s.r.Err(), Dropped: s.r.Dropped()}
+	if hint := salvageHint("replay", st.Err); hint != "" {
+		st.Err = fmt.Errorf("%w%s", st.Err, hint) // the way past the damage, as the headless message says it
+	}
 	if s.imp != nil {
 		im := s.imp.status()
 		st.Import = &im
@@ -213,16 +216,23 @@ func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, otlp *o
 }
 
 func replayConsole(ctx context.Context, cfg session.ReplayConfig, o consoleOpts) error {
-	rs, err := session.StartReplay(ctx, cfg, o.window)
+	return openReplay(ctx, cfg, o.window, func(src ui.Source) error { return runConsole(ctx, src, o) })
+}
+
+// openReplay replays a recording into the console that run shows. What stopped the replay (damage
+// met part way) is the command's error once the console is closed, as it is a headless replay's:
+// the same exit status and message.
+func openReplay(ctx context.Context, cfg session.ReplayConfig, window int, run func(ui.Source) error) error {
+	rs, err := session.StartReplay(ctx, cfg, window)
 	if err != nil {
 		return err // a damaged recording is a data error (exitStatus)
 	}
 	defer rs.Stop()
 	info := ui.SourceInfo{Replay: true, Name: cfg.Path, Meta: rs.Meta, Duration: rs.Duration}
-	if err := runConsole(ctx, replaySource{r: rs, info: info}, o); err != nil && ctx.Err() == nil {
+	if err := run(replaySource{r: rs, info: info}); err != nil && ctx.Err() == nil {
 		return failure(fmt.Errorf("console: %w", err))
 	}
-	return nil
+	return rs.Err()
 }
 
 // importConsole opens the console on traces or exports at once, instead of after importing them

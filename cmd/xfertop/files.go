@@ -119,6 +119,10 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkFrom(pos[0], *from, *salvage); err != nil {
 		return err
 	}
+	if rec && len(pos) == 1 && limits.stepRange != importers.DefaultStepRange {
+		// A recording is replayed, not imported: the import's warning is said here.
+		fmt.Fprintf(stderr, "xfertop: warning: --step-range %q applies to Nsight Systems exports only: ignored for an xfertop recording\n", limits.stepRange)
+	}
 	if !*headless {
 		if console {
 			if !flagSet(fs, "speed") {
@@ -262,7 +266,9 @@ func rankInputs(ctx context.Context, paths []string) ([]string, error) {
 				}
 			}
 			if len(files) == 0 { // a job's per-rank traces (the PyTorch profiler's, one per rank)
-				files = dirTraces(p)
+				if files, err = dirTraces(p); err != nil {
+					return nil, err
+				}
 			}
 			if len(files) == 0 {
 				return nil, usageError("%s is a directory without recordings (*.xfr), Flight Recorder dumps, NCCL Inspector logs or traces (*.json, *.json.gz): "+
@@ -647,22 +653,41 @@ func (p *progressLine) clear() {
 }
 
 // dirTraces lists the traces directly in dir (*.json, *.json.gz whose content is a JSON trace),
-// in name order: a job's per-rank PyTorch profiler traces, read as if given one by one.
-func dirTraces(dir string) []string {
-	var out []string
+// in name order: a job's per-rank PyTorch profiler traces, read as if given one by one. Beside
+// one, a file so named that is empty or garbled is listed too: it is a rank's trace that cannot be
+// read, which the import leaves out with a warning rather than in silence. A directory whose
+// every such file is empty or garbled is refused, saying so.
+func dirTraces(dir string) ([]string, error) {
+	var out, bad []string
+	empty := 0
 	for _, pat := range []string{"*.json", "*.json.gz"} {
 		files, _ := filepath.Glob(filepath.Join(dir, pat))
 		for _, f := range files {
 			if st, err := os.Stat(f); err != nil || st.IsDir() {
 				continue
 			}
-			if format, err := importers.Detect(f); err == nil && format == importers.FormatTrace {
+			format, err := importers.Detect(f)
+			switch {
+			case err == nil && format == importers.FormatTrace:
 				out = append(out, f)
+			case errors.Is(err, importers.ErrEmpty):
+				empty++
+				bad = append(bad, f)
+			case errors.Is(err, importers.ErrUnknownFormat):
+				bad = append(bad, f)
 			}
 		}
 	}
+	switch {
+	case len(out) > 0:
+		out = append(out, bad...)
+	case empty > 0 && empty == len(bad):
+		return nil, dataError(fmt.Errorf("%s: every trace in it (%d *.json, *.json.gz files) is empty (0 bytes)", dir, empty))
+	case len(bad) > 0:
+		return nil, dataError(fmt.Errorf("%s: none of its %d *.json, *.json.gz files is a trace (%d empty, the others none of the formats xfertop reads)", dir, len(bad), empty))
+	}
 	sort.Strings(out)
-	return out
+	return out, nil
 }
 
 // ncclTestsOnly refuses the flags that apply to an nccl-tests log alone (the sweep to simulate

@@ -32,7 +32,7 @@ func readInput(paths []string, opts importers.Options, sink importers.Sink, stde
 	res, err := importers.Stream(paths, opts, sink)
 	var xe *exitError
 	sinkErr := errors.As(err, &xe)
-	if res.Format == importers.FormatRecording || err == nil || sinkErr {
+	if res.Format == importers.FormatRecording || err == nil || sinkErr || res.Events > 0 {
 		for _, w := range res.Warnings {
 			fmt.Fprintf(stderr, "xfertop: warning: %s\n", namesOf(opts.Context).say(w))
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -133,6 +134,7 @@ func (m *importer) addKineto(e *rawEvent, kind timeline.Kind, gpu bool, start, e
 			m.warnEvent(e, "args.bytes is not an integer within ±2^62: taken as unknown")
 		} else if a.Has&hasBytes != 0 {
 			ev.Bytes = m.checkBytes(e, "args.bytes", a.Bytes)
+			m.checkRate(e, ev)
 		}
 	case timeline.KindKernel:
 		m.collective(e, ev)
@@ -233,6 +235,18 @@ func (m *importer) collective(e *rawEvent, ev *timeline.Event) {
 		} else {
 			m.warnEvent(e, "args.Group size %d is out of range (0 to 65535): taken as unknown", a.GroupSize)
 		}
+	}
+}
+
+// checkRate checks a copy's bytes against its duration: moved faster than anything can, even
+// given a tick (a µs) more than its dur (1 GB with dur 0), the record is broken, in its size or
+// its times, and its size is taken as unknown, so that no rate or total is made of it.
+func (m *importer) checkRate(e *rawEvent, ev *timeline.Event) {
+	if dur := ev.End - ev.Start; ev.Bytes > 0 && float64(ev.Bytes)/float64(dur+1000) > timeline.MaxRateGBps {
+		m.warnEvent(e, "args.bytes %d in dur %s is faster than anything moves data (%d GB/s): a broken record, its size taken as unknown",
+			ev.Bytes, time.Duration(dur), timeline.MaxRateGBps)
+		m.totalBytes -= ev.Bytes
+		ev.Bytes = 0
 	}
 }
 

@@ -204,6 +204,10 @@ type header struct {
 	// Unclosed is a trace in the JSON Array Format whose array ends without its ']' (the format
 	// allows it: a tracer that stopped while writing).
 	Unclosed bool
+	// Stopped is where the read stopped on an error: the byte offset the error names (-1 in a
+	// gzipped file, whose offsets count its decompressed bytes), for the progress of an import
+	// that keeps what it read.
+	Stopped int64
 }
 
 // decoder streams one trace file's events to a callback.
@@ -276,7 +280,11 @@ func (d *decoder) run() (*header, error) {
 		}
 	}
 	if s.err != nil {
-		return nil, s.err
+		d.h.Stopped = s.offset()
+		if s.gzipped {
+			d.h.Stopped = -1
+		}
+		return &d.h, s.err // the header as read so far, for Options.KeepRead
 	}
 	if !d.seenEvents {
 		return nil, fmt.Errorf("%s: no traceEvents array: not a Chrome or PyTorch profiler trace", name)

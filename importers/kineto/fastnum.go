@@ -8,11 +8,11 @@ import (
 // The fast path's numbers: a time read as its grammar is checked, eight digits at a time, an
 // integer arg, a number checked and passed over.
 
-// fastTime reads the JSON number of microseconds at b[i] into ns as parseNs does (ok false where
-// parseNs refuses it), checking its grammar as fastNumber does, in one pass, and returns the
-// index after it. A string, a number with an exponent, or anything fastNumber would not take is
-// not read (read false): the caller goes the longer way. The integer part is read eight digits
-// at a time: a Kineto timestamp has sixteen.
+// fastTime reads the JSON number of microseconds at b[i] into ns as parseNs does, checking its
+// grammar as fastNumber does, in one pass, and returns the index after it. A string, a number
+// with an exponent or too many digits for an int64 of ns, or anything fastNumber would not take
+// is not read (read false): the caller goes the longer way. The integer part is read eight
+// digits at a time: a Kineto timestamp has sixteen.
 func (d *decoder) fastTime(b []byte, i int) (ns int64, ok bool, end int, read bool) {
 	j := i
 	neg := j < len(b) && b[j] == '-'
@@ -62,10 +62,10 @@ func (d *decoder) fastTime(b []byte, i int) (ns int64, ok bool, end int, read bo
 	if c := b[j]; (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
 		return 0, false, 0, false // an exponent (strconv's), or a byte the general path reports
 	}
-	// parseNs refuses a number whose digits before its last one exceed maxWhole: any of seventeen
-	// digits or more, some of sixteen.
+	// parseNs takes a number whose digits before its last one exceed maxWhole (any of seventeen
+	// digits or more, some of sixteen) as out of range: the longer way reads it.
 	if digits > 16 || digits == 16 && whole/10 > maxWhole {
-		return 0, false, j, true
+		return 0, false, 0, false
 	}
 	ns = int64(whole)*1000 + frac
 	if neg {

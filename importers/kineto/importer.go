@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -189,6 +190,50 @@ type fileState struct {
 	lostTracks int
 	track      []byte // pid/tid of the slice being made
 	held       held   // its slices, until the first GPU op
+	// Events whose phase is not read, said in one warning at the file's end: duration events
+	// (B and E: xfertop reads complete events, X), and phases the Trace Event Format does not name.
+	beginEnd, unknownPh int64
+	firstUnknown        byte // the first unknown phase (0: an event without one)
+}
+
+// knownPhases are the phases of the Trace Event Format that xfertop passes over on purpose
+// (metadata, counters, flows, async, object and sample events, marks) or reads (X, i, b).
+const knownPhases = "XiIMCstfbneNODPRcVv()"
+
+// notePhase counts an event whose phase xfertop does not read, for the file's warning.
+func (f *fileState) notePhase(ph byte) {
+	switch {
+	case ph == 'B' || ph == 'E':
+		f.beginEnd++
+	case ph == 0 || !strings.ContainsRune(knownPhases, rune(ph)):
+		if f.unknownPh == 0 {
+			f.firstUnknown = ph
+		}
+		f.unknownPh++
+	}
+}
+
+// warnPhases warns of the file's events whose phase is not read.
+func (m *importer) warnPhases() {
+	f := &m.f
+	if f.beginEnd > 0 {
+		m.warn("%s: %s (ph B or E) not read: xfertop reads complete events (ph X); export the trace with complete events", f.name, events(f.beginEnd, "duration event"))
+	}
+	if f.unknownPh > 0 {
+		first := "no ph"
+		if f.firstUnknown != 0 {
+			first = fmt.Sprintf("ph %q", string(f.firstUnknown))
+		}
+		m.warn("%s: %s of a phase the Trace Event Format does not name (the first: %s) left out", f.name, events(f.unknownPh, "event"), first)
+	}
+}
+
+// events says a count of events: "1 event", "2 events".
+func events(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // importer reads the events of one or more files, once, into items for the sorter: every item the
@@ -255,6 +300,9 @@ func (m *importer) startFile(info *fileInfo) {
 // is), and notes what the survey needs of them.
 func (m *importer) add(e *rawEvent, h *header) error {
 	f := &m.f
+	if e.Ph != 'X' {
+		f.notePhase(e.Ph)
+	}
 	kind, gpu := gpuCategory(e.Cat)
 	if gpu && !f.gpu {
 		f.gpu = true
@@ -334,12 +382,18 @@ func (m *importer) checkedTimes(e *rawEvent) (start, end int64, ok bool) {
 	case e.BadDur:
 		m.warnEvent(e, "dur is not a number of microseconds: event left out")
 		return 0, 0, false
+	case e.Dur >= maxTime:
+		m.warnEvent(e, "dur is out of range (146 years or more): event left out")
+		return 0, 0, false
 	case e.Dur > maxSpan:
 		m.warnEvent(e, "dur %s is longer than 24 h: event left out", time.Duration(e.Dur))
 		return 0, 0, false
 	}
 	dur := e.Dur
-	if dur < 0 {
+	if dur <= -maxTime {
+		m.warnEvent(e, "negative dur, out of range (146 years or more): taken as 0")
+		dur = 0
+	} else if dur < 0 {
 		m.warnEvent(e, "negative dur %s: taken as 0", time.Duration(dur))
 		dur = 0
 	}

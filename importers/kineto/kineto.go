@@ -52,6 +52,11 @@ type Options struct {
 	// TempDir is where the events of traces of more than 32,768 of them wait and are sorted, in
 	// temporary files removed before the import returns ("": the system's temporary directory).
 	TempDir string
+	// KeepRead, for an import of one file, keeps the events read before an error that stops the
+	// read part way (a trace cut short or damaged late): they go out, and the error is returned
+	// with the description, so that a console shows what was read and says where it stopped.
+	// Without it the file's error is the import's, and nothing goes out.
+	KeepRead bool
 
 	// Sizes of the sort, smaller in tests so that small traces take every path (0: the defaults),
 	// and what tests are told of each temporary file made.

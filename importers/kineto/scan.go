@@ -47,6 +47,15 @@ const (
 
 var errTruncated = errors.New("the JSON ends before it is complete")
 
+// errEmptyFile is a file that ends before its first byte: a truncation (errors.Is errTruncated)
+// said plainly.
+var errEmptyFile error = emptyFile{}
+
+type emptyFile struct{}
+
+func (emptyFile) Error() string        { return "the file is empty (0 bytes)" }
+func (emptyFile) Is(target error) bool { return target == errTruncated }
+
 func newScanner(name string, r io.Reader, maxToken int) *scanner {
 	return &scanner{r: r, buf: make([]byte, 0, window), mark: -1, name: name, maxToken: maxToken}
 }
@@ -136,7 +145,11 @@ func (s *scanner) fail(format string, args ...any) {
 		return
 	}
 	if !s.more() {
-		if s.err == nil {
+		switch {
+		case s.err != nil:
+		case s.offset() == 0 && !s.gzipped:
+			s.err = fmt.Errorf("%s: %w", s.name, errEmptyFile)
+		default:
 			s.err = fmt.Errorf("%s: %w, at %s (is the file truncated?)", s.name, errTruncated, byteOffset(s.offset(), s.gzipped))
 		}
 		return
@@ -686,14 +699,16 @@ func parseNs(num []byte) (int64, bool) {
 	}
 	var whole, frac int64
 	digits := 0
+	long := false // more digits than an int64 of ns holds: strconv reads it, as out of range
 	for ; i < len(num) && num[i] >= '0' && num[i] <= '9'; i++ {
 		if whole > (math.MaxInt64-9)/10/1000 {
-			return 0, false
+			long = true
+			break
 		}
 		whole = whole*10 + int64(num[i]-'0')
 		digits++
 	}
-	if i < len(num) && num[i] == '.' {
+	if !long && i < len(num) && num[i] == '.' {
 		i++
 		mult := int64(100)
 		for ; i < len(num) && num[i] >= '0' && num[i] <= '9'; i++ {
@@ -703,10 +718,15 @@ func parseNs(num []byte) (int64, bool) {
 		}
 	}
 	if i != len(num) || digits == 0 {
-		// An exponent or something odd: let strconv decide.
+		// An exponent or something odd: let strconv decide. A number past what is kept (maxTime,
+		// 146 years, in ns) is that bound, of its sign, for the checks on times to name it as
+		// out of range: it is a number, and not a time xfertop can hold.
 		f, err := strconv.ParseFloat(string(num), 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 9e12 {
+		if (err != nil && !errors.Is(err, strconv.ErrRange)) || math.IsNaN(f) {
 			return 0, false
+		}
+		if math.Abs(f) >= maxTime/1000 {
+			return int64(math.Copysign(maxTime, f)), true
 		}
 		return int64(math.Round(f * 1000)), true
 	}

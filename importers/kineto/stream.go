@@ -116,12 +116,16 @@ func stream(srcs []source, opts Options, begin func(*Imported) error, emit func(
 		return out.in(it)
 	})
 	m.put = srt.put
-	var first error // the first file left out
+	var first error   // the first file left out
+	var stopped error // the error of the one file read part way, its events kept (KeepRead)
 	for i, s := range srcs {
 		info := newFileInfo(s.name, i)
 		m.files = append(m.files, info)
 		h, err := m.readSource(s, info)
-		if err != nil {
+		if err != nil && m.keepRead(err, h) {
+			stopped = err
+			m.toldStopped(h)
+		} else if err != nil {
 			if !m.multi || fatalRead(err) {
 				return nil, err
 			}
@@ -145,7 +149,29 @@ func stream(srcs []source, opts Options, begin func(*Imported) error, emit func(
 	if err := out.finish(); err != nil {
 		return nil, err
 	}
-	return m.finish(out), nil
+	if stopped != nil {
+		return m.finish(out, false), stopped // what was read went out; the error says where it stopped
+	}
+	return m.finish(out, true), nil
+}
+
+// keepRead reports whether the events a file read before err are kept (Options.KeepRead): an
+// import of one file, stopped part way by what it read rather than by a bound or the context.
+func (m *importer) keepRead(err error, h *header) bool {
+	return m.opts.KeepRead && !m.multi && h != nil && !fatalRead(err)
+}
+
+// toldStopped tells progress where the read stopped, the offset its error names, so that the
+// figure shown beside the error agrees with it.
+func (m *importer) toldStopped(h *header) {
+	if m.opts.Progress == nil || m.total <= 0 {
+		return
+	}
+	at := h.Stopped
+	if at < 0 {
+		at = m.done // a gzipped file's offsets count its decompressed bytes: tell those read
+	}
+	m.opts.Progress(min(at, m.total), m.total)
 }
 
 // surveyed completes what the survey learnt once every file is read: whether --like-hta selects,
@@ -210,7 +236,8 @@ func (m *importer) description(base int64) *Imported {
 }
 
 // finish completes the description: the devices of the events handed on, and the warnings.
-func (m *importer) finish(out *output) *Imported {
+// complete says the files were read to their end: progress is told they were.
+func (m *importer) finish(out *output, complete bool) *Imported {
 	im := m.im
 	im.Devices = len(out.devices)
 	if n := m.labels.lost; n > 0 {
@@ -226,7 +253,7 @@ func (m *importer) finish(out *output) *Imported {
 	if m.moreWarn > 0 {
 		im.Warnings = append(im.Warnings, fmt.Sprintf("%d more warnings like these", m.moreWarn))
 	}
-	if m.opts.Progress != nil {
+	if m.opts.Progress != nil && complete {
 		m.opts.Progress(max(m.total, m.done), max(m.total, m.done))
 	}
 	return im

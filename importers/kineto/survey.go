@@ -92,6 +92,7 @@ func (fi *fileInfo) cut() int64 {
 // endFile settles what the file's end tells: its class and rank, the import's format, and, for a
 // generic Chrome trace, its slices (to the sorter), their names and tracks.
 func (m *importer) endFile(info *fileInfo, h *header) error {
+	m.warnPhases()
 	info.h, info.gpu = *h, m.f.gpu
 	info.settle()
 	switch info.class {

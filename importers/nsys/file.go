@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
 
@@ -48,6 +49,7 @@ type fileReader struct {
 	host     uint16
 	offset   int64            // adds to a capture time to make it Unix ns
 	ids      map[int64]uint32 // StringIds id → label, bounded by cacheEntries
+	cut      map[int64]bool   // StringIds ids of names cut to maxName, warned of once each
 	lookup   *sqlite3.Stmt    // SELECT value FROM StringIds WHERE id = ?
 	noLookup bool             // it could not be prepared: names are left out
 	kernels  map[nameKey]kernelName
@@ -124,6 +126,45 @@ func (f *fileReader) str(id int64) uint32 {
 // text looks up a StringIds id ("" when there is none): StringIds' id is its primary key, so this
 // is one b-tree descent, and the strings are never all held.
 func (f *fileReader) text(id int64) string {
+	s := f.lookupText(id)
+	if len(s) > maxName && !f.cut[id] {
+		if f.cut == nil {
+			f.cut = map[int64]bool{}
+		}
+		f.cut[id] = true // a few: each is a name over 1 MiB
+		f.m.warn("%s: %s row %d: a name of %d bytes, longer than the %s limit of one name: cut to its first %s",
+			f.d.name, tableStrings, id, len(s), sizeText(maxName), sizeText(maxName))
+	}
+	return cutName(s)
+}
+
+// maxName bounds one name (a kernel's, a range's): a longer one is cut there with a warning, so
+// that one damaged or foreign string cannot take the memory of a copy per use, or pass the size
+// of a recording's chunk when the import is written as one (replay, convert).
+const maxName = 1 << 20
+
+// cutName cuts a name to maxName bytes, back to the start of a UTF-8 character.
+func cutName(s string) string {
+	if len(s) <= maxName {
+		return s
+	}
+	n := maxName
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// sizeText says a size in bytes as a person would: 1 MiB.
+func sizeText(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// lookupText looks up a StringIds id, whole.
+func (f *fileReader) lookupText(id int64) string {
 	if s, ok := f.d.stringPages(id); ok {
 		return s
 	}
@@ -218,6 +259,9 @@ func span(start, end int64) (int64, bool) {
 // times checks a row's interval and puts it on the Unix clock.
 func (f *fileReader) times(table string, rowid, start, end int64) (int64, int64, bool) {
 	switch {
+	case start == notATime || end == notATime:
+		f.m.warn("%s: %s row %d: start or end is not an integer (text or a real number in an integer column): row left out", f.d.name, table, rowid)
+		return 0, 0, false
 	case !inTime(start) || !inTime(end):
 		f.m.warn("%s: %s row %d: start or end is not a time within 146 years: row left out", f.d.name, table, rowid)
 		return 0, 0, false

@@ -277,6 +277,9 @@ func (ts *tableSurvey) readSQL(count bool) error {
 	var r surveyRow
 	return f.d.each(f.query(t, cols, false), func(s *sqlite3.Stmt) error {
 		r.start, r.end = s.ColumnInt64(0), s.ColumnInt64(1)
+		if notInteger(s, 0) || notInteger(s, 1) {
+			r.start = notATime // left out of the survey, as the row is of the events (times)
+		}
 		for i := range t.survey {
 			r.v[i], r.null[i] = s.ColumnInt64(2+i), s.ColumnType(2+i) == sqlite3.NULL
 		}

@@ -59,7 +59,21 @@ func (r *rowVals) fromStmt(t *table, s *sqlite3.Stmt) {
 			continue
 		}
 		r.v[i], r.null[i] = s.ColumnInt64(i), s.ColumnType(i) == sqlite3.NULL
+		if (i == 1 || i == 2) && notInteger(s, i) { // start, end: every table's columns 1 and 2
+			r.v[i] = notATime
+		}
 	}
+}
+
+// notATime stands for a start or end that is not an integer (text, a real, a blob): SQLite does not
+// enforce a column's type, and reads such a value as 0, the capture's epoch. It is outside every
+// bound on times, so that the row is left out (times says why), never read at time 0.
+const notATime = math.MinInt64
+
+// notInteger reports whether column i of the row holds a value that is neither an integer nor NULL.
+func notInteger(s *sqlite3.Stmt, i int) bool {
+	t := s.ColumnType(i)
+	return t != sqlite3.INTEGER && t != sqlite3.NULL
 }
 
 // gpuCols are the columns every GPU activity table shares, in this order.
@@ -253,7 +267,13 @@ func (f *fileReader) nvtxRow(r *rowVals, it *item) bool {
 	}
 	var label uint32
 	if !r.null[4] {
-		label = f.m.labelBytes(nvtxName(r.text))
+		name := nvtxName(r.text)
+		if len(name) > maxName {
+			f.m.warn("%s: %s row %d: a name of %d bytes, longer than the %s limit of one name: cut to its first %s",
+				f.d.name, tableNVTX, rowid, len(name), sizeText(maxName), sizeText(maxName))
+			name = []byte(cutName(string(name)))
+		}
+		label = f.m.labelBytes(name)
 	} else if id, ok := r.int(5); ok {
 		label = f.str(id)
 	}
