@@ -322,7 +322,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.id != m.tickID {
 			return m, nil // a stale tick: a newer chain is running
 		}
-		if (m.paused && !m.seekPending) || m.folding { // a fold slower than a tick: the next tick asks again
+		// Paused, the fold goes on: a pause freezes what is drawn, never what is counted. A live
+		// source's window trims what the console has not folded, so a fold skipped while paused
+		// would lose those events from every figure for good.
+		if m.folding { // a fold slower than a tick: the next tick asks again
 			return m, m.scheduleTick()
 		}
 		m.folding = true
