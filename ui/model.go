@@ -307,7 +307,9 @@ func (m *Model) Result() *analysis.Result { return m.res }
 
 // Update handles a message.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	if _, tick := msg.(tickMsg); !tick {
+	switch msg.(type) {
+	case tickMsg, foldedMsg: // a tick changes nothing drawn; a fold's frame does once installed (install)
+	default:
 		m.drawnOK = false // any other message may change what is drawn
 	}
 	switch msg := msg.(type) {
