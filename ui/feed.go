@@ -3,6 +3,7 @@ package ui
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -29,8 +30,8 @@ type feed struct {
 	info    SourceInfo
 	state   *agg.State
 	an      *analysis.Analyzer
-	running []xtimeline.Event // scratch for the source's running ops
-	last    *shown            // the frame of the last fold
+	running []xtimeline.Event     // scratch for the source's running ops
+	last    atomic.Pointer[shown] // the frame of the last fold: read without the lock by a resume
 }
 
 // shown is what one frame draws from: a snapshot, the display state and the analysis of the same
@@ -61,7 +62,7 @@ func (f *feed) fold() *shown {
 	if f.unchanged() {
 		// A finished source whose events and status are those of the last frame: folding again
 		// would recompute the same figures every tick (7% of a core on an ended 1,024-GPU replay).
-		return f.last
+		return f.last.Load()
 	}
 	if a, ok := f.src.(Analyser); ok {
 		return f.foldAnalysed(a)
@@ -120,15 +121,16 @@ func (f *feed) newGeneration(snap *xtimeline.Snapshot) {
 // says so still with the same status, and its snapshot has no event the frame's lacks. The status
 // is read before the snapshot: a source done then has produced every event it will.
 func (f *feed) unchanged() bool {
-	if f.last == nil || !f.last.status.Done {
+	last := f.last.Load()
+	if last == nil || !last.status.Done {
 		return false
 	}
 	status := f.src.Status()
-	if !sameStatus(&status, &f.last.status) {
+	if !sameStatus(&status, &last.status) {
 		return false
 	}
 	snap := f.src.Snapshot()
-	was := &f.last.snap
+	was := &last.snap
 	return snap.Generation == was.Generation && snap.Total == was.Total && snap.Trimmed == was.Trimmed && snap.Now == was.Now
 }
 
@@ -146,9 +148,10 @@ func (f *feed) publish(snap *xtimeline.Snapshot, res *analysis.Result, status St
 	if status.Import != nil {
 		info.Duration = status.Import.Length // the replay's length grows with the import
 	}
-	f.last = &shown{seq: f.seq, snap: *snap, state: f.state.Publish(), res: res, info: info, status: status,
+	fr := &shown{seq: f.seq, snap: *snap, state: f.state.Publish(), res: res, info: info, status: status,
 		running: slices.Clone(f.running)} // a copy: the frame is read on the console's goroutine while the next fold reads again
-	return f.last
+	f.last.Store(fr)
+	return fr
 }
 
 // readRunning asks the source for the ops it has running, into the buffer of the last fold.
@@ -159,6 +162,9 @@ func (f *feed) readRunning() {
 		widget.SortRunning(f.running)
 	}
 }
+
+// latest is the frame of the last fold, nil before the first; it never waits for a fold under way.
+func (f *feed) latest() *shown { return f.last.Load() }
 
 // foldCmd folds on the command's goroutine.
 func (f *feed) foldCmd() tea.Cmd {

@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -54,5 +56,31 @@ func TestPauseLosesNoEvents(t *testing.T) {
 	want := int64(2 * (10 + rounds*per))
 	if got := m.Result().Events; got != want {
 		t.Errorf("after a pause the analysis counts %d events; want %d (every event the run produced)", got, want)
+	}
+}
+
+// A fold that runs past slowFold is said in the header (busy), so a console slow to answer keys
+// at 4,096 GPUs does not look hung; the fold's frame clears it. The console's clock is the test's.
+func TestHeaderSaysBusyFolding(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 1, "")
+	m := sized(src, 200, 30)
+	now := time.Unix(1000, 0)
+	m.clock = func() time.Time { return now }
+	_, cmd := m.Update(tickMsg{id: m.tickID}) // starts a fold; its command not run yet
+	if cmd == nil || !m.folding {
+		t.Fatal("the tick started no fold")
+	}
+	m.Update(tickMsg{id: m.tickID}) // within slowFold: not busy yet
+	if strings.Contains(text(m), "busy") {
+		t.Fatalf("busy before the fold ran %s:\n%s", slowFold, text(m))
+	}
+	now = now.Add(slowFold)
+	m.Update(tickMsg{id: m.tickID})
+	if got := text(m); !strings.Contains(got, "busy: folding the events that came in") {
+		t.Errorf("a fold running %s: the header does not say busy:\n%s", slowFold, got)
+	}
+	m.Update(m.feed.foldCmd()())
+	if got := text(m); strings.Contains(got, "busy") {
+		t.Errorf("the fold's frame came; the header still says busy:\n%s", got)
 	}
 }
