@@ -163,9 +163,6 @@ func (f *feed) readRunning() {
 	}
 }
 
-// latest is the frame of the last fold, nil before the first; it never waits for a fold under way.
-func (f *feed) latest() *shown { return f.last.Load() }
-
 // foldCmd folds on the command's goroutine.
 func (f *feed) foldCmd() tea.Cmd {
 	return func() tea.Msg { return foldedMsg{fr: f.fold()} }

@@ -444,12 +444,10 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.paused = !m.paused
 		m.fr.Paused = m.paused
 		if !m.paused {
-			// The ticks went on folding while paused: their last frame is shown at once, and the
-			// next tick folds what came since. Folding here, on the console's goroutine, left a
-			// 4,096-GPU console deaf to keys for as long as a fold took (30 s) after the resume.
-			if fr := m.feed.latest(); fr != nil {
-				m.install(fr)
-			}
+			// The ticks went on folding while paused, so this fold covers only what came since the
+			// last of them, not the whole pause (a 4,096-GPU console was deaf to keys for the 30 s
+			// such a catch-up took).
+			m.refresh()
 		}
 		return m, nil
 	case key.Matches(msg, k.NextTab):
