@@ -126,25 +126,34 @@ func TestWholeHostSlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := scenario.Builtin("llm-train")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
-		spec  string
-		hosts int   // 0: the topology's 4
-		rank  int32 // -1: the host, no rank
+		spec     string
+		hosts    int    // 0: the topology's 4
+		rank     int32  // -1: the host, no rank
+		scenario string // "": llm-train
 	}{
-		{"kind=host_slow,host=1,delay=2ms", 0, -1},
-		{"kind=host_slow,host=3,delay=50us", 0, -1},
-		{"kind=host_slow,host=0,delay=20us,at=1.2s", 0, -1},
-		{"kind=host_slow,host=2,gpu=5,delay=50us", 0, 21},
+		{"kind=host_slow,host=1,delay=2ms", 0, -1, ""},
+		{"kind=host_slow,host=3,delay=50us", 0, -1, ""},
+		{"kind=host_slow,host=0,delay=20us,at=1.2s", 0, -1, ""},
+		{"kind=host_slow,host=2,gpu=5,delay=50us", 0, 21, ""},
 		// 16 hosts: the roles no longer follow the hosts, so the host's 8 ranks stand out alike
 		// among their peers by role, and the host is named, not its lowest rank.
-		{"kind=host_slow,host=3,delay=200us", 16, -1},
+		{"kind=host_slow,host=3,delay=200us", 16, -1, ""},
+		// crosshost runs on two hosts of any topology: no median of two singles one out, and a
+		// host slow to launch made its steps 3× longer while nothing was named.
+		{"kind=host_slow,host=1,delay=2ms", 0, -1, "crosshost"},
+		{"kind=host_slow,host=0,delay=2ms", 16, -1, "crosshost"},
 	} {
-		t.Run(c.spec, func(t *testing.T) {
+		t.Run(strings.TrimSpace(c.scenario+" "+c.spec), func(t *testing.T) {
 			ft, err := fault.Parse(c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := c.scenario
+			if name == "" {
+				name = "llm-train"
+			}
+			f, err := scenario.Builtin(name)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,3 +22,22 @@ func TestEventsSearchFindsOlderEvents(t *testing.T) {
 		t.Fatalf("search for GPU 5 found %d kernels; want 2 (its first ended before the last 5,000 events):\n%s", len(found), got)
 	}
 }
+
+// esc clears a kept search in the events view, as in every other list, and its help says so: a
+// user who pressed esc and then / typed onto the old text ("/stepstep") and searched 9.85 M events
+// for nothing.
+func TestEventsEscClearsSearch(t *testing.T) {
+	m := sized(scenarioSource(t, "pipeline", 2, ""), 160, 40)
+	press(m, "7", "/", "s", "t", "e", "p", "enter")
+	if got := text(m); !strings.Contains(got, "/step") || !strings.Contains(got, "esc clear filter") {
+		t.Fatalf("the kept search is not shown, or its help lacks esc:\n%s", got)
+	}
+	press(m, "esc")
+	if got := text(m); strings.Contains(got, "/step") {
+		t.Errorf("esc did not clear the search:\n%s", got)
+	}
+	press(m, "/", "k")
+	if got := text(m); !strings.Contains(got, "/k") || strings.Contains(got, "/stepk") {
+		t.Errorf("after esc, / starts a new search; got:\n%s", got)
+	}
+}

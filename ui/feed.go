@@ -3,6 +3,7 @@ package ui
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -29,7 +30,8 @@ type feed struct {
 	info    SourceInfo
 	state   *agg.State
 	an      *analysis.Analyzer
-	running []xtimeline.Event // scratch for the source's running ops
+	running []xtimeline.Event     // scratch for the source's running ops
+	last    atomic.Pointer[shown] // the frame of the last fold: read without the lock by a resume
 }
 
 // shown is what one frame draws from: a snapshot, the display state and the analysis of the same
@@ -57,6 +59,11 @@ func newFeed(src Source, info SourceInfo) *feed {
 func (f *feed) fold() *shown {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.unchanged() {
+		// A finished source whose events and status are those of the last frame: folding again
+		// would recompute the same figures every tick (7% of a core on an ended 1,024-GPU replay).
+		return f.last.Load()
+	}
 	if a, ok := f.src.(Analyser); ok {
 		return f.foldAnalysed(a)
 	}
@@ -110,6 +117,30 @@ func (f *feed) newGeneration(snap *xtimeline.Snapshot) {
 	f.info = f.src.Info()
 }
 
+// unchanged reports whether the last frame already shows everything: its source said it was done,
+// says so still with the same status, and its snapshot has no event the frame's lacks. The status
+// is read before the snapshot: a source done then has produced every event it will.
+func (f *feed) unchanged() bool {
+	last := f.last.Load()
+	if last == nil || !last.status.Done {
+		return false
+	}
+	status := f.src.Status()
+	if !sameStatus(&status, &last.status) {
+		return false
+	}
+	snap := f.src.Snapshot()
+	was := &last.snap
+	return snap.Generation == was.Generation && snap.Total == was.Total && snap.Trimmed == was.Trimmed && snap.Now == was.Now
+}
+
+// sameStatus reports whether two statuses draw the same.
+func sameStatus(a, b *Status) bool {
+	sameExport := (a.Export == nil) == (b.Export == nil) && (a.Export == nil || *a.Export == *b.Export)
+	sameImport := (a.Import == nil) == (b.Import == nil) && (a.Import == nil || *a.Import == *b.Import)
+	return a.Speed == b.Speed && a.Done == b.Done && a.Err == b.Err && a.Dropped == b.Dropped && a.Note == b.Note && sameExport && sameImport
+}
+
 // publish makes the frame of a fold.
 func (f *feed) publish(snap *xtimeline.Snapshot, res *analysis.Result, status Status) *shown {
 	f.seq++
@@ -117,8 +148,10 @@ func (f *feed) publish(snap *xtimeline.Snapshot, res *analysis.Result, status St
 	if status.Import != nil {
 		info.Duration = status.Import.Length // the replay's length grows with the import
 	}
-	return &shown{seq: f.seq, snap: *snap, state: f.state.Publish(), res: res, info: info, status: status,
+	fr := &shown{seq: f.seq, snap: *snap, state: f.state.Publish(), res: res, info: info, status: status,
 		running: slices.Clone(f.running)} // a copy: the frame is read on the console's goroutine while the next fold reads again
+	f.last.Store(fr)
+	return fr
 }
 
 // readRunning asks the source for the ops it has running, into the buffer of the last fold.

@@ -157,12 +157,17 @@ type Model struct {
 	feed    *feed
 	seq     uint64 // the feed's number of the frame installed
 	folding bool   // a tick's fold is running
-	snap    xtimeline.Snapshot
-	state   *agg.State        // what the timeline and the log draw
-	res     *analysis.Result  // every number
-	running []xtimeline.Event // the ops the source had running when the snapshot was taken
-	status  Status
-	frames  int
+	// foldFrom is when the running fold began; busy, that it has run past slowFold, which the
+	// header says (a fold of 4,096 GPUs can take seconds on a loaded machine, and a console that
+	// answers nothing looks hung: keys pressed again toggle twice).
+	foldFrom time.Time
+	busy     bool
+	snap     xtimeline.Snapshot
+	state    *agg.State        // what the timeline and the log draw
+	res      *analysis.Result  // every number
+	running  []xtimeline.Event // the ops the source had running when the snapshot was taken
+	status   Status
+	frames   int
 
 	fr       *widget.Frame // what every view draws from, updated in place
 	panes    []pane        // the views, in tab order
@@ -285,11 +290,18 @@ func (m *Model) install(fr *shown) {
 	m.drawnOK = false
 	m.seq, m.snap, m.state, m.res, m.info, m.status, m.running = fr.seq, fr.snap, fr.state, fr.res, fr.info, fr.status, fr.running
 	m.syncFrame()
-	clock := m.clock
-	if clock == nil {
-		clock = time.Now
+	m.rate.add(m.now(), m.fr.Now, m.status.Speed, m.snap.Generation)
+}
+
+// slowFold is how long a fold runs before the header says the console is busy with it.
+const slowFold = time.Second
+
+// now is the console's wall clock (a test's, where it sets one).
+func (m *Model) now() time.Time {
+	if m.clock == nil {
+		return time.Now()
 	}
-	m.rate.add(clock(), m.fr.Now, m.status.Speed, m.snap.Generation)
+	return m.clock()
 }
 
 // paneHas reports whether the current view uses a key itself.
@@ -307,7 +319,9 @@ func (m *Model) Result() *analysis.Result { return m.res }
 
 // Update handles a message.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	if _, tick := msg.(tickMsg); !tick {
+	switch msg.(type) {
+	case tickMsg, foldedMsg: // a tick changes nothing drawn; a fold's frame does once installed (install)
+	default:
 		m.drawnOK = false // any other message may change what is drawn
 	}
 	switch msg := msg.(type) {
@@ -322,13 +336,22 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.id != m.tickID {
 			return m, nil // a stale tick: a newer chain is running
 		}
-		if (m.paused && !m.seekPending) || m.folding { // a fold slower than a tick: the next tick asks again
+		// Paused, the fold goes on: a pause freezes what is drawn, never what is counted. A live
+		// source's window trims what the console has not folded, so a fold skipped while paused
+		// would lose those events from every figure for good.
+		if m.folding { // a fold slower than a tick: the next tick asks again
+			if !m.busy && m.now().Sub(m.foldFrom) >= slowFold {
+				m.busy, m.drawnOK = true, false
+			}
 			return m, m.scheduleTick()
 		}
-		m.folding = true
+		m.folding, m.foldFrom = true, m.now()
 		return m, tea.Batch(m.scheduleTick(), m.feed.foldCmd())
 	case foldedMsg:
 		m.folding = false
+		if m.busy {
+			m.busy, m.drawnOK = false, false
+		}
 		switch {
 		case !m.paused: // a fold that started before a pause is not shown
 			m.install(msg.fr)
@@ -421,6 +444,9 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.paused = !m.paused
 		m.fr.Paused = m.paused
 		if !m.paused {
+			// The ticks went on folding while paused, so this fold covers only what came since the
+			// last of them, not the whole pause (a 4,096-GPU console was deaf to keys for the 30 s
+			// such a catch-up took).
 			m.refresh()
 		}
 		return m, nil
@@ -543,6 +569,9 @@ func (m *Model) header() string {
 		state = "✖ stopped"
 	case m.status.Done:
 		state = "■ done"
+	}
+	if m.busy {
+		state += " · busy: folding the events that came in"
 	}
 	speed := m.speedText()
 	item := func(k, v string) string { return st.Muted.Render(k+" ") + st.HeaderValue.Render(v) }

@@ -40,3 +40,25 @@ func TestTimelineSaysTrimmed(t *testing.T) {
 		}
 	}
 }
+
+// A replay sought to a time holds nothing before it, though it trimmed nothing: a jump there (a
+// finding's onset) says so and how to get back, rather than draw the span as idle.
+func TestTimelineSaysSoughtPast(t *testing.T) {
+	strs := timeline.NewStrings()
+	win := timeline.NewWindow(0, strs)
+	win.SetGeneration(2)
+	win.SetFrom(47_000_000)
+	for i := range int64(1000) {
+		e := timeline.Event{Kind: timeline.KindKernel, Device: 0, Peer: -1, Stream: 1, Queued: -1, Start: 47_000_000 + i*1000, End: 47_000_000 + i*1000 + 900}
+		win.Emit(&e)
+	}
+	src := &fakeSource{win: win, info: SourceInfo{Name: "synthetic", Replay: true, Meta: timeline.Meta{Source: "sim", Devices: 1, GPUsPerHost: 1}},
+		status: Status{Speed: 1, Done: true}}
+	m := sized(src, 160, 30)
+	press(m, "2")
+	text(m)
+	m.Update(widget.JumpToMsg{Device: 0, Stream: 1, Time: 1_100_000, Dur: 100_000})
+	if got := text(m); !strings.Contains(got, "no events are held (the replay went there)") || !strings.Contains(got, "seek back (←) to look there") {
+		t.Errorf("a jump before where the replay went does not say so:\n%s", got)
+	}
+}

@@ -45,6 +45,9 @@ func (d *Diagnosis) slowWholeHost() (suspect, bool) {
 		idx = append(idx, int32(h))
 		spread, launches = append(spread, sp/int64(len(per))), append(launches, n/int64(len(per)))
 	}
+	if len(figs) == 2 {
+		return slowOfTwoHosts(figs, idx, spread, launches)
+	}
 	if len(figs) < minPeers {
 		return suspect{}, false
 	}
@@ -75,4 +78,29 @@ func (d *Diagnosis) slowWholeHost() (suspect, bool) {
 	return suspect{kind: SlowHost, rank: -1, host: idx[best], ratio: ratio, conf: conf, excess: excess, link: -1,
 		detail: fmt.Sprintf("its ranks' launches were at least %s apart, %.2f× the median of %s (%s); they spread the step's %s per rank over %s",
 			fmtNs(int64(bestX)), ratio, units.Counted(len(figs), "host"), fmtNs(int64(med)), units.Counted(launches[best], "launch"), fmtNs(spread[best]))}, true
+}
+
+// twoHostRatio is how many times the other host's least launch gap a host's must be to be named
+// when a job runs on two hosts: no median of two singles one out, and no MAD measures their noise,
+// so only a gap many times the other's (a host thread's cost per launch does not double by chance)
+// is a finding.
+const twoHostRatio = 2
+
+// slowOfTwoHosts names the slower of a job's two hosts by their ranks' least time between launches
+// (figs, per host idx), where it is at least twoHostRatio times the other's: a workload on two of
+// a cluster's hosts, one slow to launch, made every step 3× longer while no median could say which.
+func slowOfTwoHosts(figs []float64, idx []int32, spread, launches []int64) (suspect, bool) {
+	best, other := 0, 1
+	if figs[1] > figs[0] {
+		best, other = 1, 0
+	}
+	bestX, otherX := figs[best], figs[other]
+	if otherX <= 0 || bestX < twoHostRatio*otherX {
+		return suspect{}, false
+	}
+	ratio := bestX / otherX
+	excess := int64(float64(launches[best]) * (bestX - otherX))
+	return suspect{kind: SlowHost, rank: -1, host: idx[best], ratio: ratio, conf: 1 - otherX/bestX, excess: excess, link: -1,
+		detail: fmt.Sprintf("its ranks' launches were at least %s apart, %.2f× the other host's (host %d: %s; with 2 hosts no median singles one out, so a host is named only at %d× the other's or more); they spread the step's %s per rank over %s",
+			fmtNs(int64(bestX)), ratio, idx[other], fmtNs(int64(otherX)), twoHostRatio, units.Counted(launches[best], "launch"), fmtNs(spread[best]))}, true
 }

@@ -228,6 +228,7 @@ func (s *Sim) recompute() {
 			}
 		}
 		lim := x * (1 + 1e-9)
+		s.work += uint64(len(comp) + len(links))
 		for _, fi := range comp {
 			f := &s.flows[fi]
 			if f.frozen {

@@ -70,7 +70,12 @@ type Sim struct {
 	batched     int // ops held in batching windows
 	runErr      error
 	handled     uint64
-	nextPublish uint64 // the item count at which the ops in flight are next published
+	// work counts items handled plus flows visited by the bandwidth solver: what the run loop
+	// spends. The ops in flight are published, and a cancel looked for, when it reaches
+	// nextPublish: counting items alone, an all-to-all of 1,024 ranks (a million flows, each
+	// completion a re-solve of them all) went minutes between looks, and q or ctrl+c did not end it.
+	work        uint64
+	nextPublish uint64
 
 	// scratch for the bandwidth solver
 	residual []float64
@@ -269,10 +274,11 @@ func (s *Sim) run(ctx context.Context, until int64) error {
 			continue
 		}
 		s.handled++
-		if s.handled >= s.nextPublish {
-			// Publishing scans every op slot and host: once per that many items, its cost per item
+		s.work++
+		if s.work >= s.nextPublish {
+			// Publishing scans every op slot and host: once per that much work, its cost per item
 			// stays constant however large the cluster.
-			s.nextPublish = s.handled + uint64(max(publishEvery, s.nOps+len(s.hosts)))
+			s.nextPublish = s.work + uint64(max(publishEvery, s.nOps+len(s.hosts)))
 			if s.running.watched.Load() {
 				s.publish()
 			}

@@ -144,3 +144,19 @@ type Base struct {
 
 // SetSize sets the cells the view has.
 func (b *Base) SetSize(w, h int) { b.W, b.H = w, h }
+
+// HeldFrom is the time from which the console holds events, when it holds none before: the start
+// of the oldest event held once the window trimmed older ones (trimmed), or the time a replay
+// started or was sought to (From, trimmed false: nothing before it was read). ok is false when
+// the console holds the run from its start.
+func HeldFrom(sn *timeline.Snapshot) (at int64, trimmed, ok bool) {
+	switch {
+	case sn == nil:
+		return 0, false, false
+	case sn.Trimmed > 0 && sn.Total > sn.Base:
+		return sn.At(sn.Base).Start, true, true
+	case sn.From > 0:
+		return sn.From, false, true
+	}
+	return 0, false, false
+}

@@ -35,7 +35,7 @@ func (v *Model) Capturing() bool { return v.filter.Editing() }
 
 // ShortHelp lists the view's keys.
 func (v *Model) ShortHelp() []key.Binding {
-	return append([]key.Binding{v.Fr.Keys.Filter}, widget.ListKeys(v.Fr.Keys)...)
+	return append(v.filter.Keys(v.Fr.Keys), widget.ListKeys(v.Fr.Keys)...)
 }
 
 // FullHelp groups the view's keys.
@@ -47,12 +47,11 @@ func (v *Model) scroll(n int) { v.offset = max(0, v.offset-n) }
 func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.KeyPressMsg:
-		if v.filter.Editing() {
-			return v, v.filter.Key(msg)
+		// The filter's own keys, esc clearing a kept search among them, as in every other list.
+		if cmd, ok := v.filter.Handle(msg, v.Fr.Keys); ok {
+			return v, cmd
 		}
 		switch k := v.Fr.Keys; {
-		case key.Matches(msg, k.Filter):
-			return v, v.filter.Open()
 		case key.Matches(msg, k.Up):
 			v.scroll(-1)
 		case key.Matches(msg, k.Down):

@@ -145,14 +145,17 @@ func row(f *diagnosis.Finding, m timeline.Meta) string {
 // there, and how to see them: in a replay, by seeking back to the onset (it is already a replay
 // of a recording: ← here, since g moves in the list), live by a larger --window or the
 // recording. "" when they are still held.
+//
+// A replay sought (or started) after the onset holds nothing before where it went: the note says
+// that, and to seek back.
 func trimmedNote(f *diagnosis.Finding, fr *widget.Frame) string {
-	sn := fr.Snap
-	if sn == nil || sn.Trimmed == 0 || sn.Total == sn.Base {
+	held, trimmed, ok := widget.HeldFrom(fr.Snap)
+	if !ok || f.Onset >= held {
 		return ""
 	}
-	held := sn.At(sn.Base).Start
-	if f.Onset >= held {
-		return ""
+	if !trimmed {
+		return fmt.Sprintf("its evidence from %s is before the events held (the replay went to %s, and holds what came after): enter shows the culprit's rows empty there; seek back to it (←) to see it",
+			units.Dur(f.Onset), units.Dur(held))
 	}
 	how := "a larger --window, or record and replay, keeps it"
 	switch {

@@ -81,3 +81,19 @@ func TestTrimmedNote(t *testing.T) {
 		}
 	}
 }
+
+// A replay sought past a finding's onset holds nothing before where it went, though it trimmed
+// nothing: the finding says so before enter, and to seek back; one whose onset is held says nothing.
+func TestSoughtPastNote(t *testing.T) {
+	win := xtimeline.NewWindow(0, nil)
+	win.SetFrom(47e9)
+	win.Emit(&xtimeline.Event{Kind: xtimeline.KindKernel, Device: 1, Start: 47e9, End: 47e9 + 5e5})
+	snap := win.Snapshot()
+	fr := widget.Frame{Snap: &snap, Replay: true}
+	if w := trimmedNote(&diagnosis.Finding{Onset: 1.1e9}, &fr); !strings.Contains(w, "before the events held") || !strings.Contains(w, "seek back to it (←)") {
+		t.Errorf("onset 1.1 s, replay gone to 47 s: %q; want it to say the onset is before the events held, and to seek back", w)
+	}
+	if w := trimmedNote(&diagnosis.Finding{Onset: 48e9}, &fr); w != "" {
+		t.Errorf("onset held: %q", w)
+	}
+}

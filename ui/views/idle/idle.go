@@ -146,6 +146,25 @@ func (v *Model) groups() []Group {
 	})
 }
 
+// devices is the per-device breakdown the filter picks: the devices it names (at 1,024 GPUs the
+// table has room for a dozen, so /299 is how device 299's row is reached), or every device when it
+// names none (a filter by cause or role is the gap rows').
+func (v *Model) devices(all []analysis.DeviceTime) []analysis.DeviceTime {
+	if v.filter.Value() == "" {
+		return all
+	}
+	var out []analysis.DeviceTime
+	for _, d := range all {
+		if v.filter.Match(fmt.Sprintf("device %d", d.Device)) {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return all
+	}
+	return out
+}
+
 // Selected returns the selected row of Groups.
 func (v *Model) Selected() int { return v.list.Selected() }
 
@@ -199,7 +218,7 @@ func (v *Model) View() string {
 	fmt.Fprintf(&b, "%s devices %s idle · gaps on streams %s (Σ over streams; %% of that): %s\n", st.Title.Render("Idle"),
 		devIdle, units.Dur(si.TotalNs), strings.Join(causes, ", "))
 	// Per device, HTA's temporal breakdown and overlap, as the report gives them.
-	devs := fr.Res.Breakdown.Devices
+	devs := v.devices(fr.Res.Breakdown.Devices)
 	shown := min(len(devs), max(h/3, 1))
 	b.WriteString(st.Muted.Render(fmt.Sprintf("%-7s%8s%10s%14s%11s   (%% of each device's span; overlap: %% of its communication; pooled %s)",
 		"device", "idle %", "compute %", "non-compute %", "overlap %", units.Pct(fr.Res.Breakdown.OverlapPct))) + "\n")
@@ -217,7 +236,7 @@ func (v *Model) View() string {
 	}
 	y := 2 + shown
 	if shown < len(devs) {
-		b.WriteString(st.Muted.Render(fmt.Sprintf("… %d more devices", len(devs)-shown)) + "\n")
+		b.WriteString(st.Muted.Render(fmt.Sprintf("… %d more devices (/ and a device number shows its row)", len(devs)-shown)) + "\n")
 		y++
 	}
 	h -= shown + 1

@@ -203,6 +203,7 @@ type deviceTable struct {
 	colDev int   // width of the device column
 	cell   int   // width of one link's column
 	histW  int   // sparkline buckets shown; under 8 none
+	total  bool  // the GB/s column fits: it gives way whole, never cut mid-value
 	bucket int64 // the newest complete bucket
 	peak   float64
 }
@@ -232,6 +233,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	if m.rolled {
 		t.colDev = colDev + 2 // "▸h511"
 	}
+	t.total = m.W >= t.colDev+colSplit+1+colCause+int(analysis.NumLinks)*t.cell+colTotal
 	t.histW = min(max(m.W-t.colDev-colSplit-1-colCause-int(analysis.NumLinks)*t.cell-colTotal-2, 0), analysis.HistoryBuckets)
 	m.rows = m.layoutRows(m.rows[:0], devs, times, gpus)
 	if m.filter.Value() != "" {
@@ -253,10 +255,10 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	}
 	head := t.head()
 	if m.rolled {
-		head += "   rolled up: a row per host, its most idle GPU's (enter expands)"
+		head = note(head, m.W, "   rolled up: a row per host, its most idle GPU's (enter expands)", "   per host (enter)")
 	}
 	if m.worst {
-		head += "   most idle first (s: by id)"
+		head = note(head, m.W, "   most idle first (s: by id)", "   most idle")
 	}
 	b.WriteString(st.Muted.Render(head) + "\n")
 	for i := from; i < to; i++ {
@@ -417,6 +419,17 @@ func (c *sparkTotals) of(res *analysis.Result, bucket int64, histW int, d *analy
 	return v
 }
 
+// note appends to the table's heading the longest of its notes that fits whole in w columns, or
+// none: a note cut mid-word ("rol…") says nothing.
+func note(head string, w int, notes ...string) string {
+	for _, n := range notes {
+		if ansi.StringWidth(head+n) <= w {
+			return head + n
+		}
+	}
+	return head
+}
+
 // idleCause is what the idle-mostly column says of a device: its idle time's top cause; "not
 // idle" when it never was (so no cause stands beside an idle figure of 0); unknown before it ran
 // anything, or when its streams had no gap to name a cause by.
@@ -437,7 +450,9 @@ func (t *deviceTable) head() string {
 	for l := range analysis.NumLinks {
 		head += fmt.Sprintf("%*s", t.cell, l)
 	}
-	head += fmt.Sprintf("%*s", colTotal, "GB/s")
+	if t.total {
+		head += fmt.Sprintf("%*s", colTotal, "GB/s")
+	}
 	if t.histW >= 8 {
 		head += "  last " + units.Dur(t.histSpan())
 	}
@@ -495,7 +510,9 @@ func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm *analysis.D
 		}
 		line += txt
 	}
-	line += fmt.Sprintf("%*.1f", colTotal, sum/1e9)
+	if t.total {
+		line += fmt.Sprintf("%*.1f", colTotal, sum/1e9)
+	}
 	if t.histW >= 8 {
 		var bars strings.Builder
 		for _, v := range spark {

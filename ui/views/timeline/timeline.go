@@ -557,14 +557,20 @@ func (t *Model) View() string {
 			detail = strip.DescribeRunning(fr.Snap, st, &running[-2-w], now)
 		}
 	}
-	if held, ok := t.heldFrom(); ok && !t.follow && t0 < held {
-		// A span the window no longer holds (a jump, then the run went on) would draw as idle.
+	if held, trimmed, ok := widget.HeldFrom(fr.Snap); ok && !t.follow && t0 < held {
+		// A span the window no longer holds (a jump, then the run went on), or that a replay
+		// sought past, would draw as idle.
 		how := "f follows live; record and replay to look back"
 		if fr.Replay {
 			how = "f follows the replay; seek back (←) to look there" // a replay already: recording it again shows nothing more
 		}
-		detail = st.Warn.Render(fmt.Sprintf("before %s the events were trimmed from memory (%d older): %s",
-			units.DurAt(held, t.nsPerCol), fr.Snap.Trimmed, how))
+		if trimmed {
+			detail = st.Warn.Render(fmt.Sprintf("before %s the events were trimmed from memory (%d older): %s",
+				units.DurAt(held, t.nsPerCol), fr.Snap.Trimmed, how))
+		} else {
+			detail = st.Warn.Render(fmt.Sprintf("before %s no events are held (the replay went there): %s",
+				units.DurAt(held, t.nsPerCol), how))
+		}
 	}
 	if detail == "" {
 		detail = st.Muted.Render(fmt.Sprintf("cursor at %s: nothing on the selected stream", units.DurAt(t0+int64(cur)*t.nsPerCol, t.nsPerCol)))
@@ -575,14 +581,4 @@ func (t *Model) View() string {
 	}
 	b.WriteString(strip.LegendMarked(st, w, fr.Live, fr.RunningKnown, anyCapt))
 	return b.String()
-}
-
-// heldFrom is the start of the oldest event the window still holds, when it has trimmed older
-// ones (ok false when it has trimmed none: everything since the start is there).
-func (t *Model) heldFrom() (int64, bool) {
-	sn := t.Fr.Snap
-	if sn == nil || sn.Trimmed == 0 || sn.Total == sn.Base {
-		return 0, false
-	}
-	return sn.At(sn.Base).Start, true
 }

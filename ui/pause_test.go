@@ -1,0 +1,86 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// tickAndFold delivers a tick and runs what it asks for, as Bubble Tea would: the fold's frame goes
+// back to the console.
+func tickAndFold(m *Model) {
+	_, cmd := m.Update(tickMsg{id: m.tickID})
+	if cmd == nil {
+		return
+	}
+	batch, ok := cmd().(tea.BatchMsg)
+	if !ok {
+		return
+	}
+	for _, c := range batch {
+		if c == nil {
+			continue
+		}
+		if msg, ok := c().(foldedMsg); ok {
+			m.Update(msg)
+		}
+	}
+}
+
+// A pause freezes what is drawn, never what is counted: a live source's window trims events the
+// console has not read, so the analysis goes on folding while the view is paused, and after the
+// resume every figure counts every event, the ones trimmed during the pause included.
+func TestPauseLosesNoEvents(t *testing.T) {
+	w := timeline.NewWindow(1, nil) // the smallest window: one chunk of events
+	next := kernels(w, 2, 10, 0)
+	src := &fakeSource{win: w, info: SourceInfo{Name: "load", Meta: timeline.Meta{Devices: 2, GPUsPerHost: 2}}, status: Status{Speed: 1}}
+	m := sized(src, 120, 30)
+	press(m, "space")
+	frozen := text(m)
+	const rounds, per = 12, 4096 // 2 devices: 8192 events a round, the window trims several times
+	for range rounds {
+		next = kernels(w, 2, per, next)
+		tickAndFold(m)
+		if got := text(m); got != frozen {
+			t.Fatalf("the paused view changed as the run went on:\n%s", got)
+		}
+	}
+	if tr := w.Snapshot().Trimmed; tr == 0 {
+		t.Fatal("the window trimmed nothing: the test shows nothing")
+	}
+	press(m, "space")
+	want := int64(2 * (10 + rounds*per))
+	if got := m.Result().Events; got != want {
+		t.Errorf("after a pause the analysis counts %d events; want %d (every event the run produced)", got, want)
+	}
+}
+
+// A fold that runs past slowFold is said in the header (busy), so a console slow to answer keys
+// at 4,096 GPUs does not look hung; the fold's frame clears it. The console's clock is the test's.
+func TestHeaderSaysBusyFolding(t *testing.T) {
+	src := scenarioSource(t, "pipeline", 1, "")
+	m := sized(src, 200, 30)
+	now := time.Unix(1000, 0)
+	m.clock = func() time.Time { return now }
+	_, cmd := m.Update(tickMsg{id: m.tickID}) // starts a fold; its command not run yet
+	if cmd == nil || !m.folding {
+		t.Fatal("the tick started no fold")
+	}
+	m.Update(tickMsg{id: m.tickID}) // within slowFold: not busy yet
+	if strings.Contains(text(m), "busy") {
+		t.Fatalf("busy before the fold ran %s:\n%s", slowFold, text(m))
+	}
+	now = now.Add(slowFold)
+	m.Update(tickMsg{id: m.tickID})
+	if got := text(m); !strings.Contains(got, "busy: folding the events that came in") {
+		t.Errorf("a fold running %s: the header does not say busy:\n%s", slowFold, got)
+	}
+	m.Update(m.feed.foldCmd()())
+	if got := text(m); strings.Contains(got, "busy") {
+		t.Errorf("the fold's frame came; the header still says busy:\n%s", got)
+	}
+}
