@@ -42,3 +42,10 @@ func FlowSlots(s *Sim) int { return len(s.flows) }
 
 // Solves is how many solves of s had flows to share links among.
 func Solves(s *Sim) int { return s.solves }
+
+// SolverVisits is how many flows and links the levels of s's solves have looked at.
+func SolverVisits(s *Sim) uint64 { return s.visits }
+
+// SolverSpans is how many flows and links the components of s's solves held, once per level of
+// each solve: what the levels looked at when each looked at the whole component.
+func SolverSpans(s *Sim) uint64 { return s.spans }

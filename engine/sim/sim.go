@@ -86,6 +86,12 @@ type Sim struct {
 	solves   int     // solves that had flows to fill (the others only bank their links: allEnded)
 	touched  []int32 // the links of the component last solved
 	comp     []int32 // its flows
+	// the flows not yet frozen and the links with flows left, in a level of the solve
+	open, openLinks []int32
+	// visits counts the flows and links the solver's levels looked at (its work), spans the flows
+	// and links of the component solved, once a level (what looking at all of it at each gave):
+	// for tests
+	visits, spans uint64
 	// links whose flows changed since the last solve
 	dirtyLinks []int32
 	isDirty    []bool
