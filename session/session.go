@@ -36,6 +36,8 @@ type Config struct {
 	Speed    float64       // 0: unpaced
 	Steps    int           // 0: the scenario's
 	Duration time.Duration // 0: no limit
+	// Warn, when set, is told of what will make the run take long (the simulator's sim.Config.Warn).
+	Warn func(msg string)
 	// Record, when set, records the session to this .xfr file from its first event.
 	Record string
 	// RecordFlushEvery is how often the recording's partial batches reach the file (0:
@@ -220,7 +222,7 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 		}
 		backend, p.mapping = b, mapping
 	} else {
-		s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.ModelOf(topo), Faults: faults}, fan, strs)
+		s, err := sim.New(sim.Config{Topology: topo, Seed: cfg.Seed, Speed: cfg.Speed, Model: sim.ModelOf(topo), Faults: faults, Warn: cfg.Warn}, fan, strs)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}

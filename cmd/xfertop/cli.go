@@ -234,6 +234,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		headlessNotice(stderr, stdout, "")
 	}
+	// A run that will take long says so when the simulator knows it, not only in the report.
+	o.cfg.Warn = func(msg string) { fmt.Fprintf(stderr, "xfertop: warning: %s\n", msg) }
 	p, err := session.Prepare(o.cfg)
 	if err != nil {
 		return prepareError(err)

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/engine"
@@ -26,6 +27,12 @@ func raggedSizes(n int) [][]int64 {
 // raggedAllToAll runs one ragged all-to-all over every GPU of hosts × 8 H100 and returns the
 // simulator, for its solver's counters.
 func raggedAllToAll(tb testing.TB, hosts int) *sim.Sim {
+	return raggedAllToAllWarned(tb, hosts, nil, 0)
+}
+
+// raggedAllToAllWarned is raggedAllToAll with warn told of an all-to-all of more than above
+// estimated flow updates (above 0: the simulator's own threshold).
+func raggedAllToAllWarned(tb testing.TB, hosts int, warn func(string), above float64) *sim.Sim {
 	tb.Helper()
 	topo, err := sim.TopologyByName("h100x8x2")
 	if err != nil {
@@ -35,9 +42,12 @@ func raggedAllToAll(tb testing.TB, hosts int) *sim.Sim {
 		tb.Fatal(err)
 	}
 	log := &countSink{}
-	s, err := sim.New(sim.Config{Topology: topo, Seed: 1, Model: sim.ModelOf(topo)}, log, nil)
+	s, err := sim.New(sim.Config{Topology: topo, Seed: 1, Model: sim.ModelOf(topo), Warn: warn}, log, nil)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if above > 0 {
+		sim.SetWarnAbove(s, above)
 	}
 	c := engine.NewClient(s, log, engine.DefaultOptions())
 	all := topo.AllDevices()
@@ -82,5 +92,43 @@ func BenchmarkRaggedAllToAll(b *testing.B) {
 			}
 			b.ReportMetric(float64(visits)/float64(b.N), "looks/op")
 		})
+	}
+}
+
+// TestLongAllToAllIsAnnounced: an all-to-all whose estimated solver work is above the threshold
+// is announced once, naming its ranks, flows and cost; one below it is not. 32 ranks are 992
+// flows, some 492,032 flow updates.
+func TestLongAllToAllIsAnnounced(t *testing.T) {
+	for _, tc := range []struct {
+		above float64
+		want  bool
+	}{{400_000, true}, {600_000, false}} {
+		var got []string
+		raggedAllToAllWarned(t, 4, func(m string) { got = append(got, m) }, tc.above)
+		switch {
+		case !tc.want && len(got) > 0:
+			t.Errorf("above %.0f: warned %q; want nothing", tc.above, got)
+		case tc.want && len(got) != 1:
+			t.Errorf("above %.0f: %d warnings %q; want 1", tc.above, len(got), got)
+		case tc.want:
+			for _, w := range []string{"32 ranks", "992 flows", "4.9e+05 flow updates", "of CPU"} {
+				if !strings.Contains(got[0], w) {
+					t.Errorf("warning %q does not say %q", got[0], w)
+				}
+			}
+		}
+	}
+}
+
+// TestAllToAllCost: the estimate at the sizes a user runs, and the unit it is said in.
+func TestAllToAllCost(t *testing.T) {
+	for _, tc := range []struct {
+		ranks int
+		want  string
+	}{{256, "2 minutes"}, {512, "34 minutes"}, {1024, "9 hours"}, {4096, "96 days"}} {
+		_, cpu := sim.AllToAllCost(tc.ranks * (tc.ranks - 1))
+		if got := sim.RoundCPU(cpu); got != tc.want {
+			t.Errorf("%d ranks: %s; want %s", tc.ranks, got, tc.want)
+		}
 	}
 }

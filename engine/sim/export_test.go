@@ -49,3 +49,12 @@ func SolverVisits(s *Sim) uint64 { return s.visits }
 // SolverSpans is how many flows and links the components of s's solves held, once per level of
 // each solve: what the levels looked at when each looked at the whole component.
 func SolverSpans(s *Sim) uint64 { return s.spans }
+
+// SetWarnAbove sets the estimated flow updates of an all-to-all above which Config.Warn is told.
+func SetWarnAbove(s *Sim, updates float64) { s.warnAbove = updates }
+
+// AllToAllCost is allToAllCost, RoundCPU roundCPU.
+var (
+	AllToAllCost = allToAllCost
+	RoundCPU     = roundCPU
+)

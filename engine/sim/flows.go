@@ -727,5 +727,6 @@ func (s *Sim) startAllToAll(ii int32) {
 			s.pending = append(s.pending, fi)
 		}
 	}
+	s.warnAllToAll(len(in.ops), len(s.pending))
 	s.startFlows(ii, s.m.NCCLBaseNs+maxHop)
 }

@@ -22,6 +22,9 @@ type Config struct {
 	Model Model
 	// Faults are injected into the run (engine/fault); each is checked against the topology.
 	Faults []fault.Fault
+	// Warn, when set, is told once when an all-to-all starts that will take the simulator
+	// minutes of CPU or more (allToAllCost), so that a run that seems stuck says why.
+	Warn func(msg string)
 }
 type Sim struct {
 	cfg  Config
@@ -88,6 +91,9 @@ type Sim struct {
 	comp     []int32 // its flows
 	// the flows not yet frozen and the links with flows left, in a level of the solve
 	open, openLinks []int32
+	// warnAbove is the estimated flow updates of an all-to-all above which Warn is told (once)
+	warnAbove float64
+	warned    bool
 	// visits counts the flows and links the solver's levels looked at (its work), spans the flows
 	// and links of the component solved, once a level (what looking at all of it at each gave):
 	// for tests
@@ -131,7 +137,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Sim, error) {
 	n := t.Devices()
 	s := &Sim{cfg: cfg, m: cfg.Model, topo: t, sink: sink, strs: strs, rng: rand.New(rand.NewSource(cfg.Seed)),
 		hosts: make([]host, n), streams: make([]stream, 1), devs: make([]device, n),
-		pairs: map[uint64]int32{}, insts: map[uint64]int32{}, batchMax: 8, batchWin: 50_000}
+		pairs: map[uint64]int32{}, insts: map[uint64]int32{}, batchMax: 8, batchWin: 50_000, warnAbove: warnFlowUpdates}
 	for i := range s.hosts {
 		s.hosts[i].dev = engine.DeviceID(i)
 		s.devs[i].running = -1
