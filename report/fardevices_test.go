@@ -25,6 +25,12 @@ func TestFarDevices(t *testing.T) {
 	if want := []string{"4464:5000", "70000:1000000"}; !slices.Equal(rows, want) || len(r.Warnings) != 0 {
 		t.Errorf("rows (device:busy ns) %v, warnings %q; want %v and no warning", rows, r.Warnings, want)
 	}
+	// A source that counted fewer devices than ran ops (a trace's importer counts up to 65,536):
+	// the header counts every device with a row.
+	r = build([]timeline.Event{k(1, 10), k(70000, 10), k(80000, 10)}, timeline.NewStrings(), timeline.Meta{Devices: 2, IdleMode: timeline.IdleHTA})
+	if r.Devices != 3 {
+		t.Errorf("header counts %d devices; want the 3 with rows", r.Devices)
+	}
 	// Past SummariseAbove devices the link table is summarised "Across N devices": N is the
 	// devices present, not the largest id + 1.
 	ev := []timeline.Event{k(4464, 5000), k(70000, 1_000_000)}
