@@ -1,8 +1,10 @@
 package analysis
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/xfertop/xfertop/internal/cacheline"
@@ -218,8 +220,9 @@ func (d *deviceTime) idleInSteps() int64 {
 
 // breakdown keeps a deviceTime per device.
 type breakdown struct {
-	devs []*deviceTime // by device id (< MaxDevices); nil where a device ran nothing
-	win  *stepWindow   // where the steps ran; nil: idle inside steps is not asked
+	devs  []*deviceTime // by slot (slots); nil where a device ran nothing
+	slots farSlots      // the slots of the device ids at or past MaxDevices
+	win   *stepWindow   // where the steps ran; nil: idle inside steps is not asked
 	// The rows of the last result, kept so that a result rebuilds only the rows of the devices
 	// that ran an op since (a console asks every frame, over up to 4,096 devices): a row per
 	// device that ran something, by id; stale when a device was added since.
@@ -228,10 +231,6 @@ type breakdown struct {
 	dirty []int32 // the places in rows of the devices whose rows are stale (deviceTime.queued)
 	// Sums of the rows' IdleNs, CommNs and OverlapNs.
 	idleNs, commNs, overlapNs int64
-	// far counts the devices with ids at or past MaxDevices (their time is not in the rows), and
-	// farFirst is the first such id seen, so that the report can say so rather than drop them.
-	far      map[int32]struct{}
-	farFirst int32
 }
 
 func (b *breakdown) add(e *timeline.Event) {
@@ -240,7 +239,8 @@ func (b *breakdown) add(e *timeline.Event) {
 	}
 }
 
-// prefetch asks for the state of e's device ahead of add.
+// prefetch asks for the state of e's device ahead of add. (A device id past MaxDevices is not
+// its slot: the line asked for is then another device's, which costs a wasted prefetch, no more.)
 func (b *breakdown) prefetch(e *timeline.Event) {
 	if e.Kind.IsBusy() && e.Device >= 0 && int(e.Device) < len(b.devs) {
 		if d := b.devs[e.Device]; d != nil {
@@ -269,17 +269,17 @@ func (b *breakdown) fold(e *timeline.Event) {
 	if e.Device < 0 || (e.End <= e.Start && e.Status == timeline.StatusOK) {
 		return
 	}
-	if e.Device >= MaxDevices {
-		b.noteFar(e.Device)
-		return
+	s := e.Device
+	if s >= MaxDevices {
+		s = b.slots.of(s)
 	}
-	for int(e.Device) >= len(b.devs) {
+	for int(s) >= len(b.devs) {
 		b.devs = append(b.devs, nil)
 	}
-	d := b.devs[e.Device]
+	d := b.devs[s]
 	if d == nil {
 		d = &deviceTime{cutAt: math.MinInt64, win: b.win, row: -1} // nothing committed yet: no time is late
-		b.devs[e.Device] = d
+		b.devs[s] = d
 		b.stale = true
 	}
 	d.add(e)
@@ -303,10 +303,6 @@ type Breakdown struct {
 	// NoKernels: the source records no kernels (RecordsKernels) and none turned up, so the
 	// devices' idle, compute and overlap figures are unknown.
 	NoKernels bool `json:"no_kernels,omitempty"`
-	// FarDevices counts the devices (up to 1,024) whose ids are at or past MaxDevices: they ran
-	// ops, but are not in Devices; FirstFarDevice is the first such id. 0: none.
-	FarDevices     int   `json:"far_devices,omitempty"`
-	FirstFarDevice int32 `json:"first_far_device,omitempty"`
 }
 
 // IdleInSteps is idle time inside the job's steps, the first step's setup left out: what is
@@ -323,21 +319,6 @@ type IdleInSteps struct {
 	StreamErrorNs int64 `json:"stream_error_ns"`
 }
 
-// noteFar counts a device id past MaxDevices, up to maxFarDevices of them (a hostile trace's
-// random ids must not grow the set without bound).
-func (b *breakdown) noteFar(d int32) {
-	if _, ok := b.far[d]; ok || len(b.far) >= maxFarDevices {
-		return
-	}
-	if b.far == nil {
-		b.far, b.farFirst = map[int32]struct{}{}, d
-	}
-	b.far[d] = struct{}{}
-}
-
-// maxFarDevices bounds the device ids past MaxDevices that are counted (Breakdown.FarDevices).
-const maxFarDevices = 1 << 10
-
 func (b *breakdown) result() Breakdown {
 	if b.stale {
 		b.rebuild()
@@ -345,14 +326,14 @@ func (b *breakdown) result() Breakdown {
 	for _, i := range b.dirty {
 		r := &b.rows[i]
 		b.idleNs, b.commNs, b.overlapNs = b.idleNs-r.IdleNs, b.commNs-r.CommNs, b.overlapNs-r.OverlapNs
-		d := b.devs[r.Device]
+		slot, _ := b.slots.lookup(r.Device)
+		d := b.devs[slot]
 		*r, d.queued = d.result(r.Device), false
 		b.idleNs, b.commNs, b.overlapNs = b.idleNs+r.IdleNs, b.commNs+r.CommNs, b.overlapNs+r.OverlapNs
 	}
 	b.dirty = b.dirty[:0]
 	// The rows handed out are copies: the next result rebuilds its own in place.
-	out := Breakdown{Devices: append(make([]DeviceTime, 0, len(b.rows)), b.rows...), IdleNs: b.idleNs,
-		FarDevices: len(b.far), FirstFarDevice: b.farFirst}
+	out := Breakdown{Devices: append(make([]DeviceTime, 0, len(b.rows)), b.rows...), IdleNs: b.idleNs}
 	out.OverlapPct = pctOf(b.overlapNs, b.commNs)
 	if w := b.win; w != nil && w.any && !w.over {
 		in := &IdleInSteps{}
@@ -372,14 +353,27 @@ func (b *breakdown) result() Breakdown {
 func (b *breakdown) rebuild() {
 	b.rows, b.dirty, b.stale = b.rows[:0], b.dirty[:0], false
 	b.idleNs, b.commNs, b.overlapNs = 0, 0, 0
-	for dev, d := range b.devs {
+	far := -1 // the first row of a device past MaxDevices
+	for slot, d := range b.devs {
 		if d == nil {
 			continue
 		}
-		r := d.result(int32(dev))
+		if slot >= MaxDevices && far < 0 {
+			far = len(b.rows)
+		}
+		r := d.result(b.slots.id(int32(slot)))
 		d.row, d.queued = int32(len(b.rows)), false
 		b.rows = append(b.rows, r)
 		b.idleNs, b.commNs, b.overlapNs = b.idleNs+r.IdleNs, b.commNs+r.CommNs, b.overlapNs+r.OverlapNs
+	}
+	if far >= 0 {
+		// The slots past MaxDevices are in the order the ids were first seen: the rows are by id.
+		rest := b.rows[far:]
+		slices.SortFunc(rest, func(x, y DeviceTime) int { return cmp.Compare(x.Device, y.Device) })
+		for i := range rest {
+			slot, _ := b.slots.lookup(rest[i].Device)
+			b.devs[slot].row = int32(far + i)
+		}
 	}
 }
 

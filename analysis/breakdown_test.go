@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -581,14 +582,67 @@ func TestDeviceTimeLayout(t *testing.T) {
 	}
 }
 
-// TestBreakdownFarDevices: a device id past MaxDevices has no row, but is counted and named, so
-// that the report can say its time is left out rather than drop it unsaid.
-func TestBreakdownFarDevices(t *testing.T) {
-	k := func(dev int32) timeline.Event {
-		return timeline.Event{Kind: timeline.KindKernel, Device: dev, Stream: 7, Start: 1, End: 1000}
+// TestBreakdownManyDevices: every device is counted whole, whatever its id: a 100,000-GPU job
+// (ids 0..99,999) beside 100,000 sparse ids up to int32, one kernel each, has a row per device,
+// by id, each with its kernel's time, and so has the link table.
+func TestBreakdownManyDevices(t *testing.T) {
+	const dense, sparse = 100_000, 100_000
+	var ids []int32
+	for i := range int32(dense) {
+		ids = append(ids, i)
 	}
-	b := analyze(timeline.Meta{}, k(4), k(MaxDevices+3616), k(MaxDevices+3616), k(70000)).Breakdown
-	if len(b.Devices) != 1 || b.Devices[0].Device != 4 || b.FarDevices != 2 || b.FirstFarDevice != MaxDevices+3616 {
-		t.Errorf("breakdown = %d rows, far %d (first %d); want device 4's row and 2 far devices, the first %d", len(b.Devices), b.FarDevices, b.FirstFarDevice, MaxDevices+3616)
+	for i := range int32(sparse) {
+		ids = append(ids, dense+i*21_473) // up to 2,147,178,527: near int32's top
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	evs := make([]timeline.Event, len(ids))
+	for i, d := range ids {
+		evs[i] = timeline.Event{Kind: timeline.KindKernel, Device: d, Stream: 7, Start: 1, End: 1001}
+	}
+	res := analyze(timeline.Meta{}, evs...)
+	b, l := res.Breakdown, res.Links
+	if len(b.Devices) != len(ids) || len(l.Devices) != len(ids) {
+		t.Fatalf("%d breakdown rows, %d link rows; want %d of each", len(b.Devices), len(l.Devices), len(ids))
+	}
+	slices.Sort(ids)
+	for i, want := range ids {
+		if d := b.Devices[i]; d.Device != want || d.BusyNs != 1000 {
+			t.Fatalf("breakdown row %d: device %d busy %d ns; want device %d busy 1000 ns", i, d.Device, d.BusyNs, want)
+		}
+		if d := l.Devices[i]; d.Device != want || !d.Partial[LinkHBM] {
+			t.Fatalf("link row %d: device %d (HBM partial %v); want device %d, HBM partial (a kernel's traffic)", i, d.Device, d.Partial[LinkHBM], want)
+		}
+	}
+}
+
+// TestFarDevicesSparse: devices 4464 and 70000 each have a row in the breakdown and the link
+// table, with its own time, bytes and link history.
+func TestFarDevicesSparse(t *testing.T) {
+	evs := []timeline.Event{
+		{Kind: timeline.KindKernel, Device: 70000, Stream: 7, Start: 1, End: 1_000_001},
+		{Kind: timeline.KindKernel, Device: 4464, Stream: 7, Start: 1, End: 5001},
+		{Kind: timeline.KindMemcpy, Sub: uint8(timeline.CopyH2D), Device: 70000, Peer: timeline.NoDevice, Stream: 8, Start: 2, End: 3, Bytes: 4096},
+	}
+	res := analyze(timeline.Meta{}, evs...)
+	var got []string
+	for _, d := range res.Breakdown.Devices {
+		got = append(got, fmt.Sprintf("%d:%d", d.Device, d.BusyNs))
+	}
+	if want := []string{"4464:5000", "70000:1000000"}; !slices.Equal(got, want) {
+		t.Errorf("breakdown rows (device:busy ns) %v; want %v", got, want)
+	}
+	// The link rows below MaxDevices are by id (a console indexes them so), the others follow.
+	got = got[:0]
+	devs := res.Links.Devices
+	for _, d := range devs[min(4464, len(devs)):] {
+		got = append(got, fmt.Sprintf("%d:%d", d.Device, d.PCIe))
+	}
+	if want := []string{"4464:0", "70000:4096"}; len(devs) != 4466 || !slices.Equal(got, want) {
+		t.Errorf("%d link rows, from device 4464 (device:PCIe bytes) %v; want 4466, %v", len(devs), got, want)
+	}
+	if n := len(devs); n == 4466 {
+		if r, ok := devs[n-1].Rate(LinkPCIe, 0); !ok || r <= 0 {
+			t.Errorf("device 70000's PCIe rate in bucket 0 = %v (%v); want its copy's bytes", r, ok)
+		}
 	}
 }

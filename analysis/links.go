@@ -1,6 +1,11 @@
 package analysis
 
-import "github.com/xfertop/xfertop/timeline"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/xfertop/xfertop/timeline"
+)
 
 // Link is a kind of link a device's bytes cross.
 type Link int
@@ -46,11 +51,13 @@ type links struct {
 	// where which ops stay in a host, and so their link, is unknown too.
 	gpusPerHost int
 	measured    bool                         // link bytes come from KindLinkBytes events
-	bytes       [][NumLinks][NumDirs]float64 // totals by device
-	unknown     []float64                    // by device: bytes on links the source cannot tell
-	// partial is, by device, the links whose bytes are in part unknown: an op of unknown size, or
+	bytes       [][NumLinks][NumDirs]float64 // totals by device slot (farSlots)
+	unknown     []float64                    // by slot: bytes on links the source cannot tell
+	// partial is, by slot, the links whose bytes are in part unknown: an op of unknown size, or
 	// (HBM) kernels and NCCL ops, whose memory traffic no source records.
 	partial [][NumLinks]bool
+	slots   farSlots // the slots of the device ids at or past MaxDevices
+	nearLen int      // the largest device id below MaxDevices seen, + 1: the slots after it, to MaxDevices, are none's
 	moved   busBytes
 	// movedPartial says an op that moves bytes was of unknown size: moved is then a lower bound.
 	movedPartial bool
@@ -61,8 +68,9 @@ type links struct {
 	fabric  fabric // the fabric's switch ports
 }
 
-// MaxDevices bounds the device ids whose link traffic is counted (per-device state is a dense
-// array: a bogus id from a hostile trace must not allocate gigabytes).
+// MaxDevices bounds the device ids that are their own slot in the per-device state (a dense array
+// by id); the others get slots of their own as they are first seen (farSlots), so that a bogus
+// id from a hostile trace costs one device's state, not gigabytes, and no device is dropped.
 const MaxDevices = 1 << 14
 
 func newLinks(gpusPerHost int, measured bool, portBps float64) *links {
@@ -82,14 +90,22 @@ func (l *links) sameHost(a, b int32) (same, known bool) {
 	return int(a)/l.gpusPerHost == int(b)/l.gpusPerHost, true
 }
 
-func (l *links) device(d int32) *[NumLinks][NumDirs]float64 {
-	for int(d) >= len(l.bytes) {
+// device returns the slot of device d (>= 0), making its state where it has none, and marks the
+// rows changed.
+func (l *links) device(d int32) int32 {
+	s := d
+	if s >= MaxDevices {
+		s = l.slots.of(d)
+	} else if int(s) >= l.nearLen {
+		l.nearLen = int(s) + 1
+	}
+	for int(s) >= len(l.bytes) {
 		l.bytes = append(l.bytes, [NumLinks][NumDirs]float64{})
 		l.unknown = append(l.unknown, 0)
 		l.partial = append(l.partial, [NumLinks]bool{})
 	}
 	l.changed = true
-	return &l.bytes[d]
+	return s
 }
 
 func (l *links) add(e *timeline.Event) {
@@ -101,7 +117,7 @@ func (l *links) add(e *timeline.Event) {
 			return
 		}
 	}
-	if e.Status == timeline.StatusOK && e.Device >= 0 && e.Device < MaxDevices {
+	if e.Status == timeline.StatusOK && e.Device >= 0 {
 		l.markPartial(e)
 	}
 	// A source that measures its links (the engine) knows every op's size: a 0 there is 0 bytes
@@ -109,7 +125,7 @@ func (l *links) add(e *timeline.Event) {
 	if !l.measured && e.Status == timeline.StatusOK && movesBytes(e) && (e.Bytes <= 0 || e.Kind == timeline.KindCollective && e.Ranks == 0) {
 		l.movedPartial = true // its size, or its ranks and so its bus bytes, are unknown
 	}
-	if e.Status != timeline.StatusOK || e.Device < 0 || e.Bytes <= 0 || e.Device >= MaxDevices {
+	if e.Status != timeline.StatusOK || e.Device < 0 || e.Bytes <= 0 {
 		return
 	}
 	b := float64(e.Bytes)
@@ -152,13 +168,17 @@ func movesBytes(e *timeline.Event) bool {
 // those an op of unknown size crossed (a Nsight export's SendRecv kernel).
 func (l *links) markPartial(e *timeline.Event) {
 	mark := func(dev int32, ls ...Link) {
-		if dev < 0 || dev >= MaxDevices {
+		if dev < 0 {
 			return
 		}
+		s, ok := dev, dev < MaxDevices
+		if !ok {
+			s, ok = l.slots.lookup(dev)
+		}
 		for _, k := range ls {
-			if int(dev) >= len(l.partial) || !l.partial[dev][k] {
-				l.device(dev) // grows partial; marks the rows changed
-				l.partial[dev][k] = true
+			if !ok || int(s) >= len(l.partial) || !l.partial[s][k] {
+				s, ok = l.device(dev), true // grows partial; marks the rows changed
+				l.partial[s][k] = true
 			}
 		}
 	}
@@ -256,7 +276,7 @@ func (l *links) fromOp(e *timeline.Event, b float64) {
 			l.put(e.Device, LinkPCIe, DirTx, e, b)
 		case timeline.CopyP2P:
 			l.put(e.Device, LinkNVLink, DirTx, e, b)
-			if e.Peer >= 0 && e.Peer != e.Device && e.Peer < MaxDevices {
+			if e.Peer >= 0 && e.Peer != e.Device {
 				l.put(e.Peer, LinkNVLink, DirRx, e, b)
 			}
 		default: // on the device: a D2D copy, or a memset (it writes its bytes to HBM as a copy does)
@@ -265,8 +285,7 @@ func (l *links) fromOp(e *timeline.Event, b float64) {
 	case timeline.KindSend, timeline.KindRecv:
 		link := LinkNVLink
 		if same, known := l.sameHost(e.Device, e.Peer); e.Peer >= 0 && !known {
-			l.device(e.Device)
-			l.unknown[e.Device] += b // NVLink or a NIC: the hosts are not known
+			l.unknown[l.device(e.Device)] += b // NVLink or a NIC: the hosts are not known
 			return
 		} else if e.Peer >= 0 && !same {
 			link = LinkNIC
@@ -279,8 +298,7 @@ func (l *links) fromOp(e *timeline.Event, b float64) {
 	case timeline.KindCollective:
 		bus := b * timeline.CollOp(e.Sub).BusFactor(int(e.Ranks))
 		if l.acrossHosts(e) {
-			l.device(e.Device)
-			l.unknown[e.Device] += 2 * bus
+			l.unknown[l.device(e.Device)] += 2 * bus
 			return
 		}
 		if a, _, _ := e.NCCLChoice(); a == timeline.AlgoNVLS || a == timeline.AlgoNVLSTree {
@@ -296,7 +314,8 @@ func (l *links) fromOp(e *timeline.Event, b float64) {
 // put counts bytes on one direction of a device's link and spreads them over the history buckets
 // the op (or the measured window) spans.
 func (l *links) put(dev int32, link Link, dir int, e *timeline.Event, bytes float64) {
-	l.device(dev)[link][dir] += bytes
+	s := l.device(dev)
+	l.bytes[s][link][dir] += bytes
 	start, end := e.Start, e.End
 	if end <= start {
 		end = start + 1
@@ -311,10 +330,10 @@ func (l *links) put(dev int32, link Link, dir int, e *timeline.Event, bytes floa
 			continue
 		}
 		i := int(((k % HistoryBuckets) + HistoryBuckets) % HistoryBuckets)
-		if l.hist.at(dev, i).stamp > k {
+		if l.hist.at(s, i).stamp > k {
 			continue // older than what the ring holds
 		}
-		c := l.hist.cell(dev, i)
+		c := l.hist.cell(s, i)
 		if c.stamp != k {
 			*c = histCell{stamp: k}
 		}
@@ -342,6 +361,7 @@ type DeviceLinks struct {
 	// Dir is the bytes per link out of (DirTx) and into (DirRx) the device.
 	Dir  [NumLinks][NumDirs]int64 `json:"-"`
 	hist *histRing                // the history as of the result: never written once handed out
+	slot int32                    // the device's slot in hist (its id below MaxDevices)
 }
 
 // Known reports whether the device's figures on link are whole: false where part of its bytes are
@@ -373,7 +393,7 @@ func (d *DeviceLinks) RateDir(link Link, dir int, k int64) (float64, bool) {
 	if d.hist == nil || k < 0 || link < 0 || link >= NumLinks || dir < 0 || dir >= NumDirs {
 		return 0, false
 	}
-	c := d.hist.at(d.Device, int(k%HistoryBuckets))
+	c := d.hist.at(d.slot, int(k%HistoryBuckets))
 	if c.stamp != k {
 		// An older stamp: bucket k had no traffic (a write would have stamped it). A newer one: the
 		// slot was reused and bucket k is no longer held.
@@ -389,7 +409,7 @@ func (d *DeviceLinks) TotalRate(k int64) float64 {
 	if d.hist == nil || k < 0 {
 		return 0
 	}
-	c := d.hist.at(d.Device, int(k%HistoryBuckets))
+	c := d.hist.at(d.slot, int(k%HistoryBuckets))
 	if c.stamp != k {
 		return 0
 	}
@@ -404,6 +424,8 @@ func (d *DeviceLinks) TotalRate(k int64) float64 {
 // memsets), sends, and collectives' bus bytes summed over ranks. Measured says the link figures
 // are the source's own measurement of its links (the simulator's), not inferred from its ops.
 type Links struct {
+	// Devices is a row per device id from 0 to the largest below MaxDevices seen (Devices[i] is
+	// device i's, zero where it moved nothing), then one per device with an id past that, by id.
 	Devices    []DeviceLinks `json:"devices"`
 	MovedBytes int64         `json:"moved_bytes"`
 	// MovedLowerBound says some op that moved bytes was of unknown size: MovedBytes holds only
@@ -452,8 +474,15 @@ func (l *links) result() Links {
 	}
 	ring := l.hist.publish()
 	out.Devices = make([]DeviceLinks, 0, len(l.bytes))
+	far := -1 // the first row of a device past MaxDevices
 	for i, b := range l.bytes {
-		row := DeviceLinks{Device: int32(i), Unattributed: int64(l.unknown[i]), hist: ring}
+		if i >= l.nearLen && i < MaxDevices {
+			continue // between the largest id below MaxDevices and the first slot past it: no device's
+		}
+		if i >= MaxDevices && far < 0 {
+			far = len(out.Devices)
+		}
+		row := DeviceLinks{Device: l.slots.id(int32(i)), Unattributed: int64(l.unknown[i]), hist: ring, slot: int32(i)}
 		for k := range b {
 			for dir := range b[k] {
 				row.Dir[k][dir] = int64(b[k][dir])
@@ -464,6 +493,10 @@ func (l *links) result() Links {
 		row.Partial = l.partial[i]
 		row.LowerBound = lowerBoundNames(row.Partial)
 		out.Devices = append(out.Devices, row)
+	}
+	if far >= 0 {
+		// The slots past MaxDevices are in the order the ids were first seen: the rows are by id.
+		slices.SortFunc(out.Devices[far:], func(x, y DeviceLinks) int { return cmp.Compare(x.Device, y.Device) })
 	}
 	l.pub, l.changed = out.Devices, false
 	return out

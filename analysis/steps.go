@@ -43,10 +43,11 @@ type steps struct {
 	done  stepFold            // the steps taken as complete
 	inits []creation          // communicator creations, earliest kept
 	hits  map[uint32]int64    // each communicator's latest cache hit, at most maxSetupInits of them
-	// firstInit is each device's earliest communicator creation (by device id, < MaxDevices);
+	// firstInit is each device's earliest communicator creation (by device slot: farSlots);
 	// steadyNs the shortest creation that was not its device's first, -1 while none was seen
 	// (newSteps).
 	firstInit []timeline.Interval
+	slots     farSlots // the slots in firstInit of the device ids at or past MaxDevices
 	steadyNs  int64
 	win       *stepWindow // told of each step counted and each change to the setup; nil: none
 }
@@ -111,9 +112,10 @@ type creation struct {
 
 // creation notes a communicator creation on dev for the steady cost of a creation.
 func (s *steps) creation(dev int32, iv timeline.Interval) {
-	if dev < 0 || dev >= MaxDevices {
+	if dev < 0 {
 		return
 	}
+	dev = s.slots.of(dev)
 	for int(dev) >= len(s.firstInit) {
 		s.firstInit = append(s.firstInit, timeline.Interval{Start: 0, End: -1}) // none: it ends before it starts
 	}

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -315,4 +316,17 @@ func rankStep(n uint32, dev int32, start, end int64) timeline.Event {
 	e := stepEv(start, end)
 	e.Device, e.Aux = dev, n
 	return e
+}
+
+// TestSteadyCreationFarDevice: a device past MaxDevices has its first communicator creation told
+// from the later ones, as any device does: the later one's time is the steady cost.
+func TestSteadyCreationFarDevice(t *testing.T) {
+	for _, dev := range []int32{3, MaxDevices + 5, 70000, math.MaxInt32} {
+		s := newSteps(0)
+		s.creation(dev, timeline.Interval{Start: 0, End: 100})
+		s.creation(dev, timeline.Interval{Start: 200, End: 210})
+		if s.steadyNs != 10 {
+			t.Errorf("device %d: steady creation %d ns; want 10 (its second creation's)", dev, s.steadyNs)
+		}
+	}
 }

@@ -359,7 +359,7 @@ func seenDevices(r *analysis.Result) []bool {
 		}
 	}
 	for _, d := range r.Links.Devices {
-		if d.Device >= 0 && d.Total > 0 {
+		if d.Device >= 0 && int(d.Device) < n && d.Total > 0 {
 			seen[d.Device] = true
 		}
 	}

@@ -2,8 +2,6 @@ package report
 
 import (
 	"encoding/json"
-	"fmt"
-	"slices"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
@@ -220,12 +218,12 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		AlertCount: res.AlertCount, StepsFrom: run.StepsFrom, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Faults: m.Faults,
 		Telemetry: res.Telemetry, ProfilerCost: res.ProfilerCost,
 		Findings: findings(res.Findings, m), Warnings: run.Warnings}
-	devices := res.Breakdown.Devices
-	if bd := res.Breakdown; bd.FarDevices > 0 {
-		r.Warnings = append(slices.Clip(r.Warnings), farDevicesWarning(bd.FarDevices, bd.FirstFarDevice))
-	} else {
-		devices = everyDevice(devices, m.Devices)
+	if n := len(res.Breakdown.Devices); m.Devices > 0 && n > m.Devices {
+		// More devices ran ops than the source counted (a trace's importer counts up to 65,536
+		// devices): the header counts every device that has a row.
+		r.Devices = n
 	}
+	devices := everyDevice(res.Breakdown.Devices, m.Devices)
 	if r.Devices == 0 {
 		// The source did not say its topology (a sender without xfertop.meta.*): the devices that
 		// ran something are the ones known, and a count of 0 beside a table of them would be false.
@@ -244,17 +242,6 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		r.Idle.noOps = r.Idle.Unknown != ""
 	}
 	return r
-}
-
-// farDevicesWarning says that n devices, first, have ids past the per-device tables' bound:
-// they ran ops the header counts, but no row of the per-device figures holds them.
-func farDevicesWarning(n int, first int32) string {
-	others := ""
-	if n > 1 {
-		others = fmt.Sprintf(" and %d other devices", n-1)
-	}
-	return fmt.Sprintf("device %d%s: ids of %d and above are past the bound of the per-device tables: their time is left out of the device rows and the idle figures",
-		first, others, analysis.MaxDevices)
 }
 
 // everyDevice is the breakdown's rows (by device id, of the devices that ran something) with a row

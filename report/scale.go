@@ -168,7 +168,11 @@ func MostIdle(devs []analysis.DeviceTime, k int) []analysis.DeviceTime {
 // linkDevicesText writes the per-device link traffic: every device that moved something, or above
 // SummariseAbove devices its distribution and the devices furthest from the median.
 func linkDevicesText(b *strings.Builder, r *Report, o TextOptions, unknown bool) {
-	devs := r.Links.Devices
+	// The devices present: the rows below the bound of the analysis' dense rows include ids that
+	// ran nothing (a trace's devices 4464 and 70000 are not 4,465 devices).
+	devs := slices.DeleteFunc(slices.Clone(r.Links.Devices), func(d analysis.DeviceLinks) bool {
+		return d.Total == 0 && d.Unattributed == 0 && len(d.LowerBound) == 0
+	})
 	rowsOf := func(ds []analysis.DeviceLinks, all bool) {
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head := "device\tPCIe\tNVLink\tNIC\tHBM\t"

@@ -123,8 +123,9 @@ func (ds *Devices) LinkPct(l analysis.Link, d int32) (float64, bool) {
 	if ds.res == nil || d < 0 || int(d) >= ds.n {
 		return 0, false
 	}
-	if int(d) >= len(ds.res.Links.Devices) {
-		// Nothing counted on the device's links yet: where the source measures its links, they
+	if int(d) >= len(ds.res.Links.Devices) || ds.res.Links.Devices[d].Device != d {
+		// Nothing counted on the device's links yet (past the rows by id, the rows are of devices
+		// with ids past analysis.MaxDevices): where the source measures its links, they
 		// carried nothing (a job's first communicator setup); otherwise it is not known.
 		return 0, ds.fr.Meta.LinkBytes && ds.fr.Meta.LinkPeaks[l] > 0
 	}
