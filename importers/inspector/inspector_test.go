@@ -348,8 +348,8 @@ var damaged = []struct {
 	{"valid JSON, no record, between records", "x.log", goodLog + "\n" + `{"header":{"id":"0x1","rank":0,"n_ranks":2,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.0","dump_timestamp_us":1752867229000000,"hostname":"h","pid":1}}` + "\n" + goodLog2 + "\n", 2,
 		fmt.Sprintf("x.log:2 (byte %d): valid JSON but no NCCL Inspector record (neither coll_perf nor p2p_perf nor dump_stats nor proxy_trace): line left out", len(goodLog)+1)},
 	{"empty object after records, counted", "x.log", goodLog + "\n{}\n[1]\n" + goodLog2 + "\n", 2, "x.log: 2 damaged lines (not NCCL Inspector records) left out; 2 records read"},
-	{"valid JSON, no record, in a v4.3 dump", "x.log", markerLog + "\n" + `{"coll_perf":{"coll":"AllReduce","coll_sn":2,"coll_msg_size_bytes":8192,"coll_exec_time_us":10}}` + "\n{\"x\":1}\n" + markerLog + "\n", 1,
-		"x.log:3 (byte "},
+	{"valid JSON, no record, in a v4.3 dump", "x.log", markerLog + "\n" + `{"coll_perf":{"coll":"AllReduce","coll_sn":2,"coll_msg_size_bytes":8192,"coll_exec_time_us":10}}` + "\n{\"x\":1}\n" +
+		`{"coll_perf":{"coll":"AllReduce","coll_sn":3,"coll_msg_size_bytes":8192,"coll_exec_time_us":10}}` + "\n", 2, "x.log:3 (byte "},
 	{"valid JSON, no record, first", "x.log", "{}\n" + goodLog + "\n", -1, "x.log:1: valid JSON but no NCCL Inspector record"},
 	{"JSON array after records", "x.log", goodLog + "\n[1]\n", 1, "x.log:2 (byte " + fmt.Sprint(len(goodLog)+1) + "): valid JSON but no NCCL Inspector record (neither coll_perf nor p2p_perf nor dump_stats nor proxy_trace) (a JSON array): line left out"},
 	{"bad line in a v4.3 dump", "x.log", markerLog + "\n" + `{"coll_perf":{"coll":"AllReduce","coll_sn":2,"coll_msg_size_bytes":8192,"coll_exec_time_us":10}}` + "\n#\n" + markerLog + "\n", 1,

@@ -161,8 +161,7 @@ func (st *state) readLog(path string, r io.Reader) error {
 				if bad++; bad <= maxBadLines {
 					st.warn.add(fmt.Sprintf("%s:%d (byte %d%s): %v (a JSON %s): line left out", path, n, lr.off, of, errNotRecord, te.Value))
 				}
-				ctx.remaining = max(ctx.remaining-1, 0)
-				continue
+				continue // a line put in, not a record damaged: a dump's records still to come stay so
 			}
 			if errors.As(err, &te) {
 				// A value out of its field's range (a size past int64): the record is left out, as
@@ -196,11 +195,12 @@ func (st *state) readLog(path string, r io.Reader) error {
 			if records == 0 || !errors.Is(err, errNotRecord) {
 				return err
 			}
-			// After records, such a line costs only itself, as a damaged line does.
+			// After records, such a line costs only itself, as a damaged line does; being whole
+			// JSON, it was put in among the records rather than written over one, so a dump's
+			// records still to come stay so.
 			if bad++; bad <= maxBadLines {
 				st.warn.add(fmt.Sprintf("%s:%d (byte %d%s): %v: line left out", path, lr.n, lr.off, of, errNotRecord))
 			}
-			ctx.remaining = max(ctx.remaining-1, 0)
 			continue
 		}
 		records++
