@@ -597,7 +597,7 @@ type importLimits struct {
 
 func (l *importLimits) register(fs *flag.FlagSet) {
 	l.input.n, l.token.n = kineto.DefaultMaxInputBytes, int64(kineto.DefaultMaxTokenBytes)
-	fs.Var(&l.input, "max-input-bytes", "refuse a JSON trace or NCCL Inspector log holding more than this after decompression, or a Flight Recorder dump, Nsight Systems export or xfertop recording larger than this (default: 16GiB for traces, 256MiB for dumps, none for the rest; NCCL RAS reports keep 256MiB)")
+	fs.Var(&l.input, "max-input-bytes", "refuse a JSON trace or NCCL Inspector log holding more than this after decompression, or a Flight Recorder dump, Nsight Systems export or xfertop recording larger than this (the default below is the traces'; dumps: 256MiB unless given; the rest: no bound unless given; NCCL RAS reports: 256MiB always)")
 	fs.Var(&l.token, "max-token-bytes", "refuse a JSON trace or Flight Recorder dump with a string or number longer than this")
 	fs.BoolVar(&l.verbose, "v", false, "Nsight Systems export: a warning for each event left out, not one line per file")
 	fs.StringVar(&l.stepRange, "step-range", "ProfilerStep", "Nsight Systems export: the NVTX range that is a step (NAME, NAME#N or \"NAME, ...\")")
