@@ -30,6 +30,13 @@ const NoOpsWhy = "NCCL RAS records no ops, only the communicators' states and co
 // ran or what moved, so its span, transfers and gaps are unknown, not 0.
 func RecordsOps(m timeline.Meta) bool { return m.Backend != "nccl-ras" }
 
+// OpsUnknown says whether r's span, transfers and bytes moved are unknown rather than none: its
+// source records no ops (RecordsOps) and none turned up. The report and the console both ask it,
+// so that neither shows a 0 the other calls unknown.
+func OpsUnknown(r *Result, m timeline.Meta) bool {
+	return !RecordsOps(m) && r.Transfers.Count == 0 && r.StreamIdle.TotalNs == 0
+}
+
 // markNoKernels marks r's idle and compute figures unknown when its source records no kernels and
 // none turned up: each device's idle, compute and overlap shares, the pooled overlap, and the cause
 // of every gap (a gap on a communication stream is compute or a late host, and which is not known).

@@ -169,9 +169,11 @@ type Options struct {
 	// (timeline.Meta.Source) instead of the files read: the directory the user gave, which the
 	// paths were expanded from, rather than the dumps found in it.
 	Source string
-	// MaxWholeFileBytes, when positive, bounds a file that its reader decodes whole (a Flight
-	// Recorder dump) instead of that format's own default: --max-input-bytes, when it is given
-	// (its default, sized for streamed traces, is far more than a whole file should cost).
+	// MaxWholeFileBytes, when positive, is --max-input-bytes as given: it bounds a Flight
+	// Recorder dump (decoded whole) instead of its own 256 MiB default, an NCCL Inspector log's
+	// bytes after decompression, and the size of an Nsight Systems export or an xfertop recording.
+	// Unset, they keep their own defaults (the flag's, sized for streamed traces, is far more than
+	// a whole file should cost).
 	MaxWholeFileBytes int64
 	// Verbose lists each event an Nsight Systems export leaves out in a warning of its own
 	// instead of one line per file.
@@ -241,6 +243,9 @@ func (f Format) plural() string {
 
 // read imports traces or exports of format.
 func read(paths []string, format Format, opts Options) (*kineto.Imported, error) {
+	if err := CheckSizes(paths, format, opts.MaxWholeFileBytes); err != nil {
+		return nil, err
+	}
 	if format == FormatRAS {
 		return ras.ReadFiles(paths)
 	}
@@ -278,5 +283,5 @@ func flightRecorderOptions(opts Options) flightrecorder.Options {
 
 // inspectorOptions are the options of the NCCL Inspector importer.
 func inspectorOptions(opts Options) inspector.Options {
-	return inspector.Options{Context: opts.Context, Progress: opts.Progress}
+	return inspector.Options{Context: opts.Context, Progress: opts.Progress, MaxFileBytes: opts.MaxWholeFileBytes}
 }

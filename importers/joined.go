@@ -51,11 +51,12 @@ func readJoined(paths []string, formats []Format, opts Options) (*kineto.Importe
 		frProgress = func(done, _ int64) { opts.Progress(done, all) }
 		inProgress = func(done, _ int64) { opts.Progress(n+done, all) }
 	}
-	fr, err := flightrecorder.ReadFiles(frPaths, flightrecorder.Options{Context: opts.Context, Progress: frProgress})
+	fr, err := flightrecorder.ReadFiles(frPaths, flightrecorder.Options{Context: opts.Context, Progress: frProgress,
+		MaxFileBytes: opts.MaxWholeFileBytes, MaxTokenBytes: opts.Trace.MaxTokenBytes})
 	if err != nil {
 		return nil, err
 	}
-	in, err := inspector.ReadFiles(inPaths, inspectorOptions(Options{Context: opts.Context, Progress: inProgress}))
+	in, err := inspector.ReadFiles(inPaths, inspectorOptions(Options{Context: opts.Context, Progress: inProgress, MaxWholeFileBytes: opts.MaxWholeFileBytes}))
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package importers
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -136,6 +137,9 @@ func stream(paths []string, opts Options, sink Sink) (*Result, error) {
 	}
 	format, err := detectAll(paths)
 	if err != nil {
+		return &Result{}, err
+	}
+	if err := CheckSizes(paths, format, opts.MaxWholeFileBytes); err != nil {
 		return &Result{}, err
 	}
 	if format == FormatRecording && len(paths) > 1 {
@@ -450,4 +454,23 @@ func tracesBeside(paths []string, formats []Format, errs []error) {
 func traceName(p string) bool {
 	lower := strings.ToLower(p)
 	return strings.HasSuffix(lower, ".json") || strings.HasSuffix(lower, ".json.gz")
+}
+
+// CheckSizes refuses an Nsight Systems export or an xfertop recording larger than max
+// (--max-input-bytes, when given): their readers seek through the file rather than stream it,
+// so its size on disk is what the bound holds them to. Other formats count the bytes they read.
+func CheckSizes(paths []string, format Format, max int64) error {
+	if max <= 0 || (format != FormatNsys && format != FormatRecording) {
+		return nil
+	}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if fi.Mode().IsRegular() && fi.Size() > max {
+			return fmt.Errorf("%s: %d bytes, more than --max-input-bytes (%d): %s refused", p, fi.Size(), max, format.withArticle())
+		}
+	}
+	return nil
 }

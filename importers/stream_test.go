@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/importers/chrome"
@@ -249,5 +251,48 @@ func TestStreamFlightRecorder(t *testing.T) {
 	}
 	if m := got.Header.Meta; m.Devices != 4 || m.Backend != "flight-recorder" || m.Extra["comm.1"] == "" {
 		t.Errorf("meta %+v: want 4 devices from flight-recorder, its process groups named", m)
+	}
+}
+
+// TestMaxInputBytesSizes: --max-input-bytes, when given, refuses an Nsight Systems export or an
+// xfertop recording larger than it (their readers seek, so the bound is the size on disk), naming
+// the file, its size and the flag, for Stream and Read alike; one at the bound goes on.
+func TestMaxInputBytesSizes(t *testing.T) {
+	dir := t.TempDir()
+	sqlite := filepath.Join(dir, "x.sqlite")
+	if err := os.WriteFile(sqlite, append([]byte(sqliteMagic), make([]byte, 84)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join("..", "recordings", "testdata", "v1-pipeline.xfr")
+	fi, err := os.Stat(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, path string
+		max        int64
+		want       string // "" when the size passes (the reader may still fail on the content)
+	}{
+		{"export over", sqlite, 99, "x.sqlite: 100 bytes, more than --max-input-bytes (99): an Nsight Systems"},
+		{"export at", sqlite, 100, ""},
+		{"recording over", rec, fi.Size() - 1, "v1-pipeline.xfr: " + strconv.FormatInt(fi.Size(), 10) + " bytes, more than --max-input-bytes"},
+		{"recording unbounded", rec, 0, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Stream([]string{c.path}, Options{MaxWholeFileBytes: c.max}, &Collect{})
+			if c.want == "" {
+				if err != nil && strings.Contains(err.Error(), "--max-input-bytes") {
+					t.Fatalf("Stream = %v; want no size refusal", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Stream = %v; want an error containing %q", err, c.want)
+			}
+		})
+	}
+	if _, err := Read([]string{sqlite}, Options{MaxWholeFileBytes: 99}); err == nil || !strings.Contains(err.Error(), "more than --max-input-bytes (99)") {
+		t.Errorf("Read = %v; want the export refused by size", err)
 	}
 }

@@ -237,7 +237,7 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 	if res.Breakdown.NoKernels {
 		r.Idle.Unknown = analysis.NoKernelsWhy
 	}
-	if !analysis.RecordsOps(m) && res.Transfers.Count == 0 && gaps.TotalNs == 0 {
+	if analysis.OpsUnknown(res, m) {
 		r.OpsUnknown = analysis.NoOpsWhy
 		r.Idle.noOps = r.Idle.Unknown != ""
 	}

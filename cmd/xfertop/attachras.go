@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -159,26 +157,9 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// rasQuoteMax is how many bytes of a peer's answer a warning quotes: enough to recognise what
-// answered (an HTTP server, another protocol), not the kilobytes a garbage peer may send.
-const rasQuoteMax = 40
+// rasQuoteMax is how many bytes of a peer's answer a warning quotes (ras.QuoteMax).
+const rasQuoteMax = ras.QuoteMax
 
-// rasErrText is a poll's error for the user: an answer that is not NCCL RAS's is quoted only by
-// its first bytes, with its length, and the greeting is said as it was sent.
-func rasErrText(err error) string {
-	text := err.Error()
-	var pe *ras.ProtocolError
-	if !errors.As(err, &pe) {
-		return text
-	}
-	sent := pe.Sent
-	if sent == "CLIENT PROTOCOL" { // the greeting, named without its version
-		sent = fmt.Sprintf("CLIENT PROTOCOL %d", ras.ClientProtocol)
-	}
-	got := fmt.Sprintf("%q", pe.Got)
-	if len(pe.Got) > rasQuoteMax {
-		got = fmt.Sprintf("%q… (%d bytes: not NCCL RAS)", pe.Got[:rasQuoteMax], len(pe.Got))
-	}
-	short := fmt.Sprintf("NCCL RAS at %s: sent %q, got %s", pe.Addr, sent, got)
-	return strings.Replace(text, pe.Error(), short, 1)
-}
+// rasErrText is a poll's error for the user (ras.ErrText): an answer that is not NCCL RAS's is
+// quoted only by its first bytes, with its length.
+func rasErrText(err error) string { return ras.ErrText(err) }

@@ -116,6 +116,13 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer os.RemoveAll(filepath.Dir(tmp))
 		pos = []string{tmp}
 	}
+	if rec && len(pos) == 1 && limits.input.set {
+		// A recording replayed as it is is read by the replayer, not an importer: the bound the
+		// user gave holds it all the same.
+		if err := importers.CheckSizes(pos, importers.FormatRecording, limits.input.n); err != nil {
+			return dataError(err)
+		}
+	}
 	if err := checkFrom(pos[0], *from, *salvage); err != nil {
 		return err
 	}
@@ -590,7 +597,7 @@ type importLimits struct {
 
 func (l *importLimits) register(fs *flag.FlagSet) {
 	l.input.n, l.token.n = kineto.DefaultMaxInputBytes, int64(kineto.DefaultMaxTokenBytes)
-	fs.Var(&l.input, "max-input-bytes", "refuse a JSON trace holding more than this, after decompression, or a Flight Recorder dump larger than this (default for dumps: 256MiB)")
+	fs.Var(&l.input, "max-input-bytes", "refuse a JSON trace or NCCL Inspector log holding more than this after decompression, or a Flight Recorder dump, Nsight Systems export or xfertop recording larger than this (the default below is the traces'; dumps: 256MiB unless given; the rest: no bound unless given; NCCL RAS reports: 256MiB always)")
 	fs.Var(&l.token, "max-token-bytes", "refuse a JSON trace or Flight Recorder dump with a string or number longer than this")
 	fs.BoolVar(&l.verbose, "v", false, "Nsight Systems export: a warning for each event left out, not one line per file")
 	fs.StringVar(&l.stepRange, "step-range", "ProfilerStep", "Nsight Systems export: the NVTX range that is a step (NAME, NAME#N or \"NAME, ...\")")

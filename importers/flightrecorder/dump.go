@@ -87,7 +87,7 @@ const (
 func parseDump(v any, sets *rankSets) (*dump, error) {
 	top, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("the dump is a %s, not a dict", typeName(v))
+		return nil, fmt.Errorf("the dump's top level: expected a dict of its fields (entries, pg_config, …), found %s", found(v))
 	}
 	d := &dump{rank: -1, pgs: map[string]pgConfig{}}
 	if _, ok := top["entries"]; !ok {
@@ -107,7 +107,7 @@ func parseDump(v any, sets *rankSets) (*dump, error) {
 	}
 	list, ok := top["entries"].([]any)
 	if !ok {
-		return nil, fmt.Errorf("entries is a %s, not a list", typeName(top["entries"]))
+		return nil, fmt.Errorf("field entries: expected a list of the ring's entries, found %s", found(top["entries"]))
 	}
 	if len(list) > maxEntries {
 		return nil, fmt.Errorf("%d entries, more than %d", len(list), maxEntries)
@@ -139,7 +139,7 @@ func (d *dump) parsePGs(v any, sets *rankSets) error {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return fmt.Errorf("pg_config is a %s, not a dict", typeName(v))
+		return fmt.Errorf("field pg_config: expected a dict of process groups by name, found %s", found(v))
 	}
 	if len(m) > maxPGs {
 		return fmt.Errorf("pg_config names %d process groups, more than %d", len(m), maxPGs)
@@ -147,7 +147,7 @@ func (d *dump) parsePGs(v any, sets *rankSets) error {
 	for key, x := range m {
 		pm, ok := x.(map[string]any)
 		if !ok {
-			return fmt.Errorf("pg_config[%q] is a %s, not a dict", key, typeName(x))
+			return fmt.Errorf("field pg_config[%q]: expected a dict of the process group's fields (name, desc, ranks), found %s", key, found(x))
 		}
 		pg := pgConfig{name: key, desc: str(pm["desc"])}
 		if n := str(pm["name"]); n != "" {
@@ -181,7 +181,7 @@ func parseRanks(v any) ([]int, error) {
 	case nil:
 		return nil, nil
 	default:
-		return nil, fmt.Errorf("a %s, not a list of ranks", typeName(v))
+		return nil, fmt.Errorf("expected a list of ranks, found %s", found(v))
 	}
 	if len(parts) > maxPGRanks {
 		return nil, fmt.Errorf("%d ranks, more than %d", len(parts), maxPGRanks)
@@ -202,7 +202,7 @@ func parseRanks(v any) ([]int, error) {
 func parseEntry(v any) (entry, []string, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return entry{}, nil, fmt.Errorf("a %s, not a dict", typeName(v))
+		return entry{}, nil, fmt.Errorf("expected a dict of the entry's fields (profiling_name, state, …), found %s", found(v))
 	}
 	e := entry{durMs: -1, profiling: str(m["profiling_name"]), state: str(m["state"])}
 	if e.profiling == "" {
@@ -322,7 +322,7 @@ func sizes(v any) ([][]int64, error) {
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("a %s, not a list", typeName(v))
+		return nil, fmt.Errorf("expected a list of tensor shapes, found %s", found(v))
 	}
 	if len(list) > maxDims {
 		return nil, fmt.Errorf("%d tensors, more than %d", len(list), maxDims)
@@ -410,6 +410,31 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
+// found says what a value is, for an error that names what was expected instead: its kind in
+// the words of both Python (which writes pickles) and JSON, and a scalar's value.
+func found(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "no value (None, JSON null)"
+	case map[string]any:
+		return "a dict (JSON object)"
+	case []any:
+		return "a list (JSON array)"
+	case string:
+		if len(x) > 40 {
+			return fmt.Sprintf("the string %q… (%d bytes)", x[:40], len(x))
+		}
+		return fmt.Sprintf("the string %q", x)
+	case bool:
+		return fmt.Sprintf("the boolean %v", x)
+	}
+	if f, ok := number(v); ok {
+		return fmt.Sprintf("the number %v", f)
+	}
+	return "a " + typeName(v)
+}
+
+// typeName is the kind of a plain value, in one word.
 func typeName(v any) string {
 	switch v.(type) {
 	case nil:

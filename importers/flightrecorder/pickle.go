@@ -168,7 +168,7 @@ func (d *decoder) bounded() error {
 		switch v := d.stack[0].(type) {
 		case *pdict, global:
 		default:
-			return fmt.Errorf("the dump is a %s, not a dict", pickleTypeName(v))
+			return fmt.Errorf("the dump's top level: expected a dict of its fields (entries, pg_config, …), found a %s", pickleTypeName(v))
 		}
 	}
 	return nil

@@ -157,6 +157,31 @@ func openFile(path string) (r io.Reader, closeFn func() error, err error) {
 	return br, f.Close, nil
 }
 
+// errFileTooBig is a file holding more bytes than Options.MaxFileBytes.
+var errFileTooBig = errors.New("file past --max-input-bytes")
+
+// capReader reads at most max bytes of r, and then fails with errFileTooBig if r holds more: the
+// bound is on the data read (a gzipped log's decompressed bytes), not on the file's size on disk.
+type capReader struct {
+	r        io.Reader
+	max, got int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.got > c.max {
+		return 0, errFileTooBig
+	}
+	if left := c.max + 1 - c.got; int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := c.r.Read(p)
+	c.got += int64(n)
+	if c.got > c.max {
+		return n - int(c.got-c.max), errFileTooBig
+	}
+	return n, err
+}
+
 // errLineTooLong is a line longer than the limit.
 var errLineTooLong = errors.New("line too long")
 

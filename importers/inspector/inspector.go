@@ -31,6 +31,9 @@ const (
 type Options struct {
 	MaxLineBytes int // one line of a log (0: DefaultMaxLineBytes)
 	MaxRecords   int // operations in all the files (0: DefaultMaxRecords)
+	// MaxFileBytes, when positive, bounds the bytes of one file, after decompression
+	// (--max-input-bytes); a file past it is refused. 0: no bound but the line and record ones.
+	MaxFileBytes int64
 	Context      context.Context
 	// Progress, when set, is told after each file how many of the files have been read.
 	Progress func(done, total int64)
@@ -148,18 +151,24 @@ func (st *state) readFile(path string) error {
 	}
 	defer closeFn()
 	_, st.gzipped = r.(*gzip.Reader)
+	if st.opts.MaxFileBytes > 0 {
+		r = &capReader{r: r, max: st.opts.MaxFileBytes}
+	}
 	head := make([]byte, 512)
 	br := newPeeker(r)
-	n, _ := br.peek(head)
+	n, perr := br.peek(head)
 	switch Sniff(head[:n]) {
 	case JSONLines:
-		return st.readLog(path, br)
+		return st.tooBig(path, st.readLog(path, br))
 	case Prometheus:
 		fi, err := os.Stat(path)
 		if err != nil {
 			return err
 		}
-		return st.readProm(path, br, fi.ModTime().UnixNano())
+		return st.tooBig(path, st.readProm(path, br, fi.ModTime().UnixNano()))
+	}
+	if errors.Is(perr, errFileTooBig) { // the first 512 bytes are past a tiny bound
+		return st.tooBig(path, errFileTooBig)
 	}
 	return fmt.Errorf("%s: not an NCCL Inspector log or Prometheus dump (its first bytes name no Inspector record)", path)
 }

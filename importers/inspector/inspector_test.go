@@ -345,6 +345,13 @@ var damaged = []struct {
 		fmt.Sprintf("x.log:2 (byte %d): not an NCCL Inspector record: invalid character 'o' looking for beginning of object key string: line left out", len(goodLog)+2)}, // the bad byte, the line's second
 	{"garbage last line", "x.log", goodLog + "\ngarbage\n", 1, "x.log: a damaged line (not an NCCL Inspector record) left out; 1 record read"},
 	{"many bad lines", "x.log", goodLog + "\n" + strings.Repeat("@@\n", 7) + goodLog2 + "\n", 2, "x.log: 7 damaged lines (not NCCL Inspector records) left out; 2 records read"},
+	{"valid JSON, no record, between records", "x.log", goodLog + "\n" + `{"header":{"id":"0x1","rank":0,"n_ranks":2,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.0","dump_timestamp_us":1752867229000000,"hostname":"h","pid":1}}` + "\n" + goodLog2 + "\n", 2,
+		fmt.Sprintf("x.log:2 (byte %d): valid JSON but no NCCL Inspector record (neither coll_perf nor p2p_perf nor dump_stats nor proxy_trace): line left out", len(goodLog)+1)},
+	{"empty object after records, counted", "x.log", goodLog + "\n{}\n[1]\n" + goodLog2 + "\n", 2, "x.log: 2 damaged lines (not NCCL Inspector records) left out; 2 records read"},
+	{"valid JSON, no record, in a v4.3 dump", "x.log", markerLog + "\n" + `{"coll_perf":{"coll":"AllReduce","coll_sn":2,"coll_msg_size_bytes":8192,"coll_exec_time_us":10}}` + "\n{\"x\":1}\n" +
+		`{"coll_perf":{"coll":"AllReduce","coll_sn":3,"coll_msg_size_bytes":8192,"coll_exec_time_us":10}}` + "\n", 2, "x.log:3 (byte "},
+	{"valid JSON, no record, first", "x.log", "{}\n" + goodLog + "\n", -1, "x.log:1: valid JSON but no NCCL Inspector record"},
+	{"JSON array after records", "x.log", goodLog + "\n[1]\n", 1, "x.log:2 (byte " + fmt.Sprint(len(goodLog)+1) + "): valid JSON but no NCCL Inspector record (neither coll_perf nor p2p_perf nor dump_stats nor proxy_trace) (a JSON array): line left out"},
 	{"bad line in a v4.3 dump", "x.log", markerLog + "\n" + `{"coll_perf":{"coll":"AllReduce","coll_sn":2,"coll_msg_size_bytes":8192,"coll_exec_time_us":10}}` + "\n#\n" + markerLog + "\n", 1,
 		"x.log:3 (byte "},
 	{"prom: NaN exec time", "x.prom", promNaN(`} 9498.47`), 1, "x.prom:6: exec time NaN µs is not a time: the series is left out"},
@@ -392,6 +399,56 @@ func TestDamagedRecords(t *testing.T) {
 				if e.Bytes > 0 && e.Dur() > 0 && float64(e.Bytes)*1e9/float64(e.Dur()) > maxRateBps {
 					t.Errorf("event of %d B in %d ns kept: a rate no GPU reaches", e.Bytes, e.Dur())
 				}
+			}
+		})
+	}
+}
+
+// TestMaxFileBytes refuses a log or Prometheus dump holding more bytes than --max-input-bytes
+// (a gzipped log's counted after decompression), naming the file, the bound and the flag; a file
+// of exactly the bound is read.
+func TestMaxFileBytes(t *testing.T) {
+	log, err := os.ReadFile("testdata/v2.32/node0-pid1000.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, err := os.ReadFile("testdata/prom/nccl_inspector_metrics_GPU-0.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(log)
+	zw.Close()
+	cases := []struct {
+		name string
+		body []byte
+		max  int64
+		want string // "" when the file is read
+	}{
+		{"log over", log, int64(len(log)) - 1, fmt.Sprintf("x.log: more than %d bytes in the file (--max-input-bytes)", len(log)-1)},
+		{"log at", log, int64(len(log)), ""},
+		{"tiny bound", log, 10, "x.log: more than 10 bytes in the file (--max-input-bytes)"},
+		{"gzipped over", gz.Bytes(), int64(len(log)) - 1, fmt.Sprintf("x.log: more than %d bytes in the file after decompression (--max-input-bytes)", len(log)-1)},
+		{"gzipped at", gz.Bytes(), int64(len(log)), ""},
+		{"prom over", prom, int64(len(prom)) - 1, fmt.Sprintf("x.log: more than %d bytes in the file (--max-input-bytes)", len(prom)-1)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "x.log")
+			if err := os.WriteFile(p, c.body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadFiles([]string{p}, Options{MaxFileBytes: c.max})
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("ReadFiles = %v; want the file read", err)
+				}
+				return
+			}
+			var le *LimitError
+			if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &le) {
+				t.Fatalf("ReadFiles = %v; want a LimitError containing %q", err, c.want)
 			}
 		})
 	}

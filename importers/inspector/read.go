@@ -90,11 +90,31 @@ type LimitError struct {
 	Line  int
 	What  string
 	Limit int64
+	Flag  string // the flag that set the bound, when one did
+}
+
+// tooBig turns a read that stopped at Options.MaxFileBytes into the LimitError naming the flag
+// (other errors pass unchanged).
+func (st *state) tooBig(path string, err error) error {
+	if !errors.Is(err, errFileTooBig) {
+		return err
+	}
+	what := "bytes in the file"
+	if st.gzipped {
+		what = "bytes in the file after decompression"
+	}
+	return &LimitError{File: path, What: what, Limit: st.opts.MaxFileBytes, Flag: "--max-input-bytes"}
 }
 
 func (e *LimitError) Error() string {
+	if e.Flag != "" {
+		return fmt.Sprintf("%s: more than %d %s (%s)", e.File, e.Limit, e.What, e.Flag)
+	}
 	return fmt.Sprintf("%s:%d: more than %d %s (a bound of the NCCL Inspector importer)", e.File, e.Line, e.Limit, e.What)
 }
+
+// errNotRecord is a line that is valid JSON but holds none of the parts of an Inspector record.
+var errNotRecord = errors.New("valid JSON but no NCCL Inspector record (neither coll_perf nor p2p_perf nor dump_stats nor proxy_trace)")
 
 // dumpCtx is a v4.3 file's context: the marker's header and metadata, and the operation lines it
 // announced that have not come yet.
@@ -132,6 +152,17 @@ func (st *state) readLog(path string, r io.Reader) error {
 		if err := json.Unmarshal(b, &l); err != nil {
 			n, size := lr.n, len(b)
 			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field == "" {
+				// The whole line is valid JSON but no object (an array, a string, a number): no
+				// record, as a line of an object of no record's parts is not.
+				if records == 0 {
+					return fmt.Errorf("%s:%d: %w (a JSON %s)", path, n, errNotRecord, te.Value)
+				}
+				if bad++; bad <= maxBadLines {
+					st.warn.add(fmt.Sprintf("%s:%d (byte %d%s): %v (a JSON %s): line left out", path, n, lr.off, of, errNotRecord, te.Value))
+				}
+				continue // a line put in, not a record damaged: a dump's records still to come stay so
+			}
 			if errors.As(err, &te) {
 				// A value out of its field's range (a size past int64): the record is left out, as
 				// the trace importers leave out such a field's event, and the import goes on.
@@ -161,7 +192,16 @@ func (st *state) readLog(path string, r io.Reader) error {
 			break
 		}
 		if err := st.line(path, lr.n, &l, &ctx); err != nil {
-			return err
+			if records == 0 || !errors.Is(err, errNotRecord) {
+				return err
+			}
+			// After records, such a line costs only itself, as a damaged line does; being whole
+			// JSON, it was put in among the records rather than written over one, so a dump's
+			// records still to come stay so.
+			if bad++; bad <= maxBadLines {
+				st.warn.add(fmt.Sprintf("%s:%d (byte %d%s): %v: line left out", path, lr.n, lr.off, of, errNotRecord))
+			}
+			continue
 		}
 		records++
 	}
@@ -250,6 +290,11 @@ func (st *state) line(path string, n int, l *line, ctx *dumpCtx) error {
 		}
 		return nil
 	}
+	if len(l.Proxy) == 0 && l.op() == nil {
+		// Valid JSON of no kind Inspector writes: readLog leaves it out as a damaged line once
+		// records have been read, and refuses the file when it comes first.
+		return fmt.Errorf("%s:%d: %w", path, n, errNotRecord)
+	}
 	h, m := l.Header, l.Meta
 	if h == nil && m == nil {
 		if ctx.remaining <= 0 {
@@ -263,9 +308,6 @@ func (st *state) line(path string, n int, l *line, ctx *dumpCtx) error {
 		return nil
 	}
 	op := l.op()
-	if op == nil {
-		return where("neither coll_perf nor p2p_perf nor dump_stats")
-	}
 	if h == nil || m == nil {
 		return where("an operation without its header or metadata")
 	}

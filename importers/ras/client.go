@@ -233,3 +233,27 @@ func Monitor(ctx context.Context, addr string, opts ClientOptions, fn func(PeerE
 		fn(ev)
 	}
 }
+
+// QuoteMax is how many bytes of a peer's answer a warning or an event's label quotes: enough
+// to recognise what answered (an HTTP server, another protocol), not the kilobytes a garbage peer may send.
+const QuoteMax = 40
+
+// ErrText is a poll's error for the user: an answer that is not NCCL RAS's is quoted only by
+// its first bytes, with its length, and the greeting is said as it was sent.
+func ErrText(err error) string {
+	text := err.Error()
+	var pe *ProtocolError
+	if !errors.As(err, &pe) {
+		return text
+	}
+	sent := pe.Sent
+	if sent == "CLIENT PROTOCOL" { // the greeting, named without its version
+		sent = fmt.Sprintf("CLIENT PROTOCOL %d", ClientProtocol)
+	}
+	got := fmt.Sprintf("%q", pe.Got)
+	if len(pe.Got) > QuoteMax {
+		got = fmt.Sprintf("%q… (%d bytes: not NCCL RAS)", pe.Got[:QuoteMax], len(pe.Got))
+	}
+	short := fmt.Sprintf("NCCL RAS at %s: sent %q, got %s", pe.Addr, sent, got)
+	return strings.Replace(text, pe.Error(), short, 1)
+}

@@ -213,3 +213,35 @@ func FuzzStatus(f *testing.F) {
 		_, _ = Status(context.Background(), "fuzz", opts)
 	})
 }
+
+// TestPollerQuotesGarbagePeer: a peer that answers the greeting with kilobytes that are not NCCL
+// RAS is named in the poller's event by its first QuoteMax bytes and its length, as the attach
+// warning names it, not with the whole answer in the label.
+func TestPollerQuotesGarbagePeer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	junk := strings.Repeat("<html>junk ", 200) // 2,200 bytes on one line
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 256)
+				c.Read(buf) // the greeting
+				c.Write([]byte(junk + "\n"))
+			}()
+		}
+	}()
+	got := runPoller(t, l.Addr().String(), func(evs []polled) bool { return len(evs) > 0 })
+	msg := got[0].msg
+	want := fmt.Sprintf("got %q… (%d bytes: not NCCL RAS)", junk[:QuoteMax], len(junk))
+	if got[0].e.Kind != timeline.KindMark || !strings.Contains(msg, want) || len(msg) > 200 {
+		t.Fatalf("event %v %q (%d bytes); want a mark containing %q", got[0].e.Kind, msg, len(msg), want)
+	}
+}

@@ -106,7 +106,9 @@ func (p *Poller) poll(ctx context.Context, emit func([]timeline.Event)) {
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			p.mark(emit, err.Error())
+			// A garbage peer's answer is quoted by its first bytes, as the attach warning does:
+			// a label holds a line, not the kilobytes such a peer may send.
+			p.mark(emit, ErrText(err))
 		}
 		return
 	}

@@ -143,6 +143,10 @@ func (m *Model) View() string {
 	}
 	// What crossed links (bus bytes), not the payload the transfers view counts: say which.
 	moved += " (bus bytes)"
+	if analysis.OpsUnknown(res, fr.Meta) {
+		// The source records no ops (NCCL RAS): what moved is unknown, not 0 B, as the report says.
+		moved = units.Unknown + " (the source records no ops)"
+	}
 	fmt.Fprintf(&b, "%s %s   %s   %s\n", st.Title.Render("Moved on links"), moved, steps, cache)
 	now := "each link now, % of peak"
 	if !fr.Live {
@@ -204,6 +208,7 @@ type deviceTable struct {
 	cell   int   // width of one link's column
 	histW  int   // sparkline buckets shown; under 8 none
 	total  bool  // the GB/s column fits: it gives way whole, never cut mid-value
+	noOps  bool  // the source records no ops (analysis.OpsUnknown): every link's rate is unknown
 	bucket int64 // the newest complete bucket
 	peak   float64
 }
@@ -216,7 +221,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	st := fr.Styles
 	devs := m.padded.of(res, fr.Meta.Devices)
 	times := m.times.of(res, len(devs))
-	t := deviceTable{fr: fr, cell: 7, bucket: fr.State.Now/analysis.BucketNs - 1, colDev: colDev}
+	t := deviceTable{fr: fr, cell: 7, bucket: fr.State.Now/analysis.BucketNs - 1, colDev: colDev, noOps: analysis.OpsUnknown(res, fr.Meta)}
 	if m.W >= 140 { // wide terminals show each link's GB/s beside its share of peak
 		t.cell = 14
 	}
@@ -486,7 +491,7 @@ func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm *analysis.D
 		if !t.fr.Live {
 			r = 0 // the source has ended: nothing moves now, whatever the last bucket held
 		}
-		if !ds.Known(l) {
+		if !ds.Known(l) || t.noOps {
 			// Part of the link's bytes are in no source (the report's "≥" or "—"): its rate now is
 			// unknown, not the part counted.
 			line += st.MutedOn + fmt.Sprintf("%*s", t.cell, units.Unknown) + st.MutedOff
@@ -510,7 +515,10 @@ func (t *deviceTable) row(label string, ds *analysis.DeviceLinks, tm *analysis.D
 		}
 		line += txt
 	}
-	if t.total {
+	switch {
+	case t.total && t.noOps:
+		line += st.MutedOn + fmt.Sprintf("%*s", colTotal, units.Unknown) + st.MutedOff
+	case t.total:
 		line += fmt.Sprintf("%*.1f", colTotal, sum/1e9)
 	}
 	if t.histW >= 8 {

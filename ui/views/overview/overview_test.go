@@ -1,10 +1,17 @@
 package overview
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/agg"
+	"github.com/xfertop/xfertop/ui/theme"
+	"github.com/xfertop/xfertop/ui/widget"
+	"github.com/xfertop/xfertop/units"
 )
 
 func TestProfilerCostLine(t *testing.T) {
@@ -113,5 +120,37 @@ func TestHistSpan(t *testing.T) {
 		if got := d.histSpan(); got != tc.want {
 			t.Errorf("%d buckets wide at bucket %d: %d ns; want %d", tc.histW, tc.bucket, got, tc.want)
 		}
+	}
+}
+
+// A source that records no ops (NCCL RAS) moved an unknown amount on links, not 0 B, and each
+// link's rate and the total are unknown (—), as the report's ops_unknown says; a source that
+// records ops and moved nothing yet still shows its measured 0.
+func TestNoOpsMovedUnknown(t *testing.T) {
+	for _, c := range []struct {
+		backend   string
+		want, not []string
+	}{
+		{"nccl-ras", []string{"Moved on links " + units.Unknown + " (the source records no ops)", units.Unknown}, []string{"0 B", "0.0"}},
+		{"sim", []string{"Moved on links 0 B", "0.0"}, []string{"records no ops"}},
+	} {
+		t.Run(c.backend, func(t *testing.T) {
+			meta := timeline.Meta{Backend: c.backend, Devices: 2, GPUsPerHost: 2, LinkPeaks: [timeline.NumPeaks]float64{1e9, 1e9, 1e9, 1e9}}
+			res := analysis.New(meta).Result(nil)
+			fr := &widget.Frame{Res: res, Meta: meta, State: &agg.State{}, Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()}
+			m := New(fr)
+			m.SetSize(160, 40)
+			v := ansi.Strip(m.View())
+			for _, w := range c.want {
+				if !strings.Contains(v, w) {
+					t.Errorf("overview lacks %q:\n%s", w, v)
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(v, n) {
+					t.Errorf("overview shows %q:\n%s", n, v)
+				}
+			}
+		})
 	}
 }
