@@ -174,7 +174,12 @@ func TestFindingJumpToASilentRank(t *testing.T) {
 	if !strings.HasPrefix(first, "▾ host 50 ") {
 		t.Errorf("after the jump to silent rank 402 the first row is %q; want host 50's heading, open:\n%s", first, got)
 	}
-	if !strings.Contains(got, "rank 402 has no stream in the events held") {
+	if !strings.Contains(got, "rank 402 has no stream in the events held (it launched nothing in them)") {
 		t.Errorf("the console does not say why rank 402 is not shown:\n%s", got)
+	}
+	// The footer serves every finding's kind (a slow link's culprit can have no stream either):
+	// it does not guess at a hang.
+	if strings.Contains(got, "hung rank may") {
+		t.Errorf("the footer guesses the culprit hung:\n%s", got)
 	}
 }

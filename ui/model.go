@@ -380,9 +380,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.tab = m.timeline
 		if tl, ok := m.timelinePane(); ok && !tl.Jump(msg) && msg.Stream == 0 {
-			// A hung rank that launched nothing has no row: its host's GPUs are shown instead, and
-			// the footer says why the culprit is not among them.
-			m.cmd.said, m.cmd.bad = fmt.Sprintf("rank %d has no stream in the events held (a hung rank may have launched nothing); its host %d's GPUs are shown",
+			// A culprit that launched nothing in the events held (a hung rank, or a rank whose link
+			// is the finding's) has no row: its host's GPUs are shown instead, and the footer says
+			// why the culprit is not among them, whatever the finding's kind.
+			m.cmd.said, m.cmd.bad = fmt.Sprintf("rank %d has no stream in the events held (it launched nothing in them); its host %d's GPUs are shown",
 				msg.Device, int(msg.Device)/tl.Fr.Meta.HostGPUs()), false
 		}
 		return m, nil
