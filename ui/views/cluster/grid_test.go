@@ -190,3 +190,18 @@ func idleView(t *testing.T, hosts, gpus int, idle func(d int32) float64) *Model 
 	}
 	return v
 }
+
+// A metric no GPU has a figure for says so in both worst lists rather than leave them empty, which
+// reads as the view failing.
+func TestWorstListsOfAnUnknownMetric(t *testing.T) {
+	fr := &widget.Frame{Res: &analysis.Result{}, State: agg.New(), Meta: xtimeline.Meta{Devices: 16, GPUsPerHost: 8},
+		Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()}
+	v := New(fr)
+	v.SetSize(120, 40)
+	if !v.SetMetric("idle") {
+		t.Fatal("no idle metric")
+	}
+	if out := ansi.Strip(v.View()); strings.Count(out, "unknown for every GPU") != 2 || strings.Contains(out, "none above") {
+		t.Errorf("worst lists of a metric known for no GPU:\n%s", out)
+	}
+}

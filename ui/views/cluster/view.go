@@ -136,7 +136,7 @@ func (v *Model) worst(c crumb, h int) []string {
 	gpus, _ := v.shape()
 	k := max((h-3)/2, 1)
 	var devs, hosts []ranked
-	known := 0 // devices with a known value: with none, the lists stay empty rather than say "none above 0"
+	known := 0 // devices with a known value: with none, the lists say so rather than "none above 0"
 	for host := c.h0; host < c.h1; host++ {
 		hw := ranked{id: host, dev: -1, val: math.NaN()}
 		for l := range gpus {
@@ -159,18 +159,21 @@ func (v *Model) worst(c crumb, h int) []string {
 		hosts = topK(hosts, hw, k, m)
 	}
 	none := "  none above " + v.fmtVal(0)
+	if known == 0 {
+		none = "  unknown for every GPU" // the source does not measure it: an empty list would look like a fault of the view
+	}
 	out := []string{st.Title.Render(ansi.Truncate("worst GPUs, "+m.order(), sideW, "…"))}
 	for _, r := range devs {
 		out = append(out, fmt.Sprintf("gpu %-5d h%-4d %9s", r.id, r.id/gpus, v.fmtVal(r.val)))
 	}
-	if len(devs) == 0 && m.HighIsBad && known > 0 {
+	if len(devs) == 0 && (m.HighIsBad || known == 0) {
 		out = append(out, none)
 	}
 	out = append(out, "", st.Title.Render(ansi.Truncate("worst hosts, by worst GPU", sideW, "…")))
 	for _, r := range hosts {
 		out = append(out, fmt.Sprintf("host %-4d gpu %-5d%7s", r.id, r.dev, v.fmtVal(r.val)))
 	}
-	if len(hosts) == 0 && m.HighIsBad && known > 0 {
+	if len(hosts) == 0 && (m.HighIsBad || known == 0) {
 		out = append(out, none)
 	}
 	return out
