@@ -9,7 +9,6 @@ import (
 	"github.com/xfertop/xfertop/importers/inspector"
 	"github.com/xfertop/xfertop/importers/kineto"
 	"github.com/xfertop/xfertop/join"
-	"github.com/xfertop/xfertop/recordings"
 )
 
 // JoinedFormat names a join of a job's Flight Recorder dumps and NCCL Inspector logs in a report
@@ -83,19 +82,7 @@ func streamJoined(paths []string, opts Options, sink Sink) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := sink.Begin(&Header{Format: FormatJoined, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings}); err != nil {
-		return res, err
-	}
-	for b := im.Events; len(b) > 0; {
-		n := min(len(b), recordings.DefaultBatch)
-		if err := sink.Events(b[:n]); err != nil {
-			return res, err
-		}
-		res.Events += n
-		b = b[n:]
-	}
-	res.Warnings = im.Warnings
-	return res, nil
+	return streamImported(res, im, opts, sink)
 }
 
 // filesText names a part's files in a message: the first, and how many more.

@@ -240,7 +240,13 @@ func streamRAS(paths []string, opts Options, sink Sink) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := sink.Begin(&Header{Format: FormatRAS, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings}); err != nil {
+	return streamImported(res, im, opts, sink)
+}
+
+// streamImported hands an import read whole (an ncclras report, joined sources) to sink, a batch
+// at a time, as res's format.
+func streamImported(res *Result, im *kineto.Imported, opts Options, sink Sink) (*Result, error) {
+	if err := sink.Begin(&Header{Format: res.Format, Meta: ImportedMeta(im, opts.Writer), Strings: im.Strings}); err != nil {
 		return res, err
 	}
 	for b := im.Events; len(b) > 0; {
