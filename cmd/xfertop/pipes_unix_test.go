@@ -121,10 +121,15 @@ func TestSpoolSniffsFirst(t *testing.T) {
 		return nil
 	})
 
-	// Text past the bound: refused naming it.
-	feed(t, fifo, append([]byte("["), bytes.Repeat([]byte(" "), 2<<20)...))
-	_, err = spoolPipes(ctx, []string{fifo})
-	if !errors.As(err, &ee) || ee.code != exitData || !strings.Contains(err.Error(), fifo+": the pipe holds more than 1 MiB") {
+	// Text past the bound: refused naming it. A FIFO of its own: the zeros' writer may still hold
+	// the first one open, writing what its refused reader left, and this reader would read that.
+	fifo2 := filepath.Join(t.TempDir(), "in2")
+	if err := syscall.Mkfifo(fifo2, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	feed(t, fifo2, append([]byte("["), bytes.Repeat([]byte(" "), 2<<20)...))
+	_, err = spoolPipes(ctx, []string{fifo2})
+	if !errors.As(err, &ee) || ee.code != exitData || !strings.Contains(err.Error(), fifo2+": the pipe holds more than 1 MiB") {
 		t.Fatalf("spoolPipes(2 MiB) = %v; want it refused past 1 MiB", err)
 	}
 }
