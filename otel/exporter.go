@@ -44,6 +44,9 @@ type Stats struct {
 	SpansExported int64  `json:"spans_exported"`
 	SpansDropped  int64  `json:"spans_dropped"`  // in exports that failed for good, and still queued when shutdown gave up
 	EventsDropped int64  `json:"events_dropped"` // events the queue could not take
+	// DropReason is why spans were last dropped (the failed export's error), kept after later
+	// exports succeed: State says how the export goes now, this why the drop count grew.
+	DropReason    string `json:"drop_reason,omitempty"`
 	StepsSampled  int64  `json:"steps_exported"`
 	StepsSkipped  int64  `json:"steps_skipped"`   // by the sampling ratio
 	StepsOverRate int64  `json:"steps_over_rate"` // skipped whole because the span budget was spent
@@ -116,8 +119,8 @@ func New(ctx context.Context, cfg Config, src *timeline.Strings) (*Exporter, err
 		}
 		exp, err = otlptracehttp.New(ctx, opts...)
 	default:
-		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(cfg.Endpoint), otlptracegrpc.WithTimeout(cfg.ExportTimeout),
-			otlptracegrpc.WithDialOption(seeAttempts(q), reconnect),
+		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(cfg.Endpoint), otlptracegrpc.WithTimeout(cfg.ExportTimeout + retry),
+			otlptracegrpc.WithDialOption(seeAttempts(q, cfg.ExportTimeout), reconnect),
 			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: retry > 0, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: retry})}
 		if cfg.Insecure {
 			opts = append(opts, otlptracegrpc.WithInsecure())
@@ -495,6 +498,9 @@ func (x *Exporter) Stats() Stats {
 	if m := x.metrics; m != nil {
 		s.MetricPoints, s.MetricPointsExported, s.MetricPointsDropped = m.built.Load(), m.exported.Load(), m.dropped.Load()
 	}
+	if why := q.dropWhy.Load(); why != nil {
+		s.DropReason = *why
+	}
 	switch last := q.lastErr.Load(); {
 	case last != nil:
 		s.State, s.Failing = "failing: "+*last, true
@@ -549,9 +555,18 @@ var reconnect = grpc.WithConnectParams(grpc.ConnectParams{
 
 // seeAttempts shows the queue each gRPC attempt: the exporter retries inside one export, so a
 // refused connection can end the export at shutdown without waiting for the retries to run out.
-func seeAttempts(q *spanQueue) grpc.DialOption {
+// It also bounds each attempt by attempt (ExportTimeout). The SDK's gRPC exporters apply their
+// timeout to the whole export, retries included, so it is given ExportTimeout + RetryFor, and the
+// bound of one attempt is set here: with ExportTimeout alone there, a collector away for more than
+// 3 s dropped the batch under way though its retries had 10 s to run.
+func seeAttempts(q *spanQueue, attempt time.Duration) grpc.DialOption {
 	return grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 		invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if attempt > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, attempt)
+			defer cancel()
+		}
 		err := invoke(ctx, method, req, reply, cc, opts...)
 		q.attempt(err)
 		return err

@@ -87,8 +87,8 @@ func newMetricExporter(ctx context.Context, cfg Config, q *spanQueue) (sdkmetric
 		}
 		return otlpmetrichttp.New(ctx, opts...)
 	default:
-		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpointURL(cfg.Endpoint), otlpmetricgrpc.WithTimeout(cfg.ExportTimeout),
-			otlpmetricgrpc.WithDialOption(seeAttempts(q), reconnect),
+		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpointURL(cfg.Endpoint), otlpmetricgrpc.WithTimeout(cfg.ExportTimeout + cfg.RetryFor),
+			otlpmetricgrpc.WithDialOption(seeAttempts(q, cfg.ExportTimeout), reconnect),
 			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: cfg.RetryFor > 0, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: cfg.RetryFor})}
 		if cfg.Insecure {
 			opts = append(opts, otlpmetricgrpc.WithInsecure())

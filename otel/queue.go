@@ -58,8 +58,9 @@ type spanQueue struct {
 	dropped  atomic.Int64
 	tried    atomic.Bool
 	lastErr  atomic.Pointer[string]
-	refused  atomic.Bool // the latest connection attempt was refused
-	why      string      // why the export was abandoned (under mu)
+	dropWhy  atomic.Pointer[string] // the error of the last export whose spans were dropped
+	refused  atomic.Bool            // the latest connection attempt was refused
+	why      string                 // why the export was abandoned (under mu)
 
 	gone   chan struct{} // closed when the export is abandoned (the metrics' last export gives up too)
 	ready  chan struct{} // a full batch is waiting (capacity 1)
@@ -180,6 +181,7 @@ func (q *spanQueue) export(batch []sdktrace.ReadOnlySpan) {
 		msg := err.Error()
 		q.lastErr.Store(&msg)
 	}
+	q.dropWhy.Store(q.lastErr.Load())
 	q.dropped.Add(int64(len(batch)))
 }
 
@@ -274,6 +276,7 @@ func (q *spanQueue) Shutdown(ctx context.Context) error {
 				cmp.Or(why, "the export ended"), total, left, total-int64(left))
 			msg := err.Error()
 			q.lastErr.Store(&msg)
+			q.dropWhy.Store(&msg)
 		}
 	})
 	return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -191,6 +192,13 @@ func TestSpanQueuePatientWaitsForRestart(t *testing.T) {
 	// The three refused batches were dropped (the exporter's own retries gave up on each); the queue
 	// went on and the collector, back, took the rest.
 	checkTotals(t, q, n, int64(n-3*spanBatchSize))
+	// The collector is back and the last export succeeded, but why the three were dropped stays.
+	if q.lastErr.Load() != nil {
+		t.Errorf("the export is ok again, but its state says %q", *q.lastErr.Load())
+	}
+	if why := q.dropWhy.Load(); why == nil || !strings.Contains(*why, "connection refused") {
+		t.Errorf("the reason for the dropped batches is %v, want the refusal", why)
+	}
 }
 
 // When the budget ends, the export under way is cancelled, a producer waiting for room is let go,

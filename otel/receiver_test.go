@@ -12,6 +12,8 @@ import (
 	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -32,6 +34,20 @@ type receiver struct {
 	http   *http.Server
 	// delay is how long each trace export request waits before it is taken (a slow collector).
 	delay time.Duration
+	// outage is how long after the first trace export request the collector answers "unavailable"
+	// (gRPC Unavailable, HTTP 503) to every one: a collector restarting.
+	outage  time.Duration
+	firstAt time.Time
+}
+
+// down says whether the collector is in its outage, starting it with the first request.
+func (r *receiver) down() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.firstAt.IsZero() {
+		r.firstAt = time.Now()
+	}
+	return time.Since(r.firstAt) < r.outage
 }
 
 func newReceiver() *receiver {
@@ -42,6 +58,9 @@ func newReceiver() *receiver {
 
 func (r *receiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
 	time.Sleep(r.delay)
+	if r.down() {
+		return nil, status.Error(codes.Unavailable, "restarting")
+	}
 	r.record(req)
 	return &collectortrace.ExportTraceServiceResponse{}, nil
 }
@@ -104,6 +123,10 @@ func (r *receiver) startHTTP(t testing.TB) {
 		var msg collectortrace.ExportTraceServiceRequest
 		if err := proto.Unmarshal(body, &msg); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if r.down() {
+			http.Error(w, "restarting", http.StatusServiceUnavailable)
 			return
 		}
 		r.record(&msg)

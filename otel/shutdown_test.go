@@ -141,3 +141,31 @@ func TestFullDetailWaitsForSlowCollector(t *testing.T) {
 			st.SpansBuilt, st.SpansExported, st.SpansDropped, r.count(), st.State)
 	}
 }
+
+// A collector away for longer than one export attempt (ExportTimeout) but less than the retries'
+// budget (RetryFor) loses nothing: the retries are bounded by RetryFor, each attempt by
+// ExportTimeout. Over gRPC the SDK's own timeout bounds the whole export with its retries, so an
+// outage past ExportTimeout (3 s by default, against 10 s of retries) dropped the batch under way.
+func TestOutageWithinRetriesLosesNothing(t *testing.T) {
+	for _, proto := range []string{"grpc", "http/protobuf"} {
+		t.Run(proto, func(t *testing.T) {
+			r := newReceiver()
+			r.outage = 1500 * time.Millisecond
+			if proto == "grpc" {
+				r.startGRPC(t, "127.0.0.1:0")
+			} else {
+				r.startHTTP(t)
+			}
+			defer r.stop()
+			cfg := configFor(t, r.addr, proto)
+			cfg.ExportTimeout, cfg.RetryFor, cfg.ShutdownTimeout = 400*time.Millisecond, 20*time.Second, 30*time.Second
+			cfg.NoMetrics = true
+			p, _ := exportRun(t, "pipeline", 4, 0, cfg)
+			st := p.ExportStats()
+			if st.SpansBuilt == 0 || st.SpansDropped != 0 || st.SpansExported != st.SpansBuilt || r.count() != int(st.SpansBuilt) {
+				t.Errorf("built %d, exported %d, dropped %d (%q), received %d; want every span through the outage",
+					st.SpansBuilt, st.SpansExported, st.SpansDropped, st.DropReason, r.count())
+			}
+		})
+	}
+}

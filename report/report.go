@@ -59,7 +59,10 @@ type Export struct {
 	SpansExported int64  `json:"spans_exported"`
 	SpansDropped  int64  `json:"spans_dropped"`
 	EventsDropped int64  `json:"events_dropped"`
-	StepsSkipped  int64  `json:"steps_skipped"` // by the sampling ratio or the span budget
+	// DropReason is the error of the last export whose spans were dropped, kept when later exports
+	// succeed (State is how the export goes at the end).
+	DropReason   string `json:"drop_reason,omitempty"`
+	StepsSkipped int64  `json:"steps_skipped"` // by the sampling ratio or the span budget
 	// StepsExported are the steps whose spans were built; StepsOverRate those of StepsSkipped the
 	// span budget skipped (MaxRate spans/s), the rest the sampling ratio (SampleRatio).
 	StepsExported int64   `json:"steps_exported"`

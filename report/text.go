@@ -71,6 +71,9 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 		fmt.Fprintf(&b, "\nOpenTelemetry export to %s (%s): %s; %s built, %d exported, %d dropped; %s dropped before export; %s built, %d exported, %d dropped\n",
 			x.Endpoint, x.Protocol, x.State, units.Counted(x.SpansBuilt, "span"), x.SpansExported, x.SpansDropped, units.Counted(x.EventsDropped, "event"),
 			units.Counted(x.MetricPoints, "metric point"), x.MetricPointsExported, x.MetricPointsDropped)
+		if x.SpansDropped > 0 && x.DropReason != "" && x.DropReason != strings.TrimPrefix(x.State, "failing: ") {
+			fmt.Fprintf(&b, "  spans last dropped because: %s\n", x.DropReason)
+		}
 		if s := exportSkipped(x); s != "" {
 			fmt.Fprintf(&b, "  %s\n", s)
 		}

@@ -508,7 +508,7 @@ func ReportExport(s *otel.Stats) *report.Export {
 		return nil
 	}
 	return &report.Export{Endpoint: s.Endpoint, Protocol: s.Protocol, State: s.State, SpansBuilt: s.SpansBuilt,
-		SpansExported: s.SpansExported, SpansDropped: s.SpansDropped, EventsDropped: s.EventsDropped, StepsSkipped: s.StepsSkipped + s.StepsOverRate,
+		SpansExported: s.SpansExported, SpansDropped: s.SpansDropped, EventsDropped: s.EventsDropped, DropReason: s.DropReason, StepsSkipped: s.StepsSkipped + s.StepsOverRate,
 		StepsExported: s.StepsSampled, StepsOverRate: s.StepsOverRate, SampleRatio: s.SampleRatio, MaxRate: s.MaxRate,
 		MetricPoints: s.MetricPoints, MetricPointsExported: s.MetricPointsExported, MetricPointsDropped: s.MetricPointsDropped}
 }

@@ -15,14 +15,19 @@ func exportFailure(x *report.Export) string {
 	if x == nil || x.SpansDropped == 0 && x.MetricPointsDropped == 0 && !strings.HasPrefix(x.State, "failing") {
 		return ""
 	}
+	state := x.State
+	if x.DropReason != "" && !strings.HasPrefix(state, "failing") {
+		// The export recovered: its state alone ("ok") would not say why spans were lost.
+		state += "; spans last dropped because: " + x.DropReason
+	}
 	if x.MetricPoints == 0 {
 		// Points are counted when a collection is exported: none counted is not "0 of 0 lost"
 		// but no collection exported (the last, the run's whole report, given up with the spans).
 		return fmt.Sprintf("the OTLP export to %s failed: %d of %d spans did not reach the collector, and no metric point was exported (%s)",
-			x.Endpoint, x.SpansDropped, x.SpansBuilt, x.State)
+			x.Endpoint, x.SpansDropped, x.SpansBuilt, state)
 	}
 	return fmt.Sprintf("the OTLP export to %s failed: %d of %d spans and %d of %d metric points did not reach the collector (%s)",
-		x.Endpoint, x.SpansDropped, x.SpansBuilt, x.MetricPointsDropped, x.MetricPoints, x.State)
+		x.Endpoint, x.SpansDropped, x.SpansBuilt, x.MetricPointsDropped, x.MetricPoints, state)
 }
 
 // check ends a command that exported over OTLP. Telemetry is best effort, as in OpenTelemetry's

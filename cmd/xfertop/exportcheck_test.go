@@ -21,6 +21,8 @@ func TestExportFailureWording(t *testing.T) {
 			"4 of 10 spans did not reach the collector, and no metric point was exported (failing: x)", "0 of 0"},
 		{"metric points counted", report.Export{Endpoint: "e", State: "failing: x", SpansBuilt: 10, SpansDropped: 4, MetricPoints: 8, MetricPointsDropped: 2},
 			"4 of 10 spans and 2 of 8 metric points did not reach the collector", "no metric point"},
+		{"recovered after a drop", report.Export{Endpoint: "e", State: "ok", SpansBuilt: 10, SpansDropped: 4, MetricPoints: 8,
+			DropReason: "rpc error: code = Unavailable"}, "(ok; spans last dropped because: rpc error: code = Unavailable)", "failing"},
 		{"nothing failed", report.Export{Endpoint: "e", State: "ok", SpansBuilt: 10, SpansExported: 10}, "", "failed"},
 	}
 	for _, tc := range tests {

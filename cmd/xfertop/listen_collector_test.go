@@ -271,8 +271,8 @@ func TestCollectorRestart(t *testing.T) {
 			t.Logf("hosts: %d spans built, %d exported, %d dropped; listen: %d spans taken, %d events, %d lost, %d duplicates",
 				built, exported, dropped, got.Receive.Spans, got.Events, got.Receive.Lost, got.Receive.Duplicates)
 			if dropped != 0 {
-				t.Errorf("the hosts dropped %d spans: their retries should have covered the Collector's restart (%q, %q)",
-					dropped, sent[0].Export.State, sent[1].Export.State)
+				t.Errorf("the hosts dropped %d spans: their retries should have covered the Collector's restart (%q, %q; why: %q, %q)",
+					dropped, sent[0].Export.State, sent[1].Export.State, sent[0].Export.DropReason, sent[1].Export.DropReason)
 			}
 			if got.Receive == nil || got.Events+got.Receive.Lost != want.Events || got.DroppedEvents != got.Receive.Lost {
 				t.Fatalf("listen received %d events and counted %d lost (report %+v); the run had %d events",
