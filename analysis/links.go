@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -362,6 +363,26 @@ type DeviceLinks struct {
 	Dir  [NumLinks][NumDirs]int64 `json:"-"`
 	hist *histRing                // the history as of the result: never written once handed out
 	slot int32                    // the device's slot in hist (its id below MaxDevices)
+}
+
+// MarshalJSON writes a link's bytes as null where nothing was counted on a link whose figure is
+// partial (Known false): there 0 would read as "none moved" where the report says unknown. A
+// partial figure above 0 stays a number, a lower bound named in lower_bound_links.
+func (d DeviceLinks) MarshalJSON() ([]byte, error) {
+	type plain DeviceLinks // without this method
+	known := func(link Link, v int64) *int64 {
+		if v == 0 && d.Partial[link] {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		plain
+		PCIe   *int64 `json:"pcie_bytes"`
+		NVLink *int64 `json:"nvlink_bytes"`
+		NIC    *int64 `json:"nic_bytes"`
+		HBM    *int64 `json:"hbm_bytes"`
+	}{plain(d), known(LinkPCIe, d.PCIe), known(LinkNVLink, d.NVLink), known(LinkNIC, d.NIC), known(LinkHBM, d.HBM)})
 }
 
 // Known reports whether the device's figures on link are whole: false where part of its bytes are

@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -329,6 +331,31 @@ func TestLinksPartial(t *testing.T) {
 				t.Errorf("measured %v: device %d lower-bound links = %q; want %q", measured, dev, got[dev], w)
 			}
 		}
+	}
+}
+
+// In JSON a link's bytes are null where the figure is unknown (partial, nothing counted), a number
+// where it is known (0 included) or a partial figure above 0 (a lower bound).
+func TestDeviceLinksJSONUnknownIsNull(t *testing.T) {
+	d := DeviceLinks{Device: 7, PCIe: 0, NVLink: 300, NIC: 0, HBM: 0, Total: 300}
+	d.Partial[LinkNVLink], d.Partial[LinkHBM] = true, true
+	b, err := json.Marshal(&d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"device": 7.0, "pcie_bytes": 0.0, "nvlink_bytes": 300.0, "nic_bytes": 0.0, "hbm_bytes": nil, "total_bytes": 300.0}
+	for k, w := range want {
+		if v, ok := got[k]; !ok || v != w {
+			t.Errorf("%s = %v (present %v); want %v in %s", k, v, ok, w, b)
+		}
+	}
+	// By value too (a slice of DeviceLinks marshals its elements by value).
+	if b2, _ := json.Marshal([]DeviceLinks{d}); !strings.Contains(string(b2), `"hbm_bytes":null`) {
+		t.Errorf("by value: %s", b2)
 	}
 }
 
