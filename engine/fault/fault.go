@@ -320,8 +320,14 @@ func FromMap(kv map[string]string, order []string) (Fault, error) {
 			*du.to = int64(d)
 		}
 	}
-	if f.Kind == NICFlap && f.Period == 0 {
-		f.Period = int64(time.Second)
+	if f.Kind == NICFlap {
+		if _, set := kv["period"]; !set {
+			f.Period = int64(time.Second)
+		} else if f.Period < int64(minFlapPeriod) {
+			// Each half period is a change of the link's rate that re-solves its flows: a period of
+			// nanoseconds would take the simulator hours for a second of the run.
+			return f, fmt.Errorf("period %q must be at least %v (a NIC down for half of each period)", kv["period"], minFlapPeriod)
+		}
 	}
 	if f.Kind == HostSlow && f.Delay <= 0 {
 		return f, fmt.Errorf("host_slow needs a positive delay (the host time added to each launch)")
@@ -342,6 +348,9 @@ func FromMap(kv map[string]string, order []string) (Fault, error) {
 	}
 	return f, nil
 }
+
+// minFlapPeriod is the shortest nic_flap period taken.
+const minFlapPeriod = 100 * time.Microsecond
 
 // Bind checks the fault against topo (every index in range) and resolves rank=N.
 func (f *Fault) Bind(topo engine.Topology) error {

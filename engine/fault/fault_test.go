@@ -14,6 +14,9 @@ func TestParse(t *testing.T) {
 	}{
 		{spec: "kind=nic_slow,host=37,nic=3,factor=0.3,at=2s,for=5s", want: "kind=nic_slow,host=37,nic=3,factor=0.3,at=2s,for=5s"},
 		{spec: "kind=nic_flap,host=1,nic=0", want: "kind=nic_flap,host=1,nic=0,factor=0,period=1s,at=0s"},
+		{spec: "kind=nic_flap,host=1,nic=0,period=20ms", want: "kind=nic_flap,host=1,nic=0,factor=0,period=20ms,at=0s"},
+		{spec: "kind=nic_flap,host=1,nic=0,period=0", err: `period "0" must be at least 100µs`},
+		{spec: "kind=nic_flap,host=1,nic=0,period=1ns", err: `period "1ns" must be at least 100µs`},
 		{spec: "kind=gpu_slow,rank=12,factor=0.5", want: "kind=gpu_slow,rank=12,factor=0.5,at=0s"},
 		{spec: "kind=host_slow,host=3,delay=50us,at=1s", want: "kind=host_slow,host=3,delay=50µs,at=1s"},
 		{spec: "kind=pcie_gen,host=0,gpu=2", want: "kind=pcie_gen,host=0,gpu=2,at=0s"},
