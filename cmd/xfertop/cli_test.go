@@ -81,6 +81,7 @@ func TestExitStatuses(t *testing.T) {
 		{"bad fault", []string{"run", "--fault", "kind=nic_slow,host=1"}, exitUsage, "nic_slow needs host, nic, factor", "", true},
 		{"fault out of range", []string{"run", "--headless", "--fault", "kind=gpu_slow,host=5,gpu=0,factor=0.5"}, exitUsage, "gpu_slow: host 5 is out of range", "", true},
 		{"fault finding", []string{"run", "--headless", "--scenario", "llm-train", "--topology", "h100x8x4", "--steps", "3", "--fault", "kind=gpu_slow,host=1,gpu=5,factor=0.6,at=1.1s"}, exitOK, "", "slow GPU: rank 13 (host 1 GPU 5)", false},
+		{"diagnose a file", []string{"diagnose", "job.xfr"}, exitUsage, "run `xfertop analyze job.xfr` (its findings)", "", true},
 		{"campaign of none", []string{"diagnose", "--campaign", "0"}, exitUsage, "--campaign 0: give the number of fault trials", "", true},
 		{"campaign bad kind", []string{"diagnose", "--campaign", "1", "--kinds", "slowness"}, exitUsage, `--kinds: "slowness" is not a fault kind`, "", true},
 		{"campaign", []string{"diagnose", "--campaign", "2", "--healthy", "1", "--scenario", "nccl-all-reduce", "--topology", "h100x8x2", "--steps", "3", "--kinds", "gpu_slow"}, exitOK, "", "healthy runs: 1, with any finding: 0", false},

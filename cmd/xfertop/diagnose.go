@@ -34,7 +34,10 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return flagError(fs, err, stdout)
 	}
 	if fs.NArg() > 0 {
-		return usageError("unexpected argument %q", fs.Arg(0))
+		// The name invites "diagnose my recording": say where that is.
+		return usageError("unexpected argument %q: diagnose measures the diagnosis on a campaign of injected faults (--campaign N); "+
+			"to diagnose a recording or trace, run `xfertop analyze %s` (its findings) or `xfertop replay %s` (the console's findings view)",
+			fs.Arg(0), fs.Arg(0), fs.Arg(0))
 	}
 	if *n < 1 {
 		return usageError("--campaign %d: give the number of fault trials, 1 or more", *n)
