@@ -819,6 +819,17 @@ func (m *Model) errRoot() string {
 	return ""
 }
 
+// EndedRoot is the diagnosis's root of the hang whose watchdog alert ended the run, as the
+// console's error line quotes it ("root of this hang (diagnosis): rank 299 (host 37 GPU 3)"); ""
+// when the run did not end so or the console found no root. The command repeats it on the line it
+// leaves on the terminal after the console closes, as a headless run's.
+func (m *Model) EndedRoot() string {
+	if m.status.Err == nil {
+		return ""
+	}
+	return strings.TrimPrefix(m.errRoot(), "; ")
+}
+
 // orUnknown is s, or "unknown" when it is empty.
 func orUnknown(s string) string {
 	if s == "" {

@@ -171,7 +171,14 @@ func (s replaySource) Status() ui.Status {
 // context wins, its handler blocks for ever sending a quit message that nobody reads while Run waits
 // for it (bubbletea v2.0.2, tea.go handleSignals): the console then hangs on SIGTERM.
 func runConsole(ctx context.Context, src ui.Source, o consoleOpts) error {
-	return runProgram(ctx, ui.New(src, ui.Options{Tick: o.tick, IsDark: darkTerminal()}))
+	_, err := runConsoleModel(ctx, src, o)
+	return err
+}
+
+// runConsoleModel is runConsole, returning the console's model as it was when it closed.
+func runConsoleModel(ctx context.Context, src ui.Source, o consoleOpts) (*ui.Model, error) {
+	m := ui.New(src, ui.Options{Tick: o.tick, IsDark: darkTerminal()})
+	return m, runProgram(ctx, m)
 }
 
 // runProgram runs a console model until the user quits or ctx is done, signals left to ctx (see
@@ -179,6 +186,16 @@ func runConsole(ctx context.Context, src ui.Source, o consoleOpts) error {
 func runProgram(ctx context.Context, m tea.Model) error {
 	_, err := tea.NewProgram(m, tea.WithContext(ctx), tea.WithoutSignalHandler()).Run()
 	return err
+}
+
+// consoleRunEnded is runEnded for a run the console showed: a run a watchdog alert ended gets the
+// root of the hang the console found, as a headless run's line has it from its report (the line
+// left on the terminal is the one pasted into a ticket).
+func consoleRunEnded(out session.Outcome, err error, root string) error {
+	if err == nil && out.EndedByAlert() && root != "" {
+		return alertError(fmt.Errorf("the run ended early: %w; %s", out.Ended, root))
+	}
+	return runEnded(out, err, nil)
 }
 
 // darkTerminal reports whether the terminal's background is dark.
@@ -204,12 +221,12 @@ func liveConsole(ctx context.Context, cfg session.Config, o consoleOpts, otlp *o
 	}
 	m := l.Meta()
 	info := ui.SourceInfo{Name: m.Scenario, Meta: m, Recording: cfg.Record}
-	cerr := runConsole(ctx, liveSource{l: l, info: info}, o)
+	model, cerr := runConsoleModel(ctx, liveSource{l: l, info: info}, o)
 	out, rerr := l.Stop()
 	if cerr != nil && ctx.Err() == nil {
 		return failure(fmt.Errorf("console: %w", cerr))
 	}
-	if err := runEnded(out, rerr, nil); err != nil {
+	if err := consoleRunEnded(out, rerr, model.EndedRoot()); err != nil {
 		return err
 	}
 	return otlp.check(session.ReportExport(l.ExportStats()), stderr)
