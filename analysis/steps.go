@@ -252,7 +252,8 @@ func (s *steps) setup(f *stepFold) int64 {
 }
 
 // Steps summarises completed steps (percentiles nearest-rank while exact, then within 1%).
-// Durations are nil when no step completed. The first step's communicator setup (SetupNs) is not
+// Durations are nil when no step completed, and so is SetupNs (measured in the first step, so
+// unknown until it ends, not 0). The first step's communicator setup (SetupNs) is not
 // in its duration, in any of them: LastNs is the latest step's duration, the first's without its
 // setup when only one step completed.
 type Steps struct {
@@ -260,7 +261,7 @@ type Steps struct {
 	MeanNs  *int64 `json:"mean_ns"`
 	P50Ns   *int64 `json:"p50_ns"`
 	P99Ns   *int64 `json:"p99_ns"`
-	SetupNs int64  `json:"setup_ns"`
+	SetupNs *int64 `json:"setup_ns"`
 	LastNs  *int64 `json:"last_ns"`
 	// SteadyMeanNs is the mean of the steps after the first (the first, even without its setup,
 	// runs colder: caches, a pipeline filling); nil with none after it. A comparison's verdict
@@ -274,8 +275,9 @@ func (s *steps) result() Steps {
 	if !f.haveFirst {
 		return out
 	}
-	out.SetupNs = s.setup(&f)
-	first := f.first.End - f.first.Start - out.SetupNs
+	setup := s.setup(&f)
+	out.SetupNs = &setup
+	first := f.first.End - f.first.Start - setup
 	q := &f.durs
 	q.Add(float64(first))
 	if f.count > 1 {

@@ -30,8 +30,8 @@ func TestIdleInSteps(t *testing.T) {
 				a.Emit(&evs[i])
 			}
 			r := a.Result(nil)
-			if r.Steps.SetupNs != 900 || r.Breakdown.IdleNs != 930 {
-				t.Fatalf("setup, idle = %d, %d; want 900, 930", r.Steps.SetupNs, r.Breakdown.IdleNs)
+			if r.Steps.SetupNs == nil || *r.Steps.SetupNs != 900 || r.Breakdown.IdleNs != 930 {
+				t.Fatalf("setup, idle = %v, %d; want 900, 930", r.Steps.SetupNs, r.Breakdown.IdleNs)
 			}
 			in := r.Breakdown.InSteps
 			if in == nil {

@@ -70,7 +70,7 @@ func TestBuild(t *testing.T) {
 	ev, strs := handBuilt()
 	r := build(ev, strs, timeline.Meta{Source: "test", Backend: "sim", Topology: "h100x8", Devices: 8})
 	// The communicators created in [0, 1000) fill the first step: it is all setup (0 ns of its own).
-	if st := r.Steps; st.Count != 2 || st.SetupNs != 1000 || *st.MeanNs != 1500 || *st.P50Ns != 0 || *st.P99Ns != 3000 {
+	if st := r.Steps; st.Count != 2 || st.SetupNs == nil || *st.SetupNs != 1000 || *st.MeanNs != 1500 || *st.P50Ns != 0 || *st.P99Ns != 3000 {
 		t.Errorf("steps %+v", r.Steps)
 	}
 	h2d := r.Transfers.ByKind["h2d"]
@@ -204,6 +204,17 @@ func TestUnknownIsNotZero(t *testing.T) {
 	_ = Text(&b, only)
 	if !strings.Contains(b.String(), "overlapped with compute: — of communication time") {
 		t.Errorf("text shows an undefined overlap as a number:\n%s", b.String())
+	}
+	// No step ended (a hang in the first): the communicators' setup is unknown, not 0, and the text
+	// says no step completed instead of leaving the Steps line out.
+	if !strings.Contains(string(data), `"setup_ns":null`) {
+		t.Errorf("setup of a run without a step ended is not null: %s", data)
+	}
+	only.Ended = "watchdog: all_reduce op 421 on rank 0 waited 10.0 s for ranks [299] that never arrived (8 B)"
+	b.Reset()
+	_ = Text(&b, only)
+	if !strings.Contains(b.String(), "Steps: none completed (the run ended early, before its first step ended") {
+		t.Errorf("a run ended before its first step has no Steps line saying so:\n%s", b.String())
 	}
 }
 

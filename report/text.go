@@ -25,10 +25,14 @@ func TextWith(w io.Writer, r *Report, o TextOptions) error {
 	header(&b, r)
 	if r.Steps.Count > 0 {
 		fmt.Fprintf(&b, "\nSteps: %d, mean %s, p50 %s, p99 %s", r.Steps.Count, units.DurP(r.Steps.MeanNs), units.DurP(r.Steps.P50Ns), units.DurP(r.Steps.P99Ns))
-		if r.Steps.SetupNs > 0 {
-			fmt.Fprintf(&b, " (plus %s of communicator setup in the first step)", units.Dur(r.Steps.SetupNs))
+		if s := r.Steps.SetupNs; s != nil && *s > 0 {
+			fmt.Fprintf(&b, " (plus %s of communicator setup in the first step)", units.Dur(*s))
 		}
 		b.WriteString("\n")
+	}
+	if r.Steps.Count == 0 && r.StepsFrom == "" && r.Ended != "" {
+		// Every other run has a Steps line: a reader of a hang's report sees at once that none ended.
+		b.WriteString("\nSteps: none completed (the run ended early, before its first step ended: see below)\n")
 	}
 	switch {
 	case r.StepsFrom == "":
