@@ -3,6 +3,7 @@ package importers
 import (
 	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/xfertop/xfertop/steps"
 	"github.com/xfertop/xfertop/timeline"
@@ -22,9 +23,11 @@ type stepSink struct {
 	inner   Sink
 	rng     string // the NVTX range an Nsight export's steps are (Options.StepRange)
 	header  *Header
-	marked  bool // the input has steps of its own
-	ranges  []steps.Range
-	over    bool // more ranges than maxRanges
+	marked  bool          // the input has steps of its own
+	ranges  []steps.Range // the ranges that may be named like a marker: all that steps.Infer looks at
+	seen    int           // the ranges seen, kept or not: maxRanges bounds them all
+	over    bool          // more ranges than maxRanges
+	markers []uint8       // by label: markerUnknown, markerYes or markerNo
 	ops     []steps.Op
 	kernels bool // a compute kernel was seen
 	syms    map[symKey]uint32
@@ -43,18 +46,49 @@ func (s *stepSink) Events(batch []timeline.Event) error {
 		s.started = true
 		switch {
 		case e.Kind == timeline.KindStep:
-			s.marked, s.ranges, s.ops, s.syms = true, nil, nil, nil
+			s.marked, s.ranges, s.ops, s.syms, s.markers = true, nil, nil, nil, nil
 		case s.marked:
 		case e.Kind.IsBusy() && e.Stream != 0 && e.Device >= 0:
 			s.op(e)
 		case e.Kind != timeline.KindMark || e.End <= e.Start:
-		case len(s.ranges) >= maxRanges:
+		case s.seen >= maxRanges:
 			s.over = true
 		default:
-			s.ranges = append(s.ranges, steps.Range{Start: e.Start, End: e.End, Label: e.Label, Host: e.Host, Pid: e.Aux})
+			s.seen++
+			if s.mayMark(e.Label) {
+				s.ranges = append(s.ranges, steps.Range{Start: e.Start, End: e.End, Label: e.Label, Host: e.Host, Pid: e.Aux})
+			}
 		}
 	}
 	return s.inner.Events(batch)
+}
+
+// What a label's name says of the ranges that bear it (stepSink.markers).
+const (
+	markerUnknown = iota // not looked up yet
+	markerYes
+	markerNo
+)
+
+// mayMark reports whether a range labelled label may be named like an iteration marker, so that
+// only those are kept: an Nsight export's NVTX ranges are most of its events, and keeping every one
+// of them (48 bytes each, in a slice grown by copying) was a tenth of analyze's CPU on the 2-GPU
+// sample. A label not yet in the header's strings is kept, and looked up again at the next range.
+func (s *stepSink) mayMark(label uint32) bool {
+	if int(label) < len(s.markers) && s.markers[label] != markerUnknown {
+		return s.markers[label] == markerYes
+	}
+	if s.header == nil || int(label) >= s.header.Strings.Len() {
+		return true
+	}
+	if int(label) >= len(s.markers) {
+		s.markers = slices.Grow(s.markers, int(label)+1-len(s.markers))[:int(label)+1]
+	}
+	s.markers[label] = markerNo
+	if steps.IsMarker(s.header.Strings.Lookup(label)) {
+		s.markers[label] = markerYes
+	}
+	return s.markers[label] == markerYes
 }
 
 // symKey is what names an op for the sequence search.

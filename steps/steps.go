@@ -49,7 +49,7 @@ func Infer(ranges []Range) (Found, bool) {
 	}
 	groups := map[key][]Range{}
 	for _, r := range ranges {
-		if isMarker(r.Name) {
+		if IsMarker(r.Name) {
 			k := key{r.Name, r.Host, r.Pid}
 			groups[k] = append(groups[k], r)
 		}
@@ -84,8 +84,9 @@ func Infer(ranges []Range) (Found, bool) {
 // Markers lists the names a range is looked for by, for messages.
 func Markers() string { return strings.Join(markers, ", ") }
 
-// isMarker reports whether a range's name says it marks an iteration.
-func isMarker(name string) bool {
+// IsMarker reports whether a range's name says it marks an iteration: Infer looks at no other
+// range.
+func IsMarker(name string) bool {
 	lower := strings.ToLower(name)
 	for _, m := range markers {
 		if strings.Contains(lower, m) {
