@@ -1,0 +1,436 @@
+package sim
+
+import "math"
+
+// Classes of flows. A collective's flows that start alone on their links (no other flow on any
+// of them, each link carrying one of its flows) and share their bytes, cap and links'
+// bandwidths get the same rate at every level of progressive filling, start together and end
+// together: a ring collective over 1,024 GPUs is 2,048 such flows in two classes (its NVLink
+// edges and its NIC edges). So the collective is started as a block of classes: each class is one
+// flow's state standing for all its members, solved once, with one completion item, and its
+// links are touched only to set and bank their loads. The members keep their flow slots (with
+// their links), unused, until the class ends.
+//
+// Everything must come out as separate flows give it, float for float and in the same order,
+// which holds because a block stands where its flows would: its start puts one mark in the
+// changed links where its links would have been (its flows are then found together, in the order
+// they started, where they would have been), its classes are tested in a level where its flows
+// would have been, the completions of the classes frozen in a level take the sequence numbers
+// their members would have taken (so no other item comes between them), and a completion ends its
+// members in that order. The moment anything else touches one of its links (a flow starting on
+// it, a fault changing its bandwidth), the block is split back into its flows, each given its
+// class's state; the ones whose completion was scheduled keep it, ended by the class's item in
+// their order unless a later solve gives them another.
+
+// maxClasses is the most classes in one block: a collective with more kinds of flows is started
+// flow by flow.
+const maxClasses = 4
+
+// flowClass is one class of a block.
+type flowClass struct {
+	f          flow             // the members' state: rem, rate, cap, payload, last, ver, scheduled
+	n          int32            // members
+	bw         [maxHops]float64 // the bandwidth of the members' links at each position
+	ln         [maxHops]float64 // their line rates (lineBW)
+	sl         [maxHops]int32   // their slot: l%linksPerDevice, or -1 for a fabric port
+	cn         [maxHops]int32   // in a solve: flows counted on each of its links (mult, 0 once frozen)
+	sh         [maxHops]float64 // in a level: each link's share
+	open, done bool             // open: not yet frozen in the solve; done: its members have ended
+	at         int64            // in a level: when its members end
+	bkey       uint64           // the key of the item that ends its members (0: none)
+}
+
+// flowBlock is a collective's flows started as classes.
+type flowBlock struct {
+	gen     uint32 // its items are stale once it changes (the block was let go)
+	ii      int32  // the collective's instance
+	split   bool   // its members are flows of their own now
+	pending bool   // its mark is in dirtyLinks
+	nc      int
+	cls     [maxClasses]flowClass
+	members []int32  // the flows, in the order they started
+	of      []uint8  // each member's class
+	links   []int32  // the members' links, in that order
+	vers    []uint32 // after a split: each member's ver as its class's completion left it
+}
+
+// blockOf returns the block a mark (a negative entry in dirtyLinks, links or comp) names.
+func blockOf(mark int32) int32 { return -mark - 1 }
+
+// startBlock starts instance ii's flows (its starts) as a block of classes and reports whether it
+// did; when it did not, nothing was changed and they are to be started one by one.
+func (s *Sim) startBlock(ii int32) bool {
+	in := &s.instPool[ii]
+	if s.classesOff || len(in.starts) < 2 {
+		return false
+	}
+	bi := s.newBlock()
+	b := &s.blocks[bi]
+	b.ii = ii
+	ok := true
+	for _, fi := range in.starts {
+		if ok = s.joinClass(b, bi, fi); !ok {
+			break
+		}
+	}
+	if !ok {
+		for _, l := range b.links {
+			s.linkBlock[l] = 0
+		}
+		s.freeBlocks = append(s.freeBlocks, bi)
+		return false
+	}
+	now := s.now
+	for c := range b.nc {
+		cl := &b.cls[c]
+		// The members' first: onWire gives every member what it gives one (same cap, bytes, lines).
+		first := b.members[0]
+		for j, fi := range b.members {
+			if int(b.of[j]) == c {
+				first = fi
+				break
+			}
+		}
+		s.onWire(first)
+		cl.f = s.flows[first]
+		cl.f.last, cl.f.rate, cl.f.scheduled, cl.f.on = now, 0, false, true
+	}
+	b.pending = true
+	s.blocksStarted++
+	s.lastBlockAt = s.now
+	s.dirtyLinks = append(s.dirtyLinks, -bi-1)
+	s.dirty()
+	in.blk = bi + 1
+	return true
+}
+
+// joinClass adds flow fi to block b (number bi): to the class it shares everything with, or a new
+// one. It reports false when the flow cannot be a member: a link of it not alone (another flow on
+// it, changed since the last solve, another member's), or a class too many.
+func (s *Sim) joinClass(b *flowBlock, bi, fi int32) bool {
+	f := &s.flows[fi]
+	c := 0
+	for ; c < b.nc; c++ {
+		g := &b.cls[c].f
+		if g.nl == f.nl && g.rem == f.rem && g.cap == f.cap && g.mult == f.mult && g.ways == f.ways && g.thin == f.thin &&
+			g.kind == f.kind && g.payload == f.payload {
+			break
+		}
+	}
+	if c == b.nc {
+		if c == maxClasses {
+			return false
+		}
+		b.nc++
+		b.cls[c] = flowClass{f: *f}
+		cl := &b.cls[c]
+		for k := range f.nl {
+			l := f.links[k]
+			cl.bw[k], cl.ln[k], cl.sl[k] = s.linkBW[l], s.lineBW(l), s.linkSlot(l)
+		}
+	}
+	cl := &b.cls[c]
+	for k := range f.nl {
+		l := f.links[k]
+		if s.linkBlock[l] != 0 || len(s.linkFlows[l]) > 0 || s.isDirty[l] || s.linkBW[l] != cl.bw[k] || !(cl.bw[k] > 0) ||
+			s.lineBW(l) != cl.ln[k] || s.linkSlot(l) != cl.sl[k] {
+			return false
+		}
+		s.linkBlock[l] = bi + 1
+		b.links = append(b.links, l)
+	}
+	cl.n++
+	b.members = append(b.members, fi)
+	b.of = append(b.of, uint8(c))
+	return true
+}
+
+// linkSlot is which of a device's links l is, or -1 for a fabric port.
+func (s *Sim) linkSlot(l int32) int32 {
+	if s.fab.rail && l >= s.fab.base {
+		return -1
+	}
+	return l % linksPerDevice
+}
+
+// newBlock returns a block to fill, emptied.
+func (s *Sim) newBlock() int32 {
+	var bi int32
+	if n := len(s.freeBlocks); n > 0 {
+		bi = s.freeBlocks[n-1]
+		s.freeBlocks = s.freeBlocks[:n-1]
+	} else {
+		s.blocks = append(s.blocks, flowBlock{})
+		bi = int32(len(s.blocks) - 1)
+	}
+	b := &s.blocks[bi]
+	b.gen++
+	b.split, b.pending, b.nc = false, false, 0
+	b.members, b.of, b.links, b.vers = b.members[:0], b.of[:0], b.links[:0], b.vers[:0]
+	return bi
+}
+
+// endBlock lets the block of a finished instance go: its items are stale from now on.
+func (s *Sim) endBlock(bi int32) {
+	s.blocks[bi].gen++
+	s.freeBlocks = append(s.freeBlocks, bi)
+}
+
+// splitAt splits the block link l belongs to, if any, back into its flows: something else is about
+// to touch l.
+func (s *Sim) splitAt(l int32) {
+	if b := s.linkBlock[l]; b != 0 {
+		s.splitBlock(b - 1)
+	}
+}
+
+// splitBlock makes the running members of block bi flows of their own, in its links' lists, with
+// their class's state, as they would have been all along.
+func (s *Sim) splitBlock(bi int32) {
+	b := &s.blocks[bi]
+	b.split = true
+	s.blockSplits++
+	if b.pending {
+		s.earlySplits++
+	}
+	off := 0
+	for j, fi := range b.members {
+		cl := &b.cls[b.of[j]]
+		ls := b.links[off : off+int(cl.f.nl)]
+		off += int(cl.f.nl)
+		if cl.done {
+			// Ended, its slot given back (and perhaps another flow's now).
+			b.vers = append(b.vers, 0)
+			continue
+		}
+		f := &s.flows[fi]
+		// A new version: whatever a former flow of the slot left in the queue stays stale.
+		f.ver++
+		b.vers = append(b.vers, f.ver)
+		f.rem, f.rate, f.cap, f.payload, f.last, f.scheduled, f.on = cl.f.rem, cl.f.rate, cl.f.cap, cl.f.payload, cl.f.last, cl.f.scheduled, true
+		for k, l := range ls {
+			s.linkBlock[l] = 0
+			f.lpos[k] = int32(len(s.linkFlows[l]))
+			s.linkFlows[l] = append(s.linkFlows[l], fi)
+			if b.pending {
+				// Its mark stands for these links in dirtyLinks: they are changed already.
+				s.isDirty[l] = true
+			}
+		}
+	}
+}
+
+// visitBlock adds the block marked by mark to a solve's links: the mark itself, standing for its
+// links, or, if the block was split, its links one by one.
+func (s *Sim) visitBlock(links []int32, mark int32) []int32 {
+	b := &s.blocks[blockOf(mark)]
+	b.pending = false
+	if b.split {
+		for _, l := range b.links {
+			s.isDirty[l] = false
+			links = s.visitLink(links, l)
+		}
+		return links
+	}
+	for c := range b.nc {
+		cl := &b.cls[c]
+		cl.open = true
+		for k := range cl.f.nl {
+			cl.cn[k] = int32(cl.f.mult)
+		}
+	}
+	// The pace of publications and cancel checks counts its flows and links as the flows' did.
+	s.blockWork += uint64(len(b.members) + len(b.links) - 2)
+	return append(links, mark)
+}
+
+// blockShares takes the share of each link of block mark's classes still open into x, as the
+// level's loop over the links does for each, and reports whether any still has flows to fill.
+func (s *Sim) blockShares(mark int32, x float64) (float64, bool) {
+	b := &s.blocks[blockOf(mark)]
+	any := false
+	for c := range b.nc {
+		cl := &b.cls[c]
+		for k := range cl.f.nl {
+			if cl.cn[k] > 0 {
+				// Each of the class's links: the same bandwidth, one member counted mult times.
+				cl.sh[k] = cl.bw[k] / float64(cl.cn[k])
+				x = min(x, cl.sh[k])
+				any = true
+			}
+		}
+	}
+	return x, any
+}
+
+// blockCap takes the caps of block mark's open classes into x.
+func (s *Sim) blockCap(mark int32, x float64) float64 {
+	b := &s.blocks[blockOf(mark)]
+	for c := range b.nc {
+		if b.cls[c].open {
+			x = min(x, b.cls[c].f.cap)
+		}
+	}
+	return x
+}
+
+// freezeBlock freezes block mark's open classes that a level at rate x (limit lim) bottlenecks,
+// as the level does each flow, schedules their ends, and reports whether any class is still open.
+func (s *Sim) freezeBlock(mark int32, x, lim float64) bool {
+	bi := blockOf(mark)
+	b := &s.blocks[bi]
+	var sched [maxClasses]bool
+	open, anySched := false, false
+	for c := range b.nc {
+		cl := &b.cls[c]
+		if !cl.open {
+			continue
+		}
+		f := &cl.f
+		bottleneck := f.cap <= lim
+		for k := int8(0); k < f.nl && !bottleneck; k++ {
+			bottleneck = cl.cn[k] > 0 && cl.sh[k] <= lim
+		}
+		if !bottleneck {
+			open = true
+			continue
+		}
+		// Alone on each of its links, a member is the last frozen on each: no residual to take.
+		cl.open = false
+		for k := range f.nl {
+			cl.cn[k] = 0
+		}
+		if f.rate == x && f.scheduled {
+			continue
+		}
+		s.settle(f)
+		f.ver++
+		if x <= 0 {
+			f.rate, f.scheduled, cl.bkey = 0, false, 0
+			continue
+		}
+		f.rate, f.scheduled = x, true
+		cl.at = s.now + int64(math.Ceil(f.rem/x))
+		sched[c], anySched = true, true
+	}
+	if anySched {
+		s.scheduleBlock(b, bi, &sched)
+	}
+	return open
+}
+
+// scheduleBlock schedules the ends of the classes of block bi marked in sched, frozen in one
+// level: their members took the next sequence numbers in the order they started, one each, so
+// nothing else comes between them; one item a completion time stands for them, with a number of
+// theirs (classes of one level that end at different times are told apart by their times).
+func (s *Sim) scheduleBlock(b *flowBlock, bi int32, sched *[maxClasses]bool) {
+	base, total := s.seq, uint64(0)
+	var times [maxClasses]int64
+	groups := 0
+	for c := range b.nc {
+		if !sched[c] {
+			continue
+		}
+		cl := &b.cls[c]
+		total += uint64(cl.n)
+		g := 0
+		for g < groups && times[g] != cl.at {
+			g++
+		}
+		if g == groups {
+			times[g] = cl.at
+			groups++
+			s.q.push(item{t: cl.at, key: (base+1+uint64(g))<<8 | uint64(evClassDone), a: bi, ver: b.gen})
+		}
+		cl.bkey = (base+1+uint64(g))<<8 | uint64(evClassDone)
+	}
+	s.seq = base + total
+}
+
+// reloadBlock banks block mark's links and sets their loads and busy shares from their classes'
+// rates, as reload does each link, in its links' order.
+func (s *Sim) reloadBlock(mark int32) {
+	b := &s.blocks[blockOf(mark)]
+	lb := &s.lb
+	var load, util [maxClasses]float64
+	for c := range b.nc {
+		f := &b.cls[c].f
+		pay := f.rate * f.payload
+		for range f.mult {
+			load[c] += pay
+			util[c] += f.rate
+		}
+	}
+	off := 0
+	for j := range b.members {
+		c := b.of[j]
+		cl := &b.cls[c]
+		for k, l := range b.links[off : off+int(cl.f.nl)] {
+			s.bank(l, s.now)
+			lb.load[l], lb.util[l] = load[c], min(util[c]/cl.bw[k], 1)
+			if !lb.inUse[l] && (lb.load[l] > 0 || lb.util[l] > 0 || lb.acc[l] > 0) {
+				if len(lb.used) == 0 {
+					lb.from = s.now
+				}
+				lb.inUse[l] = true
+				lb.used = append(lb.used, l)
+			}
+		}
+		off += int(cl.f.nl)
+	}
+}
+
+// classDone ends the members of block bi's classes whose completion item (key) this is, in the
+// order they started, as their own items would have: each taken off its links and its slot
+// freed; the collective finishes with its last flow.
+func (s *Sim) classDone(bi int32, key uint64) {
+	b := &s.blocks[bi]
+	var ends [maxClasses]bool
+	for c := range b.nc {
+		ends[c] = b.cls[c].bkey == key
+	}
+	if b.split {
+		gen := b.gen
+		for j, fi := range b.members {
+			if !ends[b.of[j]] {
+				continue
+			}
+			if f := &s.flows[fi]; f.on && f.ver == b.vers[j] {
+				s.flowDone(fi)
+				if s.blocks[bi].gen != gen {
+					return // that was the collective's last flow: the block is let go
+				}
+			}
+		}
+		return
+	}
+	off, n := 0, int32(0)
+	for j, fi := range b.members {
+		c := b.of[j]
+		cl := &b.cls[c]
+		ls := b.links[off : off+int(cl.f.nl)]
+		off += int(cl.f.nl)
+		if !ends[c] {
+			continue
+		}
+		for _, l := range ls {
+			s.linkBlock[l] = 0
+			s.markDirty(l)
+		}
+		s.flows[fi].ver++
+		s.freeFlows = append(s.freeFlows, fi)
+		n++
+	}
+	for c := range b.nc {
+		if ends[c] {
+			b.cls[c].done, b.cls[c].f.on, b.cls[c].bkey = true, false, 0
+		}
+	}
+	s.dirty()
+	s.work += uint64(n - 1) // the publications' pace counts each member's end, as their items were
+	in := &s.instPool[b.ii]
+	in.flows -= n
+	if in.flows == 0 {
+		s.instDone(b.ii)
+	}
+}
