@@ -57,57 +57,36 @@ type flowBlock struct {
 // blockOf returns the block a mark (a negative entry in dirtyLinks, links or comp) names.
 func blockOf(mark int32) int32 { return -mark - 1 }
 
-// startBlock starts instance ii's flows (its starts) as a block of classes and reports whether it
-// did; when it did not, nothing was changed and they are to be started one by one.
-func (s *Sim) startBlock(ii int32) bool {
+// formBlock groups instance ii's flows (its starts, just made) into a block of classes, to be
+// started as one when the flows start (startBlock); it leaves them as they are when they cannot
+// be: a link taken by two of them (an all-to-all's), or more kinds than maxClasses. Grouping
+// them now, while startCollective has just written them, reads them from the cache.
+func (s *Sim) formBlock(ii int32) {
 	in := &s.instPool[ii]
 	if s.classesOff || len(in.starts) < 2 {
-		return false
+		return
+	}
+	s.formEpoch++
+	if s.formEpoch == 0 {
+		clear(s.linkForm)
+		s.formEpoch = 1
 	}
 	bi := s.newBlock()
 	b := &s.blocks[bi]
 	b.ii = ii
-	ok := true
 	for _, fi := range in.starts {
-		if ok = s.joinClass(b, bi, fi); !ok {
-			break
+		if !s.joinClass(b, fi) {
+			s.endBlock(bi)
+			return
 		}
 	}
-	if !ok {
-		for _, l := range b.links {
-			s.linkBlock[l] = 0
-		}
-		s.freeBlocks = append(s.freeBlocks, bi)
-		return false
-	}
-	now := s.now
-	for c := range b.nc {
-		cl := &b.cls[c]
-		// The members' first: onWire gives every member what it gives one (same cap, bytes, lines).
-		first := b.members[0]
-		for j, fi := range b.members {
-			if int(b.of[j]) == c {
-				first = fi
-				break
-			}
-		}
-		s.onWire(first)
-		cl.f = s.flows[first]
-		cl.f.last, cl.f.rate, cl.f.scheduled, cl.f.on = now, 0, false, true
-	}
-	b.pending = true
-	s.blocksStarted++
-	s.lastBlockAt = s.now
-	s.dirtyLinks = append(s.dirtyLinks, -bi-1)
-	s.dirty()
 	in.blk = bi + 1
-	return true
 }
 
-// joinClass adds flow fi to block b (number bi): to the class it shares everything with, or a new
-// one. It reports false when the flow cannot be a member: a link of it not alone (another flow on
-// it, changed since the last solve, another member's), or a class too many.
-func (s *Sim) joinClass(b *flowBlock, bi, fi int32) bool {
+// joinClass adds flow fi to block b: to the class it shares everything with, or a new one. It
+// reports false when the flow cannot be a member: a link of it another member's, or a class too
+// many.
+func (s *Sim) joinClass(b *flowBlock, fi int32) bool {
 	f := &s.flows[fi]
 	c := 0
 	for ; c < b.nc; c++ {
@@ -132,16 +111,65 @@ func (s *Sim) joinClass(b *flowBlock, bi, fi int32) bool {
 	cl := &b.cls[c]
 	for k := range f.nl {
 		l := f.links[k]
-		if s.linkBlock[l] != 0 || len(s.linkFlows[l]) > 0 || s.isDirty[l] || s.linkBW[l] != cl.bw[k] || !(cl.bw[k] > 0) ||
-			s.lineBW(l) != cl.ln[k] || s.linkSlot(l) != cl.sl[k] {
+		if s.linkForm[l] == s.formEpoch || !(cl.bw[k] > 0) || s.linkBW[l] != cl.bw[k] || s.lineBW(l) != cl.ln[k] || s.linkSlot(l) != cl.sl[k] {
 			return false
 		}
-		s.linkBlock[l] = bi + 1
+		s.linkForm[l] = s.formEpoch
 		b.links = append(b.links, l)
 	}
 	cl.n++
 	b.members = append(b.members, fi)
 	b.of = append(b.of, uint8(c))
+	return true
+}
+
+// startBlock starts instance ii's flows (its starts) as the block formBlock made of them and
+// reports whether it did; it does not when there is no block, or when a link of it is not alone
+// now (another flow on it, changed since the last solve, or a bandwidth changed by a fault): then
+// nothing was changed, the block is let go and the flows are to be started one by one.
+func (s *Sim) startBlock(ii int32) bool {
+	in := &s.instPool[ii]
+	if in.blk == 0 {
+		return false
+	}
+	bi := in.blk - 1
+	b := &s.blocks[bi]
+	off := 0
+	for j := range b.members {
+		cl := &b.cls[b.of[j]]
+		for k, l := range b.links[off : off+int(cl.f.nl)] {
+			if s.linkBlock[l] != 0 || len(s.linkFlows[l]) > 0 || s.isDirty[l] || s.linkBW[l] != cl.bw[k] {
+				for _, m := range b.links[:off+k] {
+					s.linkBlock[m] = 0
+				}
+				s.endBlock(bi)
+				in.blk = 0
+				return false
+			}
+			s.linkBlock[l] = bi + 1
+		}
+		off += int(cl.f.nl)
+	}
+	now := s.now
+	for c := range b.nc {
+		cl := &b.cls[c]
+		// The members' first: onWire gives every member what it gives one (same cap, bytes, lines).
+		first := b.members[0]
+		for j, fi := range b.members {
+			if int(b.of[j]) == c {
+				first = fi
+				break
+			}
+		}
+		s.onWire(first)
+		cl.f = s.flows[first]
+		cl.f.last, cl.f.rate, cl.f.scheduled, cl.f.on = now, 0, false, true
+	}
+	b.pending = true
+	s.blocksStarted++
+	s.lastBlockAt = s.now
+	s.dirtyLinks = append(s.dirtyLinks, -bi-1)
+	s.dirty()
 	return true
 }
 
@@ -417,7 +445,7 @@ func (s *Sim) classDone(bi int32, key uint64) {
 			s.linkBlock[l] = 0
 			s.markDirty(l)
 		}
-		s.flows[fi].ver++
+		// The slot is free (its version need not change: the member never had an item).
 		s.freeFlows = append(s.freeFlows, fi)
 		n++
 	}

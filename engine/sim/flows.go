@@ -734,6 +734,7 @@ func (s *Sim) startFlows(ii int32, lat int64) {
 	// them, and what a start schedules comes after the last of them either way: starting them in
 	// turn under one item keeps the order of everything.
 	in.starts = append(in.starts[:0], s.pending...)
+	s.formBlock(ii)
 	s.at(s.now+lat, evCollFlows, ii, in.gen)
 }
 

@@ -108,6 +108,8 @@ type Sim struct {
 	blocks     []flowBlock
 	freeBlocks []int32
 	linkBlock  []int32
+	linkForm   []uint32 // linkForm[l] == formEpoch: a member of the block being formed has l
+	formEpoch  uint32
 	blockWork  uint64
 	classesOff bool
 	// blocks started, split back into their flows, split before their first solve, and when the
@@ -170,6 +172,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Sim, error) {
 	nl := len(s.linkBW)
 	s.residual, s.count, s.share, s.mark = make([]float64, nl), make([]int32, nl), make([]float64, nl), make([]uint32, nl)
 	s.linkFlows, s.isDirty, s.linkBlock = make([][]int32, nl), make([]bool, nl), make([]int32, nl)
+	s.linkForm = make([]uint32, nl)
 	s.lb.init(nl)
 	if err := s.setFaults(cfg.Faults); err != nil {
 		return nil, err
