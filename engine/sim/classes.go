@@ -1,6 +1,10 @@
 package sim
 
-import "math"
+import (
+	"math"
+
+	"github.com/xfertop/xfertop/engine"
+)
 
 // Classes of flows. A collective's flows that start alone on their links (no other flow on any
 // of them, each link carrying one of its flows) and share their bytes, cap and links'
@@ -28,6 +32,7 @@ const maxClasses = 4
 
 // flowClass is one class of a block.
 type flowClass struct {
+	t          flow             // the members as they were made (before onWire)
 	f          flow             // the members' state: rem, rate, cap, payload, last, ver, scheduled
 	n          int32            // members
 	bw         [maxHops]float64 // the bandwidth of the members' links at each position
@@ -101,7 +106,7 @@ func (s *Sim) joinClass(b *flowBlock, fi int32) bool {
 			return false
 		}
 		b.nc++
-		b.cls[c] = flowClass{f: *f}
+		b.cls[c] = flowClass{t: *f, f: *f}
 		cl := &b.cls[c]
 		for k := range f.nl {
 			l := f.links[k]
@@ -142,8 +147,7 @@ func (s *Sim) startBlock(ii int32) bool {
 				for _, m := range b.links[:off+k] {
 					s.linkBlock[m] = 0
 				}
-				s.endBlock(bi)
-				in.blk = 0
+				s.unblock(bi)
 				return false
 			}
 			s.linkBlock[l] = bi + 1
@@ -153,16 +157,9 @@ func (s *Sim) startBlock(ii int32) bool {
 	now := s.now
 	for c := range b.nc {
 		cl := &b.cls[c]
-		// The members' first: onWire gives every member what it gives one (same cap, bytes, lines).
-		first := b.members[0]
-		for j, fi := range b.members {
-			if int(b.of[j]) == c {
-				first = fi
-				break
-			}
-		}
-		s.onWire(first)
-		cl.f = s.flows[first]
+		// onWire gives every member what it gives one (the same cap and bytes, and line rates).
+		cl.f = cl.t
+		s.onWire(&cl.f)
 		cl.f.last, cl.f.rate, cl.f.scheduled, cl.f.on = now, 0, false, true
 	}
 	b.pending = true
@@ -231,6 +228,7 @@ func (s *Sim) splitBlock(bi int32) {
 			b.vers = append(b.vers, 0)
 			continue
 		}
+		fi = s.memberFlow(b, j, ls)
 		f := &s.flows[fi]
 		// A new version: whatever a former flow of the slot left in the queue stays stale.
 		f.ver++
@@ -445,8 +443,10 @@ func (s *Sim) classDone(bi int32, key uint64) {
 			s.linkBlock[l] = 0
 			s.markDirty(l)
 		}
-		// The slot is free (its version need not change: the member never had an item).
-		s.freeFlows = append(s.freeFlows, fi)
+		if fi >= 0 {
+			// The slot is free (its version need not change: the member never had an item).
+			s.freeFlows = append(s.freeFlows, fi)
+		}
 		n++
 	}
 	for c := range b.nc {
@@ -461,4 +461,156 @@ func (s *Sim) classDone(bi int32, key uint64) {
 	if in.flows == 0 {
 		s.instDone(b.ii)
 	}
+}
+
+// unblock lets instance ii's block bi go before it started: its members become the flows
+// startCollective would have made (those it made are kept), in its starts, to be started one by one.
+func (s *Sim) unblock(bi int32) {
+	b := &s.blocks[bi]
+	in := &s.instPool[b.ii]
+	in.starts = in.starts[:0]
+	off := 0
+	for j := range b.members {
+		nl := int(b.cls[b.of[j]].t.nl)
+		fi := s.memberFlow(b, j, b.links[off:off+nl])
+		off += nl
+		in = &s.instPool[b.ii]
+		in.starts = append(in.starts, fi)
+	}
+	in.blk = 0
+	s.endBlock(bi)
+}
+
+// memberFlow returns member j of block b's flow slot (links are its links), making the flow as
+// startCollective would have if the block was made without one (ringBlock).
+func (s *Sim) memberFlow(b *flowBlock, j int, links []int32) int32 {
+	if fi := b.members[j]; fi >= 0 {
+		return fi
+	}
+	t := &b.cls[b.of[j]].t
+	fi := s.newFlow(t.kind, t.owner, 0)
+	f := &s.flows[fi]
+	f.rem, f.cap, f.mult, f.ways, f.thin, f.nl = t.rem, t.cap, t.mult, t.ways, t.thin, t.nl
+	copy(f.links[:], links)
+	b.members[j] = fi
+	return fi
+}
+
+// ringBlock makes a ring collective's edges (startCollective: rings, chain, share and scale as it
+// has them) into a block of classes without making a flow of each, and schedules their start
+// after lat; it reports false, having made nothing, when they cannot be one (classes off, a link
+// taken by two edges, more kinds of edges than maxClasses). The edges are the flows
+// startCollective would make, in its order, merged as it merges them.
+func (s *Sim) ringBlock(ii int32, rings [][]engine.DeviceID, chain bool, share int64, scale float64, lat int64) bool {
+	if s.classesOff {
+		return false
+	}
+	p := &s.proto
+	p.nl, p.cap, p.mult, p.ways, p.links = p.nl[:0], p.cap[:0], p.mult[:0], p.ways[:0], p.links[:0]
+	// Each edge is routed in one scratch flow, which stays in the cache.
+	sc := s.newFlow(ownerInst, ii, share)
+	s.edges.next(len(s.hosts))
+	for _, ring := range rings {
+		for i := range ring {
+			if chain && i == len(ring)-1 {
+				break
+			}
+			src, dst := ring[i], ring[(i+1)%len(ring)]
+			shared := len(rings) > 1 && s.nodeOf(src) == s.nodeOf(dst)
+			if shared {
+				if j := s.edges.find(src, dst); j >= 0 && p.mult[j] < math.MaxUint16 {
+					p.mult[j]++
+					continue
+				}
+			}
+			s.edge(sc, src, dst)
+			f := &s.flows[sc]
+			ways := uint8(0)
+			if shared {
+				ways = uint8(min(len(rings), 255))
+				s.edges.note(src, dst, int32(len(p.nl)))
+			}
+			p.nl, p.cap, p.mult, p.ways = append(p.nl, f.nl), append(p.cap, f.cap*scale), append(p.mult, 1), append(p.ways, ways)
+			p.links = append(p.links, f.links[:f.nl]...)
+		}
+	}
+	tmpl := s.flows[sc]
+	s.flows[sc].ver++
+	s.freeFlows = append(s.freeFlows, sc)
+	if len(p.nl) < 2 {
+		return false
+	}
+	bi, ok := s.protoBlock(ii, &tmpl)
+	if !ok {
+		return false
+	}
+	in := &s.instPool[ii]
+	in.flows = int32(len(p.nl))
+	in.starts = in.starts[:0]
+	in.blk = bi + 1
+	s.at(s.now+lat, evCollFlows, ii, in.gen)
+	return true
+}
+
+// protoBlock groups the edges in s.proto into the classes of a new block (tmpl gives what the
+// edges' flows share: owner, kind, bytes) and reports whether they could be.
+func (s *Sim) protoBlock(ii int32, tmpl *flow) (int32, bool) {
+	p := &s.proto
+	s.formEpoch++
+	if s.formEpoch == 0 {
+		clear(s.linkForm)
+		s.formEpoch = 1
+	}
+	bi := s.newBlock()
+	b := &s.blocks[bi]
+	b.ii = ii
+	off := 0
+	for j, nl := range p.nl {
+		links := p.links[off : off+int(nl)]
+		off += int(nl)
+		c := 0
+		for ; c < b.nc; c++ {
+			t := &b.cls[c].t
+			if t.nl == nl && t.cap == p.cap[j] && t.mult == p.mult[j] && t.ways == p.ways[j] {
+				break
+			}
+		}
+		if c == b.nc {
+			if c == maxClasses {
+				s.endBlock(bi)
+				return 0, false
+			}
+			b.nc++
+			t := flow{kind: tmpl.kind, owner: tmpl.owner, peer: -1, rem: tmpl.rem, payload: 1, nl: nl, cap: p.cap[j], mult: p.mult[j], ways: p.ways[j]}
+			copy(t.links[:], links)
+			b.cls[c] = flowClass{t: t, f: t}
+			cl := &b.cls[c]
+			for k, l := range links {
+				cl.bw[k], cl.ln[k], cl.sl[k] = s.linkBW[l], s.lineBW(l), s.linkSlot(l)
+			}
+		}
+		cl := &b.cls[c]
+		for k, l := range links {
+			if s.linkForm[l] == s.formEpoch || !(cl.bw[k] > 0) || s.linkBW[l] != cl.bw[k] || s.lineBW(l) != cl.ln[k] || s.linkSlot(l) != cl.sl[k] {
+				s.endBlock(bi)
+				return 0, false
+			}
+			s.linkForm[l] = s.formEpoch
+		}
+		cl.n++
+		b.members = append(b.members, -1)
+		b.of = append(b.of, uint8(c))
+	}
+	b.links = append(b.links, p.links...)
+	return bi, true
+}
+
+// ringProto is a ring collective's edges as ringBlock makes them: each one's links (nl of them,
+// in links in turn), cap, the rings it stands for and the rings sharing its port.
+type ringProto struct {
+	nl    []int8
+	cap   []float64
+	mult  []uint16
+	ways  []uint8
+	links []int32
 }

@@ -23,12 +23,12 @@ type classRun struct {
 // classHosts is the hosts of the runs below: 8 rings of 64 GPUs, a few hundred flows each.
 const classHosts = 8
 
-// runClasses runs ring all-reduces over every GPU of 8 hosts × 8 H100 with the classes on or off,
+// runClasses runs all-reduces (ring, or NVLS-tree: each GPU's NVLink and NIC flows) over every GPU of 8 hosts × 8 H100 with the classes on or off,
 // with the given faults and what more adds once the communicators are made (it is given the time
 // the collectives start at): in a first round one all-reduce alone, then, at once, two over
 // disjoint halves of the hosts (two blocks solved together, ending at the same nanosecond), then
 // a third over all of them, during which more happens.
-func runClasses(t *testing.T, classes bool, faults []fault.Fault, more func(c *engine.Client, at int64)) classRun {
+func runClasses(t *testing.T, algo timeline.NCCLAlgo, classes bool, faults []fault.Fault, more func(c *engine.Client, at int64)) classRun {
 	t.Helper()
 	topo, err := sim.TopologyByName("h100x8x2")
 	if err != nil {
@@ -44,7 +44,7 @@ func runClasses(t *testing.T, classes bool, faults []fault.Fault, more func(c *e
 	}
 	sim.SetClasses(s, classes)
 	opts := engine.DefaultOptions()
-	opts.NCCLAlgo = timeline.AlgoRing
+	opts.NCCLAlgo = algo
 	c := engine.NewClient(s, log, opts)
 	all := topo.AllDevices()
 	half := len(all) / 2
@@ -94,10 +94,10 @@ func streamsOn(t *testing.T, c *engine.Client, devs []engine.DeviceID) []engine.
 
 // ringStart is when runClasses' last all-reduce starts its flows: after the rounds before it, which
 // no fault below touches (they are set to act later), so it is the same in every run.
-func ringStart(t *testing.T) int64 {
+func ringStart(t *testing.T, algo timeline.NCCLAlgo) int64 {
 	t.Helper()
 	var at int64
-	runClasses(t, true, nil, func(_ *engine.Client, t0 int64) { at = t0 })
+	runClasses(t, algo, true, nil, func(_ *engine.Client, t0 int64) { at = t0 })
 	return at
 }
 
@@ -107,7 +107,13 @@ func ringStart(t *testing.T) int64 {
 // back into its flows. Either way the events must be those of the flows solved one by one, field
 // for field and in the same order.
 func TestClassesChangeNothing(t *testing.T) {
-	t0 := ringStart(t)
+	for _, algo := range []timeline.NCCLAlgo{timeline.AlgoRing, timeline.AlgoNVLSTree} {
+		t.Run(algo.String(), func(t *testing.T) { classesChangeNothing(t, algo) })
+	}
+}
+
+func classesChangeNothing(t *testing.T, algo timeline.NCCLAlgo) {
+	t0 := ringStart(t, algo)
 	mid := t0 + 300_000 // the 256 MiB ring runs for some 1.8 ms from t0
 	copyOn := func(src, dst engine.DeviceID, delay int64) func(*engine.Client, int64) {
 		return func(c *engine.Client, _ int64) {
@@ -125,7 +131,7 @@ func TestClassesChangeNothing(t *testing.T) {
 	}
 	// A copy whose bytes start to move at the very nanosecond the ring's flows start, after them:
 	// the block is split before it was ever solved. Found from a run with the copy later.
-	cal := runClasses(t, true, nil, copyOn(2, 3, 400_000))
+	cal := runClasses(t, algo, true, nil, copyOn(2, 3, 400_000))
 	topo, err := sim.TopologyByName("h100x8x2")
 	if err != nil {
 		t.Fatal(err)
@@ -169,8 +175,8 @@ func TestClassesChangeNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			on := runClasses(t, true, tc.faults, tc.more)
-			off := runClasses(t, false, tc.faults, tc.more)
+			on := runClasses(t, algo, true, tc.faults, tc.more)
+			off := runClasses(t, algo, false, tc.faults, tc.more)
 			if len(on.events) != len(off.events) {
 				t.Fatalf("%d events with classes, %d without", len(on.events), len(off.events))
 			}
@@ -198,8 +204,8 @@ func TestClassesChangeNothing(t *testing.T) {
 // so the solver's levels look at a few entries where they looked at thousands. The test fails if
 // the classes are not used.
 func TestClassesSolveClassesNotFlows(t *testing.T) {
-	on := runClasses(t, true, nil, nil)
-	off := runClasses(t, false, nil, nil)
+	on := runClasses(t, timeline.AlgoRing, true, nil, nil)
+	off := runClasses(t, timeline.AlgoRing, false, nil, nil)
 	if on.blocks != 4 || on.splits != 0 || on.early != 0 {
 		t.Fatalf("%d blocks, %d split; want the 4 all-reduces as blocks, none split", on.blocks, on.splits)
 	}

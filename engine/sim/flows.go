@@ -120,7 +120,7 @@ func (s *Sim) flowStart(fi int32) {
 		}
 	}
 	if s.flows[fi].kind != ownerCopy {
-		s.onWire(fi)
+		s.onWire(&s.flows[fi])
 	}
 	f := &s.flows[fi]
 	f.last, f.rate, f.scheduled, f.on = s.now, 0, false, true
@@ -140,8 +140,7 @@ func (s *Sim) flowStart(fi int32) {
 // link of line rate L moves rem·L/C wire bytes at up to L: alone it takes the time it did (its
 // payload still arrives at C), and two collectives on one link each get half of what one gets
 // alone, as they do on real NVLink, instead of splitting the idle 18% between them.
-func (s *Sim) onWire(fi int32) {
-	f := &s.flows[fi]
+func (s *Sim) onWire(f *flow) {
 	line := math.Inf(1)
 	for k := int8(0); k < f.nl; k++ {
 		if l := f.links[k]; !s.fab.rail || l < s.fab.base {
@@ -542,6 +541,9 @@ func (s *Sim) startCollective(ii int32) {
 	rings := s.rings(ranks)
 	chain := op == timeline.CollBroadcast || op == timeline.CollReduce
 	share := int64(math.Ceil(perEdge / float64(len(rings))))
+	if s.ringBlock(ii, rings, chain, share, scale, lat) {
+		return
+	}
 	s.edges.next(len(s.hosts))
 	for _, ring := range rings {
 		for i := range ring {

@@ -109,6 +109,7 @@ type Sim struct {
 	freeBlocks []int32
 	linkBlock  []int32
 	linkForm   []uint32 // linkForm[l] == formEpoch: a member of the block being formed has l
+	proto      ringProto
 	formEpoch  uint32
 	blockWork  uint64
 	classesOff bool
