@@ -511,19 +511,34 @@ func (s *Sim) ringBlock(ii int32, rings [][]engine.DeviceID, chain bool, share i
 	sc := s.newFlow(ownerInst, ii, share)
 	s.edges.next(len(s.hosts))
 	for _, ring := range rings {
+		// Each GPU's node is found once, as the destination of the edge before (a division each).
+		dstNode := s.nodeOf(ring[0])
 		for i := range ring {
 			if chain && i == len(ring)-1 {
 				break
 			}
-			src, dst := ring[i], ring[(i+1)%len(ring)]
-			shared := len(rings) > 1 && s.nodeOf(src) == s.nodeOf(dst)
+			next := i + 1
+			if next == len(ring) {
+				next = 0
+			}
+			src, dst := ring[i], ring[next]
+			srcNode := dstNode
+			dstNode = s.nodeOf(dst)
+			shared := len(rings) > 1 && srcNode == dstNode
 			if shared {
 				if j := s.edges.find(src, dst); j >= 0 && p.mult[j] < math.MaxUint16 {
 					p.mult[j]++
 					continue
 				}
 			}
-			s.edge(sc, src, dst)
+			switch {
+			case src == dst:
+				s.edge(sc, src, dst)
+			case srcNode == dstNode:
+				s.gpuRoute(sc, src, dst, s.m.NCCLNVLinkEff) // as edge does, its nodes known
+			default:
+				s.netRoute(sc, src, dst)
+			}
 			f := &s.flows[sc]
 			ways := uint8(0)
 			if shared {
