@@ -12,8 +12,9 @@ import (
 // together: a ring collective over 1,024 GPUs is 2,048 such flows in two classes (its NVLink
 // edges and its NIC edges). So the collective is started as a block of classes: each class is one
 // flow's state standing for all its members, solved once, with one completion item, and its
-// links are touched only to set and bank their loads. The members keep their flow slots (with
-// their links), unused, until the class ends.
+// links are touched only to set and bank their loads. A ring's edges are never made flows
+// (ringBlock); other collectives' members keep the flow slots they were made in, unused, until
+// their class ends. A member's flow is made (or put to use) only when the block is split.
 //
 // Everything must come out as separate flows give it, float for float and in the same order,
 // which holds because a block stands where its flows would: its start puts one mark in the
@@ -53,7 +54,7 @@ type flowBlock struct {
 	pending bool   // its mark is in dirtyLinks
 	nc      int
 	cls     [maxClasses]flowClass
-	members []int32  // the flows, in the order they started
+	members []int32  // the flows, in the order they started (-1: not made, memberFlow makes it)
 	of      []uint8  // each member's class
 	links   []int32  // the members' links, in that order
 	vers    []uint32 // after a split: each member's ver as its class's completion left it
