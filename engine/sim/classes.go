@@ -499,9 +499,9 @@ func (s *Sim) memberFlow(b *flowBlock, j int, links []int32) int32 {
 
 // ringBlock makes a ring collective's edges (startCollective: rings, chain, share and scale as it
 // has them) into a block of classes without making a flow of each, and schedules their start
-// after lat; it reports false, having made nothing, when they cannot be one (classes off, a link
-// taken by two edges, more kinds of edges than maxClasses). The edges are the flows
-// startCollective would make, in its order, merged as it merges them.
+// after lat; when they cannot be one (a link taken by two edges, more kinds of edges than
+// maxClasses) it makes them the flows startCollective would have, in its order, merged as it
+// merges them, and starts those. It reports false, having made nothing, when the classes are off.
 func (s *Sim) ringBlock(ii int32, rings [][]engine.DeviceID, chain bool, share int64, scale float64, lat int64) bool {
 	if s.classesOff {
 		return false
@@ -553,12 +553,25 @@ func (s *Sim) ringBlock(ii int32, rings [][]engine.DeviceID, chain bool, share i
 	tmpl := s.flows[sc]
 	s.flows[sc].ver++
 	s.freeFlows = append(s.freeFlows, sc)
-	if len(p.nl) < 2 {
-		return false
+	bi, ok := int32(0), false
+	if len(p.nl) >= 2 {
+		bi, ok = s.protoBlock(ii, &tmpl)
 	}
-	bi, ok := s.protoBlock(ii, &tmpl)
 	if !ok {
-		return false
+		// The flows startCollective would have made, made from the edges (a rail fabric's ports
+		// taken by many edges): the rings are not walked twice.
+		s.pending = s.pending[:0]
+		off := 0
+		for j, nl := range p.nl {
+			fi := s.newFlow(ownerInst, ii, share)
+			f := &s.flows[fi]
+			f.nl, f.cap, f.mult, f.ways = nl, p.cap[j], p.mult[j], p.ways[j]
+			copy(f.links[:], p.links[off:off+int(nl)])
+			off += int(nl)
+			s.pending = append(s.pending, fi)
+		}
+		s.startFlows(ii, lat)
+		return true
 	}
 	in := &s.instPool[ii]
 	in.flows = int32(len(p.nl))
