@@ -14,6 +14,7 @@ type inst struct {
 	ops      []int32
 	flows    int32
 	starts   []int32 // the flows an evCollFlows starts
+	blk      int32   // the block its flows started as, + 1 (0: none; classes.go)
 	released int64
 }
 
@@ -71,6 +72,10 @@ func (s *Sim) instDone(ii int32) {
 		s.finish(x, true)
 	}
 	in = &s.instPool[ii]
+	if in.blk != 0 {
+		s.endBlock(in.blk - 1)
+		in.blk = 0
+	}
 	in.ops = in.ops[:0]
 	in.gen++ // its timers, if any were left, are stale from now on
 	s.freeInsts = append(s.freeInsts, ii)

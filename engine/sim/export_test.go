@@ -58,3 +58,19 @@ var (
 	AllToAllCost = allToAllCost
 	RoundCPU     = roundCPU
 )
+
+// SetClasses turns the start of a collective's flows as classes on or off (classes.go), for tests
+// that check the classes change nothing but the work.
+func SetClasses(s *Sim, on bool) { s.classesOff = !on }
+
+// ClassCounts is how many collectives s started as blocks of classes, how many of those it split
+// back into their flows, and how many of those splits came before the block's first solve.
+func ClassCounts(s *Sim) (blocks, splits, early int) {
+	return s.blocksStarted, s.blockSplits, s.earlySplits
+}
+
+// LastBlockAt is when s last started a collective's flows as a block of classes.
+func LastBlockAt(s *Sim) int64 { return s.lastBlockAt }
+
+// CopyLatency is the model's time from a copy's start to its bytes' first move.
+func CopyLatency(m Model) int64 { return m.CopyLatencyNs }

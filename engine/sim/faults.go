@@ -91,6 +91,7 @@ func (s *Sim) faultStep(i int32) {
 	for _, l := range fl.links[i] {
 		bw := fl.nominal[l] * s.linkFactor(l)
 		if bw != s.linkBW[l] {
+			s.splitAt(l) // a block's links are alike no more
 			s.linkBW[l] = bw
 			s.markDirty(l)
 			s.dirty()

@@ -112,8 +112,15 @@ func (s *Sim) markDirty(l int32) {
 }
 
 func (s *Sim) flowStart(fi int32) {
+	if len(s.blocks) > 0 {
+		// A block's flows are alone on their links no more: they go first in the links' lists.
+		f := &s.flows[fi]
+		for k := range f.nl {
+			s.splitAt(f.links[k])
+		}
+	}
 	if s.flows[fi].kind != ownerCopy {
-		s.onWire(fi)
+		s.onWire(&s.flows[fi])
 	}
 	f := &s.flows[fi]
 	f.last, f.rate, f.scheduled, f.on = s.now, 0, false, true
@@ -133,8 +140,7 @@ func (s *Sim) flowStart(fi int32) {
 // link of line rate L moves rem·L/C wire bytes at up to L: alone it takes the time it did (its
 // payload still arrives at C), and two collectives on one link each get half of what one gets
 // alone, as they do on real NVLink, instead of splitting the idle 18% between them.
-func (s *Sim) onWire(fi int32) {
-	f := &s.flows[fi]
+func (s *Sim) onWire(f *flow) {
 	line := math.Inf(1)
 	for k := int8(0); k < f.nl; k++ {
 		if l := f.links[k]; !s.fab.rail || l < s.fab.base {
@@ -224,6 +230,14 @@ func (s *Sim) recompute() {
 		s.visits += uint64(len(openLinks) + len(open))
 		still := 0
 		for _, l := range openLinks {
+			if l < 0 {
+				var more bool
+				if x, more = s.blockShares(l, x); more {
+					openLinks[still] = l
+					still++
+				}
+				continue
+			}
 			if s.count[l] > 0 {
 				s.share[l] = s.residual[l] / float64(s.count[l])
 				x = min(x, s.share[l])
@@ -233,14 +247,25 @@ func (s *Sim) recompute() {
 		}
 		openLinks = openLinks[:still]
 		for _, fi := range open {
+			if fi < 0 {
+				x = s.blockCap(fi, x)
+				continue
+			}
 			x = min(x, s.flows[fi].cap)
 		}
 		lim := x * (1 + 1e-9)
 		// The pace of publications and cancel checks stays what a whole component a level gave.
-		s.work += uint64(len(comp) + len(links))
-		s.spans += uint64(len(comp) + len(links))
+		s.work += uint64(len(comp)+len(links)) + s.blockWork
+		s.spans += uint64(len(comp)+len(links)) + s.blockWork
 		kept := 0
 		for _, fi := range open {
+			if fi < 0 {
+				if s.freezeBlock(fi, x, lim) {
+					open[kept] = fi
+					kept++
+				}
+				continue
+			}
 			f := &s.flows[fi]
 			bottleneck := f.cap <= lim
 			for k := int8(0); k < f.nl && !bottleneck; k++ {
@@ -302,8 +327,8 @@ func (s *Sim) recompute() {
 // the case.
 func (s *Sim) allEnded() bool {
 	for _, l := range s.dirtyLinks {
-		if len(s.linkFlows[l]) > 0 {
-			return false
+		if l < 0 || len(s.linkFlows[l]) > 0 {
+			return false // a block just started has flows
 		}
 	}
 	// A link that had a load is in use (reload) until a window ends with its load gone and its
@@ -323,12 +348,22 @@ func (s *Sim) allEnded() bool {
 // link's residual bandwidth and flow count set for the solve.
 func (s *Sim) component() (links, comp []int32) {
 	links, comp = s.touched[:0], s.comp[:0]
+	s.blockWork = 0
 	for _, l := range s.dirtyLinks {
+		if l < 0 {
+			links = s.visitBlock(links, l)
+			continue
+		}
 		s.isDirty[l] = false
 		links = s.visitLink(links, l)
 	}
 	s.dirtyLinks = s.dirtyLinks[:0]
 	for i := 0; i < len(links); i++ {
+		if links[i] < 0 {
+			// A block: its members, found together where their links are.
+			comp = append(comp, links[i])
+			continue
+		}
 		for _, fi := range s.linkFlows[links[i]] {
 			f := &s.flows[fi]
 			if f.mark == s.epoch {
@@ -506,6 +541,9 @@ func (s *Sim) startCollective(ii int32) {
 	rings := s.rings(ranks)
 	chain := op == timeline.CollBroadcast || op == timeline.CollReduce
 	share := int64(math.Ceil(perEdge / float64(len(rings))))
+	if s.ringBlock(ii, rings, chain, share, scale, lat) {
+		return
+	}
 	s.edges.next(len(s.hosts))
 	for _, ring := range rings {
 		for i := range ring {
@@ -698,6 +736,7 @@ func (s *Sim) startFlows(ii int32, lat int64) {
 	// them, and what a start schedules comes after the last of them either way: starting them in
 	// turn under one item keeps the order of everything.
 	in.starts = append(in.starts[:0], s.pending...)
+	s.formBlock(ii)
 	s.at(s.now+lat, evCollFlows, ii, in.gen)
 }
 

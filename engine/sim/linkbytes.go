@@ -51,10 +51,16 @@ func (s *Sim) bank(l int32, t int64) {
 func (s *Sim) reload(links, comp []int32) {
 	lb := &s.lb
 	for _, l := range links {
+		if l < 0 {
+			continue // a block's links are banked and loaded at its place below (reloadBlock)
+		}
 		s.bank(l, s.now)
 		lb.load[l], lb.util[l] = 0, 0
 	}
 	for _, fi := range comp {
+		if fi < 0 {
+			continue
+		}
 		f := &s.flows[fi]
 		pay := f.rate * f.payload
 		for k := range f.nl {
@@ -70,6 +76,10 @@ func (s *Sim) reload(links, comp []int32) {
 		}
 	}
 	for _, l := range links {
+		if l < 0 {
+			s.reloadBlock(l)
+			continue
+		}
 		switch bw := s.linkBW[l]; {
 		case bw > 0:
 			lb.util[l] = min(lb.util[l]/bw, 1)

@@ -28,6 +28,7 @@ const (
 	evCollStart
 	evFault
 	evCollFlows // a collective's flows start (its inst's starts), in the order it made them
+	evClassDone // the members of a block's classes end (classes.go)
 )
 
 // queue holds the scheduled items in buckets of equal time: a 4-ary min-heap of buckets, each a

@@ -102,6 +102,21 @@ type Sim struct {
 	dirtyLinks []int32
 	isDirty    []bool
 	pending    []int32 // flows of the collective being started
+	// collectives' flows started as classes (classes.go): the blocks, those free, each link's
+	// block + 1 (0: none), the extra work of the blocks in the solve under way (their flows and
+	// links but one each), and, for tests, whether blocks are off
+	blocks     []flowBlock
+	freeBlocks []int32
+	linkBlock  []int32
+	linkForm   []uint32 // linkForm[l] == formEpoch: a member of the block being formed has l
+	proto      ringProto
+	formEpoch  uint32
+	blockWork  uint64
+	classesOff bool
+	// blocks started, split back into their flows, split before their first solve, and when the
+	// last started: for tests
+	blocksStarted, blockSplits, earlySplits int
+	lastBlockAt                             int64
 	// hostSeen[h] == hostEpoch marks host h as counted among a communicator's nodes
 	hostSeen  []uint32
 	hostEpoch uint32
@@ -157,7 +172,8 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Sim, error) {
 	s.initFabric()
 	nl := len(s.linkBW)
 	s.residual, s.count, s.share, s.mark = make([]float64, nl), make([]int32, nl), make([]float64, nl), make([]uint32, nl)
-	s.linkFlows, s.isDirty = make([][]int32, nl), make([]bool, nl)
+	s.linkFlows, s.isDirty, s.linkBlock = make([][]int32, nl), make([]bool, nl), make([]int32, nl)
+	s.linkForm = make([]uint32, nl)
 	s.lb.init(nl)
 	if err := s.setFaults(cfg.Faults); err != nil {
 		return nil, err
@@ -334,6 +350,8 @@ func (s *Sim) stale(it item) bool {
 		return !s.current(opRef{it.a, it.ver})
 	case evCollStart:
 		return s.instPool[it.a].gen != it.ver
+	case evClassDone:
+		return s.blocks[it.a].gen != it.ver
 	}
 	return false
 }
@@ -355,9 +373,13 @@ func (s *Sim) dispatch(it item) {
 	case evFlowStart:
 		s.flowStart(it.a)
 	case evCollFlows:
-		for _, fi := range s.instPool[it.a].starts {
-			s.flowStart(fi)
+		if !s.startBlock(it.a) {
+			for _, fi := range s.instPool[it.a].starts {
+				s.flowStart(fi)
+			}
 		}
+	case evClassDone:
+		s.classDone(it.a, it.key)
 	case evFlowDone:
 		s.flowDone(it.a)
 	case evRecompute:
