@@ -130,6 +130,9 @@ func (h *heapPeak) end() uint64 {
 
 // BenchmarkContainerPickle decodes container-only dumps of 1,000,000 containers (about 1 MB) as
 // the importer does and reports the bytes allocated, and the peak heap in use, per byte of input.
+// Old (a *pdict or *plist a container, lists regrown by append, the whole tree copied into plain
+// values) against new, alloc-B/input-B and peak-B/input-B: dicts 217/169 → 18/18, lists and
+// tuples 281/152-163 → 18/18, nested 84/81 → 18/19, frames 193/144 → 18/18, sizes 145/105 → 34/34.
 //
 //	go test ./importers/flightrecorder -run '^$' -bench ContainerPickle -benchtime 3x
 func BenchmarkContainerPickle(b *testing.B) {
