@@ -162,8 +162,12 @@ func Parts(parts []Part) (*Joined, error) {
 			more = fmt.Sprintf("; %d more", n-maxHostConflicts)
 			conflicts = conflicts[:maxHostConflicts]
 		}
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the parts name the hosts of %d ranks differently (the first named is kept): %s%s",
-			n, strings.Join(conflicts, "; "), more))
+		which := fmt.Sprintf("the hosts of %d ranks", n)
+		if n == 1 {
+			which = "the host of 1 rank"
+		}
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the parts name %s differently (the first named is kept): %s%s",
+			which, strings.Join(conflicts, "; "), more))
 	}
 	if shadowed > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d completed ops of ranks another part measured are kept for the diagnosis's sequence matching only (%s's measurements count, once)",
