@@ -3,6 +3,7 @@ package analysis
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -12,14 +13,21 @@ const NoKernelsWhy = "the source records only communication ops, no kernels: the
 
 // RecordsKernels says whether a stream's source can record compute kernels. PyTorch's Flight
 // Recorder (the process groups' collectives), NCCL Inspector (a communicator's collectives) and NCCL
-// RAS (collective counts) never do: a device there is busy only with what they saw, and the time
-// between their ops is not idle but unknown, perhaps compute.
+// RAS (collective counts) never do, alone or joined by rank ("flight-recorder+nccl-ras"): a
+// device there is busy only with what they saw, and the time between their ops is not idle but
+// unknown, perhaps compute.
 func RecordsKernels(m timeline.Meta) bool {
-	switch m.Backend {
-	case "flight-recorder", "nccl-inspector", "nccl-ras", "flight-recorder+nccl-inspector": // the last: the two joined by rank
-		return false
+	if m.Backend == "" {
+		return true
 	}
-	return true
+	for _, b := range strings.Split(m.Backend, "+") {
+		switch b {
+		case "flight-recorder", "nccl-inspector", "nccl-ras":
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // NoOpsWhy says why a source's span, transfers and gaps between ops are unknown.

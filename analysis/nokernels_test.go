@@ -85,3 +85,21 @@ func TestNoKernelsIdleUnknown(t *testing.T) {
 		})
 	}
 }
+
+// Flight Recorder, NCCL Inspector and NCCL RAS, alone or joined by rank in any combination,
+// record no kernels; a backend with any other part does, as does one not named.
+func TestRecordsKernels(t *testing.T) {
+	for _, c := range []struct {
+		backend string
+		want    bool
+	}{
+		{"flight-recorder", false}, {"nccl-inspector", false}, {"nccl-ras", false},
+		{"flight-recorder+nccl-inspector", false}, {"flight-recorder+nccl-ras", false},
+		{"flight-recorder+nccl-inspector+nccl-ras", false}, {"nccl-inspector+nccl-ras", false},
+		{"sim", true}, {"kineto", true}, {"flight-recorder+kineto", true}, {"", true},
+	} {
+		if got := RecordsKernels(timeline.Meta{Backend: c.backend}); got != c.want {
+			t.Errorf("RecordsKernels(%q) = %v; want %v", c.backend, got, c.want)
+		}
+	}
+}

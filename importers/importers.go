@@ -30,8 +30,8 @@ const (
 	FormatInspector             // NCCL Inspector's JSON-lines logs or Prometheus dumps (a file or their directory)
 	FormatRAS                   // `ncclras -f json`: a job's communicators and their missing, dead or mismatched ranks
 	FormatFlightRecorder        // PyTorch's Flight Recorder dumps (pickle or JSON; a file per rank, or their directory)
-	// FormatJoined is a job's Flight Recorder dumps and NCCL Inspector logs given together, joined
-	// by rank (join.Parts).
+	// FormatJoined is two or three of a job's Flight Recorder dumps, NCCL Inspector logs and NCCL
+	// RAS reports given together, joined by rank (join.Parts).
 	FormatJoined
 )
 
@@ -51,7 +51,7 @@ func (f Format) String() string {
 	case FormatFlightRecorder:
 		return "PyTorch Flight Recorder dump"
 	case FormatJoined:
-		return "PyTorch Flight Recorder dumps and NCCL Inspector logs of one job"
+		return "sources of one job joined by rank (PyTorch Flight Recorder dumps, NCCL Inspector logs, NCCL RAS reports)"
 	}
 	return "unknown"
 }
@@ -210,11 +210,11 @@ func Read(paths []string, opts Options) (*kineto.Imported, error) {
 }
 
 // mixedFormats is the error for inputs of two formats that are not joined: one analysis reads
-// one format, or Flight Recorder dumps with NCCL Inspector logs (joined by rank); the sources of
-// one job in other formats (an NCCL RAS report, Kineto traces beside either) are not joined, so
-// the message says what to do instead.
+// one format, or two or more of Flight Recorder dumps, NCCL Inspector logs and NCCL RAS reports
+// (joined by rank); the sources of one job in other formats (Kineto traces or Nsight Systems
+// exports beside them) are not joined, so the message says what to do instead.
 func mixedFormats(first string, a Format, p string, b Format) error {
-	return fmt.Errorf("%s is %s and %s %s: give files of one format (or Flight Recorder dumps with NCCL Inspector logs, which are joined by rank); "+
+	return fmt.Errorf("%s is %s and %s %s: give files of one format (or Flight Recorder dumps, NCCL Inspector logs and NCCL RAS reports, two or all three, which are joined by rank); "+
 		"sources of one job in these formats are not joined by rank: "+
 		"analyse each format on its own (the %s, then the %s) and compare their findings by rank (docs/importers.md, \"Several formats of one job\")",
 		first, a.withArticle(), p, b.withArticle(), a.plural(), b.plural())

@@ -17,21 +17,21 @@ const (
 	jointInspector = "testdata/joint/inspector"
 )
 
-// An NCCL RAS report with Flight Recorder dumps (or any other mixture but Flight Recorder with
-// Inspector) is refused, by Read and by Stream alike, and the error names both files and their
-// formats, says that such sources are not joined by rank, and what to do instead.
+// A trace with Flight Recorder dumps (or any other mixture but two or three of Flight Recorder,
+// Inspector and RAS) is refused, by Read and by Stream alike, and the error names both files and
+// their formats, says that such sources are not joined by rank, and what to do instead.
 func TestMixedFormatsSaysWhatToDo(t *testing.T) {
 	fr := "flightrecorder/testdata/hang/nccl_trace_rank_0"
-	rasDoc := "ras/testdata/hang.json"
-	_, errRead := Read([]string{fr, rasDoc}, Options{})
-	_, errStream := Stream([]string{fr, rasDoc}, Options{}, &Collect{})
+	trace := "chrome/testdata/small.json"
+	_, errRead := Read([]string{fr, trace}, Options{})
+	_, errStream := Stream([]string{fr, trace}, Options{}, &Collect{})
 	for name, err := range map[string]error{"Read": errRead, "Stream": errStream} {
 		if err == nil {
 			t.Fatalf("%s: a Flight Recorder dump and an NCCL RAS report read together; want refused", name)
 		}
 		msg := err.Error()
-		for _, want := range []string{fr + " is a PyTorch Flight Recorder dump", rasDoc + " an NCCL RAS report", "not joined by rank",
-			"analyse each format on its own (the PyTorch Flight Recorder dumps, then the NCCL RAS reports)", "docs/importers.md"} {
+		for _, want := range []string{fr + " is a PyTorch Flight Recorder dump", trace + " a trace (JSON)", "not joined by rank",
+			"analyse each format on its own (the PyTorch Flight Recorder dumps, then the traces (JSON))", "docs/importers.md"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%s: error %q lacks %q", name, msg, want)
 			}

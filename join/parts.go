@@ -63,6 +63,9 @@ func (e *MismatchError) Error() string {
 		e.A, e.AFormat, e.B, e.BFormat, e.What, e.AValue, e.BValue)
 }
 
+// maxHostConflicts bounds the ranks a warning names whose hosts the parts name differently.
+const maxHostConflicts = 8
+
 // partStreams is where a later part's streams begin within each rank's block of StreamsPerRank:
 // a part's own are below it, so two parts' streams of one rank never share an id.
 const partStreams = StreamsPerRank / 2
@@ -86,10 +89,18 @@ func Parts(parts []Part) (*Joined, error) {
 	}
 	measured := map[int32]string{} // rank → the part that measures its ops
 	hosts := map[int32]string{}
-	for _, p := range parts {
-		for r, h := range p.Hosts {
-			if _, ok := hosts[r]; !ok && h != "" {
-				hosts[r] = h
+	hostFrom := map[int32]*Part{} // the part that named each rank's host
+	var conflicts []string
+	for i := range parts {
+		p := &parts[i]
+		for _, r := range slices.Sorted(maps.Keys(p.Hosts)) {
+			h := p.Hosts[r]
+			if old, ok := hosts[r]; ok && h != "" && h != old {
+				// Inspector's hostname and RAS's host may name one machine differently (a name,
+				// an address): the first part's is kept, and the difference said.
+				conflicts = append(conflicts, fmt.Sprintf("rank %d: %s (%s), %s (%s)", r, old, hostFrom[r].Files, h, p.Files))
+			} else if !ok && h != "" {
+				hosts[r], hostFrom[r] = h, p
 			}
 		}
 		if !p.Measures {
@@ -145,6 +156,19 @@ func Parts(parts []Part) (*Joined, error) {
 	out.Extra["join.clocks"] = "each part on its hosts' wall clock as recorded; not aligned further: no op is measured across parts"
 	out.Warnings = append(out.Warnings, "joined by rank: "+strings.Join(names, " and ")+
 		"; their times are each on the recording hosts' wall clocks, not aligned further, so no duration is taken across them")
+	if n := len(conflicts); n > 0 {
+		more := ""
+		if n > maxHostConflicts {
+			more = fmt.Sprintf("; %d more", n-maxHostConflicts)
+			conflicts = conflicts[:maxHostConflicts]
+		}
+		which := fmt.Sprintf("the hosts of %d ranks", n)
+		if n == 1 {
+			which = "the host of 1 rank"
+		}
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the parts name %s differently (the first named is kept): %s%s",
+			which, strings.Join(conflicts, "; "), more))
+	}
 	if shadowed > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d completed ops of ranks another part measured are kept for the diagnosis's sequence matching only (%s's measurements count, once)",
 			shadowed, measuredBy(measured)))

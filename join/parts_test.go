@@ -117,3 +117,25 @@ func TestPartsRefuseOtherJobs(t *testing.T) {
 		t.Errorf("a part by host and pid: %v, warnings %q; want joined, with a warning naming it", err, j.Warnings)
 	}
 }
+
+// Two parts naming a rank's host differently (Inspector's hostname, RAS's address) are joined: the
+// first part's host is kept, in the meta and on the events, and a warning names the rank, both
+// hosts and both parts' files; a host only the second names is taken from it.
+func TestPartsHostsDiffer(t *testing.T) {
+	a := Part{Format: "NCCL Inspector", Files: "insp/node0-pid1.log", Strings: timeline.NewStrings(), World: 4, Ranked: true,
+		Hosts: map[int32]string{0: "node0", 3: "node1"}}
+	b := Part{Format: "NCCL RAS", Files: "ras.json", Strings: timeline.NewStrings(), World: 4, Ranked: true,
+		Hosts: map[int32]string{0: "node0", 2: "node1", 3: "10.0.0.2"}}
+	a.Events = []timeline.Event{coll(a.Strings, 3, 1, 1, 0, 0, 10, "AllReduce")}
+	j, err := Parts([]Part{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Extra[timeline.RankHostKey(3)] != "node1" || j.Extra[timeline.RankHostKey(2)] != "node1" || j.Extra[timeline.RankHostKey(0)] != "node0" {
+		t.Errorf("hosts %v; want rank 3 on the first part's node1, rank 2 on the second's node1", j.Extra)
+	}
+	w := strings.Join(j.Warnings, "\n")
+	if want := "the parts name the host of 1 rank differently (the first named is kept): rank 3: node1 (insp/node0-pid1.log), 10.0.0.2 (ras.json)"; !strings.Contains(w, want) {
+		t.Errorf("warnings %q lack %q", w, want)
+	}
+}

@@ -43,3 +43,41 @@ func TestFaultAfterTheRunWarns(t *testing.T) {
 		}
 	}
 }
+
+// A fault aimed at GPUs the scenario leaves idle cannot show: copy-sweep runs on GPU 0 of
+// h100x8x2, so a slow host 1, or a throttled GPU 3 of host 0, is warned of in the report's
+// warnings (text and JSON alike: both print them), naming the fault and its GPUs; a slow host 0,
+// whose GPU 0 launches every copy, is not, nor is a fault that never began (unreachedFaults says
+// so instead).
+func TestFaultOnIdleGPUsWarns(t *testing.T) {
+	for _, c := range []struct {
+		spec, want string
+	}{
+		{"kind=host_slow,host=1,delay=50us", "fault kind=host_slow,host=1,delay=50µs,at=0s cannot show: GPUs 8–15 (host 1) ran nothing while it was in effect (from 0s to the end)"},
+		{"kind=gpu_slow,host=0,gpu=3,factor=0.5,at=1us,for=1ms", "fault kind=gpu_slow,host=0,gpu=3,factor=0.5,at=1µs,for=1ms cannot show: GPU 3 (host 0) ran nothing while it was in effect (from 1µs for 1ms)"},
+		{"kind=host_slow,host=0,delay=50us", ""},
+		{"kind=host_slow,host=1,delay=50us,at=100s", ""},
+	} {
+		f, err := fault.Parse(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Prepare(Config{Scenario: "copy-sweep", Topology: "h100x8x2", Seed: 1, Steps: 1, Sets: map[string]string{"max_bytes": "1MiB"}, Faults: []fault.Fault{f}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, w := range p.Report(out).Warnings {
+			if strings.Contains(w, "cannot show") {
+				got = append(got, w)
+			}
+		}
+		if (c.want == "") != (len(got) == 0) || (c.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], c.want))) {
+			t.Errorf("%s: warnings %q; want %q", c.spec, got, c.want)
+		}
+	}
+}

@@ -114,6 +114,7 @@ type Prepared struct {
 	topo     engine.Topology
 	window   *timeline.Window   // when Config.Window is set
 	analyzer *analysis.Analyzer // otherwise
+	reach    *faultReach        // with the analyzer, when a fault acts on GPUs
 	fan      *fanout
 	recorder *recordings.Recorder
 	exporter *otel.Exporter
@@ -170,6 +171,9 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	} else {
 		p.analyzer = analysis.New(p.Meta())
 		fan.sinks = append(fan.sinks, p.analyzer)
+		if p.reach = newFaultReach(p.faults, topo); p.reach != nil {
+			fan.sinks = append(fan.sinks, p.reach)
+		}
 	}
 	fan.sinks = append(fan.sinks, sinks...)
 	fan.sinks = append(fan.sinks, &p.progress)
@@ -407,6 +411,7 @@ func (p *Prepared) Report(o Outcome) *report.Report {
 	res := p.analyzer.Result(p.strs)
 	if res.Events > 0 {
 		run.Warnings = append(run.Warnings, unreachedFaults(p.faults, res.FirstNs+res.DurationNs)...)
+		run.Warnings = append(run.Warnings, p.reach.warnings(res.FirstNs+res.DurationNs)...)
 	}
 	return report.Build(res, p.Meta(), run)
 }

@@ -627,7 +627,7 @@ func (d *Diagnosis) Result(labels timeline.Labels) []Finding {
 	d.alerts = d.alerts[:0]
 	out := append([]Finding(nil), d.findings...)
 	out = append(out, d.seq.findings(labels, d.hostOf)...)
-	out = append(out, d.sourcedFindings(labels)...)
+	out = mergeSourced(out, d.sourcedFindings(labels))
 	sortFindings(out)
 	return out
 }

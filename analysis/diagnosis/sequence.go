@@ -355,7 +355,7 @@ func (s *seqs) divergence(id uint32, c *seqComm, name string, mmSeq int64, hostO
 			if r.done >= 0 {
 				last = fmt.Sprintf("#%d", r.done)
 			}
-			fmt.Fprintf(&b, "; rank %d completed %s and waits in no recorded op (busy elsewhere: compute, data, a host hang)", d, last)
+			fmt.Fprintf(&b, "; rank %d completed %s and waits in no recorded op%s", d, last, busyElsewhere)
 		}
 	}
 	f.Evidence = b.String()

@@ -236,7 +236,7 @@ func (s *seqs) p2pFinding(k p2pKey, m *p2pMsg, name string, hostOf func(int32) i
 			ev += fmt.Sprintf("; rank %d waits in %s", peer, w.name())
 			f.Confidence = 0.5 // it waits in something else: this wait is a consequence
 		default:
-			ev += fmt.Sprintf("; rank %d waits in no recorded op (busy elsewhere: compute, data, a host hang)", peer)
+			ev += fmt.Sprintf("; rank %d waits in no recorded op%s", peer, busyElsewhere)
 		}
 		f.Evidence = ev
 	}

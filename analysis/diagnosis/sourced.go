@@ -1,6 +1,8 @@
 package diagnosis
 
 import (
+	"strings"
+
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -74,4 +76,43 @@ func (d *Diagnosis) sourcedFindings(labels timeline.Labels) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// busyElsewhere is what a hang's evidence guesses of a culprit rank that waits in no recorded op;
+// a source's statement of that rank (NCCL RAS: dead, missing) replaces the guess (mergeSourced).
+const busyElsewhere = " (busy elsewhere: compute, data, a host hang)"
+
+// mergeSourced appends sourced to found, folding a source's dead or missing rank into the hang
+// or missing-rank finding of found that names the same rank as its culprit: one verdict, of the
+// source's kind (the cause: RAS considers the rank dead), that keeps the hang's collective,
+// sequence number, communicator and ranks (what the cause held up), its evidence the source's
+// statement, then the hang's, and its onset the earlier of the two. (Flight Recorder's dumps
+// joined with an NCCL RAS report: rank 3 never entered all_reduce #5, and RAS says rank 3, on
+// node1, is dead.) Each hang takes one statement; a rank's further ones stay findings of their own.
+func mergeSourced(found, sourced []Finding) []Finding {
+	culprits := map[int32]int{} // rank → the first hang or missing-rank finding naming it
+	for i := range found {
+		if f := &found[i]; f.Rank >= 0 && (f.Kind == Hang || f.Kind == MissingRank) {
+			if _, ok := culprits[f.Rank]; !ok {
+				culprits[f.Rank] = i
+			}
+		}
+	}
+	for _, s := range sourced {
+		i, ok := culprits[s.Rank]
+		if !ok || s.Rank < 0 || (s.Kind != DeadRank && s.Kind != MissingRank) {
+			found = append(found, s)
+			continue
+		}
+		delete(culprits, s.Rank)
+		h := &found[i]
+		h.Kind = s.Kind
+		h.Evidence = s.Evidence + "; " + strings.ReplaceAll(h.Evidence, busyElsewhere, "")
+		h.Onset, h.At = min(h.Onset, s.Onset), max(h.At, s.At)
+		h.Confidence = max(h.Confidence, s.Confidence)
+		if h.Host < 0 {
+			h.Host = s.Host
+		}
+	}
+	return found
 }

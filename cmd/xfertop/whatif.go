@@ -34,6 +34,9 @@ type whatifOpts struct {
 	json     bool
 	headless bool
 	limits   importLimits
+	// maxGraphOps is --max-graph-ops: the most ops of a trace without steps whose whole graph
+	// the what-if holds at once (0: no bound).
+	maxGraphOps int64
 }
 
 // scaleFlag is --scale-kernel NAME=x, repeatable.
@@ -78,6 +81,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(o.sets, "set", "the same changes as knobs: nccl_algo=, nccl_proto=, kernels=x (all kernels scaled) (repeatable)")
 	fs.BoolVar(&o.json, "json", false, "print the comparison as JSON")
 	fs.BoolVar(&o.headless, "headless", false, "print the comparison instead of opening the console")
+	fs.Int64Var(&o.maxGraphOps, "max-graph-ops", defaultMaxGraphOps, "refuse a trace without steps of more ops than this: its what-if holds its whole graph at once, about 2.3 KB an op (0: no bound; a trace with steps is replayed a step at a time, whatever its length)")
 	o.limits.register(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -99,6 +103,12 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if err := oneJob(pos, first.warnings); err != nil {
 		return err
+	}
+	if o.maxGraphOps < 0 {
+		return usageError("--max-graph-ops %d: must not be negative (0: no bound)", o.maxGraphOps)
+	}
+	if err := wholeGraphBound(source, &first.plan, o.maxGraphOps); err != nil {
+		return dataError(err)
 	}
 	if w := wholeGraphWarning(source, &first.plan); w != "" {
 		fmt.Fprintln(stderr, "xfertop: warning: "+w)
@@ -648,11 +658,27 @@ func whatifNotes(w *whatif.Streamed, before whatif.Summary, stepsFrom string) []
 }
 
 // wholeGraphOps is the size of input past which whatif warns that, having no steps, it holds the
-// whole input's graph at once (about 2.3 KB an op, measured on a 300,000-kernel trace: 698 MB).
+// whole input's graph at once (about 2.3 KB an op, measured on a 300,000-kernel trace: 698 MB;
+// whatif's BenchmarkNoStepsMemory measures its replay's peak heap at about 1.7 KB an op, the
+// same at 20,000 and 200,000 ops); defaultMaxGraphOps is --max-graph-ops' default, past which it
+// refuses (about 2.1 GiB).
 const (
-	wholeGraphOps     = 100_000
-	wholeGraphOpBytes = 2300
+	wholeGraphOps      = 100_000
+	wholeGraphOpBytes  = 2300
+	defaultMaxGraphOps = 1_000_000
 )
+
+// wholeGraphBound refuses an input without steps of more than max ops (0: no bound): the what-if
+// would hold its whole graph at once, whose memory grows with the trace. The error names the
+// input, its ops and the memory they take, and the flag that raises the bound.
+func wholeGraphBound(source string, p *whatif.Plan, max int64) error {
+	if max == 0 || len(p.Params().Cuts) > 0 || p.Ops() <= max {
+		return nil
+	}
+	return fmt.Errorf("%s marks no steps: its what-if would hold its whole graph at once, %d ops (about %s of memory), more than --max-graph-ops %d: "+
+		"raise it with --max-graph-ops %d (or 0: no bound) if the memory is there, or give a trace with steps (PyTorch profiler ProfilerStep#N ranges, "+
+		"an Nsight export's --step-range), which is replayed a step at a time", source, p.Ops(), units.Bytes(p.Ops()*wholeGraphOpBytes), max, p.Ops())
+}
 
 // wholeGraphWarning says, for an input without steps and with more than wholeGraphOps ops, how
 // many ops the replay holds at once and about how much memory that takes, and what keeps it to

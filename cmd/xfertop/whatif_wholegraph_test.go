@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,5 +38,64 @@ func TestWholeGraphWarning(t *testing.T) {
 				t.Errorf("wholeGraphWarning = %q; want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestWholeGraphBound: an input without steps of more ops than --max-graph-ops is refused, the
+// error naming the input, its ops, their memory and the flag with the value that admits it; at
+// the bound, with the bound off (0), or with steps, it is not.
+func TestWholeGraphBound(t *testing.T) {
+	kernels := func(n int) []timeline.Event {
+		evs := make([]timeline.Event, n)
+		for i := range evs {
+			evs[i] = timeline.Event{Kind: timeline.KindKernel, Start: int64(i) * 10, End: int64(i)*10 + 5, Stream: 7}
+		}
+		return evs
+	}
+	withSteps := append([]timeline.Event{{Kind: timeline.KindStep, Start: 0, End: 600}, {Kind: timeline.KindStep, Start: 600, End: 2_000}}, kernels(200)...)
+	for _, c := range []struct {
+		name string
+		evs  []timeline.Event
+		max  int64
+		want string
+	}{
+		{"past the bound", kernels(101), 100, "t.json marks no steps: its what-if would hold its whole graph at once, 101 ops (about 226.9 KiB of memory), " +
+			"more than --max-graph-ops 100: raise it with --max-graph-ops 101 (or 0: no bound)"},
+		{"at the bound", kernels(100), 100, ""},
+		{"no bound", kernels(101), 0, ""},
+		{"steps", withSteps, 100, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var p whatif.Plan
+			p.Events(c.evs)
+			err := wholeGraphBound("t.json", &p, c.max)
+			if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("wholeGraphBound = %v; want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// whatif of a trace without steps past --max-graph-ops exits with status 4 naming the flag; a
+// negative bound is a usage error.
+func TestWholeGraphBoundCLI(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "hta_small.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same trace without its ProfilerStep ranges: no steps.
+	trace := filepath.Join(t.TempDir(), "nosteps.json")
+	if err := os.WriteFile(trace, []byte(strings.ReplaceAll(string(b), "ProfilerStep#", "Phase ")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "whatif", "--headless", "--max-graph-ops", "3", trace, "--scale-kernel", "*=0.5")
+	if code != exitData || !strings.Contains(errs, "marks no steps") || !strings.Contains(errs, "raise it with --max-graph-ops") {
+		t.Errorf("exit %d: %s; want %d, refused naming --max-graph-ops", code, errs, exitData)
+	}
+	if code, _, errs := runCLI(t, "whatif", "--headless", "--max-graph-ops", "-1", trace); code != exitUsage || !strings.Contains(errs, "--max-graph-ops -1: must not be negative") {
+		t.Errorf("negative bound: exit %d: %s; want %d", code, errs, exitUsage)
+	}
+	if code, _, errs := runCLI(t, "whatif", "--headless", trace, "--scale-kernel", "*=0.5"); code != exitOK {
+		t.Errorf("within the default bound: exit %d: %s; want %d", code, errs, exitOK)
 	}
 }

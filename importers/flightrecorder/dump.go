@@ -2,6 +2,7 @@ package flightrecorder
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -105,30 +106,54 @@ func parseDump(v any, sets *rankSets) (*dump, error) {
 	if top["entries"] == nil {
 		return d, nil
 	}
-	list, ok := top["entries"].([]any)
-	if !ok {
+	var n int
+	var each func(func(i int, v any, err error) error) error
+	switch list := top["entries"].(type) {
+	case []any:
+		n, each = len(list), func(f func(int, any, error) error) error {
+			for i, x := range list {
+				if err := f(i, x, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	case *pickleEntries: // a pickle's, turned into plain values one entry at a time
+		n, each = list.list.n, list.each
+	default:
 		return nil, fmt.Errorf("field entries: expected a list of the ring's entries, found %s", found(top["entries"]))
 	}
-	if len(list) > maxEntries {
-		return nil, fmt.Errorf("%d entries, more than %d", len(list), maxEntries)
+	if n > maxEntries {
+		return nil, fmt.Errorf("%d entries, more than %d", n, maxEntries)
 	}
 	// One entry the rank's ring got wrong leaves the rest of its dump worth reading: the entry is
 	// left out (or its size left unknown) with a note, and the rank keeps its dump.
-	for i, x := range list {
+	err := each(func(i int, x any, err error) error {
+		if err != nil {
+			return err // the pickle itself is wrong (nested too deep, …): not one entry
+		}
 		e, notes, err := parseEntry(x)
 		for _, n := range notes {
 			d.note("entry %d: %s", i, n)
 		}
+		if err != nil && len(d.notes) >= maxNotes {
+			d.dropped++ // as note counts it, without formatting what it would not keep
+			return nil
+		}
 		if err != nil {
 			d.note("entry %d: %v: left out", i, err)
-			continue
+			return nil
 		}
 		e.index = i
 		d.entries = append(d.entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if len(list) > 0 && len(d.entries) == 0 {
+	if n > 0 && len(d.entries) == 0 {
 		// Not one entry read: a garbled dump, not one with a bad entry; its rank is one without a dump.
-		return nil, fmt.Errorf("none of its %d entries could be read (%s)", len(list), d.notes[0])
+		return nil, fmt.Errorf("none of its %d entries could be read (%s)", n, d.notes[0])
 	}
 	return d, nil
 }
@@ -202,11 +227,14 @@ func parseRanks(v any) ([]int, error) {
 func parseEntry(v any) (entry, []string, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return entry{}, nil, fmt.Errorf("expected a dict of the entry's fields (profiling_name, state, …), found %s", found(v))
+		if _, list := v.([]any); list {
+			return entry{}, nil, errEntryList
+		}
+		return entry{}, nil, notEntryError{v}
 	}
 	e := entry{durMs: -1, profiling: str(m["profiling_name"]), state: str(m["state"])}
 	if e.profiling == "" {
-		return e, nil, fmt.Errorf("no profiling_name")
+		return e, nil, errNoName
 	}
 	var notes []string
 	var err error
@@ -277,6 +305,20 @@ func parseEntry(v any) (entry, []string, error) {
 		return e, nil, fmt.Errorf("%s: state %q is none of scheduled, started, completed", e.profiling, e.state)
 	}
 	return e, notes, nil
+}
+
+// errNoName is an entry without its profiling_name; notEntryError one that is not a dict. Neither
+// is formatted until a note says it: a ring of a million bad entries is noted maxNotes times, and
+// the rest only counted.
+var (
+	errNoName          = errors.New("no profiling_name")
+	errEntryList error = notEntryError{[]any(nil)} // boxed once
+)
+
+type notEntryError struct{ v any }
+
+func (e notEntryError) Error() string {
+	return fmt.Sprintf("expected a dict of the entry's fields (profiling_name, state, …), found %s", found(e.v))
 }
 
 // seqID reads a sequence id into *to: false when the entry has none (absent or None), an error

@@ -298,7 +298,9 @@ func TestBadInput(t *testing.T) {
 		{"nccl_trace_rank_0", good[:len(good)/2], "nccl_trace_rank_0 (byte "},
 		{"nccl_trace_rank_0", good[:len(good)-1], "no STOP opcode: the pickle is cut"},
 		{"nccl_trace_rank_0", []byte{opProto, 2, 'c', 'o', 's', '\n', 's', 'y', 's', 't', 'e', 'm', '\n', ')', 'R', '.'}, "(byte 14): REDUCE calls os.system"},
-		{"nccl_trace_rank_0", []byte{opProto, 2, '}', 'K', 1, ']', 'q', 0, 'h', 0, 'a', 's', '.'}, "nested more than 16 deep"},
+		// An entry's input_sizes holding itself.
+		{"nccl_trace_rank_0", append(append(append(append([]byte{opProto, 2, '}', 'X', 7, 0, 0, 0}, "entries"...), ']', '}', 'X', 11, 0, 0, 0), "input_sizes"...),
+			']', 'q', 0, 'h', 0, 'a', 's', 'a', 's', '.'), "nested more than 16 deep"},
 		// Garbage of one-byte opcodes is refused where it shows, not after it is all decoded.
 		{"nccl_trace_rank_0", append([]byte{opProto, 4}, bytes.Repeat([]byte{']'}, 1000)...), "(byte 2): the dump's top level: expected a dict of its fields (entries, pg_config, …), found a list"},
 		{"nccl_trace_rank_0", append([]byte{opProto, 4}, bytes.Repeat([]byte{'('}, 1000)...), fmt.Sprintf("(byte %d): more than %d MARKs open", 2+maxMarks, maxMarks)},

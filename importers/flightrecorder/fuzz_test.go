@@ -20,6 +20,9 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"pg_config": {"0": {"ranks": "[3, 1, 2]"}, "1": {"ranks": [1, 2, 3]}}, "entries": []}`))
+	for _, shape := range containerShapes { // empty containers, left as such until filled or memoized
+		f.Add(containerPickle(shape, 30))
+	}
 	// Entries each wrong in one way: left out, or kept with a note (W7, W8).
 	f.Add([]byte(`{"pg_config": {}, "entries": [{"profiling_name": "nccl:all_reduce", "collective_seq_id": "abc", "state": "completed"},` +
 		`{"profiling_name": "nccl:all_reduce", "collective_seq_id": 1, "state": "completed", "input_sizes": [[1e30]], "input_dtypes": ["Bogus"], "time_created_ns": -1},` +

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strconv"
 )
 
 // The pickle opcodes a Flight Recorder dump uses (torch's C++ pickler writes protocol 2: PROTO,
@@ -51,13 +50,68 @@ const (
 	opReduce          = 'R'
 )
 
-// pickle values: nil, bool, int64, float64, string, []byte, tuple, *plist, *pdict, global.
+// pickle values: nil, bool, int64, float64, string, []byte, tuple, *plist, *pdict, global, and
+// empty (an empty container, until something is put in it or it is memoized).
 type (
 	tuple  []any
-	plist  struct{ items []any }
 	pdict  struct{ keys, vals []any }
 	global struct{ module, name string }
+	// empty is an empty dict, list or tuple as a value of its own: no allocation (an interface
+	// holding a one-byte value points into the runtime's static table), where a *pdict costs 48
+	// bytes and its map 48 more. A pickle of nothing but EMPTY_DICT opcodes made one a byte, and
+	// cost over 100 times its size; a dict or list is made when an item is put in it (fill) or it
+	// is memoized (memoOp: a later BINGET must find the same container).
+	empty uint8
 )
+
+// The empty containers.
+const (
+	emptyDict empty = iota + 1
+	emptyList
+	emptyTuple
+)
+
+// plist is a list: its items in chunks of at most listChunk, the first grown as append grows it,
+// the others made whole. A list of a million items costs their 16 bytes each once, where one slice
+// grown by append copies them over and over (five times their size allocated in all).
+type plist struct {
+	chunks [][]any
+	n      int
+}
+
+// listChunk is the most items in one of a list's chunks.
+const listChunk = 1024
+
+// add appends items to l.
+func (l *plist) add(items []any) {
+	l.n += len(items)
+	for len(items) > 0 {
+		last := len(l.chunks) - 1
+		if last < 0 || len(l.chunks[last]) == listChunk {
+			c := []any(nil)
+			if last >= 0 {
+				c = make([]any, 0, listChunk)
+			}
+			l.chunks, last = append(l.chunks, c), last+1
+		}
+		k := min(len(items), listChunk-len(l.chunks[last]))
+		l.chunks[last] = append(l.chunks[last], items[:k]...)
+		items = items[k:]
+	}
+}
+
+// materialize makes the empty dict or list at the top of the stack a container of its own, in
+// place, and returns it; any other value is returned as it is.
+func (d *decoder) materialize() any {
+	i := len(d.stack) - 1
+	switch d.stack[i] {
+	case emptyDict:
+		d.stack[i] = &pdict{}
+	case emptyList:
+		d.stack[i] = &plist{}
+	}
+	return d.stack[i]
+}
 
 // maxMemo bounds the memo table's ids (torch numbers them from 0 up, one per string and global).
 const maxMemo = 1 << 24
@@ -167,6 +221,10 @@ func (d *decoder) bounded() error {
 	case len(d.stack) > 0:
 		switch v := d.stack[0].(type) {
 		case *pdict, global:
+		case empty:
+			if v != emptyDict {
+				return fmt.Errorf("the dump's top level: expected a dict of its fields (entries, pg_config, …), found a %s", pickleTypeName(v))
+			}
 		default:
 			return fmt.Errorf("the dump's top level: expected a dict of its fields (entries, pg_config, …), found a %s", pickleTypeName(v))
 		}
@@ -176,6 +234,12 @@ func (d *decoder) bounded() error {
 
 // pickleTypeName names a pickle value's type as typeName names the decoded one.
 func pickleTypeName(v any) string {
+	switch v {
+	case emptyDict:
+		return "dict"
+	case emptyList, emptyTuple:
+		return "list"
+	}
 	switch v.(type) {
 	case tuple, *plist:
 		return "list"
@@ -200,11 +264,11 @@ func (d *decoder) step(c byte) error {
 		_, err := d.pop()
 		return err
 	case opEmptyDict:
-		d.stack = append(d.stack, &pdict{})
+		d.stack = append(d.stack, emptyDict)
 	case opEmptyList:
-		d.stack = append(d.stack, &plist{})
+		d.stack = append(d.stack, emptyList)
 	case opEmptyTuple:
-		d.stack = append(d.stack, tuple{})
+		d.stack = append(d.stack, emptyTuple)
 	case opNone:
 		d.stack = append(d.stack, nil)
 	case opNewTrue, opNewFalse:
@@ -361,16 +425,15 @@ func (d *decoder) fill(c byte) error {
 			return err
 		}
 	}
-	target, err := d.top()
-	if err != nil {
+	if _, err := d.top(); err != nil {
 		return err
 	}
-	switch t := target.(type) {
+	switch t := d.materialize().(type) {
 	case *plist:
 		if c == opSetItem || c == opSetItems {
 			return fmt.Errorf("SETITEM(S) on a list")
 		}
-		t.items = append(t.items, items...)
+		t.add(items)
 	case *pdict:
 		if c == opAppend || c == opAppends {
 			return fmt.Errorf("APPEND(S) on a dict")
@@ -383,9 +446,22 @@ func (d *decoder) fill(c byte) error {
 			t.vals = append(t.vals, items[i+1])
 		}
 	default:
-		return fmt.Errorf("opcode 0x%02x on a %T, not a list or dict", c, target)
+		return fmt.Errorf("opcode 0x%02x on a %s, not a list or dict", c, valueKind(t))
 	}
 	return nil
+}
+
+// valueKind names a pickle value's Go type in a message, an empty container as the container.
+func valueKind(v any) string {
+	switch v {
+	case emptyDict:
+		return "*flightrecorder.pdict"
+	case emptyList:
+		return "*flightrecorder.plist"
+	case emptyTuple:
+		return "flightrecorder.tuple"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 func (d *decoder) memoOp(c byte) error {
@@ -421,10 +497,10 @@ func (d *decoder) memoOp(c byte) error {
 	if int64(id) > int64(len(d.memo)) {
 		return fmt.Errorf("memo id %d skips ahead of the %d written (a pickler numbers them in order)", id, len(d.memo))
 	}
-	v, err := d.top()
-	if err != nil {
+	if _, err := d.top(); err != nil {
 		return err
 	}
+	v := d.materialize()
 	if int(id) == len(d.memo) {
 		d.memo = append(d.memo, v)
 	} else {
@@ -446,7 +522,7 @@ func (d *decoder) global(c byte) error {
 		ms, ok1 := mod.(string)
 		ns, ok2 := name.(string)
 		if !ok1 || !ok2 {
-			return fmt.Errorf("STACK_GLOBAL of a %T and a %T, not two strings", mod, name)
+			return fmt.Errorf("STACK_GLOBAL of a %s and a %s, not two strings", valueKind(mod), valueKind(name))
 		}
 		d.stack = append(d.stack, global{ms, ns})
 		return nil
@@ -480,11 +556,14 @@ func (d *decoder) reduce() error {
 	}
 	g, ok := fn.(global)
 	if !ok {
-		return fmt.Errorf("REDUCE calls a %T, not a global", fn)
+		return fmt.Errorf("REDUCE calls a %s, not a global", valueKind(fn))
 	}
 	a, ok := args.(tuple)
+	if args == emptyTuple {
+		a, ok = nil, true
+	}
 	if !ok {
-		return fmt.Errorf("REDUCE of %s.%s with %T arguments, not a tuple", g.module, g.name, args)
+		return fmt.Errorf("REDUCE of %s.%s with %s arguments, not a tuple", g.module, g.name, valueKind(args))
 	}
 	switch g.module + "." + g.name {
 	case "torch.jit._pickle.restore_type_tag", "torch.jit._pickle.build_intlist", "torch.jit._pickle.build_doublelist",
@@ -494,7 +573,7 @@ func (d *decoder) reduce() error {
 		}
 		d.stack = append(d.stack, a[0])
 	case "collections.OrderedDict":
-		d.stack = append(d.stack, &pdict{})
+		d.stack = append(d.stack, emptyDict)
 	default:
 		return fmt.Errorf("REDUCE calls %s.%s, which a Flight Recorder dump does not", g.module, g.name)
 	}
@@ -504,60 +583,3 @@ func (d *decoder) reduce() error {
 // maxDepth bounds how deep a dump's values nest (a dump nests four levels: the dump, entries, an
 // entry, its sizes); deeper, or a container that holds itself, is refused.
 const maxDepth = 16
-
-// plain turns a pickle value into the values encoding/json decodes into: map[string]any (keys
-// written as strings), []any, string, int64, float64, bool, nil. budget bounds the values made
-// (memo references can share one container many times).
-func plain(v any, depth int, budget *int) (any, error) {
-	*budget--
-	if *budget < 0 {
-		return nil, fmt.Errorf("more values than the dump's size allows (shared containers repeated)")
-	}
-	if depth > maxDepth {
-		return nil, fmt.Errorf("values nested more than %d deep", maxDepth)
-	}
-	switch x := v.(type) {
-	case nil, bool, int64, float64, string:
-		return x, nil
-	case []byte:
-		return string(x), nil
-	case tuple:
-		return plainList(x, depth, budget)
-	case *plist:
-		return plainList(x.items, depth, budget)
-	case *pdict:
-		m := make(map[string]any, len(x.keys))
-		for i, k := range x.keys {
-			var ks string
-			switch kk := k.(type) {
-			case string:
-				ks = kk
-			case int64:
-				ks = strconv.FormatInt(kk, 10)
-			default:
-				return nil, fmt.Errorf("a dict key of type %T", k)
-			}
-			pv, err := plain(x.vals[i], depth+1, budget)
-			if err != nil {
-				return nil, err
-			}
-			m[ks] = pv
-		}
-		return m, nil
-	case global:
-		return nil, fmt.Errorf("a bare reference to %s.%s", x.module, x.name)
-	}
-	return nil, fmt.Errorf("a value of type %T", v)
-}
-
-func plainList(items []any, depth int, budget *int) ([]any, error) {
-	out := make([]any, len(items))
-	for i, it := range items {
-		p, err := plain(it, depth+1, budget)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = p
-	}
-	return out, nil
-}

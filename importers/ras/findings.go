@@ -154,12 +154,7 @@ type procKey struct {
 
 // worldRanks maps each process to its rank in the widest communicator.
 func worldRanks(doc *Doc) map[procKey]int32 {
-	best := -1
-	for i := range doc.Comms {
-		if best < 0 || doc.Comms[i].Size > doc.Comms[best].Size {
-			best = i
-		}
-	}
+	best := widest(doc)
 	out := map[procKey]int32{}
 	if best < 0 {
 		return out
@@ -171,6 +166,17 @@ func worldRanks(doc *Doc) map[procKey]int32 {
 		}
 	}
 	return out
+}
+
+// widest is the index of doc's widest communicator (the first of the widest), -1 when it has none.
+func widest(doc *Doc) int {
+	best := -1
+	for i := range doc.Comms {
+		if best < 0 || doc.Comms[i].Size > doc.Comms[best].Size {
+			best = i
+		}
+	}
+	return best
 }
 
 // mismatch is one collective whose count some ranks of a communicator are behind in.

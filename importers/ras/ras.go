@@ -94,6 +94,7 @@ func ReadFiles(paths []string) (*kineto.Imported, error) {
 			im.EpochUnixNs = at
 		}
 		findings(doc, p, at, im, &ids)
+		rankHosts(doc, im)
 		// RAS lists each communicator's ranks with their GPUs: they are the job's devices even
 		// where nothing is wrong with them (no event of theirs names them).
 		for _, c := range doc.Comms {
@@ -110,6 +111,28 @@ func ReadFiles(paths []string) (*kineto.Imported, error) {
 	}
 	sort.SliceStable(im.Events, func(a, b int) bool { return im.Events[a].Start < im.Events[b].Start })
 	return im, nil
+}
+
+// rankHosts records the job's size (its widest communicator's) and each of its ranks' hosts in
+// im, for a join with the job's other sources (join.Parts): RAS names every rank's host, the
+// missing ones' too.
+func rankHosts(doc *Doc, im *kineto.Imported) {
+	best := widest(doc)
+	if best < 0 {
+		return
+	}
+	c := &doc.Comms[best]
+	im.World = max(im.World, c.Size)
+	if im.RankHosts == nil {
+		im.RankHosts = map[int32]string{}
+	}
+	for _, rs := range [][]Rank{c.Ranks, c.Missing} {
+		for _, r := range rs {
+			if _, ok := im.RankHosts[int32(r.Rank)]; !ok && r.Host != "" {
+				im.RankHosts[int32(r.Rank)] = r.Host
+			}
+		}
+	}
 }
 
 // readDoc reads and checks one document.
