@@ -103,8 +103,9 @@ func (s *Sim) freeOp(oi int32) {
 // next step's launches wrote, and its host threads and streams read, one scattered 176-byte slot
 // after another (at 1,024 GPUs 282,624 slots, 50 MB: a cache and TLB miss each, a step dearer at
 // every step after the first). In ascending order they are written and read in the order the
-// step's ops are issued, as the first step's fresh slots were. The order decides only which slot
-// an op takes, nothing it does.
+// step's ops are issued, as the first step's fresh slots were. The order decides which slot an op
+// takes, nothing it does: only InFlight, which lists by slot, lists a later step's ops in the order
+// they were issued, as it lists the first step's.
 func (s *Sim) orderFreeSlots() {
 	if len(s.freeOps) != s.nOps {
 		return
