@@ -7,7 +7,9 @@
 # NEW/OLD (the two runs of a round ran side by side, under the same load). When the two binaries
 # record different numbers of events for the same run (an event added to the model), events per
 # CPU second are not comparable: the line then gives each one's count and the CPU time's ratio,
-# OLD/NEW per round (above 1: NEW costs less for the same run).
+# OLD/NEW per round (above 1: NEW costs less for the same run). llm-train at 1,024 GPUs runs for one
+# step and for ten: the first step pays for the memory the run touches first, the later ones for
+# what a step costs once it is warm (docs/performance.md, "a tenth time").
 #
 #   git worktree add --detach /tmp/old-sim 6725509 && (cd /tmp/old-sim && go build -o /tmp/xfertop-old ./cmd/xfertop)
 #   go build -o bin/xfertop ./cmd/xfertop && scripts/simbench.sh /tmp/xfertop-old bin/xfertop
@@ -20,6 +22,7 @@ cases=(
 	"overlap, 2,000 steps, 8 GPUs|--scenario overlap --steps 2000"
 	"allreduce-sweep, 1,000 steps, 8 GPUs|--scenario allreduce-sweep --steps 1000"
 	"llm-train, 1 step, 1,024 GPUs|--scenario llm-train --steps 1 --topology h100x8x4 --hosts 128"
+	"llm-train, 10 steps, 1,024 GPUs|--scenario llm-train --steps 10 --topology h100x8x4 --hosts 128"
 	"allreduce-sweep, 2 steps, 1,024 GPUs|--scenario allreduce-sweep --steps 2 --topology h100x8x4 --hosts 128"
 )
 tmp=$(mktemp -d)

@@ -283,7 +283,9 @@ func (s *Sim) Run(ctx context.Context) error {
 	defer s.publish() // what is left running when Run returns (nothing, unless it ended early)
 	// The links' bytes up to the end of the run are reported with it, not a window later.
 	defer func() { s.linkWindow(s.now) }()
-	return s.run(ctx, math.MaxInt64)
+	err := s.run(ctx, math.MaxInt64)
+	s.orderFreeSlots()
+	return err
 }
 
 // run dispatches the simulation's items up to simulated time until (inclusive), while anything
