@@ -6,8 +6,8 @@ import (
 
 // An all-to-all is what NCCL makes of a group of ncclSend/ncclRecv to every peer (its alltoall is
 // that group; nccl-tests' alltoall_perf and PyTorch's all_to_all_single issue it so). NCCL does
-// not start the n(n−1) transfers at once; it walks a schedule of rounds (docs/simulator.md, "The
-// all-to-all"):
+// not start the n(n−1) transfers at once; it walks a schedule of rounds (docs/ARCHITECTURE.md,
+// "The simulator"):
 //
 //   - ncclP2pSchedule (src/init.cc): the ranks are cut into groups of G (NCCL_P2P_SCHEDULE_GROUP_SIZE,
 //     8 = NCCL_MAX_DEV_WORK_P2P_PER_BATCH, when the communicator spans nodes; the gcd with every

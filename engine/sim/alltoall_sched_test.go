@@ -103,7 +103,7 @@ func TestEvenAllToAllIsNICBound(t *testing.T) {
 // A ragged all-to-all across hosts takes at least the busiest NIC's bytes at its rate (the most
 // any rank sends to, or receives from, other hosts), and the batches add their tails to it: a
 // rank's next batch waits for the slowest of its 16 flows, where NCCL's other channels would fill
-// the NIC meanwhile (docs/simulator.md, "The all-to-all"). On these sizes, uneven from 1 to 17
+// the NIC meanwhile (docs/ARCHITECTURE.md, "The simulator"). On these sizes, uneven from 1 to 17
 // units between any two ranks, the tails cost 15 %; here they must stay within 20 %.
 func TestRaggedAllToAllNearItsBusiestNIC(t *testing.T) {
 	const hosts = 8
