@@ -10,11 +10,12 @@ import (
 // of 1,024 GPUs"):
 //
 //   - On one node every peer runs at once: f = n(n−1) flows of uneven sizes in one component, each
-//     end re-solving the rates of those still running, some f²/2 flow updates (117 M at 128
-//     ranks, 6.1-6.7 CPU seconds). Cheap on the 8 or 72 GPUs of a node.
+//     end re-solving the rates of those still running, some f²/2 flow updates (measured when
+//     every all-to-all ran so: 117 M at 128 ranks, 6.1-6.7 CPU seconds). Cheap on the 8 or 72
+//     GPUs of a node.
 //   - Across nodes NCCL's batches bound what is in flight, so each end re-solves some 64 flows:
 //     the cost is per flow, 3.4 CPU seconds for the 1,047,552 flows of 1,024 ranks, 63 for the
-//     16.8 M of 4,096.
+//     16.8 M of 4,096 (a whole moe-alltoall step each).
 const (
 	// flowUpdatesPerCPUSecond is what the solver gets through at 64 to 128 ranks on one component
 	// (17-25 M).
