@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/sim"
@@ -25,20 +26,23 @@ func raggedSizes(n int) [][]int64 {
 }
 
 // raggedAllToAll runs one ragged all-to-all over every GPU of hosts × 8 H100 and returns the
-// simulator, for its solver's counters.
+// simulator, for its solver's counters. hosts < 0 is one node of −hosts × 8 GPUs, where NCCL runs
+// every peer at once: the solver's largest components.
 func raggedAllToAll(tb testing.TB, hosts int) *sim.Sim {
 	return raggedAllToAllWarned(tb, hosts, nil, 0)
 }
 
-// raggedAllToAllWarned is raggedAllToAll with warn told of an all-to-all of more than above
-// estimated flow updates (above 0: the simulator's own threshold).
-func raggedAllToAllWarned(tb testing.TB, hosts int, warn func(string), above float64) *sim.Sim {
+// raggedAllToAllWarned is raggedAllToAll with warn told of an all-to-all whose estimated CPU is
+// more than above (above 0: the simulator's own threshold).
+func raggedAllToAllWarned(tb testing.TB, hosts int, warn func(string), above time.Duration) *sim.Sim {
 	tb.Helper()
 	topo, err := sim.TopologyByName("h100x8x2")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if topo, err = topology.WithHosts(topo, hosts); err != nil {
+	if hosts < 0 {
+		topo.Hosts, topo.GPUsPerHost = 1, -hosts*8
+	} else if topo, err = topology.WithHosts(topo, hosts); err != nil {
 		tb.Fatal(err)
 	}
 	log := &countSink{}
@@ -63,10 +67,10 @@ func raggedAllToAllWarned(tb testing.TB, hosts int, warn func(string), above flo
 // TestAllToAllSolveLevelsLookAtWhatIsOpen bounds the solver's work on a ragged all-to-all: its
 // flows end one by one, each end re-solves the rest, and each solve has many levels (the links'
 // counts differ once some flows have ended). A level looks only at the flows and links still
-// open, not at the whole component again: at 32 ranks 3.0 M looks instead of 9.6 M (it fails
-// when each level looks at the whole component, as it did).
+// open, not at the whole component again (it fails when each level looks at the whole component,
+// as it did). 32 ranks on one node: every peer at once, one component.
 func TestAllToAllSolveLevelsLookAtWhatIsOpen(t *testing.T) {
-	s := raggedAllToAll(t, 4)
+	s := raggedAllToAll(t, -4)
 	visits, spans := sim.SolverVisits(s), sim.SolverSpans(s)
 	if spans == 0 {
 		t.Fatal("the all-to-all was never solved")
@@ -76,17 +80,25 @@ func TestAllToAllSolveLevelsLookAtWhatIsOpen(t *testing.T) {
 	}
 }
 
-// BenchmarkRaggedAllToAll is one ragged all-to-all over 32 and 64 H100 (4 and 8 hosts): flows
-// ended per CPU second, and the solver's looks per run.
+// BenchmarkRaggedAllToAll is one ragged all-to-all over 32 and 64 H100 on one node (every peer at
+// once) and over 64, 128 and 1,024 on hosts of 8 (NCCL's batches): flows ended per CPU second,
+// and the solver's looks per run.
+//
+//	go test ./engine/sim -run '^$' -bench RaggedAllToAll -benchtime 1x -count 3
 func BenchmarkRaggedAllToAll(b *testing.B) {
-	for _, hosts := range []int{4, 8} {
-		b.Run(fmt.Sprintf("%dranks", hosts*8), func(b *testing.B) {
+	for _, hosts := range []int{-4, -8, 8, 16, 128} {
+		n := max(hosts, -hosts) * 8
+		name := fmt.Sprintf("%dranks-hosts", n)
+		if hosts < 0 {
+			name = fmt.Sprintf("%dranks-1node", n)
+		}
+		b.Run(name, func(b *testing.B) {
 			var visits uint64
 			cpu0, cpuOK := cpuNs()
 			for b.Loop() {
 				visits += sim.SolverVisits(raggedAllToAll(b, hosts))
 			}
-			flows := float64(b.N * hosts * 8 * (hosts*8 - 1))
+			flows := float64(b.N * n * (n - 1))
 			if cpu1, ok := cpuNs(); cpuOK && ok && cpu1 > cpu0 {
 				b.ReportMetric(flows/(float64(cpu1-cpu0)/1e9), "flows/cpu-s")
 			}
@@ -95,23 +107,23 @@ func BenchmarkRaggedAllToAll(b *testing.B) {
 	}
 }
 
-// TestLongAllToAllIsAnnounced: an all-to-all whose estimated solver work is above the threshold
-// is announced once, naming its ranks, flows and cost; one below it is not. 32 ranks are 992
-// flows, some 492,032 flow updates.
+// TestLongAllToAllIsAnnounced: an all-to-all whose estimated CPU is above the threshold is
+// announced once, naming its ranks, flows, how they run and the cost; one below it is not. 32
+// ranks on 4 hosts are 992 flows in NCCL's batches, some 4 ms.
 func TestLongAllToAllIsAnnounced(t *testing.T) {
 	for _, tc := range []struct {
-		above float64
+		above time.Duration
 		want  bool
-	}{{400_000, true}, {600_000, false}} {
+	}{{3 * time.Millisecond, true}, {5 * time.Millisecond, false}} {
 		var got []string
 		raggedAllToAllWarned(t, 4, func(m string) { got = append(got, m) }, tc.above)
 		switch {
 		case !tc.want && len(got) > 0:
-			t.Errorf("above %.0f: warned %q; want nothing", tc.above, got)
+			t.Errorf("above %s: warned %q; want nothing", tc.above, got)
 		case tc.want && len(got) != 1:
-			t.Errorf("above %.0f: %d warnings %q; want 1", tc.above, len(got), got)
+			t.Errorf("above %s: %d warnings %q; want 1", tc.above, len(got), got)
 		case tc.want:
-			for _, w := range []string{"32 ranks", "992 flows", "4.9e+05 flow updates", "of CPU"} {
+			for _, w := range []string{"32 ranks", "992 flows", "NCCL's batches", "about 4ms of CPU"} {
 				if !strings.Contains(got[0], w) {
 					t.Errorf("warning %q does not say %q", got[0], w)
 				}
@@ -120,15 +132,21 @@ func TestLongAllToAllIsAnnounced(t *testing.T) {
 	}
 }
 
-// TestAllToAllCost: the estimate at the sizes a user runs, and the unit it is said in.
+// TestAllToAllCost: the estimate at the sizes a user runs, and the unit it is said in. Across
+// nodes (NCCL's batches) 1,024 ranks are seconds and 4,096 a minute; on one node (every peer at
+// once) the cost grows with the fourth power of the ranks.
 func TestAllToAllCost(t *testing.T) {
 	for _, tc := range []struct {
-		ranks int
-		want  string
-	}{{256, "2 minutes"}, {512, "34 minutes"}, {1024, "9 hours"}, {4096, "96 days"}} {
-		_, cpu := sim.AllToAllCost(tc.ranks * (tc.ranks - 1))
+		ranks   int
+		batched bool
+		want    string
+	}{
+		{1024, true, "4.19s"}, {4096, true, "1 minute"}, {8192, true, "4 minutes"}, {16384, true, "18 minutes"},
+		{72, false, "769ms"}, {256, false, "2 minutes"}, {1024, false, "9 hours"}, {4096, false, "96 days"},
+	} {
+		cpu := sim.AllToAllCost(tc.ranks*(tc.ranks-1), tc.batched)
 		if got := sim.RoundCPU(cpu); got != tc.want {
-			t.Errorf("%d ranks: %s; want %s", tc.ranks, got, tc.want)
+			t.Errorf("%d ranks (batched %v): %s; want %s", tc.ranks, tc.batched, got, tc.want)
 		}
 	}
 }

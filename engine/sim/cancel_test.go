@@ -22,14 +22,16 @@ func (c *lookCounter) Err() error { c.looks.Add(1); return nil }
 // The run loop looks for a cancel (q, ctrl+c) after a bounded amount of its own work, the flows
 // the bandwidth solver visits included, not only after so many items: an all-to-all of 1,024
 // ranks is a million flows, each completion a re-solve of them all, and looking once per 1,024
-// items left q and ctrl+c unanswered for minutes. Here an all-to-all of 32 ranks (992 flows):
-// the loop must look about once per solve of them, not once per thousand items.
+// items left q and ctrl+c unanswered for minutes. Here an all-to-all of 32 ranks (992 flows) on
+// one node of 32 GPUs, where NCCL runs every peer at once (an all-to-all across nodes runs a batch
+// of peers at a time, its solves small): the loop must look about once per solve of them, not
+// once per thousand items.
 func TestRunLooksForCancelByWork(t *testing.T) {
-	tp, err := sim.TopologyByName("h100x8x4")
+	tp, err := sim.TopologyByName("h100x8")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp.Hosts = 4
+	tp.GPUsPerHost = 32
 	sink := &countSink{}
 	s, err := sim.New(sim.Config{Topology: tp, Seed: 1}, sink, timeline.NewStrings())
 	if err != nil {

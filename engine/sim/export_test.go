@@ -50,8 +50,8 @@ func SolverVisits(s *Sim) uint64 { return s.visits }
 // each solve: what the levels looked at when each looked at the whole component.
 func SolverSpans(s *Sim) uint64 { return s.spans }
 
-// SetWarnAbove sets the estimated flow updates of an all-to-all above which Config.Warn is told.
-func SetWarnAbove(s *Sim, updates float64) { s.warnAbove = updates }
+// SetWarnAbove sets the estimated CPU time of an all-to-all above which Config.Warn is told.
+func SetWarnAbove(s *Sim, cpu time.Duration) { s.warnAbove = cpu }
 
 // AllToAllCost is allToAllCost, RoundCPU roundCPU.
 var (

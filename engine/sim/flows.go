@@ -197,6 +197,9 @@ func (s *Sim) flowDone(fi int32) {
 		s.finish(f.owner, true)
 		s.finish(f.peer, true)
 	case ownerInst:
+		if len(s.a2aRuns) > 0 {
+			s.a2aFlowDone(f.owner, &f)
+		}
 		in := &s.instPool[f.owner]
 		in.flows--
 		if in.flows == 0 {
@@ -742,6 +745,10 @@ func (s *Sim) startFlows(ii int32, lat int64) {
 
 func (s *Sim) startAllToAll(ii int32) {
 	in := &s.instPool[ii]
+	if s.scheduledAllToAll(s.op(in.ops[0]).op.Ranks) {
+		s.startScheduledAllToAll(ii)
+		return
+	}
 	var maxHop int64
 	s.pending = s.pending[:0]
 	for _, x := range in.ops {
@@ -766,6 +773,6 @@ func (s *Sim) startAllToAll(ii int32) {
 			s.pending = append(s.pending, fi)
 		}
 	}
-	s.warnAllToAll(len(in.ops), len(s.pending))
+	s.warnAllToAll(len(in.ops), len(s.pending), false)
 	s.startFlows(ii, s.m.NCCLBaseNs+maxHop)
 }

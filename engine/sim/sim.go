@@ -91,8 +91,8 @@ type Sim struct {
 	comp     []int32 // its flows
 	// the flows not yet frozen and the links with flows left, in a level of the solve
 	open, openLinks []int32
-	// warnAbove is the estimated flow updates of an all-to-all above which Warn is told (once)
-	warnAbove float64
+	// warnAbove is the estimated CPU time of an all-to-all above which Warn is told (once)
+	warnAbove time.Duration
 	warned    bool
 	// visits counts the flows and links the solver's levels looked at (its work), spans the flows
 	// and links of the component solved, once a level (what looking at all of it at each gave):
@@ -117,6 +117,7 @@ type Sim struct {
 	// last started: for tests
 	blocksStarted, blockSplits, earlySplits int
 	lastBlockAt                             int64
+	a2aRuns                                 map[int32]*a2aRun // the all-to-alls across nodes running, by instance (alltoall.go)
 	// hostSeen[h] == hostEpoch marks host h as counted among a communicator's nodes
 	hostSeen  []uint32
 	hostEpoch uint32
@@ -152,7 +153,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Sim, error) {
 	n := t.Devices()
 	s := &Sim{cfg: cfg, m: cfg.Model, topo: t, sink: sink, strs: strs, rng: rand.New(rand.NewSource(cfg.Seed)),
 		hosts: make([]host, n), streams: make([]stream, 1), devs: make([]device, n),
-		pairs: map[uint64]int32{}, insts: map[uint64]int32{}, batchMax: 8, batchWin: 50_000, warnAbove: warnFlowUpdates}
+		pairs: map[uint64]int32{}, insts: map[uint64]int32{}, batchMax: 8, batchWin: 50_000, warnAbove: warnCPU}
 	for i := range s.hosts {
 		s.hosts[i].dev = engine.DeviceID(i)
 		s.devs[i].running = -1
