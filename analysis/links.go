@@ -369,20 +369,24 @@ type DeviceLinks struct {
 // partial (Known false): there 0 would read as "none moved" where the report says unknown. A
 // partial figure above 0 stays a number, a lower bound named in lower_bound_links.
 func (d DeviceLinks) MarshalJSON() ([]byte, error) {
-	type plain DeviceLinks // without this method
 	known := func(link Link, v int64) *int64 {
 		if v == 0 && d.Partial[link] {
 			return nil
 		}
 		return &v
 	}
+	// The fields of DeviceLinks in their order, the four links' bytes as pointers.
 	return json.Marshal(struct {
-		plain
-		PCIe   *int64 `json:"pcie_bytes"`
-		NVLink *int64 `json:"nvlink_bytes"`
-		NIC    *int64 `json:"nic_bytes"`
-		HBM    *int64 `json:"hbm_bytes"`
-	}{plain(d), known(LinkPCIe, d.PCIe), known(LinkNVLink, d.NVLink), known(LinkNIC, d.NIC), known(LinkHBM, d.HBM)})
+		Device       int32    `json:"device"`
+		PCIe         *int64   `json:"pcie_bytes"`
+		NVLink       *int64   `json:"nvlink_bytes"`
+		NIC          *int64   `json:"nic_bytes"`
+		HBM          *int64   `json:"hbm_bytes"`
+		Total        int64    `json:"total_bytes"`
+		Unattributed int64    `json:"unattributed_bytes,omitempty"`
+		LowerBound   []string `json:"lower_bound_links,omitempty"`
+	}{d.Device, known(LinkPCIe, d.PCIe), known(LinkNVLink, d.NVLink), known(LinkNIC, d.NIC), known(LinkHBM, d.HBM),
+		d.Total, d.Unattributed, d.LowerBound})
 }
 
 // Known reports whether the device's figures on link are whole: false where part of its bytes are

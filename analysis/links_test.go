@@ -353,6 +353,10 @@ func TestDeviceLinksJSONUnknownIsNull(t *testing.T) {
 			t.Errorf("%s = %v (present %v); want %v in %s", k, v, ok, w, b)
 		}
 	}
+	// The keys in the struct's order, as before the links' bytes could be null.
+	if want := `{"device":7,"pcie_bytes":0,"nvlink_bytes":300,"nic_bytes":0,"hbm_bytes":null,"total_bytes":300}`; string(b) != want {
+		t.Errorf("JSON %s; want %s", b, want)
+	}
 	// By value too (a slice of DeviceLinks marshals its elements by value).
 	if b2, _ := json.Marshal([]DeviceLinks{d}); !strings.Contains(string(b2), `"hbm_bytes":null`) {
 		t.Errorf("by value: %s", b2)
