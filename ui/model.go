@@ -165,6 +165,7 @@ type Model struct {
 	snap     xtimeline.Snapshot
 	state    *agg.State        // what the timeline and the log draw
 	res      *analysis.Result  // every number
+	devRows  widget.DeviceRows // the devices of res as the views list them (:rank)
 	running  []xtimeline.Event // the ops the source had running when the snapshot was taken
 	status   Status
 	frames   int
