@@ -370,7 +370,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseClickMsg:
 		return m, m.click(msg)
 	case tea.KeyPressMsg:
-		return m.key(msg)
+		return m.keyOrAlt(msg)
 	case widget.JumpToMsg:
 		if m.timeline < 0 {
 			return m, nil
