@@ -356,6 +356,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		switch {
 		case !m.paused: // a fold that started before a pause is not shown
 			m.install(msg.fr)
+		case msg.fr.snap.Generation == m.snap.Generation:
+			// Paused, the frame drawn lets go of the events the window has trimmed since: it held
+			// a second window's worth once the run had gone on for the window's span. What is
+			// drawn stays; an op's details that left the window say so.
+			m.snap = m.snap.HeldBy(&msg.fr.snap)
 		case m.seekPending && msg.fr.snap.Generation != m.snap.Generation:
 			// Paused, a seek shows where it went: the first frame of the replay's new start.
 			m.install(msg.fr)
@@ -445,6 +450,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Pause):
 		m.paused = !m.paused
 		m.fr.Paused = m.paused
+		m.feed.paused.Store(m.paused)
 		if !m.paused {
 			// The ticks went on folding while paused, so this fold covers only what came since the
 			// last of them, not the whole pause (a 4,096-GPU console was deaf to keys for the 30 s
@@ -488,6 +494,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.src.SetSpeed(0)
 		m.status = m.src.Status()
 		m.paused, m.fr.Paused = false, false
+		m.feed.paused.Store(false)
 		m.refresh()
 	default:
 		return m, m.panes[m.tab].update(msg)

@@ -84,3 +84,45 @@ func TestHeaderSaysBusyFolding(t *testing.T) {
 		t.Errorf("the fold's frame came; the header still says busy:\n%s", got)
 	}
 }
+
+// A pause longer than the window's span holds one window, not two: the frame drawn lets go of the
+// chunks the window trims (its snapshot holds none the window does not), and the display state
+// waits for the resume rather than keeping a second copy of the ops; the analysis still counts
+// every event, and after the resume the display reads what the window holds.
+func TestPauseHoldsOneWindow(t *testing.T) {
+	w := timeline.NewWindow(1, nil) // one chunk of events
+	next := kernels(w, 2, 10, 0)
+	src := &fakeSource{win: w, info: SourceInfo{Name: "load", Meta: timeline.Meta{Devices: 2, GPUsPerHost: 2}}, status: Status{Speed: 1}}
+	m := sized(src, 120, 30)
+	press(m, "space")
+	frozen, read := text(m), m.feed.state.Next
+	const rounds, per = 12, 4096
+	for range rounds {
+		next = kernels(w, 2, per, next)
+		tickAndFold(m)
+		live := w.Snapshot()
+		if m.snap.Len() > 0 && m.snap.Base < live.Base {
+			t.Fatalf("paused, the frame drawn holds events from %d; the window only from %d: two windows' worth",
+				m.snap.Base, live.Base)
+		}
+		if m.feed.state.Next != read {
+			t.Fatalf("paused, the display state read on to event %d (from %d): a second copy of the ops", m.feed.state.Next, read)
+		}
+		if got := text(m); got != frozen {
+			t.Fatalf("the paused view changed as the run went on:\n%s", got)
+		}
+	}
+	if m.snap.Len() != 0 {
+		t.Fatalf("the window moved past the pause, yet the frame drawn holds %d events", m.snap.Len())
+	}
+	press(m, "down", "j") // redrawn paused: the ops that left the window are drawn, their details say so
+	press(m, "space")
+	live := w.Snapshot()
+	if want := int64(2 * (10 + rounds*per)); m.Result().Events != want {
+		t.Errorf("after the pause the analysis counts %d events; want %d", m.Result().Events, want)
+	}
+	if m.state.Next != live.Total || m.state.Missed != live.Base-read {
+		t.Errorf("after the resume the display read to %d, missed %d; want to %d, missed %d (what the window trimmed)",
+			m.state.Next, m.state.Missed, live.Total, live.Base-read)
+	}
+}
