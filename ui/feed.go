@@ -172,7 +172,8 @@ func (f *feed) unchanged() bool {
 func sameStatus(a, b *Status) bool {
 	sameExport := (a.Export == nil) == (b.Export == nil) && (a.Export == nil || *a.Export == *b.Export)
 	sameImport := (a.Import == nil) == (b.Import == nil) && (a.Import == nil || *a.Import == *b.Import)
-	return a.Speed == b.Speed && a.Done == b.Done && a.Err == b.Err && a.Dropped == b.Dropped && a.Note == b.Note && sameExport && sameImport
+	sameSeek := (a.Seek == nil) == (b.Seek == nil) && (a.Seek == nil || *a.Seek == *b.Seek)
+	return a.Speed == b.Speed && a.Done == b.Done && a.Err == b.Err && a.Dropped == b.Dropped && a.Note == b.Note && sameExport && sameImport && sameSeek
 }
 
 // publish makes the frame of a fold.

@@ -95,6 +95,7 @@ type Status struct {
 	Export  *ExportStatus // the OpenTelemetry export's state, when exporting
 	Note    string        // a line the source asks to show under the header (attach: waiting for ranks)
 	Import  *ImportStatus // a replay of an import still being written: how far the import has got
+	Seek    *SeekStatus   // a replay's seek under way: how far it has got (nil: none)
 }
 
 // Views, in tab order.
@@ -361,6 +362,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			// a second window's worth once the run had gone on for the window's span. What is
 			// drawn stays; an op's details that left the window say so.
 			m.snap = m.snap.HeldBy(&msg.fr.snap)
+			if sk := msg.fr.status.Seek; (sk == nil) != (m.status.Seek == nil) || sk != nil && *sk != *m.status.Seek {
+				m.status.Seek, m.drawnOK = sk, false // a seek's progress shows paused too: never a frozen screen
+			}
 		case m.seekPending && msg.fr.snap.Generation != m.snap.Generation:
 			// Paused, a seek shows where it went: the first frame of the replay's new start.
 			m.install(msg.fr)
@@ -588,11 +592,13 @@ func (m *Model) header() string {
 	clock := item("t", units.Dur(m.fr.Now))
 	if m.info.Replay && m.info.Duration > 0 {
 		// Where the replay is in the recording: position / total and a bar.
-		frac := min(max(float64(m.fr.Now)/float64(m.info.Duration), 0), 1)
-		const barW = 10
-		full := int(frac*barW + 0.5)
-		bar := strings.Repeat("█", full) + strings.Repeat("░", barW-full)
-		clock = item("t", units.Dur(m.fr.Now)+" / "+units.Dur(m.info.Duration)) + " " + st.HeaderValue.Render(bar)
+		clock = item("t", units.Dur(m.fr.Now)+" / "+units.Dur(m.info.Duration)) + " " + st.HeaderValue.Render(bar(float64(m.fr.Now)/float64(m.info.Duration)))
+	}
+	if m.status.Seek != nil {
+		clock, state = m.seekClock(), "⏩ seeking"
+		if m.paused {
+			state = "❚❚ paused · ⏩ seeking"
+		}
 	}
 	name := m.info.Name
 	if m.info.Replay {
