@@ -31,6 +31,13 @@ func tickAndFold(m *Model) {
 	}
 }
 
+// resume presses space on a paused console and runs the fold it asks for, as Bubble Tea would.
+func resume(m *Model) {
+	if cmd := press(m, "space"); cmd != nil {
+		m.Update(cmd())
+	}
+}
+
 // A pause freezes what is drawn, never what is counted: a live source's window trims events the
 // console has not read, so the analysis goes on folding while the view is paused, and after the
 // resume every figure counts every event, the ones trimmed during the pause included.
@@ -52,7 +59,7 @@ func TestPauseLosesNoEvents(t *testing.T) {
 	if tr := w.Snapshot().Trimmed; tr == 0 {
 		t.Fatal("the window trimmed nothing: the test shows nothing")
 	}
-	press(m, "space")
+	resume(m)
 	want := int64(2 * (10 + rounds*per))
 	if got := m.Result().Events; got != want {
 		t.Errorf("after a pause the analysis counts %d events; want %d (every event the run produced)", got, want)
@@ -116,7 +123,7 @@ func TestPauseHoldsOneWindow(t *testing.T) {
 		t.Fatalf("the window moved past the pause, yet the frame drawn holds %d events", m.snap.Len())
 	}
 	press(m, "down", "j") // redrawn paused: the ops that left the window are drawn, their details say so
-	press(m, "space")
+	resume(m)
 	live := w.Snapshot()
 	if want := int64(2 * (10 + rounds*per)); m.Result().Events != want {
 		t.Errorf("after the pause the analysis counts %d events; want %d", m.Result().Events, want)
@@ -124,5 +131,27 @@ func TestPauseHoldsOneWindow(t *testing.T) {
 	if m.state.Next != live.Total || m.state.Missed != live.Base-read {
 		t.Errorf("after the resume the display read to %d, missed %d; want to %d, missed %d (what the window trimmed)",
 			m.state.Next, m.state.Missed, live.Total, live.Base-read)
+	}
+}
+
+// A resume folds off the console's goroutine: the display state reads up to a window of events
+// then (8 s at 1,024 GPUs, deaf to keys when it ran in Update), so space returns a fold to run, as
+// a tick does, and the frame it makes is what is shown.
+func TestResumeFoldsOffTheConsoleGoroutine(t *testing.T) {
+	w := timeline.NewWindow(0, nil)
+	next := kernels(w, 2, 10, 0)
+	src := &fakeSource{win: w, info: SourceInfo{Name: "load", Meta: timeline.Meta{Devices: 2, GPUsPerHost: 2}}, status: Status{Speed: 1}}
+	m := sized(src, 120, 30)
+	press(m, "space")
+	kernels(w, 2, 100, next)
+	snaps, seq := src.snaps, m.seq
+	cmd := press(m, "space")
+	if m.Paused() || cmd == nil || src.snaps != snaps || m.seq != seq {
+		t.Fatalf("space resumed (paused %v) by folding in Update (%d snapshots read, frame %d of %d) or asked for no fold (%v)",
+			m.Paused(), src.snaps-snaps, m.seq, seq, cmd != nil)
+	}
+	m.Update(cmd())
+	if got := m.Result().Events; got != 2*110 || m.state.Next != 2*110 {
+		t.Errorf("after the resume's fold: %d events counted, display read to %d; want %d", got, m.state.Next, 2*110)
 	}
 }

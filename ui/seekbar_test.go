@@ -34,8 +34,11 @@ func TestSeekShowsProgress(t *testing.T) {
 		{"there", nil, false, []string{"t ", "/ 10.0 s"}, []string{"seeking"}},
 	} {
 		src.status.Seek = c.seek
-		if c.pause != m.Paused() {
+		switch {
+		case c.pause && !m.Paused():
 			press(m, "space")
+		case !c.pause && m.Paused():
+			resume(m)
 		}
 		tickAndFold(m)
 		got := header()
