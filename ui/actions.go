@@ -33,19 +33,27 @@ func (m *Model) click(msg tea.MouseClickMsg) tea.Cmd {
 }
 
 // resume shows the run again after a pause. The analysis folded on while paused (no figure misses
-// an event) but the display state waited (feed.paused): it reads the window now, up to a window of
-// events, which at 1,024 GPUs took 8 s in Update, deaf to keys all that time. So the fold runs as
-// a command, as a tick's does, and its frame is installed when it comes (the header says busy
-// meanwhile, past slowFold).
+// an event) but the display state waited (feed.paused): it reads the window now. A few events are
+// read at once, so that space shows them at once; a window's worth (at 1,024 GPUs after a long
+// pause, 8 s of folding in Update, deaf to keys all that time) is read by a fold run as a command,
+// as a tick's is, whose frame is installed when it comes (the header says busy meanwhile, past
+// slowFold).
 func (m *Model) resume() tea.Cmd {
 	m.paused, m.fr.Paused, m.drawnOK = false, false, false
 	m.feed.paused.Store(false)
 	if m.folding {
 		return nil // the fold under way is installed when it comes; the next tick's reads the rest
 	}
+	if n, ok := m.feed.backlog(); ok && n <= syncResume {
+		m.refresh()
+		return nil
+	}
 	m.folding, m.foldFrom = true, m.now()
 	return m.feed.foldCmd()
 }
+
+// syncResume is the most events a resume reads in Update: a few milliseconds' folding.
+const syncResume = 1 << 16
 
 // seek asks the source to jump; its next generation of events starts the console afresh.
 func (m *Model) seek(t int64) {

@@ -198,6 +198,20 @@ func (f *feed) readRunning() {
 	}
 }
 
+// backlog is how many events the display state has yet to read; false while a fold holds the
+// state (the caller must not wait for it: it is the console's goroutine).
+func (f *feed) backlog() (int64, bool) {
+	if !f.mu.TryLock() {
+		return 0, false
+	}
+	defer f.mu.Unlock()
+	snap := f.src.Snapshot()
+	if snap.Generation != f.gen {
+		return snap.Total - snap.Base, true
+	}
+	return snap.Total - max(f.state.Next, snap.Base), true
+}
+
 // foldCmd folds on the command's goroutine.
 func (f *feed) foldCmd() tea.Cmd {
 	return func() tea.Msg { return foldedMsg{fr: f.fold()} }

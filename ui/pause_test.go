@@ -134,24 +134,24 @@ func TestPauseHoldsOneWindow(t *testing.T) {
 	}
 }
 
-// A resume folds off the console's goroutine: the display state reads up to a window of events
-// then (8 s at 1,024 GPUs, deaf to keys when it ran in Update), so space returns a fold to run, as
-// a tick does, and the frame it makes is what is shown.
+// A resume with many events to read folds off the console's goroutine: the display state reads up
+// to a window of events then (8 s at 1,024 GPUs, deaf to keys when it ran in Update), so space
+// returns a fold to run, as a tick does, and the frame it makes is what is shown.
 func TestResumeFoldsOffTheConsoleGoroutine(t *testing.T) {
 	w := timeline.NewWindow(0, nil)
 	next := kernels(w, 2, 10, 0)
 	src := &fakeSource{win: w, info: SourceInfo{Name: "load", Meta: timeline.Meta{Devices: 2, GPUsPerHost: 2}}, status: Status{Speed: 1}}
 	m := sized(src, 120, 30)
 	press(m, "space")
-	kernels(w, 2, 100, next)
-	snaps, seq := src.snaps, m.seq
+	kernels(w, 2, syncResume, next) // more than a resume reads in Update
+	seq, read := m.seq, m.feed.state.Next
 	cmd := press(m, "space")
-	if m.Paused() || cmd == nil || src.snaps != snaps || m.seq != seq {
-		t.Fatalf("space resumed (paused %v) by folding in Update (%d snapshots read, frame %d of %d) or asked for no fold (%v)",
-			m.Paused(), src.snaps-snaps, m.seq, seq, cmd != nil)
+	if m.Paused() || cmd == nil || m.seq != seq || m.feed.state.Next != read {
+		t.Fatalf("space resumed (paused %v) by folding in Update (frame %d of %d, display read to %d of %d) or asked for no fold (%v)",
+			m.Paused(), m.seq, seq, m.feed.state.Next, read, cmd != nil)
 	}
 	m.Update(cmd())
-	if got := m.Result().Events; got != 2*110 || m.state.Next != 2*110 {
-		t.Errorf("after the resume's fold: %d events counted, display read to %d; want %d", got, m.state.Next, 2*110)
+	if want := int64(2 * (10 + syncResume)); m.Result().Events != want || m.state.Next != want {
+		t.Errorf("after the resume's fold: %d events counted, display read to %d; want %d", m.Result().Events, m.state.Next, want)
 	}
 }
