@@ -196,21 +196,21 @@ func gpuAttrs(dev int32, more ...attribute.KeyValue) metric.MeasurementOption {
 // observe reports r's numbers for host's devices; the job-wide ones (collectives, communicator
 // cache) go with the lowest host that has a device in r, so each appears once per process. It
 // returns that host.
-func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analysis.Result, seen []bool) int {
+func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analysis.Result, seen deviceSet) int {
 	first := -1
 	for _, d := range r.Links.Devices {
-		if h := int(d.Device) / m.gpus; seen[d.Device] && (first < 0 || h < first) {
+		if h := m.hostOf(d.Device); seen.has(d.Device) && (first < 0 || h < first) {
 			first = h
 		}
 	}
 	for _, d := range r.Breakdown.Devices {
-		if h := int(d.Device) / m.gpus; first < 0 || h < first {
+		if h := m.hostOf(d.Device); first < 0 || h < first {
 			first = h
 		}
 	}
 	first = max(first, 0)
 	for _, t := range r.Breakdown.Devices {
-		if int(t.Device)/m.gpus != host {
+		if m.hostOf(t.Device) != host {
 			continue
 		}
 		if t.NoKernels {
@@ -241,7 +241,7 @@ func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analy
 	bucket := latestBucket(r)
 	peaks := m.an.Meta().LinkPeaks
 	for _, d := range r.Links.Devices {
-		if int(d.Device)/m.gpus != host || !seen[d.Device] {
+		if m.hostOf(d.Device) != host || !seen.has(d.Device) {
 			continue
 		}
 		for l := range analysis.NumLinks {
@@ -340,42 +340,76 @@ func (m *metrics) observeFindings(o metric.Observer, in *instruments, host, firs
 	}
 }
 
-// seenDevices marks the devices this process has anything of: an op of its own (a breakdown row)
-// or bytes on a link. The analysis lists every device id below the highest with traffic; a process
-// exporting one host's share of a job must not report the other hosts' devices as idle zeros, which
-// would sit beside the real series of the process that has them.
-func seenDevices(r *analysis.Result) []bool {
-	n := 0
-	for _, t := range r.Breakdown.Devices {
-		if t.Device < analysis.MaxDevices { // as links bound them: a bogus id must not allocate gigabytes
-			n = max(n, int(t.Device)+1)
+// deviceSet is a set of device ids: those below analysis.MaxDevices by id, the others (a 100,000-GPU
+// job, a trace's sparse ids up to 2³¹−1) in a map, as the analysis keeps them, so that it is sized
+// by the devices present.
+type deviceSet struct {
+	near []bool
+	far  map[int32]bool
+}
+
+func (s *deviceSet) add(d int32) {
+	switch {
+	case d < 0:
+	case d < analysis.MaxDevices:
+		if int(d) >= len(s.near) {
+			s.near = append(s.near, make([]bool, int(d)+1-len(s.near))...)
 		}
+		s.near[d] = true
+	default:
+		if s.far == nil {
+			s.far = map[int32]bool{}
+		}
+		s.far[d] = true
 	}
-	n = max(n, len(r.Links.Devices))
-	seen := make([]bool, n)
+}
+
+func (s *deviceSet) has(d int32) bool {
+	if d >= 0 && d < analysis.MaxDevices {
+		return int(d) < len(s.near) && s.near[d]
+	}
+	return s.far[d]
+}
+
+// seenDevices is the devices this process has anything of: an op of its own (a breakdown row) or
+// bytes on a link. The analysis lists every device id below the highest with traffic; a process
+// exporting one host's share of a job must not report the other hosts' devices as idle zeros, which
+// would sit beside the real series of the process that has them. Every device the analysis counts
+// is in it, whatever its id.
+func seenDevices(r *analysis.Result) deviceSet {
+	var seen deviceSet
 	for _, t := range r.Breakdown.Devices {
-		if t.Device >= 0 && int(t.Device) < n {
-			seen[t.Device] = true
-		}
+		seen.add(t.Device)
 	}
 	for _, d := range r.Links.Devices {
-		if d.Device >= 0 && int(d.Device) < n && d.Total > 0 {
-			seen[d.Device] = true
+		if d.Total > 0 {
+			seen.add(d.Device)
 		}
 	}
 	return seen
 }
 
+// hostOf is the host whose meter provider reports device d: its own (d / GPUs per host), or the
+// first host's where the job's description names no such host (a trace's ids past its devices,
+// 20,000 or 2³¹−1, or a job without hosts, which is one host): its series name the device all
+// the same (xfertop.device, hw.id), and are left out nowhere.
+func (m *metrics) hostOf(d int32) int {
+	if h := int(d) / m.gpus; h >= 0 && h < len(m.hosts) {
+		return h
+	}
+	return 0
+}
+
 // observeDirs reports host's devices' traffic per link and direction, as the analysis counts it:
 // hw.network.* per link (a network device whose parent is the GPU), hw.gpu.io per GPU over its
 // links.
-func (m *metrics) observeDirs(o metric.Observer, in *instruments, host int, r *analysis.Result, seen []bool) {
+func (m *metrics) observeDirs(o metric.Observer, in *instruments, host int, r *analysis.Result, seen deviceSet) {
 	bucket := latestBucket(r)
 	peaks := m.an.Meta().LinkPeaks
 	for i := range r.Links.Devices {
 		d := &r.Links.Devices[i]
 		dev := d.Device
-		if int(dev)/m.gpus != host || int(dev) >= len(seen) || !seen[dev] {
+		if m.hostOf(dev) != host || !seen.has(dev) {
 			continue
 		}
 		var gpu [analysis.NumDirs]int64

@@ -142,6 +142,7 @@ type ReplaySource struct {
 	finished chan struct{}
 	running  runningSet    // the ops under way at the position
 	paced    chan struct{} // a new speed: the replay wakes to keep its position where it is
+	seeking  SeekProgress  // a seek under way, until the replay shows events at its new position
 }
 
 // StartReplay opens a recording and starts replaying it at speed (0: as fast as possible) from from.
@@ -220,8 +221,13 @@ func (rs *ReplaySource) SeekTo(t int64) {
 	// Not done from now on, before the loop can take the seek: stored after, it could land once
 	// the loop had played a short rest to its end, and the replay would never be done again.
 	rs.done.Store(false)
+	rs.seeking.begin(t)
 	rs.seek <- t
 }
+
+// Seeking returns how far a seek (or a replay from a time) has got before the replay shows
+// events at its new position; false when none is under way.
+func (rs *ReplaySource) Seeking() (SeekState, bool) { return rs.seeking.State() }
 
 // Snapshot returns the replayed events held now.
 func (rs *ReplaySource) Snapshot() timeline.Snapshot { return rs.cur.Load().win.Snapshot() }
@@ -258,6 +264,9 @@ func (rs *ReplaySource) loop(ctx context.Context, from int64) {
 	defer close(rs.finished)
 	for {
 		next, err := rs.replay(ctx, from)
+		if next < 0 {
+			rs.seeking.end() // a replay that could not open the recording never got to its position
+		}
 		if err != nil {
 			rs.err.Store(&err)
 		}
@@ -301,7 +310,10 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 	rs.running.clear()
 	gen := newReplayGen(win, r.Meta(), from)
 	if from > 0 {
-		if err := rs.diagnoseBefore(ctx, gen, from); err != nil {
+		rs.seeking.begin(from)
+		err := rs.diagnoseBefore(ctx, gen, from)
+		if err != nil {
+			rs.seeking.end()
 			if ctx.Err() != nil {
 				return -1, nil
 			}
@@ -309,6 +321,7 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 		}
 	}
 	rs.cur.Store(gen)
+	rs.seeking.end() // the new window is the console's: what it shows is at the new position
 	emit := func(e *timeline.Event) {
 		gen.emit(e)
 		rs.dropped.Store(r.Dropped())

@@ -170,7 +170,7 @@ func diagnoseRecordingBefore(ctx context.Context, an *analysis.Analyzer, path st
 		return err
 	}
 	defer r.Close()
-	return diagnoseBefore(ctx, an, r, from, salvage)
+	return diagnoseBefore(ctx, an, r, from, salvage, nil)
 }
 
 // Report is the replayed recording's report: the same as the run that made it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/recordings"
@@ -75,21 +76,27 @@ func (rs *ReplaySource) Analysed(running []timeline.Event) (timeline.Snapshot, *
 // (replay --from), a finding is first seen where the recording first shows it, not where the
 // replay began. r is a reader of its own. Only chunks that start before from are decoded when the
 // recording has an index. It runs before any event is emitted to an.
-func diagnoseBefore(ctx context.Context, an *analysis.Analyzer, r *recordings.Reader, from int64, salvage bool) error {
+func diagnoseBefore(ctx context.Context, an *analysis.Analyzer, r *recordings.Reader, from int64, salvage bool, prog *SeekProgress) error {
 	if from <= 0 {
 		return nil
 	}
 	if r.Indexed() {
-		var evs []timeline.Event
+		var chunks []recordings.IndexEntry
 		for _, c := range r.Index() {
-			if c.MinStart >= from || (c.Type != recordings.ChunkEvents && c.Type != recordings.ChunkEventsZstd) {
-				continue // nothing in it ends before from
+			if c.MinStart < from && (c.Type == recordings.ChunkEvents || c.Type == recordings.ChunkEventsZstd) {
+				chunks = append(chunks, c) // the others hold nothing that ends before from
 			}
+		}
+		prog.start("chunks", int64(len(chunks)))
+		var evs []timeline.Event
+		for _, c := range chunks {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			var err error
-			if evs, err = r.EventsAt(c, evs[:0]); err != nil {
+			evs, err = r.EventsAt(c, evs[:0])
+			prog.add(1)
+			if err != nil {
 				if salvage {
 					continue // a damaged chunk: the salvaged replay skips it too
 				}
@@ -101,6 +108,8 @@ func diagnoseBefore(ctx context.Context, an *analysis.Analyzer, r *recordings.Re
 		}
 		return nil
 	}
+	// Without an index, how far the reading has got is the time of the events read, of from.
+	prog.start("ns", from)
 	for r.Next() { // a reader of its own: this moves it
 		if err := ctx.Err(); err != nil {
 			return err
@@ -108,6 +117,9 @@ func diagnoseBefore(ctx context.Context, an *analysis.Analyzer, r *recordings.Re
 		evs := r.At()
 		for i := range evs {
 			an.Diagnose(&evs[i])
+		}
+		if n := len(evs); n > 0 {
+			prog.reach(min(evs[n-1].Start, from))
 		}
 	}
 	if err := r.Err(); err != nil && !salvage {
@@ -124,5 +136,67 @@ func (rs *ReplaySource) diagnoseBefore(ctx context.Context, gen *replayGen, from
 		return err
 	}
 	defer r.Close()
-	return diagnoseBefore(ctx, gen.an, r, from, rs.salvage)
+	return diagnoseBefore(ctx, gen.an, r, from, rs.salvage, &rs.seeking)
+}
+
+// SeekProgress is how far a seek (or a replay from a time) has got with the one slow part before the
+// replay shows events at its new position: reading the recording before it again for the
+// diagnosis (every chunk before the position, over a large recording many seconds). The console
+// shows it as the replay's own progress is shown. Safe for concurrent use.
+type SeekProgress struct {
+	to          atomic.Int64 // the position sought, + 1 (0: no seek under way)
+	done, total atomic.Int64
+	unit        atomic.Pointer[string]
+}
+
+// SeekState is a SeekProgress read at one time.
+type SeekState struct {
+	To          int64  // ns: the position sought
+	Done, Total int64  // of Unit; Total 0 until the reading has begun
+	Unit        string // "chunks" (a recording with an index), "ns" (without: the time read up to)
+}
+
+// begin says a seek to t is under way.
+func (p *SeekProgress) begin(t int64) {
+	p.done.Store(0)
+	p.total.Store(0)
+	p.to.Store(t + 1)
+}
+
+// start says the reading has begun, of total units.
+func (p *SeekProgress) start(unit string, total int64) {
+	if p == nil {
+		return
+	}
+	p.unit.Store(&unit)
+	p.done.Store(0)
+	p.total.Store(total)
+}
+
+func (p *SeekProgress) add(n int64) {
+	if p != nil {
+		p.done.Add(n)
+	}
+}
+
+func (p *SeekProgress) reach(n int64) {
+	if p != nil && n > p.done.Load() {
+		p.done.Store(n)
+	}
+}
+
+// end says the replay shows events at its new position.
+func (p *SeekProgress) end() { p.to.Store(0) }
+
+// State returns the seek under way; false when none is.
+func (p *SeekProgress) State() (SeekState, bool) {
+	to := p.to.Load()
+	if to == 0 {
+		return SeekState{}, false
+	}
+	st := SeekState{To: to - 1, Done: p.done.Load(), Total: p.total.Load()}
+	if u := p.unit.Load(); u != nil {
+		st.Unit = *u
+	}
+	return st, true
 }

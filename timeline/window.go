@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -186,6 +187,31 @@ func (w *Window) Reset() {
 	w.maxEnd.Store(0)
 	w.gen.Add(1)
 	w.mu.Unlock()
+}
+
+// HeldBy returns s with only the events that live, a later snapshot of the same window, still
+// holds: the chunks the window has trimmed since s are let go, and the rest are the window's own
+// arrays. A frame kept on screen (a paused console) then holds no events beyond the window's: it
+// held a second window's worth once the window had moved past it. Events of s no longer held read
+// as trimmed (At returns nil). A live of another generation leaves s as it is. s's own list of
+// chunks is not written.
+func (s Snapshot) HeldBy(live *Snapshot) Snapshot {
+	if live.Generation != s.Generation {
+		return s
+	}
+	k := 0
+	for k < len(s.Chunks) && s.Base+int64(len(s.Chunks[k])) <= live.Base {
+		n := int64(len(s.Chunks[k]))
+		s.Base += n
+		s.Trimmed += n
+		k++
+	}
+	if k > 0 {
+		// A new list of chunks: re-slicing would keep the trimmed ones reachable, and the old list
+		// is shared with other copies of s.
+		s.Chunks = slices.Clone(s.Chunks[k:])
+	}
+	return s
 }
 
 // Len returns the number of events held.

@@ -108,3 +108,45 @@ func TestWindowSetLimit(t *testing.T) {
 		t.Errorf("after SetLimit(%d): limit %d, %d held, %d trimmed", windowChunk, w.Limit(), s.Len(), s.Trimmed)
 	}
 }
+
+// A snapshot kept while the window moves on lets go of the chunks the window trims and keeps the
+// rest, the window's own arrays; the list of chunks it was taken with is not written; a snapshot of
+// another generation changes nothing.
+func TestSnapshotHeldBy(t *testing.T) {
+	w := NewWindow(2*windowChunk, nil) // two chunks
+	emit := func(n int) {
+		for range n {
+			w.Emit(&Event{Kind: KindKernel, Device: 0, Stream: 1})
+		}
+	}
+	emit(windowChunk + 100)
+	kept := w.Snapshot()
+	chunks := len(kept.Chunks)
+	trimmedSome := false
+	for _, more := range []int{0, windowChunk, windowChunk, 4 * windowChunk} {
+		emit(more)
+		live := w.Snapshot()
+		got := kept.HeldBy(&live)
+		wantBase := min(max(kept.Base, live.Base), kept.Total)
+		if got.Base != wantBase || got.Total != kept.Total || got.Trimmed-kept.Trimmed != got.Base-kept.Base {
+			t.Errorf("window from %d: kept from %d to %d, trimmed %d; want from %d to %d", live.Base, got.Base, got.Total, got.Trimmed, wantBase, kept.Total)
+		}
+		trimmedSome = trimmedSome || (got.Base > kept.Base && got.Len() > 0)
+		for i := got.Base; i < got.Total; i++ {
+			if got.At(i) != live.At(i) {
+				t.Fatalf("event %d: not the window's own", i)
+			}
+		}
+		if len(kept.Chunks) != chunks || kept.Chunks[0] == nil {
+			t.Fatal("the snapshot's own list of chunks was written")
+		}
+	}
+	if got := kept.HeldBy(new(w.Snapshot())); got.Len() != 0 || !trimmedSome {
+		t.Errorf("past the window: %d held; a part let go on the way: %v", got.Len(), trimmedSome)
+	}
+	other := w.Snapshot()
+	other.Generation++
+	if got := kept.HeldBy(&other); got.Base != kept.Base || len(got.Chunks) != chunks {
+		t.Errorf("another generation's snapshot let go of chunks: base %d, %d chunks", got.Base, len(got.Chunks))
+	}
+}

@@ -162,7 +162,7 @@ func (m *Model) runCmd(line string) tea.Cmd {
 	case verb == "rank":
 		n, ok := num()
 		if !ok || !cl.GoDevice(n) {
-			return say(true, ":rank %s: give a rank (GPU) from 0 to %d", arg, m.deviceCount()-1)
+			return say(true, ":rank %s: give a rank (GPU) %s", arg, m.rankRange())
 		}
 		// The rank's streams in the timeline, where a rank's work is; esc goes up to its GPU in the
 		// cluster view, as it would have come down. A rank with no stream yet stays there.
@@ -216,11 +216,35 @@ func (m *Model) timelinePane() (*timeline.Model, bool) {
 
 // deviceCount is how many devices the job has, as far as the console knows.
 func (m *Model) deviceCount() int {
-	n := m.info.Meta.Devices
-	if m.res != nil {
-		n = max(n, len(m.res.Links.Devices))
+	m.devRows.Of(m.res, m.info.Meta.Devices)
+	return m.devRows.Len()
+}
+
+// rankRange says which ranks :rank takes: 0 to the job's last, and those past it the analysis
+// counts (a trace's 20,000 or 2³¹−1).
+func (m *Model) rankRange() string {
+	r := &m.devRows
+	r.Of(m.res, m.info.Meta.Devices)
+	if r.Len() <= 4 { // a few: each by name
+		ids := make([]string, r.Len())
+		for p := range ids {
+			ids[p] = fmt.Sprint(r.ID(p))
+		}
+		if len(ids) == 1 {
+			return ids[0]
+		}
+		return "one of " + strings.Join(ids[:len(ids)-1], ", ") + " or " + ids[len(ids)-1]
 	}
-	return n
+	s := fmt.Sprintf("from 0 to %d", r.Near()-1)
+	switch far := r.Len() - r.Near(); {
+	case r.Near() == 0:
+		s = fmt.Sprintf("one of %d from %d to %d", far, r.ID(0), r.ID(far-1))
+	case far == 1:
+		s += fmt.Sprintf(", or %d", r.ID(r.Len()-1))
+	case far > 1:
+		s += fmt.Sprintf(", or one of %d more from %d to %d", far, r.ID(r.Near()), r.ID(r.Len()-1))
+	}
+	return s
 }
 
 // hostCount is how many hosts the job has.

@@ -42,7 +42,7 @@ func TestDoneSourceNotRefolded(t *testing.T) {
 	seq = m.seq
 	src.status.Dropped = 4
 	tickAndFold(m)
-	press(m, "space")
+	resume(m)
 	if m.seq == seq || !m.status.Done || m.status.Dropped != 4 {
 		t.Errorf("resumed: frame %d (was %d), dropped %d; want the last fold's, dropped 4", m.seq, seq, m.status.Dropped)
 	}

@@ -32,6 +32,13 @@ type feed struct {
 	an      *analysis.Analyzer
 	running []xtimeline.Event     // scratch for the source's running ops
 	last    atomic.Pointer[shown] // the frame of the last fold: read without the lock by a resume
+	// next is the global index of the next event the analysis folds: ahead of the display
+	// state's while the view is paused.
+	next int64
+	// paused is whether the view is paused: the analysis folds on, the display state waits. Its
+	// tracks are what the paused view draws; kept up, they would be a second copy of the ops
+	// once the window moved past the pause (two windows of memory), and the view shows none of it.
+	paused atomic.Bool
 }
 
 // shown is what one frame draws from: a snapshot, the display state and the analysis of the same
@@ -69,7 +76,8 @@ func (f *feed) fold() *shown {
 	}
 	f.readRunning() // before the snapshot: an op that ends in between is in it, and ended after it was seen running
 	snap := f.src.Snapshot()
-	if snap.Generation != f.gen {
+	newGen := snap.Generation != f.gen
+	if newGen {
 		f.newGeneration(&snap)
 		f.an = analysis.New(f.info.Meta)
 		f.an.StartAt(snap.From) // a replay sought to a time emits what ends from then on
@@ -77,7 +85,7 @@ func (f *feed) fold() *shown {
 		// that sought in between, at another position): read again, after it.
 		f.readRunning()
 	}
-	f.state.Update(&snap, f.an.Emit)
+	f.foldNew(&snap, newGen || !f.paused.Load()) // paused, a seek's new start is shown all the same
 	if len(f.running) > 0 {
 		// What is in flight now names a hang while it lasts: the ops' End is the time they were
 		// last seen running.
@@ -90,6 +98,29 @@ func (f *feed) fold() *shown {
 	return f.publish(&snap, f.an.Result(&snap), f.src.Status())
 }
 
+// foldNew hands the analysis the events of snap it has not folded and, with display, brings the
+// display state up to snap (the events the analysis folded while the view was paused are not
+// folded again). Without, an event trimmed before the analysis read it is lost as it would be
+// with: the analysis reads every tick.
+func (f *feed) foldNew(snap *xtimeline.Snapshot, display bool) {
+	if !display {
+		for i := max(f.next, snap.Base); i < snap.Total; i++ {
+			f.an.Emit(snap.At(i))
+		}
+		f.next = max(f.next, snap.Total)
+		return
+	}
+	skip := f.next - max(f.state.Next, snap.Base) // read by the analysis during a pause
+	f.state.Update(snap, func(e *xtimeline.Event) {
+		if skip > 0 {
+			skip--
+			return
+		}
+		f.an.Emit(e)
+	})
+	f.next = snap.Total
+}
+
 // foldAnalysed folds a new snapshot of a source that analyses its events itself into the display
 // state only; the analysis is the source's, of every event (the display may skip those trimmed
 // before it looked). The status is read first: a source done then has produced every event, so a
@@ -98,20 +129,23 @@ func (f *feed) foldAnalysed(a Analyser) *shown {
 	status := f.src.Status()
 	f.readRunning()
 	snap, res := a.Analysed(f.running)
-	if snap.Generation != f.gen {
+	newGen := snap.Generation != f.gen
+	if newGen {
 		f.newGeneration(&snap)
 		// The ops running were read before the snapshot, maybe of the position before a seek:
 		// read again, after it.
 		f.readRunning()
 	}
-	f.state.Update(&snap, nil)
+	if newGen || !f.paused.Load() { // paused, the display state waits (feed.paused)
+		f.state.Update(&snap, nil)
+	}
 	return f.publish(&snap, res, status)
 }
 
 // newGeneration starts the display state over for a new generation (a replay that sought).
 func (f *feed) newGeneration(snap *xtimeline.Snapshot) {
 	f.gen = snap.Generation
-	f.state = agg.New()
+	f.state, f.next = agg.New(), 0
 	// A new generation may come with a new description (xfertop listen learns it from the first
 	// sender): the analysis starts over with it.
 	f.info = f.src.Info()
@@ -138,7 +172,8 @@ func (f *feed) unchanged() bool {
 func sameStatus(a, b *Status) bool {
 	sameExport := (a.Export == nil) == (b.Export == nil) && (a.Export == nil || *a.Export == *b.Export)
 	sameImport := (a.Import == nil) == (b.Import == nil) && (a.Import == nil || *a.Import == *b.Import)
-	return a.Speed == b.Speed && a.Done == b.Done && a.Err == b.Err && a.Dropped == b.Dropped && a.Note == b.Note && sameExport && sameImport
+	sameSeek := (a.Seek == nil) == (b.Seek == nil) && (a.Seek == nil || *a.Seek == *b.Seek)
+	return a.Speed == b.Speed && a.Done == b.Done && a.Err == b.Err && a.Dropped == b.Dropped && a.Note == b.Note && sameExport && sameImport && sameSeek
 }
 
 // publish makes the frame of a fold.
@@ -161,6 +196,20 @@ func (f *feed) readRunning() {
 		f.running = r.InFlight(f.running)
 		widget.SortRunning(f.running)
 	}
+}
+
+// backlog is how many events the display state has yet to read; false while a fold holds the
+// state (the caller must not wait for it: it is the console's goroutine).
+func (f *feed) backlog() (int64, bool) {
+	if !f.mu.TryLock() {
+		return 0, false
+	}
+	defer f.mu.Unlock()
+	snap := f.src.Snapshot()
+	if snap.Generation != f.gen {
+		return snap.Total - snap.Base, true
+	}
+	return snap.Total - max(f.state.Next, snap.Base), true
 }
 
 // foldCmd folds on the command's goroutine.

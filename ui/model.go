@@ -95,6 +95,7 @@ type Status struct {
 	Export  *ExportStatus // the OpenTelemetry export's state, when exporting
 	Note    string        // a line the source asks to show under the header (attach: waiting for ranks)
 	Import  *ImportStatus // a replay of an import still being written: how far the import has got
+	Seek    *SeekStatus   // a replay's seek under way: how far it has got (nil: none)
 }
 
 // Views, in tab order.
@@ -165,6 +166,7 @@ type Model struct {
 	snap     xtimeline.Snapshot
 	state    *agg.State        // what the timeline and the log draw
 	res      *analysis.Result  // every number
+	devRows  widget.DeviceRows // the devices of res as the views list them (:rank)
 	running  []xtimeline.Event // the ops the source had running when the snapshot was taken
 	status   Status
 	frames   int
@@ -355,6 +357,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		switch {
 		case !m.paused: // a fold that started before a pause is not shown
 			m.install(msg.fr)
+		case msg.fr.snap.Generation == m.snap.Generation:
+			// Paused, the frame drawn lets go of the events the window has trimmed since: it held
+			// a second window's worth once the run had gone on for the window's span. What is
+			// drawn stays; an op's details that left the window say so.
+			m.snap = m.snap.HeldBy(&msg.fr.snap)
+			if sk := msg.fr.status.Seek; (sk == nil) != (m.status.Seek == nil) || sk != nil && *sk != *m.status.Seek {
+				m.status.Seek, m.drawnOK = sk, false // a seek's progress shows paused too: never a frozen screen
+			}
 		case m.seekPending && msg.fr.snap.Generation != m.snap.Generation:
 			// Paused, a seek shows where it went: the first frame of the replay's new start.
 			m.install(msg.fr)
@@ -369,7 +379,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseClickMsg:
 		return m, m.click(msg)
 	case tea.KeyPressMsg:
-		return m.key(msg)
+		return m.keyOrAlt(msg)
 	case widget.JumpToMsg:
 		if m.timeline < 0 {
 			return m, nil
@@ -389,31 +399,6 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	return m, nil
-}
-
-// click selects a view by its tab, or hands the click to the view shown, in its own coordinates.
-func (m *Model) click(msg tea.MouseClickMsg) tea.Cmd {
-	if m.showHelp || msg.Button != tea.MouseLeft || m.width < MinWidth || m.height < MinHeight {
-		return nil
-	}
-	bodyTop := lipgloss.Height(m.header()) + 1 // the header's lines, then the tabs
-	if msg.Y == bodyTop-1 {
-		x := 0
-		for i := range m.names {
-			w := lipgloss.Width(m.tabLabel(i))
-			if msg.X >= x && msg.X < x+w {
-				m.tab = i
-				return nil
-			}
-			x += w
-		}
-		return nil
-	}
-	if msg.Y < bodyTop {
-		return nil
-	}
-	msg.Y -= bodyTop
-	return m.panes[m.tab].update(msg)
 }
 
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
@@ -442,14 +427,11 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.tab, m.back = m.back[len(m.back)-1], m.back[:len(m.back)-1]
 		return m, nil
 	case key.Matches(msg, k.Pause):
-		m.paused = !m.paused
-		m.fr.Paused = m.paused
-		if !m.paused {
-			// The ticks went on folding while paused, so this fold covers only what came since the
-			// last of them, not the whole pause (a 4,096-GPU console was deaf to keys for the 30 s
-			// such a catch-up took).
-			m.refresh()
+		if m.paused {
+			return m, m.resume()
 		}
+		m.paused, m.fr.Paused = true, true
+		m.feed.paused.Store(true)
 		return m, nil
 	case key.Matches(msg, k.NextTab):
 		m.tab, m.back = (m.tab+1)%len(m.panes), nil // a view chosen by hand: nothing to go back to
@@ -486,26 +468,11 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		// started them there: "Moved on links 0 B since 1.07 s", every figure blank.
 		m.src.SetSpeed(0)
 		m.status = m.src.Status()
-		m.paused, m.fr.Paused = false, false
-		m.refresh()
+		return m, m.resume()
 	default:
 		return m, m.panes[m.tab].update(msg)
 	}
 	return m, nil
-}
-
-// seek asks the source to jump; its next generation of events starts the console afresh.
-func (m *Model) seek(t int64) {
-	gen := m.snap.Generation
-	if !m.src.SeekTo(t) {
-		return
-	}
-	m.refresh()
-	// The replay takes the seek on its own goroutine: until it has, the frame is the old start's.
-	m.seekPending = m.snap.Generation == gen
-	if m.timeline >= 0 {
-		m.panes[m.timeline].update(widget.SeekedMsg{})
-	}
 }
 
 // View draws the console.
@@ -580,11 +547,13 @@ func (m *Model) header() string {
 	clock := item("t", units.Dur(m.fr.Now))
 	if m.info.Replay && m.info.Duration > 0 {
 		// Where the replay is in the recording: position / total and a bar.
-		frac := min(max(float64(m.fr.Now)/float64(m.info.Duration), 0), 1)
-		const barW = 10
-		full := int(frac*barW + 0.5)
-		bar := strings.Repeat("█", full) + strings.Repeat("░", barW-full)
-		clock = item("t", units.Dur(m.fr.Now)+" / "+units.Dur(m.info.Duration)) + " " + st.HeaderValue.Render(bar)
+		clock = item("t", units.Dur(m.fr.Now)+" / "+units.Dur(m.info.Duration)) + " " + st.HeaderValue.Render(bar(float64(m.fr.Now)/float64(m.info.Duration)))
+	}
+	if m.status.Seek != nil {
+		clock, state = m.seekClock(), "⏩ seeking"
+		if m.paused {
+			state = "❚❚ paused · ⏩ seeking"
+		}
 	}
 	name := m.info.Name
 	if m.info.Replay {

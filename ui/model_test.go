@@ -96,7 +96,7 @@ func TestPause(t *testing.T) {
 	if m.seq != seq || strings.Contains(text(m), "dropped 5") {
 		t.Error("a paused console installed a new frame on tick")
 	}
-	press(m, "space")
+	resume(m)
 	if m.Paused() || m.seq == seq || !strings.Contains(text(m), "dropped 5") {
 		t.Errorf("space did not resume showing what was folded (paused %v, new frame %v)", m.Paused(), m.seq != seq)
 	}

@@ -161,6 +161,9 @@ func (s replaySource) Status() ui.Status {
 		im := s.imp.status()
 		st.Import = &im
 	}
+	if sk, ok := s.r.Seeking(); ok {
+		st.Seek = &ui.SeekStatus{To: sk.To, Done: sk.Done, Total: sk.Total, Unit: sk.Unit}
+	}
 	return st
 }
 

@@ -26,7 +26,7 @@ type crumb struct {
 	level  Level
 	h0, h1 int   // LevelHosts: the hosts shown
 	host   int   // LevelHost
-	dev    int32 // LevelGPU
+	dev    int32 // LevelGPU: the device id
 }
 
 // sideW is the width of the worst lists beside the heatmap.
@@ -148,15 +148,20 @@ func (v *Model) GoHost(h, local int) bool {
 	return true
 }
 
-// GoDevice drills straight to device d's streams. It reports false for a device the job does
-// not have.
+// GoDevice drills straight to the streams of device d (its id: a device past the job's own,
+// 20,000 or 2³¹−1, is where the view lists it). It reports false for a device the job does not
+// have.
 func (v *Model) GoDevice(d int) bool {
 	v.refresh()
 	gpus, _ := v.shape()
-	if d < 0 || d >= v.ds.N() {
+	if d < 0 || d > math.MaxInt32 {
 		return false
 	}
-	v.GoHost(d/gpus, d%gpus)
+	p, ok := v.ds.Pos(int32(d))
+	if !ok {
+		return false
+	}
+	v.GoHost(int(p)/gpus, int(p)%gpus)
 	v.push(crumb{level: LevelGPU, dev: int32(d)})
 	v.list.Select(0)
 	return true
@@ -300,7 +305,7 @@ func (v *Model) enter() tea.Cmd {
 		v.list.Select(v.curC * g.gg)
 	case LevelHost:
 		if locals := v.hostRows(c.host); v.list.Selected() < len(locals) {
-			v.push(crumb{level: LevelGPU, dev: int32(c.host*gpus + locals[v.list.Selected()])})
+			v.push(crumb{level: LevelGPU, dev: v.ds.ID(int32(c.host*gpus + locals[v.list.Selected()]))})
 			v.list.Select(0)
 		}
 	case LevelGPU:

@@ -19,7 +19,7 @@ type Metric struct {
 	Max float64
 	// HighIsBad says which end is worst: the colours and the worst lists follow it.
 	HighIsBad bool
-	// Value returns device d's figure, false when it is unknown.
+	// Value returns the figure of the device at position p (Devices), false when it is unknown.
 	Value func(ds *Devices, d int32) (float64, bool)
 }
 
@@ -51,12 +51,13 @@ func Metrics() []Metric {
 }
 
 // FindingPct is the confidence, as a percentage, of the most confident finding of the diagnosis
-// that names device d as its culprit, or names d's host when it names no device; 0 when none
-// does (the diagnosis runs on every source, so no finding is a known 0).
-func (ds *Devices) FindingPct(d int32) (float64, bool) {
-	if ds.res == nil || d < 0 || int(d) >= ds.n {
+// that names the device at position p as its culprit, or names its host when it names no device;
+// 0 when none does (the diagnosis runs on every source, so no finding is a known 0).
+func (ds *Devices) FindingPct(p int32) (float64, bool) {
+	if ds.res == nil || p < 0 || int(p) >= ds.N() {
 		return 0, false
 	}
+	d := ds.rows.ID(int(p))
 	host := int32(int(d) / max(ds.fr.Meta.HostGPUs(), 1))
 	best := 0.0
 	for _, f := range ds.res.Findings {
@@ -67,13 +68,15 @@ func (ds *Devices) FindingPct(d int32) (float64, bool) {
 	return best, true
 }
 
-// Devices is what the metrics read of one frame: the analysis's rows by device id. It is rebuilt
-// when the frame's Result changes and read-only after.
+// Devices is what the metrics read of one frame: the analysis's rows by device, at the positions
+// every view lists the devices at (widget.DeviceRows: device ids up to 2³¹−1, the ids past the
+// job's after its own). Its methods take a position, which is the device id for every device of
+// a job that numbers its devices from 0. It is rebuilt when the frame's Result changes and
+// read-only after.
 type Devices struct {
-	fr    *widget.Frame
-	res   *analysis.Result
-	n     int     // devices in the job
-	times []int32 // device → its row in Breakdown.Devices, -1 for none
+	fr   *widget.Frame
+	res  *analysis.Result
+	rows widget.DeviceRows
 }
 
 // Reset points ds at fr's Result; it reports whether that changed anything.
@@ -82,54 +85,39 @@ func (ds *Devices) Reset(fr *widget.Frame) bool {
 		return false
 	}
 	ds.fr, ds.res = fr, fr.Res
-	n := fr.Meta.Devices
-	if fr.Res != nil {
-		n = max(n, len(fr.Res.Links.Devices))
-		if b := fr.Res.Breakdown.Devices; len(b) > 0 {
-			n = max(n, int(b[len(b)-1].Device)+1)
-		}
-	}
-	ds.n = min(n, analysis.MaxDevices)
-	ds.times = slices.Grow(ds.times[:0], ds.n)[:ds.n]
-	for i := range ds.times {
-		ds.times[i] = -1
-	}
-	if fr.Res != nil {
-		for i, t := range fr.Res.Breakdown.Devices {
-			if t.Device >= 0 && int(t.Device) < ds.n {
-				ds.times[t.Device] = int32(i)
-			}
-		}
-	}
+	ds.rows.Of(fr.Res, fr.Meta.Devices)
 	return true
 }
 
 // N is how many devices the job has (the largest id seen + 1 when the run's description says
-// fewer).
-func (ds *Devices) N() int { return ds.n }
+// fewer, and one more for each device with an id past those).
+func (ds *Devices) N() int { return ds.rows.Len() }
 
-// Time returns device d's temporal breakdown; false when it ran nothing yet.
-func (ds *Devices) Time(d int32) (analysis.DeviceTime, bool) {
-	if d < 0 || int(d) >= ds.n || ds.times[d] < 0 {
-		return analysis.DeviceTime{}, false
-	}
-	return ds.res.Breakdown.Devices[ds.times[d]], true
+// ID is the device id at position p.
+func (ds *Devices) ID(p int32) int32 { return ds.rows.ID(int(p)) }
+
+// Pos is device id's position; false for a device the job does not have.
+func (ds *Devices) Pos(id int32) (int32, bool) {
+	p, ok := ds.rows.Pos(id)
+	return int32(p), ok
 }
 
-// LinkPct is device d's link l as a percentage of its peak: over the newest complete history
-// bucket while the source runs, over the whole run once it has ended (its last bucket would say
-// only how the run ended).
-func (ds *Devices) LinkPct(l analysis.Link, d int32) (float64, bool) {
-	if ds.res == nil || d < 0 || int(d) >= ds.n {
+// Time returns the temporal breakdown of the device at position p; false when it ran nothing yet.
+func (ds *Devices) Time(p int32) (analysis.DeviceTime, bool) { return ds.rows.Time(int(p)) }
+
+// LinkPct is link l of the device at position p as a percentage of its peak: over the newest
+// complete history bucket while the source runs, over the whole run once it has ended (its last
+// bucket would say only how the run ended).
+func (ds *Devices) LinkPct(l analysis.Link, p int32) (float64, bool) {
+	if ds.res == nil || p < 0 || int(p) >= ds.N() {
 		return 0, false
 	}
-	if int(d) >= len(ds.res.Links.Devices) || ds.res.Links.Devices[d].Device != d {
-		// Nothing counted on the device's links yet (past the rows by id, the rows are of devices
-		// with ids past analysis.MaxDevices): where the source measures its links, they
+	if !ds.rows.Linked(int(p)) {
+		// Nothing counted on the device's links yet: where the source measures its links, they
 		// carried nothing (a job's first communicator setup); otherwise it is not known.
 		return 0, ds.fr.Meta.LinkBytes && ds.fr.Meta.LinkPeaks[l] > 0
 	}
-	dl := ds.res.Links.Devices[d]
+	dl := &ds.rows.Links()[p]
 	if !dl.Known(l) {
 		return 0, false // part of its bytes are in no source: the report's "≥" or "—"
 	}
@@ -150,7 +138,7 @@ func (ds *Devices) LinkWhen() string {
 
 // Fill writes metric m's value of every device into vals (resized to N), NaN where unknown.
 func (ds *Devices) Fill(m Metric, vals []float64) []float64 {
-	vals = slices.Grow(vals[:0], ds.n)[:ds.n]
+	vals = slices.Grow(vals[:0], ds.N())[:ds.N()]
 	for d := range vals {
 		v, ok := m.Value(ds, int32(d))
 		if !ok {

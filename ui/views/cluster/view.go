@@ -116,7 +116,7 @@ func (v *Model) viewHosts(b *strings.Builder, c crumb) {
 		val, dev := v.cellWorst(&g, v.curR, v.curC)
 		what := v.fmtVal(val)
 		if dev >= 0 && (ht-hf > 1 || hi > lo) {
-			what = fmt.Sprintf("worst gpu %d, %s", dev, what) // the device the worst lists would name
+			what = fmt.Sprintf("worst gpu %d, %s", v.ds.ID(dev), what) // the device the worst lists would name
 		}
 		b.WriteString(st.Muted.Render(fmt.Sprintf("cursor: %s, %s: %s   enter: drill down", sel, gsel, what)) + "\n")
 	}
@@ -164,14 +164,14 @@ func (v *Model) worst(c crumb, h int) []string {
 	}
 	out := []string{st.Title.Render(ansi.Truncate("worst GPUs, "+m.order(), sideW, "…"))}
 	for _, r := range devs {
-		out = append(out, fmt.Sprintf("gpu %-5d h%-4d %9s", r.id, r.id/gpus, v.fmtVal(r.val)))
+		out = append(out, fmt.Sprintf("gpu %-5d h%-4d %9s", v.ds.ID(r.dev), r.id/gpus, v.fmtVal(r.val)))
 	}
 	if len(devs) == 0 && (m.HighIsBad || known == 0) {
 		out = append(out, none)
 	}
 	out = append(out, "", st.Title.Render(ansi.Truncate("worst hosts, by worst GPU", sideW, "…")))
 	for _, r := range hosts {
-		out = append(out, fmt.Sprintf("host %-4d gpu %-5d%7s", r.id, r.dev, v.fmtVal(r.val)))
+		out = append(out, fmt.Sprintf("host %-4d gpu %-5d%7s", r.id, v.ds.ID(r.dev), v.fmtVal(r.val)))
 	}
 	if len(hosts) == 0 && (m.HighIsBad || known == 0) {
 		out = append(out, none)
@@ -206,7 +206,11 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 	// The columns after the metric's, less the one that is the metric ("busy %" coloured by busy
 	// %, "NIC %" by NIC % of peak): a column twice says nothing more.
 	dup := func(col string) bool { return m.Name == col || m.Name == col+" of peak" }
-	head := fmt.Sprintf("%-6s%-6s%10s", "gpu", "local", m.Name)
+	col := 6 // the id column: as wide as the host's largest id (a trace's 2147483647)
+	if last := min((host+1)*gpus, v.ds.N()) - 1; last >= 0 {
+		col = max(col, len(fmt.Sprint(v.ds.ID(int32(last))))+1)
+	}
+	head := fmt.Sprintf("%-*s%-6s%10s", col, "gpu", "local", m.Name)
 	for _, col := range []string{"busy %", "idle %"} {
 		if !dup(col) {
 			head += fmt.Sprintf("%8s", col)
@@ -231,7 +235,7 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 		d := int32(host*gpus + l)
 		glyph, on := cell(&st, m, v.vals[d], v.scale())
 		val := fmt.Sprintf("%8s", v.fmtVal(v.vals[d]))
-		line := fmt.Sprintf("%-6d%-6d", d, l)
+		line := fmt.Sprintf("%-*d%-6d", col, v.ds.ID(d), l)
 		t, tok := v.ds.Time(d)
 		busy, bok := t.BusyPct()
 		idle := math.NaN()
@@ -271,7 +275,7 @@ func (v *Model) hostRows(host int) []int {
 	gpus, _ := v.shape()
 	var out []int
 	for l := range min(gpus, v.ds.N()-host*gpus) {
-		if v.filter.Match(fmt.Sprintf("gpu %d ", host*gpus+l), fmt.Sprintf("local %d ", l)) {
+		if v.filter.Match(fmt.Sprintf("gpu %d ", v.ds.ID(int32(host*gpus+l))), fmt.Sprintf("local %d ", l)) {
 			out = append(out, l)
 		}
 	}
@@ -330,7 +334,7 @@ func (v *Model) streams(d int32) []stream {
 	return out
 }
 
-// viewGPU draws one GPU's streams; enter shows the selected one in the timeline.
+// viewGPU draws device d's streams (d its id); enter shows the selected one in the timeline.
 func (v *Model) viewGPU(b *strings.Builder, d int32) {
 	st := v.Fr.Styles
 	ss := v.gpuRows(d)

@@ -220,8 +220,12 @@ func (v *Model) View() string {
 	// Per device, HTA's temporal breakdown and overlap, as the report gives them.
 	devs := v.devices(fr.Res.Breakdown.Devices)
 	shown := min(len(devs), max(h/3, 1))
-	b.WriteString(st.Muted.Render(fmt.Sprintf("%-7s%8s%10s%14s%11s   (%% of each device's span; overlap: %% of its communication; pooled %s)",
-		"device", "idle %", "compute %", "non-compute %", "overlap %", units.Pct(fr.Res.Breakdown.OverlapPct))) + "\n")
+	col := 7 // the device column: as wide as the largest id (a trace's 2147483647)
+	if n := len(fr.Res.Breakdown.Devices); n > 0 {
+		col = max(col, len(fmt.Sprint(fr.Res.Breakdown.Devices[n-1].Device))+1)
+	}
+	b.WriteString(st.Muted.Render(fmt.Sprintf("%-*s%8s%10s%14s%11s   (%% of each device's span; overlap: %% of its communication; pooled %s)",
+		col, "device", "idle %", "compute %", "non-compute %", "overlap %", units.Pct(fr.Res.Breakdown.OverlapPct))) + "\n")
 	for _, d := range devs[:shown] {
 		ov := units.Unknown
 		if d.OverlapPct != nil {
@@ -229,10 +233,10 @@ func (v *Model) View() string {
 		}
 		if d.NoKernels {
 			u := units.Unknown
-			fmt.Fprintf(&b, "%-7d%8s%10s%14s%11s\n", d.Device, u, u, u, ov)
+			fmt.Fprintf(&b, "%-*d%8s%10s%14s%11s\n", col, d.Device, u, u, u, ov)
 			continue
 		}
-		fmt.Fprintf(&b, "%-7d%8.1f%10.1f%14.1f%11s\n", d.Device, d.IdlePct, d.ComputePct, d.NonCompPct, ov)
+		fmt.Fprintf(&b, "%-*d%8.1f%10.1f%14.1f%11s\n", col, d.Device, d.IdlePct, d.ComputePct, d.NonCompPct, ov)
 	}
 	y := 2 + shown
 	if shown < len(devs) {
@@ -240,7 +244,7 @@ func (v *Model) View() string {
 		y++
 	}
 	h -= shown + 1
-	head := fmt.Sprintf("%-13s%7s%8s %-9s%11s  %s", "cause", "device", "stream", "role", "total", "largest gap (enter: show in timeline)")
+	head := fmt.Sprintf("%-13s%*s%8s %-9s%11s  %s", "cause", col, "device", "stream", "role", "total", "largest gap (enter: show in timeline)")
 	b.WriteString(st.Title.Render(head) + "\n")
 	if v.filter.Shown() {
 		h-- // the filter's line
@@ -253,7 +257,7 @@ func (v *Model) View() string {
 		if g.GapNs > 0 {
 			gap = units.Dur(g.GapNs) + " at " + units.Dur(g.GapAt)
 		}
-		line := fmt.Sprintf("%-13s%7d%8d %-9s%11s  %s", g.CauseName(), g.Device, g.Stream, g.Role, units.Dur(g.Total), gap)
+		line := fmt.Sprintf("%-13s%*d%8d %-9s%11s  %s", g.CauseName(), col, g.Device, g.Stream, g.Role, units.Dur(g.Total), gap)
 		if i == v.list.Selected() {
 			line = st.Selected.Render(line)
 		}

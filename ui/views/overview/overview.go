@@ -23,8 +23,7 @@ type Model struct {
 	widget.Base
 	tele     teleCache // the telemetry's lines, as last drawn
 	spark    sparkTotals
-	padded   paddedDevices
-	times    deviceTimes
+	devs     widget.DeviceRows
 	list     widget.List
 	filter   widget.Filter // devices by id, host (h76: exactly) or idle cause
 	worst    bool          // devices sorted most idle first, rather than by id
@@ -219,8 +218,8 @@ type deviceTable struct {
 func (m *Model) writeDevices(b *strings.Builder, below int) {
 	fr, res := m.Fr, m.Fr.Res
 	st := fr.Styles
-	devs := m.padded.of(res, fr.Meta.Devices)
-	times := m.times.of(res, len(devs))
+	m.devs.Of(res, fr.Meta.Devices)
+	devs, times := m.devs.Links(), m.devs.Times()
 	t := deviceTable{fr: fr, cell: 7, bucket: fr.State.Now/analysis.BucketNs - 1, colDev: colDev, noOps: analysis.OpsUnknown(res, fr.Meta)}
 	if m.W >= 140 { // wide terminals show each link's GB/s beside its share of peak
 		t.cell = 14
@@ -235,8 +234,11 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	gpus := min(fr.Meta.HostGPUs(), max(len(devs), 1))
 	// Filtered, the devices that match are listed each: a host's name matches its GPUs.
 	m.rolled = len(devs) > lines && gpus > 1 && len(devs) > gpus && !m.filter.Shown()
+	if n := len(devs); n > 0 {
+		t.colDev = max(t.colDev, len(fmt.Sprint(devs[n-1].Device))+1) // a trace's 2147483647
+	}
 	if m.rolled {
-		t.colDev = colDev + 2 // "▸h511"
+		t.colDev += 2 // "▸h511"
 	}
 	t.total = m.W >= t.colDev+colSplit+1+colCause+int(analysis.NumLinks)*t.cell+colTotal
 	t.histW = min(max(m.W-t.colDev-colSplit-1-colCause-int(analysis.NumLinks)*t.cell-colTotal-2, 0), analysis.HistoryBuckets)
@@ -337,64 +339,6 @@ func (m *Model) layoutRows(rows []devRow, devs []analysis.DeviceLinks, times []a
 		}
 	}
 	return rows
-}
-
-// paddedDevices is a Result's devices with a row for each device of the job, those that moved
-// nothing yet included, for one Result: they were appended anew at each frame (a copy of every
-// device's links, 4,096 of them at a time behind a Collector).
-type paddedDevices struct {
-	res  *analysis.Result
-	n    int
-	devs []analysis.DeviceLinks
-}
-
-// of returns res's devices, padded to n.
-func (c *paddedDevices) of(res *analysis.Result, n int) []analysis.DeviceLinks {
-	devs := res.Links.Devices
-	if len(devs) >= n {
-		return devs
-	}
-	if c.res != res || c.n != n {
-		padded := make([]analysis.DeviceLinks, n)
-		copy(padded, devs)
-		for d := len(devs); d < n; d++ {
-			padded[d].Device = int32(d)
-		}
-		*c = paddedDevices{res: res, n: n, devs: padded}
-	}
-	return c.devs
-}
-
-// deviceTimes is a Result's time split of each device by device id (SpanNs 0: nothing ran yet),
-// for one Result. The analysis lists a row for each device that ran something, by id: once every
-// device of the job has run, that list is the table itself and is read as it is (a copy of every
-// row, 4,096 of them behind a Collector, was made at every frame).
-type deviceTimes struct {
-	res   *analysis.Result
-	n     int
-	times []analysis.DeviceTime
-}
-
-// of returns res's device times by device id, for devices 0 to n-1.
-func (c *deviceTimes) of(res *analysis.Result, n int) []analysis.DeviceTime {
-	if c.res == res && c.n == n {
-		return c.times
-	}
-	times := res.Breakdown.Devices
-	dense := len(times) == n
-	for i := 0; dense && i < n; i++ {
-		dense = times[i].Device == int32(i)
-	}
-	if !dense {
-		times = make([]analysis.DeviceTime, n)
-		for _, d := range res.Breakdown.Devices {
-			if d.Device >= 0 && int(d.Device) < n {
-				times[d.Device] = d
-			}
-		}
-	}
-	*c = deviceTimes{res: res, n: n, times: times}
-	return times
 }
 
 // sparkTotals are devices' total rates over the sparkline's buckets, for one Result, newest bucket

@@ -70,26 +70,6 @@ func TestSparkTotalsOncePerResult(t *testing.T) {
 	}
 }
 
-// A Result's devices are padded with a row for each device of the job that moved nothing yet, once
-// per Result: drawn again from the same Result, the same rows, not a new copy; from another, anew.
-func TestPaddedDevicesOncePerResult(t *testing.T) {
-	res := &analysis.Result{Links: analysis.Links{Devices: []analysis.DeviceLinks{{Device: 0, NIC: 5}, {Device: 1}}}}
-	var c paddedDevices
-	got := c.of(res, 4)
-	if len(got) != 4 || got[0].NIC != 5 || got[2].Device != 2 || got[3].Device != 3 {
-		t.Fatalf("padded to %d: %+v", len(got), got)
-	}
-	if again := c.of(res, 4); &again[0] != &got[0] {
-		t.Error("the same Result's devices were padded again")
-	}
-	if other := c.of(&analysis.Result{Links: res.Links}, 4); &other[0] == &got[0] {
-		t.Error("another Result's devices were taken from the last one's")
-	}
-	if whole := c.of(res, 2); &whole[0] != &res.Links.Devices[0] {
-		t.Error("a Result with every device was copied")
-	}
-}
-
 // The idle-mostly column names a cause only beside idle time: a device never idle says so, even
 // where its streams had gaps (others ran meanwhile), and a device that ran nothing is unknown.
 func TestIdleCause(t *testing.T) {
