@@ -221,30 +221,36 @@ func (d *decoder) shapeValue(b []byte, slot uint8, i int) (int, bool) {
 			break
 		}
 		// The string ends at its first quote, backslash or control byte: strStop's vectors in
-		// a build that has them, else its words here, without the call.
-		j := len(b)
+		// a build that has them (vectorScan), else its words here, without the call.
 		if vectorScan {
-			j = strStop(b, i+1)
-		} else {
-			for k := i + 1; k+8 <= len(b); k += 8 {
-				v := binary.LittleEndian.Uint64(b[k:])
-				q, bs := v^(ones*'"'), v^(ones*'\\')
-				m := ((q - ones) &^ q) | ((bs - ones) &^ bs) | ((v - ones*0x20) &^ v)
-				if m &= highs; m != 0 {
-					j = k + bits.TrailingZeros64(m)/8
+			j := strStop(b, i+1)
+			if j >= len(b) || b[j] != '"' || j+1-i > d.s.maxToken {
+				break
+			}
+			if slot == fieldCat {
+				e.Cat = category(b[i+1 : j])
+			} else {
+				e.Name = d.take(e.Name, &d.name, b[i+1:j:j])
+			}
+			return j + 1, true
+		}
+		for j := i + 1; j+8 <= len(b); j += 8 {
+			v := binary.LittleEndian.Uint64(b[j:])
+			q, bs := v^(ones*'"'), v^(ones*'\\')
+			m := ((q - ones) &^ q) | ((bs - ones) &^ bs) | ((v - ones*0x20) &^ v)
+			if m &= highs; m != 0 {
+				j += bits.TrailingZeros64(m) / 8
+				if b[j] != '"' || j+1-i > d.s.maxToken {
 					break
 				}
+				if slot == fieldCat {
+					e.Cat = category(b[i+1 : j])
+				} else {
+					e.Name = d.take(e.Name, &d.name, b[i+1:j:j])
+				}
+				return j + 1, true
 			}
 		}
-		if j >= len(b) || b[j] != '"' || j+1-i > d.s.maxToken {
-			break
-		}
-		if slot == fieldCat {
-			e.Cat = category(b[i+1 : j])
-		} else {
-			e.Name = d.take(e.Name, &d.name, b[i+1:j:j])
-		}
-		return j + 1, true
 	case fieldTs, fieldDur:
 		if ns, ok, end, read := d.fastTime(b, i); read && ok && !d.floats {
 			if slot == fieldTs {
