@@ -7,8 +7,9 @@
 # Kineto/Chrome JSON importer then finds a string's end 32 bytes at a time with AVX2 where the
 # portable build takes eight (importers/kineto/strstop_simd.go; on a CPU without AVX2 the same
 # binary reads words, as the portable one does). Both builds import the same events; the vector
-# one reads the shared ResNet-50 trace with 1.07 to 1.16 times less CPU (docs/performance.md,
-# "Sixth round"). Elsewhere, and with XFERTOP_PORTABLE=1, it is the plain `go build`.
+# one imports the shared ResNet-50 trace, whose names are long, with about 1.1 times less CPU, and
+# the benchmark's traces of short names alike (docs/performance.md, "Sixth round"). Elsewhere,
+# and with XFERTOP_PORTABLE=1, it is the plain `go build`.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
