@@ -166,7 +166,8 @@ func cpuTime() time.Duration {
 // (uncompressed) per CPU second (process CPU time, collector included), on the large traces of
 // writeLargeTrace (200,000 units, 800,000 trace events, 127 MB; in start order and shuffled) and on
 // syntheticKineto's (1,000 steps, 321,000 trace events with the shapes and occupancy args a real
-// trace carries, 75 MB), read from memory:
+// trace carries, 75 MB), and on the shared ResNet-50 trace (75,718 events, 35 MB, names of up to
+// hundreds of bytes) when the checkout has ../shared/data, read from memory:
 //
 //   - decode: the scanner alone, every event read and handed to a callback that keeps nothing;
 //
@@ -186,6 +187,7 @@ func BenchmarkThroughput(b *testing.B) {
 		{"large-in-order", func() []byte { return largeTraceBytes(b, 200_000, 1) }},
 		{"large-shuffled", func() []byte { return largeTraceBytes(b, 200_000, 1<<20) }},
 		{"synthetic", func() []byte { return syntheticKineto(1000) }},
+		{"resnet50", func() []byte { return sharedTraceBytes(b, "resnet50_v100_worker0.pt.trace.json.gz") }},
 	}
 	for _, tr := range traces {
 		var data []byte // made by the first sub-benchmark that runs: -bench may select one trace
@@ -196,6 +198,9 @@ func BenchmarkThroughput(b *testing.B) {
 		made := func() {
 			if data == nil {
 				data = tr.data()
+			}
+			if len(data) == 0 {
+				b.Skip("the " + tr.name + " trace is not in " + sharedData)
 			}
 		}
 		b.Run(tr.name+"/decode", func(b *testing.B) {
@@ -271,6 +276,28 @@ func BenchmarkThroughput(b *testing.B) {
 			report(b, cpu)
 		})
 	}
+}
+
+// sharedData is where the shared real traces are, when this checkout has them.
+const sharedData = data
+
+// sharedTraceBytes is a gzipped trace of the shared data, uncompressed, or nothing when the
+// checkout does not have it.
+func sharedTraceBytes(b testing.TB, name string) []byte {
+	f, err := os.Open(sharedData + name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return raw
 }
 
 // largeTraceBytes is writeLargeTrace's trace in memory.

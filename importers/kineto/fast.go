@@ -538,9 +538,10 @@ const (
 	highs = 0x8080808080808080
 )
 
-// strStop returns the index of the first quote, backslash or control character in b[j:]
+// strStopWords returns the index of the first quote, backslash or control character in b[j:]
 // (len(b) when there is none), eight bytes at a time: a string's bytes are mostly none of these.
-func strStop(b []byte, j int) int {
+// It is strStop in the portable build, and the vector strStop's tail.
+func strStopWords(b []byte, j int) int {
 	for ; j+8 <= len(b); j += 8 {
 		v := binary.LittleEndian.Uint64(b[j:])
 		q, bs := v^(ones*'"'), v^(ones*'\\')

@@ -220,7 +220,20 @@ func (d *decoder) shapeValue(b []byte, slot uint8, i int) (int, bool) {
 		if b[i] != '"' {
 			break
 		}
-		// strStop's words: the string ends at its first quote, backslash or control byte.
+		// The string ends at its first quote, backslash or control byte: strStop's vectors in
+		// a build that has them (vectorScan), else its words here, without the call.
+		if vectorScan {
+			j := strStop(b, i+1)
+			if j >= len(b) || b[j] != '"' || j+1-i > d.s.maxToken {
+				break
+			}
+			if slot == fieldCat {
+				e.Cat = category(b[i+1 : j])
+			} else {
+				e.Name = d.take(e.Name, &d.name, b[i+1:j:j])
+			}
+			return j + 1, true
+		}
 		for j := i + 1; j+8 <= len(b); j += 8 {
 			v := binary.LittleEndian.Uint64(b[j:])
 			q, bs := v^(ones*'"'), v^(ones*'\\')

@@ -158,6 +158,7 @@ func TestStage1(t *testing.T) {
 // second (the indexes go to a buffer reused every 64 KiB of input, as a streaming scanner would):
 //
 //	go test -run XXX -bench Stage1 -benchtime 3x -cpu 1 ./importers/kineto/
+//	GOEXPERIMENT=simd go test -run XXX -bench Stage1 -benchtime 3x -cpu 1 ./importers/kineto/
 func BenchmarkStage1(b *testing.B) {
 	for _, tr := range []struct {
 		name string
@@ -166,24 +167,35 @@ func BenchmarkStage1(b *testing.B) {
 		{"large-in-order", func() []byte { return largeTraceBytes(b, 200_000, 1) }},
 		{"synthetic", func() []byte { return syntheticKineto(1000) }},
 	} {
-		b.Run(tr.name, func(b *testing.B) {
-			data := tr.data()
-			idx := make([]uint32, 0, 1<<16)
-			var cpu time.Duration
-			n := 0
-			for b.Loop() {
-				runtime.GC()
-				c0 := cpuTime()
-				var st stage1State
-				for lo := 0; lo < len(data); lo += 1 << 16 {
-					idx = st.scan(data[lo:min(lo+1<<16, len(data))], lo, idx[:0])
-					n += len(idx)
+		for _, v := range stage1Variants {
+			b.Run(tr.name+"/"+v.name, func(b *testing.B) {
+				data := tr.data()
+				idx := make([]uint32, 0, 1<<16)
+				var cpu time.Duration
+				n := 0
+				for b.Loop() {
+					runtime.GC()
+					c0 := cpuTime()
+					var st stage1State
+					for lo := 0; lo < len(data); lo += 1 << 16 {
+						idx = v.scan(&st, data[lo:min(lo+1<<16, len(data))], lo, idx[:0])
+						n += len(idx)
+					}
+					cpu += cpuTime() - c0
 				}
-				cpu += cpuTime() - c0
-			}
-			b.ReportMetric(float64(len(data))*float64(b.N)/cpu.Seconds()/1e6, "MB/cpu-s")
-			b.ReportMetric(float64(n)/float64(b.N)/float64(len(data)), "indexes/byte")
-			b.SetBytes(int64(len(data)))
-		})
+				b.ReportMetric(float64(len(data))*float64(b.N)/cpu.Seconds()/1e6, "MB/cpu-s")
+				b.ReportMetric(float64(n)/float64(b.N)/float64(len(data)), "indexes/byte")
+				b.SetBytes(int64(len(data)))
+			})
+		}
 	}
 }
+
+// stage1Variant is a stage 1 that BenchmarkStage1 measures: the portable one, and the vector one
+// in a GOEXPERIMENT=simd build on an AVX2 CPU (stage1_simd_test.go).
+type stage1Variant struct {
+	name string
+	scan func(st *stage1State, b []byte, base int, idx []uint32) []uint32
+}
+
+var stage1Variants = []stage1Variant{{"words", (*stage1State).scan}}
