@@ -16,11 +16,14 @@ func TestHangOnPipelineStage(t *testing.T) {
 		scenario, spec string
 		rank           int32  // the hang finding's rank; -1: the run completes
 		warn           string // in the never-took-effect warning ("": none)
+		deadlock       bool   // the run ends as a deadlock, which quotes no root
 	}{
-		{"pipeline", "kind=hang,rank=4,at=1.1s", 4, ""},
-		{"pipeline", "kind=hang,rank=4,coll=recv,at=1.1s", 4, ""},
-		{"pipeline", "kind=hang,rank=4,coll=all_reduce,at=1.1s", -1, "posted no all_reduce from its onset (1.1s) to the run's end; it posted: recv, send"},
-		{"llm-train", "kind=hang,host=0,gpu=3,coll=all_reduce,at=1.1s", -1, "rank 3 (host 0 GPU 3) posted no all_reduce"},
+		{"pipeline", "kind=hang,rank=4,at=1.1s", 4, "", false},
+		// Inside its receive from stage 0 and its send to stage 2: both transfers stall.
+		{"pipeline", "kind=hang,rank=4,mode=in,at=1.1s", 4, "", true},
+		{"pipeline", "kind=hang,rank=4,coll=recv,at=1.1s", 4, "", false},
+		{"pipeline", "kind=hang,rank=4,coll=all_reduce,at=1.1s", -1, "posted no all_reduce from its onset (1.1s) to the run's end; it posted: recv, send", false},
+		{"llm-train", "kind=hang,host=0,gpu=3,coll=all_reduce,at=1.1s", -1, "rank 3 (host 0 GPU 3) posted no all_reduce", false},
 	} {
 		t.Run(c.scenario+"/"+c.spec, func(t *testing.T) {
 			f, err := fault.Parse(c.spec)
@@ -48,6 +51,9 @@ func TestHangOnPipelineStage(t *testing.T) {
 			}
 			if len(r.Findings) == 0 || r.Findings[0].Kind != "hang" || r.Findings[0].Rank == nil || *r.Findings[0].Rank != c.rank {
 				t.Fatalf("findings %+v; want first the hang of rank %d", r.Findings, c.rank)
+			}
+			if c.deadlock {
+				return
 			}
 			if root := r.EndedRoot(); root == nil || root.Rank == nil || *root.Rank != c.rank {
 				t.Errorf("the alert that ended the run (%q) quotes %+v; want rank %d", r.Ended, root, c.rank)
