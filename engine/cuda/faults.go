@@ -13,7 +13,8 @@ import (
 
 // On real GPUs the backend injects the faults it can make honestly by holding back a rank's host
 // thread (fault.OnRealGPUs): a host slow to launch waits its delay before each launch, and a rank
-// that hangs before a collective never launches it. New refuses the others, naming each and why.
+// that hangs before an NCCL op (a collective, a send or a receive: fault.HangTarget) never
+// launches it. New refuses the others, naming each and why.
 
 // bindFaults checks fs against the topology and what real GPUs allow, and lists each rank's.
 func bindFaults(fs []fault.Fault, topo engine.Topology) ([][]fault.Fault, error) {

@@ -1,7 +1,8 @@
 // Package fault describes the faults a run can inject into the simulated cluster: a degraded or
 // flapping NIC, a slow NVLink port, a throttled GPU, a host slow to launch, PCIe trained down a
-// generation, a rank that hangs before or inside a collective, a rank that never joins its
-// communicator and, on a topology with a rail fabric, a leaf switch's ports to the spines degraded.
+// generation, a rank that hangs before or inside an NCCL op (a collective, a send or a receive), a
+// rank that never joins its communicator and, on a topology with a rail fabric, a leaf switch's
+// ports to the spines degraded.
 // A fault is written as a comma-separated list of key=value pairs (the --fault flag) or as a
 // mapping in a scenario file's `faults:` list; both go through Parse.
 package fault
