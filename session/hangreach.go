@@ -20,6 +20,7 @@ type hangReach struct {
 	faults []fault.Fault
 	dev    []int32           // each fault's rank
 	seen   []map[string]bool // each fault's ops posted from its onset on
+	busy   []bool            // each fault's rank ran anything (an op) from its onset on
 }
 
 // newHangReach watches the hang faults of faults on topo; nil when there are none.
@@ -37,6 +38,7 @@ func newHangReach(faults []fault.Fault, topo engine.Topology) *hangReach {
 		r.faults = append(r.faults, f)
 		r.dev = append(r.dev, int32(f.Device(topo)))
 		r.seen = append(r.seen, map[string]bool{})
+		r.busy = append(r.busy, false)
 	}
 	if len(r.faults) == 0 {
 		return nil
@@ -46,6 +48,18 @@ func newHangReach(faults []fault.Fault, topo engine.Topology) *hangReach {
 
 // Emit notes e's op if it is an NCCL op a hang fault's rank posted from the fault's onset on.
 func (r *hangReach) Emit(e *timeline.Event) {
+	if !e.Kind.IsBusy() {
+		return
+	}
+	posted := e.Start
+	if e.Queued > 0 {
+		posted = e.Queued
+	}
+	for i := range r.faults {
+		if r.dev[i] == e.Device && r.faults[i].Active(posted) {
+			r.busy[i] = true
+		}
+	}
 	var name string
 	switch e.Kind {
 	case timeline.KindCollective:
@@ -57,10 +71,6 @@ func (r *hangReach) Emit(e *timeline.Event) {
 	default:
 		return
 	}
-	posted := e.Start
-	if e.Queued > 0 {
-		posted = e.Queued
-	}
 	for i := range r.faults {
 		if r.dev[i] == e.Device && r.faults[i].Active(posted) {
 			r.seen[i][name] = true
@@ -70,7 +80,8 @@ func (r *hangReach) Emit(e *timeline.Event) {
 
 // warnings says which hang faults never took effect in a run that completed (a hang that took
 // effect ends the run early: the watchdog or a deadlock), among those that began before its end
-// (ns; the later ones are unreachedFaults').
+// (ns; the later ones are unreachedFaults'). A rank that ran nothing at all from the onset on is
+// left to faultReach's warning (its GPU idle all the while), so as not to say it twice.
 func (r *hangReach) warnings(completed bool, end int64) []string {
 	if r == nil || !completed {
 		return nil
@@ -78,10 +89,10 @@ func (r *hangReach) warnings(completed bool, end int64) []string {
 	var out []string
 	for i := range r.faults {
 		f := &r.faults[i]
-		if f.At > end {
+		if f.At > end || !r.busy[i] {
 			continue
 		}
-		ran := "no NCCL op"
+		ran := "no NCCL op (only other work)"
 		if len(r.seen[i]) > 0 {
 			names := make([]string, 0, len(r.seen[i]))
 			for n := range r.seen[i] {

@@ -24,6 +24,8 @@ func TestHangOnPipelineStage(t *testing.T) {
 		{"pipeline", "kind=hang,rank=4,coll=recv,at=1.1s", 4, "", false},
 		{"pipeline", "kind=hang,rank=4,coll=all_reduce,at=1.1s", -1, "posted no all_reduce from its onset (1.1s) to the run's end; it posted: recv, send", false},
 		{"llm-train", "kind=hang,host=0,gpu=3,coll=all_reduce,at=1.1s", -1, "rank 3 (host 0 GPU 3) posted no all_reduce", false},
+		// A GPU the pipeline leaves idle: said once, by faultReach ("cannot show"), not here.
+		{"pipeline", "kind=hang,host=1,gpu=3,at=1.1s", -1, "", false},
 	} {
 		t.Run(c.scenario+"/"+c.spec, func(t *testing.T) {
 			f, err := fault.Parse(c.spec)
