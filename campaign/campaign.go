@@ -217,7 +217,7 @@ func healthy(ctx context.Context, cfg *Config, seed int64) (Trial, error) {
 // reference, so that one healthy step precedes it) and severity.
 func Draw(seed int64, topo engine.Topology, kinds []fault.Kind, stepEnds []int64) fault.Fault {
 	rng := rand.New(rand.NewSource(seed))
-	f := fault.Fault{Kind: kinds[rng.Intn(len(kinds))], Host: rng.Intn(topo.Hosts), GPU: -1, NIC: -1, AnyColl: true}
+	f := fault.Fault{Kind: kinds[rng.Intn(len(kinds))], Host: rng.Intn(topo.Hosts), GPU: -1, NIC: -1}
 	s0, s1 := stepEnds[0], stepEnds[1]
 	f.At = s0 + rng.Int63n(max(s1-s0, 1))
 	switch f.Kind {

@@ -313,6 +313,8 @@ func TestUnshownKinds(t *testing.T) {
 		{"llm-train", nil, "[pcie_gen (it moves nothing over PCIe)]", true},
 		{"allreduce-sweep", nil, "[gpu_slow (it runs no kernels) pcie_gen (it moves nothing over PCIe)]", true},
 		{"llm-train", []fault.Kind{fault.PCIeGen, fault.NICSlow}, "[pcie_gen (it moves nothing over PCIe)]", false},
+		// Its stages only send and receive: a hang stops one at its next send or receive.
+		{"pipeline", []fault.Kind{fault.Hang, fault.PCIeGen}, "[pcie_gen (it moves nothing over PCIe)]", false},
 	} {
 		t.Run(fmt.Sprint(c.scenario, c.kinds), func(t *testing.T) {
 			f, err := scenario.Builtin(c.scenario)

@@ -8,10 +8,11 @@ import (
 )
 
 // shows is what a healthy run exercised, by which a fault kind can change it: the link classes
-// that carried bytes, kernels, collectives and communicator creations.
+// that carried bytes, kernels, NCCL ops (collectives, sends and receives) and communicator
+// creations.
 type shows struct {
-	links                    [timeline.NumPeaks + 1]bool // device link classes, then LinkFabric
-	kernels, colls, commInit bool
+	links                   [timeline.NumPeaks + 1]bool // device link classes, then LinkFabric
+	kernels, nccl, commInit bool
 }
 
 func (s *shows) add(e *timeline.Event) {
@@ -27,8 +28,8 @@ func (s *shows) add(e *timeline.Event) {
 		}
 	case timeline.KindKernel:
 		s.kernels = true
-	case timeline.KindCollective:
-		s.colls = true
+	case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
+		s.nccl = true // a hang stops a rank at its next collective, or send or receive (fault.HangNext)
 	case timeline.KindCommInit:
 		s.commInit = true
 	}
@@ -54,8 +55,8 @@ func (s *shows) cannot(k fault.Kind) string {
 			return "it runs no kernels"
 		}
 	case fault.Hang:
-		if !s.colls {
-			return "it runs no collectives"
+		if !s.nccl {
+			return "it runs no collectives, sends or receives"
 		}
 	case fault.MissingRank:
 		if !s.commInit {

@@ -72,10 +72,13 @@ type Client struct {
 	pool  *RecvPool
 	coll  *CollMem
 
-	streams   []streamInfo // indexed by StreamID
-	xferStrm  []StreamID   // per device: stream for transfers (D2DPriority)
-	compStrm  []StreamID   // per device: default compute stream
-	nextOp    uint64
+	streams  []streamInfo // indexed by StreamID
+	xferStrm []StreamID   // per device: stream for transfers (D2DPriority)
+	compStrm []StreamID   // per device: default compute stream
+	nextOp   uint64
+	// xfers holds the op id of each SendBuffers/ReceiveBuffers half posted whose other half is
+	// not yet (transferID): at most the transfers in flight.
+	xfers     map[xferKey]xferHalf
 	nextGroup uint32
 	nextBar   uint32
 	nextBuf   uint32
@@ -113,6 +116,7 @@ func NewClient(b Backend, sink timeline.Sink, opts Options) *Client {
 		compStrm: make([]StreamID, n),
 		groupOps: make([][]StreamOp, n),
 		seen:     make([]uint32, n),
+		xfers:    map[xferKey]xferHalf{},
 	}
 	c.fast, _ = b.(Launcher)
 	c.pool = newRecvPool(n, opts.RecvPoolSlots, opts.RecvPoolSlotBytes, &c.nextBuf)
@@ -593,7 +597,7 @@ func (c *Client) SendBuffers(key uint64, bufs []*Buffer, dsts []DeviceID) ([]*Fu
 		} else {
 			c.HostWait(b.Device, b.Def)
 		}
-		f, err := c.Send(s, dsts[i], b.Bytes, transferID(key, i))
+		f, err := c.Send(s, dsts[i], b.Bytes, c.transferID(key, i, true))
 		if err != nil {
 			return nil, err
 		}
@@ -619,7 +623,7 @@ func (c *Client) ReceiveBuffers(key uint64, dst DeviceID, sizes []int64, srcs []
 			return nil, err
 		}
 		buf, _ := c.pool.get(dst, n)
-		f, err := c.Recv(s, srcs[i], n, transferID(key, i))
+		f, err := c.Recv(s, srcs[i], n, c.transferID(key, i, false))
 		if err != nil {
 			c.pool.Release(buf)
 			return nil, err
@@ -639,7 +643,32 @@ func (c *Client) NewBuffer(dev DeviceID, n int64, def EventID) *Buffer {
 	return &Buffer{ID: c.nextBuf, Kind: MemDevice, Device: dev, Bytes: n, Def: def}
 }
 
-func transferID(key uint64, i int) uint64 { return key<<16 | uint64(i) }
+// xferKey is the i-th buffer of transfer key (SendBuffers, ReceiveBuffers).
+type xferKey struct {
+	key uint64
+	i   int
+}
+
+// xferHalf is the op id given to the first half of a transfer's buffer posted, and which half.
+type xferHalf struct {
+	id   uint64
+	send bool
+}
+
+// transferID is the op id of buffer i of transfer key, a send or a receive: a fresh one from the
+// op counter (NewOpID) for the first half posted, the same for the other half. So a transfer's
+// ops are numbered as every other op is ("send op 3372"), a number a person can say and search
+// for, not the key and index packed into 17 digits.
+func (c *Client) transferID(key uint64, i int, send bool) uint64 {
+	k := xferKey{key, i}
+	if h, ok := c.xfers[k]; ok && h.send != send {
+		delete(c.xfers, k)
+		return h.id
+	}
+	id := c.NewOpID()
+	c.xfers[k] = xferHalf{id: id, send: send}
+	return id
+}
 
 // Run executes everything queued so far; see Backend.Run.
 func (c *Client) Run(ctx context.Context) error {

@@ -119,6 +119,7 @@ type Prepared struct {
 	recorder *recordings.Recorder
 	exporter *otel.Exporter
 	progress progress
+	hangs    *hangReach // with the analyzer, when a hang fault is injected
 }
 
 // Prepare resolves cfg. Extra sinks receive every event besides the store.
@@ -177,6 +178,11 @@ func Prepare(cfg Config, sinks ...timeline.Sink) (*Prepared, error) {
 	}
 	fan.sinks = append(fan.sinks, sinks...)
 	fan.sinks = append(fan.sinks, &p.progress)
+	if p.analyzer != nil {
+		if p.hangs = newHangReach(p.faults, topo); p.hangs != nil {
+			fan.sinks = append(fan.sinks, p.hangs)
+		}
+	}
 	if cfg.NVML {
 		fan.inbox = &inbox{strs: strs}
 		if cfg.Epoch.IsZero() {
@@ -410,6 +416,7 @@ func (p *Prepared) Report(o Outcome) *report.Report {
 	}
 	res := p.analyzer.Result(p.strs)
 	if res.Events > 0 {
+		run.Warnings = append(run.Warnings, p.hangs.warnings(o.Ended == nil, res.FirstNs+res.DurationNs)...)
 		run.Warnings = append(run.Warnings, unreachedFaults(p.faults, res.FirstNs+res.DurationNs)...)
 		run.Warnings = append(run.Warnings, p.reach.warnings(res.FirstNs+res.DurationNs)...)
 	}

@@ -59,6 +59,9 @@ type hangGroup struct {
 	// missing are the members that never entered it (up to maxMissing); missingN counts them all.
 	missing  []int32
 	missingN int
+	// holder+1 is the rank of the two stuck inside a send/receive that holds it (p2pHolders); 0:
+	// not known.
+	holder int32
 }
 
 // Pending looks at what is in flight at time now (a source's InFlight: ops under way, peer waits,
@@ -93,6 +96,7 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 	// same hang (its ranks posted them ahead, as NCCL lets them), reported once until it moves.
 	slices.SortStableFunc(hung, func(a, b uint64) int { return cmp.Compare(groups[a].oldest, groups[b].oldest) })
 	d.link(groups, hung)
+	p2pHolders(groups, hung)
 	added := d.deadlocks(groups, hung, ops, thr)
 	// A rank waiting in (or stuck inside) one hung op is the reason it never entered another:
 	// only the ops that ranks not waiting anywhere never entered are the root of a hang (Flight
@@ -127,6 +131,10 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 			continue
 		}
 		f := d.hangFinding(g, g.thr, initing)
+		if i, ok := d.rankHangs[f.Rank]; ok && g.holder > 0 {
+			d.hung[op] = i // the same rank holds another transfer: one finding
+			continue
+		}
 		if i, ok := d.missingRank(&f, initing); ok {
 			// The same missing rank: one finding, which counts the ops waiting on it.
 			d.hung[op] = i
@@ -155,6 +163,36 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 		added = append(added, f)
 	}
 	return added
+}
+
+// p2pHolders sets the holder of each hung send/receive whose two ranks are both stuck inside it
+// (none waiting) where just one of the two is also stuck inside another such send/receive: a rank
+// hung in its part of transfers (a hang fault of mode in, at a pipeline stage) stalls each it is
+// in, the stage before's and the stage after's, and each of its peers is in one. Which rank of a
+// lone stuck pair holds it stays unknown.
+func p2pHolders(groups map[uint64]*hangGroup, hung []uint64) {
+	stuck := func(g *hangGroup) bool { return g.first.Peer >= 0 && len(g.inside) == 2 && len(g.waiting) == 0 }
+	in := map[int32]int{}
+	for _, op := range hung {
+		if g := groups[op]; stuck(g) {
+			for _, r := range g.inside {
+				in[r]++
+			}
+		}
+	}
+	for _, op := range hung {
+		g := groups[op]
+		if !stuck(g) {
+			continue
+		}
+		a, b := g.inside[0], g.inside[1]
+		switch {
+		case in[a] > 1 && in[b] == 1:
+			g.holder = a + 1
+		case in[b] > 1 && in[a] == 1:
+			g.holder = b + 1
+		}
+	}
 }
 
 // hangLink is what a hung op waits on: its communicator and the members that never entered it.
@@ -446,6 +484,12 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 		if slices.Contains(initing[e.Comm], f.Rank) {
 			f.Kind = MissingRank
 		}
+	case g.holder > 0:
+		// A send/receive stuck with both halves running, one of whose ranks is stuck in another
+		// with another peer, its peers each in one: the rank they share holds them.
+		f.Rank = g.holder - 1
+		f.Host = d.hostOf(f.Rank)
+		f.Confidence = 1
 	case len(g.inside) > 0:
 		// Every rank entered it and none finished: which of them holds it is not in the
 		// events (a stalled transfer stops them all alike). Their host, when they share one.
@@ -472,6 +516,9 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 		parts = append(parts, "no rank is missing from it")
 	default:
 		parts = append(parts, "no member is known to be missing")
+	}
+	if g.holder > 0 {
+		parts = append(parts, fmt.Sprintf("rank %d is stuck inside another send/receive too, with another peer, while its peers are each in one: it holds them", f.Rank))
 	}
 	f.Evidence = what + ": " + strings.Join(parts, "; ")
 	if f.Kind == MissingRank {

@@ -252,3 +252,41 @@ func TestDeadlockPastEndedCap(t *testing.T) {
 		})
 	}
 }
+
+// xfer is a send from src to dst and its receive, op on communicator 4, both running since at.
+func xfer(at int64, src, dst int32, op uint64) []timeline.Event {
+	return []timeline.Event{{Kind: timeline.KindSend, Start: at, End: at + ms, Device: src, Peer: dst, Op: op, Comm: 4},
+		{Kind: timeline.KindRecv, Start: at, End: at + ms, Device: dst, Peer: src, Op: op, Comm: 4}}
+}
+
+// A pipeline stage hung in its part of transfers (a hang of mode in) stalls its receive from the
+// stage before and its send to the stage after, both halves of each running: the rank both share
+// holds them, one finding names it. A lone stuck transfer's holder stays unknown.
+func TestPendingP2PHolder(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		inflight []timeline.Event
+		rank     int32
+	}{
+		{"stage 1 of 0–1–2", append(xfer(1000*ms, 0, 1, 26), xfer(1000*ms, 1, 2, 24)...), 1},
+		{"the first stage's send", xfer(1000*ms, 0, 1, 26), -1},
+		{"two stages' transfers, no rank shared", append(xfer(1000*ms, 0, 1, 26), xfer(1000*ms, 2, 3, 24)...), -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := comm7()
+			got := s.d.Pending(2100*ms, c.inflight)
+			var ranks []int32
+			for _, f := range got {
+				if f.Kind == Hang {
+					ranks = append(ranks, f.Rank)
+				}
+			}
+			if c.rank >= 0 && (len(ranks) != 1 || ranks[0] != c.rank || got[0].Confidence != 1 || !strings.Contains(got[0].Evidence, "it holds them")) {
+				t.Fatalf("%+v; want one hang naming rank %d", got, c.rank)
+			}
+			if c.rank < 0 && (len(ranks) == 0 || slices.ContainsFunc(ranks, func(r int32) bool { return r >= 0 })) {
+				t.Fatalf("%+v; want hangs naming no rank", got)
+			}
+		})
+	}
+}

@@ -167,6 +167,9 @@ type Backend struct {
 	running running // the ops running on the GPUs, as InFlight reads them
 
 	rankFaults [][]fault.Fault // by rank: the faults acting on its host thread
+	// collPosted[r] is whether rank r's host thread has posted a collective (with rankFaults;
+	// each written by its rank's host thread only).
+	collPosted []bool
 }
 
 // barrier is one barrier instance: each rank's stream records an event where it arrives, and every
@@ -196,7 +199,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Backend, erro
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{rankFaults: rankFaults, cfg: cfg, topo: cfg.Topology, fit: cfg.Fit, sink: sink, strs: strs, streams: make([]streamState, 1),
+	b := &Backend{rankFaults: rankFaults, collPosted: make([]bool, len(rankFaults)), cfg: cfg, topo: cfg.Topology, fit: cfg.Fit, sink: sink, strs: strs, streams: make([]streamState, 1),
 		queues: make([][]engine.Command, cfg.Topology.Devices()), comms: map[uint32]*commState{},
 		watchdog: 10 * time.Second, anchorEvery: cmp.Or(cfg.AnchorEvery, defaultAnchorEvery), barriers: map[uint64]*barrier{}, pairs: map[pairKey]*pair{}, graphs: map[graphKey]*rankGraph{}}
 	runtime.LockOSThread()

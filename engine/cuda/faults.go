@@ -13,7 +13,8 @@ import (
 
 // On real GPUs the backend injects the faults it can make honestly by holding back a rank's host
 // thread (fault.OnRealGPUs): a host slow to launch waits its delay before each launch, and a rank
-// that hangs before a collective never launches it. New refuses the others, naming each and why.
+// that hangs before an NCCL op (a collective, a send or a receive: fault.HangTarget) never
+// launches it. New refuses the others, naming each and why.
 
 // bindFaults checks fs against the topology and what real GPUs allow, and lists each rank's.
 func bindFaults(fs []fault.Fault, topo engine.Topology) ([][]fault.Fault, error) {
@@ -63,13 +64,18 @@ func (b *Backend) delayLaunch(ctx context.Context, rank engine.DeviceID) error {
 	return nil
 }
 
-// hangs reports whether rank's host thread hangs, now, before op.
+// hangs reports whether rank's host thread hangs, now, before op. Called on rank's host thread
+// only (it notes there whether the rank has posted a collective: fault.HangNext).
 func (b *Backend) hangs(rank engine.DeviceID, op *engine.StreamOp) bool {
 	now := b.Now()
-	for i := range b.faultsOf(rank) {
-		if f := &b.rankFaults[rank][i]; f.Kind == fault.Hang && f.Active(now) && f.HangsAt(op) {
+	fs := b.faultsOf(rank)
+	for i := range fs {
+		if f := &fs[i]; f.Kind == fault.Hang && f.Active(now) && f.HangsAt(op, b.collPosted[rank]) {
 			return true
 		}
+	}
+	if len(fs) > 0 && !b.collPosted[rank] {
+		b.collPosted[rank] = fault.PostsCollective(op)
 	}
 	return false
 }

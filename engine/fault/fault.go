@@ -1,7 +1,8 @@
 // Package fault describes the faults a run can inject into the simulated cluster: a degraded or
 // flapping NIC, a slow NVLink port, a throttled GPU, a host slow to launch, PCIe trained down a
-// generation, a rank that hangs before or inside a collective, a rank that never joins its
-// communicator and, on a topology with a rail fabric, a leaf switch's ports to the spines degraded.
+// generation, a rank that hangs before or inside an NCCL op (a collective, a send or a receive), a
+// rank that never joins its communicator and, on a topology with a rail fabric, a leaf switch's
+// ports to the spines degraded.
 // A fault is written as a comma-separated list of key=value pairs (the --fault flag) or as a
 // mapping in a scenario file's `faults:` list; both go through Parse.
 package fault
@@ -31,7 +32,7 @@ const (
 	GPUSlow          // a GPU's kernels take 1/factor as long (thermal or power throttling)
 	HostSlow         // a GPU's host thread pays delay more per launch (CPU contention)
 	PCIeGen          // a GPU's PCIe link trained one generation down: half its bandwidth
-	Hang             // a rank hangs at its next collective (of op coll, if named) after at: before it (never posts it) or in it
+	Hang             // a rank hangs at its next NCCL op (of op coll, if named; Target) after at: before it (never posts it) or in it
 	MissingRank      // a rank never joins a communicator: its initialisation never completes
 	FabricSlow       // a leaf switch's ports to the spines move factor of their rate: needs a rail fabric
 )
@@ -76,16 +77,64 @@ type Fault struct {
 	NIC    int
 	Group  int
 	Rail   int
-	Factor float64 // the fraction of the healthy rate left (links, GPU); the down level (nic_flap)
-	At     int64   // onset, ns of simulated time
-	For    int64   // how long it lasts; 0: to the end of the run
-	Period int64   // nic_flap: a down and an up half
-	Delay  int64   // host_slow: added host time per launch
-	Coll   timeline.CollOp
-	// AnyColl is true when a hang names no collective op: the rank's next collective hangs.
-	AnyColl bool
+	Factor float64         // the fraction of the healthy rate left (links, GPU); the down level (nic_flap)
+	At     int64           // onset, ns of simulated time
+	For    int64           // how long it lasts; 0: to the end of the run
+	Period int64           // nic_flap: a down and an up half
+	Delay  int64           // host_slow: added host time per launch
+	Coll   timeline.CollOp // a hang's collective, when Target is HangColl
+	// Target is the op a hang stops at: the default rule, a collective (Coll), sends, receives
+	// or any NCCL op.
+	Target HangTarget
 	// Mode is where a hang stops the rank: before the collective (it never posts it) or in it.
 	Mode HangMode
+}
+
+// HangTarget is which of a rank's NCCL ops a hang stops at: the first of that kind it reaches
+// from the fault's onset on (its `coll` key).
+type HangTarget uint8
+
+// Hang targets.
+const (
+	// HangNext (no coll): the rank's next collective; a rank that has posted no collective
+	// before it reaches a send or receive after the onset (a pipeline stage that only sends and
+	// receives) hangs at that send or receive instead. A rank that has run collectives keeps
+	// hanging at its next collective, so a data-parallel job's pipeline sends do not take the hang.
+	HangNext     HangTarget = iota
+	HangColl                // coll=<collective>: the next collective of op Coll
+	HangSend                // coll=send: the next send
+	HangRecv                // coll=recv: the next receive
+	HangSendRecv            // coll=send_recv: the next send or receive
+	HangAnyOp               // coll=any: the next NCCL op of any kind (collective, send or receive)
+)
+
+var targetNames = map[HangTarget]string{HangSend: "send", HangRecv: "recv", HangSendRecv: "send_recv", HangAnyOp: "any"}
+
+// TargetName is how a hang's coll key names its target ("" for the default).
+func (f *Fault) TargetName() string {
+	if f.Target == HangColl {
+		return f.Coll.String()
+	}
+	return targetNames[f.Target]
+}
+
+// parseTarget reads a hang's coll key: a collective's name, send, recv, send_recv or any.
+func parseTarget(v string) (HangTarget, timeline.CollOp, bool) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "send":
+		return HangSend, 0, true
+	case "recv", "receive":
+		return HangRecv, 0, true
+	case "send_recv", "sendrecv", "p2p":
+		return HangSendRecv, 0, true
+	case "any", "nccl":
+		return HangAnyOp, 0, true
+	}
+	c, ok := timeline.ParseCollOp(v)
+	if !ok || c == timeline.CollSendRecv {
+		return 0, 0, false
+	}
+	return HangColl, c, true
 }
 
 // HangMode is where a hung rank stops.
@@ -180,8 +229,8 @@ func (f Fault) String() string {
 	if f.Kind == HostSlow {
 		fmt.Fprintf(&b, ",delay=%v", time.Duration(f.Delay))
 	}
-	if f.Kind == Hang && !f.AnyColl {
-		b.WriteString(",coll=" + f.Coll.String())
+	if f.Kind == Hang && f.Target != HangNext {
+		b.WriteString(",coll=" + f.TargetName())
 	}
 	if f.Kind == Hang && f.Mode != HangBefore {
 		b.WriteString(",mode=" + f.Mode.String())
@@ -233,7 +282,7 @@ func Parse(spec string) (Fault, error) {
 // FromMap builds a fault from its keys and values (order: the keys as written, for errors that
 // name the first unknown one).
 func FromMap(kv map[string]string, order []string) (Fault, error) {
-	f := Fault{Host: -1, GPU: -1, NIC: -1, AnyColl: true}
+	f := Fault{Host: -1, GPU: -1, NIC: -1}
 	kn, ok := kv["kind"]
 	if !ok {
 		return f, fmt.Errorf("kind is missing (one of %s)", strings.Join(Kinds(), ", "))
@@ -333,18 +382,18 @@ func FromMap(kv map[string]string, order []string) (Fault, error) {
 		return f, fmt.Errorf("host_slow needs a positive delay (the host time added to each launch)")
 	}
 	if v, ok := kv["coll"]; ok {
-		c, ok := timeline.ParseCollOp(v)
+		t, c, ok := parseTarget(v)
 		if !ok {
-			return f, fmt.Errorf("coll %q is not a collective (all_reduce, all_gather, reduce_scatter, ...)", v)
+			return f, fmt.Errorf("coll %q is not an NCCL op (a collective: all_reduce, all_gather, reduce_scatter, all_to_all, ragged_all_to_all, broadcast, reduce; or send, recv, send_recv, any)", v)
 		}
-		f.Coll, f.AnyColl = c, false
+		f.Target, f.Coll = t, c
 	}
 	switch v := kv["mode"]; v {
 	case "", "before":
 	case "in":
 		f.Mode = HangIn
 	default:
-		return f, fmt.Errorf("mode %q is not a hang mode (before: the rank never posts the collective; in: it posts it and never finishes)", v)
+		return f, fmt.Errorf("mode %q is not a hang mode (before: the rank never posts the op; in: it posts it and never finishes)", v)
 	}
 	return f, nil
 }
@@ -413,13 +462,48 @@ func (f *Fault) OnRealGPUs() error {
 	return fmt.Errorf("%s: %w: %s", f.Kind, ErrNotOnRealGPUs, why)
 }
 
-// HangsAt reports whether op is (or, a group, holds) the collective a hang fault names.
-func (f *Fault) HangsAt(op *engine.StreamOp) bool {
-	if op.Kind == engine.OpCollective {
-		return f.AnyColl || op.Coll == f.Coll
+// HangsAt reports whether op is (or, a group, holds) the op a hang fault stops at. collBefore
+// says whether the rank has posted a collective before op: under the default rule (HangNext) a
+// rank that has not hangs at a send or receive too.
+func (f *Fault) HangsAt(op *engine.StreamOp, collBefore bool) bool {
+	switch op.Kind {
+	case engine.OpCollective:
+		switch f.Target {
+		case HangNext, HangAnyOp:
+			return true
+		case HangColl:
+			return op.Coll == f.Coll
+		}
+		return false
+	case engine.OpSend, engine.OpRecv:
+		switch f.Target {
+		case HangNext:
+			return !collBefore
+		case HangAnyOp, HangSendRecv:
+			return true
+		case HangSend:
+			return op.Kind == engine.OpSend
+		case HangRecv:
+			return op.Kind == engine.OpRecv
+		}
+		return false
 	}
 	for i := range op.Parts {
-		if f.HangsAt(&op.Parts[i]) {
+		if f.HangsAt(&op.Parts[i], collBefore) {
+			return true
+		}
+	}
+	return false
+}
+
+// PostsCollective reports whether op is (or, a group, holds) a collective: once a rank has posted
+// one, the default hang rule keeps to collectives (HangNext).
+func PostsCollective(op *engine.StreamOp) bool {
+	if op.Kind == engine.OpCollective {
+		return true
+	}
+	for i := range op.Parts {
+		if PostsCollective(&op.Parts[i]) {
 			return true
 		}
 	}

@@ -12,7 +12,8 @@ import (
 // exactly those links from the fault's onset (the links' components are re-solved then, so only
 // the flows crossing them slow down), as does a leaf switch's ports to the spines degraded (the
 // flows between rail groups that cross them); a throttled GPU's kernels take longer; a slow host pays more
-// for each launch; a hung rank's host thread stops at the collective it never posts; a missing
+// for each launch; a hung rank's host thread stops at the op it never posts (or its part of the op
+// never finishes); a missing
 // rank's communicator initialisation never completes.
 
 // faults is the simulator's fault state; its per-device slices are nil when no fault needs them,
@@ -25,6 +26,9 @@ type faults struct {
 	byDev [][]int32
 	// links[i] are the links fault i changes.
 	links [][]int32
+	// collPosted[d] is whether device d's host thread has posted a collective (with byDev): a
+	// hang of the default rule (fault.HangNext) stops a rank that has not at a send or receive.
+	collPosted []bool
 }
 
 // setFaults binds fs to the topology and schedules their link changes.
@@ -55,6 +59,7 @@ func (s *Sim) setFaults(fs []fault.Fault) error {
 		default:
 			if fl.byDev == nil {
 				fl.byDev = make([][]int32, len(s.hosts))
+				fl.collPosted = make([]bool, len(s.hosts))
 			}
 			for _, d := range f.Devices(s.topo) {
 				fl.byDev[d] = append(fl.byDev[d], int32(i))
@@ -158,12 +163,14 @@ func (s *Sim) launchDelay(d int32) int64 {
 	return x
 }
 
-// stuck reports whether device d's host thread stops for ever at cmd: a hung rank at the
-// collective it never posts, a missing rank at its communicator's initialisation.
+// stuck reports whether device d's host thread stops for ever at cmd: a hung rank at the op it
+// never posts, a missing rank at its communicator's initialisation. A launch that goes on is
+// noted if it posts a collective (faults.collPosted).
 func (s *Sim) stuck(d int32, cmd *hostCmd) bool {
 	if s.flt.byDev == nil {
 		return false
 	}
+	launch := cmd.Kind == engine.CmdLaunch || cmd.Kind == engine.CmdBatch
 	for _, i := range s.flt.byDev[d] {
 		f := &s.flt.list[i]
 		if !f.Active(s.now) {
@@ -172,9 +179,13 @@ func (s *Sim) stuck(d int32, cmd *hostCmd) bool {
 		switch {
 		case f.Kind == fault.MissingRank && cmd.Kind == engine.CmdCommInit:
 			return true
-		case f.Kind == fault.Hang && f.Mode == fault.HangBefore && (cmd.Kind == engine.CmdLaunch || cmd.Kind == engine.CmdBatch) && s.hangsAt(f, &s.op(cmd.ref).op):
+		case f.Kind == fault.Hang && f.Mode == fault.HangBefore && launch && s.hangsAt(f, engine.DeviceID(d), &s.op(cmd.ref).op):
 			return true
 		}
+	}
+	if launch && len(s.flt.byDev[d]) > 0 && !s.flt.collPosted[d] {
+		op := s.op(cmd.ref).op.streamOp()
+		s.flt.collPosted[d] = fault.PostsCollective(&op)
 	}
 	return false
 }
@@ -190,7 +201,25 @@ func (s *Sim) stalls(ii int32) bool {
 	for _, x := range s.instPool[ii].ops {
 		o := s.op(x)
 		for _, i := range s.flt.byDev[o.op.Device] {
-			if f := &s.flt.list[i]; f.Kind == fault.Hang && f.Mode == fault.HangIn && f.Active(s.now) && s.hangsAt(f, &o.op) {
+			if f := &s.flt.list[i]; f.Kind == fault.Hang && f.Mode == fault.HangIn && f.Active(s.now) && s.hangsAt(f, o.op.Device, &o.op) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stallsP2P reports whether the matched send snd and receive rcv hold a rank hung in one of them
+// (a hang fault of mode in, in effect now, naming a send or receive): that rank's part never
+// finishes, so neither does the transfer; both ops stay running, matched, for ever.
+func (s *Sim) stallsP2P(snd, rcv int32) bool {
+	if s.flt.byDev == nil {
+		return false
+	}
+	for _, x := range [2]int32{snd, rcv} {
+		o := s.op(x)
+		for _, i := range s.flt.byDev[o.op.Device] {
+			if f := &s.flt.list[i]; f.Kind == fault.Hang && f.Mode == fault.HangIn && f.Active(s.now) && s.hangsAt(f, o.op.Device, &o.op) {
 				return true
 			}
 		}

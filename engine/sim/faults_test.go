@@ -280,6 +280,79 @@ func TestHangInCollective(t *testing.T) {
 	}
 }
 
+// A hang applies to sends and receives: a rank that only sends and receives hangs at its next
+// one by default (it has posted no collective), and coll=send, recv, send_recv and any name them;
+// a rank that has posted a collective keeps hanging at its next collective by default, so its
+// sends go through. Rank 1 receives from rank 0 and sends to rank 2 (a pipeline stage).
+func TestHangAtSendRecv(t *testing.T) {
+	for _, c := range []struct {
+		spec     string
+		collPrev bool // rank 1 runs an all-reduce with rank 3 first
+		wdRank   int  // the rank the watchdog names missing; -1: the run ends without an alert
+		deadlock bool // the run ends as a deadlock (mode=in: no rank waits for a peer)
+	}{
+		{spec: "kind=hang,rank=1", wdRank: 1},
+		{spec: "kind=hang,rank=1,coll=recv", wdRank: 1},
+		{spec: "kind=hang,rank=1,coll=send", wdRank: 1},
+		{spec: "kind=hang,rank=1,coll=send_recv", wdRank: 1},
+		{spec: "kind=hang,rank=1,coll=any", wdRank: 1},
+		// In its receive from rank 0: its send, queued behind it, is never posted.
+		{spec: "kind=hang,rank=1,mode=in", wdRank: 1},
+		// In its send to rank 2: both halves posted, neither completes: nothing waits for a peer.
+		{spec: "kind=hang,rank=1,coll=send,mode=in", deadlock: true, wdRank: -1},
+		{spec: "kind=hang,rank=1,coll=all_gather", wdRank: -1},
+		{spec: "kind=hang,rank=1,at=1s", collPrev: true, wdRank: -1},
+	} {
+		cl, store, _, _ := faultSimulator(t, "h100x8", c.spec)
+		if c.collPrev {
+			if _, err := cl.Collective(timeline.CollAllReduce, []engine.DeviceID{1, 3}, 1<<20, "ar"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var st [3]engine.StreamID
+		for d := range st {
+			st[d], _ = cl.NewStream(engine.DeviceID(d), engine.PriorityNormal)
+		}
+		for _, p := range []struct {
+			dev, peer engine.DeviceID
+			send      bool
+			id        uint64
+		}{{0, 1, true, 1}, {1, 0, false, 1}, {1, 2, true, 2}, {2, 1, false, 2}} {
+			var err error
+			if p.send {
+				_, err = cl.Send(st[p.dev], p.peer, 1<<20, p.id)
+			} else {
+				_, err = cl.Recv(st[p.dev], p.peer, 1<<20, p.id)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := cl.Run(context.Background())
+		var wd *engine.WatchdogError
+		var dl *engine.DeadlockError
+		switch {
+		case c.wdRank >= 0:
+			if !errors.As(err, &wd) || int(wd.Peer) != c.wdRank {
+				t.Errorf("%s: run ended with %v; want the watchdog naming rank %d as never posting its half", c.spec, err, c.wdRank)
+			}
+		case c.deadlock:
+			if !errors.As(err, &dl) {
+				t.Errorf("%s: run ended with %v; want a deadlock (its transfer never moves)", c.spec, err)
+			}
+			for _, e := range store.Events() {
+				if e.Kind == timeline.KindSend && e.Device == 1 {
+					t.Errorf("%s: rank 1's send completed; want it stuck", c.spec)
+				}
+			}
+		default:
+			if err != nil {
+				t.Errorf("%s: the sends stopped: %v; want them through", c.spec, err)
+			}
+		}
+	}
+}
+
 // Faults out of the topology's range are refused when the simulator is built.
 func TestFaultOutOfRange(t *testing.T) {
 	tp, _ := sim.TopologyByName("h100x8x2")

@@ -103,10 +103,11 @@ func opName(o *opSpec) string {
 	return engine.OpName(&op)
 }
 
-// hangsAt reports whether hang fault f stops op (fault.Fault.HangsAt).
-func (s *Sim) hangsAt(f *fault.Fault, o *opSpec) bool {
+// hangsAt reports whether hang fault f stops op on device d (fault.Fault.HangsAt), given the
+// collectives d's host thread has posted so far.
+func (s *Sim) hangsAt(f *fault.Fault, d engine.DeviceID, o *opSpec) bool {
 	op := o.streamOp()
-	return f.HangsAt(&op)
+	return f.HangsAt(&op, s.flt.collPosted[d])
 }
 
 // hostCmd is what a host thread's queue keeps of an engine.Command. A launch's op is not in it:

@@ -42,6 +42,9 @@ func (s *Sim) matchP2P(oi int32) {
 		s.peerWait(x)
 		xo.start = s.now
 	}
+	if s.stallsP2P(snd, rcv) {
+		return // a rank hung in it: its transfer never moves, and its ops never complete
+	}
 	fi := s.newFlow(ownerP2P, snd, so.op.Bytes)
 	s.flows[fi].peer = rcv
 	s.at(s.now+s.p2pRoute(fi, so.op.Device, ro.op.Device), evFlowStart, fi, 0)

@@ -95,12 +95,19 @@ func line(snap *timeline.Snapshot, e *timeline.Event) string {
 // what is the line's last column: the event's title, and for transfers and collectives (whose
 // titles leave it out) their label too, such as NCCL's algorithm or a call's profiler tag, so
 // that `/` finds them by it.
+//
+// Sends, receives, collectives and peer waits carry their op id ("op 7"), the number the watchdog's
+// alert and the findings name ("send op 7 from rank 3 waited …"), so that `/` finds the op's
+// events by it.
 func what(snap *timeline.Snapshot, e *timeline.Event) string {
 	t := e.Title(snap)
 	switch e.Kind {
-	case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
-		if l := snap.Lookup(e.Label); l != "" && e.Label != 0 {
-			return t + " · " + l
+	case timeline.KindCollective, timeline.KindSend, timeline.KindRecv, timeline.KindPeerWait:
+		if e.Op != 0 {
+			t += fmt.Sprintf(" · op %d", e.Op)
+		}
+		if l := snap.Lookup(e.Label); l != "" && e.Label != 0 && e.Kind != timeline.KindPeerWait {
+			t += " · " + l
 		}
 	}
 	return t

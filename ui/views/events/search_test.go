@@ -77,3 +77,25 @@ func TestSearchHeaderCapped(t *testing.T) {
 		})
 	}
 }
+
+// A send's, receive's, collective's and peer wait's line carries the op id the watchdog and the
+// findings name ("send op 7 from rank 3 waited …"), so that `/op 7` finds them; a kernel's has none.
+func TestLineNamesOp(t *testing.T) {
+	win := timeline.NewWindow(1<<10, timeline.NewStrings())
+	for _, e := range []timeline.Event{
+		{Kind: timeline.KindSend, Device: 3, Peer: 11, Op: 7, Start: 1, End: 2},
+		{Kind: timeline.KindRecv, Device: 11, Peer: 3, Op: 7, Start: 1, End: 2},
+		{Kind: timeline.KindPeerWait, Device: 3, Peer: 11, Op: 7, Start: 1, End: 2},
+		{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Device: 0, Peer: -1, Op: 421, Start: 1, End: 2},
+		{Kind: timeline.KindKernel, Device: 0, Peer: -1, Start: 1, End: 2},
+	} {
+		win.Emit(&e)
+	}
+	snap := win.Snapshot()
+	for i, want := range []string{" · op 7", " · op 7", " · op 7", " · op 421", ""} {
+		got := line(&snap, snap.At(snap.Base+int64(i)))
+		if want == "" && strings.Contains(got, " op ") || want != "" && !strings.HasSuffix(got, want) {
+			t.Errorf("event %d: line %q; want it to end %q", i, got, want)
+		}
+	}
+}
