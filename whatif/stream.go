@@ -405,6 +405,9 @@ func (s *Stream) tally(v int, r *Result) {
 	}
 	t.Retimed += r.Retimed
 	t.RetimedP2P += r.RetimedP2P
+	t.FaultedColl += r.FaultedColl
+	t.FaultedP2P += r.FaultedP2P
+	t.Healed += r.Healed
 	t.Scaled += r.Scaled
 	t.ScaledComm += r.ScaledComm
 	for k, n := range r.Kept {
