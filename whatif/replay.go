@@ -35,6 +35,15 @@ type Options struct {
 	// whose kernels ran slower or faster than its peers' keeps that in the ratio, where the
 	// name's mean over every rank would spread it over all of them.
 	ScaleDevice map[DeviceKernel]float64
+	// FromDevice is each kernel name's mean duration (ns) on a device in another trace of the
+	// workload (--kernels-from), looked at before ScaleDevice: a kernel takes it over the mean
+	// duration of the kernels of its name on its device in its own window (a step, as Stream
+	// cuts the trace; the whole trace for Run), times its own. A GPU that slowed down during the
+	// trace (a throttle from 1.1 s on) has its later steps' kernels scaled by their own mean, not
+	// by one mixing the healthy first step's: the trace's mean left them 6.7% slower than the
+	// other trace's and predicted a job 3.6% slower than its healthy run (128 GPUs). ScaleDevice
+	// (the whole trace's ratio) stands in for a name the window's counted kernels do not have.
+	FromDevice map[DeviceKernel]float64
 	// Algo and Proto force NCCL's algorithm and protocol (0: the tuner's choice), as NCCL_ALGO
 	// and NCCL_PROTO do.
 	Algo  timeline.NCCLAlgo
@@ -208,9 +217,10 @@ var ErrOption = errors.New("not a change this trace can take")
 
 // scale scales the duration edges of the kernels o.Scale names.
 func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options, w *window) error {
-	if len(o.Scale) == 0 && len(o.ScaleExact) == 0 && len(o.ScaleDevice) == 0 && len(o.HealGPU) == 0 {
+	if len(o.Scale) == 0 && len(o.ScaleExact) == 0 && len(o.ScaleDevice) == 0 && len(o.HealGPU) == 0 && len(o.FromDevice) == 0 {
 		return nil
 	}
+	here := windowMeans(g, names, o, w)
 	for k, x := range o.Scale {
 		if x < 0 {
 			return fmt.Errorf("--scale-kernel %s=%g: %w: a factor is 0 or more", k, x, ErrOption)
@@ -238,7 +248,14 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options, w *wi
 		if names != nil {
 			name = names.Lookup(g.Event(n).Label)
 		}
-		x, ok := o.ScaleDevice[DeviceKernel{g.Event(n).Device, name}]
+		dk := DeviceKernel{g.Event(n).Device, name}
+		x, ok := 0.0, false
+		if m, in := here[dk]; in && m[1] > 0 && m[0] > 0 {
+			x, ok = o.FromDevice[dk]/(m[0]/m[1]), true
+		}
+		if !ok {
+			x, ok = o.ScaleDevice[dk]
+		}
 		if !ok {
 			x, ok = o.ScaleExact[name]
 		}
@@ -589,4 +606,28 @@ func (o *Options) healFactor(e *timeline.Event) float64 {
 		}
 	}
 	return x
+}
+
+// windowMeans is, for --kernels-from (Options.FromDevice), the total measured duration and count
+// of the kernels and collective parts of each name on each device that this window counts (its
+// own ops, not those kept of earlier windows), as the plan sums them in the other trace: the
+// events' durations.
+func windowMeans(g *depgraph.Graph, names depgraph.Names, o Options, w *window) map[DeviceKernel][2]float64 {
+	if len(o.FromDevice) == 0 || names == nil {
+		return nil
+	}
+	here := map[DeviceKernel][2]float64{}
+	for n := range g.Nodes {
+		e := g.Event(int32(n))
+		if (e.Kind != timeline.KindKernel && e.Kind != timeline.KindCollective) || !w.counts(depgraph.End(int32(n))) {
+			continue
+		}
+		dk := DeviceKernel{e.Device, names.Lookup(e.Label)}
+		if _, ok := o.FromDevice[dk]; !ok {
+			continue
+		}
+		v := here[dk]
+		here[dk] = [2]float64{v[0] + float64(e.Dur()), v[1] + 1}
+	}
+	return here
 }

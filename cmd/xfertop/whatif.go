@@ -139,6 +139,12 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return usageError("--kernels-from %s: no kernel of it is named as one of %s (names are matched exactly): nothing to take", o.from, source)
 		}
 		wo.ScaleDevice = durationRatios(first.deviceMeans(), other.deviceMeans())
+		wo.FromDevice = map[whatif.DeviceKernel]float64{}
+		for k, v := range other.deviceMeans() {
+			if _, ok := wo.ScaleDevice[k]; ok {
+				wo.FromDevice[k] = v[0] / v[1]
+			}
+		}
 	}
 	view := !o.json && !o.headless && interactive(stdout)
 	run, err := replayInput(ctx, pos, o.limits, first, wo, o.describe(wo), view)
