@@ -147,7 +147,11 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	view := !o.json && !o.headless && interactive(stdout)
-	run, err := replayInput(ctx, pos, o.limits, first, wo, o.describe(wo), view)
+	var progress io.Writer
+	if interactive(stderr) {
+		progress = stderr
+	}
+	run, err := replayInput(ctx, pos, o.limits, first, wo, o.describe(wo), view, progress)
 	if errors.Is(err, whatif.ErrOption) {
 		return usageError("%s: %v", source, err)
 	}
