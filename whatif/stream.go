@@ -484,7 +484,7 @@ func (s *Stream) globalPath(g *depgraph.Graph, seqs []int64, p depgraph.Path) de
 		p.Step = s.global[seqs[g.Nodes[p.Step]]]
 	}
 	if !s.params.KeepPathNodes {
-		p.Nodes = nil
+		p.Nodes, p.NodeNs = nil, nil
 		return p
 	}
 	for i, n := range p.Nodes {

@@ -439,7 +439,9 @@ func inputCriticalPath(ctx context.Context, paths []string, limits importLimits,
 		return nil, dataError(fmt.Errorf("%s: dependency graph: %w", strings.Join(paths, ", "), err))
 	}
 	if !hta {
-		p := criticalPath(whatif.Summarize(g.CriticalPaths(nil, nil)))
+		paths := g.CriticalPaths(nil, nil)
+		p := criticalPath(whatif.Summarize(paths))
+		p.Largest = pathLargest(g, paths, in.header.Strings, recordedTopology(in.header.Meta))
 		return &p, nil
 	}
 	var ops depgraph.HostOps
