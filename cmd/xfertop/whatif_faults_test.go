@@ -55,11 +55,17 @@ func TestWhatIfReplaysTheRecordingsFaults(t *testing.T) {
 		}
 	}
 	// --heal names one of the recording's faults; what it cannot take out is refused.
+	slowHost := filepath.Join(dir, "host.xfr")
+	if code, _, errs := runCLI(t, "run", "--headless", "--scenario", "llm-train", "--hosts", "2", "--steps", "2", "--set", "pp=1", "--set", "layers=2",
+		"--fault", "kind=host_slow,host=1,delay=100us", "--record", slowHost); code != exitOK {
+		t.Fatalf("run with a slow host: exit %d: %s", code, errs)
+	}
 	for _, tc := range []struct {
 		rec, heal, want string
 	}{
 		{faulty, "kind=nic_slow,host=6", "no fault of the recording matches it (it has: " + nic + ")"},
 		{healthy, "all", "the recording was made with no fault"},
+		{slowHost, "kind=host_slow", "a slow host's delay lies in the host's gaps between launches, which the replay keeps as measured"},
 	} {
 		code, _, errs := runCLI(t, "whatif", "--headless", tc.rec, "--heal", tc.heal)
 		if code != exitUsage || !strings.Contains(errs, tc.want) {

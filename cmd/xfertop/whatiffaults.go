@@ -106,7 +106,13 @@ func faultList(fs []fault.Fault) string {
 // applyFaults gives the replays their faults: the unchanged one all of the recording's (it
 // reproduces the faulty run), the changed one those --heal leaves (on its topology).
 func applyFaults(wo *whatif.Options, rf runFaults) error {
-	if len(rf.all) == 0 || wo.Recorded.Hosts == 0 {
+	if len(rf.all) == 0 {
+		return nil
+	}
+	if wo.Recorded.Hosts == 0 {
+		if len(rf.healed) > 0 {
+			return usageError("--heal %s: the recording's topology is not a built-in one (or not the one its devices ran on), so the replay cannot model its faults, nor take one out", rf.healed[0])
+		}
 		return nil
 	}
 	var err error

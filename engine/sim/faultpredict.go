@@ -20,6 +20,12 @@ type LinkFaults struct {
 	list  []fault.Fault
 	links [][]int32
 	on    map[int32]bool // every link a fault changes
+	// hosts are the hosts whose GPUs' links a fault changes: a collective with no rank on one
+	// crosses none of them (its flows leave and enter by its ranks' hosts' links), and is not
+	// expanded into flows to find that out. fabric true: a leaf switch's ports are slowed, which
+	// flows between any hosts may cross.
+	hosts  map[int]bool
+	fabric bool
 }
 
 // LinkKind reports whether the simulator models fault kind k as a change of links' rates.
@@ -35,7 +41,7 @@ func LinkKind(k fault.Kind) bool {
 func NewLinkFaults(m Model, topo engine.Topology, fs []fault.Fault) (*LinkFaults, error) {
 	s := &Sim{m: m, topo: topo}
 	s.setFabric(int32(topo.Devices() * linksPerDevice))
-	lf := &LinkFaults{s: s, on: map[int32]bool{}}
+	lf := &LinkFaults{s: s, on: map[int32]bool{}, hosts: map[int]bool{}}
 	for i, f := range fs {
 		if !LinkKind(f.Kind) {
 			continue
@@ -45,6 +51,12 @@ func NewLinkFaults(m Model, topo engine.Topology, fs []fault.Fault) (*LinkFaults
 		}
 		ls := s.faultLinks(&f)
 		lf.list, lf.links = append(lf.list, f), append(lf.links, ls)
+		if f.Kind == fault.FabricSlow {
+			lf.fabric = true
+		}
+		for _, d := range f.Devices(topo) {
+			lf.hosts[topo.HostOf(d)] = true
+		}
 		for _, l := range ls {
 			lf.on[l] = true
 		}
@@ -197,6 +209,18 @@ func (lf *LinkFaults) extra(flows []predFlow, t int64) (int64, bool) {
 func (lf *LinkFaults) Collective(op timeline.CollOp, ranks []engine.DeviceID, bytes int64, p NCCLPrediction, t int64) (extra int64, touched, ends bool) {
 	if lf.Empty() || len(ranks) < 2 || bytes <= 0 || !ncclTuned(op) {
 		return 0, false, true
+	}
+	if !lf.fabric {
+		near := false
+		for _, d := range ranks {
+			if lf.hosts[lf.s.topo.HostOf(d)] {
+				near = true
+				break
+			}
+		}
+		if !near {
+			return 0, false, true
+		}
 	}
 	flows := lf.collFlows(op, ranks, bytes, p)
 	if !lf.touches(flows) {
