@@ -43,7 +43,11 @@ type Path struct {
 	EndNs      int64
 	ByCategory [catCount]int64 // ns of the path in each category; they sum to EndNs − StartNs
 	Nodes      []int32         // the ops whose time lies on the path, latest first
+	NodeNs     []int64         // the time each of Nodes has on the path (its edges' share of it)
 }
+
+// Category is the category of node n's own duration on a critical path.
+func (g *Graph) Category(n int32) Category { return g.category(n) }
 
 // category is the category of node n's own duration.
 func (g *Graph) category(n int32) Category {
@@ -209,8 +213,10 @@ func (g *Graph) walk(sink int32, from int64, step int32, times, weights []int64,
 			}
 			if n != last {
 				path.Nodes = append(path.Nodes, n)
+				path.NodeNs = append(path.NodeNs, 0)
 				last = n
 			}
+			path.NodeNs[len(path.NodeNs)-1] += part
 		}
 		p = bound.From
 	}

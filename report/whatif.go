@@ -20,6 +20,22 @@ type CriticalPath struct {
 	// Definition is "hta" when the path is Holistic Trace Analysis's longest weighted path
 	// (analyze --critical-path=hta), empty for the chain that bound each step's end.
 	Definition string `json:"definition,omitempty"`
+	// Largest are the path's largest contributors per step (analyze --critical-path), most first:
+	// the time the ops of one rank, of one kind, over one link, have on it.
+	Largest []PathContributor `json:"largest,omitempty"`
+}
+
+// PathContributor is the time per step one group of ops has on the critical path: a rank's ops of
+// one kind (its kernels, its sends over a link, its part of a collective).
+type PathContributor struct {
+	Category string  `json:"category"`       // compute, communication, copies, launch, waits
+	What     string  `json:"what"`           // in words: "rank 299's sends over host 37 NIC 3"
+	Rank     *int32  `json:"rank,omitempty"` // the ops' device (global id); none for a collective's (every rank's)
+	Host     *int    `json:"host,omitempty"`
+	Comm     *uint32 `json:"communicator,omitempty"` // a collective's
+	Kind     string  `json:"kind"`                   // the ops' kind: kernel, send, recv, all_gather, …
+	Link     string  `json:"link,omitempty"`         // the link a send or receive crosses: "host 37 NIC 3", "NVLink"
+	Ns       float64 `json:"ns_per_step"`
 }
 
 // criticalText writes the critical path's line: its length per step and each category's share.
@@ -57,6 +73,17 @@ func criticalText(b *strings.Builder, p *CriticalPath) {
 		fmt.Fprintf(b, "%s %s %s (%.0f%%)", sep, k, units.Dur(int64(v)), pct)
 	}
 	b.WriteString("\n")
+	if len(p.Largest) > 0 {
+		b.WriteString("  largest on it, per step:")
+		for i, c := range p.Largest {
+			sep := ";"
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(b, "%s %s %s in %s", sep, c.Category, units.Dur(int64(c.Ns)), c.What)
+		}
+		b.WriteString("\n")
+	}
 }
 
 // criticalCategories are the categories in the order rows show them.

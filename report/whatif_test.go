@@ -53,6 +53,10 @@ func TestCriticalText(t *testing.T) {
 		{nil, ""},
 		{&CriticalPath{Steps: 2, FirstLeft: true, StepNs: 40, ByCategory: cats}, "\nCritical path: 40 ns per step (mean of 2, the first step left out): compute 30 ns (75%), communication 0 s (0%), copies 0 s (0%), launch 10 ns (25%), waits 0 s (0%)\n"},
 		{&CriticalPath{Steps: 1, Whole: true, StepNs: 40, ByCategory: cats}, "\nCritical path: 40 ns, the whole input's (it has no steps): compute 30 ns (75%), communication 0 s (0%), copies 0 s (0%), launch 10 ns (25%), waits 0 s (0%)\n"},
+		{&CriticalPath{Steps: 2, FirstLeft: true, StepNs: 40, ByCategory: cats, Largest: []PathContributor{
+			{Category: "compute", What: "rank 3's kernels (host 0)", Ns: 30},
+			{Category: "launch", What: "rank 3's runtime calls", Ns: 10},
+		}}, "\nCritical path: 40 ns per step (mean of 2, the first step left out): compute 30 ns (75%), communication 0 s (0%), copies 0 s (0%), launch 10 ns (25%), waits 0 s (0%)\n  largest on it, per step: compute 30 ns in rank 3's kernels (host 0); launch 10 ns in rank 3's runtime calls\n"},
 		{&CriticalPath{Steps: 1, Whole: true, StepNs: 40, ByCategory: cats, Definition: "hta"}, "\nCritical path (HTA's definition): 40 ns, the whole input's (it has no steps): compute 30 ns (75%), communication 0 s (0%), copies 0 s (0%), launch 10 ns (25%), waits 0 s (0%)\n"},
 	} {
 		var b strings.Builder

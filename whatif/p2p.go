@@ -14,6 +14,7 @@ const (
 	p2pNoSize     = "sends and receives: the trace does not record their size or peer"
 	p2pNoTopology = "sends and receives: no topology to model them on: give --topology"
 	p2pUntouched  = "sends and receives: the change does not touch their path"
+	p2pDown       = "sends and receives: a fault takes a link of their path down for the rest of the run"
 )
 
 // retimeP2P times each send and its receive (a matched instance) on the path between their two
@@ -27,8 +28,9 @@ const (
 // known (an imported trace) the model times the pair alone on o.Topology, as collectives are.
 func (r *Result) retimeP2P(g *depgraph.Graph, o Options, inst map[int32]int, w *window) error {
 	type timed struct {
-		ns  int64
-		why string
+		ns    int64
+		ratio float64 // the new path's time for the bytes over the old's (ns < 0)
+		why   string
 	}
 	seen := map[int32]timed{}
 	type pair struct{ src, dst engine.DeviceID }
@@ -62,13 +64,23 @@ func (r *Result) retimeP2P(g *depgraph.Graph, o Options, inst map[int32]int, w *
 					}
 					cache[k] = p
 				}
+				at := p2pStart(g, in)
+				x0, hit0, _ := o.RecordedFaults.P2P(src, dst, bytes, at)
+				x1, hit1, ends := o.Faults.P2P(src, dst, bytes, at)
 				switch {
+				case hit1 && !ends:
+					t.why = p2pDown
 				case o.Recorded.Hosts == 0:
-					t.ns = int64(p[1].TimeNs(bytes))
-				case p[0] == p[1]:
+					t.ns = int64(p[1].TimeNs(bytes)) + x1
+				case p[0] == p[1] && x0 == x1:
 					t.why = p2pUntouched
 				default:
-					t.ns = -1 // from each edge's measured weight, below
+					// The measured transfer at the new path's time for its bytes over the old's,
+					// faults included: a send on a healed link sheds the fault's share.
+					t.ns, t.ratio = -1, (float64(bytes)/p[1].Bps*1e9+float64(x1))/(float64(bytes)/p[0].Bps*1e9+float64(x0))
+				}
+				if (hit0 || hit1) && t.why == "" && w.counts(e.From) {
+					r.FaultedP2P++
 				}
 			}
 			seen[e.From] = t
@@ -87,7 +99,7 @@ func (r *Result) retimeP2P(g *depgraph.Graph, o Options, inst map[int32]int, w *
 		default:
 			src, dst, _ := p2pPeers(g, in)
 			p := cache[pair{src, dst}]
-			moved := float64(max(0, e.W-p[0].LatencyNs)) * p[0].Bps / p[1].Bps
+			moved := float64(max(0, e.W-p[0].LatencyNs)) * t.ratio
 			r.Weight[i] = p[1].LatencyNs + int64(moved)
 		}
 	}
@@ -118,3 +130,13 @@ func p2pPeers(g *depgraph.Graph, in *depgraph.Instance) (src, dst engine.DeviceI
 }
 
 func isP2P(k timeline.Kind) bool { return k == timeline.KindSend || k == timeline.KindRecv }
+
+// p2pStart is when a send instance's transfer began as measured: as the later of its two halves
+// was posted.
+func p2pStart(g *depgraph.Graph, in *depgraph.Instance) int64 {
+	var at int64
+	for _, n := range in.Parts {
+		at = max(at, g.Event(n).Start)
+	}
+	return at
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xfertop/xfertop/depgraph"
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/engine/sim"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -34,6 +35,15 @@ type Options struct {
 	// whose kernels ran slower or faster than its peers' keeps that in the ratio, where the
 	// name's mean over every rank would spread it over all of them.
 	ScaleDevice map[DeviceKernel]float64
+	// FromDevice is each kernel name's mean duration (ns) on a device in another trace of the
+	// workload (--kernels-from), looked at before ScaleDevice: a kernel takes it over the mean
+	// duration of the kernels of its name on its device in its own window (a step, as Stream
+	// cuts the trace; the whole trace for Run), times its own. A GPU that slowed down during the
+	// trace (a throttle from 1.1 s on) has its later steps' kernels scaled by their own mean, not
+	// by one mixing the healthy first step's: the trace's mean left them 6.7% slower than the
+	// other trace's and predicted a job 3.6% slower than its healthy run (128 GPUs). ScaleDevice
+	// (the whole trace's ratio) stands in for a name the window's counted kernels do not have.
+	FromDevice map[DeviceKernel]float64
 	// Algo and Proto force NCCL's algorithm and protocol (0: the tuner's choice), as NCCL_ALGO
 	// and NCCL_PROTO do.
 	Algo  timeline.NCCLAlgo
@@ -53,6 +63,18 @@ type Options struct {
 	// nccl_proto knobs; 0: NCCL chose). They hold on any topology unless Algo or Proto override them.
 	RunAlgo  timeline.NCCLAlgo
 	RunProto timeline.NCCLProto
+	// Faults are the link faults the collectives and sends are timed with on Topology (nil: none):
+	// a recording's own faults, less those the change heals. A collective or send whose links a
+	// fault slowed when it ran (its measured start) takes the time the simulator's links would
+	// give it with the fault (sim.LinkFaults).
+	Faults *sim.LinkFaults
+	// RecordedFaults are the recording's link faults on Recorded: the unchanged replay's faults,
+	// and what a send's measured time holds (a send on a healed link is re-timed).
+	RecordedFaults *sim.LinkFaults
+	// HealGPU are the recording's throttled GPUs (gpu_slow faults, bound to Recorded) the change
+	// takes out: the kernels that ran on such a GPU while the fault was in effect take factor of
+	// their measured duration (the throttle made them 1/factor as long).
+	HealGPU []fault.Fault
 }
 
 // Result is one replay: the replayed ops and what the replay did.
@@ -73,6 +95,9 @@ type Result struct {
 	// RetimedP2P counts the sends (each with its receive) timed on a path the change touched.
 	RetimedP2P int
 	Scaled     int // compute kernels whose duration was scaled
+	// FaultedColl and FaultedP2P count the collectives and sends timed with a link fault
+	// (Options.Faults) that slowed them; Healed the kernels of a healed GPU (Options.HealGPU).
+	FaultedColl, FaultedP2P, Healed int
 	// NotForced counts the re-timed collectives that could not take Options' forced algorithm or
 	// protocol (NCCL has no such algorithm for the op, or the model has none on the topology), by
 	// what was kept instead: NCCL's own choice, as NCCL_ALGO falls back.
@@ -192,9 +217,10 @@ var ErrOption = errors.New("not a change this trace can take")
 
 // scale scales the duration edges of the kernels o.Scale names.
 func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options, w *window) error {
-	if len(o.Scale) == 0 && len(o.ScaleExact) == 0 && len(o.ScaleDevice) == 0 {
+	if len(o.Scale) == 0 && len(o.ScaleExact) == 0 && len(o.ScaleDevice) == 0 && len(o.HealGPU) == 0 && len(o.FromDevice) == 0 {
 		return nil
 	}
+	here := windowMeans(g, names, o, w)
 	for k, x := range o.Scale {
 		if x < 0 {
 			return fmt.Errorf("--scale-kernel %s=%g: %w: a factor is 0 or more", k, x, ErrOption)
@@ -212,16 +238,29 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options, w *wi
 		default:
 			continue
 		}
+		if !coll && o.healGPU(g.Event(n)) {
+			r.Weight[i] = int64(float64(r.Weight[i]) * o.healFactor(g.Event(n)))
+			if counted {
+				r.Healed++
+			}
+		}
 		name := ""
 		if names != nil {
 			name = names.Lookup(g.Event(n).Label)
 		}
-		x, ok := o.ScaleDevice[DeviceKernel{g.Event(n).Device, name}]
+		dk := DeviceKernel{g.Event(n).Device, name}
+		x, ok := 0.0, false
+		if m, in := here[dk]; in && m[1] > 0 && m[0] > 0 {
+			x, ok = o.FromDevice[dk]/(m[0]/m[1]), true
+		}
+		if !ok {
+			x, ok = o.ScaleDevice[dk]
+		}
 		if !ok {
 			x, ok = o.ScaleExact[name]
 		}
 		if ok {
-			r.Weight[i] = int64(float64(e.W) * x)
+			r.Weight[i] = int64(float64(r.Weight[i]) * x)
 			switch {
 			case !counted:
 			case coll:
@@ -251,7 +290,7 @@ func (r *Result) scale(g *depgraph.Graph, names depgraph.Names, o Options, w *wi
 			}
 		}
 		if hit {
-			r.Weight[i] = int64(float64(e.W) * f)
+			r.Weight[i] = int64(float64(r.Weight[i]) * f)
 			if counted {
 				r.Scaled++
 			}
@@ -404,8 +443,23 @@ func (r *Result) model(g *depgraph.Graph, parts []int32, o Options, counted bool
 	for _, n := range parts {
 		r.choice[n] = timeline.PackNCCL(p.Algo, p.Proto, p.Channels)
 	}
+	ns := int64(p.TimeNs(e.Bytes))
+	if !o.Faults.Empty() {
+		start := e.Start // its parts start together, as the last rank posts it
+		for _, n := range parts {
+			start = max(start, g.Event(n).Start)
+		}
+		x, touched, ends := o.Faults.Collective(op, ranks, e.Bytes, p, start)
+		if touched && !ends {
+			return 0, "a fault takes a link of theirs down for the rest of the run", nil
+		}
+		if touched && x > 0 && counted {
+			r.FaultedColl++
+		}
+		ns += x
+	}
 	if !counted {
-		return int64(p.TimeNs(e.Bytes)), "", nil
+		return ns, "", nil
 	}
 	if o.Algo != 0 && p.Algo != o.Algo && o.Proto != 0 && sim.PredictNCCL(sim.ModelOf(o.Topology), o.Topology, op, ranks, e.Bytes, o.Algo, 0).Algo == o.Algo {
 		// The algorithm alone is there: the pair is not (NVLS runs Simple only).
@@ -415,7 +469,7 @@ func (r *Result) model(g *depgraph.Graph, parts []int32, o Options, counted bool
 	} else if o.Proto != 0 && p.Proto != o.Proto {
 		r.NotForced[fmt.Sprintf("proto=%s: %s has no %s protocol: kept %s", strings.ToLower(o.Proto.String()), p.Algo, o.Proto, p.Proto)]++
 	}
-	return int64(p.TimeNs(e.Bytes)), "", nil
+	return ns, "", nil
 }
 
 // ncclAlgos are the algorithms NCCL (2.28) has for each collective; the others have Ring only
@@ -529,4 +583,51 @@ func waitEndingAt(g *depgraph.Graph, n int32) (int32, bool) {
 		}
 	}
 	return 0, false
+}
+
+// healGPU reports whether kernel e ran on a throttled GPU that the change heals, while the
+// throttle was in effect.
+func (o *Options) healGPU(e *timeline.Event) bool {
+	for i := range o.HealGPU {
+		if f := &o.HealGPU[i]; f.Active(e.Start) && int32(f.Device(o.Recorded)) == e.Device {
+			return true
+		}
+	}
+	return false
+}
+
+// healFactor is what a kernel on a healed GPU takes of its measured duration: the throttles'
+// factors (a throttle at 0.5 made it twice as long).
+func (o *Options) healFactor(e *timeline.Event) float64 {
+	x := 1.0
+	for i := range o.HealGPU {
+		if f := &o.HealGPU[i]; f.Active(e.Start) && int32(f.Device(o.Recorded)) == e.Device {
+			x *= f.Factor
+		}
+	}
+	return x
+}
+
+// windowMeans is, for --kernels-from (Options.FromDevice), the total measured duration and count
+// of the kernels and collective parts of each name on each device that this window counts (its
+// own ops, not those kept of earlier windows), as the plan sums them in the other trace: the
+// events' durations.
+func windowMeans(g *depgraph.Graph, names depgraph.Names, o Options, w *window) map[DeviceKernel][2]float64 {
+	if len(o.FromDevice) == 0 || names == nil {
+		return nil
+	}
+	here := map[DeviceKernel][2]float64{}
+	for n := range g.Nodes {
+		e := g.Event(int32(n))
+		if (e.Kind != timeline.KindKernel && e.Kind != timeline.KindCollective) || !w.counts(depgraph.End(int32(n))) {
+			continue
+		}
+		dk := DeviceKernel{e.Device, names.Lookup(e.Label)}
+		if _, ok := o.FromDevice[dk]; !ok {
+			continue
+		}
+		v := here[dk]
+		here[dk] = [2]float64{v[0] + float64(e.Dur()), v[1] + 1}
+	}
+	return here
 }

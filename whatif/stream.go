@@ -405,6 +405,9 @@ func (s *Stream) tally(v int, r *Result) {
 	}
 	t.Retimed += r.Retimed
 	t.RetimedP2P += r.RetimedP2P
+	t.FaultedColl += r.FaultedColl
+	t.FaultedP2P += r.FaultedP2P
+	t.Healed += r.Healed
 	t.Scaled += r.Scaled
 	t.ScaledComm += r.ScaledComm
 	for k, n := range r.Kept {
@@ -481,7 +484,7 @@ func (s *Stream) globalPath(g *depgraph.Graph, seqs []int64, p depgraph.Path) de
 		p.Step = s.global[seqs[g.Nodes[p.Step]]]
 	}
 	if !s.params.KeepPathNodes {
-		p.Nodes = nil
+		p.Nodes, p.NodeNs = nil, nil
 		return p
 	}
 	for i, n := range p.Nodes {

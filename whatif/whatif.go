@@ -43,9 +43,12 @@ func Run(evs []timeline.Event, names depgraph.Names, o Options) (*WhatIf, error)
 }
 
 // baselineOptions are the unchanged replay's under o: the trace as it ran, on its own topology
-// (none: collectives keep their measured time), with its own NCCL choices, no scale-out.
+// (none: collectives keep their measured time), with its own NCCL choices and its own faults
+// (a recording's: the replay of a faulty run with them healed would call the fault's whole
+// effect its error), no scale-out.
 func baselineOptions(o Options) Options {
-	return Options{Topology: o.Recorded, Recorded: o.Recorded, TraceDevices: o.TraceDevices, RunAlgo: o.RunAlgo, RunProto: o.RunProto}
+	return Options{Topology: o.Recorded, Recorded: o.Recorded, TraceDevices: o.TraceDevices, RunAlgo: o.RunAlgo, RunProto: o.RunProto,
+		Faults: o.RecordedFaults, RecordedFaults: o.RecordedFaults}
 }
 
 // Summary is the mean critical path of a trace's steps: time per step in each category.

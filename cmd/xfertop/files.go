@@ -636,6 +636,7 @@ func (v *sizeValue) Set(s string) error {
 type progressLine struct {
 	w     io.Writer
 	name  string
+	verb  string // what is done to it: "reading" when empty
 	shown bool
 	last  time.Time
 }
@@ -649,7 +650,7 @@ func (p *progressLine) show(done, total int64) {
 		}
 		const width = 30
 		bar := strings.Repeat("█", int(pct/100*width)) + strings.Repeat("░", width-int(pct/100*width))
-		fmt.Fprintf(p.w, "\rxfertop: reading %s %s %3.0f%%", p.name, bar, pct)
+		fmt.Fprintf(p.w, "\rxfertop: %s %s %s %3.0f%%", cmpOr(p.verb, "reading"), p.name, bar, pct)
 	}
 }
 

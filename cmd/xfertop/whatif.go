@@ -13,6 +13,7 @@ import (
 
 	"github.com/xfertop/xfertop/depgraph"
 	"github.com/xfertop/xfertop/engine"
+	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/engine/topology"
 	"github.com/xfertop/xfertop/importers"
 	"github.com/xfertop/xfertop/importers/kineto"
@@ -31,6 +32,8 @@ type whatifOpts struct {
 	comm     string
 	sets     setFlag
 	from     string // --kernels-from
+	heal     healFlag
+	healed   []fault.Fault // the recording's faults --heal takes out
 	json     bool
 	headless bool
 	limits   importLimits
@@ -78,6 +81,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(o.scale, "scale-kernel", "multiply the duration of the kernels whose name contains NAME by x, NAME=x (* for all; repeatable: a kernel several NAMEs match takes the product of their factors)")
 	fs.StringVar(&o.comm, "comm", "", "force NCCL's choice for the re-timed collectives: algo="+commAlgos+"[,proto="+commProtos+"]")
 	fs.StringVar(&o.from, "kernels-from", "", "take each kernel's duration (compute and NCCL, by exact name) from this other trace of the workload: its mean there over its mean here")
+	fs.Var(&o.heal, "heal", "take one of a recording's faults out of the replay: the job with it removed (key=value pairs it must match, as --fault writes it: kind=nic_slow,host=37,nic=3; all: every fault) (repeatable)")
 	fs.Var(o.sets, "set", "the same changes as knobs: nccl_algo=, nccl_proto=, kernels=x (all kernels scaled) (repeatable)")
 	fs.BoolVar(&o.json, "json", false, "print the comparison as JSON")
 	fs.BoolVar(&o.headless, "headless", false, "print the comparison instead of opening the console")
@@ -128,6 +132,14 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	wo.RunAlgo, _ = timeline.ParseNCCLAlgo(meta.Knobs["nccl_algo"])
 	wo.RunProto, _ = timeline.ParseNCCLProto(meta.Knobs["nccl_proto"])
 	wo.TraceDevices, wo.ScaleOut = meta.Devices, o.hosts > 0
+	rf, err := recordedFaults(meta, o.heal)
+	if err != nil {
+		return err
+	}
+	if err := applyFaults(&wo, rf); err != nil {
+		return err
+	}
+	o.healed = rf.healed
 	if o.from != "" {
 		other, err := planInput(ctx, []string{o.from}, o.limits, false, stderr)
 		if err != nil {
@@ -137,9 +149,19 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return usageError("--kernels-from %s: no kernel of it is named as one of %s (names are matched exactly): nothing to take", o.from, source)
 		}
 		wo.ScaleDevice = durationRatios(first.deviceMeans(), other.deviceMeans())
+		wo.FromDevice = map[whatif.DeviceKernel]float64{}
+		for k, v := range other.deviceMeans() {
+			if _, ok := wo.ScaleDevice[k]; ok {
+				wo.FromDevice[k] = v[0] / v[1]
+			}
+		}
 	}
 	view := !o.json && !o.headless && interactive(stdout)
-	run, err := replayInput(ctx, pos, o.limits, first, wo, o.describe(wo), view)
+	var progress io.Writer
+	if interactive(stderr) {
+		progress = stderr
+	}
+	run, err := replayInput(ctx, pos, o.limits, first, wo, o.describe(wo), view, progress)
 	if errors.Is(err, whatif.ErrOption) {
 		return usageError("%s: %v", source, err)
 	}
@@ -151,6 +173,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return dataError(fmt.Errorf("%s: %w", source, err))
 	}
 	c := whatifComparison(run, first.header, source, o.describe(wo), first.stepsFrom)
+	c.Notes = append(c.Notes, faultNotes(rf, run.w, wo.Recorded.Hosts > 0)...)
 	if wo.ScaleOut && run.w.Changed.Retimed > 0 {
 		c.ScaledOut(wo.TraceDevices, wo.Topology.Devices())
 	}
@@ -331,6 +354,9 @@ const nothingChanged = "predicted: nothing changed"
 // describe names the change for the comparison's B.
 func (o *whatifOpts) describe(wo whatif.Options) string {
 	var parts []string
+	if len(o.healed) > 0 {
+		parts = append(parts, "the job with "+faultList(o.healed)+" removed")
+	}
 	if len(o.scale) > 0 {
 		parts = append(parts, "kernels "+o.scale.String())
 	}
@@ -423,7 +449,9 @@ func inputCriticalPath(ctx context.Context, paths []string, limits importLimits,
 		return nil, dataError(fmt.Errorf("%s: dependency graph: %w", strings.Join(paths, ", "), err))
 	}
 	if !hta {
-		p := criticalPath(whatif.Summarize(g.CriticalPaths(nil, nil)))
+		paths := g.CriticalPaths(nil, nil)
+		p := criticalPath(whatif.Summarize(paths))
+		p.Largest = pathLargest(g, paths, in.header.Strings, recordedTopology(in.header.Meta))
 		return &p, nil
 	}
 	var ops depgraph.HostOps

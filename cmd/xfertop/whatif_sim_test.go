@@ -169,3 +169,33 @@ func rowAB(t *testing.T, name string, args ...string) (a, b float64) {
 	t.Fatalf("whatif %v: no %s in %s", args, name, out)
 	return 0, 0
 }
+
+// A GPU that slows down during the run (half speed from 1.1 s, in the first step after the
+// communicators' setup; 32 GPUs pipelined, 232 ms steps, healthy 158 ms): --kernels-from the
+// healthy run predicts the healthy run, and so does --heal of the fault. Each kernel's ratio was
+// the other trace's mean over this trace's mean on its device, which mixed the first step's
+// healthy kernels with the later slow ones: the later steps' kernels stayed 6.7% slower than
+// healthy, and the job was predicted 166 ms (+5%) while the floor said ±1%.
+func TestWhatIfKernelsFromAStragglerFromMidRun(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"run", "--headless", "--scenario", "llm-train", "--topology", "h100x8x4", "--steps", "4", "--seed", "3"}
+	healthy, slow := filepath.Join(dir, "healthy.xfr"), filepath.Join(dir, "slow.xfr")
+	for _, args := range [][]string{
+		append(append([]string{}, job...), "--record", healthy),
+		append(append([]string{}, job...), "--fault", "kind=gpu_slow,host=2,gpu=3,factor=0.5,at=1.1s", "--record", slow),
+	} {
+		if code, _, errs := runCLI(t, args...); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+	want, _ := steadyStep(t, healthy)
+	for _, change := range [][]string{{"--kernels-from", healthy}, {"--heal", "kind=gpu_slow"}} {
+		measured, predicted := steadyStep(t, append([]string{slow}, change...)...)
+		if measured < 1.3*want {
+			t.Fatalf("the slow GPU's run takes %.2f ms a step, the healthy one %.2f: the stage is not the bottleneck this test needs", measured/1e6, want/1e6)
+		}
+		if err := (predicted - want) / want * 100; math.Abs(err) > whatifSimTolerancePct {
+			t.Errorf("whatif slow.xfr %v: %.2f → %.2f ms a step; the healthy run takes %.2f ms (%+.2f%%, tolerance ±%.0f%%)", change, measured/1e6, predicted/1e6, want/1e6, err, whatifSimTolerancePct)
+		}
+	}
+}

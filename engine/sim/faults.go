@@ -44,19 +44,7 @@ func (s *Sim) setFaults(fs []fault.Fault) error {
 			return fmt.Errorf("sim: fault %d: %w", i+1, err)
 		}
 		fl.list[i] = f
-		var port []int
-		switch f.Kind {
-		case fault.NICSlow, fault.NICFlap:
-			port = []int{linkNICOut, linkNICIn}
-		case fault.NVLinkSlow:
-			port = []int{linkNVOut, linkNVIn}
-		case fault.PCIeGen:
-			port = []int{linkPCIeIn, linkPCIeOut}
-		case fault.FabricSlow:
-			// The leaf's uplink and downlink: its ports to the spines, pooled (engine/sim/fabric.go).
-			up := s.fab.base + 2*int32(f.Group*s.fab.rails+f.Rail)
-			fl.links[i] = []int32{up, up + 1}
-		default:
+		if fl.links[i] = s.faultLinks(&f); fl.links[i] == nil {
 			if fl.byDev == nil {
 				fl.byDev = make([][]int32, len(s.hosts))
 				fl.collPosted = make([]bool, len(s.hosts))
@@ -65,11 +53,6 @@ func (s *Sim) setFaults(fs []fault.Fault) error {
 				fl.byDev[d] = append(fl.byDev[d], int32(i))
 			}
 			continue
-		}
-		for _, d := range f.Devices(s.topo) {
-			for _, p := range port {
-				fl.links[i] = append(fl.links[i], int32(d)*linksPerDevice+int32(p))
-			}
 		}
 		if fl.nominal == nil {
 			fl.nominal = append([]float64(nil), s.linkBW...)
@@ -116,17 +99,51 @@ func (s *Sim) faultStep(i int32) {
 
 // linkFactor is the share of link l's rate the faults in effect now leave it.
 func (s *Sim) linkFactor(l int32) float64 {
-	fl := &s.flt
+	return factorAt(s.flt.list, s.flt.links, l, s.now)
+}
+
+// faultLinks are the links fault f (bound to s's topology) changes: a NIC's, an NVLink port's or
+// a PCIe link's both directions on each GPU it serves, a leaf switch's uplink and downlink; nil for
+// a fault that acts on a GPU or a host thread, not a link.
+func (s *Sim) faultLinks(f *fault.Fault) []int32 {
+	var port []int
+	switch f.Kind {
+	case fault.NICSlow, fault.NICFlap:
+		port = []int{linkNICOut, linkNICIn}
+	case fault.NVLinkSlow:
+		port = []int{linkNVOut, linkNVIn}
+	case fault.PCIeGen:
+		port = []int{linkPCIeIn, linkPCIeOut}
+	case fault.FabricSlow:
+		// The leaf's uplink and downlink: its ports to the spines, pooled (engine/sim/fabric.go).
+		up := s.fab.base + 2*int32(f.Group*s.fab.rails+f.Rail)
+		return []int32{up, up + 1}
+	default:
+		return nil
+	}
+	var out []int32
+	for _, d := range f.Devices(s.topo) {
+		for _, p := range port {
+			out = append(out, int32(d)*linksPerDevice+int32(p))
+		}
+	}
+	return out
+}
+
+// factorAt is the share of link l's rate the faults of list (links[i]: fault i's links) in effect
+// at time t leave it: the product of their factors, a flapping NIC's only in the down half of its
+// period.
+func factorAt(list []fault.Fault, links [][]int32, l int32, t int64) float64 {
 	x := 1.0
-	for i := range fl.list {
-		f := &fl.list[i]
-		if !f.Active(s.now) {
+	for i := range list {
+		f := &list[i]
+		if !f.Active(t) {
 			continue
 		}
-		if f.Kind == fault.NICFlap && ((s.now-f.At)/max(f.Period/2, 1))%2 == 1 {
+		if f.Kind == fault.NICFlap && ((t-f.At)/max(f.Period/2, 1))%2 == 1 {
 			continue // the up half of its period
 		}
-		for _, fl := range fl.links[i] {
+		for _, fl := range links[i] {
 			if fl == l {
 				x *= f.Factor
 				break
