@@ -27,6 +27,8 @@ type suspect struct {
 	// evidence is the start + 1 of the first evidence of it in the step (its first slow kernel, the
 	// first window its link was slow in); 0: not known, the start of its first op in the step.
 	evidence int64
+	// peer is what the suspect's figure is compared with, where the detail says it after.
+	peer float64
 }
 
 // endStep evaluates the step that a step event closes and starts the next.
@@ -43,8 +45,15 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		d.flushWindow() // the windows the step covers are all in
 	}
 	stepNs := max(e.End-e.Start, 1)
+	work := d.stepWork(e)
+	growth := int64(-1) // unknown: no step before
+	if d.workBase > 0 {
+		growth = max(work-d.workBase, 0)
+	}
 	var sus []suspect
 	if s, ok := d.slowGPU(); ok {
+		sus = append(sus, s)
+	} else if s, ok := d.selfSlowGPU(growth); ok {
 		sus = append(sus, s)
 	}
 	if s, ok := d.slowLink(stepNs); ok && !has(sus, s.rank) {
@@ -85,7 +94,21 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 			delete(d.cand, k)
 		}
 	}
+	d.endSelf()
+	if d.workBase == 0 || work < d.workBase {
+		d.workBase = work
+	}
 	d.reset(e.End)
+}
+
+// stepWork is the step's time without the communicators' creation at its start (the first
+// step's setup): from the end of the last creation in it, else from its start.
+func (d *Diagnosis) stepWork(e *timeline.Event) int64 {
+	from := e.Start
+	if d.initEnd > from && d.initEnd < e.End {
+		from = d.initEnd
+	}
+	return max(e.End-from, 1)
 }
 
 // onHost reports whether a suspect already names a rank of host h (or the host).
@@ -159,6 +182,10 @@ func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event
 // reset clears the per-step accumulators.
 func (d *Diagnosis) reset(at int64) {
 	d.stepStart = at
+	d.initEnd = 0
+	for _, s := range d.self.slow {
+		clear(s)
+	}
 	d.win.peers, d.win.portPeers = [3]int{}, 0
 	clear(d.portSlow)
 	for i := range d.ranks {
