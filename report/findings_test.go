@@ -25,7 +25,7 @@ func TestFindingsJSONLinks(t *testing.T) {
 		`"culprit":"host 1 GPU 5 NIC","rank":13,"host":1,"link":"nic"`,
 		`"culprit":"leaf g1.r3 spine ports","rank":null,"host":null,"link":"switch_port","switch_port":"leaf g1.r3"`,
 		// A whole host slow: the host, no rank.
-		`"culprit":"host 2 (all its ranks; which rank: unknown)","rank":null,"host":2`,
+		`"culprit":"host 2 (all its ranks alike: a host-wide cause)","rank":null,"host":2`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("findings JSON %s; want it to hold %s", b, want)

@@ -64,8 +64,11 @@ type Diagnosis struct {
 	self selfState
 	// initEnd is the latest end of a communicator creation in the step being accumulated: the
 	// step's work begins after it (the first step's setup is not step time). workBase is the
-	// shortest work of a step so far (0: none), against which a step's growth is measured.
-	initEnd, workBase int64
+	// shortest work of a step so far (0: none), against which a step's growth is measured;
+	// steadyBase the same without the first step, whose work ends its setup at an unclean cut
+	// (a communicator made mid-step) and runs shorter than the later steps': what a finding's
+	// cost to the step is measured against.
+	initEnd, workBase, steadyBase int64
 	keys              map[opKey]int32
 	oSum              [][]float64
 	oCnt              [][]int32
@@ -194,6 +197,9 @@ type candidate struct {
 	// culprit's first op there, the first traffic it carried after the communicators' setup:
 	// the fault may predate it.
 	first bool
+	// base is the shortest step's work before the first of them (0: none): what the step would
+	// have taken without it, against which its cost is measured.
+	base int64
 }
 
 type commInfo struct {

@@ -126,7 +126,7 @@ func TestTiedOutliers(t *testing.T) {
 					return 30_000
 				}
 				return 10_000
-			}, kind: SlowHost, rank: -1, host: 1, conf: 1, culprit: "host 1 (all its ranks; which rank: unknown)"},
+			}, kind: SlowHost, rank: -1, host: 1, conf: 1, culprit: "host 1 (all its ranks alike: a host-wide cause)"},
 		{name: "GPUs 5 and 6 at 2x", kdur: func(r, i int) int64 {
 			if r == 5 || r == 6 {
 				return 2 * ms

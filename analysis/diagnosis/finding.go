@@ -105,7 +105,7 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 			return fmt.Sprintf("a %s (which: unknown)", linkName(f.Link))
 		}
 		if f.Kind == SlowHost && f.Host >= 0 {
-			return fmt.Sprintf("host %d (all its ranks; which rank: unknown)", f.Host)
+			return fmt.Sprintf("host %d (all its ranks alike: a host-wide cause)", f.Host)
 		}
 		if f.Kind == Hang && f.StuckN > 0 {
 			// Short, for a table's column: the evidence lists them.

@@ -85,8 +85,9 @@ func (d *Diagnosis) selfSlowGPU(growth int64) (suspect, bool) {
 		return suspect{}, false
 	}
 	s.evidence = d.firstSelfSlow(int(s.rank))
-	s.detail = fmt.Sprintf("its kernels took %.2f× their own time per call in earlier steps (no other rank ran them this step, as a pipeline stage runs its own; the other ranks' kernels %.2f× theirs), %s more this step; the step grew %s over the shortest before it: the other ranks waited on it",
-		num[s.rank]/den[s.rank], s.peer, fmtNs(s.excess), fmtNs(growth))
+	s.detail = fmt.Sprintf("its kernels took %.2f× their own time per call in earlier steps (no other rank ran them this step, as a pipeline stage runs its own; the other ranks' kernels %.2f× theirs): the other ranks waited on it",
+		num[s.rank]/den[s.rank], s.peer)
+	s.cost = "its kernels"
 	return s, true
 }
 
