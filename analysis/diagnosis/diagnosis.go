@@ -69,11 +69,11 @@ type Diagnosis struct {
 	// (a communicator made mid-step) and runs shorter than the later steps': what a finding's
 	// cost to the step is measured against.
 	initEnd, workBase, steadyBase int64
-	keys              map[opKey]int32
-	oSum              [][]float64
-	oCnt              [][]int32
-	oBase             []float64 // per class, the lowest peer median of earlier steps (0: none)
-	keyList           []opKey
+	keys                          map[opKey]int32
+	oSum                          [][]float64
+	oCnt                          [][]int32
+	oBase                         []float64 // per class, the lowest peer median of earlier steps (0: none)
+	keyList                       []opKey
 	// lastKey and lastSlot remember the class of the last op: a collective's ranks report one
 	// after another, so most ops need no lookup in keys (slots are never taken back).
 	lastKey  opKey
