@@ -72,3 +72,32 @@ func TestFindingsHostName(t *testing.T) {
 		}
 	}
 }
+
+// A run a deadlock ended (a rank stuck inside a collective: nothing can move) has no watchdog
+// alert; its end line quotes the diagnosis's hang, so that the engine's "first: … on device 0"
+// is not the one rank the user reads.
+func TestEndedRootDeadlock(t *testing.T) {
+	r299, h37 := int32(299), int32(37)
+	slow := Finding{Kind: "slow link", Culprit: "host 1 GPU 0 NIC"}
+	hang := Finding{Kind: "hang", Culprit: "rank 299 (host 37 GPU 3)", Rank: &r299, Host: &h37, Evidence: "all_reduce #25 on communicator 1: …"}
+	for _, c := range []struct {
+		name  string
+		r     Report
+		short string // "": no root
+	}{
+		{name: "deadlock, a hang found", r: Report{Ended: "deadlock: 6144 ops can never run; first: group on device 0 stream 2 (op 0)", Findings: []Finding{hang, slow}},
+			short: "root of this hang (diagnosis): rank 299 (host 37 GPU 3)"},
+		{name: "deadlock, no hang found", r: Report{Ended: "deadlock: 1 op can never run", Findings: []Finding{slow}}},
+		{name: "cancelled", r: Report{Ended: "context canceled", Findings: []Finding{hang}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := c.r.EndedRoot()
+			switch {
+			case c.short == "" && root != nil:
+				t.Errorf("EndedRoot = %+v; want none", root)
+			case c.short != "" && (root == nil || root.Short() != c.short || root.Rank == nil || *root.Rank != 299):
+				t.Errorf("EndedRoot = %+v; want %q, rank 299", root, c.short)
+			}
+		})
+	}
+}
