@@ -60,6 +60,8 @@ type Diagnosis struct {
 	// where a GPU's slowness began within the step (a finding's onset).
 	kMin  []float64
 	kSlow [][]int64
+	// flaps is each rank's links' down and up windows over the run (busy.go).
+	flaps []flapAcc
 	// self is each rank's own kernel history, for the kernels no peer runs (selfslow.go).
 	self selfState
 	// initEnd is the latest end of a communicator creation in the step being accumulated: the

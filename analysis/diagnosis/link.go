@@ -27,7 +27,10 @@ func (d *Diagnosis) slowLink() (suspect, bool) {
 	var bestN int32
 	for r := range d.ranks {
 		a := &d.ranks[r]
-		if a.slowOps < 2 {
+		if a.slowOps < 2 && (a.slowOps == 0 || float64(a.slowExcess) < (strong-1)*a.slowRef) {
+			// One slow transfer is a suspect only when it stalled far past its reference (a
+			// flapping NIC holds a step's one send per rank while it is down); a little slower
+			// is noise.
 			continue
 		}
 		share := float64(a.slowOps) / float64(a.ops)
