@@ -20,7 +20,7 @@ const (
 	// minBusyNs: a window in which a link was busy for less says too little about its rate.
 	minBusyNs = 10_000
 	// busyRatio: a link whose rate while busy is below this share of its peers' is degraded.
-	busyRatio = 0.7
+	busyRatio = 0.85
 	// stallRatio: in a window with too few busy links to compare, a link busy at below this share
 	// of its peers' rate in the last window that had enough is holding the others up: a link that
 	// is down stalls the ring, whose other links then wait idle.
