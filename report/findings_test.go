@@ -101,3 +101,35 @@ func TestEndedRootDeadlock(t *testing.T) {
 		})
 	}
 }
+
+// The next step of each finding is the diagnosis's (diagnosis.Finding.NextStep), in the JSON's
+// next_step and the text's "next:" line alike: the report only formats it.
+func TestFindingsNextStep(t *testing.T) {
+	ds := []diagnosis.Finding{
+		{Kind: diagnosis.SlowLink, Rank: 299, Host: 37, Link: timeline.PeakNIC, Severity: 31_100_000, CostKnown: true},
+		{Kind: diagnosis.Hang, Rank: 299, Host: 37, Link: -1},
+	}
+	m := timeline.Meta{GPUsPerHost: 8}
+	r := &Report{Findings: findings(ds, m)}
+	b, err := json.Marshal(r.Findings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []struct {
+		NextStep string `json:"next_step"`
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	findingsText(&text, r)
+	for i := range ds {
+		want := ds[i].NextStep(8)
+		if want == "" || back[i].NextStep != want {
+			t.Errorf("finding %d: JSON next_step %q; want the diagnosis's %q", i, back[i].NextStep, want)
+		}
+		if !strings.Contains(text.String(), "    next: "+want+"\n") {
+			t.Errorf("finding %d: text\n%s\nwants the line \"next: %s\"", i, text.String(), want)
+		}
+	}
+}

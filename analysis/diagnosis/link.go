@@ -59,7 +59,7 @@ func (d *Diagnosis) slowLink() (suspect, bool) {
 	if ok {
 		// The link itself, by its rate while busy: the ranks' transfer times say the step lost
 		// time to a link, its rate says which.
-		return suspect{kind: SlowLink, rank: p.rank, host: d.hostOf(p.rank), ratio: ratio, conf: p.conf, excess: a.slowExcess, link: p.class,
+		return suspect{kind: SlowLink, rank: p.rank, host: d.hostOf(p.rank), ratio: ratio, conf: p.conf, excess: a.slowExcess, link: p.class, flaps: p.down > 0 && p.up > 0,
 			evidence: p.first*timeline.LinkWindowNs + 1,
 			detail: fmt.Sprintf("%s this step, in which %s took %.2f× their reference",
 				p.say(), whose(tied, a.slowOps), ratio), cost: "their transfers"}, true

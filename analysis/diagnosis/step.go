@@ -29,6 +29,8 @@ type suspect struct {
 	evidence int64
 	// peer is what the suspect's figure is compared with, where the detail says it after.
 	peer float64
+	// flaps: a slow link down in some windows and up at its peers' rate between.
+	flaps bool
 	// cost names what excess measures ("its transfers", "its launches", "its kernels"): the
 	// finding says what the step lost to it beside it (costPhrase); "": the detail says it.
 	cost string
@@ -171,19 +173,27 @@ func has(sus []suspect, r int32) bool {
 // report adds (or updates) the finding for a suspect that held long enough.
 func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event, work int64) {
 	cost := min(s.excess, work)
+	known := false
 	if s.cost != "" {
+		known = c.base > 0
 		var say string
 		say, cost = costPhrase(s.cost, s.excess, work, c.base)
 		s.detail += "; " + say
 	}
 	f := Finding{Kind: s.kind, Rank: s.rank, Host: s.host, Link: s.link, Onset: c.onset, At: e.End, Step: d.step,
-		Confidence: s.conf, Severity: cost, Evidence: s.detail, FromFirstTraffic: c.first}
+		Confidence: s.conf, Severity: cost, CostKnown: known, Flaps: s.flaps, Evidence: s.detail, FromFirstTraffic: c.first}
 	if s.port > 0 {
 		f.Port = s.port - 1
 	}
 	if i, ok := d.reported[k]; ok {
 		old := &d.findings[i]
-		old.Severity = max(old.Severity, f.Severity)
+		if f.CostKnown && !old.CostKnown {
+			old.Severity = f.Severity // measured now: the unmeasured bound is no cost
+		} else {
+			old.Severity = max(old.Severity, f.Severity)
+		}
+		old.CostKnown = old.CostKnown || f.CostKnown
+		old.Flaps = old.Flaps || f.Flaps
 		old.Evidence = f.Evidence
 		return
 	}
