@@ -66,7 +66,8 @@ type Finding struct {
 	FromFirstTraffic bool
 	// Confidence is in (0, 1]: how far the culprit stands from the next suspect.
 	Confidence float64
-	// Severity is the step time it costs per step (ns): for a slow link, GPU or host the step's
+	// Severity is the step time it costs per step (ns), in the last step it was seen in (as its
+	// Evidence): for a slow link, GPU or host the step's
 	// growth over the shortest step before it, no more than what its transfers, launches or
 	// kernels lost (CostKnown), else that lost time capped at the step; for a hang, missing rank
 	// or deadlock the time its ranks have waited in it, summed over them (rank-time).

@@ -187,11 +187,9 @@ func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event
 	}
 	if i, ok := d.reported[k]; ok {
 		old := &d.findings[i]
-		if f.CostKnown && !old.CostKnown {
-			old.Severity = f.Severity // measured now: the unmeasured bound is no cost
-		} else {
-			old.Severity = max(old.Severity, f.Severity)
-		}
+		// The last step it was seen in, as its evidence: the cost the evidence and the next step
+		// say is the one severity holds (a measured cost also replaces an unmeasured bound).
+		old.Severity = f.Severity
 		old.CostKnown = old.CostKnown || f.CostKnown
 		old.Flaps = old.Flaps || f.Flaps
 		old.Evidence = f.Evidence
