@@ -214,8 +214,10 @@ func healthy(ctx context.Context, cfg *Config, seed int64) (Trial, error) {
 }
 
 // Draw draws the fault of a trial's seed: kind, place, onset (in the second step of the healthy
-// reference, so that one healthy step precedes it) and severity.
-func Draw(seed int64, topo engine.Topology, kinds []fault.Kind, stepEnds []int64) fault.Fault {
+// reference, so that one healthy step precedes it) and severity. The place is among those the
+// healthy reference used for what the kind acts on (used; nil: any): a place drawn elsewhere is
+// drawn again among them, so a scenario that uses every device draws as it did without them.
+func Draw(seed int64, topo engine.Topology, kinds []fault.Kind, stepEnds []int64, used *Places) fault.Fault {
 	rng := rand.New(rand.NewSource(seed))
 	f := fault.Fault{Kind: kinds[rng.Intn(len(kinds))], Host: rng.Intn(topo.Hosts), GPU: -1, NIC: -1}
 	s0, s1 := stepEnds[0], stepEnds[1]
@@ -246,11 +248,36 @@ func Draw(seed int64, topo engine.Topology, kinds []fault.Kind, stepEnds []int64
 		f.Group, f.Rail = rng.Intn(topo.RailGroups()), rng.Intn(topo.GPUsPerHost)
 		f.Factor = 0.1 + 0.5*rng.Float64()
 	}
+	if used != nil {
+		place(&f, rng, topo, used.devices(f.Kind))
+	}
 	return f
 }
 
+// place moves f to one of devs (the devices that did what its kind acts on) when none of the
+// devices it acts on is among them.
+func place(f *fault.Fault, rng *rand.Rand, topo engine.Topology, devs []int32) {
+	if len(devs) == 0 || topo.GPUsPerHost <= 0 {
+		return
+	}
+	for _, d := range f.Devices(topo) {
+		if _, ok := slices.BinarySearch(devs, int32(d)); ok {
+			return
+		}
+	}
+	d := int(devs[rng.Intn(len(devs))])
+	f.Host = d / topo.GPUsPerHost
+	local := d % topo.GPUsPerHost
+	switch {
+	case f.NIC >= 0:
+		f.NIC = local * max(topo.NICs.PerHost, 1) / topo.GPUsPerHost
+	case f.GPU >= 0:
+		f.GPU = local
+	}
+}
+
 func faulty(ctx context.Context, cfg *Config, seed int64, ref *runOut) (Trial, error) {
-	f := Draw(seed, cfg.Topology, cfg.Kinds, ref.steps)
+	f := Draw(seed, cfg.Topology, cfg.Kinds, ref.steps, &ref.shows.used)
 	o, err := run(ctx, cfg, cfg.Seed, []fault.Fault{f})
 	if err != nil {
 		return Trial{}, err

@@ -82,7 +82,7 @@ func TestCampaignScores(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tr := range trials[1:] {
-		want := Draw(tr.Seed, topo, cfg.Kinds, ref.steps)
+		want := Draw(tr.Seed, topo, cfg.Kinds, ref.steps, &ref.shows.used)
 		if tr.Fault.String() != want.String() {
 			t.Errorf("seed %d: fault %s; Draw gives %s", tr.Seed, tr.Fault, want)
 		}
@@ -337,5 +337,43 @@ func TestUnshownKinds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A pipeline runs on 4 GPUs of 16, each stage its own kernels: the campaign draws its faults on
+// the GPUs and NICs the healthy reference used, and every slowed GPU is named (a stage's GPU by
+// its own kernels' earlier time, having no peer that runs them). A slow NIC is drawn on one of
+// the two NICs the stages' sends cross, but is not asked to be named: two NICs are too few peers
+// to compare a rate with (docs/diagnosis.md, the pipeline's table).
+func TestCampaignPipeline(t *testing.T) {
+	topo, err := sim.TopologyByName("h100x8x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := scenario.Builtin("pipeline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Scenario: f, Topology: topo, Trials: 8, Healthy: 1, Steps: 4, Seed: 1,
+		Kinds: []fault.Kind{fault.GPUSlow, fault.NICSlow}}
+	trials, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := map[int]bool{0: true, 4: true, 8: true, 12: true}
+	for _, tr := range trials[1:] {
+		on := false
+		for _, d := range tr.Fault.Devices(topo) {
+			on = on || stages[int(d)]
+		}
+		if !on {
+			t.Errorf("seed %d: %s on no device of the pipeline's stages (0, 4, 8, 12)", tr.Seed, tr.Fault)
+		}
+		if tr.Fault.Kind == fault.GPUSlow && (!tr.Detectable || !tr.Culprit || !tr.KindRight) {
+			t.Errorf("seed %d: %s (slowdown %+.1f%%, detectable %v) not named: %v", tr.Seed, tr.Fault, 100*tr.Slowdown, tr.Detectable, tr.Findings)
+		}
+	}
+	if h := trials[0]; len(h.Findings) > 0 {
+		t.Errorf("healthy run: findings %v", h.Findings)
 	}
 }

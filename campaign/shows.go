@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/xfertop/xfertop/engine/fault"
 	"github.com/xfertop/xfertop/timeline"
@@ -13,6 +14,30 @@ import (
 type shows struct {
 	links                   [timeline.NumPeaks + 1]bool // device link classes, then LinkFabric
 	kernels, nccl, commInit bool
+	// used are the devices that did each: a fault is drawn on one of them (Places).
+	used Places
+}
+
+// Places are the devices a healthy run used, by what a fault acts on: the devices whose links of
+// each class carried bytes, that ran kernels, that ran NCCL ops (collectives, sends, receives) or created communicators, and
+// that launched any op (a host's thread). A campaign draws a fault's place among them, so that
+// its trials are not spent on GPUs or NICs the scenario never uses (a pipeline of 4 stages on 16
+// GPUs). A nil set is unknown: any place.
+type Places struct {
+	Links   [timeline.NumPeaks]map[int32]bool
+	Kernels map[int32]bool
+	Colls   map[int32]bool
+	Ops     map[int32]bool
+}
+
+func mark(m *map[int32]bool, d int32) {
+	if d < 0 {
+		return
+	}
+	if *m == nil {
+		*m = map[int32]bool{}
+	}
+	(*m)[d] = true
 }
 
 func (s *shows) add(e *timeline.Event) {
@@ -23,15 +48,22 @@ func (s *shows) add(e *timeline.Event) {
 		}
 		if link, _, ok := timeline.UnpackLink(e.Sub); ok {
 			s.links[link] = true
+			mark(&s.used.Links[link], e.Device)
 		} else if _, ok := timeline.UnpackFabricLink(e.Sub); ok {
 			s.links[timeline.LinkFabric] = true
 		}
 	case timeline.KindKernel:
 		s.kernels = true
+		mark(&s.used.Kernels, e.Device)
 	case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
 		s.nccl = true // a hang stops a rank at its next collective, or send or receive (fault.HangNext)
+		mark(&s.used.Colls, e.Device)
 	case timeline.KindCommInit:
 		s.commInit = true
+		mark(&s.used.Colls, e.Device)
+	}
+	if e.Kind.IsBusy() {
+		mark(&s.used.Ops, e.Device)
 	}
 }
 
@@ -85,5 +117,33 @@ func (s *shows) unshown(kinds []fault.Kind) []Unshown {
 			out = append(out, Unshown{k, why})
 		}
 	}
+	return out
+}
+
+// devices are the devices, in order, that a fault of kind k acts on in the run (nil: unknown).
+func (p *Places) devices(k fault.Kind) []int32 {
+	var m map[int32]bool
+	switch k {
+	case fault.NICSlow, fault.NICFlap:
+		m = p.Links[timeline.PeakNIC]
+	case fault.NVLinkSlow:
+		m = p.Links[timeline.PeakNVLink]
+	case fault.PCIeGen:
+		m = p.Links[timeline.PeakPCIe]
+	case fault.GPUSlow:
+		m = p.Kernels
+	case fault.Hang, fault.MissingRank:
+		m = p.Colls
+	case fault.HostSlow:
+		m = p.Ops
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]int32, 0, len(m))
+	for d := range m {
+		out = append(out, d)
+	}
+	slices.Sort(out)
 	return out
 }

@@ -31,6 +31,9 @@ type Finding struct {
 	Confidence       float64 `json:"confidence"`
 	SeverityNs       int64   `json:"severity_ns"`
 	Evidence         string  `json:"evidence"`
+	// NextStep is what to do about it (diagnosis.Finding.NextStep): what to check on the culprit,
+	// and for a slow link, GPU or host the step time fixing it saves.
+	NextStep string `json:"next_step,omitempty"`
 	// Hangs: the collective, its sequence number on its communicator, the communicator and the
 	// ranks that never entered it.
 	Coll     string  `json:"coll,omitempty"`
@@ -58,7 +61,7 @@ func findings(fs []diagnosis.Finding, m timeline.Meta) []Finding {
 		f := &fs[i]
 		x := Finding{Kind: f.Kind.String(), Culprit: f.CulpritIn(m), OnsetNs: f.Onset, FromFirstTraffic: f.FromFirstTraffic, AtNs: f.At, Step: f.Step,
 			Confidence: f.Confidence, SeverityNs: f.Severity, Evidence: f.Evidence, Seq: f.Seq, Comm: f.Comm, Missing: f.Missing, MissingN: f.MissingN,
-			Stuck: f.Stuck, StuckN: f.StuckN, Entered: f.Entered, Waiting: f.Waiting, Cycle: f.Cycle}
+			Stuck: f.Stuck, StuckN: f.StuckN, Entered: f.Entered, Waiting: f.Waiting, Cycle: f.Cycle, NextStep: f.NextStep(gph)}
 		if f.Rank >= 0 {
 			r := f.Rank
 			x.Rank = &r
@@ -108,5 +111,8 @@ func findingsText(b *strings.Builder, r *Report) {
 		}
 		fmt.Fprintf(b, "  %s: %s — %s (%s; found at %s, confidence %.0f%%)\n", f.Kind, f.Culprit, f.Evidence,
 			seen, units.Dur(f.AtNs), 100*f.Confidence)
+		if f.NextStep != "" {
+			fmt.Fprintf(b, "    next: %s\n", f.NextStep)
+		}
 	}
 }

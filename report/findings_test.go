@@ -25,7 +25,7 @@ func TestFindingsJSONLinks(t *testing.T) {
 		`"culprit":"host 1 GPU 5 NIC","rank":13,"host":1,"link":"nic"`,
 		`"culprit":"leaf g1.r3 spine ports","rank":null,"host":null,"link":"switch_port","switch_port":"leaf g1.r3"`,
 		// A whole host slow: the host, no rank.
-		`"culprit":"host 2 (all its ranks; which rank: unknown)","rank":null,"host":2`,
+		`"culprit":"host 2 (all its ranks alike: a host-wide cause)","rank":null,"host":2`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("findings JSON %s; want it to hold %s", b, want)
@@ -69,6 +69,67 @@ func TestFindingsHostName(t *testing.T) {
 	for _, want := range []string{`"culprit":"rank 3 (host node1)","rank":3,"host":null,"host_name":"node1"`, `"culprit":"rank 2","rank":2,"host":null,"host_name":null`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("findings JSON %s; want it to hold %s", b, want)
+		}
+	}
+}
+
+// A run a deadlock ended (a rank stuck inside a collective: nothing can move) has no watchdog
+// alert; its end line quotes the diagnosis's hang, so that the engine's "first: … on device 0"
+// is not the one rank the user reads.
+func TestEndedRootDeadlock(t *testing.T) {
+	r299, h37 := int32(299), int32(37)
+	slow := Finding{Kind: "slow link", Culprit: "host 1 GPU 0 NIC"}
+	hang := Finding{Kind: "hang", Culprit: "rank 299 (host 37 GPU 3)", Rank: &r299, Host: &h37, Evidence: "all_reduce #25 on communicator 1: …"}
+	for _, c := range []struct {
+		name  string
+		r     Report
+		short string // "": no root
+	}{
+		{name: "deadlock, a hang found", r: Report{Ended: "deadlock: 6144 ops can never run; first: group on device 0 stream 2 (op 0)", Findings: []Finding{hang, slow}},
+			short: "root of this hang (diagnosis): rank 299 (host 37 GPU 3)"},
+		{name: "deadlock, no hang found", r: Report{Ended: "deadlock: 1 op can never run", Findings: []Finding{slow}}},
+		{name: "cancelled", r: Report{Ended: "context canceled", Findings: []Finding{hang}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := c.r.EndedRoot()
+			switch {
+			case c.short == "" && root != nil:
+				t.Errorf("EndedRoot = %+v; want none", root)
+			case c.short != "" && (root == nil || root.Short() != c.short || root.Rank == nil || *root.Rank != 299):
+				t.Errorf("EndedRoot = %+v; want %q, rank 299", root, c.short)
+			}
+		})
+	}
+}
+
+// The next step of each finding is the diagnosis's (diagnosis.Finding.NextStep), in the JSON's
+// next_step and the text's "next:" line alike: the report only formats it.
+func TestFindingsNextStep(t *testing.T) {
+	ds := []diagnosis.Finding{
+		{Kind: diagnosis.SlowLink, Rank: 299, Host: 37, Link: timeline.PeakNIC, Severity: 31_100_000, CostKnown: true},
+		{Kind: diagnosis.Hang, Rank: 299, Host: 37, Link: -1},
+	}
+	m := timeline.Meta{GPUsPerHost: 8}
+	r := &Report{Findings: findings(ds, m)}
+	b, err := json.Marshal(r.Findings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []struct {
+		NextStep string `json:"next_step"`
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	findingsText(&text, r)
+	for i := range ds {
+		want := ds[i].NextStep(8)
+		if want == "" || back[i].NextStep != want {
+			t.Errorf("finding %d: JSON next_step %q; want the diagnosis's %q", i, back[i].NextStep, want)
+		}
+		if !strings.Contains(text.String(), "    next: "+want+"\n") {
+			t.Errorf("finding %d: text\n%s\nwants the line \"next: %s\"", i, text.String(), want)
 		}
 	}
 }

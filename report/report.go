@@ -2,6 +2,8 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/timeline"
@@ -274,7 +276,9 @@ func everyDevice(devs []analysis.DeviceTime, n int) []analysis.DeviceTime {
 }
 
 // EndedRoot is the root of the hang whose watchdog alert ended the run, as the diagnosis names it
-// (analysis.Alert.Root); nil when no alert ended it or the diagnosis names no root.
+// (analysis.Alert.Root); for a run a deadlock ended (nothing could move: the engine names the
+// first op that can never run, on whatever device comes first, device 0 at 1,024 GPUs), the
+// diagnosis's worst hang finding. nil when neither ended it or the diagnosis names no root.
 func (r *Report) EndedRoot() *analysis.AlertRoot {
 	if r == nil || r.Ended == "" {
 		return nil
@@ -282,6 +286,17 @@ func (r *Report) EndedRoot() *analysis.AlertRoot {
 	for i := range r.Alerts {
 		if a := &r.Alerts[i]; a.Kind == "watchdog" && a.Message == r.Ended {
 			return a.Root
+		}
+	}
+	if !strings.HasPrefix(r.Ended, "deadlock:") {
+		return nil
+	}
+	for i := range r.Findings {
+		// Worst first: hangs, missing ranks and deadlocks lead.
+		f := &r.Findings[i]
+		switch f.Kind {
+		case "hang", "missing rank", "deadlock", "dead rank":
+			return &analysis.AlertRoot{Culprit: f.Culprit, Finding: fmt.Sprintf("%s: %s — %s", f.Kind, f.Culprit, f.Evidence), Rank: f.Rank, Host: f.Host}
 		}
 	}
 	return nil

@@ -231,6 +231,11 @@ const (
 	// NCCL Inspector timed the rank's kernels; join.Parts). The diagnosis matches ranks by it as a
 	// completed op; analyses that measure ops leave it out, so that nothing counts twice.
 	StatusShadow uint8 = 8
+	// StatusStalled: an op in flight whose own part made no progress: its rank's kernel stopped
+	// inside it (a source that sees each rank's progress inside a collective: NCCL's proxy steps,
+	// the simulator's hang of mode in). Its peers' parts, in flight beside it with StatusOK, wait
+	// on it: the rank holding the collective is the one whose part is stalled.
+	StatusStalled uint8 = 9
 )
 
 // Alert causes: the Sub of a KindAlert a source raises about a rank or communicator it watched

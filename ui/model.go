@@ -595,7 +595,10 @@ func (m *Model) header() string {
 		if len(fs) > 1 {
 			more = fmt.Sprintf(" (+%d more)", len(fs)-1)
 		}
-		line += "\n" + ansi.Truncate(st.Alert.Render("⚠ "+fs[0].StringIn(m.info.Meta)+more+fmt.Sprintf(" — %d: findings", TabFindings+1)), m.width, "…")
+		// The finding is cut, not the key to the view that shows it whole (and its next step).
+		hint := more + fmt.Sprintf(" — %d: findings", TabFindings+1)
+		text := ansi.Truncate("⚠ "+fs[0].StringIn(m.info.Meta), max(m.width-ansi.StringWidth(hint), 1), "…")
+		line += "\n" + ansi.Truncate(st.Alert.Render(text+hint), m.width, "…")
 	}
 	return line
 }

@@ -70,7 +70,7 @@ func (d *Diagnosis) straggler(stepNs int64) (suspect, bool) {
 		return suspect{}, false
 	}
 	ratio := 1 + float64(late[best])/float64(stepNs)
-	return suspect{kind: SlowHost, rank: best, host: d.hostOf(best), ratio: ratio, conf: float64(bestN) / float64(n), excess: late[best], link: -1,
+	return suspect{kind: SlowHost, rank: best, host: d.hostOf(best), ratio: ratio, conf: float64(bestN) / float64(n), excess: late[best], link: -1, cost: "its arrivals",
 		detail: fmt.Sprintf("arrived last at %d of %s this step, %s in all after the median arrival; the others waited for it",
 			bestN, units.Counted(n, "barrier"), fmtNs(late[best]))}, true
 }

@@ -20,12 +20,53 @@ const (
 	// minBusyNs: a window in which a link was busy for less says too little about its rate.
 	minBusyNs = 10_000
 	// busyRatio: a link whose rate while busy is below this share of its peers' is degraded.
-	busyRatio = 0.7
+	busyRatio = 0.85
 	// stallRatio: in a window with too few busy links to compare, a link busy at below this share
 	// of its peers' rate in the last window that had enough is holding the others up: a link that
 	// is down stalls the ring, whose other links then wait idle.
 	stallRatio = 0.1
+	// downRatio: a link busy at below this share of its peers' rate in a window was down in it
+	// (a flapping NIC at factor 0 moves nothing while down), not slow.
+	downRatio = 0.05
 )
+
+// flapAcc is, per link class, what a rank's link did across the run's windows (kept across steps:
+// a flap's down and up halves can fall in different steps): the windows it was down in, and the
+// windows after the first of those in which it moved at its peers' rate again (up between).
+type flapAcc struct {
+	down, up [3]int32
+	last     [3]int64 // the last window counted (its two directions count once)
+}
+
+// flapOf returns rank r's flap history, growing the table; nil past the bound.
+func (d *Diagnosis) flapOf(r int32) *flapAcc {
+	if r < 0 || r >= maxRanks {
+		return nil
+	}
+	if int(r) >= len(d.flaps) {
+		d.flaps = append(d.flaps, make([]flapAcc, int(r)+1-len(d.flaps))...)
+	}
+	return &d.flaps[r]
+}
+
+// noteFlap counts window idx for rank r's link of class c: down (below downRatio of its peers'
+// rate), or up again at its peers' rate after having been down.
+func (d *Diagnosis) noteFlap(r int32, c int, idx int64, share float64, slow bool) {
+	f := d.flapOf(r)
+	if f == nil {
+		return
+	}
+	switch {
+	case slow && share < downRatio:
+		if f.down[c] == 0 || f.last[c] != idx {
+			f.down[c]++
+			f.last[c] = idx
+		}
+	case !slow && f.down[c] > 0 && f.last[c] != idx:
+		f.up[c]++
+		f.last[c] = idx
+	}
+}
 
 // busyWindow gathers one link window's rates while busy, per link class and direction.
 type busyWindow struct {
@@ -137,6 +178,7 @@ func (d *Diagnosis) flushWindow() {
 			}
 			for _, x := range rs {
 				share, is := slow(x.rate)
+				d.noteFlap(x.rank, c, w.idx, share, is)
 				if !is {
 					continue
 				}
@@ -217,6 +259,9 @@ type busyPlace struct {
 	peers   int
 	conf    float64
 	first   int64 // the first window (its index) in which it was slow
+	// down and up: the windows of the run its link was down in (below downRatio of its peers'
+	// rate) and back at its peers' rate after the first of those (flapAcc).
+	down, up int32
 }
 
 // slowestBusy looks among the ranks in cands for the link that moved slower while busy than its
@@ -236,6 +281,9 @@ func (d *Diagnosis) slowestBusy(cands []int32) (busyPlace, bool) {
 			total += n
 			if !found || n > best.windows || (n == best.windows && a.busyLow[cls] < best.low) {
 				best = busyPlace{rank: r, class: linkClass(cls), windows: n, low: a.busyLow[cls], peers: d.win.peers[cls], first: a.busyOne[cls]}
+				if f := d.flapOf(r); f != nil {
+					best.down, best.up = f.down[cls], f.up[cls]
+				}
 				found = true
 			}
 		}
@@ -246,8 +294,18 @@ func (d *Diagnosis) slowestBusy(cands []int32) (busyPlace, bool) {
 	return best, found
 }
 
-// say is the evidence: the link's rate while busy against its peers'.
+// say is the evidence: the link's rate while busy against its peers'; a link that went down and
+// came back up at its peers' rate between flaps, which is what its fix needs (a cable or a
+// transceiver, not congestion).
 func (p busyPlace) say() string {
+	if p.down > 0 && p.up > 0 {
+		return fmt.Sprintf("its %s flaps: down (%.0f%% of its peers' median rate while busy) in %s of the run, back up at its peers' rate in %s between; slow in %s",
+			linkName(p.class), 100*p.low, units.Counted(int(p.down), "window"), units.Counted(int(p.up), "window"), units.Counted(p.windows, "window"))
+	}
+	if p.down > 0 && p.low < downRatio {
+		return fmt.Sprintf("its %s went down (%.0f%% of its peers' median rate while busy; %s the same window), in %s",
+			linkName(p.class), 100*p.low, peersSay(p), units.Counted(p.windows, "window"))
+	}
 	if p.peers == 0 {
 		return fmt.Sprintf("its %s moved at %.0f%% of its peers' median rate while busy (theirs in the last window they moved in: they waited on it), in %s",
 			linkName(p.class), 100*p.low, units.Counted(p.windows, "window"))
@@ -266,4 +324,12 @@ func (d *Diagnosis) busyCands() []int32 {
 		}
 	}
 	return out
+}
+
+// peersSay names what a link was compared with.
+func peersSay(p busyPlace) string {
+	if p.peers == 0 {
+		return "theirs in the last window they moved in: they waited on it;"
+	}
+	return fmt.Sprintf("%s %s,", units.Counted(p.peers, "rank's", "ranks'"), linkName(p.class))
 }

@@ -58,13 +58,24 @@ type Diagnosis struct {
 	// kMin is per slot the shortest call on any rank this step; kSlow per slot and rank the
 	// start + 1 of its first call that took gpuRatio× the shortest seen before it ended (0: none):
 	// where a GPU's slowness began within the step (a finding's onset).
-	kMin    []float64
-	kSlow   [][]int64
-	keys    map[opKey]int32
-	oSum    [][]float64
-	oCnt    [][]int32
-	oBase   []float64 // per class, the lowest peer median of earlier steps (0: none)
-	keyList []opKey
+	kMin  []float64
+	kSlow [][]int64
+	// flaps is each rank's links' down and up windows over the run (busy.go).
+	flaps []flapAcc
+	// self is each rank's own kernel history, for the kernels no peer runs (selfslow.go).
+	self selfState
+	// initEnd is the latest end of a communicator creation in the step being accumulated: the
+	// step's work begins after it (the first step's setup is not step time). workBase is the
+	// shortest work of a step so far (0: none), against which a step's growth is measured;
+	// steadyBase the same without the first step, whose work ends its setup at an unclean cut
+	// (a communicator made mid-step) and runs shorter than the later steps': what a finding's
+	// cost to the step is measured against.
+	initEnd, workBase, steadyBase int64
+	keys                          map[opKey]int32
+	oSum                          [][]float64
+	oCnt                          [][]int32
+	oBase                         []float64 // per class, the lowest peer median of earlier steps (0: none)
+	keyList                       []opKey
 	// lastKey and lastSlot remember the class of the last op: a collective's ranks report one
 	// after another, so most ops need no lookup in keys (slots are never taken back).
 	lastKey  opKey
@@ -188,6 +199,9 @@ type candidate struct {
 	// culprit's first op there, the first traffic it carried after the communicators' setup:
 	// the fault may predate it.
 	first bool
+	// base is the shortest step's work before the first of them (0: none): what the step would
+	// have taken without it, against which its cost is measured.
+	base int64
 }
 
 type commInfo struct {
@@ -282,6 +296,9 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 		}
 	case timeline.KindCommInit:
 		d.maxInit = max(d.maxInit, e.Dur())
+		if e.End > e.Start {
+			d.initEnd = max(d.initEnd, e.End)
+		}
 		d.join(e)
 	case timeline.KindCommHit:
 		d.join(e)
@@ -395,6 +412,7 @@ func (d *Diagnosis) addKernel(e *timeline.Event) {
 	dur := float64(e.Dur())
 	d.kSum[slot][e.Device] += dur
 	d.kCnt[slot][e.Device]++
+	d.addSelf(slot, e, dur)
 	switch m := d.kMin[slot]; {
 	case m == 0 || dur < m:
 		d.kMin[slot] = dur

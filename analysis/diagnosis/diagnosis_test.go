@@ -126,7 +126,7 @@ func TestTiedOutliers(t *testing.T) {
 					return 30_000
 				}
 				return 10_000
-			}, kind: SlowHost, rank: -1, host: 1, conf: 1, culprit: "host 1 (all its ranks; which rank: unknown)"},
+			}, kind: SlowHost, rank: -1, host: 1, conf: 1, culprit: "host 1 (all its ranks alike: a host-wide cause)"},
 		{name: "GPUs 5 and 6 at 2x", kdur: func(r, i int) int64 {
 			if r == 5 || r == 6 {
 				return 2 * ms
@@ -477,7 +477,8 @@ func TestSlowSwitchPortByRateWhileBusy(t *testing.T) {
 
 // A NIC that goes down stalls the ring: in the windows it is down it is the only link busy (data
 // waits on it) and moves nothing, while its peers wait idle, so there are no peers in the window
-// to compare it with; their rate in the last window they moved in is the reference.
+// to compare it with; their rate in the last window they moved in is the reference. Down in two
+// windows and up at its peers' rate between, it flaps, and the finding says so.
 func TestStalledLinkAlone(t *testing.T) {
 	s := newStepper(8)
 	var op uint64
@@ -513,7 +514,7 @@ func TestStalledLinkAlone(t *testing.T) {
 		s.endStep(200 * ms)
 	}
 	got := s.d.Result(s.strs)
-	if len(got) != 1 || got[0].Rank != 13 || got[0].Link != timeline.PeakNIC || !strings.Contains(got[0].Evidence, "moved at 0% of its peers' median rate while busy") {
-		t.Fatalf("%+v; want rank 13's NIC, moving nothing while busy", got)
+	if len(got) != 1 || got[0].Rank != 13 || got[0].Link != timeline.PeakNIC || !strings.Contains(got[0].Evidence, "its NIC flaps: down (0% of its peers' median rate while busy) in 2 windows of the run, back up at its peers' rate in 1 window between") {
+		t.Fatalf("%+v; want rank 13's NIC, moving nothing while busy, down and up again: flapping", got)
 	}
 }

@@ -66,9 +66,16 @@ type Finding struct {
 	FromFirstTraffic bool
 	// Confidence is in (0, 1]: how far the culprit stands from the next suspect.
 	Confidence float64
-	// Severity is the time per step the job lost to it (ns), or for a hang the time its ranks
-	// have waited in it, summed over them.
+	// Severity is the step time it costs per step (ns), in the last step it was seen in (as its
+	// Evidence): for a slow link, GPU or host the step's
+	// growth over the shortest step before it, no more than what its transfers, launches or
+	// kernels lost (CostKnown), else that lost time capped at the step; for a hang, missing rank
+	// or deadlock the time its ranks have waited in it, summed over them (rank-time).
 	Severity int64
+	// CostKnown says Severity was measured against a step before the culprit was first seen.
+	CostKnown bool
+	// Flaps: a slow link that went down and came back up at its peers' rate (a flapping port).
+	Flaps bool
 	// Evidence says it in numbers.
 	Evidence string
 	// Hangs: the collective, its sequence number on its communicator, the communicator and the
@@ -105,7 +112,7 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 			return fmt.Sprintf("a %s (which: unknown)", linkName(f.Link))
 		}
 		if f.Kind == SlowHost && f.Host >= 0 {
-			return fmt.Sprintf("host %d (all its ranks; which rank: unknown)", f.Host)
+			return fmt.Sprintf("host %d (all its ranks alike: a host-wide cause)", f.Host)
 		}
 		if f.Kind == Hang && f.StuckN > 0 {
 			// Short, for a table's column: the evidence lists them.

@@ -52,6 +52,7 @@ type hangGroup struct {
 	waiting []int32  // ranks posted in it, waiting for their peers
 	waitAux []uint32 // each waiting rank's peer-wait Aux (send or receive)
 	inside  []int32  // ranks running it with all their peers (entered; not finished)
+	stalled []int32  // of inside, those whose part the source saw make no progress (timeline.StatusStalled)
 	// ended: only waits the watchdog ended (no longer in flight): the op the watchdog named,
 	// and its waits, as they stood when it fired.
 	ended bool
@@ -369,9 +370,12 @@ func (d *Diagnosis) groupInFlight(now int64, inflight []timeline.Event) (groups 
 			g := get(e, false)
 			g.waiting, g.waitAux = append(g.waiting, e.Device), append(g.waitAux, e.Aux)
 		case timeline.KindCollective, timeline.KindSend, timeline.KindRecv:
-			if e.Op != 0 && e.Status == timeline.StatusOK {
+			if e.Op != 0 && (e.Status == timeline.StatusOK || e.Status == timeline.StatusStalled) {
 				g := get(e, false)
 				g.inside = append(g.inside, e.Device)
+				if e.Status == timeline.StatusStalled {
+					g.stalled = append(g.stalled, e.Device)
+				}
 			}
 		case timeline.KindCommInit:
 			joining[e.Comm] = append(joining[e.Comm], e.Device)
@@ -484,6 +488,13 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 		if slices.Contains(initing[e.Comm], f.Rank) {
 			f.Kind = MissingRank
 		}
+	case len(g.stalled) > 0:
+		// Every rank entered it and none finished; the source saw whose part made no progress
+		// (timeline.StatusStalled): that rank's kernel holds it, the others wait on it inside.
+		slices.Sort(g.stalled)
+		f.Rank = g.stalled[0]
+		f.Host = d.hostOf(f.Rank)
+		f.Confidence = 1 / float64(len(g.stalled))
 	case g.holder > 0:
 		// A send/receive stuck with both halves running, one of whose ranks is stuck in another
 		// with another peer, its peers each in one: the rank they share holds them.
@@ -512,6 +523,9 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 	switch {
 	case f.MissingN > 0:
 		parts = append(parts, fmt.Sprintf("%s %s never entered it", units.Plural(f.MissingN, "rank"), rankList(f.Missing, f.MissingN)))
+	case len(g.stalled) > 0:
+		parts = append(parts, fmt.Sprintf("no rank is missing from it; %s part made no progress (%s kernel in it never finished): the others wait on it inside",
+			possessive(g.stalled), units.Plural(len(g.stalled), "its", "their")))
 	case len(g.inside) > 0:
 		parts = append(parts, "no rank is missing from it")
 	default:
@@ -525,6 +539,14 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 		f.Evidence += fmt.Sprintf("; rank %d never finished joining the communicator", f.Rank)
 	}
 	return f
+}
+
+// possessive names ranks as owners: "rank 299's", "ranks 3 and 5's".
+func possessive(rs []int32) string {
+	if len(rs) == 1 {
+		return fmt.Sprintf("rank %d's", rs[0])
+	}
+	return fmt.Sprintf("ranks %s'", rankList(rs[:min(len(rs), maxMissing)], len(rs)))
 }
 
 func rankList(rs []int32, n int) string {

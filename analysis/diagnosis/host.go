@@ -77,7 +77,7 @@ func (d *Diagnosis) slowWholeHost() (suspect, bool) {
 	excess := int64(float64(launches[best]) * (bestX - med))
 	return suspect{kind: SlowHost, rank: -1, host: idx[best], ratio: ratio, conf: conf, excess: excess, link: -1,
 		detail: fmt.Sprintf("its ranks' launches were at least %s apart, %.2f× the median of %s (%s); they spread the step's %s per rank over %s",
-			fmtNs(int64(bestX)), ratio, units.Counted(len(figs), "host"), fmtNs(int64(med)), units.Counted(launches[best], "launch"), fmtNs(spread[best]))}, true
+			fmtNs(int64(bestX)), ratio, units.Counted(len(figs), "host"), fmtNs(int64(med)), units.Counted(launches[best], "launch"), fmtNs(spread[best])), cost: "its launches"}, true
 }
 
 // twoHostRatio is how many times the other host's least launch gap a host's must be to be named
@@ -102,5 +102,5 @@ func slowOfTwoHosts(figs []float64, idx []int32, spread, launches []int64) (susp
 	excess := int64(float64(launches[best]) * (bestX - otherX))
 	return suspect{kind: SlowHost, rank: -1, host: idx[best], ratio: ratio, conf: 1 - otherX/bestX, excess: excess, link: -1,
 		detail: fmt.Sprintf("its ranks' launches were at least %s apart, %.2f× the other host's (host %d: %s; with 2 hosts no median singles one out, so a host is named only at %d× the other's or more); they spread the step's %s per rank over %s",
-			fmtNs(int64(bestX)), ratio, idx[other], fmtNs(int64(otherX)), twoHostRatio, units.Counted(launches[best], "launch"), fmtNs(spread[best]))}, true
+			fmtNs(int64(bestX)), ratio, idx[other], fmtNs(int64(otherX)), twoHostRatio, units.Counted(launches[best], "launch"), fmtNs(spread[best])), cost: "its launches"}, true
 }

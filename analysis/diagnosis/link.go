@@ -17,7 +17,7 @@ import (
 // that crosses it, its peers only in those they share with it. When ranks tie (every rank in every
 // slowed collective) the links' peak rates in the step's windows break the tie: a degraded link
 // never moves more than what is left of it.
-func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
+func (d *Diagnosis) slowLink() (suspect, bool) {
 	d.slowPairs()
 	d.slowColls()
 	// A link's own rank is slow in all its transfers that cross it; a peer on the other end of some
@@ -27,7 +27,10 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 	var bestN int32
 	for r := range d.ranks {
 		a := &d.ranks[r]
-		if a.slowOps < 2 {
+		if a.slowOps < 2 && (a.slowOps == 0 || float64(a.slowExcess) < (strong-1)*a.slowRef) {
+			// One slow transfer is a suspect only when it stalled far past its reference (a
+			// flapping NIC holds a step's one send per rank while it is down); a little slower
+			// is noise.
 			continue
 		}
 		share := float64(a.slowOps) / float64(a.ops)
@@ -50,16 +53,16 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 		// their NICs, whose rate while busy stays their line rate.
 		return suspect{kind: SlowLink, rank: -1, host: -1, ratio: ratio, conf: max(conf, 0.01), excess: a.slowExcess, link: timeline.LinkFabric, port: leaf + 1,
 			evidence: pa.first*timeline.LinkWindowNs + 1,
-			detail: fmt.Sprintf("its ports to the spines moved at %.0f%% of their peers' median rate while busy (%s ports, the same window), in %s this step, in which %s took %.2f× their reference (%s lost, %.1f%% of the step)",
-				100*pa.low, units.Counted(d.win.portPeers, "leaf's", "leaves'"), units.Counted(pa.windows, "window"), whose(tied, a.slowOps), ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs))}, true
+			detail: fmt.Sprintf("its ports to the spines moved at %.0f%% of their peers' median rate while busy (%s ports, the same window), in %s this step, in which %s took %.2f× their reference",
+				100*pa.low, units.Counted(d.win.portPeers, "leaf's", "leaves'"), units.Counted(pa.windows, "window"), whose(tied, a.slowOps), ratio), cost: "their transfers"}, true
 	}
 	if ok {
 		// The link itself, by its rate while busy: the ranks' transfer times say the step lost
 		// time to a link, its rate says which.
-		return suspect{kind: SlowLink, rank: p.rank, host: d.hostOf(p.rank), ratio: ratio, conf: p.conf, excess: a.slowExcess, link: p.class,
+		return suspect{kind: SlowLink, rank: p.rank, host: d.hostOf(p.rank), ratio: ratio, conf: p.conf, excess: a.slowExcess, link: p.class, flaps: p.down > 0 && p.up > 0,
 			evidence: p.first*timeline.LinkWindowNs + 1,
-			detail: fmt.Sprintf("%s this step, in which %s took %.2f× their reference (%s lost, %.1f%% of the step)",
-				p.say(), whose(tied, a.slowOps), ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs))}, true
+			detail: fmt.Sprintf("%s this step, in which %s took %.2f× their reference",
+				p.say(), whose(tied, a.slowOps), ratio), cost: "their transfers"}, true
 	}
 	class, cls := timeline.PeakNVLink, 1
 	if 2*a.slowCross >= a.slowOps {
@@ -92,8 +95,8 @@ func (d *Diagnosis) slowLink(stepNs int64) (suspect, bool) {
 		peakNote = fmt.Sprintf("; its %s peaked at %.0f%% of its peers' peak rate", linkName(class), 100*p/med)
 	}
 	s := suspect{kind: SlowLink, rank: culprit, host: host, ratio: ratio, conf: conf, excess: a.slowExcess, link: class,
-		detail: fmt.Sprintf("%d of its transfers this step took %.2f× its peers' time (%s lost, %.1f%% of the step)%s",
-			a.slowOps, ratio, fmtNs(a.slowExcess), 100*float64(a.slowExcess)/float64(stepNs), peakNote)}
+		detail: fmt.Sprintf("%d of its transfers this step took %.2f× its peers' time%s",
+			a.slowOps, ratio, peakNote), cost: "its transfers"}
 	return s, true
 }
 

@@ -56,8 +56,9 @@ func simRun(t *testing.T, post func(c *engine.Client), specs ...string) ([]diagn
 
 // A rank hung inside a collective of ranks 0–3 (mode=in) holds them all inside it; ranks 4–7,
 // waiting in the next collective of all eight for ranks 0–3, are not the root. The finding says
-// that every rank entered the first and none finished; the same fault before it (the default)
-// says rank 3 never entered it.
+// that every rank entered the first and none finished, and names rank 3, whose part made no
+// progress (the simulator reports it stalled, as NCCL's proxy steps would); the same fault before
+// it (the default) says rank 3 never entered it.
 func TestSimHangInVersusBefore(t *testing.T) {
 	post := func(c *engine.Client) {
 		if _, err := c.Collective(timeline.CollAllReduce, []engine.DeviceID{0, 1, 2, 3}, 1<<20, "tp"); err != nil {
@@ -71,8 +72,8 @@ func TestSimHangInVersusBefore(t *testing.T) {
 		mode, culprit, evidence string
 		rank                    int32
 	}{
-		{mode: "in", rank: -1, culprit: "4 ranks stuck inside (0–3, host 0; which holds it: unknown)",
-			evidence: "all_reduce #1 on communicator 1: ranks 0, 1, 2, 3 entered it and are stuck inside: none finished in 1.00 s; no rank is missing from it"},
+		{mode: "in", rank: 3, culprit: "rank 3 (host 0 GPU 3)",
+			evidence: "all_reduce #1 on communicator 1: ranks 0, 1, 2, 3 entered it and are stuck inside: none finished in 1.00 s; no rank is missing from it; rank 3's part made no progress (its kernel in it never finished)"},
 		{mode: "before", rank: 3, culprit: "rank 3 (host 0 GPU 3)", evidence: "all_reduce #1 on communicator 1: 3 ranks waited"},
 	} {
 		fs, err := simRun(t, post, "kind=hang,rank=3,coll=all_reduce,mode="+c.mode)

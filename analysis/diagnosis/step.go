@@ -27,6 +27,13 @@ type suspect struct {
 	// evidence is the start + 1 of the first evidence of it in the step (its first slow kernel, the
 	// first window its link was slow in); 0: not known, the start of its first op in the step.
 	evidence int64
+	// peer is what the suspect's figure is compared with, where the detail says it after.
+	peer float64
+	// flaps: a slow link down in some windows and up at its peers' rate between.
+	flaps bool
+	// cost names what excess measures ("its transfers", "its launches", "its kernels"): the
+	// finding says what the step lost to it beside it (costPhrase); "": the detail says it.
+	cost string
 }
 
 // endStep evaluates the step that a step event closes and starts the next.
@@ -43,11 +50,18 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		d.flushWindow() // the windows the step covers are all in
 	}
 	stepNs := max(e.End-e.Start, 1)
+	work := d.stepWork(e)
+	growth := int64(-1) // unknown: no step before
+	if d.workBase > 0 {
+		growth = max(work-d.workBase, 0)
+	}
 	var sus []suspect
 	if s, ok := d.slowGPU(); ok {
 		sus = append(sus, s)
+	} else if s, ok := d.selfSlowGPU(growth); ok {
+		sus = append(sus, s)
 	}
-	if s, ok := d.slowLink(stepNs); ok && !has(sus, s.rank) {
+	if s, ok := d.slowLink(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
 	}
 	if s, ok := d.slowHost(); ok && !has(sus, s.rank) {
@@ -69,7 +83,7 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		seen[k] = true
 		c := d.cand[k]
 		if c == nil {
-			c = &candidate{onset: d.onset(s, e.Start)}
+			c = &candidate{onset: d.onset(s, e.Start), base: d.steadyBase}
 			// Seen in the first step compared, at the culprit's first op (within a link window,
 			// the granularity of a link's evidence): no evidence could come earlier.
 			c.first = d.nSteps == 1 && c.onset <= d.firstOp(s, e.Start)+timeline.LinkWindowNs
@@ -77,7 +91,7 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		}
 		c.steps++
 		if c.steps >= 2 || (s.ratio >= strong && !s.confined) {
-			d.report(k, c, s, e)
+			d.report(k, c, s, e, work)
 		}
 	}
 	for k := range d.cand {
@@ -85,7 +99,24 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 			delete(d.cand, k)
 		}
 	}
+	d.endSelf()
+	if d.workBase == 0 || work < d.workBase {
+		d.workBase = work
+	}
+	if d.nSteps > 1 && (d.steadyBase == 0 || work < d.steadyBase) {
+		d.steadyBase = work
+	}
 	d.reset(e.End)
+}
+
+// stepWork is the step's time without the communicators' creation at its start (the first
+// step's setup): from the end of the last creation in it, else from its start.
+func (d *Diagnosis) stepWork(e *timeline.Event) int64 {
+	from := e.Start
+	if d.initEnd > from && d.initEnd < e.End {
+		from = d.initEnd
+	}
+	return max(e.End-from, 1)
 }
 
 // onHost reports whether a suspect already names a rank of host h (or the host).
@@ -140,15 +171,27 @@ func has(sus []suspect, r int32) bool {
 }
 
 // report adds (or updates) the finding for a suspect that held long enough.
-func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event) {
+func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event, work int64) {
+	cost := min(s.excess, work)
+	known := false
+	if s.cost != "" {
+		known = c.base > 0
+		var say string
+		say, cost = costPhrase(s.cost, s.excess, work, c.base)
+		s.detail += "; " + say
+	}
 	f := Finding{Kind: s.kind, Rank: s.rank, Host: s.host, Link: s.link, Onset: c.onset, At: e.End, Step: d.step,
-		Confidence: s.conf, Severity: s.excess, Evidence: s.detail, FromFirstTraffic: c.first}
+		Confidence: s.conf, Severity: cost, CostKnown: known, Flaps: s.flaps, Evidence: s.detail, FromFirstTraffic: c.first}
 	if s.port > 0 {
 		f.Port = s.port - 1
 	}
 	if i, ok := d.reported[k]; ok {
 		old := &d.findings[i]
-		old.Severity = max(old.Severity, f.Severity)
+		// The last step it was seen in, as its evidence: the cost the evidence and the next step
+		// say is the one severity holds (a measured cost also replaces an unmeasured bound).
+		old.Severity = f.Severity
+		old.CostKnown = old.CostKnown || f.CostKnown
+		old.Flaps = old.Flaps || f.Flaps
 		old.Evidence = f.Evidence
 		return
 	}
@@ -156,9 +199,43 @@ func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event
 	d.findings = append(d.findings, f)
 }
 
+// costPhrase says what a suspect cost the step, and returns it: the step's growth over the
+// shortest step's work before the suspect was first seen (base), no more than what its transfers,
+// launches or kernels (what) lost against their reference (excess) — a delay hidden behind other
+// work costs the job nothing, and a step cannot lose more than it grew. work is the step without
+// the first step's communicator setup, so the share is of a step as the later ones are. With no
+// step before (base 0), what it cost is unknown, and the phrase says what is known: never more
+// than the step (the figure returned).
+func costPhrase(what string, excess, work, base int64) (string, int64) {
+	excess = max(excess, 0)
+	verb := "took " + fmtNs(excess) + " longer"
+	if what == "its launches" || what == "its arrivals" {
+		verb = "came " + fmtNs(excess) + " later in all"
+	}
+	if base <= 0 {
+		return fmt.Sprintf("%s %s; what that cost the step is unknown (no step before it but the first, which holds the communicators' setup, to compare with)", what, verb), min(excess, work)
+	}
+	grew := max(work-base, 0)
+	cost := min(excess, grew)
+	pct := 100 * float64(cost) / float64(max(work, 1))
+	if cost == 0 {
+		return fmt.Sprintf("costs the step nothing measurable: %s %s, hidden behind other work (the step %s, no longer than the shortest step before it, %s)",
+			what, verb, fmtNs(work), fmtNs(base)), 0
+	}
+	if float64(excess) > 1.1*float64(cost) {
+		return fmt.Sprintf("costs the step %s, %.1f%% of it (the step grew %s over the shortest step before it; %s %s, the rest hidden behind other work)",
+			fmtNs(cost), pct, fmtNs(grew), what, verb), cost
+	}
+	return fmt.Sprintf("costs the step %s, %.1f%% of it (%s %s; the step grew %s over the shortest step before it)", fmtNs(cost), pct, what, verb, fmtNs(grew)), cost
+}
+
 // reset clears the per-step accumulators.
 func (d *Diagnosis) reset(at int64) {
 	d.stepStart = at
+	d.initEnd = 0
+	for _, s := range d.self.slow {
+		clear(s)
+	}
 	d.win.peers, d.win.portPeers = [3]int{}, 0
 	clear(d.portSlow)
 	for i := range d.ranks {
@@ -220,9 +297,9 @@ func (d *Diagnosis) slowGPU() (suspect, bool) {
 		}
 	}
 	s, ok := d.outlier(SlowGPU, num, den, gpuRatio, func(r int, ratio float64) string {
-		return fmt.Sprintf("kernels took %.2f× their time on the peers that ran the same kernels this step (%s lost per step)",
-			ratio, fmtNs(int64(num[r]-den[r])))
+		return fmt.Sprintf("kernels took %.2f× their time on the peers that ran the same kernels this step", ratio)
 	})
+	s.cost = "its kernels"
 	if ok {
 		s.evidence = d.firstSlowKernel(int(s.rank))
 	}
@@ -316,8 +393,8 @@ func (d *Diagnosis) slowHost() (suspect, bool) {
 		}
 	}
 	return d.outlier(SlowHost, num, den, hostRatio, func(r int, ratio float64) string {
-		return fmt.Sprintf("launched its step's %s over %.2f× the time its peers took (%s later)",
-			units.Counted(d.ranks[r].launches, "op"), ratio, fmtNs(int64(num[r]-den[r])))
+		return fmt.Sprintf("launched its step's %s over %.2f× the time its peers took",
+			units.Counted(d.ranks[r].launches, "op"), ratio)
 	})
 }
 
@@ -368,8 +445,12 @@ func (d *Diagnosis) outlier(kind Kind, num, den []float64, minRatio float64, say
 	if conf <= 0 {
 		conf = 1 / float64(len(out)) // tied with others that stand out as far
 	}
-	return suspect{kind: kind, rank: int32(best), host: d.hostOf(int32(best)), ratio: bestR / med, conf: conf, excess: int64(num[best] - den[best]),
-		link: -1, detail: say(best, bestR/med)}, true
+	s := suspect{kind: kind, rank: int32(best), host: d.hostOf(int32(best)), ratio: bestR / med, conf: conf, excess: int64(num[best] - den[best]),
+		link: -1, detail: say(best, bestR/med)}
+	if kind == SlowHost {
+		s.cost = "its launches"
+	}
+	return s, true
 }
 
 // wholeHostOutlier is the slow-host suspect when the ranks that stand out (out, two or more) are
@@ -407,7 +488,7 @@ func (d *Diagnosis) wholeHostOutlier(out []int32, num, den []float64, med float6
 	for _, r := range out {
 		excess = max(excess, int64(num[r]-den[r]))
 	}
-	return suspect{kind: SlowHost, rank: -1, host: h, ratio: low / med, conf: math.Min(1, (low-next)/(low-med)), excess: excess, link: -1,
+	return suspect{kind: SlowHost, rank: -1, host: h, ratio: low / med, conf: math.Min(1, (low-next)/(low-med)), excess: excess, link: -1, cost: "its launches",
 		detail: fmt.Sprintf("all %s of the host stand out alike (%s): the least slow %s", units.Counted(len(out), "rank"), rankSpan(out, len(out)), say(lowR, low/med))}, true
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/engine/fault"
+	"github.com/xfertop/xfertop/timeline"
 )
 
 // The simulator models each injected fault (engine/fault) where it acts physically: a degraded or
@@ -211,19 +212,23 @@ func (s *Sim) stuck(d int32, cmd *hostCmd) bool {
 // rank hung in it (a hang fault of mode in, in effect now, naming this collective): the rank's
 // part of it never finishes, so the collective, which needs every rank's data, never completes on
 // any of them. Its ops stay running, matched, for ever, and what is queued behind them waits.
+// The hung rank's op is marked stalled (timeline.StatusStalled, on its event in flight): its part
+// made no progress, as NCCL's proxy steps show a rank whose kernel stopped; its peers' parts run.
 func (s *Sim) stalls(ii int32) bool {
 	if s.flt.byDev == nil {
 		return false
 	}
+	stalled := false
 	for _, x := range s.instPool[ii].ops {
 		o := s.op(x)
 		for _, i := range s.flt.byDev[o.op.Device] {
 			if f := &s.flt.list[i]; f.Kind == fault.Hang && f.Mode == fault.HangIn && f.Active(s.now) && s.hangsAt(f, o.op.Device, &o.op) {
-				return true
+				o.status, stalled = timeline.StatusStalled, true
+				break
 			}
 		}
 	}
-	return false
+	return stalled
 }
 
 // stallsP2P reports whether the matched send snd and receive rcv hold a rank hung in one of them

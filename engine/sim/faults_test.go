@@ -265,6 +265,10 @@ func TestHangInCollective(t *testing.T) {
 			switch {
 			case e.Kind == timeline.KindCollective && timeline.CollOp(e.Sub) == timeline.CollAllReduce:
 				running++
+				// The hung rank's part made no progress; its peers' parts run, waiting on it.
+				if want := map[bool]uint8{true: timeline.StatusStalled, false: timeline.StatusOK}[e.Device == 3]; e.Status != want {
+					t.Errorf("%s: device %d's part in flight has status %d; want %d", c.spec, e.Device, e.Status, want)
+				}
 			case e.Kind == timeline.KindPeerWait:
 				waits++
 			}

@@ -118,6 +118,9 @@ func (v *Model) View() string {
 	}
 	if sel := v.list.Selected(); sel < len(shown) {
 		b.WriteString("\n" + ansi.Wordwrap(fs[shown[sel]].StringIn(fr.Meta), v.W, " ") + "\n")
+		if next := fs[shown[sel]].NextStep(fr.Meta.GPUsPerHost); next != "" {
+			b.WriteString(st.Muted.Render(ansi.Wordwrap(NextPrefix+next, v.W, " ")) + "\n")
+		}
 		if w := trimmedNote(&fs[shown[sel]], fr); w != "" {
 			b.WriteString(st.Warn.Render(ansi.Wordwrap(w, v.W, " ")) + "\n")
 		}
@@ -127,6 +130,10 @@ func (v *Model) View() string {
 	}
 	return b.String()
 }
+
+// NextPrefix begins the selected finding's next step (diagnosis.Finding.NextStep), as the
+// report's "next:" line does.
+const NextPrefix = "next: "
 
 // colCulprit is the culprit column's width: a longer culprit (8 ranks stuck inside, their range and
 // host) is cut to it with "…", so that the columns after it stay under their headings; the whole

@@ -5,8 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/ansi"
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/analysis/diagnosis"
 	xtimeline "github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/ui/theme"
 	"github.com/xfertop/xfertop/ui/widget"
 )
 
@@ -95,5 +98,18 @@ func TestSoughtPastNote(t *testing.T) {
 	}
 	if w := trimmedNote(&diagnosis.Finding{Onset: 48e9}, &fr); w != "" {
 		t.Errorf("onset held: %q", w)
+	}
+}
+
+// The selected finding's next step is the diagnosis's (diagnosis.Finding.NextStep), as the
+// report's "next:" line and its JSON's next_step: the console only formats it.
+func TestSelectedNextStep(t *testing.T) {
+	f := diagnosis.Finding{Kind: diagnosis.SlowLink, Rank: 299, Host: 37, Link: xtimeline.PeakNIC, Severity: 31_100_000, CostKnown: true}
+	fr := &widget.Frame{Res: &analysis.Result{Findings: []diagnosis.Finding{f}}, Meta: xtimeline.Meta{GPUsPerHost: 8}, Styles: theme.DefaultStyles(true)}
+	v := New(fr)
+	v.SetSize(100, 30)
+	got := strings.Join(strings.Fields(ansi.Strip(v.View())), " ")
+	if want := NextPrefix + f.NextStep(8); !strings.Contains(got, want) {
+		t.Errorf("view\n%s\nwants %q", got, want)
 	}
 }

@@ -1,0 +1,42 @@
+package diagnosis
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/xfertop/xfertop/timeline"
+)
+
+// Each finding's next step says what to check on its culprit, by kind, and for a slow link, GPU
+// or host what fixing it saves a step.
+func TestNextStep(t *testing.T) {
+	for _, c := range []struct {
+		f    Finding
+		want []string
+	}{
+		{f: Finding{Kind: SlowLink, Rank: 299, Host: 37, Link: timeline.PeakNIC, Severity: 31_100_000, CostKnown: true},
+			want: []string{"check host 37 GPU 3 NIC's port: link state and rate (ibstat", "fixing it saves about 31.1 ms a step"}},
+		{f: Finding{Kind: SlowLink, Rank: 11, Host: 1, Link: timeline.PeakNIC, Flaps: true, Severity: 50 * ms},
+			want: []string{"host 1 GPU 3 NIC flaps: reseat or replace its cable and transceiver", "fixing it saves up to 50.0 ms a step (what it cost the step is not known"}},
+		{f: Finding{Kind: SlowLink, Rank: 299, Host: 37, Link: timeline.PeakNVLink, CostKnown: true},
+			want: []string{"check GPU 3 on host 37's NVLink", "nvidia-smi nvlink", "costs the step nothing measurable"}},
+		{f: Finding{Kind: SlowGPU, Rank: 8, Host: 1, Link: -1, Severity: 400 * ms, CostKnown: true},
+			want: []string{"check GPU 0 on host 1's clocks, thermals, power and ECC (nvidia-smi", "saves about 400.0 ms a step"}},
+		{f: Finding{Kind: SlowHost, Rank: -1, Host: 37, Link: -1, Severity: 141 * ms, CostKnown: true},
+			want: []string{"check host 37's CPUs", "saves about 141.0 ms a step"}},
+		{f: Finding{Kind: Hang, Rank: 299, Host: 37, Link: -1, Severity: 8e9},
+			want: []string{"dump the stacks of rank 299 (GPU 3 on host 37): its host thread (py-spy dump --pid)"}},
+		{f: Finding{Kind: MissingRank, Rank: 11, Host: 1, Link: -1}, want: []string{"check that rank 11's process is alive"}},
+		{f: Finding{Kind: Deadlock, Rank: 3, Host: 0, Link: -1, Cycle: []int32{3, 5}}, want: []string{"post them in one order on every rank"}},
+	} {
+		got := c.f.NextStep(8)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: NextStep = %q; want it to hold %q", c.f.String(8), got, w)
+			}
+		}
+		if c.f.Kind == Hang && strings.Contains(got, "saves") {
+			t.Errorf("a hang's next step speaks of step time saved: %q", got)
+		}
+	}
+}
