@@ -52,10 +52,14 @@ func (h *holdSink) Events(batch []timeline.Event) error {
 	return h.Sink.Events(batch)
 }
 
-// refreshed refreshes the console now (pause and resume) and returns its screen as text.
+// refreshed refreshes the console now (pause and resume) and returns its screen as text. A resume
+// with many events to read returns their fold as a command, as the Bubble Tea runtime would run
+// it: it is run here and its frame installed, else the console would wait for it for ever.
 func refreshed(m *ui.Model) string {
 	m.Update(tea.KeyPressMsg{Code: ' ', Text: " "})
-	m.Update(tea.KeyPressMsg{Code: ' ', Text: " "})
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: ' ', Text: " "}); cmd != nil {
+		m.Update(cmd())
+	}
 	return ansi.Strip(m.View().Content)
 }
 

@@ -70,10 +70,7 @@ func foldAsItRuns(info ui.SourceInfo, snap timeline.Snapshot, folds int) *ui.Mod
 	n := 0
 	src := growingSource{info: info, all: snap, evs: snap.Events(), n: &n}
 	m := console(src)
-	refresh := func() {
-		m.Update(tea.KeyPressMsg{Code: ' ', Text: " "}) // pause and resume: a refresh now
-		m.Update(tea.KeyPressMsg{Code: ' ', Text: " "})
-	}
+	refresh := func() { refreshed(m) } // pause and resume: a refresh now
 	for n < len(src.evs) {
 		n = min(len(src.evs), n+max(1, len(src.evs)/folds))
 		refresh()
