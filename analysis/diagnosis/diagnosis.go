@@ -64,6 +64,9 @@ type Diagnosis struct {
 	flaps []flapAcc
 	// self is each rank's own kernel history, for the kernels no peer runs (selfslow.go).
 	self selfState
+	// selfLink is each send/receive pair's and link's own history, for the transfers too few to
+	// compare with peers (selflink.go).
+	selfLink selfLinkState
 	// initEnd is the latest end of a communicator creation in the step being accumulated: the
 	// step's work begins after it (the first step's setup is not step time). workBase is the
 	// shortest work of a step so far (0: none), against which a step's growth is measured;
@@ -159,6 +162,14 @@ type rankAcc struct {
 	// peak is the most a link of the rank carried in one window this step, bytes/ns, by
 	// class (PCIe, NVLink, NIC) and direction.
 	peak [3][2]float64
+	// busyB and busyT are the bytes its links moved this step and the time they were busy doing
+	// it, by class and direction: its rate while busy over the step (selflink.go).
+	busyB, busyT [3][2]int64
+	// selfOps, selfExcess and selfCross are slowOps's, slowExcess's and slowCross's for the
+	// sends and receives too few to compare with peers, against their own earlier steps.
+	selfOps, selfCross int32
+	selfExcess         int64
+	selfRef            float64
 	// busySlow counts, per link class, the step's windows in which the rank's link moved slower
 	// while busy than its peers' in the same window (busy.go); busyLow is the lowest share of
 	// their median it moved at then.
@@ -519,6 +530,7 @@ func (d *Diagnosis) addLink(e *timeline.Event) {
 		return
 	}
 	d.addBusy(e, c, dir)
+	d.addSelfBusy(r, e, c, dir)
 	// A window's rate counts only when the window is whole: a run's last, cut short, would read low.
 	if e.End-e.Start < timeline.LinkWindowNs {
 		return

@@ -160,6 +160,7 @@ func (d *Diagnosis) slowPairs() {
 	var means []float64
 	for slot, ks := range bySlot {
 		if len(ks) < minPeers {
+			d.selfPairs(ks)
 			continue
 		}
 		means = means[:0]

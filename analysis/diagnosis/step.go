@@ -63,6 +63,8 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	}
 	if s, ok := d.slowLink(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
+	} else if s, ok := d.selfSlowLink(d.steadyGrowth(work)); ok && !has(sus, s.rank) {
+		sus = append(sus, s)
 	}
 	if s, ok := d.slowHost(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
@@ -100,6 +102,7 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		}
 	}
 	d.endSelf()
+	d.endSelfLink()
 	if d.workBase == 0 || work < d.workBase {
 		d.workBase = work
 	}
@@ -107,6 +110,17 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		d.steadyBase = work
 	}
 	d.reset(e.End)
+}
+
+// steadyGrowth is how much longer the step's work was than the shortest step's after the first
+// (negative: none known). The first step's work, from the end of the communicators' creation, can
+// be shorter than a whole step (a pipeline filling while its last stage still joins): a step
+// compared with it would seem to have grown.
+func (d *Diagnosis) steadyGrowth(work int64) int64 {
+	if d.steadyBase == 0 {
+		return -1
+	}
+	return max(work-d.steadyBase, 0)
 }
 
 // stepWork is the step's time without the communicators' creation at its start (the first
