@@ -81,3 +81,29 @@ func TestFaultOnIdleGPUsWarns(t *testing.T) {
 		}
 	}
 }
+
+// A hang in a collective (mode in) stops its rank inside the op it hangs: nothing of the rank ends
+// after it, but the fault took effect, so no "cannot show" is said of it (the stuck op, in flight
+// at the run's end, is the rank's work while the fault was in effect).
+func TestHangInOpIsNotIdle(t *testing.T) {
+	f, err := fault.Parse("kind=hang,host=1,gpu=3,mode=in,at=1.1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Prepare(Config{Scenario: "allreduce-sweep", Topology: "h100x8x2", Seed: 1, Steps: 4, Faults: []fault.Fault{f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.EndedByAlert() {
+		t.Fatalf("the hang did not stop the run: %v", out.Ended)
+	}
+	for _, w := range p.Report(out).Warnings {
+		if strings.Contains(w, "cannot show") {
+			t.Errorf("a hang that took effect is warned of as idle: %s", w)
+		}
+	}
+}

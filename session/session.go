@@ -326,6 +326,13 @@ func (p *Prepared) Run(ctx context.Context) (Outcome, error) {
 		if p.analyzer != nil {
 			p.analyzer.Pending(now, inflight)
 		}
+		if p.reach != nil {
+			// An op stuck in flight is its GPU's work while a fault was in effect too (a hang in
+			// the op: nothing of its rank ends after it, yet the fault took effect).
+			for i := range inflight {
+				p.reach.Emit(&inflight[i])
+			}
+		}
 		if p.recorder != nil {
 			p.recorder.SetInFlight(now, inflight)
 		}
