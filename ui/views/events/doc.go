@@ -1,2 +1,2 @@
-// Package events is the console's log of recent events, newest last, searchable with `/`.
+// Package events is the console's log of recent events, in the order they ended (a wait when it ended), newest last, searchable with `/`.
 package events

@@ -155,7 +155,7 @@ func (v *Model) View() string {
 	// above them) are found: a frame must not format thousands of lines.
 	want := list + v.offset
 	var picked []string
-	state := "newest last"
+	state := "in the order they ended, newest last"
 	if fr.Paused {
 		state = "paused"
 	}
