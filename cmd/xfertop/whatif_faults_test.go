@@ -65,6 +65,7 @@ func TestWhatIfReplaysTheRecordingsFaults(t *testing.T) {
 	}{
 		{faulty, "kind=nic_slow,host=6", "no fault of the recording matches it (it has: " + nic + ")"},
 		{healthy, "all", "the recording was made with no fault"},
+		{faulty, "bogus", `"bogus" is not key=value`},
 		{slowHost, "kind=host_slow", "a slow host's delay lies in the host's gaps between launches, which the replay keeps as measured"},
 	} {
 		code, _, errs := runCLI(t, "whatif", "--headless", tc.rec, "--heal", tc.heal)

@@ -19,7 +19,15 @@ func (h *healFlag) Set(v string) error {
 	if strings.TrimSpace(v) == "" {
 		return fmt.Errorf("give a fault of the recording (kind=nic_slow,host=37,nic=3: the keys given must match) or all")
 	}
-	*h = append(*h, strings.TrimSpace(v))
+	v = strings.TrimSpace(v)
+	if v != "all" {
+		for _, kv := range strings.Split(v, ",") {
+			if k, _, ok := strings.Cut(strings.TrimSpace(kv), "="); !ok || strings.TrimSpace(k) == "" {
+				return fmt.Errorf("%q is not key=value (a fault as --fault writes it: kind=nic_slow,host=37,nic=3; or all)", strings.TrimSpace(kv))
+			}
+		}
+	}
+	*h = append(*h, v)
 	return nil
 }
 
