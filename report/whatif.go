@@ -33,6 +33,7 @@ type PathContributor struct {
 	Rank     *int32  `json:"rank,omitempty"` // the ops' device (global id); none for a collective's (every rank's)
 	Host     *int    `json:"host,omitempty"`
 	Comm     *uint32 `json:"communicator,omitempty"` // a collective's
+	Ranks    []int32 `json:"ranks,omitempty"`        // a collective's ranks (devices), as its events name them
 	Kind     string  `json:"kind"`                   // the ops' kind: kernel, send, recv, all_gather, …
 	Link     string  `json:"link,omitempty"`         // the link a send or receive crosses: "host 37 NIC 3", "NVLink"
 	Ns       float64 `json:"ns_per_step"`

@@ -50,9 +50,13 @@ func pathLargest(g *depgraph.Graph, paths []depgraph.Path, names depgraph.Names,
 		a, b := sum[keys[i]], sum[keys[j]]
 		return a > b || a == b && (keys[i].dev < keys[j].dev || keys[i].dev == keys[j].dev && keys[i].kind < keys[j].kind)
 	})
+	if len(keys) > pathLargestN {
+		keys = keys[:pathLargestN]
+	}
+	members := commMembers(g, keys)
 	var out []report.PathContributor
 	for _, k := range keys {
-		if len(out) == pathLargestN || sum[k] <= 0 {
+		if sum[k] <= 0 {
 			break
 		}
 		c := report.PathContributor{Category: k.cat.String(), What: contributorWhat(k), Kind: k.kind, Link: k.link,
@@ -62,8 +66,86 @@ func pathLargest(g *depgraph.Graph, paths []depgraph.Path, names depgraph.Names,
 		}
 		if k.comm != 0 || k.host < 0 {
 			c.Comm = &k.comm
+			if m := members[k.comm]; m != nil {
+				c.Ranks = m.ranks
+				c.What = fmt.Sprintf("%s on communicator %d (%s)", k.kind, k.comm, m.text(topo.GPUsPerHost > 0))
+			}
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// commRanks are a communicator's ranks (their devices) and hosts, as its collectives' events say.
+type commRanks struct {
+	ranks []int32
+	hosts map[int32]bool
+}
+
+// text names the ranks and, where the hosts are known, theirs: "ranks 3, 19, 43, 59 on hosts 0,
+// 2, 5, 7", the first and last few of a long list.
+func (m *commRanks) text(hostsKnown bool) string {
+	hosts := make([]int32, 0, len(m.hosts))
+	for h := range m.hosts {
+		hosts = append(hosts, h)
+	}
+	sort.Slice(hosts, func(i, j int) bool { return hosts[i] < hosts[j] })
+	if !hostsKnown {
+		return "ranks " + listIDs(m.ranks)
+	}
+	return "ranks " + listIDs(m.ranks) + " on " + map[bool]string{true: "host ", false: "hosts "}[len(hosts) == 1] + listIDs(hosts)
+}
+
+// listIDs writes ids, at most eight: "3, 19, 43", "0, 8, 16, … 1016 (128)".
+func listIDs(ids []int32) string {
+	var b []byte
+	for i, id := range ids {
+		if len(ids) > 8 && i == 3 {
+			b = fmt.Appendf(b, ", … %d (%d)", ids[len(ids)-1], len(ids))
+			break
+		}
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = fmt.Appendf(b, "%d", id)
+	}
+	return string(b)
+}
+
+// commMembers gathers the ranks of the communicators keys name, from the graph's collectives:
+// "on communicator 12 (4 ranks)" tells a user which ranks and hosts to look at only with them.
+func commMembers(g *depgraph.Graph, keys []pathKey) map[uint32]*commRanks {
+	out := map[uint32]*commRanks{}
+	for _, k := range keys {
+		if k.comm != 0 {
+			out[k.comm] = nil
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	seen := map[[2]int64]bool{}
+	for n := range g.Nodes {
+		e := g.Event(int32(n))
+		if e.Kind != timeline.KindCollective || e.Device == timeline.NoDevice {
+			continue
+		}
+		m, want := out[e.Comm]
+		if !want || seen[[2]int64{int64(e.Comm), int64(e.Device)}] {
+			continue
+		}
+		seen[[2]int64{int64(e.Comm), int64(e.Device)}] = true
+		if m == nil {
+			m = &commRanks{hosts: map[int32]bool{}}
+			out[e.Comm] = m
+		}
+		m.ranks = append(m.ranks, e.Device)
+		m.hosts[int32(e.Host)] = true
+	}
+	for _, m := range out {
+		if m != nil {
+			sort.Slice(m.ranks, func(i, j int) bool { return m.ranks[i] < m.ranks[j] })
+		}
 	}
 	return out
 }

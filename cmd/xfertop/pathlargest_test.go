@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,6 +62,11 @@ func TestAnalyzeCriticalPathNamesItsLargest(t *testing.T) {
 			colls++
 			if c.Rank != nil || c.Comm == nil || !strings.Contains(c.What, " on communicator ") {
 				t.Errorf("llm-train: collective contributor %+v: want it named by its communicator, with no rank", c)
+			}
+			// Which ranks and hosts to look at: the communicator's members, from its events.
+			if len(c.Ranks) < 2 || !slices.IsSorted(c.Ranks) || !strings.Contains(c.What, fmt.Sprintf("ranks %d, %d", c.Ranks[0], c.Ranks[1])) ||
+				!strings.Contains(c.What, " on host") {
+				t.Errorf("llm-train: collective contributor %+v: want its ranks and hosts named", c)
 			}
 		}
 	}
