@@ -72,14 +72,8 @@ func (s *Sim) formBlock(ii int32) {
 	if s.classesOff || len(in.starts) < 2 {
 		return
 	}
-	s.formEpoch++
-	if s.formEpoch == 0 {
-		clear(s.linkForm)
-		s.formEpoch = 1
-	}
-	bi := s.newBlock()
+	bi := s.beginBlock(ii)
 	b := &s.blocks[bi]
-	b.ii = ii
 	for _, fi := range in.starts {
 		if !s.joinClass(b, fi) {
 			s.endBlock(bi)
@@ -581,18 +575,25 @@ func (s *Sim) ringBlock(ii int32, rings [][]engine.DeviceID, chain bool, share i
 	return true
 }
 
-// protoBlock groups the edges in s.proto into the classes of a new block (tmpl gives what the
-// edges' flows share: owner, kind, bytes) and reports whether they could be.
-func (s *Sim) protoBlock(ii int32, tmpl *flow) (int32, bool) {
-	p := &s.proto
+// beginBlock starts a new block for collective instance ii and a new epoch of linkForm, so that
+// the links of the block being formed are told apart from those of earlier ones without clearing.
+func (s *Sim) beginBlock(ii int32) int32 {
 	s.formEpoch++
 	if s.formEpoch == 0 {
 		clear(s.linkForm)
 		s.formEpoch = 1
 	}
 	bi := s.newBlock()
+	s.blocks[bi].ii = ii
+	return bi
+}
+
+// protoBlock groups the edges in s.proto into the classes of a new block (tmpl gives what the
+// edges' flows share: owner, kind, bytes) and reports whether they could be.
+func (s *Sim) protoBlock(ii int32, tmpl *flow) (int32, bool) {
+	p := &s.proto
+	bi := s.beginBlock(ii)
 	b := &s.blocks[bi]
-	b.ii = ii
 	off := 0
 	for j, nl := range p.nl {
 		links := p.links[off : off+int(nl)]

@@ -283,17 +283,7 @@ func (lf *LinkFaults) collFlows(op timeline.CollOp, ranks []engine.DeviceID, byt
 	}
 	_, ringBw, _ := t.model(op, timeline.AlgoRing, timeline.ProtoSimple)
 	scale := p.TunerBwGBps / ringBw
-	fn := float64(len(ranks))
-	perEdge := float64(bytes)
-	switch op {
-	case timeline.CollAllReduce:
-		perEdge = 2 * (fn - 1) / fn * float64(bytes)
-	case timeline.CollAllGather, timeline.CollReduceScatter:
-		perEdge = (fn - 1) / fn * float64(bytes)
-	}
-	rings := s.rings(ranks)
-	chain := op == timeline.CollBroadcast || op == timeline.CollReduce
-	share := int64(math.Ceil(perEdge / float64(len(rings))))
+	rings, chain, share := s.ringEdges(op, ranks, bytes)
 	for _, ring := range rings {
 		for i := range ring {
 			if chain && i == len(ring)-1 {

@@ -493,6 +493,25 @@ func (s *Sim) edge(fi int32, src, dst engine.DeviceID) int64 {
 	}
 }
 
+// ringEdges is how a ring collective of op over ranks moves its bytes: its rings, whether they are
+// chains (broadcast and reduce: a ring's last edge carries nothing), and the bytes each ring moves
+// over one edge (the ring's bytes per edge, all-reduce's 2(n−1)/n of the buffer, split among the
+// rings). The simulator and the what-if's fault prediction (LinkFaults.Collective) both take it from here.
+func (s *Sim) ringEdges(op timeline.CollOp, ranks []engine.DeviceID, bytes int64) (rings [][]engine.DeviceID, chain bool, share int64) {
+	fn := float64(len(ranks))
+	perEdge := float64(bytes)
+	switch op {
+	case timeline.CollAllReduce:
+		perEdge = 2 * (fn - 1) / fn * float64(bytes)
+	case timeline.CollAllGather, timeline.CollReduceScatter:
+		perEdge = (fn - 1) / fn * float64(bytes)
+	}
+	rings = s.rings(ranks)
+	chain = op == timeline.CollBroadcast || op == timeline.CollReduce
+	share = int64(math.Ceil(perEdge / float64(len(rings))))
+	return rings, chain, share
+}
+
 // startCollective expands a collective whose ranks have all arrived into flows. NCCL's cost model
 // (nccl.go) chooses the algorithm, protocol and channels and gives the latency; the flows carry the
 // algorithm's traffic through the links they share with everything else, each capped at the
@@ -533,17 +552,7 @@ func (s *Sim) startCollective(ii int32) {
 	}
 	_, ringBw, _ := t.model(op, timeline.AlgoRing, timeline.ProtoSimple)
 	scale := c.AlgBw / ringBw
-	fn := float64(n)
-	perEdge := float64(bytes)
-	switch op {
-	case timeline.CollAllReduce:
-		perEdge = 2 * (fn - 1) / fn * float64(bytes)
-	case timeline.CollAllGather, timeline.CollReduceScatter:
-		perEdge = (fn - 1) / fn * float64(bytes)
-	}
-	rings := s.rings(ranks)
-	chain := op == timeline.CollBroadcast || op == timeline.CollReduce
-	share := int64(math.Ceil(perEdge / float64(len(rings))))
+	rings, chain, share := s.ringEdges(op, ranks, bytes)
 	if s.ringBlock(ii, rings, chain, share, scale, lat) {
 		return
 	}
