@@ -35,8 +35,11 @@ go test -c -tags cuda "${ld[@]}" -o "$stage/xfertop-cmd.test" ./cmd/xfertop
 echo "build.sh: NCCL profiler plugin" >&2
 go build -buildmode=c-shared -trimpath "${ld[@]}" -o "$stage/libnccl-profiler-xfertop.so" ./probes/ncclprof
 rm -f "$stage/libnccl-profiler-xfertop.h"
-for v in 4 5 6; do
-  nm -D --defined-only "$stage/libnccl-profiler-xfertop.so" | grep -q " ncclProfiler_v$v\$" ||
+# nm's output is read whole first: grep -q stops reading at its match, and under pipefail the
+# SIGPIPE that nm then gets would fail the check.
+syms=$(nm -D --defined-only "$stage/libnccl-profiler-xfertop.so")
+for v in 4 5 6 7; do
+  grep -q " ncclProfiler_v$v\$" <<<"$syms" ||
     { echo "build.sh: the plugin does not export ncclProfiler_v$v" >&2; exit 1; }
 done
 {

@@ -6,19 +6,25 @@
 #   scripts/device/run.sh STEP...        (or: all)
 #
 # Steps, in the order given; each has its own timeout, and a failing step never stops the others:
-#   env        nvidia-smi, nvidia-smi topo -m, the driver, NCCL, torch and the kit's build           30 s
-#   tests      engine/cuda's test binary (-test.v) and cmd/xfertop's CUDA tests, on the GPU, with    240 s
+#   env        nvidia-smi, nvidia-smi topo -m, the driver, NCCL, torch and the kit's build           20 s
+#   tests      engine/cuda's test binary (-test.v) and cmd/xfertop's CUDA tests, on the GPU, with     90 s
 #              the fake driver's models of CUDA and NCCL (model_tests) listed by name
-#   bench      engine/cuda's benchmarks with -test.benchtime 3x (docs/performance.md)              540 s
 #   scenarios  xfertop run --headless --json --scenario S, S = pipeline, copy-sweep,
-#              allreduce-sweep, crosshost: --backend cuda --fit, then the simulator                 240 s
-#   console    the console, live, under tmux for 60 s, frames captured (script(1) without tmux)   120 s
+#              allreduce-sweep, crosshost: --backend cuda --fit, then the simulator                  80 s
+#   bench      engine/cuda's benchmarks, shortened: copies at 4 KiB, 1 MiB, 64 MiB and 1 GiB each
+#              direction, per-op CPU cost, communicator cache, NCCL groups, NVML against the engine 80 s
 #   torch      a one-rank PyTorch job with the NCCL profiler plugin, watched by xfertop attach
-#              --headless --json, checked against what it issued (check_attach.py)                180 s
+#              --headless --json, checked against what it issued (check_attach.py); keeps what
+#              the job wrote: its Kineto trace, Flight Recorder dumps, the plugin's .xfr          45 s
 #   torch2     the same job on two ranks sharing the GPU as two NCCL hosts (NCCL_HOSTID): on one
-#              rank NCCL runs collectives as local copies that reach no profiler; on two they do  180 s
-#   all        every step above (their timeouts add up to more than one 600 s device call: on the
-#              GPU machine, run them in the three calls of docs/performance.md, "On the H100")
+#              rank NCCL runs collectives as local copies that reach no profiler; on two they do  55 s
+#   watch      the console (xfertop attach) live under tmux while the two-rank job runs 35 s,
+#              frames at 10, 20, 30 s; NCCL RAS's status captured meanwhile (JSON and text)      60 s
+#   overhead   the two-rank job with the plugin and without it, alternated (with, without, twice):
+#              its iterations' wall time each way, and the plugin's own measure of its cost      60 s
+#   console    the console of a cuda run, live, under tmux for 60 s (script(1) without tmux)     120 s
+#   gpu        env tests scenarios bench torch torch2 watch overhead: one device call, ≤ 480 s
+#   all        every step above
 #
 # Results: $OUT/summary.txt (one line per step: status, exit status, seconds, a note) and
 # $OUT/results.tar.gz (STEP/stdout.txt, STEP/stderr.txt, STEP/rc and the step's own files),
@@ -42,8 +48,9 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 self="$root/scripts/device/run.sh"
 cd "$root" || exit 2
-steps_all=(env tests bench scenarios console torch torch2)
-declare -A limits=([env]=30 [tests]=240 [bench]=540 [scenarios]=240 [console]=120 [torch]=180 [torch2]=180)
+steps_all=(env tests scenarios bench torch torch2 watch overhead console)
+steps_gpu=(env tests scenarios bench torch torch2 watch overhead)
+declare -A limits=([env]=20 [tests]=90 [scenarios]=80 [bench]=80 [torch]=45 [torch2]=55 [watch]=60 [overhead]=60 [console]=120)
 
 usage() {
   awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$self" >&2
@@ -153,8 +160,8 @@ model_results() {
 
 step_tests() {
   local rc=0
-  (cd engine/cuda && "$kit/cuda.test" -test.v -test.count=1 -test.timeout 170s) >"$dir/engine-cuda.txt" 2>&1 || rc=1
-  (cd cmd/xfertop && "$kit/xfertop-cmd.test" -test.run CUDA -test.v -test.count=1 -test.timeout 60s) >"$dir/cmd-xfertop.txt" 2>&1 || rc=1
+  (cd engine/cuda && "$kit/cuda.test" -test.v -test.count=1 -test.timeout 55s) >"$dir/engine-cuda.txt" 2>&1 || rc=1
+  (cd cmd/xfertop && "$kit/xfertop-cmd.test" -test.run CUDA -test.v -test.count=1 -test.timeout 30s) >"$dir/cmd-xfertop.txt" 2>&1 || rc=1
   for f in engine-cuda cmd-xfertop; do
     section "$f: $(gotest_counts "$dir/$f.txt")"
     grep -E '^( *--- |ok|PASS|FAIL|panic)' "$dir/$f.txt"
@@ -175,12 +182,12 @@ step_bench() {
     patterns="${XFER_BENCH:-CopySweep/./^(4096|1048576)\$ SmallCopyOverhead|CommCache|NCCLGroups}"
     benchtime="${XFER_BENCHTIME:-1x}"
   else
-    patterns="${XFER_BENCH:-.}"
+    patterns="${XFER_BENCH:-CopySweep/./^(4096|1048576|67108864|1073741824)\$ SmallCopyOverhead|CommCache|NCCLGroups|NVMLvsEngine}"
     benchtime="${XFER_BENCHTIME:-3x}"
   fi
   for p in $patterns; do
     section "cuda.test -test.run '^\$' -test.bench '$p' -test.benchtime $benchtime"
-    (cd engine/cuda && "$kit/cuda.test" -test.run '^$' -test.bench "$p" -test.benchtime "$benchtime" -test.timeout 500s) 2>&1 |
+    (cd engine/cuda && "$kit/cuda.test" -test.run '^$' -test.bench "$p" -test.benchtime "$benchtime" -test.timeout 70s) 2>&1 |
       tee -a "$dir/bench.txt" || rc=1
   done
   grep '^Benchmark' "$dir/bench.txt" | highlight
@@ -209,7 +216,7 @@ step_scenarios() {
       # shellcheck disable=SC2207 # the knobs are words without spaces
       args+=($(scenario_knobs "$s"))
       t0=$(date +%s%N)
-      timeout -k 5 "$([ "$backend" = cuda ] && echo 90 || echo 45)" "$kit/xfertop" "${args[@]}" \
+      timeout -k 2 "$([ "$backend" = cuda ] && echo 25 || echo 10)" "$kit/xfertop" "${args[@]}" \
         >"$dir/$s-$backend.json" 2>"$dir/$s-$backend.err"
       r=$?
       runs=$((runs + 1))
@@ -302,58 +309,94 @@ step_console() {
   fi
 }
 
-# torch_step N [--fake-hosts]: the job's N ranks with the plugin, attach watching, then the check.
-torch_step() {
-  local world=$1 fake=("${@:2}")
+# need_torch says whether torch is here (exit status 0); when not, it notes the step skipped.
+need_torch() {
   local err
   if ! err=$(python3 -c 'import torch, torch.distributed' 2>&1); then
     echo "torch is not installed here (python3 -c 'import torch': $(tail -1 <<<"$err")): the $step step is skipped"
     note "skipped: torch absent"
-    return 77
-  fi
-  local port plugin="$kit/libnccl-profiler-xfertop.so" r rc=0 jobrc=0
-  # Globals, for the EXIT trap.
-  sockdir=$(mktemp -d /tmp/xa.XXXXXX)
-  sock="$sockdir/s"
-  "$kit/xfertop" attach --headless --json --socket "$sock" --linger 3s >"$dir/attach.json" 2>"$dir/attach.err" &
-  apid=$!
-  trap 'kill "$apid" 2>/dev/null; rm -rf "$sockdir"' EXIT
-  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-  if ! [ -S "$sock" ]; then
-    echo "xfertop attach did not listen on $sock:"
-    cat "$dir/attach.err"
-    note "attach did not start"
     return 1
   fi
-  port=$(free_port)
-  local pids=() extra=()
-  [ ${#fake[@]} -gt 0 ] && extra=(NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1)
-  echo "job: $world rank(s)$([ ${#fake[@]} -gt 0 ] && echo " as $world NCCL hosts on one GPU"), NCCL_PROFILER_PLUGIN=$plugin XFERTOP_ATTACH=$sock"
-  for ((r = 0; r < world; r++)); do
-    env RANK="$r" WORLD_SIZE="$world" LOCAL_RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
-      NCCL_PROFILER_PLUGIN="$plugin" XFERTOP_ATTACH="$sock" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV \
-      PYTHONUNBUFFERED=1 "${extra[@]}" \
-      timeout -k 5 150 python3 scripts/device/torch_job.py --out "$dir/issued-rank$r.json" "${fake[@]}" \
-      >"$dir/job-rank$r.txt" 2>&1 &
-    pids+=($!)
-  done
-  for ((r = 0; r < world; r++)); do
-    wait "${pids[$r]}"
-    local jr=$?
-    echo "rank $r: exit status $jr; $(grep -m1 '^torch_job:' "$dir/job-rank$r.txt" || tail -1 "$dir/job-rank$r.txt")"
-    [ "$jr" -eq 0 ] || jobrc=1
-  done
-  # attach ends when no rank has been connected for --linger; if no rank ever came, it is told to stop.
+}
+
+# start_attach SOCKET [FLAGS...]: xfertop attach --headless --json on SOCKET, into $dir/attach*.json
+# (its pid in apid); waits until it listens.
+start_attach() {
+  local s=$1 name=${ATTACH_NAME:-attach}
+  "$kit/xfertop" attach --headless --json --socket "$s" --linger 3s "${@:2}" >"$dir/$name.json" 2>"$dir/$name.err" &
+  apid=$!
+  for _ in $(seq 100); do [ -S "$s" ] && break; sleep 0.1; done
+  [ -S "$s" ] && return 0
+  echo "xfertop attach did not listen on $s:"
+  cat "$dir/$name.err"
+  return 1
+}
+
+# stop_attach: attach ends when no rank has been connected for --linger; if none ever came, it is
+# told to stop. Prints and returns its exit status.
+stop_attach() {
   for _ in $(seq 100); do kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
   kill -INT "$apid" 2>/dev/null
   wait "$apid"
   local ar=$?
+  apid=""
+  return "$ar"
+}
+
+# run_ranks WORLD TAG PLUGIN SOCKET [JOB FLAGS...]: the job's ranks, as torchrun would start them,
+# with the plugin (PLUGIN=yes: streaming to SOCKET, and recording into $dir/xfr when XFR=1) or
+# without it; each rank's list is $dir/issued-TAG-rank<R>.json, its log $dir/job-TAG-rank<R>.txt.
+# Returns 1 if a rank failed.
+run_ranks() {
+  local world=$1 tag=$2 plugin=$3 s=$4 r jr rc=0 port pids=() extra=() env_plugin=()
+  port=$(free_port)
+  [ "$world" -gt 1 ] && extra=(NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1)
+  if [ "$plugin" = yes ]; then
+    env_plugin=(NCCL_PROFILER_PLUGIN="$kit/libnccl-profiler-xfertop.so" XFERTOP_ATTACH="$s")
+    [ "${XFR:-}" = 1 ] && { mkdir -p "$dir/xfr"; env_plugin+=(XFERTOP_RECORD_DIR="$dir/xfr"); }
+  fi
+  for ((r = 0; r < world; r++)); do
+    env RANK="$r" WORLD_SIZE="$world" LOCAL_RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+      NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV PYTHONUNBUFFERED=1 "${env_plugin[@]}" "${extra[@]}" \
+      timeout -k 5 120 python3 scripts/device/torch_job.py --out "$dir/issued-$tag-rank$r.json" \
+      $([ "$world" -gt 1 ] && echo --fake-hosts) "${@:5}" >"$dir/job-$tag-rank$r.txt" 2>&1 &
+    pids+=($!)
+  done
+  for ((r = 0; r < world; r++)); do
+    wait "${pids[$r]}"
+    jr=$?
+    echo "rank $r ($tag): exit status $jr; $(grep -m1 '^torch_job:' "$dir/job-$tag-rank$r.txt" || tail -1 "$dir/job-$tag-rank$r.txt")"
+    [ "$jr" -eq 0 ] || rc=1
+  done
+  return "$rc"
+}
+
+# torch_step N: the job's N ranks (N > 1: as N NCCL hosts on one GPU) with the plugin, attach
+# watching, then the check; what the job wrote is kept: a Kineto trace per rank, the Flight
+# Recorder's dumps, the plugin's .xfr recordings, NCCL's version string.
+torch_step() {
+  local world=$1 rc=0 jobrc=0 ar
+  need_torch || return 77
+  sockdir=$(mktemp -d /tmp/xa.XXXXXX) # a global, for the EXIT trap
+  trap 'kill "$apid" 2>/dev/null; rm -rf "$sockdir"' EXIT
+  start_attach "$sockdir/s" || { note "attach did not start"; return 1; }
+  echo "job: $world rank(s)$([ "$world" -gt 1 ] && echo " as $world NCCL hosts on one GPU"), NCCL_PROFILER_PLUGIN=$kit/libnccl-profiler-xfertop.so XFERTOP_ATTACH=$sockdir/s XFERTOP_RECORD_DIR=$dir/xfr"
+  XFR=1 run_ranks "$world" job yes "$sockdir/s" --iters 3 --profile "$dir/kineto-rank%R.json" --fr-dir "$dir/fr" || jobrc=1
+  stop_attach
+  ar=$?
   echo "attach: exit status $ar"
   cat "$dir/attach.err"
   section "NCCL on the plugin (rank 0)"
-  grep -iE 'profiler|NCCL version' "$dir/job-rank0.txt" | head -20
-  section "check_attach.py --report attach.json issued-rank*.json"
-  local issued=("$dir"/issued-rank*.json) check="no issued list"
+  grep -iE 'profiler|NCCL version' "$dir/job-job-rank0.txt" | head -20
+  grep -m1 -oE 'NCCL version [^ ]+' "$dir/job-job-rank0.txt" >"$dir/nccl-version.txt"
+  section "what the job wrote"
+  ls -l "$dir"/kineto-rank*.json "$dir/fr" "$dir/xfr" 2>&1
+  python3 -c 'import json, sys
+for p in sys.argv[1:]:
+    r = json.load(open(p))
+    for a in r.get("artifacts", []): print(p.split("/")[-1], a)' "$dir"/issued-job-rank*.json 2>&1
+  section "check_attach.py --report attach.json issued-job-rank*.json"
+  local issued=("$dir"/issued-job-rank*.json) check="no issued list"
   if [ -f "${issued[0]}" ]; then
     python3 scripts/device/check_attach.py --report "$dir/attach.json" "${issued[@]}" | tee "$dir/check.txt"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
@@ -363,13 +406,128 @@ torch_step() {
     echo "the job wrote no list of what it issued"
     rc=1
   fi
-  note "job exit $jobrc, attach exit $ar, check: $check"
+  note "job exit $jobrc, attach exit $ar, check: $check; $(cat "$dir/nccl-version.txt" 2>/dev/null)"
   [ "$jobrc" -eq 0 ] && [ "$ar" -eq 0 ] || rc=1
   return "$rc"
 }
 
 step_torch() { torch_step 1; }
-step_torch2() { torch_step 2 --fake-hosts; }
+step_torch2() { torch_step 2; }
+
+# ras_status FILE [json]: NCCL RAS's status of the job on this host (its client protocol, as
+# importers/ras speaks it), as text or JSON.
+ras_status() {
+  python3 - "$@" <<'PY'
+import socket, sys
+out, fmt = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "text"
+try:
+    c = socket.create_connection(("127.0.0.1", 28028), timeout=10)
+    f = c.makefile("rwb")
+    def say(line):
+        f.write(line.encode() + b"\n"); f.flush()
+        return f.readline().decode().strip()
+    hello = say("CLIENT PROTOCOL 2")
+    if fmt == "json":
+        say("SET FORMAT json")
+    f.write(b"VERBOSE STATUS\n"); f.flush()
+    body = f.read()
+    open(out, "wb").write(body)
+    print("RAS (%s): %s, %d bytes of status" % (fmt, hello, len(body)))
+except OSError as e:
+    print("RAS (%s): %s" % (fmt, e))
+PY
+}
+
+# step_watch: the console attached to the two-rank job, live under tmux (frames at 10, 20, 30 s).
+step_watch() {
+  need_torch || return 77
+  command -v tmux >/dev/null || { echo "tmux is not installed here"; note "skipped: no tmux"; return 77; }
+  local s=/tmp/xfertop-watch-$$.sock status jobrc=0
+  tmux_name="xfertop-watch-$$"
+  tm() { command tmux -L "$tmux_name" "$@"; }
+  tm new-session -d -s "$tmux_name" -x 160 -y 48
+  trap 'tm kill-server 2>/dev/null || true; rm -f "$s"' EXIT
+  tm set-option -t "$tmux_name" remain-on-exit on >/dev/null
+  tm respawn-pane -k -t "$tmux_name" "cd $(printf '%q' "$root") && exec $(printf '%q ' "$kit/xfertop" attach --socket "$s")"
+  for _ in $(seq 100); do [ -S "$s" ] && break; sleep 0.1; done
+  echo "console: xfertop attach --socket $s in tmux 160x48; the two-rank job runs 35 s"
+  run_ranks 2 watch yes "$s" --min-seconds 35 >"$dir/ranks.txt" 2>&1 &
+  local job=$! at=0 t
+  for t in 10 20 30; do
+    sleep $((t - at))
+    at=$t
+    { echo "---- frame at $t s ----"; tm capture-pane -p -t "$tmux_name"; } >>"$dir/frames.txt"
+    [ "$t" = 10 ] && { ras_status "$dir/ras-status.json" json; ras_status "$dir/ras-status.txt"; }
+  done
+  wait "$job" || jobrc=1
+  cat "$dir/ranks.txt"
+  tm capture-pane -p -t "$tmux_name" >"$dir/screen.txt"
+  tm capture-pane -e -p -t "$tmux_name" >"$dir/screen-ansi.txt"
+  tm send-keys -t "$tmux_name" q
+  for _ in $(seq 50); do
+    [ "$(tm display-message -p -t "$tmux_name" '#{pane_dead}')" = 1 ] && break
+    sleep 0.2
+  done
+  status=$(tm display-message -p -t "$tmux_name" '#{pane_dead_status}')
+  echo "the console ran live while the job ran; after q it exited with status ${status:-? (still running)}"
+  section "the frame at 30 s"
+  sed -n '/^---- frame at 30 s/,$p' "$dir/frames.txt"
+  section "after the job"
+  cat "$dir/screen.txt"
+  note "job exit $jobrc; console exit ${status:-none} after q; frames.txt, ras-status.*"
+  [ "$jobrc" -eq 0 ] && [ "$status" = 0 ]
+}
+
+# step_overhead: the two-rank job with the plugin (streaming to attach) and without it, alternated,
+# 40 iterations each; each iteration's wall time compared, and the plugin's own measure of its cost.
+step_overhead() {
+  need_torch || return 77
+  local round mode rc=0
+  sockdir=$(mktemp -d /tmp/xo.XXXXXX)
+  trap 'kill "$apid" 2>/dev/null; rm -rf "$sockdir"' EXIT
+  for round in 1 2; do
+    for mode in with without; do
+      if [ "$mode" = with ]; then
+        ATTACH_NAME=attach-$round start_attach "$sockdir/s$round" || { rc=1; continue; }
+        run_ranks 2 "$mode-$round" yes "$sockdir/s$round" --iters 40 || rc=1
+        stop_attach || rc=1
+      else
+        run_ranks 2 "$mode-$round" no "" --iters 40 || rc=1
+      fi
+    done
+  done
+  python3 - "$dir" <<'PY' | tee "$dir/overhead.txt"
+import glob, json, os, statistics, sys
+d = sys.argv[1]
+def iters(tag):
+    out = []
+    for p in sorted(glob.glob(os.path.join(d, "issued-%s-rank*.json" % tag))):
+        out.append(json.load(open(p))["iter_seconds"][5:])  # the first iterations warm up
+    # an iteration ends when both ranks are done with it: the slower rank's time
+    return [max(v) for v in zip(*out)] if out else []
+rows = []
+for rnd in (1, 2):
+    w, wo = iters("with-%d" % rnd), iters("without-%d" % rnd)
+    if w and wo:
+        mw, mwo = statistics.median(w), statistics.median(wo)
+        rows.append(mw / mwo)
+        print("round %d: median iteration %.3f ms with the plugin, %.3f ms without: with/without %.3f (%d iterations each)"
+              % (rnd, mw * 1e3, mwo * 1e3, mw / mwo, len(w)))
+    for p in sorted(glob.glob(os.path.join(d, "attach-%d.json" % rnd))):
+        try:
+            cost = json.load(open(p)).get("profiler_cost") or []
+        except ValueError as e:
+            print("%s: %s" % (p, e)); continue
+        for c in cost:
+            print("round %d: plugin's own measure, rank %d: %s callbacks, %.1f ns a callback, %s %% of NCCL op time"
+                  % (rnd, c["device"], c["callbacks"], c["ns_per_callback"], c["overhead_pct"]))
+if rows:
+    print("with/without, per round: %s" % ", ".join("%.3f" % r for r in rows))
+PY
+  highlight <"$dir/overhead.txt"
+  note "$(tail -1 "$dir/overhead.txt")"
+  return "$rc"
+}
 
 # ---- one step, in a bash of its own: run.sh __step STEP DIR KIT ----
 if [ "${1:-}" = __step ]; then
@@ -386,6 +544,7 @@ steps=()
 for a in "$@"; do
   case $a in
     all) steps+=("${steps_all[@]}") ;;
+    gpu) steps+=("${steps_gpu[@]}") ;;
     -h | --help) usage ;;
     *)
       [ -n "${limits[$a]:-}" ] || { echo "run.sh: unknown step $a (steps: ${steps_all[*]}, all)" >&2; exit 2; }

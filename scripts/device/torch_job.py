@@ -27,6 +27,17 @@ listed under "refused" with the error; the job goes on without them.
 GPU: NCCL refuses two ranks of one host on one GPU ("Duplicate GPU detected"); ranks of different
 hosts talk through the network transport (sockets; NCCL_SOCKET_IFNAME=lo keeps them on loopback).
 
+What a real job writes, kept as test fixtures (each optional; a failure to write one is printed
+and recorded under "artifacts", never fatal):
+  --profile FILE   a Kineto trace of the iterations (torch.profiler, CPU and CUDA, one ProfilerStep
+                   per iteration), as export_chrome_trace writes it
+  --fr-dir DIR     the Flight Recorder's dumps at the end (TORCH_NCCL_TRACE_BUFFER_SIZE and
+                   TORCH_NCCL_ENABLE_TIMING set before the process group): DIR/nccl_trace_rank_<R>
+                   (the pickle, torch's default name) and DIR/nccl_trace_rank_<R>.json
+--min-seconds keeps issuing whole iterations until that long has passed (a job for a console to
+watch); "iter_seconds" in the JSON is each iteration's wall time (the plugin's cost, with and
+without it, is compared from them).
+
 Exit status: 0 done; 1 a torch or NCCL error; 3 torch with CUDA and NCCL is not available here.
 """
 
@@ -45,12 +56,73 @@ def parse_args():
                    help="CUDA device (default: LOCAL_RANK, or 0 with --fake-hosts: every rank on GPU 0)")
     p.add_argument("--fake-hosts", action="store_true",
                    help="each rank its own NCCL host (NCCL_HOSTID), so that ranks can share a GPU")
+    p.add_argument("--min-seconds", type=float, default=0,
+                   help="keep issuing whole iterations until this long has passed (default 0: --iters only)")
+    p.add_argument("--profile", default="", help="write a Kineto trace of the iterations here (torch.profiler; %%R: the rank)")
+    p.add_argument("--fr-dir", default="", help="write the Flight Recorder's dumps (pickle and JSON) here at the end")
     return p.parse_args()
 
 
 def nccl_version(torch):
     v = torch.cuda.nccl.version()  # a tuple in recent torch, an int (2.28.9: 22809) in older ones
     return ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+
+
+FR_BUFFER = "2000"  # entries each rank's Flight Recorder keeps: more than the job issues
+
+
+def enable_flight_recorder():
+    """Read by torch when the process group is made; the buffer's variable was renamed in 2.8-2.10."""
+    for var in ("TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE"):
+        os.environ.setdefault(var, FR_BUFFER)
+    os.environ.setdefault("TORCH_NCCL_ENABLE_TIMING", "1")
+
+
+def dump_flight_recorder(torch, rank, out_dir, artifacts):
+    """Writes the Flight Recorder's pickle and JSON dumps as torch's own dump would name them."""
+    c10d = torch._C._distributed_c10d
+    os.makedirs(out_dir, exist_ok=True)
+    wrote = False
+    for names, suffix in ((("_dump_nccl_trace", "_dump_fr_trace"), ""),
+                          (("_dump_nccl_trace_json", "_dump_fr_trace_json"), ".json")):
+        for name in names:
+            fn = getattr(c10d, name, None)
+            if fn is None:
+                continue
+            try:
+                blob = fn()
+            except Exception as e:  # a diagnostic: never the job's failure
+                artifacts.append({"what": name, "error": "%s: %s" % (type(e).__name__, e)})
+                continue
+            if isinstance(blob, str):
+                blob = blob.encode()
+            path = os.path.join(out_dir, "nccl_trace_rank_%d%s" % (rank, suffix))
+            with open(path, "wb") as f:
+                f.write(blob)
+            artifacts.append({"what": name, "file": path, "bytes": len(blob)})
+            wrote = True
+            break
+        else:
+            artifacts.append({"what": "flight recorder" + suffix, "error": "torch has none of %s" % ", ".join(names)})
+    return wrote
+
+
+def start_profiler(torch, path, steps, artifacts):
+    """A torch.profiler over the first steps iterations, one ProfilerStep each, exported to path."""
+    try:
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        def export(p):
+            p.export_chrome_trace(path)
+            artifacts.append({"what": "kineto", "file": path, "bytes": os.path.getsize(path)})
+
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                       schedule=schedule(wait=0, warmup=0, active=steps, repeat=1), on_trace_ready=export)
+        prof.start()
+        return prof
+    except Exception as e:
+        artifacts.append({"what": "kineto", "error": "%s: %s" % (type(e).__name__, e)})
+        return None
 
 
 def main():
@@ -62,6 +134,8 @@ def main():
     if args.fake_hosts:
         # Read by NCCL when it first hashes the host, after this point (init_process_group).
         os.environ["NCCL_HOSTID"] = "xfertop-fake-host-%d" % rank
+    if args.fr_dir:
+        enable_flight_recorder()
     try:
         import torch
         import torch.distributed as dist
@@ -90,6 +164,8 @@ def main():
         "fake_hosts": args.fake_hosts,
         "ops": [],
         "refused": [],
+        "iter_seconds": [],
+        "artifacts": [],
     }
     ops, refused = record["ops"], record["refused"]
 
@@ -115,7 +191,33 @@ def main():
     def tensor(n, dtype):
         return torch.ones(n, dtype=dtype, device=dev)
 
-    for _ in range(args.iters):
+    prof = None
+    if args.profile:  # %R in the path is the rank
+        prof = start_profiler(torch, args.profile.replace("%R", str(rank)), args.iters, record["artifacts"])
+    store = None
+    if args.min_seconds > 0 and world > 1:
+        store = dist.distributed_c10d._get_default_store()
+
+    def keep_going(it):
+        """Whether to issue iteration it+1: every rank must issue as many, so rank 0 decides by the
+        clock and tells the others through the rendezvous store (not NCCL: nothing the plugin sees)."""
+        if it < args.iters:
+            return True
+        if args.min_seconds <= 0:
+            return False
+        if store is None:
+            return time.time() - t0 < args.min_seconds
+        key = "xfertop-continue-%d" % it
+        if rank == 0:
+            go = time.time() - t0 < args.min_seconds
+            store.set(key, "1" if go else "0")
+            return go
+        return store.get(key) == b"1"
+
+    it = 0
+    while keep_going(it):
+        it += 1
+        t_iter = time.time()
         for n, dtype in [(1024, torch.float32), (262144, torch.float32), (4096, torch.bfloat16),
                          (1 << 22, torch.float16), (3000, torch.int64)]:
             t = tensor(n, dtype)
@@ -136,8 +238,18 @@ def main():
         out = torch.empty_like(inp)
         issue([entry("all_to_all_single", inp, inp.nbytes)],
               lambda: [dist.all_to_all_single(out, inp, async_op=True)])
+        record["iter_seconds"].append(round(time.time() - t_iter, 6))
+        if prof is not None and it <= args.iters:
+            prof.step()
+    if prof is not None:  # its trace was exported at its last active step; this ends the profiler
+        try:
+            prof.stop()
+        except Exception as e:
+            record["artifacts"].append({"what": "kineto stop", "error": "%s: %s" % (type(e).__name__, e)})
 
     record["seconds"] = round(time.time() - t0, 3)
+    if args.fr_dir:
+        dump_flight_recorder(torch, rank, args.fr_dir, record["artifacts"])
     with open(args.out, "w") as f:
         json.dump(record, f, indent=1)
     # Ends the communicators, so that the profiler plugin's finalize flushes what it has to attach.
