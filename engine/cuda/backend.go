@@ -71,6 +71,7 @@ type gpu struct {
 	mu     sync.Mutex
 	dev    map[int64][]cu.DevicePtr // scratch device buffers by size class
 	pinned map[int64]unsafe.Pointer
+	allocs int       // buffers allocated so far (dev and pinned), under mu: tests check none is made while an op is timed
 	timing eventPool // events bracketing each op (timed)
 	marks  eventPool // events the workload records and waits on (no timing)
 	clock  clock     // written by New, then by the poller alone

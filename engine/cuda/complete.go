@@ -32,6 +32,7 @@ func (b *Backend) poll(ctx context.Context) error {
 		}
 	}
 	var pending []inflight
+	blocked := map[engine.StreamID]bool{} // streams whose oldest pending op is not done, this pass
 	open := true
 	lastCheck, lastRunning := time.Now(), time.Now()
 	defer b.clearRunning()
@@ -79,7 +80,16 @@ func (b *Backend) poll(ctx context.Context) error {
 		}
 		progressed := false
 		kept := pending[:0]
+		clear(blocked)
 		for i, f := range pending {
+			// A stream runs its ops in the order they were posted: once one is not done, the
+			// later ones on its stream are not either, and asking the driver about each (a
+			// call that takes the context's lock the issuing thread needs) would cost a query
+			// per queued op per pass, thousands when small ops are queued faster than they run.
+			if blocked[f.op.Stream] {
+				kept = append(kept, f)
+				continue
+			}
 			use(f.gpu)
 			switch err := f.end.Query(); {
 			case err == nil:
@@ -90,6 +100,7 @@ func (b *Backend) poll(ctx context.Context) error {
 				}
 				progressed = true
 			case errors.Is(err, cu.NotReady):
+				blocked[f.op.Stream] = true
 				if time.Since(f.posted) > b.watchdog {
 					return b.stuck(f, append(kept, pending[i:]...))
 				}

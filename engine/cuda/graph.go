@@ -10,6 +10,7 @@ static CUresult xfer_instantiate(CUgraphExec *x, CUgraph g) { return cuGraphInst
 static CUresult xfer_graph_launch(CUgraphExec x, CUstream s) { return cuGraphLaunch(x, s); }
 static CUresult xfer_graph_destroy(CUgraph g) { return cuGraphDestroy(g); }
 static CUresult xfer_exec_destroy(CUgraphExec x) { return cuGraphExecDestroy(x); }
+static CUresult xfer_record_external(CUevent e, CUstream s) { return cuEventRecordWithFlags(e, s, CU_EVENT_RECORD_EXTERNAL); }
 static const char *xfer_err_name(CUresult r) { const char *s = 0; cuGetErrorName(r, &s); return s; }
 */
 import "C"
@@ -87,3 +88,17 @@ func (g *graphExec) launch(s cu.Stream) error {
 func (g *graphExec) destroy() error {
 	return check("cuGraphExecDestroy", C.xfer_exec_destroy(g.x))
 }
+
+// recordExternal records e on a capturing stream s as an event record node of the graph
+// (CU_EVENT_RECORD_EXTERNAL): e is recorded each time the graph runs, so the ops' timing and the
+// streams outside the graph can use it. A plain cuEventRecord inside a capture only orders the
+// captured work; the driver never records the event when the graph runs (on an H200, every timed
+// op of a replayed graph failed: its events had not been recorded). The flag is invalid outside
+// a capture.
+func recordExternal(e cu.Event, s cu.Stream) error {
+	return check("cuEventRecordWithFlags", C.xfer_record_external(cevent(e), cstream(s)))
+}
+
+// cevent is e's driver handle: gorgonia.org/cu keeps it in an Event's only field and exports no
+// accessor (cuEventRecordWithFlags is not in its API).
+func cevent(e cu.Event) C.CUevent { return *(*C.CUevent)(unsafe.Pointer(&e)) }

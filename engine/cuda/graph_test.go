@@ -99,35 +99,55 @@ func TestCaptureAndLaunch(t *testing.T) {
 // synchronisation inside it (cudaErrorStreamCaptureUnsupported), a wait on an event recorded
 // outside any capture (cudaErrorStreamCaptureIsolation: "a dependency would have been created which
 // crosses the capture sequence boundary"), a wait on an event recorded in another capture
-// (cudaErrorStreamCaptureMerge: the programming guide forbids merging two capture graphs). The
-// fake driver models these from CUDA's documentation; scripts/device runs this test on a GPU to
-// check them against the real driver.
+// (cudaErrorStreamCaptureMerge: the programming guide forbids merging two capture graphs), and, on
+// the capturing thread, the "potentially unsafe" calls of thread-local capture: an allocation, a
+// synchronisation of a stream not being captured (both refused so on an H200). The fake driver
+// models these; scripts/device runs this test on a GPU to check them against the real driver.
+// Each case's setup runs before the capture begins.
 func TestCaptureRefusals(t *testing.T) {
 	g := oneGPU(t)
 	for _, tc := range []struct {
-		name string
-		code int
-		body func(s cu.Stream) error
+		name  string
+		code  int
+		setup func(t *testing.T) func(s cu.Stream) error
 	}{
-		{"synchronize", errCaptureUnsupported, func(s cu.Stream) error { return s.Synchronize() }},
-		{"outside event", errCaptureIsolation, func(s cu.Stream) error {
+		{"synchronize", errCaptureUnsupported, func(*testing.T) func(cu.Stream) error {
+			return func(s cu.Stream) error { return s.Synchronize() }
+		}},
+		{"outside event", errCaptureIsolation, func(t *testing.T) func(cu.Stream) error {
 			o, _ := cu.MakeStream(cu.NonBlocking)
 			ev, _ := cu.MakeEvent(cu.DisableTiming)
 			must(t, ev.Record(o))
 			must(t, o.Synchronize())
-			return s.Wait(ev, 0)
+			return func(s cu.Stream) error { return s.Wait(ev, 0) }
 		}},
-		{"event of another capture", errCaptureMerge, func(s cu.Stream) error {
+		{"event of another capture", errCaptureMerge, func(t *testing.T) func(cu.Stream) error {
 			o, _ := cu.MakeStream(cu.NonBlocking)
 			ev, _ := cu.MakeEvent(cu.DisableTiming)
-			must(t, beginCapture(o))
-			spin(t, g, o, 1000)
-			must(t, ev.Record(o))
-			err := s.Wait(ev, 0)
-			if x, _ := endCapture(o); x != nil {
-				_ = x.destroy()
+			return func(s cu.Stream) error {
+				must(t, beginCapture(o))
+				spin(t, g, o, 1000)
+				must(t, ev.Record(o))
+				err := s.Wait(ev, 0)
+				if x, _ := endCapture(o); x != nil {
+					_ = x.destroy()
+				}
+				return err
 			}
-			return err
+		}},
+		{"allocation", errCaptureUnsupported, func(*testing.T) func(cu.Stream) error {
+			return func(cu.Stream) error {
+				p, err := cu.MemAlloc(1 << 20)
+				if err == nil {
+					_ = cu.MemFree(p)
+				}
+				return err
+			}
+		}},
+		{"synchronize another stream", errCaptureUnsupported, func(t *testing.T) func(cu.Stream) error {
+			o, err := cu.MakeStream(cu.NonBlocking)
+			must(t, err)
+			return func(cu.Stream) error { return o.Synchronize() }
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,9 +158,10 @@ func TestCaptureRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			body := tc.setup(t)
 			must(t, beginCapture(s))
 			spin(t, g, s, 1000)
-			if err := tc.body(s); err == nil || err.Error() == "" {
+			if err := body(s); err == nil || err.Error() == "" {
 				t.Errorf("the call inside the capture succeeded")
 			} else if code := driverCode(err); code != tc.code {
 				t.Errorf("the call inside the capture failed with %v (%d); want %d", err, code, tc.code)
@@ -329,4 +350,47 @@ func captureNCCLRank(b *Backend, nl *nccl.NCCL, c nccl.Comm, r int, coll timelin
 		}
 	}
 	return nil
+}
+
+// A graph's ops are timed from events recorded as event record nodes (recordExternal), stamped at
+// each launch. A plain cuEventRecord inside a capture only orders the captured work: the driver
+// does not record the event when the graph runs, so its time cannot be read (on an H200 every
+// timed op of a replayed graph failed so, before the backend recorded its timing events as nodes).
+func TestCaptureTimingEvents(t *testing.T) {
+	g := oneGPU(t)
+	s, err := cu.MakeStream(cu.NonBlocking)
+	must(t, err)
+	mk := func() cu.Event {
+		e, err := cu.MakeEvent(cu.DefaultEvent)
+		must(t, err)
+		return e
+	}
+	plain0, plain1, node0, node1 := mk(), mk(), mk(), mk()
+	if err := recordExternal(node0, s); err == nil {
+		t.Errorf("an external record outside a capture succeeded; the driver refuses it")
+	}
+	const k = 2_000_000 // ns
+	must(t, beginCapture(s))
+	must(t, plain0.Record(s))
+	must(t, recordExternal(node0, s))
+	spin(t, g, s, k)
+	must(t, recordExternal(node1, s))
+	must(t, plain1.Record(s))
+	x, err := endCapture(s)
+	must(t, err)
+	defer x.destroy()
+	for launch := range 2 {
+		must(t, x.launch(s))
+		must(t, s.Synchronize())
+		ms, err := node0.Elapsed(node1)
+		if err != nil {
+			t.Fatalf("launch %d: the event record nodes' time: %v", launch, err)
+		}
+		if got := time.Duration(float64(ms) * 1e6); got < k*time.Nanosecond {
+			t.Errorf("launch %d: the nodes bracket %v; the kernel between them runs %v", launch, got, time.Duration(k))
+		}
+		if _, err := plain0.Elapsed(plain1); err == nil {
+			t.Errorf("launch %d: events recorded plainly inside the capture gave a time; the driver records them only for the capture's own order", launch)
+		}
+	}
 }

@@ -229,6 +229,12 @@ func (b *Backend) captureGraph(ctx context.Context, rank engine.DeviceID, g int,
 			}
 		}
 	}
+	// Buffers first: an allocation inside the capture is refused by the driver and ends it.
+	for i := range ops {
+		if err := b.prepare(rank, g, &ops[i]); err != nil {
+			return nil, fmt.Errorf("%s: %w", engine.OpName(&ops[i]), err)
+		}
+	}
 	if err := beginCapture(rg.origin); err != nil {
 		return nil, err
 	}
@@ -271,14 +277,25 @@ func (b *Backend) captureOps(ctx context.Context, rank engine.DeviceID, g int, r
 		s := streams[op.Stream]
 		switch op.Kind {
 		case engine.OpRecord:
-			ce, err := mk(cu.DisableTiming)
+			// Two events: a plain record inside a capture only orders the graph's own work (a
+			// wait later in the capture); it is not recorded when the graph runs. What streams
+			// outside the graph wait on is an event record node (recordExternal), recorded at
+			// each launch.
+			inner, err := mk(cu.DisableTiming)
 			if err != nil {
 				return err
 			}
-			if err := ce.Record(s); err != nil {
+			if err := inner.Record(s); err != nil {
 				return err
 			}
-			rg.marks[i], recorded[op.Event] = ce, ce
+			mark, err := mk(cu.DisableTiming)
+			if err != nil {
+				return err
+			}
+			if err := recordExternal(mark, s); err != nil {
+				return err
+			}
+			rg.marks[i], recorded[op.Event] = mark, inner
 		case engine.OpWaitEvent:
 			ce, ok := recorded[op.Event]
 			if !ok {
@@ -299,13 +316,15 @@ func (b *Backend) captureOps(ctx context.Context, rank engine.DeviceID, g int, r
 			b.mu.Lock()
 			st := b.streams[op.Stream]
 			b.mu.Unlock()
-			if err := start.Record(s); err != nil {
+			// Event record nodes, stamped at each launch: a plain record would only order
+			// the capture, and the op's time would be read from events never recorded.
+			if err := recordExternal(start, s); err != nil {
 				return err
 			}
 			if err := b.issue(ctx, rank, g, st, op); err != nil {
 				return fmt.Errorf("%s: %w", engine.OpName(&op), err)
 			}
-			if err := end.Record(s); err != nil {
+			if err := recordExternal(end, s); err != nil {
 				return err
 			}
 			rg.start[i], rg.end[i] = start, end

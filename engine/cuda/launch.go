@@ -63,6 +63,9 @@ func (b *Backend) launch(ctx context.Context, rank engine.DeviceID, g int, op en
 		return st.s.Wait(ev.ev, 0)
 	}
 	gp := b.gpus[g]
+	if err := b.prepare(rank, g, &op); err != nil {
+		return fmt.Errorf("cuda: rank %d: %s: %w", rank, engine.OpName(&op), err)
+	}
 	start, err := gp.timing.take()
 	if err != nil {
 		return err

@@ -36,6 +36,7 @@ func (g *gpu) scratch(n int64, k int) (cu.DevicePtr, error) {
 			return 0, fmt.Errorf("device buffer of %d bytes: %w", c, err)
 		}
 		g.dev[c] = append(g.dev[c], p)
+		g.allocs++
 	}
 	return g.dev[c][k], nil
 }
@@ -53,6 +54,7 @@ func (g *gpu) host(n int64) (unsafe.Pointer, error) {
 		return nil, fmt.Errorf("pinned host buffer of %d bytes: CUDA error %d", c, int(r))
 	}
 	g.pinned[c] = p
+	g.allocs++
 	return p, nil
 }
 

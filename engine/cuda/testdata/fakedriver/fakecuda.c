@@ -14,7 +14,9 @@
 // work on its streams, in capture order. The fake NCCL's work is captured as a node that takes its
 // launch-time state (a collective's sequence number) at each launch, as NCCL's graph kernels do.
 //
-// Knobs (read when cuInit is called): XFER_FAKE_GPUS (devices, default 2).
+// Knobs (read when cuInit is called): XFER_FAKE_GPUS (devices, default 2). Read at each call:
+// XFER_FAKE_ALLOC_NS, how long each allocation takes (cuMemAlloc, cuMemHostAlloc; default 0): on a
+// GPU a 1 GiB pinned buffer takes hundreds of milliseconds.
 
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -46,6 +48,7 @@ typedef struct task {
 	void *arg;
 	int *done; // set under mu when a synchronous caller waits for this task
 	struct node *node; // captured host work that is replayed (xferFakeEnqueueNode): the template
+	int internal;      // a record captured by a plain cuEventRecord: it orders the graph, no more
 } task;
 
 // node is host work put on a capturing stream by xferFakeEnqueueNode: each launch of a graph holding
@@ -91,6 +94,7 @@ struct CUevent_st {
 	uint64_t recorded; // records enqueued
 	uint64_t reached;  // records their stream has reached
 	int64_t stamp;     // CLOCK_MONOTONIC ns of the last reached record
+	int internalOnly;  // last recorded by a graph's capture-internal record: not observable outside it
 };
 
 struct CUmod_st {
@@ -119,6 +123,20 @@ static struct CUstream_st *nullStream[MAX_DEVICES];
 static pinned *pinnedList;
 static struct CUstream_st *streams; // every stream, for cuCtxSynchronize
 static __thread CUcontext current;
+// The capture this thread began (thread-local capture mode): while it lasts, the thread may not
+// make the driver's "potentially unsafe" calls (allocation, synchronisation), as on a GPU.
+static __thread struct CUgraph_st *threadCapture;
+static int refuseUnsafe(void);
+
+// allocDelay sleeps for XFER_FAKE_ALLOC_NS, as a real allocation takes time.
+static void allocDelay(void) {
+	const char *v = getenv("XFER_FAKE_ALLOC_NS");
+	long long ns = v ? atoll(v) : 0;
+	if (ns <= 0) return;
+	struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+	while (nanosleep(&ts, &ts) != 0) {
+	}
+}
 
 static int64_t now_ns(void) {
 	struct timespec ts;
@@ -410,7 +428,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) {
 	CHECK_INIT();
 	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	if (refuseUnsafe()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (n == 0) return CUDA_ERROR_INVALID_VALUE;
+	allocDelay();
 	void *m = NULL;
 	if (posix_memalign(&m, 256, n) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
 	*p = (CUdeviceptr)(uintptr_t)m;
@@ -419,6 +439,7 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) {
 
 CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
 	CHECK_INIT();
+	if (refuseUnsafe()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	free((void *)(uintptr_t)p);
 	return CUDA_SUCCESS;
 }
@@ -427,7 +448,9 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t n, unsigned int flags) {
 	(void)flags;
 	CHECK_INIT();
 	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	if (refuseUnsafe()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (n == 0) return CUDA_ERROR_INVALID_VALUE;
+	allocDelay();
 	void *m = NULL;
 	if (posix_memalign(&m, 4096, n) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
 	pinned *q = malloc(sizeof *q);
@@ -444,6 +467,7 @@ CUresult CUDAAPI cuMemAllocHost(void **pp, size_t n) { return cuMemHostAlloc(pp,
 
 CUresult CUDAAPI cuMemFreeHost(void *p) {
 	CHECK_INIT();
+	if (refuseUnsafe()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	pthread_mutex_lock(&mu);
 	for (pinned **q = &pinnedList; *q; q = &(*q)->next) {
 		if ((*q)->p == p) {
@@ -530,6 +554,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream h) {
 	CHECK_INIT();
 	struct CUstream_st *s = stream(h);
 	if (s->capturing) return refuseInCapture(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	if (refuseUnsafe()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; // another stream, on the capturing thread
 	pthread_mutex_lock(&mu);
 	uint64_t target = s->queued;
 	while (s->finished < target) pthread_cond_wait(&cond, &mu);
@@ -579,7 +604,8 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags) {
 		free(t);
 		return refuseInCapture(s, r);
 	}
-	t->seq = s->capturing ? 0 : ev->recorded; // the record most recently enqueued, as CUDA does; none: no wait
+	// The record most recently enqueued, as CUDA does; none, or only a graph's internal one: no wait.
+	t->seq = s->capturing || ev->internalOnly ? 0 : ev->recorded;
 	enqueueLocked(s, t);
 	pthread_mutex_unlock(&mu);
 	return CUDA_SUCCESS;
@@ -599,7 +625,14 @@ CUresult CUDAAPI cuEventDestroy(CUevent e) {
 	return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h) {
+// record is cuEventRecord (external 0) and cuEventRecordWithFlags. Inside a capture, as the
+// driver does (its documentation of CU_EVENT_RECORD_EXTERNAL, and an H200 run of engine/cuda's
+// graph tests): a plain record only orders the captured work (a later wait in the capture on the
+// event joins or depends on it); the event is not recorded when the graph runs, so its time cannot
+// be read (cuEventElapsedTime: CUDA_ERROR_INVALID_VALUE) and a stream outside the graph waiting on
+// it waits for nothing. CU_EVENT_RECORD_EXTERNAL makes an event record node instead, recorded at
+// each launch; it is CUDA_ERROR_INVALID_VALUE outside a capture.
+static CUresult record(CUevent e, CUstream h, int external) {
 	CHECK_INIT();
 	if (!e) return CUDA_ERROR_INVALID_HANDLE;
 	struct CUstream_st *s = stream(h);
@@ -607,11 +640,27 @@ CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h) {
 	t->run = runRecord;
 	t->ev = e;
 	pthread_mutex_lock(&mu);
-	if (s->capturing) e->capturedIn = s->capturing; // recorded at each launch, not now
-	else t->seq = ++e->recorded, e->capturedIn = NULL;
+	if (external && !s->capturing) {
+		pthread_mutex_unlock(&mu);
+		free(t);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (s->capturing) { // recorded at each launch, not now
+		t->internal = !external;
+		if (!external) e->capturedIn = s->capturing;
+	} else {
+		t->seq = ++e->recorded, e->capturedIn = NULL, e->internalOnly = 0;
+	}
 	enqueueLocked(s, t);
 	pthread_mutex_unlock(&mu);
 	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h) { return record(e, h, 0); }
+
+CUresult CUDAAPI cuEventRecordWithFlags(CUevent e, CUstream h, unsigned int flags) {
+	if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_NOT_SUPPORTED;
+	return record(e, h, (flags & CU_EVENT_RECORD_EXTERNAL) != 0);
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent e) {
@@ -628,6 +677,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent e) {
 	CHECK_INIT();
 	if (!e) return CUDA_ERROR_INVALID_HANDLE;
 	if (e->capturedIn) return CUDA_ERROR_CAPTURED_EVENT;
+	if (refuseUnsafe()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	pthread_mutex_lock(&mu);
 	uint64_t target = e->recorded;
 	while (e->reached < target) pthread_cond_wait(&cond, &mu);
@@ -641,7 +691,8 @@ CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
 	if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&mu);
 	CUresult r = CUDA_SUCCESS;
-	if (!start->recorded || !end->recorded) r = CUDA_ERROR_INVALID_HANDLE;
+	if (start->internalOnly || end->internalOnly) r = CUDA_ERROR_INVALID_VALUE;
+	else if (!start->recorded || !end->recorded) r = CUDA_ERROR_INVALID_HANDLE;
 	else if (start->reached < start->recorded || end->reached < end->recorded) r = CUDA_ERROR_NOT_READY;
 	else *ms = (float)((double)(end->stamp - start->stamp) / 1e6);
 	pthread_mutex_unlock(&mu);
@@ -651,6 +702,7 @@ CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
 CUresult CUDAAPI cuCtxSynchronize(void) {
 	CHECK_INIT();
 	if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+	if (refuseUnsafe()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	int dev = current->dev;
 	pthread_mutex_lock(&mu);
 	for (struct CUstream_st *s = streams; s; s = s->nextStream)
@@ -775,8 +827,23 @@ static CUresult refuseInCapture(struct CUstream_st *s, CUresult r) {
 	return r;
 }
 
+// refuseUnsafe refuses, and invalidates the capture, a "potentially unsafe" call (an allocation, a
+// synchronisation) made on a thread that began a capture in global or thread-local mode, as the
+// driver does (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: on an H200, cuMemAlloc and cuStreamSynchronize
+// of a stream not being captured were refused so). Returns 1 when refused.
+static int refuseUnsafe(void) {
+	if (!threadCapture) return 0;
+	pthread_mutex_lock(&mu);
+	int live = 0;
+	for (struct CUstream_st *o = streams; o; o = o->nextStream)
+		if (o->capturing == threadCapture) live = 1;
+	if (!live) threadCapture = NULL; // ended on another thread
+	else if (!threadCapture->invalid) threadCapture->invalid = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	pthread_mutex_unlock(&mu);
+	return live;
+}
+
 CUresult CUDAAPI cuStreamBeginCapture(CUstream h, CUstreamCaptureMode mode) {
-	(void)mode;
 	CHECK_INIT();
 	struct CUstream_st *s = stream(h);
 	if (h == NULL || h == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; // the legacy stream is not capturable
@@ -784,6 +851,7 @@ CUresult CUDAAPI cuStreamBeginCapture(CUstream h, CUstreamCaptureMode mode) {
 	CUresult r = CUDA_SUCCESS;
 	if (s->capturing) r = CUDA_ERROR_ILLEGAL_STATE;
 	else s->capturing = calloc(1, sizeof *s->capturing);
+	if (r == CUDA_SUCCESS && mode != CU_STREAM_CAPTURE_MODE_RELAXED) threadCapture = s->capturing;
 	pthread_mutex_unlock(&mu);
 	return r;
 }
@@ -811,6 +879,7 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream h, CUgraph *graph) {
 	}
 	for (struct CUstream_st *o = streams; o; o = o->nextStream)
 		if (o->capturing == g) o->capturing = NULL;
+	if (threadCapture == g) threadCapture = NULL;
 	pthread_mutex_unlock(&mu);
 	*graph = NULL;
 	if (g->invalid) {
@@ -869,7 +938,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec x, CUstream h) {
 		task *t = malloc(sizeof *t);
 		*t = *x->g.tasks[i];
 		t->done = NULL;
-		if (t->run == runRecord) t->seq = ++t->ev->recorded, t->ev->capturedIn = NULL;
+		if (t->run == runRecord) t->seq = ++t->ev->recorded, t->ev->capturedIn = NULL, t->ev->internalOnly = t->internal;
 		else if (t->run == runWait) t->seq = t->ev->recorded;
 		if (t->node) t->fn = t->node->fn, t->arg = t->node->replay(t->node->arg), t->node = NULL;
 		enqueueLocked(x->g.on[i], t);
