@@ -266,3 +266,44 @@ func BenchmarkNVMLvsEngine(b *testing.B) {
 	b.ReportMetric(nv/1e9, "GB/s-nvml")
 	b.ReportMetric(nv/engine, "nvml/engine")
 }
+
+// BenchmarkDriverCalls: the driver's own CPU cost of the calls the engine makes per op (an event
+// record, an event query, an 8-byte device copy), each timed over many calls: the floor under the
+// engine's per-op overhead (BenchmarkSmallCopyOverhead), which records two events and queries one
+// per op.
+func BenchmarkDriverCalls(b *testing.B) {
+	if n, err := cu.NumDevices(); err != nil || n == 0 {
+		b.Skipf("no GPU: %v", err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev, _ := cu.GetDevice(0)
+	ctx, err := dev.RetainPrimaryCtx()
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = cu.SetCurrentContext(ctx)
+	s, _ := cu.MakeStream(cu.NonBlocking)
+	buf, _ := cu.MemAlloc(64)
+	defer cu.MemFree(buf)
+	ev, _ := cu.MakeEvent(cu.DefaultEvent)
+	const n = 20_000
+	per := func(f func()) float64 {
+		t0 := time.Now()
+		for range n {
+			f()
+		}
+		d := time.Since(t0)
+		_ = s.Synchronize()
+		return float64(d.Nanoseconds()) / n / 1e3
+	}
+	var rec, query, cp float64
+	for b.Loop() {
+		rec += per(func() { _ = ev.Record(s) })
+		query += per(func() { _ = ev.Query() })
+		cp += per(func() { _ = cu.MemcpyDtoDAsync(buf+32, buf, 8, s) })
+	}
+	b.ReportMetric(rec/float64(b.N), "µs/event-record")
+	b.ReportMetric(query/float64(b.N), "µs/event-query")
+	b.ReportMetric(cp/float64(b.N), "µs/copy-8B")
+}
