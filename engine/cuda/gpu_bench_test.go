@@ -45,6 +45,12 @@ var dirs = map[string]timeline.CopyDir{"h2d": timeline.CopyH2D, "d2h": timeline.
 
 // rawGBps times iters copies with plain gorgonia.org/cu calls between two events on one stream.
 func rawGBps(b *testing.B, dir timeline.CopyDir, size int64, iters int) float64 {
+	return rawCopies(b, dir, size, iters, false)
+}
+
+// rawCopies is rawGBps; with bracket, each copy is also bracketed by two events of its own as the
+// engine brackets each op, so that what per-op timing costs the GPU shows apart from the engine.
+func rawCopies(b *testing.B, dir timeline.CopyDir, size int64, iters int, bracket bool) float64 {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dev, _ := cu.GetDevice(0)
@@ -69,8 +75,23 @@ func rawGBps(b *testing.B, dir timeline.CopyDir, size int64, iters int) float64 
 	}
 	e0, _ := cu.MakeEvent(cu.DefaultEvent)
 	e1, _ := cu.MakeEvent(cu.DefaultEvent)
+	var marks []cu.Event
+	if bracket {
+		for range 2 * iters {
+			ev, _ := cu.MakeEvent(cu.DefaultEvent)
+			marks = append(marks, ev)
+		}
+		defer func() {
+			for i := range marks {
+				_ = cu.DestroyEvent(&marks[i])
+			}
+		}()
+	}
 	_ = e0.Record(s)
-	for range iters {
+	for i := range iters {
+		if bracket {
+			_ = marks[2*i].Record(s)
+		}
 		switch dir {
 		case timeline.CopyH2D:
 			_ = cu.MemcpyHtoDAsync(d1, h, size, s)
@@ -78,6 +99,9 @@ func rawGBps(b *testing.B, dir timeline.CopyDir, size int64, iters int) float64 
 			_ = cu.MemcpyDtoHAsync(h, d1, size, s)
 		default:
 			_ = cu.MemcpyDtoDAsync(d2, d1, size, s)
+		}
+		if bracket {
+			_ = marks[2*i+1].Record(s)
 		}
 	}
 	_ = e1.Record(s)
@@ -114,14 +138,17 @@ func BenchmarkCopySweep(b *testing.B) {
 		for size := int64(4 << 10); size <= 1<<30; size *= 4 {
 			b.Run(fmt.Sprintf("%s/%d", name, size), func(b *testing.B) {
 				iters := int(max(8, min(1000, (1<<32)/size)))
-				var raw, eng float64
+				var raw, bracketed, eng float64
 				for b.Loop() {
 					raw += rawGBps(b, dirs[name], size, iters)
+					bracketed += rawCopies(b, dirs[name], size, iters, true)
 					eng += engineGBps(b, dirs[name], size, iters)
 				}
 				b.ReportMetric(raw/float64(b.N), "GB/s-raw")
+				b.ReportMetric(bracketed/float64(b.N), "GB/s-raw-bracketed")
 				b.ReportMetric(eng/float64(b.N), "GB/s-engine")
 				b.ReportMetric(eng/raw, "engine/raw")
+				b.ReportMetric(eng/bracketed, "engine/raw-bracketed")
 			})
 		}
 	}
