@@ -75,7 +75,7 @@ func TestTopologyAllReduce(t *testing.T) {
 	}
 }
 
-// TestTopologyCopies: the H200's HBM3e makes a 1 GiB copy on one GPU 4.8/3.35 times the H100's; a
+// TestTopologyCopies: a 1 GiB copy on one H200 moves what one moved on an H200; a
 // peer copy on the PCIe-only box crosses PCIe, not NVLink; an NVLink mesh gives a pair its share of
 // a GPU's links.
 func TestTopologyCopies(t *testing.T) {
@@ -103,9 +103,10 @@ func TestTopologyCopies(t *testing.T) {
 		e := lastOf(store.Events(), timeline.KindMemcpy)
 		return float64(e.Bytes) / float64(e.Dur())
 	}
-	h100, h200 := copyGBps("h100x8", timeline.CopyD2D, -1, nil), copyGBps("h200x8", timeline.CopyD2D, -1, nil)
-	if !within(h200/h100, 4.8/3.35, 0.02) {
-		t.Errorf("D2D 1 GiB: h200x8 %.0f GB/s, h100x8 %.0f; want the HBM ratio 4.8/3.35", h200, h100)
+	// Measured on an H200 SXM (docs/performance.md, "On the GPU"): 2101 and 2117 GB/s by raw
+	// copies, 2130 through the cuda backend; the datasheet ratio to the H100 (4.8/3.35) said 2 % more.
+	if h200 := copyGBps("h200x8", timeline.CopyD2D, -1, nil); !within(h200, 2116, 0.01) {
+		t.Errorf("D2D 1 GiB: h200x8 %.0f GB/s; want the 2116 GB/s measured on an H200 (within 1%%)", h200)
 	}
 	nv, pcie := copyGBps("h100x8", timeline.CopyP2P, 1, nil), copyGBps("l40sx8", timeline.CopyP2P, 1, nil)
 	if !within(nv, 450*0.85, 0.05) || !within(pcie, 27.5*0.85, 0.05) {
