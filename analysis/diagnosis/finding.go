@@ -74,6 +74,10 @@ type Finding struct {
 	Severity int64
 	// CostKnown says Severity was measured against a step before the culprit was first seen.
 	CostKnown bool
+	// CostBound says Severity is an upper bound of the step time it costs: the only step before
+	// it was a first step whose work is known only from the end of its communicators' setup,
+	// less than a whole step's, and the step's growth over that bounds the cost.
+	CostBound bool
 	// Flaps: a slow link that went down and came back up at its peers' rate (a flapping port).
 	Flaps bool
 	// Evidence says it in numbers.
