@@ -98,6 +98,10 @@ type Finding struct {
 	Entered, Waiting []int32
 	// Cycle is a deadlock's ranks in wait order: each waits on the next, the last on the first.
 	Cycle []int32
+
+	// behind is a source's count mismatch's (NCCL RAS): how many collectives of Coll its rank is
+	// behind the highest count (0: not known), for mergeSourced.
+	behind int64
 }
 
 // Culprit names the finding's culprit: "host 37 GPU 3 NIC", "rank 12 (host 1 GPU 4)".
