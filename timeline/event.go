@@ -244,10 +244,31 @@ const (
 const (
 	AlertRankDead       uint8 = 1 // a rank RAS considers dead (no keep-alive)
 	AlertRankMissing    uint8 = 2 // a rank that did not answer (unresponsive, or never joined)
-	AlertCountMismatch  uint8 = 3 // ranks whose collective counts are behind their peers'
+	AlertCountMismatch  uint8 = 3 // ranks whose collective counts are behind their peers' (Aux: PackCountBehind)
 	AlertRankError      uint8 = 4 // a rank reporting an error, an abort or a failed init
 	AlertCommIncomplete uint8 = 5 // a communicator fewer ranks are known in than its size
 )
+
+// countBehindShift places, in an AlertCountMismatch's Aux, how far behind its rank is above the
+// collective (CollOp, the low 8 bits).
+const countBehindShift = 8
+
+// PackCountBehind is the Aux of an AlertCountMismatch: the collective whose counts disagree (0:
+// not known) and how many of them the rank the alert names is behind the highest count (0: not
+// known; capped at 2²⁴−1). One behind and inside the collective the others are in (a source that
+// shows it: Flight Recorder) is a rank whose count lagged when it was read, not one that never
+// entered it.
+func PackCountBehind(op CollOp, behind uint64) uint32 {
+	return uint32(op) | uint32(min(behind, 1<<(32-countBehindShift)-1))<<countBehindShift
+}
+
+// CountBehind unpacks an AlertCountMismatch's Aux (PackCountBehind); other events give zeros.
+func (e *Event) CountBehind() (CollOp, int64) {
+	if e.Kind != KindAlert || e.Sub != AlertCountMismatch {
+		return 0, 0
+	}
+	return CollOp(e.Aux & 0xff), int64(e.Aux >> countBehindShift)
+}
 
 // AuxSeqOp, set in the Aux of a collective, send, recv or mark, says its Op was made by SeqOp: a
 // source that numbers collectives per communicator (PyTorch's Flight Recorder) gives every rank's

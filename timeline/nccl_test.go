@@ -51,3 +51,27 @@ func TestNCCLAux(t *testing.T) {
 		t.Errorf("nvls_tree: %v %v", a, ok)
 	}
 }
+
+// A count mismatch's Aux carries its collective and how far behind its rank is, capped at 2²⁴−1;
+// other events read as unknown.
+func TestCountBehind(t *testing.T) {
+	for _, c := range []struct {
+		op     CollOp
+		behind uint64
+		want   int64
+	}{
+		{CollAllReduce, 1, 1},
+		{CollAllGather, 1406, 1406},
+		{0, 0, 0},
+		{CollBroadcast, 1 << 40, 1<<24 - 1},
+	} {
+		e := Event{Kind: KindAlert, Sub: AlertCountMismatch, Aux: PackCountBehind(c.op, c.behind)}
+		if op, n := e.CountBehind(); op != c.op || n != c.want {
+			t.Errorf("CountBehind(PackCountBehind(%v, %d)) = %v, %d; want %v, %d", c.op, c.behind, op, n, c.op, c.want)
+		}
+	}
+	other := Event{Kind: KindAlert, Sub: AlertRankDead, Aux: PackCountBehind(CollAllReduce, 1)}
+	if op, n := other.CountBehind(); op != 0 || n != 0 {
+		t.Errorf("a dead rank's alert: CountBehind = %v, %d; want nothing", op, n)
+	}
+}

@@ -67,18 +67,21 @@ type Diagnosis struct {
 	// selfLink is each send/receive pair's and link's own history, for the transfers too few to
 	// compare with peers (selflink.go).
 	selfLink selfLinkState
-	// initEnd is the latest end of a communicator creation in the step being accumulated: the
-	// step's work begins after it (the first step's setup is not step time). workBase is the
-	// shortest work of a step so far (0: none), against which a step's growth is measured;
-	// steadyBase the same without the first step, whose work ends its setup at an unclean cut
-	// (a communicator made mid-step) and runs shorter than the later steps': what a finding's
-	// cost to the step is measured against.
-	initEnd, workBase, steadyBase int64
-	keys                          map[opKey]int32
-	oSum                          [][]float64
-	oCnt                          [][]int32
-	oBase                         []float64 // per class, the lowest peer median of earlier steps (0: none)
-	keyList                       []opKey
+	// setup is the communicators' creations in the step being accumulated and busy the union
+	// of its busy time: the step's work is the step less the wait for its setup (stepWork).
+	// workBase is the shortest work of a step so far (0: none), against which a step's growth is
+	// measured; steadyBase the same over the clean steps only, whose work is a whole step's
+	// (not a first step whose setup ops ran between, counted from the end of its last creation
+	// and shorter than the later steps'): what a finding's cost to the step is measured against.
+	// Where no clean step came before, workBase, a lower bound of a step, bounds it.
+	setup                setupAcc
+	busy                 busyUnion
+	workBase, steadyBase int64
+	keys                 map[opKey]int32
+	oSum                 [][]float64
+	oCnt                 [][]int32
+	oBase                []float64 // per class, the lowest peer median of earlier steps (0: none)
+	keyList              []opKey
 	// lastKey and lastSlot remember the class of the last op: a collective's ranks report one
 	// after another, so most ops need no lookup in keys (slots are never taken back).
 	lastKey  opKey
@@ -210,9 +213,11 @@ type candidate struct {
 	// culprit's first op there, the first traffic it carried after the communicators' setup:
 	// the fault may predate it.
 	first bool
-	// base is the shortest step's work before the first of them (0: none): what the step would
-	// have taken without it, against which its cost is measured.
-	base int64
+	// base is the shortest clean step's work before the first of them (0: none): what the step
+	// would have taken without it, against which its cost is measured. bound is the shortest
+	// step's work before them, clean or not (0: none): no more than a whole step's, so a step's
+	// growth over it is at least what it cost the step.
+	base, bound int64
 }
 
 type commInfo struct {
@@ -307,9 +312,7 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 		}
 	case timeline.KindCommInit:
 		d.maxInit = max(d.maxInit, e.Dur())
-		if e.End > e.Start {
-			d.initEnd = max(d.initEnd, e.End)
-		}
+		d.setup.add(e)
 		d.join(e)
 	case timeline.KindCommHit:
 		d.join(e)
@@ -348,6 +351,7 @@ func (d *Diagnosis) Prefetch(e *timeline.Event) {
 }
 
 func (d *Diagnosis) launch(r *rankAcc, e *timeline.Event) {
+	d.busy.add(e.Start, e.End)
 	if !r.active || e.Start < r.first {
 		r.first, r.active = e.Start, true
 	}

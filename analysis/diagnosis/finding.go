@@ -74,6 +74,10 @@ type Finding struct {
 	Severity int64
 	// CostKnown says Severity was measured against a step before the culprit was first seen.
 	CostKnown bool
+	// CostBound says Severity is an upper bound of the step time it costs: the only step before
+	// it was a first step whose work is known only from the end of its communicators' setup,
+	// less than a whole step's, and the step's growth over that bounds the cost.
+	CostBound bool
 	// Flaps: a slow link that went down and came back up at its peers' rate (a flapping port).
 	Flaps bool
 	// Evidence says it in numbers.
@@ -94,6 +98,10 @@ type Finding struct {
 	Entered, Waiting []int32
 	// Cycle is a deadlock's ranks in wait order: each waits on the next, the last on the first.
 	Cycle []int32
+
+	// behind is a source's count mismatch's (NCCL RAS): how many collectives of Coll its rank is
+	// behind the highest count (0: not known), for mergeSourced.
+	behind int64
 }
 
 // Culprit names the finding's culprit: "host 37 GPU 3 NIC", "rank 12 (host 1 GPU 4)".

@@ -82,8 +82,9 @@ func gpuOr(gpu, where string) string {
 }
 
 // costNote says what removing a slow link, GPU or host would save a step: the step time it costs
-// (Severity), when measured against a step before it; else the time its work lost, as an upper
-// bound. "" for other kinds.
+// (Severity), when measured against a step before it; at most Severity where that step's work is
+// known only from the end of its communicators' setup (CostBound); else not known, and the time
+// its work lost (capped at the step) is said as that, not as a saving. "" for other kinds.
 func (f *Finding) costNote() string {
 	if f.Kind != SlowLink && f.Kind != SlowGPU && f.Kind != SlowHost {
 		return ""
@@ -93,6 +94,15 @@ func (f *Finding) costNote() string {
 		return "it costs the step nothing measurable: fixing it saves no step time now"
 	case f.CostKnown:
 		return fmt.Sprintf("fixing it saves about %s a step (the step time it costs)", fmtNs(f.Severity))
+	case f.CostBound:
+		return fmt.Sprintf("fixing it saves at most %s a step (a bound: the step's growth over the shortest step before it, whose work is known only from the end of its communicators' setup)", fmtNs(f.Severity))
 	}
-	return fmt.Sprintf("fixing it saves up to %s a step (what it cost the step is not known: no step before it to compare with)", fmtNs(f.Severity))
+	lost := "its transfers took up to " + fmtNs(f.Severity) + " longer"
+	switch f.Kind {
+	case SlowGPU:
+		lost = "its kernels took up to " + fmtNs(f.Severity) + " longer"
+	case SlowHost:
+		lost = "its launches came up to " + fmtNs(f.Severity) + " later"
+	}
+	return fmt.Sprintf("what fixing it saves a step is not known: no step before it to compare with (%s; other work may hide much of that)", lost)
 }

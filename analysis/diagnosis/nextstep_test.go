@@ -17,7 +17,11 @@ func TestNextStep(t *testing.T) {
 		{f: Finding{Kind: SlowLink, Rank: 299, Host: 37, Link: timeline.PeakNIC, Severity: 31_100_000, CostKnown: true},
 			want: []string{"check host 37 GPU 3 NIC's port: link state and rate (ibstat", "fixing it saves about 31.1 ms a step"}},
 		{f: Finding{Kind: SlowLink, Rank: 11, Host: 1, Link: timeline.PeakNIC, Flaps: true, Severity: 50 * ms},
-			want: []string{"host 1 GPU 3 NIC flaps: reseat or replace its cable and transceiver", "fixing it saves up to 50.0 ms a step (what it cost the step is not known"}},
+			want: []string{"host 1 GPU 3 NIC flaps: reseat or replace its cable and transceiver", "what fixing it saves a step is not known: no step before it to compare with (its transfers took up to 50.0 ms longer"}},
+		{f: Finding{Kind: SlowLink, Rank: 43, Host: 5, Link: timeline.PeakNIC, Severity: 35 * ms, CostBound: true},
+			want: []string{"fixing it saves at most 35.0 ms a step (a bound: the step's growth over the shortest step before it, whose work is known only from the end of its communicators' setup)"}},
+		{f: Finding{Kind: SlowHost, Rank: 9, Host: 1, Link: -1, Severity: 30 * ms},
+			want: []string{"not known: no step before it to compare with (its launches came up to 30.0 ms later"}},
 		{f: Finding{Kind: SlowLink, Rank: 299, Host: 37, Link: timeline.PeakNVLink, CostKnown: true},
 			want: []string{"check GPU 3 on host 37's NVLink", "nvidia-smi nvlink", "costs the step nothing measurable"}},
 		{f: Finding{Kind: SlowGPU, Rank: 8, Host: 1, Link: -1, Severity: 400 * ms, CostKnown: true},
@@ -34,6 +38,9 @@ func TestNextStep(t *testing.T) {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: NextStep = %q; want it to hold %q", c.f.String(8), got, w)
 			}
+		}
+		if !c.f.CostKnown && !c.f.CostBound && strings.Contains(got, "saves up to") {
+			t.Errorf("an unknown cost said as a saving: %q", got)
 		}
 		if c.f.Kind == Hang && strings.Contains(got, "saves") {
 			t.Errorf("a hang's next step speaks of step time saved: %q", got)

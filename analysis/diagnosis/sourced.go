@@ -1,6 +1,7 @@
 package diagnosis
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -45,6 +46,7 @@ func (d *Diagnosis) sourcedFindings(labels timeline.Labels) []Finding {
 			f.Kind = MissingRank
 		case timeline.AlertCountMismatch:
 			f.Kind = Hang
+			f.Coll, f.behind = e.CountBehind()
 		case timeline.AlertRankError:
 			f.Kind = RankError
 		default:
@@ -89,6 +91,8 @@ const busyElsewhere = " (busy elsewhere: compute, data, a host hang)"
 // statement, then the hang's, and its onset the earlier of the two. (Flight Recorder's dumps
 // joined with an NCCL RAS report: rank 3 never entered all_reduce #5, and RAS says rank 3, on
 // node1, is dead.) Each hang takes one statement; a rank's further ones stay findings of their own.
+// A source's count mismatch naming a rank that found has inside the hung collective is weighed
+// against it (joinBehind).
 func mergeSourced(found, sourced []Finding) []Finding {
 	culprits := map[int32]int{} // rank → the first hang or missing-rank finding naming it
 	for i := range found {
@@ -99,6 +103,14 @@ func mergeSourced(found, sourced []Finding) []Finding {
 		}
 	}
 	for _, s := range sourced {
+		if s.Kind == Hang && s.Rank >= 0 {
+			if j := heldUp(found, s); j >= 0 {
+				if !joinBehind(&found[j], &s) {
+					found = append(found, s)
+				}
+				continue
+			}
+		}
 		i, ok := culprits[s.Rank]
 		if !ok || s.Rank < 0 || (s.Kind != DeadRank && s.Kind != MissingRank) {
 			found = append(found, s)
@@ -115,4 +127,51 @@ func mergeSourced(found, sourced []Finding) []Finding {
 		}
 	}
 	return found
+}
+
+// heldUp is the index in found of the hang (or dead or missing rank's hang) whose collective the
+// rank of a source's count mismatch (s) is inside, waiting with the others for another rank, by
+// sequence number (Flight Recorder); the collectives must not differ where both are known. -1:
+// none.
+func heldUp(found []Finding, s Finding) int {
+	for i := range found {
+		f := &found[i]
+		if f.Rank == s.Rank || (f.Kind != Hang && f.Kind != DeadRank && f.Kind != MissingRank) ||
+			(s.Coll != 0 && f.Coll != 0 && s.Coll != f.Coll) {
+			continue
+		}
+		for _, r := range f.Waiting {
+			if r == s.Rank {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// joinBehind weighs a source's count mismatch (s: RAS counts its rank behind, "they have not
+// entered the AllReduce the others are in") against the hang h that has the rank inside its
+// collective, waiting with the others. One behind, the count lagged: the rank had not launched
+// the collective's kernel when RAS looked, and is held up with the others, not a culprit: the
+// statement joins h's evidence and is no finding of its own (true). Further behind, or by how much
+// not known, RAS and Flight Recorder disagree: s stays a finding, at half its confidence, its
+// evidence saying what contradicts it (false).
+func joinBehind(h, s *Finding) bool {
+	op := h.Coll.String()
+	if h.Coll == 0 {
+		op = "the collective"
+	}
+	inside := fmt.Sprintf("%s #%d", op, h.Seq)
+	if s.behind == 1 {
+		h.Evidence += fmt.Sprintf("; RAS counts rank %d one %s behind the others: it had not launched #%d's kernel when RAS looked, "+
+			"and Flight Recorder has it inside %s, waiting with the others: held up like them, not a culprit", s.Rank, op, h.Seq, inside)
+		return true
+	}
+	how := "by how many, RAS does not say"
+	if s.behind > 1 {
+		how = fmt.Sprintf("RAS counts it %d behind", s.behind)
+	}
+	s.Evidence += fmt.Sprintf("; contradicted by Flight Recorder, which has rank %d inside %s, waiting with the others (%s)", s.Rank, inside, how)
+	s.Confidence /= 2
+	return false
 }

@@ -50,7 +50,7 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		d.flushWindow() // the windows the step covers are all in
 	}
 	stepNs := max(e.End-e.Start, 1)
-	work := d.stepWork(e)
+	work, clean := d.stepWork(e)
 	growth := int64(-1) // unknown: no step before
 	if d.workBase > 0 {
 		growth = max(work-d.workBase, 0)
@@ -85,7 +85,7 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		seen[k] = true
 		c := d.cand[k]
 		if c == nil {
-			c = &candidate{onset: d.onset(s, e.Start), base: d.steadyBase}
+			c = &candidate{onset: d.onset(s, e.Start), base: d.steadyBase, bound: d.workBase}
 			// Seen in the first step compared, at the culprit's first op (within a link window,
 			// the granularity of a link's evidence): no evidence could come earlier.
 			c.first = d.nSteps == 1 && c.onset <= d.firstOp(s, e.Start)+timeline.LinkWindowNs
@@ -106,31 +106,21 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	if d.workBase == 0 || work < d.workBase {
 		d.workBase = work
 	}
-	if d.nSteps > 1 && (d.steadyBase == 0 || work < d.steadyBase) {
+	if clean && (d.steadyBase == 0 || work < d.steadyBase) {
 		d.steadyBase = work
 	}
 	d.reset(e.End)
 }
 
-// steadyGrowth is how much longer the step's work was than the shortest step's after the first
-// (negative: none known). The first step's work, from the end of the communicators' creation, can
-// be shorter than a whole step (a pipeline filling while its last stage still joins): a step
-// compared with it would seem to have grown.
+// steadyGrowth is how much longer the step's work was than the shortest clean step's (negative:
+// none known). A first step whose setup ops ran between (a pipeline filling while its last stage
+// still joins) has its work counted from the end of the communicators' creation, shorter than a
+// whole step (stepWork): a step compared with it would seem to have grown.
 func (d *Diagnosis) steadyGrowth(work int64) int64 {
 	if d.steadyBase == 0 {
 		return -1
 	}
 	return max(work-d.steadyBase, 0)
-}
-
-// stepWork is the step's time without the communicators' creation at its start (the first
-// step's setup): from the end of the last creation in it, else from its start.
-func (d *Diagnosis) stepWork(e *timeline.Event) int64 {
-	from := e.Start
-	if d.initEnd > from && d.initEnd < e.End {
-		from = d.initEnd
-	}
-	return max(e.End-from, 1)
 }
 
 // onHost reports whether a suspect already names a rank of host h (or the host).
@@ -187,15 +177,14 @@ func has(sus []suspect, r int32) bool {
 // report adds (or updates) the finding for a suspect that held long enough.
 func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event, work int64) {
 	cost := min(s.excess, work)
-	known := false
+	st := costUnknown
 	if s.cost != "" {
-		known = c.base > 0
 		var say string
-		say, cost = costPhrase(s.cost, s.excess, work, c.base)
+		say, cost, st = costPhrase(s.cost, s.excess, work, c.base, c.bound)
 		s.detail += "; " + say
 	}
 	f := Finding{Kind: s.kind, Rank: s.rank, Host: s.host, Link: s.link, Onset: c.onset, At: e.End, Step: d.step,
-		Confidence: s.conf, Severity: cost, CostKnown: known, Flaps: s.flaps, Evidence: s.detail, FromFirstTraffic: c.first}
+		Confidence: s.conf, Severity: cost, CostKnown: st == costKnown, CostBound: st == costBound, Flaps: s.flaps, Evidence: s.detail, FromFirstTraffic: c.first}
 	if s.port > 0 {
 		f.Port = s.port - 1
 	}
@@ -205,6 +194,7 @@ func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event
 		// say is the one severity holds (a measured cost also replaces an unmeasured bound).
 		old.Severity = f.Severity
 		old.CostKnown = old.CostKnown || f.CostKnown
+		old.CostBound = !old.CostKnown && f.CostBound
 		old.Flaps = old.Flaps || f.Flaps
 		old.Evidence = f.Evidence
 		return
@@ -213,40 +203,70 @@ func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event
 	d.findings = append(d.findings, f)
 }
 
+// costState says how a finding's cost to the step is known.
+type costState uint8
+
+const (
+	costUnknown costState = iota // no step before to compare with: the time its work lost, capped at the step
+	costBound                    // at most: the growth over a step's lower bound
+	costKnown                    // the growth over a clean step before
+)
+
 // costPhrase says what a suspect cost the step, and returns it: the step's growth over the
-// shortest step's work before the suspect was first seen (base), no more than what its transfers,
-// launches or kernels (what) lost against their reference (excess) — a delay hidden behind other
-// work costs the job nothing, and a step cannot lose more than it grew. work is the step without
-// the first step's communicator setup, so the share is of a step as the later ones are. With no
-// step before (base 0), what it cost is unknown, and the phrase says what is known: never more
-// than the step (the figure returned).
-func costPhrase(what string, excess, work, base int64) (string, int64) {
+// shortest clean step's work before the suspect was first seen (base), no more than what its
+// transfers, launches or kernels (what) lost against their reference (excess) — a delay hidden
+// behind other work costs the job nothing, and a step cannot lose more than it grew. work is the
+// step without the first step's communicator setup, so the share is of a step as the later ones
+// are. With no clean step before (base 0) but a first step whose work after its setup is known
+// (bound: less than a whole step's), the growth over it bounds the cost from above. With no step
+// before at all, what it cost is unknown, and the phrase says what is known: never more than the
+// step (the figure returned).
+func costPhrase(what string, excess, work, base, bound int64) (string, int64, costState) {
 	excess = max(excess, 0)
 	verb := "took " + fmtNs(excess) + " longer"
 	if what == "its launches" || what == "its arrivals" {
 		verb = "came " + fmtNs(excess) + " later in all"
 	}
+	if base <= 0 && bound > 0 {
+		return boundPhrase(what, verb, excess, work, bound)
+	}
 	if base <= 0 {
-		return fmt.Sprintf("%s %s; what that cost the step is unknown (no step before it but the first, which holds the communicators' setup, to compare with)", what, verb), min(excess, work)
+		return fmt.Sprintf("%s %s; what that cost the step is unknown (no step before it to compare with)", what, verb), min(excess, work), costUnknown
 	}
 	grew := max(work-base, 0)
 	cost := min(excess, grew)
 	pct := 100 * float64(cost) / float64(max(work, 1))
 	if cost == 0 {
 		return fmt.Sprintf("costs the step nothing measurable: %s %s, hidden behind other work (the step %s, no longer than the shortest step before it, %s)",
-			what, verb, fmtNs(work), fmtNs(base)), 0
+			what, verb, fmtNs(work), fmtNs(base)), 0, costKnown
 	}
 	if float64(excess) > 1.1*float64(cost) {
 		return fmt.Sprintf("costs the step %s, %.1f%% of it (the step grew %s over the shortest step before it; %s %s, the rest hidden behind other work)",
-			fmtNs(cost), pct, fmtNs(grew), what, verb), cost
+			fmtNs(cost), pct, fmtNs(grew), what, verb), cost, costKnown
 	}
-	return fmt.Sprintf("costs the step %s, %.1f%% of it (%s %s; the step grew %s over the shortest step before it)", fmtNs(cost), pct, what, verb, fmtNs(grew)), cost
+	return fmt.Sprintf("costs the step %s, %.1f%% of it (%s %s; the step grew %s over the shortest step before it)", fmtNs(cost), pct, what, verb, fmtNs(grew)), cost, costKnown
+}
+
+// boundPhrase is costPhrase's where every step before made communicators with ops running between
+// the creations (a first step): its work, from the last creation's end (bound), is less than a
+// whole step's, so the step's growth over it is at least what the suspect cost.
+func boundPhrase(what, verb string, excess, work, bound int64) (string, int64, costState) {
+	const why = "counted from the end of its communicators' setup, less than a whole step: its ops ran between the creations"
+	grew := max(work-bound, 0)
+	if grew == 0 {
+		return fmt.Sprintf("costs the step nothing measurable: %s %s, hidden behind other work (the step %s, no longer than the shortest step before it, %s, %s)",
+			what, verb, fmtNs(work), fmtNs(bound), why), 0, costKnown
+	}
+	cost := min(excess, grew)
+	return fmt.Sprintf("%s %s; what that cost the step is at most %s, %.1f%% of it (the step grew %s over the shortest step before it, %s, %s)",
+		what, verb, fmtNs(cost), 100*float64(cost)/float64(max(work, 1)), fmtNs(grew), fmtNs(bound), why), cost, costBound
 }
 
 // reset clears the per-step accumulators.
 func (d *Diagnosis) reset(at int64) {
 	d.stepStart = at
-	d.initEnd = 0
+	d.setup = setupAcc{}
+	d.busy.reset()
 	for _, s := range d.self.slow {
 		clear(s)
 	}

@@ -33,8 +33,9 @@ func TestAnalyzeJoinedFormats(t *testing.T) {
 
 // The job's Flight Recorder dumps, NCCL Inspector logs and NCCL RAS report analysed together,
 // as people read the report (testdata/analyze_joined_ras.golden; go test -update rewrites it):
-// one verdict, rank 3 on node1 dead and never entering all_reduce #5, then RAS's other ranks;
-// exit status 0. The same dumps with an 8-rank job's RAS report are refused, exit status 4,
+// one verdict, rank 3 on node1 dead and never entering all_reduce #5, with RAS's count of rank 1
+// one behind as its evidence (Flight Recorder has rank 1 inside #5, waiting: no culprit of its
+// own), then rank 2's error; exit status 0. The same dumps with an 8-rank job's RAS report are refused, exit status 4,
 // naming both files.
 func TestAnalyzeJoinedRASGolden(t *testing.T) {
 	fr := filepath.Join("..", "..", "importers", "flightrecorder", "testdata", "hang")

@@ -97,6 +97,10 @@ func findings(doc *Doc, path string, at int64, im *kineto.Imported, ids *commIDs
 		}
 		for _, m := range mismatches(c) {
 			add(c, dev(m.behind[0]), timeline.StatusTimeout, timeline.AlertCountMismatch, timeline.KindAlert, name+": "+m.String())
+			// Which collective, and how far behind the rank named is: the diagnosis tells a count
+			// that lagged by one from a rank that never entered the collective (CountBehind).
+			op, _ := timeline.ParseCollOp(m.op)
+			im.Events[len(im.Events)-1].Aux = timeline.PackCountBehind(op, m.most-m.behind[0].Counts[m.op])
 			problems++
 		}
 		if problems == 0 {
