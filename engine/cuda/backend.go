@@ -110,6 +110,7 @@ type streamState struct {
 	gpu  int
 	s    cu.Stream
 	prio engine.Priority
+	tl   *streamTiming
 }
 
 // eventState is one workload event: its CUDA event (taken from its GPU's marks pool when first
@@ -131,6 +132,10 @@ type inflight struct {
 	group      uint32
 	posted     time.Time
 	owned      bool // start and end belong to a captured graph: not given back to the pool
+	// tl is the op's stream's timing; seq its number there (0 for a graph's op). A zero start:
+	// the op started when the op before it on its stream ended.
+	tl  *streamTiming
+	seq uint64
 }
 
 // Backend runs the engine on real GPUs. It implements engine.Backend.
@@ -150,6 +155,7 @@ type Backend struct {
 	nccl      *nccl.NCCL
 	comms     map[uint32]*commState
 	nextGroup atomic.Uint32
+	followed  atomic.Int64  // ops posted without a start event (streamTiming), for tests
 	runs      atomic.Uint64 // Run calls so far: a graph's timing events serve one launch per run
 	graphs    map[graphKey]*rankGraph
 	watchdog  time.Duration
@@ -283,7 +289,7 @@ func (b *Backend) NewStream(rank engine.DeviceID, prio engine.Priority) engine.S
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.streams = append(b.streams, streamState{rank: rank, gpu: g, s: s, prio: prio})
+	b.streams = append(b.streams, streamState{rank: rank, gpu: g, s: s, prio: prio, tl: newStreamTiming()})
 	return engine.StreamID(len(b.streams) - 1)
 }
 

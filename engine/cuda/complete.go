@@ -95,7 +95,10 @@ func (b *Backend) poll(ctx context.Context) error {
 			case err == nil:
 				b.complete(f)
 				if !f.owned {
-					b.gpus[f.gpu].timing.give(f.start)
+					f.tl.retire(f.seq)
+					if f.start != (cu.Event{}) {
+						b.gpus[f.gpu].timing.give(f.start)
+					}
 					b.gpus[f.gpu].timing.give(f.end)
 				}
 				progressed = true
@@ -129,7 +132,9 @@ func (b *Backend) poll(ctx context.Context) error {
 }
 
 func (b *Backend) complete(f inflight) {
-	start, end := b.gpuTime(f.gpu, f.start, f.queued), b.gpuTime(f.gpu, f.end, f.queued)
+	end := b.gpuTime(f.gpu, f.end, f.queued)
+	start := b.startTime(&f, end)
+	f.tl.endNs = end
 	e := b.opEvent(&f, start, end)
 	if f.op.Kind == engine.OpGroup {
 		for _, part := range f.op.Parts {
@@ -203,6 +208,9 @@ func (b *Backend) resolve(fut *engine.Future, op engine.StreamOp, rank engine.De
 }
 
 func (b *Backend) fail(f inflight, err error) {
+	if f.tl != nil {
+		f.tl.endNs = -1 // an op that follows it on its stream has no known start
+	}
 	msg := fmt.Sprintf("%s on rank %d failed: %v", engine.OpName(&f.op), f.rank, err)
 	now := time.Since(b.wall0).Nanoseconds()
 	a := timeline.Event{Kind: timeline.KindAlert, Start: now, End: now, Device: int32(f.rank), Peer: int32(f.op.Peer), Op: f.op.ID,

@@ -71,6 +71,17 @@ func (b *Backend) graphLaunch(ctx context.Context, rank engine.DeviceID, g int, 
 		return fmt.Errorf("cuda: rank %d: graph %q: %w", rank, name, err)
 	}
 	rg.run = run
+	// The graph's work goes on its streams between ops the backend times: an op after it there
+	// records its own start (it may start later than the op before it ended).
+	tls := make([]*streamTiming, len(ops))
+	b.mu.Lock()
+	for i := range ops {
+		tls[i] = b.streams[ops[i].Stream].tl
+	}
+	b.mu.Unlock()
+	for _, tl := range tls {
+		tl.wait()
+	}
 	t0 := time.Since(b.wall0)
 	if err := rg.exec.launch(rg.origin); err != nil {
 		return fmt.Errorf("cuda: rank %d: graph %q: %w", rank, name, err)
@@ -89,7 +100,7 @@ func (b *Backend) graphLaunch(ctx context.Context, rank engine.DeviceID, g int, 
 			if ops[i].Kind == engine.OpGroup {
 				gid = b.nextGroup.Add(1) // each launch is a group launch of its own
 			}
-			b.done <- inflight{op: ops[i], rank: rank, gpu: g, start: rg.start[i], end: rg.end[i], queued: t1, group: gid, posted: time.Now(), owned: true}
+			b.done <- inflight{op: ops[i], rank: rank, gpu: g, start: rg.start[i], end: rg.end[i], queued: t1, group: gid, posted: time.Now(), owned: true, tl: tls[i]}
 		}
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"gorgonia.org/cu"
+
 	"github.com/xfertop/xfertop/engine"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -58,14 +60,23 @@ func (b *Backend) publishRunning(pending []inflight, use func(int)) {
 			continue // a stream runs in order: pending ops are in the order they were enqueued
 		}
 		use(f.gpu)
-		if f.start.Query() != nil {
+		if f.start == (cu.Event{}) {
+			// It follows the op before it on its stream, and that one is done: it runs, since
+			// the end the poller last saw on the stream.
+			if sid < n {
+				r.blocked[sid] = true
+			}
+			if f.tl.endNs < 0 {
+				continue
+			}
+		} else if f.start.Query() != nil {
 			// Queued behind earlier work on its stream (or failed: the poller reports it).
 			if sid < n {
 				r.blocked[sid] = true
 			}
 			continue
 		}
-		start := b.gpuTime(f.gpu, f.start, f.queued)
+		start := b.startTime(f, max(now, f.tl.endNs))
 		e := b.opEvent(f, start, max(now, start))
 		if f.op.Kind == engine.OpGroup {
 			for _, part := range f.op.Parts {

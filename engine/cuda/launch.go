@@ -60,21 +60,27 @@ func (b *Backend) launch(ctx context.Context, rank engine.DeviceID, g int, op en
 		if err := b.awaitRecord(ctx, ev, op.Event); err != nil {
 			return err
 		}
+		st.tl.wait()
 		return st.s.Wait(ev.ev, 0)
 	}
 	gp := b.gpus[g]
 	if err := b.prepare(rank, g, &op); err != nil {
 		return fmt.Errorf("cuda: rank %d: %s: %w", rank, engine.OpName(&op), err)
 	}
-	start, err := gp.timing.take()
-	if err != nil {
-		return err
+	var start cu.Event // none: the op starts when the one before it on its stream ends
+	if st.tl.startFollows() {
+		b.followed.Add(1)
+	} else {
+		var err error
+		if start, err = gp.timing.take(); err != nil {
+			return err
+		}
+		if err := start.Record(st.s); err != nil {
+			return err
+		}
 	}
 	end, err := gp.timing.take()
 	if err != nil {
-		return err
-	}
-	if err := start.Record(st.s); err != nil {
 		return err
 	}
 	if op.Kind == engine.OpBarrier {
@@ -84,7 +90,7 @@ func (b *Backend) launch(ctx context.Context, rank engine.DeviceID, g int, op en
 		if err := end.Record(st.s); err != nil {
 			return err
 		}
-		b.done <- inflight{op: op, rank: rank, gpu: g, start: start, end: end, queued: queued, posted: time.Now()}
+		b.done <- inflight{op: op, rank: rank, gpu: g, start: start, end: end, queued: queued, posted: time.Now(), tl: st.tl, seq: st.tl.post(end)}
 		return nil
 	}
 	gid := uint32(0)
@@ -97,7 +103,7 @@ func (b *Backend) launch(ctx context.Context, rank engine.DeviceID, g int, op en
 	if err := end.Record(st.s); err != nil {
 		return err
 	}
-	b.done <- inflight{op: op, rank: rank, gpu: g, start: start, end: end, queued: queued, group: gid, posted: time.Now()}
+	b.done <- inflight{op: op, rank: rank, gpu: g, start: start, end: end, queued: queued, group: gid, posted: time.Now(), tl: st.tl, seq: st.tl.post(end)}
 	return nil
 }
 
