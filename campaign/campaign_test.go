@@ -377,3 +377,61 @@ func TestCampaignPipeline(t *testing.T) {
 		t.Errorf("healthy run: findings %v", h.Findings)
 	}
 }
+
+// A fault inside a mixture of experts' all-to-all at 128 GPUs changes no run's time and no
+// device's busy time by 1% (a NIC's share of the all-to-all ends before the hot expert's does; a
+// GPU's kernels are a few milliseconds of a step of communication), so it was scored
+// undetectable and left out, whether the diagnosis named it or not. Its kernels' time or its
+// links' busy time changed many times over: measurable, and counted. PCIe a generation down
+// (nothing moves over PCIe) still changes nothing.
+func TestDetectableInsideAllToAll(t *testing.T) {
+	topo, err := sim.TopologyByName("h100x8x4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topo, err = topology.WithHosts(topo, 16); err != nil {
+		t.Fatal(err)
+	}
+	f, err := scenario.Builtin("moe-alltoall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Scenario: f, Topology: topo, Steps: 4}
+	ref, err := run(context.Background(), cfg, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		spec         string
+		kernel, link bool // the change that makes it measurable
+	}{
+		{"kind=nic_slow,host=5,nic=3,factor=0.1,at=1.2s", false, true},
+		{"kind=gpu_slow,host=5,gpu=3,factor=0.8,at=1.2s", true, false},
+		{"kind=pcie_gen,host=5,gpu=3", false, false},
+	} {
+		t.Run(c.spec, func(t *testing.T) {
+			ft, err := fault.Parse(c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := run(context.Background(), cfg, 1, []fault.Fault{ft})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tr Trial
+			tr.measure(o, ref)
+			if tr.Slowdown >= 0.01 || tr.BusyChange >= 0.01 {
+				t.Fatalf("slowdown %.3f, busy change %.3f; want both under 1%% (the case this is about)", tr.Slowdown, tr.BusyChange)
+			}
+			if got := tr.KernelChange >= 0.01; got != c.kernel {
+				t.Errorf("kernel time change %.3f; want ≥ 1%%: %v", tr.KernelChange, c.kernel)
+			}
+			if got := tr.LinkChange >= 0.01; got != c.link {
+				t.Errorf("links' busy time change %.3f; want ≥ 1%%: %v", tr.LinkChange, c.link)
+			}
+			if tr.Detectable != (c.kernel || c.link) {
+				t.Errorf("detectable %v; want %v", tr.Detectable, c.kernel || c.link)
+			}
+		})
+	}
+}
