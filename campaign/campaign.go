@@ -298,7 +298,7 @@ func faulty(ctx context.Context, cfg *Config, seed int64, ref *runOut) (Trial, e
 		return Trial{}, err
 	}
 	t := Trial{Seed: seed, Fault: &f, Findings: o.findings, Ended: o.ended, Events: o.events}
-	t.measure(o, ref)
+	t.measure(o, ref, cfg.Topology.GPU.KernelJitter)
 	t.Found = len(o.findings) > 0
 	if t.Found {
 		top := o.findings[0]
@@ -327,15 +327,22 @@ func faulty(ctx context.Context, cfg *Config, seed int64, ref *runOut) (Trial, e
 }
 
 // measure sets what the fault changed against the healthy reference run, and whether that is
-// anything measurable (1% of the run, or of one device's busy time, launch-to-start time, kernel
-// time or links' busy time; or a hang).
-func (t *Trial) measure(o, ref *runOut) {
+// anything measurable (1% of the run, or of one device's busy time, launch-to-start time or links'
+// busy time, or of its kernel time beyond what a reshuffle of the kernels' jitter can move it; or
+// a hang).
+func (t *Trial) measure(o, ref *runOut, jitter float64) {
 	t.Slowdown = float64(o.end)/float64(ref.end) - 1
 	t.BusyChange, t.LaunchChange = maxChange(o.busy, ref.busy), maxChange(o.lead, ref.lead)
 	t.KernelChange, t.LinkChange = maxChange(o.kern, ref.kern), maxChange(o.link, ref.link)
 	t.Detectable = o.ended != nil || math.Abs(t.Slowdown) >= 0.01 || t.BusyChange >= 0.01 || t.LaunchChange >= 0.01 ||
-		t.KernelChange >= 0.01 || t.LinkChange >= 0.01
+		t.KernelChange >= kernelChange(jitter) || t.LinkChange >= 0.01
 }
+
+// kernelChange is how much a device's kernel time must change to be the fault's doing: the
+// simulator draws each kernel's jitter (± jitter) in the order kernels start, so a fault that only
+// moves launches (a slow host) deals the same kernels other draws, which can move a device's
+// kernel time by up to twice the jitter; 1% beyond that.
+func kernelChange(jitter float64) float64 { return 2*jitter + 0.01 }
 
 func culpritRight(f *fault.Fault, x *diagnosis.Finding, topo engine.Topology) bool {
 	if f.Kind == fault.FabricSlow {
