@@ -56,6 +56,11 @@ type Trial struct {
 	Ended        error        // a hang's watchdog, or nil
 	Findings     []diagnosis.Finding
 	Events       int64
+	// KernelChange and LinkChange are the largest changes of one device's kernel time and of its
+	// links' busy time (NVLink, NIC, PCIe; as its port counters say), relative: a GPU whose
+	// kernels take 3× as long inside a step of communication, or a NIC busy 10× as long whose
+	// all-to-all still ends with the hot expert's, changes its busy time by less than 1%.
+	KernelChange, LinkChange float64
 	// Scores (fault trials).
 	Detectable   bool
 	Culprit      bool  // the top finding names the faulty place
@@ -71,7 +76,7 @@ type Trial struct {
 func run(ctx context.Context, cfg *Config, seed int64, faults []fault.Fault) (*runOut, error) {
 	topo := cfg.Topology
 	n := topo.Devices()
-	out := &runOut{busy: make([]int64, n), lead: make([]int64, n)}
+	out := &runOut{busy: make([]int64, n), lead: make([]int64, n), kern: make([]int64, n), link: make([]int64, n)}
 	strs := timeline.NewStrings()
 	d := diagnosis.New(topo.GPUsPerHost)
 	sink := &sink{d: d, out: out}
@@ -127,6 +132,8 @@ type runOut struct {
 	// Per device: the time its ops kept it busy (a fault that acts on its links or kernels changes
 	// it) and the ops' time from launch to start (a fault that delays its launches changes it).
 	busy, lead []int64
+	// kern is per device its kernels' time, link its links' busy time (KindLinkBytes' Op).
+	kern, link []int64
 }
 
 type sink struct {
@@ -137,7 +144,15 @@ type sink struct {
 func (k *sink) Emit(e *timeline.Event) {
 	k.out.events++
 	k.out.shows.add(e)
+	if e.Kind == timeline.KindLinkBytes && e.Device >= 0 && int(e.Device) < len(k.out.link) {
+		if l, _, ok := timeline.UnpackLink(e.Sub); ok && (l == timeline.PeakNIC || l == timeline.PeakNVLink || l == timeline.PeakPCIe) {
+			k.out.link[e.Device] += int64(e.Op)
+		}
+	}
 	if e.Kind.IsBusy() && e.Device >= 0 && int(e.Device) < len(k.out.busy) {
+		if e.Kind == timeline.KindKernel {
+			k.out.kern[e.Device] += e.Dur()
+		}
 		k.out.busy[e.Device] += e.Dur()
 		if e.Queued >= 0 {
 			k.out.lead[e.Device] += e.Start - e.Queued
@@ -283,9 +298,7 @@ func faulty(ctx context.Context, cfg *Config, seed int64, ref *runOut) (Trial, e
 		return Trial{}, err
 	}
 	t := Trial{Seed: seed, Fault: &f, Findings: o.findings, Ended: o.ended, Events: o.events}
-	t.Slowdown = float64(o.end)/float64(ref.end) - 1
-	t.BusyChange, t.LaunchChange = maxChange(o.busy, ref.busy), maxChange(o.lead, ref.lead)
-	t.Detectable = o.ended != nil || math.Abs(t.Slowdown) >= 0.01 || t.BusyChange >= 0.01 || t.LaunchChange >= 0.01
+	t.measure(o, ref, cfg.Topology.GPU.KernelJitter)
 	t.Found = len(o.findings) > 0
 	if t.Found {
 		top := o.findings[0]
@@ -312,6 +325,24 @@ func faulty(ctx context.Context, cfg *Config, seed int64, ref *runOut) (Trial, e
 	}
 	return t, nil
 }
+
+// measure sets what the fault changed against the healthy reference run, and whether that is
+// anything measurable (1% of the run, or of one device's busy time, launch-to-start time or links'
+// busy time, or of its kernel time beyond what a reshuffle of the kernels' jitter can move it; or
+// a hang).
+func (t *Trial) measure(o, ref *runOut, jitter float64) {
+	t.Slowdown = float64(o.end)/float64(ref.end) - 1
+	t.BusyChange, t.LaunchChange = maxChange(o.busy, ref.busy), maxChange(o.lead, ref.lead)
+	t.KernelChange, t.LinkChange = maxChange(o.kern, ref.kern), maxChange(o.link, ref.link)
+	t.Detectable = o.ended != nil || math.Abs(t.Slowdown) >= 0.01 || t.BusyChange >= 0.01 || t.LaunchChange >= 0.01 ||
+		t.KernelChange >= kernelChange(jitter) || t.LinkChange >= 0.01
+}
+
+// kernelChange is how much a device's kernel time must change to be the fault's doing: the
+// simulator draws each kernel's jitter (± jitter) in the order kernels start, so a fault that only
+// moves launches (a slow host) deals the same kernels other draws, which can move a device's
+// kernel time by up to twice the jitter; 1% beyond that.
+func kernelChange(jitter float64) float64 { return 2*jitter + 0.01 }
 
 func culpritRight(f *fault.Fault, x *diagnosis.Finding, topo engine.Topology) bool {
 	if f.Kind == fault.FabricSlow {

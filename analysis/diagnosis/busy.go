@@ -118,6 +118,7 @@ const maxPorts = 1 << 12
 type rankRate struct {
 	rank int32
 	rate float64
+	busy int64 // ns the link was busy in the window
 }
 
 // addBusy notes link class c, direction dir of a link bytes event that says how long the link was
@@ -125,7 +126,7 @@ type rankRate struct {
 // covers the window ends): a source reports a window's links together, when it ends.
 func (d *Diagnosis) addBusy(e *timeline.Event, c, dir int) {
 	if d.inWindow(e) {
-		d.win.rates[c][dir] = append(d.win.rates[c][dir], rankRate{e.Device, float64(e.Bytes) / float64(e.Op)})
+		d.win.rates[c][dir] = append(d.win.rates[c][dir], rankRate{e.Device, float64(e.Bytes) / float64(e.Op), int64(e.Op)})
 	}
 }
 
@@ -183,6 +184,9 @@ func (d *Diagnosis) flushWindow() {
 					continue
 				}
 				a := &d.ranks[x.rank]
+				// What its peers' rate would have taken for the same bytes: the rest of its busy
+				// time is what the link's slowness added (busyExtra).
+				a.busyExtra[c][dir] += int64(float64(x.busy) * (1 - min(share, 1)))
 				if a.busySlow[c] == 0 || share < a.busyLow[c] {
 					a.busyLow[c] = share
 				}

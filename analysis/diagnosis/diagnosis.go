@@ -180,6 +180,11 @@ type rankAcc struct {
 	busyWin  [3]int64 // the window last counted in busySlow
 	busyOne  [3]int64 // the first window counted in busySlow (its index)
 	busyLow  [3]float64
+	// busyExtra is, per class and direction, the time its link was busy in those windows beyond
+	// what its peers' median rate takes for the same bytes: what its slowness added.
+	busyExtra [3][2]int64
+	// a2a: the rank took part in an all-to-all this step (alltoall.go).
+	a2a bool
 	// the rank's transfers slower than their class's reference this step: how many, the time
 	// beyond the reference, how many crossed hosts, and the reference time of those transfers.
 	ops        int32 // transfers compared
@@ -294,6 +299,9 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 		if r := d.rank(e.Device); r != nil {
 			d.launch(r, e)
 			d.addOp(e)
+			if e.Kind == timeline.KindCollective && (e.Sub == uint8(timeline.CollAllToAll) || e.Sub == uint8(timeline.CollRaggedAllToAll)) {
+				r.a2a = true
+			}
 		}
 		if e.Kind == timeline.KindCollective {
 			d.collSeq(e)

@@ -65,6 +65,8 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		sus = append(sus, s)
 	} else if s, ok := d.selfSlowLink(d.steadyGrowth(work)); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
+	} else if s, ok := d.allToAllLink(); ok && !has(sus, s.rank) {
+		sus = append(sus, s)
 	}
 	if s, ok := d.slowHost(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
@@ -305,31 +307,12 @@ func medMAD(xs []float64) (med, mad float64) {
 
 // slowGPU compares each rank's kernels with the same kernels on its peers this step: per label,
 // the peers' median time per call; per rank, its kernel time over what the peers' medians give for
-// the same calls. The rank whose ratio stands out is the suspect.
+// the same calls. The rank whose ratio stands out is the suspect. When that rank's slowness is
+// confined to some kernels (uneven work under one name: a mixture of experts' hot expert, whose
+// kernel time is ten times its peers' by design), its ratio can hide a throttled GPU that ranks
+// lower: the kernels its peers run alike are compared alone then (slowGPUAlike).
 func (d *Diagnosis) slowGPU() (suspect, bool) {
-	n := len(d.ranks)
-	num, den := make([]float64, n), make([]float64, n)
-	var means []float64
-	for slot := range d.kSum {
-		sum, cnt := d.kSum[slot], d.kCnt[slot]
-		means = means[:0]
-		for r := range sum {
-			if cnt[r] > 0 {
-				means = append(means, sum[r]/float64(cnt[r]))
-			}
-		}
-		if len(means) < minPeers {
-			continue
-		}
-		slices.Sort(means)
-		med := means[len(means)/2]
-		for r := range sum {
-			if cnt[r] > 0 {
-				num[r] += sum[r]
-				den[r] += float64(cnt[r]) * med
-			}
-		}
-	}
+	num, den := d.kernelRatios(false)
 	s, ok := d.outlier(SlowGPU, num, den, gpuRatio, func(r int, ratio float64) string {
 		return fmt.Sprintf("kernels took %.2f× their time on the peers that ran the same kernels this step", ratio)
 	})
@@ -337,11 +320,87 @@ func (d *Diagnosis) slowGPU() (suspect, bool) {
 	if ok {
 		s.evidence = d.firstSlowKernel(int(s.rank))
 	}
-	if ok && d.kernelAtPeerSpeed(int(s.rank)) {
+	if ok && d.kernelAtPeerSpeed(int(s.rank), false) {
 		s.confined = true
 		s.detail += "; some of its kernels ran at their peers' speed (uneven work under one kernel name looks the same)"
 	}
+	if !ok || s.confined {
+		if u, uok := d.slowGPUAlike(); uok {
+			return u, true
+		}
+	}
 	return s, ok
+}
+
+// alikeSpread: a kernel label whose ranks' times per call spread (MAD) over more than this share
+// of their median is uneven work under one name (an expert's tokens), not a reference a GPU 5%
+// slow (gpuRatio) can be told by.
+const alikeSpread = gpuRatio - 1
+
+// slowGPUAlike compares each rank's kernels with its peers' on the labels the peers ran alike
+// (their spread within alikeSpread): a throttled GPU is slow in all of them, a hot expert in none.
+// Its onset and confinement are judged on those labels too.
+func (d *Diagnosis) slowGPUAlike() (suspect, bool) {
+	num, den := d.kernelRatios(true)
+	s, ok := d.outlier(SlowGPU, num, den, gpuRatio, func(r int, ratio float64) string {
+		return fmt.Sprintf("kernels took %.2f× their time on the peers that ran the same kernels this step, among the kernels its peers ran alike (others' time varies with their work: uneven under one name)", ratio)
+	})
+	if !ok {
+		return suspect{}, false
+	}
+	s.cost = "its kernels"
+	s.evidence = d.firstSlowKernel(int(s.rank))
+	if d.kernelAtPeerSpeed(int(s.rank), true) {
+		s.confined = true
+		s.detail += "; some of its kernels ran at their peers' speed"
+	}
+	return s, true
+}
+
+// kernelRatios is, per rank, its kernel time this step (num) and what its peers' median time per
+// call gives for the same calls (den), over the labels at least minPeers ranks ran; alike: only
+// those whose ranks' times spread within alikeSpread of their median.
+func (d *Diagnosis) kernelRatios(alike bool) (num, den []float64) {
+	n := len(d.ranks)
+	num, den = make([]float64, n), make([]float64, n)
+	var means []float64
+	for slot := range d.kSum {
+		med, ok := d.labelMedian(slot, alike, &means)
+		if !ok {
+			continue
+		}
+		sum, cnt := d.kSum[slot], d.kCnt[slot]
+		for r := range sum {
+			if cnt[r] > 0 {
+				num[r] += sum[r]
+				den[r] += float64(cnt[r]) * med
+			}
+		}
+	}
+	return num, den
+}
+
+// labelMedian is the median over ranks of label slot's mean time per call this step; ok is false
+// when fewer than minPeers ranks ran it or, with alike, when their times spread over alikeSpread
+// of it. means is scratch.
+func (d *Diagnosis) labelMedian(slot int, alike bool, means *[]float64) (float64, bool) {
+	sum, cnt := d.kSum[slot], d.kCnt[slot]
+	xs := (*means)[:0]
+	for r := range sum {
+		if cnt[r] > 0 {
+			xs = append(xs, sum[r]/float64(cnt[r]))
+		}
+	}
+	*means = xs
+	if len(xs) < minPeers {
+		return 0, false
+	}
+	if !alike {
+		slices.Sort(xs)
+		return xs[len(xs)/2], true
+	}
+	med, mad := medMAD(xs)
+	return med, med > 0 && mad <= alikeSpread*med
 }
 
 // firstSlowKernel is the start + 1 of rank r's first kernel this step that took gpuRatio× the
@@ -372,25 +431,16 @@ func (d *Diagnosis) firstSlowKernel(r int) int64 {
 }
 
 // kernelAtPeerSpeed reports whether one of rank r's kernel names ran this step within gpuRatio
-// of its peers' median.
-func (d *Diagnosis) kernelAtPeerSpeed(r int) bool {
+// of its peers' median (alike: among the names its peers ran alike).
+func (d *Diagnosis) kernelAtPeerSpeed(r int, alike bool) bool {
 	var means []float64
 	for slot := range d.kSum {
 		sum, cnt := d.kSum[slot], d.kCnt[slot]
 		if r >= len(sum) || cnt[r] == 0 {
 			continue
 		}
-		means = means[:0]
-		for p := range sum {
-			if cnt[p] > 0 {
-				means = append(means, sum[p]/float64(cnt[p]))
-			}
-		}
-		if len(means) < minPeers {
-			continue
-		}
-		slices.Sort(means)
-		if med := means[len(means)/2]; med > 0 && sum[r]/float64(cnt[r]) < gpuRatio*med {
+		med, ok := d.labelMedian(slot, alike, &means)
+		if ok && med > 0 && sum[r]/float64(cnt[r]) < gpuRatio*med {
 			return true
 		}
 	}
