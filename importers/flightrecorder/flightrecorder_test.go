@@ -359,7 +359,8 @@ func TestTwoDumpsOfOneRank(t *testing.T) {
 // FuzzRead: any bytes read as a dump give events or an error, never a panic, and within the
 // input's bounds.
 func FuzzRead(f *testing.F) {
-	for _, p := range []string{"testdata/hang/nccl_trace_rank_0", "testdata/hang/nccl_trace_rank_3", "testdata/mismatch_json/nccl_trace_rank_1.json"} {
+	for _, p := range []string{"testdata/hang/nccl_trace_rank_0", "testdata/hang/nccl_trace_rank_3", "testdata/mismatch_json/nccl_trace_rank_1.json",
+		realJob + "/torch2/fr/nccl_trace_rank_1", realJob + "/torch2/fr/nccl_trace_rank_0.json"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
