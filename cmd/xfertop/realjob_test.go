@@ -148,9 +148,9 @@ func TestRealJobRecordingsAgainstAttach(t *testing.T) {
 // below. Kineto records NCCL's kernels, one per launch, named by NCCL (and sized from the args
 // torch puts on them); the plugin records NCCL's tasks, one per peer. So:
 //   - all_to_all_single (NCCL: an ncclAlltoAll of 2 ranks, expanded into a send and a receive per
-//     peer) is one ncclDevKernel_SendRecv per rank and call: a send_recv of 2 ranks, 32 KiB (the
-//     whole buffer, torch's "In msg nelems"), 3 instances; attach: 12 sends and 12 receives of
-//     16 KiB.
+//     peer) is one ncclDevKernel_SendRecv per rank and call, which torch names all_to_allv: an
+//     all_to_all of 2 ranks, 32 KiB (the whole buffer, torch's "In msg nelems"), 3 instances;
+//     attach: 12 sends and 12 receives of 16 KiB.
 //   - batch_isend_irecv is one ncclDevKernel_SendRecv per rank and call, to which torch attaches
 //     no args: a send_recv of unknown size and ranks, not matched across ranks (6); attach: 6
 //     sends and 6 receives of 32 KiB.
@@ -167,12 +167,12 @@ func TestRealJobKinetoAgainstAttach(t *testing.T) {
 	}
 	kinColls, kinXfers := kin.rows()
 	liveColls, liveXfers := live.rows()
-	kineto := map[string]int{"send_recv 2 32768: 3 × 32768": 1, "send_recv — —: 6 × —": 1}
+	kineto := map[string]int{"all_to_all 2 32768: 3 × 32768": 1, "send_recv — —: 6 × —": 1}
 	for k, n := range liveColls {
 		kineto[k] += n
 	}
 	if !maps.Equal(kinColls, kineto) {
-		t.Errorf("collectives: Kineto %v\nwant attach's %v and Kineto's two send_recv rows", kinColls, liveColls)
+		t.Errorf("collectives: Kineto %v\nwant attach's %v, Kineto's all_to_all and its send_recv", kinColls, liveColls)
 	}
 	wantLive := map[string]int{"send 16384: 12, 196608": 1, "recv 16384: 12, 196608": 1, "send 32768: 6, 196608": 1, "recv 32768: 6, 196608": 1}
 	if !maps.Equal(liveXfers, wantLive) {

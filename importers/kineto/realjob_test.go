@@ -51,3 +51,36 @@ func TestRealJobSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelOp: an NCCL kernel's op is its name's, but a SendRecv kernel torch says an
+// all-to-all launched ("Collective name" on the kernel, as real torch 2.11 traces write it) is
+// the all-to-all; torch's other names do not change the kernel's op.
+func TestKernelOp(t *testing.T) {
+	for _, c := range []struct {
+		kernel, torch string
+		want          timeline.CollOp
+	}{
+		{"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "all_to_allv", timeline.CollAllToAll},
+		{"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "all_to_all", timeline.CollAllToAll},
+		{"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "alltoall_base", timeline.CollAllToAll},
+		{"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "send", timeline.CollSendRecv},
+		{"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "", timeline.CollSendRecv},
+		{"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t", "all_to_allv", timeline.CollAllToAll},
+		{"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "_allgather_base", timeline.CollAllGather},
+		{"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all_to_allv", timeline.CollAllReduce},
+	} {
+		a := rawArgs{Coll: uint8(torchCollOp([]byte(c.torch)))}
+		if got, ok := kernelOp([]byte(c.kernel), &a); !ok || got != c.want {
+			t.Errorf("kernelOp(%q, Collective name %q) = %v, %v; want %v", c.kernel, c.torch, got, ok, c.want)
+		}
+	}
+	for name, want := range map[string]timeline.CollOp{
+		"allreduce": timeline.CollAllReduce, "_allgather_base": timeline.CollAllGather, "broadcast": timeline.CollBroadcast,
+		"all_to_allv": timeline.CollAllToAll, "_reduce_scatter_base": timeline.CollReduceScatter, "send": timeline.CollSendRecv,
+		"allreduce_coalesced": timeline.CollAllReduce, "barrier": 0, "v": 0, "": 0, "gather": 0,
+	} {
+		if got := torchCollOp([]byte(name)); got != want {
+			t.Errorf("torchCollOp(%q) = %v; want %v", name, got, want)
+		}
+	}
+}
