@@ -185,3 +185,28 @@ func TestRealJobKinetoAgainstAttach(t *testing.T) {
 		t.Errorf("Kineto: %d steps, %d incomplete, %d findings; want 3, 0, 0", kin.Steps.Count, kin.Incomplete, len(kin.Findings))
 	}
 }
+
+// TestRealJobOneRankKineto: on one rank NCCL ran every collective as a local copy
+// (ncclLaunchOneRank) and the plugin saw only the batch_isend_irecv to itself; the rank's Kineto
+// trace shows why: no NCCL kernel but the batch's SendRecv (3, no args: unknown size), and a
+// device-to-device copy for each call that was not in place: the all-gathers' (8 and 128 KiB)
+// and all_to_all_single's (16 KiB, its whole buffer), 3 each; the in-place all-reduces and
+// broadcasts copy nothing.
+func TestRealJobOneRankKineto(t *testing.T) {
+	live := realAttach(t, "torch")
+	kin := realAnalyze(t, "torch/kineto-rank0.json.gz")
+	colls, xfers := kin.rows()
+	if want := map[string]int{"send_recv — —: 3 × —": 1}; !maps.Equal(colls, want) {
+		t.Errorf("Kineto's collectives %v; want %v", colls, want)
+	}
+	if want := map[string]int{"d2d 8192: 3, 24576": 1, "d2d 131072: 3, 393216": 1, "d2d 16384: 3, 49152": 1}; !maps.Equal(xfers, want) {
+		t.Errorf("Kineto's transfers %v; want %v", xfers, want)
+	}
+	liveColls, liveXfers := live.rows()
+	if want := map[string]int{"send 32768: 3, 98304": 1, "recv 32768: 3, 98304": 1}; len(liveColls) != 0 || !maps.Equal(liveXfers, want) {
+		t.Errorf("attach: collectives %v, transfers %v; want none and %v", liveColls, liveXfers, want)
+	}
+	if kin.Steps.Count != 3 {
+		t.Errorf("Kineto: %d steps; want 3", kin.Steps.Count)
+	}
+}
