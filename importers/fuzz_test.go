@@ -2,6 +2,9 @@ package importers
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +21,22 @@ func FuzzDetectBytes(f *testing.F) {
 		{"run.nsys-rep", "\x00\x01"}, {"a.XFR", "hello"}, {"a.png", "\x89PNG\r\n\x1a\n\x00"},
 	} {
 		f.Add(seed.name, []byte(seed.head))
+	}
+	// The beginnings of what a real job wrote (importers/testdata/realjob): a Kineto trace gzipped,
+	// Flight Recorder pickle and JSON dumps, an NCCL RAS status, a recording.
+	real, err := filepath.Glob("testdata/realjob/*/torch2/*.json*")
+	if err != nil {
+		f.Fatal(err)
+	}
+	more, _ := filepath.Glob("testdata/realjob/*/*/fr/*")
+	xfr, _ := filepath.Glob("testdata/realjob/*/*/xfr/*.xfr")
+	ras, _ := filepath.Glob("testdata/realjob/*/watch/*")
+	for _, p := range slices.Concat(real, more, xfr, ras) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(filepath.Base(p), b[:min(len(b), DetectBytesNeeded)])
 	}
 	f.Fuzz(func(t *testing.T, name string, head []byte) {
 		if len(head) > DetectBytesNeeded {

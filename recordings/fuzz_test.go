@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -21,6 +23,18 @@ func FuzzReader(f *testing.F) {
 		f.Add(bad)
 	}
 	f.Add(header(Version))
+	// The NCCL profiler plugin's recordings of a real job (torch 2.11, NCCL 2.28.9, an H200).
+	real, err := filepath.Glob("../importers/testdata/realjob/*/*/xfr/*.xfr")
+	if err != nil || len(real) == 0 {
+		f.Fatalf("the real job's recordings: %v (%d found)", err, len(real))
+	}
+	for _, p := range real {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Add([]byte("XFERTOP\x00\x01\x00\x00\x00\x00\x00\x00\x00\x03\xff\xff\xff\xff\x0f"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, salvage := range []bool{false, true} {

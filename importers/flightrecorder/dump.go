@@ -69,6 +69,7 @@ type entry struct {
 	created            int64   // Unix ns; 0: not known
 	badCreated         string  // time_created_ns as written, when it is there but not a time
 	started, completed int64   // Unix ns the watchdog saw it start / complete; 0: not seen
+	dumped             int64   // Unix ns the dump itself saw it start or complete (not retired); 0: none
 	durMs              float64 // −1: not known (timing off)
 	inSizes, outSizes  [][]int64
 	inTypes, outTypes  []string
@@ -275,6 +276,15 @@ func parseEntry(v any) (entry, []string, error) {
 	}
 	e.started = nsField(m["time_discovered_started_ns"])
 	e.completed = nsField(m["time_discovered_completed_ns"])
+	if r, ok := m["retired"].(bool); ok && !r {
+		// torch's dump queries the CUDA events of an entry its watchdog has not retired and stamps
+		// time_discovered_* with its own clock: when the dump was taken, not when the op started or
+		// completed. Seen in real dumps (torch 2.11): a rank's pickle and JSON dumps, taken 0.7 ms
+		// apart, differ in exactly these entries' times, all within microseconds of each other.
+		// Only a retired entry's times are its watchdog's.
+		e.dumped = max(e.started, e.completed)
+		e.started, e.completed = 0, 0
+	}
 	if f, ok := number(m["duration_ms"]); ok && f >= 0 && f < 1e9 {
 		e.durMs = f
 	}

@@ -89,7 +89,10 @@ func TestHangDump(t *testing.T) {
 	}
 }
 
-// TestJSONDump reads the JSON dumps (nlohmann's sorted keys, 0 for a time not seen).
+// TestJSONDump reads the JSON dumps (nlohmann's sorted keys, 0 for a time not seen). An op pending
+// at the dump lasts from its creation to the last time its rank's dump knows: rank 0's scheduled
+// all-reduce, created last, nothing after it (0); rank 1's started one, not retired, whose
+// time_discovered_started_ns (1 ms after its creation) is when the dump queried it, not a start.
 func TestJSONDump(t *testing.T) {
 	im, err := ReadFiles([]string{"testdata/mismatch_json"}, Options{})
 	if err != nil {
@@ -99,8 +102,9 @@ func TestJSONDump(t *testing.T) {
 	for _, e := range im.Events {
 		if e.Kind == timeline.KindCollective {
 			got = append(got, im.Strings.Lookup(e.Label))
-			if e.Status == timeline.StatusPending && e.Dur() != 0 {
-				t.Errorf("%q lasts %d; want 0 (its rank's dump knows nothing later)", im.Strings.Lookup(e.Label), e.Dur())
+			want := map[string]int64{"nccl:all_reduce (scheduled)": 0, "nccl:all_reduce (started)": 1_000_000}
+			if l := im.Strings.Lookup(e.Label); e.Status == timeline.StatusPending && e.Dur() != want[l] {
+				t.Errorf("%q lasts %d; want %d (from its creation to when its rank's dump saw it unfinished)", l, e.Dur(), want[l])
 			}
 		}
 	}
@@ -355,7 +359,8 @@ func TestTwoDumpsOfOneRank(t *testing.T) {
 // FuzzRead: any bytes read as a dump give events or an error, never a panic, and within the
 // input's bounds.
 func FuzzRead(f *testing.F) {
-	for _, p := range []string{"testdata/hang/nccl_trace_rank_0", "testdata/hang/nccl_trace_rank_3", "testdata/mismatch_json/nccl_trace_rank_1.json"} {
+	for _, p := range []string{"testdata/hang/nccl_trace_rank_0", "testdata/hang/nccl_trace_rank_3", "testdata/mismatch_json/nccl_trace_rank_1.json",
+		realJob + "/torch2/fr/nccl_trace_rank_1", realJob + "/torch2/fr/nccl_trace_rank_0.json"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

@@ -11,8 +11,10 @@ import (
 // hold interned rank lists that agree with themselves (the sorted copy is the list sorted), shared
 // by every dump of the import that carries the same list.
 func FuzzDecode(f *testing.F) {
-	for _, dir := range []string{"hang", "mismatch_json", "pp_hang"} {
-		files, _ := filepath.Glob(filepath.Join("testdata", dir, "*"))
+	// Hand-made dumps, then a real job's (torch 2.11: pickle and JSON, one rank and two).
+	dirs := []string{"testdata/hang", "testdata/mismatch_json", "testdata/pp_hang", realJob + "/torch/fr", realJob + "/torch2/fr"}
+	for _, dir := range dirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "*"))
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil {
 				f.Add(b)

@@ -129,6 +129,8 @@ type state struct {
 	pgIdx  map[pgKey]uint32 // name and ranks → communicator (1-based)
 	warn   []string
 	ends   int // coalesced-group end markers left out
+	// dumped counts the entries whose discovered times were the dump's own (not retired), left out
+	dumped int
 }
 
 type pgInfo struct {
@@ -290,11 +292,15 @@ func (st *state) rankEvents(d *dump, first int64, timed bool, strs *timeline.Str
 	var last int64 // the last time this rank's dump knows of: when its unfinished ops were seen unfinished
 	for i := range d.entries {
 		e := &d.entries[i]
-		last = max(last, e.created, e.started, e.completed)
+		last = max(last, e.created, e.started, e.completed, e.dumped)
+		if e.dumped > 0 {
+			st.dumped++
+		}
 	}
 	// A ring that overwrote its oldest entries (its first record id is not 0) lost sends and
 	// receives, so its per-pair counts do not start at the pair's first op: they are left unknown.
 	wrapped := len(d.entries) > 0 && d.entries[0].record > 0
+	coalescedStates(d.entries)
 	pairs := map[pairKey]uint64{}
 	for i := range d.entries {
 		e := &d.entries[i]
@@ -365,7 +371,7 @@ func (st *state) event(d *dump, e *entry, timed bool, last int64, strs *timeline
 		name = name[i+1:]
 	}
 	typ, meta, _ := strings.Cut(name, " ")
-	if typ == "coalesced" || (strings.HasSuffix(typ, "_coalesced") && strings.ToUpper(typ) == strings.TrimSuffix(typ, "_coalesced")+"_COALESCED") {
+	if isGroupEnd(typ) {
 		st.ends++
 		return timeline.Event{}, false
 	}
@@ -417,6 +423,48 @@ func (st *state) event(d *dump, e *entry, timed bool, last int64, strs *timeline
 		ev.End = ev.Start
 	}
 	return ev, true
+}
+
+// opType is an entry's op as torch names it, without the backend and the peers ("nccl:send 0->1":
+// "send").
+func opType(profiling string) string {
+	if i := strings.IndexByte(profiling, ':'); i >= 0 {
+		profiling = profiling[i+1:]
+	}
+	typ, _, _ := strings.Cut(profiling, " ")
+	return typ
+}
+
+// isGroupEnd reports whether an op type is a coalesced group's end marker: "coalesced", or
+// "ALLREDUCE_coalesced" and the like (the collective in capitals).
+func isGroupEnd(typ string) bool {
+	return typ == "coalesced" || (strings.HasSuffix(typ, "_coalesced") && strings.ToUpper(typ) == strings.TrimSuffix(typ, "_coalesced")+"_COALESCED")
+}
+
+// coalescedStates gives the ops of each coalesced group the state and times of the group's end
+// marker when they have not moved past "scheduled" themselves. torch tracks a coalesced group
+// (batch_isend_irecv, a coalesced collective) by one work item, the marker's: its ops' own
+// entries stay "scheduled" with no times, completed or not (seen in real dumps, torch 2.11: a
+// healthy job's every batch_isend_irecv send and receive "scheduled", their marker "completed").
+// A group's ops are the entries right before its marker on the same process group with its
+// sequence numbers (collective_seq_id and p2p_seq_id).
+func coalescedStates(es []entry) {
+	for m := range es {
+		end := &es[m]
+		if !isGroupEnd(opType(end.profiling)) || end.state == "scheduled" {
+			continue
+		}
+		for k := m - 1; k >= 0; k-- {
+			e := &es[k]
+			if e.pgName != end.pgName || e.collSeq != end.collSeq || e.p2pSeq != end.p2pSeq || isGroupEnd(opType(e.profiling)) {
+				break
+			}
+			if e.state != "scheduled" {
+				continue
+			}
+			e.state, e.started, e.completed, e.durMs = end.state, end.started, end.completed, end.durMs
+		}
+	}
 }
 
 // p2pPeer reads a send's or receive's peer from its name ("send 0->1": group rank 0 sends to
@@ -501,6 +549,11 @@ func (st *state) checks(timed bool) {
 	}
 	if st.ends > 0 {
 		st.warn = append(st.warn, fmt.Sprintf("%d coalesced-group end markers left out (the group's ops are its entries)", st.ends))
+	}
+	if st.dumped > 0 {
+		st.warn = append(st.warn, fmt.Sprintf("%s its watchdog had not retired when dumped: their time_discovered_* are when the dump was taken, "+
+			"not when the op started or completed, and are left out (each op starts at its creation and lasts duration_ms where the dump has it, else its time is unknown)",
+			units.Counted(st.dumped, "entry", "entries")))
 	}
 }
 

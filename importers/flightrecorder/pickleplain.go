@@ -27,7 +27,7 @@ var fieldKeys = map[field]map[string]field{
 	entryField: {"profiling_name": anyField, "state": anyField, "record_id": anyField, "collective_seq_id": anyField,
 		"p2p_seq_id": anyField, "process_group": anyField, "pg_id": anyField, "time_created_ns": anyField,
 		"time_discovered_started_ns": anyField, "time_discovered_completed_ns": anyField, "duration_ms": anyField,
-		"is_p2p": anyField, "input_sizes": anyField, "output_sizes": anyField, "input_dtypes": anyField, "output_dtypes": anyField},
+		"retired": anyField, "is_p2p": anyField, "input_sizes": anyField, "output_sizes": anyField, "input_dtypes": anyField, "output_dtypes": anyField},
 }
 
 // emptyPlainList is an empty list's plain value, boxed once: a slice put in an interface is

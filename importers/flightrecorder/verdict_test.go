@@ -67,10 +67,10 @@ func writeDumps(t *testing.T, pgs map[string][2]string, ranks map[int][]op) stri
 	return dir
 }
 
-// verdicts imports a directory of dumps and returns the diagnosis's findings.
-func verdicts(t *testing.T, dir string) []diagnosis.Finding {
+// verdicts imports dumps (files, or a directory of them) and returns the diagnosis's findings.
+func verdicts(t *testing.T, paths ...string) []diagnosis.Finding {
 	t.Helper()
-	im, err := ReadFiles([]string{dir}, Options{})
+	im, err := ReadFiles(paths, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

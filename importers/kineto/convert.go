@@ -223,7 +223,7 @@ func (m *importer) collective(e *rawEvent, ev *timeline.Event) {
 	if !bytes.HasPrefix(e.Name, []byte("nccl")) {
 		return
 	}
-	op, ok := NCCLOp(string(e.Name))
+	op, ok := kernelOp(e.Name, &e.Args)
 	if !ok {
 		return
 	}

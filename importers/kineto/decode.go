@@ -191,8 +191,11 @@ type rawArgs struct {
 	InNelems    int64
 	OutNelems   int64
 	GroupSize   int64
-	DType       string
-	Xfertop     chrome.Args
+	// Coll is torch's "Collective name" (on an NCCL kernel: the call that launched it) as xfertop's
+	// op, timeline.CollOp's value; 0 when absent or one xfertop has no op for.
+	Coll    uint8
+	DType   string
+	Xfertop chrome.Args
 }
 
 // header is what a trace holds besides its events.
@@ -394,7 +397,7 @@ func (e *rawEvent) reset(index int64) {
 		*a = rawArgs{Xfertop: chrome.Args{L: a.Xfertop.L[:0]}}
 		return
 	}
-	a.Has, a.Bad = 0, 0
+	a.Has, a.Bad, a.Coll = 0, 0, 0
 	a.Device, a.Stream, a.Correlation, a.Bytes, a.InNelems, a.OutNelems, a.GroupSize = 0, 0, 0, 0, 0, 0, 0
 }
 
@@ -515,6 +518,10 @@ func (d *decoder) readArgField(key []byte) {
 	case "dtype":
 		if v, ok := s.scalar(); ok {
 			a.DType = dtypeName(v)
+		}
+	case "Collective name":
+		if v, ok := s.scalar(); ok {
+			a.Coll = uint8(torchCollOp(v))
 		}
 	case "xfertop":
 		if s.peek() != '{' {

@@ -25,4 +25,11 @@
 // bound the JSON read per file and the length of one token (LimitError). Numbers out of range are
 // named in Imported.Warnings and never reach a total. Options.LikeHTA selects and rounds as
 // Holistic Trace Analysis does by default.
+//
+// An NCCL kernel (ncclKernel_*, ncclDevKernel_*) is a collective of the op its name says, sized
+// and counted in ranks from the args newer PyTorch profilers put on it (In/Out msg nelems, dtype,
+// Group size), except that a SendRecv kernel torch names an all-to-all ("Collective name":
+// all_to_allv, as torch 2.11 writes it for all_to_all_single) is that all-to-all: NCCL runs one
+// as a send and a receive per peer. A step is a ProfilerStep#N annotation of the CPU; Kineto's
+// copy of it on the GPU's timeline (gpu_user_annotation) is not another.
 package kineto

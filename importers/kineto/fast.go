@@ -300,6 +300,7 @@ const (
 	argGroupSize
 	argDType
 	argXfertop
+	argCollName
 )
 
 // argKeys are the args the decoder reads, by the key's first byte (two at most; an id of
@@ -312,7 +313,7 @@ var argKeys = func() (keys [128][2]argKey) {
 		id   int
 	}{{"device", argDevice}, {"stream", argStream}, {"correlation", argCorrelation}, {"bytes", argBytes},
 		{"In msg nelems", argInNelems}, {"Out msg nelems", argOutNelems}, {"Group size", argGroupSize},
-		{"dtype", argDType}, {"xfertop", argXfertop}} {
+		{"dtype", argDType}, {"xfertop", argXfertop}, {"Collective name", argCollName}} {
 		quoted := `"` + k.name + `":`
 		head, tail := quoted[:min(8, len(quoted))], quoted[min(8, len(quoted)):min(16, len(quoted))]
 		at := &keys[k.name[0]]
@@ -398,6 +399,8 @@ func argID(key []byte) int {
 		return argDType
 	case "xfertop":
 		return argXfertop
+	case "Collective name":
+		return argCollName
 	}
 	return argOther
 }
@@ -495,6 +498,13 @@ func (d *decoder) fastArgValue(b []byte, key, i int) (int, bool) {
 			return 0, false
 		}
 		a.DType = dtypeName(b[v0:v1])
+		return end, true
+	case key == argCollName:
+		v0, v1, end, ok := d.fastScalar(b, i)
+		if !ok {
+			return 0, false
+		}
+		a.Coll = uint8(torchCollOp(b[v0:v1]))
 		return end, true
 	case key == argXfertop:
 		return 0, false // an export's own fields: the general path reads them

@@ -335,7 +335,10 @@ func (m *importer) add(e *rawEvent, h *header) error {
 			return err
 		}
 	}
-	if bytes.HasPrefix(e.Name, []byte("ProfilerStep#")) {
+	// Kineto also writes each ProfilerStep#N annotation onto the GPU's timeline
+	// (gpu_user_annotation, the span of the GPU work it launched): the step is the CPU's one, and
+	// the copy would count each step twice (real torch 2.11 traces have both).
+	if bytes.HasPrefix(e.Name, []byte("ProfilerStep#")) && e.Cat != "gpu_user_annotation" {
 		if err := m.addStep(e, start, end); err != nil {
 			return err
 		}

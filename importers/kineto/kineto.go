@@ -1,6 +1,7 @@
 package kineto
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"regexp"
@@ -189,6 +190,37 @@ func copyDir(name, cat string) timeline.CopyDir {
 		return timeline.CopyP2P
 	}
 	return timeline.CopyD2D
+}
+
+// torchCollOp reads the "Collective name" torch's profiler writes on a communication op and on
+// the NCCL kernel it launched (record_param_comms's: allreduce, _allgather_base, broadcast,
+// all_to_allv, send, …) as xfertop's op; 0 for a name it has no op for.
+func torchCollOp(name []byte) timeline.CollOp {
+	t := bytes.TrimLeft(name, "_")
+	for _, suf := range [...]string{"_coalesced", "_base", "_into_tensor", "_tensor", "_single", "_oop"} {
+		t = bytes.TrimSuffix(t, []byte(suf))
+	}
+	if op, ok := timeline.ParseCollOp(string(t)); ok {
+		return op
+	}
+	// all_to_allv: torch's name for all_to_all_single and all_to_all (per-peer sizes).
+	if v := bytes.TrimSuffix(t, []byte("v")); len(v) < len(t) {
+		if op, ok := timeline.ParseCollOp(string(v)); ok && op == timeline.CollAllToAll {
+			return op
+		}
+	}
+	return 0
+}
+
+// kernelOp is an NCCL kernel's op: by its name, except that a SendRecv kernel that torch says an
+// all-to-all launched is the all-to-all (NCCL runs one as a send and a receive per peer: real
+// torch 2.11 traces put "Collective name": "all_to_allv" on it).
+func kernelOp(name []byte, a *rawArgs) (timeline.CollOp, bool) {
+	op, ok := NCCLOp(string(name))
+	if ok && op == timeline.CollSendRecv && timeline.CollOp(a.Coll) == timeline.CollAllToAll {
+		op = timeline.CollAllToAll
+	}
+	return op, ok
 }
 
 // NCCLOp recognises NCCL kernels by name (ncclKernel_* in older releases, ncclDevKernel_* in newer).

@@ -255,7 +255,7 @@ func (m *legacyImporter) addGeneric(e *rawEvent, start, end int64) {
 // addStep keeps a ProfilerStep#N annotation as a step.
 func (m *legacyImporter) addStep(e *rawEvent, start, end int64) {
 	sm := stepName.FindSubmatch(e.Name)
-	if sm == nil {
+	if sm == nil || e.Cat == "gpu_user_annotation" { // Kineto's copy of the CPU's step on the GPU
 		return
 	}
 	n, err := strconv.ParseUint(string(sm[1]), 10, 32)
@@ -376,7 +376,7 @@ func (m *legacyImporter) collective(e *rawEvent, ev *timeline.Event) {
 	if !bytes.HasPrefix(e.Name, []byte("nccl")) {
 		return
 	}
-	op, ok := NCCLOp(string(e.Name))
+	op, ok := kernelOp(e.Name, &e.Args)
 	if !ok {
 		return
 	}

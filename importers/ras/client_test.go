@@ -192,6 +192,12 @@ func FuzzStatus(f *testing.F) {
 	f.Add([]byte("SERVER PROTOCOL 2\nOK\n"), []byte(`{"nccl_version":"2.29.1","communicators":[]}`))
 	f.Add([]byte("SERVER PROTOCOL 2\nERROR: Invalid format json\n"), []byte{})
 	f.Add([]byte("garbage"), []byte(`{`))
+	// A real job's answer (NCCL 2.28.9), to SET FORMAT json and VERBOSE STATUS.
+	if b, err := os.ReadFile(realStatus); err == nil {
+		f.Add([]byte("SERVER PROTOCOL 2\nOK\n"), b)
+	} else {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, handshake, body []byte) {
 		opts := ClientOptions{DialTimeout: time.Second, Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 			a, b := net.Pipe()

@@ -100,8 +100,8 @@ func TestBadInput(t *testing.T) {
 
 // FuzzRead: any document gives findings or an error, never a panic.
 func FuzzRead(f *testing.F) {
-	for _, n := range []string{"hang.json", "healthy.json"} {
-		b, err := os.ReadFile(filepath.Join("testdata", n))
+	for _, p := range []string{filepath.Join("testdata", "hang.json"), filepath.Join("testdata", "healthy.json"), realStatus} {
+		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
 		}

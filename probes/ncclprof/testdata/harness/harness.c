@@ -8,14 +8,17 @@
 // proxy thread's events (kernel channels, proxy ops and steps) come from a second thread, as in NCCL.
 //
 // One process is one rank. It prints what it issued, one line per op ("coll all_reduce seq 3
-// bytes 4096", "send peer 1 bytes 256", …), for the test to compare with what the console received.
+// bytes 4096", "send peer 1 bytes 256", …), for the test to compare with what the console received;
+// "local all_to_all bytes N" is an ncclAlltoAll NCCL ran as a local copy (one rank), unseen by the plugin.
+// Unlike NCCL, a one-rank all-reduce here still issues its events: the overhead and bench runs time
+// the plugin on them (NCCL would run it as a local copy, as it does ncclAlltoAll).
 //
 // As the NCCL of the interface found: v4 passes no API or copy-engine events and no parentGroup
 // (2.27); v5 adds the API events (2.28); v6 the copy-engine collectives (2.29, 2.30: scenario ce);
 // v7 (2.31, 2.32) the per-call userTag (-tag), symmetric kernels (-sym: kernelVariant, isSymColl,
 // algo the variant's suffix, proto "") and the kernel phases of each kernel channel.
 //
-//   harness -lib PATH -rank R -nranks N [-comm HASH] [-scenario allreduce|sendrecv|alltoall|ce|unknown|hang|bench]
+//   harness -lib PATH -rank R -nranks N [-comm HASH] [-scenario allreduce|sendrecv|ring|alltoall|ce|unknown|hang|bench]
 //           [-iters K] [-lookup 7,6,5,4] [-pace-us U] [-count C] [-tag T] [-sym 1]
 #include <dlfcn.h>
 #include <pthread.h>
@@ -619,12 +622,27 @@ int main(int argc, char** argv) {
       if (rank_ == 1) append(F_RECV, "Recv", "Recv", 0, count);
       launch();
     } else if (!strcmp(scenario, "alltoall")) {
-      // ncclAlltoAll in 2.28: one send and one receive task per peer, self included.
-      for (int p = 0; p < nranks; p++) {
-        append(F_SEND, "Send", "AlltoAll", p, count);
-        append(F_RECV, "Recv", "AlltoAll", p, count);
+      if (nranks == 1) {
+        // A one-rank communicator: ncclAlltoAll is a collective to taskAppend, which runs it as a
+        // local copy (ncclLaunchOneRank) before any profiler call, API event included. Seen on an
+        // H200 with NCCL 2.28.9 and torch 2.11: no send or receive for all_to_all_single on one
+        // rank, one device-to-device memcpy in the Kineto trace.
+        printf("local all_to_all bytes %zu\n", count * 4);
+      } else {
+        // ncclAlltoAll in 2.28: one send and one receive task per peer, self included.
+        for (int p = 0; p < nranks; p++) {
+          append(F_SEND, "Send", "AlltoAll", p, count);
+          append(F_RECV, "Recv", "AlltoAll", p, count);
+        }
+        launch();
       }
-      launch();
+    } else if (!strcmp(scenario, "ring")) {
+      // torch's batch_isend_irecv: ncclSend to rank + 1 and ncclRecv from rank - 1 in one group.
+      // On one rank both are to itself, and are tasks (p2p is not a collective to taskAppend).
+      group_start();
+      append(F_SEND, "Send", "Send", (rank_ + 1) % nranks, count);
+      append(F_RECV, "Recv", "Recv", (rank_ + nranks - 1) % nranks, count);
+      group_end();
     } else if (!strcmp(scenario, "ce")) {
       // ncclAllGather run by the copy engines (NCCL 2.29 and later), an implicit group each.
       append(F_CE_ALLGATHER, "AllGather", "AllGather", 0, count);
