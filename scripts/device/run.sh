@@ -23,6 +23,9 @@
 #   overhead   the two-rank job with the plugin and without it, alternated (with, without, twice):
 #              its iterations' wall time each way, and the plugin's own measure of its cost      60 s
 #   console    the console of a cuda run, live, under tmux for 60 s (script(1) without tmux)     120 s
+#   ab         engine/cuda's benchmarks XFER_AB_BENCH of an earlier build (XFER_AB_OLD, a test
+#              binary carried in .device, e.g. go test -c -tags cuda at the older commit) and of
+#              the kit's, alternated XFER_AB_ROUNDS times (default 3): ratios in the same run     120 s
 #   gpu        env tests scenarios bench torch torch2 watch overhead: one device call, ≤ 480 s
 #   all        every step above
 #
@@ -51,7 +54,7 @@ self="$root/scripts/device/run.sh"
 cd "$root" || exit 2
 steps_all=(env tests scenarios bench torch torch2 watch overhead console)
 steps_gpu=(env tests scenarios bench torch torch2 watch overhead)
-declare -A limits=([env]=20 [tests]=90 [scenarios]=80 [bench]=80 [torch]=45 [torch2]=55 [watch]=60 [overhead]=60 [console]=120)
+declare -A limits=([env]=20 [tests]=90 [scenarios]=80 [bench]=80 [torch]=45 [torch2]=55 [watch]=60 [overhead]=60 [console]=120 [ab]=120)
 
 usage() {
   awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$self" >&2
@@ -203,6 +206,24 @@ step_bench() {
   grep '^Benchmark' "$dir/bench.txt" | highlight
   note "$(grep -c '^Benchmark' "$dir/bench.txt") benchmark lines, -test.benchtime $benchtime"
   return "$rc"
+}
+
+# step_ab: an earlier build's benchmarks against the kit's, alternated in one run (the figures of
+# two device calls may come from different machines of the same kind).
+step_ab() {
+  local old="${XFER_AB_OLD:-.device/cuda-old.test}" pat="${XFER_AB_BENCH:-SmallCopyOverhead}" round which bin
+  [ -x "$old" ] || { echo "no earlier build at $old (XFER_AB_OLD)"; note "skipped: no earlier build"; return 77; }
+  for round in $(seq "${XFER_AB_ROUNDS:-3}"); do
+    for which in old new; do
+      bin="$kit/cuda.test"
+      [ "$which" = old ] && bin="$root/$old"
+      section "round $round: $which"
+      (cd engine/cuda && "$bin" -test.run '^$' -test.bench "$pat" -test.benchtime "${XFER_BENCHTIME:-3x}" -test.timeout 60s) 2>&1 |
+        grep '^Benchmark' | sed "s/^/$which /" | tee -a "$dir/ab.txt"
+    done
+  done
+  highlight <"$dir/ab.txt"
+  note "$(grep -c . "$dir/ab.txt") lines, $pat, old $old"
 }
 
 # scenario_knobs prints the --set flags of XFER_QUICK=1 for a scenario (those of cmd/xfertop's
