@@ -26,7 +26,9 @@ const (
 	EnvFlushMs   = "XFERTOP_FLUSH_TIMEOUT" // how long the end of a job waits for the sender (ms, default 2000)
 	EnvChain     = "XFERTOP_CHAIN_PLUGIN"  // a second NCCL profiler plugin to load and forward every call to
 	EnvTags      = "XFERTOP_NCCL_TAGS"     // names of NCCL 2.31's per-call profiler tags: 1=forward,2=backward
-	EnvRank      = "RANK"                  // the job's rank, as torchrun sets it
+	// EnvNCCLHostID is NCCL's own: when set, the rank's host as NCCL sees it (read, not set, here).
+	EnvNCCLHostID = "NCCL_HOSTID"
+	EnvRank       = "RANK" // the job's rank, as torchrun sets it
 )
 
 // Config is the plugin's configuration, read from the environment at the first init.
@@ -97,7 +99,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Attach = &a
 	}
-	c.Host, _ = os.Hostname()
+	// NCCL takes a rank's host from NCCL_HOSTID when it is set (ranks sharing a machine then talk
+	// as separate hosts, over the network transport): the host the plugin reports is NCCL's, or
+	// attach would put their traffic on the one host's NVLink (as on an H200 where two ranks shared
+	// the GPU as two NCCL hosts over loopback sockets).
+	c.Host = getenv(EnvNCCLHostID)
+	if c.Host == "" {
+		c.Host, _ = os.Hostname()
+	}
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package sender
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -36,6 +37,8 @@ func TestConfigFromEnv(t *testing.T) {
 		{"tag not a number", map[string]string{EnvTags: "fwd=1"}, EnvTags, nil},
 		{"tag 0 is none", map[string]string{EnvTags: "0=x"}, EnvTags, nil},
 		{"chain path too long", map[string]string{EnvChain: strings.Repeat("x", MaxChainPath+1)}, EnvChain, nil},
+		{"NCCL's host id is the host", map[string]string{EnvNCCLHostID: "fake-host-1"}, "", func(c Config) bool { return c.Host == "fake-host-1" }},
+		{"else the machine's name", nil, "", func(c Config) bool { h, _ := os.Hostname(); return c.Host == h }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := ConfigFromEnv(func(k string) string { return c.env[k] })
