@@ -288,7 +288,12 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 		}
 		if r := d.rank(e.Device); r != nil {
 			d.launch(r, e)
-			d.addOp(e)
+			if !e.Emulated() {
+				// An op that stood in for the topology's (--fit on shared GPUs) took the time of
+				// a copy or of a wait on a GPU its ranks share: comparing it with its peers would
+				// blame a link or GPU of the topology that it never used.
+				d.addOp(e)
+			}
 		}
 		if e.Kind == timeline.KindCollective {
 			d.collSeq(e)

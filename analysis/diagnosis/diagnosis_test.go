@@ -181,6 +181,37 @@ func TestSlowLinkPipeline(t *testing.T) {
 	}
 }
 
+// The same pipeline under --fit on one GPU (timeline.AuxEmulated): ranks 2 and 10's transfers
+// took 3× as copies on a GPU every rank shares, on no NIC of the topology, so no link of it is
+// blamed (the run on an H200 had named "host 0 GPU 6 NIC" a slow link from such copies).
+func TestEmulatedTransfersBlameNoLink(t *testing.T) {
+	s := newStepper(8)
+	var op uint64
+	for st := range 2 {
+		for r := int32(0); r < 16; r++ {
+			for i := range 10 {
+				op++
+				dur := int64(float64(ms) * jitter(int(r), i))
+				if r == 2 || r == 10 {
+					dur = 3 * ms
+				}
+				at := s.t + int64(i)*2*ms
+				for _, e := range []timeline.Event{
+					{Kind: timeline.KindSend, Start: at, End: at + dur, Queued: at, Device: r, Peer: r + 8, Bytes: 1 << 20, Op: op, Stream: 1},
+					{Kind: timeline.KindRecv, Start: at, End: at + dur, Queued: at, Device: r + 8, Peer: r, Bytes: 1 << 20, Op: op, Stream: 2},
+				} {
+					e.Aux = timeline.AuxEmulated
+					s.add(e)
+				}
+			}
+		}
+		s.endStep(100 * ms)
+		if got := s.d.Result(s.strs); len(got) != 0 {
+			t.Fatalf("step %d: %v; want no finding from emulated transfers", st, got)
+		}
+	}
+}
+
 // Every rank's collective slows together (one communicator of all ranks): the ranks tie, and the
 // link that never moved more than a third of its peers' peak is the culprit.
 func TestSlowLinkWholeCommunicator(t *testing.T) {

@@ -122,7 +122,7 @@ func (b *Backend) complete(f inflight) {
 	e := b.opEvent(&f, start, end)
 	if f.op.Kind == engine.OpGroup {
 		for _, part := range f.op.Parts {
-			pe := partEvent(e, part)
+			pe := b.partEvent(e, f.rank, part)
 			b.sink.Emit(&pe)
 			b.resolve(part.Future, part, f.rank, end, nil)
 		}
@@ -150,7 +150,9 @@ func (b *Backend) opEvent(f *inflight, start, end int64) timeline.Event {
 	case engine.OpRecv:
 		e.Kind = timeline.KindRecv
 	case engine.OpCollective:
-		e.Kind, e.Sub, e.Ranks, e.Peer = timeline.KindCollective, uint8(op.Coll), uint16(b.fit.Distinct(op.Ranks)), -1
+		// The scenario's ranks, not the GPUs they share: the instance is the scenario's collective,
+		// row by row with the simulator's, marked emulated when ranks share a GPU.
+		e.Kind, e.Sub, e.Ranks, e.Peer = timeline.KindCollective, uint8(op.Coll), uint16(len(op.Ranks)), -1
 	case engine.OpBarrier:
 		e.Kind, e.Ranks, e.Peer = timeline.KindBarrier, uint16(len(op.Ranks)), -1
 	case engine.OpGroup:
@@ -159,20 +161,39 @@ func (b *Backend) opEvent(f *inflight, start, end int64) timeline.Event {
 	if op.Graph != 0 && e.Kind.IsBusy() {
 		e.Aux |= timeline.AuxCaptured // replayed by a graph launch, as the simulator marks it
 	}
+	if b.emulated(f.rank, op) {
+		e.Aux |= timeline.AuxEmulated
+	}
 	return e
 }
 
+// emulated reports whether rank's part of op stands in for what the topology would run (--fit
+// with ranks sharing a GPU): a send or receive carried by a copy, or a collective some of whose
+// ranks share a GPU (NCCL ran it over fewer GPUs than it has ranks, or not at all on one GPU).
+func (b *Backend) emulated(rank engine.DeviceID, op *engine.StreamOp) bool {
+	switch op.Kind {
+	case engine.OpCollective:
+		return b.fit.Distinct(op.Ranks) < len(op.Ranks)
+	case engine.OpSend, engine.OpRecv:
+		return !b.usesNCCL(rank, *op)
+	}
+	return false
+}
+
 // partEvent is the event of one part of the group whose event is g.
-func partEvent(g timeline.Event, part engine.StreamOp) timeline.Event {
+func (b *Backend) partEvent(g timeline.Event, rank engine.DeviceID, part engine.StreamOp) timeline.Event {
 	pe := g
 	pe.Kind, pe.Op, pe.Peer, pe.Bytes, pe.Aux = timeline.KindSend, part.ID, int32(part.Peer), part.Bytes, 0
 	if part.Kind == engine.OpRecv {
 		pe.Kind = timeline.KindRecv
 	} else if part.Kind == engine.OpCollective {
-		pe.Kind, pe.Sub, pe.Peer = timeline.KindCollective, uint8(part.Coll), -1
+		pe.Kind, pe.Sub, pe.Peer, pe.Ranks = timeline.KindCollective, uint8(part.Coll), -1, uint16(len(part.Ranks))
 	}
 	if part.Graph != 0 {
 		pe.Aux |= timeline.AuxCaptured // a part of a group a graph replayed
+	}
+	if b.emulated(rank, &part) {
+		pe.Aux |= timeline.AuxEmulated
 	}
 	return pe
 }
