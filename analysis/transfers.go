@@ -118,8 +118,9 @@ type Stats struct {
 	// covers only the transfers the topology's links carried (nil when all were emulated).
 	// EmulatedGBps is the emulated sends' own rate, their copies' (bytes / time: an on-GPU copy
 	// runs at memory speed, not a link's); nil for receives, which moved nothing themselves (the
-	// send's copy did) and whose time is their stream's wait for it, from the moment the stream
-	// got there: the sender's lateness included.
+	// send's copy did): a receive's time is its stream's wait on the GPU for that copy to land,
+	// from the copy's start or, if its stream got there later, from then (the data then partly or
+	// wholly there already).
 	Emulated     int64    `json:"emulated"`
 	EmulatedGBps *float64 `json:"emulated_gbps"`
 }

@@ -229,7 +229,7 @@ func emulatedTransfersText(b *strings.Builder, t analysis.Transfers) {
 				units.GBpsFigure(*ks.EmulatedGBps))
 		}
 		if k == "recv" {
-			what = "each its stream's wait for its send's copy, from when the stream got there (the sender's lateness included): no rate"
+			what = "each its stream's wait on the GPU for its send's copy to land, from the copy's start (the wait for the sender before it is a peer wait): no rate of its own"
 		}
 		fmt.Fprintf(b, "%s: %d of %d emulated (--fit put ranks on shared GPUs, where NCCL allows one rank per GPU), %s; GB/s leaves them out\n",
 			k, ks.Emulated, ks.Count, what)

@@ -27,7 +27,7 @@ func TestTransfersText(t *testing.T) {
 		{"emulated: no rate of the topology, the copies' own named", analysis.Transfers{Count: 180, Bytes: 180 << 26, ByKind: map[string]analysis.Stats{
 			"send": {Count: 180, Bytes: 180 << 26, BusyNs: 9506152, Emulated: 180, EmulatedGBps: f(1270.71)},
 			"recv": {Count: 180, Bytes: 180 << 26, BusyNs: 4327930247, Emulated: 180},
-		}}, []string{"send: 180 of 180 emulated (--fit", "at 1270.71 GB/s", "on no link of the topology", "recv: 180 of 180 emulated", "no rate"},
+		}}, []string{"send: 180 of 180 emulated (--fit", "at 1270.71 GB/s", "on no link of the topology", "recv: 180 of 180 emulated", "no rate of its own"},
 			[]string{"2.79"}},
 	}
 	for _, tc := range tests {

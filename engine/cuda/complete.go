@@ -83,6 +83,10 @@ func (b *Backend) poll(ctx context.Context) error {
 			use(f.gpu)
 			switch err := f.end.Query(); {
 			case err == nil:
+				if b.awaitsCopy(&f) {
+					kept = append(kept, f) // its send's copy is reported first: it tells where the receive began
+					continue
+				}
 				b.complete(f)
 				if !f.owned {
 					b.gpus[f.gpu].timing.give(f.start)
@@ -123,12 +127,100 @@ func (b *Backend) complete(f inflight) {
 	if f.op.Kind == engine.OpGroup {
 		for _, part := range f.op.Parts {
 			pe := b.partEvent(e, f.rank, part)
+			b.noteCopy(&pe)
+			if pe.Kind == timeline.KindRecv && pe.Emulated() {
+				// A group's parts share its times: nothing to take from the copy. It must not
+				// wait for its send either (two ranks' groups may each hold the other's).
+				b.forgetCopy(pairKey{pe.Comm, pe.Op, -1})
+			}
 			b.sink.Emit(&pe)
 			b.resolve(part.Future, part, f.rank, end, nil)
 		}
 	}
+	b.noteCopy(&e)
+	if e.Kind == timeline.KindRecv && e.Emulated() {
+		b.fromCopy(&e)
+	}
 	b.sink.Emit(&e)
 	b.resolve(f.op.Future, f.op, f.rank, end, nil)
+}
+
+// copyUnknown is a copy whose start is not known: its send failed. copyUsed is a copy whose
+// receive was reported before its send (a group's part): the send's note is then dropped.
+const (
+	copyUnknown = -1
+	copyUsed    = -2
+)
+
+// forgetCopy drops pair k's note, or marks it used when its send is yet to be reported.
+func (b *Backend) forgetCopy(k pairKey) {
+	if _, ok := b.copies[k]; ok {
+		delete(b.copies, k)
+		return
+	}
+	b.copies[k] = copyUsed
+}
+
+// noteCopy remembers when the copy carrying emulated send e began (--fit): its receive's time is
+// counted from then. A send's start event is recorded on its stream just before its copy; a send in
+// a group is taken from the group's start.
+func (b *Backend) noteCopy(e *timeline.Event) {
+	if e.Kind != timeline.KindSend || !e.Emulated() {
+		return
+	}
+	k := pairKey{e.Comm, e.Op, -1}
+	if b.copies[k] == copyUsed {
+		delete(b.copies, k) // its receive has been reported
+		return
+	}
+	b.copies[k] = max(e.Start, 0)
+}
+
+// failCopy notes, of a failed op, what its pair's other half must know: a send's receive is
+// reported as it ran (copyUnknown); a receive's send has nobody to tell.
+func (b *Backend) failCopy(rank engine.DeviceID, op *engine.StreamOp) {
+	if (op.Kind != engine.OpSend && op.Kind != engine.OpRecv) || !b.emulated(rank, op) {
+		return
+	}
+	k := pairKey{op.Comm, op.ID, -1}
+	switch {
+	case op.Kind == engine.OpRecv:
+		b.forgetCopy(k)
+	case b.copies[k] == copyUsed:
+		delete(b.copies, k)
+	default:
+		b.copies[k] = copyUnknown
+	}
+}
+
+// awaitsCopy reports whether f, completed on the GPU, is a receive carried by a copy (--fit) whose
+// send the poller has not reported yet. The receive's stream waited for an event recorded after the
+// copy, and the send's end event is recorded after that same event, so the send is reported soon
+// after, or has failed (copyUnknown).
+func (b *Backend) awaitsCopy(f *inflight) bool {
+	if f.op.Kind != engine.OpRecv || !b.emulated(f.rank, &f.op) {
+		return false
+	}
+	_, ok := b.copies[pairKey{f.op.Comm, f.op.ID, -1}]
+	return !ok
+}
+
+// fromCopy makes emulated receive e begin where the copy that carried it began, as a receive does
+// on the simulator (its transfer alone): the time its stream waited before, for the sender's host
+// to get to the send, is a peer wait, as the simulator reports it. A receive whose stream got
+// there after the copy began keeps its own start.
+func (b *Backend) fromCopy(e *timeline.Event) {
+	k := pairKey{e.Comm, e.Op, -1}
+	at, ok := b.copies[k]
+	delete(b.copies, k)
+	if !ok || at == copyUnknown || at <= e.Start {
+		return
+	}
+	at = min(at, e.End)
+	w := *e
+	w.Kind, w.End, w.Aux, w.Sub = timeline.KindPeerWait, at, timeline.PeerWaitRecv, 0
+	b.sink.Emit(&w)
+	e.Start = at
 }
 
 // opEvent is the event op f is reported as, from start to end (ns since the session start).
@@ -213,6 +305,10 @@ func (b *Backend) resolve(fut *engine.Future, op engine.StreamOp, rank engine.De
 }
 
 func (b *Backend) fail(f inflight, err error) {
+	b.failCopy(f.rank, &f.op)
+	for i := range f.op.Parts {
+		b.failCopy(f.rank, &f.op.Parts[i])
+	}
 	msg := fmt.Sprintf("%s on rank %d failed: %v", engine.OpName(&f.op), f.rank, err)
 	now := time.Since(b.wall0).Nanoseconds()
 	a := timeline.Event{Kind: timeline.KindAlert, Start: now, End: now, Device: int32(f.rank), Peer: int32(f.op.Peer), Op: f.op.ID,
