@@ -93,3 +93,26 @@ func TestEmulatedCollectivesText(t *testing.T) {
 		})
 	}
 }
+
+// With no finding, a run whose ranks shared GPUs (--fit: emulated ops) says that no slow link, GPU
+// or host is named there, rather than that none stood out.
+func TestFindingsNoneEmulated(t *testing.T) {
+	tests := []struct {
+		name string
+		r    Report
+		want string
+	}{
+		{"ranks on GPUs of their own", Report{}, "no rank, GPU, host or link stood out"},
+		{"ranks sharing GPUs", Report{Links: analysis.Links{EmulatedBytes: 1 << 20}}, "ranks shared GPUs under --fit, so no slow link, GPU or host is named"},
+		{"emulated collectives only", Report{Collectives: []analysis.Collective{{Op: "all_reduce", Ranks: 8, Emulated: true}}}, "ranks shared GPUs under --fit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			findingsText(&b, &tc.r)
+			if !strings.Contains(b.String(), tc.want) {
+				t.Errorf("findings text %q; want %q in it", b.String(), tc.want)
+			}
+		})
+	}
+}
