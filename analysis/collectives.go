@@ -20,6 +20,7 @@ type collInst struct {
 	channels   int
 	comm       uint32        // the communicator, for the ranks of it that left no record
 	arrivals   []collArrival // each rank's start, for its straggler
+	emulated   bool          // some rank's part stood in for the topology's (timeline.AuxEmulated)
 }
 
 // collArrival is when a rank's part of a collective started: when the rank arrived at it.
@@ -29,11 +30,12 @@ type collArrival struct {
 }
 
 type collKey struct {
-	op    timeline.CollOp
-	ranks int
-	class int64
-	algo  timeline.NCCLAlgo
-	proto timeline.NCCLProto
+	op       timeline.CollOp
+	ranks    int
+	class    int64
+	algo     timeline.NCCLAlgo
+	proto    timeline.NCCLProto
+	emulated bool // emulated instances are rows of their own: their time is no rate of the topology
 }
 
 type collStats struct {
@@ -96,7 +98,7 @@ func addPartial(m map[collKey]*partStats, in *collInst) {
 		return
 	}
 	bytes := in.sum / int64(in.n)
-	k := collKey{in.op, in.ranks, SizeClass(bytes), in.algo, in.proto}
+	k := collKey{in.op, in.ranks, SizeClass(bytes), in.algo, in.proto, in.emulated}
 	s := m[k]
 	if s == nil {
 		s = &partStats{seenMin: in.n, seenMax: in.n, comms: map[uint32]struct{}{}}
@@ -145,6 +147,7 @@ func (c *collectives) fold(e *timeline.Event) {
 	in.start, in.end = min(in.start, e.Start), max(in.end, e.End)
 	in.sum += max(e.Bytes, 0)
 	in.n++
+	in.emulated = in.emulated || e.Emulated()
 	in.arrivals = append(in.arrivals, collArrival{e.Device, e.Start})
 	if in.n >= max(in.ranks, 1) || e.Op == 0 {
 		c.finish(in)
@@ -154,7 +157,7 @@ func (c *collectives) fold(e *timeline.Event) {
 
 func (c *collectives) finish(in *collInst) {
 	bytes := in.sum / int64(in.n) // every rank's size for uniform collectives; ragged: the mean a rank sent
-	k := collKey{in.op, in.ranks, SizeClass(bytes), in.algo, in.proto}
+	k := collKey{in.op, in.ranks, SizeClass(bytes), in.algo, in.proto, in.emulated}
 	s := c.rows[k]
 	if s == nil {
 		s = &collStats{}
@@ -180,7 +183,9 @@ func (c *collectives) lateAt(in *collInst, late *stragglers) {
 // Collective is one (op, ranks, size class, algorithm/protocol) row of collective instances, with
 // nccl-tests' bytes:
 // algbw = bytes / time over all instances (bytes-weighted), busbw = algbw × the op's bus factor.
-// Bandwidths are nil (unknown) when the size is unknown (imported kernels without sizes). Ranks,
+// Bandwidths are nil (unknown) when the size is unknown (imported kernels without sizes), and in
+// an Emulated row, whose time is that of what stood in for the collective, not of its ranks'
+// links. Ranks,
 // SizeClass and Bytes are 0 when unknown (a trace that records no group or message size: no
 // collective runs over 0 ranks or moves 0 bytes), and JSON writes them null, never 0.
 type Collective struct {
@@ -210,6 +215,11 @@ type Collective struct {
 	// UnrecordedCount is how many there are. Such a rank may be the one the others waited for.
 	Unrecorded      []int32 `json:"ranks_unrecorded"`
 	UnrecordedCount int     `json:"ranks_unrecorded_count"`
+	// Emulated says the row's instances stood in for the collective the topology would run
+	// (timeline.AuxEmulated: the cuda backend's --fit with ranks sharing a GPU, where NCCL ran it
+	// over the GPUs its ranks really span, or not at all over one): its time is what ran, and it
+	// has no algbw or busbw.
+	Emulated bool `json:"emulated"`
 }
 
 // collectiveJSON is Collective as written: the fields that may be unknown as pointers.
@@ -230,6 +240,7 @@ type collectiveJSON struct {
 	// Unrecorded is never null: an empty list says no member is known to have left no record.
 	Unrecorded      []int32 `json:"ranks_unrecorded"`
 	UnrecordedCount int     `json:"ranks_unrecorded_count"`
+	Emulated        bool    `json:"emulated"`
 }
 
 // MarshalJSON writes the row with null for what is unknown (Ranks, SizeClass, Bytes at 0). A
@@ -241,7 +252,7 @@ func (c Collective) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(collectiveJSON{Op: c.Op, Ranks: known(c.Ranks), SizeClass: known(c.SizeClass), Bytes: known(c.Bytes), Count: c.Count,
 		TimeNs: &c.TimeNs, P50Ns: c.P50Ns, P99Ns: c.P99Ns, AlgBW: c.AlgBW, BusBW: c.BusBW, AlgoProto: c.AlgoProto, Channels: c.Channels, RanksSeen: c.RanksSeen,
-		Unrecorded: un, UnrecordedCount: c.UnrecordedCount})
+		Unrecorded: un, UnrecordedCount: c.UnrecordedCount, Emulated: c.Emulated})
 }
 
 // known is v, or nil when v is 0: the unknown of a count or size that cannot be 0 when known.
@@ -314,7 +325,13 @@ func (c *collectives) result() Collectives {
 func (s *collStats) row(k collKey) Collective {
 	row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
 		TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs),
-		AlgoProto: algoProto(k.algo, k.proto)}
+		AlgoProto: algoProto(k.algo, k.proto), Emulated: k.emulated}
+	if k.emulated {
+		// What ran was not the collective over the topology's links: one GPU's ranks moved
+		// nothing (NCCL returns at once from a 1-rank all-reduce), and NCCL over the GPUs the
+		// ranks share is another collective. A rate of it would pose as the topology's.
+		row.AlgBW = nil
+	}
 	if s.channels > 0 {
 		ch := s.channels
 		row.Channels = &ch
@@ -391,6 +408,12 @@ func cmpRows(a, b Collective) int {
 		return -1
 	}
 	if a.AlgoProto > b.AlgoProto {
+		return 1
+	}
+	if a.Emulated != b.Emulated {
+		if b.Emulated {
+			return -1
+		}
 		return 1
 	}
 	return 0

@@ -19,7 +19,7 @@ func TestRateAboveEverything(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var s opStats
-		s.add(tc.bytes, tc.dur)
+		s.add(tc.bytes, tc.dur, emuNone)
 		got := s.result(tc.tick)
 		if (got.GBps != nil) != tc.known || (got.GBpsMin != nil) != tc.anyB {
 			t.Errorf("%s: GBps %v, GBpsMin %v; want a figure %v, a bound %v", tc.name, orNil(got.GBps), orNil(got.GBpsMin), tc.known, tc.anyB)

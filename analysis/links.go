@@ -60,6 +60,9 @@ type links struct {
 	slots   farSlots // the slots of the device ids at or past MaxDevices
 	nearLen int      // the largest device id below MaxDevices seen, + 1: the slots after it, to MaxDevices, are none's
 	moved   busBytes
+	// emulated is the bus bytes of the ops that stood in for the topology's (timeline.AuxEmulated:
+	// --fit on shared GPUs): counted as moved would be, but on no link, as they crossed none.
+	emulated busBytes
 	// movedPartial says an op that moves bytes was of unknown size: moved is then a lower bound.
 	movedPartial bool
 	hist         linkHistory
@@ -118,6 +121,10 @@ func (l *links) add(e *timeline.Event) {
 			return
 		}
 	}
+	if e.Emulated() {
+		l.addEmulated(e)
+		return
+	}
 	if e.Status == timeline.StatusOK && e.Device >= 0 {
 		l.markPartial(e)
 	}
@@ -149,6 +156,25 @@ func (l *links) add(e *timeline.Event) {
 	}
 	if !l.measured {
 		l.fromOp(e, b)
+	}
+}
+
+// addEmulated counts an op that stood in for the topology's (a send carried by a copy on a GPU
+// that its ranks share, a collective over fewer GPUs than ranks, or none): its bus bytes in the
+// emulated total, on no link. Its device did touch memory (HBM: a copy's, NCCL's), which no
+// figure holds.
+func (l *links) addEmulated(e *timeline.Event) {
+	if e.Status != timeline.StatusOK || e.Device < 0 {
+		return
+	}
+	s := l.device(e.Device)
+	l.partial[s][LinkHBM] = true
+	switch e.Kind {
+	case timeline.KindSend:
+		l.emulated.add(e.Bytes, 1, 1)
+	case timeline.KindCollective:
+		num, den := timeline.CollOp(e.Sub).BusFraction(int(e.Ranks))
+		l.emulated.add(e.Bytes, num, den)
 	}
 }
 
@@ -457,6 +483,11 @@ type Links struct {
 	// the others' (0 then reads as unknown, not none).
 	MovedLowerBound bool `json:"moved_lower_bound"`
 	Measured        bool `json:"measured"`
+	// EmulatedBytes is the bus bytes (as MovedBytes counts them) of the ops that stood in for the
+	// topology's (timeline.AuxEmulated: the cuda backend's --fit with ranks sharing a GPU): in no
+	// link figure and not in MovedBytes, as they crossed none of the topology's links. 0 where
+	// nothing was emulated (every simulator run).
+	EmulatedBytes int64 `json:"emulated_bytes"`
 	// Fabric is what the network's switch ports carried (a simulated rail fabric); nil when the
 	// source reported none.
 	Fabric *Fabric `json:"fabric,omitempty"`
@@ -488,7 +519,7 @@ func lowerBoundNames(partial [NumLinks]bool) []string {
 }
 
 func (l *links) result() Links {
-	out := Links{MovedBytes: l.moved.total(), MovedLowerBound: l.movedPartial, Measured: l.measured}
+	out := Links{MovedBytes: l.moved.total(), MovedLowerBound: l.movedPartial, Measured: l.measured, EmulatedBytes: l.emulated.total()}
 	if len(l.fabric.ports) > 0 {
 		f := l.fabric.result()
 		out.Fabric = &f

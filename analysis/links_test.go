@@ -43,6 +43,7 @@ func TestLinks(t *testing.T) {
 		want  map[int32]linkBytes // devices with traffic
 		unatt int64               // each device's unattributed bytes, where any
 		moved int64
+		emu   int64 // bus bytes of emulated ops (Links.EmulatedBytes)
 	}{
 		{
 			name:  "send on the sender, recv on the receiver, within a host",
@@ -146,6 +147,24 @@ func TestLinks(t *testing.T) {
 			moved: 2000,
 		},
 		{
+			// --fit on one GPU: the copy that stood in for a cross-host send crossed no NIC.
+			name:  "emulated send and receive across hosts: on no link, counted as emulated",
+			meta:  twoHosts,
+			evs:   withAux([]timeline.Event{sendEv(3, 4, 0, 10, 2000, 1), recvEv(4, 3, 0, 10, 2000, 1)}, timeline.AuxEmulated),
+			want:  map[int32]linkBytes{},
+			moved: 0,
+			emu:   2000,
+		},
+		{
+			// Four ranks on one GPU: nothing crossed NVLink; its bus bytes are what it stood in for.
+			name:  "emulated collective within a host: on no link, its bus bytes emulated",
+			meta:  twoHosts,
+			evs:   withAux(instance(timeline.CollAllReduce, 1, []int64{0, 0, 0, 0}, []int64{10, 10, 10, 10}, 1000), timeline.AuxEmulated),
+			want:  map[int32]linkBytes{},
+			moved: 0,
+			emu:   6000,
+		},
+		{
 			name:  "link bytes from a source that does not measure links are not counted",
 			meta:  twoHosts,
 			evs:   []timeline.Event{linkEv(3, LinkNIC, DirTx, 0, 10, 2000)},
@@ -179,6 +198,9 @@ func TestLinks(t *testing.T) {
 			}
 			if l.MovedBytes != tc.moved {
 				t.Errorf("MovedBytes = %d; want %d", l.MovedBytes, tc.moved)
+			}
+			if l.EmulatedBytes != tc.emu {
+				t.Errorf("EmulatedBytes = %d; want %d", l.EmulatedBytes, tc.emu)
 			}
 			for i, d := range l.Devices {
 				if d.Unattributed != tc.unatt {

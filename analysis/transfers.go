@@ -42,14 +42,28 @@ func roundRate(x float64) float64 {
 // An op of unknown size (Bytes 0: the source did not record it, or recorded a value out of range)
 // counts and its time is busy time, but it is left out of the rate: its bytes are not 0, and
 // dividing the known bytes by its time too would pull the rate down. knownNs is the busy time of
-// the ops whose size is known, the rate's denominator.
+// the ops whose size is known, the rate's denominator. An emulated op (timeline.AuxEmulated)
+// counts, with its bytes and time, but is left out of the rate too: it crossed none of the
+// topology's links. emuBytes and emuNs are the emulated sends' own (the copies that stood in).
 type opStats struct {
 	count, bytes, busyNs int64
 	unknown, knownNs     int64
+	rateBytes            int64 // of bytes, those of the ops the rate covers (known size, not emulated)
+	emulated             int64
+	emuBytes, emuNs      int64
 	lat                  Quantiles
 }
 
-func (s *opStats) add(bytes, dur int64) {
+// emuNone, emuRate and emuNoRate say how an op was emulated: not at all, as a send whose copy
+// stood in for the transfer (its rate is the copy's), or as a receive that only waited for that
+// copy (no rate of its own).
+const (
+	emuNone = iota
+	emuRate
+	emuNoRate
+)
+
+func (s *opStats) add(bytes, dur int64, emu int) {
 	dur = max(dur, 0)
 	s.count++
 	s.busyNs += dur
@@ -57,6 +71,16 @@ func (s *opStats) add(bytes, dur int64) {
 		s.unknown++
 	} else {
 		s.bytes += bytes
+	}
+	switch {
+	case emu != emuNone:
+		s.emulated++
+		if emu == emuRate && bytes > 0 {
+			s.emuBytes += bytes
+			s.emuNs += dur
+		}
+	case bytes > 0:
+		s.rateBytes += bytes
 		s.knownNs += dur
 	}
 	s.lat.Add(float64(dur))
@@ -88,6 +112,17 @@ type Stats struct {
 	// (GBps nil); absent otherwise.
 	GBpsMin *float64 `json:"gbps_min,omitempty"`
 	GBpsMax *float64 `json:"gbps_max,omitempty"`
+	// Emulated of the Count ops stood in for the topology's transfers (timeline.AuxEmulated: the
+	// cuda backend's --fit with ranks sharing a GPU, a send carried by a copy on the GPU and its
+	// receive waiting for that copy). They are in Count, Bytes and BusyNs but not in GBps, which
+	// covers only the transfers the topology's links carried (nil when all were emulated).
+	// EmulatedGBps is the emulated sends' own rate, their copies' (bytes / time: an on-GPU copy
+	// runs at memory speed, not a link's); nil for receives, which moved nothing themselves (the
+	// send's copy did): a receive's time is its stream's wait on the GPU for that copy to land,
+	// from the copy's start or, if its stream got there later, from then (the data then partly or
+	// wholly there already).
+	Emulated     int64    `json:"emulated"`
+	EmulatedGBps *float64 `json:"emulated_gbps"`
 }
 
 // statsJSON is Stats as written: Bytes null when no op's size is known.
@@ -101,6 +136,8 @@ type statsJSON struct {
 	P99Ns       *int64   `json:"time_ns_p99"`
 	GBpsMin     *float64 `json:"gbps_min,omitempty"`
 	GBpsMax     *float64 `json:"gbps_max,omitempty"`
+	Emulated    int64    `json:"emulated"`
+	EmuGBps     *float64 `json:"emulated_gbps"`
 }
 
 // BytesKnown reports whether Bytes is a figure (some op's size is known, or there is no op).
@@ -108,7 +145,7 @@ func (s Stats) BytesKnown() bool { return s.Count == 0 || s.UnknownSize < s.Coun
 
 func (s Stats) toJSON() statsJSON {
 	j := statsJSON{Count: s.Count, UnknownSize: s.UnknownSize, BusyNs: s.BusyNs, GBps: s.GBps,
-		P50Ns: s.P50Ns, P99Ns: s.P99Ns, GBpsMin: s.GBpsMin, GBpsMax: s.GBpsMax}
+		P50Ns: s.P50Ns, P99Ns: s.P99Ns, GBpsMin: s.GBpsMin, GBpsMax: s.GBpsMax, Emulated: s.Emulated, EmuGBps: s.EmulatedGBps}
 	if s.BytesKnown() {
 		j.Bytes = &s.Bytes
 	}
@@ -131,13 +168,16 @@ const minTickNs = 1000
 // result is the group's figures, its rate bounded when ticks (the timestamps' resolution, ns)
 // leave it uncertain.
 func (s *opStats) result(tick int64) Stats {
-	out := Stats{Count: s.count, Bytes: s.bytes, UnknownSize: s.unknown, BusyNs: s.busyNs, GBps: rate(s.bytes, s.knownNs),
-		P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99)}
-	if known := s.count - s.unknown; tick >= minTickNs && s.bytes > 0 && s.knownNs < MinTicks*known*tick {
+	out := Stats{Count: s.count, Bytes: s.bytes, UnknownSize: s.unknown, BusyNs: s.busyNs, GBps: rate(s.rateBytes, s.knownNs),
+		P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), Emulated: s.emulated, EmulatedGBps: rate(s.emuBytes, s.emuNs)}
+	if known := s.count - s.unknown - s.emulated; tick >= minTickNs && s.rateBytes > 0 && s.knownNs < MinTicks*known*tick {
 		slack := known * tick
 		out.GBps = nil
-		out.GBpsMin = rate(s.bytes, s.knownNs+slack)
-		out.GBpsMax = rate(s.bytes, s.knownNs-slack) // nil when the ops may have taken no time
+		out.GBpsMin = rate(s.rateBytes, s.knownNs+slack)
+		out.GBpsMax = rate(s.rateBytes, s.knownNs-slack) // nil when the ops may have taken no time
+	}
+	if implausible(out.EmulatedGBps) {
+		out.EmulatedGBps = nil
 	}
 	if implausible(out.GBps) || implausible(out.GBpsMin) {
 		// Faster than anything moves data, even at the bound: broken records (a 1 GB copy that
@@ -232,17 +272,24 @@ func (t *transfers) fold(e *timeline.Event) {
 		if t.odd[name] == nil {
 			t.odd[name] = &opStats{}
 		}
-		t.odd[name].add(e.Bytes, e.Dur())
+		t.odd[name].add(e.Bytes, e.Dur(), emuNone)
 		return
 	}
-	t.byKind[k].add(e.Bytes, e.Dur())
+	emu := emuNone
+	if e.Emulated() {
+		emu = emuRate
+		if e.Kind == timeline.KindRecv {
+			emu = emuNoRate
+		}
+	}
+	t.byKind[k].add(e.Bytes, e.Dur(), emu)
 	c := classIndex(e.Bytes)
 	ss := t.bySize[k][c]
 	if ss == nil {
 		ss = &opStats{}
 		t.bySize[k][c] = ss
 	}
-	ss.add(e.Bytes, e.Dur())
+	ss.add(e.Bytes, e.Dur(), emu)
 	if e.Kind == timeline.KindSend || (e.Kind == timeline.KindMemcpy && timeline.CopyDir(e.Sub) != timeline.CopySet) {
 		t.count++
 		t.bytes += max(e.Bytes, 0)

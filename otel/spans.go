@@ -30,11 +30,15 @@ const (
 	AttrBarrier    = attribute.Key("xfertop.barrier")
 	// AttrGraphCaptured marks an op a CUDA graph replayed (timeline.Event.Captured).
 	AttrGraphCaptured = attribute.Key("xfertop.graph.captured")
-	AttrWaitNs        = attribute.Key("xfertop.wait.ns")
-	AttrWaitCause     = attribute.Key("xfertop.wait.cause")
-	AttrStraggler     = attribute.Key("xfertop.barrier.straggler")
-	AttrLateness      = attribute.Key("xfertop.barrier.lateness_ns")
-	AttrStatus        = attribute.Key("xfertop.status")
+	// AttrEmulated marks a send, receive or collective that stood in for the topology's (the cuda
+	// backend's --fit with ranks sharing a GPU: timeline.Event.Emulated); such a span has no
+	// xfertop.gbps, as its time is no rate of the topology's links.
+	AttrEmulated  = attribute.Key("xfertop.emulated")
+	AttrWaitNs    = attribute.Key("xfertop.wait.ns")
+	AttrWaitCause = attribute.Key("xfertop.wait.cause")
+	AttrStraggler = attribute.Key("xfertop.barrier.straggler")
+	AttrLateness  = attribute.Key("xfertop.barrier.lateness_ns")
+	AttrStatus    = attribute.Key("xfertop.status")
 
 	// With Detail full, these carry the rest of each event, so a receiver rebuilds it exactly.
 	AttrSeq    = attribute.Key("xfertop.seq")       // the event's place in its session's stream
@@ -327,7 +331,7 @@ func eventAttrs(e *timeline.Event, attrs []attribute.KeyValue) []attribute.KeyVa
 	}
 	if e.Bytes > 0 {
 		attrs = append(attrs, AttrBytes.Int64(e.Bytes))
-		if d := e.Dur(); d > 0 {
+		if d := e.Dur(); d > 0 && !e.Emulated() {
 			attrs = append(attrs, AttrGBps.Float64(float64(e.Bytes)/float64(d)))
 		}
 	}
@@ -357,6 +361,9 @@ func eventAttrs(e *timeline.Event, attrs []attribute.KeyValue) []attribute.KeyVa
 	}
 	if e.Captured() {
 		attrs = append(attrs, AttrGraphCaptured.Bool(true))
+	}
+	if e.Emulated() {
+		attrs = append(attrs, AttrEmulated.Bool(true))
 	}
 	if e.Status != timeline.StatusOK {
 		attrs = append(attrs, AttrStatus.Int64(int64(e.Status)))

@@ -2,8 +2,10 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/xfertop/xfertop/analysis"
 	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/units"
@@ -92,6 +94,20 @@ func findings(fs []diagnosis.Finding, m timeline.Meta) []Finding {
 	return out
 }
 
+// emulatedRun reports whether the run emulated some of the topology's transfers or collectives
+// (--fit with ranks sharing GPUs), where the diagnosis names no slow link, GPU or host.
+func emulatedRun(r *Report) bool {
+	if r.Links.EmulatedBytes > 0 {
+		return true
+	}
+	for _, s := range r.Transfers.ByKind {
+		if s.Emulated > 0 {
+			return true
+		}
+	}
+	return slices.ContainsFunc(r.Collectives, func(c analysis.Collective) bool { return c.Emulated })
+}
+
 // findingsText writes the findings, worst first, or says there are none.
 func findingsText(b *strings.Builder, r *Report) {
 	defer func() {
@@ -100,6 +116,10 @@ func findingsText(b *strings.Builder, r *Report) {
 		}
 	}()
 	if len(r.Findings) == 0 {
+		if emulatedRun(r) {
+			b.WriteString("\nFindings: none (no hang; ranks shared GPUs under --fit, so no slow link, GPU or host is named: ranks on one GPU contend for it)\n")
+			return
+		}
 		b.WriteString("\nFindings: none (no rank, GPU, host or link stood out from its peers; no hang)\n")
 		return
 	}

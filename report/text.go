@@ -212,6 +212,28 @@ func transfersText(b *strings.Builder, r *Report) {
 	if quantised {
 		b.WriteString("A range (lo–hi, or ≥ lo) is a rate the timestamps' resolution leaves uncertain: the ops lasted under 100 ticks of it on average.\n")
 	}
+	emulatedTransfersText(b, t)
+}
+
+// emulatedTransfersText says, under the transfers table, which rows hold transfers that stood in
+// for the topology's (--fit on shared GPUs), what they were, and that GB/s leaves them out.
+func emulatedTransfersText(b *strings.Builder, t analysis.Transfers) {
+	for _, k := range timeline.TransferKinds {
+		ks := t.ByKind[k]
+		if ks.Emulated == 0 {
+			continue
+		}
+		what := "carried by copies on this machine's GPUs (in one GPU's memory where both ranks share it), on no link of the topology"
+		if ks.EmulatedGBps != nil {
+			what = fmt.Sprintf("carried by copies on this machine's GPUs at %s GB/s (in one GPU's memory where both ranks share it), on no link of the topology",
+				units.GBpsFigure(*ks.EmulatedGBps))
+		}
+		if k == "recv" {
+			what = "each its stream's wait on the GPU for its send's copy to land, from the copy's start (the wait for the sender before it is a peer wait): no rate of its own"
+		}
+		fmt.Fprintf(b, "%s: %d of %d emulated (--fit put ranks on shared GPUs, where NCCL allows one rank per GPU), %s; GB/s leaves them out\n",
+			k, ks.Emulated, ks.Count, what)
+	}
 }
 
 // MovedBytes is the bytes moved on links as text: a lower bound (≥) when some op of unknown size
@@ -263,6 +285,9 @@ func collectivesText(b *strings.Builder, r *Report) {
 		collectiveLine(tw, c)
 	}
 	tw.Flush()
+	if slices.ContainsFunc(r.Collectives, func(c analysis.Collective) bool { return c.Emulated }) {
+		b.WriteString("emulated: --fit put some of the collective's ranks on one GPU (NCCL allows one rank per GPU): NCCL ran it over the GPUs they share, the other ranks there waiting for it, and over one GPU not at all (no data moved); its time is what ran, with no algbw or busbw\n")
+	}
 	switch {
 	case len(r.CollPartial) > 0:
 		fmt.Fprintf(b, "%s never heard from every rank: the rows whose ranks read seen/expected, with the figures of the ranks seen (time ≥, bandwidths ≤ every rank's)\n",
@@ -310,7 +335,10 @@ func collectiveLine(tw io.Writer, c analysis.Collective) {
 		p50, alg, bus = units.Bound("≥", p50), units.Bound("≤", alg), units.Bound("≤", bus)
 	}
 	ap, ch := c.AlgoProto, units.Unknown
-	if ap == "" {
+	switch {
+	case c.Emulated:
+		ap = "emulated"
+	case ap == "":
 		ap = units.Unknown
 	}
 	if c.Channels != nil {
@@ -436,6 +464,9 @@ func linksText(b *strings.Builder, r *Report, o TextOptions) {
 		unknown = unknown || d.Unattributed > 0
 	}
 	fmt.Fprintf(b, "\nLink traffic (%s): %s moved on links (bus bytes)\n", how, MovedBytes(r.Links))
+	if e := r.Links.EmulatedBytes; e > 0 {
+		fmt.Fprintf(b, "  and %s (bus bytes) emulated under --fit (ranks sharing GPUs), on no link of the topology\n", units.Bytes(e))
+	}
 	linkDevicesText(b, r, o, unknown)
 	if unknown {
 		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say, and ops between devices whose hosts are unknown (no topology)\n")

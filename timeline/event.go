@@ -287,6 +287,21 @@ const AuxOneHost uint32 = 1 << 29
 // ranks it has.
 const AuxManyHosts uint32 = 1 << 28
 
+// AuxEmulated, set in the Aux of a send, receive or collective, says the op stood in for one the
+// machine could not run as the topology has it: the cuda backend under --fit, with ranks sharing a
+// GPU (NCCL allows one rank per GPU), carries such a send and its receive by a copy on the GPU, and
+// such a collective by NCCL over the GPUs its ranks really span, the other ranks on each waiting
+// for it (over one GPU: no NCCL call, nothing moved). Its bytes crossed none of the topology's links
+// and its time is no rate of them: the analysis counts it, shows it marked, and gives it no link
+// bytes and no bandwidth of the topology. The other bits of Aux keep their meaning.
+const AuxEmulated uint32 = 1 << 27
+
+// Emulated reports whether e is a send, receive or collective that stood in for the topology's
+// (AuxEmulated).
+func (e *Event) Emulated() bool {
+	return (e.Kind == KindSend || e.Kind == KindRecv || e.Kind == KindCollective) && e.Aux&AuxEmulated != 0
+}
+
 // SeqOp is the op id of sequence number seq on communicator comm: bit 63 set, the communicator in
 // bits 40-62, the sequence number in bits 0-39. Seq 0 names no collective: a KindMark with it
 // says its device is a member of the communicator.

@@ -40,6 +40,10 @@ const (
 // Diagnosis folds events into findings.
 type Diagnosis struct {
 	gph int
+	// shared says ranks of the job share GPUs (an emulated op was seen: the cuda backend's --fit):
+	// they contend for one GPU and one host's CPUs, so a rank slower than its peers says how they
+	// were shared, not that a link, GPU or host of the topology is slow. No slow verdict is made.
+	shared bool
 	// alerts waits for labels to read its messages (Result): at most maxAlerts are kept.
 	alerts []timeline.Event
 
@@ -298,7 +302,14 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 		}
 		if r := d.rank(e.Device); r != nil {
 			d.launch(r, e)
-			d.addOp(e)
+			if !e.Emulated() {
+				// An op that stood in for the topology's (--fit on shared GPUs) took the time of
+				// a copy or of a wait on a GPU its ranks share: comparing it with its peers would
+				// blame a link or GPU of the topology that it never used.
+				d.addOp(e)
+			} else {
+				d.shared = true
+			}
 			if e.Kind == timeline.KindCollective && (e.Sub == uint8(timeline.CollAllToAll) || e.Sub == uint8(timeline.CollRaggedAllToAll)) {
 				r.a2a = true
 			}

@@ -181,6 +181,79 @@ func TestSlowLinkPipeline(t *testing.T) {
 	}
 }
 
+// The same pipeline under --fit on one GPU (timeline.AuxEmulated): ranks 2 and 10's transfers
+// took 3× as copies on a GPU every rank shares, on no NIC of the topology, so no link of it is
+// blamed (the run on an H200 had named "host 0 GPU 6 NIC" a slow link from such copies).
+func TestEmulatedTransfersBlameNoLink(t *testing.T) {
+	s := newStepper(8)
+	var op uint64
+	for st := range 2 {
+		for r := int32(0); r < 16; r++ {
+			for i := range 10 {
+				op++
+				dur := int64(float64(ms) * jitter(int(r), i))
+				if r == 2 || r == 10 {
+					dur = 3 * ms
+				}
+				at := s.t + int64(i)*2*ms
+				for _, e := range []timeline.Event{
+					{Kind: timeline.KindSend, Start: at, End: at + dur, Queued: at, Device: r, Peer: r + 8, Bytes: 1 << 20, Op: op, Stream: 1},
+					{Kind: timeline.KindRecv, Start: at, End: at + dur, Queued: at, Device: r + 8, Peer: r, Bytes: 1 << 20, Op: op, Stream: 2},
+				} {
+					e.Aux = timeline.AuxEmulated
+					s.add(e)
+				}
+			}
+		}
+		s.endStep(100 * ms)
+		if got := s.d.Result(s.strs); len(got) != 0 {
+			t.Fatalf("step %d: %v; want no finding from emulated transfers", st, got)
+		}
+	}
+}
+
+// Ranks that share GPUs (an emulated op seen: --fit) contend for one GPU and one host: a rank's
+// kernels or launches slower than its peers' say how they were shared, so no slow GPU or host of
+// the topology is named, where the same job on GPUs of their own has its finding (the H200 run had
+// named seven "slow GPU"s and both hosts of a 16-rank job on one GPU).
+func TestSharedGPUsNoSlowVerdict(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		shared bool
+		gap    func(r int) int64
+		kdur   func(r, i int) int64
+		kind   Kind
+	}{
+		{"GPU 5 at 2x", false, func(int) int64 { return 10_000 }, func(r, i int) int64 { return int64(float64(ms)*jitter(r, i)) * int64(1+b2i(r == 5)) }, SlowGPU},
+		{"GPU 5 at 2x, ranks sharing GPUs", true, func(int) int64 { return 10_000 }, func(r, i int) int64 { return int64(float64(ms)*jitter(r, i)) * int64(1+b2i(r == 5)) }, 0},
+		{"host of rank 9 launches 3x slower, ranks sharing GPUs", true, func(r int) int64 { return 10_000 * int64(1+2*b2i(r == 9)) },
+			func(r, i int) int64 { return int64(float64(ms) * jitter(r, i)) }, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStepper(8)
+			for st := range 3 {
+				if c.shared {
+					s.add(timeline.Event{Kind: timeline.KindSend, Start: s.t, End: s.t + 50_000, Queued: s.t, Device: 0, Peer: 8, Bytes: 1 << 20,
+						Op: uint64(st + 1), Stream: 2, Aux: timeline.AuxEmulated})
+				}
+				s.kernels(16, 50, c.kdur, c.gap)
+				s.endStep(100 * ms)
+			}
+			got := s.d.Result(s.strs)
+			if c.kind == 0 && len(got) != 0 || c.kind != 0 && (len(got) != 1 || got[0].Kind != c.kind) {
+				t.Fatalf("findings %v; want %v", got, map[bool]string{true: "none", false: c.kind.String()}[c.kind == 0])
+			}
+		})
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // Every rank's collective slows together (one communicator of all ranks): the ranks tie, and the
 // link that never moved more than a third of its peers' peak is the culprit.
 func TestSlowLinkWholeCommunicator(t *testing.T) {

@@ -78,6 +78,9 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	if s, ok := d.straggler(stepNs); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
 	}
+	if d.shared {
+		sus = nil // ranks on shared GPUs: their differences are the sharing's (Diagnosis.shared)
+	}
 	seen := map[candKey]bool{}
 	for _, s := range sus {
 		k := candKey{kind: s.kind, rank: s.rank, port: s.port}

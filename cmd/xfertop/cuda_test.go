@@ -210,3 +210,108 @@ func TestCUDAGraphsOn(t *testing.T) {
 		})
 	}
 }
+
+// With --fit putting several ranks on one GPU, what the cuda backend runs in place of the
+// topology's transfers and collectives is reported as emulated, never as the topology's figures
+// (the first run on an H200 reported 8 ranks' all-reduce as 80 one-rank ones at up to 158,729
+// GB/s, and cross-host sends run as on-GPU copies as 1270 GB/s over 50 GB/s NICs):
+//   - a collective keeps the scenario's op, ranks and count (row by row with the simulator's),
+//     marked emulated, with no algbw or busbw;
+//   - sends and receives carried by copies count as emulated and have no GB/s of the topology (the
+//     receives no rate at all); the links of the topology carry none of their bytes, which are
+//     emulated_bytes instead, the bus bytes the simulator moves on its links;
+//   - the diagnosis names no slow link, GPU or host of the topology: ranks on one GPU contend for
+//     it (the H200 run had named seven slow GPUs and both hosts of a job on one GPU).
+func TestCUDAFitReportsEmulated(t *testing.T) {
+	for _, sc := range [][]string{
+		{"--scenario", "allreduce-sweep", "--set", "max_bytes=64KiB", "--set", "iters=2"},
+		{"--scenario", "pipeline", "--set", "activation_bytes=1MiB", "--set", "compute=1ms", "--set", "microbatches=2"},
+		{"--scenario", "crosshost"},
+	} {
+		t.Run(strings.Join(sc[1:], " "), func(t *testing.T) {
+			reports := map[string]map[string]any{}
+			for _, backend := range []string{"sim", "cuda"} {
+				args := append([]string{"run", "--headless", "--json", "--steps", "1", "--backend", backend}, sc...)
+				if backend == "cuda" {
+					args = append(args, "--fit")
+				}
+				code, out, errs := runCLI(t, args...)
+				if code != exitOK {
+					t.Fatalf("%s: exit %d: %s", backend, code, errs)
+				}
+				var r map[string]any
+				if err := json.Unmarshal([]byte(out), &r); err != nil {
+					t.Fatalf("%s: not JSON: %v", backend, err)
+				}
+				reports[backend] = r
+			}
+			sim, cuda := reports["sim"], reports["cuda"]
+			if m, _ := cuda["mapping"].(string); !strings.Contains(m, "(--fit)") {
+				t.Skipf("every rank has a GPU of its own here (%s): nothing is emulated", m)
+			}
+			fitCollectives(t, sim, cuda)
+			fitTransfers(t, sim, cuda)
+			for _, f := range cuda["findings"].([]any) {
+				if k := f.(map[string]any)["kind"]; k == "slow link" || k == "slow GPU" || k == "slow host" {
+					t.Errorf("finding from emulated ops: %v", f)
+				}
+			}
+		})
+	}
+}
+
+// fitCollectives checks a --fit run's collectives against the simulator's: the same rows (op,
+// ranks, size class) with the same counts, every one emulated with no bandwidth.
+func fitCollectives(t *testing.T, sim, cuda map[string]any) {
+	t.Helper()
+	counts := func(r map[string]any) map[string]float64 {
+		out := map[string]float64{}
+		for _, c := range r["collectives"].([]any) {
+			row := c.(map[string]any)
+			out[fmt.Sprintf("%v on %v ranks, %v B", row["op"], row["ranks"], row["size_class"])] += row["count"].(float64)
+		}
+		return out
+	}
+	if s, c := counts(sim), counts(cuda); fmt.Sprint(s) != fmt.Sprint(c) {
+		t.Errorf("collectives on cuda --fit: %v\non the simulator: %v", c, s)
+	}
+	for _, c := range cuda["collectives"].([]any) {
+		row := c.(map[string]any)
+		if row["emulated"] != true || row["algbw_gbps"] != nil || row["busbw_gbps"] != nil {
+			t.Errorf("row %v %v ranks %v B: emulated %v, algbw %v, busbw %v; want emulated, no bandwidth",
+				row["op"], row["ranks"], row["bytes"], row["emulated"], row["algbw_gbps"], row["busbw_gbps"])
+		}
+	}
+}
+
+// fitTransfers checks a --fit run's sends and receives: emulated, no GB/s of the topology, on none
+// of its links; their bus bytes, emulated_bytes, are those the simulator moves.
+func fitTransfers(t *testing.T, sim, cuda map[string]any) {
+	t.Helper()
+	byKind := cuda["transfers"].(map[string]any)["by_kind"].(map[string]any)
+	for _, k := range []string{"send", "recv"} {
+		s := byKind[k].(map[string]any)
+		if s["emulated"] != s["count"] || s["gbps"] != nil {
+			t.Errorf("%s: %v of %v emulated, gbps %v; want all, null", k, s["emulated"], s["count"], s["gbps"])
+		}
+		if k == "recv" && s["emulated_gbps"] != nil {
+			t.Errorf("recv: emulated_gbps %v; want null (a receive waited for its send's copy)", s["emulated_gbps"])
+		}
+		if c, _ := s["count"].(float64); k == "send" && c > 0 && s["emulated_gbps"] == nil {
+			t.Errorf("send: emulated_gbps null; want the copies' rate")
+		}
+	}
+	links := cuda["links"].(map[string]any)
+	for _, d := range links["devices"].([]any) {
+		dev := d.(map[string]any)
+		for _, l := range []string{"nvlink_bytes", "nic_bytes", "pcie_bytes"} {
+			if v, _ := dev[l].(float64); v != 0 {
+				t.Errorf("device %v: %s %v; want none on the topology's links", dev["device"], l, v)
+			}
+		}
+	}
+	simMoved := sim["links"].(map[string]any)["moved_bytes"]
+	if links["moved_bytes"] != 0.0 || links["emulated_bytes"] != simMoved {
+		t.Errorf("moved_bytes %v, emulated_bytes %v; want 0, the simulator's moved bytes %v", links["moved_bytes"], links["emulated_bytes"], simMoved)
+	}
+}

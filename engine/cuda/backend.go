@@ -166,7 +166,11 @@ type Backend struct {
 	instant  chan timeline.Event
 	barriers map[uint64]*barrier
 	pairs    map[pairKey]*pair // send/receive pairs carried by copies (--fit)
-	err      error
+	// copies are, by pair, the session times at which the poller saw a copy that carries a send
+	// (--fit) begin, until its receive is reported (copyUnknown: the send failed). The poller's
+	// alone.
+	copies map[pairKey]int64
+	err    error
 
 	retired []uint32           // communicators the client dropped: destroyed after the current run
 	faults  []engine.CommFault // communicators NCCL reported an asynchronous error for
@@ -208,7 +212,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Backend, erro
 	}
 	b := &Backend{rankFaults: rankFaults, collPosted: make([]bool, len(rankFaults)), cfg: cfg, topo: cfg.Topology, fit: cfg.Fit, sink: sink, strs: strs, streams: make([]streamState, 1),
 		queues: make([][]engine.Command, cfg.Topology.Devices()), comms: map[uint32]*commState{},
-		watchdog: 10 * time.Second, anchorEvery: cmp.Or(cfg.AnchorEvery, defaultAnchorEvery), barriers: map[uint64]*barrier{}, pairs: map[pairKey]*pair{}, graphs: map[graphKey]*rankGraph{}}
+		watchdog: 10 * time.Second, anchorEvery: cmp.Or(cfg.AnchorEvery, defaultAnchorEvery), barriers: map[uint64]*barrier{}, pairs: map[pairKey]*pair{}, copies: map[pairKey]int64{}, graphs: map[graphKey]*rankGraph{}}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for g := range cfg.Fit.GPUs {

@@ -321,7 +321,9 @@ func TestSendRecvGroup(t *testing.T) {
 }
 
 // With --fit, ranks sharing a GPU exchange data by copies and a receive ends no earlier than the
-// copy that feeds it; collectives over ranks on fewer GPUs run over those GPUs alone.
+// copy that feeds it; collectives over ranks on fewer GPUs run over those GPUs alone. Each such op
+// is reported as emulated (timeline.AuxEmulated); a pair on GPUs of their own is not. An emulated
+// receive begins with the copy that carries it, its wait for the sender a peer wait.
 func TestFitSharedGPUs(t *testing.T) {
 	for _, gpus := range []int{1, 2} {
 		t.Run(map[int]string{1: "4-ranks-on-1", 2: "4-ranks-on-2"}[gpus], func(t *testing.T) {
@@ -362,9 +364,36 @@ func TestFitSharedGPUs(t *testing.T) {
 					t.Errorf("pair %d: receive ended at %d, send started at %d", pair.id, recv.End, send.Start)
 				}
 			}
+			// What stood in for the topology's transfers and collectives is marked so: the copies
+			// between ranks sharing a GPU, and the collective (reported with its own 4 ranks, not
+			// the GPUs they share, so that its rows compare with the simulator's).
+			for _, pair := range []struct {
+				id       uint64
+				peer     int32
+				emulated bool
+			}{{10, 2, true}, {11, 1, gpus == 1}} {
+				send, recv := r.byOp(pair.id, timeline.KindSend, 0), r.byOp(pair.id, timeline.KindRecv, pair.peer)
+				for _, e := range []timeline.Event{send, recv} {
+					if e.Emulated() != pair.emulated {
+						t.Errorf("pair %d: %s emulated %v; want %v", pair.id, e.Kind, e.Emulated(), pair.emulated)
+					}
+				}
+				if !pair.emulated {
+					continue
+				}
+				// The receive was posted at once and its send after a 4 ms kernel, on one GPU: as
+				// on the simulator, the receive is the transfer from the copy's start, and the
+				// wait before it for the sender is a peer wait.
+				wait := r.byOp(pair.id, timeline.KindPeerWait, pair.peer)
+				if recv.Start != send.Start || wait.Kind != timeline.KindPeerWait || wait.Aux != timeline.PeerWaitRecv || wait.End != recv.Start ||
+					wait.Start >= wait.End {
+					t.Errorf("pair %d: send from %d, receive %d..%d, peer wait %v %d..%d; want the receive from the send's start, a receive's peer wait before it",
+						pair.id, send.Start, recv.Start, recv.End, wait.Kind, wait.Start, wait.End)
+				}
+			}
 			for _, e := range r.events(timeline.KindCollective) {
-				if int(e.Ranks) != gpus {
-					t.Errorf("all-reduce over 4 ranks on %d GPUs reports %d ranks", gpus, e.Ranks)
+				if int(e.Ranks) != 4 || !e.Emulated() {
+					t.Errorf("all-reduce over 4 ranks on %d GPUs reports %d ranks, emulated %v; want 4, emulated", gpus, e.Ranks, e.Emulated())
 				}
 			}
 		})

@@ -93,6 +93,11 @@ func (b *Backend) poll(ctx context.Context) error {
 			use(f.gpu)
 			switch err := f.end.Query(); {
 			case err == nil:
+				if b.awaitsCopy(&f) {
+					kept = append(kept, f) // its send's copy is reported first: it tells where the receive began
+					blocked[f.op.Stream] = true // and the ops after it on its stream after it
+					continue
+				}
 				b.complete(f)
 				if !f.owned {
 					f.tl.retire(f.seq)
@@ -138,13 +143,101 @@ func (b *Backend) complete(f inflight) {
 	e := b.opEvent(&f, start, end)
 	if f.op.Kind == engine.OpGroup {
 		for _, part := range f.op.Parts {
-			pe := partEvent(e, part)
+			pe := b.partEvent(e, f.rank, part)
+			b.noteCopy(&pe)
+			if pe.Kind == timeline.KindRecv && pe.Emulated() {
+				// A group's parts share its times: nothing to take from the copy. It must not
+				// wait for its send either (two ranks' groups may each hold the other's).
+				b.forgetCopy(pairKey{pe.Comm, pe.Op, -1})
+			}
 			b.sink.Emit(&pe)
 			b.resolve(part.Future, part, f.rank, end, nil)
 		}
 	}
+	b.noteCopy(&e)
+	if e.Kind == timeline.KindRecv && e.Emulated() {
+		b.fromCopy(&e)
+	}
 	b.sink.Emit(&e)
 	b.resolve(f.op.Future, f.op, f.rank, end, nil)
+}
+
+// copyUnknown is a copy whose start is not known: its send failed. copyUsed is a copy whose
+// receive was reported before its send (a group's part): the send's note is then dropped.
+const (
+	copyUnknown = -1
+	copyUsed    = -2
+)
+
+// forgetCopy drops pair k's note, or marks it used when its send is yet to be reported.
+func (b *Backend) forgetCopy(k pairKey) {
+	if _, ok := b.copies[k]; ok {
+		delete(b.copies, k)
+		return
+	}
+	b.copies[k] = copyUsed
+}
+
+// noteCopy remembers when the copy carrying emulated send e began (--fit): its receive's time is
+// counted from then. A send's start event is recorded on its stream just before its copy; a send in
+// a group is taken from the group's start.
+func (b *Backend) noteCopy(e *timeline.Event) {
+	if e.Kind != timeline.KindSend || !e.Emulated() {
+		return
+	}
+	k := pairKey{e.Comm, e.Op, -1}
+	if b.copies[k] == copyUsed {
+		delete(b.copies, k) // its receive has been reported
+		return
+	}
+	b.copies[k] = max(e.Start, 0)
+}
+
+// failCopy notes, of a failed op, what its pair's other half must know: a send's receive is
+// reported as it ran (copyUnknown); a receive's send has nobody to tell.
+func (b *Backend) failCopy(rank engine.DeviceID, op *engine.StreamOp) {
+	if (op.Kind != engine.OpSend && op.Kind != engine.OpRecv) || !b.emulated(rank, op) {
+		return
+	}
+	k := pairKey{op.Comm, op.ID, -1}
+	switch {
+	case op.Kind == engine.OpRecv:
+		b.forgetCopy(k)
+	case b.copies[k] == copyUsed:
+		delete(b.copies, k)
+	default:
+		b.copies[k] = copyUnknown
+	}
+}
+
+// awaitsCopy reports whether f, completed on the GPU, is a receive carried by a copy (--fit) whose
+// send the poller has not reported yet. The receive's stream waited for an event recorded after the
+// copy, and the send's end event is recorded after that same event, so the send is reported soon
+// after, or has failed (copyUnknown).
+func (b *Backend) awaitsCopy(f *inflight) bool {
+	if f.op.Kind != engine.OpRecv || !b.emulated(f.rank, &f.op) {
+		return false
+	}
+	_, ok := b.copies[pairKey{f.op.Comm, f.op.ID, -1}]
+	return !ok
+}
+
+// fromCopy makes emulated receive e begin where the copy that carried it began, as a receive does
+// on the simulator (its transfer alone): the time its stream waited before, for the sender's host
+// to get to the send, is a peer wait, as the simulator reports it. A receive whose stream got
+// there after the copy began keeps its own start.
+func (b *Backend) fromCopy(e *timeline.Event) {
+	k := pairKey{e.Comm, e.Op, -1}
+	at, ok := b.copies[k]
+	delete(b.copies, k)
+	if !ok || at == copyUnknown || at <= e.Start {
+		return
+	}
+	at = min(at, e.End)
+	w := *e
+	w.Kind, w.End, w.Aux, w.Sub = timeline.KindPeerWait, at, timeline.PeerWaitRecv, 0
+	b.sink.Emit(&w)
+	e.Start = at
 }
 
 // opEvent is the event op f is reported as, from start to end (ns since the session start).
@@ -166,7 +259,9 @@ func (b *Backend) opEvent(f *inflight, start, end int64) timeline.Event {
 	case engine.OpRecv:
 		e.Kind = timeline.KindRecv
 	case engine.OpCollective:
-		e.Kind, e.Sub, e.Ranks, e.Peer = timeline.KindCollective, uint8(op.Coll), uint16(b.fit.Distinct(op.Ranks)), -1
+		// The scenario's ranks, not the GPUs they share: the instance is the scenario's collective,
+		// row by row with the simulator's, marked emulated when ranks share a GPU.
+		e.Kind, e.Sub, e.Ranks, e.Peer = timeline.KindCollective, uint8(op.Coll), uint16(len(op.Ranks)), -1
 	case engine.OpBarrier:
 		e.Kind, e.Ranks, e.Peer = timeline.KindBarrier, uint16(len(op.Ranks)), -1
 	case engine.OpGroup:
@@ -175,20 +270,39 @@ func (b *Backend) opEvent(f *inflight, start, end int64) timeline.Event {
 	if op.Graph != 0 && e.Kind.IsBusy() {
 		e.Aux |= timeline.AuxCaptured // replayed by a graph launch, as the simulator marks it
 	}
+	if b.emulated(f.rank, op) {
+		e.Aux |= timeline.AuxEmulated
+	}
 	return e
 }
 
+// emulated reports whether rank's part of op stands in for what the topology would run (--fit
+// with ranks sharing a GPU): a send or receive carried by a copy, or a collective some of whose
+// ranks share a GPU (NCCL ran it over fewer GPUs than it has ranks, or not at all on one GPU).
+func (b *Backend) emulated(rank engine.DeviceID, op *engine.StreamOp) bool {
+	switch op.Kind {
+	case engine.OpCollective:
+		return b.fit.Distinct(op.Ranks) < len(op.Ranks)
+	case engine.OpSend, engine.OpRecv:
+		return !b.usesNCCL(rank, *op)
+	}
+	return false
+}
+
 // partEvent is the event of one part of the group whose event is g.
-func partEvent(g timeline.Event, part engine.StreamOp) timeline.Event {
+func (b *Backend) partEvent(g timeline.Event, rank engine.DeviceID, part engine.StreamOp) timeline.Event {
 	pe := g
 	pe.Kind, pe.Op, pe.Peer, pe.Bytes, pe.Aux = timeline.KindSend, part.ID, int32(part.Peer), part.Bytes, 0
 	if part.Kind == engine.OpRecv {
 		pe.Kind = timeline.KindRecv
 	} else if part.Kind == engine.OpCollective {
-		pe.Kind, pe.Sub, pe.Peer = timeline.KindCollective, uint8(part.Coll), -1
+		pe.Kind, pe.Sub, pe.Peer, pe.Ranks = timeline.KindCollective, uint8(part.Coll), -1, uint16(len(part.Ranks))
 	}
 	if part.Graph != 0 {
 		pe.Aux |= timeline.AuxCaptured // a part of a group a graph replayed
+	}
+	if b.emulated(rank, &part) {
+		pe.Aux |= timeline.AuxEmulated
 	}
 	return pe
 }
@@ -210,6 +324,10 @@ func (b *Backend) resolve(fut *engine.Future, op engine.StreamOp, rank engine.De
 func (b *Backend) fail(f inflight, err error) {
 	if f.tl != nil {
 		f.tl.endNs = -1 // an op that follows it on its stream has no known start
+	}
+	b.failCopy(f.rank, &f.op)
+	for i := range f.op.Parts {
+		b.failCopy(f.rank, &f.op.Parts[i])
 	}
 	msg := fmt.Sprintf("%s on rank %d failed: %v", engine.OpName(&f.op), f.rank, err)
 	now := time.Since(b.wall0).Nanoseconds()

@@ -80,7 +80,7 @@ func (b *Backend) publishRunning(pending []inflight, use func(int)) {
 		e := b.opEvent(f, start, max(now, start))
 		if f.op.Kind == engine.OpGroup {
 			for _, part := range f.op.Parts {
-				r.spare = append(r.spare, partEvent(e, part))
+				r.spare = append(r.spare, b.partEvent(e, f.rank, part))
 			}
 			continue
 		}

@@ -45,6 +45,26 @@ func TestWriteGolden(t *testing.T) {
 	}
 }
 
+// An emulated op (--fit on shared GPUs: timeline.AuxEmulated) gets no "GB/s", on its slice or in
+// its device's counter: its time is no rate of the topology's links. A real op beside it keeps both.
+func TestWriteEmulatedNoRate(t *testing.T) {
+	strs := timeline.NewStrings()
+	for _, emulated := range []bool{false, true} {
+		e := timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: 0, End: 6800, Bytes: 1 << 30, Device: 0, Stream: 1,
+			Ranks: 8, Op: 1, Peer: timeline.NoDevice}
+		if emulated {
+			e.Aux = timeline.AuxEmulated
+		}
+		var buf bytes.Buffer
+		if err := Write(&buf, []timeline.Event{e}, strs, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Count(buf.Bytes(), []byte(`GB/s`)); (got == 0) != emulated {
+			t.Errorf("emulated %v: %d mentions of GB/s in\n%s", emulated, got, buf.Bytes())
+		}
+	}
+}
+
 // failAfter fails every write after the first n bytes.
 type failAfter struct{ n int }
 

@@ -256,8 +256,11 @@ func Describe(snap *timeline.Snapshot, st *theme.Styles, idx int64) string {
 		parts = append(parts, fmt.Sprintf("peer %d", e.Peer))
 	}
 	parts = append(parts, units.Dur(e.Dur()))
-	if e.Bytes > 0 && e.Dur() > 0 && e.Kind.IsComm() {
+	if e.Bytes > 0 && e.Dur() > 0 && e.Kind.IsComm() && !e.Emulated() {
 		parts = append(parts, fmt.Sprintf("%.1f GB/s", float64(e.Bytes)/float64(e.Dur())))
+	}
+	if e.Emulated() { // its time is no rate of the topology's links (docs/report.md)
+		parts = append(parts, "emulated (--fit: ranks sharing a GPU)")
 	}
 	if e.Group != 0 {
 		parts = append(parts, fmt.Sprintf("group %d", e.Group))

@@ -102,6 +102,27 @@ func TestDrawHead(t *testing.T) {
 	}
 }
 
+// The line under the cursor gives a transfer's rate, but for an op that stood in for the
+// topology's (--fit on shared GPUs), which it says is emulated instead: a 1 GiB all-reduce of ranks
+// on one GPU "in" 6.8 µs is no 158,000 GB/s.
+func TestDescribeEmulated(t *testing.T) {
+	st := theme.DefaultStyles(true)
+	for _, emulated := range []bool{false, true} {
+		w := timeline.NewWindow(1<<10, timeline.NewStrings())
+		e := timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: 0, End: 6800, Bytes: 1 << 30, Ranks: 8, Device: 0,
+			Peer: timeline.NoDevice, Stream: 1, Op: 1}
+		if emulated {
+			e.Aux = timeline.AuxEmulated
+		}
+		w.Emit(&e)
+		snap := w.Snapshot()
+		got := ansi.Strip(Describe(&snap, &st, snap.Base))
+		if strings.Contains(got, "GB/s") == emulated || strings.Contains(got, "emulated") != emulated {
+			t.Errorf("emulated %v: %q", emulated, got)
+		}
+	}
+}
+
 // The ops a CUDA graph replayed are drawn as a captured region: their cells underlined, one run
 // from its first cell to its last, and the line under the cursor says so.
 func TestCapturedRegion(t *testing.T) {

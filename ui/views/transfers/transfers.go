@@ -86,6 +86,9 @@ type row struct {
 	algoProto    string   // collectives: NCCL's algorithm and protocol ("Ring_LL128"), "" when not known
 	coll         bool     // a collective: its ranks are 0 when the source did not record them (size and bytes of any row: 0 when unknown)
 	seen         *[2]int  // a partial collective row's fewest and most ranks seen (analysis.Collectives.Partial): its figures are theirs, bounds
+	// emulated: the row stood in for the topology's (--fit on shared GPUs: analysis.Stats.Emulated,
+	// analysis.Collective.Emulated), labelled so in the algo_proto column, as the text report does.
+	emulated bool
 }
 
 // rows lists the analysis's transfer and collective rows, filtered; once the source has ended
@@ -95,11 +98,11 @@ func rows(res *analysis.Result, f string, ended bool) []row {
 	var out []row
 	for _, r := range res.Transfers.BySize {
 		out = append(out, row{kind: r.Kind, size: r.SizeClass, count: r.Count, bytes: r.Bytes, p50: r.P50Ns, p99: r.P99Ns, rate: r.GBps,
-			lo: r.GBpsMin, hi: r.GBpsMax})
+			lo: r.GBpsMin, hi: r.GBpsMax, emulated: r.Emulated > 0})
 	}
 	for _, c := range res.Collectives.Rows {
 		out = append(out, row{kind: c.Op, size: c.SizeClass, ranks: c.Ranks, count: c.Count, bytes: c.Bytes * c.Count,
-			p50: c.P50Ns, p99: c.P99Ns, rate: c.AlgBW, bus: c.BusBW, algoProto: c.AlgoProto, coll: true})
+			p50: c.P50Ns, p99: c.P99Ns, rate: c.AlgBW, bus: c.BusBW, algoProto: c.AlgoProto, coll: true, emulated: c.Emulated})
 	}
 	for _, c := range res.Collectives.Partial {
 		if ended {
@@ -203,7 +206,14 @@ func cells(t row) []string {
 	if t.size == 0 { // not recorded, or out of range: a copy or collective of unknown size
 		size, bytes = units.Unknown, units.Unknown
 	}
-	return []string{t.kind, size, ranks, fmt.Sprint(t.count), bytes, p50, p99, rate, bus, t.algoProto}
+	ap := t.algoProto
+	if t.emulated {
+		ap = "emulated"
+		if t.rate != nil { // some of the row's transfers were real: the rate is theirs
+			ap = "part emulated"
+		}
+	}
+	return []string{t.kind, size, ranks, fmt.Sprint(t.count), bytes, p50, p99, rate, bus, ap}
 }
 
 // layout chooses the columns shown and their widths for a window w cells wide: each as wide as

@@ -46,6 +46,40 @@ func TestTransfersAlgoProto(t *testing.T) {
 	}
 }
 
+// Rows that stood in for the topology's (--fit on shared GPUs) say so in the algo_proto column, as
+// the text report does, beside their unknown rates: a send row of copies, an all-reduce of ranks on
+// one GPU; a real row beside them is not labelled.
+func TestTransfersEmulated(t *testing.T) {
+	bw := 100.0
+	res := &analysis.Result{
+		Transfers: analysis.Transfers{BySize: []analysis.SizeRow{
+			{Kind: "send", SizeClass: 1 << 26, Stats: analysis.Stats{Count: 180, Bytes: 180 << 26, Emulated: 180}},
+			{Kind: "d2h", SizeClass: 1 << 20, Stats: analysis.Stats{Count: 1, Bytes: 1 << 20, GBps: &bw}},
+		}},
+		Collectives: analysis.Collectives{Rows: []analysis.Collective{{Op: "all_reduce", Ranks: 8, SizeClass: 1 << 30, Bytes: 1 << 30, Count: 10, Emulated: true}}},
+	}
+	v := New(&widget.Frame{Res: res, Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()})
+	v.SetSize(160, 10)
+	lines := strings.Split(ansi.Strip(v.View()), "\n")
+	for _, tc := range []struct {
+		kind     string
+		emulated bool
+	}{{"send", true}, {"all_reduce", true}, {"d2h", false}} {
+		found := false
+		for _, l := range lines[1:] {
+			if strings.HasPrefix(l, tc.kind) {
+				found = true
+				if got := strings.HasSuffix(strings.TrimRight(l, " "), "emulated"); got != tc.emulated {
+					t.Errorf("%s row %q: labelled emulated %v; want %v", tc.kind, l, got, tc.emulated)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s row in\n%s", tc.kind, strings.Join(lines, "\n"))
+		}
+	}
+}
+
 // The table's last line names the ranks most often last at collectives, as the analysis ranks
 // them (worst first), and says nothing when no collective spanned two ranks.
 func TestTransfersCollectiveStragglers(t *testing.T) {
