@@ -9,7 +9,6 @@ import "C"
 
 import (
 	"math"
-	"os"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -25,12 +24,26 @@ var plugin struct {
 	clock  *tickClock
 }
 
+// processEnv reads the process's environment as it is now. Go's os.Getenv in a library NCCL loads
+// reads the environment the process started with: a job that sets a variable in its own code
+// before NCCL loads the plugin (PyTorch's os.environ["NCCL_HOSTID"] = …) was not seen (on an H200,
+// two ranks given their own NCCL host ids were reported as one host).
+func processEnv(name string) string {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	v := C.getenv(cs)
+	if v == nil {
+		return ""
+	}
+	return C.GoString(v)
+}
+
 //export xfertopSetup
 func xfertopSetup(out *C.xr_setup) {
-	cfg, err := sender.ConfigFromEnv(os.Getenv)
+	cfg, err := sender.ConfigFromEnv(processEnv)
 	tsc := false
 	if err == nil {
-		tsc, err = useTSC(os.Getenv, kernelClocksource)
+		tsc, err = useTSC(processEnv, kernelClocksource)
 	}
 	if err != nil {
 		msg := err.Error()
@@ -182,7 +195,7 @@ const benchRingSize = 1 << 18
 func benchCallbacks(n, kind int, full bool) (float64, uint64) {
 	C.xr_bench_setup(benchRingSize)
 	if benchRing == nil {
-		tsc, _ := useTSC(os.Getenv, kernelClocksource) // as the plugin would choose
+		tsc, _ := useTSC(processEnv, kernelClocksource) // as the plugin would choose
 		benchRing = newRing(startClock(tsc))
 	}
 	r := benchRing

@@ -581,3 +581,22 @@ func BenchmarkCallback(b *testing.B) {
 		})
 	}
 }
+
+// A variable the job sets in its own code before NCCL loads the plugin (PyTorch's
+// os.environ["NCCL_HOSTID"] = …) is seen: the rank's host is NCCL's host id, in the recording's
+// name and meta. On an H200 two ranks given their own host ids were reported as one host.
+func TestHarnessEnvSetByTheJob(t *testing.T) {
+	dir := t.TempDir()
+	runRanks(t, 1, []string{"XFERTOP_RECORD_DIR=" + dir}, "-iters", "1", "-setenv", "NCCL_HOSTID=fake-host-7")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.xfr"))
+	if len(files) != 1 || !strings.Contains(filepath.Base(files[0]), "-fake-host-7-") {
+		t.Fatalf("recordings %v; want one named for the host id the job set (rank0-fake-host-7-PID.xfr)", files)
+	}
+	rec, err := recordings.ReadFile(files[0], recordings.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := rec.Meta.Extra["nccl.host"]; h != "fake-host-7" {
+		t.Errorf("meta nccl.host %q; want fake-host-7", h)
+	}
+}

@@ -19,6 +19,7 @@
 // algo the variant's suffix, proto "") and the kernel phases of each kernel channel.
 //
 //   harness -lib PATH -rank R -nranks N [-comm HASH] [-scenario allreduce|sendrecv|ring|alltoall|ce|unknown|hang|bench]
+//           [-setenv NAME=VALUE] (set before the plugin is loaded, as a job's own code would)
 //           [-iters K] [-lookup 7,6,5,4] [-pace-us U] [-count C] [-tag T] [-sym 1]
 #include <dlfcn.h>
 #include <pthread.h>
@@ -576,6 +577,9 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "-tag")) user_tag = strtoull(argv[i + 1], NULL, 0);
     else if (!strcmp(argv[i], "-sym")) sym = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-mask")) null_mask = (int)strtol(argv[i + 1], NULL, 0);
+    // As a PyTorch job sets os.environ["NCCL_..."] after its start and before NCCL loads the
+    // plugin: the variable is in the process's environment, not in the one it started with.
+    else if (!strcmp(argv[i], "-setenv")) putenv(argv[i + 1]);
   }
   if (!lib || nranks < 1) {
     fprintf(stderr, "usage: harness -lib PATH -rank R -nranks N [-scenario S] [-iters K] [-lookup 7,6,5,4]\n");
