@@ -100,9 +100,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.Attach = &a
 	}
 	// NCCL takes a rank's host from NCCL_HOSTID when it is set (ranks sharing a machine then talk
-	// as separate hosts, over the network transport): the host the plugin reports is NCCL's, or
-	// attach would put their traffic on the one host's NVLink (as on an H200 where two ranks shared
-	// the GPU as two NCCL hosts over loopback sockets).
+	// as separate hosts, over the network transport): the host the plugin reports is NCCL's (on an
+	// H200, two ranks sharing the GPU as two NCCL hosts were reported as the machine's one host).
 	c.Host = getenv(EnvNCCLHostID)
 	if c.Host == "" {
 		c.Host, _ = os.Hostname()
