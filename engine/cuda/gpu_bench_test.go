@@ -43,6 +43,20 @@ func oneGPU(b *testing.B, opts engine.Options) (*engine.Client, *timeline.Store)
 
 var dirs = map[string]timeline.CopyDir{"h2d": timeline.CopyH2D, "d2h": timeline.CopyD2H, "d2d": timeline.CopyD2D}
 
+// primaryStream makes GPU 0's primary context current on this (locked) thread and returns a new
+// stream in it.
+func primaryStream(b *testing.B) cu.Stream {
+	b.Helper()
+	dev, _ := cu.GetDevice(0)
+	ctx, err := dev.RetainPrimaryCtx()
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = cu.SetCurrentContext(ctx)
+	s, _ := cu.MakeStream(cu.NonBlocking)
+	return s
+}
+
 // rawGBps times iters copies with plain gorgonia.org/cu calls between two events on one stream.
 func rawGBps(b *testing.B, dir timeline.CopyDir, size int64, iters int) float64 {
 	return rawCopies(b, dir, size, iters, false)
@@ -53,13 +67,7 @@ func rawGBps(b *testing.B, dir timeline.CopyDir, size int64, iters int) float64 
 func rawCopies(b *testing.B, dir timeline.CopyDir, size int64, iters int, bracket bool) float64 {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	dev, _ := cu.GetDevice(0)
-	ctx, err := dev.RetainPrimaryCtx()
-	if err != nil {
-		b.Fatal(err)
-	}
-	_ = cu.SetCurrentContext(ctx)
-	s, _ := cu.MakeStream(cu.NonBlocking)
+	s := primaryStream(b)
 	d1, _ := cu.MemAlloc(size)
 	d2, _ := cu.MemAlloc(size)
 	defer cu.MemFree(d1)
@@ -304,13 +312,7 @@ func BenchmarkDriverCalls(b *testing.B) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	dev, _ := cu.GetDevice(0)
-	ctx, err := dev.RetainPrimaryCtx()
-	if err != nil {
-		b.Fatal(err)
-	}
-	_ = cu.SetCurrentContext(ctx)
-	s, _ := cu.MakeStream(cu.NonBlocking)
+	s := primaryStream(b)
 	buf, _ := cu.MemAlloc(64)
 	defer cu.MemFree(buf)
 	ev, _ := cu.MakeEvent(cu.DefaultEvent)

@@ -78,6 +78,20 @@ note() { echo "$*" >"$dir/note"; }
 # highlight keeps its input as what the summary shows of a step that passed.
 highlight() { cat >>"$dir/highlights.txt"; }
 
+# tmux_quit keeps the console's last screen ($dir/screen.txt, and with colours screen-ansi.txt),
+# presses q, waits up to 10 s for it to exit and prints its exit status (empty: still running). The
+# caller's tm runs tmux on its own server.
+tmux_quit() {
+  tm capture-pane -p -t "$tmux_name" >"$dir/screen.txt"
+  tm capture-pane -e -p -t "$tmux_name" >"$dir/screen-ansi.txt"
+  tm send-keys -t "$tmux_name" q
+  for _ in $(seq 50); do
+    [ "$(tm display-message -p -t "$tmux_name" '#{pane_dead}')" = 1 ] && break
+    sleep 0.2
+  done
+  tm display-message -p -t "$tmux_name" '#{pane_dead_status}'
+}
+
 # free_port prints a TCP port nothing listens on (for torch's env:// rendezvous).
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -313,14 +327,7 @@ step_console() {
       fi
       { echo "---- frame at $t s ----"; tm capture-pane -p -t "$tmux_name"; } >>"$dir/frames.txt"
     done
-    tm capture-pane -p -t "$tmux_name" >"$dir/screen.txt"
-    tm capture-pane -e -p -t "$tmux_name" >"$dir/screen-ansi.txt"
-    tm send-keys -t "$tmux_name" q
-    for _ in $(seq 50); do
-      [ "$(tm display-message -p -t "$tmux_name" '#{pane_dead}')" = 1 ] && break
-      sleep 0.2
-    done
-    status=$(tm display-message -p -t "$tmux_name" '#{pane_dead_status}')
+    status=$(tmux_quit)
     echo "the console ran live for 60 s; after q it exited with status ${status:-? (still running)}"
     section "the last frame"
     cat "$dir/screen.txt"
@@ -492,14 +499,7 @@ step_watch() {
   done
   wait "$job" || jobrc=1
   cat "$dir/ranks.txt"
-  tm capture-pane -p -t "$tmux_name" >"$dir/screen.txt"
-  tm capture-pane -e -p -t "$tmux_name" >"$dir/screen-ansi.txt"
-  tm send-keys -t "$tmux_name" q
-  for _ in $(seq 50); do
-    [ "$(tm display-message -p -t "$tmux_name" '#{pane_dead}')" = 1 ] && break
-    sleep 0.2
-  done
-  status=$(tm display-message -p -t "$tmux_name" '#{pane_dead_status}')
+  status=$(tmux_quit)
   echo "the console ran live while the job ran; after q it exited with status ${status:-? (still running)}"
   section "the frame at 30 s"
   sed -n '/^---- frame at 30 s/,$p' "$dir/frames.txt"
