@@ -94,7 +94,7 @@ func (b *Backend) poll(ctx context.Context) error {
 			switch err := f.end.Query(); {
 			case err == nil:
 				if b.awaitsCopy(&f) {
-					kept = append(kept, f) // its send's copy is reported first: it tells where the receive began
+					kept = append(kept, f)      // its send's copy is reported first: it tells where the receive began
 					blocked[f.op.Stream] = true // and the ops after it on its stream after it
 					continue
 				}
