@@ -53,6 +53,9 @@ func (a *Analyzer) Reset() { a.StartAt(0) }
 func (a *Analyzer) StartAt(t int64) {
 	*a = Analyzer{meta: a.meta, from: max(t, 0), transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
 		links: newLinks(a.meta.GPUsPerHost, a.meta.LinkBytes, a.meta.FabricPortBps), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
+	if a.meta.HostsInEvents() {
+		a.links.hostOf, a.links.hosts = map[int32]uint16{}, map[uint16]struct{}{}
+	}
 	a.steps = newSteps(a.from)
 	a.window = &stepWindow{s: &a.steps, stale: true}
 	a.steps.win, a.idle.win, a.breakdown.win = a.window, a.window, a.window

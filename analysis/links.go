@@ -70,6 +70,10 @@ type links struct {
 	pub     []DeviceLinks
 	changed bool
 	fabric  fabric // the fabric's switch ports
+	// hostOf is, when the events carry their devices' hosts (Meta.HostsInEvents), the host each
+	// device's first event named; nil otherwise. hosts counts the distinct hosts seen.
+	hostOf map[int32]uint16
+	hosts  map[uint16]struct{}
 }
 
 // MaxDevices bounds the device ids that are their own slot in the per-device state (a dense array
@@ -87,6 +91,11 @@ func newLinks(gpusPerHost int, measured bool, portBps float64) *links {
 func (l *links) sameHost(a, b int32) (same, known bool) {
 	if a == b {
 		return true, true
+	}
+	if l.hostOf != nil {
+		ha, oka := l.hostOf[a]
+		hb, okb := l.hostOf[b]
+		return ha == hb, oka && okb
 	}
 	if l.gpusPerHost <= 0 {
 		return false, false
@@ -112,7 +121,22 @@ func (l *links) device(d int32) int32 {
 	return s
 }
 
+// learnHost notes the host e names for its device, when the events carry hosts.
+func (l *links) learnHost(e *timeline.Event) {
+	if l.hostOf == nil || e.Device < 0 {
+		return
+	}
+	if _, ok := l.hostOf[e.Device]; !ok && len(l.hostOf) < maxHostsLearned {
+		l.hostOf[e.Device] = e.Host
+		l.hosts[e.Host] = struct{}{}
+	}
+}
+
+// maxHostsLearned bounds the devices whose hosts are kept (a hostile stream's device ids).
+const maxHostsLearned = 1 << 20
+
 func (l *links) add(e *timeline.Event) {
+	l.learnHost(e)
 	if e.Kind == timeline.KindLinkBytes {
 		if dir, ok := timeline.UnpackFabricLink(e.Sub); ok {
 			if l.measured {
@@ -275,6 +299,11 @@ func (l *links) acrossHosts(e *timeline.Event) bool {
 	}
 	if e.Ranks == 1 {
 		return false
+	}
+	if l.hostOf != nil {
+		// Its members are not in the event: while one host has been seen, it is that host's;
+		// once the job's ranks name several, it may span them.
+		return len(l.hosts) > 1
 	}
 	return e.Ranks == 0 || l.gpusPerHost <= 0 || int(e.Ranks) > l.gpusPerHost
 }

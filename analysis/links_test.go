@@ -455,3 +455,51 @@ func TestLinksUnknownHosts(t *testing.T) {
 		}
 	}
 }
+
+// When the events carry their devices' hosts (attach: each rank names its host, NCCL's), a send
+// between devices of two hosts is on their NICs and a collective over ranks of several hosts is
+// unattributed, where the ranks-per-host count attach starts with would put both on one host's
+// NVLink (on an H200, two ranks of two NCCL hosts over loopback sockets read as NVLink traffic).
+func TestLinksHostsFromEvents(t *testing.T) {
+	onHost := func(h uint16, evs ...timeline.Event) []timeline.Event {
+		for i := range evs {
+			evs[i].Host = h
+		}
+		return evs
+	}
+	coll := ranks(2, instance(timeline.CollAllReduce, 1, []int64{20, 20}, []int64{30, 30}, 1<<20))
+	for _, tc := range []struct {
+		name          string
+		hosts         [2]uint16
+		nvlink, nic   int64
+		unattributed  int64
+		hostsInEvents bool
+	}{
+		{"two hosts", [2]uint16{0, 1}, 0, 4096, 2 * (1 << 20), true},
+		{"one host", [2]uint16{3, 3}, 4096 + 2*(1<<20), 0, 0, true},
+		{"the count alone (one host of 32768)", [2]uint16{0, 1}, 4096 + 2*(1<<20), 0, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := timeline.Meta{Devices: 2, GPUsPerHost: 1 << 15}
+			if tc.hostsInEvents {
+				m.Extra = map[string]string{timeline.HostsInEventsKey: "1"}
+			}
+			// Each rank's first event names its host (its communicator's creation, in a job);
+			// an op with a peer whose host no event has named yet is unattributed, not guessed.
+			evs := onHost(tc.hosts[0], kern(0, 1, 0, 1))
+			evs = append(evs, onHost(tc.hosts[1], kern(1, 1, 0, 1))...)
+			evs = append(evs, onHost(tc.hosts[0], sendEv(0, 1, 2, 10, 4096, 2))...)
+			evs = append(evs, onHost(tc.hosts[1], recvEv(1, 0, 2, 10, 4096, 2))...)
+			for _, e := range coll {
+				evs = append(evs, onHost(tc.hosts[e.Device], e)...)
+			}
+			r := analyze(m, evs...)
+			for _, d := range r.Links.Devices {
+				if d.NVLink != tc.nvlink || d.NIC != tc.nic || d.Unattributed != tc.unattributed {
+					t.Errorf("device %d: NVLink %d, NIC %d, unattributed %d; want %d, %d, %d",
+						d.Device, d.NVLink, d.NIC, d.Unattributed, tc.nvlink, tc.nic, tc.unattributed)
+				}
+			}
+		})
+	}
+}

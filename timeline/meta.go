@@ -88,6 +88,14 @@ func (m *Meta) HostGPUs() int {
 	return math.MaxInt32
 }
 
+// HostsInEventsKey is the Extra key ("1") saying that each event's Host is its device's host as the
+// job's ranks reported it (attach joins ranks by the host names their plugins send): which ops stay
+// in a host is then read from the hosts the devices' events carry, not from GPUsPerHost.
+const HostsInEventsKey = "hosts_in_events"
+
+// HostsInEvents reports whether m's events carry their devices' hosts (HostsInEventsKey).
+func (m *Meta) HostsInEvents() bool { return m.Extra[HostsInEventsKey] == "1" }
+
 // RankHostKey is the Extra key naming rank r's host where a source of the job said it (NCCL
 // Inspector's hostname, joined by rank with another source's ranks: join.Parts): findings name
 // a culprit rank's host by it, in the report and the console alike.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,8 +141,10 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	meta := timeline.Meta{Source: "attach " + o.addr.String(), Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
 		Writer: "xfertop attach", EpochUnixNs: time.Now().UnixNano(), GPUsPerHost: o.perHost}
 	if o.perHost == 0 {
-		// Ranks arrive as the job starts; until told otherwise they share one host.
+		// Ranks arrive as the job starts, each naming its host (NCCL's): which ops stay in a host
+		// is read from those (every rank on one host until ranks name two), not from a count.
 		meta.GPUsPerHost = 1 << 15
+		meta.Extra = map[string]string{timeline.HostsInEventsKey: "1"}
 	}
 	var sinks []timeline.Sink
 	// The diagnosis's verdicts make the report (headless) and the exit status (either way).
@@ -220,6 +223,13 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	} else {
 		info := ui.SourceInfo{Name: "attach " + o.addr.String(), Meta: srv.Meta(), Recording: o.record}
 		info.Meta.GPUsPerHost = meta.GPUsPerHost
+		if meta.HostsInEvents() {
+			info.Meta.Extra = maps.Clone(info.Meta.Extra)
+			if info.Meta.Extra == nil {
+				info.Meta.Extra = map[string]string{}
+			}
+			info.Meta.Extra[timeline.HostsInEventsKey] = "1"
+		}
 		src := attachSource{srv: srv, win: win, waiting: waiting, info: info, exp: exp, ras: rasSt}
 		if err := runConsole(ctx, src, o.console); err != nil && ctx.Err() == nil {
 			cerr = failure(fmt.Errorf("console: %w", err))

@@ -221,3 +221,39 @@ func TestDeviceCheckerAgainstAttach(t *testing.T) {
 		})
 	}
 }
+
+// Two ranks of two NCCL hosts (NCCL_HOSTID, set by the job as torch_job.py --fake-hosts does) on
+// one machine: attach names two hosts and puts their sends on NICs, not on one host's NVLink (as
+// an H200 run of two such ranks over loopback sockets first reported).
+func TestAttachHostsFromRanks(t *testing.T) {
+	report, _ := attachReport(t, 2, []harnessRun{
+		{2, []string{"-scenario", "sendrecv", "-iters", "2", "-count", "2048", "-setenv", "NCCL_HOSTID=fake-host-{rank}"}},
+	})
+	var r struct {
+		Links struct {
+			Devices []struct {
+				Device int32  `json:"device"`
+				NVLink *int64 `json:"nvlink_bytes"`
+				NIC    *int64 `json:"nic_bytes"`
+			} `json:"devices"`
+		} `json:"links"`
+	}
+	if err := json.Unmarshal(report, &r); err != nil {
+		t.Fatalf("report: %v\n%s", err, report)
+	}
+	if len(r.Links.Devices) != 2 {
+		t.Fatalf("links of %d devices; want 2:\n%s", len(r.Links.Devices), report)
+	}
+	for _, d := range r.Links.Devices {
+		if d.NIC == nil || *d.NIC == 0 || d.NVLink == nil || *d.NVLink != 0 {
+			t.Errorf("device %d: NIC %s, NVLink %s bytes; want its sends on the NIC, none on NVLink", d.Device, orNull(d.NIC), orNull(d.NVLink))
+		}
+	}
+}
+
+func orNull(v *int64) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprint(*v)
+}

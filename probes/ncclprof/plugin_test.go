@@ -139,7 +139,11 @@ func runRanks(t *testing.T, n int, env []string, args ...string) []rankRun {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, harness, append([]string{"-lib", lib, "-rank", fmt.Sprint(r), "-nranks", fmt.Sprint(n)}, args...)...)
+			rargs := make([]string, len(args))
+			for i, a := range args { // {rank} in an argument is the rank's number
+				rargs[i] = strings.ReplaceAll(a, "{rank}", fmt.Sprint(r))
+			}
+			cmd := exec.CommandContext(ctx, harness, append([]string{"-lib", lib, "-rank", fmt.Sprint(r), "-nranks", fmt.Sprint(n)}, rargs...)...)
 			cmd.Env = append(os.Environ(), env...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
