@@ -18,8 +18,8 @@ import (
 // earlier part is LateNs): exact for streams in time order, as every producer emits them.
 type deviceTime struct {
 	// What every op reads or writes comes first, then the sets, so that an op's work is the first
-	// four cache lines (the analyzer asks for them ahead: Analyzer.Emit); TestDeviceTimeLayout
-	// holds it.
+	// deviceLines cache lines (the analyzer asks for them ahead: Analyzer.Emit);
+	// TestDeviceTimeLayout holds it.
 	first, last   int64
 	cutAt         int64
 	liveOverlapNs int64 // |comp ∩ comm| of the sets, kept as ops are added
@@ -47,6 +47,7 @@ type deviceTime struct {
 	win        *stepWindow
 	stepBusyNs int64
 	pcts       []float64 // overlap percentages handed out, by pointer: never written once appended
+	_          [40]byte  // to a whole number of cache lines, so that each device's state starts one
 }
 
 // pctBufLen is how many overlap percentages a device's buffer holds: a device's results take
@@ -105,7 +106,7 @@ func (d *deviceTime) add(e *timeline.Event) {
 		d.liveOverlapNs += d.comm.newOverlap(&d.comp, s, end)
 		d.comm.add(s, end)
 	}
-	if lim := max(d.limit, maxIntervals); len(d.busySet().ivs) > lim || len(d.comp.ivs) > lim || len(d.comm.ivs) > lim {
+	if lim := max(d.limit, maxIntervals); d.busySet().size() > lim || d.comp.size() > lim || d.comm.size() > lim {
 		d.commit()
 	}
 }
@@ -131,6 +132,9 @@ const hardMaxIntervals = 16 * maxIntervals
 // set outgrew hardMaxIntervals.
 func (d *deviceTime) commit() {
 	busy := d.busySet()
+	busy.flat()
+	d.comp.flat()
+	d.comm.flat()
 	set := busy
 	for _, u := range []*intervalSet{&d.comp, &d.comm} {
 		if len(u.ivs) > len(set.ivs) {
@@ -161,7 +165,7 @@ func (d *deviceTime) commit() {
 		d.cutAt = t
 	}
 	// When the lag kept most of a set, try again only once it has doubled.
-	d.limit = max(maxIntervals, min(2*max(len(busy.ivs), len(d.comp.ivs), len(d.comm.ivs)), hardMaxIntervals))
+	d.limit = max(maxIntervals, min(2*max(busy.size(), d.comp.size(), d.comm.size()), hardMaxIntervals))
 }
 
 // DeviceTime is one device's temporal breakdown (HTA) over its span, the first op's start to the
@@ -215,7 +219,7 @@ func (d *deviceTime) result(dev int32) DeviceTime {
 // idleInSteps is the device's idle time inside the steps, setup left out (stepWindow).
 func (d *deviceTime) idleInSteps() int64 {
 	span := d.win.inside(d.first, d.last, true)
-	return max(0, span-d.stepBusyNs-d.win.insideAll(d.busySet().ivs))
+	return max(0, span-d.stepBusyNs-d.win.insideAll(d.busySet().flat()))
 }
 
 // breakdown keeps a deviceTime per device.
@@ -231,6 +235,24 @@ type breakdown struct {
 	dirty []int32 // the places in rows of the devices whose rows are stale (deviceTime.queued)
 	// Sums of the rows' IdleNs, CommNs and OverlapNs.
 	idleNs, commNs, overlapNs int64
+	block                     []deviceTime // the states not yet taken of the last block (newDevice)
+}
+
+// deviceBlock is how many device states newDevice allocates at once: 64 of 704 bytes, 44 KiB,
+// which the allocator gives a page-aligned span of its own, so that each state starts a cache
+// line (a state alone, past 512 bytes, would start 8 bytes into one, after the allocator's
+// header, and an op's lines would be one more).
+const deviceBlock = 64
+
+// newDevice returns a fresh device state.
+func (b *breakdown) newDevice() *deviceTime {
+	if len(b.block) == 0 {
+		b.block = make([]deviceTime, deviceBlock)
+	}
+	d := &b.block[0]
+	b.block = b.block[1:]
+	*d = deviceTime{cutAt: math.MinInt64, win: b.win, row: -1} // nothing committed yet: no time is late
+	return d
 }
 
 func (b *breakdown) add(e *timeline.Event) {
@@ -239,24 +261,30 @@ func (b *breakdown) add(e *timeline.Event) {
 	}
 }
 
-// prefetch asks for the state of e's device ahead of add. (A device id past MaxDevices is not
-// its slot: the line asked for is then another device's, which costs a wasted prefetch, no more.)
+// prefetch asks for the state of e's device ahead of add: what an op reads and writes, the sets
+// and their tails, deviceLines lines. (A device id past MaxDevices is not its slot: the lines
+// asked for are then another device's, which costs a wasted prefetch, no more.)
 func (b *breakdown) prefetch(e *timeline.Event) {
 	if e.Kind.IsBusy() && e.Device >= 0 && int(e.Device) < len(b.devs) {
 		if d := b.devs[e.Device]; d != nil {
-			cacheline.Prefetch(unsafe.Pointer(d), 4)
+			cacheline.Prefetch(unsafe.Pointer(d), deviceLines)
 		}
 	}
 }
 
-// prefetchEnds asks for the last interval of each set of e's device, which add reads or writes:
-// the sets' arrays are apart from the device's state, whose lines prefetch asked for earlier.
+// deviceLines is how many cache lines of a device's state an op touches: its fields and its
+// three sets, tails included (TestDeviceTimeLayout).
+const deviceLines = 7
+
+// prefetchEnds asks for where a set of e's device whose tail is full will move it in its array,
+// which add writes when the set gains an interval: the array lies apart from the device's state,
+// whose lines prefetch asked for earlier.
 func (b *breakdown) prefetchEnds(e *timeline.Event) {
 	if e.Kind.IsBusy() && e.Device >= 0 && int(e.Device) < len(b.devs) {
 		if d := b.devs[e.Device]; d != nil {
 			for _, u := range [...]*intervalSet{&d.comp, &d.comm, &d.busy} {
-				if n := len(u.ivs); n > 0 {
-					cacheline.Prefetch(unsafe.Pointer(&u.ivs[n-1]), 1)
+				if n := len(u.ivs); u.nt == tailLen && n < cap(u.ivs) {
+					cacheline.Prefetch(unsafe.Pointer(&u.ivs[:n+1][n]), 1)
 				}
 			}
 		}
@@ -278,7 +306,7 @@ func (b *breakdown) fold(e *timeline.Event) {
 	}
 	d := b.devs[s]
 	if d == nil {
-		d = &deviceTime{cutAt: math.MinInt64, win: b.win, row: -1} // nothing committed yet: no time is late
+		d = b.newDevice()
 		b.devs[s] = d
 		b.stale = true
 	}

@@ -34,8 +34,8 @@ func TestIntervalSetAdd(t *testing.T) {
 			for _, a := range tc.adds {
 				u.add(a[0], a[1])
 			}
-			if !slices.Equal(u.ivs, tc.want) {
-				t.Errorf("set = %v; want %v", u.ivs, tc.want)
+			if !slices.Equal(u.intervals(), tc.want) {
+				t.Errorf("set = %v; want %v", u.intervals(), tc.want)
 			}
 			if got, want := u.length(), timeline.Length(tc.want); got != want {
 				t.Errorf("length = %d; want %d", got, want)
@@ -53,8 +53,8 @@ func TestIntervalSetCut(t *testing.T) {
 	if want := []timeline.Interval{iv(0, 10), iv(20, 25)}; !slices.Equal(before, want) {
 		t.Errorf("cut(25) = %v; want %v", before, want)
 	}
-	if want := []timeline.Interval{iv(25, 30), iv(40, 50)}; !slices.Equal(u.ivs, want) {
-		t.Errorf("after cut(25): %v; want %v", u.ivs, want)
+	if want := []timeline.Interval{iv(25, 30), iv(40, 50)}; !slices.Equal(u.intervals(), want) {
+		t.Errorf("after cut(25): %v; want %v", u.intervals(), want)
 	}
 	if before := u.cut(0, nil); len(before) != 0 {
 		t.Errorf("cut(0) = %v; want nothing", before)
@@ -361,8 +361,8 @@ func committed(t *testing.T, a *Analyzer) bool {
 			n++
 		}
 		for _, u := range []*intervalSet{&d.busy, &d.comp, &d.comm} {
-			if len(u.ivs) > maxIntervals {
-				t.Errorf("a set holds %d intervals; bound is %d", len(u.ivs), maxIntervals)
+			if len(u.intervals()) > maxIntervals {
+				t.Errorf("a set holds %d intervals; bound is %d", len(u.intervals()), maxIntervals)
 			}
 		}
 	}
@@ -489,11 +489,11 @@ func TestDeviceTimeKeptTotalsMatchIntervals(t *testing.T) {
 			}
 			d.add(e)
 			for name, u := range map[string]*intervalSet{"busy": &d.busy, "comp": &d.comp, "comm": &d.comm} {
-				if got, want := u.length(), timeline.Length(u.ivs); got != want {
+				if got, want := u.length(), timeline.Length(u.intervals()); got != want {
 					t.Fatalf("seed %d, add %d: %s length kept %d; its intervals sum to %d", seed, i, name, got, want)
 				}
 			}
-			if got, want := d.liveOverlapNs, timeline.IntersectLength(d.comp.ivs, d.comm.ivs); got != want {
+			if got, want := d.liveOverlapNs, timeline.IntersectLength(d.comp.intervals(), d.comm.intervals()); got != want {
 				t.Fatalf("seed %d, add %d: overlap kept %d; the intervals intersect over %d", seed, i, got, want)
 			}
 		}
@@ -567,8 +567,8 @@ func TestDeviceTimeLayout(t *testing.T) {
 	if n := unsafe.Sizeof(d); n%64 != 0 {
 		t.Errorf("a device's state is %d bytes; want a multiple of 64", n)
 	}
-	if end := unsafe.Offsetof(d.busy) + unsafe.Sizeof(d.busy); end > 4*64 || unsafe.Offsetof(d.queued) >= 64 {
-		t.Errorf("an op's fields end at %d and its sets at %d; want 64 and 256 at most", unsafe.Offsetof(d.queued)+1, end)
+	if end := unsafe.Offsetof(d.busy) + unsafe.Sizeof(d.busy); end > deviceLines*64 || unsafe.Offsetof(d.queued) >= 64 {
+		t.Errorf("an op's fields end at %d and its sets at %d; want 64 and %d at most", unsafe.Offsetof(d.queued)+1, end, deviceLines*64)
 	}
 	var b breakdown
 	for dev := range int32(64) {

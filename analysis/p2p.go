@@ -49,8 +49,8 @@ type p2pRow struct {
 func (r *p2pRow) add(start, end int64) {
 	r.count++
 	r.spans.add(start, end)
-	if n := len(r.spans.ivs); n > maxIntervals {
-		r.committedNs += timeline.Length(r.spans.cut(r.spans.ivs[n/2].Start, nil))
+	if n := r.spans.size(); n > maxIntervals {
+		r.committedNs += timeline.Length(r.spans.cut(r.spans.at(n/2).Start, nil))
 	}
 }
 

@@ -99,7 +99,7 @@ func TestSendRecvIterationsBounded(t *testing.T) {
 	if len(rows) != 1 || rows[0].Count != 3000 || rows[0].TimeNs != 3000*5*us || rows[0].Sends != 2 {
 		t.Errorf("rows %+v; want 3000 iterations of 2 sends in 15 ms", rows)
 	}
-	if n := len(p.rows[1<<20].spans.ivs); n > maxIntervals+1 {
+	if n := p.rows[1<<20].spans.size(); n > maxIntervals+1 {
 		t.Errorf("the row keeps %d intervals; want at most %d", n, maxIntervals+1)
 	}
 }

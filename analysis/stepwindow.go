@@ -48,7 +48,7 @@ func (w *stepWindow) mark(iv timeline.Interval) {
 		return
 	}
 	w.spans.add(iv.Start, iv.End)
-	if len(w.spans.ivs) > maxStepSpans {
+	if w.spans.size() > maxStepSpans {
 		w.over, w.spans = true, intervalSet{}
 	}
 	if !w.any || iv.End > w.latest {
@@ -90,7 +90,7 @@ func (w *stepWindow) inside(a, b int64, final bool) int64 {
 
 // insideAll is inside summed over sorted disjoint intervals, by what is known now.
 func (w *stepWindow) insideAll(ivs []timeline.Interval) int64 {
-	in := timeline.IntersectLength(ivs, w.spans.ivs)
+	in := timeline.IntersectLength(ivs, w.spans.flat())
 	if sf, st := w.setup(); st > sf {
 		in -= timeline.IntersectLength(ivs, []timeline.Interval{{Start: sf, End: st}})
 	}

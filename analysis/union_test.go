@@ -24,12 +24,12 @@ func TestIntervalSetFirst(t *testing.T) {
 				at = e
 			}
 			for q := int64(-1); q <= at+2; q++ {
-				want := 0
-				for want < len(u.ivs) && u.ivs[want].End <= q {
+				want, ivs := 0, u.intervals()
+				for want < len(ivs) && ivs[want].End <= q {
 					want++
 				}
 				if got := u.first(q); got != want {
-					t.Fatalf("first(%d) of %v = %d; want %d", q, u.ivs, got, want)
+					t.Fatalf("first(%d) of %v = %d; want %d", q, u.intervals(), got, want)
 				}
 			}
 		}
@@ -57,7 +57,7 @@ func TestIntervalSetAgainstBitmap(t *testing.T) {
 				continue
 			}
 			if got, want := u.newOverlap(&o, int64(s), int64(e)), bitsNew(&inU, &inO, s, e, cutAt); got != want {
-				t.Fatalf("round %d: newOverlap(%d, %d) = %d; want %d (u %v, o %v)", round, s, e, got, want, u.ivs, o.ivs)
+				t.Fatalf("round %d: newOverlap(%d, %d) = %d; want %d (u %v, o %v)", round, s, e, got, want, u.intervals(), o.intervals())
 			}
 			u.add(int64(s), int64(e))
 			for x := max(s, cutAt); x < e; x++ {
@@ -113,14 +113,17 @@ func checkSet(t *testing.T, u *intervalSet, bits *[200]bool) {
 			want = append(want, timeline.Interval{Start: x, End: x + 1})
 		}
 	}
-	if !slices.Equal(u.ivs, want) {
-		t.Fatalf("set %v; want %v", u.ivs, want)
+	if !slices.Equal(u.intervals(), want) {
+		t.Fatalf("set %v; want %v", u.intervals(), want)
 	}
 	if u.length() != timeline.Length(want) {
-		t.Fatalf("length %d of %v; want %d", u.length(), u.ivs, timeline.Length(want))
+		t.Fatalf("length %d of %v; want %d", u.length(), u.intervals(), timeline.Length(want))
 	}
 	if n := len(want); n > 0 && u.last != want[n-1] {
-		t.Fatalf("last %v of %v; want %v", u.last, u.ivs, want[n-1])
+		t.Fatalf("last %v of %v; want %v", u.last, u.intervals(), want[n-1])
+	}
+	if u.nt > 0 && u.tail[u.nt-1] != u.last {
+		t.Fatalf("tail %v of %v does not end with the last interval %v", u.tail[:u.nt], u.intervals(), u.last)
 	}
 	for s := int64(0); s < int64(len(bits)); s += 7 {
 		e := s + 9
@@ -131,7 +134,33 @@ func checkSet(t *testing.T, u *intervalSet, bits *[200]bool) {
 			}
 		}
 		if got := u.overlap(s, e); got != ov {
-			t.Fatalf("overlap(%d, %d) of %v = %d; want %d", s, e, u.ivs, got, ov)
+			t.Fatalf("overlap(%d, %d) of %v = %d; want %d", s, e, u.intervals(), got, ov)
 		}
+	}
+}
+
+// TestIntervalSetTailWritesArrayOncePerTail: intervals added after a set's end go to its tail,
+// and the array gains them tailLen at a time; an interval overlapping the last, or one inside
+// the set, leaves the set as a plain array would (TestIntervalSetAgainstBitmap checks the rest).
+func TestIntervalSetTailWritesArrayOncePerTail(t *testing.T) {
+	var u intervalSet
+	for k := range int64(3*tailLen + 1) {
+		u.add(10*k, 10*k+5)
+		if got, want := len(u.ivs), int(k)/tailLen*tailLen; got != want {
+			t.Fatalf("after %d intervals the array holds %d; want %d (the tail the rest)", k+1, got, want)
+		}
+		u.add(10*k+3, 10*k+7) // overlaps the last: the tail's, not the array's
+	}
+	n := u.size()
+	u.add(1, 2) // inside the set: the tail joins the array first
+	if u.nt != 0 || len(u.ivs) != n {
+		t.Fatalf("after an add inside the set: array %d, tail %d; want %d and 0", len(u.ivs), u.nt, n)
+	}
+	want := []timeline.Interval{{Start: 0, End: 7}}
+	for k := int64(1); k < 3*tailLen+1; k++ {
+		want = append(want, timeline.Interval{Start: 10 * k, End: 10*k + 7})
+	}
+	if got := u.intervals(); !slices.Equal(got, want) {
+		t.Fatalf("set %v; want %v", got, want)
 	}
 }

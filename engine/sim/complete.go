@@ -38,7 +38,7 @@ func (s *Sim) finish(oi int32, kick bool) {
 	if f := o.op.Future; f != nil {
 		s.resolve(o, nil)
 	}
-	parent, sid := o.parent, o.op.Stream
+	parent, sid, next := o.parent, o.op.Stream, o.next
 	s.freeOp(oi)
 	if parent >= 0 {
 		p := s.op(parent)
@@ -50,9 +50,8 @@ func (s *Sim) finish(oi int32, kick bool) {
 	}
 	st := &s.streams[sid]
 	st.running = -1
-	st.head++
-	if st.head >= len(st.q) {
-		st.q, st.head = st.q[:0], 0
+	if st.first = next; next < 0 {
+		st.last = -1
 	}
 	s.pendingOps--
 	if kick {

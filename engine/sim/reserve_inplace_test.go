@@ -64,7 +64,7 @@ func TestReserveWritesWholeSlot(t *testing.T) {
 		if got != oi {
 			t.Fatalf("reserve took slot %d; want the free slot %d", got, oi)
 		}
-		want := opState{op: specOf(&op), waitAt: -1, parent: -1, inst: -1, gen: s.gens[oi]}
+		want := opState{op: specOf(&op), waitAt: -1, parent: -1, inst: -1, gen: s.gens[oi], next: -1}
 		if !reflect.DeepEqual(*s.op(oi), want) {
 			t.Errorf("%v op: slot after reserve\n%+v\nwant\n%+v", op.Kind, *s.op(oi), want)
 		}

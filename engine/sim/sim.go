@@ -152,7 +152,7 @@ func New(cfg Config, sink timeline.Sink, strs *timeline.Strings) (*Sim, error) {
 	}
 	n := t.Devices()
 	s := &Sim{cfg: cfg, m: cfg.Model, topo: t, sink: sink, strs: strs, rng: rand.New(rand.NewSource(cfg.Seed)),
-		hosts: make([]host, n), streams: make([]stream, 1), devs: make([]device, n),
+		hosts: make([]host, n), streams: []stream{{first: -1, last: -1}}, devs: make([]device, n), // stream 0: no stream, its queue empty
 		pairs: map[uint64]int32{}, insts: map[uint64]int32{}, batchMax: 8, batchWin: 50_000, warnAbove: warnCPU}
 	for i := range s.hosts {
 		s.hosts[i].dev = engine.DeviceID(i)
@@ -210,7 +210,7 @@ func (s *Sim) SetBatching(maxOps int, windowNs int64) {
 
 // NewStream creates a stream.
 func (s *Sim) NewStream(dev engine.DeviceID, prio engine.Priority) engine.StreamID {
-	s.streams = append(s.streams, stream{dev: dev, prio: prio, running: -1})
+	s.streams = append(s.streams, stream{dev: dev, prio: prio, first: -1, last: -1, running: -1})
 	return engine.StreamID(len(s.streams) - 1)
 }
 

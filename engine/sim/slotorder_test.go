@@ -114,3 +114,69 @@ func TestFreeSlotsClearAndInOrderAfterStep(t *testing.T) {
 		t.Errorf("the second step, on reused slots, differs from the first:\n%v\n%v", steps[0], steps[1])
 	}
 }
+
+// A stream's queue runs through its ops' slots (stream, opState.next): ops queued on a stream are
+// chained head to tail in the order queued, the head running, and they run in that order, each
+// starting when the one before it ends; the queue is empty once they have, and a stream queued
+// on again afterwards starts a new chain.
+func TestStreamQueueInSlots(t *testing.T) {
+	tp, err := topology.Builtin("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ModelOf(tp)
+	m.KernelJitter = 0
+	store := timeline.NewStore(nil)
+	s, err := New(Config{Topology: tp, Seed: 1, Model: m}, store, store.Strings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := engine.NewClient(s, store, engine.DefaultOptions())
+	sid := c.ComputeStream(3)
+	for round := range 2 {
+		var ois []int32
+		for i := range 3 {
+			op := engine.StreamOp{Kind: engine.OpKernel, Stream: sid, Device: 3, Peer: -1, Duration: int64(i+1) * 1000}
+			oi := s.reserve(&op)
+			s.enqueue(oi)
+			ois = append(ois, oi)
+		}
+		st := &s.streams[sid]
+		if st.first != ois[0] || st.last != ois[2] || st.running != ois[0] {
+			t.Fatalf("round %d: queue head %d, tail %d, running %d; want %d, %d, %d", round, st.first, st.last, st.running, ois[0], ois[2], ois[0])
+		}
+		for i, oi := range ois {
+			want := int32(-1)
+			if i+1 < len(ois) {
+				want = ois[i+1]
+			}
+			if got := s.op(oi).next; got != want {
+				t.Fatalf("round %d: slot %d's next is %d; want %d", round, oi, got, want)
+			}
+		}
+		from := store.Len()
+		if err := c.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := &s.streams[sid]; st.first != -1 || st.last != -1 || st.running != -1 {
+			t.Fatalf("round %d: after the run the queue is head %d, tail %d, running %d; want all -1", round, st.first, st.last, st.running)
+		}
+		var ks []timeline.Event
+		for _, e := range store.Events()[from:] {
+			if e.Kind == timeline.KindKernel && e.Stream == uint32(sid) {
+				ks = append(ks, e)
+			}
+		}
+		if len(ks) != 3 {
+			t.Fatalf("round %d: %d kernels on the stream; want 3", round, len(ks))
+		}
+		for i, e := range ks {
+			if d := e.End - e.Start; d != int64(i+1)*1000 {
+				t.Errorf("round %d: kernel %d ran %d ns; want %d (the queue's order)", round, i, d, (i+1)*1000)
+			}
+			if i > 0 && e.Start != ks[i-1].End {
+				t.Errorf("round %d: kernel %d starts at %d; want %d, when the one before ended", round, i, e.Start, ks[i-1].End)
+			}
+		}
+	}
+}

@@ -7,12 +7,15 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
+// stream is a stream's state. Its queue is a list through its ops' slots (opState.next), from
+// the op at its head (running, or next to run) to the last queued: when an op ends, the next one's
+// slot is read from the ended op's, in the caches, where a queue of its own per stream was one
+// more array out of them per op at 1,024 GPUs (6,144 streams).
 type stream struct {
-	dev     engine.DeviceID
-	prio    engine.Priority
-	q       []int32
-	head    int
-	running int32
+	dev         engine.DeviceID
+	prio        engine.Priority
+	first, last int32 // the queue's head and tail slots, -1 when it is empty
+	running     int32
 }
 
 type evState struct {
@@ -51,6 +54,7 @@ type opState struct {
 	matched bool
 	failed  bool
 	status  uint8 // recorded on the op's event when it did not complete normally
+	next    int32 // the slot of the op queued after it on its stream, -1: none (stream)
 }
 
 // ---- streams ----
@@ -137,7 +141,7 @@ func (s *Sim) reserve(op *engine.StreamOp) int32 {
 	o.op.set(op)
 	o.seq, o.queued, o.start, o.waitAt = 0, 0, 0, -1
 	o.parts, o.parent, o.inst, o.gen, o.group, o.aux = 0, -1, -1, s.gens[oi], 0, 0
-	o.live, o.matched, o.failed, o.status = false, false, false, 0
+	o.live, o.matched, o.failed, o.status, o.next = false, false, false, 0, -1
 	return oi
 }
 
@@ -148,7 +152,13 @@ func (s *Sim) enqueue(oi int32) {
 	o.seq, o.queued, o.start, o.live = s.seq, s.now, s.now, true
 	sid := o.op.Stream
 	st := &s.streams[sid]
-	st.q = append(st.q, oi)
+	o.next = -1
+	if st.last >= 0 {
+		s.op(st.last).next = oi
+	} else {
+		st.first = oi
+	}
+	st.last = oi
 	s.pendingOps++
 	if st.running < 0 {
 		s.streamKick(sid)
@@ -157,13 +167,13 @@ func (s *Sim) enqueue(oi int32) {
 
 func (s *Sim) streamKick(sid engine.StreamID) {
 	st := &s.streams[sid]
-	for st.running < 0 && st.head < len(st.q) {
-		oi := st.q[st.head]
+	for st.running < 0 && st.first >= 0 {
+		oi := st.first
 		st.running = oi
-		if st.head+1 < len(st.q) {
+		if next := s.op(oi).next; next >= 0 {
 			// The stream's next op starts when this one ends; queued with its step, long
 			// before, its slot is out of the caches by now.
-			prefetch(unsafe.Pointer(s.op(st.q[st.head+1])))
+			prefetch(unsafe.Pointer(s.op(next)))
 		}
 		if s.startOp(oi) {
 			s.finish(oi, false)

@@ -140,7 +140,7 @@ func (s *Sim) deadlock() error {
 	n, first := 0, ""
 	for sid := range s.streams {
 		st := &s.streams[sid]
-		for _, oi := range st.q[st.head:] {
+		for oi := st.first; oi >= 0; oi = s.op(oi).next {
 			n++
 			if first == "" {
 				o := s.op(oi)
