@@ -206,14 +206,14 @@ func (p *textParser) commRow(l string) error {
 	for i := range idx {
 		idx[i] = len(p.doc.Comms)
 		c := Comm{Hash: fmt.Sprintf("group %d #%d", g, i), Size: size}
-		if m[8] == "OK" {
-			// All its ranks answered with one status, the same counts and no error: the text
-			// names none of them, but they are all of the communicator's.
-			c.Ranks = make([]Rank, size)
-			for r := range c.Ranks {
-				c.Ranks[r] = Rank{Rank: r, Pid: -1, Dev: -1}
-				setStatus(&c.Ranks[r], m[7])
-			}
+		if m[8] == "OK" && m[7] != "RUNNING" {
+			// All its ranks answered with one status, the same counts and no error; the text
+			// names none of them. RUNNING is nothing to tell; an abort, or a finalize, is told
+			// of them all (without materialising size ranks: the table's sizes are the file's
+			// word, not its length).
+			r := Rank{Rank: -1, Count: size, Pid: -1, Dev: -1}
+			setStatus(&r, m[7])
+			c.Ranks = []Rank{r}
 		}
 		p.rowErrs[len(p.doc.Comms)] = m[8]
 		p.doc.Comms = append(p.doc.Comms, c)
@@ -549,11 +549,11 @@ func (p *textParser) finish() (*Doc, error) {
 			c.text = true
 			t := p.comms[ci]
 			if t == nil {
-				if c.Ranks == nil {
+				if p.rowErrs[ci] != "OK" {
 					return nil, fmt.Errorf("%s (line %d): communicator #%d-%d is %s in the table, but no entry of Errors or Warnings tells its ranks (the status is cut?)",
 						p.name, p.line, g, i, p.rowErrs[ci])
 				}
-				c.answered = len(c.Ranks)
+				c.answered = c.Size
 				continue
 			}
 			nums := make([]int, 0, len(t.named))

@@ -1,6 +1,7 @@
 package ras
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -201,6 +202,15 @@ func FuzzText(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// Bounded by the file, not by the sizes it states: a record per line that names a rank
+		// or counts ranks, and at most one per communicator besides.
+		records := 0
+		for _, c := range doc.Comms {
+			records += len(c.Ranks) + len(c.Missing)
+		}
+		if lines := bytes.Count(b, []byte("\n")) + 1; records > lines+len(doc.Comms) {
+			t.Fatalf("%d rank records from %d lines and %d communicators", records, lines, len(doc.Comms))
+		}
 		if err := checkDoc("fuzz", doc); err != nil {
 			return
 		}
@@ -209,4 +219,28 @@ func FuzzText(f *testing.F) {
 		findings(doc, "fuzz", 0, im, &commIDs{})
 		rankHosts(doc, im)
 	})
+}
+
+// TestTextTableSizesNotMaterialised: the table's sizes are the file's word, not its length: a
+// group of a thousand communicators of a million ranks, all aborted, is one record each, told
+// as so many unnamed ranks.
+func TestTextTableSizesNotMaterialised(t *testing.T) {
+	doc := strings.Replace(textHead(1<<20, "ABORT", "OK"), "\n    0         1  ", "\n    0      1000  ", 1) + "Warnings\n========\n\n"
+	d, err := parseDoc("ras.txt", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Comms) != 1000 {
+		t.Fatalf("%d communicators; want 1000", len(d.Comms))
+	}
+	for i, c := range d.Comms {
+		if len(c.Ranks) != 1 || c.Ranks[0].Count != 1<<20 || !c.Ranks[0].Status.Abort || c.Hash != fmt.Sprintf("group 0 #%d", i) {
+			t.Fatalf("communicator %d: %s, %d records (first %+v); want group 0 #%d, one record of 1048576 aborted ranks", i, c.Hash, len(c.Ranks), c.Ranks[0], i)
+		}
+	}
+	im := &kineto.Imported{Strings: timeline.NewStrings(), Extra: map[string]string{}}
+	findings(&Doc{Comms: d.Comms[:1]}, "ras.txt", 0, im, &commIDs{})
+	if got := im.Strings.Lookup(im.Events[len(im.Events)-1].Label); !strings.HasSuffix(got, "1048576 ranks not named by ncclras's text: aborted") {
+		t.Errorf("last event %q; want the aborted ranks, counted", got)
+	}
 }
