@@ -28,7 +28,7 @@ const (
 	FormatTrace                 // Chrome trace JSON: the PyTorch profiler's (Kineto), xfertop's export, any tool's
 	FormatNsys                  // the SQLite export of an Nsight Systems capture
 	FormatInspector             // NCCL Inspector's JSON-lines logs or Prometheus dumps (a file or their directory)
-	FormatRAS                   // `ncclras -f json`: a job's communicators and their missing, dead or mismatched ranks
+	FormatRAS                   // ncclras's status (text, or `-f json`): a job's communicators and their missing, dead or mismatched ranks
 	FormatFlightRecorder        // PyTorch's Flight Recorder dumps (pickle or JSON; a file per rank, or their directory)
 	// FormatJoined is two or three of a job's Flight Recorder dumps, NCCL Inspector logs and NCCL
 	// RAS reports given together, joined by rank (join.Parts).
@@ -47,7 +47,7 @@ func (f Format) String() string {
 	case FormatInspector:
 		return "NCCL Inspector log"
 	case FormatRAS:
-		return "NCCL RAS report (ncclras -f json)"
+		return "NCCL RAS report (ncclras)"
 	case FormatFlightRecorder:
 		return "PyTorch Flight Recorder dump"
 	case FormatJoined:

@@ -47,6 +47,10 @@ func TestDetect(t *testing.T) {
 		{"node0-pid1.log", `{"header":{"id":"0x1","rank":0},"metadata":{"inspector_output_format_version":"v4.0"}}`, FormatInspector, nil},
 		{"dump.log", `{"coll_perf":{"coll":"AllReduce"}}`, FormatInspector, nil},
 		{"m.prom", "# HELP nccl_bus_bandwidth_gbs x\n", FormatInspector, nil},
+		// ncclras's default output, text: told by its header and sections, whatever the name.
+		{"ras-status.txt", "NCCL version 2.28.9+cuda13.0\nCUDA runtime version 13000, driver version 13000\n\nJob summary\n===========\n", FormatRAS, nil},
+		{"status.json", "NCCL version 2.28.9\n\nJob summary\n", FormatRAS, nil},
+		{"notes.txt", "NCCL version 2.28.9 is what we ran\n", FormatTrace, nil},
 		{"ras.json", "{\n  \"nccl_version\": \"2.28.7\",\n  \"cuda_runtime_version\": 12090,\n  \"communicators\": [", FormatRAS, nil},
 		// PyTorch's Flight Recorder: a pickle (torch's protocol 2), or JSON naming a dump's fields.
 		{"nccl_trace_rank_0", "\x80\x02}q\x00(X\x07\x00\x00\x00version", FormatFlightRecorder, nil},

@@ -139,7 +139,7 @@ func TestFormatArticles(t *testing.T) {
 		{FormatTrace, "a trace (JSON)", "traces (JSON)"},
 		{FormatNsys, "an Nsight Systems SQLite export", "Nsight Systems SQLite exports"},
 		{FormatInspector, "an NCCL Inspector log", "NCCL Inspector logs"},
-		{FormatRAS, "an NCCL RAS report (ncclras -f json)", "NCCL RAS reports"},
+		{FormatRAS, "an NCCL RAS report (ncclras)", "NCCL RAS reports"},
 		{FormatFlightRecorder, "a PyTorch Flight Recorder dump", "PyTorch Flight Recorder dumps"},
 	} {
 		if got := c.f.withArticle(); got != c.article {

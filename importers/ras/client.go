@@ -165,6 +165,16 @@ func Status(ctx context.Context, addr string, opts ClientOptions) (*Doc, error) 
 
 // parseDoc reads and checks one document (what a file holds, or a status answer).
 func parseDoc(name string, b []byte) (*Doc, error) {
+	if SniffText(b) {
+		doc, err := parseText(name, b)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkDoc(name, doc); err != nil {
+			return nil, err
+		}
+		return doc, nil
+	}
 	var doc Doc
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&doc); err != nil {

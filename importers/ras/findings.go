@@ -35,6 +35,9 @@ func (c *commIDs) id(hash string) uint32 {
 func findings(doc *Doc, path string, at int64, im *kineto.Imported, ids *commIDs) {
 	world := worldRanks(doc)
 	dev := func(r *Rank) int32 {
+		if r.Rank < 0 {
+			return timeline.NoDevice // ranks the text status counts without naming
+		}
 		if d, ok := world[procKey{r.Host, r.Pid}]; ok {
 			return d
 		}
@@ -66,7 +69,7 @@ func findings(doc *Doc, path string, at int64, im *kineto.Imported, ids *commIDs
 			case r.Status.Unresponsive:
 				state = "unresponsive (its RAS thread did not answer in time)"
 			}
-			add(c, dev(&r), status, cause, timeline.KindAlert, fmt.Sprintf("%s: rank %d on %s pid %d GPU %d is %s", name, r.Rank, r.Host, r.Pid, r.Dev, state))
+			add(c, dev(&r), status, cause, timeline.KindAlert, fmt.Sprintf("%s: %s is %s", name, who(&r, true), state))
 			problems++
 		}
 		for _, r := range absent {
@@ -74,7 +77,7 @@ func findings(doc *Doc, path string, at int64, im *kineto.Imported, ids *commIDs
 				fmt.Sprintf("%s: rank %d is in neither its ranks nor its missing ranks (another rank is listed twice in its place): not heard from", name, r))
 			problems++
 		}
-		if seen := len(c.Ranks) + len(c.Missing) + len(absent); seen < c.Size {
+		if seen := len(c.Ranks) + len(c.Missing) + len(absent); !c.text && seen < c.Size {
 			add(c, timeline.NoDevice, timeline.StatusError, timeline.AlertCommIncomplete, timeline.KindAlert,
 				fmt.Sprintf("%s: only %d of its ranks are known to RAS (%d answered, %d missing): the others never joined (INCOMPLETE)", name, seen, len(c.Ranks), len(c.Missing)))
 			problems++
@@ -82,16 +85,16 @@ func findings(doc *Doc, path string, at int64, im *kineto.Imported, ids *commIDs
 		for _, r := range c.Ranks {
 			var errs []string
 			if r.Status.InitState != 0 {
-				errs = append(errs, fmt.Sprintf("init state %d (ncclResult, not success)", r.Status.InitState))
+				errs = append(errs, "init state "+strings.Replace(resultText(r.Status.InitState), "(ncclResult)", "(ncclResult, not success)", 1))
 			}
 			if r.Status.AsyncError != 0 {
-				errs = append(errs, fmt.Sprintf("asynchronous error %d (ncclResult)", r.Status.AsyncError))
+				errs = append(errs, "asynchronous error "+resultText(r.Status.AsyncError))
 			}
 			if r.Status.Abort {
 				errs = append(errs, "aborted")
 			}
 			if len(errs) > 0 {
-				add(c, dev(&r), timeline.StatusError, timeline.AlertRankError, timeline.KindAlert, fmt.Sprintf("%s: rank %d on %s pid %d: %s", name, r.Rank, r.Host, r.Pid, strings.Join(errs, ", ")))
+				add(c, dev(&r), timeline.StatusError, timeline.AlertRankError, timeline.KindAlert, fmt.Sprintf("%s: %s: %s", name, who(&r, false), strings.Join(errs, ", ")))
 				problems++
 			}
 		}
@@ -105,7 +108,7 @@ func findings(doc *Doc, path string, at int64, im *kineto.Imported, ids *commIDs
 		}
 		if problems == 0 {
 			add(c, timeline.NoDevice, timeline.StatusOK, 0, timeline.KindMark,
-				fmt.Sprintf("%s: all %d ranks answered, no errors, collective counts agree", name, len(c.Ranks)))
+				fmt.Sprintf("%s: all %d ranks answered, no errors, collective counts agree", name, answered(c)))
 		}
 	}
 }
@@ -121,6 +124,10 @@ func dedupe(c *Comm, path string, im *kineto.Imported) []int {
 	keep := func(list []Rank, field string) []Rank {
 		out := list[:0:0]
 		for i, r := range list {
+			if r.Rank < 0 { // ranks the text status counts without naming
+				out = append(out, r)
+				continue
+			}
 			if seen[r.Rank] {
 				dups++
 				if dups <= 20 {
@@ -166,6 +173,9 @@ func worldRanks(doc *Doc) map[procKey]int32 {
 	c := &doc.Comms[best]
 	for _, rs := range [][]Rank{c.Ranks, c.Missing} {
 		for _, r := range rs {
+			if r.Rank < 0 || r.Pid < 0 {
+				continue // a process not known (NCCL's -1) matches no other
+			}
 			out[procKey{r.Host, r.Pid}] = int32(r.Rank)
 		}
 	}
@@ -194,6 +204,10 @@ type mismatch struct {
 func (m mismatch) String() string {
 	parts := make([]string, 0, len(m.behind))
 	for _, r := range m.behind {
+		if r.Rank < 0 {
+			parts = append(parts, fmt.Sprintf("%d ranks not named by ncclras's text at %d", r.Count, r.Counts[m.op]))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("rank %d (%s pid %d) at %d", r.Rank, r.Host, r.Pid, r.Counts[m.op]))
 	}
 	return fmt.Sprintf("%s counts disagree (MISMATCH): %d ranks at %d; behind: %s — they have not entered the %s the others are in",
@@ -202,6 +216,9 @@ func (m mismatch) String() string {
 
 // mismatches lists, per collective, the ranks whose count is below the highest.
 func mismatches(c *Comm) []mismatch {
+	if c.text {
+		return textMismatches(c)
+	}
 	ops := map[string]bool{}
 	for _, r := range c.Ranks {
 		for op := range r.Counts {
@@ -232,4 +249,64 @@ func mismatches(c *Comm) []mismatch {
 		}
 	}
 	return out
+}
+
+// textMismatches lists the mismatches the text status tells, per collective as it groups the
+// counts: the ranks it names, and a record for each group's unnamed rest.
+func textMismatches(c *Comm) []mismatch {
+	named := make(map[int]*Rank, len(c.Ranks))
+	for i := range c.Ranks {
+		if c.Ranks[i].Rank >= 0 {
+			named[c.Ranks[i].Rank] = &c.Ranks[i]
+		}
+	}
+	names := make([]string, 0, len(c.counted))
+	for op := range c.counted {
+		names = append(names, op)
+	}
+	sort.Strings(names)
+	var out []mismatch
+	for _, op := range names {
+		m := mismatch{op: op}
+		for _, g := range c.counted[op] {
+			m.most = max(m.most, g.value)
+		}
+		for _, g := range c.counted[op] {
+			if g.value == m.most {
+				m.ahead += g.n
+				continue
+			}
+			for _, r := range g.ranks {
+				m.behind = append(m.behind, named[r])
+			}
+			if rest := g.n - len(g.ranks); rest > 0 {
+				m.behind = append(m.behind, &Rank{Rank: -1, Count: rest, Pid: -1, Counts: map[string]uint64{op: g.value}})
+			}
+		}
+		sort.SliceStable(m.behind, func(a, b int) bool { return m.behind[a].Rank >= 0 && m.behind[b].Rank < 0 })
+		if len(m.behind) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// answered is how many of c's ranks answered RAS.
+func answered(c *Comm) int {
+	if c.text {
+		return c.answered
+	}
+	return len(c.Ranks)
+}
+
+// who names a rank in a finding: its number, host, pid (and GPU), or, for ranks the text status
+// counts without naming, how many.
+func who(r *Rank, gpu bool) string {
+	switch {
+	case r.Rank < 0:
+		return fmt.Sprintf("%d ranks not named by ncclras's text", r.Count)
+	case gpu:
+		return fmt.Sprintf("rank %d on %s pid %d GPU %d", r.Rank, r.Host, r.Pid, r.Dev)
+	}
+	return fmt.Sprintf("rank %d on %s pid %d", r.Rank, r.Host, r.Pid)
 }

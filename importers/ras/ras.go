@@ -1,4 +1,5 @@
-// Package ras reads what `ncclras -f json` prints (NCCL ≥ 2.28.7): the job's communicators as
+// Package ras reads what ncclras prints, its text status (the default) or `ncclras -f json`
+// (NCCL ≥ 2.28.7): the job's communicators as
 // NCCL's RAS subsystem collected them, each with the ranks that answered (host, pid, GPU, status,
 // collective counts) and the ranks that did not; from a file, or polled from a running job's RAS
 // port (Client, Poller: NCCL's RAS client protocol, as ncclras speaks it). What RAS states
@@ -52,6 +53,12 @@ type Comm struct {
 	MissingCount int    `json:"missing_ranks_count"`
 	Ranks        []Rank `json:"ranks"`
 	Missing      []Rank `json:"missing_ranks"`
+
+	// From the text status: text is set, answered counts the ranks that answered (Ranks names
+	// only some), and counted holds each disagreeing collective's counts as the text groups them.
+	text     bool
+	answered int
+	counted  map[string][]countGroup
 }
 
 // Rank is one rank of a communicator, answering or missing.
@@ -70,10 +77,18 @@ type Rank struct {
 		Dead         bool `json:"considered_dead"`
 	} `json:"status"`
 	Counts map[string]uint64 `json:"collective_counts"`
+	// Count, when positive, makes the record stand for that many ranks the text status counts
+	// without naming them (Rank is then -1, its process unknown).
+	Count int `json:"-"`
 }
 
-// Sniff reports whether a file's first bytes are ncclras's JSON.
+// Sniff reports whether a file's first bytes are ncclras's JSON or its text status.
 func Sniff(head []byte) bool {
+	return sniffJSON(head) || SniffText(head)
+}
+
+// sniffJSON reports whether a file's first bytes are ncclras's JSON.
+func sniffJSON(head []byte) bool {
 	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
 	return len(t) > 0 && t[0] == '{' && bytes.Contains(t, []byte(`"nccl_version"`)) &&
 		(bytes.Contains(t, []byte(`"communicators`)) || bytes.Contains(t, []byte(`"cuda_runtime_version"`)))
@@ -128,7 +143,7 @@ func rankHosts(doc *Doc, im *kineto.Imported) {
 	}
 	for _, rs := range [][]Rank{c.Ranks, c.Missing} {
 		for _, r := range rs {
-			if _, ok := im.RankHosts[int32(r.Rank)]; !ok && r.Host != "" {
+			if _, ok := im.RankHosts[int32(r.Rank)]; !ok && r.Host != "" && r.Rank >= 0 {
 				im.RankHosts[int32(r.Rank)] = r.Host
 			}
 		}
@@ -159,6 +174,9 @@ func checkDoc(name string, doc *Doc) error {
 			return fmt.Errorf("%s: communicator %d (%s): size %d out of range", name, i, c.Hash, c.Size)
 		}
 		for _, r := range append(append([]Rank(nil), c.Ranks...), c.Missing...) {
+			if r.Count > 0 && r.Rank == -1 {
+				continue // ranks the text status counts without naming
+			}
 			if r.Rank < 0 || r.Rank >= c.Size {
 				return fmt.Errorf("%s: communicator %s: rank %d outside its size %d", name, c.Hash, r.Rank, c.Size)
 			}

@@ -204,3 +204,35 @@ func TestRanksAreDevices(t *testing.T) {
 		t.Errorf("%d devices; want 2 (the communicator's ranks)", im.Devices)
 	}
 }
+
+// TestUnknownProcessNotMatched: ranks whose process RAS could not name (host "unknown", pid -1,
+// as NCCL writes them) are not one process: a narrower communicator's rank of an unknown process
+// keeps its own rank, rather than taking whichever world rank was listed last with pid -1.
+func TestUnknownProcessNotMatched(t *testing.T) {
+	doc := `{"nccl_version": "2.28.9", "communicators": [
+ {"hash": "0xa", "size": 4, "ranks": [
+   {"rank": 0, "host": "unknown", "pid": -1, "collective_counts": {"AllReduce": 5}},
+   {"rank": 1, "host": "n0", "pid": 11, "collective_counts": {"AllReduce": 5}},
+   {"rank": 2, "host": "n0", "pid": 12, "collective_counts": {"AllReduce": 5}},
+   {"rank": 3, "host": "unknown", "pid": -1, "collective_counts": {"AllReduce": 5}}], "missing_ranks": []},
+ {"hash": "0xb", "size": 2, "ranks": [
+   {"rank": 0, "host": "n0", "pid": 11, "collective_counts": {"AllReduce": 5}},
+   {"rank": 1, "host": "unknown", "pid": -1, "status": {"async_error": 2}, "collective_counts": {"AllReduce": 5}}], "missing_ranks": []}]}`
+	path := filepath.Join(t.TempDir(), "ras.json")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	im, err := ReadFiles([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range im.Events {
+		if e.Kind == timeline.KindAlert {
+			if e.Device != 1 {
+				t.Errorf("the unknown process's error on device %d; want 1 (its rank in 0xb, not the world's rank 3)", e.Device)
+			}
+			return
+		}
+	}
+	t.Error("no alert for the asynchronous error")
+}
