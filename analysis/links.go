@@ -301,9 +301,10 @@ func (l *links) acrossHosts(e *timeline.Event) bool {
 		return false
 	}
 	if l.hostOf != nil {
-		// Its members are not in the event: while one host has been seen, it is that host's;
-		// once the job's ranks name several, it may span them.
-		return len(l.hosts) > 1
+		// Its members are not in the event: once the job's ranks name several hosts it may span
+		// them; on one host it is that host's only when as many devices as it has ranks have
+		// named it (before, a member not yet heard from may be elsewhere).
+		return len(l.hosts) > 1 || len(l.hostOf) < int(e.Ranks)
 	}
 	return e.Ranks == 0 || l.gpusPerHost <= 0 || int(e.Ranks) > l.gpusPerHost
 }
