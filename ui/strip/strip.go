@@ -255,8 +255,13 @@ func Describe(snap *timeline.Snapshot, st *theme.Styles, idx int64) string {
 	if e.Peer >= 0 {
 		parts = append(parts, fmt.Sprintf("peer %d", e.Peer))
 	}
-	parts = append(parts, units.Dur(e.Dur()))
-	if e.Bytes > 0 && e.Dur() > 0 && e.Kind.IsComm() && !e.Emulated() {
+	if e.TimeUnknown() {
+		// Its source recorded no duration (a Flight Recorder entry not retired): not an op of 0 s.
+		parts = append(parts, "time "+units.Unknown)
+	} else {
+		parts = append(parts, units.Dur(e.Dur()))
+	}
+	if e.Bytes > 0 && e.Dur() > 0 && e.Kind.IsComm() && !e.Emulated() && !e.TimeUnknown() {
 		parts = append(parts, fmt.Sprintf("%.1f GB/s", float64(e.Bytes)/float64(e.Dur())))
 	}
 	if e.Emulated() { // its time is no rate of the topology's links (docs/report.md)

@@ -150,3 +150,18 @@ func TestCapturedRegion(t *testing.T) {
 		t.Error("the legend does not explain the underline")
 	}
 }
+
+// The line under the cursor says an op of unknown time (timeline.AuxTimeUnknown: a Flight Recorder
+// entry not retired, without duration_ms) is so, never "0 s", and gives it no rate.
+func TestDescribeUnknownTime(t *testing.T) {
+	st := theme.DefaultStyles(true)
+	w := timeline.NewWindow(1<<10, timeline.NewStrings())
+	e := timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: 100, End: 100, Bytes: 1 << 20, Ranks: 2, Device: 0,
+		Peer: timeline.NoDevice, Stream: 1, Op: 1, Aux: timeline.AuxTimeUnknown}
+	w.Emit(&e)
+	snap := w.Snapshot()
+	got := ansi.Strip(Describe(&snap, &st, snap.Base))
+	if !strings.Contains(got, "time —") || strings.Contains(got, "0 s") || strings.Contains(got, "GB/s") {
+		t.Errorf("Describe = %q; want \"time —\", no 0 s, no rate", got)
+	}
+}
