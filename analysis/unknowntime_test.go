@@ -16,7 +16,7 @@ func untimed(e timeline.Event) timeline.Event {
 	return e
 }
 
-// timedJob is two ranks on a stream each: kernels, a send and its receive (a group launch's), two
+// timedJob is two steps of two ranks on a stream each: kernels, a send and its receive (a group launch's), two
 // all-reduces.
 func timedJob() []timeline.Event {
 	on := func(e timeline.Event, stream uint32) timeline.Event {
@@ -27,6 +27,7 @@ func timedJob() []timeline.Event {
 		return e
 	}
 	return []timeline.Event{
+		stepEv(0, 3200), stepEv(3200, 6500),
 		kern(0, 1, 0, 1000), kern(1, 2, 0, 1200),
 		on(sendEv(0, 1, 1100, 1600, 1<<20, 1), 1), on(recvEv(1, 0, 1100, 1700, 1<<20, 1), 2),
 		on(collEv(timeline.CollAllReduce, 2, 0, 10, 2000, 3000, 4<<20), 1), on(collEv(timeline.CollAllReduce, 2, 1, 10, 2200, 3100, 4<<20), 2),
@@ -61,10 +62,15 @@ func withUntimed() []timeline.Event {
 // An op of unknown time (timeline.AuxTimeUnknown) is counted, with its bytes, and changes no time
 // figure: busy time, GB/s and the percentiles of the transfers, the collectives' time,
 // percentiles and bandwidths, their stragglers, the send/recv iterations, the gaps on streams and
-// the devices' breakdown. Each figure of the run with such ops added is the run's without them.
+// the devices' breakdown (with the idle time inside steps), the steps and the diagnosis's
+// findings. Each figure of the run with such ops added is the run's without them.
 func TestUnknownTimeChangesNoFigure(t *testing.T) {
 	m := timeline.Meta{Backend: "sim"}
 	base, got := analyze(m, timedJob()...), analyze(m, withUntimed()...)
+	if base.Steps.Count != 2 || base.Breakdown.InSteps == nil || base.StreamIdle.TotalNs == 0 || len(base.SendRecv) != 1 {
+		t.Fatalf("the run without ops of unknown time: %d steps, idle in steps %v, gaps %d ns, %d send/recv rows; want 2, some, some, 1",
+			base.Steps.Count, base.Breakdown.InSteps, base.StreamIdle.TotalNs, len(base.SendRecv))
+	}
 	same := func(what string, a, b any) {
 		t.Helper()
 		ja, _ := json.Marshal(a)
@@ -97,6 +103,7 @@ func TestUnknownTimeChangesNoFigure(t *testing.T) {
 	same("all_reduce busbw", b.BusBW, g.BusBW)
 	same("stragglers", base.Collectives.Stragglers, got.Collectives.Stragglers)
 	same("send/recv iterations", base.SendRecv, got.SendRecv)
+	same("steps", base.Steps, got.Steps)
 	same("stream gaps", base.StreamIdle, got.StreamIdle)
 	same("breakdown", base.Breakdown, got.Breakdown)
 	same("findings", base.Findings, got.Findings)
