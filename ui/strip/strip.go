@@ -122,6 +122,15 @@ func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64, running [
 	prevEnd := int64(-1)
 	for ; k < len(ops) && ops[k].Start < t1; k++ {
 		o := ops[k]
+		if o.TimeUnknown {
+			// When it ran is unknown: it is drawn in the cell it was created in, and the time
+			// around it is not called idle (it may have run then), up to the next op.
+			if c := (o.Start - t0) / ns; o.Start >= t0 && c < int64(w) {
+				add(c, 0, ns, ActivityOf(o.Kind, o.Sub), o.Index, o.Captured)
+			}
+			prevEnd = -1
+			continue
+		}
 		if o.End < t0 {
 			prevEnd = max(prevEnd, o.End)
 			continue
