@@ -21,6 +21,9 @@ type collInst struct {
 	comm       uint32        // the communicator, for the ranks of it that left no record
 	arrivals   []collArrival // each rank's start, for its straggler
 	emulated   bool          // some rank's part stood in for the topology's (timeline.AuxEmulated)
+	// timeUnknown: some rank's part is of unknown time (timeline.AuxTimeUnknown), so the
+	// instance's end, and its time, are unknown.
+	timeUnknown bool
 }
 
 // collArrival is when a rank's part of a collective started: when the rank arrived at it.
@@ -40,6 +43,8 @@ type collKey struct {
 
 type collStats struct {
 	count, bytes, timeNs int64
+	unknownTime          int64 // instances of unknown time: counted, in no time figure
+	timedBytes           int64 // bytes of the instances whose time is known: the rate's
 	lat                  Quantiles
 	channels             int // the most any instance ran with
 }
@@ -116,7 +121,12 @@ func (s *collStats) fold(in *collInst, bytes int64) {
 	s.count++
 	s.channels = max(s.channels, in.channels)
 	s.bytes += bytes
+	if in.timeUnknown {
+		s.unknownTime++
+		return
+	}
 	t := in.end - in.start
+	s.timedBytes += bytes
 	s.timeNs += t
 	s.lat.Add(float64(t))
 }
@@ -148,7 +158,12 @@ func (c *collectives) fold(e *timeline.Event) {
 	in.sum += max(e.Bytes, 0)
 	in.n++
 	in.emulated = in.emulated || e.Emulated()
-	in.arrivals = append(in.arrivals, collArrival{e.Device, e.Start})
+	if e.TimeUnknown() {
+		// Its start is when its rank created it, not when it ran: no arrival to compare.
+		in.timeUnknown = true
+	} else {
+		in.arrivals = append(in.arrivals, collArrival{e.Device, e.Start})
+	}
 	if in.n >= max(in.ranks, 1) || e.Op == 0 {
 		c.finish(in)
 		c.open.done(e.Op, in)
@@ -189,16 +204,21 @@ func (c *collectives) lateAt(in *collInst, late *stragglers) {
 // SizeClass and Bytes are 0 when unknown (a trace that records no group or message size: no
 // collective runs over 0 ranks or moves 0 bytes), and JSON writes them null, never 0.
 type Collective struct {
-	Op        string   `json:"op"`
-	Ranks     int      `json:"ranks"`
-	SizeClass int64    `json:"size_class"`
-	Bytes     int64    `json:"bytes"` // mean bytes per instance (nccl-tests size)
-	Count     int64    `json:"count"`
-	TimeNs    int64    `json:"time_ns_total"`
-	P50Ns     *int64   `json:"time_ns_p50"`
-	P99Ns     *int64   `json:"time_ns_p99"`
-	AlgBW     *float64 `json:"algbw_gbps"`
-	BusBW     *float64 `json:"busbw_gbps"`
+	Op        string `json:"op"`
+	Ranks     int    `json:"ranks"`
+	SizeClass int64  `json:"size_class"`
+	Bytes     int64  `json:"bytes"` // mean bytes per instance (nccl-tests size)
+	Count     int64  `json:"count"`
+	// UnknownTime of the Count instances are of unknown time: some rank's part carried
+	// timeline.AuxTimeUnknown (a Flight Recorder entry not retired, without duration_ms). They
+	// are in Count and Bytes but in no time figure (TimeNs, the percentiles, the bandwidths);
+	// when every instance's time is unknown, TimeNs is unknown too (0 here, null in JSON).
+	UnknownTime int64    `json:"unknown_time"`
+	TimeNs      int64    `json:"time_ns_total"`
+	P50Ns       *int64   `json:"time_ns_p50"`
+	P99Ns       *int64   `json:"time_ns_p99"`
+	AlgBW       *float64 `json:"algbw_gbps"`
+	BusBW       *float64 `json:"busbw_gbps"`
 	// AlgoProto is NCCL Inspector's label of the algorithm and protocol the instances ran with
 	// ("Ring_LL128"), empty when the source does not say; Channels the most channels any used, nil
 	// when not known. Both keys are always present, so every backend's report has the same shape.
@@ -224,34 +244,42 @@ type Collective struct {
 
 // collectiveJSON is Collective as written: the fields that may be unknown as pointers.
 type collectiveJSON struct {
-	Op        string   `json:"op"`
-	Ranks     *int     `json:"ranks"`
-	SizeClass *int64   `json:"size_class"`
-	Bytes     *int64   `json:"bytes"`
-	Count     int64    `json:"count"`
-	TimeNs    *int64   `json:"time_ns_total"`
-	P50Ns     *int64   `json:"time_ns_p50"`
-	P99Ns     *int64   `json:"time_ns_p99"`
-	AlgBW     *float64 `json:"algbw_gbps"`
-	BusBW     *float64 `json:"busbw_gbps"`
-	AlgoProto string   `json:"algo_proto"`
-	Channels  *int     `json:"channels"`
-	RanksSeen *[2]int  `json:"ranks_seen"`
+	Op          string   `json:"op"`
+	Ranks       *int     `json:"ranks"`
+	SizeClass   *int64   `json:"size_class"`
+	Bytes       *int64   `json:"bytes"`
+	Count       int64    `json:"count"`
+	UnknownTime int64    `json:"unknown_time"`
+	TimeNs      *int64   `json:"time_ns_total"`
+	P50Ns       *int64   `json:"time_ns_p50"`
+	P99Ns       *int64   `json:"time_ns_p99"`
+	AlgBW       *float64 `json:"algbw_gbps"`
+	BusBW       *float64 `json:"busbw_gbps"`
+	AlgoProto   string   `json:"algo_proto"`
+	Channels    *int     `json:"channels"`
+	RanksSeen   *[2]int  `json:"ranks_seen"`
 	// Unrecorded is never null: an empty list says no member is known to have left no record.
 	Unrecorded      []int32 `json:"ranks_unrecorded"`
 	UnrecordedCount int     `json:"ranks_unrecorded_count"`
 	Emulated        bool    `json:"emulated"`
 }
 
-// MarshalJSON writes the row with null for what is unknown (Ranks, SizeClass, Bytes at 0). A
-// null reads back as 0, unknown again.
+// TimeKnown reports whether TimeNs is a figure (some instance's time is known, or there is none).
+func (c Collective) TimeKnown() bool { return c.Count == 0 || c.UnknownTime < c.Count }
+
+// MarshalJSON writes the row with null for what is unknown (Ranks, SizeClass, Bytes at 0; the time
+// when no instance's is known). A null reads back as 0, unknown again.
 func (c Collective) MarshalJSON() ([]byte, error) {
 	un := c.Unrecorded
 	if un == nil {
 		un = []int32{}
 	}
+	var timeNs *int64
+	if c.TimeKnown() {
+		timeNs = &c.TimeNs
+	}
 	return json.Marshal(collectiveJSON{Op: c.Op, Ranks: known(c.Ranks), SizeClass: known(c.SizeClass), Bytes: known(c.Bytes), Count: c.Count,
-		TimeNs: &c.TimeNs, P50Ns: c.P50Ns, P99Ns: c.P99Ns, AlgBW: c.AlgBW, BusBW: c.BusBW, AlgoProto: c.AlgoProto, Channels: c.Channels, RanksSeen: c.RanksSeen,
+		UnknownTime: c.UnknownTime, TimeNs: timeNs, P50Ns: c.P50Ns, P99Ns: c.P99Ns, AlgBW: c.AlgBW, BusBW: c.BusBW, AlgoProto: c.AlgoProto, Channels: c.Channels, RanksSeen: c.RanksSeen,
 		Unrecorded: un, UnrecordedCount: c.UnrecordedCount, Emulated: c.Emulated})
 }
 
@@ -323,8 +351,10 @@ func (c *collectives) result() Collectives {
 
 // row is the row of key k: nccl-tests' figures over its instances.
 func (s *collStats) row(k collKey) Collective {
-	row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count,
-		TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.bytes, s.timeNs),
+	// The rate is the timed instances' bytes over their time: an instance of unknown time is not
+	// one that took none.
+	row := Collective{Op: k.op.String(), Ranks: k.ranks, SizeClass: k.class, Bytes: s.bytes / s.count, Count: s.count, UnknownTime: s.unknownTime,
+		TimeNs: s.timeNs, P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), AlgBW: rate(s.timedBytes, s.timeNs),
 		AlgoProto: algoProto(k.algo, k.proto), Emulated: k.emulated}
 	if k.emulated {
 		// What ran was not the collective over the topology's links: one GPU's ranks moved

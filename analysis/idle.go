@@ -166,6 +166,11 @@ func (g *idleGaps) add(e *timeline.Event) {
 	var c Cause
 	switch {
 	case e.Kind.IsBusy():
+		if e.TimeUnknown() {
+			// When it ran is unknown (timeline.AuxTimeUnknown): it is left out, as an op of 0 s
+			// would split a gap at its creation time, a time it may not have run at.
+			return
+		}
 		st := g.stream(e)
 		g.changed = true
 		if !st.dirty && st.idx >= 0 {

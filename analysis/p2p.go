@@ -61,7 +61,7 @@ func newP2PIterations() *p2pIterations {
 }
 
 func (p *p2pIterations) add(e *timeline.Event) {
-	if (e.Kind == timeline.KindSend || e.Kind == timeline.KindRecv) && e.Status == timeline.StatusOK && e.Group != 0 {
+	if (e.Kind == timeline.KindSend || e.Kind == timeline.KindRecv) && e.Status == timeline.StatusOK && e.Group != 0 && !e.TimeUnknown() {
 		p.addOp(e) // the test inlines into Analyzer.Emit (see transfers.add)
 	}
 }

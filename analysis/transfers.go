@@ -45,9 +45,14 @@ func roundRate(x float64) float64 {
 // the ops whose size is known, the rate's denominator. An emulated op (timeline.AuxEmulated)
 // counts, with its bytes and time, but is left out of the rate too: it crossed none of the
 // topology's links. emuBytes and emuNs are the emulated sends' own (the copies that stood in).
+//
+// An op of unknown time (timeline.AuxTimeUnknown: durUnknown) counts, with its bytes, in
+// unknownTime and in nothing timed: busy time, rates, percentiles.
 type opStats struct {
 	count, bytes, busyNs int64
 	unknown, knownNs     int64
+	unknownTime          int64
+	rated                int64 // ops in the rate: known size and time, not emulated
 	rateBytes            int64 // of bytes, those of the ops the rate covers (known size, not emulated)
 	emulated             int64
 	emuBytes, emuNs      int64
@@ -63,15 +68,33 @@ const (
 	emuNoRate
 )
 
+// durUnknown is the duration add takes for an op whose time its source does not know.
+const durUnknown = math.MinInt64
+
+// opDur is an op's duration for opStats.add: durUnknown for one of unknown time.
+func opDur(e *timeline.Event) int64 {
+	if e.TimeUnknown() {
+		return durUnknown
+	}
+	return e.Dur()
+}
+
 func (s *opStats) add(bytes, dur int64, emu int) {
-	dur = max(dur, 0)
 	s.count++
-	s.busyNs += dur
 	if bytes <= 0 {
 		s.unknown++
 	} else {
 		s.bytes += bytes
 	}
+	if dur == durUnknown {
+		s.unknownTime++
+		if emu != emuNone {
+			s.emulated++
+		}
+		return
+	}
+	dur = max(dur, 0)
+	s.busyNs += dur
 	switch {
 	case emu != emuNone:
 		s.emulated++
@@ -82,6 +105,7 @@ func (s *opStats) add(bytes, dur int64, emu int) {
 	case bytes > 0:
 		s.rateBytes += bytes
 		s.knownNs += dur
+		s.rated++
 	}
 	s.lat.Add(float64(dur))
 }
@@ -94,6 +118,11 @@ func (s *opStats) add(bytes, dur int64, emu int) {
 // time are the other ops'), and Bytes holds only the others' bytes, a lower bound; when every op
 // is of unknown size, Bytes is unknown (0 here, null in JSON).
 //
+// UnknownTime of the Count ops are of unknown time (timeline.AuxTimeUnknown: a Flight Recorder
+// entry not retired, without duration_ms): they are in Count and Bytes but in no time figure
+// (BusyNs, GBps, the percentiles); when every op's time is unknown, BusyNs is unknown too (0 here,
+// null in JSON) and the rate and percentiles nil.
+//
 // A source's timestamps have a resolution (a Kineto trace's are whole µs): each op's measured
 // duration is within one tick of the true one, so the group's time is within Count ticks of
 // BusyNs. When that is more than 1% of it (the ops last under 100 ticks on average), GBps is
@@ -104,6 +133,7 @@ type Stats struct {
 	Count       int64    `json:"count"`
 	Bytes       int64    `json:"bytes"`
 	UnknownSize int64    `json:"unknown_size"`
+	UnknownTime int64    `json:"unknown_time"`
 	BusyNs      int64    `json:"busy_ns"`
 	GBps        *float64 `json:"gbps"`
 	P50Ns       *int64   `json:"time_ns_p50"`
@@ -130,7 +160,8 @@ type statsJSON struct {
 	Count       int64    `json:"count"`
 	Bytes       *int64   `json:"bytes"`
 	UnknownSize int64    `json:"unknown_size"`
-	BusyNs      int64    `json:"busy_ns"`
+	UnknownTime int64    `json:"unknown_time"`
+	BusyNs      *int64   `json:"busy_ns"`
 	GBps        *float64 `json:"gbps"`
 	P50Ns       *int64   `json:"time_ns_p50"`
 	P99Ns       *int64   `json:"time_ns_p99"`
@@ -143,17 +174,24 @@ type statsJSON struct {
 // BytesKnown reports whether Bytes is a figure (some op's size is known, or there is no op).
 func (s Stats) BytesKnown() bool { return s.Count == 0 || s.UnknownSize < s.Count }
 
+// TimeKnown reports whether BusyNs is a figure (some op's time is known, or there is no op).
+func (s Stats) TimeKnown() bool { return s.Count == 0 || s.UnknownTime < s.Count }
+
 func (s Stats) toJSON() statsJSON {
-	j := statsJSON{Count: s.Count, UnknownSize: s.UnknownSize, BusyNs: s.BusyNs, GBps: s.GBps,
+	j := statsJSON{Count: s.Count, UnknownSize: s.UnknownSize, UnknownTime: s.UnknownTime, GBps: s.GBps,
 		P50Ns: s.P50Ns, P99Ns: s.P99Ns, GBpsMin: s.GBpsMin, GBpsMax: s.GBpsMax, Emulated: s.Emulated, EmuGBps: s.EmulatedGBps}
 	if s.BytesKnown() {
 		j.Bytes = &s.Bytes
 	}
+	if s.TimeKnown() {
+		j.BusyNs = &s.BusyNs
+	}
 	return j
 }
 
-// MarshalJSON writes the group with null bytes when no op's size is known. A null reads back as
-// 0 (with UnknownSize == Count: unknown again).
+// MarshalJSON writes the group with null bytes when no op's size is known, and null busy_ns when
+// no op's time is. A null reads back as 0 (with UnknownSize, or UnknownTime, == Count: unknown
+// again).
 func (s Stats) MarshalJSON() ([]byte, error) { return json.Marshal(s.toJSON()) }
 
 // MinTicks is the mean duration, in ticks of the timestamps' resolution, under which a group's
@@ -168,9 +206,9 @@ const minTickNs = 1000
 // result is the group's figures, its rate bounded when ticks (the timestamps' resolution, ns)
 // leave it uncertain.
 func (s *opStats) result(tick int64) Stats {
-	out := Stats{Count: s.count, Bytes: s.bytes, UnknownSize: s.unknown, BusyNs: s.busyNs, GBps: rate(s.rateBytes, s.knownNs),
+	out := Stats{Count: s.count, Bytes: s.bytes, UnknownSize: s.unknown, UnknownTime: s.unknownTime, BusyNs: s.busyNs, GBps: rate(s.rateBytes, s.knownNs),
 		P50Ns: s.lat.quantileNs(50), P99Ns: s.lat.quantileNs(99), Emulated: s.emulated, EmulatedGBps: rate(s.emuBytes, s.emuNs)}
-	if known := s.count - s.unknown - s.emulated; tick >= minTickNs && s.rateBytes > 0 && s.knownNs < MinTicks*known*tick {
+	if known := s.rated; tick >= minTickNs && s.rateBytes > 0 && s.knownNs < MinTicks*known*tick {
 		slack := known * tick
 		out.GBps = nil
 		out.GBpsMin = rate(s.rateBytes, s.knownNs+slack)
@@ -252,7 +290,7 @@ func newTransfers() *transfers { return &transfers{odd: map[string]*opStats{}} }
 
 func (t *transfers) add(e *timeline.Event) {
 	// The clock's resolution, from every busy op: rates of ops a few ticks long are ranges.
-	if e.Kind.IsBusy() && t.tick != 1 {
+	if e.Kind.IsBusy() && t.tick != 1 && !e.TimeUnknown() {
 		t.tick = gcd(gcd(t.tick, e.Start), e.End)
 	}
 	// The kinds it folds are tested here, small enough to inline into Analyzer.Emit: most events
@@ -272,7 +310,7 @@ func (t *transfers) fold(e *timeline.Event) {
 		if t.odd[name] == nil {
 			t.odd[name] = &opStats{}
 		}
-		t.odd[name].add(e.Bytes, e.Dur(), emuNone)
+		t.odd[name].add(e.Bytes, opDur(e), emuNone)
 		return
 	}
 	emu := emuNone
@@ -282,14 +320,14 @@ func (t *transfers) fold(e *timeline.Event) {
 			emu = emuNoRate
 		}
 	}
-	t.byKind[k].add(e.Bytes, e.Dur(), emu)
+	t.byKind[k].add(e.Bytes, opDur(e), emu)
 	c := classIndex(e.Bytes)
 	ss := t.bySize[k][c]
 	if ss == nil {
 		ss = &opStats{}
 		t.bySize[k][c] = ss
 	}
-	ss.add(e.Bytes, e.Dur(), emu)
+	ss.add(e.Bytes, opDur(e), emu)
 	if e.Kind == timeline.KindSend || (e.Kind == timeline.KindMemcpy && timeline.CopyDir(e.Sub) != timeline.CopySet) {
 		t.count++
 		t.bytes += max(e.Bytes, 0)

@@ -138,8 +138,14 @@ type Names interface{ Lookup(id uint32) string }
 // at one instant).
 var ErrCycle = errors.New("the dependencies form a cycle")
 
-// IsNode reports whether an event is an op of the graph.
+// IsNode reports whether an event is an op of the graph. An op of unknown time
+// (timeline.AuxTimeUnknown: a Flight Recorder entry not retired, without duration_ms) is not: its
+// End is a placeholder, and as a node of weight 0 it would bind points at a time it may not have
+// run at.
 func IsNode(e *timeline.Event) bool {
+	if e.TimeUnknown() {
+		return false
+	}
 	switch e.Kind {
 	case timeline.KindRuntime, timeline.KindGraphLaunch, timeline.KindStep, timeline.KindCommInit:
 		return e.End >= e.Start

@@ -288,3 +288,35 @@ func TestBuildSMWait(t *testing.T) {
 		t.Errorf("sm edges %v; want %v", got, want)
 	}
 }
+
+// TestUnknownTimeNoNode: an op of unknown time (timeline.AuxTimeUnknown) is no node of the graph,
+// so the critical path and the graph's counts are those of the trace without it: as a node of 0 µs
+// it would be an unmatched collective part and a stream dependency at a time it may not have run.
+func TestUnknownTimeNoNode(t *testing.T) {
+	base := []timeline.Event{
+		step(0, 80),
+		kern(0, 1, 0, 10, 0),
+		kern(1, 2, 0, 40, 0),
+		coll(0, 1, 10, 60, 99),
+		coll(1, 2, 40, 60, 99),
+		kern(0, 1, 60, 70, 0),
+	}
+	unknown := coll(0, 1, 62, 62, 100)
+	unknown.Aux |= timeline.AuxTimeUnknown
+	with := append(append([]timeline.Event{}, base...), unknown)
+	g0, err := Build(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1, err := Build(with, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g1.Stats != g0.Stats {
+		t.Errorf("stats with an op of unknown time %+v; want %+v (as without it)", g1.Stats, g0.Stats)
+	}
+	p0, p1 := g0.CriticalPaths(nil, nil), g1.CriticalPaths(nil, nil)
+	if len(p0) != 1 || len(p1) != 1 || p1[0].ByCategory != p0[0].ByCategory || p1[0].EndNs != p0[0].EndNs {
+		t.Errorf("critical paths with an op of unknown time %+v; want %+v", p1, p0)
+	}
+}

@@ -33,12 +33,16 @@ const (
 	// AttrEmulated marks a send, receive or collective that stood in for the topology's (the cuda
 	// backend's --fit with ranks sharing a GPU: timeline.Event.Emulated); such a span has no
 	// xfertop.gbps, as its time is no rate of the topology's links.
-	AttrEmulated  = attribute.Key("xfertop.emulated")
-	AttrWaitNs    = attribute.Key("xfertop.wait.ns")
-	AttrWaitCause = attribute.Key("xfertop.wait.cause")
-	AttrStraggler = attribute.Key("xfertop.barrier.straggler")
-	AttrLateness  = attribute.Key("xfertop.barrier.lateness_ns")
-	AttrStatus    = attribute.Key("xfertop.status")
+	AttrEmulated = attribute.Key("xfertop.emulated")
+	// AttrTimeUnknown marks an op its source knows ran but not when or for how long
+	// (timeline.Event.TimeUnknown: a Flight Recorder entry not retired, without duration_ms): its
+	// span starts at the op's creation and its 0 length is a placeholder, not a duration.
+	AttrTimeUnknown = attribute.Key("xfertop.time_unknown")
+	AttrWaitNs      = attribute.Key("xfertop.wait.ns")
+	AttrWaitCause   = attribute.Key("xfertop.wait.cause")
+	AttrStraggler   = attribute.Key("xfertop.barrier.straggler")
+	AttrLateness    = attribute.Key("xfertop.barrier.lateness_ns")
+	AttrStatus      = attribute.Key("xfertop.status")
 
 	// With Detail full, these carry the rest of each event, so a receiver rebuilds it exactly.
 	AttrSeq    = attribute.Key("xfertop.seq")       // the event's place in its session's stream
@@ -364,6 +368,9 @@ func eventAttrs(e *timeline.Event, attrs []attribute.KeyValue) []attribute.KeyVa
 	}
 	if e.Emulated() {
 		attrs = append(attrs, AttrEmulated.Bool(true))
+	}
+	if e.TimeUnknown() {
+		attrs = append(attrs, AttrTimeUnknown.Bool(true))
 	}
 	if e.Status != timeline.StatusOK {
 		attrs = append(attrs, AttrStatus.Int64(int64(e.Status)))

@@ -208,3 +208,25 @@ func TestShownEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// An op of unknown time (a Flight Recorder entry not retired, without duration_ms) carries
+// xfertop.time_unknown, so that its span's 0 length does not read as a duration; one of known
+// time does not.
+func TestTimeUnknownAttr(t *testing.T) {
+	for _, unknown := range []bool{false, true} {
+		e := timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: 100, End: 100, Device: 0, Peer: -1, Stream: 3,
+			Ranks: 2, Bytes: 1 << 20}
+		if unknown {
+			e.Aux |= timeline.AuxTimeUnknown
+		}
+		got := false
+		for _, kv := range eventAttrs(&e, nil) {
+			if kv.Key == AttrTimeUnknown && kv.Value.AsBool() {
+				got = true
+			}
+		}
+		if got != unknown {
+			t.Errorf("time unknown %v: attribute set %v", unknown, got)
+		}
+	}
+}

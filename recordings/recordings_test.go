@@ -553,3 +553,26 @@ func TestRoundTripGraphMarks(t *testing.T) {
 		t.Errorf("kind 24 is named %q", rec.Events[0].Kind)
 	}
 }
+
+// An op of unknown time (Aux bit 26, timeline.AuxTimeUnknown) survives a recording, beside a
+// collective's NCCL choice and the sequence mark, and an op without the bit reads as one of known
+// time: recordings made before the bit read as they did.
+func TestRoundTripUnknownTime(t *testing.T) {
+	s := timeline.NewStrings()
+	evs := []timeline.Event{
+		{Kind: timeline.KindCollective, Start: 4_000, End: 4_000, Queued: 4_000, Device: 1, Peer: -1, Stream: 5, Sub: uint8(timeline.CollAllReduce),
+			Aux: timeline.AuxTimeUnknown | timeline.AuxSeqOp | timeline.PackNCCL(timeline.AlgoRing, timeline.ProtoLL, 16)},
+		{Kind: timeline.KindSend, Start: 5_000, End: 5_000, Device: 1, Peer: 0, Stream: 5, Bytes: 1 << 15, Aux: timeline.AuxTimeUnknown},
+		{Kind: timeline.KindSend, Start: 6_000, End: 6_000, Device: 1, Peer: 0, Stream: 5, Bytes: 1 << 15},
+	}
+	rec, err := ReadAll("mem", write(t, evs, s, 8), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rec.Events, evs) {
+		t.Fatalf("read back %+v\nwant %+v", rec.Events, evs)
+	}
+	if !rec.Events[0].TimeUnknown() || !rec.Events[1].TimeUnknown() || rec.Events[2].TimeUnknown() || rec.Events[0].AlgoProto() != "Ring_LL" {
+		t.Errorf("marks lost: %+v", rec.Events)
+	}
+}

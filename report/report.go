@@ -165,6 +165,9 @@ type Idle struct {
 	Unknown string `json:"unknown"`
 	// noOps: the source records no ops (Report.OpsUnknown), so stream_gaps_ns is null too.
 	noOps bool
+	// noTimes: the source records ops, but not one's time (each carries timeline.AuxTimeUnknown),
+	// so no gap between them is measured: stream_gaps_ns is null, the text "—".
+	noTimes bool
 }
 
 // MarshalJSON writes idle time a source cannot know (Unknown) as null, not 0.
@@ -245,8 +248,27 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 	if analysis.OpsUnknown(res, m) {
 		r.OpsUnknown = analysis.NoOpsWhy
 		r.Idle.noOps = r.Idle.Unknown != ""
+	} else if len(gaps.Streams) == 0 && UnknownTimes(res) > 0 {
+		r.Idle.noOps = r.Idle.Unknown != ""
+		r.Idle.noTimes = true
 	}
 	return r
+}
+
+// UnknownTimes counts the ops (transfers by kind, and collective instances) whose time their
+// source does not know (timeline.AuxTimeUnknown): counted, but in no time figure.
+func UnknownTimes(res *analysis.Result) int64 {
+	var n int64
+	for _, s := range res.Transfers.ByKind {
+		n += s.UnknownTime
+	}
+	for _, c := range res.Collectives.Rows {
+		n += c.UnknownTime
+	}
+	for _, c := range res.Collectives.Partial {
+		n += c.UnknownTime
+	}
+	return n
 }
 
 // everyDevice is the breakdown's rows (by device id, of the devices that ran something) with a row

@@ -183,11 +183,13 @@ func transfersText(b *strings.Builder, r *Report) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kind\tsize ≤\tcount\tpayload\ttime p50\ttime p99\tGB/s\t")
 	quantised, unknown := false, false
+	var untimed int64
 	for _, k := range timeline.TransferKinds {
 		ks := t.ByKind[k]
 		if ks.Count == 0 {
 			continue
 		}
+		untimed += ks.UnknownTime
 		quantised = quantised || ks.GBpsMin != nil
 		unknown = unknown || ks.UnknownSize > 0
 		for _, s := range t.BySize {
@@ -211,6 +213,10 @@ func transfersText(b *strings.Builder, r *Report) {
 	}
 	if quantised {
 		b.WriteString("A range (lo–hi, or ≥ lo) is a rate the timestamps' resolution leaves uncertain: the ops lasted under 100 ticks of it on average.\n")
+	}
+	if untimed > 0 {
+		fmt.Fprintf(b, "%s of unknown time (the source recorded no duration) counted, but left out of the times and GB/s (%s where no op of a row has one).\n",
+			units.Counted(untimed, "op", "ops"), units.Unknown)
 	}
 	emulatedTransfersText(b, t)
 }
@@ -285,6 +291,14 @@ func collectivesText(b *strings.Builder, r *Report) {
 		collectiveLine(tw, c)
 	}
 	tw.Flush()
+	var untimed int64
+	for _, c := range slices.Concat(r.Collectives, r.CollPartial) {
+		untimed += c.UnknownTime
+	}
+	if untimed > 0 {
+		fmt.Fprintf(b, "%s of unknown time (a rank's part recorded no duration) counted, but left out of the times, bandwidths and stragglers (%s where no instance of a row has one).\n",
+			units.Counted(untimed, "instance", "instances"), units.Unknown)
+	}
 	if slices.ContainsFunc(r.Collectives, func(c analysis.Collective) bool { return c.Emulated }) {
 		b.WriteString("emulated: --fit put some of the collective's ranks on one GPU (NCCL allows one rank per GPU): NCCL ran it over the GPUs they share, the other ranks there waiting for it, and over one GPU not at all (no data moved); its time is what ran, with no algbw or busbw\n")
 	}
@@ -433,9 +447,12 @@ func idleText(b *strings.Builder, r *Report, o TextOptions) {
 // its ops are measured, but whether a device sat idle in them or computed, and why, is not.
 func idleUnknownText(b *strings.Builder, r *Report, o TextOptions) {
 	fmt.Fprintf(b, "\nIdle: %s (%s)\n", units.Unknown, r.Idle.Unknown)
-	if r.OpsUnknown != "" {
+	switch {
+	case r.OpsUnknown != "":
 		fmt.Fprintf(b, "Gaps between ops on streams: %s (the source records no ops)\n", units.Unknown)
-	} else {
+	case r.Idle.noTimes:
+		fmt.Fprintf(b, "Gaps between ops on streams: %s (no op's time is known)\n", units.Unknown)
+	default:
 		fmt.Fprintf(b, "Gaps between ops on streams: %s (Σ over streams), cause %s\n", units.Dur(r.Idle.StreamNs), units.Unknown)
 	}
 	if len(r.Idle.Devices) > 0 {

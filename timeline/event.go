@@ -302,6 +302,19 @@ func (e *Event) Emulated() bool {
 	return (e.Kind == KindSend || e.Kind == KindRecv || e.Kind == KindCollective) && e.Aux&AuxEmulated != 0
 }
 
+// AuxTimeUnknown, set in the Aux of a busy op (memcpy, send, recv, collective, kernel), says its
+// source knows the op ran but not how long: a Flight Recorder entry its watchdog had not retired
+// when the dump was taken (its discovered times are the dump's clock) and that carries no
+// duration_ms. Its Start is the best the source knows (its creation) and its End equals Start, a
+// placeholder, not a duration of 0: the analysis counts it (count, bytes) and leaves it out of every
+// time figure (busy time, rates, percentiles, gaps, steps, comparisons between ranks). The other
+// bits of Aux keep their meaning (a collective's PackNCCL uses bits 0-15).
+const AuxTimeUnknown uint32 = 1 << 26
+
+// TimeUnknown reports whether e is a busy op whose duration its source does not know
+// (AuxTimeUnknown).
+func (e *Event) TimeUnknown() bool { return e.Kind.IsBusy() && e.Aux&AuxTimeUnknown != 0 }
+
 // SeqOp is the op id of sequence number seq on communicator comm: bit 63 set, the communicator in
 // bits 40-62, the sequence number in bits 0-39. Seq 0 names no collective: a KindMark with it
 // says its device is a member of the communicator.

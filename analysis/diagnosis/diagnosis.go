@@ -297,17 +297,21 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 			}
 			return
 		}
-		if e.Status == timeline.StatusOK {
+		if e.Status == timeline.StatusOK && !e.TimeUnknown() {
 			d.maxOp = max(d.maxOp, e.Dur())
 		}
 		if r := d.rank(e.Device); r != nil {
 			d.launch(r, e)
-			if !e.Emulated() {
+			switch {
+			case e.TimeUnknown():
+				// How long it took is unknown (timeline.AuxTimeUnknown): it says the rank
+				// entered the op (d.seq) but is no time to compare with its peers'.
+			case !e.Emulated():
 				// An op that stood in for the topology's (--fit on shared GPUs) took the time of
 				// a copy or of a wait on a GPU its ranks share: comparing it with its peers would
 				// blame a link or GPU of the topology that it never used.
 				d.addOp(e)
-			} else {
+			default:
 				d.shared = true
 			}
 			if e.Kind == timeline.KindCollective && (e.Sub == uint8(timeline.CollAllToAll) || e.Sub == uint8(timeline.CollRaggedAllToAll)) {

@@ -16,7 +16,8 @@
 // timeline.StatusPending, lasting until the last time its rank's dump knows of. Times are the
 // entry's creation and when the watchdog saw it start and complete (a retired entry's: those of
 // one not retired are when the dump was taken, and are left out); duration_ms, when timing was
-// on, places the start that far before the completion. A coalesced group's ops, which torch
+// on, places the start that far before the completion. A completed entry with neither (not retired
+// and no duration_ms) carries timeline.AuxTimeUnknown: its time is unknown, not 0 s. A coalesced group's ops, which torch
 // leaves scheduled, take the state and times of the group's end marker. A dump without creation times (hand
 // made) is laid out in record order and said to be approximate. Each rank's membership of a
 // process group (pg_config) is a mark with sequence number 0: the diagnosis names the members

@@ -374,8 +374,18 @@ func FuzzRead(f *testing.F) {
 			t.Fatal(err)
 		}
 		im, err := ReadFiles([]string{p}, Options{})
-		if err == nil && len(im.Events) > len(b) {
+		if err != nil {
+			return
+		}
+		if len(im.Events) > len(b) {
 			t.Fatalf("%d events of %d bytes", len(im.Events), len(b))
+		}
+		// An op of unknown time is a completed busy op placed at one instant, never one that
+		// lasts or one left pending (whose time runs to the dump's).
+		for _, e := range im.Events {
+			if e.Aux&timeline.AuxTimeUnknown != 0 && (!e.Kind.IsBusy() || e.End != e.Start || e.Status != timeline.StatusOK) {
+				t.Fatalf("op of unknown time %+v: want a completed busy op with End at Start", e)
+			}
 		}
 	})
 }

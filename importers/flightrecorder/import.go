@@ -401,6 +401,8 @@ func (st *state) event(d *dump, e *entry, timed bool, last int64, strs *timeline
 		ev.End = ev.Start
 		if e.durMs >= 0 {
 			ev.End += int64(e.durMs * 1e6)
+		} else if e.state == "completed" {
+			ev.Aux |= timeline.AuxTimeUnknown // no clock and no duration: not an op of 0 s
 		}
 		return ev, true
 	}
@@ -420,7 +422,11 @@ func (st *state) event(d *dump, e *entry, timed bool, last int64, strs *timeline
 	case e.durMs >= 0:
 		ev.End = ev.Start + int64(e.durMs*1e6)
 	default:
+		// Completed, but neither a completion its watchdog saw nor a duration: an entry it had not
+		// retired (its discovered times were the dump's and are left out), on a job without
+		// TORCH_NCCL_ENABLE_TIMING. When it ran and how long it took are unknown, not 0 s.
 		ev.End = ev.Start
+		ev.Aux |= timeline.AuxTimeUnknown
 	}
 	return ev, true
 }

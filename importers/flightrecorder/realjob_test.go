@@ -138,3 +138,50 @@ func TestRealJobDumps(t *testing.T) {
 		})
 	}
 }
+
+// TestRealJobUnknownTimes: the real job's entries its watchdog had not retired carry no time of
+// their own (their discovered times were the dump's, left out) and, on one rank, no duration_ms
+// either: they are marked timeline.AuxTimeUnknown, never imported as ops of 0 s. Every op of the
+// one-rank job is such (none retired, no timing on it); of the two-rank job, the entries after
+// the watchdog's last poll: of 18 entries a rank not retired, 11 collectives, the last
+// batch_isend_irecv's send and receive (they take the times of its end marker, not retired) and
+// none of the earlier groups' sends and receives (torch never retires them, but their markers were
+// retired, with duration_ms): 13.
+func TestRealJobUnknownTimes(t *testing.T) {
+	for _, c := range []struct {
+		step    string
+		ranks   int
+		unknown int // per rank
+	}{{"torch", 1, 36}, {"torch2", 2, 13}} {
+		t.Run(c.step, func(t *testing.T) {
+			var paths []string
+			for r := range c.ranks {
+				paths = append(paths, filepath.Join(realJob, c.step, "fr", fmt.Sprintf("nccl_trace_rank_%d", r)))
+			}
+			evs, warns := seen(t, paths)
+			unknown := make([]int, c.ranks)
+			for _, s := range evs {
+				e := s.ev
+				if !e.Kind.IsBusy() {
+					continue
+				}
+				if e.TimeUnknown() {
+					unknown[e.Device]++
+					if e.End != e.Start {
+						t.Errorf("rank %d: %q of unknown time lasts %d ns", e.Device, s.label, e.Dur())
+					}
+				} else if e.Dur() <= 0 {
+					t.Errorf("rank %d: %q imported as an op of %d ns with its time known", e.Device, s.label, e.Dur())
+				}
+			}
+			for r, n := range unknown {
+				if n != c.unknown {
+					t.Errorf("rank %d: %d ops of unknown time; want %d", r, n, c.unknown)
+				}
+			}
+			if !slices.ContainsFunc(warns, func(w string) bool { return strings.Contains(w, "else its time is unknown") }) {
+				t.Errorf("warnings %q; want the line on entries not retired", warns)
+			}
+		})
+	}
+}

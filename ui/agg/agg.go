@@ -19,6 +19,9 @@ type Op struct {
 	Kind       timeline.Kind
 	Sub        uint8
 	Captured   bool // replayed by a CUDA graph (timeline.Event.Captured)
+	// TimeUnknown: its source does not know when it ran or for how long
+	// (timeline.Event.TimeUnknown); Start is its creation, End a placeholder.
+	TimeUnknown bool
 }
 
 // Track is one stream's recent activity, ordered by start.
@@ -193,7 +196,7 @@ func (s *State) add(idx int64, e *timeline.Event) {
 	}
 	if e.OnStream() {
 		t := s.track(e)
-		op := Op{Start: e.Start, End: e.End, Index: idx, Kind: e.Kind, Sub: e.Sub, Captured: e.Captured()}
+		op := Op{Start: e.Start, End: e.End, Index: idx, Kind: e.Kind, Sub: e.Sub, Captured: e.Captured(), TimeUnknown: e.TimeUnknown()}
 		j := len(t.Ops)
 		for j > 0 && t.Ops[j-1].Start > op.Start {
 			j--

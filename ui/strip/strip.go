@@ -122,6 +122,15 @@ func (s *Scratch) Cells(tr *agg.Track, t0, ns int64, w int, now int64, running [
 	prevEnd := int64(-1)
 	for ; k < len(ops) && ops[k].Start < t1; k++ {
 		o := ops[k]
+		if o.TimeUnknown {
+			// When it ran is unknown: it is drawn in the cell it was created in, and the time
+			// around it is not called idle (it may have run then), up to the next op.
+			if c := (o.Start - t0) / ns; o.Start >= t0 && c < int64(w) {
+				add(c, 0, ns, ActivityOf(o.Kind, o.Sub), o.Index, o.Captured)
+			}
+			prevEnd = -1
+			continue
+		}
 		if o.End < t0 {
 			prevEnd = max(prevEnd, o.End)
 			continue
@@ -255,8 +264,13 @@ func Describe(snap *timeline.Snapshot, st *theme.Styles, idx int64) string {
 	if e.Peer >= 0 {
 		parts = append(parts, fmt.Sprintf("peer %d", e.Peer))
 	}
-	parts = append(parts, units.Dur(e.Dur()))
-	if e.Bytes > 0 && e.Dur() > 0 && e.Kind.IsComm() && !e.Emulated() {
+	if e.TimeUnknown() {
+		// Its source recorded no duration (a Flight Recorder entry not retired): not an op of 0 s.
+		parts = append(parts, "time "+units.Unknown)
+	} else {
+		parts = append(parts, units.Dur(e.Dur()))
+	}
+	if e.Bytes > 0 && e.Dur() > 0 && e.Kind.IsComm() && !e.Emulated() && !e.TimeUnknown() {
 		parts = append(parts, fmt.Sprintf("%.1f GB/s", float64(e.Bytes)/float64(e.Dur())))
 	}
 	if e.Emulated() { // its time is no rate of the topology's links (docs/report.md)

@@ -150,3 +150,40 @@ func TestCapturedRegion(t *testing.T) {
 		t.Error("the legend does not explain the underline")
 	}
 }
+
+// The line under the cursor says an op of unknown time (timeline.AuxTimeUnknown: a Flight Recorder
+// entry not retired, without duration_ms) is so, never "0 s", and gives it no rate.
+func TestDescribeUnknownTime(t *testing.T) {
+	st := theme.DefaultStyles(true)
+	w := timeline.NewWindow(1<<10, timeline.NewStrings())
+	e := timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: 100, End: 100, Bytes: 1 << 20, Ranks: 2, Device: 0,
+		Peer: timeline.NoDevice, Stream: 1, Op: 1, Aux: timeline.AuxTimeUnknown}
+	w.Emit(&e)
+	snap := w.Snapshot()
+	got := ansi.Strip(Describe(&snap, &st, snap.Base))
+	if !strings.Contains(got, "time —") || strings.Contains(got, "0 s") || strings.Contains(got, "GB/s") {
+		t.Errorf("Describe = %q; want \"time —\", no 0 s, no rate", got)
+	}
+}
+
+// A stream of ops of unknown time (a Flight Recorder dump without durations) is drawn with each op
+// in the cell it was created in and nothing between them called idle: they may have run then. A
+// known op after them is drawn as ever, and the gap between two known ops is idle.
+func TestCellsUnknownTime(t *testing.T) {
+	tr := &agg.Track{Ops: []agg.Op{
+		{Start: 100, End: 100, Index: 1, Kind: timeline.KindCollective, TimeUnknown: true},
+		{Start: 2100, End: 2100, Index: 2, Kind: timeline.KindCollective, TimeUnknown: true},
+		{Start: 4000, End: 5000, Index: 3, Kind: timeline.KindKernel},
+		{Start: 7000, End: 8000, Index: 4, Kind: timeline.KindKernel},
+	}}
+	act, which := Cells(tr, 0, 1000, 8, 0, nil)
+	want := []theme.Activity{theme.Collective, theme.None, theme.Collective, theme.None, theme.Kernel, theme.Idle, theme.Idle, theme.Kernel}
+	for c := range want {
+		if act[c] != want[c] {
+			t.Errorf("cell %d: %v (op %d); want %v", c, act[c], which[c], want[c])
+		}
+	}
+	if which[0] != 1 || which[2] != 2 {
+		t.Errorf("cells 0 and 2 show ops %d and %d; want 1 and 2", which[0], which[2])
+	}
+}

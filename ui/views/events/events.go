@@ -88,7 +88,11 @@ func line(snap *timeline.Snapshot, e *timeline.Event) string {
 	}
 	// Start times to the microsecond, so that neighbours are told apart.
 	at := fmt.Sprintf("%.6f s", float64(e.Start)/1e9)
-	return fmt.Sprintf("%14s %-17s dev %-3s s%-4d %10s %9s  %s", at, e.Kind, dev, e.Stream, units.Dur(e.Dur()), extra,
+	dur := units.Dur(e.Dur())
+	if e.TimeUnknown() {
+		dur = units.Unknown // its source recorded no duration: not 0 s
+	}
+	return fmt.Sprintf("%14s %-17s dev %-3s s%-4d %10s %9s  %s", at, e.Kind, dev, e.Stream, dur, extra,
 		what(snap, e))
 }
 

@@ -33,3 +33,18 @@ func TestLineShowsTransferLabels(t *testing.T) {
 		}
 	}
 }
+
+// The log shows an op of unknown time (timeline.AuxTimeUnknown) with "—" for its duration, never
+// "0 s".
+func TestLineUnknownTime(t *testing.T) {
+	snap := &timeline.Snapshot{Strings: []string{""}}
+	e := timeline.Event{Kind: timeline.KindCollective, Sub: uint8(timeline.CollAllReduce), Start: 1_500_000_000, End: 1_500_000_000, Aux: timeline.AuxTimeUnknown}
+	got := line(snap, &e)
+	if strings.Contains(got, " 0 s ") || !strings.Contains(got, " — ") {
+		t.Errorf("line = %q; want — for its duration, no 0 s", got)
+	}
+	e.Aux = 0
+	if got := line(snap, &e); !strings.Contains(got, " 0 s ") {
+		t.Errorf("line of a known 0-length op = %q; want 0 s", got)
+	}
+}
