@@ -524,14 +524,14 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 	case f.MissingN > 0:
 		parts = append(parts, fmt.Sprintf("%s %s never entered it", units.Plural(f.MissingN, "rank"), rankList(f.Missing, f.MissingN)))
 	case len(g.stalled) > 0:
-		parts = append(parts, fmt.Sprintf("no rank is missing from it; %s part made no progress (%s kernel in it never finished): the others wait on it inside",
-			possessive(g.stalled), units.Plural(len(g.stalled), "its", "their")))
+		parts = append(parts, fmt.Sprintf("no rank is missing from it; %s part made no progress (%s kernel in it never finished)%s",
+			possessive(g.stalled), units.Plural(len(g.stalled), "its", "their"), victims(g.inside, g.stalled)))
 	case len(g.inside) > 0:
 		parts = append(parts, "no rank is missing from it")
 	default:
 		parts = append(parts, "no member is known to be missing")
 	}
-	if g.holder > 0 {
+	if g.holder > 0 && len(g.stalled) == 0 {
 		parts = append(parts, fmt.Sprintf("rank %d is stuck inside another send/receive too, with another peer, while its peers are each in one: it holds them", f.Rank))
 	}
 	f.Evidence = what + ": " + strings.Join(parts, "; ")
@@ -539,6 +539,22 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 		f.Evidence += fmt.Sprintf("; rank %d never finished joining the communicator", f.Rank)
 	}
 	return f
+}
+
+// victims names the ranks stuck inside an op that only wait on its stalled ranks' parts: a peer
+// of a rank hung inside a send or receive runs its half and waits, and is no cause of the hang.
+func victims(inside, stalled []int32) string {
+	var vs []int32
+	for _, r := range inside {
+		if !slices.Contains(stalled, r) {
+			vs = append(vs, r)
+		}
+	}
+	if len(vs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(": %s %s %s on it inside (%s, not %s)", units.Plural(len(vs), "rank"), rankList(vs[:min(len(vs), maxMissing)], len(vs)),
+		units.Plural(len(vs), "waits", "wait"), units.Plural(len(vs), "a victim", "victims"), units.Plural(len(vs), "a cause", "causes"))
 }
 
 // possessive names ranks as owners: "rank 299's", "ranks 3 and 5's".
