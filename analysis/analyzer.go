@@ -183,7 +183,7 @@ func (a *Analyzer) Result(labels Labels) *Result {
 	r.Communicators = a.named.result(labels)
 	r.Alerts, r.AlertCount = a.alerts.result(labels)
 	r.Findings = a.diag.Result(labels)
-	quoteRoots(r.Alerts, a.diag, a.meta.GPUsPerHost)
+	quoteRoots(r.Alerts, a.diag, a.meta.GPUsPerHost, labels)
 	return r
 }
 

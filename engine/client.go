@@ -324,15 +324,27 @@ func (c *Client) Copy(s StreamID, dir timeline.CopyDir, bytes int64, peer Device
 // Send enqueues a point-to-point send of bytes to peer on s, paired with the Recv that uses the
 // same id. A send blocks its stream until the peer posts the matching receive.
 func (c *Client) Send(s StreamID, peer DeviceID, bytes int64, id uint64) (*Future, error) {
-	return c.p2p(OpSend, s, peer, bytes, id)
+	return c.p2p(OpSend, s, peer, bytes, id, 0)
 }
 
 // Recv enqueues the receiving half of the Send with the same id.
 func (c *Client) Recv(s StreamID, peer DeviceID, bytes int64, id uint64) (*Future, error) {
-	return c.p2p(OpRecv, s, peer, bytes, id)
+	return c.p2p(OpRecv, s, peer, bytes, id, 0)
 }
 
-func (c *Client) p2p(kind OpKind, s StreamID, peer DeviceID, bytes int64, id uint64) (*Future, error) {
+// SendLabeled is Send with a label on its events ("stage 1→2 microbatch 3"): what the transfer
+// is in the workload's terms, which the events view and the findings about it show beside its
+// op id.
+func (c *Client) SendLabeled(s StreamID, peer DeviceID, bytes int64, id uint64, label string) (*Future, error) {
+	return c.p2p(OpSend, s, peer, bytes, id, c.strs.ID(label))
+}
+
+// RecvLabeled is Recv with a label on its events (SendLabeled).
+func (c *Client) RecvLabeled(s StreamID, peer DeviceID, bytes int64, id uint64, label string) (*Future, error) {
+	return c.p2p(OpRecv, s, peer, bytes, id, c.strs.ID(label))
+}
+
+func (c *Client) p2p(kind OpKind, s StreamID, peer DeviceID, bytes int64, id uint64, label uint32) (*Future, error) {
 	name := "Send" // not a map literal: that built a map on every call
 	if kind == OpRecv {
 		name = "Recv"
@@ -349,7 +361,7 @@ func (c *Client) p2p(kind OpKind, s StreamID, peer DeviceID, bytes int64, id uin
 	}
 	comm := c.commFor(name, []DeviceID{dev, peer})
 	f := NewFuture(id)
-	c.lop = StreamOp{Kind: kind, Stream: s, Device: dev, Peer: peer, Bytes: bytes, ID: id, Comm: comm.ID, Future: f}
+	c.lop = StreamOp{Kind: kind, Stream: s, Device: dev, Peer: peer, Bytes: bytes, ID: id, Comm: comm.ID, Label: label, Future: f}
 	c.launch(&c.lop)
 	return f, nil
 }

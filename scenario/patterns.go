@@ -320,7 +320,7 @@ func (ph *pipelinePhase) issue(r *runner, _ int) error {
 			comp := c.ComputeStream(d)
 			if s > 0 {
 				id := r.pairID(s-1, m)
-				if _, err := c.Recv(ph.recv[s], ph.devs[s-1], ph.bytes, id); err != nil {
+				if _, err := c.RecvLabeled(ph.recv[s], ph.devs[s-1], ph.bytes, id, pipeLabel(s-1, m)); err != nil {
 					return err
 				}
 				ev, _ := c.Record(ph.recv[s])
@@ -337,7 +337,7 @@ func (ph *pipelinePhase) issue(r *runner, _ int) error {
 				} else {
 					c.HostWait(d, ev)
 				}
-				if _, err := c.Send(x, ph.devs[s+1], ph.bytes, r.pairID(s, m)); err != nil {
+				if _, err := c.SendLabeled(x, ph.devs[s+1], ph.bytes, r.pairID(s, m), pipeLabel(s, m)); err != nil {
 					return err
 				}
 			}
@@ -346,6 +346,10 @@ func (ph *pipelinePhase) issue(r *runner, _ int) error {
 	r.resetPairs()
 	return nil
 }
+
+// pipeLabel names the activations of microbatch m moving from stage s to the next, on both halves
+// of the transfer: what a finding about it says beside its op id.
+func pipeLabel(s, m int) string { return fmt.Sprintf("stage %d→%d microbatch %d", s, s+1, m) }
 
 // ---- data-parallel backward with bucketed all-reduce ----
 

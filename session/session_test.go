@@ -60,7 +60,7 @@ func TestPipelinePriorityEffect(t *testing.T) {
 func TestDeadlockCycle(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "cycle.xfr")
 	r, _ := runReport(t, Config{Scenario: "deadlock", Sets: map[string]string{"cycle": "on"}, Record: rec})
-	want := "each waits on the next: rank 0 in recv from 1 (op 2, communicator 1); rank 1 in recv from 0 (op 1, communicator 1)"
+	want := "each waits on the next: rank 0 in recv of 16 MiB from 1 (op 2, communicator 1); rank 1 in recv of 16 MiB from 0 (op 1, communicator 1)"
 	if len(r.Findings) != 1 || r.Findings[0].Kind != "deadlock" || r.Findings[0].Evidence != want || len(r.Findings[0].Cycle) != 2 {
 		t.Fatalf("findings %+v; want one deadlock saying %q", r.Findings, want)
 	}

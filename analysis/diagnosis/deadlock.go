@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 )
 
 // maxCycles bounds the deadlocks one look reports.
@@ -138,25 +139,30 @@ func (d *Diagnosis) deadlockFinding(groups map[uint64]*hangGroup, cyc []int32, e
 		}
 		f.At = max(f.At, g.oldest+thr)
 		f.Severity += thr
-		parts[i] = fmt.Sprintf("rank %d %s", r, d.waitIn(g.first, e))
+		parts[i] = fmt.Sprintf("rank %d %s", r, d.waitIn(g, e))
 	}
 	// The ranks of the cycle are the finding's culprit (Culprit): the evidence does not say them again.
 	f.Evidence = "each waits on the next: " + strings.Join(parts, "; ")
 	return f
 }
 
-// waitIn says what a rank of a cycle waits in: "in recv from 5 (op 12, communicator 4)",
-// "in all_reduce #4 on communicator 7, waiting for 5".
-func (d *Diagnosis) waitIn(first *timeline.Event, e waitEdge) string {
+// waitIn says what a rank of a cycle waits in, with its size and label where known: "in recv of
+// 1 MiB from 5, "stage 1→2 microbatch 3" (op 12, communicator 4)", "in all_reduce #4 on
+// communicator 7, waiting for 5".
+func (d *Diagnosis) waitIn(g *hangGroup, e waitEdge) string {
+	first := g.first
 	if first.Peer >= 0 {
-		what := "send/recv with"
+		what, dir := "send/recv", "with"
 		switch e.aux {
 		case timeline.PeerWaitSend:
-			what = "send to"
+			what, dir = "send", "to"
 		case timeline.PeerWaitRecv:
-			what = "recv from"
+			what, dir = "recv", "from"
 		}
-		return fmt.Sprintf("in %s %d (op %d, communicator %d)", what, e.to, e.op, first.Comm)
+		if first.Bytes > 0 {
+			what += " of " + units.Bytes(first.Bytes)
+		}
+		return fmt.Sprintf("in %s %s %d%s (op %d, communicator %d)", what, dir, e.to, labelRef(g.label), e.op, first.Comm)
 	}
 	name, _ := d.opName(first)
 	return fmt.Sprintf("in %s, waiting for %d", name, e.to)

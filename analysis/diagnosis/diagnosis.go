@@ -682,7 +682,10 @@ func (d *Diagnosis) Result(labels timeline.Labels) []Finding {
 		d.alert(&e, labels)
 	}
 	d.alerts = d.alerts[:0]
-	out := append([]Finding(nil), d.findings...)
+	out := make([]Finding, 0, len(d.findings))
+	for _, f := range d.findings {
+		out = append(out, resolved(f, labels))
+	}
 	out = append(out, d.seq.findings(labels, d.hostOf)...)
 	out = mergeSourced(out, d.sourcedFindings(labels))
 	sortFindings(out)

@@ -63,6 +63,28 @@ type hangGroup struct {
 	// holder+1 is the rank of the two stuck inside a send/receive that holds it (p2pHolders); 0:
 	// not known.
 	holder int32
+	// Of a send/receive, what its events say of it in a user's terms (p2pName): its label (the
+	// first of its events to carry one; 0: none), and each half's stream, +1 (0: no event of
+	// that half seen).
+	label                  uint32
+	sendStream, recvStream uint32
+}
+
+// noteP2P notes what e, an event of a send/receive's group g, says of the transfer: its label,
+// and the stream of the half it is (a peer wait's Aux says which).
+func (g *hangGroup) noteP2P(e *timeline.Event) {
+	if e.Peer < 0 {
+		return
+	}
+	if g.label == 0 {
+		g.label = e.Label
+	}
+	switch {
+	case e.Kind == timeline.KindSend || e.Kind == timeline.KindPeerWait && e.Aux == timeline.PeerWaitSend:
+		g.sendStream = e.Stream + 1
+	case e.Kind == timeline.KindRecv || e.Kind == timeline.KindPeerWait && e.Aux == timeline.PeerWaitRecv:
+		g.recvStream = e.Stream + 1
+	}
 }
 
 // Pending looks at what is in flight at time now (a source's InFlight: ops under way, peer waits,
@@ -234,7 +256,13 @@ func (d *Diagnosis) link(groups map[uint64]*hangGroup, hung []uint64) {
 // hang of the communicator an op is queued behind. This is the diagnosis's one answer to "which
 // rank does everyone wait on", which a watchdog's alert about op quotes: the alert names the peer
 // op waited for, which may itself be waiting on the root. False when no finding names it (yet).
-func (d *Diagnosis) RootOf(op uint64) (Finding, bool) {
+// labels reads the labels of the ops the finding names, as Result's does (nil: not read).
+func (d *Diagnosis) RootOf(op uint64, labels timeline.Labels) (Finding, bool) {
+	f, ok := d.rootOf(op)
+	return resolved(f, labels), ok
+}
+
+func (d *Diagnosis) rootOf(op uint64) (Finding, bool) {
 	seen := map[uint64]bool{op: true}
 	queue := []uint64{op}
 	behind := -1 // the finding of a communicator's hang an op on the way is queued behind
@@ -358,6 +386,7 @@ func (d *Diagnosis) groupInFlight(now int64, inflight []timeline.Event) (groups 
 		}
 		g.ended = g.ended && ended
 		g.oldest = min(g.oldest, e.Start)
+		g.noteP2P(e)
 		return g
 	}
 	for i := range inflight {
@@ -439,8 +468,45 @@ func (d *Diagnosis) missingOf(g *hangGroup, joining map[uint32][]int32) {
 	g.missing = missing
 }
 
+// p2pName names the send/receive of g in a user's terms: the bytes, the ranks and their streams,
+// the label the workload gave it, and its op id, which the events view's `/op N` finds: "64 MiB
+// from rank 4 (stream 2) to rank 8 (stream 3), "stage 1→2 microbatch 3" (send/recv op 26 on
+// communicator 2)". The label is a reference until Result resolves it (labelRef).
+func p2pName(g *hangGroup) string {
+	e := g.first
+	src, dst := e.Device, e.Peer
+	if e.Kind == timeline.KindRecv || e.Kind == timeline.KindPeerWait && e.Aux == timeline.PeerWaitRecv {
+		src, dst = e.Peer, e.Device
+	} else if e.Kind == timeline.KindPeerWait && e.Aux != timeline.PeerWaitSend {
+		// Which half waits is not known: the ranks, not a direction.
+		return fmt.Sprintf("transfer between ranks %d and %d%s%s (send/recv op %d on communicator %d)",
+			min(src, dst), max(src, dst), sizeOf(e.Bytes), labelRef(g.label), e.Op, e.Comm)
+	}
+	end := func(r int32, stream uint32) string {
+		if stream == 0 {
+			return fmt.Sprintf("rank %d", r)
+		}
+		return fmt.Sprintf("rank %d (stream %d)", r, stream-1)
+	}
+	what := "transfer"
+	if e.Bytes > 0 {
+		what = units.Bytes(e.Bytes)
+	}
+	return fmt.Sprintf("%s from %s to %s%s (send/recv op %d on communicator %d)",
+		what, end(src, g.sendStream), end(dst, g.recvStream), labelRef(g.label), e.Op, e.Comm)
+}
+
+// sizeOf is ", 64 MiB" for a transfer of known size; "" when it is not known.
+func sizeOf(b int64) string {
+	if b <= 0 {
+		return ""
+	}
+	return ", " + units.Bytes(b)
+}
+
 // opName names the op of g's first event: "all_reduce #129 on communicator 19", "send/recv op 12
-// on communicator 4", and its sequence number (0: not known).
+// on communicator 4" (a send/receive's finding says more: p2pName), and its sequence number (0:
+// not known).
 func (d *Diagnosis) opName(e *timeline.Event) (string, int) {
 	if e.Peer >= 0 {
 		return fmt.Sprintf("send/recv op %d on communicator %d", e.Op, e.Comm), 0
@@ -475,6 +541,9 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 	f := Finding{Kind: Hang, Rank: -1, Host: -1, Link: -1, Onset: g.oldest, At: at, Step: d.step, Comm: e.Comm, Severity: thr * int64(n),
 		Missing: g.missing, MissingN: g.missingN, StuckN: len(g.inside)}
 	what, seq := d.opName(e)
+	if e.Peer >= 0 {
+		what = p2pName(g)
+	}
 	f.Seq = seq
 	if e.Peer < 0 && e.Sub != 0 {
 		f.Coll = timeline.CollOp(e.Sub)
@@ -524,14 +593,14 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 	case f.MissingN > 0:
 		parts = append(parts, fmt.Sprintf("%s %s never entered it", units.Plural(f.MissingN, "rank"), rankList(f.Missing, f.MissingN)))
 	case len(g.stalled) > 0:
-		parts = append(parts, fmt.Sprintf("no rank is missing from it; %s part made no progress (%s kernel in it never finished): the others wait on it inside",
-			possessive(g.stalled), units.Plural(len(g.stalled), "its", "their")))
+		parts = append(parts, fmt.Sprintf("no rank is missing from it; %s part made no progress (%s kernel in it never finished)%s",
+			possessive(g.stalled), units.Plural(len(g.stalled), "its", "their"), victims(g.inside, g.stalled)))
 	case len(g.inside) > 0:
 		parts = append(parts, "no rank is missing from it")
 	default:
 		parts = append(parts, "no member is known to be missing")
 	}
-	if g.holder > 0 {
+	if g.holder > 0 && len(g.stalled) == 0 {
 		parts = append(parts, fmt.Sprintf("rank %d is stuck inside another send/receive too, with another peer, while its peers are each in one: it holds them", f.Rank))
 	}
 	f.Evidence = what + ": " + strings.Join(parts, "; ")
@@ -539,6 +608,22 @@ func (d *Diagnosis) hangFinding(g *hangGroup, thr int64, initing map[uint32][]in
 		f.Evidence += fmt.Sprintf("; rank %d never finished joining the communicator", f.Rank)
 	}
 	return f
+}
+
+// victims names the ranks stuck inside an op that only wait on its stalled ranks' parts: a peer
+// of a rank hung inside a send or receive runs its half and waits, and is no cause of the hang.
+func victims(inside, stalled []int32) string {
+	var vs []int32
+	for _, r := range inside {
+		if !slices.Contains(stalled, r) {
+			vs = append(vs, r)
+		}
+	}
+	if len(vs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(": %s %s %s on it inside (%s, not %s)", units.Plural(len(vs), "rank"), rankList(vs[:min(len(vs), maxMissing)], len(vs)),
+		units.Plural(len(vs), "waits", "wait"), units.Plural(len(vs), "a victim", "victims"), units.Plural(len(vs), "a cause", "causes"))
 }
 
 // possessive names ranks as owners: "rank 299's", "ranks 3 and 5's".

@@ -83,7 +83,7 @@ func TestPendingStuckAndDeadlock(t *testing.T) {
 			kind:     Deadlock, cycle: []int32{3, 5}, evidence: "rank 3 in recv from 5 (op 10, communicator 4); rank 5 in send to 3 (op 11, communicator 4)"},
 		{name: "a chain is no cycle", now: 2100 * ms,
 			inflight: []timeline.Event{p2pWait(1000*ms, 3, 5, timeline.PeerWaitRecv, 10), p2pWait(1000*ms, 5, 6, timeline.PeerWaitRecv, 11)},
-			kind:     Hang, evidence: "send/recv op 11 on communicator 4: 1 rank waited ≥ 1.00 s in it when found; rank 6 never entered it"},
+			kind:     Hang, evidence: "transfer from rank 6 to rank 5 (stream 0) (send/recv op 11 on communicator 4): 1 rank waited ≥ 1.00 s in it when found; rank 6 never entered it"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := comm7()
@@ -138,7 +138,7 @@ func TestRootOf(t *testing.T) {
 		rank int32
 		ok   bool
 	}{{10, 3, true}, {30, 3, true}, {99, 0, false}} {
-		f, ok := s.d.RootOf(c.op)
+		f, ok := s.d.RootOf(c.op, nil)
 		if ok != c.ok || (ok && (f.Rank != c.rank || f.Evidence != got[0].Evidence)) {
 			t.Errorf("RootOf(%d) = rank %d, %v (%q); want rank %d, %v", c.op, f.Rank, ok, f.Evidence, c.rank, c.ok)
 		}
@@ -194,7 +194,7 @@ func TestHangOneFindingPerRank(t *testing.T) {
 	s.d.Pending(2500*ms, inflight)
 	fs := s.d.Result(nil)
 	if len(fs) != 1 || fs[0].Kind != Hang || fs[0].Rank != 3 ||
-		!strings.HasPrefix(fs[0].Evidence, "all_reduce #3 on communicator 7: 3 ranks waited ≥ 1.00 s in it when found; rank 3 never entered it; also waited on by send/recv op 51 on communicator 4") {
+		!strings.HasPrefix(fs[0].Evidence, "all_reduce #3 on communicator 7: 3 ranks waited ≥ 1.00 s in it when found; rank 3 never entered it; also waited on by transfer from rank 3 to rank 5 (stream 0) (send/recv op 51 on communicator 4)") {
 		for _, f := range fs {
 			t.Logf("%s", f.String(8))
 		}

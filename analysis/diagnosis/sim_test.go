@@ -113,8 +113,8 @@ func TestSimRecvDeadlock(t *testing.T) {
 	if !errors.As(err, &wd) {
 		t.Fatalf("run ended with %v; want the watchdog", err)
 	}
-	if len(fs) != 1 || fs[0].Kind != diagnosis.Deadlock || !strings.HasPrefix(fs[0].Evidence, "each waits on the next: rank 3 in recv from 5 (op 1, ") ||
-		!strings.Contains(fs[0].Evidence, "rank 5 in recv from 3 (op 2, ") {
+	if len(fs) != 1 || fs[0].Kind != diagnosis.Deadlock || !strings.HasPrefix(fs[0].Evidence, "each waits on the next: rank 3 in recv of 1 MiB from 5 (op 1, ") ||
+		!strings.Contains(fs[0].Evidence, "rank 5 in recv of 1 MiB from 3 (op 2, ") {
 		for _, f := range fs {
 			t.Logf("%s", f.String(8))
 		}

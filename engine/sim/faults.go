@@ -233,20 +233,24 @@ func (s *Sim) stalls(ii int32) bool {
 
 // stallsP2P reports whether the matched send snd and receive rcv hold a rank hung in one of them
 // (a hang fault of mode in, in effect now, naming a send or receive): that rank's part never
-// finishes, so neither does the transfer; both ops stay running, matched, for ever.
+// finishes, so neither does the transfer; both ops stay running, matched, for ever. As in a
+// collective (stalls), the hung rank's op is marked stalled and its peer's is not: the peer's
+// part runs, waiting on it, and without the mark the two would look alike.
 func (s *Sim) stallsP2P(snd, rcv int32) bool {
 	if s.flt.byDev == nil {
 		return false
 	}
+	stalled := false
 	for _, x := range [2]int32{snd, rcv} {
 		o := s.op(x)
 		for _, i := range s.flt.byDev[o.op.Device] {
 			if f := &s.flt.list[i]; f.Kind == fault.Hang && f.Mode == fault.HangIn && f.Active(s.now) && s.hangsAt(f, o.op.Device, &o.op) {
-				return true
+				o.status, stalled = timeline.StatusStalled, true
+				break
 			}
 		}
 	}
-	return false
+	return stalled
 }
 
 // hold keeps host thread hi busy with cmd for ever: nothing completes it.

@@ -68,7 +68,7 @@ func (s *Sim) peerWait(oi int32) {
 		sub, aux := peerWaitWhat(&o.op)
 		s.emit(timeline.Event{Kind: timeline.KindPeerWait, Sub: sub, Aux: aux, Start: o.waitAt, End: s.now, Queued: o.queued, Device: int32(o.op.Device),
 			Peer: int32(o.op.Peer), Stream: uint32(o.op.Stream), Op: o.op.ID, Bytes: o.op.Bytes, Comm: o.op.Comm, Group: o.group,
-			Barrier: o.op.Barrier, Host: s.hostOf(o.op.Device), Priority: int8(s.streams[o.op.Stream].prio)})
+			Barrier: o.op.Barrier, Host: s.hostOf(o.op.Device), Priority: int8(s.streams[o.op.Stream].prio), Label: o.op.Label})
 	}
 	o.waitAt = -1
 }
