@@ -55,6 +55,7 @@ func TestFaultOnIdleGPUsWarns(t *testing.T) {
 	}{
 		{"kind=host_slow,host=1,delay=50us", "fault kind=host_slow,host=1,delay=50µs,at=0s cannot show: GPUs 8–15 (host 1) ran nothing while it was in effect (from 0s to the end)"},
 		{"kind=gpu_slow,host=0,gpu=3,factor=0.5,at=1us,for=1ms", "fault kind=gpu_slow,host=0,gpu=3,factor=0.5,at=1µs,for=1ms cannot show: GPU 3 (host 0) ran nothing while it was in effect (from 1µs for 1ms)"},
+		{"kind=hang,host=1,gpu=3", "fault kind=hang,host=1,gpu=3,at=0s cannot show: GPU 11 (host 1) ran nothing while it was in effect (from 0s to the end)"},
 		{"kind=host_slow,host=0,delay=50us", ""},
 		{"kind=host_slow,host=1,delay=50us,at=100s", ""},
 	} {
@@ -85,25 +86,34 @@ func TestFaultOnIdleGPUsWarns(t *testing.T) {
 // A hang in a collective (mode in) stops its rank inside the op it hangs: nothing of the rank ends
 // after it, but the fault took effect, so no "cannot show" is said of it (the stuck op, in flight
 // at the run's end, is the rank's work while the fault was in effect).
+// A hang before a rank's first op (mode before, early) leaves the rank no event at all: its peers'
+// waits on it and the watchdog's alert show it took effect.
 func TestHangInOpIsNotIdle(t *testing.T) {
-	f, err := fault.Parse("kind=hang,host=1,gpu=3,mode=in,at=1.1s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Prepare(Config{Scenario: "allreduce-sweep", Topology: "h100x8x2", Seed: 1, Steps: 4, Faults: []fault.Fault{f}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !out.EndedByAlert() {
-		t.Fatalf("the hang did not stop the run: %v", out.Ended)
-	}
-	for _, w := range p.Report(out).Warnings {
-		if strings.Contains(w, "cannot show") {
-			t.Errorf("a hang that took effect is warned of as idle: %s", w)
-		}
+	for _, tc := range []struct{ scenario, fault string }{
+		{"allreduce-sweep", "kind=hang,host=1,gpu=3,mode=in,at=1.1s"},
+		{"crosshost", "kind=hang,host=1,gpu=0,mode=before,at=10ms"},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			f, err := fault.Parse(tc.fault)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Prepare(Config{Scenario: tc.scenario, Topology: "h100x8x2", Seed: 1, Steps: 4, Faults: []fault.Fault{f}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !out.EndedByAlert() {
+				t.Fatalf("the hang did not stop the run: %v", out.Ended)
+			}
+			for _, w := range p.Report(out).Warnings {
+				if strings.Contains(w, "cannot show") {
+					t.Errorf("a hang that took effect is warned of as idle: %s", w)
+				}
+			}
+		})
 	}
 }

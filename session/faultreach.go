@@ -35,8 +35,17 @@ func newFaultReach(faults []fault.Fault, topo engine.Topology) *faultReach {
 	return r
 }
 
-// Emit marks the faults of e's GPU in effect when e, an op, was launched or started.
+// Emit marks the faults of e's GPU in effect when e, an op, was launched or started; and a hang
+// of e's peer in effect when e (an op, a wait, the watchdog's alert) ended: a rank hung before its
+// first op makes no event of its own, its peers' waits on it are how it shows.
 func (r *faultReach) Emit(e *timeline.Event) {
+	if e.Peer >= 0 && e.Peer != e.Device {
+		for _, i := range r.byDev[e.Peer] {
+			if f := &r.faults[i]; !r.ran[i] && f.Kind == fault.Hang && f.Active(e.End) {
+				r.ran[i] = true
+			}
+		}
+	}
 	if !e.Kind.IsBusy() {
 		return
 	}
