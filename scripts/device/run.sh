@@ -386,9 +386,9 @@ stop_attach() {
 # without it; each rank's list is $dir/issued-TAG-rank<R>.json, its log $dir/job-TAG-rank<R>.txt.
 # Returns 1 if a rank failed.
 run_ranks() {
-  local world=$1 tag=$2 plugin=$3 s=$4 r jr rc=0 port pids=() extra=() env_plugin=()
+  local world=$1 tag=$2 plugin=$3 s=$4 r jr rc=0 port pids=() extra=() env_plugin=() hosts=()
   port=$(free_port)
-  [ "$world" -gt 1 ] && extra=(NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1)
+  [ "$world" -gt 1 ] && extra=(NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1) hosts=(--fake-hosts)
   if [ "$plugin" = yes ]; then
     env_plugin=(NCCL_PROFILER_PLUGIN="$kit/libnccl-profiler-xfertop.so" XFERTOP_ATTACH="$s")
     [ "${XFR:-}" = 1 ] && { mkdir -p "$dir/xfr"; env_plugin+=(XFERTOP_RECORD_DIR="$dir/xfr"); }
@@ -397,7 +397,7 @@ run_ranks() {
     env RANK="$r" WORLD_SIZE="$world" LOCAL_RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
       NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV PYTHONUNBUFFERED=1 "${env_plugin[@]}" "${extra[@]}" \
       timeout -k 5 120 python3 scripts/device/torch_job.py --out "$dir/issued-$tag-rank$r.json" \
-      $([ "$world" -gt 1 ] && echo --fake-hosts) "${@:5}" >"$dir/job-$tag-rank$r.txt" 2>&1 &
+      "${hosts[@]}" "${@:5}" >"$dir/job-$tag-rank$r.txt" 2>&1 &
     pids+=($!)
   done
   for ((r = 0; r < world; r++)); do
