@@ -16,7 +16,8 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// launch enqueues one op on its stream between a start and an end event, and hands it to the poller.
+// launch enqueues one op on its stream before an end event, after a start event unless the op
+// follows unfinished work on its stream (streamTiming), and hands it to the poller.
 func (b *Backend) launch(ctx context.Context, rank engine.DeviceID, g int, op engine.StreamOp) error {
 	b.mu.Lock()
 	st := b.streams[op.Stream]
