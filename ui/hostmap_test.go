@@ -16,6 +16,7 @@ import (
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/views/cluster"
+	timelineview "github.com/xfertop/xfertop/ui/views/timeline"
 )
 
 // ranksOnTwoHosts is an attach-like job as the plugin's recordings of it merge: two ranks, each
@@ -114,6 +115,21 @@ func TestClusterHostsFromRanks(t *testing.T) {
 	}
 	press(m, "8")
 	sameHosts(t, cv, rep, 2)
+	// The timeline groups the streams under the same hosts.
+	press(m, "2")
+	host := -2
+	under := map[int32]int{}
+	for _, r := range paneAt[*timelineview.Model](m, TabTimeline).Rows() {
+		switch {
+		case r.HostHeader:
+			host = r.Host
+		case r.Header:
+			under[r.Device] = host
+		}
+	}
+	if under[0] != 1 || under[1] != 0 {
+		t.Errorf("timeline lists device 0 under host %d, device 1 under host %d; want 1 and 0", under[0], under[1])
+	}
 }
 
 // sameHosts checks that the console's cluster view, the report and the diagnosis's findings give
