@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -201,5 +202,43 @@ func TestClusterStrayDeviceByID(t *testing.T) {
 	sameHosts(t, cv, rep, 5) // the devices that ran: the report lists no row for a device that did nothing
 	if rep.HostsFrom != "topology" {
 		t.Errorf("report hosts_from %q; want topology", rep.HostsFrom)
+	}
+}
+
+// Above a screenful, the overview rolls an attach-like job's GPUs up under the hosts their ranks
+// named (even ranks on host 0, odd on host 1), not by id over a count: expanding host 1 lists
+// its odd ranks alone.
+func TestOverviewHostsFromRanks(t *testing.T) {
+	const ranks = 64
+	meta := timeline.Meta{Source: "attach", Backend: "nccl", Topology: "unknown", Devices: ranks,
+		Extra: map[string]string{timeline.HostsInEventsKey: "1"}}
+	win := timeline.NewWindow(1<<20, timeline.NewStrings())
+	for d := range int32(ranks) {
+		e := timeline.Event{Kind: timeline.KindKernel, Device: d, Peer: -1, Host: uint16(d % 2), Stream: 1, Queued: -1, Start: 0, End: 1_000_000}
+		win.Emit(&e)
+	}
+	m := sized(&fakeSource{win: win, info: SourceInfo{Name: "ranks", Meta: meta}, status: Status{Speed: 1, Done: true}}, 160, 45)
+	rowsOf := func() []string {
+		var out []string
+		_, table, _ := strings.Cut(text(m), "\ngpu ")
+		for _, l := range strings.Split(table, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && (strings.HasPrefix(f[0], "▸h") || strings.HasPrefix(f[0], "▾h") || isNum(f[0])) {
+				out = append(out, f[0])
+			}
+		}
+		return out
+	}
+	if r := rowsOf(); len(r) != 2 || r[0] != "▸h0" || r[1] != "▸h1" {
+		t.Fatalf("64 ranks on 2 named hosts: rows %v; want ▸h0, ▸h1", r)
+	}
+	press(m, "j", "enter")
+	r := rowsOf()
+	if len(r) != 2+ranks/2 || r[1] != "▾h1" {
+		t.Fatalf("host 1 expanded: rows %v; want its 32 ranks under it", r)
+	}
+	for _, x := range r[2:] {
+		if n, err := strconv.Atoi(x); err != nil || n%2 != 1 {
+			t.Errorf("host 1 lists device %s; want its odd ranks alone", x)
+		}
 	}
 }
