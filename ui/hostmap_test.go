@@ -194,6 +194,11 @@ func TestClusterStrayDeviceByID(t *testing.T) {
 	if cv.GoHost(2, -1) {
 		t.Error("GoHost(2): a host no device is on is in the view")
 	}
+	// :host says which hosts there are: 0, 1 and the stray device's 12, not "0 to 2".
+	typeCmd(m, "host 2")
+	if f := m.cmdView(); !strings.Contains(ansi.Strip(f), ":host 2: give one of the job's hosts: 0, 1, 12") {
+		t.Errorf(":host 2: footer %q", ansi.Strip(f))
+	}
 	an := analysis.New(meta)
 	for i := range evs {
 		an.Emit(&evs[i])

@@ -155,6 +155,19 @@ func (v *Model) HostOf(dev int32) (string, bool) {
 	return v.hostLabel(g), true
 }
 
+// HostNumbers lists the numbers of the job's hosts as the host map places its devices, in order
+// (the devices of unknown host are on none of them).
+func (v *Model) HostNumbers() []int {
+	v.refresh()
+	var out []int
+	for _, g := range v.ds.Groups() {
+		if g.known {
+			out = append(out, int(g.host))
+		}
+	}
+	return out
+}
+
 // GoCluster goes back up to the whole cluster's heatmap, its cursor where it was (on the host
 // last drilled into).
 func (v *Model) GoCluster() {
