@@ -87,6 +87,8 @@ type Devices struct {
 	// position, its host's index in groups and its place among that host's devices.
 	groups       []hostGroup
 	group, local []int32
+	ids          []int32      // by position, the device ids groups were made for
+	placedBy     *hostmap.Map // the map they were made by
 }
 
 // hostGroup is one host's devices, by position.
@@ -122,14 +124,23 @@ func (ds *Devices) Reset(fr *widget.Frame) bool {
 	return true
 }
 
-// place groups the devices by host, as the host map has them.
+// place groups the devices by host, as the host map has them: again only when the map learned
+// something or the devices changed (a live console's Result changes every frame; its hosts
+// seldom do).
 func (ds *Devices) place() {
 	n := ds.N()
-	ids := make([]int32, n)
+	same := ds.placedBy == ds.hosts && len(ds.ids) == n
+	ds.ids = slices.Grow(ds.ids[:0], n)[:n]
 	for p := range n {
-		ids[p] = ds.rows.ID(p)
+		id := ds.rows.ID(p)
+		same = same && ds.ids[p] == id
+		ds.ids[p] = id
 	}
-	lay := ds.hosts.Layout(ids)
+	if same {
+		return
+	}
+	ds.placedBy = ds.hosts
+	lay := ds.hosts.Layout(ds.ids)
 	ds.groups = ds.groups[:0]
 	ds.group = slices.Grow(ds.group[:0], n)[:n]
 	ds.local = slices.Grow(ds.local[:0], n)[:n]

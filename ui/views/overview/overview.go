@@ -30,11 +30,12 @@ type Model struct {
 	filter   widget.Filter // devices by id, host (h76: exactly) or idle cause
 	worst    bool          // devices sorted most idle first, rather than by id
 	expanded map[int]bool  // rolled up, the hosts shown GPU by GPU
-	// groups are the devices by host as the host map places them (placed), for the Result
-	// placedFor; hostOfPos is each position's host (-1: unknown).
+	// groups are the devices by host as the host map placedBy places them (placed), the devices
+	// being placedIDs (by position); hostOfPos is each position's host (-1: unknown).
 	groups    []hostGroup
 	hostOfPos []int
-	placedFor *analysis.Result
+	placedIDs []int32
+	placedBy  *hostmap.Map
 	// As last drawn: the rows, and whether they outnumbered the lines (the list then scrolls, and
 	// g/G are its, not a replay's start and end).
 	rows     []devRow
@@ -366,22 +367,28 @@ type hostGroup struct {
 
 // placed groups the table's devices by host as the analysis's one host map places them
 // (Result.Hosts: the cluster view, the findings and the report place them alike; the run's
-// description's before a Result), once per Result; it also fills hostOfPos.
+// description's before a Result); it also fills hostOfPos.
 func (m *Model) placed(res *analysis.Result, meta timeline.Meta) []hostGroup {
-	if m.placedFor == res && res != nil {
-		return m.groups
-	}
 	hosts := res.Hosts
 	if hosts == nil {
 		hosts = hostmap.New(meta)
 	}
+	// Again only when the map learned something or the devices changed: a live console's Result
+	// changes every frame, its hosts seldom.
 	n := m.devs.Len()
-	ids := make([]int32, n)
+	same := m.placedBy == hosts && res.Hosts != nil && len(m.placedIDs) == n
+	m.placedIDs = slices.Grow(m.placedIDs[:0], n)[:n]
 	for p := range n {
-		ids[p] = m.devs.ID(p)
+		id := m.devs.ID(p)
+		same = same && m.placedIDs[p] == id
+		m.placedIDs[p] = id
 	}
+	if same {
+		return m.groups
+	}
+	m.placedBy = hosts
 	m.groups, m.hostOfPos = m.groups[:0], slices.Grow(m.hostOfPos[:0], n)[:n]
-	for _, g := range hosts.Layout(ids) {
+	for _, g := range hosts.Layout(m.placedIDs) {
 		hg := hostGroup{host: int(g.Host), pos: make([]int, len(g.Devs))}
 		for i, id := range g.Devs {
 			p, _ := m.devs.Pos(id)
@@ -390,7 +397,6 @@ func (m *Model) placed(res *analysis.Result, meta timeline.Meta) []hostGroup {
 		}
 		m.groups = append(m.groups, hg)
 	}
-	m.placedFor = res
 	return m.groups
 }
 
