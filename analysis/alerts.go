@@ -80,7 +80,7 @@ func (a *alerts) result(labels Labels) ([]Alert, int64) {
 
 // quoteRoots gives each watchdog alert the finding naming the root of its hang, when the
 // diagnosis has one that names a rank.
-func quoteRoots(as []Alert, d *diagnosis.Diagnosis, gpusPerHost int, labels Labels) {
+func quoteRoots(as []Alert, d *diagnosis.Diagnosis, labels Labels) {
 	for i := range as {
 		if as[i].Kind != "watchdog" {
 			continue
@@ -88,12 +88,12 @@ func quoteRoots(as []Alert, d *diagnosis.Diagnosis, gpusPerHost int, labels Labe
 		// A root that is no one rank (ranks stuck inside a collective: mode=in) is quoted too:
 		// without it the alert names only the peer the op waited for.
 		if f, ok := d.RootOf(as[i].Op, labels); ok {
-			as[i].Root = &AlertRoot{Culprit: f.Culprit(gpusPerHost), Finding: f.String(gpusPerHost)}
+			as[i].Root = &AlertRoot{Culprit: f.Culprit(), Finding: f.String()}
 			if f.Rank >= 0 {
 				r := f.Rank
 				as[i].Root.Rank = &r
 			}
-			if h := f.Host; h >= 0 && gpusPerHost > 0 {
+			if h := f.Host; h >= 0 {
 				as[i].Root.Host = &h
 			}
 		}

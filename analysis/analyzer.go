@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -34,6 +35,9 @@ type Analyzer struct {
 	telemetry   telemetry
 	profiler    profilerCost
 	diag        *diagnosis.Diagnosis
+	// hosts is the one device→host map (analysis/hostmap): the links, the diagnosis and, through
+	// Result.Hosts, the report, the console and the OTLP exporter all place devices by it.
+	hosts *hostmap.Map
 }
 
 // New returns an analyzer for a stream described by m (idle mode, kernel-wait threshold, GPUs per host).
@@ -52,14 +56,12 @@ func (a *Analyzer) Reset() { a.StartAt(0) }
 // unseen), and the duration runs from t (or the first event, when later) to the last event's end.
 func (a *Analyzer) StartAt(t int64) {
 	*a = Analyzer{meta: a.meta, from: max(t, 0), transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
-		links: newLinks(a.meta.GPUsPerHost, a.meta.LinkBytes, a.meta.FabricPortBps), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
-	if a.meta.HostsInEvents() {
-		a.links.hostOf, a.links.hosts = map[int32]uint16{}, map[uint16]struct{}{}
-	}
+		hosts: hostmap.New(a.meta), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
+	a.links = newLinks(a.hosts, a.meta.LinkBytes, a.meta.FabricPortBps)
 	a.steps = newSteps(a.from)
 	a.window = &stepWindow{s: &a.steps, stale: true}
 	a.steps.win, a.idle.win, a.breakdown.win = a.window, a.window, a.window
-	a.diag = diagnosis.New(a.meta.GPUsPerHost)
+	a.diag = diagnosis.New(a.hosts)
 	a.comms.seen = recordsComms(a.meta)
 	a.comms.from = a.from
 	a.colls.from = a.from
@@ -80,6 +82,7 @@ func (a *Analyzer) Emit(e *timeline.Event) {
 		a.first, a.last, a.seen = e.Start, e.End, true
 	}
 	a.first, a.last = min(a.first, e.Start), max(a.last, e.End)
+	a.hosts.Add(e) // before every fold that places the device
 	// On a cluster the state of an event's stream, device and rank is rarely in the caches: ask
 	// for it now, and fold the event into the accumulators that keep no such state first, so that
 	// the lines arrive meanwhile (and the ends of the device's interval sets, found from its state,
@@ -119,6 +122,7 @@ func (a *Analyzer) Emit(e *timeline.Event) {
 // left to Emit.
 func (a *Analyzer) Diagnose(e *timeline.Event) {
 	if e.End < a.from {
+		a.hosts.Add(e)
 		a.diag.Add(e)
 	}
 }
@@ -160,6 +164,9 @@ type Result struct {
 	// Findings are the diagnosis's verdicts (analysis/diagnosis), worst first: the culprit rank,
 	// GPU, host or link of a slowdown or hang, with the evidence.
 	Findings []diagnosis.Finding
+	// Hosts places each device on its host, as the links and the findings were placed: the one
+	// map every view, the report and the exporter read (read-only).
+	Hosts *hostmap.Map
 }
 
 // Result computes the results so far. labels resolves alert messages. Its cost follows what
@@ -183,7 +190,8 @@ func (a *Analyzer) Result(labels Labels) *Result {
 	r.Communicators = a.named.result(labels)
 	r.Alerts, r.AlertCount = a.alerts.result(labels)
 	r.Findings = a.diag.Result(labels)
-	quoteRoots(r.Alerts, a.diag, a.meta.GPUsPerHost, labels)
+	r.Hosts = a.hosts.Snapshot()
+	quoteRoots(r.Alerts, a.diag, labels)
 	return r
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -48,12 +49,13 @@ const (
 // shares only its algorithm knows, so a source that did not measure them leaves them unattributed
 // (shown as unknown), rather than putting them all on one link above its peak.
 type links struct {
-	// gpusPerHost is how many devices a host holds; 0 when unknown (a trace without topology),
-	// where which ops stay in a host, and so their link, is unknown too.
-	gpusPerHost int
-	measured    bool                         // link bytes come from KindLinkBytes events
-	bytes       [][NumLinks][NumDirs]float64 // totals by device slot (farSlots)
-	unknown     []float64                    // by slot: bytes on links the source cannot tell
+	// hosts places the devices on hosts (the analysis's one map): where a device's host is
+	// unknown (a trace without topology), which of its ops stay in a host, and so their link, is
+	// unknown too.
+	hosts    *hostmap.Map
+	measured bool                         // link bytes come from KindLinkBytes events
+	bytes    [][NumLinks][NumDirs]float64 // totals by device slot (farSlots)
+	unknown  []float64                    // by slot: bytes on links the source cannot tell
 	// partial is, by slot, the links whose bytes are in part unknown: an op of unknown size, or
 	// (HBM) kernels and NCCL ops, whose memory traffic no source records.
 	partial [][NumLinks]bool
@@ -70,10 +72,6 @@ type links struct {
 	pub     []DeviceLinks
 	changed bool
 	fabric  fabric // the fabric's switch ports
-	// hostOf is, when the events carry their devices' hosts (Meta.HostsInEvents), the host each
-	// device's first event named; nil otherwise. hosts counts the distinct hosts seen.
-	hostOf map[int32]uint16
-	hosts  map[uint16]struct{}
 }
 
 // MaxDevices bounds the device ids that are their own slot in the per-device state (a dense array
@@ -81,27 +79,14 @@ type links struct {
 // id from a hostile trace costs one device's state, not gigabytes, and no device is dropped.
 const MaxDevices = 1 << 14
 
-func newLinks(gpusPerHost int, measured bool, portBps float64) *links {
-	return &links{gpusPerHost: max(gpusPerHost, 0), measured: measured, fabric: fabric{portBps: portBps}}
+func newLinks(hosts *hostmap.Map, measured bool, portBps float64) *links {
+	return &links{hosts: hosts, measured: measured, fabric: fabric{portBps: portBps}}
 }
 
 // sameHost reports whether devices a and b are on one host, and whether that is known: it is not
-// where the hosts' size is unknown (every device taken as one host's would put a 1,024-rank job's
+// where either's host is unknown (every device taken as one host's would put a 1,024-rank job's
 // traffic on NVLink, none on the NICs).
-func (l *links) sameHost(a, b int32) (same, known bool) {
-	if a == b {
-		return true, true
-	}
-	if l.hostOf != nil {
-		ha, oka := l.hostOf[a]
-		hb, okb := l.hostOf[b]
-		return ha == hb, oka && okb
-	}
-	if l.gpusPerHost <= 0 {
-		return false, false
-	}
-	return int(a)/l.gpusPerHost == int(b)/l.gpusPerHost, true
-}
+func (l *links) sameHost(a, b int32) (same, known bool) { return l.hosts.SameHost(a, b) }
 
 // device returns the slot of device d (>= 0), making its state where it has none, and marks the
 // rows changed.
@@ -121,22 +106,7 @@ func (l *links) device(d int32) int32 {
 	return s
 }
 
-// learnHost notes the host e names for its device, when the events carry hosts.
-func (l *links) learnHost(e *timeline.Event) {
-	if l.hostOf == nil || e.Device < 0 {
-		return
-	}
-	if _, ok := l.hostOf[e.Device]; !ok && len(l.hostOf) < maxHostsLearned {
-		l.hostOf[e.Device] = e.Host
-		l.hosts[e.Host] = struct{}{}
-	}
-}
-
-// maxHostsLearned bounds the devices whose hosts are kept (a hostile stream's device ids).
-const maxHostsLearned = 1 << 20
-
 func (l *links) add(e *timeline.Event) {
-	l.learnHost(e)
 	if e.Kind == timeline.KindLinkBytes {
 		if dir, ok := timeline.UnpackFabricLink(e.Sub); ok {
 			if l.measured {
@@ -300,13 +270,15 @@ func (l *links) acrossHosts(e *timeline.Event) bool {
 	if e.Ranks == 1 {
 		return false
 	}
-	if l.hostOf != nil {
+	if l.hosts.Source() == hostmap.FromEvents {
 		// Its members are not in the event: once the job's ranks name several hosts it may span
 		// them; on one host it is that host's only when as many devices as it has ranks have
 		// named it (before, a member not yet heard from may be elsewhere).
-		return len(l.hosts) > 1 || len(l.hostOf) < int(e.Ranks)
+		devs, hosts := l.hosts.Learned()
+		return hosts > 1 || devs < int(e.Ranks)
 	}
-	return e.Ranks == 0 || l.gpusPerHost <= 0 || int(e.Ranks) > l.gpusPerHost
+	per := l.hosts.PerHost()
+	return e.Ranks == 0 || per <= 0 || int(e.Ranks) > per
 }
 
 // unattributed reports whether an op's bytes go to no one link: a collective across hosts (only

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"math"
 	"math/rand"
 	"slices"
@@ -78,7 +79,7 @@ func run(ctx context.Context, cfg *Config, seed int64, faults []fault.Fault) (*r
 	n := topo.Devices()
 	out := &runOut{busy: make([]int64, n), lead: make([]int64, n), kern: make([]int64, n), link: make([]int64, n)}
 	strs := timeline.NewStrings()
-	d := diagnosis.New(topo.GPUsPerHost)
+	d := diagnosis.New(hostmap.ByID(topo.GPUsPerHost))
 	sink := &sink{d: d, out: out}
 	s, err := sim.New(sim.Config{Topology: topo, Seed: seed, Model: sim.ModelOf(topo), Faults: faults}, sink, strs)
 	if err != nil {

@@ -43,7 +43,7 @@ func TestNoFindingsOnHealthyBuiltins(t *testing.T) {
 					t.Fatalf("ended: %v", o.ended)
 				}
 				for _, x := range o.findings {
-					t.Errorf("finding on a healthy run: %s", x.String(topo.GPUsPerHost))
+					t.Errorf("finding on a healthy run: %s", x.String())
 				}
 			})
 		}
@@ -174,11 +174,11 @@ func TestWholeHostSlow(t *testing.T) {
 			if top.Kind.String() != "slow host" || int(top.Host) != ft.Host || top.Rank != c.rank || !culpritRight(&ft, &top, topo) || !kindRight(&ft, &top) ||
 				top.Confidence <= 0 || top.Confidence > 1 {
 				t.Errorf("top finding %s (rank %d, host %d, confidence %g); want a slow host %d, rank %d, confidence in (0, 1]",
-					top.String(topo.GPUsPerHost), top.Rank, top.Host, top.Confidence, ft.Host, c.rank)
+					top.String(), top.Rank, top.Host, top.Confidence, ft.Host, c.rank)
 			}
 			for i := range o.findings {
 				if !culpritRight(&ft, &o.findings[i], topo) {
-					t.Errorf("false finding: %s", o.findings[i].String(topo.GPUsPerHost))
+					t.Errorf("false finding: %s", o.findings[i].String())
 				}
 			}
 		})
@@ -218,7 +218,7 @@ func TestOnsetNotBeforeFault(t *testing.T) {
 			}
 			top := o.findings[0]
 			if !culpritRight(&ft, &top, topo) {
-				t.Fatalf("top finding %s; want the fault's place", top.String(topo.GPUsPerHost))
+				t.Fatalf("top finding %s; want the fault's place", top.String())
 			}
 			// A link's evidence is its rate in a 50 ms window: no earlier than the window's start.
 			from := ft.At
@@ -257,7 +257,7 @@ func TestMissingRankOneFinding(t *testing.T) {
 			rank := int32(ft.Host*topo.GPUsPerHost + ft.GPU)
 			if len(o.findings) != 1 || o.findings[0].Kind.String() != "missing rank" || o.findings[0].Rank != rank {
 				for _, x := range o.findings {
-					t.Log(x.String(topo.GPUsPerHost))
+					t.Log(x.String())
 				}
 				t.Errorf("%d findings; want one: missing rank %d", len(o.findings), rank)
 			}

@@ -150,7 +150,9 @@ func MergeRecordings(paths []string, opts recordings.Options) (*Merged, error) {
 	first := metas[0]
 	m.meta = timeline.Meta{Source: mergedSource(paths), Backend: first.Backend, Topology: "unknown", Devices: m.join.Devices(),
 		IdleMode: first.IdleMode, KernelWaitNs: first.KernelWaitNs, EpochUnixNs: epoch, Writer: first.Writer,
-		Extra: map[string]string{"nccl.ranks": strconv.Itoa(len(m.files)), "nccl.hosts": strconv.Itoa(len(hosts))}}
+		// Each event carries its rank's host as the rank named it (Join.Event): every consumer
+		// places the ranks by those, as attach does live (analysis/hostmap).
+		Extra: map[string]string{"nccl.ranks": strconv.Itoa(len(m.files)), "nccl.hosts": strconv.Itoa(len(hosts)), timeline.HostsInEventsKey: "1"}}
 	return m, nil
 }
 

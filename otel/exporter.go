@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/backoff"
 
 	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/recordings"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -88,6 +89,7 @@ type Exporter struct {
 	// diag folds what crosses to the builder (every event when metrics are exported) into the
 	// diagnosis's findings; each is attached once, as a span event of the next step's root.
 	diag     *diagnosis.Diagnosis
+	hostMap  *hostmap.Map // the diagnosis's host map, fed the events before it
 	reported map[findingKey]bool
 }
 
@@ -182,7 +184,8 @@ func newExporter(cfg Config, exp sdktrace.SpanExporter, q *spanQueue, src *timel
 	x := &Exporter{cfg: cfg, batches: timeline.NewBatches(src, cfg.Batch, cfg.Queue, 250*time.Millisecond, keepEvent),
 		queue: q, real: exp, hosts: map[uint16]*sdktrace.TracerProvider{}, done: make(chan struct{}),
 		labels: []string{""}, session: newSessionID(), metricsReady: make(chan struct{}),
-		diag: diagnosis.New(cfg.Meta.GPUsPerHost), reported: map[findingKey]bool{}}
+		hostMap: hostmap.New(cfg.Meta), reported: map[findingKey]bool{}}
+	x.diag = diagnosis.New(x.hostMap)
 	x.batches.SetBlocking(full) // lossless: the producer waits for the export rather than lose events
 	q.start(exp)
 	go x.loop()
@@ -216,6 +219,7 @@ func (x *Exporter) consume(b *timeline.Batch) {
 	full := x.cfg.Detail == DetailFull
 	for i := range b.Events {
 		e := &b.Events[i]
+		x.hostMap.Add(e)
 		x.diag.Add(e)
 		if x.metrics != nil && !spanEvent(e, full) {
 			continue
@@ -576,20 +580,22 @@ func seeAttempts(q *spanQueue, attempt time.Duration) grpc.DialOption {
 // addFindings attaches the findings not yet exported to a step's root span, as events named
 // xfertop.finding at the time each was found.
 func (x *Exporter) addFindings(root trace.Span) {
-	gph := x.cfg.Meta.GPUsPerHost
 	for _, f := range x.diag.Result(labelTable(x.labels)) {
 		k := findingKey{f.Kind, f.Rank, f.Host, f.Onset}
 		if x.reported[k] {
 			continue
 		}
 		x.reported[k] = true
-		root.AddEvent("xfertop.finding", trace.WithTimestamp(x.wall(f.At)), trace.WithAttributes(
+		attrs := []attribute.KeyValue{
 			attribute.String("xfertop.finding.kind", f.Kind.String()),
-			attribute.String("xfertop.finding.culprit", f.Culprit(gph)),
+			attribute.String("xfertop.finding.culprit", f.Culprit()),
 			attribute.Int("xfertop.finding.rank", int(f.Rank)),
-			attribute.Int("xfertop.finding.host", int(f.Host)),
 			attribute.Int64("xfertop.finding.onset_ns", f.Onset),
 			attribute.Float64("xfertop.finding.confidence", f.Confidence),
-			attribute.String("xfertop.finding.evidence", f.Evidence)))
+			attribute.String("xfertop.finding.evidence", f.Evidence)}
+		if f.Host >= 0 { // the host map's; absent, not a made-up host, where it is unknown
+			attrs = append(attrs, attribute.Int("xfertop.finding.host", int(f.Host)))
+		}
+		root.AddEvent("xfertop.finding", trace.WithTimestamp(x.wall(f.At)), trace.WithAttributes(attrs...))
 	}
 }

@@ -199,18 +199,18 @@ func gpuAttrs(dev int32, more ...attribute.KeyValue) metric.MeasurementOption {
 func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analysis.Result, seen deviceSet) int {
 	first := -1
 	for _, d := range r.Links.Devices {
-		if h := m.hostOf(d.Device); seen.has(d.Device) && (first < 0 || h < first) {
+		if h := m.hostOf(r, d.Device); seen.has(d.Device) && (first < 0 || h < first) {
 			first = h
 		}
 	}
 	for _, d := range r.Breakdown.Devices {
-		if h := m.hostOf(d.Device); first < 0 || h < first {
+		if h := m.hostOf(r, d.Device); first < 0 || h < first {
 			first = h
 		}
 	}
 	first = max(first, 0)
 	for _, t := range r.Breakdown.Devices {
-		if m.hostOf(t.Device) != host {
+		if m.hostOf(r, t.Device) != host {
 			continue
 		}
 		if t.NoKernels {
@@ -241,7 +241,7 @@ func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analy
 	bucket := latestBucket(r)
 	peaks := m.an.Meta().LinkPeaks
 	for _, d := range r.Links.Devices {
-		if m.hostOf(d.Device) != host || !seen.has(d.Device) {
+		if m.hostOf(r, d.Device) != host || !seen.has(d.Device) {
 			continue
 		}
 		for l := range analysis.NumLinks {
@@ -294,7 +294,6 @@ func (m *metrics) observe(o metric.Observer, in *instruments, host int, r *analy
 // of one kind and culprit are one series, at the highest confidence); and, with the job-wide
 // figures, how many findings of each kind there are (0 included: none is a known count).
 func (m *metrics) observeFindings(o metric.Observer, in *instruments, host, first int, r *analysis.Result) {
-	gph := m.an.Meta().GPUsPerHost
 	var count [diagnosis.Deadlock + 1]int64
 	type series struct {
 		attrs []attribute.KeyValue
@@ -314,12 +313,12 @@ func (m *metrics) observeFindings(o metric.Observer, in *instruments, host, firs
 		if at != host {
 			continue
 		}
-		key := f.Kind.String() + "\x00" + f.Culprit(gph)
+		key := f.Kind.String() + "\x00" + f.Culprit()
 		if s := byKey[key]; s != nil {
 			s.conf = max(s.conf, f.Confidence)
 			continue
 		}
-		attrs := []attribute.KeyValue{attribute.String("xfertop.finding.kind", f.Kind.String()), attribute.String("xfertop.finding.culprit", f.Culprit(gph))}
+		attrs := []attribute.KeyValue{attribute.String("xfertop.finding.kind", f.Kind.String()), attribute.String("xfertop.finding.culprit", f.Culprit())}
 		if f.Rank >= 0 {
 			attrs = append(attrs, attribute.Int("xfertop.finding.rank", int(f.Rank)))
 		}
@@ -389,13 +388,14 @@ func seenDevices(r *analysis.Result) deviceSet {
 	return seen
 }
 
-// hostOf is the host whose meter provider reports device d: its own (d / GPUs per host), or the
-// first host's where the job's description names no such host (a trace's ids past its devices,
-// 20,000 or 2³¹−1, or a job without hosts, which is one host): its series name the device all
-// the same (xfertop.device, hw.id), and are left out nowhere.
-func (m *metrics) hostOf(d int32) int {
-	if h := int(d) / m.gpus; h >= 0 && h < len(m.hosts) {
-		return h
+// hostOf is the host whose meter provider reports device d: its own as the analysis's host map
+// places it (r.Hosts, as the findings and the console place it), or the first host's where the
+// map does not know it or the job's description names no such host (a trace's ids past its
+// devices, 20,000 or 2³¹−1, or a job without hosts, which is one host): its series name the device
+// all the same (xfertop.device, hw.id), and are left out nowhere.
+func (m *metrics) hostOf(r *analysis.Result, d int32) int {
+	if h, ok := r.Hosts.Host(d); ok && int(h) < len(m.hosts) {
+		return int(h)
 	}
 	return 0
 }
@@ -409,7 +409,7 @@ func (m *metrics) observeDirs(o metric.Observer, in *instruments, host int, r *a
 	for i := range r.Links.Devices {
 		d := &r.Links.Devices[i]
 		dev := d.Device
-		if m.hostOf(dev) != host || !seen.has(dev) {
+		if m.hostOf(r, dev) != host || !seen.has(dev) {
 			continue
 		}
 		var gpu [analysis.NumDirs]int64

@@ -57,13 +57,12 @@ type Finding struct {
 // findings are the diagnosis's findings as the report shows them in the job m describes (its
 // layout, and the host names its sources gave: diagnosis.Finding.CulpritIn).
 func findings(fs []diagnosis.Finding, m timeline.Meta) []Finding {
-	gph := m.GPUsPerHost
 	out := make([]Finding, 0, len(fs))
 	for i := range fs {
 		f := &fs[i]
 		x := Finding{Kind: f.Kind.String(), Culprit: f.CulpritIn(m), OnsetNs: f.Onset, FromFirstTraffic: f.FromFirstTraffic, AtNs: f.At, Step: f.Step,
 			Confidence: f.Confidence, SeverityNs: f.Severity, Evidence: f.Evidence, Seq: f.Seq, Comm: f.Comm, Missing: f.Missing, MissingN: f.MissingN,
-			Stuck: f.Stuck, StuckN: f.StuckN, Entered: f.Entered, Waiting: f.Waiting, Cycle: f.Cycle, NextStep: f.NextStep(gph)}
+			Stuck: f.Stuck, StuckN: f.StuckN, Entered: f.Entered, Waiting: f.Waiting, Cycle: f.Cycle, NextStep: f.NextStep()}
 		if f.Rank >= 0 {
 			r := f.Rank
 			x.Rank = &r
@@ -71,7 +70,7 @@ func findings(fs []diagnosis.Finding, m timeline.Meta) []Finding {
 		if h := f.HostName(m); h != "" {
 			x.HostName = &h
 		}
-		if f.Host >= 0 && gph > 0 { // without the job's layout a host number would be made up
+		if f.Host >= 0 { // the host map's (analysis/hostmap); where it does not place the rank, a host number would be made up
 			h := f.Host
 			x.Host = &h
 		}

@@ -6,17 +6,29 @@ import (
 	"testing"
 
 	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/timeline"
 )
+
+// placed is fs as the analysis hands them over: each culprit rank placed by the host map of the
+// job m describes (analysis/hostmap), as the diagnosis places them.
+func placed(fs []diagnosis.Finding, m timeline.Meta) []diagnosis.Finding {
+	hosts := hostmap.New(m)
+	for i := range fs {
+		fs[i].Place(hosts)
+	}
+	return fs
+}
 
 // A slow link's place as the JSON says it: a GPU's NIC by rank and host; a leaf switch's ports to
 // the spines by the leaf, with no rank or host (null, not 0); a whole host slow by its host alone.
 func TestFindingsJSONLinks(t *testing.T) {
-	fs := findings([]diagnosis.Finding{
+	m := timeline.Meta{GPUsPerHost: 8}
+	fs := findings(placed([]diagnosis.Finding{
 		{Kind: diagnosis.SlowLink, Rank: 13, Host: 1, Link: timeline.PeakNIC},
 		{Kind: diagnosis.SlowLink, Rank: -1, Host: -1, Link: timeline.LinkFabric, Port: timeline.PackPort(1, 3)},
 		{Kind: diagnosis.SlowHost, Rank: -1, Host: 2, Link: -1},
-	}, timeline.Meta{GPUsPerHost: 8})
+	}, m), m)
 	b, err := json.Marshal(fs)
 	if err != nil {
 		t.Fatal(err)
@@ -36,11 +48,11 @@ func TestFindingsJSONLinks(t *testing.T) {
 // Without the job's layout (a Flight Recorder or RAS source: GPUs per host unknown) a finding
 // names its rank alone: its host is null and no "host 0" is made up.
 func TestFindingsWithoutLayout(t *testing.T) {
-	fs := findings([]diagnosis.Finding{
+	fs := findings(placed([]diagnosis.Finding{
 		{Kind: diagnosis.DeadRank, Rank: 3, Host: 0, Link: -1},
 		{Kind: diagnosis.SlowHost, Rank: 2, Host: 0, Link: -1},
 		{Kind: diagnosis.SlowLink, Rank: 5, Host: 0, Link: timeline.PeakNIC},
-	}, timeline.Meta{})
+	}, timeline.Meta{}), timeline.Meta{})
 	b, err := json.Marshal(fs)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +73,7 @@ func TestFindingsWithoutLayout(t *testing.T) {
 // source placed is named alone, its host_name null.
 func TestFindingsHostName(t *testing.T) {
 	m := timeline.Meta{Extra: map[string]string{timeline.RankHostKey(3): "node1"}}
-	fs := findings([]diagnosis.Finding{{Kind: diagnosis.Hang, Rank: 3, Host: 1, Link: -1}, {Kind: diagnosis.Hang, Rank: 2, Host: 1, Link: -1}}, m)
+	fs := findings(placed([]diagnosis.Finding{{Kind: diagnosis.Hang, Rank: 3, Host: 1, Link: -1}, {Kind: diagnosis.Hang, Rank: 2, Host: 1, Link: -1}}, m), m)
 	b, err := json.Marshal(fs)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +136,7 @@ func TestFindingsNextStep(t *testing.T) {
 	var text strings.Builder
 	findingsText(&text, r)
 	for i := range ds {
-		want := ds[i].NextStep(8)
+		want := ds[i].NextStep()
 		if want == "" || back[i].NextStep != want {
 			t.Errorf("finding %d: JSON next_step %q; want the diagnosis's %q", i, back[i].NextStep, want)
 		}

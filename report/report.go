@@ -3,9 +3,11 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -112,12 +114,17 @@ type Report struct {
 	Overlap        Overlap               `json:"overlap"`
 	Links          analysis.Links        `json:"links"`
 	Findings       []Finding             `json:"findings"`
-	Alerts         []analysis.Alert      `json:"alerts"`
-	AlertCount     int64                 `json:"alert_count"`
-	Export         *Export               `json:"export,omitempty"`
-	Receive        *Receive              `json:"receive,omitempty"`
-	Partial        []string              `json:"partial,omitempty"`
-	Mapping        string                `json:"mapping,omitempty"`
+	// Hosts is each device's host as the analysis placed it (analysis/hostmap: the one map the
+	// links, the findings, the console and the OTLP attributes place devices by), and HostsFrom
+	// where that came from: topology, events (the hosts the ranks named), gpus-per-host or unknown.
+	Hosts      []DeviceHost     `json:"hosts"`
+	HostsFrom  string           `json:"hosts_from"`
+	Alerts     []analysis.Alert `json:"alerts"`
+	AlertCount int64            `json:"alert_count"`
+	Export     *Export          `json:"export,omitempty"`
+	Receive    *Receive         `json:"receive,omitempty"`
+	Partial    []string         `json:"partial,omitempty"`
+	Mapping    string           `json:"mapping,omitempty"`
 	// Faults are the faults injected into the run, as --fault reads them (absent: none known).
 	Faults []string `json:"faults,omitempty"`
 	// Warnings say what the report could not see that its silence would hide (report.Run.Warnings).
@@ -232,6 +239,7 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		r.Devices = n
 	}
 	devices := everyDevice(res.Breakdown.Devices, m.Devices)
+	r.Hosts, r.HostsFrom = deviceHosts(res, devices, m)
 	if r.Devices == 0 {
 		// The source did not say its topology (a sender without xfertop.meta.*): the devices that
 		// ran something are the ones known, and a count of 0 beside a table of them would be false.
@@ -253,6 +261,40 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		r.Idle.noTimes = true
 	}
 	return r
+}
+
+// DeviceHost is a device and its host: null when the analysis does not know it.
+type DeviceHost struct {
+	Device int32  `json:"device"`
+	Host   *int32 `json:"host"`
+}
+
+// deviceHosts places every device the report lists (its time rows, and those with bytes on a
+// link) by the analysis's host map, and says where the map's answers came from.
+func deviceHosts(res *analysis.Result, times []analysis.DeviceTime, m timeline.Meta) ([]DeviceHost, string) {
+	hosts := res.Hosts
+	if hosts == nil { // a Result not made by an Analyzer: the run's description places its devices
+		hosts = hostmap.New(m)
+	}
+	ids := make([]int32, 0, len(times)+len(res.Links.Devices))
+	for _, t := range times {
+		ids = append(ids, t.Device)
+	}
+	for _, d := range res.Links.Devices {
+		if d.Total > 0 || d.Unattributed > 0 {
+			ids = append(ids, d.Device)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	out := make([]DeviceHost, len(ids))
+	for i, d := range ids {
+		out[i].Device = d
+		if h, ok := hosts.Host(d); ok {
+			out[i].Host = &h
+		}
+	}
+	return out, hosts.Source().String()
 }
 
 // UnknownTimes counts the ops (transfers by kind, and collective instances) whose time their

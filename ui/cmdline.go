@@ -175,7 +175,7 @@ func (m *Model) runCmd(line string) tea.Cmd {
 	case verb == "host":
 		n, ok := num()
 		if !ok || !cl.GoHost(n, -1) {
-			return say(true, ":host %s: give a host from 0 to %d", arg, m.hostCount()-1)
+			return say(true, ":host %s: give %s", arg, hostChoice(cl.HostNumbers()))
 		}
 		m.tab, m.back = TabCluster, nil
 		return say(false, "host %d: its GPUs", n)
@@ -247,10 +247,25 @@ func (m *Model) rankRange() string {
 	return s
 }
 
-// hostCount is how many hosts the job has.
-func (m *Model) hostCount() int {
-	g := min(m.info.Meta.HostGPUs(), max(m.deviceCount(), 1))
-	return (m.deviceCount() + g - 1) / g
+// hostChoice says which hosts :host takes: the job's as the host map places its devices, a range
+// where they run on from 0 (a topology's), else the first few by number (the hosts a job's ranks
+// named, a stray device's host past the topology's).
+func hostChoice(hs []int) string {
+	switch {
+	case len(hs) == 0:
+		return "a host: no device's host is known"
+	case hs[len(hs)-1] == len(hs)-1:
+		return fmt.Sprintf("a host from 0 to %d", len(hs)-1)
+	}
+	const shown = 8
+	parts := make([]string, 0, shown+1)
+	for _, h := range hs[:min(len(hs), shown)] {
+		parts = append(parts, strconv.Itoa(h))
+	}
+	if len(hs) > shown {
+		parts = append(parts, fmt.Sprintf("… (%d hosts)", len(hs)))
+	}
+	return "one of the job's hosts: " + strings.Join(parts, ", ")
 }
 
 // cmdView is the footer while the command line is open (with the candidates for the word being

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"strings"
 	"testing"
 
@@ -126,7 +127,7 @@ func TestFindingJumpPutsTheCulpritFirst(t *testing.T) {
 			{Kind: diagnosis.Hang, Rank: 1023, Host: 127, Onset: 920_000_000, At: 1_920_000_000},
 		} {
 			m := sized(src, sz[0], sz[1])
-			j, ok := findings.Jump(&f, 8)
+			j, ok := findings.Jump(&f, hostmap.ByID(8))
 			if !ok {
 				t.Fatalf("Jump(%+v) found no device", f)
 			}
@@ -160,7 +161,7 @@ func TestFindingJumpPutsTheCulpritFirst(t *testing.T) {
 func TestFindingJumpToASilentRank(t *testing.T) {
 	m := sized(clusterSourceWithout(t, 1024, 402), 200, 50)
 	f := diagnosis.Finding{Kind: diagnosis.Hang, Rank: 402, Host: 50, Onset: 920_000_000, At: 1_920_000_000}
-	j, _ := findings.Jump(&f, 8)
+	j, _ := findings.Jump(&f, hostmap.ByID(8))
 	m.Update(j)
 	got := text(m)
 	lines := strings.Split(got, "\n")

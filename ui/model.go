@@ -393,8 +393,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			// A culprit that launched nothing in the events held (a hung rank, or a rank whose link
 			// is the finding's) has no row: its host's GPUs are shown instead, and the footer says
 			// why the culprit is not among them, whatever the finding's kind.
-			m.cmd.said, m.cmd.bad = fmt.Sprintf("rank %d has no stream in the events held (it launched nothing in them); its host %d's GPUs are shown",
-				msg.Device, int(msg.Device)/tl.Fr.Meta.HostGPUs()), false
+			host := "its host's"
+			if res := tl.Fr.Res; res != nil {
+				if h, ok := res.Hosts.Host(msg.Device); ok { // the one host map's, as the findings place it
+					host = fmt.Sprintf("its host %d's", h)
+				}
+			}
+			m.cmd.said, m.cmd.bad = fmt.Sprintf("rank %d has no stream in the events held (it launched nothing in them); %s GPUs are shown",
+				msg.Device, host), false
 		}
 		return m, nil
 	}

@@ -56,13 +56,13 @@ func TestSlowGPUAmongUnevenExperts(t *testing.T) {
 				got := s.d.Result(s.strs)
 				if c.after < 0 || st < c.after {
 					if len(got) > 0 {
-						t.Fatalf("step %d: finding %s; want none", st, got[0].String(8))
+						t.Fatalf("step %d: finding %s; want none", st, got[0].String())
 					}
 					continue
 				}
 				if len(got) != 1 || got[0].Kind != SlowGPU || got[0].Rank != 5 || !strings.Contains(got[0].Evidence, "among the kernels its peers ran alike") {
 					for _, f := range got {
-						t.Logf("%s", f.String(8))
+						t.Logf("%s", f.String())
 					}
 					t.Fatalf("step %d: %d findings; want one slow GPU of rank 5 by the kernels its peers ran alike", st, len(got))
 				}
@@ -123,14 +123,14 @@ func TestAllToAllLinkByBusyRate(t *testing.T) {
 			got := s.d.Result(s.strs)
 			if !c.want {
 				if len(got) > 0 {
-					t.Fatalf("finding %s; want none", got[0].String(8))
+					t.Fatalf("finding %s; want none", got[0].String())
 				}
 				return
 			}
 			if len(got) != 1 || got[0].Kind != SlowLink || got[0].Rank != 10 || got[0].Link != timeline.PeakNIC ||
 				!strings.Contains(got[0].Evidence, "in its all-to-all (32 ranks), whose ranks' parts end together") {
 				for _, f := range got {
-					t.Logf("%s", f.String(8))
+					t.Logf("%s", f.String())
 				}
 				t.Fatalf("%d findings; want one slow link: rank 10's NIC, in its all-to-all", len(got))
 			}

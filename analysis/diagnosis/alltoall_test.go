@@ -2,6 +2,7 @@ package diagnosis_test
 
 import (
 	"context"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func moeRun(t *testing.T, specs ...string) []diagnosis.Finding {
 		fs = append(fs, f)
 	}
 	strs := timeline.NewStrings()
-	d := diagnosis.New(tp.GPUsPerHost)
+	d := diagnosis.New(hostmap.ByID(tp.GPUsPerHost))
 	s, err := sim.New(sim.Config{Topology: tp, Seed: 1, Model: sim.ModelOf(tp), Faults: fs}, d, strs)
 	if err != nil {
 		t.Fatal(err)
@@ -89,13 +90,13 @@ func TestMoEAllToAllFaults(t *testing.T) {
 			fs := moeRun(t, specs...)
 			if c.fault == "" {
 				for _, f := range fs {
-					t.Errorf("finding on a healthy run: %s", f.String(8))
+					t.Errorf("finding on a healthy run: %s", f.String())
 				}
 				return
 			}
 			if len(fs) != 1 || fs[0].Kind != c.kind || fs[0].Rank != 43 || fs[0].Link != c.link || !strings.Contains(fs[0].Evidence, c.evidence) {
 				for _, f := range fs {
-					t.Logf("%s", f.String(8))
+					t.Logf("%s", f.String())
 				}
 				t.Fatalf("%d findings; want one %s of rank 43 (host 5 GPU 3), link %d, saying %q", len(fs), c.kind, c.link, c.evidence)
 			}

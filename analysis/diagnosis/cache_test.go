@@ -1,6 +1,7 @@
 package diagnosis
 
 import (
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"testing"
 
 	"github.com/xfertop/xfertop/timeline"
@@ -19,7 +20,7 @@ func TestCachesKeepAliasedIDsApart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := New(8)
+			d := New(hostmap.ByID(8))
 			want := map[uint32]float64{}
 			for i, l := range tt.labels {
 				dur := int64(10 * (i + 1))
@@ -39,7 +40,7 @@ func TestCachesKeepAliasedIDsApart(t *testing.T) {
 	}
 	// Communicator 3 is on one host, 3 + cacheSize across two: a collective on each crosses
 	// hosts or not as its own communicator does, whichever was looked up last.
-	d := New(8)
+	d := New(hostmap.ByID(8))
 	for _, j := range []struct {
 		comm uint32
 		dev  int32

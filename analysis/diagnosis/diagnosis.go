@@ -4,6 +4,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/internal/cacheline"
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -39,7 +40,8 @@ const (
 
 // Diagnosis folds events into findings.
 type Diagnosis struct {
-	gph int
+	// hosts places ranks on hosts: the analysis's one host map, which its owner feeds.
+	hosts *hostmap.Map
 	// shared says ranks of the job share GPUs (an emulated op was seen: the cuda backend's --fit):
 	// they contend for one GPU and one host's CPUs, so a rank slower than its peers says how they
 	// were shared, not that a link, GPU or host of the topology is slow. No slow verdict is made.
@@ -237,19 +239,19 @@ type commInfo struct {
 	lastOp  uint64
 }
 
-// New returns a diagnosis for a job of gpusPerHost GPUs per host (0: unknown, one host).
-func New(gpusPerHost int) *Diagnosis {
-	return &Diagnosis{gph: gpusPerHost, labels: map[uint32]int32{}, keys: map[opKey]int32{}, lastSlot: -1, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
+// New returns a diagnosis for a job whose devices hosts places (the analysis's one host map; nil:
+// every device's host unknown). The caller feeds the map the events before the diagnosis.
+func New(hosts *hostmap.Map) *Diagnosis {
+	if hosts == nil {
+		hosts = hostmap.ByID(0)
+	}
+	return &Diagnosis{hosts: hosts, labels: map[uint32]int32{}, keys: map[opKey]int32{}, lastSlot: -1, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
 		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, rankHangs: map[int32]int{}, foldedOps: map[int32]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, waitsIn: map[int32][]uint64{}, links: map[uint64]hangLink{}, commRoot: map[uint32]int{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs(),
 		win: busyWindow{idx: math.MinInt64}, portSlow: map[uint32]portAcc{}}
 }
 
-func (d *Diagnosis) hostOf(dev int32) int32 {
-	if d.gph <= 0 {
-		return 0
-	}
-	return dev / int32(d.gph)
-}
+// hostOf is dev's host as the host map places it; -1 when it is not known.
+func (d *Diagnosis) hostOf(dev int32) int32 { return d.hosts.HostOr(dev) }
 
 // rank returns dev's accumulator, growing the table; nil past the bound.
 func (d *Diagnosis) rank(dev int32) *rankAcc {
@@ -474,7 +476,7 @@ func (d *Diagnosis) crosses(e *timeline.Event) bool {
 	if e.Kind != timeline.KindCollective {
 		return e.Peer >= 0 && d.hostOf(e.Peer) != d.hostOf(e.Device)
 	}
-	if d.gph > 0 && int(e.Ranks) > d.gph {
+	if p := d.hosts.PerHost(); p > 0 && int(e.Ranks) > p {
 		return true
 	}
 	if ci := d.comm(e.Comm); ci != nil {
@@ -688,8 +690,18 @@ func (d *Diagnosis) Result(labels timeline.Labels) []Finding {
 	}
 	out = append(out, d.seq.findings(labels, d.hostOf)...)
 	out = mergeSourced(out, d.sourcedFindings(labels))
+	d.place(out)
 	sortFindings(out)
 	return out
+}
+
+// place gives each finding that names a rank that rank's host and GPU as the host map has them
+// now (Finding.Place): a rank heard from after the finding was made (attach's ranks name their
+// hosts as they join) is placed as every other consumer of the map places it.
+func (d *Diagnosis) place(fs []Finding) {
+	for i := range fs {
+		fs[i].Place(d.hosts)
+	}
 }
 
 // Steps is how many steps were evaluated.

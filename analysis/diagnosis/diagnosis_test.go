@@ -1,6 +1,7 @@
 package diagnosis
 
 import (
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"strings"
 	"testing"
 
@@ -17,7 +18,9 @@ type stepper struct {
 
 const ms = int64(1_000_000)
 
-func newStepper(gph int) *stepper { return &stepper{d: New(gph), strs: timeline.NewStrings()} }
+func newStepper(gph int) *stepper {
+	return &stepper{d: New(hostmap.ByID(gph)), strs: timeline.NewStrings()}
+}
 
 func (s *stepper) add(e timeline.Event) { s.d.Add(&e) }
 
@@ -92,7 +95,7 @@ func TestSlowGPUAndHost(t *testing.T) {
 				want := c.afterStep >= 0 && st >= c.afterStep
 				if !want {
 					if len(got) > 0 {
-						t.Fatalf("step %d: finding %s; want none yet", st, got[0].String(8))
+						t.Fatalf("step %d: finding %s; want none yet", st, got[0].String())
 					}
 					continue
 				}
@@ -141,9 +144,9 @@ func TestTiedOutliers(t *testing.T) {
 				s.endStep(100 * ms)
 			}
 			got := s.d.Result(s.strs)
-			if len(got) != 1 || got[0].Kind != c.kind || got[0].Rank != c.rank || got[0].Host != c.host || got[0].Confidence != c.conf || got[0].Culprit(8) != c.culprit {
+			if len(got) != 1 || got[0].Kind != c.kind || got[0].Rank != c.rank || got[0].Host != c.host || got[0].Confidence != c.conf || got[0].Culprit() != c.culprit {
 				for _, f := range got {
-					t.Logf("%s (confidence %g)", f.String(8), f.Confidence)
+					t.Logf("%s (confidence %g)", f.String(), f.Confidence)
 				}
 				t.Fatalf("%d findings; want one %s: %s, confidence %g", len(got), c.kind, c.culprit, c.conf)
 			}
@@ -484,8 +487,8 @@ func TestSlowLinkByRateWhileBusy(t *testing.T) {
 					!strings.Contains(got[0].Evidence, "moved at 30% of its peers' median rate while busy") {
 					t.Fatalf("step %d: %+v; want rank 5's %s, at 30%% of its peers' rate while busy", st, got, c.name)
 				}
-				if got[0].Culprit(8) != "host 0 GPU 5 "+c.name {
-					t.Errorf("culprit %q", got[0].Culprit(8))
+				if got[0].Culprit() != "host 0 GPU 5 "+c.name {
+					t.Errorf("culprit %q", got[0].Culprit())
 				}
 			}
 		})
@@ -542,7 +545,7 @@ func TestSlowSwitchPortByRateWhileBusy(t *testing.T) {
 			continue
 		}
 		if len(got) != 1 || got[0].Kind != SlowLink || got[0].Link != timeline.LinkFabric || got[0].Port != slow || got[0].Rank != -1 ||
-			got[0].Culprit(8) != "leaf g1.r2 spine ports" || !strings.Contains(got[0].Evidence, "moved at 25% of their peers' median rate while busy") {
+			got[0].Culprit() != "leaf g1.r2 spine ports" || !strings.Contains(got[0].Evidence, "moved at 25% of their peers' median rate while busy") {
 			t.Fatalf("step %d: %+v; want leaf g1.r2's spine ports at 25%%", st, got)
 		}
 	}

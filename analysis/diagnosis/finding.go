@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/units"
 )
@@ -50,8 +51,12 @@ type Finding struct {
 	// (timeline.PeakNIC, PeakNVLink, PeakPCIe, or LinkFabric for a leaf switch's ports to the
 	// spines, named by Port) of a slow link, -1 otherwise.
 	Rank int32
-	Host int32
+	Host int32 // -1: unknown (the host map, analysis/hostmap, does not place the rank)
 	Link int
+	// gpu is the culprit rank's GPU on its host + 1, as the host map placed it (Place); 0 when
+	// unknown (a rank that named its host says nothing of which of its GPUs it drives, and a
+	// finding no map placed has none).
+	gpu int32
 	// Port is the leaf switch (timeline.PackPort) of a slow link of class timeline.LinkFabric.
 	Port uint32
 	// Onset is when the first evidence of the fault was seen (not when the fault began): in the first step that showed it, its
@@ -104,11 +109,28 @@ type Finding struct {
 	behind int64
 }
 
-// Culprit names the finding's culprit: "host 37 GPU 3 NIC", "rank 12 (host 1 GPU 4)".
-// gpusPerHost is the job's layout as known (timeline.Meta.GPUsPerHost), 0 when it is not: then a
-// rank is named alone, never placed on a host that was not measured. The report, the console
-// and the alerts' roots all pass that same value.
-func (f *Finding) Culprit(gpusPerHost int) string {
+// Place puts the finding's culprit rank on its host and GPU as hosts, the analysis's one host
+// map, has them (unknown where it does not place the rank). A finding of a host alone (a whole
+// host slow, ranks stuck on one host) keeps the host it names.
+func (f *Finding) Place(hosts *hostmap.Map) {
+	f.gpu = 0
+	if f.Rank < 0 {
+		return
+	}
+	f.Host = hosts.HostOr(f.Rank)
+	if l, ok := hosts.Local(f.Rank); ok {
+		f.gpu = l + 1
+	}
+}
+
+// Local is the culprit rank's GPU on its host, and whether it is known (Place).
+func (f *Finding) Local() (int32, bool) { return f.gpu - 1, f.gpu > 0 }
+
+// Culprit names the finding's culprit: "host 37 GPU 3 NIC", "rank 12 (host 1 GPU 4)". Its host
+// and GPU are the host map's (analysis/hostmap: the topology's, the hosts the ranks named, or
+// --gpus-per-host), as every consumer has them: a rank whose host is unknown is named alone, never
+// placed on a host that was not measured.
+func (f *Finding) Culprit() string {
 	if f.Kind == SlowLink && f.Link == timeline.LinkFabric {
 		return timeline.PortName(f.Port) + " spine ports"
 	}
@@ -125,7 +147,7 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 		if f.Kind == Hang && f.StuckN > 0 {
 			// Short, for a table's column: the evidence lists them.
 			where := ""
-			if f.Host >= 0 && gpusPerHost > 0 {
+			if f.Host >= 0 {
 				where = fmt.Sprintf(", host %d", f.Host)
 			}
 			return fmt.Sprintf("%s stuck inside (%s%s; which holds it: unknown)", units.Counted(f.StuckN, "rank"), rankSpan(f.Stuck, f.StuckN), where)
@@ -135,7 +157,7 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 	if f.Kind == Deadlock && len(f.Cycle) > 0 {
 		return "ranks " + cycleString(f.Cycle)
 	}
-	if gpusPerHost <= 0 {
+	if f.Host < 0 {
 		// The source does not say which ranks share a host: name the rank alone.
 		switch f.Kind {
 		case SlowLink:
@@ -145,14 +167,18 @@ func (f *Finding) Culprit(gpusPerHost int) string {
 		}
 		return fmt.Sprintf("rank %d", f.Rank)
 	}
-	local := f.Rank % int32(gpusPerHost)
-	switch f.Kind {
-	case SlowLink:
+	local, ok := f.Local()
+	switch {
+	case f.Kind == SlowLink && ok:
 		return fmt.Sprintf("host %d GPU %d %s", f.Host, local, linkName(f.Link))
-	case SlowHost:
+	case f.Kind == SlowLink:
+		return fmt.Sprintf("rank %d %s (host %d)", f.Rank, linkName(f.Link), f.Host)
+	case f.Kind == SlowHost:
 		return fmt.Sprintf("host %d (rank %d)", f.Host, f.Rank)
+	case ok:
+		return fmt.Sprintf("rank %d (host %d GPU %d)", f.Rank, f.Host, local)
 	}
-	return fmt.Sprintf("rank %d (host %d GPU %d)", f.Rank, f.Host, local)
+	return fmt.Sprintf("rank %d (host %d)", f.Rank, f.Host)
 }
 
 func linkName(l int) string {
@@ -170,14 +196,14 @@ func linkName(l int) string {
 }
 
 // String is the finding on one line.
-func (f *Finding) String(gpusPerHost int) string {
-	return fmt.Sprintf("%s: %s — %s", f.Kind, f.Culprit(gpusPerHost), f.Evidence)
+func (f *Finding) String() string {
+	return fmt.Sprintf("%s: %s — %s", f.Kind, f.Culprit(), f.Evidence)
 }
 
 // CulpritIn is Culprit in the job m describes: with the culprit rank's host name where a source
 // named it (timeline.RankHostKey), "rank 3 (host node1)".
 func (f *Finding) CulpritIn(m timeline.Meta) string {
-	c := f.Culprit(m.GPUsPerHost)
+	c := f.Culprit()
 	if h := f.HostName(m); h != "" {
 		c += " (host " + h + ")"
 	}

@@ -259,7 +259,13 @@ func (d *Diagnosis) link(groups map[uint64]*hangGroup, hung []uint64) {
 // labels reads the labels of the ops the finding names, as Result's does (nil: not read).
 func (d *Diagnosis) RootOf(op uint64, labels timeline.Labels) (Finding, bool) {
 	f, ok := d.rootOf(op)
-	return resolved(f, labels), ok
+	f = resolved(f, labels)
+	if ok {
+		one := []Finding{f}
+		d.place(one) // placed as Result places it
+		f = one[0]
+	}
+	return f, ok
 }
 
 func (d *Diagnosis) rootOf(op uint64) (Finding, bool) {

@@ -102,10 +102,10 @@ func TestPendingStuckAndDeadlock(t *testing.T) {
 				t.Fatalf("%+v; want one %s with %d ranks stuck inside saying %q", got, c.kind, c.stuck, c.evidence)
 			}
 			f := got[0]
-			if c.cycle != nil && (len(f.Cycle) != len(c.cycle) || f.Cycle[0] != c.cycle[0] || f.Cycle[1] != c.cycle[1] || f.Culprit(8) != "ranks 3 → 5 → 3") {
-				t.Errorf("cycle %v (%s); want %v", f.Cycle, f.Culprit(8), c.cycle)
+			if c.cycle != nil && (len(f.Cycle) != len(c.cycle) || f.Cycle[0] != c.cycle[0] || f.Cycle[1] != c.cycle[1] || f.Culprit() != "ranks 3 → 5 → 3") {
+				t.Errorf("cycle %v (%s); want %v", f.Cycle, f.Culprit(), c.cycle)
 			}
-			if s := f.String(8); c.cycle != nil && strings.Count(s, "3 → 5 → 3") != 1 {
+			if s := f.String(); c.cycle != nil && strings.Count(s, "3 → 5 → 3") != 1 {
 				t.Errorf("%q names the cycle %d times; want once (the culprit)", s, strings.Count(s, "3 → 5 → 3"))
 			}
 			if c.stuck > 0 && (f.Rank != -1 || f.Host != 0 || f.MissingN != 0 || f.At != 2000*ms) {
@@ -168,7 +168,7 @@ func TestPendingManyLooksAgreeWithOne(t *testing.T) {
 		}
 		var out []string
 		for _, f := range s.d.Result(nil) {
-			out = append(out, f.Kind.String()+": "+f.Culprit(8)+" — "+f.Evidence)
+			out = append(out, f.Kind.String()+": "+f.Culprit()+" — "+f.Evidence)
 		}
 		return out
 	}
@@ -196,7 +196,7 @@ func TestHangOneFindingPerRank(t *testing.T) {
 	if len(fs) != 1 || fs[0].Kind != Hang || fs[0].Rank != 3 ||
 		!strings.HasPrefix(fs[0].Evidence, "all_reduce #3 on communicator 7: 3 ranks waited ≥ 1.00 s in it when found; rank 3 never entered it; also waited on by transfer from rank 3 to rank 5 (stream 0) (send/recv op 51 on communicator 4)") {
 		for _, f := range fs {
-			t.Logf("%s", f.String(8))
+			t.Logf("%s", f.String())
 		}
 		t.Fatalf("%d findings; want one hang of rank 3 that also names the receive waiting on it", len(fs))
 	}
@@ -246,7 +246,7 @@ func TestDeadlockPastEndedCap(t *testing.T) {
 			if got := len(dl) > 0; got != c.deadlock {
 				t.Fatalf("deadlock findings %+v; want a deadlock: %v", dl, c.deadlock)
 			}
-			if c.deadlock && (len(dl) != 1 || dl[0].Culprit(8) != "ranks 3 → 5 → 3") {
+			if c.deadlock && (len(dl) != 1 || dl[0].Culprit() != "ranks 3 → 5 → 3") {
 				t.Fatalf("%+v; want the one cycle 3 → 5 → 3", dl)
 			}
 		})

@@ -3,6 +3,7 @@ package diagnosis
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/xfertop/xfertop/units"
 )
@@ -17,18 +18,28 @@ import (
 // compared with the other hosts' by their median and MAD, as ranks are: at least hostRatio and
 // zLimit robust deviations above. The culprit is the host; which rank is unknown (all of them).
 func (d *Diagnosis) slowWholeHost() (suspect, bool) {
-	if d.gph <= 0 {
-		return suspect{}, false
+	// Each host's ranks, the hosts in order of their number (the host map's: a rank whose host
+	// is unknown is on none).
+	byHost := map[int32][]int32{}
+	var order []int32
+	for r := range d.ranks {
+		h := d.hostOf(int32(r))
+		if h < 0 {
+			continue
+		}
+		if _, ok := byHost[h]; !ok {
+			order = append(order, h)
+		}
+		byHost[h] = append(byHost[h], int32(r))
 	}
-	hosts := (len(d.ranks) + d.gph - 1) / d.gph
-	per := make([]float64, 0, d.gph)
-	var figs []float64
+	slices.Sort(order)
+	var per, figs []float64
 	var idx []int32
 	var spread, launches []int64
-	for h := range hosts {
+	for _, h := range order {
 		per = per[:0]
 		var sp, n int64
-		for r := h * d.gph; r < min((h+1)*d.gph, len(d.ranks)); r++ {
+		for _, r := range byHost[h] {
 			a := &d.ranks[r]
 			if a.minGap <= 0 {
 				continue
@@ -42,7 +53,7 @@ func (d *Diagnosis) slowWholeHost() (suspect, bool) {
 		}
 		med, _ := medMAD(per)
 		figs = append(figs, med)
-		idx = append(idx, int32(h))
+		idx = append(idx, h)
 		spread, launches = append(spread, sp/int64(len(per))), append(launches, n/int64(len(per)))
 	}
 	if len(figs) == 2 {

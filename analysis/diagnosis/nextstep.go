@@ -9,12 +9,14 @@ import (
 // NextStep is what to do about the finding: what to check on its culprit, by kind, and for a
 // slow link, GPU or host the step time it costs (what removing it would save). It is made here,
 // the one place a verdict is made; the report, its JSON (next_step) and the console only show it.
-// gpusPerHost is the job's layout as known (0: unknown), as for Culprit.
-func (f *Finding) NextStep(gpusPerHost int) string {
-	where := f.Culprit(gpusPerHost)
+// Its host and GPU are the host map's, as for Culprit.
+func (f *Finding) NextStep() string {
+	where := f.Culprit()
 	gpu := ""
-	if f.Rank >= 0 && gpusPerHost > 0 {
-		gpu = fmt.Sprintf("GPU %d on host %d", f.Rank%int32(gpusPerHost), f.Host)
+	if local, ok := f.Local(); f.Rank >= 0 && f.Host >= 0 && ok {
+		gpu = fmt.Sprintf("GPU %d on host %d", local, f.Host)
+	} else if f.Rank >= 0 && f.Host >= 0 {
+		gpu = fmt.Sprintf("rank %d's GPU on host %d", f.Rank, f.Host)
 	} else if f.Rank >= 0 {
 		gpu = fmt.Sprintf("rank %d's GPU", f.Rank)
 	}
@@ -26,7 +28,7 @@ func (f *Finding) NextStep(gpusPerHost int) string {
 		do = fmt.Sprintf("check %s's clocks, thermals, power and ECC (nvidia-smi -q -d CLOCK,PERFORMANCE,TEMPERATURE,POWER,ECC: its throttle reasons); drain it if it stays throttled", gpuOr(gpu, where))
 	case SlowHost:
 		host := where
-		if f.Host >= 0 && gpusPerHost > 0 {
+		if f.Host >= 0 {
 			host = fmt.Sprintf("host %d", f.Host)
 		}
 		do = fmt.Sprintf("check %s's CPUs: other processes competing with the ranks' host threads (top), their CPU and NUMA binding (numactl), the CPU frequency governor and dataloader workers", host)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/timeline"
 )
 
@@ -33,10 +34,14 @@ func TestNextStep(t *testing.T) {
 		{f: Finding{Kind: MissingRank, Rank: 11, Host: 1, Link: -1}, want: []string{"check that rank 11's process is alive"}},
 		{f: Finding{Kind: Deadlock, Rank: 3, Host: 0, Link: -1, Cycle: []int32{3, 5}}, want: []string{"post them in one order on every rank"}},
 	} {
-		got := c.f.NextStep(8)
+		// Placed as the diagnosis places its findings: on a job of 8 GPUs per host.
+		one := []Finding{c.f}
+		New(hostmap.ByID(8)).place(one)
+		c.f = one[0]
+		got := c.f.NextStep()
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {
-				t.Errorf("%s: NextStep = %q; want it to hold %q", c.f.String(8), got, w)
+				t.Errorf("%s: NextStep = %q; want it to hold %q", c.f.String(), got, w)
 			}
 		}
 		if !c.f.CostKnown && !c.f.CostBound && strings.Contains(got, "saves up to") {

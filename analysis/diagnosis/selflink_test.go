@@ -3,6 +3,7 @@ package diagnosis_test
 import (
 	"context"
 	"fmt"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"strings"
 	"testing"
 
@@ -52,7 +53,7 @@ func pipelineRun(t *testing.T, knobs map[string]string, specs ...string) ([]diag
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := diagnosis.New(topo.GPUsPerHost)
+	d := diagnosis.New(hostmap.ByID(topo.GPUsPerHost))
 	var starts []int64
 	evs := store.Events()
 	for i := range evs {
@@ -95,17 +96,17 @@ func TestSelfSlowLinkPipeline(t *testing.T) {
 			fs, _ := pipelineRun(t, c.knobs, specs...)
 			if c.rank < 0 {
 				for _, f := range fs {
-					t.Errorf("finding %s; want none", f.String(8))
+					t.Errorf("finding %s; want none", f.String())
 				}
 				return
 			}
 			if len(fs) != 1 || fs[0].Kind != diagnosis.SlowLink || fs[0].Rank != c.rank || fs[0].Link != timeline.PeakNIC || fs[0].Flaps != c.flaps {
 				for _, f := range fs {
-					t.Logf("%s", f.String(8))
+					t.Logf("%s", f.String())
 				}
 				t.Fatalf("%d findings; want one slow NIC of rank %d (flaps %v)", len(fs), c.rank, c.flaps)
 			}
-			t.Logf("%s", fs[0].String(8))
+			t.Logf("%s", fs[0].String())
 			if fs[0].Step < 3 {
 				t.Errorf("found at step %d; the fault began in step 3", fs[0].Step)
 			}

@@ -47,7 +47,7 @@ func TestSelfSlowGPU(t *testing.T) {
 			fs := s.d.Result(s.strs)
 			if !c.want {
 				for _, f := range fs {
-					t.Errorf("finding %s; want none", f.String(8))
+					t.Errorf("finding %s; want none", f.String())
 				}
 				return
 			}

@@ -30,7 +30,7 @@ func TestP2PBoundKeepsUnmatched(t *testing.T) {
 	if len(fs) != 1 || fs[0].Kind != Hang || fs[0].Rank != 3 || fs[0].Seq != int(n+1) ||
 		!strings.Contains(fs[0].Evidence, "rank 3 never posted the matching receive") {
 		for _, f := range fs {
-			t.Log(f.String(0))
+			t.Log(f.String())
 		}
 		t.Fatalf("%d findings; want the hang of the last send, naming rank 3", len(fs))
 	}

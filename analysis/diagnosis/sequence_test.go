@@ -2,6 +2,7 @@ package diagnosis
 
 import (
 	"fmt"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func TestSequenceMatching(t *testing.T) {
 		{"sequence numbers", true, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			d := New(0)
+			d := New(nil)
 			var evs []timeline.Event
 			for i, op := range ops {
 				evs = append(evs, coll(1, op, c.seqOp, timeline.StatusOK, int64(i)*1e6))
@@ -49,7 +50,7 @@ func TestSequenceMatching(t *testing.T) {
 				t.Fatalf("%d findings %v; want %d", len(fs), fs, c.want)
 			}
 			if c.want == 1 && (fs[0].Kind != Hang || fs[0].Rank != 0 || fs[0].Seq != 20) {
-				t.Errorf("finding %s (#%d); want rank 0 never entered #20", fs[0].String(0), fs[0].Seq)
+				t.Errorf("finding %s (#%d); want rank 0 never entered #20", fs[0].String(), fs[0].Seq)
 			}
 		})
 	}
@@ -59,7 +60,7 @@ func TestSequenceMatching(t *testing.T) {
 // raised; an alert without one is not.
 func TestSourcedFindings(t *testing.T) {
 	strs := timeline.NewStrings()
-	d := New(8)
+	d := New(hostmap.ByID(8))
 	msg := strs.ID("RAS: communicator 0x1 (16 ranks): rank 9 on h1 pid 7 GPU 1 is considered dead")
 	for range 3 {
 		d.Add(&timeline.Event{Kind: timeline.KindAlert, Sub: timeline.AlertRankDead, Device: 9, Comm: 4, Status: timeline.StatusError, Label: msg})
@@ -86,7 +87,7 @@ func TestUnseenMembers(t *testing.T) {
 		{"named", []int32{2}, 2, "[2]", "rank 2 never entered it as far as is known: no dump of rank 2, what it did is unknown"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			d := New(0)
+			d := New(nil)
 			evs := []timeline.Event{
 				coll(0, timeline.SeqOp(1, 1), true, timeline.StatusPending, 0),
 				coll(1, timeline.SeqOp(1, 1), true, timeline.StatusPending, 10),
@@ -107,7 +108,7 @@ func TestUnseenMembers(t *testing.T) {
 			if f.Kind != Hang || f.Rank != c.rank || fmt.Sprint(f.Missing) != c.missing || f.MissingN != 1 || (f.Rank >= 0) != (f.Confidence > 0) ||
 				!strings.Contains(f.Evidence, c.evidence) {
 				t.Errorf("finding %s (rank %d missing %v of %d, confidence %.2f); want rank %d missing %s, evidence containing %q",
-					f.String(0), f.Rank, f.Missing, f.MissingN, f.Confidence, c.rank, c.missing, c.evidence)
+					f.String(), f.Rank, f.Missing, f.MissingN, f.Confidence, c.rank, c.missing, c.evidence)
 			}
 		})
 	}

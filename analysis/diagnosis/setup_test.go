@@ -2,6 +2,7 @@ package diagnosis
 
 import (
 	"context"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"slices"
 	"strings"
 	"testing"
@@ -72,7 +73,7 @@ func simSteps(t *testing.T, name string, topo engine.Topology, steps int, faults
 		}
 		fl = append(fl, x)
 	}
-	d := New(topo.GPUsPerHost)
+	d := New(hostmap.ByID(topo.GPUsPerHost))
 	sink := sinkFunc(func(e *timeline.Event) {
 		if e.Kind == timeline.KindStep && e.Status == timeline.StatusOK {
 			w, c := d.stepWork(e)
@@ -202,7 +203,7 @@ func TestCostAgainstHealthyRun(t *testing.T) {
 			last := len(fLens) - 1
 			diff := fLens[last] - hLens[last] // what the fault cost the last step, the finding's
 			tol := hLens[last] / 200
-			next := f.NextStep(8)
+			next := f.NextStep()
 			switch c.state {
 			case costKnown:
 				if !f.CostKnown || f.Severity < diff-tol || f.Severity > diff+tol || !strings.Contains(next, "fixing it saves about "+fmtNs(f.Severity)) {

@@ -3,6 +3,7 @@ package diagnosis_test
 import (
 	"context"
 	"errors"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"math"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func simRun(t *testing.T, post func(c *engine.Client), specs ...string) ([]diagn
 	c := engine.NewClient(s, store, engine.DefaultOptions())
 	post(c)
 	runErr := c.Run(context.Background())
-	d := diagnosis.New(tp.GPUsPerHost)
+	d := diagnosis.New(hostmap.ByID(tp.GPUsPerHost))
 	evs := store.Events()
 	for i := range evs {
 		d.Add(&evs[i])
@@ -80,9 +81,9 @@ func TestSimHangInVersusBefore(t *testing.T) {
 		if err == nil {
 			t.Fatalf("mode=%s: the run ended normally", c.mode)
 		}
-		if len(fs) != 1 || fs[0].Kind != diagnosis.Hang || fs[0].Rank != c.rank || fs[0].Culprit(8) != c.culprit || !strings.Contains(fs[0].Evidence, c.evidence) {
+		if len(fs) != 1 || fs[0].Kind != diagnosis.Hang || fs[0].Rank != c.rank || fs[0].Culprit() != c.culprit || !strings.Contains(fs[0].Evidence, c.evidence) {
 			for _, f := range fs {
-				t.Logf("%s", f.String(8))
+				t.Logf("%s", f.String())
 			}
 			t.Fatalf("mode=%s: %d findings; want one hang of %s saying %q", c.mode, len(fs), c.culprit, c.evidence)
 		}
@@ -116,7 +117,7 @@ func TestSimRecvDeadlock(t *testing.T) {
 	if len(fs) != 1 || fs[0].Kind != diagnosis.Deadlock || !strings.HasPrefix(fs[0].Evidence, "each waits on the next: rank 3 in recv of 1 MiB from 5 (op 1, ") ||
 		!strings.Contains(fs[0].Evidence, "rank 5 in recv of 1 MiB from 3 (op 2, ") {
 		for _, f := range fs {
-			t.Logf("%s", f.String(8))
+			t.Logf("%s", f.String())
 		}
 		t.Fatalf("%d findings; want one deadlock naming ranks 3 → 5 → 3 in their receives", len(fs))
 	}

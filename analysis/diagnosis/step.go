@@ -153,13 +153,16 @@ func (d *Diagnosis) onset(s suspect, stepStart int64) int64 {
 func (d *Diagnosis) firstOp(s suspect, stepStart int64) int64 {
 	lo, hi := s.rank, s.rank
 	if s.rank < 0 {
-		if s.kind != SlowHost || s.host < 0 || d.gph <= 0 {
+		if s.kind != SlowHost || s.host < 0 {
 			return stepStart
 		}
-		lo, hi = s.host*int32(d.gph), (s.host+1)*int32(d.gph)-1
+		lo, hi = 0, int32(len(d.ranks))-1 // the host's ranks, as the host map places them
 	}
 	at, ok := int64(0), false
 	for r := lo; r <= hi && int(r) < len(d.ranks); r++ {
+		if s.rank < 0 && d.hostOf(r) != s.host {
+			continue
+		}
 		if a := &d.ranks[r]; a.active && (!ok || a.first < at) {
 			at, ok = a.first, true
 		}
@@ -544,10 +547,10 @@ func (d *Diagnosis) outlier(kind Kind, num, den []float64, minRatio float64, say
 // every rank of one host that was compared: the host, its rank unknown. Its ratio is the least of
 // its ranks', its confidence how far that stands above the most any rank elsewhere reached.
 func (d *Diagnosis) wholeHostOutlier(out []int32, num, den []float64, med float64, say func(r int, ratio float64) string) (suspect, bool) {
-	if d.gph <= 0 || len(out) < 2 {
+	h := d.hostOf(out[0])
+	if h < 0 || len(out) < 2 {
 		return suspect{}, false
 	}
-	h := d.hostOf(out[0])
 	low, lowR := 0.0, -1
 	for _, r := range out {
 		if d.hostOf(r) != h {

@@ -32,13 +32,13 @@ func TestSlowOfTwoHosts(t *testing.T) {
 			got := s.d.Result(s.strs)
 			if c.host < 0 {
 				if len(got) > 0 {
-					t.Fatalf("finding %s; want none", got[0].String(8))
+					t.Fatalf("finding %s; want none", got[0].String())
 				}
 				return
 			}
 			if len(got) != 1 || got[0].Kind != SlowHost || got[0].Host != c.host || got[0].Rank != -1 || got[0].Confidence < c.conf-1e-9 || got[0].Confidence > c.conf+1e-9 {
 				for _, f := range got {
-					t.Logf("%s (confidence %g)", f.String(8), f.Confidence)
+					t.Logf("%s (confidence %g)", f.String(), f.Confidence)
 				}
 				t.Fatalf("%d findings; want one slow host %d, rank unknown, confidence %g", len(got), c.host, c.conf)
 			}

@@ -60,7 +60,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	force := false
 	registerForceOverwrite(fs, &force)
 	fs.DurationVar(&o.hang, "hang-timeout", defaultHangTimeout, "call a collective posted by some ranks and not the others a hang after this long (the diagnosis's finding; 0: never)")
-	fs.IntVar(&o.perHost, "gpus-per-host", 0, "ranks per host, for link traffic (rank r on host r / N); 0: every rank on one host")
+	fs.IntVar(&o.perHost, "gpus-per-host", 0, "ranks per host (rank r on host r / N) for a rank not yet heard from, named only as a peer; a rank that connected is on the host it names. 0: such a rank's host is unknown")
 	fs.DurationVar(&o.linger, "linger", time.Second, "headless: the job has ended when no rank has been connected for this long")
 	fs.DurationVar(&o.console.tick, "tick", 60*time.Millisecond, "console: how often the view refreshes")
 	fs.IntVar(&o.console.window, "window", 0, windowUsage)
@@ -105,7 +105,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case o.hang < 0:
 		return usageError("--hang-timeout %v: must not be negative (0: never)", o.hang)
 	case o.perHost < 0:
-		return usageError("--gpus-per-host %d: must not be negative (0: every rank on one host)", o.perHost)
+		return usageError("--gpus-per-host %d: must not be negative (0: a rank not yet heard from is on an unknown host)", o.perHost)
 	case o.linger <= 0:
 		return usageError("--linger %v: must be positive", o.linger)
 	}
@@ -139,13 +139,10 @@ func pasteLine(a attach.Addr) string {
 func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) error {
 	strs := timeline.NewStrings()
 	meta := timeline.Meta{Source: "attach " + o.addr.String(), Backend: "nccl", Topology: "unknown", IdleMode: timeline.IdleEngine,
-		Writer: "xfertop attach", EpochUnixNs: time.Now().UnixNano(), GPUsPerHost: o.perHost}
-	if o.perHost == 0 {
-		// Ranks arrive as the job starts, each naming its host (NCCL's): which ops stay in a host
-		// is read from those (every rank on one host until ranks name two), not from a count.
-		meta.GPUsPerHost = 1 << 15
-		meta.Extra = map[string]string{timeline.HostsInEventsKey: "1"}
-	}
+		Writer: "xfertop attach", EpochUnixNs: time.Now().UnixNano(), GPUsPerHost: o.perHost,
+		// Ranks arrive as the job starts, each naming its host (NCCL's): every consumer places a
+		// rank on the host it named (analysis/hostmap), before any count of GPUs per host.
+		Extra: map[string]string{timeline.HostsInEventsKey: "1"}}
 	var sinks []timeline.Sink
 	// The diagnosis's verdicts make the report (headless) and the exit status (either way).
 	an := analysis.New(meta)
@@ -223,13 +220,11 @@ func runAttach(ctx context.Context, o attachOpts, stdout, stderr io.Writer) erro
 	} else {
 		info := ui.SourceInfo{Name: "attach " + o.addr.String(), Meta: srv.Meta(), Recording: o.record}
 		info.Meta.GPUsPerHost = meta.GPUsPerHost
-		if meta.HostsInEvents() {
-			info.Meta.Extra = maps.Clone(info.Meta.Extra)
-			if info.Meta.Extra == nil {
-				info.Meta.Extra = map[string]string{}
-			}
-			info.Meta.Extra[timeline.HostsInEventsKey] = "1"
+		info.Meta.Extra = maps.Clone(info.Meta.Extra)
+		if info.Meta.Extra == nil {
+			info.Meta.Extra = map[string]string{}
 		}
+		info.Meta.Extra[timeline.HostsInEventsKey] = "1"
 		src := attachSource{srv: srv, win: win, waiting: waiting, info: info, exp: exp, ras: rasSt}
 		if err := runConsole(ctx, src, o.console); err != nil && ctx.Err() == nil {
 			cerr = failure(fmt.Errorf("console: %w", err))

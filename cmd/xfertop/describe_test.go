@@ -16,7 +16,7 @@ func TestDescribeCountsFindings(t *testing.T) {
 		want string
 	}{{0, "(0 findings)"}, {1, "(1 finding)"}, {2, "(2 findings)"}} {
 		tr := &campaign.Trial{Seed: 1, Findings: make([]diagnosis.Finding, tc.n)}
-		if got := describe(tr, 8); !strings.Contains(got, tc.want) {
+		if got := describe(tr); !strings.Contains(got, tc.want) {
 			t.Errorf("%d findings: %q; want it to hold %q", tc.n, got, tc.want)
 		}
 	}

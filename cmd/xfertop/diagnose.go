@@ -88,7 +88,7 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg.Progress = func(done, total int, tr *campaign.Trial) {
 		switch {
 		case *verbose:
-			fmt.Fprintf(stderr, "%d/%d %s\n", done, total, describe(tr, t.GPUsPerHost))
+			fmt.Fprintf(stderr, "%d/%d %s\n", done, total, describe(tr))
 		case tty:
 			fmt.Fprintf(stderr, "\r%d/%d runs, %s", done, total, time.Since(begin).Round(time.Second))
 		case done == total || done%max(1, total/10) == 0:
@@ -134,7 +134,7 @@ func joinUnshown(un []campaign.Unshown) string {
 
 // describe is one trial on a line. A run a hang stopped early has no slowdown to show: it ended
 // before the healthy run did, which says nothing of its pace.
-func describe(t *campaign.Trial, gph int) string {
+func describe(t *campaign.Trial) string {
 	what := "healthy"
 	switch {
 	case t.Fault != nil && t.Ended != nil:
@@ -144,7 +144,7 @@ func describe(t *campaign.Trial, gph int) string {
 	}
 	top := "no finding"
 	if len(t.Findings) > 0 {
-		top = t.Findings[0].String(gph)
+		top = t.Findings[0].String()
 		top += fmt.Sprintf(" [at %.3f s, step %d]", float64(t.Findings[0].At)/1e9, t.Findings[0].Step)
 	}
 	score := ""

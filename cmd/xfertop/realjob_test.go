@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -43,6 +45,9 @@ type realReport struct {
 	Steps    struct {
 		Count int64 `json:"count"`
 	} `json:"steps"`
+	Links struct {
+		Devices json.RawMessage `json:"devices"`
+	} `json:"links"`
 }
 
 // rows is a report's collectives, "op ranks size_class: count × bytes" (— for what is unknown),
@@ -131,6 +136,17 @@ func TestRealJobRecordingsAgainstAttach(t *testing.T) {
 			}
 			if !maps.Equal(recXfers, liveXfers) {
 				t.Errorf("transfers: recordings %v; attach %v", recXfers, liveXfers)
+			}
+			// The merge places each rank on the host it named, as attach did live (one host map):
+			// each device's bytes on the same links. Before, the merged recordings' sends between
+			// the two ranks had no known host (unattributed, NIC unknown) where attach had them on
+			// NVLink.
+			var recLinks, liveLinks bytes.Buffer
+			if err := errors.Join(json.Compact(&recLinks, rec.Links.Devices), json.Compact(&liveLinks, live.Links.Devices)); err != nil {
+				t.Fatal(err)
+			}
+			if recLinks.String() != liveLinks.String() {
+				t.Errorf("links: recordings %s; attach %s", &recLinks, &liveLinks)
 			}
 			for _, r := range []*realReport{rec, live} {
 				if r.Dropped != 0 || r.Incomplete != 0 || r.AlertCount != 0 || len(r.Findings) != 0 {

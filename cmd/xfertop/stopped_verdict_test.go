@@ -30,7 +30,7 @@ func verdicts(fs []report.Finding) []string {
 func consoleVerdicts(fs []diagnosis.Finding, gpusPerHost int) []string {
 	var out []string
 	for i := range fs {
-		out = append(out, fs[i].Kind.String()+": "+fs[i].Culprit(gpusPerHost)+" — "+fs[i].Evidence)
+		out = append(out, fs[i].Kind.String()+": "+fs[i].Culprit()+" — "+fs[i].Evidence)
 	}
 	return out
 }

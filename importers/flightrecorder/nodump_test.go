@@ -84,7 +84,7 @@ func TestNoDumpOfTheHungRank(t *testing.T) {
 			if c.warned != "" && !slices.ContainsFunc(im.Warnings, func(w string) bool { return strings.Contains(w, c.warned) }) {
 				t.Errorf("warnings %q; want one containing %q", im.Warnings, c.warned)
 			}
-			d := diagnosis.New(0)
+			d := diagnosis.New(nil)
 			for i := range im.Events {
 				d.Add(&im.Events[i])
 			}
@@ -95,7 +95,7 @@ func TestNoDumpOfTheHungRank(t *testing.T) {
 			f := fs[0]
 			if f.Kind != diagnosis.Hang || f.Rank != c.rank || fmt.Sprint(f.Missing) != c.miss || f.Confidence <= 0 || f.Confidence > 1 ||
 				!strings.Contains(f.Evidence, "never entered it as far as is known: no dump of rank") {
-				t.Errorf("finding %s (rank %d missing %v confidence %.2f); want a hang naming rank %d, missing %s", f.String(0), f.Rank, f.Missing, f.Confidence, c.rank, c.miss)
+				t.Errorf("finding %s (rank %d missing %v confidence %.2f); want a hang naming rank %d, missing %s", f.String(), f.Rank, f.Missing, f.Confidence, c.rank, c.miss)
 			}
 		})
 	}
@@ -122,11 +122,11 @@ func TestNoDumpOfOneRank(t *testing.T) {
 				}
 				for _, f := range fs {
 					if f.Rank >= int32(len(ents)) || f.Confidence < 0 || f.Confidence > 1 || (f.Rank >= 0) != (f.Confidence > 0) {
-						t.Errorf("finding %s: rank %d confidence %.2f", f.String(0), f.Rank, f.Confidence)
+						t.Errorf("finding %s: rank %d confidence %.2f", f.String(), f.Rank, f.Confidence)
 					}
 				}
 				if f := fs[0]; f.Rank != whole[0].Rank && f.Rank != int32(r) {
-					t.Errorf("first finding %s names rank %d; want rank %d (the job's culprit) or %d (no dump)", f.String(0), f.Rank, whole[0].Rank, r)
+					t.Errorf("first finding %s names rank %d; want rank %d (the job's culprit) or %d (no dump)", f.String(), f.Rank, whole[0].Rank, r)
 				}
 			})
 		}

@@ -122,7 +122,7 @@ func TestP2PVerdicts(t *testing.T) {
 			fs := verdicts(t, writeP2P(t, c.n, c.first, c.ranks))
 			if len(fs) != len(c.want) {
 				for _, f := range fs {
-					t.Log(f.String(0))
+					t.Log(f.String())
 				}
 				t.Fatalf("%d findings; want %d", len(fs), len(c.want))
 			}
@@ -155,7 +155,7 @@ func TestPPHangVerdict(t *testing.T) {
 	}
 	if len(fs) != len(want) {
 		for _, f := range fs {
-			t.Log(f.String(0))
+			t.Log(f.String())
 		}
 		t.Fatalf("%d findings; want %d", len(fs), len(want))
 	}

@@ -74,7 +74,7 @@ func verdicts(t *testing.T, paths ...string) []diagnosis.Finding {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := diagnosis.New(0)
+	d := diagnosis.New(nil)
 	for i := range im.Events {
 		d.Add(&im.Events[i])
 	}
@@ -143,7 +143,7 @@ func TestVerdicts(t *testing.T) {
 			fs := verdicts(t, writeDumps(t, c.pgs, c.ranks))
 			if len(fs) != len(c.want) {
 				for _, f := range fs {
-					t.Log(f.String(0))
+					t.Log(f.String())
 				}
 				t.Fatalf("%d findings; want %d", len(fs), len(c.want))
 			}
@@ -167,7 +167,7 @@ func TestHangVerdict(t *testing.T) {
 	f := fs[0]
 	if f.Kind != diagnosis.Hang || f.Rank != 3 || f.Seq != 5 || f.Comm != 1 || f.Confidence != 1 || f.MissingN != 1 ||
 		!strings.Contains(f.Evidence, "ranks 0, 1, 2 entered it (0, 1, 2 waiting in it, not completed); rank 3 never entered it") {
-		t.Errorf("finding %s (rank %d #%d comm %d confidence %.2f); want rank 3 at all_reduce #5 on comm 1", f.String(0), f.Rank, f.Seq, f.Comm, f.Confidence)
+		t.Errorf("finding %s (rank %d #%d comm %d confidence %.2f); want rank 3 at all_reduce #5 on comm 1", f.String(), f.Rank, f.Seq, f.Comm, f.Confidence)
 	}
 }
 

@@ -119,7 +119,7 @@ func runPoller(t *testing.T, addr string, stop func([]polled) bool) []polled {
 // fold feeds what the poller emitted into a diagnosis, as attach's sinks get it.
 func fold(evs []polled) []string {
 	strs := timeline.NewStrings()
-	d := diagnosis.New(0)
+	d := diagnosis.New(nil)
 	for _, p := range evs {
 		e := p.e
 		e.Label = strs.ID(p.msg)

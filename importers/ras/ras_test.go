@@ -123,7 +123,7 @@ func TestDiagnosisFindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := diagnosis.New(0)
+	d := diagnosis.New(nil)
 	for i := range im.Events {
 		d.Add(&im.Events[i])
 	}

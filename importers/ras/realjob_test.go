@@ -40,7 +40,7 @@ func TestRealJobStatus(t *testing.T) {
 		!strings.Contains(marks[1], "all 2 ranks answered, no errors, collective counts agree") {
 		t.Errorf("marks %q; want the communicator and its healthy mark", marks)
 	}
-	d := diagnosis.New(0)
+	d := diagnosis.New(nil)
 	for i := range im.Events {
 		d.Add(&im.Events[i])
 	}

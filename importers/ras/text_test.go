@@ -39,7 +39,7 @@ func outcomeOf(im *kineto.Imported, keepNames bool) (events, findings []string) 
 		events = append(events, fmt.Sprintf("%v sub %d status %d dev %d comm %d ranks %d at %d aux %d: %s",
 			e.Kind, e.Sub, e.Status, e.Device, e.Comm, e.Ranks, e.Start, e.Aux, msg))
 	}
-	d := diagnosis.New(0)
+	d := diagnosis.New(nil)
 	for i := range im.Events {
 		d.Add(&im.Events[i])
 	}

@@ -466,7 +466,7 @@ func TestHarnessHangFinding(t *testing.T) {
 	if len(fs) != 1 || fs[0].Kind != diagnosis.Hang || fs[0].Rank != 2 || !strings.Contains(fs[0].Evidence, "all_reduce #3 on communicator") ||
 		!strings.Contains(fs[0].Evidence, "2 ranks waited") || !strings.HasSuffix(fs[0].Evidence, "rank 2 never entered it") || waits != 4 {
 		for _, f := range fs {
-			t.Logf("%s", f.String(8))
+			t.Logf("%s", f.String())
 		}
 		t.Fatalf("%d findings, %d waits ended with the session; want one hang naming rank 2 in all_reduce #3, from ranks 0 and 1's 4 waits", len(fs), waits)
 	}

@@ -24,8 +24,8 @@ const (
 // crumb is one step of the drill-down: a range of hosts, a host, or a GPU.
 type crumb struct {
 	level  Level
-	h0, h1 int   // LevelHosts: the hosts shown
-	host   int   // LevelHost
+	h0, h1 int   // LevelHosts: the hosts shown (indices in Devices.Groups)
+	host   int   // LevelHost: the host's index in Devices.Groups
 	dev    int32 // LevelGPU: the device id
 }
 
@@ -65,11 +65,30 @@ func (v *Model) push(c crumb) {
 	v.filter.Clear()
 }
 
-// gpus is how many GPUs each host has, and how many hosts there are.
+// shape is the most GPUs a host has (1 at least), and how many hosts there are, as the
+// analysis's host map places the devices (the devices of unknown host as one more).
 func (v *Model) shape() (gpus, hosts int) {
-	n := max(v.ds.N(), 1)
-	gpus = min(v.Fr.Meta.HostGPUs(), n)
-	return gpus, ceilDiv(n, gpus)
+	gpus = 1
+	for _, g := range v.ds.Groups() {
+		gpus = max(gpus, len(g.pos))
+	}
+	return gpus, len(v.ds.Groups())
+}
+
+// hostLabel names the host at index gi of Devices.Groups.
+func (v *Model) hostLabel(gi int) string {
+	if gs := v.ds.Groups(); gi >= 0 && gi < len(gs) {
+		return gs[gi].label()
+	}
+	return "?"
+}
+
+// hostPos is the positions of the devices of the host at index gi of Devices.Groups.
+func (v *Model) hostPos(gi int) []int32 {
+	if gs := v.ds.Groups(); gi >= 0 && gi < len(gs) {
+		return gs[gi].pos
+	}
+	return nil
 }
 
 // refresh brings the per-device values up to date with the frame.
@@ -123,6 +142,32 @@ func (v *Model) MetricNames() []string {
 	return out
 }
 
+// HostOf names the host the view lists device dev (its id) under: its number as the analysis's
+// host map places it, "?" among the devices whose host is unknown; false for a device the job
+// does not have.
+func (v *Model) HostOf(dev int32) (string, bool) {
+	v.refresh()
+	p, ok := v.ds.Pos(dev)
+	if !ok {
+		return "", false
+	}
+	g, _ := v.ds.Place(p)
+	return v.hostLabel(g), true
+}
+
+// HostNumbers lists the numbers of the job's hosts as the host map places its devices, in order
+// (the devices of unknown host are on none of them).
+func (v *Model) HostNumbers() []int {
+	v.refresh()
+	var out []int
+	for _, g := range v.ds.Groups() {
+		if g.known {
+			out = append(out, int(g.host))
+		}
+	}
+	return out
+}
+
 // GoCluster goes back up to the whole cluster's heatmap, its cursor where it was (on the host
 // last drilled into).
 func (v *Model) GoCluster() {
@@ -131,21 +176,27 @@ func (v *Model) GoCluster() {
 	v.filter.Clear()
 }
 
-// GoHost drills straight to host h's GPUs, selecting its GPU local (-1: none in particular). It
-// reports false for a host the job does not have.
+// GoHost drills straight to host h's GPUs (h the host's number, as the host map numbers it),
+// selecting its GPU local (-1: none in particular). It reports false for a host the job does not
+// have.
 func (v *Model) GoHost(h, local int) bool {
 	v.refresh()
-	_, hosts := v.shape()
-	if h < 0 || h >= hosts {
+	gi, ok := v.ds.HostGroup(h)
+	if !ok {
 		return false
 	}
+	v.goGroup(gi, local)
+	return true
+}
+
+// goGroup drills to the GPUs of the host at index h of Devices.Groups, selecting its GPU local.
+func (v *Model) goGroup(h, local int) {
 	v.crumbs = v.crumbs[:1]
 	// Back on the heatmap, the cursor is on the host gone to.
 	g, _ := v.grid(v.crumbs[0])
 	v.curR, v.curC = (h-g.h0)/g.hg, max(local, 0)/g.gg
 	v.push(crumb{level: LevelHost, host: h})
 	v.list.Select(max(local, 0))
-	return true
 }
 
 // GoDevice drills straight to the streams of device d (its id: a device past the job's own,
@@ -153,7 +204,6 @@ func (v *Model) GoHost(h, local int) bool {
 // have.
 func (v *Model) GoDevice(d int) bool {
 	v.refresh()
-	gpus, _ := v.shape()
 	if d < 0 || d > math.MaxInt32 {
 		return false
 	}
@@ -161,7 +211,7 @@ func (v *Model) GoDevice(d int) bool {
 	if !ok {
 		return false
 	}
-	v.GoHost(int(p)/gpus, int(p)%gpus)
+	v.goGroup(v.ds.Place(p))
 	v.push(crumb{level: LevelGPU, dev: int32(d)})
 	v.list.Select(0)
 	return true
@@ -280,7 +330,7 @@ func (v *Model) grid(c crumb) (g grid, side int) {
 	if v.W < 2*sideW+20 {
 		side = 0 // too narrow for both: the heatmap wins
 	}
-	g = layout(c.h0, c.h1, gpus, v.ds.N(), v.W-side-1, v.H-gridHead-1)
+	g = layout(c.h0, c.h1, v.ds.Groups(), gpus, v.W-side-1, v.H-gridHead-1)
 	v.lastGrid, v.gridY = g, gridHead
 	v.curR = min(max(v.curR, 0), g.rows-1)
 	v.curC = min(max(v.curC, 0), g.cols-1)
@@ -291,7 +341,6 @@ func (v *Model) grid(c crumb) (g grid, side int) {
 // to its streams, a stream to the timeline.
 func (v *Model) enter() tea.Cmd {
 	c := v.top()
-	gpus, _ := v.shape()
 	switch c.level {
 	case LevelHosts:
 		g, _ := v.grid(c)
@@ -305,7 +354,7 @@ func (v *Model) enter() tea.Cmd {
 		v.list.Select(v.curC * g.gg)
 	case LevelHost:
 		if locals := v.hostRows(c.host); v.list.Selected() < len(locals) {
-			v.push(crumb{level: LevelGPU, dev: v.ds.ID(int32(c.host*gpus + locals[v.list.Selected()]))})
+			v.push(crumb{level: LevelGPU, dev: v.ds.ID(v.hostPos(c.host)[locals[v.list.Selected()]])})
 			v.list.Select(0)
 		}
 	case LevelGPU:

@@ -19,20 +19,25 @@ const unknownGlyph = "?"
 // per host (per hg hosts when they outnumber the rows), a cell per GPU (per gg GPUs when they
 // outnumber the columns), the rows in as many side-by-side panels as the width holds.
 type grid struct {
-	h0, h1, gpus, n int // hosts shown, GPUs per host, devices in the job
-	hg, gg          int // hosts per row, GPUs per cell
-	rows, cols      int // rows of cells, cells per row
-	labelW, panelW  int // the host number's width, a panel's width with its gap
-	panels, perPane int // panels drawn, rows per panel
+	h0, h1, gpus    int         // hosts shown (indices in groups), the most GPUs a host has
+	groups          []hostGroup // every host's devices (Devices.Groups)
+	hg, gg          int         // hosts per row, GPUs per cell
+	rows, cols      int         // rows of cells, cells per row
+	labelW, panelW  int         // the host number's width, a panel's width with its gap
+	panels, perPane int         // panels drawn, rows per panel
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// layout fits hosts [h0, h1) of gpus GPUs each (n devices in all) in w×h cells.
-func layout(h0, h1, gpus, n, w, h int) grid {
+// layout fits hosts [h0, h1) of groups, of at most gpus GPUs each, in w×h cells.
+func layout(h0, h1 int, groups []hostGroup, gpus, w, h int) grid {
 	w, h = max(w, 4), max(h, 1)
-	g := grid{h0: h0, h1: h1, gpus: gpus, n: n}
-	g.labelW = len(fmt.Sprint(max(h1-1, 0))) + 1
+	gpus = max(gpus, 1)
+	g := grid{h0: h0, h1: h1, gpus: gpus, groups: groups}
+	g.labelW = 2
+	for i := h0; i < min(h1, len(groups)); i++ {
+		g.labelW = max(g.labelW, len(groups[i].label())+1)
+	}
 	g.gg = ceilDiv(gpus, max(w-g.labelW-1, 1))
 	g.cols = ceilDiv(gpus, g.gg)
 	g.panelW = g.labelW + g.cols + 1
@@ -59,16 +64,24 @@ func (g *grid) hosts(r int) (from, to int) {
 	return from, min(from+g.hg, g.h1)
 }
 
-// devices calls f with each device of cell (r, c).
-func (g *grid) devices(r, c int, f func(d int32)) {
+// devices calls f with the position of each device of cell (r, c): the GPUs of its hosts whose
+// place on their host is in its columns.
+func (g *grid) devices(r, c int, f func(p int32)) {
 	hf, ht := g.hosts(r)
-	for h := hf; h < ht; h++ {
-		for l := c * g.gg; l < min((c+1)*g.gg, g.gpus); l++ {
-			if d := h*g.gpus + l; d < g.n {
-				f(int32(d))
-			}
+	for h := hf; h < min(ht, len(g.groups)); h++ {
+		pos := g.groups[h].pos
+		for l := c * g.gg; l < min((c+1)*g.gg, len(pos)); l++ {
+			f(pos[l])
 		}
 	}
+}
+
+// label names host row r's first host (its number, ? for the devices of unknown host).
+func (g *grid) label(r int) string {
+	if hf, _ := g.hosts(r); hf < len(g.groups) {
+		return g.groups[hf].label()
+	}
+	return ""
 }
 
 // at returns the cell at line y, column x of the grid (line 0 is its first row of cells), and
@@ -99,8 +112,7 @@ func (g *grid) draw(b *strings.Builder, st *theme.Styles, m Metric, scale float6
 			if p > 0 {
 				b.WriteByte(' ')
 			}
-			hf, _ := g.hosts(r)
-			fmt.Fprintf(b, "%s%*d%s ", st.MutedOn, g.labelW-1, hf, st.MutedOff)
+			fmt.Fprintf(b, "%s%*s%s ", st.MutedOn, g.labelW-1, g.label(r), st.MutedOff)
 			on := ""
 			for c := range g.cols {
 				v := val(r, c)

@@ -16,6 +16,19 @@ import (
 	"github.com/xfertop/xfertop/ui/widget"
 )
 
+// uniform is the hosts of a job of n devices, gpus a host, numbered as a topology numbers them.
+func uniform(n, gpus int) []hostGroup {
+	var out []hostGroup
+	for d := 0; d < n; d += gpus {
+		g := hostGroup{host: int32(d / gpus), known: true}
+		for p := d; p < min(d+gpus, n); p++ {
+			g.pos = append(g.pos, int32(p))
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
 func TestLayout(t *testing.T) {
 	tests := []struct {
 		name                   string
@@ -34,7 +47,7 @@ func TestLayout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := layout(tt.h0, tt.h1, tt.gpus, tt.n, tt.w, tt.h)
+			g := layout(tt.h0, tt.h1, uniform(tt.n, tt.gpus), tt.gpus, tt.w, tt.h)
 			if g.hg != tt.hg || g.gg != tt.gg || g.rows != tt.rows || g.cols != tt.cols || g.panels != tt.pn {
 				t.Errorf("layout = hosts/row %d, GPUs/cell %d, rows %d, cols %d, panels %d; want %d, %d, %d, %d, %d",
 					g.hg, g.gg, g.rows, g.cols, g.panels, tt.hg, tt.gg, tt.rows, tt.cols, tt.pn)
@@ -61,7 +74,7 @@ func TestLayout(t *testing.T) {
 }
 
 func TestGridAt(t *testing.T) {
-	g := layout(0, 512, 8, 4096, 51, 16) // 4 panels of 16 rows, panel width 13 (label 4)
+	g := layout(0, 512, uniform(4096, 8), 8, 51, 16) // 4 panels of 16 rows, panel width 13 (label 4)
 	for _, tc := range []struct {
 		x, y, r, c int
 		ok         bool

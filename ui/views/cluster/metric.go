@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/ui/widget"
 )
 
@@ -58,10 +60,10 @@ func (ds *Devices) FindingPct(p int32) (float64, bool) {
 		return 0, false
 	}
 	d := ds.rows.ID(int(p))
-	host := int32(int(d) / max(ds.fr.Meta.HostGPUs(), 1))
+	host, known := ds.hosts.Host(d)
 	best := 0.0
 	for _, f := range ds.res.Findings {
-		if f.Rank == d || (f.Rank < 0 && f.Host >= 0 && f.Host == host) {
+		if f.Rank == d || (f.Rank < 0 && f.Host >= 0 && known && f.Host == host) {
 			best = max(best, 100*f.Confidence)
 		}
 	}
@@ -77,6 +79,31 @@ type Devices struct {
 	fr   *widget.Frame
 	res  *analysis.Result
 	rows widget.DeviceRows
+	// hosts places the devices: the analysis's host map (Result.Hosts), which placed the links and
+	// the findings; the run's description's where a Result carries none.
+	hosts *hostmap.Map
+	// groups are the heatmap's hosts: each one's devices by position, the hosts in order of their
+	// number, the devices of unknown host last (hostmap.Map.Layout). group and local are, by
+	// position, its host's index in groups and its place among that host's devices.
+	groups       []hostGroup
+	group, local []int32
+	ids          []int32      // by position, the device ids groups were made for
+	placedBy     *hostmap.Map // the map they were made by
+}
+
+// hostGroup is one host's devices, by position.
+type hostGroup struct {
+	host  int32 // -1: the devices whose host is unknown
+	known bool
+	pos   []int32
+}
+
+// label names the host as the heatmap, the breadcrumb and the lists do: its number, ? when unknown.
+func (g hostGroup) label() string {
+	if !g.known {
+		return "?"
+	}
+	return fmt.Sprint(g.host)
 }
 
 // Reset points ds at fr's Result; it reports whether that changed anything.
@@ -86,7 +113,63 @@ func (ds *Devices) Reset(fr *widget.Frame) bool {
 	}
 	ds.fr, ds.res = fr, fr.Res
 	ds.rows.Of(fr.Res, fr.Meta.Devices)
+	ds.hosts = nil
+	if fr.Res != nil {
+		ds.hosts = fr.Res.Hosts
+	}
+	if ds.hosts == nil {
+		ds.hosts = hostmap.New(fr.Meta)
+	}
+	ds.place()
 	return true
+}
+
+// place groups the devices by host, as the host map has them: again only when the map learned
+// something or the devices changed (a live console's Result changes every frame; its hosts
+// seldom do).
+func (ds *Devices) place() {
+	n := ds.N()
+	same := ds.placedBy == ds.hosts && len(ds.ids) == n
+	ds.ids = slices.Grow(ds.ids[:0], n)[:n]
+	for p := range n {
+		id := ds.rows.ID(p)
+		same = same && ds.ids[p] == id
+		ds.ids[p] = id
+	}
+	if same {
+		return
+	}
+	ds.placedBy = ds.hosts
+	lay := ds.hosts.Layout(ds.ids)
+	ds.groups = ds.groups[:0]
+	ds.group = slices.Grow(ds.group[:0], n)[:n]
+	ds.local = slices.Grow(ds.local[:0], n)[:n]
+	for gi, g := range lay {
+		hg := hostGroup{host: g.Host, known: g.Known, pos: make([]int32, len(g.Devs))}
+		for l, id := range g.Devs {
+			p, _ := ds.rows.Pos(id)
+			hg.pos[l] = int32(p)
+			ds.group[p], ds.local[p] = int32(gi), int32(l)
+		}
+		ds.groups = append(ds.groups, hg)
+	}
+}
+
+// Groups is the heatmap's hosts, in order (read-only).
+func (ds *Devices) Groups() []hostGroup { return ds.groups }
+
+// Place returns the index in Groups of the host of the device at position p, and the device's
+// place among that host's devices.
+func (ds *Devices) Place(p int32) (group, local int) { return int(ds.group[p]), int(ds.local[p]) }
+
+// HostGroup returns the index in Groups of host h; false for a host no device is on.
+func (ds *Devices) HostGroup(h int) (int, bool) {
+	for i, g := range ds.groups {
+		if g.known && int(g.host) == h {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // N is how many devices the job has (the largest id seen + 1 when the run's description says

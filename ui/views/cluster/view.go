@@ -41,9 +41,9 @@ func (v *Model) breadcrumb() string {
 	for _, c := range v.crumbs[1:] {
 		switch c.level {
 		case LevelHosts:
-			parts = append(parts, fmt.Sprintf("hosts %d–%d", c.h0, c.h1-1))
+			parts = append(parts, fmt.Sprintf("hosts %s–%s", v.hostLabel(c.h0), v.hostLabel(c.h1-1)))
 		case LevelHost:
-			parts = append(parts, fmt.Sprintf("host %d", c.host))
+			parts = append(parts, "host "+v.hostLabel(c.host))
 		case LevelGPU:
 			parts = append(parts, fmt.Sprintf("gpu %d", c.dev))
 		}
@@ -103,9 +103,9 @@ func (v *Model) viewHosts(b *strings.Builder, c crumb) {
 		b.WriteString(l + "\n")
 	}
 	hf, ht := g.hosts(v.curR)
-	sel := fmt.Sprintf("host %d", hf)
+	sel := "host " + v.hostLabel(hf)
 	if ht-hf > 1 {
-		sel = fmt.Sprintf("hosts %d–%d", hf, ht-1)
+		sel = fmt.Sprintf("hosts %s–%s", v.hostLabel(hf), v.hostLabel(ht-1))
 	}
 	lo, hi := v.curC*g.gg, min((v.curC+1)*g.gg, gpus)-1
 	gsel := fmt.Sprintf("GPU %d", lo)
@@ -124,7 +124,7 @@ func (v *Model) viewHosts(b *strings.Builder, c crumb) {
 
 // ranked is a device or host with its value, for the worst lists.
 type ranked struct {
-	id  int
+	id  int   // a device's position, a host's index in Devices.Groups
 	dev int32 // a host's worst device
 	val float64
 }
@@ -133,17 +133,13 @@ type ranked struct {
 func (v *Model) worst(c crumb, h int) []string {
 	st := v.Fr.Styles
 	m := v.metrics[v.metric]
-	gpus, _ := v.shape()
 	k := max((h-3)/2, 1)
 	var devs, hosts []ranked
 	known := 0 // devices with a known value: with none, the lists say so rather than "none above 0"
 	for host := c.h0; host < c.h1; host++ {
 		hw := ranked{id: host, dev: -1, val: math.NaN()}
-		for l := range gpus {
-			d := host*gpus + l
-			if d >= v.ds.N() {
-				break
-			}
+		for _, p := range v.hostPos(host) {
+			d := int(p)
 			x := v.vals[d]
 			if !math.IsNaN(x) {
 				known++
@@ -164,14 +160,15 @@ func (v *Model) worst(c crumb, h int) []string {
 	}
 	out := []string{st.Title.Render(ansi.Truncate("worst GPUs, "+m.order(), sideW, "…"))}
 	for _, r := range devs {
-		out = append(out, fmt.Sprintf("gpu %-5d h%-4d %9s", v.ds.ID(r.dev), r.id/gpus, v.fmtVal(r.val)))
+		gi, _ := v.ds.Place(r.dev)
+		out = append(out, fmt.Sprintf("gpu %-5d h%-4s %9s", v.ds.ID(r.dev), v.hostLabel(gi), v.fmtVal(r.val)))
 	}
 	if len(devs) == 0 && (m.HighIsBad || known == 0) {
 		out = append(out, none)
 	}
 	out = append(out, "", st.Title.Render(ansi.Truncate("worst hosts, by worst GPU", sideW, "…")))
 	for _, r := range hosts {
-		out = append(out, fmt.Sprintf("host %-4d gpu %-5d%7s", r.id, v.ds.ID(r.dev), v.fmtVal(r.val)))
+		out = append(out, fmt.Sprintf("host %-4s gpu %-5d%7s", v.hostLabel(r.id), v.ds.ID(r.dev), v.fmtVal(r.val)))
 	}
 	if len(hosts) == 0 && (m.HighIsBad || known == 0) {
 		out = append(out, none)
@@ -201,14 +198,14 @@ func topK(rs []ranked, r ranked, k int, m Metric) []ranked {
 // viewHost draws one host's GPUs as a table: the metric shown, the time split and every link.
 func (v *Model) viewHost(b *strings.Builder, host int) {
 	st := v.Fr.Styles
-	gpus, _ := v.shape()
+	pos := v.hostPos(host)
 	m := v.metrics[v.metric]
 	// The columns after the metric's, less the one that is the metric ("busy %" coloured by busy
 	// %, "NIC %" by NIC % of peak): a column twice says nothing more.
 	dup := func(col string) bool { return m.Name == col || m.Name == col+" of peak" }
 	col := 6 // the id column: as wide as the host's largest id (a trace's 2147483647)
-	if last := min((host+1)*gpus, v.ds.N()) - 1; last >= 0 {
-		col = max(col, len(fmt.Sprint(v.ds.ID(int32(last))))+1)
+	if len(pos) > 0 {
+		col = max(col, len(fmt.Sprint(v.ds.ID(pos[len(pos)-1])))+1)
 	}
 	head := fmt.Sprintf("%-*s%-6s%10s", col, "gpu", "local", m.Name)
 	for _, col := range []string{"busy %", "idle %"} {
@@ -232,7 +229,7 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 	}
 	for i := from; i < to; i++ {
 		l := locals[i]
-		d := int32(host*gpus + l)
+		d := pos[l]
 		glyph, on := cell(&st, m, v.vals[d], v.scale())
 		val := fmt.Sprintf("%8s", v.fmtVal(v.vals[d]))
 		line := fmt.Sprintf("%-*d%-6d", col, v.ds.ID(d), l)
@@ -260,7 +257,7 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 		}
 		b.WriteString(line + on + glyph + " " + val + st.MutedOff + rest + "\n")
 	}
-	v.filterLine(b, len(locals), min(gpus, v.ds.N()-host*gpus), "GPUs")
+	v.filterLine(b, len(locals), len(pos), "GPUs")
 }
 
 // filterLine writes the filter, and how many of the level's rows it keeps, while it is shown.
@@ -270,12 +267,12 @@ func (v *Model) filterLine(b *strings.Builder, kept, all int, what string) {
 	}
 }
 
-// hostRows lists the local numbers of host's GPUs that pass the filter ("gpu 613", "local 3").
+// hostRows lists the local numbers of host's GPUs (host: its index in Devices.Groups; a GPU's
+// local number its place among the host's devices) that pass the filter ("gpu 613", "local 3").
 func (v *Model) hostRows(host int) []int {
-	gpus, _ := v.shape()
 	var out []int
-	for l := range min(gpus, v.ds.N()-host*gpus) {
-		if v.filter.Match(fmt.Sprintf("gpu %d ", v.ds.ID(int32(host*gpus+l))), fmt.Sprintf("local %d ", l)) {
+	for l, p := range v.hostPos(host) {
+		if v.filter.Match(fmt.Sprintf("gpu %d ", v.ds.ID(p)), fmt.Sprintf("local %d ", l)) {
 			out = append(out, l)
 		}
 	}

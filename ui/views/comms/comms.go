@@ -236,9 +236,8 @@ func (v *Model) View() string {
 	}
 	if shown > 0 {
 		b.WriteString(st.Title.Render(fmt.Sprintf("Communicators in trouble (%s; 9: all findings)", units.Counted(len(cf), "finding"))) + "\n")
-		gph := v.Fr.Meta.GPUsPerHost
 		for _, f := range cf[:shown] {
-			line := fmt.Sprintf("%6d  %-13s %s — %s", f.Comm, f.Kind, f.Culprit(gph), f.Evidence)
+			line := fmt.Sprintf("%6d  %-13s %s — %s", f.Comm, f.Kind, f.Culprit(), f.Evidence)
 			b.WriteString(st.Alert.Render(ansi.Truncate(line, max(v.W, 1), "…")) + "\n")
 		}
 	}

@@ -18,15 +18,15 @@ import (
 // Without the job's layout the culprit is a rank, not a host and GPU made up.
 func TestCommFindings(t *testing.T) {
 	res := &analysis.Result{Findings: []diagnosis.Finding{
-		{Kind: diagnosis.DeadRank, Rank: 3, Host: 0, Comm: 2, Evidence: "RAS: communicator 0x22bb (4 ranks): rank 3 on node1 pid 201 GPU 1 is considered dead"},
-		{Kind: diagnosis.Hang, Rank: 3, Host: 0, Comm: 1, Evidence: "all_reduce #5 on process group 0 (default_pg): rank 3 never entered it"},
-		{Kind: diagnosis.SlowGPU, Rank: 1, Host: 0, Evidence: "kernels 20% slower"},
+		{Kind: diagnosis.DeadRank, Rank: 3, Host: -1, Comm: 2, Evidence: "RAS: communicator 0x22bb (4 ranks): rank 3 on node1 pid 201 GPU 1 is considered dead"},
+		{Kind: diagnosis.Hang, Rank: 3, Host: -1, Comm: 1, Evidence: "all_reduce #5 on process group 0 (default_pg): rank 3 never entered it"},
+		{Kind: diagnosis.SlowGPU, Rank: 1, Host: -1, Evidence: "kernels 20% slower"},
 	}}
 	v := New(&widget.Frame{Res: res, Styles: theme.DefaultStyles(true), Keys: widget.DefaultKeyMap()})
 	v.SetSize(160, 20)
 	out := v.View()
-	// The frame's meta does not say which ranks share a host (RAS and Flight Recorder do not):
-	// the rank is named alone, as the report names it.
+	// No source says which ranks share a host (RAS and Flight Recorder do not): the diagnosis
+	// leaves their host unknown (-1), and the rank is named alone, as the report names it.
 	for _, want := range []string{"Communicators in trouble (2 findings", "     2  dead rank     rank 3 — RAS: communicator 0x22bb",
 		"     1  hang          rank 3 — all_reduce #5"} {
 		if !strings.Contains(out, want) {

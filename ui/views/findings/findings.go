@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis/diagnosis"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/widget"
 	"github.com/xfertop/xfertop/units"
@@ -54,12 +55,14 @@ func (v *Model) shown() []int {
 func (v *Model) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }
 
 // Jump is where the timeline goes for a finding: the culprit's device from the onset to the
-// finding (a link placed only by its host: the host's first GPU, where the job's layout,
-// gpusPerHost, is known); ok is false when the finding names no device.
-func Jump(f *diagnosis.Finding, gpusPerHost int) (widget.JumpToMsg, bool) {
+// finding (a link placed only by its host: the host's first GPU, as the analysis's host map,
+// hosts, places them); ok is false when the finding names no device.
+func Jump(f *diagnosis.Finding, hosts *hostmap.Map) (widget.JumpToMsg, bool) {
 	dev := f.Rank
-	if dev < 0 && f.Host >= 0 && gpusPerHost > 0 {
-		dev = f.Host * int32(gpusPerHost)
+	if dev < 0 && f.Host >= 0 {
+		if d, ok := hosts.First(f.Host); ok {
+			dev = d
+		}
 	}
 	if dev < 0 {
 		return widget.JumpToMsg{}, false
@@ -79,7 +82,7 @@ func (v *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 	if km, ok := msg.(tea.KeyPressMsg); ok && key.Matches(km, k.Select) {
 		fs, shown := v.Fr.Res.Findings, v.shown()
 		if sel := v.list.Selected(); sel < len(shown) {
-			if j, ok := Jump(&fs[shown[sel]], v.Fr.Meta.GPUsPerHost); ok {
+			if j, ok := Jump(&fs[shown[sel]], v.Fr.Res.Hosts); ok {
 				return v, widget.JumpTo(j)
 			}
 		}
@@ -118,7 +121,7 @@ func (v *Model) View() string {
 	}
 	if sel := v.list.Selected(); sel < len(shown) {
 		b.WriteString("\n" + ansi.Wordwrap(fs[shown[sel]].StringIn(fr.Meta), v.W, " ") + "\n")
-		if next := fs[shown[sel]].NextStep(fr.Meta.GPUsPerHost); next != "" {
+		if next := fs[shown[sel]].NextStep(); next != "" {
 			b.WriteString(st.Muted.Render(ansi.Wordwrap(NextPrefix+next, v.W, " ")) + "\n")
 		}
 		if w := trimmedNote(&fs[shown[sel]], fr); w != "" {

@@ -2,6 +2,7 @@ package findings
 
 import (
 	"fmt"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func TestJump(t *testing.T) {
 		{f: diagnosis.Finding{Kind: diagnosis.SlowLink, Rank: -1, Host: 3, Onset: 5e8, At: 5e8}, dev: 24, ok: true, t: 5e8, dur: 1e6},
 		{f: diagnosis.Finding{Kind: diagnosis.SlowLink, Rank: -1, Host: -1}, ok: false},
 	} {
-		j, ok := Jump(&c.f, 8)
+		j, ok := Jump(&c.f, hostmap.ByID(8))
 		if ok != c.ok || (ok && (j.Device != c.dev || j.Time != c.t || j.Dur != c.dur || j.Stream != 0)) {
 			t.Errorf("%+v: jump %+v %v; want device %d at %d for %d (%v)", c.f, j, ok, c.dev, c.t, c.dur, c.ok)
 		}
@@ -45,9 +46,9 @@ func TestRowColumns(t *testing.T) {
 	} {
 		r := row(&f, xtimeline.Meta{GPUsPerHost: 8})
 		if got := []rune(r); len(got) < conf || got[conf-1] != '%' {
-			t.Errorf("%s: conf not under its heading:\n%s\n%s", f.Culprit(8), head, r)
+			t.Errorf("%s: conf not under its heading:\n%s\n%s", f.Culprit(), head, r)
 		}
-		if c := f.Culprit(8); len([]rune(c)) > colCulprit && !strings.Contains(r, "…") {
+		if c := f.Culprit(); len([]rune(c)) > colCulprit && !strings.Contains(r, "…") {
 			t.Errorf("a culprit of %d characters is not cut: %s", len([]rune(c)), r)
 		}
 	}
@@ -109,7 +110,7 @@ func TestSelectedNextStep(t *testing.T) {
 	v := New(fr)
 	v.SetSize(100, 30)
 	got := strings.Join(strings.Fields(ansi.Strip(v.View())), " ")
-	if want := NextPrefix + f.NextStep(8); !strings.Contains(got, want) {
+	if want := NextPrefix + f.NextStep(); !strings.Contains(got, want) {
 		t.Errorf("view\n%s\nwants %q", got, want)
 	}
 }

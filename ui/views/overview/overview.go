@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -12,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/xfertop/xfertop/analysis"
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/report"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/widget"
@@ -28,6 +30,12 @@ type Model struct {
 	filter   widget.Filter // devices by id, host (h76: exactly) or idle cause
 	worst    bool          // devices sorted most idle first, rather than by id
 	expanded map[int]bool  // rolled up, the hosts shown GPU by GPU
+	// groups are the devices by host as the host map placedBy places them (placed), the devices
+	// being placedIDs (by position); hostOfPos is each position's host (-1: unknown).
+	groups    []hostGroup
+	hostOfPos []int
+	placedIDs []int32
+	placedBy  *hostmap.Map
 	// As last drawn: the rows, and whether they outnumbered the lines (the list then scrolls, and
 	// g/G are its, not a replay's start and end).
 	rows     []devRow
@@ -231,9 +239,13 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	if res.Links.Fabric != nil {
 		lines-- // the fabric's line
 	}
-	gpus := min(fr.Meta.HostGPUs(), max(len(devs), 1))
+	groups := m.placed(res, fr.Meta)
+	gpus := 1 // the most GPUs a host has
+	for _, g := range groups {
+		gpus = max(gpus, len(g.pos))
+	}
 	// Filtered, the devices that match are listed each: a host's name matches its GPUs.
-	m.rolled = len(devs) > lines && gpus > 1 && len(devs) > gpus && !m.filter.Shown()
+	m.rolled = len(devs) > lines && gpus > 1 && len(groups) > 1 && !m.filter.Shown()
 	if n := len(devs); n > 0 {
 		t.colDev = max(t.colDev, len(fmt.Sprint(devs[n-1].Device))+1) // a trace's 2147483647
 	}
@@ -242,7 +254,7 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	}
 	t.total = m.W >= t.colDev+colSplit+1+colCause+int(analysis.NumLinks)*t.cell+colTotal
 	t.histW = min(max(m.W-t.colDev-colSplit-1-colCause-int(analysis.NumLinks)*t.cell-colTotal-2, 0), analysis.HistoryBuckets)
-	m.rows = m.layoutRows(m.rows[:0], devs, times, gpus)
+	m.rows = m.layoutRows(m.rows[:0], times, groups)
 	if m.filter.Value() != "" {
 		m.rows = slices.DeleteFunc(m.rows, func(r devRow) bool {
 			return !m.filter.MatchHost(r.host, fmt.Sprint(devs[r.dev].Device), idleCause(times[r.dev]))
@@ -273,9 +285,9 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 		label := fmt.Sprint(devs[r.dev].Device)
 		switch {
 		case r.isHost && m.expanded[r.host]:
-			label = fmt.Sprintf("▾h%d", r.host)
+			label = "▾h" + hostName(r.host)
 		case r.isHost:
-			label = fmt.Sprintf("▸h%d", r.host)
+			label = "▸h" + hostName(r.host)
 		case m.rolled:
 			label = "  " + label
 		}
@@ -294,8 +306,9 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 }
 
 // layoutRows lists the table's rows: every device, or (rolled up) every host with the GPUs of the
-// hosts expanded under it; most idle first when asked, else by id.
-func (m *Model) layoutRows(rows []devRow, devs []analysis.DeviceLinks, times []analysis.DeviceTime, gpus int) []devRow {
+// hosts expanded under it; most idle first when asked, else by id (hosts by number, the devices
+// of unknown host last).
+func (m *Model) layoutRows(rows []devRow, times []analysis.DeviceTime, groups []hostGroup) []devRow {
 	idle := func(d int) float64 { // unknown sorts last
 		if !times[d].Known() {
 			return -1
@@ -304,8 +317,8 @@ func (m *Model) layoutRows(rows []devRow, devs []analysis.DeviceLinks, times []a
 	}
 	byIdle := func(a, b devRow) int { return cmp.Or(cmp.Compare(idle(b.dev), idle(a.dev)), cmp.Compare(a.dev, b.dev)) }
 	if !m.rolled {
-		for d := range devs {
-			rows = append(rows, devRow{dev: d, host: d / gpus})
+		for d := range times {
+			rows = append(rows, devRow{dev: d, host: m.hostOfPos[d]})
 		}
 		if m.worst {
 			slices.SortStableFunc(rows, byIdle)
@@ -313,9 +326,9 @@ func (m *Model) layoutRows(rows []devRow, devs []analysis.DeviceLinks, times []a
 		return rows
 	}
 	var hosts []devRow
-	for h := 0; h*gpus < len(devs); h++ {
-		w := devRow{dev: h * gpus, host: h, isHost: true}
-		for d := h * gpus; d < min((h+1)*gpus, len(devs)); d++ {
+	for _, g := range groups {
+		w := devRow{dev: g.pos[0], host: g.host, isHost: true}
+		for _, d := range g.pos {
 			if idle(d) > idle(w.dev) {
 				w.dev = d
 			}
@@ -331,14 +344,68 @@ func (m *Model) layoutRows(rows []devRow, devs []analysis.DeviceLinks, times []a
 			continue
 		}
 		start := len(rows)
-		for d := h.host * gpus; d < min((h.host+1)*gpus, len(devs)); d++ {
-			rows = append(rows, devRow{dev: d, host: h.host})
+		for _, g := range groups {
+			if g.host != h.host {
+				continue
+			}
+			for _, d := range g.pos {
+				rows = append(rows, devRow{dev: d, host: h.host})
+			}
 		}
 		if m.worst {
 			slices.SortStableFunc(rows[start:], byIdle)
 		}
 	}
 	return rows
+}
+
+// hostGroup is one host's devices, by position in the table.
+type hostGroup struct {
+	host int // -1: the devices whose host is unknown
+	pos  []int
+}
+
+// placed groups the table's devices by host as the analysis's one host map places them
+// (Result.Hosts: the cluster view, the findings and the report place them alike; the run's
+// description's before a Result); it also fills hostOfPos.
+func (m *Model) placed(res *analysis.Result, meta timeline.Meta) []hostGroup {
+	hosts := res.Hosts
+	if hosts == nil {
+		hosts = hostmap.New(meta)
+	}
+	// Again only when the map learned something or the devices changed: a live console's Result
+	// changes every frame, its hosts seldom.
+	n := m.devs.Len()
+	same := m.placedBy == hosts && res.Hosts != nil && len(m.placedIDs) == n
+	m.placedIDs = slices.Grow(m.placedIDs[:0], n)[:n]
+	for p := range n {
+		id := m.devs.ID(p)
+		same = same && m.placedIDs[p] == id
+		m.placedIDs[p] = id
+	}
+	if same {
+		return m.groups
+	}
+	m.placedBy = hosts
+	m.groups, m.hostOfPos = m.groups[:0], slices.Grow(m.hostOfPos[:0], n)[:n]
+	for _, g := range hosts.Layout(m.placedIDs) {
+		hg := hostGroup{host: int(g.Host), pos: make([]int, len(g.Devs))}
+		for i, id := range g.Devs {
+			p, _ := m.devs.Pos(id)
+			hg.pos[i] = p
+			m.hostOfPos[p] = hg.host
+		}
+		m.groups = append(m.groups, hg)
+	}
+	return m.groups
+}
+
+// hostName names host h as the rows do: its number, ? when unknown.
+func hostName(h int) string {
+	if h < 0 {
+		return "?"
+	}
+	return strconv.Itoa(h)
 }
 
 // sparkTotals are devices' total rates over the sparkline's buckets, for one Result, newest bucket

@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/agg"
 	"github.com/xfertop/xfertop/ui/strip"
@@ -59,8 +60,8 @@ func (t *Model) matches(tr *agg.Track) bool {
 	if t.filter.Value() == "" {
 		return true
 	}
-	host := int(tr.Device) / t.Fr.Meta.HostGPUs()
-	return t.filter.MatchHost(host, fmt.Sprintf("device %d", tr.Device), fmt.Sprintf("h%d ", host), fmt.Sprintf("s%d ", tr.Stream))
+	host := t.hostOf(tr.Device)
+	return t.filter.MatchHost(host, fmt.Sprintf("device %d", tr.Device), "h"+hostName(host)+" ", fmt.Sprintf("s%d ", tr.Stream))
 }
 
 // Row is a line of the timeline: a host's heading (on a job of several hosts), a device's heading
@@ -111,14 +112,36 @@ func trackBefore(tr *agg.Track, dev int32, stream uint32) bool {
 	return tr.Device < dev || (tr.Device == dev && tr.Stream < stream)
 }
 
-// grouped reports whether the streams are grouped by host: the job has several.
-func (t *Model) grouped() bool {
-	g := t.Fr.Meta.GPUsPerHost
-	return g > 0 && t.Fr.Meta.Devices > g
+// hosts is the analysis's one device→host map (Result.Hosts: the cluster view, the findings and
+// the report place devices by it); the run's description's before a Result.
+func (t *Model) hosts() *hostmap.Map {
+	if t.Fr.Res != nil && t.Fr.Res.Hosts != nil {
+		return t.Fr.Res.Hosts
+	}
+	return hostmap.New(t.Fr.Meta)
 }
 
-// hostOf returns the host of a device.
-func (t *Model) hostOf(d int32) int { return int(d) / t.Fr.Meta.HostGPUs() }
+// grouped reports whether the streams are grouped by host: the job has several (by its
+// topology's count, or the hosts its ranks named).
+func (t *Model) grouped() bool {
+	hosts := t.hosts()
+	if g := hosts.PerHost(); g > 0 {
+		return t.Fr.Meta.Devices > g
+	}
+	_, n := hosts.Learned()
+	return n > 1
+}
+
+// hostOf returns the host of a device as the host map places it; -1 when unknown.
+func (t *Model) hostOf(d int32) int { return int(t.hosts().HostOr(d)) }
+
+// hostName names host h as headings do: its number, ? when unknown.
+func hostName(h int) string {
+	if h < 0 {
+		return "?"
+	}
+	return fmt.Sprint(h)
+}
 
 // Rows lists the lines the timeline has now, collapsed hosts and devices folded. Above a
 // screenful of streams on several hosts, the hosts a user has not opened or closed are closed
@@ -384,7 +407,7 @@ func (t *Model) heading(r Row, grouped bool) string {
 		if t.HostClosed(r.Host) {
 			mark = "▸"
 		}
-		return fmt.Sprintf("%s host %d · %s on %s", mark, r.Host, units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
+		return fmt.Sprintf("%s host %s · %s on %s", mark, hostName(r.Host), units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
 	}
 	mark, indent := "▾", ""
 	if t.collapsed[r.Device] {
@@ -406,7 +429,7 @@ func (t *Model) hostDetail(r Row) string {
 	if t.HostClosed(r.Host) {
 		verb = "opens"
 	}
-	return fmt.Sprintf("host %d: enter %s its %s on %s; C shows only this host", r.Host, verb, units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
+	return fmt.Sprintf("host %s: enter %s its %s on %s; C shows only this host", hostName(r.Host), verb, units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
 }
 
 // CursorAt returns the time at the start of the cursor's column.
