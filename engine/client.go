@@ -553,7 +553,7 @@ func (c *Client) RaggedAllToAll(devs []DeviceID, sizes [][]int64, label string) 
 // it resolves when the last rank has completed, at that rank's completion, or fails with the first
 // failure a rank reported once every rank has reported. The backend reports each rank as Collective's
 // futures would be (the same events); a caller that does not wait on a rank alone saves a future a
-// rank (at 1,024 GPUs, llm-train's step makes 160,000 of them).
+// rank (at 1,024 GPUs, llm-train's step made 135,000 of them).
 func (c *Client) CollectiveAll(op timeline.CollOp, devs []DeviceID, bytes int64, label string) (*Future, error) {
 	if err := c.checkCollective(op, devs, bytes); err != nil {
 		return nil, err
