@@ -223,7 +223,7 @@ func (ph *llmPhase) tpColl(c *engine.Client, s int, op timeline.CollOp) error {
 			devs[t] = ph.dev(s, r, t)
 			streams[t] = c.ComputeStream(devs[t])
 		}
-		if _, err := c.CollectiveOn(op, devs, streams, ph.actBytes, label); err != nil {
+		if _, err := c.CollectiveOnAll(op, devs, streams, ph.actBytes, label); err != nil {
 			return err
 		}
 	}
@@ -256,7 +256,7 @@ func (ph *llmPhase) epColl(c *engine.Client, s int, label string) error {
 				devs[k] = ph.dev(s, e+k, t)
 				streams[k] = c.ComputeStream(devs[k])
 			}
-			if _, err := c.CollectiveOn(timeline.CollAllToAll, devs, streams, ph.a2aBytes, label); err != nil {
+			if _, err := c.CollectiveOnAll(timeline.CollAllToAll, devs, streams, ph.a2aBytes, label); err != nil {
 				return err
 			}
 		}
@@ -322,7 +322,7 @@ func (ph *llmPhase) dpGroups(st *llmStep, s, l int, op timeline.CollOp, start bo
 					_ = c.WaitEvent(streams[i], st.grads[int(devs[i])*st.maxL+l])
 				}
 			}
-			if _, err := c.CollectiveOn(op, devs, streams, gr.bytes, gr.label); err != nil {
+			if _, err := c.CollectiveOnAll(op, devs, streams, gr.bytes, gr.label); err != nil {
 				return err
 			}
 			if start {

@@ -151,7 +151,7 @@ func buildCollective(p *params, topo engine.Topology) (phase, error) {
 
 func (ph *collectivePhase) issue(r *runner, _ int) error {
 	for range ph.count {
-		if _, err := r.c.Collective(ph.op, ph.ranks, ph.bytes, ph.label); err != nil {
+		if _, err := r.c.CollectiveAll(ph.op, ph.ranks, ph.bytes, ph.label); err != nil {
 			return err
 		}
 	}
@@ -396,7 +396,7 @@ func (ph *overlapPhase) issue(r *runner, _ int) error {
 		if ph.groups && inGroup == 0 {
 			c.GroupStart()
 		}
-		if _, err := c.Collective(timeline.CollAllReduce, ph.ranks, ph.bytes, fmt.Sprintf("bucket %d", b)); err != nil {
+		if _, err := c.CollectiveAll(timeline.CollAllReduce, ph.ranks, ph.bytes, fmt.Sprintf("bucket %d", b)); err != nil {
 			return err
 		}
 		if ph.groups {

@@ -76,7 +76,7 @@ func (ph *sweepPhase) issue(r *runner, _ int) error {
 				}
 				continue
 			}
-			if _, err := r.c.Collective(ph.op, ph.ranks, size, FormatSize(size)); err != nil {
+			if _, err := r.c.CollectiveAll(ph.op, ph.ranks, size, FormatSize(size)); err != nil {
 				return err
 			}
 		}

@@ -105,7 +105,7 @@ func (ph *tpPhase) issueBulk(c *engine.Client) error {
 	tp := len(ph.ranks)
 	total := ph.bytes * int64(tp) // nccl-tests size of the all-gather's output / reduce-scatter's input
 	for l := range ph.layers {
-		if _, err := c.Collective(timeline.CollAllGather, ph.ranks, total, fmt.Sprintf("layer %d all-gather", l)); err != nil {
+		if _, err := c.CollectiveAll(timeline.CollAllGather, ph.ranks, total, fmt.Sprintf("layer %d all-gather", l)); err != nil {
 			return err
 		}
 		for _, d := range ph.ranks {
@@ -119,7 +119,7 @@ func (ph *tpPhase) issueBulk(c *engine.Client) error {
 			done, _ := c.Record(c.ComputeStream(d))
 			_ = c.WaitEvent(c.TransferStream(d), done)
 		}
-		if _, err := c.Collective(timeline.CollReduceScatter, ph.ranks, total, fmt.Sprintf("layer %d reduce-scatter", l)); err != nil {
+		if _, err := c.CollectiveAll(timeline.CollReduceScatter, ph.ranks, total, fmt.Sprintf("layer %d reduce-scatter", l)); err != nil {
 			return err
 		}
 	}
