@@ -75,17 +75,62 @@ func TestCorrTable(t *testing.T) {
 			t.Fatalf("step %d: launch(%v) = %d, %v; want %d, %v", i, probe, got, gok, want, ok)
 		}
 	}
-	if tab.n != capacity || len(tab.slots) > 2*capacity || tab.lost == 0 {
-		t.Errorf("%d keys in %d slots, %d lost; want %d in at most %d, and some lost", tab.n, len(tab.slots), tab.lost, capacity, 2*capacity)
+	if tab.n != capacity || len(tab.direct) > 2*capacity || len(tab.slots) > 2*capacity || tab.lost == 0 {
+		t.Errorf("%d keys in %d direct and %d hashed slots, %d lost; want %d in at most %d each, and some lost",
+			tab.n, len(tab.direct), len(tab.slots), tab.lost, capacity, 2*capacity)
 	}
-	var used int
-	for _, e := range tab.slots {
+	direct, hashed := usedSlots(tab.direct), usedSlots(tab.slots)
+	if direct+hashed != capacity || hashed != tab.hashed || direct == 0 || hashed == 0 {
+		t.Errorf("%d direct and %d hashed slots used (%d counted); want %d in all, some in each", direct, hashed, tab.hashed, capacity)
+	}
+}
+
+// usedSlots counts the slots of a table that hold a key.
+func usedSlots(slots []corrEntry) int {
+	n := 0
+	for _, e := range slots {
 		if e.used {
-			used++
+			n++
 		}
 	}
-	if used != capacity {
-		t.Errorf("%d slots used; want %d", used, capacity)
+	return n
+}
+
+// TestCorrDirect: the ids of one file in sequence, and ids a little out of order, each the launch
+// of a GPU op looked up a while later, are kept in the direct table alone; those of a second file
+// with the same ids go to the hashed one, and each file's launches are its own.
+func TestCorrDirect(t *testing.T) {
+	const capacity = 1 << 10
+	tab := newCorrTable(capacity)
+	for i := range uint64(10 * capacity) {
+		corr := i ^ 3 // a little out of order
+		tab.put(0, corr, int64(corr), int64(i), flagLaunch)
+		if i >= 100 {
+			back := (i - 100) ^ 3
+			if got, _, ok := tab.launch(0, back); !ok || got != int64(back) {
+				t.Fatalf("launch(0, %d) = %d, %v; want %d", back, got, ok, back)
+			}
+		}
+	}
+	if tab.hashed != 0 || usedSlots(tab.slots) != 0 || usedSlots(tab.direct) != capacity {
+		t.Fatalf("%d keys hashed, %d direct; want all %d direct", tab.hashed, usedSlots(tab.direct), capacity)
+	}
+	for i := range uint64(capacity / 2) {
+		tab.put(1, 9*capacity+i, -int64(i), int64(i), flagLaunch)
+	}
+	if tab.hashed == 0 || tab.hashed > capacity/2 {
+		t.Fatalf("%d keys hashed; want some of the second file's %d (those whose slot the first file's ids still held)", tab.hashed, capacity/2)
+	}
+	for i := range uint64(capacity) {
+		id := 9*capacity + i
+		got0, _, ok0 := tab.launch(0, id)
+		got1, _, ok1 := tab.launch(1, id)
+		if forgotten := i < capacity/2; ok0 == forgotten || ok0 && got0 != int64(id) || ok1 != forgotten || ok1 && got1 != -int64(i) {
+			t.Fatalf("id %d: file 0 %d, %v; file 1 %d, %v (file 0's first half forgotten, file 1's put)", id, got0, ok0, got1, ok1)
+		}
+	}
+	if tab.lost != capacity/2 {
+		t.Errorf("%d lookups counted as forgotten; want %d", tab.lost, capacity/2)
 	}
 }
 
