@@ -2,6 +2,7 @@ package kineto
 
 import (
 	"fmt"
+	"math/bits"
 	"time"
 
 	"github.com/xfertop/xfertop/recordings"
@@ -207,16 +208,19 @@ type corrKey struct {
 // corrTable maps each file's correlation ids to their launch time and earliest CPU op, keeping
 // the last capacity ones (the keys in the order they came, a ring).
 //
-// A key is kept in one of two tables. The direct table holds it in slot corr mod its size, found
-// without hashing or probing: a trace's ids mostly come in sequence (CUPTI numbers every runtime
-// call), and an import in start order meets them nearly in order, so that its lookups, insertions
-// and evictions walk the direct table in order. It has twice capacity slots (grown to it), so the
-// ids of a capacity's worth of calls in sequence never share a slot. A key whose direct slot is
-// taken (ids of another file, or far apart: a PyTorch trace samples CUPTI's) goes to the hashed
+// A key is kept in one of two tables. The direct table holds it in slot corr mod its size (after
+// an offset by file), found without hashing or probing: a trace's ids mostly come in sequence
+// (CUPTI numbers every runtime call), and an import in start order meets them nearly in order, so
+// that its lookups, insertions and evictions walk the direct table in order. It has twice capacity
+// slots (grown to it), so the ids of a capacity's worth of calls in sequence never share a slot;
+// the ranks of a job, whose ids run through the same numbers at the same time, each start at
+// another place in it. A key whose direct slot is taken (ids far apart: a PyTorch trace samples
+// CUPTI's, or two files' ids that meet) goes to the hashed
 // table, with linear probing (deletion by shifting back, so that no tombstone is left), grown
 // while it is more than half full. A lookup tries the direct slot, then the hashed table.
 type corrTable struct {
 	direct   []corrEntry
+	shift    uint        // 64 less the bits of a direct slot's index
 	slots    []corrEntry // the hashed table
 	hashed   int         // the keys in slots
 	fifo     []corrKey   // a ring of capacity
@@ -283,21 +287,38 @@ func (t *corrTable) grow() {
 	}
 }
 
-// directSlot is the slot of the direct table where corr would be.
-func (t *corrTable) directSlot(corr uint64) *corrEntry {
-	return &t.direct[corr&uint64(len(t.direct)-1)]
+// directSlot is the slot of the direct table where a file's id would be: the id modulo the
+// table's size, after an offset by file (Fibonacci hashing of its index; none for the first).
+func (t *corrTable) directSlot(file int32, corr uint64) *corrEntry {
+	off := uint64(file) * 0x9E3779B97F4A7C15 >> t.shift
+	return &t.direct[(corr+off)&uint64(len(t.direct)-1)]
 }
 
-// growDirect doubles the direct table: its keys keep a slot each (ids apart in the smaller table
-// are apart in the larger one); the hashed table's stay there.
+// growDirect doubles the direct table. Its keys are placed again (a file's offset depends on the
+// size); one whose new slot another took goes to the hashed table, whose keys stay there.
 func (t *corrTable) growDirect() {
 	old := t.direct
 	t.direct = make([]corrEntry, max(64, 2*len(old)))
+	t.shift = uint(64 - bits.Len(uint(len(t.direct)-1)))
 	for _, e := range old {
-		if e.used {
-			*t.directSlot(e.corr) = e
+		if !e.used {
+			continue
+		}
+		if d := t.directSlot(e.file, e.corr); !d.used {
+			*d = e
+		} else {
+			*t.hashSlot(e.file, e.corr) = e
 		}
 	}
+}
+
+// hashSlot makes room in the hashed table for a key it does not hold, and returns its slot.
+func (t *corrTable) hashSlot(file int32, corr uint64) *corrEntry {
+	if t.slots == nil || 2*(t.hashed+1) > len(t.slots) {
+		t.grow()
+	}
+	t.hashed++
+	return &t.slots[t.find(file, corr)]
 }
 
 // lookup returns the entry of a key, or nil.
@@ -305,7 +326,7 @@ func (t *corrTable) lookup(file int32, corr uint64) *corrEntry {
 	if t.direct == nil {
 		return nil
 	}
-	if e := t.directSlot(corr); e.used && e.corr == corr && e.file == file {
+	if e := t.directSlot(file, corr); e.used && e.corr == corr && e.file == file {
 		return e
 	}
 	if t.hashed > 0 {
@@ -333,23 +354,18 @@ func (t *corrTable) insert(file int32, corr uint64) *corrEntry {
 	}
 	t.fifo[tail] = corrKey{corr, file}
 	t.n++
-	if e := t.directSlot(corr); !e.used {
-		*e = corrEntry{corr: corr, file: file, used: true}
-		return e
+	e := t.directSlot(file, corr)
+	if e.used {
+		e = t.hashSlot(file, corr)
 	}
-	if t.slots == nil || 2*(t.hashed+1) > len(t.slots) {
-		t.grow()
-	}
-	i := t.find(file, corr)
-	t.slots[i] = corrEntry{corr: corr, file: file, used: true}
-	t.hashed++
-	return &t.slots[i]
+	*e = corrEntry{corr: corr, file: file, used: true}
+	return e
 }
 
 // evictOldest forgets the key that came first, noting it as its file's forgotten.
 func (t *corrTable) evictOldest() {
 	old := t.fifo[t.head]
-	if e := t.directSlot(old.corr); e.used && e.corr == old.corr && e.file == old.file {
+	if e := t.directSlot(old.file, old.corr); e.used && e.corr == old.corr && e.file == old.file {
 		*e = corrEntry{}
 	} else {
 		t.remove(t.find(old.file, old.corr))

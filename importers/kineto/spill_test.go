@@ -97,36 +97,56 @@ func usedSlots(slots []corrEntry) int {
 }
 
 // TestCorrDirect: the ids of one file in sequence, and ids a little out of order, each the launch
-// of a GPU op looked up a while later, are kept in the direct table alone; those of a second file
-// with the same ids go to the hashed one, and each file's launches are its own.
+// of a GPU op looked up a while later, are kept in the direct table alone, through its growth; so
+// are those of a second file running through the same ids at the same time (another rank of the
+// job), each file's launches its own. Ids a table's size apart share a direct slot: the later one
+// goes to the hashed table. Forgotten ids are counted as such when looked up, and only they.
 func TestCorrDirect(t *testing.T) {
 	const capacity = 1 << 10
 	tab := newCorrTable(capacity)
 	for i := range uint64(10 * capacity) {
 		corr := i ^ 3 // a little out of order
-		tab.put(0, corr, int64(corr), int64(i), flagLaunch)
+		for file := range 2 {
+			tab.put(file, corr, int64(corr)-int64(file), int64(i), flagLaunch)
+		}
 		if i >= 100 {
 			back := (i - 100) ^ 3
-			if got, _, ok := tab.launch(0, back); !ok || got != int64(back) {
-				t.Fatalf("launch(0, %d) = %d, %v; want %d", back, got, ok, back)
+			for file := range 2 {
+				if got, _, ok := tab.launch(file, back); !ok || got != int64(back)-int64(file) {
+					t.Fatalf("launch(%d, %d) = %d, %v; want %d", file, back, got, ok, int64(back)-int64(file))
+				}
 			}
 		}
 	}
 	if tab.hashed != 0 || usedSlots(tab.slots) != 0 || usedSlots(tab.direct) != capacity {
 		t.Fatalf("%d keys hashed, %d direct; want all %d direct", tab.hashed, usedSlots(tab.direct), capacity)
 	}
-	for i := range uint64(capacity / 2) {
-		tab.put(1, 9*capacity+i, -int64(i), int64(i), flagLaunch)
+	if tab.lost != 0 {
+		t.Fatalf("%d lookups counted as forgotten; want none", tab.lost)
 	}
-	if tab.hashed == 0 || tab.hashed > capacity/2 {
-		t.Fatalf("%d keys hashed; want some of the second file's %d (those whose slot the first file's ids still held)", tab.hashed, capacity/2)
+
+	tab = newCorrTable(capacity)
+	for id := range uint64(capacity) {
+		tab.put(0, id, int64(id), int64(id), flagLaunch)
 	}
-	for i := range uint64(capacity) {
-		id := 9*capacity + i
-		got0, _, ok0 := tab.launch(0, id)
-		got1, _, ok1 := tab.launch(1, id)
-		if forgotten := i < capacity/2; ok0 == forgotten || ok0 && got0 != int64(id) || ok1 != forgotten || ok1 && got1 != -int64(i) {
-			t.Fatalf("id %d: file 0 %d, %v; file 1 %d, %v (file 0's first half forgotten, file 1's put)", id, got0, ok0, got1, ok1)
+	size := uint64(len(tab.direct))
+	for k := range uint64(capacity / 2) {
+		// each forgets id k and takes the direct slot of id capacity/2+k, which is held
+		id := size + capacity/2 + k
+		tab.put(0, id, -int64(id), int64(capacity+k), flagLaunch)
+	}
+	if tab.hashed != capacity/2 || usedSlots(tab.direct) != capacity/2 {
+		t.Fatalf("%d keys hashed, %d direct; want %d each", tab.hashed, usedSlots(tab.direct), capacity/2)
+	}
+	for id := range uint64(capacity) {
+		if got, _, ok := tab.launch(0, id); ok != (id >= capacity/2) || ok && got != int64(id) {
+			t.Fatalf("launch(0, %d) = %d, %v; want it forgotten below %d", id, got, ok, capacity/2)
+		}
+		if id >= capacity/2 {
+			far := size + id
+			if got, _, ok := tab.launch(0, far); !ok || got != -int64(far) {
+				t.Fatalf("launch(0, %d) = %d, %v; want %d", far, got, ok, -int64(far))
+			}
 		}
 	}
 	if tab.lost != capacity/2 {
