@@ -215,9 +215,9 @@ type corrKey struct {
 // slots (grown to it), so the ids of a capacity's worth of calls in sequence never share a slot;
 // the ranks of a job, whose ids run through the same numbers at the same time, each start at
 // another place in it. A key whose direct slot is taken (ids far apart: a PyTorch trace samples
-// CUPTI's, or two files' ids that meet) goes to the hashed
-// table, with linear probing (deletion by shifting back, so that no tombstone is left), grown
-// while it is more than half full. A lookup tries the direct slot, then the hashed table.
+// CUPTI's, or two files' ids that meet) goes to the hashed table, with linear probing (deletion
+// by shifting back, so that no tombstone is left), grown while it is more than half full. A
+// lookup tries the direct slot, then the hashed table.
 type corrTable struct {
 	direct   []corrEntry
 	shift    uint        // 64 less the bits of a direct slot's index
