@@ -2,6 +2,7 @@ package kineto
 
 import (
 	"fmt"
+	"math/bits"
 	"time"
 
 	"github.com/xfertop/xfertop/recordings"
@@ -182,10 +183,7 @@ func (o *output) finish() error {
 // corrKeep bounds the correlations kept: those of the last corrKeep runtime calls (and, for
 // --like-hta, CPU ops) to enter the window, of every file. A GPU op leaves the window after its
 // call entered it, so only one that starts more than that many calls after its launch (a host far
-// ahead of its GPUs) finds it forgotten; the import says how many did. Correlation ids are not
-// dense (a PyTorch trace samples CUPTI's), so they are kept by key, in an open-addressing table
-// of at most twice corrKeep slots (a Go map churned by as many deletions as insertions grows
-// past that).
+// ahead of its GPUs) finds it forgotten; the import says how many did.
 const corrKeep = 1 << 16
 
 // corrEntry is what is known of one correlation id of one file.
@@ -201,12 +199,31 @@ type corrEntry struct {
 	minCPU    int64 // the earliest start of a CPU op carrying it (--like-hta)
 }
 
+// corrKey names a correlation: its id and its file.
+type corrKey struct {
+	corr uint64
+	file int32
+}
+
 // corrTable maps each file's correlation ids to their launch time and earliest CPU op, keeping
-// the last capacity ones: a table with linear probing (deletion by shifting back, so that no
-// tombstone is left), grown while it is more than half full, and the keys in the order they came.
+// the last capacity ones (the keys in the order they came, a ring).
+//
+// A key is kept in one of two tables. The direct table holds it in slot corr mod its size (after
+// an offset by file), found without hashing or probing: a trace's ids mostly come in sequence
+// (CUPTI numbers every runtime call), and an import in start order meets them nearly in order, so
+// that its lookups, insertions and evictions walk the direct table in order. It has twice capacity
+// slots (grown to it), so the ids of a capacity's worth of calls in sequence never share a slot;
+// the ranks of a job, whose ids run through the same numbers at the same time, each start at
+// another place in it. A key whose direct slot is taken (ids far apart: a PyTorch trace samples
+// CUPTI's, or two files' ids that meet) goes to the hashed table, with linear probing (deletion
+// by shifting back, so that no tombstone is left), grown while it is more than half full. A
+// lookup tries the direct slot, then the hashed table.
 type corrTable struct {
-	slots    []corrEntry
-	fifo     []corrEntry // keys only (corr, file), a ring of capacity
+	direct   []corrEntry
+	shift    uint        // 64 less the bits of a direct slot's index
+	slots    []corrEntry // the hashed table
+	hashed   int         // the keys in slots
+	fifo     []corrKey   // a ring of capacity
 	head, n  int
 	evicted  []evicted // by file
 	lost     int       // GPU ops whose correlation was forgotten
@@ -224,16 +241,17 @@ func newCorrTable(capacity int) corrTable {
 	return corrTable{capacity: capacity}
 }
 
-// home is a key's first slot. A file's correlation ids come in sequence, so runs of 16 ids keep
-// to 16 neighbouring slots, and a run goes out by Fibonacci hashing of the rest (the high bits of
-// the product, masked by find): lookups then walk the table nearly in order instead of missing the
-// cache at each, and ids chosen to collide still collide in runs of at most 16.
+// home is a key's first slot in the hashed table. A file's correlation ids come in sequence, so
+// runs of 16 ids keep to 16 neighbouring slots, and a run goes out by Fibonacci hashing of the
+// rest (the high bits of the product, masked by find): lookups then walk the table nearly in order
+// instead of missing the cache at each, and ids chosen to collide still collide in runs of at most
+// 16.
 func (t *corrTable) home(file int32, corr uint64) int {
 	h := ((corr >> 4) ^ uint64(file)<<44) * 0x9E3779B97F4A7C15 >> 32
 	return int(h<<4 | corr&15)
 }
 
-// find returns the slot of a key, or of the empty slot where it would go.
+// find returns the slot of a key in the hashed table, or of the empty slot where it would go.
 func (t *corrTable) find(file int32, corr uint64) int {
 	mask := len(t.slots) - 1
 	for i := t.home(file, corr) & mask; ; i = (i + 1) & mask {
@@ -243,7 +261,8 @@ func (t *corrTable) find(file int32, corr uint64) int {
 	}
 }
 
-// remove empties slot i, shifting back the entries after it that probed past it.
+// remove empties slot i of the hashed table, shifting back the entries after it that probed past
+// it.
 func (t *corrTable) remove(i int) {
 	mask := len(t.slots) - 1
 	for j := (i + 1) & mask; t.slots[j].used; j = (j + 1) & mask {
@@ -255,6 +274,7 @@ func (t *corrTable) remove(i int) {
 		}
 	}
 	t.slots[i] = corrEntry{}
+	t.hashed--
 }
 
 func (t *corrTable) grow() {
@@ -267,33 +287,106 @@ func (t *corrTable) grow() {
 	}
 }
 
-func (t *corrTable) put(file int, corr uint64, start, seq int64, flags uint8) {
-	f := int32(file)
-	if t.slots == nil || 2*(t.n+1) > len(t.slots) && len(t.slots) < 2*t.capacity {
+// directSlot is the slot of the direct table where a file's id would be: the id modulo the
+// table's size, after an offset by file (Fibonacci hashing of its index; none for the first).
+func (t *corrTable) directSlot(file int32, corr uint64) *corrEntry {
+	off := uint64(file) * 0x9E3779B97F4A7C15 >> t.shift
+	return &t.direct[(corr+off)&uint64(len(t.direct)-1)]
+}
+
+// growDirect doubles the direct table. Its keys are placed again (a file's offset depends on the
+// size); one whose new slot another took goes to the hashed table, whose keys stay there.
+func (t *corrTable) growDirect() {
+	old := t.direct
+	t.direct = make([]corrEntry, max(64, 2*len(old)))
+	t.shift = uint(64 - bits.Len(uint(len(t.direct)-1)))
+	for _, e := range old {
+		if !e.used {
+			continue
+		}
+		if d := t.directSlot(e.file, e.corr); !d.used {
+			*d = e
+		} else {
+			*t.hashSlot(e.file, e.corr) = e
+		}
+	}
+}
+
+// hashSlot makes room in the hashed table for a key it does not hold, and returns its slot.
+func (t *corrTable) hashSlot(file int32, corr uint64) *corrEntry {
+	if t.slots == nil || 2*(t.hashed+1) > len(t.slots) {
 		t.grow()
 	}
-	i := t.find(f, corr)
-	if !t.slots[i].used {
-		if t.n == t.capacity {
-			old := t.fifo[t.head]
-			t.remove(t.find(old.file, old.corr))
-			if int(old.file) >= len(t.evicted) {
-				t.evicted = append(t.evicted, make([]evicted, int(old.file)+1-len(t.evicted))...)
-			}
-			ev := &t.evicted[old.file]
-			ev.corr, ev.was = max(ev.corr, old.corr), true
-			t.head = (t.head + 1) % len(t.fifo)
-			t.n--
-			i = t.find(f, corr)
-		}
-		if len(t.fifo) < t.capacity {
-			t.fifo = append(t.fifo, corrEntry{})
-		}
-		t.fifo[(t.head+t.n)%len(t.fifo)] = corrEntry{corr: corr, file: f}
-		t.n++
-		t.slots[i] = corrEntry{corr: corr, file: f, used: true}
+	t.hashed++
+	return &t.slots[t.find(file, corr)]
+}
+
+// lookup returns the entry of a key, or nil.
+func (t *corrTable) lookup(file int32, corr uint64) *corrEntry {
+	if t.direct == nil {
+		return nil
 	}
-	e := &t.slots[i]
+	if e := t.directSlot(file, corr); e.used && e.corr == corr && e.file == file {
+		return e
+	}
+	if t.hashed > 0 {
+		if e := &t.slots[t.find(file, corr)]; e.used {
+			return e
+		}
+	}
+	return nil
+}
+
+// insert adds a key the table does not hold, forgetting the oldest when it holds capacity.
+func (t *corrTable) insert(file int32, corr uint64) *corrEntry {
+	if t.n == t.capacity {
+		t.evictOldest()
+	}
+	if 2*(t.n+1) > len(t.direct) && len(t.direct) < 2*t.capacity {
+		t.growDirect()
+	}
+	if len(t.fifo) < t.capacity {
+		t.fifo = append(t.fifo, corrKey{})
+	}
+	tail := t.head + t.n
+	if tail >= len(t.fifo) {
+		tail -= len(t.fifo)
+	}
+	t.fifo[tail] = corrKey{corr, file}
+	t.n++
+	e := t.directSlot(file, corr)
+	if e.used {
+		e = t.hashSlot(file, corr)
+	}
+	*e = corrEntry{corr: corr, file: file, used: true}
+	return e
+}
+
+// evictOldest forgets the key that came first, noting it as its file's forgotten.
+func (t *corrTable) evictOldest() {
+	old := t.fifo[t.head]
+	if e := t.directSlot(old.file, old.corr); e.used && e.corr == old.corr && e.file == old.file {
+		*e = corrEntry{}
+	} else {
+		t.remove(t.find(old.file, old.corr))
+	}
+	if int(old.file) >= len(t.evicted) {
+		t.evicted = append(t.evicted, make([]evicted, int(old.file)+1-len(t.evicted))...)
+	}
+	ev := &t.evicted[old.file]
+	ev.corr, ev.was = max(ev.corr, old.corr), true
+	if t.head++; t.head == len(t.fifo) {
+		t.head = 0
+	}
+	t.n--
+}
+
+func (t *corrTable) put(file int, corr uint64, start, seq int64, flags uint8) {
+	f := int32(file)
+	e := t.lookup(f, corr)
+	if e == nil {
+		e = t.insert(f, corr)
+	}
 	if flags&flagLaunch != 0 && (!e.hasLaunch || seq > e.launchSeq) {
 		e.hasLaunch, e.launch, e.launchSeq, e.graph = true, start, seq, flags&flagGraph != 0
 	}
@@ -305,10 +398,8 @@ func (t *corrTable) put(file int, corr uint64, start, seq int64, flags uint8) {
 // get returns the entry of a correlation, counting it as forgotten when it may have been.
 func (t *corrTable) get(file int, corr uint64) *corrEntry {
 	f := int32(file)
-	if t.slots != nil {
-		if e := &t.slots[t.find(f, corr)]; e.used {
-			return e
-		}
+	if e := t.lookup(f, corr); e != nil {
+		return e
 	}
 	if int(f) < len(t.evicted) && t.evicted[f].was && corr <= t.evicted[f].corr {
 		t.lost++

@@ -75,17 +75,82 @@ func TestCorrTable(t *testing.T) {
 			t.Fatalf("step %d: launch(%v) = %d, %v; want %d, %v", i, probe, got, gok, want, ok)
 		}
 	}
-	if tab.n != capacity || len(tab.slots) > 2*capacity || tab.lost == 0 {
-		t.Errorf("%d keys in %d slots, %d lost; want %d in at most %d, and some lost", tab.n, len(tab.slots), tab.lost, capacity, 2*capacity)
+	if tab.n != capacity || len(tab.direct) > 2*capacity || len(tab.slots) > 2*capacity || tab.lost == 0 {
+		t.Errorf("%d keys in %d direct and %d hashed slots, %d lost; want %d in at most %d each, and some lost",
+			tab.n, len(tab.direct), len(tab.slots), tab.lost, capacity, 2*capacity)
 	}
-	var used int
-	for _, e := range tab.slots {
+	direct, hashed := usedSlots(tab.direct), usedSlots(tab.slots)
+	if direct+hashed != capacity || hashed != tab.hashed || direct == 0 || hashed == 0 {
+		t.Errorf("%d direct and %d hashed slots used (%d counted); want %d in all, some in each", direct, hashed, tab.hashed, capacity)
+	}
+}
+
+// usedSlots counts the slots of a table that hold a key.
+func usedSlots(slots []corrEntry) int {
+	n := 0
+	for _, e := range slots {
 		if e.used {
-			used++
+			n++
 		}
 	}
-	if used != capacity {
-		t.Errorf("%d slots used; want %d", used, capacity)
+	return n
+}
+
+// TestCorrDirect: the ids of one file in sequence, and ids a little out of order, each the launch
+// of a GPU op looked up a while later, are kept in the direct table alone, through its growth; so
+// are those of a second file running through the same ids at the same time (another rank of the
+// job), each file's launches its own. Ids a table's size apart share a direct slot: the later one
+// goes to the hashed table. Forgotten ids are counted as such when looked up, and only they.
+func TestCorrDirect(t *testing.T) {
+	const capacity = 1 << 10
+	tab := newCorrTable(capacity)
+	for i := range uint64(10 * capacity) {
+		corr := i ^ 3 // a little out of order
+		for file := range 2 {
+			tab.put(file, corr, int64(corr)-int64(file), int64(i), flagLaunch)
+		}
+		if i >= 100 {
+			back := (i - 100) ^ 3
+			for file := range 2 {
+				if got, _, ok := tab.launch(file, back); !ok || got != int64(back)-int64(file) {
+					t.Fatalf("launch(%d, %d) = %d, %v; want %d", file, back, got, ok, int64(back)-int64(file))
+				}
+			}
+		}
+	}
+	if tab.hashed != 0 || usedSlots(tab.slots) != 0 || usedSlots(tab.direct) != capacity {
+		t.Fatalf("%d keys hashed, %d direct; want all %d direct", tab.hashed, usedSlots(tab.direct), capacity)
+	}
+	if tab.lost != 0 {
+		t.Fatalf("%d lookups counted as forgotten; want none", tab.lost)
+	}
+
+	tab = newCorrTable(capacity)
+	for id := range uint64(capacity) {
+		tab.put(0, id, int64(id), int64(id), flagLaunch)
+	}
+	size := uint64(len(tab.direct))
+	for k := range uint64(capacity / 2) {
+		// each forgets id k and takes the direct slot of id capacity/2+k, which is held
+		id := size + capacity/2 + k
+		tab.put(0, id, -int64(id), int64(capacity+k), flagLaunch)
+	}
+	if tab.hashed != capacity/2 || usedSlots(tab.direct) != capacity/2 {
+		t.Fatalf("%d keys hashed, %d direct; want %d each", tab.hashed, usedSlots(tab.direct), capacity/2)
+	}
+	for id := range uint64(capacity) {
+		if got, _, ok := tab.launch(0, id); ok != (id >= capacity/2) || ok && got != int64(id) {
+			t.Fatalf("launch(0, %d) = %d, %v; want it forgotten below %d", id, got, ok, capacity/2)
+		}
+		if id >= capacity/2 {
+			far := size + id
+			if got, _, ok := tab.launch(0, far); !ok || got != -int64(far) {
+				t.Fatalf("launch(0, %d) = %d, %v; want %d", far, got, ok, -int64(far))
+			}
+		}
+	}
+	if tab.lost != capacity/2 {
+		t.Errorf("%d lookups counted as forgotten; want %d", tab.lost, capacity/2)
 	}
 }
 
