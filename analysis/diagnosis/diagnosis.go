@@ -213,6 +213,7 @@ type candKey struct {
 	rank int32
 	port uint32 // a switch port's leaf (timeline.PackPort) + 1; 0: none
 	host int32  // a whole host's suspect (rank -1): the host; else 0
+	ties uint64 // a slow link of no known rank: the tied ranks (suspect.ties); else 0
 }
 
 type candidate struct {
