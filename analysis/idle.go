@@ -92,7 +92,7 @@ type waitIv struct {
 // reads. States live in blocks of streamBlock (idleStreams), so that each starts a cache line;
 // TestStreamStateLayout holds the offsets.
 type streamGaps struct {
-	prevEnd int64 // engine mode: the latest end so far; HTA mode: the previous op's end
+	prevEnd int64 // the latest end so far
 	// prevGraph is the Queued of the last op when a graph replayed it (math.MinInt64 when none):
 	// the ops of one graph launch all carry the launch's time.
 	prevGraph int64
@@ -131,10 +131,11 @@ func (st *streamGaps) byCause() CauseNs {
 //
 // Engine mode splits a gap by the wait events recorded on the stream; what they do not cover is
 // host wait while the next op had not been launched, then kernel wait if the whole gap is below the
-// threshold, or other. HTA mode classifies each whole gap as Holistic Trace Analysis does: the next
-// op's start minus the previous op's end in start order (negative when they overlap, as in HTA);
-// host wait when the next op was launched after the previous one ended, kernel wait below the
-// threshold, other otherwise.
+// threshold, or other. HTA mode classifies each whole gap as Holistic Trace Analysis does: host
+// wait when the next op was launched after the previous ones ended, kernel wait below the
+// threshold, other otherwise. In both modes a gap runs from the latest end so far to the next op's
+// start, so ops that overlap have none (HTA, pairing each op with the one started just before it,
+// sums such overlaps as negative idle time).
 //
 // Ops of a stream must arrive in start order, as every producer emits them (a stream runs its ops
 // in order; importers sort). An op that arrives out of order is counted in Reordered.
@@ -240,9 +241,12 @@ func (g *idleGaps) op(st *streamGaps, e *timeline.Event) {
 		g.reordered++
 	}
 	if g.mode == timeline.IdleHTA {
-		// HTA pairs each op with the one started just before it and keeps the difference even when
-		// ops overlap (a negative interval); reproduce that so the numbers agree.
-		if gap := e.Start - st.prevEnd; gap != 0 {
+		// HTA's rules for the cause, but not its interval: HTA subtracts the end of the op started
+		// just before, so overlapping ops (a trace's clock, a dump's host-side times) give it a
+		// negative "idle time", and an op inside a longer one makes it count idle time while the
+		// longer one still runs. A gap here is time no op of the stream ran: from the latest end so
+		// far to the next start, and none when they overlap.
+		if gap := e.Start - st.prevEnd; gap > 0 {
 			c := CauseOther
 			switch {
 			case queued > st.prevEnd:
@@ -252,7 +256,7 @@ func (g *idleGaps) op(st *streamGaps, e *timeline.Event) {
 			}
 			g.record(st, k, st.prevEnd, gap, c)
 		}
-		st.prevEnd, st.prevStart = e.End, e.Start
+		st.prevEnd, st.prevStart = max(st.prevEnd, e.End), max(st.prevStart, e.Start)
 		return
 	}
 	if e.Start > st.prevEnd {

@@ -262,17 +262,59 @@ func TestIdleHTAMode(t *testing.T) {
 			evs:  []timeline.Event{k(0, 100), withQueued(k(200, 300), 100*us)},
 			want: map[Cause]int64{CauseOther: 100},
 		},
+		// Overlapping ops on a stream: HTA subtracts the end of the op started just before and
+		// sums the (negative) differences; idle time is never negative, so here a gap runs from
+		// the latest end so far, and overlapping ops have none. HTA's figure is in each name.
 		{
-			name: "overlapping ops give a negative gap (kernel wait), as in HTA",
+			name: "overlap: no gap (HTA: -20 kernel wait)",
 			evs:  []timeline.Event{k(0, 100), k(80, 150)},
-			want: map[Cause]int64{CauseKernelWait: -20},
+			want: map[Cause]int64{},
 			top:  []Gap{},
 		},
 		{
-			name: "pairs with the op started just before, not the latest end",
+			name: "overlap launched late: no gap, not negative host wait (HTA: -20 host wait)",
+			evs:  []timeline.Event{k(0, 100), withQueued(k(80, 150), 120*us)},
+			want: map[Cause]int64{},
+			top:  []Gap{},
+		},
+		{
+			name: "overlap by more than the threshold: no gap (HTA: -60 kernel wait)",
+			evs:  []timeline.Event{k(0, 100), k(40, 150)},
+			want: map[Cause]int64{},
+			top:  []Gap{},
+		},
+		{
+			name: "same start: no gap (HTA: -100 kernel wait)",
+			evs:  []timeline.Event{k(0, 100), k(0, 50)},
+			want: map[Cause]int64{},
+			top:  []Gap{},
+		},
+		{
+			name: "an op inside a longer one: the gap starts at the latest end (HTA: -250 kernel wait, 300 other)",
 			evs:  []timeline.Event{k(0, 300), k(50, 100), k(400, 500)},
-			want: map[Cause]int64{CauseKernelWait: -250, CauseOther: 300},
-			top:  []Gap{{Start: 100, Dur: 300, Cause: CauseOther}},
+			want: map[Cause]int64{CauseOther: 100},
+			top:  []Gap{{Start: 300, Dur: 100, Cause: CauseOther}},
+		},
+		{
+			name: "a short gap after a nested op is kernel wait from the latest end (HTA: -250, 220 other)",
+			evs:  []timeline.Event{k(0, 300), k(50, 100), k(320, 400)},
+			want: map[Cause]int64{CauseKernelWait: 20},
+		},
+		{
+			name: "an op covered by the one before: host wait judged against the latest end (HTA: -250, 210 host wait)",
+			evs:  []timeline.Event{k(0, 300), k(50, 100), withQueued(k(310, 400), 200*us)},
+			want: map[Cause]int64{CauseKernelWait: 10},
+		},
+		{
+			name: "launched after the latest end: host wait",
+			evs:  []timeline.Event{k(0, 300), k(50, 100), withQueued(k(400, 500), 350*us)},
+			want: map[Cause]int64{CauseHostWait: 100},
+		},
+		{
+			name: "a chain of overlaps, then a gap (HTA: -10, -10, 50 other)",
+			evs:  []timeline.Event{k(0, 100), k(90, 200), k(190, 300), k(350, 400)},
+			want: map[Cause]int64{CauseOther: 50},
+			top:  []Gap{{Start: 300, Dur: 50, Cause: CauseOther}},
 		},
 		{
 			name: "back to back: no gap",
@@ -412,7 +454,9 @@ func TestIdleTopGaps(t *testing.T) {
 
 // refIdle is a batch reference for the engine and HTA rules: each stream's ops and waits sorted by
 // start; engine mode labels each nanosecond of each gap (the earliest-starting wait covering it, else
-// host wait before the next op's launch, else kernel wait for a short gap, else other).
+// host wait before the next op's launch, else kernel wait for a short gap, else other); HTA mode
+// puts the nanoseconds no op covers between the first start and the last end down to the cause of
+// the gap they lie in, judged as HTA does.
 func refIdle(evs []timeline.Event, mode timeline.IdleMode, kw int64) map[streamKey]*[causeCount]int64 {
 	type op struct{ s, e, q int64 }
 	ops := map[streamKey][]op{}
@@ -441,17 +485,31 @@ func refIdle(evs []timeline.Event, mode timeline.IdleMode, kw int64) map[streamK
 		ws := waits[k]
 		slices.SortStableFunc(ws, func(a, b waitIv) int { return cmp.Compare(a.start, b.start) })
 		if mode == timeline.IdleHTA {
-			for i := 1; i < len(os); i++ {
-				gap := os[i].s - os[i-1].e
-				switch {
-				case gap == 0:
-				case os[i].q > os[i-1].e:
-					sum[CauseHostWait] += gap
-				case gap < kw:
-					sum[CauseKernelWait] += gap
-				default:
-					sum[CauseOther] += gap
+			// Each nanosecond from the first op's start to the last end that no op covers, put
+			// down to the gap it lies in.
+			end := os[0].e
+			for _, o := range os[1:] {
+				if o.s > end {
+					idle := int64(0)
+					for t := end; t < o.s; t++ {
+						covered := false
+						for _, p := range os {
+							covered = covered || (p.s <= t && t < p.e)
+						}
+						if !covered {
+							idle++
+						}
+					}
+					switch {
+					case o.q > end:
+						sum[CauseHostWait] += idle
+					case o.s-end < kw:
+						sum[CauseKernelWait] += idle
+					default:
+						sum[CauseOther] += idle
+					}
 				}
+				end = max(end, o.e)
 			}
 			continue
 		}
@@ -573,6 +631,9 @@ func TestIdleRandomAgainstReference(t *testing.T) {
 							seed, s.Device, s.Stream, s.ByCause, s.TotalNs, m, sum)
 					}
 					for _, c := range Causes() {
+						if s.ByCause[c] < 0 {
+							t.Fatalf("seed %d: stream %d/%d has %d ns of %s: idle time is never negative", seed, s.Device, s.Stream, s.ByCause[c], c)
+						}
 						total[c] += s.ByCause[c]
 						seen[c] = seen[c] || s.ByCause[c] != 0
 					}

@@ -72,7 +72,26 @@ type links struct {
 	pub     []DeviceLinks
 	changed bool
 	fabric  fabric // the fabric's switch ports
+	// pending are, by the peer whose host no event had named yet, the sends and receives counted
+	// in unknown for it: once the peer's first event names its host, their bytes move to the link
+	// they crossed (a live job's ranks are heard from in any order: a rank's first send can come
+	// before its peer's first event). npending counts them, up to maxPendingP2P; past it an op
+	// stays in unknown.
+	pending  map[int32][]pendingP2P
+	npending int
 }
+
+// pendingP2P is a send or receive whose peer's host was not known when it came.
+type pendingP2P struct {
+	dev        int32
+	dir        int
+	start, end int64
+	bytes      float64
+}
+
+// maxPendingP2P bounds the sends and receives kept to be attributed when their peer's host is
+// known (a peer never heard from, a hostile stream: the rest stay unknown).
+const maxPendingP2P = 4096
 
 // MaxDevices bounds the device ids that are their own slot in the per-device state (a dense array
 // by id); the others get slots of their own as they are first seen (farSlots), so that a bogus
@@ -106,7 +125,37 @@ func (l *links) device(d int32) int32 {
 	return s
 }
 
+// attributeLate moves the bytes of the sends and receives whose peer is e's device, once the host
+// map knows that device's host, from unknown to the link they crossed, over the time they ran.
+func (l *links) attributeLate(e *timeline.Event) {
+	peer := e.Device
+	ps := l.pending[peer]
+	if len(ps) == 0 {
+		return
+	}
+	if _, known := l.hosts.Host(peer); !known {
+		return
+	}
+	delete(l.pending, peer)
+	l.npending -= len(ps)
+	for _, p := range ps {
+		same, known := l.sameHost(p.dev, peer)
+		if !known {
+			continue // its own device's host not kept by the map: it stays unknown
+		}
+		link := LinkNIC
+		if same {
+			link = LinkNVLink
+		}
+		l.unknown[l.device(p.dev)] -= p.bytes
+		l.put(p.dev, link, p.dir, &timeline.Event{Start: p.start, End: p.end}, p.bytes)
+	}
+}
+
 func (l *links) add(e *timeline.Event) {
+	if l.npending > 0 {
+		l.attributeLate(e)
+	}
 	if e.Kind == timeline.KindLinkBytes {
 		if dir, ok := timeline.UnpackFabricLink(e.Sub); ok {
 			if l.measured {
@@ -218,8 +267,12 @@ func (l *links) markPartial(e *timeline.Event) {
 	}
 	if e.Bytes > 0 && l.unattributed(e) {
 		// Its bytes went to "link unknown": NVLink and the NIC hold only part of the device's
-		// traffic, a lower bound (— when nothing else), never a bare 0.
-		mark(e.Device, LinkNVLink, LinkNIC)
+		// traffic, a lower bound (— when nothing else), never a bare 0. A send's or receive's
+		// may move to its link later (attributeLate), so those links are lower bounds while the
+		// device has bytes in unknown (result), not for good.
+		if e.Kind == timeline.KindCollective {
+			mark(e.Device, LinkNVLink, LinkNIC)
+		}
 		return
 	}
 	if e.Bytes > 0 && (e.Kind != timeline.KindCollective || e.Ranks > 0) {
@@ -313,15 +366,23 @@ func (l *links) fromOp(e *timeline.Event, b float64) {
 		}
 	case timeline.KindSend, timeline.KindRecv:
 		link := LinkNVLink
-		if same, known := l.sameHost(e.Device, e.Peer); e.Peer >= 0 && !known {
-			l.unknown[l.device(e.Device)] += b // NVLink or a NIC: the hosts are not known
-			return
-		} else if e.Peer >= 0 && !same {
-			link = LinkNIC
-		}
 		dir := DirTx
 		if e.Kind == timeline.KindRecv {
 			dir = DirRx
+		}
+		if same, known := l.sameHost(e.Device, e.Peer); e.Peer >= 0 && !known {
+			l.unknown[l.device(e.Device)] += b // NVLink or a NIC: the hosts are not known
+			if _, ok := l.hosts.Host(e.Device); ok && l.npending < maxPendingP2P {
+				// Its own host is known, its peer's not yet: it is attributed when the peer's is.
+				if l.pending == nil {
+					l.pending = map[int32][]pendingP2P{}
+				}
+				l.pending[e.Peer] = append(l.pending[e.Peer], pendingP2P{dev: e.Device, dir: dir, start: e.Start, end: e.End, bytes: b})
+				l.npending++
+			}
+			return
+		} else if e.Peer >= 0 && !same {
+			link = LinkNIC
 		}
 		l.put(e.Device, link, dir, e, b)
 	case timeline.KindCollective:
@@ -549,6 +610,9 @@ func (l *links) result() Links {
 		row.PCIe, row.NVLink, row.NIC, row.HBM = row.Bytes(LinkPCIe), row.Bytes(LinkNVLink), row.Bytes(LinkNIC), row.Bytes(LinkHBM)
 		row.Total = row.PCIe + row.NVLink + row.NIC + row.HBM
 		row.Partial = l.partial[i]
+		if l.unknown[i] > 0 {
+			row.Partial[LinkNVLink], row.Partial[LinkNIC] = true, true
+		}
 		row.LowerBound = lowerBoundNames(row.Partial)
 		out.Devices = append(out.Devices, row)
 	}

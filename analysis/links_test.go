@@ -503,3 +503,65 @@ func TestLinksHostsFromEvents(t *testing.T) {
 		})
 	}
 }
+
+// In a live job a rank's first send can come before its peer's first event names the peer's host
+// (attach hears the ranks in any order): the send's bytes are unknown then (its NVLink and NIC
+// lower bounds, shown —, never 0), and move to the link they crossed once the peer is heard from,
+// over the time they ran; a peer never heard from leaves them unknown. Before, they stayed unknown
+// for good, though the report at the end knew both hosts.
+func TestLinksPeerHeardLate(t *testing.T) {
+	const b = BucketNs
+	on := func(h uint16, e timeline.Event) timeline.Event { e.Host = h; return e }
+	type row struct {
+		nvlink, nic, unknown int64
+		lower                []string
+	}
+	for _, tc := range []struct {
+		name       string
+		peerHost   uint16
+		heard      bool
+		before     row // device 0 after its send, before the peer's first event
+		after      row // device 0 at the end
+		link       Link
+		rateBucket float64 // device 0's rate on link in bucket 1 at the end
+	}{
+		{"peer on another host", 1, true, row{0, 0, 4096, []string{"NVLink", "NIC", "HBM"}}, row{0, 4096 + 8192, 0, []string{"HBM"}}, LinkNIC, 4096 / 0.05},
+		{"peer on the same host", 0, true, row{0, 0, 4096, []string{"NVLink", "NIC", "HBM"}}, row{4096 + 8192, 0, 0, []string{"HBM"}}, LinkNVLink, 4096 / 0.05},
+		{"peer never heard from", 1, false, row{0, 0, 4096, []string{"NVLink", "NIC", "HBM"}}, row{0, 0, 4096 + 8192, []string{"NVLink", "NIC", "HBM"}}, LinkNIC, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := timeline.Meta{Devices: 2, Extra: map[string]string{timeline.HostsInEventsKey: "1"}}
+			a := New(m)
+			emit := func(evs ...timeline.Event) {
+				for i := range evs {
+					a.Emit(&evs[i])
+				}
+			}
+			check := func(when string, want row) *DeviceLinks {
+				t.Helper()
+				for _, d := range a.Result(nil).Links.Devices {
+					if d.Device != 0 {
+						continue
+					}
+					if d.NVLink != want.nvlink || d.NIC != want.nic || d.Unattributed != want.unknown || !slices.Equal(d.LowerBound, want.lower) {
+						t.Errorf("%s: device 0 NVLink %d, NIC %d, unattributed %d, lower bounds %q; want %d, %d, %d, %q",
+							when, d.NVLink, d.NIC, d.Unattributed, d.LowerBound, want.nvlink, want.nic, want.unknown, want.lower)
+					}
+					return &d
+				}
+				t.Fatalf("%s: no row for device 0", when)
+				return nil
+			}
+			emit(on(0, kern(0, 1, 0, 1)), on(0, sendEv(0, 1, b, 2*b, 4096, 2)))
+			check("before the peer", tc.before)
+			if tc.heard {
+				emit(on(tc.peerHost, kern(1, 1, 0, 1)), on(tc.peerHost, recvEv(1, 0, b, 2*b, 4096, 2)))
+			}
+			emit(on(0, sendEv(0, 1, 3*b, 4*b, 8192, 3)))
+			d := check("at the end", tc.after)
+			if got, ok := d.Rate(tc.link, 1); !ok || abs(got-tc.rateBucket) > 1 {
+				t.Errorf("Rate(%v, 1) = %v, %v; want %v (the late send's bytes over the time it ran)", tc.link, got, ok, tc.rateBucket)
+			}
+		})
+	}
+}

@@ -27,6 +27,8 @@ import (
 type Config struct {
 	// Scenario is resolved afresh for each run: a resolved scenario keeps its run's streams.
 	Scenario *scenario.File
+	// Knobs set the scenario's knobs (key=value, as run's --set); nil: its defaults.
+	Knobs    map[string]string
 	Topology engine.Topology
 	Trials   int   // fault trials
 	Healthy  int   // healthy runs (false findings on them measure precision)
@@ -85,7 +87,7 @@ func run(ctx context.Context, cfg *Config, seed int64, faults []fault.Fault) (*r
 	if err != nil {
 		return nil, err
 	}
-	sc, err := scenario.Resolve(cfg.Scenario, nil, topo)
+	sc, err := scenario.Resolve(cfg.Scenario, cfg.Knobs, topo)
 	if err != nil {
 		return nil, err
 	}

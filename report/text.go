@@ -486,7 +486,7 @@ func linksText(b *strings.Builder, r *Report, o TextOptions) {
 	}
 	linkDevicesText(b, r, o, unknown)
 	if unknown {
-		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say, and ops between devices whose hosts are unknown (no topology)\n")
+		b.WriteString("  link unknown: collectives across hosts, whose split between NVLink and NICs the source does not say, and ops between devices whose hosts are unknown (no topology, or a peer not heard from yet)\n")
 	}
 	if slices.ContainsFunc(r.Links.Devices, func(d analysis.DeviceLinks) bool { return len(d.LowerBound) > 0 }) {
 		b.WriteString("  ≥: a lower bound, " + units.Unknown + ": unknown " + partialWhy + "\n")

@@ -11,7 +11,8 @@ type IdleMode uint8
 const (
 	// IdleEngine splits each gap by the wait events the engine recorded on the stream.
 	IdleEngine IdleMode = iota
-	// IdleHTA classifies each whole gap as Holistic Trace Analysis does; used for imported traces,
+	// IdleHTA classifies each whole gap as Holistic Trace Analysis does (but counts no idle time
+	// where ops overlap, where HTA counts a negative one); used for imported traces,
 	// which carry no wait events.
 	IdleHTA
 )

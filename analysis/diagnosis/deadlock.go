@@ -65,6 +65,7 @@ func (d *Diagnosis) deadlocks(groups map[uint64]*hangGroup, hung []uint64, ops m
 		}
 		d.cycles[key] = true
 		f := d.deadlockFinding(groups, cyc, edges, thr)
+		f.look = true
 		for _, e := range edges {
 			d.hung[e.op] = len(d.findings)
 		}

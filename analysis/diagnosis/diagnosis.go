@@ -144,6 +144,10 @@ type Diagnosis struct {
 	links     map[uint64]hangLink
 	commRoot  map[uint32]int
 	hangFloor int64 // SetHangFloor; 0: hangFloor
+	// looked are the ops of the last look at what was in flight (Pending), and ended those of
+	// them that completed since: a console reads the ops running before it folds the events that
+	// came meanwhile, so a look may be handed an op whose completion the diagnosis already has.
+	looked, ended map[uint64]bool
 	// timedOut are the ranks whose wait the watchdog ended: they were waiting, though no longer
 	// in flight.
 	timedOut map[int32]bool
@@ -215,6 +219,7 @@ type candKey struct {
 	rank int32
 	port uint32 // a switch port's leaf (timeline.PackPort) + 1; 0: none
 	host int32  // a whole host's suspect (rank -1): the host; else 0
+	ties uint64 // a slow link of no known rank: the tied ranks (suspect.ties); else 0
 }
 
 type candidate struct {
@@ -246,7 +251,7 @@ func New(hosts *hostmap.Map) *Diagnosis {
 		hosts = hostmap.ByID(0)
 	}
 	return &Diagnosis{hosts: hosts, labels: map[uint32]int32{}, keys: map[opKey]int32{}, lastSlot: -1, pairs: map[pairKey]pairAcc{}, barriers: map[uint64]*barrierInst{},
-		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, rankHangs: map[int32]int{}, foldedOps: map[int32]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, waitsIn: map[int32][]uint64{}, links: map[uint64]hangLink{}, commRoot: map[uint32]int{}, timedOut: map[int32]bool{}, stepStart: -1, seq: newSeqs(),
+		cand: map[candKey]*candidate{}, reported: map[candKey]int{}, comms: map[uint32]*commInfo{}, hung: map[uint64]int{}, rankHangs: map[int32]int{}, foldedOps: map[int32]int{}, cycles: map[string]bool{}, hungComms: map[uint32]bool{}, waitsIn: map[int32][]uint64{}, links: map[uint64]hangLink{}, commRoot: map[uint32]int{}, timedOut: map[int32]bool{}, looked: map[uint64]bool{}, ended: map[uint64]bool{}, stepStart: -1, seq: newSeqs(),
 		win: busyWindow{idx: math.MinInt64}, portSlow: map[uint32]portAcc{}}
 }
 
@@ -301,6 +306,9 @@ func (d *Diagnosis) Add(e *timeline.Event) {
 		}
 		if e.Status == timeline.StatusOK && !e.TimeUnknown() {
 			d.maxOp = max(d.maxOp, e.Dur())
+		}
+		if e.Status == timeline.StatusOK && e.Op != 0 {
+			d.completed(e.Op)
 		}
 		if r := d.rank(e.Device); r != nil {
 			d.launch(r, e)
@@ -686,7 +694,9 @@ func (d *Diagnosis) Result(labels timeline.Labels) []Finding {
 	d.alerts = d.alerts[:0]
 	out := make([]Finding, 0, len(d.findings))
 	for _, f := range d.findings {
-		out = append(out, resolved(f, labels))
+		if !f.withdrawn {
+			out = append(out, resolved(f, labels))
+		}
 	}
 	out = append(out, d.seq.findings(labels, d.hostOf)...)
 	out = mergeSourced(out, d.sourcedFindings(labels))

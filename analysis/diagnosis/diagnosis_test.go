@@ -594,3 +594,47 @@ func TestStalledLinkAlone(t *testing.T) {
 		t.Fatalf("%+v; want rank 13's NIC, moving nothing while busy, down and up again: flapping", got)
 	}
 }
+
+// A slow link whose rank is not known (its transfers' two ends on two hosts tie, and no link rate
+// tells them apart) holds over steps only while the same ranks tie. A healthy job's contention
+// slows a different pipeline pair a little in each step (llm-train on 16 hosts with ep=4: 1.33×,
+// ranks 96 … 121 in the first step, 98 … 124 in the second): before, the two steps counted as one
+// link slow twice and made a "slow link (which: unknown)" finding on a healthy run.
+func TestUnknownLinkSameRanksEachStep(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		slow [2]int32 // the sender of the slow pair in each step; its receiver is 16 ranks on
+		want bool
+	}{
+		{"the same pair slow in both steps", [2]int32{3, 3}, true},
+		{"another pair slow in each step", [2]int32{3, 5}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStepper(8)
+			var op uint64
+			for st := range 2 {
+				for r := int32(0); r < 16; r++ {
+					for i := range 10 {
+						op++
+						dur := int64(float64(ms) * jitter(int(r), i))
+						if r == c.slow[st] {
+							dur = 135 * ms / 100 // 1.35×: slow, but under strong (one step is not enough)
+						}
+						s.p2p(r, r+16, s.t+int64(i)*2*ms, dur, op)
+					}
+				}
+				s.endStep(100 * ms)
+			}
+			got := s.d.Result(s.strs)
+			if !c.want {
+				if len(got) != 0 {
+					t.Fatalf("findings %v; want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Kind != SlowLink || got[0].Rank != -1 || got[0].Host != -1 || got[0].Culprit() != "a link (which: unknown)" {
+				t.Fatalf("findings %v; want one slow link, which unknown", got)
+			}
+		})
+	}
+}

@@ -107,6 +107,9 @@ type Finding struct {
 	// behind is a source's count mismatch's (NCCL RAS): how many collectives of Coll its rank is
 	// behind the highest count (0: not known), for mergeSourced.
 	behind int64
+	// look: made by a look at what was in flight (Pending), from how long its op had lasted, so
+	// taken back if that op completes after all (withdrawn): it was a long wait, not a hang.
+	look, withdrawn bool
 }
 
 // Place puts the finding's culprit rank on its host and GPU as hosts, the analysis's one host

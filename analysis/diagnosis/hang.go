@@ -94,10 +94,14 @@ func (g *hangGroup) noteP2P(e *timeline.Event) {
 // communicator and communicator, with the members that never entered them and the ranks stuck
 // inside; cycles of ranks waiting on each other (deadlocks); and the ranks whose communicator
 // initialisation has not completed after initAfter. Each hang is reported once; At is the
-// earliest time the state seen now proves it (the oldest wait's start plus the threshold). It
-// returns the findings added.
+// earliest time the state seen now proves it (the oldest wait's start plus the threshold); one
+// whose op completes after all is withdrawn (withdraw.go: it was a long wait). It returns the
+// findings added.
 func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 	groups, order, initing, joining, ops := d.groupInFlight(now, inflight)
+	if inflight != nil {
+		d.noteLook(order) // not Result's look at the ended waits alone: a console's is the one to note
+	}
 	d.upgradeHangs(initing)
 	thr := d.HangAfter()
 	// A group is hung once its oldest wait is thr old; one that every rank entered and none
@@ -174,6 +178,7 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 			} // else looked at again: the waits it is behind may prove a hang, or end
 			continue
 		}
+		f.look = true
 		d.hung[op] = len(d.findings)
 		if f.Rank >= 0 && (f.Kind == MissingRank || f.Kind == Hang) && len(d.rankHangs) < maxRanks {
 			d.rankHangs[f.Rank] = len(d.findings)
@@ -397,6 +402,9 @@ func (d *Diagnosis) groupInFlight(now int64, inflight []timeline.Event) (groups 
 	}
 	for i := range inflight {
 		e := &inflight[i]
+		if e.Op != 0 && d.ended[e.Op] {
+			continue // read in flight before its completion was folded: it is not
+		}
 		if e.Device >= 0 {
 			ops[e.Device]++
 		}

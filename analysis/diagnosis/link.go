@@ -71,6 +71,7 @@ func (d *Diagnosis) slowLink() (suspect, bool) {
 	conf := 1.0
 	peakNote := ""
 	host := d.hostOf(culprit)
+	var ties uint64
 	if len(tied) > 1 {
 		var c int32
 		c, conf, peakNote = d.lowestPeak(tied, cls)
@@ -90,11 +91,12 @@ func (d *Diagnosis) slowLink() (suspect, bool) {
 				// both: which class is slow is not known either.
 				class = -1
 			}
+			ties = tieKey(tied)
 		}
 	} else if p, med, ok := d.peakAgainst(culprit, cls); ok && p < 0.9*med {
 		peakNote = fmt.Sprintf("; its %s peaked at %.0f%% of its peers' peak rate", linkName(class), 100*p/med)
 	}
-	s := suspect{kind: SlowLink, rank: culprit, host: host, ratio: ratio, conf: conf, excess: a.slowExcess, link: class,
+	s := suspect{kind: SlowLink, rank: culprit, host: host, ratio: ratio, conf: conf, excess: a.slowExcess, link: class, ties: ties,
 		detail: fmt.Sprintf("%d of its transfers this step took %.2f× its peers' time%s",
 			a.slowOps, ratio, peakNote), cost: "its transfers"}
 	return s, true
@@ -262,6 +264,19 @@ func (d *Diagnosis) peakAgainst(r int32, c int) (p, med float64, ok bool) {
 
 func linkClass(c int) int {
 	return [...]int{timeline.PeakPCIe, timeline.PeakNVLink, timeline.PeakNIC}[c]
+}
+
+// tieKey identifies a set of tied ranks (FNV-1a over their ids, in order): a link named by no
+// rank is one suspect across steps only while the same ranks tie for it.
+func tieKey(rs []int32) uint64 {
+	h := uint64(14695981039346656037)
+	for _, r := range rs {
+		for i := range 4 {
+			h ^= uint64(byte(uint32(r) >> (8 * i)))
+			h *= 1099511628211
+		}
+	}
+	return h
 }
 
 // rankRange writes ranks compactly: "0-7" when contiguous, else the first and last.

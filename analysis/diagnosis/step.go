@@ -31,6 +31,11 @@ type suspect struct {
 	peer float64
 	// flaps: a slow link down in some windows and up at its peers' rate between.
 	flaps bool
+	// ties identifies the ranks tied for a slow link whose rank is not known (tieKey; 0 for a
+	// named culprit): such a suspect holds over steps only while the same ranks tie. Different
+	// transfers a little slow in each step (a healthy job's contention, here one pipeline pair,
+	// there another) are not one link slow in both.
+	ties uint64
 	// cost names what excess measures ("its transfers", "its launches", "its kernels"): the
 	// finding says what the step lost to it beside it (costPhrase); "": the detail says it.
 	cost string
@@ -83,7 +88,7 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	}
 	seen := map[candKey]bool{}
 	for _, s := range sus {
-		k := candKey{kind: s.kind, rank: s.rank, port: s.port}
+		k := candKey{kind: s.kind, rank: s.rank, port: s.port, ties: s.ties}
 		if s.rank < 0 && s.kind == SlowHost {
 			k.host = s.host
 		}

@@ -28,6 +28,8 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	hosts := fs.Int("hosts", 0, "hosts of the topology (0: the topology's own)")
 	steps := fs.Int("steps", 4, "steps per run (at least 3)")
 	seed := fs.Int64("seed", 1, "the first trial's seed; trial i uses seed+i")
+	sets := setFlag{}
+	fs.Var(sets, "set", "set a scenario knob, key=value (repeatable), as run's --set: ep=4")
 	kinds := fs.String("kinds", "", "fault kinds to draw from, comma-separated (default: all the simulator models, fabric_slow where the topology has more than one rail group, less the kinds the scenario cannot show there; a kind named here is drawn all the same)")
 	verbose := fs.Bool("v", false, "print each trial as it ends")
 	if err := parseFlags(fs, args); err != nil {
@@ -62,10 +64,10 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return usageError("--scenario: %v", err)
 	}
-	if _, err := scenario.Resolve(f, nil, t); err != nil {
+	if _, err := scenario.Resolve(f, sets, t); err != nil {
 		return usageError("--scenario %s on %s: %v", *sc, t.Name, err)
 	}
-	cfg := campaign.Config{Scenario: f, Topology: t, Trials: *n, Healthy: *healthy, Steps: *steps, Seed: *seed}
+	cfg := campaign.Config{Scenario: f, Knobs: sets, Topology: t, Trials: *n, Healthy: *healthy, Steps: *steps, Seed: *seed}
 	if cfg.Healthy < 0 {
 		cfg.Healthy = max(1, *n/4)
 	}
@@ -102,8 +104,12 @@ func diagnoseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		fmt.Fprintf(stdout, "%s on %s cannot show %s: %s\n", f.Name, t.Name, joinUnshown(un), what)
 	}
+	name := f.Name
+	if len(sets) > 0 {
+		name += " (" + sets.String() + ")"
+	}
 	fmt.Fprintf(stdout, "diagnosis campaign: %s on %s (%d hosts × %d GPUs), %d steps per run, %d fault trials + %d healthy, seeds %d..%d\n",
-		f.Name, t.Name, t.Hosts, t.GPUsPerHost, *steps, *n, cfg.Healthy, *seed, *seed+int64(*n+cfg.Healthy)-1)
+		name, t.Name, t.Hosts, t.GPUsPerHost, *steps, *n, cfg.Healthy, *seed, *seed+int64(*n+cfg.Healthy)-1)
 	trials, err := campaign.Run(ctx, cfg)
 	if !*verbose && tty {
 		fmt.Fprintln(stderr)

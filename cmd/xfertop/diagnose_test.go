@@ -54,3 +54,29 @@ func TestDiagnoseHelpDefaults(t *testing.T) {
 		}
 	}
 }
+
+// --set sets the scenario's knobs for every run of the campaign, as run's does, and the first line
+// names them; a knob the scenario does not have, or a value it refuses, is a usage error naming it.
+func TestDiagnoseSetKnobs(t *testing.T) {
+	code, out, errs := runCLI(t, "diagnose", "--campaign", "1", "--healthy", "1", "--topology", "h100x8x2", "--hosts", "16", "--steps", "3",
+		"--kinds", "gpu_slow", "--set", "ep=4", "-v")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if want := "diagnosis campaign: llm-train (ep=4) on h100x8x2 (16 hosts × 8 GPUs)"; !strings.HasPrefix(out, want) {
+		t.Errorf("output:\n%s\nwant it to begin %q", out, want)
+	}
+	if !strings.Contains(errs, "seed 1: healthy -> no finding") {
+		t.Errorf("trials:\n%s\nwant the healthy run (seed 1) without a finding", errs)
+	}
+	for _, c := range []struct{ set, want string }{
+		{"ep=5", "--set ep=5: ep 5 must divide dp 4"},
+		{"nope=1", `--set nope=1: unknown knob "nope"`},
+		{"ep", `want key=value, got "ep"`},
+	} {
+		code, _, errs := runCLI(t, "diagnose", "--campaign", "1", "--topology", "h100x8x2", "--hosts", "16", "--set", c.set)
+		if code != exitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("--set %s: exit %d, %q; want %d and %q", c.set, code, errs, exitUsage, c.want)
+		}
+	}
+}
