@@ -38,6 +38,9 @@ type Analyzer struct {
 	// hosts is the one device→host map (analysis/hostmap): the links, the diagnosis and, through
 	// Result.Hosts, the report, the console and the OTLP exporter all place devices by it.
 	hosts *hostmap.Map
+	// held are the events Emit was given and has not folded yet (flush): on a cluster they are
+	// folded heldEvents at a time.
+	held []timeline.Event
 }
 
 // New returns an analyzer for a stream described by m (idle mode, kernel-wait threshold, GPUs per host).
@@ -55,7 +58,7 @@ func (a *Analyzer) Reset() { a.StartAt(0) }
 // whole. Steps that began before t are not counted (the setup at their start may be before t,
 // unseen), and the duration runs from t (or the first event, when later) to the last event's end.
 func (a *Analyzer) StartAt(t int64) {
-	*a = Analyzer{meta: a.meta, from: max(t, 0), transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
+	*a = Analyzer{meta: a.meta, from: max(t, 0), held: a.held[:0], transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
 		hosts: hostmap.New(a.meta), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
 	a.links = newLinks(a.hosts, a.meta.LinkBytes, a.meta.FabricPortBps)
 	a.steps = newSteps(a.from)
@@ -67,42 +70,84 @@ func (a *Analyzer) StartAt(t int64) {
 	a.colls.from = a.from
 }
 
-// aheadDevices is the highest device id, plus one, from which Emit asks for an event's state
-// ahead of its use: some 5 to 10 kB of state per device, so that below it (a host or a few) the
-// analysis's state stays in a core's caches.
+// aheadDevices is the highest device id, plus one, from which Emit holds events to fold them
+// in batches, asking for each one's state ahead of its use: some 5 to 10 kB of state per device,
+// so that below it (a host or a few) the analysis's state stays in a core's caches, and holding
+// an event costs more than it saves.
 const aheadDevices = 128
+
+// heldEvents is how many events Emit holds on a cluster before it folds them (20 KiB): between
+// two events of a simulation the engine's work evicts the analysis's state from the caches, and
+// the analysis's the engine's; folded in a run, the lines the analysis shares between events (its
+// accumulators' headers, the steps, the tables) stay in the caches from one event to the next,
+// and each event's own state is asked for aheadEvents events before its turn, far enough ahead
+// for the miss to be over when it comes.
+const heldEvents = 256
+
+// aheadEvents is how many events ahead of the one folded flush asks for an event's state: enough
+// for a miss to memory to end meanwhile, few enough that the lines asked for are still in the
+// caches at their turn.
+const aheadEvents = 8
 
 // Meta returns the description the analyzer was made with.
 func (a *Analyzer) Meta() timeline.Meta { return a.meta }
 
-// Emit folds one event.
+// Emit folds one event. On a cluster (aheadDevices) it holds the event, a copy, and folds it
+// with the ones before and after it, in the order given, before anything reads a result: no
+// result, finding or count differs from folding each event at once.
 func (a *Analyzer) Emit(e *timeline.Event) {
 	a.events++
+	if len(a.breakdown.devs) < aheadDevices {
+		a.fold(e)
+		return
+	}
+	a.held = append(a.held, *e)
+	if len(a.held) >= heldEvents {
+		a.flush()
+	}
+}
+
+// flush folds the events held, in order. Each event's stream, device and rank state is asked for
+// aheadEvents events before its turn, and the ends of its device's interval sets (found from that
+// state, once arrived) half as far ahead.
+func (a *Analyzer) flush() {
+	h := a.held
+	for i := range min(aheadEvents, len(h)) {
+		a.prefetch(&h[i])
+	}
+	for i := range h {
+		if j := i + aheadEvents; j < len(h) {
+			a.prefetch(&h[j])
+		}
+		if j := i + aheadEvents/2; j < len(h) {
+			a.breakdown.prefetchEnds(&h[j])
+		}
+		a.fold(&h[i])
+	}
+	a.held = h[:0]
+}
+
+// prefetch asks for the lines of e's stream, device and rank state: a hint, which changes nothing.
+func (a *Analyzer) prefetch(e *timeline.Event) {
+	a.idle.prefetch(e)
+	a.breakdown.prefetch(e)
+	a.diag.Prefetch(e)
+}
+
+// fold folds one event into every accumulator. The steps go before the idle gaps and the
+// breakdown, which read the window they mark.
+func (a *Analyzer) fold(e *timeline.Event) {
 	if !a.seen {
 		a.first, a.last, a.seen = e.Start, e.End, true
 	}
 	a.first, a.last = min(a.first, e.Start), max(a.last, e.End)
 	a.hosts.Add(e) // before every fold that places the device
-	// On a cluster the state of an event's stream, device and rank is rarely in the caches: ask
-	// for it now, and fold the event into the accumulators that keep no such state first, so that
-	// the lines arrive meanwhile (and the ends of the device's interval sets, found from its state,
-	// halfway). The steps go before the idle gaps and the breakdown, which read the window they
-	// mark. On a few devices the state stays in the caches, and asking costs more than it saves.
-	ahead := len(a.breakdown.devs) >= aheadDevices
-	if ahead {
-		a.idle.prefetch(e)
-		a.breakdown.prefetch(e)
-		a.diag.Prefetch(e)
-	}
 	a.steps.add(e)
 	a.transfers.add(e)
 	a.p2p.add(e)
 	a.colls.add(e)
 	a.barriers.add(e)
 	a.comms.add(e)
-	if ahead {
-		a.breakdown.prefetchEnds(e)
-	}
 	a.named.add(e)
 	a.links.add(e)
 	a.alerts.add(e)
@@ -121,6 +166,7 @@ func (a *Analyzer) Emit(e *timeline.Event) {
 // first after the seek, while the numbers still cover the stream from t on. Other events are
 // left to Emit.
 func (a *Analyzer) Diagnose(e *timeline.Event) {
+	a.flush()
 	if e.End < a.from {
 		a.hosts.Add(e)
 		a.diag.Add(e)
@@ -129,12 +175,15 @@ func (a *Analyzer) Diagnose(e *timeline.Event) {
 
 // Pending gives the diagnosis what a live source has in flight at time now (its InFlight), so
 // that hangs are named while they last, before a watchdog ends the run.
-func (a *Analyzer) Pending(now int64, inflight []timeline.Event) { a.diag.Pending(now, inflight) }
+func (a *Analyzer) Pending(now int64, inflight []timeline.Event) {
+	a.flush()
+	a.diag.Pending(now, inflight)
+}
 
 // SetHangFloor sets the least a wait must last to be called a hang (diagnosis.SetHangFloor).
 func (a *Analyzer) SetHangFloor(ns int64) { a.diag.SetHangFloor(ns) }
 
-// Events returns how many events were folded.
+// Events returns how many events were given to Emit (folded, or held to be).
 func (a *Analyzer) Events() int64 { return a.events }
 
 // Result is every number xfertop reports about a stream so far.
@@ -172,6 +221,7 @@ type Result struct {
 // Result computes the results so far. labels resolves alert messages. Its cost follows what
 // changed since the last call: a console asks every frame, over hundreds of devices.
 func (a *Analyzer) Result(labels Labels) *Result {
+	a.flush()
 	r := &Result{Events: a.events, Steps: a.steps.result(), Transfers: a.transfers.result(), SendRecv: a.p2p.result(), Collectives: a.colls.result(),
 		Barriers: a.barriers.result(), StreamIdle: a.idle.result(), Breakdown: a.breakdown.result(), Links: a.links.result(),
 		Telemetry: a.telemetry.result(), ProfilerCost: a.profiler.result()}

@@ -48,16 +48,32 @@ type streamCacheEntry struct {
 // slot returns the state in slot s.
 func (g *idleGaps) slot(s uint32) *streamGaps { return &g.blocks[s/streamBlock][s%streamBlock] }
 
-// prefetch asks for the state of e's stream ahead of add, when its id finds it.
+// prefetch asks for the state of e's stream ahead of add, when its id finds it and add reads it
+// (streamLines).
 func (g *idleGaps) prefetch(e *timeline.Event) {
-	if id := e.Stream; id < uint32(len(g.byID)) {
+	if id, lines := e.Stream, streamLines(e.Kind); lines > 0 && id < uint32(len(g.byID)) {
 		if s := g.byID[id] - 1; s < g.n {
 			// The state's address without a load from its block: &block[i] would read the block
 			// (Go's check that it is not nil), waiting for the very miss asked for.
 			b := unsafe.Pointer(g.blocks[s/streamBlock])
-			cacheline.Prefetch(unsafe.Add(b, uintptr(s%streamBlock)*unsafe.Sizeof(streamGaps{})), 3) // an op's line and a gap's two
+			cacheline.Prefetch(unsafe.Add(b, uintptr(s%streamBlock)*unsafe.Sizeof(streamGaps{})), lines)
 		}
 	}
+}
+
+// streamLines is how many lines of its stream's state add reads for an event of kind k: an op's
+// line and a gap's two for a busy op, the op's line for a wait, none for the rest. Other events
+// on a stream (a promise fulfilled, an event recorded: two in five of a simulation's) leave the
+// state alone, and asking for it would only take one of the few misses the CPU can have under
+// way from a line that is read.
+func streamLines(k timeline.Kind) int {
+	switch {
+	case k.IsBusy():
+		return 3
+	case k == timeline.KindEventWait || k == timeline.KindBarrier || k == timeline.KindPeerWait:
+		return 1
+	}
+	return 0
 }
 
 // stream finds (or makes) e's stream.
