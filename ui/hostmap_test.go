@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,15 +75,17 @@ func ranksOnTwoHosts(t *testing.T) (*fakeSource, []timeline.Event, timeline.Meta
 }
 
 // The cluster view shows an attach-like job's ranks under the hosts they reported (rank 0 on
-// host 1, rank 1 on host 0), and the diagnosis's hang names rank 0's reported host, in the
-// console's findings and the report alike. Before the one host map, the view put both ranks on
-// one host (no count of GPUs per host) and the finding named no host.
+// host 1, named node-a; rank 1 on host 0, node-b), and the diagnosis's hang names rank 0's
+// reported host by its name, in the console's findings and the report alike (the number stays
+// the key: the report's host 1). Before the one host map, the view put both ranks on one host
+// (no count of GPUs per host) and the finding named no host; before the map carried the names,
+// the view and the findings showed the join's numbers alone.
 func TestClusterHostsFromRanks(t *testing.T) {
 	src, evs, meta, strs := ranksOnTwoHosts(t)
 	m := sized(src, 120, 30)
 	press(m, "8")
 	cv := paneAt[*cluster.Model](m, TabCluster)
-	for dev, want := range map[int32]string{0: "1", 1: "0"} {
+	for dev, want := range map[int32]string{0: "node-a", 1: "node-b"} {
 		if got, ok := cv.HostOf(dev); !ok || got != want {
 			t.Errorf("cluster view lists gpu %d under host %q (%v); want host %s, the host its rank named", dev, got, ok, want)
 		}
@@ -107,12 +110,13 @@ func TestClusterHostsFromRanks(t *testing.T) {
 	if hang == nil {
 		t.Fatalf("report findings %+v; want one naming rank 0", rep.Findings)
 	}
-	if hang.Host == nil || *hang.Host != 1 || !strings.Contains(hang.Culprit, "rank 0 (host 1)") {
-		t.Errorf("report finding: culprit %q, host %v; want rank 0 on host 1, the host it named", hang.Culprit, hang.Host)
+	if hang.Host == nil || *hang.Host != 1 || !strings.Contains(hang.Culprit, "rank 0 (host node-a)") ||
+		hang.HostName == nil || *hang.HostName != "node-a" {
+		t.Errorf("report finding: culprit %q, host %v, host_name %v; want rank 0 on host 1, node-a, the host it named", hang.Culprit, hang.Host, hang.HostName)
 	}
 	press(m, "9")
-	if out := ansi.Strip(m.View().Content); !strings.Contains(out, "rank 0 (host 1)") {
-		t.Errorf("findings view:\n%s\nwant rank 0 named on host 1", out)
+	if out := ansi.Strip(m.View().Content); !strings.Contains(out, "rank 0 (host node-a)") {
+		t.Errorf("findings view:\n%s\nwant rank 0 named on host node-a", out)
 	}
 	press(m, "8")
 	sameHosts(t, cv, rep, 2)
@@ -148,6 +152,9 @@ func sameHosts(t *testing.T, cv *cluster.Model, rep *report.Report, want int) {
 			h = fmt.Sprint(*dh.Host)
 		}
 		byDev[dh.Device] = h
+		if dh.HostName != nil { // the view shows a host by its name where a source named it
+			h = *dh.HostName
+		}
 		if got, ok := cv.HostOf(dh.Device); !ok || got != h {
 			t.Errorf("device %d: the report's host %s, the cluster view's %q (%v)", dh.Device, h, got, ok)
 		}
@@ -245,5 +252,37 @@ func TestOverviewHostsFromRanks(t *testing.T) {
 		if n, err := strconv.Atoi(x); err != nil || n%2 != 1 {
 			t.Errorf("host 1 lists device %s; want its odd ranks alone", x)
 		}
+	}
+}
+
+// :host takes a host's name as well as its number (the name the rank gave its host), completes
+// the names, and, given a host the job does not have, lists the hosts by name and number. The
+// cluster view's breadcrumb and heatmap rows name the host. Before, :host node-b was refused.
+func TestHostCommandByName(t *testing.T) {
+	src, _, _, _ := ranksOnTwoHosts(t)
+	m := sized(src, 120, 30)
+	press(m, "8")
+	cv := paneAt[*cluster.Model](m, TabCluster)
+	typeCmd(m, "host node-b")
+	if f := ansi.Strip(m.cmdView()); !strings.Contains(f, "host node-b (0): its GPUs") || cv.Level() != cluster.LevelHost {
+		t.Errorf(":host node-b: footer %q, level %v; want host 0's GPUs", f, cv.Level())
+	}
+	if out := ansi.Strip(m.View().Content); !strings.Contains(out, "host node-b") {
+		t.Errorf("cluster view after :host node-b:\n%s\nwant its breadcrumb to name node-b", out)
+	}
+	typeCmd(m, "host 1")
+	if f := ansi.Strip(m.cmdView()); !strings.Contains(f, "host node-a (1): its GPUs") {
+		t.Errorf(":host 1: footer %q; want host node-a (1)", f)
+	}
+	typeCmd(m, "host node-c")
+	if f := ansi.Strip(m.cmdView()); !strings.Contains(f, ":host node-c: give one of the job's hosts, by name or number: node-b (0), node-a (1)") {
+		t.Errorf(":host node-c: footer %q", f)
+	}
+	if _, c := m.candidates("host node-"); !slices.Equal(c, []string{"node-b", "node-a"}) {
+		t.Errorf("completions of host node-: %q; want node-b, node-a", c)
+	}
+	cv.GoCluster()
+	if out := ansi.Strip(m.View().Content); !strings.Contains(out, "node-a ") || !strings.Contains(out, "node-b ") {
+		t.Errorf("cluster heatmap:\n%s\nwant its rows named node-b and node-a", out)
 	}
 }

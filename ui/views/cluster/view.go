@@ -161,14 +161,14 @@ func (v *Model) worst(c crumb, h int) []string {
 	out := []string{st.Title.Render(ansi.Truncate("worst GPUs, "+m.order(), sideW, "…"))}
 	for _, r := range devs {
 		gi, _ := v.ds.Place(r.dev)
-		out = append(out, fmt.Sprintf("gpu %-5d h%-4s %9s", v.ds.ID(r.dev), v.hostLabel(gi), v.fmtVal(r.val)))
+		out = append(out, fmt.Sprintf("gpu %-5d h%-4s %9s", v.ds.ID(r.dev), v.hostShort(gi), v.fmtVal(r.val)))
 	}
 	if len(devs) == 0 && (m.HighIsBad || known == 0) {
 		out = append(out, none)
 	}
 	out = append(out, "", st.Title.Render(ansi.Truncate("worst hosts, by worst GPU", sideW, "…")))
 	for _, r := range hosts {
-		out = append(out, fmt.Sprintf("host %-4s gpu %-5d%7s", v.hostLabel(r.id), v.ds.ID(r.dev), v.fmtVal(r.val)))
+		out = append(out, fmt.Sprintf("host %-4s gpu %-5d%7s", v.hostShort(r.id), v.ds.ID(r.dev), v.fmtVal(r.val)))
 	}
 	if len(hosts) == 0 && (m.HighIsBad || known == 0) {
 		out = append(out, none)

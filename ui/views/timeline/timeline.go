@@ -61,7 +61,11 @@ func (t *Model) matches(tr *agg.Track) bool {
 		return true
 	}
 	host := t.hostOf(tr.Device)
-	return t.filter.MatchHost(host, fmt.Sprintf("device %d", tr.Device), "h"+hostName(host)+" ", fmt.Sprintf("s%d ", tr.Stream))
+	fields := []string{fmt.Sprintf("device %d", tr.Device), "h" + hostName(host) + " ", fmt.Sprintf("s%d ", tr.Stream)}
+	if name, ok := t.hosts().Name(int32(host)); ok {
+		fields = append(fields, name) // the host's name, where a source named it
+	}
+	return t.filter.MatchHost(host, fields...)
 }
 
 // Row is a line of the timeline: a host's heading (on a job of several hosts), a device's heading
@@ -135,7 +139,11 @@ func (t *Model) grouped() bool {
 // hostOf returns the host of a device as the host map places it; -1 when unknown.
 func (t *Model) hostOf(d int32) int { return int(t.hosts().HostOr(d)) }
 
-// hostName names host h as headings do: its number, ? when unknown.
+// hostLabel names host h as headings do: its name where a source of the job named it, else its
+// number, ? when unknown (hostmap.Map.Label).
+func (t *Model) hostLabel(h int) string { return t.hosts().Label(int32(h)) }
+
+// hostName is host h's number as the filter's h token takes it, ? when unknown.
 func hostName(h int) string {
 	if h < 0 {
 		return "?"
@@ -407,7 +415,7 @@ func (t *Model) heading(r Row, grouped bool) string {
 		if t.HostClosed(r.Host) {
 			mark = "▸"
 		}
-		return fmt.Sprintf("%s host %s · %s on %s", mark, hostName(r.Host), units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
+		return fmt.Sprintf("%s host %s · %s on %s", mark, t.hostLabel(r.Host), units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
 	}
 	mark, indent := "▾", ""
 	if t.collapsed[r.Device] {
@@ -429,7 +437,7 @@ func (t *Model) hostDetail(r Row) string {
 	if t.HostClosed(r.Host) {
 		verb = "opens"
 	}
-	return fmt.Sprintf("host %s: enter %s its %s on %s; C shows only this host", hostName(r.Host), verb, units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
+	return fmt.Sprintf("host %s: enter %s its %s on %s; C shows only this host", t.hostLabel(r.Host), verb, units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
 }
 
 // CursorAt returns the time at the start of the cursor's column.
