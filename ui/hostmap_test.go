@@ -286,3 +286,49 @@ func TestHostCommandByName(t *testing.T) {
 		t.Errorf("cluster heatmap:\n%s\nwant its rows named node-b and node-a", out)
 	}
 }
+
+// The cluster view's local column is a GPU's index on its host where the host map knows it (a
+// topology's: gpu 3 is local 3 even with gpus 1 and 2 idle, and the stray gpu 100 local 4), and
+// where it does not (ranks that named their hosts, not their GPUs) the GPU's place on its host,
+// marked as a place (#0) and said so. Before, the column showed the place unmarked: gpu 3 as
+// local 1, and a rank's place as if it were its CUDA device.
+func TestClusterLocalColumn(t *testing.T) {
+	rowOf := func(out string, gpu int) []string {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == strconv.Itoa(gpu) {
+				return f
+			}
+		}
+		return nil
+	}
+	meta := timeline.Meta{Source: "sim", Backend: "sim", Topology: "h100x8x2", Devices: 16, GPUsPerHost: 8}
+	win := timeline.NewWindow(1<<20, timeline.NewStrings())
+	for _, d := range []int32{0, 3, 9, 15, 100} {
+		e := timeline.Event{Kind: timeline.KindKernel, Device: d, Peer: -1, Host: uint16(d / 8), Stream: 1, Queued: -1, Start: 0, End: 1_000_000}
+		win.Emit(&e)
+	}
+	m := sized(&fakeSource{win: win, info: SourceInfo{Name: "stray", Meta: meta}, status: Status{Speed: 1, Done: true}}, 160, 30)
+	press(m, "8")
+	for _, c := range []struct {
+		host, gpu int
+		local     string
+	}{{0, 3, "3"}, {0, 0, "0"}, {1, 15, "7"}, {12, 100, "4"}} {
+		typeCmd(m, "host "+strconv.Itoa(c.host))
+		out := ansi.Strip(m.View().Content)
+		if f := rowOf(out, c.gpu); len(f) < 2 || f[1] != c.local {
+			t.Errorf("host %d: gpu %d's row %q; want local %s\n%s", c.host, c.gpu, f, c.local, out)
+		}
+		if strings.Contains(out, "its place on the host") {
+			t.Errorf("host %d: a topology's GPUs are said to be shown by place:\n%s", c.host, out)
+		}
+	}
+
+	src, _, _, _ := ranksOnTwoHosts(t)
+	m = sized(src, 160, 30)
+	press(m, "8")
+	typeCmd(m, "host 1")
+	out := ansi.Strip(m.View().Content)
+	if f := rowOf(out, 0); len(f) < 2 || f[1] != "#0" || !strings.Contains(out, "local #N: its place on the host") {
+		t.Errorf("rank 0 on a host it named: row %q; want local #0, said to be its place:\n%s", f, out)
+	}
+}

@@ -174,6 +174,10 @@ func (ds *Devices) place() {
 	}
 }
 
+// LocalIndex is the index of the device at position p among its host's GPUs, where the host map
+// knows it (hostmap.Map.Local: the topology's or a count's), and whether it does.
+func (ds *Devices) LocalIndex(p int32) (int32, bool) { return ds.hosts.Local(ds.ID(p)) }
+
 // Groups is the heatmap's hosts, in order (read-only).
 func (ds *Devices) Groups() []hostGroup { return ds.groups }
 
