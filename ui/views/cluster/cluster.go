@@ -91,6 +91,15 @@ func (v *Model) hostShort(gi int) string {
 	return "?"
 }
 
+// hostTag is the host at index gi of Devices.Groups beside a GPU in the worst list: h and its
+// number (h? when unknown), or its name where a source named it (a long one's end).
+func (v *Model) hostTag(gi int) string {
+	if gs := v.ds.Groups(); gi >= 0 && gi < len(gs) && gs[gi].name != "" && gs[gi].known {
+		return gs[gi].shortLabel(maxLabel)
+	}
+	return "h" + v.hostLabel(gi)
+}
+
 // hostPos is the positions of the devices of the host at index gi of Devices.Groups.
 func (v *Model) hostPos(gi int) []int32 {
 	if gs := v.ds.Groups(); gi >= 0 && gi < len(gs) {

@@ -162,7 +162,7 @@ func (v *Model) worst(c crumb, h int) []string {
 	out := []string{st.Title.Render(ansi.Truncate("worst GPUs, "+m.order(), sideW, "…"))}
 	for _, r := range devs {
 		gi, _ := v.ds.Place(r.dev)
-		out = append(out, fmt.Sprintf("gpu %-5d h%-4s %9s", v.ds.ID(r.dev), v.hostShort(gi), v.fmtVal(r.val)))
+		out = append(out, fmt.Sprintf("gpu %-5d %-5s %9s", v.ds.ID(r.dev), v.hostTag(gi), v.fmtVal(r.val)))
 	}
 	if len(devs) == 0 && (m.HighIsBad || known == 0) {
 		out = append(out, none)
@@ -210,8 +210,8 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 	}
 	head := fmt.Sprintf("%-*s%-6s%10s", col, "gpu", "local", m.Name)
 	placed := false // a GPU whose CUDA index on its host is not known is shown by its place, marked
-	for _, d := range pos {
-		if _, ok := v.ds.LocalIndex(d); !ok {
+	for l, d := range pos {
+		if strings.HasPrefix(v.localLabel(d, l), "#") {
 			placed = true
 			break
 		}
@@ -228,8 +228,9 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 	}
 	note := "   links: % of peak, " + v.ds.LinkWhen() + "; enter: its streams"
 	if placed {
-		// A rank that named its host did not say which of the host's GPUs it drives.
-		note += "; local #N: its place on the host, its GPU index not known"
+		// A rank that named its host did not say which of the host's GPUs it drives: said
+		// first, so that a narrow terminal cuts the rest.
+		note = "   local #N: its place on the host (GPU index unknown);" + strings.TrimPrefix(note, "  ")
 	}
 	b.WriteString(st.Muted.Render(head+note) + "\n")
 	locals := v.hostRows(host)
@@ -283,10 +284,14 @@ func (v *Model) filterLine(b *strings.Builder, kept, all int, what string) {
 // localLabel is the local column of the GPU at position p, place l on its host: its index among
 // the host's GPUs where the host map knows it (a topology's or --gpus-per-host's: d mod GPUs per
 // host, whatever GPUs of the host ran nothing), else its place on the host marked as one (#l: a
-// rank that named its host did not say which of the host's GPUs it drives).
+// rank that named its host did not say which of the host's GPUs it drives), — where its host is
+// unknown.
 func (v *Model) localLabel(p int32, l int) string {
 	if i, ok := v.ds.LocalIndex(p); ok {
 		return strconv.Itoa(int(i))
+	}
+	if g, _ := v.ds.Place(p); !v.ds.Groups()[g].known {
+		return units.Unknown // no host, no place on it
 	}
 	return "#" + strconv.Itoa(l)
 }
