@@ -1,7 +1,9 @@
 package timeline
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -34,6 +36,16 @@ type Model struct {
 	rows      []Row        // as last drawn, reused
 	scratch   strip.Scratch
 	merged    mergedTracks
+	hostOrder hostOrder
+}
+
+// hostOrder is a frame's tracks ordered host by host (byHost), as of the tracks and the host map
+// it was made from.
+type hostOrder struct {
+	from   **agg.Track // the tracks' first element: a new frame's, or a filter's, are a new slice
+	n      int
+	hosts  *hostmap.Map
+	tracks []*agg.Track
 }
 
 // mergedTracks is the display state's tracks with the streams that only have ops running, as of
@@ -170,6 +182,9 @@ func (t *Model) layout(out []Row) []Row {
 		}
 	}
 	grouped := t.grouped()
+	if grouped {
+		tracks = t.byHost(tracks)
+	}
 	devs := 0 // device headings, for the roll-up
 	for i, tr := range tracks {
 		if i == 0 || tracks[i-1].Device != tr.Device {
@@ -211,6 +226,39 @@ func (t *Model) layout(out []Row) []Row {
 		}
 		i = j
 	}
+	return out
+}
+
+// byHost orders tracks host by host, the hosts by number and the devices of unknown host last,
+// each host's devices and streams in the order they come (by id): a job whose ranks interleave
+// hosts (rank 0 on node-a, 1 on node-b, 2 on node-a) has each host's streams under one heading,
+// not a heading each time the host comes back. Tracks already in that order (a topology's, whose
+// hosts are by id) are returned as they are; a reordering is kept while the frame's tracks and
+// host map are the same.
+func (t *Model) byHost(tracks []*agg.Track) []*agg.Track {
+	if len(tracks) < 2 {
+		return tracks
+	}
+	hosts := t.hosts()
+	key := func(d int32) int64 {
+		if h, ok := hosts.Host(d); ok {
+			return int64(h)
+		}
+		return math.MaxInt64
+	}
+	sorted := true
+	for i := 1; i < len(tracks) && sorted; i++ {
+		sorted = tracks[i-1].Device == tracks[i].Device || key(tracks[i-1].Device) <= key(tracks[i].Device)
+	}
+	if sorted {
+		return tracks
+	}
+	if o := &t.hostOrder; o.from == &tracks[0] && o.n == len(tracks) && o.hosts == hosts {
+		return o.tracks
+	}
+	out := slices.Clone(tracks)
+	slices.SortStableFunc(out, func(a, b *agg.Track) int { return cmp.Compare(key(a.Device), key(b.Device)) })
+	t.hostOrder = hostOrder{from: &tracks[0], n: len(tracks), hosts: hosts, tracks: out}
 	return out
 }
 
