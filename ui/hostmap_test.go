@@ -332,3 +332,29 @@ func TestClusterLocalColumn(t *testing.T) {
 		t.Errorf("rank 0 on a host it named: row %q; want local #0, said to be its place:\n%s", f, out)
 	}
 }
+
+// The overview's rolled-up rows name a host as its ranks named it (▸node-b), a host no source
+// named by its number (▸h0); the filter takes the name too. Before, both rows were numbers.
+func TestOverviewNamedHosts(t *testing.T) {
+	const ranks = 64
+	meta := timeline.Meta{Source: "attach", Backend: "nccl", Topology: "unknown", Devices: ranks,
+		Extra: map[string]string{timeline.HostsInEventsKey: "1", timeline.HostNameKey(1): "node-b"}}
+	win := timeline.NewWindow(1<<20, timeline.NewStrings())
+	for d := range int32(ranks) {
+		e := timeline.Event{Kind: timeline.KindKernel, Device: d, Peer: -1, Host: uint16(d % 2), Stream: 1, Queued: -1, Start: 0, End: 1_000_000}
+		win.Emit(&e)
+	}
+	m := sized(&fakeSource{win: win, info: SourceInfo{Name: "ranks", Meta: meta}, status: Status{Speed: 1, Done: true}}, 160, 45)
+	out := text(m)
+	if !strings.Contains(out, "\n▸h0 ") || !strings.Contains(out, "\n▸node-b ") {
+		t.Errorf("overview:\n%s\nwant rows ▸h0 and ▸node-b", out)
+	}
+	press(m, "/")
+	for _, r := range "node-b" {
+		press(m, string(r))
+	}
+	press(m, "enter")
+	if out := text(m); !strings.Contains(out, "32 of 64 devices") {
+		t.Errorf("filter node-b:\n%s\nwant host 1's 32 devices", out)
+	}
+}
