@@ -58,8 +58,12 @@ func (a *Analyzer) Reset() { a.StartAt(0) }
 // whole. Steps that began before t are not counted (the setup at their start may be before t,
 // unseen), and the duration runs from t (or the first event, when later) to the last event's end.
 func (a *Analyzer) StartAt(t int64) {
+	named := a.hosts.Names() // the names a live source gave (NameHost) are the job's, not the stream's
 	*a = Analyzer{meta: a.meta, from: max(t, 0), held: a.held[:0], transfers: newTransfers(), p2p: newP2PIterations(), colls: newCollectives(), barriers: newBarriers(), comms: newComms(),
 		hosts: hostmap.New(a.meta), idle: newIdleGaps(a.meta.IdleMode, a.meta.KernelWaitNs)}
+	for h, name := range named {
+		a.hosts.NameHost(h, name)
+	}
 	a.links = newLinks(a.hosts, a.meta.LinkBytes, a.meta.FabricPortBps)
 	a.steps = newSteps(a.from)
 	a.window = &stepWindow{s: &a.steps, stale: true}
@@ -159,6 +163,10 @@ func (a *Analyzer) fold(e *timeline.Event) {
 	a.idle.add(e)
 	a.breakdown.add(e)
 }
+
+// NameHost gives host h the name a live source learned (timeline.HostNamer): the host map
+// (Result.Hosts) carries it, and so every view, report and finding that names the host.
+func (a *Analyzer) NameHost(h int32, name string) { a.hosts.NameHost(h, name) }
 
 // Diagnose gives the diagnosis alone an event that ends before the time the analysis starts at
 // (StartAt), in the order produced, before any Emit: a replay sought to t reads the recording up

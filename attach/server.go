@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -61,15 +62,16 @@ type Server struct {
 	done  chan struct{}
 	stop  context.CancelFunc
 
-	mu       sync.Mutex
-	ranks    []*Rank
-	conns    map[net.Conn]struct{}
-	open     int
-	lastOpen time.Time
-	epoch    int64 // wall-clock ns of session time 0
-	meta     timeline.Meta
-	dropped  atomic.Int64
-	events   atomic.Int64
+	mu        sync.Mutex
+	ranks     []*Rank
+	conns     map[net.Conn]struct{}
+	open      int
+	lastOpen  time.Time
+	epoch     int64 // wall-clock ns of session time 0
+	meta      timeline.Meta
+	hostNames []string // by host number, as the join indexed the hosts the ranks named
+	dropped   atomic.Int64
+	events    atomic.Int64
 
 	join    *join.Join // the merger goroutine's only
 	running published  // the join's collectives in flight, for InFlight
@@ -144,6 +146,14 @@ func (s *Server) Meta() timeline.Meta {
 	defer s.mu.Unlock()
 	m := s.meta
 	return m
+}
+
+// HostNames returns the names of the hosts the ranks named so far, by the number their events
+// carry ("" for a rank that named none).
+func (s *Server) HostNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hostNames // never written again: hello replaces it
 }
 
 // Ranks returns every process that has connected, in connection order.
@@ -307,10 +317,30 @@ func (s *Server) apply(b block) {
 
 // hello takes a connection's description: its host, process, rank, and its clock's epoch.
 func (s *Server) hello(cs *connState, m *recordings.Meta) {
+	known := len(s.join.HostNames())
 	mb, err := s.join.Add(fmt.Sprintf("rank connection %d", cs.rank.Conn), m)
 	cs.member = mb
+	names := s.join.HostNames()
+	for h := known; h < len(names); h++ { // a host no rank named before: its name, before its events
+		if names[h] == "" {
+			continue
+		}
+		for _, k := range s.sinks {
+			if n, ok := k.(timeline.HostNamer); ok {
+				n.NameHost(int32(h), names[h])
+			}
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(names) > known {
+		s.hostNames = names
+		s.meta.Extra = maps.Clone(s.meta.Extra) // Meta hands the map out: a new one, not written again
+		if s.meta.Extra == nil {
+			s.meta.Extra = map[string]string{}
+		}
+		s.join.NameHosts(s.meta.Extra)
+	}
 	r := cs.rank
 	r.Host, r.Pid = mb.Host, mb.Pid
 	if mb.Rank >= 0 {

@@ -133,6 +133,26 @@ func (j *Join) Add(name string, m *recordings.Meta) (*Member, error) {
 	return mb, nil
 }
 
+// HostNames returns the names of the hosts the ranks joined so far named, by the number their
+// events carry (Event sets Host); a rank that named no host is on a host of no name ("").
+func (j *Join) HostNames() []string {
+	out := make([]string, len(j.hosts))
+	for name, h := range j.hosts {
+		out[h] = name
+	}
+	return out
+}
+
+// NameHosts sets in extra the names of the hosts the ranks joined so far named
+// (timeline.HostNameKey), for the session's description.
+func (j *Join) NameHosts(extra map[string]string) {
+	for h, name := range j.HostNames() {
+		if name != "" {
+			extra[timeline.HostNameKey(int32(h))] = name
+		}
+	}
+}
+
 // AddStrings takes the member's next labels (entries 1… of its own table, in order, as they arrive).
 func (j *Join) AddStrings(mb *Member, strs []string) {
 	for _, s := range strs {

@@ -153,6 +153,7 @@ func MergeRecordings(paths []string, opts recordings.Options) (*Merged, error) {
 		// Each event carries its rank's host as the rank named it (Join.Event): every consumer
 		// places the ranks by those, as attach does live (analysis/hostmap).
 		Extra: map[string]string{"nccl.ranks": strconv.Itoa(len(m.files)), "nccl.hosts": strconv.Itoa(len(hosts)), timeline.HostsInEventsKey: "1"}}
+	m.join.NameHosts(m.meta.Extra) // the hosts' names, which views and reports show with their numbers
 	return m, nil
 }
 

@@ -91,6 +91,12 @@ type Exporter struct {
 	diag     *diagnosis.Diagnosis
 	hostMap  *hostmap.Map // the diagnosis's host map, fed the events before it
 	reported map[findingKey]bool
+
+	// names are the hosts' names (the description's, and those a live source gave by NameHost,
+	// on the producer's goroutine); the loop hands the new ones to hostMap.
+	namesMu sync.Mutex
+	names   map[int32]string
+	changed bool // names has a name hostMap lacks
 }
 
 type findingKey struct {
@@ -184,12 +190,50 @@ func newExporter(cfg Config, exp sdktrace.SpanExporter, q *spanQueue, src *timel
 	x := &Exporter{cfg: cfg, batches: timeline.NewBatches(src, cfg.Batch, cfg.Queue, 250*time.Millisecond, keepEvent),
 		queue: q, real: exp, hosts: map[uint16]*sdktrace.TracerProvider{}, done: make(chan struct{}),
 		labels: []string{""}, session: newSessionID(), metricsReady: make(chan struct{}),
-		hostMap: hostmap.New(cfg.Meta), reported: map[findingKey]bool{}}
+		hostMap: hostmap.New(cfg.Meta), reported: map[findingKey]bool{}, names: timeline.HostNames(cfg.Meta)}
 	x.diag = diagnosis.New(x.hostMap)
 	x.batches.SetBlocking(full) // lossless: the producer waits for the export rather than lose events
 	q.start(exp)
 	go x.loop()
 	return x
+}
+
+// NameHost takes the name a live source learned for host h (timeline.HostNamer): the host's
+// resource (host.name) and the findings' culprits name it where they are made after it.
+func (x *Exporter) NameHost(h int32, name string) {
+	x.namesMu.Lock()
+	defer x.namesMu.Unlock()
+	if h < 0 || name == "" || x.names[h] == name {
+		return
+	}
+	if x.names == nil {
+		x.names = map[int32]string{}
+	}
+	x.names[h] = name
+	x.changed = true
+}
+
+// hostName is host h's host.name: the name a source gave it, else host-h.
+func (x *Exporter) hostName(h uint16) string {
+	x.namesMu.Lock()
+	defer x.namesMu.Unlock()
+	if n, ok := x.names[int32(h)]; ok {
+		return n
+	}
+	return fmt.Sprintf("host-%d", h)
+}
+
+// applyNames hands hostMap the names NameHost took since (the loop's goroutine).
+func (x *Exporter) applyNames() {
+	x.namesMu.Lock()
+	defer x.namesMu.Unlock()
+	if !x.changed {
+		return
+	}
+	for h, n := range x.names {
+		x.hostMap.NameHost(h, n)
+	}
+	x.changed = false
 }
 
 // Emit queues a copy of e; when the queue is full the batch is dropped and counted. It never blocks.
@@ -210,6 +254,7 @@ func (x *Exporter) loop() {
 }
 
 func (x *Exporter) consume(b *timeline.Batch) {
+	x.applyNames()
 	if len(b.Strings) > 0 && int(b.First) == len(x.labels) {
 		x.labels = append(x.labels, b.Strings...)
 	}
@@ -298,7 +343,7 @@ func (x *Exporter) provider(host uint16) *sdktrace.TracerProvider {
 func (x *Exporter) resource(host uint16) *resource.Resource {
 	// Defaults first, then OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, then the host: hosts must
 	// stay separate processes in Jaeger whatever the environment says.
-	own := []attribute.KeyValue{attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", fmt.Sprintf("host-%d", host)),
+	own := []attribute.KeyValue{attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", x.hostName(host)),
 		ResHost.Int(int(host)), ResSession.String(x.session), ResDetail.String(x.detail())}
 	// The run's description, so that a receiver analyses the events as the run itself would.
 	m := x.cfg.Meta
@@ -313,7 +358,7 @@ func (x *Exporter) resource(host uint16) *resource.Resource {
 		resource.WithFromEnv(),
 		resource.WithAttributes(own...))
 	if err != nil {
-		res = resource.NewSchemaless(attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", fmt.Sprintf("host-%d", host)))
+		res = resource.NewSchemaless(attribute.String("service.name", x.cfg.ServiceName), attribute.String("host.name", x.hostName(host)))
 	}
 	return res
 }

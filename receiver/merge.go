@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -53,6 +54,8 @@ type Merger struct {
 	// otherJobs says, for each session left out as another job, which and why.
 	otherJobs []string
 	out       timeline.Event // the event being handed to the sink
+	// names are the hosts' names as their senders gave them (host.name), by host number.
+	names map[int32]string
 }
 
 // resTally is what one resource of a request brought that was taken.
@@ -221,6 +224,7 @@ func (m *Merger) session(r *Resource, d *Decoded, i int, now time.Time) *session
 		s.hosts[r.HostName] = h
 		s.hostList = append(s.hostList, h)
 	}
+	num := r.Host
 	if r.Host < 0 { // hosts that do not say their index get one each, in the order they appear
 		idx, ok := m.hostIdx[r.HostName]
 		if !ok {
@@ -232,8 +236,37 @@ func (m *Merger) session(r *Resource, d *Decoded, i int, now time.Time) *session
 				d.Spans[j].Event.Host = idx
 			}
 		}
+		num = int(idx)
+	}
+	if s.refuse == "" {
+		m.nameHost(int32(num), r.HostName)
 	}
 	return s
+}
+
+// nameHost gives host h the name its sender gave it (host.name), the first one given: in the
+// description (timeline.HostNameKey) and to the sink that takes names (timeline.HostNamer), before
+// the host's first event. The name an xfertop sender makes up for a host of no name (host-N, its
+// own number) is no name.
+func (m *Merger) nameHost(h int32, name string) {
+	if h < 0 || name == "" || name == fmt.Sprintf("host-%d", h) {
+		return
+	}
+	if _, ok := m.names[h]; ok {
+		return
+	}
+	if m.names == nil {
+		m.names = map[int32]string{}
+	}
+	m.names[h] = name
+	m.meta.Extra = maps.Clone(m.meta.Extra)
+	if m.meta.Extra == nil {
+		m.meta.Extra = map[string]string{}
+	}
+	m.meta.Extra[timeline.HostNameKey(h)] = name
+	if n, ok := m.sink.(timeline.HostNamer); ok {
+		n.NameHost(h, name)
+	}
 }
 
 // otherRun says how session s's run differs from the first sender's (its scenario or seed: the

@@ -263,10 +263,13 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 	return r
 }
 
-// DeviceHost is a device and its host: null when the analysis does not know it.
+// DeviceHost is a device and its host: null when the analysis does not know it. HostName is the
+// host's name where a source of the job named it (the host each rank reported), null where none
+// did: the number stays the key.
 type DeviceHost struct {
-	Device int32  `json:"device"`
-	Host   *int32 `json:"host"`
+	Device   int32   `json:"device"`
+	Host     *int32  `json:"host"`
+	HostName *string `json:"host_name"`
 }
 
 // deviceHosts places every device the report lists (its time rows, and those with bytes on a
@@ -292,6 +295,9 @@ func deviceHosts(res *analysis.Result, times []analysis.DeviceTime, m timeline.M
 		out[i].Device = d
 		if h, ok := hosts.Host(d); ok {
 			out[i].Host = &h
+			if n, ok := hosts.Name(h); ok {
+				out[i].HostName = &n
+			}
 		}
 	}
 	return out, hosts.Source().String()

@@ -3,6 +3,7 @@ package timeline
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // IdleMode selects how idle gaps are attributed to causes.
@@ -96,6 +97,35 @@ const HostsInEventsKey = "hosts_in_events"
 
 // HostsInEvents reports whether m's events carry their devices' hosts (HostsInEventsKey).
 func (m *Meta) HostsInEvents() bool { return m.Extra[HostsInEventsKey] == "1" }
+
+// HostNameKey is the Extra key naming host h (the number events carry in Host) as a source of the
+// job named it: the host each rank's plugin reported (attach, the plugin's merged recordings), an
+// OTLP sender's host.name. The host map (analysis/hostmap) carries the names; views, reports and
+// the exporter show them.
+func HostNameKey(h int32) string { return "host." + strconv.Itoa(int(h)) + ".name" }
+
+// HostNames returns the host names m carries (HostNameKey), by host number.
+func HostNames(m Meta) map[int32]string {
+	var out map[int32]string
+	for k, v := range m.Extra {
+		num, ok := strings.CutPrefix(k, "host.")
+		if !ok || v == "" {
+			continue
+		}
+		if num, ok = strings.CutSuffix(num, ".name"); !ok {
+			continue
+		}
+		h, err := strconv.ParseInt(num, 10, 32)
+		if err != nil || h < 0 || strconv.Itoa(int(h)) != num {
+			continue
+		}
+		if out == nil {
+			out = map[int32]string{}
+		}
+		out[int32(h)] = v
+	}
+	return out
+}
 
 // RankHostKey is the Extra key naming rank r's host where a source of the job said it (NCCL
 // Inspector's hostname, joined by rank with another source's ranks: join.Parts): findings name

@@ -6,6 +6,13 @@ type Sink interface {
 	Emit(e *Event)
 }
 
+// HostNamer is a Sink that takes the names of hosts as a live source learns them (a rank joining
+// attach names its host). The source calls NameHost on the goroutine that calls Emit, before the
+// first event that carries the host's number.
+type HostNamer interface {
+	NameHost(h int32, name string)
+}
+
 // Store keeps a session's events in memory in the order they were emitted, with the session's
 // string table. It is the consumer the report and the analyses read from.
 type Store struct {

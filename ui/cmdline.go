@@ -88,9 +88,14 @@ func (m *Model) candidates(line string) (head string, cands []string) {
 		pool = m.viewNames()
 	case len(fields) == 1 && fields[0] == "link":
 		pool = linkArgs
+	case len(fields) == 1 && fields[0] == "host":
+		if cl, ok := m.clusterPane(); ok { // the hosts' names (a number is typed whole)
+			_, names := cl.HostNumbers()
+			pool = slices.DeleteFunc(names, func(n string) bool { return n == "" })
+		}
 	}
 	for _, c := range pool {
-		if strings.HasPrefix(c, strings.ToLower(typing)) && !slices.Contains(cands, c) {
+		if (strings.HasPrefix(c, strings.ToLower(typing)) || strings.HasPrefix(c, typing)) && !slices.Contains(cands, c) {
 			cands = append(cands, c)
 		}
 	}
@@ -173,11 +178,26 @@ func (m *Model) runCmd(line string) tea.Cmd {
 		m.tab, m.back = TabCluster, nil
 		return say(false, "rank %d: no stream has reported yet; its GPU in the cluster view", n)
 	case verb == "host":
+		// A host by its number, or by the name a source of the job gave it ("node-a"); a name
+		// that is a number too is the host numbered so.
 		n, ok := num()
+		named := ""
+		if !ok {
+			n, ok = cl.HostNamed(arg)
+			named = arg
+		}
 		if !ok || !cl.GoHost(n, -1) {
 			return say(true, ":host %s: give %s", arg, hostChoice(cl.HostNumbers()))
 		}
 		m.tab, m.back = TabCluster, nil
+		if nums, names := cl.HostNumbers(); named == "" {
+			if i := slices.Index(nums, n); i >= 0 {
+				named = names[i]
+			}
+		}
+		if named != "" && named != strconv.Itoa(n) {
+			return say(false, "host %s (%d): its GPUs", named, n)
+		}
 		return say(false, "host %d: its GPUs", n)
 	case verb == "link":
 		if !slices.Contains(linkArgs, arg) || !cl.SetMetric(arg) {
@@ -248,24 +268,33 @@ func (m *Model) rankRange() string {
 }
 
 // hostChoice says which hosts :host takes: the job's as the host map places its devices, a range
-// where they run on from 0 (a topology's), else the first few by number (the hosts a job's ranks
-// named, a stray device's host past the topology's).
-func hostChoice(hs []int) string {
+// where they run on from 0 (a topology's) and none has a name, else the first few by number, each
+// with its name where a source of the job named it (the hosts a job's ranks named: "node-a (0)").
+func hostChoice(hs []int, names []string) string {
+	named := slices.ContainsFunc(names, func(n string) bool { return n != "" })
 	switch {
 	case len(hs) == 0:
 		return "a host: no device's host is known"
-	case hs[len(hs)-1] == len(hs)-1:
+	case hs[len(hs)-1] == len(hs)-1 && !named:
 		return fmt.Sprintf("a host from 0 to %d", len(hs)-1)
 	}
 	const shown = 8
 	parts := make([]string, 0, shown+1)
-	for _, h := range hs[:min(len(hs), shown)] {
+	for i, h := range hs[:min(len(hs), shown)] {
+		if i < len(names) && names[i] != "" {
+			parts = append(parts, fmt.Sprintf("%s (%d)", names[i], h))
+			continue
+		}
 		parts = append(parts, strconv.Itoa(h))
 	}
 	if len(hs) > shown {
 		parts = append(parts, fmt.Sprintf("… (%d hosts)", len(hs)))
 	}
-	return "one of the job's hosts: " + strings.Join(parts, ", ")
+	what := "one of the job's hosts: "
+	if named {
+		what = "one of the job's hosts, by name or number: "
+	}
+	return what + strings.Join(parts, ", ")
 }
 
 // cmdView is the footer while the command line is open (with the candidates for the word being

@@ -75,12 +75,14 @@ func (f *feed) fold() *shown {
 		return f.foldAnalysed(a)
 	}
 	f.readRunning() // before the snapshot: an op that ends in between is in it, and ended after it was seen running
+	f.readHostNames()
 	snap := f.src.Snapshot()
 	newGen := snap.Generation != f.gen
 	if newGen {
 		f.newGeneration(&snap)
 		f.an = analysis.New(f.info.Meta)
 		f.an.StartAt(snap.From) // a replay sought to a time emits what ends from then on
+		f.readHostNames()
 		// The ops running were read before the snapshot, maybe of the generation before (a replay
 		// that sought in between, at another position): read again, after it.
 		f.readRunning()
@@ -187,6 +189,16 @@ func (f *feed) publish(snap *xtimeline.Snapshot, res *analysis.Result, status St
 		running: slices.Clone(f.running)} // a copy: the frame is read on the console's goroutine while the next fold reads again
 	f.last.Store(fr)
 	return fr
+}
+
+// readHostNames gives the analysis the names of the hosts a live source has learned (HostNamer),
+// before the snapshot whose events carry them.
+func (f *feed) readHostNames() {
+	if hn, ok := f.src.(HostNamer); ok {
+		for h, name := range hn.HostNames() {
+			f.an.NameHost(int32(h), name)
+		}
+	}
 }
 
 // readRunning asks the source for the ops it has running, into the buffer of the last fold.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,15 +75,17 @@ func ranksOnTwoHosts(t *testing.T) (*fakeSource, []timeline.Event, timeline.Meta
 }
 
 // The cluster view shows an attach-like job's ranks under the hosts they reported (rank 0 on
-// host 1, rank 1 on host 0), and the diagnosis's hang names rank 0's reported host, in the
-// console's findings and the report alike. Before the one host map, the view put both ranks on
-// one host (no count of GPUs per host) and the finding named no host.
+// host 1, named node-a; rank 1 on host 0, node-b), and the diagnosis's hang names rank 0's
+// reported host by its name, in the console's findings and the report alike (the number stays
+// the key: the report's host 1). Before the one host map, the view put both ranks on one host
+// (no count of GPUs per host) and the finding named no host; before the map carried the names,
+// the view and the findings showed the join's numbers alone.
 func TestClusterHostsFromRanks(t *testing.T) {
 	src, evs, meta, strs := ranksOnTwoHosts(t)
 	m := sized(src, 120, 30)
 	press(m, "8")
 	cv := paneAt[*cluster.Model](m, TabCluster)
-	for dev, want := range map[int32]string{0: "1", 1: "0"} {
+	for dev, want := range map[int32]string{0: "node-a", 1: "node-b"} {
 		if got, ok := cv.HostOf(dev); !ok || got != want {
 			t.Errorf("cluster view lists gpu %d under host %q (%v); want host %s, the host its rank named", dev, got, ok, want)
 		}
@@ -107,12 +110,13 @@ func TestClusterHostsFromRanks(t *testing.T) {
 	if hang == nil {
 		t.Fatalf("report findings %+v; want one naming rank 0", rep.Findings)
 	}
-	if hang.Host == nil || *hang.Host != 1 || !strings.Contains(hang.Culprit, "rank 0 (host 1)") {
-		t.Errorf("report finding: culprit %q, host %v; want rank 0 on host 1, the host it named", hang.Culprit, hang.Host)
+	if hang.Host == nil || *hang.Host != 1 || !strings.Contains(hang.Culprit, "rank 0 (host node-a)") ||
+		hang.HostName == nil || *hang.HostName != "node-a" {
+		t.Errorf("report finding: culprit %q, host %v, host_name %v; want rank 0 on host 1, node-a, the host it named", hang.Culprit, hang.Host, hang.HostName)
 	}
 	press(m, "9")
-	if out := ansi.Strip(m.View().Content); !strings.Contains(out, "rank 0 (host 1)") {
-		t.Errorf("findings view:\n%s\nwant rank 0 named on host 1", out)
+	if out := ansi.Strip(m.View().Content); !strings.Contains(out, "rank 0 (host node-a)") {
+		t.Errorf("findings view:\n%s\nwant rank 0 named on host node-a", out)
 	}
 	press(m, "8")
 	sameHosts(t, cv, rep, 2)
@@ -148,6 +152,9 @@ func sameHosts(t *testing.T, cv *cluster.Model, rep *report.Report, want int) {
 			h = fmt.Sprint(*dh.Host)
 		}
 		byDev[dh.Device] = h
+		if dh.HostName != nil { // the view shows a host by its name where a source named it
+			h = *dh.HostName
+		}
 		if got, ok := cv.HostOf(dh.Device); !ok || got != h {
 			t.Errorf("device %d: the report's host %s, the cluster view's %q (%v)", dh.Device, h, got, ok)
 		}
@@ -245,5 +252,109 @@ func TestOverviewHostsFromRanks(t *testing.T) {
 		if n, err := strconv.Atoi(x); err != nil || n%2 != 1 {
 			t.Errorf("host 1 lists device %s; want its odd ranks alone", x)
 		}
+	}
+}
+
+// :host takes a host's name as well as its number (the name the rank gave its host), completes
+// the names, and, given a host the job does not have, lists the hosts by name and number. The
+// cluster view's breadcrumb and heatmap rows name the host. Before, :host node-b was refused.
+func TestHostCommandByName(t *testing.T) {
+	src, _, _, _ := ranksOnTwoHosts(t)
+	m := sized(src, 120, 30)
+	press(m, "8")
+	cv := paneAt[*cluster.Model](m, TabCluster)
+	typeCmd(m, "host node-b")
+	if f := ansi.Strip(m.cmdView()); !strings.Contains(f, "host node-b (0): its GPUs") || cv.Level() != cluster.LevelHost {
+		t.Errorf(":host node-b: footer %q, level %v; want host 0's GPUs", f, cv.Level())
+	}
+	if out := ansi.Strip(m.View().Content); !strings.Contains(out, "host node-b") {
+		t.Errorf("cluster view after :host node-b:\n%s\nwant its breadcrumb to name node-b", out)
+	}
+	typeCmd(m, "host 1")
+	if f := ansi.Strip(m.cmdView()); !strings.Contains(f, "host node-a (1): its GPUs") {
+		t.Errorf(":host 1: footer %q; want host node-a (1)", f)
+	}
+	typeCmd(m, "host node-c")
+	if f := ansi.Strip(m.cmdView()); !strings.Contains(f, ":host node-c: give one of the job's hosts, by name or number: node-b (0), node-a (1)") {
+		t.Errorf(":host node-c: footer %q", f)
+	}
+	if _, c := m.candidates("host node-"); !slices.Equal(c, []string{"node-b", "node-a"}) {
+		t.Errorf("completions of host node-: %q; want node-b, node-a", c)
+	}
+	cv.GoCluster()
+	if out := ansi.Strip(m.View().Content); !strings.Contains(out, "node-a ") || !strings.Contains(out, "node-b ") {
+		t.Errorf("cluster heatmap:\n%s\nwant its rows named node-b and node-a", out)
+	}
+}
+
+// The cluster view's local column is a GPU's index on its host where the host map knows it (a
+// topology's: gpu 3 is local 3 even with gpus 1 and 2 idle, and the stray gpu 100 local 4), and
+// where it does not (ranks that named their hosts, not their GPUs) the GPU's place on its host,
+// marked as a place (#0) and said so. Before, the column showed the place unmarked: gpu 3 as
+// local 1, and a rank's place as if it were its CUDA device.
+func TestClusterLocalColumn(t *testing.T) {
+	rowOf := func(out string, gpu int) []string {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == strconv.Itoa(gpu) {
+				return f
+			}
+		}
+		return nil
+	}
+	meta := timeline.Meta{Source: "sim", Backend: "sim", Topology: "h100x8x2", Devices: 16, GPUsPerHost: 8}
+	win := timeline.NewWindow(1<<20, timeline.NewStrings())
+	for _, d := range []int32{0, 3, 9, 15, 100} {
+		e := timeline.Event{Kind: timeline.KindKernel, Device: d, Peer: -1, Host: uint16(d / 8), Stream: 1, Queued: -1, Start: 0, End: 1_000_000}
+		win.Emit(&e)
+	}
+	m := sized(&fakeSource{win: win, info: SourceInfo{Name: "stray", Meta: meta}, status: Status{Speed: 1, Done: true}}, 160, 30)
+	press(m, "8")
+	for _, c := range []struct {
+		host, gpu int
+		local     string
+	}{{0, 3, "3"}, {0, 0, "0"}, {1, 15, "7"}, {12, 100, "4"}} {
+		typeCmd(m, "host "+strconv.Itoa(c.host))
+		out := ansi.Strip(m.View().Content)
+		if f := rowOf(out, c.gpu); len(f) < 2 || f[1] != c.local {
+			t.Errorf("host %d: gpu %d's row %q; want local %s\n%s", c.host, c.gpu, f, c.local, out)
+		}
+		if strings.Contains(out, "its place on the host") {
+			t.Errorf("host %d: a topology's GPUs are said to be shown by place:\n%s", c.host, out)
+		}
+	}
+
+	src, _, _, _ := ranksOnTwoHosts(t)
+	m = sized(src, 160, 30)
+	press(m, "8")
+	typeCmd(m, "host 1")
+	out := ansi.Strip(m.View().Content)
+	if f := rowOf(out, 0); len(f) < 2 || f[1] != "#0" || !strings.Contains(out, "local #N: its place on the host (GPU index unknown)") {
+		t.Errorf("rank 0 on a host it named: row %q; want local #0, said to be its place:\n%s", f, out)
+	}
+}
+
+// The overview's rolled-up rows name a host as its ranks named it (▸node-b), a host no source
+// named by its number (▸h0); the filter takes the name too. Before, both rows were numbers.
+func TestOverviewNamedHosts(t *testing.T) {
+	const ranks = 64
+	meta := timeline.Meta{Source: "attach", Backend: "nccl", Topology: "unknown", Devices: ranks,
+		Extra: map[string]string{timeline.HostsInEventsKey: "1", timeline.HostNameKey(1): "node-b"}}
+	win := timeline.NewWindow(1<<20, timeline.NewStrings())
+	for d := range int32(ranks) {
+		e := timeline.Event{Kind: timeline.KindKernel, Device: d, Peer: -1, Host: uint16(d % 2), Stream: 1, Queued: -1, Start: 0, End: 1_000_000}
+		win.Emit(&e)
+	}
+	m := sized(&fakeSource{win: win, info: SourceInfo{Name: "ranks", Meta: meta}, status: Status{Speed: 1, Done: true}}, 160, 45)
+	out := text(m)
+	if !strings.Contains(out, "\n▸h0 ") || !strings.Contains(out, "\n▸node-b ") {
+		t.Errorf("overview:\n%s\nwant rows ▸h0 and ▸node-b", out)
+	}
+	press(m, "/")
+	for _, r := range "node-b" {
+		press(m, string(r))
+	}
+	press(m, "enter")
+	if out := text(m); !strings.Contains(out, "32 of 64 devices") {
+		t.Errorf("filter node-b:\n%s\nwant host 1's 32 devices", out)
 	}
 }

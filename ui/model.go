@@ -42,6 +42,16 @@ type Source interface {
 	SeekTo(t int64) bool
 }
 
+// HostNamer is a live source that learns its hosts' names as it goes (attach: each rank names
+// its host as it joins): the console's analysis carries them in its host map, so the cluster view,
+// the findings and :host name the hosts.
+type HostNamer interface {
+	// HostNames returns the names of the hosts the source has learned, by host number ("" for a
+	// host of no name). It is called from the console's goroutines while the source produces
+	// events; the console reads it before each snapshot, so a host's name comes with its events.
+	HostNames() []string
+}
+
 // InFlighter is a Source that knows which ops are running now (a backend knows what it started
 // and has not finished, a replay what is under way at its position; ops are otherwise reported
 // only when they end). The console asks it each tick, just before it takes the snapshot, so an op

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	xtimeline "github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/views/cluster"
 	"github.com/xfertop/xfertop/ui/views/timeline"
 )
@@ -165,4 +166,56 @@ func TestGoldenTimelineHosts(t *testing.T) {
 			})
 		}
 	}
+}
+
+// interleavedSource is an attach-like job whose ranks interleave two named hosts (even ranks on
+// host 0, node-a; odd on host 1, node-b), a stream each, as a job launched round-robin is.
+func interleavedSource(t *testing.T) *fakeSource {
+	t.Helper()
+	meta := xtimeline.Meta{Source: "attach", Backend: "nccl", Topology: "unknown", Devices: 6,
+		Extra: map[string]string{xtimeline.HostsInEventsKey: "1", xtimeline.HostNameKey(0): "node-a", xtimeline.HostNameKey(1): "node-b"}}
+	win := xtimeline.NewWindow(1<<20, xtimeline.NewStrings())
+	for d := range int32(6) {
+		e := xtimeline.Event{Kind: xtimeline.KindKernel, Device: d, Peer: -1, Host: uint16(d % 2), Stream: 1, Queued: -1, Start: int64(d) * 100_000, End: 1_000_000}
+		win.Emit(&e)
+	}
+	return &fakeSource{win: win, info: SourceInfo{Name: "interleaved", Meta: meta}, status: Status{Speed: 1, Done: true}}
+}
+
+// Ranks that interleave hosts are grouped under one heading per host, named as the ranks named
+// it: node-a's devices 0, 2, 4, then node-b's 1, 3, 5. Before, a heading came each time the host
+// changed (six headings for two hosts), each naming the host by its number.
+func TestTimelineInterleavedHosts(t *testing.T) {
+	m := sized(interleavedSource(t), 120, 30)
+	press(m, "2")
+	var heads []int
+	var devs []int32
+	for _, r := range paneAt[*timeline.Model](m, TabTimeline).Rows() {
+		switch {
+		case r.HostHeader:
+			heads = append(heads, r.Host)
+		case r.Header:
+			devs = append(devs, r.Device)
+		}
+	}
+	if fmt.Sprint(heads) != "[0 1]" || fmt.Sprint(devs) != "[0 2 4 1 3 5]" {
+		t.Errorf("host headings %v, devices %v; want hosts [0 1], devices [0 2 4 1 3 5]", heads, devs)
+	}
+	got := text(m)
+	for _, want := range []string{"▾ host node-a · 3 streams on 3 GPUs", "▾ host node-b · 3 streams on 3 GPUs"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the timeline lacks %q:\n%s", want, got)
+		}
+	}
+	checkGolden(t, "2-timeline-interleaved-hosts-120x30", m.View().Content, 120, 30)
+}
+
+// The cluster view and the overview of the same job, named hosts and all: the heatmap's rows,
+// the worst lists and a host's GPUs (local: their place, marked) name node-a and node-b.
+func TestGoldenNamedHosts(t *testing.T) {
+	m := sized(interleavedSource(t), 120, 30)
+	press(m, "8")
+	checkGolden(t, "8-cluster-named-hosts-120x30", m.View().Content, 120, 30)
+	typeCmd(m, "host node-b")
+	checkGolden(t, "8-cluster-host-node-b-120x30", m.View().Content, 120, 30)
 }

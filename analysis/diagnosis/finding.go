@@ -12,6 +12,7 @@ package diagnosis
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/xfertop/xfertop/analysis/hostmap"
 	"github.com/xfertop/xfertop/timeline"
@@ -104,6 +105,10 @@ type Finding struct {
 	// Cycle is a deadlock's ranks in wait order: each waits on the next, the last on the first.
 	Cycle []int32
 
+	// hostName is the culprit host's name where a source of the job named it (Place), "" where
+	// none did: Culprit shows it in place of the host's number.
+	hostName string
+
 	// behind is a source's count mismatch's (NCCL RAS): how many collectives of Coll its rank is
 	// behind the highest count (0: not known), for mergeSourced.
 	behind int64
@@ -117,13 +122,22 @@ type Finding struct {
 // host slow, ranks stuck on one host) keeps the host it names.
 func (f *Finding) Place(hosts *hostmap.Map) {
 	f.gpu = 0
-	if f.Rank < 0 {
-		return
+	if f.Rank >= 0 {
+		f.Host = hosts.HostOr(f.Rank)
+		if l, ok := hosts.Local(f.Rank); ok {
+			f.gpu = l + 1
+		}
 	}
-	f.Host = hosts.HostOr(f.Rank)
-	if l, ok := hosts.Local(f.Rank); ok {
-		f.gpu = l + 1
+	f.hostName, _ = hosts.Name(f.Host)
+}
+
+// host is the culprit's host as findings write it: its name where a source named it (Place),
+// else its number.
+func (f *Finding) host() string {
+	if f.hostName != "" {
+		return f.hostName
 	}
+	return strconv.Itoa(int(f.Host))
 }
 
 // Local is the culprit rank's GPU on its host, and whether it is known (Place).
@@ -139,19 +153,19 @@ func (f *Finding) Culprit() string {
 	}
 	if f.Rank < 0 {
 		if f.Kind == SlowLink && f.Host >= 0 {
-			return fmt.Sprintf("host %d %s (which GPU's: unknown)", f.Host, linkName(f.Link))
+			return fmt.Sprintf("host %s %s (which GPU's: unknown)", f.host(), linkName(f.Link))
 		}
 		if f.Kind == SlowLink {
 			return fmt.Sprintf("a %s (which: unknown)", linkName(f.Link))
 		}
 		if f.Kind == SlowHost && f.Host >= 0 {
-			return fmt.Sprintf("host %d (all its ranks alike: a host-wide cause)", f.Host)
+			return fmt.Sprintf("host %s (all its ranks alike: a host-wide cause)", f.host())
 		}
 		if f.Kind == Hang && f.StuckN > 0 {
 			// Short, for a table's column: the evidence lists them.
 			where := ""
 			if f.Host >= 0 {
-				where = fmt.Sprintf(", host %d", f.Host)
+				where = fmt.Sprintf(", host %s", f.host())
 			}
 			return fmt.Sprintf("%s stuck inside (%s%s; which holds it: unknown)", units.Counted(f.StuckN, "rank"), rankSpan(f.Stuck, f.StuckN), where)
 		}
@@ -173,15 +187,15 @@ func (f *Finding) Culprit() string {
 	local, ok := f.Local()
 	switch {
 	case f.Kind == SlowLink && ok:
-		return fmt.Sprintf("host %d GPU %d %s", f.Host, local, linkName(f.Link))
+		return fmt.Sprintf("host %s GPU %d %s", f.host(), local, linkName(f.Link))
 	case f.Kind == SlowLink:
-		return fmt.Sprintf("rank %d %s (host %d)", f.Rank, linkName(f.Link), f.Host)
+		return fmt.Sprintf("rank %d %s (host %s)", f.Rank, linkName(f.Link), f.host())
 	case f.Kind == SlowHost:
-		return fmt.Sprintf("host %d (rank %d)", f.Host, f.Rank)
+		return fmt.Sprintf("host %s (rank %d)", f.host(), f.Rank)
 	case ok:
-		return fmt.Sprintf("rank %d (host %d GPU %d)", f.Rank, f.Host, local)
+		return fmt.Sprintf("rank %d (host %s GPU %d)", f.Rank, f.host(), local)
 	}
-	return fmt.Sprintf("rank %d (host %d)", f.Rank, f.Host)
+	return fmt.Sprintf("rank %d (host %s)", f.Rank, f.host())
 }
 
 func linkName(l int) string {
@@ -207,15 +221,21 @@ func (f *Finding) String() string {
 // named it (timeline.RankHostKey), "rank 3 (host node1)".
 func (f *Finding) CulpritIn(m timeline.Meta) string {
 	c := f.Culprit()
+	if f.hostName != "" {
+		return c // the host map's name, in the culprit already
+	}
 	if h := f.HostName(m); h != "" {
 		c += " (host " + h + ")"
 	}
 	return c
 }
 
-// HostName is the culprit rank's host as a source of the job m describes named it; "" when none
-// did.
+// HostName is the culprit's host as a source of the job m describes named it: the host map's name
+// (Place), else the name m gives the culprit rank's host (timeline.RankHostKey); "" when none did.
 func (f *Finding) HostName(m timeline.Meta) string {
+	if f.hostName != "" {
+		return f.hostName
+	}
 	if f.Rank < 0 {
 		return ""
 	}

@@ -14,9 +14,9 @@ func (f *Finding) NextStep() string {
 	where := f.Culprit()
 	gpu := ""
 	if local, ok := f.Local(); f.Rank >= 0 && f.Host >= 0 && ok {
-		gpu = fmt.Sprintf("GPU %d on host %d", local, f.Host)
+		gpu = fmt.Sprintf("GPU %d on host %s", local, f.host())
 	} else if f.Rank >= 0 && f.Host >= 0 {
-		gpu = fmt.Sprintf("rank %d's GPU on host %d", f.Rank, f.Host)
+		gpu = fmt.Sprintf("rank %d's GPU on host %s", f.Rank, f.host())
 	} else if f.Rank >= 0 {
 		gpu = fmt.Sprintf("rank %d's GPU", f.Rank)
 	}
@@ -29,7 +29,7 @@ func (f *Finding) NextStep() string {
 	case SlowHost:
 		host := where
 		if f.Host >= 0 {
-			host = fmt.Sprintf("host %d", f.Host)
+			host = "host " + f.host()
 		}
 		do = fmt.Sprintf("check %s's CPUs: other processes competing with the ranks' host threads (top), their CPU and NUMA binding (numactl), the CPU frequency governor and dataloader workers", host)
 	case Hang:

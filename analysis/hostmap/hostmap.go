@@ -13,11 +13,18 @@
 //     whose events named no host;
 //
 // and otherwise the host is unknown, never host 0.
+//
+// A host is known by its number (the key every consumer uses); where a source of the job named it
+// (the hosts the ranks' plugins reported, an OTLP sender's host.name: timeline.HostNameKey in the
+// job's description, or NameHost as ranks join a live job) the map carries that name with it, and
+// Label shows it. A host no source named is shown by its number; a name is never made up.
 package hostmap
 
 import (
 	"cmp"
+	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/xfertop/xfertop/timeline"
 )
@@ -49,24 +56,31 @@ type Map struct {
 	// per is the GPUs per host of the topology (FromTopology) or of the count (FromCount, and the
 	// fallback of FromEvents for a device whose events named no host); 0 when none was given.
 	per     int
-	learned map[int32]int32 // FromEvents: each device's host as its first event named it
-	hosts   map[int32]int32 // FromEvents: how many learned devices each host has
-	snap    *Map            // the last snapshot, while nothing was learned since
-	frozen  bool            // a snapshot: Add leaves it alone
+	learned map[int32]int32  // FromEvents: each device's host as its first event named it
+	hosts   map[int32]int32  // FromEvents: how many learned devices each host has
+	names   map[int32]string // the hosts' names, by number, where a source named them
+	snap    *Map             // the last snapshot, while nothing was learned since
+	frozen  bool             // a snapshot: Add leaves it alone
 }
 
-// New returns the map of the job m describes.
+// New returns the map of the job m describes, with the host names m carries.
 func New(m timeline.Meta) *Map {
 	per := max(m.GPUsPerHost, 0)
+	var x *Map
 	switch {
 	case per > 0 && m.Topology != "" && m.Topology != "unknown" && !m.HostsInEvents():
-		return &Map{src: FromTopology, per: per}
+		x = &Map{src: FromTopology, per: per}
 	case m.HostsInEvents():
-		return &Map{src: FromEvents, per: per, learned: map[int32]int32{}, hosts: map[int32]int32{}}
+		x = &Map{src: FromEvents, per: per, learned: map[int32]int32{}, hosts: map[int32]int32{}}
 	case per > 0:
-		return &Map{src: FromCount, per: per}
+		x = &Map{src: FromCount, per: per}
+	default:
+		x = &Map{}
 	}
-	return &Map{}
+	for h, name := range timeline.HostNames(m) {
+		x.NameHost(h, name)
+	}
+	return x
 }
 
 // ByID returns the map of a job whose device d is on host d / perHost (a topology's); a map of
@@ -94,6 +108,71 @@ func (m *Map) Add(e *timeline.Event) {
 	m.learned[e.Device] = h
 	m.hosts[h]++
 	m.snap = nil
+}
+
+// NameHost gives host h the name a source of the job gave it (a rank that joined a live job); an
+// empty name, or a host that already has this name, changes nothing. A snapshot is left as it is.
+func (m *Map) NameHost(h int32, name string) {
+	if m == nil || m.frozen || h < 0 || name == "" || m.names[h] == name || len(m.names) >= maxLearned {
+		return
+	}
+	if m.names == nil {
+		m.names = map[int32]string{}
+	}
+	m.names[h] = name
+	m.snap = nil
+}
+
+// Name returns host h's name, and whether a source named it.
+func (m *Map) Name(h int32) (string, bool) {
+	if m == nil || h < 0 {
+		return "", false
+	}
+	n, ok := m.names[h]
+	return n, ok
+}
+
+// Label is host h as views and reports show it: its name where a source named it, else its
+// number, and ? for an unknown host (h < 0).
+func (m *Map) Label(h int32) string {
+	if h < 0 {
+		return "?"
+	}
+	if n, ok := m.Name(h); ok {
+		return n
+	}
+	return strconv.Itoa(int(h))
+}
+
+// ByName returns the host named name, and whether one is: the lowest numbered where two hosts
+// share a name.
+func (m *Map) ByName(name string) (int32, bool) {
+	if m == nil || name == "" {
+		return -1, false
+	}
+	best, ok := int32(-1), false
+	for h, n := range m.names {
+		if n == name && (!ok || h < best) {
+			best, ok = h, true
+		}
+	}
+	return best, ok
+}
+
+// Names returns a copy of the hosts' names, by number.
+func (m *Map) Names() map[int32]string {
+	if m == nil {
+		return nil
+	}
+	return maps.Clone(m.names)
+}
+
+// Named is how many hosts have a name.
+func (m *Map) Named() int {
+	if m == nil {
+		return 0
+	}
+	return len(m.names)
 }
 
 // Host returns device d's host, and whether it is known.
@@ -199,16 +278,13 @@ func (m *Map) Snapshot() *Map {
 	if m == nil {
 		return nil
 	}
-	if m.src != FromEvents {
-		return m // nothing of it changes
+	if m.frozen {
+		return m // a snapshot's snapshot: nothing of it changes
 	}
 	if m.snap == nil {
-		s := &Map{src: m.src, per: m.per, learned: make(map[int32]int32, len(m.learned)), hosts: make(map[int32]int32, len(m.hosts))}
-		for d, h := range m.learned {
-			s.learned[d] = h
-		}
-		for h, n := range m.hosts {
-			s.hosts[h] = n
+		s := &Map{src: m.src, per: m.per, names: maps.Clone(m.names)}
+		if m.src == FromEvents {
+			s.learned, s.hosts = maps.Clone(m.learned), maps.Clone(m.hosts)
 		}
 		s.snap, s.frozen = s, true
 		m.snap = s

@@ -100,3 +100,44 @@ func TestLayout(t *testing.T) {
 		}
 	}
 }
+
+// A host carries the name a source gave it (the description's, or NameHost's as ranks join), its
+// number staying the key: Label shows the name, else the number, ? for an unknown host; ByName
+// finds a host by it; a snapshot keeps the names it was taken with. No name is made up.
+func TestNames(t *testing.T) {
+	meta := timeline.Meta{Extra: map[string]string{timeline.HostsInEventsKey: "1",
+		timeline.HostNameKey(1): "node-a", "host.x.name": "junk", "host.01.name": "junk", timeline.HostNameKey(2): ""}}
+	m := New(meta)
+	m.Add(&timeline.Event{Device: 0, Host: 1})
+	m.Add(&timeline.Event{Device: 1, Host: 0})
+	s := m.Snapshot()
+	m.NameHost(0, "node-b")
+	for _, c := range []struct {
+		m    *Map
+		h    int32
+		want string
+	}{{m, 1, "node-a"}, {m, 0, "node-b"}, {m, 2, "2"}, {m, -1, "?"}, {s, 0, "0"}, {s, 1, "node-a"}, {m.Snapshot(), 0, "node-b"}} {
+		if got := c.m.Label(c.h); got != c.want {
+			t.Errorf("Label(%d) = %q; want %q", c.h, got, c.want)
+		}
+	}
+	if h, ok := m.ByName("node-b"); h != 0 || !ok {
+		t.Errorf(`ByName("node-b") = %d, %v; want 0, true`, h, ok)
+	}
+	if _, ok := m.ByName("node-c"); ok {
+		t.Error(`ByName("node-c") found a host no source named`)
+	}
+	if m.Named() != 2 {
+		t.Errorf("Named = %d; want 2 (the junk keys and the empty name are no names)", m.Named())
+	}
+	// A topology's map carries names too (a live source's), and its snapshot does not change after.
+	topo := ByID(8)
+	ts := topo.Snapshot()
+	topo.NameHost(3, "rack3-node")
+	if _, ok := ts.Name(3); ok {
+		t.Error("a snapshot took a name given after it")
+	}
+	if n, _ := topo.Snapshot().Name(3); n != "rack3-node" {
+		t.Errorf("a new snapshot's Name(3) = %q; want rack3-node", n)
+	}
+}

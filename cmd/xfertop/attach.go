@@ -342,6 +342,7 @@ type attachSource struct {
 }
 
 func (s attachSource) Info() ui.SourceInfo         { return s.info }
+func (s attachSource) HostNames() []string         { return s.srv.HostNames() }
 func (s attachSource) Snapshot() timeline.Snapshot { return s.win.Snapshot() }
 func (s attachSource) SetSpeed(float64) bool       { return false }
 func (s attachSource) SeekTo(int64) bool           { return false }

@@ -46,6 +46,17 @@ func (m *rasMux) Emit(e *timeline.Event) {
 	}
 }
 
+// NameHost hands the sinks that take them the name of a host a rank named (timeline.HostNamer).
+func (m *rasMux) NameHost(h int32, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range m.sinks {
+		if n, ok := k.(timeline.HostNamer); ok {
+			n.NameHost(h, name)
+		}
+	}
+}
+
 // inject takes a poll's events, labelled in the poller's table (read on the poller's goroutine).
 func (m *rasMux) inject(evs []timeline.Event, labels *timeline.Strings) {
 	m.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -147,6 +148,11 @@ type listenSinks struct {
 	meta     timeline.Meta
 	metaSet  chanOnce
 
+	// The hosts' names as their senders gave them (receiver: host.name), by number, for the
+	// console's analysis (listenSource.HostNames), from the listener's goroutine.
+	namesMu sync.Mutex
+	names   []string
+
 	// The recording's failure, from any goroutine: once set, no request is acknowledged (gate).
 	failMu   sync.Mutex
 	failErr  error
@@ -236,7 +242,29 @@ func (s *listenSinks) onMeta(m timeline.Meta) timeline.Sink {
 		}
 	}
 	s.metaSet.once.Do(func() { close(s.metaSet.ch) })
-	return sinks
+	return namingSinks{sinks, s}
+}
+
+// NameHost keeps a host's name for the console (timeline.HostNamer).
+func (s *listenSinks) NameHost(h int32, name string) {
+	if h < 0 || int(h) >= analysis.MaxDevices {
+		return
+	}
+	s.namesMu.Lock()
+	defer s.namesMu.Unlock()
+	names := slices.Clone(s.names) // HostNames hands the slice out: a new one, not written again
+	if int(h) >= len(names) {
+		names = append(names, make([]string, int(h)+1-len(names))...)
+	}
+	names[h] = name
+	s.names = names
+}
+
+// hostNames returns the hosts' names the senders gave, by number ("" for none).
+func (s *listenSinks) hostNames() []string {
+	s.namesMu.Lock()
+	defer s.namesMu.Unlock()
+	return s.names
 }
 
 type multiSink []timeline.Sink
@@ -245,6 +273,27 @@ func (m multiSink) Emit(e *timeline.Event) {
 	for _, s := range m {
 		s.Emit(e)
 	}
+}
+
+// NameHost hands a host's name to the sinks that take names (timeline.HostNamer).
+func (m multiSink) NameHost(h int32, name string) {
+	for _, s := range m {
+		if n, ok := s.(timeline.HostNamer); ok {
+			n.NameHost(h, name)
+		}
+	}
+}
+
+// namingSinks is the listener's sinks and the console's keeper of host names.
+type namingSinks struct {
+	multiSink
+	keep *listenSinks
+}
+
+// NameHost hands a host's name to the sinks and keeps it for the console.
+func (n namingSinks) NameHost(h int32, name string) {
+	n.multiSink.NameHost(h, name)
+	n.keep.NameHost(h, name)
 }
 
 // listenAddrs describes what a listener serves, for people.
@@ -370,6 +419,7 @@ func (s *listenSource) Info() ui.SourceInfo {
 }
 
 func (s *listenSource) Snapshot() timeline.Snapshot { return s.win.Snapshot() }
+func (s *listenSource) HostNames() []string         { return s.sinks.hostNames() }
 func (s *listenSource) SetSpeed(float64) bool       { return false }
 func (s *listenSource) SeekTo(int64) bool           { return false }
 func (s *listenSource) Status() ui.Status {

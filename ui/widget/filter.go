@@ -108,11 +108,15 @@ func (f *Filter) Match(fields ...string) bool {
 	return false
 }
 
-// HostToken reports whether the filter is a host's name, h and a number ("h1"), and which host.
+// HostToken reports whether the filter is a host's name, h and a number ("h1"), and which host;
+// h? is the devices whose host is unknown (-1), as the views show them.
 func (f *Filter) HostToken() (int, bool) {
 	v, ok := strings.CutPrefix(f.Value(), "h")
 	if !ok || v == "" {
 		return 0, false
+	}
+	if v == "?" {
+		return -1, true
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 || strconv.Itoa(n) != v {
@@ -121,12 +125,16 @@ func (f *Filter) HostToken() (int, bool) {
 	return n, true
 }
 
-// MatchHost is Match for a row of a device on host, whose name ("h1") is among fields: a filter
-// that is a host's name matches that host alone (h1 is host 1, not hosts 10–19 and 100–127 too);
+// MatchHost is Match for a row of a device on host (-1: unknown, h?), whose name ("h1") is among
+// fields: a filter that is a host's name matches that host alone (h1 is host 1, not hosts 10–19 and 100–127 too);
 // any other filter matches as Match does, the host's name among the fields.
 func (f *Filter) MatchHost(host int, fields ...string) bool {
 	if h, ok := f.HostToken(); ok {
-		return h == host
+		return h == host || (h < 0 && host < 0)
 	}
-	return f.Match(append(fields, "h"+strconv.Itoa(host))...)
+	name := "h?" // an unknown host, as the views show it (not h-1)
+	if host >= 0 {
+		name = "h" + strconv.Itoa(host)
+	}
+	return f.Match(append(fields, name)...)
 }

@@ -52,7 +52,7 @@ func TestFilterHandle(t *testing.T) {
 }
 
 // A filter that is a host's name matches that host alone; anything else matches by containment,
-// the host's name among the fields.
+// the host's name among the fields (an unknown host's is h?: before, h-1).
 func TestFilterMatchHost(t *testing.T) {
 	for _, tc := range []struct {
 		filter string
@@ -61,6 +61,8 @@ func TestFilterMatchHost(t *testing.T) {
 	}{
 		{"h1", 1, true}, {"h1", 10, false}, {"h1", 127, false}, {"H12", 12, true}, {"h12", 1, false},
 		{"h", 5, true}, {"h01", 1, false}, {"h01", 10, false}, {"peer", 3, true}, {"idle", 3, false}, {"", 9, true},
+		// An unknown host is h?, as the views show it, not h-1.
+		{"h?", -1, true}, {"h?", 0, false}, {"?", -1, true}, {"h-1", -1, false}, {"-1", -1, false}, {"h-", -1, false},
 	} {
 		f := NewFilter("")
 		f.input.SetValue(tc.filter)

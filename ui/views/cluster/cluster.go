@@ -83,6 +83,23 @@ func (v *Model) hostLabel(gi int) string {
 	return "?"
 }
 
+// hostShort names the host at index gi of Devices.Groups as the worst lists do: a long name's end.
+func (v *Model) hostShort(gi int) string {
+	if gs := v.ds.Groups(); gi >= 0 && gi < len(gs) {
+		return gs[gi].shortLabel(maxLabel)
+	}
+	return "?"
+}
+
+// hostTag is the host at index gi of Devices.Groups beside a GPU in the worst list: h and its
+// number (h? when unknown), or its name where a source named it (a long one's end).
+func (v *Model) hostTag(gi int) string {
+	if gs := v.ds.Groups(); gi >= 0 && gi < len(gs) && gs[gi].name != "" && gs[gi].known {
+		return gs[gi].shortLabel(maxLabel)
+	}
+	return "h" + v.hostLabel(gi)
+}
+
 // hostPos is the positions of the devices of the host at index gi of Devices.Groups.
 func (v *Model) hostPos(gi int) []int32 {
 	if gs := v.ds.Groups(); gi >= 0 && gi < len(gs) {
@@ -156,16 +173,28 @@ func (v *Model) HostOf(dev int32) (string, bool) {
 }
 
 // HostNumbers lists the numbers of the job's hosts as the host map places its devices, in order
-// (the devices of unknown host are on none of them).
-func (v *Model) HostNumbers() []int {
+// (the devices of unknown host are on none of them), and each one's name where a source of the
+// job named it ("" where none did).
+func (v *Model) HostNumbers() (nums []int, names []string) {
 	v.refresh()
-	var out []int
 	for _, g := range v.ds.Groups() {
 		if g.known {
-			out = append(out, int(g.host))
+			nums, names = append(nums, int(g.host)), append(names, g.name)
 		}
 	}
-	return out
+	return nums, names
+}
+
+// HostNamed returns the number of the job's host a source named name, and whether one is (the
+// lowest numbered where two share it).
+func (v *Model) HostNamed(name string) (int, bool) {
+	v.refresh()
+	for _, g := range v.ds.Groups() {
+		if g.known && g.name != "" && g.name == name {
+			return int(g.host), true
+		}
+	}
+	return 0, false
 }
 
 // GoCluster goes back up to the whole cluster's heatmap, its cursor where it was (on the host

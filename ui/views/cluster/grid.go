@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/xfertop/xfertop/ui/theme"
 	"github.com/xfertop/xfertop/units"
@@ -36,7 +37,7 @@ func layout(h0, h1 int, groups []hostGroup, gpus, w, h int) grid {
 	g := grid{h0: h0, h1: h1, gpus: gpus, groups: groups}
 	g.labelW = 2
 	for i := h0; i < min(h1, len(groups)); i++ {
-		g.labelW = max(g.labelW, len(groups[i].label())+1)
+		g.labelW = max(g.labelW, utf8.RuneCountInString(groups[i].shortLabel(maxLabel))+1)
 	}
 	g.gg = ceilDiv(gpus, max(w-g.labelW-1, 1))
 	g.cols = ceilDiv(gpus, g.gg)
@@ -79,7 +80,7 @@ func (g *grid) devices(r, c int, f func(p int32)) {
 // label names host row r's first host (its number, ? for the devices of unknown host).
 func (g *grid) label(r int) string {
 	if hf, _ := g.hosts(r); hf < len(g.groups) {
-		return g.groups[hf].label()
+		return g.groups[hf].shortLabel(maxLabel)
 	}
 	return ""
 }

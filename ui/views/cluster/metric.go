@@ -95,15 +95,33 @@ type Devices struct {
 type hostGroup struct {
 	host  int32 // -1: the devices whose host is unknown
 	known bool
+	name  string // the host's name where a source of the job named it (the host map's), else ""
 	pos   []int32
 }
 
-// label names the host as the heatmap, the breadcrumb and the lists do: its number, ? when unknown.
+// label names the host as the breadcrumb and the lists do: its name where a source named it,
+// else its number, ? when unknown.
 func (g hostGroup) label() string {
-	if !g.known {
+	switch {
+	case !g.known:
 		return "?"
+	case g.name != "":
+		return g.name
 	}
 	return fmt.Sprint(g.host)
+}
+
+// maxLabel is the widest a host's name is drawn beside the heatmap's rows and in the worst lists:
+// a job's names share their start ("gpu-node-0417"), so a longer one keeps its end.
+const maxLabel = 12
+
+// shortLabel is label no wider than w: a longer name's end, after an ellipsis.
+func (g hostGroup) shortLabel(w int) string {
+	l := g.label()
+	if r := []rune(l); len(r) > w {
+		return "…" + string(r[len(r)-w+1:])
+	}
+	return l
 }
 
 // Reset points ds at fr's Result; it reports whether that changed anything.
@@ -146,6 +164,7 @@ func (ds *Devices) place() {
 	ds.local = slices.Grow(ds.local[:0], n)[:n]
 	for gi, g := range lay {
 		hg := hostGroup{host: g.Host, known: g.Known, pos: make([]int32, len(g.Devs))}
+		hg.name, _ = ds.hosts.Name(g.Host)
 		for l, id := range g.Devs {
 			p, _ := ds.rows.Pos(id)
 			hg.pos[l] = int32(p)
@@ -154,6 +173,10 @@ func (ds *Devices) place() {
 		ds.groups = append(ds.groups, hg)
 	}
 }
+
+// LocalIndex is the index of the device at position p among its host's GPUs, where the host map
+// knows it (hostmap.Map.Local: the topology's or a count's), and whether it does.
+func (ds *Devices) LocalIndex(p int32) (int32, bool) { return ds.hosts.Local(ds.ID(p)) }
 
 // Groups is the heatmap's hosts, in order (read-only).
 func (ds *Devices) Groups() []hostGroup { return ds.groups }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -161,14 +162,14 @@ func (v *Model) worst(c crumb, h int) []string {
 	out := []string{st.Title.Render(ansi.Truncate("worst GPUs, "+m.order(), sideW, "…"))}
 	for _, r := range devs {
 		gi, _ := v.ds.Place(r.dev)
-		out = append(out, fmt.Sprintf("gpu %-5d h%-4s %9s", v.ds.ID(r.dev), v.hostLabel(gi), v.fmtVal(r.val)))
+		out = append(out, fmt.Sprintf("gpu %-5d %-5s %9s", v.ds.ID(r.dev), v.hostTag(gi), v.fmtVal(r.val)))
 	}
 	if len(devs) == 0 && (m.HighIsBad || known == 0) {
 		out = append(out, none)
 	}
 	out = append(out, "", st.Title.Render(ansi.Truncate("worst hosts, by worst GPU", sideW, "…")))
 	for _, r := range hosts {
-		out = append(out, fmt.Sprintf("host %-4s gpu %-5d%7s", v.hostLabel(r.id), v.ds.ID(r.dev), v.fmtVal(r.val)))
+		out = append(out, fmt.Sprintf("host %-4s gpu %-5d%7s", v.hostShort(r.id), v.ds.ID(r.dev), v.fmtVal(r.val)))
 	}
 	if len(hosts) == 0 && (m.HighIsBad || known == 0) {
 		out = append(out, none)
@@ -208,6 +209,13 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 		col = max(col, len(fmt.Sprint(v.ds.ID(pos[len(pos)-1])))+1)
 	}
 	head := fmt.Sprintf("%-*s%-6s%10s", col, "gpu", "local", m.Name)
+	placed := false // a GPU whose CUDA index on its host is not known is shown by its place, marked
+	for l, d := range pos {
+		if strings.HasPrefix(v.localLabel(d, l), "#") {
+			placed = true
+			break
+		}
+	}
 	for _, col := range []string{"busy %", "idle %"} {
 		if !dup(col) {
 			head += fmt.Sprintf("%8s", col)
@@ -218,7 +226,13 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 			head += fmt.Sprintf("%9s", l.String()+" %")
 		}
 	}
-	b.WriteString(st.Muted.Render(head+"   links: % of peak, "+v.ds.LinkWhen()+"; enter: its streams") + "\n")
+	note := "   links: % of peak, " + v.ds.LinkWhen() + "; enter: its streams"
+	if placed {
+		// A rank that named its host did not say which of the host's GPUs it drives: said
+		// first, so that a narrow terminal cuts the rest.
+		note = "   local #N: its place on the host (GPU index unknown);" + strings.TrimPrefix(note, "  ")
+	}
+	b.WriteString(st.Muted.Render(head+note) + "\n")
 	locals := v.hostRows(host)
 	from, to := v.list.Window(len(locals), v.H-3, 2)
 	pct := func(x float64, ok bool) string {
@@ -232,7 +246,7 @@ func (v *Model) viewHost(b *strings.Builder, host int) {
 		d := pos[l]
 		glyph, on := cell(&st, m, v.vals[d], v.scale())
 		val := fmt.Sprintf("%8s", v.fmtVal(v.vals[d]))
-		line := fmt.Sprintf("%-*d%-6d", col, v.ds.ID(d), l)
+		line := fmt.Sprintf("%-*d%-6s", col, v.ds.ID(d), v.localLabel(d, l))
 		t, tok := v.ds.Time(d)
 		busy, bok := t.BusyPct()
 		idle := math.NaN()
@@ -267,12 +281,27 @@ func (v *Model) filterLine(b *strings.Builder, kept, all int, what string) {
 	}
 }
 
-// hostRows lists the local numbers of host's GPUs (host: its index in Devices.Groups; a GPU's
-// local number its place among the host's devices) that pass the filter ("gpu 613", "local 3").
+// localLabel is the local column of the GPU at position p, place l on its host: its index among
+// the host's GPUs where the host map knows it (a topology's or --gpus-per-host's: d mod GPUs per
+// host, whatever GPUs of the host ran nothing), else its place on the host marked as one (#l: a
+// rank that named its host did not say which of the host's GPUs it drives), — where its host is
+// unknown.
+func (v *Model) localLabel(p int32, l int) string {
+	if i, ok := v.ds.LocalIndex(p); ok {
+		return strconv.Itoa(int(i))
+	}
+	if g, _ := v.ds.Place(p); !v.ds.Groups()[g].known {
+		return units.Unknown // no host, no place on it
+	}
+	return "#" + strconv.Itoa(l)
+}
+
+// hostRows lists the places of host's GPUs (host: its index in Devices.Groups; a GPU's place
+// among the host's devices) that pass the filter ("gpu 613", "local 3", "local #3").
 func (v *Model) hostRows(host int) []int {
 	var out []int
 	for l, p := range v.hostPos(host) {
-		if v.filter.Match(fmt.Sprintf("gpu %d ", v.ds.ID(p)), fmt.Sprintf("local %d ", l)) {
+		if v.filter.Match(fmt.Sprintf("gpu %d ", v.ds.ID(p)), "local "+v.localLabel(p, l)+" ") {
 			out = append(out, l)
 		}
 	}

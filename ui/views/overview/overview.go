@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -251,13 +252,17 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 	}
 	if m.rolled {
 		t.colDev += 2 // "▸h511"
+		for _, g := range groups {
+			t.colDev = max(t.colDev, utf8.RuneCountInString(m.hostLabel(g.host))+2) // "▸node-a"
+		}
 	}
 	t.total = m.W >= t.colDev+colSplit+1+colCause+int(analysis.NumLinks)*t.cell+colTotal
 	t.histW = min(max(m.W-t.colDev-colSplit-1-colCause-int(analysis.NumLinks)*t.cell-colTotal-2, 0), analysis.HistoryBuckets)
 	m.rows = m.layoutRows(m.rows[:0], times, groups)
 	if m.filter.Value() != "" {
 		m.rows = slices.DeleteFunc(m.rows, func(r devRow) bool {
-			return !m.filter.MatchHost(r.host, fmt.Sprint(devs[r.dev].Device), idleCause(times[r.dev]))
+			name, _ := m.placedBy.Name(int32(r.host)) // a host's name matches its GPUs, as its number does
+			return !m.filter.MatchHost(r.host, fmt.Sprint(devs[r.dev].Device), idleCause(times[r.dev]), name)
 		})
 	}
 	m.overflow = len(m.rows) > lines
@@ -285,9 +290,9 @@ func (m *Model) writeDevices(b *strings.Builder, below int) {
 		label := fmt.Sprint(devs[r.dev].Device)
 		switch {
 		case r.isHost && m.expanded[r.host]:
-			label = "▾h" + hostName(r.host)
+			label = "▾" + m.hostLabel(r.host)
 		case r.isHost:
-			label = "▸h" + hostName(r.host)
+			label = "▸" + m.hostLabel(r.host)
 		case m.rolled:
 			label = "  " + label
 		}
@@ -400,12 +405,23 @@ func (m *Model) placed(res *analysis.Result, meta timeline.Meta) []hostGroup {
 	return m.groups
 }
 
-// hostName names host h as the rows do: its number, ? when unknown.
-func hostName(h int) string {
-	if h < 0 {
-		return "?"
+// maxHostLabel is the widest a host's name is drawn in the device column: a job's names share
+// their start ("gpu-node-0417"), so a longer one keeps its end.
+const maxHostLabel = 12
+
+// hostLabel names host h as the rolled-up rows do: its name where a source of the job named it
+// (the host map's; a long one's end), else h and its number, h? when unknown.
+func (m *Model) hostLabel(h int) string {
+	if name, ok := m.placedBy.Name(int32(h)); ok {
+		if r := []rune(name); len(r) > maxHostLabel {
+			return "…" + string(r[len(r)-maxHostLabel+1:])
+		}
+		return name
 	}
-	return strconv.Itoa(h)
+	if h < 0 {
+		return "h?"
+	}
+	return "h" + strconv.Itoa(h)
 }
 
 // sparkTotals are devices' total rates over the sparkline's buckets, for one Result, newest bucket

@@ -1,7 +1,9 @@
 package timeline
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -34,6 +36,16 @@ type Model struct {
 	rows      []Row        // as last drawn, reused
 	scratch   strip.Scratch
 	merged    mergedTracks
+	hostOrder hostOrder
+}
+
+// hostOrder is a frame's tracks ordered host by host (byHost), as of the tracks and the host map
+// it was made from.
+type hostOrder struct {
+	from   **agg.Track // the tracks' first element: a new frame's, or a filter's, are a new slice
+	n      int
+	hosts  *hostmap.Map
+	tracks []*agg.Track
 }
 
 // mergedTracks is the display state's tracks with the streams that only have ops running, as of
@@ -61,7 +73,11 @@ func (t *Model) matches(tr *agg.Track) bool {
 		return true
 	}
 	host := t.hostOf(tr.Device)
-	return t.filter.MatchHost(host, fmt.Sprintf("device %d", tr.Device), "h"+hostName(host)+" ", fmt.Sprintf("s%d ", tr.Stream))
+	fields := []string{fmt.Sprintf("device %d", tr.Device), "h" + hostName(host) + " ", fmt.Sprintf("s%d ", tr.Stream)}
+	if name, ok := t.hosts().Name(int32(host)); ok {
+		fields = append(fields, name) // the host's name, where a source named it
+	}
+	return t.filter.MatchHost(host, fields...)
 }
 
 // Row is a line of the timeline: a host's heading (on a job of several hosts), a device's heading
@@ -135,7 +151,11 @@ func (t *Model) grouped() bool {
 // hostOf returns the host of a device as the host map places it; -1 when unknown.
 func (t *Model) hostOf(d int32) int { return int(t.hosts().HostOr(d)) }
 
-// hostName names host h as headings do: its number, ? when unknown.
+// hostLabel names host h as headings do: its name where a source of the job named it, else its
+// number, ? when unknown (hostmap.Map.Label).
+func (t *Model) hostLabel(h int) string { return t.hosts().Label(int32(h)) }
+
+// hostName is host h's number as the filter's h token takes it, ? when unknown.
 func hostName(h int) string {
 	if h < 0 {
 		return "?"
@@ -162,6 +182,9 @@ func (t *Model) layout(out []Row) []Row {
 		}
 	}
 	grouped := t.grouped()
+	if grouped {
+		tracks = t.byHost(tracks)
+	}
 	devs := 0 // device headings, for the roll-up
 	for i, tr := range tracks {
 		if i == 0 || tracks[i-1].Device != tr.Device {
@@ -203,6 +226,39 @@ func (t *Model) layout(out []Row) []Row {
 		}
 		i = j
 	}
+	return out
+}
+
+// byHost orders tracks host by host, the hosts by number and the devices of unknown host last,
+// each host's devices and streams in the order they come (by id): a job whose ranks interleave
+// hosts (rank 0 on node-a, 1 on node-b, 2 on node-a) has each host's streams under one heading,
+// not a heading each time the host comes back. Tracks already in that order (a topology's, whose
+// hosts are by id) are returned as they are; a reordering is kept while the frame's tracks and
+// host map are the same.
+func (t *Model) byHost(tracks []*agg.Track) []*agg.Track {
+	if len(tracks) < 2 {
+		return tracks
+	}
+	hosts := t.hosts()
+	key := func(d int32) int64 {
+		if h, ok := hosts.Host(d); ok {
+			return int64(h)
+		}
+		return math.MaxInt64
+	}
+	sorted := true
+	for i := 1; i < len(tracks) && sorted; i++ {
+		sorted = tracks[i-1].Device == tracks[i].Device || key(tracks[i-1].Device) <= key(tracks[i].Device)
+	}
+	if sorted {
+		return tracks
+	}
+	if o := &t.hostOrder; o.from == &tracks[0] && o.n == len(tracks) && o.hosts == hosts {
+		return o.tracks
+	}
+	out := slices.Clone(tracks)
+	slices.SortStableFunc(out, func(a, b *agg.Track) int { return cmp.Compare(key(a.Device), key(b.Device)) })
+	t.hostOrder = hostOrder{from: &tracks[0], n: len(tracks), hosts: hosts, tracks: out}
 	return out
 }
 
@@ -407,7 +463,7 @@ func (t *Model) heading(r Row, grouped bool) string {
 		if t.HostClosed(r.Host) {
 			mark = "▸"
 		}
-		return fmt.Sprintf("%s host %s · %s on %s", mark, hostName(r.Host), units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
+		return fmt.Sprintf("%s host %s · %s on %s", mark, t.hostLabel(r.Host), units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
 	}
 	mark, indent := "▾", ""
 	if t.collapsed[r.Device] {
@@ -429,7 +485,7 @@ func (t *Model) hostDetail(r Row) string {
 	if t.HostClosed(r.Host) {
 		verb = "opens"
 	}
-	return fmt.Sprintf("host %s: enter %s its %s on %s; C shows only this host", hostName(r.Host), verb, units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
+	return fmt.Sprintf("host %s: enter %s its %s on %s; C shows only this host", t.hostLabel(r.Host), verb, units.Counted(r.n, "stream"), units.Counted(r.gpus, "GPU"))
 }
 
 // CursorAt returns the time at the start of the cursor's column.
