@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/xfertop/xfertop/depgraph"
@@ -99,6 +100,10 @@ type Stream struct {
 	pathFirst []int32
 	anyNodes  bool
 	stepRanks map[[2]int32]bool // the ranks (host, device) that mark steps
+	// full, when set (by a benchmark), is called at each window's fullest: its graph and both
+	// replays built, its ops in the reorder buffers, before the carry lets go of what the next
+	// window does not keep; events is the window's.
+	full func(events int)
 }
 
 // point is a finalised point's replayed times and binding edges: measured, baseline, changed.
@@ -346,6 +351,12 @@ func (s *Stream) window() error {
 	}
 	s.emit(g, seqs, rs, w.final)
 	s.walk(g, seqs, rs, measured, w.final, hi)
+	if s.full != nil {
+		s.full(len(in))
+		runtime.KeepAlive(g)
+		runtime.KeepAlive(rs)
+		runtime.KeepAlive(w)
+	}
 	s.carry(g, in, seqs, lo, hi, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
 	s.res.MaxHeld = max(s.res.MaxHeld, len(s.carried)+len(s.store)+len(s.global)+len(s.reorder[0].ops)+len(s.reorder[1].ops))
 	return nil
