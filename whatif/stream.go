@@ -247,6 +247,15 @@ func (w *winGraph) key(p int32) uint64 {
 	return uint64(w.seqs[w.g.Nodes[w.joinOf[p]]])*4 + 3
 }
 
+// nodeOfPoint is the node of point p: a join's is its instance's first part, whose event's index
+// in the input names it (key).
+func (w *winGraph) nodeOfPoint(p int32) int32 {
+	if n := w.g.NodeOf(p); n >= 0 {
+		return n
+	}
+	return w.joinOf[p]
+}
+
 // final reports whether the window finalises point p.
 func (w *winGraph) final(p int32) bool { t := w.g.Time[p]; return t >= w.lo && t < w.hi }
 
@@ -285,6 +294,8 @@ func (s *Stream) window() error {
 	for i := range in {
 		evs[i], seqs[i] = in[i].Event, in[i].Seq
 	}
+	events := len(in)
+	in = nil // evs and seqs hold it: a copy less of the window's events while it is replayed
 	final := func(g *depgraph.Graph, p int32) bool { t := g.Time[p]; return t >= lo && t < hi }
 	g, err := depgraph.BuildWindow(evs, s.names, depgraph.Window{Final: final, SeqBase: s.seqBase})
 	if err != nil {
@@ -325,7 +336,6 @@ func (s *Stream) window() error {
 			}
 		}
 	}
-	s.record(w, rs, measured)
 	for n := range g.Nodes {
 		st, end := depgraph.Start(int32(n)), depgraph.End(int32(n))
 		if w.final(end) && rs[1].Times[end]-rs[1].Times[st] != rs[0].Times[end]-rs[0].Times[st] {
@@ -352,12 +362,16 @@ func (s *Stream) window() error {
 	s.emit(g, seqs, rs, w.final)
 	s.walk(g, seqs, rs, measured, w.final, hi)
 	if s.full != nil {
-		s.full(len(in))
+		s.full(events)
 		runtime.KeepAlive(g)
 		runtime.KeepAlive(rs)
 		runtime.KeepAlive(w)
 	}
-	s.carry(g, in, seqs, lo, hi, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
+	keep := s.keep(g, len(evs), lo, hi, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
+	// Only the points of the events the next windows keep are stored: no later window pins the
+	// others (a window pins only its events' points).
+	s.record(w, rs, measured, keep)
+	s.carry(evs, seqs, keep, hi)
 	s.res.MaxHeld = max(s.res.MaxHeld, len(s.carried)+len(s.store)+len(s.global)+len(s.reorder[0].ops)+len(s.reorder[1].ops))
 	return nil
 }
@@ -385,7 +399,7 @@ func (s *Stream) pins(w *winGraph) ([]pinned, []int32) {
 
 // record stores the points w finalises: their replayed times, and the edges that bound them
 // (measured, and in each replay).
-func (s *Stream) record(w *winGraph, rs [2]*Result, measured []int32) {
+func (s *Stream) record(w *winGraph, rs [2]*Result, measured []int32, keep []bool) {
 	rec := func(bound int32, weights []int64) boundRec {
 		if bound < 0 {
 			return boundRec{}
@@ -398,7 +412,7 @@ func (s *Stream) record(w *winGraph, rs [2]*Result, measured []int32) {
 		return boundRec{from: w.key(e.From), w: wt, kind: e.Kind}
 	}
 	for p := range w.g.Time {
-		if !w.final(int32(p)) {
+		if !w.final(int32(p)) || !keep[w.g.Nodes[w.nodeOfPoint(int32(p))]] {
 			continue
 		}
 		s.store[w.key(int32(p))] = point{
