@@ -35,7 +35,7 @@ func (s *Stream) keep(g *depgraph.Graph, events int, lo, hi int64, times [3][]in
 
 // carry keeps the events keep marks for the next window, and the points of those (record stored
 // them), and passes on the replayed ops no later window can start before.
-func (s *Stream) carry(evs []timeline.Event, seqs []int64, keep []bool, hi int64) {
+func (s *Stream) carry(evs []timeline.Event, seqs []int64, keep []bool, hi int64) error {
 	kept := map[int64]bool{}
 	s.carried = s.carried[:0:0]
 	for i := range evs {
@@ -59,8 +59,11 @@ func (s *Stream) carry(evs []timeline.Event, seqs []int64, keep []bool, hi int64
 		for _, pt := range s.store {
 			lb = min(lb, pt.t[v])
 		}
-		s.flush(v, lb)
+		if err := s.flush(v, lb); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // keeper marks the events of a window's graph that the next window keeps.

@@ -193,7 +193,9 @@ func (s *Stream) Close() (*Streamed, error) {
 		}
 	}
 	for v := range s.reorder {
-		s.flush(v, math.MaxInt64)
+		if err := s.flush(v, math.MaxInt64); err != nil {
+			return nil, err
+		}
 	}
 	if !s.anyNodes {
 		return nil, fmt.Errorf("the trace has no ops to replay (kernels, copies, collectives, runtime calls)")
@@ -221,12 +223,12 @@ func (s *Stream) Close() (*Streamed, error) {
 }
 
 // flush passes on replay v's ops that start before lb.
-func (s *Stream) flush(v int, lb int64) {
+func (s *Stream) flush(v int, lb int64) error {
 	sink, order := s.out.Baseline, (*[]int32)(nil)
 	if v == 1 {
 		sink, order = s.out.Changed, s.out.ChangedOrder
 	}
-	s.reorder[v].flush(lb, sink, order)
+	return s.reorder[v].flush(lb, sink, order)
 }
 
 // winGraph is one window's graph: its events' indices in the input, and the times [lo, hi) of
@@ -371,7 +373,9 @@ func (s *Stream) window() error {
 	// Only the points of the events the next windows keep are stored: no later window pins the
 	// others (a window pins only its events' points).
 	s.record(w, rs, measured, keep)
-	s.carry(evs, seqs, keep, hi)
+	if err := s.carry(evs, seqs, keep, hi); err != nil {
+		return err
+	}
 	s.res.MaxHeld = max(s.res.MaxHeld, len(s.carried)+len(s.store)+len(s.global)+len(s.reorder[0].ops)+len(s.reorder[1].ops))
 	return nil
 }
@@ -516,53 +520,4 @@ func (s *Stream) globalPath(g *depgraph.Graph, seqs []int64, p depgraph.Path) de
 		p.Nodes[i] = s.global[seqs[g.Nodes[n]]]
 	}
 	return p
-}
-
-// reorderBuf holds a replay's ops until no later window can start one before them.
-type reorderBuf struct {
-	ops     []reordered // sorted up to sorted
-	sorted  int
-	scratch []reordered
-}
-
-// reordered is an op and its index among the measured ops: the order of ops starting together.
-type reordered struct {
-	e   timeline.Event
-	idx int32
-}
-
-func (r *reorderBuf) add(e timeline.Event, idx int32) {
-	r.ops = append(r.ops, reordered{e, idx})
-}
-
-func byStart(a, b reordered) int {
-	return cmp.Or(cmp.Compare(a.e.Start, b.e.Start), cmp.Compare(a.idx, b.idx))
-}
-
-// flush passes on, in start order, the ops that start before lb (and their indices to order).
-func (r *reorderBuf) flush(lb int64, sink timeline.Sink, order *[]int32) {
-	// What is left from the last flush is sorted: sort the ops added since, and merge.
-	old, added := r.ops[:r.sorted], r.ops[r.sorted:]
-	slices.SortFunc(added, byStart)
-	merged := r.scratch[:0]
-	for len(old) > 0 && len(added) > 0 {
-		if byStart(added[0], old[0]) < 0 {
-			merged, added = append(merged, added[0]), added[1:]
-		} else {
-			merged, old = append(merged, old[0]), old[1:]
-		}
-	}
-	merged = append(append(merged, old...), added...)
-	r.ops, r.scratch = merged, r.ops
-	n, _ := slices.BinarySearchFunc(r.ops, lb, func(o reordered, t int64) int { return cmp.Compare(o.e.Start, t) })
-	for i := range r.ops[:n] {
-		if sink != nil {
-			sink.Emit(&r.ops[i].e)
-		}
-		if order != nil {
-			*order = append(*order, r.ops[i].idx)
-		}
-	}
-	r.ops = r.ops[:copy(r.ops, r.ops[n:])]
-	r.sorted = len(r.ops)
 }
