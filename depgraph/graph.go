@@ -325,14 +325,18 @@ func (b *builder) durations() {
 // order sorts the points topologically, earliest measured time first among those ready, after
 // indexing each point's incoming edges.
 func (g *Graph) order() error {
-	g.In = make([][]int32, len(g.Time))
-	for i, e := range g.Edges {
-		g.In[e.To] = append(g.In[e.To], int32(i))
-	}
+	// Each point's edges are a part of one array (in edge order, as appending them gave): a
+	// slice of its own per point cost an allocation and its slack each, more than the edges.
 	indeg := make([]int32, len(g.Time))
-	out := make([][]int32, len(g.Time))
+	outdeg := make([]int32, len(g.Time))
 	for _, e := range g.Edges {
 		indeg[e.To]++
+		outdeg[e.From]++
+	}
+	g.In = spans(indeg, len(g.Edges))
+	out := spans(outdeg, len(g.Edges))
+	for i, e := range g.Edges {
+		g.In[e.To] = append(g.In[e.To], int32(i))
 		out[e.From] = append(out[e.From], e.To)
 	}
 	h := pointHeap{t: g.Time}
@@ -355,6 +359,18 @@ func (g *Graph) order() error {
 		return fmt.Errorf("%w among %d of %d points", ErrCycle, len(g.Time)-len(g.Order), len(g.Time))
 	}
 	return nil
+}
+
+// spans cuts one array of total elements into empty slices with room for counts[p] each.
+func spans(counts []int32, total int) [][]int32 {
+	all := make([]int32, total)
+	s := make([][]int32, len(counts))
+	off := 0
+	for p, n := range counts {
+		s[p] = all[off : off : off+int(n)]
+		off += int(n)
+	}
+	return s
 }
 
 // pointHeap is a min-heap of points by measured time, then id.

@@ -7,12 +7,13 @@ import (
 	"github.com/xfertop/xfertop/timeline"
 )
 
-// carry keeps what the next window needs of this one's events: of its own and the older ones it
-// kept, those still running at the cut, the sources of dependencies into later points, the last
-// op of each stream, host process, event, device and step, launches whose op is still to come,
-// and the chains the next steps' critical paths can walk; and the points those finalised.
-func (s *Stream) carry(g *depgraph.Graph, in []Placed, seqs []int64, lo, hi int64, times [3][]int64, bounds [3][]int32) {
-	k := newKeeper(g, len(in))
+// keep marks what the next window needs of this one's events (by index in the window's input):
+// of its own and the older ones it kept, those still running at the cut, the sources of
+// dependencies into later points, the last op of each stream, host process, event, device and
+// step, launches whose op is still to come, and the chains the next steps' critical paths can
+// walk.
+func (s *Stream) keep(g *depgraph.Graph, events int, lo, hi int64, times [3][]int64, bounds [3][]int32) []bool {
+	k := newKeeper(g, events)
 	// A record of an event is kept for the waits to come while it is of this window or the one
 	// before, or while its event is recorded again and again (reused, as CUDA programs reuse
 	// theirs): the engine records each event of its own once, and a record kept for ever for
@@ -29,11 +30,17 @@ func (s *Stream) carry(g *depgraph.Graph, in []Placed, seqs []int64, lo, hi int6
 			s.seqBase[depgraph.SeqKeyOf(g.Event(n))]++
 		}
 	}
+	return k.keep
+}
+
+// carry keeps the events keep marks for the next window, and the points of those (record stored
+// them), and passes on the replayed ops no later window can start before.
+func (s *Stream) carry(evs []timeline.Event, seqs []int64, keep []bool, hi int64) error {
 	kept := map[int64]bool{}
 	s.carried = s.carried[:0:0]
-	for i := range in {
-		if k.keep[i] {
-			s.carried = append(s.carried, in[i])
+	for i := range evs {
+		if keep[i] {
+			s.carried = append(s.carried, Placed{evs[i], seqs[i]})
 			kept[seqs[i]] = true
 		}
 	}
@@ -52,8 +59,11 @@ func (s *Stream) carry(g *depgraph.Graph, in []Placed, seqs []int64, lo, hi int6
 		for _, pt := range s.store {
 			lb = min(lb, pt.t[v])
 		}
-		s.flush(v, lb)
+		if err := s.flush(v, lb); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // keeper marks the events of a window's graph that the next window keeps.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/xfertop/xfertop/depgraph"
@@ -99,6 +100,10 @@ type Stream struct {
 	pathFirst []int32
 	anyNodes  bool
 	stepRanks map[[2]int32]bool // the ranks (host, device) that mark steps
+	// full, when set (by a benchmark), is called at each window's fullest: its graph and both
+	// replays built, its ops in the reorder buffers, before the carry lets go of what the next
+	// window does not keep; events is the window's.
+	full func(events int)
 }
 
 // point is a finalised point's replayed times and binding edges: measured, baseline, changed.
@@ -188,7 +193,9 @@ func (s *Stream) Close() (*Streamed, error) {
 		}
 	}
 	for v := range s.reorder {
-		s.flush(v, math.MaxInt64)
+		if err := s.flush(v, math.MaxInt64); err != nil {
+			return nil, err
+		}
 	}
 	if !s.anyNodes {
 		return nil, fmt.Errorf("the trace has no ops to replay (kernels, copies, collectives, runtime calls)")
@@ -216,12 +223,12 @@ func (s *Stream) Close() (*Streamed, error) {
 }
 
 // flush passes on replay v's ops that start before lb.
-func (s *Stream) flush(v int, lb int64) {
+func (s *Stream) flush(v int, lb int64) error {
 	sink, order := s.out.Baseline, (*[]int32)(nil)
 	if v == 1 {
 		sink, order = s.out.Changed, s.out.ChangedOrder
 	}
-	s.reorder[v].flush(lb, sink, order)
+	return s.reorder[v].flush(lb, sink, order)
 }
 
 // winGraph is one window's graph: its events' indices in the input, and the times [lo, hi) of
@@ -240,6 +247,15 @@ func (w *winGraph) key(p int32) uint64 {
 		return uint64(w.seqs[w.g.Nodes[n]])*4 + uint64(p%2) + 1
 	}
 	return uint64(w.seqs[w.g.Nodes[w.joinOf[p]]])*4 + 3
+}
+
+// nodeOfPoint is the node of point p: a join's is its instance's first part, whose event's index
+// in the input names it (key).
+func (w *winGraph) nodeOfPoint(p int32) int32 {
+	if n := w.g.NodeOf(p); n >= 0 {
+		return n
+	}
+	return w.joinOf[p]
 }
 
 // final reports whether the window finalises point p.
@@ -280,6 +296,8 @@ func (s *Stream) window() error {
 	for i := range in {
 		evs[i], seqs[i] = in[i].Event, in[i].Seq
 	}
+	events := len(in)
+	in = nil // evs and seqs hold it: a copy less of the window's events while it is replayed
 	final := func(g *depgraph.Graph, p int32) bool { t := g.Time[p]; return t >= lo && t < hi }
 	g, err := depgraph.BuildWindow(evs, s.names, depgraph.Window{Final: final, SeqBase: s.seqBase})
 	if err != nil {
@@ -320,7 +338,6 @@ func (s *Stream) window() error {
 			}
 		}
 	}
-	s.record(w, rs, measured)
 	for n := range g.Nodes {
 		st, end := depgraph.Start(int32(n)), depgraph.End(int32(n))
 		if w.final(end) && rs[1].Times[end]-rs[1].Times[st] != rs[0].Times[end]-rs[0].Times[st] {
@@ -346,7 +363,19 @@ func (s *Stream) window() error {
 	}
 	s.emit(g, seqs, rs, w.final)
 	s.walk(g, seqs, rs, measured, w.final, hi)
-	s.carry(g, in, seqs, lo, hi, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
+	if s.full != nil {
+		s.full(events)
+		runtime.KeepAlive(g)
+		runtime.KeepAlive(rs)
+		runtime.KeepAlive(w)
+	}
+	keep := s.keep(g, len(evs), lo, hi, [3][]int64{g.Time, rs[0].Times, rs[1].Times}, [3][]int32{measured, rs[0].Bound, rs[1].Bound})
+	// Only the points of the events the next windows keep are stored: no later window pins the
+	// others (a window pins only its events' points).
+	s.record(w, rs, measured, keep)
+	if err := s.carry(evs, seqs, keep, hi); err != nil {
+		return err
+	}
 	s.res.MaxHeld = max(s.res.MaxHeld, len(s.carried)+len(s.store)+len(s.global)+len(s.reorder[0].ops)+len(s.reorder[1].ops))
 	return nil
 }
@@ -374,7 +403,7 @@ func (s *Stream) pins(w *winGraph) ([]pinned, []int32) {
 
 // record stores the points w finalises: their replayed times, and the edges that bound them
 // (measured, and in each replay).
-func (s *Stream) record(w *winGraph, rs [2]*Result, measured []int32) {
+func (s *Stream) record(w *winGraph, rs [2]*Result, measured []int32, keep []bool) {
 	rec := func(bound int32, weights []int64) boundRec {
 		if bound < 0 {
 			return boundRec{}
@@ -387,7 +416,7 @@ func (s *Stream) record(w *winGraph, rs [2]*Result, measured []int32) {
 		return boundRec{from: w.key(e.From), w: wt, kind: e.Kind}
 	}
 	for p := range w.g.Time {
-		if !w.final(int32(p)) {
+		if !w.final(int32(p)) || !keep[w.g.Nodes[w.nodeOfPoint(int32(p))]] {
 			continue
 		}
 		s.store[w.key(int32(p))] = point{
@@ -491,53 +520,4 @@ func (s *Stream) globalPath(g *depgraph.Graph, seqs []int64, p depgraph.Path) de
 		p.Nodes[i] = s.global[seqs[g.Nodes[n]]]
 	}
 	return p
-}
-
-// reorderBuf holds a replay's ops until no later window can start one before them.
-type reorderBuf struct {
-	ops     []reordered // sorted up to sorted
-	sorted  int
-	scratch []reordered
-}
-
-// reordered is an op and its index among the measured ops: the order of ops starting together.
-type reordered struct {
-	e   timeline.Event
-	idx int32
-}
-
-func (r *reorderBuf) add(e timeline.Event, idx int32) {
-	r.ops = append(r.ops, reordered{e, idx})
-}
-
-func byStart(a, b reordered) int {
-	return cmp.Or(cmp.Compare(a.e.Start, b.e.Start), cmp.Compare(a.idx, b.idx))
-}
-
-// flush passes on, in start order, the ops that start before lb (and their indices to order).
-func (r *reorderBuf) flush(lb int64, sink timeline.Sink, order *[]int32) {
-	// What is left from the last flush is sorted: sort the ops added since, and merge.
-	old, added := r.ops[:r.sorted], r.ops[r.sorted:]
-	slices.SortFunc(added, byStart)
-	merged := r.scratch[:0]
-	for len(old) > 0 && len(added) > 0 {
-		if byStart(added[0], old[0]) < 0 {
-			merged, added = append(merged, added[0]), added[1:]
-		} else {
-			merged, old = append(merged, old[0]), old[1:]
-		}
-	}
-	merged = append(append(merged, old...), added...)
-	r.ops, r.scratch = merged, r.ops
-	n, _ := slices.BinarySearchFunc(r.ops, lb, func(o reordered, t int64) int { return cmp.Compare(o.e.Start, t) })
-	for i := range r.ops[:n] {
-		if sink != nil {
-			sink.Emit(&r.ops[i].e)
-		}
-		if order != nil {
-			*order = append(*order, r.ops[i].idx)
-		}
-	}
-	r.ops = r.ops[:copy(r.ops, r.ops[n:])]
-	r.sorted = len(r.ops)
 }

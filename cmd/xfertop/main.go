@@ -24,7 +24,8 @@
 //
 // Environment: XFERTOP_MEMSTATS=FILE appends the process's heap figures to FILE every second (for
 // soak tests; see scripts/soak.sh). XFERTOP_CPUPROFILE=FILE writes a CPU profile of the whole
-// process to FILE, for go tool pprof (docs/performance.md).
+// process to FILE, for go tool pprof (docs/performance.md); XFERTOP_HEAPPROFILE=FILE a heap profile
+// taken at the largest live heap the process reached.
 package main
 
 import (
@@ -50,7 +51,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "xfertop: %v\n", err)
 		os.Exit(exitFailure)
 	}
+	stopHeap, err := startHeapProfile(os.Getenv(heapProfileEnv), 250*time.Millisecond)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "xfertop: %v\n", err)
+		os.Exit(exitFailure)
+	}
 	code := xfertop(signalContext(), os.Args[1:], os.Stdout, os.Stderr)
+	if err := stopHeap(); err != nil && code == exitOK {
+		fmt.Fprintf(os.Stderr, "xfertop: %v\n", err)
+		code = exitFailure
+	}
 	if err := stopProf(); err != nil && code == exitOK {
 		fmt.Fprintf(os.Stderr, "xfertop: %v\n", err)
 		code = exitFailure
