@@ -87,7 +87,10 @@ func (v *Model) viewHosts(b *strings.Builder, c crumb) {
 	lines := strings.Split(strings.TrimSuffix(grid.String(), "\n"), "\n")
 	var sideLines []string
 	if side > 0 {
-		sideLines = v.worst(c, len(lines)) // no longer than the heatmap: the cursor's line goes under both
+		// As long as the heatmap, or the screen where the heatmap is shorter (a few hosts: a list
+		// of one GPU beside two rows left the rest of the screen blank); the cursor's line goes
+		// under both, on the screen.
+		sideLines = v.worst(c, max(len(lines), v.H-4))
 	}
 	gridW := min(v.W-side-1, g.panels*g.panelW+1) // the lists right beside the heatmap
 	for i := range max(len(lines), len(sideLines)) {
