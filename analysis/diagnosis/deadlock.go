@@ -23,8 +23,8 @@ type waitEdge struct {
 // deadlocks finds cycles of ranks waiting on each other among the hung ops (a rank waits on the
 // members of its op that never entered it): rank 3 in a receive from 5 while 5 is in a receive
 // from 3, or two communicators' collectives posted in opposite orders. Only a rank whose one op
-// in flight (ops counts them) is that wait is in the graph: what its peer waits for can then only
-// be behind that wait. A rank with more under way (another wait, a kernel, an event wait on
+// in flight (ops counts them) is that wait, and that no look saw waiting or stuck in another hung
+// op (hungElsewhere), is in the graph: what its peer waits for can then only be behind that wait. A rank with more under way (another wait, a kernel, an event wait on
 // another stream) may post it from elsewhere once that ends: a pipeline's stages waiting on each
 // other's sends behind a hang upstream are not a deadlock of their own. No rank of a cycle can
 // move until another of it does, so each cycle is a deadlock, whatever else is hung. Each is
@@ -39,7 +39,7 @@ func (d *Diagnosis) deadlocks(groups map[uint64]*hangGroup, hung []uint64, ops m
 	for _, op := range hung {
 		g := groups[op]
 		for i, w := range g.waiting {
-			if ops[w] != 1 || d.endedLost[w] {
+			if ops[w] != 1 || d.endedLost[w] || d.hungElsewhere(w, op) {
 				continue
 			}
 			for _, m := range g.missing {
@@ -73,6 +73,22 @@ func (d *Diagnosis) deadlocks(groups map[uint64]*hangGroup, hung []uint64, ops m
 		added = append(added, f)
 	}
 	return added
+}
+
+// hungElsewhere reports whether rank r waits or is stuck in a hung op other than op, as a look saw
+// it (waitsIn): it has more under way than that wait. A look at the waits the watchdog ended
+// (Result's, which has nothing in flight to count) does not see a rank stuck inside a collective
+// (a hang of mode in: its part never finishes), which is no wait; without this, that rank's
+// receive waiting on a peer that waits on it (a pipeline's stage before, whose send the rank
+// never reaches behind the collective) made a cycle of the hang's victims, a "deadlock" beside
+// the hang for each pipeline pair.
+func (d *Diagnosis) hungElsewhere(r int32, op uint64) bool {
+	for _, o := range d.waitsIn[r] {
+		if o != op {
+			return true
+		}
+	}
+	return false
 }
 
 // findCycle returns a cycle of the wait graph (ranks in wait order, with the edge each takes to

@@ -148,6 +148,7 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 			waiting[r] = true
 		}
 	}
+	var victims []uint64
 	for _, op := range hung {
 		g := groups[op]
 		if _, done := d.hung[op]; done {
@@ -174,7 +175,7 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 		}
 		if !root {
 			if !later {
-				d.hung[op] = -1
+				victims = append(victims, op) // of a hang named below, perhaps
 			} // else looked at again: the waits it is behind may prove a hang, or end
 			continue
 		}
@@ -190,7 +191,24 @@ func (d *Diagnosis) Pending(now int64, inflight []timeline.Event) []Finding {
 		d.findings = append(d.findings, f)
 		added = append(added, f)
 	}
+	d.foldVictims(groups, victims, initing)
 	return added
+}
+
+// foldVictims folds each hung op whose missing ranks are all busy in other hung ops (not a root)
+// into the finding of its culprit rank, when one names that rank now ("also waited on by …"): the
+// ops are looked at oldest first, so a pipeline's receive waiting on a rank stuck inside a
+// collective may come before the collective's hang is named. The others are not reported.
+func (d *Diagnosis) foldVictims(groups map[uint64]*hangGroup, victims []uint64, initing map[uint32][]int32) {
+	for _, op := range victims {
+		g := groups[op]
+		f := d.hangFinding(g, g.thr, initing)
+		if i, ok := d.missingRank(&f, initing); ok {
+			d.hung[op] = i
+			continue
+		}
+		d.hung[op] = -1
+	}
 }
 
 // p2pHolders sets the holder of each hung send/receive whose two ranks are both stuck inside it

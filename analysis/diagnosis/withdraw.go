@@ -16,6 +16,9 @@ func (d *Diagnosis) completed(op uint64) {
 	if d.looked[op] {
 		d.ended[op] = true
 	}
+	if _, ok := d.links[op]; ok {
+		d.unlink(op)
+	}
 	i, ok := d.hung[op]
 	if !ok || i < 0 || !d.findings[i].look || d.findings[i].withdrawn {
 		return
@@ -68,5 +71,23 @@ func (d *Diagnosis) noteLook(order []uint64) {
 	clear(d.ended)
 	for _, op := range order {
 		d.looked[op] = true
+	}
+}
+
+// unlink forgets op, a hung op that completed after all: its ranks wait or are stuck in it no
+// more, so it neither leads to the root of another hang (rootOf) nor keeps them out of a wait
+// cycle (hungElsewhere). Rare: only ops a look saw hung are linked.
+func (d *Diagnosis) unlink(op uint64) {
+	delete(d.links, op)
+	for r, ws := range d.waitsIn {
+		if !slices.Contains(ws, op) {
+			continue
+		}
+		ws = slices.DeleteFunc(ws, func(o uint64) bool { return o == op })
+		if len(ws) == 0 {
+			delete(d.waitsIn, r)
+		} else {
+			d.waitsIn[r] = ws
+		}
 	}
 }

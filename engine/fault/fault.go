@@ -298,6 +298,9 @@ func FromMap(kv map[string]string, order []string) (Fault, error) {
 	if allowed["host"] && allowed["gpu"] {
 		allowed["rank"] = true
 	}
+	if _, ok := kv["for"]; ok && !lasts(f.Kind) {
+		return f, fmt.Errorf("%s takes no key \"for\": %s", f.Kind, whyNoFor[f.Kind])
+	}
 	for _, k := range order {
 		if !allowed[k] {
 			names := make([]string, 0, len(allowed))
@@ -396,6 +399,21 @@ func FromMap(kv map[string]string, order []string) (Fault, error) {
 		return f, fmt.Errorf("mode %q is not a hang mode (before: the rank never posts the op; in: it posts it and never finishes)", v)
 	}
 	return f, nil
+}
+
+// lasts reports whether a fault of kind k may last a while (its for key): a hang and a missing rank
+// last to the end of the run by what they are.
+func lasts(k Kind) bool { return whyNoFor[k] == "" }
+
+// whyNoFor says why a kind takes no for. A hang that ends is no hang: the rank would post its op
+// late or finish it late, which the diagnosis rightly takes for a long wait (a hang it named is
+// withdrawn when its op completes), so such a run would end with no finding at all; and a
+// rank that joins late is no missing rank. Refused, rather than run with a verdict that cannot
+// match it.
+var whyNoFor = map[Kind]string{
+	Hang: "a hang lasts to the end of the run (the rank never posts its op, or never finishes it: the watchdog or a deadlock ends the run); " +
+		"one that ended would be a long wait, which the diagnosis does not call a hang. For a rank slow for a while use host_slow or gpu_slow with for",
+	MissingRank: "a missing rank never joins its communicator (its initialisation never completes); one that joined late would be a slow initialisation, not a missing rank",
 }
 
 // minFlapPeriod is the shortest nic_flap period taken.

@@ -47,6 +47,10 @@ func TestParse(t *testing.T) {
 		{spec: "kind=fabric_slow,link=3,factor=0.5", err: "takes no key \"link\""},
 		{spec: "kind=fabric_slow,group=1,factor=0.5", err: "needs group, rail, factor"},
 		{spec: "kind", err: "not key=value"},
+		{spec: "kind=hang,host=1,gpu=0,at=0.5s,for=2s", err: `hang takes no key "for": a hang lasts to the end of the run`},
+		{spec: "kind=hang,rank=8,mode=in,for=0", err: `hang takes no key "for"`},
+		{spec: "kind=missing_rank,host=1,gpu=0,for=1s", err: `missing_rank takes no key "for": a missing rank never joins`},
+		{spec: "kind=host_slow,host=1,delay=1ms,at=1s,for=2s", want: "kind=host_slow,host=1,delay=1ms,at=1s,for=2s"},
 	} {
 		f, err := Parse(c.spec)
 		if c.err != "" {
@@ -69,6 +73,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("kind=nic_slow,host=37,nic=3,factor=0.3,at=2s,for=5s")
 	f.Add("kind=hang,rank=3,coll=all_gather")
 	f.Add("kind=hang,rank=3,mode=in")
+	f.Add("kind=hang,host=1,gpu=0,at=0.5s,for=2s")
 	f.Fuzz(func(t *testing.T, s string) {
 		flt, err := Parse(s)
 		if err != nil {
@@ -76,6 +81,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if flt.Factor < 0 || flt.Factor > 1 || flt.At < 0 || flt.For < 0 {
 			t.Errorf("%q parsed to out-of-range %+v", s, flt)
+		}
+		if flt.For != 0 && (flt.Kind == Hang || flt.Kind == MissingRank) {
+			t.Errorf("%q parsed to a %s that ends (for %d ns): a %s lasts to the run's end", s, flt.Kind, flt.For, flt.Kind)
 		}
 	})
 }
