@@ -31,6 +31,12 @@ type suspect struct {
 	peer float64
 	// flaps: a slow link down in some windows and up at its peers' rate between.
 	flaps bool
+	// hidden: a degraded link named by its rate against its reference, not by what the step lost
+	// (hiddenlink.go); exposure is what it would cost the step were nothing overlapping it.
+	// zero: the step is known not to have grown (a clean step before it as long): it cost nothing;
+	// bound: the step grew, and the growth bounds what it cost.
+	hidden, zero, bound bool
+	exposure            int64
 	// cost names what excess measures ("its transfers", "its launches", "its kernels"): the
 	// finding says what the step lost to it beside it (costPhrase); "": the detail says it.
 	cost string
@@ -66,6 +72,8 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	} else if s, ok := d.selfSlowLink(d.steadyGrowth(work)); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
 	} else if s, ok := d.allToAllLink(); ok && !has(sus, s.rank) {
+		sus = append(sus, s)
+	} else if s, ok := d.hiddenLink(d.steadyGrowth(work)); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
 	}
 	if s, ok := d.slowHost(); ok && !has(sus, s.rank) {
@@ -186,13 +194,23 @@ func has(sus []suspect, r int32) bool {
 func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event, work int64) {
 	cost := min(s.excess, work)
 	st := costUnknown
+	if s.hidden {
+		cost = 0 // what it would cost is its exposure, not what the step lost
+		switch {
+		case s.zero:
+			st = costKnown
+		case s.bound:
+			st = costBound
+		}
+	}
 	if s.cost != "" {
 		var say string
 		say, cost, st = costPhrase(s.cost, s.excess, work, c.base, c.bound)
 		s.detail += "; " + say
 	}
 	f := Finding{Kind: s.kind, Rank: s.rank, Host: s.host, Link: s.link, Onset: c.onset, At: e.End, Step: d.step,
-		Confidence: s.conf, Severity: cost, CostKnown: st == costKnown, CostBound: st == costBound, Flaps: s.flaps, Evidence: s.detail, FromFirstTraffic: c.first}
+		Confidence: s.conf, Severity: cost, CostKnown: st == costKnown, CostBound: st == costBound, Flaps: s.flaps, Evidence: s.detail, FromFirstTraffic: c.first,
+		Hidden: s.hidden, Exposure: s.exposure}
 	if s.port > 0 {
 		f.Port = s.port - 1
 	}
@@ -204,6 +222,11 @@ func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event
 		old.CostKnown = old.CostKnown || f.CostKnown
 		old.CostBound = !old.CostKnown && f.CostBound
 		old.Flaps = old.Flaps || f.Flaps
+		old.Hidden, old.Exposure = f.Hidden, f.Exposure
+		if f.Hidden {
+			// What its evidence says now: a hidden link's cost is of the step it was last seen in.
+			old.CostKnown, old.CostBound = f.CostKnown, f.CostBound
+		}
 		old.Evidence = f.Evidence
 		return
 	}
