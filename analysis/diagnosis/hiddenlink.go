@@ -110,9 +110,8 @@ func (d *Diagnosis) hiddenShare(r int32, c int) (hiddenPlace, bool) {
 }
 
 // hiddenLink finds the link without peers that moved below its reference while busy this step
-// (the comment above), whatever the step lost to it. growth is the step's growth over the
-// shortest clean step before (negative: none known).
-func (d *Diagnosis) hiddenLink(growth int64) (suspect, bool) {
+// (the comment above), whatever the step lost to it; what it cost is said at report (hiddenCost).
+func (d *Diagnosis) hiddenLink() (suspect, bool) {
 	only := d.p2pOnly()
 	best, second, found := hiddenPlace{}, 1.0, false
 	for r, o := range only {
@@ -147,15 +146,26 @@ func (d *Diagnosis) hiddenLink(growth int64) (suspect, bool) {
 	if best.line {
 		ref = fmt.Sprintf("its line rate (%s, the topology's; a healthy link moves %.0f%% of it or more)", units.Rate(best.ref*1e9), 100*hiddenPeakRatio)
 	}
-	cost := "whether the step waited on it is not known (no clean step before to compare with)"
-	if growth == 0 {
-		s.zero = true
-		cost = "hidden behind other work: it costs the step nothing now (the step no longer than the shortest before it)"
-	} else if growth > 0 {
-		s.bound = true
-		cost = fmt.Sprintf("it costs the step at most %s now (the step grew that over the shortest step before it), the rest hidden behind other work", fmtNs(min(growth, best.extra)))
-	}
-	s.detail = fmt.Sprintf("degraded: its %s moved at %s while busy this step, %.0f%% of %s, busy %s, %s longer than at that rate; %s; it would cost the step up to %s if nothing overlapped it",
-		linkName(linkClass(best.cls)), units.Rate(best.rate*1e9), 100*best.share, ref, fmtNs(best.busy), fmtNs(best.extra), cost, fmtNs(best.extra))
+	s.detail = fmt.Sprintf("degraded: its %s moved at %s while busy this step, %.0f%% of %s, busy %s, %s longer than at that rate",
+		linkName(linkClass(best.cls)), units.Rate(best.rate*1e9), 100*best.share, ref, fmtNs(best.busy), fmtNs(best.extra))
 	return s, true
+}
+
+// hiddenCost says what a hidden degraded link costs the step, against the shortest clean step's
+// work before it was first seen (base; 0: none), as costPhrase does for the others (a base taken
+// after it was first seen may have been slowed by it too): nothing where the step was no longer,
+// at most the step's growth where it grew, else unknown; and what it would cost were nothing
+// overlapping it (exposure).
+func hiddenCost(exposure, work, base int64) (string, costState) {
+	would := fmt.Sprintf("it would cost the step up to %s if nothing overlapped it", fmtNs(exposure))
+	if base <= 0 {
+		return "what it costs the step now is not known (no clean step before it to compare with); " + would, costUnknown
+	}
+	grew := max(work-base, 0)
+	if grew == 0 {
+		return fmt.Sprintf("hidden behind other work: it costs the step nothing now (the step %s, no longer than the shortest step before it, %s); %s",
+			fmtNs(work), fmtNs(base), would), costKnown
+	}
+	return fmt.Sprintf("it costs the step at most %s now (the step grew %s over the shortest step before it), the rest hidden behind other work; %s",
+		fmtNs(min(grew, exposure)), fmtNs(grew), would), costBound
 }

@@ -33,10 +33,8 @@ type suspect struct {
 	flaps bool
 	// hidden: a degraded link named by its rate against its reference, not by what the step lost
 	// (hiddenlink.go); exposure is what it would cost the step were nothing overlapping it.
-	// zero: the step is known not to have grown (a clean step before it as long): it cost nothing;
-	// bound: the step grew, and the growth bounds what it cost.
-	hidden, zero, bound bool
-	exposure            int64
+	hidden   bool
+	exposure int64
 	// cost names what excess measures ("its transfers", "its launches", "its kernels"): the
 	// finding says what the step lost to it beside it (costPhrase); "": the detail says it.
 	cost string
@@ -73,7 +71,7 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 		sus = append(sus, s)
 	} else if s, ok := d.allToAllLink(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
-	} else if s, ok := d.hiddenLink(d.steadyGrowth(work)); ok && !has(sus, s.rank) {
+	} else if s, ok := d.hiddenLink(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
 	}
 	if s, ok := d.slowHost(); ok && !has(sus, s.rank) {
@@ -196,12 +194,9 @@ func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event
 	st := costUnknown
 	if s.hidden {
 		cost = 0 // what it would cost is its exposure, not what the step lost
-		switch {
-		case s.zero:
-			st = costKnown
-		case s.bound:
-			st = costBound
-		}
+		var say string
+		say, st = hiddenCost(s.exposure, work, c.base)
+		s.detail += "; " + say
 	}
 	if s.cost != "" {
 		var say string
