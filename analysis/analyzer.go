@@ -69,6 +69,7 @@ func (a *Analyzer) StartAt(t int64) {
 	a.window = &stepWindow{s: &a.steps, stale: true}
 	a.steps.win, a.idle.win, a.breakdown.win = a.window, a.window, a.window
 	a.diag = diagnosis.New(a.hosts)
+	a.diag.SetLinkPeaks(a.meta.LinkPeaks)
 	a.comms.seen = recordsComms(a.meta)
 	a.comms.from = a.from
 	a.colls.from = a.from

@@ -82,8 +82,13 @@ func run(ctx context.Context, cfg *Config, seed int64, faults []fault.Fault) (*r
 	out := &runOut{busy: make([]int64, n), lead: make([]int64, n), kern: make([]int64, n), link: make([]int64, n)}
 	strs := timeline.NewStrings()
 	d := diagnosis.New(hostmap.ByID(topo.GPUsPerHost))
+	// The line rates the run's meta gives every other consumer of the simulator (session.SimPeaks).
+	m := sim.ModelOf(topo)
+	var peaks [timeline.NumPeaks]float64
+	peaks[timeline.PeakPCIe], peaks[timeline.PeakNVLink], peaks[timeline.PeakNIC], peaks[timeline.PeakHBM] = m.PCIeBps, m.NVLinkBps, m.NICBps, m.HBMBps
+	d.SetLinkPeaks(peaks)
 	sink := &sink{d: d, out: out}
-	s, err := sim.New(sim.Config{Topology: topo, Seed: seed, Model: sim.ModelOf(topo), Faults: faults}, sink, strs)
+	s, err := sim.New(sim.Config{Topology: topo, Seed: seed, Model: m, Faults: faults}, sink, strs)
 	if err != nil {
 		return nil, err
 	}

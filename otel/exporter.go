@@ -192,6 +192,7 @@ func newExporter(cfg Config, exp sdktrace.SpanExporter, q *spanQueue, src *timel
 		labels: []string{""}, session: newSessionID(), metricsReady: make(chan struct{}),
 		hostMap: hostmap.New(cfg.Meta), reported: map[findingKey]bool{}, names: timeline.HostNames(cfg.Meta)}
 	x.diag = diagnosis.New(x.hostMap)
+	x.diag.SetLinkPeaks(cfg.Meta.LinkPeaks)
 	x.batches.SetBlocking(full) // lossless: the producer waits for the export rather than lose events
 	q.start(exp)
 	go x.loop()

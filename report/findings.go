@@ -32,7 +32,11 @@ type Finding struct {
 	Step             int     `json:"step"`
 	Confidence       float64 `json:"confidence"`
 	SeverityNs       int64   `json:"severity_ns"`
-	Evidence         string  `json:"evidence"`
+	// Hidden: a degraded link named by its rate while busy, not by what the step lost (its
+	// severity_ns is 0); ExposureNs is what it would cost a step were nothing overlapping it.
+	Hidden     bool   `json:"hidden,omitempty"`
+	ExposureNs *int64 `json:"exposure_ns,omitempty"`
+	Evidence   string `json:"evidence"`
 	// NextStep is what to do about it (diagnosis.Finding.NextStep): what to check on the culprit,
 	// and for a slow link, GPU or host the step time fixing it saves.
 	NextStep string `json:"next_step,omitempty"`
@@ -66,6 +70,10 @@ func findings(fs []diagnosis.Finding, m timeline.Meta) []Finding {
 		if f.Rank >= 0 {
 			r := f.Rank
 			x.Rank = &r
+		}
+		if f.Hidden {
+			e := f.Exposure
+			x.Hidden, x.ExposureNs = true, &e
 		}
 		if h := f.HostName(m); h != "" {
 			x.HostName = &h

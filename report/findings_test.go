@@ -145,3 +145,27 @@ func TestFindingsNextStep(t *testing.T) {
 		}
 	}
 }
+
+// A degraded link hidden behind compute says so in the JSON: hidden, a severity of 0 (no step
+// time claimed) and what it would cost were nothing overlapping it; a finding that cost the step
+// has neither key.
+func TestFindingsJSONHidden(t *testing.T) {
+	m := timeline.Meta{GPUsPerHost: 8}
+	fs := findings(placed([]diagnosis.Finding{
+		{Kind: diagnosis.SlowLink, Rank: 4, Host: 0, Link: timeline.PeakNIC, Hidden: true, Exposure: 34_200_000, CostKnown: true},
+		{Kind: diagnosis.SlowGPU, Rank: 12, Host: 1, Link: -1, Severity: 5_000_000, CostKnown: true},
+	}, m), m)
+	b, err := json.Marshal(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"severity_ns":0,"hidden":true,"exposure_ns":34200000`; !strings.Contains(string(b), want) {
+		t.Errorf("findings JSON %s; want it to hold %s", b, want)
+	}
+	if n := strings.Count(string(b), `"hidden"`); n != 1 {
+		t.Errorf("findings JSON %s has %d hidden keys; want 1", b, n)
+	}
+	if want := "it would cost the step up to 34.2 ms were nothing overlapping it"; !strings.Contains(fs[0].NextStep, want) {
+		t.Errorf("next step %q; want %q", fs[0].NextStep, want)
+	}
+}

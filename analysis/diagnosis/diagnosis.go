@@ -73,6 +73,9 @@ type Diagnosis struct {
 	// selfLink is each send/receive pair's and link's own history, for the transfers too few to
 	// compare with peers (selflink.go).
 	selfLink selfLinkState
+	// linePeak is each link class's line rate per device (PCIe, NVLink, NIC), bytes/ns; 0:
+	// unknown (SetLinkPeaks): what a link without peers is judged against (hiddenlink.go).
+	linePeak [3]float64
 	// setup is the communicators' creations in the step being accumulated and busy the union
 	// of its busy time: the step's work is the step less the wait for its setup (stepWork).
 	// workBase is the shortest work of a step so far (0: none), against which a step's growth is

@@ -86,6 +86,12 @@ type Finding struct {
 	CostBound bool
 	// Flaps: a slow link that went down and came back up at its peers' rate (a flapping port).
 	Flaps bool
+	// Hidden: a degraded link named by its rate while busy against what the link gives (its line
+	// rate, or its own earlier steps'), not by what the step lost: its Severity is 0, as nothing
+	// the step waited on is claimed, and Exposure is what it would cost the step (ns) were
+	// nothing overlapping its transfers.
+	Hidden   bool
+	Exposure int64
 	// Evidence says it in numbers.
 	Evidence string
 	// Hangs: the collective, its sequence number on its communicator, the communicator and the

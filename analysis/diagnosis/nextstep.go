@@ -92,6 +92,12 @@ func (f *Finding) costNote() string {
 		return ""
 	}
 	switch {
+	case f.Hidden && f.CostKnown:
+		return fmt.Sprintf("its cost is hidden behind other work now (fixing it saves no step time yet); it would cost the step up to %s were nothing overlapping it", fmtNs(f.Exposure))
+	case f.Hidden && f.CostBound:
+		return fmt.Sprintf("fixing it saves at most the step's growth its evidence states now, the rest of its cost hidden behind other work; it would cost the step up to %s were nothing overlapping it", fmtNs(f.Exposure))
+	case f.Hidden:
+		return fmt.Sprintf("what it costs the step now is not known (no clean step before to compare with); it would cost the step up to %s were nothing overlapping it", fmtNs(f.Exposure))
 	case f.CostKnown && f.Severity == 0:
 		return "it costs the step nothing measurable: fixing it saves no step time now"
 	case f.CostKnown:

@@ -36,6 +36,10 @@ type suspect struct {
 	// transfers a little slow in each step (a healthy job's contention, here one pipeline pair,
 	// there another) are not one link slow in both.
 	ties uint64
+	// hidden: a degraded link named by its rate against its reference, not by what the step lost
+	// (hiddenlink.go); exposure is what it would cost the step were nothing overlapping it.
+	hidden   bool
+	exposure int64
 	// cost names what excess measures ("its transfers", "its launches", "its kernels"): the
 	// finding says what the step lost to it beside it (costPhrase); "": the detail says it.
 	cost string
@@ -71,6 +75,8 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	} else if s, ok := d.selfSlowLink(d.steadyGrowth(work)); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
 	} else if s, ok := d.allToAllLink(); ok && !has(sus, s.rank) {
+		sus = append(sus, s)
+	} else if s, ok := d.hiddenLink(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
 	}
 	if s, ok := d.slowHost(); ok && !has(sus, s.rank) {
@@ -191,13 +197,20 @@ func has(sus []suspect, r int32) bool {
 func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event, work int64) {
 	cost := min(s.excess, work)
 	st := costUnknown
+	if s.hidden {
+		cost = 0 // what it would cost is its exposure, not what the step lost
+		var say string
+		say, st = hiddenCost(s.exposure, work, c.base)
+		s.detail += "; " + say
+	}
 	if s.cost != "" {
 		var say string
 		say, cost, st = costPhrase(s.cost, s.excess, work, c.base, c.bound)
 		s.detail += "; " + say
 	}
 	f := Finding{Kind: s.kind, Rank: s.rank, Host: s.host, Link: s.link, Onset: c.onset, At: e.End, Step: d.step,
-		Confidence: s.conf, Severity: cost, CostKnown: st == costKnown, CostBound: st == costBound, Flaps: s.flaps, Evidence: s.detail, FromFirstTraffic: c.first}
+		Confidence: s.conf, Severity: cost, CostKnown: st == costKnown, CostBound: st == costBound, Flaps: s.flaps, Evidence: s.detail, FromFirstTraffic: c.first,
+		Hidden: s.hidden, Exposure: s.exposure}
 	if s.port > 0 {
 		f.Port = s.port - 1
 	}
@@ -209,6 +222,11 @@ func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event
 		old.CostKnown = old.CostKnown || f.CostKnown
 		old.CostBound = !old.CostKnown && f.CostBound
 		old.Flaps = old.Flaps || f.Flaps
+		old.Hidden, old.Exposure = f.Hidden, f.Exposure
+		if f.Hidden {
+			// What its evidence says now: a hidden link's cost is of the step it was last seen in.
+			old.CostKnown, old.CostBound = f.CostKnown, f.CostBound
+		}
 		old.Evidence = f.Evidence
 		return
 	}

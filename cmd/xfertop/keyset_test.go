@@ -35,6 +35,8 @@ var mayBeAbsent = map[string]string{
 	".alerts[].root":                      "the diagnosis names the root of a hang the alert is about",
 	".findings[].link":                    "a slow link's finding",
 	".findings[].switch_port":             "a slow switch port's finding",
+	".findings[].hidden":                  "a degraded link's finding whose cost is not what the step waited on",
+	".findings[].exposure_ns":             "a degraded link's finding whose cost is not what the step waited on",
 	".findings[].coll":                    "a hang's finding",
 	".findings[].seq":                     "a hang's finding",
 	".findings[].comm":                    "a hang's finding",
