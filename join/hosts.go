@@ -40,6 +40,10 @@ func NumberHosts(hosts map[int32]string) map[int32]uint16 {
 // unknown rather than put it on a host, and the warning returned says how many such ranks there
 // are ("" when there are none, or when no source named a host).
 func PlaceHosts(events []timeline.Event, hosts map[int32]string, extra map[string]string) string {
+	for h := range timeline.HostNames(timeline.Meta{Extra: extra}) {
+		delete(extra, timeline.HostNameKey(h)) // a part's own numbering of its hosts (Inspector's)
+	}
+	delete(extra, timeline.HostsInEventsKey)
 	ids := NumberHosts(hosts)
 	if len(ids) == 0 {
 		return ""
