@@ -247,7 +247,7 @@ func read(paths []string, format Format, opts Options) (*kineto.Imported, error)
 		return nil, err
 	}
 	if format == FormatRAS {
-		return ras.ReadFiles(paths)
+		return rasPlaced(ras.ReadFiles(paths))
 	}
 	if format == FormatFlightRecorder {
 		return flightrecorder.ReadFiles(paths, flightRecorderOptions(opts))

@@ -58,8 +58,8 @@ func TestJoinFlightRecorderRAS(t *testing.T) {
 			if strings.Contains(f.Evidence, "busy elsewhere") {
 				t.Errorf("evidence %q still guesses what rank 3 was doing; RAS says it is dead", f.Evidence)
 			}
-			if h.Meta.Extra["rank.3.host"] != "node1" || h.Meta.Extra["rank.1.host"] != "node0" {
-				t.Errorf("hosts of ranks 3, 1: %q, %q; want node1, node0", h.Meta.Extra["rank.3.host"], h.Meta.Extra["rank.1.host"])
+			if got := hostNames(r); got[3] != "node1" || got[1] != "node0" {
+				t.Errorf("hosts %v; want rank 3 on node1, rank 1 on node0", got)
 			}
 			kinds := map[diagnosis.Kind][]int32{}
 			for _, f := range r.Findings {
@@ -107,8 +107,8 @@ func TestJoinInspectorRAS(t *testing.T) {
 	if res.Format != FormatJoined || h.Meta.Backend != "nccl-inspector+nccl-ras" {
 		t.Fatalf("format %v, backend %q; want the join of Inspector and RAS", res.Format, h.Meta.Backend)
 	}
-	if len(r.Findings) == 0 || r.Findings[0].Kind != diagnosis.DeadRank || r.Findings[0].Rank != 3 || h.Meta.Extra["rank.3.host"] != "node1" {
-		t.Errorf("findings %+v, rank 3's host %q; want RAS's dead rank 3 on node1 first", r.Findings, h.Meta.Extra["rank.3.host"])
+	if len(r.Findings) == 0 || r.Findings[0].Kind != diagnosis.DeadRank || r.Findings[0].Rank != 3 || r.Findings[0].HostName() != "node1" {
+		t.Errorf("findings %+v; want RAS's dead rank 3 on node1 first", r.Findings)
 	}
 	if len(r.Collectives.Rows) != 2 {
 		t.Errorf("collectives %+v; want Inspector's two rows", r.Collectives.Rows)

@@ -236,7 +236,7 @@ func streamFlightRecorder(paths []string, opts Options, sink Sink) (*Result, err
 // streamRAS reads ncclras JSON documents into sink: their findings, a few events per communicator.
 func streamRAS(paths []string, opts Options, sink Sink) (*Result, error) {
 	res := &Result{Format: FormatRAS, Importer: ras.Format}
-	im, err := ras.ReadFiles(paths)
+	im, err := rasPlaced(ras.ReadFiles(paths))
 	if err != nil {
 		return res, err
 	}
@@ -479,4 +479,19 @@ func CheckSizes(paths []string, format Format, max int64) error {
 		}
 	}
 	return nil
+}
+
+// rasPlaced hands the hosts a RAS report names its ranks on to the one host map (join.PlaceHosts),
+// as a join of it with other sources does.
+func rasPlaced(im *kineto.Imported, err error) (*kineto.Imported, error) {
+	if err != nil || im == nil {
+		return im, err
+	}
+	if im.Extra == nil {
+		im.Extra = map[string]string{}
+	}
+	if w := join.PlaceHosts(im.Events, im.RankHosts, im.Extra); w != "" {
+		im.Warnings = append(im.Warnings, w)
+	}
+	return im, nil
 }

@@ -75,7 +75,7 @@ const partStreams = StreamsPerRank / 2
 // the session's time 0 is the earliest part's first time; the parts' clocks are not aligned
 // further, so no op is measured across them: a collective's instance is made of one part's
 // ranks (each part's op ids are its own). Communicators, streams and labels are renumbered
-// into one session; host names are joined by rank. Parts whose sizes or job ids differ are a
+// into one session; host names are joined by rank and handed to the host map (PlaceHosts). Parts whose sizes or job ids differ are a
 // *MismatchError naming both.
 func Parts(parts []Part) (*Joined, error) {
 	out := &Joined{Strings: timeline.NewStrings(), Extra: map[string]string{}}
@@ -114,13 +114,6 @@ func Parts(parts []Part) (*Joined, error) {
 			}
 		}
 	}
-	hostIDs := map[string]uint16{"": 0}
-	for _, r := range slices.Sorted(maps.Keys(hosts)) {
-		if _, ok := hostIDs[hosts[r]]; !ok {
-			hostIDs[hosts[r]] = uint16(len(hostIDs))
-		}
-		out.Extra[timeline.RankHostKey(r)] = hosts[r] // the culprit's host in findings
-	}
 	var comms uint32
 	shadowed := 0
 	var names []string
@@ -128,9 +121,6 @@ func Parts(parts []Part) (*Joined, error) {
 		p := &parts[i]
 		names = append(names, fmt.Sprintf("%s (%s)", p.Format, p.Files))
 		top, n := out.add(p, comms, i > 0, func(e *timeline.Event) {
-			if e.Device >= 0 {
-				e.Host = hostIDs[hosts[e.Device]]
-			}
 			if m, ok := measured[e.Device]; ok && m != p.Format && measures(e) {
 				e.Status = timeline.StatusShadow
 			}
@@ -152,6 +142,9 @@ func Parts(parts []Part) (*Joined, error) {
 		comms += top
 	}
 	slices.SortStableFunc(out.Events, func(a, b timeline.Event) int { return cmp.Compare(a.Start, b.Start) })
+	if w := PlaceHosts(out.Events, hosts, out.Extra); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
 	out.Extra["join.parts"] = strings.Join(names, "; ")
 	out.Extra["join.clocks"] = "each part on its hosts' wall clock as recorded; not aligned further: no op is measured across parts"
 	out.Warnings = append(out.Warnings, "joined by rank: "+strings.Join(names, " and ")+

@@ -2,7 +2,6 @@ package join
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -75,9 +74,8 @@ func TestPartsJoinByRank(t *testing.T) {
 		default:
 			t.Errorf("event %+v labelled %q", e, label)
 		}
-		key := "rank." + strconv.Itoa(int(e.Device)) + ".host"
-		if h := map[int32]string{0: "node0", 1: "node1", 2: ""}[e.Device]; e.Device >= 0 && j.Extra[key] != h {
-			t.Errorf("rank %d's host %q; want %q", e.Device, j.Extra[key], h)
+		if h := map[int32]uint16{0: 0, 1: 1, 2: timeline.NoHost}[e.Device]; e.Device >= 0 && e.Host != h {
+			t.Errorf("rank %d on host %d; want %d (node0 0, node1 1, rank 2 of no host NoHost)", e.Device, e.Host, h)
 		}
 	}
 	if measured != 2 || seq != 3 || shadows != 2 {
@@ -89,6 +87,9 @@ func TestPartsJoinByRank(t *testing.T) {
 			t.Errorf("rank %d on hosts %d and %d", e.Device, h, e.Host)
 		}
 		hosts[e.Device] = e.Host
+	}
+	if names := timeline.HostNames(timeline.Meta{Extra: j.Extra}); names[0] != "node0" || names[1] != "node1" || len(names) != 2 || j.Extra[timeline.HostsInEventsKey] != "1" {
+		t.Errorf("extra %v; want the events to carry hosts, 0 named node0 and 1 node1", j.Extra)
 	}
 	if hosts[0] == hosts[1] || hosts[2] == hosts[0] || hosts[2] == hosts[1] {
 		t.Errorf("hosts by rank %v; want node0, node1 and unknown told apart", hosts)
@@ -131,11 +132,61 @@ func TestPartsHostsDiffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Extra[timeline.RankHostKey(3)] != "node1" || j.Extra[timeline.RankHostKey(2)] != "node1" || j.Extra[timeline.RankHostKey(0)] != "node0" {
-		t.Errorf("hosts %v; want rank 3 on the first part's node1, rank 2 on the second's node1", j.Extra)
+	// node0 is host 0 (rank 0's), node1 host 1: rank 3 on the first part's node1, as rank 2.
+	if j.Extra[timeline.HostsInEventsKey] != "1" || j.Extra[timeline.HostNameKey(0)] != "node0" || j.Extra[timeline.HostNameKey(1)] != "node1" || j.Extra[timeline.HostNameKey(2)] != "" {
+		t.Errorf("hosts %v; want the events to carry hosts 0 node0 and 1 node1, and no third", j.Extra)
+	}
+	if len(j.Events) != 1 || j.Events[0].Host != 1 {
+		t.Errorf("events %+v; want rank 3's on host 1 (node1)", j.Events)
 	}
 	w := strings.Join(j.Warnings, "\n")
 	if want := "the parts name the host of 1 rank differently (the first named is kept): rank 3: node1 (insp/node0-pid1.log), 10.0.0.2 (ras.json)"; !strings.Contains(w, want) {
 		t.Errorf("warnings %q lack %q", w, want)
+	}
+}
+
+// The hosts the parts name reach the one host map (join.PlaceHosts): each rank's events carry its
+// host's number (one name, one number, by the lowest rank on it), the description names the
+// hosts; a rank no part placed carries timeline.NoHost, which the map leaves unplaced, and a
+// warning says how many ranks were named and which was not.
+func TestPartsHostsOfSomeRanks(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		hosts map[int32]string
+		want  map[int32]uint16 // each rank's host in its events
+		warn  string
+	}{
+		{"every rank", map[int32]string{0: "node-b", 1: "node-a", 2: "node-b"}, map[int32]uint16{0: 0, 1: 1, 2: 0}, ""},
+		{"rank 1 of none", map[int32]string{0: "node-b", 2: "node-a"}, map[int32]uint16{0: 0, 1: timeline.NoHost, 2: 1},
+			"the sources name the hosts of 2 ranks but not of 1 others (rank 1 the first): their hosts are unknown"},
+		{"none", nil, map[int32]uint16{0: 0, 1: 0, 2: 0}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := Part{Format: "NCCL Inspector", Files: "insp", Strings: timeline.NewStrings(), World: 3, Ranked: true, Hosts: c.hosts}
+			for r := int32(0); r < 3; r++ {
+				a.Events = append(a.Events, coll(a.Strings, r, 1, 1, 0, 0, 10, "AllReduce"))
+			}
+			j, err := Parts([]Part{a})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := timeline.Meta{Extra: j.Extra}
+			if got := m.HostsInEvents(); got != (c.hosts != nil) {
+				t.Errorf("hosts in events %v; want %v (extra %v)", got, c.hosts != nil, j.Extra)
+			}
+			for _, e := range j.Events {
+				if e.Host != c.want[e.Device] {
+					t.Errorf("rank %d on host %d; want %d", e.Device, e.Host, c.want[e.Device])
+				}
+			}
+			names := timeline.HostNames(m)
+			if c.hosts != nil && (len(names) != 2 || names[0] != "node-b" || names[1] != "node-a") {
+				t.Errorf("host names %v; want 0 node-b, 1 node-a", names)
+			}
+			w := strings.Join(j.Warnings, "\n")
+			if c.warn != "" && !strings.Contains(w, c.warn) || c.warn == "" && strings.Contains(w, "name the hosts of") {
+				t.Errorf("warnings %q; want %q", w, c.warn)
+			}
+		})
 	}
 }

@@ -20,9 +20,9 @@ type Finding struct {
 	Host       *int32 `json:"host"`
 	Link       string `json:"link,omitempty"`        // nic, nvlink, pcie, switch_port; "unknown" for a link not placed
 	SwitchPort string `json:"switch_port,omitempty"` // a slow switch port's leaf: "leaf g1.r3" (rail group 1, rail 3)
-	// HostName is the culprit rank's host as a source of the job named it (NCCL Inspector's
-	// hostname, joined by rank to a Flight Recorder verdict: timeline.Meta.Extra "rank.N.host");
-	// null when none did.
+	// HostName is the culprit's host as a source of the job named it (a rank's plugin, an OTLP
+	// sender, NCCL Inspector's hostname or RAS's host joined by rank), as the one host map
+	// carries it; null when none did.
 	HostName *string `json:"host_name"`
 	OnsetNs  int64   `json:"onset_ns"` // when the first evidence was seen, not when the fault began
 	// FromFirstTraffic: the first evidence is in the first traffic the culprit carried after
@@ -58,13 +58,13 @@ type Finding struct {
 	Cycle []int32 `json:"cycle,omitempty"`
 }
 
-// findings are the diagnosis's findings as the report shows them in the job m describes (its
-// layout, and the host names its sources gave: diagnosis.Finding.CulpritIn).
-func findings(fs []diagnosis.Finding, m timeline.Meta) []Finding {
+// findings are the diagnosis's findings as the report shows them (placed on their hosts by the
+// one host map, with the names its sources gave those hosts: diagnosis.Finding.Place).
+func findings(fs []diagnosis.Finding) []Finding {
 	out := make([]Finding, 0, len(fs))
 	for i := range fs {
 		f := &fs[i]
-		x := Finding{Kind: f.Kind.String(), Culprit: f.CulpritIn(m), OnsetNs: f.Onset, FromFirstTraffic: f.FromFirstTraffic, AtNs: f.At, Step: f.Step,
+		x := Finding{Kind: f.Kind.String(), Culprit: f.Culprit(), OnsetNs: f.Onset, FromFirstTraffic: f.FromFirstTraffic, AtNs: f.At, Step: f.Step,
 			Confidence: f.Confidence, SeverityNs: f.Severity, Evidence: f.Evidence, Seq: f.Seq, Comm: f.Comm, Missing: f.Missing, MissingN: f.MissingN,
 			Stuck: f.Stuck, StuckN: f.StuckN, Entered: f.Entered, Waiting: f.Waiting, Cycle: f.Cycle, NextStep: f.NextStep()}
 		if f.Rank >= 0 {
@@ -75,7 +75,7 @@ func findings(fs []diagnosis.Finding, m timeline.Meta) []Finding {
 			e := f.Exposure
 			x.Hidden, x.ExposureNs = true, &e
 		}
-		if h := f.HostName(m); h != "" {
+		if h := f.HostName(); h != "" {
 			x.HostName = &h
 		}
 		if f.Host >= 0 { // the host map's (analysis/hostmap); where it does not place the rank, a host number would be made up

@@ -28,7 +28,7 @@ func TestFindingsJSONLinks(t *testing.T) {
 		{Kind: diagnosis.SlowLink, Rank: 13, Host: 1, Link: timeline.PeakNIC},
 		{Kind: diagnosis.SlowLink, Rank: -1, Host: -1, Link: timeline.LinkFabric, Port: timeline.PackPort(1, 3)},
 		{Kind: diagnosis.SlowHost, Rank: -1, Host: 2, Link: -1},
-	}, m), m)
+	}, m))
 	b, err := json.Marshal(fs)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestFindingsWithoutLayout(t *testing.T) {
 		{Kind: diagnosis.DeadRank, Rank: 3, Host: 0, Link: -1},
 		{Kind: diagnosis.SlowHost, Rank: 2, Host: 0, Link: -1},
 		{Kind: diagnosis.SlowLink, Rank: 5, Host: 0, Link: timeline.PeakNIC},
-	}, timeline.Meta{}), timeline.Meta{})
+	}, timeline.Meta{}))
 	b, err := json.Marshal(fs)
 	if err != nil {
 		t.Fatal(err)
@@ -68,17 +68,23 @@ func TestFindingsWithoutLayout(t *testing.T) {
 	}
 }
 
-// A culprit rank whose host a source of the job named (NCCL Inspector's hostname, joined by rank
-// with Flight Recorder's verdict) is named with it, in the culprit and in host_name; a rank no
-// source placed is named alone, its host_name null.
+// A culprit rank whose host the host map places and a source of the job named (NCCL Inspector's
+// hostname, joined by rank: join.PlaceHosts) is named with it, in the culprit and in host_name; a
+// rank the map does not place is named alone, its host and host_name null.
 func TestFindingsHostName(t *testing.T) {
-	m := timeline.Meta{Extra: map[string]string{timeline.RankHostKey(3): "node1"}}
-	fs := findings(placed([]diagnosis.Finding{{Kind: diagnosis.Hang, Rank: 3, Host: 1, Link: -1}, {Kind: diagnosis.Hang, Rank: 2, Host: 1, Link: -1}}, m), m)
-	b, err := json.Marshal(fs)
+	m := timeline.Meta{Extra: map[string]string{timeline.HostsInEventsKey: "1", timeline.HostNameKey(1): "node1"}}
+	hosts := hostmap.New(m)
+	hosts.Add(&timeline.Event{Device: 3, Host: 1})
+	fs := []diagnosis.Finding{{Kind: diagnosis.Hang, Rank: 3, Host: -1, Link: -1}, {Kind: diagnosis.Hang, Rank: 2, Host: 1, Link: -1}}
+	for i := range fs {
+		fs[i].Place(hosts)
+	}
+	out := findings(fs)
+	b, err := json.Marshal(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"culprit":"rank 3 (host node1)","rank":3,"host":null,"host_name":"node1"`, `"culprit":"rank 2","rank":2,"host":null,"host_name":null`} {
+	for _, want := range []string{`"culprit":"rank 3 (host node1)","rank":3,"host":1,"host_name":"node1"`, `"culprit":"rank 2","rank":2,"host":null,"host_name":null`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("findings JSON %s; want it to hold %s", b, want)
 		}
@@ -121,8 +127,7 @@ func TestFindingsNextStep(t *testing.T) {
 		{Kind: diagnosis.SlowLink, Rank: 299, Host: 37, Link: timeline.PeakNIC, Severity: 31_100_000, CostKnown: true},
 		{Kind: diagnosis.Hang, Rank: 299, Host: 37, Link: -1},
 	}
-	m := timeline.Meta{GPUsPerHost: 8}
-	r := &Report{Findings: findings(ds, m)}
+	r := &Report{Findings: findings(ds)}
 	b, err := json.Marshal(r.Findings)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +159,7 @@ func TestFindingsJSONHidden(t *testing.T) {
 	fs := findings(placed([]diagnosis.Finding{
 		{Kind: diagnosis.SlowLink, Rank: 4, Host: 0, Link: timeline.PeakNIC, Hidden: true, Exposure: 34_200_000, CostKnown: true},
 		{Kind: diagnosis.SlowGPU, Rank: 12, Host: 1, Link: -1, Severity: 5_000_000, CostKnown: true},
-	}, m), m)
+	}, m))
 	b, err := json.Marshal(fs)
 	if err != nil {
 		t.Fatal(err)

@@ -232,7 +232,7 @@ func Build(res *analysis.Result, m timeline.Meta, run Run) *Report {
 		CommCache: res.CommCache, Groups: res.Groups, Barriers: res.Barriers, Links: res.Links, Alerts: res.Alerts,
 		AlertCount: res.AlertCount, StepsFrom: run.StepsFrom, Export: run.Export, Receive: run.Receive, Partial: run.Partial, Mapping: m.Mapping, Faults: m.Faults,
 		Telemetry: res.Telemetry, ProfilerCost: res.ProfilerCost,
-		Findings: findings(res.Findings, m), Warnings: run.Warnings}
+		Findings: findings(res.Findings), Warnings: run.Warnings}
 	if n := len(res.Breakdown.Devices); m.Devices > 0 && n > m.Devices {
 		// More devices ran ops than the source counted (a trace's importer counts up to 65,536
 		// devices): the header counts every device that has a row.

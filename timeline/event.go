@@ -277,6 +277,11 @@ func (e *Event) CountBehind() (CollOp, int64) {
 // their meaning (a collective's PackNCCL uses bits 0-15).
 const AuxSeqOp uint32 = 1 << 30
 
+// NoHost in an event's Host says its rank's host is unknown where the events carry their hosts
+// (timeline.HostsInEventsKey): a rank of a joined job that no source placed on a host. The host
+// map leaves such a rank unplaced rather than put it on a host.
+const NoHost uint16 = 1<<16 - 1
+
 // AuxOneHost, set in the Aux of a collective, says its source knows every rank of it is on one
 // host (NCCL Inspector's nnodes, or n_nodes, of 1): its bus bytes go over NVLink, whatever the
 // session knows of the hosts' layout. The other bits of Aux keep their meaning.
@@ -381,7 +386,7 @@ type Event struct {
 	// algorithm, protocol and channels packed by PackNCCL (bits 0-3, 4-7, 8-15; 0: not known).
 	Aux uint32
 
-	Host     uint16 // host index
+	Host     uint16 // host index (NoHost: a rank no source placed on a host)
 	Ranks    uint16 // ranks taking part in a collective or barrier
 	Kind     Kind
 	Sub      uint8 // CopyDir, CollOp, SampleMetric or wait cause, by Kind

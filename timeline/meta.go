@@ -126,8 +126,3 @@ func HostNames(m Meta) map[int32]string {
 	}
 	return out
 }
-
-// RankHostKey is the Extra key naming rank r's host where a source of the job said it (NCCL
-// Inspector's hostname, joined by rank with another source's ranks: join.Parts): findings name
-// a culprit rank's host by it, in the report and the console alike.
-func RankHostKey(r int32) string { return "rank." + strconv.Itoa(int(r)) + ".host" }

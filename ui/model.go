@@ -613,7 +613,7 @@ func (m *Model) header() string {
 		}
 		// The finding is cut, not the key to the view that shows it whole (and its next step).
 		hint := more + fmt.Sprintf(" — %d: findings", TabFindings+1)
-		text := ansi.Truncate("⚠ "+fs[0].StringIn(m.info.Meta), max(m.width-ansi.StringWidth(hint), 1), "…")
+		text := ansi.Truncate("⚠ "+fs[0].String(), max(m.width-ansi.StringWidth(hint), 1), "…")
 		line += "\n" + ansi.Truncate(st.Alert.Render(text+hint), m.width, "…")
 	}
 	return line

@@ -223,35 +223,9 @@ func (f *Finding) String() string {
 	return fmt.Sprintf("%s: %s — %s", f.Kind, f.Culprit(), f.Evidence)
 }
 
-// CulpritIn is Culprit in the job m describes: with the culprit rank's host name where a source
-// named it (timeline.RankHostKey), "rank 3 (host node1)".
-func (f *Finding) CulpritIn(m timeline.Meta) string {
-	c := f.Culprit()
-	if f.hostName != "" {
-		return c // the host map's name, in the culprit already
-	}
-	if h := f.HostName(m); h != "" {
-		c += " (host " + h + ")"
-	}
-	return c
-}
-
-// HostName is the culprit's host as a source of the job m describes named it: the host map's name
-// (Place), else the name m gives the culprit rank's host (timeline.RankHostKey); "" when none did.
-func (f *Finding) HostName(m timeline.Meta) string {
-	if f.hostName != "" {
-		return f.hostName
-	}
-	if f.Rank < 0 {
-		return ""
-	}
-	return m.Extra[timeline.RankHostKey(f.Rank)]
-}
-
-// StringIn is String in the job m describes (CulpritIn).
-func (f *Finding) StringIn(m timeline.Meta) string {
-	return fmt.Sprintf("%s: %s — %s", f.Kind, f.CulpritIn(m), f.Evidence)
-}
+// HostName is the culprit's host as a source of the job named it, as the host map carries the
+// name (Place); "" when none did.
+func (f *Finding) HostName() string { return f.hostName }
 
 // sortFindings orders findings worst first: hangs and missing ranks, then by time lost.
 func sortFindings(fs []Finding) {

@@ -96,9 +96,10 @@ func ByID(perHost int) *Map {
 func (m *Map) Source() Source { return m.src }
 
 // Add learns the host e names for its device, where the events carry hosts; the device's first
-// event decides (a rank does not move).
+// event decides (a rank does not move). An event of timeline.NoHost names none: its device stays
+// unplaced.
 func (m *Map) Add(e *timeline.Event) {
-	if m.src != FromEvents || m.frozen || e.Device < 0 {
+	if m.src != FromEvents || m.frozen || e.Device < 0 || e.Host == timeline.NoHost {
 		return
 	}
 	if _, ok := m.learned[e.Device]; ok || len(m.learned) >= maxLearned {

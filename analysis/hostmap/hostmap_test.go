@@ -141,3 +141,20 @@ func TestNames(t *testing.T) {
 		t.Errorf("a new snapshot's Name(3) = %q; want rack3-node", n)
 	}
 }
+
+// An event of timeline.NoHost (a joined job's rank no source placed) names no host: its device
+// stays unplaced, and a later event naming a host places it.
+func TestNoHostLeavesUnplaced(t *testing.T) {
+	m := New(timeline.Meta{Extra: map[string]string{timeline.HostsInEventsKey: "1"}})
+	m.Add(&timeline.Event{Device: 2, Host: timeline.NoHost})
+	if h, ok := m.Host(2); ok {
+		t.Fatalf("Host(2) = %d, known; want unknown after an event of no host", h)
+	}
+	if d, h := m.Learned(); d != 0 || h != 0 {
+		t.Errorf("Learned() = %d, %d; want 0, 0", d, h)
+	}
+	m.Add(&timeline.Event{Device: 2, Host: 1})
+	if h, ok := m.Host(2); !ok || h != 1 {
+		t.Errorf("Host(2) = %d, %v; want 1, known", h, ok)
+	}
+}

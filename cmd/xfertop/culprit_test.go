@@ -15,8 +15,9 @@ import (
 
 // TestConsoleCulpritIsReports: the console names each finding's culprit in the words the report
 // does, from one formatter given the job's known layout: a source that does not say which ranks
-// share a host (NCCL RAS, Flight Recorder) gets "rank 3", never a host and GPU made up from the
-// device count, and a simulated run on h100x8x4 gets its host and GPU in both.
+// share a host by a count (NCCL RAS, Flight Recorder) gets "rank 3", or the host the source
+// names it on ("rank 3 (host node1)": RAS's), never a host and GPU made up from the device count,
+// and a simulated run on h100x8x4 gets its host and GPU in both.
 func TestConsoleCulpritIsReports(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "slow.xfr")
 	if code, _, errs := runCLI(t, "run", "--headless", "--scenario", "llm-train", "--topology", "h100x8x4", "--steps", "3",
@@ -27,7 +28,7 @@ func TestConsoleCulpritIsReports(t *testing.T) {
 		input string
 		want  string // the first finding's culprit
 	}{
-		{filepath.Join("..", "..", "importers", "ras", "testdata", "hang.json"), "rank 3"},
+		{filepath.Join("..", "..", "importers", "ras", "testdata", "hang.json"), "rank 3 (host node1)"}, // the host RAS names
 		{filepath.Join("..", "..", "importers", "flightrecorder", "testdata", "hang"), "rank 3"},
 		{rec, "rank 10 (host 1 GPU 2)"},
 	} {

@@ -240,8 +240,16 @@ func (st *state) build(source string) ([]timeline.Event, *kineto.Imported, error
 	slices.SortStableFunc(events, func(a, b timeline.Event) int { return cmp.Compare(a.Start, b.Start) })
 	im := &kineto.Imported{Strings: strs, Source: source, Format: Format, Devices: j.Devices(), EpochUnixNs: epoch,
 		Extra: st.extra(how), Warnings: st.warnings(how), RankHosts: map[int32]string{}}
+	named := true
 	for i, p := range st.procs {
 		im.RankHosts[devs[i]] = p.host
+		named = named && p.host != ""
+	}
+	if named {
+		// Each process's events carry its host as the join numbered it (one name, one number):
+		// the one host map takes them, and their names (join.Join.NameHosts).
+		im.Extra[timeline.HostsInEventsKey] = "1"
+		j.NameHosts(im.Extra)
 	}
 	if wide := st.procs[0].wide; strings.HasPrefix(how, "ranks") && wide > 0 {
 		im.World = st.comms[wide-1].nranks

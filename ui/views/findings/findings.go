@@ -12,7 +12,6 @@ import (
 
 	"github.com/xfertop/xfertop/analysis/diagnosis"
 	"github.com/xfertop/xfertop/analysis/hostmap"
-	"github.com/xfertop/xfertop/timeline"
 	"github.com/xfertop/xfertop/ui/widget"
 	"github.com/xfertop/xfertop/units"
 )
@@ -44,7 +43,7 @@ func (v *Model) shown() []int {
 	out := make([]int, 0, len(fs))
 	for i := range fs {
 		f := &fs[i]
-		if v.filter.Match(f.Kind.String(), f.CulpritIn(v.Fr.Meta), f.Evidence) {
+		if v.filter.Match(f.Kind.String(), f.Culprit(), f.Evidence) {
 			out = append(out, i)
 		}
 	}
@@ -110,7 +109,7 @@ func (v *Model) View() string {
 	from, to := v.list.Window(len(shown), max(h, 1), 2)
 	for i := from; i < to; i++ {
 		f := &fs[shown[i]]
-		line := row(f, fr.Meta)
+		line := row(f)
 		line = ansi.Truncate(line, v.W, "…")
 		if i == v.list.Selected() {
 			line = st.Selected.Render(line)
@@ -120,7 +119,7 @@ func (v *Model) View() string {
 		b.WriteString(line + "\n")
 	}
 	if sel := v.list.Selected(); sel < len(shown) {
-		b.WriteString("\n" + ansi.Wordwrap(fs[shown[sel]].StringIn(fr.Meta), v.W, " ") + "\n")
+		b.WriteString("\n" + ansi.Wordwrap(fs[shown[sel]].String(), v.W, " ") + "\n")
 		if next := fs[shown[sel]].NextStep(); next != "" {
 			b.WriteString(st.Muted.Render(ansi.Wordwrap(NextPrefix+next, v.W, " ")) + "\n")
 		}
@@ -144,8 +143,8 @@ const NextPrefix = "next: "
 const colCulprit = 34
 
 // row is a finding's line of the table.
-func row(f *diagnosis.Finding, m timeline.Meta) string {
-	culprit := ansi.Truncate(f.CulpritIn(m), colCulprit, "…")
+func row(f *diagnosis.Finding) string {
+	culprit := ansi.Truncate(f.Culprit(), colCulprit, "…")
 	return fmt.Sprintf("%-13s %s %10s %10s %5.0f%%  %s", f.Kind, culprit+strings.Repeat(" ", colCulprit-ansi.StringWidth(culprit)),
 		units.Dur(f.Onset), units.Dur(f.At), 100*f.Confidence, f.Evidence)
 }

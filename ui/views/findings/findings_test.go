@@ -44,7 +44,7 @@ func TestRowColumns(t *testing.T) {
 		{Kind: diagnosis.Hang, Rank: -1, Host: 12, Onset: 1.2e9, At: 2.2e9, Confidence: 0.125,
 			Stuck: []int32{96, 97, 98, 99, 100, 101, 102, 103}, StuckN: 8},
 	} {
-		r := row(&f, xtimeline.Meta{GPUsPerHost: 8})
+		r := row(&f)
 		if got := []rune(r); len(got) < conf || got[conf-1] != '%' {
 			t.Errorf("%s: conf not under its heading:\n%s\n%s", f.Culprit(), head, r)
 		}
