@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 
 	"github.com/xfertop/xfertop/analysis"
@@ -74,6 +75,18 @@ type analyzerSink struct {
 func (s *analyzerSink) Begin(h *importers.Header) error {
 	s.header, s.an = h, analysis.New(h.Meta)
 	return nil
+}
+
+// NameHost gives the analysis, and the description the report is built with, a host's name that
+// a recording holds after its Meta chunk (timeline.HostNamer).
+func (s *analyzerSink) NameHost(h int32, name string) {
+	s.an.NameHost(h, name)
+	m := &s.header.Meta
+	m.Extra = maps.Clone(m.Extra) // the header's map may be the reader's
+	if m.Extra == nil {
+		m.Extra = map[string]string{}
+	}
+	m.Extra[timeline.HostNameKey(h)] = name
 }
 
 func (s *analyzerSink) Events(batch []timeline.Event) error {
