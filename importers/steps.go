@@ -35,6 +35,13 @@ type stepSink struct {
 	events  int  // the steps it added
 }
 
+// NameHost passes a host's name on to the sink it wraps, where that takes names.
+func (s *stepSink) NameHost(h int32, name string) {
+	if n, ok := s.inner.(timeline.HostNamer); ok {
+		n.NameHost(h, name)
+	}
+}
+
 func (s *stepSink) Begin(h *Header) error {
 	s.header = h
 	return s.inner.Begin(h)

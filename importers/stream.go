@@ -22,7 +22,9 @@ import (
 // Header is what an input is, told to a Sink before its first event.
 type Header struct {
 	Format Format
-	// Meta describes the run: a recording's own, or one built from an import (ImportedMeta).
+	// Meta describes the run: a recording's own, or one built from an import (ImportedMeta). A
+	// recording's holds the host names its Meta chunk gave; those of its later HostNames chunks
+	// go to a Sink that is a timeline.HostNamer, each as it is read, before the events after it.
 	Meta timeline.Meta
 	// Strings resolves the events' labels. A recording's grows as its chunks are read: it is
 	// complete once Stream returns.
@@ -122,6 +124,13 @@ func stepRangeUnused(rng string, format Format, marked bool) string {
 type sourceSink struct {
 	Sink
 	source string
+}
+
+// NameHost passes a host's name on to the sink it wraps, where that takes names.
+func (s *sourceSink) NameHost(h int32, name string) {
+	if n, ok := s.Sink.(timeline.HostNamer); ok {
+		n.NameHost(h, name)
+	}
 }
 
 func (s *sourceSink) Begin(h *Header) error {
@@ -272,6 +281,9 @@ func streamRecording(path string, opts Options, sink Sink) (*Result, error) {
 	defer r.Close()
 	if err := sink.Begin(&Header{Format: FormatRecording, Meta: r.Meta(), Strings: r.Strings()}); err != nil {
 		return res, err
+	}
+	if n, ok := sink.(timeline.HostNamer); ok {
+		r.NameHostsTo(n) // the hosts' names learned after the Meta chunk, before their events
 	}
 	var total int64
 	for _, e := range r.Index() {

@@ -41,6 +41,7 @@ const (
 	ChunkIndex      ChunkType = 6
 	ChunkEventsZstd ChunkType = 7
 	ChunkInFlight   ChunkType = 8
+	ChunkHostNames  ChunkType = 9
 )
 
 // String names the chunk type.
@@ -62,6 +63,8 @@ func (t ChunkType) String() string {
 		return "events-zstd"
 	case ChunkInFlight:
 		return "in-flight"
+	case ChunkHostNames:
+		return "host-names"
 	}
 	return fmt.Sprintf("chunk(%d)", uint8(t))
 }

@@ -23,6 +23,10 @@ func FuzzReader(f *testing.F) {
 		f.Add(bad)
 	}
 	f.Add(header(Version))
+	// Host names learned after the Meta chunk (a HostNames chunk between events), whole and cut.
+	named := hostNamesFile(f)
+	f.Add(named)
+	f.Add(named[:len(named)*2/3])
 	// The NCCL profiler plugin's recordings of a real job (torch 2.11, NCCL 2.28.9, an H200).
 	real, err := filepath.Glob("../importers/testdata/realjob/*/*/xfr/*.xfr")
 	if err != nil || len(real) == 0 {

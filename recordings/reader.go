@@ -89,13 +89,14 @@ type Reader struct {
 	index    []IndexEntry
 	version  uint16
 	unclosed bool
-	into     *[]timeline.Event // when set, Events chunks decode onto it
-	file     *os.File          // closed by Close; nil when the caller owns the source
-	firstBad *damage           // the first damaged chunk met, for Repair
-	zstd     eventsInflater    // decompresses EventsZstd chunks
-	hdr      [11]byte          // a chunk's type and length field, read before the rest
-	growth   *Growth           // a recording still being written (OpenGrowing): Grow reads on
-	cur      int64             // where the chunk of the events At returns starts
+	into     *[]timeline.Event  // when set, Events chunks decode onto it
+	file     *os.File           // closed by Close; nil when the caller owns the source
+	firstBad *damage            // the first damaged chunk met, for Repair
+	zstd     eventsInflater     // decompresses EventsZstd chunks
+	hdr      [11]byte           // a chunk's type and length field, read before the rest
+	growth   *Growth            // a recording still being written (OpenGrowing): Grow reads on
+	cur      int64              // where the chunk of the events At returns starts
+	namer    timeline.HostNamer // NameHostsTo's: told each name a HostNames chunk holds
 }
 
 // damage is a bad chunk: where it starts, where the next sound chunk starts (-1: none), and why.
@@ -365,9 +366,26 @@ func (r *Reader) apply(typ ChunkType, payload []byte) error {
 			return err
 		}
 		r.inflight = &f
+	case ChunkHostNames:
+		names, err := decodeHostNames(payload)
+		if err != nil {
+			return err
+		}
+		r.meta = withHostNames(r.meta, names)
+		if r.namer != nil {
+			for _, n := range names {
+				r.namer.NameHost(n.Host, n.Name)
+			}
+		}
 	}
 	return nil
 }
+
+// NameHostsTo makes the reader tell n each host name a HostNames chunk holds, as it reads the
+// chunk: before the events that follow it (a host's name precedes its first event), so that a
+// replay hands names to its consumers as the live run did. Meta carries the names read so far
+// either way.
+func (r *Reader) NameHostsTo(n timeline.HostNamer) { r.namer = n }
 
 // InFlight returns what the run had in flight when it stopped early, once the reader has read
 // its InFlight chunk (written by Close, near the end); nil without one.
@@ -409,7 +427,8 @@ func (r *Reader) EventsAt(e IndexEntry, dst []timeline.Event) ([]timeline.Event,
 // Err returns the error that stopped reading, if any (a *CorruptionError for damage).
 func (r *Reader) Err() error { return r.err }
 
-// Meta returns the session's metadata (read when the file was opened).
+// Meta returns the session's metadata (read when the file was opened), with the host names of the
+// HostNames chunks read since.
 func (r *Reader) Meta() Meta { return r.meta }
 
 // Outcome returns the Outcome chunk's pairs, if one was read.
@@ -452,7 +471,7 @@ func (r *Reader) SeekTime(t int64) bool {
 			break
 		}
 		switch e.Type {
-		case ChunkMeta, ChunkStrings, ChunkDropped, ChunkOutcome:
+		case ChunkMeta, ChunkStrings, ChunkDropped, ChunkOutcome, ChunkHostNames:
 			typ, payload, _, err := r.chunkAt(e.Offset, r.end)
 			if err == nil && e.Offset >= r.off {
 				_ = r.apply(typ, payload)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,8 @@ type Recorder struct {
 	lossless bool
 	known    uint32    // string ids written so far (the loop's; Close reads it once the loop ended)
 	flight   *InFlight // SetInFlight's, written by Close
+	namesMu  sync.Mutex
+	names    []HostName // NameHost's, not yet written (the loop writes them before the next events)
 }
 
 // RecorderOption changes a Recorder's defaults.
@@ -92,7 +95,12 @@ func (r *Recorder) loop() {
 	defer close(r.done)
 	for b := range r.batches.C() {
 		if r.err.Load() == nil {
-			err := r.w.WriteStrings(b.First, b.Strings)
+			// A name comes before the events of its host: NameHost took it before the first of them
+			// was emitted, so before this batch was handed over.
+			err := r.w.WriteHostNames(r.takeNames())
+			if err == nil {
+				err = r.w.WriteStrings(b.First, b.Strings)
+			}
 			if err == nil && len(b.Strings) > 0 {
 				r.known = max(r.known, b.First+uint32(len(b.Strings)))
 			}
@@ -111,6 +119,29 @@ func (r *Recorder) loop() {
 		}
 		r.batches.Release(b)
 	}
+}
+
+// NameHost records the name a live source learned for host h (timeline.HostNamer): a HostNames
+// chunk written before the next events, so that a replay of the recording names the host as the
+// live run did, though the Meta chunk was written before the source learned it. An empty name, a
+// negative host, or a name over 1,024 bytes (which a reader would take for damage) is not
+// recorded. It may be called from any goroutine.
+func (r *Recorder) NameHost(h int32, name string) {
+	if h < 0 || name == "" || len(name) > maxHostName {
+		return
+	}
+	r.namesMu.Lock()
+	r.names = append(r.names, HostName{Host: h, Name: name})
+	r.namesMu.Unlock()
+}
+
+// takeNames returns the names NameHost took since the last call.
+func (r *Recorder) takeNames() []HostName {
+	r.namesMu.Lock()
+	defer r.namesMu.Unlock()
+	names := r.names
+	r.names = nil
+	return names
 }
 
 // Failed is closed when a write fails; Err then says why.
@@ -144,6 +175,10 @@ func (r *Recorder) Close(outcome [][2]string) error {
 	if p := r.err.Load(); p != nil {
 		_ = r.w.Close()
 		return fmt.Errorf("recording: %w", *p)
+	}
+	// Names learned after the last events (a rank that named its host and sent nothing).
+	if err := r.w.WriteHostNames(r.takeNames()); err != nil {
+		return err
 	}
 	if f := r.flight; f != nil {
 		// A label the recording never wrote (an op that never ended, of a kernel that never

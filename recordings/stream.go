@@ -170,6 +170,12 @@ func (s *StreamReader) apply(typ ChunkType, payload []byte) error {
 			return err
 		}
 		s.inflight = &f
+	case ChunkHostNames:
+		names, err := decodeHostNames(payload)
+		if err != nil {
+			return err
+		}
+		s.meta = withHostNames(s.meta, names)
 	}
 	return nil
 }

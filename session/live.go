@@ -309,6 +309,7 @@ func (rs *ReplaySource) replay(ctx context.Context, from int64) (int64, error) {
 	// a console that reads this window reads no running op from before the seek.
 	rs.running.clear()
 	gen := newReplayGen(win, r.Meta(), from)
+	r.NameHostsTo(gen) // names the recording learned after its Meta chunk, before their events
 	if from > 0 {
 		rs.seeking.begin(from)
 		err := rs.diagnoseBefore(ctx, gen, from)

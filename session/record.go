@@ -133,6 +133,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, sinks ...timeline.Sink) (*Rep
 		}
 		fan.sinks = append(fan.sinks, exp)
 	}
+	r.NameHostsTo(fan) // the hosts' names the ranks gave after the recording's Meta was written
 	speed := func() float64 { return cfg.Speed }
 	if _, err := play(ctx, r, cfg.From.Nanoseconds(), speed, fan.Emit, playOpts{}); err != nil {
 		var ce *recordings.CorruptionError

@@ -29,6 +29,14 @@ func newReplayGen(win *timeline.Window, m timeline.Meta, from int64) *replayGen 
 	return g
 }
 
+// NameHost gives the analysis a host's name the recording holds after its Meta chunk
+// (timeline.HostNamer): the console names the host as the live session did.
+func (g *replayGen) NameHost(h int32, name string) {
+	g.mu.Lock()
+	g.an.NameHost(h, name)
+	g.mu.Unlock()
+}
+
 // emit puts e in the window and the analysis at once, so that a snapshot and a result taken
 // together hold the same events.
 func (g *replayGen) emit(e *timeline.Event) {

@@ -481,6 +481,16 @@ func (f *fanout) Emit(e *timeline.Event) {
 	}
 }
 
+// NameHost hands a host's name to the sinks that take names (timeline.HostNamer): a replay
+// passes on those its recording holds, as the live run did.
+func (f *fanout) NameHost(h int32, name string) {
+	for _, s := range f.sinks {
+		if n, ok := s.(timeline.HostNamer); ok {
+			n.NameHost(h, name)
+		}
+	}
+}
+
 func (f *fanout) drain() {
 	evs, msgs := f.inbox.take()
 	for i := range evs {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 
 	"github.com/xfertop/xfertop/analysis"
@@ -76,6 +77,18 @@ func (s *analyzerSink) Begin(h *importers.Header) error {
 	return nil
 }
 
+// NameHost gives the analysis, and the description the report is built with, a host's name that
+// a recording holds after its Meta chunk (timeline.HostNamer).
+func (s *analyzerSink) NameHost(h int32, name string) {
+	s.an.NameHost(h, name)
+	m := &s.header.Meta
+	m.Extra = maps.Clone(m.Extra) // the header's map may be the reader's
+	if m.Extra == nil {
+		m.Extra = map[string]string{}
+	}
+	m.Extra[timeline.HostNameKey(h)] = name
+}
+
 func (s *analyzerSink) Events(batch []timeline.Event) error {
 	for i := range batch {
 		s.an.Emit(&batch[i])
@@ -123,9 +136,25 @@ type recordingSink struct {
 	path    string
 	w       *recordings.Writer
 	strings *timeline.Strings
-	written int              // labels written so far, the empty label 0 included
-	pending []timeline.Event // events not yet written: fewer than a chunk
-	created bool             // Begin created the file at path
+	written int                   // labels written so far, the empty label 0 included
+	pending []timeline.Event      // events not yet written: fewer than a chunk
+	created bool                  // Begin created the file at path
+	names   []recordings.HostName // hosts' names the input gave after its description, not yet written
+}
+
+// NameHost keeps a host's name that the input gives after its description (a recording's
+// HostNames chunk: timeline.HostNamer), for the recording to give it before the next events.
+func (s *recordingSink) NameHost(h int32, name string) {
+	s.names = append(s.names, recordings.HostName{Host: h, Name: name})
+}
+
+// writeNames writes the hosts' names NameHost kept since the last chunk.
+func (s *recordingSink) writeNames() error {
+	if err := s.w.WriteHostNames(s.names); err != nil {
+		return s.fail(err)
+	}
+	s.names = s.names[:0]
+	return nil
 }
 
 func (s *recordingSink) Begin(h *importers.Header) error {
@@ -189,8 +218,12 @@ func (s *recordingSink) flush() error {
 	return err
 }
 
-// writeChunk writes evs as one chunk, after the labels it is the first to use.
+// writeChunk writes evs as one chunk, after the labels it is the first to use and the hosts'
+// names learned since the last chunk.
 func (s *recordingSink) writeChunk(evs []timeline.Event) error {
+	if err := s.writeNames(); err != nil {
+		return err
+	}
 	var top uint32
 	for i := range evs {
 		top = max(top, evs[i].Label)
@@ -212,6 +245,9 @@ func (s *recordingSink) close(res *importers.Result) error {
 		return nil
 	}
 	if err := s.flush(); err != nil {
+		return err
+	}
+	if err := s.writeNames(); err != nil { // names given after the last events
 		return err
 	}
 	if err := s.writeLabels(s.strings.Len()); err != nil {
