@@ -221,6 +221,10 @@ func (x *Exporter) hostName(h uint16) string {
 	if n, ok := x.names[int32(h)]; ok {
 		return n
 	}
+	if h == timeline.NoHost {
+		// A rank no source placed (a partial join): its host is unknown, not a host 65535.
+		return "unknown"
+	}
 	return fmt.Sprintf("host-%d", h)
 }
 

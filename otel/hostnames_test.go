@@ -77,3 +77,16 @@ func TestHostNames(t *testing.T) {
 		})
 	}
 }
+
+// A rank no source placed (timeline.NoHost, a partial join) is on an unknown host: its
+// resource's host.name says so rather than "host-65535".
+func TestUnknownHostName(t *testing.T) {
+	x := NewWithExporter(Config{Detail: DetailFull, Epoch: time.Unix(1e9, 0), Meta: timeline.Meta{Devices: 2}}, keepSpans{tracetest.NewInMemoryExporter()}, timeline.NewStrings())
+	defer x.Close(context.Background())
+	if got := x.hostName(timeline.NoHost); got != "unknown" {
+		t.Errorf("hostName(NoHost) = %q; want unknown", got)
+	}
+	if got := x.hostName(2); got != "host-2" {
+		t.Errorf("hostName(2) = %q; want host-2", got)
+	}
+}

@@ -225,8 +225,11 @@ func (w *writer) names(events []timeline.Event) error {
 	sort.Slice(hostIDs, func(i, j int) bool { return hostIDs[i] < hostIDs[j] })
 	for _, h := range hostIDs {
 		name := fmt.Sprintf("host %d", h)
-		if h == sessionPid {
+		switch h {
+		case sessionPid:
 			name = "session"
+		case int64(timeline.NoHost):
+			name = "host unknown" // ranks no source placed (a partial join), not a host 65535
 		}
 		if err := w.name("process_name", h, 0, name); err != nil {
 			return err

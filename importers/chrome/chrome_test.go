@@ -87,3 +87,22 @@ func TestWriteError(t *testing.T) {
 		t.Errorf("%v, want write trace: %v", err, os.ErrClosed)
 	}
 }
+
+// A rank that no source of a partial join placed on a host carries timeline.NoHost: its process
+// is named as an unknown host, never "host 65535".
+func TestWriteUnknownHost(t *testing.T) {
+	strs := timeline.NewStrings()
+	for _, c := range []struct {
+		host uint16
+		want string
+	}{{1, `"name":"host 1"`}, {timeline.NoHost, `"name":"host unknown"`}} {
+		e := timeline.Event{Kind: timeline.KindKernel, Start: 0, End: 1000, Device: 3, Stream: 1, Host: c.host, Peer: timeline.NoDevice}
+		var buf bytes.Buffer
+		if err := Write(&buf, []timeline.Event{e}, strs, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(buf.Bytes(), []byte(c.want)) || bytes.Contains(buf.Bytes(), []byte("65535\"")) {
+			t.Errorf("host %d: want %s, no host 65535, in\n%s", c.host, c.want, buf.Bytes())
+		}
+	}
+}
