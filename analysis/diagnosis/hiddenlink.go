@@ -154,9 +154,10 @@ func (d *Diagnosis) hiddenLink() (suspect, bool) {
 // hiddenCost says what a hidden degraded link costs the step, against the shortest clean step's
 // work before it was first seen (base; 0: none), as costPhrase does for the others (a base taken
 // after it was first seen may have been slowed by it too): nothing where the step was no longer,
-// at most the step's growth where it grew, else unknown; and what it would cost were nothing
-// overlapping it (exposure).
-func hiddenCost(exposure, work, base int64) (string, costState) {
+// at most the step's growth where it grew, less what a slow GPU of the same step accounts for
+// (explained: its kernels' lost time, which the link did not cost), else unknown; and what it
+// would cost were nothing overlapping it (exposure).
+func hiddenCost(exposure, work, base, explained int64) (string, costState) {
 	would := fmt.Sprintf("it would cost the step up to %s if nothing overlapped it", fmtNs(exposure))
 	if base <= 0 {
 		return "what it costs the step now is not known (no clean step before it to compare with); " + would, costUnknown
@@ -166,6 +167,15 @@ func hiddenCost(exposure, work, base int64) (string, costState) {
 		return fmt.Sprintf("hidden behind other work: it costs the step nothing now (the step %s, no longer than the shortest step before it, %s); %s",
 			fmtNs(work), fmtNs(base), would), costKnown
 	}
+	left := max(grew-max(explained, 0), 0)
+	if left == 0 {
+		return fmt.Sprintf("hidden behind other work: it costs the step nothing now (the step grew %s over the shortest step before it, all of it a slow GPU's kernels' lost time, %s); %s",
+			fmtNs(grew), fmtNs(explained), would), costKnown
+	}
+	if explained > 0 {
+		return fmt.Sprintf("it costs the step at most %s now (the step grew %s over the shortest step before it, %s of it a slow GPU's kernels' lost time), the rest hidden behind other work; %s",
+			fmtNs(min(left, exposure)), fmtNs(grew), fmtNs(explained), would), costBound
+	}
 	return fmt.Sprintf("it costs the step at most %s now (the step grew %s over the shortest step before it), the rest hidden behind other work; %s",
-		fmtNs(min(grew, exposure)), fmtNs(grew), would), costBound
+		fmtNs(min(left, exposure)), fmtNs(grew), would), costBound
 }
