@@ -117,3 +117,27 @@ func TestHiddenSlowLinkBesideSlowGPU(t *testing.T) {
 		})
 	}
 }
+
+// A degraded link's finding is first seen at the first window its link moved below its reference
+// while busy, not at its rank's first op in the step, which can be before the fault began.
+func TestHiddenSlowLinkFirstSeen(t *testing.T) {
+	for _, peaks := range []bool{true, false} {
+		t.Run(fmt.Sprintf("line rate known %v", peaks), func(t *testing.T) {
+			_, starts := pipelineRunPeaks(t, peaks, nil)
+			at := starts[3] + (starts[4]-starts[3])/4
+			fs, _ := pipelineRunPeaks(t, peaks, nil, fmt.Sprintf("kind=nic_slow,host=0,nic=4,factor=0.3,at=%dns", at))
+			if len(fs) != 1 || fs[0].Kind != diagnosis.SlowLink || fs[0].Rank != 4 || !fs[0].Hidden {
+				for _, f := range fs {
+					t.Logf("%s", f.String())
+				}
+				t.Fatalf("%d findings; want one hidden slow link of rank 4", len(fs))
+			}
+			f := fs[0]
+			t.Logf("%s", f.String())
+			// The fault's window: a link's evidence is no finer than its windows.
+			if lo := at / timeline.LinkWindowNs * timeline.LinkWindowNs; f.Onset < lo || f.Onset > f.At {
+				t.Errorf("first seen at %d; want in [%d, %d] (the fault began at %d)", f.Onset, lo, f.At, at)
+			}
+		})
+	}
+}
