@@ -183,6 +183,10 @@ type rankAcc struct {
 	// busyB and busyT are the bytes its links moved this step and the time they were busy doing
 	// it, by class and direction: its rate while busy over the step (selflink.go).
 	busyB, busyT [3][2]int64
+	// hiddenWin is, by class and direction, the first link window of the step (its index + 1; 0:
+	// none) in which the link moved below its hidden-link reference while busy (hiddenlink.go):
+	// when a degraded link was first seen, rather than the rank's first op of the step.
+	hiddenWin [3][2]int64
 	// selfOps, selfExcess and selfCross are slowOps's, slowExcess's and slowCross's for the
 	// sends and receives too few to compare with peers, against their own earlier steps.
 	selfOps, selfCross int32
@@ -207,10 +211,9 @@ type rankAcc struct {
 	slowExcess int64
 	slowCross  int32
 	slowRef    float64
-	// To a whole number of cache lines (TestRankAccLayout), so that what launch reads, which
-	// Prefetch asks for, is one line: at 400 bytes three ranks in four had it across two, and
-	// the second one missed when launch came.
-	_ [48]byte
+	// The fields above make a whole number of cache lines (448 bytes; TestRankAccLayout), so that
+	// what launch reads, which Prefetch asks for, is one line: at 400 bytes three ranks in four
+	// had it across two, and the second one missed when launch came. A field added pads to 64.
 }
 
 // opKey is a class of data movement that peers do alike: kind, op, size, ranks and whether it

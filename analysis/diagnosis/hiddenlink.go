@@ -79,6 +79,31 @@ type hiddenPlace struct {
 	busy   int64   // ns busy in the direction judged
 	extra  int64   // ns of it beyond what the reference takes for its bytes
 	thresh float64
+	win    int64 // its first slow window this step, index + 1 (0: none seen)
+}
+
+// hiddenRef is the reference rank dev's link of class c in direction dir is judged against
+// (bytes/ns; 0: none), whether it is the line rate, and the share of it below which it is degraded.
+func (d *Diagnosis) hiddenRef(dev int32, c, dir int) (ref float64, line bool, thresh float64) {
+	switch {
+	case d.linePeak[c] > 0:
+		return d.linePeak[c], true, hiddenPeakRatio
+	case int(dev) < len(d.selfLink.rate) && d.selfLink.rate[dev][c][dir] > 0:
+		return d.selfLink.rate[dev][c][dir], false, busyRatio
+	}
+	return 0, false, 0
+}
+
+// markHiddenWin notes the first window of the step in which a link bytes event moved below its
+// reference while busy: a degraded link's finding is first seen there, not at its rank's first op.
+func (d *Diagnosis) markHiddenWin(r *rankAcc, e *timeline.Event, c, dir int) {
+	if r.hiddenWin[c][dir] != 0 || e.Op < minBusyNs || e.Device < 0 {
+		return
+	}
+	ref, _, thresh := d.hiddenRef(e.Device, c, dir)
+	if ref > 0 && float64(e.Bytes)/float64(e.Op) < thresh*ref {
+		r.hiddenWin[c][dir] = e.Start/timeline.LinkWindowNs + 1
+	}
 }
 
 // hiddenShare is rank r's link of class c judged in its slower direction this step (ok: a
@@ -91,13 +116,8 @@ func (d *Diagnosis) hiddenShare(r int32, c int) (hiddenPlace, bool) {
 		if a.busyT[c][dir] < hiddenMinBusyNs {
 			continue
 		}
-		p := hiddenPlace{rank: r, cls: c, rate: float64(a.busyB[c][dir]) / float64(a.busyT[c][dir]), busy: a.busyT[c][dir]}
-		switch {
-		case d.linePeak[c] > 0:
-			p.ref, p.line, p.thresh = d.linePeak[c], true, hiddenPeakRatio
-		case int(r) < len(d.selfLink.rate) && d.selfLink.rate[r][c][dir] > 0:
-			p.ref, p.thresh = d.selfLink.rate[r][c][dir], busyRatio
-		default:
+		p := hiddenPlace{rank: r, cls: c, rate: float64(a.busyB[c][dir]) / float64(a.busyT[c][dir]), busy: a.busyT[c][dir], win: a.hiddenWin[c][dir]}
+		if p.ref, p.line, p.thresh = d.hiddenRef(r, c, dir); p.ref <= 0 {
 			continue
 		}
 		p.share = p.rate / p.ref
@@ -142,6 +162,9 @@ func (d *Diagnosis) hiddenLink() (suspect, bool) {
 	x := best.share / best.thresh
 	s := suspect{kind: SlowLink, rank: best.rank, host: d.hostOf(best.rank), link: linkClass(best.cls), ratio: 1 / best.share,
 		conf: min(1, max((second-x)/(1-x+1e-12), 0.01)), hidden: true, exposure: best.extra}
+	if best.win > 0 {
+		s.evidence = (best.win-1)*timeline.LinkWindowNs + 1 // first seen at its first slow window
+	}
 	ref := fmt.Sprintf("its own rate while busy in earlier steps (%s; its line rate is not known)", units.Rate(best.ref*1e9))
 	if best.line {
 		ref = fmt.Sprintf("its line rate (%s, the topology's; a healthy link moves %.0f%% of it or more)", units.Rate(best.ref*1e9), 100*hiddenPeakRatio)
@@ -154,9 +177,10 @@ func (d *Diagnosis) hiddenLink() (suspect, bool) {
 // hiddenCost says what a hidden degraded link costs the step, against the shortest clean step's
 // work before it was first seen (base; 0: none), as costPhrase does for the others (a base taken
 // after it was first seen may have been slowed by it too): nothing where the step was no longer,
-// at most the step's growth where it grew, else unknown; and what it would cost were nothing
-// overlapping it (exposure).
-func hiddenCost(exposure, work, base int64) (string, costState) {
+// at most the step's growth where it grew, less what a slow GPU of the same step accounts for
+// (explained: its kernels' lost time, which the link did not cost), else unknown; and what it
+// would cost were nothing overlapping it (exposure).
+func hiddenCost(exposure, work, base, explained int64) (string, costState) {
 	would := fmt.Sprintf("it would cost the step up to %s if nothing overlapped it", fmtNs(exposure))
 	if base <= 0 {
 		return "what it costs the step now is not known (no clean step before it to compare with); " + would, costUnknown
@@ -166,6 +190,15 @@ func hiddenCost(exposure, work, base int64) (string, costState) {
 		return fmt.Sprintf("hidden behind other work: it costs the step nothing now (the step %s, no longer than the shortest step before it, %s); %s",
 			fmtNs(work), fmtNs(base), would), costKnown
 	}
+	left := max(grew-max(explained, 0), 0)
+	if left == 0 {
+		return fmt.Sprintf("hidden behind other work: it costs the step nothing now (the step grew %s over the shortest step before it, all of it a slow GPU's kernels' lost time, %s); %s",
+			fmtNs(grew), fmtNs(explained), would), costKnown
+	}
+	if explained > 0 {
+		return fmt.Sprintf("it costs the step at most %s now (the step grew %s over the shortest step before it, %s of it a slow GPU's kernels' lost time), the rest hidden behind other work; %s",
+			fmtNs(min(left, exposure)), fmtNs(grew), fmtNs(explained), would), costBound
+	}
 	return fmt.Sprintf("it costs the step at most %s now (the step grew %s over the shortest step before it), the rest hidden behind other work; %s",
-		fmtNs(min(grew, exposure)), fmtNs(grew), would), costBound
+		fmtNs(min(left, exposure)), fmtNs(grew), would), costBound
 }

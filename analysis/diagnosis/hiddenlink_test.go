@@ -78,3 +78,66 @@ func TestHiddenSlowLinkPipeline(t *testing.T) {
 		})
 	}
 }
+
+// A stage's throttled GPU and a degraded NIC in the same step: the step grew by the GPU's
+// kernels' lost time, not the NIC's, so the GPU is the top finding and the NIC, whose sends the
+// stages' compute still hides, is not said to have been waited on nor given the step's growth.
+func TestHiddenSlowLinkBesideSlowGPU(t *testing.T) {
+	for _, peaks := range []bool{true, false} {
+		t.Run(fmt.Sprintf("line rate known %v", peaks), func(t *testing.T) {
+			_, starts := pipelineRunPeaks(t, peaks, nil)
+			fs, _ := pipelineRunPeaks(t, peaks, nil,
+				fmt.Sprintf("kind=gpu_slow,host=0,gpu=0,factor=0.88,at=%dns", starts[3]),
+				fmt.Sprintf("kind=nic_slow,host=0,nic=4,factor=0.3,at=%dns", starts[3]))
+			for _, f := range fs {
+				t.Logf("%s", f.String())
+			}
+			if len(fs) == 0 || fs[0].Kind != diagnosis.SlowGPU || fs[0].Rank != 0 {
+				t.Fatalf("top finding not the slow GPU of rank 0")
+			}
+			gpu := fs[0]
+			var nic *diagnosis.Finding
+			for i := range fs {
+				if fs[i].Kind == diagnosis.SlowLink && fs[i].Rank == 4 && fs[i].Link == timeline.PeakNIC {
+					nic = &fs[i]
+				}
+			}
+			if nic == nil {
+				t.Fatalf("no finding names rank 4's NIC")
+			}
+			if strings.Contains(nic.Evidence, "waited on them") {
+				t.Errorf("NIC evidence %q says the step waited on it", nic.Evidence)
+			}
+			if nic.Severity >= gpu.Severity/4 {
+				t.Errorf("NIC's cost %d; want well below the GPU's %d (the step's growth is the GPU's)", nic.Severity, gpu.Severity)
+			}
+			if !nic.Hidden {
+				t.Errorf("NIC finding not hidden")
+			}
+		})
+	}
+}
+
+// A degraded link's finding is first seen at the first window its link moved below its reference
+// while busy, not at its rank's first op in the step, which can be before the fault began.
+func TestHiddenSlowLinkFirstSeen(t *testing.T) {
+	for _, peaks := range []bool{true, false} {
+		t.Run(fmt.Sprintf("line rate known %v", peaks), func(t *testing.T) {
+			_, starts := pipelineRunPeaks(t, peaks, nil)
+			at := starts[3] + (starts[4]-starts[3])/4
+			fs, _ := pipelineRunPeaks(t, peaks, nil, fmt.Sprintf("kind=nic_slow,host=0,nic=4,factor=0.3,at=%dns", at))
+			if len(fs) != 1 || fs[0].Kind != diagnosis.SlowLink || fs[0].Rank != 4 || !fs[0].Hidden {
+				for _, f := range fs {
+					t.Logf("%s", f.String())
+				}
+				t.Fatalf("%d findings; want one hidden slow link of rank 4", len(fs))
+			}
+			f := fs[0]
+			t.Logf("%s", f.String())
+			// The fault's window: a link's evidence is no finer than its windows.
+			if lo := at / timeline.LinkWindowNs * timeline.LinkWindowNs; f.Onset < lo || f.Onset > f.At {
+				t.Errorf("first seen at %d; want in [%d, %d] (the fault began at %d)", f.Onset, lo, f.At, at)
+			}
+		})
+	}
+}

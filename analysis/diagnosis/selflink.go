@@ -54,6 +54,7 @@ func (d *Diagnosis) addSelfBusy(r *rankAcc, e *timeline.Event, c, dir int) {
 	}
 	r.busyB[c][dir] += e.Bytes
 	r.busyT[c][dir] += int64(e.Op)
+	d.markHiddenWin(r, e, c, dir)
 	s := &d.selfLink
 	if e.Op < minBusyNs || int(e.Device) >= len(s.rate) {
 		return

@@ -40,6 +40,9 @@ type suspect struct {
 	// (hiddenlink.go); exposure is what it would cost the step were nothing overlapping it.
 	hidden   bool
 	exposure int64
+	// explained is the step's growth a slow GPU named in the same step accounts for (its kernels'
+	// lost time): a link's transfers cost the step at most the growth left beside it.
+	explained int64
 	// cost names what excess measures ("its transfers", "its launches", "its kernels"): the
 	// finding says what the step lost to it beside it (costPhrase); "": the detail says it.
 	cost string
@@ -70,13 +73,25 @@ func (d *Diagnosis) endStep(e *timeline.Event) {
 	} else if s, ok := d.selfSlowGPU(growth); ok {
 		sus = append(sus, s)
 	}
+	// A throttled GPU's kernels lost time the step grew by: the growth left beside it is all a
+	// link without peers can have cost the step (its transfers may have waited alongside).
+	var gpuLost int64
+	if len(sus) > 0 {
+		gpuLost = max(sus[0].excess, 0)
+	}
+	linkGrowth := d.steadyGrowth(work)
+	if linkGrowth > 0 {
+		linkGrowth = max(linkGrowth-gpuLost, 0)
+	}
 	if s, ok := d.slowLink(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
-	} else if s, ok := d.selfSlowLink(d.steadyGrowth(work)); ok && !has(sus, s.rank) {
+	} else if s, ok := d.selfSlowLink(linkGrowth); ok && !has(sus, s.rank) {
+		s.explained = gpuLost
 		sus = append(sus, s)
 	} else if s, ok := d.allToAllLink(); ok && !has(sus, s.rank) {
 		sus = append(sus, s)
 	} else if s, ok := d.hiddenLink(); ok && !has(sus, s.rank) {
+		s.explained = gpuLost
 		sus = append(sus, s)
 	}
 	if s, ok := d.slowHost(); ok && !has(sus, s.rank) {
@@ -200,12 +215,12 @@ func (d *Diagnosis) report(k candKey, c *candidate, s suspect, e *timeline.Event
 	if s.hidden {
 		cost = 0 // what it would cost is its exposure, not what the step lost
 		var say string
-		say, st = hiddenCost(s.exposure, work, c.base)
+		say, st = hiddenCost(s.exposure, work, c.base, s.explained)
 		s.detail += "; " + say
 	}
 	if s.cost != "" {
 		var say string
-		say, cost, st = costPhrase(s.cost, s.excess, work, c.base, c.bound)
+		say, cost, st = costPhrase(s.cost, s.excess, work-s.explained, c.base, c.bound)
 		s.detail += "; " + say
 	}
 	f := Finding{Kind: s.kind, Rank: s.rank, Host: s.host, Link: s.link, Onset: c.onset, At: e.End, Step: d.step,
