@@ -85,7 +85,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(o.sets, "set", "the same changes as knobs: nccl_algo=, nccl_proto=, kernels=x (all kernels scaled) (repeatable)")
 	fs.BoolVar(&o.json, "json", false, "print the comparison as JSON")
 	fs.BoolVar(&o.headless, "headless", false, "print the comparison instead of opening the console")
-	fs.Int64Var(&o.maxGraphOps, "max-graph-ops", defaultMaxGraphOps, "refuse a trace without steps of more ops than this: its what-if holds its whole graph at once, about 2.3 KB an op (0: no bound; a trace with steps is replayed a step at a time, whatever its length)")
+	fs.Int64Var(&o.maxGraphOps, "max-graph-ops", defaultMaxGraphOps, "refuse a trace without steps of more ops than this: its what-if holds its whole graph at once, about "+units.Bytes(wholeGraphOpBytes)+" an op (0: no bound; a trace with steps is replayed a step at a time, whatever its length)")
 	o.limits.register(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -686,13 +686,17 @@ func whatifNotes(w *whatif.Streamed, before whatif.Summary, stepsFrom string) []
 }
 
 // wholeGraphOps is the size of input past which whatif warns that, having no steps, it holds the
-// whole input's graph at once (about 2.3 KB an op, measured on a 300,000-kernel trace: 698 MB;
-// whatif's BenchmarkNoStepsMemory measures its replay's peak heap at about 1.7 KB an op, the
-// same at 20,000 and 200,000 ops); defaultMaxGraphOps is --max-graph-ops' default, past which it
-// refuses (about 2.1 GiB).
+// whole input's graph at once; wholeGraphOpBytes is what it holds an op, the process's maximum
+// resident set as `/usr/bin/time -v` reads it over the ops: 501–540 MiB for a 300,000-kernel trace
+// without steps (600,003 ops, 875–943 bytes an op, the top kept so the estimate does not
+// understate; docs/performance.md, "A trace without steps, resident"). The figure falls a little
+// with the trace (about 1,060 bytes an op at 200,003 ops, 820 at 1,200,003: the runtime's fixed
+// part spread wider); whatif's BenchmarkNoStepsMemory measures the replay's peak heap alone, 977
+// bytes a graph op at 100,000 kernels. TestWholeGraphOpBytesDocumented holds the docs to it.
+// defaultMaxGraphOps is --max-graph-ops' default, past which it refuses.
 const (
 	wholeGraphOps      = 100_000
-	wholeGraphOpBytes  = 2300
+	wholeGraphOpBytes  = 940
 	defaultMaxGraphOps = 1_000_000
 )
 

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/xfertop/xfertop/timeline"
+	"github.com/xfertop/xfertop/units"
 	"github.com/xfertop/xfertop/whatif"
 )
 
@@ -26,7 +28,7 @@ func TestWholeGraphWarning(t *testing.T) {
 		evs  []timeline.Event
 		want string
 	}{
-		{"no steps, large", kernels(wholeGraphOps + 1), "t.json marks no steps: the what-if holds its whole graph at once, 100001 ops (about 219.3 MiB of memory)"},
+		{"no steps, large", kernels(wholeGraphOps + 1), "t.json marks no steps: the what-if holds its whole graph at once, 100001 ops (about 89.65 MiB of memory)"},
 		{"no steps, small", kernels(wholeGraphOps), ""},
 		{"steps", withSteps, ""},
 	} {
@@ -59,7 +61,7 @@ func TestWholeGraphBound(t *testing.T) {
 		max  int64
 		want string
 	}{
-		{"past the bound", kernels(101), 100, "t.json marks no steps: its what-if would hold its whole graph at once, 101 ops (about 226.9 KiB of memory), " +
+		{"past the bound", kernels(101), 100, "t.json marks no steps: its what-if would hold its whole graph at once, 101 ops (about 92.71 KiB of memory), " +
 			"more than --max-graph-ops 100: raise it with --max-graph-ops 101 (or 0: no bound)"},
 		{"at the bound", kernels(100), 100, ""},
 		{"no bound", kernels(101), 0, ""},
@@ -97,5 +99,32 @@ func TestWholeGraphBoundCLI(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "whatif", "--headless", trace, "--scale-kernel", "*=0.5"); code != exitOK {
 		t.Errorf("within the default bound: exit %d: %s; want %d", code, errs, exitOK)
+	}
+}
+
+// TestWholeGraphOpBytesDocumented: the docs that state what a what-if without steps holds an op,
+// and the memory --max-graph-ops' default admits, state wholeGraphOpBytes' figures, and
+// docs/performance.md keeps the resident measurement the constant is, so a change of the
+// constant without a measurement and its docs fails here.
+func TestWholeGraphOpBytesDocumented(t *testing.T) {
+	perOp := "about " + units.Bytes(wholeGraphOpBytes) + " an op"
+	bound := units.Bytes(defaultMaxGraphOps * wholeGraphOpBytes)
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{filepath.Join("..", "..", "README.md"), []string{perOp}},
+		{filepath.Join("..", "..", "docs", "whatif.md"), []string{perOp, "about " + bound}},
+		{filepath.Join("..", "..", "docs", "performance.md"), []string{fmt.Sprintf("wholeGraphOpBytes = %d", wholeGraphOpBytes)}},
+	} {
+		b, err := os.ReadFile(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s does not state %q (wholeGraphOpBytes = %d)", c.path, w, wholeGraphOpBytes)
+			}
+		}
 	}
 }
