@@ -50,25 +50,9 @@ func startHeapProfile(path string, every time.Duration) (stop func() error, err 
 			werr = err
 		}
 	}
-	look()
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				look()
-			case <-quit:
-				look()
-				return
-			}
-		}
-	}()
+	stopSampling := sampleEvery(every, look)
 	return func() error {
-		close(quit)
-		<-done
+		stopSampling()
 		if werr != nil {
 			f.Close()
 			return fmt.Errorf("%s=%s: %w", heapProfileEnv, path, werr)

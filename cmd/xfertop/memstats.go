@@ -50,25 +50,9 @@ func startMemStats(path string, every time.Duration) (stop func() error, err err
 		_ = w.Flush() // a line at a time, so a reader sees each sample as it is taken
 	}
 	fmt.Fprintln(w, memStatsHeader)
-	write()
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				write()
-			case <-quit:
-				write()
-				return
-			}
-		}
-	}()
+	stopSampling := sampleEvery(every, write)
 	return func() error {
-		close(quit)
-		<-done
+		stopSampling()
 		if err := w.Flush(); err != nil {
 			f.Close()
 			return fmt.Errorf("%s: %w", memStatsEnv, err)
